@@ -1,0 +1,2 @@
+//! The tickless HTTP/1.1 client.
+#![deny(missing_docs)]

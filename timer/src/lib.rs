@@ -1,0 +1,2 @@
+//! Clocks and timers for tickless.
+#![deny(missing_docs)]
