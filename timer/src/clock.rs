@@ -1,0 +1,209 @@
+//! Clocks: where every deadline in tickless reads the time.
+//!
+//! Nothing in tickless calls `Instant::now()` directly; it asks a [`Clock`].
+//! [`SystemClock`] is the monotonic clock of the OS. [`ManualClock`] only moves
+//! when a test calls [`ManualClock::advance`], and it tells the timers built on
+//! it, so a timeout of five seconds can be tested in microseconds: the timer
+//! fires on the thread that advances the clock, exactly when the clock passes
+//! the deadline, with no tick of slack.
+
+use std::fmt;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::{Duration, Instant};
+
+/// A source of monotonic time.
+pub trait Clock: Send + Sync + fmt::Debug + 'static {
+    /// The current instant.
+    fn now(&self) -> Instant;
+
+    /// This clock as a [`ManualClock`], if it is one.
+    ///
+    /// Timers use it to be told of advances instead of sleeping in real time.
+    fn as_manual(&self) -> Option<&ManualClock> {
+        None
+    }
+}
+
+/// A clock shared by the timers and loops of one client.
+pub type SharedClock = Arc<dyn Clock>;
+
+/// The operating system's monotonic clock (`CLOCK_MONOTONIC` on Linux).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    #[inline]
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+}
+
+/// A listener told of every advance of a [`ManualClock`], with the new time.
+pub type AdvanceListener = dyn Fn(Instant) + Send + Sync;
+
+/// A clock that moves only when told to.
+///
+/// It starts at the real instant of its creation and stays there until
+/// [`advance`](ManualClock::advance). Clones share the same time.
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use tickless_timer::{Clock, ManualClock};
+///
+/// let clock = ManualClock::new();
+/// let start = clock.now();
+/// clock.advance(Duration::from_secs(5));
+/// assert_eq!(clock.now() - start, Duration::from_secs(5));
+/// ```
+#[derive(Clone)]
+pub struct ManualClock {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    start: Instant,
+    state: Mutex<State>,
+    advanced: Condvar,
+}
+
+struct State {
+    elapsed: Duration,
+    listeners: Vec<Weak<AdvanceListener>>,
+}
+
+impl ManualClock {
+    /// A clock standing still at the current real instant.
+    pub fn new() -> Self {
+        ManualClock {
+            inner: Arc::new(Inner {
+                start: Instant::now(),
+                state: Mutex::new(State {
+                    elapsed: Duration::ZERO,
+                    listeners: Vec::new(),
+                }),
+                advanced: Condvar::new(),
+            }),
+        }
+    }
+
+    /// Moves the clock forward by `by`, then, on this thread, tells every
+    /// listener (the timers built on this clock fire what is now due) and wakes
+    /// every [`sleep`](ManualClock::sleep) that is over.
+    pub fn advance(&self, by: Duration) {
+        let (now, listeners) = {
+            let mut state = self.lock();
+            state.elapsed += by;
+            state.listeners.retain(|l| l.strong_count() > 0);
+            let listeners: Vec<_> = state.listeners.iter().filter_map(Weak::upgrade).collect();
+            (self.inner.start + state.elapsed, listeners)
+        };
+        self.inner.advanced.notify_all();
+        for listener in listeners {
+            listener(now);
+        }
+    }
+
+    /// Blocks the calling thread until the clock has been advanced by at
+    /// least `duration` from now: a slow dependency, written against the
+    /// test's clock.
+    pub fn sleep(&self, duration: Duration) {
+        self.sleep_until(self.now() + duration);
+    }
+
+    /// Blocks the calling thread until the clock reads `deadline` or later.
+    pub fn sleep_until(&self, deadline: Instant) {
+        let mut state = self.lock();
+        while self.inner.start + state.elapsed < deadline {
+            state = self
+                .inner
+                .advanced
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    /// Registers a listener called after each advance, on the advancing
+    /// thread, with the new time. It is dropped once `listener` has no strong
+    /// reference left, so a timer that goes away needs no unsubscribe.
+    pub fn on_advance(&self, listener: Weak<AdvanceListener>) {
+        self.lock().listeners.push(listener);
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A listener that panicked must not make the clock unusable.
+        self.inner
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Default for ManualClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> Instant {
+        self.inner.start + self.lock().elapsed
+    }
+
+    fn as_manual(&self) -> Option<&ManualClock> {
+        Some(self)
+    }
+}
+
+impl fmt::Debug for ManualClock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ManualClock")
+            .field("elapsed", &self.lock().elapsed)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn sleep_returns_once_advanced_past() {
+        let clock = ManualClock::new();
+        let woke = Arc::new(AtomicUsize::new(0));
+        let deadline = clock.now() + Duration::from_secs(5);
+        let sleeper = {
+            let (clock, woke) = (clock.clone(), woke.clone());
+            std::thread::spawn(move || {
+                clock.sleep_until(deadline);
+                woke.fetch_add(1, Ordering::SeqCst);
+            })
+        };
+        clock.advance(Duration::from_secs(4));
+        // Give a wrongly woken sleeper time to show itself; a correct one stays put.
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(woke.load(Ordering::SeqCst), 0, "woke before its deadline");
+        clock.advance(Duration::from_secs(1));
+        sleeper.join().unwrap();
+        assert_eq!(woke.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn listeners_are_told_and_dropped_with_their_owner() {
+        let clock = ManualClock::new();
+        let calls = Arc::new(AtomicUsize::new(0));
+        let listener: Arc<AdvanceListener> = {
+            let calls = calls.clone();
+            Arc::new(move |_| {
+                calls.fetch_add(1, Ordering::SeqCst);
+            })
+        };
+        clock.on_advance(Arc::downgrade(&listener));
+        clock.advance(Duration::from_millis(1));
+        drop(listener);
+        clock.advance(Duration::from_millis(1));
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+    }
+}

@@ -1,0 +1,489 @@
+//! [`HashedWheelTimer`]: one thread carrying the timeouts of a whole client.
+//!
+//! # How the wheel works
+//!
+//! Time since the wheel started is cut into ticks of `tick` length. An entry
+//! whose deadline falls in tick `T` (the first tick boundary at or after the
+//! deadline is `T`) is kept in bucket `T mod size`. Every tick the worker
+//! wakes and visits the buckets from the first tick it has not finished up to
+//! the tick the clock has reached, and fires every entry whose deadline is
+//! `<= now`. Entries of later rounds share those buckets and are skipped by
+//! the same comparison, so no round counter is needed, and visiting a bucket
+//! can never fire anything early.
+//!
+//! # Contract
+//!
+//! * Never early: an entry fires only once the clock reads its deadline.
+//! * At most about one tick late, plus the worker's wake-up latency and the
+//!   time the tasks before it take: a burst that runs long makes the next
+//!   ones late, which is why the design offers event-loop timeouts.
+//! * With a [`ManualClock`] there is no worker: entries fire on the thread
+//!   that advances the clock, exactly when it passes their deadline.
+//!
+//! # Concurrency ground rules
+//!
+//! * All entries live in one slab under one mutex (`Core`). Arming and
+//!   cancelling take it for O(1) work; the worker takes it to collect what is
+//!   due and releases it before running anything, so a task may arm or cancel
+//!   freely.
+//! * Whoever removes an entry from the slab owns its task: the worker (it
+//!   fires), [`WheelTimeout::cancel`] (it drops the task at once, so a
+//!   cancelled task's captured resources are not kept until its bucket comes
+//!   round) or [`HashedWheelTimer::stop`] (it hands the task back). That
+//!   removal is the single point where an entry's fate is decided.
+
+use crate::clock::{AdvanceListener, SharedClock, SystemClock};
+use crate::stats::{TimerCounters, TimerStats};
+use slab::Slab;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::thread::{self, JoinHandle, ThreadId};
+use std::time::{Duration, Instant};
+use std::{fmt, io};
+
+/// The work a timer runs when an entry fires.
+pub type TimerTask = Box<dyn FnOnce() + Send + 'static>;
+
+/// Runs fired tasks somewhere other than the wheel's own thread.
+pub type Executor = Arc<dyn Fn(TimerTask) + Send + Sync + 'static>;
+
+/// The default tick, as the Java client's.
+pub const DEFAULT_TICK: Duration = Duration::from_millis(100);
+/// The default number of buckets, as the Java client's.
+pub const DEFAULT_WHEEL_SIZE: usize = 512;
+
+/// Arming failed because the timer was stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimerStopped;
+
+impl fmt::Display for TimerStopped {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the timer is stopped")
+    }
+}
+
+impl std::error::Error for TimerStopped {}
+
+/// Builds a [`HashedWheelTimer`].
+pub struct WheelBuilder {
+    tick: Duration,
+    wheel_size: usize,
+    clock: SharedClock,
+    executor: Option<Executor>,
+    thread_name: String,
+}
+
+impl WheelBuilder {
+    /// Length of one tick (default [`DEFAULT_TICK`]); at least 1 µs.
+    pub fn tick(mut self, tick: Duration) -> Self {
+        self.tick = tick.max(Duration::from_micros(1));
+        self
+    }
+
+    /// Number of buckets (default [`DEFAULT_WHEEL_SIZE`]), rounded up to a power of two.
+    pub fn wheel_size(mut self, size: usize) -> Self {
+        self.wheel_size = size.max(1).next_power_of_two();
+        self
+    }
+
+    /// The clock (default [`SystemClock`]). With a [`ManualClock`] no thread
+    /// is started and entries fire on the thread that advances the clock.
+    ///
+    /// [`ManualClock`]: crate::ManualClock
+    pub fn clock(mut self, clock: SharedClock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Runs fired tasks on `executor` instead of inline on the wheel's thread.
+    pub fn executor(mut self, executor: Executor) -> Self {
+        self.executor = Some(executor);
+        self
+    }
+
+    /// Name of the worker thread (default `tickless-wheel`).
+    pub fn thread_name(mut self, name: impl Into<String>) -> Self {
+        self.thread_name = name.into();
+        self
+    }
+
+    /// Starts the timer.
+    pub fn build(self) -> io::Result<HashedWheelTimer> {
+        let shared = Arc::new(Shared {
+            core: Mutex::new(Core {
+                start: self.clock.now(),
+                slots: Slab::new(),
+                buckets: (0..self.wheel_size).map(|_| Vec::new()).collect(),
+                first_open_tick: 0,
+                next_sequence: 0,
+                stopped: false,
+            }),
+            tick: self.tick,
+            clock: self.clock,
+            executor: self.executor,
+            counters: TimerCounters::default(),
+            worker: Mutex::new(None),
+            worker_id: OnceLock::new(),
+            stopping: AtomicBool::new(false),
+            advance_listener: OnceLock::new(),
+        });
+        if let Some(manual) = shared.clock.as_manual() {
+            let weak = Arc::downgrade(&shared);
+            let listener: Arc<AdvanceListener> = Arc::new(move |now| {
+                if let Some(shared) = weak.upgrade() {
+                    shared.expire(now);
+                }
+            });
+            manual.on_advance(Arc::downgrade(&listener));
+            let _ = shared.advance_listener.set(listener);
+        } else {
+            let worker_shared = shared.clone();
+            let handle = thread::Builder::new()
+                .name(self.thread_name)
+                .spawn(move || worker_shared.run_worker())?;
+            let _ = shared.worker_id.set(handle.thread().id());
+            *shared.lock_worker() = Some(handle);
+        }
+        Ok(HashedWheelTimer {
+            owner: Arc::new(Owner { shared }),
+        })
+    }
+}
+
+/// A hashed-wheel timer: one worker thread, O(1) arm and cancel from any thread.
+///
+/// See the [module documentation](self) for how it works and what it promises.
+/// Clones share the same wheel; it stops when the last clone is dropped, or
+/// at [`stop`](Self::stop).
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::mpsc;
+/// use std::time::{Duration, Instant};
+/// use tickless_timer::HashedWheelTimer;
+///
+/// let timer = HashedWheelTimer::builder().tick(Duration::from_millis(1)).build()?;
+/// let (fired, on_fire) = mpsc::channel();
+/// let deadline = Instant::now() + Duration::from_millis(5);
+/// timer.arm(deadline, move || fired.send(Instant::now()).unwrap()).unwrap();
+/// assert!(on_fire.recv().unwrap() >= deadline);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct HashedWheelTimer {
+    owner: Arc<Owner>,
+}
+
+/// Stops the wheel when the last [`HashedWheelTimer`] clone goes away.
+/// (The worker holds `Shared` itself, so `Shared` cannot be the one to know.)
+struct Owner {
+    shared: Arc<Shared>,
+}
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        drop(self.shared.stop());
+    }
+}
+
+struct Shared {
+    core: Mutex<Core>,
+    tick: Duration,
+    clock: SharedClock,
+    executor: Option<Executor>,
+    counters: TimerCounters,
+    worker: Mutex<Option<JoinHandle<()>>>,
+    worker_id: OnceLock<ThreadId>,
+    stopping: AtomicBool,
+    /// Keeps the manual clock's listener alive for as long as the wheel is.
+    advance_listener: OnceLock<Arc<AdvanceListener>>,
+}
+
+struct Core {
+    start: Instant,
+    slots: Slab<Entry>,
+    buckets: Vec<Vec<usize>>,
+    /// Every entry due before this tick has fired; an entry armed for an
+    /// earlier tick is placed here instead, so the next visit fires it.
+    first_open_tick: u64,
+    next_sequence: u64,
+    stopped: bool,
+}
+
+struct Entry {
+    deadline: Instant,
+    sequence: u64,
+    bucket: usize,
+    index_in_bucket: usize,
+    task: TimerTask,
+}
+
+/// The handle of one armed entry.
+#[derive(Clone)]
+pub struct WheelTimeout {
+    shared: Arc<Shared>,
+    key: usize,
+    sequence: u64,
+    deadline: Instant,
+}
+
+impl HashedWheelTimer {
+    /// A builder with the defaults: 100 ms ticks, 512 buckets, the system clock.
+    pub fn builder() -> WheelBuilder {
+        WheelBuilder {
+            tick: DEFAULT_TICK,
+            wheel_size: DEFAULT_WHEEL_SIZE,
+            clock: Arc::new(SystemClock),
+            executor: None,
+            thread_name: "tickless-wheel".to_owned(),
+        }
+    }
+
+    /// Arms `task` to run once the clock reaches `deadline`. Callable from
+    /// any thread; O(1).
+    pub fn arm(
+        &self,
+        deadline: Instant,
+        task: impl FnOnce() + Send + 'static,
+    ) -> Result<WheelTimeout, TimerStopped> {
+        self.arm_boxed(deadline, Box::new(task))
+    }
+
+    /// [`arm`](Self::arm) for a task that is already boxed.
+    pub fn arm_boxed(
+        &self,
+        deadline: Instant,
+        task: TimerTask,
+    ) -> Result<WheelTimeout, TimerStopped> {
+        let shared = &self.owner.shared;
+        let mut core = shared.lock_core();
+        if core.stopped {
+            return Err(TimerStopped);
+        }
+        let tick = core
+            .tick_at_or_after(deadline, shared.tick)
+            .max(core.first_open_tick);
+        let bucket = (tick as usize) & (core.buckets.len() - 1);
+        let sequence = core.next_sequence;
+        core.next_sequence += 1;
+        let index_in_bucket = core.buckets[bucket].len();
+        let key = core.slots.insert(Entry {
+            deadline,
+            sequence,
+            bucket,
+            index_in_bucket,
+            task,
+        });
+        core.buckets[bucket].push(key);
+        drop(core);
+        shared.counters.armed();
+        Ok(WheelTimeout {
+            shared: shared.clone(),
+            key,
+            sequence,
+            deadline,
+        })
+    }
+
+    /// Stops the worker, joins it (unless called from a task on the worker
+    /// itself), and returns the tasks that never ran. Later arms fail with
+    /// [`TimerStopped`]. A second call returns nothing.
+    pub fn stop(&self) -> Vec<TimerTask> {
+        self.owner.shared.stop()
+    }
+
+    /// The worker thread's id: fired tasks run there unless an executor was
+    /// given. `None` with a manual clock, where they run on the advancing thread.
+    pub fn thread_id(&self) -> Option<ThreadId> {
+        self.owner.shared.worker_id.get().copied()
+    }
+
+    /// The tick length.
+    pub fn tick(&self) -> Duration {
+        self.owner.shared.tick
+    }
+
+    /// The clock the wheel reads.
+    pub fn clock(&self) -> &SharedClock {
+        &self.owner.shared.clock
+    }
+
+    /// Entries armed now, fired and cancelled, and the lag of those fired.
+    pub fn stats(&self) -> TimerStats {
+        self.owner.shared.counters.snapshot()
+    }
+}
+
+impl fmt::Debug for HashedWheelTimer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HashedWheelTimer")
+            .field("tick", &self.tick())
+            .field("thread_id", &self.thread_id())
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+impl WheelTimeout {
+    /// Disarms the entry and drops its task at once. Returns whether it was
+    /// still armed (false if it fired, was cancelled, or the timer stopped).
+    /// O(1).
+    pub fn cancel(&self) -> bool {
+        let task = {
+            let mut core = self.shared.lock_core();
+            match core.slots.get(self.key) {
+                Some(entry) if entry.sequence == self.sequence => core.remove(self.key).task,
+                _ => return false,
+            }
+        };
+        self.shared.counters.cancelled();
+        drop(task);
+        true
+    }
+
+    /// The deadline the entry was armed for.
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+}
+
+impl fmt::Debug for WheelTimeout {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WheelTimeout")
+            .field("deadline", &self.deadline)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Core {
+    /// The first tick boundary at or after `instant`.
+    fn tick_at_or_after(&self, instant: Instant, tick: Duration) -> u64 {
+        let since = instant.saturating_duration_since(self.start).as_nanos();
+        let tick = tick.as_nanos();
+        since.div_ceil(tick).min(u64::MAX as u128) as u64
+    }
+
+    /// The last tick boundary at or before `instant`.
+    fn tick_at_or_before(&self, instant: Instant, tick: Duration) -> u64 {
+        let since = instant.saturating_duration_since(self.start).as_nanos();
+        (since / tick.as_nanos()).min(u64::MAX as u128) as u64
+    }
+
+    fn remove(&mut self, key: usize) -> Entry {
+        let entry = self.slots.remove(key);
+        let bucket = &mut self.buckets[entry.bucket];
+        bucket.swap_remove(entry.index_in_bucket);
+        if let Some(&moved) = bucket.get(entry.index_in_bucket) {
+            self.slots[moved].index_in_bucket = entry.index_in_bucket;
+        }
+        entry
+    }
+
+    /// Moves every entry due at `now` into `due`.
+    fn collect_due(&mut self, now: Instant, tick: Duration, due: &mut Vec<(Instant, TimerTask)>) {
+        let size = self.buckets.len() as u64;
+        let last = self.tick_at_or_after(now, tick);
+        let visits = last
+            .saturating_sub(self.first_open_tick)
+            .saturating_add(1)
+            .min(size);
+        for offset in 0..visits {
+            let bucket = ((self.first_open_tick + offset) % size) as usize;
+            let mut index = 0;
+            while let Some(&key) = self.buckets[bucket].get(index) {
+                if self.slots[key].deadline <= now {
+                    let entry = self.remove(key);
+                    due.push((entry.deadline, entry.task));
+                } else {
+                    index += 1;
+                }
+            }
+        }
+        self.first_open_tick = self.first_open_tick.max(self.tick_at_or_before(now, tick));
+    }
+}
+
+impl Shared {
+    fn lock_core(&self) -> MutexGuard<'_, Core> {
+        // Tasks run outside the lock, so a poisoned lock means a bug in this
+        // file; the data is still consistent at every unlock point.
+        self.core.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn lock_worker(&self) -> MutexGuard<'_, Option<JoinHandle<()>>> {
+        self.worker.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn run_worker(&self) {
+        let mut due = Vec::new();
+        let start = self.lock_core().start;
+        let mut next_tick: u32 = 1;
+        while !self.stopping.load(Ordering::Acquire) {
+            let wake_at = start + self.tick * next_tick;
+            let now = self.clock.now();
+            if now < wake_at {
+                thread::park_timeout(wake_at - now);
+                continue;
+            }
+            let now = self.fire_due(&mut due);
+            let since = now.saturating_duration_since(start).as_nanos() / self.tick.as_nanos();
+            next_tick = (since + 1).min(u32::MAX as u128) as u32;
+        }
+    }
+
+    /// Collects what is due now and runs it; returns the time it read.
+    fn fire_due(&self, due: &mut Vec<(Instant, TimerTask)>) -> Instant {
+        let now = self.clock.now();
+        self.lock_core().collect_due(now, self.tick, due);
+        for (deadline, task) in due.drain(..) {
+            self.counters
+                .fired(self.clock.now().saturating_duration_since(deadline));
+            self.run(task);
+        }
+        now
+    }
+
+    /// Manual clock: fires what is due at `now`, on the advancing thread.
+    fn expire(&self, now: Instant) {
+        let mut due = Vec::new();
+        self.lock_core().collect_due(now, self.tick, &mut due);
+        for (deadline, task) in due {
+            self.counters.fired(now.saturating_duration_since(deadline));
+            self.run(task);
+        }
+    }
+
+    fn run(&self, task: TimerTask) {
+        match &self.executor {
+            Some(executor) => executor(task),
+            // A panicking task must not take the whole client's timeouts down.
+            None => drop(catch_unwind(AssertUnwindSafe(task))),
+        }
+    }
+
+    fn stop(&self) -> Vec<TimerTask> {
+        self.stopping.store(true, Ordering::Release);
+        let leftovers: Vec<TimerTask> = {
+            let mut core = self.lock_core();
+            core.stopped = true;
+            for bucket in &mut core.buckets {
+                bucket.clear();
+            }
+            core.slots.drain().map(|entry| entry.task).collect()
+        };
+        self.counters.discarded(leftovers.len());
+        let worker = self.lock_worker().take();
+        if let Some(worker) = worker {
+            worker.thread().unpark();
+            if thread::current().id() != worker.thread().id() {
+                let _ = worker.join();
+            }
+        }
+        leftovers
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,274 @@
+use super::*;
+use crate::{Clock, ManualClock};
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+use std::sync::atomic::AtomicUsize;
+use std::sync::mpsc;
+
+fn manual_wheel(tick_ms: u64, size: usize) -> (ManualClock, HashedWheelTimer) {
+    let clock = ManualClock::new();
+    let wheel = HashedWheelTimer::builder()
+        .tick(Duration::from_millis(tick_ms))
+        .wheel_size(size)
+        .clock(Arc::new(clock.clone()))
+        .build()
+        .unwrap();
+    (clock, wheel)
+}
+
+fn counter() -> (Arc<AtomicUsize>, impl Fn() -> Box<dyn FnOnce() + Send>) {
+    let count = Arc::new(AtomicUsize::new(0));
+    let make = {
+        let count = count.clone();
+        move || -> Box<dyn FnOnce() + Send> {
+            let count = count.clone();
+            Box::new(move || {
+                count.fetch_add(1, Ordering::SeqCst);
+            })
+        }
+    };
+    (count, make)
+}
+
+#[test]
+fn manual_clock_fires_exactly_at_the_deadline_on_the_advancing_thread() {
+    let (clock, wheel) = manual_wheel(100, 512);
+    assert_eq!(wheel.thread_id(), None);
+    let deadline = clock.now() + Duration::from_secs(5);
+    let (tx, rx) = mpsc::channel();
+    wheel
+        .arm(deadline, move || tx.send(thread::current().id()).unwrap())
+        .unwrap();
+    clock.advance(Duration::from_secs(5) - Duration::from_nanos(1));
+    assert!(rx.try_recv().is_err(), "fired before its deadline");
+    clock.advance(Duration::from_nanos(1));
+    assert_eq!(rx.try_recv(), Ok(thread::current().id()));
+    assert_eq!(wheel.stats().armed, 0);
+    assert_eq!(wheel.stats().fired, 1);
+}
+
+#[test]
+fn a_jump_past_several_revolutions_fires_everything_due() {
+    let (clock, wheel) = manual_wheel(1, 8);
+    let (count, task) = counter();
+    for ms in [0, 3, 7, 8, 9, 100, 1000] {
+        wheel
+            .arm_boxed(clock.now() + Duration::from_millis(ms), task())
+            .unwrap();
+    }
+    clock.advance(Duration::from_millis(999));
+    assert_eq!(count.load(Ordering::SeqCst), 6);
+    clock.advance(Duration::from_millis(1));
+    assert_eq!(count.load(Ordering::SeqCst), 7);
+}
+
+#[test]
+fn cancel_drops_the_task_at_once() {
+    let (clock, wheel) = manual_wheel(100, 512);
+    let resource = Arc::new(());
+    let held = resource.clone();
+    let timeout = wheel
+        .arm(clock.now() + Duration::from_secs(60), move || drop(held))
+        .unwrap();
+    assert_eq!(Arc::strong_count(&resource), 2);
+    assert!(timeout.cancel());
+    assert_eq!(
+        Arc::strong_count(&resource),
+        1,
+        "cancelled task still alive"
+    );
+    assert!(!timeout.cancel(), "cancelled twice");
+    assert_eq!(wheel.stats().armed, 0);
+}
+
+#[test]
+fn system_clock_never_fires_early_and_runs_on_the_worker() {
+    let wheel = HashedWheelTimer::builder()
+        .tick(Duration::from_millis(1))
+        .build()
+        .unwrap();
+    let worker = wheel.thread_id().expect("a system wheel has a worker");
+    let (tx, rx) = mpsc::channel();
+    let start = Instant::now();
+    for ms in [0u64, 1, 2, 5, 10, 20] {
+        let deadline = start + Duration::from_millis(ms);
+        let tx = tx.clone();
+        wheel
+            .arm(deadline, move || {
+                tx.send((deadline, Instant::now(), thread::current().id()))
+                    .unwrap()
+            })
+            .unwrap();
+    }
+    for _ in 0..6 {
+        let (deadline, fired, thread) = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert!(fired >= deadline, "fired early");
+        assert_eq!(thread, worker);
+    }
+}
+
+#[test]
+fn arming_and_cancelling_from_many_threads() {
+    let wheel = HashedWheelTimer::builder()
+        .tick(Duration::from_millis(1))
+        .build()
+        .unwrap();
+    let (count, task) = counter();
+    let task = Arc::new(Mutex::new(task));
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let (wheel, task) = (wheel.clone(), task.clone());
+            thread::spawn(move || {
+                let mut kept = Vec::new();
+                for i in 0..250 {
+                    let make = task.lock().unwrap();
+                    let timeout = wheel
+                        .arm_boxed(Instant::now() + Duration::from_millis(i % 7), make())
+                        .unwrap();
+                    drop(make);
+                    if i % 2 == 0 {
+                        kept.push(timeout);
+                    } else {
+                        // Cancelled from this thread while the worker fires others.
+                        let _ = timeout.cancel();
+                    }
+                }
+                kept.len()
+            })
+        })
+        .collect();
+    let kept: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while wheel.stats().armed > 0 && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(5));
+    }
+    let stats = wheel.stats();
+    assert_eq!(stats.armed, 0);
+    assert_eq!(stats.fired + stats.cancelled, 1000);
+    assert_eq!(count.load(Ordering::SeqCst) as u64, stats.fired);
+    assert!(stats.fired >= kept as u64);
+}
+
+#[test]
+fn cancelling_from_another_thread() {
+    let (clock, wheel) = manual_wheel(10, 64);
+    let (count, task) = counter();
+    let timeout = wheel
+        .arm_boxed(clock.now() + Duration::from_millis(50), task())
+        .unwrap();
+    assert!(thread::spawn(move || timeout.cancel()).join().unwrap());
+    clock.advance(Duration::from_secs(1));
+    assert_eq!(count.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn stop_returns_the_tasks_that_never_ran_and_rejects_arms() {
+    let wheel = HashedWheelTimer::builder().build().unwrap();
+    let (count, task) = counter();
+    for _ in 0..3 {
+        wheel
+            .arm_boxed(Instant::now() + Duration::from_secs(3600), task())
+            .unwrap();
+    }
+    let leftovers = wheel.stop();
+    assert_eq!(leftovers.len(), 3);
+    assert_eq!(wheel.stats().armed, 0);
+    assert_eq!(wheel.arm(Instant::now(), || {}).unwrap_err(), TimerStopped);
+    for task in leftovers {
+        task();
+    }
+    assert_eq!(count.load(Ordering::SeqCst), 3);
+    assert!(wheel.stop().is_empty());
+}
+
+#[test]
+fn a_panicking_task_does_not_kill_the_worker() {
+    let wheel = HashedWheelTimer::builder()
+        .tick(Duration::from_millis(1))
+        .build()
+        .unwrap();
+    wheel.arm(Instant::now(), || panic!("task panics")).unwrap();
+    let (tx, rx) = mpsc::channel();
+    wheel
+        .arm(Instant::now() + Duration::from_millis(5), move || {
+            tx.send(()).unwrap()
+        })
+        .unwrap();
+    rx.recv_timeout(Duration::from_secs(10))
+        .expect("the worker died with the panicking task");
+}
+
+#[test]
+fn an_executor_runs_the_tasks() {
+    let (clock, _) = manual_wheel(1, 8);
+    let ran_on_executor = Arc::new(AtomicUsize::new(0));
+    let executor: Executor = {
+        let ran = ran_on_executor.clone();
+        Arc::new(move |task: TimerTask| {
+            ran.fetch_add(1, Ordering::SeqCst);
+            task()
+        })
+    };
+    let wheel = HashedWheelTimer::builder()
+        .clock(Arc::new(clock.clone()))
+        .executor(executor)
+        .build()
+        .unwrap();
+    let (count, task) = counter();
+    wheel.arm_boxed(clock.now(), task()).unwrap();
+    clock.advance(Duration::from_millis(1));
+    assert_eq!(ran_on_executor.load(Ordering::SeqCst), 1);
+    assert_eq!(count.load(Ordering::SeqCst), 1);
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Arm(u16),
+    Cancel(usize),
+    Advance(u16),
+}
+
+proptest! {
+    /// Against a model on a manual clock: nothing fires early, nothing
+    /// cancelled fires, everything due fires exactly once.
+    #[test]
+    fn behaves_like_a_model(ops in proptest::collection::vec(prop_oneof![
+        4 => (0u16..2000).prop_map(Op::Arm),
+        2 => any::<usize>().prop_map(Op::Cancel),
+        3 => (0u16..700).prop_map(Op::Advance),
+    ], 1..200)) {
+        let (clock, wheel) = manual_wheel(10, 16);
+        let fired = Arc::new(Mutex::new(Vec::new()));
+        let mut model: BTreeMap<usize, Instant> = BTreeMap::new();
+        let mut handles = Vec::new();
+        for op in ops {
+            match op {
+                Op::Arm(ms) => {
+                    let id = handles.len();
+                    let deadline = clock.now() + Duration::from_millis(ms.into());
+                    let (fired, clock_at_fire) = (fired.clone(), clock.clone());
+                    let handle = wheel.arm(deadline, move || {
+                        fired.lock().unwrap().push((id, deadline, clock_at_fire.now()));
+                    }).unwrap();
+                    model.insert(id, deadline);
+                    handles.push(handle);
+                }
+                Op::Cancel(pick) if !handles.is_empty() => {
+                    let id = pick % handles.len();
+                    prop_assert_eq!(handles[id].cancel(), model.remove(&id).is_some());
+                }
+                Op::Cancel(_) => {}
+                Op::Advance(ms) => {
+                    clock.advance(Duration::from_millis(ms.into()));
+                    let now = clock.now();
+                    for (id, deadline, at) in fired.lock().unwrap().drain(..) {
+                        prop_assert!(at >= deadline, "fired early");
+                        prop_assert_eq!(model.remove(&id), Some(deadline), "fired twice or after cancel");
+                    }
+                    prop_assert!(model.values().all(|&d| d > now), "due entry not fired");
+                }
+            }
+            prop_assert_eq!(wheel.stats().armed, model.len());
+        }
+    }
+}
