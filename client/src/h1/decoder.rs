@@ -1,0 +1,200 @@
+//! The response decoder: heads, then the body, then done.
+
+use http::HeaderMap;
+
+use super::body::{BodyDecoder, Step};
+use super::error::{DecodeError, Stage};
+use super::limits::Limits;
+use super::response::{framing, parse_head, Parsed, ResponseHead};
+
+/// What one call to [`ResponseDecoder::decode`] produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decoded<'a> {
+    /// All of the input that can be used has been consumed: read more bytes
+    /// and call again with the unconsumed tail plus the new bytes (or call
+    /// [`ResponseDecoder::eof`] if the peer closed the connection).
+    NeedMore,
+    /// The final (non-1xx) response head. Returned once.
+    Head(ResponseHead),
+    /// A piece of body data, borrowed from the input; never empty.
+    Body(&'a [u8]),
+    /// The trailer fields after a chunked body; only returned when non-empty.
+    Trailers(HeaderMap),
+    /// The response is complete. `keep_alive`: the connection may carry
+    /// another request (bytes left unconsumed in the input belong to no
+    /// response and are a protocol error).
+    Done {
+        /// Whether the connection can be reused.
+        keep_alive: bool,
+    },
+}
+
+#[derive(Debug)]
+enum State {
+    Head,
+    Body { body: BodyDecoder, keep_alive: bool },
+    Done { keep_alive: bool },
+    Failed(DecodeError),
+}
+
+/// Decodes one response. Construct one per request.
+///
+/// Sans-IO: it is fed bytes and says how many it consumed; it never reads,
+/// buffers or waits. See the [module documentation](super) for the loop that
+/// drives it.
+#[derive(Debug)]
+pub struct ResponseDecoder {
+    limits: Limits,
+    is_head: bool,
+    request_keep_alive: bool,
+    state: State,
+    bytes_seen: bool,
+    head_received: bool,
+}
+
+impl ResponseDecoder {
+    /// A decoder for the response to one request. `is_head`: the request was
+    /// HEAD (so the response has no body). `request_keep_alive`: false if the
+    /// request said `Connection: close` (the response then never allows reuse).
+    pub fn new(limits: Limits, is_head: bool, request_keep_alive: bool) -> Self {
+        ResponseDecoder {
+            limits,
+            is_head,
+            request_keep_alive,
+            state: State::Head,
+            bytes_seen: false,
+            head_received: false,
+        }
+    }
+
+    /// Feeds the unconsumed input. Returns how many bytes of `input` were
+    /// consumed and what was decoded.
+    ///
+    /// Call repeatedly with the remaining input until it returns
+    /// [`Decoded::NeedMore`] (all of `input` that can be used has been
+    /// consumed: read more bytes and call again with the unconsumed tail plus
+    /// the new bytes) or [`Decoded::Done`]. Interim 1xx responses are consumed
+    /// silently. Bytes after the end of the response are never consumed.
+    /// After `Done`, every call returns `Done` again and consumes nothing.
+    ///
+    /// # Errors
+    ///
+    /// A [`DecodeError`] saying what is malformed or over a [`Limits`] bound.
+    /// The decoder then stays failed: later calls return the same error.
+    pub fn decode<'a>(&mut self, input: &'a [u8]) -> Result<(usize, Decoded<'a>), DecodeError> {
+        if !input.is_empty() {
+            self.bytes_seen = true;
+        }
+        let result = self.decode_inner(input);
+        if let Err(e) = &result {
+            self.state = State::Failed(e.clone());
+        }
+        result
+    }
+
+    fn decode_inner<'a>(&mut self, input: &'a [u8]) -> Result<(usize, Decoded<'a>), DecodeError> {
+        match &mut self.state {
+            State::Failed(e) => Err(e.clone()),
+            State::Done { keep_alive } => Ok((
+                0,
+                Decoded::Done {
+                    keep_alive: *keep_alive,
+                },
+            )),
+            State::Head => self.decode_head(input),
+            State::Body { body, keep_alive } => {
+                let keep_alive = *keep_alive;
+                match body.decode(input)? {
+                    (n, Step::NeedMore) => Ok((n, Decoded::NeedMore)),
+                    (n, Step::Data(data)) => Ok((n, Decoded::Body(data))),
+                    (n, Step::Trailers(t)) => Ok((n, Decoded::Trailers(t))),
+                    (n, Step::End) => {
+                        self.state = State::Done { keep_alive };
+                        Ok((n, Decoded::Done { keep_alive }))
+                    }
+                }
+            }
+        }
+    }
+
+    fn decode_head<'a>(&mut self, input: &'a [u8]) -> Result<(usize, Decoded<'a>), DecodeError> {
+        let mut pos = 0;
+        loop {
+            let (n, head) = match parse_head(&input[pos..], &self.limits)? {
+                Parsed::Partial => return Ok((pos, Decoded::NeedMore)),
+                Parsed::Complete(n, head) => (n, head),
+            };
+            pos += n;
+            if head.status == http::StatusCode::SWITCHING_PROTOCOLS {
+                return Err(DecodeError::SwitchingProtocols);
+            }
+            if head.status.is_informational() {
+                continue; // 100 Continue, 102 Processing, 103 Early Hints...
+            }
+            let (kind, keep_alive) =
+                framing(&head, self.is_head, self.request_keep_alive, &self.limits)?;
+            self.state = State::Body {
+                body: BodyDecoder::new(kind, self.limits),
+                keep_alive,
+            };
+            self.head_received = true;
+            return Ok((pos, Decoded::Head(head)));
+        }
+    }
+
+    /// The peer closed the connection (EOF); call after feeding everything
+    /// it sent. Ends a close-delimited (or already complete) body with
+    /// [`Decoded::Done`], whose `keep_alive` is then false.
+    ///
+    /// # Errors
+    ///
+    /// [`DecodeError::Truncated`] naming where the response was cut: inside
+    /// the head (even before its first byte), a `Content-Length` body, a
+    /// chunked body or the trailers. A failed decoder returns its error.
+    pub fn eof(&mut self) -> Result<Decoded<'static>, DecodeError> {
+        let result = match &self.state {
+            State::Failed(e) => Err(e.clone()),
+            State::Head => Err(DecodeError::Truncated { stage: Stage::Head }),
+            State::Body { body, .. } => body.eof(),
+            State::Done { .. } => Ok(()),
+        };
+        match result {
+            Ok(()) => {
+                self.state = State::Done { keep_alive: false };
+                Ok(Decoded::Done { keep_alive: false })
+            }
+            Err(e) => {
+                self.state = State::Failed(e.clone());
+                Err(e)
+            }
+        }
+    }
+
+    /// True once [`Decoded::Done`] was returned (by `decode` or `eof`).
+    pub fn is_done(&self) -> bool {
+        matches!(self.state, State::Done { .. })
+    }
+
+    /// True once the final (non-1xx) head was returned.
+    pub fn head_received(&self) -> bool {
+        self.head_received
+    }
+
+    /// True once any response byte was given to [`decode`](Self::decode),
+    /// consumed or not (a partial head is left unconsumed until complete).
+    /// An EOF with no byte seen on a reused connection usually means the
+    /// server closed it idle, so the request may be retried.
+    pub fn bytes_seen(&self) -> bool {
+        self.bytes_seen
+    }
+
+    /// Where the decoder is, for reporting input that ended early; `None`
+    /// once done or failed.
+    pub fn stage(&self) -> Option<Stage> {
+        match &self.state {
+            State::Head => Some(Stage::Head),
+            State::Body { body, .. } => Some(body.stage()),
+            State::Done { .. } | State::Failed(_) => None,
+        }
+    }
+}

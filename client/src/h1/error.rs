@@ -1,0 +1,148 @@
+//! Errors of the codec.
+
+use std::fmt;
+
+/// Where in a response the input ended early.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Stage {
+    /// Inside a response head (including before its first byte).
+    Head,
+    /// Inside a body framed by `Content-Length`.
+    LengthBody,
+    /// Inside a chunked body: a chunk-size line, chunk data or the CRLF after it.
+    ChunkedBody,
+    /// Inside the trailer section after the last chunk.
+    Trailers,
+    /// Inside a close-delimited body. Never reported by
+    /// [`ResponseDecoder::eof`](super::ResponseDecoder::eof) (EOF ends such a
+    /// body); only by the test helper [`decode_all`](super::decode_all) when
+    /// its input stops without EOF.
+    CloseDelimitedBody,
+}
+
+impl fmt::Display for Stage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Stage::Head => "the response head",
+            Stage::LengthBody => "a Content-Length body",
+            Stage::ChunkedBody => "a chunked body",
+            Stage::Trailers => "the trailers",
+            Stage::CloseDelimitedBody => "a close-delimited body",
+        })
+    }
+}
+
+/// A response could not be decoded. The decoder is unusable afterwards (every
+/// later call returns the same error) and so is the connection.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DecodeError {
+    /// The status line is not `HTTP-version SP status-code [SP reason]`.
+    #[error("invalid status line")]
+    InvalidStatusLine,
+    /// The status line names a version other than HTTP/1.0 or HTTP/1.1.
+    #[error("unsupported HTTP version in status line (only HTTP/1.0 and HTTP/1.1)")]
+    BadVersion,
+    /// The status code is not three digits in 100..=999.
+    #[error("invalid status code (must be three digits from 100 to 999)")]
+    InvalidStatusCode,
+    /// A header (or trailer) name is empty or holds a byte that is not a token character.
+    #[error("invalid byte in header name")]
+    InvalidHeaderName,
+    /// A header (or trailer) value holds a control byte.
+    #[error("invalid byte in header value")]
+    InvalidHeaderValue,
+    /// A header (or trailer) line has no colon.
+    #[error("header without colon")]
+    HeaderWithoutColon,
+    /// A header line starts with whitespace (obsolete line folding).
+    #[error("obsolete line folding (header line starting with whitespace)")]
+    ObsFold,
+    /// The head is larger than [`Limits::max_head_bytes`](super::Limits::max_head_bytes).
+    #[error("response head larger than {limit} bytes")]
+    HeadTooLarge {
+        /// The limit.
+        limit: usize,
+    },
+    /// More header fields than [`Limits::max_headers`](super::Limits::max_headers).
+    #[error("more than {limit} header fields")]
+    TooManyHeaders {
+        /// The limit.
+        limit: usize,
+    },
+    /// A `Content-Length` value is not a decimal number fitting in 64 bits.
+    #[error("invalid Content-Length value")]
+    InvalidContentLength,
+    /// Two different `Content-Length` values.
+    #[error("conflicting Content-Length values {first} and {second}")]
+    ConflictingContentLength {
+        /// The first value seen.
+        first: u64,
+        /// The first value differing from it.
+        second: u64,
+    },
+    /// Both `Content-Length` and `Transfer-Encoding` (a request smuggling vector).
+    #[error("both Content-Length and Transfer-Encoding in a response")]
+    ContentLengthWithTransferEncoding,
+    /// `Transfer-Encoding` is anything but exactly `chunked`.
+    #[error("unknown transfer coding {0:?} (only \"chunked\" is supported)")]
+    UnknownTransferCoding(String),
+    /// A chunk-size line does not start with hex digits, or holds a stray byte.
+    #[error("invalid chunk size line")]
+    InvalidChunkSize,
+    /// A chunk size does not fit in 64 bits.
+    #[error("chunk size overflows 64 bits")]
+    ChunkSizeOverflow,
+    /// A chunk-size line does not end with CRLF.
+    #[error("missing CRLF after chunk size")]
+    MissingCrlfAfterChunkSize,
+    /// Chunk data is not followed by CRLF.
+    #[error("missing CRLF after chunk data")]
+    MissingCrlfAfterChunkData,
+    /// Chunk extensions add up to more than
+    /// [`MAX_CHUNK_EXTENSION_BYTES`](super::MAX_CHUNK_EXTENSION_BYTES).
+    #[error("chunk extensions larger than {limit} bytes")]
+    ChunkExtensionsTooLarge {
+        /// The limit.
+        limit: u64,
+    },
+    /// The trailer section is larger than
+    /// [`Limits::max_trailer_bytes`](super::Limits::max_trailer_bytes).
+    #[error("trailers larger than {limit} bytes")]
+    TrailersTooLarge {
+        /// The limit.
+        limit: usize,
+    },
+    /// The body is (or declares to be) larger than
+    /// [`Limits::max_body_bytes`](super::Limits::max_body_bytes).
+    #[error("response body larger than {limit} bytes")]
+    BodyTooLarge {
+        /// The limit.
+        limit: u64,
+    },
+    /// A `101 Switching Protocols` response, though no upgrade was requested.
+    #[error("unexpected 101 Switching Protocols (no upgrade was requested)")]
+    SwitchingProtocols,
+    /// The peer closed the connection before the response was complete.
+    #[error("connection closed inside {stage}")]
+    Truncated {
+        /// Where the response was cut.
+        stage: Stage,
+    },
+}
+
+/// A request head could not be encoded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum EncodeError {
+    /// The URI is not absolute with scheme `http` or `https` and a host.
+    #[error("request URI must be absolute with scheme http or https and a host")]
+    InvalidUri,
+    /// The caller's `Content-Length` header disagrees with the body framing.
+    #[error("Content-Length header conflicts with the request body framing")]
+    ConflictingContentLength,
+    /// The caller's `Transfer-Encoding` header disagrees with the body framing.
+    #[error("Transfer-Encoding header conflicts with the request body framing")]
+    ConflictingTransferEncoding,
+}

@@ -1,0 +1,159 @@
+//! Request encoding: the head and chunked body framing.
+
+use http::header::{CONTENT_LENGTH, HOST, TRANSFER_ENCODING};
+use http::{HeaderMap, Method, Uri};
+
+use super::error::EncodeError;
+
+/// Framing of a request body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestBody {
+    /// No body. POST, PUT and PATCH still get `Content-Length: 0`.
+    Empty,
+    /// A body of exactly this many bytes (`Content-Length`); the caller
+    /// writes the bytes after the head, as they are.
+    Length(u64),
+    /// A body of unknown length (`Transfer-Encoding: chunked`); the caller
+    /// frames it with [`encode_chunk`] and ends it with [`encode_last_chunk`].
+    Chunked,
+}
+
+/// Writes the request head into `out`.
+///
+/// Writes `METHOD origin-form HTTP/1.1\r\n`, a `Host` header from the URI
+/// authority (user info dropped) unless `headers` has one, the caller's
+/// headers, `Content-Length: n` for [`RequestBody::Length`] (and
+/// `Content-Length: 0` for [`RequestBody::Empty`] when the method is POST,
+/// PUT or PATCH), `Transfer-Encoding: chunked` for [`RequestBody::Chunked`],
+/// then the empty line. A framing header the caller already set with the same
+/// meaning is not repeated.
+///
+/// The request-target is always origin-form: the path and query of `uri`
+/// (`/` if empty).
+///
+/// # Errors
+///
+/// [`EncodeError::InvalidUri`] unless `uri` is absolute with scheme `http` or
+/// `https` and a host; [`EncodeError::ConflictingContentLength`] or
+/// [`EncodeError::ConflictingTransferEncoding`] if `headers` hold a framing
+/// header that disagrees with `body`. Nothing is written on error.
+pub fn encode_request_head(
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: RequestBody,
+    out: &mut Vec<u8>,
+) -> Result<(), EncodeError> {
+    let scheme = uri.scheme_str().ok_or(EncodeError::InvalidUri)?;
+    if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
+        return Err(EncodeError::InvalidUri);
+    }
+    let host = match uri.host() {
+        Some(h) if !h.is_empty() => h,
+        _ => return Err(EncodeError::InvalidUri),
+    };
+    let framing = framing_header(method, headers, body)?;
+
+    let target = uri.path_and_query().map_or("/", |pq| pq.as_str());
+    let target = if target.is_empty() { "/" } else { target };
+    out.extend_from_slice(method.as_str().as_bytes());
+    out.push(b' ');
+    if !target.starts_with('/') {
+        // `http` yields e.g. "?q" for "http://h?q"; origin-form needs the slash.
+        out.push(b'/');
+    }
+    out.extend_from_slice(target.as_bytes());
+    out.extend_from_slice(b" HTTP/1.1\r\n");
+
+    if !headers.contains_key(HOST) {
+        out.extend_from_slice(b"Host: ");
+        out.extend_from_slice(host.as_bytes());
+        if let Some(port) = uri.port_u16() {
+            out.extend_from_slice(format!(":{port}").as_bytes());
+        }
+        out.extend_from_slice(b"\r\n");
+    }
+    for (name, value) in headers {
+        out.extend_from_slice(name.as_str().as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    if let Some(line) = framing {
+        out.extend_from_slice(line.as_bytes());
+    }
+    out.extend_from_slice(b"\r\n");
+    Ok(())
+}
+
+/// Checks the caller's framing headers against `body` and returns the framing
+/// line still to write, if any.
+fn framing_header(
+    method: &Method,
+    headers: &HeaderMap,
+    body: RequestBody,
+) -> Result<Option<String>, EncodeError> {
+    let lengths: Vec<&[u8]> = headers
+        .get_all(CONTENT_LENGTH)
+        .iter()
+        .map(|v| v.as_bytes().trim_ascii())
+        .collect();
+    let codings: Vec<&[u8]> = headers
+        .get_all(TRANSFER_ENCODING)
+        .iter()
+        .map(|v| v.as_bytes().trim_ascii())
+        .collect();
+    let lengths_are = |n: &str| lengths.iter().all(|v| *v == n.as_bytes());
+    match body {
+        RequestBody::Empty | RequestBody::Length(_) => {
+            if !codings.is_empty() {
+                return Err(EncodeError::ConflictingTransferEncoding);
+            }
+            let n = match body {
+                RequestBody::Length(n) => n,
+                _ => 0,
+            };
+            let n = n.to_string();
+            if !lengths_are(&n) {
+                return Err(EncodeError::ConflictingContentLength);
+            }
+            let needs_length = matches!(body, RequestBody::Length(_))
+                || *method == Method::POST
+                || *method == Method::PUT
+                || *method == Method::PATCH;
+            if lengths.is_empty() && needs_length {
+                return Ok(Some(format!("Content-Length: {n}\r\n")));
+            }
+            Ok(None)
+        }
+        RequestBody::Chunked => {
+            if !lengths.is_empty() {
+                return Err(EncodeError::ConflictingContentLength);
+            }
+            if !codings.iter().all(|v| v.eq_ignore_ascii_case(b"chunked")) {
+                return Err(EncodeError::ConflictingTransferEncoding);
+            }
+            if codings.is_empty() {
+                return Ok(Some("Transfer-Encoding: chunked\r\n".to_owned()));
+            }
+            Ok(None)
+        }
+    }
+}
+
+/// Writes one chunk of a chunked body: the size in hex, CRLF, `data`, CRLF.
+/// Empty `data` writes nothing (an empty chunk would end the body).
+pub fn encode_chunk(data: &[u8], out: &mut Vec<u8>) {
+    if data.is_empty() {
+        return;
+    }
+    out.extend_from_slice(format!("{:x}\r\n", data.len()).as_bytes());
+    out.extend_from_slice(data);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// Writes the end of a chunked body: the last chunk and an empty trailer
+/// section, `0\r\n\r\n`.
+pub fn encode_last_chunk(out: &mut Vec<u8>) {
+    out.extend_from_slice(b"0\r\n\r\n");
+}
