@@ -47,13 +47,16 @@ impl LagSnapshot {
         self.counts.iter().sum()
     }
 
-    /// The exclusive upper bound of bucket `index`.
+    /// The exclusive upper bound of bucket `index` (the last bucket has
+    /// none: it holds everything from `2^(LAG_BUCKETS - 2)` µs up).
     pub fn bucket_upper_bound(index: usize) -> Duration {
         Duration::from_micros(1u64 << index.min(LAG_BUCKETS - 1))
     }
 
     /// An upper bound on the `q` quantile (0.0 to 1.0) of the recorded lags:
-    /// the upper bound of the bucket it falls in. `None` if nothing was recorded.
+    /// the upper bound of the bucket it falls in. `None` if nothing was
+    /// recorded, or if the quantile falls in the last bucket, which has no
+    /// upper bound.
     pub fn quantile_upper_bound(&self, q: f64) -> Option<Duration> {
         let total = self.count();
         if total == 0 {
@@ -64,7 +67,7 @@ impl LagSnapshot {
         for (index, count) in self.counts.iter().enumerate() {
             seen += count;
             if seen >= rank {
-                return Some(Self::bucket_upper_bound(index));
+                return (index < LAG_BUCKETS - 1).then(|| Self::bucket_upper_bound(index));
             }
         }
         None

@@ -419,17 +419,17 @@ impl Shared {
     fn run_worker(&self) {
         let mut due = Vec::new();
         let start = self.lock_core().start;
-        let mut next_tick: u32 = 1;
+        let tick_nanos = self.tick.as_nanos();
+        let mut next_tick: u128 = 1;
         while !self.stopping.load(Ordering::Acquire) {
-            let wake_at = start + self.tick * next_tick;
+            let wake_at = start + duration_from_nanos(next_tick * tick_nanos);
             let now = self.clock.now();
             if now < wake_at {
                 thread::park_timeout(wake_at - now);
                 continue;
             }
             let now = self.fire_due(&mut due);
-            let since = now.saturating_duration_since(start).as_nanos() / self.tick.as_nanos();
-            next_tick = (since + 1).min(u32::MAX as u128) as u32;
+            next_tick = now.saturating_duration_since(start).as_nanos() / tick_nanos + 1;
         }
     }
 
@@ -483,6 +483,11 @@ impl Shared {
         }
         leftovers
     }
+}
+
+fn duration_from_nanos(nanos: u128) -> Duration {
+    let secs = (nanos / 1_000_000_000).min(u64::MAX as u128) as u64;
+    Duration::new(secs, (nanos % 1_000_000_000) as u32)
 }
 
 #[cfg(test)]

@@ -1,0 +1,268 @@
+//! Command-line parsing for `tick-lag`, by hand with std only.
+//!
+//! [`parse`] never panics: every bad input becomes an [`ArgError`] whose
+//! message says what was wrong, and `main` exits with code 2 on it.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::instruments::{self, Instrument};
+
+/// Largest `--count` accepted: each timeout costs a few dozen bytes, and a
+/// burst larger than this says more about the allocator than about timers.
+pub const MAX_COUNT: usize = 1_000_000;
+/// Largest deadline accepted, in milliseconds (one hour).
+pub const MAX_DEADLINE_MS: u64 = 3_600_000;
+
+/// The usage text printed by `--help`.
+pub const USAGE: &str = "\
+tick-lag: how late timeouts fire, per timer instrument.
+
+For each deadline D and each instrument, arms one burst of COUNT timeouts,
+each due at (clock now at arming) + D, and reports how late they fired
+(fire time minus deadline): mean, p50, p99 (nearest rank) and max.
+Instruments run one after another, never concurrently.
+
+USAGE:
+    tick-lag [OPTIONS]
+
+OPTIONS:
+    --count N              timeouts per burst (default 2000, 1..=1000000)
+    --deadline-ms A,B,...  deadlines in milliseconds (default 20,1000)
+    --instrument NAME      run only NAME; repeatable (default: all)
+    --format table|csv     output format (default table); in csv mode the
+                           machine and date lines go to stderr
+    -h, --help             print this help
+
+INSTRUMENTS:
+";
+
+/// Output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Aligned, human-readable columns.
+    Table,
+    /// `instrument,deadline_ms,count,mean_us,p50_us,p99_us,max_us`.
+    Csv,
+}
+
+/// What a run measures and how it prints.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Timeouts per burst.
+    pub count: usize,
+    /// The deadlines, in the order given.
+    pub deadlines: Vec<Duration>,
+    /// The instruments, in the order given (duplicates dropped).
+    pub instruments: Vec<&'static Instrument>,
+    /// Output format.
+    pub format: Format,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            count: 2000,
+            deadlines: vec![Duration::from_millis(20), Duration::from_millis(1000)],
+            instruments: instruments::ALL.iter().collect(),
+            format: Format::Table,
+        }
+    }
+}
+
+/// What the command line asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Command {
+    /// Print [`USAGE`] and exit successfully.
+    Help,
+    /// Measure.
+    Run(Config),
+}
+
+/// A command line that cannot be run; the message is for the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArgError(pub String);
+
+impl fmt::Display for ArgError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The usage text followed by the list of instruments.
+pub fn usage() -> String {
+    let mut text = USAGE.to_owned();
+    for instrument in &instruments::ALL {
+        text.push_str(&format!(
+            "    {:<14} {}\n",
+            instrument.name, instrument.description
+        ));
+    }
+    text
+}
+
+/// Parses the arguments after the program name.
+///
+/// Options take their value either as the next argument (`--count 50`) or
+/// after `=` (`--count=50`).
+pub fn parse<I>(args: I) -> Result<Command, ArgError>
+where
+    I: IntoIterator,
+    I::Item: Into<String>,
+{
+    let mut config = Config::default();
+    let mut chosen: Vec<&'static Instrument> = Vec::new();
+    let mut args = args.into_iter().map(Into::into);
+    while let Some(arg) = args.next() {
+        let (name, inline) = match arg.split_once('=') {
+            Some((name, value)) if name.starts_with("--") => {
+                (name.to_owned(), Some(value.to_owned()))
+            }
+            _ => (arg.clone(), None),
+        };
+        let mut value = |option: &str| -> Result<String, ArgError> {
+            match inline.clone().or_else(|| args.next()) {
+                Some(value) => Ok(value),
+                None => Err(ArgError(format!("{option} needs a value"))),
+            }
+        };
+        match name.as_str() {
+            "-h" | "--help" => return Ok(Command::Help),
+            "--count" => config.count = parse_count(&value("--count")?)?,
+            "--deadline-ms" => config.deadlines = parse_deadlines(&value("--deadline-ms")?)?,
+            "--instrument" => {
+                let wanted = value("--instrument")?;
+                let instrument = instruments::find(&wanted).ok_or_else(|| {
+                    ArgError(format!(
+                        "unknown instrument {wanted:?}; valid names: {}",
+                        instruments::names().join(", ")
+                    ))
+                })?;
+                if !chosen.iter().any(|c| c.name == instrument.name) {
+                    chosen.push(instrument);
+                }
+            }
+            "--format" => {
+                config.format = match value("--format")?.as_str() {
+                    "table" => Format::Table,
+                    "csv" => Format::Csv,
+                    other => {
+                        return Err(ArgError(format!(
+                            "unknown format {other:?}; valid formats: table, csv"
+                        )))
+                    }
+                }
+            }
+            _ if inline.is_none() && !arg.starts_with('-') => {
+                return Err(ArgError(format!("unexpected argument {arg:?}")))
+            }
+            _ => return Err(ArgError(format!("unknown option {name:?}"))),
+        }
+    }
+    if !chosen.is_empty() {
+        config.instruments = chosen;
+    }
+    Ok(Command::Run(config))
+}
+
+fn parse_count(text: &str) -> Result<usize, ArgError> {
+    match text.trim().parse::<usize>() {
+        Ok(count) if (1..=MAX_COUNT).contains(&count) => Ok(count),
+        _ => Err(ArgError(format!(
+            "--count must be a whole number from 1 to {MAX_COUNT}, not {text:?}"
+        ))),
+    }
+}
+
+fn parse_deadlines(text: &str) -> Result<Vec<Duration>, ArgError> {
+    let mut deadlines = Vec::new();
+    for part in text.split(',') {
+        match part.trim().parse::<u64>() {
+            Ok(ms) if ms <= MAX_DEADLINE_MS => deadlines.push(Duration::from_millis(ms)),
+            _ => {
+                return Err(ArgError(format!(
+                    "--deadline-ms takes a comma-separated list of whole milliseconds \
+                     from 0 to {MAX_DEADLINE_MS}; {part:?} is not one"
+                )))
+            }
+        }
+    }
+    Ok(deadlines)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(args: &[&str]) -> Result<Config, ArgError> {
+        match parse(args.iter().copied())? {
+            Command::Run(config) => Ok(config),
+            Command::Help => panic!("unexpected help"),
+        }
+    }
+
+    fn names(config: &Config) -> Vec<&'static str> {
+        config.instruments.iter().map(|i| i.name).collect()
+    }
+
+    #[test]
+    fn defaults() {
+        let config = run(&[]).unwrap();
+        assert_eq!(config.count, 2000);
+        assert_eq!(
+            config.deadlines,
+            [Duration::from_millis(20), Duration::from_millis(1000)]
+        );
+        assert_eq!(names(&config), ["wheel-5ms", "wheel-1ms", "event-loop"]);
+        assert_eq!(config.format, Format::Table);
+    }
+
+    #[test]
+    fn every_option_in_both_spellings() {
+        let config = run(&[
+            "--count",
+            "50",
+            "--deadline-ms=5,7",
+            "--instrument",
+            "event-loop",
+            "--instrument=wheel-1ms",
+            "--instrument",
+            "event-loop",
+            "--format",
+            "csv",
+        ])
+        .unwrap();
+        assert_eq!(config.count, 50);
+        assert_eq!(
+            config.deadlines,
+            [Duration::from_millis(5), Duration::from_millis(7)]
+        );
+        assert_eq!(names(&config), ["event-loop", "wheel-1ms"]);
+        assert_eq!(config.format, Format::Csv);
+        assert_eq!(parse(["--help"]), Ok(Command::Help));
+        assert_eq!(parse(["--count", "3", "-h"]), Ok(Command::Help));
+    }
+
+    #[test]
+    fn bad_input_is_an_error_not_a_panic() {
+        for bad in [
+            &["--count"][..],
+            &["--count", "0"],
+            &["--count", "-3"],
+            &["--count", "2000000"],
+            &["--count", "lots"],
+            &["--deadline-ms", ""],
+            &["--deadline-ms", "20,,1000"],
+            &["--deadline-ms", "1.5"],
+            &["--deadline-ms", "99999999999999999999"],
+            &["--instrument", "nope"],
+            &["--format", "xml"],
+            &["--frobnicate"],
+            &["stray"],
+        ] {
+            assert!(run(bad).is_err(), "{bad:?} was accepted");
+        }
+        let err = run(&["--instrument", "nope"]).unwrap_err();
+        assert!(err.0.contains("wheel-5ms, wheel-1ms, event-loop"), "{err}");
+    }
+}

@@ -1,0 +1,187 @@
+//! The timers `tick-lag` measures, and the recorder their tasks write to.
+//!
+//! An [`Instrument`] is a name and a function that arms one [`Burst`] and
+//! returns what fired; adding an instrument is one more entry in [`ALL`].
+//!
+//! Every task does the same thing and nothing else: it reads the clock,
+//! stores its lag (that reading minus its deadline, in signed nanoseconds)
+//! in the [`Recorder`] slot numbered after it, and counts itself. The slots
+//! are allocated before arming, so firing allocates nothing.
+
+mod event_loop;
+mod wheel;
+
+use std::io;
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::{self, Thread};
+use std::time::{Duration, Instant};
+
+/// One burst: `count` timeouts, each due `deadline` after the clock reading
+/// taken when it is armed.
+#[derive(Debug, Clone, Copy)]
+pub struct Burst {
+    /// How many timeouts to arm.
+    pub count: usize,
+    /// Distance from arming to deadline.
+    pub deadline: Duration,
+}
+
+impl Burst {
+    /// How long after arming starts to stop waiting for stragglers: the
+    /// deadline plus ten seconds (plus the deadline again, for long ones).
+    pub fn ceiling(&self) -> Duration {
+        self.deadline * 2 + Duration::from_secs(10)
+    }
+}
+
+/// A timer under measurement.
+#[derive(Debug)]
+pub struct Instrument {
+    /// The name used on the command line and in the output.
+    pub name: &'static str,
+    /// One line for `--help`.
+    pub description: &'static str,
+    /// Arms the burst, waits for it (up to [`Burst::ceiling`]) and returns
+    /// the lags of the timeouts that fired.
+    pub run: fn(&Burst) -> io::Result<Fired>,
+}
+
+/// Instruments are the same when their names are.
+impl PartialEq for Instrument {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+
+/// Every instrument, in the default order.
+pub static ALL: [Instrument; 3] = [
+    Instrument {
+        name: "wheel-5ms",
+        description: "HashedWheelTimer, 5 ms tick, tasks run on its worker",
+        run: wheel::run_5ms,
+    },
+    Instrument {
+        name: "wheel-1ms",
+        description: "HashedWheelTimer, 1 ms tick, tasks run on its worker",
+        run: wheel::run_1ms,
+    },
+    Instrument {
+        name: "event-loop",
+        description: "mio loop with a DeadlineHeap and a PreciseWait (timerfd on Linux)",
+        run: event_loop::run,
+    },
+];
+
+/// The instrument called `name`.
+pub fn find(name: &str) -> Option<&'static Instrument> {
+    ALL.iter().find(|instrument| instrument.name == name)
+}
+
+/// The names of all instruments.
+pub fn names() -> Vec<&'static str> {
+    ALL.iter().map(|instrument| instrument.name).collect()
+}
+
+/// What came back from one burst.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fired {
+    /// How many timeouts were armed.
+    pub armed: usize,
+    /// The lag of each timeout that fired, in nanoseconds, in arming order;
+    /// negative if one fired early (a bug in the timer).
+    pub lags_ns: Vec<i64>,
+}
+
+/// Marks a slot whose task has not run.
+const NOT_FIRED: i64 = i64::MIN;
+
+/// Where the tasks of one burst record their lags.
+#[derive(Debug)]
+pub struct Recorder {
+    lags_ns: Box<[AtomicI64]>,
+    fired: AtomicUsize,
+    /// Unparked by the task that completes the burst.
+    waiter: Thread,
+}
+
+impl Recorder {
+    /// Room for `count` lags; the calling thread is the one [`wait`](Self::wait) wakes.
+    pub fn new(count: usize) -> Arc<Self> {
+        Arc::new(Recorder {
+            lags_ns: (0..count).map(|_| AtomicI64::new(NOT_FIRED)).collect(),
+            fired: AtomicUsize::new(0),
+            waiter: thread::current(),
+        })
+    }
+
+    /// The task body: records that timeout `index`, due at `deadline`, fires
+    /// now. Allocates nothing.
+    #[inline]
+    pub fn record(&self, index: usize, deadline: Instant) {
+        let now = Instant::now();
+        let lag = match now.checked_duration_since(deadline) {
+            Some(late) => i64::try_from(late.as_nanos()).unwrap_or(i64::MAX),
+            None => i64::try_from((deadline - now).as_nanos()).map_or(i64::MIN + 1, |early| -early),
+        };
+        if let Some(slot) = self.lags_ns.get(index) {
+            slot.store(lag, Ordering::Relaxed);
+        }
+        if self.fired.fetch_add(1, Ordering::AcqRel) + 1 == self.lags_ns.len() {
+            self.waiter.unpark();
+        }
+    }
+
+    /// Blocks the thread that created the recorder until every timeout
+    /// fired or `give_up` passed.
+    pub fn wait(&self, give_up: Instant) {
+        while self.fired.load(Ordering::Acquire) < self.lags_ns.len() {
+            let now = Instant::now();
+            if now >= give_up {
+                break;
+            }
+            // Wakes at the last task's unpark; the cap covers a lost wake-up.
+            thread::park_timeout((give_up - now).min(Duration::from_millis(100)));
+        }
+    }
+
+    /// The lags recorded so far.
+    pub fn fired(&self) -> Fired {
+        let lags_ns = self
+            .lags_ns
+            .iter()
+            .map(|slot| slot.load(Ordering::Acquire))
+            .filter(|&lag| lag != NOT_FIRED)
+            .collect();
+        Fired {
+            armed: self.lags_ns.len(),
+            lags_ns,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recorder_keeps_signed_lags_and_skips_unfired() {
+        let recorder = Recorder::new(3);
+        let now = Instant::now();
+        recorder.record(0, now - Duration::from_millis(1));
+        recorder.record(2, now + Duration::from_secs(60)); // "early"
+        let fired = recorder.fired();
+        assert_eq!(fired.armed, 3);
+        assert_eq!(fired.lags_ns.len(), 2);
+        assert!(fired.lags_ns[0] >= 1_000_000);
+        assert!(fired.lags_ns[1] < -59_000_000_000);
+    }
+
+    #[test]
+    fn names_are_unique() {
+        let mut names = names();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), ALL.len());
+    }
+}

@@ -1,0 +1,93 @@
+//! Runs the built `tick-lag` binary: the CSV it prints has the promised
+//! shape and sane numbers for every instrument, and bad input exits with 2.
+//!
+//! Nothing here asserts how small the lags are: the machine is shared.
+
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_tick-lag");
+const HEADER: &str = "instrument,deadline_ms,count,mean_us,p50_us,p99_us,max_us";
+const INSTRUMENTS: [&str; 3] = ["wheel-5ms", "wheel-1ms", "event-loop"];
+
+fn tick_lag(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .output()
+        .expect("the tick-lag binary runs")
+}
+
+#[test]
+fn csv_has_one_sane_row_per_instrument() {
+    for instrument in INSTRUMENTS {
+        let output = tick_lag(&[
+            "--count",
+            "50",
+            "--deadline-ms",
+            "5",
+            "--format",
+            "csv",
+            "--instrument",
+            instrument,
+        ]);
+        let stdout = String::from_utf8(output.stdout).expect("UTF-8 output");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{instrument}: {stderr}");
+        // The machine and date lines go to stderr so stdout is pure CSV.
+        assert!(stderr.contains("machine:"), "{stderr}");
+
+        let mut lines = stdout.lines();
+        assert_eq!(lines.next(), Some(HEADER));
+        let rows: Vec<&str> = lines.collect();
+        assert_eq!(rows.len(), 1, "{instrument}: {stdout}");
+        let fields: Vec<&str> = rows[0].split(',').collect();
+        assert_eq!(fields.len(), 7, "{}", rows[0]);
+        assert_eq!(fields[0], instrument);
+        assert_eq!(fields[1], "5");
+        assert_eq!(fields[2], "50", "not every timeout fired: {}", rows[0]);
+        let lag = |i: usize| -> f64 {
+            fields[i]
+                .parse()
+                .unwrap_or_else(|_| panic!("column {i} is not a number: {}", rows[0]))
+        };
+        let (mean, p50, p99, max) = (lag(3), lag(4), lag(5), lag(6));
+        for value in [mean, p50, p99, max] {
+            assert!(value >= 0.0, "fired early: {}", rows[0]);
+        }
+        assert!(p50 <= p99 && p99 <= max && mean <= max, "{}", rows[0]);
+    }
+}
+
+#[test]
+fn all_instruments_by_default() {
+    let output = tick_lag(&["--count", "50", "--deadline-ms", "5", "--format", "csv"]);
+    assert!(output.status.success());
+    let stdout = String::from_utf8(output.stdout).expect("UTF-8 output");
+    let names: Vec<&str> = stdout
+        .lines()
+        .skip(1)
+        .map(|row| row.split(',').next().unwrap_or_default())
+        .collect();
+    assert_eq!(names, INSTRUMENTS);
+}
+
+#[test]
+fn unknown_instrument_exits_2_listing_the_valid_ones() {
+    let output = tick_lag(&["--instrument", "nope"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(output.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    for name in INSTRUMENTS {
+        assert!(stderr.contains(name), "{stderr}");
+    }
+}
+
+#[test]
+fn bad_numbers_exit_2() {
+    for args in [
+        &["--count", "0"][..],
+        &["--deadline-ms", "x"],
+        &["--format"],
+    ] {
+        assert_eq!(tick_lag(args).status.code(), Some(2), "{args:?}");
+    }
+}
