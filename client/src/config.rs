@@ -1,0 +1,250 @@
+//! [`ClientBuilder`]: how a client is configured.
+//!
+//! Options are grouped as in the Java client: timeouts, connections and
+//! pool, limits, threads and testing seams.
+
+use crate::event_loop::EventLoopGroup;
+use crate::events::{EventListener, NoopListener};
+use crate::h1::Limits;
+use std::sync::Arc;
+use std::time::Duration;
+use tickless_timer::{
+    HashedWheelTimer, SharedClock, SystemClock, DEFAULT_TICK, DEFAULT_WHEEL_SIZE,
+};
+
+/// A duration option where zero means "none".
+fn nonzero(d: Duration) -> Option<Duration> {
+    (!d.is_zero()).then_some(d)
+}
+
+/// The settled configuration of a client.
+#[derive(Clone)]
+pub(crate) struct ClientConfig {
+    // timeouts
+    pub(crate) request_timeout: Option<Duration>,
+    pub(crate) read_timeout: Option<Duration>,
+    pub(crate) connect_timeout: Option<Duration>,
+    pub(crate) use_event_loop_timeouts: bool,
+    pub(crate) wheel_tick: Duration,
+    pub(crate) wheel_size: usize,
+    // connections and pool
+    pub(crate) keep_alive: bool,
+    pub(crate) max_connections: Option<usize>,
+    pub(crate) max_connections_per_host: Option<usize>,
+    pub(crate) pooled_connection_idle_timeout: Option<Duration>,
+    pub(crate) connection_ttl: Option<Duration>,
+    // limits
+    pub(crate) limits: Limits,
+    // threads and testing seams
+    pub(crate) event_loops: Option<usize>,
+    pub(crate) clock: SharedClock,
+    pub(crate) timer: Option<HashedWheelTimer>,
+    pub(crate) event_loop_group: Option<Arc<EventLoopGroup>>,
+    pub(crate) listener: Arc<dyn EventListener>,
+}
+
+/// Builds a [`Client`](crate::Client).
+///
+/// Durations set to zero mean "no timeout" (or "no limit") throughout.
+///
+/// # Examples
+///
+/// ```no_run
+/// use std::time::Duration;
+///
+/// let client = tickless_client::Client::builder()
+///     .request_timeout(Duration::from_millis(20))
+///     .use_event_loop_timeouts(true)
+///     .build()?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[must_use]
+pub struct ClientBuilder {
+    config: ClientConfig,
+}
+
+impl Default for ClientBuilder {
+    fn default() -> Self {
+        ClientBuilder {
+            config: ClientConfig {
+                request_timeout: Some(Duration::from_secs(60)),
+                read_timeout: Some(Duration::from_secs(60)),
+                connect_timeout: Some(Duration::from_secs(5)),
+                use_event_loop_timeouts: false,
+                wheel_tick: DEFAULT_TICK,
+                wheel_size: DEFAULT_WHEEL_SIZE,
+                keep_alive: true,
+                max_connections: None,
+                max_connections_per_host: None,
+                pooled_connection_idle_timeout: Some(Duration::from_secs(60)),
+                connection_ttl: None,
+                limits: Limits::default(),
+                event_loops: None,
+                clock: Arc::new(SystemClock),
+                timer: None,
+                event_loop_group: None,
+                listener: Arc::new(NoopListener),
+            },
+        }
+    }
+}
+
+impl ClientBuilder {
+    // --- timeouts ---
+
+    /// Bound on a whole exchange, from submission to the last body byte:
+    /// waiting for a connection, resolution, connect, writing and reading.
+    /// The deadline is fixed when the request is submitted. Default 60 s;
+    /// zero disables it.
+    pub fn request_timeout(mut self, timeout: Duration) -> Self {
+        self.config.request_timeout = nonzero(timeout);
+        self
+    }
+
+    /// Bound on the server's silence: the time between two reads (or
+    /// between sending the request and the first read). Default 60 s; zero
+    /// disables it.
+    pub fn read_timeout(mut self, timeout: Duration) -> Self {
+        self.config.read_timeout = nonzero(timeout);
+        self
+    }
+
+    /// Bound on each TCP connect attempt. Default 5 s; zero disables it
+    /// (the request timeout still bounds it).
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.config.connect_timeout = nonzero(timeout);
+        self
+    }
+
+    /// Arms request and read timeouts on the event loop that owns the
+    /// exchange's connection instead of on the client's hashed-wheel timer.
+    /// Off by default.
+    ///
+    /// **The trade-off.** A wheel rounds every deadline up to its next tick
+    /// (100 ms by default) and runs every expiry of the whole client on one
+    /// thread, so short deadlines fire late and a burst of expiries queues
+    /// behind itself. A loop keeps a deadline heap and wakes exactly for its
+    /// nearest deadline (a timerfd on Linux), so a 20 ms timeout fires at
+    /// 20 ms. The price: the expiry — and so whatever the completion wakes
+    /// or calls, an [`EventListener`] method, a waker that runs the task
+    /// inline — then runs on an I/O thread, and blocking there stalls every
+    /// connection of that loop. Keep such code short, or hand the work to
+    /// another thread.
+    ///
+    /// **Where a timeout is armed when this is on.** Always the loop that
+    /// owns the exchange's connection, never one picked from the group's
+    /// chooser (that would be the wrong loop, and would shift where new
+    /// connections land). An exchange that reuses a pooled connection arms
+    /// on that connection's loop at once. An exchange that has to connect
+    /// has no loop yet, so its request timeout is armed on the wheel — where
+    /// it also bounds resolution and the connect — and moved onto the new
+    /// connection's loop when the connect succeeds, keeping its absolute
+    /// deadline; its read timeout is armed there too. A loop that is
+    /// shutting down rejects the arm, and the timeout falls back to the
+    /// wheel. The pool cleaner stays on the wheel either way.
+    pub fn use_event_loop_timeouts(mut self, enabled: bool) -> Self {
+        self.config.use_event_loop_timeouts = enabled;
+        self
+    }
+
+    /// Tick of the client's hashed-wheel timer (default 100 ms). Ignored
+    /// when a timer is given with [`timer`](Self::timer).
+    pub fn wheel_tick(mut self, tick: Duration) -> Self {
+        self.config.wheel_tick = tick;
+        self
+    }
+
+    /// Buckets of the client's hashed-wheel timer (default 512).
+    pub fn wheel_size(mut self, size: usize) -> Self {
+        self.config.wheel_size = size;
+        self
+    }
+
+    // --- connections and pool ---
+
+    /// Keep connections open for reuse (default true).
+    pub fn keep_alive(mut self, enabled: bool) -> Self {
+        self.config.keep_alive = enabled;
+        self
+    }
+
+    /// Most connections open at once, all hosts together (default
+    /// unlimited; zero means unlimited). A request beyond it waits for a
+    /// connection, bounded by its request timeout.
+    pub fn max_connections(mut self, max: usize) -> Self {
+        self.config.max_connections = (max > 0).then_some(max);
+        self
+    }
+
+    /// Most connections open at once to one origin (default unlimited).
+    pub fn max_connections_per_host(mut self, max: usize) -> Self {
+        self.config.max_connections_per_host = (max > 0).then_some(max);
+        self
+    }
+
+    /// How long a connection may sit idle in the pool (default 60 s).
+    pub fn pooled_connection_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.config.pooled_connection_idle_timeout = nonzero(timeout);
+        self
+    }
+
+    /// How long a connection may be reused after it opened (default: no limit).
+    pub fn connection_ttl(mut self, ttl: Duration) -> Self {
+        self.config.connection_ttl = nonzero(ttl);
+        self
+    }
+
+    // --- limits ---
+
+    /// Limits on response heads, header counts, trailers and bodies.
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.config.limits = limits;
+        self
+    }
+
+    /// Largest response body accepted, in bytes (default unlimited).
+    pub fn max_body_bytes(mut self, max: u64) -> Self {
+        self.config.limits.max_body_bytes = Some(max);
+        self
+    }
+
+    // --- threads and testing seams ---
+
+    /// Number of event loops (default: the available cores).
+    pub fn event_loops(mut self, loops: usize) -> Self {
+        self.config.event_loops = Some(loops.max(1));
+        self
+    }
+
+    /// The clock every deadline reads (default: the system's monotonic
+    /// clock). With a [`ManualClock`](tickless_timer::ManualClock), timeouts
+    /// fire when the test advances it, in both timeout modes.
+    pub fn clock(mut self, clock: SharedClock) -> Self {
+        self.config.clock = clock;
+        self
+    }
+
+    /// Use this wheel instead of starting one. The client stops it on close.
+    pub fn timer(mut self, timer: HashedWheelTimer) -> Self {
+        self.config.timer = Some(timer);
+        self
+    }
+
+    /// Use these loops instead of starting some. The client shuts them
+    /// down on close. Build them with the client's clock.
+    pub fn event_loop_group(mut self, group: Arc<EventLoopGroup>) -> Self {
+        self.config.event_loop_group = Some(group);
+        self
+    }
+
+    /// Told of every exchange's progress (see [`EventListener`]).
+    pub fn listener(mut self, listener: Arc<dyn EventListener>) -> Self {
+        self.config.listener = listener;
+        self
+    }
+
+    /// Starts the client's threads.
+    pub fn build(self) -> std::io::Result<crate::Client> {
+        crate::Client::start(self.config)
+    }
+}

@@ -1,0 +1,92 @@
+//! [`EventListener`]: what an exchange reports as it goes.
+//!
+//! Every method has an empty default, so a listener implements only what it
+//! wants. Methods are called on whichever thread did the work: resolution on
+//! a resolver thread, connection and body events on the connection's loop,
+//! completion and failure on the thread that ended the exchange (its loop,
+//! the wheel, or the caller's for a cancel). That makes them the place to
+//! observe *where* things happen, by thread id.
+
+use crate::error::Error;
+use std::net::SocketAddr;
+use std::thread::ThreadId;
+
+/// Identifies one connection and the loop that owns it for life.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectionInfo {
+    /// Unique per client.
+    pub id: u64,
+    /// Index of the owning loop in the client's [`EventLoopGroup`](crate::EventLoopGroup).
+    pub loop_index: usize,
+    /// Thread id of the owning loop.
+    pub loop_thread: ThreadId,
+    /// The server's address.
+    pub remote: SocketAddr,
+}
+
+/// Observes exchanges. All methods default to doing nothing.
+#[allow(unused_variables)]
+pub trait EventListener: Send + Sync + 'static {
+    /// The host name resolved to `addrs`.
+    fn on_resolved(&self, host: &str, addrs: &[SocketAddr]) {}
+    /// A TCP connect to `remote` is starting.
+    fn on_connect_attempt(&self, remote: SocketAddr) {}
+    /// A TCP connect succeeded; the connection is pinned to its loop.
+    fn on_connect_success(&self, connection: &ConnectionInfo) {}
+    /// A TCP connect to `remote` failed.
+    fn on_connect_failure(&self, remote: SocketAddr, error: &std::io::Error) {}
+    /// An idle pooled connection was taken for this exchange.
+    fn on_connection_pooled(&self, connection: &ConnectionInfo) {}
+    /// The connection went back to the pool, before the exchange's future is woken.
+    fn on_connection_offered(&self, connection: &ConnectionInfo) {}
+    /// The whole request was written.
+    fn on_request_sent(&self, connection: &ConnectionInfo) {}
+    /// The status line arrived.
+    fn on_status(&self, status: http::StatusCode) {}
+    /// The response headers arrived.
+    fn on_headers(&self, headers: &http::HeaderMap) {}
+    /// `len` bytes of body arrived.
+    fn on_body_part(&self, len: usize) {}
+    /// The exchange ended with a response.
+    fn on_completed(&self, status: http::StatusCode) {}
+    /// The exchange ended with `error`.
+    fn on_failed(&self, error: &Error) {}
+}
+
+/// The listener that listens to nothing.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoopListener;
+
+impl EventListener for NoopListener {}
+
+/// Tells two listeners (the client's and the request's) the same thing.
+pub(crate) struct Both(
+    pub std::sync::Arc<dyn EventListener>,
+    pub std::sync::Arc<dyn EventListener>,
+);
+
+macro_rules! forward {
+    ($($name:ident($($arg:ident: $ty:ty),*);)*) => {
+        impl EventListener for Both {
+            $(fn $name(&self, $($arg: $ty),*) {
+                self.0.$name($($arg),*);
+                self.1.$name($($arg),*);
+            })*
+        }
+    };
+}
+
+forward! {
+    on_resolved(host: &str, addrs: &[SocketAddr]);
+    on_connect_attempt(remote: SocketAddr);
+    on_connect_success(connection: &ConnectionInfo);
+    on_connect_failure(remote: SocketAddr, error: &std::io::Error);
+    on_connection_pooled(connection: &ConnectionInfo);
+    on_connection_offered(connection: &ConnectionInfo);
+    on_request_sent(connection: &ConnectionInfo);
+    on_status(status: http::StatusCode);
+    on_headers(headers: &http::HeaderMap);
+    on_body_part(len: usize);
+    on_completed(status: http::StatusCode);
+    on_failed(error: &Error);
+}

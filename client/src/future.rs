@@ -1,0 +1,99 @@
+//! [`ResponseFuture`]: the caller's end of an exchange.
+
+use crate::error::Error;
+use crate::exchange::Exchange;
+use crate::response::Response;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+/// The response to come.
+///
+/// A `std::future::Future` that needs no particular runtime: it is woken
+/// from the thread that ends the exchange (a loop, the wheel, or a
+/// canceller), so it works under tokio, smol or a plain `block_on`. It can
+/// also be waited on without an executor with [`wait`](Self::wait).
+///
+/// Dropping it before it resolves cancels the exchange: its connection is
+/// closed and its timeouts are disarmed.
+#[must_use = "a dropped ResponseFuture cancels its request"]
+pub struct ResponseFuture {
+    inner: Inner,
+}
+
+enum Inner {
+    Exchange(Arc<Exchange>),
+    /// Refused before an exchange existed (invalid input).
+    Failed(Option<Error>),
+}
+
+impl ResponseFuture {
+    pub(crate) fn new(exchange: Arc<Exchange>) -> Self {
+        ResponseFuture {
+            inner: Inner::Exchange(exchange),
+        }
+    }
+
+    pub(crate) fn failed(error: Error) -> Self {
+        ResponseFuture {
+            inner: Inner::Failed(Some(error)),
+        }
+    }
+
+    /// Blocks the calling thread until the exchange ends.
+    ///
+    /// Do not call it on an event loop's thread (from a listener or a
+    /// streaming callback): that loop would stop serving the very
+    /// connection being waited for.
+    pub fn wait(mut self) -> Result<Response, Error> {
+        match &mut self.inner {
+            Inner::Exchange(exchange) => exchange.wait(),
+            Inner::Failed(error) => Err(error.take().expect("a ResponseFuture is waited on once")),
+        }
+    }
+
+    /// Cancels the exchange: the future resolves with [`Error::Cancelled`]
+    /// unless it had already ended. Returns whether this call cancelled it.
+    pub fn cancel(&self) -> bool {
+        match &self.inner {
+            Inner::Exchange(exchange) => exchange.cancel(),
+            Inner::Failed(_) => false,
+        }
+    }
+
+    /// Whether the exchange has ended (the next poll is ready).
+    pub fn is_done(&self) -> bool {
+        match &self.inner {
+            Inner::Exchange(exchange) => exchange.is_done(),
+            Inner::Failed(_) => true,
+        }
+    }
+}
+
+impl Future for ResponseFuture {
+    type Output = Result<Response, Error>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match &mut self.inner {
+            Inner::Exchange(exchange) => exchange.poll_outcome(cx),
+            Inner::Failed(error) => Poll::Ready(Err(error
+                .take()
+                .expect("ResponseFuture polled after it completed"))),
+        }
+    }
+}
+
+impl Drop for ResponseFuture {
+    fn drop(&mut self) {
+        self.cancel();
+    }
+}
+
+impl std::fmt::Debug for ResponseFuture {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResponseFuture")
+            .field("done", &self.is_done())
+            .finish()
+    }
+}

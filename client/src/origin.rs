@@ -1,0 +1,73 @@
+//! [`Origin`]: scheme, host and port — what a pooled connection can serve.
+
+use crate::error::InvalidRequest;
+use std::fmt;
+
+/// The scheme of an origin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Scheme {
+    /// Plain HTTP.
+    Http,
+    /// HTTP over TLS.
+    Https,
+}
+
+/// Where a request goes: connections are pooled per origin.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Origin {
+    /// http or https.
+    pub scheme: Scheme,
+    /// The host, without brackets for IPv6.
+    pub host: String,
+    /// The port, the scheme's default if the URI has none.
+    pub port: u16,
+}
+
+impl Origin {
+    /// The origin of an absolute http(s) URI.
+    pub fn of(uri: &http::Uri) -> Result<Origin, InvalidRequest> {
+        let scheme = match uri.scheme_str() {
+            Some(s) if s.eq_ignore_ascii_case("http") => Scheme::Http,
+            Some(s) if s.eq_ignore_ascii_case("https") => Scheme::Https,
+            _ => return Err(InvalidRequest::Scheme(uri.to_string())),
+        };
+        let host = uri
+            .host()
+            .filter(|h| !h.is_empty())
+            .ok_or_else(|| InvalidRequest::Host(uri.to_string()))?;
+        let host = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_owned();
+        let port = uri.port_u16().unwrap_or(match scheme {
+            Scheme::Http => 80,
+            Scheme::Https => 443,
+        });
+        Ok(Origin { scheme, host, port })
+    }
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.host.contains(':') {
+            write!(f, "[{}]:{}", self.host, self.port)
+        } else {
+            write!(f, "{}:{}", self.host, self.port)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origins_of_uris() {
+        let of = |s: &str| Origin::of(&s.parse().unwrap());
+        assert_eq!(of("http://a.example/x").unwrap().port, 80);
+        assert_eq!(of("https://a.example/x").unwrap().port, 443);
+        assert_eq!(of("http://[::1]:8080/").unwrap().to_string(), "[::1]:8080");
+        assert!(matches!(of("ftp://a/"), Err(InvalidRequest::Scheme(_))));
+        assert!(matches!(of("/relative"), Err(InvalidRequest::Scheme(_))));
+    }
+}
