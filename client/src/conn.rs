@@ -101,8 +101,10 @@ fn get<'c>(cx: &'c mut LoopContext<'_>, key: usize, conn_id: u64) -> Option<&'c 
 /// Opens a connection for `exchange` on this loop, trying `addrs` in turn.
 pub(crate) fn connect(cx: &mut LoopContext<'_>, exchange: Arc<Exchange>, addrs: Vec<SocketAddr>) {
     let client = exchange.client.clone();
+    let conn_id = client.next_conn_id();
+    let attempting = exchange.clone();
     let conn = Conn {
-        id: client.next_conn_id(),
+        id: conn_id,
         socket: None,
         origin: exchange.origin.clone(),
         client,
@@ -123,6 +125,15 @@ pub(crate) fn connect(cx: &mut LoopContext<'_>, exchange: Arc<Exchange>, addrs: 
         written: 0,
     };
     let key = cx.conns.insert(conn);
+    // Publish the attempt on the exchange (before `attempt_next` checks
+    // `is_done`), so an exchange that ends while connecting (request
+    // timeout, cancel) aborts the attempt instead of leaving its socket and
+    // permit to the connect timeout, or without one to the kernel.
+    attempting.attach(ConnRef {
+        event_loop: cx.event_loop.clone(),
+        key,
+        conn_id,
+    });
     attempt_next(cx, key);
 }
 

@@ -17,7 +17,9 @@
 //! 1. Run the tasks in the inbox.
 //! 2. Arm the precise wait for the nearest deadline and poll.
 //! 3. Hand socket readiness to the connections.
-//! 4. Pop every timeout due *now* and expire it on this thread.
+//! 4. Pop every timeout due *now* and expire it on this thread — and do
+//!    the same after every task and every event of steps 1 and 3, so a
+//!    burst of work never holds a due timeout back.
 //!
 //! # The timers lock
 //!
@@ -127,6 +129,10 @@ pub struct LoopContext<'a> {
     pub(crate) event_loop: &'a Arc<EventLoop>,
     pub(crate) registry: &'a mio::Registry,
     pub(crate) conns: &'a mut slab::Slab<Conn>,
+    /// Connections whose exchange a timeout just failed, as `(key,
+    /// exchange id)`: closed once the whole batch of due timeouts has
+    /// expired, so closing sockets does not make the rest of the batch late.
+    pub(crate) aborts: &'a mut Vec<(usize, u64)>,
 }
 
 impl LoopContext<'_> {
@@ -287,24 +293,34 @@ impl EventLoop {
         // Without the OS timer, the poll timeout carries the deadline.
         let mut wait = PreciseWait::new(poll.registry(), TIMER).ok();
         let manual_clock = self.clock.as_manual().is_some();
+        // An owned handle, so the context can live across `poll`, which
+        // borrows the `Poll` mutably.
+        let registry = match poll.registry().try_clone() {
+            Ok(registry) => registry,
+            Err(_) => return self.fail_hard(),
+        };
         let mut conns = slab::Slab::new();
+        let mut aborts = Vec::new();
+        let mut cx = LoopContext {
+            event_loop: &self,
+            registry: &registry,
+            conns: &mut conns,
+            aborts: &mut aborts,
+        };
         let mut tasks: Vec<LoopTask> = Vec::new();
         let mut due: Vec<(Instant, HeapEntry)> = Vec::new();
         loop {
+            // Timeouts are checked after every task and every event, not
+            // only once per turn: a burst of work (a thousand connects
+            // posted at once) must not make a due timeout wait behind it.
             std::mem::swap(&mut lock(&self.inbox).tasks, &mut tasks);
-            {
-                let mut cx = LoopContext {
-                    event_loop: &self,
-                    registry: poll.registry(),
-                    conns: &mut conns,
-                };
-                for task in tasks.drain(..) {
-                    task(&mut cx);
-                }
-                if self.is_shutting_down() && lock(&self.inbox).tasks.is_empty() {
-                    conn::close_all(&mut cx);
-                    break;
-                }
+            for task in tasks.drain(..) {
+                task(&mut cx);
+                self.expire_due(&mut cx, &mut due);
+            }
+            if self.is_shutting_down() && lock(&self.inbox).tasks.is_empty() {
+                conn::close_all(&mut cx);
+                break;
             }
 
             let now = self.clock.now();
@@ -322,19 +338,11 @@ impl EventLoop {
             };
             if let Err(error) = poll.poll(&mut events, timeout) {
                 if error.kind() != io::ErrorKind::Interrupted {
-                    // Nothing sensible is left to do on a broken poll; fail
-                    // what this loop carries rather than spin.
-                    self.shutting_down.store(true, Ordering::Release);
-                    lock(&self.inbox).closed = true;
-                    lock(&self.timers).closed = true;
+                    // A broken poll cannot be waited on again: stop taking
+                    // work and fail what this loop carries rather than spin.
+                    self.fail_hard();
                 }
             }
-
-            let mut cx = LoopContext {
-                event_loop: &self,
-                registry: poll.registry(),
-                conns: &mut conns,
-            };
             for event in events.iter() {
                 match event.token() {
                     WAKER => {}
@@ -345,25 +353,41 @@ impl EventLoop {
                     }
                     token => conn::ready(&mut cx, token.0, event),
                 }
+                self.expire_due(&mut cx, &mut due);
             }
+            self.expire_due(&mut cx, &mut due);
+        }
+        let leftover = lock(&self.timers).heap.drain().count();
+        self.counters.discarded(leftover);
+    }
 
-            let now = self.clock.now();
-            {
-                let mut timers = lock(&self.timers);
-                while let Some(entry) = timers.heap.pop_due(now) {
-                    due.push(entry);
-                }
-            }
-            for (deadline, (timeout, tag)) in due.drain(..) {
-                self.counters.fired(now.saturating_duration_since(deadline));
-                timeout.expire(tag, &mut cx);
+    /// Expires every timeout due now, then closes the connections those
+    /// expiries aborted. `due` is scratch space kept across calls.
+    fn expire_due(&self, cx: &mut LoopContext<'_>, due: &mut Vec<(Instant, HeapEntry)>) {
+        let now = self.clock.now();
+        {
+            let mut timers = lock(&self.timers);
+            while let Some(entry) = timers.heap.pop_due(now) {
+                due.push(entry);
             }
         }
-        let leftover = {
-            let mut timers = lock(&self.timers);
-            timers.heap.drain().count()
-        };
-        self.counters.discarded(leftover);
+        if due.is_empty() {
+            return;
+        }
+        for (deadline, (timeout, tag)) in due.drain(..) {
+            self.counters.fired(now.saturating_duration_since(deadline));
+            timeout.expire(tag, cx);
+        }
+        while let Some((key, exchange_id)) = cx.aborts.pop() {
+            conn::abort(cx, key, exchange_id);
+        }
+    }
+
+    /// Stops taking work after a failure of the poll itself.
+    fn fail_hard(&self) {
+        self.shutting_down.store(true, Ordering::Release);
+        lock(&self.inbox).closed = true;
+        lock(&self.timers).closed = true;
     }
 }
 

@@ -37,6 +37,8 @@ struct Outcome {
     result: Option<Result<Response, Error>>,
     waker: Option<Waker>,
     taken: bool,
+    /// A thread is blocked in `wait` (saves a futex wake when none is).
+    blocked: bool,
 }
 
 /// What is sent.
@@ -164,12 +166,14 @@ impl Exchange {
             Err(error) => self.listener.on_failed(error),
         }
         self.client.unregister(self.id);
-        let waker = {
+        let (waker, blocked) = {
             let mut outcome = lock(&self.outcome);
             outcome.result = Some(result);
-            outcome.waker.take()
+            (outcome.waker.take(), outcome.blocked)
         };
-        self.ready.notify_all();
+        if blocked {
+            self.ready.notify_all();
+        }
         if let Some(waker) = waker {
             waker.wake();
         }
@@ -192,7 +196,7 @@ impl Exchange {
         if let Some(conn) = conn {
             match cx {
                 Some(cx) if Arc::ptr_eq(cx.event_loop, &conn.event_loop) => {
-                    crate::conn::abort(cx, conn.key, self.id);
+                    cx.aborts.push((conn.key, self.id));
                 }
                 _ => {
                     let id = self.id;
@@ -257,6 +261,7 @@ impl Exchange {
                 outcome.taken = true;
                 return result;
             }
+            outcome.blocked = true;
             outcome = self
                 .ready
                 .wait(outcome)

@@ -258,8 +258,11 @@ impl Pool {
         (inner.open, idle)
     }
 
-    /// Exchanges waiting for a connection.
+    /// Exchanges waiting for a connection. One that ended while queued (its
+    /// deadline passed, it was cancelled) stays in the queue until the next
+    /// offer or release skips it, but is not waiting.
     pub(crate) fn waiting(&self) -> usize {
-        lock(&self.inner).waiting.len()
+        let inner = lock(&self.inner);
+        inner.waiting.iter().filter(|e| !e.is_done()).count()
     }
 }

@@ -2,8 +2,9 @@
 //! that misbehave on purpose (never answer, stall mid-body, trickle, truncate,
 //! reset).
 //!
-//! Std only: threads and `std::net`, bound to 127.0.0.1:0, nothing reaches the
-//! internet. Dropping a [`TestServer`] stops it and joins every thread it
+//! The servers are std only: threads and `std::net`, bound to 127.0.0.1:0,
+//! nothing reaches the internet ([`client_kit`] and [`exec`] are helpers for
+//! the client side). Dropping a [`TestServer`] stops it and joins every thread it
 //! started: it sets a stop flag, wakes the accept loop by connecting to itself,
 //! shuts down (`Both`) every socket it still holds, and joins. Nothing waits on
 //! a fixed sleep to tear down. Server threads never panic on I/O errors or bad
@@ -14,6 +15,13 @@
 
 mod http;
 
+/// Driving a `tickless::Client` in tests: event recorder, settling.
+pub mod client_kit;
+/// A hand-written `block_on` (thread-park waker), no runtime.
+pub mod exec;
+
+pub use client_kit::{assert_settles, eventually, Event, Recorder};
+pub use exec::{block_on, block_on_counting, BlockOnStats};
 pub use http::{
     chunked, drain, ok, parse_request, reason, response, response_closes, Parsed, ReadEnd,
     RecordedRequest, RequestReader,

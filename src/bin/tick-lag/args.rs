@@ -29,7 +29,12 @@ USAGE:
 OPTIONS:
     --count N              timeouts per burst (default 2000, 1..=1000000)
     --deadline-ms A,B,...  deadlines in milliseconds (default 20,1000)
-    --instrument NAME      run only NAME; repeatable (default: all)
+    --instrument NAME      run only NAME; repeatable (default: the three
+                           timer instruments, or with --end-to-end the
+                           three client ones)
+    --end-to-end           send COUNT requests at once through the client to
+                           a loopback server that never answers, each with
+                           request timeout D, and measure when each failed
     --format table|csv     output format (default table); in csv mode the
                            machine and date lines go to stderr
     -h, --help             print this help
@@ -64,7 +69,7 @@ impl Default for Config {
         Config {
             count: 2000,
             deadlines: vec![Duration::from_millis(20), Duration::from_millis(1000)],
-            instruments: instruments::ALL.iter().collect(),
+            instruments: instruments::defaults(false),
             format: Format::Table,
         }
     }
@@ -112,6 +117,7 @@ where
 {
     let mut config = Config::default();
     let mut chosen: Vec<&'static Instrument> = Vec::new();
+    let mut end_to_end = false;
     let mut args = args.into_iter().map(Into::into);
     while let Some(arg) = args.next() {
         let (name, inline) = match arg.split_once('=') {
@@ -128,6 +134,7 @@ where
         };
         match name.as_str() {
             "-h" | "--help" => return Ok(Command::Help),
+            "--end-to-end" if inline.is_none() => end_to_end = true,
             "--count" => config.count = parse_count(&value("--count")?)?,
             "--deadline-ms" => config.deadlines = parse_deadlines(&value("--deadline-ms")?)?,
             "--instrument" => {
@@ -159,9 +166,11 @@ where
             _ => return Err(ArgError(format!("unknown option {name:?}"))),
         }
     }
-    if !chosen.is_empty() {
-        config.instruments = chosen;
-    }
+    config.instruments = if chosen.is_empty() {
+        instruments::defaults(end_to_end)
+    } else {
+        chosen
+    };
     Ok(Command::Run(config))
 }
 

@@ -1,92 +1,62 @@
-//! The `event-loop` instrument: a stand-in for the client's event loop.
+//! The `event-loop` instrument: the client's own [`EventLoop`].
 //!
-//! **This module will be replaced by the client's real `EventLoop`** once it
-//! can arm a timeout; until then it is the smallest loop with the same
-//! timing: one thread owning a mio `Poll`, a [`DeadlineHeap`] of its own
-//! timeouts and a [`PreciseWait`] (a timerfd on Linux) that wakes the poll
-//! at the heap's nearest deadline. There is no tick: each wake-up is aimed at
-//! a deadline.
-//!
-//! The loop thread arms the whole burst into its heap itself, then loops:
-//! arm the wait for `heap.next_deadline()`, poll, acknowledge the wait if
-//! its token fired, pop everything due and run it, until the heap is empty
-//! or the burst's ceiling passes.
+//! The burst is armed from the probe's thread with [`EventLoop::schedule`],
+//! the very call the client makes when it arms an exchange's timeout on the
+//! loop that owns its connection: a heap insert under the loop's timers lock,
+//! and a wake-up when the entry becomes the nearest. The loop wakes at its
+//! nearest deadline through its precise wait (a timerfd on Linux) and
+//! expires what is due on its own thread.
 
 use super::{Burst, Fired, Recorder};
-use mio::{Events, Poll, Token};
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::thread;
-use std::time::Instant;
-use tickless_timer::{Clock, DeadlineHeap, PreciseWait, SystemClock};
+use std::time::{Duration, Instant};
+use tickless::{EventLoopGroup, LoopContext, LoopTimeout};
 
-/// The wait's token; the loop registers nothing else.
-const WAKE: Token = Token(0);
-
-/// What the loop's heap holds: the number of the timeout, which is all the
-/// task needs to record its lag.
-#[derive(Debug, Clone, Copy)]
-struct LagTask {
-    index: usize,
+/// The burst as the loop sees it: one `Arc` for every entry, the entry's
+/// tag its number, so arming allocates nothing per timeout.
+struct LoopBurst {
+    recorder: Arc<Recorder>,
+    /// Deadlines as nanoseconds since `origin`, written before each arm.
+    origin: Instant,
+    deadlines: Box<[AtomicU64]>,
 }
 
-impl LagTask {
-    #[inline]
-    fn run(self, recorder: &Recorder, deadline: Instant) {
-        recorder.record(self.index, deadline);
+impl LoopTimeout for LoopBurst {
+    fn expire(self: Arc<Self>, tag: u32, _cx: &mut LoopContext<'_>) {
+        let index = tag as usize;
+        let nanos = self.deadlines[index].load(Ordering::Relaxed);
+        self.recorder
+            .record(index, self.origin + Duration::from_nanos(nanos));
     }
 }
 
 /// `event-loop`.
 pub fn run(burst: &Burst) -> io::Result<Fired> {
+    let group = EventLoopGroup::builder()
+        .threads(1)
+        .thread_name("tick-lag-loop")
+        .build()?;
+    let event_loop = group.loops()[0].clone();
+    let count = u32::try_from(burst.count).map_err(|_| io::Error::other("count too large"))?;
     let recorder = Recorder::new(burst.count);
-    let loop_recorder = recorder.clone();
-    let burst = *burst;
-    let handle = thread::Builder::new()
-        .name("tick-lag-loop".to_owned())
-        .spawn(move || run_loop(&loop_recorder, &burst))?;
-    handle
-        .join()
-        .map_err(|_| io::Error::other("the event loop thread panicked"))??;
-    Ok(recorder.fired())
-}
-
-fn run_loop(recorder: &Arc<Recorder>, burst: &Burst) -> io::Result<()> {
-    let clock = SystemClock;
-    let mut poll = Poll::new()?;
-    let mut events = Events::with_capacity(16);
-    let mut wait = PreciseWait::new(poll.registry(), WAKE)?;
-    let mut heap = DeadlineHeap::with_capacity(burst.count);
-
-    let give_up = clock.now() + burst.ceiling();
-    for index in 0..burst.count {
-        heap.insert(clock.now() + burst.deadline, LagTask { index });
+    let origin = Instant::now();
+    let entries = Arc::new(LoopBurst {
+        recorder: recorder.clone(),
+        origin,
+        deadlines: (0..burst.count).map(|_| AtomicU64::new(0)).collect(),
+    });
+    for tag in 0..count {
+        let deadline = Instant::now() + burst.deadline;
+        let nanos = u64::try_from((deadline - origin).as_nanos()).unwrap_or(u64::MAX);
+        entries.deadlines[tag as usize].store(nanos, Ordering::Relaxed);
+        event_loop
+            .schedule(deadline, entries.clone(), tag)
+            .map_err(|rejected| io::Error::other(rejected.to_string()))?;
     }
-
-    while !heap.is_empty() {
-        let now = clock.now();
-        if now >= give_up {
-            break;
-        }
-        let timeout = wait.arm(heap.next_deadline(), now)?;
-        // The ceiling bounds the poll only so a broken wait cannot hang the
-        // probe; with a timerfd the wait is what wakes it.
-        let ceiling = give_up - now;
-        match poll.poll(
-            &mut events,
-            Some(timeout.map_or(ceiling, |t| t.min(ceiling))),
-        ) {
-            Ok(()) => {}
-            Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
-            Err(err) => return Err(err),
-        }
-        if events.iter().any(|event| event.token() == WAKE) {
-            wait.acknowledge();
-        }
-        let now = clock.now();
-        while let Some((deadline, task)) = heap.pop_due(now) {
-            task.run(recorder, deadline);
-        }
-    }
-    Ok(())
+    recorder.wait(origin + burst.ceiling());
+    let fired = recorder.fired();
+    group.shutdown();
+    Ok(fired)
 }

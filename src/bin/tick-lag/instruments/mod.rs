@@ -8,6 +8,7 @@
 //! in the [`Recorder`] slot numbered after it, and counts itself. The slots
 //! are allocated before arming, so firing allocates nothing.
 
+mod client;
 mod event_loop;
 mod wheel;
 
@@ -45,6 +46,9 @@ pub struct Instrument {
     /// Arms the burst, waits for it (up to [`Burst::ceiling`]) and returns
     /// the lags of the timeouts that fired.
     pub run: fn(&Burst) -> io::Result<Fired>,
+    /// Whether it sends whole requests through the client (`--end-to-end`)
+    /// rather than arming a timer directly.
+    pub end_to_end: bool,
 }
 
 /// Instruments are the same when their names are.
@@ -55,23 +59,50 @@ impl PartialEq for Instrument {
 }
 
 /// Every instrument, in the default order.
-pub static ALL: [Instrument; 3] = [
+pub static ALL: [Instrument; 6] = [
     Instrument {
         name: "wheel-5ms",
         description: "HashedWheelTimer, 5 ms tick, tasks run on its worker",
         run: wheel::run_5ms,
+        end_to_end: false,
     },
     Instrument {
         name: "wheel-1ms",
         description: "HashedWheelTimer, 1 ms tick, tasks run on its worker",
         run: wheel::run_1ms,
+        end_to_end: false,
     },
     Instrument {
         name: "event-loop",
-        description: "mio loop with a DeadlineHeap and a PreciseWait (timerfd on Linux)",
+        description: "the client's EventLoop: deadline heap + precise wait (timerfd on Linux)",
         run: event_loop::run,
+        end_to_end: false,
+    },
+    Instrument {
+        name: "client-wheel-5ms",
+        description: "requests through the client, timeouts on a 5 ms wheel",
+        run: client::wheel_5ms,
+        end_to_end: true,
+    },
+    Instrument {
+        name: "client-wheel-1ms",
+        description: "requests through the client, timeouts on a 1 ms wheel",
+        run: client::wheel_1ms,
+        end_to_end: true,
+    },
+    Instrument {
+        name: "client-event-loop",
+        description: "requests through the client, use_event_loop_timeouts",
+        run: client::event_loop,
+        end_to_end: true,
     },
 ];
+
+/// The instruments run by default: the timers themselves, or with
+/// `--end-to-end` whole requests through the client.
+pub fn defaults(end_to_end: bool) -> Vec<&'static Instrument> {
+    ALL.iter().filter(|i| i.end_to_end == end_to_end).collect()
+}
 
 /// The instrument called `name`.
 pub fn find(name: &str) -> Option<&'static Instrument> {

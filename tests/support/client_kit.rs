@@ -1,0 +1,143 @@
+//! Helpers for tests that drive a `tickless::Client`: an event recorder
+//! (an `EventListener` that notes every call and the thread it ran on), and
+//! polling for a client to settle once its exchanges have ended.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::thread::{self, ThreadId};
+use std::time::{Duration, Instant};
+use tickless::{ConnectionInfo, EventListener};
+
+/// One listener call.
+#[derive(Debug, Clone)]
+pub enum Event {
+    Resolved(String, Vec<SocketAddr>),
+    ConnectAttempt(SocketAddr),
+    ConnectSuccess(ConnectionInfo),
+    ConnectFailure(SocketAddr, std::io::ErrorKind),
+    ConnectionPooled(ConnectionInfo),
+    ConnectionOffered(ConnectionInfo),
+    RequestSent(ConnectionInfo),
+    Status(http::StatusCode),
+    Headers(http::HeaderMap),
+    BodyPart(usize),
+    Completed(http::StatusCode),
+    /// The error's `Display` and whether it is a timeout.
+    Failed(String, bool),
+}
+
+/// Records every listener call, with the id of the thread it ran on.
+#[derive(Default)]
+pub struct Recorder {
+    events: Mutex<Vec<(Event, ThreadId)>>,
+}
+
+impl Recorder {
+    pub fn new() -> Arc<Recorder> {
+        Arc::new(Recorder::default())
+    }
+
+    fn push(&self, event: Event) {
+        self.events
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((event, thread::current().id()));
+    }
+
+    /// Every call so far, in order, with its thread.
+    pub fn events(&self) -> Vec<(Event, ThreadId)> {
+        self.events
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Forgets what was recorded.
+    pub fn clear(&self) {
+        self.events
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+    }
+
+    /// Blocks until `pred` holds for the events recorded; false on timeout.
+    pub fn wait_for(&self, timeout: Duration, pred: impl Fn(&[(Event, ThreadId)]) -> bool) -> bool {
+        eventually(timeout, || pred(&self.events()))
+    }
+
+    /// The thread of the first `on_failed` call, if any.
+    pub fn failed_on(&self) -> Option<ThreadId> {
+        self.events()
+            .into_iter()
+            .find_map(|(e, t)| matches!(e, Event::Failed(..)).then_some(t))
+    }
+}
+
+impl EventListener for Recorder {
+    fn on_resolved(&self, host: &str, addrs: &[SocketAddr]) {
+        self.push(Event::Resolved(host.to_owned(), addrs.to_vec()));
+    }
+    fn on_connect_attempt(&self, remote: SocketAddr) {
+        self.push(Event::ConnectAttempt(remote));
+    }
+    fn on_connect_success(&self, connection: &ConnectionInfo) {
+        self.push(Event::ConnectSuccess(connection.clone()));
+    }
+    fn on_connect_failure(&self, remote: SocketAddr, error: &std::io::Error) {
+        self.push(Event::ConnectFailure(remote, error.kind()));
+    }
+    fn on_connection_pooled(&self, connection: &ConnectionInfo) {
+        self.push(Event::ConnectionPooled(connection.clone()));
+    }
+    fn on_connection_offered(&self, connection: &ConnectionInfo) {
+        self.push(Event::ConnectionOffered(connection.clone()));
+    }
+    fn on_request_sent(&self, connection: &ConnectionInfo) {
+        self.push(Event::RequestSent(connection.clone()));
+    }
+    fn on_status(&self, status: http::StatusCode) {
+        self.push(Event::Status(status));
+    }
+    fn on_headers(&self, headers: &http::HeaderMap) {
+        self.push(Event::Headers(headers.clone()));
+    }
+    fn on_body_part(&self, len: usize) {
+        self.push(Event::BodyPart(len));
+    }
+    fn on_completed(&self, status: http::StatusCode) {
+        self.push(Event::Completed(status));
+    }
+    fn on_failed(&self, error: &tickless::Error) {
+        self.push(Event::Failed(error.to_string(), error.is_timeout()));
+    }
+}
+
+/// Polls `cond` (every millisecond) until it holds; false after `timeout`.
+/// For state that has no blocking wait, such as client statistics updated
+/// by a task posted to a loop.
+pub fn eventually(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if cond() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Waits (up to `timeout`) until `client` has no exchange in flight and no
+/// exchange timeout armed; panics with its last statistics otherwise.
+pub fn assert_settles(client: &tickless::Client, timeout: Duration) {
+    if !eventually(timeout, || {
+        let stats = client.stats();
+        stats.in_flight == 0 && stats.armed_timers() == 0
+    }) {
+        panic!(
+            "client did not settle within {timeout:?}: {:?}",
+            client.stats()
+        );
+    }
+}

@@ -1,0 +1,67 @@
+//! A hand-written `block_on`: polls a future on the calling thread, parking
+//! it between polls, with a waker that unparks it. No runtime involved, so a
+//! future that works here needs nothing from any executor but its waker.
+
+use std::future::Future;
+use std::pin::pin;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::thread::{self, Thread};
+
+struct ThreadWaker {
+    thread: Thread,
+    /// Set by `wake`, cleared by the poller: guards against spurious unparks.
+    woken: AtomicBool,
+    wakes: AtomicUsize,
+}
+
+impl Wake for ThreadWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.wakes.fetch_add(1, Ordering::Relaxed);
+        self.woken.store(true, Ordering::Release);
+        self.thread.unpark();
+    }
+}
+
+/// What [`block_on_counting`] saw besides the output.
+#[derive(Debug, Clone, Copy)]
+pub struct BlockOnStats {
+    pub polls: usize,
+    pub wakes: usize,
+}
+
+/// Runs `future` to completion on this thread.
+pub fn block_on<F: Future>(future: F) -> F::Output {
+    block_on_counting(future).0
+}
+
+/// Runs `future` to completion on this thread and counts polls and wakes.
+pub fn block_on_counting<F: Future>(future: F) -> (F::Output, BlockOnStats) {
+    let state = Arc::new(ThreadWaker {
+        thread: thread::current(),
+        woken: AtomicBool::new(false),
+        wakes: AtomicUsize::new(0),
+    });
+    let waker = Waker::from(state.clone());
+    let mut cx = Context::from_waker(&waker);
+    let mut future = pin!(future);
+    let mut polls = 0;
+    loop {
+        polls += 1;
+        if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
+            let stats = BlockOnStats {
+                polls,
+                wakes: state.wakes.load(Ordering::Relaxed),
+            };
+            return (output, stats);
+        }
+        while !state.woken.swap(false, Ordering::Acquire) {
+            thread::park();
+        }
+    }
+}
