@@ -499,8 +499,10 @@ fn decode(cx: &mut LoopContext<'_>, key: usize) -> bool {
                     }
                     Decoded::Trailers(map) => *trailers = Some(map),
                     Decoded::Done { keep_alive } => {
-                        // Bytes past the response were never asked for.
-                        let clean = conn.read_pos == conn.read_len;
+                        // Bytes past the response were never asked for, and
+                        // a request the server answered before it was
+                        // fully written leaves the stream mid-request.
+                        let clean = conn.read_pos == conn.read_len && conn.write_buf.is_empty();
                         complete(cx, key, keep_alive && clean);
                         return false;
                     }

@@ -168,6 +168,9 @@ impl Pool {
             inner.grant(&exchange.origin);
             (Acquired::Permit, expired)
         } else {
+            // Ended waiters are skipped when served; drop them here too, so
+            // a queue behind hung connections does not grow without bound.
+            inner.waiting.retain(|waiting| !waiting.is_done());
             inner.waiting.push_back(exchange.clone());
             (Acquired::Queued, expired)
         }

@@ -1,0 +1,177 @@
+//! The response future needs no particular runtime: it works under tokio
+//! (multi-thread and current-thread), under a hand-written `block_on`, and
+//! blocking with `.wait()`.
+
+mod support;
+
+use std::time::Duration;
+use support::*;
+use tickless::{Client, Error};
+
+const WAIT: Duration = Duration::from_secs(5);
+
+fn client() -> Client {
+    Client::builder()
+        .event_loops(2)
+        .request_timeout(Duration::from_secs(20))
+        .build()
+        .expect("client")
+}
+
+fn echo_server() -> TestServer {
+    TestServer::respond(|request| ok(&request.target))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_concurrent_requests_on_tokio_multi_thread() {
+    let server = echo_server();
+    let client = client();
+    let handles: Vec<_> = (0..100)
+        .map(|i| {
+            let client = client.clone();
+            let url = server.url(&format!("/req/{i}"));
+            tokio::spawn(async move { client.get(url).send().await })
+        })
+        .collect();
+    for (i, handle) in handles.into_iter().enumerate() {
+        let response = handle.await.expect("task").expect("response");
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.text(), format!("/req/{i}"));
+    }
+    assert_eq!(server.requests().len(), 100);
+    assert_settles(&client, WAIT);
+    client.close();
+}
+
+#[tokio::test]
+async fn concurrent_requests_on_tokio_current_thread() {
+    let server = echo_server();
+    let client = client();
+    let a = client.get(server.url("/a")).send();
+    let b = client.get(server.url("/b")).send();
+    let c = client.post(server.url("/c")).body("x").send();
+    let (a, b, c) = tokio::join!(a, b, c);
+    assert_eq!(a.unwrap().text(), "/a");
+    assert_eq!(b.unwrap().text(), "/b");
+    assert_eq!(c.unwrap().text(), "/c");
+    // Sequential awaits reuse a pooled connection.
+    let accepted = server.connections_accepted();
+    for _ in 0..5 {
+        client.get(server.url("/again")).send().await.unwrap();
+    }
+    assert_eq!(server.connections_accepted(), accepted);
+    client.close();
+}
+
+#[tokio::test]
+async fn a_timeout_error_arrives_through_await() {
+    let server = TestServer::start(Behaviour::NeverAnswer);
+    let client = client();
+    let error = client
+        .get(server.url("/"))
+        .request_timeout(Duration::from_millis(100))
+        .send()
+        .await
+        .unwrap_err();
+    assert!(matches!(error, Error::RequestTimeout(_)), "{error:?}");
+    client.close();
+}
+
+#[tokio::test]
+async fn a_future_dropped_by_tokio_timeout_cancels_its_request() {
+    let server = TestServer::start(Behaviour::NeverAnswer);
+    let client = client();
+    let outcome = tokio::time::timeout(
+        Duration::from_millis(100),
+        client.get(server.url("/")).send(),
+    )
+    .await;
+    assert!(outcome.is_err(), "the server never answers");
+    // The future was dropped: its connection is closed, nothing left armed.
+    assert!(server.wait_for_open(0, WAIT));
+    assert_settles(&client, WAIT);
+    client.close();
+}
+
+#[test]
+fn block_on_drives_a_request_with_only_a_thread_waker() {
+    let server = echo_server();
+    let client = client();
+    let (result, stats) = block_on_counting(client.get(server.url("/parked")).send());
+    assert_eq!(result.unwrap().text(), "/parked");
+    assert!(
+        stats.polls >= 1 && stats.polls <= stats.wakes + 1,
+        "{stats:?}"
+    );
+    // Several at once, joined by hand.
+    let futures: Vec<_> = (0..10)
+        .map(|i| client.get(server.url(&format!("/{i}"))).send())
+        .collect();
+    let responses = block_on(async move {
+        let mut out = Vec::new();
+        for future in futures {
+            out.push(future.await);
+        }
+        out
+    });
+    for (i, response) in responses.into_iter().enumerate() {
+        assert_eq!(response.unwrap().text(), format!("/{i}"));
+    }
+    assert_settles(&client, WAIT);
+    client.close();
+}
+
+#[test]
+fn block_on_is_woken_by_a_timeout_on_the_wheel() {
+    let server = TestServer::start(Behaviour::NeverAnswer);
+    let client = client();
+    let (result, stats) = block_on_counting(
+        client
+            .get(server.url("/"))
+            .request_timeout(Duration::from_millis(100))
+            .send(),
+    );
+    assert!(
+        matches!(result, Err(Error::RequestTimeout(_))),
+        "{result:?}"
+    );
+    assert!(stats.wakes >= 1, "{stats:?}");
+    client.close();
+}
+
+#[test]
+fn block_on_an_invalid_request_is_ready_at_once() {
+    let client = client();
+    let (result, stats) = block_on_counting(client.get("ftp://nowhere/").send());
+    assert!(matches!(result, Err(Error::InvalidRequest(_))));
+    assert_eq!(stats.polls, 1);
+    client.close();
+}
+
+#[test]
+fn wait_from_many_threads() {
+    let server = echo_server();
+    let client = client();
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..8)
+            .map(|t| {
+                let client = &client;
+                let server = &server;
+                scope.spawn(move || {
+                    for i in 0..10 {
+                        let path = format!("/t{t}/{i}");
+                        let response = client.get(server.url(&path)).send().wait().unwrap();
+                        assert_eq!(response.text(), path);
+                    }
+                })
+            })
+            .collect();
+        for handle in handles {
+            handle.join().unwrap();
+        }
+    });
+    assert_eq!(server.requests().len(), 80);
+    assert!(server.connections_accepted() <= 8);
+    assert_settles(&client, WAIT);
+    client.close();
+}

@@ -1,0 +1,234 @@
+//! What an `EventListener` sees, in what order, and on which thread.
+
+mod support;
+
+use std::thread::ThreadId;
+use std::time::Duration;
+use support::*;
+use tickless::{Client, ConnectionInfo};
+
+const WAIT: Duration = Duration::from_secs(5);
+
+/// Position of the first event matching `pred`; panics with the events.
+fn position(events: &[(Event, ThreadId)], what: &str, pred: impl Fn(&Event) -> bool) -> usize {
+    events
+        .iter()
+        .position(|(e, _)| pred(e))
+        .unwrap_or_else(|| panic!("no {what} event in {events:#?}"))
+}
+
+fn connection(events: &[(Event, ThreadId)], index: usize) -> &ConnectionInfo {
+    match &events[index].0 {
+        Event::ConnectSuccess(info)
+        | Event::ConnectionPooled(info)
+        | Event::ConnectionOffered(info)
+        | Event::RequestSent(info) => info,
+        other => panic!("not a connection event: {other:?}"),
+    }
+}
+
+#[test]
+fn a_fresh_request_then_a_pooled_one() {
+    let server = TestServer::respond(|_| response(200, &[("X-Ev", "1")], &[b'z'; 50_000]));
+    let recorder = Recorder::new();
+    let client = Client::builder()
+        .event_loops(2)
+        .listener(recorder.clone())
+        .build()
+        .unwrap();
+    let loop_threads: Vec<ThreadId> = client
+        .event_loop_group()
+        .loops()
+        .iter()
+        .map(|l| l.thread_id())
+        .collect();
+    assert_eq!(loop_threads.len(), 2);
+
+    let response = client.get(server.url("/first")).send().wait().unwrap();
+    assert_eq!(response.body().len(), 50_000);
+    // `offered` is reported before the future is woken and `completed`
+    // just before: both are in by now.
+    let events = recorder.events();
+    let attempt = position(
+        &events,
+        "connect attempt",
+        |e| matches!(e, Event::ConnectAttempt(a) if *a == server.addr()),
+    );
+    let success = position(&events, "connect success", |e| {
+        matches!(e, Event::ConnectSuccess(_))
+    });
+    let sent = position(&events, "request sent", |e| {
+        matches!(e, Event::RequestSent(_))
+    });
+    let status = position(
+        &events,
+        "status",
+        |e| matches!(e, Event::Status(s) if *s == 200),
+    );
+    let headers = position(
+        &events,
+        "headers",
+        |e| matches!(e, Event::Headers(h) if h["x-ev"] == "1"),
+    );
+    let body = position(&events, "body part", |e| matches!(e, Event::BodyPart(_)));
+    let offered = position(&events, "connection offered", |e| {
+        matches!(e, Event::ConnectionOffered(_))
+    });
+    let completed = position(
+        &events,
+        "completed",
+        |e| matches!(e, Event::Completed(s) if *s == 200),
+    );
+    assert!(
+        attempt < success
+            && success < sent
+            && sent < status
+            && status < headers
+            && headers < body
+            && body < offered
+            && offered < completed,
+        "out of order: {events:#?}"
+    );
+    // No resolution for an IP literal, no failure, no pooled connection.
+    assert!(!events.iter().any(|(e, _)| matches!(
+        e,
+        Event::Resolved(..) | Event::Failed(..) | Event::ConnectionPooled(_)
+    )));
+    // The body parts add up to the body.
+    let body_bytes: usize = events
+        .iter()
+        .filter_map(|(e, _)| match e {
+            Event::BodyPart(n) => Some(*n),
+            _ => None,
+        })
+        .sum();
+    assert_eq!(body_bytes, 50_000);
+
+    // One connection, pinned to one of the client's loops, and every
+    // connection event ran on that loop's thread.
+    let info = connection(&events, success).clone();
+    assert!(loop_threads.contains(&info.loop_thread));
+    assert_eq!(info.loop_thread, loop_threads[info.loop_index]);
+    assert_eq!(info.remote, server.addr());
+    assert_eq!(events[success].1, info.loop_thread);
+    assert_eq!(connection(&events, sent), &info);
+    assert_eq!(connection(&events, offered), &info);
+    for (event, thread) in &events[attempt..=offered] {
+        assert_eq!(*thread, info.loop_thread, "{event:?} off its loop");
+    }
+
+    // The second request takes the same connection from the pool.
+    recorder.clear();
+    client.get(server.url("/second")).send().wait().unwrap();
+    let events = recorder.events();
+    let pooled = position(&events, "connection pooled", |e| {
+        matches!(e, Event::ConnectionPooled(_))
+    });
+    assert_eq!(connection(&events, pooled), &info);
+    assert_eq!(events[pooled].1, info.loop_thread);
+    assert!(!events
+        .iter()
+        .any(|(e, _)| matches!(e, Event::ConnectAttempt(_) | Event::ConnectSuccess(_))));
+    let sent = position(&events, "request sent", |e| {
+        matches!(e, Event::RequestSent(_))
+    });
+    assert!(pooled < sent);
+    assert_eq!(connection(&events, sent).id, info.id);
+    assert_eq!(server.connections_accepted(), 1);
+    assert_settles(&client, WAIT);
+    client.close();
+}
+
+#[test]
+fn a_host_name_is_resolved_off_the_loops() {
+    let server = TestServer::respond(|_| ok("named"));
+    let recorder = Recorder::new();
+    let client = Client::builder()
+        .event_loops(2)
+        .listener(recorder.clone())
+        .build()
+        .unwrap();
+    let url = format!("http://localhost:{}/", server.addr().port());
+    let response = client.get(url).send().wait().unwrap();
+    assert_eq!(response.text(), "named");
+    let events = recorder.events();
+    let resolved = position(&events, "resolved", |e| {
+        matches!(e, Event::Resolved(host, addrs)
+            if host == "localhost" && addrs.iter().any(|a| a.port() == server.addr().port()))
+    });
+    let loop_threads: Vec<ThreadId> = client
+        .event_loop_group()
+        .loops()
+        .iter()
+        .map(|l| l.thread_id())
+        .collect();
+    assert!(!loop_threads.contains(&events[resolved].1));
+    assert_ne!(events[resolved].1, std::thread::current().id());
+    let success = position(&events, "connect success", |e| {
+        matches!(e, Event::ConnectSuccess(_))
+    });
+    assert!(resolved < success);
+    // The remote in messages and on the response is the address used.
+    assert!(response.remote_addr().ip().is_loopback());
+    client.close();
+}
+
+#[test]
+fn the_request_listener_hears_what_the_client_listener_hears() {
+    let server = TestServer::respond(|_| ok("both"));
+    let client_listener = Recorder::new();
+    let request_listener = Recorder::new();
+    let client = Client::builder()
+        .event_loops(2)
+        .listener(client_listener.clone())
+        .build()
+        .unwrap();
+    client
+        .get(server.url("/"))
+        .listener(request_listener.clone())
+        .send()
+        .wait()
+        .unwrap();
+    let names = |r: &Recorder| -> Vec<String> {
+        r.events()
+            .iter()
+            .map(|(e, _)| format!("{e:?}").split('(').next().unwrap().to_owned())
+            .collect()
+    };
+    assert!(!names(&request_listener).is_empty());
+    assert_eq!(names(&client_listener), names(&request_listener));
+    // A request without its own listener is heard by the client's only.
+    request_listener.clear();
+    client.get(server.url("/")).send().wait().unwrap();
+    assert!(request_listener.events().is_empty());
+    client.close();
+}
+
+#[test]
+fn a_failure_is_reported_once_and_nothing_completes() {
+    let server = TestServer::start(Behaviour::SendThenClose(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\ntruncated".to_vec(),
+    ));
+    let recorder = Recorder::new();
+    let client = Client::builder()
+        .event_loops(2)
+        .listener(recorder.clone())
+        .build()
+        .unwrap();
+    let error = client.get(server.url("/")).send().wait().unwrap_err();
+    assert!(
+        matches!(error, tickless::Error::Protocol { .. }),
+        "{error:?}"
+    );
+    let events = recorder.events();
+    let failed: Vec<_> = events
+        .iter()
+        .filter(|(e, _)| matches!(e, Event::Failed(..)))
+        .collect();
+    assert_eq!(failed.len(), 1, "{events:#?}");
+    assert!(!events
+        .iter()
+        .any(|(e, _)| matches!(e, Event::Completed(_) | Event::ConnectionOffered(_))));
+    assert_settles(&client, WAIT);
+    client.close();
+}

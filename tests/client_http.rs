@@ -1,0 +1,482 @@
+//! HTTP/1.1 round trips against loopback servers: methods, bodies and their
+//! framing (length, chunked with trailers, close-delimited), interim 1xx,
+//! HEAD and 204, `http` interop, streaming, invalid input, refused connects.
+
+mod support;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use support::*;
+use tickless::{Client, Error, InvalidRequest};
+
+const WAIT: Duration = Duration::from_secs(5);
+
+fn client() -> Client {
+    Client::builder()
+        .event_loops(2)
+        .request_timeout(Duration::from_secs(10))
+        .build()
+        .expect("client")
+}
+
+/// Echoes `METHOD TARGET BODY` back with the request's `X-Test` header.
+fn echo_server() -> TestServer {
+    TestServer::respond(|request| {
+        let body = format!(
+            "{} {} {}",
+            request.method,
+            request.target,
+            String::from_utf8_lossy(&request.body)
+        );
+        let x_test = request.header("x-test").unwrap_or("-").to_owned();
+        response(200, &[("X-Echo", &x_test)], body.as_bytes())
+    })
+}
+
+#[test]
+fn get_round_trip_sends_host_and_headers() {
+    let server = echo_server();
+    let client = client();
+    let response = client
+        .get(server.url("/path?q=1"))
+        .header("X-Test", "hello")
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.version(), http::Version::HTTP_11);
+    assert_eq!(response.text(), "GET /path?q=1 ");
+    assert_eq!(response.headers()["x-echo"], "hello");
+    assert_eq!(response.remote_addr(), server.addr());
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0].version, "HTTP/1.1");
+    assert_eq!(
+        requests[0].header("host"),
+        Some(server.authority().as_str())
+    );
+    assert!(requests[0].body.is_empty());
+    assert_settles(&client, WAIT);
+    client.close();
+}
+
+#[test]
+fn post_round_trip_sends_the_body_with_its_length() {
+    let server = echo_server();
+    let client = client();
+    let body = "a=1&b=two".repeat(1000);
+    let response = client
+        .post(server.url("/submit"))
+        .header("Content-Type", "application/x-www-form-urlencoded")
+        .body(body.clone())
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.text(), format!("POST /submit {body}"));
+    let request = &server.requests()[0];
+    assert_eq!(request.method, "POST");
+    assert_eq!(
+        request.header("content-length"),
+        Some(body.len().to_string().as_str())
+    );
+    assert_eq!(
+        request.header("content-type"),
+        Some("application/x-www-form-urlencoded")
+    );
+    assert_eq!(request.body, body.as_bytes());
+    assert_settles(&client, WAIT);
+    client.close();
+}
+
+#[test]
+fn chunked_request_body_when_asked_for() {
+    let server = echo_server();
+    let client = client();
+    let response = client
+        .post(server.url("/c"))
+        .header("Transfer-Encoding", "chunked")
+        .body("chunky")
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.text(), "POST /c chunky");
+    let request = &server.requests()[0];
+    assert_eq!(request.header("transfer-encoding"), Some("chunked"));
+    assert_eq!(request.header("content-length"), None);
+    client.close();
+}
+
+#[test]
+fn chunked_response_body_is_reassembled() {
+    let server = TestServer::respond(|_| chunked(200, &[b"hello, ", b"chunked ", b"world"], &[]));
+    let client = client();
+    let response = client.get(server.url("/")).send().wait().unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.text(), "hello, chunked world");
+    assert!(response.trailers().is_none_or(|t| t.is_empty()));
+    // The chunked body was framed: the connection is reused.
+    let again = client.get(server.url("/")).send().wait().unwrap();
+    assert_eq!(again.text(), "hello, chunked world");
+    assert_eq!(server.connections_accepted(), 1);
+    assert_settles(&client, WAIT);
+    client.close();
+}
+
+#[test]
+fn chunked_trailers_are_exposed() {
+    let server = TestServer::respond(|_| {
+        chunked(
+            200,
+            &[b"body"],
+            &[("X-Checksum", "abc123"), ("X-Other", "2")],
+        )
+    });
+    let client = client();
+    let response = client.get(server.url("/")).send().wait().unwrap();
+    assert_eq!(response.text(), "body");
+    let trailers = response.trailers().expect("trailers");
+    assert_eq!(trailers["x-checksum"], "abc123");
+    assert_eq!(trailers["x-other"], "2");
+    // Trailers are not headers.
+    assert!(response.headers().get("x-checksum").is_none());
+    client.close();
+}
+
+#[test]
+fn response_without_trailers_has_none() {
+    let server = TestServer::respond(|_| ok("plain"));
+    let client = client();
+    let response = client.get(server.url("/")).send().wait().unwrap();
+    assert!(response.trailers().is_none());
+    client.close();
+}
+
+#[test]
+fn close_delimited_body_reads_to_eof() {
+    let mut bytes = b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n".to_vec();
+    let body: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+    bytes.extend_from_slice(&body);
+    let server = TestServer::start(Behaviour::SendThenClose(bytes));
+    let client = client();
+    let response = client.get(server.url("/")).send().wait().unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.body(), &body[..]);
+    // The connection ended with the body: nothing went back to the pool.
+    assert!(server.wait_for_open(0, WAIT));
+    let stats = client.stats();
+    assert_eq!(stats.idle_connections, 0, "{stats:?}");
+    assert_settles(&client, WAIT);
+    client.close();
+}
+
+#[test]
+fn close_delimited_body_without_connection_close_header() {
+    // No Content-Length, no chunked, no `Connection: close`: HTTP/1.1 still
+    // delimits the body by the close.
+    let server = TestServer::start(Behaviour::SendThenClose(
+        b"HTTP/1.1 200 OK\r\nX-A: b\r\n\r\nuntil the end".to_vec(),
+    ));
+    let client = client();
+    let response = client.get(server.url("/")).send().wait().unwrap();
+    assert_eq!(response.text(), "until the end");
+    assert_eq!(client.stats().idle_connections, 0);
+    client.close();
+}
+
+#[test]
+fn interim_100_continue_is_skipped() {
+    let server = TestServer::respond(|request| {
+        let mut bytes = response(100, &[], b"");
+        bytes.extend(response(201, &[("X-Final", "yes")], &request.body));
+        bytes
+    });
+    let client = client();
+    let response = client
+        .post(server.url("/upload"))
+        .body("payload")
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.status(), 201);
+    assert_eq!(response.headers()["x-final"], "yes");
+    assert_eq!(response.text(), "payload");
+    // The connection is still in step: the next request reuses it.
+    let again = client
+        .post(server.url("/upload"))
+        .body("second")
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(again.status(), 201);
+    assert_eq!(again.text(), "second");
+    assert_eq!(server.connections_accepted(), 1);
+    client.close();
+}
+
+#[test]
+fn several_interim_responses_are_skipped() {
+    let server = TestServer::respond(|_| {
+        let mut bytes = response(100, &[], b"");
+        bytes.extend(response(103, &[("Link", "</a.css>; rel=preload")], b""));
+        bytes.extend(ok("final"));
+        bytes
+    });
+    let client = client();
+    let response = client.get(server.url("/")).send().wait().unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.text(), "final");
+    assert!(response.headers().get("link").is_none());
+    client.close();
+}
+
+#[test]
+fn head_with_content_length_has_no_body() {
+    let server = TestServer::respond(|request| {
+        if request.method == "HEAD" {
+            // The length of the body a GET would get; no body follows.
+            response(200, &[("Content-Length", "1234")], b"")
+        } else {
+            ok("after head")
+        }
+    });
+    let client = client();
+    let response = client
+        .request(http::Method::HEAD, server.url("/"))
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-length"], "1234");
+    assert!(response.body().is_empty());
+    // Had the client waited for 1234 bytes it would not get here; had it
+    // taken the next response as a body, this would fail.
+    let next = client.get(server.url("/")).send().wait().unwrap();
+    assert_eq!(next.text(), "after head");
+    assert_eq!(server.connections_accepted(), 1);
+    assert_settles(&client, WAIT);
+    client.close();
+}
+
+#[test]
+fn no_content_204_has_no_body_and_keeps_the_connection() {
+    let server = TestServer::respond(|request| {
+        if request.target == "/empty" {
+            response(204, &[("X-Kind", "nothing")], b"")
+        } else {
+            ok("something")
+        }
+    });
+    let client = client();
+    let response = client
+        .request(http::Method::DELETE, server.url("/empty"))
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.status(), 204);
+    assert_eq!(response.headers()["x-kind"], "nothing");
+    assert!(response.body().is_empty());
+    let next = client.get(server.url("/full")).send().wait().unwrap();
+    assert_eq!(next.text(), "something");
+    assert_eq!(server.connections_accepted(), 1);
+    client.close();
+}
+
+#[test]
+fn execute_sends_an_http_request_as_it_is() {
+    let server = echo_server();
+    let client = client();
+    let request = http::Request::builder()
+        .method(http::Method::PUT)
+        .uri(server.url("/resource/7"))
+        .header("X-Test", "from-http")
+        .header("X-Multi", "1")
+        .header("X-Multi", "2")
+        .body(b"new contents".to_vec())
+        .unwrap();
+    let response = client.execute(request).wait().unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.text(), "PUT /resource/7 new contents");
+    assert_eq!(response.headers()["x-echo"], "from-http");
+    let recorded = &server.requests()[0];
+    assert_eq!(recorded.header_all("x-multi"), vec!["1", "2"]);
+    assert_eq!(recorded.body, b"new contents");
+    client.close();
+}
+
+#[test]
+fn execute_with_an_invalid_uri_fails_without_panicking() {
+    let client = client();
+    let request = http::Request::builder()
+        .uri("/relative/only")
+        .body(Vec::new())
+        .unwrap();
+    let error = client.execute(request).wait().unwrap_err();
+    assert!(
+        matches!(error, Error::InvalidRequest(InvalidRequest::Scheme(_))),
+        "{error:?}"
+    );
+    client.close();
+}
+
+#[test]
+fn response_converts_into_an_http_response() {
+    let server = TestServer::respond(|_| {
+        response(
+            202,
+            &[("X-One", "1"), ("Content-Type", "text/plain")],
+            b"accepted",
+        )
+    });
+    let client = client();
+    let response = client.get(server.url("/")).send().wait().unwrap();
+    let converted: http::Response<Vec<u8>> = response.into();
+    assert_eq!(converted.status(), http::StatusCode::ACCEPTED);
+    assert_eq!(converted.version(), http::Version::HTTP_11);
+    assert_eq!(converted.headers()["x-one"], "1");
+    assert_eq!(converted.headers()["content-type"], "text/plain");
+    assert_eq!(converted.headers()["content-length"], "8");
+    assert_eq!(converted.body(), b"accepted");
+    client.close();
+}
+
+#[test]
+fn streaming_body_arrives_in_pieces_and_the_response_body_is_empty() {
+    const SIZE: usize = 1 << 20;
+    let body: Arc<Vec<u8>> = Arc::new((0..SIZE).map(|i| (i * 7 % 256) as u8).collect());
+    let server_body = body.clone();
+    let server = TestServer::respond(move |_| response(200, &[], &server_body));
+    let client = client();
+    let received = Arc::new(Mutex::new(Vec::with_capacity(SIZE)));
+    let pieces = Arc::new(Mutex::new(0usize));
+    let (sink_received, sink_pieces) = (received.clone(), pieces.clone());
+    let response = client
+        .get(server.url("/big"))
+        .on_body_chunk(move |chunk| {
+            sink_received.lock().unwrap().extend_from_slice(chunk);
+            *sink_pieces.lock().unwrap() += 1;
+        })
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(
+        response.body().is_empty(),
+        "streamed body was also buffered"
+    );
+    let received = received.lock().unwrap();
+    assert_eq!(received.len(), SIZE);
+    assert!(*received == *body, "streamed bytes differ");
+    let pieces = *pieces.lock().unwrap();
+    assert!(pieces > 1, "1 MiB arrived in {pieces} piece(s)");
+    assert_settles(&client, WAIT);
+    client.close();
+}
+
+#[test]
+fn streaming_a_chunked_body_with_trailers() {
+    let server = TestServer::respond(|_| chunked(200, &[b"ab", b"cd", b"ef"], &[("X-T", "1")]));
+    let client = client();
+    let received = Arc::new(Mutex::new(Vec::new()));
+    let sink = received.clone();
+    let response = client
+        .get(server.url("/"))
+        .on_body_chunk(move |chunk| sink.lock().unwrap().extend_from_slice(chunk))
+        .send()
+        .wait()
+        .unwrap();
+    assert!(response.body().is_empty());
+    assert_eq!(&*received.lock().unwrap(), b"abcdef");
+    assert_eq!(response.trailers().unwrap()["x-t"], "1");
+    client.close();
+}
+
+fn assert_invalid(future: tickless::ResponseFuture, expected: fn(&InvalidRequest) -> bool) {
+    assert!(future.is_done(), "invalid input must fail at once");
+    match future.wait() {
+        Err(Error::InvalidRequest(invalid)) => {
+            assert!(expected(&invalid), "unexpected variant {invalid:?}")
+        }
+        other => panic!("expected InvalidRequest, got {other:?}"),
+    }
+}
+
+#[test]
+fn invalid_input_fails_with_invalid_request_and_no_panic() {
+    let server = echo_server();
+    let client = client();
+    assert_invalid(client.get("http://exa mple.com/").send(), |i| {
+        matches!(i, InvalidRequest::Uri(_))
+    });
+    assert_invalid(client.get("ftp://127.0.0.1/file").send(), |i| {
+        matches!(i, InvalidRequest::Scheme(_))
+    });
+    assert_invalid(client.get("/relative/path").send(), |i| {
+        matches!(i, InvalidRequest::Scheme(_))
+    });
+    assert_invalid(
+        client
+            .get(server.url("/"))
+            .header("bad header name", "v")
+            .send(),
+        |i| matches!(i, InvalidRequest::Header(_)),
+    );
+    assert_invalid(
+        client
+            .get(server.url("/"))
+            .header("X-Ok", "bad\nvalue")
+            .send(),
+        |i| matches!(i, InvalidRequest::Header(_)),
+    );
+    assert_invalid(client.get("https://127.0.0.1:1/").send(), |i| {
+        matches!(i, InvalidRequest::TlsUnsupported)
+    });
+    // The message names the problem; the io::Error kind is InvalidInput.
+    let error = client.get("ftp://127.0.0.1/").send().wait().unwrap_err();
+    assert!(error.to_string().contains("ftp://127.0.0.1/"), "{error}");
+    assert!(!error.is_timeout());
+    let io = std::io::Error::from(error);
+    assert_eq!(io.kind(), std::io::ErrorKind::InvalidInput);
+    // Nothing reached the server, nothing is in flight, and the client
+    // still works.
+    assert!(server.requests().is_empty());
+    assert_eq!(server.connections_accepted(), 0);
+    assert_eq!(client.stats().in_flight, 0);
+    let fine = client.get(server.url("/ok")).send().wait().unwrap();
+    assert_eq!(fine.text(), "GET /ok ");
+    client.close();
+}
+
+#[test]
+fn connection_refused_fails_with_connect() {
+    let addr = refused_addr();
+    let recorder = Recorder::new();
+    let client = Client::builder()
+        .event_loops(2)
+        .listener(recorder.clone())
+        .build()
+        .unwrap();
+    let error = client
+        .get(format!("http://{addr}/"))
+        .send()
+        .wait()
+        .unwrap_err();
+    match &error {
+        Error::Connect { remote, source } => {
+            assert_eq!(remote, &format!("127.0.0.1/{addr}"));
+            assert_eq!(source.kind(), std::io::ErrorKind::ConnectionRefused);
+        }
+        other => panic!("expected Error::Connect, got {other:?}"),
+    }
+    assert!(!error.is_timeout());
+    assert_eq!(tickless::timeout_kind(&error), None);
+    let events = recorder.events();
+    assert!(events
+        .iter()
+        .any(|(e, _)| matches!(e, Event::ConnectFailure(a, std::io::ErrorKind::ConnectionRefused) if *a == addr)));
+    // The failed connect gave its permit back.
+    let stats = client.stats();
+    assert_eq!(stats.open_connections, 0, "{stats:?}");
+    assert_settles(&client, WAIT);
+    client.close();
+}

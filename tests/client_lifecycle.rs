@@ -1,0 +1,201 @@
+//! Ending exchanges from the caller's side: cancelling and dropping futures
+//! mid-request, mid-connect and in the queue; what is left afterwards.
+//! (Closing the whole client is in `client_close.rs`, alone in its binary
+//! because it counts the process's threads.)
+
+mod support;
+
+use std::time::{Duration, Instant};
+use support::*;
+use tickless::{Client, Error};
+
+const WAIT: Duration = Duration::from_secs(5);
+
+fn client() -> Client {
+    Client::builder()
+        .event_loops(2)
+        .request_timeout(Duration::from_secs(30))
+        .read_timeout(Duration::from_secs(30))
+        .build()
+        .expect("client")
+}
+
+#[test]
+fn cancel_resolves_with_cancelled_and_closes_the_connection() {
+    let server = TestServer::start(Behaviour::NeverAnswer);
+    let recorder = Recorder::new();
+    let client = Client::builder()
+        .event_loops(2)
+        .listener(recorder.clone())
+        .build()
+        .unwrap();
+    let future = client.get(server.url("/")).send();
+    assert!(server.wait_for_requests(1, WAIT));
+    assert!(!future.is_done());
+    assert!(future.cancel(), "the first cancel ends the exchange");
+    assert!(!future.cancel(), "a second cancel does nothing");
+    assert!(future.is_done());
+    let error = future.wait().unwrap_err();
+    assert!(matches!(error, Error::Cancelled), "{error:?}");
+    assert!(!error.is_timeout());
+    assert_eq!(
+        std::io::Error::from(error).kind(),
+        std::io::ErrorKind::Interrupted
+    );
+    // The cancel ran on this thread and was reported once.
+    let failures: Vec<_> = recorder
+        .events()
+        .into_iter()
+        .filter(|(e, _)| matches!(e, Event::Failed(..)))
+        .collect();
+    assert_eq!(failures.len(), 1);
+    assert_eq!(failures[0].1, std::thread::current().id());
+    assert!(
+        server.wait_for_open(0, WAIT),
+        "cancel left the connection open"
+    );
+    assert_settles(&client, WAIT);
+    assert!(eventually(WAIT, || client.stats().open_connections == 0));
+    client.close();
+}
+
+#[test]
+fn cancel_after_completion_changes_nothing() {
+    let server = TestServer::respond(|_| ok("done"));
+    let client = client();
+    let future = client.get(server.url("/")).send();
+    assert!(eventually(WAIT, || future.is_done()));
+    assert!(!future.cancel());
+    assert_eq!(future.wait().unwrap().text(), "done");
+    // The connection went back to the pool untouched.
+    assert_eq!(client.stats().idle_connections, 1);
+    client.get(server.url("/")).send().wait().unwrap();
+    assert_eq!(server.connections_accepted(), 1);
+    client.close();
+}
+
+#[test]
+fn dropping_a_future_mid_request_closes_its_connection() {
+    let server = TestServer::start(Behaviour::NeverAnswer);
+    let client = client();
+    let future = client.get(server.url("/")).send();
+    assert!(server.wait_for_requests(1, WAIT));
+    assert_eq!(server.connections_open(), 1);
+    drop(future);
+    assert!(
+        server.wait_for_open(0, WAIT),
+        "dropping the future left the connection open"
+    );
+    // The abort is posted to the loop: poll for the client to settle.
+    assert_settles(&client, WAIT);
+    let stats = client.stats();
+    assert_eq!(stats.armed_timers(), 0, "{stats:?}");
+    assert_eq!(stats.in_flight, 0, "{stats:?}");
+    assert!(eventually(WAIT, || client.stats().open_connections == 0));
+    client.close();
+}
+
+#[test]
+fn dropping_a_future_mid_body_closes_its_connection() {
+    let server = TestServer::start(Behaviour::SendThenStall(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\nsome of it".to_vec(),
+    ));
+    let recorder = Recorder::new();
+    let client = Client::builder()
+        .event_loops(2)
+        .listener(recorder.clone())
+        .build()
+        .unwrap();
+    let future = client.get(server.url("/")).send();
+    assert!(recorder.wait_for(WAIT, |events| events
+        .iter()
+        .any(|(e, _)| matches!(e, Event::BodyPart(_)))));
+    drop(future);
+    assert!(server.wait_for_open(0, WAIT));
+    assert_settles(&client, WAIT);
+    // A half-read connection is never pooled.
+    assert_eq!(client.stats().idle_connections, 0);
+    assert!(eventually(WAIT, || client.stats().open_connections == 0));
+    client.close();
+}
+
+#[test]
+fn dropping_a_future_while_connecting_gives_the_connection_back() {
+    let mut listener = UnacceptingListener::new();
+    if !listener.fill_backlog(4096) {
+        // The kernel did not let the accept queue fill, so a connect cannot
+        // be made to hang locally; nothing to test here.
+        eprintln!("backlog could not be filled; test skipped");
+        return;
+    }
+    let recorder = Recorder::new();
+    let client = Client::builder()
+        .event_loops(2)
+        .connect_timeout(Duration::from_secs(60))
+        .max_connections(1)
+        .listener(recorder.clone())
+        .build()
+        .unwrap();
+    let future = client.get(format!("http://{}/", listener.addr())).send();
+    // The connect is under way on its loop (not merely granted a permit).
+    assert!(recorder.wait_for(WAIT, |events| events
+        .iter()
+        .any(|(e, _)| matches!(e, Event::ConnectAttempt(_)))));
+    assert_eq!(client.stats().open_connections, 1);
+    drop(future);
+    // Not after the 60 s connect timeout: the attempt is aborted now.
+    assert!(
+        eventually(WAIT, || client.stats().open_connections == 0),
+        "{:?}",
+        client.stats()
+    );
+    assert_settles(&client, WAIT);
+    client.close();
+}
+
+#[test]
+fn cancelling_a_queued_request_lets_the_next_one_through() {
+    let server = TestServer::respond(|r| {
+        if r.target == "/slow" {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        ok(&r.target)
+    });
+    let client = Client::builder()
+        .event_loops(2)
+        .max_connections(1)
+        .build()
+        .unwrap();
+    let slow = client.get(server.url("/slow")).send();
+    assert!(server.wait_for_requests(1, WAIT));
+    let cancelled = client.get(server.url("/cancelled")).send();
+    let next = client.get(server.url("/next")).send();
+    assert!(eventually(WAIT, || client.stats().waiting == 2));
+    assert!(cancelled.cancel());
+    assert_eq!(client.stats().waiting, 1);
+    assert!(matches!(cancelled.wait(), Err(Error::Cancelled)));
+    assert_eq!(slow.wait().unwrap().text(), "/slow");
+    assert_eq!(next.wait().unwrap().text(), "/next");
+    let targets: Vec<String> = server.requests().into_iter().map(|r| r.target).collect();
+    assert_eq!(targets, vec!["/slow", "/next"]);
+    assert_eq!(server.connections_accepted(), 1);
+    assert_settles(&client, WAIT);
+    client.close();
+}
+
+#[test]
+fn dropping_many_futures_at_once_leaves_nothing_behind() {
+    let server = TestServer::start(Behaviour::NeverAnswer);
+    let client = client();
+    let futures: Vec<_> = (0..20)
+        .map(|_| client.get(server.url("/")).send())
+        .collect();
+    assert!(server.wait_for_requests(20, WAIT));
+    let started = Instant::now();
+    drop(futures);
+    assert!(server.wait_for_open(0, WAIT));
+    assert_settles(&client, WAIT);
+    assert!(eventually(WAIT, || client.stats().open_connections == 0));
+    assert!(started.elapsed() < WAIT);
+    client.close();
+}

@@ -1,0 +1,286 @@
+//! The connection pool: keep-alive reuse, `Connection: close`, a server
+//! that closes idle connections, the per-host and total limits.
+
+mod support;
+
+use std::io::Write;
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+use support::*;
+use tickless::{Client, Error};
+
+const WAIT: Duration = Duration::from_secs(5);
+
+#[test]
+fn sequential_requests_use_exactly_one_connection() {
+    let server = TestServer::respond(|request| ok(&request.target));
+    let recorder = Recorder::new();
+    let client = Client::builder()
+        .event_loops(2)
+        .listener(recorder.clone())
+        .build()
+        .unwrap();
+    for i in 0..10 {
+        let path = format!("/n/{i}");
+        let response = client.get(server.url(&path)).send().wait().unwrap();
+        assert_eq!(response.text(), path);
+    }
+    assert_eq!(server.connections_accepted(), 1);
+    assert!(server.requests().iter().all(|r| r.connection_index == 0));
+    let events = recorder.events();
+    let connects = events
+        .iter()
+        .filter(|(e, _)| matches!(e, Event::ConnectSuccess(_)))
+        .count();
+    let pooled = events
+        .iter()
+        .filter(|(e, _)| matches!(e, Event::ConnectionPooled(_)))
+        .count();
+    assert_eq!((connects, pooled), (1, 9));
+    let stats = client.stats();
+    assert_eq!(stats.open_connections, 1, "{stats:?}");
+    assert_eq!(stats.idle_connections, 1, "{stats:?}");
+    assert_eq!(stats.armed_timers(), 0, "{stats:?}");
+    client.close();
+    assert!(
+        server.wait_for_open(0, WAIT),
+        "close() left a connection open"
+    );
+}
+
+#[test]
+fn connection_close_response_makes_the_next_request_connect_again() {
+    let server = TestServer::respond(|_| response(200, &[("Connection", "close")], b"bye"));
+    let client = Client::builder().event_loops(2).build().unwrap();
+    for i in 0..3 {
+        let response = client.get(server.url("/")).send().wait().unwrap();
+        assert_eq!(response.text(), "bye");
+        assert_eq!(server.connections_accepted(), i + 1);
+        assert_eq!(client.stats().idle_connections, 0);
+    }
+    let indices: Vec<usize> = server
+        .requests()
+        .iter()
+        .map(|r| r.connection_index)
+        .collect();
+    assert_eq!(indices, vec![0, 1, 2]);
+    assert!(server.wait_for_open(0, WAIT));
+    assert_settles(&client, WAIT);
+    assert_eq!(client.stats().open_connections, 0);
+    client.close();
+}
+
+#[test]
+fn keep_alive_off_asks_for_close_and_never_reuses() {
+    let server = TestServer::respond(|_| ok("x"));
+    let client = Client::builder()
+        .event_loops(2)
+        .keep_alive(false)
+        .build()
+        .unwrap();
+    for _ in 0..3 {
+        client.get(server.url("/")).send().wait().unwrap();
+    }
+    assert_eq!(server.connections_accepted(), 3);
+    assert!(server
+        .requests()
+        .iter()
+        .all(|r| r.header("connection") == Some("close")));
+    assert_settles(&client, WAIT);
+    client.close();
+}
+
+#[test]
+fn server_closing_an_idle_connection_does_not_fail_the_next_request() {
+    // One request per connection, then FIN without `Connection: close`.
+    let server = TestServer::start(Behaviour::respond_then_close(|r| ok(&r.target)));
+    let client = Client::builder().event_loops(2).build().unwrap();
+    for i in 0..3 {
+        let path = format!("/{i}");
+        let response = client.get(server.url(&path)).send().wait().unwrap();
+        assert_eq!(response.text(), path);
+        // Let the server's close reach the idle connection before the next
+        // request (the other ordering is the retry path, also fine).
+        assert!(server.wait_for_open(0, WAIT));
+    }
+    assert_eq!(server.connections_accepted(), 3);
+    assert_settles(&client, WAIT);
+    client.close();
+}
+
+/// Counts how many connections a server holds open at once, and the most
+/// ever. Each connection answers every request after `delay`.
+struct PeakServer {
+    server: TestServer,
+    current: Arc<AtomicUsize>,
+    peak: Arc<AtomicUsize>,
+}
+
+fn peak_server(delay: Duration) -> PeakServer {
+    let current = Arc::new(AtomicUsize::new(0));
+    let peak = Arc::new(AtomicUsize::new(0));
+    let (c, p) = (current.clone(), peak.clone());
+    let server = TestServer::start(Behaviour::custom(move |mut stream: TcpStream, index| {
+        let now = c.fetch_add(1, Ordering::SeqCst) + 1;
+        p.fetch_max(now, Ordering::SeqCst);
+        let mut reader = RequestReader::new(index);
+        while let Ok(request) = reader.read_request(&mut stream) {
+            thread::sleep(delay);
+            let body = format!("{} on {index}", request.target);
+            if stream.write_all(&ok(&body)).is_err() {
+                break;
+            }
+        }
+        c.fetch_sub(1, Ordering::SeqCst);
+    }));
+    PeakServer {
+        server,
+        current,
+        peak,
+    }
+}
+
+#[test]
+fn per_host_limit_caps_open_connections_and_queues_the_rest() {
+    let PeakServer {
+        server,
+        current,
+        peak,
+    } = peak_server(Duration::from_millis(100));
+    let client = Client::builder()
+        .event_loops(2)
+        .max_connections_per_host(2)
+        .request_timeout(Duration::from_secs(20))
+        .build()
+        .unwrap();
+    let futures: Vec<_> = (0..6)
+        .map(|i| client.get(server.url(&format!("/{i}"))).send())
+        .collect();
+    // While the first two are being served, the other four wait.
+    assert!(server.wait_for_accepted(2, WAIT));
+    assert!(eventually(WAIT, || client.stats().waiting >= 1));
+    let stats = client.stats();
+    assert!(stats.open_connections <= 2, "{stats:?}");
+    let results: Vec<_> = futures.into_iter().map(|f| f.wait()).collect();
+    for (i, result) in results.into_iter().enumerate() {
+        let response = result.unwrap_or_else(|e| panic!("request {i} failed: {e}"));
+        assert!(response.text().starts_with(&format!("/{i} on ")));
+    }
+    assert!(
+        peak.load(Ordering::SeqCst) <= 2,
+        "server saw {} connections open at once",
+        peak.load(Ordering::SeqCst)
+    );
+    assert!(server.connections_accepted() <= 2);
+    assert_settles(&client, WAIT);
+    let stats = client.stats();
+    assert_eq!(stats.waiting, 0, "{stats:?}");
+    client.close();
+    assert!(eventually(WAIT, || current.load(Ordering::SeqCst) == 0));
+}
+
+#[test]
+fn per_host_limit_is_per_host() {
+    // Two origins (two servers), limit 1 each: both are served at once.
+    let a = peak_server(Duration::from_millis(50));
+    let b = peak_server(Duration::from_millis(50));
+    let client = Client::builder()
+        .event_loops(2)
+        .max_connections_per_host(1)
+        .build()
+        .unwrap();
+    let futures: Vec<_> = (0..4)
+        .flat_map(|i| {
+            [
+                client.get(a.server.url(&format!("/a{i}"))).send(),
+                client.get(b.server.url(&format!("/b{i}"))).send(),
+            ]
+        })
+        .collect();
+    for future in futures {
+        future.wait().unwrap();
+    }
+    assert_eq!(a.peak.load(Ordering::SeqCst), 1);
+    assert_eq!(b.peak.load(Ordering::SeqCst), 1);
+    assert_eq!(a.server.connections_accepted(), 1);
+    assert_eq!(b.server.connections_accepted(), 1);
+    assert_settles(&client, WAIT);
+    client.close();
+}
+
+#[test]
+fn a_queued_request_times_out_while_waiting_for_a_connection() {
+    let server = TestServer::start(Behaviour::NeverAnswer);
+    let client = Client::builder()
+        .event_loops(2)
+        .max_connections(1)
+        .request_timeout(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    // The only connection is taken by a request the server never answers.
+    let holder = client.get(server.url("/hold")).send();
+    assert!(server.wait_for_requests(1, WAIT));
+    let started = Instant::now();
+    let queued = client
+        .get(server.url("/queued"))
+        .request_timeout(Duration::from_millis(200))
+        .send();
+    assert!(eventually(WAIT, || client.stats().waiting == 1));
+    let error = queued.wait().unwrap_err();
+    let elapsed = started.elapsed();
+    assert!(
+        matches!(error, Error::RequestTimeout(_)),
+        "expected RequestTimeout, got {error:?}"
+    );
+    assert!(
+        elapsed >= Duration::from_millis(200),
+        "fired early: {elapsed:?}"
+    );
+    assert!(elapsed < WAIT, "fired far too late: {elapsed:?}");
+    // Never connected: the remote is the origin.
+    assert_eq!(
+        error.to_string(),
+        format!("Request timeout to {} after 200 ms", server.addr())
+    );
+    // It never got a connection of its own, and it no longer waits.
+    assert_eq!(server.connections_accepted(), 1);
+    assert_eq!(server.requests().len(), 1);
+    let stats = client.stats();
+    assert_eq!(stats.waiting, 0, "{stats:?}");
+    assert_eq!(stats.in_flight, 1, "{stats:?}");
+    // The holder is still running; cancelling it frees the connection.
+    assert!(holder.cancel());
+    assert!(matches!(holder.wait(), Err(Error::Cancelled)));
+    assert!(server.wait_for_open(0, WAIT));
+    assert_settles(&client, WAIT);
+    // The permit comes back when the loop runs the abort, just after the
+    // socket closes: poll.
+    assert!(eventually(WAIT, || client.stats().open_connections == 0));
+    client.close();
+}
+
+#[test]
+fn a_queued_request_runs_when_the_connection_frees_up() {
+    let server = TestServer::respond(|r| {
+        if r.target == "/slow" {
+            thread::sleep(Duration::from_millis(100));
+        }
+        ok(&r.target)
+    });
+    let client = Client::builder()
+        .event_loops(2)
+        .max_connections(1)
+        .build()
+        .unwrap();
+    let slow = client.get(server.url("/slow")).send();
+    assert!(server.wait_for_requests(1, WAIT));
+    let queued = client.get(server.url("/next")).send();
+    assert_eq!(slow.wait().unwrap().text(), "/slow");
+    assert_eq!(queued.wait().unwrap().text(), "/next");
+    assert_eq!(server.connections_accepted(), 1);
+    assert_settles(&client, WAIT);
+    client.close();
+}
