@@ -499,11 +499,20 @@ fn decode(cx: &mut LoopContext<'_>, key: usize) -> bool {
                     }
                     Decoded::Trailers(map) => *trailers = Some(map),
                     Decoded::Done { keep_alive } => {
-                        // Bytes past the response were never asked for, and
-                        // a request the server answered before it was
-                        // fully written leaves the stream mid-request.
-                        let clean = conn.read_pos == conn.read_len && conn.write_buf.is_empty();
-                        complete(cx, key, keep_alive && clean);
+                        // Bytes past the response were never asked for: the
+                        // server broke the framing, and what it sent cannot
+                        // be trusted.
+                        let extra = conn.read_len - conn.read_pos;
+                        if extra > 0 {
+                            let exchange = exchange.clone();
+                            let error = DecodeError::BytesAfterResponse { count: extra };
+                            protocol_failure(cx, key, exchange, error);
+                            return false;
+                        }
+                        // A request the server answered before it was fully
+                        // written leaves the stream mid-request.
+                        let reusable = keep_alive && conn.write_buf.is_empty();
+                        complete(cx, key, reusable);
                         return false;
                     }
                 }

@@ -130,6 +130,14 @@ pub enum DecodeError {
         /// Where the response was cut.
         stage: Stage,
     },
+    /// Bytes arrived past the end of the response: a body longer than its
+    /// framing declared, or a response nobody asked for. The decoder leaves
+    /// them unconsumed; the connection reports this error.
+    #[error("{count} bytes past the end of the response (a body longer than declared?)")]
+    BytesAfterResponse {
+        /// How many were already received.
+        count: usize,
+    },
 }
 
 /// A request head could not be encoded.

@@ -65,7 +65,12 @@ pub(crate) fn parse_head(input: &[u8], limits: &Limits) -> Result<Parsed, Decode
         Err(httparse::Error::TooManyHeaders) => Err(DecodeError::TooManyHeaders {
             limit: limits.max_headers,
         }),
-        Err(e) => Err(classify(window, true, e)),
+        // Classify only once the offending line is complete (or the window is
+        // full): the error must not depend on how the input was split.
+        Err(e) => match classify(window, true, e, input.len() >= limits.max_head_bytes) {
+            Some(e) => Err(e),
+            None => Ok(Parsed::Partial),
+        },
     }
 }
 
@@ -87,7 +92,10 @@ pub(crate) fn parse_trailers(
         Err(httparse::Error::TooManyHeaders) => Err(DecodeError::TooManyHeaders {
             limit: limits.max_headers,
         }),
-        Err(e) => Err(classify(window, false, e)),
+        Err(e) => match classify(window, false, e, input.len() >= limits.max_trailer_bytes) {
+            Some(e) => Err(e),
+            None => Ok(None),
+        },
     }
 }
 
@@ -104,8 +112,15 @@ fn to_header_map(fields: &[httparse::Header<'_>]) -> Result<HeaderMap, DecodeErr
 }
 
 /// httparse says only what kind of thing failed; find the offending line and
-/// say precisely what is wrong with it.
-fn classify(input: &[u8], has_status_line: bool, fallback: httparse::Error) -> DecodeError {
+/// say precisely what is wrong with it. `None`: the offending line is not
+/// complete yet and `input` can still grow (`!full`), so what is wrong with it
+/// (say, a missing colon or a bad name byte) depends on bytes still to come.
+fn classify(
+    input: &[u8],
+    has_status_line: bool,
+    fallback: httparse::Error,
+    full: bool,
+) -> Option<DecodeError> {
     let mut rest = input;
     if has_status_line {
         // httparse skips empty lines before the status line.
@@ -115,9 +130,12 @@ fn classify(input: &[u8], has_status_line: bool, fallback: httparse::Error) -> D
         {
             rest = r;
         }
-        let (line, _, r) = split_line(rest);
+        let (line, complete, r) = split_line(rest);
+        if !complete && !full {
+            return None;
+        }
         if let Some(e) = check_status_line(line) {
-            return e;
+            return Some(e);
         }
         rest = r;
     }
@@ -127,8 +145,11 @@ fn classify(input: &[u8], has_status_line: bool, fallback: httparse::Error) -> D
         if line.is_empty() && complete {
             break;
         }
+        if !complete && !full {
+            return None;
+        }
         if let Some(e) = check_field_line(line, complete, first) {
-            return e;
+            return Some(e);
         }
         if !complete {
             break;
@@ -136,13 +157,13 @@ fn classify(input: &[u8], has_status_line: bool, fallback: httparse::Error) -> D
         first = false;
         rest = r;
     }
-    match fallback {
+    Some(match fallback {
         httparse::Error::HeaderName => DecodeError::InvalidHeaderName,
         httparse::Error::HeaderValue | httparse::Error::NewLine => DecodeError::InvalidHeaderValue,
         httparse::Error::Status => DecodeError::InvalidStatusCode,
         httparse::Error::Version => DecodeError::BadVersion,
         _ => DecodeError::InvalidStatusLine,
-    }
+    })
 }
 
 /// Splits off one line: (line without CR LF, whether a LF ended it, rest).
