@@ -39,6 +39,9 @@ fn assert_clean(client: &Client, server: &TestServer) {
     );
 }
 
+/// Whether a decode error is the one a case expects.
+type IsExpected = fn(&DecodeError) -> bool;
+
 #[test]
 fn malformed_responses_are_protocol_errors_and_close_the_connection() {
     let head_too_large = format!("HTTP/1.1 200 OK\r\nX-Big: {}\r\n\r\n", "a".repeat(5000));
@@ -47,7 +50,7 @@ fn malformed_responses_are_protocol_errors_and_close_the_connection() {
         "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n0\r\nX-T: {}\r\n\r\n",
         "t".repeat(300)
     );
-    let cases: Vec<(&str, Vec<u8>, fn(&DecodeError) -> bool)> = vec![
+    let cases: Vec<(&str, Vec<u8>, IsExpected)> = vec![
         (
             "invalid status line",
             b"HTTX/1.1 200 OK\r\n\r\n".to_vec(),
