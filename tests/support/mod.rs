@@ -364,7 +364,18 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>, behaviour: Behaviour)
                 run(&b, &mut conn, stream);
             })
         {
-            lock(&shared.handles).push(h);
+            let mut handles = lock(&shared.handles);
+            // Join the threads of connections that have ended, so a
+            // long-running server (the soak test) does not keep the stacks
+            // of thousands of finished threads until it is dropped.
+            let (finished, running): (Vec<_>, Vec<_>) =
+                handles.drain(..).partition(|h| h.is_finished());
+            *handles = running;
+            handles.push(h);
+            drop(handles);
+            for handle in finished {
+                let _ = handle.join();
+            }
         }
     }
 }
