@@ -35,6 +35,20 @@
 //! * `tickless-1mib`: sequential GETs of the 1 MiB body; MiB/s is reported.
 //! * `raw-floor-1mib` (only with `--scenario`): the raw loop on `/big`, the
 //!   floor for `tickless-1mib`.
+//! * `raw-floor-tls`: `raw-floor` over TLS — a blocking rustls
+//!   `StreamOwned` on one connection to the HTTPS twin of the server. Its
+//!   CPU per request minus `raw-floor`'s is what the encryption itself
+//!   costs (client and server side).
+//! * `tickless-https-seq`: `tickless-seq` over one TLS connection to the
+//!   HTTPS twin. Its CPU per request minus `tickless-seq`'s is what TLS
+//!   costs the client; the target is no more than `raw-floor-tls` minus
+//!   `raw-floor` (printed after the table).
+//!
+//! The HTTPS twin is the same server with rustls (ring provider) on each
+//! accepted connection, serving a certificate for 127.0.0.1 signed by a CA
+//! made with rcgen when the benchmark starts (no key is committed); both
+//! clients trust that CA. TLS 1.3, ALPN `http/1.1`, one handshake per run
+//! (in the warm-up, outside the measurement).
 //!
 //! # What is measured
 //!
@@ -75,7 +89,8 @@
 //! # Options
 //!
 //! `--requests N` (small requests per measured run; by default 200 000 for
-//! `raw-floor`, 40 000 for the sequential tickless scenarios and 150 000
+//! `raw-floor`, 100 000 for `raw-floor-tls`, 40 000 for the sequential
+//! tickless scenarios (http and https) and 150 000
 //! for `tickless-64-in-flight`, about 2–3 s each on a 2-core machine),
 //! `--big-requests N` (1 MiB requests per measured run; default 8 000,
 //! 10 000 for `raw-floor-1mib`),
@@ -90,6 +105,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
 
 const SMALL_RESPONSE: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
 const NOT_FOUND: &[u8] = b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n";
@@ -154,6 +171,8 @@ struct ServerShared {
     cpu_known: AtomicBool,
     connections: Mutex<Vec<Connection>>,
     big_response: Vec<u8>,
+    /// Set for the HTTPS twin: every connection speaks TLS.
+    tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 struct Connection {
@@ -174,7 +193,7 @@ struct Server {
 }
 
 impl Server {
-    fn start() -> io::Result<Server> {
+    fn start(tls: Option<Arc<rustls::ServerConfig>>) -> io::Result<Server> {
         let listener = TcpListener::bind("127.0.0.1:0")?;
         let addr = listener.local_addr()?;
         let mut big_response =
@@ -188,6 +207,7 @@ impl Server {
             cpu_known: AtomicBool::new(true),
             connections: Mutex::new(Vec::new()),
             big_response,
+            tls,
         });
         let accept_shared = shared.clone();
         let acceptor = std::thread::Builder::new()
@@ -262,7 +282,13 @@ fn accept_loop(listener: TcpListener, shared: Arc<ServerShared>) {
         let thread = std::thread::Builder::new()
             .name("bench-conn".into())
             .spawn(move || {
-                let served = serve(stream, &conn_shared);
+                let served = match &conn_shared.tls {
+                    None => serve(stream, &conn_shared),
+                    Some(config) => match rustls::ServerConnection::new(config.clone()) {
+                        Ok(tls) => serve(rustls::StreamOwned::new(tls, stream), &conn_shared),
+                        Err(_) => 0,
+                    },
+                };
                 conn_shared.served.fetch_add(served, Ordering::SeqCst);
                 match thread_cpu() {
                     Some(cpu) => {
@@ -288,7 +314,7 @@ fn head_end(buf: &[u8]) -> Option<usize> {
 
 /// Answers requests on one connection until the peer closes it; returns how
 /// many it answered.
-fn serve(mut stream: TcpStream, shared: &ServerShared) -> u64 {
+fn serve(mut stream: impl Read + Write, shared: &ServerShared) -> u64 {
     let mut buf = vec![0u8; 16 * 1024];
     let (mut len, mut served) = (0, 0);
     loop {
@@ -318,20 +344,41 @@ fn serve(mut stream: TcpStream, shared: &ServerShared) -> u64 {
     }
 }
 
+/// The plain server, its HTTPS twin, and the certificates.
+struct Servers {
+    http: Server,
+    https: Server,
+    tls: BenchTls,
+}
+
 // ---------------------------------------------------------------------------
 // The raw floor
 
 /// One keep-alive connection driven by hand.
 struct RawClient {
-    stream: TcpStream,
+    stream: Box<dyn RawStream>,
     request: Vec<u8>,
     buf: Vec<u8>,
 }
 
 impl RawClient {
-    fn connect(addr: SocketAddr, path: &str) -> io::Result<RawClient> {
-        let stream = TcpStream::connect(addr)?;
-        stream.set_nodelay(true)?;
+    /// Plain TCP, or TLS with `tls`.
+    fn connect(
+        addr: SocketAddr,
+        path: &str,
+        tls: Option<&Arc<rustls::ClientConfig>>,
+    ) -> io::Result<RawClient> {
+        let tcp = TcpStream::connect(addr)?;
+        tcp.set_nodelay(true)?;
+        let stream: Box<dyn RawStream> = match tls {
+            None => Box::new(tcp),
+            Some(config) => {
+                let name = ServerName::from(addr.ip());
+                let conn = rustls::ClientConnection::new(config.clone(), name)
+                    .map_err(io::Error::other)?;
+                Box::new(rustls::StreamOwned::new(conn, tcp))
+            }
+        };
         let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n").into_bytes();
         Ok(RawClient {
             stream,
@@ -372,6 +419,61 @@ impl RawClient {
     }
 }
 
+/// What the raw client drives: a TCP stream, or rustls over one.
+trait RawStream: Read + Write {}
+impl<T: Read + Write> RawStream for T {}
+
+// ---------------------------------------------------------------------------
+// Certificates for the HTTPS twin
+
+/// The HTTPS twin's server config and what its clients trust.
+struct BenchTls {
+    server: Arc<rustls::ServerConfig>,
+    /// For the raw TLS client: the CA as its only root.
+    client: Arc<rustls::ClientConfig>,
+    /// For tickless: `add_root_certificate`.
+    ca_pem: String,
+}
+
+fn bench_tls() -> BenchTls {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair, KeyUsagePurpose};
+    let ca_key = KeyPair::generate().expect("CA key");
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    let ca = ca_params.self_signed(&ca_key).expect("CA certificate");
+    let issuer = Issuer::new(ca_params, ca_key);
+    let key = KeyPair::generate().expect("server key");
+    let params = CertificateParams::new(vec!["127.0.0.1".to_string()]).expect("server params");
+    let cert = params.signed_by(&key, &issuer).expect("server certificate");
+    let chain: Vec<CertificateDer<'static>> = vec![cert.der().clone(), ca.der().clone()];
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut server = rustls::ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .expect("protocol versions")
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .expect("server certificate");
+    server.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(ca.der().clone()).expect("CA root");
+    let mut client = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("protocol versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    client.alpn_protocols = vec![b"http/1.1".to_vec()];
+    BenchTls {
+        server: Arc::new(server),
+        client: Arc::new(client),
+        ca_pem: ca.pem(),
+    }
+}
+
 fn content_length(head: &[u8]) -> Option<usize> {
     let head = std::str::from_utf8(head).ok()?;
     head.split("\r\n").find_map(|line| {
@@ -394,20 +496,26 @@ enum Scenario {
     Tickless64InFlight,
     Tickless1Mib,
     RawFloor1Mib,
+    RawFloorTls,
+    TicklessHttpsSeq,
 }
 
-const DEFAULT_SCENARIOS: [Scenario; 6] = [
+const DEFAULT_SCENARIOS: [Scenario; 8] = [
     Scenario::RawFloor,
+    Scenario::RawFloorTls,
     Scenario::TicklessSeq,
+    Scenario::TicklessHttpsSeq,
     Scenario::TicklessSeqNoTimeout,
     Scenario::TicklessSeqEventLoopTimeouts,
     Scenario::Tickless64InFlight,
     Scenario::Tickless1Mib,
 ];
 
-const ALL_SCENARIOS: [Scenario; 7] = [
+const ALL_SCENARIOS: [Scenario; 9] = [
     Scenario::RawFloor,
+    Scenario::RawFloorTls,
     Scenario::TicklessSeq,
+    Scenario::TicklessHttpsSeq,
     Scenario::TicklessSeqNoTimeout,
     Scenario::TicklessSeqEventLoopTimeouts,
     Scenario::Tickless64InFlight,
@@ -425,11 +533,18 @@ impl Scenario {
             Scenario::Tickless64InFlight => "tickless-64-in-flight",
             Scenario::Tickless1Mib => "tickless-1mib",
             Scenario::RawFloor1Mib => "raw-floor-1mib",
+            Scenario::RawFloorTls => "raw-floor-tls",
+            Scenario::TicklessHttpsSeq => "tickless-https-seq",
         }
     }
 
     fn from_name(name: &str) -> Option<Scenario> {
         ALL_SCENARIOS.into_iter().find(|s| s.name() == name)
+    }
+
+    /// Whether the scenario talks to the HTTPS twin.
+    fn is_tls(self) -> bool {
+        matches!(self, Scenario::RawFloorTls | Scenario::TicklessHttpsSeq)
     }
 
     fn is_big(self) -> bool {
@@ -441,7 +556,9 @@ impl Scenario {
     fn default_requests(self) -> u64 {
         match self {
             Scenario::RawFloor => 200_000,
+            Scenario::RawFloorTls => 100_000,
             Scenario::TicklessSeq
+            | Scenario::TicklessHttpsSeq
             | Scenario::TicklessSeqNoTimeout
             | Scenario::TicklessSeqEventLoopTimeouts => 40_000,
             Scenario::Tickless64InFlight => 150_000,
@@ -488,9 +605,10 @@ fn expect_response(result: Result<tickless::Response, tickless::Error>, body_len
     }
 }
 
-fn build_client(scenario: Scenario) -> tickless::Client {
+fn build_client(scenario: Scenario, tls: &BenchTls) -> tickless::Client {
     let builder = tickless::Client::builder();
     let builder = match scenario {
+        Scenario::TicklessHttpsSeq => builder.add_root_certificate(&tls.ca_pem),
         Scenario::TicklessSeqNoTimeout => builder
             .request_timeout(Duration::ZERO)
             .read_timeout(Duration::ZERO),
@@ -529,17 +647,24 @@ fn raw_sequential(raw: &mut RawClient, n: u64, body_len: usize) {
     }
 }
 
-fn run_once(server: &Server, scenario: Scenario, n: u64) -> Run {
+fn run_once(servers: &Servers, scenario: Scenario, n: u64) -> Run {
+    let server = if scenario.is_tls() {
+        &servers.https
+    } else {
+        &servers.http
+    };
     let (path, body_len, warmup) = if scenario.is_big() {
         ("/big", BIG_LEN, WARMUP_BIG)
     } else {
         ("/small", SMALL_BODY.len(), WARMUP_SMALL)
     };
-    let url = format!("http://{}{path}", server.addr);
+    let scheme = if scenario.is_tls() { "https" } else { "http" };
+    let url = format!("{scheme}://{}{path}", server.addr);
     let accepted_before = server.accepted();
     let (wall, cpu, switches) = match scenario {
-        Scenario::RawFloor | Scenario::RawFloor1Mib => {
-            let mut raw = RawClient::connect(server.addr, path).expect("connect");
+        Scenario::RawFloor | Scenario::RawFloor1Mib | Scenario::RawFloorTls => {
+            let tls = scenario.is_tls().then_some(&servers.tls.client);
+            let mut raw = RawClient::connect(server.addr, path, tls).expect("connect");
             raw_sequential(&mut raw, warmup, body_len);
             let (cpu0, t0) = (process_cpu(), Instant::now());
             raw_sequential(&mut raw, n, body_len);
@@ -548,7 +673,7 @@ fn run_once(server: &Server, scenario: Scenario, n: u64) -> Run {
             (wall, cpu1.0.saturating_sub(cpu0.0), cpu1.1 - cpu0.1)
         }
         _ => {
-            let client = build_client(scenario);
+            let client = build_client(scenario, &servers.tls);
             let run = |n| match scenario {
                 Scenario::Tickless64InFlight => tickless_window(&client, &url, n),
                 _ => tickless_sequential(&client, &url, n, body_len),
@@ -738,6 +863,37 @@ fn summary(rows: &[Row]) -> Vec<String> {
             (seq.cpu_us_per_request() / none.cpu_us_per_request() - 1.0) * 100.0,
         ));
     }
+    if let (Some(seq), Some(https), Some(raw), Some(raw_tls)) = (
+        find(Scenario::TicklessSeq),
+        find(Scenario::TicklessHttpsSeq),
+        find(Scenario::RawFloor),
+        find(Scenario::RawFloorTls),
+    ) {
+        let cpu = |row: &Row| row.cpu_us_per_request();
+        let client = |row: &Row| row.server_cpu_us_per_request().map(|s| cpu(row) - s);
+        lines.push(format!(
+            "TLS cost, process CPU per request: tickless {:.2} -> {:.2} us ({:+.2}), raw {:.2} -> {:.2} us ({:+.2}) (target: tickless's increase <= raw's)",
+            cpu(seq),
+            cpu(https),
+            cpu(https) - cpu(seq),
+            cpu(raw),
+            cpu(raw_tls),
+            cpu(raw_tls) - cpu(raw),
+        ));
+        if let (Some(a), Some(b), Some(c), Some(d)) =
+            (client(seq), client(https), client(raw), client(raw_tls))
+        {
+            lines.push(format!(
+                "TLS cost, client CPU per request: tickless {a:.2} -> {b:.2} us ({:+.2}), raw {c:.2} -> {d:.2} us ({:+.2})",
+                b - a,
+                d - c
+            ));
+        }
+        lines.push(format!(
+            "tickless-https-seq / raw-floor-tls, wall time per request: {:.2}x",
+            https.us_per_request() / raw_tls.us_per_request()
+        ));
+    }
     if let Some(raw) = find(Scenario::RawFloor) {
         if let Some(server) = raw.server_cpu_us_per_request() {
             lines.push(format!(
@@ -908,7 +1064,12 @@ fn main() {
     );
     println!("{prefix}");
 
-    let mut server = Server::start().expect("start the loopback server");
+    let tls = bench_tls();
+    let mut servers = Servers {
+        http: Server::start(None).expect("start the loopback server"),
+        https: Server::start(Some(tls.server.clone())).expect("start the HTTPS twin"),
+        tls,
+    };
     let mut runs: Vec<Vec<Run>> = vec![Vec::new(); options.scenarios.len()];
     for round in 0..options.runs {
         for (i, &scenario) in options.scenarios.iter().enumerate() {
@@ -919,7 +1080,7 @@ fn main() {
             }
             .unwrap_or_else(|| scenario.default_requests());
             eprint!("run {}/{} {:<34}", round + 1, options.runs, scenario.name());
-            let run = run_once(&server, scenario, n);
+            let run = run_once(&servers, scenario, n);
             eprintln!(
                 "{:>9.2} us/req  {:>3} connection(s)",
                 run.wall.as_secs_f64() * 1e6 / n as f64,
@@ -928,7 +1089,8 @@ fn main() {
             runs[i].push(run);
         }
     }
-    server.stop();
+    servers.http.stop();
+    servers.https.stop();
 
     let rows: Vec<Row> = options
         .scenarios

@@ -6,6 +6,7 @@
 //! cargo run --release --example get -- http://127.0.0.1:8080/ \
 //!     --request-timeout 20 --read-timeout 10 --event-loop-timeouts \
 //!     --header 'Accept: text/plain' --data 'posted body'
+//! cargo run --release --example get -- https://localhost:8443/ --ca lab-ca.pem
 //! ```
 //!
 //! Options:
@@ -16,6 +17,11 @@
 //!   instead of the hashed-wheel timer.
 //! * `--header 'Name: value'`: add a request header (repeatable).
 //! * `--data STR`: send `STR` as the body of a POST instead of a GET.
+//! * `--ca FILE`: also trust the CA certificate(s) in `FILE` (PEM) for
+//!   `https://` URLs, besides the bundled Mozilla roots.
+//! * `--insecure`: accept any server certificate (unknown issuer, expired,
+//!   wrong name). For lab setups only: anyone on the path can read and
+//!   change the traffic.
 //!
 //! Exits 0 on any response (whatever its status), 1 if the request failed
 //! (the error goes to stderr), 2 on bad arguments (usage goes to stderr).
@@ -26,7 +32,7 @@ use std::time::Duration;
 
 const USAGE: &str = "\
 usage: get URL [--request-timeout MS] [--read-timeout MS] [--event-loop-timeouts]
-           [--header 'Name: value']... [--data STR]";
+           [--header 'Name: value']... [--data STR] [--ca FILE] [--insecure]";
 
 #[derive(Debug, Default)]
 struct Args {
@@ -36,6 +42,8 @@ struct Args {
     event_loop_timeouts: bool,
     headers: Vec<(String, String)>,
     data: Option<String>,
+    ca: Option<String>,
+    insecure: bool,
 }
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
@@ -65,6 +73,8 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
                     .push((name.trim().to_owned(), value.trim().to_owned()));
             }
             "--data" => parsed.data = Some(args.next().ok_or("--data needs a value")?),
+            "--ca" => parsed.ca = Some(args.next().ok_or("--ca needs a PEM file")?),
+            "--insecure" => parsed.insecure = true,
             flag if flag.starts_with("--") => return Err(format!("unknown option {flag}")),
             _ if url.is_some() => return Err(format!("unexpected argument {arg:?}")),
             _ => url = Some(arg),
@@ -106,7 +116,17 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     if let Some(timeout) = args.read_timeout {
         builder = builder.read_timeout(timeout);
     }
-    let client = builder.build()?;
+    if let Some(path) = &args.ca {
+        let pem = std::fs::read(path).map_err(|e| format!("--ca {path}: {e}"))?;
+        builder = builder.add_root_certificate(pem);
+    }
+    if args.insecure {
+        eprintln!("get: --insecure: the server's certificate is not checked");
+        builder = builder.danger_accept_invalid_certs(true);
+    }
+    let client = builder
+        .build()
+        .map_err(|e| format!("cannot start the client: {e}"))?;
     let mut request = match args.data {
         Some(data) => client.post(args.url.as_str()).body(data),
         None => client.get(args.url.as_str()),

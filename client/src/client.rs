@@ -68,6 +68,8 @@ pub(crate) struct ClientShared {
     pub(crate) wheel: HashedWheelTimer,
     pub(crate) group: Arc<EventLoopGroup>,
     pub(crate) pool: Pool,
+    /// Shared by every TLS connection of the client.
+    pub(crate) tls: Arc<rustls::ClientConfig>,
     resolver: Resolver,
     in_flight: Mutex<HashMap<u64, Arc<Exchange>>>,
     /// Pool-cleaner entries armed on the wheel (0 or 1), so snapshots can
@@ -116,6 +118,8 @@ impl Client {
     }
 
     pub(crate) fn start(config: ClientConfig) -> std::io::Result<Client> {
+        // First: a bad root certificate fails before any thread starts.
+        let tls = crate::tls::client_config(&config.tls)?;
         let clock = config.clock.clone();
         let wheel = match &config.timer {
             Some(timer) => timer.clone(),
@@ -147,6 +151,7 @@ impl Client {
             wheel,
             group,
             pool,
+            tls,
             resolver: Resolver::default(),
             in_flight: Mutex::new(HashMap::new()),
             cleaner_armed: AtomicUsize::new(0),

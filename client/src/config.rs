@@ -6,6 +6,7 @@
 use crate::event_loop::EventLoopGroup;
 use crate::events::{EventListener, NoopListener};
 use crate::h1::Limits;
+use crate::tls::TlsOptions;
 use std::sync::Arc;
 use std::time::Duration;
 use tickless_timer::{
@@ -24,6 +25,7 @@ pub(crate) struct ClientConfig {
     pub(crate) request_timeout: Option<Duration>,
     pub(crate) read_timeout: Option<Duration>,
     pub(crate) connect_timeout: Option<Duration>,
+    pub(crate) handshake_timeout: Option<Duration>,
     pub(crate) use_event_loop_timeouts: bool,
     pub(crate) wheel_tick: Duration,
     pub(crate) wheel_size: usize,
@@ -33,6 +35,8 @@ pub(crate) struct ClientConfig {
     pub(crate) max_connections_per_host: Option<usize>,
     pub(crate) pooled_connection_idle_timeout: Option<Duration>,
     pub(crate) connection_ttl: Option<Duration>,
+    // TLS
+    pub(crate) tls: TlsOptions,
     // limits
     pub(crate) limits: Limits,
     // threads and testing seams
@@ -70,6 +74,7 @@ impl Default for ClientBuilder {
                 request_timeout: Some(Duration::from_secs(60)),
                 read_timeout: Some(Duration::from_secs(60)),
                 connect_timeout: Some(Duration::from_secs(5)),
+                handshake_timeout: Some(Duration::from_secs(10)),
                 use_event_loop_timeouts: false,
                 wheel_tick: DEFAULT_TICK,
                 wheel_size: DEFAULT_WHEEL_SIZE,
@@ -78,6 +83,7 @@ impl Default for ClientBuilder {
                 max_connections_per_host: None,
                 pooled_connection_idle_timeout: Some(Duration::from_secs(60)),
                 connection_ttl: None,
+                tls: TlsOptions::default(),
                 limits: Limits::default(),
                 event_loops: None,
                 clock: Arc::new(SystemClock),
@@ -113,6 +119,15 @@ impl ClientBuilder {
     /// (the request timeout still bounds it).
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.config.connect_timeout = nonzero(timeout);
+        self
+    }
+
+    /// Bound on each TLS handshake, from the TCP connect to the end of the
+    /// handshake. Default 10 s; zero disables it (the request timeout
+    /// still bounds it). Armed on the connection's loop in both timeout
+    /// modes; it fails the exchange with [`Error::HandshakeTimeout`](crate::Error::HandshakeTimeout).
+    pub fn handshake_timeout(mut self, timeout: Duration) -> Self {
+        self.config.handshake_timeout = nonzero(timeout);
         self
     }
 
@@ -194,6 +209,50 @@ impl ClientBuilder {
         self
     }
 
+    // --- TLS ---
+
+    /// Trusts `certificate` as a root, besides the default roots (or those
+    /// given to [`tls_roots`](Self::tls_roots)): a PEM text (every
+    /// `CERTIFICATE` block in it is added) or one DER certificate. Repeat
+    /// to add several. A certificate that does not parse makes
+    /// [`build`](Self::build) fail with `InvalidInput`.
+    pub fn add_root_certificate(mut self, certificate: impl AsRef<[u8]>) -> Self {
+        self.config
+            .tls
+            .extra_roots
+            .push(certificate.as_ref().to_vec());
+        self
+    }
+
+    /// Replaces the default roots (Mozilla's, from `webpki-roots`) with
+    /// `roots`; an empty store trusts only what
+    /// [`add_root_certificate`](Self::add_root_certificate) adds.
+    pub fn tls_roots(mut self, roots: rustls::RootCertStore) -> Self {
+        self.config.tls.roots = Some(roots);
+        self
+    }
+
+    /// Verifies server certificates with the operating system's verifier
+    /// (and its roots, plus those of
+    /// [`add_root_certificate`](Self::add_root_certificate)) instead of
+    /// webpki and the bundled roots; [`tls_roots`](Self::tls_roots) is then
+    /// ignored. Off by default. Needs the cargo feature `platform-verifier`.
+    #[cfg(feature = "platform-verifier")]
+    pub fn platform_verifier(mut self, enabled: bool) -> Self {
+        self.config.tls.platform_verifier = enabled;
+        self
+    }
+
+    /// **Dangerous**: accepts any server certificate — unknown issuer,
+    /// expired, for another host, self-signed. Anyone on the path can then
+    /// read and change the traffic. For tests and lab setups only; off by
+    /// default. Prefer [`add_root_certificate`](Self::add_root_certificate)
+    /// with the lab's CA.
+    pub fn danger_accept_invalid_certs(mut self, accept: bool) -> Self {
+        self.config.tls.danger_accept_invalid_certs = accept;
+        self
+    }
+
     // --- limits ---
 
     /// Limits on response heads, header counts, trailers and bodies.
@@ -243,7 +302,8 @@ impl ClientBuilder {
         self
     }
 
-    /// Starts the client's threads.
+    /// Starts the client's threads. Fails with `InvalidInput` if a root
+    /// certificate does not parse.
     pub fn build(self) -> std::io::Result<crate::Client> {
         crate::Client::start(self.config)
     }

@@ -7,12 +7,23 @@
 //! and id (the id guards against a slot reused by a later connection).
 //!
 //! ```text
-//!   connect ──▶ Connecting ──(connected)──▶ Active ──(response, keep-alive)──▶ Idle
-//!                  │                          │  ▲                               │
-//!                  │ (every address failed)   │  └────(taken from the pool)──────┘
-//!                  ▼                          ▼
-//!                closed ◀──(error, close-delimited, abort, timeout)──
+//!                            ┌──(https)──▶ Handshaking ──(done)──┐
+//!                            │                  │                ▼
+//!   connect ──▶ Connecting ──(connected)──(http)──────────────▶ Active ──(response, keep-alive)──▶ Idle
+//!                  │                            │                │  ▲                               │
+//!                  │ (every address failed)     │ (TLS failure)  │  └────(taken from the pool)──────┘
+//!                  ▼                            ▼                ▼
+//!                closed ◀──────(error, close-delimited, abort, timeout)──
 //! ```
+//!
+//! The socket sits behind a [`Transport`]: plain TCP, or TLS over it. An
+//! https connection is attached to its exchange, and the exchange's
+//! timeouts re-homed onto this loop, right after the TCP connect, as for
+//! http; then it handshakes (driven on readable and writable events alike,
+//! until done or the socket would block), so the request deadline bounds the
+//! handshake too, besides the handshake timeout (a timer on this loop's
+//! heap, like the connect timeout). Closing a TLS connection sends
+//! `close_notify` first.
 
 use crate::client::ClientShared;
 use crate::error::{Error, TimeoutKind};
@@ -20,11 +31,13 @@ use crate::event_loop::{LoopContext, LoopTimeout, LoopTimerKey};
 use crate::events::ConnectionInfo;
 use crate::exchange::{ConnRef, Exchange};
 use crate::h1::{DecodeError, Decoded, ResponseDecoder, ResponseHead};
-use crate::origin::Origin;
+use crate::origin::{Origin, Scheme};
 use crate::pool::{IdleConn, Offered, Served};
 use crate::response::Response;
+use crate::transport::{Handshake, HandshakeError, Transport};
+use rustls::pki_types::ServerName;
 use std::collections::VecDeque;
-use std::io::{self, Read, Write};
+use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -35,7 +48,7 @@ const READ_CHUNK: usize = 16 * 1024;
 
 pub(crate) struct Conn {
     id: u64,
-    socket: Option<mio::net::TcpStream>,
+    transport: Option<Transport>,
     origin: Origin,
     client: Arc<ClientShared>,
     remote: Option<SocketAddr>,
@@ -53,6 +66,7 @@ pub(crate) struct Conn {
 
 enum State {
     Connecting(Connecting),
+    Handshaking(Handshaking),
     Active(Box<Active>),
     Idle,
 }
@@ -63,6 +77,11 @@ struct Connecting {
     timer: Option<LoopTimerKey>,
     last_error: Option<io::Error>,
     timed_out: bool,
+}
+
+struct Handshaking {
+    exchange: Arc<Exchange>,
+    timer: Option<LoopTimerKey>,
 }
 
 struct Active {
@@ -94,6 +113,32 @@ impl LoopTimeout for ConnectTimer {
     }
 }
 
+/// The handshake timeout of one connection, armed on its loop.
+struct HandshakeTimer {
+    key: usize,
+    conn_id: u64,
+}
+
+impl LoopTimeout for HandshakeTimer {
+    fn expire(self: Arc<Self>, _tag: u32, cx: &mut LoopContext<'_>) {
+        let Some(conn) = cx.conns.get_mut(self.key).filter(|c| c.id == self.conn_id) else {
+            return;
+        };
+        let State::Handshaking(handshaking) = &mut conn.state else {
+            return;
+        };
+        handshaking.timer = None;
+        let exchange = handshaking.exchange.clone();
+        let duration = conn.client.config.handshake_timeout.unwrap_or_default();
+        let error = Error::timeout_of(TimeoutKind::Handshake, exchange.remote_name(), duration);
+        if let Some(info) = &conn.info {
+            exchange.listener.on_tls_handshake_failure(info, &error);
+        }
+        close(cx, self.key);
+        exchange.finish(Err(error));
+    }
+}
+
 fn get<'c>(cx: &'c mut LoopContext<'_>, key: usize, conn_id: u64) -> Option<&'c mut Conn> {
     cx.conns.get_mut(key).filter(|conn| conn.id == conn_id)
 }
@@ -105,7 +150,7 @@ pub(crate) fn connect(cx: &mut LoopContext<'_>, exchange: Arc<Exchange>, addrs: 
     let attempting = exchange.clone();
     let conn = Conn {
         id: conn_id,
-        socket: None,
+        transport: None,
         origin: exchange.origin.clone(),
         client,
         remote: None,
@@ -144,8 +189,8 @@ fn attempt_next(cx: &mut LoopContext<'_>, key: usize) {
         let State::Connecting(connecting) = &mut conn.state else {
             return;
         };
-        if let Some(mut socket) = conn.socket.take() {
-            let _ = cx.registry.deregister(&mut socket);
+        if let Some(mut transport) = conn.transport.take() {
+            let _ = cx.registry.deregister(transport.tcp_mut());
         }
         if let Some(timer) = connecting.timer.take() {
             cx.event_loop.cancel(timer);
@@ -182,7 +227,7 @@ fn attempt_next(cx: &mut LoopContext<'_>, key: usize) {
                     connecting.last_error = Some(error);
                     continue;
                 }
-                conn.socket = Some(socket);
+                conn.transport = Some(Transport::Plain(socket));
                 conn.remote = Some(addr);
                 if let Some(timeout) = conn.client.config.connect_timeout {
                     let deadline = conn.client.clock.now() + timeout;
@@ -232,6 +277,8 @@ pub(crate) fn ready(cx: &mut LoopContext<'_>, key: usize, event: &mio::event::Ev
                 on_connect_ready(cx, key);
             }
         }
+        // Either readiness may move a handshake on.
+        State::Handshaking(_) => drive_handshake(cx, key),
         State::Active(active) => {
             if active.exchange.is_done() {
                 // Ended by a timeout or a cancel whose abort is still in the inbox.
@@ -257,9 +304,10 @@ pub(crate) fn ready(cx: &mut LoopContext<'_>, key: usize, event: &mio::event::Ev
 
 fn on_connect_ready(cx: &mut LoopContext<'_>, key: usize) {
     let conn = &mut cx.conns[key];
-    let Some(socket) = conn.socket.as_ref() else {
+    let Some(transport) = conn.transport.as_ref() else {
         return;
     };
+    let socket = transport.tcp();
     let State::Connecting(connecting) = &mut conn.state else {
         return;
     };
@@ -296,7 +344,13 @@ fn on_connect_ready(cx: &mut LoopContext<'_>, key: usize) {
     };
     conn.info = Some(info.clone());
     exchange.listener.on_connect_success(&info);
+    let https = conn.origin.scheme == Scheme::Https;
     if exchange.is_done() {
+        if https {
+            // Not handshaken: of no use to anyone.
+            close(cx, key);
+            return;
+        }
         // The exchange ended while connecting; the connection is still good.
         conn.state = State::Idle;
         offer_or_close(cx, key, &exchange);
@@ -311,7 +365,101 @@ fn on_connect_ready(cx: &mut LoopContext<'_>, key: usize) {
     });
     let scheduler = conn.client.group.scheduler(cx.event_loop.index()).clone();
     exchange.timeouts.rehome(&exchange, scheduler);
-    begin_exchange(cx, key, exchange, false);
+    if https {
+        start_handshake(cx, key, exchange, info);
+    } else {
+        begin_exchange(cx, key, exchange, false);
+    }
+}
+
+/// Starts TLS on connection `key`, just connected for `exchange`.
+fn start_handshake(
+    cx: &mut LoopContext<'_>,
+    key: usize,
+    exchange: Arc<Exchange>,
+    info: ConnectionInfo,
+) {
+    let conn = &mut cx.conns[key];
+    exchange.listener.on_tls_handshake_attempt(&info);
+    // Checked when the request was built; an error here is still no panic.
+    let started = ServerName::try_from(conn.origin.host.as_str())
+        .map_err(|e| rustls::Error::General(format!("invalid server name: {e}")))
+        .and_then(|name| rustls::ClientConnection::new(conn.client.tls.clone(), name.to_owned()));
+    let tls = match started {
+        Ok(tls) => tls,
+        Err(source) => {
+            let error = Error::tls(exchange.remote_name(), source);
+            exchange.listener.on_tls_handshake_failure(&info, &error);
+            close(cx, key);
+            exchange.finish(Err(error));
+            return;
+        }
+    };
+    let Some(transport) = conn.transport.take() else {
+        return;
+    };
+    conn.transport = Some(transport.start_tls(tls));
+    let timer = conn.client.config.handshake_timeout.and_then(|timeout| {
+        let deadline = conn.client.clock.now() + timeout;
+        let timer = Arc::new(HandshakeTimer {
+            key,
+            conn_id: conn.id,
+        });
+        cx.event_loop.schedule(deadline, timer, 0).ok()
+    });
+    conn.state = State::Handshaking(Handshaking { exchange, timer });
+    // The socket is writable: the ClientHello goes now.
+    drive_handshake(cx, key);
+}
+
+/// Moves the handshake of connection `key` on, and starts the exchange
+/// once it is done.
+fn drive_handshake(cx: &mut LoopContext<'_>, key: usize) {
+    let conn = &mut cx.conns[key];
+    let State::Handshaking(handshaking) = &mut conn.state else {
+        return;
+    };
+    if handshaking.exchange.is_done() {
+        // Ended by the request timeout or a cancel whose abort is still in
+        // the inbox.
+        close(cx, key);
+        return;
+    }
+    let Some(transport) = conn.transport.as_mut() else {
+        return;
+    };
+    let outcome = transport.handshake();
+    let exchange = handshaking.exchange.clone();
+    let Some(info) = conn.info.clone() else {
+        return;
+    };
+    match outcome {
+        Ok(Handshake::Pending) => {}
+        Ok(Handshake::Done) => {
+            if let Some(timer) = handshaking.timer.take() {
+                cx.event_loop.cancel(timer);
+            }
+            exchange
+                .listener
+                .on_tls_handshake_success(&info, transport.alpn_protocol());
+            begin_exchange(cx, key, exchange, false);
+            // Records that came with the end of the handshake (session
+            // tickets) are read now: the socket may not signal again.
+            if matches!(cx.conns.get(key).map(|c| &c.state), Some(State::Active(_))) {
+                read_response(cx, key);
+            }
+        }
+        Err(failure) => {
+            let remote = exchange.remote_name();
+            let error = match failure {
+                HandshakeError::Tls(source) => Error::tls(remote, source),
+                HandshakeError::Io(source) => Error::Io { remote, source },
+            };
+            exchange.listener.on_tls_handshake_failure(&info, &error);
+            close(cx, key);
+            exchange.finish(Err(error));
+        }
+    }
 }
 
 /// Runs `exchange` on idle connection `key` (the pooled path), after
@@ -324,7 +472,7 @@ pub(crate) fn start_on_idle(
 ) {
     let alive = match get(cx, key, conn_id) {
         Some(conn) if matches!(conn.state, State::Idle) => {
-            conn.socket.as_ref().is_some_and(still_open)
+            conn.transport.as_mut().is_some_and(Transport::still_open)
         }
         _ => false,
     };
@@ -348,16 +496,6 @@ pub(crate) fn start_on_idle(
     exchange.set_remote(info.remote);
     exchange.listener.on_connection_pooled(&info);
     begin_exchange(cx, key, exchange, true);
-}
-
-/// Whether an idle socket is still open: a peek finds nothing to read yet.
-fn still_open(socket: &mio::net::TcpStream) -> bool {
-    let mut byte = [0u8; 1];
-    match socket.peek(&mut byte) {
-        Err(e) => e.kind() == io::ErrorKind::WouldBlock,
-        // Ok(0): the server closed; Ok(_): bytes nobody asked for.
-        Ok(_) => false,
-    }
 }
 
 fn begin_exchange(cx: &mut LoopContext<'_>, key: usize, exchange: Arc<Exchange>, reused: bool) {
@@ -384,14 +522,21 @@ fn write_request(cx: &mut LoopContext<'_>, key: usize) {
     let State::Active(active) = &conn.state else {
         return;
     };
-    let Some(socket) = conn.socket.as_mut() else {
+    let Some(transport) = conn.transport.as_mut() else {
         return;
     };
-    if conn.written == conn.write_buf.len() {
+    if conn.write_buf.is_empty() {
+        // The request is out; TLS may still hold records back (an answer
+        // to a key update).
+        if transport.wants_write() {
+            if let Err(e) = transport.flush() {
+                io_failure(cx, key, e);
+            }
+        }
         return;
     }
     while conn.written < conn.write_buf.len() {
-        match socket.write(&conn.write_buf[conn.written..]) {
+        match transport.write(&conn.write_buf[conn.written..]) {
             Ok(0) => {
                 let error =
                     io::Error::new(io::ErrorKind::WriteZero, "the connection took no bytes");
@@ -402,6 +547,12 @@ fn write_request(cx: &mut LoopContext<'_>, key: usize) {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return io_failure(cx, key, e),
         }
+    }
+    // The request counts as sent once TLS has sent its last record too.
+    match transport.flush() {
+        Ok(true) => {}
+        Ok(false) => return,
+        Err(e) => return io_failure(cx, key, e),
     }
     conn.write_buf.clear();
     conn.written = 0;
@@ -417,15 +568,17 @@ fn write_request(cx: &mut LoopContext<'_>, key: usize) {
 fn read_response(cx: &mut LoopContext<'_>, key: usize) {
     loop {
         let conn = &mut cx.conns[key];
-        if conn.socket.is_none() {
+        if conn.transport.is_none() {
             return;
         }
         if conn.read_len == conn.read_buf.len() {
             make_room(conn);
         }
         let conn = &mut cx.conns[key];
-        let socket = conn.socket.as_mut().expect("checked above");
-        match socket.read(&mut conn.read_buf[conn.read_len..]) {
+        let Some(transport) = conn.transport.as_mut() else {
+            return;
+        };
+        match transport.read(&mut conn.read_buf[conn.read_len..]) {
             Ok(0) => return on_eof(cx, key),
             Ok(n) => {
                 conn.read_len += n;
@@ -511,7 +664,14 @@ fn decode(cx: &mut LoopContext<'_>, key: usize) -> bool {
                         }
                         // A request the server answered before it was fully
                         // written leaves the stream mid-request.
-                        let reusable = keep_alive && conn.write_buf.is_empty();
+                        // Over TLS, bytes past the response may still sit
+                        // in the TLS layer: then the connection is not reused.
+                        let reusable = keep_alive
+                            && conn.write_buf.is_empty()
+                            && !conn
+                                .transport
+                                .as_mut()
+                                .is_some_and(Transport::has_buffered_input);
                         complete(cx, key, reusable);
                         return false;
                     }
@@ -684,10 +844,10 @@ fn offer_or_close(cx: &mut LoopContext<'_>, key: usize, finished: &Arc<Exchange>
 
 fn on_idle_readable(cx: &mut LoopContext<'_>, key: usize) {
     let conn = &mut cx.conns[key];
-    let Some(socket) = conn.socket.as_ref() else {
+    let Some(transport) = conn.transport.as_mut() else {
         return;
     };
-    if still_open(socket) {
+    if transport.still_open() {
         return;
     }
     // Closed by the server (or it sent bytes nobody asked for).
@@ -701,6 +861,7 @@ pub(crate) fn abort(cx: &mut LoopContext<'_>, key: usize, exchange_id: u64) {
     let running = match cx.conns.get(key).map(|c| &c.state) {
         Some(State::Active(active)) => active.exchange.id == exchange_id,
         Some(State::Connecting(connecting)) => connecting.exchange.id == exchange_id,
+        Some(State::Handshaking(handshaking)) => handshaking.exchange.id == exchange_id,
         _ => false,
     };
     if running {
@@ -719,13 +880,18 @@ pub(crate) fn close_idle(cx: &mut LoopContext<'_>, key: usize, conn_id: u64) {
 /// permit now serves. Does not end the exchange it carried.
 fn close(cx: &mut LoopContext<'_>, key: usize) {
     let mut conn = cx.conns.remove(key);
-    if let Some(mut socket) = conn.socket.take() {
-        let _ = cx.registry.deregister(&mut socket);
+    if let Some(mut transport) = conn.transport.take() {
+        // TLS: close_notify, without waiting for the socket.
+        transport.close();
+        let _ = cx.registry.deregister(transport.tcp_mut());
     }
-    if let State::Connecting(connecting) = &mut conn.state {
-        if let Some(timer) = connecting.timer.take() {
-            cx.event_loop.cancel(timer);
-        }
+    let timer = match &mut conn.state {
+        State::Connecting(connecting) => connecting.timer.take(),
+        State::Handshaking(handshaking) => handshaking.timer.take(),
+        _ => None,
+    };
+    if let Some(timer) = timer {
+        cx.event_loop.cancel(timer);
     }
     if let Some(Served(waiter)) = conn.client.pool.release(&conn.origin) {
         conn.client.connect(waiter);
@@ -739,6 +905,7 @@ pub(crate) fn close_all(cx: &mut LoopContext<'_>) {
         let exchange = match &cx.conns[key].state {
             State::Active(active) => Some(active.exchange.clone()),
             State::Connecting(connecting) => Some(connecting.exchange.clone()),
+            State::Handshaking(handshaking) => Some(handshaking.exchange.clone()),
             State::Idle => None,
         };
         close(cx, key);

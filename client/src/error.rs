@@ -19,6 +19,8 @@ pub enum TimeoutKind {
     Read,
     /// A connection could not be established within the connect timeout.
     Connect,
+    /// The TLS handshake did not finish within the handshake timeout.
+    Handshake,
 }
 
 impl fmt::Display for TimeoutKind {
@@ -27,6 +29,7 @@ impl fmt::Display for TimeoutKind {
             TimeoutKind::Request => "Request timeout",
             TimeoutKind::Read => "Read timeout",
             TimeoutKind::Connect => "Connect timeout",
+            TimeoutKind::Handshake => "TLS handshake timeout",
         })
     }
 }
@@ -75,9 +78,75 @@ pub enum InvalidRequest {
     /// The request could not be encoded (conflicting framing headers, …).
     #[error("cannot encode the request: {0}")]
     Encode(String),
-    /// https was asked for and TLS is not available in this build.
-    #[error("https is not supported by this client yet")]
-    TlsUnsupported,
+    /// An https URI whose host is not a valid TLS server name (a DNS
+    /// name or an IP address).
+    #[error("host {0:?} is not a valid TLS server name")]
+    ServerName(String),
+}
+
+/// Why a TLS handshake failed, in the terms a user acts on. The rustls error
+/// in [`Error::Tls`] has the details.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TlsFailureKind {
+    /// The certificate chain does not lead to a trusted root (a self-signed
+    /// or private CA certificate: see
+    /// [`add_root_certificate`](crate::ClientBuilder::add_root_certificate)).
+    UnknownIssuer,
+    /// A certificate of the chain has expired.
+    Expired,
+    /// A certificate of the chain is not valid yet (or the clock is wrong).
+    NotYetValid,
+    /// The certificate is not valid for the host name (or IP address) of
+    /// the URI.
+    NameMismatch,
+    /// The server broke the TLS protocol, sent an alert, or has nothing in
+    /// common with the client (versions, cipher suites, ALPN).
+    Protocol,
+    /// Any other certificate or TLS failure.
+    Other,
+}
+
+impl TlsFailureKind {
+    /// Classifies a rustls error.
+    pub fn of(error: &rustls::Error) -> TlsFailureKind {
+        use rustls::CertificateError as C;
+        match error {
+            rustls::Error::InvalidCertificate(cert) => match cert {
+                C::UnknownIssuer => TlsFailureKind::UnknownIssuer,
+                C::Expired | C::ExpiredContext { .. } => TlsFailureKind::Expired,
+                C::NotValidYet | C::NotValidYetContext { .. } => TlsFailureKind::NotYetValid,
+                C::NotValidForName | C::NotValidForNameContext { .. } => {
+                    TlsFailureKind::NameMismatch
+                }
+                _ => TlsFailureKind::Other,
+            },
+            rustls::Error::InappropriateMessage { .. }
+            | rustls::Error::InappropriateHandshakeMessage { .. }
+            | rustls::Error::InvalidMessage(_)
+            | rustls::Error::PeerIncompatible(_)
+            | rustls::Error::PeerMisbehaved(_)
+            | rustls::Error::AlertReceived(_)
+            | rustls::Error::DecryptError
+            | rustls::Error::NoApplicationProtocol
+            | rustls::Error::PeerSentOversizedRecord
+            | rustls::Error::HandshakeNotComplete => TlsFailureKind::Protocol,
+            _ => TlsFailureKind::Other,
+        }
+    }
+}
+
+impl fmt::Display for TlsFailureKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TlsFailureKind::UnknownIssuer => "certificate issuer unknown",
+            TlsFailureKind::Expired => "certificate expired",
+            TlsFailureKind::NotYetValid => "certificate not valid yet",
+            TlsFailureKind::NameMismatch => "certificate name mismatch",
+            TlsFailureKind::Protocol => "TLS protocol error",
+            TlsFailureKind::Other => "TLS error",
+        })
+    }
 }
 
 /// The error of a failed exchange.
@@ -100,6 +169,22 @@ pub enum Error {
         remote: String,
         /// What the last attempt failed with.
         source: io::Error,
+    },
+    /// The TLS handshake did not finish within the handshake timeout (see
+    /// [`ClientBuilder::handshake_timeout`](crate::ClientBuilder::handshake_timeout)).
+    #[error("{0}")]
+    HandshakeTimeout(Timeout),
+    /// The TLS handshake failed: the certificate was refused, or the
+    /// server broke the protocol. Displays like `TLS handshake with
+    /// example.com/1.2.3.4:443 failed: certificate name mismatch (…)`.
+    #[error("TLS handshake with {remote} failed: {kind} ({source})")]
+    Tls {
+        /// The server.
+        remote: String,
+        /// Why, in short.
+        kind: TlsFailureKind,
+        /// What rustls reported.
+        source: rustls::Error,
     },
     /// The host name could not be resolved.
     #[error("could not resolve {host}: {source}")]
@@ -153,7 +238,10 @@ impl Error {
     /// The timeout, if this is one.
     pub fn timeout(&self) -> Option<&Timeout> {
         match self {
-            Error::RequestTimeout(t) | Error::ReadTimeout(t) | Error::ConnectTimeout(t) => Some(t),
+            Error::RequestTimeout(t)
+            | Error::ReadTimeout(t)
+            | Error::ConnectTimeout(t)
+            | Error::HandshakeTimeout(t) => Some(t),
             _ => None,
         }
     }
@@ -168,6 +256,23 @@ impl Error {
             TimeoutKind::Request => Error::RequestTimeout(timeout),
             TimeoutKind::Read => Error::ReadTimeout(timeout),
             TimeoutKind::Connect => Error::ConnectTimeout(timeout),
+            TimeoutKind::Handshake => Error::HandshakeTimeout(timeout),
+        }
+    }
+
+    /// Why a TLS handshake failed, if this is a TLS failure.
+    pub fn tls_failure(&self) -> Option<TlsFailureKind> {
+        match self {
+            Error::Tls { kind, .. } => Some(*kind),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn tls(remote: String, source: rustls::Error) -> Error {
+        Error::Tls {
+            remote,
+            kind: TlsFailureKind::of(&source),
+            source,
         }
     }
 }
@@ -204,7 +309,7 @@ impl From<Error> for io::Error {
             Error::Connect { source, .. } | Error::Io { source, .. } => source.kind(),
             Error::Cancelled => io::ErrorKind::Interrupted,
             Error::InvalidRequest(_) => io::ErrorKind::InvalidInput,
-            Error::Protocol { .. } => io::ErrorKind::InvalidData,
+            Error::Protocol { .. } | Error::Tls { .. } => io::ErrorKind::InvalidData,
             _ => io::ErrorKind::Other,
         };
         io::Error::new(kind, error)
@@ -232,5 +337,38 @@ mod tests {
         let boxed: Box<dyn StdError + Send + Sync> = Box::new(io);
         assert_eq!(timeout_kind(boxed.as_ref()), Some(TimeoutKind::Request));
         assert_eq!(timeout_kind(&Error::Cancelled), None);
+    }
+
+    #[test]
+    fn tls_failures_say_why() {
+        use rustls::CertificateError;
+        let error = Error::tls(
+            "example.com/1.2.3.4:443".into(),
+            rustls::Error::InvalidCertificate(CertificateError::NotValidForName),
+        );
+        assert_eq!(error.tls_failure(), Some(TlsFailureKind::NameMismatch));
+        let message = error.to_string();
+        assert!(
+            message.starts_with(
+                "TLS handshake with example.com/1.2.3.4:443 failed: certificate name mismatch ("
+            ),
+            "{message}"
+        );
+        let kind = |e: rustls::Error| TlsFailureKind::of(&e);
+        assert_eq!(
+            kind(rustls::Error::InvalidCertificate(
+                CertificateError::UnknownIssuer
+            )),
+            TlsFailureKind::UnknownIssuer
+        );
+        assert_eq!(
+            kind(rustls::Error::InvalidCertificate(CertificateError::Expired)),
+            TlsFailureKind::Expired
+        );
+        assert_eq!(kind(rustls::Error::DecryptError), TlsFailureKind::Protocol);
+        assert_eq!(
+            kind(rustls::Error::General("x".into())),
+            TlsFailureKind::Other
+        );
     }
 }

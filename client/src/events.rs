@@ -35,6 +35,16 @@ pub trait EventListener: Send + Sync + 'static {
     fn on_connect_success(&self, connection: &ConnectionInfo) {}
     /// A TCP connect to `remote` failed.
     fn on_connect_failure(&self, remote: SocketAddr, error: &std::io::Error) {}
+    /// A TLS handshake is starting on a freshly connected socket.
+    fn on_tls_handshake_attempt(&self, connection: &ConnectionInfo) {}
+    /// The TLS handshake succeeded; `alpn_protocol` is the protocol the
+    /// server chose (`http/1.1`), or `None` if it does not do ALPN.
+    fn on_tls_handshake_success(&self, connection: &ConnectionInfo, alpn_protocol: Option<&[u8]>) {}
+    /// The TLS handshake failed with `error` (usually [`Error::Tls`], or
+    /// [`Error::Io`] if the socket failed or closed, or
+    /// [`Error::HandshakeTimeout`]). A handshake ended by the request
+    /// timeout or a cancel reports no failure here, only `on_failed`.
+    fn on_tls_handshake_failure(&self, connection: &ConnectionInfo, error: &Error) {}
     /// An idle pooled connection was taken for this exchange.
     fn on_connection_pooled(&self, connection: &ConnectionInfo) {}
     /// The connection went back to the pool, before the exchange's future is woken.
@@ -81,6 +91,9 @@ forward! {
     on_connect_attempt(remote: SocketAddr);
     on_connect_success(connection: &ConnectionInfo);
     on_connect_failure(remote: SocketAddr, error: &std::io::Error);
+    on_tls_handshake_attempt(connection: &ConnectionInfo);
+    on_tls_handshake_success(connection: &ConnectionInfo, alpn_protocol: Option<&[u8]>);
+    on_tls_handshake_failure(connection: &ConnectionInfo, error: &Error);
     on_connection_pooled(connection: &ConnectionInfo);
     on_connection_offered(connection: &ConnectionInfo);
     on_request_sent(connection: &ConnectionInfo);

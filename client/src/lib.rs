@@ -4,6 +4,11 @@
 //!
 //! Start with [`Client::builder`]; the option that gives the crate its name
 //! is [`ClientBuilder::use_event_loop_timeouts`].
+//!
+//! `https://` URIs go over rustls (ring provider); see
+//! [`ClientBuilder::add_root_certificate`] for private CAs. The cargo feature
+//! `platform-verifier` adds `ClientBuilder::platform_verifier`, which
+//! verifies certificates with the operating system's verifier.
 #![deny(missing_docs)]
 
 mod client;
@@ -21,10 +26,12 @@ mod request;
 mod resolve;
 mod response;
 mod timeouts;
+mod tls;
+mod transport;
 
 pub use client::{Client, ClientStats};
 pub use config::ClientBuilder;
-pub use error::{timeout_kind, Error, InvalidRequest, Timeout, TimeoutKind};
+pub use error::{timeout_kind, Error, InvalidRequest, Timeout, TimeoutKind, TlsFailureKind};
 pub use event_loop::{
     EventLoop, EventLoopGroup, EventLoopGroupBuilder, LoopContext, LoopTask, LoopTimeout,
     LoopTimerKey, Rejected, SchedulerFactory, TimeoutScheduler,
@@ -35,3 +42,6 @@ pub use future::ResponseFuture;
 pub use origin::{Origin, Scheme};
 pub use request::RequestBuilder;
 pub use response::Response;
+/// The rustls this client is built with, for [`ClientBuilder::tls_roots`]
+/// and the source of [`Error::Tls`].
+pub use rustls;

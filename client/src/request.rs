@@ -166,8 +166,10 @@ impl RequestBuilder {
         }
         let uri = self.uri?;
         let origin = Origin::of(&uri)?;
-        if origin.scheme == Scheme::Https {
-            return Err(InvalidRequest::TlsUnsupported);
+        if origin.scheme == Scheme::Https
+            && rustls::pki_types::ServerName::try_from(origin.host.as_str()).is_err()
+        {
+            return Err(InvalidRequest::ServerName(origin.host));
         }
         let config = &self.client.shared().config;
         let mut headers = self.headers;

@@ -15,6 +15,11 @@ pub enum Event {
     ConnectAttempt(SocketAddr),
     ConnectSuccess(ConnectionInfo),
     ConnectFailure(SocketAddr, std::io::ErrorKind),
+    TlsHandshakeAttempt(ConnectionInfo),
+    /// The connection and the ALPN protocol chosen.
+    TlsHandshakeSuccess(ConnectionInfo, Option<Vec<u8>>),
+    /// The connection and the error's `Display`.
+    TlsHandshakeFailure(ConnectionInfo, String),
     ConnectionPooled(ConnectionInfo),
     ConnectionOffered(ConnectionInfo),
     RequestSent(ConnectionInfo),
@@ -85,6 +90,21 @@ impl EventListener for Recorder {
     }
     fn on_connect_failure(&self, remote: SocketAddr, error: &std::io::Error) {
         self.push(Event::ConnectFailure(remote, error.kind()));
+    }
+    fn on_tls_handshake_attempt(&self, connection: &ConnectionInfo) {
+        self.push(Event::TlsHandshakeAttempt(connection.clone()));
+    }
+    fn on_tls_handshake_success(&self, connection: &ConnectionInfo, alpn: Option<&[u8]>) {
+        self.push(Event::TlsHandshakeSuccess(
+            connection.clone(),
+            alpn.map(<[u8]>::to_vec),
+        ));
+    }
+    fn on_tls_handshake_failure(&self, connection: &ConnectionInfo, error: &tickless::Error) {
+        self.push(Event::TlsHandshakeFailure(
+            connection.clone(),
+            error.to_string(),
+        ));
     }
     fn on_connection_pooled(&self, connection: &ConnectionInfo) {
         self.push(Event::ConnectionPooled(connection.clone()));

@@ -19,6 +19,9 @@ mod http;
 pub mod client_kit;
 /// A hand-written `block_on` (thread-park waker), no runtime.
 pub mod exec;
+/// A loopback TLS server and the certificates it serves (rcgen, made at
+/// test time).
+pub mod tls;
 
 pub use client_kit::{assert_settles, eventually, Event, Recorder};
 pub use exec::{block_on, block_on_counting, BlockOnStats};

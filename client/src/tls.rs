@@ -1,0 +1,211 @@
+//! TLS configuration: the one `rustls::ClientConfig` a client shares across
+//! its connections, built once by [`ClientBuilder::build`](crate::ClientBuilder::build)
+//! from the builder's options.
+//!
+//! * Crypto: rustls' `ring` provider (it builds with a C compiler alone),
+//!   TLS 1.2 and 1.3, rustls' safe defaults.
+//! * ALPN: `http/1.1` is offered; a server that picks anything else fails the
+//!   handshake (rustls refuses a protocol that was not offered).
+//! * Server authentication, in order of precedence:
+//!   1. [`danger_accept_invalid_certs(true)`](crate::ClientBuilder::danger_accept_invalid_certs):
+//!      any certificate is accepted (its handshake signatures are still
+//!      checked, so the peer must hold the key of the certificate it sent);
+//!   2. with the `platform-verifier` feature and
+//!      `platform_verifier(true)`: the operating system's verifier, plus the
+//!      roots given to [`add_root_certificate`](crate::ClientBuilder::add_root_certificate);
+//!   3. otherwise webpki: the Mozilla roots of `webpki-roots` (or the store
+//!      given to [`tls_roots`](crate::ClientBuilder::tls_roots), which
+//!      replaces them), plus the added roots. Host names are always checked
+//!      (DNS names and IP addresses alike) and server name indication is
+//!      sent for DNS names.
+//!
+//! A root certificate that does not parse is an `io::Error` of kind
+//! `InvalidInput` from `build()`, before any thread starts.
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::{ring, CryptoProvider};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{DigitallySignedStruct, RootCertStore, SignatureScheme};
+use std::io;
+use std::sync::Arc;
+
+/// The ALPN protocol offered.
+pub(crate) const ALPN_HTTP11: &[u8] = b"http/1.1";
+
+/// The builder's TLS options, settled into a config at `build()`.
+#[derive(Clone, Default)]
+pub(crate) struct TlsOptions {
+    /// Replaces the webpki roots, if set.
+    pub(crate) roots: Option<RootCertStore>,
+    /// Added roots, PEM (one or more certificates) or DER, as given.
+    pub(crate) extra_roots: Vec<Vec<u8>>,
+    /// Verify with the operating system's verifier.
+    #[cfg(feature = "platform-verifier")]
+    pub(crate) platform_verifier: bool,
+    /// Accept any certificate.
+    pub(crate) danger_accept_invalid_certs: bool,
+}
+
+fn invalid_input(message: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, message)
+}
+
+/// Parses one added root: every `CERTIFICATE` block of a PEM text, or a
+/// single DER certificate.
+fn parse_root(bytes: &[u8]) -> io::Result<Vec<CertificateDer<'static>>> {
+    let looks_pem = bytes
+        .windows(b"-----BEGIN".len())
+        .any(|w| w == b"-----BEGIN");
+    if !looks_pem {
+        return Ok(vec![CertificateDer::from(bytes.to_vec())]);
+    }
+    let certs = CertificateDer::pem_slice_iter(bytes)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| invalid_input(format!("root certificate: bad PEM: {e}")))?;
+    if certs.is_empty() {
+        return Err(invalid_input(
+            "root certificate: the PEM text holds no CERTIFICATE block".into(),
+        ));
+    }
+    Ok(certs)
+}
+
+fn provider() -> Arc<CryptoProvider> {
+    Arc::new(ring::default_provider())
+}
+
+/// Builds the client's TLS config from its options.
+pub(crate) fn client_config(options: &TlsOptions) -> io::Result<Arc<rustls::ClientConfig>> {
+    let provider = provider();
+    let mut extra = Vec::new();
+    for bytes in &options.extra_roots {
+        extra.extend(parse_root(bytes)?);
+    }
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| io::Error::other(format!("TLS configuration: {e}")))?;
+    let mut config = if options.danger_accept_invalid_certs {
+        // Still parse the added roots above, so a bad one is reported
+        // whatever the mode.
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate { provider }))
+            .with_no_client_auth()
+    } else {
+        verifying_config(builder, options, extra, provider)?
+    };
+    config.alpn_protocols = vec![ALPN_HTTP11.to_vec()];
+    Ok(Arc::new(config))
+}
+
+/// A config that verifies certificates: with the platform verifier if it is
+/// asked for (and built in), else with webpki and the roots.
+fn verifying_config(
+    builder: rustls::ConfigBuilder<rustls::ClientConfig, rustls::WantsVerifier>,
+    options: &TlsOptions,
+    extra: Vec<CertificateDer<'static>>,
+    provider: Arc<CryptoProvider>,
+) -> io::Result<rustls::ClientConfig> {
+    #[cfg(feature = "platform-verifier")]
+    if options.platform_verifier {
+        let verifier = rustls_platform_verifier::Verifier::new_with_extra_roots(extra, provider)
+            .map_err(|e| invalid_input(format!("platform certificate verifier: {e}")))?;
+        return Ok(builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(verifier))
+            .with_no_client_auth());
+    }
+    let _ = provider; // the builder already holds it
+    let mut roots = options.roots.clone().unwrap_or_else(|| RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    });
+    for cert in extra {
+        roots.add(cert).map_err(|e| {
+            invalid_input(format!("not a valid root certificate (PEM or DER): {e}"))
+        })?;
+    }
+    Ok(builder.with_root_certificates(roots).with_no_client_auth())
+}
+
+/// `danger_accept_invalid_certs(true)`: any certificate chain, any name.
+/// The handshake signatures are still verified against the certificate the
+/// server sent.
+#[derive(Debug)]
+struct AcceptAnyCertificate {
+    provider: Arc<CryptoProvider>,
+}
+
+impl ServerCertVerifier for AcceptAnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn garbage_roots_are_invalid_input() {
+        let options = |root: &[u8]| TlsOptions {
+            extra_roots: vec![root.to_vec()],
+            ..TlsOptions::default()
+        };
+        for bad in [
+            &b"not a certificate"[..],
+            b"-----BEGIN CERTIFICATE-----\n!!!!\n-----END CERTIFICATE-----\n",
+            b"-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
+        ] {
+            let error = client_config(&options(bad)).unwrap_err();
+            assert_eq!(error.kind(), io::ErrorKind::InvalidInput, "{error}");
+        }
+    }
+
+    #[test]
+    fn defaults_offer_http11_with_the_webpki_roots() {
+        let config = client_config(&TlsOptions::default()).unwrap();
+        assert_eq!(config.alpn_protocols, vec![ALPN_HTTP11.to_vec()]);
+    }
+}

@@ -1,0 +1,301 @@
+//! [`Transport`]: the byte stream under a connection — a plain TCP socket,
+//! or TLS over one — behind the few non-blocking operations the
+//! connection's state machine needs.
+//!
+//! Everything here is non-blocking and edge-trigger safe: a read or write
+//! reports `WouldBlock` only once the socket itself has, so the loop's next
+//! readiness event is guaranteed to come. For TLS:
+//!
+//! * `read` hands out plaintext rustls already holds, and otherwise reads
+//!   TLS records from the socket (`read_tls`), decrypts them
+//!   (`process_new_packets`) and tries again. A clean end (the server's
+//!   `close_notify`) reads as `Ok(0)`; a TCP close without `close_notify`
+//!   is an `UnexpectedEof` error — a truncation attack looks exactly like
+//!   that, so it is never taken for the end of a body.
+//! * `write` gives plaintext to rustls and pushes the TLS records out until
+//!   the socket would block; records not yet sent stay in rustls, and
+//!   [`Transport::flush`] sends them on the next writable event.
+//! * `close` sends `close_notify` (best effort: never waits) and drops the
+//!   socket.
+
+use rustls::ClientConnection;
+use std::io::{self, Read, Write};
+
+/// A connection's byte stream.
+pub(crate) enum Transport {
+    /// Plain TCP.
+    Plain(mio::net::TcpStream),
+    /// TLS over TCP.
+    Tls {
+        /// The socket, registered on the connection's loop.
+        tcp: mio::net::TcpStream,
+        /// The TLS state (boxed: it is large).
+        tls: Box<ClientConnection>,
+    },
+}
+
+/// How far a handshake got.
+pub(crate) enum Handshake {
+    /// Done: the exchange can start.
+    Done,
+    /// Waiting for the socket (readable or writable).
+    Pending,
+}
+
+/// Why a handshake failed.
+pub(crate) enum HandshakeError {
+    /// The TLS layer refused (a certificate, a protocol violation, an alert).
+    Tls(rustls::Error),
+    /// The socket failed, or the server closed it mid-handshake.
+    Io(io::Error),
+}
+
+fn tls_io_error(error: rustls::Error) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, error)
+}
+
+impl Transport {
+    /// The socket, for registration and connect status.
+    pub(crate) fn tcp(&self) -> &mio::net::TcpStream {
+        match self {
+            Transport::Plain(tcp) | Transport::Tls { tcp, .. } => tcp,
+        }
+    }
+
+    /// The socket, for (de)registration.
+    pub(crate) fn tcp_mut(&mut self) -> &mut mio::net::TcpStream {
+        match self {
+            Transport::Plain(tcp) | Transport::Tls { tcp, .. } => tcp,
+        }
+    }
+
+    /// Starts TLS on a connected plain socket. The handshake is driven by
+    /// [`handshake`](Self::handshake).
+    pub(crate) fn start_tls(self, tls: ClientConnection) -> Transport {
+        match self {
+            Transport::Plain(tcp) | Transport::Tls { tcp, .. } => Transport::Tls {
+                tcp,
+                tls: Box::new(tls),
+            },
+        }
+    }
+
+    /// Drives the TLS handshake as far as the socket allows. A plain
+    /// transport has none and is done at once.
+    pub(crate) fn handshake(&mut self) -> Result<Handshake, HandshakeError> {
+        let Transport::Tls { tcp, tls } = self else {
+            return Ok(Handshake::Done);
+        };
+        loop {
+            let mut progressed = false;
+            if tls.wants_write() {
+                match write_tls_until_blocked(tcp, tls) {
+                    Ok(true) => progressed = true,
+                    Ok(false) => {}
+                    Err(error) => return Err(HandshakeError::Io(error)),
+                }
+            }
+            if !tls.is_handshaking() {
+                return Ok(Handshake::Done);
+            }
+            if tls.wants_read() {
+                match tls.read_tls(tcp) {
+                    Ok(0) => {
+                        return Err(HandshakeError::Io(io::Error::new(
+                            io::ErrorKind::UnexpectedEof,
+                            "the server closed the connection during the TLS handshake",
+                        )))
+                    }
+                    Ok(_) => {
+                        progressed = true;
+                        if let Err(error) = tls.process_new_packets() {
+                            // Tell the server why (the alert rustls queued).
+                            let _ = write_tls_until_blocked(tcp, tls);
+                            return Err(HandshakeError::Tls(error));
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => progressed = true,
+                    Err(e) => return Err(HandshakeError::Io(e)),
+                }
+            }
+            if !progressed {
+                return Ok(Handshake::Pending);
+            }
+        }
+    }
+
+    /// The ALPN protocol the server chose, once the handshake is done.
+    pub(crate) fn alpn_protocol(&self) -> Option<&[u8]> {
+        match self {
+            Transport::Plain(_) => None,
+            Transport::Tls { tls, .. } => tls.alpn_protocol(),
+        }
+    }
+
+    /// Reads plaintext into `buf`. `Ok(0)` is a clean end of stream.
+    pub(crate) fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let (tcp, tls) = match self {
+            Transport::Plain(tcp) => return tcp.read(buf),
+            Transport::Tls { tcp, tls } => (tcp, tls),
+        };
+        loop {
+            match tls.reader().read(buf) {
+                // Ok(0): the server's close_notify. UnexpectedEof: the TCP
+                // stream ended without one.
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "the server closed the TLS connection without close_notify",
+                    ))
+                }
+                Err(e) => return Err(e),
+            }
+            // Nothing decrypted is waiting: read more records (a zero-length
+            // read makes the reader report the end on the next turn).
+            match tls.read_tls(tcp) {
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+            if let Err(error) = tls.process_new_packets() {
+                let _ = write_tls_until_blocked(tcp, tls);
+                return Err(tls_io_error(error));
+            }
+            // Records to answer (a key update): best effort now, the rest
+            // on the next writable event.
+            if tls.wants_write() {
+                write_tls_until_blocked(tcp, tls)?;
+            }
+        }
+    }
+
+    /// Writes plaintext from `buf`; returns how much was taken. For TLS the
+    /// records are pushed out until the socket would block; what is left
+    /// goes with [`flush`](Self::flush).
+    pub(crate) fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let (tcp, tls) = match self {
+            Transport::Plain(tcp) => return tcp.write(buf),
+            Transport::Tls { tcp, tls } => (tcp, tls),
+        };
+        // Twice at most: a full buffer that went out entirely has room for
+        // the second try.
+        for _ in 0..2 {
+            // rustls takes what fits its buffer limit (0 when full).
+            let taken = tls.writer().write(buf)?;
+            let all_out = write_tls_until_blocked(tcp, tls)?;
+            if taken > 0 || buf.is_empty() {
+                return Ok(taken);
+            }
+            if !all_out {
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+        }
+        Err(io::Error::new(
+            io::ErrorKind::WriteZero,
+            "the TLS layer took no bytes",
+        ))
+    }
+
+    /// Sends TLS records still held back. `Ok(true)` once nothing is left
+    /// to send, `Ok(false)` if the socket would block first.
+    pub(crate) fn flush(&mut self) -> io::Result<bool> {
+        match self {
+            Transport::Plain(_) => Ok(true),
+            Transport::Tls { tcp, tls } => write_tls_until_blocked(tcp, tls),
+        }
+    }
+
+    /// Whether TLS records wait to be sent.
+    pub(crate) fn wants_write(&self) -> bool {
+        match self {
+            Transport::Plain(_) => false,
+            Transport::Tls { tls, .. } => tls.wants_write(),
+        }
+    }
+
+    /// Whether decrypted bytes, or records not yet decrypted, wait in the
+    /// TLS layer (bytes past a response, which no request asked for).
+    pub(crate) fn has_buffered_input(&mut self) -> bool {
+        match self {
+            Transport::Plain(_) => false,
+            Transport::Tls { tls, .. } => match tls.process_new_packets() {
+                Ok(state) => state.plaintext_bytes_to_read() > 0 || state.peer_has_closed(),
+                Err(_) => true,
+            },
+        }
+    }
+
+    /// Whether an idle connection is still usable: the server has neither
+    /// closed it nor sent bytes nobody asked for. A peek on the socket; for
+    /// TLS, records that did arrive are read and kept if they carry no data
+    /// (a TLS 1.3 session ticket arriving late leaves it usable).
+    pub(crate) fn still_open(&mut self) -> bool {
+        let mut byte = [0u8; 1];
+        let peeked = match self.tcp().peek(&mut byte) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => None,
+            Err(_) => return false,
+            // The server closed.
+            Ok(0) => return false,
+            Ok(n) => Some(n),
+        };
+        match self {
+            // Bytes nobody asked for.
+            Transport::Plain(_) => peeked.is_none(),
+            Transport::Tls { tcp, tls } => {
+                if peeked.is_some() {
+                    loop {
+                        match tls.read_tls(tcp) {
+                            Ok(0) => return false,
+                            Ok(_) => {}
+                            Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                            Err(_) => return false,
+                        }
+                        if tls.process_new_packets().is_err() {
+                            return false;
+                        }
+                    }
+                }
+                match tls.process_new_packets() {
+                    Ok(state) => state.plaintext_bytes_to_read() == 0 && !state.peer_has_closed(),
+                    Err(_) => false,
+                }
+            }
+        }
+    }
+
+    /// Closes the stream: for TLS, queues `close_notify` and sends what it
+    /// can without waiting. The socket closes when `self` drops.
+    pub(crate) fn close(&mut self) {
+        if let Transport::Tls { tcp, tls } = self {
+            tls.send_close_notify();
+            let _ = write_tls_until_blocked(tcp, tls);
+        }
+    }
+}
+
+/// Writes TLS records until none is left (`Ok(true)`) or the socket would
+/// block (`Ok(false)`).
+fn write_tls_until_blocked(
+    tcp: &mut mio::net::TcpStream,
+    tls: &mut ClientConnection,
+) -> io::Result<bool> {
+    while tls.wants_write() {
+        match tls.write_tls(tcp) {
+            Ok(0) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::WriteZero,
+                    "the connection took no bytes",
+                ))
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(true)
+}

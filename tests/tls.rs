@@ -1,0 +1,383 @@
+//! HTTPS over rustls against loopback TLS servers, with certificates made at
+//! test time (tests/support/tls.rs): round trips, keep-alive reuse,
+//! certificate failures by kind, handshake events, truncation without
+//! close_notify, and a server that never speaks TLS ended by the request
+//! timeout in both timeout modes.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+use support::tls::{certs, TlsBehaviour, TlsServer};
+use support::*;
+use tickless::{Client, ClientBuilder, Error, TlsFailureKind};
+
+const CEILING: Duration = Duration::from_secs(10);
+
+fn trusting() -> ClientBuilder {
+    Client::builder()
+        .event_loops(1)
+        .add_root_certificate(&certs().ca_pem)
+}
+
+fn hello_server() -> TlsServer {
+    TlsServer::respond(&certs().valid, |request| {
+        ok(&format!("hello {}", request.target))
+    })
+}
+
+fn tls_failure(error: &Error) -> TlsFailureKind {
+    match error {
+        Error::Tls { kind, .. } => *kind,
+        other => panic!("expected Error::Tls, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_valid_chain_round_trips_by_ip_and_by_name() {
+    let server = hello_server();
+    let client = trusting().build().unwrap();
+    let response = client.get(server.url("/a")).send().wait().unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.text(), "hello /a");
+    // By name: SNI is sent, and the name is checked against the certificate.
+    let response = client
+        .get(server.url_for("localhost", "/b"))
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.text(), "hello /b");
+    // An IP literal carries no SNI; a DNS name does.
+    let names = server.server_names();
+    assert_eq!(names.first(), Some(&None), "{names:?}");
+    assert!(names.contains(&Some("localhost".to_owned())), "{names:?}");
+    assert_settles(&client, CEILING);
+    client.close();
+}
+
+#[test]
+fn the_root_may_be_given_as_der_and_the_default_roots_replaced() {
+    let server = hello_server();
+    let client = Client::builder()
+        .event_loops(1)
+        .tls_roots(tickless::rustls::RootCertStore::empty())
+        .add_root_certificate(&certs().ca_der)
+        .build()
+        .unwrap();
+    let response = client.get(server.url("/der")).send().wait().unwrap();
+    assert_eq!(response.text(), "hello /der");
+    client.close();
+    // An empty store and nothing added: nothing is trusted.
+    let client = Client::builder()
+        .tls_roots(tickless::rustls::RootCertStore::empty())
+        .build()
+        .unwrap();
+    let error = client.get(server.url("/")).send().wait().unwrap_err();
+    assert_eq!(tls_failure(&error), TlsFailureKind::UnknownIssuer);
+    client.close();
+}
+
+#[test]
+fn a_root_certificate_that_does_not_parse_fails_build() {
+    for bad in [
+        &b"definitely not a certificate"[..],
+        b"-----BEGIN CERTIFICATE-----\nnot base64 at all!\n-----END CERTIFICATE-----\n",
+    ] {
+        let error = Client::builder()
+            .add_root_certificate(bad)
+            .build()
+            .unwrap_err();
+        assert_eq!(error.kind(), std::io::ErrorKind::InvalidInput, "{error}");
+    }
+}
+
+#[test]
+fn sequential_requests_reuse_one_tls_connection() {
+    let server = hello_server();
+    let recorder = Recorder::new();
+    let client = trusting().listener(recorder.clone()).build().unwrap();
+    for i in 0..5 {
+        let path = format!("/{i}");
+        let response = client.get(server.url(&path)).send().wait().unwrap();
+        assert_eq!(response.text(), format!("hello {path}"));
+    }
+    assert_eq!(server.connections_accepted(), 1);
+    assert_eq!(server.handshakes(), 1);
+    assert_eq!(server.tls_requests().len(), 5);
+    let events = recorder.events();
+    let count = |pred: fn(&Event) -> bool| events.iter().filter(|(e, _)| pred(e)).count();
+    assert_eq!(count(|e| matches!(e, Event::TlsHandshakeAttempt(_))), 1);
+    assert_eq!(count(|e| matches!(e, Event::ConnectionPooled(_))), 4);
+    client.close();
+    // Closing sends close_notify: the server reads a clean end.
+    assert!(server.wait_for_open(0, CEILING));
+}
+
+#[test]
+fn a_connection_the_server_closed_while_idle_is_not_reused() {
+    let server = TlsServer::start(
+        &certs().valid,
+        TlsBehaviour::RespondThenClose(Arc::new(|_| ok("once"))),
+    );
+    let client = trusting().build().unwrap();
+    for _ in 0..3 {
+        let response = client.get(server.url("/")).send().wait().unwrap();
+        assert_eq!(response.text(), "once");
+    }
+    assert_eq!(server.connections_accepted(), 3);
+    client.close();
+}
+
+#[test]
+fn an_unknown_issuer_is_rejected() {
+    let server = hello_server();
+    let recorder = Recorder::new();
+    // The default roots: the test CA is not among them.
+    let client = Client::builder()
+        .listener(recorder.clone())
+        .build()
+        .unwrap();
+    let error = client.get(server.url("/")).send().wait().unwrap_err();
+    assert_eq!(tls_failure(&error), TlsFailureKind::UnknownIssuer);
+    assert!(error.to_string().contains("TLS handshake with"), "{error}");
+    assert!(
+        error.to_string().contains("certificate issuer unknown"),
+        "{error}"
+    );
+    assert!(!error.is_timeout());
+    assert_eq!(server.handshakes(), 0);
+    assert!(server.wait_for_open(0, CEILING), "the socket was left open");
+    assert!(server.tls_requests().is_empty());
+    assert_settles(&client, CEILING);
+    client.close();
+}
+
+#[test]
+fn a_certificate_for_another_name_is_rejected() {
+    let server = TlsServer::respond(&certs().other_name, |_| ok("no"));
+    let client = trusting().build().unwrap();
+    let error = client.get(server.url("/")).send().wait().unwrap_err();
+    assert_eq!(tls_failure(&error), TlsFailureKind::NameMismatch);
+    assert!(
+        error.to_string().contains("certificate name mismatch"),
+        "{error}"
+    );
+    // By DNS name too.
+    let error = client
+        .get(server.url_for("localhost", "/"))
+        .send()
+        .wait()
+        .unwrap_err();
+    assert_eq!(tls_failure(&error), TlsFailureKind::NameMismatch);
+    client.close();
+}
+
+#[test]
+fn an_expired_certificate_is_rejected() {
+    let server = TlsServer::respond(&certs().expired, |_| ok("no"));
+    let client = trusting().build().unwrap();
+    let error = client.get(server.url("/")).send().wait().unwrap_err();
+    assert_eq!(tls_failure(&error), TlsFailureKind::Expired);
+    assert!(error.to_string().contains("certificate expired"), "{error}");
+    client.close();
+}
+
+#[test]
+fn danger_accept_invalid_certs_accepts_what_verification_rejects() {
+    let unknown = hello_server();
+    let other = TlsServer::respond(&certs().other_name, |_| ok("other"));
+    let client = Client::builder()
+        .danger_accept_invalid_certs(true)
+        .build()
+        .unwrap();
+    let response = client.get(unknown.url("/x")).send().wait().unwrap();
+    assert_eq!(response.text(), "hello /x");
+    let response = client.get(other.url("/")).send().wait().unwrap();
+    assert_eq!(response.text(), "other");
+    client.close();
+}
+
+#[test]
+fn a_server_that_never_speaks_tls_is_ended_by_the_request_timeout_in_both_modes() {
+    for event_loop_timeouts in [false, true] {
+        let server = TestServer::start(Behaviour::NeverAnswer);
+        let recorder = Recorder::new();
+        let client = Client::builder()
+            .event_loops(1)
+            .wheel_tick(Duration::from_millis(10))
+            .use_event_loop_timeouts(event_loop_timeouts)
+            .listener(recorder.clone())
+            .build()
+            .unwrap();
+        let url = format!("https://{}/", server.addr());
+        let error = client
+            .get(url)
+            .request_timeout(Duration::from_millis(300))
+            .send()
+            .wait()
+            .unwrap_err();
+        assert!(
+            matches!(error, Error::RequestTimeout(ref t) if t.duration == Duration::from_millis(300)),
+            "mode {event_loop_timeouts}: {error:?}"
+        );
+        // The handshake had started, and the timeout ended it.
+        let events = recorder.events();
+        assert!(events
+            .iter()
+            .any(|(e, _)| matches!(e, Event::TlsHandshakeAttempt(_))));
+        assert!(!events
+            .iter()
+            .any(|(e, _)| matches!(e, Event::TlsHandshakeSuccess(..))));
+        if event_loop_timeouts {
+            let info = events
+                .iter()
+                .find_map(|(e, _)| match e {
+                    Event::ConnectSuccess(info) => Some(info.clone()),
+                    _ => None,
+                })
+                .unwrap();
+            assert_eq!(recorder.failed_on(), Some(info.loop_thread));
+        } else {
+            assert_eq!(recorder.failed_on(), client.wheel_thread_id());
+        }
+        assert!(
+            server.wait_for_open(0, CEILING),
+            "mode {event_loop_timeouts}: the socket was left open"
+        );
+        assert_settles(&client, CEILING);
+        assert_eq!(client.stats().open_connections, 0);
+        client.close();
+    }
+}
+
+#[test]
+fn the_handshake_timeout_bounds_a_silent_server() {
+    let server = TestServer::start(Behaviour::NeverAnswer);
+    let recorder = Recorder::new();
+    let client = Client::builder()
+        .event_loops(1)
+        .handshake_timeout(Duration::from_millis(200))
+        .listener(recorder.clone())
+        .build()
+        .unwrap();
+    let error = client
+        .get(format!("https://{}/", server.addr()))
+        .request_timeout(Duration::from_secs(20))
+        .send()
+        .wait()
+        .unwrap_err();
+    assert!(matches!(error, Error::HandshakeTimeout(_)), "{error:?}");
+    assert!(error.is_timeout());
+    assert_eq!(
+        tickless::timeout_kind(&error),
+        Some(tickless::TimeoutKind::Handshake)
+    );
+    assert!(error
+        .to_string()
+        .starts_with("TLS handshake timeout to 127.0.0.1/"));
+    assert!(recorder
+        .events()
+        .iter()
+        .any(|(e, _)| matches!(e, Event::TlsHandshakeFailure(..))));
+    assert!(server.wait_for_open(0, CEILING));
+    assert_settles(&client, CEILING);
+    client.close();
+}
+
+#[test]
+fn a_close_without_close_notify_mid_body_is_an_error() {
+    let server = TlsServer::start(
+        &certs().valid,
+        TlsBehaviour::SendThenCut(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly ten..".to_vec(),
+        ),
+    );
+    let client = trusting().build().unwrap();
+    let error = client.get(server.url("/")).send().wait().unwrap_err();
+    match &error {
+        Error::Io { source, .. } => {
+            assert_eq!(source.kind(), std::io::ErrorKind::UnexpectedEof, "{error}")
+        }
+        other => panic!("expected an I/O error, got {other:?}"),
+    }
+    assert!(error.to_string().contains("close_notify"), "{error}");
+    client.close();
+}
+
+#[test]
+fn a_close_delimited_body_needs_close_notify_to_succeed() {
+    let head = b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n".to_vec();
+    let body = b"the whole body".to_vec();
+    let full = [head, body.clone()].concat();
+
+    let clean = TlsServer::start(
+        &certs().valid,
+        TlsBehaviour::SendThenCloseNotify(full.clone()),
+    );
+    let client = trusting().build().unwrap();
+    let response = client.get(clean.url("/")).send().wait().unwrap();
+    assert_eq!(response.body(), &body[..]);
+
+    let cut = TlsServer::start(&certs().valid, TlsBehaviour::SendThenCut(full));
+    let error = client.get(cut.url("/")).send().wait().unwrap_err();
+    assert!(
+        matches!(&error, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::UnexpectedEof),
+        "a truncation must not pass for the end of the body: {error:?}"
+    );
+    client.close();
+}
+
+#[test]
+fn handshake_events_come_in_order() {
+    let server = hello_server();
+    let recorder = Recorder::new();
+    let client = trusting().listener(recorder.clone()).build().unwrap();
+    client.get(server.url("/")).send().wait().unwrap();
+    let events: Vec<Event> = recorder.events().into_iter().map(|(e, _)| e).collect();
+    let at = |what: &str, pred: fn(&Event) -> bool| {
+        events
+            .iter()
+            .position(pred)
+            .unwrap_or_else(|| panic!("no {what} in {events:#?}"))
+    };
+    let connected = at("connect success", |e| matches!(e, Event::ConnectSuccess(_)));
+    let attempt = at("handshake attempt", |e| {
+        matches!(e, Event::TlsHandshakeAttempt(_))
+    });
+    let success = at("handshake success", |e| {
+        matches!(e, Event::TlsHandshakeSuccess(..))
+    });
+    let sent = at("request sent", |e| matches!(e, Event::RequestSent(_)));
+    let completed = at("completed", |e| matches!(e, Event::Completed(_)));
+    assert!(connected < attempt && attempt < success && success < sent && sent < completed);
+    match &events[success] {
+        Event::TlsHandshakeSuccess(info, alpn) => {
+            assert_eq!(alpn.as_deref(), Some(&b"http/1.1"[..]));
+            assert_eq!(info.remote, server.addr());
+        }
+        _ => unreachable!(),
+    }
+
+    // A failure: attempt, failure, then the exchange fails.
+    let bad = TlsServer::respond(&certs().expired, |_| ok("no"));
+    recorder.clear();
+    client.get(bad.url("/")).send().wait().unwrap_err();
+    let events: Vec<Event> = recorder.events().into_iter().map(|(e, _)| e).collect();
+    let attempt = events
+        .iter()
+        .position(|e| matches!(e, Event::TlsHandshakeAttempt(_)))
+        .expect("an attempt");
+    let failure = events
+        .iter()
+        .position(|e| matches!(e, Event::TlsHandshakeFailure(..)))
+        .expect("a failure");
+    let failed = events
+        .iter()
+        .position(|e| matches!(e, Event::Failed(..)))
+        .expect("failed");
+    assert!(attempt < failure && failure < failed, "{events:#?}");
+    assert!(!events
+        .iter()
+        .any(|e| matches!(e, Event::TlsHandshakeSuccess(..))));
+    client.close();
+}
