@@ -12,6 +12,7 @@ use std::time::Duration;
 
 /// Which deadline was exceeded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum TimeoutKind {
     /// The whole exchange took longer than the request timeout.
     Request,

@@ -1,43 +1,7 @@
 //! [`EventLoop`] and [`EventLoopGroup`]: the I/O threads.
 //!
-//! # What a loop owns
-//!
-//! One thread, one mio `Poll`, and:
-//!
-//! * the connections registered on it: only this thread touches their
-//!   sockets and codec state, for the whole life of each connection;
-//! * an inbox of tasks that other threads post ([`EventLoop::execute`]),
-//!   with a mio `Waker` to interrupt the poll;
-//! * a [`DeadlineHeap`] of timeouts and a [`PreciseWait`] armed for its
-//!   nearest deadline, so a timeout fires when it is due rather than at the
-//!   next tick of a shared wheel.
-//!
-//! # One turn of the loop
-//!
-//! 1. Run the tasks in the inbox.
-//! 2. Arm the precise wait for the nearest deadline and poll.
-//! 3. Hand socket readiness to the connections.
-//! 4. Pop every timeout due *now* and expire it on this thread — and do
-//!    the same after every task and every event of steps 1 and 3, so a
-//!    burst of work never holds a due timeout back.
-//!
-//! # The timers lock
-//!
-//! The heap sits behind a mutex that only this loop and arming threads take,
-//! and never across I/O or an expiry: arming or cancelling from another
-//! thread (the pooled path starts an exchange from the caller's thread) is a
-//! lock and an O(log n) heap operation, plus a wake-up only when the new
-//! entry becomes the nearest. A posted task would cost an allocation and a
-//! wake-up every time.
-//!
-//! # Shutting down
-//!
-//! [`EventLoop::shutdown`] first says so ([`EventLoop::is_shutting_down`]),
-//! then closes the inbox and the heap: from then on `execute` and `schedule`
-//! return [`Rejected`]. Between the two a caller can see "not shutting down"
-//! and still be rejected; every caller handles that (timeouts fall back to
-//! the wheel). The thread then closes its connections, failing what they
-//! carried, and exits.
+//! How a loop works, and its contract with the threads that talk to it,
+//! is documented on [`EventLoop`].
 
 use crate::conn::{self, Conn};
 use std::io;
@@ -109,7 +73,46 @@ struct Timers {
     closed: bool,
 }
 
-/// One I/O thread. See the [module documentation](self).
+/// One I/O thread, and what it owns.
+///
+/// # What a loop owns
+///
+/// One thread, one mio `Poll`, and:
+///
+/// * the connections registered on it: only this thread touches their
+///   sockets and codec state, for the whole life of each connection;
+/// * an inbox of tasks that other threads post ([`EventLoop::execute`]),
+///   with a mio `Waker` to interrupt the poll;
+/// * a [`DeadlineHeap`] of timeouts and a [`PreciseWait`] armed for its
+///   nearest deadline, so a timeout fires when it is due rather than at the
+///   next tick of a shared wheel.
+///
+/// # One turn of the loop
+///
+/// 1. Run the tasks in the inbox.
+/// 2. Arm the precise wait for the nearest deadline and poll.
+/// 3. Hand socket readiness to the connections.
+/// 4. Pop every timeout due *now* and expire it on this thread — and do
+///    the same after every task and every event of steps 1 and 3, so a
+///    burst of work never holds a due timeout back.
+///
+/// # The timers lock
+///
+/// The heap sits behind a mutex that only this loop and arming threads take,
+/// and never across I/O or an expiry: arming or cancelling from another
+/// thread (the pooled path starts an exchange from the caller's thread) is a
+/// lock and an O(log n) heap operation, plus a wake-up only when the new
+/// entry becomes the nearest. A posted task would cost an allocation and a
+/// wake-up every time.
+///
+/// # Shutting down
+///
+/// [`EventLoop::shutdown`] first says so ([`EventLoop::is_shutting_down`]),
+/// then closes the inbox and the heap: from then on `execute` and `schedule`
+/// return [`Rejected`]. Between the two a caller can see "not shutting down"
+/// and still be rejected; every caller handles that (timeouts fall back to
+/// the wheel). The thread then closes its connections, failing what they
+/// carried, and exits.
 pub struct EventLoop {
     index: usize,
     clock: SharedClock,

@@ -1,24 +1,7 @@
 //! [`HashedWheelTimer`]: one thread carrying the timeouts of a whole client.
 //!
-//! # How the wheel works
-//!
-//! Time since the wheel started is cut into ticks of `tick` length. An entry
-//! whose deadline falls in tick `T` (the first tick boundary at or after the
-//! deadline is `T`) is kept in bucket `T mod size`. Every tick the worker
-//! wakes and visits the buckets from the first tick it has not finished up to
-//! the tick the clock has reached, and fires every entry whose deadline is
-//! `<= now`. Entries of later rounds share those buckets and are skipped by
-//! the same comparison, so no round counter is needed, and visiting a bucket
-//! can never fire anything early.
-//!
-//! # Contract
-//!
-//! * Never early: an entry fires only once the clock reads its deadline.
-//! * At most about one tick late, plus the worker's wake-up latency and the
-//!   time the tasks before it take: a burst that runs long makes the next
-//!   ones late, which is why the design offers event-loop timeouts.
-//! * With a [`ManualClock`] there is no worker: entries fire on the thread
-//!   that advances the clock, exactly when it passes their deadline.
+//! How the wheel works and what it promises is documented on
+//! [`HashedWheelTimer`], for its users; what follows is for maintainers.
 //!
 //! # Concurrency ground rules
 //!
@@ -153,9 +136,29 @@ impl WheelBuilder {
 
 /// A hashed-wheel timer: one worker thread, O(1) arm and cancel from any thread.
 ///
-/// See the [module documentation](self) for how it works and what it promises.
 /// Clones share the same wheel; it stops when the last clone is dropped, or
 /// at [`stop`](Self::stop).
+///
+/// # How it works
+///
+/// Time since the wheel started is cut into ticks of `tick` length. An entry
+/// whose deadline falls in tick `T` (the first tick boundary at or after the
+/// deadline is `T`) is kept in bucket `T mod size`. Every tick the worker
+/// wakes and visits the buckets from the first tick it has not finished up to
+/// the tick the clock has reached, and fires every entry whose deadline is
+/// `<= now`. Entries of later rounds share those buckets and are skipped by
+/// the same comparison, so no round counter is needed, and visiting a bucket
+/// can never fire anything early.
+///
+/// # Contract
+///
+/// * Never early: an entry fires only once the clock reads its deadline.
+/// * At most about one tick late, plus the worker's wake-up latency and the
+///   time the tasks before it take: a burst that runs long makes the next
+///   ones late, which is why the design offers event-loop timeouts.
+/// * With a [`ManualClock`](crate::ManualClock) there is no worker: entries fire on the thread
+///   that advances the clock, exactly when it passes their deadline.
+///
 ///
 /// # Examples
 ///

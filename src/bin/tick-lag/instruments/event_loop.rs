@@ -1,6 +1,6 @@
-//! The `event-loop` instrument: the client's own [`EventLoop`].
+//! The `event-loop` instrument: the client's own [`EventLoop`](tickless::EventLoop).
 //!
-//! The burst is armed from the probe's thread with [`EventLoop::schedule`],
+//! The burst is armed from the probe's thread with [`EventLoop::schedule`](tickless::EventLoop::schedule),
 //! the very call the client makes when it arms an exchange's timeout on the
 //! loop that owns its connection: a heap insert under the loop's timers lock,
 //! and a wake-up when the entry becomes the nearest. The loop wakes at its
