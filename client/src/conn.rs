@@ -865,6 +865,15 @@ pub(crate) fn abort(cx: &mut LoopContext<'_>, key: usize, exchange_id: u64) {
         _ => false,
     };
     if running {
+        // An abandoned exchange leaves the stream mid-message: reset it
+        // rather than close it gracefully. A reset is final for both ends at
+        // once (no FIN handshake, no TIME_WAIT left on this side), and costs
+        // the loop less, which matters when a burst of timeouts aborts many
+        // connections together.
+        if let Some(mut transport) = cx.conns[key].transport.take() {
+            let _ = cx.registry.deregister(transport.tcp_mut());
+            transport.reset();
+        }
         close(cx, key);
     }
 }

@@ -17,6 +17,9 @@ use tickless_timer::{
 const WAKER: mio::Token = mio::Token(usize::MAX);
 const TIMER: mio::Token = mio::Token(usize::MAX - 1);
 
+/// Aborted connections wait while a timeout falls due sooner than this.
+const ABORT_GAP: std::time::Duration = std::time::Duration::from_millis(1);
+
 /// A task run on a loop's thread.
 pub type LoopTask = Box<dyn FnOnce(&mut LoopContext<'_>) + Send + 'static>;
 
@@ -133,8 +136,8 @@ pub struct LoopContext<'a> {
     pub(crate) registry: &'a mio::Registry,
     pub(crate) conns: &'a mut slab::Slab<Conn>,
     /// Connections whose exchange a timeout just failed, as `(key,
-    /// exchange id)`: closed once the whole batch of due timeouts has
-    /// expired, so closing sockets does not make the rest of the batch late.
+    /// exchange id)`, closed when no timeout is about to fall due (see
+    /// `EventLoop::close_aborted`).
     pub(crate) aborts: &'a mut Vec<(usize, u64)>,
 }
 
@@ -359,13 +362,13 @@ impl EventLoop {
                 self.expire_due(&mut cx, &mut due);
             }
             self.expire_due(&mut cx, &mut due);
+            self.close_aborted(&mut cx, &mut due);
         }
         let leftover = lock(&self.timers).heap.drain().count();
         self.counters.discarded(leftover);
     }
 
-    /// Expires every timeout due now, then closes the connections those
-    /// expiries aborted. `due` is scratch space kept across calls.
+    /// Expires every timeout due now. `due` is scratch space kept across calls.
     fn expire_due(&self, cx: &mut LoopContext<'_>, due: &mut Vec<(Instant, HeapEntry)>) {
         let now = self.clock.now();
         {
@@ -381,8 +384,25 @@ impl EventLoop {
             self.counters.fired(now.saturating_duration_since(deadline));
             timeout.expire(tag, cx);
         }
-        while let Some((key, exchange_id)) = cx.aborts.pop() {
+    }
+
+    /// Closes connections whose exchange a timeout failed: at least one per
+    /// turn, and more while no timeout falls due within [`ABORT_GAP`]. In a
+    /// burst of expiries the exchanges end (and their callers learn it) on
+    /// time, and the sockets, which cost far more to close than an exchange
+    /// costs to end, close in the gaps and after the burst.
+    fn close_aborted(&self, cx: &mut LoopContext<'_>, due: &mut Vec<(Instant, HeapEntry)>) {
+        let mut closed_one = false;
+        while let Some(&(key, exchange_id)) = cx.aborts.last() {
+            let now = self.clock.now();
+            let nearest = lock(&self.timers).heap.next_deadline();
+            if closed_one && nearest.is_some_and(|deadline| deadline <= now + ABORT_GAP) {
+                break;
+            }
+            cx.aborts.pop();
             conn::abort(cx, key, exchange_id);
+            closed_one = true;
+            self.expire_due(cx, due);
         }
     }
 

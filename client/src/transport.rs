@@ -267,6 +267,12 @@ impl Transport {
         }
     }
 
+    /// Resets the stream: the socket closes with an RST (linger zero), and
+    /// TLS sends no `close_notify` (the exchange on it was abandoned).
+    pub(crate) fn reset(self) {
+        let _ = socket2::SockRef::from(self.tcp()).set_linger(Some(std::time::Duration::ZERO));
+    }
+
     /// Closes the stream: for TLS, queues `close_notify` and sends what it
     /// can without waiting. The socket closes when `self` drops.
     pub(crate) fn close(&mut self) {
