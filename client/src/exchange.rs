@@ -21,6 +21,9 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
+/// How long [`Exchange::wait`] yields before it blocks.
+const WAIT_SPIN: Duration = Duration::from_micros(50);
+
 /// A callback that receives the body as it arrives, on the connection's loop.
 pub type BodySink = Box<dyn FnMut(&[u8]) + Send + 'static>;
 
@@ -61,6 +64,8 @@ pub(crate) struct Exchange {
     /// Set once an idempotent request has been retried on a fresh connection.
     pub(crate) retried: AtomicBool,
     done: AtomicBool,
+    /// Set once the outcome is stored (after `done`): what `wait` spins on.
+    settled: AtomicBool,
     outcome: Mutex<Outcome>,
     ready: Condvar,
     conn: Mutex<Option<ConnRef>>,
@@ -93,6 +98,7 @@ impl Exchange {
             timeouts,
             retried: AtomicBool::new(false),
             done: AtomicBool::new(false),
+            settled: AtomicBool::new(false),
             outcome: Mutex::new(Outcome::default()),
             ready: Condvar::new(),
             conn: Mutex::new(None),
@@ -171,6 +177,7 @@ impl Exchange {
             outcome.result = Some(result);
             (outcome.waker.take(), outcome.blocked)
         };
+        self.settled.store(true, Ordering::Release);
         if blocked {
             self.ready.notify_all();
         }
@@ -255,6 +262,13 @@ impl Exchange {
     }
 
     pub(crate) fn wait(&self) -> Result<Response, Error> {
+        // A loopback or LAN answer often comes back within tens of
+        // microseconds: yield for a short while before blocking, which
+        // spares both sides a futex sleep and wake-up.
+        let spin_until = Instant::now() + WAIT_SPIN;
+        while !self.settled.load(Ordering::Acquire) && Instant::now() < spin_until {
+            std::thread::yield_now();
+        }
         let mut outcome = lock(&self.outcome);
         loop {
             if let Some(result) = outcome.result.take() {
