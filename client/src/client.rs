@@ -304,13 +304,18 @@ impl ClientShared {
         }
     }
 
-    /// The pooled path: attach the connection, start the timeouts on its
-    /// loop, and run the exchange there.
+    /// The pooled path: attach the connection, publish its loop as the
+    /// timeouts' home, and run the exchange there. The timeouts start last:
+    /// on the wheel here, or in event-loop mode inside the task on the
+    /// connection's loop (`conn::start_on_idle`), a same-thread arm that
+    /// wakes nothing.
     fn run_on_idle(self: &Arc<Self>, exchange: Arc<Exchange>, idle: IdleConn) {
         exchange.attach(idle.conn.clone());
         let scheduler = self.group.scheduler(idle.info.loop_index).clone();
         exchange.timeouts.rehome(&exchange, scheduler);
-        exchange.timeouts.start(&exchange);
+        if !self.config.use_event_loop_timeouts {
+            exchange.timeouts.start(&exchange);
+        }
         let (key, conn_id) = (idle.conn.key, idle.conn.conn_id);
         let task_exchange = exchange.clone();
         let posted = idle

@@ -470,6 +470,8 @@ pub(crate) fn start_on_idle(
     conn_id: u64,
     exchange: Arc<Exchange>,
 ) {
+    // Idempotent: in wheel mode they started when the exchange was sent.
+    exchange.timeouts.start(&exchange);
     let alive = match get(cx, key, conn_id) {
         Some(conn) if matches!(conn.state, State::Idle) => {
             conn.transport.as_mut().is_some_and(Transport::still_open)

@@ -56,6 +56,11 @@ impl PreciseWait {
 
     /// Arms the wake-up for `deadline` (`None`: no deadline) and returns the
     /// timeout to give `Poll::poll`.
+    ///
+    /// The OS timer is only moved earlier, never later or off: a wake-up
+    /// armed for a deadline that was since cancelled comes anyway, once, and
+    /// the loop then finds nothing due and arms again. That spares a system
+    /// call on every arm and every cancel.
     pub fn arm(&mut self, deadline: Option<Instant>, now: Instant) -> io::Result<Option<Duration>> {
         self.os.arm(deadline, now)
     }

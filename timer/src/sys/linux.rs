@@ -39,15 +39,17 @@ impl OsWait {
         deadline: Option<Instant>,
         _now: Instant,
     ) -> io::Result<Option<Duration>> {
-        if deadline != self.armed {
-            let value = match deadline {
-                Some(deadline) => monotonic_timespec(deadline)?,
-                // All zero disarms the timer.
-                None => libc::timespec {
-                    tv_sec: 0,
-                    tv_nsec: 0,
-                },
-            };
+        // Re-armed only for an earlier deadline. A timer left armed for a
+        // later one (or for nothing, once its entry was cancelled) costs at
+        // most one spurious wake-up, after which the loop arms it again; a
+        // system call on every arm and cancel would cost every exchange.
+        let earlier = match (deadline, self.armed) {
+            (Some(wanted), Some(armed)) => wanted < armed,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        if let (true, Some(deadline)) = (earlier, deadline) {
+            let value = monotonic_timespec(deadline)?;
             let spec = libc::itimerspec {
                 it_interval: libc::timespec {
                     tv_sec: 0,
@@ -68,7 +70,7 @@ impl OsWait {
             if result < 0 {
                 return Err(io::Error::last_os_error());
             }
-            self.armed = deadline;
+            self.armed = Some(deadline);
         }
         // The timerfd wakes the poll; it may block until then.
         Ok(None)
