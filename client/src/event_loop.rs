@@ -4,6 +4,7 @@
 //! is documented on [`EventLoop`].
 
 use crate::conn::{self, Conn};
+use std::collections::VecDeque;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
@@ -16,6 +17,9 @@ use tickless_timer::{
 
 const WAKER: mio::Token = mio::Token(usize::MAX);
 const TIMER: mio::Token = mio::Token(usize::MAX - 1);
+
+/// Tasks run per turn before the loop looks at its sockets again.
+const MAX_TASKS_PER_TURN: usize = 64;
 
 /// Aborted connections wait while a timeout falls due sooner than this.
 const ABORT_GAP: std::time::Duration = std::time::Duration::from_millis(1);
@@ -313,18 +317,24 @@ impl EventLoop {
             conns: &mut conns,
             aborts: &mut aborts,
         };
-        let mut tasks: Vec<LoopTask> = Vec::new();
+        let mut tasks: VecDeque<LoopTask> = VecDeque::new();
         let mut due: Vec<(Instant, HeapEntry)> = Vec::new();
         loop {
             // Timeouts are checked after every task and every event, not
             // only once per turn: a burst of work (a thousand connects
             // posted at once) must not make a due timeout wait behind it.
-            std::mem::swap(&mut lock(&self.inbox).tasks, &mut tasks);
-            for task in tasks.drain(..) {
+            //
+            // Tasks run at most MAX_TASKS_PER_TURN at a time, then the loop
+            // polls without blocking: a thousand connects posted at once
+            // must not hold back the I/O of the connections already open.
+            // Every turn takes the whole inbox: a poll consumes the wake-up
+            // of tasks posted meanwhile, so none may stay behind in it.
+            tasks.extend(lock(&self.inbox).tasks.drain(..));
+            for task in tasks.drain(..tasks.len().min(MAX_TASKS_PER_TURN)) {
                 task(&mut cx);
                 self.expire_due(&mut cx, &mut due);
             }
-            if self.is_shutting_down() && lock(&self.inbox).tasks.is_empty() {
+            if self.is_shutting_down() && tasks.is_empty() && lock(&self.inbox).tasks.is_empty() {
                 conn::close_all(&mut cx);
                 break;
             }
@@ -332,6 +342,7 @@ impl EventLoop {
             let now = self.clock.now();
             let nearest = lock(&self.timers).heap.next_deadline();
             let timeout = match (nearest, manual_clock) {
+                _ if !tasks.is_empty() => Some(std::time::Duration::ZERO),
                 (Some(deadline), _) if deadline <= now => Some(std::time::Duration::ZERO),
                 // A manual clock wakes the loop through the waker when advanced.
                 (_, true) => None,
@@ -596,4 +607,84 @@ pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // Loop state stays consistent at every unlock; a panic elsewhere must not
     // wedge the loops.
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+    use std::time::Duration;
+
+    /// Tasks posted while the loop works through a long queue (and polls
+    /// without blocking between batches) must all run: a poll consumes the
+    /// wake-up of tasks posted meanwhile, so the loop may not leave any in
+    /// its inbox and then block.
+    #[test]
+    fn every_task_posted_during_a_burst_runs() {
+        let group = EventLoopGroup::builder().threads(1).build().unwrap();
+        let event_loop = group.loops()[0].clone();
+        let ran = Arc::new(AtomicUsize::new(0));
+        let posters: Vec<_> = (0..2)
+            .map(|_| {
+                let (event_loop, ran) = (event_loop.clone(), ran.clone());
+                thread::spawn(move || {
+                    for _ in 0..5_000 {
+                        let ran = ran.clone();
+                        event_loop
+                            .execute(move |_| {
+                                ran.fetch_add(1, Ordering::Relaxed);
+                                // Long enough that the queue builds up.
+                                std::hint::black_box((0..200).sum::<u64>());
+                            })
+                            .unwrap();
+                    }
+                })
+            })
+            .collect();
+        for poster in posters {
+            poster.join().unwrap();
+        }
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while ran.load(Ordering::Relaxed) < 10_000 && Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(
+            ran.load(Ordering::Relaxed),
+            10_000,
+            "tasks left in the inbox"
+        );
+        group.shutdown();
+    }
+
+    #[test]
+    fn a_loop_expires_on_its_own_thread_never_early() {
+        struct Record(Mutex<Vec<(Instant, ThreadId)>>);
+        impl LoopTimeout for Record {
+            fn expire(self: Arc<Self>, _tag: u32, _cx: &mut LoopContext<'_>) {
+                lock(&self.0).push((Instant::now(), thread::current().id()));
+            }
+        }
+        let group = EventLoopGroup::builder().threads(1).build().unwrap();
+        let event_loop = group.loops()[0].clone();
+        let record = Arc::new(Record(Mutex::new(Vec::new())));
+        let deadline = Instant::now() + Duration::from_millis(20);
+        event_loop.schedule(deadline, record.clone(), 0).unwrap();
+        let cancelled = event_loop.schedule(deadline, record.clone(), 1).unwrap();
+        assert!(event_loop.cancel(cancelled));
+        let give_up = Instant::now() + Duration::from_secs(10);
+        while lock(&record.0).is_empty() && Instant::now() < give_up {
+            thread::sleep(Duration::from_millis(1));
+        }
+        thread::sleep(Duration::from_millis(20));
+        let fired = lock(&record.0).clone();
+        assert_eq!(fired.len(), 1, "the cancelled entry fired, or none did");
+        assert!(fired[0].0 >= deadline, "fired early");
+        assert_eq!(fired[0].1, event_loop.thread_id());
+        assert_eq!(event_loop.stats().armed, 0);
+        group.shutdown();
+        assert_eq!(
+            event_loop.schedule(deadline, record, 0).unwrap_err(),
+            Rejected
+        );
+    }
 }
