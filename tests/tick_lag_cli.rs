@@ -91,3 +91,40 @@ fn bad_numbers_exit_2() {
         assert_eq!(tick_lag(args).status.code(), Some(2), "{args:?}");
     }
 }
+
+#[test]
+fn end_to_end_sends_requests_through_the_client_in_each_mode() {
+    let output = tick_lag(&[
+        "--end-to-end",
+        "--count",
+        "20",
+        "--deadline-ms",
+        "50",
+        "--loop-spin-us",
+        "1000",
+        "--format",
+        "csv",
+    ]);
+    let stdout = String::from_utf8(output.stdout).expect("UTF-8 output");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let mut lines = stdout.lines();
+    assert_eq!(lines.next(), Some(HEADER));
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    let names: Vec<&str> = rows.iter().map(|r| r[0]).collect();
+    assert_eq!(
+        names,
+        ["client-wheel-5ms", "client-wheel-1ms", "client-event-loop"]
+    );
+    for row in rows {
+        assert_eq!(
+            row[2], "20",
+            "every request timed out and was counted: {row:?}"
+        );
+        let p50: f64 = row[4].parse().unwrap();
+        assert!(p50 >= 0.0, "a request ended before its deadline: {row:?}");
+    }
+}

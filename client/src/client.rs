@@ -132,7 +132,9 @@ impl Client {
         let group = match &config.event_loop_group {
             Some(group) => group.clone(),
             None => {
-                let mut builder = EventLoopGroup::builder().clock(clock.clone());
+                let mut builder = EventLoopGroup::builder()
+                    .clock(clock.clone())
+                    .spin_before_deadline(config.event_loop_spin);
                 if let Some(loops) = config.event_loops {
                     builder = builder.threads(loops);
                 }

@@ -27,6 +27,7 @@ pub(crate) struct ClientConfig {
     pub(crate) connect_timeout: Option<Duration>,
     pub(crate) handshake_timeout: Option<Duration>,
     pub(crate) use_event_loop_timeouts: bool,
+    pub(crate) event_loop_spin: Duration,
     pub(crate) wheel_tick: Duration,
     pub(crate) wheel_size: usize,
     // connections and pool
@@ -76,6 +77,7 @@ impl Default for ClientBuilder {
                 connect_timeout: Some(Duration::from_secs(5)),
                 handshake_timeout: Some(Duration::from_secs(10)),
                 use_event_loop_timeouts: false,
+                event_loop_spin: Duration::ZERO,
                 wheel_tick: DEFAULT_TICK,
                 wheel_size: DEFAULT_WHEEL_SIZE,
                 keep_alive: true,
@@ -159,6 +161,16 @@ impl ClientBuilder {
     /// wheel. The pool cleaner stays on the wheel either way.
     pub fn use_event_loop_timeouts(mut self, enabled: bool) -> Self {
         self.config.use_event_loop_timeouts = enabled;
+        self
+    }
+
+    /// In event-loop mode, how long before a loop's nearest deadline it stops
+    /// sleeping and busy-polls (default zero: never). Trades a core for the
+    /// last stretch before a timeout against the OS's wake-up lateness; see
+    /// [`EventLoopGroupBuilder::spin_before_deadline`](crate::EventLoopGroupBuilder::spin_before_deadline).
+    /// Ignored when a group is given with [`event_loop_group`](Self::event_loop_group).
+    pub fn event_loop_spin(mut self, spin: Duration) -> Self {
+        self.config.event_loop_spin = spin;
         self
     }
 

@@ -35,6 +35,9 @@ OPTIONS:
     --end-to-end           send COUNT requests at once through the client to
                            a loopback server that never answers, each with
                            request timeout D, and measure when each failed
+    --loop-spin-us N       event loops (event-loop, client-event-loop) busy-poll
+                           the last N µs before a deadline instead of
+                           sleeping (default 0: they sleep)
     --format table|csv     output format (default table); in csv mode the
                            machine and date lines go to stderr
     -h, --help             print this help
@@ -62,6 +65,8 @@ pub struct Config {
     pub instruments: Vec<&'static Instrument>,
     /// Output format.
     pub format: Format,
+    /// How long the event loops busy-poll before a deadline.
+    pub loop_spin: Duration,
 }
 
 impl Default for Config {
@@ -71,6 +76,7 @@ impl Default for Config {
             deadlines: vec![Duration::from_millis(20), Duration::from_millis(1000)],
             instruments: instruments::defaults(false),
             format: Format::Table,
+            loop_spin: Duration::ZERO,
         }
     }
 }
@@ -148,6 +154,20 @@ where
                 if !chosen.iter().any(|c| c.name == instrument.name) {
                     chosen.push(instrument);
                 }
+            }
+            "--loop-spin-us" => {
+                let text = value("--loop-spin-us")?;
+                let micros: u64 = text
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|&us| us <= 1_000_000)
+                    .ok_or_else(|| {
+                        ArgError(format!(
+                            "--loop-spin-us takes microseconds from 0 to 1000000, not {text:?}"
+                        ))
+                    })?;
+                config.loop_spin = Duration::from_micros(micros);
             }
             "--format" => {
                 config.format = match value("--format")?.as_str() {
@@ -266,11 +286,23 @@ mod tests {
             &["--deadline-ms", "99999999999999999999"],
             &["--instrument", "nope"],
             &["--format", "xml"],
+            &["--loop-spin-us", "-1"],
+            &["--loop-spin-us", "2000000"],
             &["--frobnicate"],
             &["stray"],
         ] {
             assert!(run(bad).is_err(), "{bad:?} was accepted");
         }
+        assert_eq!(
+            run(&["--loop-spin-us", "2000"]).unwrap().loop_spin,
+            Duration::from_micros(2000)
+        );
+        assert_eq!(run(&[]).unwrap().loop_spin, Duration::ZERO);
+        assert!(run(&["--end-to-end"])
+            .unwrap()
+            .instruments
+            .iter()
+            .all(|i| i.end_to_end));
         let err = run(&["--instrument", "nope"]).unwrap_err();
         assert!(err.0.contains("wheel-5ms, wheel-1ms, event-loop"), "{err}");
     }

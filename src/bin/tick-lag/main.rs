@@ -72,6 +72,7 @@ fn run(config: &Config) -> ExitCode {
             let burst = Burst {
                 count: config.count,
                 deadline,
+                loop_spin: config.loop_spin,
             };
             match (instrument.run)(&burst) {
                 Ok(fired) => {

@@ -62,6 +62,7 @@ fn run(burst: &Burst, wheel_tick: Duration, on_event_loop: bool) -> io::Result<F
         .read_timeout(Duration::ZERO)
         .wheel_tick(wheel_tick)
         .use_event_loop_timeouts(on_event_loop)
+        .event_loop_spin(burst.loop_spin)
         .build()?;
     let recorder = Recorder::new(burst.count);
     let url = format!("http://{}/", server.addr);

@@ -36,6 +36,7 @@ impl LoopTimeout for LoopBurst {
 pub fn run(burst: &Burst) -> io::Result<Fired> {
     let group = EventLoopGroup::builder()
         .threads(1)
+        .spin_before_deadline(burst.loop_spin)
         .thread_name("tick-lag-loop")
         .build()?;
     let event_loop = group.loops()[0].clone();

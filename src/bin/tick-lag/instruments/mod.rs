@@ -26,6 +26,8 @@ pub struct Burst {
     pub count: usize,
     /// Distance from arming to deadline.
     pub deadline: Duration,
+    /// How long event loops busy-poll before a deadline (`--loop-spin-us`).
+    pub loop_spin: Duration,
 }
 
 impl Burst {
