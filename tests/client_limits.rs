@@ -1,0 +1,59 @@
+//! Response limits end to end: a body over `max_body_bytes` fails with
+//! `Error::BodyTooLarge` (declared or streamed), and the connection closes.
+
+mod support;
+
+use std::time::Duration;
+use support::*;
+use tickless::{Client, Error};
+
+const WAIT: Duration = Duration::from_secs(10);
+
+fn client() -> Client {
+    Client::builder()
+        .event_loops(1)
+        .max_body_bytes(1000)
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn a_declared_length_over_the_limit_fails_at_the_head() {
+    let server = TestServer::start(Behaviour::SendThenStall(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2000\r\n\r\n".to_vec(),
+    ));
+    let client = client();
+    let error = client.get(server.url("/")).send().wait().unwrap_err();
+    assert!(
+        matches!(error, Error::BodyTooLarge { limit: 1000, .. }),
+        "{error:?}"
+    );
+    assert!(server.wait_for_open(0, WAIT), "connection left open");
+    client.close();
+}
+
+#[test]
+fn a_chunked_body_growing_past_the_limit_fails() {
+    let chunk = vec![b'x'; 600];
+    let server = TestServer::respond(move |_| chunked(200, &[&chunk, &chunk], &[]));
+    let client = client();
+    let error = client.get(server.url("/")).send().wait().unwrap_err();
+    assert!(
+        matches!(error, Error::BodyTooLarge { limit: 1000, .. }),
+        "{error:?}"
+    );
+    assert!(server.wait_for_open(0, WAIT), "connection left open");
+    // Within the limit is fine, on a new connection.
+    let small = TestServer::respond(|_| ok(&"y".repeat(1000)));
+    assert_eq!(
+        client
+            .get(small.url("/"))
+            .send()
+            .wait()
+            .unwrap()
+            .body()
+            .len(),
+        1000
+    );
+    client.close();
+}
