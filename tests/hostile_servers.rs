@@ -314,21 +314,30 @@ fn a_non_idempotent_request_on_a_dropped_pooled_connection_is_not_retried() {
 
 #[test]
 fn unsolicited_bytes_on_an_idle_connection_never_reach_the_next_request() {
-    let server = TestServer::start(Behaviour::custom(|mut stream, index| {
-        use std::io::Write;
-        let mut reader = RequestReader::new(index);
-        if reader.read_request(&mut stream).is_ok() {
-            let _ = stream.write_all(&ok("first"));
-            std::thread::sleep(Duration::from_millis(50));
-            // A response nobody asked for.
-            let _ = stream.write_all(&ok("unsolicited"));
-            let _ = reader.read_request(&mut stream);
-            let _ = stream.write_all(&ok("second on the same connection"));
-        }
-    }));
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let sent = Arc::new(AtomicBool::new(false));
+    let server = {
+        let sent = sent.clone();
+        TestServer::start(Behaviour::custom(move |mut stream, index| {
+            use std::io::Write;
+            let mut reader = RequestReader::new(index);
+            if reader.read_request(&mut stream).is_ok() {
+                let _ = stream.write_all(&ok("first"));
+                std::thread::sleep(Duration::from_millis(50));
+                // A response nobody asked for.
+                let _ = stream.write_all(&ok("unsolicited"));
+                sent.store(true, Ordering::Release);
+                let _ = reader.read_request(&mut stream);
+                let _ = stream.write_all(&ok("second on the same connection"));
+            }
+        }))
+    };
     let client = client(false);
     client.get(server.url("/")).send().wait().unwrap();
-    std::thread::sleep(Duration::from_millis(200));
+    // Only once the stray bytes are on their way: the next request must
+    // see them as the pooled connection's fault, not as its response.
+    assert!(eventually(WAIT, || sent.load(Ordering::Acquire)));
     let response = client.get(server.url("/")).send().wait().unwrap();
     assert_eq!(response.text(), "first", "served by a new connection");
     assert_eq!(server.connections_accepted(), 2);
