@@ -340,7 +340,9 @@ impl EventLoop {
             // of tasks posted meanwhile, so none may stay behind in it.
             tasks.extend(lock(&self.inbox).tasks.drain(..));
             for task in tasks.drain(..tasks.len().min(MAX_TASKS_PER_TURN)) {
-                task(&mut cx);
+                // A panicking task (tasks are public: `execute`) must not
+                // take the loop and every connection on it down.
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| task(&mut cx)));
                 self.expire_due(&mut cx, &mut due);
             }
             if self.is_shutting_down() && tasks.is_empty() && lock(&self.inbox).tasks.is_empty() {
@@ -379,7 +381,16 @@ impl EventLoop {
                             wait.acknowledge();
                         }
                     }
-                    token => conn::ready(&mut cx, token.0, event),
+                    token => {
+                        // A panic in the caller's code (a listener, a body
+                        // callback) ends that connection, not the loop.
+                        let ready = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            conn::ready(&mut cx, token.0, event)
+                        }));
+                        if ready.is_err() {
+                            conn::fail_after_panic(&mut cx, token.0);
+                        }
+                    }
                 }
                 self.expire_due(&mut cx, &mut due);
             }
@@ -404,7 +415,9 @@ impl EventLoop {
         }
         for (deadline, (timeout, tag)) in due.drain(..) {
             self.counters.fired(now.saturating_duration_since(deadline));
-            timeout.expire(tag, cx);
+            // As for tasks: `LoopTimeout` is public, and may panic.
+            let _ =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| timeout.expire(tag, cx)));
         }
     }
 

@@ -167,10 +167,11 @@ impl Exchange {
             return false;
         }
         self.timeouts.cancel();
-        match &result {
+        // A listener that panics must not keep the caller from its outcome.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &result {
             Ok(response) => self.listener.on_completed(response.status),
             Err(error) => self.listener.on_failed(error),
-        }
+        }));
         self.client.unregister(self.id);
         let (waker, blocked) = {
             let mut outcome = lock(&self.outcome);

@@ -197,6 +197,27 @@ fn close(cx: &mut LoopContext<'_>, key: usize) {
     }
 }
 
+/// Code run for connection `key` panicked (a listener or a body callback):
+/// its state cannot be trusted, so it closes, failing its exchange.
+pub(crate) fn fail_after_panic(cx: &mut LoopContext<'_>, key: usize) {
+    let Some(conn) = cx.conns.get(key) else {
+        return;
+    };
+    let exchange = match &conn.state {
+        State::Active(active) => Some(active.exchange.clone()),
+        State::Connecting(connecting) => Some(connecting.exchange.clone()),
+        State::Handshaking(handshaking) => Some(handshaking.exchange.clone()),
+        State::Idle => None,
+    };
+    close(cx, key);
+    if let Some(exchange) = exchange {
+        exchange.finish(Err(Error::Io {
+            remote: exchange.remote_name(),
+            source: io::Error::other("a callback panicked on the event loop"),
+        }));
+    }
+}
+
 /// The loop is shutting down: close every connection and fail what they carry.
 pub(crate) fn close_all(cx: &mut LoopContext<'_>) {
     let keys: Vec<usize> = cx.conns.iter().map(|(key, _)| key).collect();
