@@ -70,8 +70,9 @@ pub(crate) struct Conn {
     read_buf: Vec<u8>,
     read_pos: usize,
     read_len: usize,
-    /// The request being written, and how much of it is out.
-    write_buf: Vec<u8>,
+    /// Whether the active exchange's request is still going out, and how
+    /// many of its bytes are.
+    sending: bool,
     written: usize,
 }
 

@@ -74,7 +74,7 @@ pub(crate) fn connect(cx: &mut LoopContext<'_>, exchange: Arc<Exchange>, addrs: 
         read_buf: Vec::new(),
         read_pos: 0,
         read_len: 0,
-        write_buf: Vec::new(),
+        sending: false,
         written: 0,
     };
     let key = cx.conns.insert(conn);

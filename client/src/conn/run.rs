@@ -52,8 +52,7 @@ pub(super) fn begin_exchange(
     let limits = conn.client.config.limits;
     let is_head = exchange.request.method == http::Method::HEAD;
     let keep_alive = exchange.request.keep_alive;
-    conn.write_buf.clear();
-    conn.write_buf.extend_from_slice(&exchange.request.bytes);
+    conn.sending = true;
     conn.written = 0;
     conn.state = State::Active(Box::new(Active {
         exchange,
@@ -67,14 +66,20 @@ pub(super) fn begin_exchange(
 }
 
 pub(super) fn write_request(cx: &mut LoopContext<'_>, key: usize) {
-    let conn = &mut cx.conns[key];
-    let State::Active(active) = &conn.state else {
+    let Conn {
+        state,
+        transport,
+        sending,
+        written,
+        ..
+    } = &mut cx.conns[key];
+    let State::Active(active) = state else {
         return;
     };
-    let Some(transport) = conn.transport.as_mut() else {
+    let Some(transport) = transport.as_mut() else {
         return;
     };
-    if conn.write_buf.is_empty() {
+    if !*sending {
         // The request is out; TLS may still hold records back (an answer
         // to a key update).
         if transport.wants_write() {
@@ -84,14 +89,16 @@ pub(super) fn write_request(cx: &mut LoopContext<'_>, key: usize) {
         }
         return;
     }
-    while conn.written < conn.write_buf.len() {
-        match transport.write(&conn.write_buf[conn.written..]) {
+    // Written straight from the exchange's encoded request: no copy.
+    let bytes = &active.exchange.request.bytes;
+    while *written < bytes.len() {
+        match transport.write(&bytes[*written..]) {
             Ok(0) => {
                 let error =
                     io::Error::new(io::ErrorKind::WriteZero, "the connection took no bytes");
                 return io_failure(cx, key, error);
             }
-            Ok(n) => conn.written += n,
+            Ok(n) => *written += n,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return io_failure(cx, key, e),
@@ -103,9 +110,10 @@ pub(super) fn write_request(cx: &mut LoopContext<'_>, key: usize) {
         Ok(false) => return,
         Err(e) => return io_failure(cx, key, e),
     }
-    conn.write_buf.clear();
-    conn.written = 0;
+    *sending = false;
+    *written = 0;
     let exchange = active.exchange.clone();
+    let conn = &cx.conns[key];
     let now = conn.client.clock.now();
     if let Some(info) = &conn.info {
         exchange.listener.on_request_sent(info);
@@ -216,7 +224,7 @@ fn decode(cx: &mut LoopContext<'_>, key: usize) -> bool {
                         // Over TLS, bytes past the response may still sit
                         // in the TLS layer: then the connection is not reused.
                         let reusable = keep_alive
-                            && conn.write_buf.is_empty()
+                            && !conn.sending
                             && !conn
                                 .transport
                                 .as_mut()
