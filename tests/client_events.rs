@@ -30,12 +30,7 @@ fn connection(events: &[(Event, ThreadId)], index: usize) -> &ConnectionInfo {
 #[test]
 fn a_fresh_request_then_a_pooled_one() {
     let server = TestServer::respond(|_| response(200, &[("X-Ev", "1")], &[b'z'; 50_000]));
-    let recorder = Recorder::new();
-    let client = Client::builder()
-        .event_loops(2)
-        .listener(recorder.clone())
-        .build()
-        .unwrap();
+    let (client, recorder) = recorded_client();
     let loop_threads: Vec<ThreadId> = client
         .event_loop_group()
         .loops()
@@ -142,12 +137,7 @@ fn a_fresh_request_then_a_pooled_one() {
 #[test]
 fn a_host_name_is_resolved_off_the_loops() {
     let server = TestServer::respond(|_| ok("named"));
-    let recorder = Recorder::new();
-    let client = Client::builder()
-        .event_loops(2)
-        .listener(recorder.clone())
-        .build()
-        .unwrap();
+    let (client, recorder) = recorded_client();
     let url = format!("http://localhost:{}/", server.addr().port());
     let response = client.get(url).send().wait().unwrap();
     assert_eq!(response.text(), "named");
@@ -209,12 +199,7 @@ fn a_failure_is_reported_once_and_nothing_completes() {
     let server = TestServer::start(Behaviour::SendThenClose(
         b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\ntruncated".to_vec(),
     ));
-    let recorder = Recorder::new();
-    let client = Client::builder()
-        .event_loops(2)
-        .listener(recorder.clone())
-        .build()
-        .unwrap();
+    let (client, recorder) = recorded_client();
     let error = client.get(server.url("/")).send().wait().unwrap_err();
     assert!(
         matches!(error, tickless::Error::Protocol { .. }),

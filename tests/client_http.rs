@@ -447,12 +447,7 @@ fn invalid_input_fails_with_invalid_request_and_no_panic() {
 #[test]
 fn connection_refused_fails_with_connect() {
     let addr = refused_addr();
-    let recorder = Recorder::new();
-    let client = Client::builder()
-        .event_loops(2)
-        .listener(recorder.clone())
-        .build()
-        .unwrap();
+    let (client, recorder) = recorded_client();
     let error = client
         .get(format!("http://{addr}/"))
         .send()

@@ -23,12 +23,7 @@ fn client() -> Client {
 #[test]
 fn cancel_resolves_with_cancelled_and_closes_the_connection() {
     let server = TestServer::start(Behaviour::NeverAnswer);
-    let recorder = Recorder::new();
-    let client = Client::builder()
-        .event_loops(2)
-        .listener(recorder.clone())
-        .build()
-        .unwrap();
+    let (client, recorder) = recorded_client();
     let future = client.get(server.url("/")).send();
     assert!(server.wait_for_requests(1, WAIT));
     assert!(!future.is_done());
@@ -100,12 +95,7 @@ fn dropping_a_future_mid_body_closes_its_connection() {
     let server = TestServer::start(Behaviour::SendThenStall(
         b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\nsome of it".to_vec(),
     ));
-    let recorder = Recorder::new();
-    let client = Client::builder()
-        .event_loops(2)
-        .listener(recorder.clone())
-        .build()
-        .unwrap();
+    let (client, recorder) = recorded_client();
     let future = client.get(server.url("/")).send();
     assert!(recorder.wait_for(WAIT, |events| events
         .iter()

@@ -17,12 +17,7 @@ const WAIT: Duration = Duration::from_secs(5);
 #[test]
 fn sequential_requests_use_exactly_one_connection() {
     let server = TestServer::respond(|request| ok(&request.target));
-    let recorder = Recorder::new();
-    let client = Client::builder()
-        .event_loops(2)
-        .listener(recorder.clone())
-        .build()
-        .unwrap();
+    let (client, recorder) = recorded_client();
     for i in 0..10 {
         let path = format!("/n/{i}");
         let response = client.get(server.url(&path)).send().wait().unwrap();

@@ -132,6 +132,18 @@ impl EventListener for Recorder {
     }
 }
 
+/// A client with two loops and a [`Recorder`] as its listener, the set-up
+/// most event and lifecycle tests share.
+pub fn recorded_client() -> (tickless::Client, Arc<Recorder>) {
+    let recorder = Recorder::new();
+    let client = tickless::Client::builder()
+        .event_loops(2)
+        .listener(recorder.clone())
+        .build()
+        .expect("client");
+    (client, recorder)
+}
+
 /// Polls `cond` (every millisecond) until it holds; false after `timeout`.
 /// For state that has no blocking wait, such as client statistics updated
 /// by a task posted to a loop.

@@ -83,6 +83,18 @@ enum State {
     Idle,
 }
 
+impl State {
+    /// The exchange the connection carries now, if any.
+    fn exchange(&self) -> Option<&Arc<Exchange>> {
+        match self {
+            State::Active(active) => Some(&active.exchange),
+            State::Connecting(connecting) => Some(&connecting.exchange),
+            State::Handshaking(handshaking) => Some(&handshaking.exchange),
+            State::Idle => None,
+        }
+    }
+}
+
 struct Connecting {
     exchange: Arc<Exchange>,
     remaining: VecDeque<SocketAddr>,
@@ -149,12 +161,11 @@ pub(crate) fn ready(cx: &mut LoopContext<'_>, key: usize, event: &mio::event::Ev
 /// Ends the exchange with id `exchange_id` on connection `key`, if it is
 /// still running there: it failed from outside (a timeout or a cancel).
 pub(crate) fn abort(cx: &mut LoopContext<'_>, key: usize, exchange_id: u64) {
-    let running = match cx.conns.get(key).map(|c| &c.state) {
-        Some(State::Active(active)) => active.exchange.id == exchange_id,
-        Some(State::Connecting(connecting)) => connecting.exchange.id == exchange_id,
-        Some(State::Handshaking(handshaking)) => handshaking.exchange.id == exchange_id,
-        _ => false,
-    };
+    let running = cx
+        .conns
+        .get(key)
+        .and_then(|conn| conn.state.exchange())
+        .is_some_and(|exchange| exchange.id == exchange_id);
     if running {
         // An abandoned exchange leaves the stream mid-message: reset it
         // rather than close it gracefully. A reset is final for both ends at
@@ -198,24 +209,27 @@ fn close(cx: &mut LoopContext<'_>, key: usize) {
     }
 }
 
+/// Closes connection `key` and fails the exchange it carried with the
+/// error `error` makes for it.
+fn close_failing(cx: &mut LoopContext<'_>, key: usize, error: impl FnOnce(&Exchange) -> Error) {
+    let exchange = cx
+        .conns
+        .get(key)
+        .and_then(|conn| conn.state.exchange().cloned());
+    close(cx, key);
+    if let Some(exchange) = exchange {
+        exchange.finish(Err(error(&exchange)));
+    }
+}
+
 /// Code run for connection `key` panicked (a listener or a body callback):
 /// its state cannot be trusted, so it closes, failing its exchange.
 pub(crate) fn fail_after_panic(cx: &mut LoopContext<'_>, key: usize) {
-    let Some(conn) = cx.conns.get(key) else {
-        return;
-    };
-    let exchange = match &conn.state {
-        State::Active(active) => Some(active.exchange.clone()),
-        State::Connecting(connecting) => Some(connecting.exchange.clone()),
-        State::Handshaking(handshaking) => Some(handshaking.exchange.clone()),
-        State::Idle => None,
-    };
-    close(cx, key);
-    if let Some(exchange) = exchange {
-        exchange.finish(Err(Error::Io {
+    if cx.conns.contains(key) {
+        close_failing(cx, key, |exchange| Error::Io {
             remote: exchange.remote_name(),
             source: io::Error::other("a callback panicked on the event loop"),
-        }));
+        });
     }
 }
 
@@ -223,15 +237,6 @@ pub(crate) fn fail_after_panic(cx: &mut LoopContext<'_>, key: usize) {
 pub(crate) fn close_all(cx: &mut LoopContext<'_>) {
     let keys: Vec<usize> = cx.conns.iter().map(|(key, _)| key).collect();
     for key in keys {
-        let exchange = match &cx.conns[key].state {
-            State::Active(active) => Some(active.exchange.clone()),
-            State::Connecting(connecting) => Some(connecting.exchange.clone()),
-            State::Handshaking(handshaking) => Some(handshaking.exchange.clone()),
-            State::Idle => None,
-        };
-        close(cx, key);
-        if let Some(exchange) = exchange {
-            exchange.finish(Err(Error::ClientClosed));
-        }
+        close_failing(cx, key, |_| Error::ClientClosed);
     }
 }
