@@ -127,4 +127,15 @@ fn end_to_end_sends_requests_through_the_client_in_each_mode() {
         let p50: f64 = row[4].parse().unwrap();
         assert!(p50 >= 0.0, "a request ended before its deadline: {row:?}");
     }
+    // In CSV mode the notes go to stderr: where the event-loop mode's
+    // timeouts expired, for that instrument only.
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let notes: Vec<&str> = stderr.lines().filter(|l| l.starts_with("note: ")).collect();
+    assert_eq!(notes.len(), 1, "{stderr}");
+    let from_wheel: usize = notes[0]
+        .strip_prefix("note: client-event-loop at 50 ms: ")
+        .and_then(|rest| rest.split(" of 20 expired on the wheel").next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("unexpected note: {}", notes[0]));
+    assert!(from_wheel <= 20);
 }

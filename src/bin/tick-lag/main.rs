@@ -65,7 +65,11 @@ fn run(config: &Config) -> ExitCode {
     }
 
     let mut rows = Vec::new();
+    let mut notes = Vec::new();
     let mut failed = false;
+    if config.instruments.iter().any(|i| i.end_to_end) {
+        instruments::prepare_end_to_end(config.count);
+    }
     // One burst at a time, so the instruments never disturb each other.
     for &deadline in &config.deadlines {
         for instrument in &config.instruments {
@@ -87,6 +91,15 @@ fn run(config: &Config) -> ExitCode {
                         );
                         failed = true;
                     }
+                    if let Some(from_wheel) = fired.from_wheel {
+                        notes.push(format!(
+                            "{} at {} ms: {from_wheel} of {} expired on the wheel \
+                             (connect not yet done at the deadline)",
+                            instrument.name,
+                            deadline.as_millis(),
+                            fired.lags_ns.len(),
+                        ));
+                    }
                     rows.push(Row {
                         instrument: instrument.name,
                         deadline,
@@ -106,8 +119,11 @@ fn run(config: &Config) -> ExitCode {
     }
 
     let output = match config.format {
-        Format::Table => report::table(&rows),
-        Format::Csv => report::csv(&rows),
+        Format::Table => report::table(&rows) + &report::notes(&notes),
+        Format::Csv => {
+            eprint!("{}", report::notes(&notes));
+            report::csv(&rows)
+        }
     };
     if !emit(&output) || failed {
         ExitCode::FAILURE

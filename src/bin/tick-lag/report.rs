@@ -21,6 +21,21 @@ impl Row {
     }
 }
 
+/// Lines printed under the table (to stderr in CSV mode), one per note,
+/// each prefixed `note: `; empty without notes.
+pub fn notes(notes: &[String]) -> String {
+    if notes.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\n");
+    for note in notes {
+        out.push_str("note: ");
+        out.push_str(note);
+        out.push('\n');
+    }
+    out
+}
+
 /// The exact CSV header.
 pub const CSV_HEADER: &str = "instrument,deadline_ms,count,mean_us,p50_us,p99_us,max_us";
 
@@ -132,6 +147,13 @@ mod tests {
         assert_eq!(lag_cell(153_400.0), "+0.2 ms (153 µs)");
         assert_eq!(lag_cell(2_712_000.0), "+2.7 ms (2712 µs)");
         assert_eq!(lag_cell(-53_000.0), "-0.1 ms (-53 µs)");
+    }
+
+    #[test]
+    fn notes_follow_a_blank_line_or_are_nothing() {
+        assert_eq!(notes(&[]), "");
+        let two = ["a".to_owned(), "b".to_owned()];
+        assert_eq!(notes(&two), "\nnote: a\nnote: b\n");
     }
 
     #[test]

@@ -116,6 +116,12 @@ pub fn names() -> Vec<&'static str> {
     ALL.iter().map(|instrument| instrument.name).collect()
 }
 
+/// Before the end-to-end instruments: room in the file table for a burst
+/// of `count` connections, both ends (see [`client::grow_file_table`]).
+pub fn prepare_end_to_end(count: usize) {
+    client::grow_file_table(count.saturating_mul(2).saturating_add(64));
+}
+
 /// What came back from one burst.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fired {
@@ -124,6 +130,10 @@ pub struct Fired {
     /// The lag of each timeout that fired, in nanoseconds, in arming order;
     /// negative if one fired early (a bug in the timer).
     pub lags_ns: Vec<i64>,
+    /// With `use_event_loop_timeouts`: how many expired on the client's
+    /// wheel rather than on a loop, because their connect had not succeeded
+    /// by their deadline (their lag is the wheel's). `None` elsewhere.
+    pub from_wheel: Option<usize>,
 }
 
 /// Marks a slot whose task has not run.
@@ -189,6 +199,7 @@ impl Recorder {
         Fired {
             armed: self.lags_ns.len(),
             lags_ns,
+            from_wheel: None,
         }
     }
 }
