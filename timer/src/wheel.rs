@@ -14,14 +14,23 @@
 //!   cancelled task's captured resources are not kept until its bucket comes
 //!   round) or [`HashedWheelTimer::stop`] (it hands the task back). That
 //!   removal is the single point where an entry's fate is decided.
+//! * The worker sleeps until the next tick whose bucket holds an entry, not
+//!   every tick: `Core::worker_wakes_at` is that tick (`u64::MAX`: nothing
+//!   armed, sleep until woken). Collecting sets it to the tick after `now`;
+//!   an arm for an earlier tick (one the worker has passed, or will not
+//!   wake for) lowers it and unparks the worker, under the same lock; and
+//!   after running what it collected the worker keeps a value an arm lowered,
+//!   or else plans the first occupied bucket after `now`. So an entry is
+//!   either in a bucket the worker scans when it plans, or it lowered the
+//!   plan and woke the worker.
 
 use crate::clock::{AdvanceListener, SharedClock, SystemClock};
 use crate::stats::{TimerCounters, TimerStats};
 use slab::Slab;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
-use std::thread::{self, JoinHandle, ThreadId};
+use std::thread::{self, JoinHandle, Thread, ThreadId};
 use std::time::{Duration, Instant};
 use std::{fmt, io};
 
@@ -101,13 +110,15 @@ impl WheelBuilder {
                 first_open_tick: 0,
                 next_sequence: 0,
                 stopped: false,
+                worker_wakes_at: u64::MAX,
             }),
             tick: self.tick,
             clock: self.clock,
             executor: self.executor,
             counters: TimerCounters::default(),
             worker: Mutex::new(None),
-            worker_id: OnceLock::new(),
+            worker_thread: OnceLock::new(),
+            worker_wakeups: AtomicU64::new(0),
             stopping: AtomicBool::new(false),
             advance_listener: OnceLock::new(),
         });
@@ -125,7 +136,7 @@ impl WheelBuilder {
             let handle = thread::Builder::new()
                 .name(self.thread_name)
                 .spawn(move || worker_shared.run_worker())?;
-            let _ = shared.worker_id.set(handle.thread().id());
+            let _ = shared.worker_thread.set(handle.thread().clone());
             *shared.lock_worker() = Some(handle);
         }
         Ok(HashedWheelTimer {
@@ -143,12 +154,13 @@ impl WheelBuilder {
 ///
 /// Time since the wheel started is cut into ticks of `tick` length. An entry
 /// whose deadline falls in tick `T` (the first tick boundary at or after the
-/// deadline is `T`) is kept in bucket `T mod size`. Every tick the worker
-/// wakes and visits the buckets from the first tick it has not finished up to
-/// the tick the clock has reached, and fires every entry whose deadline is
-/// `<= now`. Entries of later rounds share those buckets and are skipped by
-/// the same comparison, so no round counter is needed, and visiting a bucket
-/// can never fire anything early.
+/// deadline is `T`) is kept in bucket `T mod size`. The worker wakes at the
+/// next tick boundary whose bucket holds an entry (a wheel with nothing
+/// armed costs no wake-ups, whatever its tick), visits the buckets from the
+/// first tick it has not finished up to the tick the clock has reached, and
+/// fires every entry whose deadline is `<= now`. Entries of later rounds
+/// share those buckets and are skipped by the same comparison, so no round
+/// counter is needed, and visiting a bucket can never fire anything early.
 ///
 /// # Contract
 ///
@@ -198,7 +210,9 @@ struct Shared {
     executor: Option<Executor>,
     counters: TimerCounters,
     worker: Mutex<Option<JoinHandle<()>>>,
-    worker_id: OnceLock<ThreadId>,
+    worker_thread: OnceLock<Thread>,
+    /// Times the worker woke to collect what is due.
+    worker_wakeups: AtomicU64,
     stopping: AtomicBool,
     /// Keeps the manual clock's listener alive for as long as the wheel is.
     advance_listener: OnceLock<Arc<AdvanceListener>>,
@@ -213,6 +227,8 @@ struct Core {
     first_open_tick: u64,
     next_sequence: u64,
     stopped: bool,
+    /// The tick the worker sleeps until; see the module notes.
+    worker_wakes_at: u64,
 }
 
 struct Entry {
@@ -280,7 +296,14 @@ impl HashedWheelTimer {
             task,
         });
         core.buckets[bucket].push(key);
+        let wake_worker = tick < core.worker_wakes_at;
+        if wake_worker {
+            core.worker_wakes_at = tick;
+        }
         drop(core);
+        if let (true, Some(worker)) = (wake_worker, shared.worker_thread.get()) {
+            worker.unpark();
+        }
         shared.counters.armed();
         Ok(WheelTimeout {
             shared: shared.clone(),
@@ -300,7 +323,14 @@ impl HashedWheelTimer {
     /// The worker thread's id: fired tasks run there unless an executor was
     /// given. `None` with a manual clock, where they run on the advancing thread.
     pub fn thread_id(&self) -> Option<ThreadId> {
-        self.owner.shared.worker_id.get().copied()
+        self.owner.shared.worker_thread.get().map(Thread::id)
+    }
+
+    /// How many times the worker has woken to collect due entries. It
+    /// sleeps through ticks whose bucket is empty, so this stays still while
+    /// nothing is armed. Zero with a manual clock.
+    pub fn worker_wakeups(&self) -> u64 {
+        self.owner.shared.worker_wakeups.load(Ordering::Relaxed)
     }
 
     /// The tick length.
@@ -384,6 +414,17 @@ impl Core {
         entry
     }
 
+    /// The first tick from `from` on whose bucket holds an entry (of this
+    /// round or a later one: the worker then wakes, fires nothing and plans
+    /// again), or `u64::MAX` if every bucket is empty. At most one look at
+    /// each bucket.
+    fn next_occupied_tick(&self, from: u64) -> u64 {
+        let size = self.buckets.len() as u64;
+        (from..from.saturating_add(size))
+            .find(|tick| !self.buckets[(tick % size) as usize].is_empty())
+            .unwrap_or(u64::MAX)
+    }
+
     /// Moves every entry due at `now` into `due`.
     fn collect_due(&mut self, now: Instant, tick: Duration, due: &mut Vec<(Instant, TimerTask)>) {
         let size = self.buckets.len() as u64;
@@ -405,6 +446,8 @@ impl Core {
             }
         }
         self.first_open_tick = self.first_open_tick.max(self.tick_at_or_before(now, tick));
+        // Until the worker plans: an arm into a tick it has passed wakes it.
+        self.worker_wakes_at = self.tick_at_or_before(now, tick).saturating_add(1);
     }
 }
 
@@ -423,16 +466,28 @@ impl Shared {
         let mut due = Vec::new();
         let start = self.lock_core().start;
         let tick_nanos = self.tick.as_nanos();
-        let mut next_tick: u128 = 1;
         while !self.stopping.load(Ordering::Acquire) {
-            let wake_at = start + duration_from_nanos(next_tick * tick_nanos);
+            // Re-read each time round: an arm may have moved it earlier.
+            let wakes_at = self.lock_core().worker_wakes_at;
+            if wakes_at == u64::MAX {
+                thread::park();
+                continue;
+            }
+            let wake_at = start + duration_from_nanos(u128::from(wakes_at) * tick_nanos);
             let now = self.clock.now();
             if now < wake_at {
                 thread::park_timeout(wake_at - now);
                 continue;
             }
+            self.worker_wakeups.fetch_add(1, Ordering::Relaxed);
             let now = self.fire_due(&mut due);
-            next_tick = now.saturating_duration_since(start).as_nanos() / tick_nanos + 1;
+            // After the tasks ran: what they (or anyone) armed meanwhile is
+            // in a bucket scanned here, or already lowered the plan.
+            let mut core = self.lock_core();
+            let next = core.tick_at_or_before(now, self.tick).saturating_add(1);
+            if core.worker_wakes_at >= next {
+                core.worker_wakes_at = core.next_occupied_tick(next);
+            }
         }
     }
 

@@ -107,6 +107,75 @@ fn system_clock_never_fires_early_and_runs_on_the_worker() {
     }
 }
 
+fn system_wheel(tick: Duration) -> HashedWheelTimer {
+    HashedWheelTimer::builder().tick(tick).build().unwrap()
+}
+
+/// Arms an entry for `deadline` that reports when it fired.
+fn arm_reporting(wheel: &HashedWheelTimer, deadline: Instant) -> mpsc::Receiver<Instant> {
+    let (tx, rx) = mpsc::channel();
+    wheel
+        .arm(deadline, move || tx.send(Instant::now()).unwrap())
+        .unwrap();
+    rx
+}
+
+#[test]
+fn an_idle_wheel_does_not_wake_and_a_sparse_one_wakes_for_its_entries_only() {
+    let wheel = system_wheel(Duration::from_millis(1));
+    thread::sleep(Duration::from_millis(30));
+    assert_eq!(wheel.worker_wakeups(), 0, "woke with nothing armed");
+
+    // One entry 100 ticks away: the worker sleeps through the empty ticks.
+    let deadline = Instant::now() + Duration::from_millis(100);
+    let fired = arm_reporting(&wheel, deadline)
+        .recv_timeout(Duration::from_secs(10))
+        .unwrap();
+    assert!(fired >= deadline, "fired early");
+    let after_firing = wheel.worker_wakeups();
+    assert!(
+        (1..=3).contains(&after_firing),
+        "{after_firing} wake-ups for one entry"
+    );
+
+    thread::sleep(Duration::from_millis(30));
+    assert_eq!(wheel.worker_wakeups(), after_firing, "woke once idle again");
+}
+
+#[test]
+fn an_earlier_arm_wakes_a_worker_sleeping_for_a_later_entry() {
+    // With 100 ms ticks and 512 buckets a round is 51 s: a worker that
+    // missed an arm would sleep far past the ceiling below.
+    let wheel = system_wheel(Duration::from_millis(100));
+    let _later = arm_reporting(&wheel, Instant::now() + Duration::from_secs(30));
+    thread::sleep(Duration::from_millis(20)); // the worker plans, then sleeps
+    let deadline = Instant::now() + Duration::from_millis(50);
+    let fired = arm_reporting(&wheel, deadline)
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the earlier entry fired");
+    assert!(fired >= deadline, "fired early");
+}
+
+#[test]
+fn an_entry_a_task_arms_for_a_tick_already_passed_fires_without_waiting_a_round() {
+    let wheel = system_wheel(Duration::from_millis(100));
+    let (tx, rx) = mpsc::channel();
+    let inner = wheel.clone();
+    wheel
+        .arm(Instant::now() + Duration::from_millis(10), move || {
+            // On the worker, between collecting and planning: already due.
+            let due = Instant::now();
+            inner
+                .arm(due, move || tx.send((due, Instant::now())).unwrap())
+                .unwrap();
+        })
+        .unwrap();
+    let (due, fired) = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the entry armed by the task fired");
+    assert!(fired >= due, "fired early");
+}
+
 #[test]
 fn arming_and_cancelling_from_many_threads() {
     let wheel = HashedWheelTimer::builder()
