@@ -124,7 +124,7 @@ impl Client {
         let wheel = match &config.timer {
             Some(timer) => timer.clone(),
             None => HashedWheelTimer::builder()
-                .tick(config.wheel_tick)
+                .tick(config.wheel_tick())
                 .wheel_size(config.wheel_size)
                 .clock(clock.clone())
                 .build()?,

@@ -13,6 +13,12 @@ use tickless_timer::{
     HashedWheelTimer, SharedClock, SystemClock, DEFAULT_TICK, DEFAULT_WHEEL_SIZE,
 };
 
+/// The wheel's tick in event-loop mode unless set: there the wheel only
+/// bounds resolution and connects, and a deadline that comes while a connect
+/// is under way fires at most about this late — a few times the OS's own
+/// wake-up lateness, where a finer tick would buy nothing.
+const EVENT_LOOP_MODE_WHEEL_TICK: Duration = Duration::from_micros(250);
+
 /// A duration option where zero means "none".
 fn nonzero(d: Duration) -> Option<Duration> {
     (!d.is_zero()).then_some(d)
@@ -28,7 +34,8 @@ pub(crate) struct ClientConfig {
     pub(crate) handshake_timeout: Option<Duration>,
     pub(crate) use_event_loop_timeouts: bool,
     pub(crate) event_loop_spin: Duration,
-    pub(crate) wheel_tick: Duration,
+    /// `None`: the mode's default (see [`ClientConfig::wheel_tick`]).
+    pub(crate) wheel_tick: Option<Duration>,
     pub(crate) wheel_size: usize,
     // connections and pool
     pub(crate) keep_alive: bool,
@@ -46,6 +53,17 @@ pub(crate) struct ClientConfig {
     pub(crate) timer: Option<HashedWheelTimer>,
     pub(crate) event_loop_group: Option<Arc<EventLoopGroup>>,
     pub(crate) listener: Arc<dyn EventListener>,
+}
+
+impl ClientConfig {
+    /// The wheel's tick: the one set, or the mode's default.
+    pub(crate) fn wheel_tick(&self) -> Duration {
+        match (self.wheel_tick, self.use_event_loop_timeouts) {
+            (Some(tick), _) => tick,
+            (None, true) => EVENT_LOOP_MODE_WHEEL_TICK,
+            (None, false) => DEFAULT_TICK,
+        }
+    }
 }
 
 /// Builds a [`Client`](crate::Client).
@@ -78,7 +96,7 @@ impl Default for ClientBuilder {
                 handshake_timeout: Some(Duration::from_secs(10)),
                 use_event_loop_timeouts: false,
                 event_loop_spin: Duration::ZERO,
-                wheel_tick: DEFAULT_TICK,
+                wheel_tick: None,
                 wheel_size: DEFAULT_WHEEL_SIZE,
                 keep_alive: true,
                 max_connections: None,
@@ -159,6 +177,14 @@ impl ClientBuilder {
     /// deadline; its read timeout is armed there too. A loop that is
     /// shutting down rejects the arm, and the timeout falls back to the
     /// wheel. The pool cleaner stays on the wheel either way.
+    ///
+    /// **The wheel in this mode** ticks every 250 µs unless
+    /// [`wheel_tick`](Self::wheel_tick) says otherwise, so a deadline that
+    /// comes while its connect is still under way (a burst of connects can
+    /// keep the loops busy for longer than a short timeout) fires at most
+    /// about that late rather than up to 100 ms. The wheel's thread wakes
+    /// only for ticks that hold an entry: the finer tick costs wake-ups
+    /// while connects are under way, none while the client is idle.
     pub fn use_event_loop_timeouts(mut self, enabled: bool) -> Self {
         self.config.use_event_loop_timeouts = enabled;
         self
@@ -174,10 +200,11 @@ impl ClientBuilder {
         self
     }
 
-    /// Tick of the client's hashed-wheel timer (default 100 ms). Ignored
-    /// when a timer is given with [`timer`](Self::timer).
+    /// Tick of the client's hashed-wheel timer: default 100 ms, or 250 µs
+    /// with [`use_event_loop_timeouts`](Self::use_event_loop_timeouts) (see
+    /// there). Ignored when a timer is given with [`timer`](Self::timer).
     pub fn wheel_tick(mut self, tick: Duration) -> Self {
-        self.config.wheel_tick = tick;
+        self.config.wheel_tick = Some(tick);
         self
     }
 
@@ -318,5 +345,35 @@ impl ClientBuilder {
     /// certificate does not parse.
     pub fn build(self) -> std::io::Result<crate::Client> {
         crate::Client::start(self.config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tick_of(builder: ClientBuilder) -> Duration {
+        builder.config.wheel_tick()
+    }
+
+    #[test]
+    fn the_wheel_ticks_finer_in_event_loop_mode_unless_told_otherwise() {
+        let builder = crate::Client::builder;
+        assert_eq!(tick_of(builder()), DEFAULT_TICK);
+        assert_eq!(
+            tick_of(builder().use_event_loop_timeouts(true)),
+            EVENT_LOOP_MODE_WHEEL_TICK
+        );
+        let set = Duration::from_millis(3);
+        assert_eq!(tick_of(builder().wheel_tick(set)), set);
+        // Set before or after the mode: the tick given wins.
+        assert_eq!(
+            tick_of(builder().wheel_tick(set).use_event_loop_timeouts(true)),
+            set
+        );
+        assert_eq!(
+            tick_of(builder().use_event_loop_timeouts(true).wheel_tick(set)),
+            set
+        );
     }
 }

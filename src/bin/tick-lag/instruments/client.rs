@@ -10,15 +10,16 @@
 //!
 //! * `client-wheel-5ms`, `client-wheel-1ms`: the default mode, timeouts on
 //!   the client's hashed wheel with that tick;
-//! * `client-event-loop`: `use_event_loop_timeouts`, timeouts on the loop
-//!   that owns each connection. Until its connect succeeds a request has no
-//!   loop, and its timeout rides the wheel, here with a 1 ms tick. Opening
-//!   a loopback connection and sending its request costs the kernel about
-//!   25 µs (measured on the 2-core VM of the README), so a burst of two
-//!   thousand keeps two cores busy for longer than 20 ms, and at that
-//!   deadline part of the burst has not connected yet: the run counts those
-//!   (by the identity of the thread that ended them) and prints the count
-//!   as a note under the table.
+//! * `client-event-loop`: `use_event_loop_timeouts` with that mode's
+//!   defaults, timeouts on the loop that owns each connection. Until its
+//!   connect succeeds a request has no loop, and its timeout rides the
+//!   wheel, which in this mode ticks every 250 µs. Opening a loopback
+//!   connection and sending its request costs the kernel about 25 µs
+//!   (measured on the 2-core VM of the README), so a burst of two thousand
+//!   keeps two cores busy for longer than 20 ms, and at that deadline part
+//!   of the burst has not connected yet: the run counts those (by the
+//!   identity of the thread that ended them) and prints the count as a
+//!   note under the table.
 
 use super::{Burst, Fired, Recorder};
 use std::io;
@@ -31,17 +32,26 @@ use tickless::{Client, Error, EventListener};
 
 /// `client-wheel-5ms`.
 pub fn wheel_5ms(burst: &Burst) -> io::Result<Fired> {
-    run(burst, Duration::from_millis(5), false)
+    run(burst, Mode::Wheel(Duration::from_millis(5)))
 }
 
 /// `client-wheel-1ms`.
 pub fn wheel_1ms(burst: &Burst) -> io::Result<Fired> {
-    run(burst, Duration::from_millis(1), false)
+    run(burst, Mode::Wheel(Duration::from_millis(1)))
 }
 
 /// `client-event-loop`.
 pub fn event_loop(burst: &Burst) -> io::Result<Fired> {
-    run(burst, Duration::from_millis(1), true)
+    run(burst, Mode::EventLoop)
+}
+
+/// Where the client under measurement arms its timeouts.
+#[derive(Clone, Copy)]
+enum Mode {
+    /// The default mode, on a wheel with this tick.
+    Wheel(Duration),
+    /// `use_event_loop_timeouts`, with that mode's defaults.
+    EventLoop,
 }
 
 /// Grows the process's file table to hold `count` descriptors at once.
@@ -83,15 +93,17 @@ impl EventListener for LagListener {
     }
 }
 
-fn run(burst: &Burst, wheel_tick: Duration, on_event_loop: bool) -> io::Result<Fired> {
+fn run(burst: &Burst, mode: Mode) -> io::Result<Fired> {
     let server = SilentServer::start()?;
-    let client = Client::builder()
+    let builder = Client::builder()
         .request_timeout(burst.deadline)
         .read_timeout(Duration::ZERO)
-        .wheel_tick(wheel_tick)
-        .use_event_loop_timeouts(on_event_loop)
-        .event_loop_spin(burst.loop_spin)
-        .build()?;
+        .event_loop_spin(burst.loop_spin);
+    let client = match mode {
+        Mode::Wheel(tick) => builder.wheel_tick(tick),
+        Mode::EventLoop => builder.use_event_loop_timeouts(true),
+    }
+    .build()?;
     let recorder = Recorder::new(burst.count);
     let wheel_thread = client.wheel_thread_id();
     let from_wheel = Arc::new(AtomicUsize::new(0));
@@ -112,7 +124,7 @@ fn run(burst: &Burst, wheel_tick: Duration, on_event_loop: bool) -> io::Result<F
         .collect();
     recorder.wait(started + burst.ceiling());
     let mut fired = recorder.fired();
-    if on_event_loop {
+    if let Mode::EventLoop = mode {
         fired.from_wheel = Some(from_wheel.load(Ordering::Relaxed));
     }
     drop(futures);
