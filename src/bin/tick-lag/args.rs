@@ -34,7 +34,11 @@ OPTIONS:
                            three client ones)
     --end-to-end           send COUNT requests at once through the client to
                            a loopback server that never answers, each with
-                           request timeout D, and measure when each failed
+                           request timeout D, and measure when each failed;
+                           notes under the table give the kernel's time to
+                           open COUNT connections from one thread, and how
+                           many event-loop-mode timeouts expired on the
+                           wheel (connect not done) rather than a loop
     --loop-spin-us N       event loops (event-loop, client-event-loop) busy-poll
                            the last N µs before a deadline instead of
                            sleeping (default 0: they sleep)

@@ -21,10 +21,11 @@ mod report;
 mod summary;
 
 use args::{Command, Config, Format};
-use instruments::Burst;
+use instruments::{Burst, Split};
 use report::Row;
 use std::io::Write;
 use std::process::ExitCode;
+use std::time::Duration;
 use summary::Summary;
 
 fn main() -> ExitCode {
@@ -69,6 +70,10 @@ fn run(config: &Config) -> ExitCode {
     let mut failed = false;
     if config.instruments.iter().any(|i| i.end_to_end) {
         instruments::prepare_end_to_end(config.count);
+        match instruments::connect_floor(config.count) {
+            Ok(took) => notes.push(floor_note(config.count, took)),
+            Err(err) => eprintln!("tick-lag: the connect floor could not be measured: {err}"),
+        }
     }
     // One burst at a time, so the instruments never disturb each other.
     for &deadline in &config.deadlines {
@@ -91,14 +96,8 @@ fn run(config: &Config) -> ExitCode {
                         );
                         failed = true;
                     }
-                    if let Some(from_wheel) = fired.from_wheel {
-                        notes.push(format!(
-                            "{} at {} ms: {from_wheel} of {} expired on the wheel \
-                             (connect not yet done at the deadline)",
-                            instrument.name,
-                            deadline.as_millis(),
-                            fired.lags_ns.len(),
-                        ));
+                    if let Some(split) = &fired.split {
+                        notes.push(split_note(instrument.name, deadline, split));
                     }
                     rows.push(Row {
                         instrument: instrument.name,
@@ -130,6 +129,36 @@ fn run(config: &Config) -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// Where an event-loop-mode burst expired, and how late those on the loops were.
+fn split_note(instrument: &str, deadline: Duration, split: &Split) -> String {
+    let on_loops = match Summary::of(&split.on_loops_ns) {
+        Some(s) => format!(
+            "; the {} on their loop: p50 {}, p99 {}",
+            s.count,
+            report::lag_cell(s.p50 as f64),
+            report::lag_cell(s.p99 as f64)
+        ),
+        None => String::new(),
+    };
+    format!(
+        "{instrument} at {} ms: {} expired on the wheel, their connect not done by the deadline{on_loops}",
+        deadline.as_millis(),
+        split.on_wheel
+    )
+}
+
+/// What the kernel alone took to open the burst's connections.
+fn floor_note(count: usize, took: Duration) -> String {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    format!(
+        "kernel floor: {count} loopback connects and request writes from one thread took {:.1} ms \
+         ({:.1} µs each), so a burst needs at least {:.1} ms of all {cores} cores",
+        took.as_secs_f64() * 1e3,
+        took.as_secs_f64() * 1e6 / count.max(1) as f64,
+        took.as_secs_f64() * 1e3 / cores as f64,
+    )
 }
 
 /// Writes `text` to stdout; false if it could not (a closed pipe, as in

@@ -21,10 +21,10 @@
 //!   identity of the thread that ended them) and prints the count as a
 //!   note under the table.
 
-use super::{Burst, Fired, Recorder};
-use std::io;
+use super::{Burst, Fired, Recorder, Split};
+use std::io::{self, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle, ThreadId};
 use std::time::{Duration, Instant};
@@ -72,14 +72,37 @@ pub fn grow_file_table(count: usize) {
     drop(copies);
 }
 
-/// Records the lag of one request when it fails, and counts the failures
-/// delivered on the client's wheel thread (by identity).
+/// Opens `count` loopback connections from one thread, one after another,
+/// and writes a small request on each: what the kernel alone charges for a
+/// burst like the instruments' (closing them is not timed). The loops can
+/// only share this work among the cores, so a deadline shorter than this
+/// time divided by the cores falls while part of a burst is still
+/// connecting.
+pub fn connect_floor(count: usize) -> io::Result<Duration> {
+    let server = SilentServer::start()?;
+    let request = format!("GET / HTTP/1.1\r\nhost: {}\r\n\r\n", server.addr);
+    let mut streams = Vec::with_capacity(count);
+    let started = Instant::now();
+    for _ in 0..count {
+        let mut stream = TcpStream::connect(server.addr)?;
+        stream.set_nodelay(true)?;
+        stream.write_all(request.as_bytes())?;
+        streams.push(stream);
+    }
+    let took = started.elapsed();
+    drop(streams);
+    server.stop();
+    Ok(took)
+}
+
+/// Records the lag of one request when it fails, and marks those delivered
+/// on the client's wheel thread (told by identity).
 struct LagListener {
     recorder: Arc<Recorder>,
     index: usize,
     deadline: Instant,
     wheel_thread: Option<ThreadId>,
-    from_wheel: Arc<AtomicUsize>,
+    on_wheel: Arc<[AtomicBool]>,
 }
 
 impl EventListener for LagListener {
@@ -87,7 +110,7 @@ impl EventListener for LagListener {
         if error.is_timeout() {
             self.recorder.record(self.index, self.deadline);
             if Some(thread::current().id()) == self.wheel_thread {
-                self.from_wheel.fetch_add(1, Ordering::Relaxed);
+                self.on_wheel[self.index].store(true, Ordering::Relaxed);
             }
         }
     }
@@ -106,7 +129,7 @@ fn run(burst: &Burst, mode: Mode) -> io::Result<Fired> {
     .build()?;
     let recorder = Recorder::new(burst.count);
     let wheel_thread = client.wheel_thread_id();
-    let from_wheel = Arc::new(AtomicUsize::new(0));
+    let on_wheel: Arc<[AtomicBool]> = (0..burst.count).map(|_| AtomicBool::new(false)).collect();
     let url = format!("http://{}/", server.addr);
     let started = Instant::now();
     let futures: Vec<_> = (0..burst.count)
@@ -117,7 +140,7 @@ fn run(burst: &Burst, mode: Mode) -> io::Result<Fired> {
                 index,
                 deadline,
                 wheel_thread,
-                from_wheel: from_wheel.clone(),
+                on_wheel: on_wheel.clone(),
             });
             client.get(url.as_str()).listener(listener).send()
         })
@@ -125,7 +148,18 @@ fn run(burst: &Burst, mode: Mode) -> io::Result<Fired> {
     recorder.wait(started + burst.ceiling());
     let mut fired = recorder.fired();
     if let Mode::EventLoop = mode {
-        fired.from_wheel = Some(from_wheel.load(Ordering::Relaxed));
+        let mut split = Split {
+            on_wheel: 0,
+            on_loops_ns: Vec::new(),
+        };
+        for (index, on_wheel) in on_wheel.iter().enumerate() {
+            match (on_wheel.load(Ordering::Relaxed), recorder.lag(index)) {
+                (true, _) => split.on_wheel += 1,
+                (false, Some(lag)) => split.on_loops_ns.push(lag),
+                (false, None) => {}
+            }
+        }
+        fired.split = Some(split);
     }
     drop(futures);
     client.close();

@@ -122,6 +122,11 @@ pub fn prepare_end_to_end(count: usize) {
     client::grow_file_table(count.saturating_mul(2).saturating_add(64));
 }
 
+/// The kernel's share of a burst: see [`client::connect_floor`].
+pub fn connect_floor(count: usize) -> io::Result<Duration> {
+    client::connect_floor(count)
+}
+
 /// What came back from one burst.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fired {
@@ -130,10 +135,19 @@ pub struct Fired {
     /// The lag of each timeout that fired, in nanoseconds, in arming order;
     /// negative if one fired early (a bug in the timer).
     pub lags_ns: Vec<i64>,
-    /// With `use_event_loop_timeouts`: how many expired on the client's
-    /// wheel rather than on a loop, because their connect had not succeeded
-    /// by their deadline (their lag is the wheel's). `None` elsewhere.
-    pub from_wheel: Option<usize>,
+    /// With `use_event_loop_timeouts`: where the timeouts expired. `None`
+    /// elsewhere.
+    pub split: Option<Split>,
+}
+
+/// Where the timeouts of an event-loop-mode burst expired.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Split {
+    /// How many expired on the client's wheel, because their connect had
+    /// not succeeded by their deadline (their lag is the wheel's).
+    pub on_wheel: usize,
+    /// The lags of the others, which expired on their connection's loop.
+    pub on_loops_ns: Vec<i64>,
 }
 
 /// Marks a slot whose task has not run.
@@ -188,6 +202,12 @@ impl Recorder {
         }
     }
 
+    /// The lag recorded for timeout `index`, if it fired.
+    pub fn lag(&self, index: usize) -> Option<i64> {
+        let lag = self.lags_ns.get(index)?.load(Ordering::Acquire);
+        (lag != NOT_FIRED).then_some(lag)
+    }
+
     /// The lags recorded so far.
     pub fn fired(&self) -> Fired {
         let lags_ns = self
@@ -199,7 +219,7 @@ impl Recorder {
         Fired {
             armed: self.lags_ns.len(),
             lags_ns,
-            from_wheel: None,
+            split: None,
         }
     }
 }
@@ -214,6 +234,9 @@ mod tests {
         let now = Instant::now();
         recorder.record(0, now - Duration::from_millis(1));
         recorder.record(2, now + Duration::from_secs(60)); // "early"
+        assert!(recorder.lag(0).is_some_and(|lag| lag >= 1_000_000));
+        assert_eq!(recorder.lag(1), None);
+        assert_eq!(recorder.lag(3), None, "out of range");
         let fired = recorder.fired();
         assert_eq!(fired.armed, 3);
         assert_eq!(fired.lags_ns.len(), 2);
