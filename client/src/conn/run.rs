@@ -293,16 +293,10 @@ fn io_failure(cx: &mut LoopContext<'_>, key: usize, error: io::Error) {
     if !active.decoder.bytes_seen() && retry_on_fresh_connection(cx, key) {
         return;
     }
-    let conn = &cx.conns[key];
-    let State::Active(active) = &conn.state else {
-        return;
-    };
-    let exchange = active.exchange.clone();
-    close(cx, key);
-    exchange.finish(Err(Error::Io {
+    close_failing(cx, key, |exchange| Error::Io {
         remote: exchange.remote_name(),
         source: error,
-    }));
+    });
 }
 
 fn protocol_failure(
