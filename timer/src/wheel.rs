@@ -473,7 +473,13 @@ impl Shared {
                 thread::park();
                 continue;
             }
-            let wake_at = start + duration_from_nanos(u128::from(wakes_at) * tick_nanos);
+            let since_start = duration_from_nanos(u128::from(wakes_at).saturating_mul(tick_nanos));
+            // A deadline near the end of time can round up past it: nothing
+            // to wait for there, so sleep until an arm wakes the worker.
+            let Some(wake_at) = start.checked_add(since_start) else {
+                thread::park();
+                continue;
+            };
             let now = self.clock.now();
             if now < wake_at {
                 thread::park_timeout(wake_at - now);

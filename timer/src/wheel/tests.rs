@@ -176,6 +176,44 @@ fn an_entry_a_task_arms_for_a_tick_already_passed_fires_without_waiting_a_round(
     assert!(fired >= due, "fired early");
 }
 
+/// The latest `Instant` there is (to the microsecond).
+fn last_instant(base: Instant) -> Instant {
+    /// The largest `n` (up to `max`) for which `fits(n)`, given `fits(0)`.
+    fn largest(max: u64, fits: impl Fn(u64) -> bool) -> u64 {
+        let (mut low, mut high) = (0, max);
+        while low < high {
+            let mid = low + (high - low).div_ceil(2);
+            if fits(mid) {
+                low = mid;
+            } else {
+                high = mid - 1;
+            }
+        }
+        low
+    }
+    let secs = largest(u64::MAX, |s| {
+        base.checked_add(Duration::from_secs(s)).is_some()
+    });
+    let base = base + Duration::from_secs(secs);
+    let micros = largest(999_999, |us| {
+        base.checked_add(Duration::from_micros(us)).is_some()
+    });
+    base + Duration::from_micros(micros)
+}
+
+#[test]
+fn a_deadline_at_the_end_of_time_leaves_the_worker_alive() {
+    // With 1 s ticks the entry's tick boundary lies past the last Instant.
+    let wheel = system_wheel(Duration::from_secs(1));
+    wheel.arm(last_instant(Instant::now()), || {}).unwrap();
+    thread::sleep(Duration::from_millis(20)); // the worker reads its plan
+    let deadline = Instant::now() + Duration::from_millis(10);
+    let fired = arm_reporting(&wheel, deadline)
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the worker still fires");
+    assert!(fired >= deadline, "fired early");
+}
+
 #[test]
 fn arming_and_cancelling_from_many_threads() {
     let wheel = HashedWheelTimer::builder()
