@@ -314,6 +314,36 @@ fn a_response_before_the_deadline_disarms_its_timeouts() {
 }
 
 #[test]
+fn timeouts_past_the_end_of_time_mean_never_in_both_modes() {
+    // `Duration::MAX` is how a caller says "no timeout"; adding it to an
+    // instant would overflow. Such a timeout arms nothing and ends nothing.
+    let server = TestServer::respond(|_| ok("eventually"));
+    for on_event_loop in [false, true] {
+        let client = client_with(|b| {
+            b.use_event_loop_timeouts(on_event_loop)
+                .request_timeout(Duration::MAX)
+                .read_timeout(Duration::MAX)
+                .connect_timeout(Duration::MAX)
+                .handshake_timeout(Duration::MAX)
+        });
+        for _ in 0..3 {
+            let response = client.get(server.url("/")).send().wait();
+            assert_eq!(response.unwrap().text(), "eventually");
+        }
+        // Per request too, over the configured ones.
+        let response = client
+            .get(server.url("/"))
+            .request_timeout(Duration::MAX)
+            .read_timeout(Duration::MAX)
+            .send()
+            .wait();
+        assert_eq!(response.unwrap().text(), "eventually");
+        assert_eq!(client.stats().armed_timers(), 0, "mode {on_event_loop}");
+        client.close();
+    }
+}
+
+#[test]
 fn connect_timeout_against_a_full_backlog() {
     let mut listener = UnacceptingListener::new();
     let filled = listener.fill_backlog(4096);

@@ -79,6 +79,12 @@ struct State {
     read: Armed,
 }
 
+/// The instant `timeout` after `start`; `None` past the end of time, which
+/// is no deadline at all (a caller's `Duration::MAX` means "never").
+pub(crate) fn deadline_after(start: Instant, timeout: Duration) -> Option<Instant> {
+    start.checked_add(timeout)
+}
+
 /// The timeouts of one exchange. See the [module documentation](self).
 pub(crate) struct TimeoutsHolder {
     /// The configured request timeout, for the error message.
@@ -101,7 +107,7 @@ impl TimeoutsHolder {
     ) -> Self {
         TimeoutsHolder {
             request_timeout,
-            request_deadline: request_timeout.map(|t| submitted + t),
+            request_deadline: request_timeout.and_then(|t| deadline_after(submitted, t)),
             read_timeout,
             on_event_loop,
             wheel,
@@ -170,7 +176,9 @@ impl TimeoutsHolder {
         if state.cancelled || state.read.is_armed() {
             return;
         }
-        let deadline = now + read_timeout;
+        let Some(deadline) = deadline_after(now, read_timeout) else {
+            return;
+        };
         if self
             .request_deadline
             .is_none_or(|request| deadline < request)
@@ -196,7 +204,9 @@ impl TimeoutsHolder {
         if state.cancelled {
             return false;
         }
-        let silent_until = last_read + read_timeout;
+        let Some(silent_until) = deadline_after(last_read, read_timeout) else {
+            return false;
+        };
         if now >= silent_until {
             return true;
         }

@@ -27,6 +27,8 @@ mod heap;
 mod precise;
 mod stats;
 mod sys;
+#[cfg(test)]
+mod test_util;
 mod wheel;
 
 pub use clock::{AdvanceListener, Clock, ManualClock, SharedClock, SystemClock};

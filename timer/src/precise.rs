@@ -78,3 +78,35 @@ impl std::fmt::Debug for PreciseWait {
             .finish()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_util::last_instant;
+
+    #[test]
+    fn a_deadline_at_the_end_of_time_arms_and_a_near_one_still_wakes() {
+        let mut poll = mio::Poll::new().unwrap();
+        let mut events = mio::Events::with_capacity(8);
+        let token = mio::Token(7);
+        let mut wait = PreciseWait::new(poll.registry(), token).unwrap();
+        // Saturates to the latest time the OS timer can hold: no error, no
+        // overflow.
+        wait.arm(Some(last_instant(Instant::now())), Instant::now())
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_millis(5);
+        let give_up = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            assert!(
+                Instant::now() < give_up,
+                "the near deadline never woke the poll"
+            );
+            let timeout = wait.arm(Some(deadline), Instant::now()).unwrap();
+            poll.poll(&mut events, timeout.or(Some(Duration::from_secs(10))))
+                .unwrap();
+            if events.iter().any(|e| e.token() == token) {
+                wait.acknowledge();
+            }
+        }
+    }
+}

@@ -5,6 +5,7 @@
 
 use super::run::{begin_exchange, offer_or_close};
 use super::*;
+use crate::timeouts::deadline_after;
 
 /// The connect timeout of one attempt, armed on the connection's loop.
 struct ConnectTimer {
@@ -137,8 +138,9 @@ fn attempt_next(cx: &mut LoopContext<'_>, key: usize) {
                 }
                 conn.transport = Some(Transport::Plain(socket));
                 conn.remote = Some(addr);
-                if let Some(timeout) = conn.client.config.connect_timeout {
-                    let deadline = conn.client.clock.now() + timeout;
+                let now = conn.client.clock.now();
+                let connect_timeout = conn.client.config.connect_timeout;
+                if let Some(deadline) = connect_timeout.and_then(|t| deadline_after(now, t)) {
                     let timer = Arc::new(ConnectTimer {
                         key,
                         conn_id: conn.id,
@@ -283,14 +285,17 @@ fn start_handshake(
         return;
     };
     conn.transport = Some(transport.start_tls(tls));
-    let timer = conn.client.config.handshake_timeout.and_then(|timeout| {
-        let deadline = conn.client.clock.now() + timeout;
-        let timer = Arc::new(HandshakeTimer {
-            key,
-            conn_id: conn.id,
+    let now = conn.client.clock.now();
+    let handshake_timeout = conn.client.config.handshake_timeout;
+    let timer = handshake_timeout
+        .and_then(|timeout| deadline_after(now, timeout))
+        .and_then(|deadline| {
+            let timer = Arc::new(HandshakeTimer {
+                key,
+                conn_id: conn.id,
+            });
+            cx.event_loop.schedule(deadline, timer, 0).ok()
         });
-        cx.event_loop.schedule(deadline, timer, 0).ok()
-    });
     conn.state = State::Handshaking(Handshaking { exchange, timer });
     // The socket is writable: the ClientHello goes now.
     drive_handshake(cx, key);

@@ -112,16 +112,19 @@ fn monotonic_timespec(deadline: Instant) -> io::Result<libc::timespec> {
         return Err(io::Error::last_os_error());
     }
     let remaining = deadline.saturating_duration_since(before);
-    let mut sec = i64::from(now.tv_sec) + remaining.as_secs() as i64;
+    // Saturating: a deadline near the end of time becomes the last time
+    // the timer can hold, which is as good as never.
+    let remaining_secs = i64::try_from(remaining.as_secs()).unwrap_or(i64::MAX);
+    let mut sec = i64::from(now.tv_sec).saturating_add(remaining_secs);
     let mut nsec = i64::from(now.tv_nsec) + i64::from(remaining.subsec_nanos());
     if nsec >= 1_000_000_000 {
-        sec += 1;
+        sec = sec.saturating_add(1);
         nsec -= 1_000_000_000;
     }
     // An absolute time of zero would disarm; a past deadline needs any time
     // already reached instead, which `now` (non-zero) is.
     Ok(libc::timespec {
-        tv_sec: sec as libc::time_t,
+        tv_sec: libc::time_t::try_from(sec).unwrap_or(libc::time_t::MAX),
         tv_nsec: nsec as libc::c_long,
     })
 }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::test_util::last_instant;
 use crate::{Clock, ManualClock};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -174,31 +175,6 @@ fn an_entry_a_task_arms_for_a_tick_already_passed_fires_without_waiting_a_round(
         .recv_timeout(Duration::from_secs(10))
         .expect("the entry armed by the task fired");
     assert!(fired >= due, "fired early");
-}
-
-/// The latest `Instant` there is (to the microsecond).
-fn last_instant(base: Instant) -> Instant {
-    /// The largest `n` (up to `max`) for which `fits(n)`, given `fits(0)`.
-    fn largest(max: u64, fits: impl Fn(u64) -> bool) -> u64 {
-        let (mut low, mut high) = (0, max);
-        while low < high {
-            let mid = low + (high - low).div_ceil(2);
-            if fits(mid) {
-                low = mid;
-            } else {
-                high = mid - 1;
-            }
-        }
-        low
-    }
-    let secs = largest(u64::MAX, |s| {
-        base.checked_add(Duration::from_secs(s)).is_some()
-    });
-    let base = base + Duration::from_secs(secs);
-    let micros = largest(999_999, |us| {
-        base.checked_add(Duration::from_micros(us)).is_some()
-    });
-    base + Duration::from_micros(micros)
 }
 
 #[test]
