@@ -208,7 +208,8 @@ impl ClientBuilder {
         self
     }
 
-    /// Buckets of the client's hashed-wheel timer (default 512).
+    /// Buckets of the client's hashed-wheel timer (default 512; rounded up to a
+    /// power of two, at most [`MAX_WHEEL_SIZE`](tickless_timer::MAX_WHEEL_SIZE)).
     pub fn wheel_size(mut self, size: usize) -> Self {
         self.config.wheel_size = size;
         self

@@ -354,7 +354,9 @@ impl EventLoop {
             let nearest = lock(&self.timers).heap.next_deadline();
             let timeout = match (nearest, manual_clock) {
                 _ if !tasks.is_empty() => Some(Duration::ZERO),
-                (Some(deadline), _) if deadline <= now + self.spin => Some(Duration::ZERO),
+                (Some(deadline), _) if deadline.saturating_duration_since(now) <= self.spin => {
+                    Some(Duration::ZERO)
+                }
                 // A manual clock wakes the loop through the waker when advanced.
                 (_, true) => None,
                 (nearest, false) => match wait.as_mut() {
@@ -699,8 +701,9 @@ mod tests {
 
     #[test]
     fn a_loop_expires_on_its_own_thread_never_early() {
-        // Sleeping until the deadline, and busy-polling the last 10 ms.
-        for spin in [Duration::ZERO, Duration::from_millis(10)] {
+        // Sleeping until the deadline, busy-polling the last 10 ms, and
+        // busy-polling always (a spin no deadline is further away than).
+        for spin in [Duration::ZERO, Duration::from_millis(10), Duration::MAX] {
             expires_on_its_own_thread_never_early(spin);
         }
     }

@@ -44,6 +44,8 @@ pub type Executor = Arc<dyn Fn(TimerTask) + Send + Sync + 'static>;
 pub const DEFAULT_TICK: Duration = Duration::from_millis(100);
 /// The default number of buckets, as the Java client's.
 pub const DEFAULT_WHEEL_SIZE: usize = 512;
+/// The most buckets a wheel takes (2^20); a larger size is clamped to it.
+pub const MAX_WHEEL_SIZE: usize = 1 << 20;
 
 /// Arming failed because the timer was stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,9 +75,10 @@ impl WheelBuilder {
         self
     }
 
-    /// Number of buckets (default [`DEFAULT_WHEEL_SIZE`]), rounded up to a power of two.
+    /// Number of buckets (default [`DEFAULT_WHEEL_SIZE`]), rounded up to a
+    /// power of two, at most [`MAX_WHEEL_SIZE`].
     pub fn wheel_size(mut self, size: usize) -> Self {
-        self.wheel_size = size.max(1).next_power_of_two();
+        self.wheel_size = size.clamp(1, MAX_WHEEL_SIZE).next_power_of_two();
         self
     }
 

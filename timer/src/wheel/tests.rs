@@ -355,3 +355,17 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn the_wheel_size_is_a_power_of_two_within_bounds() {
+    let size = |wanted: usize| {
+        let wheel = HashedWheelTimer::builder()
+            .clock(Arc::new(ManualClock::new()))
+            .wheel_size(wanted);
+        wheel.wheel_size
+    };
+    assert_eq!(size(0), 1);
+    assert_eq!(size(3), 4);
+    assert_eq!(size(512), 512);
+    assert_eq!(size(usize::MAX), MAX_WHEEL_SIZE);
+}
