@@ -1,6 +1,7 @@
 //! Code of the caller's that panics on an event loop — a listener, a body
 //! callback, a posted task — ends at most its own exchange: the future still
-//! resolves, and the loop goes on serving other requests.
+//! resolves, and the loop goes on serving other requests. The same for a
+//! listener called on a resolver thread.
 
 mod support;
 
@@ -21,6 +22,133 @@ impl EventListener for PanicsOnCompletion {
 
 fn client() -> Client {
     Client::builder().event_loops(1).build().unwrap()
+}
+
+/// Panics in the one method it is named after.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum PanicsOn {
+    Resolved,
+    ConnectAttempt,
+    ConnectionPooled,
+    ConnectionOffered,
+}
+
+impl PanicsOn {
+    fn panic_if(&self, method: PanicsOn) {
+        if *self == method {
+            panic!("listener panics in {method:?}");
+        }
+    }
+}
+
+impl EventListener for PanicsOn {
+    fn on_resolved(&self, _host: &str, _addrs: &[std::net::SocketAddr]) {
+        self.panic_if(PanicsOn::Resolved);
+    }
+    fn on_connect_attempt(&self, _remote: std::net::SocketAddr) {
+        self.panic_if(PanicsOn::ConnectAttempt);
+    }
+    fn on_connection_pooled(&self, _connection: &tickless::ConnectionInfo) {
+        self.panic_if(PanicsOn::ConnectionPooled);
+    }
+    fn on_connection_offered(&self, _connection: &tickless::ConnectionInfo) {
+        self.panic_if(PanicsOn::ConnectionOffered);
+    }
+}
+
+/// Sends a GET with `listener` and returns its outcome, which must come
+/// (no timeout is set that would end it otherwise).
+fn outcome(client: &Client, url: String, listener: PanicsOn) -> Result<tickless::Response, Error> {
+    let future = client.get(url).listener(Arc::new(listener)).send();
+    assert!(
+        eventually(WAIT, || future.is_done()),
+        "{listener:?}: never resolved"
+    );
+    future.wait()
+}
+
+/// The error a panicking listener ends its exchange with.
+fn assert_listener_panicked(error: Error) {
+    match error {
+        Error::Io { source, .. } => {
+            assert!(source.to_string().contains("listener panicked"), "{source}")
+        }
+        other => panic!("not the listener's panic: {other:?}"),
+    }
+}
+
+fn no_timeouts_client() -> Client {
+    Client::builder()
+        .event_loops(1)
+        .request_timeout(Duration::ZERO)
+        .read_timeout(Duration::ZERO)
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn a_listener_panicking_on_a_connect_attempt_fails_its_exchange() {
+    let server = TestServer::respond(|_| ok("fine"));
+    let client = no_timeouts_client();
+    let error = outcome(&client, server.url("/"), PanicsOn::ConnectAttempt).unwrap_err();
+    assert_listener_panicked(error);
+    assert_eq!(
+        client.get(server.url("/")).send().wait().unwrap().text(),
+        "fine"
+    );
+    assert_settles(&client, WAIT);
+    client.close();
+}
+
+#[test]
+fn a_listener_panicking_on_a_resolver_thread_fails_its_exchange_and_spares_the_thread() {
+    let server = TestServer::respond(|_| ok("fine"));
+    let client = no_timeouts_client();
+    let url = format!("http://localhost:{}/", server.addr().port());
+    // More panics than there are resolver threads.
+    for _ in 0..4 {
+        let error = outcome(&client, url.clone(), PanicsOn::Resolved).unwrap_err();
+        assert_listener_panicked(error);
+    }
+    assert_eq!(client.get(url).send().wait().unwrap().text(), "fine");
+    assert_settles(&client, WAIT);
+    client.close();
+}
+
+#[test]
+fn a_listener_panicking_as_a_pooled_connection_is_taken_fails_its_exchange() {
+    let server = TestServer::respond(|_| ok("fine"));
+    let client = no_timeouts_client();
+    let first = outcome(&client, server.url("/"), PanicsOn::Resolved).unwrap();
+    assert_eq!(first.text(), "fine");
+    assert!(eventually(WAIT, || client.stats().idle_connections == 1));
+    let error = outcome(&client, server.url("/"), PanicsOn::ConnectionPooled).unwrap_err();
+    assert_listener_panicked(error);
+    assert_eq!(
+        client.get(server.url("/")).send().wait().unwrap().text(),
+        "fine"
+    );
+    assert_settles(&client, WAIT);
+    client.close();
+}
+
+#[test]
+fn a_listener_panicking_as_its_connection_is_offered_back_spares_the_connection() {
+    let server = TestServer::respond(|_| ok("fine"));
+    let client = no_timeouts_client();
+    // The connection is offered back before the exchange ends (so that a
+    // caller's next request finds it): the panic ends the exchange.
+    let error = outcome(&client, server.url("/"), PanicsOn::ConnectionOffered).unwrap_err();
+    assert_listener_panicked(error);
+    // The connection went back to the pool whole, and serves the next one.
+    assert!(eventually(WAIT, || client.stats().idle_connections == 1));
+    assert_eq!(
+        client.get(server.url("/")).send().wait().unwrap().text(),
+        "fine"
+    );
+    assert_eq!(server.connections_accepted(), 1);
+    assert_settles(&client, WAIT);
+    client.close();
 }
 
 #[test]

@@ -8,7 +8,10 @@
 //! observe *where* things happen, by thread id.
 
 use crate::error::Error;
+use crate::exchange::Exchange;
 use std::net::SocketAddr;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Weak};
 use std::thread::ThreadId;
 
 /// Identifies one connection and the loop that owns it for life.
@@ -25,6 +28,12 @@ pub struct ConnectionInfo {
 }
 
 /// Observes exchanges. All methods default to doing nothing.
+///
+/// A method that panics ends its exchange, if it has not ended yet, with
+/// [`Error::Io`] ("an event listener panicked"), and closes the connection
+/// the exchange was using; the thread that called it (a loop, the wheel, a
+/// resolver) goes on. A panic in [`on_completed`](Self::on_completed) or
+/// [`on_failed`](Self::on_failed) changes nothing: the exchange has ended.
 #[allow(unused_variables)]
 pub trait EventListener: Send + Sync + 'static {
     /// The host name resolved to `addrs`.
@@ -70,17 +79,53 @@ pub struct NoopListener;
 impl EventListener for NoopListener {}
 
 /// Tells two listeners (the client's and the request's) the same thing.
-pub(crate) struct Both(
-    pub std::sync::Arc<dyn EventListener>,
-    pub std::sync::Arc<dyn EventListener>,
-);
+pub(crate) struct Both(pub Arc<dyn EventListener>, pub Arc<dyn EventListener>);
 
+/// An exchange's listener, as the client calls it: a panic in the caller's
+/// code is caught where it is called and ends that exchange with an I/O
+/// error saying so (closing its connection, if it has one), instead of
+/// unwinding into a loop, the wheel or a resolver thread, where it would
+/// leave the exchange with no end. A panic after the exchange has ended
+/// changes nothing.
+pub(crate) struct Guarded {
+    listener: Arc<dyn EventListener>,
+    exchange: Weak<Exchange>,
+}
+
+impl Guarded {
+    /// Guards `listener` for `exchange` (being built: `Arc::new_cyclic`).
+    pub(crate) fn new(listener: Arc<dyn EventListener>, exchange: Weak<Exchange>) -> Guarded {
+        Guarded { listener, exchange }
+    }
+
+    fn call(&self, method: impl FnOnce(&dyn EventListener)) {
+        if catch_unwind(AssertUnwindSafe(|| method(&*self.listener))).is_err() {
+            if let Some(exchange) = self.exchange.upgrade() {
+                let error = Error::Io {
+                    remote: exchange.remote_name(),
+                    source: std::io::Error::other("an event listener panicked"),
+                };
+                exchange.fail_and_abort(error, None);
+            }
+        }
+    }
+}
+
+/// Implements every method of [`EventListener`] for [`Both`] (both
+/// listeners, in turn) and [`Guarded`] (the one it guards, under
+/// `catch_unwind`), from one list of the methods.
 macro_rules! forward {
     ($($name:ident($($arg:ident: $ty:ty),*);)*) => {
         impl EventListener for Both {
             $(fn $name(&self, $($arg: $ty),*) {
                 self.0.$name($($arg),*);
                 self.1.$name($($arg),*);
+            })*
+        }
+
+        impl EventListener for Guarded {
+            $(fn $name(&self, $($arg: $ty),*) {
+                self.call(|listener| listener.$name($($arg),*));
             })*
         }
     };

@@ -11,7 +11,7 @@
 use crate::client::ClientShared;
 use crate::error::{Error, TimeoutKind};
 use crate::event_loop::{lock, EventLoop, LoopContext};
-use crate::events::EventListener;
+use crate::events::{EventListener, Guarded};
 use crate::origin::Origin;
 use crate::response::Response;
 use crate::timeouts::{TimeoutsHolder, READ_TAG, REQUEST_TAG};
@@ -58,7 +58,7 @@ pub(crate) struct Exchange {
     pub(crate) client: Arc<ClientShared>,
     pub(crate) origin: Origin,
     pub(crate) request: RequestParts,
-    pub(crate) listener: Arc<dyn EventListener>,
+    pub(crate) listener: Guarded,
     pub(crate) body_sink: Mutex<Option<BodySink>>,
     pub(crate) timeouts: TimeoutsHolder,
     /// Set once an idempotent request has been retried on a fresh connection.
@@ -83,7 +83,7 @@ impl Exchange {
         client: Arc<ClientShared>,
         origin: Origin,
         request: RequestParts,
-        listener: Arc<dyn EventListener>,
+        listener: Guarded,
         body_sink: Option<BodySink>,
         timeouts: TimeoutsHolder,
         submitted: Instant,
@@ -167,11 +167,12 @@ impl Exchange {
             return false;
         }
         self.timeouts.cancel();
-        // A listener that panics must not keep the caller from its outcome.
-        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match &result {
+        // Guarded: a listener that panics here changes nothing, the
+        // exchange has already ended.
+        match &result {
             Ok(response) => self.listener.on_completed(response.status),
             Err(error) => self.listener.on_failed(error),
-        }));
+        }
         self.client.unregister(self.id);
         let (waker, blocked) = {
             let mut outcome = lock(&self.outcome);

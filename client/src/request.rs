@@ -2,7 +2,7 @@
 
 use crate::client::{listener_for, Client};
 use crate::error::{Error, InvalidRequest};
-use crate::events::EventListener;
+use crate::events::{EventListener, Guarded};
 use crate::exchange::{BodySink, Exchange, RequestParts};
 use crate::h1::{self, RequestBody};
 use crate::origin::{Origin, Scheme};
@@ -129,16 +129,18 @@ impl RequestBuilder {
                     shared.wheel.clone(),
                 );
                 let listener = listener_for(shared, listener);
-                let exchange = Arc::new(Exchange::new(
-                    shared.next_exchange_id(),
-                    shared.clone(),
-                    origin,
-                    parts,
-                    listener,
-                    sink,
-                    timeouts,
-                    submitted,
-                ));
+                let exchange = Arc::new_cyclic(|exchange| {
+                    Exchange::new(
+                        shared.next_exchange_id(),
+                        shared.clone(),
+                        origin,
+                        parts,
+                        Guarded::new(listener, exchange.clone()),
+                        sink,
+                        timeouts,
+                        submitted,
+                    )
+                });
                 let future = ResponseFuture::new(exchange.clone());
                 shared.submit(exchange);
                 future

@@ -76,7 +76,9 @@ fn run(receiver: &Mutex<Receiver<Job>>) {
     loop {
         let job = lock(receiver).recv();
         match job {
-            Ok(job) => job(),
+            // A panic (the caller's listener is guarded, so none is
+            // expected) must not take a resolver thread with it.
+            Ok(job) => drop(std::panic::catch_unwind(std::panic::AssertUnwindSafe(job))),
             Err(_) => return,
         }
     }

@@ -28,7 +28,7 @@
 use crate::client::ClientShared;
 use crate::error::{Error, TimeoutKind};
 use crate::event_loop::{LoopContext, LoopTimeout, LoopTimerKey};
-use crate::events::ConnectionInfo;
+use crate::events::{ConnectionInfo, EventListener};
 use crate::exchange::{ConnRef, Exchange};
 use crate::h1::{DecodeError, Decoded, ResponseDecoder, ResponseHead};
 use crate::origin::{Origin, Scheme};
