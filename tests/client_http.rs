@@ -414,6 +414,10 @@ fn invalid_input_fails_with_invalid_request_and_no_panic() {
     assert_invalid(client.get("/relative/path").send(), |i| {
         matches!(i, InvalidRequest::Scheme(_))
     });
+    // Not port 80: a port that does not fit in 16 bits is refused.
+    assert_invalid(client.get("http://127.0.0.1:65536/").send(), |i| {
+        matches!(i, InvalidRequest::Port(_))
+    });
     assert_invalid(
         client
             .get(server.url("/"))

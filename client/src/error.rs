@@ -70,6 +70,9 @@ pub enum InvalidRequest {
     /// The URI has no host.
     #[error("URI {0:?} has no host")]
     Host(String),
+    /// The URI's port is not a number from 0 to 65535.
+    #[error("URI {0:?} has a port out of range (0 to 65535)")]
+    Port(String),
     /// The URI could not be parsed.
     #[error("invalid URI: {0}")]
     Uri(String),

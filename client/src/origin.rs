@@ -39,12 +39,35 @@ impl Origin {
             .trim_start_matches('[')
             .trim_end_matches(']')
             .to_owned();
-        let port = uri.port_u16().unwrap_or(match scheme {
-            Scheme::Http => 80,
-            Scheme::Https => 443,
-        });
+        let port = match (uri.port_u16(), written_port(uri)) {
+            (Some(port), _) => port,
+            // Digits `http` did not take for a port: too large for 16 bits.
+            (None, Some(written)) if !written.is_empty() => {
+                return Err(InvalidRequest::Port(uri.to_string()))
+            }
+            (None, _) => match scheme {
+                Scheme::Http => 80,
+                Scheme::Https => 443,
+            },
+        };
         Ok(Origin { scheme, host, port })
     }
+}
+
+/// What follows the host in the URI's authority after a `:`, if anything
+/// does (`http` drops a port that does not fit in a `u16`).
+fn written_port(uri: &http::Uri) -> Option<&str> {
+    let authority = uri.authority()?.as_str();
+    let host_and_port = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, rest)| rest);
+    let after_host = match host_and_port.strip_prefix('[') {
+        Some(bracketed) => bracketed.split_once(']')?.1,
+        None => host_and_port
+            .find(':')
+            .map_or("", |colon| &host_and_port[colon..]),
+    };
+    after_host.strip_prefix(':')
 }
 
 impl fmt::Display for Origin {
@@ -69,5 +92,18 @@ mod tests {
         assert_eq!(of("http://[::1]:8080/").unwrap().to_string(), "[::1]:8080");
         assert!(matches!(of("ftp://a/"), Err(InvalidRequest::Scheme(_))));
         assert!(matches!(of("/relative"), Err(InvalidRequest::Scheme(_))));
+        assert_eq!(of("http://a.example:65535/").unwrap().port, 65535);
+        assert_eq!(of("http://user:pw@a.example/").unwrap().port, 80);
+        assert_eq!(of("http://a.example:/").unwrap().port, 80);
+        for out_of_range in [
+            "http://a.example:65536/",
+            "https://[::1]:99999/",
+            "http://user:pw@a.example:70000/",
+        ] {
+            assert!(
+                matches!(of(out_of_range), Err(InvalidRequest::Port(_))),
+                "{out_of_range}"
+            );
+        }
     }
 }
