@@ -149,6 +149,26 @@ fn block_on_an_invalid_request_is_ready_at_once() {
 }
 
 #[test]
+fn waiting_on_a_future_already_polled_to_completion_panics_instead_of_hanging() {
+    let server = echo_server();
+    let client = client();
+    let requests = [client.get(server.url("/")), client.get("ftp://nowhere/")];
+    for request in requests {
+        let mut future = request.send();
+        let _ = block_on(&mut future);
+        let waited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| future.wait()));
+        let panic = waited.expect_err("wait returned a second outcome");
+        let message = panic.downcast_ref::<String>().map(String::as_str);
+        let message = message.or_else(|| panic.downcast_ref::<&str>().copied());
+        assert!(
+            message.is_some_and(|m| m.contains("after it completed")),
+            "{message:?}"
+        );
+    }
+    client.close();
+}
+
+#[test]
 fn wait_from_many_threads() {
     let server = echo_server();
     let client = client();

@@ -21,6 +21,12 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
+/// The panic of a future polled again after it returned its outcome.
+pub(crate) const POLLED_AFTER_COMPLETION: &str = "ResponseFuture polled after it completed";
+/// The panic of `wait` on a future already polled to completion.
+pub(crate) const WAITED_AFTER_COMPLETION: &str =
+    "ResponseFuture::wait after it completed (a poll already returned its outcome)";
+
 /// How long [`Exchange::wait`] yields before it blocks.
 const WAIT_SPIN: Duration = Duration::from_micros(50);
 
@@ -255,7 +261,7 @@ impl Exchange {
             outcome.taken = true;
             return Poll::Ready(result);
         }
-        assert!(!outcome.taken, "ResponseFuture polled after it completed");
+        assert!(!outcome.taken, "{POLLED_AFTER_COMPLETION}");
         match &outcome.waker {
             Some(waker) if waker.will_wake(cx.waker()) => {}
             _ => outcome.waker = Some(cx.waker().clone()),
@@ -277,6 +283,8 @@ impl Exchange {
                 outcome.taken = true;
                 return result;
             }
+            // Polled to completion before: nothing will ever come.
+            assert!(!outcome.taken, "{WAITED_AFTER_COMPLETION}");
             outcome.blocked = true;
             outcome = self
                 .ready

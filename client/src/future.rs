@@ -1,7 +1,7 @@
 //! [`ResponseFuture`]: the caller's end of an exchange.
 
 use crate::error::Error;
-use crate::exchange::Exchange;
+use crate::exchange::{Exchange, POLLED_AFTER_COMPLETION, WAITED_AFTER_COMPLETION};
 use crate::response::Response;
 use std::future::Future;
 use std::pin::Pin;
@@ -53,10 +53,14 @@ impl ResponseFuture {
     /// Do not call it on an event loop's thread (from a listener or a
     /// streaming callback): that loop would stop serving the very
     /// connection being waited for.
+    ///
+    /// # Panics
+    ///
+    /// If a poll has already returned the outcome (as polling again would).
     pub fn wait(mut self) -> Result<Response, Error> {
         match &mut self.inner {
             Inner::Exchange(exchange) => exchange.wait(),
-            Inner::Failed(error) => Err(error.take().expect("a ResponseFuture is waited on once")),
+            Inner::Failed(error) => Err(error.take().expect(WAITED_AFTER_COMPLETION)),
         }
     }
 
@@ -84,9 +88,7 @@ impl Future for ResponseFuture {
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match &mut self.inner {
             Inner::Exchange(exchange) => exchange.poll_outcome(cx),
-            Inner::Failed(error) => Poll::Ready(Err(error
-                .take()
-                .expect("ResponseFuture polled after it completed"))),
+            Inner::Failed(error) => Poll::Ready(Err(error.take().expect(POLLED_AFTER_COMPLETION))),
         }
     }
 }
