@@ -121,6 +121,23 @@ impl Client {
         // First: a bad root certificate fails before any thread starts.
         let tls = crate::tls::client_config(&config.tls)?;
         let clock = config.clock.clone();
+        // Deadlines are read from the client's clock: a timer or loops that
+        // read another would fire them by another time, or never.
+        let seams = [
+            ("timer", config.timer.as_ref().map(|t| t.clock())),
+            (
+                "event loop group",
+                config.event_loop_group.as_ref().map(|g| g.clock()),
+            ),
+        ];
+        for (seam, seam_clock) in seams {
+            if seam_clock.is_some_and(|seam_clock| !same_clock(seam_clock, &clock)) {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!("the {seam} given to the client reads another clock than the client's"),
+                ));
+            }
+        }
         let wheel = match &config.timer {
             Some(timer) => timer.clone(),
             None => HashedWheelTimer::builder()
@@ -444,6 +461,17 @@ impl ClientShared {
         self.group.shutdown();
         drop(self.wheel.stop());
         self.resolver.shutdown();
+    }
+}
+
+/// Whether two clocks tell the same time: the same manual clock, or two
+/// that are not manual (the system's, or the caller's own, which cannot be
+/// told apart).
+fn same_clock(a: &SharedClock, b: &SharedClock) -> bool {
+    match (a.as_manual(), b.as_manual()) {
+        (Some(a), Some(b)) => a.is(b),
+        (None, None) => true,
+        _ => false,
     }
 }
 

@@ -324,13 +324,18 @@ impl ClientBuilder {
     }
 
     /// Use this wheel instead of starting one. The client stops it on close.
+    /// It must read the client's [`clock`](Self::clock) (`build` fails
+    /// otherwise). Once it has stopped (say another client sharing it
+    /// closed), a request that needs a timeout fails with
+    /// [`Error::ClientClosed`](crate::Error::ClientClosed).
     pub fn timer(mut self, timer: HashedWheelTimer) -> Self {
         self.config.timer = Some(timer);
         self
     }
 
     /// Use these loops instead of starting some. The client shuts them
-    /// down on close. Build them with the client's clock.
+    /// down on close. Build them with the client's clock (`build` fails
+    /// otherwise).
     pub fn event_loop_group(mut self, group: Arc<EventLoopGroup>) -> Self {
         self.config.event_loop_group = Some(group);
         self

@@ -37,10 +37,10 @@
 //!   activity since it was armed, it re-arms for the remaining slice only,
 //!   and never past the request deadline.
 
-use crate::error::TimeoutKind;
+use crate::error::{Error, TimeoutKind};
 use crate::event_loop::{LoopContext, LoopTimerKey, TimeoutScheduler};
 use crate::exchange::Exchange;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use tickless_timer::{HashedWheelTimer, WheelTimeout};
 
@@ -52,20 +52,32 @@ enum Armed {
     None,
     Wheel(WheelTimeout),
     Loop(Arc<dyn TimeoutScheduler>, LoopTimerKey),
+    /// The wheel had stopped: nothing will end the exchange on time (see
+    /// `TimeoutsHolder::fail_if_refused`).
+    Refused,
 }
 
 impl Armed {
     /// Disarms; returns whether it was still armed.
     fn cancel(self) -> bool {
         match self {
-            Armed::None => false,
+            Armed::None | Armed::Refused => false,
             Armed::Wheel(timeout) => timeout.cancel(),
             Armed::Loop(scheduler, key) => scheduler.cancel(key),
         }
     }
 
     fn is_armed(&self) -> bool {
-        !matches!(self, Armed::None)
+        matches!(self, Armed::Wheel(_) | Armed::Loop(..))
+    }
+
+    /// Whether it was refused; forgets it if so.
+    fn take_refused(&mut self) -> bool {
+        let refused = matches!(self, Armed::Refused);
+        if refused {
+            *self = Armed::None;
+        }
+        refused
     }
 }
 
@@ -132,6 +144,7 @@ impl TimeoutsHolder {
         if let Some(deadline) = self.request_deadline {
             state.request = self.arm(&state, exchange, deadline, TimeoutKind::Request);
         }
+        self.fail_if_refused(state, exchange);
     }
 
     /// Records the loop that now owns the exchange's connection and, in
@@ -151,7 +164,7 @@ impl TimeoutsHolder {
         }
         std::mem::replace(&mut state.read, Armed::None).cancel();
         let misplaced = match &state.request {
-            Armed::None => false,
+            Armed::None | Armed::Refused => false,
             Armed::Wheel(_) => self.on_event_loop,
             Armed::Loop(..) => moved,
         };
@@ -164,6 +177,7 @@ impl TimeoutsHolder {
                 }
             }
         }
+        self.fail_if_refused(state, exchange);
     }
 
     /// Arms the read timeout for a full period from `now` (the request was
@@ -185,6 +199,7 @@ impl TimeoutsHolder {
         {
             state.read = self.arm(&state, exchange, deadline, TimeoutKind::Read);
         }
+        self.fail_if_refused(state, exchange);
     }
 
     /// The read timeout fired. Returns true if the connection was silent
@@ -216,7 +231,21 @@ impl TimeoutsHolder {
         {
             state.read = self.arm(&state, exchange, silent_until, TimeoutKind::Read);
         }
+        self.fail_if_refused(state, exchange);
         false
+    }
+
+    /// After arming under `state`: a timeout the stopped wheel refused would
+    /// never end its exchange, so the exchange ends now, once the lock is
+    /// released (ending it cancels the timeouts, which takes the lock), with
+    /// [`Error::ClientClosed`]: the wheel stops when its client closes, or
+    /// when a caller-given timer was stopped elsewhere.
+    fn fail_if_refused(&self, mut state: MutexGuard<'_, State>, exchange: &Arc<Exchange>) {
+        let refused = state.request.take_refused() | state.read.take_refused();
+        drop(state);
+        if refused {
+            exchange.fail_and_abort(Error::ClientClosed, None);
+        }
     }
 
     /// The request timeout fired: forget its handle.
@@ -268,9 +297,7 @@ impl TimeoutsHolder {
             .arm(deadline, move || exchange.timeout_fired(tag, None))
         {
             Ok(timeout) => Armed::Wheel(timeout),
-            // The wheel stops only when the client closes, and closing fails
-            // every exchange itself.
-            Err(tickless_timer::TimerStopped) => Armed::None,
+            Err(tickless_timer::TimerStopped) => Armed::Refused,
         }
     }
 }

@@ -88,6 +88,12 @@ impl ManualClock {
         }
     }
 
+    /// Whether `other` is this clock (a clone of it), not merely one that
+    /// reads the same.
+    pub fn is(&self, other: &ManualClock) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
     /// Moves the clock forward by `by`, then, on this thread, tells every
     /// listener (the timers built on this clock fire what is now due) and wakes
     /// every [`sleep`](ManualClock::sleep) that is over.

@@ -1,0 +1,84 @@
+//! The testing seams of the config — a caller-made timer, loop group and
+//! clock — misused: a clear error or outcome, never a hang.
+
+mod support;
+
+use std::io::ErrorKind;
+use std::sync::Arc;
+use std::time::Duration;
+use support::*;
+use tickless::timer::{HashedWheelTimer, ManualClock, SharedClock};
+use tickless::{Client, Error, EventLoopGroup};
+
+const WAIT: Duration = Duration::from_secs(10);
+
+#[test]
+fn a_timer_or_loops_on_another_clock_than_the_clients_are_refused() {
+    let manual: SharedClock = Arc::new(ManualClock::new());
+    let other: SharedClock = Arc::new(ManualClock::new());
+    let system_timer = || HashedWheelTimer::builder().build().unwrap();
+    let timer_on = |clock: &SharedClock| {
+        HashedWheelTimer::builder()
+            .clock(clock.clone())
+            .build()
+            .unwrap()
+    };
+    let group_on = |clock: &SharedClock| {
+        Arc::new(
+            EventLoopGroup::builder()
+                .threads(1)
+                .clock(clock.clone())
+                .build()
+                .unwrap(),
+        )
+    };
+    let refused = [
+        Client::builder()
+            .clock(manual.clone())
+            .timer(system_timer())
+            .build(),
+        Client::builder()
+            .clock(manual.clone())
+            .timer(timer_on(&other))
+            .build(),
+        Client::builder().timer(timer_on(&manual)).build(),
+        Client::builder()
+            .clock(manual.clone())
+            .event_loop_group(group_on(&other))
+            .build(),
+    ];
+    for (i, built) in refused.into_iter().enumerate() {
+        let error = built.expect_err("built with a foreign clock");
+        assert_eq!(error.kind(), ErrorKind::InvalidInput, "case {i}: {error}");
+        assert!(
+            error.to_string().contains("another clock"),
+            "case {i}: {error}"
+        );
+    }
+    // The client's own clock, through clones: accepted.
+    let client = Client::builder()
+        .clock(manual.clone())
+        .timer(timer_on(&manual))
+        .event_loop_group(group_on(&manual))
+        .build()
+        .expect("the same clock");
+    client.close();
+}
+
+#[test]
+fn a_stopped_timer_fails_requests_that_need_a_timeout_instead_of_leaving_them() {
+    let server = TestServer::start(Behaviour::NeverAnswer);
+    let timer = HashedWheelTimer::builder().build().unwrap();
+    let client = Client::builder()
+        .timer(timer.clone())
+        .request_timeout(Duration::from_millis(200))
+        .build()
+        .unwrap();
+    // Stopped behind the client's back (another client sharing it closed).
+    drop(timer.stop());
+    let future = client.get(server.url("/")).send();
+    assert!(eventually(WAIT, || future.is_done()), "never resolved");
+    let error = future.wait().unwrap_err();
+    assert!(matches!(error, Error::ClientClosed), "{error:?}");
+    client.close();
+}
