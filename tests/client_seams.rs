@@ -1,5 +1,6 @@
 //! The testing seams of the config — a caller-made timer, loop group and
-//! clock — misused: a clear error or outcome, never a hang.
+//! clock — misused, and thread counts out of bounds: a clear error or
+//! outcome, never a hang or a panic.
 
 mod support;
 
@@ -8,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use support::*;
 use tickless::timer::{HashedWheelTimer, ManualClock, SharedClock};
-use tickless::{Client, Error, EventLoopGroup};
+use tickless::{Client, Error, EventLoopGroup, MAX_EVENT_LOOPS};
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -80,5 +81,22 @@ fn a_stopped_timer_fails_requests_that_need_a_timeout_instead_of_leaving_them() 
     assert!(eventually(WAIT, || future.is_done()), "never resolved");
     let error = future.wait().unwrap_err();
     assert!(matches!(error, Error::ClientClosed), "{error:?}");
+    client.close();
+}
+
+#[test]
+fn more_event_loops_than_the_most_is_an_error_not_a_panic() {
+    for loops in [MAX_EVENT_LOOPS + 1, usize::MAX] {
+        let error = Client::builder().event_loops(loops).build().unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::InvalidInput, "{error}");
+        let error = EventLoopGroup::builder()
+            .threads(loops)
+            .build()
+            .unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::InvalidInput, "{error}");
+    }
+    // Zero means one.
+    let client = Client::builder().event_loops(0).build().unwrap();
+    assert_eq!(client.event_loop_group().loops().len(), 1);
     client.close();
 }

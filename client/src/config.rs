@@ -202,7 +202,8 @@ impl ClientBuilder {
 
     /// Tick of the client's hashed-wheel timer: default 100 ms, or 250 µs
     /// with [`use_event_loop_timeouts`](Self::use_event_loop_timeouts) (see
-    /// there). Ignored when a timer is given with [`timer`](Self::timer).
+    /// there); from 1 µs to [`MAX_TICK`](tickless_timer::MAX_TICK) (1 s).
+    /// Ignored when a timer is given with [`timer`](Self::timer).
     pub fn wheel_tick(mut self, tick: Duration) -> Self {
         self.config.wheel_tick = Some(tick);
         self
@@ -309,7 +310,9 @@ impl ClientBuilder {
 
     // --- threads and testing seams ---
 
-    /// Number of event loops (default: the available cores).
+    /// Number of event loops (default: the available cores; at least 1).
+    /// [`build`](Self::build) refuses more than
+    /// [`MAX_EVENT_LOOPS`](crate::MAX_EVENT_LOOPS).
     pub fn event_loops(mut self, loops: usize) -> Self {
         self.config.event_loops = Some(loops.max(1));
         self

@@ -21,6 +21,10 @@ const TIMER: mio::Token = mio::Token(usize::MAX - 1);
 /// Tasks run per turn before the loop looks at its sockets again.
 const MAX_TASKS_PER_TURN: usize = 64;
 
+/// The most loops a group starts: each is a thread, and a loop per
+/// connection is already far past the point where more loops help.
+pub const MAX_EVENT_LOOPS: usize = 1024;
+
 /// Aborted connections wait while a timeout falls due sooner than this.
 const ABORT_GAP: Duration = Duration::from_millis(1);
 
@@ -497,7 +501,8 @@ pub struct EventLoopGroupBuilder {
 }
 
 impl EventLoopGroupBuilder {
-    /// Number of loops (default: the available cores).
+    /// Number of loops (default: the available cores; at least 1).
+    /// [`build`](Self::build) refuses more than [`MAX_EVENT_LOOPS`].
     pub fn threads(mut self, threads: usize) -> Self {
         self.threads = threads.max(1);
         self
@@ -542,6 +547,15 @@ impl EventLoopGroupBuilder {
 
     /// Starts the loops.
     pub fn build(self) -> io::Result<EventLoopGroup> {
+        if self.threads > MAX_EVENT_LOOPS {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "{} event loops asked for, at most {MAX_EVENT_LOOPS}",
+                    self.threads
+                ),
+            ));
+        }
         let mut loops = Vec::with_capacity(self.threads);
         for index in 0..self.threads {
             let started = EventLoop::start(

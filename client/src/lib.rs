@@ -34,7 +34,7 @@ pub use config::ClientBuilder;
 pub use error::{timeout_kind, Error, InvalidRequest, Timeout, TimeoutKind, TlsFailureKind};
 pub use event_loop::{
     EventLoop, EventLoopGroup, EventLoopGroupBuilder, LoopContext, LoopTask, LoopTimeout,
-    LoopTimerKey, Rejected, SchedulerFactory, TimeoutScheduler,
+    LoopTimerKey, Rejected, SchedulerFactory, TimeoutScheduler, MAX_EVENT_LOOPS,
 };
 pub use events::{ConnectionInfo, EventListener, NoopListener};
 pub use exchange::BodySink;

@@ -97,10 +97,18 @@ impl ManualClock {
     /// Moves the clock forward by `by`, then, on this thread, tells every
     /// listener (the timers built on this clock fire what is now due) and wakes
     /// every [`sleep`](ManualClock::sleep) that is over.
+    ///
+    /// # Panics
+    ///
+    /// If the clock would pass the last `Instant` there is; it is left as it
+    /// was, so the threads reading it go on.
     pub fn advance(&self, by: Duration) {
         let (now, listeners) = {
             let mut state = self.lock();
-            state.elapsed += by;
+            let elapsed = (state.elapsed.checked_add(by))
+                .filter(|&elapsed| self.inner.start.checked_add(elapsed).is_some())
+                .expect("ManualClock advanced past the last Instant");
+            state.elapsed = elapsed;
             state.listeners.retain(|l| l.strong_count() > 0);
             let listeners: Vec<_> = state.listeners.iter().filter_map(Weak::upgrade).collect();
             (self.inner.start + state.elapsed, listeners)
@@ -174,6 +182,17 @@ impl fmt::Debug for ManualClock {
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn advancing_past_the_end_of_time_panics_and_leaves_the_clock_as_it_was() {
+        let clock = ManualClock::new();
+        let before = clock.now();
+        let advanced = std::panic::catch_unwind(|| clock.advance(Duration::MAX));
+        assert!(advanced.is_err(), "advanced past the last Instant");
+        assert_eq!(clock.now(), before);
+        clock.advance(Duration::from_secs(1));
+        assert_eq!(clock.now(), before + Duration::from_secs(1));
+    }
 
     #[test]
     fn sleep_returns_once_advanced_past() {

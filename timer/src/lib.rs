@@ -37,5 +37,5 @@ pub use precise::PreciseWait;
 pub use stats::{LagHistogram, LagSnapshot, TimerCounters, TimerStats, LAG_BUCKETS};
 pub use wheel::{
     Executor, HashedWheelTimer, TimerStopped, TimerTask, WheelBuilder, WheelTimeout, DEFAULT_TICK,
-    DEFAULT_WHEEL_SIZE, MAX_WHEEL_SIZE,
+    DEFAULT_WHEEL_SIZE, MAX_TICK, MAX_WHEEL_SIZE,
 };

@@ -44,6 +44,10 @@ pub type Executor = Arc<dyn Fn(TimerTask) + Send + Sync + 'static>;
 pub const DEFAULT_TICK: Duration = Duration::from_millis(100);
 /// The default number of buckets, as the Java client's.
 pub const DEFAULT_WHEEL_SIZE: usize = 512;
+/// The longest tick (1 s): every entry fires at most about a tick late, and
+/// a timer whose timeouts may fire a minute late is no timer. (An idle
+/// wheel costs nothing whatever its tick, so there is no saving past it.)
+pub const MAX_TICK: Duration = Duration::from_secs(1);
 /// The most buckets a wheel takes (2^20); a larger size is clamped to it.
 pub const MAX_WHEEL_SIZE: usize = 1 << 20;
 
@@ -69,9 +73,10 @@ pub struct WheelBuilder {
 }
 
 impl WheelBuilder {
-    /// Length of one tick (default [`DEFAULT_TICK`]); at least 1 µs.
+    /// Length of one tick (default [`DEFAULT_TICK`]), from 1 µs to
+    /// [`MAX_TICK`]; a value outside is clamped.
     pub fn tick(mut self, tick: Duration) -> Self {
-        self.tick = tick.max(Duration::from_micros(1));
+        self.tick = tick.clamp(Duration::from_micros(1), MAX_TICK);
         self
     }
 

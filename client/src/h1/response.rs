@@ -26,11 +26,20 @@ pub(crate) enum Parsed {
     Complete(usize, ResponseHead),
 }
 
+/// Room for the header fields of `window`: `max_headers` of them, or as
+/// many as its bytes can hold (a field line is at least `a:` and CRLF)
+/// when that is fewer — so a huge limit allocates nothing huge, and a
+/// window with more fields than the limit still reads as too many.
+fn header_slots<'h>(window: &[u8], limits: &Limits) -> Vec<httparse::Header<'h>> {
+    let fit = window.len() / 4 + 1;
+    vec![httparse::EMPTY_HEADER; limits.max_headers.min(fit)]
+}
+
 /// Parses one response head at the start of `input`.
 pub(crate) fn parse_head(input: &[u8], limits: &Limits) -> Result<Parsed, DecodeError> {
     // Parse at most `max_head_bytes`: bounds the work and the buffering.
     let window = &input[..input.len().min(limits.max_head_bytes)];
-    let mut headers = vec![httparse::EMPTY_HEADER; limits.max_headers];
+    let mut headers = header_slots(window, limits);
     let mut res = httparse::Response::new(&mut headers);
     match res.parse(window) {
         Ok(httparse::Status::Partial) => {
@@ -84,7 +93,7 @@ pub(crate) fn parse_trailers(
         limit: limits.max_trailer_bytes,
     };
     let window = &input[..input.len().min(limits.max_trailer_bytes)];
-    let mut headers = vec![httparse::EMPTY_HEADER; limits.max_headers];
+    let mut headers = header_slots(window, limits);
     match httparse::parse_headers(window, &mut headers) {
         Ok(httparse::Status::Partial) if input.len() > limits.max_trailer_bytes => Err(too_large),
         Ok(httparse::Status::Partial) => Ok(None),

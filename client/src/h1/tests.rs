@@ -372,6 +372,24 @@ fn head_limits() {
     );
     let two = b"HTTP/1.1 200 OK\r\nA: 1\r\nContent-Length: 0\r\n\r\n";
     assert!(decode_all(few, false, two, false).is_ok());
+
+    // No limit to speak of: as many as the head holds, and no huge
+    // allocation for the slots (`usize::MAX` of them would not fit).
+    let unlimited = Limits {
+        max_headers: usize::MAX,
+        ..limits()
+    };
+    assert!(decode_all(unlimited, false, two, false).is_ok());
+    let chunked_with_trailers =
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\nT: 1\r\nU: 2\r\n\r\n";
+    assert!(decode_all(unlimited, false, chunked_with_trailers, false).is_ok());
+    // Tightly packed fields, exactly as many as the limit: all fit.
+    let packed = b"HTTP/1.1 200 OK\r\na:\r\nb:\r\nContent-Length: 0\r\n\r\n";
+    let three_fields = Limits {
+        max_headers: 3,
+        ..limits()
+    };
+    assert!(decode_all(three_fields, false, packed, false).is_ok());
 }
 
 #[test]

@@ -355,6 +355,16 @@ proptest! {
 }
 
 #[test]
+fn the_tick_is_clamped_and_a_huge_one_still_fires() {
+    let tick = |wanted: Duration| system_wheel(wanted).tick();
+    assert_eq!(tick(Duration::ZERO), Duration::from_micros(1));
+    assert_eq!(tick(Duration::from_millis(5)), Duration::from_millis(5));
+    assert_eq!(tick(Duration::MAX), MAX_TICK);
+    // A year-long tick would make a 50 ms timeout wait for a year.
+    assert_fires(&system_wheel(Duration::MAX), Duration::from_millis(50));
+}
+
+#[test]
 fn the_wheel_size_is_a_power_of_two_within_bounds() {
     let size = |wanted: usize| {
         let wheel = HashedWheelTimer::builder()
