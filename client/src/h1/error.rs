@@ -150,7 +150,11 @@ pub enum EncodeError {
     /// The caller's `Content-Length` header disagrees with the body framing.
     #[error("Content-Length header conflicts with the request body framing")]
     ConflictingContentLength,
-    /// The caller's `Transfer-Encoding` header disagrees with the body framing.
+    /// The caller's `Transfer-Encoding` header disagrees with the body
+    /// framing (or says `chunked` more than once).
     #[error("Transfer-Encoding header conflicts with the request body framing")]
     ConflictingTransferEncoding,
+    /// The caller gave more than one `Host` header.
+    #[error("more than one Host header")]
+    DuplicateHost,
 }

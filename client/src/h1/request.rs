@@ -53,6 +53,11 @@ pub fn encode_request_head(
         _ => return Err(EncodeError::InvalidUri),
     };
     let framing = framing_header(method, headers, body)?;
+    // One Host field, or none (then it is the URI's): a server cannot tell
+    // which of two is meant (RFC 9112 §3.2).
+    if headers.get_all(HOST).iter().nth(1).is_some() {
+        return Err(EncodeError::DuplicateHost);
+    }
 
     let target = uri.path_and_query().map_or("/", |pq| pq.as_str());
     let target = if target.is_empty() { "/" } else { target };
@@ -130,7 +135,9 @@ fn framing_header(
             if !lengths.is_empty() {
                 return Err(EncodeError::ConflictingContentLength);
             }
-            if !codings.iter().all(|v| v.eq_ignore_ascii_case(b"chunked")) {
+            // Exactly one "chunked", or none (then it is added): twice
+            // would say the body was chunked twice.
+            if codings.len() > 1 || !codings.iter().all(|v| v.eq_ignore_ascii_case(b"chunked")) {
                 return Err(EncodeError::ConflictingTransferEncoding);
             }
             if codings.is_empty() {

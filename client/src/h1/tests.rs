@@ -913,7 +913,7 @@ type Headers<'a> = &'a [(&'a str, &'a str)];
 #[test]
 fn framing_conflicts() {
     use EncodeError::*;
-    let cases: [(Headers<'_>, RequestBody, EncodeError); 7] = [
+    let cases: [(Headers<'_>, RequestBody, EncodeError); 10] = [
         (
             &[("content-length", "6")],
             RequestBody::Length(5),
@@ -948,6 +948,24 @@ fn framing_conflicts() {
             &[("transfer-encoding", "gzip, chunked")],
             RequestBody::Chunked,
             ConflictingTransferEncoding,
+        ),
+        (
+            &[
+                ("transfer-encoding", "chunked"),
+                ("transfer-encoding", "chunked"),
+            ],
+            RequestBody::Chunked,
+            ConflictingTransferEncoding,
+        ),
+        (
+            &[("host", "a.example"), ("host", "b.example")],
+            RequestBody::Empty,
+            DuplicateHost,
+        ),
+        (
+            &[("host", "a.example"), ("host", "a.example")],
+            RequestBody::Length(1),
+            DuplicateHost,
         ),
     ];
     for (headers, body, expected) in cases {
