@@ -331,12 +331,9 @@ pub(super) fn drive_handshake(cx: &mut LoopContext<'_>, key: usize) {
             exchange
                 .listener
                 .on_tls_handshake_success(&info, transport.alpn_protocol());
-            begin_exchange(cx, key, exchange, false);
             // Records that came with the end of the handshake (session
-            // tickets) are read now: the socket may not signal again.
-            if matches!(cx.conns.get(key).map(|c| &c.state), Some(State::Active(_))) {
-                read_response(cx, key);
-            }
+            // tickets) are read there too.
+            begin_exchange(cx, key, exchange, false);
         }
         Err(failure) => {
             let remote = exchange.remote_name();

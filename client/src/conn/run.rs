@@ -63,6 +63,13 @@ pub(super) fn begin_exchange(
         trailers: None,
     }));
     write_request(cx, key);
+    // A fresh connection may already hold the answer (a server that speaks
+    // as soon as it accepts, or the end of a TLS handshake's records), and
+    // the readiness that said so may have come with the connect's: the
+    // socket will not signal it again, so look now.
+    if !reused && matches!(cx.conns.get(key).map(|c| &c.state), Some(State::Active(_))) {
+        read_response(cx, key);
+    }
 }
 
 pub(super) fn write_request(cx: &mut LoopContext<'_>, key: usize) {
@@ -84,7 +91,7 @@ pub(super) fn write_request(cx: &mut LoopContext<'_>, key: usize) {
         // to a key update).
         if transport.wants_write() {
             if let Err(e) = transport.flush() {
-                io_failure(cx, key, e);
+                write_failure(cx, key, e);
             }
         }
         return;
@@ -96,19 +103,19 @@ pub(super) fn write_request(cx: &mut LoopContext<'_>, key: usize) {
             Ok(0) => {
                 let error =
                     io::Error::new(io::ErrorKind::WriteZero, "the connection took no bytes");
-                return io_failure(cx, key, error);
+                return write_failure(cx, key, error);
             }
             Ok(n) => *written += n,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return io_failure(cx, key, e),
+            Err(e) => return write_failure(cx, key, e),
         }
     }
     // The request counts as sent once TLS has sent its last record too.
     match transport.flush() {
         Ok(true) => {}
         Ok(false) => return,
-        Err(e) => return io_failure(cx, key, e),
+        Err(e) => return write_failure(cx, key, e),
     }
     *sending = false;
     *written = 0;
@@ -282,6 +289,53 @@ fn retry_on_fresh_connection(cx: &mut LoopContext<'_>, key: usize) -> bool {
     exchange.detach();
     exchange.client.dispatch(exchange.clone(), false);
     true
+}
+
+/// Sending the request failed. A server that refuses a request early (a
+/// 413 to a large upload) answers and closes without reading the rest, and
+/// its answer is still in the socket when the write fails: RFC 9112 §9.5
+/// asks a client to watch for it. So what has arrived is decoded first, and
+/// the write error ends the exchange only if that answer does not. When
+/// nothing arrived, it is the write error at once (and a pooled connection
+/// the server had dropped is retried as for any I/O error).
+fn write_failure(cx: &mut LoopContext<'_>, key: usize, error: io::Error) {
+    // `sending` stays set: a connection whose request went out only in
+    // part is never reused, whatever the answer says.
+    let conn = &mut cx.conns[key];
+    if read_arrived(conn) > 0 {
+        let now = conn.client.clock.now();
+        if let State::Active(active) = &conn.state {
+            active.exchange.mark_read(now);
+        }
+        decode(cx, key);
+    }
+    if matches!(cx.conns.get(key).map(|c| &c.state), Some(State::Active(_))) {
+        io_failure(cx, key, error);
+    }
+}
+
+/// Reads whatever the socket holds into the connection's buffer, stopping
+/// at its end or any error without acting on them; returns how many bytes
+/// came.
+fn read_arrived(conn: &mut Conn) -> usize {
+    let mut total = 0;
+    loop {
+        if conn.read_len == conn.read_buf.len() {
+            make_room(conn);
+        }
+        let Some(transport) = conn.transport.as_mut() else {
+            return total;
+        };
+        match transport.read(&mut conn.read_buf[conn.read_len..]) {
+            Ok(0) => return total,
+            Ok(n) => {
+                conn.read_len += n;
+                total += n;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return total,
+        }
+    }
 }
 
 fn io_failure(cx: &mut LoopContext<'_>, key: usize, error: io::Error) {
