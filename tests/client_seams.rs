@@ -75,7 +75,7 @@ fn a_stopped_timer_fails_requests_that_need_a_timeout_instead_of_leaving_them() 
         .request_timeout(Duration::from_millis(200))
         .build()
         .unwrap();
-    // Stopped behind the client's back (another client sharing it closed).
+    // Stopped behind the client's back, before the request arms on it.
     drop(timer.stop());
     let future = client.get(server.url("/")).send();
     assert!(eventually(WAIT, || future.is_done()), "never resolved");

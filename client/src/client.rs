@@ -426,12 +426,16 @@ impl ClientShared {
             return;
         };
         let period = (shortest / 2).clamp(Duration::from_millis(10), Duration::from_secs(1));
+        // A clock at the end of time (a manual one) has no next round.
+        let Some(due) = shared.clock.now().checked_add(period) else {
+            return;
+        };
         let weak: Weak<ClientShared> = Arc::downgrade(shared);
         // Counted before arming and uncounted when it runs: a snapshot taken
         // in between counts it before the wheel does, so exchange timeouts
         // are at worst under-counted for a moment, never over-counted.
         shared.cleaner_armed.fetch_add(1, Ordering::Relaxed);
-        let armed = shared.wheel.arm(shared.clock.now() + period, move || {
+        let armed = shared.wheel.arm(due, move || {
             if let Some(shared) = weak.upgrade() {
                 shared.cleaner_armed.fetch_sub(1, Ordering::Relaxed);
                 if !shared.is_closed() {

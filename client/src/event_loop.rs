@@ -437,7 +437,8 @@ impl EventLoop {
         while let Some(&(key, exchange_id)) = cx.aborts.last() {
             let now = self.clock.now();
             let nearest = lock(&self.timers).heap.next_deadline();
-            if closed_one && nearest.is_some_and(|deadline| deadline <= now + ABORT_GAP) {
+            let soon = |deadline: Instant| deadline.saturating_duration_since(now) <= ABORT_GAP;
+            if closed_one && nearest.is_some_and(soon) {
                 break;
             }
             cx.aborts.pop();

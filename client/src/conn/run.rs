@@ -91,7 +91,7 @@ pub(super) fn write_request(cx: &mut LoopContext<'_>, key: usize) {
         // to a key update).
         if transport.wants_write() {
             if let Err(e) = transport.flush() {
-                write_failure(cx, key, e);
+                io_failure(cx, key, e);
             }
         }
         return;
@@ -294,46 +294,65 @@ fn retry_on_fresh_connection(cx: &mut LoopContext<'_>, key: usize) -> bool {
 /// Sending the request failed. A server that refuses a request early (a
 /// 413 to a large upload) answers and closes without reading the rest, and
 /// its answer is still in the socket when the write fails: RFC 9112 §9.5
-/// asks a client to watch for it. So what has arrived is decoded first, and
-/// the write error ends the exchange only if that answer does not. When
-/// nothing arrived, it is the write error at once (and a pooled connection
-/// the server had dropped is retried as for any I/O error).
+/// asks a client to watch for it. So what has arrived is decoded first —
+/// up to the end of the stream, which completes a close-delimited answer —
+/// and the write error ends the exchange only if that answer does not.
+/// When nothing arrived, it is the write error at once (and a pooled
+/// connection the server had dropped is retried as for any I/O error).
 fn write_failure(cx: &mut LoopContext<'_>, key: usize, error: io::Error) {
     // `sending` stays set: a connection whose request went out only in
     // part is never reused, whatever the answer says.
     let conn = &mut cx.conns[key];
-    if read_arrived(conn) > 0 {
+    let arrived = read_arrived(conn);
+    if arrived.bytes > 0 {
         let now = conn.client.clock.now();
         if let State::Active(active) = &conn.state {
             active.exchange.mark_read(now);
         }
-        decode(cx, key);
+        if decode(cx, key) && arrived.ended {
+            on_eof(cx, key);
+        }
     }
     if matches!(cx.conns.get(key).map(|c| &c.state), Some(State::Active(_))) {
         io_failure(cx, key, error);
     }
 }
 
+/// What [`read_arrived`] found.
+struct Arrived {
+    /// Bytes read.
+    bytes: usize,
+    /// Whether the stream ended cleanly after them.
+    ended: bool,
+}
+
 /// Reads whatever the socket holds into the connection's buffer, stopping
-/// at its end or any error without acting on them; returns how many bytes
-/// came.
-fn read_arrived(conn: &mut Conn) -> usize {
-    let mut total = 0;
+/// at its end or any error without acting on them.
+fn read_arrived(conn: &mut Conn) -> Arrived {
+    let mut bytes = 0;
     loop {
         if conn.read_len == conn.read_buf.len() {
             make_room(conn);
         }
         let Some(transport) = conn.transport.as_mut() else {
-            return total;
+            return Arrived {
+                bytes,
+                ended: false,
+            };
         };
         match transport.read(&mut conn.read_buf[conn.read_len..]) {
-            Ok(0) => return total,
+            Ok(0) => return Arrived { bytes, ended: true },
             Ok(n) => {
                 conn.read_len += n;
-                total += n;
+                bytes += n;
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => return total,
+            Err(_) => {
+                return Arrived {
+                    bytes,
+                    ended: false,
+                }
+            }
         }
     }
 }
