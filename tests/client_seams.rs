@@ -85,6 +85,31 @@ fn a_stopped_timer_fails_requests_that_need_a_timeout_instead_of_leaving_them() 
 }
 
 #[test]
+fn a_timer_stopped_under_armed_timeouts_fails_their_requests() {
+    let server = TestServer::start(Behaviour::NeverAnswer);
+    let timer = HashedWheelTimer::builder().build().unwrap();
+    let client = Client::builder()
+        .timer(timer.clone())
+        .request_timeout(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let futures: Vec<_> = (0..5).map(|_| client.get(server.url("/")).send()).collect();
+    assert!(
+        eventually(WAIT, || client.stats().wheel.armed >= 5),
+        "{:?}",
+        client.stats()
+    );
+    // Its timeouts, handed back by stop and dropped, end their requests.
+    drop(timer.stop());
+    for future in futures {
+        assert!(eventually(WAIT, || future.is_done()), "never resolved");
+        let error = future.wait().unwrap_err();
+        assert!(matches!(error, Error::ClientClosed), "{error:?}");
+    }
+    client.close();
+}
+
+#[test]
 fn more_event_loops_than_the_most_is_an_error_not_a_panic() {
     for loops in [MAX_EVENT_LOOPS + 1, usize::MAX] {
         let error = Client::builder().event_loops(loops).build().unwrap_err();

@@ -330,12 +330,9 @@ impl ClientBuilder {
 
     /// Use this wheel instead of starting one. The client stops it on
     /// close, so do not share it with another client. It must read the
-    /// client's [`clock`](Self::clock) (`build` fails otherwise). A request
-    /// that arms a timeout once it has stopped fails with
-    /// [`Error::ClientClosed`](crate::Error::ClientClosed); the timeouts
-    /// armed on it when it stops are handed back by
-    /// [`HashedWheelTimer::stop`] and never fire, so do not stop it while
-    /// the client is in use.
+    /// client's [`clock`](Self::clock) (`build` fails otherwise). Once it
+    /// has stopped, a request with a timeout armed on it, or arming one,
+    /// fails with [`Error::ClientClosed`](crate::Error::ClientClosed).
     pub fn timer(mut self, timer: HashedWheelTimer) -> Self {
         self.config.timer = Some(timer);
         self

@@ -291,13 +291,48 @@ impl TimeoutsHolder {
                 }
             }
         }
-        let exchange = exchange.clone();
-        match self
-            .wheel
-            .arm(deadline, move || exchange.timeout_fired(tag, None))
-        {
+        let expiry = WheelExpiry {
+            exchange: Some(exchange.clone()),
+            tag,
+        };
+        match self.wheel.arm(deadline, move || expiry.fire()) {
             Ok(timeout) => Armed::Wheel(timeout),
             Err(tickless_timer::TimerStopped) => Armed::Refused,
+        }
+    }
+}
+
+/// A timeout's task on the wheel. Dropped without firing it was cancelled,
+/// unless the wheel stopped under it (a caller's timer stopped while the
+/// client was in use): then nothing else would end its exchange, so the drop
+/// does, with [`Error::ClientClosed`]. It leaves the exchange alone while
+/// the holder's lock is taken: whoever holds it is ending the exchange,
+/// moving its timeouts to a loop, or arming on the stopped wheel (which
+/// fails it), and a drop under that lock on this thread (a re-home
+/// cancelling) must not take it again.
+struct WheelExpiry {
+    exchange: Option<Arc<Exchange>>,
+    tag: u32,
+}
+
+impl WheelExpiry {
+    fn fire(mut self) {
+        if let Some(exchange) = self.exchange.take() {
+            exchange.timeout_fired(self.tag, None);
+        }
+    }
+}
+
+impl Drop for WheelExpiry {
+    fn drop(&mut self) {
+        let Some(exchange) = self.exchange.take() else {
+            return;
+        };
+        let abandoned = !exchange.is_done()
+            && exchange.timeouts.wheel.is_stopped()
+            && exchange.timeouts.state.try_lock().is_ok();
+        if abandoned {
+            exchange.fail_and_abort(Error::ClientClosed, None);
         }
     }
 }

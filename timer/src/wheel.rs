@@ -328,6 +328,12 @@ impl HashedWheelTimer {
         self.owner.shared.stop()
     }
 
+    /// Whether [`stop`](Self::stop) has been called: a task dropped without
+    /// running while this is true was dropped by the stop, not cancelled.
+    pub fn is_stopped(&self) -> bool {
+        self.owner.shared.stopping.load(Ordering::Acquire)
+    }
+
     /// The worker thread's id: fired tasks run there unless an executor was
     /// given. `None` with a manual clock, where they run on the advancing thread.
     pub fn thread_id(&self) -> Option<ThreadId> {
