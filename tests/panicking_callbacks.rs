@@ -77,78 +77,60 @@ fn assert_listener_panicked(error: Error) {
     }
 }
 
-fn no_timeouts_client() -> Client {
-    Client::builder()
-        .event_loops(1)
-        .request_timeout(Duration::ZERO)
-        .read_timeout(Duration::ZERO)
-        .build()
-        .unwrap()
-}
-
-#[test]
-fn a_listener_panicking_on_a_connect_attempt_fails_its_exchange() {
-    let server = TestServer::respond(|_| ok("fine"));
-    let client = no_timeouts_client();
-    let error = outcome(&client, server.url("/"), PanicsOn::ConnectAttempt).unwrap_err();
-    assert_listener_panicked(error);
-    assert_eq!(
-        client.get(server.url("/")).send().wait().unwrap().text(),
-        "fine"
-    );
-    assert_settles(&client, WAIT);
-    client.close();
-}
-
-#[test]
-fn a_listener_panicking_on_a_resolver_thread_fails_its_exchange_and_spares_the_thread() {
-    let server = TestServer::respond(|_| ok("fine"));
-    let client = no_timeouts_client();
-    let url = format!("http://localhost:{}/", server.addr().port());
-    // More panics than there are resolver threads.
-    for _ in 0..4 {
-        let error = outcome(&client, url.clone(), PanicsOn::Resolved).unwrap_err();
-        assert_listener_panicked(error);
-    }
+/// The client still serves a request to `url` after the panic, then
+/// settles and closes.
+fn assert_serves_then_closes(client: Client, url: String) {
     assert_eq!(client.get(url).send().wait().unwrap().text(), "fine");
     assert_settles(&client, WAIT);
     client.close();
 }
 
 #[test]
+fn a_listener_panicking_on_a_connect_attempt_fails_its_exchange() {
+    let server = TestServer::respond(|_| ok("fine"));
+    let client = untimed_client();
+    let error = outcome(&client, server.url("/"), PanicsOn::ConnectAttempt).unwrap_err();
+    assert_listener_panicked(error);
+    assert_serves_then_closes(client, server.url("/"));
+}
+
+#[test]
+fn a_listener_panicking_on_a_resolver_thread_fails_its_exchange_and_spares_the_thread() {
+    let server = TestServer::respond(|_| ok("fine"));
+    let client = untimed_client();
+    let url = format!("http://localhost:{}/", server.addr().port());
+    // More panics than there are resolver threads.
+    for _ in 0..4 {
+        let error = outcome(&client, url.clone(), PanicsOn::Resolved).unwrap_err();
+        assert_listener_panicked(error);
+    }
+    assert_serves_then_closes(client, url);
+}
+
+#[test]
 fn a_listener_panicking_as_a_pooled_connection_is_taken_fails_its_exchange() {
     let server = TestServer::respond(|_| ok("fine"));
-    let client = no_timeouts_client();
+    let client = untimed_client();
     let first = outcome(&client, server.url("/"), PanicsOn::Resolved).unwrap();
     assert_eq!(first.text(), "fine");
     assert!(eventually(WAIT, || client.stats().idle_connections == 1));
     let error = outcome(&client, server.url("/"), PanicsOn::ConnectionPooled).unwrap_err();
     assert_listener_panicked(error);
-    assert_eq!(
-        client.get(server.url("/")).send().wait().unwrap().text(),
-        "fine"
-    );
-    assert_settles(&client, WAIT);
-    client.close();
+    assert_serves_then_closes(client, server.url("/"));
 }
 
 #[test]
 fn a_listener_panicking_as_its_connection_is_offered_back_spares_the_connection() {
     let server = TestServer::respond(|_| ok("fine"));
-    let client = no_timeouts_client();
+    let client = untimed_client();
     // The connection is offered back before the exchange ends (so that a
     // caller's next request finds it): the panic ends the exchange.
     let error = outcome(&client, server.url("/"), PanicsOn::ConnectionOffered).unwrap_err();
     assert_listener_panicked(error);
     // The connection went back to the pool whole, and serves the next one.
     assert!(eventually(WAIT, || client.stats().idle_connections == 1));
-    assert_eq!(
-        client.get(server.url("/")).send().wait().unwrap().text(),
-        "fine"
-    );
+    assert_serves_then_closes(client, server.url("/"));
     assert_eq!(server.connections_accepted(), 1);
-    assert_settles(&client, WAIT);
-    client.close();
 }
 
 #[test]

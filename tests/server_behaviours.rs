@@ -12,18 +12,9 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 use support::*;
-use tickless::{Client, Error, Response};
+use tickless::{Error, Response};
 
 const WAIT: Duration = Duration::from_secs(10);
-
-fn client() -> Client {
-    Client::builder()
-        .event_loops(1)
-        .request_timeout(Duration::ZERO)
-        .read_timeout(Duration::ZERO)
-        .build()
-        .unwrap()
-}
 
 /// The outcome of `future`, which must come within [`WAIT`].
 fn outcome(future: tickless::ResponseFuture) -> Result<Response, Error> {
@@ -58,7 +49,7 @@ fn an_answer_already_there_when_the_connect_is_seen_is_read() {
             let _ = std::io::copy(&mut stream, &mut std::io::sink());
         }))
     };
-    let client = client();
+    let client = untimed_client();
     let future = client.get(server.url("/")).send();
     client.event_loop_group().loops()[0]
         .execute(move |_| {
@@ -92,7 +83,7 @@ fn an_early_refusal_of_an_upload_is_the_answer_not_the_reset_that_follows() {
             let _ = stream.shutdown(std::net::Shutdown::Write);
             // Dropped with the body unread: the kernel resets the connection.
         }));
-        let client = client();
+        let client = untimed_client();
         for method in [http::Method::POST, http::Method::PUT] {
             let future = client
                 .request(method.clone(), server.url("/upload"))

@@ -144,6 +144,17 @@ pub fn recorded_client() -> (tickless::Client, Arc<Recorder>) {
     (client, recorder)
 }
 
+/// A client with one loop and no request or read timeout: an exchange that
+/// nothing else ends hangs, and the test's own ceiling says so.
+pub fn untimed_client() -> tickless::Client {
+    tickless::Client::builder()
+        .event_loops(1)
+        .request_timeout(Duration::ZERO)
+        .read_timeout(Duration::ZERO)
+        .build()
+        .expect("client")
+}
+
 /// Polls `cond` (every millisecond) until it holds; false after `timeout`.
 /// For state that has no blocking wait, such as client statistics updated
 /// by a task posted to a loop.
