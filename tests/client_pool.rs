@@ -279,3 +279,71 @@ fn a_queued_request_runs_when_the_connection_frees_up() {
     assert_settles(&client, WAIT);
     client.close();
 }
+
+#[test]
+fn an_idle_connection_to_one_origin_makes_room_for_a_request_to_another() {
+    for event_loop_timeouts in [false, true] {
+        let a = TestServer::respond(|request| ok(&request.target));
+        let b = TestServer::respond(|request| ok(&request.target));
+        // No timeout ends the wait: only the room made for it can.
+        let client = Client::builder()
+            .event_loops(2)
+            .use_event_loop_timeouts(event_loop_timeouts)
+            .max_connections(1)
+            .request_timeout(Duration::ZERO)
+            .pooled_connection_idle_timeout(Duration::ZERO)
+            .build()
+            .unwrap();
+        assert_eq!(client.get(a.url("/a")).send().wait().unwrap().text(), "/a");
+        assert!(eventually(WAIT, || client.stats().idle_connections == 1));
+        let to_b = client.get(b.url("/b")).send();
+        assert!(
+            eventually(WAIT, || to_b.is_done()),
+            "B waited behind A's idle connection"
+        );
+        assert_eq!(to_b.wait().unwrap().text(), "/b");
+        // And back: B's idle connection makes room for A again.
+        let to_a = client.get(a.url("/a2")).send();
+        assert!(
+            eventually(WAIT, || to_a.is_done()),
+            "A waited behind B's idle connection"
+        );
+        assert_eq!(to_a.wait().unwrap().text(), "/a2");
+        assert!(client.stats().open_connections <= 1, "{:?}", client.stats());
+        assert_settles(&client, WAIT);
+        client.close();
+    }
+}
+
+#[test]
+fn a_retried_request_goes_again_on_a_fresh_connection_even_after_waiting() {
+    // Answers the first request of each connection, then closes on the
+    // next: every pooled connection fails under its second request.
+    let server = TestServer::start(Behaviour::custom(|mut stream, index| {
+        let mut reader = RequestReader::new(index);
+        if let Ok(request) = reader.read_request(&mut stream) {
+            let _ = stream.write_all(&ok(&request.target));
+        }
+        let _ = reader.read_request(&mut stream);
+    }));
+    for event_loop_timeouts in [false, true] {
+        let client = Client::builder()
+            .event_loops(1)
+            .use_event_loop_timeouts(event_loop_timeouts)
+            .max_connections_per_host(1)
+            .build()
+            .unwrap();
+        assert_eq!(
+            client.get(server.url("/r1")).send().wait().unwrap().text(),
+            "/r1"
+        );
+        // r2 takes the pooled connection and fails under it; its retry
+        // queues behind r3, which holds the one permit.
+        let r2 = client.get(server.url("/r2")).send();
+        let r3 = client.get(server.url("/r3")).send();
+        assert_eq!(r3.wait().unwrap().text(), "/r3");
+        assert_eq!(r2.wait().unwrap().text(), "/r2");
+        assert_settles(&client, WAIT);
+        client.close();
+    }
+}

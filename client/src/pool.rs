@@ -14,12 +14,21 @@
 //!   oldest waiter that can use it. A waiter that ended meanwhile (its
 //!   deadline passed) is skipped. The wait is bounded by the request
 //!   deadline, which is armed before the request waits.
+//! * Idle connections never keep a request waiting for the total limit:
+//!   one that queues for it has the longest-idle connection of another
+//!   origin closed to make room, and a connection offered back while such
+//!   a request waits is closed rather than kept.
+//! * A request retried after a pooled connection failed under it goes again
+//!   on a fresh connection, never a pooled one: a connection offered back
+//!   while it is the oldest waiter of its origin is closed, so that the
+//!   permit serves it.
 
 use crate::event_loop::lock;
 use crate::events::ConnectionInfo;
 use crate::exchange::{ConnRef, Exchange};
 use crate::origin::Origin;
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -55,7 +64,8 @@ pub(crate) enum Offered {
     Kept,
     /// A waiter for its origin takes it: run the waiter on it.
     Serve(Arc<Exchange>),
-    /// The pool is closed or the connection is past its time to live: close it.
+    /// Close it: the pool is closed, the connection is past its time to
+    /// live, or its permit is worth more to a waiter (see the invariants).
     Refused,
 }
 
@@ -93,6 +103,36 @@ impl Inner {
             && limits
                 .max_connections_per_host
                 .is_none_or(|max| per_host < max)
+    }
+
+    /// Whether a live waiter is held back by the total limit alone (its
+    /// origin is under its own limit): a permit freed anywhere would serve it.
+    fn starved_by_total(&self, limits: &PoolLimits) -> bool {
+        limits.max_connections.is_some_and(|max| self.open >= max)
+            && self.waiting.iter().any(|exchange| {
+                let per_host = self.origins.get(&exchange.origin).map_or(0, |o| o.open);
+                !exchange.is_done()
+                    && limits
+                        .max_connections_per_host
+                        .is_none_or(|max| per_host < max)
+            })
+    }
+
+    /// Takes the connection idle the longest, of any origin, out of the pool.
+    fn take_longest_idle(&mut self) -> Option<IdleConn> {
+        let (origin, index) = self
+            .origins
+            .iter()
+            .flat_map(|(origin, state)| {
+                state
+                    .idle
+                    .iter()
+                    .enumerate()
+                    .map(move |(i, c)| (origin, i, c.idle_since))
+            })
+            .min_by_key(|&(_, _, idle_since)| idle_since)
+            .map(|(origin, index, _)| (origin.clone(), index))?;
+        Some(self.origins.get_mut(&origin)?.idle.remove(index))
     }
 
     fn grant(&mut self, origin: &Origin) {
@@ -172,6 +212,11 @@ impl Pool {
             // a queue behind hung connections does not grow without bound.
             inner.waiting.retain(|waiting| !waiting.is_done());
             inner.waiting.push_back(exchange.clone());
+            // Room for it, if only idle connections of other origins fill
+            // the total: the one closed gives back its permit (`release`).
+            if inner.starved_by_total(&self.limits) {
+                expired.extend(inner.take_longest_idle());
+            }
             (Acquired::Queued, expired)
         }
     }
@@ -184,8 +229,16 @@ impl Pool {
         }
         inner.waiting.retain(|exchange| !exchange.is_done());
         if let Some(index) = inner.waiting.iter().position(|e| e.origin == idle.origin) {
+            if inner.waiting[index].retried.load(Ordering::Acquire) {
+                // It needs a fresh connection: this one's permit serves it.
+                return Offered::Refused;
+            }
             let exchange = inner.waiting.remove(index).expect("index from position");
             return Offered::Serve(exchange);
+        }
+        if inner.starved_by_total(&self.limits) {
+            // Kept idle, it would hold a permit another origin waits for.
+            return Offered::Refused;
         }
         inner
             .origins
