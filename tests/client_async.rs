@@ -4,9 +4,15 @@
 
 mod support;
 
+use std::future::Future;
+use std::io::Write;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Waker};
 use std::time::Duration;
 use support::*;
-use tickless::{Client, Error};
+use tickless::{Client, Error, ResponseFuture};
 
 const WAIT: Duration = Duration::from_secs(5);
 
@@ -165,6 +171,85 @@ fn waiting_on_a_future_already_polled_to_completion_panics_instead_of_hanging() 
             "{message:?}"
         );
     }
+    client.close();
+}
+
+#[test]
+fn is_done_means_the_next_poll_is_ready() {
+    struct SlowToHear;
+    impl tickless::EventListener for SlowToHear {
+        fn on_completed(&self, _status: http::StatusCode) {
+            // The exchange has ended; the outcome is stored after this.
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+    let server = echo_server();
+    let client = client();
+    let mut future = client
+        .get(server.url("/"))
+        .listener(Arc::new(SlowToHear))
+        .send();
+    assert!(eventually(Duration::from_secs(10), || future.is_done()));
+    let mut cx = Context::from_waker(Waker::noop());
+    let polled = Future::poll(Pin::new(&mut future), &mut cx);
+    assert!(polled.is_ready(), "is_done() said so, the poll was pending");
+    client.close();
+}
+
+#[test]
+fn a_body_callback_that_cancels_its_exchange_sees_no_more_of_the_body() {
+    // 200 chunks of 10 bytes in one write: all of it is read at once. The
+    // server answers once the callback can reach its own future.
+    let body = vec![b'k'; 2000];
+    let chunks: Vec<&[u8]> = body.chunks(10).collect();
+    let wire = chunked(200, &chunks, &[]);
+    let go = Arc::new(AtomicBool::new(false));
+    let server = {
+        let go = go.clone();
+        TestServer::start(Behaviour::custom(move |mut stream, index| {
+            let mut reader = RequestReader::new(index);
+            while reader.read_request(&mut stream).is_ok() {
+                while !go.load(Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                let _ = stream.write_all(&wire);
+            }
+        }))
+    };
+    let client = client();
+    let own: Arc<Mutex<Option<Arc<ResponseFuture>>>> = Arc::default();
+    let cancelled = Arc::new(AtomicBool::new(false));
+    let after_cancel = Arc::new(AtomicUsize::new(0));
+    let sink = {
+        let (own, cancelled, after_cancel) = (own.clone(), cancelled.clone(), after_cancel.clone());
+        move |data: &[u8]| {
+            if cancelled.load(Ordering::SeqCst) {
+                after_cancel.fetch_add(data.len(), Ordering::SeqCst);
+            } else if let Some(future) = own.lock().unwrap().as_ref() {
+                cancelled.store(future.cancel(), Ordering::SeqCst);
+            }
+        }
+    };
+    let future = Arc::new(client.get(server.url("/")).on_body_chunk(sink).send());
+    *own.lock().unwrap() = Some(future.clone());
+    go.store(true, Ordering::SeqCst);
+    assert!(eventually(Duration::from_secs(10), || future.is_done()));
+    own.lock().unwrap().take();
+    let outcome = Arc::try_unwrap(future).expect("one handle").wait();
+    assert!(
+        cancelled.load(Ordering::SeqCst),
+        "the callback's cancel did not take"
+    );
+    assert!(matches!(outcome, Err(Error::Cancelled)), "{outcome:?}");
+    assert_eq!(
+        after_cancel.load(Ordering::SeqCst),
+        0,
+        "body after the cancel"
+    );
+    // Cancelling closed the connection: the next request opens another.
+    let next = client.get(server.url("/")).send().wait().unwrap();
+    assert_eq!(next.body().len(), 2000);
+    assert_eq!(server.connections_accepted(), 2);
     client.close();
 }
 

@@ -133,6 +133,12 @@ impl Exchange {
         self.done.load(Ordering::Acquire)
     }
 
+    /// Whether the outcome is stored (a little after `is_done`: the
+    /// listener is told in between), so a poll now is ready.
+    pub(crate) fn is_settled(&self) -> bool {
+        self.settled.load(Ordering::Acquire)
+    }
+
     /// The remote for messages: `host/ip:port` once connected, `host:port` before.
     pub(crate) fn remote_name(&self) -> String {
         match *lock(&self.remote) {

@@ -73,10 +73,11 @@ impl ResponseFuture {
         }
     }
 
-    /// Whether the exchange has ended (the next poll is ready).
+    /// Whether the exchange has ended and its outcome is in: the next poll
+    /// is ready, and [`wait`](Self::wait) returns at once.
     pub fn is_done(&self) -> bool {
         match &self.inner {
-            Inner::Exchange(exchange) => exchange.is_done(),
+            Inner::Exchange(exchange) => exchange.is_settled(),
             Inner::Failed(_) => true,
         }
     }

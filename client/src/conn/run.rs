@@ -190,6 +190,14 @@ fn decode(cx: &mut LoopContext<'_>, key: usize) -> bool {
         ..
     } = &mut **active;
     loop {
+        // The caller's code just called (a listener, the body callback) may
+        // have ended the exchange: a cancel, or a timeout meanwhile. Its
+        // abort is on its way; nothing more of this response is delivered.
+        if exchange.is_done() {
+            let id = exchange.id;
+            abort(cx, key, id);
+            return false;
+        }
         let input = &conn.read_buf[conn.read_pos..conn.read_len];
         match decoder.decode(input) {
             Ok((consumed, decoded)) => {
