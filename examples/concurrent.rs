@@ -13,11 +13,11 @@
 //! cap keeps the example within the usual limit of 1024 open files, since
 //! both ends of every connection live in this one process.
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+#[path = "common/echo_server.rs"]
+mod echo_server;
+
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 fn main() -> ExitCode {
@@ -58,8 +58,8 @@ fn parse_args() -> Result<(usize, usize), String> {
 }
 
 fn run(requests: usize, connections: usize) -> Result<bool, Box<dyn std::error::Error>> {
-    let opened = Arc::new(AtomicUsize::new(0));
-    let addr = start_server(opened.clone())?;
+    let server = echo_server::start()?;
+    let addr = server.addr;
     let client = tickless::Client::builder()
         .max_connections_per_host(connections)
         .request_timeout(Duration::from_secs(30))
@@ -87,58 +87,10 @@ fn run(requests: usize, connections: usize) -> Result<bool, Box<dyn std::error::
     println!("{succeeded}/{requests} succeeded in {elapsed:.2?}");
     println!(
         "{} connections opened (limit {connections})",
-        opened.load(Ordering::Relaxed)
+        server.opened.load(Ordering::Relaxed)
     );
     for failure in failures.iter().take(10) {
         eprintln!("{failure}");
     }
     Ok(succeeded == requests)
-}
-
-/// A tiny keep-alive HTTP/1.1 server on 127.0.0.1, one thread per
-/// connection, answering every request with its path (without the leading
-/// `/`). Counts the connections it accepts. Requests are assumed to have
-/// no body (this example sends only GETs).
-fn start_server(opened: Arc<AtomicUsize>) -> std::io::Result<SocketAddr> {
-    let listener = TcpListener::bind("127.0.0.1:0")?;
-    let addr = listener.local_addr()?;
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            opened.fetch_add(1, Ordering::Relaxed);
-            std::thread::spawn(move || serve(stream));
-        }
-    });
-    Ok(addr)
-}
-
-fn serve(stream: TcpStream) {
-    let Ok(mut writer) = stream.try_clone() else {
-        return;
-    };
-    let mut reader = BufReader::new(stream);
-    let mut line = String::new();
-    loop {
-        line.clear();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-            return;
-        }
-        let path = line.split(' ').nth(1).unwrap_or("/").to_owned();
-        loop {
-            line.clear();
-            if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                return;
-            }
-            if line == "\r\n" || line == "\n" {
-                break;
-            }
-        }
-        let body = path.trim_start_matches('/');
-        let response = format!(
-            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}",
-            body.len()
-        );
-        if writer.write_all(response.as_bytes()).is_err() {
-            return;
-        }
-    }
 }

@@ -8,13 +8,16 @@
 //! cargo run --release --example tokio
 //! ```
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+#[path = "common/echo_server.rs"]
+mod echo_server;
+
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let addr = start_server()?;
+    let server = echo_server::start()?;
+    let addr = server.addr;
     let client = tickless::Client::builder()
         .event_loops(1)
         .request_timeout(Duration::from_secs(5))
@@ -46,55 +49,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     client.close();
+    // Tasks that found no idle connection opened their own.
+    println!(
+        "connections opened: {}",
+        server.opened.load(Ordering::Relaxed)
+    );
     Ok(())
-}
-
-/// A tiny keep-alive HTTP/1.1 server on 127.0.0.1: answers every request
-/// with its path, except `/slow`, which it answers after a second. Requests
-/// are assumed to have no body (this example sends only GETs).
-fn start_server() -> std::io::Result<SocketAddr> {
-    let listener = TcpListener::bind("127.0.0.1:0")?;
-    let addr = listener.local_addr()?;
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            std::thread::spawn(move || serve(stream));
-        }
-    });
-    Ok(addr)
-}
-
-fn serve(stream: TcpStream) {
-    let Ok(mut writer) = stream.try_clone() else {
-        return;
-    };
-    let mut reader = BufReader::new(stream);
-    let mut line = String::new();
-    loop {
-        line.clear();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-            return;
-        }
-        let path = line.split(' ').nth(1).unwrap_or("/").to_owned();
-        // Skip the headers up to the blank line.
-        loop {
-            line.clear();
-            if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                return;
-            }
-            if line == "\r\n" || line == "\n" {
-                break;
-            }
-        }
-        if path == "/slow" {
-            std::thread::sleep(Duration::from_secs(1));
-        }
-        let body = format!("you asked for {path}\n");
-        let response = format!(
-            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{body}",
-            body.len()
-        );
-        if writer.write_all(response.as_bytes()).is_err() {
-            return;
-        }
-    }
 }

@@ -37,7 +37,7 @@ fn close_fails_what_is_in_flight_and_joins_every_thread() {
     ));
     let fine = TestServer::respond(|_| ok("fine"));
     let mut blackhole = UnacceptingListener::new();
-    let can_hang_connects = blackhole.fill_backlog(4096);
+    let can_hang_connects = blackhole.backlog_filled(4096);
     let before = threads();
 
     let recorder = Recorder::new();

@@ -112,7 +112,7 @@ fn dropping_a_future_mid_body_closes_its_connection() {
 #[test]
 fn dropping_a_future_while_connecting_gives_the_connection_back() {
     let mut listener = UnacceptingListener::new();
-    if !listener.fill_backlog(4096) {
+    if !listener.backlog_filled(4096) {
         // The kernel did not let the accept queue fill, so a connect cannot
         // be made to hang locally; nothing to test here.
         eprintln!("backlog could not be filled; test skipped");
@@ -145,12 +145,7 @@ fn dropping_a_future_while_connecting_gives_the_connection_back() {
 
 #[test]
 fn cancelling_a_queued_request_lets_the_next_one_through() {
-    let server = TestServer::respond(|r| {
-        if r.target == "/slow" {
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        ok(&r.target)
-    });
+    let server = TestServer::echo_slow_after(Duration::from_millis(200));
     let client = Client::builder()
         .event_loops(2)
         .max_connections(1)

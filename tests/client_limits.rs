@@ -17,18 +17,23 @@ fn client() -> Client {
         .unwrap()
 }
 
-#[test]
-fn a_declared_length_over_the_limit_fails_at_the_head() {
-    let server = TestServer::start(Behaviour::SendThenStall(
-        b"HTTP/1.1 200 OK\r\nContent-Length: 2000\r\n\r\n".to_vec(),
-    ));
-    let client = client();
+/// A GET to `server` fails for the 1000-byte limit, and its connection closes.
+fn assert_too_large(client: &Client, server: &TestServer) {
     let error = client.get(server.url("/")).send().wait().unwrap_err();
     assert!(
         matches!(error, Error::BodyTooLarge { limit: 1000, .. }),
         "{error:?}"
     );
     assert!(server.wait_for_open(0, WAIT), "connection left open");
+}
+
+#[test]
+fn a_declared_length_over_the_limit_fails_at_the_head() {
+    let server = TestServer::start(Behaviour::SendThenStall(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2000\r\n\r\n".to_vec(),
+    ));
+    let client = client();
+    assert_too_large(&client, &server);
     client.close();
 }
 
@@ -37,12 +42,7 @@ fn a_chunked_body_growing_past_the_limit_fails() {
     let chunk = vec![b'x'; 600];
     let server = TestServer::respond(move |_| chunked(200, &[&chunk, &chunk], &[]));
     let client = client();
-    let error = client.get(server.url("/")).send().wait().unwrap_err();
-    assert!(
-        matches!(error, Error::BodyTooLarge { limit: 1000, .. }),
-        "{error:?}"
-    );
-    assert!(server.wait_for_open(0, WAIT), "connection left open");
+    assert_too_large(&client, &server);
     // Within the limit is fine, on a new connection.
     let small = TestServer::respond(|_| ok(&"y".repeat(1000)));
     assert_eq!(

@@ -35,6 +35,14 @@ fn assert_on_time(elapsed: Duration, deadline: Duration) {
     );
 }
 
+/// Sends `request`, which must fail, on time for `deadline`; returns its error.
+fn fails_on_time(request: tickless::RequestBuilder, deadline: Duration) -> Error {
+    let started = Instant::now();
+    let error = request.send().wait().unwrap_err();
+    assert_on_time(started.elapsed(), deadline);
+    error
+}
+
 #[test]
 fn request_timeout_against_a_server_that_never_answers() {
     let server = TestServer::start(Behaviour::NeverAnswer);
@@ -43,9 +51,7 @@ fn request_timeout_against_a_server_that_never_answers() {
         b.request_timeout(Duration::from_millis(200))
             .listener(recorder.clone())
     });
-    let started = Instant::now();
-    let error = client.get(server.url("/")).send().wait().unwrap_err();
-    assert_on_time(started.elapsed(), Duration::from_millis(200));
+    let error = fails_on_time(client.get(server.url("/")), Duration::from_millis(200));
     assert!(matches!(error, Error::RequestTimeout(_)), "{error:?}");
     assert!(error.is_timeout());
     let timeout = error.timeout().unwrap();
@@ -112,9 +118,7 @@ fn read_timeout_when_the_server_stalls_after_the_head() {
         b.request_timeout(Duration::from_secs(30))
             .read_timeout(Duration::from_millis(200))
     });
-    let started = Instant::now();
-    let error = client.get(server.url("/")).send().wait().unwrap_err();
-    assert_on_time(started.elapsed(), Duration::from_millis(200));
+    let error = fails_on_time(client.get(server.url("/")), Duration::from_millis(200));
     assert!(matches!(error, Error::ReadTimeout(_)), "{error:?}");
     assert_eq!(
         error.to_string(),
@@ -137,9 +141,7 @@ fn read_timeout_before_any_response_byte() {
         b.request_timeout(Duration::from_secs(30))
             .read_timeout(Duration::from_millis(150))
     });
-    let started = Instant::now();
-    let error = client.get(server.url("/")).send().wait().unwrap_err();
-    assert_on_time(started.elapsed(), Duration::from_millis(150));
+    let error = fails_on_time(client.get(server.url("/")), Duration::from_millis(150));
     assert!(matches!(error, Error::ReadTimeout(_)), "{error:?}");
     assert_settles(&client, WAIT);
     client.close();
@@ -147,9 +149,10 @@ fn read_timeout_before_any_response_byte() {
 
 #[test]
 fn trickling_server_survives_the_read_timeout_but_not_the_request_timeout() {
-    // A byte every 100 ms: never silent for the 300 ms read timeout, but
-    // the whole response (head and a long body) would take far longer
-    // than the 1 s request timeout.
+    // A byte every 100 ms: never silent for the 1 s read timeout (a
+    // loaded machine may stall the server a few hundred ms), but the whole
+    // response (head and a long body) would take far longer than the 3 s
+    // request timeout.
     let mut bytes = b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n".to_vec();
     bytes.extend(std::iter::repeat_n(b'x', 1000));
     let server = TestServer::start(Behaviour::Trickle {
@@ -158,17 +161,15 @@ fn trickling_server_survives_the_read_timeout_but_not_the_request_timeout() {
         then_stall: true,
     });
     let client = client_with(|b| {
-        b.request_timeout(Duration::from_secs(1))
-            .read_timeout(Duration::from_millis(300))
+        b.request_timeout(Duration::from_secs(3))
+            .read_timeout(Duration::from_secs(1))
     });
-    let started = Instant::now();
-    let error = client.get(server.url("/")).send().wait().unwrap_err();
+    let error = fails_on_time(client.get(server.url("/")), Duration::from_secs(3));
     assert!(
         matches!(error, Error::RequestTimeout(_)),
         "expected RequestTimeout, got {error:?}"
     );
-    assert_on_time(started.elapsed(), Duration::from_secs(1));
-    assert!(error.to_string().ends_with("after 1000 ms"), "{error}");
+    assert!(error.to_string().ends_with("after 3000 ms"), "{error}");
     assert!(server.wait_for_open(0, WAIT));
     assert_settles(&client, WAIT);
     client.close();
@@ -178,14 +179,10 @@ fn trickling_server_survives_the_read_timeout_but_not_the_request_timeout() {
 fn per_request_timeout_beats_the_config() {
     let server = TestServer::start(Behaviour::NeverAnswer);
     let client = client_with(|b| b.request_timeout(Duration::from_secs(60)));
-    let started = Instant::now();
-    let error = client
+    let request = client
         .get(server.url("/"))
-        .request_timeout(Duration::from_millis(100))
-        .send()
-        .wait()
-        .unwrap_err();
-    assert_on_time(started.elapsed(), Duration::from_millis(100));
+        .request_timeout(Duration::from_millis(100));
+    let error = fails_on_time(request, Duration::from_millis(100));
     assert!(matches!(error, Error::RequestTimeout(_)), "{error:?}");
     assert_eq!(
         error.timeout().unwrap().duration,
@@ -231,14 +228,10 @@ fn per_request_read_timeout_beats_the_config() {
         b.read_timeout(Duration::from_secs(60))
             .request_timeout(Duration::from_secs(60))
     });
-    let started = Instant::now();
-    let error = client
+    let request = client
         .get(server.url("/"))
-        .read_timeout(Duration::from_millis(150))
-        .send()
-        .wait()
-        .unwrap_err();
-    assert_on_time(started.elapsed(), Duration::from_millis(150));
+        .read_timeout(Duration::from_millis(150));
+    let error = fails_on_time(request, Duration::from_millis(150));
     assert!(matches!(error, Error::ReadTimeout(_)), "{error:?}");
     assert_eq!(
         error.timeout().unwrap().duration,
@@ -290,8 +283,13 @@ fn request_and_read_timeouts_expire_on_the_wheel_thread() {
 #[test]
 fn a_response_before_the_deadline_disarms_its_timeouts() {
     let server = TestServer::respond(|_| ok("quick"));
+    // On a manual clock (a loaded machine cannot make a request late), and
+    // with no pool cleaner, so that anything firing is a timeout.
+    let clock = tickless::timer::ManualClock::new();
     let client = client_with(|b| {
-        b.request_timeout(Duration::from_millis(300))
+        b.clock(std::sync::Arc::new(clock.clone()))
+            .pooled_connection_idle_timeout(Duration::ZERO)
+            .request_timeout(Duration::from_millis(300))
             .read_timeout(Duration::from_millis(200))
     });
     for _ in 0..20 {
@@ -300,11 +298,14 @@ fn a_response_before_the_deadline_disarms_its_timeouts() {
             "quick"
         );
     }
-    // Nothing left armed to fire later, and nothing does: the next
-    // request, well past both deadlines of the first, still succeeds.
+    // Nothing left armed to fire later, and nothing does: past both
+    // deadlines of every request, the next one still succeeds.
     assert_settles(&client, WAIT);
-    thread::sleep(Duration::from_millis(400));
-    assert_eq!(client.stats().armed_timers(), 0);
+    clock.advance(Duration::from_secs(10));
+    let stats = client.stats();
+    assert_eq!(stats.armed_timers(), 0, "{stats:?}");
+    assert_eq!(stats.wheel.fired, 0, "{stats:?}");
+    assert!(stats.loops.iter().all(|l| l.fired == 0), "{stats:?}");
     assert_eq!(
         client.get(server.url("/")).send().wait().unwrap().text(),
         "quick"
@@ -346,7 +347,7 @@ fn timeouts_past_the_end_of_time_mean_never_in_both_modes() {
 #[test]
 fn connect_timeout_against_a_full_backlog() {
     let mut listener = UnacceptingListener::new();
-    let filled = listener.fill_backlog(4096);
+    let filled = listener.backlog_filled(4096);
     let client = client_with(|b| {
         b.connect_timeout(Duration::from_millis(200))
             .request_timeout(Duration::from_secs(30))
@@ -381,14 +382,14 @@ fn connect_timeout_against_a_full_backlog() {
         Some(TimeoutKind::Connect)
     );
     assert_settles(&client, WAIT);
-    assert_eq!(client.stats().open_connections, 0);
+    assert!(eventually(WAIT, || client.stats().open_connections == 0));
     client.close();
 }
 
 #[test]
 fn request_timeout_bounds_a_hanging_connect() {
     let mut listener = UnacceptingListener::new();
-    if !listener.fill_backlog(4096) {
+    if !listener.backlog_filled(4096) {
         // See connect_timeout_against_a_full_backlog.
         eprintln!("backlog could not be filled; hanging-connect test skipped");
         return;
@@ -397,14 +398,9 @@ fn request_timeout_bounds_a_hanging_connect() {
         b.connect_timeout(Duration::ZERO)
             .request_timeout(Duration::from_millis(200))
     });
-    let started = Instant::now();
-    let error = client
-        .get(format!("http://{}/", listener.addr()))
-        .send()
-        .wait()
-        .unwrap_err();
+    let request = client.get(format!("http://{}/", listener.addr()));
+    let error = fails_on_time(request, Duration::from_millis(200));
     assert!(matches!(error, Error::RequestTimeout(_)), "{error:?}");
-    assert_on_time(started.elapsed(), Duration::from_millis(200));
     assert_settles(&client, WAIT);
     assert!(eventually(WAIT, || client.stats().open_connections == 0));
     client.close();

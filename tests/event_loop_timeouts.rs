@@ -43,6 +43,9 @@ fn parts_with(event_loop_timeouts: bool, group: tickless::EventLoopGroupBuilder)
         .event_loop_group(group.clone())
         .listener(recorder.clone())
         .use_event_loop_timeouts(event_loop_timeouts)
+        // No pool cleaner: whatever fires on the wheel is a timeout.
+        .pooled_connection_idle_timeout(Duration::ZERO)
+        .connection_ttl(Duration::ZERO)
         .build()
         .unwrap();
     Parts {
@@ -106,13 +109,13 @@ fn by_default_a_request_timeout_expires_on_the_wheel_thread() {
 fn a_connecting_exchange_expires_on_the_loop_of_its_new_connection() {
     let server = TestServer::start(Behaviour::NeverAnswer);
     let p = parts(true);
-    // A budget it cannot reach before connecting: expiring from the wheel,
-    // where it is armed until then, would prove nothing. Under the pool
-    // cleaner's period (1 s, a wheel task that would count as fired).
+    // A budget it cannot reach before connecting, even on a loaded
+    // machine: expiring from the wheel, where it is armed until then, would
+    // prove nothing.
     let error = p
         .client
         .get(server.url("/"))
-        .request_timeout(Duration::from_millis(500))
+        .request_timeout(Duration::from_secs(2))
         .send()
         .wait()
         .unwrap_err();
@@ -259,7 +262,8 @@ fn cancelling_and_closing_in_flight_leave_nothing_behind_in_both_modes() {
     for event_loop_timeouts in [false, true] {
         let server = TestServer::start(Behaviour::NeverAnswer);
         let p = parts(event_loop_timeouts);
-        let deadline = Duration::from_millis(300);
+        // Long enough that a loaded machine still cancels and closes first.
+        let deadline = Duration::from_millis(1500);
         let futures: Vec<_> = (0..20)
             .map(|_| {
                 p.client

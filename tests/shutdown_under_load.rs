@@ -8,7 +8,7 @@
 mod support;
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
@@ -40,21 +40,28 @@ fn closing_under_load_resolves_everything_and_joins_every_thread() {
             .collect();
         // Most are connected and waiting for an answer; the rest are
         // connecting or in a loop's inbox: all of them are in flight.
-        server.wait_for_requests(500, WAIT);
+        assert!(
+            server.wait_for_requests(500, WAIT),
+            "the burst never got going"
+        );
 
         // Another thread keeps submitting while the client closes.
         let stop = Arc::new(AtomicBool::new(false));
+        let submitted = Arc::new(AtomicUsize::new(0));
         let submitter = {
             let (client, stop, url) = (client.clone(), stop.clone(), server.url("/late"));
+            let submitted = submitted.clone();
             thread::spawn(move || {
                 let mut futures = Vec::new();
                 while !stop.load(Ordering::Acquire) && futures.len() < 10_000 {
                     futures.push(client.get(url.as_str()).send());
+                    submitted.fetch_add(1, Ordering::Release);
                 }
                 futures
             })
         };
-        thread::sleep(Duration::from_millis(5));
+        // Close while it is submitting, not before it has started.
+        assert!(eventually(WAIT, || submitted.load(Ordering::Acquire) > 0));
         client.close();
         stop.store(true, Ordering::Release);
         let during = submitter.join().expect("the submitter did not panic");

@@ -291,7 +291,7 @@ fn drop_joins_promptly_with_connections_open() {
 #[test]
 fn unaccepting_listener_backlog_fills() {
     let mut listener = UnacceptingListener::new();
-    if !listener.fill_backlog(5000) {
+    if !listener.backlog_filled(5000) {
         // Backlog larger than we are willing to fill here; nothing to check.
         eprintln!("backlog not filled; skipped");
         return;

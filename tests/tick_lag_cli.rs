@@ -142,10 +142,9 @@ fn end_to_end_sends_requests_through_the_client_in_each_mode() {
         .and_then(|rest| rest.split(" expired on the wheel").next())
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("unexpected note: {}", notes[1]));
-    // Those that expired on their loop are listed with their lags.
-    if on_wheel < 20 {
-        let on_loops = format!("the {} on their loop: p50 +", 20 - on_wheel);
-        assert!(notes[1].contains(&on_loops), "{}", notes[1]);
-    }
-    assert!(on_wheel <= 20);
+    // Twenty connects take well under the 50 ms deadline, so most of
+    // them expire on their loop, listed with their lags.
+    assert!(on_wheel < 20, "{}", notes[1]);
+    let on_loops = format!("the {} on their loop: p50 +", 20 - on_wheel);
+    assert!(notes[1].contains(&on_loops), "{}", notes[1]);
 }

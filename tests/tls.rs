@@ -210,14 +210,16 @@ fn a_server_that_never_speaks_tls_is_ended_by_the_request_timeout_in_both_modes(
             .build()
             .unwrap();
         let url = format!("https://{}/", server.addr());
+        // Long enough for the connect to be done first on a loaded machine:
+        // in event-loop mode the timeout must then expire on its loop.
         let error = client
             .get(url)
-            .request_timeout(Duration::from_millis(300))
+            .request_timeout(Duration::from_secs(1))
             .send()
             .wait()
             .unwrap_err();
         assert!(
-            matches!(error, Error::RequestTimeout(ref t) if t.duration == Duration::from_millis(300)),
+            matches!(error, Error::RequestTimeout(ref t) if t.duration == Duration::from_secs(1)),
             "mode {event_loop_timeouts}: {error:?}"
         );
         // The handshake had started, and the timeout ended it.
@@ -245,7 +247,7 @@ fn a_server_that_never_speaks_tls_is_ended_by_the_request_timeout_in_both_modes(
             "mode {event_loop_timeouts}: the socket was left open"
         );
         assert_settles(&client, CEILING);
-        assert_eq!(client.stats().open_connections, 0);
+        assert!(eventually(CEILING, || client.stats().open_connections == 0));
         client.close();
     }
 }

@@ -116,17 +116,7 @@ impl Exchange {
 
     /// Whether the method may be sent twice without harm (RFC 9110 §9.2.2).
     pub(crate) fn is_idempotent(&self) -> bool {
-        use http::Method;
-        let m = &self.request.method;
-        [
-            Method::GET,
-            Method::HEAD,
-            Method::PUT,
-            Method::DELETE,
-            Method::OPTIONS,
-            Method::TRACE,
-        ]
-        .contains(m)
+        self.request.method.is_idempotent()
     }
 
     pub(crate) fn is_done(&self) -> bool {

@@ -265,16 +265,13 @@ impl Pool {
         inner.serve_waiter_with_permit(&self.limits).map(Served)
     }
 
-    /// The loop saw an idle connection close; returns whether it was still
-    /// in the pool (if not, an exchange took it and will find it closed).
-    pub(crate) fn remove_idle(&self, origin: &Origin, conn_id: u64) -> bool {
+    /// The loop saw an idle connection close: out of the pool with it (if
+    /// an exchange took it meanwhile, that one finds it closed).
+    pub(crate) fn remove_idle(&self, origin: &Origin, conn_id: u64) {
         let mut inner = lock(&self.inner);
-        let Some(state) = inner.origins.get_mut(origin) else {
-            return false;
-        };
-        let before = state.idle.len();
-        state.idle.retain(|idle| idle.conn.conn_id != conn_id);
-        before != state.idle.len()
+        if let Some(state) = inner.origins.get_mut(origin) {
+            state.idle.retain(|idle| idle.conn.conn_id != conn_id);
+        }
     }
 
     /// Removes and returns the idle connections past their idle timeout or

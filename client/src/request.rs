@@ -4,6 +4,7 @@ use crate::client::{listener_for, Client};
 use crate::error::{Error, InvalidRequest};
 use crate::events::{EventListener, Guarded};
 use crate::exchange::{BodySink, Exchange, RequestParts};
+use crate::h1::response::has_token;
 use crate::h1::{self, RequestBody};
 use crate::origin::{Origin, Scheme};
 use crate::timeouts::TimeoutsHolder;
@@ -178,12 +179,7 @@ impl RequestBuilder {
         if !config.keep_alive && !headers.contains_key(CONNECTION) {
             headers.insert(CONNECTION, HeaderValue::from_static("close"));
         }
-        let keep_alive = !headers
-            .get_all(CONNECTION)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(','))
-            .any(|token| token.trim().eq_ignore_ascii_case("close"));
+        let keep_alive = !has_token(&headers, b"close");
         let chunked = headers
             .get_all(TRANSFER_ENCODING)
             .iter()

@@ -113,19 +113,9 @@ fn every_two_way_split_of_a_valid_seed_decodes_the_same() {
     }
 }
 
-/// Cuts `bytes` at the given (unsorted, possibly repeated) points.
-fn split_at_points<'a>(bytes: &'a [u8], points: &[usize]) -> Vec<&'a [u8]> {
-    let mut points: Vec<usize> = points.iter().map(|p| p % (bytes.len() + 1)).collect();
-    points.sort_unstable();
-    let mut pieces = Vec::with_capacity(points.len() + 1);
-    let mut start = 0;
-    for p in points {
-        pieces.push(&bytes[start..p]);
-        start = p;
-    }
-    pieces.push(&bytes[start..]);
-    pieces
-}
+#[path = "../src/h1/test_pieces.rs"]
+mod test_pieces;
+use test_pieces::split_at_points;
 
 proptest! {
     #[test]

@@ -257,6 +257,17 @@ impl TestServer {
         TestServer::start(Behaviour::respond(f))
     }
 
+    /// Answers every request with its target, `/slow` only after `delay`:
+    /// a connection kept busy for as long as a test needs.
+    pub fn echo_slow_after(delay: Duration) -> TestServer {
+        TestServer::respond(move |request| {
+            if request.target == "/slow" {
+                std::thread::sleep(delay);
+            }
+            ok(&request.target)
+        })
+    }
+
     pub fn addr(&self) -> SocketAddr {
         self.addr
     }
@@ -560,6 +571,18 @@ impl UnacceptingListener {
             }
         }
         false
+    }
+
+    /// [`fill_backlog`](Self::fill_backlog) for a test that needs it: on
+    /// Linux, where the kernel always lets an accept queue fill, failing to
+    /// fill it fails the test rather than letting it skip its assertions.
+    pub fn backlog_filled(&mut self, max: usize) -> bool {
+        let filled = self.fill_backlog(max);
+        assert!(
+            filled || !cfg!(target_os = "linux"),
+            "the accept queue did not fill"
+        );
+        filled
     }
 }
 

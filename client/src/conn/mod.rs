@@ -137,8 +137,10 @@ pub(crate) fn ready(cx: &mut LoopContext<'_>, key: usize, event: &mio::event::Ev
         State::Handshaking(_) => drive_handshake(cx, key),
         State::Active(active) => {
             if active.exchange.is_done() {
-                // Ended by a timeout or a cancel whose abort is still in the inbox.
-                close(cx, key);
+                // Ended by a timeout or a cancel whose abort is still in the
+                // inbox: abort now.
+                let id = active.exchange.id;
+                abort(cx, key, id);
                 return;
             }
             if event.is_writable() {

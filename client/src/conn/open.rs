@@ -15,7 +15,7 @@ struct ConnectTimer {
 
 impl LoopTimeout for ConnectTimer {
     fn expire(self: Arc<Self>, _tag: u32, cx: &mut LoopContext<'_>) {
-        let Some(conn) = cx.conns.get_mut(self.key).filter(|c| c.id == self.conn_id) else {
+        let Some(conn) = get(cx, self.key, self.conn_id) else {
             return;
         };
         if let State::Connecting(connecting) = &mut conn.state {
@@ -34,7 +34,7 @@ struct HandshakeTimer {
 
 impl LoopTimeout for HandshakeTimer {
     fn expire(self: Arc<Self>, _tag: u32, cx: &mut LoopContext<'_>) {
-        let Some(conn) = cx.conns.get_mut(self.key).filter(|c| c.id == self.conn_id) else {
+        let Some(conn) = get(cx, self.key, self.conn_id) else {
             return;
         };
         let State::Handshaking(handshaking) = &mut conn.state else {

@@ -21,7 +21,7 @@ pub(crate) fn start_on_idle(
         _ => false,
     };
     if !alive {
-        if cx.conns.get(key).is_some_and(|c| c.id == conn_id) {
+        if get(cx, key, conn_id).is_some() {
             close(cx, key);
         }
         // Nothing was sent: any request may go again, on another connection.
@@ -132,13 +132,9 @@ pub(super) fn write_request(cx: &mut LoopContext<'_>, key: usize) {
 pub(super) fn read_response(cx: &mut LoopContext<'_>, key: usize) {
     loop {
         let conn = &mut cx.conns[key];
-        if conn.transport.is_none() {
-            return;
-        }
         if conn.read_len == conn.read_buf.len() {
             make_room(conn);
         }
-        let conn = &mut cx.conns[key];
         let Some(transport) = conn.transport.as_mut() else {
             return;
         };
@@ -271,7 +267,7 @@ fn on_eof(cx: &mut LoopContext<'_>, key: usize) {
         return;
     };
     match active.decoder.eof() {
-        Ok(Decoded::Done { .. }) => complete(cx, key, false),
+        // The end of the stream ends a response framed by it.
         Ok(_) => complete(cx, key, false),
         Err(error) => {
             let exchange = active.exchange.clone();

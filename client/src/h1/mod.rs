@@ -83,7 +83,7 @@ mod decoder;
 mod error;
 mod limits;
 mod request;
-mod response;
+pub(crate) mod response;
 #[cfg(test)]
 mod tests;
 

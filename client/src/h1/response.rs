@@ -341,7 +341,7 @@ fn check_chunked(headers: &HeaderMap) -> Result<(), DecodeError> {
 }
 
 /// Whether a `Connection` field lists `token` (case-insensitive).
-fn has_token(headers: &HeaderMap, token: &[u8]) -> bool {
+pub(crate) fn has_token(headers: &HeaderMap, token: &[u8]) -> bool {
     headers
         .get_all(CONNECTION)
         .iter()

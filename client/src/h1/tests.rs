@@ -671,19 +671,9 @@ fn truncation_at_every_point() {
 
 // ------------------------------------------------------------ property tests
 
-/// Cuts `bytes` at the given (unsorted, possibly repeated) points.
-fn split_at_points<'a>(bytes: &'a [u8], points: &[usize]) -> Vec<&'a [u8]> {
-    let mut points: Vec<usize> = points.iter().map(|p| p % (bytes.len() + 1)).collect();
-    points.sort_unstable();
-    let mut pieces = Vec::new();
-    let mut start = 0;
-    for p in points {
-        pieces.push(&bytes[start..p]);
-        start = p;
-    }
-    pieces.push(&bytes[start..]);
-    pieces
-}
+#[path = "test_pieces.rs"]
+mod test_pieces;
+use test_pieces::split_at_points;
 
 /// A chunked response built with the encoder, with optional trailers.
 fn chunked_response(chunks: &[Vec<u8>], trailer: Option<&str>) -> Vec<u8> {

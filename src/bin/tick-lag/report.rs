@@ -36,6 +36,15 @@ pub fn notes(notes: &[String]) -> String {
     out
 }
 
+/// Mean, p50, p99 and max of `summary`, each through `cell`; `none` for
+/// each when nothing fired.
+fn lag_cells(summary: Option<Summary>, cell: impl Fn(f64) -> String, none: &str) -> [String; 4] {
+    match summary {
+        Some(s) => [s.mean, s.p50 as f64, s.p99 as f64, s.max as f64].map(cell),
+        None => [(); 4].map(|()| none.to_owned()),
+    }
+}
+
 /// The exact CSV header.
 pub const CSV_HEADER: &str = "instrument,deadline_ms,count,mean_us,p50_us,p99_us,max_us";
 
@@ -45,16 +54,7 @@ pub fn csv(rows: &[Row]) -> String {
     let mut out = String::from(CSV_HEADER);
     out.push('\n');
     for row in rows {
-        let us = |ns: f64| format!("{:.1}", ns / 1e3);
-        let (mean, p50, p99, max) = match row.summary {
-            Some(s) => (
-                us(s.mean),
-                us(s.p50 as f64),
-                us(s.p99 as f64),
-                us(s.max as f64),
-            ),
-            None => Default::default(),
-        };
+        let [mean, p50, p99, max] = lag_cells(row.summary, |ns| format!("{:.1}", ns / 1e3), "");
         out.push_str(&format!(
             "{},{},{},{mean},{p50},{p99},{max}\n",
             row.instrument,
@@ -78,16 +78,7 @@ pub fn table(rows: &[Row]) -> String {
     ];
     let mut cells: Vec<[String; 7]> = vec![header.map(str::to_owned)];
     for row in rows {
-        let lag = |ns: f64| lag_cell(ns);
-        let (mean, p50, p99, max) = match row.summary {
-            Some(s) => (
-                lag(s.mean),
-                lag(s.p50 as f64),
-                lag(s.p99 as f64),
-                lag(s.max as f64),
-            ),
-            None => ("-".into(), "-".into(), "-".into(), "-".into()),
-        };
+        let [mean, p50, p99, max] = lag_cells(row.summary, lag_cell, "-");
         cells.push([
             row.instrument.to_owned(),
             format!("{} ms", row.deadline.as_millis()),
