@@ -184,9 +184,9 @@ impl ClientBuilder {
     /// keep the loops busy for longer than a short timeout) fires at most
     /// about that late rather than up to 100 ms. The wheel's thread wakes
     /// only for ticks that hold an entry: the finer tick costs wake-ups
-    /// while connects are under way, and a few a second while the client is
-    /// idle (for the pool cleaner's entry; measured 4.5 a second, against
-    /// 0.5 with the 100 ms tick).
+    /// while connects are under way, and while the client is idle about one
+    /// per turn of the wheel (512 ticks: 128 ms) for the pool cleaner's
+    /// entry.
     pub fn use_event_loop_timeouts(mut self, enabled: bool) -> Self {
         self.config.use_event_loop_timeouts = enabled;
         self
