@@ -22,6 +22,7 @@
 //! This crate re-exports [`tickless_client`] at its root, and the timer
 //! crate as [`timer`].
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub use tickless_client::*;
 pub use tickless_timer as timer;

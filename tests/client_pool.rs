@@ -342,3 +342,202 @@ fn a_retried_request_goes_again_on_a_fresh_connection_even_after_waiting() {
         client.close();
     }
 }
+
+/// #10, defect 1: a request retried after its pooled connection failed
+/// under it leaves that connection's read timeout behind. Here the retry
+/// waits in the queue (per-host limit 1) three times its read timeout,
+/// behind a slow request: it must not fail with a read timeout it no longer
+/// has a connection for.
+#[test]
+fn a_retry_waiting_in_the_queue_is_not_failed_by_the_read_timeout_of_the_connection_it_left() {
+    use std::sync::mpsc;
+    use std::sync::Mutex;
+    for event_loop_timeouts in [false, true] {
+        // The server says when it holds r2; the test says when to drop it
+        // (a dropped sender says so too, should the test fail first).
+        let (holding, on_holding) = mpsc::channel::<()>();
+        let (release, on_release) = mpsc::channel::<()>();
+        let (holding, on_release) = (Mutex::new(holding), Mutex::new(on_release));
+        let server = TestServer::start(Behaviour::custom(move |mut stream, index| {
+            let mut reader = RequestReader::new(index);
+            let Ok(first) = reader.read_request(&mut stream) else {
+                return;
+            };
+            if first.target == "/slow" {
+                thread::sleep(Duration::from_millis(600));
+            }
+            let _ = stream.write_all(&ok(&first.target));
+            if first.target == "/r1" {
+                // The next request on this connection: closed unanswered,
+                // once the test has queued the slow one.
+                if reader.read_request(&mut stream).is_ok() {
+                    let _ = holding.lock().unwrap().send(());
+                    let _ = on_release.lock().unwrap().recv();
+                }
+                let _ = stream.shutdown(std::net::Shutdown::Both);
+                return;
+            }
+            drain(&mut stream);
+        }));
+        let client = Client::builder()
+            .event_loops(1)
+            .use_event_loop_timeouts(event_loop_timeouts)
+            .max_connections_per_host(1)
+            .read_timeout(Duration::from_millis(200))
+            .build()
+            .unwrap();
+        assert_eq!(
+            client.get(server.url("/r1")).send().wait().unwrap().text(),
+            "/r1"
+        );
+        assert!(eventually(WAIT, || client.stats().idle_connections == 1));
+        // r2 takes the pooled connection; the server reads it and holds it.
+        let r2 = client.get(server.url("/r2")).send();
+        on_holding.recv_timeout(WAIT).expect("the server got r2");
+        // The slow one queues for the only permit...
+        let slow = client
+            .get(server.url("/slow"))
+            .read_timeout(Duration::ZERO)
+            .send();
+        assert!(eventually(WAIT, || client.stats().waiting == 1));
+        // ...then r2's connection closes under it: r2 is retried, and its
+        // retry queues behind the slow request, which takes the permit.
+        release.send(()).unwrap();
+        assert_eq!(slow.wait().unwrap().text(), "/slow");
+        match r2.wait() {
+            Ok(response) => assert_eq!(response.text(), "/r2"),
+            Err(error) => panic!("mode {event_loop_timeouts}: the retry failed: {error}"),
+        }
+        assert_settles(&client, WAIT);
+        client.close();
+    }
+}
+
+/// #18, defect 1: a request that ends while queued, whose callback holds
+/// the last `Client`. When its caller lets it go, the client closes there
+/// and then — and no loop thread is left blocked on the pool's lock.
+#[test]
+fn a_queued_request_holding_the_last_client_never_wedges_a_loop() {
+    for event_loop_timeouts in [false, true] {
+        let server = TestServer::start(Behaviour::NeverAnswer);
+        let client = Client::builder()
+            .event_loops(1)
+            .use_event_loop_timeouts(event_loop_timeouts)
+            .max_connections(1)
+            .build()
+            .unwrap();
+        let group = client.event_loop_group().clone();
+        let first = client
+            .get(server.url("/first"))
+            .request_timeout(Duration::from_millis(1500))
+            .send();
+        assert!(server.wait_for_requests(1, WAIT));
+        let held = client.clone();
+        let queued = client
+            .get(server.url("/queued"))
+            .request_timeout(Duration::from_millis(100))
+            .on_body_chunk(move |_| {
+                let _holds_the_client = &held;
+            })
+            .send();
+        drop(client);
+        assert!(matches!(queued.wait(), Err(Error::RequestTimeout(_))));
+        // The queued request is gone with its future, and with it the last
+        // client: closed now, not by a loop when the first one ends.
+        assert!(
+            matches!(first.wait(), Err(Error::ClientClosed)),
+            "mode {event_loop_timeouts}: the client outlived its last handle"
+        );
+        assert!(eventually(WAIT, || group.loops()[0].is_shutting_down()));
+    }
+}
+
+/// #18, defect 2: with one connection in all, a request to B queued before
+/// five more to A goes out as soon as A's connection is free — not after
+/// them.
+#[test]
+fn a_request_to_another_origin_is_not_starved_by_younger_requests_to_a_busy_one() {
+    let arrivals = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let answer = |name: &'static str| {
+        let arrivals = arrivals.clone();
+        move |request: &RecordedRequest| {
+            arrivals
+                .lock()
+                .unwrap()
+                .push(format!("{name}{}", request.target));
+            thread::sleep(Duration::from_millis(20));
+            ok(&request.target)
+        }
+    };
+    let a = TestServer::respond(answer("a"));
+    let b = TestServer::respond(answer("b"));
+    let client = Client::builder()
+        .event_loops(1)
+        .max_connections(1)
+        .build()
+        .unwrap();
+    let a1 = client.get(a.url("/1")).send();
+    assert!(a.wait_for_requests(1, WAIT));
+    let b1 = client.get(b.url("/1")).send();
+    assert!(eventually(WAIT, || client.stats().waiting == 1));
+    let younger: Vec<_> = (2..=6)
+        .map(|i| client.get(a.url(&format!("/{i}"))).send())
+        .collect();
+    assert!(a1.wait().is_ok());
+    assert!(b1.wait().is_ok());
+    for future in younger {
+        assert!(future.wait().is_ok());
+    }
+    let order = arrivals.lock().unwrap().clone();
+    assert_eq!(order[..2], ["a/1", "b/1"], "order of arrival: {order:?}");
+    client.close();
+}
+
+/// #18, defect 5: host names compare case-insensitively, so a URL spelled
+/// in capitals reuses the connection and counts against the same limit.
+#[test]
+fn hosts_differing_only_in_case_share_connections() {
+    let server = TestServer::respond(|request| ok(&request.target));
+    let client = Client::builder()
+        .event_loops(1)
+        .max_connections_per_host(1)
+        .build()
+        .unwrap();
+    let port = server.addr().port();
+    for host in ["localhost", "LOCALHOST", "LocalHost"] {
+        let url = format!("http://{host}:{port}/{host}");
+        let response = client.get(url).send().wait().unwrap();
+        assert_eq!(response.text(), format!("/{host}"));
+        assert!(eventually(WAIT, || client.stats().idle_connections == 1));
+    }
+    assert_eq!(server.connections_accepted(), 1);
+    assert_eq!(client.stats().open_connections, 1);
+    client.close();
+}
+
+/// #18, defect 6: `keep_alive(false)` holds for a request that names other
+/// connection options: `close` joins them, and nothing is pooled.
+#[test]
+fn keep_alive_off_adds_close_to_a_connection_header_the_request_has() {
+    let server = TestServer::respond(|request| ok(&request.target));
+    let client = Client::builder()
+        .event_loops(1)
+        .keep_alive(false)
+        .build()
+        .unwrap();
+    for _ in 0..2 {
+        let response = client
+            .get(server.url("/te"))
+            .header("Connection", "te")
+            .header("TE", "trailers")
+            .send()
+            .wait()
+            .unwrap();
+        assert_eq!(response.text(), "/te");
+    }
+    let requests = server.requests();
+    assert_eq!(requests[0].header("connection"), Some("te, close"));
+    assert_eq!(server.connections_accepted(), 2, "a connection was reused");
+    assert_eq!(client.stats().idle_connections, 0);
+    client.close();
+}

@@ -8,8 +8,9 @@ use std::io::ErrorKind;
 use std::sync::Arc;
 use std::time::Duration;
 use support::*;
+use tickless::event_loop::{EventLoopGroup, MAX_EVENT_LOOPS};
 use tickless::timer::{HashedWheelTimer, ManualClock, SharedClock};
-use tickless::{Client, Error, EventLoopGroup, MAX_EVENT_LOOPS};
+use tickless::{Client, Error};
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -124,4 +125,53 @@ fn more_event_loops_than_the_most_is_an_error_not_a_panic() {
     let client = Client::builder().event_loops(0).build().unwrap();
     assert_eq!(client.event_loop_group().loops().len(), 1);
     client.close();
+}
+
+/// Two clients may share one loop group: their connections live side by
+/// side on the same loops, each named by an id unique in the process, so a
+/// task one client posts for a connection of its own (an abort, a pooled
+/// request) can never reach the other's that took its slot.
+#[test]
+fn clients_sharing_a_loop_group_never_share_a_connection_id() {
+    let server = TestServer::respond(|request| ok(&request.target));
+    let group = Arc::new(EventLoopGroup::builder().threads(1).build().unwrap());
+    let clients: Vec<(Client, Arc<Recorder>)> = (0..2)
+        .map(|_| {
+            let recorder = Recorder::new();
+            let client = Client::builder()
+                .event_loop_group(group.clone())
+                .listener(recorder.clone())
+                // Each connection closes after its answer: the slots they
+                // leave are taken by the next ones, of either client.
+                .keep_alive(false)
+                .build()
+                .unwrap();
+            (client, recorder)
+        })
+        .collect();
+    for round in 0..5 {
+        for (client, _) in &clients {
+            let path = format!("/{round}");
+            assert_eq!(
+                client.get(server.url(&path)).send().wait().unwrap().text(),
+                path
+            );
+        }
+    }
+    let mut ids: Vec<u64> = clients
+        .iter()
+        .flat_map(|(_, recorder)| recorder.events())
+        .filter_map(|(event, _)| match event {
+            Event::ConnectSuccess(info) => Some(info.id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ids.len(), 10);
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 10, "two connections shared an id");
+    for (client, _) in &clients {
+        assert_eq!(client.stats().in_flight, 0);
+    }
+    drop(clients);
 }

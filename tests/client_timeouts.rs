@@ -8,6 +8,7 @@
 mod support;
 
 use std::io::ErrorKind;
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 use support::*;
@@ -55,7 +56,7 @@ fn request_timeout_against_a_server_that_never_answers() {
     assert!(matches!(error, Error::RequestTimeout(_)), "{error:?}");
     assert!(error.is_timeout());
     let timeout = error.timeout().unwrap();
-    assert_eq!(timeout.kind, TimeoutKind::Request);
+    assert_eq!(error.timeout_kind(), Some(TimeoutKind::Request));
     assert_eq!(timeout.duration, Duration::from_millis(200));
     assert_eq!(timeout.remote, format!("127.0.0.1/{}", server.addr()));
     assert_eq!(
@@ -403,5 +404,86 @@ fn request_timeout_bounds_a_hanging_connect() {
     assert!(matches!(error, Error::RequestTimeout(_)), "{error:?}");
     assert_settles(&client, WAIT);
     assert!(eventually(WAIT, || client.stats().open_connections == 0));
+    client.close();
+}
+
+/// #10, defect 6: a connection reads at most a budget per readiness event,
+/// so one fast download cannot hold back the other deadlines of its loop.
+/// Here a 1 GiB download and a request to a silent server share the one
+/// loop, the request on a pooled connection so its timeout is on the loop,
+/// and a consumer slower than the sender keeps the socket from running dry.
+#[test]
+fn a_fast_download_does_not_hold_back_a_timeout_on_its_loop() {
+    use std::io::Write;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    const TOTAL: u64 = 1 << 30;
+    let fast = TestServer::start(Behaviour::custom(|mut stream, index| {
+        let mut reader = RequestReader::new(index);
+        if reader.read_request(&mut stream).is_err() {
+            return;
+        }
+        let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {TOTAL}\r\n\r\n");
+        if stream.write_all(head.as_bytes()).is_err() {
+            return;
+        }
+        let chunk = vec![b'x'; 256 * 1024];
+        let mut sent = 0;
+        while sent < TOTAL && stream.write_all(&chunk).is_ok() {
+            sent += chunk.len() as u64;
+        }
+    }));
+    // Answers once, then stalls: its pooled connection carries the timed
+    // request, whose timeout is then armed on the loop from the start.
+    let silent = TestServer::start(Behaviour::custom(|mut stream, index| {
+        let mut reader = RequestReader::new(index);
+        if reader.read_request(&mut stream).is_ok() {
+            let _ = stream.write_all(&ok("first"));
+            let _ = reader.read_request(&mut stream);
+            drain(&mut stream);
+        }
+    }));
+    let client = Client::builder()
+        .event_loops(1)
+        .use_event_loop_timeouts(true)
+        .request_timeout(Duration::from_secs(120))
+        .build()
+        .unwrap();
+    assert_eq!(
+        client.get(silent.url("/")).send().wait().unwrap().text(),
+        "first"
+    );
+    assert!(eventually(Duration::from_secs(10), || client
+        .stats()
+        .idle_connections
+        == 1));
+    let received = Arc::new(AtomicU64::new(0));
+    let counter = received.clone();
+    let download = client
+        .get(fast.url("/big"))
+        .on_body_chunk(move |bytes| {
+            counter.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+            // A consumer slower than the sender: the socket never runs dry.
+            let busy_until = Instant::now() + Duration::from_micros(60);
+            while Instant::now() < busy_until {}
+        })
+        .send();
+    assert!(eventually(Duration::from_secs(10), || received
+        .load(Ordering::Relaxed)
+        > 1 << 20));
+    let sent = Instant::now();
+    let timed = client
+        .get(silent.url("/"))
+        .request_timeout(Duration::from_millis(100))
+        .send();
+    assert!(matches!(timed.wait(), Err(Error::RequestTimeout(_))));
+    // Generous: a loop that read the download until the socket ran dry
+    // held this 100 ms timeout for seconds.
+    let took = sent.elapsed();
+    assert!(
+        took < Duration::from_secs(1) && !download.is_done(),
+        "a 100 ms timeout ended its request after {took:?}, {} bytes into the download",
+        received.load(Ordering::Relaxed)
+    );
+    assert!(download.cancel());
     client.close();
 }

@@ -12,11 +12,12 @@ use std::sync::Arc;
 use std::thread::{self, ThreadId};
 use std::time::{Duration, Instant};
 use support::*;
-use tickless::timer::{HashedWheelTimer, ManualClock};
-use tickless::{
-    Client, ConnectionInfo, Error, EventLoop, EventLoopGroup, LoopTimeout, LoopTimerKey, Rejected,
+use tickless::event_loop::{
+    EventLoop, EventLoopGroup, EventLoopGroupBuilder, LoopTimeout, LoopTimerKey, Rejected,
     TimeoutScheduler,
 };
+use tickless::timer::{HashedWheelTimer, ManualClock};
+use tickless::{Client, ConnectionInfo, Error};
 
 const CEILING: Duration = Duration::from_secs(10);
 
@@ -31,7 +32,7 @@ fn parts(event_loop_timeouts: bool) -> Parts {
     parts_with(event_loop_timeouts, EventLoopGroup::builder().threads(2))
 }
 
-fn parts_with(event_loop_timeouts: bool, group: tickless::EventLoopGroupBuilder) -> Parts {
+fn parts_with(event_loop_timeouts: bool, group: EventLoopGroupBuilder) -> Parts {
     let timer = HashedWheelTimer::builder()
         .tick(Duration::from_millis(5))
         .build()
@@ -213,7 +214,7 @@ impl TimeoutScheduler for RejectingLoop {
         &self,
         _: Instant,
         _: Arc<dyn LoopTimeout>,
-        _: u32,
+        _: u64,
     ) -> Result<LoopTimerKey, Rejected> {
         self.asked.fetch_add(1, Ordering::SeqCst);
         Err(Rejected)

@@ -1,12 +1,12 @@
-//! [`ClientBuilder`]: how a client is configured.
-//!
-//! Options are grouped as in the Java client: timeouts, connections and
-//! pool, limits, threads and testing seams.
+//! [`ClientConfig`]: a client's settled configuration, as the builder
+//! ([`ClientBuilder`](crate::ClientBuilder), which documents every option)
+//! leaves it. Options are grouped as in the Java client: timeouts,
+//! connections and pool, TLS, limits, threads and testing seams.
 
 use crate::event_loop::EventLoopGroup;
 use crate::events::{EventListener, NoopListener};
 use crate::h1::Limits;
-use crate::tls::TlsOptions;
+use crate::net::tls::TlsOptions;
 use std::sync::Arc;
 use std::time::Duration;
 use tickless_timer::{
@@ -17,12 +17,7 @@ use tickless_timer::{
 /// bounds resolution and connects, and a deadline that comes while a connect
 /// is under way fires at most about this late — a few times the OS's own
 /// wake-up lateness, where a finer tick would buy nothing.
-const EVENT_LOOP_MODE_WHEEL_TICK: Duration = Duration::from_micros(250);
-
-/// A duration option where zero means "none".
-fn nonzero(d: Duration) -> Option<Duration> {
-    (!d.is_zero()).then_some(d)
-}
+pub(crate) const EVENT_LOOP_MODE_WHEEL_TICK: Duration = Duration::from_micros(250);
 
 /// The settled configuration of a client.
 #[derive(Clone)]
@@ -66,325 +61,30 @@ impl ClientConfig {
     }
 }
 
-/// Builds a [`Client`](crate::Client).
-///
-/// Durations set to zero mean "no timeout" (or "no limit") throughout.
-///
-/// # Examples
-///
-/// ```no_run
-/// use std::time::Duration;
-///
-/// let client = tickless_client::Client::builder()
-///     .request_timeout(Duration::from_millis(20))
-///     .use_event_loop_timeouts(true)
-///     .build()?;
-/// # Ok::<(), std::io::Error>(())
-/// ```
-#[must_use]
-pub struct ClientBuilder {
-    config: ClientConfig,
-}
-
-impl Default for ClientBuilder {
+impl Default for ClientConfig {
+    /// The defaults every option documents.
     fn default() -> Self {
-        ClientBuilder {
-            config: ClientConfig {
-                request_timeout: Some(Duration::from_secs(60)),
-                read_timeout: Some(Duration::from_secs(60)),
-                connect_timeout: Some(Duration::from_secs(5)),
-                handshake_timeout: Some(Duration::from_secs(10)),
-                use_event_loop_timeouts: false,
-                event_loop_spin: Duration::ZERO,
-                wheel_tick: None,
-                wheel_size: DEFAULT_WHEEL_SIZE,
-                keep_alive: true,
-                max_connections: None,
-                max_connections_per_host: None,
-                pooled_connection_idle_timeout: Some(Duration::from_secs(60)),
-                connection_ttl: None,
-                tls: TlsOptions::default(),
-                limits: Limits::default(),
-                event_loops: None,
-                clock: Arc::new(SystemClock),
-                timer: None,
-                event_loop_group: None,
-                listener: Arc::new(NoopListener),
-            },
+        ClientConfig {
+            request_timeout: Some(Duration::from_secs(60)),
+            read_timeout: Some(Duration::from_secs(60)),
+            connect_timeout: Some(Duration::from_secs(5)),
+            handshake_timeout: Some(Duration::from_secs(10)),
+            use_event_loop_timeouts: false,
+            event_loop_spin: Duration::ZERO,
+            wheel_tick: None,
+            wheel_size: DEFAULT_WHEEL_SIZE,
+            keep_alive: true,
+            max_connections: None,
+            max_connections_per_host: None,
+            pooled_connection_idle_timeout: Some(Duration::from_secs(60)),
+            connection_ttl: None,
+            tls: TlsOptions::default(),
+            limits: Limits::default(),
+            event_loops: None,
+            clock: Arc::new(SystemClock),
+            timer: None,
+            event_loop_group: None,
+            listener: Arc::new(NoopListener),
         }
-    }
-}
-
-impl ClientBuilder {
-    // --- timeouts ---
-
-    /// Bound on a whole exchange, from submission to the last body byte:
-    /// waiting for a connection, resolution, connect, writing and reading.
-    /// The deadline is fixed when the request is submitted. Default 60 s;
-    /// zero disables it.
-    pub fn request_timeout(mut self, timeout: Duration) -> Self {
-        self.config.request_timeout = nonzero(timeout);
-        self
-    }
-
-    /// Bound on the server's silence: the time between two reads (or
-    /// between sending the request and the first read). Default 60 s; zero
-    /// disables it.
-    pub fn read_timeout(mut self, timeout: Duration) -> Self {
-        self.config.read_timeout = nonzero(timeout);
-        self
-    }
-
-    /// Bound on each TCP connect attempt. Default 5 s; zero disables it
-    /// (the request timeout still bounds it).
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.config.connect_timeout = nonzero(timeout);
-        self
-    }
-
-    /// Bound on each TLS handshake, from the TCP connect to the end of the
-    /// handshake. Default 10 s; zero disables it (the request timeout
-    /// still bounds it). Armed on the connection's loop in both timeout
-    /// modes; it fails the exchange with [`Error::HandshakeTimeout`](crate::Error::HandshakeTimeout).
-    pub fn handshake_timeout(mut self, timeout: Duration) -> Self {
-        self.config.handshake_timeout = nonzero(timeout);
-        self
-    }
-
-    /// Arms request and read timeouts on the event loop that owns the
-    /// exchange's connection instead of on the client's hashed-wheel timer.
-    /// Off by default.
-    ///
-    /// **The trade-off.** A wheel rounds every deadline up to its next tick
-    /// (100 ms by default) and runs every expiry of the whole client on one
-    /// thread, so short deadlines fire late and a burst of expiries queues
-    /// behind itself. A loop keeps a deadline heap and wakes exactly for its
-    /// nearest deadline (a timerfd on Linux), so a 20 ms timeout fires at
-    /// 20 ms. The price: the expiry — and so whatever the completion wakes
-    /// or calls, an [`EventListener`] method, a waker that runs the task
-    /// inline — then runs on an I/O thread, and blocking there stalls every
-    /// connection of that loop. Keep such code short, or hand the work to
-    /// another thread.
-    ///
-    /// **Where a timeout is armed when this is on.** Always the loop that
-    /// owns the exchange's connection, never one picked from the group's
-    /// chooser (that would be the wrong loop, and would shift where new
-    /// connections land). An exchange that reuses a pooled connection arms
-    /// on that connection's loop at once. An exchange that has to connect
-    /// has no loop yet, so its request timeout is armed on the wheel — where
-    /// it also bounds resolution and the connect — and moved onto the new
-    /// connection's loop when the connect succeeds, keeping its absolute
-    /// deadline; its read timeout is armed there too. A loop that is
-    /// shutting down rejects the arm, and the timeout falls back to the
-    /// wheel. The pool cleaner stays on the wheel either way.
-    ///
-    /// **The wheel in this mode** ticks every 250 µs unless
-    /// [`wheel_tick`](Self::wheel_tick) says otherwise, so a deadline that
-    /// comes while its connect is still under way (a burst of connects can
-    /// keep the loops busy for longer than a short timeout) fires at most
-    /// about that late rather than up to 100 ms. The wheel's thread wakes
-    /// only for ticks that hold an entry: the finer tick costs wake-ups
-    /// while connects are under way, and while the client is idle about one
-    /// per turn of the wheel (512 ticks: 128 ms) for the pool cleaner's
-    /// entry.
-    pub fn use_event_loop_timeouts(mut self, enabled: bool) -> Self {
-        self.config.use_event_loop_timeouts = enabled;
-        self
-    }
-
-    /// In event-loop mode, how long before a loop's nearest deadline it stops
-    /// sleeping and busy-polls (default zero: never). Trades a core for the
-    /// last stretch before a timeout against the OS's wake-up lateness; see
-    /// [`EventLoopGroupBuilder::spin_before_deadline`](crate::EventLoopGroupBuilder::spin_before_deadline).
-    /// Ignored when a group is given with [`event_loop_group`](Self::event_loop_group).
-    pub fn event_loop_spin(mut self, spin: Duration) -> Self {
-        self.config.event_loop_spin = spin;
-        self
-    }
-
-    /// Tick of the client's hashed-wheel timer: default 100 ms, or 250 µs
-    /// with [`use_event_loop_timeouts`](Self::use_event_loop_timeouts) (see
-    /// there); from 1 µs to [`MAX_TICK`](tickless_timer::MAX_TICK) (1 s).
-    /// Ignored when a timer is given with [`timer`](Self::timer).
-    pub fn wheel_tick(mut self, tick: Duration) -> Self {
-        self.config.wheel_tick = Some(tick);
-        self
-    }
-
-    /// Buckets of the client's hashed-wheel timer (default 512; rounded up to a
-    /// power of two, at most [`MAX_WHEEL_SIZE`](tickless_timer::MAX_WHEEL_SIZE)).
-    pub fn wheel_size(mut self, size: usize) -> Self {
-        self.config.wheel_size = size;
-        self
-    }
-
-    // --- connections and pool ---
-
-    /// Keep connections open for reuse (default true).
-    pub fn keep_alive(mut self, enabled: bool) -> Self {
-        self.config.keep_alive = enabled;
-        self
-    }
-
-    /// Most connections open at once, all hosts together (default
-    /// unlimited; zero means unlimited). A request beyond it waits for a
-    /// connection, bounded by its request timeout.
-    pub fn max_connections(mut self, max: usize) -> Self {
-        self.config.max_connections = (max > 0).then_some(max);
-        self
-    }
-
-    /// Most connections open at once to one origin (default unlimited).
-    pub fn max_connections_per_host(mut self, max: usize) -> Self {
-        self.config.max_connections_per_host = (max > 0).then_some(max);
-        self
-    }
-
-    /// How long a connection may sit idle in the pool (default 60 s).
-    pub fn pooled_connection_idle_timeout(mut self, timeout: Duration) -> Self {
-        self.config.pooled_connection_idle_timeout = nonzero(timeout);
-        self
-    }
-
-    /// How long a connection may be reused after it opened (default: no limit).
-    pub fn connection_ttl(mut self, ttl: Duration) -> Self {
-        self.config.connection_ttl = nonzero(ttl);
-        self
-    }
-
-    // --- TLS ---
-
-    /// Trusts `certificate` as a root, besides the default roots (or those
-    /// given to [`tls_roots`](Self::tls_roots)): a PEM text (every
-    /// `CERTIFICATE` block in it is added) or one DER certificate. Repeat
-    /// to add several. A certificate that does not parse makes
-    /// [`build`](Self::build) fail with `InvalidInput`.
-    pub fn add_root_certificate(mut self, certificate: impl AsRef<[u8]>) -> Self {
-        self.config
-            .tls
-            .extra_roots
-            .push(certificate.as_ref().to_vec());
-        self
-    }
-
-    /// Replaces the default roots (Mozilla's, from `webpki-roots`) with
-    /// `roots`; an empty store trusts only what
-    /// [`add_root_certificate`](Self::add_root_certificate) adds.
-    pub fn tls_roots(mut self, roots: rustls::RootCertStore) -> Self {
-        self.config.tls.roots = Some(roots);
-        self
-    }
-
-    /// Verifies server certificates with the operating system's verifier
-    /// (and its roots, plus those of
-    /// [`add_root_certificate`](Self::add_root_certificate)) instead of
-    /// webpki and the bundled roots; [`tls_roots`](Self::tls_roots) is then
-    /// ignored. Off by default. Needs the cargo feature `platform-verifier`.
-    #[cfg(feature = "platform-verifier")]
-    pub fn platform_verifier(mut self, enabled: bool) -> Self {
-        self.config.tls.platform_verifier = enabled;
-        self
-    }
-
-    /// **Dangerous**: accepts any server certificate — unknown issuer,
-    /// expired, for another host, self-signed. Anyone on the path can then
-    /// read and change the traffic. For tests and lab setups only; off by
-    /// default. Prefer [`add_root_certificate`](Self::add_root_certificate)
-    /// with the lab's CA.
-    pub fn danger_accept_invalid_certs(mut self, accept: bool) -> Self {
-        self.config.tls.danger_accept_invalid_certs = accept;
-        self
-    }
-
-    // --- limits ---
-
-    /// Limits on response heads, header counts, trailers and bodies.
-    pub fn limits(mut self, limits: Limits) -> Self {
-        self.config.limits = limits;
-        self
-    }
-
-    /// Largest response body accepted, in bytes (default unlimited).
-    pub fn max_body_bytes(mut self, max: u64) -> Self {
-        self.config.limits.max_body_bytes = Some(max);
-        self
-    }
-
-    // --- threads and testing seams ---
-
-    /// Number of event loops (default: the available cores; at least 1).
-    /// [`build`](Self::build) refuses more than
-    /// [`MAX_EVENT_LOOPS`](crate::MAX_EVENT_LOOPS).
-    pub fn event_loops(mut self, loops: usize) -> Self {
-        self.config.event_loops = Some(loops.max(1));
-        self
-    }
-
-    /// The clock every deadline reads (default: the system's monotonic
-    /// clock). With a [`ManualClock`](tickless_timer::ManualClock), timeouts
-    /// fire when the test advances it, in both timeout modes.
-    pub fn clock(mut self, clock: SharedClock) -> Self {
-        self.config.clock = clock;
-        self
-    }
-
-    /// Use this wheel instead of starting one. The client stops it on
-    /// close, so do not share it with another client. It must read the
-    /// client's [`clock`](Self::clock) (`build` fails otherwise). Once it
-    /// has stopped, a request with a timeout armed on it, or arming one,
-    /// fails with [`Error::ClientClosed`](crate::Error::ClientClosed).
-    pub fn timer(mut self, timer: HashedWheelTimer) -> Self {
-        self.config.timer = Some(timer);
-        self
-    }
-
-    /// Use these loops instead of starting some. The client shuts them
-    /// down on close. Build them with the client's clock (`build` fails
-    /// otherwise).
-    pub fn event_loop_group(mut self, group: Arc<EventLoopGroup>) -> Self {
-        self.config.event_loop_group = Some(group);
-        self
-    }
-
-    /// Told of every exchange's progress (see [`EventListener`]).
-    pub fn listener(mut self, listener: Arc<dyn EventListener>) -> Self {
-        self.config.listener = listener;
-        self
-    }
-
-    /// Starts the client's threads. Fails with `InvalidInput` if a root
-    /// certificate does not parse.
-    pub fn build(self) -> std::io::Result<crate::Client> {
-        crate::Client::start(self.config)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn tick_of(builder: ClientBuilder) -> Duration {
-        builder.config.wheel_tick()
-    }
-
-    #[test]
-    fn the_wheel_ticks_finer_in_event_loop_mode_unless_told_otherwise() {
-        let builder = crate::Client::builder;
-        assert_eq!(tick_of(builder()), DEFAULT_TICK);
-        assert_eq!(
-            tick_of(builder().use_event_loop_timeouts(true)),
-            EVENT_LOOP_MODE_WHEEL_TICK
-        );
-        let set = Duration::from_millis(3);
-        assert_eq!(tick_of(builder().wheel_tick(set)), set);
-        // Set before or after the mode: the tick given wins.
-        assert_eq!(
-            tick_of(builder().wheel_tick(set).use_event_loop_timeouts(true)),
-            set
-        );
-        assert_eq!(
-            tick_of(builder().use_event_loop_timeouts(true).wheel_tick(set)),
-            set
-        );
     }
 }

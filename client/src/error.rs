@@ -4,7 +4,7 @@
 //! through every layer: [`Error::is_timeout`] and [`timeout_kind`] answer for
 //! a tickless error wrapped in an `io::Error` or a boxed error chain too.
 
-use crate::h1::DecodeError;
+use crate::h1::{DecodeError, EncodeError};
 use std::error::Error as StdError;
 use std::fmt;
 use std::io;
@@ -35,33 +35,27 @@ impl fmt::Display for TimeoutKind {
     }
 }
 
-/// A deadline that passed: which one, to where, and after how long.
-///
-/// Displays like `Request timeout to localhost/127.0.0.1:8080 after 20 ms`.
+/// A deadline that passed: to where, and after how long. Which deadline it
+/// was is the [`Error`] variant that carries it ([`Error::timeout_kind`]),
+/// stored there alone so the two can never disagree.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Timeout {
-    /// Which deadline.
-    pub kind: TimeoutKind,
     /// The remote, as `host/ip:port` once resolved, `host:port` before.
     pub remote: String,
     /// The configured duration that was exceeded.
     pub duration: Duration,
 }
 
-impl fmt::Display for Timeout {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} to {} after {} ms",
-            self.kind,
-            self.remote,
-            self.duration.as_millis()
-        )
+impl Timeout {
+    fn millis(&self) -> u128 {
+        self.duration.as_millis()
     }
 }
 
-/// Why a request was refused before anything was sent.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// Why a request was refused before anything was sent. Where the error came
+/// from a parser (the URI, a header, the request encoder), it is kept as the
+/// [`source`](std::error::Error::source).
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum InvalidRequest {
     /// The URI has no scheme, or one other than http and https.
@@ -74,14 +68,14 @@ pub enum InvalidRequest {
     #[error("URI {0:?} has a port out of range (0 to 65535)")]
     Port(String),
     /// The URI could not be parsed.
-    #[error("invalid URI: {0}")]
-    Uri(String),
+    #[error("invalid URI")]
+    Uri(#[source] http::Error),
     /// A header name or value is not valid HTTP.
-    #[error("invalid header: {0}")]
-    Header(String),
+    #[error("invalid header")]
+    Header(#[source] http::Error),
     /// The request could not be encoded (conflicting framing headers, …).
-    #[error("cannot encode the request: {0}")]
-    Encode(String),
+    #[error("cannot encode the request")]
+    Encode(#[source] EncodeError),
     /// An https URI whose host is not a valid TLS server name (a DNS
     /// name or an IP address).
     #[error("host {0:?} is not a valid TLS server name")]
@@ -157,14 +151,15 @@ impl fmt::Display for TlsFailureKind {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// The request deadline passed.
-    #[error("{0}")]
+    /// The request deadline passed. Displays like `Request timeout to
+    /// localhost/127.0.0.1:8080 after 20 ms`, as the other timeouts do.
+    #[error("{} to {} after {} ms", TimeoutKind::Request, .0.remote, .0.millis())]
     RequestTimeout(Timeout),
     /// The server was silent for longer than the read timeout.
-    #[error("{0}")]
+    #[error("{} to {} after {} ms", TimeoutKind::Read, .0.remote, .0.millis())]
     ReadTimeout(Timeout),
     /// No connection could be established within the connect timeout.
-    #[error("{0}")]
+    #[error("{} to {} after {} ms", TimeoutKind::Connect, .0.remote, .0.millis())]
     ConnectTimeout(Timeout),
     /// Every address of the host refused or failed the connection.
     #[error("connect to {remote} failed: {source}")]
@@ -176,7 +171,7 @@ pub enum Error {
     },
     /// The TLS handshake did not finish within the handshake timeout (see
     /// [`ClientBuilder::handshake_timeout`](crate::ClientBuilder::handshake_timeout)).
-    #[error("{0}")]
+    #[error("{} to {} after {} ms", TimeoutKind::Handshake, .0.remote, .0.millis())]
     HandshakeTimeout(Timeout),
     /// The TLS handshake failed: the certificate was refused, or the
     /// server broke the protocol. Displays like `TLS handshake with
@@ -239,6 +234,17 @@ impl Error {
         self.timeout().is_some()
     }
 
+    /// Which deadline passed, if this is a timeout.
+    pub fn timeout_kind(&self) -> Option<TimeoutKind> {
+        Some(match self {
+            Error::RequestTimeout(_) => TimeoutKind::Request,
+            Error::ReadTimeout(_) => TimeoutKind::Read,
+            Error::ConnectTimeout(_) => TimeoutKind::Connect,
+            Error::HandshakeTimeout(_) => TimeoutKind::Handshake,
+            _ => return None,
+        })
+    }
+
     /// The timeout, if this is one.
     pub fn timeout(&self) -> Option<&Timeout> {
         match self {
@@ -251,11 +257,7 @@ impl Error {
     }
 
     pub(crate) fn timeout_of(kind: TimeoutKind, remote: String, duration: Duration) -> Error {
-        let timeout = Timeout {
-            kind,
-            remote,
-            duration,
-        };
+        let timeout = Timeout { remote, duration };
         match kind {
             TimeoutKind::Request => Error::RequestTimeout(timeout),
             TimeoutKind::Read => Error::ReadTimeout(timeout),
@@ -287,10 +289,8 @@ impl Error {
 pub fn timeout_kind(error: &(dyn StdError + 'static)) -> Option<TimeoutKind> {
     let mut next = Some(error);
     while let Some(error) = next {
-        if let Some(ours) = error.downcast_ref::<Error>() {
-            if let Some(t) = ours.timeout() {
-                return Some(t.kind);
-            }
+        if let Some(kind) = error.downcast_ref::<Error>().and_then(Error::timeout_kind) {
+            return Some(kind);
         }
         if let Some(io) = error.downcast_ref::<io::Error>() {
             if let Some(inner) = io.get_ref() {

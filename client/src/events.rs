@@ -8,18 +8,17 @@
 //! observe *where* things happen, by thread id.
 
 use crate::error::Error;
-use crate::exchange::Exchange;
 use std::net::SocketAddr;
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::thread::ThreadId;
 
 /// Identifies one connection and the loop that owns it for life.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConnectionInfo {
-    /// Unique per client.
+    /// Unique in the process (connections of clients that share an
+    /// [`EventLoopGroup`](crate::event_loop::EventLoopGroup) never share an id).
     pub id: u64,
-    /// Index of the owning loop in the client's [`EventLoopGroup`](crate::EventLoopGroup).
+    /// Index of the owning loop in the client's [`EventLoopGroup`](crate::event_loop::EventLoopGroup).
     pub loop_index: usize,
     /// Thread id of the owning loop.
     pub loop_thread: ThreadId,
@@ -81,40 +80,33 @@ impl EventListener for NoopListener {}
 /// Tells two listeners (the client's and the request's) the same thing.
 pub(crate) struct Both(pub Arc<dyn EventListener>, pub Arc<dyn EventListener>);
 
-/// An exchange's listener, as the client calls it: a panic in the caller's
-/// code is caught where it is called and ends that exchange with an I/O
-/// error saying so (closing its connection, if it has one), instead of
-/// unwinding into a loop, the wheel or a resolver thread, where it would
-/// leave the exchange with no end. A panic after the exchange has ended
-/// changes nothing.
-pub(crate) struct Guarded {
-    listener: Arc<dyn EventListener>,
-    exchange: Weak<Exchange>,
-}
-
-impl Guarded {
-    /// Guards `listener` for `exchange` (being built: `Arc::new_cyclic`).
-    pub(crate) fn new(listener: Arc<dyn EventListener>, exchange: Weak<Exchange>) -> Guarded {
-        Guarded { listener, exchange }
-    }
-
-    fn call(&self, method: impl FnOnce(&dyn EventListener)) {
-        if catch_unwind(AssertUnwindSafe(|| method(&*self.listener))).is_err() {
-            if let Some(exchange) = self.exchange.upgrade() {
-                let error = Error::Io {
-                    remote: exchange.remote_name(),
-                    source: std::io::Error::other("an event listener panicked"),
-                };
-                exchange.fail_and_abort(error, None);
-            }
+/// Calls `$forward!` with the list of every method of [`EventListener`],
+/// so that the types that pass every call on ([`Both`] here, the guard of
+/// an exchange's listener in `exchange`) are written once, from one list.
+macro_rules! for_each_listener_method {
+    ($forward:ident) => {
+        $forward! {
+            on_resolved(host: &str, addrs: &[std::net::SocketAddr]);
+            on_connect_attempt(remote: std::net::SocketAddr);
+            on_connect_success(connection: &$crate::events::ConnectionInfo);
+            on_connect_failure(remote: std::net::SocketAddr, error: &std::io::Error);
+            on_tls_handshake_attempt(connection: &$crate::events::ConnectionInfo);
+            on_tls_handshake_success(connection: &$crate::events::ConnectionInfo, alpn_protocol: Option<&[u8]>);
+            on_tls_handshake_failure(connection: &$crate::events::ConnectionInfo, error: &$crate::error::Error);
+            on_connection_pooled(connection: &$crate::events::ConnectionInfo);
+            on_connection_offered(connection: &$crate::events::ConnectionInfo);
+            on_request_sent(connection: &$crate::events::ConnectionInfo);
+            on_status(status: http::StatusCode);
+            on_headers(headers: &http::HeaderMap);
+            on_body_part(len: usize);
+            on_completed(status: http::StatusCode);
+            on_failed(error: &$crate::error::Error);
         }
-    }
+    };
 }
+pub(crate) use for_each_listener_method;
 
-/// Implements every method of [`EventListener`] for [`Both`] (both
-/// listeners, in turn) and [`Guarded`] (the one it guards, under
-/// `catch_unwind`), from one list of the methods.
-macro_rules! forward {
+macro_rules! both {
     ($($name:ident($($arg:ident: $ty:ty),*);)*) => {
         impl EventListener for Both {
             $(fn $name(&self, $($arg: $ty),*) {
@@ -122,29 +114,7 @@ macro_rules! forward {
                 self.1.$name($($arg),*);
             })*
         }
-
-        impl EventListener for Guarded {
-            $(fn $name(&self, $($arg: $ty),*) {
-                self.call(|listener| listener.$name($($arg),*));
-            })*
-        }
     };
 }
 
-forward! {
-    on_resolved(host: &str, addrs: &[SocketAddr]);
-    on_connect_attempt(remote: SocketAddr);
-    on_connect_success(connection: &ConnectionInfo);
-    on_connect_failure(remote: SocketAddr, error: &std::io::Error);
-    on_tls_handshake_attempt(connection: &ConnectionInfo);
-    on_tls_handshake_success(connection: &ConnectionInfo, alpn_protocol: Option<&[u8]>);
-    on_tls_handshake_failure(connection: &ConnectionInfo, error: &Error);
-    on_connection_pooled(connection: &ConnectionInfo);
-    on_connection_offered(connection: &ConnectionInfo);
-    on_request_sent(connection: &ConnectionInfo);
-    on_status(status: http::StatusCode);
-    on_headers(headers: &http::HeaderMap);
-    on_body_part(len: usize);
-    on_completed(status: http::StatusCode);
-    on_failed(error: &Error);
-}
+for_each_listener_method!(both);

@@ -19,11 +19,11 @@
 //!
 //! A seed `\x02HTTP/1.1 200 OK\r\n...` is thus a response fed whole, then EOF.
 
-use tickless_client::h1::{decode_all, decode_pieces, DecodedResponse, Limits};
+use tickless_h1::{decode_all, decode_pieces, DecodedResponse, Limits};
 
 /// One decoded fuzz input.
 #[derive(Debug)]
-pub struct Case<'a> {
+pub(crate) struct Case<'a> {
     /// Limits for both decodes.
     pub limits: Limits,
     /// The request was HEAD.
@@ -37,7 +37,7 @@ pub struct Case<'a> {
 }
 
 /// Splits a fuzz input into its settings and the response bytes.
-pub fn parse(input: &[u8]) -> Case<'_> {
+pub(crate) fn parse(input: &[u8]) -> Case<'_> {
     let (&flags, mut rest) = input.split_first().unwrap_or((&0, &[]));
     let is_head = flags & 1 != 0;
     let eof_at_end = flags & 2 != 0;
@@ -97,7 +97,7 @@ pub fn parse(input: &[u8]) -> Case<'_> {
 /// Decodes the input whole and split. Panics (a fuzz failure) if the decoder
 /// panics, if a successful decode breaks a documented guarantee, or if the
 /// two decodes end differently (a different response or a different error).
-pub fn check(input: &[u8]) {
+pub(crate) fn check(input: &[u8]) {
     let case = parse(input);
     debug_assert_eq!(case.pieces.concat(), case.data);
     let whole = decode_all(case.limits, case.is_head, case.data, case.eof_at_end);

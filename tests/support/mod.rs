@@ -11,7 +11,7 @@
 //! input; they just end the connection quietly.
 //!
 //! Use from a test file with `mod support;` and `use support::*;`.
-#![allow(dead_code, unused_imports)]
+#![allow(dead_code, unused_imports, unreachable_pub)]
 
 mod http;
 

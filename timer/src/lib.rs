@@ -4,7 +4,8 @@
 //!   OS's monotonic clock; [`ManualClock`] moves only when a test says so,
 //!   and the timers below fire on the thread that advances it.
 //! * [`DeadlineHeap`]: the deadlines of one thread (an event loop), nearest
-//!   first, O(log n) arm and cancel, no allocation once warm.
+//!   first, O(log n) arm and cancel, no allocation once warm;
+//!   [`CountedHeap`] keeps [`TimerCounters`] beside it.
 //! * [`HashedWheelTimer`]: one thread for a whole client; O(1) arm and cancel
 //!   from any thread, at the price of rounding every deadline up to a tick.
 //! * [`PreciseWait`]: wakes an event loop at its heap's nearest deadline,
@@ -23,6 +24,7 @@
 #![deny(missing_docs)]
 
 mod clock;
+mod counted;
 mod heap;
 mod precise;
 mod stats;
@@ -32,10 +34,11 @@ mod test_util;
 mod wheel;
 
 pub use clock::{AdvanceListener, Clock, ManualClock, SharedClock, SystemClock};
+pub use counted::CountedHeap;
 pub use heap::{DeadlineHeap, HeapHandle};
 pub use precise::PreciseWait;
 pub use stats::{LagHistogram, LagSnapshot, TimerCounters, TimerStats, LAG_BUCKETS};
 pub use wheel::{
-    Executor, HashedWheelTimer, TimerStopped, TimerTask, WheelBuilder, WheelTimeout, DEFAULT_TICK,
-    DEFAULT_WHEEL_SIZE, MAX_TICK, MAX_WHEEL_SIZE,
+    Executor, HashedWheelTimer, TimerStopped, TimerTask, WheelBuilder, WheelTask, WheelTimeout,
+    DEFAULT_TICK, DEFAULT_WHEEL_SIZE, MAX_TICK, MAX_WHEEL_SIZE,
 };

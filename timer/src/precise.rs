@@ -17,7 +17,8 @@ use std::time::{Duration, Instant};
 /// # Portability
 ///
 /// On Linux a timerfd set to an absolute `CLOCK_MONOTONIC` time: nanosecond
-/// resolution, about 0.15 ms late whatever the length. Elsewhere the poll
+/// resolution, and a lateness that does not grow with the length of the
+/// wait (only the thread's wake-up is late). Elsewhere the poll
 /// timeout, which mio rounds up to whole milliseconds.
 ///
 /// # Examples

@@ -75,6 +75,10 @@ impl LagSnapshot {
 }
 
 /// The counters of one timer (the wheel, or one loop's deadline heap).
+///
+/// Only the timers of this crate change them ([`HashedWheelTimer`](crate::HashedWheelTimer),
+/// [`CountedHeap`](crate::CountedHeap)), as they arm, cancel and fire;
+/// anyone may take a [`snapshot`](Self::snapshot).
 #[derive(Debug, Default)]
 pub struct TimerCounters {
     armed: AtomicUsize,
@@ -86,27 +90,27 @@ pub struct TimerCounters {
 impl TimerCounters {
     /// An entry was armed.
     #[inline]
-    pub fn armed(&self) {
+    pub(crate) fn armed(&self) {
         self.armed.fetch_add(1, Relaxed);
     }
 
     /// An armed entry was cancelled.
     #[inline]
-    pub fn cancelled(&self) {
+    pub(crate) fn cancelled(&self) {
         self.armed.fetch_sub(1, Relaxed);
         self.cancelled.fetch_add(1, Relaxed);
     }
 
     /// An armed entry fired, `lag` after its deadline.
     #[inline]
-    pub fn fired(&self, lag: Duration) {
+    pub(crate) fn fired(&self, lag: Duration) {
         self.armed.fetch_sub(1, Relaxed);
         self.fired.fetch_add(1, Relaxed);
         self.lag.record(lag);
     }
 
     /// Armed entries were discarded without firing (the timer stopped).
-    pub fn discarded(&self, count: usize) {
+    pub(crate) fn discarded(&self, count: usize) {
         self.armed.fetch_sub(count, Relaxed);
     }
 

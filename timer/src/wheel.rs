@@ -12,8 +12,12 @@
 //! * Whoever removes an entry from the slab owns its task: the worker (it
 //!   fires), [`WheelTimeout::cancel`] (it drops the task at once, so a
 //!   cancelled task's captured resources are not kept until its bucket comes
-//!   round) or [`HashedWheelTimer::stop`] (it hands the task back). That
-//!   removal is the single point where an entry's fate is decided.
+//!   round) or [`HashedWheelTimer::stop`] (it hands a boxed task back, and
+//!   tells a [`WheelTask`] it was stopped). That removal is the single point
+//!   where an entry's fate is decided, and the task is told which fate it
+//!   was: fired, or stopped; a cancelled task is told nothing.
+//! * No task runs, and no task is dropped, while `Core` is locked: a task
+//!   may hold the last reference to something whose drop arms or cancels.
 //! * The worker sleeps until the next tick whose bucket holds an entry, not
 //!   every tick: `Core::worker_wakes_at` is that tick (`u64::MAX`: nothing
 //!   armed, sleep until woken). Collecting sets it to the tick after `now`;
@@ -24,18 +28,39 @@
 //!   either in a bucket the worker scans when it plans, or it lowered the
 //!   plan and woke the worker.
 
-use crate::clock::{AdvanceListener, SharedClock, SystemClock};
+use crate::clock::{AdvanceListener, SharedClock};
 use crate::stats::{TimerCounters, TimerStats};
 use slab::Slab;
+use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::thread::{self, JoinHandle, Thread, ThreadId};
 use std::time::{Duration, Instant};
-use std::{fmt, io};
 
 /// The work a timer runs when an entry fires.
 pub type TimerTask = Box<dyn FnOnce() + Send + 'static>;
+
+/// A task shared by many entries, told by a tag which entry it is, and told
+/// explicitly whether that entry fired or the wheel stopped under it.
+///
+/// Arming one ([`HashedWheelTimer::arm_task`]) allocates nothing: the `Arc`
+/// already exists, and the tag says which of its timeouts the entry is.
+pub trait WheelTask: Send + Sync + 'static {
+    /// The entry armed with `tag` is due: called once, on the wheel's thread
+    /// (or the executor's, or the thread advancing a manual clock).
+    fn fire(self: Arc<Self>, tag: u64);
+
+    /// The wheel stopped with the entry armed with `tag` still armed: it
+    /// will never fire. Called once, on the thread that stopped the wheel.
+    fn stopped(self: Arc<Self>, tag: u64);
+}
+
+/// What an entry runs.
+enum Task {
+    Once(TimerTask),
+    Shared(Arc<dyn WheelTask>, u64),
+}
 
 /// Runs fired tasks somewhere other than the wheel's own thread.
 pub type Executor = Arc<dyn Fn(TimerTask) + Send + Sync + 'static>;
@@ -62,96 +87,6 @@ impl fmt::Display for TimerStopped {
 }
 
 impl std::error::Error for TimerStopped {}
-
-/// Builds a [`HashedWheelTimer`].
-pub struct WheelBuilder {
-    tick: Duration,
-    wheel_size: usize,
-    clock: SharedClock,
-    executor: Option<Executor>,
-    thread_name: String,
-}
-
-impl WheelBuilder {
-    /// Length of one tick (default [`DEFAULT_TICK`]), from 1 µs to
-    /// [`MAX_TICK`]; a value outside is clamped.
-    pub fn tick(mut self, tick: Duration) -> Self {
-        self.tick = tick.clamp(Duration::from_micros(1), MAX_TICK);
-        self
-    }
-
-    /// Number of buckets (default [`DEFAULT_WHEEL_SIZE`]), rounded up to a
-    /// power of two, at most [`MAX_WHEEL_SIZE`].
-    pub fn wheel_size(mut self, size: usize) -> Self {
-        self.wheel_size = size.clamp(1, MAX_WHEEL_SIZE).next_power_of_two();
-        self
-    }
-
-    /// The clock (default [`SystemClock`]). With a [`ManualClock`] no thread
-    /// is started and entries fire on the thread that advances the clock.
-    ///
-    /// [`ManualClock`]: crate::ManualClock
-    pub fn clock(mut self, clock: SharedClock) -> Self {
-        self.clock = clock;
-        self
-    }
-
-    /// Runs fired tasks on `executor` instead of inline on the wheel's thread.
-    pub fn executor(mut self, executor: Executor) -> Self {
-        self.executor = Some(executor);
-        self
-    }
-
-    /// Name of the worker thread (default `tickless-wheel`).
-    pub fn thread_name(mut self, name: impl Into<String>) -> Self {
-        self.thread_name = name.into();
-        self
-    }
-
-    /// Starts the timer.
-    pub fn build(self) -> io::Result<HashedWheelTimer> {
-        let shared = Arc::new(Shared {
-            core: Mutex::new(Core {
-                start: self.clock.now(),
-                slots: Slab::new(),
-                buckets: (0..self.wheel_size).map(|_| Vec::new()).collect(),
-                first_open_tick: 0,
-                next_sequence: 0,
-                stopped: false,
-                worker_wakes_at: u64::MAX,
-            }),
-            tick: self.tick,
-            clock: self.clock,
-            executor: self.executor,
-            counters: TimerCounters::default(),
-            worker: Mutex::new(None),
-            worker_thread: OnceLock::new(),
-            worker_wakeups: AtomicU64::new(0),
-            stopping: AtomicBool::new(false),
-            advance_listener: OnceLock::new(),
-        });
-        if let Some(manual) = shared.clock.as_manual() {
-            let weak = Arc::downgrade(&shared);
-            let listener: Arc<AdvanceListener> = Arc::new(move |now| {
-                if let Some(shared) = weak.upgrade() {
-                    shared.expire(now);
-                }
-            });
-            manual.on_advance(Arc::downgrade(&listener));
-            let _ = shared.advance_listener.set(listener);
-        } else {
-            let worker_shared = shared.clone();
-            let handle = thread::Builder::new()
-                .name(self.thread_name)
-                .spawn(move || worker_shared.run_worker())?;
-            let _ = shared.worker_thread.set(handle.thread().clone());
-            *shared.lock_worker() = Some(handle);
-        }
-        Ok(HashedWheelTimer {
-            owner: Arc::new(Owner { shared }),
-        })
-    }
-}
 
 /// A hashed-wheel timer: one worker thread, O(1) arm and cancel from any thread.
 ///
@@ -244,7 +179,7 @@ struct Entry {
     sequence: u64,
     bucket: usize,
     index_in_bucket: usize,
-    task: TimerTask,
+    task: Task,
 }
 
 /// The handle of one armed entry.
@@ -259,13 +194,7 @@ pub struct WheelTimeout {
 impl HashedWheelTimer {
     /// A builder with the defaults: 100 ms ticks, 512 buckets, the system clock.
     pub fn builder() -> WheelBuilder {
-        WheelBuilder {
-            tick: DEFAULT_TICK,
-            wheel_size: DEFAULT_WHEEL_SIZE,
-            clock: Arc::new(SystemClock),
-            executor: None,
-            thread_name: "tickless-wheel".to_owned(),
-        }
+        WheelBuilder::new()
     }
 
     /// Arms `task` to run once the clock reaches `deadline`. Callable from
@@ -284,9 +213,29 @@ impl HashedWheelTimer {
         deadline: Instant,
         task: TimerTask,
     ) -> Result<WheelTimeout, TimerStopped> {
+        self.insert(deadline, Task::Once(task))
+    }
+
+    /// Arms the entry `tag` of `task` to fire once the clock reaches
+    /// `deadline`: `task.fire(tag)` then, or `task.stopped(tag)` if the
+    /// wheel stops first. Callable from any thread; O(1), and no allocation
+    /// once the wheel's storage has grown.
+    pub fn arm_task(
+        &self,
+        deadline: Instant,
+        task: Arc<dyn WheelTask>,
+        tag: u64,
+    ) -> Result<WheelTimeout, TimerStopped> {
+        self.insert(deadline, Task::Shared(task, tag))
+    }
+
+    #[inline]
+    fn insert(&self, deadline: Instant, task: Task) -> Result<WheelTimeout, TimerStopped> {
         let shared = &self.owner.shared;
         let mut core = shared.lock_core();
         if core.stopped {
+            drop(core);
+            drop(task);
             return Err(TimerStopped);
         }
         let tick = core
@@ -322,8 +271,9 @@ impl HashedWheelTimer {
     }
 
     /// Stops the worker, joins it (unless called from a task on the worker
-    /// itself), and returns the tasks that never ran. Later arms fail with
-    /// [`TimerStopped`]. A second call returns nothing.
+    /// itself), tells every [`WheelTask`] entry still armed that it was
+    /// stopped, and returns the boxed tasks that never ran. Later arms fail
+    /// with [`TimerStopped`]. A second call does nothing and returns nothing.
     pub fn stop(&self) -> Vec<TimerTask> {
         self.owner.shared.stop()
     }
@@ -440,7 +390,7 @@ impl Core {
     }
 
     /// Moves every entry due at `now` into `due`.
-    fn collect_due(&mut self, now: Instant, tick: Duration, due: &mut Vec<(Instant, TimerTask)>) {
+    fn collect_due(&mut self, now: Instant, tick: Duration, due: &mut Vec<(Instant, Task)>) {
         let size = self.buckets.len() as u64;
         let last = self.tick_at_or_after(now, tick);
         let visits = last
@@ -512,7 +462,7 @@ impl Shared {
     }
 
     /// Collects what is due now and runs it; returns the time it read.
-    fn fire_due(&self, due: &mut Vec<(Instant, TimerTask)>) -> Instant {
+    fn fire_due(&self, due: &mut Vec<(Instant, Task)>) -> Instant {
         let now = self.clock.now();
         self.lock_core().collect_due(now, self.tick, due);
         for (deadline, task) in due.drain(..) {
@@ -533,17 +483,21 @@ impl Shared {
         }
     }
 
-    fn run(&self, task: TimerTask) {
-        match &self.executor {
-            Some(executor) => executor(task),
+    fn run(&self, task: Task) {
+        match (&self.executor, task) {
+            (Some(executor), Task::Once(task)) => executor(task),
+            (Some(executor), Task::Shared(task, tag)) => executor(Box::new(move || task.fire(tag))),
             // A panicking task must not take the whole client's timeouts down.
-            None => drop(catch_unwind(AssertUnwindSafe(task))),
+            (None, Task::Once(task)) => drop(catch_unwind(AssertUnwindSafe(task))),
+            (None, Task::Shared(task, tag)) => {
+                drop(catch_unwind(AssertUnwindSafe(|| task.fire(tag))));
+            }
         }
     }
 
     fn stop(&self) -> Vec<TimerTask> {
         self.stopping.store(true, Ordering::Release);
-        let leftovers: Vec<TimerTask> = {
+        let leftovers: Vec<Task> = {
             let mut core = self.lock_core();
             core.stopped = true;
             for bucket in &mut core.buckets {
@@ -552,6 +506,15 @@ impl Shared {
             core.slots.drain().map(|entry| entry.task).collect()
         };
         self.counters.discarded(leftovers.len());
+        let mut boxed = Vec::new();
+        for task in leftovers {
+            match task {
+                Task::Once(task) => boxed.push(task),
+                Task::Shared(task, tag) => {
+                    drop(catch_unwind(AssertUnwindSafe(|| task.stopped(tag))));
+                }
+            }
+        }
         let worker = self.lock_worker().take();
         if let Some(worker) = worker {
             worker.thread().unpark();
@@ -559,7 +522,7 @@ impl Shared {
                 let _ = worker.join();
             }
         }
-        leftovers
+        boxed
     }
 }
 
@@ -568,5 +531,8 @@ fn duration_from_nanos(nanos: u128) -> Duration {
     Duration::new(secs, (nanos % 1_000_000_000) as u32)
 }
 
+mod builder;
 #[cfg(test)]
 mod tests;
+
+pub use builder::WheelBuilder;

@@ -1,10 +1,11 @@
-//! A connection on its loop: connecting, running one exchange at a time,
-//! idle in the pool, closed.
+//! A connection on its loop: opening (connect, TLS), running one HTTP/1.1
+//! exchange at a time, idle in the pool, closed.
 //!
-//! Everything here runs on the connection's own loop thread, the only thread
-//! that touches its socket and codec state. Other threads reach a
-//! connection by posting a task to its loop with the connection's slot key
-//! and id (the id guards against a slot reused by a later connection).
+//! Everything here runs on the connection's own loop thread, the only
+//! thread that touches its socket and codec state: a [`Conn`] is a `Source`
+//! of that loop (see [`crate::event_loop`]). It reaches the client above it
+//! only through [`ConnOwner`] — to give back its permit, offer itself to the
+//! pool, or hand a request back to be sent again.
 //!
 //! ```text
 //!                            ┌──(https)──▶ Handshaking ──(done)──┐
@@ -13,74 +14,114 @@
 //!                  │                            │                │  ▲                               │
 //!                  │ (every address failed)     │ (TLS failure)  │  └────(taken from the pool)──────┘
 //!                  ▼                            ▼                ▼
-//!                closed ◀──────(error, close-delimited, abort, timeout)──
+//!                Closed ◀──────(error, close-delimited, abort, timeout)──
 //! ```
 //!
-//! The socket sits behind a [`Transport`]: plain TCP, or TLS over it. An
-//! https connection is attached to its exchange, and the exchange's
-//! timeouts re-homed onto this loop, right after the TCP connect, as for
-//! http; then it handshakes (driven on readable and writable events alike,
-//! until done or the socket would block), so the request deadline bounds the
-//! handshake too, besides the handshake timeout (a timer on this loop's
-//! heap, like the connect timeout). Closing a TLS connection sends
-//! `close_notify` first.
+//! The socket sits behind a [`Transport`]: plain TCP, or TLS over it. The
+//! exchange is attached as *opening* when its connection starts, so that its
+//! end aborts the attempt, and as *ready* once the TCP connect succeeds: its
+//! timeouts then move onto this loop in event-loop mode, and bound the TLS
+//! handshake from there. The connect timeout of each attempt and
+//! the handshake timeout are timers of the connection on its loop's heap.
+//! Closing a TLS connection sends `close_notify` first.
+//!
+//! The protocol seam: [`h1`] runs HTTP/1.1 exchanges on an open connection;
+//! HTTP/2 gets a connection type of its own beside it.
 
-use crate::client::ClientShared;
-use crate::error::{Error, TimeoutKind};
-use crate::event_loop::{LoopContext, LoopTimeout, LoopTimerKey};
-use crate::events::{ConnectionInfo, EventListener};
-use crate::exchange::{ConnRef, Exchange};
-use crate::h1::{DecodeError, Decoded, ResponseDecoder, ResponseHead};
-use crate::origin::{Origin, Scheme};
-use crate::pool::{IdleConn, Offered, Served};
-use crate::response::Response;
-use crate::transport::{Handshake, HandshakeError, Transport};
-use rustls::pki_types::ServerName;
-use std::collections::VecDeque;
-use std::io;
-use std::net::SocketAddr;
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
-use std::time::Instant;
-
-// The imports above also serve the two halves below, which `use super::*`:
-// `open` connects (and handshakes), `run` runs exchanges on an open
-// connection; this file holds the state, the readiness dispatch and closing.
+mod h1;
 mod open;
-mod run;
+mod read_buf;
 
 pub(crate) use open::connect;
-use open::{drive_handshake, on_connect_ready};
-pub(crate) use run::start_on_idle;
-use run::{on_idle_readable, read_response, write_request};
 
-/// Bytes read per system call; the buffer grows past it only for a large head.
-const READ_CHUNK: usize = 16 * 1024;
+use crate::config::ClientConfig;
+use crate::error::Error;
+use crate::event_loop::{EventLoopGroup, LoopContext, LoopTimerKey, Readiness, Source, SourceRef};
+use crate::events::ConnectionInfo;
+use crate::exchange::{ConnRef, Exchange};
+use crate::net::{Origin, Transport};
+use read_buf::ReadBuf;
+use std::any::Any;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+use tickless_timer::SharedClock;
 
+/// What every connection of a client shares.
+pub(crate) struct ConnEnv {
+    pub(crate) config: ClientConfig,
+    pub(crate) clock: SharedClock,
+    /// Shared by every TLS connection of the client.
+    pub(crate) tls: Arc<rustls::ClientConfig>,
+    /// For the scheduler of each loop (where timeouts go in event-loop mode).
+    pub(crate) group: Arc<EventLoopGroup>,
+}
+
+/// The client a connection belongs to, as the connection sees it: the calls
+/// that go up from a connection, and nothing else.
+pub(crate) trait ConnOwner: Send + Sync + 'static {
+    /// What connections share.
+    fn env(&self) -> &ConnEnv;
+    /// A connection to `origin` closed: its permit is free again.
+    fn released(&self, origin: &Origin);
+    /// A connection finished an exchange and can carry another.
+    fn offer(&self, idle: IdleConn) -> Offered;
+    /// An idle connection found its server gone, and closes.
+    fn remove_idle(&self, origin: &Origin, conn_id: u64);
+    /// `exchange` must go again: nothing of it reached a server (its
+    /// pooled connection was gone). `allow_idle`: it may take another
+    /// pooled connection; a retry after a failure never does.
+    fn redispatch(&self, exchange: Arc<Exchange>, allow_idle: bool);
+}
+
+/// An idle connection, ready for another request.
+#[derive(Clone)]
+pub(crate) struct IdleConn {
+    pub(crate) conn: ConnRef,
+    pub(crate) info: ConnectionInfo,
+    pub(crate) origin: Origin,
+    pub(crate) idle_since: Instant,
+    pub(crate) created: Instant,
+}
+
+/// What became of a connection offered back.
+pub(crate) enum Offered {
+    /// It is idle in the pool.
+    Kept,
+    /// A waiter for its origin takes it: run the waiter on it.
+    Serve(Arc<Exchange>),
+    /// Close it: the pool is closed, the connection is past its time to
+    /// live, or its permit is worth more to a waiter.
+    Refused,
+}
+
+/// Timers a connection arms on its loop (the tag's high half; the low half
+/// counts arms, so a late one is known).
+const CONNECT_TIMER: u64 = 1 << 32;
+const HANDSHAKE_TIMER: u64 = 2 << 32;
+
+/// One connection. See the [module documentation](self).
 pub(crate) struct Conn {
-    id: u64,
-    transport: Option<Transport>,
+    owner: Arc<dyn ConnOwner>,
     origin: Origin,
-    client: Arc<ClientShared>,
+    transport: Option<Transport>,
     remote: Option<SocketAddr>,
     created: Instant,
     info: Option<ConnectionInfo>,
     state: State,
-    /// `read_buf[read_pos..read_len]` is received and not yet decoded.
-    read_buf: Vec<u8>,
-    read_pos: usize,
-    read_len: usize,
-    /// Whether the active exchange's request is still going out, and how
-    /// many of its bytes are.
-    sending: bool,
-    written: usize,
+    buf: ReadBuf,
+    /// The tag of the timer armed now (connect or handshake), if any.
+    timer: Option<(LoopTimerKey, u64)>,
+    timers_armed: u32,
 }
 
 enum State {
-    Connecting(Connecting),
-    Handshaking(Handshaking),
-    Active(Box<Active>),
+    Connecting(open::Connecting),
+    Handshaking(Arc<Exchange>),
+    Active(Box<h1::Active>),
     Idle,
+    Closed,
 }
 
 impl State {
@@ -89,156 +130,196 @@ impl State {
         match self {
             State::Active(active) => Some(&active.exchange),
             State::Connecting(connecting) => Some(&connecting.exchange),
-            State::Handshaking(handshaking) => Some(&handshaking.exchange),
-            State::Idle => None,
+            State::Handshaking(exchange) => Some(exchange),
+            State::Idle | State::Closed => None,
         }
     }
 }
 
-struct Connecting {
-    exchange: Arc<Exchange>,
-    remaining: VecDeque<SocketAddr>,
-    timer: Option<LoopTimerKey>,
-    last_error: Option<io::Error>,
-    timed_out: bool,
-}
+impl Conn {
+    fn env(&self) -> &ConnEnv {
+        self.owner.env()
+    }
 
-struct Handshaking {
-    exchange: Arc<Exchange>,
-    timer: Option<LoopTimerKey>,
-}
+    fn now(&self) -> Instant {
+        self.env().clock.now()
+    }
 
-struct Active {
-    exchange: Arc<Exchange>,
-    decoder: ResponseDecoder,
-    /// Taken from the pool rather than freshly connected.
-    reused: bool,
-    head: Option<ResponseHead>,
-    body: Vec<u8>,
-    trailers: Option<http::HeaderMap>,
-}
-
-fn get<'c>(cx: &'c mut LoopContext<'_>, key: usize, conn_id: u64) -> Option<&'c mut Conn> {
-    cx.conns.get_mut(key).filter(|conn| conn.id == conn_id)
-}
-
-/// The loop reported readiness for connection `key`.
-pub(crate) fn ready(cx: &mut LoopContext<'_>, key: usize, event: &mio::event::Event) {
-    let Some(conn) = cx.conns.get_mut(key) else {
-        return;
-    };
-    match &conn.state {
-        State::Connecting(_) => {
-            if event.is_writable() || event.is_error() || event.is_write_closed() {
-                on_connect_ready(cx, key);
-            }
-        }
-        // Either readiness may move a handshake on.
-        State::Handshaking(_) => drive_handshake(cx, key),
-        State::Active(active) => {
-            if active.exchange.is_done() {
-                // Ended by a timeout or a cancel whose abort is still in the
-                // inbox: abort now.
-                let id = active.exchange.id;
-                abort(cx, key, id);
-                return;
-            }
-            if event.is_writable() {
-                write_request(cx, key);
-            }
-            if cx.conns.contains(key)
-                && (event.is_readable() || event.is_read_closed() || event.is_error())
-            {
-                read_response(cx, key);
-            }
-        }
-        State::Idle => {
-            if event.is_readable() || event.is_read_closed() || event.is_error() {
-                on_idle_readable(cx, key);
-            }
+    /// This connection as an exchange names it.
+    fn conn_ref(&self, cx: &LoopContext<'_>) -> ConnRef {
+        let index = cx.event_loop().index();
+        ConnRef {
+            event_loop: cx.event_loop().clone(),
+            source: cx.me(),
+            scheduler: self.env().group.scheduler(index).clone(),
         }
     }
-}
 
-/// Ends the exchange with id `exchange_id` on connection `key`, if it is
-/// still running there: it failed from outside (a timeout or a cancel).
-pub(crate) fn abort(cx: &mut LoopContext<'_>, key: usize, exchange_id: u64) {
-    let running = cx
-        .conns
-        .get(key)
-        .and_then(|conn| conn.state.exchange())
-        .is_some_and(|exchange| exchange.id == exchange_id);
-    if running {
-        // An abandoned exchange leaves the stream mid-message: reset it
-        // rather than close it gracefully. A reset is final for both ends at
-        // once (no FIN handshake, no TIME_WAIT left on this side), and costs
-        // the loop less, which matters when a burst of timeouts aborts many
-        // connections together.
-        if let Some(mut transport) = cx.conns[key].transport.take() {
+    /// Arms one connection timer of `kind` on the loop, replacing the one
+    /// there is.
+    fn arm_timer(&mut self, cx: &mut LoopContext<'_>, kind: u64, deadline: Option<Instant>) {
+        self.disarm_timer(cx);
+        if let Some(deadline) = deadline {
+            self.timers_armed = self.timers_armed.wrapping_add(1);
+            let tag = kind | u64::from(self.timers_armed);
+            self.timer = cx.schedule_timer(deadline, tag).ok().map(|key| (key, tag));
+        }
+    }
+
+    fn disarm_timer(&mut self, cx: &mut LoopContext<'_>) {
+        if let Some((key, _)) = self.timer.take() {
+            cx.event_loop().cancel(key);
+        }
+    }
+
+    /// Closes the connection and gives back its permit (which may start a
+    /// waiter). Does not end the exchange it carried. The loop drops the
+    /// connection when the current call returns.
+    fn close(&mut self, cx: &mut LoopContext<'_>) {
+        if matches!(self.state, State::Closed) {
+            return;
+        }
+        if let Some(mut transport) = self.transport.take() {
+            // TLS: close_notify, without waiting for the socket.
+            transport.close();
+            let _ = cx.registry.deregister(transport.tcp_mut());
+        }
+        self.disarm_timer(cx);
+        self.state = State::Closed;
+        cx.remove_me();
+        self.owner.released(&self.origin);
+    }
+
+    /// Resets the stream (an abandoned exchange leaves it mid-message) and
+    /// closes. A reset is final for both ends at once (no FIN handshake, no
+    /// TIME_WAIT left on this side), and costs the loop less, which matters
+    /// when a burst of timeouts aborts many connections together.
+    fn reset(&mut self, cx: &mut LoopContext<'_>) {
+        if let Some(mut transport) = self.transport.take() {
             let _ = cx.registry.deregister(transport.tcp_mut());
             transport.reset();
         }
-        close(cx, key);
+        self.close(cx);
+    }
+
+    /// Closes the connection and fails the exchange it carried with the
+    /// error `error` makes for it.
+    fn close_failing(&mut self, cx: &mut LoopContext<'_>, error: impl FnOnce(&Exchange) -> Error) {
+        let exchange = self.state.exchange().cloned();
+        self.close(cx);
+        if let Some(exchange) = exchange {
+            exchange.finish(Err(error(&exchange)));
+        }
+    }
+
+    /// The exchange this connection carried ended elsewhere (a timeout or a
+    /// cancel): its abort may still be on its way. Resets the connection if
+    /// so; returns whether it did.
+    fn reset_if_abandoned(&mut self, cx: &mut LoopContext<'_>) -> bool {
+        let abandoned = self.state.exchange().is_some_and(|e| e.is_done());
+        if abandoned {
+            self.reset(cx);
+        }
+        abandoned
     }
 }
 
-/// Closes idle connection `key` (evicted by the cleaner, or the client is closing).
-pub(crate) fn close_idle(cx: &mut LoopContext<'_>, key: usize, conn_id: u64) {
-    if get(cx, key, conn_id).is_some_and(|c| matches!(c.state, State::Idle)) {
-        close(cx, key);
+impl Source for Conn {
+    fn ready(&mut self, cx: &mut LoopContext<'_>, readiness: Readiness) {
+        match &self.state {
+            State::Connecting(_) => {
+                if readiness.can_write() {
+                    self.on_connect_ready(cx);
+                }
+            }
+            // Either readiness may move a handshake on.
+            State::Handshaking(_) => self.drive_handshake(cx),
+            State::Active(_) => {
+                if self.reset_if_abandoned(cx) {
+                    return;
+                }
+                if readiness.can_write() {
+                    self.write_request(cx);
+                }
+                if readiness.can_read() && matches!(self.state, State::Active(_)) {
+                    self.read_response(cx);
+                }
+            }
+            State::Idle => {
+                if readiness.can_read() {
+                    self.on_idle_readable(cx);
+                }
+            }
+            State::Closed => {}
+        }
     }
-}
 
-/// Closes connection `key` and returns its permit, starting a waiter the
-/// permit now serves. Does not end the exchange it carried.
-fn close(cx: &mut LoopContext<'_>, key: usize) {
-    let mut conn = cx.conns.remove(key);
-    if let Some(mut transport) = conn.transport.take() {
-        // TLS: close_notify, without waiting for the socket.
-        transport.close();
-        let _ = cx.registry.deregister(transport.tcp_mut());
+    fn timer(&mut self, cx: &mut LoopContext<'_>, tag: u64) {
+        if self.timer.is_none_or(|(_, armed)| armed != tag) {
+            return;
+        }
+        self.timer = None;
+        match tag & !u64::from(u32::MAX) {
+            CONNECT_TIMER => self.connect_timed_out(cx),
+            HANDSHAKE_TIMER => self.handshake_timed_out(cx),
+            _ => {}
+        }
     }
-    let timer = match &mut conn.state {
-        State::Connecting(connecting) => connecting.timer.take(),
-        State::Handshaking(handshaking) => handshaking.timer.take(),
-        _ => None,
-    };
-    if let Some(timer) = timer {
-        cx.event_loop.cancel(timer);
-    }
-    if let Some(Served(waiter)) = conn.client.pool.release(&conn.origin) {
-        conn.client.connect(waiter);
-    }
-}
 
-/// Closes connection `key` and fails the exchange it carried with the
-/// error `error` makes for it.
-fn close_failing(cx: &mut LoopContext<'_>, key: usize, error: impl FnOnce(&Exchange) -> Error) {
-    let exchange = cx
-        .conns
-        .get(key)
-        .and_then(|conn| conn.state.exchange().cloned());
-    close(cx, key);
-    if let Some(exchange) = exchange {
-        exchange.finish(Err(error(&exchange)));
+    fn abort(&mut self, cx: &mut LoopContext<'_>, exchange_id: u64) {
+        if self.state.exchange().is_some_and(|e| e.id == exchange_id) {
+            self.reset(cx);
+        }
     }
-}
 
-/// Code run for connection `key` panicked (a listener or a body callback):
-/// its state cannot be trusted, so it closes, failing its exchange.
-pub(crate) fn fail_after_panic(cx: &mut LoopContext<'_>, key: usize) {
-    if cx.conns.contains(key) {
-        close_failing(cx, key, |exchange| Error::Io {
+    fn shut_down(&mut self, cx: &mut LoopContext<'_>) {
+        self.close_failing(cx, |_| Error::ClientClosed);
+    }
+
+    fn panicked(&mut self, cx: &mut LoopContext<'_>) {
+        self.close_failing(cx, |exchange| Error::Io {
             remote: exchange.remote_name(),
             source: io::Error::other("a callback panicked on the event loop"),
         });
     }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
 }
 
-/// The loop is shutting down: close every connection and fail what they carry.
-pub(crate) fn close_all(cx: &mut LoopContext<'_>) {
-    let keys: Vec<usize> = cx.conns.iter().map(|(key, _)| key).collect();
-    for key in keys {
-        close_failing(cx, key, |_| Error::ClientClosed);
+/// Runs `exchange` on the idle connection `conn` (the pooled path): a
+/// task on that connection's loop. Gives the exchange back, detached, if
+/// the connection has closed since it was taken from the pool — nothing was
+/// sent, so any request may go again, elsewhere.
+pub(crate) fn start_on_idle(
+    cx: &mut LoopContext<'_>,
+    conn: SourceRef,
+    exchange: Arc<Exchange>,
+) -> Result<(), Arc<Exchange>> {
+    let mut pending = Some(exchange);
+    cx.with_source::<Conn>(conn, |conn, cx| {
+        if let Some(exchange) = pending.take() {
+            if let Err(exchange) = conn.start_on_idle(cx, exchange) {
+                pending = Some(exchange);
+            }
+        }
+    });
+    match pending {
+        None => Ok(()),
+        Some(exchange) => {
+            exchange.attach(crate::exchange::ConnSlot::None);
+            Err(exchange)
+        }
     }
+}
+
+/// Closes the idle connection `conn` (evicted by the cleaner, or the pool
+/// made room): a task on its loop.
+pub(crate) fn close_idle(cx: &mut LoopContext<'_>, conn: SourceRef) {
+    cx.with_source::<Conn>(conn, |conn, cx| {
+        if matches!(conn.state, State::Idle) {
+            conn.close(cx);
+        }
+    });
 }

@@ -1,349 +1,276 @@
-//! Opening a connection: TCP connect to each address in turn, each attempt
-//! bounded by the connect timeout, then for https the TLS handshake bounded
-//! by the handshake timeout; on success the exchange is attached and its
-//! timeouts re-homed onto this loop.
+//! Opening a connection: a TCP connect to each address in turn, each
+//! attempt bounded by the connect timeout, then for https the TLS handshake
+//! bounded by the handshake timeout. The exchange is attached as opening at
+//! the start, and as ready — its timeouts re-homed onto this loop — once
+//! the TCP connect succeeds, so the request deadline bounds the handshake
+//! from the loop too.
 
-use super::run::{begin_exchange, offer_or_close};
-use super::*;
-use crate::timeouts::deadline_after;
+use super::{Conn, ConnOwner, State, CONNECT_TIMER, HANDSHAKE_TIMER};
+use crate::error::{Error, TimeoutKind};
+use crate::event_loop::LoopContext;
+use crate::events::{ConnectionInfo, EventListener};
+use crate::exchange::{deadline_after, ConnSlot, Exchange};
+use crate::net::{socket, Handshake, HandshakeError, Scheme, Transport};
+use rustls::pki_types::ServerName;
+use std::collections::VecDeque;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
 
-/// The connect timeout of one attempt, armed on the connection's loop.
-struct ConnectTimer {
-    key: usize,
-    conn_id: u64,
+pub(super) struct Connecting {
+    pub(super) exchange: Arc<Exchange>,
+    remaining: VecDeque<SocketAddr>,
+    last_error: Option<io::Error>,
+    timed_out: bool,
 }
 
-impl LoopTimeout for ConnectTimer {
-    fn expire(self: Arc<Self>, _tag: u32, cx: &mut LoopContext<'_>) {
-        let Some(conn) = get(cx, self.key, self.conn_id) else {
-            return;
+/// Opens a connection for `exchange` on this loop (a task the client posts
+/// to the loop its chooser picked), trying `addrs` in turn.
+pub(crate) fn connect(
+    cx: &mut LoopContext<'_>,
+    owner: Arc<dyn ConnOwner>,
+    exchange: Arc<Exchange>,
+    addrs: Vec<SocketAddr>,
+) {
+    cx.add_source(|cx| {
+        let created = owner.env().clock.now();
+        let mut conn = Conn {
+            owner,
+            origin: exchange.origin.clone(),
+            transport: None,
+            remote: None,
+            created,
+            info: None,
+            state: State::Connecting(Connecting {
+                exchange: exchange.clone(),
+                remaining: addrs.into(),
+                last_error: None,
+                timed_out: false,
+            }),
+            buf: Default::default(),
+            timer: None,
+            timers_armed: 0,
         };
-        if let State::Connecting(connecting) = &mut conn.state {
-            connecting.timer = None;
-            connecting.timed_out = true;
-            attempt_next(cx, self.key);
+        // Published before `attempt_next` checks `is_done`, so an exchange
+        // that ends while connecting (request timeout, cancel) aborts the
+        // attempt instead of leaving its socket and permit to the connect
+        // timeout, or without one to the kernel.
+        exchange.attach(ConnSlot::Opening(conn.conn_ref(cx)));
+        conn.attempt_next(cx);
+        Box::new(conn)
+    });
+}
+
+impl Conn {
+    /// Starts the connect to the next address, or fails the exchange when
+    /// none is left.
+    fn attempt_next(&mut self, cx: &mut LoopContext<'_>) {
+        loop {
+            if let Some(mut transport) = self.transport.take() {
+                let _ = cx.registry.deregister(transport.tcp_mut());
+            }
+            self.disarm_timer(cx);
+            let State::Connecting(connecting) = &mut self.state else {
+                return;
+            };
+            if connecting.exchange.is_done() {
+                return self.close(cx);
+            }
+            let exchange = connecting.exchange.clone();
+            let Some(addr) = connecting.remaining.pop_front() else {
+                let error = self.no_address_left(&exchange);
+                self.close(cx);
+                exchange.finish(Err(error));
+                return;
+            };
+            exchange.set_remote(addr);
+            exchange.listener.on_connect_attempt(addr);
+            let opened = socket::connect(addr).and_then(|mut socket| {
+                let interest = mio::Interest::READABLE | mio::Interest::WRITABLE;
+                cx.registry.register(&mut socket, cx.token(), interest)?;
+                Ok(socket)
+            });
+            match opened {
+                Ok(socket) => {
+                    self.transport = Some(Transport::Plain(socket));
+                    self.remote = Some(addr);
+                    let timeout = self.env().config.connect_timeout;
+                    let deadline = timeout.and_then(|t| deadline_after(self.now(), t));
+                    self.arm_timer(cx, CONNECT_TIMER, deadline);
+                    return;
+                }
+                Err(error) => {
+                    exchange.listener.on_connect_failure(addr, &error);
+                    if let State::Connecting(connecting) = &mut self.state {
+                        connecting.last_error = Some(error);
+                    }
+                }
+            }
         }
     }
-}
 
-/// The handshake timeout of one connection, armed on its loop.
-struct HandshakeTimer {
-    key: usize,
-    conn_id: u64,
-}
+    pub(super) fn connect_timed_out(&mut self, cx: &mut LoopContext<'_>) {
+        if let State::Connecting(connecting) = &mut self.state {
+            connecting.timed_out = true;
+            self.attempt_next(cx);
+        }
+    }
 
-impl LoopTimeout for HandshakeTimer {
-    fn expire(self: Arc<Self>, _tag: u32, cx: &mut LoopContext<'_>) {
-        let Some(conn) = get(cx, self.key, self.conn_id) else {
+    pub(super) fn on_connect_ready(&mut self, cx: &mut LoopContext<'_>) {
+        let Some(transport) = self.transport.as_ref() else {
             return;
         };
-        let State::Handshaking(handshaking) = &mut conn.state else {
+        let Some(result) = socket::connect_result(transport.tcp()) else {
+            return; // Not connected yet: a spurious wake-up.
+        };
+        let State::Connecting(connecting) = &mut self.state else {
             return;
         };
-        handshaking.timer = None;
-        let exchange = handshaking.exchange.clone();
-        let duration = conn.client.config.handshake_timeout.unwrap_or_default();
+        if let Err(error) = result {
+            if let Some(addr) = self.remote {
+                connecting
+                    .exchange
+                    .listener
+                    .on_connect_failure(addr, &error);
+            }
+            connecting.last_error = Some(error);
+            return self.attempt_next(cx);
+        }
+        let exchange = connecting.exchange.clone();
+        self.disarm_timer(cx);
+        let info = ConnectionInfo {
+            id: cx.me().id,
+            loop_index: cx.event_loop().index(),
+            loop_thread: cx.event_loop().thread_id(),
+            remote: self.remote.expect("set with the socket"),
+        };
+        self.info = Some(info.clone());
+        exchange.listener.on_connect_success(&info);
+        let https = self.origin.scheme == Scheme::Https;
+        if exchange.is_done() {
+            if https {
+                // Not handshaken: of no use to anyone.
+                return self.close(cx);
+            }
+            // The exchange ended while connecting; the connection is still good.
+            self.state = State::Idle;
+            return self.offer_or_close(cx, &exchange);
+        }
+        // Connected: the exchange's timeouts move onto this loop (a
+        // same-thread arm that wakes nothing), where the handshake too runs.
+        exchange.attach(ConnSlot::Ready(self.conn_ref(cx)));
+        if https {
+            self.start_handshake(cx, exchange, info);
+        } else {
+            self.begin_exchange(cx, exchange, false);
+        }
+    }
+
+    /// Starts TLS on the connection, just connected for `exchange`.
+    fn start_handshake(
+        &mut self,
+        cx: &mut LoopContext<'_>,
+        exchange: Arc<Exchange>,
+        info: ConnectionInfo,
+    ) {
+        exchange.listener.on_tls_handshake_attempt(&info);
+        // Checked when the request was built; an error here is still no panic.
+        let started = ServerName::try_from(self.origin.host.as_str())
+            .map_err(|e| rustls::Error::General(format!("invalid server name: {e}")))
+            .and_then(|name| {
+                rustls::ClientConnection::new(self.env().tls.clone(), name.to_owned())
+            });
+        let tls = match started {
+            Ok(tls) => tls,
+            Err(source) => {
+                let error = Error::tls(exchange.remote_name(), source);
+                return self.fail_handshake(cx, &exchange, error);
+            }
+        };
+        let Some(transport) = self.transport.take() else {
+            return;
+        };
+        self.transport = Some(transport.start_tls(tls));
+        let timeout = self.env().config.handshake_timeout;
+        let deadline = timeout.and_then(|t| deadline_after(self.now(), t));
+        self.arm_timer(cx, HANDSHAKE_TIMER, deadline);
+        self.state = State::Handshaking(exchange);
+        // The socket is writable: the ClientHello goes now.
+        self.drive_handshake(cx);
+    }
+
+    /// Moves the handshake on, and starts the exchange once it is done.
+    pub(super) fn drive_handshake(&mut self, cx: &mut LoopContext<'_>) {
+        let State::Handshaking(exchange) = &self.state else {
+            return;
+        };
+        let exchange = exchange.clone();
+        if exchange.is_done() {
+            // Ended by the request timeout or a cancel whose abort is still
+            // in the inbox.
+            return self.close(cx);
+        }
+        let Some(transport) = self.transport.as_mut() else {
+            return;
+        };
+        match transport.handshake() {
+            Ok(Handshake::Pending) => {}
+            Ok(Handshake::Done) => {
+                self.disarm_timer(cx);
+                if let Some(info) = &self.info {
+                    let alpn = self.transport.as_ref().and_then(Transport::alpn_protocol);
+                    exchange.listener.on_tls_handshake_success(info, alpn);
+                }
+                // Records that came with the end of the handshake (session
+                // tickets) are read there too.
+                self.begin_exchange(cx, exchange, false);
+            }
+            Err(failure) => {
+                let remote = exchange.remote_name();
+                let error = match failure {
+                    HandshakeError::Tls(source) => Error::tls(remote, source),
+                    HandshakeError::Io(source) => Error::Io { remote, source },
+                };
+                self.fail_handshake(cx, &exchange, error);
+            }
+        }
+    }
+
+    pub(super) fn handshake_timed_out(&mut self, cx: &mut LoopContext<'_>) {
+        let State::Handshaking(exchange) = &self.state else {
+            return;
+        };
+        let exchange = exchange.clone();
+        let duration = self.env().config.handshake_timeout.unwrap_or_default();
         let error = Error::timeout_of(TimeoutKind::Handshake, exchange.remote_name(), duration);
-        if let Some(info) = &conn.info {
+        self.fail_handshake(cx, &exchange, error);
+    }
+
+    fn fail_handshake(&mut self, cx: &mut LoopContext<'_>, exchange: &Exchange, error: Error) {
+        if let Some(info) = &self.info {
             exchange.listener.on_tls_handshake_failure(info, &error);
         }
-        close(cx, self.key);
+        self.close(cx);
         exchange.finish(Err(error));
     }
 }
 
-/// Opens a connection for `exchange` on this loop, trying `addrs` in turn.
-pub(crate) fn connect(cx: &mut LoopContext<'_>, exchange: Arc<Exchange>, addrs: Vec<SocketAddr>) {
-    let client = exchange.client.clone();
-    let conn_id = client.next_conn_id();
-    let attempting = exchange.clone();
-    let conn = Conn {
-        id: conn_id,
-        transport: None,
-        origin: exchange.origin.clone(),
-        client,
-        remote: None,
-        created: exchange.client.clock.now(),
-        info: None,
-        state: State::Connecting(Connecting {
-            exchange,
-            remaining: addrs.into(),
-            timer: None,
-            last_error: None,
-            timed_out: false,
-        }),
-        read_buf: Vec::new(),
-        read_pos: 0,
-        read_len: 0,
-        sending: false,
-        written: 0,
-    };
-    let key = cx.conns.insert(conn);
-    // Publish the attempt on the exchange (before `attempt_next` checks
-    // `is_done`), so an exchange that ends while connecting (request
-    // timeout, cancel) aborts the attempt instead of leaving its socket and
-    // permit to the connect timeout, or without one to the kernel.
-    attempting.attach(ConnRef {
-        event_loop: cx.event_loop.clone(),
-        key,
-        conn_id,
-    });
-    attempt_next(cx, key);
-}
-
-/// Starts the connect to the next address, or fails the exchange when none is left.
-fn attempt_next(cx: &mut LoopContext<'_>, key: usize) {
-    loop {
-        let conn = &mut cx.conns[key];
-        let State::Connecting(connecting) = &mut conn.state else {
-            return;
+impl Conn {
+    /// Why no attempt connected: the connect timeout if the last one timed
+    /// out, else what the last one failed with.
+    fn no_address_left(&mut self, exchange: &Exchange) -> Error {
+        let duration = self.env().config.connect_timeout.unwrap_or_default();
+        let State::Connecting(connecting) = &mut self.state else {
+            return Error::ClientClosed;
         };
-        if let Some(mut transport) = conn.transport.take() {
-            let _ = cx.registry.deregister(transport.tcp_mut());
+        if connecting.timed_out {
+            return Error::timeout_of(TimeoutKind::Connect, exchange.remote_name(), duration);
         }
-        if let Some(timer) = connecting.timer.take() {
-            cx.event_loop.cancel(timer);
-        }
-        if connecting.exchange.is_done() {
-            close(cx, key);
-            return;
-        }
-        let Some(addr) = connecting.remaining.pop_front() else {
-            let exchange = connecting.exchange.clone();
-            let error = if connecting.timed_out {
-                let duration = conn.client.config.connect_timeout.unwrap_or_default();
-                Error::timeout_of(TimeoutKind::Connect, exchange.remote_name(), duration)
-            } else {
-                Error::Connect {
-                    remote: exchange.remote_name(),
-                    source: connecting.last_error.take().unwrap_or_else(|| {
-                        io::Error::new(io::ErrorKind::NotFound, "no address to connect to")
-                    }),
-                }
-            };
-            close(cx, key);
-            exchange.finish(Err(error));
-            return;
-        };
-        let exchange = connecting.exchange.clone();
-        exchange.set_remote(addr);
-        exchange.listener.on_connect_attempt(addr);
-        match open_socket(addr) {
-            Ok(mut socket) => {
-                let interest = mio::Interest::READABLE | mio::Interest::WRITABLE;
-                if let Err(error) = cx.registry.register(&mut socket, mio::Token(key), interest) {
-                    exchange.listener.on_connect_failure(addr, &error);
-                    connecting.last_error = Some(error);
-                    continue;
-                }
-                conn.transport = Some(Transport::Plain(socket));
-                conn.remote = Some(addr);
-                let now = conn.client.clock.now();
-                let connect_timeout = conn.client.config.connect_timeout;
-                if let Some(deadline) = connect_timeout.and_then(|t| deadline_after(now, t)) {
-                    let timer = Arc::new(ConnectTimer {
-                        key,
-                        conn_id: conn.id,
-                    });
-                    connecting.timer = cx.event_loop.schedule(deadline, timer, 0).ok();
-                }
-                return;
-            }
-            Err(error) => {
-                exchange.listener.on_connect_failure(addr, &error);
-                connecting.last_error = Some(error);
-            }
-        }
-    }
-}
-
-fn open_socket(addr: SocketAddr) -> io::Result<mio::net::TcpStream> {
-    // On Linux the socket is created non-blocking (one system call, not
-    // three: a burst of connects is bounded by the kernel's work per socket).
-    #[cfg(any(target_os = "linux", target_os = "android"))]
-    let socket = socket2::Socket::new(
-        socket2::Domain::for_address(addr),
-        socket2::Type::STREAM.nonblocking().cloexec(),
-        Some(socket2::Protocol::TCP),
-    )?;
-    #[cfg(not(any(target_os = "linux", target_os = "android")))]
-    let socket = {
-        let socket = socket2::Socket::new(
-            socket2::Domain::for_address(addr),
-            socket2::Type::STREAM,
-            Some(socket2::Protocol::TCP),
-        )?;
-        socket.set_nonblocking(true)?;
-        socket
-    };
-    socket.set_tcp_nodelay(true)?;
-    match socket.connect(&addr.into()) {
-        Ok(()) => {}
-        // The connect goes on in the background; writability reports its end.
-        #[cfg(unix)]
-        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-        Err(e) => return Err(e),
-    }
-    Ok(mio::net::TcpStream::from_std(socket.into()))
-}
-
-pub(super) fn on_connect_ready(cx: &mut LoopContext<'_>, key: usize) {
-    let conn = &mut cx.conns[key];
-    let Some(transport) = conn.transport.as_ref() else {
-        return;
-    };
-    let socket = transport.tcp();
-    let State::Connecting(connecting) = &mut conn.state else {
-        return;
-    };
-    let failure = match socket.take_error() {
-        Ok(Some(error)) | Err(error) => Some(error),
-        Ok(None) => match socket.peer_addr() {
-            Ok(_) => None,
-            // Not connected yet: a spurious wake-up.
-            Err(e) if e.kind() == io::ErrorKind::NotConnected => return,
-            Err(e) => Some(e),
-        },
-    };
-    if let Some(error) = failure {
-        if let Some(addr) = conn.remote {
-            connecting
-                .exchange
-                .listener
-                .on_connect_failure(addr, &error);
-        }
-        connecting.last_error = Some(error);
-        attempt_next(cx, key);
-        return;
-    }
-    if let Some(timer) = connecting.timer.take() {
-        cx.event_loop.cancel(timer);
-    }
-    let exchange = connecting.exchange.clone();
-    let remote = conn.remote.expect("set with the socket");
-    let info = ConnectionInfo {
-        id: conn.id,
-        loop_index: cx.event_loop.index(),
-        loop_thread: cx.event_loop.thread_id(),
-        remote,
-    };
-    conn.info = Some(info.clone());
-    exchange.listener.on_connect_success(&info);
-    let https = conn.origin.scheme == Scheme::Https;
-    if exchange.is_done() {
-        if https {
-            // Not handshaken: of no use to anyone.
-            close(cx, key);
-            return;
-        }
-        // The exchange ended while connecting; the connection is still good.
-        conn.state = State::Idle;
-        offer_or_close(cx, key, &exchange);
-        return;
-    }
-    // Publish the connection on the exchange, then move its timeouts onto
-    // this loop (a same-thread schedule: no wake-up).
-    exchange.attach(ConnRef {
-        event_loop: cx.event_loop.clone(),
-        key,
-        conn_id: conn.id,
-    });
-    let scheduler = conn.client.group.scheduler(cx.event_loop.index()).clone();
-    exchange.timeouts.rehome(&exchange, scheduler);
-    if https {
-        start_handshake(cx, key, exchange, info);
-    } else {
-        begin_exchange(cx, key, exchange, false);
-    }
-}
-
-/// Starts TLS on connection `key`, just connected for `exchange`.
-fn start_handshake(
-    cx: &mut LoopContext<'_>,
-    key: usize,
-    exchange: Arc<Exchange>,
-    info: ConnectionInfo,
-) {
-    let conn = &mut cx.conns[key];
-    exchange.listener.on_tls_handshake_attempt(&info);
-    // Checked when the request was built; an error here is still no panic.
-    let started = ServerName::try_from(conn.origin.host.as_str())
-        .map_err(|e| rustls::Error::General(format!("invalid server name: {e}")))
-        .and_then(|name| rustls::ClientConnection::new(conn.client.tls.clone(), name.to_owned()));
-    let tls = match started {
-        Ok(tls) => tls,
-        Err(source) => {
-            let error = Error::tls(exchange.remote_name(), source);
-            exchange.listener.on_tls_handshake_failure(&info, &error);
-            close(cx, key);
-            exchange.finish(Err(error));
-            return;
-        }
-    };
-    let Some(transport) = conn.transport.take() else {
-        return;
-    };
-    conn.transport = Some(transport.start_tls(tls));
-    let now = conn.client.clock.now();
-    let handshake_timeout = conn.client.config.handshake_timeout;
-    let timer = handshake_timeout
-        .and_then(|timeout| deadline_after(now, timeout))
-        .and_then(|deadline| {
-            let timer = Arc::new(HandshakeTimer {
-                key,
-                conn_id: conn.id,
-            });
-            cx.event_loop.schedule(deadline, timer, 0).ok()
-        });
-    conn.state = State::Handshaking(Handshaking { exchange, timer });
-    // The socket is writable: the ClientHello goes now.
-    drive_handshake(cx, key);
-}
-
-/// Moves the handshake of connection `key` on, and starts the exchange
-/// once it is done.
-pub(super) fn drive_handshake(cx: &mut LoopContext<'_>, key: usize) {
-    let conn = &mut cx.conns[key];
-    let State::Handshaking(handshaking) = &mut conn.state else {
-        return;
-    };
-    if handshaking.exchange.is_done() {
-        // Ended by the request timeout or a cancel whose abort is still in
-        // the inbox.
-        close(cx, key);
-        return;
-    }
-    let Some(transport) = conn.transport.as_mut() else {
-        return;
-    };
-    let outcome = transport.handshake();
-    let exchange = handshaking.exchange.clone();
-    let Some(info) = conn.info.clone() else {
-        return;
-    };
-    match outcome {
-        Ok(Handshake::Pending) => {}
-        Ok(Handshake::Done) => {
-            if let Some(timer) = handshaking.timer.take() {
-                cx.event_loop.cancel(timer);
-            }
-            exchange
-                .listener
-                .on_tls_handshake_success(&info, transport.alpn_protocol());
-            // Records that came with the end of the handshake (session
-            // tickets) are read there too.
-            begin_exchange(cx, key, exchange, false);
-        }
-        Err(failure) => {
-            let remote = exchange.remote_name();
-            let error = match failure {
-                HandshakeError::Tls(source) => Error::tls(remote, source),
-                HandshakeError::Io(source) => Error::Io { remote, source },
-            };
-            exchange.listener.on_tls_handshake_failure(&info, &error);
-            close(cx, key);
-            exchange.finish(Err(error));
+        Error::Connect {
+            remote: exchange.remote_name(),
+            source: connecting.last_error.take().unwrap_or_else(|| {
+                io::Error::new(io::ErrorKind::NotFound, "no address to connect to")
+            }),
         }
     }
 }

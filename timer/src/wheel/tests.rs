@@ -377,3 +377,44 @@ fn the_wheel_size_is_a_power_of_two_within_bounds() {
     assert_eq!(size(512), 512);
     assert_eq!(size(usize::MAX), MAX_WHEEL_SIZE);
 }
+
+/// Records what a shared task is told, entry by entry.
+#[derive(Default)]
+struct Told(Mutex<Vec<(&'static str, u64)>>);
+
+impl WheelTask for Told {
+    fn fire(self: Arc<Self>, tag: u64) {
+        self.0.lock().unwrap().push(("fired", tag));
+    }
+    fn stopped(self: Arc<Self>, tag: u64) {
+        self.0.lock().unwrap().push(("stopped", tag));
+    }
+}
+
+#[test]
+fn a_shared_task_is_told_fired_or_stopped_and_a_cancelled_entry_nothing() {
+    let (clock, wheel) = manual_wheel(1, 8);
+    let told = Arc::new(Told::default());
+    let now = clock.now();
+    wheel
+        .arm_task(now + Duration::from_millis(5), told.clone(), 1)
+        .unwrap();
+    let cancelled = wheel
+        .arm_task(now + Duration::from_millis(5), told.clone(), 2)
+        .unwrap();
+    wheel
+        .arm_task(now + Duration::from_secs(60), told.clone(), 3)
+        .unwrap();
+    assert!(cancelled.cancel());
+    clock.advance(Duration::from_millis(5));
+    assert_eq!(*told.0.lock().unwrap(), [("fired", 1)]);
+    assert!(wheel.stop().is_empty(), "no boxed task was armed");
+    assert_eq!(*told.0.lock().unwrap(), [("fired", 1), ("stopped", 3)]);
+    assert_eq!(
+        wheel.arm_task(now, told.clone(), 4).unwrap_err(),
+        TimerStopped
+    );
+    assert_eq!(wheel.stats().armed, 0);
+    // Only the wheel's own references are gone: the test's is the last.
+    assert_eq!(Arc::strong_count(&told), 1);
+}

@@ -1,6 +1,6 @@
-//! The `event-loop` instrument: the client's own [`EventLoop`](tickless::EventLoop).
+//! The `event-loop` instrument: the client's own [`EventLoop`](tickless::event_loop::EventLoop).
 //!
-//! The burst is armed from the probe's thread with [`EventLoop::schedule`](tickless::EventLoop::schedule),
+//! The burst is armed from the probe's thread with [`EventLoop::schedule`](tickless::event_loop::EventLoop::schedule),
 //! the very call the client makes when it arms an exchange's timeout on the
 //! loop that owns its connection: a heap insert under the loop's timers lock,
 //! and a wake-up when the entry becomes the nearest. The loop wakes at its
@@ -12,7 +12,7 @@ use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tickless::{EventLoopGroup, LoopContext, LoopTimeout};
+use tickless::event_loop::{EventLoopGroup, LoopContext, LoopTimeout};
 
 /// The burst as the loop sees it: one `Arc` for every entry, the entry's
 /// tag its number, so arming allocates nothing per timeout.
@@ -24,7 +24,7 @@ struct LoopBurst {
 }
 
 impl LoopTimeout for LoopBurst {
-    fn expire(self: Arc<Self>, tag: u32, _cx: &mut LoopContext<'_>) {
+    fn expire(self: Arc<Self>, tag: u64, _cx: &mut LoopContext<'_>) {
         let index = tag as usize;
         let nanos = self.deadlines[index].load(Ordering::Relaxed);
         self.recorder
@@ -40,7 +40,7 @@ pub fn run(burst: &Burst) -> io::Result<Fired> {
         .thread_name("tick-lag-loop")
         .build()?;
     let event_loop = group.loops()[0].clone();
-    let count = u32::try_from(burst.count).map_err(|_| io::Error::other("count too large"))?;
+    let count = u64::try_from(burst.count).map_err(|_| io::Error::other("count too large"))?;
     let recorder = Recorder::new(burst.count);
     let origin = Instant::now();
     let entries = Arc::new(LoopBurst {

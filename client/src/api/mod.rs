@@ -1,0 +1,237 @@
+//! The public types: [`Client`], [`ClientBuilder`], [`RequestBuilder`],
+//! [`Response`] and [`ResponseFuture`]. They build requests and hand them
+//! to the dispatcher; everything below them is crate-private.
+
+mod builder;
+mod future;
+mod request;
+mod response;
+
+pub use builder::ClientBuilder;
+pub use future::ResponseFuture;
+pub use request::RequestBuilder;
+pub use response::Response;
+
+use crate::config::ClientConfig;
+use crate::dispatch::Dispatcher;
+use crate::error::InvalidRequest;
+use crate::event_loop::EventLoopGroup;
+use std::sync::Arc;
+use std::thread::ThreadId;
+use tickless_timer::{HashedWheelTimer, SharedClock, TimerStats};
+
+/// An HTTP/1.1 client. Cheap to clone: clones share the loops, the wheel
+/// and the pool. Closing it (or dropping the last clone) fails what is in
+/// flight and joins every thread.
+///
+/// # Examples
+///
+/// ```no_run
+/// let client = tickless_client::Client::builder().build()?;
+/// let response = client.get("http://127.0.0.1:8080/").send().wait()?;
+/// println!("{} {}", response.status(), response.text());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct Client {
+    handle: Arc<Handle>,
+}
+
+/// Closes the client when the last [`Client`] clone goes away (exchanges
+/// and connections hold the dispatcher itself, so it cannot be the one to
+/// know).
+struct Handle {
+    dispatcher: Arc<Dispatcher>,
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        self.dispatcher.close();
+    }
+}
+
+/// A snapshot of a client's timers and connections.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientStats {
+    /// The hashed-wheel timer: entries armed now, fired, lag. Its `armed`
+    /// count includes the pool cleaner's entry.
+    pub wheel: TimerStats,
+    /// Pool-cleaner entries armed on the wheel (it re-arms itself while the
+    /// client is open).
+    pub pool_cleaner_armed: usize,
+    /// Each event loop's deadline heap, by loop index.
+    pub loops: Vec<TimerStats>,
+    /// Connections open (or opening), busy or idle; each holds a permit.
+    pub open_connections: usize,
+    /// Of those, idle in the pool.
+    pub idle_connections: usize,
+    /// Requests waiting for a connection.
+    pub waiting: usize,
+    /// Exchanges submitted and not yet ended.
+    pub in_flight: usize,
+}
+
+impl ClientStats {
+    /// Timeouts armed now for exchanges and connects, on the wheel and
+    /// every loop together (the pool cleaner is not counted). Zero once
+    /// every exchange has ended.
+    pub fn armed_timers(&self) -> usize {
+        let wheel = self.wheel.armed.saturating_sub(self.pool_cleaner_armed);
+        wheel + self.loops.iter().map(|l| l.armed).sum::<usize>()
+    }
+}
+
+impl Client {
+    /// A builder with the defaults (see [`ClientBuilder`]).
+    pub fn builder() -> ClientBuilder {
+        ClientBuilder::default()
+    }
+
+    fn start(config: ClientConfig) -> std::io::Result<Client> {
+        // First: a bad root certificate fails before any thread starts.
+        let tls = crate::net::tls::client_config(&config.tls)?;
+        let clock = config.clock.clone();
+        // Deadlines are read from the client's clock: a timer or loops that
+        // read another would fire them by another time, or never.
+        let seams = [
+            ("timer", config.timer.as_ref().map(|t| t.clock())),
+            (
+                "event loop group",
+                config.event_loop_group.as_ref().map(|g| g.clock()),
+            ),
+        ];
+        for (seam, seam_clock) in seams {
+            if seam_clock.is_some_and(|seam_clock| !same_clock(seam_clock, &clock)) {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::InvalidInput,
+                    format!("the {seam} given to the client reads another clock than the client's"),
+                ));
+            }
+        }
+        let wheel = match &config.timer {
+            Some(timer) => timer.clone(),
+            None => HashedWheelTimer::builder()
+                .tick(config.wheel_tick())
+                .wheel_size(config.wheel_size)
+                .clock(clock.clone())
+                .build()?,
+        };
+        let group = match &config.event_loop_group {
+            Some(group) => group.clone(),
+            None => {
+                let mut builder = EventLoopGroup::builder()
+                    .clock(clock)
+                    .spin_before_deadline(config.event_loop_spin);
+                if let Some(loops) = config.event_loops {
+                    builder = builder.threads(loops);
+                }
+                Arc::new(builder.build()?)
+            }
+        };
+        let dispatcher = Dispatcher::start(config, tls, wheel, group);
+        Ok(Client {
+            handle: Arc::new(Handle { dispatcher }),
+        })
+    }
+
+    fn dispatcher(&self) -> &Arc<Dispatcher> {
+        &self.handle.dispatcher
+    }
+
+    /// A GET request to `uri`.
+    pub fn get<U>(&self, uri: U) -> RequestBuilder
+    where
+        U: TryInto<http::Uri>,
+        U::Error: Into<http::Error>,
+    {
+        self.request(http::Method::GET, uri)
+    }
+
+    /// A POST request to `uri`.
+    pub fn post<U>(&self, uri: U) -> RequestBuilder
+    where
+        U: TryInto<http::Uri>,
+        U::Error: Into<http::Error>,
+    {
+        self.request(http::Method::POST, uri)
+    }
+
+    /// A request with any method. A URI that does not parse makes the
+    /// request fail with [`InvalidRequest::Uri`](crate::InvalidRequest::Uri)
+    /// when sent, keeping the parser's error as its source.
+    pub fn request<U>(&self, method: http::Method, uri: U) -> RequestBuilder
+    where
+        U: TryInto<http::Uri>,
+        U::Error: Into<http::Error>,
+    {
+        let uri = uri.try_into().map_err(|e| InvalidRequest::Uri(e.into()));
+        RequestBuilder::new(self.clone(), method, uri)
+    }
+
+    /// Sends an `http::Request` as it is.
+    pub fn execute<B: Into<Vec<u8>>>(&self, request: http::Request<B>) -> ResponseFuture {
+        let (parts, body) = request.into_parts();
+        RequestBuilder::new(self.clone(), parts.method, Ok(parts.uri))
+            .headers(parts.headers)
+            .body(body)
+            .send()
+    }
+
+    /// Stops accepting requests, fails every exchange in flight with
+    /// [`Error::ClientClosed`](crate::Error::ClientClosed), closes every
+    /// connection, stops the wheel and joins every thread. Idempotent; a
+    /// call made while another thread closes the client returns once that
+    /// close is done (unless made on one of the client's own threads, from
+    /// a callback: it then returns at once).
+    pub fn close(&self) {
+        self.dispatcher().close();
+    }
+
+    /// Whether [`close`](Self::close) was called.
+    pub fn is_closed(&self) -> bool {
+        self.dispatcher().is_closed()
+    }
+
+    /// The wheel's thread: where timeouts expire by default.
+    pub fn wheel_thread_id(&self) -> Option<ThreadId> {
+        self.dispatcher().wheel().thread_id()
+    }
+
+    /// The event loops.
+    pub fn event_loop_group(&self) -> &Arc<EventLoopGroup> {
+        self.dispatcher().group()
+    }
+
+    /// Timers armed, connections open, requests waiting, exchanges in flight.
+    pub fn stats(&self) -> ClientStats {
+        let stats = self.dispatcher().stats();
+        ClientStats {
+            wheel: stats.wheel,
+            pool_cleaner_armed: stats.pool_cleaner_armed,
+            loops: stats.loops,
+            open_connections: stats.open_connections,
+            idle_connections: stats.idle_connections,
+            waiting: stats.waiting,
+            in_flight: stats.in_flight,
+        }
+    }
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+/// Whether two clocks tell the same time: the same manual clock, or two
+/// that are not manual (the system's, or the caller's own, which cannot be
+/// told apart).
+fn same_clock(a: &SharedClock, b: &SharedClock) -> bool {
+    match (a.as_manual(), b.as_manual()) {
+        (Some(a), Some(b)) => a.is(b),
+        (None, None) => true,
+        _ => false,
+    }
+}

@@ -1,0 +1,422 @@
+//! [`Dispatcher`]: what every exchange of a client shares, and how an
+//! exchange finds a connection.
+//!
+//! # The life of a request
+//!
+//! 1. The request is validated and encoded on the caller's thread, its
+//!    deadline fixed, and the exchange submitted ([`Dispatcher::submit`]).
+//! 2. The pool gives it an idle connection (pooled path: a task on that
+//!    connection's loop attaches it and starts its timers there), or a
+//!    permit to open one (connect path: timers on the wheel, resolution on
+//!    a resolver thread, the connect on the loop the group's chooser picks),
+//!    or queues it until one of those is free.
+//! 3. The connection's loop writes the request, decodes the response,
+//!    offers the connection back to the pool ([`ConnOwner::offer`]) and then
+//!    ends the exchange, which wakes the caller's future.
+//!
+//! Connections call back up only through [`ConnOwner`], which the
+//! dispatcher implements.
+
+mod pool;
+mod resolve;
+
+use crate::config::ClientConfig;
+use crate::conn::{self, ConnEnv, ConnOwner, IdleConn, Offered};
+use crate::error::Error;
+use crate::event_loop::EventLoopGroup;
+use crate::events::EventListener;
+use crate::exchange::{Exchange, InFlight};
+use crate::net::Origin;
+use crate::sync::lock;
+use pool::{Acquired, Offer, Pool, PoolLimits, Pooled, Waiter};
+use resolve::Resolver;
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::thread::{self, ThreadId};
+use std::time::{Duration, Instant};
+use tickless_timer::{HashedWheelTimer, SharedClock, TimerStats};
+
+/// Where [`Dispatcher::close`] is.
+enum Closing {
+    Open,
+    /// Under way on this thread.
+    By(ThreadId),
+    Closed,
+}
+
+/// What every exchange of a client shares. See the [module documentation](self).
+pub(crate) struct Dispatcher {
+    env: ConnEnv,
+    wheel: HashedWheelTimer,
+    pool: Pool<Exchange, IdleConn>,
+    resolver: Resolver,
+    in_flight: Arc<InFlight>,
+    /// Pool-cleaner entries armed on the wheel (0 or 1), so snapshots can
+    /// tell them from exchange timeouts.
+    cleaner_armed: AtomicUsize,
+    closed: AtomicBool,
+    closing: Mutex<Closing>,
+    closed_now: Condvar,
+    me: Weak<Dispatcher>,
+}
+
+/// A snapshot of a dispatcher's timers and connections.
+pub(crate) struct DispatchStats {
+    pub(crate) wheel: TimerStats,
+    pub(crate) pool_cleaner_armed: usize,
+    pub(crate) loops: Vec<TimerStats>,
+    pub(crate) open_connections: usize,
+    pub(crate) idle_connections: usize,
+    pub(crate) waiting: usize,
+    pub(crate) in_flight: usize,
+}
+
+impl Waiter for Exchange {
+    fn origin(&self) -> &Origin {
+        &self.origin
+    }
+    fn is_done(&self) -> bool {
+        Exchange::is_done(self)
+    }
+    fn wants_fresh(&self) -> bool {
+        self.retried.load(Ordering::Acquire)
+    }
+}
+
+impl Pooled for IdleConn {
+    fn origin(&self) -> &Origin {
+        &self.origin
+    }
+    fn id(&self) -> u64 {
+        self.info.id
+    }
+    fn idle_since(&self) -> Instant {
+        self.idle_since
+    }
+    fn created(&self) -> Instant {
+        self.created
+    }
+}
+
+impl Dispatcher {
+    /// Starts the dispatcher's cleaner; `wheel` and `group` are the client's.
+    pub(crate) fn start(
+        config: ClientConfig,
+        tls: Arc<rustls::ClientConfig>,
+        wheel: HashedWheelTimer,
+        group: Arc<EventLoopGroup>,
+    ) -> Arc<Dispatcher> {
+        let pool = Pool::new(PoolLimits {
+            max_connections: config.max_connections,
+            max_connections_per_host: config.max_connections_per_host,
+            idle_timeout: config.pooled_connection_idle_timeout,
+            ttl: config.connection_ttl,
+        });
+        let dispatcher = Arc::new_cyclic(|me| Dispatcher {
+            env: ConnEnv {
+                clock: config.clock.clone(),
+                config,
+                tls,
+                group,
+            },
+            wheel,
+            pool,
+            resolver: Resolver::default(),
+            in_flight: Arc::default(),
+            cleaner_armed: AtomicUsize::new(0),
+            closed: AtomicBool::new(false),
+            closing: Mutex::new(Closing::Open),
+            closed_now: Condvar::new(),
+            me: me.clone(),
+        });
+        dispatcher.schedule_cleaner();
+        dispatcher
+    }
+
+    pub(crate) fn config(&self) -> &ClientConfig {
+        &self.env.config
+    }
+
+    pub(crate) fn clock(&self) -> &SharedClock {
+        &self.env.clock
+    }
+
+    pub(crate) fn wheel(&self) -> &HashedWheelTimer {
+        &self.wheel
+    }
+
+    pub(crate) fn group(&self) -> &Arc<EventLoopGroup> {
+        &self.env.group
+    }
+
+    /// Where exchanges register while in flight.
+    pub(crate) fn in_flight(&self) -> &Arc<InFlight> {
+        &self.in_flight
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    fn owner(&self) -> Arc<dyn ConnOwner> {
+        self.me.upgrade().expect("a dispatcher in use is alive")
+    }
+
+    /// Publishes a new exchange and sets it going.
+    pub(crate) fn submit(&self, exchange: Arc<Exchange>) {
+        exchange.register();
+        // Checked after registering: `close` either sees the exchange in
+        // the registry or this sees the flag.
+        if self.is_closed() {
+            exchange.finish(Err(Error::ClientClosed));
+            return;
+        }
+        self.dispatch(exchange, true);
+    }
+
+    /// Finds a connection for `exchange`: an idle one (if `allow_idle`), a
+    /// new one, or a place in the queue.
+    fn dispatch(&self, exchange: Arc<Exchange>, allow_idle: bool) {
+        if exchange.is_done() {
+            return;
+        }
+        let (acquired, to_close) = self
+            .pool
+            .acquire(&exchange, self.env.clock.now(), allow_idle);
+        self.close_idle(to_close);
+        match acquired {
+            Acquired::Idle(idle) => self.run_on_idle(exchange, idle),
+            Acquired::Permit => {
+                exchange.start();
+                self.connect(exchange);
+            }
+            // The request deadline bounds the wait.
+            Acquired::Queued => exchange.start(),
+            Acquired::Closed => {
+                exchange.finish(Err(Error::ClientClosed));
+            }
+        }
+    }
+
+    /// The pooled path: a task on the connection's loop attaches it and
+    /// starts the timers there — in event-loop mode a same-thread arm that
+    /// wakes nothing. On the wheel they start at once, from here.
+    fn run_on_idle(&self, exchange: Arc<Exchange>, idle: IdleConn) {
+        if !self.env.config.use_event_loop_timeouts {
+            exchange.start();
+        }
+        let owner = self.owner();
+        let source = idle.conn.source;
+        let task_exchange = exchange.clone();
+        let posted = idle.conn.event_loop.execute(move |cx| {
+            if let Err(exchange) = conn::start_on_idle(cx, source, task_exchange) {
+                owner.redispatch(exchange, true);
+            }
+        });
+        if posted.is_err() {
+            exchange.finish(Err(Error::ClientClosed));
+        }
+    }
+
+    /// The connect path: `exchange` holds a permit. Resolves the host (off
+    /// the loops unless it is an IP literal), then connects on the loop the
+    /// group's chooser picks, where the connection stays for life.
+    fn connect(&self, exchange: Arc<Exchange>) {
+        if exchange.is_done() {
+            self.released(&exchange.origin);
+            return;
+        }
+        let port = exchange.origin.port;
+        if let Ok(ip) = exchange.origin.host.parse::<IpAddr>() {
+            self.connect_to(exchange, vec![SocketAddr::new(ip, port)]);
+            return;
+        }
+        let owner = self.me.clone();
+        let job_exchange = exchange.clone();
+        let job = Box::new(move || {
+            let exchange = job_exchange;
+            let Some(dispatcher) = owner.upgrade() else {
+                return;
+            };
+            if exchange.is_done() {
+                dispatcher.released(&exchange.origin);
+                return;
+            }
+            let host = exchange.origin.host.clone();
+            match (host.as_str(), port).to_socket_addrs() {
+                Ok(addrs) => {
+                    let addrs: Vec<SocketAddr> = addrs.collect();
+                    exchange.listener.on_resolved(&host, &addrs);
+                    dispatcher.connect_to(exchange, addrs);
+                }
+                Err(source) => {
+                    dispatcher.released(&exchange.origin);
+                    exchange.finish(Err(Error::Resolve { host, source }));
+                }
+            }
+        });
+        if self.resolver.submit(job).is_err() {
+            self.released(&exchange.origin);
+            exchange.finish(Err(Error::ClientClosed));
+        }
+    }
+
+    fn connect_to(&self, exchange: Arc<Exchange>, addrs: Vec<SocketAddr>) {
+        let event_loop = self.env.group.next();
+        let (owner, task_exchange) = (self.owner(), exchange.clone());
+        if event_loop
+            .execute(move |cx| conn::connect(cx, owner, task_exchange, addrs))
+            .is_err()
+        {
+            self.released(&exchange.origin);
+            exchange.finish(Err(Error::ClientClosed));
+        }
+    }
+
+    fn close_idle(&self, idle: Vec<IdleConn>) {
+        for idle in idle {
+            let source = idle.conn.source;
+            let _ = idle
+                .conn
+                .event_loop
+                .execute(move |cx| conn::close_idle(cx, source));
+        }
+    }
+
+    /// The pool cleaner: a wheel task, in every timeout mode, that closes
+    /// idle connections past their idle timeout or time to live.
+    fn schedule_cleaner(&self) {
+        let config = &self.env.config;
+        let limits = [config.pooled_connection_idle_timeout, config.connection_ttl];
+        let Some(shortest) = limits.into_iter().flatten().min() else {
+            return;
+        };
+        let period = (shortest / 2).clamp(Duration::from_millis(10), Duration::from_secs(1));
+        // A clock at the end of time (a manual one) has no next round.
+        let Some(due) = self.env.clock.now().checked_add(period) else {
+            return;
+        };
+        let weak = self.me.clone();
+        // Counted before arming and uncounted when it runs: a snapshot taken
+        // in between counts it before the wheel does, so exchange timeouts
+        // are at worst under-counted for a moment, never over-counted.
+        self.cleaner_armed.fetch_add(1, Ordering::Relaxed);
+        let armed = self.wheel.arm(due, move || {
+            if let Some(dispatcher) = weak.upgrade() {
+                dispatcher.cleaner_armed.fetch_sub(1, Ordering::Relaxed);
+                if !dispatcher.is_closed() {
+                    let now = dispatcher.env.clock.now();
+                    dispatcher.close_idle(dispatcher.pool.evict_expired(now));
+                    dispatcher.schedule_cleaner();
+                }
+            }
+        });
+        if armed.is_err() {
+            self.cleaner_armed.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Timers armed, connections open, requests waiting, exchanges in flight.
+    pub(crate) fn stats(&self) -> DispatchStats {
+        let (open_connections, idle_connections) = self.pool.counts();
+        DispatchStats {
+            pool_cleaner_armed: self.cleaner_armed.load(Ordering::Relaxed),
+            wheel: self.wheel.stats(),
+            loops: self.env.group.stats(),
+            open_connections,
+            idle_connections,
+            waiting: self.pool.waiting(),
+            in_flight: self.in_flight.len(),
+        }
+    }
+
+    /// Stops accepting requests, fails every exchange in flight with
+    /// [`Error::ClientClosed`], closes every connection, stops the wheel and
+    /// joins every thread. Idempotent; a call made while another thread is
+    /// closing returns once that close is done — unless it comes from one of
+    /// the client's own threads (a callback on a loop), which the closing
+    /// thread is joining: that one returns at once.
+    pub(crate) fn close(&self) {
+        if !self.begin_close() {
+            return;
+        }
+        let (idle, waiting) = self.pool.close();
+        drop(idle); // closed with their loops below
+        for exchange in waiting {
+            exchange.finish(Err(Error::ClientClosed));
+        }
+        for exchange in self.in_flight.drain() {
+            exchange.fail(Error::ClientClosed, None);
+        }
+        self.env.group.shutdown();
+        drop(self.wheel.stop());
+        self.resolver.shutdown();
+        *lock(&self.closing) = Closing::Closed;
+        self.closed_now.notify_all();
+    }
+
+    /// Whether this call is the one to close; otherwise waits for the one
+    /// under way to finish, when it may.
+    fn begin_close(&self) -> bool {
+        let me = thread::current().id();
+        let mut closing = lock(&self.closing);
+        match *closing {
+            Closing::Open => {
+                *closing = Closing::By(me);
+                self.closed.store(true, Ordering::Release);
+                true
+            }
+            Closing::By(closer) if closer != me && !self.is_own_thread(me) => {
+                while !matches!(*closing, Closing::Closed) {
+                    closing = self
+                        .closed_now
+                        .wait(closing)
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                }
+                false
+            }
+            Closing::By(_) | Closing::Closed => false,
+        }
+    }
+
+    /// Whether `thread` is one the client runs (a loop or the wheel).
+    fn is_own_thread(&self, thread: ThreadId) -> bool {
+        self.wheel.thread_id() == Some(thread)
+            || self
+                .env
+                .group
+                .loops()
+                .iter()
+                .any(|l| l.thread_id() == thread)
+    }
+}
+
+impl ConnOwner for Dispatcher {
+    fn env(&self) -> &ConnEnv {
+        &self.env
+    }
+
+    fn released(&self, origin: &Origin) {
+        if let Some(waiter) = self.pool.release(origin) {
+            // It holds the permit now.
+            self.connect(waiter);
+        }
+    }
+
+    fn offer(&self, idle: IdleConn) -> Offered {
+        match self.pool.offer(idle) {
+            Offer::Kept => Offered::Kept,
+            Offer::Serve(waiter) => Offered::Serve(waiter),
+            Offer::Refused => Offered::Refused,
+        }
+    }
+
+    fn remove_idle(&self, origin: &Origin, conn_id: u64) {
+        drop(self.pool.remove_idle(origin, conn_id));
+    }
+
+    fn redispatch(&self, exchange: Arc<Exchange>, allow_idle: bool) {
+        self.dispatch(exchange, allow_idle);
+    }
+}

@@ -1,0 +1,540 @@
+//! [`Pool`]: idle keep-alive connections per origin, and the permits that
+//! bound how many connections are open.
+//!
+//! # Invariants
+//!
+//! * Every open (or opening) connection holds one permit, counted both for
+//!   its origin and in the total, from the moment a request is granted one
+//!   until the connection is closed and [`Pool::release`] is called.
+//! * An idle connection is in exactly one place: the pool's idle list, or
+//!   the exchange that took it. Its socket stays registered on its loop,
+//!   which notices a server close and removes it ([`Pool::remove_idle`]).
+//! * A request that finds neither an idle connection nor a permit waits in
+//!   its origin's queue, stamped with a sequence number that orders all
+//!   queues together. Whatever frees capacity serves the **oldest** waiter
+//!   it can: a released permit, the oldest waiter of any origin with room
+//!   under its per-host limit; a connection offered back, the oldest waiter
+//!   of its origin, unless an older waiter of another origin could use its
+//!   permit — then the connection is closed to give it the permit. A steady
+//!   stream of requests to one host never holds another host's request.
+//! * Idle connections never keep a request waiting for the total limit:
+//!   one that queues for it has the longest-idle connection closed to make
+//!   room.
+//! * A request retried after a pooled connection failed under it goes again
+//!   on a fresh connection, never a pooled one: when it is the one to
+//!   serve, the connection offered back is closed and its permit serves it.
+//! * Queues hold waiters weakly: a request that ends while queued (its
+//!   deadline passed, it was cancelled) frees its request bytes and
+//!   callbacks as soon as its caller lets go, and is skipped when reached.
+//!   Queues are compacted when ended waiters outnumber live ones, so
+//!   queueing costs amortised O(1) per request, and each operation scans
+//!   one queue front per origin that has waiters.
+//! * Nothing is dropped under the pool's lock (see [`crate::sync`]): a
+//!   waiter taken out, or found ended, is dropped after the unlock — its
+//!   callbacks may hold the last `Client`, whose drop closes this pool.
+
+use crate::net::Origin;
+use crate::sync::lock;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+/// A request as the pool sees it.
+pub(crate) trait Waiter: Send + Sync + 'static {
+    fn origin(&self) -> &Origin;
+    /// Ended (no longer waiting for anything).
+    fn is_done(&self) -> bool;
+    /// Must go out on a new connection, not a pooled one.
+    fn wants_fresh(&self) -> bool;
+}
+
+/// An idle connection as the pool sees it.
+pub(crate) trait Pooled {
+    fn origin(&self) -> &Origin;
+    fn id(&self) -> u64;
+    fn idle_since(&self) -> Instant;
+    fn created(&self) -> Instant;
+}
+
+/// What a request gets from the pool.
+pub(crate) enum Acquired<C> {
+    /// An idle connection to reuse.
+    Idle(C),
+    /// A permit to open a new connection.
+    Permit,
+    /// Neither: the request was queued and will be served later.
+    Queued,
+    /// The pool is closed.
+    Closed,
+}
+
+/// What becomes of a connection offered back.
+pub(crate) enum Offer<W> {
+    /// It is idle in the pool.
+    Kept,
+    /// This waiter takes it.
+    Serve(Arc<W>),
+    /// Close it: the pool is closed, it is past its time to live, or its
+    /// permit serves an older waiter (see the invariants).
+    Refused,
+}
+
+/// Limits the pool enforces.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct PoolLimits {
+    pub(crate) max_connections: Option<usize>,
+    pub(crate) max_connections_per_host: Option<usize>,
+    pub(crate) idle_timeout: Option<Duration>,
+    pub(crate) ttl: Option<Duration>,
+}
+
+impl PoolLimits {
+    fn expired(&self, idle: &impl Pooled, now: Instant) -> bool {
+        let past = |since: Instant, limit: Option<Duration>| {
+            limit.is_some_and(|limit| now.saturating_duration_since(since) >= limit)
+        };
+        past(idle.idle_since(), self.idle_timeout) || past(idle.created(), self.ttl)
+    }
+}
+
+/// A queued waiter.
+struct Queued<W> {
+    seq: u64,
+    waiter: Weak<W>,
+}
+
+struct OriginState<W, C> {
+    idle: Vec<C>,
+    open: usize,
+    waiting: VecDeque<Queued<W>>,
+    /// Live waiters at the last compaction: the queue is compacted again
+    /// once it holds twice as many entries.
+    live_at_compaction: usize,
+}
+
+impl<W, C> Default for OriginState<W, C> {
+    fn default() -> Self {
+        OriginState {
+            idle: Vec::new(),
+            open: 0,
+            waiting: VecDeque::new(),
+            live_at_compaction: 0,
+        }
+    }
+}
+
+struct Inner<W, C> {
+    origins: HashMap<Origin, OriginState<W, C>>,
+    open: usize,
+    /// Entries in all the queues (ended waiters included): while it is
+    /// zero, no operation looks at a queue.
+    queued: usize,
+    next_seq: u64,
+    closed: bool,
+    /// Queue entries looked at, for the complexity tests.
+    #[cfg(test)]
+    visited: usize,
+}
+
+/// Waiters taken out under the lock, dropped after it.
+type Graves<W> = Vec<Arc<W>>;
+
+/// The pool. See the [module documentation](self).
+pub(crate) struct Pool<W, C> {
+    limits: PoolLimits,
+    inner: Mutex<Inner<W, C>>,
+}
+
+impl<W: Waiter, C: Pooled> Inner<W, C> {
+    fn per_host(&self, origin: &Origin) -> usize {
+        self.origins.get(origin).map_or(0, |o| o.open)
+    }
+
+    fn host_has_room(&self, limits: &PoolLimits, origin: &Origin) -> bool {
+        limits
+            .max_connections_per_host
+            .is_none_or(|max| self.per_host(origin) < max)
+    }
+
+    fn total_has_room(&self, limits: &PoolLimits) -> bool {
+        limits.max_connections.is_none_or(|max| self.open < max)
+    }
+
+    fn grant(&mut self, origin: &Origin) {
+        self.open += 1;
+        self.origins.entry(origin.clone()).or_default().open += 1;
+    }
+
+    /// The oldest live waiter of `origin` (ended ones before it are dropped
+    /// from the queue), with its sequence number.
+    fn front(&mut self, origin: &Origin, graves: &mut Graves<W>) -> Option<(u64, Arc<W>)> {
+        let state = self.origins.get_mut(origin)?;
+        while let Some(queued) = state.waiting.front() {
+            #[cfg(test)]
+            {
+                self.visited += 1;
+            }
+            match queued.waiter.upgrade() {
+                Some(waiter) if !waiter.is_done() => return Some((queued.seq, waiter)),
+                Some(ended) => graves.push(ended),
+                None => {}
+            }
+            state.waiting.pop_front();
+            self.queued -= 1;
+        }
+        None
+    }
+
+    /// The origin whose front waiter is the oldest among those `fits`
+    /// accepts, with that waiter's sequence number.
+    fn oldest_where(
+        &mut self,
+        graves: &mut Graves<W>,
+        fits: impl Fn(&Self, &Origin) -> bool,
+    ) -> Option<(u64, Origin)> {
+        if self.queued == 0 {
+            return None;
+        }
+        let queued: Vec<Origin> = self
+            .origins
+            .iter()
+            .filter(|(_, state)| !state.waiting.is_empty())
+            .map(|(origin, _)| origin.clone())
+            .collect();
+        let mut oldest: Option<(u64, Origin)> = None;
+        for origin in queued {
+            if !fits(self, &origin) {
+                continue;
+            }
+            if let Some((seq, waiter)) = self.front(&origin, graves) {
+                graves.push(waiter);
+                if oldest.as_ref().is_none_or(|(best, _)| seq < *best) {
+                    oldest = Some((seq, origin));
+                }
+            }
+        }
+        oldest
+    }
+
+    /// Takes the front waiter of `origin` out of its queue.
+    fn pop_front(&mut self, origin: &Origin, graves: &mut Graves<W>) -> Option<Arc<W>> {
+        let (_, waiter) = self.front(origin, graves)?;
+        self.origins.get_mut(origin)?.waiting.pop_front();
+        self.queued -= 1;
+        Some(waiter)
+    }
+
+    /// Serves the oldest waiter that a permit can serve now, granting it one.
+    fn serve_with_permit(&mut self, limits: &PoolLimits, graves: &mut Graves<W>) -> Option<Arc<W>> {
+        if !self.total_has_room(limits) {
+            return None;
+        }
+        let (_, origin) =
+            self.oldest_where(graves, |inner, origin| inner.host_has_room(limits, origin))?;
+        let waiter = self.pop_front(&origin, graves)?;
+        self.grant(&origin);
+        Some(waiter)
+    }
+
+    fn enqueue(&mut self, waiter: &Arc<W>, graves: &mut Graves<W>) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let state = self.origins.entry(waiter.origin().clone()).or_default();
+        state.waiting.push_back(Queued {
+            seq,
+            waiter: Arc::downgrade(waiter),
+        });
+        self.queued += 1;
+        if state.waiting.len() > 32 && state.waiting.len() > 2 * state.live_at_compaction {
+            let before = state.waiting.len();
+            state.waiting.retain(|queued| {
+                #[cfg(test)]
+                {
+                    self.visited += 1;
+                }
+                match queued.waiter.upgrade() {
+                    Some(waiter) if !waiter.is_done() => {
+                        graves.push(waiter);
+                        true
+                    }
+                    Some(ended) => {
+                        graves.push(ended);
+                        false
+                    }
+                    None => false,
+                }
+            });
+            self.queued -= before - state.waiting.len();
+            state.live_at_compaction = state.waiting.len();
+        }
+    }
+
+    /// Takes the connection idle the longest, of any origin, out of the pool.
+    fn take_longest_idle(&mut self) -> Option<C> {
+        let (origin, index) = self
+            .origins
+            .iter()
+            .flat_map(|(origin, state)| {
+                state
+                    .idle
+                    .iter()
+                    .enumerate()
+                    .map(move |(i, c)| (origin, i, c.idle_since()))
+            })
+            .min_by_key(|&(_, _, idle_since)| idle_since)
+            .map(|(origin, index, _)| (origin.clone(), index))?;
+        Some(self.origins.get_mut(&origin)?.idle.remove(index))
+    }
+
+    /// Forgets an origin nothing refers to any more.
+    fn tidy(&mut self, origin: &Origin) {
+        let unused = self
+            .origins
+            .get(origin)
+            .is_some_and(|s| s.open == 0 && s.idle.is_empty() && s.waiting.is_empty());
+        if unused {
+            self.origins.remove(origin);
+        }
+    }
+}
+
+impl<W: Waiter, C: Pooled> Pool<W, C> {
+    pub(crate) fn new(limits: PoolLimits) -> Self {
+        Pool {
+            limits,
+            inner: Mutex::new(Inner {
+                origins: HashMap::new(),
+                open: 0,
+                queued: 0,
+                next_seq: 0,
+                closed: false,
+                #[cfg(test)]
+                visited: 0,
+            }),
+        }
+    }
+
+    /// Takes an idle connection for `waiter` (if `allow_idle`), else a
+    /// permit, else queues it. Returns also the connections to close: idle
+    /// ones found expired on the way, and one closed to make room.
+    pub(crate) fn acquire(
+        &self,
+        waiter: &Arc<W>,
+        now: Instant,
+        allow_idle: bool,
+    ) -> (Acquired<C>, Vec<C>) {
+        let mut graves = Graves::new();
+        let mut to_close = Vec::new();
+        let acquired = {
+            let mut inner = lock(&self.inner);
+            let origin = waiter.origin();
+            if inner.closed {
+                Acquired::Closed
+            } else if let Some(idle) = allow_idle
+                .then(|| self.take_idle(&mut inner, origin, now, &mut to_close))
+                .flatten()
+            {
+                Acquired::Idle(idle)
+            } else if inner.total_has_room(&self.limits)
+                && inner.host_has_room(&self.limits, origin)
+            {
+                inner.grant(origin);
+                Acquired::Permit
+            } else {
+                inner.enqueue(waiter, &mut graves);
+                // Room for it, if only idle connections fill the total: the
+                // one closed gives back its permit (`release`).
+                if inner.host_has_room(&self.limits, origin) {
+                    to_close.extend(inner.take_longest_idle());
+                }
+                Acquired::Queued
+            }
+        };
+        drop(graves);
+        (acquired, to_close)
+    }
+
+    /// The most recently used idle connection of `origin` that has not
+    /// expired (the likeliest to be still open); expired ones go to `to_close`.
+    fn take_idle(
+        &self,
+        inner: &mut Inner<W, C>,
+        origin: &Origin,
+        now: Instant,
+        to_close: &mut Vec<C>,
+    ) -> Option<C> {
+        let state = inner.origins.get_mut(origin)?;
+        while let Some(idle) = state.idle.pop() {
+            if self.limits.expired(&idle, now) {
+                to_close.push(idle);
+            } else {
+                return Some(idle);
+            }
+        }
+        None
+    }
+
+    /// Offers a connection back after a response (`idle_since` is now).
+    /// The connection is handed back with [`Offer::Kept`]'s opposite: the
+    /// caller still holds it unless the pool kept it.
+    pub(crate) fn offer(&self, idle: C) -> Offer<W> {
+        let mut graves = Graves::new();
+        let offer = {
+            let mut inner = lock(&self.inner);
+            self.place(&mut inner, idle, &mut graves)
+        };
+        drop(graves);
+        offer
+    }
+
+    fn place(&self, inner: &mut Inner<W, C>, idle: C, graves: &mut Graves<W>) -> Offer<W> {
+        if inner.closed || self.limits.expired(&idle, idle.idle_since()) {
+            return Offer::Refused;
+        }
+        if inner.queued == 0 {
+            // Nobody waits: the common case, and no queue to look at.
+            inner
+                .origins
+                .entry(idle.origin().clone())
+                .or_default()
+                .idle
+                .push(idle);
+            return Offer::Kept;
+        }
+        let origin = idle.origin().clone();
+        let own = inner.front(&origin, graves);
+        // Another origin's oldest waiter that this connection's permit could
+        // serve, were it closed.
+        let limits = self.limits;
+        let other = inner.oldest_where(graves, |inner, other| {
+            *other != origin && inner.host_has_room(&limits, other)
+        });
+        match (own, other) {
+            (Some((seq, waiter)), other) if other.as_ref().is_none_or(|(o, _)| seq < *o) => {
+                if waiter.wants_fresh() {
+                    // Its permit serves it, on a new connection.
+                    graves.push(waiter);
+                    return Offer::Refused;
+                }
+                graves.push(waiter);
+                let waiter = inner
+                    .pop_front(&origin, graves)
+                    .expect("the front just seen");
+                Offer::Serve(waiter)
+            }
+            (own, Some(_)) => {
+                graves.extend(own.map(|(_, waiter)| waiter));
+                Offer::Refused
+            }
+            (_, None) => {
+                inner.origins.entry(origin).or_default().idle.push(idle);
+                Offer::Kept
+            }
+        }
+    }
+
+    /// A connection to `origin` closed: returns its permit, and the waiter
+    /// it now serves (which holds the permit).
+    pub(crate) fn release(&self, origin: &Origin) -> Option<Arc<W>> {
+        let mut graves = Graves::new();
+        let served = {
+            let mut inner = lock(&self.inner);
+            inner.open = inner.open.saturating_sub(1);
+            if let Some(state) = inner.origins.get_mut(origin) {
+                state.open = state.open.saturating_sub(1);
+            }
+            let served = if inner.closed {
+                None
+            } else {
+                inner.serve_with_permit(&self.limits, &mut graves)
+            };
+            inner.tidy(origin);
+            served
+        };
+        drop(graves);
+        served
+    }
+
+    /// The loop saw an idle connection close: out of the pool with it (if
+    /// an exchange took it meanwhile, that one finds it closed).
+    pub(crate) fn remove_idle(&self, origin: &Origin, id: u64) -> Option<C> {
+        let mut inner = lock(&self.inner);
+        let state = inner.origins.get_mut(origin)?;
+        let index = state.idle.iter().position(|idle| idle.id() == id)?;
+        Some(state.idle.remove(index))
+    }
+
+    /// Removes and returns the idle connections past their idle timeout or
+    /// time to live (the cleaner, on the wheel).
+    pub(crate) fn evict_expired(&self, now: Instant) -> Vec<C> {
+        let mut inner = lock(&self.inner);
+        let mut evicted = Vec::new();
+        for state in inner.origins.values_mut() {
+            let (keep, expired): (Vec<_>, Vec<_>) = state
+                .idle
+                .drain(..)
+                .partition(|idle| !self.limits.expired(idle, now));
+            state.idle = keep;
+            evicted.extend(expired);
+        }
+        evicted
+    }
+
+    /// Closes the pool: no more permits or offers. Returns the idle
+    /// connections and the waiters still live, for the caller to close and fail.
+    pub(crate) fn close(&self) -> (Vec<C>, Vec<Arc<W>>) {
+        let mut graves = Graves::new();
+        let mut idle = Vec::new();
+        let mut waiting = Vec::new();
+        {
+            let mut inner = lock(&self.inner);
+            inner.closed = true;
+            for state in inner.origins.values_mut() {
+                idle.append(&mut state.idle);
+                for queued in state.waiting.drain(..) {
+                    match queued.waiter.upgrade() {
+                        Some(waiter) if !waiter.is_done() => waiting.push(waiter),
+                        Some(ended) => graves.push(ended),
+                        None => {}
+                    }
+                }
+            }
+            inner.queued = 0;
+        }
+        drop(graves);
+        (idle, waiting)
+    }
+
+    /// Open connections (idle or busy) and idle ones, for snapshots.
+    pub(crate) fn counts(&self) -> (usize, usize) {
+        let inner = lock(&self.inner);
+        let idle = inner.origins.values().map(|s| s.idle.len()).sum();
+        (inner.open, idle)
+    }
+
+    /// Requests waiting for a connection (ended ones not counted).
+    pub(crate) fn waiting(&self) -> usize {
+        let mut graves = Graves::new();
+        let count = {
+            let inner = lock(&self.inner);
+            let mut count = 0;
+            for queued in inner.origins.values().flat_map(|s| &s.waiting) {
+                if let Some(waiter) = queued.waiter.upgrade() {
+                    count += usize::from(!waiter.is_done());
+                    graves.push(waiter);
+                }
+            }
+            count
+        };
+        drop(graves);
+        count
+    }
+
+    #[cfg(test)]
+    fn visited(&self) -> usize {
+        lock(&self.inner).visited
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,361 @@
+//! The pool alone, on a manual clock: limits, waiters in order across
+//! origins, idle eviction, retried waiters, ended waiters, and what it costs
+//! to queue — with stand-ins for requests and connections.
+
+use super::*;
+use std::sync::atomic::{AtomicBool, Ordering};
+use tickless_timer::{Clock, ManualClock};
+
+struct Request {
+    origin: Origin,
+    name: &'static str,
+    done: AtomicBool,
+    fresh: bool,
+    /// Run when the request is dropped (a callback holding the last client).
+    on_drop: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+    /// A reference to itself, let go of the first time the pool asks
+    /// whether it is done.
+    hold: Mutex<Option<Arc<Request>>>,
+}
+
+impl Waiter for Request {
+    fn origin(&self) -> &Origin {
+        &self.origin
+    }
+    fn is_done(&self) -> bool {
+        drop(self.hold.lock().unwrap().take());
+        self.done.load(Ordering::SeqCst)
+    }
+    fn wants_fresh(&self) -> bool {
+        self.fresh
+    }
+}
+
+impl Drop for Request {
+    fn drop(&mut self) {
+        if let Some(f) = self.on_drop.get_mut().unwrap().take() {
+            f();
+        }
+    }
+}
+
+struct Idle {
+    origin: Origin,
+    id: u64,
+    idle_since: Instant,
+    created: Instant,
+}
+
+impl Pooled for Idle {
+    fn origin(&self) -> &Origin {
+        &self.origin
+    }
+    fn id(&self) -> u64 {
+        self.id
+    }
+    fn idle_since(&self) -> Instant {
+        self.idle_since
+    }
+    fn created(&self) -> Instant {
+        self.created
+    }
+}
+
+fn origin(host: &str) -> Origin {
+    Origin::of(&format!("http://{host}/").parse().unwrap()).unwrap()
+}
+
+fn request(host: &str, name: &'static str) -> Arc<Request> {
+    Arc::new(Request {
+        origin: origin(host),
+        name,
+        done: AtomicBool::new(false),
+        fresh: false,
+        on_drop: Mutex::new(None),
+        hold: Mutex::new(None),
+    })
+}
+
+/// `request`, marked as one that must go out on a fresh connection.
+fn request_wanting(request: Arc<Request>, fresh: bool) -> Arc<Request> {
+    let mut request = Arc::try_unwrap(request).ok().expect("not shared yet");
+    request.fresh = fresh;
+    Arc::new(request)
+}
+
+fn idle(host: &str, id: u64, clock: &ManualClock) -> Idle {
+    Idle {
+        origin: origin(host),
+        id,
+        idle_since: clock.now(),
+        created: clock.now(),
+    }
+}
+
+type TestPool = Pool<Request, Idle>;
+
+fn pool(limits: PoolLimits) -> (TestPool, ManualClock) {
+    (Pool::new(limits), ManualClock::new())
+}
+
+fn limited(total: Option<usize>, per_host: Option<usize>) -> PoolLimits {
+    PoolLimits {
+        max_connections: total,
+        max_connections_per_host: per_host,
+        ..PoolLimits::default()
+    }
+}
+
+fn acquired(pool: &TestPool, request: &Arc<Request>, clock: &ManualClock) -> &'static str {
+    match pool.acquire(request, clock.now(), true).0 {
+        Acquired::Idle(_) => "idle",
+        Acquired::Permit => "permit",
+        Acquired::Queued => "queued",
+        Acquired::Closed => "closed",
+    }
+}
+
+fn served(served: Option<Arc<Request>>) -> Option<&'static str> {
+    served.map(|request| request.name)
+}
+
+#[test]
+fn permits_are_bounded_per_host_and_in_total() {
+    let (pool, clock) = pool(limited(Some(3), Some(2)));
+    let a = [request("a", "a1"), request("a", "a2"), request("a", "a3")];
+    let b = [request("b", "b1"), request("b", "b2")];
+    assert_eq!(acquired(&pool, &a[0], &clock), "permit");
+    assert_eq!(acquired(&pool, &a[1], &clock), "permit");
+    assert_eq!(acquired(&pool, &a[2], &clock), "queued", "per-host limit");
+    assert_eq!(acquired(&pool, &b[0], &clock), "permit");
+    assert_eq!(acquired(&pool, &b[1], &clock), "queued", "total limit");
+    assert_eq!(pool.counts(), (3, 0));
+    assert_eq!(pool.waiting(), 2);
+    // A released `a` permit serves the oldest waiter it can: a3 (b2 is
+    // younger, and under the total limit either could go).
+    assert_eq!(served(pool.release(&origin("a"))), Some("a3"));
+    assert_eq!(served(pool.release(&origin("b"))), Some("b2"));
+    assert_eq!(pool.counts(), (3, 0));
+    assert_eq!(pool.waiting(), 0);
+}
+
+/// #18, defect 2: with one connection in all, B1 queued before A2..A6 goes
+/// out as soon as A's connection comes back, not after six requests to A.
+#[test]
+fn an_older_waiter_of_another_origin_gets_the_permit_of_a_connection_offered_back() {
+    let (pool, clock) = pool(limited(Some(1), None));
+    let a1 = request("a", "a1");
+    assert_eq!(acquired(&pool, &a1, &clock), "permit");
+    let b1 = request("b", "b1");
+    assert_eq!(acquired(&pool, &b1, &clock), "queued");
+    let younger: Vec<_> = ["a2", "a3", "a4", "a5", "a6"]
+        .into_iter()
+        .map(|name| request("a", name))
+        .collect();
+    for a in &younger {
+        assert_eq!(acquired(&pool, a, &clock), "queued");
+    }
+    // A's connection is offered back: B1 is older than A2, so the
+    // connection is closed and its permit serves B1.
+    assert!(matches!(pool.offer(idle("a", 1, &clock)), Offer::Refused));
+    assert_eq!(served(pool.release(&origin("a"))), Some("b1"));
+    // B's connection comes back: A2 is now the oldest, and needs A's
+    // permit: B's connection closes too.
+    assert!(matches!(pool.offer(idle("b", 2, &clock)), Offer::Refused));
+    assert_eq!(served(pool.release(&origin("b"))), Some("a2"));
+    // Then A's connection serves A3..A6 in order, reused each time.
+    for name in ["a3", "a4", "a5", "a6"] {
+        match pool.offer(idle("a", 3, &clock)) {
+            Offer::Serve(request) => assert_eq!(request.name, name),
+            _ => panic!("{name} not served by the connection offered back"),
+        }
+    }
+    assert!(matches!(pool.offer(idle("a", 3, &clock)), Offer::Kept));
+}
+
+#[test]
+fn a_connection_offered_back_serves_its_own_origin_first_when_its_waiter_is_older() {
+    let (pool, clock) = pool(limited(Some(1), None));
+    let a1 = request("a", "a1");
+    assert_eq!(acquired(&pool, &a1, &clock), "permit");
+    let a2 = request("a", "a2");
+    let b1 = request("b", "b1");
+    assert_eq!(acquired(&pool, &a2, &clock), "queued");
+    assert_eq!(acquired(&pool, &b1, &clock), "queued");
+    match pool.offer(idle("a", 1, &clock)) {
+        Offer::Serve(request) => assert_eq!(request.name, "a2"),
+        _ => panic!("a2 should reuse the connection"),
+    }
+}
+
+#[test]
+fn ended_waiters_are_skipped_and_not_kept_alive() {
+    let (pool, clock) = pool(limited(Some(1), None));
+    let a1 = request("a", "a1");
+    assert_eq!(acquired(&pool, &a1, &clock), "permit");
+    let timed_out = request("a", "gone");
+    let cancelled = request("b", "cancelled");
+    let live = request("a", "live");
+    for r in [&timed_out, &cancelled, &live] {
+        assert_eq!(acquired(&pool, r, &clock), "queued");
+    }
+    timed_out.done.store(true, Ordering::SeqCst);
+    let weak = Arc::downgrade(&cancelled);
+    drop(cancelled);
+    assert!(weak.upgrade().is_none(), "the queue held a dropped waiter");
+    assert_eq!(pool.waiting(), 1);
+    assert_eq!(served(pool.release(&origin("a"))), Some("live"));
+}
+
+/// #18, defect 1: a waiter whose drop comes back for the pool (its callback
+/// held the last client, whose drop closes the pool) is never dropped while
+/// the pool's lock is held. The waiter below lets go of the last other
+/// reference to itself while the pool looks at it, so the pool's own
+/// reference is the last: dropped under the lock, its drop would deadlock.
+#[test]
+fn a_waiter_dropped_by_the_pool_is_dropped_outside_its_lock() {
+    let pool = Arc::new(Pool::<Request, Idle>::new(limited(Some(1), None)));
+    let clock = ManualClock::new();
+    let a1 = request("a", "a1");
+    assert_eq!(acquired(&pool, &a1, &clock), "permit");
+    let ended = request("a", "ended");
+    assert_eq!(acquired(&pool, &ended, &clock), "queued");
+    let (dropped, on_dropped) = std::sync::mpsc::channel();
+    {
+        let pool = pool.clone();
+        *ended.on_drop.lock().unwrap() = Some(Box::new(move || {
+            // What the last client's drop does: close the pool.
+            drop(pool.close());
+            let _ = dropped.send(());
+        }));
+    }
+    ended.done.store(true, Ordering::SeqCst);
+    // From now on only the waiter itself holds it, until the pool looks.
+    *ended.hold.lock().unwrap() = Some(ended.clone());
+    drop(ended);
+    let worker = {
+        let pool = pool.clone();
+        std::thread::spawn(move || served(pool.release(&origin("a"))))
+    };
+    let deadline = std::time::Duration::from_secs(10);
+    assert!(
+        on_dropped.recv_timeout(deadline).is_ok(),
+        "the waiter's drop never finished: dropped under the pool's lock"
+    );
+    assert_eq!(worker.join().unwrap(), None);
+}
+
+/// #18, defect 3: queueing N requests past the limit looks at O(N) queue
+/// entries in all, not O(N²), even when most of them end while queued.
+#[test]
+fn queueing_costs_amortised_constant_work_per_request() {
+    for n in [1_000usize, 8_000] {
+        let (pool, clock) = pool(limited(Some(1), None));
+        let first = request("a", "first");
+        assert_eq!(acquired(&pool, &first, &clock), "permit");
+        let mut live = Vec::new();
+        for i in 0..n {
+            let r = request("a", "queued");
+            assert_eq!(acquired(&pool, &r, &clock), "queued");
+            // Nine in ten end while queued (their timeouts fire).
+            if i % 10 != 0 {
+                r.done.store(true, Ordering::SeqCst);
+            }
+            live.push(r);
+        }
+        let visited = pool.visited();
+        assert!(
+            visited <= 4 * n,
+            "{n} requests queued, {visited} queue entries visited"
+        );
+        assert_eq!(pool.waiting(), n.div_ceil(10));
+    }
+}
+
+#[test]
+fn a_retried_request_is_served_by_a_permit_not_a_pooled_connection() {
+    let (pool, clock) = pool(limited(None, Some(1)));
+    let a1 = request("a", "a1");
+    assert_eq!(acquired(&pool, &a1, &clock), "permit");
+    let retried = request_wanting(request("a", "retried"), true);
+    assert_eq!(
+        match pool.acquire(&retried, clock.now(), false).0 {
+            Acquired::Queued => "queued",
+            _ => "other",
+        },
+        "queued"
+    );
+    assert!(matches!(pool.offer(idle("a", 1, &clock)), Offer::Refused));
+    assert_eq!(served(pool.release(&origin("a"))), Some("retried"));
+}
+
+#[test]
+fn idle_connections_expire_by_idle_time_and_by_age_across_origins() {
+    let limits = PoolLimits {
+        idle_timeout: Some(Duration::from_secs(10)),
+        ttl: Some(Duration::from_secs(30)),
+        ..PoolLimits::default()
+    };
+    let (pool, clock) = pool(limits);
+    let (a, b) = (request("a", "a"), request("b", "b"));
+    assert_eq!(acquired(&pool, &a, &clock), "permit");
+    assert_eq!(acquired(&pool, &b, &clock), "permit");
+    assert!(matches!(pool.offer(idle("a", 1, &clock)), Offer::Kept));
+    clock.advance(Duration::from_secs(5));
+    assert!(matches!(pool.offer(idle("b", 2, &clock)), Offer::Kept));
+    clock.advance(Duration::from_secs(6));
+    // a: idle 11 s; b: idle 6 s.
+    let evicted: Vec<u64> = pool
+        .evict_expired(clock.now())
+        .iter()
+        .map(|c| c.id)
+        .collect();
+    assert_eq!(evicted, [1]);
+    assert_eq!(pool.counts(), (2, 1));
+    // b, reused and offered back again and again, still ages out at 30 s.
+    let mut conn = idle("b", 2, &clock);
+    conn.created = clock.now() - Duration::from_secs(11);
+    clock.advance(Duration::from_secs(19));
+    conn.idle_since = clock.now();
+    assert!(
+        matches!(pool.offer(conn), Offer::Refused),
+        "past its time to live"
+    );
+}
+
+#[test]
+fn a_request_waiting_for_the_total_limit_has_an_idle_connection_closed_to_make_room() {
+    let (pool, clock) = pool(limited(Some(2), None));
+    let (a1, a2) = (request("a", "a1"), request("a", "a2"));
+    assert_eq!(acquired(&pool, &a1, &clock), "permit");
+    assert_eq!(acquired(&pool, &a2, &clock), "permit");
+    assert!(matches!(pool.offer(idle("a", 1, &clock)), Offer::Kept));
+    clock.advance(Duration::from_millis(1));
+    assert!(matches!(pool.offer(idle("a", 2, &clock)), Offer::Kept));
+    let b = request("b", "b");
+    let (got, to_close) = pool.acquire(&b, clock.now(), true);
+    assert!(matches!(got, Acquired::Queued));
+    let closed: Vec<u64> = to_close.iter().map(|c| c.id).collect();
+    assert_eq!(closed, [1], "the longest idle");
+    assert_eq!(served(pool.release(&origin("a"))), Some("b"));
+}
+
+#[test]
+fn a_closed_pool_hands_back_its_idle_connections_and_live_waiters() {
+    let (pool, clock) = pool(limited(Some(1), None));
+    let a = request("a", "a");
+    assert_eq!(acquired(&pool, &a, &clock), "permit");
+    let (w1, w2) = (request("a", "w1"), request("b", "w2"));
+    assert_eq!(acquired(&pool, &w1, &clock), "queued");
+    assert_eq!(acquired(&pool, &w2, &clock), "queued");
+    w2.done.store(true, Ordering::SeqCst);
+    let (idle, waiting) = pool.close();
+    assert!(idle.is_empty());
+    assert_eq!(waiting.iter().map(|w| w.name).collect::<Vec<_>>(), ["w1"]);
+    assert_eq!(acquired(&pool, &request("a", "late"), &clock), "closed");
+    assert!(matches!(
+        pool.offer(self::idle("a", 1, &clock)),
+        Offer::Refused
+    ));
+    assert_eq!(served(pool.release(&origin("a"))), None);
+}

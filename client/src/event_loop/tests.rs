@@ -1,0 +1,217 @@
+//! One loop at a time: tasks, expiries, shutdown, and the order of aborts.
+
+use super::*;
+use crate::sync::lock;
+use std::sync::atomic::AtomicUsize;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// Tasks posted while the loop works through a long queue (and polls
+/// without blocking between batches) must all run: a poll consumes the
+/// wake-up of tasks posted meanwhile, so the loop may not leave any in
+/// its inbox and then block.
+#[test]
+fn every_task_posted_during_a_burst_runs() {
+    let group = EventLoopGroup::builder().threads(1).build().unwrap();
+    let event_loop = group.loops()[0].clone();
+    let ran = Arc::new(AtomicUsize::new(0));
+    let posters: Vec<_> = (0..2)
+        .map(|_| {
+            let (event_loop, ran) = (event_loop.clone(), ran.clone());
+            thread::spawn(move || {
+                for _ in 0..5_000 {
+                    let ran = ran.clone();
+                    event_loop
+                        .execute(move |_| {
+                            ran.fetch_add(1, Ordering::Relaxed);
+                            // Long enough that the queue builds up.
+                            std::hint::black_box((0..200).sum::<u64>());
+                        })
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for poster in posters {
+        poster.join().unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while ran.load(Ordering::Relaxed) < 10_000 && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(
+        ran.load(Ordering::Relaxed),
+        10_000,
+        "tasks left in the inbox"
+    );
+    group.shutdown();
+}
+
+#[test]
+fn a_loop_expires_on_its_own_thread_never_early() {
+    // Sleeping until the deadline, busy-polling the last 10 ms, and
+    // busy-polling always (a spin no deadline is further away than).
+    for spin in [Duration::ZERO, Duration::from_millis(10), Duration::MAX] {
+        expires_on_its_own_thread_never_early(spin);
+    }
+}
+
+fn expires_on_its_own_thread_never_early(spin: Duration) {
+    struct Record(Mutex<Vec<(Instant, ThreadId)>>);
+    impl LoopTimeout for Record {
+        fn expire(self: Arc<Self>, _tag: u64, _cx: &mut LoopContext<'_>) {
+            lock(&self.0).push((Instant::now(), thread::current().id()));
+        }
+    }
+    let group = EventLoopGroup::builder()
+        .threads(1)
+        .spin_before_deadline(spin)
+        .build()
+        .unwrap();
+    let event_loop = group.loops()[0].clone();
+    let record = Arc::new(Record(Mutex::new(Vec::new())));
+    let deadline = Instant::now() + Duration::from_millis(20);
+    event_loop.schedule(deadline, record.clone(), 0).unwrap();
+    let cancelled = event_loop.schedule(deadline, record.clone(), 1).unwrap();
+    assert!(event_loop.cancel(cancelled));
+    let give_up = Instant::now() + Duration::from_secs(10);
+    while lock(&record.0).is_empty() && Instant::now() < give_up {
+        thread::sleep(Duration::from_millis(1));
+    }
+    thread::sleep(Duration::from_millis(20));
+    let fired = lock(&record.0).clone();
+    assert_eq!(fired.len(), 1, "the cancelled entry fired, or none did");
+    assert!(fired[0].0 >= deadline, "fired early");
+    assert_eq!(fired[0].1, event_loop.thread_id());
+    assert_eq!(event_loop.stats().armed, 0);
+    group.shutdown();
+    assert_eq!(
+        event_loop.schedule(deadline, record, 0).unwrap_err(),
+        Rejected
+    );
+}
+
+/// #18, defect 4: a task `execute` accepted runs, however shutdown races it.
+#[test]
+fn every_task_execute_accepts_runs_even_as_the_loop_shuts_down() {
+    for _ in 0..50 {
+        let group = EventLoopGroup::builder().threads(1).build().unwrap();
+        let event_loop = group.loops()[0].clone();
+        let ran = Arc::new(AtomicUsize::new(0));
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let posters: Vec<_> = (0..2)
+            .map(|_| {
+                let (event_loop, ran, accepted) =
+                    (event_loop.clone(), ran.clone(), accepted.clone());
+                thread::spawn(move || loop {
+                    let ran = ran.clone();
+                    match event_loop.execute(move |_| {
+                        ran.fetch_add(1, Ordering::SeqCst);
+                    }) {
+                        Ok(()) => accepted.fetch_add(1, Ordering::SeqCst),
+                        Err(Rejected) => return,
+                    };
+                })
+            })
+            .collect();
+        thread::sleep(Duration::from_millis(2));
+        group.shutdown();
+        for poster in posters {
+            poster.join().unwrap();
+        }
+        // Joined: the loop's thread has exited, after every accepted task.
+        assert_eq!(
+            ran.load(Ordering::SeqCst),
+            accepted.load(Ordering::SeqCst),
+            "a task accepted never ran"
+        );
+    }
+}
+
+/// #10, defect 5: what the heap still holds at shutdown is handed back
+/// outside the timers lock: a timeout whose `stopped` arms again on the
+/// same loop (as an exchange failing back to the wheel does) would
+/// otherwise deadlock the loop's thread on its own lock.
+#[test]
+fn leftover_timeouts_are_told_stopped_outside_the_timers_lock() {
+    struct ArmsAgain {
+        event_loop: Mutex<Option<Arc<EventLoop>>>,
+        told: mpsc::Sender<bool>,
+    }
+    impl LoopTimeout for ArmsAgain {
+        fn expire(self: Arc<Self>, _tag: u64, _cx: &mut LoopContext<'_>) {}
+        fn stopped(self: Arc<Self>, _tag: u64) {
+            let event_loop = lock(&self.event_loop).take().unwrap();
+            let rearmed = event_loop.schedule(Instant::now(), self.clone(), 1);
+            let _ = self.told.send(rearmed.is_err());
+        }
+    }
+    let group = EventLoopGroup::builder().threads(1).build().unwrap();
+    let event_loop = group.loops()[0].clone();
+    let (told, on_told) = mpsc::channel();
+    let timeout = Arc::new(ArmsAgain {
+        event_loop: Mutex::new(Some(event_loop.clone())),
+        told,
+    });
+    event_loop
+        .schedule(Instant::now() + Duration::from_secs(3600), timeout, 0)
+        .unwrap();
+    let shutter = thread::spawn(move || group.shutdown());
+    let rejected = on_told
+        .recv_timeout(Duration::from_secs(10))
+        .expect("never told it stopped: the loop is stuck on its timers lock");
+    assert!(rejected, "a closed loop takes no new timeout");
+    shutter.join().unwrap();
+    assert_eq!(event_loop.stats().armed, 0);
+}
+
+/// A source that records the aborts it is given.
+struct Recording {
+    name: &'static str,
+    aborted: Arc<Mutex<Vec<&'static str>>>,
+}
+
+impl Source for Recording {
+    fn ready(&mut self, _cx: &mut LoopContext<'_>, _readiness: Readiness) {}
+    fn timer(&mut self, _cx: &mut LoopContext<'_>, _tag: u64) {}
+    fn abort(&mut self, cx: &mut LoopContext<'_>, _exchange_id: u64) {
+        lock(&self.aborted).push(self.name);
+        cx.remove_me();
+    }
+    fn shut_down(&mut self, _cx: &mut LoopContext<'_>) {}
+    fn panicked(&mut self, _cx: &mut LoopContext<'_>) {}
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+}
+
+/// #10, defect 7: connections whose exchange a timeout failed close in the
+/// order they were failed, oldest first.
+#[test]
+fn aborts_are_carried_out_oldest_first() {
+    let group = EventLoopGroup::builder().threads(1).build().unwrap();
+    let event_loop = group.loops()[0].clone();
+    let aborted = Arc::new(Mutex::new(Vec::new()));
+    let recorded = aborted.clone();
+    event_loop
+        .execute(move |cx| {
+            let sources: Vec<SourceRef> = ["first", "second", "third"]
+                .into_iter()
+                .map(|name| {
+                    let aborted = recorded.clone();
+                    cx.add_source(move |_| Box::new(Recording { name, aborted }))
+                })
+                .collect();
+            for source in sources {
+                cx.abort_later(source, 0);
+            }
+        })
+        .unwrap();
+    // The aborts run after the turn's tasks: wait for all three.
+    let give_up = Instant::now() + Duration::from_secs(10);
+    while lock(&aborted).len() < 3 && Instant::now() < give_up {
+        thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(*lock(&aborted), ["first", "second", "third"]);
+    group.shutdown();
+}

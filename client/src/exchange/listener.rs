@@ -1,0 +1,48 @@
+//! [`Guarded`]: an exchange's listener as the client calls it.
+
+use super::Exchange;
+use crate::error::Error;
+use crate::events::{for_each_listener_method, EventListener};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Weak};
+
+/// An exchange's listener, guarded: a panic in the caller's code is caught
+/// where it is called and ends that exchange with an I/O error saying so
+/// (closing its connection, if it has one), instead of unwinding into a
+/// loop, the wheel or a resolver thread, where it would leave the exchange
+/// with no end. A panic after the exchange has ended changes nothing.
+pub(crate) struct Guarded {
+    listener: Arc<dyn EventListener>,
+    exchange: Weak<Exchange>,
+}
+
+impl Guarded {
+    /// Guards `listener` for `exchange` (being built: `Arc::new_cyclic`).
+    pub(crate) fn new(listener: Arc<dyn EventListener>, exchange: Weak<Exchange>) -> Guarded {
+        Guarded { listener, exchange }
+    }
+
+    fn call(&self, method: impl FnOnce(&dyn EventListener)) {
+        if catch_unwind(AssertUnwindSafe(|| method(&*self.listener))).is_err() {
+            if let Some(exchange) = self.exchange.upgrade() {
+                let error = Error::Io {
+                    remote: exchange.remote_name(),
+                    source: std::io::Error::other("an event listener panicked"),
+                };
+                exchange.fail(error, None);
+            }
+        }
+    }
+}
+
+macro_rules! guarded {
+    ($($name:ident($($arg:ident: $ty:ty),*);)*) => {
+        impl EventListener for Guarded {
+            $(fn $name(&self, $($arg: $ty),*) {
+                self.call(|listener| listener.$name($($arg),*));
+            })*
+        }
+    };
+}
+
+for_each_listener_method!(guarded);

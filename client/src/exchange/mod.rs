@@ -1,0 +1,462 @@
+//! [`Exchange`]: one request and its response in flight — its state, its
+//! outcome and its timers.
+//!
+//! An exchange is shared by the caller's future, the connection that runs it,
+//! and its timer entries (on the wheel or that connection's loop). Any of
+//! them may end it; [`Exchange::finish`] decides once, with a single atomic
+//! flag, and the loser of a race (a completion against an expiry, a cancel
+//! against either) does nothing.
+//!
+//! # Where its timeouts live
+//!
+//! On the client's wheel by default. With
+//! [`use_event_loop_timeouts`](crate::ClientBuilder::use_event_loop_timeouts)
+//! (which explains the trade-off), on the heap of the loop that owns the
+//! exchange's connection, and nowhere else. "Where" is decided in one place,
+//! [`Exchange::attach`], from the connection slot it fills:
+//!
+//! * pooled path: the idle connection is attached ready ([`ConnSlot::Ready`]),
+//!   then the timers start there;
+//! * connect path: the timers start on the wheel (the deadline also bounds
+//!   the pool wait, resolution and the connect); the connection being opened
+//!   is attached as [`ConnSlot::Opening`] — so ending the exchange aborts the
+//!   attempt — and, once its TCP connect succeeds, attached again as ready,
+//!   on its own loop: the timers move there with their absolute deadlines
+//!   (a same-thread arm, no wake-up), and bound the TLS handshake from there;
+//! * a connection that fails under a request it will retry is detached
+//!   ([`ConnSlot::None`]): its read timeout goes with it, and the request
+//!   timeout goes back to the wheel until the next connection is ready.
+//!
+//! The timers themselves are a [`TimerTable`] (see there for the ground
+//! rules: generations, arming under the lock, no arm in a constructor).
+
+mod listener;
+mod outcome;
+mod registry;
+mod timers;
+
+pub(crate) use listener::Guarded;
+pub(crate) use outcome::{Outcome, POLLED_AFTER_COMPLETION, WAITED_AFTER_COMPLETION};
+pub(crate) use registry::InFlight;
+use timers::{Timer, TimerTable};
+
+use crate::error::{Error, TimeoutKind};
+use crate::event_loop::{EventLoop, LoopContext, LoopTimeout, SourceRef, TimeoutScheduler};
+use crate::events::EventListener;
+use crate::net::Origin;
+use crate::sync::lock;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+use tickless_timer::{HashedWheelTimer, SharedClock, WheelTask};
+
+/// A callback that receives the body as it arrives, on the connection's loop.
+pub type BodySink = Box<dyn FnMut(&[u8]) + Send + 'static>;
+
+/// The connection an exchange runs on: its loop, its place there, and where
+/// the timeouts of exchanges on it are armed in event-loop mode.
+#[derive(Clone)]
+pub(crate) struct ConnRef {
+    pub(crate) event_loop: Arc<EventLoop>,
+    pub(crate) source: SourceRef,
+    /// The loop's scheduler (or a test's double standing in front of it).
+    pub(crate) scheduler: Arc<dyn TimeoutScheduler>,
+}
+
+/// What the exchange's connection slot holds.
+pub(crate) enum ConnSlot {
+    /// No connection: waiting for one, or resolving.
+    None,
+    /// A connection being opened for it (connecting): aborted if the
+    /// exchange ends, but not yet where its timeouts live.
+    Opening(ConnRef),
+    /// The connection that carries the request: its loop is the timeouts'
+    /// home in event-loop mode.
+    Ready(ConnRef),
+}
+
+impl ConnSlot {
+    fn conn(&self) -> Option<&ConnRef> {
+        match self {
+            ConnSlot::None => None,
+            ConnSlot::Opening(conn) | ConnSlot::Ready(conn) => Some(conn),
+        }
+    }
+}
+
+/// What is sent.
+pub(crate) struct RequestParts {
+    pub(crate) method: http::Method,
+    /// Head and body, encoded once at submission.
+    pub(crate) bytes: Vec<u8>,
+    /// False if the request asks the server to close the connection.
+    pub(crate) keep_alive: bool,
+}
+
+/// A complete response, as the connection delivers it.
+pub(crate) struct ResponseParts {
+    pub(crate) status: http::StatusCode,
+    pub(crate) version: http::Version,
+    pub(crate) headers: http::HeaderMap,
+    pub(crate) body: Vec<u8>,
+    pub(crate) trailers: Option<http::HeaderMap>,
+    pub(crate) remote: SocketAddr,
+}
+
+/// The timeouts an exchange runs under.
+pub(crate) struct Deadlines {
+    /// The configured request timeout (for the error), and its deadline,
+    /// fixed at submission.
+    pub(crate) request_timeout: Option<Duration>,
+    pub(crate) read_timeout: Option<Duration>,
+    /// Arm on the connection's loop once there is one (event-loop mode).
+    pub(crate) on_event_loop: bool,
+}
+
+/// Everything [`Exchange::new`] needs.
+pub(crate) struct ExchangeParts {
+    pub(crate) id: u64,
+    pub(crate) origin: Origin,
+    pub(crate) request: RequestParts,
+    pub(crate) listener: Arc<dyn crate::events::EventListener>,
+    pub(crate) body_sink: Option<BodySink>,
+    pub(crate) deadlines: Deadlines,
+    pub(crate) clock: SharedClock,
+    pub(crate) wheel: HashedWheelTimer,
+    pub(crate) registry: Arc<InFlight>,
+}
+
+/// What the exchange's lock guards: where it runs and its timers, together,
+/// so the two never drift apart.
+struct Link {
+    conn: ConnSlot,
+    timers: TimerTable,
+}
+
+/// One request and its response in flight. See the [module documentation](self).
+pub(crate) struct Exchange {
+    pub(crate) id: u64,
+    pub(crate) origin: Origin,
+    pub(crate) request: RequestParts,
+    pub(crate) listener: Guarded,
+    pub(crate) body_sink: Mutex<Option<BodySink>>,
+    /// Set once an idempotent request has been retried on a fresh connection.
+    pub(crate) retried: AtomicBool,
+    deadlines: Deadlines,
+    clock: SharedClock,
+    wheel: HashedWheelTimer,
+    done: AtomicBool,
+    outcome: Outcome<Result<ResponseParts, Error>>,
+    link: Mutex<Link>,
+    remote: Mutex<Option<SocketAddr>>,
+    /// Time of the last read (or of the request being sent), in nanoseconds
+    /// since `submitted`, for the read timeout.
+    submitted: Instant,
+    last_read: AtomicU64,
+    registry: Arc<InFlight>,
+    registry_key: AtomicUsize,
+}
+
+/// The instant `timeout` after `start`; `None` past the end of time, which
+/// is no deadline at all (a caller's `Duration::MAX` means "never").
+pub(crate) fn deadline_after(start: Instant, timeout: Duration) -> Option<Instant> {
+    start.checked_add(timeout)
+}
+
+/// Ids of exchanges, unique in the process.
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+impl Exchange {
+    /// A new id for an exchange.
+    pub(crate) fn next_id() -> u64 {
+        NEXT_ID.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// A new exchange, submitted now: its request deadline is fixed here.
+    /// Nothing is armed until [`start`](Self::start).
+    pub(crate) fn new(parts: ExchangeParts) -> Arc<Exchange> {
+        let submitted = parts.clock.now();
+        let request_deadline = parts
+            .deadlines
+            .request_timeout
+            .and_then(|timeout| deadline_after(submitted, timeout));
+        let timers = TimerTable::new(request_deadline);
+        Arc::new_cyclic(|weak| Exchange {
+            id: parts.id,
+            origin: parts.origin,
+            request: parts.request,
+            listener: Guarded::new(parts.listener, weak.clone()),
+            body_sink: Mutex::new(parts.body_sink),
+            retried: AtomicBool::new(false),
+            deadlines: parts.deadlines,
+            clock: parts.clock,
+            wheel: parts.wheel,
+            done: AtomicBool::new(false),
+            outcome: Outcome::default(),
+            link: Mutex::new(Link {
+                conn: ConnSlot::None,
+                timers,
+            }),
+            remote: Mutex::new(None),
+            submitted,
+            last_read: AtomicU64::new(0),
+            registry: parts.registry,
+            registry_key: AtomicUsize::new(registry::UNREGISTERED),
+        })
+    }
+
+    /// Registers the exchange as in flight (before it is dispatched, so a
+    /// client closing meanwhile finds it).
+    pub(crate) fn register(self: &Arc<Self>) {
+        let key = self.registry.insert(self.clone());
+        self.registry_key.store(key, Ordering::Release);
+    }
+
+    /// Whether the method may be sent twice without harm (RFC 9110 §9.2.2).
+    pub(crate) fn is_idempotent(&self) -> bool {
+        self.request.method.is_idempotent()
+    }
+
+    pub(crate) fn is_done(&self) -> bool {
+        self.done.load(Ordering::Acquire)
+    }
+
+    /// Whether the outcome is stored (a little after `is_done`: the
+    /// listener is told in between), so a poll now is ready.
+    pub(crate) fn is_settled(&self) -> bool {
+        self.outcome.is_settled()
+    }
+
+    /// The remote for messages: `host/ip:port` once connected, `host:port` before.
+    pub(crate) fn remote_name(&self) -> String {
+        match *lock(&self.remote) {
+            Some(addr) => format!("{}/{}", self.origin.host, addr),
+            None => self.origin.to_string(),
+        }
+    }
+
+    pub(crate) fn set_remote(&self, addr: SocketAddr) {
+        *lock(&self.remote) = Some(addr);
+    }
+
+    /// Records activity for the read timeout.
+    pub(crate) fn mark_read(&self, now: Instant) {
+        let nanos = now.saturating_duration_since(self.submitted).as_nanos();
+        self.last_read
+            .store(nanos.min(u64::MAX as u128) as u64, Ordering::Relaxed);
+    }
+
+    fn last_read(&self) -> Instant {
+        self.submitted + Duration::from_nanos(self.last_read.load(Ordering::Relaxed))
+    }
+
+    /// Starts the timers (idempotent): on the wheel, or on the home loop if
+    /// a ready connection is attached in event-loop mode.
+    pub(crate) fn start(self: &Arc<Self>) {
+        self.change(|link| link.timers.start());
+    }
+
+    /// Fills the connection slot, and moves the timers where they belong
+    /// for it (see the [module documentation](self)). Detaching
+    /// ([`ConnSlot::None`]) also stops the read timer: silence is measured
+    /// on a connection.
+    pub(crate) fn attach(self: &Arc<Self>, slot: ConnSlot) {
+        let home = match &slot {
+            ConnSlot::Ready(conn) if self.deadlines.on_event_loop => Some(conn.scheduler.clone()),
+            _ => None,
+        };
+        self.change(|link| {
+            if matches!(slot, ConnSlot::None) {
+                link.timers.set(Timer::Read, None);
+            }
+            link.timers.set_home(home);
+            link.conn = slot;
+        });
+    }
+
+    /// Attaches a ready connection and starts the timers, in one step (the
+    /// pooled path, on the connection's loop).
+    pub(crate) fn start_on(self: &Arc<Self>, conn: ConnRef) {
+        let home = self.deadlines.on_event_loop.then(|| conn.scheduler.clone());
+        self.change(|link| {
+            link.timers.set_home(home);
+            link.timers.start();
+            link.conn = ConnSlot::Ready(conn);
+        });
+    }
+
+    /// The request was just written: the read timeout starts, a full period
+    /// from `now`.
+    pub(crate) fn start_read(self: &Arc<Self>, now: Instant) {
+        let Some(read_timeout) = self.deadlines.read_timeout else {
+            return;
+        };
+        self.mark_read(now);
+        let deadline = deadline_after(now, read_timeout);
+        self.change(|link| link.timers.set(Timer::Read, deadline));
+    }
+
+    /// Changes what the lock guards with `f`, unless the exchange has ended,
+    /// and brings the timer entry in line; then — unlocked — cancels the
+    /// entry that was replaced, and ends the exchange if the wheel refused
+    /// to arm.
+    fn change(self: &Arc<Self>, f: impl FnOnce(&mut Link)) {
+        let changed = {
+            let mut link = lock(&self.link);
+            if link.timers.is_ended() {
+                return;
+            }
+            f(&mut link);
+            link.timers.sync(self, &self.wheel)
+        };
+        if let Some(armed) = changed.cancel {
+            armed.cancel();
+        }
+        if changed.refused {
+            // The wheel stops when its client closes, or when a caller-given
+            // timer was stopped elsewhere.
+            self.fail(Error::ClientClosed, None);
+        }
+    }
+
+    /// Ends the exchange with `result`, unless it has already ended. Returns
+    /// whether this call ended it. Runs on the calling thread: disarms the
+    /// timers, tells the listener, wakes the future.
+    pub(crate) fn finish(&self, result: Result<ResponseParts, Error>) -> bool {
+        self.end(result).is_some()
+    }
+
+    /// [`finish`](Self::finish), returning the connection it was attached to.
+    fn end(&self, result: Result<ResponseParts, Error>) -> Option<Option<ConnRef>> {
+        if self.done.swap(true, Ordering::AcqRel) {
+            return None;
+        }
+        let (armed, conn) = {
+            let mut link = lock(&self.link);
+            let conn = std::mem::replace(&mut link.conn, ConnSlot::None);
+            (link.timers.end(), conn)
+        };
+        if let Some(armed) = armed {
+            armed.cancel();
+        }
+        // Guarded: a listener that panics here changes nothing, the
+        // exchange has already ended.
+        match &result {
+            Ok(response) => self.listener.on_completed(response.status),
+            Err(error) => self.listener.on_failed(error),
+        }
+        self.registry
+            .remove(self.registry_key.load(Ordering::Acquire), self.id);
+        self.outcome.deliver(result);
+        Some(conn.conn().cloned())
+    }
+
+    /// Ends the exchange with `error` from outside its connection's code (a
+    /// timeout, a cancel, the client closing) and aborts it on the
+    /// connection it was using, which cannot be reused mid-exchange. `cx`
+    /// is the loop the caller runs on, if any: on the connection's own loop
+    /// the abort waits for a gap between expiries.
+    pub(crate) fn fail(&self, error: Error, cx: Option<&mut LoopContext<'_>>) -> bool {
+        let Some(conn) = self.end(Err(error)) else {
+            return false;
+        };
+        if let Some(conn) = conn {
+            match cx {
+                Some(cx) if Arc::ptr_eq(cx.event_loop(), &conn.event_loop) => {
+                    cx.abort_later(conn.source, self.id);
+                }
+                _ => {
+                    let (source, id) = (conn.source, self.id);
+                    // A loop that is shutting down closes the connection itself.
+                    let _ = conn.event_loop.execute(move |cx| cx.abort_now(source, id));
+                }
+            }
+        }
+        true
+    }
+
+    /// The caller cancelled (or dropped the future).
+    pub(crate) fn cancel(&self) -> bool {
+        self.fail(Error::Cancelled, None)
+    }
+
+    /// The entry of generation `tag` expired, on the wheel (`cx` is `None`)
+    /// or on the connection's loop.
+    fn expired(self: &Arc<Self>, tag: u64, cx: Option<&mut LoopContext<'_>>) {
+        let now = self.clock.now();
+        let mut failure = None;
+        self.change(|link| {
+            let Some(due) = link.timers.expired(timers::generation_of(tag), now) else {
+                return;
+            };
+            if due.request {
+                failure = Some(TimeoutKind::Request);
+            } else if due.read {
+                // Silent for the whole period, or active since: then the
+                // timer moves to the end of the period after the last read.
+                let read_timeout = self.deadlines.read_timeout.unwrap_or_default();
+                match deadline_after(self.last_read(), read_timeout) {
+                    Some(silent_until) if now < silent_until => {
+                        link.timers.set(Timer::Read, Some(silent_until));
+                    }
+                    Some(_) => failure = Some(TimeoutKind::Read),
+                    None => link.timers.set(Timer::Read, None),
+                }
+            }
+            if failure.is_some() {
+                // Nothing to arm again: the exchange ends just after.
+                for timer in Timer::ALL {
+                    link.timers.set(timer, None);
+                }
+            }
+        });
+        if let Some(kind) = failure {
+            let duration = match kind {
+                TimeoutKind::Read => self.deadlines.read_timeout,
+                _ => self.deadlines.request_timeout,
+            };
+            let error = Error::timeout_of(kind, self.remote_name(), duration.unwrap_or_default());
+            self.fail(error, cx);
+        }
+    }
+
+    /// The scheduler of the entry of generation `tag` stopped (a caller's
+    /// wheel stopped, a loop shut down) with it armed: nothing else would end
+    /// the exchange.
+    fn scheduler_stopped(self: &Arc<Self>, tag: u64) {
+        let live = lock(&self.link).timers.stopped(timers::generation_of(tag));
+        if live {
+            self.fail(Error::ClientClosed, None);
+        }
+    }
+
+    pub(crate) fn poll_outcome(&self, cx: &mut Context<'_>) -> Poll<Result<ResponseParts, Error>> {
+        self.outcome.poll(cx)
+    }
+
+    pub(crate) fn wait(&self) -> Result<ResponseParts, Error> {
+        self.outcome.wait()
+    }
+}
+
+impl LoopTimeout for Exchange {
+    fn expire(self: Arc<Self>, tag: u64, cx: &mut LoopContext<'_>) {
+        self.expired(tag, Some(cx));
+    }
+
+    fn stopped(self: Arc<Self>, tag: u64) {
+        self.scheduler_stopped(tag);
+    }
+}
+
+impl WheelTask for Exchange {
+    fn fire(self: Arc<Self>, tag: u64) {
+        self.expired(tag, None);
+    }
+
+    fn stopped(self: Arc<Self>, tag: u64) {
+        self.scheduler_stopped(tag);
+    }
+}

@@ -1,0 +1,109 @@
+//! [`Outcome`]: how the result of an exchange reaches its caller — a waker
+//! for a poll, a condition variable for a blocking wait.
+
+use crate::sync::lock;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex};
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+/// The panic of a future polled again after it returned its outcome.
+pub(crate) const POLLED_AFTER_COMPLETION: &str = "ResponseFuture polled after it completed";
+/// The panic of `wait` on a future already polled to completion.
+pub(crate) const WAITED_AFTER_COMPLETION: &str =
+    "ResponseFuture::wait after it completed (a poll already returned its outcome)";
+
+/// How long [`Outcome::wait`] yields before it blocks.
+const WAIT_SPIN: Duration = Duration::from_micros(50);
+
+struct Slot<T> {
+    result: Option<T>,
+    waker: Option<Waker>,
+    taken: bool,
+    /// A thread is blocked in `wait` (saves a futex wake when none is).
+    blocked: bool,
+}
+
+/// A result delivered once, by any thread, to one poller or waiter.
+pub(crate) struct Outcome<T> {
+    /// Set once the result is stored: what `wait` spins on, and what
+    /// "the next poll is ready" means.
+    settled: AtomicBool,
+    slot: Mutex<Slot<T>>,
+    ready: Condvar,
+}
+
+impl<T> Default for Outcome<T> {
+    fn default() -> Self {
+        Outcome {
+            settled: AtomicBool::new(false),
+            slot: Mutex::new(Slot {
+                result: None,
+                waker: None,
+                taken: false,
+                blocked: false,
+            }),
+            ready: Condvar::new(),
+        }
+    }
+}
+
+impl<T> Outcome<T> {
+    pub(crate) fn is_settled(&self) -> bool {
+        self.settled.load(Ordering::Acquire)
+    }
+
+    /// Stores the result and wakes whoever waits for it (outside the lock).
+    pub(crate) fn deliver(&self, result: T) {
+        let (waker, blocked) = {
+            let mut slot = lock(&self.slot);
+            slot.result = Some(result);
+            (slot.waker.take(), slot.blocked)
+        };
+        self.settled.store(true, Ordering::Release);
+        if blocked {
+            self.ready.notify_all();
+        }
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+
+    pub(crate) fn poll(&self, cx: &mut Context<'_>) -> Poll<T> {
+        let mut slot = lock(&self.slot);
+        if let Some(result) = slot.result.take() {
+            slot.taken = true;
+            return Poll::Ready(result);
+        }
+        assert!(!slot.taken, "{POLLED_AFTER_COMPLETION}");
+        match &slot.waker {
+            Some(waker) if waker.will_wake(cx.waker()) => {}
+            _ => slot.waker = Some(cx.waker().clone()),
+        }
+        Poll::Pending
+    }
+
+    pub(crate) fn wait(&self) -> T {
+        // A loopback or LAN answer often comes back within tens of
+        // microseconds: yield for a short while before blocking, which
+        // spares both sides a futex sleep and wake-up.
+        let spin_until = Instant::now() + WAIT_SPIN;
+        while !self.is_settled() && Instant::now() < spin_until {
+            std::thread::yield_now();
+        }
+        let mut slot = lock(&self.slot);
+        loop {
+            if let Some(result) = slot.result.take() {
+                slot.taken = true;
+                return result;
+            }
+            // Polled to completion before: nothing will ever come.
+            assert!(!slot.taken, "{WAITED_AFTER_COMPLETION}");
+            slot.blocked = true;
+            slot = self
+                .ready
+                .wait(slot)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+    }
+}

@@ -1,0 +1,293 @@
+//! [`TimerTable`]: the named timers of one exchange, and the one scheduler
+//! entry that stands for the nearest of them.
+//!
+//! Modelled on quinn-proto's `connection/timer.rs`: each named [`Timer`]
+//! holds a deadline or none, and what is armed is the table's `min`. The
+//! table arms a single entry at a time — on the home loop's heap in
+//! event-loop mode once the exchange runs on a connection, else on the wheel
+//! — and moves it whenever the `min` or the home changes.
+//!
+//! # Ground rules
+//!
+//! * Deadlines are absolute: the request deadline is fixed at submission,
+//!   and moving the entry never restarts a countdown.
+//! * Every arm carries a new **generation** (its tag). An expiry whose
+//!   generation is not the armed entry's is stale — it was popped by its
+//!   scheduler before a cancel could reach it — and does nothing: it can
+//!   neither fire nor clear a newer arm.
+//! * The table is only changed under its exchange's lock, and arming
+//!   records its handle before that lock is released; cancelling a replaced
+//!   entry happens after the unlock (the caller does it, from [`Changed`]),
+//!   since what it drops may be the last reference to the exchange. Either
+//!   an arm sees the table ended, or the end sees the entry: no entry is
+//!   left that nobody will cancel.
+//! * Nothing is armed before [`start`](TimerTable::start): arming is never
+//!   done in a constructor, so an expiry can never find a half-built
+//!   exchange. `start` is idempotent.
+//! * A home loop that is shutting down may still reject the arm; the entry
+//!   then falls back to the wheel. A wheel that has stopped refuses: the
+//!   caller must end the exchange ([`Changed::refused`]), nothing else would.
+
+use crate::event_loop::{LoopTimeout, LoopTimerKey, TimeoutScheduler};
+use std::sync::Arc;
+use std::time::Instant;
+use tickless_timer::{HashedWheelTimer, WheelTask, WheelTimeout};
+
+/// The named timers of an exchange.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Timer {
+    /// The whole exchange: fixed at submission.
+    Request,
+    /// The server's silence: checked at this deadline against the last read.
+    Read,
+}
+
+impl Timer {
+    const COUNT: usize = 2;
+    /// In order of precedence when several are due at once.
+    pub(crate) const ALL: [Timer; Timer::COUNT] = [Timer::Request, Timer::Read];
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Where the table's entry is armed.
+pub(crate) enum Armed {
+    Wheel(WheelTimeout),
+    Loop(Arc<dyn TimeoutScheduler>, LoopTimerKey),
+}
+
+impl Armed {
+    /// Disarms it. Whether it was still armed does not matter to the
+    /// table: a late expiry is stale by its generation.
+    pub(crate) fn cancel(self) {
+        match self {
+            Armed::Wheel(timeout) => {
+                timeout.cancel();
+            }
+            Armed::Loop(scheduler, key) => {
+                scheduler.cancel(key);
+            }
+        }
+    }
+
+    /// Whether it is on a loop (not the wheel).
+    #[cfg(test)]
+    fn on_loop(&self) -> bool {
+        matches!(self, Armed::Loop(..))
+    }
+}
+
+struct Entry {
+    deadline: Instant,
+    generation: u32,
+    /// The home it was armed for (it may have fallen back to the wheel).
+    home_epoch: u32,
+    armed: Armed,
+}
+
+/// What a change to the table leaves the caller to do once it has
+/// released the exchange's lock.
+#[must_use]
+#[derive(Default)]
+pub(crate) struct Changed {
+    /// The entry that was replaced: cancel it.
+    pub(crate) cancel: Option<Armed>,
+    /// The wheel has stopped and refused the arm: end the exchange, with
+    /// nothing armed to end it otherwise.
+    pub(crate) refused: bool,
+}
+
+/// What an expiry found due.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Due {
+    pub(crate) request: bool,
+    pub(crate) read: bool,
+}
+
+/// The timers of one exchange. See the [module documentation](self).
+#[derive(Default)]
+pub(crate) struct TimerTable {
+    deadlines: [Option<Instant>; Timer::COUNT],
+    /// Where entries go: the scheduler of the loop that owns the exchange's
+    /// connection, or the wheel (`None`).
+    home: Option<Arc<dyn TimeoutScheduler>>,
+    /// Bumped on every change of `home`.
+    home_epoch: u32,
+    entry: Option<Entry>,
+    generation: u32,
+    started: bool,
+    ended: bool,
+}
+
+impl TimerTable {
+    /// The deadline of `timer`, if it is set.
+    pub(crate) fn get(&self, timer: Timer) -> Option<Instant> {
+        self.deadlines[timer.index()]
+    }
+
+    /// The nearest deadline of the table.
+    pub(crate) fn next_deadline(&self) -> Option<Instant> {
+        self.deadlines.iter().flatten().min().copied()
+    }
+
+    /// Whether an entry is armed, and where.
+    #[cfg(test)]
+    fn armed(&self) -> Option<&Armed> {
+        self.entry.as_ref().map(|entry| &entry.armed)
+    }
+
+    pub(crate) fn is_ended(&self) -> bool {
+        self.ended
+    }
+
+    /// A table whose request timer is set to `request_deadline`; nothing
+    /// is armed until [`start`](Self::start).
+    pub(crate) fn new(request_deadline: Option<Instant>) -> TimerTable {
+        let mut table = TimerTable::default();
+        table.set(Timer::Request, request_deadline);
+        table
+    }
+
+    /// Lets the table arm from the next [`sync`](Self::sync) on (idempotent).
+    pub(crate) fn start(&mut self) {
+        self.started = true;
+    }
+
+    /// Sets or clears `timer` (armed by the next [`sync`](Self::sync)).
+    pub(crate) fn set(&mut self, timer: Timer, deadline: Option<Instant>) {
+        self.deadlines[timer.index()] = deadline;
+    }
+
+    /// Makes `home` (a loop's scheduler, or the wheel) where the entry is
+    /// armed from the next [`sync`](Self::sync) on, keeping every deadline.
+    pub(crate) fn set_home(&mut self, home: Option<Arc<dyn TimeoutScheduler>>) {
+        let same = match (&self.home, &home) {
+            (None, None) => true,
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        };
+        if !same {
+            self.home = home;
+            self.home_epoch = self.home_epoch.wrapping_add(1);
+        }
+    }
+
+    /// Ends the table: nothing is armed any more, ever. Returns the entry to
+    /// cancel.
+    pub(crate) fn end(&mut self) -> Option<Armed> {
+        self.ended = true;
+        self.deadlines = [None; Timer::COUNT];
+        self.entry.take().map(|entry| entry.armed)
+    }
+
+    /// The entry of `generation` expired at `now`: what is due, or `None`
+    /// if the expiry is stale (or the table ended). The entry is gone
+    /// either way; the caller handles what is due and then [`sync`](Self::sync)s.
+    pub(crate) fn expired(&mut self, generation: u32, now: Instant) -> Option<Due> {
+        if self.ended || self.entry.as_ref()?.generation != generation {
+            return None;
+        }
+        self.entry = None;
+        let due = |timer: Timer| self.get(timer).is_some_and(|deadline| deadline <= now);
+        Some(Due {
+            request: due(Timer::Request),
+            read: due(Timer::Read),
+        })
+    }
+
+    /// The scheduler of the entry of `generation` stopped with it armed:
+    /// returns whether that was the live entry (the exchange must then
+    /// end, nothing else will end it).
+    pub(crate) fn stopped(&mut self, generation: u32) -> bool {
+        if self.ended
+            || self
+                .entry
+                .as_ref()
+                .is_none_or(|e| e.generation != generation)
+        {
+            return false;
+        }
+        self.entry = None;
+        true
+    }
+
+    /// Brings the armed entry in line with the table: one entry, for the
+    /// nearest deadline, at the home — replacing the one there is unless it
+    /// already is that. Call it after every change, under the same lock.
+    pub(crate) fn sync<T: Target>(&mut self, target: &Arc<T>, wheel: &HashedWheelTimer) -> Changed {
+        let want = self.next_deadline().filter(|_| self.started && !self.ended);
+        let current = self
+            .entry
+            .as_ref()
+            .map(|entry| (entry.deadline, entry.home_epoch));
+        if current == want.map(|deadline| (deadline, self.home_epoch)) {
+            return Changed::default();
+        }
+        let cancel = self.entry.take().map(|entry| entry.armed);
+        let Some(deadline) = want else {
+            return Changed {
+                cancel,
+                refused: false,
+            };
+        };
+        self.generation = self.generation.wrapping_add(1);
+        let tag = u64::from(self.generation);
+        match self.arm(deadline, tag, target, wheel) {
+            Some(armed) => {
+                self.entry = Some(Entry {
+                    deadline,
+                    generation: self.generation,
+                    home_epoch: self.home_epoch,
+                    armed,
+                });
+                Changed {
+                    cancel,
+                    refused: false,
+                }
+            }
+            None => Changed {
+                cancel,
+                refused: true,
+            },
+        }
+    }
+
+    /// Arms at the home, falling back to the wheel if the home loop is
+    /// shutting down; `None` if the wheel has stopped.
+    fn arm<T: Target>(
+        &self,
+        deadline: Instant,
+        tag: u64,
+        target: &Arc<T>,
+        wheel: &HashedWheelTimer,
+    ) -> Option<Armed> {
+        if let Some(home) = &self.home {
+            if !home.is_shutting_down() {
+                // Err: shutting down after all, and the wheel carries it.
+                if let Ok(key) = home.schedule(deadline, target.clone(), tag) {
+                    return Some(Armed::Loop(home.clone(), key));
+                }
+            }
+        }
+        wheel
+            .arm_task(deadline, target.clone(), tag)
+            .ok()
+            .map(Armed::Wheel)
+    }
+}
+
+/// What the entries of a table expire into: its exchange (or a test's
+/// stand-in), on a loop or on the wheel.
+pub(crate) trait Target: LoopTimeout + WheelTask {}
+
+impl<T: LoopTimeout + WheelTask> Target for T {}
+
+/// The generation an entry's tag carries.
+pub(crate) fn generation_of(tag: u64) -> u32 {
+    tag as u32
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,336 @@
+//! The timer table in virtual time: a manual clock, the real wheel on it,
+//! and a double for a loop's scheduler that the test pops by hand — so the
+//! races of a loop (an expiry popped before a cancel reaches it, a loop that
+//! rejects after saying it would not) happen exactly when the test says.
+
+use super::*;
+use crate::event_loop::{LoopContext, Rejected};
+use crate::sync::lock;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::thread::ThreadId;
+use std::time::Duration;
+use tickless_timer::{Clock, DeadlineHeap, ManualClock};
+
+/// What an expiry found, as the probe recorded it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Seen {
+    Due(Due),
+    Stale,
+    Stopped { live: bool },
+}
+
+/// Stands for an exchange: owns a table, and handles its expiries the way
+/// an exchange does (what is due is recorded, the rest re-armed).
+struct Probe {
+    table: Mutex<TimerTable>,
+    wheel: HashedWheelTimer,
+    clock: ManualClock,
+    seen: Mutex<Vec<Seen>>,
+}
+
+impl Probe {
+    fn change(self: &Arc<Self>, f: impl FnOnce(&mut TimerTable)) {
+        let changed = {
+            let mut table = lock(&self.table);
+            f(&mut table);
+            table.sync(self, &self.wheel)
+        };
+        assert!(!changed.refused, "the wheel refused");
+        if let Some(armed) = changed.cancel {
+            armed.cancel();
+        }
+    }
+
+    fn on_expiry(self: &Arc<Self>, tag: u64) {
+        let now = self.clock.now();
+        let mut seen = Seen::Stale;
+        self.change(|table| {
+            if let Some(due) = table.expired(generation_of(tag), now) {
+                seen = Seen::Due(due);
+                // Handled: what was due is cleared.
+                if due.request {
+                    table.set(Timer::Request, None);
+                }
+                if due.read {
+                    table.set(Timer::Read, None);
+                }
+            }
+        });
+        lock(&self.seen).push(seen);
+    }
+
+    fn on_stopped(self: &Arc<Self>, tag: u64) {
+        let live = lock(&self.table).stopped(generation_of(tag));
+        lock(&self.seen).push(Seen::Stopped { live });
+    }
+
+    fn seen(&self) -> Vec<Seen> {
+        lock(&self.seen).clone()
+    }
+
+    /// Whether the entry is on a loop (`Some(true)`), the wheel, or nowhere.
+    fn placed(&self) -> Option<bool> {
+        lock(&self.table).armed().map(Armed::on_loop)
+    }
+}
+
+impl LoopTimeout for Probe {
+    fn expire(self: Arc<Self>, tag: u64, _cx: &mut LoopContext<'_>) {
+        self.on_expiry(tag);
+    }
+    fn stopped(self: Arc<Self>, tag: u64) {
+        self.on_stopped(tag);
+    }
+}
+
+impl WheelTask for Probe {
+    fn fire(self: Arc<Self>, tag: u64) {
+        self.on_expiry(tag);
+    }
+    fn stopped(self: Arc<Self>, tag: u64) {
+        self.on_stopped(tag);
+    }
+}
+
+/// A loop's scheduler that never runs anything by itself.
+#[derive(Default)]
+struct LoopDouble {
+    heap: Mutex<DeadlineHeap<u64>>,
+    shutting_down: AtomicBool,
+    /// Says "not shutting down", then rejects every schedule.
+    rejects: AtomicBool,
+}
+
+impl LoopDouble {
+    /// Pops what is due at `now` as the loop would, returning the tags.
+    fn pop_due(&self, now: Instant) -> Vec<u64> {
+        let mut heap = lock(&self.heap);
+        std::iter::from_fn(|| heap.pop_due(now).map(|(_, tag)| tag)).collect()
+    }
+
+    fn armed(&self) -> usize {
+        lock(&self.heap).len()
+    }
+}
+
+impl TimeoutScheduler for LoopDouble {
+    fn thread_id(&self) -> ThreadId {
+        std::thread::current().id()
+    }
+    fn is_shutting_down(&self) -> bool {
+        self.shutting_down.load(Ordering::SeqCst)
+    }
+    fn schedule(
+        &self,
+        deadline: Instant,
+        _timeout: Arc<dyn LoopTimeout>,
+        tag: u64,
+    ) -> Result<LoopTimerKey, Rejected> {
+        if self.rejects.load(Ordering::SeqCst) {
+            return Err(Rejected);
+        }
+        Ok(LoopTimerKey(lock(&self.heap).insert(deadline, tag)))
+    }
+    fn cancel(&self, key: LoopTimerKey) -> bool {
+        lock(&self.heap).cancel(key.0).is_some()
+    }
+}
+
+const SECOND: Duration = Duration::from_secs(1);
+
+/// A probe whose request deadline is 5 s from now, not started.
+fn probe() -> Arc<Probe> {
+    let clock = ManualClock::new();
+    let wheel = HashedWheelTimer::builder()
+        .tick(Duration::from_millis(1))
+        .clock(Arc::new(clock.clone()))
+        .build()
+        .unwrap();
+    let deadline = clock.now() + 5 * SECOND;
+    Arc::new(Probe {
+        table: Mutex::new(TimerTable::new(Some(deadline))),
+        wheel,
+        clock,
+        seen: Mutex::new(Vec::new()),
+    })
+}
+
+fn due(request: bool, read: bool) -> Seen {
+    Seen::Due(Due { request, read })
+}
+
+#[test]
+fn nothing_is_armed_before_start_and_the_request_fires_at_its_deadline_not_before() {
+    let p = probe();
+    p.change(|_| {});
+    assert_eq!(p.placed(), None, "armed before start");
+    p.change(TimerTable::start);
+    assert_eq!(p.placed(), Some(false), "on the wheel");
+    p.clock.advance(5 * SECOND - Duration::from_nanos(1));
+    assert_eq!(p.seen(), []);
+    p.clock.advance(Duration::from_nanos(1));
+    assert_eq!(p.seen(), [due(true, false)]);
+    assert_eq!(p.wheel.stats().armed, 0);
+    // Starting again arms nothing more (idempotent, nothing left to arm).
+    p.change(TimerTable::start);
+    assert_eq!(p.placed(), None);
+}
+
+#[test]
+fn the_entry_follows_the_nearest_timer_and_never_leaves_an_old_one_armed() {
+    let p = probe();
+    p.change(TimerTable::start);
+    let now = p.clock.now();
+    p.change(|t| t.set(Timer::Read, Some(now + SECOND)));
+    assert_eq!(p.wheel.stats().armed, 1, "one entry, for the nearest");
+    p.clock.advance(SECOND);
+    assert_eq!(p.seen(), [due(false, true)]);
+    // The request timer is armed again after the read expiry.
+    assert_eq!(p.wheel.stats().armed, 1);
+    // A read deadline after the request's changes nothing armed.
+    let now = p.clock.now();
+    p.change(|t| t.set(Timer::Read, Some(now + 10 * SECOND)));
+    p.clock.advance(4 * SECOND);
+    assert_eq!(p.seen(), [due(false, true), due(true, false)]);
+    assert_eq!(p.wheel.stats().armed, 1, "the read timer is left");
+    p.change(|t| t.set(Timer::Read, None));
+    assert_eq!(p.wheel.stats().armed, 0);
+}
+
+#[test]
+fn a_rehome_moves_the_entry_to_the_loop_keeping_its_deadline() {
+    let p = probe();
+    let home = Arc::new(LoopDouble::default());
+    p.change(TimerTable::start);
+    p.change(|t| t.set_home(Some(home.clone())));
+    assert_eq!(p.placed(), Some(true));
+    assert_eq!((p.wheel.stats().armed, home.armed()), (0, 1));
+    p.clock.advance(5 * SECOND - Duration::from_nanos(1));
+    assert!(
+        home.pop_due(p.clock.now()).is_empty(),
+        "moved to a later deadline"
+    );
+    p.clock.advance(Duration::from_nanos(1));
+    let tags = home.pop_due(p.clock.now());
+    assert_eq!(tags.len(), 1, "the absolute deadline was kept");
+    p.on_expiry(tags[0]);
+    assert_eq!(p.seen(), [due(true, false)]);
+}
+
+/// #10, defect 2: the loop popped the read expiry before the re-home's
+/// cancel could reach it. The late expiry is stale and does nothing: it
+/// neither fires nor drops the entry armed on the new home.
+#[test]
+fn an_expiry_popped_before_a_rehome_is_stale_and_leaves_the_new_entry_alone() {
+    let p = probe();
+    let (old, new) = (
+        Arc::new(LoopDouble::default()),
+        Arc::new(LoopDouble::default()),
+    );
+    p.change(TimerTable::start);
+    p.change(|t| t.set_home(Some(old.clone())));
+    let now = p.clock.now();
+    p.change(|t| t.set(Timer::Read, Some(now + SECOND)));
+    p.clock.advance(SECOND);
+    // Popped by the old loop, not yet run...
+    let popped = old.pop_due(p.clock.now());
+    assert_eq!(popped.len(), 1);
+    // ...when the exchange moves to a new connection (a retry): its read
+    // timer goes, the request timer moves to the new loop.
+    p.change(|t| {
+        t.set(Timer::Read, None);
+        t.set_home(Some(new.clone()));
+    });
+    assert_eq!(new.armed(), 1);
+    p.on_expiry(popped[0]);
+    assert_eq!(p.seen(), [Seen::Stale]);
+    assert_eq!(new.armed(), 1, "the new entry is still armed");
+    assert_eq!(p.placed(), Some(true));
+    // And it is the one that fires, at the request deadline.
+    p.clock.advance(4 * SECOND);
+    let tags = new.pop_due(p.clock.now());
+    p.on_expiry(tags[0]);
+    assert_eq!(p.seen(), [Seen::Stale, due(true, false)]);
+}
+
+/// #10, defects 1 and 3: a detach (the connection failed under a request
+/// that is retried) takes the read timer with it and puts the request
+/// timer back on the wheel — not on the loop it left.
+#[test]
+fn a_detach_stops_the_read_timer_and_moves_the_request_timer_to_the_wheel() {
+    let p = probe();
+    let home = Arc::new(LoopDouble::default());
+    p.change(TimerTable::start);
+    p.change(|t| t.set_home(Some(home.clone())));
+    let now = p.clock.now();
+    p.change(|t| t.set(Timer::Read, Some(now + SECOND)));
+    p.change(|t| {
+        t.set(Timer::Read, None);
+        t.set_home(None);
+    });
+    assert_eq!(home.armed(), 0, "nothing left on the loop it left");
+    assert_eq!(p.placed(), Some(false));
+    // Waiting in the queue past the read timeout is no read timeout.
+    p.clock.advance(2 * SECOND);
+    assert_eq!(p.seen(), []);
+    p.clock.advance(3 * SECOND);
+    assert_eq!(p.seen(), [due(true, false)]);
+}
+
+#[test]
+fn a_loop_that_rejects_after_saying_it_would_not_falls_back_to_the_wheel() {
+    let p = probe();
+    let home = Arc::new(LoopDouble::default());
+    home.rejects.store(true, Ordering::SeqCst);
+    p.change(TimerTable::start);
+    p.change(|t| t.set_home(Some(home.clone())));
+    assert_eq!(p.placed(), Some(false));
+    // A loop that says it is shutting down is not even asked.
+    let closing = Arc::new(LoopDouble::default());
+    closing.shutting_down.store(true, Ordering::SeqCst);
+    p.change(|t| t.set_home(Some(closing.clone())));
+    assert_eq!((p.placed(), closing.armed()), (Some(false), 0));
+    p.clock.advance(5 * SECOND);
+    assert_eq!(p.seen(), [due(true, false)]);
+}
+
+/// #10, defect 4: a wheel that stops tells the live entry so, explicitly;
+/// an entry already replaced is told nothing it would act on.
+#[test]
+fn a_stopped_wheel_tells_the_live_entry() {
+    let p = probe();
+    p.change(TimerTable::start);
+    let now = p.clock.now();
+    p.change(|t| t.set(Timer::Read, Some(now + SECOND)));
+    drop(p.wheel.stop());
+    assert_eq!(p.seen(), [Seen::Stopped { live: true }]);
+    assert_eq!(p.placed(), None);
+    // Arming again is refused: the caller ends the exchange.
+    let changed = {
+        let mut table = lock(&p.table);
+        table.set(Timer::Read, Some(now + 2 * SECOND));
+        table.sync(&p, &p.wheel)
+    };
+    assert!(changed.refused);
+}
+
+#[test]
+fn an_ended_table_arms_nothing_and_every_late_expiry_is_stale() {
+    let p = probe();
+    let home = Arc::new(LoopDouble::default());
+    p.change(TimerTable::start);
+    p.change(|t| t.set_home(Some(home.clone())));
+    p.clock.advance(5 * SECOND);
+    let popped = home.pop_due(p.clock.now());
+    let armed = lock(&p.table).end();
+    assert!(armed.is_some());
+    armed.unwrap().cancel();
+    p.on_expiry(popped[0]);
+    p.change(|t| t.set(Timer::Read, Some(p.clock.now() + SECOND)));
+    assert_eq!(p.seen(), [Seen::Stale]);
+    assert_eq!(
+        (p.placed(), home.armed(), p.wheel.stats().armed),
+        (None, 0, 0)
+    );
+}

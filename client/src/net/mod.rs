@@ -1,0 +1,12 @@
+//! The network under a connection: where it goes ([`Origin`]), the socket
+//! that gets there ([`socket`]), and the byte stream over it, plain or TLS
+//! ([`Transport`], configured by [`tls`]). Nothing here knows of exchanges,
+//! loops or HTTP.
+
+mod origin;
+pub(crate) mod socket;
+pub(crate) mod tls;
+mod transport;
+
+pub use origin::{Origin, Scheme};
+pub(crate) use transport::{Handshake, HandshakeError, Transport};

@@ -1,0 +1,144 @@
+//! [`Origin`]: scheme, host and port — what a pooled connection can serve.
+
+use crate::error::InvalidRequest;
+use std::fmt;
+
+/// The scheme of an origin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Scheme {
+    /// Plain HTTP.
+    Http,
+    /// HTTP over TLS.
+    Https,
+}
+
+/// Where a request goes: connections are pooled per origin.
+///
+/// Two URIs have the same origin when their schemes, hosts and ports are
+/// the same, with host names compared case-insensitively and IP literals by
+/// value (RFC 3986 §6.2.2.1): `http://LOCALHOST:8080/` and
+/// `http://localhost:8080/` share connections, as do `http://[::1]/` and
+/// `http://[0:0::1]/`. The host is kept in that normal form.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Origin {
+    /// http or https.
+    pub scheme: Scheme,
+    /// The host, without brackets for IPv6: a DNS name in lower case, or an
+    /// IP address as [`IpAddr`](std::net::IpAddr) displays it.
+    pub host: String,
+    /// The port, the scheme's default if the URI has none.
+    pub port: u16,
+}
+
+impl Origin {
+    /// The origin of an absolute http(s) URI.
+    pub fn of(uri: &http::Uri) -> Result<Origin, InvalidRequest> {
+        let scheme = match uri.scheme_str() {
+            Some(s) if s.eq_ignore_ascii_case("http") => Scheme::Http,
+            Some(s) if s.eq_ignore_ascii_case("https") => Scheme::Https,
+            _ => return Err(InvalidRequest::Scheme(uri.to_string())),
+        };
+        let host = uri
+            .host()
+            .filter(|h| !h.is_empty())
+            .ok_or_else(|| InvalidRequest::Host(uri.to_string()))?;
+        let host = normal_host(host.trim_start_matches('[').trim_end_matches(']'));
+        let port = match (uri.port_u16(), written_port(uri)) {
+            (Some(port), _) => port,
+            // Digits `http` did not take for a port: too large for 16 bits.
+            (None, Some(written)) if !written.is_empty() => {
+                return Err(InvalidRequest::Port(uri.to_string()))
+            }
+            (None, _) => match scheme {
+                Scheme::Http => 80,
+                Scheme::Https => 443,
+            },
+        };
+        Ok(Origin { scheme, host, port })
+    }
+}
+
+/// `host` in the form origins compare by: an IPv6 address as it displays,
+/// anything else in ASCII lower case.
+fn normal_host(host: &str) -> String {
+    // An IPv6 literal is the only host with a colon, and the only one with
+    // several spellings of one address; an IPv4 literal has one (the URI
+    // grammar's dotted decimal is `Ipv4Addr`'s display form).
+    if host.contains(':') {
+        if let Ok(ip) = host.parse::<std::net::Ipv6Addr>() {
+            return ip.to_string();
+        }
+    }
+    host.to_ascii_lowercase()
+}
+
+/// What follows the host in the URI's authority after a `:`, if anything
+/// does (`http` drops a port that does not fit in a `u16`).
+fn written_port(uri: &http::Uri) -> Option<&str> {
+    let authority = uri.authority()?.as_str();
+    let host_and_port = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, rest)| rest);
+    let after_host = match host_and_port.strip_prefix('[') {
+        Some(bracketed) => bracketed.split_once(']')?.1,
+        None => host_and_port
+            .find(':')
+            .map_or("", |colon| &host_and_port[colon..]),
+    };
+    after_host.strip_prefix(':')
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.host.contains(':') {
+            write!(f, "[{}]:{}", self.host, self.port)
+        } else {
+            write!(f, "{}:{}", self.host, self.port)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origins_of_uris() {
+        let of = |s: &str| Origin::of(&s.parse().unwrap());
+        assert_eq!(of("http://a.example/x").unwrap().port, 80);
+        assert_eq!(of("https://a.example/x").unwrap().port, 443);
+        assert_eq!(of("http://[::1]:8080/").unwrap().to_string(), "[::1]:8080");
+        assert!(matches!(of("ftp://a/"), Err(InvalidRequest::Scheme(_))));
+        assert!(matches!(of("/relative"), Err(InvalidRequest::Scheme(_))));
+        assert_eq!(of("http://a.example:65535/").unwrap().port, 65535);
+        assert_eq!(of("http://user:pw@a.example/").unwrap().port, 80);
+        assert_eq!(of("http://a.example:/").unwrap().port, 80);
+        // Hosts compare case-insensitively, IP literals by value.
+        assert_eq!(
+            of("http://A.Example/").unwrap(),
+            of("http://a.example:80/").unwrap()
+        );
+        assert_eq!(
+            of("HTTP://[0:0::1]/").unwrap(),
+            of("http://[::1]/").unwrap()
+        );
+        assert_eq!(
+            of("http://[::FFFF:7f00:1]/").unwrap().host,
+            "::ffff:127.0.0.1"
+        );
+        assert_ne!(
+            of("http://a.example/").unwrap(),
+            of("https://a.example/").unwrap()
+        );
+        for out_of_range in [
+            "http://a.example:65536/",
+            "https://[::1]:99999/",
+            "http://user:pw@a.example:70000/",
+        ] {
+            assert!(
+                matches!(of(out_of_range), Err(InvalidRequest::Port(_))),
+                "{out_of_range}"
+            );
+        }
+    }
+}

@@ -1,0 +1,351 @@
+//! Response heads: parsing with httparse, and the framing decision.
+
+use http::header::{CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING};
+use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, Version};
+
+use super::body::BodyKind;
+use super::error::DecodeError;
+use super::limits::Limits;
+
+/// A decoded response head (status line and headers).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResponseHead {
+    /// The status code (never 1xx: interim responses are skipped).
+    pub status: StatusCode,
+    /// `HTTP_10` or `HTTP_11`.
+    pub version: Version,
+    /// The header fields, in order.
+    pub headers: HeaderMap,
+}
+
+/// Outcome of [`parse_head`].
+pub(crate) enum Parsed {
+    /// The head is not complete in the input yet.
+    Partial,
+    /// A complete head of this many bytes.
+    Complete(usize, ResponseHead),
+}
+
+/// Room for the header fields of `window`: `max_headers` of them, or as
+/// many as its bytes can hold (a field line is at least `a:` and CRLF)
+/// when that is fewer — so a huge limit allocates nothing huge, and a
+/// window with more fields than the limit still reads as too many.
+fn header_slots<'h>(window: &[u8], limits: &Limits) -> Vec<httparse::Header<'h>> {
+    let fit = window.len() / 4 + 1;
+    vec![httparse::EMPTY_HEADER; limits.max_headers.min(fit)]
+}
+
+/// Parses one response head at the start of `input`.
+pub(crate) fn parse_head(input: &[u8], limits: &Limits) -> Result<Parsed, DecodeError> {
+    // Parse at most `max_head_bytes`: bounds the work and the buffering.
+    let window = &input[..input.len().min(limits.max_head_bytes)];
+    let mut headers = header_slots(window, limits);
+    let mut res = httparse::Response::new(&mut headers);
+    match res.parse(window) {
+        Ok(httparse::Status::Partial) => {
+            if input.len() > limits.max_head_bytes {
+                Err(DecodeError::HeadTooLarge {
+                    limit: limits.max_head_bytes,
+                })
+            } else {
+                Ok(Parsed::Partial)
+            }
+        }
+        Ok(httparse::Status::Complete(n)) => {
+            let version = match res.version {
+                Some(0) => Version::HTTP_10,
+                Some(1) => Version::HTTP_11,
+                _ => return Err(DecodeError::BadVersion),
+            };
+            let status = res
+                .code
+                .and_then(|c| StatusCode::from_u16(c).ok())
+                .ok_or(DecodeError::InvalidStatusCode)?;
+            let headers = to_header_map(res.headers)?;
+            Ok(Parsed::Complete(
+                n,
+                ResponseHead {
+                    status,
+                    version,
+                    headers,
+                },
+            ))
+        }
+        Err(httparse::Error::TooManyHeaders) => Err(DecodeError::TooManyHeaders {
+            limit: limits.max_headers,
+        }),
+        // Classify only once the offending line is complete (or the window is
+        // full): the error must not depend on how the input was split.
+        Err(e) => match classify(window, true, e, input.len() >= limits.max_head_bytes) {
+            Some(e) => Err(e),
+            None => Ok(Parsed::Partial),
+        },
+    }
+}
+
+/// Parses a trailer section (header lines up to and including the empty
+/// line) at the start of `input`. `Ok(None)`: not complete yet.
+pub(crate) fn parse_trailers(
+    input: &[u8],
+    limits: &Limits,
+) -> Result<Option<(usize, HeaderMap)>, DecodeError> {
+    let too_large = DecodeError::TrailersTooLarge {
+        limit: limits.max_trailer_bytes,
+    };
+    let window = &input[..input.len().min(limits.max_trailer_bytes)];
+    let mut headers = header_slots(window, limits);
+    match httparse::parse_headers(window, &mut headers) {
+        Ok(httparse::Status::Partial) if input.len() > limits.max_trailer_bytes => Err(too_large),
+        Ok(httparse::Status::Partial) => Ok(None),
+        Ok(httparse::Status::Complete((n, fields))) => Ok(Some((n, to_header_map(fields)?))),
+        Err(httparse::Error::TooManyHeaders) => Err(DecodeError::TooManyHeaders {
+            limit: limits.max_headers,
+        }),
+        Err(e) => match classify(window, false, e, input.len() >= limits.max_trailer_bytes) {
+            Some(e) => Err(e),
+            None => Ok(None),
+        },
+    }
+}
+
+fn to_header_map(fields: &[httparse::Header<'_>]) -> Result<HeaderMap, DecodeError> {
+    let mut map = HeaderMap::with_capacity(fields.len());
+    for h in fields {
+        let name = HeaderName::from_bytes(h.name.as_bytes())
+            .map_err(|_| DecodeError::InvalidHeaderName)?;
+        let value =
+            HeaderValue::from_bytes(h.value).map_err(|_| DecodeError::InvalidHeaderValue)?;
+        map.append(name, value);
+    }
+    Ok(map)
+}
+
+/// httparse says only what kind of thing failed; find the offending line and
+/// say precisely what is wrong with it. `None`: the offending line is not
+/// complete yet and `input` can still grow (`!full`), so what is wrong with it
+/// (say, a missing colon or a bad name byte) depends on bytes still to come.
+fn classify(
+    input: &[u8],
+    has_status_line: bool,
+    fallback: httparse::Error,
+    full: bool,
+) -> Option<DecodeError> {
+    let mut rest = input;
+    if has_status_line {
+        // httparse skips empty lines before the status line.
+        while let Some(r) = rest
+            .strip_prefix(b"\r\n")
+            .or_else(|| rest.strip_prefix(b"\n"))
+        {
+            rest = r;
+        }
+        let (line, complete, r) = split_line(rest);
+        if !complete && !full {
+            return None;
+        }
+        if let Some(e) = check_status_line(line) {
+            return Some(e);
+        }
+        rest = r;
+    }
+    let mut first = true;
+    loop {
+        let (line, complete, r) = split_line(rest);
+        if line.is_empty() && complete {
+            break;
+        }
+        if !complete && !full {
+            return None;
+        }
+        if let Some(e) = check_field_line(line, complete, first) {
+            return Some(e);
+        }
+        if !complete {
+            break;
+        }
+        first = false;
+        rest = r;
+    }
+    Some(match fallback {
+        httparse::Error::HeaderName => DecodeError::InvalidHeaderName,
+        httparse::Error::HeaderValue | httparse::Error::NewLine => DecodeError::InvalidHeaderValue,
+        httparse::Error::Status => DecodeError::InvalidStatusCode,
+        httparse::Error::Version => DecodeError::BadVersion,
+        _ => DecodeError::InvalidStatusLine,
+    })
+}
+
+/// Splits off one line: (line without CR LF, whether a LF ended it, rest).
+fn split_line(input: &[u8]) -> (&[u8], bool, &[u8]) {
+    match input.iter().position(|&b| b == b'\n') {
+        Some(i) => {
+            let line = &input[..i];
+            (
+                line.strip_suffix(b"\r").unwrap_or(line),
+                true,
+                &input[i + 1..],
+            )
+        }
+        None => (input, false, &[]),
+    }
+}
+
+fn check_status_line(line: &[u8]) -> Option<DecodeError> {
+    let Some(after) = line.strip_prefix(b"HTTP/") else {
+        return Some(DecodeError::InvalidStatusLine);
+    };
+    let (version, after) = match after.iter().position(|&b| b == b' ') {
+        Some(i) => (&after[..i], &after[i + 1..]),
+        None => (after, &[][..]),
+    };
+    if version != b"1.0" && version != b"1.1" {
+        return Some(DecodeError::BadVersion);
+    }
+    let code_len = after.iter().position(|&b| b == b' ').unwrap_or(after.len());
+    let code = &after[..code_len];
+    if code.is_empty() && after.is_empty() && !line.ends_with(b" ") {
+        return Some(DecodeError::InvalidStatusLine); // no status code at all
+    }
+    if code.len() != 3 || !code.iter().all(u8::is_ascii_digit) {
+        return Some(DecodeError::InvalidStatusCode);
+    }
+    let reason = &after[code_len..];
+    if reason
+        .iter()
+        .any(|&b| b != b'\t' && (b < 0x20 || b == 0x7f))
+    {
+        return Some(DecodeError::InvalidStatusLine);
+    }
+    None
+}
+
+fn check_field_line(line: &[u8], complete: bool, first: bool) -> Option<DecodeError> {
+    if line.first().is_some_and(|&b| b == b' ' || b == b'\t') {
+        return Some(if first {
+            DecodeError::InvalidHeaderName
+        } else {
+            DecodeError::ObsFold
+        });
+    }
+    let Some(colon) = line.iter().position(|&b| b == b':') else {
+        if complete {
+            return Some(DecodeError::HeaderWithoutColon);
+        }
+        // An unfinished line: httparse stopped at a byte that cannot be in a name.
+        return (!line.iter().all(|&b| is_tchar(b))).then_some(DecodeError::InvalidHeaderName);
+    };
+    let name = &line[..colon];
+    if name.is_empty() || !name.iter().all(|&b| is_tchar(b)) {
+        return Some(DecodeError::InvalidHeaderName);
+    }
+    let value = &line[colon + 1..];
+    if value.iter().any(|&b| b != b'\t' && (b < 0x20 || b == 0x7f)) {
+        return Some(DecodeError::InvalidHeaderValue);
+    }
+    None
+}
+
+fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+/// How the body of a response is framed, and whether the connection can be
+/// reused after it.
+pub(crate) fn framing(
+    head: &ResponseHead,
+    is_head: bool,
+    request_keep_alive: bool,
+    limits: &Limits,
+) -> Result<(BodyKind, bool), DecodeError> {
+    let headers = &head.headers;
+    let content_length = content_length(headers)?;
+    let has_te = headers.contains_key(TRANSFER_ENCODING);
+    if has_te && content_length.is_some() {
+        return Err(DecodeError::ContentLengthWithTransferEncoding);
+    }
+
+    let close = has_connection_token(headers, b"close");
+    let mut keep_alive = request_keep_alive
+        && !close
+        && (head.version == Version::HTTP_11 || has_connection_token(headers, b"keep-alive"));
+
+    let bodiless = is_head
+        || head.status.is_informational()
+        || head.status == StatusCode::NO_CONTENT
+        || head.status == StatusCode::NOT_MODIFIED;
+    let kind = if bodiless {
+        BodyKind::Length(0)
+    } else if has_te {
+        check_chunked(headers)?;
+        BodyKind::Chunked
+    } else if let Some(n) = content_length {
+        if let Some(limit) = limits.max_body_bytes {
+            if n > limit {
+                return Err(DecodeError::BodyTooLarge { limit });
+            }
+        }
+        BodyKind::Length(n)
+    } else {
+        keep_alive = false;
+        BodyKind::Eof
+    };
+    Ok((kind, keep_alive))
+}
+
+/// The single `Content-Length` value, if any. Repeated identical values (in
+/// several fields or a comma list) are one value (RFC 9112 §6.3).
+fn content_length(headers: &HeaderMap) -> Result<Option<u64>, DecodeError> {
+    let mut found: Option<u64> = None;
+    for value in headers.get_all(CONTENT_LENGTH) {
+        for item in value.as_bytes().split(|&b| b == b',') {
+            let item = item.trim_ascii();
+            if item.is_empty() || !item.iter().all(u8::is_ascii_digit) {
+                return Err(DecodeError::InvalidContentLength);
+            }
+            let n = item.iter().try_fold(0u64, |acc, &d| {
+                acc.checked_mul(10)?.checked_add(u64::from(d - b'0'))
+            });
+            let n = n.ok_or(DecodeError::InvalidContentLength)?;
+            match found {
+                Some(first) if first != n => {
+                    return Err(DecodeError::ConflictingContentLength { first, second: n })
+                }
+                _ => found = Some(n),
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// Accepts exactly one transfer coding, `chunked`, over all fields.
+fn check_chunked(headers: &HeaderMap) -> Result<(), DecodeError> {
+    let mut codings = headers
+        .get_all(TRANSFER_ENCODING)
+        .iter()
+        .flat_map(|v| v.as_bytes().split(|&b| b == b','))
+        .map(<[u8]>::trim_ascii)
+        .filter(|c| !c.is_empty());
+    let only_chunked = codings
+        .next()
+        .is_some_and(|c| c.eq_ignore_ascii_case(b"chunked"))
+        && codings.next().is_none();
+    if only_chunked {
+        return Ok(());
+    }
+    let all: Vec<String> = headers
+        .get_all(TRANSFER_ENCODING)
+        .iter()
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        .collect();
+    Err(DecodeError::UnknownTransferCoding(all.join(", ")))
+}
+
+/// Whether a `Connection` field of `headers` lists `token` (compared
+/// case-insensitively), e.g. `close` or `keep-alive`.
+pub fn has_connection_token(headers: &HeaderMap, token: &[u8]) -> bool {
+    headers
+        .get_all(CONNECTION)
+        .iter()
+        .flat_map(|v| v.as_bytes().split(|&b| b == b','))
+        .any(|t| t.trim_ascii().eq_ignore_ascii_case(token))
+}

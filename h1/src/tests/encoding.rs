@@ -1,0 +1,257 @@
+//! Request encoding: heads, framing headers and chunks.
+
+use super::*;
+
+fn encode(
+    method: Method,
+    uri: &str,
+    headers: &[(&str, &str)],
+    body: RequestBody,
+) -> Result<String, EncodeError> {
+    let uri: Uri = uri.parse().unwrap();
+    let mut map = HeaderMap::new();
+    for (name, value) in headers {
+        map.append(
+            http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+            value.parse().unwrap(),
+        );
+    }
+    let mut out = b"prefix:".to_vec();
+    let result = encode_request_head(&method, &uri, &map, body, &mut out);
+    let out = String::from_utf8(out).unwrap();
+    let written = out.strip_prefix("prefix:").unwrap().to_owned();
+    match result {
+        Ok(()) => Ok(written),
+        Err(e) => {
+            assert_eq!(written, "", "nothing is written on error");
+            Err(e)
+        }
+    }
+}
+
+#[test]
+fn encodes_get_with_query() {
+    assert_eq!(
+        encode(
+            Method::GET,
+            "http://example.com/a/b?x=1&y",
+            &[("accept", "*/*")],
+            RequestBody::Empty
+        )
+        .unwrap(),
+        "GET /a/b?x=1&y HTTP/1.1\r\nHost: example.com\r\naccept: */*\r\n\r\n"
+    );
+    assert_eq!(
+        encode(
+            Method::GET,
+            "https://example.com:8443",
+            &[],
+            RequestBody::Empty
+        )
+        .unwrap(),
+        "GET / HTTP/1.1\r\nHost: example.com:8443\r\n\r\n"
+    );
+    assert_eq!(
+        encode(Method::GET, "http://example.com?q", &[], RequestBody::Empty).unwrap(),
+        "GET /?q HTTP/1.1\r\nHost: example.com\r\n\r\n"
+    );
+    assert_eq!(
+        encode(
+            Method::GET,
+            "http://user:pw@[::1]:8080/",
+            &[],
+            RequestBody::Empty
+        )
+        .unwrap(),
+        "GET / HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n"
+    );
+    // No Content-Length for a bodiless GET or DELETE.
+    assert_eq!(
+        encode(Method::DELETE, "http://h/x", &[], RequestBody::Empty).unwrap(),
+        "DELETE /x HTTP/1.1\r\nHost: h\r\n\r\n"
+    );
+}
+
+#[test]
+fn encodes_post_with_length() {
+    assert_eq!(
+        encode(
+            Method::POST,
+            "http://h/submit",
+            &[("content-type", "text/plain")],
+            RequestBody::Length(5)
+        )
+        .unwrap(),
+        "POST /submit HTTP/1.1\r\nHost: h\r\ncontent-type: text/plain\r\nContent-Length: 5\r\n\r\n"
+    );
+    for method in [Method::POST, Method::PUT, Method::PATCH] {
+        let head = encode(method.clone(), "http://h/", &[], RequestBody::Empty).unwrap();
+        assert_eq!(
+            head,
+            format!("{method} / HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n")
+        );
+    }
+    // A matching caller header is kept and not repeated.
+    assert_eq!(
+        encode(
+            Method::PUT,
+            "http://h/",
+            &[("content-length", "5")],
+            RequestBody::Length(5)
+        )
+        .unwrap(),
+        "PUT / HTTP/1.1\r\nHost: h\r\ncontent-length: 5\r\n\r\n"
+    );
+}
+
+#[test]
+fn encodes_chunked() {
+    assert_eq!(
+        encode(Method::POST, "http://h/up", &[], RequestBody::Chunked).unwrap(),
+        "POST /up HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
+    );
+    assert_eq!(
+        encode(
+            Method::POST,
+            "http://h/up",
+            &[("transfer-encoding", "chunked")],
+            RequestBody::Chunked
+        )
+        .unwrap(),
+        "POST /up HTTP/1.1\r\nHost: h\r\ntransfer-encoding: chunked\r\n\r\n"
+    );
+    let mut out = Vec::new();
+    encode_chunk(b"hello", &mut out);
+    encode_chunk(b"", &mut out);
+    encode_chunk(&[b'x'; 26], &mut out);
+    encode_last_chunk(&mut out);
+    let expected = [&b"5\r\nhello\r\n1a\r\n"[..], &[b'x'; 26], b"\r\n0\r\n\r\n"].concat();
+    assert_eq!(out, expected);
+    let mut out = Vec::new();
+    encode_chunk(b"", &mut out);
+    assert!(out.is_empty());
+}
+
+#[test]
+fn host_header_present_or_absent() {
+    assert_eq!(
+        encode(
+            Method::GET,
+            "http://example.com/",
+            &[("host", "other.example")],
+            RequestBody::Empty
+        )
+        .unwrap(),
+        "GET / HTTP/1.1\r\nhost: other.example\r\n\r\n"
+    );
+    assert_eq!(
+        encode(Method::GET, "http://example.com/", &[], RequestBody::Empty).unwrap(),
+        "GET / HTTP/1.1\r\nHost: example.com\r\n\r\n"
+    );
+}
+
+/// Header (name, value) pairs for a request.
+type Headers<'a> = &'a [(&'a str, &'a str)];
+
+#[test]
+fn framing_conflicts() {
+    use EncodeError::*;
+    let cases: [(Headers<'_>, RequestBody, EncodeError); 10] = [
+        (
+            &[("content-length", "6")],
+            RequestBody::Length(5),
+            ConflictingContentLength,
+        ),
+        (
+            &[("content-length", "5"), ("content-length", "6")],
+            RequestBody::Length(5),
+            ConflictingContentLength,
+        ),
+        (
+            &[("content-length", "3")],
+            RequestBody::Empty,
+            ConflictingContentLength,
+        ),
+        (
+            &[("content-length", "3")],
+            RequestBody::Chunked,
+            ConflictingContentLength,
+        ),
+        (
+            &[("transfer-encoding", "chunked")],
+            RequestBody::Length(5),
+            ConflictingTransferEncoding,
+        ),
+        (
+            &[("transfer-encoding", "chunked")],
+            RequestBody::Empty,
+            ConflictingTransferEncoding,
+        ),
+        (
+            &[("transfer-encoding", "gzip, chunked")],
+            RequestBody::Chunked,
+            ConflictingTransferEncoding,
+        ),
+        (
+            &[
+                ("transfer-encoding", "chunked"),
+                ("transfer-encoding", "chunked"),
+            ],
+            RequestBody::Chunked,
+            ConflictingTransferEncoding,
+        ),
+        (
+            &[("host", "a.example"), ("host", "b.example")],
+            RequestBody::Empty,
+            DuplicateHost,
+        ),
+        (
+            &[("host", "a.example"), ("host", "a.example")],
+            RequestBody::Length(1),
+            DuplicateHost,
+        ),
+    ];
+    for (headers, body, expected) in cases {
+        assert_eq!(
+            encode(Method::POST, "http://h/", headers, body),
+            Err(expected),
+            "{headers:?} {body:?}"
+        );
+    }
+}
+
+#[test]
+fn invalid_uris() {
+    for uri in ["/relative", "ftp://h/file", "example.com:80", "*"] {
+        assert_eq!(
+            encode(Method::GET, uri, &[], RequestBody::Empty),
+            Err(EncodeError::InvalidUri),
+            "{uri}"
+        );
+    }
+}
+
+#[test]
+fn request_and_response_exchange() {
+    // The decoder reads a response the way a client loop does, after the encoder wrote a request.
+    let mut out = Vec::new();
+    let uri: Uri = "http://h/".parse().unwrap();
+    encode_request_head(
+        &Method::HEAD,
+        &uri,
+        &HeaderMap::new(),
+        RequestBody::Empty,
+        &mut out,
+    )
+    .unwrap();
+    assert_eq!(out, b"HEAD / HTTP/1.1\r\nHost: h\r\n\r\n");
+    let (head, body, _, keep_alive) = decode_all(
+        limits(),
+        true,
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+        false,
+    )
+    .unwrap();
+    assert_eq!(head.status, 200);
+    assert!(body.is_empty() && keep_alive);
+}

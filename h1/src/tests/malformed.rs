@@ -1,0 +1,352 @@
+//! Malformed input: every kind is a typed error, whatever the split.
+
+use super::*;
+
+#[test]
+fn status_line_errors() {
+    use DecodeError::*;
+    let cases: [(&[u8], DecodeError); 12] = [
+        (b"HTTX/1.1 200 OK\r\n\r\n", InvalidStatusLine),
+        (b"garbage\r\n\r\n", InvalidStatusLine),
+        (b"HTTP/1.1\r\n\r\n", InvalidStatusLine),
+        (b"HTTP/1.1 200 O\x01K\r\n\r\n", InvalidStatusLine),
+        (b"HTTP/1.1  200 OK\r\n\r\n", InvalidStatusCode),
+        (b"HTTP/2.0 200 OK\r\n\r\n", BadVersion),
+        (b"HTTP/1.2 200 OK\r\n\r\n", BadVersion),
+        (b"HTTP/1 200 OK\r\n\r\n", BadVersion),
+        (b"HTTP/1.1 2x0 OK\r\n\r\n", InvalidStatusCode),
+        (b"HTTP/1.1 20 OK\r\n\r\n", InvalidStatusCode),
+        (b"HTTP/1.1 1000 OK\r\n\r\n", InvalidStatusCode),
+        (b"HTTP/1.1 099 OK\r\n\r\n", InvalidStatusCode),
+    ];
+    for (input, expected) in cases {
+        assert_eq!(err(input), expected, "{}", String::from_utf8_lossy(input));
+    }
+    assert_eq!(err(b"HTTP/1.1 000 OK\r\n\r\n"), InvalidStatusCode);
+    assert_eq!(InvalidStatusLine.to_string(), "invalid status line");
+}
+
+#[test]
+fn header_errors() {
+    use DecodeError::*;
+    let cases: [(&[u8], DecodeError); 10] = [
+        (b"HTTP/1.1 200 OK\r\nFo o: x\r\n\r\n", InvalidHeaderName),
+        (b"HTTP/1.1 200 OK\r\nFoo\x01: x\r\n\r\n", InvalidHeaderName),
+        (b"HTTP/1.1 200 OK\r\n: x\r\n\r\n", InvalidHeaderName),
+        (b"HTTP/1.1 200 OK\r\nFoo : x\r\n\r\n", InvalidHeaderName),
+        (
+            b"HTTP/1.1 200 OK\r\nFoo: a\x01b\r\n\r\n",
+            InvalidHeaderValue,
+        ),
+        (b"HTTP/1.1 200 OK\r\nFoo: a\rb\r\n\r\n", InvalidHeaderValue),
+        (b"HTTP/1.1 200 OK\r\nFoo: a\x7f\r\n\r\n", InvalidHeaderValue),
+        (b"HTTP/1.1 200 OK\r\nFoo\r\n\r\n", HeaderWithoutColon),
+        (
+            b"HTTP/1.1 200 OK\r\nA: 1\r\nno colon here\r\n\r\n",
+            HeaderWithoutColon,
+        ),
+        (b"HTTP/1.1 200 OK\r\nFoo: a\r\n b\r\n\r\n", ObsFold),
+    ];
+    for (input, expected) in cases {
+        assert_eq!(err(input), expected, "{}", String::from_utf8_lossy(input));
+    }
+    assert_eq!(err(b"HTTP/1.1 200 OK\r\nFoo: a\r\n\tb\r\n\r\n"), ObsFold);
+    assert_eq!(HeaderWithoutColon.to_string(), "header without colon");
+}
+
+#[test]
+fn head_limits() {
+    let small = Limits {
+        max_head_bytes: 40,
+        ..limits()
+    };
+    // Checked on buffered input while still incomplete.
+    let mut d = ResponseDecoder::new(small, false, true);
+    let partial = b"HTTP/1.1 200 OK\r\nX-Long: aaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    assert_eq!(d.decode(&partial[..40]).unwrap(), (0, Decoded::NeedMore));
+    assert_eq!(
+        d.decode(partial),
+        Err(DecodeError::HeadTooLarge { limit: 40 })
+    );
+    // And on a complete head.
+    let long = b"HTTP/1.1 200 OK\r\nX-Long: aaaaaaaaaaaaaaaaaaaaaa\r\n\r\n";
+    assert_eq!(
+        err_with(small, long),
+        DecodeError::HeadTooLarge { limit: 40 }
+    );
+    // Exactly at the limit is fine.
+    let exact = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+    let fits = Limits {
+        max_head_bytes: exact.len(),
+        ..limits()
+    };
+    assert!(decode_all(fits, false, exact, false).is_ok());
+
+    let few = Limits {
+        max_headers: 2,
+        ..limits()
+    };
+    let three = b"HTTP/1.1 200 OK\r\nA: 1\r\nB: 2\r\nC: 3\r\n\r\n";
+    assert_eq!(
+        err_with(few, three),
+        DecodeError::TooManyHeaders { limit: 2 }
+    );
+    let two = b"HTTP/1.1 200 OK\r\nA: 1\r\nContent-Length: 0\r\n\r\n";
+    assert!(decode_all(few, false, two, false).is_ok());
+
+    // No limit to speak of: as many as the head holds, and no huge
+    // allocation for the slots (`usize::MAX` of them would not fit).
+    let unlimited = Limits {
+        max_headers: usize::MAX,
+        ..limits()
+    };
+    assert!(decode_all(unlimited, false, two, false).is_ok());
+    let chunked_with_trailers =
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\nT: 1\r\nU: 2\r\n\r\n";
+    assert!(decode_all(unlimited, false, chunked_with_trailers, false).is_ok());
+    // Tightly packed fields, exactly as many as the limit: all fit.
+    let packed = b"HTTP/1.1 200 OK\r\na:\r\nb:\r\nContent-Length: 0\r\n\r\n";
+    let three_fields = Limits {
+        max_headers: 3,
+        ..limits()
+    };
+    assert!(decode_all(three_fields, false, packed, false).is_ok());
+}
+
+#[test]
+fn content_length_errors() {
+    use DecodeError::*;
+    for value in [
+        "abc",
+        "-1",
+        "+5",
+        "5 5",
+        "",
+        "5,",
+        "0x5",
+        "18446744073709551616",
+    ] {
+        let input = format!("HTTP/1.1 200 OK\r\nContent-Length: {value}\r\n\r\n");
+        assert_eq!(err(input.as_bytes()), InvalidContentLength, "{value:?}");
+    }
+    let e = err(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello");
+    assert_eq!(
+        e,
+        ConflictingContentLength {
+            first: 5,
+            second: 6
+        }
+    );
+    assert_eq!(e.to_string(), "conflicting Content-Length values 5 and 6");
+    assert_eq!(
+        err(b"HTTP/1.1 200 OK\r\nContent-Length: 5, 6\r\n\r\nhello"),
+        ConflictingContentLength {
+            first: 5,
+            second: 6
+        }
+    );
+    assert_eq!(
+        err(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n"),
+        ContentLengthWithTransferEncoding
+    );
+    assert_eq!(
+        err(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n"),
+        ContentLengthWithTransferEncoding
+    );
+}
+
+#[test]
+fn transfer_coding_errors() {
+    for value in [
+        "gzip, chunked",
+        "gzip",
+        "chunked, gzip",
+        "identity",
+        "chunked, chunked",
+        "",
+    ] {
+        let input = format!("HTTP/1.1 200 OK\r\nTransfer-Encoding: {value}\r\n\r\n");
+        assert!(
+            matches!(err(input.as_bytes()), DecodeError::UnknownTransferCoding(_)),
+            "{value:?}"
+        );
+    }
+    let e =
+        err(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n");
+    assert_eq!(
+        e,
+        DecodeError::UnknownTransferCoding("gzip, chunked".into())
+    );
+}
+
+#[test]
+fn chunk_errors() {
+    use DecodeError::*;
+    let cases: [(&[u8], DecodeError); 11] = [
+        (b"zz\r\n", InvalidChunkSize),
+        (b"\r\n", InvalidChunkSize),
+        (b";ext\r\n", InvalidChunkSize),
+        (b" 5\r\n", InvalidChunkSize),
+        (b"5 5\r\nhello\r\n", InvalidChunkSize),
+        (b"fffffffffffffffff\r\n", ChunkSizeOverflow),
+        (b"5\nhello\r\n", MissingCrlfAfterChunkSize),
+        (b"5\rxhello\r\n", MissingCrlfAfterChunkSize),
+        (b"5;e\nhello\r\n", MissingCrlfAfterChunkSize),
+        (b"5\r\nhelloX\r\n0\r\n\r\n", MissingCrlfAfterChunkData),
+        (b"5\r\nhello\rX0\r\n\r\n", MissingCrlfAfterChunkData),
+    ];
+    for (body, expected) in cases {
+        assert_eq!(
+            err(&with_chunked_head(body)),
+            expected,
+            "{}",
+            String::from_utf8_lossy(body)
+        );
+    }
+    // The largest size fits (and is then over any body limit, or truncated).
+    assert_eq!(
+        err(&with_chunked_head(b"ffffffffffffffff\r\n")),
+        Truncated {
+            stage: Stage::ChunkedBody
+        }
+    );
+    let ext = format!(
+        "1;{}\r\nx\r\n",
+        "e".repeat(MAX_CHUNK_EXTENSION_BYTES as usize + 1)
+    );
+    assert_eq!(
+        err(&with_chunked_head(ext.as_bytes())),
+        ChunkExtensionsTooLarge {
+            limit: MAX_CHUNK_EXTENSION_BYTES
+        }
+    );
+}
+
+#[test]
+fn trailer_errors() {
+    use DecodeError::*;
+    let small = Limits {
+        max_trailer_bytes: 16,
+        ..limits()
+    };
+    let body = with_chunked_head(b"0\r\nX-Trailer: 0123456789\r\n\r\n");
+    assert_eq!(err_with(small, &body), TrailersTooLarge { limit: 16 });
+    // Checked while incomplete too.
+    let body = with_chunked_head(b"0\r\nX-Trailer: 0123456789");
+    assert_eq!(
+        decode_all(small, false, &body, false),
+        Err(TrailersTooLarge { limit: 16 })
+    );
+    let fits = with_chunked_head(b"0\r\nX-T: 1\r\n\r\n");
+    assert_eq!(
+        decode_all(small, false, &fits, false).unwrap().2.unwrap()["x-t"],
+        "1"
+    );
+    assert_eq!(
+        err(&with_chunked_head(b"0\r\nX-T 1\r\n\r\n")),
+        HeaderWithoutColon
+    );
+    assert_eq!(
+        err(&with_chunked_head(b"0\r\nX-T: 1\r\n 2\r\n\r\n")),
+        ObsFold
+    );
+    assert_eq!(
+        err(&with_chunked_head(b"0\r\nX T: 1\r\n\r\n")),
+        InvalidHeaderName
+    );
+    assert_eq!(
+        err(&with_chunked_head(b"0\r\nX-T: \x01\r\n\r\n")),
+        InvalidHeaderValue
+    );
+    let few = Limits {
+        max_headers: 1,
+        ..limits()
+    };
+    assert_eq!(
+        err_with(few, &with_chunked_head(b"0\r\nA: 1\r\nB: 2\r\n\r\n")),
+        TooManyHeaders { limit: 1 }
+    );
+}
+
+#[test]
+fn body_limits() {
+    let small = Limits {
+        max_body_bytes: Some(5),
+        ..limits()
+    };
+    let e = DecodeError::BodyTooLarge { limit: 5 };
+    // A declared length over the limit fails at the head.
+    let mut d = ResponseDecoder::new(small, false, true);
+    assert_eq!(
+        d.decode(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\n"),
+        Err(e.clone())
+    );
+    assert_eq!(d.decode(b""), Err(e.clone()), "the error repeats");
+    assert_eq!(d.eof(), Err(e.clone()));
+    assert!(decode_all(
+        small,
+        false,
+        b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+        false
+    )
+    .is_ok());
+    // Chunked: fails as soon as the sizes add up to more.
+    assert_eq!(err_with(small, &with_chunked_head(b"3\r\nabc\r\n3\r\n")), e);
+    assert!(decode_all(
+        small,
+        false,
+        &with_chunked_head(b"3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n"),
+        false
+    )
+    .is_ok());
+    // Close-delimited.
+    assert_eq!(err_with(small, b"HTTP/1.1 200 OK\r\n\r\nhello!"), e);
+    assert_eq!(ok(b"HTTP/1.1 200 OK\r\n\r\nhello!").1, b"hello!");
+}
+
+#[test]
+fn switching_protocols_is_an_error() {
+    assert_eq!(
+        err(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n"),
+        DecodeError::SwitchingProtocols
+    );
+}
+
+#[test]
+fn truncated_stages() {
+    use Stage::*;
+    let cases: [(&[u8], Stage); 6] = [
+        (b"", Head),
+        (b"HTTP/1.1 200 OK\r\n", Head),
+        (
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhell",
+            LengthBody,
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel",
+            ChunkedBody,
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r",
+            ChunkedBody,
+        ),
+        (
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nA: 1\r\n",
+            Trailers,
+        ),
+    ];
+    for (input, stage) in cases {
+        let e = err(input);
+        assert_eq!(e, DecodeError::Truncated { stage });
+        assert!(
+            e.to_string().starts_with("connection closed inside "),
+            "{e}"
+        );
+    }
+    assert_eq!(
+        decode_all(limits(), false, b"HTTP/1.1 200 OK\r\n\r\nab", false),
+        Err(DecodeError::Truncated {
+            stage: CloseDelimitedBody
+        })
+    );
+}

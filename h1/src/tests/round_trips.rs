@@ -1,0 +1,249 @@
+//! Responses fed through the decoder's states, byte literals in, parts out.
+
+use super::*;
+
+#[test]
+fn content_length_step_by_step() {
+    let mut d = ResponseDecoder::new(limits(), false, true);
+    assert!(!d.bytes_seen());
+    let input = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhel";
+    let (n, decoded) = d.decode(input).unwrap();
+    assert_eq!(n, 38);
+    let head = head_of(decoded);
+    assert_eq!(head.status, StatusCode::OK);
+    assert_eq!(head.version, Version::HTTP_11);
+    assert_eq!(head.headers["content-length"], "5");
+    assert!(d.bytes_seen() && d.head_received() && !d.is_done());
+
+    assert_eq!(d.decode(b"hel").unwrap(), (3, Decoded::Body(b"hel")));
+    assert_eq!(d.decode(b"").unwrap(), (0, Decoded::NeedMore));
+    // Bytes after the body are not consumed.
+    assert_eq!(d.decode(b"loHTTP").unwrap(), (2, Decoded::Body(b"lo")));
+    assert_eq!(
+        d.decode(b"HTTP").unwrap(),
+        (0, Decoded::Done { keep_alive: true })
+    );
+    assert!(d.is_done());
+    // Done repeats and consumes nothing.
+    assert_eq!(
+        d.decode(b"x").unwrap(),
+        (0, Decoded::Done { keep_alive: true })
+    );
+}
+
+#[test]
+fn partial_head_is_not_consumed() {
+    let mut d = ResponseDecoder::new(limits(), false, true);
+    assert_eq!(
+        d.decode(b"HTTP/1.1 200 OK\r\nConte").unwrap(),
+        (0, Decoded::NeedMore)
+    );
+    assert!(d.bytes_seen() && !d.head_received());
+    let all = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+    assert_eq!(d.decode(all).unwrap().0, all.len());
+    assert_eq!(
+        d.decode(b"").unwrap(),
+        (0, Decoded::Done { keep_alive: true })
+    );
+}
+
+#[test]
+fn chunked_with_extensions_and_trailers_step_by_step() {
+    let mut d = ResponseDecoder::new(limits(), false, true);
+    let head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+    let (n, decoded) = d.decode(head).unwrap();
+    assert_eq!(n, head.len());
+    head_of(decoded);
+    // Size line with extensions, then data, in one call.
+    assert_eq!(
+        d.decode(b"4;a=b;c=\"d\"\r\nwiki").unwrap(),
+        (17, Decoded::Body(b"wiki"))
+    );
+    // CRLF after data and a partial size line are consumed; data is not there yet.
+    assert_eq!(d.decode(b"\r\n5 ;x\r").unwrap(), (7, Decoded::NeedMore));
+    assert_eq!(d.decode(b"\npedia").unwrap(), (6, Decoded::Body(b"pedia")));
+    // Last chunk consumed; trailers incomplete stay unconsumed.
+    assert_eq!(
+        d.decode(b"\r\n0\r\nExpires: ").unwrap(),
+        (5, Decoded::NeedMore)
+    );
+    let (n, decoded) = d.decode(b"Expires: never\r\nX-A: 1\r\n\r\nNEXT").unwrap();
+    assert_eq!(n, 26);
+    let Decoded::Trailers(t) = decoded else {
+        panic!("expected trailers, got {decoded:?}")
+    };
+    assert_eq!(t.len(), 2);
+    assert_eq!(t["expires"], "never");
+    assert_eq!(
+        d.decode(b"NEXT").unwrap(),
+        (0, Decoded::Done { keep_alive: true })
+    );
+}
+
+#[test]
+fn chunked_without_trailers_ends_without_trailers_event() {
+    let (head, body, trailers, keep_alive) = ok(
+        b"HTTP/1.1 200 OK\r\ntransfer-encoding: Chunked\r\n\r\n3\r\nabc\r\nA\r\n0123456789\r\n000\r\n\r\n",
+    );
+    assert_eq!(head.status, 200);
+    assert_eq!(body, b"abc0123456789");
+    assert_eq!(trailers, None);
+    assert!(keep_alive);
+}
+
+#[test]
+fn close_delimited_ends_at_eof() {
+    let mut d = ResponseDecoder::new(limits(), false, true);
+    let input = b"HTTP/1.1 200 OK\r\nServer: x\r\n\r\nabc";
+    let (n, decoded) = d.decode(input).unwrap();
+    head_of(decoded);
+    assert_eq!(d.decode(&input[n..]).unwrap(), (3, Decoded::Body(b"abc")));
+    assert_eq!(d.decode(b"").unwrap(), (0, Decoded::NeedMore));
+    assert_eq!(d.decode(b"def").unwrap(), (3, Decoded::Body(b"def")));
+    assert_eq!(d.eof().unwrap(), Decoded::Done { keep_alive: false });
+    assert!(d.is_done());
+}
+
+#[test]
+fn head_request_has_no_body() {
+    let input = b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\nHTTP/1.1";
+    let mut d = ResponseDecoder::new(limits(), true, true);
+    let (n, decoded) = d.decode(input).unwrap();
+    assert_eq!(head_of(decoded).headers["content-length"], "1000");
+    assert_eq!(
+        d.decode(&input[n..]).unwrap(),
+        (0, Decoded::Done { keep_alive: true })
+    );
+    // Chunked and unknown codings do not matter either.
+    let r = decode_all(
+        limits(),
+        true,
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n",
+        false,
+    );
+    assert_eq!(r.unwrap().1, b"");
+    // A large Content-Length is not a body over the limit.
+    let small = Limits {
+        max_body_bytes: Some(10),
+        ..limits()
+    };
+    assert!(decode_all(small, true, input, false).is_ok());
+}
+
+#[test]
+fn no_content_and_not_modified_have_no_body() {
+    for input in [
+        &b"HTTP/1.1 204 No Content\r\n\r\nleftover"[..],
+        b"HTTP/1.1 204 No Content\r\nContent-Length: 10\r\n\r\n",
+        b"HTTP/1.1 304 Not Modified\r\nContent-Length: 10\r\nETag: \"a\"\r\n\r\n",
+        b"HTTP/1.1 304 Not Modified\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+    ] {
+        let (_, body, trailers, keep_alive) = decode_all(limits(), false, input, false).unwrap();
+        assert_eq!(body, b"");
+        assert_eq!(trailers, None);
+        assert!(keep_alive);
+    }
+}
+
+#[test]
+fn interim_responses_are_skipped() {
+    let input = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 102 Processing\r\n\r\n\
+HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n\
+HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+    let mut d = ResponseDecoder::new(limits(), false, true);
+    let (n, decoded) = d.decode(input).unwrap();
+    let head = head_of(decoded);
+    assert_eq!(head.status, StatusCode::OK);
+    assert!(!head.headers.contains_key("link"));
+    assert_eq!(d.decode(&input[n..]).unwrap(), (2, Decoded::Body(b"ok")));
+
+    // An interim head alone is consumed; the final head may come later.
+    let mut d = ResponseDecoder::new(limits(), false, true);
+    assert_eq!(
+        d.decode(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 2")
+            .unwrap(),
+        (25, Decoded::NeedMore)
+    );
+    assert!(!d.head_received());
+    assert_eq!(d.eof(), Err(DecodeError::Truncated { stage: Stage::Head }));
+}
+
+#[test]
+fn http10_keep_alive_rules() {
+    let cases: [(&[u8], bool); 5] = [
+        (b"HTTP/1.0 200 OK\r\nContent-Length: 1\r\n\r\nx", false),
+        (
+            b"HTTP/1.0 200 OK\r\nContent-Length: 1\r\nConnection: keep-alive\r\n\r\nx",
+            true,
+        ),
+        (
+            b"HTTP/1.0 200 OK\r\nContent-Length: 1\r\nConnection: Keep-Alive\r\n\r\nx",
+            true,
+        ),
+        // Close-delimited never keeps the connection.
+        (b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\n\r\nx", false),
+        (b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx", true),
+    ];
+    for (input, expected) in cases {
+        let (head, body, _, keep_alive) = ok(input);
+        assert_eq!(body, b"x");
+        assert_eq!(keep_alive, expected, "{}", String::from_utf8_lossy(input));
+        if input.starts_with(b"HTTP/1.0") {
+            assert_eq!(head.version, Version::HTTP_10);
+        }
+    }
+}
+
+#[test]
+fn connection_close() {
+    for input in [
+        &b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nConnection: close\r\n\r\nx"[..],
+        b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nConnection: Upgrade, CLOSE\r\n\r\nx",
+        b"HTTP/1.1 200 OK\r\nConnection: foo\r\nContent-Length: 1\r\nConnection: close\r\n\r\nx",
+        b"HTTP/1.0 200 OK\r\nContent-Length: 1\r\nConnection: keep-alive, close\r\n\r\nx",
+    ] {
+        assert!(!ok(input).3, "{}", String::from_utf8_lossy(input));
+    }
+    // "closed" is not "close".
+    assert!(ok(b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\nConnection: closed\r\n\r\nx").3);
+    // The request said Connection: close.
+    let mut d = ResponseDecoder::new(limits(), false, false);
+    let input = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+    d.decode(input).unwrap();
+    assert_eq!(
+        d.decode(b"").unwrap().1,
+        Decoded::Done { keep_alive: false }
+    );
+}
+
+#[test]
+fn identical_content_lengths_are_one() {
+    for input in [
+        &b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nok"[..],
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2, 2\r\n\r\nok",
+        b"HTTP/1.1 200 OK\r\nContent-Length:  02 \r\n\r\nok",
+    ] {
+        assert_eq!(ok(input).1, b"ok");
+    }
+}
+
+#[test]
+fn lenient_but_valid_forms() {
+    // Empty lines before the status line, no reason phrase, bare LF line ends.
+    let (head, body, _, _) = ok(b"\r\nHTTP/1.1 404\r\nContent-Length: 1\r\n\r\nx");
+    assert_eq!(head.status, StatusCode::NOT_FOUND);
+    assert_eq!(body, b"x");
+    assert_eq!(ok(b"HTTP/1.1 200 OK\nContent-Length: 1\n\nx").1, b"x");
+    // Status codes up to 999 and obs-text in the reason phrase.
+    assert_eq!(
+        ok(b"HTTP/1.1 999 \xffx\r\nContent-Length: 0\r\n\r\n")
+            .0
+            .status,
+        999
+    );
+    // Leading zeros in a chunk size, whitespace before an extension.
+    let input =
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0003 \t;e\r\nabc\r\n0\r\n\r\n";
+    assert_eq!(ok(input).1, b"abc");
+}
