@@ -10,6 +10,9 @@
 //! a fixed sleep to tear down. Server threads never panic on I/O errors or bad
 //! input; they just end the connection quietly.
 //!
+//! [`real`] starts real servers instead (nginx, proxies, httpbin,
+//! hypercorn), also on loopback only.
+//!
 //! Use from a test file with `mod support;` and `use support::*;`.
 #![allow(dead_code, unused_imports, unreachable_pub)]
 
@@ -19,6 +22,10 @@ mod http;
 pub mod client_kit;
 /// A hand-written `block_on` (thread-park waker), no runtime.
 pub mod exec;
+/// Real servers and proxies (nginx, tinyproxy, microsocks, httpbin on
+/// gunicorn, hypercorn), started by the test on loopback; `scripts/test`
+/// installs them.
+pub mod real;
 /// A loopback TLS server and the certificates it serves (rcgen, made at
 /// test time).
 pub mod tls;
