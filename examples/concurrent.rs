@@ -73,11 +73,14 @@ fn run(requests: usize, connections: usize) -> Result<bool, Box<dyn std::error::
     let mut succeeded = 0;
     let mut failures = Vec::new();
     for (i, future) in futures.into_iter().enumerate() {
-        match future.wait() {
-            Ok(response) if response.status() == 200 && response.text() == i.to_string() => {
-                succeeded += 1
+        let outcome = future
+            .wait()
+            .and_then(|response| Ok((response.status(), response.text().wait()?)));
+        match outcome {
+            Ok((status, text)) if status == 200 && text == i.to_string() => succeeded += 1,
+            Ok((status, text)) => {
+                failures.push(format!("request {i}: unexpected {status} {text:?}"))
             }
-            Ok(response) => failures.push(format!("request {i}: unexpected {response:?}")),
             Err(error) => failures.push(format!("request {i}: {error}")),
         }
     }

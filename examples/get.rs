@@ -1,22 +1,34 @@
 //! Fetches one URL and prints the response: status line, headers, a blank
-//! line, then the body.
+//! line, then the body as it arrives — a small curl.
 //!
 //! ```sh
 //! cargo run --release --example get -- http://127.0.0.1:8080/
 //! cargo run --release --example get -- http://127.0.0.1:8080/ \
 //!     --request-timeout 20 --read-timeout 10 --event-loop-timeouts \
 //!     --header 'Accept: text/plain' --data 'posted body'
+//! cargo run --release --example get -- http://127.0.0.1:8080/big -o big.bin
+//! cargo run --release --example get -- http://127.0.0.1:8080/put \
+//!     --upload-file big.bin --header 'Expect: 100-continue'
 //! cargo run --release --example get -- https://localhost:8443/ --ca lab-ca.pem
 //! ```
 //!
-//! Options:
+//! Options (curl's names, and its short forms where it has them):
 //!
 //! * `--request-timeout MS`, `--read-timeout MS`: the client's timeouts in
 //!   milliseconds (0 disables one).
 //! * `--event-loop-timeouts`: arm them on the connection's event loop
 //!   instead of the hashed-wheel timer.
-//! * `--header 'Name: value'`: add a request header (repeatable).
-//! * `--data STR`: send `STR` as the body of a POST instead of a GET.
+//! * `-H`, `--header 'Name: value'`: add a request header (repeatable);
+//!   `Expect: 100-continue` makes an upload wait for the server's go.
+//! * `-X`, `--request METHOD`: the method (default GET, or POST with
+//!   `--data`, PUT with `--upload-file`).
+//! * `-d`, `--data STR`: send `STR` as the body (a POST unless `-X` says
+//!   otherwise).
+//! * `-T`, `--upload-file FILE`: stream `FILE` as the body, its length
+//!   from the file (a PUT unless `-X` says otherwise).
+//! * `-o`, `--output FILE`: write the body to `FILE` as it arrives (`-`:
+//!   standard output); the status line and headers then go to standard
+//!   error.
 //! * `--ca FILE`: also trust the CA certificate(s) in `FILE` (PEM) for
 //!   `https://` URLs, besides the bundled Mozilla roots.
 //! * `--insecure`: accept any server certificate (unknown issuer, expired,
@@ -32,7 +44,8 @@ use std::time::Duration;
 
 const USAGE: &str = "\
 usage: get URL [--request-timeout MS] [--read-timeout MS] [--event-loop-timeouts]
-           [--header 'Name: value']... [--data STR] [--ca FILE] [--insecure]";
+           [-H|--header 'Name: value']... [-X|--request METHOD] [-d|--data STR]
+           [-T|--upload-file FILE] [-o|--output FILE] [--ca FILE] [--insecure]";
 
 #[derive(Debug, Default)]
 struct Args {
@@ -41,7 +54,10 @@ struct Args {
     read_timeout: Option<Duration>,
     event_loop_timeouts: bool,
     headers: Vec<(String, String)>,
+    method: Option<String>,
     data: Option<String>,
+    upload: Option<String>,
+    output: Option<String>,
     ca: Option<String>,
     insecure: bool,
 }
@@ -63,7 +79,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             }
             "--read-timeout" => parsed.read_timeout = Some(millis("--read-timeout", args.next())?),
             "--event-loop-timeouts" => parsed.event_loop_timeouts = true,
-            "--header" => {
+            "-H" | "--header" => {
                 let header = args.next().ok_or("--header needs 'Name: value'")?;
                 let (name, value) = header
                     .split_once(':')
@@ -72,15 +88,27 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
                     .headers
                     .push((name.trim().to_owned(), value.trim().to_owned()));
             }
-            "--data" => parsed.data = Some(args.next().ok_or("--data needs a value")?),
+            "-d" | "--data" => parsed.data = Some(args.next().ok_or("--data needs a value")?),
+            "-X" | "--request" => {
+                parsed.method = Some(args.next().ok_or("--request needs a METHOD")?)
+            }
+            "-T" | "--upload-file" => {
+                parsed.upload = Some(args.next().ok_or("--upload-file needs a FILE")?)
+            }
+            "-o" | "--output" => parsed.output = Some(args.next().ok_or("--output needs a FILE")?),
             "--ca" => parsed.ca = Some(args.next().ok_or("--ca needs a PEM file")?),
             "--insecure" => parsed.insecure = true,
-            flag if flag.starts_with("--") => return Err(format!("unknown option {flag}")),
+            flag if flag.starts_with('-') && flag != "-" => {
+                return Err(format!("unknown option {flag}"))
+            }
             _ if url.is_some() => return Err(format!("unexpected argument {arg:?}")),
             _ => url = Some(arg),
         }
     }
     parsed.url = url.ok_or("missing URL")?;
+    if parsed.data.is_some() && parsed.upload.is_some() {
+        return Err("--data and --upload-file both give a body: choose one".into());
+    }
     Ok(parsed)
 }
 
@@ -127,31 +155,58 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let client = builder
         .build()
         .map_err(|e| format!("cannot start the client: {e}"))?;
-    let mut request = match args.data {
-        Some(data) => client.post(args.url.as_str()).body(data),
-        None => client.get(args.url.as_str()),
+    let method = match (&args.method, &args.data, &args.upload) {
+        (Some(method), _, _) => http::Method::from_bytes(method.as_bytes())
+            .map_err(|_| format!("--request: not a method: {method:?}"))?,
+        (None, Some(_), _) => http::Method::POST,
+        (None, None, Some(_)) => http::Method::PUT,
+        (None, None, None) => http::Method::GET,
     };
+    let mut request = client.request(method, args.url.as_str());
+    if let Some(data) = args.data {
+        request = request.body(data);
+    }
+    if let Some(path) = &args.upload {
+        let file = std::fs::File::open(path).map_err(|e| format!("--upload-file {path}: {e}"))?;
+        request = request.body(tickless::Upload::from_file(file)?);
+    }
     for (name, value) in args.headers {
         request = request.header(name, value);
     }
-    let result = request.send().wait();
-    client.close();
-    let response = result?;
+    let mut response = request.send().wait()?;
 
-    let mut out = std::io::stdout().lock();
+    // With --output the body goes there, and the head to standard error.
+    let mut head: Box<dyn Write> = match &args.output {
+        Some(_) => Box::new(std::io::stderr().lock()),
+        None => Box::new(std::io::stdout().lock()),
+    };
     let status = response.status();
     writeln!(
-        out,
+        head,
         "{:?} {} {}",
         response.version(),
         status.as_u16(),
         status.canonical_reason().unwrap_or("")
     )?;
     for (name, value) in response.headers() {
-        writeln!(out, "{name}: {}", String::from_utf8_lossy(value.as_bytes()))?;
+        writeln!(
+            head,
+            "{name}: {}",
+            String::from_utf8_lossy(value.as_bytes())
+        )?;
     }
-    writeln!(out)?;
-    out.write_all(response.body())?;
+    writeln!(head)?;
+    head.flush()?;
+    drop(head);
+    let mut out: Box<dyn Write> = match args.output.as_deref() {
+        None | Some("-") => Box::new(std::io::stdout().lock()),
+        Some(path) => Box::new(std::io::BufWriter::new(
+            std::fs::File::create(path).map_err(|e| format!("--output {path}: {e}"))?,
+        )),
+    };
+    std::io::copy(response.body_mut(), &mut out)?;
     out.flush()?;
+    drop(response);
+    client.close();
     Ok(())
 }

@@ -25,7 +25,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // One request.
     let response = client.get(format!("http://{addr}/hello")).send().await?;
-    println!("{} {}", response.status(), response.text().trim_end());
+    let status = response.status();
+    println!("{status} {}", response.text().await?.trim_end());
 
     // A few at once, each on its own task.
     let tasks: Vec<_> = (0..5)
@@ -37,7 +38,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .collect();
     for task in tasks {
         let response = task.await??;
-        println!("{} {}", response.status(), response.text().trim_end());
+        let status = response.status();
+        println!("{status} {}", response.text().await?.trim_end());
     }
 
     // Deadlines compose with tokio's: dropping the future (here, when

@@ -42,7 +42,7 @@ fn a_cancel_racing_an_expiry_ends_each_exchange_exactly_once() {
         }
         let mut timed_out = 0;
         for future in futures {
-            match future.wait().unwrap_err() {
+            match future.wait().and_then(|r| r.bytes().wait()).unwrap_err() {
                 Error::Cancelled => {}
                 Error::RequestTimeout(_) => timed_out += 1,
                 other => panic!("unexpected {other:?}"),

@@ -4,7 +4,7 @@
 
 mod support;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use support::*;
 use tickless::{Client, Error, InvalidRequest};
@@ -45,9 +45,9 @@ fn get_round_trip_sends_host_and_headers() {
         .unwrap();
     assert_eq!(response.status(), 200);
     assert_eq!(response.version(), http::Version::HTTP_11);
-    assert_eq!(response.text(), "GET /path?q=1 ");
     assert_eq!(response.headers()["x-echo"], "hello");
     assert_eq!(response.remote_addr(), server.addr());
+    assert_eq!(response.text().wait().unwrap(), "GET /path?q=1 ");
     let requests = server.requests();
     assert_eq!(requests.len(), 1);
     assert_eq!(requests[0].version, "HTTP/1.1");
@@ -73,7 +73,10 @@ fn post_round_trip_sends_the_body_with_its_length() {
         .wait()
         .unwrap();
     assert_eq!(response.status(), 200);
-    assert_eq!(response.text(), format!("POST /submit {body}"));
+    assert_eq!(
+        response.text().wait().unwrap(),
+        format!("POST /submit {body}")
+    );
     let request = &server.requests()[0];
     assert_eq!(request.method, "POST");
     assert_eq!(
@@ -100,7 +103,7 @@ fn chunked_request_body_when_asked_for() {
         .send()
         .wait()
         .unwrap();
-    assert_eq!(response.text(), "POST /c chunky");
+    assert_eq!(response.text().wait().unwrap(), "POST /c chunky");
     let request = &server.requests()[0];
     assert_eq!(request.header("transfer-encoding"), Some("chunked"));
     assert_eq!(request.header("content-length"), None);
@@ -111,13 +114,15 @@ fn chunked_request_body_when_asked_for() {
 fn chunked_response_body_is_reassembled() {
     let server = TestServer::respond(|_| chunked(200, &[b"hello, ", b"chunked ", b"world"], &[]));
     let client = client();
-    let response = client.get(server.url("/")).send().wait().unwrap();
+    let mut response = client.get(server.url("/")).send().wait().unwrap();
     assert_eq!(response.status(), 200);
-    assert_eq!(response.text(), "hello, chunked world");
+    let mut text = String::new();
+    std::io::Read::read_to_string(response.body_mut(), &mut text).unwrap();
+    assert_eq!(text, "hello, chunked world");
     assert!(response.trailers().is_none_or(|t| t.is_empty()));
     // The chunked body was framed: the connection is reused.
     let again = client.get(server.url("/")).send().wait().unwrap();
-    assert_eq!(again.text(), "hello, chunked world");
+    assert_eq!(again.text().wait().unwrap(), "hello, chunked world");
     assert_eq!(server.connections_accepted(), 1);
     assert_settles(&client, WAIT);
     client.close();
@@ -133,8 +138,10 @@ fn chunked_trailers_are_exposed() {
         )
     });
     let client = client();
-    let response = client.get(server.url("/")).send().wait().unwrap();
-    assert_eq!(response.text(), "body");
+    let mut response = client.get(server.url("/")).send().wait().unwrap();
+    let mut text = String::new();
+    std::io::Read::read_to_string(response.body_mut(), &mut text).unwrap();
+    assert_eq!(text, "body");
     let trailers = response.trailers().expect("trailers");
     assert_eq!(trailers["x-checksum"], "abc123");
     assert_eq!(trailers["x-other"], "2");
@@ -161,7 +168,7 @@ fn close_delimited_body_reads_to_eof() {
     let client = client();
     let response = client.get(server.url("/")).send().wait().unwrap();
     assert_eq!(response.status(), 200);
-    assert_eq!(response.body(), &body[..]);
+    assert_eq!(response.bytes().wait().unwrap(), &body[..]);
     // The connection ended with the body: nothing went back to the pool.
     assert!(server.wait_for_open(0, WAIT));
     let stats = client.stats();
@@ -179,7 +186,7 @@ fn close_delimited_body_without_connection_close_header() {
     ));
     let client = client();
     let response = client.get(server.url("/")).send().wait().unwrap();
-    assert_eq!(response.text(), "until the end");
+    assert_eq!(response.text().wait().unwrap(), "until the end");
     assert_eq!(client.stats().idle_connections, 0);
     client.close();
 }
@@ -200,7 +207,7 @@ fn interim_100_continue_is_skipped() {
         .unwrap();
     assert_eq!(response.status(), 201);
     assert_eq!(response.headers()["x-final"], "yes");
-    assert_eq!(response.text(), "payload");
+    assert_eq!(response.text().wait().unwrap(), "payload");
     // The connection is still in step: the next request reuses it.
     let again = client
         .post(server.url("/upload"))
@@ -209,7 +216,7 @@ fn interim_100_continue_is_skipped() {
         .wait()
         .unwrap();
     assert_eq!(again.status(), 201);
-    assert_eq!(again.text(), "second");
+    assert_eq!(again.text().wait().unwrap(), "second");
     assert_eq!(server.connections_accepted(), 1);
     client.close();
 }
@@ -225,8 +232,8 @@ fn several_interim_responses_are_skipped() {
     let client = client();
     let response = client.get(server.url("/")).send().wait().unwrap();
     assert_eq!(response.status(), 200);
-    assert_eq!(response.text(), "final");
     assert!(response.headers().get("link").is_none());
+    assert_eq!(response.text().wait().unwrap(), "final");
     client.close();
 }
 
@@ -248,11 +255,11 @@ fn head_with_content_length_has_no_body() {
         .unwrap();
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["content-length"], "1234");
-    assert!(response.body().is_empty());
+    assert!(response.bytes().wait().unwrap().is_empty());
     // Had the client waited for 1234 bytes it would not get here; had it
     // taken the next response as a body, this would fail.
     let next = client.get(server.url("/")).send().wait().unwrap();
-    assert_eq!(next.text(), "after head");
+    assert_eq!(next.text().wait().unwrap(), "after head");
     assert_eq!(server.connections_accepted(), 1);
     assert_settles(&client, WAIT);
     client.close();
@@ -275,9 +282,9 @@ fn no_content_204_has_no_body_and_keeps_the_connection() {
         .unwrap();
     assert_eq!(response.status(), 204);
     assert_eq!(response.headers()["x-kind"], "nothing");
-    assert!(response.body().is_empty());
+    assert!(response.bytes().wait().unwrap().is_empty());
     let next = client.get(server.url("/full")).send().wait().unwrap();
-    assert_eq!(next.text(), "something");
+    assert_eq!(next.text().wait().unwrap(), "something");
     assert_eq!(server.connections_accepted(), 1);
     client.close();
 }
@@ -296,8 +303,11 @@ fn execute_sends_an_http_request_as_it_is() {
         .unwrap();
     let response = client.execute(request).wait().unwrap();
     assert_eq!(response.status(), 200);
-    assert_eq!(response.text(), "PUT /resource/7 new contents");
     assert_eq!(response.headers()["x-echo"], "from-http");
+    assert_eq!(
+        response.text().wait().unwrap(),
+        "PUT /resource/7 new contents"
+    );
     let recorded = &server.requests()[0];
     assert_eq!(recorded.header_all("x-multi"), vec!["1", "2"]);
     assert_eq!(recorded.body, b"new contents");
@@ -311,7 +321,11 @@ fn execute_with_an_invalid_uri_fails_without_panicking() {
         .uri("/relative/only")
         .body(Vec::new())
         .unwrap();
-    let error = client.execute(request).wait().unwrap_err();
+    let error = client
+        .execute(request)
+        .wait()
+        .and_then(|r| r.bytes().wait())
+        .unwrap_err();
     assert!(
         matches!(error, Error::InvalidRequest(InvalidRequest::Scheme(_))),
         "{error:?}"
@@ -330,63 +344,54 @@ fn response_converts_into_an_http_response() {
     });
     let client = client();
     let response = client.get(server.url("/")).send().wait().unwrap();
-    let converted: http::Response<Vec<u8>> = response.into();
+    let converted: http::Response<tickless::Body> = response.into();
     assert_eq!(converted.status(), http::StatusCode::ACCEPTED);
     assert_eq!(converted.version(), http::Version::HTTP_11);
     assert_eq!(converted.headers()["x-one"], "1");
     assert_eq!(converted.headers()["content-type"], "text/plain");
     assert_eq!(converted.headers()["content-length"], "8");
-    assert_eq!(converted.body(), b"accepted");
+    let mut body = converted.into_body();
+    let mut read = Vec::new();
+    std::io::Read::read_to_end(&mut body, &mut read).unwrap();
+    assert_eq!(read, b"accepted");
     client.close();
 }
 
 #[test]
-fn streaming_body_arrives_in_pieces_and_the_response_body_is_empty() {
+fn a_large_body_arrives_in_chunks_byte_for_byte() {
     const SIZE: usize = 1 << 20;
     let body: Arc<Vec<u8>> = Arc::new((0..SIZE).map(|i| (i * 7 % 256) as u8).collect());
     let server_body = body.clone();
     let server = TestServer::respond(move |_| response(200, &[], &server_body));
     let client = client();
-    let received = Arc::new(Mutex::new(Vec::with_capacity(SIZE)));
-    let pieces = Arc::new(Mutex::new(0usize));
-    let (sink_received, sink_pieces) = (received.clone(), pieces.clone());
-    let response = client
-        .get(server.url("/big"))
-        .on_body_chunk(move |chunk| {
-            sink_received.lock().unwrap().extend_from_slice(chunk);
-            *sink_pieces.lock().unwrap() += 1;
-        })
-        .send()
-        .wait()
-        .unwrap();
+    let mut response = client.get(server.url("/big")).send().wait().unwrap();
     assert_eq!(response.status(), 200);
-    assert!(
-        response.body().is_empty(),
-        "streamed body was also buffered"
-    );
-    let received = received.lock().unwrap();
+    let mut received = Vec::with_capacity(SIZE);
+    let mut pieces = 0;
+    while let Some(chunk) = response.chunk().wait().unwrap() {
+        received.extend_from_slice(&chunk);
+        pieces += 1;
+    }
     assert_eq!(received.len(), SIZE);
-    assert!(*received == *body, "streamed bytes differ");
-    let pieces = *pieces.lock().unwrap();
+    assert!(received == *body, "streamed bytes differ");
     assert!(pieces > 1, "1 MiB arrived in {pieces} piece(s)");
+    assert!(
+        response.chunk().wait().unwrap().is_none(),
+        "read past the end"
+    );
     assert_settles(&client, WAIT);
     client.close();
 }
 
 #[test]
-fn streaming_a_chunked_body_with_trailers() {
+fn a_chunked_body_streams_and_then_its_trailers() {
     let server = TestServer::respond(|_| chunked(200, &[b"ab", b"cd", b"ef"], &[("X-T", "1")]));
     let client = client();
-    let received = Arc::new(Mutex::new(Vec::new()));
-    let sink = received.clone();
-    let response = client
-        .get(server.url("/"))
-        .on_body_chunk(move |chunk| sink.lock().unwrap().extend_from_slice(chunk))
-        .send()
-        .wait()
-        .unwrap();
-    assert!(response.body().is_empty());
-    assert_eq!(&*received.lock().unwrap(), b"abcdef");
+    let mut response = client.get(server.url("/")).send().wait().unwrap();
+    assert!(response.trailers().is_none(), "trailers before the end");
+    let mut read = String::new();
+    std::io::Read::read_to_string(response.body_mut(), &mut read).unwrap();
+    assert_eq!(read, "abcdef");
     assert_eq!(response.trailers().unwrap()["x-t"], "1");
     client.close();
 }
@@ -433,7 +438,12 @@ fn invalid_input_fails_with_invalid_request_and_no_panic() {
         |i| matches!(i, InvalidRequest::Header(_)),
     );
     // The message names the problem; the io::Error kind is InvalidInput.
-    let error = client.get("ftp://127.0.0.1/").send().wait().unwrap_err();
+    let error = client
+        .get("ftp://127.0.0.1/")
+        .send()
+        .wait()
+        .and_then(|r| r.bytes().wait())
+        .unwrap_err();
     assert!(error.to_string().contains("ftp://127.0.0.1/"), "{error}");
     assert!(!error.is_timeout());
     let io = std::io::Error::from(error);
@@ -444,7 +454,7 @@ fn invalid_input_fails_with_invalid_request_and_no_panic() {
     assert_eq!(server.connections_accepted(), 0);
     assert_eq!(client.stats().in_flight, 0);
     let fine = client.get(server.url("/ok")).send().wait().unwrap();
-    assert_eq!(fine.text(), "GET /ok ");
+    assert_eq!(fine.text().wait().unwrap(), "GET /ok ");
     client.close();
 }
 
@@ -456,6 +466,7 @@ fn connection_refused_fails_with_connect() {
         .get(format!("http://{addr}/"))
         .send()
         .wait()
+        .and_then(|r| r.bytes().wait())
         .unwrap_err();
     match &error {
         Error::Connect { remote, source } => {

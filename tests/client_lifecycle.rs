@@ -30,7 +30,7 @@ fn cancel_resolves_with_cancelled_and_closes_the_connection() {
     assert!(future.cancel(), "the first cancel ends the exchange");
     assert!(!future.cancel(), "a second cancel does nothing");
     assert!(future.is_done());
-    let error = future.wait().unwrap_err();
+    let error = future.wait().and_then(|r| r.bytes().wait()).unwrap_err();
     assert!(matches!(error, Error::Cancelled), "{error:?}");
     assert!(!error.is_timeout());
     assert_eq!(
@@ -61,10 +61,17 @@ fn cancel_after_completion_changes_nothing() {
     let future = client.get(server.url("/")).send();
     assert!(eventually(WAIT, || future.is_done()));
     assert!(!future.cancel());
-    assert_eq!(future.wait().unwrap().text(), "done");
+    assert_eq!(future.wait().unwrap().text().wait().unwrap(), "done");
     // The connection went back to the pool untouched.
     assert_eq!(client.stats().idle_connections, 1);
-    client.get(server.url("/")).send().wait().unwrap();
+    client
+        .get(server.url("/"))
+        .send()
+        .wait()
+        .unwrap()
+        .bytes()
+        .wait()
+        .unwrap();
     assert_eq!(server.connections_accepted(), 1);
     client.close();
 }
@@ -159,8 +166,8 @@ fn cancelling_a_queued_request_lets_the_next_one_through() {
     assert!(cancelled.cancel());
     assert_eq!(client.stats().waiting, 1);
     assert!(matches!(cancelled.wait(), Err(Error::Cancelled)));
-    assert_eq!(slow.wait().unwrap().text(), "/slow");
-    assert_eq!(next.wait().unwrap().text(), "/next");
+    assert_eq!(slow.wait().unwrap().text().wait().unwrap(), "/slow");
+    assert_eq!(next.wait().unwrap().text().wait().unwrap(), "/next");
     let targets: Vec<String> = server.requests().into_iter().map(|r| r.target).collect();
     assert_eq!(targets, vec!["/slow", "/next"]);
     assert_eq!(server.connections_accepted(), 1);

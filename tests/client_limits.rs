@@ -1,5 +1,6 @@
 //! Response limits end to end: a body over `max_body_bytes` fails with
-//! `Error::BodyTooLarge` (declared or streamed), and the connection closes.
+//! `Error::BodyTooLarge` — at the head when its length says so, where it is
+//! read when it grows past the limit — and the connection closes.
 
 mod support;
 
@@ -19,7 +20,12 @@ fn client() -> Client {
 
 /// A GET to `server` fails for the 1000-byte limit, and its connection closes.
 fn assert_too_large(client: &Client, server: &TestServer) {
-    let error = client.get(server.url("/")).send().wait().unwrap_err();
+    let error = client
+        .get(server.url("/"))
+        .send()
+        .wait()
+        .and_then(|response| response.bytes().wait())
+        .unwrap_err();
     assert!(
         matches!(error, Error::BodyTooLarge { limit: 1000, .. }),
         "{error:?}"
@@ -51,7 +57,9 @@ fn a_chunked_body_growing_past_the_limit_fails() {
             .send()
             .wait()
             .unwrap()
-            .body()
+            .bytes()
+            .wait()
+            .unwrap()
             .len(),
         1000
     );

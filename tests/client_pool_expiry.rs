@@ -27,12 +27,26 @@ fn an_idle_connection_is_closed_once_its_idle_timeout_passes() {
     let server = TestServer::respond(|_| ok("hi"));
     let clock = ManualClock::new();
     let client = client(&clock, Duration::from_secs(30), Duration::ZERO);
-    client.get(server.url("/")).send().wait().unwrap();
+    client
+        .get(server.url("/"))
+        .send()
+        .wait()
+        .unwrap()
+        .bytes()
+        .wait()
+        .unwrap();
     assert_eq!(client.stats().idle_connections, 1);
 
     clock.advance(Duration::from_secs(29));
     // Still pooled: a request now reuses it.
-    client.get(server.url("/")).send().wait().unwrap();
+    client
+        .get(server.url("/"))
+        .send()
+        .wait()
+        .unwrap()
+        .bytes()
+        .wait()
+        .unwrap();
     assert_eq!(server.connections_accepted(), 1);
 
     // Idle again from now; the cleaner (every second at most) evicts it once
@@ -43,7 +57,14 @@ fn an_idle_connection_is_closed_once_its_idle_timeout_passes() {
         "the idle connection was not closed"
     );
     assert!(eventually(WAIT, || client.stats().open_connections == 0));
-    client.get(server.url("/")).send().wait().unwrap();
+    client
+        .get(server.url("/"))
+        .send()
+        .wait()
+        .unwrap()
+        .bytes()
+        .wait()
+        .unwrap();
     assert_eq!(server.connections_accepted(), 2);
     client.close();
 }
@@ -53,9 +74,23 @@ fn a_connection_is_not_reused_past_its_time_to_live() {
     let server = TestServer::respond(|_| ok("hi"));
     let clock = ManualClock::new();
     let client = client(&clock, Duration::from_secs(600), Duration::from_secs(10));
-    client.get(server.url("/")).send().wait().unwrap();
+    client
+        .get(server.url("/"))
+        .send()
+        .wait()
+        .unwrap()
+        .bytes()
+        .wait()
+        .unwrap();
     clock.advance(Duration::from_secs(5));
-    client.get(server.url("/")).send().wait().unwrap();
+    client
+        .get(server.url("/"))
+        .send()
+        .wait()
+        .unwrap()
+        .bytes()
+        .wait()
+        .unwrap();
     assert_eq!(
         server.connections_accepted(),
         1,
@@ -68,7 +103,14 @@ fn a_connection_is_not_reused_past_its_time_to_live() {
         server.wait_for_open(0, WAIT),
         "the expired connection was not closed"
     );
-    client.get(server.url("/")).send().wait().unwrap();
+    client
+        .get(server.url("/"))
+        .send()
+        .wait()
+        .unwrap()
+        .bytes()
+        .wait()
+        .unwrap();
     assert_eq!(server.connections_accepted(), 2);
     client.close();
 }

@@ -80,7 +80,7 @@ fn a_stopped_timer_fails_requests_that_need_a_timeout_instead_of_leaving_them() 
     drop(timer.stop());
     let future = client.get(server.url("/")).send();
     assert!(eventually(WAIT, || future.is_done()), "never resolved");
-    let error = future.wait().unwrap_err();
+    let error = future.wait().and_then(|r| r.bytes().wait()).unwrap_err();
     assert!(matches!(error, Error::ClientClosed), "{error:?}");
     client.close();
 }
@@ -104,7 +104,7 @@ fn a_timer_stopped_under_armed_timeouts_fails_their_requests() {
     drop(timer.stop());
     for future in futures {
         assert!(eventually(WAIT, || future.is_done()), "never resolved");
-        let error = future.wait().unwrap_err();
+        let error = future.wait().and_then(|r| r.bytes().wait()).unwrap_err();
         assert!(matches!(error, Error::ClientClosed), "{error:?}");
     }
     client.close();
@@ -153,7 +153,14 @@ fn clients_sharing_a_loop_group_never_share_a_connection_id() {
         for (client, _) in &clients {
             let path = format!("/{round}");
             assert_eq!(
-                client.get(server.url(&path)).send().wait().unwrap().text(),
+                client
+                    .get(server.url(&path))
+                    .send()
+                    .wait()
+                    .unwrap()
+                    .text()
+                    .wait()
+                    .unwrap(),
                 path
             );
         }

@@ -96,6 +96,7 @@ fn by_default_a_request_timeout_expires_on_the_wheel_thread() {
         .request_timeout(Duration::from_millis(100))
         .send()
         .wait()
+        .and_then(|r| r.bytes().wait())
         .unwrap_err();
     assert!(matches!(error, Error::RequestTimeout(_)), "{error:?}");
     assert_eq!(Some(failed_on(&p.recorder)), p.timer.thread_id());
@@ -119,6 +120,7 @@ fn a_connecting_exchange_expires_on_the_loop_of_its_new_connection() {
         .request_timeout(Duration::from_secs(2))
         .send()
         .wait()
+        .and_then(|r| r.bytes().wait())
         .unwrap_err();
     assert!(matches!(error, Error::RequestTimeout(_)), "{error:?}");
     let info = connected(&p.recorder)
@@ -143,7 +145,7 @@ fn a_pooled_exchange_expires_on_the_loop_of_the_pooled_connection() {
     let server = answer_once_then_stall();
     let p = parts(true);
     let first = p.client.get(server.url("/")).send().wait().unwrap();
-    assert_eq!(first.text(), "first");
+    assert_eq!(first.text().wait().unwrap(), "first");
     // Wait for the connection to be offered back, so the second request
     // cannot quietly open a connection of its own.
     assert!(p.recorder.wait_for(CEILING, |events| events
@@ -158,6 +160,7 @@ fn a_pooled_exchange_expires_on_the_loop_of_the_pooled_connection() {
         .request_timeout(Duration::from_millis(200))
         .send()
         .wait()
+        .and_then(|r| r.bytes().wait())
         .unwrap_err();
     assert!(matches!(error, Error::RequestTimeout(_)), "{error:?}");
     let events = p.recorder.events();
@@ -190,6 +193,7 @@ fn a_read_timeout_expires_on_the_loop_of_its_connection() {
         .read_timeout(Duration::from_millis(200))
         .send()
         .wait()
+        .and_then(|r| r.bytes().wait())
         .unwrap_err();
     assert!(matches!(error, Error::ReadTimeout(_)), "{error:?}");
     let info = connected(&p.recorder).pop().unwrap();
@@ -247,7 +251,7 @@ fn a_rejected_arm_falls_back_to_the_wheel() {
         .send();
     // Bounded: without the fallback, nothing would ever end this exchange.
     assert!(eventually(CEILING, || future.is_done()), "no timeout fired");
-    let error = future.wait().unwrap_err();
+    let error = future.wait().and_then(|r| r.bytes().wait()).unwrap_err();
     assert!(matches!(error, Error::RequestTimeout(_)), "{error:?}");
     assert!(
         asked.load(Ordering::SeqCst) > 0,
@@ -286,7 +290,10 @@ fn cancelling_and_closing_in_flight_leave_nothing_behind_in_both_modes() {
         for future in closed {
             assert!(future.is_done());
         }
-        let results: Vec<_> = futures.into_iter().map(|f| f.wait().unwrap_err()).collect();
+        let results: Vec<_> = futures
+            .into_iter()
+            .map(|f| f.wait().and_then(|r| r.bytes().wait()).unwrap_err())
+            .collect();
         assert!(results[..10].iter().all(|e| matches!(e, Error::Cancelled)));
         assert!(results[10..]
             .iter()
@@ -350,7 +357,7 @@ fn on_a_manual_clock_a_five_second_timeout_fires_when_the_clock_passes_it_in_bot
             eventually(CEILING, || future.is_done()),
             "mode {event_loop_timeouts}: never fired"
         );
-        let error = future.wait().unwrap_err();
+        let error = future.wait().and_then(|r| r.bytes().wait()).unwrap_err();
         assert!(
             matches!(error, Error::RequestTimeout(ref t) if t.duration == Duration::from_secs(5))
         );

@@ -112,8 +112,8 @@ fn malformed_responses_are_protocol_errors_and_close_the_connection() {
             |e| matches!(e, DecodeError::ContentLengthWithTransferEncoding),
         ),
         (
-            "unknown transfer coding",
-            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n".to_vec(),
+            "chunked after a transfer coding",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n".to_vec(),
             |e| matches!(e, DecodeError::UnknownTransferCoding(_)),
         ),
         (
@@ -136,11 +136,6 @@ fn malformed_responses_are_protocol_errors_and_close_the_connection() {
             matches!(e, DecodeError::TrailersTooLarge { .. })
         }),
         (
-            "body longer than declared",
-            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhello".to_vec(),
-            |e| matches!(e, DecodeError::BytesAfterResponse { .. }),
-        ),
-        (
             "101 without an upgrade",
             b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\n\r\n".to_vec(),
             |e| matches!(e, DecodeError::SwitchingProtocols),
@@ -151,7 +146,13 @@ fn malformed_responses_are_protocol_errors_and_close_the_connection() {
         for (name, bytes, expected) in &cases {
             // The server stalls after sending: closing is the client's job.
             let server = TestServer::start(Behaviour::SendThenStall(bytes.clone()));
-            let error = client.get(server.url("/")).send().wait().unwrap_err();
+            // A broken head fails the future; a broken body, its reading.
+            let error = client
+                .get(server.url("/"))
+                .send()
+                .wait()
+                .and_then(|response| response.bytes().wait())
+                .unwrap_err();
             match &error {
                 Error::Protocol { source, .. } => assert!(expected(source), "{name}: {source:?}"),
                 other => panic!("{name}: expected a protocol error, got {other:?}"),
@@ -183,7 +184,12 @@ fn a_peer_closing_inside_a_framed_body_is_an_error_never_a_short_success() {
     let client = client(false);
     for (bytes, stage) in cases {
         let server = TestServer::start(Behaviour::SendThenClose(bytes.to_vec()));
-        let error = client.get(server.url("/")).send().wait().unwrap_err();
+        let error = client
+            .get(server.url("/"))
+            .send()
+            .wait()
+            .and_then(|r| r.bytes().wait())
+            .unwrap_err();
         assert!(
             matches!(&error, Error::Protocol { source: DecodeError::Truncated { stage: s }, .. } if *s == stage),
             "{stage:?}: {error:?}"
@@ -209,7 +215,12 @@ fn resets_mid_head_and_mid_body_are_errors() {
             let socket = socket2::SockRef::from(&stream);
             let _ = socket.set_linger(Some(Duration::ZERO));
         }));
-        let error = client.get(server.url("/")).send().wait().unwrap_err();
+        let error = client
+            .get(server.url("/"))
+            .send()
+            .wait()
+            .and_then(|r| r.bytes().wait())
+            .unwrap_err();
         match &error {
             Error::Io { source, .. } => {
                 assert_eq!(source.kind(), std::io::ErrorKind::ConnectionReset)
@@ -247,6 +258,7 @@ fn a_peer_that_never_reads_a_large_body_is_ended_by_the_request_timeout() {
             .request_timeout(Duration::from_millis(300))
             .send()
             .wait()
+            .and_then(|r| r.bytes().wait())
             .unwrap_err();
         assert!(matches!(error, Error::RequestTimeout(_)), "{error:?}");
         assert!(started.elapsed() >= Duration::from_millis(300));
@@ -274,11 +286,22 @@ fn an_idempotent_request_on_a_dropped_pooled_connection_is_retried_once() {
     let server = answers_once_then_drops();
     let client = client(false);
     assert_eq!(
-        client.get(server.url("/a")).send().wait().unwrap().text(),
+        client
+            .get(server.url("/a"))
+            .send()
+            .wait()
+            .unwrap()
+            .text()
+            .wait()
+            .unwrap(),
         "first"
     );
     let second = client.get(server.url("/b")).send().wait().unwrap();
-    assert_eq!(second.text(), "first", "answered by a fresh connection");
+    assert_eq!(
+        second.text().wait().unwrap(),
+        "first",
+        "answered by a fresh connection"
+    );
     assert_eq!(server.connections_accepted(), 2);
     client.close();
 }
@@ -287,12 +310,20 @@ fn an_idempotent_request_on_a_dropped_pooled_connection_is_retried_once() {
 fn a_non_idempotent_request_on_a_dropped_pooled_connection_is_not_retried() {
     let server = answers_once_then_drops();
     let client = client(false);
-    client.get(server.url("/a")).send().wait().unwrap();
+    client
+        .get(server.url("/a"))
+        .send()
+        .wait()
+        .unwrap()
+        .bytes()
+        .wait()
+        .unwrap();
     let error = client
         .post(server.url("/b"))
         .body("once")
         .send()
         .wait()
+        .and_then(|r| r.bytes().wait())
         .unwrap_err();
     assert!(
         matches!(
@@ -334,12 +365,23 @@ fn unsolicited_bytes_on_an_idle_connection_never_reach_the_next_request() {
         }))
     };
     let client = client(false);
-    client.get(server.url("/")).send().wait().unwrap();
+    client
+        .get(server.url("/"))
+        .send()
+        .wait()
+        .unwrap()
+        .bytes()
+        .wait()
+        .unwrap();
     // Only once the stray bytes are on their way: the next request must
     // see them as the pooled connection's fault, not as its response.
     assert!(eventually(WAIT, || sent.load(Ordering::Acquire)));
     let response = client.get(server.url("/")).send().wait().unwrap();
-    assert_eq!(response.text(), "first", "served by a new connection");
+    assert_eq!(
+        response.text().wait().unwrap(),
+        "first",
+        "served by a new connection"
+    );
     assert_eq!(server.connections_accepted(), 2);
     client.close();
 }

@@ -1,5 +1,6 @@
-//! Code of the caller's that panics on an event loop — a listener, a body
-//! callback, a posted task — ends at most its own exchange: the future still
+//! Code of the caller's that panics on an event loop — a listener (before
+//! the head, or while the body is read), a posted task — ends at most its
+//! own exchange: the future still
 //! resolves, and the loop goes on serving other requests. The same for a
 //! listener called on a resolver thread.
 
@@ -58,13 +59,15 @@ impl EventListener for PanicsOn {
 
 /// Sends a GET with `listener` and returns its outcome, which must come
 /// (no timeout is set that would end it otherwise).
-fn outcome(client: &Client, url: String, listener: PanicsOn) -> Result<tickless::Response, Error> {
+/// The body of a GET with `listener`, or the error of the exchange (before
+/// or after its head).
+fn outcome(client: &Client, url: String, listener: PanicsOn) -> Result<String, Error> {
     let future = client.get(url).listener(Arc::new(listener)).send();
     assert!(
         eventually(WAIT, || future.is_done()),
         "{listener:?}: never resolved"
     );
-    future.wait()
+    future.wait()?.text().wait()
 }
 
 /// The error a panicking listener ends its exchange with.
@@ -80,7 +83,17 @@ fn assert_listener_panicked(error: Error) {
 /// The client still serves a request to `url` after the panic, then
 /// settles and closes.
 fn assert_serves_then_closes(client: Client, url: String) {
-    assert_eq!(client.get(url).send().wait().unwrap().text(), "fine");
+    assert_eq!(
+        client
+            .get(url)
+            .send()
+            .wait()
+            .unwrap()
+            .text()
+            .wait()
+            .unwrap(),
+        "fine"
+    );
     assert_settles(&client, WAIT);
     client.close();
 }
@@ -112,7 +125,7 @@ fn a_listener_panicking_as_a_pooled_connection_is_taken_fails_its_exchange() {
     let server = TestServer::respond(|_| ok("fine"));
     let client = untimed_client();
     let first = outcome(&client, server.url("/"), PanicsOn::Resolved).unwrap();
-    assert_eq!(first.text(), "fine");
+    assert_eq!(first, "fine");
     assert!(eventually(WAIT, || client.stats().idle_connections == 1));
     let error = outcome(&client, server.url("/"), PanicsOn::ConnectionPooled).unwrap_err();
     assert_listener_panicked(error);
@@ -143,24 +156,42 @@ fn a_panicking_listener_still_lets_the_response_through() {
         .send();
     assert!(eventually(WAIT, || future.is_done()), "never resolved");
     let response = future.wait().unwrap();
-    assert_eq!(response.text(), "fine");
+    assert_eq!(response.text().wait().unwrap(), "fine");
     assert_eq!(
-        client.get(server.url("/")).send().wait().unwrap().text(),
+        client
+            .get(server.url("/"))
+            .send()
+            .wait()
+            .unwrap()
+            .text()
+            .wait()
+            .unwrap(),
         "fine"
     );
     client.close();
 }
 
+/// Panics while the body is read off the connection.
+struct PanicsOnBody;
+
+impl EventListener for PanicsOnBody {
+    fn on_body_part(&self, _len: usize) {
+        panic!("listener panics on the body");
+    }
+}
+
 #[test]
-fn a_panicking_body_callback_fails_its_exchange_and_spares_the_loop() {
+fn a_listener_panicking_mid_body_fails_the_body_and_spares_the_loop() {
     let server = TestServer::respond(|_| ok("some body"));
     let client = client();
-    let future = client
+    let response = client
         .get(server.url("/"))
-        .on_body_chunk(|_| panic!("callback panics"))
-        .send();
-    assert!(eventually(WAIT, || future.is_done()), "never resolved");
-    let error = future.wait().unwrap_err();
+        .listener(Arc::new(PanicsOnBody))
+        .send()
+        .wait()
+        .unwrap();
+    // The head came before the panic; the body says what happened.
+    let error = response.bytes().wait().unwrap_err();
     assert!(matches!(error, Error::Io { .. }), "{error:?}");
     assert!(
         server.wait_for_open(0, WAIT),
@@ -168,7 +199,14 @@ fn a_panicking_body_callback_fails_its_exchange_and_spares_the_loop() {
     );
     // The loop is alive: the next request on it succeeds.
     assert_eq!(
-        client.get(server.url("/")).send().wait().unwrap().text(),
+        client
+            .get(server.url("/"))
+            .send()
+            .wait()
+            .unwrap()
+            .text()
+            .wait()
+            .unwrap(),
         "some body"
     );
     assert_settles(&client, WAIT);

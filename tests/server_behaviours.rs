@@ -62,7 +62,7 @@ fn an_answer_already_there_when_the_connect_is_seen_is_read() {
         })
         .unwrap();
     let response = outcome(future).expect("the answer that was waiting");
-    assert_eq!(response.text(), "EARLY");
+    assert_eq!(response.text().wait().unwrap(), "EARLY");
     assert_settles(&client, WAIT);
     client.close();
 }
@@ -91,7 +91,7 @@ fn an_early_refusal_of_an_upload_is_the_answer_not_the_reset_that_follows() {
                 .send();
             let response = outcome(future).unwrap_or_else(|e| panic!("{method}: {e:?}"));
             assert_eq!(response.status(), 413, "{method}");
-            assert_eq!(response.text(), "too big!", "{method}");
+            assert_eq!(response.text().wait().unwrap(), "too big!", "{method}");
         }
         assert_settles(&client, WAIT);
         assert!(

@@ -39,14 +39,14 @@ fn a_valid_chain_round_trips_by_ip_and_by_name() {
     let client = trusting().build().unwrap();
     let response = client.get(server.url("/a")).send().wait().unwrap();
     assert_eq!(response.status(), 200);
-    assert_eq!(response.text(), "hello /a");
+    assert_eq!(response.text().wait().unwrap(), "hello /a");
     // By name: SNI is sent, and the name is checked against the certificate.
     let response = client
         .get(server.url_for("localhost", "/b"))
         .send()
         .wait()
         .unwrap();
-    assert_eq!(response.text(), "hello /b");
+    assert_eq!(response.text().wait().unwrap(), "hello /b");
     // An IP literal carries no SNI; a DNS name does.
     let names = server.server_names();
     assert_eq!(names.first(), Some(&None), "{names:?}");
@@ -65,14 +65,19 @@ fn the_root_may_be_given_as_der_and_the_default_roots_replaced() {
         .build()
         .unwrap();
     let response = client.get(server.url("/der")).send().wait().unwrap();
-    assert_eq!(response.text(), "hello /der");
+    assert_eq!(response.text().wait().unwrap(), "hello /der");
     client.close();
     // An empty store and nothing added: nothing is trusted.
     let client = Client::builder()
         .tls_roots(tickless::rustls::RootCertStore::empty())
         .build()
         .unwrap();
-    let error = client.get(server.url("/")).send().wait().unwrap_err();
+    let error = client
+        .get(server.url("/"))
+        .send()
+        .wait()
+        .and_then(|r| r.bytes().wait())
+        .unwrap_err();
     assert_eq!(tls_failure(&error), TlsFailureKind::UnknownIssuer);
     client.close();
 }
@@ -99,7 +104,7 @@ fn sequential_requests_reuse_one_tls_connection() {
     for i in 0..5 {
         let path = format!("/{i}");
         let response = client.get(server.url(&path)).send().wait().unwrap();
-        assert_eq!(response.text(), format!("hello {path}"));
+        assert_eq!(response.text().wait().unwrap(), format!("hello {path}"));
     }
     assert_eq!(server.connections_accepted(), 1);
     assert_eq!(server.handshakes(), 1);
@@ -122,7 +127,7 @@ fn a_connection_the_server_closed_while_idle_is_not_reused() {
     let client = trusting().build().unwrap();
     for _ in 0..3 {
         let response = client.get(server.url("/")).send().wait().unwrap();
-        assert_eq!(response.text(), "once");
+        assert_eq!(response.text().wait().unwrap(), "once");
     }
     assert_eq!(server.connections_accepted(), 3);
     client.close();
@@ -137,7 +142,12 @@ fn an_unknown_issuer_is_rejected() {
         .listener(recorder.clone())
         .build()
         .unwrap();
-    let error = client.get(server.url("/")).send().wait().unwrap_err();
+    let error = client
+        .get(server.url("/"))
+        .send()
+        .wait()
+        .and_then(|r| r.bytes().wait())
+        .unwrap_err();
     assert_eq!(tls_failure(&error), TlsFailureKind::UnknownIssuer);
     assert!(error.to_string().contains("TLS handshake with"), "{error}");
     assert!(
@@ -156,7 +166,12 @@ fn an_unknown_issuer_is_rejected() {
 fn a_certificate_for_another_name_is_rejected() {
     let server = TlsServer::respond(&certs().other_name, |_| ok("no"));
     let client = trusting().build().unwrap();
-    let error = client.get(server.url("/")).send().wait().unwrap_err();
+    let error = client
+        .get(server.url("/"))
+        .send()
+        .wait()
+        .and_then(|r| r.bytes().wait())
+        .unwrap_err();
     assert_eq!(tls_failure(&error), TlsFailureKind::NameMismatch);
     assert!(
         error.to_string().contains("certificate name mismatch"),
@@ -167,6 +182,7 @@ fn a_certificate_for_another_name_is_rejected() {
         .get(server.url_for("localhost", "/"))
         .send()
         .wait()
+        .and_then(|r| r.bytes().wait())
         .unwrap_err();
     assert_eq!(tls_failure(&error), TlsFailureKind::NameMismatch);
     client.close();
@@ -176,7 +192,12 @@ fn a_certificate_for_another_name_is_rejected() {
 fn an_expired_certificate_is_rejected() {
     let server = TlsServer::respond(&certs().expired, |_| ok("no"));
     let client = trusting().build().unwrap();
-    let error = client.get(server.url("/")).send().wait().unwrap_err();
+    let error = client
+        .get(server.url("/"))
+        .send()
+        .wait()
+        .and_then(|r| r.bytes().wait())
+        .unwrap_err();
     assert_eq!(tls_failure(&error), TlsFailureKind::Expired);
     assert!(error.to_string().contains("certificate expired"), "{error}");
     client.close();
@@ -191,9 +212,9 @@ fn danger_accept_invalid_certs_accepts_what_verification_rejects() {
         .build()
         .unwrap();
     let response = client.get(unknown.url("/x")).send().wait().unwrap();
-    assert_eq!(response.text(), "hello /x");
+    assert_eq!(response.text().wait().unwrap(), "hello /x");
     let response = client.get(other.url("/")).send().wait().unwrap();
-    assert_eq!(response.text(), "other");
+    assert_eq!(response.text().wait().unwrap(), "other");
     client.close();
 }
 
@@ -217,6 +238,7 @@ fn a_server_that_never_speaks_tls_is_ended_by_the_request_timeout_in_both_modes(
             .request_timeout(Duration::from_secs(1))
             .send()
             .wait()
+            .and_then(|r| r.bytes().wait())
             .unwrap_err();
         assert!(
             matches!(error, Error::RequestTimeout(ref t) if t.duration == Duration::from_secs(1)),
@@ -267,6 +289,7 @@ fn the_handshake_timeout_bounds_a_silent_server() {
         .request_timeout(Duration::from_secs(20))
         .send()
         .wait()
+        .and_then(|r| r.bytes().wait())
         .unwrap_err();
     assert!(matches!(error, Error::HandshakeTimeout(_)), "{error:?}");
     assert!(error.is_timeout());
@@ -295,7 +318,12 @@ fn a_close_without_close_notify_mid_body_is_an_error() {
         ),
     );
     let client = trusting().build().unwrap();
-    let error = client.get(server.url("/")).send().wait().unwrap_err();
+    let error = client
+        .get(server.url("/"))
+        .send()
+        .wait()
+        .and_then(|r| r.bytes().wait())
+        .unwrap_err();
     match &error {
         Error::Io { source, .. } => {
             assert_eq!(source.kind(), std::io::ErrorKind::UnexpectedEof, "{error}")
@@ -318,10 +346,15 @@ fn a_close_delimited_body_needs_close_notify_to_succeed() {
     );
     let client = trusting().build().unwrap();
     let response = client.get(clean.url("/")).send().wait().unwrap();
-    assert_eq!(response.body(), &body[..]);
+    assert_eq!(response.bytes().wait().unwrap(), &body[..]);
 
     let cut = TlsServer::start(&certs().valid, TlsBehaviour::SendThenCut(full));
-    let error = client.get(cut.url("/")).send().wait().unwrap_err();
+    let error = client
+        .get(cut.url("/"))
+        .send()
+        .wait()
+        .and_then(|r| r.bytes().wait())
+        .unwrap_err();
     assert!(
         matches!(&error, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::UnexpectedEof),
         "a truncation must not pass for the end of the body: {error:?}"
@@ -334,7 +367,14 @@ fn handshake_events_come_in_order() {
     let server = hello_server();
     let recorder = Recorder::new();
     let client = trusting().listener(recorder.clone()).build().unwrap();
-    client.get(server.url("/")).send().wait().unwrap();
+    client
+        .get(server.url("/"))
+        .send()
+        .wait()
+        .unwrap()
+        .bytes()
+        .wait()
+        .unwrap();
     let events: Vec<Event> = recorder.events().into_iter().map(|(e, _)| e).collect();
     let at = |what: &str, pred: fn(&Event) -> bool| {
         events
@@ -363,7 +403,12 @@ fn handshake_events_come_in_order() {
     // A failure: attempt, failure, then the exchange fails.
     let bad = TlsServer::respond(&certs().expired, |_| ok("no"));
     recorder.clear();
-    client.get(bad.url("/")).send().wait().unwrap_err();
+    client
+        .get(bad.url("/"))
+        .send()
+        .wait()
+        .and_then(|r| r.bytes().wait())
+        .unwrap_err();
     let events: Vec<Event> = recorder.events().into_iter().map(|(e, _)| e).collect();
     let attempt = events
         .iter()

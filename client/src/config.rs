@@ -40,6 +40,11 @@ pub(crate) struct ClientConfig {
     pub(crate) connection_ttl: Option<Duration>,
     // TLS
     pub(crate) tls: TlsOptions,
+    // bodies
+    /// What the loop reads ahead of a response body's reader.
+    pub(crate) body_window: usize,
+    /// How long a body waits for `100 Continue` (`None`: not at all).
+    pub(crate) expect_continue_timeout: Option<Duration>,
     // limits
     pub(crate) limits: Limits,
     // threads and testing seams
@@ -79,6 +84,8 @@ impl Default for ClientConfig {
             pooled_connection_idle_timeout: Some(Duration::from_secs(60)),
             connection_ttl: None,
             tls: TlsOptions::default(),
+            body_window: crate::exchange::DEFAULT_WINDOW,
+            expect_continue_timeout: Some(Duration::from_secs(1)),
             limits: Limits::default(),
             event_loops: None,
             clock: Arc::new(SystemClock),

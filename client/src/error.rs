@@ -209,7 +209,15 @@ pub enum Error {
         /// The limit, in bytes.
         limit: u64,
     },
-    /// The caller cancelled the exchange (or dropped its future).
+    /// The request body could not be sent as given: its source (a
+    /// `Read`, an async body) failed, or produced more or fewer bytes than
+    /// the `Content-Length` it was sent with.
+    #[error("the request body failed: {source}")]
+    RequestBody {
+        /// What went wrong.
+        source: Box<dyn StdError + Send + Sync>,
+    },
+    /// The caller cancelled the exchange (or dropped its future or body).
     #[error("request cancelled")]
     Cancelled,
     /// The client was closed before the exchange ended.

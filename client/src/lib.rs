@@ -50,10 +50,16 @@ mod exchange;
 mod net;
 mod sync;
 
-pub use api::{Client, ClientBuilder, ClientStats, RequestBuilder, Response, ResponseFuture};
+pub use api::{
+    Body, Chunk, Client, ClientBuilder, ClientStats, CollectBytes, CollectText, RequestBuilder,
+    Response, ResponseFuture, Upload,
+};
+/// The byte buffers bodies come in.
+pub use bytes::Bytes;
 pub use error::{timeout_kind, Error, InvalidRequest, Timeout, TimeoutKind, TlsFailureKind};
 pub use events::{ConnectionInfo, EventListener, NoopListener};
-pub use exchange::BodySink;
+/// The body trait of hyper and the tower ecosystem, which [`Body`] implements.
+pub use http_body;
 pub use net::{Origin, Scheme};
 /// The rustls this client is built with, for [`ClientBuilder::tls_roots`]
 /// and the source of [`Error::Tls`].

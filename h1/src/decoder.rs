@@ -16,13 +16,17 @@ pub enum Decoded<'a> {
     NeedMore,
     /// The final (non-1xx) response head. Returned once.
     Head(ResponseHead),
+    /// An interim `100 Continue`: the server will read the request body
+    /// (the answer to `Expect: 100-continue`). Other 1xx heads are skipped.
+    Continue,
     /// A piece of body data, borrowed from the input; never empty.
     Body(&'a [u8]),
     /// The trailer fields after a chunked body; only returned when non-empty.
     Trailers(HeaderMap),
     /// The response is complete. `keep_alive`: the connection may carry
-    /// another request (bytes left unconsumed in the input belong to no
-    /// response and are a protocol error).
+    /// another request. Bytes left unconsumed in the input belong to no
+    /// response (a body longer than declared, an answer nobody asked for):
+    /// the response is still whole, but the connection must not be reused.
     Done {
         /// Whether the connection can be reused.
         keep_alive: bool,
@@ -73,7 +77,8 @@ impl ResponseDecoder {
     /// Call repeatedly with the remaining input until it returns
     /// [`Decoded::NeedMore`] (all of `input` that can be used has been
     /// consumed: read more bytes and call again with the unconsumed tail plus
-    /// the new bytes) or [`Decoded::Done`]. Interim 1xx responses are consumed
+    /// the new bytes) or [`Decoded::Done`]. A `100 Continue` is reported
+    /// ([`Decoded::Continue`]); other interim 1xx responses are consumed
     /// silently. Bytes after the end of the response are never consumed.
     /// After `Done`, every call returns `Done` again and consumes nothing.
     ///
@@ -128,8 +133,11 @@ impl ResponseDecoder {
             if head.status == http::StatusCode::SWITCHING_PROTOCOLS {
                 return Err(DecodeError::SwitchingProtocols);
             }
+            if head.status == http::StatusCode::CONTINUE {
+                return Ok((pos, Decoded::Continue));
+            }
             if head.status.is_informational() {
-                continue; // 100 Continue, 102 Processing, 103 Early Hints...
+                continue; // 102 Processing, 103 Early Hints...
             }
             let (kind, keep_alive) =
                 framing(&head, self.is_head, self.request_keep_alive, &self.limits)?;

@@ -85,7 +85,8 @@ pub enum DecodeError {
     /// Both `Content-Length` and `Transfer-Encoding` (a request smuggling vector).
     #[error("both Content-Length and Transfer-Encoding in a response")]
     ContentLengthWithTransferEncoding,
-    /// `Transfer-Encoding` is anything but exactly `chunked`.
+    /// `Transfer-Encoding` names `chunked` after other codings (which would
+    /// have to be undone to find the body's end), or twice, or nothing.
     #[error("unknown transfer coding {0:?} (only \"chunked\" is supported)")]
     UnknownTransferCoding(String),
     /// A chunk-size line does not start with hex digits, or holds a stray byte.
@@ -129,14 +130,6 @@ pub enum DecodeError {
     Truncated {
         /// Where the response was cut.
         stage: Stage,
-    },
-    /// Bytes arrived past the end of the response: a body longer than its
-    /// framing declared, or a response nobody asked for. The decoder leaves
-    /// them unconsumed; the connection reports this error.
-    #[error("{count} bytes past the end of the response (a body longer than declared?)")]
-    BytesAfterResponse {
-        /// How many were already received.
-        count: usize,
     },
 }
 

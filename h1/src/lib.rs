@@ -9,7 +9,7 @@
 //! one [`ResponseDecoder`] per request:
 //!
 //! ```text
-//!                 1xx interim head (consumed, skipped; 101 is an error)
+//!                 1xx interim head (100: Continue; others skipped; 101 is an error)
 //!                 +---------+
 //!                 |         v
 //!   new() ---> [ Head ] ----+---- final head ----> Head(ResponseHead)
@@ -63,6 +63,7 @@
 //!         let (consumed, decoded) = decoder.decode(&buf)?;
 //!         let stop = match decoded {
 //!             Decoded::NeedMore => true,
+//!             Decoded::Continue => false,
 //!             Decoded::Head(head) => { status = Some(head.status); false }
 //!             Decoded::Body(data) => { body.extend_from_slice(data); false }
 //!             Decoded::Trailers(t) => { trailers = Some(t); false }
@@ -141,6 +142,7 @@ pub fn decode_pieces(
             let (consumed, decoded) = decoder.decode(&buf)?;
             let stop = match decoded {
                 Decoded::NeedMore => true,
+                Decoded::Continue => false,
                 Decoded::Head(h) => {
                     head = Some(h);
                     false

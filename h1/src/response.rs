@@ -276,8 +276,11 @@ pub(crate) fn framing(
     let kind = if bodiless {
         BodyKind::Length(0)
     } else if has_te {
-        check_chunked(headers)?;
-        BodyKind::Chunked
+        let kind = transfer_framing(headers)?;
+        if kind == BodyKind::Eof {
+            keep_alive = false;
+        }
+        kind
     } else if let Some(n) = content_length {
         if let Some(limit) = limits.max_body_bytes {
             if n > limit {
@@ -317,27 +320,32 @@ fn content_length(headers: &HeaderMap) -> Result<Option<u64>, DecodeError> {
     Ok(found)
 }
 
-/// Accepts exactly one transfer coding, `chunked`, over all fields.
-fn check_chunked(headers: &HeaderMap) -> Result<(), DecodeError> {
-    let mut codings = headers
+/// How `Transfer-Encoding` frames a body (RFC 9112 §6.3, rules 4 and 7):
+/// `chunked` alone is chunked; codings that do not end in `chunked` leave
+/// the body to run until the server closes. Codings that end in `chunked`
+/// after others (`gzip, chunked`) would have to be undone to read the body:
+/// refused, as is `chunked` applied twice.
+fn transfer_framing(headers: &HeaderMap) -> Result<BodyKind, DecodeError> {
+    let codings: Vec<&[u8]> = headers
         .get_all(TRANSFER_ENCODING)
         .iter()
         .flat_map(|v| v.as_bytes().split(|&b| b == b','))
         .map(<[u8]>::trim_ascii)
-        .filter(|c| !c.is_empty());
-    let only_chunked = codings
-        .next()
-        .is_some_and(|c| c.eq_ignore_ascii_case(b"chunked"))
-        && codings.next().is_none();
-    if only_chunked {
-        return Ok(());
-    }
-    let all: Vec<String> = headers
-        .get_all(TRANSFER_ENCODING)
-        .iter()
-        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        .filter(|c| !c.is_empty())
         .collect();
-    Err(DecodeError::UnknownTransferCoding(all.join(", ")))
+    let is_chunked = |c: &&[u8]| c.eq_ignore_ascii_case(b"chunked");
+    match codings.as_slice() {
+        [only] if is_chunked(only) => Ok(BodyKind::Chunked),
+        [.., last] if !is_chunked(last) && !codings.iter().any(is_chunked) => Ok(BodyKind::Eof),
+        _ => {
+            let all: Vec<String> = headers
+                .get_all(TRANSFER_ENCODING)
+                .iter()
+                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+                .collect();
+            Err(DecodeError::UnknownTransferCoding(all.join(", ")))
+        }
+    }
 }
 
 /// Whether a `Connection` field of `headers` lists `token` (compared

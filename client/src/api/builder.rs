@@ -38,17 +38,22 @@ impl ClientBuilder {
     // --- timeouts ---
 
     /// Bound on a whole exchange, from submission to the last body byte:
-    /// waiting for a connection, resolution, connect, writing and reading.
-    /// The deadline is fixed when the request is submitted. Default 60 s;
-    /// zero disables it.
+    /// waiting for a connection, resolution, connect, writing and reading —
+    /// the body included, however slowly it is read. The deadline is fixed
+    /// when the request is submitted. Default 60 s; zero disables it. To
+    /// download something large, give that request a longer timeout, or
+    /// none ([`RequestBuilder::request_timeout`](crate::RequestBuilder::request_timeout)
+    /// with zero), and let the [read timeout](Self::read_timeout) catch a
+    /// server that stops sending.
     pub fn request_timeout(mut self, timeout: Duration) -> Self {
         self.config.request_timeout = nonzero(timeout);
         self
     }
 
     /// Bound on the server's silence: the time between two reads (or
-    /// between sending the request and the first read). Default 60 s; zero
-    /// disables it.
+    /// between sending the request and the first read). It runs only while
+    /// the client has room for the body's bytes and waits for them (see
+    /// [`body_window`](Self::body_window)). Default 60 s; zero disables it.
     pub fn read_timeout(mut self, timeout: Duration) -> Self {
         self.config.read_timeout = nonzero(timeout);
         self
@@ -212,6 +217,29 @@ impl ClientBuilder {
     /// with the lab's CA.
     pub fn danger_accept_invalid_certs(mut self, accept: bool) -> Self {
         self.config.tls.danger_accept_invalid_certs = accept;
+        self
+    }
+
+    // --- bodies ---
+
+    /// How many bytes of a response body the connection's loop reads ahead
+    /// of the body's reader (default 256 KiB). When that much waits unread,
+    /// the loop stops reading the socket — and the read timeout stops with
+    /// it, since a reader that does not read is not a silent server — until
+    /// the reader has taken half of it. Memory per response stays about
+    /// this, whatever the body's size. At least 1 byte.
+    pub fn body_window(mut self, bytes: usize) -> Self {
+        self.config.body_window = bytes.max(1);
+        self
+    }
+
+    /// How long a request body waits for the server's `100 Continue` when
+    /// the request says `Expect: 100-continue` (default 1 s, as curl): then
+    /// it is sent anyway. Zero: it does not wait. A final answer that comes
+    /// first is the response, and the body is never sent (nor the
+    /// connection reused).
+    pub fn expect_continue_timeout(mut self, timeout: Duration) -> Self {
+        self.config.expect_continue_timeout = nonzero(timeout);
         self
     }
 

@@ -1,6 +1,6 @@
 //! [`ResponseFuture`]: the caller's end of an exchange.
 
-use super::Response;
+use super::{Body, Response};
 use crate::error::Error;
 use crate::exchange::{Exchange, POLLED_AFTER_COMPLETION, WAITED_AFTER_COMPLETION};
 use std::future::Future;
@@ -8,15 +8,19 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-/// The response to come.
+/// The response to come: it resolves when the response's head has
+/// arrived (its status and headers); the body follows, read from the
+/// [`Response`].
 ///
 /// A `std::future::Future` that needs no particular runtime: it is woken
-/// from the thread that ends the exchange (a loop, the wheel, or a
-/// canceller), so it works under tokio, smol or a plain `block_on`. It can
-/// also be waited on without an executor with [`wait`](Self::wait).
+/// from the thread that delivers the head or ends the exchange (a loop, the
+/// wheel, or a canceller), so it works under tokio, smol or a plain
+/// `block_on`. It can also be waited on without an executor with
+/// [`wait`](Self::wait).
 ///
 /// Dropping it before it resolves cancels the exchange: its connection is
-/// closed and its timeouts are disarmed.
+/// closed and its timeouts are disarmed. Once it has resolved, the exchange
+/// belongs to the response's body (see [`Body`] on dropping that).
 #[must_use = "a dropped ResponseFuture cancels its request"]
 pub struct ResponseFuture {
     inner: Inner,
@@ -41,7 +45,8 @@ impl ResponseFuture {
         }
     }
 
-    /// Blocks the calling thread until the exchange ends.
+    /// Blocks the calling thread until the response's head arrives (or the
+    /// exchange fails).
     ///
     /// It first yields the processor for up to 50 µs, checking for the
     /// outcome, and only then sleeps: a loopback or LAN response often
@@ -58,22 +63,25 @@ impl ResponseFuture {
     /// If a poll has already returned the outcome (as polling again would).
     pub fn wait(mut self) -> Result<Response, Error> {
         match &mut self.inner {
-            Inner::Exchange(exchange) => exchange.wait().map(Response::from),
+            Inner::Exchange(exchange) => exchange
+                .wait_head()
+                .map(|head| Response::new(head, Body::new(exchange.clone()))),
             Inner::Failed(error) => Err(error.take().expect(WAITED_AFTER_COMPLETION)),
         }
     }
 
     /// Cancels the exchange: the future resolves with [`Error::Cancelled`]
-    /// unless it had already ended. Returns whether this call cancelled it.
+    /// unless it had already ended or handed out its response (whose body
+    /// then owns the exchange). Returns whether this call cancelled it.
     pub fn cancel(&self) -> bool {
         match &self.inner {
-            Inner::Exchange(exchange) => exchange.cancel(),
+            Inner::Exchange(exchange) => !exchange.head_taken() && exchange.cancel(),
             Inner::Failed(_) => false,
         }
     }
 
-    /// Whether the exchange has ended and its outcome is in: the next poll
-    /// is ready, and [`wait`](Self::wait) returns at once.
+    /// Whether the head has arrived or the exchange has failed: the next
+    /// poll is ready, and [`wait`](Self::wait) returns at once.
     pub fn is_done(&self) -> bool {
         match &self.inner {
             Inner::Exchange(exchange) => exchange.is_settled(),
@@ -87,7 +95,9 @@ impl Future for ResponseFuture {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match &mut self.inner {
-            Inner::Exchange(exchange) => exchange.poll_outcome(cx).map_ok(Response::from),
+            Inner::Exchange(exchange) => exchange
+                .poll_head(cx)
+                .map_ok(|head| Response::new(head, Body::new(exchange.clone()))),
             Inner::Failed(error) => Poll::Ready(Err(error.take().expect(POLLED_AFTER_COMPLETION))),
         }
     }

@@ -2,15 +2,19 @@
 //! [`Response`] and [`ResponseFuture`]. They build requests and hand them
 //! to the dispatcher; everything below them is crate-private.
 
+mod body;
 mod builder;
 mod future;
 mod request;
 mod response;
+mod upload;
 
+pub use body::{Body, Chunk, CollectBytes, CollectText};
 pub use builder::ClientBuilder;
 pub use future::ResponseFuture;
 pub use request::RequestBuilder;
 pub use response::Response;
+pub use upload::Upload;
 
 use crate::config::ClientConfig;
 use crate::dispatch::Dispatcher;
@@ -29,7 +33,8 @@ use tickless_timer::{HashedWheelTimer, SharedClock, TimerStats};
 /// ```no_run
 /// let client = tickless_client::Client::builder().build()?;
 /// let response = client.get("http://127.0.0.1:8080/").send().wait()?;
-/// println!("{} {}", response.status(), response.text());
+/// let status = response.status();
+/// println!("{status} {}", response.text().wait()?);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone)]
@@ -69,6 +74,10 @@ pub struct ClientStats {
     pub waiting: usize,
     /// Exchanges submitted and not yet ended.
     pub in_flight: usize,
+    /// Bytes of bodies buffered by the client (response bodies read ahead
+    /// of their readers, uploads read ahead of their sockets): at most
+    /// about a window per body in flight.
+    pub buffered_body_bytes: usize,
 }
 
 impl ClientStats {
@@ -169,7 +178,7 @@ impl Client {
     }
 
     /// Sends an `http::Request` as it is.
-    pub fn execute<B: Into<Vec<u8>>>(&self, request: http::Request<B>) -> ResponseFuture {
+    pub fn execute<B: Into<Upload>>(&self, request: http::Request<B>) -> ResponseFuture {
         let (parts, body) = request.into_parts();
         RequestBuilder::new(self.clone(), parts.method, Ok(parts.uri))
             .headers(parts.headers)
@@ -213,6 +222,7 @@ impl Client {
             idle_connections: stats.idle_connections,
             waiting: stats.waiting,
             in_flight: stats.in_flight,
+            buffered_body_bytes: stats.buffered_body_bytes,
         }
     }
 }

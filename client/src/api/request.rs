@@ -1,13 +1,18 @@
 //! [`RequestBuilder`]: one request, built up and sent.
 
+use super::upload::{Upload, UploadKind};
 use super::{Client, ResponseFuture};
 use crate::error::{Error, InvalidRequest};
 use crate::events::{Both, EventListener};
-use crate::exchange::{BodySink, Deadlines, Exchange, ExchangeParts, RequestParts};
-use crate::h1::{self, RequestBody};
+use crate::exchange::{
+    Deadlines, Exchange, ExchangeParts, Pipe, RequestBody, RequestParts, Streamed, UploadSource,
+};
+use crate::h1;
 use crate::net::{Origin, Scheme};
-use http::header::{HeaderName, HeaderValue, CONNECTION, TRANSFER_ENCODING};
-use std::sync::Arc;
+use bytes::Bytes;
+use http::header::{HeaderName, HeaderValue, CONNECTION, EXPECT, TRANSFER_ENCODING};
+use std::io::Read;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// A request being built. Finish with [`send`](Self::send).
@@ -22,11 +27,10 @@ pub struct RequestBuilder {
     uri: Result<http::Uri, InvalidRequest>,
     headers: http::HeaderMap,
     invalid: Option<InvalidRequest>,
-    body: Vec<u8>,
+    body: Upload,
     request_timeout: Option<Duration>,
     read_timeout: Option<Duration>,
     listener: Option<Arc<dyn EventListener>>,
-    body_sink: Option<BodySink>,
 }
 
 /// A request checked and encoded, ready to become an exchange.
@@ -35,7 +39,8 @@ struct Prepared {
     request: RequestParts,
     deadlines: Deadlines,
     listener: Arc<dyn EventListener>,
-    body_sink: Option<BodySink>,
+    /// A `Read` body, and the pipe its pump fills.
+    pump: Option<(Box<dyn Read + Send>, Arc<Pipe>)>,
 }
 
 impl RequestBuilder {
@@ -50,11 +55,10 @@ impl RequestBuilder {
             uri,
             headers: http::HeaderMap::new(),
             invalid: None,
-            body: Vec::new(),
+            body: Upload::empty(),
             request_timeout: None,
             read_timeout: None,
             listener: None,
-            body_sink: None,
         }
     }
 
@@ -86,10 +90,26 @@ impl RequestBuilder {
         self
     }
 
-    /// The request body. Sent with `Content-Length`, or chunked if a
+    /// The request body: bytes in memory, or a streamed [`Upload`] (from a
+    /// `Read`, a file, an async body). Sent with `Content-Length` when its
+    /// length is known, chunked otherwise — or chunked if a
     /// `Transfer-Encoding: chunked` header was set.
-    pub fn body(mut self, body: impl Into<Vec<u8>>) -> Self {
+    pub fn body(mut self, body: impl Into<Upload>) -> Self {
         self.body = body.into();
+        self
+    }
+
+    /// Sends `Expect: 100-continue`: the body waits for the server's
+    /// `100 Continue` (up to [`ClientBuilder::expect_continue_timeout`](crate::ClientBuilder::expect_continue_timeout)),
+    /// so a server that refuses the request answers before it is sent.
+    /// The same as setting the header yourself.
+    pub fn expect_continue(mut self, expect: bool) -> Self {
+        if expect {
+            self.headers
+                .insert(EXPECT, HeaderValue::from_static("100-continue"));
+        } else {
+            self.headers.remove(EXPECT);
+        }
         self
     }
 
@@ -113,39 +133,36 @@ impl RequestBuilder {
         self
     }
 
-    /// Streams the response body to `sink` as it arrives instead of
-    /// buffering it; the [`Response`](crate::Response) body is then empty.
-    /// `sink` runs on the connection's event loop: keep it short (see
-    /// [`ClientBuilder::use_event_loop_timeouts`](crate::ClientBuilder::use_event_loop_timeouts)
-    /// on running code on a loop).
-    pub fn on_body_chunk(mut self, sink: impl FnMut(&[u8]) + Send + 'static) -> Self {
-        self.body_sink = Some(Box::new(sink));
-        self
-    }
-
     /// Sends the request. The request deadline is fixed now.
     pub fn send(self) -> ResponseFuture {
         let client = self.client.clone();
         let dispatcher = client.dispatcher();
-        match self.prepare() {
-            Ok(prepared) => {
-                let exchange = Exchange::new(ExchangeParts {
-                    id: Exchange::next_id(),
-                    origin: prepared.origin,
-                    request: prepared.request,
-                    listener: prepared.listener,
-                    body_sink: prepared.body_sink,
-                    deadlines: prepared.deadlines,
-                    clock: dispatcher.clock().clone(),
-                    wheel: dispatcher.wheel().clone(),
-                    registry: dispatcher.in_flight().clone(),
+        let prepared = match self.prepare() {
+            Ok(prepared) => prepared,
+            Err(error) => return ResponseFuture::failed(Error::InvalidRequest(error)),
+        };
+        if let Some((reader, pipe)) = prepared.pump {
+            if let Err(source) = dispatcher.spawn_pump(reader, pipe) {
+                return ResponseFuture::failed(Error::RequestBody {
+                    source: source.into(),
                 });
-                let future = ResponseFuture::new(exchange.clone());
-                dispatcher.submit(exchange);
-                future
             }
-            Err(error) => ResponseFuture::failed(Error::InvalidRequest(error)),
         }
+        let exchange = Exchange::new(ExchangeParts {
+            id: Exchange::next_id(),
+            origin: prepared.origin,
+            request: prepared.request,
+            listener: prepared.listener,
+            deadlines: prepared.deadlines,
+            body_window: dispatcher.config().body_window,
+            body_meter: dispatcher.body_meter().clone(),
+            clock: dispatcher.clock().clone(),
+            wheel: dispatcher.wheel().clone(),
+            registry: dispatcher.in_flight().clone(),
+        });
+        let future = ResponseFuture::new(exchange.clone());
+        dispatcher.submit(exchange);
+        future
     }
 
     fn prepare(self) -> Result<Prepared, InvalidRequest> {
@@ -165,7 +182,21 @@ impl RequestBuilder {
             add_connection_close(&mut headers);
         }
         let keep_alive = !h1::has_connection_token(&headers, b"close");
-        let request = encode(&self.method, &uri, &headers, &self.body)?;
+        let expect_continue = headers.get_all(EXPECT).iter().any(|v| {
+            v.as_bytes()
+                .trim_ascii()
+                .eq_ignore_ascii_case(b"100-continue")
+        });
+        let window = config.body_window;
+        let meter = self.client.dispatcher().body_meter().clone();
+        let (head, body, pump) = encode(
+            &self.method,
+            &uri,
+            &headers,
+            self.body,
+            expect_continue,
+            || Arc::new(Pipe::new(window, meter)),
+        )?;
         let pick = |own: Option<Duration>, default: Option<Duration>| match own {
             Some(own) => (!own.is_zero()).then_some(own),
             None => default,
@@ -178,8 +209,10 @@ impl RequestBuilder {
             origin,
             request: RequestParts {
                 method: self.method,
-                bytes: request,
+                head,
+                body,
                 keep_alive,
+                expect_continue,
             },
             deadlines: Deadlines {
                 request_timeout: pick(self.request_timeout, config.request_timeout),
@@ -187,7 +220,7 @@ impl RequestBuilder {
                 on_event_loop: config.use_event_loop_timeouts,
             },
             listener,
-            body_sink: self.body_sink,
+            pump,
         })
     }
 }
@@ -213,35 +246,73 @@ fn add_connection_close(headers: &mut http::HeaderMap) {
     }
 }
 
-/// Encodes head and body once, at submission.
+/// A request encoded: its head (with a body in memory after it, unless
+/// it waits for `100 Continue`), the body to follow, and a `Read` to pump.
+type Encoded = (
+    Vec<u8>,
+    RequestBody,
+    Option<(Box<dyn Read + Send>, Arc<Pipe>)>,
+);
+
+/// Encodes the head once, at submission, with the framing the body calls
+/// for: `Content-Length` when its length is known (unless the caller asked
+/// for chunked), chunked otherwise.
 fn encode(
     method: &http::Method,
     uri: &http::Uri,
     headers: &http::HeaderMap,
-    body: &[u8],
-) -> Result<Vec<u8>, InvalidRequest> {
+    body: Upload,
+    expect_continue: bool,
+    pipe: impl FnOnce() -> Arc<Pipe>,
+) -> Result<Encoded, InvalidRequest> {
     let chunked = headers
         .get_all(TRANSFER_ENCODING)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .any(|v| v.trim().eq_ignore_ascii_case("chunked"));
-    let framing = if chunked {
-        RequestBody::Chunked
-    } else if body.is_empty() {
-        RequestBody::Empty
-    } else {
-        RequestBody::Length(body.len() as u64)
+    let length = body.length().filter(|_| !chunked);
+    let framing = match length {
+        None => h1::RequestBody::Chunked,
+        Some(0) if matches!(body.kind, UploadKind::Bytes(_)) => h1::RequestBody::Empty,
+        Some(n) => h1::RequestBody::Length(n),
     };
-    let mut bytes = Vec::with_capacity(256 + body.len());
-    h1::encode_request_head(method, uri, headers, framing, &mut bytes)
+    let mut head = Vec::with_capacity(256);
+    h1::encode_request_head(method, uri, headers, framing, &mut head)
         .map_err(InvalidRequest::Encode)?;
-    if chunked {
-        h1::encode_chunk(body, &mut bytes);
-        h1::encode_last_chunk(&mut bytes);
-    } else {
-        bytes.extend_from_slice(body);
+    let streamed = |source| {
+        RequestBody::Streamed(Streamed {
+            length,
+            source: Mutex::new(Some(source)),
+        })
+    };
+    Ok(match body.kind {
+        UploadKind::Bytes(bytes) => {
+            let framed = frame(bytes, chunked);
+            if expect_continue && !framed.is_empty() {
+                (head, RequestBody::Held(framed), None)
+            } else {
+                head.extend_from_slice(&framed);
+                (head, RequestBody::InHead, None)
+            }
+        }
+        UploadKind::Reader { reader, .. } => {
+            let pipe = pipe();
+            let body = streamed(UploadSource::Pumped(pipe.clone()));
+            (head, body, Some((reader, pipe)))
+        }
+        UploadKind::Stream { body, .. } => (head, streamed(UploadSource::Stream(body)), None),
+    })
+}
+
+/// A body in memory, framed as it goes on the wire.
+fn frame(body: Bytes, chunked: bool) -> Bytes {
+    if !chunked {
+        return body;
     }
-    Ok(bytes)
+    let mut framed = Vec::with_capacity(body.len() + 16);
+    h1::encode_chunk(&body, &mut framed);
+    h1::encode_last_chunk(&mut framed);
+    Bytes::from(framed)
 }
 
 #[cfg(test)]

@@ -1,37 +1,31 @@
-//! [`Response`]: what a successful exchange returns.
+//! [`Response`]: the head of a response, and its [`Body`] to come.
 
-use crate::exchange::ResponseParts;
+use super::body::{Body, Chunk, CollectBytes, CollectText};
+use crate::exchange::Head;
 use std::net::SocketAddr;
 
-/// A complete HTTP response.
-///
-/// The body is buffered, unless the request streamed it to a callback
-/// ([`RequestBuilder::on_body_chunk`](crate::RequestBuilder::on_body_chunk)),
-/// in which case it is empty here.
-#[derive(Debug, Clone)]
+/// A response: its status and headers, which have arrived, and its body,
+/// which is read as it arrives (see [`Body`]).
+#[derive(Debug)]
 pub struct Response {
     status: http::StatusCode,
     version: http::Version,
     headers: http::HeaderMap,
-    body: Vec<u8>,
-    trailers: Option<http::HeaderMap>,
     remote: SocketAddr,
-}
-
-impl From<ResponseParts> for Response {
-    fn from(parts: ResponseParts) -> Self {
-        Response {
-            status: parts.status,
-            version: parts.version,
-            headers: parts.headers,
-            body: parts.body,
-            trailers: parts.trailers,
-            remote: parts.remote,
-        }
-    }
+    body: Body,
 }
 
 impl Response {
+    pub(crate) fn new(head: Head, body: Body) -> Response {
+        Response {
+            status: head.status,
+            version: head.version,
+            headers: head.headers,
+            remote: head.remote,
+            body,
+        }
+    }
+
     /// The status code.
     pub fn status(&self) -> http::StatusCode {
         self.status
@@ -47,33 +41,45 @@ impl Response {
         &self.headers
     }
 
-    /// The body bytes.
-    pub fn body(&self) -> &[u8] {
-        &self.body
-    }
-
-    /// The body as text, with invalid UTF-8 replaced.
-    pub fn text(&self) -> std::borrow::Cow<'_, str> {
-        String::from_utf8_lossy(&self.body)
-    }
-
-    /// The trailers of a chunked body, if it had any.
-    pub fn trailers(&self) -> Option<&http::HeaderMap> {
-        self.trailers.as_ref()
-    }
-
     /// The address of the server that answered.
     pub fn remote_addr(&self) -> SocketAddr {
         self.remote
     }
 
+    /// The body, to read from.
+    pub fn body_mut(&mut self) -> &mut Body {
+        &mut self.body
+    }
+
     /// Takes the body out.
-    pub fn into_body(self) -> Vec<u8> {
+    pub fn into_body(self) -> Body {
         self.body
+    }
+
+    /// The next chunk of the body (see [`Body::chunk`]).
+    pub fn chunk(&mut self) -> Chunk<'_> {
+        self.body.chunk()
+    }
+
+    /// The whole body: `.wait()` blocks for it, `.await` awaits it.
+    pub fn bytes(self) -> CollectBytes {
+        CollectBytes::new(self.body)
+    }
+
+    /// The whole body as text, decoded from the charset of its
+    /// `Content-Type` (UTF-8 if it names none): `.wait()` or `.await`.
+    pub fn text(self) -> CollectText {
+        CollectText::new(self.body, self.headers.get(http::header::CONTENT_TYPE))
+    }
+
+    /// The trailers of a chunked body, once the body has been read to its
+    /// end (and if it had any).
+    pub fn trailers(&self) -> Option<&http::HeaderMap> {
+        self.body.trailers()
     }
 }
 
-impl From<Response> for http::Response<Vec<u8>> {
+impl From<Response> for http::Response<Body> {
     fn from(response: Response) -> Self {
         let mut out = http::Response::new(response.body);
         *out.status_mut() = response.status;

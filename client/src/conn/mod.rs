@@ -100,6 +100,8 @@ pub(crate) enum Offered {
 /// counts arms, so a late one is known).
 const CONNECT_TIMER: u64 = 1 << 32;
 const HANDSHAKE_TIMER: u64 = 2 << 32;
+/// How long a body waits for `100 Continue` before it goes anyway.
+const EXPECT_TIMER: u64 = 3 << 32;
 
 /// One connection. See the [module documentation](self).
 pub(crate) struct Conn {
@@ -208,7 +210,7 @@ impl Conn {
         let exchange = self.state.exchange().cloned();
         self.close(cx);
         if let Some(exchange) = exchange {
-            exchange.finish(Err(error(&exchange)));
+            exchange.finish_err(error(&exchange));
         }
     }
 
@@ -262,6 +264,7 @@ impl Source for Conn {
         match tag & !u64::from(u32::MAX) {
             CONNECT_TIMER => self.connect_timed_out(cx),
             HANDSHAKE_TIMER => self.handshake_timed_out(cx),
+            EXPECT_TIMER => self.continue_body(cx),
             _ => {}
         }
     }

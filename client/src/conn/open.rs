@@ -80,7 +80,7 @@ impl Conn {
             let Some(addr) = connecting.remaining.pop_front() else {
                 let error = self.no_address_left(&exchange);
                 self.close(cx);
-                exchange.finish(Err(error));
+                exchange.finish_err(error);
                 return;
             };
             exchange.set_remote(addr);
@@ -251,7 +251,7 @@ impl Conn {
             exchange.listener.on_tls_handshake_failure(info, &error);
         }
         self.close(cx);
-        exchange.finish(Err(error));
+        exchange.finish_err(error);
     }
 }
 

@@ -33,7 +33,7 @@ use resolve::Resolver;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
-use std::thread::{self, ThreadId};
+use std::thread::{self, JoinHandle, ThreadId};
 use std::time::{Duration, Instant};
 use tickless_timer::{HashedWheelTimer, SharedClock, TimerStats};
 
@@ -58,6 +58,10 @@ pub(crate) struct Dispatcher {
     closed: AtomicBool,
     closing: Mutex<Closing>,
     closed_now: Condvar,
+    /// Body bytes buffered by every exchange.
+    body_meter: Arc<AtomicUsize>,
+    /// The threads reading uploads from a `Read`, joined at close.
+    pumps: Mutex<Vec<JoinHandle<()>>>,
     me: Weak<Dispatcher>,
 }
 
@@ -70,6 +74,7 @@ pub(crate) struct DispatchStats {
     pub(crate) idle_connections: usize,
     pub(crate) waiting: usize,
     pub(crate) in_flight: usize,
+    pub(crate) buffered_body_bytes: usize,
 }
 
 impl Waiter for Exchange {
@@ -128,6 +133,8 @@ impl Dispatcher {
             closed: AtomicBool::new(false),
             closing: Mutex::new(Closing::Open),
             closed_now: Condvar::new(),
+            body_meter: Arc::default(),
+            pumps: Mutex::new(Vec::new()),
             me: me.clone(),
         });
         dispatcher.schedule_cleaner();
@@ -155,6 +162,29 @@ impl Dispatcher {
         &self.in_flight
     }
 
+    /// What the client's bodies have buffered, counted by their pipes.
+    pub(crate) fn body_meter(&self) -> &Arc<AtomicUsize> {
+        &self.body_meter
+    }
+
+    /// Starts the thread that reads an upload from `reader` into `pipe`
+    /// (never an event loop: a `Read` blocks). It ends at the end of the
+    /// reader, at its first error (which fails the request), or when the
+    /// exchange no longer wants the body (its pipe's reader goes).
+    pub(crate) fn spawn_pump(
+        &self,
+        reader: Box<dyn std::io::Read + Send>,
+        pipe: Arc<crate::exchange::Pipe>,
+    ) -> std::io::Result<()> {
+        let handle = thread::Builder::new()
+            .name("tickless-upload".into())
+            .spawn(move || pump(reader, &pipe))?;
+        let mut pumps = lock(&self.pumps);
+        pumps.retain(|pump| !pump.is_finished());
+        pumps.push(handle);
+        Ok(())
+    }
+
     pub(crate) fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)
     }
@@ -169,7 +199,7 @@ impl Dispatcher {
         // Checked after registering: `close` either sees the exchange in
         // the registry or this sees the flag.
         if self.is_closed() {
-            exchange.finish(Err(Error::ClientClosed));
+            exchange.finish_err(Error::ClientClosed);
             return;
         }
         self.dispatch(exchange, true);
@@ -194,7 +224,7 @@ impl Dispatcher {
             // The request deadline bounds the wait.
             Acquired::Queued => exchange.start(),
             Acquired::Closed => {
-                exchange.finish(Err(Error::ClientClosed));
+                exchange.finish_err(Error::ClientClosed);
             }
         }
     }
@@ -215,7 +245,7 @@ impl Dispatcher {
             }
         });
         if posted.is_err() {
-            exchange.finish(Err(Error::ClientClosed));
+            exchange.finish_err(Error::ClientClosed);
         }
     }
 
@@ -252,13 +282,13 @@ impl Dispatcher {
                 }
                 Err(source) => {
                     dispatcher.released(&exchange.origin);
-                    exchange.finish(Err(Error::Resolve { host, source }));
+                    exchange.finish_err(Error::Resolve { host, source });
                 }
             }
         });
         if self.resolver.submit(job).is_err() {
             self.released(&exchange.origin);
-            exchange.finish(Err(Error::ClientClosed));
+            exchange.finish_err(Error::ClientClosed);
         }
     }
 
@@ -270,7 +300,7 @@ impl Dispatcher {
             .is_err()
         {
             self.released(&exchange.origin);
-            exchange.finish(Err(Error::ClientClosed));
+            exchange.finish_err(Error::ClientClosed);
         }
     }
 
@@ -328,6 +358,7 @@ impl Dispatcher {
             idle_connections,
             waiting: self.pool.waiting(),
             in_flight: self.in_flight.len(),
+            buffered_body_bytes: self.body_meter.load(Ordering::Relaxed),
         }
     }
 
@@ -344,7 +375,7 @@ impl Dispatcher {
         let (idle, waiting) = self.pool.close();
         drop(idle); // closed with their loops below
         for exchange in waiting {
-            exchange.finish(Err(Error::ClientClosed));
+            exchange.finish_err(Error::ClientClosed);
         }
         for exchange in self.in_flight.drain() {
             exchange.fail(Error::ClientClosed, None);
@@ -352,6 +383,12 @@ impl Dispatcher {
         self.env.group.shutdown();
         drop(self.wheel.stop());
         self.resolver.shutdown();
+        // Their exchanges have ended, so their pipes want nothing more: each
+        // ends once its `Read` returns.
+        let pumps = std::mem::take(&mut *lock(&self.pumps));
+        for pump in pumps {
+            let _ = pump.join();
+        }
         *lock(&self.closing) = Closing::Closed;
         self.closed_now.notify_all();
     }
@@ -418,5 +455,30 @@ impl ConnOwner for Dispatcher {
 
     fn redispatch(&self, exchange: Arc<Exchange>, allow_idle: bool) {
         self.dispatch(exchange, allow_idle);
+    }
+}
+
+/// Reads an upload into its pipe, a chunk at a time, blocking while the
+/// pipe is full (see [`Dispatcher::spawn_pump`]).
+fn pump(mut reader: Box<dyn std::io::Read + Send>, pipe: &crate::exchange::Pipe) {
+    let mut buf = vec![0; 64 * 1024];
+    loop {
+        match reader.read(&mut buf) {
+            Ok(0) => return pipe.finish(None),
+            Ok(n) => {
+                if pipe
+                    .push_blocking(bytes::Bytes::copy_from_slice(&buf[..n]))
+                    .is_err()
+                {
+                    return;
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(source) => {
+                return pipe.fail(Error::RequestBody {
+                    source: source.into(),
+                })
+            }
+        }
     }
 }

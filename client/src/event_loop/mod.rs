@@ -11,11 +11,13 @@ mod group;
 mod scheduler;
 mod source;
 mod turn;
+mod waker;
 
 pub use group::{EventLoopGroup, EventLoopGroupBuilder, MAX_EVENT_LOOPS};
 pub use scheduler::{LoopTimeout, LoopTimerKey, Rejected, SchedulerFactory, TimeoutScheduler};
 pub use source::LoopContext;
 pub(crate) use source::{Readiness, Source, SourceRef};
+pub(crate) use waker::SourceWaker;
 
 use crate::sync::lock;
 use std::io;
@@ -206,6 +208,14 @@ impl EventLoop {
             let _ = self.waker.wake();
         }
         Ok(())
+    }
+
+    /// Hands the source `source` readiness again (`again` set), from any
+    /// thread: what a body pipe does when room or data comes for the
+    /// connection that waits on it. Ignored once the source has gone or the
+    /// loop is shutting down (its sources are closed then anyway).
+    pub(crate) fn wake_source(&self, source: SourceRef) {
+        let _ = self.execute_boxed(Box::new(move |cx| cx.ready_again_now(source)));
     }
 
     /// Arms `timeout` on this loop's heap for `deadline`; it expires on this

@@ -43,7 +43,9 @@ pub(crate) struct Readiness {
     pub(crate) write_closed: bool,
     pub(crate) error: bool,
     /// Not an event of the OS: the source asked to run again
-    /// ([`LoopContext::ready_again`]) after spending its budget.
+    /// ([`LoopContext::ready_again`]) after spending its budget, or it was
+    /// woken from elsewhere ([`EventLoop::wake_source`]: room in a body's
+    /// pipe, data for an upload). It may read and write.
     pub(crate) again: bool,
 }
 
@@ -66,7 +68,7 @@ impl Readiness {
 
     /// Whether writing may make progress.
     pub(crate) fn can_write(&self) -> bool {
-        self.writable || self.write_closed || self.error
+        self.writable || self.write_closed || self.error || self.again
     }
 }
 
@@ -185,6 +187,16 @@ impl LoopContext<'_> {
     /// gaps and after the burst, oldest first.
     pub(crate) fn abort_later(&mut self, source: SourceRef, exchange_id: u64) {
         self.sources.aborts.push_back((source, exchange_id));
+    }
+
+    /// Hands `source` readiness with `again` set, now (see
+    /// [`EventLoop::wake_source`]).
+    pub(crate) fn ready_again_now(&mut self, source: SourceRef) {
+        let again = Readiness {
+            again: true,
+            ..Readiness::default()
+        };
+        self.run_source(source, |s, cx| s.ready(cx, again));
     }
 
     /// Aborts exchange `exchange_id` on `source` now (a task posted from

@@ -170,11 +170,7 @@ impl EventLoop {
             return;
         }
         for source in std::mem::take(&mut cx.sources.again) {
-            let again = Readiness {
-                again: true,
-                ..Readiness::default()
-            };
-            cx.run_source(source, |s, cx| s.ready(cx, again));
+            cx.ready_again_now(source);
             self.expire_due(cx, due);
         }
     }

@@ -1,11 +1,22 @@
 //! [`Exchange`]: one request and its response in flight — its state, its
 //! outcome and its timers.
 //!
-//! An exchange is shared by the caller's future, the connection that runs it,
-//! and its timer entries (on the wheel or that connection's loop). Any of
-//! them may end it; [`Exchange::finish`] decides once, with a single atomic
-//! flag, and the loser of a race (a completion against an expiry, a cancel
-//! against either) does nothing.
+//! An exchange is shared by the caller's future and body, the connection
+//! that runs it, and its timer entries (on the wheel or that connection's
+//! loop). Any of them may end it; ending is decided once, with a single
+//! atomic flag, and the loser of a race (a completion against an expiry, a
+//! cancel against either) does nothing.
+//!
+//! # Two phases
+//!
+//! The caller's future resolves with the response **head**
+//! ([`Exchange::deliver_head`]); the body follows through a bounded
+//! [`Pipe`]. The exchange ends when the body has been read off the
+//! connection ([`Exchange::complete`]) or fails: an error before the head
+//! goes to the future, after it to the body's reader. Its timers run until
+//! it ends — the request timeout bounds the body too — except that the read
+//! timeout pauses while the pipe is full ([`Exchange::pause_read`]): a
+//! reader that does not read is not a silent server.
 //!
 //! # Where its timeouts live
 //!
@@ -32,12 +43,16 @@
 
 mod listener;
 mod outcome;
+mod pipe;
 mod registry;
+mod request;
 mod timers;
 
 pub(crate) use listener::Guarded;
 pub(crate) use outcome::{Outcome, POLLED_AFTER_COMPLETION, WAITED_AFTER_COMPLETION};
+pub(crate) use pipe::{Pipe, Pushed, Taken, Waiter, DEFAULT_WINDOW};
 pub(crate) use registry::InFlight;
+pub(crate) use request::{BodyStream, BoxError, RequestBody, RequestParts, Streamed, UploadSource};
 use timers::{Timer, TimerTable};
 
 use crate::error::{Error, TimeoutKind};
@@ -47,13 +62,10 @@ use crate::net::Origin;
 use crate::sync::lock;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tickless_timer::{HashedWheelTimer, SharedClock, WheelTask};
-
-/// A callback that receives the body as it arrives, on the connection's loop.
-pub type BodySink = Box<dyn FnMut(&[u8]) + Send + 'static>;
 
 /// The connection an exchange runs on: its loop, its place there, and where
 /// the timeouts of exchanges on it are armed in event-loop mode.
@@ -86,22 +98,12 @@ impl ConnSlot {
     }
 }
 
-/// What is sent.
-pub(crate) struct RequestParts {
-    pub(crate) method: http::Method,
-    /// Head and body, encoded once at submission.
-    pub(crate) bytes: Vec<u8>,
-    /// False if the request asks the server to close the connection.
-    pub(crate) keep_alive: bool,
-}
-
-/// A complete response, as the connection delivers it.
-pub(crate) struct ResponseParts {
+/// A response head, as the connection delivers it; the body follows in
+/// the exchange's pipe.
+pub(crate) struct Head {
     pub(crate) status: http::StatusCode,
     pub(crate) version: http::Version,
     pub(crate) headers: http::HeaderMap,
-    pub(crate) body: Vec<u8>,
-    pub(crate) trailers: Option<http::HeaderMap>,
     pub(crate) remote: SocketAddr,
 }
 
@@ -121,11 +123,21 @@ pub(crate) struct ExchangeParts {
     pub(crate) origin: Origin,
     pub(crate) request: RequestParts,
     pub(crate) listener: Arc<dyn crate::events::EventListener>,
-    pub(crate) body_sink: Option<BodySink>,
     pub(crate) deadlines: Deadlines,
+    /// What the loop reads ahead of the body's reader.
+    pub(crate) body_window: usize,
+    /// Body bytes buffered by every exchange of the client.
+    pub(crate) body_meter: Arc<AtomicUsize>,
     pub(crate) clock: SharedClock,
     pub(crate) wheel: HashedWheelTimer,
     pub(crate) registry: Arc<InFlight>,
+}
+
+/// How an exchange ends.
+enum Ending {
+    /// The body was read off the connection, with these trailers.
+    Complete(Option<http::HeaderMap>),
+    Failed(Error),
 }
 
 /// What the exchange's lock guards: where it runs and its timers, together,
@@ -141,14 +153,16 @@ pub(crate) struct Exchange {
     pub(crate) origin: Origin,
     pub(crate) request: RequestParts,
     pub(crate) listener: Guarded,
-    pub(crate) body_sink: Mutex<Option<BodySink>>,
     /// Set once an idempotent request has been retried on a fresh connection.
     pub(crate) retried: AtomicBool,
     deadlines: Deadlines,
     clock: SharedClock,
     wheel: HashedWheelTimer,
     done: AtomicBool,
-    outcome: Outcome<Result<ResponseParts, Error>>,
+    outcome: Outcome<Result<Head, Error>>,
+    body: Pipe,
+    /// The status of the head delivered, for the listener at the end.
+    status: OnceLock<http::StatusCode>,
     link: Mutex<Link>,
     remote: Mutex<Option<SocketAddr>>,
     /// Time of the last read (or of the request being sent), in nanoseconds
@@ -188,13 +202,14 @@ impl Exchange {
             origin: parts.origin,
             request: parts.request,
             listener: Guarded::new(parts.listener, weak.clone()),
-            body_sink: Mutex::new(parts.body_sink),
             retried: AtomicBool::new(false),
             deadlines: parts.deadlines,
             clock: parts.clock,
             wheel: parts.wheel,
             done: AtomicBool::new(false),
             outcome: Outcome::default(),
+            body: Pipe::new(parts.body_window, parts.body_meter),
+            status: OnceLock::new(),
             link: Mutex::new(Link {
                 conn: ConnSlot::None,
                 timers,
@@ -214,9 +229,10 @@ impl Exchange {
         self.registry_key.store(key, Ordering::Release);
     }
 
-    /// Whether the method may be sent twice without harm (RFC 9110 §9.2.2).
-    pub(crate) fn is_idempotent(&self) -> bool {
-        self.request.method.is_idempotent()
+    /// Whether the request may go again on a fresh connection: its method
+    /// may be sent twice without harm (RFC 9110 §9.2.2), and its body can be.
+    pub(crate) fn may_retry(&self) -> bool {
+        self.request.method.is_idempotent() && self.request.replayable()
     }
 
     pub(crate) fn is_done(&self) -> bool {
@@ -227,6 +243,17 @@ impl Exchange {
     /// listener is told in between), so a poll now is ready.
     pub(crate) fn is_settled(&self) -> bool {
         self.outcome.is_settled()
+    }
+
+    /// Whether the caller has taken the head: the future is spent, and the
+    /// exchange now belongs to the body.
+    pub(crate) fn head_taken(&self) -> bool {
+        self.outcome.is_taken()
+    }
+
+    /// The response body's pipe: the connection writes, the caller reads.
+    pub(crate) fn body(&self) -> &Pipe {
+        &self.body
     }
 
     /// The remote for messages: `host/ip:port` once connected, `host:port` before.
@@ -287,8 +314,27 @@ impl Exchange {
         });
     }
 
-    /// The request was just written: the read timeout starts, a full period
-    /// from `now`.
+    /// The body's reader has gone: the connection is told at once (it
+    /// drains or closes), rather than at its next read.
+    pub(crate) fn body_dropped(&self) {
+        self.body.close_reader();
+        if self.is_done() {
+            return;
+        }
+        let link = lock(&self.link);
+        if let ConnSlot::Ready(conn) = &link.conn {
+            conn.event_loop.wake_source(conn.source);
+        }
+    }
+
+    /// The body's pipe is full: the read timeout stops until it has room
+    /// again (then [`start_read`](Self::start_read) starts it afresh).
+    pub(crate) fn pause_read(self: &Arc<Self>) {
+        self.change(|link| link.timers.set(Timer::Read, None));
+    }
+
+    /// The request was just written, or the body's pipe has room again: the
+    /// read timeout starts, a full period from `now`.
     pub(crate) fn start_read(self: &Arc<Self>, now: Instant) {
         let Some(read_timeout) = self.deadlines.read_timeout else {
             return;
@@ -321,15 +367,35 @@ impl Exchange {
         }
     }
 
-    /// Ends the exchange with `result`, unless it has already ended. Returns
-    /// whether this call ended it. Runs on the calling thread: disarms the
-    /// timers, tells the listener, wakes the future.
-    pub(crate) fn finish(&self, result: Result<ResponseParts, Error>) -> bool {
-        self.end(result).is_some()
+    /// The connection delivers the response head: the caller's future
+    /// resolves with it. Returns false if the exchange has ended already
+    /// (the head then goes nowhere).
+    pub(crate) fn deliver_head(&self, head: Head) -> bool {
+        if self.is_done() {
+            return false;
+        }
+        let _ = self.status.set(head.status);
+        self.outcome.deliver(Ok(head)).is_ok()
     }
 
-    /// [`finish`](Self::finish), returning the connection it was attached to.
-    fn end(&self, result: Result<ResponseParts, Error>) -> Option<Option<ConnRef>> {
+    /// The body has been read off the connection, whole (its bytes may still
+    /// wait in the pipe for the reader): the exchange ends. Returns whether
+    /// this call ended it.
+    pub(crate) fn complete(&self, trailers: Option<http::HeaderMap>) -> bool {
+        self.end(Ending::Complete(trailers)).is_some()
+    }
+
+    /// The connection failed the exchange (it closes itself). Returns
+    /// whether this call ended it.
+    pub(crate) fn finish_err(&self, error: Error) -> bool {
+        self.end(Ending::Failed(error)).is_some()
+    }
+
+    /// Ends the exchange, unless it has already ended; returns the
+    /// connection it was attached to. Runs on the calling thread: disarms
+    /// the timers, tells the listener, then the caller — through the future
+    /// before the head, the body after it — and lets a pump go.
+    fn end(&self, ending: Ending) -> Option<Option<ConnRef>> {
         if self.done.swap(true, Ordering::AcqRel) {
             return None;
         }
@@ -341,15 +407,27 @@ impl Exchange {
         if let Some(armed) = armed {
             armed.cancel();
         }
-        // Guarded: a listener that panics here changes nothing, the
-        // exchange has already ended.
-        match &result {
-            Ok(response) => self.listener.on_completed(response.status),
-            Err(error) => self.listener.on_failed(error),
-        }
         self.registry
             .remove(self.registry_key.load(Ordering::Acquire), self.id);
-        self.outcome.deliver(result);
+        // Guarded: a listener that panics here changes nothing, the
+        // exchange has already ended.
+        match ending {
+            Ending::Complete(trailers) => {
+                if let Some(status) = self.status.get() {
+                    self.listener.on_completed(*status);
+                }
+                self.body.finish(trailers);
+            }
+            Ending::Failed(error) => {
+                self.listener.on_failed(&error);
+                if let Err(Err(error)) = self.outcome.deliver(Err(error)) {
+                    self.body.fail(error);
+                }
+            }
+        }
+        if let Some(pump) = self.request.pump() {
+            pump.close_reader();
+        }
         Some(conn.conn().cloned())
     }
 
@@ -359,7 +437,7 @@ impl Exchange {
     /// is the loop the caller runs on, if any: on the connection's own loop
     /// the abort waits for a gap between expiries.
     pub(crate) fn fail(&self, error: Error, cx: Option<&mut LoopContext<'_>>) -> bool {
-        let Some(conn) = self.end(Err(error)) else {
+        let Some(conn) = self.end(Ending::Failed(error)) else {
             return false;
         };
         if let Some(conn) = conn {
@@ -432,11 +510,11 @@ impl Exchange {
         }
     }
 
-    pub(crate) fn poll_outcome(&self, cx: &mut Context<'_>) -> Poll<Result<ResponseParts, Error>> {
+    pub(crate) fn poll_head(&self, cx: &mut Context<'_>) -> Poll<Result<Head, Error>> {
         self.outcome.poll(cx)
     }
 
-    pub(crate) fn wait(&self) -> Result<ResponseParts, Error> {
+    pub(crate) fn wait_head(&self) -> Result<Head, Error> {
         self.outcome.wait()
     }
 }

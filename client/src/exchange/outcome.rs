@@ -53,10 +53,19 @@ impl<T> Outcome<T> {
         self.settled.load(Ordering::Acquire)
     }
 
-    /// Stores the result and wakes whoever waits for it (outside the lock).
-    pub(crate) fn deliver(&self, result: T) {
+    /// Whether the result was handed out (a poll or `wait` returned it).
+    pub(crate) fn is_taken(&self) -> bool {
+        lock(&self.slot).taken
+    }
+
+    /// Stores the result and wakes whoever waits for it (outside the lock),
+    /// unless a result was stored already: then `result` is handed back.
+    pub(crate) fn deliver(&self, result: T) -> Result<(), T> {
         let (waker, blocked) = {
             let mut slot = lock(&self.slot);
+            if slot.result.is_some() || slot.taken {
+                return Err(result);
+            }
             slot.result = Some(result);
             (slot.waker.take(), slot.blocked)
         };
@@ -67,6 +76,7 @@ impl<T> Outcome<T> {
         if let Some(waker) = waker {
             waker.wake();
         }
+        Ok(())
     }
 
     pub(crate) fn poll(&self, cx: &mut Context<'_>) -> Poll<T> {

@@ -157,14 +157,7 @@ fn content_length_errors() {
 
 #[test]
 fn transfer_coding_errors() {
-    for value in [
-        "gzip, chunked",
-        "gzip",
-        "chunked, gzip",
-        "identity",
-        "chunked, chunked",
-        "",
-    ] {
+    for value in ["gzip, chunked", "chunked, gzip", "chunked, chunked", ""] {
         let input = format!("HTTP/1.1 200 OK\r\nTransfer-Encoding: {value}\r\n\r\n");
         assert!(
             matches!(err(input.as_bytes()), DecodeError::UnknownTransferCoding(_)),
@@ -177,6 +170,28 @@ fn transfer_coding_errors() {
         e,
         DecodeError::UnknownTransferCoding("gzip, chunked".into())
     );
+}
+
+/// RFC 9112 §6.3 rule 7: codings that do not end in `chunked` frame the
+/// body by the close of the connection, which is then never reused.
+#[test]
+fn transfer_codings_not_ending_in_chunked_run_until_the_close() {
+    for value in ["gzip", "identity", "gzip, deflate"] {
+        let input = format!("HTTP/1.1 200 OK\r\nTransfer-Encoding: {value}\r\n\r\nraw bytes");
+        let (head, body, _, keep_alive) = ok(input.as_bytes());
+        assert_eq!(head.status, StatusCode::OK, "{value:?}");
+        assert_eq!(body, b"raw bytes", "{value:?}");
+        assert!(!keep_alive, "{value:?}");
+        // Without the close, the body is not over.
+        let cut = decode_all(limits(), false, input.as_bytes(), false).unwrap_err();
+        assert_eq!(
+            cut,
+            DecodeError::Truncated {
+                stage: Stage::CloseDelimitedBody
+            },
+            "{value:?}"
+        );
+    }
 }
 
 #[test]

@@ -147,24 +147,25 @@ fn no_content_and_not_modified_have_no_body() {
 }
 
 #[test]
-fn interim_responses_are_skipped() {
+fn interim_responses_are_skipped_but_100_continue_is_told() {
     let input = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 102 Processing\r\n\r\n\
 HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n\
 HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
     let mut d = ResponseDecoder::new(limits(), false, true);
-    let (n, decoded) = d.decode(input).unwrap();
+    assert_eq!(d.decode(input).unwrap(), (25, Decoded::Continue));
+    let (n, decoded) = d.decode(&input[25..]).unwrap();
     let head = head_of(decoded);
     assert_eq!(head.status, StatusCode::OK);
     assert!(!head.headers.contains_key("link"));
-    assert_eq!(d.decode(&input[n..]).unwrap(), (2, Decoded::Body(b"ok")));
+    assert_eq!(
+        d.decode(&input[25 + n..]).unwrap(),
+        (2, Decoded::Body(b"ok"))
+    );
 
     // An interim head alone is consumed; the final head may come later.
     let mut d = ResponseDecoder::new(limits(), false, true);
-    assert_eq!(
-        d.decode(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 2")
-            .unwrap(),
-        (25, Decoded::NeedMore)
-    );
+    let input = b"HTTP/1.1 102 Processing\r\n\r\nHTTP/1.1 2";
+    assert_eq!(d.decode(input).unwrap(), (27, Decoded::NeedMore));
     assert!(!d.head_received());
     assert_eq!(d.eof(), Err(DecodeError::Truncated { stage: Stage::Head }));
 }

@@ -1,0 +1,377 @@
+//! [`Body`]: a response body, read as it arrives — blocking (`Read`),
+//! async ([`Body::chunk`], `http_body::Body`), or buffered whole
+//! ([`CollectBytes`], [`CollectText`]).
+
+use crate::error::Error;
+use crate::exchange::{Exchange, Taken};
+use bytes::{Buf, Bytes, BytesMut};
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+/// A response body, as it arrives.
+///
+/// The connection's loop reads the body into a bounded buffer ahead of
+/// you (see [`ClientBuilder::body_window`](crate::ClientBuilder::body_window));
+/// reading here takes from it, and the loop reads on as room comes. Read
+/// it in whichever way suits:
+///
+/// * blocking, as a [`std::io::Read`] — `std::io::copy(&mut body, &mut file)`;
+/// * async, a chunk at a time with [`chunk`](Self::chunk)`.await`, or through
+///   [`http_body::Body`] (what hyper and the tower ecosystem take);
+/// * whole, with [`Response::bytes`](crate::Response::bytes) or
+///   [`Response::text`](crate::Response::text) (each blocking with `.wait()`,
+///   or `.await`).
+///
+/// A body cut short by the server, or one that breaks the framing, is an
+/// error where it is read, never a short success. Trailers, if the
+/// response had any, are there once the body has ended ([`trailers`](Self::trailers)).
+///
+/// **Dropping** a body before its end frees what it buffered at once. A
+/// body that has arrived whole by then (anything within the window,
+/// usually) has already given its connection back to the pool. Otherwise
+/// its connection reads on, discarding, what has already arrived, up to
+/// 64 KiB more: if the body ends within that (a status-only caller, say,
+/// who drops a small response right after its head), the connection goes
+/// back to the pool; if not, or if more has yet to come, it is closed at
+/// once. Either way the exchange ends, its timers with it, and nothing more
+/// of it is delivered.
+///
+/// Do not block on a body on an event loop's thread (in a listener): that
+/// loop would stop serving the very connection being read.
+pub struct Body {
+    exchange: Arc<Exchange>,
+    /// A chunk being read by `Read`: what is left of it.
+    current: Bytes,
+    trailers: Option<http::HeaderMap>,
+    trailers_given: bool,
+    ended: bool,
+}
+
+impl Body {
+    pub(crate) fn new(exchange: Arc<Exchange>) -> Body {
+        Body {
+            exchange,
+            current: Bytes::new(),
+            trailers: None,
+            trailers_given: false,
+            ended: false,
+        }
+    }
+
+    /// The next chunk of the body, `None` at its end: a future, or block on
+    /// it with [`Chunk::wait`].
+    pub fn chunk(&mut self) -> Chunk<'_> {
+        Chunk { body: self }
+    }
+
+    /// The trailers of a chunked body, once the body has ended (and if it
+    /// had any).
+    pub fn trailers(&self) -> Option<&http::HeaderMap> {
+        self.trailers.as_ref()
+    }
+
+    /// Whether the end of the body has been read.
+    pub fn is_end(&self) -> bool {
+        self.ended && self.current.is_empty()
+    }
+
+    /// What the pipe gave, as a chunk or the end.
+    fn taken(&mut self, taken: Taken) -> Result<Option<Bytes>, Error> {
+        match taken {
+            Taken::Chunk(chunk) => Ok(Some(chunk)),
+            Taken::End(trailers) => {
+                self.ended = true;
+                self.trailers = trailers;
+                Ok(None)
+            }
+            Taken::Failed(error) => {
+                self.ended = true;
+                Err(error)
+            }
+            Taken::Pending => unreachable!("only poll_take and take_blocking call this"),
+        }
+    }
+
+    fn poll_chunk(&mut self, cx: &mut Context<'_>) -> Poll<Result<Option<Bytes>, Error>> {
+        if !self.current.is_empty() {
+            return Poll::Ready(Ok(Some(std::mem::take(&mut self.current))));
+        }
+        if self.ended {
+            return Poll::Ready(Ok(None));
+        }
+        match self.exchange.body().poll_take(cx) {
+            Poll::Ready(taken) => Poll::Ready(self.taken(taken)),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn wait_chunk(&mut self) -> Result<Option<Bytes>, Error> {
+        if !self.current.is_empty() {
+            return Ok(Some(std::mem::take(&mut self.current)));
+        }
+        if self.ended {
+            return Ok(None);
+        }
+        let taken = self.exchange.body().take_blocking();
+        self.taken(taken)
+    }
+}
+
+impl io::Read for Body {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        while self.current.is_empty() {
+            match self.wait_chunk() {
+                Ok(Some(chunk)) => self.current = chunk,
+                Ok(None) => return Ok(0),
+                Err(error) => return Err(error.into()),
+            }
+        }
+        let n = buf.len().min(self.current.len());
+        buf[..n].copy_from_slice(&self.current[..n]);
+        self.current.advance(n);
+        Ok(n)
+    }
+}
+
+impl http_body::Body for Body {
+    type Data = Bytes;
+    type Error = Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, Error>>> {
+        let this = self.get_mut();
+        if this.ended && this.current.is_empty() {
+            return Poll::Ready(this.trailer_frame().map(Ok));
+        }
+        match this.poll_chunk(cx) {
+            Poll::Ready(Ok(Some(chunk))) => Poll::Ready(Some(Ok(http_body::Frame::data(chunk)))),
+            Poll::Ready(Ok(None)) => Poll::Ready(this.trailer_frame().map(Ok)),
+            Poll::Ready(Err(error)) => Poll::Ready(Some(Err(error))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.is_end() && (self.trailers.is_none() || self.trailers_given)
+    }
+}
+
+impl Body {
+    /// The trailers as the last frame, once.
+    fn trailer_frame(&mut self) -> Option<http_body::Frame<Bytes>> {
+        if self.trailers_given {
+            return None;
+        }
+        self.trailers_given = true;
+        self.trailers.clone().map(http_body::Frame::trailers)
+    }
+}
+
+impl Drop for Body {
+    fn drop(&mut self) {
+        // The connection drains what is left if it is small and has come
+        // (and pools itself), or closes; the exchange ends either way.
+        self.exchange.body_dropped();
+    }
+}
+
+impl std::fmt::Debug for Body {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Body")
+            .field("ended", &self.ended)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The next chunk of a [`Body`]: a future, or [`wait`](Self::wait) for it.
+#[must_use = "a chunk is only read when awaited or waited for"]
+pub struct Chunk<'a> {
+    body: &'a mut Body,
+}
+
+impl Chunk<'_> {
+    /// Blocks until the next chunk (`None` at the end of the body).
+    pub fn wait(self) -> Result<Option<Bytes>, Error> {
+        self.body.wait_chunk()
+    }
+}
+
+impl Future for Chunk<'_> {
+    type Output = Result<Option<Bytes>, Error>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.body.poll_chunk(cx)
+    }
+}
+
+/// Gathers a body's chunks.
+struct Gather {
+    body: Body,
+    chunks: Vec<Bytes>,
+}
+
+impl Gather {
+    fn new(body: Body) -> Gather {
+        Gather {
+            body,
+            chunks: Vec::new(),
+        }
+    }
+
+    /// One chunk as it is (no copy), or all of them in one buffer.
+    fn whole(&mut self) -> Bytes {
+        match self.chunks.len() {
+            0 => Bytes::new(),
+            1 => self.chunks.pop().unwrap_or_default(),
+            _ => {
+                let size = self.chunks.iter().map(Bytes::len).sum();
+                let mut whole = BytesMut::with_capacity(size);
+                for chunk in self.chunks.drain(..) {
+                    whole.extend_from_slice(&chunk);
+                }
+                whole.freeze()
+            }
+        }
+    }
+
+    fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Result<Bytes, Error>> {
+        loop {
+            match self.body.poll_chunk(cx) {
+                Poll::Ready(Ok(Some(chunk))) => self.chunks.push(chunk),
+                Poll::Ready(Ok(None)) => return Poll::Ready(Ok(self.whole())),
+                Poll::Ready(Err(error)) => return Poll::Ready(Err(error)),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
+
+    fn wait(&mut self) -> Result<Bytes, Error> {
+        while let Some(chunk) = self.body.wait_chunk()? {
+            self.chunks.push(chunk);
+        }
+        Ok(self.whole())
+    }
+}
+
+/// The whole body as bytes: a future, or [`wait`](Self::wait) for it.
+#[must_use = "the body is only read when awaited or waited for"]
+pub struct CollectBytes {
+    gather: Gather,
+}
+
+impl CollectBytes {
+    pub(crate) fn new(body: Body) -> CollectBytes {
+        CollectBytes {
+            gather: Gather::new(body),
+        }
+    }
+
+    /// Blocks until the whole body has arrived.
+    pub fn wait(mut self) -> Result<Bytes, Error> {
+        self.gather.wait()
+    }
+}
+
+impl Future for CollectBytes {
+    type Output = Result<Bytes, Error>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.gather.poll(cx)
+    }
+}
+
+/// The whole body as text, decoded from the charset its `Content-Type`
+/// names (UTF-8 when it names none), invalid sequences replaced: a future,
+/// or [`wait`](Self::wait) for it.
+#[must_use = "the body is only read when awaited or waited for"]
+pub struct CollectText {
+    gather: Gather,
+    encoding: &'static encoding_rs::Encoding,
+}
+
+impl CollectText {
+    pub(crate) fn new(body: Body, content_type: Option<&http::HeaderValue>) -> CollectText {
+        let encoding = content_type
+            .and_then(|value| charset(value.as_bytes()))
+            .and_then(encoding_rs::Encoding::for_label)
+            .unwrap_or(encoding_rs::UTF_8);
+        CollectText {
+            gather: Gather::new(body),
+            encoding,
+        }
+    }
+
+    fn decode(&self, bytes: &[u8]) -> String {
+        let (text, _, _) = self.encoding.decode(bytes);
+        text.into_owned()
+    }
+
+    /// Blocks until the whole body has arrived.
+    pub fn wait(mut self) -> Result<String, Error> {
+        let bytes = self.gather.wait()?;
+        Ok(self.decode(&bytes))
+    }
+}
+
+impl Future for CollectText {
+    type Output = Result<String, Error>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.gather.poll(cx) {
+            Poll::Ready(Ok(bytes)) => Poll::Ready(Ok(self.decode(&bytes))),
+            Poll::Ready(Err(error)) => Poll::Ready(Err(error)),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+/// The `charset` parameter of a `Content-Type` value, unquoted.
+fn charset(content_type: &[u8]) -> Option<&[u8]> {
+    content_type
+        .split(|&b| b == b';')
+        .skip(1)
+        .find_map(|param| {
+            let param = param.trim_ascii();
+            let (name, value) = param.split_at(param.iter().position(|&b| b == b'=')?);
+            name.trim_ascii()
+                .eq_ignore_ascii_case(b"charset")
+                .then(|| value[1..].trim_ascii())
+                .map(|value| {
+                    value
+                        .strip_prefix(b"\"")
+                        .and_then(|v| v.strip_suffix(b"\""))
+                        .unwrap_or(value)
+                })
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::charset;
+
+    #[test]
+    fn the_charset_parameter_is_found_in_any_form() {
+        assert_eq!(
+            charset(b"text/plain; charset=iso-8859-1"),
+            Some(&b"iso-8859-1"[..])
+        );
+        assert_eq!(
+            charset(b"text/plain;CHARSET=\"UTF-8\""),
+            Some(&b"UTF-8"[..])
+        );
+        assert_eq!(
+            charset(b"text/html; q=1; charset = latin1 "),
+            Some(&b"latin1"[..])
+        );
+        assert_eq!(charset(b"text/plain"), None);
+        assert_eq!(charset(b"text/plain; format=flowed"), None);
+    }
+}

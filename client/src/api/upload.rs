@@ -1,0 +1,172 @@
+//! [`Upload`]: a request body — in memory, read from a `Read` (a file), or
+//! an async stream.
+
+use crate::exchange::{BodyStream, BoxError};
+use bytes::{Buf, Bytes};
+use std::io::Read;
+
+/// A request body.
+///
+/// * **In memory** — `Vec<u8>`, `String`, `&'static str`, [`Bytes`] — sent
+///   with `Content-Length`, and kept, so a request may go again (a retry).
+/// * **From a `Read`** ([`Upload::from_reader`], [`Upload::from_file`]) — read
+///   on a thread of its own, never on an event loop, into a bounded buffer
+///   the loop writes from as the socket takes it: memory stays bounded
+///   whatever the size. `Content-Length` when the length is known, chunked
+///   otherwise.
+/// * **From an async body** ([`Upload::from_stream`], any
+///   [`http_body::Body`]) — polled on the connection's loop as the socket
+///   takes its bytes.
+///
+/// A streamed body is sent once: a request with one is never retried.
+pub struct Upload {
+    pub(crate) kind: UploadKind,
+}
+
+pub(crate) enum UploadKind {
+    Bytes(Bytes),
+    Reader {
+        reader: Box<dyn Read + Send + 'static>,
+        length: Option<u64>,
+    },
+    Stream {
+        body: BodyStream,
+        length: Option<u64>,
+    },
+}
+
+impl Upload {
+    /// No body.
+    pub fn empty() -> Upload {
+        Upload::from(Bytes::new())
+    }
+
+    /// A body read from `reader`, of `length` bytes if known (then it is
+    /// sent with `Content-Length`, and a reader that gives more or fewer
+    /// fails the request with [`Error::RequestBody`](crate::Error::RequestBody));
+    /// chunked when `None`.
+    pub fn from_reader(reader: impl Read + Send + 'static, length: Option<u64>) -> Upload {
+        Upload {
+            kind: UploadKind::Reader {
+                reader: Box::new(reader),
+                length,
+            },
+        }
+    }
+
+    /// A file's contents, its length from its metadata.
+    pub fn from_file(file: std::fs::File) -> std::io::Result<Upload> {
+        let length = file.metadata()?.len();
+        Ok(Upload::from_reader(file, Some(length)))
+    }
+
+    /// A body polled from `body`; its length is its exact size hint, if it
+    /// has one (chunked otherwise).
+    pub fn from_stream<B>(body: B) -> Upload
+    where
+        B: http_body::Body + Send + 'static,
+        B::Data: Send,
+        B::Error: Into<BoxError>,
+    {
+        let length = body.size_hint().exact();
+        let body = http_body_map(body);
+        Upload {
+            kind: UploadKind::Stream { body, length },
+        }
+    }
+
+    /// The body's length, when known.
+    pub fn length(&self) -> Option<u64> {
+        match &self.kind {
+            UploadKind::Bytes(bytes) => Some(bytes.len() as u64),
+            UploadKind::Reader { length, .. } | UploadKind::Stream { length, .. } => *length,
+        }
+    }
+}
+
+/// Adapts any body to one of `Bytes` with boxed errors.
+fn http_body_map<B>(body: B) -> BodyStream
+where
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+    /// The body, pinned in a box of its own: `Mapped` is then `Unpin`.
+    struct Mapped<B>(std::pin::Pin<Box<B>>);
+
+    impl<B> http_body::Body for Mapped<B>
+    where
+        B: http_body::Body,
+        B::Error: Into<BoxError>,
+    {
+        type Data = Bytes;
+        type Error = BoxError;
+
+        fn poll_frame(
+            self: std::pin::Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, BoxError>>> {
+            self.get_mut().0.as_mut().poll_frame(cx).map(|frame| {
+                frame.map(|frame| {
+                    frame
+                        .map(|frame| {
+                            frame.map_data(|mut data| data.copy_to_bytes(data.remaining()))
+                        })
+                        .map_err(Into::into)
+                })
+            })
+        }
+
+        fn size_hint(&self) -> http_body::SizeHint {
+            self.0.size_hint()
+        }
+    }
+
+    Box::pin(Mapped(Box::pin(body)))
+}
+
+impl From<Bytes> for Upload {
+    fn from(bytes: Bytes) -> Upload {
+        Upload {
+            kind: UploadKind::Bytes(bytes),
+        }
+    }
+}
+
+impl From<Vec<u8>> for Upload {
+    fn from(bytes: Vec<u8>) -> Upload {
+        Upload::from(Bytes::from(bytes))
+    }
+}
+
+impl From<String> for Upload {
+    fn from(text: String) -> Upload {
+        Upload::from(Bytes::from(text))
+    }
+}
+
+impl From<&'static str> for Upload {
+    fn from(text: &'static str) -> Upload {
+        Upload::from(Bytes::from_static(text.as_bytes()))
+    }
+}
+
+impl From<&'static [u8]> for Upload {
+    fn from(bytes: &'static [u8]) -> Upload {
+        Upload::from(Bytes::from_static(bytes))
+    }
+}
+
+impl std::fmt::Debug for Upload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match &self.kind {
+            UploadKind::Bytes(_) => "bytes",
+            UploadKind::Reader { .. } => "reader",
+            UploadKind::Stream { .. } => "stream",
+        };
+        f.debug_struct("Upload")
+            .field("kind", &kind)
+            .field("length", &self.length())
+            .finish()
+    }
+}

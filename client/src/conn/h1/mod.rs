@@ -1,0 +1,615 @@
+//! HTTP/1.1 on an open connection: the request going out ([`send`]), the
+//! response coming in — its head delivered to the caller, its body pushed
+//! through the exchange's bounded pipe as it is read, reading paused while
+//! the pipe is full — and what follows: offered back to the pool, retried
+//! once on a fresh connection, or closed with a typed error.
+
+mod send;
+
+use super::read_buf::Filled;
+use super::{Conn, IdleConn, Offered, State, EXPECT_TIMER};
+use crate::error::Error;
+use crate::event_loop::LoopContext;
+use crate::events::EventListener;
+use crate::exchange::{deadline_after, ConnSlot, Exchange, Head, Pushed, RequestBody, Waiter};
+use crate::h1::{DecodeError, Decoded, ResponseDecoder};
+use crate::net::Transport;
+use bytes::BytesMut;
+use send::{BodyOut, Sending, Sent};
+use std::io;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// Bytes a connection reads per readiness event before the loop runs due
+/// timeouts and the other connections (then it reads on): one fast sender
+/// must not make every other deadline on its loop late.
+const READ_BUDGET: usize = 256 * 1024;
+
+/// Body bytes gathered before they go into the pipe as one chunk (a
+/// response of many small chunks costs a push per read, not per chunk).
+const GATHER: usize = 16 * 1024;
+
+/// What a connection reads on, discarding, after its body's reader has
+/// gone — of what has arrived already, never waiting for more: a small
+/// remainder is cheaper to drain than a new connection.
+const DRAIN: usize = 64 * 1024;
+
+/// The exchange a connection runs, and how far it got.
+pub(super) struct Active {
+    pub(super) exchange: Arc<Exchange>,
+    decoder: ResponseDecoder,
+    /// Taken from the pool rather than freshly connected.
+    reused: bool,
+    sending: Sending,
+    /// Body bytes decoded and not yet in the pipe.
+    gathered: BytesMut,
+    trailers: Option<http::HeaderMap>,
+    /// The pipe was full: reading waits until it has room.
+    paused: bool,
+    /// The body's reader has gone: the rest is read and discarded, up to
+    /// this many more bytes, then the connection is reused (or closed if
+    /// the body is longer).
+    draining: Option<usize>,
+}
+
+/// What [`Conn::decode`] left to do.
+enum Decodes {
+    /// Read more from the socket.
+    More,
+    /// Stop reading: the exchange ended, the connection closed, or the
+    /// body's pipe is full.
+    Stop,
+}
+
+impl Conn {
+    /// Runs `exchange` on this idle connection (the pooled path), after
+    /// checking that the server has not closed it meanwhile; gives the
+    /// exchange back if it has (the connection then closes).
+    pub(super) fn start_on_idle(
+        &mut self,
+        cx: &mut LoopContext<'_>,
+        exchange: Arc<Exchange>,
+    ) -> Result<(), Arc<Exchange>> {
+        let alive = matches!(self.state, State::Idle)
+            && self.transport.as_mut().is_some_and(Transport::still_open);
+        if !alive {
+            self.close(cx);
+            return Err(exchange);
+        }
+        if exchange.is_done() {
+            self.offer_or_close(cx, &exchange);
+            return Ok(());
+        }
+        // Attached and started in one step, on this loop: an arm here wakes
+        // nothing.
+        exchange.start_on(self.conn_ref(cx));
+        let info = self.info.clone().expect("an idle connection has connected");
+        exchange.set_remote(info.remote);
+        exchange.listener.on_connection_pooled(&info);
+        self.begin_exchange(cx, exchange, true);
+        Ok(())
+    }
+
+    pub(super) fn begin_exchange(
+        &mut self,
+        cx: &mut LoopContext<'_>,
+        exchange: Arc<Exchange>,
+        reused: bool,
+    ) {
+        let limits = self.env().config.limits;
+        let is_head = exchange.request.method == http::Method::HEAD;
+        let keep_alive = exchange.request.keep_alive;
+        self.state = State::Active(Box::new(Active {
+            exchange,
+            decoder: ResponseDecoder::new(limits, is_head, keep_alive),
+            reused,
+            sending: Sending::Head { written: 0 },
+            gathered: BytesMut::new(),
+            trailers: None,
+            paused: false,
+            draining: None,
+        }));
+        self.write_request(cx);
+        // A fresh connection may already hold the answer (a server that
+        // speaks as soon as it accepts, or the end of a TLS handshake's
+        // records), and the readiness that said so may have come with the
+        // connect's: the socket will not signal it again, so look now.
+        if !reused && matches!(self.state, State::Active(_)) {
+            self.read_response(cx);
+        }
+    }
+
+    /// Sends what it can of the request: the head, then the body.
+    pub(super) fn write_request(&mut self, cx: &mut LoopContext<'_>) {
+        loop {
+            let (State::Active(active), Some(transport)) =
+                (&mut self.state, self.transport.as_mut())
+            else {
+                return;
+            };
+            let sent = match &mut active.sending {
+                Sending::Head { written } => {
+                    let head = &active.exchange.request.head;
+                    write_all(transport, head, written)
+                }
+                Sending::Body(out) => out.send(transport, cx),
+                Sending::Continue | Sending::Skipped => return,
+                Sending::Done => {
+                    // TLS may still hold records back (an answer to a key
+                    // update).
+                    if transport.wants_write() {
+                        if let Err(e) = transport.flush() {
+                            self.io_failure(cx, e);
+                        }
+                    }
+                    return;
+                }
+            };
+            // The request counts as sent once TLS has sent its last record too.
+            let sent = match sent {
+                Sent::Done => match transport.flush() {
+                    Ok(true) => Sent::Done,
+                    Ok(false) => Sent::Waiting,
+                    Err(e) => Sent::Socket(e),
+                },
+                other => other,
+            };
+            match sent {
+                Sent::Waiting => return,
+                Sent::Socket(error) => return self.write_failure(cx, error),
+                Sent::Body(error) => return self.close_failing(cx, |_| error),
+                Sent::Done => self.sent_part(cx),
+            }
+        }
+    }
+
+    /// The head (with a body in memory), or the body, is out: what next.
+    fn sent_part(&mut self, cx: &mut LoopContext<'_>) {
+        let now = self.now();
+        let expect_delay = self.env().config.expect_continue_timeout;
+        let State::Active(active) = &mut self.state else {
+            return;
+        };
+        let request = &active.exchange.request;
+        let body_follows = !matches!(request.body, RequestBody::InHead);
+        match &active.sending {
+            Sending::Head { .. } if body_follows && request.expect_continue => {
+                active.sending = Sending::Continue;
+                let deadline = expect_delay.and_then(|delay| deadline_after(now, delay));
+                // No delay: the body goes at once.
+                if deadline.is_none() {
+                    return self.continue_body(cx);
+                }
+                self.arm_timer(cx, EXPECT_TIMER, deadline);
+            }
+            Sending::Head { .. } if body_follows => {
+                active.sending = Sending::Body(Box::new(BodyOut::of(&active.exchange, cx)));
+            }
+            _ => {
+                active.sending = Sending::Done;
+                let exchange = active.exchange.clone();
+                if let Some(info) = &self.info {
+                    exchange.listener.on_request_sent(info);
+                }
+                exchange.start_read(now);
+            }
+        }
+    }
+
+    /// `100 Continue` came, or the delay passed: the body goes.
+    pub(super) fn continue_body(&mut self, cx: &mut LoopContext<'_>) {
+        let State::Active(active) = &mut self.state else {
+            return;
+        };
+        if matches!(active.sending, Sending::Continue) {
+            self.disarm_timer(cx);
+            let State::Active(active) = &mut self.state else {
+                return;
+            };
+            active.sending = Sending::Body(Box::new(BodyOut::of(&active.exchange, cx)));
+            self.write_request(cx);
+        }
+    }
+
+    /// Reads and decodes until the socket would block, the exchange ends,
+    /// the body's pipe is full, or the read budget is spent (then the loop
+    /// hands readiness back after its other work).
+    pub(super) fn read_response(&mut self, cx: &mut LoopContext<'_>) {
+        self.drain_if_dropped();
+        if !self.resume_if_room(cx) {
+            return;
+        }
+        // What a previous read left undecoded (reading paused) goes first.
+        if !self.buf.is_empty() && matches!(self.decode(cx), Decodes::Stop) {
+            return;
+        }
+        let mut budget = READ_BUDGET;
+        loop {
+            let Some(transport) = self.transport.as_mut() else {
+                return;
+            };
+            match self.buf.fill(transport) {
+                Filled::Data(n) => {
+                    let now = self.now();
+                    if let State::Active(active) = &self.state {
+                        active.exchange.mark_read(now);
+                    }
+                    if matches!(self.decode(cx), Decodes::Stop) {
+                        return;
+                    }
+                    budget = budget.saturating_sub(n);
+                    if budget == 0 {
+                        return cx.ready_again();
+                    }
+                }
+                Filled::Eof => return self.on_eof(cx),
+                Filled::WouldBlock => return self.give_up_draining(cx),
+                Filled::Failed(e) => return self.io_failure(cx, e),
+            }
+        }
+    }
+
+    /// The body's reader has gone: from now on the rest is discarded.
+    fn drain_if_dropped(&mut self) {
+        let State::Active(active) = &mut self.state else {
+            return;
+        };
+        if active.draining.is_none() && active.exchange.body().reader_gone() {
+            active.draining = Some(DRAIN);
+            active.paused = false;
+            active.gathered.clear();
+        }
+    }
+
+    /// Draining, and the rest has not come yet: not worth waiting for.
+    fn give_up_draining(&mut self, cx: &mut LoopContext<'_>) {
+        let State::Active(active) = &self.state else {
+            return;
+        };
+        if active.draining.is_some() {
+            let exchange = active.exchange.clone();
+            self.reset(cx);
+            exchange.finish_err(Error::Cancelled);
+        }
+    }
+
+    /// Whether reading may go on: not paused, or paused and woken by a
+    /// pipe with room again (the read timeout then starts afresh).
+    fn resume_if_room(&mut self, cx: &mut LoopContext<'_>) -> bool {
+        let State::Active(active) = &mut self.state else {
+            return false;
+        };
+        if !active.paused {
+            return true;
+        }
+        // Woken by the socket, not by the pipe: the window still holds.
+        if !active.exchange.body().has_room() {
+            return false;
+        }
+        active.paused = false;
+        let exchange = active.exchange.clone();
+        exchange.start_read(self.now());
+        // Still full (a spurious wake): pause again.
+        !self.push_gathered(cx)
+    }
+
+    /// Feeds what was read to the decoder.
+    fn decode(&mut self, cx: &mut LoopContext<'_>) -> Decodes {
+        loop {
+            let State::Active(active) = &mut self.state else {
+                return Decodes::Stop;
+            };
+            // The caller's code just called (a listener) may have ended the
+            // exchange: a cancel, a dropped body, or a timeout meanwhile.
+            // Nothing more of this response is delivered.
+            if active.exchange.is_done() {
+                self.reset(cx);
+                return Decodes::Stop;
+            }
+            let (consumed, decoded) = match active.decoder.decode(self.buf.unread()) {
+                Ok(decoded) => decoded,
+                Err(error) => {
+                    self.protocol_failure(cx, error);
+                    return Decodes::Stop;
+                }
+            };
+            match decoded {
+                Decoded::NeedMore => {
+                    self.buf.consume(consumed);
+                    return if self.push_gathered(cx) {
+                        Decodes::Stop
+                    } else {
+                        Decodes::More
+                    };
+                }
+                Decoded::Continue => {
+                    self.buf.consume(consumed);
+                    self.continue_body(cx);
+                }
+                Decoded::Head(head) => {
+                    let exchange = active.exchange.clone();
+                    // The server answered first: the body waiting for
+                    // `100 Continue` is never sent.
+                    if matches!(active.sending, Sending::Continue) {
+                        active.sending = Sending::Skipped;
+                    }
+                    self.buf.consume(consumed);
+                    exchange.listener.on_status(head.status);
+                    exchange.listener.on_headers(&head.headers);
+                    let head = Head {
+                        status: head.status,
+                        version: head.version,
+                        headers: head.headers,
+                        remote: self.remote.expect("an active connection has a remote"),
+                    };
+                    if !exchange.deliver_head(head) {
+                        self.reset(cx);
+                        return Decodes::Stop;
+                    }
+                }
+                Decoded::Body(data) => {
+                    active.exchange.listener.on_body_part(data.len());
+                    if let Some(left) = &mut active.draining {
+                        // Nobody reads it any more: discarded, within bounds.
+                        match left.checked_sub(data.len()) {
+                            Some(rest) => *left = rest,
+                            None => {
+                                let exchange = active.exchange.clone();
+                                self.reset(cx);
+                                exchange.finish_err(Error::Cancelled);
+                                return Decodes::Stop;
+                            }
+                        }
+                        self.buf.consume(consumed);
+                        continue;
+                    }
+                    active.gathered.extend_from_slice(data);
+                    let full = active.gathered.len() >= GATHER;
+                    self.buf.consume(consumed);
+                    if full && self.push_gathered(cx) {
+                        return Decodes::Stop;
+                    }
+                }
+                Decoded::Trailers(map) => {
+                    active.trailers = Some(map);
+                    self.buf.consume(consumed);
+                }
+                Decoded::Done { keep_alive } => {
+                    self.buf.consume(consumed);
+                    self.response_done(cx, keep_alive);
+                    return Decodes::Stop;
+                }
+            }
+        }
+    }
+
+    /// Puts the gathered body bytes into the pipe. Returns true if reading
+    /// must stop: the pipe is full (reading pauses, and with it the read
+    /// timeout, until the reader makes room). A reader that has gone makes
+    /// the connection drain instead (see [`DRAIN`]).
+    fn push_gathered(&mut self, cx: &mut LoopContext<'_>) -> bool {
+        let State::Active(active) = &mut self.state else {
+            return true;
+        };
+        if active.draining.is_some() {
+            active.gathered.clear();
+            return false;
+        }
+        if active.gathered.is_empty() {
+            return active.paused;
+        }
+        let chunk = active.gathered.split().freeze();
+        let waiter = || Waiter::Source(cx.event_loop().clone(), cx.me());
+        match active.exchange.body().push(chunk, waiter) {
+            Pushed::Room => false,
+            Pushed::Full => {
+                active.paused = true;
+                let exchange = active.exchange.clone();
+                exchange.pause_read();
+                true
+            }
+            // The body was dropped: what is left is drained.
+            Pushed::Refused => {
+                active.draining = Some(DRAIN);
+                active.paused = false;
+                false
+            }
+        }
+    }
+
+    /// The decoder says the response is complete. Bytes past it (a body
+    /// longer than declared, an answer nobody asked for) do not void the
+    /// response, which is whole: it is delivered, and the connection, whose
+    /// stream cannot be trusted any more, is closed, never reused.
+    fn response_done(&mut self, cx: &mut LoopContext<'_>, keep_alive: bool) {
+        let State::Active(active) = &mut self.state else {
+            return;
+        };
+        // The pipe takes the rest even when full: the body has ended.
+        if !active.gathered.is_empty() && active.draining.is_none() {
+            let chunk = active.gathered.split().freeze();
+            let _ = active.exchange.body().push(chunk, || Waiter::Thread);
+        }
+        // A request the server answered before it was fully written leaves
+        // the stream mid-request. Over TLS, bytes past the response may
+        // still sit in the TLS layer.
+        let reusable = keep_alive
+            && self.buf.is_empty()
+            && matches!(active.sending, Sending::Done)
+            && !self
+                .transport
+                .as_mut()
+                .is_some_and(Transport::has_buffered_input);
+        self.complete(cx, reusable);
+    }
+
+    fn on_eof(&mut self, cx: &mut LoopContext<'_>) {
+        let State::Active(active) = &mut self.state else {
+            return;
+        };
+        if !active.decoder.bytes_seen() && self.retry_on_fresh_connection(cx) {
+            return;
+        }
+        let State::Active(active) = &mut self.state else {
+            return;
+        };
+        match active.decoder.eof() {
+            // The end of the stream ends a response framed by it.
+            Ok(_) => self.response_done(cx, false),
+            Err(error) => self.protocol_failure(cx, error),
+        }
+    }
+
+    /// A reused connection failed before any response byte: the server
+    /// closed it while idle. A request that may go twice goes again once,
+    /// on a new connection. Returns whether it did.
+    fn retry_on_fresh_connection(&mut self, cx: &mut LoopContext<'_>) -> bool {
+        let State::Active(active) = &self.state else {
+            return false;
+        };
+        let exchange = active.exchange.clone();
+        if !active.reused || !exchange.may_retry() || exchange.retried.swap(true, Ordering::AcqRel)
+        {
+            return false;
+        }
+        self.close(cx);
+        // Its read timeout stays with the connection it leaves.
+        exchange.attach(ConnSlot::None);
+        self.owner.redispatch(exchange, false);
+        true
+    }
+
+    /// Sending the request failed. A server that refuses a request early (a
+    /// 413 to a large upload) answers and closes without reading the rest,
+    /// and its answer is still in the socket when the write fails: RFC 9112
+    /// §9.5 asks a client to watch for it. So what has arrived is decoded
+    /// first — up to the end of the stream, which completes a
+    /// close-delimited answer — and the write error ends the exchange only
+    /// if that answer does not. When nothing arrived, it is the write error
+    /// at once (and a pooled connection the server had dropped is retried
+    /// as for any I/O error).
+    fn write_failure(&mut self, cx: &mut LoopContext<'_>, error: io::Error) {
+        // `sending` stays where it was: a connection whose request went out
+        // only in part is never reused, whatever the answer says.
+        let mut arrived = false;
+        let mut ended = false;
+        while let Some(transport) = self.transport.as_mut() {
+            match self.buf.fill(transport) {
+                Filled::Data(_) => arrived = true,
+                Filled::Eof => {
+                    ended = true;
+                    break;
+                }
+                Filled::WouldBlock | Filled::Failed(_) => break,
+            }
+        }
+        if arrived {
+            let now = self.now();
+            if let State::Active(active) = &self.state {
+                active.exchange.mark_read(now);
+            }
+            if matches!(self.decode(cx), Decodes::More) && ended {
+                self.on_eof(cx);
+            }
+        }
+        if matches!(self.state, State::Active(_)) {
+            self.io_failure(cx, error);
+        }
+    }
+
+    fn io_failure(&mut self, cx: &mut LoopContext<'_>, error: io::Error) {
+        let State::Active(active) = &self.state else {
+            return self.close(cx);
+        };
+        if !active.decoder.bytes_seen() && self.retry_on_fresh_connection(cx) {
+            return;
+        }
+        self.close_failing(cx, |exchange| Error::Io {
+            remote: exchange.remote_name(),
+            source: error,
+        });
+    }
+
+    fn protocol_failure(&mut self, cx: &mut LoopContext<'_>, error: DecodeError) {
+        self.close_failing(cx, |exchange| {
+            let remote = exchange.remote_name();
+            match error {
+                DecodeError::BodyTooLarge { limit } => Error::BodyTooLarge { remote, limit },
+                source => Error::Protocol { remote, source },
+            }
+        });
+    }
+
+    /// The response is read off the connection: hand the connection back
+    /// to the pool *before* ending the exchange, so a caller that sends its
+    /// next request at once reuses it.
+    fn complete(&mut self, cx: &mut LoopContext<'_>, reusable: bool) {
+        let State::Active(active) = std::mem::replace(&mut self.state, State::Idle) else {
+            return;
+        };
+        let Active {
+            exchange, trailers, ..
+        } = *active;
+        self.buf.clear();
+        if reusable {
+            self.offer_or_close(cx, &exchange);
+        } else {
+            self.close(cx);
+        }
+        exchange.complete(trailers);
+    }
+
+    /// Offers the idle connection to the pool, or closes it if the pool
+    /// will not have it; runs a waiter the pool hands back on it.
+    pub(super) fn offer_or_close(&mut self, cx: &mut LoopContext<'_>, finished: &Arc<Exchange>) {
+        let Some(info) = self.info.clone() else {
+            return self.close(cx);
+        };
+        let idle = IdleConn {
+            conn: self.conn_ref(cx),
+            info: info.clone(),
+            origin: self.origin.clone(),
+            idle_since: self.now(),
+            created: self.created,
+        };
+        match self.owner.offer(idle) {
+            Offered::Kept => finished.listener.on_connection_offered(&info),
+            Offered::Serve(waiter) => {
+                finished.listener.on_connection_offered(&info);
+                // The pooled path for the waiter, on this very loop.
+                if let Err(waiter) = self.start_on_idle(cx, waiter) {
+                    self.owner.redispatch(waiter, true);
+                }
+            }
+            Offered::Refused => self.close(cx),
+        }
+    }
+
+    pub(super) fn on_idle_readable(&mut self, cx: &mut LoopContext<'_>) {
+        let Some(transport) = self.transport.as_mut() else {
+            return;
+        };
+        if transport.still_open() {
+            return;
+        }
+        // Closed by the server (or it sent bytes nobody asked for).
+        if let Some(info) = &self.info {
+            self.owner.remove_idle(&self.origin, info.id);
+        }
+        self.close(cx);
+    }
+}
+
+/// Writes `bytes[*written..]` as far as the socket takes it.
+fn write_all(transport: &mut Transport, bytes: &[u8], written: &mut usize) -> Sent {
+    while *written < bytes.len() {
+        match transport.write(&bytes[*written..]) {
+            Ok(0) => return Sent::Socket(send::write_zero()),
+            Ok(n) => *written += n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Sent::Waiting,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Sent::Socket(e),
+        }
+    }
+    Sent::Done
+}

@@ -1,0 +1,226 @@
+//! The request going out: its head, then (after `100 Continue` if it asked)
+//! its body — in memory, pumped from a `Read` through a bounded pipe, or
+//! polled from an async body on this loop — framed by `Content-Length` or
+//! chunked, as the socket takes it.
+
+use crate::error::Error;
+use crate::event_loop::{LoopContext, SourceWaker};
+use crate::exchange::{Exchange, RequestBody, Taken, UploadSource, Waiter};
+use crate::net::Transport;
+use bytes::Bytes;
+use std::collections::VecDeque;
+use std::io;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+/// How far the request is.
+pub(super) enum Sending {
+    /// `request.head[written..]` is still to go.
+    Head { written: usize },
+    /// The head is out; the body waits for `100 Continue`, or the delay.
+    Continue,
+    /// The body is going out.
+    Body(Box<BodyOut>),
+    /// Everything is out.
+    Done,
+    /// The server answered before `100 Continue`: the body is never sent.
+    Skipped,
+}
+
+/// What a step of sending came to.
+pub(super) enum Sent {
+    /// All of it is out.
+    Done,
+    /// The socket, the body's source or the server has to come first.
+    Waiting,
+    /// The socket failed.
+    Socket(io::Error),
+    /// The body's source failed, or gave more or less than its length.
+    Body(Error),
+}
+
+/// Where the next bytes of the body come from.
+enum Source {
+    /// Framed already, in memory: queued at once.
+    Held,
+    Pumped(Arc<crate::exchange::Pipe>),
+    Stream(crate::exchange::BodyStream, Arc<SourceWaker>),
+    /// Nothing more: the body was taken elsewhere, or has ended.
+    None,
+}
+
+/// A body being written.
+pub(super) struct BodyOut {
+    /// Frames ready to go, oldest first, and how much of the first went.
+    queue: VecDeque<Bytes>,
+    written: usize,
+    source: Source,
+    /// The declared `Content-Length` (`None`: chunked), and what the
+    /// source has produced of it.
+    length: Option<u64>,
+    produced: u64,
+    ended: bool,
+}
+
+static CRLF: &[u8] = b"\r\n";
+static LAST_CHUNK: &[u8] = b"0\r\n\r\n";
+
+impl BodyOut {
+    /// The body of `exchange`, ready to go after the head.
+    pub(super) fn of(exchange: &Exchange, cx: &LoopContext<'_>) -> BodyOut {
+        let mut out = BodyOut {
+            queue: VecDeque::new(),
+            written: 0,
+            source: Source::None,
+            length: None,
+            produced: 0,
+            ended: false,
+        };
+        match &exchange.request.body {
+            RequestBody::InHead => out.ended = true,
+            RequestBody::Held(bytes) => {
+                out.queue.push_back(bytes.clone());
+                out.source = Source::Held;
+                out.ended = true;
+            }
+            RequestBody::Streamed(streamed) => {
+                out.length = streamed.length;
+                out.source = match exchange.request.take_source() {
+                    Some(UploadSource::Pumped(pipe)) => Source::Pumped(pipe),
+                    Some(UploadSource::Stream(body)) => {
+                        Source::Stream(body, SourceWaker::new(cx.event_loop(), cx.me()))
+                    }
+                    None => Source::None,
+                };
+            }
+        }
+        out
+    }
+
+    /// Writes what it can: queued frames, then more from the source, until
+    /// the socket or the source would block, or the body is out.
+    pub(super) fn send(&mut self, transport: &mut Transport, cx: &LoopContext<'_>) -> Sent {
+        loop {
+            if let Some(front) = self.queue.front() {
+                match transport.write(&front[self.written..]) {
+                    Ok(0) => return Sent::Socket(write_zero()),
+                    Ok(n) => {
+                        self.written += n;
+                        if self.written == front.len() {
+                            self.queue.pop_front();
+                            self.written = 0;
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Sent::Waiting,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return Sent::Socket(e),
+                }
+                continue;
+            }
+            if self.ended {
+                return Sent::Done;
+            }
+            match self.pull(cx) {
+                Pulled::Data(bytes) => {
+                    if let Err(error) = self.frame(bytes) {
+                        return Sent::Body(error);
+                    }
+                }
+                Pulled::End => {
+                    if let Err(error) = self.end() {
+                        return Sent::Body(error);
+                    }
+                }
+                Pulled::Pending => return Sent::Waiting,
+                Pulled::Failed(error) => return Sent::Body(error),
+            }
+        }
+    }
+
+    fn pull(&mut self, cx: &LoopContext<'_>) -> Pulled {
+        match &mut self.source {
+            Source::Held | Source::None => Pulled::End,
+            Source::Pumped(pipe) => {
+                let waiter = || Waiter::Source(cx.event_loop().clone(), cx.me());
+                match pipe.take(waiter) {
+                    Taken::Chunk(bytes) => Pulled::Data(bytes),
+                    Taken::End(_) => Pulled::End,
+                    Taken::Failed(error) => Pulled::Failed(error),
+                    Taken::Pending => Pulled::Pending,
+                }
+            }
+            Source::Stream(body, waker) => {
+                waker.rearm();
+                let waker = waker.waker();
+                let mut task = Context::from_waker(&waker);
+                loop {
+                    return match body.as_mut().poll_frame(&mut task) {
+                        Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
+                            Ok(data) => Pulled::Data(data),
+                            // Trailers of a request body: not sent.
+                            Err(_) => continue,
+                        },
+                        Poll::Ready(Some(Err(source))) => {
+                            Pulled::Failed(Error::RequestBody { source })
+                        }
+                        Poll::Ready(None) => Pulled::End,
+                        Poll::Pending => Pulled::Pending,
+                    };
+                }
+            }
+        }
+    }
+
+    /// Queues `bytes` as the body's next piece.
+    fn frame(&mut self, bytes: Bytes) -> Result<(), Error> {
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        self.produced += bytes.len() as u64;
+        match self.length {
+            Some(length) if self.produced > length => {
+                return Err(length_mismatch("longer", length));
+            }
+            Some(_) => self.queue.push_back(bytes),
+            None => {
+                self.queue
+                    .push_back(Bytes::from(format!("{:x}\r\n", bytes.len())));
+                self.queue.push_back(bytes);
+                self.queue.push_back(Bytes::from_static(CRLF));
+            }
+        }
+        Ok(())
+    }
+
+    /// The source has ended: the last chunk goes, or the length is checked.
+    fn end(&mut self) -> Result<(), Error> {
+        self.ended = true;
+        self.source = Source::None;
+        match self.length {
+            None => self.queue.push_back(Bytes::from_static(LAST_CHUNK)),
+            Some(length) if self.produced != length => {
+                return Err(length_mismatch("shorter", length));
+            }
+            Some(_) => {}
+        }
+        Ok(())
+    }
+}
+
+enum Pulled {
+    Data(Bytes),
+    End,
+    Pending,
+    Failed(Error),
+}
+
+/// The error of a write that took nothing.
+pub(super) fn write_zero() -> io::Error {
+    io::Error::new(io::ErrorKind::WriteZero, "the connection took no bytes")
+}
+
+fn length_mismatch(which: &str, length: u64) -> Error {
+    Error::RequestBody {
+        source: format!("the request body was {which} than its Content-Length of {length}").into(),
+    }
+}

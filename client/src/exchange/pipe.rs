@@ -1,0 +1,299 @@
+//! [`Pipe`]: a bounded queue of body bytes between the event loop that owns
+//! a connection and the other end of a body — the caller reading a
+//! response, or a thread reading an upload from a `Read`.
+//!
+//! # Ground rules
+//!
+//! * **Bounded.** The writer may go past the window by one chunk, and then
+//!   is told the pipe is full: it stops (a loop stops reading the socket;
+//!   a pumping thread blocks) until the reader has taken the pipe down to
+//!   the low-water mark (half the window). Memory per body is the window
+//!   plus a chunk, whatever the body's size.
+//! * **Coalesced wake-ups.** The reader is woken only when data or the end
+//!   comes while it waits on an empty pipe; the writer only when the pipe
+//!   falls to the low-water mark while it waits on a full one — one
+//!   cross-thread wake-up per window's worth, not one per chunk.
+//! * **Who waits** is a [`Waiter`]: a blocked thread (a condition variable),
+//!   a polled task (its `Waker`), or a connection on its loop (woken with
+//!   `EventLoop::wake_source`, so no loop thread ever blocks here or runs
+//!   the other end's code). Wake-ups happen after the pipe's lock is
+//!   released.
+//! * **Ending.** The writer ends the pipe with trailers or an error, once;
+//!   the reader takes the chunks left, then the end. A reader that goes
+//!   away drops what is buffered and tells the writer, whose next push is
+//!   refused.
+
+use crate::error::Error;
+use crate::event_loop::{EventLoop, SourceRef};
+use crate::sync::lock;
+use bytes::Bytes;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::task::{Context, Poll, Waker};
+
+/// The default window of a body: what the loop reads ahead of its reader.
+pub(crate) const DEFAULT_WINDOW: usize = 256 * 1024;
+
+/// Who waits on one end of a pipe.
+pub(crate) enum Waiter {
+    /// A thread blocked on the pipe's condition variable.
+    Thread,
+    /// A task polling the pipe.
+    Task(Waker),
+    /// A connection on its loop.
+    Source(Arc<EventLoop>, SourceRef),
+}
+
+impl Waiter {
+    fn wake(self, cv: &Condvar) {
+        match self {
+            Waiter::Thread => cv.notify_all(),
+            Waiter::Task(waker) => waker.wake(),
+            Waiter::Source(event_loop, source) => event_loop.wake_source(source),
+        }
+    }
+}
+
+/// How a pipe ends.
+enum End {
+    Open,
+    /// The body is complete, with its trailers (taken by the reader).
+    Done(Option<http::HeaderMap>),
+    /// The body failed (the error is taken by the reader once).
+    Failed(Option<Error>),
+}
+
+struct State {
+    chunks: VecDeque<Bytes>,
+    buffered: usize,
+    end: End,
+    reader: Option<Waiter>,
+    writer: Option<Waiter>,
+    reader_gone: bool,
+}
+
+/// What a push found.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Pushed {
+    /// Taken; there is room for more.
+    Room,
+    /// Taken, and the pipe is full: stop until the writer's waiter is woken.
+    Full,
+    /// The reader has gone: nothing more is wanted.
+    Refused,
+}
+
+/// What a take found.
+pub(crate) enum Taken {
+    Chunk(Bytes),
+    /// The end of the body, with its trailers.
+    End(Option<http::HeaderMap>),
+    Failed(Error),
+    /// Nothing yet: the reader's waiter was registered.
+    Pending,
+}
+
+/// A bounded queue of body bytes. See the [module documentation](self).
+pub(crate) struct Pipe {
+    state: Mutex<State>,
+    reader_ready: Condvar,
+    writer_ready: Condvar,
+    window: usize,
+    /// Bytes buffered in every pipe of the client, for its statistics.
+    meter: Arc<AtomicUsize>,
+}
+
+impl Pipe {
+    pub(crate) fn new(window: usize, meter: Arc<AtomicUsize>) -> Pipe {
+        Pipe {
+            state: Mutex::new(State {
+                chunks: VecDeque::new(),
+                buffered: 0,
+                end: End::Open,
+                reader: None,
+                writer: None,
+                reader_gone: false,
+            }),
+            reader_ready: Condvar::new(),
+            writer_ready: Condvar::new(),
+            window: window.max(1),
+            meter,
+        }
+    }
+
+    fn low_water(&self) -> usize {
+        self.window / 2
+    }
+
+    /// The writer adds `bytes`. When the pipe is then full, `waiter` is
+    /// what gets woken once it has room again.
+    pub(crate) fn push(&self, bytes: Bytes, waiter: impl FnOnce() -> Waiter) -> Pushed {
+        if bytes.is_empty() {
+            return Pushed::Room;
+        }
+        let (pushed, wake) = {
+            let mut state = lock(&self.state);
+            if state.reader_gone || !matches!(state.end, End::Open) {
+                return Pushed::Refused;
+            }
+            state.buffered += bytes.len();
+            self.meter.fetch_add(bytes.len(), Ordering::Relaxed);
+            state.chunks.push_back(bytes);
+            let pushed = if state.buffered >= self.window {
+                state.writer = Some(waiter());
+                Pushed::Full
+            } else {
+                Pushed::Room
+            };
+            (pushed, state.reader.take())
+        };
+        if let Some(reader) = wake {
+            reader.wake(&self.reader_ready);
+        }
+        pushed
+    }
+
+    /// [`push`](Self::push) from a thread that may block: waits while the
+    /// pipe is full. `Err` once the reader has gone.
+    pub(crate) fn push_blocking(&self, bytes: Bytes) -> Result<(), ()> {
+        if self.push(bytes, || Waiter::Thread) == Pushed::Refused {
+            return Err(());
+        }
+        let mut state = lock(&self.state);
+        while state.buffered >= self.window && !state.reader_gone {
+            state.writer = Some(Waiter::Thread);
+            state = self
+                .writer_ready
+                .wait(state)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        if state.reader_gone {
+            Err(())
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The writer ends the body, whole (with its trailers, if any).
+    pub(crate) fn finish(&self, trailers: Option<http::HeaderMap>) {
+        self.end(End::Done(trailers));
+    }
+
+    /// The writer ends the body with `error`.
+    pub(crate) fn fail(&self, error: Error) {
+        self.end(End::Failed(Some(error)));
+    }
+
+    fn end(&self, end: End) {
+        let wake = {
+            let mut state = lock(&self.state);
+            if !matches!(state.end, End::Open) {
+                return;
+            }
+            state.end = end;
+            state.reader.take()
+        };
+        if let Some(reader) = wake {
+            reader.wake(&self.reader_ready);
+        }
+    }
+
+    /// The reader takes the next chunk, or the end; registers `waiter`
+    /// when there is nothing yet.
+    pub(crate) fn take(&self, waiter: impl FnOnce() -> Waiter) -> Taken {
+        let (taken, wake) = {
+            let mut state = lock(&self.state);
+            if let Some(chunk) = state.chunks.pop_front() {
+                state.buffered -= chunk.len();
+                self.meter.fetch_sub(chunk.len(), Ordering::Relaxed);
+                let room = state.buffered <= self.low_water();
+                let wake = if room { state.writer.take() } else { None };
+                (Taken::Chunk(chunk), wake)
+            } else {
+                let taken = match &mut state.end {
+                    End::Open => {
+                        state.reader = Some(waiter());
+                        Taken::Pending
+                    }
+                    End::Done(trailers) => Taken::End(trailers.take()),
+                    End::Failed(error) => match error.take() {
+                        Some(error) => Taken::Failed(error),
+                        None => Taken::End(None),
+                    },
+                };
+                (taken, None)
+            }
+        };
+        if let Some(writer) = wake {
+            writer.wake(&self.writer_ready);
+        }
+        taken
+    }
+
+    /// [`take`](Self::take) for a polled task.
+    pub(crate) fn poll_take(&self, cx: &mut Context<'_>) -> Poll<Taken> {
+        match self.take(|| Waiter::Task(cx.waker().clone())) {
+            Taken::Pending => Poll::Pending,
+            taken => Poll::Ready(taken),
+        }
+    }
+
+    /// [`take`](Self::take) for a thread that may block: waits for a chunk
+    /// or the end.
+    pub(crate) fn take_blocking(&self) -> Taken {
+        loop {
+            match self.take(|| Waiter::Thread) {
+                Taken::Pending => {}
+                taken => return taken,
+            }
+            let mut state = lock(&self.state);
+            while state.chunks.is_empty() && matches!(state.end, End::Open) {
+                state.reader = Some(Waiter::Thread);
+                state = self
+                    .reader_ready
+                    .wait(state)
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+            }
+        }
+    }
+
+    /// Whether the reader has gone (its body was dropped).
+    pub(crate) fn reader_gone(&self) -> bool {
+        lock(&self.state).reader_gone
+    }
+
+    /// Whether a writer that stopped on a full pipe may go on: the pipe is
+    /// below its window (or its reader has gone, and pushes are refused).
+    pub(crate) fn has_room(&self) -> bool {
+        let state = lock(&self.state);
+        state.buffered < self.window || state.reader_gone
+    }
+
+    /// The reader has gone: what is buffered is dropped (after the unlock),
+    /// and the writer is told.
+    pub(crate) fn close_reader(&self) {
+        let (dropped, wake) = {
+            let mut state = lock(&self.state);
+            state.reader_gone = true;
+            state.reader = None;
+            self.meter.fetch_sub(state.buffered, Ordering::Relaxed);
+            state.buffered = 0;
+            (std::mem::take(&mut state.chunks), state.writer.take())
+        };
+        drop(dropped);
+        if let Some(writer) = wake {
+            writer.wake(&self.writer_ready);
+        }
+    }
+}
+
+impl Drop for Pipe {
+    fn drop(&mut self) {
+        let state = self
+            .state
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.meter.fetch_sub(state.buffered, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,81 @@
+//! [`RequestParts`]: what an exchange sends — its head, and its body in
+//! memory or streamed.
+
+use super::pipe::Pipe;
+use bytes::Bytes;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+
+/// An error from where a streamed request body comes from.
+pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// An async request body, polled on the connection's loop.
+pub(crate) type BodyStream =
+    Pin<Box<dyn http_body::Body<Data = Bytes, Error = BoxError> + Send + 'static>>;
+
+/// What is sent.
+pub(crate) struct RequestParts {
+    pub(crate) method: http::Method,
+    /// The head, encoded once at submission — and a body in memory after
+    /// it, unless the body waits for `100 Continue` (then it is `body`).
+    pub(crate) head: Vec<u8>,
+    pub(crate) body: RequestBody,
+    /// False if the request asks the server to close the connection.
+    pub(crate) keep_alive: bool,
+    /// The body waits for `100 Continue` (or the delay) after the head.
+    pub(crate) expect_continue: bool,
+}
+
+/// The body, after the head.
+pub(crate) enum RequestBody {
+    /// None, or in `head` already.
+    InHead,
+    /// In memory, framed (chunk framing included) and kept for a retry:
+    /// sent after `100 Continue`.
+    Held(Bytes),
+    /// Streamed: taken by the connection that sends it (once).
+    Streamed(Streamed),
+}
+
+/// A body that streams after the head.
+pub(crate) struct Streamed {
+    /// `Content-Length` if known; chunked otherwise.
+    pub(crate) length: Option<u64>,
+    pub(crate) source: Mutex<Option<UploadSource>>,
+}
+
+/// Where a streamed body comes from.
+pub(crate) enum UploadSource {
+    /// A `Read` pumped by a thread of its own into a bounded pipe.
+    Pumped(Arc<Pipe>),
+    /// An async body, polled on the connection's loop.
+    Stream(BodyStream),
+}
+
+impl RequestParts {
+    /// Whether the request can be sent again as it is (a retry on a fresh
+    /// connection): a streamed body can be sent once.
+    pub(crate) fn replayable(&self) -> bool {
+        !matches!(self.body, RequestBody::Streamed(_))
+    }
+
+    /// Takes the streamed body's source, for the connection that sends it.
+    pub(crate) fn take_source(&self) -> Option<UploadSource> {
+        match &self.body {
+            RequestBody::Streamed(streamed) => crate::sync::lock(&streamed.source).take(),
+            _ => None,
+        }
+    }
+
+    /// The pipe a pumped body fills, to tell its pump the body is no longer
+    /// wanted.
+    pub(crate) fn pump(&self) -> Option<Arc<Pipe>> {
+        match &self.body {
+            RequestBody::Streamed(streamed) => match &*crate::sync::lock(&streamed.source) {
+                Some(UploadSource::Pumped(pipe)) => Some(pipe.clone()),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+}
