@@ -170,3 +170,38 @@ fn with_a_manual_clock_every_timed_out_connection_closes_without_another_advance
         "a timed-out exchange's connection stays open: {stats:?}"
     );
 }
+
+/// A loop that shuts down closes its idle connections and gives their
+/// permits back, but leaves them in the pool's idle lists: the pool then
+/// counts more idle connections than open ones, and hands the next request
+/// a connection that is gone (it fails with `ClientClosed` rather than
+/// being sent elsewhere).
+#[test]
+fn an_idle_connection_closed_by_its_loop_shutting_down_leaves_the_pool() {
+    let server = TestServer::respond(|_| ok("fine"));
+    let group = Arc::new(
+        tickless::event_loop::EventLoopGroup::builder()
+            .threads(1)
+            .build()
+            .unwrap(),
+    );
+    let client = Client::builder()
+        .event_loop_group(group.clone())
+        .build()
+        .unwrap();
+    assert_eq!(
+        client.get(server.url("/")).send().wait().unwrap().text(),
+        "fine"
+    );
+    // Offered back before the caller was woken.
+    assert_eq!(client.stats().idle_connections, 1);
+    // Joins the loop: it has closed everything it hosted.
+    group.loops()[0].shutdown();
+    let stats = client.stats();
+    client.close();
+    assert_eq!(stats.open_connections, 0, "{stats:?}");
+    assert_eq!(
+        stats.idle_connections, 0,
+        "a closed connection is still idle in the pool: {stats:?}"
+    );
+}

@@ -289,6 +289,26 @@ fn a_retried_request_is_served_by_a_permit_not_a_pooled_connection() {
     assert_eq!(served(pool.release(&origin("a"))), Some("retried"));
 }
 
+/// A retried request (which may only go out on a fresh connection) that
+/// queues for its host's limit while a connection of its own origin sits
+/// idle: nothing closes that connection for it, so it waits until some busy
+/// connection of its origin is offered back, or the idle one expires —
+/// with no idle timeout and nothing else in flight, until its deadline.
+#[test]
+fn a_retried_request_waiting_for_its_host_limit_has_an_idle_connection_of_its_origin_closed() {
+    let (pool, clock) = pool(limited(None, Some(2)));
+    let (a1, a2) = (request("a", "a1"), request("a", "a2"));
+    assert_eq!(acquired(&pool, &a1, &clock), "permit");
+    assert_eq!(acquired(&pool, &a2, &clock), "permit");
+    assert!(matches!(pool.offer(idle("a", 1, &clock)), Offer::Kept));
+    let retried = request_wanting(request("a", "retried"), true);
+    let (got, to_close) = pool.acquire(&retried, clock.now(), false);
+    assert!(matches!(got, Acquired::Queued));
+    let closed: Vec<u64> = to_close.iter().map(|c| c.id).collect();
+    assert_eq!(closed, [1], "the idle connection of its origin");
+    assert_eq!(served(pool.release(&origin("a"))), Some("retried"));
+}
+
 #[test]
 fn idle_connections_expire_by_idle_time_and_by_age_across_origins() {
     let limits = PoolLimits {
