@@ -19,7 +19,8 @@
 //!   stream of requests to one host never holds another host's request.
 //! * Idle connections never keep a request waiting for the total limit:
 //!   one that queues for it has the longest-idle connection closed to make
-//!   room.
+//!   room. Nor a retried request for its host's limit: the longest-idle
+//!   connection of its origin is closed for it.
 //! * A request retried after a pooled connection failed under it goes again
 //!   on a fresh connection, never a pooled one: when it is the one to
 //!   serve, the connection offered back is closed and its permit serves it.
@@ -286,6 +287,13 @@ impl<W: Waiter, C: Pooled> Inner<W, C> {
         Some(self.origins.get_mut(&origin)?.idle.remove(index))
     }
 
+    /// Takes the connection of `origin` idle the longest out of the pool
+    /// (idle lists are in the order connections were offered).
+    fn take_longest_idle_of(&mut self, origin: &Origin) -> Option<C> {
+        let state = self.origins.get_mut(origin)?;
+        (!state.idle.is_empty()).then(|| state.idle.remove(0))
+    }
+
     /// Forgets an origin nothing refers to any more.
     fn tidy(&mut self, origin: &Origin) {
         let unused = self
@@ -346,6 +354,11 @@ impl<W: Waiter, C: Pooled> Pool<W, C> {
                 // one closed gives back its permit (`release`).
                 if inner.host_has_room(&self.limits, origin) {
                     to_close.extend(inner.take_longest_idle());
+                } else if !allow_idle {
+                    // A request that may not take an idle connection of its
+                    // origin: one of those may be what fills the host's
+                    // limit, and its permit serves it once closed.
+                    to_close.extend(inner.take_longest_idle_of(origin));
                 }
                 Acquired::Queued
             }
