@@ -276,6 +276,11 @@ impl Source for Conn {
     }
 
     fn shut_down(&mut self, cx: &mut LoopContext<'_>) {
+        // An idle connection is in the pool's idle list: out of it first,
+        // or the pool would count it and hand it out after it has gone.
+        if let (State::Idle, Some(info)) = (&self.state, &self.info) {
+            self.owner.remove_idle(&self.origin, info.id);
+        }
         self.close_failing(cx, |_| Error::ClientClosed);
     }
 

@@ -366,8 +366,9 @@ impl Dispatcher {
     /// [`Error::ClientClosed`], closes every connection, stops the wheel and
     /// joins every thread. Idempotent; a call made while another thread is
     /// closing returns once that close is done — unless it comes from one of
-    /// the client's own threads (a callback on a loop), which the closing
-    /// thread is joining: that one returns at once.
+    /// the client's own threads (a callback on a loop, the wheel or a
+    /// resolver), which the closing thread is joining: that one returns at
+    /// once.
     pub(crate) fn close(&self) {
         if !self.begin_close() {
             return;
@@ -417,9 +418,11 @@ impl Dispatcher {
         }
     }
 
-    /// Whether `thread` is one the client runs (a loop or the wheel).
+    /// Whether `thread` is one the client runs and `close` joins (a loop,
+    /// the wheel, a resolver).
     fn is_own_thread(&self, thread: ThreadId) -> bool {
         self.wheel.thread_id() == Some(thread)
+            || self.resolver.runs_on(thread)
             || self
                 .env
                 .group

@@ -19,7 +19,8 @@
 //!   stream of requests to one host never holds another host's request.
 //! * Idle connections never keep a request waiting for the total limit:
 //!   one that queues for it has the longest-idle connection closed to make
-//!   room.
+//!   room. Nor a retried request for its host's limit: the longest-idle
+//!   connection of its origin is closed for it.
 //! * A request retried after a pooled connection failed under it goes again
 //!   on a fresh connection, never a pooled one: when it is the one to
 //!   serve, the connection offered back is closed and its permit serves it.
@@ -186,12 +187,12 @@ impl<W: Waiter, C: Pooled> Inner<W, C> {
     }
 
     /// The origin whose front waiter is the oldest among those `fits`
-    /// accepts, with that waiter's sequence number.
+    /// accepts, with that waiter's sequence number and the waiter.
     fn oldest_where(
         &mut self,
         graves: &mut Graves<W>,
         fits: impl Fn(&Self, &Origin) -> bool,
-    ) -> Option<(u64, Origin)> {
+    ) -> Option<(u64, Origin, Arc<W>)> {
         if self.queued == 0 {
             return None;
         }
@@ -201,27 +202,35 @@ impl<W: Waiter, C: Pooled> Inner<W, C> {
             .filter(|(_, state)| !state.waiting.is_empty())
             .map(|(origin, _)| origin.clone())
             .collect();
-        let mut oldest: Option<(u64, Origin)> = None;
+        let mut oldest: Option<(u64, Origin, Arc<W>)> = None;
         for origin in queued {
             if !fits(self, &origin) {
                 continue;
             }
             if let Some((seq, waiter)) = self.front(&origin, graves) {
-                graves.push(waiter);
-                if oldest.as_ref().is_none_or(|(best, _)| seq < *best) {
-                    oldest = Some((seq, origin));
+                if oldest.as_ref().is_none_or(|(best, _, _)| seq < *best) {
+                    if let Some((_, _, passed)) = oldest.replace((seq, origin, waiter)) {
+                        graves.push(passed);
+                    }
+                } else {
+                    graves.push(waiter);
                 }
             }
         }
         oldest
     }
 
-    /// Takes the front waiter of `origin` out of its queue.
-    fn pop_front(&mut self, origin: &Origin, graves: &mut Graves<W>) -> Option<Arc<W>> {
-        let (_, waiter) = self.front(origin, graves)?;
-        self.origins.get_mut(origin)?.waiting.pop_front();
-        self.queued -= 1;
-        Some(waiter)
+    /// Takes out of its queue the front waiter of `origin` that
+    /// [`front`](Self::front) has just returned, under the same lock. It is
+    /// not asked again whether it is done: another thread may end it at any
+    /// moment, and the decision is the one made on that look (an ended
+    /// waiter that is served gives what it got straight back).
+    fn pop_seen_front(&mut self, origin: &Origin) {
+        if let Some(state) = self.origins.get_mut(origin) {
+            if state.waiting.pop_front().is_some() {
+                self.queued -= 1;
+            }
+        }
     }
 
     /// Serves the oldest waiter that a permit can serve now, granting it one.
@@ -229,9 +238,9 @@ impl<W: Waiter, C: Pooled> Inner<W, C> {
         if !self.total_has_room(limits) {
             return None;
         }
-        let (_, origin) =
+        let (_, origin, waiter) =
             self.oldest_where(graves, |inner, origin| inner.host_has_room(limits, origin))?;
-        let waiter = self.pop_front(&origin, graves)?;
+        self.pop_seen_front(&origin);
         self.grant(&origin);
         Some(waiter)
     }
@@ -284,6 +293,13 @@ impl<W: Waiter, C: Pooled> Inner<W, C> {
             .min_by_key(|&(_, _, idle_since)| idle_since)
             .map(|(origin, index, _)| (origin.clone(), index))?;
         Some(self.origins.get_mut(&origin)?.idle.remove(index))
+    }
+
+    /// Takes the connection of `origin` idle the longest out of the pool
+    /// (idle lists are in the order connections were offered).
+    fn take_longest_idle_of(&mut self, origin: &Origin) -> Option<C> {
+        let state = self.origins.get_mut(origin)?;
+        (!state.idle.is_empty()).then(|| state.idle.remove(0))
     }
 
     /// Forgets an origin nothing refers to any more.
@@ -346,6 +362,11 @@ impl<W: Waiter, C: Pooled> Pool<W, C> {
                 // one closed gives back its permit (`release`).
                 if inner.host_has_room(&self.limits, origin) {
                     to_close.extend(inner.take_longest_idle());
+                } else if !allow_idle {
+                    // A request that may not take an idle connection of its
+                    // origin: one of those may be what fills the host's
+                    // limit, and its permit serves it once closed.
+                    to_close.extend(inner.take_longest_idle_of(origin));
                 }
                 Acquired::Queued
             }
@@ -406,9 +427,14 @@ impl<W: Waiter, C: Pooled> Pool<W, C> {
         // Another origin's oldest waiter that this connection's permit could
         // serve, were it closed.
         let limits = self.limits;
-        let other = inner.oldest_where(graves, |inner, other| {
-            *other != origin && inner.host_has_room(&limits, other)
-        });
+        let other = inner
+            .oldest_where(graves, |inner, other| {
+                *other != origin && inner.host_has_room(&limits, other)
+            })
+            .map(|(seq, other, waiter)| {
+                graves.push(waiter);
+                (seq, other)
+            });
         match (own, other) {
             (Some((seq, waiter)), other) if other.as_ref().is_none_or(|(o, _)| seq < *o) => {
                 if waiter.wants_fresh() {
@@ -416,10 +442,8 @@ impl<W: Waiter, C: Pooled> Pool<W, C> {
                     graves.push(waiter);
                     return Offer::Refused;
                 }
-                graves.push(waiter);
-                let waiter = inner
-                    .pop_front(&origin, graves)
-                    .expect("the front just seen");
+                // Still the front: only other origins' queues were looked at.
+                inner.pop_seen_front(&origin);
                 Offer::Serve(waiter)
             }
             (own, Some(_)) => {

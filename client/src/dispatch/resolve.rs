@@ -4,7 +4,7 @@
 use crate::sync::lock;
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
+use std::thread::{JoinHandle, ThreadId};
 
 /// How many resolutions may block at once.
 const THREADS: usize = 2;
@@ -20,6 +20,9 @@ pub(crate) struct Resolver {
 struct State {
     sender: Option<Sender<Job>>,
     threads: Vec<JoinHandle<()>>,
+    /// The ids of every thread started, kept after `shutdown` takes
+    /// `threads` to join them.
+    ids: Vec<ThreadId>,
     closed: bool,
 }
 
@@ -40,6 +43,7 @@ impl Resolver {
                     .name(format!("tickless-resolver-{index}"))
                     .spawn(move || run(&receiver));
                 if let Ok(handle) = spawned {
+                    state.ids.push(handle.thread().id());
                     state.threads.push(handle);
                 }
             }
@@ -53,6 +57,12 @@ impl Resolver {
             Some(Err(returned)) => Err(returned.0),
             None => unreachable!("the sender was just set"),
         }
+    }
+
+    /// Whether `thread` is one of the resolver's threads (which `shutdown`
+    /// joins: a close called there must not wait for the close under way).
+    pub(crate) fn runs_on(&self, thread: ThreadId) -> bool {
+        lock(&self.state).ids.contains(&thread)
     }
 
     /// Stops taking jobs, lets the threads finish the ones queued, and joins them.

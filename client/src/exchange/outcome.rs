@@ -80,16 +80,21 @@ impl<T> Outcome<T> {
     }
 
     pub(crate) fn poll(&self, cx: &mut Context<'_>) -> Poll<T> {
-        let mut slot = lock(&self.slot);
-        if let Some(result) = slot.result.take() {
-            slot.taken = true;
-            return Poll::Ready(result);
-        }
-        assert!(!slot.taken, "{POLLED_AFTER_COMPLETION}");
-        match &slot.waker {
-            Some(waker) if waker.will_wake(cx.waker()) => {}
-            _ => slot.waker = Some(cx.waker().clone()),
-        }
+        let replaced = {
+            let mut slot = lock(&self.slot);
+            if let Some(result) = slot.result.take() {
+                slot.taken = true;
+                return Poll::Ready(result);
+            }
+            assert!(!slot.taken, "{POLLED_AFTER_COMPLETION}");
+            match &slot.waker {
+                Some(waker) if waker.will_wake(cx.waker()) => None,
+                _ => slot.waker.replace(cx.waker().clone()),
+            }
+        };
+        // A waker is the caller's: its drop may come back for this lock
+        // (the last `Client` in a task it owns), so it goes after the unlock.
+        drop(replaced);
         Poll::Pending
     }
 

@@ -16,6 +16,10 @@ struct Request {
     /// A reference to itself, let go of the first time the pool asks
     /// whether it is done.
     hold: Mutex<Option<Arc<Request>>>,
+    /// Ends (as a cancel or a timeout on another thread would) when the
+    /// pool asks for the `ends_on_ask`-th time whether it is done; 0: never.
+    ends_on_ask: usize,
+    asks: std::sync::atomic::AtomicUsize,
 }
 
 impl Waiter for Request {
@@ -24,6 +28,10 @@ impl Waiter for Request {
     }
     fn is_done(&self) -> bool {
         drop(self.hold.lock().unwrap().take());
+        let asked = self.asks.fetch_add(1, Ordering::SeqCst) + 1;
+        if self.ends_on_ask != 0 && asked >= self.ends_on_ask {
+            self.done.store(true, Ordering::SeqCst);
+        }
         self.done.load(Ordering::SeqCst)
     }
     fn wants_fresh(&self) -> bool {
@@ -73,7 +81,17 @@ fn request(host: &str, name: &'static str) -> Arc<Request> {
         fresh: false,
         on_drop: Mutex::new(None),
         hold: Mutex::new(None),
+        ends_on_ask: 0,
+        asks: std::sync::atomic::AtomicUsize::new(0),
     })
+}
+
+/// `request`, made to end between two looks of the pool: live when it is
+/// first asked, ended from the `ask`-th question on.
+fn request_ending_on_ask(request: Arc<Request>, ask: usize) -> Arc<Request> {
+    let mut request = Arc::try_unwrap(request).ok().expect("not shared yet");
+    request.ends_on_ask = ask;
+    Arc::new(request)
 }
 
 /// `request`, marked as one that must go out on a fresh connection.
@@ -287,6 +305,75 @@ fn a_retried_request_is_served_by_a_permit_not_a_pooled_connection() {
     );
     assert!(matches!(pool.offer(idle("a", 1, &clock)), Offer::Refused));
     assert_eq!(served(pool.release(&origin("a"))), Some("retried"));
+}
+
+/// A retried request (which may only go out on a fresh connection) that
+/// queues for its host's limit while a connection of its own origin sits
+/// idle: nothing closes that connection for it, so it waits until some busy
+/// connection of its origin is offered back, or the idle one expires —
+/// with no idle timeout and nothing else in flight, until its deadline.
+#[test]
+fn a_retried_request_waiting_for_its_host_limit_has_an_idle_connection_of_its_origin_closed() {
+    let (pool, clock) = pool(limited(None, Some(2)));
+    let (a1, a2) = (request("a", "a1"), request("a", "a2"));
+    assert_eq!(acquired(&pool, &a1, &clock), "permit");
+    assert_eq!(acquired(&pool, &a2, &clock), "permit");
+    assert!(matches!(pool.offer(idle("a", 1, &clock)), Offer::Kept));
+    let retried = request_wanting(request("a", "retried"), true);
+    let (got, to_close) = pool.acquire(&retried, clock.now(), false);
+    assert!(matches!(got, Acquired::Queued));
+    let closed: Vec<u64> = to_close.iter().map(|c| c.id).collect();
+    assert_eq!(closed, [1], "the idle connection of its origin");
+    assert_eq!(served(pool.release(&origin("a"))), Some("retried"));
+}
+
+/// A connection offered back while the front waiter of its origin ends
+/// (its deadline passes on the wheel, its caller cancels) between the
+/// pool's two looks at it under the lock: `place` saw it live, then its
+/// `pop_front` finds it ended and nothing behind it, and the
+/// `expect("the front just seen")` panics — on the loop, in the middle of
+/// `complete`, after the connection has left `Active`: the exchange whose
+/// response just arrived is then never finished.
+#[test]
+fn a_waiter_ending_while_a_connection_is_offered_does_not_panic_the_pool() {
+    let (pool, clock) = pool(limited(None, Some(1)));
+    let a1 = request("a", "a1");
+    assert_eq!(acquired(&pool, &a1, &clock), "permit");
+    let ending = request_ending_on_ask(request("a", "ending"), 2);
+    assert_eq!(acquired(&pool, &ending, &clock), "queued");
+    let offered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        match pool.offer(idle("a", 1, &clock)) {
+            Offer::Kept => "kept",
+            Offer::Serve(_) => "serve",
+            Offer::Refused => "refused",
+        }
+    }));
+    assert!(offered.is_ok(), "offering a connection panicked");
+}
+
+/// A permit given back while the oldest waiter ends between the pool's two
+/// looks at it: `serve_with_permit` picks its origin, `pop_front` finds it
+/// ended, and the permit serves nobody — though a waiter of another origin
+/// could use it, and then waits with capacity free until something else is
+/// released or offered (with nothing else in flight: until its deadline).
+#[test]
+fn a_permit_given_back_as_the_oldest_waiter_ends_serves_the_next_one() {
+    let (pool, clock) = pool(limited(Some(1), None));
+    let a1 = request("a", "a1");
+    assert_eq!(acquired(&pool, &a1, &clock), "permit");
+    let ending = request_ending_on_ask(request("a", "ending"), 2);
+    assert_eq!(acquired(&pool, &ending, &clock), "queued");
+    let b = request("b", "b");
+    assert_eq!(acquired(&pool, &b, &clock), "queued");
+    let got = served(pool.release(&origin("a")));
+    assert!(
+        got == Some("b") || got == Some("ending"),
+        "the permit served nobody: {got:?}"
+    );
+    if got == Some("ending") {
+        // Served as it ended: its connect gives the permit straight back.
+        assert_eq!(served(pool.release(&origin("a"))), Some("b"));
+    }
 }
 
 #[test]
