@@ -186,6 +186,9 @@ fn the_request_listener_hears_what_the_client_listener_hears() {
         .listener(request_listener.clone())
         .send()
         .wait()
+        .unwrap()
+        .bytes()
+        .wait()
         .unwrap();
     let names = |r: &Recorder| -> Vec<String> {
         r.events()

@@ -304,14 +304,20 @@ impl Exchange {
     }
 
     /// Attaches a ready connection and starts the timers, in one step (the
-    /// pooled path, on the connection's loop).
-    pub(crate) fn start_on(self: &Arc<Self>, conn: ConnRef) {
+    /// pooled path, on the connection's loop). Returns false if the
+    /// exchange has ended (then nothing is attached, and nothing may be
+    /// sent: its end found no connection to abort).
+    #[must_use]
+    pub(crate) fn start_on(self: &Arc<Self>, conn: ConnRef) -> bool {
         let home = self.deadlines.on_event_loop.then(|| conn.scheduler.clone());
+        let mut attached = false;
         self.change(|link| {
             link.timers.set_home(home);
             link.timers.start();
             link.conn = ConnSlot::Ready(conn);
+            attached = true;
         });
+        attached
     }
 
     /// The body's reader has gone: the connection is told at once (it

@@ -76,13 +76,13 @@ impl Conn {
             self.close(cx);
             return Err(exchange);
         }
-        if exchange.is_done() {
+        // Attached and started in one step, on this loop: an arm here wakes
+        // nothing. An exchange that has ended (a cancel, a timeout) is not
+        // attached, and its request not sent: the connection goes back.
+        if !exchange.start_on(self.conn_ref(cx)) {
             self.offer_or_close(cx, &exchange);
             return Ok(());
         }
-        // Attached and started in one step, on this loop: an arm here wakes
-        // nothing.
-        exchange.start_on(self.conn_ref(cx));
         let info = self.info.clone().expect("an idle connection has connected");
         exchange.set_remote(info.remote);
         exchange.listener.on_connection_pooled(&info);

@@ -1,4 +1,7 @@
-//! Defects found in review of the layered client, one test each. Every test
+//! The caller's code reaching back into a client that is closing (from a
+//! resolver callback, through a waker that holds the last `Client`), and
+//! what a closing loop or a manual clock leaves behind. Each case was a
+//! defect a review found, with this test failing before the fix. Every test
 //! is bounded by a generous ceiling: a hang shows as a failure with a
 //! message, never as a stuck test binary (a deadlocked helper thread is left
 //! behind and the process still exits when the harness is done).
@@ -190,7 +193,7 @@ fn an_idle_connection_closed_by_its_loop_shutting_down_leaves_the_pool() {
         .build()
         .unwrap();
     assert_eq!(
-        client.get(server.url("/")).send().wait().unwrap().text(),
+        client.get(server.url("/")).send().wait().unwrap().text().wait().unwrap(),
         "fine"
     );
     // Offered back before the caller was woken.
