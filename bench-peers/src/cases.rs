@@ -1,0 +1,72 @@
+//! The cases, in the order each round runs them.
+
+use crate::server::{BIG_LEN, CHUNKED_LEN, SMALL_BODY};
+use std::time::Duration;
+
+/// The per-request timeout of the timeout case: long enough never to fire.
+pub const CASE_TIMEOUT: Duration = Duration::from_secs(30);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Case {
+    /// 1. 13-byte GETs, one after another, blocking API, no timeout.
+    Small,
+    /// 5. Case 1 with a per-request timeout; run right after it, so that
+    ///    the two see the same state of the machine.
+    SmallTimeout,
+    /// 2. 13-byte GETs, 64 in flight.
+    InFlight,
+    /// 3. 1 MiB (Content-Length) GETs, one after another.
+    Big,
+    /// 4. 64 KiB chunked GETs, one after another.
+    Chunked,
+}
+
+pub const ALL_CASES: [Case; 5] = [
+    Case::Small,
+    Case::SmallTimeout,
+    Case::InFlight,
+    Case::Big,
+    Case::Chunked,
+];
+
+impl Case {
+    pub fn name(self) -> &'static str {
+        match self {
+            Case::Small => "13b-seq",
+            Case::SmallTimeout => "13b-seq-timeout",
+            Case::InFlight => "13b-64-in-flight",
+            Case::Big => "1mib-seq",
+            Case::Chunked => "64k-chunked-seq",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Case> {
+        ALL_CASES.into_iter().find(|c| c.name() == name)
+    }
+
+    pub fn path(self) -> &'static str {
+        match self {
+            Case::Small | Case::SmallTimeout | Case::InFlight => "/small",
+            Case::Big => "/1mib",
+            Case::Chunked => "/64k-chunked",
+        }
+    }
+
+    pub fn body_len(self) -> usize {
+        match self {
+            Case::Small | Case::SmallTimeout | Case::InFlight => SMALL_BODY.len(),
+            Case::Big => BIG_LEN,
+            Case::Chunked => CHUNKED_LEN,
+        }
+    }
+
+    /// Whether MB/s is the figure that matters.
+    pub fn is_body(self) -> bool {
+        matches!(self, Case::Big | Case::Chunked)
+    }
+
+    /// The per-request timeout the case sets.
+    pub fn timeout(self) -> Option<Duration> {
+        (self == Case::SmallTimeout).then_some(CASE_TIMEOUT)
+    }
+}

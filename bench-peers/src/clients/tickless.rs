@@ -1,0 +1,201 @@
+//! tickless, driven as its docs show: `client.get(url).send()` gives a
+//! `ResponseFuture`, waited on with `.wait()` (blocking) or awaited.
+//!
+//! Every tickless call of the benchmark is in this file. The body is read
+//! in [`read_body`] (and [`body_len`]): today `Response::body()` is the
+//! buffered body; when it becomes a stream (`response.bytes().wait()`, or
+//! `.bytes().await`), those two functions change and nothing else.
+//!
+//! Timeouts: the client's defaults (60 s request and read timeouts on its
+//! wheel) are switched off for the cases without a timeout, so that no
+//! client arms one there; the timeout case sets `.request_timeout(d)` on
+//! each request.
+
+use super::{expect_len, Blocking};
+use crate::lateness::{self, BoxFuture, Ended, MakeRequest, Slots};
+use crate::measure::{ns, Meter, Plan, Sample};
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tickless::{Client, Error, EventListener, Response, ResponseFuture};
+
+/// A client with no timeout armed by default.
+fn quiet_client() -> Result<Client, String> {
+    Client::builder()
+        .request_timeout(Duration::ZERO)
+        .read_timeout(Duration::ZERO)
+        .build()
+        .map_err(|e| format!("tickless: build: {e}"))
+}
+
+/// The body's length, after checking the status. The one place that reads
+/// a tickless body (with [`read_body`] for the async side).
+fn body_len(response: Response) -> Result<usize, String> {
+    if response.status() != 200 {
+        return Err(format!("tickless: status {}", response.status()));
+    }
+    Ok(response.body().len())
+}
+
+/// The async twin of [`body_len`] (the body is buffered today, so it is
+/// the same; a streaming body will be awaited here).
+#[allow(clippy::unused_async)]
+async fn read_body(response: Response) -> Result<usize, String> {
+    body_len(response)
+}
+
+fn send(client: &Client, url: &str, timeout: Option<Duration>) -> ResponseFuture {
+    let request = client.get(url);
+    match timeout {
+        Some(timeout) => request.request_timeout(timeout),
+        None => request,
+    }
+    .send()
+}
+
+struct Sequential {
+    client: Client,
+    timeout: Option<Duration>,
+}
+
+impl Blocking for Sequential {
+    fn get(&mut self, url: &str) -> Result<usize, String> {
+        let response = send(&self.client, url, self.timeout)
+            .wait()
+            .map_err(|e| format!("tickless: {e}"))?;
+        body_len(response)
+    }
+}
+
+pub fn blocking(timeout: Option<Duration>) -> Result<Box<dyn Blocking>, String> {
+    Ok(Box::new(Sequential {
+        client: quiet_client()?,
+        timeout,
+    }))
+}
+
+/// A window of `window` `ResponseFuture`s from one thread: submit until the
+/// window is full, then wait on the oldest and submit one in its place, as
+/// `benches/http.rs` does, until the clock passes `until`; then drains
+/// the window. Each latency is from submission to the response in hand.
+fn window_until(
+    client: &Client,
+    url: &str,
+    expect: usize,
+    window: usize,
+    until: Instant,
+    latencies: &mut Vec<u64>,
+) -> Result<(), String> {
+    let mut in_flight: VecDeque<(Instant, ResponseFuture)> = VecDeque::with_capacity(window);
+    let mut submitting = true;
+    loop {
+        while submitting && in_flight.len() < window {
+            in_flight.push_back((Instant::now(), send(client, url, None)));
+        }
+        let Some((sent, future)) = in_flight.pop_front() else {
+            return Ok(());
+        };
+        let response = future.wait().map_err(|e| format!("tickless: {e}"))?;
+        let done = Instant::now();
+        expect_len(body_len(response)?, expect)?;
+        latencies.push(ns(done - sent));
+        if done >= until {
+            submitting = false;
+        }
+    }
+}
+
+pub fn in_flight(url: &str, expect: usize, window: usize, plan: Plan) -> Result<Sample, String> {
+    let client = quiet_client()?;
+    let mut warm = Vec::new();
+    window_until(
+        &client,
+        url,
+        expect,
+        window,
+        Instant::now() + plan.warmup,
+        &mut warm,
+    )?;
+    let mut latencies = Vec::with_capacity(1 << 17);
+    let meter = Meter::start();
+    window_until(
+        &client,
+        url,
+        expect,
+        window,
+        Instant::now() + plan.measure,
+        &mut latencies,
+    )?;
+    let span = meter.stop();
+    client.close();
+    Ok(Sample {
+        span,
+        requests: latencies.len() as u64,
+        body_bytes: latencies.len() as u64 * expect as u64,
+        latencies_ns: latencies,
+    })
+}
+
+/// Records when the exchange ended: `on_failed` runs on the thread that
+/// ends it, just before the future is woken (what `tick-lag` measures).
+struct EndListener {
+    slots: Arc<Slots>,
+    index: usize,
+    deadline: Instant,
+}
+
+impl EventListener for EndListener {
+    fn on_failed(&self, error: &Error) {
+        if error.is_timeout() {
+            self.slots.record(self.index, self.deadline);
+        }
+    }
+}
+
+/// One burst: `event_loop_timeouts` false is the default mode (the wheel,
+/// at its default tick), true is `use_event_loop_timeouts(true)` with that
+/// mode's defaults. `.request_timeout(d)` on each request.
+pub fn lateness(
+    url: &str,
+    count: usize,
+    timeout: Duration,
+    event_loop_timeouts: bool,
+) -> Result<lateness::Burst, String> {
+    let rt = lateness::runtime().map_err(|e| format!("runtime: {e}"))?;
+    let client = Client::builder()
+        .read_timeout(Duration::ZERO)
+        .use_event_loop_timeouts(event_loop_timeouts)
+        .build()
+        .map_err(|e| format!("tickless: build: {e}"))?;
+    let ended = Slots::new(count);
+    let make: MakeRequest = {
+        let (client, ended, url) = (client.clone(), ended.clone(), url.to_string());
+        Arc::new(move |index, deadline| -> BoxFuture {
+            let listener = Arc::new(EndListener {
+                slots: ended.clone(),
+                index,
+                deadline,
+            });
+            let future = client
+                .get(url.as_str())
+                .request_timeout(timeout)
+                .listener(listener)
+                .send();
+            Box::pin(async move {
+                match future.await {
+                    Err(e) if e.is_timeout() => Ended::Timeout,
+                    Err(e) => Ended::Error(format!("tickless: {e}")),
+                    Ok(response) => {
+                        let _ = read_body(response).await;
+                        Ended::Response
+                    }
+                }
+            })
+        })
+    };
+    let mut burst = lateness::burst(&rt, count, timeout, make);
+    burst.ended_lags_ns = Some(ended.lags());
+    client.close();
+    rt.shutdown_timeout(Duration::from_secs(5));
+    Ok(burst)
+}

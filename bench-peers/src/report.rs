@@ -1,0 +1,305 @@
+//! Rows, the table and the CSV.
+
+use crate::cases::Case;
+use crate::clients::Peer;
+use crate::lateness::Burst;
+use crate::measure::{percentile, Sample};
+use crate::server::Totals;
+use std::time::Duration;
+
+/// One measured run and, with the built-in server, what the server did.
+#[derive(Debug, Clone)]
+pub struct Run {
+    pub sample: Sample,
+    pub server: Option<Totals>,
+}
+
+impl Run {
+    fn requests(&self) -> f64 {
+        self.sample.requests.max(1) as f64
+    }
+
+    fn wall(&self) -> f64 {
+        self.sample.span.wall.as_secs_f64()
+    }
+
+    pub fn req_per_s(&self) -> f64 {
+        self.sample.requests as f64 / self.wall()
+    }
+
+    pub fn mb_per_s(&self) -> f64 {
+        self.sample.body_bytes as f64 / 1e6 / self.wall()
+    }
+
+    /// Process CPU (every thread, the built-in server's too) per request.
+    pub fn cpu_us(&self) -> f64 {
+        self.sample.span.usage.cpu.as_secs_f64() * 1e6 / self.requests()
+    }
+
+    /// Process context switches per request.
+    pub fn csw(&self) -> f64 {
+        self.sample.span.usage.switches as f64 / self.requests()
+    }
+
+    /// The built-in server's CPU per request it answered (its connection
+    /// threads' own `RUSAGE_THREAD`, over the whole run, warm-up included).
+    pub fn server_cpu_us(&self) -> Option<f64> {
+        let totals = self.server?;
+        let usage = totals.usage?;
+        (totals.served > 0).then(|| usage.cpu.as_secs_f64() * 1e6 / totals.served as f64)
+    }
+
+    pub fn server_csw(&self) -> Option<f64> {
+        let totals = self.server?;
+        let usage = totals.usage?;
+        (totals.served > 0).then(|| usage.switches as f64 / totals.served as f64)
+    }
+
+    /// The client's share: process CPU minus the server's, when known.
+    pub fn client_cpu_us(&self) -> f64 {
+        self.cpu_us() - self.server_cpu_us().unwrap_or(0.0)
+    }
+
+    pub fn client_csw(&self) -> f64 {
+        self.csw() - self.server_csw().unwrap_or(0.0)
+    }
+
+    pub fn connections(&self) -> Option<usize> {
+        self.server.map(|t| t.accepted)
+    }
+
+    fn latency_us(&self, q: f64) -> Option<f64> {
+        let mut sorted = self.sample.latencies_ns.clone();
+        sorted.sort_unstable();
+        percentile(&sorted, q).map(|ns| ns as f64 / 1e3)
+    }
+}
+
+/// A case for one client over all its runs.
+pub struct Row {
+    pub case: Case,
+    pub peer: Peer,
+    pub runs: Vec<Run>,
+    pub failed: usize,
+}
+
+impl Row {
+    /// The median run by throughput, and (slowest − fastest) / median.
+    pub fn median(&self) -> Option<(&Run, f64)> {
+        let mut sorted: Vec<&Run> = self.runs.iter().collect();
+        sorted.sort_by(|a, b| a.req_per_s().total_cmp(&b.req_per_s()));
+        let median = *sorted.get(sorted.len() / 2)?;
+        let spread =
+            (sorted[sorted.len() - 1].req_per_s() - sorted[0].req_per_s()) / median.req_per_s();
+        Some((median, spread))
+    }
+
+    fn how(&self) -> &'static str {
+        if self.case == Case::InFlight {
+            self.peer.in_flight_how()
+        } else {
+            self.peer.blocking_how()
+        }
+    }
+
+    fn fields(&self) -> Vec<String> {
+        let f = |v: f64, prec: usize| format!("{v:.prec$}");
+        let opt = |v: Option<f64>, prec: usize| v.map_or("-".to_string(), |v| f(v, prec));
+        let mut out = vec![
+            self.case.name().to_string(),
+            self.peer.name().to_string(),
+            self.how().to_string(),
+            format!("{}/{}", self.runs.len(), self.runs.len() + self.failed),
+        ];
+        match self.median() {
+            None => out.extend(std::iter::repeat_n("failed".to_string(), COLUMNS.len() - 4)),
+            Some((run, spread)) => out.extend([
+                f(run.req_per_s(), 0),
+                f(spread * 100.0, 1),
+                if self.case.is_body() {
+                    f(run.mb_per_s(), 1)
+                } else {
+                    "-".to_string()
+                },
+                opt(run.latency_us(0.5), 1),
+                opt(run.latency_us(0.99), 1),
+                f(run.cpu_us(), 2),
+                opt(run.server_cpu_us(), 2),
+                f(run.client_cpu_us(), 2),
+                f(run.client_csw(), 2),
+                run.connections().map_or("-".to_string(), |c| c.to_string()),
+                // CSV only from here on.
+                f(run.csw(), 2),
+                opt(run.server_csw(), 2),
+                run.sample.requests.to_string(),
+                format!("{:.3}", run.sample.span.wall.as_secs_f64()),
+            ]),
+        }
+        out
+    }
+}
+
+const COLUMNS: [&str; 18] = [
+    "case",
+    "client",
+    "driven",
+    "runs",
+    "req_per_s",
+    "spread_pct",
+    "mb_per_s",
+    "p50_us",
+    "p99_us",
+    "cpu_us_per_req",
+    "server_cpu_us",
+    "client_cpu_us",
+    "client_csw_per_req",
+    "conns",
+    "csw_per_req",
+    "server_csw_per_req",
+    "requests",
+    "wall_s",
+];
+
+/// Columns the table shows (the CSV has them all).
+const TABLE_COLUMNS: usize = 14;
+
+pub fn table(rows: &[Row]) -> String {
+    let cells: Vec<Vec<String>> = rows.iter().map(Row::fields).collect();
+    let header: Vec<String> = COLUMNS[..TABLE_COLUMNS]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    align(&header, &cells, 3)
+}
+
+pub fn csv(rows: &[Row]) -> String {
+    let mut out = COLUMNS.join(",") + "\n";
+    for row in rows {
+        out += &row.fields().join(",");
+        out += "\n";
+    }
+    out
+}
+
+/// Aligned columns: the first `left` flush left, the others right.
+fn align(header: &[String], cells: &[Vec<String>], left: usize) -> String {
+    let n = header.len();
+    let widths: Vec<usize> = (0..n)
+        .map(|i| {
+            cells
+                .iter()
+                .filter_map(|r| r.get(i))
+                .map(|c| c.chars().count())
+                .chain([header[i].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |fields: &[String]| {
+        let parts: Vec<String> = (0..n)
+            .map(|i| {
+                let f = fields.get(i).map_or("", String::as_str);
+                if i < left {
+                    format!("{f:<w$}", w = widths[i])
+                } else {
+                    format!("{f:>w$}", w = widths[i])
+                }
+            })
+            .collect();
+        parts.join("  ").trim_end().to_string() + "\n"
+    };
+    let mut out = line(header);
+    for row in cells {
+        out += &line(row);
+    }
+    out
+}
+
+/// The timeout case over the plain one, per client.
+pub fn timeout_cost(rows: &[Row]) -> Vec<String> {
+    let find = |case: Case, peer: Peer| {
+        rows.iter()
+            .find(|r| r.case == case && r.peer == peer)
+            .and_then(Row::median)
+            .map(|(run, _)| run)
+    };
+    let mut lines = Vec::new();
+    for peer in crate::clients::ALL_PEERS {
+        if let (Some(with), Some(without)) =
+            (find(Case::SmallTimeout, peer), find(Case::Small, peer))
+        {
+            lines.push(format!(
+                "timeout cost, {peer}: {:.3}x wall per request, {:.3}x client CPU per request, {:.3}x process CPU per request ({} / {})",
+                without.req_per_s() / with.req_per_s(),
+                with.client_cpu_us() / without.client_cpu_us(),
+                with.cpu_us() / without.cpu_us(),
+                Case::SmallTimeout.name(),
+                Case::Small.name(),
+                peer = peer.name(),
+            ));
+        }
+    }
+    lines
+}
+
+/// One lateness row: a client (and how its lag was read) at one deadline.
+pub struct LagRow {
+    pub client: String,
+    pub measured_at: &'static str,
+    pub deadline: Duration,
+    pub burst: Burst,
+    /// The lags of this row (the burst's own, or the tickless listener's).
+    pub lags_ns: Vec<i64>,
+}
+
+impl LagRow {
+    fn fields(&self) -> Vec<String> {
+        let mut sorted = self.lags_ns.clone();
+        sorted.sort_unstable();
+        let at = |q: f64| -> String {
+            if sorted.is_empty() {
+                return "-".to_string();
+            }
+            let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+            format!("{:.3}", sorted[rank - 1] as f64 / 1e6)
+        };
+        vec![
+            self.client.clone(),
+            self.measured_at.to_string(),
+            self.deadline.as_millis().to_string(),
+            self.burst.armed.to_string(),
+            self.burst.timeouts.to_string(),
+            (self.burst.others + self.burst.unresolved).to_string(),
+            at(0.5),
+            at(0.99),
+            at(1.0),
+        ]
+    }
+}
+
+const LAG_COLUMNS: [&str; 9] = [
+    "client",
+    "lag_measured_at",
+    "deadline_ms",
+    "sent",
+    "timed_out",
+    "other",
+    "p50_ms",
+    "p99_ms",
+    "max_ms",
+];
+
+pub fn lag_table(rows: &[LagRow]) -> String {
+    let cells: Vec<Vec<String>> = rows.iter().map(LagRow::fields).collect();
+    let header: Vec<String> = LAG_COLUMNS.iter().map(|s| s.to_string()).collect();
+    align(&header, &cells, 2)
+}
+
+pub fn lag_csv(rows: &[LagRow]) -> String {
+    let mut out = LAG_COLUMNS.join(",") + "\n";
+    for row in rows {
+        out += &row.fields().join(",");
+        out += "\n";
+    }
+    out
+}
