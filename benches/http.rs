@@ -35,6 +35,13 @@
 //! * `tickless-1mib`: sequential GETs of the 1 MiB body; MiB/s is reported.
 //! * `raw-floor-1mib` (only with `--scenario`): the raw loop on `/big`, the
 //!   floor for `tickless-1mib`.
+//! * `tickless-drop-16k` (only with `--scenario`): sequential GETs of a
+//!   16 KiB body (`/16k`), each response dropped right after its head: the
+//!   connection drains the rest and goes back to the pool (a request may
+//!   open a second connection while the first still drains).
+//! * `tickless-drop-16k-reconnect` (only with `--scenario`): the same with
+//!   `keep_alive(false)`, a new connection per request — what closing on
+//!   every dropped body would cost instead.
 //! * `raw-floor-tls`: `raw-floor` over TLS — a blocking rustls
 //!   `StreamOwned` on one connection to the HTTPS twin of the server. Its
 //!   CPU per request minus `raw-floor`'s is what the encryption itself
@@ -112,6 +119,7 @@ const SMALL_RESPONSE: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
 const NOT_FOUND: &[u8] = b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n";
 const SMALL_BODY: &[u8] = b"ok";
 const BIG_LEN: usize = 1 << 20;
+const DROPPED_LEN: usize = 16 * 1024;
 const WINDOW: usize = 64;
 const WARMUP_SMALL: u64 = 500;
 const WARMUP_BIG: u64 = 20;
@@ -171,6 +179,7 @@ struct ServerShared {
     cpu_known: AtomicBool,
     connections: Mutex<Vec<Connection>>,
     big_response: Vec<u8>,
+    dropped_response: Vec<u8>,
     /// Set for the HTTPS twin: every connection speaks TLS.
     tls: Option<Arc<rustls::ServerConfig>>,
 }
@@ -199,6 +208,9 @@ impl Server {
         let mut big_response =
             format!("HTTP/1.1 200 OK\r\nContent-Length: {BIG_LEN}\r\n\r\n").into_bytes();
         big_response.extend((0..BIG_LEN).map(|i| b'a' + (i % 26) as u8));
+        let mut dropped_response =
+            format!("HTTP/1.1 200 OK\r\nContent-Length: {DROPPED_LEN}\r\n\r\n").into_bytes();
+        dropped_response.extend_from_slice(&big_response[big_response.len() - DROPPED_LEN..]);
         let shared = Arc::new(ServerShared {
             stopping: AtomicBool::new(false),
             accepted: AtomicUsize::new(0),
@@ -207,6 +219,7 @@ impl Server {
             cpu_known: AtomicBool::new(true),
             connections: Mutex::new(Vec::new()),
             big_response,
+            dropped_response,
             tls,
         });
         let accept_shared = shared.clone();
@@ -324,6 +337,7 @@ fn serve(mut stream: impl Read + Write, shared: &ServerShared) -> u64 {
             let response = match target {
                 Some(b"/small") => SMALL_RESPONSE,
                 Some(b"/big") => &shared.big_response[..],
+                Some(b"/16k") => &shared.dropped_response[..],
                 _ => NOT_FOUND,
             };
             if stream.write_all(response).is_err() {
@@ -498,9 +512,11 @@ enum Scenario {
     RawFloor1Mib,
     RawFloorTls,
     TicklessHttpsSeq,
+    TicklessDrop16k,
+    TicklessDrop16kReconnect,
 }
 
-const ALL_SCENARIOS: [Scenario; 9] = [
+const ALL_SCENARIOS: [Scenario; 11] = [
     Scenario::RawFloor,
     Scenario::RawFloorTls,
     Scenario::TicklessSeq,
@@ -510,6 +526,8 @@ const ALL_SCENARIOS: [Scenario; 9] = [
     Scenario::Tickless64InFlight,
     Scenario::Tickless1Mib,
     Scenario::RawFloor1Mib,
+    Scenario::TicklessDrop16k,
+    Scenario::TicklessDrop16kReconnect,
 ];
 
 impl Scenario {
@@ -524,6 +542,8 @@ impl Scenario {
             Scenario::RawFloor1Mib => "raw-floor-1mib",
             Scenario::RawFloorTls => "raw-floor-tls",
             Scenario::TicklessHttpsSeq => "tickless-https-seq",
+            Scenario::TicklessDrop16k => "tickless-drop-16k",
+            Scenario::TicklessDrop16kReconnect => "tickless-drop-16k-reconnect",
         }
     }
 
@@ -553,12 +573,27 @@ impl Scenario {
             Scenario::Tickless64InFlight => 150_000,
             Scenario::Tickless1Mib => 8_000,
             Scenario::RawFloor1Mib => 10_000,
+            Scenario::TicklessDrop16k => 20_000,
+            Scenario::TicklessDrop16kReconnect => 5_000,
         }
     }
 
     /// Whether the scenario must use exactly one connection.
     fn single_connection(self) -> bool {
-        !matches!(self, Scenario::Tickless64InFlight)
+        !matches!(
+            self,
+            Scenario::Tickless64InFlight
+                | Scenario::TicklessDrop16k
+                | Scenario::TicklessDrop16kReconnect
+        )
+    }
+
+    /// Whether each response is dropped after its head, body unread.
+    fn drops_bodies(self) -> bool {
+        matches!(
+            self,
+            Scenario::TicklessDrop16k | Scenario::TicklessDrop16kReconnect
+        )
     }
 }
 
@@ -603,6 +638,7 @@ fn build_client(scenario: Scenario, tls: &BenchTls) -> tickless::Client {
             .request_timeout(Duration::ZERO)
             .read_timeout(Duration::ZERO),
         Scenario::TicklessSeqEventLoopTimeouts => builder.use_event_loop_timeouts(true),
+        Scenario::TicklessDrop16kReconnect => builder.keep_alive(false),
         _ => builder,
     };
     builder.build().expect("start the client")
@@ -611,6 +647,13 @@ fn build_client(scenario: Scenario, tls: &BenchTls) -> tickless::Client {
 fn tickless_sequential(client: &tickless::Client, url: &str, n: u64, body_len: usize) {
     for _ in 0..n {
         expect_response(client.get(url).send().wait(), body_len);
+    }
+}
+
+fn tickless_dropping(client: &tickless::Client, url: &str, n: u64) {
+    for _ in 0..n {
+        let response = client.get(url).send().wait().expect("request failed");
+        assert_eq!(response.status(), 200, "unexpected status");
     }
 }
 
@@ -645,6 +688,8 @@ fn run_once(servers: &Servers, scenario: Scenario, n: u64) -> Run {
     };
     let (path, body_len, warmup) = if scenario.is_big() {
         ("/big", BIG_LEN, WARMUP_BIG)
+    } else if scenario.drops_bodies() {
+        ("/16k", DROPPED_LEN, WARMUP_SMALL)
     } else {
         ("/small", SMALL_BODY.len(), WARMUP_SMALL)
     };
@@ -666,6 +711,7 @@ fn run_once(servers: &Servers, scenario: Scenario, n: u64) -> Run {
             let client = build_client(scenario, &servers.tls);
             let run = |n| match scenario {
                 Scenario::Tickless64InFlight => tickless_window(&client, &url, n),
+                _ if scenario.drops_bodies() => tickless_dropping(&client, &url, n),
                 _ => tickless_sequential(&client, &url, n, body_len),
             };
             run(warmup);
@@ -1028,10 +1074,11 @@ fn parse_args() -> Result<Options, String> {
         }
     }
     if options.scenarios.is_empty() {
-        // Every scenario but the 1 MiB raw floor, which runs only when named.
+        // Every scenario but the 1 MiB raw floor and the dropped bodies,
+        // which run only when named.
         options.scenarios = ALL_SCENARIOS
             .into_iter()
-            .filter(|s| !matches!(s, Scenario::RawFloor1Mib))
+            .filter(|s| !matches!(s, Scenario::RawFloor1Mib) && !s.drops_bodies())
             .collect();
     }
     Ok(options)

@@ -193,7 +193,14 @@ fn an_idle_connection_closed_by_its_loop_shutting_down_leaves_the_pool() {
         .build()
         .unwrap();
     assert_eq!(
-        client.get(server.url("/")).send().wait().unwrap().text().wait().unwrap(),
+        client
+            .get(server.url("/"))
+            .send()
+            .wait()
+            .unwrap()
+            .text()
+            .wait()
+            .unwrap(),
         "fine"
     );
     // Offered back before the caller was woken.

@@ -104,6 +104,14 @@ impl BodyDecoder {
         }
     }
 
+    /// What is left of a body of known length; `None` for other framings.
+    pub(crate) fn remaining(&self) -> Option<u64> {
+        match &self.kind {
+            Kind::Length { remaining } => Some(*remaining),
+            Kind::Chunked(_) | Kind::Eof => None,
+        }
+    }
+
     /// Where the body is, for reporting an input that ended early.
     pub(crate) fn stage(&self) -> Stage {
         match &self.kind {

@@ -196,6 +196,16 @@ impl ResponseDecoder {
         self.bytes_seen
     }
 
+    /// The bytes still to come of a body framed by `Content-Length`, while
+    /// it is being decoded; `None` before the head, after the end, and for
+    /// bodies framed otherwise.
+    pub fn body_remaining(&self) -> Option<u64> {
+        match &self.state {
+            State::Body { body, .. } => body.remaining(),
+            _ => None,
+        }
+    }
+
     /// Where the decoder is, for reporting input that ended early; `None`
     /// once done or failed.
     pub fn stage(&self) -> Option<Stage> {

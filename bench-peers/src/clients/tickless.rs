@@ -2,9 +2,9 @@
 //! `ResponseFuture`, waited on with `.wait()` (blocking) or awaited.
 //!
 //! Every tickless call of the benchmark is in this file. The body is read
-//! in [`read_body`] (and [`body_len`]): today `Response::body()` is the
-//! buffered body; when it becomes a stream (`response.bytes().wait()`, or
-//! `.bytes().await`), those two functions change and nothing else.
+//! whole in [`body_len`] (blocking: `response.bytes().wait()`) and
+//! [`read_body`] (async: `response.bytes().await`), as its users read a
+//! body they want in memory.
 //!
 //! Timeouts: the client's defaults (60 s request and read timeouts on its
 //! wheel) are switched off for the cases without a timeout, so that no
@@ -34,14 +34,23 @@ fn body_len(response: Response) -> Result<usize, String> {
     if response.status() != 200 {
         return Err(format!("tickless: status {}", response.status()));
     }
-    Ok(response.body().len())
+    let body = response
+        .bytes()
+        .wait()
+        .map_err(|e| format!("tickless: body: {e}"))?;
+    Ok(body.len())
 }
 
-/// The async twin of [`body_len`] (the body is buffered today, so it is
-/// the same; a streaming body will be awaited here).
-#[allow(clippy::unused_async)]
+/// The async twin of [`body_len`].
 async fn read_body(response: Response) -> Result<usize, String> {
-    body_len(response)
+    if response.status() != 200 {
+        return Err(format!("tickless: status {}", response.status()));
+    }
+    let body = response
+        .bytes()
+        .await
+        .map_err(|e| format!("tickless: body: {e}"))?;
+    Ok(body.len())
 }
 
 fn send(client: &Client, url: &str, timeout: Option<Duration>) -> ResponseFuture {

@@ -3,7 +3,7 @@
 //! ([`CollectBytes`], [`CollectText`]).
 
 use crate::error::Error;
-use crate::exchange::{Exchange, Taken};
+use crate::exchange::{Exchange, Taken, Whole};
 use bytes::{Buf, Bytes, BytesMut};
 use std::future::Future;
 use std::io;
@@ -212,52 +212,77 @@ impl Future for Chunk<'_> {
     }
 }
 
-/// Gathers a body's chunks.
+/// Gathers a whole body: the pipe is told to [collect](crate::exchange::Pipe::collect)
+/// it, so it usually comes as one chunk, taken as it is.
 struct Gather {
     body: Body,
-    chunks: Vec<Bytes>,
+    asked: bool,
 }
 
 impl Gather {
     fn new(body: Body) -> Gather {
-        Gather {
-            body,
-            chunks: Vec::new(),
-        }
+        Gather { body, asked: false }
     }
 
-    /// One chunk as it is (no copy), or all of them in one buffer.
-    fn whole(&mut self) -> Bytes {
-        match self.chunks.len() {
-            0 => Bytes::new(),
-            1 => self.chunks.pop().unwrap_or_default(),
-            _ => {
-                let size = self.chunks.iter().map(Bytes::len).sum();
-                let mut whole = BytesMut::with_capacity(size);
-                for chunk in self.chunks.drain(..) {
-                    whole.extend_from_slice(&chunk);
-                }
-                whole.freeze()
-            }
+    /// Tells the pipe, once; `false` if the body has ended already.
+    fn ask(&mut self) -> bool {
+        if !self.asked && !self.body.ended {
+            self.asked = true;
+            self.body.exchange.body().collect();
         }
+        !self.body.ended
+    }
+
+    /// What the pipe gave, after what the body held already, in one piece.
+    fn whole(&mut self, whole: Whole) -> Result<Bytes, Error> {
+        let chunks = match whole {
+            Whole::Done(chunks, trailers) => {
+                self.body.trailers = trailers;
+                chunks
+            }
+            Whole::Failed(error) => {
+                self.body.ended = true;
+                return Err(error);
+            }
+            Whole::Pending => {
+                unreachable!("only poll_take_whole and take_whole_blocking call this")
+            }
+        };
+        self.body.ended = true;
+        let held = std::mem::take(&mut self.body.current);
+        let mut pieces = std::iter::once(held)
+            .chain(chunks)
+            .filter(|c| !c.is_empty());
+        let Some(first) = pieces.next() else {
+            return Ok(Bytes::new());
+        };
+        let Some(second) = pieces.next() else {
+            return Ok(first);
+        };
+        let mut joined = BytesMut::from(&first[..]);
+        joined.extend_from_slice(&second);
+        for piece in pieces {
+            joined.extend_from_slice(&piece);
+        }
+        Ok(joined.freeze())
     }
 
     fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Result<Bytes, Error>> {
-        loop {
-            match self.body.poll_chunk(cx) {
-                Poll::Ready(Ok(Some(chunk))) => self.chunks.push(chunk),
-                Poll::Ready(Ok(None)) => return Poll::Ready(Ok(self.whole())),
-                Poll::Ready(Err(error)) => return Poll::Ready(Err(error)),
-                Poll::Pending => return Poll::Pending,
-            }
+        if !self.ask() {
+            return Poll::Ready(Ok(std::mem::take(&mut self.body.current)));
+        }
+        match self.body.exchange.body().poll_take_whole(cx) {
+            Poll::Ready(whole) => Poll::Ready(self.whole(whole)),
+            Poll::Pending => Poll::Pending,
         }
     }
 
     fn wait(&mut self) -> Result<Bytes, Error> {
-        while let Some(chunk) = self.body.wait_chunk()? {
-            self.chunks.push(chunk);
+        if !self.ask() {
+            return Ok(std::mem::take(&mut self.body.current));
         }
-        Ok(self.whole())
+        let whole = self.body.exchange.body().take_whole_blocking();
+        self.whole(whole)
     }
 }
 
@@ -309,7 +334,19 @@ impl CollectText {
         }
     }
 
-    fn decode(&self, bytes: &[u8]) -> String {
+    fn decode(&self, bytes: Bytes) -> String {
+        // Valid UTF-8 without a byte-order mark is taken as it is, usually
+        // without a copy.
+        if self.encoding == encoding_rs::UTF_8 && !bytes.starts_with(b"\xEF\xBB\xBF") {
+            return match String::from_utf8(Vec::from(bytes)) {
+                Ok(text) => text,
+                Err(invalid) => self.lossy(invalid.as_bytes()),
+            };
+        }
+        self.lossy(&bytes)
+    }
+
+    fn lossy(&self, bytes: &[u8]) -> String {
         let (text, _, _) = self.encoding.decode(bytes);
         text.into_owned()
     }
@@ -317,7 +354,7 @@ impl CollectText {
     /// Blocks until the whole body has arrived.
     pub fn wait(mut self) -> Result<String, Error> {
         let bytes = self.gather.wait()?;
-        Ok(self.decode(&bytes))
+        Ok(self.decode(bytes))
     }
 }
 
@@ -326,7 +363,7 @@ impl Future for CollectText {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.gather.poll(cx) {
-            Poll::Ready(Ok(bytes)) => Poll::Ready(Ok(self.decode(&bytes))),
+            Poll::Ready(Ok(bytes)) => Poll::Ready(Ok(self.decode(bytes))),
             Poll::Ready(Err(error)) => Poll::Ready(Err(error)),
             Poll::Pending => Poll::Pending,
         }

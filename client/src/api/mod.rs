@@ -165,6 +165,42 @@ impl Client {
         self.request(http::Method::POST, uri)
     }
 
+    /// A PUT request to `uri`.
+    pub fn put<U>(&self, uri: U) -> RequestBuilder
+    where
+        U: TryInto<http::Uri>,
+        U::Error: Into<http::Error>,
+    {
+        self.request(http::Method::PUT, uri)
+    }
+
+    /// A PATCH request to `uri`.
+    pub fn patch<U>(&self, uri: U) -> RequestBuilder
+    where
+        U: TryInto<http::Uri>,
+        U::Error: Into<http::Error>,
+    {
+        self.request(http::Method::PATCH, uri)
+    }
+
+    /// A DELETE request to `uri`.
+    pub fn delete<U>(&self, uri: U) -> RequestBuilder
+    where
+        U: TryInto<http::Uri>,
+        U::Error: Into<http::Error>,
+    {
+        self.request(http::Method::DELETE, uri)
+    }
+
+    /// A HEAD request to `uri`.
+    pub fn head<U>(&self, uri: U) -> RequestBuilder
+    where
+        U: TryInto<http::Uri>,
+        U::Error: Into<http::Error>,
+    {
+        self.request(http::Method::HEAD, uri)
+    }
+
     /// A request with any method. A URI that does not parse makes the
     /// request fail with [`InvalidRequest::Uri`](crate::InvalidRequest::Uri)
     /// when sent, keeping the parser's error as its source.

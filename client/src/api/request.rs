@@ -5,7 +5,8 @@ use super::{Client, ResponseFuture};
 use crate::error::{Error, InvalidRequest};
 use crate::events::{Both, EventListener};
 use crate::exchange::{
-    Deadlines, Exchange, ExchangeParts, Pipe, RequestBody, RequestParts, Streamed, UploadSource,
+    Deadlines, Exchange, ExchangeParts, Pipe, PumpedBody, RequestBody, RequestParts, Streamed,
+    UploadSource,
 };
 use crate::h1;
 use crate::net::{Origin, Scheme};
@@ -156,6 +157,7 @@ impl RequestBuilder {
             deadlines: prepared.deadlines,
             body_window: dispatcher.config().body_window,
             body_meter: dispatcher.body_meter().clone(),
+            pacing: dispatcher.pacing().clone(),
             clock: dispatcher.clock().clone(),
             wheel: dispatcher.wheel().clone(),
             registry: dispatcher.in_flight().clone(),
@@ -297,7 +299,7 @@ fn encode(
         }
         UploadKind::Reader { reader, .. } => {
             let pipe = pipe();
-            let body = streamed(UploadSource::Pumped(pipe.clone()));
+            let body = streamed(UploadSource::Pumped(PumpedBody::new(pipe.clone())));
             (head, body, Some((reader, pipe)))
         }
         UploadKind::Stream { body, .. } => (head, streamed(UploadSource::Stream(body)), None),

@@ -62,6 +62,12 @@ impl Response {
     }
 
     /// The whole body: `.wait()` blocks for it, `.await` awaits it.
+    ///
+    /// The body window no longer bounds it (it is all wanted in memory;
+    /// [`ClientBuilder::max_body_bytes`](crate::ClientBuilder::max_body_bytes)
+    /// does): the connection's loop gathers it in one buffer, a body of
+    /// known length read straight into it, and hands it over once, at its
+    /// end, without a copy to join chunks.
     pub fn bytes(self) -> CollectBytes {
         CollectBytes::new(self.body)
     }

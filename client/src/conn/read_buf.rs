@@ -4,15 +4,34 @@
 use crate::net::Transport;
 use std::io;
 
-/// Bytes read per system call; the buffer grows past it only for a large head.
-const READ_CHUNK: usize = 16 * 1024;
+/// Room a connection reads into at first: enough for most heads and small
+/// bodies.
+const READ_MIN: usize = 16 * 1024;
 
-/// `buf[pos..len]` is received and not yet decoded.
-#[derive(Default)]
+/// Room it grows to when reads keep filling it (a large body): fewer system
+/// calls per byte. Kept for the life of the connection, idle or not.
+const READ_MAX: usize = 64 * 1024;
+
+/// `buf[pos..len]` is received and not yet decoded. Each read offers the
+/// socket between half of `want` and `want` bytes of room (more only while
+/// a head too large for it is being gathered); a read that fills all the
+/// room it was offered doubles `want`, up to [`READ_MAX`].
 pub(crate) struct ReadBuf {
     buf: Vec<u8>,
     pos: usize,
     len: usize,
+    want: usize,
+}
+
+impl Default for ReadBuf {
+    fn default() -> ReadBuf {
+        ReadBuf {
+            buf: Vec::new(),
+            pos: 0,
+            len: 0,
+            want: READ_MIN,
+        }
+    }
 }
 
 /// How one [`ReadBuf::fill`] ended.
@@ -58,21 +77,18 @@ impl ReadBuf {
     /// One read from `transport` into the free space (making room first:
     /// decoded bytes are dropped from the front, or the buffer grows).
     pub(crate) fn fill(&mut self, transport: &mut Transport) -> Filled {
-        if self.len == self.buf.len() {
+        if self.buf.len() - self.len < self.want / 2 {
             self.make_room();
         }
-        loop {
-            return match transport.read(&mut self.buf[self.len..]) {
-                Ok(0) => Filled::Eof,
-                Ok(n) => {
-                    self.len += n;
-                    Filled::Data(n)
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => Filled::WouldBlock,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => Filled::Failed(e),
-            };
+        let room = self.buf.len() - self.len;
+        let filled = read_once(transport, &mut self.buf[self.len..]);
+        if let Filled::Data(n) = filled {
+            self.len += n;
+            if n == room && self.want < READ_MAX {
+                self.want *= 2;
+            }
         }
+        filled
     }
 
     fn make_room(&mut self) {
@@ -81,9 +97,23 @@ impl ReadBuf {
             self.len -= self.pos;
             self.pos = 0;
         }
-        if self.len == self.buf.len() {
-            let grown = (self.buf.len() * 2).max(READ_CHUNK);
+        if self.buf.len() - self.len < self.want / 2 {
+            // A head larger than `want` grows the buffer as it comes.
+            let grown = self.len + self.want;
             self.buf.resize(grown, 0);
         }
+    }
+}
+
+/// One read from `transport` into `buf` (retried if interrupted).
+pub(crate) fn read_once(transport: &mut Transport, buf: &mut [u8]) -> Filled {
+    loop {
+        return match transport.read(buf) {
+            Ok(0) => Filled::Eof,
+            Ok(n) => Filled::Data(n),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Filled::WouldBlock,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => Filled::Failed(e),
+        };
     }
 }

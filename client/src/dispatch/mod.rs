@@ -25,7 +25,7 @@ use crate::conn::{self, ConnEnv, ConnOwner, IdleConn, Offered};
 use crate::error::Error;
 use crate::event_loop::EventLoopGroup;
 use crate::events::EventListener;
-use crate::exchange::{Exchange, InFlight};
+use crate::exchange::{Exchange, InFlight, Pacing};
 use crate::net::Origin;
 use crate::sync::lock;
 use pool::{Acquired, Offer, Pool, PoolLimits, Pooled, Waiter};
@@ -33,7 +33,7 @@ use resolve::Resolver;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
-use std::thread::{self, JoinHandle, ThreadId};
+use std::thread::{self, ThreadId};
 use std::time::{Duration, Instant};
 use tickless_timer::{HashedWheelTimer, SharedClock, TimerStats};
 
@@ -60,8 +60,8 @@ pub(crate) struct Dispatcher {
     closed_now: Condvar,
     /// Body bytes buffered by every exchange.
     body_meter: Arc<AtomicUsize>,
-    /// The threads reading uploads from a `Read`, joined at close.
-    pumps: Mutex<Vec<JoinHandle<()>>>,
+    /// Recent body sizes: whether blocking waits yield before they sleep.
+    pacing: Arc<Pacing>,
     me: Weak<Dispatcher>,
 }
 
@@ -134,7 +134,7 @@ impl Dispatcher {
             closing: Mutex::new(Closing::Open),
             closed_now: Condvar::new(),
             body_meter: Arc::default(),
-            pumps: Mutex::new(Vec::new()),
+            pacing: Arc::default(),
             me: me.clone(),
         });
         dispatcher.schedule_cleaner();
@@ -162,6 +162,11 @@ impl Dispatcher {
         &self.in_flight
     }
 
+    /// The client's recent body sizes, for its exchanges' waits.
+    pub(crate) fn pacing(&self) -> &Arc<Pacing> {
+        &self.pacing
+    }
+
     /// What the client's bodies have buffered, counted by their pipes.
     pub(crate) fn body_meter(&self) -> &Arc<AtomicUsize> {
         &self.body_meter
@@ -171,17 +176,18 @@ impl Dispatcher {
     /// (never an event loop: a `Read` blocks). It ends at the end of the
     /// reader, at its first error (which fails the request), or when the
     /// exchange no longer wants the body (its pipe's reader goes).
+    ///
+    /// The thread is not joined, not even by `close`: it may be inside the
+    /// caller's `read`, which can block for ever (a pipe, a terminal). Once
+    /// the exchange has ended, the pump ends when that `read` returns.
     pub(crate) fn spawn_pump(
         &self,
         reader: Box<dyn std::io::Read + Send>,
         pipe: Arc<crate::exchange::Pipe>,
     ) -> std::io::Result<()> {
-        let handle = thread::Builder::new()
+        thread::Builder::new()
             .name("tickless-upload".into())
             .spawn(move || pump(reader, &pipe))?;
-        let mut pumps = lock(&self.pumps);
-        pumps.retain(|pump| !pump.is_finished());
-        pumps.push(handle);
         Ok(())
     }
 
@@ -384,12 +390,6 @@ impl Dispatcher {
         self.env.group.shutdown();
         drop(self.wheel.stop());
         self.resolver.shutdown();
-        // Their exchanges have ended, so their pipes want nothing more: each
-        // ends once its `Read` returns.
-        let pumps = std::mem::take(&mut *lock(&self.pumps));
-        for pump in pumps {
-            let _ = pump.join();
-        }
         *lock(&self.closing) = Closing::Closed;
         self.closed_now.notify_all();
     }

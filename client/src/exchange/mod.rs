@@ -43,6 +43,7 @@
 
 mod listener;
 mod outcome;
+mod pacing;
 mod pipe;
 mod registry;
 mod request;
@@ -50,9 +51,12 @@ mod timers;
 
 pub(crate) use listener::Guarded;
 pub(crate) use outcome::{Outcome, POLLED_AFTER_COMPLETION, WAITED_AFTER_COMPLETION};
-pub(crate) use pipe::{Pipe, Pushed, Taken, Waiter, DEFAULT_WINDOW};
+pub(crate) use pacing::Pacing;
+pub(crate) use pipe::{Pipe, Pushed, Taken, Waiter, Whole, DEFAULT_WINDOW};
 pub(crate) use registry::InFlight;
-pub(crate) use request::{BodyStream, BoxError, RequestBody, RequestParts, Streamed, UploadSource};
+pub(crate) use request::{
+    BodyStream, BoxError, PumpedBody, RequestBody, RequestParts, Streamed, UploadSource,
+};
 use timers::{Timer, TimerTable};
 
 use crate::error::{Error, TimeoutKind};
@@ -128,6 +132,8 @@ pub(crate) struct ExchangeParts {
     pub(crate) body_window: usize,
     /// Body bytes buffered by every exchange of the client.
     pub(crate) body_meter: Arc<AtomicUsize>,
+    /// The client's recent body sizes.
+    pub(crate) pacing: Arc<Pacing>,
     pub(crate) clock: SharedClock,
     pub(crate) wheel: HashedWheelTimer,
     pub(crate) registry: Arc<InFlight>,
@@ -161,6 +167,7 @@ pub(crate) struct Exchange {
     done: AtomicBool,
     outcome: Outcome<Result<Head, Error>>,
     body: Pipe,
+    pacing: Arc<Pacing>,
     /// The status of the head delivered, for the listener at the end.
     status: OnceLock<http::StatusCode>,
     link: Mutex<Link>,
@@ -209,6 +216,7 @@ impl Exchange {
             done: AtomicBool::new(false),
             outcome: Outcome::default(),
             body: Pipe::new(parts.body_window, parts.body_meter),
+            pacing: parts.pacing,
             status: OnceLock::new(),
             link: Mutex::new(Link {
                 conn: ConnSlot::None,
@@ -422,6 +430,7 @@ impl Exchange {
                 if let Some(status) = self.status.get() {
                     self.listener.on_completed(*status);
                 }
+                self.pacing.record(self.body.pushed());
                 self.body.finish(trailers);
             }
             Ending::Failed(error) => {
@@ -431,9 +440,8 @@ impl Exchange {
                 }
             }
         }
-        if let Some(pump) = self.request.pump() {
-            pump.close_reader();
-        }
+        // A body no connection took is not sent now: its pump goes.
+        drop(self.request.take_source());
         Some(conn.conn().cloned())
     }
 
@@ -521,7 +529,7 @@ impl Exchange {
     }
 
     pub(crate) fn wait_head(&self) -> Result<Head, Error> {
-        self.outcome.wait()
+        self.outcome.wait(self.pacing.head_spin())
     }
 }
 

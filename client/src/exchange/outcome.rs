@@ -13,9 +13,6 @@ pub(crate) const POLLED_AFTER_COMPLETION: &str = "ResponseFuture polled after it
 pub(crate) const WAITED_AFTER_COMPLETION: &str =
     "ResponseFuture::wait after it completed (a poll already returned its outcome)";
 
-/// How long [`Outcome::wait`] yields before it blocks.
-const WAIT_SPIN: Duration = Duration::from_micros(50);
-
 struct Slot<T> {
     result: Option<T>,
     waker: Option<Waker>,
@@ -98,11 +95,10 @@ impl<T> Outcome<T> {
         Poll::Pending
     }
 
-    pub(crate) fn wait(&self) -> T {
-        // A loopback or LAN answer often comes back within tens of
-        // microseconds: yield for a short while before blocking, which
-        // spares both sides a futex sleep and wake-up.
-        let spin_until = Instant::now() + WAIT_SPIN;
+    /// Blocks until the result is there, yielding for `spin` first (see
+    /// [`Pacing`](super::Pacing)).
+    pub(crate) fn wait(&self, spin: Duration) -> T {
+        let spin_until = Instant::now() + spin;
         while !self.is_settled() && Instant::now() < spin_until {
             std::thread::yield_now();
         }

@@ -9,15 +9,22 @@
 //!   a pumping thread blocks) until the reader has taken the pipe down to
 //!   the low-water mark (half the window). Memory per body is the window
 //!   plus a chunk, whatever the body's size.
-//! * **Coalesced wake-ups.** The reader is woken only when data or the end
-//!   comes while it waits on an empty pipe; the writer only when the pipe
-//!   falls to the low-water mark while it waits on a full one — one
-//!   cross-thread wake-up per window's worth, not one per chunk.
+//! * **Coalesced wake-ups.** A reader waiting on an empty pipe is woken when
+//!   the pipe reaches the low-water mark, when the writer [flushes](Pipe::flush)
+//!   (a loop does once it has read all the socket had for now), or at the
+//!   end; the writer only when the pipe falls to the low-water mark while it
+//!   waits on a full one — a cross-thread wake-up per burst of reading or
+//!   half a window, not one per chunk.
 //! * **Who waits** is a [`Waiter`]: a blocked thread (a condition variable),
 //!   a polled task (its `Waker`), or a connection on its loop (woken with
 //!   `EventLoop::wake_source`, so no loop thread ever blocks here or runs
 //!   the other end's code). Wake-ups happen after the pipe's lock is
 //!   released.
+//! * **Collecting.** A reader that wants the body whole (`bytes()`,
+//!   `text()`) says so with [`collect`](Pipe::collect): the window no
+//!   longer holds, the writer takes back what is buffered and gathers the
+//!   rest into one buffer with it, and the reader is woken once, at the end,
+//!   for a body in one piece (no copy to join chunks, no wake-up per burst).
 //! * **Ending.** The writer ends the pipe with trailers or an error, once;
 //!   the reader takes the chunks left, then the end. A reader that goes
 //!   away drops what is buffered and tells the writer, whose next push is
@@ -71,6 +78,10 @@ struct State {
     reader: Option<Waiter>,
     writer: Option<Waiter>,
     reader_gone: bool,
+    /// The reader wants the body whole (see [`Pipe::collect`]).
+    collecting: bool,
+    /// Bytes pushed since the pipe was made.
+    pushed: u64,
 }
 
 /// What a push found.
@@ -94,6 +105,16 @@ pub(crate) enum Taken {
     Pending,
 }
 
+/// What a reader collecting the whole body found.
+pub(crate) enum Whole {
+    /// The body, in the chunks it came in (one, when the writer collected
+    /// it), and its trailers.
+    Done(Vec<Bytes>, Option<http::HeaderMap>),
+    Failed(Error),
+    /// Not ended yet: the reader's waiter was registered.
+    Pending,
+}
+
 /// A bounded queue of body bytes. See the [module documentation](self).
 pub(crate) struct Pipe {
     state: Mutex<State>,
@@ -114,6 +135,8 @@ impl Pipe {
                 reader: None,
                 writer: None,
                 reader_gone: false,
+                collecting: false,
+                pushed: 0,
             }),
             reader_ready: Condvar::new(),
             writer_ready: Condvar::new(),
@@ -127,7 +150,9 @@ impl Pipe {
     }
 
     /// The writer adds `bytes`. When the pipe is then full, `waiter` is
-    /// what gets woken once it has room again.
+    /// what gets woken once it has room again. A waiting reader is woken
+    /// only once the pipe holds the low-water mark: a writer that stops
+    /// below it must [`flush`](Self::flush).
     pub(crate) fn push(&self, bytes: Bytes, waiter: impl FnOnce() -> Waiter) -> Pushed {
         if bytes.is_empty() {
             return Pushed::Room;
@@ -138,20 +163,41 @@ impl Pipe {
                 return Pushed::Refused;
             }
             state.buffered += bytes.len();
+            state.pushed += bytes.len() as u64;
             self.meter.fetch_add(bytes.len(), Ordering::Relaxed);
             state.chunks.push_back(bytes);
-            let pushed = if state.buffered >= self.window {
+            let pushed = if state.buffered >= self.window && !state.collecting {
                 state.writer = Some(waiter());
                 Pushed::Full
             } else {
                 Pushed::Room
             };
-            (pushed, state.reader.take())
+            let wake = if state.buffered >= self.low_water() && !state.collecting {
+                state.reader.take()
+            } else {
+                None
+            };
+            (pushed, wake)
         };
         if let Some(reader) = wake {
             reader.wake(&self.reader_ready);
         }
         pushed
+    }
+
+    /// The writer stops writing for now: a reader waiting on the pipe is
+    /// woken for what it holds.
+    pub(crate) fn flush(&self) {
+        let wake = {
+            let mut state = lock(&self.state);
+            if state.buffered == 0 || state.collecting {
+                return;
+            }
+            state.reader.take()
+        };
+        if let Some(reader) = wake {
+            reader.wake(&self.reader_ready);
+        }
     }
 
     /// [`push`](Self::push) from a thread that may block: waits while the
@@ -160,6 +206,8 @@ impl Pipe {
         if self.push(bytes, || Waiter::Thread) == Pushed::Refused {
             return Err(());
         }
+        // Its next read may block for long.
+        self.flush();
         let mut state = lock(&self.state);
         while state.buffered >= self.window && !state.reader_gone {
             state.writer = Some(Waiter::Thread);
@@ -267,7 +315,88 @@ impl Pipe {
     /// below its window (or its reader has gone, and pushes are refused).
     pub(crate) fn has_room(&self) -> bool {
         let state = lock(&self.state);
-        state.buffered < self.window || state.reader_gone
+        state.buffered < self.window || state.reader_gone || state.collecting
+    }
+
+    /// The reader wants the body whole: from now on it waits for the end
+    /// ([`take_whole`](Self::take_whole)), and the window no longer holds —
+    /// a writer waiting for room is woken.
+    pub(crate) fn collect(&self) {
+        let wake = {
+            let mut state = lock(&self.state);
+            state.collecting = true;
+            state.writer.take()
+        };
+        if let Some(writer) = wake {
+            writer.wake(&self.writer_ready);
+        }
+    }
+
+    /// Bytes pushed so far: the whole body's length once it has ended.
+    pub(crate) fn pushed(&self) -> u64 {
+        lock(&self.state).pushed
+    }
+
+    /// Whether the reader [collects](Self::collect) the body.
+    pub(crate) fn is_collecting(&self) -> bool {
+        lock(&self.state).collecting
+    }
+
+    /// The writer takes back what is buffered, oldest first, to put it in
+    /// front of the rest of a body being collected.
+    pub(crate) fn reclaim(&self) -> VecDeque<Bytes> {
+        let mut state = lock(&self.state);
+        self.meter.fetch_sub(state.buffered, Ordering::Relaxed);
+        state.buffered = 0;
+        std::mem::take(&mut state.chunks)
+    }
+
+    /// The collecting reader takes the body once it has ended; registers
+    /// `waiter` until then.
+    pub(crate) fn take_whole(&self, waiter: impl FnOnce() -> Waiter) -> Whole {
+        let mut state = lock(&self.state);
+        let end = match &mut state.end {
+            End::Open => {
+                state.reader = Some(waiter());
+                return Whole::Pending;
+            }
+            End::Done(trailers) => Ok(trailers.take()),
+            End::Failed(error) => error.take().map_or(Ok(None), Err),
+        };
+        let chunks: Vec<Bytes> = state.chunks.drain(..).collect();
+        self.meter.fetch_sub(state.buffered, Ordering::Relaxed);
+        state.buffered = 0;
+        drop(state);
+        match end {
+            Ok(trailers) => Whole::Done(chunks, trailers),
+            Err(error) => Whole::Failed(error),
+        }
+    }
+
+    /// [`take_whole`](Self::take_whole) for a polled task.
+    pub(crate) fn poll_take_whole(&self, cx: &mut Context<'_>) -> Poll<Whole> {
+        match self.take_whole(|| Waiter::Task(cx.waker().clone())) {
+            Whole::Pending => Poll::Pending,
+            whole => Poll::Ready(whole),
+        }
+    }
+
+    /// [`take_whole`](Self::take_whole) for a thread that may block.
+    pub(crate) fn take_whole_blocking(&self) -> Whole {
+        loop {
+            match self.take_whole(|| Waiter::Thread) {
+                Whole::Pending => {}
+                whole => return whole,
+            }
+            let mut state = lock(&self.state);
+            while matches!(state.end, End::Open) {
+                state.reader = Some(Waiter::Thread);
+                state = self
+                    .reader_ready
+                    .wait(state)
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+            }
+        }
     }
 
     /// The reader has gone: what is buffered is dropped (after the unlock),
@@ -297,3 +426,6 @@ impl Drop for Pipe {
         self.meter.fetch_sub(state.buffered, Ordering::Relaxed);
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -47,7 +47,7 @@ pub(crate) struct Streamed {
 /// Where a streamed body comes from.
 pub(crate) enum UploadSource {
     /// A `Read` pumped by a thread of its own into a bounded pipe.
-    Pumped(Arc<Pipe>),
+    Pumped(PumpedBody),
     /// An async body, polled on the connection's loop.
     Stream(BodyStream),
 }
@@ -66,16 +66,26 @@ impl RequestParts {
             _ => None,
         }
     }
+}
 
-    /// The pipe a pumped body fills, to tell its pump the body is no longer
-    /// wanted.
-    pub(crate) fn pump(&self) -> Option<Arc<Pipe>> {
-        match &self.body {
-            RequestBody::Streamed(streamed) => match &*crate::sync::lock(&streamed.source) {
-                Some(UploadSource::Pumped(pipe)) => Some(pipe.clone()),
-                _ => None,
-            },
-            _ => None,
-        }
+/// The reading end of a pumped body's pipe. Whoever holds it last — the
+/// request, until a connection takes the body; then the connection sending
+/// it — lets the pump go when dropping it, so a pump never blocks on a body
+/// nobody will send.
+pub(crate) struct PumpedBody(Arc<Pipe>);
+
+impl PumpedBody {
+    pub(crate) fn new(pipe: Arc<Pipe>) -> PumpedBody {
+        PumpedBody(pipe)
+    }
+
+    pub(crate) fn pipe(&self) -> &Pipe {
+        &self.0
+    }
+}
+
+impl Drop for PumpedBody {
+    fn drop(&mut self) {
+        self.0.close_reader();
     }
 }

@@ -14,8 +14,10 @@ fn content_length_step_by_step() {
     assert_eq!(head.version, Version::HTTP_11);
     assert_eq!(head.headers["content-length"], "5");
     assert!(d.bytes_seen() && d.head_received() && !d.is_done());
+    assert_eq!(d.body_remaining(), Some(5));
 
     assert_eq!(d.decode(b"hel").unwrap(), (3, Decoded::Body(b"hel")));
+    assert_eq!(d.body_remaining(), Some(2));
     assert_eq!(d.decode(b"").unwrap(), (0, Decoded::NeedMore));
     // Bytes after the body are not consumed.
     assert_eq!(d.decode(b"loHTTP").unwrap(), (2, Decoded::Body(b"lo")));
@@ -24,6 +26,7 @@ fn content_length_step_by_step() {
         (0, Decoded::Done { keep_alive: true })
     );
     assert!(d.is_done());
+    assert_eq!(d.body_remaining(), None);
     // Done repeats and consumes nothing.
     assert_eq!(
         d.decode(b"x").unwrap(),
@@ -54,6 +57,8 @@ fn chunked_with_extensions_and_trailers_step_by_step() {
     let (n, decoded) = d.decode(head).unwrap();
     assert_eq!(n, head.len());
     head_of(decoded);
+    // No length to tell in advance.
+    assert_eq!(d.body_remaining(), None);
     // Size line with extensions, then data, in one call.
     assert_eq!(
         d.decode(b"4;a=b;c=\"d\"\r\nwiki").unwrap(),

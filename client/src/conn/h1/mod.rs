@@ -4,9 +4,10 @@
 //! the pipe is full — and what follows: offered back to the pool, retried
 //! once on a fresh connection, or closed with a typed error.
 
+mod collect;
 mod send;
 
-use super::read_buf::Filled;
+use super::read_buf::{read_once, Filled};
 use super::{Conn, IdleConn, Offered, State, EXPECT_TIMER};
 use crate::error::Error;
 use crate::event_loop::LoopContext;
@@ -15,6 +16,7 @@ use crate::exchange::{deadline_after, ConnSlot, Exchange, Head, Pushed, RequestB
 use crate::h1::{DecodeError, Decoded, ResponseDecoder};
 use crate::net::Transport;
 use bytes::BytesMut;
+use collect::Collected;
 use send::{BodyOut, Sending, Sent};
 use std::io;
 use std::sync::atomic::Ordering;
@@ -27,7 +29,7 @@ const READ_BUDGET: usize = 256 * 1024;
 
 /// Body bytes gathered before they go into the pipe as one chunk (a
 /// response of many small chunks costs a push per read, not per chunk).
-const GATHER: usize = 16 * 1024;
+const GATHER: usize = 64 * 1024;
 
 /// What a connection reads on, discarding, after its body's reader has
 /// gone — of what has arrived already, never waiting for more: a small
@@ -50,6 +52,32 @@ pub(super) struct Active {
     /// this many more bytes, then the connection is reused (or closed if
     /// the body is longer).
     draining: Option<usize>,
+    /// The reader collects the body whole: it is gathered here, with what
+    /// the pipe held, and pushed at its end.
+    collected: Option<Collected>,
+}
+
+impl Active {
+    /// Whether the reader has just asked for the body whole; then takes
+    /// back what the pipe holds, to gather it with the rest.
+    fn start_collecting(&mut self) -> bool {
+        let pipe = self.exchange.body();
+        if !pipe.is_collecting() {
+            return false;
+        }
+        let ahead = self.decoder.body_remaining().unwrap_or(0);
+        self.collected = Some(Collected::new(pipe.reclaim(), &self.gathered, ahead));
+        self.gathered.clear();
+        self.paused = false;
+        true
+    }
+
+    /// Room to read the body into in place: it is being collected, its
+    /// length is known and some of it is still to come.
+    fn room_in_place(&mut self) -> Option<&mut [u8]> {
+        let remaining = self.decoder.body_remaining().filter(|&n| n > 0)?;
+        Some(self.collected.as_mut()?.room(remaining))
+    }
 }
 
 /// What [`Conn::decode`] left to do.
@@ -108,6 +136,7 @@ impl Conn {
             trailers: None,
             paused: false,
             draining: None,
+            collected: None,
         }));
         self.write_request(cx);
         // A fresh connection may already hold the answer (a server that
@@ -225,27 +254,55 @@ impl Conn {
         }
         let mut budget = READ_BUDGET;
         loop {
-            let Some(transport) = self.transport.as_mut() else {
-                return;
+            let mut in_place = false;
+            let filled = match (&mut self.state, self.transport.as_mut()) {
+                (_, None) => return,
+                (State::Active(active), Some(transport)) if self.buf.is_empty() => {
+                    match active.room_in_place() {
+                        Some(room) => {
+                            in_place = true;
+                            read_once(transport, room)
+                        }
+                        None => self.buf.fill(transport),
+                    }
+                }
+                (_, Some(transport)) => self.buf.fill(transport),
             };
-            match self.buf.fill(transport) {
+            match filled {
                 Filled::Data(n) => {
                     let now = self.now();
                     if let State::Active(active) = &self.state {
                         active.exchange.mark_read(now);
                     }
-                    if matches!(self.decode(cx), Decodes::Stop) {
+                    let decodes = if in_place {
+                        self.decode_in_place(cx, n)
+                    } else {
+                        self.decode(cx)
+                    };
+                    if matches!(decodes, Decodes::Stop) {
                         return;
                     }
                     budget = budget.saturating_sub(n);
                     if budget == 0 {
+                        self.flush_body();
                         return cx.ready_again();
                     }
                 }
                 Filled::Eof => return self.on_eof(cx),
-                Filled::WouldBlock => return self.give_up_draining(cx),
+                Filled::WouldBlock => {
+                    self.flush_body();
+                    return self.give_up_draining(cx);
+                }
                 Filled::Failed(e) => return self.io_failure(cx, e),
             }
+        }
+    }
+
+    /// Reading stops for now: the body's reader is woken for what it has
+    /// (the pipe wakes it by itself only at its low-water mark).
+    fn flush_body(&self) {
+        if let State::Active(active) = &self.state {
+            active.exchange.body().flush();
         }
     }
 
@@ -258,6 +315,7 @@ impl Conn {
             active.draining = Some(DRAIN);
             active.paused = false;
             active.gathered.clear();
+            active.collected = None;
         }
     }
 
@@ -291,6 +349,30 @@ impl Conn {
         exchange.start_read(self.now());
         // Still full (a spurious wake): pause again.
         !self.push_gathered(cx)
+    }
+
+    /// Feeds the decoder `n` body bytes read straight into the collected
+    /// body (no more than the body's remaining length), then goes on as
+    /// [`decode`](Self::decode) does.
+    fn decode_in_place(&mut self, cx: &mut LoopContext<'_>, n: usize) -> Decodes {
+        let State::Active(active) = &mut self.state else {
+            return Decodes::Stop;
+        };
+        let Some(collected) = &mut active.collected else {
+            return Decodes::Stop;
+        };
+        match active.decoder.decode(collected.just_read(n)) {
+            Ok((consumed, Decoded::Body(_))) if consumed == n => {
+                collected.keep(n);
+                active.exchange.listener.on_body_part(n);
+            }
+            Ok(_) => unreachable!("bytes within a body's length are body"),
+            Err(error) => {
+                self.protocol_failure(cx, error);
+                return Decodes::Stop;
+            }
+        }
+        self.decode(cx)
     }
 
     /// Feeds what was read to the decoder.
@@ -363,6 +445,11 @@ impl Conn {
                         self.buf.consume(consumed);
                         continue;
                     }
+                    if let Some(collected) = &mut active.collected {
+                        collected.extend(data);
+                        self.buf.consume(consumed);
+                        continue;
+                    }
                     active.gathered.extend_from_slice(data);
                     let full = active.gathered.len() >= GATHER;
                     self.buf.consume(consumed);
@@ -386,13 +473,17 @@ impl Conn {
     /// Puts the gathered body bytes into the pipe. Returns true if reading
     /// must stop: the pipe is full (reading pauses, and with it the read
     /// timeout, until the reader makes room). A reader that has gone makes
-    /// the connection drain instead (see [`DRAIN`]).
+    /// the connection drain instead (see [`DRAIN`]); one that collects the
+    /// body whole makes it gather the rest here, pushed at the end.
     fn push_gathered(&mut self, cx: &mut LoopContext<'_>) -> bool {
         let State::Active(active) = &mut self.state else {
             return true;
         };
         if active.draining.is_some() {
             active.gathered.clear();
+            return false;
+        }
+        if active.collected.is_some() || active.start_collecting() {
             return false;
         }
         if active.gathered.is_empty() {
@@ -426,9 +517,12 @@ impl Conn {
             return;
         };
         // The pipe takes the rest even when full: the body has ended.
-        if !active.gathered.is_empty() && active.draining.is_none() {
-            let chunk = active.gathered.split().freeze();
-            let _ = active.exchange.body().push(chunk, || Waiter::Thread);
+        let rest = match active.collected.take() {
+            Some(collected) => collected.finish(),
+            None => active.gathered.split().freeze(),
+        };
+        if !rest.is_empty() && active.draining.is_none() {
+            let _ = active.exchange.body().push(rest, || Waiter::Thread);
         }
         // A request the server answered before it was fully written leaves
         // the stream mid-request. Over TLS, bytes past the response may

@@ -43,7 +43,7 @@ pub(super) enum Sent {
 enum Source {
     /// Framed already, in memory: queued at once.
     Held,
-    Pumped(Arc<crate::exchange::Pipe>),
+    Pumped(crate::exchange::PumpedBody),
     Stream(crate::exchange::BodyStream, Arc<SourceWaker>),
     /// Nothing more: the body was taken elsewhere, or has ended.
     None,
@@ -140,9 +140,9 @@ impl BodyOut {
     fn pull(&mut self, cx: &LoopContext<'_>) -> Pulled {
         match &mut self.source {
             Source::Held | Source::None => Pulled::End,
-            Source::Pumped(pipe) => {
+            Source::Pumped(body) => {
                 let waiter = || Waiter::Source(cx.event_loop().clone(), cx.me());
-                match pipe.take(waiter) {
+                match body.pipe().take(waiter) {
                     Taken::Chunk(bytes) => Pulled::Data(bytes),
                     Taken::End(_) => Pulled::End,
                     Taken::Failed(error) => Pulled::Failed(error),

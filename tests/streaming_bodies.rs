@@ -1,0 +1,752 @@
+//! Bodies as streams, both ways: the bounded window, backpressure against
+//! the read timeout, `Expect: 100-continue`, truncation found where it is
+//! read, a dropped body, async readers, uploads from a `Read`, a file and
+//! an async body.
+
+mod support;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::Poll;
+use std::thread;
+use std::time::{Duration, Instant};
+use support::*;
+use tickless::{Bytes, Client, Error, Upload};
+
+const WAIT: Duration = Duration::from_secs(10);
+const WINDOW: usize = 256 * 1024;
+
+fn client(event_loop_timeouts: bool) -> Client {
+    Client::builder()
+        .event_loops(1)
+        .use_event_loop_timeouts(event_loop_timeouts)
+        .body_window(WINDOW)
+        .request_timeout(Duration::from_secs(30))
+        .build()
+        .unwrap()
+}
+
+/// Reads a request head (up to the empty line) off `stream`, byte by byte
+/// so nothing after it is taken.
+fn read_head(stream: &mut TcpStream) -> Option<String> {
+    let mut head = Vec::new();
+    let mut byte = [0];
+    while !head.ends_with(b"\r\n\r\n") {
+        match stream.read(&mut byte) {
+            Ok(1) => head.push(byte[0]),
+            _ => return None,
+        }
+    }
+    Some(String::from_utf8_lossy(&head).into_owned())
+}
+
+/// Writes a body of `total` bytes as fast as the client takes it, counting
+/// what went out.
+fn endless(total: u64, written: Arc<AtomicU64>) -> TestServer {
+    TestServer::start(Behaviour::custom(move |mut stream, index| {
+        let mut reader = RequestReader::new(index);
+        if reader.read_request(&mut stream).is_err() {
+            return;
+        }
+        let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {total}\r\n\r\n");
+        if stream.write_all(head.as_bytes()).is_err() {
+            return;
+        }
+        let chunk = vec![b'w'; 64 * 1024];
+        let mut sent = 0;
+        while sent < total {
+            let n = chunk.len().min((total - sent) as usize);
+            if stream.write_all(&chunk[..n]).is_err() {
+                return;
+            }
+            sent += n as u64;
+            written.store(sent, Ordering::SeqCst);
+        }
+        drain(&mut stream);
+    }))
+}
+
+/// Waits until `value` has stood still for a while (the sender is blocked).
+fn settled(value: &AtomicU64) -> u64 {
+    let mut last = value.load(Ordering::SeqCst);
+    let give_up = Instant::now() + WAIT;
+    loop {
+        thread::sleep(Duration::from_millis(200));
+        let now = value.load(Ordering::SeqCst);
+        if now == last || Instant::now() > give_up {
+            return now;
+        }
+        last = now;
+    }
+}
+
+#[test]
+fn a_reader_that_does_not_read_holds_at_most_a_window_of_its_body() {
+    let written = Arc::new(AtomicU64::new(0));
+    let server = endless(100 << 20, written.clone());
+    let client = client(false);
+    let response = client.get(server.url("/")).send().wait().unwrap();
+    let sent = settled(&written);
+    let buffered = client.stats().buffered_body_bytes;
+    assert!(
+        buffered <= WINDOW + 64 * 1024,
+        "{buffered} bytes buffered for a window of {WINDOW}"
+    );
+    assert!(buffered > 0, "nothing read ahead");
+    assert!(
+        sent < 100 << 20,
+        "the server sent everything: no backpressure"
+    );
+    drop(response);
+    assert!(server.wait_for_open(0, WAIT), "the connection stayed open");
+    assert_settles(&client, WAIT);
+    assert_eq!(client.stats().buffered_body_bytes, 0);
+    client.close();
+}
+
+#[test]
+fn a_reader_that_stalls_is_no_read_timeout_but_a_silent_server_is() {
+    for event_loop_timeouts in [false, true] {
+        // 4 MiB, far past the window: the loop stops reading while the
+        // reader sleeps past the read timeout, and no timeout fires.
+        let written = Arc::new(AtomicU64::new(0));
+        let server = endless(4 << 20, written);
+        let client = Client::builder()
+            .event_loops(1)
+            .use_event_loop_timeouts(event_loop_timeouts)
+            .body_window(WINDOW)
+            .read_timeout(Duration::from_millis(200))
+            .wheel_tick(Duration::from_millis(10))
+            .build()
+            .unwrap();
+        let mut response = client.get(server.url("/")).send().wait().unwrap();
+        thread::sleep(Duration::from_millis(800));
+        let mut read = 0;
+        let mut buf = vec![0; 64 * 1024];
+        loop {
+            match response.body_mut().read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => read += n,
+                Err(error) => panic!("mode {event_loop_timeouts}: {error} after {read} bytes"),
+            }
+        }
+        assert_eq!(read, 4 << 20, "mode {event_loop_timeouts}");
+
+        // A server that goes silent mid-body is a read timeout, told where
+        // the body is read.
+        let silent = TestServer::start(Behaviour::SendThenStall(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nsome".to_vec(),
+        ));
+        let response = client.get(silent.url("/")).send().wait().unwrap();
+        let error = response.bytes().wait().unwrap_err();
+        assert!(
+            matches!(error, Error::ReadTimeout(_)),
+            "mode {event_loop_timeouts}: {error:?}"
+        );
+        assert_settles(&client, WAIT);
+        client.close();
+    }
+}
+
+#[test]
+fn a_truncated_body_is_an_error_where_it_is_read_never_a_short_success() {
+    let mut wire = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n".to_vec();
+    wire.extend_from_slice(&[b'h'; 50]);
+    let server = TestServer::start(Behaviour::SendThenClose(wire));
+    let client = client(false);
+    let mut response = client.get(server.url("/")).send().wait().unwrap();
+    let mut got = Vec::new();
+    let error = response.body_mut().read_to_end(&mut got).unwrap_err();
+    assert_eq!(got.len(), 50, "the bytes before the cut are delivered");
+    let inner = error.into_inner().expect("a tickless error inside");
+    let inner = inner.downcast::<Error>().unwrap();
+    assert!(matches!(*inner, Error::Protocol { .. }), "{inner:?}");
+    client.close();
+}
+
+#[test]
+fn dropping_a_body_midway_frees_its_connection_permit_and_timers_in_both_modes() {
+    for event_loop_timeouts in [false, true] {
+        let server = TestServer::start(Behaviour::SendThenStall(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\nfirst".to_vec(),
+        ));
+        let client = Client::builder()
+            .event_loops(1)
+            .use_event_loop_timeouts(event_loop_timeouts)
+            .max_connections_per_host(1)
+            .build()
+            .unwrap();
+        let mut response = client.get(server.url("/")).send().wait().unwrap();
+        assert_eq!(
+            response.chunk().wait().unwrap().as_deref(),
+            Some(&b"first"[..])
+        );
+        drop(response);
+        assert!(server.wait_for_open(0, WAIT), "mode {event_loop_timeouts}");
+        assert_settles(&client, WAIT);
+        assert_eq!(client.stats().open_connections, 0);
+        // Its permit is back: the next request gets a connection.
+        let next = client.get(server.url("/")).send().wait().unwrap();
+        assert_eq!(next.status(), 200);
+        client.close();
+    }
+}
+
+#[test]
+fn a_small_body_dropped_unread_gives_its_connection_back() {
+    let server = TestServer::respond(|request| ok(&request.target));
+    let client = client(false);
+    for i in 0..20 {
+        // Only the status is looked at; the body goes unread.
+        let response = client
+            .get(server.url(&format!("/{i}")))
+            .send()
+            .wait()
+            .unwrap();
+        assert_eq!(response.status(), 200);
+    }
+    // A request may go out while the body before it is still being drained
+    // on its loop, and so open a connection of its own; but every
+    // connection comes back to the pool, none is closed for the unread body.
+    let accepted = server.connections_accepted();
+    assert!(
+        accepted < 20,
+        "{accepted} connections for 20 small requests"
+    );
+    assert!(
+        eventually(WAIT, || client.stats().idle_connections == accepted),
+        "{:?} with {accepted} connections accepted",
+        client.stats()
+    );
+    client.close();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_streams_chunk_by_chunk_under_tokio() {
+    let server =
+        TestServer::respond(|_| chunked(200, &[b"one ", b"two ", b"three"], &[("X-T", "3")]));
+    let client = client(true);
+    let mut response = client.get(server.url("/")).send().await.unwrap();
+    let mut text = Vec::new();
+    while let Some(chunk) = response.chunk().await.unwrap() {
+        text.extend_from_slice(&chunk);
+    }
+    assert_eq!(text, b"one two three");
+    assert_eq!(response.trailers().unwrap()["x-t"], "3");
+    client.close();
+}
+
+#[test]
+fn a_body_is_an_http_body_polled_by_hand() {
+    let server = TestServer::respond(|_| chunked(200, &[b"ab", b"cd"], &[("X-T", "2")]));
+    let client = client(false);
+    let body = block_on(client.get(server.url("/")).send())
+        .unwrap()
+        .into_body();
+    let frames = block_on(async move {
+        let mut body = body;
+        let mut frames = Vec::new();
+        loop {
+            let frame = std::future::poll_fn(|cx| {
+                tickless::http_body::Body::poll_frame(std::pin::Pin::new(&mut body), cx)
+            })
+            .await;
+            match frame {
+                Some(Ok(frame)) => frames.push(frame),
+                Some(Err(error)) => panic!("{error}"),
+                None => break,
+            }
+        }
+        assert!(tickless::http_body::Body::is_end_stream(&body));
+        frames
+    });
+    let (data, trailers): (Vec<_>, Vec<_>) = frames.into_iter().partition(|f| f.is_data());
+    let data: Vec<u8> = data
+        .into_iter()
+        .flat_map(|f| f.into_data().unwrap().to_vec())
+        .collect();
+    assert_eq!(data, b"abcd");
+    assert_eq!(trailers.len(), 1);
+    assert_eq!(trailers[0].trailers_ref().unwrap()["x-t"], "2");
+    client.close();
+}
+
+#[test]
+fn text_is_decoded_from_the_charset_of_its_content_type() {
+    let server = TestServer::respond(|request| match request.target.as_str() {
+        "/latin1" => response(
+            200,
+            &[("Content-Type", "text/plain; charset=ISO-8859-1")],
+            b"caf\xe9",
+        ),
+        _ => response(200, &[("Content-Type", "text/plain")], "café".as_bytes()),
+    });
+    let client = client(false);
+    for path in ["/latin1", "/utf8"] {
+        let text = client
+            .get(server.url(path))
+            .send()
+            .wait()
+            .unwrap()
+            .text()
+            .wait()
+            .unwrap();
+        assert_eq!(text, "café", "{path}");
+    }
+    client.close();
+}
+
+/// Answers `Expect: 100-continue` with `100 Continue`, reads the body and
+/// says how long it was.
+fn continues() -> TestServer {
+    TestServer::start(Behaviour::custom(|mut stream, _| {
+        let Some(head) = read_head(&mut stream) else {
+            return;
+        };
+        let length: usize = head
+            .lines()
+            .find_map(|l| {
+                l.to_ascii_lowercase()
+                    .strip_prefix("content-length:")
+                    .map(|v| v.trim().parse().unwrap())
+            })
+            .unwrap_or(0);
+        // Nothing of the body before the go-ahead.
+        stream
+            .set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
+        let mut early = [0; 1];
+        let before = matches!(stream.read(&mut early), Ok(1));
+        stream.set_read_timeout(None).unwrap();
+        let _ = stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
+        let mut body = vec![0; length];
+        if stream.read_exact(&mut body).is_err() {
+            return;
+        }
+        let answer = format!("{length} early={before}");
+        let _ = stream.write_all(&ok(&answer));
+        drain(&mut stream);
+    }))
+}
+
+#[test]
+fn expect_continue_sends_the_body_after_100_continue() {
+    let server = continues();
+    let client = client(false);
+    let text = client
+        .put(server.url("/"))
+        .body(vec![b'u'; 100_000])
+        .expect_continue(true)
+        .send()
+        .wait()
+        .unwrap()
+        .text()
+        .wait()
+        .unwrap();
+    assert_eq!(text, "100000 early=false");
+    client.close();
+}
+
+#[test]
+fn a_final_answer_before_100_continue_means_the_body_is_never_sent() {
+    let received = Arc::new(AtomicUsize::new(usize::MAX));
+    let server = {
+        let received = received.clone();
+        TestServer::start(Behaviour::custom(move |mut stream, _| {
+            if read_head(&mut stream).is_none() {
+                return;
+            }
+            let _ = stream.write_all(&response(401, &[], b"no"));
+            // Count what the client still sends, until it closes.
+            let mut total = 0;
+            let mut buf = [0; 16 * 1024];
+            while let Ok(n @ 1..) = stream.read(&mut buf) {
+                total += n;
+            }
+            received.store(total, Ordering::SeqCst);
+        }))
+    };
+    let client = client(false);
+    let response = client
+        .post(server.url("/"))
+        .body(vec![b'x'; 50_000])
+        .header("Expect", "100-continue")
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.status(), 401);
+    assert_eq!(response.text().wait().unwrap(), "no");
+    // The connection is closed, not reused: the server sees its end.
+    assert!(eventually(WAIT, || received.load(Ordering::SeqCst) != usize::MAX));
+    assert_eq!(received.load(Ordering::SeqCst), 0, "body bytes were sent");
+    assert_eq!(client.stats().idle_connections, 0);
+    client.close();
+}
+
+#[test]
+fn a_server_that_never_says_continue_gets_the_body_after_the_delay() {
+    let server = TestServer::respond(|request| ok(&request.body.len().to_string()));
+    let client = Client::builder()
+        .event_loops(1)
+        .expect_continue_timeout(Duration::from_millis(200))
+        .build()
+        .unwrap();
+    let text = client
+        .post(server.url("/"))
+        .body(vec![b'y'; 1000])
+        .expect_continue(true)
+        .send()
+        .wait()
+        .unwrap()
+        .text()
+        .wait()
+        .unwrap();
+    assert_eq!(text, "1000");
+    client.close();
+}
+
+/// Echoes what it got: the framing header it came with, and the body.
+fn framing_echo() -> TestServer {
+    TestServer::respond(|request| {
+        let framing = match (
+            request.header("content-length"),
+            request.header("transfer-encoding"),
+        ) {
+            (Some(length), None) => format!("length {length}"),
+            (None, Some(coding)) => coding.to_owned(),
+            other => format!("{other:?}"),
+        };
+        let mut body = format!("{framing}|").into_bytes();
+        body.extend_from_slice(&request.body);
+        response(200, &[], &body)
+    })
+}
+
+#[test]
+fn an_upload_from_a_reader_goes_with_its_length_and_one_of_unknown_length_chunked() {
+    let server = framing_echo();
+    let client = client(false);
+    let data: Vec<u8> = (0..300_000u32).map(|i| (i % 253) as u8).collect();
+    for (length, framing) in [
+        (Some(data.len() as u64), "length 300000"),
+        (None, "chunked"),
+    ] {
+        let echoed = client
+            .post(server.url("/"))
+            .body(Upload::from_reader(
+                std::io::Cursor::new(data.clone()),
+                length,
+            ))
+            .send()
+            .wait()
+            .unwrap()
+            .bytes()
+            .wait()
+            .unwrap();
+        let (head, body) = echoed.split_at(echoed.iter().position(|&b| b == b'|').unwrap());
+        assert_eq!(std::str::from_utf8(head).unwrap(), framing);
+        assert!(body[1..] == data[..], "{framing}: the body differs");
+    }
+    client.close();
+}
+
+#[test]
+fn an_upload_from_a_file_takes_its_length_from_the_file() {
+    let server = framing_echo();
+    let client = client(true);
+    let path = std::env::temp_dir().join(format!("tickless-upload-{}", std::process::id()));
+    std::fs::write(&path, vec![b'f'; 70_000]).unwrap();
+    let upload = Upload::from_file(std::fs::File::open(&path).unwrap()).unwrap();
+    let echoed = client
+        .put(server.url("/"))
+        .body(upload)
+        .send()
+        .wait()
+        .unwrap();
+    let text = echoed.text().wait().unwrap();
+    std::fs::remove_file(&path).unwrap();
+    assert!(text.starts_with("length 70000|fff"), "{}", &text[..20]);
+    assert_eq!(text.len(), "length 70000|".len() + 70_000);
+    client.close();
+}
+
+/// An async body: `count` chunks of `size`, every other one after a
+/// `Pending` that wakes itself at once.
+struct Chunks {
+    left: usize,
+    size: usize,
+    yielded: bool,
+}
+
+impl tickless::http_body::Body for Chunks {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> Poll<Option<Result<tickless::http_body::Frame<Bytes>, Self::Error>>> {
+        if self.left == 0 {
+            return Poll::Ready(None);
+        }
+        if !self.yielded {
+            self.yielded = true;
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        self.yielded = false;
+        self.left -= 1;
+        Poll::Ready(Some(Ok(tickless::http_body::Frame::data(Bytes::from(
+            vec![b'a'; self.size],
+        )))))
+    }
+}
+
+#[test]
+fn an_upload_from_an_async_body_streams_chunked() {
+    let server = framing_echo();
+    let client = client(true);
+    let body = Upload::from_stream(Chunks {
+        left: 40,
+        size: 1000,
+        yielded: false,
+    });
+    let text = client
+        .post(server.url("/"))
+        .body(body)
+        .send()
+        .wait()
+        .unwrap()
+        .text()
+        .wait()
+        .unwrap();
+    assert_eq!(text, format!("chunked|{}", "a".repeat(40_000)));
+    client.close();
+}
+
+#[test]
+fn an_upload_that_gives_more_or_fewer_bytes_than_its_length_fails() {
+    let server = TestServer::start(Behaviour::NeverAnswer);
+    let client = client(false);
+    for (bytes, declared) in [(10usize, 20u64), (30, 20)] {
+        let error = client
+            .post(server.url("/"))
+            .body(Upload::from_reader(
+                std::io::Cursor::new(vec![b'z'; bytes]),
+                Some(declared),
+            ))
+            .send()
+            .wait()
+            .unwrap_err();
+        assert!(
+            matches!(error, Error::RequestBody { .. }),
+            "{bytes} for {declared}: {error:?}"
+        );
+    }
+    assert_settles(&client, WAIT);
+    client.close();
+}
+
+/// A `Read` that fails after some bytes.
+struct Failing(usize);
+
+impl Read for Failing {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.0 == 0 {
+            return Err(std::io::Error::other("the disk went away"));
+        }
+        let n = buf.len().min(self.0);
+        buf[..n].fill(b'r');
+        self.0 -= n;
+        Ok(n)
+    }
+}
+
+#[test]
+fn an_upload_whose_reader_fails_fails_the_request() {
+    let server = TestServer::start(Behaviour::NeverAnswer);
+    let client = client(false);
+    let error = client
+        .post(server.url("/"))
+        .body(Upload::from_reader(Failing(100_000), None))
+        .send()
+        .wait()
+        .unwrap_err();
+    match error {
+        Error::RequestBody { source } => assert!(source.to_string().contains("the disk went away")),
+        other => panic!("{other:?}"),
+    }
+    client.close();
+}
+
+/// An endless `Read` counting what it gave.
+struct Endless(Arc<AtomicU64>);
+
+impl Read for Endless {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        buf.fill(b'e');
+        self.0.fetch_add(buf.len() as u64, Ordering::SeqCst);
+        Ok(buf.len())
+    }
+}
+
+#[test]
+fn an_upload_to_a_server_that_does_not_read_holds_at_most_a_window() {
+    let server = TestServer::start(Behaviour::custom(|mut stream, _| {
+        let _ = read_head(&mut stream);
+        // Reads nothing more, until the client goes.
+        let mut byte = [0; 1];
+        let _ = stream.peek(&mut byte);
+        thread::sleep(Duration::from_secs(5));
+    }));
+    let client = client(false);
+    let produced = Arc::new(AtomicU64::new(0));
+    let future = client
+        .put(server.url("/"))
+        .body(Upload::from_reader(Endless(produced.clone()), None))
+        .send();
+    settled(&produced);
+    let buffered = client.stats().buffered_body_bytes;
+    assert!(
+        buffered <= WINDOW + 64 * 1024,
+        "{buffered} bytes read ahead of a server that does not read"
+    );
+    assert!(future.cancel());
+    // The pump let go when the request ended.
+    let at_cancel = settled(&produced);
+    thread::sleep(Duration::from_millis(100));
+    assert_eq!(produced.load(Ordering::SeqCst), at_cancel);
+    assert_settles(&client, WAIT);
+    client.close();
+}
+
+#[test]
+fn a_server_refusing_a_streamed_upload_early_is_heard_not_its_reset() {
+    let server = TestServer::start(Behaviour::custom(|mut stream, _| {
+        if read_head(&mut stream).is_none() {
+            return;
+        }
+        let _ = stream.write_all(&response(413, &[("Connection", "close")], b"too big"));
+        // Closed with the upload unread: the client's writes get a reset.
+    }));
+    let client = client(false);
+    let produced = Arc::new(AtomicU64::new(0));
+    let response = client
+        .put(server.url("/"))
+        .body(Upload::from_reader(Endless(produced), None))
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.status(), 413);
+    assert_eq!(response.text().wait().unwrap(), "too big");
+    client.close();
+}
+
+/// A `Read` that blocks until its sender goes, then ends.
+struct Blocked(std::sync::mpsc::Receiver<()>);
+
+impl Read for Blocked {
+    fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+        let _ = self.0.recv();
+        Ok(0)
+    }
+}
+
+#[test]
+fn closing_does_not_wait_for_an_upload_reader_that_blocks() {
+    let server = TestServer::start(Behaviour::NeverAnswer);
+    let client = client(true);
+    let (unblock, blocked) = std::sync::mpsc::channel();
+    let future = client
+        .post(server.url("/"))
+        .body(Upload::from_reader(Blocked(blocked), None))
+        .send();
+    assert!(eventually(WAIT, || client.stats().in_flight == 1));
+    client.close();
+    assert!(matches!(future.wait(), Err(Error::ClientClosed)));
+    drop(unblock);
+}
+
+/// A body whose every byte says where it is.
+fn patterned(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i % 251) as u8).collect()
+}
+
+#[test]
+fn a_body_collected_after_its_window_filled_comes_whole_and_in_order() {
+    let body = patterned(1 << 20);
+    let length_framed = response(200, &[], &body);
+    let pieces: Vec<&[u8]> = body.chunks(10_000).collect();
+    let chunk_framed = chunked(200, &pieces, &[("X-Done", "yes")]);
+    for event_loop_timeouts in [false, true] {
+        for (framing, bytes) in [("length", &length_framed), ("chunked", &chunk_framed)] {
+            let bytes = bytes.clone();
+            let server = TestServer::respond(move |_| bytes.clone());
+            let client = client(event_loop_timeouts);
+            let response = client.get(server.url("/")).send().wait().unwrap();
+            // The loop reads a window ahead and stops; collecting takes
+            // that back and gathers the rest after it.
+            assert!(eventually(WAIT, || client.stats().buffered_body_bytes >= WINDOW));
+            let got = response.bytes().wait().unwrap();
+            assert!(got == body, "{framing}: the collected body differs");
+            assert_settles(&client, WAIT);
+            assert_eq!(client.stats().buffered_body_bytes, 0);
+            client.close();
+        }
+    }
+}
+
+#[test]
+fn a_body_collected_at_once_is_read_in_place_byte_for_byte() {
+    let body = patterned(3 << 20);
+    let bytes = response(200, &[], &body);
+    let server = TestServer::respond(move |_| bytes.clone());
+    let client = client(true);
+    for _ in 0..3 {
+        let got = client
+            .get(server.url("/"))
+            .send()
+            .wait()
+            .unwrap()
+            .bytes()
+            .wait()
+            .unwrap();
+        assert!(got == body, "the body read in place differs");
+    }
+    assert_eq!(server.connections_accepted(), 1);
+    client.close();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_collected_by_a_task_comes_whole() {
+    let body = patterned(700_000);
+    let bytes = response(
+        200,
+        &[("Content-Type", "text/plain; charset=latin1")],
+        &body,
+    );
+    let server = TestServer::respond(move |_| bytes.clone());
+    let client = client(false);
+    let got = client
+        .get(server.url("/"))
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    assert!(got == body);
+    let text = client
+        .get(server.url("/"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    // Latin-1: one char per byte.
+    assert_eq!(text.chars().count(), body.len());
+    client.close();
+}
