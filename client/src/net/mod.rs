@@ -4,9 +4,13 @@
 //! loops or HTTP.
 
 mod origin;
+pub(crate) mod proxy;
+mod route;
 pub(crate) mod socket;
 pub(crate) mod tls;
 mod transport;
 
 pub use origin::{Origin, Scheme};
+pub use proxy::Proxy;
+pub(crate) use route::Route;
 pub(crate) use transport::{Handshake, HandshakeError, Transport};

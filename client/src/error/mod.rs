@@ -4,6 +4,10 @@
 //! through every layer: [`Error::is_timeout`] and [`timeout_kind`] answer for
 //! a tickless error wrapped in an `io::Error` or a boxed error chain too.
 
+mod proxy;
+
+pub use proxy::{ProxyError, ProxyUrlError, SocksError, SocksStage};
+
 use crate::h1::{DecodeError, EncodeError};
 use std::error::Error as StdError;
 use std::fmt;
@@ -185,6 +189,20 @@ pub enum Error {
         /// What rustls reported.
         source: rustls::Error,
     },
+    /// A proxy failed the request: it refused the connection, answered
+    /// `CONNECT` with a failure, or failed the SOCKS5 handshake. Displays
+    /// like `proxy http://127.0.0.1:3128 failed the request to
+    /// example.com:443: CONNECT to example.com:443 answered 403 Forbidden`
+    /// (a proxy's credentials are never shown).
+    #[error("proxy {proxy} failed the request to {target}: {source}")]
+    Proxy {
+        /// The proxy, as `scheme://host:port`.
+        proxy: String,
+        /// The origin the request was for, as `host:port`.
+        target: String,
+        /// What it did or said.
+        source: ProxyError,
+    },
     /// The host name could not be resolved.
     #[error("could not resolve {host}: {source}")]
     Resolve {
@@ -319,6 +337,10 @@ impl From<Error> for io::Error {
         let kind = match &error {
             e if e.is_timeout() => io::ErrorKind::TimedOut,
             Error::Connect { source, .. } | Error::Io { source, .. } => source.kind(),
+            Error::Proxy {
+                source: ProxyError::Connect(source) | ProxyError::Io(source),
+                ..
+            } => source.kind(),
             Error::Cancelled => io::ErrorKind::Interrupted,
             Error::InvalidRequest(_) => io::ErrorKind::InvalidInput,
             Error::Protocol { .. } | Error::Tls { .. } => io::ErrorKind::InvalidData,

@@ -1,0 +1,213 @@
+//! Proxies: which one a request goes through ([`ProxySettings`], from the
+//! builder's [`Proxy`] list or the environment), and the sans-IO pieces of
+//! talking to one. Nothing here opens a socket, blocks or reads a clock, so
+//! all of it runs on a connection's loop.
+//!
+//! * [`url`] — proxy URLs (`http`, `socks5`, `socks5h`), credentials from
+//!   their userinfo, `Proxy-Authorization: Basic`.
+//! * [`no_proxy`] — the `NO_PROXY` host matcher.
+//! * [`env`](mod@env) — `*_proxy` environment variables, read through a
+//!   lookup function.
+//! * [`connect`] — the HTTP `CONNECT` request and its answer.
+//! * [`socks5`] — the SOCKS5 client handshake (RFC 1928, RFC 1929).
+
+mod connect;
+mod env;
+mod no_proxy;
+mod socks5;
+mod url;
+
+pub(crate) use connect::{encode_connect, ConnectResponse};
+pub(crate) use socks5::{Progress, Socks5Handshake, Target};
+pub(crate) use url::{ProxyScheme, ProxyUrl};
+
+use crate::error::ProxyUrlError;
+use crate::net::{Origin, Scheme};
+use env::EnvProxies;
+use no_proxy::NoProxy;
+use std::sync::Arc;
+
+/// A proxy for a client's requests, given to
+/// [`ClientBuilder::proxy`](crate::ClientBuilder::proxy).
+///
+/// Its URL is `http://[user:password@]host[:port]` (an HTTP proxy: plain
+/// requests go to it in absolute form, `https://` ones through a `CONNECT`
+/// tunnel), `socks5://…` (SOCKS5, the client resolves the target's name)
+/// or `socks5h://…` (SOCKS5, the proxy resolves it). A URL without a
+/// scheme is an HTTP proxy; without a port, port 80 for `http` and 1080
+/// for SOCKS. Credentials in the userinfo are percent-decoded and sent as
+/// `Proxy-Authorization: Basic` to an HTTP proxy, and with RFC 1929 to a
+/// SOCKS5 one.
+///
+/// # Examples
+///
+/// ```no_run
+/// use tickless_client::{Client, Proxy};
+///
+/// let client = Client::builder()
+///     .proxy(Proxy::all("http://user:secret@proxy.lan:3128")?.no_proxy("localhost, 10.0.0.0/8"))
+///     .build()?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Proxy {
+    url: Arc<ProxyUrl>,
+    targets: Targets,
+    bypass: Option<NoProxy>,
+}
+
+/// Which requests a [`Proxy`] is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Targets {
+    Http,
+    Https,
+    All,
+}
+
+impl Proxy {
+    /// A proxy for `http://` requests.
+    pub fn http(url: &str) -> Result<Proxy, ProxyUrlError> {
+        Proxy::new(url, Targets::Http)
+    }
+
+    /// A proxy for `https://` requests.
+    pub fn https(url: &str) -> Result<Proxy, ProxyUrlError> {
+        Proxy::new(url, Targets::Https)
+    }
+
+    /// A proxy for every request.
+    pub fn all(url: &str) -> Result<Proxy, ProxyUrlError> {
+        Proxy::new(url, Targets::All)
+    }
+
+    fn new(url: &str, targets: Targets) -> Result<Proxy, ProxyUrlError> {
+        Ok(Proxy {
+            url: Arc::new(ProxyUrl::parse(url)?),
+            targets,
+            bypass: None,
+        })
+    }
+
+    /// Hosts that do not go through this proxy, in `NO_PROXY`'s syntax: a
+    /// comma (or blank) separated list of host names (each matching
+    /// itself and its subdomains; a leading `.` changes nothing), IP
+    /// addresses, CIDR blocks (`10.0.0.0/8`, `fe80::/10`) and `*` (every
+    /// host). Names are never resolved to match an address, entries with a
+    /// port match nothing, and `*` matches IP literals too.
+    pub fn no_proxy(mut self, hosts: &str) -> Proxy {
+        self.bypass = Some(NoProxy::parse(hosts));
+        self
+    }
+
+    /// Whether a request to `origin` goes through this proxy.
+    fn serves(&self, origin: &Origin) -> bool {
+        let scheme = match self.targets {
+            Targets::Http => origin.scheme == Scheme::Http,
+            Targets::Https => origin.scheme == Scheme::Https,
+            Targets::All => true,
+        };
+        scheme && !self.bypass.as_ref().is_some_and(|b| b.matches(&origin.host))
+    }
+}
+
+/// Where a client's requests go through, settled when it is built: the
+/// first proxy of the list that serves a request takes it, and none
+/// serving it means straight to the origin.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ProxySettings(Vec<Proxy>);
+
+impl ProxySettings {
+    /// The proxies of the builder.
+    pub(crate) fn listed(proxies: Vec<Proxy>) -> ProxySettings {
+        ProxySettings(proxies)
+    }
+
+    /// The proxies that the environment variables `lookup` reads name (see
+    /// [`env`](mod@env)). Values that do not parse are ignored, as reqwest
+    /// does: that setting is then absent.
+    pub(crate) fn from_env(lookup: &dyn Fn(&str) -> Option<String>) -> ProxySettings {
+        let (env, _ignored) = EnvProxies::from_lookup(lookup);
+        ProxySettings::of_env(env)
+    }
+
+    /// `http_proxy` for `http://` requests, `https_proxy` for `https://`
+    /// ones, `all_proxy` for those without their own; `no_proxy` before
+    /// each of them.
+    fn of_env(env: EnvProxies) -> ProxySettings {
+        let proxies = [
+            (env.http, Targets::Http),
+            (env.https, Targets::Https),
+            (env.all, Targets::All),
+        ];
+        ProxySettings(
+            proxies
+                .into_iter()
+                .filter_map(|(url, targets)| {
+                    Some(Proxy {
+                        url: Arc::new(url?),
+                        targets,
+                        bypass: env.no_proxy.clone(),
+                    })
+                })
+                .collect(),
+        )
+    }
+
+    /// The proxy a request to `origin` goes through, if any.
+    pub(crate) fn for_origin(&self, origin: &Origin) -> Option<&Arc<ProxyUrl>> {
+        self.0
+            .iter()
+            .find(|proxy| proxy.serves(origin))
+            .map(|proxy| &proxy.url)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn origin(uri: &str) -> Origin {
+        Origin::of(&uri.parse().unwrap()).unwrap()
+    }
+
+    fn chosen(settings: &ProxySettings, uri: &str) -> Option<String> {
+        settings.for_origin(&origin(uri)).map(|p| p.to_string())
+    }
+
+    #[test]
+    fn the_first_listed_proxy_that_serves_the_request_wins() {
+        let settings = ProxySettings::listed(vec![
+            Proxy::http("http://plain:1").unwrap(),
+            Proxy::https("socks5h://secure:2").unwrap(),
+            Proxy::all("http://other:3").unwrap().no_proxy("localhost, 10.0.0.0/8"),
+        ]);
+        assert_eq!(chosen(&settings, "http://a.example/").unwrap(), "http://plain:1");
+        assert_eq!(chosen(&settings, "https://a.example/").unwrap(), "socks5h://secure:2");
+        let only_all = ProxySettings::listed(vec![Proxy::all("http://other:3")
+            .unwrap()
+            .no_proxy("localhost, 10.0.0.0/8")]);
+        assert_eq!(chosen(&only_all, "https://x/").unwrap(), "http://other:3");
+        assert_eq!(chosen(&only_all, "http://LOCALHOST:8080/"), None);
+        assert_eq!(chosen(&only_all, "http://api.localhost/"), None);
+        assert_eq!(chosen(&only_all, "http://10.1.2.3/"), None);
+        assert_eq!(chosen(&only_all, "http://11.1.2.3/").unwrap(), "http://other:3");
+        assert_eq!(chosen(&ProxySettings::listed(Vec::new()), "http://x/"), None);
+    }
+
+    #[test]
+    fn the_environment_is_read_through_its_lookup() {
+        let env = |vars: &'static [(&'static str, &'static str)]| {
+            ProxySettings::from_env(&move |name| {
+                vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string())
+            })
+        };
+        let settings = env(&[("http_proxy", "proxy:3128"), ("no_proxy", "[::1], .internal")]);
+        assert_eq!(chosen(&settings, "http://a/").unwrap(), "http://proxy:3128");
+        assert_eq!(chosen(&settings, "https://a/"), None);
+        assert_eq!(chosen(&settings, "http://[::1]:8080/"), None);
+        assert_eq!(chosen(&settings, "http://b.internal/"), None);
+        let cgi = env(&[("REQUEST_METHOD", "GET"), ("HTTP_PROXY", "http://attacker")]);
+        assert_eq!(chosen(&cgi, "http://a/"), None);
+        assert_eq!(chosen(&env(&[("http_proxy", "ftp://x")]), "http://a/"), None);
+    }
+}

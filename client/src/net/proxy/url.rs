@@ -1,0 +1,345 @@
+//! Proxy URLs: `[scheme://][user[:password]@]host[:port][/...]`, parsed
+//! by the `url` crate (WHATWG URL parsing: scheme, userinfo, IPv6 literals,
+//! IDNA, port range), with the proxy rules on top:
+//!
+//! 1. Surrounding whitespace is trimmed; an empty value is an error.
+//! 2. A value without `://` is taken as `http://` + value (curl and reqwest
+//!    both assume an HTTP proxy then), so `proxy.lan:3128` works.
+//! 3. The scheme must be `http`, `socks5` (the client resolves the target)
+//!    or `socks5h` (the proxy resolves it); `https` proxies (TLS to the
+//!    proxy), `socks4` and anything else are
+//!    [`ProxyUrlError::UnsupportedScheme`].
+//! 4. Without a port, the scheme's default: **80 for `http`** (reqwest's
+//!    choice; curl uses 1080), 1080 for `socks5`/`socks5h`.
+//! 5. Userinfo, if any, is percent-decoded into credentials (a missing
+//!    password is `""`; bytes that are not UTF-8 become U+FFFD, as in
+//!    reqwest).
+//! 6. Any path, query or fragment is ignored (as reqwest and curl do).
+//!
+//! `Debug`, `Display` and every error leave the password out.
+
+use crate::error::ProxyUrlError;
+use base64::Engine as _;
+use http::HeaderValue;
+use percent_encoding::percent_decode_str;
+use std::borrow::Cow;
+use std::fmt;
+use std::net::IpAddr;
+
+/// Which protocol to speak to the proxy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum ProxyScheme {
+    /// `http://`: CONNECT tunnels, or absolute-form requests for `http`
+    /// targets.
+    Http,
+    /// `socks5://`: SOCKS5, the target resolved by the client.
+    Socks5,
+    /// `socks5h://`: SOCKS5, the target's name resolved by the proxy.
+    Socks5h,
+}
+
+impl ProxyScheme {
+    /// The port used when the URL has none.
+    fn default_port(self) -> u16 {
+        match self {
+            ProxyScheme::Http => 80,
+            ProxyScheme::Socks5 | ProxyScheme::Socks5h => 1080,
+        }
+    }
+
+    fn as_str(self) -> &'static str {
+        match self {
+            ProxyScheme::Http => "http",
+            ProxyScheme::Socks5 => "socks5",
+            ProxyScheme::Socks5h => "socks5h",
+        }
+    }
+}
+
+/// A parsed proxy URL. See the [module documentation](self).
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub(crate) struct ProxyUrl {
+    scheme: ProxyScheme,
+    /// A DNS name in lower case, or an IP address as it displays.
+    host: String,
+    port: u16,
+    credentials: Option<(String, String)>,
+}
+
+impl ProxyUrl {
+    /// Parses a proxy URL (a builder argument or an environment value).
+    pub(crate) fn parse(value: &str) -> Result<ProxyUrl, ProxyUrlError> {
+        let value = value.trim();
+        if value.is_empty() {
+            return Err(ProxyUrlError::Empty);
+        }
+        let value = match value.contains("://") {
+            true => Cow::Borrowed(value),
+            false => Cow::Owned(format!("http://{value}")),
+        };
+        let url = url::Url::parse(&value).map_err(|e| ProxyUrlError::Invalid {
+            reason: e.to_string(),
+        })?;
+        let scheme = match url.scheme() {
+            "http" => ProxyScheme::Http,
+            "socks5" => ProxyScheme::Socks5,
+            "socks5h" => ProxyScheme::Socks5h,
+            other => return Err(ProxyUrlError::UnsupportedScheme(other.to_owned())),
+        };
+        let host = match url.host() {
+            Some(url::Host::Domain(name)) if !name.is_empty() => {
+                // `socks5` is not a scheme the URL standard knows, so its
+                // host is "opaque": kept as written. Normalise it as the
+                // standard does `http`'s.
+                let name = name.to_ascii_lowercase();
+                match name.parse::<IpAddr>() {
+                    Ok(ip) => ip.to_string(),
+                    Err(_) => name,
+                }
+            }
+            Some(url::Host::Ipv4(ip)) => ip.to_string(),
+            Some(url::Host::Ipv6(ip)) => ip.to_string(),
+            _ => return Err(ProxyUrlError::MissingHost),
+        };
+        let credentials = (!url.username().is_empty() || url.password().is_some()).then(|| {
+            let decode = |s: &str| percent_decode_str(s).decode_utf8_lossy().into_owned();
+            (
+                decode(url.username()),
+                decode(url.password().unwrap_or("")),
+            )
+        });
+        Ok(ProxyUrl {
+            scheme,
+            host,
+            port: url.port().unwrap_or(scheme.default_port()),
+            credentials,
+        })
+    }
+
+    /// The protocol to speak to the proxy.
+    pub(crate) fn scheme(&self) -> ProxyScheme {
+        self.scheme
+    }
+
+    /// The proxy host: a name, or an IP literal without brackets.
+    pub(crate) fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// The proxy port (the scheme's default when the URL had none).
+    pub(crate) fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `host:port`, with an IPv6 host in brackets.
+    pub(crate) fn authority(&self) -> String {
+        match self.host.contains(':') {
+            true => format!("[{}]:{}", self.host, self.port),
+            false => format!("{}:{}", self.host, self.port),
+        }
+    }
+
+    /// The percent-decoded `(user, password)` of the URL, if any.
+    pub(crate) fn credentials(&self) -> Option<(&str, &str)> {
+        self.credentials
+            .as_ref()
+            .map(|(u, p)| (u.as_str(), p.as_str()))
+    }
+
+    /// `Proxy-Authorization: Basic …` (RFC 7617) for an HTTP proxy with
+    /// credentials, marked sensitive; `None` for SOCKS (which
+    /// authenticates in its own handshake) or without credentials.
+    pub(crate) fn basic_auth(&self) -> Option<HeaderValue> {
+        match (self.scheme, self.credentials()) {
+            (ProxyScheme::Http, Some((user, password))) => Some(basic_auth(user, password)),
+            _ => None,
+        }
+    }
+}
+
+/// `Basic base64(user:password)`, marked sensitive (its `Debug` prints
+/// `Sensitive`).
+fn basic_auth(user: &str, password: &str) -> HeaderValue {
+    let mut value = String::from("Basic ");
+    base64::engine::general_purpose::STANDARD
+        .encode_string(format!("{user}:{password}"), &mut value);
+    let mut header =
+        HeaderValue::try_from(value).expect("`Basic ` and base64 make a valid header value");
+    header.set_sensitive(true);
+    header
+}
+
+impl fmt::Display for ProxyUrl {
+    /// `scheme://[***@]host:port`: the credentials are never shown.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let hidden = if self.credentials.is_some() { "***@" } else { "" };
+        write!(f, "{}://{hidden}{}", self.scheme.as_str(), self.authority())
+    }
+}
+
+impl fmt::Debug for ProxyUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ProxyUrl({self})")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn parse(s: &str) -> ProxyUrl {
+        ProxyUrl::parse(s).unwrap_or_else(|e| panic!("{s:?}: {e}"))
+    }
+
+    #[test]
+    fn schemes_and_default_ports() {
+        let p = parse("http://proxy.lan");
+        assert_eq!(
+            (p.scheme(), p.host(), p.port()),
+            (ProxyScheme::Http, "proxy.lan", 80)
+        );
+        let p = parse("socks5://proxy.lan");
+        assert_eq!((p.scheme(), p.port()), (ProxyScheme::Socks5, 1080));
+        let p = parse("socks5h://proxy.lan");
+        assert_eq!((p.scheme(), p.port()), (ProxyScheme::Socks5h, 1080));
+        let p = parse("SOCKS5H://Proxy.Lan:1234/");
+        assert_eq!(
+            (p.scheme(), p.host(), p.port()),
+            (ProxyScheme::Socks5h, "proxy.lan", 1234)
+        );
+        assert_eq!(parse("HTTP://h:8080").port(), 8080);
+        assert_eq!(parse("http://h:").port(), 80, "an empty port is the default");
+        assert_eq!(parse("http://h:0").port(), 0);
+        assert_eq!(parse("http://h:65535").port(), 65535);
+        assert_eq!(parse("http://h:0080").port(), 80);
+        assert_eq!(parse("socks5://127.0.0.1:9050").host(), "127.0.0.1");
+    }
+
+    #[test]
+    fn no_scheme_means_http() {
+        let p = parse("proxy.lan:3128");
+        assert_eq!(
+            (p.scheme(), p.host(), p.port()),
+            (ProxyScheme::Http, "proxy.lan", 3128)
+        );
+        let p = parse("  proxy.lan  ");
+        assert_eq!((p.scheme(), p.port()), (ProxyScheme::Http, 80));
+        let p = parse("u:p@127.0.0.1:8887");
+        assert_eq!(p.credentials(), Some(("u", "p")));
+        assert_eq!(p.host(), "127.0.0.1");
+        assert_eq!(parse("[::1]:3128").host(), "::1");
+    }
+
+    #[test]
+    fn credentials_are_percent_decoded() {
+        let p = parse("http://us%40er:p%3Ass@host:1/");
+        assert_eq!(p.credentials(), Some(("us@er", "p:ss")));
+        assert_eq!(p.basic_auth().unwrap(), basic_auth("us@er", "p:ss"));
+        assert!(p.basic_auth().unwrap().is_sensitive());
+        let p = parse("socks5://alice:s3cret@host");
+        assert_eq!(p.credentials(), Some(("alice", "s3cret")));
+        assert_eq!(p.basic_auth(), None, "SOCKS authenticates in its handshake");
+        assert_eq!(parse("http://host").credentials(), None);
+        assert_eq!(parse("http://user@host").credentials(), Some(("user", "")));
+        assert_eq!(parse("http://:pw@host").credentials(), Some(("", "pw")));
+        assert_eq!(parse("http://%FF:x@host").credentials(), Some(("\u{FFFD}", "x")));
+    }
+
+    #[test]
+    fn basic_auth_is_rfc_7617() {
+        let v = basic_auth("Aladdin", "open sesame");
+        assert_eq!(v, "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==");
+        assert_eq!(format!("{v:?}"), "Sensitive");
+        assert_eq!(basic_auth("", ""), "Basic Og==");
+        assert_eq!(basic_auth("test", "123£"), "Basic dGVzdDoxMjPCow==");
+    }
+
+    #[test]
+    fn ipv6_hosts() {
+        let p = parse("http://[2001:db8::1]:8080");
+        assert_eq!(p.host(), "2001:db8::1");
+        assert_eq!(p.authority(), "[2001:db8::1]:8080");
+        assert_eq!(parse("socks5://[::1]").authority(), "[::1]:1080");
+        assert_eq!(parse("http://[0:0::1]").host(), "::1");
+    }
+
+    #[test]
+    fn path_query_fragment_are_ignored() {
+        let p = parse("http://h:1/some/path?q=1#frag");
+        assert_eq!((p.host(), p.port()), ("h", 1));
+    }
+
+    #[test]
+    fn errors() {
+        use ProxyUrlError::*;
+        assert_eq!(ProxyUrl::parse(""), Err(Empty));
+        assert_eq!(ProxyUrl::parse("   "), Err(Empty));
+        for (input, scheme) in [
+            ("https://proxy.lan", "https"),
+            ("socks4://proxy.lan", "socks4"),
+            ("SOCKS4A://proxy.lan", "socks4a"),
+            ("ftp://proxy.lan", "ftp"),
+        ] {
+            assert_eq!(
+                ProxyUrl::parse(input),
+                Err(UnsupportedScheme(scheme.into())),
+                "{input}"
+            );
+        }
+        for input in [
+            "http://h:99999",
+            "http://h:-1",
+            "http://h:abc",
+            "http://[fe80::1%25eth0]:1",
+            "http://[v1.x]",
+            "http://[::1]x",
+            "http://",
+            "http:// h",
+            "http://:8080",
+            "http://u:p@",
+            "socks5://",
+            "socks5://:1080",
+            "://h",
+        ] {
+            assert!(ProxyUrl::parse(input).is_err(), "{input:?}");
+        }
+    }
+
+    #[test]
+    fn nothing_shows_the_password() {
+        let p = parse("http://user:hunter2@h:1");
+        assert_eq!(p.to_string(), "http://***@h:1");
+        assert!(!format!("{p:?}").contains("hunter2"));
+        assert_eq!(parse("socks5h://[::1]:9").to_string(), "socks5h://[::1]:9");
+        for bad in [
+            "http://user:hunter2@h:99999",
+            "https://user:hunter2@h",
+            "http://user:hunter2@[::1",
+        ] {
+            let err = ProxyUrl::parse(bad).unwrap_err();
+            assert!(!err.to_string().contains("hunter2"), "{err}");
+            assert!(!format!("{err:?}").contains("hunter2"), "{err:?}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn garbage_never_panics(s in "\\PC{0,64}") {
+            if let Ok(p) = ProxyUrl::parse(&s) {
+                prop_assert!(!p.host().is_empty());
+                let _ = p.to_string();
+            }
+        }
+
+        #[test]
+        fn host_port_round_trip(host in "[a-z][a-z0-9-]{0,20}(\\.[a-z]{2,5})?", port: u16,
+                                scheme in prop_oneof![Just("http"), Just("socks5"), Just("socks5h")]) {
+            let p = parse(&format!("{scheme}://{host}:{port}"));
+            prop_assert_eq!(p.host(), host.as_str());
+            prop_assert_eq!(p.port(), port);
+            prop_assert_eq!(p.scheme().as_str(), scheme);
+            prop_assert_eq!(parse(&p.to_string()), p);
+        }
+    }
+}
