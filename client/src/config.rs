@@ -7,6 +7,9 @@ use crate::event_loop::EventLoopGroup;
 use crate::events::{EventListener, NoopListener};
 use crate::h1::Limits;
 use crate::net::tls::TlsOptions;
+use crate::net::{Proxy, Resolve};
+use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tickless_timer::{
@@ -18,6 +21,9 @@ use tickless_timer::{
 /// is under way fires at most about this late — a few times the OS's own
 /// wake-up lateness, where a finer tick would buy nothing.
 pub(crate) const EVENT_LOOP_MODE_WHEEL_TICK: Duration = Duration::from_micros(250);
+
+/// RFC 8305's recommended "Connection Attempt Delay".
+pub(crate) const DEFAULT_HAPPY_EYEBALLS_DELAY: Duration = Duration::from_millis(250);
 
 /// The settled configuration of a client.
 #[derive(Clone)]
@@ -38,6 +44,17 @@ pub(crate) struct ClientConfig {
     pub(crate) max_connections_per_host: Option<usize>,
     pub(crate) pooled_connection_idle_timeout: Option<Duration>,
     pub(crate) connection_ttl: Option<Duration>,
+    // the network path
+    /// The builder's proxies, in order; if any, the environment's are not read.
+    pub(crate) proxies: Vec<Proxy>,
+    /// Read the `*_proxy` environment variables when no proxy is listed.
+    pub(crate) env_proxies: bool,
+    /// `None`: the default resolver (getaddrinfo on threads of its own).
+    pub(crate) resolver: Option<Arc<dyn Resolve>>,
+    /// Host names (lower case) answered without a resolver.
+    pub(crate) resolve_overrides: HashMap<String, Vec<SocketAddr>>,
+    /// Happy eyeballs: how long an attempt has before the next one starts.
+    pub(crate) happy_eyeballs_delay: Duration,
     // TLS
     pub(crate) tls: TlsOptions,
     // bodies
@@ -83,6 +100,11 @@ impl Default for ClientConfig {
             max_connections_per_host: None,
             pooled_connection_idle_timeout: Some(Duration::from_secs(60)),
             connection_ttl: None,
+            proxies: Vec::new(),
+            env_proxies: true,
+            resolver: None,
+            resolve_overrides: HashMap::new(),
+            happy_eyeballs_delay: DEFAULT_HAPPY_EYEBALLS_DELAY,
             tls: TlsOptions::default(),
             body_window: crate::exchange::DEFAULT_WINDOW,
             expect_continue_timeout: Some(Duration::from_secs(1)),

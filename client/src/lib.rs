@@ -56,11 +56,14 @@ pub use api::{
 };
 /// The byte buffers bodies come in.
 pub use bytes::Bytes;
-pub use error::{timeout_kind, Error, InvalidRequest, Timeout, TimeoutKind, TlsFailureKind};
+pub use error::{
+    timeout_kind, Error, InvalidRequest, ProxyError, ProxyUrlError, SocksError, SocksStage,
+    Timeout, TimeoutKind, TlsFailureKind,
+};
 pub use events::{ConnectionInfo, EventListener, NoopListener};
 /// The body trait of hyper and the tower ecosystem, which [`Body`] implements.
 pub use http_body;
-pub use net::{Origin, Scheme};
+pub use net::{Origin, Proxy, Resolve, ResolveAnswer, Scheme};
 /// The rustls this client is built with, for [`ClientBuilder::tls_roots`]
 /// and the source of [`Error::Tls`].
 pub use rustls;

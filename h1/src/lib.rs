@@ -97,7 +97,10 @@ mod tests;
 pub use decoder::{Decoded, ResponseDecoder};
 pub use error::{DecodeError, EncodeError, Stage};
 pub use limits::{Limits, MAX_CHUNK_EXTENSION_BYTES};
-pub use request::{encode_chunk, encode_last_chunk, encode_request_head, RequestBody};
+pub use request::{
+    encode_chunk, encode_last_chunk, encode_request_head, encode_request_head_as, RequestBody,
+    RequestTarget,
+};
 pub use response::{has_connection_token, ResponseHead};
 
 /// A whole decoded response: head, body, trailers (if any) and `keep_alive`.

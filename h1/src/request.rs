@@ -18,6 +18,29 @@ pub enum RequestBody {
     Chunked,
 }
 
+/// The form of the request-target (RFC 9112 §3.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RequestTarget {
+    /// `/path?query`: to the origin itself.
+    #[default]
+    Origin,
+    /// `http://host[:port]/path?query` (user info dropped): to an HTTP proxy
+    /// that forwards the request.
+    Absolute,
+}
+
+/// Writes the request head into `out`, with an origin-form target (see
+/// [`encode_request_head_as`]).
+pub fn encode_request_head(
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: RequestBody,
+    out: &mut Vec<u8>,
+) -> Result<(), EncodeError> {
+    encode_request_head_as(method, uri, headers, body, RequestTarget::Origin, out)
+}
+
 /// Writes the request head into `out`.
 ///
 /// Writes `METHOD origin-form HTTP/1.1\r\n`, a `Host` header from the URI
@@ -28,8 +51,8 @@ pub enum RequestBody {
 /// then the empty line. A framing header the caller already set with the same
 /// meaning is not repeated.
 ///
-/// The request-target is always origin-form: the path and query of `uri`
-/// (`/` if empty).
+/// The request-target is `form`: the path and query of `uri` (`/` if
+/// empty), after the scheme and authority for [`RequestTarget::Absolute`].
 ///
 /// # Errors
 ///
@@ -37,11 +60,12 @@ pub enum RequestBody {
 /// `https` and a host; [`EncodeError::ConflictingContentLength`] or
 /// [`EncodeError::ConflictingTransferEncoding`] if `headers` hold a framing
 /// header that disagrees with `body`. Nothing is written on error.
-pub fn encode_request_head(
+pub fn encode_request_head_as(
     method: &Method,
     uri: &Uri,
     headers: &HeaderMap,
     body: RequestBody,
+    form: RequestTarget,
     out: &mut Vec<u8>,
 ) -> Result<(), EncodeError> {
     let scheme = uri.scheme_str().ok_or(EncodeError::InvalidUri)?;
@@ -63,6 +87,14 @@ pub fn encode_request_head(
     let target = if target.is_empty() { "/" } else { target };
     out.extend_from_slice(method.as_str().as_bytes());
     out.push(b' ');
+    if form == RequestTarget::Absolute {
+        out.extend_from_slice(scheme.to_ascii_lowercase().as_bytes());
+        out.extend_from_slice(b"://");
+        out.extend_from_slice(host.as_bytes());
+        if let Some(port) = uri.port_u16() {
+            out.extend_from_slice(format!(":{port}").as_bytes());
+        }
+    }
     if !target.starts_with('/') {
         // `http` yields e.g. "?q" for "http://h?q"; origin-form needs the slash.
         out.push(b'/');

@@ -176,6 +176,76 @@ impl ClientBuilder {
         self
     }
 
+    // --- the network path ---
+
+    /// Sends requests through `proxy` (see [`Proxy`](crate::Proxy) for its
+    /// URLs and credentials). Repeat to add several: the first that serves
+    /// a request (by scheme, and not bypassed by its
+    /// [`no_proxy`](crate::Proxy::no_proxy) list) takes it; none serving it
+    /// means straight to the origin. Adding one turns the proxy
+    /// environment variables off, as in reqwest.
+    pub fn proxy(mut self, proxy: crate::Proxy) -> Self {
+        self.config.proxies.push(proxy);
+        self
+    }
+
+    /// Ignores the proxy environment variables. Unless this is called, or a
+    /// [`proxy`](Self::proxy) is given, a client reads them when it is built,
+    /// with reqwest's rules:
+    ///
+    /// * `http_proxy` (or `HTTP_PROXY`) for `http://` requests,
+    ///   `https_proxy` (or `HTTPS_PROXY`) for `https://` ones, and
+    ///   `all_proxy` (or `ALL_PROXY`) for those without their own; the lower
+    ///   case name wins when both are set;
+    /// * `no_proxy` (or `NO_PROXY`): hosts that go straight, in the syntax of
+    ///   [`Proxy::no_proxy`](crate::Proxy::no_proxy);
+    /// * `HTTP_PROXY` (upper case) is ignored when `REQUEST_METHOD` is set:
+    ///   in a CGI program it is the request's `Proxy:` header, which the
+    ///   client's caller controls ("httpoxy"), as curl does;
+    /// * a value that is not a proxy URL is ignored (that setting is absent).
+    pub fn no_proxy(mut self) -> Self {
+        self.config.env_proxies = false;
+        self
+    }
+
+    /// Resolves host names with `resolver` instead of the default (the
+    /// operating system's `getaddrinfo` on a bounded pool of threads of the
+    /// client's own, where a slow name holds up no other).
+    pub fn resolver(mut self, resolver: Arc<dyn crate::Resolve>) -> Self {
+        self.config.resolver = Some(resolver);
+        self
+    }
+
+    /// Connects to `addrs` for `host` without resolving it (reqwest's
+    /// `resolve_to_addrs`, curl's `--resolve`): for the origin's host or a
+    /// proxy's. An address with port 0 takes the port of the request (or
+    /// the proxy); any other port is used as given. Host names compare
+    /// case-insensitively; an empty list removes the override.
+    pub fn resolve(mut self, host: &str, addrs: &[std::net::SocketAddr]) -> Self {
+        let host = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_ascii_lowercase();
+        if addrs.is_empty() {
+            self.config.resolve_overrides.remove(&host);
+        } else {
+            self.config.resolve_overrides.insert(host, addrs.to_vec());
+        }
+        self
+    }
+
+    /// Happy eyeballs (RFC 8305): how long a connect attempt has before
+    /// the next address is tried beside it (default 250 ms). Addresses are
+    /// tried alternating IPv6 and IPv4, starting with the resolver's first;
+    /// an attempt that fails starts the next at once; the first to connect
+    /// wins and the others are closed. The [connect
+    /// timeout](Self::connect_timeout) bounds each attempt, and the request
+    /// timeout all of them. Zero tries one address at a time.
+    pub fn happy_eyeballs_delay(mut self, delay: Duration) -> Self {
+        self.config.happy_eyeballs_delay = delay;
+        self
+    }
+
     // --- TLS ---
 
     /// Trusts `certificate` as a root, besides the default roots (or those

@@ -9,9 +9,11 @@ use crate::exchange::{
     UploadSource,
 };
 use crate::h1;
-use crate::net::{Origin, Scheme};
+use crate::net::{Origin, Route, Scheme};
 use bytes::Bytes;
-use http::header::{HeaderName, HeaderValue, CONNECTION, EXPECT, TRANSFER_ENCODING};
+use http::header::{
+    HeaderName, HeaderValue, CONNECTION, EXPECT, PROXY_AUTHORIZATION, TRANSFER_ENCODING,
+};
 use std::io::Read;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -37,6 +39,7 @@ pub struct RequestBuilder {
 /// A request checked and encoded, ready to become an exchange.
 struct Prepared {
     origin: Origin,
+    route: Route,
     request: RequestParts,
     deadlines: Deadlines,
     listener: Arc<dyn EventListener>,
@@ -162,6 +165,7 @@ impl RequestBuilder {
             wheel: dispatcher.wheel().clone(),
             registry: dispatcher.in_flight().clone(),
         });
+        exchange.set_route(prepared.route);
         let future = ResponseFuture::new(exchange.clone());
         dispatcher.submit(exchange);
         future
@@ -179,10 +183,23 @@ impl RequestBuilder {
             return Err(InvalidRequest::ServerName(origin.host));
         }
         let config = self.client.dispatcher().config();
+        let route = self.client.dispatcher().route_for(&origin);
         let mut headers = self.headers;
         if !config.keep_alive {
             add_connection_close(&mut headers);
         }
+        // To a proxy that forwards it: the absolute URI, and the proxy's
+        // credentials (unless the caller set their own). A tunnel sends
+        // them with its CONNECT instead, never to the origin.
+        let form = match route.proxy() {
+            Some(proxy) if route.forwards() => {
+                if let Some(auth) = proxy.basic_auth() {
+                    headers.entry(PROXY_AUTHORIZATION).or_insert(auth);
+                }
+                h1::RequestTarget::Absolute
+            }
+            _ => h1::RequestTarget::Origin,
+        };
         let keep_alive = !h1::has_connection_token(&headers, b"close");
         let expect_continue = headers.get_all(EXPECT).iter().any(|v| {
             v.as_bytes()
@@ -195,6 +212,7 @@ impl RequestBuilder {
             &self.method,
             &uri,
             &headers,
+            form,
             self.body,
             expect_continue,
             || Arc::new(Pipe::new(window, meter)),
@@ -209,6 +227,7 @@ impl RequestBuilder {
         };
         Ok(Prepared {
             origin,
+            route,
             request: RequestParts {
                 method: self.method,
                 head,
@@ -263,6 +282,7 @@ fn encode(
     method: &http::Method,
     uri: &http::Uri,
     headers: &http::HeaderMap,
+    form: h1::RequestTarget,
     body: Upload,
     expect_continue: bool,
     pipe: impl FnOnce() -> Arc<Pipe>,
@@ -279,7 +299,7 @@ fn encode(
         Some(n) => h1::RequestBody::Length(n),
     };
     let mut head = Vec::with_capacity(256);
-    h1::encode_request_head(method, uri, headers, framing, &mut head)
+    h1::encode_request_head_as(method, uri, headers, framing, form, &mut head)
         .map_err(InvalidRequest::Encode)?;
     let streamed = |source| {
         RequestBody::Streamed(Streamed {

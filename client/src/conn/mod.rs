@@ -8,21 +8,26 @@
 //! pool, or hand a request back to be sent again.
 //!
 //! ```text
-//!                            ┌──(https)──▶ Handshaking ──(done)──┐
-//!                            │                  │                ▼
-//!   connect ──▶ Connecting ──(connected)──(http)──────────────▶ Active ──(response, keep-alive)──▶ Idle
-//!                  │                            │                │  ▲                               │
-//!                  │ (every address failed)     │ (TLS failure)  │  └────(taken from the pool)──────┘
-//!                  ▼                            ▼                ▼
-//!                Closed ◀──────(error, close-delimited, abort, timeout)──
+//!                        ┌─(tunnel)─▶ Tunnelling ─┐
+//!                        │                        ▼
+//!   connect ──▶ Connecting ──(connected)────▶ (https) Handshaking ──(done)──┐
+//!                  │      │                       │                       ▼
+//!                  │      └──(http, straight or forwarded by a proxy)──▶ Active ──(keep-alive)──▶ Idle
+//!                  ▼                              ▼                      ▼   ▲                     │
+//!                Closed ◀──(every address failed, proxy or TLS failure, error, abort, timeout)     │
+//!                                                                        └───(from the pool)───────┘
 //! ```
 //!
+//! Connecting is happy eyeballs to the first hop ([`open`]); a route that
+//! tunnels through a proxy (`CONNECT`, SOCKS5) then runs the proxy's
+//! handshake ([`tunnel`]), and `https://` TLS with the origin inside it.
 //! The socket sits behind a [`Transport`]: plain TCP, or TLS over it. The
 //! exchange is attached as *opening* when its connection starts, so that its
-//! end aborts the attempt, and as *ready* once the TCP connect succeeds: its
-//! timeouts then move onto this loop in event-loop mode, and bound the TLS
-//! handshake from there. The connect timeout of each attempt and
-//! the handshake timeout are timers of the connection on its loop's heap.
+//! end aborts the attempt, and as *ready* once the TCP connect to the first
+//! hop succeeds: its timeouts then move onto this loop in event-loop mode,
+//! and bound the proxy's handshake and TLS from there. The connect timeout
+//! of each attempt and the handshake timeout (one for the proxy's handshake
+//! and TLS together) are timers of the connection on its loop's heap.
 //! Closing a TLS connection sends `close_notify` first.
 //!
 //! The protocol seam: [`h1`] runs HTTP/1.1 exchanges on an open connection;
@@ -31,6 +36,7 @@
 mod h1;
 mod open;
 mod read_buf;
+mod tunnel;
 
 pub(crate) use open::connect;
 
@@ -39,7 +45,7 @@ use crate::error::Error;
 use crate::event_loop::{EventLoopGroup, LoopContext, LoopTimerKey, Readiness, Source, SourceRef};
 use crate::events::ConnectionInfo;
 use crate::exchange::{ConnRef, Exchange};
-use crate::net::{Origin, Transport};
+use crate::net::{Route, Transport};
 use read_buf::ReadBuf;
 use std::any::Any;
 use std::io;
@@ -63,12 +69,12 @@ pub(crate) struct ConnEnv {
 pub(crate) trait ConnOwner: Send + Sync + 'static {
     /// What connections share.
     fn env(&self) -> &ConnEnv;
-    /// A connection to `origin` closed: its permit is free again.
-    fn released(&self, origin: &Origin);
+    /// A connection on `route` closed: its permit is free again.
+    fn released(&self, route: &Route);
     /// A connection finished an exchange and can carry another.
     fn offer(&self, idle: IdleConn) -> Offered;
     /// An idle connection found its server gone, and closes.
-    fn remove_idle(&self, origin: &Origin, conn_id: u64);
+    fn remove_idle(&self, route: &Route, conn_id: u64);
     /// `exchange` must go again: nothing of it reached a server (its
     /// pooled connection was gone). `allow_idle`: it may take another
     /// pooled connection; a retry after a failure never does.
@@ -80,7 +86,8 @@ pub(crate) trait ConnOwner: Send + Sync + 'static {
 pub(crate) struct IdleConn {
     pub(crate) conn: ConnRef,
     pub(crate) info: ConnectionInfo,
-    pub(crate) origin: Origin,
+    /// What it can carry: the pool's key.
+    pub(crate) route: Route,
     pub(crate) idle_since: Instant,
     pub(crate) created: Instant,
 }
@@ -106,7 +113,8 @@ const EXPECT_TIMER: u64 = 3 << 32;
 /// One connection. See the [module documentation](self).
 pub(crate) struct Conn {
     owner: Arc<dyn ConnOwner>,
-    origin: Origin,
+    /// Where it goes, and through which proxy.
+    route: Route,
     transport: Option<Transport>,
     remote: Option<SocketAddr>,
     created: Instant,
@@ -120,6 +128,7 @@ pub(crate) struct Conn {
 
 enum State {
     Connecting(open::Connecting),
+    Tunnelling(tunnel::Tunnelling),
     Handshaking(Arc<Exchange>),
     Active(Box<h1::Active>),
     Idle,
@@ -132,6 +141,7 @@ impl State {
         match self {
             State::Active(active) => Some(&active.exchange),
             State::Connecting(connecting) => Some(&connecting.exchange),
+            State::Tunnelling(tunnelling) => Some(&tunnelling.exchange),
             State::Handshaking(exchange) => Some(exchange),
             State::Idle | State::Closed => None,
         }
@@ -181,6 +191,7 @@ impl Conn {
         if matches!(self.state, State::Closed) {
             return;
         }
+        self.close_attempts(cx);
         if let Some(mut transport) = self.transport.take() {
             // TLS: close_notify, without waiting for the socket.
             transport.close();
@@ -189,7 +200,7 @@ impl Conn {
         self.disarm_timer(cx);
         self.state = State::Closed;
         cx.remove_me();
-        self.owner.released(&self.origin);
+        self.owner.released(&self.route);
     }
 
     /// Resets the stream (an abandoned exchange leaves it mid-message) and
@@ -229,11 +240,9 @@ impl Conn {
 impl Source for Conn {
     fn ready(&mut self, cx: &mut LoopContext<'_>, readiness: Readiness) {
         match &self.state {
-            State::Connecting(_) => {
-                if readiness.can_write() {
-                    self.on_connect_ready(cx);
-                }
-            }
+            // Any readiness: an attempt that failed reports an error.
+            State::Connecting(_) => self.on_connect_ready(cx),
+            State::Tunnelling(_) => self.drive_tunnel(cx),
             // Either readiness may move a handshake on.
             State::Handshaking(_) => self.drive_handshake(cx),
             State::Active(_) => {
@@ -279,7 +288,7 @@ impl Source for Conn {
         // An idle connection is in the pool's idle list: out of it first,
         // or the pool would count it and hand it out after it has gone.
         if let (State::Idle, Some(info)) = (&self.state, &self.info) {
-            self.owner.remove_idle(&self.origin, info.id);
+            self.owner.remove_idle(&self.route, info.id);
         }
         self.close_failing(cx, |_| Error::ClientClosed);
     }

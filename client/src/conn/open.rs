@@ -1,202 +1,373 @@
-//! Opening a connection: a TCP connect to each address in turn, each
-//! attempt bounded by the connect timeout, then for https the TLS handshake
-//! bounded by the handshake timeout. The exchange is attached as opening at
-//! the start, and as ready — its timeouts re-homed onto this loop — once
-//! the TCP connect succeeds, so the request deadline bounds the handshake
-//! from the loop too.
+//! Opening a connection: happy eyeballs to the first hop (the origin, or
+//! its proxy), then the proxy's handshake if the route tunnels
+//! ([`tunnel`](super::tunnel)), then TLS with the origin for `https://`.
+//!
+//! # Happy eyeballs (RFC 8305)
+//!
+//! The addresses are interleaved by family, starting with the family of
+//! the resolver's first ([`interleave`]). One attempt starts; while no
+//! attempt has connected, the next starts when the last one started has
+//! had the [delay](crate::ClientBuilder::happy_eyeballs_delay), or at once
+//! when an attempt fails and none is left under way. Each attempt has the
+//! connect timeout of its own. Every attempt's socket is registered with the
+//! connection's one token, so a readiness event asks each attempt how it
+//! stands (a non-blocking `getsockopt`); the first that connected wins, and
+//! the others are deregistered and closed. One timer of the connection is
+//! armed at the nearest of "start the next attempt" and the attempts'
+//! connect deadlines. The request deadline bounds all of it, from the wheel.
+//!
+//! # The exchange
+//!
+//! It is attached as *opening* at the start, so that its end aborts the
+//! attempts, and as *ready* — its timeouts re-homed onto this loop — once
+//! the TCP connect to the first hop succeeds: the proxy's handshake and TLS
+//! are then bounded by the request deadline from this loop, and together by
+//! one handshake timeout.
 
 use super::{Conn, ConnOwner, State, CONNECT_TIMER, HANDSHAKE_TIMER};
-use crate::error::{Error, TimeoutKind};
+use crate::error::{Error, ProxyError, TimeoutKind};
 use crate::event_loop::LoopContext;
 use crate::events::{ConnectionInfo, EventListener};
 use crate::exchange::{deadline_after, ConnSlot, Exchange};
-use crate::net::{socket, Handshake, HandshakeError, Scheme, Transport};
+use crate::net::{socket, Handshake, HandshakeError, Route, Transport};
 use rustls::pki_types::ServerName;
 use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Instant;
 
 pub(super) struct Connecting {
     pub(super) exchange: Arc<Exchange>,
+    /// Addresses not tried yet, in the order to try them.
     remaining: VecDeque<SocketAddr>,
-    last_error: Option<io::Error>,
-    timed_out: bool,
+    /// Attempts under way, oldest first.
+    attempts: Vec<Attempt>,
+    /// When the next attempt starts if none has connected by then; `None`:
+    /// only when the ones under way have failed.
+    next_start: Option<Instant>,
+    /// How the attempt that ended last ended.
+    last_failure: Option<Failure>,
+    /// For a `socks5://` proxy: the origin's address, resolved here.
+    pub(super) socks_target: Option<SocketAddr>,
+}
+
+struct Attempt {
+    socket: mio::net::TcpStream,
+    addr: SocketAddr,
+    deadline: Option<Instant>,
+}
+
+enum Failure {
+    TimedOut,
+    Failed(io::Error),
+}
+
+/// `addrs` in the order happy eyeballs tries them: alternating families,
+/// starting with the first address's, keeping the order within each.
+pub(crate) fn interleave(addrs: Vec<SocketAddr>) -> VecDeque<SocketAddr> {
+    let Some(first) = addrs.first().copied() else {
+        return VecDeque::new();
+    };
+    let (mut preferred, mut other): (VecDeque<_>, VecDeque<_>) = addrs
+        .into_iter()
+        .partition(|a| a.is_ipv6() == first.is_ipv6());
+    let mut ordered = VecDeque::with_capacity(preferred.len() + other.len());
+    loop {
+        match (preferred.pop_front(), other.pop_front()) {
+            (None, None) => return ordered,
+            (a, b) => ordered.extend(a.into_iter().chain(b)),
+        }
+    }
 }
 
 /// Opens a connection for `exchange` on this loop (a task the client posts
-/// to the loop its chooser picked), trying `addrs` in turn.
+/// to the loop its chooser picked) to `addrs`, the route's first hop.
 pub(crate) fn connect(
     cx: &mut LoopContext<'_>,
     owner: Arc<dyn ConnOwner>,
     exchange: Arc<Exchange>,
     addrs: Vec<SocketAddr>,
+    socks_target: Option<SocketAddr>,
 ) {
     cx.add_source(|cx| {
         let created = owner.env().clock.now();
         let mut conn = Conn {
             owner,
-            origin: exchange.origin.clone(),
+            route: exchange.route().clone(),
             transport: None,
             remote: None,
             created,
             info: None,
             state: State::Connecting(Connecting {
                 exchange: exchange.clone(),
-                remaining: addrs.into(),
-                last_error: None,
-                timed_out: false,
+                remaining: interleave(addrs),
+                attempts: Vec::new(),
+                next_start: None,
+                last_failure: None,
+                socks_target,
             }),
             buf: Default::default(),
             timer: None,
             timers_armed: 0,
         };
-        // Published before `attempt_next` checks `is_done`, so an exchange
+        // Published before `start_attempts` checks `is_done`, so an exchange
         // that ends while connecting (request timeout, cancel) aborts the
-        // attempt instead of leaving its socket and permit to the connect
-        // timeout, or without one to the kernel.
+        // attempts instead of leaving their sockets and permit to the
+        // connect timeout, or without one to the kernel.
         exchange.attach(ConnSlot::Opening(conn.conn_ref(cx)));
-        conn.attempt_next(cx);
+        conn.start_attempts(cx);
         Box::new(conn)
     });
 }
 
 impl Conn {
-    /// Starts the connect to the next address, or fails the exchange when
-    /// none is left.
-    fn attempt_next(&mut self, cx: &mut LoopContext<'_>) {
-        loop {
-            if let Some(mut transport) = self.transport.take() {
-                let _ = cx.registry.deregister(transport.tcp_mut());
-            }
-            self.disarm_timer(cx);
-            let State::Connecting(connecting) = &mut self.state else {
-                return;
-            };
-            if connecting.exchange.is_done() {
-                return self.close(cx);
-            }
-            let exchange = connecting.exchange.clone();
-            let Some(addr) = connecting.remaining.pop_front() else {
-                let error = self.no_address_left(&exchange);
-                self.close(cx);
-                exchange.finish_err(error);
-                return;
-            };
-            exchange.set_remote(addr);
-            exchange.listener.on_connect_attempt(addr);
-            let opened = socket::connect(addr).and_then(|mut socket| {
-                let interest = mio::Interest::READABLE | mio::Interest::WRITABLE;
-                cx.registry.register(&mut socket, cx.token(), interest)?;
-                Ok(socket)
-            });
-            match opened {
-                Ok(socket) => {
-                    self.transport = Some(Transport::Plain(socket));
-                    self.remote = Some(addr);
-                    let timeout = self.env().config.connect_timeout;
-                    let deadline = timeout.and_then(|t| deadline_after(self.now(), t));
-                    self.arm_timer(cx, CONNECT_TIMER, deadline);
-                    return;
-                }
-                Err(error) => {
-                    exchange.listener.on_connect_failure(addr, &error);
-                    if let State::Connecting(connecting) = &mut self.state {
-                        connecting.last_error = Some(error);
+    /// Starts the next attempt if it is time (none under way, or the delay
+    /// since the last start has passed), fails the exchange when no
+    /// attempt is under way and no address is left, and arms the timer.
+    fn start_attempts(&mut self, cx: &mut LoopContext<'_>) {
+        let delay = self.env().config.happy_eyeballs_delay;
+        let connect_timeout = self.env().config.connect_timeout;
+        let now = self.now();
+        let State::Connecting(connecting) = &mut self.state else {
+            return;
+        };
+        if connecting.exchange.is_done() {
+            return self.close(cx);
+        }
+        let exchange = connecting.exchange.clone();
+        let due = connecting.attempts.is_empty() || connecting.next_start.is_some_and(|t| t <= now);
+        if due {
+            connecting.next_start = None;
+            while let Some(addr) = connecting.remaining.pop_front() {
+                exchange.set_remote(addr);
+                exchange.listener.on_connect_attempt(addr);
+                let opened = socket::connect(addr).and_then(|mut socket| {
+                    let interest = mio::Interest::READABLE | mio::Interest::WRITABLE;
+                    cx.registry.register(&mut socket, cx.token(), interest)?;
+                    Ok(socket)
+                });
+                match opened {
+                    Ok(socket) => {
+                        connecting.attempts.push(Attempt {
+                            socket,
+                            addr,
+                            deadline: connect_timeout.and_then(|t| deadline_after(now, t)),
+                        });
+                        let more = !connecting.remaining.is_empty();
+                        if more && !delay.is_zero() {
+                            connecting.next_start = deadline_after(now, delay);
+                        }
+                        break;
+                    }
+                    // Failed at once (no route for the family, say): the
+                    // next address goes now.
+                    Err(error) => {
+                        exchange.listener.on_connect_failure(addr, &error);
+                        connecting.last_failure = Some(Failure::Failed(error));
                     }
                 }
             }
         }
-    }
-
-    pub(super) fn connect_timed_out(&mut self, cx: &mut LoopContext<'_>) {
-        if let State::Connecting(connecting) = &mut self.state {
-            connecting.timed_out = true;
-            self.attempt_next(cx);
-        }
-    }
-
-    pub(super) fn on_connect_ready(&mut self, cx: &mut LoopContext<'_>) {
-        let Some(transport) = self.transport.as_ref() else {
+        if connecting.attempts.is_empty() {
+            let error = self.no_address_left(&exchange);
+            self.close(cx);
+            exchange.finish_err(error);
             return;
-        };
-        let Some(result) = socket::connect_result(transport.tcp()) else {
-            return; // Not connected yet: a spurious wake-up.
-        };
+        }
+        let nearest = connecting
+            .attempts
+            .iter()
+            .filter_map(|a| a.deadline)
+            .chain(connecting.next_start)
+            .min();
+        self.arm_timer(cx, CONNECT_TIMER, nearest);
+    }
+
+    /// The connect timer: attempts past their deadline end, and the next
+    /// starts if it is time.
+    pub(super) fn connect_timed_out(&mut self, cx: &mut LoopContext<'_>) {
+        let now = self.now();
         let State::Connecting(connecting) = &mut self.state else {
             return;
         };
-        if let Err(error) = result {
-            if let Some(addr) = self.remote {
-                connecting
-                    .exchange
-                    .listener
-                    .on_connect_failure(addr, &error);
+        let mut index = 0;
+        while index < connecting.attempts.len() {
+            if connecting.attempts[index]
+                .deadline
+                .is_some_and(|d| d <= now)
+            {
+                let mut attempt = connecting.attempts.remove(index);
+                let _ = cx.registry.deregister(&mut attempt.socket);
+                connecting.last_failure = Some(Failure::TimedOut);
+            } else {
+                index += 1;
             }
-            connecting.last_error = Some(error);
-            return self.attempt_next(cx);
+        }
+        self.start_attempts(cx);
+    }
+
+    /// A readiness event while connecting: asks every attempt how it
+    /// stands; the first connected wins.
+    pub(super) fn on_connect_ready(&mut self, cx: &mut LoopContext<'_>) {
+        let State::Connecting(connecting) = &mut self.state else {
+            return;
+        };
+        let mut winner = None;
+        let mut index = 0;
+        let mut failed = false;
+        while index < connecting.attempts.len() {
+            match socket::connect_result(&connecting.attempts[index].socket) {
+                None => index += 1,
+                Some(Ok(())) => {
+                    winner = Some(connecting.attempts.remove(index));
+                    break;
+                }
+                Some(Err(error)) => {
+                    let mut attempt = connecting.attempts.remove(index);
+                    let _ = cx.registry.deregister(&mut attempt.socket);
+                    connecting
+                        .exchange
+                        .listener
+                        .on_connect_failure(attempt.addr, &error);
+                    connecting.last_failure = Some(Failure::Failed(error));
+                    failed = true;
+                }
+            }
+        }
+        let Some(winner) = winner else {
+            if failed {
+                // The next address goes now if nothing else is under way.
+                self.start_attempts(cx);
+            }
+            return;
+        };
+        // The others lose: closed, as RFC 8305 says.
+        for mut loser in connecting.attempts.drain(..) {
+            let _ = cx.registry.deregister(&mut loser.socket);
         }
         let exchange = connecting.exchange.clone();
+        exchange.set_remote(winner.addr);
         self.disarm_timer(cx);
+        self.transport = Some(Transport::Plain(winner.socket));
+        self.remote = Some(winner.addr);
         let info = ConnectionInfo {
             id: cx.me().id,
             loop_index: cx.event_loop().index(),
             loop_thread: cx.event_loop().thread_id(),
-            remote: self.remote.expect("set with the socket"),
+            remote: winner.addr,
         };
         self.info = Some(info.clone());
         exchange.listener.on_connect_success(&info);
-        let https = self.origin.scheme == Scheme::Https;
         if exchange.is_done() {
-            if https {
-                // Not handshaken: of no use to anyone.
+            if self.route.tls_origin().is_some() || matches!(self.route, Route::Tunnel { .. }) {
+                // Not handshaken, or not tunnelled: of no use to anyone.
                 return self.close(cx);
             }
             // The exchange ended while connecting; the connection is still good.
             self.state = State::Idle;
             return self.offer_or_close(cx, &exchange);
         }
+        let socks_target = match &self.state {
+            State::Connecting(connecting) => connecting.socks_target,
+            _ => None,
+        };
         // Connected: the exchange's timeouts move onto this loop (a
-        // same-thread arm that wakes nothing), where the handshake too runs.
+        // same-thread arm that wakes nothing), where the proxy's handshake
+        // and TLS run too.
         exchange.attach(ConnSlot::Ready(self.conn_ref(cx)));
-        if https {
-            self.start_handshake(cx, exchange, info);
-        } else {
-            self.begin_exchange(cx, exchange, false);
+        match &self.route {
+            Route::Tunnel { .. } => self.start_tunnel(cx, exchange, socks_target),
+            _ => self.connected(cx, exchange, Vec::new()),
         }
     }
 
-    /// Starts TLS on the connection, just connected for `exchange`.
+    /// The byte stream reaches the origin (straight, or through a tunnel
+    /// whose answer left `early` bytes after it): TLS for `https://`, else
+    /// the exchange starts.
+    pub(super) fn connected(
+        &mut self,
+        cx: &mut LoopContext<'_>,
+        exchange: Arc<Exchange>,
+        early: Vec<u8>,
+    ) {
+        if self.route.tls_origin().is_some() {
+            return self.start_handshake(cx, exchange, early);
+        }
+        if !early.is_empty() {
+            // A server that speaks before the request: nothing it can say
+            // is an answer.
+            let error = self.proxy_error(
+                &exchange,
+                ProxyError::MalformedAnswer("bytes from the origin before any request".into()),
+            );
+            self.close(cx);
+            exchange.finish_err(error);
+            return;
+        }
+        self.begin_exchange(cx, exchange, false);
+    }
+
+    /// Starts TLS with the origin on the connection (straight to it, or a
+    /// tunnel through a proxy: the server name and the verification are
+    /// the origin's). `early`: bytes the tunnel's answer came with, which
+    /// are the server's first TLS records.
     fn start_handshake(
         &mut self,
         cx: &mut LoopContext<'_>,
         exchange: Arc<Exchange>,
-        info: ConnectionInfo,
+        early: Vec<u8>,
     ) {
+        let Some(info) = self.info.clone() else {
+            return self.close(cx);
+        };
         exchange.listener.on_tls_handshake_attempt(&info);
+        let host = self
+            .route
+            .tls_origin()
+            .map(|origin| origin.host.clone())
+            .unwrap_or_default();
         // Checked when the request was built; an error here is still no panic.
-        let started = ServerName::try_from(self.origin.host.as_str())
+        let started = ServerName::try_from(host.as_str())
             .map_err(|e| rustls::Error::General(format!("invalid server name: {e}")))
             .and_then(|name| {
                 rustls::ClientConnection::new(self.env().tls.clone(), name.to_owned())
             });
-        let tls = match started {
+        let mut tls = match started {
             Ok(tls) => tls,
             Err(source) => {
                 let error = Error::tls(exchange.remote_name(), source);
                 return self.fail_handshake(cx, &exchange, error);
             }
         };
+        if !early.is_empty() {
+            if let Err(source) = tls
+                .read_tls(&mut early.as_slice())
+                .map_err(|e| rustls::Error::General(e.to_string()))
+                .and_then(|_| tls.process_new_packets().map(drop))
+            {
+                let error = Error::tls(exchange.remote_name(), source);
+                return self.fail_handshake(cx, &exchange, error);
+            }
+        }
         let Some(transport) = self.transport.take() else {
             return;
         };
         self.transport = Some(transport.start_tls(tls));
-        let timeout = self.env().config.handshake_timeout;
-        let deadline = timeout.and_then(|t| deadline_after(self.now(), t));
-        self.arm_timer(cx, HANDSHAKE_TIMER, deadline);
+        // Through a proxy the handshake timeout armed for its handshake
+        // bounds TLS too: one budget for CONNECT + TLS.
+        if self.timer.is_none() {
+            self.arm_handshake_timer(cx);
+        }
         self.state = State::Handshaking(exchange);
         // The socket is writable: the ClientHello goes now.
         self.drive_handshake(cx);
+    }
+
+    pub(super) fn arm_handshake_timer(&mut self, cx: &mut LoopContext<'_>) {
+        let timeout = self.env().config.handshake_timeout;
+        let deadline = timeout.and_then(|t| deadline_after(self.now(), t));
+        self.arm_timer(cx, HANDSHAKE_TIMER, deadline);
     }
 
     /// Moves the handshake on, and starts the exchange once it is done.
@@ -236,14 +407,21 @@ impl Conn {
         }
     }
 
+    /// The handshake timer: the proxy's handshake, TLS, or both took
+    /// longer than the handshake timeout.
     pub(super) fn handshake_timed_out(&mut self, cx: &mut LoopContext<'_>) {
-        let State::Handshaking(exchange) = &self.state else {
+        let Some(exchange) = self.state.exchange().cloned() else {
             return;
         };
-        let exchange = exchange.clone();
         let duration = self.env().config.handshake_timeout.unwrap_or_default();
         let error = Error::timeout_of(TimeoutKind::Handshake, exchange.remote_name(), duration);
-        self.fail_handshake(cx, &exchange, error);
+        match self.state {
+            State::Handshaking(_) => self.fail_handshake(cx, &exchange, error),
+            _ => {
+                self.close(cx);
+                exchange.finish_err(error);
+            }
+        }
     }
 
     fn fail_handshake(&mut self, cx: &mut LoopContext<'_>, exchange: &Exchange, error: Error) {
@@ -253,24 +431,84 @@ impl Conn {
         self.close(cx);
         exchange.finish_err(error);
     }
-}
 
-impl Conn {
+    /// Closes the attempts still under way (the connection closes while
+    /// connecting).
+    pub(super) fn close_attempts(&mut self, cx: &mut LoopContext<'_>) {
+        if let State::Connecting(connecting) = &mut self.state {
+            for mut attempt in connecting.attempts.drain(..) {
+                let _ = cx.registry.deregister(&mut attempt.socket);
+            }
+        }
+    }
+
+    /// `source`, as the error of a request through the route's proxy.
+    pub(super) fn proxy_error(&self, exchange: &Exchange, source: ProxyError) -> Error {
+        Error::Proxy {
+            proxy: self
+                .route
+                .proxy()
+                .map(ToString::to_string)
+                .unwrap_or_default(),
+            target: exchange.origin.to_string(),
+            source,
+        }
+    }
+
     /// Why no attempt connected: the connect timeout if the last one timed
-    /// out, else what the last one failed with.
+    /// out, else what the last one failed with — for a proxy, an error
+    /// naming the proxy.
     fn no_address_left(&mut self, exchange: &Exchange) -> Error {
         let duration = self.env().config.connect_timeout.unwrap_or_default();
         let State::Connecting(connecting) = &mut self.state else {
             return Error::ClientClosed;
         };
-        if connecting.timed_out {
-            return Error::timeout_of(TimeoutKind::Connect, exchange.remote_name(), duration);
+        let source = match connecting.last_failure.take() {
+            Some(Failure::TimedOut) => {
+                return Error::timeout_of(TimeoutKind::Connect, exchange.remote_name(), duration)
+            }
+            Some(Failure::Failed(error)) => error,
+            None => io::Error::new(io::ErrorKind::NotFound, "no address to connect to"),
+        };
+        match self.route.proxy() {
+            Some(_) => self.proxy_error(exchange, ProxyError::Connect(source)),
+            None => Error::Connect {
+                remote: exchange.remote_name(),
+                source,
+            },
         }
-        Error::Connect {
-            remote: exchange.remote_name(),
-            source: connecting.last_error.take().unwrap_or_else(|| {
-                io::Error::new(io::ErrorKind::NotFound, "no address to connect to")
-            }),
-        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::interleave;
+    use std::net::SocketAddr;
+
+    #[test]
+    fn addresses_alternate_families_from_the_first_keeping_their_order() {
+        let a = |s: &str| s.parse::<SocketAddr>().unwrap();
+        let addrs = vec![
+            a("[::1]:80"),
+            a("[::2]:80"),
+            a("[::3]:80"),
+            a("10.0.0.1:80"),
+            a("10.0.0.2:80"),
+        ];
+        let got: Vec<_> = interleave(addrs).into_iter().collect();
+        assert_eq!(
+            got,
+            vec![
+                a("[::1]:80"),
+                a("10.0.0.1:80"),
+                a("[::2]:80"),
+                a("10.0.0.2:80"),
+                a("[::3]:80")
+            ]
+        );
+        let v4_first = vec![a("10.0.0.1:80"), a("[::1]:80"), a("10.0.0.2:80")];
+        let got: Vec<_> = interleave(v4_first).into_iter().collect();
+        assert_eq!(got, vec![a("10.0.0.1:80"), a("[::1]:80"), a("10.0.0.2:80")]);
+        assert!(interleave(Vec::new()).is_empty());
     }
 }

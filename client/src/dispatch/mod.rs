@@ -7,9 +7,13 @@
 //!    deadline fixed, and the exchange submitted ([`Dispatcher::submit`]).
 //! 2. The pool gives it an idle connection (pooled path: a task on that
 //!    connection's loop attaches it and starts its timers there), or a
-//!    permit to open one (connect path: timers on the wheel, resolution on
-//!    a resolver thread, the connect on the loop the group's chooser picks),
-//!    or queues it until one of those is free.
+//!    permit to open one (connect path: timers on the wheel, resolution
+//!    through the client's [`Resolve`] — for the first hop, the origin or
+//!    its proxy, and for a `socks5://` proxy the origin too — then the
+//!    connect, the proxy's handshake and TLS on the loop the group's
+//!    chooser picks), or queues it until one of those is free. The pool
+//!    matches requests and connections by [`Route`]: what a connection can
+//!    carry, the origin itself or through which proxy.
 //! 3. The connection's loop writes the request, decodes the response,
 //!    offers the connection back to the pool ([`ConnOwner::offer`]) and then
 //!    ends the exchange, which wakes the caller's future.
@@ -26,11 +30,12 @@ use crate::error::Error;
 use crate::event_loop::EventLoopGroup;
 use crate::events::EventListener;
 use crate::exchange::{Exchange, InFlight, Pacing};
-use crate::net::Origin;
+use crate::net::proxy::{ProxyScheme, ProxySettings};
+use crate::net::{Origin, Resolve, ResolveAnswer, Route};
 use crate::sync::lock;
 use pool::{Acquired, Offer, Pool, PoolLimits, Pooled, Waiter};
-use resolve::Resolver;
-use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use resolve::ThreadedResolver;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::thread::{self, ThreadId};
@@ -50,7 +55,13 @@ pub(crate) struct Dispatcher {
     env: ConnEnv,
     wheel: HashedWheelTimer,
     pool: Pool<Exchange, IdleConn>,
-    resolver: Resolver,
+    /// The default resolver: its threads are the client's (joined at
+    /// close), started only if it is used.
+    own_resolver: Arc<ThreadedResolver>,
+    /// The resolver in use: the caller's, or `own_resolver`.
+    resolver: Arc<dyn Resolve>,
+    /// Which proxy a request goes through, settled at `build()`.
+    proxies: ProxySettings,
     in_flight: Arc<InFlight>,
     /// Pool-cleaner entries armed on the wheel (0 or 1), so snapshots can
     /// tell them from exchange timeouts.
@@ -78,8 +89,8 @@ pub(crate) struct DispatchStats {
 }
 
 impl Waiter for Exchange {
-    fn origin(&self) -> &Origin {
-        &self.origin
+    fn key(&self) -> &Route {
+        self.route()
     }
     fn is_done(&self) -> bool {
         Exchange::is_done(self)
@@ -90,8 +101,8 @@ impl Waiter for Exchange {
 }
 
 impl Pooled for IdleConn {
-    fn origin(&self) -> &Origin {
-        &self.origin
+    fn key(&self) -> &Route {
+        &self.route
     }
     fn id(&self) -> u64 {
         self.info.id
@@ -118,6 +129,18 @@ impl Dispatcher {
             idle_timeout: config.pooled_connection_idle_timeout,
             ttl: config.connection_ttl,
         });
+        let own_resolver = Arc::new(ThreadedResolver::default());
+        let resolver = config
+            .resolver
+            .clone()
+            .unwrap_or_else(|| own_resolver.clone());
+        let proxies = if !config.proxies.is_empty() {
+            ProxySettings::listed(config.proxies.clone())
+        } else if config.env_proxies {
+            ProxySettings::from_env(&|name| std::env::var(name).ok())
+        } else {
+            ProxySettings::default()
+        };
         let dispatcher = Arc::new_cyclic(|me| Dispatcher {
             env: ConnEnv {
                 clock: config.clock.clone(),
@@ -127,7 +150,9 @@ impl Dispatcher {
             },
             wheel,
             pool,
-            resolver: Resolver::default(),
+            own_resolver,
+            resolver,
+            proxies,
             in_flight: Arc::default(),
             cleaner_armed: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
@@ -147,6 +172,11 @@ impl Dispatcher {
 
     pub(crate) fn clock(&self) -> &SharedClock {
         &self.env.clock
+    }
+
+    /// How a request to `origin` goes: straight, or through which proxy.
+    pub(crate) fn route_for(&self, origin: &Origin) -> Route {
+        Route::new(origin, self.proxies.for_origin(origin))
     }
 
     pub(crate) fn wheel(&self) -> &HashedWheelTimer {
@@ -255,57 +285,109 @@ impl Dispatcher {
         }
     }
 
-    /// The connect path: `exchange` holds a permit. Resolves the host (off
-    /// the loops unless it is an IP literal), then connects on the loop the
+    /// The connect path: `exchange` holds a permit. Resolves the first hop
+    /// (the origin, or the proxy) — and for a `socks5://` proxy, which
+    /// wants an address, the origin too — then connects on the loop the
     /// group's chooser picks, where the connection stays for life.
     fn connect(&self, exchange: Arc<Exchange>) {
         if exchange.is_done() {
-            self.released(&exchange.origin);
+            self.released(exchange.route());
             return;
         }
-        let port = exchange.origin.port;
-        if let Ok(ip) = exchange.origin.host.parse::<IpAddr>() {
-            self.connect_to(exchange, vec![SocketAddr::new(ip, port)]);
-            return;
+        let route = exchange.route().clone();
+        let (host, port) = route.first_hop();
+        let socks_resolves_here = route
+            .proxy()
+            .is_some_and(|proxy| proxy.scheme() == ProxyScheme::Socks5);
+        let host = host.to_owned();
+        self.lookup(exchange, &host, port, move |dispatcher, exchange, addrs| {
+            if !socks_resolves_here {
+                return dispatcher.connect_to(exchange, addrs, None);
+            }
+            let (origin_host, origin_port) = (exchange.origin.host.clone(), exchange.origin.port);
+            dispatcher.lookup(
+                exchange,
+                &origin_host,
+                origin_port,
+                move |dispatcher, exchange, origin| {
+                    dispatcher.connect_to(exchange, addrs, origin.first().copied());
+                },
+            );
+        });
+    }
+
+    /// Finds the addresses of `host` for `exchange` — an IP literal as it
+    /// is, an override of [`ClientBuilder::resolve`](crate::ClientBuilder::resolve),
+    /// else through the resolver — and goes on with `then`, on whichever
+    /// thread the answer comes. A failed lookup fails the exchange and
+    /// gives its permit back.
+    fn lookup(
+        &self,
+        exchange: Arc<Exchange>,
+        host: &str,
+        port: u16,
+        then: impl FnOnce(&Dispatcher, Arc<Exchange>, Vec<SocketAddr>) + Send + 'static,
+    ) {
+        if let Ok(ip) = host.parse::<IpAddr>() {
+            return then(self, exchange, vec![SocketAddr::new(ip, port)]);
         }
-        let owner = self.me.clone();
-        let job_exchange = exchange.clone();
-        let job = Box::new(move || {
-            let exchange = job_exchange;
-            let Some(dispatcher) = owner.upgrade() else {
+        let host = host.to_ascii_lowercase();
+        if let Some(addrs) = self.env.config.resolve_overrides.get(&host) {
+            let addrs: Vec<SocketAddr> = addrs
+                .iter()
+                .map(|a| match a.port() {
+                    0 => SocketAddr::new(a.ip(), port),
+                    _ => *a,
+                })
+                .collect();
+            exchange.listener.on_resolved(&host, &addrs);
+            return then(self, exchange, addrs);
+        }
+        let weak = self.me.clone();
+        let asked = host.clone();
+        let answer = ResolveAnswer::new(move |result| {
+            let Some(dispatcher) = weak.upgrade() else {
+                exchange.finish_err(Error::ClientClosed);
                 return;
             };
             if exchange.is_done() {
-                dispatcher.released(&exchange.origin);
+                dispatcher.released(exchange.route());
                 return;
             }
-            let host = exchange.origin.host.clone();
-            match (host.as_str(), port).to_socket_addrs() {
+            match result {
                 Ok(addrs) => {
-                    let addrs: Vec<SocketAddr> = addrs.collect();
                     exchange.listener.on_resolved(&host, &addrs);
-                    dispatcher.connect_to(exchange, addrs);
+                    then(&dispatcher, exchange, addrs);
                 }
                 Err(source) => {
-                    dispatcher.released(&exchange.origin);
-                    exchange.finish_err(Error::Resolve { host, source });
+                    dispatcher.released(exchange.route());
+                    let error = match dispatcher.is_closed() {
+                        true => Error::ClientClosed,
+                        false => Error::Resolve { host, source },
+                    };
+                    exchange.finish_err(error);
                 }
             }
         });
-        if self.resolver.submit(job).is_err() {
-            self.released(&exchange.origin);
-            exchange.finish_err(Error::ClientClosed);
-        }
+        self.resolver.resolve(&asked, port, answer);
     }
 
-    fn connect_to(&self, exchange: Arc<Exchange>, addrs: Vec<SocketAddr>) {
+    /// Opens a connection for `exchange` to `addrs` (the first hop) on
+    /// the loop the chooser picks; `socks_target` is the origin's address
+    /// for a `socks5://` proxy.
+    fn connect_to(
+        &self,
+        exchange: Arc<Exchange>,
+        addrs: Vec<SocketAddr>,
+        socks_target: Option<SocketAddr>,
+    ) {
         let event_loop = self.env.group.next();
         let (owner, task_exchange) = (self.owner(), exchange.clone());
         if event_loop
-            .execute(move |cx| conn::connect(cx, owner, task_exchange, addrs))
+            .execute(move |cx| conn::connect(cx, owner, task_exchange, addrs, socks_target))
             .is_err()
         {
-            self.released(&exchange.origin);
+            self.released(exchange.route());
             exchange.finish_err(Error::ClientClosed);
         }
     }
@@ -389,7 +471,7 @@ impl Dispatcher {
         }
         self.env.group.shutdown();
         drop(self.wheel.stop());
-        self.resolver.shutdown();
+        self.own_resolver.shutdown();
         *lock(&self.closing) = Closing::Closed;
         self.closed_now.notify_all();
     }
@@ -422,7 +504,7 @@ impl Dispatcher {
     /// the wheel, a resolver).
     fn is_own_thread(&self, thread: ThreadId) -> bool {
         self.wheel.thread_id() == Some(thread)
-            || self.resolver.runs_on(thread)
+            || self.own_resolver.runs_on(thread)
             || self
                 .env
                 .group
@@ -437,7 +519,7 @@ impl ConnOwner for Dispatcher {
         &self.env
     }
 
-    fn released(&self, origin: &Origin) {
+    fn released(&self, origin: &Route) {
         if let Some(waiter) = self.pool.release(origin) {
             // It holds the permit now.
             self.connect(waiter);
@@ -452,7 +534,7 @@ impl ConnOwner for Dispatcher {
         }
     }
 
-    fn remove_idle(&self, origin: &Origin, conn_id: u64) {
+    fn remove_idle(&self, origin: &Route, conn_id: u64) {
         drop(self.pool.remove_idle(origin, conn_id));
     }
 

@@ -1,6 +1,11 @@
 //! [`Pool`]: idle keep-alive connections per origin, and the permits that
 //! bound how many connections are open.
 //!
+//! "Origin" below means what a connection can carry, its [`Route`]: the
+//! origin itself, a tunnel to it through a proxy, or an HTTP proxy that
+//! takes plain requests for every origin — so the per-host limit is per
+//! proxy for those.
+//!
 //! # Invariants
 //!
 //! * Every open (or opening) connection holds one permit, counted both for
@@ -34,7 +39,7 @@
 //!   waiter taken out, or found ended, is dropped after the unlock — its
 //!   callbacks may hold the last `Client`, whose drop closes this pool.
 
-use crate::net::Origin;
+use crate::net::Route;
 use crate::sync::lock;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, Weak};
@@ -42,7 +47,7 @@ use std::time::{Duration, Instant};
 
 /// A request as the pool sees it.
 pub(crate) trait Waiter: Send + Sync + 'static {
-    fn origin(&self) -> &Origin;
+    fn key(&self) -> &Route;
     /// Ended (no longer waiting for anything).
     fn is_done(&self) -> bool;
     /// Must go out on a new connection, not a pooled one.
@@ -51,7 +56,7 @@ pub(crate) trait Waiter: Send + Sync + 'static {
 
 /// An idle connection as the pool sees it.
 pub(crate) trait Pooled {
-    fn origin(&self) -> &Origin;
+    fn key(&self) -> &Route;
     fn id(&self) -> u64;
     fn idle_since(&self) -> Instant;
     fn created(&self) -> Instant;
@@ -125,7 +130,7 @@ impl<W, C> Default for OriginState<W, C> {
 }
 
 struct Inner<W, C> {
-    origins: HashMap<Origin, OriginState<W, C>>,
+    origins: HashMap<Route, OriginState<W, C>>,
     open: usize,
     /// Entries in all the queues (ended waiters included): while it is
     /// zero, no operation looks at a queue.
@@ -147,11 +152,11 @@ pub(crate) struct Pool<W, C> {
 }
 
 impl<W: Waiter, C: Pooled> Inner<W, C> {
-    fn per_host(&self, origin: &Origin) -> usize {
+    fn per_host(&self, origin: &Route) -> usize {
         self.origins.get(origin).map_or(0, |o| o.open)
     }
 
-    fn host_has_room(&self, limits: &PoolLimits, origin: &Origin) -> bool {
+    fn host_has_room(&self, limits: &PoolLimits, origin: &Route) -> bool {
         limits
             .max_connections_per_host
             .is_none_or(|max| self.per_host(origin) < max)
@@ -161,14 +166,14 @@ impl<W: Waiter, C: Pooled> Inner<W, C> {
         limits.max_connections.is_none_or(|max| self.open < max)
     }
 
-    fn grant(&mut self, origin: &Origin) {
+    fn grant(&mut self, origin: &Route) {
         self.open += 1;
         self.origins.entry(origin.clone()).or_default().open += 1;
     }
 
     /// The oldest live waiter of `origin` (ended ones before it are dropped
     /// from the queue), with its sequence number.
-    fn front(&mut self, origin: &Origin, graves: &mut Graves<W>) -> Option<(u64, Arc<W>)> {
+    fn front(&mut self, origin: &Route, graves: &mut Graves<W>) -> Option<(u64, Arc<W>)> {
         let state = self.origins.get_mut(origin)?;
         while let Some(queued) = state.waiting.front() {
             #[cfg(test)]
@@ -191,18 +196,18 @@ impl<W: Waiter, C: Pooled> Inner<W, C> {
     fn oldest_where(
         &mut self,
         graves: &mut Graves<W>,
-        fits: impl Fn(&Self, &Origin) -> bool,
-    ) -> Option<(u64, Origin, Arc<W>)> {
+        fits: impl Fn(&Self, &Route) -> bool,
+    ) -> Option<(u64, Route, Arc<W>)> {
         if self.queued == 0 {
             return None;
         }
-        let queued: Vec<Origin> = self
+        let queued: Vec<Route> = self
             .origins
             .iter()
             .filter(|(_, state)| !state.waiting.is_empty())
             .map(|(origin, _)| origin.clone())
             .collect();
-        let mut oldest: Option<(u64, Origin, Arc<W>)> = None;
+        let mut oldest: Option<(u64, Route, Arc<W>)> = None;
         for origin in queued {
             if !fits(self, &origin) {
                 continue;
@@ -225,7 +230,7 @@ impl<W: Waiter, C: Pooled> Inner<W, C> {
     /// not asked again whether it is done: another thread may end it at any
     /// moment, and the decision is the one made on that look (an ended
     /// waiter that is served gives what it got straight back).
-    fn pop_seen_front(&mut self, origin: &Origin) {
+    fn pop_seen_front(&mut self, origin: &Route) {
         if let Some(state) = self.origins.get_mut(origin) {
             if state.waiting.pop_front().is_some() {
                 self.queued -= 1;
@@ -248,7 +253,7 @@ impl<W: Waiter, C: Pooled> Inner<W, C> {
     fn enqueue(&mut self, waiter: &Arc<W>, graves: &mut Graves<W>) {
         let seq = self.next_seq;
         self.next_seq += 1;
-        let state = self.origins.entry(waiter.origin().clone()).or_default();
+        let state = self.origins.entry(waiter.key().clone()).or_default();
         state.waiting.push_back(Queued {
             seq,
             waiter: Arc::downgrade(waiter),
@@ -297,13 +302,13 @@ impl<W: Waiter, C: Pooled> Inner<W, C> {
 
     /// Takes the connection of `origin` idle the longest out of the pool
     /// (idle lists are in the order connections were offered).
-    fn take_longest_idle_of(&mut self, origin: &Origin) -> Option<C> {
+    fn take_longest_idle_of(&mut self, origin: &Route) -> Option<C> {
         let state = self.origins.get_mut(origin)?;
         (!state.idle.is_empty()).then(|| state.idle.remove(0))
     }
 
     /// Forgets an origin nothing refers to any more.
-    fn tidy(&mut self, origin: &Origin) {
+    fn tidy(&mut self, origin: &Route) {
         let unused = self
             .origins
             .get(origin)
@@ -343,7 +348,7 @@ impl<W: Waiter, C: Pooled> Pool<W, C> {
         let mut to_close = Vec::new();
         let acquired = {
             let mut inner = lock(&self.inner);
-            let origin = waiter.origin();
+            let origin = waiter.key();
             if inner.closed {
                 Acquired::Closed
             } else if let Some(idle) = allow_idle
@@ -380,7 +385,7 @@ impl<W: Waiter, C: Pooled> Pool<W, C> {
     fn take_idle(
         &self,
         inner: &mut Inner<W, C>,
-        origin: &Origin,
+        origin: &Route,
         now: Instant,
         to_close: &mut Vec<C>,
     ) -> Option<C> {
@@ -416,13 +421,13 @@ impl<W: Waiter, C: Pooled> Pool<W, C> {
             // Nobody waits: the common case, and no queue to look at.
             inner
                 .origins
-                .entry(idle.origin().clone())
+                .entry(idle.key().clone())
                 .or_default()
                 .idle
                 .push(idle);
             return Offer::Kept;
         }
-        let origin = idle.origin().clone();
+        let origin = idle.key().clone();
         let own = inner.front(&origin, graves);
         // Another origin's oldest waiter that this connection's permit could
         // serve, were it closed.
@@ -459,7 +464,7 @@ impl<W: Waiter, C: Pooled> Pool<W, C> {
 
     /// A connection to `origin` closed: returns its permit, and the waiter
     /// it now serves (which holds the permit).
-    pub(crate) fn release(&self, origin: &Origin) -> Option<Arc<W>> {
+    pub(crate) fn release(&self, origin: &Route) -> Option<Arc<W>> {
         let mut graves = Graves::new();
         let served = {
             let mut inner = lock(&self.inner);
@@ -481,7 +486,7 @@ impl<W: Waiter, C: Pooled> Pool<W, C> {
 
     /// The loop saw an idle connection close: out of the pool with it (if
     /// an exchange took it meanwhile, that one finds it closed).
-    pub(crate) fn remove_idle(&self, origin: &Origin, id: u64) -> Option<C> {
+    pub(crate) fn remove_idle(&self, origin: &Route, id: u64) -> Option<C> {
         let mut inner = lock(&self.inner);
         let state = inner.origins.get_mut(origin)?;
         let index = state.idle.iter().position(|idle| idle.id() == id)?;

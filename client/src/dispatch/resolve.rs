@@ -1,78 +1,108 @@
-//! Name resolution, off the event loops: `getaddrinfo` blocks, so it runs on
-//! a small pool of resolver threads, started on first use.
+//! The default [`Resolve`]: `getaddrinfo`, which blocks, on a bounded pool
+//! of threads of its own, started on first use.
+//!
+//! # How slow names are kept from holding up the others
+//!
+//! * **One lookup per name.** Lookups of a name already being resolved join
+//!   it and get its answer (with their own port): a name that takes 30 s
+//!   holds one thread however many requests wait for it.
+//! * **A thread per name being resolved, up to [`MAX_THREADS`].** A lookup
+//!   of a new name starts a thread when every thread is in a lookup, so a slow name never
+//!   queues a fast one behind it until [`MAX_THREADS`] different names are
+//!   being resolved at once; then new names wait for the first thread free.
+//!   Threads are kept once started (idle ones wait for the next name) and
+//!   joined at shutdown.
+//!
+//! Eight threads: a client talks to few distinct hosts at once, a lookup
+//! usually takes milliseconds, and eight names that each stall for seconds
+//! are a broken resolver configuration, not load; a thread costs a stack
+//! reservation, not memory used.
 
+use crate::net::{Resolve, ResolveAnswer};
 use crate::sync::lock;
-use std::sync::mpsc::{channel, Receiver, Sender};
-use std::sync::{Arc, Mutex};
+use std::collections::{HashMap, VecDeque};
+use std::io;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::{JoinHandle, ThreadId};
 
-/// How many resolutions may block at once.
-const THREADS: usize = 2;
+/// Most names resolved at once.
+pub(crate) const MAX_THREADS: usize = 8;
 
-type Job = Box<dyn FnOnce() + Send + 'static>;
+/// A blocking lookup of one name: its addresses, with port 0.
+pub(crate) type Lookup = dyn Fn(&str) -> io::Result<Vec<SocketAddr>> + Send + Sync;
 
-#[derive(Default)]
-pub(crate) struct Resolver {
+/// The system's resolver: `getaddrinfo` through `ToSocketAddrs`.
+fn getaddrinfo(host: &str) -> io::Result<Vec<SocketAddr>> {
+    Ok((host, 0).to_socket_addrs()?.collect())
+}
+
+/// See the [module documentation](self).
+pub(crate) struct ThreadedResolver {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    lookup: Box<Lookup>,
     state: Mutex<State>,
+    work: Condvar,
 }
 
 #[derive(Default)]
 struct State {
-    sender: Option<Sender<Job>>,
+    /// Names waiting for a thread, oldest first.
+    queue: VecDeque<String>,
+    /// The lookups waiting for each name queued or being resolved, with
+    /// their ports.
+    waiting: HashMap<String, Vec<(u16, ResolveAnswer)>>,
     threads: Vec<JoinHandle<()>>,
     /// The ids of every thread started, kept after `shutdown` takes
     /// `threads` to join them.
     ids: Vec<ThreadId>,
+    /// Threads inside a lookup. A thread that has its answer is not busy
+    /// any more, even while it is still handing the answer out: it takes
+    /// the next name right after.
+    busy: usize,
     closed: bool,
 }
 
-impl Resolver {
-    /// Runs `job` on a resolver thread. Gives the job back if the resolver
-    /// is shut down (or no thread could start).
-    pub(crate) fn submit(&self, job: Job) -> Result<(), Job> {
-        let mut state = lock(&self.state);
-        if state.closed {
-            return Err(job);
-        }
-        if state.sender.is_none() {
-            let (sender, receiver) = channel::<Job>();
-            let receiver = Arc::new(Mutex::new(receiver));
-            for index in 0..THREADS {
-                let receiver = receiver.clone();
-                let spawned = std::thread::Builder::new()
-                    .name(format!("tickless-resolver-{index}"))
-                    .spawn(move || run(&receiver));
-                if let Ok(handle) = spawned {
-                    state.ids.push(handle.thread().id());
-                    state.threads.push(handle);
-                }
-            }
-            if state.threads.is_empty() {
-                return Err(job);
-            }
-            state.sender = Some(sender);
-        }
-        match state.sender.as_ref().map(|s| s.send(job)) {
-            Some(Ok(())) => Ok(()),
-            Some(Err(returned)) => Err(returned.0),
-            None => unreachable!("the sender was just set"),
+impl Default for ThreadedResolver {
+    fn default() -> Self {
+        ThreadedResolver::with_lookup(Box::new(getaddrinfo))
+    }
+}
+
+impl ThreadedResolver {
+    /// A resolver doing its lookups with `lookup` (tests give a double).
+    pub(crate) fn with_lookup(lookup: Box<Lookup>) -> Self {
+        ThreadedResolver {
+            shared: Arc::new(Shared {
+                lookup,
+                state: Mutex::default(),
+                work: Condvar::new(),
+            }),
         }
     }
 
     /// Whether `thread` is one of the resolver's threads (which `shutdown`
     /// joins: a close called there must not wait for the close under way).
     pub(crate) fn runs_on(&self, thread: ThreadId) -> bool {
-        lock(&self.state).ids.contains(&thread)
+        lock(&self.shared.state).ids.contains(&thread)
     }
 
-    /// Stops taking jobs, lets the threads finish the ones queued, and joins them.
+    /// Stops taking lookups, fails every lookup not answered yet, lets each
+    /// thread finish the `getaddrinfo` call it is in, and joins them.
     pub(crate) fn shutdown(&self) {
-        let threads = {
-            let mut state = lock(&self.state);
+        let (threads, dropped) = {
+            let mut state = lock(&self.shared.state);
             state.closed = true;
-            state.sender = None;
-            std::mem::take(&mut state.threads)
+            state.queue.clear();
+            let queued: Vec<_> = state.waiting.drain().collect();
+            (std::mem::take(&mut state.threads), queued)
         };
+        self.shared.work.notify_all();
+        // Their answers fail as they drop, outside the lock.
+        drop(dropped);
         let me = std::thread::current().id();
         for thread in threads {
             if thread.thread().id() != me {
@@ -82,14 +112,229 @@ impl Resolver {
     }
 }
 
-fn run(receiver: &Mutex<Receiver<Job>>) {
-    loop {
-        let job = lock(receiver).recv();
-        match job {
-            // A panic (the caller's listener is guarded, so none is
-            // expected) must not take a resolver thread with it.
-            Ok(job) => drop(std::panic::catch_unwind(std::panic::AssertUnwindSafe(job))),
-            Err(_) => return,
+impl Resolve for ThreadedResolver {
+    fn resolve(&self, host: &str, port: u16, answer: ResolveAnswer) {
+        let mut state = lock(&self.shared.state);
+        if state.closed {
+            drop(state);
+            return answer.failed(io::Error::other("the client is closed"));
+        }
+        let host = host.to_ascii_lowercase();
+        if let Some(joined) = state.waiting.get_mut(&host) {
+            joined.push((port, answer));
+            return;
+        }
+        state.waiting.insert(host.clone(), vec![(port, answer)]);
+        state.queue.push_back(host);
+        let free = state.threads.len() - state.busy;
+        if state.queue.len() > free && state.threads.len() < MAX_THREADS {
+            let shared = self.shared.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("tickless-resolver-{}", state.threads.len()))
+                .spawn(move || shared.run());
+            if let Ok(handle) = spawned {
+                state.ids.push(handle.thread().id());
+                state.threads.push(handle);
+            }
+        }
+        if state.threads.is_empty() {
+            // No thread could start: fail what waits, outside the lock.
+            let failed = std::mem::take(&mut state.waiting);
+            state.queue.clear();
+            drop(state);
+            drop(failed);
+            return;
+        }
+        drop(state);
+        self.shared.work.notify_one();
+    }
+}
+
+impl Shared {
+    /// A resolver thread: takes the oldest name waiting, resolves it, and
+    /// answers every lookup that joined it — until shutdown.
+    fn run(&self) {
+        loop {
+            let host = {
+                let mut state = lock(&self.state);
+                loop {
+                    if state.closed {
+                        return;
+                    }
+                    if let Some(host) = state.queue.pop_front() {
+                        state.busy += 1;
+                        break host;
+                    }
+                    state = self
+                        .work
+                        .wait(state)
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                }
+            };
+            let lookup =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (self.lookup)(&host)));
+            let result = lookup.unwrap_or_else(|_| Err(io::Error::other("the lookup panicked")));
+            let answers = {
+                let mut state = lock(&self.state);
+                state.busy -= 1;
+                state.waiting.remove(&host).unwrap_or_default()
+            };
+            // Outside the lock: an answer runs the client's code (and the
+            // caller's listener), which may resolve again.
+            for (port, answer) in answers {
+                match &result {
+                    Ok(addrs) => {
+                        answer.addresses(addrs.iter().map(|a| SocketAddr::new(a.ip(), port)))
+                    }
+                    Err(error) => answer.failed(io::Error::new(error.kind(), error.to_string())),
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    /// A lookup double: names starting with `slow` block until released;
+    /// every other name resolves at once to 127.0.0.1. Counts its calls.
+    struct Double {
+        released: Mutex<bool>,
+        release: Condvar,
+        calls: AtomicUsize,
+    }
+
+    impl Double {
+        fn new() -> Arc<Double> {
+            Arc::new(Double {
+                released: Mutex::new(false),
+                release: Condvar::new(),
+                calls: AtomicUsize::new(0),
+            })
+        }
+
+        fn lookup(self: &Arc<Self>) -> Box<Lookup> {
+            let me = self.clone();
+            Box::new(move |host| {
+                me.calls.fetch_add(1, Ordering::SeqCst);
+                if host.starts_with("slow") {
+                    let mut released = lock(&me.released);
+                    while !*released {
+                        released = me.release.wait(released).unwrap();
+                    }
+                }
+                Ok(vec![SocketAddr::from(([127, 0, 0, 1], 0))])
+            })
+        }
+
+        fn release(&self) {
+            *lock(&self.released) = true;
+            self.release.notify_all();
+        }
+    }
+
+    type Answers = mpsc::Receiver<(String, io::Result<Vec<SocketAddr>>)>;
+
+    fn ask(resolver: &ThreadedResolver, host: &str, port: u16) -> Answers {
+        let (send, answers) = mpsc::channel();
+        let name = host.to_owned();
+        resolver.resolve(
+            host,
+            port,
+            ResolveAnswer::new(move |result| {
+                let _ = send.send((name, result));
+            }),
+        );
+        answers
+    }
+
+    const PROMPTLY: Duration = Duration::from_secs(10);
+
+    #[test]
+    fn many_lookups_of_a_slow_name_hold_one_thread_and_no_other_name() {
+        let double = Double::new();
+        let resolver = ThreadedResolver::with_lookup(double.lookup());
+        let slow: Vec<Answers> = (0..50).map(|i| ask(&resolver, "slow.example", i)).collect();
+        // Far more lookups than threads wait for the slow name: another
+        // name is still answered at once.
+        for i in 0..20 {
+            let (_, fast) = ask(&resolver, "fast.example", 8000 + i)
+                .recv_timeout(PROMPTLY)
+                .expect("a fast name is not held up by a slow one");
+            assert_eq!(
+                fast.unwrap(),
+                vec![SocketAddr::from(([127, 0, 0, 1], 8000 + i))]
+            );
+        }
+        assert!(
+            slow[0].try_recv().is_err(),
+            "the slow name is still resolving"
+        );
+        double.release();
+        for (port, answers) in slow.iter().enumerate() {
+            let (host, result) = answers.recv_timeout(PROMPTLY).unwrap();
+            assert_eq!(host, "slow.example");
+            assert_eq!(
+                result.unwrap()[0].port(),
+                port as u16,
+                "each with its own port"
+            );
+        }
+        // The 50 lookups of the slow name were one call.
+        assert_eq!(double.calls.load(Ordering::SeqCst), 1 + 20);
+        assert!(lock(&resolver.shared.state).threads.len() <= 2);
+        resolver.shutdown();
+    }
+
+    #[test]
+    fn the_pool_is_bounded_and_new_names_wait_for_a_free_thread() {
+        let double = Double::new();
+        let resolver = ThreadedResolver::with_lookup(double.lookup());
+        let slow: Vec<Answers> = (0..MAX_THREADS)
+            .map(|i| ask(&resolver, &format!("slow-{i}.example"), 80))
+            .collect();
+        let fast = ask(&resolver, "fast.example", 80);
+        // Every thread is in a slow lookup: the new name waits its turn.
+        assert!(fast.recv_timeout(Duration::from_millis(200)).is_err());
+        assert_eq!(lock(&resolver.shared.state).threads.len(), MAX_THREADS);
+        double.release();
+        assert!(fast.recv_timeout(PROMPTLY).unwrap().1.is_ok());
+        for answers in slow {
+            assert!(answers.recv_timeout(PROMPTLY).unwrap().1.is_ok());
+        }
+        resolver.shutdown();
+    }
+
+    #[test]
+    fn shutdown_fails_every_lookup_unanswered_and_later_ones() {
+        let double = Double::new();
+        let resolver = ThreadedResolver::with_lookup(double.lookup());
+        let slow: Vec<Answers> = (0..MAX_THREADS)
+            .map(|i| ask(&resolver, &format!("slow-{i}.example"), 80))
+            .collect();
+        let queued = ask(&resolver, "queued.example", 80);
+        // Lets the threads out of their lookups once shutdown has begun.
+        let releaser = {
+            let double = double.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(50));
+                double.release();
+            })
+        };
+        resolver.shutdown();
+        releaser.join().unwrap();
+        assert!(queued.recv_timeout(PROMPTLY).unwrap().1.is_err());
+        assert!(ask(&resolver, "late.example", 80)
+            .recv_timeout(PROMPTLY)
+            .unwrap()
+            .1
+            .is_err());
+        for answers in slow {
+            assert!(answers.recv_timeout(PROMPTLY).unwrap().1.is_err());
         }
     }
 }

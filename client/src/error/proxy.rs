@@ -191,8 +191,7 @@ pub enum SocksError {
         /// The address type byte received.
         atyp: u8,
     },
-    /// The stream ended before the handshake finished (see
-    /// [`Socks5Handshake::eof_error`]).
+    /// The proxy closed the connection before the handshake finished.
     #[error("SOCKS5 proxy closed the connection during {stage}")]
     UnexpectedEof {
         /// What we were waiting for.
@@ -232,4 +231,3 @@ impl SocksError {
         })
     }
 }
-

@@ -29,11 +29,14 @@
 //! * pooled path: the idle connection is attached ready ([`ConnSlot::Ready`]),
 //!   then the timers start there;
 //! * connect path: the timers start on the wheel (the deadline also bounds
-//!   the pool wait, resolution and the connect); the connection being opened
-//!   is attached as [`ConnSlot::Opening`] — so ending the exchange aborts the
-//!   attempt — and, once its TCP connect succeeds, attached again as ready,
-//!   on its own loop: the timers move there with their absolute deadlines
-//!   (a same-thread arm, no wake-up), and bound the TLS handshake from there;
+//!   the pool wait, resolution, the connect, a proxy's handshake and TLS);
+//!   the connection being opened is attached as [`ConnSlot::Opening`] — so
+//!   ending the exchange aborts the attempt — and, once its TCP connect to
+//!   the first hop (the origin, or its proxy) succeeds, attached again as
+//!   ready, on its own loop: the timers move there with their absolute
+//!   deadlines (a same-thread arm, no wake-up) and bound the proxy's
+//!   handshake and TLS from there, so that by the time the connection is
+//!   ready to carry the request its timers are on its loop;
 //! * a connection that fails under a request it will retry is detached
 //!   ([`ConnSlot::None`]): its read timeout goes with it, and the request
 //!   timeout goes back to the wheel until the next connection is ready.
@@ -62,7 +65,7 @@ use timers::{Timer, TimerTable};
 use crate::error::{Error, TimeoutKind};
 use crate::event_loop::{EventLoop, LoopContext, LoopTimeout, SourceRef, TimeoutScheduler};
 use crate::events::EventListener;
-use crate::net::Origin;
+use crate::net::{Origin, Route};
 use crate::sync::lock;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -157,6 +160,9 @@ struct Link {
 pub(crate) struct Exchange {
     pub(crate) id: u64,
     pub(crate) origin: Origin,
+    /// How it reaches its origin (straight or through a proxy): set by the
+    /// dispatcher at submission, before anything reads it.
+    route: OnceLock<Route>,
     pub(crate) request: RequestParts,
     pub(crate) listener: Guarded,
     /// Set once an idempotent request has been retried on a fresh connection.
@@ -207,6 +213,7 @@ impl Exchange {
         Arc::new_cyclic(|weak| Exchange {
             id: parts.id,
             origin: parts.origin,
+            route: OnceLock::new(),
             request: parts.request,
             listener: Guarded::new(parts.listener, weak.clone()),
             retried: AtomicBool::new(false),
@@ -264,11 +271,30 @@ impl Exchange {
         &self.body
     }
 
-    /// The remote for messages: `host/ip:port` once connected, `host:port` before.
+    /// Sets how the exchange reaches its origin (the dispatcher, at
+    /// submission; a second call changes nothing).
+    pub(crate) fn set_route(&self, route: Route) {
+        let _ = self.route.set(route);
+    }
+
+    /// How the exchange reaches its origin: what the pool matches it with
+    /// connections by. Straight to the origin if asked before
+    /// [`set_route`](Self::set_route) (only an exchange refused at
+    /// submission is).
+    pub(crate) fn route(&self) -> &Route {
+        self.route
+            .get_or_init(|| Route::Direct(self.origin.clone()))
+    }
+
+    /// The remote for messages: `host/ip:port` once connected, `host:port`
+    /// before; through a proxy, `host:port via proxy URL (ip:port)`.
     pub(crate) fn remote_name(&self) -> String {
-        match *lock(&self.remote) {
-            Some(addr) => format!("{}/{}", self.origin.host, addr),
-            None => self.origin.to_string(),
+        let addr = *lock(&self.remote);
+        match (self.route().proxy(), addr) {
+            (None, Some(addr)) => format!("{}/{}", self.origin.host, addr),
+            (None, None) => self.origin.to_string(),
+            (Some(proxy), Some(addr)) => format!("{} via proxy {proxy} ({addr})", self.origin),
+            (Some(proxy), None) => format!("{} via proxy {proxy}", self.origin),
         }
     }
 

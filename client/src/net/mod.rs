@@ -5,6 +5,7 @@
 
 mod origin;
 pub(crate) mod proxy;
+mod resolve;
 mod route;
 pub(crate) mod socket;
 pub(crate) mod tls;
@@ -12,5 +13,6 @@ mod transport;
 
 pub use origin::{Origin, Scheme};
 pub use proxy::Proxy;
+pub use resolve::{Resolve, ResolveAnswer};
 pub(crate) use route::Route;
 pub(crate) use transport::{Handshake, HandshakeError, Transport};

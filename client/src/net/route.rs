@@ -109,12 +109,18 @@ mod tests {
         assert_eq!(forward.first_hop(), ("proxy", 3128));
         assert_eq!(forward.tls_origin(), None);
         // One forwarding connection serves every plain origin.
-        assert_eq!(forward, Route::new(&origin("http://b.example:81/"), Some(&http)));
+        assert_eq!(
+            forward,
+            Route::new(&origin("http://b.example:81/"), Some(&http))
+        );
         assert_eq!(forward.to_string(), "proxy http://***@proxy:3128");
         let tunnel = Route::new(&secure, Some(&http));
         assert!(!tunnel.forwards());
         assert_eq!(tunnel.tls_origin(), Some(&secure));
-        assert_ne!(tunnel, Route::new(&origin("https://b.example/"), Some(&http)));
+        assert_ne!(
+            tunnel,
+            Route::new(&origin("https://b.example/"), Some(&http))
+        );
         let through_socks = Route::new(&plain, Some(&socks));
         assert!(matches!(through_socks, Route::Tunnel { .. }));
         assert_eq!(through_socks.first_hop(), ("socks", 1080));

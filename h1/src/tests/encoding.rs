@@ -255,3 +255,29 @@ fn request_and_response_exchange() {
     assert_eq!(head.status, 200);
     assert!(body.is_empty() && keep_alive);
 }
+
+#[test]
+fn absolute_form_for_a_proxy_keeps_scheme_authority_and_path_without_userinfo() {
+    let encode_to = |uri: &str| {
+        let uri: Uri = uri.parse().unwrap();
+        let mut out = Vec::new();
+        encode_request_head_as(
+            &Method::GET,
+            &uri,
+            &HeaderMap::new(),
+            RequestBody::Empty,
+            RequestTarget::Absolute,
+            &mut out,
+        )
+        .unwrap();
+        String::from_utf8(out).unwrap()
+    };
+    assert_eq!(
+        encode_to("HTTP://user:pw@example.com:8080/a?q=1"),
+        "GET http://example.com:8080/a?q=1 HTTP/1.1\r\nHost: example.com:8080\r\n\r\n"
+    );
+    assert_eq!(
+        encode_to("http://[::1]"),
+        "GET http://[::1]/ HTTP/1.1\r\nHost: [::1]\r\n\r\n"
+    );
+}

@@ -662,7 +662,7 @@ impl Conn {
         let idle = IdleConn {
             conn: self.conn_ref(cx),
             info: info.clone(),
-            origin: self.origin.clone(),
+            route: self.route.clone(),
             idle_since: self.now(),
             created: self.created,
         };
@@ -688,7 +688,7 @@ impl Conn {
         }
         // Closed by the server (or it sent bytes nobody asked for).
         if let Some(info) = &self.info {
-            self.owner.remove_idle(&self.origin, info.id);
+            self.owner.remove_idle(&self.route, info.id);
         }
         self.close(cx);
     }

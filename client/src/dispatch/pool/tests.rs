@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use tickless_timer::{Clock, ManualClock};
 
 struct Request {
-    origin: Origin,
+    origin: Route,
     name: &'static str,
     done: AtomicBool,
     fresh: bool,
@@ -23,7 +23,7 @@ struct Request {
 }
 
 impl Waiter for Request {
-    fn origin(&self) -> &Origin {
+    fn key(&self) -> &Route {
         &self.origin
     }
     fn is_done(&self) -> bool {
@@ -48,14 +48,14 @@ impl Drop for Request {
 }
 
 struct Idle {
-    origin: Origin,
+    origin: Route,
     id: u64,
     idle_since: Instant,
     created: Instant,
 }
 
 impl Pooled for Idle {
-    fn origin(&self) -> &Origin {
+    fn key(&self) -> &Route {
         &self.origin
     }
     fn id(&self) -> u64 {
@@ -69,8 +69,8 @@ impl Pooled for Idle {
     }
 }
 
-fn origin(host: &str) -> Origin {
-    Origin::of(&format!("http://{host}/").parse().unwrap()).unwrap()
+fn origin(host: &str) -> Route {
+    Route::Direct(crate::net::Origin::of(&format!("http://{host}/").parse().unwrap()).unwrap())
 }
 
 fn request(host: &str, name: &'static str) -> Arc<Request> {

@@ -87,7 +87,9 @@ impl EnvProxies {
     ///
     /// Returns the settings and the problems found; see the
     /// [module docs](self) for the rules.
-    pub(crate) fn from_lookup(lookup: &dyn Fn(&str) -> Option<String>) -> (EnvProxies, Vec<EnvError>) {
+    pub(crate) fn from_lookup(
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> (EnvProxies, Vec<EnvError>) {
         let mut errors = Vec::new();
         let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
         let is_cgi = lookup("REQUEST_METHOD").is_some();

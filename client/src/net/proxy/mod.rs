@@ -106,7 +106,11 @@ impl Proxy {
             Targets::Https => origin.scheme == Scheme::Https,
             Targets::All => true,
         };
-        scheme && !self.bypass.as_ref().is_some_and(|b| b.matches(&origin.host))
+        scheme
+            && !self
+                .bypass
+                .as_ref()
+                .is_some_and(|b| b.matches(&origin.host))
     }
 }
 
@@ -179,10 +183,18 @@ mod tests {
         let settings = ProxySettings::listed(vec![
             Proxy::http("http://plain:1").unwrap(),
             Proxy::https("socks5h://secure:2").unwrap(),
-            Proxy::all("http://other:3").unwrap().no_proxy("localhost, 10.0.0.0/8"),
+            Proxy::all("http://other:3")
+                .unwrap()
+                .no_proxy("localhost, 10.0.0.0/8"),
         ]);
-        assert_eq!(chosen(&settings, "http://a.example/").unwrap(), "http://plain:1");
-        assert_eq!(chosen(&settings, "https://a.example/").unwrap(), "socks5h://secure:2");
+        assert_eq!(
+            chosen(&settings, "http://a.example/").unwrap(),
+            "http://plain:1"
+        );
+        assert_eq!(
+            chosen(&settings, "https://a.example/").unwrap(),
+            "socks5h://secure:2"
+        );
         let only_all = ProxySettings::listed(vec![Proxy::all("http://other:3")
             .unwrap()
             .no_proxy("localhost, 10.0.0.0/8")]);
@@ -190,24 +202,38 @@ mod tests {
         assert_eq!(chosen(&only_all, "http://LOCALHOST:8080/"), None);
         assert_eq!(chosen(&only_all, "http://api.localhost/"), None);
         assert_eq!(chosen(&only_all, "http://10.1.2.3/"), None);
-        assert_eq!(chosen(&only_all, "http://11.1.2.3/").unwrap(), "http://other:3");
-        assert_eq!(chosen(&ProxySettings::listed(Vec::new()), "http://x/"), None);
+        assert_eq!(
+            chosen(&only_all, "http://11.1.2.3/").unwrap(),
+            "http://other:3"
+        );
+        assert_eq!(
+            chosen(&ProxySettings::listed(Vec::new()), "http://x/"),
+            None
+        );
     }
 
     #[test]
     fn the_environment_is_read_through_its_lookup() {
         let env = |vars: &'static [(&'static str, &'static str)]| {
             ProxySettings::from_env(&move |name| {
-                vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string())
+                vars.iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| v.to_string())
             })
         };
-        let settings = env(&[("http_proxy", "proxy:3128"), ("no_proxy", "[::1], .internal")]);
+        let settings = env(&[
+            ("http_proxy", "proxy:3128"),
+            ("no_proxy", "[::1], .internal"),
+        ]);
         assert_eq!(chosen(&settings, "http://a/").unwrap(), "http://proxy:3128");
         assert_eq!(chosen(&settings, "https://a/"), None);
         assert_eq!(chosen(&settings, "http://[::1]:8080/"), None);
         assert_eq!(chosen(&settings, "http://b.internal/"), None);
         let cgi = env(&[("REQUEST_METHOD", "GET"), ("HTTP_PROXY", "http://attacker")]);
         assert_eq!(chosen(&cgi, "http://a/"), None);
-        assert_eq!(chosen(&env(&[("http_proxy", "ftp://x")]), "http://a/"), None);
+        assert_eq!(
+            chosen(&env(&[("http_proxy", "ftp://x")]), "http://a/"),
+            None
+        );
     }
 }

@@ -152,7 +152,9 @@ fn parse_entry(entry: &str) -> Option<Entry> {
             // "[addr]:port" (a port: dropped, as reqwest) or junk.
             None
         };
-        return parsed.filter(|net| matches!(net, IpNet::V6(_))).map(Entry::Net);
+        return parsed
+            .filter(|net| matches!(net, IpNet::V6(_)))
+            .map(Entry::Net);
     }
     if let Some(net) = parse_net(entry) {
         return Some(Entry::Net(net));

@@ -327,6 +327,7 @@ impl Socks5Handshake {
     }
 
     /// Whether the proxy accepted the CONNECT.
+    #[cfg(test)]
     pub(crate) fn is_done(&self) -> bool {
         matches!(self.state, State::Done(_))
     }

@@ -103,10 +103,7 @@ impl ProxyUrl {
         };
         let credentials = (!url.username().is_empty() || url.password().is_some()).then(|| {
             let decode = |s: &str| percent_decode_str(s).decode_utf8_lossy().into_owned();
-            (
-                decode(url.username()),
-                decode(url.password().unwrap_or("")),
-            )
+            (decode(url.username()), decode(url.password().unwrap_or("")))
         });
         Ok(ProxyUrl {
             scheme,
@@ -172,7 +169,11 @@ fn basic_auth(user: &str, password: &str) -> HeaderValue {
 impl fmt::Display for ProxyUrl {
     /// `scheme://[***@]host:port`: the credentials are never shown.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let hidden = if self.credentials.is_some() { "***@" } else { "" };
+        let hidden = if self.credentials.is_some() {
+            "***@"
+        } else {
+            ""
+        };
         write!(f, "{}://{hidden}{}", self.scheme.as_str(), self.authority())
     }
 }
@@ -209,7 +210,11 @@ mod tests {
             (ProxyScheme::Socks5h, "proxy.lan", 1234)
         );
         assert_eq!(parse("HTTP://h:8080").port(), 8080);
-        assert_eq!(parse("http://h:").port(), 80, "an empty port is the default");
+        assert_eq!(
+            parse("http://h:").port(),
+            80,
+            "an empty port is the default"
+        );
         assert_eq!(parse("http://h:0").port(), 0);
         assert_eq!(parse("http://h:65535").port(), 65535);
         assert_eq!(parse("http://h:0080").port(), 80);
@@ -243,7 +248,10 @@ mod tests {
         assert_eq!(parse("http://host").credentials(), None);
         assert_eq!(parse("http://user@host").credentials(), Some(("user", "")));
         assert_eq!(parse("http://:pw@host").credentials(), Some(("", "pw")));
-        assert_eq!(parse("http://%FF:x@host").credentials(), Some(("\u{FFFD}", "x")));
+        assert_eq!(
+            parse("http://%FF:x@host").credentials(),
+            Some(("\u{FFFD}", "x"))
+        );
     }
 
     #[test]

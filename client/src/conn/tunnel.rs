@@ -1,0 +1,235 @@
+//! A tunnel through a proxy, on the connection's loop: `CONNECT` through an
+//! HTTP proxy, or the SOCKS5 handshake (RFC 1928, with RFC 1929
+//! credentials), driven by readiness events over the plain socket to the
+//! proxy. The sans-IO halves are in [`crate::net::proxy`].
+//!
+//! The handshake timeout is armed when the tunnel starts and, for
+//! `https://`, bounds TLS after it as well; the request deadline bounds it
+//! from this loop (the exchange is attached ready since the TCP connect).
+//! Every failure the proxy reports is an [`Error::Proxy`] naming the proxy
+//! and what it said.
+
+use super::{Conn, State};
+use crate::error::ProxyError;
+use crate::event_loop::LoopContext;
+use crate::exchange::Exchange;
+use crate::net::proxy::{encode_connect, ConnectResponse, Progress, Socks5Handshake, Target};
+use crate::net::proxy::{ProxyScheme, ProxyUrl};
+use crate::net::Route;
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+/// The most a proxy may send before its answer is complete (CONNECT's head
+/// limit is smaller; a SOCKS reply is at most 262 bytes).
+const MAX_ANSWER: usize = 64 * 1024;
+
+pub(super) struct Tunnelling {
+    pub(super) exchange: Arc<Exchange>,
+    step: Step,
+    /// Where the tunnel goes, `host:port`, as errors name it.
+    target: String,
+    /// What the proxy sent that is not consumed yet.
+    received: Vec<u8>,
+}
+
+enum Step {
+    /// The CONNECT request, `request[written..]` still to send.
+    Connect {
+        request: Vec<u8>,
+        written: usize,
+    },
+    Socks(Socks5Handshake),
+}
+
+/// What one look at the tunnel found.
+enum Turn {
+    /// Waiting for the socket.
+    Pending,
+    /// Open: bytes after the proxy's answer belong to the origin.
+    Open(Vec<u8>),
+    Failed(ProxyError),
+}
+
+impl Conn {
+    /// Starts the tunnel's handshake on the socket just connected to the
+    /// proxy. `socks_target`: the origin's address, for `socks5://`.
+    pub(super) fn start_tunnel(
+        &mut self,
+        cx: &mut LoopContext<'_>,
+        exchange: Arc<Exchange>,
+        socks_target: Option<SocketAddr>,
+    ) {
+        let Route::Tunnel { proxy, origin } = &self.route else {
+            return self.connected(cx, exchange, Vec::new());
+        };
+        let step = match first_step(proxy, &origin.host, origin.port, socks_target) {
+            Ok(step) => step,
+            Err(source) => {
+                let error = self.proxy_error(&exchange, source);
+                self.close(cx);
+                exchange.finish_err(error);
+                return;
+            }
+        };
+        let target = origin.to_string();
+        self.arm_handshake_timer(cx);
+        self.state = State::Tunnelling(Tunnelling {
+            exchange,
+            step,
+            target,
+            received: Vec::new(),
+        });
+        // The socket is writable: the first message goes now.
+        self.drive_tunnel(cx);
+    }
+
+    /// Moves the tunnel's handshake on as far as the socket allows.
+    pub(super) fn drive_tunnel(&mut self, cx: &mut LoopContext<'_>) {
+        let State::Tunnelling(tunnelling) = &mut self.state else {
+            return;
+        };
+        let exchange = tunnelling.exchange.clone();
+        if exchange.is_done() {
+            return self.close(cx);
+        }
+        let Some(transport) = self.transport.as_mut() else {
+            return;
+        };
+        let turn = turn(tunnelling, transport.tcp_mut());
+        match turn {
+            Turn::Pending => {}
+            Turn::Open(early) => {
+                self.disarm_timer_keeping_handshake(cx);
+                self.connected(cx, exchange, early);
+            }
+            Turn::Failed(source) => {
+                let error = self.proxy_error(&exchange, source);
+                self.close(cx);
+                exchange.finish_err(error);
+            }
+        }
+    }
+
+    /// After the tunnel, TLS goes on under the same handshake timer; a
+    /// plain tunnel has nothing left for it to bound.
+    fn disarm_timer_keeping_handshake(&mut self, cx: &mut LoopContext<'_>) {
+        if self.route.tls_origin().is_none() {
+            self.disarm_timer(cx);
+        }
+    }
+}
+
+fn first_step(
+    proxy: &ProxyUrl,
+    host: &str,
+    port: u16,
+    socks_target: Option<SocketAddr>,
+) -> Result<Step, ProxyError> {
+    let credentials = proxy
+        .credentials()
+        .map(|(user, password)| (user.to_owned(), password.to_owned()));
+    match proxy.scheme() {
+        ProxyScheme::Http => {
+            let mut request = Vec::with_capacity(128);
+            encode_connect(
+                host,
+                port,
+                proxy.basic_auth().as_ref(),
+                &http::HeaderMap::new(),
+                &mut request,
+            )
+            .map_err(|e| ProxyError::MalformedAnswer(e.to_string()))?;
+            Ok(Step::Connect {
+                request,
+                written: 0,
+            })
+        }
+        ProxyScheme::Socks5 | ProxyScheme::Socks5h => {
+            let target = match (proxy.scheme(), socks_target) {
+                (ProxyScheme::Socks5, Some(addr)) => Target::Addr(addr),
+                _ => Target::from_host(host, port),
+            };
+            Ok(Step::Socks(Socks5Handshake::new(target, credentials)?))
+        }
+    }
+}
+
+/// Writes what is due, reads what came, and parses it, until the socket
+/// would block or the answer is complete.
+fn turn(tunnelling: &mut Tunnelling, tcp: &mut mio::net::TcpStream) -> Turn {
+    loop {
+        // Write what is due.
+        let pending: &[u8] = match &tunnelling.step {
+            Step::Connect { request, written } => &request[*written..],
+            Step::Socks(socks) => socks.wants_write(),
+        };
+        if !pending.is_empty() {
+            match tcp.write(pending) {
+                Ok(0) => return Turn::Failed(ProxyError::Io(io::ErrorKind::WriteZero.into())),
+                Ok(n) => match &mut tunnelling.step {
+                    Step::Connect { written, .. } => *written += n,
+                    Step::Socks(socks) => socks.written(n),
+                },
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Turn::Failed(ProxyError::Io(e)),
+            }
+        }
+        // Read what came.
+        let mut chunk = [0u8; 4096];
+        let read = match tcp.read(&mut chunk) {
+            Ok(0) => return Turn::Failed(eof(&mut tunnelling.step)),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Turn::Pending,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Turn::Failed(ProxyError::Io(e)),
+        };
+        tunnelling.received.extend_from_slice(&chunk[..read]);
+        if tunnelling.received.len() > MAX_ANSWER {
+            return Turn::Failed(ProxyError::MalformedAnswer(format!(
+                "more than {MAX_ANSWER} bytes before the end of its answer"
+            )));
+        }
+        // Parse it.
+        match &mut tunnelling.step {
+            Step::Connect { .. } => match ConnectResponse::parse(&tunnelling.received) {
+                Ok(None) => {}
+                Ok(Some((used, _established))) => {
+                    return Turn::Open(tunnelling.received.split_off(used));
+                }
+                Err(error) => {
+                    return Turn::Failed(error.into_proxy_error(tunnelling.target.clone()))
+                }
+            },
+            Step::Socks(socks) => loop {
+                match socks.received(&tunnelling.received) {
+                    Ok((_, Progress::NeedMore)) => break,
+                    // The next message is queued; what came with this
+                    // one may be the answer to it already.
+                    Ok((used, Progress::Send)) => {
+                        tunnelling.received.drain(..used);
+                        if tunnelling.received.is_empty() {
+                            break;
+                        }
+                    }
+                    Ok((used, Progress::Done { .. })) => {
+                        return Turn::Open(tunnelling.received.split_off(used));
+                    }
+                    Err(error) => return Turn::Failed(error.into()),
+                }
+            },
+        }
+    }
+}
+
+/// The proxy closed the connection before its answer was complete.
+fn eof(step: &mut Step) -> ProxyError {
+    match step {
+        Step::Connect { .. } => ProxyError::Io(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "the proxy closed the connection before answering CONNECT",
+        )),
+        Step::Socks(socks) => socks.eof_error().into(),
+    }
+}
