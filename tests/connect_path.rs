@@ -1,0 +1,193 @@
+//! The connect path below the proxies: happy eyeballs (RFC 8305) against a
+//! first address that silently drops SYNs (a listener whose accept queue is
+//! full), the connect timeout per attempt inside the request deadline, the
+//! `Resolve` seam with a resolver double that never answers one name, and
+//! `resolve(host, addrs)` overrides. Loopback only.
+
+mod support;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use support::*;
+use tickless::{Client, ClientBuilder, Error, Resolve, ResolveAnswer};
+
+const CEILING: Duration = Duration::from_secs(10);
+
+fn builder() -> ClientBuilder {
+    Client::builder().event_loops(1).no_proxy()
+}
+
+/// A listener whose accept queue is full: a connect to it hangs, as to an
+/// address that drops SYNs.
+fn blackhole() -> Option<UnacceptingListener> {
+    let mut listener = UnacceptingListener::new();
+    listener.backlog_filled(1024).then_some(listener)
+}
+
+fn attempts(recorder: &Recorder) -> Vec<SocketAddr> {
+    recorder
+        .events()
+        .into_iter()
+        .filter_map(|(event, _)| match event {
+            Event::ConnectAttempt(addr) => Some(addr),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_first_address_that_drops_syns_costs_about_one_stagger_not_a_connect_timeout() {
+    let Some(dead) = blackhole() else { return };
+    let server = TestServer::respond(|_| ok("alive"));
+    let recorder = Recorder::new();
+    let client = builder()
+        .connect_timeout(Duration::from_secs(30))
+        .happy_eyeballs_delay(Duration::from_millis(150))
+        .resolve("dual.test", &[dead.addr(), server.addr()])
+        .listener(recorder.clone())
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    let response = client.get("http://dual.test/").send().wait().unwrap();
+    let took = started.elapsed();
+    assert_eq!(response.text().wait().unwrap(), "alive");
+    // The second attempt started after the stagger, well before the
+    // connect timeout of the first would have ended it.
+    assert!(took >= Duration::from_millis(150), "{took:?}");
+    assert!(took < CEILING, "{took:?}");
+    assert_eq!(attempts(&recorder), vec![dead.addr(), server.addr()]);
+    let connected: Vec<SocketAddr> = recorder
+        .events()
+        .into_iter()
+        .filter_map(|(event, _)| match event {
+            Event::ConnectSuccess(info) => Some(info.remote),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(connected, vec![server.addr()]);
+    // The losing attempt was closed, not left for its timeout: no timer
+    // of the connect remains armed.
+    assert!(eventually(CEILING, || client.stats().armed_timers() == 0));
+}
+
+#[test]
+fn without_a_stagger_addresses_go_one_at_a_time_each_with_its_connect_timeout() {
+    let Some(dead) = blackhole() else { return };
+    let server = TestServer::respond(|_| ok("alive"));
+    let client = builder()
+        .connect_timeout(Duration::from_millis(400))
+        .happy_eyeballs_delay(Duration::ZERO)
+        .resolve("dual.test", &[dead.addr(), server.addr()])
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    let response = client.get("http://dual.test/").send().wait().unwrap();
+    assert_eq!(response.text().wait().unwrap(), "alive");
+    let took = started.elapsed();
+    assert!(took >= Duration::from_millis(400), "{took:?}");
+    assert!(took < CEILING, "{took:?}");
+}
+
+#[test]
+fn when_every_attempt_times_out_the_error_is_the_connect_timeout_within_the_request_deadline() {
+    let (Some(first), Some(second)) = (blackhole(), blackhole()) else {
+        return;
+    };
+    let client = builder()
+        .connect_timeout(Duration::from_millis(300))
+        .happy_eyeballs_delay(Duration::from_millis(100))
+        .resolve("dead.test", &[first.addr(), second.addr()])
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    let error = client.get("http://dead.test/").send().wait().unwrap_err();
+    let took = started.elapsed();
+    assert!(matches!(error, Error::ConnectTimeout(_)), "{error:?}");
+    // The two attempts overlapped: the second ended 100 ms after the first.
+    assert!(took >= Duration::from_millis(400), "{took:?}");
+    assert!(took < CEILING, "{took:?}");
+    // The request deadline bounds it all, whatever the connect timeout.
+    let client = builder()
+        .connect_timeout(Duration::from_secs(30))
+        .request_timeout(Duration::from_millis(300))
+        .resolve("dead.test", &[first.addr(), second.addr()])
+        .build()
+        .unwrap();
+    let error = client.get("http://dead.test/").send().wait().unwrap_err();
+    assert!(matches!(error, Error::RequestTimeout(_)), "{error:?}");
+}
+
+/// A resolver double: `slow.test` is never answered (its answers are
+/// kept, so they do not fail on drop); every other name is 127.0.0.1.
+#[derive(Default)]
+struct Stuck {
+    held: Mutex<Vec<ResolveAnswer>>,
+    asked: Mutex<Vec<(String, u16)>>,
+}
+
+impl Resolve for Stuck {
+    fn resolve(&self, host: &str, port: u16, answer: ResolveAnswer) {
+        self.asked.lock().unwrap().push((host.to_owned(), port));
+        match host {
+            "slow.test" => self.held.lock().unwrap().push(answer),
+            _ => answer.addresses([SocketAddr::from(([127, 0, 0, 1], port))]),
+        }
+    }
+}
+
+#[test]
+fn a_name_the_resolver_never_answers_holds_up_no_other_and_the_request_timeout_ends_it() {
+    let server = TestServer::respond(|request| ok(request.header("host").unwrap_or("")));
+    let resolver = Arc::new(Stuck::default());
+    let client = builder()
+        .resolver(resolver.clone())
+        .request_timeout(Duration::from_millis(500))
+        .build()
+        .unwrap();
+    let port = server.addr().port();
+    let stuck: Vec<_> = (0..4)
+        .map(|_| client.get(format!("http://slow.test:{port}/")).send())
+        .collect();
+    for name in ["fast.test", "other.test", "FAST.test"] {
+        let body = client
+            .get(format!("http://{name}:{port}/"))
+            .send()
+            .wait()
+            .unwrap()
+            .text()
+            .wait()
+            .unwrap();
+        assert_eq!(
+            body.to_ascii_lowercase(),
+            format!("{}:{port}", name.to_ascii_lowercase())
+        );
+    }
+    for future in stuck {
+        let error = future.wait().unwrap_err();
+        assert!(matches!(error, Error::RequestTimeout(_)), "{error:?}");
+    }
+    // IP literals never reach the resolver.
+    client.get(server.url("/")).send().wait().unwrap();
+    let asked = resolver.asked.lock().unwrap().clone();
+    assert!(
+        asked.iter().all(|(host, _)| host != "127.0.0.1"),
+        "{asked:?}"
+    );
+    assert_eq!(asked.iter().filter(|(h, _)| h == "slow.test").count(), 4);
+}
+
+#[test]
+fn overrides_answer_without_the_resolver_and_port_zero_takes_the_request_port() {
+    let server = TestServer::respond(|_| ok("overridden"));
+    let resolver = Arc::new(Stuck::default());
+    let client = builder()
+        .resolver(resolver.clone())
+        .resolve("Slow.Test", &[SocketAddr::from(([127, 0, 0, 1], 0))])
+        .build()
+        .unwrap();
+    let url = format!("http://slow.test:{}/", server.addr().port());
+    let response = client.get(url).send().wait().unwrap();
+    assert_eq!(response.text().wait().unwrap(), "overridden");
+    assert!(resolver.asked.lock().unwrap().is_empty());
+}

@@ -1,0 +1,351 @@
+//! Requests through proxies: real ones started by the test on loopback
+//! (tinyproxy for HTTP forwarding, CONNECT and Basic auth; microsocks for
+//! SOCKS5, with and without RFC 1929 credentials), and doubles for what a
+//! real proxy will not do on demand (a CONNECT answered 403, a SOCKS server
+//! that replies "host unreachable", a proxy that stalls mid-handshake, a
+//! proxy that refuses the connection). `scripts/test` installs tinyproxy
+//! and microsocks; without them these tests fail saying so, never skip.
+
+mod support;
+
+use std::io::{Read, Write};
+use std::time::{Duration, Instant};
+use support::real::{Microsocks, Tinyproxy};
+use support::tls::{certs, TlsServer};
+use support::*;
+use tickless::{Client, ClientBuilder, Error, Proxy, ProxyError, SocksError};
+
+/// Bound on anything that should be prompt: generous, for a loaded machine.
+const CEILING: Duration = Duration::from_secs(20);
+
+fn client_via(proxy: Proxy) -> ClientBuilder {
+    Client::builder()
+        .event_loops(1)
+        .no_proxy()
+        .proxy(proxy)
+        .add_root_certificate(&certs().ca_pem)
+}
+
+/// An origin that says which request it got and whether a proxy left its
+/// mark (`Via`) or credentials (`Proxy-Authorization`, which must never
+/// reach it).
+fn origin() -> TestServer {
+    TestServer::respond(|request| {
+        ok(&format!(
+            "{} {} via={} auth={}",
+            request.method,
+            request.target,
+            request.header("via").unwrap_or("none"),
+            request.header("proxy-authorization").unwrap_or("none"),
+        ))
+    })
+}
+
+fn tls_origin() -> TlsServer {
+    TlsServer::respond(&certs().valid, |request| {
+        ok(&format!(
+            "tls {} auth={}",
+            request.target,
+            request.header("proxy-authorization").unwrap_or("none")
+        ))
+    })
+}
+
+fn text(client: &Client, url: &str) -> Result<String, Error> {
+    let response = client.get(url).send().wait()?;
+    assert_eq!(response.status(), 200);
+    response.text().wait()
+}
+
+fn proxy_error(error: Error) -> (String, String, ProxyError) {
+    match error {
+        Error::Proxy {
+            proxy,
+            target,
+            source,
+        } => (proxy, target, source),
+        other => panic!("expected Error::Proxy, got {other:?}"),
+    }
+}
+
+// ------------------------------------------------------------ tinyproxy ---
+
+#[test]
+fn plain_http_goes_through_tinyproxy_in_absolute_form() {
+    let origin = origin();
+    let proxy = Tinyproxy::start();
+    let client = client_via(Proxy::http(&proxy.url()).unwrap())
+        .build()
+        .unwrap();
+    let body = text(&client, &origin.url("/forwarded?q=1")).unwrap();
+    // tinyproxy took the absolute form and sent origin form on.
+    assert!(body.starts_with("GET /forwarded?q=1 via="), "{body}");
+    assert!(body.contains("tinyproxy"), "forwarded by tinyproxy: {body}");
+}
+
+#[test]
+fn tinyproxy_with_basic_auth_takes_the_credentials_of_the_proxy_url() {
+    let origin = origin();
+    let tls = tls_origin();
+    let proxy = Tinyproxy::with_basic_auth("tester", "s3cret");
+    let authed = proxy.url().replace("http://", "http://tester:s3cret@");
+    let client = client_via(Proxy::all(&authed).unwrap()).build().unwrap();
+    // Forwarded: tinyproxy checks Proxy-Authorization and strips it.
+    let body = text(&client, &origin.url("/private")).unwrap();
+    assert!(body.starts_with("GET /private via="), "{body}");
+    assert!(body.ends_with("auth=none"), "{body}");
+    // Tunnelled: CONNECT with the credentials, then TLS with the origin,
+    // whose name (not the proxy's) is sent and verified.
+    let body = text(&client, &tls.url_for("localhost", "/secure")).unwrap();
+    assert_eq!(body, "tls /secure auth=none");
+    assert_eq!(tls.server_names(), vec![Some("localhost".to_owned())]);
+}
+
+#[test]
+fn connect_without_credentials_is_a_407_naming_the_proxy() {
+    let tls = tls_origin();
+    let proxy = Tinyproxy::with_basic_auth("tester", "s3cret");
+    let client = client_via(Proxy::all(&proxy.url()).unwrap())
+        .build()
+        .unwrap();
+    let error = client.get(tls.url("/x")).send().wait().unwrap_err();
+    let message = error.to_string();
+    let (named, target, source) = proxy_error(error);
+    assert_eq!(named, proxy.url());
+    assert_eq!(target, tls.addr().to_string());
+    match source {
+        ProxyError::AuthenticationRequired { challenges, .. } => {
+            assert!(
+                challenges.iter().any(|c| c.starts_with("Basic")),
+                "{challenges:?}"
+            )
+        }
+        other => panic!("expected a 407, got {other:?}"),
+    }
+    assert!(message.contains("407"), "{message}");
+    assert_eq!(tls.handshakes(), 0);
+}
+
+#[test]
+fn several_plain_origins_go_through_one_tinyproxy() {
+    let first = origin();
+    let second = origin();
+    let proxy = Tinyproxy::start();
+    let client = client_via(Proxy::http(&proxy.url()).unwrap())
+        .build()
+        .unwrap();
+    for url in [first.url("/a"), second.url("/b"), first.url("/c")] {
+        let body = text(&client, &url).unwrap();
+        assert!(body.contains("tinyproxy"), "{body}");
+    }
+    assert_eq!(first.requests().len(), 2);
+    assert_eq!(second.requests().len(), 1);
+    // tinyproxy 1.11 closes its client connection after each answer; that
+    // one proxy connection carries requests for several origins is
+    // asserted with the double below.
+}
+
+// ----------------------------------------------------------- microsocks ---
+
+#[test]
+fn socks5_and_socks5h_through_microsocks_with_and_without_credentials() {
+    let origin = origin();
+    let tls = tls_origin();
+    let plain = Microsocks::start();
+    let authed = Microsocks::with_auth("tester", "s3cret");
+    let authed_url = authed.url().replace("socks5://", "socks5://tester:s3cret@");
+    for url in [
+        plain.url(),
+        plain.url().replace("socks5://", "socks5h://"),
+        authed_url.clone(),
+        authed_url.replace("socks5://", "socks5h://"),
+    ] {
+        let client = client_via(Proxy::all(&url).unwrap()).build().unwrap();
+        let body = text(&client, &origin.url("/socks")).unwrap();
+        assert_eq!(body, "GET /socks via=none auth=none", "through {url}");
+        // By name: socks5h sends the name (microsocks resolves it), socks5
+        // resolves it here; either way TLS is with the origin.
+        let body = text(&client, &tls.url_for("localhost", "/s")).unwrap();
+        assert_eq!(body, "tls /s auth=none", "through {url}");
+    }
+    // Without credentials where they are required: the proxy's refusal.
+    let client = client_via(Proxy::all(&authed.url()).unwrap())
+        .build()
+        .unwrap();
+    let (named, _, source) = proxy_error(client.get(origin.url("/")).send().wait().unwrap_err());
+    assert_eq!(named, authed.url());
+    assert!(
+        matches!(source, ProxyError::Socks(SocksError::NoAcceptableMethods)),
+        "{source:?}"
+    );
+}
+
+// -------------------------------------------------------------- doubles ---
+
+#[test]
+fn a_connect_answered_403_is_a_typed_error_naming_the_proxy_and_its_answer() {
+    let proxy = TestServer::respond(|_| response(403, &[], b"no tunnels here"));
+    let url = format!("http://{}", proxy.addr());
+    let client = client_via(Proxy::https(&url).unwrap()).build().unwrap();
+    let error = client
+        .get("https://origin.invalid:8443/")
+        .send()
+        .wait()
+        .unwrap_err();
+    let message = error.to_string();
+    let (named, target, source) = proxy_error(error);
+    assert_eq!(named, url);
+    assert_eq!(target, "origin.invalid:8443");
+    match source {
+        ProxyError::ConnectRefused { status, .. } => assert_eq!(status, 403),
+        other => panic!("expected a refused CONNECT, got {other:?}"),
+    }
+    assert!(message.contains("403"), "{message}");
+    let connect = &proxy.requests()[0];
+    assert_eq!(connect.method, "CONNECT");
+    assert_eq!(connect.target, "origin.invalid:8443");
+}
+
+/// A SOCKS5 server that takes no authentication and answers every
+/// CONNECT with `reply`.
+fn socks_replying(reply: u8) -> TestServer {
+    TestServer::start(Behaviour::custom(move |mut stream, _| {
+        let mut greeting = [0u8; 3];
+        if stream.read_exact(&mut greeting).is_err() {
+            return;
+        }
+        let _ = stream.write_all(&[5, 0]);
+        let mut request = [0u8; 512];
+        if stream.read(&mut request).is_err() {
+            return;
+        }
+        let _ = stream.write_all(&[5, reply, 0, 1, 0, 0, 0, 0, 0, 0]);
+        let _ = stream.read(&mut request);
+    }))
+}
+
+#[test]
+fn a_socks_failure_reply_is_a_typed_error_naming_the_proxy() {
+    let socks = socks_replying(0x04);
+    let url = format!("socks5h://{}", socks.addr());
+    let client = client_via(Proxy::all(&url).unwrap()).build().unwrap();
+    let error = client
+        .get("http://unreachable.invalid/")
+        .send()
+        .wait()
+        .unwrap_err();
+    let message = error.to_string();
+    let (named, target, source) = proxy_error(error);
+    assert_eq!(named, url);
+    assert_eq!(target, "unreachable.invalid:80");
+    assert!(
+        matches!(source, ProxyError::Socks(SocksError::HostUnreachable)),
+        "{source:?}"
+    );
+    assert!(message.contains("host unreachable"), "{message}");
+}
+
+#[test]
+fn a_proxy_that_refuses_the_connection_is_named_not_the_origin() {
+    let refused = refused_addr();
+    let url = format!("http://{refused}");
+    let client = client_via(Proxy::all(&url).unwrap()).build().unwrap();
+    let error = client
+        .get("http://origin.invalid/")
+        .send()
+        .wait()
+        .unwrap_err();
+    let (named, target, source) = proxy_error(error);
+    assert_eq!(named, url);
+    assert_eq!(target, "origin.invalid:80");
+    match source {
+        ProxyError::Connect(io) => assert_eq!(io.kind(), std::io::ErrorKind::ConnectionRefused),
+        other => panic!("expected a refused connection, got {other:?}"),
+    }
+}
+
+/// A proxy that accepts and reads, and never answers.
+fn stalling_proxy() -> TestServer {
+    TestServer::start(Behaviour::NeverAnswer)
+}
+
+#[test]
+fn a_proxy_stalling_mid_handshake_is_ended_by_the_request_timeout_in_both_modes() {
+    for on_loop in [false, true] {
+        for scheme in ["http", "socks5h"] {
+            let proxy = stalling_proxy();
+            let url = format!("{scheme}://{}", proxy.addr());
+            let recorder = Recorder::new();
+            let client = client_via(Proxy::all(&url).unwrap())
+                .use_event_loop_timeouts(on_loop)
+                .request_timeout(Duration::from_millis(300))
+                .handshake_timeout(Duration::ZERO)
+                .listener(recorder.clone())
+                .build()
+                .unwrap();
+            let started = Instant::now();
+            let error = client
+                .get("https://origin.invalid/")
+                .send()
+                .wait()
+                .unwrap_err();
+            let took = started.elapsed();
+            assert!(
+                matches!(error, Error::RequestTimeout(_)),
+                "{scheme}, on loop {on_loop}: {error:?}"
+            );
+            assert!(took >= Duration::from_millis(300), "{took:?}");
+            assert!(took < CEILING, "{took:?}");
+            assert!(error.to_string().contains("via proxy"), "{error}");
+            if on_loop {
+                // Re-homed at the TCP connect to the proxy: the expiry ran
+                // on the connection's loop, not on the wheel.
+                let loop_thread = client.event_loop_group().loops()[0].thread_id();
+                assert_eq!(recorder.failed_on(), Some(loop_thread), "{scheme}");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_handshake_timeout_covers_connect_and_tls_together() {
+    let proxy = stalling_proxy();
+    let client = client_via(Proxy::all(&format!("http://{}", proxy.addr())).unwrap())
+        .handshake_timeout(Duration::from_millis(200))
+        .request_timeout(Duration::ZERO)
+        .build()
+        .unwrap();
+    let error = client
+        .get("https://origin.invalid/")
+        .send()
+        .wait()
+        .unwrap_err();
+    assert!(matches!(error, Error::HandshakeTimeout(_)), "{error:?}");
+}
+
+#[test]
+fn a_double_http_proxy_gets_absolute_form_and_basic_credentials_for_plain_requests() {
+    let proxy = TestServer::respond(|request| ok(&request.target));
+    let url = format!("http://us%40er:p%3Ass@{}", proxy.addr());
+    let client = client_via(Proxy::http(&url).unwrap()).build().unwrap();
+    for target in [
+        "http://a.invalid/x?y=1",
+        "http://b.invalid:8080/",
+        "http://[::1]:81/v6",
+    ] {
+        assert_eq!(text(&client, target).unwrap(), target);
+    }
+    let requests = proxy.requests();
+    assert_eq!(requests.len(), 3);
+    // The pool keys forwarding connections by proxy: one for all origins.
+    assert!(
+        requests.iter().all(|r| r.connection_index == 0),
+        "one connection for all"
+    );
+    assert_eq!(proxy.connections_accepted(), 1);
+    // RFC 7617: base64 of "user:password", percent-decoded from the URL.
+    assert_eq!(
+        requests[0].header("proxy-authorization"),
+        Some(support::real::basic_auth("us@er", "p:ss").as_str())
+    );
+}

@@ -1,0 +1,89 @@
+//! Proxies from the environment, read when a client is built (reqwest's
+//! convention). One test, alone in its binary: the environment is the
+//! process's, and tests of one binary run on parallel threads.
+
+mod support;
+
+use support::*;
+use tickless::Client;
+
+const VARS: [&str; 9] = [
+    "http_proxy",
+    "HTTP_PROXY",
+    "https_proxy",
+    "HTTPS_PROXY",
+    "all_proxy",
+    "ALL_PROXY",
+    "no_proxy",
+    "NO_PROXY",
+    "REQUEST_METHOD",
+];
+
+fn set_only(vars: &[(&str, &str)]) {
+    for name in VARS {
+        std::env::remove_var(name);
+    }
+    for (name, value) in vars {
+        std::env::set_var(name, value);
+    }
+}
+
+/// Which server answered a request to `origin` from a client built now.
+fn answered_by(origin: &TestServer, proxy: &TestServer, no_proxy: bool) -> &'static str {
+    let builder = Client::builder().event_loops(1);
+    let builder = if no_proxy {
+        builder.no_proxy()
+    } else {
+        builder
+    };
+    let client = builder.build().unwrap();
+    let (origin_seen, proxy_seen) = (origin.requests().len(), proxy.requests().len());
+    client.get(origin.url("/")).send().wait().unwrap();
+    match (
+        origin.requests().len() - origin_seen,
+        proxy.requests().len() - proxy_seen,
+    ) {
+        (1, 0) => "origin",
+        (0, 1) => "proxy",
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn the_proxy_environment_is_honoured_by_default_with_reqwests_rules() {
+    let origin = TestServer::respond(|_| ok("origin"));
+    let proxy = TestServer::respond(|_| ok("proxy"));
+    let proxy_url = format!("http://{}", proxy.addr());
+
+    set_only(&[("http_proxy", &proxy_url)]);
+    assert_eq!(answered_by(&origin, &proxy, false), "proxy");
+    assert!(proxy.requests()[0].target.starts_with("http://127.0.0.1:"));
+    // `no_proxy()` on the builder turns the environment off.
+    assert_eq!(answered_by(&origin, &proxy, true), "origin");
+
+    set_only(&[("ALL_PROXY", &proxy_url)]);
+    assert_eq!(answered_by(&origin, &proxy, false), "proxy");
+    // NO_PROXY by address, by CIDR block, and `*`.
+    for bypass in ["127.0.0.1", "127.0.0.0/8", "*", "example.com, 127.0.0.1"] {
+        set_only(&[("ALL_PROXY", &proxy_url), ("NO_PROXY", bypass)]);
+        assert_eq!(answered_by(&origin, &proxy, false), "origin", "{bypass}");
+    }
+    set_only(&[("ALL_PROXY", &proxy_url), ("no_proxy", "10.0.0.0/8")]);
+    assert_eq!(answered_by(&origin, &proxy, false), "proxy");
+
+    // https_proxy is for https:// only.
+    set_only(&[("https_proxy", &proxy_url)]);
+    assert_eq!(answered_by(&origin, &proxy, false), "origin");
+
+    // httpoxy: in a CGI program HTTP_PROXY is the request's `Proxy:`
+    // header, so it is ignored when REQUEST_METHOD is set; http_proxy is not.
+    set_only(&[("REQUEST_METHOD", "GET"), ("HTTP_PROXY", &proxy_url)]);
+    assert_eq!(answered_by(&origin, &proxy, false), "origin");
+    set_only(&[("REQUEST_METHOD", "GET"), ("http_proxy", &proxy_url)]);
+    assert_eq!(answered_by(&origin, &proxy, false), "proxy");
+
+    // A value that is not a proxy URL is ignored.
+    set_only(&[("http_proxy", "ftp://nowhere.invalid")]);
+    assert_eq!(answered_by(&origin, &proxy, false), "origin");
+    set_only(&[]);
+}
