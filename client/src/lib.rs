@@ -63,7 +63,7 @@ pub use error::{
 pub use events::{ConnectionInfo, EventListener, NoopListener};
 /// The body trait of hyper and the tower ecosystem, which [`Body`] implements.
 pub use http_body;
-pub use net::{Origin, Proxy, Resolve, ResolveAnswer, Scheme};
+pub use net::{Origin, Proxy, Resolve, ResolveAnswer, Scheme, TlsVersion};
 /// The rustls this client is built with, for [`ClientBuilder::tls_roots`]
 /// and the source of [`Error::Tls`].
 pub use rustls;

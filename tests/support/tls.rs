@@ -119,6 +119,17 @@ struct Seen {
     handshakes: AtomicUsize,
     requests: Mutex<Vec<RecordedRequest>>,
     server_names: Mutex<Vec<Option<String>>>,
+    /// Per handshake: resumed, the version, and whether the client sent a
+    /// certificate.
+    details: Mutex<Vec<Handshake>>,
+}
+
+/// What the server saw of one completed handshake.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Handshake {
+    pub resumed: bool,
+    pub version: Option<rustls::ProtocolVersion>,
+    pub client_certified: bool,
 }
 
 /// A loopback HTTPS server. Derefs to its [`TestServer`] for connection
@@ -135,6 +146,37 @@ impl std::ops::Deref for TlsServer {
     }
 }
 
+/// A server config for `leaf` speaking `versions`, that requires a client
+/// certificate signed by the test CA if `client_auth`.
+pub fn server_config_with(
+    leaf: &Leaf,
+    versions: &[&'static rustls::SupportedProtocolVersion],
+    client_auth: bool,
+) -> Arc<ServerConfig> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = ServerConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(versions)
+        .expect("protocol versions");
+    let builder = if client_auth {
+        let mut roots = rustls::RootCertStore::empty();
+        roots
+            .add(CertificateDer::from(certs().ca_der.clone()))
+            .expect("CA root");
+        let verifier =
+            rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+                .build()
+                .expect("client verifier");
+        builder.with_client_cert_verifier(verifier)
+    } else {
+        builder.with_no_client_auth()
+    };
+    let mut config = builder
+        .with_single_cert(leaf.chain.clone(), leaf.key())
+        .expect("server certificate");
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Arc::new(config)
+}
+
 pub fn server_config(leaf: &Leaf) -> Arc<ServerConfig> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut config = ServerConfig::builder_with_provider(provider)
@@ -149,7 +191,11 @@ pub fn server_config(leaf: &Leaf) -> Arc<ServerConfig> {
 
 impl TlsServer {
     pub fn start(leaf: &Leaf, behaviour: TlsBehaviour) -> TlsServer {
-        let config = server_config(leaf);
+        TlsServer::start_with(server_config(leaf), behaviour)
+    }
+
+    /// A server with a config of the test's own (see [`server_config_with`]).
+    pub fn start_with(config: Arc<ServerConfig>, behaviour: TlsBehaviour) -> TlsServer {
         let seen = Arc::new(Seen::default());
         let conn_seen = seen.clone();
         let server = TestServer::start(Behaviour::custom(move |stream, index| {
@@ -186,6 +232,15 @@ impl TlsServer {
     pub fn tls_requests(&self) -> Vec<RecordedRequest> {
         self.seen
             .requests
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Each completed handshake, in order.
+    pub fn handshake_details(&self) -> Vec<Handshake> {
+        self.seen
+            .details
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
@@ -236,6 +291,14 @@ fn serve(
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .push(tls.conn.server_name().map(str::to_owned));
+    seen.details
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(Handshake {
+            resumed: tls.conn.handshake_kind() == Some(rustls::HandshakeKind::Resumed),
+            version: tls.conn.protocol_version(),
+            client_certified: tls.conn.peer_certificates().is_some(),
+        });
     let mut reader = RequestReader::new(index);
     let mut read_one = |tls: &mut Tls| match reader.read_request(tls) {
         Ok(request) => {

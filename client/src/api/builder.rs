@@ -290,6 +290,51 @@ impl ClientBuilder {
         self
     }
 
+    /// Authenticates the client to servers that ask for a certificate
+    /// (mutual TLS): `chain` is a PEM text of the client's certificate
+    /// first, then any intermediates; `key` a PEM text of its private key
+    /// (PKCS#8, PKCS#1 RSA or SEC1 EC). Either not parsing, or the key not
+    /// fitting the crypto provider, makes [`build`](Self::build) fail with
+    /// `InvalidInput`.
+    pub fn client_identity_pem(mut self, chain: impl AsRef<[u8]>, key: impl AsRef<[u8]>) -> Self {
+        self.config.tls.identity = Some((chain.as_ref().to_vec(), key.as_ref().to_vec()));
+        self
+    }
+
+    /// The oldest TLS version offered (default TLS 1.2, the oldest rustls
+    /// speaks). A range with no version in it makes [`build`](Self::build)
+    /// fail with `InvalidInput`.
+    pub fn min_tls_version(mut self, version: crate::TlsVersion) -> Self {
+        self.config.tls.min_version = Some(version);
+        self
+    }
+
+    /// The newest TLS version offered (default TLS 1.3).
+    pub fn max_tls_version(mut self, version: crate::TlsVersion) -> Self {
+        self.config.tls.max_version = Some(version);
+        self
+    }
+
+    /// Resumes TLS sessions with servers it has met (TLS 1.3 tickets, TLS
+    /// 1.2 session ids and tickets, from rustls' in-memory cache of 256
+    /// sessions): a reconnect then skips the certificate exchange and its
+    /// verification (see the README for what that saves). On by default.
+    pub fn tls_session_resumption(mut self, enabled: bool) -> Self {
+        self.config.tls.resumption = enabled;
+        self
+    }
+
+    /// The escape hatch: TLS with `config`, made by the caller, instead of
+    /// one built from the options above (roots, verification, identity,
+    /// versions and resumption are then the config's; those options are
+    /// ignored). Its ALPN list is replaced by the protocol layer's
+    /// (`http/1.1` now), since the connection must speak what the server
+    /// picks from it.
+    pub fn tls_config(mut self, config: Arc<rustls::ClientConfig>) -> Self {
+        self.config.tls.custom = Some(config);
+        self
+    }
+
     // --- bodies ---
 
     /// How many bytes of a response body the connection's loop reads ahead

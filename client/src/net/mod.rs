@@ -15,4 +15,5 @@ pub use origin::{Origin, Scheme};
 pub use proxy::Proxy;
 pub use resolve::{Resolve, ResolveAnswer};
 pub(crate) use route::Route;
+pub use tls::TlsVersion;
 pub(crate) use transport::{Handshake, HandshakeError, Transport};

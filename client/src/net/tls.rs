@@ -3,9 +3,18 @@
 //! from the builder's options.
 //!
 //! * Crypto: rustls' `ring` provider (it builds with a C compiler alone),
-//!   TLS 1.2 and 1.3, rustls' safe defaults.
-//! * ALPN: `http/1.1` is offered; a server that picks anything else fails the
-//!   handshake (rustls refuses a protocol that was not offered).
+//!   TLS 1.2 and 1.3 (narrowed by [`min_tls_version`](crate::ClientBuilder::min_tls_version)
+//!   and [`max_tls_version`](crate::ClientBuilder::max_tls_version)),
+//!   rustls' safe defaults.
+//! * ALPN: the protocol layer's list, whatever config it goes into:
+//!   `http/1.1` now; a server that picks anything else fails the handshake
+//!   (rustls refuses a protocol that was not offered).
+//! * Session resumption: rustls' in-memory cache of 256 sessions, on unless
+//!   [`tls_session_resumption(false)`](crate::ClientBuilder::tls_session_resumption).
+//! * Client authentication (mTLS): the PEM chain and key of
+//!   [`client_identity_pem`](crate::ClientBuilder::client_identity_pem), if given.
+//! * A caller-made config ([`tls_config`](crate::ClientBuilder::tls_config))
+//!   replaces all of the above but the ALPN list.
 //! * Server authentication, in order of precedence:
 //!   1. [`danger_accept_invalid_certs(true)`](crate::ClientBuilder::danger_accept_invalid_certs):
 //!      any certificate is accepted (its handshake signatures are still
@@ -25,7 +34,7 @@
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::{ring, CryptoProvider};
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, RootCertStore, SignatureScheme};
 use std::io;
 use std::sync::Arc;
@@ -33,8 +42,28 @@ use std::sync::Arc;
 /// The ALPN protocol offered.
 pub(crate) const ALPN_HTTP11: &[u8] = b"http/1.1";
 
+/// A TLS protocol version, for [`ClientBuilder::min_tls_version`](crate::ClientBuilder::min_tls_version)
+/// and [`ClientBuilder::max_tls_version`](crate::ClientBuilder::max_tls_version).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum TlsVersion {
+    /// TLS 1.2 (RFC 5246).
+    Tls12,
+    /// TLS 1.3 (RFC 8446).
+    Tls13,
+}
+
+impl TlsVersion {
+    fn rustls(self) -> &'static rustls::SupportedProtocolVersion {
+        match self {
+            TlsVersion::Tls12 => &rustls::version::TLS12,
+            TlsVersion::Tls13 => &rustls::version::TLS13,
+        }
+    }
+}
+
 /// The builder's TLS options, settled into a config at `build()`.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub(crate) struct TlsOptions {
     /// Replaces the webpki roots, if set.
     pub(crate) roots: Option<RootCertStore>,
@@ -45,6 +74,30 @@ pub(crate) struct TlsOptions {
     pub(crate) platform_verifier: bool,
     /// Accept any certificate.
     pub(crate) danger_accept_invalid_certs: bool,
+    /// The client's certificate chain and key, PEM, for mTLS.
+    pub(crate) identity: Option<(Vec<u8>, Vec<u8>)>,
+    pub(crate) min_version: Option<TlsVersion>,
+    pub(crate) max_version: Option<TlsVersion>,
+    pub(crate) resumption: bool,
+    /// A caller-made config: used as it is but for ALPN.
+    pub(crate) custom: Option<Arc<rustls::ClientConfig>>,
+}
+
+impl Default for TlsOptions {
+    fn default() -> Self {
+        TlsOptions {
+            roots: None,
+            extra_roots: Vec::new(),
+            #[cfg(feature = "platform-verifier")]
+            platform_verifier: false,
+            danger_accept_invalid_certs: false,
+            identity: None,
+            min_version: None,
+            max_version: None,
+            resumption: true,
+            custom: None,
+        }
+    }
 }
 
 fn invalid_input(message: String) -> io::Error {
@@ -77,26 +130,82 @@ fn provider() -> Arc<CryptoProvider> {
 
 /// Builds the client's TLS config from its options.
 pub(crate) fn client_config(options: &TlsOptions) -> io::Result<Arc<rustls::ClientConfig>> {
+    if let Some(custom) = &options.custom {
+        let mut config = rustls::ClientConfig::clone(custom);
+        config.alpn_protocols = vec![ALPN_HTTP11.to_vec()];
+        return Ok(Arc::new(config));
+    }
     let provider = provider();
     let mut extra = Vec::new();
     for bytes in &options.extra_roots {
         extra.extend(parse_root(bytes)?);
     }
+    let identity = options
+        .identity
+        .as_ref()
+        .map(|(chain, key)| parse_identity(chain, key))
+        .transpose()?;
+    let versions = versions(options.min_version, options.max_version)?;
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
-        .with_safe_default_protocol_versions()
+        .with_protocol_versions(&versions)
         .map_err(|e| io::Error::other(format!("TLS configuration: {e}")))?;
-    let mut config = if options.danger_accept_invalid_certs {
+    let builder = if options.danger_accept_invalid_certs {
         // Still parse the added roots above, so a bad one is reported
         // whatever the mode.
         builder
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate { provider }))
-            .with_no_client_auth()
     } else {
         verifying_config(builder, options, extra, provider)?
     };
+    let mut config = match identity {
+        Some((chain, key)) => builder
+            .with_client_auth_cert(chain, key)
+            .map_err(|e| invalid_input(format!("client certificate: {e}")))?,
+        None => builder.with_no_client_auth(),
+    };
+    if !options.resumption {
+        config.resumption = rustls::client::Resumption::disabled();
+    }
     config.alpn_protocols = vec![ALPN_HTTP11.to_vec()];
     Ok(Arc::new(config))
+}
+
+/// The versions from `min` to `max` (each end open if `None`).
+fn versions(
+    min: Option<TlsVersion>,
+    max: Option<TlsVersion>,
+) -> io::Result<Vec<&'static rustls::SupportedProtocolVersion>> {
+    let versions: Vec<_> = [TlsVersion::Tls12, TlsVersion::Tls13]
+        .into_iter()
+        .filter(|v| min.is_none_or(|min| *v >= min) && max.is_none_or(|max| *v <= max))
+        .map(TlsVersion::rustls)
+        .collect();
+    if versions.is_empty() {
+        return Err(invalid_input(format!(
+            "no TLS version from {min:?} to {max:?}"
+        )));
+    }
+    Ok(versions)
+}
+
+/// A PEM certificate chain (leaf first) and its private key (PKCS#8,
+/// PKCS#1 or SEC1).
+fn parse_identity(
+    chain: &[u8],
+    key: &[u8],
+) -> io::Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>)> {
+    let chain = CertificateDer::pem_slice_iter(chain)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| invalid_input(format!("client certificate: bad PEM: {e}")))?;
+    if chain.is_empty() {
+        return Err(invalid_input(
+            "client certificate: the PEM text holds no CERTIFICATE block".into(),
+        ));
+    }
+    let key = PrivateKeyDer::from_pem_slice(key)
+        .map_err(|e| invalid_input(format!("client key: {e}")))?;
+    Ok((chain, key))
 }
 
 /// A config that verifies certificates: with the platform verifier if it is
@@ -106,15 +215,14 @@ fn verifying_config(
     options: &TlsOptions,
     extra: Vec<CertificateDer<'static>>,
     provider: Arc<CryptoProvider>,
-) -> io::Result<rustls::ClientConfig> {
+) -> io::Result<rustls::ConfigBuilder<rustls::ClientConfig, rustls::client::WantsClientCert>> {
     #[cfg(feature = "platform-verifier")]
     if options.platform_verifier {
         let verifier = rustls_platform_verifier::Verifier::new_with_extra_roots(extra, provider)
             .map_err(|e| invalid_input(format!("platform certificate verifier: {e}")))?;
         return Ok(builder
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(verifier))
-            .with_no_client_auth());
+            .with_custom_certificate_verifier(Arc::new(verifier)));
     }
     let _ = provider; // the builder already holds it
     let mut roots = options.roots.clone().unwrap_or_else(|| RootCertStore {
@@ -125,7 +233,7 @@ fn verifying_config(
             invalid_input(format!("not a valid root certificate (PEM or DER): {e}"))
         })?;
     }
-    Ok(builder.with_root_certificates(roots).with_no_client_auth())
+    Ok(builder.with_root_certificates(roots))
 }
 
 /// `danger_accept_invalid_certs(true)`: any certificate chain, any name.
@@ -199,6 +307,50 @@ mod tests {
             b"-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
         ] {
             let error = client_config(&options(bad)).unwrap_err();
+            assert_eq!(error.kind(), io::ErrorKind::InvalidInput, "{error}");
+        }
+    }
+
+    #[test]
+    fn versions_are_narrowed_and_an_empty_range_is_refused() {
+        let v =
+            |min, max| versions(min, max).map(|v| v.iter().map(|v| v.version).collect::<Vec<_>>());
+        use rustls::ProtocolVersion::{TLSv1_2, TLSv1_3};
+        assert_eq!(v(None, None).unwrap(), vec![TLSv1_2, TLSv1_3]);
+        assert_eq!(v(Some(TlsVersion::Tls13), None).unwrap(), vec![TLSv1_3]);
+        assert_eq!(v(None, Some(TlsVersion::Tls12)).unwrap(), vec![TLSv1_2]);
+        let error = v(Some(TlsVersion::Tls13), Some(TlsVersion::Tls12)).unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::InvalidInput);
+    }
+
+    #[test]
+    fn a_caller_made_config_keeps_its_settings_but_gets_the_protocol_layers_alpn() {
+        let mut own = (*client_config(&TlsOptions::default()).unwrap()).clone();
+        own.alpn_protocols = vec![b"h3".to_vec()];
+        own.enable_sni = false;
+        let options = TlsOptions {
+            custom: Some(Arc::new(own)),
+            ..TlsOptions::default()
+        };
+        let config = client_config(&options).unwrap();
+        assert_eq!(config.alpn_protocols, vec![ALPN_HTTP11.to_vec()]);
+        assert!(!config.enable_sni);
+    }
+
+    #[test]
+    fn a_client_identity_that_does_not_parse_is_invalid_input() {
+        let options = |chain: &[u8], key: &[u8]| TlsOptions {
+            identity: Some((chain.to_vec(), key.to_vec())),
+            ..TlsOptions::default()
+        };
+        for (chain, key) in [
+            (&b"no pem"[..], &b"no pem"[..]),
+            (
+                b"-----BEGIN CERTIFICATE-----\n!!!!\n-----END CERTIFICATE-----\n",
+                b"",
+            ),
+        ] {
+            let error = client_config(&options(chain, key)).unwrap_err();
             assert_eq!(error.kind(), io::ErrorKind::InvalidInput, "{error}");
         }
     }

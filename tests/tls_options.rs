@@ -1,0 +1,141 @@
+//! TLS options against loopback servers with certificates made at test
+//! time: client certificates (mTLS), the TLS version range, a caller-made
+//! `rustls::ClientConfig`, and session resumption on a reconnect.
+
+mod support;
+
+use std::sync::Arc;
+use support::real::PemFiles;
+use support::tls::{certs, server_config_with, TlsBehaviour, TlsServer};
+use support::*;
+use tickless::{Client, ClientBuilder, Error, TlsFailureKind, TlsVersion};
+
+fn trusting() -> ClientBuilder {
+    Client::builder()
+        .event_loops(1)
+        .no_proxy()
+        .add_root_certificate(&certs().ca_pem)
+}
+
+fn server(versions: &[&'static rustls::SupportedProtocolVersion], client_auth: bool) -> TlsServer {
+    TlsServer::start_with(
+        server_config_with(&certs().valid, versions, client_auth),
+        TlsBehaviour::respond(|_| ok("hello")),
+    )
+}
+
+fn get(client: &Client, server: &TlsServer) -> Result<String, Error> {
+    client.get(server.url("/")).send().wait()?.text().wait()
+}
+
+#[test]
+fn a_server_that_wants_a_client_certificate_gets_the_pem_chain_and_key() {
+    let server = server(rustls::ALL_VERSIONS, true);
+    // Without one: the server refuses the handshake.
+    let error = get(&trusting().build().unwrap(), &server).unwrap_err();
+    assert!(
+        matches!(error, Error::Tls { .. } | Error::Io { .. }),
+        "{error:?}"
+    );
+    assert_eq!(server.handshakes(), 0);
+    let pem = PemFiles::of(&certs().valid);
+    let chain = std::fs::read(pem.cert()).unwrap();
+    let key = std::fs::read(pem.key()).unwrap();
+    let client = trusting().client_identity_pem(chain, key).build().unwrap();
+    assert_eq!(get(&client, &server).unwrap(), "hello");
+    assert!(server.handshake_details()[0].client_certified);
+    // A key that does not parse is refused at build().
+    let error = trusting()
+        .client_identity_pem(std::fs::read(pem.cert()).unwrap(), "not a key")
+        .build()
+        .map(drop)
+        .expect_err("a bad key fails build");
+    assert_eq!(error.kind(), std::io::ErrorKind::InvalidInput);
+}
+
+#[test]
+fn the_version_range_is_what_is_offered() {
+    let both = server(rustls::ALL_VERSIONS, false);
+    let client = trusting()
+        .max_tls_version(TlsVersion::Tls12)
+        .build()
+        .unwrap();
+    assert_eq!(get(&client, &both).unwrap(), "hello");
+    assert_eq!(
+        both.handshake_details()[0].version,
+        Some(rustls::ProtocolVersion::TLSv1_2)
+    );
+    let only_12 = server(&[&rustls::version::TLS12], false);
+    let client = trusting()
+        .min_tls_version(TlsVersion::Tls13)
+        .build()
+        .unwrap();
+    let error = get(&client, &only_12).unwrap_err();
+    assert_eq!(
+        error.tls_failure(),
+        Some(TlsFailureKind::Protocol),
+        "{error:?}"
+    );
+    let error = trusting()
+        .min_tls_version(TlsVersion::Tls13)
+        .max_tls_version(TlsVersion::Tls12)
+        .build()
+        .map(drop)
+        .expect_err("an empty range fails build");
+    assert_eq!(error.kind(), std::io::ErrorKind::InvalidInput);
+}
+
+#[test]
+fn a_caller_made_config_is_used_with_the_protocol_layers_alpn() {
+    let server = server(rustls::ALL_VERSIONS, false);
+    let mut roots = rustls::RootCertStore::empty();
+    roots
+        .add(rustls::pki_types::CertificateDer::from(
+            certs().ca_der.clone(),
+        ))
+        .unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    // Replaced: the connection speaks HTTP/1.1.
+    config.alpn_protocols = vec![b"h3".to_vec()];
+    let client = Client::builder()
+        .event_loops(1)
+        .no_proxy()
+        .tls_config(Arc::new(config))
+        .build()
+        .unwrap();
+    assert_eq!(get(&client, &server).unwrap(), "hello");
+    assert_eq!(
+        server.handshake_details()[0].version,
+        Some(rustls::ProtocolVersion::TLSv1_3)
+    );
+}
+
+#[test]
+fn a_reconnect_resumes_its_session_unless_resumption_is_off() {
+    for (resumption, versions) in [
+        (true, rustls::ALL_VERSIONS),
+        (true, &[&rustls::version::TLS12][..]),
+        (false, rustls::ALL_VERSIONS),
+    ] {
+        let server = server(versions, false);
+        let client = trusting()
+            .keep_alive(false)
+            .tls_session_resumption(resumption)
+            .build()
+            .unwrap();
+        for _ in 0..3 {
+            assert_eq!(get(&client, &server).unwrap(), "hello");
+        }
+        let resumed: Vec<bool> = server
+            .handshake_details()
+            .iter()
+            .map(|h| h.resumed)
+            .collect();
+        assert_eq!(resumed, vec![false, resumption, resumption], "{versions:?}");
+    }
+}
