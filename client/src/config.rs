@@ -6,6 +6,7 @@
 use crate::event_loop::EventLoopGroup;
 use crate::events::{EventListener, NoopListener};
 use crate::h1::Limits;
+#[cfg(feature = "rustls")]
 use crate::net::tls::TlsOptions;
 use crate::net::{Proxy, Resolve};
 use std::collections::HashMap;
@@ -56,6 +57,7 @@ pub(crate) struct ClientConfig {
     /// Happy eyeballs: how long an attempt has before the next one starts.
     pub(crate) happy_eyeballs_delay: Duration,
     // TLS
+    #[cfg(feature = "rustls")]
     pub(crate) tls: TlsOptions,
     // bodies
     /// What the loop reads ahead of a response body's reader.
@@ -105,6 +107,7 @@ impl Default for ClientConfig {
             resolver: None,
             resolve_overrides: HashMap::new(),
             happy_eyeballs_delay: DEFAULT_HAPPY_EYEBALLS_DELAY,
+            #[cfg(feature = "rustls")]
             tls: TlsOptions::default(),
             body_window: crate::exchange::DEFAULT_WINDOW,
             expect_continue_timeout: Some(Duration::from_secs(1)),

@@ -37,6 +37,8 @@
 //!             (a crate of its own, `tickless-h1`)
 //! ```
 #![deny(missing_docs)]
+// Without TLS the handshake states and their types are still there, unused.
+#![cfg_attr(not(feature = "rustls"), allow(dead_code))]
 #![forbid(unsafe_code)]
 
 mod api;
@@ -63,9 +65,12 @@ pub use error::{
 pub use events::{ConnectionInfo, EventListener, NoopListener};
 /// The body trait of hyper and the tower ecosystem, which [`Body`] implements.
 pub use http_body;
-pub use net::{Origin, Proxy, Resolve, ResolveAnswer, Scheme, TlsVersion};
+#[cfg(feature = "rustls")]
+pub use net::TlsVersion;
+pub use net::{Origin, Proxy, Resolve, ResolveAnswer, Scheme};
 /// The rustls this client is built with, for [`ClientBuilder::tls_roots`]
 /// and the source of [`Error::Tls`].
+#[cfg(feature = "rustls")]
 pub use rustls;
 /// The sans-IO HTTP/1.1 codec the client is built on (the `tickless-h1` crate).
 pub use tickless_h1 as h1;

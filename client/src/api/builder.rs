@@ -248,6 +248,7 @@ impl ClientBuilder {
 
     // --- TLS ---
 
+    #[cfg(feature = "rustls")]
     /// Trusts `certificate` as a root, besides the default roots (or those
     /// given to [`tls_roots`](Self::tls_roots)): a PEM text (every
     /// `CERTIFICATE` block in it is added) or one DER certificate. Repeat
@@ -261,6 +262,7 @@ impl ClientBuilder {
         self
     }
 
+    #[cfg(feature = "rustls")]
     /// Replaces the default roots (Mozilla's, from `webpki-roots`) with
     /// `roots`; an empty store trusts only what
     /// [`add_root_certificate`](Self::add_root_certificate) adds.
@@ -280,6 +282,7 @@ impl ClientBuilder {
         self
     }
 
+    #[cfg(feature = "rustls")]
     /// **Dangerous**: accepts any server certificate — unknown issuer,
     /// expired, for another host, self-signed. Anyone on the path can then
     /// read and change the traffic. For tests and lab setups only; off by
@@ -290,6 +293,7 @@ impl ClientBuilder {
         self
     }
 
+    #[cfg(feature = "rustls")]
     /// Authenticates the client to servers that ask for a certificate
     /// (mutual TLS): `chain` is a PEM text of the client's certificate
     /// first, then any intermediates; `key` a PEM text of its private key
@@ -301,6 +305,7 @@ impl ClientBuilder {
         self
     }
 
+    #[cfg(feature = "rustls")]
     /// The oldest TLS version offered (default TLS 1.2, the oldest rustls
     /// speaks). A range with no version in it makes [`build`](Self::build)
     /// fail with `InvalidInput`.
@@ -309,12 +314,14 @@ impl ClientBuilder {
         self
     }
 
+    #[cfg(feature = "rustls")]
     /// The newest TLS version offered (default TLS 1.3).
     pub fn max_tls_version(mut self, version: crate::TlsVersion) -> Self {
         self.config.tls.max_version = Some(version);
         self
     }
 
+    #[cfg(feature = "rustls")]
     /// Resumes TLS sessions with servers it has met (TLS 1.3 tickets, TLS
     /// 1.2 session ids and tickets, from rustls' in-memory cache of 256
     /// sessions): a reconnect then skips the certificate exchange and its
@@ -324,6 +331,7 @@ impl ClientBuilder {
         self
     }
 
+    #[cfg(feature = "rustls")]
     /// The escape hatch: TLS with `config`, made by the caller, instead of
     /// one built from the options above (roots, verification, identity,
     /// versions and resumption are then the config's; those options are

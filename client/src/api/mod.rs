@@ -98,7 +98,10 @@ impl Client {
 
     fn start(config: ClientConfig) -> std::io::Result<Client> {
         // First: a bad root certificate fails before any thread starts.
+        #[cfg(feature = "rustls")]
         let tls = crate::net::tls::client_config(&config.tls)?;
+        #[cfg(not(feature = "rustls"))]
+        let tls = ();
         let clock = config.clock.clone();
         // Deadlines are read from the client's clock: a timer or loops that
         // read another would fire them by another time, or never.

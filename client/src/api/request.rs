@@ -177,10 +177,15 @@ impl RequestBuilder {
         }
         let uri = self.uri?;
         let origin = Origin::of(&uri)?;
+        #[cfg(feature = "rustls")]
         if origin.scheme == Scheme::Https
             && rustls::pki_types::ServerName::try_from(origin.host.as_str()).is_err()
         {
             return Err(InvalidRequest::ServerName(origin.host));
+        }
+        #[cfg(not(feature = "rustls"))]
+        if origin.scheme == Scheme::Https {
+            return Err(InvalidRequest::TlsDisabled(uri.to_string()));
         }
         let config = self.client.dispatcher().config();
         let route = self.client.dispatcher().route_for(&origin);
@@ -340,6 +345,18 @@ fn frame(body: Bytes, chunked: bool) -> Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    #[cfg(not(feature = "rustls"))]
+    fn without_tls_an_https_request_is_refused_as_invalid() {
+        let client = crate::Client::builder().event_loops(1).build().unwrap();
+        let error = client.get("https://localhost/").send().wait().unwrap_err();
+        assert!(
+            matches!(error, Error::InvalidRequest(InvalidRequest::TlsDisabled(_))),
+            "{error:?}"
+        );
+        client.close();
+    }
 
     #[test]
     fn keep_alive_off_adds_close_to_the_connection_header_there_is() {

@@ -54,12 +54,21 @@ use std::sync::Arc;
 use std::time::Instant;
 use tickless_timer::SharedClock;
 
+/// The TLS configuration a client's connections share (nothing without
+/// the `rustls` feature: the client speaks plain HTTP only).
+#[cfg(feature = "rustls")]
+pub(crate) type TlsConfig = Arc<rustls::ClientConfig>;
+/// The TLS configuration a client's connections share (nothing without
+/// the `rustls` feature: the client speaks plain HTTP only).
+#[cfg(not(feature = "rustls"))]
+pub(crate) type TlsConfig = ();
+
 /// What every connection of a client shares.
 pub(crate) struct ConnEnv {
     pub(crate) config: ClientConfig,
     pub(crate) clock: SharedClock,
     /// Shared by every TLS connection of the client.
-    pub(crate) tls: Arc<rustls::ClientConfig>,
+    pub(crate) tls: TlsConfig,
     /// For the scheduler of each loop (where timeouts go in event-loop mode).
     pub(crate) group: Arc<EventLoopGroup>,
 }

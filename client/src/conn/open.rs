@@ -30,6 +30,7 @@ use crate::event_loop::LoopContext;
 use crate::events::{ConnectionInfo, EventListener};
 use crate::exchange::{deadline_after, ConnSlot, Exchange};
 use crate::net::{socket, Handshake, HandshakeError, Route, Transport};
+#[cfg(feature = "rustls")]
 use rustls::pki_types::ServerName;
 use std::collections::VecDeque;
 use std::io;
@@ -291,6 +292,9 @@ impl Conn {
         exchange: Arc<Exchange>,
         early: Vec<u8>,
     ) {
+        // Without the `rustls` feature an `https://` request is refused
+        // before it gets here.
+        #[cfg(feature = "rustls")]
         if self.route.tls_origin().is_some() {
             return self.start_handshake(cx, exchange, early);
         }
@@ -308,6 +312,7 @@ impl Conn {
         self.begin_exchange(cx, exchange, false);
     }
 
+    #[cfg(feature = "rustls")]
     /// Starts TLS with the origin on the connection (straight to it, or a
     /// tunnel through a proxy: the server name and the verification are
     /// the origin's). `early`: bytes the tunnel's answer came with, which
@@ -399,6 +404,7 @@ impl Conn {
             Err(failure) => {
                 let remote = exchange.remote_name();
                 let error = match failure {
+                    #[cfg(feature = "rustls")]
                     HandshakeError::Tls(source) => Error::tls(remote, source),
                     HandshakeError::Io(source) => Error::Io { remote, source },
                 };

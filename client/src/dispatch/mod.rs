@@ -119,7 +119,7 @@ impl Dispatcher {
     /// Starts the dispatcher's cleaner; `wheel` and `group` are the client's.
     pub(crate) fn start(
         config: ClientConfig,
-        tls: Arc<rustls::ClientConfig>,
+        tls: conn::TlsConfig,
         wheel: HashedWheelTimer,
         group: Arc<EventLoopGroup>,
     ) -> Arc<Dispatcher> {

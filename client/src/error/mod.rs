@@ -84,6 +84,10 @@ pub enum InvalidRequest {
     /// name or an IP address).
     #[error("host {0:?} is not a valid TLS server name")]
     ServerName(String),
+    /// An https URI for a client built without the `rustls` cargo feature
+    /// (on by default), which speaks plain HTTP only.
+    #[error("{0:?} needs TLS, and the client was built without the `rustls` feature")]
+    TlsDisabled(String),
 }
 
 /// Why a TLS handshake failed, in the terms a user acts on. The rustls error
@@ -111,6 +115,7 @@ pub enum TlsFailureKind {
 
 impl TlsFailureKind {
     /// Classifies a rustls error.
+    #[cfg(feature = "rustls")]
     pub fn of(error: &rustls::Error) -> TlsFailureKind {
         use rustls::CertificateError as C;
         match error {
@@ -181,6 +186,7 @@ pub enum Error {
     /// server broke the protocol. Displays like `TLS handshake with
     /// example.com/1.2.3.4:443 failed: certificate name mismatch (…)`.
     #[error("TLS handshake with {remote} failed: {kind} ({source})")]
+    #[cfg(feature = "rustls")]
     Tls {
         /// The server.
         remote: String,
@@ -295,11 +301,13 @@ impl Error {
     /// Why a TLS handshake failed, if this is a TLS failure.
     pub fn tls_failure(&self) -> Option<TlsFailureKind> {
         match self {
+            #[cfg(feature = "rustls")]
             Error::Tls { kind, .. } => Some(*kind),
             _ => None,
         }
     }
 
+    #[cfg(feature = "rustls")]
     pub(crate) fn tls(remote: String, source: rustls::Error) -> Error {
         Error::Tls {
             remote,
@@ -343,7 +351,9 @@ impl From<Error> for io::Error {
             } => source.kind(),
             Error::Cancelled => io::ErrorKind::Interrupted,
             Error::InvalidRequest(_) => io::ErrorKind::InvalidInput,
-            Error::Protocol { .. } | Error::Tls { .. } => io::ErrorKind::InvalidData,
+            Error::Protocol { .. } => io::ErrorKind::InvalidData,
+            #[cfg(feature = "rustls")]
+            Error::Tls { .. } => io::ErrorKind::InvalidData,
             _ => io::ErrorKind::Other,
         };
         io::Error::new(kind, error)
@@ -374,6 +384,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "rustls")]
     fn tls_failures_say_why() {
         use rustls::CertificateError;
         let error = Error::tls(

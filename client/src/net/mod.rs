@@ -8,6 +8,7 @@ pub(crate) mod proxy;
 mod resolve;
 mod route;
 pub(crate) mod socket;
+#[cfg(feature = "rustls")]
 pub(crate) mod tls;
 mod transport;
 
@@ -15,5 +16,6 @@ pub use origin::{Origin, Scheme};
 pub use proxy::Proxy;
 pub use resolve::{Resolve, ResolveAnswer};
 pub(crate) use route::Route;
+#[cfg(feature = "rustls")]
 pub use tls::TlsVersion;
 pub(crate) use transport::{Handshake, HandshakeError, Transport};

@@ -18,6 +18,7 @@
 //! * `close` sends `close_notify` (best effort: never waits) and drops the
 //!   socket.
 
+#[cfg(feature = "rustls")]
 use rustls::ClientConnection;
 use std::io::{self, Read, Write};
 
@@ -26,6 +27,7 @@ pub(crate) enum Transport {
     /// Plain TCP.
     Plain(mio::net::TcpStream),
     /// TLS over TCP.
+    #[cfg(feature = "rustls")]
     Tls {
         /// The socket, registered on the connection's loop.
         tcp: mio::net::TcpStream,
@@ -45,11 +47,13 @@ pub(crate) enum Handshake {
 /// Why a handshake failed.
 pub(crate) enum HandshakeError {
     /// The TLS layer refused (a certificate, a protocol violation, an alert).
+    #[cfg(feature = "rustls")]
     Tls(rustls::Error),
     /// The socket failed, or the server closed it mid-handshake.
     Io(io::Error),
 }
 
+#[cfg(feature = "rustls")]
 fn tls_io_error(error: rustls::Error) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, error)
 }
@@ -58,17 +62,22 @@ impl Transport {
     /// The socket, for registration and connect status.
     pub(crate) fn tcp(&self) -> &mio::net::TcpStream {
         match self {
-            Transport::Plain(tcp) | Transport::Tls { tcp, .. } => tcp,
+            Transport::Plain(tcp) => tcp,
+            #[cfg(feature = "rustls")]
+            Transport::Tls { tcp, .. } => tcp,
         }
     }
 
     /// The socket, for (de)registration.
     pub(crate) fn tcp_mut(&mut self) -> &mut mio::net::TcpStream {
         match self {
-            Transport::Plain(tcp) | Transport::Tls { tcp, .. } => tcp,
+            Transport::Plain(tcp) => tcp,
+            #[cfg(feature = "rustls")]
+            Transport::Tls { tcp, .. } => tcp,
         }
     }
 
+    #[cfg(feature = "rustls")]
     /// Starts TLS on a connected plain socket. The handshake is driven by
     /// [`handshake`](Self::handshake).
     pub(crate) fn start_tls(self, tls: ClientConnection) -> Transport {
@@ -83,45 +92,10 @@ impl Transport {
     /// Drives the TLS handshake as far as the socket allows. A plain
     /// transport has none and is done at once.
     pub(crate) fn handshake(&mut self) -> Result<Handshake, HandshakeError> {
-        let Transport::Tls { tcp, tls } = self else {
-            return Ok(Handshake::Done);
-        };
-        loop {
-            let mut progressed = false;
-            if tls.wants_write() {
-                match write_tls_until_blocked(tcp, tls) {
-                    Ok(true) => progressed = true,
-                    Ok(false) => {}
-                    Err(error) => return Err(HandshakeError::Io(error)),
-                }
-            }
-            if !tls.is_handshaking() {
-                return Ok(Handshake::Done);
-            }
-            if tls.wants_read() {
-                match tls.read_tls(tcp) {
-                    Ok(0) => {
-                        return Err(HandshakeError::Io(io::Error::new(
-                            io::ErrorKind::UnexpectedEof,
-                            "the server closed the connection during the TLS handshake",
-                        )))
-                    }
-                    Ok(_) => {
-                        progressed = true;
-                        if let Err(error) = tls.process_new_packets() {
-                            // Tell the server why (the alert rustls queued).
-                            let _ = write_tls_until_blocked(tcp, tls);
-                            return Err(HandshakeError::Tls(error));
-                        }
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => progressed = true,
-                    Err(e) => return Err(HandshakeError::Io(e)),
-                }
-            }
-            if !progressed {
-                return Ok(Handshake::Pending);
-            }
+        match self {
+            Transport::Plain(_) => Ok(Handshake::Done),
+            #[cfg(feature = "rustls")]
+            Transport::Tls { tcp, tls } => tls_handshake(tcp, tls),
         }
     }
 
@@ -129,46 +103,17 @@ impl Transport {
     pub(crate) fn alpn_protocol(&self) -> Option<&[u8]> {
         match self {
             Transport::Plain(_) => None,
+            #[cfg(feature = "rustls")]
             Transport::Tls { tls, .. } => tls.alpn_protocol(),
         }
     }
 
     /// Reads plaintext into `buf`. `Ok(0)` is a clean end of stream.
     pub(crate) fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let (tcp, tls) = match self {
-            Transport::Plain(tcp) => return tcp.read(buf),
-            Transport::Tls { tcp, tls } => (tcp, tls),
-        };
-        loop {
-            match tls.reader().read(buf) {
-                // Ok(0): the server's close_notify. UnexpectedEof: the TCP
-                // stream ended without one.
-                Ok(n) => return Ok(n),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
-                    return Err(io::Error::new(
-                        io::ErrorKind::UnexpectedEof,
-                        "the server closed the TLS connection without close_notify",
-                    ))
-                }
-                Err(e) => return Err(e),
-            }
-            // Nothing decrypted is waiting: read more records (a zero-length
-            // read makes the reader report the end on the next turn).
-            match tls.read_tls(tcp) {
-                Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            }
-            if let Err(error) = tls.process_new_packets() {
-                let _ = write_tls_until_blocked(tcp, tls);
-                return Err(tls_io_error(error));
-            }
-            // Records to answer (a key update): best effort now, the rest
-            // on the next writable event.
-            if tls.wants_write() {
-                write_tls_until_blocked(tcp, tls)?;
-            }
+        match self {
+            Transport::Plain(tcp) => tcp.read(buf),
+            #[cfg(feature = "rustls")]
+            Transport::Tls { tcp, tls } => tls_read(tcp, tls, buf),
         }
     }
 
@@ -176,27 +121,11 @@ impl Transport {
     /// records are pushed out until the socket would block; what is left
     /// goes with [`flush`](Self::flush).
     pub(crate) fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let (tcp, tls) = match self {
-            Transport::Plain(tcp) => return tcp.write(buf),
-            Transport::Tls { tcp, tls } => (tcp, tls),
-        };
-        // Twice at most: a full buffer that went out entirely has room for
-        // the second try.
-        for _ in 0..2 {
-            // rustls takes what fits its buffer limit (0 when full).
-            let taken = tls.writer().write(buf)?;
-            let all_out = write_tls_until_blocked(tcp, tls)?;
-            if taken > 0 || buf.is_empty() {
-                return Ok(taken);
-            }
-            if !all_out {
-                return Err(io::ErrorKind::WouldBlock.into());
-            }
+        match self {
+            Transport::Plain(tcp) => tcp.write(buf),
+            #[cfg(feature = "rustls")]
+            Transport::Tls { tcp, tls } => tls_write(tcp, tls, buf),
         }
-        Err(io::Error::new(
-            io::ErrorKind::WriteZero,
-            "the TLS layer took no bytes",
-        ))
     }
 
     /// Sends TLS records still held back. `Ok(true)` once nothing is left
@@ -204,6 +133,7 @@ impl Transport {
     pub(crate) fn flush(&mut self) -> io::Result<bool> {
         match self {
             Transport::Plain(_) => Ok(true),
+            #[cfg(feature = "rustls")]
             Transport::Tls { tcp, tls } => write_tls_until_blocked(tcp, tls),
         }
     }
@@ -212,6 +142,7 @@ impl Transport {
     pub(crate) fn wants_write(&self) -> bool {
         match self {
             Transport::Plain(_) => false,
+            #[cfg(feature = "rustls")]
             Transport::Tls { tls, .. } => tls.wants_write(),
         }
     }
@@ -221,6 +152,7 @@ impl Transport {
     pub(crate) fn has_buffered_input(&mut self) -> bool {
         match self {
             Transport::Plain(_) => false,
+            #[cfg(feature = "rustls")]
             Transport::Tls { tls, .. } => match tls.process_new_packets() {
                 Ok(state) => state.plaintext_bytes_to_read() > 0 || state.peer_has_closed(),
                 Err(_) => true,
@@ -244,6 +176,7 @@ impl Transport {
         match self {
             // Bytes nobody asked for.
             Transport::Plain(_) => peeked.is_none(),
+            #[cfg(feature = "rustls")]
             Transport::Tls { tcp, tls } => {
                 if peeked.is_some() {
                     loop {
@@ -276,6 +209,7 @@ impl Transport {
     /// Closes the stream: for TLS, queues `close_notify` and sends what it
     /// can without waiting. The socket closes when `self` drops.
     pub(crate) fn close(&mut self) {
+        #[cfg(feature = "rustls")]
         if let Transport::Tls { tcp, tls } = self {
             tls.send_close_notify();
             let _ = write_tls_until_blocked(tcp, tls);
@@ -283,6 +217,7 @@ impl Transport {
     }
 }
 
+#[cfg(feature = "rustls")]
 /// Writes TLS records until none is left (`Ok(true)`) or the socket would
 /// block (`Ok(false)`).
 fn write_tls_until_blocked(
@@ -304,4 +239,115 @@ fn write_tls_until_blocked(
         }
     }
     Ok(true)
+}
+
+/// The TLS handshake, as far as the socket allows.
+#[cfg(feature = "rustls")]
+fn tls_handshake(
+    tcp: &mut mio::net::TcpStream,
+    tls: &mut ClientConnection,
+) -> Result<Handshake, HandshakeError> {
+    loop {
+        let mut progressed = false;
+        if tls.wants_write() {
+            match write_tls_until_blocked(tcp, tls) {
+                Ok(true) => progressed = true,
+                Ok(false) => {}
+                Err(error) => return Err(HandshakeError::Io(error)),
+            }
+        }
+        if !tls.is_handshaking() {
+            return Ok(Handshake::Done);
+        }
+        if tls.wants_read() {
+            match tls.read_tls(tcp) {
+                Ok(0) => {
+                    return Err(HandshakeError::Io(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "the server closed the connection during the TLS handshake",
+                    )))
+                }
+                Ok(_) => {
+                    progressed = true;
+                    if let Err(error) = tls.process_new_packets() {
+                        // Tell the server why (the alert rustls queued).
+                        let _ = write_tls_until_blocked(tcp, tls);
+                        return Err(HandshakeError::Tls(error));
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => progressed = true,
+                Err(e) => return Err(HandshakeError::Io(e)),
+            }
+        }
+        if !progressed {
+            return Ok(Handshake::Pending);
+        }
+    }
+}
+
+/// [`Transport::read`] over TLS.
+#[cfg(feature = "rustls")]
+fn tls_read(
+    tcp: &mut mio::net::TcpStream,
+    tls: &mut ClientConnection,
+    buf: &mut [u8],
+) -> io::Result<usize> {
+    loop {
+        match tls.reader().read(buf) {
+            // Ok(0): the server's close_notify. UnexpectedEof: the TCP
+            // stream ended without one.
+            Ok(n) => return Ok(n),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the server closed the TLS connection without close_notify",
+                ))
+            }
+            Err(e) => return Err(e),
+        }
+        // Nothing decrypted is waiting: read more records (a zero-length
+        // read makes the reader report the end on the next turn).
+        match tls.read_tls(tcp) {
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+        if let Err(error) = tls.process_new_packets() {
+            let _ = write_tls_until_blocked(tcp, tls);
+            return Err(tls_io_error(error));
+        }
+        // Records to answer (a key update): best effort now, the rest
+        // on the next writable event.
+        if tls.wants_write() {
+            write_tls_until_blocked(tcp, tls)?;
+        }
+    }
+}
+
+/// [`Transport::write`] over TLS.
+#[cfg(feature = "rustls")]
+fn tls_write(
+    tcp: &mut mio::net::TcpStream,
+    tls: &mut ClientConnection,
+    buf: &[u8],
+) -> io::Result<usize> {
+    // Twice at most: a full buffer that went out entirely has room for
+    // the second try.
+    for _ in 0..2 {
+        // rustls takes what fits its buffer limit (0 when full).
+        let taken = tls.writer().write(buf)?;
+        let all_out = write_tls_until_blocked(tcp, tls)?;
+        if taken > 0 || buf.is_empty() {
+            return Ok(taken);
+        }
+        if !all_out {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::WriteZero,
+        "the TLS layer took no bytes",
+    ))
 }
