@@ -10,6 +10,9 @@
 //! cargo run --release --example get -- http://127.0.0.1:8080/put \
 //!     --upload-file big.bin --header 'Expect: 100-continue'
 //! cargo run --release --example get -- https://localhost:8443/ --ca lab-ca.pem
+//! cargo run --release --example get -- https://example.test/ \
+//!     --proxy http://user:secret@127.0.0.1:3128 --resolve example.test:443:127.0.0.1
+//! cargo run --release --example get -- https://localhost:8443/ --cert me.pem --key me.key
 //! ```
 //!
 //! Options (curl's names, and its short forms where it has them):
@@ -31,6 +34,18 @@
 //!   error.
 //! * `--ca FILE`: also trust the CA certificate(s) in `FILE` (PEM) for
 //!   `https://` URLs, besides the bundled Mozilla roots.
+//! * `--cert FILE --key FILE`: a client certificate (PEM chain, leaf
+//!   first) and its private key (PEM), for servers that ask for one (mTLS).
+//! * `-x`, `--proxy URL`: send the request through this proxy:
+//!   `http://[user:pass@]host:port` (plain requests forwarded, `https://`
+//!   through a CONNECT tunnel), `socks5://…` (names resolved here) or
+//!   `socks5h://…` (by the proxy). Without it the proxy environment
+//!   variables are honoured (`http_proxy`, `https_proxy`, `all_proxy`,
+//!   `no_proxy`, as curl and reqwest read them).
+//! * `--no-proxy`: ignore the proxy environment variables.
+//! * `--resolve HOST:PORT:ADDR[,ADDR…]`: connect to these addresses (IPv6
+//!   in brackets) for `HOST:PORT` — the URL's or the proxy's — instead of
+//!   resolving `HOST` (curl's form; repeatable).
 //! * `--insecure`: accept any server certificate (unknown issuer, expired,
 //!   wrong name). For lab setups only: anyone on the path can read and
 //!   change the traffic.
@@ -45,7 +60,9 @@ use std::time::Duration;
 const USAGE: &str = "\
 usage: get URL [--request-timeout MS] [--read-timeout MS] [--event-loop-timeouts]
            [-H|--header 'Name: value']... [-X|--request METHOD] [-d|--data STR]
-           [-T|--upload-file FILE] [-o|--output FILE] [--ca FILE] [--insecure]";
+           [-T|--upload-file FILE] [-o|--output FILE] [--ca FILE] [--insecure]
+           [--cert FILE --key FILE] [-x|--proxy URL] [--no-proxy]
+           [--resolve HOST:PORT:ADDR[,ADDR...]]...";
 
 #[derive(Debug, Default)]
 struct Args {
@@ -60,6 +77,54 @@ struct Args {
     output: Option<String>,
     ca: Option<String>,
     insecure: bool,
+    cert: Option<String>,
+    key: Option<String>,
+    proxy: Option<String>,
+    no_proxy: bool,
+    resolve: Vec<Resolve>,
+}
+
+/// One `--resolve HOST:PORT:ADDR[,ADDR…]`.
+#[derive(Debug)]
+struct Resolve {
+    host: String,
+    port: u16,
+    addrs: Vec<std::net::IpAddr>,
+}
+
+fn parse_resolve(value: &str) -> Result<Resolve, String> {
+    let bad = || format!("--resolve: expected HOST:PORT:ADDR[,ADDR...], got {value:?}");
+    let (host, rest) = value.split_once(':').ok_or_else(bad)?;
+    let (port, addrs) = rest.split_once(':').ok_or_else(bad)?;
+    let port = port.parse().map_err(|_| bad())?;
+    let addrs = addrs
+        .split(',')
+        .map(|addr| {
+            let bare = addr.trim().trim_start_matches('[').trim_end_matches(']');
+            bare.parse()
+                .map_err(|_| format!("--resolve: not an IP address: {addr:?}"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if host.is_empty() {
+        return Err(bad());
+    }
+    Ok(Resolve {
+        host: host.to_ascii_lowercase(),
+        port,
+        addrs,
+    })
+}
+
+/// The host and port a URL connects to (its scheme's port if it has none).
+fn host_port(url: &str) -> Option<(String, u16)> {
+    let uri: http::Uri = url.parse().ok()?;
+    let default = match uri.scheme_str()? {
+        "https" => 443,
+        "http" => 80,
+        _ => 1080,
+    };
+    let host = uri.host()?.trim_start_matches('[').trim_end_matches(']');
+    Some((host.to_ascii_lowercase(), uri.port_u16().unwrap_or(default)))
 }
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
@@ -98,6 +163,13 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             "-o" | "--output" => parsed.output = Some(args.next().ok_or("--output needs a FILE")?),
             "--ca" => parsed.ca = Some(args.next().ok_or("--ca needs a PEM file")?),
             "--insecure" => parsed.insecure = true,
+            "--cert" => parsed.cert = Some(args.next().ok_or("--cert needs a PEM file")?),
+            "--key" => parsed.key = Some(args.next().ok_or("--key needs a PEM file")?),
+            "-x" | "--proxy" => parsed.proxy = Some(args.next().ok_or("--proxy needs a URL")?),
+            "--no-proxy" => parsed.no_proxy = true,
+            "--resolve" => parsed.resolve.push(parse_resolve(
+                &args.next().ok_or("--resolve needs HOST:PORT:ADDR")?,
+            )?),
             flag if flag.starts_with('-') && flag != "-" => {
                 return Err(format!("unknown option {flag}"))
             }
@@ -108,6 +180,9 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
     parsed.url = url.ok_or("missing URL")?;
     if parsed.data.is_some() && parsed.upload.is_some() {
         return Err("--data and --upload-file both give a body: choose one".into());
+    }
+    if parsed.cert.is_some() != parsed.key.is_some() {
+        return Err("--cert and --key go together".into());
     }
     Ok(parsed)
 }
@@ -147,6 +222,35 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     if let Some(path) = &args.ca {
         let pem = std::fs::read(path).map_err(|e| format!("--ca {path}: {e}"))?;
         builder = builder.add_root_certificate(pem);
+    }
+    if let (Some(cert), Some(key)) = (&args.cert, &args.key) {
+        let chain = std::fs::read(cert).map_err(|e| format!("--cert {cert}: {e}"))?;
+        let key = std::fs::read(key).map_err(|e| format!("--key {key}: {e}"))?;
+        builder = builder.client_identity_pem(chain, key);
+    }
+    if args.no_proxy {
+        builder = builder.no_proxy();
+    }
+    if let Some(url) = &args.proxy {
+        let proxy = tickless::Proxy::all(url).map_err(|e| format!("--proxy: {e}"))?;
+        builder = builder.proxy(proxy);
+    }
+    // curl's rule: an entry is for HOST at PORT, so it applies when the URL
+    // or the proxy connects there.
+    let targets: Vec<(String, u16)> = [Some(args.url.as_str()), args.proxy.as_deref()]
+        .into_iter()
+        .flatten()
+        .filter_map(host_port)
+        .collect();
+    for entry in &args.resolve {
+        if targets.contains(&(entry.host.clone(), entry.port)) {
+            let addrs: Vec<std::net::SocketAddr> = entry
+                .addrs
+                .iter()
+                .map(|ip| std::net::SocketAddr::new(*ip, entry.port))
+                .collect();
+            builder = builder.resolve(&entry.host, &addrs);
+        }
     }
     if args.insecure {
         eprintln!("get: --insecure: the server's certificate is not checked");
