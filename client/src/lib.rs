@@ -21,10 +21,11 @@
 //! api         Client, ClientBuilder, RequestBuilder, Response, ResponseFuture
 //!   │         (policy — redirects, decompression, cookies — comes here,
 //!   ▼          above one exchange per hop)
-//! dispatch    submit, the pool, resolution, the cleaner, close
+//! dispatch    submit, the pool (keyed by route), resolution, the cleaner, close
 //!   ▼
-//! conn        a connection on its loop: open, handshake, send, receive,
-//!   │         failure policy, its read buffer; one type per protocol (h1 now)
+//! conn        a connection on its loop: happy eyeballs, the proxy's
+//!   │         handshake, TLS, send, receive, failure policy, its read
+//!   │         buffer; one type per protocol (h1 now)
 //!   ▼
 //! exchange    one request in flight: its state, its outcome, its timer table
 //!   ▼
@@ -32,8 +33,9 @@
 //!   │         scheduler seam; hosts connections as `Source`s
 //!   ▼
 //! config · events · net · error · sync · h1
-//!             settled options; the listener; origin, socket, TLS and the
-//!             byte stream; error types; locks; the sans-IO HTTP/1.1 codec
+//!             settled options; the listener; origin, route, proxies
+//!             (sans-IO), the `Resolve` seam, socket, TLS and the byte
+//!             stream; error types; locks; the sans-IO HTTP/1.1 codec
 //!             (a crate of its own, `tickless-h1`)
 //! ```
 #![deny(missing_docs)]
