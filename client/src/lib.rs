@@ -19,8 +19,10 @@
 //!
 //! ```text
 //! api         Client, ClientBuilder, RequestBuilder, Response, ResponseFuture
-//!   │         (policy — redirects, decompression, cookies — comes here,
-//!   ▼          above one exchange per hop)
+//!   ▼
+//! policy      a request across its hops: redirects, decompression, cookies,
+//!   │         credentials; one exchange per hop
+//!   ▼
 //! dispatch    submit, the pool, resolution, the cleaner, close
 //!   ▼
 //! conn        a connection on its loop: open, handshake, send, receive,
@@ -48,15 +50,31 @@ pub mod event_loop;
 mod events;
 mod exchange;
 mod net;
+mod policy;
 mod sync;
 
+#[cfg(feature = "json")]
+pub use api::CollectJson;
 pub use api::{
     Body, Chunk, Client, ClientBuilder, ClientStats, CollectBytes, CollectText, RequestBuilder,
     Response, ResponseFuture, Upload,
 };
 /// The byte buffers bodies come in.
 pub use bytes::Bytes;
-pub use error::{timeout_kind, Error, InvalidRequest, Timeout, TimeoutKind, TlsFailureKind};
+pub use error::{
+    timeout_kind, Error, InvalidRequest, RedirectError, Timeout, TimeoutKind, TlsFailureKind,
+};
+pub use policy::redirect;
+
+/// Cookies: the [`CookieStore`](cookie::CookieStore) seam and the client's
+/// own [`Jar`](cookie::Jar).
+pub mod cookie {
+    pub use crate::policy::CookieStore;
+    #[cfg(feature = "cookies")]
+    pub use crate::policy::Jar;
+    /// The URL type cookie stores are given (the `url` crate's).
+    pub use url::Url;
+}
 pub use events::{ConnectionInfo, EventListener, NoopListener};
 /// The body trait of hyper and the tower ecosystem, which [`Body`] implements.
 pub use http_body;
