@@ -19,8 +19,10 @@
 //!
 //! ```text
 //! api         Client, ClientBuilder, RequestBuilder, Response, ResponseFuture
-//!   │         (policy — redirects, decompression, cookies — comes here,
-//!   ▼          above one exchange per hop)
+//!   ▼
+//! policy      a request across its hops: redirects, decompression, cookies,
+//!   │         credentials; one exchange per hop
+//!   ▼
 //! dispatch    submit, the pool (keyed by route), resolution, the cleaner, close
 //!   ▼
 //! conn        a connection on its loop: happy eyeballs, the proxy's
@@ -52,8 +54,11 @@ pub mod event_loop;
 mod events;
 mod exchange;
 mod net;
+mod policy;
 mod sync;
 
+#[cfg(feature = "json")]
+pub use api::CollectJson;
 pub use api::{
     Body, Chunk, Client, ClientBuilder, ClientStats, CollectBytes, CollectText, RequestBuilder,
     Response, ResponseFuture, Upload,
@@ -61,9 +66,20 @@ pub use api::{
 /// The byte buffers bodies come in.
 pub use bytes::Bytes;
 pub use error::{
-    timeout_kind, Error, InvalidRequest, ProxyError, ProxyUrlError, SocksError, SocksStage,
-    Timeout, TimeoutKind, TlsFailureKind,
+    timeout_kind, Error, InvalidRequest, ProxyError, ProxyUrlError, RedirectError, SocksError,
+    SocksStage, Timeout, TimeoutKind, TlsFailureKind,
 };
+pub use policy::redirect;
+
+/// Cookies: the [`CookieStore`](cookie::CookieStore) seam and the client's
+/// own [`Jar`](cookie::Jar).
+pub mod cookie {
+    pub use crate::policy::CookieStore;
+    #[cfg(feature = "cookies")]
+    pub use crate::policy::Jar;
+    /// The URL type cookie stores are given (the `url` crate's).
+    pub use url::Url;
+}
 pub use events::{ConnectionInfo, EventListener, NoopListener};
 /// The body trait of hyper and the tower ecosystem, which [`Body`] implements.
 pub use http_body;

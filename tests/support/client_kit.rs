@@ -29,6 +29,8 @@ pub enum Event {
     Completed(http::StatusCode),
     /// The error's `Display` and whether it is a timeout.
     Failed(String, bool),
+    /// The status that redirected, from where, to where.
+    Redirect(http::StatusCode, String, String),
 }
 
 /// Records every listener call, with the id of the thread it ran on.
@@ -129,6 +131,9 @@ impl EventListener for Recorder {
     }
     fn on_failed(&self, error: &tickless::Error) {
         self.push(Event::Failed(error.to_string(), error.is_timeout()));
+    }
+    fn on_redirect(&self, status: http::StatusCode, from: &http::Uri, to: &http::Uri) {
+        self.push(Event::Redirect(status, from.to_string(), to.to_string()));
     }
 }
 
