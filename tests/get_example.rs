@@ -2,7 +2,8 @@
 //! against loopback servers: redirects followed by default and bounded by
 //! `--max-redirects`, `--no-decompress`, `--cookies` and `--cookie`,
 //! `--max-body-bytes`, `-u` and URL credentials (and curl's names for the
-//! same), and its exit statuses (0 for any response, 1 for an
+//! same), `--proxy`, `--no-proxy` and the proxy environment, `--resolve`,
+//! `--cert`/`--key`, and its exit statuses (0 for any response, 1 for an
 //! error, 2 for bad arguments).
 
 mod support;
@@ -154,4 +155,89 @@ fn errors_exit_1_and_bad_arguments_2() {
         let output = get(&bad);
         assert_ne!(output.status.code(), Some(0), "{bad:?}");
     }
+}
+
+#[test]
+fn proxy_resolve_and_no_proxy_flags() {
+    let origin = server();
+    // A forwarding proxy double: it answers itself, saying what it got.
+    let proxy = TestServer::respond(|request| {
+        ok(&format!(
+            "proxy got {} auth={}",
+            request.target,
+            request.header("proxy-authorization").unwrap_or("-")
+        ))
+    });
+    let proxy_url = format!("http://u:p@{}", proxy.addr());
+    let text = stdout(&get(&["http://far.invalid/x", "--proxy", &proxy_url]));
+    let auth = support::real::basic_auth("u", "p");
+    assert!(
+        text.ends_with(&format!("proxy got http://far.invalid/x auth={auth}")),
+        "{text}"
+    );
+    // --resolve, curl's form (IPv6 in brackets; the first is dead): the
+    // name is never looked up.
+    let port = origin.addr().port();
+    let entry = format!("named.invalid:{port}:[::1],127.0.0.1");
+    let url = format!("http://named.invalid:{port}/hi");
+    let output = get(&[&url, "--resolve", &entry, "--no-proxy"]);
+    assert!(output.status.success(), "{output:?}");
+    assert!(stdout(&output).ends_with("/hi auth=- cookie=-"));
+    // The environment is honoured unless --no-proxy says otherwise.
+    let via_env = Command::new(get_binary())
+        .arg(origin.url("/env"))
+        .env("http_proxy", format!("http://{}", proxy.addr()))
+        .env_remove("no_proxy")
+        .env_remove("NO_PROXY")
+        .output()
+        .unwrap();
+    assert!(
+        stdout(&via_env).contains("proxy got http://127.0.0.1:"),
+        "{via_env:?}"
+    );
+    let ignored = Command::new(get_binary())
+        .args([origin.url("/env").as_str(), "--no-proxy"])
+        .env("http_proxy", format!("http://{}", proxy.addr()))
+        .output()
+        .unwrap();
+    assert!(
+        stdout(&ignored).ends_with("/env auth=- cookie=-"),
+        "{ignored:?}"
+    );
+    for bad in [
+        vec!["--resolve", "no-port", "http://127.0.0.1/"],
+        vec!["--resolve", "h:80:not-an-ip", "http://127.0.0.1/"],
+        vec!["--cert", "only-a-cert.pem", "http://127.0.0.1/"],
+        vec!["--proxy", "ftp://x", "http://127.0.0.1/"],
+    ] {
+        let output = get(&bad);
+        assert_ne!(output.status.code(), Some(0), "{bad:?}");
+    }
+}
+
+#[test]
+fn cert_and_key_authenticate_to_a_server_that_asks() {
+    use support::tls::{certs, server_config_with, TlsBehaviour, TlsServer};
+    let server = TlsServer::start_with(
+        server_config_with(&certs().valid, rustls::ALL_VERSIONS, true),
+        TlsBehaviour::respond(|_| ok("mutual")),
+    );
+    let pem = support::real::PemFiles::of(&certs().valid);
+    let dir = support::real::TempDir::new("get-ca");
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, &certs().ca_pem).unwrap();
+    let ca = ca.to_str().unwrap();
+    let without = get(&[&server.url("/"), "--ca", ca]);
+    assert_eq!(without.status.code(), Some(1), "{without:?}");
+    let with = get(&[
+        &server.url("/"),
+        "--ca",
+        ca,
+        "--cert",
+        pem.cert().to_str().unwrap(),
+        "--key",
+        pem.key().to_str().unwrap(),
+    ]);
+    assert!(stdout(&with).ends_with("mutual"), "{with:?}");
+    assert!(server.handshake_details()[0].client_certified);
 }
