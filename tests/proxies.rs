@@ -349,3 +349,38 @@ fn a_double_http_proxy_gets_absolute_form_and_basic_credentials_for_plain_reques
         Some(support::real::basic_auth("us@er", "p:ss").as_str())
     );
 }
+
+#[test]
+fn one_handshake_timeout_bounds_the_connect_and_the_tls_after_it_together() {
+    // Answers CONNECT after a while, then never speaks TLS.
+    let slow = Duration::from_millis(1500);
+    let proxy = TestServer::start(Behaviour::custom(move |mut stream, index| {
+        let mut reader = RequestReader::new(index);
+        if reader.read_request(&mut stream).is_ok() {
+            std::thread::sleep(slow);
+            let _ = stream.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n");
+            drain(&mut stream);
+        }
+    }));
+    let timeout = Duration::from_millis(2000);
+    let client = client_via(Proxy::all(&format!("http://{}", proxy.addr())).unwrap())
+        .handshake_timeout(timeout)
+        .request_timeout(Duration::ZERO)
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    let error = client
+        .get("https://origin.invalid/")
+        .send()
+        .wait()
+        .unwrap_err();
+    let took = started.elapsed();
+    assert!(matches!(error, Error::HandshakeTimeout(_)), "{error:?}");
+    assert!(took >= timeout, "{took:?}");
+    // Not restarted when the tunnel opened: that would end it only after
+    // `slow + timeout` (3.5 s).
+    assert!(
+        took < slow + timeout - Duration::from_millis(300),
+        "{took:?}"
+    );
+}
