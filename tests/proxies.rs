@@ -384,3 +384,26 @@ fn one_handshake_timeout_bounds_the_connect_and_the_tls_after_it_together() {
         "{took:?}"
     );
 }
+
+#[test]
+fn a_tunnel_is_pooled_for_its_origin_alone() {
+    let tls = tls_origin();
+    let proxy = Tinyproxy::start();
+    let client = client_via(Proxy::https(&proxy.url()).unwrap())
+        .build()
+        .unwrap();
+    for path in ["/one", "/two"] {
+        let body = text(&client, &tls.url_for("localhost", path)).unwrap();
+        assert_eq!(body, format!("tls {path} auth=none"));
+    }
+    // The second request went down the first one's tunnel.
+    assert_eq!(tls.handshakes(), 1);
+    // Another origin (the same server by another name) gets a tunnel of
+    // its own.
+    assert_eq!(
+        text(&client, &tls.url("/three")).unwrap(),
+        "tls /three auth=none"
+    );
+    assert_eq!(tls.handshakes(), 2);
+    assert_eq!(client.stats().open_connections, 2);
+}
