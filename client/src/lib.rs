@@ -21,7 +21,8 @@
 //! api         Client, ClientBuilder, RequestBuilder, Response, ResponseFuture
 //!   ▼
 //! policy      a request across its hops: redirects, decompression, cookies,
-//!   │         credentials; one exchange per hop
+//!   │         credentials; per hop its attempts — retries, hedged copies —
+//!   │         one exchange each
 //!   ▼
 //! dispatch    submit, the pool, resolution, the cleaner, close
 //!   ▼
@@ -64,7 +65,7 @@ pub use bytes::Bytes;
 pub use error::{
     timeout_kind, Error, InvalidRequest, RedirectError, Timeout, TimeoutKind, TlsFailureKind,
 };
-pub use policy::redirect;
+pub use policy::{hedge, redirect, retry};
 
 /// Cookies: the [`CookieStore`](cookie::CookieStore) seam and the client's
 /// own [`Jar`](cookie::Jar).
