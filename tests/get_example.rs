@@ -9,39 +9,14 @@
 mod support;
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::{Command, Output};
-use std::sync::OnceLock;
 use support::*;
 
-/// The example's binary, next to this test's (`target/<profile>/examples`):
-/// `cargo test` builds examples before it runs tests (a run filtered with
-/// `--test` may not: then build it with `cargo build --example get`).
-fn get_binary() -> &'static PathBuf {
-    static BINARY: OnceLock<PathBuf> = OnceLock::new();
-    BINARY.get_or_init(|| {
-        let deps = std::env::current_exe().unwrap();
-        let binary = deps
-            .parent()
-            .unwrap()
-            .parent()
-            .unwrap()
-            .join("examples/get");
-        let built = std::fs::metadata(&binary).and_then(|m| m.modified());
-        let source = std::fs::metadata(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/get.rs"))
-            .and_then(|m| m.modified())
-            .unwrap();
-        assert!(
-            built.is_ok_and(|built| built >= source),
-            "{} is missing or older than examples/get.rs: cargo build --example get",
-            binary.display()
-        );
-        binary
-    })
-}
-
 fn get(args: &[&str]) -> Output {
-    Command::new(get_binary()).args(args).output().unwrap()
+    Command::new(example_binary("get"))
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 fn stdout(output: &Output) -> String {
@@ -134,6 +109,37 @@ fn cookies_and_credentials() {
 }
 
 #[test]
+fn retries_and_hedging() {
+    // The first connection is reset: an error, unless retried.
+    let resetting = || {
+        TestServer::start(Behaviour::per_connection(|index| match index {
+            0 => Behaviour::Reset,
+            _ => Behaviour::respond(|_| ok("second")),
+        }))
+    };
+    let server = resetting();
+    assert_eq!(get(&[&server.url("/")]).status.code(), Some(1));
+    let server = resetting();
+    let retried = get(&[&server.url("/"), "--retries", "2"]);
+    assert_eq!(retried.status.code(), Some(0));
+    assert!(stdout(&retried).ends_with("second"));
+    // The first connection never answers: the copy does.
+    let server = TestServer::start(Behaviour::per_connection(|index| match index {
+        0 => Behaviour::NeverAnswer,
+        _ => Behaviour::respond(|_| ok("the copy")),
+    }));
+    let hedged = get(&[
+        &server.url("/"),
+        "--hedge-after",
+        "20",
+        "--request-timeout",
+        "5000",
+    ]);
+    assert_eq!(hedged.status.code(), Some(0));
+    assert!(stdout(&hedged).ends_with("the copy"));
+}
+
+#[test]
 fn errors_exit_1_and_bad_arguments_2() {
     let server = server();
     for flag in ["--max-body-bytes", "--max-filesize"] {
@@ -184,7 +190,7 @@ fn proxy_resolve_and_no_proxy_flags() {
     assert!(output.status.success(), "{output:?}");
     assert!(stdout(&output).ends_with("/hi auth=- cookie=-"));
     // The environment is honoured unless --no-proxy says otherwise.
-    let via_env = Command::new(get_binary())
+    let via_env = Command::new(example_binary("get"))
         .arg(origin.url("/env"))
         .env("http_proxy", format!("http://{}", proxy.addr()))
         .env_remove("no_proxy")
@@ -195,7 +201,7 @@ fn proxy_resolve_and_no_proxy_flags() {
         stdout(&via_env).contains("proxy got http://127.0.0.1:"),
         "{via_env:?}"
     );
-    let ignored = Command::new(get_binary())
+    let ignored = Command::new(example_binary("get"))
         .args([origin.url("/env").as_str(), "--no-proxy"])
         .env("http_proxy", format!("http://{}", proxy.addr()))
         .output()

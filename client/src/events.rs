@@ -28,6 +28,29 @@ pub struct ConnectionInfo {
 
 /// Observes exchanges. All methods default to doing nothing.
 ///
+/// ```
+/// # let url = tickless_client::doc_support::serve_text("ok");
+/// use std::sync::{Arc, Mutex};
+/// use tickless_client::EventListener;
+///
+/// #[derive(Default)]
+/// struct Statuses(Mutex<Vec<u16>>);
+///
+/// impl EventListener for Statuses {
+///     fn on_status(&self, status: http::StatusCode) {
+///         self.0.lock().unwrap().push(status.as_u16());
+///     }
+/// }
+///
+/// let statuses = Arc::new(Statuses::default());
+/// let client = tickless_client::Client::builder()
+///     .listener(statuses.clone())
+///     .build()?;
+/// client.get(&url).send().wait()?;
+/// assert_eq!(*statuses.0.lock().unwrap(), [200]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
 /// A method that panics ends its exchange, if it has not ended yet, with
 /// [`Error::Io`] ("an event listener panicked"), and closes the connection
 /// the exchange was using; the thread that called it (a loop, the wheel, a
@@ -73,6 +96,15 @@ pub trait EventListener: Send + Sync + 'static {
     /// goes on to `to` (a new exchange, whose events follow). Called on the
     /// thread that waits for or polls the response.
     fn on_redirect(&self, status: http::StatusCode, from: &http::Uri, to: &http::Uri) {}
+    /// Attempt `attempt` (2 for the first retry) starts after `delay`,
+    /// because the one before failed with `reason` (a status retried is an
+    /// [`Error::Status`]). Called on the thread that waits for or polls the
+    /// response.
+    fn on_retry(&self, attempt: u32, delay: std::time::Duration, reason: &Error) {}
+    /// Hedged copy number `copy` (from 1) of the request is sent, the
+    /// attempts before it having not answered. Called on the thread that
+    /// waits for or polls the response.
+    fn on_hedge(&self, copy: u32) {}
 }
 
 /// The listener that listens to nothing.
@@ -106,6 +138,8 @@ macro_rules! for_each_listener_method {
             on_completed(status: http::StatusCode);
             on_failed(error: &$crate::error::Error);
             on_redirect(status: http::StatusCode, from: &http::Uri, to: &http::Uri);
+            on_retry(attempt: u32, delay: std::time::Duration, reason: &$crate::error::Error);
+            on_hedge(copy: u32);
         }
     };
 }

@@ -21,7 +21,8 @@
 //! api         Client, ClientBuilder, RequestBuilder, Response, ResponseFuture
 //!   ▼
 //! policy      a request across its hops: redirects, decompression, cookies,
-//!   │         credentials; one exchange per hop
+//!   │         credentials; per hop its attempts — retries, hedged copies —
+//!   │         one exchange each
 //!   ▼
 //! dispatch    submit, the pool (keyed by route), resolution, the cleaner, close
 //!   ▼
@@ -49,6 +50,8 @@ mod api;
 mod config;
 mod conn;
 mod dispatch;
+#[doc(hidden)]
+pub mod doc_support;
 mod error;
 pub mod event_loop;
 mod events;
@@ -69,7 +72,7 @@ pub use error::{
     timeout_kind, Error, InvalidRequest, ProxyError, ProxyUrlError, RedirectError, SocksError,
     SocksStage, Timeout, TimeoutKind, TlsFailureKind,
 };
-pub use policy::redirect;
+pub use policy::{hedge, redirect, retry};
 
 /// Cookies: the [`CookieStore`](cookie::CookieStore) seam and the client's
 /// own [`Jar`](cookie::Jar).

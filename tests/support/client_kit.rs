@@ -31,6 +31,10 @@ pub enum Event {
     Failed(String, bool),
     /// The status that redirected, from where, to where.
     Redirect(http::StatusCode, String, String),
+    /// The attempt that starts, after what delay, and why (`Display`).
+    Retry(u32, Duration, String),
+    /// The hedged copy sent.
+    Hedge(u32),
 }
 
 /// Records every listener call, with the id of the thread it ran on.
@@ -134,6 +138,12 @@ impl EventListener for Recorder {
     }
     fn on_redirect(&self, status: http::StatusCode, from: &http::Uri, to: &http::Uri) {
         self.push(Event::Redirect(status, from.to_string(), to.to_string()));
+    }
+    fn on_retry(&self, attempt: u32, delay: Duration, reason: &tickless::Error) {
+        self.push(Event::Retry(attempt, delay, reason.to_string()));
+    }
+    fn on_hedge(&self, copy: u32) {
+        self.push(Event::Hedge(copy));
     }
 }
 

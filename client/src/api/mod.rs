@@ -81,6 +81,9 @@ pub struct ClientStats {
     /// of their readers, uploads read ahead of their sockets): at most
     /// about a window per body in flight.
     pub buffered_body_bytes: usize,
+    /// The retry budget: requests that may be retried and retries (hedged
+    /// copies included) in its window, and totals.
+    pub retry_budget: crate::retry::BudgetStats,
 }
 
 impl ClientStats {
@@ -291,6 +294,10 @@ impl Client {
             waiting: stats.waiting,
             in_flight: stats.in_flight,
             buffered_body_bytes: stats.buffered_body_bytes,
+            retry_budget: self
+                .policies()
+                .budget
+                .stats(self.dispatcher().clock().now()),
         }
     }
 }

@@ -16,6 +16,26 @@ use std::time::Duration;
 /// Invalid input (a bad URI, header or body framing) does not panic: the
 /// future returned by `send` resolves at once with
 /// [`Error::InvalidRequest`].
+///
+/// ```
+/// # let url = tickless_client::doc_support::serve(|method, target, body| {
+/// #     let text = format!("{method} {target} {}", String::from_utf8_lossy(body));
+/// #     tickless_client::doc_support::ok(&text)
+/// # });
+/// use std::time::Duration;
+///
+/// let client = tickless_client::Client::new();
+/// let response = client
+///     .post(format!("{url}/items"))
+///     .query(&[("dry_run", "1")])
+///     .header("content-type", "text/plain")
+///     .body("a new item")
+///     .request_timeout(Duration::from_secs(2)) // this request's own
+///     .send()
+///     .wait()?;
+/// assert_eq!(response.text().wait()?, "POST /items?dry_run=1 a new item");
+/// # Ok::<(), tickless_client::Error>(())
+/// ```
 #[must_use = "a request does nothing until sent"]
 pub struct RequestBuilder {
     client: Client,
@@ -29,6 +49,8 @@ pub struct RequestBuilder {
     listener: Option<Arc<dyn EventListener>>,
     redirect: Option<Policy>,
     decompress: Option<bool>,
+    retry: Option<crate::policy::retry::Policy>,
+    hedge: Option<crate::policy::hedge::Policy>,
 }
 
 impl RequestBuilder {
@@ -49,6 +71,8 @@ impl RequestBuilder {
             listener: None,
             redirect: None,
             decompress: None,
+            retry: None,
+            hedge: None,
         }
     }
 
@@ -222,6 +246,20 @@ impl RequestBuilder {
         self
     }
 
+    /// This request's retry policy, instead of the client's (see
+    /// [`retry`](crate::retry)).
+    pub fn retry(mut self, policy: crate::policy::retry::Policy) -> Self {
+        self.retry = Some(policy);
+        self
+    }
+
+    /// This request's hedging policy, instead of the client's (see
+    /// [`hedge`](crate::hedge)).
+    pub fn hedge(mut self, policy: crate::policy::hedge::Policy) -> Self {
+        self.hedge = Some(policy);
+        self
+    }
+
     /// Sends the request. The request deadline is fixed now, for every hop
     /// of a redirect chain.
     pub fn send(self) -> ResponseFuture {
@@ -262,6 +300,8 @@ impl RequestBuilder {
             listener,
             redirect: self.redirect,
             decompress: self.decompress,
+            retry: self.retry,
+            hedge: self.hedge,
         })
     }
 }

@@ -168,6 +168,30 @@ impl fmt::Display for TlsFailureKind {
 }
 
 /// The error of a failed exchange.
+///
+/// A timeout says which deadline passed — its variant, or
+/// [`timeout_kind`](Error::timeout_kind) — the remote and the duration:
+///
+/// ```
+/// # let url = tickless_client::doc_support::silent();
+/// use std::time::Duration;
+/// use tickless_client::{Error, TimeoutKind};
+///
+/// let client = tickless_client::Client::builder()
+///     .request_timeout(Duration::from_millis(50))
+///     .use_event_loop_timeouts(true)
+///     .build()?;
+/// match client.get(&url).send().wait() {
+///     Err(Error::RequestTimeout(timeout)) => {
+///         assert_eq!(timeout.duration, Duration::from_millis(50));
+///     }
+///     other => panic!("the server never answers: {other:?}"),
+/// }
+/// let error = client.get(&url).send().wait().unwrap_err();
+/// assert_eq!(error.timeout_kind(), Some(TimeoutKind::Request));
+/// assert!(error.to_string().starts_with("Request timeout to "));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -298,6 +322,14 @@ pub enum Error {
         /// The URL that answered it.
         url: http::Uri,
     },
+    /// Every attempt of a retried request failed: their errors, the first
+    /// attempt's first and the one that ended it last (a status retried is
+    /// an [`Error::Status`]). Its timeout, if any, is the last one's.
+    #[error("{} attempts failed: {}", .attempts.len(), attempts_text(.attempts))]
+    Retried {
+        /// Each attempt's error, in order.
+        attempts: Vec<Error>,
+    },
     /// A response body is not the JSON asked for ([`Response::json`](crate::Response::json)).
     #[cfg(feature = "json")]
     #[error("JSON: {0}")]
@@ -326,6 +358,15 @@ pub enum RedirectError {
     Policy(#[source] Box<dyn StdError + Send + Sync>),
 }
 
+fn attempts_text(attempts: &[Error]) -> String {
+    attempts
+        .iter()
+        .enumerate()
+        .map(|(n, error)| format!("{}) {error}", n + 1))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 fn chain_text(chain: &[http::Uri]) -> String {
     chain
         .iter()
@@ -343,6 +384,7 @@ impl Error {
     /// Which deadline passed, if this is a timeout.
     pub fn timeout_kind(&self) -> Option<TimeoutKind> {
         Some(match self {
+            Error::Retried { attempts } => return attempts.last()?.timeout_kind(),
             Error::RequestTimeout(_) => TimeoutKind::Request,
             Error::ReadTimeout(_) => TimeoutKind::Read,
             Error::ConnectTimeout(_) => TimeoutKind::Connect,
@@ -354,6 +396,7 @@ impl Error {
     /// The timeout, if this is one.
     pub fn timeout(&self) -> Option<&Timeout> {
         match self {
+            Error::Retried { attempts } => attempts.last()?.timeout(),
             Error::RequestTimeout(t)
             | Error::ReadTimeout(t)
             | Error::ConnectTimeout(t)
