@@ -59,6 +59,8 @@ mod exchange;
 mod net;
 mod policy;
 mod sync;
+#[cfg(feature = "tracing")]
+mod trace;
 
 #[cfg(feature = "json")]
 pub use api::CollectJson;
