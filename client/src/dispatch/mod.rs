@@ -24,7 +24,6 @@ use crate::config::ClientConfig;
 use crate::conn::{self, ConnEnv, ConnOwner, IdleConn, Offered};
 use crate::error::Error;
 use crate::event_loop::EventLoopGroup;
-use crate::events::EventListener;
 use crate::exchange::{Exchange, InFlight, Pacing};
 use crate::net::Origin;
 use crate::sync::lock;
@@ -299,7 +298,7 @@ impl Dispatcher {
     }
 
     fn connect_to(&self, exchange: Arc<Exchange>, addrs: Vec<SocketAddr>) {
-        let event_loop = self.env.group.next();
+        let event_loop = self.env.group.next(exchange.avoided_loop());
         let (owner, task_exchange) = (self.owner(), exchange.clone());
         if event_loop
             .execute(move |cx| conn::connect(cx, owner, task_exchange, addrs))
