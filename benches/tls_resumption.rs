@@ -20,7 +20,7 @@ use std::net::TcpListener;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tickless::{Client, ConnectionInfo, EventListener, TlsVersion};
+use tickless::{Client, ConnectionInfo, EventListener, RequestInfo, TlsVersion};
 
 const WARMUP: usize = 20;
 const ROUNDS: usize = 300;
@@ -33,10 +33,10 @@ struct Handshakes {
 }
 
 impl EventListener for Handshakes {
-    fn on_tls_handshake_attempt(&self, _: &ConnectionInfo) {
+    fn on_tls_handshake_attempt(&self, _: &RequestInfo, _: &ConnectionInfo) {
         *self.started.lock().unwrap() = Some(Instant::now());
     }
-    fn on_tls_handshake_success(&self, _: &ConnectionInfo, _: Option<&[u8]>) {
+    fn on_tls_handshake_success(&self, _: &RequestInfo, _: &ConnectionInfo, _: Option<&[u8]>) {
         if let Some(started) = self.started.lock().unwrap().take() {
             self.took.lock().unwrap().push(started.elapsed());
         }

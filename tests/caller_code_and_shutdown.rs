@@ -42,7 +42,7 @@ struct CloseOnResolved {
 }
 
 impl EventListener for CloseOnResolved {
-    fn on_resolved(&self, _host: &str, _addrs: &[SocketAddr]) {
+    fn on_resolved(&self, _request: &tickless::RequestInfo, _host: &str, _addrs: &[SocketAddr]) {
         if let Some(entered) = self.entered.lock().unwrap().take() {
             let _ = entered.send(());
         }

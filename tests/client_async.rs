@@ -177,7 +177,7 @@ fn waiting_on_a_future_already_polled_to_completion_panics_instead_of_hanging() 
 fn is_done_means_the_next_poll_is_ready() {
     struct SlowToHear;
     impl tickless::EventListener for SlowToHear {
-        fn on_completed(&self, _status: http::StatusCode) {
+        fn on_completed(&self, _request: &tickless::RequestInfo, _status: http::StatusCode) {
             // The exchange has ended; the outcome is stored after this.
             std::thread::sleep(Duration::from_millis(200));
         }

@@ -35,7 +35,7 @@ fn client_threads_alive() -> usize {
 struct SlowToHear;
 
 impl EventListener for SlowToHear {
-    fn on_failed(&self, _error: &tickless::Error) {
+    fn on_failed(&self, _request: &tickless::RequestInfo, _error: &tickless::Error) {
         thread::sleep(Duration::from_millis(100));
     }
 }

@@ -16,7 +16,7 @@ const WAIT: Duration = Duration::from_secs(10);
 struct PanicsOnCompletion;
 
 impl EventListener for PanicsOnCompletion {
-    fn on_completed(&self, _status: http::StatusCode) {
+    fn on_completed(&self, _request: &tickless::RequestInfo, _status: http::StatusCode) {
         panic!("listener panics");
     }
 }
@@ -43,16 +43,29 @@ impl PanicsOn {
 }
 
 impl EventListener for PanicsOn {
-    fn on_resolved(&self, _host: &str, _addrs: &[std::net::SocketAddr]) {
+    fn on_resolved(
+        &self,
+        _request: &tickless::RequestInfo,
+        _host: &str,
+        _addrs: &[std::net::SocketAddr],
+    ) {
         self.panic_if(PanicsOn::Resolved);
     }
-    fn on_connect_attempt(&self, _remote: std::net::SocketAddr) {
+    fn on_connect_attempt(&self, _request: &tickless::RequestInfo, _remote: std::net::SocketAddr) {
         self.panic_if(PanicsOn::ConnectAttempt);
     }
-    fn on_connection_pooled(&self, _connection: &tickless::ConnectionInfo) {
+    fn on_connection_pooled(
+        &self,
+        _request: &tickless::RequestInfo,
+        _connection: &tickless::ConnectionInfo,
+    ) {
         self.panic_if(PanicsOn::ConnectionPooled);
     }
-    fn on_connection_offered(&self, _connection: &tickless::ConnectionInfo) {
+    fn on_connection_offered(
+        &self,
+        _request: &tickless::RequestInfo,
+        _connection: &tickless::ConnectionInfo,
+    ) {
         self.panic_if(PanicsOn::ConnectionOffered);
     }
 }
@@ -175,7 +188,7 @@ fn a_panicking_listener_still_lets_the_response_through() {
 struct PanicsOnBody;
 
 impl EventListener for PanicsOnBody {
-    fn on_body_part(&self, _len: usize) {
+    fn on_body_part(&self, _request: &tickless::RequestInfo, _len: usize) {
         panic!("listener panics on the body");
     }
 }

@@ -418,3 +418,54 @@ fn a_backoff_ends_at_a_cancel_or_a_close_with_nothing_armed() {
     assert!(outcome.is_err(), "{outcome:?}");
     assert_eq!(server.requests().len(), 2, "no retry after the close");
 }
+
+#[test]
+fn a_copy_goes_on_another_loop_than_the_attempt_it_backs_up() {
+    let clock = ManualClock::new();
+    let recorder = Recorder::new();
+    let client = Client::builder()
+        .clock(Arc::new(clock.clone()))
+        .event_loops(2)
+        .request_timeout(Duration::from_secs(10))
+        .read_timeout(Duration::ZERO)
+        .keep_alive(false)
+        .listener(recorder.clone())
+        .build()
+        .unwrap();
+    let server = TestServer::start(Behaviour::per_connection(|index| match index % 2 {
+        0 => Behaviour::NeverAnswer,
+        _ => Behaviour::respond(|_| ok("copy")),
+    }));
+    let other = TestServer::respond(|_| ok("other"));
+    // Several in turn, so the round robin starts on either loop.
+    for round in 0..4 {
+        recorder.clear();
+        let future = client
+            .get(server.url("/"))
+            .hedge(hedge::Policy::after(Duration::from_millis(5)))
+            .send();
+        let waiter = thread::spawn(move || future.wait());
+        assert!(server.wait_for_requests(2 * round + 1, CEILING));
+        // Another connection in between: the round robin alone would now
+        // put the copy on the first attempt's loop.
+        client.get(other.url("/")).send().wait().unwrap();
+        clock.advance(Duration::from_millis(5));
+        waiter.join().unwrap().unwrap();
+        let loops: Vec<usize> = recorder
+            .events()
+            .into_iter()
+            .filter_map(|(event, _)| match event {
+                client_kit::Event::ConnectSuccess(info) if info.remote == server.addr() => {
+                    Some(info.loop_index)
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(loops.len(), 2, "round {round}: {loops:?}");
+        assert_ne!(
+            loops[0], loops[1],
+            "round {round}: the copy shares its loop"
+        );
+    }
+    client.close();
+}

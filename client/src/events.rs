@@ -26,18 +26,53 @@ pub struct ConnectionInfo {
     pub remote: SocketAddr,
 }
 
-/// Observes exchanges. All methods default to doing nothing.
+/// Which request an event is about: an id unique in the process, the same
+/// for every hop and attempt of one request, and the method and URI (without
+/// userinfo) of the exchange the event comes from — so that one client-wide
+/// listener can tell concurrent requests apart.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestInfo {
+    id: u64,
+    method: http::Method,
+    uri: http::Uri,
+}
+
+impl RequestInfo {
+    pub(crate) fn new(id: u64, method: http::Method, uri: http::Uri) -> RequestInfo {
+        RequestInfo { id, method, uri }
+    }
+
+    /// The request's id: one per [`send`](crate::RequestBuilder::send),
+    /// shared by its redirects, retries and hedged copies.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The method of this hop (a redirect may change it).
+    pub fn method(&self) -> &http::Method {
+        &self.method
+    }
+
+    /// The URI of this hop, without userinfo.
+    pub fn uri(&self) -> &http::Uri {
+        &self.uri
+    }
+}
+
+/// Observes exchanges. All methods default to doing nothing; each is
+/// given the [`RequestInfo`] of the request it is about.
 ///
 /// ```
 /// # let url = tickless_client::doc_support::serve_text("ok");
 /// use std::sync::{Arc, Mutex};
-/// use tickless_client::EventListener;
+/// use tickless_client::{EventListener, RequestInfo};
 ///
 /// #[derive(Default)]
 /// struct Statuses(Mutex<Vec<u16>>);
 ///
 /// impl EventListener for Statuses {
-///     fn on_status(&self, status: http::StatusCode) {
+///     fn on_status(&self, request: &RequestInfo, status: http::StatusCode) {
+///         assert_eq!(request.uri().path(), "/");
 ///         self.0.lock().unwrap().push(status.as_u16());
 ///     }
 /// }
@@ -59,52 +94,84 @@ pub struct ConnectionInfo {
 #[allow(unused_variables)]
 pub trait EventListener: Send + Sync + 'static {
     /// The host name resolved to `addrs`.
-    fn on_resolved(&self, host: &str, addrs: &[SocketAddr]) {}
+    fn on_resolved(&self, request: &RequestInfo, host: &str, addrs: &[SocketAddr]) {}
     /// A TCP connect to `remote` is starting.
-    fn on_connect_attempt(&self, remote: SocketAddr) {}
+    fn on_connect_attempt(&self, request: &RequestInfo, remote: SocketAddr) {}
     /// A TCP connect succeeded; the connection is pinned to its loop.
-    fn on_connect_success(&self, connection: &ConnectionInfo) {}
+    fn on_connect_success(&self, request: &RequestInfo, connection: &ConnectionInfo) {}
     /// A TCP connect to `remote` failed.
-    fn on_connect_failure(&self, remote: SocketAddr, error: &std::io::Error) {}
+    fn on_connect_failure(
+        &self,
+        request: &RequestInfo,
+        remote: SocketAddr,
+        error: &std::io::Error,
+    ) {
+    }
     /// A TLS handshake is starting on a freshly connected socket.
-    fn on_tls_handshake_attempt(&self, connection: &ConnectionInfo) {}
+    fn on_tls_handshake_attempt(&self, request: &RequestInfo, connection: &ConnectionInfo) {}
     /// The TLS handshake succeeded; `alpn_protocol` is the protocol the
     /// server chose (`http/1.1`), or `None` if it does not do ALPN.
-    fn on_tls_handshake_success(&self, connection: &ConnectionInfo, alpn_protocol: Option<&[u8]>) {}
+    fn on_tls_handshake_success(
+        &self,
+        request: &RequestInfo,
+        connection: &ConnectionInfo,
+        alpn_protocol: Option<&[u8]>,
+    ) {
+    }
     /// The TLS handshake failed with `error` (usually [`Error::Tls`], or
     /// [`Error::Io`] if the socket failed or closed, or
     /// [`Error::HandshakeTimeout`]). A handshake ended by the request
     /// timeout or a cancel reports no failure here, only `on_failed`.
-    fn on_tls_handshake_failure(&self, connection: &ConnectionInfo, error: &Error) {}
+    fn on_tls_handshake_failure(
+        &self,
+        request: &RequestInfo,
+        connection: &ConnectionInfo,
+        error: &Error,
+    ) {
+    }
     /// An idle pooled connection was taken for this exchange.
-    fn on_connection_pooled(&self, connection: &ConnectionInfo) {}
+    fn on_connection_pooled(&self, request: &RequestInfo, connection: &ConnectionInfo) {}
     /// The connection went back to the pool, before the exchange's future is woken.
-    fn on_connection_offered(&self, connection: &ConnectionInfo) {}
+    fn on_connection_offered(&self, request: &RequestInfo, connection: &ConnectionInfo) {}
     /// The whole request was written.
-    fn on_request_sent(&self, connection: &ConnectionInfo) {}
+    fn on_request_sent(&self, request: &RequestInfo, connection: &ConnectionInfo) {}
     /// The status line arrived.
-    fn on_status(&self, status: http::StatusCode) {}
+    fn on_status(&self, request: &RequestInfo, status: http::StatusCode) {}
     /// The response headers arrived.
-    fn on_headers(&self, headers: &http::HeaderMap) {}
+    fn on_headers(&self, request: &RequestInfo, headers: &http::HeaderMap) {}
     /// `len` bytes of body arrived.
-    fn on_body_part(&self, len: usize) {}
+    fn on_body_part(&self, request: &RequestInfo, len: usize) {}
     /// The exchange ended with a response.
-    fn on_completed(&self, status: http::StatusCode) {}
+    fn on_completed(&self, request: &RequestInfo, status: http::StatusCode) {}
     /// The exchange ended with `error`.
-    fn on_failed(&self, error: &Error) {}
+    fn on_failed(&self, request: &RequestInfo, error: &Error) {}
     /// A redirect is followed: `from` answered `status`, and the request
     /// goes on to `to` (a new exchange, whose events follow). Called on the
     /// thread that waits for or polls the response.
-    fn on_redirect(&self, status: http::StatusCode, from: &http::Uri, to: &http::Uri) {}
+    fn on_redirect(
+        &self,
+        request: &RequestInfo,
+        status: http::StatusCode,
+        from: &http::Uri,
+        to: &http::Uri,
+    ) {
+    }
     /// Attempt `attempt` (2 for the first retry) starts after `delay`,
     /// because the one before failed with `reason` (a status retried is an
     /// [`Error::Status`]). Called on the thread that waits for or polls the
     /// response.
-    fn on_retry(&self, attempt: u32, delay: std::time::Duration, reason: &Error) {}
+    fn on_retry(
+        &self,
+        request: &RequestInfo,
+        attempt: u32,
+        delay: std::time::Duration,
+        reason: &Error,
+    ) {
+    }
     /// Hedged copy number `copy` (from 1) of the request is sent, the
     /// attempts before it having not answered. Called on the thread that
     /// waits for or polls the response.
-    fn on_hedge(&self, copy: u32) {}
+    fn on_hedge(&self, request: &RequestInfo, copy: u32) {}
 }
 
 /// The listener that listens to nothing.
@@ -148,9 +215,9 @@ pub(crate) use for_each_listener_method;
 macro_rules! both {
     ($($name:ident($($arg:ident: $ty:ty),*);)*) => {
         impl EventListener for Both {
-            $(fn $name(&self, $($arg: $ty),*) {
-                self.0.$name($($arg),*);
-                self.1.$name($($arg),*);
+            $(fn $name(&self, request: &RequestInfo, $($arg: $ty),*) {
+                self.0.$name(request, $($arg),*);
+                self.1.$name(request, $($arg),*);
             })*
         }
     };

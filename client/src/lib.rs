@@ -85,7 +85,7 @@ pub mod cookie {
     /// The URL type cookie stores are given (the `url` crate's).
     pub use url::Url;
 }
-pub use events::{ConnectionInfo, EventListener, NoopListener};
+pub use events::{ConnectionInfo, EventListener, NoopListener, RequestInfo};
 /// The body trait of hyper and the tower ecosystem, which [`Body`] implements.
 pub use http_body;
 #[cfg(feature = "rustls")]

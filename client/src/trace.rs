@@ -11,7 +11,7 @@
 //! their kind, where they ran (the wheel or a loop) and how late.
 
 use crate::error::Error;
-use crate::events::{ConnectionInfo, EventListener};
+use crate::events::{ConnectionInfo, EventListener, RequestInfo};
 use std::net::SocketAddr;
 use std::time::Duration;
 use tracing::{debug, Span};
@@ -38,52 +38,73 @@ pub(crate) struct Traced {
 }
 
 impl EventListener for Traced {
-    fn on_resolved(&self, host: &str, addrs: &[SocketAddr]) {
+    fn on_resolved(&self, _request: &RequestInfo, host: &str, addrs: &[SocketAddr]) {
         debug!(parent: &self.span, host, ?addrs, "resolved");
     }
-    fn on_connect_attempt(&self, remote: SocketAddr) {
+    fn on_connect_attempt(&self, _request: &RequestInfo, remote: SocketAddr) {
         debug!(parent: &self.span, %remote, "connect attempt");
     }
-    fn on_connect_success(&self, connection: &ConnectionInfo) {
+    fn on_connect_success(&self, _request: &RequestInfo, connection: &ConnectionInfo) {
         debug!(parent: &self.span, connection = connection.id, event_loop = connection.loop_index, remote = %connection.remote, "connected");
     }
-    fn on_connect_failure(&self, remote: SocketAddr, error: &std::io::Error) {
+    fn on_connect_failure(
+        &self,
+        _request: &RequestInfo,
+        remote: SocketAddr,
+        error: &std::io::Error,
+    ) {
         debug!(parent: &self.span, %remote, %error, "connect failed");
     }
-    fn on_tls_handshake_success(&self, connection: &ConnectionInfo, alpn_protocol: Option<&[u8]>) {
+    fn on_tls_handshake_success(
+        &self,
+        _request: &RequestInfo,
+        connection: &ConnectionInfo,
+        alpn_protocol: Option<&[u8]>,
+    ) {
         let alpn = alpn_protocol.map(String::from_utf8_lossy);
         debug!(parent: &self.span, connection = connection.id, alpn = ?alpn, "TLS handshake done");
     }
-    fn on_tls_handshake_failure(&self, connection: &ConnectionInfo, error: &Error) {
+    fn on_tls_handshake_failure(
+        &self,
+        _request: &RequestInfo,
+        connection: &ConnectionInfo,
+        error: &Error,
+    ) {
         debug!(parent: &self.span, connection = connection.id, %error, "TLS handshake failed");
     }
-    fn on_connection_pooled(&self, connection: &ConnectionInfo) {
+    fn on_connection_pooled(&self, _request: &RequestInfo, connection: &ConnectionInfo) {
         debug!(parent: &self.span, connection = connection.id, event_loop = connection.loop_index, "pooled connection reused");
     }
-    fn on_connection_offered(&self, connection: &ConnectionInfo) {
+    fn on_connection_offered(&self, _request: &RequestInfo, connection: &ConnectionInfo) {
         debug!(parent: &self.span, connection = connection.id, "connection back to the pool");
     }
-    fn on_request_sent(&self, connection: &ConnectionInfo) {
+    fn on_request_sent(&self, _request: &RequestInfo, connection: &ConnectionInfo) {
         debug!(parent: &self.span, connection = connection.id, "request sent");
     }
-    fn on_status(&self, status: http::StatusCode) {
+    fn on_status(&self, _request: &RequestInfo, status: http::StatusCode) {
         // Each hop's: the last one's stays.
         self.span.record("status", status.as_u16());
         debug!(parent: &self.span, status = status.as_u16(), "head");
     }
-    fn on_completed(&self, status: http::StatusCode) {
+    fn on_completed(&self, _request: &RequestInfo, status: http::StatusCode) {
         debug!(parent: &self.span, status = status.as_u16(), "completed");
     }
-    fn on_failed(&self, error: &Error) {
+    fn on_failed(&self, _request: &RequestInfo, error: &Error) {
         debug!(parent: &self.span, %error, timeout = error.is_timeout(), "failed");
     }
-    fn on_redirect(&self, status: http::StatusCode, from: &http::Uri, to: &http::Uri) {
+    fn on_redirect(
+        &self,
+        _request: &RequestInfo,
+        status: http::StatusCode,
+        from: &http::Uri,
+        to: &http::Uri,
+    ) {
         debug!(parent: &self.span, status = status.as_u16(), from = %from.path(), to = %to, "redirect followed");
     }
-    fn on_retry(&self, attempt: u32, delay: Duration, reason: &Error) {
+    fn on_retry(&self, _request: &RequestInfo, attempt: u32, delay: Duration, reason: &Error) {
         debug!(parent: &self.span, attempt, ?delay, %reason, "retry");
     }
-    fn on_hedge(&self, copy: u32) {
+    fn on_hedge(&self, _request: &RequestInfo, copy: u32) {
         debug!(parent: &self.span, copy, "hedged copy sent");
     }
 }

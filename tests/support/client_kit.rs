@@ -85,64 +85,95 @@ impl Recorder {
 }
 
 impl EventListener for Recorder {
-    fn on_resolved(&self, host: &str, addrs: &[SocketAddr]) {
+    fn on_resolved(&self, _request: &tickless::RequestInfo, host: &str, addrs: &[SocketAddr]) {
         self.push(Event::Resolved(host.to_owned(), addrs.to_vec()));
     }
-    fn on_connect_attempt(&self, remote: SocketAddr) {
+    fn on_connect_attempt(&self, _request: &tickless::RequestInfo, remote: SocketAddr) {
         self.push(Event::ConnectAttempt(remote));
     }
-    fn on_connect_success(&self, connection: &ConnectionInfo) {
+    fn on_connect_success(&self, _request: &tickless::RequestInfo, connection: &ConnectionInfo) {
         self.push(Event::ConnectSuccess(connection.clone()));
     }
-    fn on_connect_failure(&self, remote: SocketAddr, error: &std::io::Error) {
+    fn on_connect_failure(
+        &self,
+        _request: &tickless::RequestInfo,
+        remote: SocketAddr,
+        error: &std::io::Error,
+    ) {
         self.push(Event::ConnectFailure(remote, error.kind()));
     }
-    fn on_tls_handshake_attempt(&self, connection: &ConnectionInfo) {
+    fn on_tls_handshake_attempt(
+        &self,
+        _request: &tickless::RequestInfo,
+        connection: &ConnectionInfo,
+    ) {
         self.push(Event::TlsHandshakeAttempt(connection.clone()));
     }
-    fn on_tls_handshake_success(&self, connection: &ConnectionInfo, alpn: Option<&[u8]>) {
+    fn on_tls_handshake_success(
+        &self,
+        _request: &tickless::RequestInfo,
+        connection: &ConnectionInfo,
+        alpn: Option<&[u8]>,
+    ) {
         self.push(Event::TlsHandshakeSuccess(
             connection.clone(),
             alpn.map(<[u8]>::to_vec),
         ));
     }
-    fn on_tls_handshake_failure(&self, connection: &ConnectionInfo, error: &tickless::Error) {
+    fn on_tls_handshake_failure(
+        &self,
+        _request: &tickless::RequestInfo,
+        connection: &ConnectionInfo,
+        error: &tickless::Error,
+    ) {
         self.push(Event::TlsHandshakeFailure(
             connection.clone(),
             error.to_string(),
         ));
     }
-    fn on_connection_pooled(&self, connection: &ConnectionInfo) {
+    fn on_connection_pooled(&self, _request: &tickless::RequestInfo, connection: &ConnectionInfo) {
         self.push(Event::ConnectionPooled(connection.clone()));
     }
-    fn on_connection_offered(&self, connection: &ConnectionInfo) {
+    fn on_connection_offered(&self, _request: &tickless::RequestInfo, connection: &ConnectionInfo) {
         self.push(Event::ConnectionOffered(connection.clone()));
     }
-    fn on_request_sent(&self, connection: &ConnectionInfo) {
+    fn on_request_sent(&self, _request: &tickless::RequestInfo, connection: &ConnectionInfo) {
         self.push(Event::RequestSent(connection.clone()));
     }
-    fn on_status(&self, status: http::StatusCode) {
+    fn on_status(&self, _request: &tickless::RequestInfo, status: http::StatusCode) {
         self.push(Event::Status(status));
     }
-    fn on_headers(&self, headers: &http::HeaderMap) {
+    fn on_headers(&self, _request: &tickless::RequestInfo, headers: &http::HeaderMap) {
         self.push(Event::Headers(headers.clone()));
     }
-    fn on_body_part(&self, len: usize) {
+    fn on_body_part(&self, _request: &tickless::RequestInfo, len: usize) {
         self.push(Event::BodyPart(len));
     }
-    fn on_completed(&self, status: http::StatusCode) {
+    fn on_completed(&self, _request: &tickless::RequestInfo, status: http::StatusCode) {
         self.push(Event::Completed(status));
     }
-    fn on_failed(&self, error: &tickless::Error) {
+    fn on_failed(&self, _request: &tickless::RequestInfo, error: &tickless::Error) {
         self.push(Event::Failed(error.to_string(), error.is_timeout()));
     }
-    fn on_redirect(&self, status: http::StatusCode, from: &http::Uri, to: &http::Uri) {
+    fn on_redirect(
+        &self,
+        _request: &tickless::RequestInfo,
+        status: http::StatusCode,
+        from: &http::Uri,
+        to: &http::Uri,
+    ) {
         self.push(Event::Redirect(status, from.to_string(), to.to_string()));
     }
-    fn on_retry(&self, attempt: u32, delay: Duration, reason: &tickless::Error) {
+    fn on_retry(
+        &self,
+        _request: &tickless::RequestInfo,
+        attempt: u32,
+        delay: Duration,
+        reason: &tickless::Error,
+    ) {
         self.push(Event::Retry(attempt, delay, reason.to_string()));
     }
-    fn on_hedge(&self, copy: u32) {
+    fn on_hedge(&self, _request: &tickless::RequestInfo, copy: u32) {
         self.push(Event::Hedge(copy));
     }
 }

@@ -154,7 +154,7 @@ struct EndListener {
 }
 
 impl EventListener for EndListener {
-    fn on_failed(&self, error: &Error) {
+    fn on_failed(&self, _request: &tickless::RequestInfo, error: &Error) {
         if error.is_timeout() {
             self.slots.record(self.index, self.deadline);
         }

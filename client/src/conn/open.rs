@@ -27,7 +27,7 @@
 use super::{Conn, ConnOwner, State, CONNECT_TIMER, HANDSHAKE_TIMER};
 use crate::error::{Error, ProxyError, TimeoutKind};
 use crate::event_loop::LoopContext;
-use crate::events::{ConnectionInfo, EventListener};
+use crate::events::ConnectionInfo;
 use crate::exchange::{deadline_after, ConnSlot, Exchange};
 use crate::net::{socket, Handshake, HandshakeError, Route, Transport};
 #[cfg(feature = "rustls")]

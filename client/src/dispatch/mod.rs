@@ -28,7 +28,6 @@ use crate::config::ClientConfig;
 use crate::conn::{self, ConnEnv, ConnOwner, IdleConn, Offered};
 use crate::error::Error;
 use crate::event_loop::EventLoopGroup;
-use crate::events::EventListener;
 use crate::exchange::{Exchange, InFlight, Pacing};
 use crate::net::proxy::{ProxyScheme, ProxySettings};
 use crate::net::{Origin, Resolve, ResolveAnswer, Route};
@@ -381,7 +380,7 @@ impl Dispatcher {
         addrs: Vec<SocketAddr>,
         socks_target: Option<SocketAddr>,
     ) {
-        let event_loop = self.env.group.next();
+        let event_loop = self.env.group.next(exchange.avoided_loop());
         let (owner, task_exchange) = (self.owner(), exchange.clone());
         if event_loop
             .execute(move |cx| conn::connect(cx, owner, task_exchange, addrs, socks_target))

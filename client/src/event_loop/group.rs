@@ -145,10 +145,15 @@ impl EventLoopGroup {
         &self.clock
     }
 
-    /// The loop for the next new connection (round robin).
-    pub(crate) fn next(&self) -> &Arc<EventLoop> {
+    /// The loop for the next new connection (round robin), other than the
+    /// one of index `avoid` where there is another.
+    pub(crate) fn next(&self, avoid: Option<usize>) -> &Arc<EventLoop> {
         let n = self.chooser.fetch_add(1, Ordering::Relaxed);
-        &self.loops[n % self.loops.len()]
+        let chosen = &self.loops[n % self.loops.len()];
+        if self.loops.len() > 1 && avoid == Some(chosen.index()) {
+            return &self.loops[(n + 1) % self.loops.len()];
+        }
+        chosen
     }
 
     /// Where the timeouts of connections on loop `index` are armed.

@@ -2,7 +2,7 @@
 
 use super::Exchange;
 use crate::error::Error;
-use crate::events::{for_each_listener_method, EventListener};
+use crate::events::{for_each_listener_method, EventListener, RequestInfo};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Weak};
 
@@ -11,15 +11,28 @@ use std::sync::{Arc, Weak};
 /// (closing its connection, if it has one), instead of unwinding into a
 /// loop, the wheel or a resolver thread, where it would leave the exchange
 /// with no end. A panic after the exchange has ended changes nothing.
+///
+/// It also gives every call the exchange's [`RequestInfo`]: the client
+/// calls `exchange.listener.on_…(…)` with the event's own arguments only.
 pub(crate) struct Guarded {
     listener: Arc<dyn EventListener>,
+    request: RequestInfo,
     exchange: Weak<Exchange>,
 }
 
 impl Guarded {
-    /// Guards `listener` for `exchange` (being built: `Arc::new_cyclic`).
-    pub(crate) fn new(listener: Arc<dyn EventListener>, exchange: Weak<Exchange>) -> Guarded {
-        Guarded { listener, exchange }
+    /// Guards `listener` for `exchange` (being built: `Arc::new_cyclic`),
+    /// whose request `request` is.
+    pub(crate) fn new(
+        listener: Arc<dyn EventListener>,
+        request: RequestInfo,
+        exchange: Weak<Exchange>,
+    ) -> Guarded {
+        Guarded {
+            listener,
+            request,
+            exchange,
+        }
     }
 
     fn call(&self, method: impl FnOnce(&dyn EventListener)) {
@@ -37,9 +50,9 @@ impl Guarded {
 
 macro_rules! guarded {
     ($($name:ident($($arg:ident: $ty:ty),*);)*) => {
-        impl EventListener for Guarded {
-            $(fn $name(&self, $($arg: $ty),*) {
-                self.call(|listener| listener.$name($($arg),*));
+        impl Guarded {
+            $(pub(crate) fn $name(&self, $($arg: $ty),*) {
+                self.call(|listener| listener.$name(&self.request, $($arg),*));
             })*
         }
     };

@@ -66,7 +66,6 @@ use timers::{Timer, TimerTable};
 
 use crate::error::{Error, TimeoutKind};
 use crate::event_loop::{EventLoop, LoopContext, LoopTimeout, SourceRef, TimeoutScheduler};
-use crate::events::EventListener;
 use crate::net::{Origin, Route};
 use crate::sync::lock;
 use std::net::SocketAddr;
@@ -133,6 +132,8 @@ pub(crate) struct ExchangeParts {
     pub(crate) origin: Origin,
     pub(crate) request: RequestParts,
     pub(crate) listener: Arc<dyn crate::events::EventListener>,
+    /// The request this exchange carries a hop or an attempt of.
+    pub(crate) info: crate::events::RequestInfo,
     pub(crate) deadlines: Deadlines,
     /// What the loop reads ahead of the body's reader.
     pub(crate) body_window: usize,
@@ -195,6 +196,9 @@ pub(crate) struct Exchange {
     registry_key: AtomicUsize,
     /// Rung when [`Timer::Hedge`] is due (see [`arm_hedge`](Self::arm_hedge)).
     hedge_alarm: OnceLock<Arc<Alarm>>,
+    /// The index of a loop a new connection for it should not be on (a
+    /// hedged copy avoids the loop of the attempt it backs up).
+    avoid_loop: OnceLock<usize>,
 }
 
 /// The instant `timeout` after `start`; `None` past the end of time, which
@@ -226,7 +230,7 @@ impl Exchange {
             origin: parts.origin,
             route: OnceLock::new(),
             request: parts.request,
-            listener: Guarded::new(parts.listener, weak.clone()),
+            listener: Guarded::new(parts.listener, parts.info, weak.clone()),
             retried: AtomicBool::new(false),
             deadlines: parts.deadlines,
             clock: parts.clock,
@@ -247,6 +251,7 @@ impl Exchange {
             registry: parts.registry,
             registry_key: AtomicUsize::new(registry::UNREGISTERED),
             hedge_alarm: OnceLock::new(),
+            avoid_loop: OnceLock::new(),
         })
     }
 
@@ -394,6 +399,17 @@ impl Exchange {
         if self.hedge_alarm.set(alarm).is_ok() {
             self.change(|link| link.timers.set(Timer::Hedge, Some(deadline)));
         }
+    }
+
+    /// A new connection for this exchange goes on another loop than
+    /// `index`, where there is one (before it is submitted).
+    pub(crate) fn avoid_loop(&self, index: usize) {
+        let _ = self.avoid_loop.set(index);
+    }
+
+    /// See [`avoid_loop`](Self::avoid_loop).
+    pub(crate) fn avoided_loop(&self) -> Option<usize> {
+        self.avoid_loop.get().copied()
     }
 
     /// Clears the hedge delay (the head has come: no copy is wanted).

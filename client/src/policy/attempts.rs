@@ -320,8 +320,7 @@ impl Attempts {
         if !allowed {
             return Err(reason);
         }
-        sender
-            .settings
+        self.current
             .listener
             .on_retry(self.started + 1, delay, &reason);
         self.failures.push(reason);
@@ -391,8 +390,11 @@ impl Attempts {
         let Ok(copy) = hop::exchange_for(sender.dispatcher, sender.hop, sender.settings) else {
             return;
         };
+        if let Some(backed_up) = self.current.last_loop() {
+            copy.avoid_loop(backed_up.index());
+        }
         self.copies_sent += 1;
-        sender.settings.listener.on_hedge(self.copies_sent);
+        copy.listener.on_hedge(self.copies_sent);
         self.arm_hedge(sender, &copy);
         self.copies.push(copy.clone());
         sender.dispatcher.submit(copy);

@@ -99,6 +99,7 @@ impl Chain {
             deadlines: request.deadlines,
             listener: traced(request.listener, &hop),
             submitted: dispatcher.clock().now(),
+            request_id: next_request_id(),
         };
         let retry = request.retry.unwrap_or_else(|| policies.retry.clone());
         let hedge = request.hedge.unwrap_or_else(|| policies.hedge.clone());
@@ -239,7 +240,7 @@ impl Chain {
         // The redirect's own body is not wanted: its connection drains it
         // (if small) and goes back to the pool.
         self.current().body_dropped();
-        self.settings
+        self.current()
             .listener
             .on_redirect(head.status, &self.hop.uri, &next);
         self.next_hop(next, method, keep_body)?;
@@ -352,6 +353,12 @@ impl Chain {
             self.cookies_set += 1;
         }
     }
+}
+
+/// A new request id: unique in the process.
+fn next_request_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 /// `listener`, with a [`Traced`](crate::trace::Traced) one in front when a

@@ -4,7 +4,7 @@
 use super::upload::{Upload, UploadKind};
 use crate::dispatch::Dispatcher;
 use crate::error::{Error, InvalidRequest};
-use crate::events::EventListener;
+use crate::events::{EventListener, RequestInfo};
 use crate::exchange::{
     Deadlines, Exchange, ExchangeParts, Pipe, PumpedBody, RequestBody, RequestParts, Streamed,
     UploadSource,
@@ -64,6 +64,8 @@ pub(crate) struct HopSettings {
     /// When the request was sent: its request deadline runs from here, for
     /// every hop.
     pub(crate) submitted: Instant,
+    /// The request's id, for its listener ([`RequestInfo::id`]).
+    pub(crate) request_id: u64,
 }
 
 /// Encodes `hop` as a new exchange, for `dispatcher` to submit.
@@ -138,6 +140,7 @@ pub(crate) fn exchange_for(
             expect_continue,
         },
         listener: settings.listener.clone(),
+        info: RequestInfo::new(settings.request_id, hop.method.clone(), hop.uri.clone()),
         deadlines: settings.deadlines,
         submitted: settings.submitted,
         body_window: window,

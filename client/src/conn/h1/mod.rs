@@ -11,7 +11,6 @@ use super::read_buf::{read_once, Filled};
 use super::{Conn, IdleConn, Offered, State, EXPECT_TIMER};
 use crate::error::Error;
 use crate::event_loop::LoopContext;
-use crate::events::EventListener;
 use crate::exchange::{deadline_after, ConnSlot, Exchange, Head, Pushed, RequestBody, Waiter};
 use crate::h1::{DecodeError, Decoded, ResponseDecoder};
 use crate::net::Transport;

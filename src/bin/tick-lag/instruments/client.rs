@@ -106,7 +106,7 @@ struct LagListener {
 }
 
 impl EventListener for LagListener {
-    fn on_failed(&self, error: &Error) {
+    fn on_failed(&self, _request: &tickless::RequestInfo, error: &Error) {
         if error.is_timeout() {
             self.recorder.record(self.index, self.deadline);
             if Some(thread::current().id()) == self.wheel_thread {
