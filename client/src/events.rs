@@ -55,6 +55,15 @@ pub trait EventListener: Send + Sync + 'static {
     fn on_tls_handshake_failure(&self, connection: &ConnectionInfo, error: &Error) {}
     /// An idle pooled connection was taken for this exchange.
     fn on_connection_pooled(&self, connection: &ConnectionInfo) {}
+    /// A new connection settled its protocol for life (`HTTP/2` by ALPN or
+    /// prior knowledge, else `HTTP/1.1`); told to the exchange it opened for.
+    fn on_protocol_negotiated(&self, connection: &ConnectionInfo, version: http::Version) {}
+    /// The exchange's HTTP/2 stream opened, with this stream id.
+    fn on_stream_opened(&self, connection: &ConnectionInfo, stream_id: u32) {}
+    /// The server sent `GOAWAY` on an HTTP/2 connection, which takes no new
+    /// stream from then on. Told to the client's listener only (it is no
+    /// request's event).
+    fn on_goaway(&self, connection: &ConnectionInfo, reason: crate::error::Http2Reason) {}
     /// The connection went back to the pool, before the exchange's future is woken.
     fn on_connection_offered(&self, connection: &ConnectionInfo) {}
     /// The whole request was written.
@@ -94,6 +103,9 @@ macro_rules! for_each_listener_method {
             on_tls_handshake_success(connection: &$crate::events::ConnectionInfo, alpn_protocol: Option<&[u8]>);
             on_tls_handshake_failure(connection: &$crate::events::ConnectionInfo, error: &$crate::error::Error);
             on_connection_pooled(connection: &$crate::events::ConnectionInfo);
+            on_protocol_negotiated(connection: &$crate::events::ConnectionInfo, version: http::Version);
+            on_stream_opened(connection: &$crate::events::ConnectionInfo, stream_id: u32);
+            on_goaway(connection: &$crate::events::ConnectionInfo, reason: $crate::error::Http2Reason);
             on_connection_offered(connection: &$crate::events::ConnectionInfo);
             on_request_sent(connection: &$crate::events::ConnectionInfo);
             on_status(status: http::StatusCode);

@@ -56,7 +56,10 @@ pub use api::{
 };
 /// The byte buffers bodies come in.
 pub use bytes::Bytes;
-pub use error::{timeout_kind, Error, InvalidRequest, Timeout, TimeoutKind, TlsFailureKind};
+pub use error::{
+    timeout_kind, Error, Http2Initiator, Http2Reason, InvalidRequest, Timeout, TimeoutKind,
+    TlsFailureKind,
+};
 pub use events::{ConnectionInfo, EventListener, NoopListener};
 /// The body trait of hyper and the tower ecosystem, which [`Body`] implements.
 pub use http_body;

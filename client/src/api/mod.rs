@@ -78,6 +78,10 @@ pub struct ClientStats {
     /// of their readers, uploads read ahead of their sockets): at most
     /// about a window per body in flight.
     pub buffered_body_bytes: usize,
+    /// HTTP/2 streams open now, on every connection.
+    pub http2_streams_open: usize,
+    /// HTTP/2 streams opened since the client started.
+    pub http2_streams_opened: u64,
 }
 
 impl ClientStats {
@@ -98,7 +102,9 @@ impl Client {
 
     fn start(config: ClientConfig) -> std::io::Result<Client> {
         // First: a bad root certificate fails before any thread starts.
-        let tls = crate::net::tls::client_config(&config.tls)?;
+        let mut tls = crate::net::tls::client_config(&config.tls)?;
+        // ALPN: what the configured HTTP versions offer.
+        Arc::make_mut(&mut tls).alpn_protocols = config.versions.alpn();
         let clock = config.clock.clone();
         // Deadlines are read from the client's clock: a timer or loops that
         // read another would fire them by another time, or never.
@@ -259,6 +265,8 @@ impl Client {
             waiting: stats.waiting,
             in_flight: stats.in_flight,
             buffered_body_bytes: stats.buffered_body_bytes,
+            http2_streams_open: stats.http2_streams_open,
+            http2_streams_opened: stats.http2_streams_opened,
         }
     }
 }

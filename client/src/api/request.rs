@@ -189,6 +189,10 @@ impl RequestBuilder {
                 .trim_ascii()
                 .eq_ignore_ascii_case(b"100-continue")
         });
+        let data = match &self.body.kind {
+            UploadKind::Bytes(bytes) => bytes.clone(),
+            _ => Bytes::new(),
+        };
         let window = config.body_window;
         let meter = self.client.dispatcher().body_meter().clone();
         let (head, body, pump) = encode(
@@ -211,6 +215,9 @@ impl RequestBuilder {
             origin,
             request: RequestParts {
                 method: self.method,
+                uri,
+                headers,
+                data,
                 head,
                 body,
                 keep_alive,
