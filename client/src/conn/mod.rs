@@ -88,8 +88,9 @@ pub(crate) struct SharedConn {
 pub(crate) trait ConnOwner: Send + Sync + 'static {
     /// What connections share.
     fn env(&self) -> &ConnEnv;
-    /// A connection to `origin` closed: its permit is free again.
-    fn released(&self, origin: &Origin);
+    /// A connection to `origin` closed: its permit is free again. `opener`
+    /// is the exchange it was opened for.
+    fn released(&self, origin: &Origin, opener: u64);
     /// A connection finished an exchange and can carry another.
     fn offer(&self, idle: IdleConn) -> Offered;
     /// An idle connection found its server gone, and closes.
@@ -150,6 +151,8 @@ pub(crate) struct Conn {
     timers_armed: u32,
     /// What the HTTP/2 timer is armed for.
     h2_timer_deadline: Option<Instant>,
+    /// The exchange it was opened for.
+    opener: u64,
 }
 
 enum State {
@@ -231,7 +234,7 @@ impl Conn {
         }
         self.state = State::Closed;
         cx.remove_me();
-        self.owner.released(&self.origin);
+        self.owner.released(&self.origin, self.opener);
     }
 
     /// Resets the stream (an abandoned exchange leaves it mid-message) and

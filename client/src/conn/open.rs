@@ -52,6 +52,7 @@ pub(crate) fn connect(
             timer: None,
             timers_armed: 0,
             h2_timer_deadline: None,
+            opener: exchange.id,
         };
         // Published before `attempt_next` checks `is_done`, so an exchange
         // that ends while connecting (request timeout, cancel) aborts the
@@ -152,6 +153,11 @@ impl Conn {
         if exchange.is_done() {
             if https {
                 // Not handshaken: of no use to anyone.
+                return self.close(cx);
+            }
+            if self.env().config.versions == HttpVersions::Http2PriorKnowledge {
+                // An HTTP/2 connection with nothing to carry: the next
+                // request opens its own.
                 return self.close(cx);
             }
             // The exchange ended while connecting; the connection is still good.

@@ -48,9 +48,12 @@ enum Closing {
 
 /// An origin's HTTP/2 connection, shared by its requests (not checked out).
 enum Shared {
-    /// Being opened by a request of its own; these wait for it (only when
-    /// the client knows in advance that it will be HTTP/2).
-    Opening(Vec<Arc<Exchange>>),
+    /// Being opened for the exchange `opener`; `waiting` wait for it (only
+    /// when the client knows in advance that it will be HTTP/2).
+    Opening {
+        opener: u64,
+        waiting: Vec<Arc<Exchange>>,
+    },
     Open(SharedConn),
 }
 
@@ -265,7 +268,7 @@ impl Dispatcher {
                 self.run_on_shared(exchange, conn);
                 None
             }
-            Some(Shared::Opening(waiting)) => {
+            Some(Shared::Opening { waiting, .. }) => {
                 waiting.push(exchange.clone());
                 drop(shared);
                 // The request deadline bounds the wait.
@@ -275,7 +278,11 @@ impl Dispatcher {
             None => {
                 if self.env.config.versions.h2_known(https) {
                     // This one opens it; those that come meanwhile wait.
-                    shared.insert(exchange.origin.clone(), Shared::Opening(Vec::new()));
+                    let opening = Shared::Opening {
+                        opener: exchange.id,
+                        waiting: Vec::new(),
+                    };
+                    shared.insert(exchange.origin.clone(), opening);
                 }
                 drop(shared);
                 Some(exchange)
@@ -331,7 +338,7 @@ impl Dispatcher {
     /// group's chooser picks, where the connection stays for life.
     fn connect(&self, exchange: Arc<Exchange>) {
         if exchange.is_done() {
-            self.released(&exchange.origin);
+            self.released(&exchange.origin, exchange.id);
             return;
         }
         let port = exchange.origin.port;
@@ -347,7 +354,7 @@ impl Dispatcher {
                 return;
             };
             if exchange.is_done() {
-                dispatcher.released(&exchange.origin);
+                dispatcher.released(&exchange.origin, exchange.id);
                 return;
             }
             let host = exchange.origin.host.clone();
@@ -358,13 +365,13 @@ impl Dispatcher {
                     dispatcher.connect_to(exchange, addrs);
                 }
                 Err(source) => {
-                    dispatcher.released(&exchange.origin);
+                    dispatcher.released(&exchange.origin, exchange.id);
                     exchange.finish_err(Error::Resolve { host, source });
                 }
             }
         });
         if self.resolver.submit(job).is_err() {
-            self.released(&exchange.origin);
+            self.released(&exchange.origin, exchange.id);
             exchange.finish_err(Error::ClientClosed);
         }
     }
@@ -376,7 +383,7 @@ impl Dispatcher {
             .execute(move |cx| conn::connect(cx, owner, task_exchange, addrs))
             .is_err()
         {
-            self.released(&exchange.origin);
+            self.released(&exchange.origin, exchange.id);
             exchange.finish_err(Error::ClientClosed);
         }
     }
@@ -459,7 +466,7 @@ impl Dispatcher {
         }
         let shared = std::mem::take(&mut *lock(&self.shared));
         for entry in shared.into_values() {
-            if let Shared::Opening(waiting) = entry {
+            if let Shared::Opening { waiting, .. } = entry {
                 for exchange in waiting {
                     exchange.finish_err(Error::ClientClosed);
                 }
@@ -518,16 +525,19 @@ impl ConnOwner for Dispatcher {
         &self.env
     }
 
-    fn released(&self, origin: &Origin) {
-        // A connection that was to be shared closed before it opened: its
-        // waiters go again (one of them opens the next).
+    fn released(&self, origin: &Origin, opener: u64) {
+        // The connection that was to be shared closed before it opened (or
+        // its request ended before it had one): its waiters go again (one
+        // of them opens the next).
         let orphans = {
             let mut shared = lock(&self.shared);
             match shared.get(origin) {
-                Some(Shared::Opening(_)) => match shared.remove(origin) {
-                    Some(Shared::Opening(waiting)) => waiting,
-                    _ => Vec::new(),
-                },
+                Some(Shared::Opening { opener: o, .. }) if *o == opener => {
+                    match shared.remove(origin) {
+                        Some(Shared::Opening { waiting, .. }) => waiting,
+                        _ => Vec::new(),
+                    }
+                }
                 _ => Vec::new(),
             }
         };
@@ -548,7 +558,7 @@ impl ConnOwner for Dispatcher {
                 // opened for, and closes.
                 Some(Shared::Open(_)) => return Vec::new(),
                 _ => match shared.insert(origin.clone(), Shared::Open(conn)) {
-                    Some(Shared::Opening(waiting)) => waiting,
+                    Some(Shared::Opening { waiting, .. }) => waiting,
                     _ => Vec::new(),
                 },
             }

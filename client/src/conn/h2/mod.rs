@@ -88,6 +88,9 @@ pub(super) struct Http2 {
     shared: bool,
     /// The server sent `GOAWAY`: no new stream.
     going_away: bool,
+    /// The error code of the server's `GOAWAY`, if it had one: what a
+    /// stream it processed and that fails afterwards reports.
+    goaway_error: Option<Http2Reason>,
     /// No stream since then (for the idle timeout).
     idle_since: Option<Instant>,
     /// A keep-alive PING is out since then.
@@ -181,6 +184,7 @@ impl Conn {
             waker: SourceWaker::new(cx.event_loop(), cx.me()),
             shared: false,
             going_away: false,
+            goaway_error: None,
             idle_since: None,
             ping_sent: None,
             last_ping: now,
@@ -240,14 +244,14 @@ impl Conn {
         }
         // Twice: once to read what came, and once more to send what the
         // streams queued meanwhile (frames, resets, window updates).
-        let ended = match self.poll_h2_connection(&mut task) {
-            Some(result) => Some(result),
-            None => {
-                self.open_streams(cx, &mut task);
-                self.poll_streams(cx, &mut task);
-                self.poll_h2_connection(&mut task)
-            }
-        };
+        let mut ended = self.poll_h2_connection(&mut task);
+        self.check_goaway(&mut task);
+        if ended.is_none() {
+            self.open_streams(cx, &mut task);
+            self.poll_streams(cx, &mut task);
+            ended = self.poll_h2_connection(&mut task);
+            self.check_goaway(&mut task);
+        }
         if let Some(result) = ended {
             // Streams learn of the end when polled: once more, then the
             // connection goes.
@@ -325,6 +329,9 @@ impl Conn {
         };
         let mut goaway = None;
         while let Some(front) = h2.queue.front() {
+            if h2.going_away {
+                break;
+            }
             if front.is_done() {
                 h2.queue.pop_front();
                 continue;
@@ -386,6 +393,42 @@ impl Conn {
                 }
             }
         }
+        if let Some(reason) = goaway.filter(|r| *r != h2::Reason::NO_ERROR) {
+            h2.goaway_error = Some(Http2Reason(reason.into()));
+        }
+        self.went_away(goaway);
+    }
+
+    /// Looks for the server's `GOAWAY` (it shows first in `poll_ready`,
+    /// streams waiting or not), and records its error code.
+    fn check_goaway(&mut self, task: &mut Context<'_>) {
+        let State::H2(h2) = &mut self.state else {
+            return;
+        };
+        let Phase::Open { send, .. } = &mut h2.phase else {
+            return;
+        };
+        if h2.going_away {
+            return;
+        }
+        let Poll::Ready(Err(error)) = send.poll_ready(task) else {
+            return;
+        };
+        h2.going_away = true;
+        let reason = error.reason();
+        if let Some(reason) = reason.filter(|r| *r != h2::Reason::NO_ERROR) {
+            h2.goaway_error = Some(Http2Reason(reason.into()));
+        }
+        self.went_away(reason);
+    }
+
+    /// The connection takes no more streams: it leaves the shared list,
+    /// and the requests waiting on it go elsewhere.
+    fn went_away(&mut self, goaway: Option<h2::Reason>) {
+        let info = self.info.clone();
+        let State::H2(h2) = &mut self.state else {
+            return;
+        };
         if h2.going_away && h2.shared {
             h2.shared = false;
             let id = info.as_ref().map_or(0, |info| info.id);
@@ -413,7 +456,8 @@ impl Conn {
         let mut i = 0;
         while i < h2.streams.len() {
             let stream = &mut h2.streams[i];
-            let polled = stream.poll(cx, task, now, info.as_ref(), &mut retry);
+            let goaway_error = h2.goaway_error;
+            let polled = stream.poll(cx, task, now, info.as_ref(), &mut retry, goaway_error);
             match polled {
                 Polled::Open => i += 1,
                 Polled::Gone => {
@@ -466,6 +510,7 @@ impl Conn {
         h2.phase = Phase::Ended;
         let streams = std::mem::take(&mut h2.streams);
         let waiting: Vec<_> = h2.queue.drain(..).collect();
+        let goaway_error = h2.goaway_error;
         let reason = error.as_ref().and_then(h2::Error::reason);
         let remote = error.as_ref().is_some_and(h2::Error::is_remote);
         let io = error.and_then(h2::Error::into_io);
@@ -475,6 +520,9 @@ impl Conn {
         for stream in streams {
             let exchange = stream.exchange;
             let error = match (&io, reason) {
+                (_, None) if goaway_error.is_some() => {
+                    goaway_failure(&exchange, goaway_error.unwrap_or(Http2Reason::NO_ERROR))
+                }
                 (Some(io), _) => Error::Io {
                     remote: exchange.remote_name(),
                     source: io::Error::new(io.kind(), io.to_string()),
@@ -614,6 +662,7 @@ impl Stream {
         now: Instant,
         info: Option<&crate::events::ConnectionInfo>,
         retry: &mut Vec<Arc<Exchange>>,
+        goaway_error: Option<Http2Reason>,
     ) -> Polled {
         // Ended elsewhere (a timeout, a cancel) with its abort on the way.
         if self.exchange.is_done() {
@@ -631,7 +680,14 @@ impl Stream {
                 if self.may_go_again(&error) {
                     retry.push(self.exchange.clone());
                 } else {
-                    let error = error_of(&self.exchange, error);
+                    let error = match goaway_error {
+                        // The connection dropped after a GOAWAY with an
+                        // error: that error is why.
+                        Some(reason) if error.reason().is_none() => {
+                            goaway_failure(&self.exchange, reason)
+                        }
+                        _ => error_of(&self.exchange, error),
+                    };
                     self.exchange.finish_err(error);
                 }
                 Polled::Gone
@@ -878,6 +934,17 @@ fn request_of(exchange: &Exchange, cx: &LoopContext<'_>) -> (http::Request<()>, 
         }
     };
     (request, out)
+}
+
+/// The error of a stream that the connection's end took with it after the
+/// server's `GOAWAY` with `reason`.
+fn goaway_failure(exchange: &Exchange, reason: Http2Reason) -> Error {
+    Error::Http2 {
+        remote: exchange.remote_name(),
+        reason,
+        initiator: Http2Initiator::Remote,
+        connection: true,
+    }
 }
 
 /// The client's error for an `h2` error on `exchange`'s stream.
