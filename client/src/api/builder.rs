@@ -253,8 +253,10 @@ impl ClientBuilder {
     }
 
     /// Speaks HTTP/2 only over TLS: the handshake offers `h2` alone, and a
-    /// server that does not pick it fails the request
-    /// ([`Error::Io`](crate::Error::Io), "the server did not negotiate h2").
+    /// server that does not pick it fails the request — with
+    /// [`Error::Tls`](crate::Error::Tls) (`no_application_protocol`) from a
+    /// server that offers other protocols, or [`Error::Io`](crate::Error::Io)
+    /// ("the server did not negotiate h2") from one that negotiates none.
     /// Cleartext `http://` stays HTTP/1.1 unless
     /// [`http2_prior_knowledge`](Self::http2_prior_knowledge).
     pub fn http2_only(mut self) -> Self {
