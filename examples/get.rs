@@ -10,6 +10,8 @@
 //! cargo run --release --example get -- http://127.0.0.1:8080/put \
 //!     --upload-file big.bin --header 'Expect: 100-continue'
 //! cargo run --release --example get -- https://localhost:8443/ --ca lab-ca.pem
+//! cargo run --release --example get -- https://localhost:8443/ --ca lab-ca.pem --http2
+//! cargo run --release --example get -- http://127.0.0.1:8080/ --http2-prior-knowledge
 //! ```
 //!
 //! Options (curl's names, and its short forms where it has them):
@@ -31,6 +33,11 @@
 //!   error.
 //! * `--ca FILE`: also trust the CA certificate(s) in `FILE` (PEM) for
 //!   `https://` URLs, besides the bundled Mozilla roots.
+//! * `--http2`: over TLS, offer HTTP/2 alone (ALPN `h2`), and fail if the
+//!   server will not speak it; `--http1.1`: offer HTTP/1.1 alone. By
+//!   default the handshake offers both and the server picks.
+//! * `--http2-prior-knowledge`: speak HTTP/2 over cleartext `http://` from
+//!   the first byte, for a server known to speak it.
 //! * `--insecure`: accept any server certificate (unknown issuer, expired,
 //!   wrong name). For lab setups only: anyone on the path can read and
 //!   change the traffic.
@@ -45,7 +52,18 @@ use std::time::Duration;
 const USAGE: &str = "\
 usage: get URL [--request-timeout MS] [--read-timeout MS] [--event-loop-timeouts]
            [-H|--header 'Name: value']... [-X|--request METHOD] [-d|--data STR]
-           [-T|--upload-file FILE] [-o|--output FILE] [--ca FILE] [--insecure]";
+           [-T|--upload-file FILE] [-o|--output FILE] [--ca FILE] [--insecure]
+           [--http2 | --http1.1 | --http2-prior-knowledge]";
+
+/// Which HTTP versions to speak.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum Versions {
+    #[default]
+    Negotiated,
+    Http2,
+    Http11,
+    Http2PriorKnowledge,
+}
 
 #[derive(Debug, Default)]
 struct Args {
@@ -60,6 +78,7 @@ struct Args {
     output: Option<String>,
     ca: Option<String>,
     insecure: bool,
+    versions: Versions,
 }
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
@@ -98,6 +117,16 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             "-o" | "--output" => parsed.output = Some(args.next().ok_or("--output needs a FILE")?),
             "--ca" => parsed.ca = Some(args.next().ok_or("--ca needs a PEM file")?),
             "--insecure" => parsed.insecure = true,
+            "--http2" | "--http1.1" | "--http2-prior-knowledge" => {
+                if parsed.versions != Versions::Negotiated {
+                    return Err("--http2, --http1.1 and --http2-prior-knowledge: choose one".into());
+                }
+                parsed.versions = match arg.as_str() {
+                    "--http2" => Versions::Http2,
+                    "--http1.1" => Versions::Http11,
+                    _ => Versions::Http2PriorKnowledge,
+                };
+            }
             flag if flag.starts_with('-') && flag != "-" => {
                 return Err(format!("unknown option {flag}"))
             }
@@ -152,6 +181,12 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         eprintln!("get: --insecure: the server's certificate is not checked");
         builder = builder.danger_accept_invalid_certs(true);
     }
+    builder = match args.versions {
+        Versions::Negotiated => builder,
+        Versions::Http2 => builder.http2_only(),
+        Versions::Http11 => builder.http1_only(),
+        Versions::Http2PriorKnowledge => builder.http2_prior_knowledge(),
+    };
     let client = builder
         .build()
         .map_err(|e| format!("cannot start the client: {e}"))?;
@@ -181,13 +216,17 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         None => Box::new(std::io::stdout().lock()),
     };
     let status = response.status();
-    writeln!(
-        head,
-        "{:?} {} {}",
-        response.version(),
-        status.as_u16(),
-        status.canonical_reason().unwrap_or("")
-    )?;
+    // HTTP/2 has no reason phrase (curl prints `HTTP/2 200`).
+    let reason = match response.version() {
+        http::Version::HTTP_2 => "",
+        _ => status.canonical_reason().unwrap_or(""),
+    };
+    let line = format!(
+        "{} {} {reason}",
+        version_name(response.version()),
+        status.as_u16()
+    );
+    writeln!(head, "{}", line.trim_end())?;
     for (name, value) in response.headers() {
         writeln!(
             head,
@@ -209,4 +248,13 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     drop(response);
     client.close();
     Ok(())
+}
+
+/// The version as a status line shows it: `HTTP/1.1`, `HTTP/2`.
+fn version_name(version: http::Version) -> String {
+    match version {
+        http::Version::HTTP_2 => "HTTP/2".into(),
+        http::Version::HTTP_3 => "HTTP/3".into(),
+        other => format!("{other:?}"),
+    }
 }

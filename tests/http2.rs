@@ -37,8 +37,23 @@ async fn echo(mut stream: H2Stream) {
 #[test]
 fn a_prior_knowledge_request_is_answered_over_http2() {
     let server = H2Server::start(|stream| answer(stream, 200, b"hello over h2"));
-    let client = h2c().build().unwrap();
+    let recorder = Recorder::new();
+    let client = h2c().listener(recorder.clone()).build().unwrap();
     let response = client.get(server.url("/")).send().wait().unwrap();
+    // The events say so, in order: the protocol, then the stream (the
+    // client's first stream is 1).
+    let told: Vec<_> = recorder
+        .events()
+        .into_iter()
+        .filter_map(|(event, _)| match event {
+            Event::ProtocolNegotiated(_, version) => Some(format!("{version:?}")),
+            Event::StreamOpened(_, id) => Some(format!("stream {id}")),
+            Event::RequestSent(_) => Some("sent".to_string()),
+            Event::Status(status) => Some(status.to_string()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(told, ["HTTP/2.0", "stream 1", "sent", "200 OK"]);
     assert_eq!(response.status(), 200);
     assert_eq!(response.version(), http::Version::HTTP_2);
     assert_eq!(response.bytes().wait().unwrap(), "hello over h2");

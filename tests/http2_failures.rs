@@ -56,6 +56,15 @@ fn streams_above_a_goaways_last_stream_id_go_again_on_a_new_connection() {
         assert_eq!(response.version(), http::Version::HTTP_2);
     }
     assert_eq!(server.connections.load(Ordering::SeqCst), 2);
+    let goaways: Vec<u32> = recorder
+        .events()
+        .into_iter()
+        .filter_map(|(event, _)| match event {
+            Event::GoAway(_, code) => Some(code),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(goaways, [0]);
     assert!(!recorder
         .events()
         .iter()
