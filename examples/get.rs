@@ -12,6 +12,8 @@
 //! cargo run --release --example get -- https://localhost:8443/ --ca lab-ca.pem
 //! cargo run --release --example get -- https://localhost:8443/ --ca lab-ca.pem --http2
 //! cargo run --release --example get -- http://127.0.0.1:8080/ --http2-prior-knowledge
+//! cargo run --release --example get -- http://user:pass@127.0.0.1:8080/login \
+//!     --max-redirects 3 --cookie 'session=1' --max-body-bytes 1048576
 //! ```
 //!
 //! Options (curl's names, and its short forms where it has them):
@@ -41,6 +43,20 @@
 //! * `--insecure`: accept any server certificate (unknown issuer, expired,
 //!   wrong name). For lab setups only: anyone on the path can read and
 //!   change the traffic.
+//! * `--max-redirects N` (curl: `--max-redirs`): follow at most `N`
+//!   redirects (default 10; 0 prints the first redirect instead of
+//!   following it). Redirects are followed by default, as the client does.
+//! * `--no-decompress` (curl: `--raw`): print the body as the server
+//!   encoded it (no decompression, no `Accept-Encoding` sent).
+//! * `--cookies`: a cookie store for the run, so that cookies set on a
+//!   redirect hop are sent on the next ones.
+//! * `-b`, `--cookie 'NAME=VALUE; …'`: the cookie store, with these cookies
+//!   in it for the URL.
+//! * `--max-body-bytes N` (curl: `--max-filesize`): fail once the body
+//!   (decoded) passes `N` bytes.
+//! * `-u`, `--user USER[:PASSWORD]`: HTTP Basic credentials; credentials in
+//!   the URL (`http://user:pass@host/`) are used the same way, and never
+//!   sent on the request line.
 //!
 //! Exits 0 on any response (whatever its status), 1 if the request failed
 //! (the error goes to stderr), 2 on bad arguments (usage goes to stderr).
@@ -53,6 +69,9 @@ const USAGE: &str = "\
 usage: get URL [--request-timeout MS] [--read-timeout MS] [--event-loop-timeouts]
            [-H|--header 'Name: value']... [-X|--request METHOD] [-d|--data STR]
            [-T|--upload-file FILE] [-o|--output FILE] [--ca FILE] [--insecure]
+           [--max-redirects N] [--no-decompress] [--cookies]
+           [-b|--cookie 'NAME=VALUE; ...'] [--max-body-bytes N]
+           [-u|--user USER[:PASSWORD]]
            [--http2 | --http1.1 | --http2-prior-knowledge]";
 
 /// Which HTTP versions to speak.
@@ -79,6 +98,11 @@ struct Args {
     ca: Option<String>,
     insecure: bool,
     versions: Versions,
+    max_redirects: Option<usize>,
+    no_decompress: bool,
+    cookie: Option<String>,
+    max_body_bytes: Option<u64>,
+    user: Option<String>,
 }
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
@@ -91,6 +115,12 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             .map(Duration::from_millis)
             .map_err(|_| format!("{flag}: not a number of milliseconds: {value:?}"))
     };
+    fn number<N: std::str::FromStr>(flag: &str, value: Option<String>) -> Result<N, String> {
+        let value = value.ok_or_else(|| format!("{flag} needs a number"))?;
+        value
+            .parse()
+            .map_err(|_| format!("{flag}: not a number: {value:?}"))
+    }
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--request-timeout" => {
@@ -126,6 +156,20 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
                     "--http1.1" => Versions::Http11,
                     _ => Versions::Http2PriorKnowledge,
                 };
+            }
+            "--max-redirects" | "--max-redirs" => {
+                parsed.max_redirects = Some(number(&arg, args.next())?)
+            }
+            "--no-decompress" | "--raw" => parsed.no_decompress = true,
+            "--cookies" => parsed.cookie = parsed.cookie.or(Some(String::new())),
+            "-b" | "--cookie" => {
+                parsed.cookie = Some(args.next().ok_or("--cookie needs 'NAME=VALUE'")?)
+            }
+            "--max-body-bytes" | "--max-filesize" => {
+                parsed.max_body_bytes = Some(number(&arg, args.next())?)
+            }
+            "-u" | "--user" => {
+                parsed.user = Some(args.next().ok_or("--user needs USER[:PASSWORD]")?)
             }
             flag if flag.starts_with('-') && flag != "-" => {
                 return Err(format!("unknown option {flag}"))
@@ -187,6 +231,29 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         Versions::Http11 => builder.http1_only(),
         Versions::Http2PriorKnowledge => builder.http2_prior_knowledge(),
     };
+    if let Some(max) = args.max_redirects {
+        builder = builder.redirect(match max {
+            0 => tickless::redirect::Policy::none(),
+            max => tickless::redirect::Policy::limited(max),
+        });
+    }
+    if args.no_decompress {
+        builder = builder.no_decompress();
+    }
+    if let Some(max) = args.max_body_bytes {
+        builder = builder.max_body_bytes(max);
+    }
+    if let Some(cookies) = &args.cookie {
+        let jar = std::sync::Arc::new(tickless::cookie::Jar::new());
+        let url = tickless::cookie::Url::parse(&args.url).map_err(|e| format!("{e}"))?;
+        for cookie in cookies.split(';').map(str::trim).filter(|c| !c.is_empty()) {
+            if !cookie.contains('=') {
+                return Err(format!("--cookie: expected NAME=VALUE, got {cookie:?}").into());
+            }
+            jar.add_cookie_str(cookie, &url);
+        }
+        builder = builder.cookie_provider(jar);
+    }
     let client = builder
         .build()
         .map_err(|e| format!("cannot start the client: {e}"))?;
@@ -207,6 +274,13 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     }
     for (name, value) in args.headers {
         request = request.header(name, value);
+    }
+    if let Some(user) = &args.user {
+        let (user, password) = match user.split_once(':') {
+            Some((user, password)) => (user, Some(password)),
+            None => (user.as_str(), None),
+        };
+        request = request.basic_auth(user, password);
     }
     let mut response = request.send().wait()?;
 

@@ -80,6 +80,17 @@ pub enum InvalidRequest {
     /// name or an IP address).
     #[error("host {0:?} is not a valid TLS server name")]
     ServerName(String),
+    /// The URI's userinfo (`user:password@`) could not be made into
+    /// credentials.
+    #[error("the URI's userinfo cannot be used as credentials")]
+    Userinfo,
+    /// Query parameters or a form that cannot be url-encoded.
+    #[error("cannot url-encode the query or form")]
+    Query(#[source] serde_urlencoded::ser::Error),
+    /// A value that cannot be serialized as JSON.
+    #[cfg(feature = "json")]
+    #[error("cannot serialize the JSON body")]
+    Json(#[source] serde_json::Error),
 }
 
 /// Why a TLS handshake failed, in the terms a user acts on. The rustls error
@@ -315,6 +326,69 @@ pub enum Error {
     /// The request was refused before anything was sent.
     #[error(transparent)]
     InvalidRequest(#[from] InvalidRequest),
+    /// A redirect chain was stopped: too long, a loop, an `https` → `http`
+    /// hop, or the redirect policy's own error.
+    #[error("redirect stopped after {}: {reason}", chain_text(.chain))]
+    Redirect {
+        /// Every URL of the chain, the first request's first, the one that
+        /// was not followed last.
+        chain: Vec<http::Uri>,
+        /// Why it stopped.
+        reason: RedirectError,
+    },
+    /// A response body said it was encoded (`Content-Encoding`) and did not
+    /// decode: corrupt, cut short, or followed by stray bytes.
+    #[error("response body from {remote} does not decode: {source}")]
+    Decode {
+        /// The server.
+        remote: String,
+        /// What was wrong.
+        source: tickless_codings::DecodeError,
+    },
+    /// The response's status is a client or server error, and
+    /// [`Response::error_for_status`](crate::Response::error_for_status)
+    /// was asked.
+    #[error("{url} answered {status}")]
+    Status {
+        /// The status.
+        status: http::StatusCode,
+        /// The URL that answered it.
+        url: http::Uri,
+    },
+    /// A response body is not the JSON asked for ([`Response::json`](crate::Response::json)).
+    #[cfg(feature = "json")]
+    #[error("JSON: {0}")]
+    Json(#[source] serde_json::Error),
+}
+
+/// Why a redirect chain stopped with an error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RedirectError {
+    /// More hops than the policy allows.
+    #[error("more than {limit} redirects")]
+    TooMany {
+        /// The policy's limit.
+        limit: usize,
+    },
+    /// The chain came back to a request it had made already, with nothing
+    /// changed (no cookie set) in between.
+    #[error("a redirect loop")]
+    Loop,
+    /// An `https` URL redirected to an `http` one, which the policy refuses.
+    #[error("an https URL redirected to http")]
+    Downgrade,
+    /// The custom policy's error.
+    #[error("the redirect policy refused: {0}")]
+    Policy(#[source] Box<dyn StdError + Send + Sync>),
+}
+
+fn chain_text(chain: &[http::Uri]) -> String {
+    chain
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(" -> ")
 }
 
 impl Error {

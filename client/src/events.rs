@@ -78,6 +78,10 @@ pub trait EventListener: Send + Sync + 'static {
     fn on_completed(&self, status: http::StatusCode) {}
     /// The exchange ended with `error`.
     fn on_failed(&self, error: &Error) {}
+    /// A redirect is followed: `from` answered `status`, and the request
+    /// goes on to `to` (a new exchange, whose events follow). Called on the
+    /// thread that waits for or polls the response.
+    fn on_redirect(&self, status: http::StatusCode, from: &http::Uri, to: &http::Uri) {}
 }
 
 /// The listener that listens to nothing.
@@ -113,6 +117,7 @@ macro_rules! for_each_listener_method {
             on_body_part(len: usize);
             on_completed(status: http::StatusCode);
             on_failed(error: &$crate::error::Error);
+            on_redirect(status: http::StatusCode, from: &http::Uri, to: &http::Uri);
         }
     };
 }

@@ -35,6 +35,8 @@ pub enum Event {
     StreamOpened(ConnectionInfo, u32),
     /// The server's GOAWAY, with its error code.
     GoAway(ConnectionInfo, u32),
+    /// The status that redirected, from where, to where.
+    Redirect(http::StatusCode, String, String),
 }
 
 /// Records every listener call, with the id of the thread it ran on.
@@ -144,6 +146,9 @@ impl EventListener for Recorder {
     }
     fn on_failed(&self, error: &tickless::Error) {
         self.push(Event::Failed(error.to_string(), error.is_timeout()));
+    }
+    fn on_redirect(&self, status: http::StatusCode, from: &http::Uri, to: &http::Uri) {
+        self.push(Event::Redirect(status, from.to_string(), to.to_string()));
     }
 }
 

@@ -3,7 +3,8 @@
 //! ([`CollectBytes`], [`CollectText`]).
 
 use crate::error::Error;
-use crate::exchange::{Exchange, Taken, Whole};
+use crate::exchange::{Exchange, Pipe, Taken, Whole};
+use crate::policy::decode::Decoding;
 use bytes::{Buf, Bytes, BytesMut};
 use std::future::Future;
 use std::io;
@@ -43,20 +44,27 @@ use std::task::{Context, Poll};
 /// loop would stop serving the very connection being read.
 pub struct Body {
     exchange: Arc<Exchange>,
+    /// The decoding of an encoded body (see `ClientBuilder::decompress`).
+    decoding: Option<Box<Decoding>>,
     /// A chunk being read by `Read`: what is left of it.
     current: Bytes,
     trailers: Option<http::HeaderMap>,
     trailers_given: bool,
+    /// The pipe has given its end (the decoder may still hold bytes).
+    raw_ended: bool,
+    /// The end, decoded, has been handed out (or an error).
     ended: bool,
 }
 
 impl Body {
-    pub(crate) fn new(exchange: Arc<Exchange>) -> Body {
+    pub(crate) fn new(exchange: Arc<Exchange>, decoding: Option<Decoding>) -> Body {
         Body {
             exchange,
+            decoding: decoding.map(Box::new),
             current: Bytes::new(),
             trailers: None,
             trailers_given: false,
+            raw_ended: false,
             ended: false,
         }
     }
@@ -78,45 +86,70 @@ impl Body {
         self.ended && self.current.is_empty()
     }
 
-    /// What the pipe gave, as a chunk or the end.
-    fn taken(&mut self, taken: Taken) -> Result<Option<Bytes>, Error> {
-        match taken {
-            Taken::Chunk(chunk) => Ok(Some(chunk)),
-            Taken::End(trailers) => {
-                self.ended = true;
-                self.trailers = trailers;
-                Ok(None)
-            }
-            Taken::Failed(error) => {
-                self.ended = true;
-                Err(error)
-            }
-            Taken::Pending => unreachable!("only poll_take and take_blocking call this"),
-        }
-    }
-
-    fn poll_chunk(&mut self, cx: &mut Context<'_>) -> Poll<Result<Option<Bytes>, Error>> {
+    /// The next chunk, `None` at the end: what `Read` left of one first,
+    /// then from the pipe (through the decoder, if the body is encoded).
+    /// `take` takes from the pipe: polling, or blocking.
+    fn next_chunk(
+        &mut self,
+        mut take: impl FnMut(&Pipe) -> Poll<Taken>,
+    ) -> Poll<Result<Option<Bytes>, Error>> {
         if !self.current.is_empty() {
             return Poll::Ready(Ok(Some(std::mem::take(&mut self.current))));
         }
         if self.ended {
             return Poll::Ready(Ok(None));
         }
-        match self.exchange.body().poll_take(cx) {
-            Poll::Ready(taken) => Poll::Ready(self.taken(taken)),
-            Poll::Pending => Poll::Pending,
+        loop {
+            if let Some(decoding) = &mut self.decoding {
+                let decoded = if self.raw_ended {
+                    decoding.finish()
+                } else {
+                    decoding.next()
+                };
+                match decoded {
+                    Ok(Some(chunk)) => return Poll::Ready(Ok(Some(chunk))),
+                    Ok(None) if self.raw_ended => return Poll::Ready(self.end(Ok(None))),
+                    Ok(None) => {}
+                    Err(error) => return Poll::Ready(self.end(Err(error))),
+                }
+            }
+            let taken = match take(self.exchange.body()) {
+                Poll::Ready(taken) => taken,
+                Poll::Pending => return Poll::Pending,
+            };
+            match taken {
+                Taken::Chunk(chunk) => match &mut self.decoding {
+                    Some(decoding) => decoding.feed(chunk),
+                    None => return Poll::Ready(Ok(Some(chunk))),
+                },
+                Taken::End(trailers) => {
+                    self.trailers = trailers;
+                    self.raw_ended = true;
+                    if self.decoding.is_none() {
+                        return Poll::Ready(self.end(Ok(None)));
+                    }
+                }
+                Taken::Failed(error) => return Poll::Ready(self.end(Err(error))),
+                Taken::Pending => unreachable!("only poll_take and take_blocking take"),
+            }
         }
     }
 
+    /// The body has ended (or failed): nothing more is read.
+    fn end(&mut self, last: Result<Option<Bytes>, Error>) -> Result<Option<Bytes>, Error> {
+        self.ended = true;
+        last
+    }
+
+    fn poll_chunk(&mut self, cx: &mut Context<'_>) -> Poll<Result<Option<Bytes>, Error>> {
+        self.next_chunk(|pipe| pipe.poll_take(cx))
+    }
+
     fn wait_chunk(&mut self) -> Result<Option<Bytes>, Error> {
-        if !self.current.is_empty() {
-            return Ok(Some(std::mem::take(&mut self.current)));
+        match self.next_chunk(|pipe| Poll::Ready(pipe.take_blocking())) {
+            Poll::Ready(chunk) => chunk,
+            Poll::Pending => unreachable!("a blocking take is always ready"),
         }
-        if self.ended {
-            return Ok(None);
-        }
-        let taken = self.exchange.body().take_blocking();
-        self.taken(taken)
     }
 }
 
@@ -214,14 +247,23 @@ impl Future for Chunk<'_> {
 
 /// Gathers a whole body: the pipe is told to [collect](crate::exchange::Pipe::collect)
 /// it, so it usually comes as one chunk, taken as it is.
+///
+/// An encoded body is not collected by its loop: it is decoded chunk by
+/// chunk as it is read, in bounded memory up to the decoded whole.
 struct Gather {
     body: Body,
     asked: bool,
+    /// Decoded chunks so far (an encoded body).
+    decoded: Vec<Bytes>,
 }
 
 impl Gather {
     fn new(body: Body) -> Gather {
-        Gather { body, asked: false }
+        Gather {
+            body,
+            asked: false,
+            decoded: Vec::new(),
+        }
     }
 
     /// Tells the pipe, once; `false` if the body has ended already.
@@ -250,24 +292,22 @@ impl Gather {
         };
         self.body.ended = true;
         let held = std::mem::take(&mut self.body.current);
-        let mut pieces = std::iter::once(held)
-            .chain(chunks)
-            .filter(|c| !c.is_empty());
-        let Some(first) = pieces.next() else {
-            return Ok(Bytes::new());
-        };
-        let Some(second) = pieces.next() else {
-            return Ok(first);
-        };
-        let mut joined = BytesMut::from(&first[..]);
-        joined.extend_from_slice(&second);
-        for piece in pieces {
-            joined.extend_from_slice(&piece);
-        }
-        Ok(joined.freeze())
+        Ok(join(std::iter::once(held).chain(chunks)))
     }
 
     fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Result<Bytes, Error>> {
+        if self.body.decoding.is_some() {
+            loop {
+                match self.body.poll_chunk(cx) {
+                    Poll::Ready(Ok(Some(chunk))) => self.decoded.push(chunk),
+                    Poll::Ready(Ok(None)) => {
+                        return Poll::Ready(Ok(join(self.decoded.drain(..))));
+                    }
+                    Poll::Ready(Err(error)) => return Poll::Ready(Err(error)),
+                    Poll::Pending => return Poll::Pending,
+                }
+            }
+        }
         if !self.ask() {
             return Poll::Ready(Ok(std::mem::take(&mut self.body.current)));
         }
@@ -278,12 +318,35 @@ impl Gather {
     }
 
     fn wait(&mut self) -> Result<Bytes, Error> {
+        if self.body.decoding.is_some() {
+            while let Some(chunk) = self.body.wait_chunk()? {
+                self.decoded.push(chunk);
+            }
+            return Ok(join(self.decoded.drain(..)));
+        }
         if !self.ask() {
             return Ok(std::mem::take(&mut self.body.current));
         }
         let whole = self.body.exchange.body().take_whole_blocking();
         self.whole(whole)
     }
+}
+
+/// `pieces` in one: the one there is as it is (no copy), or a copy of all.
+fn join(pieces: impl IntoIterator<Item = Bytes>) -> Bytes {
+    let mut pieces = pieces.into_iter().filter(|c| !c.is_empty());
+    let Some(first) = pieces.next() else {
+        return Bytes::new();
+    };
+    let Some(second) = pieces.next() else {
+        return first;
+    };
+    let mut joined = BytesMut::from(&first[..]);
+    joined.extend_from_slice(&second);
+    for piece in pieces {
+        joined.extend_from_slice(&piece);
+    }
+    joined.freeze()
 }
 
 /// The whole body as bytes: a future, or [`wait`](Self::wait) for it.
@@ -388,6 +451,47 @@ fn charset(content_type: &[u8]) -> Option<&[u8]> {
                         .unwrap_or(value)
                 })
         })
+}
+
+/// The whole body parsed as JSON: a future, or [`wait`](Self::wait) for it.
+#[cfg(feature = "json")]
+#[must_use = "the body is only read when awaited or waited for"]
+pub struct CollectJson<T> {
+    bytes: CollectBytes,
+    parsed: std::marker::PhantomData<fn() -> T>,
+}
+
+#[cfg(feature = "json")]
+impl<T: serde::de::DeserializeOwned> CollectJson<T> {
+    pub(crate) fn new(body: Body) -> CollectJson<T> {
+        CollectJson {
+            bytes: CollectBytes::new(body),
+            parsed: std::marker::PhantomData,
+        }
+    }
+
+    /// Blocks until the whole body has arrived, then parses it.
+    pub fn wait(self) -> Result<T, Error> {
+        parse_json(&self.bytes.wait()?)
+    }
+}
+
+#[cfg(feature = "json")]
+impl<T: serde::de::DeserializeOwned> Future for CollectJson<T> {
+    type Output = Result<T, Error>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match Pin::new(&mut self.bytes).poll(cx) {
+            Poll::Ready(Ok(bytes)) => Poll::Ready(parse_json(&bytes)),
+            Poll::Ready(Err(error)) => Poll::Ready(Err(error)),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+#[cfg(feature = "json")]
+fn parse_json<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
+    serde_json::from_slice(bytes).map_err(Error::Json)
 }
 
 #[cfg(test)]

@@ -4,6 +4,8 @@ use crate::config::ClientConfig;
 use crate::event_loop::EventLoopGroup;
 use crate::events::EventListener;
 use crate::h1::Limits;
+use crate::policy::{redirect, CookieStore, Policies};
+use http::HeaderValue;
 use std::sync::Arc;
 use std::time::Duration;
 use tickless_timer::{HashedWheelTimer, SharedClock};
@@ -32,6 +34,7 @@ fn nonzero(d: Duration) -> Option<Duration> {
 #[derive(Default)]
 pub struct ClientBuilder {
     config: ClientConfig,
+    policies: Policies,
 }
 
 impl ClientBuilder {
@@ -318,6 +321,64 @@ impl ClientBuilder {
         self
     }
 
+    // --- policy: redirects, decompression, cookies ---
+
+    /// Which redirects are followed (default: up to 10; see
+    /// [`redirect`](crate::redirect) for the rules of a hop).
+    pub fn redirect(mut self, policy: redirect::Policy) -> Self {
+        self.policies.redirect = policy;
+        self
+    }
+
+    /// Whether responses are decompressed (default: yes): `Accept-Encoding`
+    /// is sent with the codings this build has (cargo features `gzip`,
+    /// `deflate` by default, `brotli`, `zstd`), and a body in one of them is
+    /// decoded as it is read, its `Content-Encoding` and `Content-Length`
+    /// removed from the headers. [`max_body_bytes`](Self::max_body_bytes)
+    /// then bounds the decoded size.
+    pub fn decompress(mut self, decompress: bool) -> Self {
+        self.policies.decompress = decompress;
+        self
+    }
+
+    /// `decompress(false)`: bodies come as the server encoded them.
+    pub fn no_decompress(self) -> Self {
+        self.decompress(false)
+    }
+
+    /// A cookie store for the client (off by default): cookies that
+    /// responses set are kept ([`Jar`](crate::cookie::Jar), RFC 6265) and
+    /// sent on later requests, and on the next hops of a redirect chain.
+    #[cfg(feature = "cookies")]
+    pub fn cookie_store(mut self, enable: bool) -> Self {
+        self.policies.cookies = if enable {
+            Some(Arc::new(crate::policy::Jar::new()))
+        } else {
+            None
+        };
+        self
+    }
+
+    /// A cookie store of one's own (or a [`Jar`](crate::cookie::Jar) shared
+    /// with other clients).
+    pub fn cookie_provider(mut self, store: Arc<dyn CookieStore>) -> Self {
+        self.policies.cookies = Some(store);
+        self
+    }
+
+    /// The `User-Agent` sent unless a request has its own (default:
+    /// `tickless/<version>`).
+    pub fn user_agent(mut self, agent: HeaderValue) -> Self {
+        self.policies.user_agent = Some(agent);
+        self
+    }
+
+    /// Sends no `User-Agent` unless a request has its own.
+    pub fn no_user_agent(mut self) -> Self {
+        self.policies.user_agent = None;
+        self
+    }
+
     // --- limits ---
 
     /// Limits on response heads, header counts, trailers and bodies.
@@ -326,7 +387,10 @@ impl ClientBuilder {
         self
     }
 
-    /// Largest response body accepted, in bytes (default unlimited).
+    /// Largest response body accepted, in bytes (default unlimited): as it
+    /// comes on the wire, and once decoded (a small body that inflates past
+    /// it fails with [`Error::BodyTooLarge`](crate::Error::BodyTooLarge) at
+    /// the limit, in bounded memory).
     pub fn max_body_bytes(mut self, max: u64) -> Self {
         self.config.limits.max_body_bytes = Some(max);
         self
@@ -384,7 +448,7 @@ impl ClientBuilder {
     /// Starts the client's threads. Fails with `InvalidInput` if a root
     /// certificate does not parse.
     pub fn build(self) -> std::io::Result<crate::Client> {
-        super::Client::start(self.config)
+        super::Client::start(self.config, self.policies)
     }
 }
 

@@ -2,15 +2,17 @@
 
 use super::{Body, Response};
 use crate::error::Error;
-use crate::exchange::{Exchange, POLLED_AFTER_COMPLETION, WAITED_AFTER_COMPLETION};
+use crate::exchange::{Head, POLLED_AFTER_COMPLETION, WAITED_AFTER_COMPLETION};
+use crate::policy::chain::Chain;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
 
 /// The response to come: it resolves when the response's head has
 /// arrived (its status and headers); the body follows, read from the
-/// [`Response`].
+/// [`Response`]. Redirects are followed on the way (each a new exchange,
+/// under the one request deadline): the head it resolves with is the last
+/// hop's.
 ///
 /// A `std::future::Future` that needs no particular runtime: it is woken
 /// from the thread that delivers the head or ends the exchange (a loop, the
@@ -27,15 +29,16 @@ pub struct ResponseFuture {
 }
 
 enum Inner {
-    Exchange(Arc<Exchange>),
-    /// Refused before an exchange existed (invalid input).
+    Chain(Box<Chain>),
+    /// Refused before an exchange existed (invalid input), or a chain
+    /// that failed: the error, until it is taken.
     Failed(Option<Error>),
 }
 
 impl ResponseFuture {
-    pub(crate) fn new(exchange: Arc<Exchange>) -> Self {
+    pub(crate) fn new(chain: Chain) -> Self {
         ResponseFuture {
-            inner: Inner::Exchange(exchange),
+            inner: Inner::Chain(Box::new(chain)),
         }
     }
 
@@ -62,11 +65,15 @@ impl ResponseFuture {
     ///
     /// If a poll has already returned the outcome (as polling again would).
     pub fn wait(mut self) -> Result<Response, Error> {
-        match &mut self.inner {
-            Inner::Exchange(exchange) => exchange
-                .wait_head()
-                .map(|head| Response::new(head, Body::new(exchange.clone()))),
-            Inner::Failed(error) => Err(error.take().expect(WAITED_AFTER_COMPLETION)),
+        let chain = match &mut self.inner {
+            Inner::Chain(chain) => chain,
+            Inner::Failed(error) => return Err(error.take().expect(WAITED_AFTER_COMPLETION)),
+        };
+        loop {
+            let head = chain.current().wait_head()?;
+            if let Some(head) = chain.on_head(head)? {
+                return Ok(response(chain, head));
+            }
         }
     }
 
@@ -75,7 +82,10 @@ impl ResponseFuture {
     /// then owns the exchange). Returns whether this call cancelled it.
     pub fn cancel(&self) -> bool {
         match &self.inner {
-            Inner::Exchange(exchange) => !exchange.head_taken() && exchange.cancel(),
+            Inner::Chain(chain) => {
+                let exchange = chain.current();
+                !exchange.head_taken() && exchange.cancel()
+            }
             Inner::Failed(_) => false,
         }
     }
@@ -84,7 +94,7 @@ impl ResponseFuture {
     /// poll is ready, and [`wait`](Self::wait) returns at once.
     pub fn is_done(&self) -> bool {
         match &self.inner {
-            Inner::Exchange(exchange) => exchange.is_settled(),
+            Inner::Chain(chain) => chain.current().is_settled(),
             Inner::Failed(_) => true,
         }
     }
@@ -94,13 +104,38 @@ impl Future for ResponseFuture {
     type Output = Result<Response, Error>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match &mut self.inner {
-            Inner::Exchange(exchange) => exchange
-                .poll_head(cx)
-                .map_ok(|head| Response::new(head, Body::new(exchange.clone()))),
-            Inner::Failed(error) => Poll::Ready(Err(error.take().expect(POLLED_AFTER_COMPLETION))),
+        let chain = match &mut self.inner {
+            Inner::Chain(chain) => chain,
+            Inner::Failed(error) => {
+                return Poll::Ready(Err(error.take().expect(POLLED_AFTER_COMPLETION)))
+            }
+        };
+        loop {
+            let head = match chain.current().poll_head(cx) {
+                Poll::Ready(Ok(head)) => head,
+                Poll::Ready(Err(error)) => return Poll::Ready(Err(error)),
+                Poll::Pending => return Poll::Pending,
+            };
+            match chain.on_head(head) {
+                Ok(Some(head)) => return Poll::Ready(Ok(response(chain, head))),
+                // A redirect followed: poll the next hop.
+                Ok(None) => {}
+                Err(error) => {
+                    // The chain is over; a poll after this one panics, as
+                    // after any outcome.
+                    self.inner = Inner::Failed(None);
+                    return Poll::Ready(Err(error));
+                }
+            }
         }
     }
+}
+
+/// The response of the chain's last hop, whose head this is.
+fn response(chain: &Chain, mut head: Head) -> Response {
+    let decoding = chain.decoding(&mut head);
+    let body = Body::new(chain.current().clone(), decoding);
+    Response::new(head, chain.url().clone(), body)
 }
 
 impl Drop for ResponseFuture {

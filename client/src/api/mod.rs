@@ -7,19 +7,21 @@ mod builder;
 mod future;
 mod request;
 mod response;
-mod upload;
 
+pub use crate::policy::upload::Upload;
+#[cfg(feature = "json")]
+pub use body::CollectJson;
 pub use body::{Body, Chunk, CollectBytes, CollectText};
 pub use builder::ClientBuilder;
 pub use future::ResponseFuture;
 pub use request::RequestBuilder;
 pub use response::Response;
-pub use upload::Upload;
 
 use crate::config::ClientConfig;
 use crate::dispatch::Dispatcher;
 use crate::error::InvalidRequest;
 use crate::event_loop::EventLoopGroup;
+use crate::policy::Policies;
 use std::sync::Arc;
 use std::thread::ThreadId;
 use tickless_timer::{HashedWheelTimer, SharedClock, TimerStats};
@@ -47,6 +49,7 @@ pub struct Client {
 /// know).
 struct Handle {
     dispatcher: Arc<Dispatcher>,
+    policies: Arc<Policies>,
 }
 
 impl Drop for Handle {
@@ -94,13 +97,32 @@ impl ClientStats {
     }
 }
 
+impl Default for Client {
+    /// [`Client::new`].
+    fn default() -> Client {
+        Client::new()
+    }
+}
+
 impl Client {
     /// A builder with the defaults (see [`ClientBuilder`]).
     pub fn builder() -> ClientBuilder {
         ClientBuilder::default()
     }
 
-    fn start(config: ClientConfig) -> std::io::Result<Client> {
+    /// A client with the defaults.
+    ///
+    /// # Panics
+    ///
+    /// If its threads cannot be started (the operating system refuses);
+    /// [`builder`](Self::builder)`().build()` returns that error instead.
+    pub fn new() -> Client {
+        Client::builder()
+            .build()
+            .expect("start a client with the defaults")
+    }
+
+    fn start(config: ClientConfig, policies: Policies) -> std::io::Result<Client> {
         // First: a bad root certificate fails before any thread starts.
         let mut tls = crate::net::tls::client_config(&config.tls)?;
         // ALPN: what the configured HTTP versions offer.
@@ -145,12 +167,19 @@ impl Client {
         };
         let dispatcher = Dispatcher::start(config, tls, wheel, group);
         Ok(Client {
-            handle: Arc::new(Handle { dispatcher }),
+            handle: Arc::new(Handle {
+                dispatcher,
+                policies: Arc::new(policies),
+            }),
         })
     }
 
     fn dispatcher(&self) -> &Arc<Dispatcher> {
         &self.handle.dispatcher
+    }
+
+    fn policies(&self) -> &Arc<Policies> {
+        &self.handle.policies
     }
 
     /// A GET request to `uri`.

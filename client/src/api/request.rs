@@ -1,19 +1,14 @@
 //! [`RequestBuilder`]: one request, built up and sent.
 
-use super::upload::{Upload, UploadKind};
 use super::{Client, ResponseFuture};
 use crate::error::{Error, InvalidRequest};
 use crate::events::{Both, EventListener};
-use crate::exchange::{
-    Deadlines, Exchange, ExchangeParts, Pipe, PumpedBody, RequestBody, RequestParts, Streamed,
-    UploadSource,
-};
-use crate::h1;
-use crate::net::{Origin, Scheme};
-use bytes::Bytes;
-use http::header::{HeaderName, HeaderValue, CONNECTION, EXPECT, TRANSFER_ENCODING};
-use std::io::Read;
-use std::sync::{Arc, Mutex};
+use crate::exchange::Deadlines;
+use crate::policy::chain::{Chain, Request};
+use crate::policy::redirect::Policy;
+use crate::policy::upload::Upload;
+use http::header::{HeaderName, HeaderValue, AUTHORIZATION, CONTENT_TYPE, EXPECT};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// A request being built. Finish with [`send`](Self::send).
@@ -32,16 +27,8 @@ pub struct RequestBuilder {
     request_timeout: Option<Duration>,
     read_timeout: Option<Duration>,
     listener: Option<Arc<dyn EventListener>>,
-}
-
-/// A request checked and encoded, ready to become an exchange.
-struct Prepared {
-    origin: Origin,
-    request: RequestParts,
-    deadlines: Deadlines,
-    listener: Arc<dyn EventListener>,
-    /// A `Read` body, and the pipe its pump fills.
-    pump: Option<(Box<dyn Read + Send>, Arc<Pipe>)>,
+    redirect: Option<Policy>,
+    decompress: Option<bool>,
 }
 
 impl RequestBuilder {
@@ -60,6 +47,8 @@ impl RequestBuilder {
             request_timeout: None,
             read_timeout: None,
             listener: None,
+            redirect: None,
+            decompress: None,
         }
     }
 
@@ -134,75 +123,124 @@ impl RequestBuilder {
         self
     }
 
-    /// Sends the request. The request deadline is fixed now.
-    pub fn send(self) -> ResponseFuture {
-        let client = self.client.clone();
-        let dispatcher = client.dispatcher();
-        let prepared = match self.prepare() {
-            Ok(prepared) => prepared,
-            Err(error) => return ResponseFuture::failed(Error::InvalidRequest(error)),
-        };
-        if let Some((reader, pipe)) = prepared.pump {
-            if let Err(source) = dispatcher.spawn_pump(reader, pipe) {
-                return ResponseFuture::failed(Error::RequestBody {
-                    source: source.into(),
-                });
+    /// Query parameters, appended to the URI's own: `query(&[("q",
+    /// "rust"), ("page", "2")])`, or any `Serialize` struct or map, url-encoded.
+    /// A value that cannot be url-encoded fails the request with
+    /// [`InvalidRequest::Query`] when sent.
+    pub fn query<T: serde::Serialize + ?Sized>(mut self, query: &T) -> Self {
+        let encoded = match serde_urlencoded::to_string(query) {
+            Ok(encoded) => encoded,
+            Err(e) => {
+                self.invalid = Some(InvalidRequest::Query(e));
+                return self;
             }
+        };
+        if encoded.is_empty() {
+            return self;
         }
-        let exchange = Exchange::new(ExchangeParts {
-            id: Exchange::next_id(),
-            origin: prepared.origin,
-            request: prepared.request,
-            listener: prepared.listener,
-            deadlines: prepared.deadlines,
-            body_window: dispatcher.config().body_window,
-            body_meter: dispatcher.body_meter().clone(),
-            pacing: dispatcher.pacing().clone(),
-            clock: dispatcher.clock().clone(),
-            wheel: dispatcher.wheel().clone(),
-            registry: dispatcher.in_flight().clone(),
-        });
-        let future = ResponseFuture::new(exchange.clone());
-        dispatcher.submit(exchange);
-        future
+        if let Ok(uri) = &self.uri {
+            let mut parts = uri.clone().into_parts();
+            let path = parts.path_and_query.as_ref().map_or("/", |pq| pq.path());
+            let joined = match uri.query() {
+                Some(own) if !own.is_empty() => format!("{path}?{own}&{encoded}"),
+                _ => format!("{path}?{encoded}"),
+            };
+            self.uri = joined
+                .parse()
+                .map_err(|e: http::uri::InvalidUri| InvalidRequest::Uri(e.into()))
+                .and_then(|pq| {
+                    parts.path_and_query = Some(pq);
+                    http::Uri::from_parts(parts).map_err(|e| InvalidRequest::Uri(e.into()))
+                });
+        }
+        self
     }
 
-    fn prepare(self) -> Result<Prepared, InvalidRequest> {
+    /// A url-encoded form body (`Content-Type:
+    /// application/x-www-form-urlencoded`), from any `Serialize` value.
+    pub fn form<T: serde::Serialize + ?Sized>(mut self, form: &T) -> Self {
+        match serde_urlencoded::to_string(form) {
+            Ok(body) => {
+                self.headers.insert(
+                    CONTENT_TYPE,
+                    HeaderValue::from_static("application/x-www-form-urlencoded"),
+                );
+                self.body = Upload::from(body);
+            }
+            Err(e) => self.invalid = Some(InvalidRequest::Query(e)),
+        }
+        self
+    }
+
+    /// A JSON body (`Content-Type: application/json`).
+    #[cfg(feature = "json")]
+    pub fn json<T: serde::Serialize + ?Sized>(mut self, json: &T) -> Self {
+        match serde_json::to_vec(json) {
+            Ok(body) => {
+                self.headers
+                    .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+                self.body = Upload::from(body);
+            }
+            Err(e) => self.invalid = Some(InvalidRequest::Json(e)),
+        }
+        self
+    }
+
+    /// `Authorization: Basic` for `user` and `password` (RFC 7617). The
+    /// header is marked sensitive, and not sent to another origin on a
+    /// redirect.
+    pub fn basic_auth(mut self, user: &str, password: Option<&str>) -> Self {
+        let value = crate::policy::chain::basic(user.as_bytes(), password.map(str::as_bytes));
+        self.headers.insert(AUTHORIZATION, value);
+        self
+    }
+
+    /// `Authorization: Bearer <token>` (RFC 6750), marked sensitive. A
+    /// token that is not a valid header value fails the request with
+    /// [`InvalidRequest::Header`].
+    pub fn bearer_auth(mut self, token: &str) -> Self {
+        match HeaderValue::try_from(format!("Bearer {token}")) {
+            Ok(mut value) => {
+                value.set_sensitive(true);
+                self.headers.insert(AUTHORIZATION, value);
+            }
+            Err(e) => self.invalid = Some(InvalidRequest::Header(e.into())),
+        }
+        self
+    }
+
+    /// This request's redirect policy, instead of the client's.
+    pub fn redirect(mut self, policy: Policy) -> Self {
+        self.redirect = Some(policy);
+        self
+    }
+
+    /// Whether this response is decompressed (and `Accept-Encoding` sent),
+    /// instead of the client's choice.
+    pub fn decompress(mut self, decompress: bool) -> Self {
+        self.decompress = Some(decompress);
+        self
+    }
+
+    /// Sends the request. The request deadline is fixed now, for every hop
+    /// of a redirect chain.
+    pub fn send(self) -> ResponseFuture {
+        let client = self.client.clone();
+        let request = match self.into_request() {
+            Ok(request) => request,
+            Err(error) => return ResponseFuture::failed(Error::InvalidRequest(error)),
+        };
+        match Chain::start(client.dispatcher(), client.policies(), request) {
+            Ok(chain) => ResponseFuture::new(chain),
+            Err(error) => ResponseFuture::failed(error),
+        }
+    }
+
+    fn into_request(self) -> Result<Request, InvalidRequest> {
         if let Some(invalid) = self.invalid {
             return Err(invalid);
         }
-        let uri = self.uri?;
-        let origin = Origin::of(&uri)?;
-        if origin.scheme == Scheme::Https
-            && rustls::pki_types::ServerName::try_from(origin.host.as_str()).is_err()
-        {
-            return Err(InvalidRequest::ServerName(origin.host));
-        }
         let config = self.client.dispatcher().config();
-        let mut headers = self.headers;
-        if !config.keep_alive {
-            add_connection_close(&mut headers);
-        }
-        let keep_alive = !h1::has_connection_token(&headers, b"close");
-        let expect_continue = headers.get_all(EXPECT).iter().any(|v| {
-            v.as_bytes()
-                .trim_ascii()
-                .eq_ignore_ascii_case(b"100-continue")
-        });
-        let data = match &self.body.kind {
-            UploadKind::Bytes(bytes) => bytes.clone(),
-            _ => Bytes::new(),
-        };
-        let window = config.body_window;
-        let meter = self.client.dispatcher().body_meter().clone();
-        let (head, body, pump) = encode(
-            &self.method,
-            &uri,
-            &headers,
-            self.body,
-            expect_continue,
-            || Arc::new(Pipe::new(window, meter)),
-        )?;
         let pick = |own: Option<Duration>, default: Option<Duration>| match own {
             Some(own) => (!own.is_zero()).then_some(own),
             None => default,
@@ -211,138 +249,19 @@ impl RequestBuilder {
             Some(own) => Arc::new(Both(config.listener.clone(), own)),
             None => config.listener.clone(),
         };
-        Ok(Prepared {
-            origin,
-            request: RequestParts {
-                method: self.method,
-                uri,
-                headers,
-                data,
-                head,
-                body,
-                keep_alive,
-                expect_continue,
-            },
+        Ok(Request {
+            method: self.method,
+            uri: self.uri?,
+            headers: self.headers,
+            body: self.body,
             deadlines: Deadlines {
                 request_timeout: pick(self.request_timeout, config.request_timeout),
                 read_timeout: pick(self.read_timeout, config.read_timeout),
                 on_event_loop: config.use_event_loop_timeouts,
             },
             listener,
-            pump,
+            redirect: self.redirect,
+            decompress: self.decompress,
         })
-    }
-}
-
-/// Adds the `close` token to the request's `Connection` header (or adds
-/// the header): `keep_alive(false)` holds even for a request that names
-/// other connection options (`Connection: te`, for `TE: trailers`).
-fn add_connection_close(headers: &mut http::HeaderMap) {
-    if h1::has_connection_token(headers, b"close") {
-        return;
-    }
-    let mut tokens: Vec<&[u8]> = headers
-        .get_all(CONNECTION)
-        .iter()
-        .map(HeaderValue::as_bytes)
-        .filter(|value| !value.trim_ascii().is_empty())
-        .collect();
-    tokens.push(b"close");
-    let joined = tokens.join(&b", "[..]);
-    // Every part was a valid header value, and so is their join.
-    if let Ok(value) = HeaderValue::from_bytes(&joined) {
-        headers.insert(CONNECTION, value);
-    }
-}
-
-/// A request encoded: its head (with a body in memory after it, unless
-/// it waits for `100 Continue`), the body to follow, and a `Read` to pump.
-type Encoded = (
-    Vec<u8>,
-    RequestBody,
-    Option<(Box<dyn Read + Send>, Arc<Pipe>)>,
-);
-
-/// Encodes the head once, at submission, with the framing the body calls
-/// for: `Content-Length` when its length is known (unless the caller asked
-/// for chunked), chunked otherwise.
-fn encode(
-    method: &http::Method,
-    uri: &http::Uri,
-    headers: &http::HeaderMap,
-    body: Upload,
-    expect_continue: bool,
-    pipe: impl FnOnce() -> Arc<Pipe>,
-) -> Result<Encoded, InvalidRequest> {
-    let chunked = headers
-        .get_all(TRANSFER_ENCODING)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .any(|v| v.trim().eq_ignore_ascii_case("chunked"));
-    let length = body.length().filter(|_| !chunked);
-    let framing = match length {
-        None => h1::RequestBody::Chunked,
-        Some(0) if matches!(body.kind, UploadKind::Bytes(_)) => h1::RequestBody::Empty,
-        Some(n) => h1::RequestBody::Length(n),
-    };
-    let mut head = Vec::with_capacity(256);
-    h1::encode_request_head(method, uri, headers, framing, &mut head)
-        .map_err(InvalidRequest::Encode)?;
-    let streamed = |source| {
-        RequestBody::Streamed(Streamed {
-            length,
-            source: Mutex::new(Some(source)),
-        })
-    };
-    Ok(match body.kind {
-        UploadKind::Bytes(bytes) => {
-            let framed = frame(bytes, chunked);
-            if expect_continue && !framed.is_empty() {
-                (head, RequestBody::Held(framed), None)
-            } else {
-                head.extend_from_slice(&framed);
-                (head, RequestBody::InHead, None)
-            }
-        }
-        UploadKind::Reader { reader, .. } => {
-            let pipe = pipe();
-            let body = streamed(UploadSource::Pumped(PumpedBody::new(pipe.clone())));
-            (head, body, Some((reader, pipe)))
-        }
-        UploadKind::Stream { body, .. } => (head, streamed(UploadSource::Stream(body)), None),
-    })
-}
-
-/// A body in memory, framed as it goes on the wire.
-fn frame(body: Bytes, chunked: bool) -> Bytes {
-    if !chunked {
-        return body;
-    }
-    let mut framed = Vec::with_capacity(body.len() + 16);
-    h1::encode_chunk(&body, &mut framed);
-    h1::encode_last_chunk(&mut framed);
-    Bytes::from(framed)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn keep_alive_off_adds_close_to_the_connection_header_there_is() {
-        let mut headers = http::HeaderMap::new();
-        headers.insert(CONNECTION, HeaderValue::from_static("te"));
-        add_connection_close(&mut headers);
-        assert_eq!(headers[CONNECTION], "te, close");
-        assert!(h1::has_connection_token(&headers, b"close"));
-        assert!(h1::has_connection_token(&headers, b"te"));
-        let mut none = http::HeaderMap::new();
-        add_connection_close(&mut none);
-        assert_eq!(none[CONNECTION], "close");
-        // Said already: left as it is.
-        let mut said = http::HeaderMap::new();
-        said.insert(CONNECTION, HeaderValue::from_static("Close"));
-        add_connection_close(&mut said);
-        assert_eq!(said[CONNECTION], "Close");
     }
 }

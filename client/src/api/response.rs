@@ -1,5 +1,7 @@
 //! [`Response`]: the head of a response, and its [`Body`] to come.
 
+#[cfg(feature = "json")]
+use super::body::CollectJson;
 use super::body::{Body, Chunk, CollectBytes, CollectText};
 use crate::exchange::Head;
 use std::net::SocketAddr;
@@ -12,18 +14,39 @@ pub struct Response {
     version: http::Version,
     headers: http::HeaderMap,
     remote: SocketAddr,
+    url: http::Uri,
     body: Body,
 }
 
 impl Response {
-    pub(crate) fn new(head: Head, body: Body) -> Response {
+    pub(crate) fn new(head: Head, url: http::Uri, body: Body) -> Response {
         Response {
             status: head.status,
             version: head.version,
             headers: head.headers,
             remote: head.remote,
+            url,
             body,
         }
+    }
+
+    /// The URL that answered: the last hop's, after redirects (without
+    /// userinfo).
+    pub fn url(&self) -> &http::Uri {
+        &self.url
+    }
+
+    /// The response itself if its status is not a client or server error
+    /// (4xx, 5xx); otherwise [`Error::Status`](crate::Error::Status), and
+    /// the body is dropped.
+    pub fn error_for_status(self) -> Result<Response, crate::Error> {
+        if self.status.is_client_error() || self.status.is_server_error() {
+            return Err(crate::Error::Status {
+                status: self.status,
+                url: self.url,
+            });
+        }
+        Ok(self)
     }
 
     /// The status code.
@@ -76,6 +99,23 @@ impl Response {
     /// `Content-Type` (UTF-8 if it names none): `.wait()` or `.await`.
     pub fn text(self) -> CollectText {
         CollectText::new(self.body, self.headers.get(http::header::CONTENT_TYPE))
+    }
+
+    /// The whole body parsed as JSON into any `Deserialize` type:
+    /// `.wait()` or `.await`. A body that is not that JSON is
+    /// [`Error::Json`](crate::Error::Json).
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "json")] {
+    /// let client = tickless_client::Client::new();
+    /// let ip: serde_json::Value = client.get("http://127.0.0.1:8080/ip").send().wait()?.json().wait()?;
+    /// println!("{}", ip["origin"]);
+    /// # }
+    /// # Ok::<(), tickless_client::Error>(())
+    /// ```
+    #[cfg(feature = "json")]
+    pub fn json<T: serde::de::DeserializeOwned>(self) -> CollectJson<T> {
+        CollectJson::new(self.body)
     }
 
     /// The trailers of a chunked body, once the body has been read to its

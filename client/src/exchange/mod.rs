@@ -112,6 +112,7 @@ pub(crate) struct Head {
 }
 
 /// The timeouts an exchange runs under.
+#[derive(Clone, Copy, Debug)]
 pub(crate) struct Deadlines {
     /// The configured request timeout (for the error), and its deadline,
     /// fixed at submission.
@@ -134,6 +135,9 @@ pub(crate) struct ExchangeParts {
     pub(crate) body_meter: Arc<AtomicUsize>,
     /// The client's recent body sizes.
     pub(crate) pacing: Arc<Pacing>,
+    /// When the request was sent: its request deadline runs from here
+    /// (for a redirect, from the first hop's submission).
+    pub(crate) submitted: Instant,
     pub(crate) clock: SharedClock,
     pub(crate) wheel: HashedWheelTimer,
     pub(crate) registry: Arc<InFlight>,
@@ -151,6 +155,9 @@ enum Ending {
 struct Link {
     conn: ConnSlot,
     timers: TimerTable,
+    /// The loop of the connection that carried the exchange when it ended
+    /// (see [`Exchange::after_its_loop`]).
+    ended_on: Option<Arc<EventLoop>>,
 }
 
 /// One request and its response in flight. See the [module documentation](self).
@@ -195,10 +202,10 @@ impl Exchange {
         NEXT_ID.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// A new exchange, submitted now: its request deadline is fixed here.
-    /// Nothing is armed until [`start`](Self::start).
+    /// A new exchange: its request deadline is fixed here, from when its
+    /// request was sent. Nothing is armed until [`start`](Self::start).
     pub(crate) fn new(parts: ExchangeParts) -> Arc<Exchange> {
-        let submitted = parts.clock.now();
+        let submitted = parts.submitted;
         let request_deadline = parts
             .deadlines
             .request_timeout
@@ -221,6 +228,7 @@ impl Exchange {
             link: Mutex::new(Link {
                 conn: ConnSlot::None,
                 timers,
+                ended_on: None,
             }),
             remote: Mutex::new(None),
             submitted,
@@ -234,7 +242,12 @@ impl Exchange {
     /// client closing meanwhile finds it).
     pub(crate) fn register(self: &Arc<Self>) {
         let key = self.registry.insert(self.clone());
-        self.registry_key.store(key, Ordering::Release);
+        self.registry_key.store(key, Ordering::SeqCst);
+        // Ended before it was registered (a redirect's next hop cancelled
+        // while it waited for a loop): `end` found no key to remove.
+        if self.done.load(Ordering::SeqCst) {
+            self.registry.remove(key, self.id);
+        }
     }
 
     /// Whether the request may go again on a fresh connection: its method
@@ -341,6 +354,38 @@ impl Exchange {
         }
     }
 
+    /// Runs `task` on the loop of the connection that carries this
+    /// exchange, after what that loop is doing now — so that, if the
+    /// exchange has completed there, its connection is back in the pool
+    /// when `task` runs — or here, at once, if it has no connection or the
+    /// loop refuses (it is shutting down). The next hop of a redirect is
+    /// submitted this way, to reuse the connection of the last.
+    pub(crate) fn after_its_loop(&self, task: impl FnOnce() + Send + 'static) {
+        let event_loop = {
+            let link = lock(&self.link);
+            match &link.conn {
+                ConnSlot::Ready(conn) => Some(conn.event_loop.clone()),
+                ConnSlot::None | ConnSlot::Opening(_) => link.ended_on.clone(),
+            }
+        };
+        let Some(event_loop) = event_loop else {
+            return task();
+        };
+        // Shared with the loop's task, so that a refused task still runs.
+        let task = Arc::new(Mutex::new(Some(task)));
+        let queued = task.clone();
+        let posted = event_loop.execute(move |_| {
+            if let Some(task) = lock(&queued).take() {
+                task();
+            }
+        });
+        if posted.is_err() {
+            if let Some(task) = lock(&task).take() {
+                task();
+            }
+        }
+    }
+
     /// The body's pipe is full: the read timeout stops until it has room
     /// again (then [`start_read`](Self::start_read) starts it afresh).
     pub(crate) fn pause_read(self: &Arc<Self>) {
@@ -410,19 +455,24 @@ impl Exchange {
     /// the timers, tells the listener, then the caller — through the future
     /// before the head, the body after it — and lets a pump go.
     fn end(&self, ending: Ending) -> Option<Option<ConnRef>> {
-        if self.done.swap(true, Ordering::AcqRel) {
+        // SeqCst, with `register`: of an exchange ended while it was being
+        // registered, one of the two sees the other and removes it.
+        if self.done.swap(true, Ordering::SeqCst) {
             return None;
         }
         let (armed, conn) = {
             let mut link = lock(&self.link);
             let conn = std::mem::replace(&mut link.conn, ConnSlot::None);
+            if let ConnSlot::Ready(carrier) = &conn {
+                link.ended_on = Some(carrier.event_loop.clone());
+            }
             (link.timers.end(), conn)
         };
         if let Some(armed) = armed {
             armed.cancel();
         }
         self.registry
-            .remove(self.registry_key.load(Ordering::Acquire), self.id);
+            .remove(self.registry_key.load(Ordering::SeqCst), self.id);
         // Guarded: a listener that panics here changes nothing, the
         // exchange has already ended.
         match ending {

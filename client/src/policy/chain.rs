@@ -1,0 +1,361 @@
+//! [`Chain`]: one request across its hops — the first exchange, then one
+//! per redirect followed — and what every hop adds to it: a `User-Agent`,
+//! `Accept-Encoding`, credentials from the URL, cookies.
+
+use super::hop::{self, Hop, HopBody, HopSettings};
+use super::redirect::{self, Attempt, Decision};
+use super::upload::Upload;
+use super::{decode, CookieStore, Policies};
+use crate::dispatch::Dispatcher;
+use crate::error::{Error, InvalidRequest, RedirectError};
+use crate::events::EventListener;
+use crate::exchange::{Deadlines, Exchange, Head};
+use base64::Engine;
+use http::header::{
+    HeaderValue, ACCEPT_ENCODING, AUTHORIZATION, COOKIE, HOST, LOCATION, SET_COOKIE, USER_AGENT,
+};
+use std::sync::Arc;
+
+/// A request as the caller built it, before its first hop.
+pub(crate) struct Request {
+    pub(crate) method: http::Method,
+    pub(crate) uri: http::Uri,
+    pub(crate) headers: http::HeaderMap,
+    pub(crate) body: Upload,
+    pub(crate) deadlines: Deadlines,
+    pub(crate) listener: Arc<dyn EventListener>,
+    /// The request's own redirect policy, over the client's.
+    pub(crate) redirect: Option<redirect::Policy>,
+    /// The request's own say on decompression, over the client's.
+    pub(crate) decompress: Option<bool>,
+}
+
+/// A request made before, for loop detection: its method, its URL, and
+/// how many responses of the chain had set cookies by then.
+struct Visit {
+    method: http::Method,
+    uri: http::Uri,
+    cookies_set: usize,
+}
+
+/// One request across its hops. The caller's future waits on
+/// [`current`](Self::current) and hands each head to
+/// [`on_head`](Self::on_head), which follows a redirect (a new current
+/// exchange) or gives the head back as the response's.
+pub(crate) struct Chain {
+    dispatcher: Arc<Dispatcher>,
+    policies: Arc<Policies>,
+    redirect: redirect::Policy,
+    decompress: bool,
+    hop: Hop,
+    settings: HopSettings,
+    /// The `Cookie` header of the hop came from the store (and is chosen
+    /// again for the next hop's URL), not from the caller.
+    store_cookie: bool,
+    visits: Vec<Visit>,
+    /// Responses of the chain that set cookies.
+    cookies_set: usize,
+    current: Arc<Exchange>,
+}
+
+impl Chain {
+    /// Sends the first hop of `request`; its request deadline is fixed now.
+    pub(crate) fn start(
+        dispatcher: &Arc<Dispatcher>,
+        policies: &Arc<Policies>,
+        request: Request,
+    ) -> Result<Chain, Error> {
+        let decompress = request.decompress.unwrap_or(policies.decompress);
+        let mut headers = request.headers;
+        if let Some(agent) = &policies.user_agent {
+            if !headers.contains_key(USER_AGENT) {
+                headers.insert(USER_AGENT, agent.clone());
+            }
+        }
+        if decompress && !headers.contains_key(ACCEPT_ENCODING) {
+            headers.insert(
+                ACCEPT_ENCODING,
+                HeaderValue::from_static(decode::accept_encoding()),
+            );
+        }
+        let uri = credentials_to_header(request.uri, &mut headers)?;
+        let mut hop = Hop {
+            method: request.method,
+            uri,
+            headers,
+            body: HopBody::from_upload(request.body),
+        };
+        let store_cookie = add_store_cookies(policies.cookies.as_deref(), &mut hop);
+        let settings = HopSettings {
+            deadlines: request.deadlines,
+            listener: request.listener,
+            submitted: dispatcher.clock().now(),
+        };
+        let current = hop::exchange_for(dispatcher, &mut hop, &settings)?;
+        dispatcher.submit(current.clone());
+        let visits = vec![Visit {
+            method: hop.method.clone(),
+            uri: hop.uri.clone(),
+            cookies_set: 0,
+        }];
+        Ok(Chain {
+            dispatcher: dispatcher.clone(),
+            policies: policies.clone(),
+            redirect: request
+                .redirect
+                .unwrap_or_else(|| policies.redirect.clone()),
+            decompress,
+            hop,
+            settings,
+            store_cookie,
+            visits,
+            cookies_set: 0,
+            current,
+        })
+    }
+
+    /// The exchange of the hop under way.
+    pub(crate) fn current(&self) -> &Arc<Exchange> {
+        &self.current
+    }
+
+    /// The URL of the hop under way (the final URL once a head is given
+    /// back).
+    pub(crate) fn url(&self) -> &http::Uri {
+        &self.hop.uri
+    }
+
+    /// The current hop's head has come: keeps its cookies, then follows it
+    /// if it is a redirect to follow (`None`: wait on the new current
+    /// exchange), or gives it back as the response's.
+    pub(crate) fn on_head(&mut self, head: Head) -> Result<Option<Head>, Error> {
+        self.keep_cookies(&head);
+        let Some(next) = self.redirect_of(&head) else {
+            return Ok(Some(head));
+        };
+        let (next, method, keep_body) = next;
+        if self.hop.uri.scheme() == Some(&http::uri::Scheme::HTTPS)
+            && next.scheme() == Some(&http::uri::Scheme::HTTP)
+            && !self.redirect.allows_downgrade()
+        {
+            return Err(self.stopped(next, RedirectError::Downgrade));
+        }
+        let previous: Vec<http::Uri> = self.visits.iter().map(|v| v.uri.clone()).collect();
+        let attempt = Attempt {
+            status: head.status,
+            next: &next,
+            previous: &previous,
+        };
+        match self.redirect.decide(attempt) {
+            Decision::Stop => return Ok(Some(head)),
+            Decision::Fail(reason) => return Err(self.stopped(next, reason)),
+            Decision::Follow => {}
+        }
+        if self.redirect.detects_loops() && self.visited(&method, &next) {
+            return Err(self.stopped(next, RedirectError::Loop));
+        }
+        // The redirect's own body is not wanted: its connection drains it
+        // (if small) and goes back to the pool.
+        self.current.body_dropped();
+        self.settings
+            .listener
+            .on_redirect(head.status, &self.hop.uri, &next);
+        self.next_hop(next, method, keep_body)?;
+        Ok(None)
+    }
+
+    /// The decoding of the response whose head this is, if it is to be
+    /// decoded (see [`decode::decoder_for`]); its headers lose what
+    /// described the encoded body.
+    pub(crate) fn decoding(&self, head: &mut Head) -> Option<decode::Decoding> {
+        if !self.decompress {
+            return None;
+        }
+        let limit = self.dispatcher.config().limits.max_body_bytes;
+        decode::decoder_for(&self.hop.method, head.status, &mut head.headers, limit)
+            .map(|decoder| decode::Decoding::new(decoder, self.current.remote_name()))
+    }
+
+    /// Where a redirect to follow points, the method to follow it with and
+    /// whether the body goes along; `None` if `head` is the response.
+    fn redirect_of(&self, head: &Head) -> Option<(http::Uri, http::Method, bool)> {
+        if !self.redirect.follows_any() {
+            return None;
+        }
+        let (method, keep_body) = redirect::next_method(head.status, &self.hop.method)?;
+        let next = redirect::resolve(&self.hop.uri, head.headers.get(LOCATION)?)?;
+        // A streamed body cannot go twice: the redirect is the response.
+        if keep_body && !self.hop.body.replayable() {
+            return None;
+        }
+        Some((next, method, keep_body))
+    }
+
+    fn visited(&self, method: &http::Method, uri: &http::Uri) -> bool {
+        let next = uri.to_string();
+        self.visits.iter().any(|visit| {
+            visit.method == *method
+                && visit.cookies_set == self.cookies_set
+                && visit.uri.to_string() == next
+        })
+    }
+
+    /// The chain, with `next` at its end, stopped for `reason`.
+    fn stopped(&self, next: http::Uri, reason: RedirectError) -> Error {
+        let mut chain: Vec<http::Uri> = self.visits.iter().map(|v| v.uri.clone()).collect();
+        chain.push(next);
+        Error::Redirect { chain, reason }
+    }
+
+    /// Sends the hop to `next`.
+    fn next_hop(
+        &mut self,
+        next: http::Uri,
+        method: http::Method,
+        keep_body: bool,
+    ) -> Result<(), Error> {
+        let hop = &mut self.hop;
+        if !redirect::same_origin(&hop.uri, &next) {
+            redirect::strip_sensitive(&mut hop.headers);
+            hop.headers.remove(HOST);
+            self.store_cookie = false;
+        }
+        if self.store_cookie {
+            hop.headers.remove(COOKIE);
+        }
+        if !keep_body {
+            hop.body = HopBody::Replayable(bytes::Bytes::new());
+            redirect::strip_body_headers(&mut hop.headers);
+        }
+        hop.method = method;
+        hop.uri = credentials_to_header(next, &mut hop.headers)?;
+        self.store_cookie = add_store_cookies(self.policies.cookies.as_deref(), hop);
+        // Submitted after what the last hop's loop is doing: a redirect
+        // read whole there has its connection back in the pool by then,
+        // for this hop to take.
+        let next = hop::exchange_for(&self.dispatcher, hop, &self.settings)?;
+        let dispatcher = self.dispatcher.clone();
+        let submitted = next.clone();
+        self.current
+            .after_its_loop(move || dispatcher.submit(submitted));
+        self.current = next;
+        self.visits.push(Visit {
+            method: hop.method.clone(),
+            uri: hop.uri.clone(),
+            cookies_set: self.cookies_set,
+        });
+        Ok(())
+    }
+
+    /// Keeps the cookies `head` sets, if the client has a store.
+    fn keep_cookies(&mut self, head: &Head) {
+        let Some(store) = &self.policies.cookies else {
+            return;
+        };
+        let mut set = head.headers.get_all(SET_COOKIE).iter().peekable();
+        if set.peek().is_none() {
+            return;
+        }
+        if let Some(url) = as_url(&self.hop.uri) {
+            store.set_cookies(&url, &mut set);
+            self.cookies_set += 1;
+        }
+    }
+}
+
+/// The `url` crate's form of `uri`, for cookie stores.
+fn as_url(uri: &http::Uri) -> Option<url::Url> {
+    url::Url::parse(&uri.to_string()).ok()
+}
+
+/// Adds the store's cookies for the hop's URL, unless the caller set a
+/// `Cookie` header; returns whether it added one.
+fn add_store_cookies(store: Option<&dyn CookieStore>, hop: &mut Hop) -> bool {
+    let Some(store) = store else {
+        return false;
+    };
+    if hop.headers.contains_key(COOKIE) {
+        return false;
+    }
+    let Some(cookies) = as_url(&hop.uri).and_then(|url| store.cookies(&url)) else {
+        return false;
+    };
+    hop.headers.insert(COOKIE, cookies);
+    true
+}
+
+/// `uri` without its userinfo, which becomes `Authorization: Basic`
+/// (percent-decoded, and only if the request has no `Authorization`):
+/// credentials never go on the request line.
+fn credentials_to_header(
+    uri: http::Uri,
+    headers: &mut http::HeaderMap,
+) -> Result<http::Uri, Error> {
+    let has_userinfo = uri
+        .authority()
+        .is_some_and(|authority| authority.as_str().contains('@'));
+    if !has_userinfo {
+        return Ok(uri);
+    }
+    let invalid = || Error::InvalidRequest(InvalidRequest::Userinfo);
+    let mut url = as_url(&uri).ok_or_else(invalid)?;
+    let user = percent_encoding::percent_decode_str(url.username()).collect::<Vec<u8>>();
+    let password = url
+        .password()
+        .map(|p| percent_encoding::percent_decode_str(p).collect::<Vec<u8>>());
+    if !headers.contains_key(AUTHORIZATION) {
+        headers.insert(AUTHORIZATION, basic(&user, password.as_deref()));
+    }
+    url.set_username("").map_err(|()| invalid())?;
+    url.set_password(None).map_err(|()| invalid())?;
+    http::Uri::try_from(url.as_str()).map_err(|_| invalid())
+}
+
+/// `Authorization: Basic` for `user` and `password` (RFC 7617).
+pub(crate) fn basic(user: &[u8], password: Option<&[u8]>) -> HeaderValue {
+    let mut pair = user.to_vec();
+    pair.push(b':');
+    pair.extend_from_slice(password.unwrap_or_default());
+    let encoded = base64::engine::general_purpose::STANDARD.encode(pair);
+    let mut value =
+        HeaderValue::try_from(format!("Basic {encoded}")).expect("base64 is a valid header value");
+    value.set_sensitive(true);
+    value
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn userinfo_becomes_a_basic_header_and_leaves_the_uri() {
+        let mut headers = http::HeaderMap::new();
+        let uri: http::Uri = "http://al%20ice:p%40ss@a.test:8080/x?y".parse().unwrap();
+        let bare = credentials_to_header(uri, &mut headers).unwrap();
+        assert_eq!(bare.to_string(), "http://a.test:8080/x?y");
+        // "al ice:p@ss"
+        assert_eq!(headers[AUTHORIZATION], "Basic YWwgaWNlOnBAc3M=");
+        assert!(headers[AUTHORIZATION].is_sensitive());
+    }
+
+    #[test]
+    fn the_callers_own_authorization_wins_over_userinfo() {
+        let mut headers = http::HeaderMap::new();
+        headers.insert(AUTHORIZATION, HeaderValue::from_static("Bearer t"));
+        let uri: http::Uri = "http://u@a.test/".parse().unwrap();
+        let bare = credentials_to_header(uri, &mut headers).unwrap();
+        assert_eq!(bare.to_string(), "http://a.test/");
+        assert_eq!(headers[AUTHORIZATION], "Bearer t");
+    }
+
+    #[test]
+    fn a_uri_without_userinfo_is_left_as_it_is() {
+        let mut headers = http::HeaderMap::new();
+        let uri: http::Uri = "http://a.test/p%20q".parse().unwrap();
+        assert_eq!(
+            credentials_to_header(uri.clone(), &mut headers).unwrap(),
+            uri
+        );
+        assert!(headers.is_empty());
+    }
+}

@@ -1,0 +1,152 @@
+//! Cookies: a [`CookieStore`] keeps what responses set (`Set-Cookie`) and
+//! gives each request the cookies its URL should carry. Off unless asked
+//! for ([`ClientBuilder::cookie_store`](crate::ClientBuilder::cookie_store),
+//! or [`cookie_provider`](crate::ClientBuilder::cookie_provider) with a
+//! store of one's own). [`Jar`] is the one the client brings: RFC 6265
+//! (domain, path, `Secure`, `Max-Age` and `Expires`; no public-suffix
+//! list), on the `cookie_store` crate.
+
+use http::HeaderValue;
+
+/// Where a client keeps cookies. Called on the thread that waits for or
+/// polls a response, for every hop of a redirect chain.
+pub trait CookieStore: Send + Sync {
+    /// Keeps the cookies a response to `url` set (its `Set-Cookie` values).
+    fn set_cookies(&self, url: &url::Url, set_cookie: &mut dyn Iterator<Item = &HeaderValue>);
+
+    /// The `Cookie` header a request to `url` carries, if any.
+    fn cookies(&self, url: &url::Url) -> Option<HeaderValue>;
+}
+
+/// The client's cookie store: RFC 6265 rules, in memory, shared by every
+/// request of the clients given it.
+#[cfg(feature = "cookies")]
+#[derive(Debug, Default)]
+pub struct Jar(std::sync::RwLock<cookie_store::CookieStore>);
+
+#[cfg(feature = "cookies")]
+impl Jar {
+    /// An empty jar.
+    pub fn new() -> Jar {
+        Jar::default()
+    }
+
+    /// Adds a cookie as if `url` had set it (`cookie` is a `Set-Cookie`
+    /// value, such as `"id=7; Path=/"`). An invalid one is ignored.
+    pub fn add_cookie_str(&self, cookie: &str, url: &url::Url) {
+        if let Ok(cookie) = cookie_store::RawCookie::parse(cookie.to_owned()) {
+            self.write()
+                .store_response_cookies(std::iter::once(cookie), url);
+        }
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, cookie_store::CookieStore> {
+        self.0
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+#[cfg(feature = "cookies")]
+impl CookieStore for Jar {
+    fn set_cookies(&self, url: &url::Url, set_cookie: &mut dyn Iterator<Item = &HeaderValue>) {
+        let parsed: Vec<_> = set_cookie
+            .filter_map(|value| std::str::from_utf8(value.as_bytes()).ok())
+            .filter_map(|value| cookie_store::RawCookie::parse(value.to_owned()).ok())
+            .collect();
+        if !parsed.is_empty() {
+            self.write().store_response_cookies(parsed.into_iter(), url);
+        }
+    }
+
+    fn cookies(&self, url: &url::Url) -> Option<HeaderValue> {
+        let store = self
+            .0
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let joined = store
+            .get_request_values(url)
+            .map(|(name, value)| format!("{name}={value}"))
+            .collect::<Vec<_>>()
+            .join("; ");
+        drop(store);
+        if joined.is_empty() {
+            return None;
+        }
+        HeaderValue::from_str(&joined).ok()
+    }
+}
+
+#[cfg(all(test, feature = "cookies"))]
+mod tests {
+    use super::*;
+
+    fn url(s: &str) -> url::Url {
+        url::Url::parse(s).unwrap()
+    }
+
+    fn set(jar: &Jar, at: &str, values: &[&str]) {
+        let values: Vec<HeaderValue> = values
+            .iter()
+            .map(|v| HeaderValue::from_str(v).unwrap())
+            .collect();
+        jar.set_cookies(&url(at), &mut values.iter());
+    }
+
+    /// The cookies sent to `to`, sorted (a store keeps no order).
+    fn sent(jar: &Jar, to: &str) -> Option<String> {
+        jar.cookies(&url(to)).map(|v| {
+            let mut pairs: Vec<&str> = v.to_str().unwrap().split("; ").collect();
+            pairs.sort_unstable();
+            pairs.join("; ")
+        })
+    }
+
+    #[test]
+    fn cookies_go_back_where_their_domain_and_path_say() {
+        let jar = Jar::new();
+        set(
+            &jar,
+            "http://shop.a.test/cart/add",
+            &["id=7; Path=/cart", "theme=dark; Domain=a.test; Path=/"],
+        );
+        assert_eq!(
+            sent(&jar, "http://shop.a.test/cart/view").as_deref(),
+            Some("id=7; theme=dark")
+        );
+        assert_eq!(
+            sent(&jar, "http://shop.a.test/other").as_deref(),
+            Some("theme=dark")
+        );
+        assert_eq!(
+            sent(&jar, "http://www.a.test/").as_deref(),
+            Some("theme=dark")
+        );
+        assert_eq!(sent(&jar, "http://b.test/cart/view"), None);
+    }
+
+    #[test]
+    fn secure_cookies_only_go_over_https_and_expired_ones_go_away() {
+        let jar = Jar::new();
+        set(&jar, "https://a.test/", &["token=s; Secure", "plain=p"]);
+        assert_eq!(
+            sent(&jar, "https://a.test/").as_deref(),
+            Some("plain=p; token=s")
+        );
+        assert_eq!(sent(&jar, "http://a.test/").as_deref(), Some("plain=p"));
+        set(&jar, "https://a.test/", &["plain=gone; Max-Age=0"]);
+        assert_eq!(sent(&jar, "https://a.test/").as_deref(), Some("token=s"));
+    }
+
+    #[test]
+    fn a_cookie_for_another_domain_is_refused() {
+        let jar = Jar::new();
+        set(
+            &jar,
+            "http://a.test/",
+            &["evil=1; Domain=b.test", "bad cookie"],
+        );
+        assert_eq!(sent(&jar, "http://b.test/"), None);
+        assert_eq!(sent(&jar, "http://a.test/"), None);
+    }
+}

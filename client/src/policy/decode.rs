@@ -1,0 +1,137 @@
+//! Decompression: which responses are decoded ([`decoder_for`]), and
+//! [`Decoding`], which turns a body's chunks as they come into decoded
+//! chunks (on the reader's thread, never a loop's), with the decoded size
+//! bounded by `max_body_bytes`. The codecs are the `tickless-codings`
+//! crate's.
+
+use crate::error::Error;
+use bytes::{Bytes, BytesMut};
+use http::header::{CONTENT_ENCODING, CONTENT_LENGTH};
+use tickless_codings::{ContentDecoder, DecodeError, DecoderConfig};
+
+/// Decoded bytes handed out per chunk, at most.
+const OUT_CHUNK: usize = 32 * 1024;
+
+/// The `Accept-Encoding` the client sends: the codings compiled in.
+pub(crate) fn accept_encoding() -> &'static str {
+    tickless_codings::accept_encoding()
+}
+
+/// The decoder for a response, if it is to be decoded: it has a body (not
+/// an answer to HEAD, not 1xx, 204 or 304) and a `Content-Encoding` of
+/// codings this build decodes. Then `Content-Encoding` and
+/// `Content-Length` (which describe the encoded body) leave `headers`. A
+/// coding this build does not know leaves the body as it came.
+pub(crate) fn decoder_for(
+    method: &http::Method,
+    status: http::StatusCode,
+    headers: &mut http::HeaderMap,
+    max_decoded: Option<u64>,
+) -> Option<ContentDecoder> {
+    let bodiless = *method == http::Method::HEAD
+        || status.is_informational()
+        || status == http::StatusCode::NO_CONTENT
+        || status == http::StatusCode::NOT_MODIFIED;
+    if bodiless || !headers.contains_key(CONTENT_ENCODING) {
+        return None;
+    }
+    let mut config = DecoderConfig::new();
+    if let Some(max) = max_decoded {
+        config = config.max_decoded_bytes(max);
+    }
+    let values = headers
+        .get_all(CONTENT_ENCODING)
+        .iter()
+        .map(|v| v.as_bytes());
+    match ContentDecoder::from_header_values(values, &config) {
+        Ok(Some(decoder)) => {
+            headers.remove(CONTENT_ENCODING);
+            headers.remove(CONTENT_LENGTH);
+            Some(decoder)
+        }
+        // Only `identity`: nothing to undo.
+        Ok(None) => {
+            headers.remove(CONTENT_ENCODING);
+            None
+        }
+        Err(_unsupported) => None,
+    }
+}
+
+/// A body being decoded: raw chunks go in ([`feed`](Self::feed)), decoded
+/// chunks come out ([`next`](Self::next), then [`finish`](Self::finish) once
+/// the raw body has ended).
+pub(crate) struct Decoding {
+    decoder: ContentDecoder,
+    /// Raw bytes fed and not yet taken by the decoder.
+    input: Bytes,
+    out: BytesMut,
+    /// The server, for errors.
+    remote: String,
+}
+
+impl Decoding {
+    pub(crate) fn new(decoder: ContentDecoder, remote: String) -> Decoding {
+        Decoding {
+            decoder,
+            input: Bytes::new(),
+            out: BytesMut::new(),
+            remote,
+        }
+    }
+
+    /// Gives the decoder the next raw chunk (after [`next`](Self::next) has
+    /// said it needs one).
+    pub(crate) fn feed(&mut self, raw: Bytes) {
+        debug_assert!(self.input.is_empty());
+        self.input = raw;
+    }
+
+    /// Decoded bytes from what was fed, or `None` if it needs another raw
+    /// chunk.
+    pub(crate) fn next(&mut self) -> Result<Option<Bytes>, Error> {
+        while !self.input.is_empty() {
+            self.out.resize(OUT_CHUNK, 0);
+            let decoded = self.decoder.decode(&self.input, &mut self.out);
+            let (consumed, produced) = decoded.map_err(|e| self.error(e))?;
+            let _ = self.input.split_to(consumed);
+            if produced > 0 {
+                return Ok(Some(self.take(produced)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The raw body has ended: the decoded bytes still inside, one chunk at
+    /// a time, then `None` once the stream is known complete.
+    pub(crate) fn finish(&mut self) -> Result<Option<Bytes>, Error> {
+        if let Some(chunk) = self.next()? {
+            return Ok(Some(chunk));
+        }
+        if self.decoder.is_finished() {
+            return Ok(None);
+        }
+        self.out.resize(OUT_CHUNK, 0);
+        let finished = self.decoder.finish(&mut self.out);
+        let (produced, _done) = finished.map_err(|e| self.error(e))?;
+        Ok((produced > 0).then(|| self.take(produced)))
+    }
+
+    fn take(&mut self, produced: usize) -> Bytes {
+        self.out.truncate(produced);
+        self.out.split().freeze()
+    }
+
+    fn error(&self, error: DecodeError) -> Error {
+        match error {
+            DecodeError::TooLarge { limit } => Error::BodyTooLarge {
+                remote: self.remote.clone(),
+                limit,
+            },
+            source => Error::Decode {
+                remote: self.remote.clone(),
+                source,
+            },
+        }
+    }
+}

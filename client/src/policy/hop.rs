@@ -1,0 +1,251 @@
+//! One hop of a request: what goes out on one exchange — method, URI,
+//! headers and body — encoded once, as the exchange to submit.
+
+use super::upload::{Upload, UploadKind};
+use crate::dispatch::Dispatcher;
+use crate::error::{Error, InvalidRequest};
+use crate::events::EventListener;
+use crate::exchange::{
+    Deadlines, Exchange, ExchangeParts, Pipe, PumpedBody, RequestBody, RequestParts, Streamed,
+    UploadSource,
+};
+use crate::h1;
+use crate::net::{Origin, Scheme};
+use bytes::Bytes;
+use http::header::{HeaderValue, CONNECTION, EXPECT, TRANSFER_ENCODING};
+use std::io::Read;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// The request as the next hop sends it.
+pub(crate) struct Hop {
+    pub(crate) method: http::Method,
+    /// Without userinfo (that became an `Authorization` header).
+    pub(crate) uri: http::Uri,
+    pub(crate) headers: http::HeaderMap,
+    pub(crate) body: HopBody,
+}
+
+/// A hop's body.
+pub(crate) enum HopBody {
+    /// In memory (empty for none): it may go again, on the next hop.
+    Replayable(Bytes),
+    /// Streamed: sent once, by the first hop (`None` once taken).
+    Streamed(Option<Upload>),
+}
+
+impl HopBody {
+    pub(crate) fn from_upload(upload: Upload) -> HopBody {
+        match upload.kind {
+            UploadKind::Bytes(bytes) => HopBody::Replayable(bytes),
+            kind => HopBody::Streamed(Some(Upload { kind })),
+        }
+    }
+
+    /// Whether the body can go on another hop as it is.
+    pub(crate) fn replayable(&self) -> bool {
+        matches!(self, HopBody::Replayable(_))
+    }
+
+    /// The body for one hop: a copy of the bytes (a reference count), or
+    /// the stream, taken.
+    fn take(&mut self) -> Upload {
+        match self {
+            HopBody::Replayable(bytes) => Upload::from(bytes.clone()),
+            HopBody::Streamed(upload) => upload.take().unwrap_or_else(Upload::empty),
+        }
+    }
+}
+
+/// What every hop of one request shares.
+pub(crate) struct HopSettings {
+    pub(crate) deadlines: Deadlines,
+    pub(crate) listener: Arc<dyn EventListener>,
+    /// When the request was sent: its request deadline runs from here, for
+    /// every hop.
+    pub(crate) submitted: Instant,
+}
+
+/// Encodes `hop` as a new exchange, for `dispatcher` to submit.
+pub(crate) fn exchange_for(
+    dispatcher: &Arc<Dispatcher>,
+    hop: &mut Hop,
+    settings: &HopSettings,
+) -> Result<Arc<Exchange>, Error> {
+    let origin = Origin::of(&hop.uri)?;
+    if origin.scheme == Scheme::Https
+        && rustls::pki_types::ServerName::try_from(origin.host.as_str()).is_err()
+    {
+        return Err(InvalidRequest::ServerName(origin.host).into());
+    }
+    let config = dispatcher.config();
+    if !config.keep_alive {
+        add_connection_close(&mut hop.headers);
+    }
+    let keep_alive = !h1::has_connection_token(&hop.headers, b"close");
+    let expect_continue = hop.headers.get_all(EXPECT).iter().any(|v| {
+        v.as_bytes()
+            .trim_ascii()
+            .eq_ignore_ascii_case(b"100-continue")
+    });
+    let window = config.body_window;
+    let meter = dispatcher.body_meter().clone();
+    let upload = hop.body.take();
+    // Kept unframed for HTTP/2, which frames it itself.
+    let data = match &upload.kind {
+        UploadKind::Bytes(bytes) => bytes.clone(),
+        _ => Bytes::new(),
+    };
+    let (head, body, pump) = encode(
+        &hop.method,
+        &hop.uri,
+        &hop.headers,
+        upload,
+        expect_continue,
+        || Arc::new(Pipe::new(window, meter)),
+    )?;
+    if let Some((reader, pipe)) = pump {
+        dispatcher
+            .spawn_pump(reader, pipe)
+            .map_err(|source| Error::RequestBody {
+                source: source.into(),
+            })?;
+    }
+    let exchange = Exchange::new(ExchangeParts {
+        id: Exchange::next_id(),
+        origin,
+        request: RequestParts {
+            method: hop.method.clone(),
+            uri: hop.uri.clone(),
+            headers: hop.headers.clone(),
+            data,
+            head,
+            body,
+            keep_alive,
+            expect_continue,
+        },
+        listener: settings.listener.clone(),
+        deadlines: settings.deadlines,
+        submitted: settings.submitted,
+        body_window: window,
+        body_meter: dispatcher.body_meter().clone(),
+        pacing: dispatcher.pacing().clone(),
+        clock: dispatcher.clock().clone(),
+        wheel: dispatcher.wheel().clone(),
+        registry: dispatcher.in_flight().clone(),
+    });
+    Ok(exchange)
+}
+
+/// Adds the `close` token to the request's `Connection` header (or adds
+/// the header): `keep_alive(false)` holds even for a request that names
+/// other connection options (`Connection: te`, for `TE: trailers`).
+fn add_connection_close(headers: &mut http::HeaderMap) {
+    if h1::has_connection_token(headers, b"close") {
+        return;
+    }
+    let mut tokens: Vec<&[u8]> = headers
+        .get_all(CONNECTION)
+        .iter()
+        .map(HeaderValue::as_bytes)
+        .filter(|value| !value.trim_ascii().is_empty())
+        .collect();
+    tokens.push(b"close");
+    let joined = tokens.join(&b", "[..]);
+    // Every part was a valid header value, and so is their join.
+    if let Ok(value) = HeaderValue::from_bytes(&joined) {
+        headers.insert(CONNECTION, value);
+    }
+}
+
+/// A request encoded: its head (with a body in memory after it, unless
+/// it waits for `100 Continue`), the body to follow, and a `Read` to pump.
+type Encoded = (
+    Vec<u8>,
+    RequestBody,
+    Option<(Box<dyn Read + Send>, Arc<Pipe>)>,
+);
+
+/// Encodes the head once, at submission, with the framing the body calls
+/// for: `Content-Length` when its length is known (unless the caller asked
+/// for chunked), chunked otherwise.
+fn encode(
+    method: &http::Method,
+    uri: &http::Uri,
+    headers: &http::HeaderMap,
+    body: Upload,
+    expect_continue: bool,
+    pipe: impl FnOnce() -> Arc<Pipe>,
+) -> Result<Encoded, InvalidRequest> {
+    let chunked = headers
+        .get_all(TRANSFER_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.trim().eq_ignore_ascii_case("chunked"));
+    let length = body.length().filter(|_| !chunked);
+    let framing = match length {
+        None => h1::RequestBody::Chunked,
+        Some(0) if matches!(body.kind, UploadKind::Bytes(_)) => h1::RequestBody::Empty,
+        Some(n) => h1::RequestBody::Length(n),
+    };
+    let mut head = Vec::with_capacity(256);
+    h1::encode_request_head(method, uri, headers, framing, &mut head)
+        .map_err(InvalidRequest::Encode)?;
+    let streamed = |source| {
+        RequestBody::Streamed(Streamed {
+            length,
+            source: Mutex::new(Some(source)),
+        })
+    };
+    Ok(match body.kind {
+        UploadKind::Bytes(bytes) => {
+            let framed = frame(bytes, chunked);
+            if expect_continue && !framed.is_empty() {
+                (head, RequestBody::Held(framed), None)
+            } else {
+                head.extend_from_slice(&framed);
+                (head, RequestBody::InHead, None)
+            }
+        }
+        UploadKind::Reader { reader, .. } => {
+            let pipe = pipe();
+            let body = streamed(UploadSource::Pumped(PumpedBody::new(pipe.clone())));
+            (head, body, Some((reader, pipe)))
+        }
+        UploadKind::Stream { body, .. } => (head, streamed(UploadSource::Stream(body)), None),
+    })
+}
+
+/// A body in memory, framed as it goes on the wire.
+fn frame(body: Bytes, chunked: bool) -> Bytes {
+    if !chunked {
+        return body;
+    }
+    let mut framed = Vec::with_capacity(body.len() + 16);
+    h1::encode_chunk(&body, &mut framed);
+    h1::encode_last_chunk(&mut framed);
+    Bytes::from(framed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keep_alive_off_adds_close_to_the_connection_header_there_is() {
+        let mut headers = http::HeaderMap::new();
+        headers.insert(CONNECTION, HeaderValue::from_static("te"));
+        add_connection_close(&mut headers);
+        assert_eq!(headers[CONNECTION], "te, close");
+        assert!(h1::has_connection_token(&headers, b"close"));
+        assert!(h1::has_connection_token(&headers, b"te"));
+        let mut none = http::HeaderMap::new();
+        add_connection_close(&mut none);
+        assert_eq!(none[CONNECTION], "close");
+        // Said already: left as it is.
+        let mut said = http::HeaderMap::new();
+        said.insert(CONNECTION, HeaderValue::from_static("Close"));
+        add_connection_close(&mut said);
+        assert_eq!(said[CONNECTION], "Close");
+    }
+}

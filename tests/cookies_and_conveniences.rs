@@ -1,0 +1,392 @@
+//! The rest of the policy layer: cookies kept across hops and requests
+//! (against httpbin, and a store of one's own), credentials from the URL,
+//! and the conveniences — query, form, JSON, bearer tokens,
+//! `error_for_status`, the `User-Agent`.
+
+mod support;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use support::real::Httpbin;
+use support::*;
+use tickless::cookie::{CookieStore, Jar, Url};
+use tickless::{Client, Error, InvalidRequest};
+
+fn client_with_cookies() -> Client {
+    Client::builder()
+        .event_loops(1)
+        .request_timeout(Duration::from_secs(30))
+        .cookie_store(true)
+        .build()
+        .unwrap()
+}
+
+/// The body of a GET of `url`, as text.
+fn text_of(client: &Client, url: String) -> String {
+    client
+        .get(url)
+        .send()
+        .wait()
+        .unwrap()
+        .text()
+        .wait()
+        .unwrap()
+}
+
+#[test]
+fn httpbin_cookies_are_kept_across_hops_and_later_requests() {
+    let httpbin = Httpbin::start();
+    let client = client_with_cookies();
+    // `/cookies/set` sets them and redirects to `/cookies`, which echoes
+    // what it was sent: the redirect's next hop carries them.
+    let response = client
+        .get(httpbin.url("/cookies/set?flavour=oat&count=3"))
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.url().path(), "/cookies");
+    let text = response.text().wait().unwrap();
+    assert!(text.contains("\"flavour\": \"oat\""), "{text}");
+    assert!(text.contains("\"count\": \"3\""), "{text}");
+    // A later request of the same client.
+    let text = text_of(&client, httpbin.url("/cookies"));
+    assert!(text.contains("\"flavour\": \"oat\""), "{text}");
+    // Deleted (httpbin expires it), and gone from the next request.
+    text_of(&client, httpbin.url("/cookies/delete?flavour"));
+    let text = text_of(&client, httpbin.url("/cookies"));
+    assert!(!text.contains("flavour"), "{text}");
+    assert!(text.contains("\"count\": \"3\""), "{text}");
+    client.close();
+
+    // Without a store nothing is kept.
+    let plain = Client::builder().event_loops(1).build().unwrap();
+    let text = text_of(&plain, httpbin.url("/cookies/set?flavour=oat"));
+    assert!(!text.contains("flavour"), "{text}");
+    plain.close();
+}
+
+#[test]
+fn cookies_follow_domain_and_path_rules() {
+    let server = TestServer::respond(|request| match request.target.as_str() {
+        "/set" => response(
+            200,
+            &[
+                ("Set-Cookie", "everywhere=1; Path=/"),
+                ("Set-Cookie", "admin_only=2; Path=/admin"),
+                ("Set-Cookie", "foreign=3; Domain=example.com"),
+                ("Set-Cookie", "gone=4; Max-Age=0"),
+            ],
+            b"",
+        ),
+        _ => ok(""),
+    });
+    let client = client_with_cookies();
+    client.get(server.url("/set")).send().wait().unwrap();
+    client.get(server.url("/page")).send().wait().unwrap();
+    client
+        .get(server.url("/admin/panel"))
+        .send()
+        .wait()
+        .unwrap();
+    let requests = server.requests();
+    let cookies = |i: usize| {
+        let mut names: Vec<String> = requests[i]
+            .header("cookie")
+            .unwrap_or("")
+            .split("; ")
+            .filter(|c| !c.is_empty())
+            .map(str::to_owned)
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(
+        cookies(1),
+        ["everywhere=1"],
+        "no foreign domain, no expired one"
+    );
+    assert_eq!(cookies(2), ["admin_only=2", "everywhere=1"]);
+    client.close();
+}
+
+#[test]
+fn a_jar_can_be_shared_and_filled_by_hand() {
+    let server = TestServer::respond(|_| ok(""));
+    let jar = Arc::new(Jar::new());
+    let url = Url::parse(&server.url("/")).unwrap();
+    jar.add_cookie_str("handmade=yes; Path=/", &url);
+    let client = |jar: &Arc<Jar>| {
+        Client::builder()
+            .event_loops(1)
+            .cookie_provider(jar.clone())
+            .build()
+            .unwrap()
+    };
+    let first = client(&jar);
+    let second = client(&jar);
+    first.get(server.url("/")).send().wait().unwrap();
+    second.get(server.url("/")).send().wait().unwrap();
+    for request in server.requests() {
+        assert_eq!(request.header("cookie"), Some("handmade=yes"));
+    }
+    // A caller's own Cookie header wins over the store's.
+    first
+        .get(server.url("/"))
+        .header("cookie", "mine=1")
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(server.requests()[2].header("cookie"), Some("mine=1"));
+    first.close();
+    second.close();
+}
+
+/// A store of one's own: records what it was told and answers a constant.
+#[derive(Default)]
+struct Notebook {
+    set: Mutex<Vec<(String, String)>>,
+}
+
+impl CookieStore for Notebook {
+    fn set_cookies(&self, url: &Url, set_cookie: &mut dyn Iterator<Item = &http::HeaderValue>) {
+        let mut set = self.set.lock().unwrap();
+        for value in set_cookie {
+            set.push((url.path().to_owned(), value.to_str().unwrap().to_owned()));
+        }
+    }
+
+    fn cookies(&self, url: &Url) -> Option<http::HeaderValue> {
+        (url.path() != "/none").then(|| http::HeaderValue::from_static("from=notebook"))
+    }
+}
+
+#[test]
+fn a_cookie_store_of_ones_own_is_asked_for_every_hop() {
+    let server = TestServer::respond(|request| match request.target.as_str() {
+        "/start" => response(302, &[("Location", "/none"), ("Set-Cookie", "a=1")], b""),
+        _ => response(200, &[("Set-Cookie", "b=2")], b""),
+    });
+    let notebook = Arc::new(Notebook::default());
+    let client = Client::builder()
+        .event_loops(1)
+        .cookie_provider(notebook.clone())
+        .build()
+        .unwrap();
+    client.get(server.url("/start")).send().wait().unwrap();
+    let requests = server.requests();
+    assert_eq!(requests[0].header("cookie"), Some("from=notebook"));
+    assert_eq!(requests[1].header("cookie"), None, "chosen for /none");
+    assert_eq!(
+        *notebook.set.lock().unwrap(),
+        [
+            ("/start".to_owned(), "a=1".to_owned()),
+            ("/none".to_owned(), "b=2".to_owned())
+        ]
+    );
+    client.close();
+}
+
+#[test]
+fn userinfo_becomes_basic_auth_and_never_reaches_the_request_line() {
+    let server = TestServer::respond(|_| ok(""));
+    let client = Client::builder().event_loops(1).build().unwrap();
+    let url = server.url("/private").replace("://", "://us%40er:p%3Ass@");
+    let response = client.get(url).send().wait().unwrap();
+    assert_eq!(response.url().to_string(), server.url("/private"));
+    let request = &server.requests()[0];
+    assert_eq!(request.target, "/private");
+    assert_eq!(request.header("host"), Some(server.authority().as_str()));
+    // Percent-decoded before encoding: `us@er:p:ss`.
+    assert_eq!(
+        request.header("authorization"),
+        Some(support::real::basic_auth("us@er", "p:ss").as_str())
+    );
+    client.close();
+
+    let httpbin = Httpbin::start();
+    let client = Client::builder().event_loops(1).build().unwrap();
+    let good = httpbin
+        .url("/basic-auth/alice/wonder")
+        .replace("://", "://alice:wonder@");
+    assert_eq!(client.get(good).send().wait().unwrap().status(), 200);
+    let bad = httpbin
+        .url("/basic-auth/alice/wonder")
+        .replace("://", "://alice:land@");
+    assert_eq!(client.get(bad).send().wait().unwrap().status(), 401);
+    client.close();
+}
+
+#[test]
+fn query_form_and_bearer() {
+    let server = TestServer::respond(|request| {
+        ok(&format!(
+            "{} {} {}",
+            request.target,
+            request.header("content-type").unwrap_or("-"),
+            String::from_utf8_lossy(&request.body)
+        ))
+    });
+    let client = Client::new();
+    let text = |response: tickless::ResponseFuture| response.wait().unwrap().text().wait().unwrap();
+    assert_eq!(
+        text(
+            client
+                .get(server.url("/search?lang=en"))
+                .query(&[("q", "rust & go"), ("page", "2")])
+                .send()
+        ),
+        "/search?lang=en&q=rust+%26+go&page=2 - "
+    );
+    assert_eq!(
+        text(
+            client
+                .get(server.url("/plain"))
+                .query(&[("only", "one")])
+                .send()
+        ),
+        "/plain?only=one - "
+    );
+    assert_eq!(
+        text(
+            client
+                .post(server.url("/form"))
+                .form(&[("name", "Zoë"), ("note", "a=b")])
+                .send()
+        ),
+        "/form application/x-www-form-urlencoded name=Zo%C3%AB&note=a%3Db"
+    );
+    client
+        .get(server.url("/token"))
+        .bearer_auth("abc.def")
+        .send()
+        .wait()
+        .unwrap();
+    let requests = server.requests();
+    assert_eq!(requests[3].header("authorization"), Some("Bearer abc.def"));
+
+    // What cannot be url-encoded is a typed error, before anything is sent.
+    let error = client
+        .get(server.url("/"))
+        .query(&[[("nested", "no")]])
+        .send()
+        .wait()
+        .unwrap_err();
+    assert!(
+        matches!(error, Error::InvalidRequest(InvalidRequest::Query(_))),
+        "{error:?}"
+    );
+    let error = client
+        .get(server.url("/"))
+        .bearer_auth("line\nbreak")
+        .send()
+        .wait()
+        .unwrap_err();
+    assert!(matches!(error, Error::InvalidRequest(_)), "{error:?}");
+    assert_eq!(server.requests().len(), 4);
+    client.close();
+}
+
+#[cfg(feature = "json")]
+#[test]
+fn json_both_ways() {
+    let httpbin = Httpbin::start();
+    let client = Client::new();
+    let sent = serde_json::json!({"name": "tickless", "tags": ["exact", "fast"], "n": 3});
+    let echoed: serde_json::Value = client
+        .post(httpbin.url("/anything"))
+        .json(&sent)
+        .send()
+        .wait()
+        .unwrap()
+        .json()
+        .wait()
+        .unwrap();
+    assert_eq!(echoed["json"], sent);
+    assert_eq!(echoed["headers"]["Content-Type"], "application/json");
+    // A body that is not JSON is a typed error.
+    let error = client
+        .get(httpbin.url("/html"))
+        .send()
+        .wait()
+        .unwrap()
+        .json::<serde_json::Value>()
+        .wait()
+        .unwrap_err();
+    assert!(matches!(error, Error::Json(_)), "{error:?}");
+    client.close();
+}
+
+#[test]
+fn error_for_status_turns_4xx_and_5xx_into_errors() {
+    let server = TestServer::respond(|request| {
+        let status: u16 = request.target[1..].parse().unwrap();
+        response(status, &[], b"")
+    });
+    let client = Client::new();
+    for status in [200u16, 204, 302, 399] {
+        let url = server.url(&format!("/{status}"));
+        let response = client
+            .get(url)
+            .redirect(tickless::redirect::Policy::none())
+            .send()
+            .wait()
+            .unwrap();
+        assert_eq!(response.error_for_status().unwrap().status(), status);
+    }
+    for status in [400u16, 404, 418, 500, 503] {
+        let url = server.url(&format!("/{status}"));
+        let error = client
+            .get(url.clone())
+            .send()
+            .wait()
+            .unwrap()
+            .error_for_status()
+            .unwrap_err();
+        match error {
+            Error::Status { status: s, url: u } => {
+                assert_eq!(s, status);
+                assert_eq!(u.to_string(), url);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    client.close();
+}
+
+#[test]
+fn the_user_agent_is_ours_unless_replaced() {
+    let server = TestServer::respond(|_| ok(""));
+    let default = Client::new();
+    default.get(server.url("/")).send().wait().unwrap();
+    default
+        .get(server.url("/"))
+        .header("user-agent", "mine/1")
+        .send()
+        .wait()
+        .unwrap();
+    default.close();
+    let replaced = Client::builder()
+        .user_agent(http::HeaderValue::from_static("replaced/2"))
+        .build()
+        .unwrap();
+    replaced.get(server.url("/")).send().wait().unwrap();
+    replaced.close();
+    let without = Client::builder().no_user_agent().build().unwrap();
+    without.get(server.url("/")).send().wait().unwrap();
+    without.close();
+    let agents: Vec<Option<String>> = server
+        .requests()
+        .iter()
+        .map(|r| r.header("user-agent").map(str::to_owned))
+        .collect();
+    let ours = format!("tickless/{}", env!("CARGO_PKG_VERSION"));
+    assert_eq!(
+        agents,
+        [
+            Some(ours),
+            Some("mine/1".to_owned()),
+            Some("replaced/2".to_owned()),
+            None
+        ]
+    );
+}

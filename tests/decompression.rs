@@ -1,0 +1,356 @@
+//! Decompression end to end: each coding this build has, its bytes written
+//! at odd splits (Content-Length and chunked framing), stacked codings, a
+//! bomb stopped at `max_body_bytes`, bodies that lie about their coding,
+//! responses that have no body to decode, turning it off, and a real
+//! server (httpbin) choosing what we accept.
+//!
+//! gzip and deflate are in the default build; `br` and `zstd` are tested
+//! with `--features brotli,zstd` (scripts/test runs both).
+
+mod support;
+
+use std::io::Write;
+use std::net::TcpStream;
+use std::thread;
+use std::time::Duration;
+use support::real::Httpbin;
+use support::*;
+use tickless::{Client, Error};
+
+fn client() -> Client {
+    Client::builder()
+        .event_loops(1)
+        .request_timeout(Duration::from_secs(30))
+        .build()
+        .unwrap()
+}
+
+/// Text that compresses well but not to nothing: 200 KiB, longer than one
+/// read buffer and one decoded chunk.
+fn original() -> Vec<u8> {
+    let mut text = Vec::new();
+    let mut n = 0u64;
+    while text.len() < 200 * 1024 {
+        n = n
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        writeln!(text, "line {} of the body, {:x}", text.len(), n >> 40).unwrap();
+    }
+    text
+}
+
+fn gzip(data: &[u8]) -> Vec<u8> {
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    encoder.write_all(data).unwrap();
+    encoder.finish().unwrap()
+}
+
+fn zlib(data: &[u8]) -> Vec<u8> {
+    let mut encoder = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+    encoder.write_all(data).unwrap();
+    encoder.finish().unwrap()
+}
+
+fn raw_deflate(data: &[u8]) -> Vec<u8> {
+    let mut encoder =
+        flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+    encoder.write_all(data).unwrap();
+    encoder.finish().unwrap()
+}
+
+#[cfg(feature = "brotli")]
+fn brotli(data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    {
+        let mut encoder = brotli::CompressorWriter::new(&mut out, 4096, 5, 22);
+        encoder.write_all(data).unwrap();
+    }
+    out
+}
+
+#[cfg(feature = "zstd")]
+fn zstd(data: &[u8]) -> Vec<u8> {
+    zstd::stream::encode_all(data, 3).unwrap()
+}
+
+/// Writes `bytes` in pieces of 1, 2, 3, 5, 7, 11, 13 bytes then larger
+/// ones, each flushed, so the client's reads split the stream anywhere.
+fn dribble(stream: &mut TcpStream, bytes: &[u8]) -> std::io::Result<()> {
+    stream.set_nodelay(true)?;
+    let small = [1, 2, 3, 5, 7, 11, 13];
+    let mut at = 0;
+    let mut piece = 0;
+    while at < bytes.len() {
+        let len = small.get(piece).copied().unwrap_or(4093 + piece % 7);
+        let end = (at + len).min(bytes.len());
+        stream.write_all(&bytes[at..end])?;
+        stream.flush()?;
+        if piece < small.len() {
+            thread::sleep(Duration::from_millis(1));
+        }
+        at = end;
+        piece += 1;
+    }
+    Ok(())
+}
+
+/// A server that answers every request on a connection with
+/// `respond(request)`, dribbled.
+fn dribbling(respond: impl Fn(&RecordedRequest) -> Vec<u8> + Send + Sync + 'static) -> TestServer {
+    TestServer::start(Behaviour::custom(move |mut stream, index| {
+        let mut reader = RequestReader::new(index);
+        while let Ok(request) = reader.read_request(&mut stream) {
+            if dribble(&mut stream, &respond(&request)).is_err() {
+                return;
+            }
+        }
+    }))
+}
+
+/// The body encoded as `coding` names it, sent with Content-Length
+/// (`/length`) or chunked in 1000-byte chunks (`/chunked`).
+fn encoded_server(coding: &'static str, encoded: Vec<u8>) -> TestServer {
+    dribbling(move |request| {
+        let headers = [("Content-Encoding", coding)];
+        if request.target == "/chunked" {
+            let chunks: Vec<&[u8]> = encoded.chunks(1000).collect();
+            let mut out = chunked(200, &chunks, &[]);
+            // The coding header goes in the head, before the framing.
+            let at = out.windows(2).position(|w| w == b"\r\n").unwrap() + 2;
+            out.splice(
+                at..at,
+                format!("Content-Encoding: {coding}\r\n").into_bytes(),
+            );
+            out
+        } else {
+            response(200, &headers, &encoded)
+        }
+    })
+}
+
+fn round_trip(coding: &'static str, encoded: Vec<u8>) {
+    let expected = original();
+    let server = encoded_server(coding, encoded);
+    let client = client();
+    for path in ["/length", "/chunked"] {
+        let response = client.get(server.url(path)).send().wait().unwrap();
+        assert_eq!(response.status(), 200);
+        let headers = response.headers();
+        assert!(headers.get("content-encoding").is_none(), "{coding} {path}");
+        assert!(headers.get("content-length").is_none(), "{coding} {path}");
+        let body = response.bytes().wait().unwrap();
+        assert!(body == expected, "{coding} {path}: {} bytes", body.len());
+    }
+    client.close();
+}
+
+#[test]
+fn gzip_at_odd_splits() {
+    round_trip("gzip", gzip(&original()));
+}
+
+#[test]
+fn deflate_zlib_wrapped_and_raw() {
+    round_trip("deflate", zlib(&original()));
+    round_trip("deflate", raw_deflate(&original()));
+}
+
+#[test]
+fn stacked_codings_are_undone_in_reverse() {
+    // `deflate, gzip`: deflated first, then gzipped.
+    round_trip("deflate, gzip", gzip(&zlib(&original())));
+}
+
+#[cfg(feature = "brotli")]
+#[test]
+fn brotli_at_odd_splits() {
+    round_trip("br", brotli(&original()));
+}
+
+#[cfg(feature = "zstd")]
+#[test]
+fn zstd_at_odd_splits() {
+    round_trip("zstd", zstd(&original()));
+}
+
+#[test]
+fn accept_encoding_names_the_codings_this_build_has() {
+    let server = TestServer::respond(|_| ok(""));
+    let client = client();
+    client.get(server.url("/")).send().wait().unwrap();
+    let accepted = server.requests()[0]
+        .header("accept-encoding")
+        .unwrap()
+        .to_owned();
+    let codings: Vec<&str> = accepted.split(',').map(str::trim).collect();
+    assert!(codings.contains(&"gzip") && codings.contains(&"deflate"));
+    assert_eq!(codings.contains(&"br"), cfg!(feature = "brotli"));
+    assert_eq!(codings.contains(&"zstd"), cfg!(feature = "zstd"));
+    // The caller's own value is kept.
+    client
+        .get(server.url("/"))
+        .header("accept-encoding", "identity")
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(
+        server.requests()[1].header("accept-encoding"),
+        Some("identity")
+    );
+    client.close();
+}
+
+#[test]
+fn a_bomb_stops_at_max_body_bytes() {
+    // 64 MiB of zeros: 64 KiB on the wire.
+    let bomb = gzip(&vec![0; 64 << 20]);
+    assert!(bomb.len() < 128 * 1024);
+    let server =
+        TestServer::respond(move |_| response(200, &[("Content-Encoding", "gzip")], &bomb));
+    let client = Client::builder()
+        .event_loops(1)
+        .max_body_bytes(1 << 20)
+        .build()
+        .unwrap();
+    let error = client
+        .get(server.url("/"))
+        .send()
+        .wait()
+        .unwrap()
+        .bytes()
+        .wait()
+        .unwrap_err();
+    match error {
+        Error::BodyTooLarge { limit, .. } => assert_eq!(limit, 1 << 20),
+        other => panic!("expected BodyTooLarge, got {other:?}"),
+    }
+    // Read as a stream, no more than the limit comes out before the error.
+    let mut response = client.get(server.url("/")).send().wait().unwrap();
+    let mut decoded = 0;
+    let error = loop {
+        match response.chunk().wait() {
+            Ok(Some(chunk)) => decoded += chunk.len(),
+            Ok(None) => panic!("the bomb decoded whole"),
+            Err(error) => break error,
+        }
+    };
+    assert!(matches!(error, Error::BodyTooLarge { .. }), "{error:?}");
+    assert!(decoded <= 1 << 20, "{decoded} bytes decoded past the limit");
+    client.close();
+}
+
+#[test]
+fn a_body_that_lies_about_its_coding_is_a_decode_error() {
+    let gzipped = gzip(&original());
+    let cut = gzipped[..gzipped.len() / 2].to_vec();
+    let mut trailing = gzipped.clone();
+    trailing.extend_from_slice(b"garbage after the stream");
+    let server = TestServer::respond(move |request| {
+        let body: &[u8] = match request.target.as_str() {
+            "/plain" => b"this was never gzipped",
+            "/cut" => &cut,
+            _ => &trailing,
+        };
+        response(200, &[("Content-Encoding", "gzip")], body)
+    });
+    let client = client();
+    for path in ["/plain", "/cut", "/trailing"] {
+        let response = client.get(server.url(path)).send().wait().unwrap();
+        assert_eq!(response.status(), 200, "the head is fine");
+        let error = response.bytes().wait().unwrap_err();
+        match error {
+            Error::Decode { remote, .. } => {
+                assert!(remote.ends_with(&server.authority()), "{path}: {remote}")
+            }
+            other => panic!("{path}: expected Error::Decode, got {other:?}"),
+        }
+    }
+    client.close();
+}
+
+#[test]
+fn an_unknown_coding_is_left_as_it_came() {
+    let server =
+        TestServer::respond(|_| response(200, &[("Content-Encoding", "x-custom")], b"opaque"));
+    let client = client();
+    let response = client.get(server.url("/")).send().wait().unwrap();
+    assert_eq!(response.headers()["content-encoding"], "x-custom");
+    assert_eq!(response.headers()["content-length"], "6");
+    assert_eq!(&response.bytes().wait().unwrap()[..], b"opaque");
+    client.close();
+}
+
+#[test]
+fn head_204_and_304_are_never_decoded() {
+    let server = TestServer::respond(|request| match request.target.as_str() {
+        "/204" => response(204, &[("Content-Encoding", "gzip")], b""),
+        "/304" => response(304, &[("Content-Encoding", "gzip")], b""),
+        // An answer to HEAD: the length of the body a GET would get.
+        _ => response(
+            200,
+            &[("Content-Encoding", "gzip"), ("Content-Length", "1234")],
+            b"",
+        ),
+    });
+    let client = client();
+    let response = client.head(server.url("/head")).send().wait().unwrap();
+    assert_eq!(response.headers()["content-encoding"], "gzip");
+    assert_eq!(response.headers()["content-length"], "1234");
+    assert!(response.bytes().wait().unwrap().is_empty());
+    for path in ["/204", "/304"] {
+        let response = client.get(server.url(path)).send().wait().unwrap();
+        assert_eq!(response.headers()["content-encoding"], "gzip", "{path}");
+        assert!(response.bytes().wait().unwrap().is_empty());
+    }
+    client.close();
+}
+
+#[test]
+fn with_decompression_off_the_body_comes_as_it_was_sent() {
+    let gzipped = gzip(b"still compressed");
+    let served = gzipped.clone();
+    let server =
+        TestServer::respond(move |_| response(200, &[("Content-Encoding", "gzip")], &served));
+    let off = Client::builder()
+        .event_loops(1)
+        .no_decompress()
+        .build()
+        .unwrap();
+    let response = off.get(server.url("/")).send().wait().unwrap();
+    assert_eq!(response.headers()["content-encoding"], "gzip");
+    assert_eq!(response.bytes().wait().unwrap(), gzipped);
+    assert_eq!(server.requests()[0].header("accept-encoding"), None);
+    off.close();
+    // Per request, over the client's setting.
+    let on = client();
+    let response = on
+        .get(server.url("/"))
+        .decompress(false)
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.bytes().wait().unwrap(), gzipped);
+    assert_eq!(server.requests()[1].header("accept-encoding"), None);
+    on.close();
+}
+
+#[test]
+fn httpbin_serves_what_we_accept() {
+    let httpbin = Httpbin::start();
+    let client = client();
+    let mut routes = vec![("/gzip", "gzipped"), ("/deflate", "deflated")];
+    if cfg!(feature = "brotli") {
+        routes.push(("/brotli", "brotli"));
+    }
+    for (path, flag) in routes {
+        let response = client.get(httpbin.url(path)).send().wait().unwrap();
+        assert_eq!(response.status(), 200, "{path}");
+        assert!(response.headers().get("content-encoding").is_none());
+        let text = response.text().wait().unwrap();
+        assert!(
+            text.contains(&format!("\"{flag}\": true")),
+            "{path}: {text}"
+        );
+    }
+    client.close();
+}

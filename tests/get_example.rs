@@ -1,0 +1,157 @@
+//! `examples/get`, the command-line face of the client, run as a process
+//! against loopback servers: redirects followed by default and bounded by
+//! `--max-redirects`, `--no-decompress`, `--cookies` and `--cookie`,
+//! `--max-body-bytes`, `-u` and URL credentials (and curl's names for the
+//! same), and its exit statuses (0 for any response, 1 for an
+//! error, 2 for bad arguments).
+
+mod support;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+use support::*;
+
+/// The example's binary, next to this test's (`target/<profile>/examples`):
+/// `cargo test` builds examples before it runs tests (a run filtered with
+/// `--test` may not: then build it with `cargo build --example get`).
+fn get_binary() -> &'static PathBuf {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    BINARY.get_or_init(|| {
+        let deps = std::env::current_exe().unwrap();
+        let binary = deps
+            .parent()
+            .unwrap()
+            .parent()
+            .unwrap()
+            .join("examples/get");
+        let built = std::fs::metadata(&binary).and_then(|m| m.modified());
+        let source = std::fs::metadata(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/get.rs"))
+            .and_then(|m| m.modified())
+            .unwrap();
+        assert!(
+            built.is_ok_and(|built| built >= source),
+            "{} is missing or older than examples/get.rs: cargo build --example get",
+            binary.display()
+        );
+        binary
+    })
+}
+
+fn get(args: &[&str]) -> Output {
+    Command::new(get_binary()).args(args).output().unwrap()
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn server() -> TestServer {
+    TestServer::respond(|request| match request.target.as_str() {
+        "/old" => response(302, &[("Location", "/new")], b""),
+        "/login" => response(
+            303,
+            &[("Location", "/home"), ("Set-Cookie", "token=t1; Path=/")],
+            b"",
+        ),
+        "/gz" => {
+            let mut encoder =
+                flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            encoder.write_all(b"unzipped text").unwrap();
+            response(
+                200,
+                &[("Content-Encoding", "gzip")],
+                &encoder.finish().unwrap(),
+            )
+        }
+        "/big" => ok(&"x".repeat(10_000)),
+        _ => ok(&format!(
+            "{} auth={} cookie={}",
+            request.target,
+            request.header("authorization").unwrap_or("-"),
+            request.header("cookie").unwrap_or("-"),
+        )),
+    })
+}
+
+#[test]
+fn redirects_are_followed_unless_max_redirs_says_zero() {
+    let server = server();
+    let followed = get(&[&server.url("/old")]);
+    assert!(followed.status.success());
+    let text = stdout(&followed);
+    assert!(text.starts_with("HTTP/1.1 200 OK"), "{text}");
+    assert!(text.ends_with("/new auth=- cookie=-"), "{text}");
+
+    for flag in ["--max-redirects", "--max-redirs"] {
+        let first = get(&[&server.url("/old"), flag, "0"]);
+        assert!(first.status.success(), "a 3xx is a response: exit 0");
+        let text = stdout(&first);
+        assert!(text.starts_with("HTTP/1.1 302 Found"), "{text}");
+        assert!(text.contains("location: /new"), "{text}");
+    }
+}
+
+#[test]
+fn raw_prints_the_body_as_it_was_encoded() {
+    let server = server();
+    let decoded = stdout(&get(&[&server.url("/gz")]));
+    assert!(decoded.ends_with("\n\nunzipped text"), "{decoded}");
+    assert!(!decoded.contains("content-encoding"), "{decoded}");
+    let raw = get(&[&server.url("/gz"), "--raw"]);
+    assert!(
+        raw.stdout.windows(2).any(|w| w == [0x1f, 0x8b]),
+        "gzip magic"
+    );
+    assert!(stdout(&raw).contains("content-encoding: gzip"));
+}
+
+#[test]
+fn cookies_and_credentials() {
+    let server = server();
+    // The cookie set by the 303 goes to the next hop, with the caller's.
+    let text = stdout(&get(&[&server.url("/login"), "--cookie", "lang=en"]));
+    assert!(text.contains("/home auth=- cookie="), "{text}");
+    assert!(
+        text.contains("token=t1") && text.contains("lang=en"),
+        "{text}"
+    );
+
+    let expected = support::real::basic_auth("alice", "pw");
+    let text = stdout(&get(&[&server.url("/who"), "-u", "alice:pw"]));
+    assert!(
+        text.ends_with(&format!("/who auth={expected} cookie=-")),
+        "{text}"
+    );
+    let in_url = server.url("/who").replace("://", "://alice:pw@");
+    let text = stdout(&get(&[&in_url]));
+    assert!(
+        text.ends_with(&format!("/who auth={expected} cookie=-")),
+        "{text}"
+    );
+}
+
+#[test]
+fn errors_exit_1_and_bad_arguments_2() {
+    let server = server();
+    for flag in ["--max-body-bytes", "--max-filesize"] {
+        let too_big = get(&[&server.url("/big"), flag, "1000"]);
+        assert_eq!(too_big.status.code(), Some(1));
+        let stderr = String::from_utf8_lossy(&too_big.stderr);
+        assert!(stderr.contains("1000"), "{stderr}");
+        let fits = get(&[&server.url("/big"), flag, "10000"]);
+        assert_eq!(fits.status.code(), Some(0));
+    }
+
+    let refused = get(&[&format!("http://{}/", refused_addr())]);
+    assert_eq!(refused.status.code(), Some(1));
+    for bad in [
+        vec!["--max-redirects", "many", "http://127.0.0.1/"],
+        vec!["--cookie", "no-equals-sign", "http://127.0.0.1/"],
+        vec!["--bogus", "http://127.0.0.1/"],
+    ] {
+        let output = get(&bad);
+        assert_ne!(output.status.code(), Some(0), "{bad:?}");
+    }
+}

@@ -1,0 +1,523 @@
+//! Redirects, hop by hop against loopback servers: which statuses are
+//! followed and how each changes the method and the body, how `Location`
+//! resolves, which headers cross an origin, downgrades, limits and loops,
+//! the one request deadline over every hop (on a `ManualClock`, in both
+//! timeout modes), streamed bodies, and what the caller and the listener
+//! see.
+
+mod support;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+use support::client_kit::{Event, Recorder};
+use support::tls::{certs, TlsServer};
+use support::*;
+use tickless::redirect::Policy;
+use tickless::timer::ManualClock;
+use tickless::{Client, Error, RedirectError, Upload};
+
+fn client() -> Client {
+    Client::builder()
+        .event_loops(1)
+        .request_timeout(Duration::from_secs(30))
+        .build()
+        .unwrap()
+}
+
+/// A redirect to `location` with `status`.
+fn redirect(status: u16, location: &str) -> Vec<u8> {
+    response(status, &[("Location", location)], b"")
+}
+
+/// A server that redirects `/from` to `/to` with `status` and answers
+/// `/to` with the method, the body and the `Content-Type` it received.
+fn redirecting(status: u16) -> TestServer {
+    TestServer::respond(move |request| match request.target.as_str() {
+        "/from" => redirect(status, "/to"),
+        _ => ok(&format!(
+            "{} {} [{}]",
+            request.method,
+            String::from_utf8_lossy(&request.body),
+            request.header("content-type").unwrap_or("-"),
+        )),
+    })
+}
+
+fn post_with_body(client: &Client, url: String) -> String {
+    let response = client
+        .post(url)
+        .header("content-type", "text/plain")
+        .body("payload")
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    response.text().wait().unwrap()
+}
+
+#[test]
+fn each_redirect_status_changes_the_method_as_the_rfc_and_the_browsers_do() {
+    let client = client();
+    for (status, expected) in [
+        (301, "GET  [-]"),
+        (302, "GET  [-]"),
+        (303, "GET  [-]"),
+        (307, "POST payload [text/plain]"),
+        (308, "POST payload [text/plain]"),
+    ] {
+        let server = redirecting(status);
+        assert_eq!(
+            post_with_body(&client, server.url("/from")),
+            expected,
+            "{status}"
+        );
+        // The body and its headers went only where they were meant to.
+        let requests = server.requests();
+        assert_eq!(requests.len(), 2);
+        assert_eq!(requests[0].body, b"payload");
+        if !expected.starts_with("POST") {
+            assert!(requests[1]
+                .header("content-length")
+                .is_none_or(|l| l == "0"));
+            assert!(requests[1].body.is_empty());
+        }
+    }
+    client.close();
+}
+
+#[test]
+fn put_keeps_its_method_on_301_and_302_and_head_stays_head_on_303() {
+    let client = client();
+    for status in [301, 302, 307, 308] {
+        let server = redirecting(status);
+        let response = client
+            .put(server.url("/from"))
+            .body("data")
+            .send()
+            .wait()
+            .unwrap();
+        assert_eq!(response.text().wait().unwrap(), "PUT data [-]", "{status}");
+    }
+    let server = redirecting(303);
+    let response = client.head(server.url("/from")).send().wait().unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(server.requests()[1].method, "HEAD");
+    client.close();
+}
+
+#[test]
+fn other_statuses_and_unusable_locations_are_the_response() {
+    let server = TestServer::respond(|request| match request.target.as_str() {
+        "/300" => redirect(300, "/elsewhere"),
+        "/304" => response(304, &[("Location", "/elsewhere")], b""),
+        "/no-location" => response(302, &[], b"moved, but where?"),
+        "/ftp" => redirect(301, "ftp://127.0.0.1/file"),
+        "/garbage" => redirect(302, "http://[::1"),
+        _ => ok("followed"),
+    });
+    let client = client();
+    for (path, status) in [
+        ("/300", 300),
+        ("/304", 304),
+        ("/no-location", 302),
+        ("/ftp", 301),
+        ("/garbage", 302),
+    ] {
+        let response = client.get(server.url(path)).send().wait().unwrap();
+        assert_eq!(response.status(), status, "{path}");
+        assert_eq!(response.url().path(), path);
+    }
+    assert_eq!(server.requests().len(), 5, "nothing was followed");
+    client.close();
+}
+
+#[test]
+fn locations_resolve_against_the_url_that_answered() {
+    let other = TestServer::respond(|request| ok(&format!("other {}", request.target)));
+    let other_authority = other.authority();
+    let server = TestServer::respond(move |request| match request.target.as_str() {
+        "/a/b/start" => redirect(302, "../c/./d?x=1#fragment"),
+        "/a/c/d?x=1" => redirect(302, "?y=2"),
+        "/a/c/d?y=2" => redirect(302, "e%20f/g h"),
+        "/a/c/e%20f/g%20h" => redirect(302, &format!("//{other_authority}/scheme-relative")),
+        target => ok(&format!("unexpected {target}")),
+    });
+    let client = client();
+    let response = client.get(server.url("/a/b/start")).send().wait().unwrap();
+    assert_eq!(response.url().to_string(), other.url("/scheme-relative"));
+    assert_eq!(response.text().wait().unwrap(), "other /scheme-relative");
+    let targets: Vec<String> = server.requests().into_iter().map(|r| r.target).collect();
+    assert_eq!(
+        targets,
+        ["/a/b/start", "/a/c/d?x=1", "/a/c/d?y=2", "/a/c/e%20f/g%20h"],
+        "the fragment is never sent, spaces are percent-encoded"
+    );
+    client.close();
+}
+
+#[test]
+fn credentials_stay_within_one_origin() {
+    let elsewhere = TestServer::respond(|_| ok("elsewhere"));
+    let elsewhere_url = elsewhere.url("/landing");
+    let server = TestServer::respond(move |request| match request.target.as_str() {
+        "/start" => redirect(302, "/same-origin"),
+        "/same-origin" => redirect(307, &elsewhere_url),
+        _ => ok("?"),
+    });
+    let client = client();
+    let response = client
+        .get(server.url("/start"))
+        .basic_auth("user", Some("secret"))
+        .header("cookie", "session=1")
+        .header("x-custom", "kept")
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.text().wait().unwrap(), "elsewhere");
+    for request in server.requests() {
+        assert!(
+            request.header("authorization").is_some(),
+            "{}",
+            request.target
+        );
+        assert_eq!(request.header("cookie"), Some("session=1"));
+    }
+    let landed = &elsewhere.requests()[0];
+    assert_eq!(landed.header("authorization"), None);
+    assert_eq!(landed.header("cookie"), None);
+    assert_eq!(landed.header("x-custom"), Some("kept"));
+    // Host names the origin that is asked, not the first one.
+    assert_eq!(landed.header("host"), Some(elsewhere.authority().as_str()));
+    client.close();
+}
+
+#[test]
+fn a_port_change_is_an_origin_change() {
+    // Same host, another port: credentials are dropped (RFC 6454 origin).
+    let second = TestServer::respond(|_| ok("second"));
+    let second_url = second.url("/");
+    let first = TestServer::respond(move |_| redirect(302, &second_url));
+    let client = client();
+    client
+        .get(first.url("/"))
+        .bearer_auth("token")
+        .send()
+        .wait()
+        .unwrap();
+    assert!(first.requests()[0].header("authorization").is_some());
+    assert_eq!(second.requests()[0].header("authorization"), None);
+    client.close();
+}
+
+#[test]
+fn https_to_http_is_refused_unless_the_policy_allows_it() {
+    let plain = TestServer::respond(|_| ok("plain"));
+    let plain_url = plain.url("/landing");
+    let secure = TlsServer::respond(&certs().valid, move |_| redirect(302, &plain_url));
+    let client = |policy: Policy| {
+        Client::builder()
+            .event_loops(1)
+            .add_root_certificate(&certs().ca_pem)
+            .redirect(policy)
+            .build()
+            .unwrap()
+    };
+    let refusing = client(Policy::limited(5));
+    let error = refusing
+        .get(secure.url("/start"))
+        .send()
+        .wait()
+        .unwrap_err();
+    match &error {
+        Error::Redirect { chain, reason } => {
+            assert!(matches!(reason, RedirectError::Downgrade), "{reason:?}");
+            assert_eq!(chain.len(), 2);
+            assert_eq!(chain[1].to_string(), plain.url("/landing"));
+        }
+        other => panic!("expected a refused downgrade, got {other:?}"),
+    }
+    assert!(plain.requests().is_empty());
+    refusing.close();
+
+    let allowing = client(Policy::limited(5).allow_https_to_http(true));
+    let response = allowing.get(secure.url("/start")).send().wait().unwrap();
+    assert_eq!(response.text().wait().unwrap(), "plain");
+    allowing.close();
+}
+
+/// `/n` redirects to `/n+1`, forever.
+fn endless_chain() -> TestServer {
+    TestServer::respond(|request| {
+        let n: usize = request.target[1..].parse().unwrap_or(0);
+        redirect(302, &format!("/{}", n + 1))
+    })
+}
+
+#[test]
+fn the_limit_counts_redirects_and_none_returns_the_first() {
+    let server = endless_chain();
+    let client = Client::builder()
+        .event_loops(1)
+        .redirect(Policy::limited(3))
+        .build()
+        .unwrap();
+    let error = client.get(server.url("/0")).send().wait().unwrap_err();
+    match &error {
+        Error::Redirect { chain, reason } => {
+            assert!(matches!(reason, RedirectError::TooMany { limit: 3 }));
+            let paths: Vec<&str> = chain.iter().map(|u| u.path()).collect();
+            assert_eq!(paths, ["/0", "/1", "/2", "/3", "/4"]);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(server.requests().len(), 4, "three redirects followed");
+
+    // Per request, over the client's policy.
+    let response = client
+        .get(server.url("/0"))
+        .redirect(Policy::none())
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.status(), 302);
+    assert_eq!(response.headers()["location"], "/1");
+    assert_eq!(response.url().path(), "/0");
+    client.close();
+}
+
+#[test]
+fn the_default_follows_ten() {
+    let server = endless_chain();
+    let client = client();
+    let error = client.get(server.url("/0")).send().wait().unwrap_err();
+    assert!(
+        matches!(
+            error,
+            Error::Redirect {
+                reason: RedirectError::TooMany { limit: 10 },
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    assert_eq!(server.requests().len(), 11);
+    client.close();
+}
+
+#[test]
+fn a_loop_is_found_but_a_login_that_sets_a_cookie_is_not_one() {
+    let server = TestServer::respond(|request| match request.target.as_str() {
+        "/ping" => redirect(302, "/pong"),
+        "/pong" => redirect(302, "/ping"),
+        // Sets a cookie and redirects to itself; with the cookie it answers.
+        "/login" if request.header("cookie") == Some("token=1") => ok("welcome"),
+        "/login" => response(
+            302,
+            &[("Location", "/login"), ("Set-Cookie", "token=1")],
+            b"",
+        ),
+        _ => ok("?"),
+    });
+    let client = client();
+    let error = client.get(server.url("/ping")).send().wait().unwrap_err();
+    match &error {
+        Error::Redirect { chain, reason } => {
+            assert!(matches!(reason, RedirectError::Loop), "{reason:?}");
+            let paths: Vec<&str> = chain.iter().map(|u| u.path()).collect();
+            assert_eq!(paths, ["/ping", "/pong", "/ping"]);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(server.requests().len(), 2, "the loop is not walked again");
+
+    // Without a cookie store the login is a loop too: nothing changes.
+    let error = client.get(server.url("/login")).send().wait().unwrap_err();
+    assert!(matches!(
+        error,
+        Error::Redirect {
+            reason: RedirectError::Loop,
+            ..
+        }
+    ));
+    client.close();
+    // With one, the second visit carries the cookie the first one set.
+    let client = Client::builder()
+        .event_loops(1)
+        .cookie_store(true)
+        .build()
+        .unwrap();
+    let response = client.get(server.url("/login")).send().wait().unwrap();
+    assert_eq!(response.text().wait().unwrap(), "welcome");
+    client.close();
+}
+
+#[test]
+fn a_custom_policy_sees_each_attempt_and_may_stop_or_fail() {
+    let server = endless_chain();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let noted = seen.clone();
+    let policy = Policy::custom(move |attempt| {
+        noted.lock().unwrap().push((
+            attempt.status().as_u16(),
+            attempt.url().path().to_owned(),
+            attempt.previous().len(),
+        ));
+        match attempt.url().path() {
+            "/2" => attempt.stop(),
+            _ => attempt.follow(),
+        }
+    });
+    let client = client();
+    let response = client
+        .get(server.url("/0"))
+        .redirect(policy)
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.status(), 302);
+    assert_eq!(response.url().path(), "/1");
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [(302, "/1".to_owned(), 1), (302, "/2".to_owned(), 2)]
+    );
+
+    let failing = Policy::custom(|attempt| attempt.error("not there"));
+    let error = client
+        .get(server.url("/0"))
+        .redirect(failing)
+        .send()
+        .wait()
+        .unwrap_err();
+    match error {
+        Error::Redirect {
+            reason: RedirectError::Policy(inner),
+            ..
+        } => assert_eq!(inner.to_string(), "not there"),
+        other => panic!("{other:?}"),
+    }
+    client.close();
+}
+
+#[test]
+fn a_streamed_body_cannot_be_replayed_so_a_307_is_the_response() {
+    let server = redirecting(307);
+    let client = client();
+    let body = std::io::Cursor::new(b"streamed".to_vec());
+    let response = client
+        .post(server.url("/from"))
+        .body(Upload::from_reader(body, Some(8)))
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.status(), 307);
+    assert_eq!(server.requests().len(), 1);
+    assert_eq!(server.requests()[0].body, b"streamed");
+    // A 303 drops the body anyway, so it is followed.
+    let server = redirecting(303);
+    let body = std::io::Cursor::new(b"streamed".to_vec());
+    let response = client
+        .post(server.url("/from"))
+        .body(Upload::from_reader(body, None))
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.text().wait().unwrap(), "GET  [-]");
+    client.close();
+}
+
+#[test]
+fn the_response_and_the_listener_say_where_the_chain_went() {
+    let server = TestServer::respond(|request| match request.target.as_str() {
+        "/one" => response(301, &[("Location", "/two")], b"skipped body"),
+        "/two" => redirect(308, "/three"),
+        _ => ok("three"),
+    });
+    let recorder = Recorder::new();
+    let client = Client::builder()
+        .event_loops(1)
+        .listener(recorder.clone())
+        .build()
+        .unwrap();
+    let response = client.get(server.url("/one")).send().wait().unwrap();
+    assert_eq!(response.url().to_string(), server.url("/three"));
+    assert_eq!(response.text().wait().unwrap(), "three");
+    let redirects: Vec<(u16, String, String)> = recorder
+        .events()
+        .into_iter()
+        .filter_map(|(event, _)| match event {
+            Event::Redirect(status, from, to) => Some((status.as_u16(), from, to)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        redirects,
+        [
+            (301, server.url("/one"), server.url("/two")),
+            (308, server.url("/two"), server.url("/three")),
+        ]
+    );
+    // The redirect's body was read off, so one connection served the chain.
+    assert_eq!(server.connections_accepted(), 1);
+    client.close();
+}
+
+/// The request deadline is fixed when the first hop is sent and holds
+/// across every hop. Each hop's server advances the manual clock by 600 ms
+/// before it answers, so the second hop starts at 0.6 s: a deadline fixed
+/// per hop (1.6 s) would let the 1.2 s of the second hop's answer through,
+/// the request's own (1 s) does not.
+fn one_deadline_over_every_hop(event_loop_timeouts: bool) {
+    let clock = ManualClock::new();
+    let server_clock = clock.clone();
+    let slow_second_answers = Arc::new(AtomicUsize::new(0));
+    let answered = slow_second_answers.clone();
+    let server = TestServer::respond(move |request| {
+        server_clock.advance(Duration::from_millis(600));
+        match request.target.as_str() {
+            "/first" => redirect(302, "/second"),
+            _ => {
+                // Real time for the client's timer to fire first.
+                thread::sleep(Duration::from_secs(2));
+                answered.fetch_add(1, Ordering::SeqCst);
+                ok("too late")
+            }
+        }
+    });
+    let client = Client::builder()
+        .clock(Arc::new(clock.clone()))
+        .event_loops(1)
+        .use_event_loop_timeouts(event_loop_timeouts)
+        .request_timeout(Duration::from_secs(1))
+        .read_timeout(Duration::ZERO)
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    let error = client.get(server.url("/first")).send().wait().unwrap_err();
+    assert!(
+        matches!(error, Error::RequestTimeout(_)),
+        "mode {event_loop_timeouts}: {error:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "not at the deadline"
+    );
+    assert_eq!(server.requests().len(), 2);
+    assert_eq!(slow_second_answers.load(Ordering::SeqCst), 0);
+    assert!(eventually(Duration::from_secs(10), || client
+        .stats()
+        .armed_timers()
+        == 0));
+    client.close();
+}
+
+#[test]
+fn one_request_deadline_covers_every_hop_on_the_wheel() {
+    one_deadline_over_every_hop(false);
+}
+
+#[test]
+fn one_request_deadline_covers_every_hop_on_the_loop() {
+    one_deadline_over_every_hop(true);
+}
