@@ -265,3 +265,43 @@ fn many_streams_time_out_together_and_the_connection_goes_on() {
     assert!(eventually(CEILING, || p.client.stats().armed_timers() == 0));
     p.client.close();
 }
+
+#[test]
+fn streams_freed_by_timeouts_go_to_the_requests_waiting_for_one() {
+    // Two streams at once: both taken by stalled requests, so the next two
+    // wait here until the timeouts reset the stalled ones.
+    let server = H2Server::start_with(
+        |builder| {
+            builder.max_concurrent_streams(2);
+        },
+        |mut stream: H2Stream| async move {
+            if stream.request.uri().path() == "/stall" {
+                await_reset(&mut stream.respond, &stream.stats, Duration::from_secs(30)).await
+            } else {
+                answer(stream, 200, b"ok").await
+            }
+        },
+    );
+    for event_loop_timeouts in [false, true] {
+        let p = parts(event_loop_timeouts);
+        let warm = p.client.get(server.url("/")).send().wait().unwrap();
+        assert_eq!(warm.bytes().wait().unwrap(), "ok");
+        let stalled: Vec<_> = (0..2)
+            .map(|_| send(&p, &server, "/stall", Duration::from_millis(200)).0)
+            .collect();
+        let waiting: Vec<_> = (0..2)
+            .map(|_| send(&p, &server, "/", Duration::from_secs(30)).0)
+            .collect();
+        for future in stalled {
+            assert!(matches!(
+                future.wait().unwrap_err(),
+                Error::RequestTimeout(_)
+            ));
+        }
+        for future in waiting {
+            assert_eq!(future.wait().unwrap().bytes().wait().unwrap(), "ok");
+        }
+        assert!(eventually(CEILING, || p.client.stats().armed_timers() == 0));
+        p.client.close();
+    }
+}

@@ -429,7 +429,10 @@ impl Conn {
         let State::H2(h2) = &mut self.state else {
             return;
         };
-        if h2.going_away && h2.shared {
+        if !h2.going_away {
+            return;
+        }
+        if h2.shared {
             h2.shared = false;
             let id = info.as_ref().map_or(0, |info| info.id);
             self.owner.unshare(&self.origin, id);
@@ -437,11 +440,11 @@ impl Conn {
                 let reason = Http2Reason(goaway.map_or(0, u32::from));
                 self.owner.env().config.listener.on_goaway(info, reason);
             }
-            let waiting: Vec<_> = h2.queue.drain(..).collect();
-            for exchange in waiting {
-                exchange.attach(ConnSlot::None);
-                self.owner.redispatch(exchange, true);
-            }
+        }
+        let waiting: Vec<_> = h2.queue.drain(..).collect();
+        for exchange in waiting {
+            exchange.attach(ConnSlot::None);
+            self.owner.redispatch(exchange, true);
         }
     }
 
@@ -496,8 +499,19 @@ impl Conn {
                 .open
                 .fetch_sub(1, Ordering::Relaxed);
         }
-        // The reset goes out now.
-        self.drive_h2(cx);
+        // The reset goes out now. Only the connection is polled: a burst of
+        // expiries aborts many streams one after another, and polling every
+        // stream for each would cost the burst its square. What the reset
+        // frees (a stream for a request waiting) wakes the connection.
+        let State::H2(h2) = &self.state else {
+            return;
+        };
+        let waker = h2.waker.waker();
+        let mut task = Context::from_waker(&waker);
+        if let Some(result) = self.poll_h2_connection(&mut task) {
+            self.poll_streams(cx, &mut task);
+            self.end_h2(cx, result.err());
+        }
     }
 
     /// The connection has ended (`error`, or the server closed it): every
