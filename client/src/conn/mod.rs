@@ -292,7 +292,7 @@ impl Source for Conn {
                     self.read_response(cx);
                 }
             }
-            State::H2(_) => self.drive_h2(cx),
+            State::H2(_) => self.h2_ready(cx, readiness),
             State::Idle => {
                 if readiness.can_read() {
                     self.on_idle_readable(cx);

@@ -11,30 +11,73 @@
 //!   edge-triggered registration promises after a `WouldBlock`. The waker
 //!   the future was polled with is only for wake-ups that do not come from
 //!   the socket (the h2 crate's own, between streams and the connection).
-//! * Only the loop's thread holds it: the connection owns it, and it is
-//!   never shared.
+//! * Readiness is tracked, as tokio's own sockets do: a read (a write) that
+//!   would block clears a flag that only the socket's next readable
+//!   (writable) event sets again ([`IoReadiness`]), and while it is clear a
+//!   poll returns `Pending` without a system call. The h2 connection polls
+//!   its transport several times per turn of the loop; without this each
+//!   poll with nothing to read would cost a `recv` that fails. What TLS has
+//!   decrypted is read before a `WouldBlock` can come, so none is left behind.
+//! * Only the loop's thread uses it: the connection owns it, and the flags
+//!   are shared with that same connection's code alone.
 
 use super::Transport;
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 /// A transport as an async byte stream. See the [module documentation](self).
 pub(crate) struct AsyncIo {
     transport: Transport,
+    ready: Arc<IoReadiness>,
 }
 
-impl AsyncIo {
-    pub(crate) fn new(transport: Transport) -> AsyncIo {
-        AsyncIo { transport }
+/// Whether reading and writing may make progress: set by the socket's
+/// readiness events, cleared by a `WouldBlock`.
+#[derive(Debug)]
+pub(crate) struct IoReadiness {
+    readable: AtomicBool,
+    writable: AtomicBool,
+}
+
+impl IoReadiness {
+    /// The socket's readiness event said so.
+    pub(crate) fn set(&self, readable: bool, writable: bool) {
+        if readable {
+            self.readable.store(true, Ordering::Relaxed);
+        }
+        if writable {
+            self.writable.store(true, Ordering::Relaxed);
+        }
     }
 }
 
-/// `WouldBlock` as `Pending`, any other result as ready.
-fn ready<T>(result: io::Result<T>) -> Poll<io::Result<T>> {
+impl AsyncIo {
+    /// Over `transport`, taken as ready both ways (a fresh connection has
+    /// not read yet, and may already hold bytes).
+    pub(crate) fn new(transport: Transport) -> (AsyncIo, Arc<IoReadiness>) {
+        let ready = Arc::new(IoReadiness {
+            readable: AtomicBool::new(true),
+            writable: AtomicBool::new(true),
+        });
+        let io = AsyncIo {
+            transport,
+            ready: ready.clone(),
+        };
+        (io, ready)
+    }
+}
+
+/// `Pending` for `WouldBlock`, clearing `flag`; any other result as ready.
+fn tracked<T>(flag: &AtomicBool, result: io::Result<T>) -> Poll<io::Result<T>> {
     match result {
-        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Poll::Pending,
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+            flag.store(false, Ordering::Relaxed);
+            Poll::Pending
+        }
         other => Poll::Ready(other),
     }
 }
@@ -46,9 +89,12 @@ impl AsyncRead for AsyncIo {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
+        if !this.ready.readable.load(Ordering::Relaxed) {
+            return Poll::Pending;
+        }
         loop {
             let read = this.transport.read(buf.initialize_unfilled());
-            return match ready(read) {
+            return match tracked(&this.ready.readable, read) {
                 Poll::Ready(Ok(n)) => {
                     buf.advance(n);
                     Poll::Ready(Ok(()))
@@ -68,8 +114,11 @@ impl AsyncWrite for AsyncIo {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
+        if !this.ready.writable.load(Ordering::Relaxed) {
+            return Poll::Pending;
+        }
         loop {
-            match ready(this.transport.write(buf)) {
+            match tracked(&this.ready.writable, this.transport.write(buf)) {
                 Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
                 other => return other,
             }
@@ -77,10 +126,20 @@ impl AsyncWrite for AsyncIo {
     }
 
     fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut().transport.flush() {
+        let this = self.get_mut();
+        if !this.transport.wants_write() {
+            return Poll::Ready(Ok(()));
+        }
+        if !this.ready.writable.load(Ordering::Relaxed) {
+            return Poll::Pending;
+        }
+        match this.transport.flush() {
             Ok(true) => Poll::Ready(Ok(())),
-            Ok(false) => Poll::Pending,
-            Err(e) => ready(Err(e)),
+            Ok(false) => {
+                this.ready.writable.store(false, Ordering::Relaxed);
+                Poll::Pending
+            }
+            Err(e) => tracked(&this.ready.writable, Err(e)),
         }
     }
 

@@ -9,6 +9,6 @@ pub(crate) mod socket;
 pub(crate) mod tls;
 mod transport;
 
-pub(crate) use io::AsyncIo;
+pub(crate) use io::{AsyncIo, IoReadiness};
 pub use origin::{Origin, Scheme};
 pub(crate) use transport::{Handshake, HandshakeError, Transport};

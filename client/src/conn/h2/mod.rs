@@ -57,7 +57,8 @@ use crate::error::{Error, Http2Initiator, Http2Reason};
 use crate::event_loop::{LoopContext, SourceWaker};
 use crate::events::EventListener;
 use crate::exchange::{deadline_after, ConnSlot, Exchange, Head, Pushed, RequestBody, Waiter};
-use crate::net::{AsyncIo, Transport};
+use crate::event_loop::Readiness;
+use crate::net::{AsyncIo, IoReadiness, Transport};
 use bytes::Bytes;
 use h2::client::{Connection, ResponseFuture, SendRequest};
 use h2::{RecvStream, SendStream};
@@ -84,6 +85,8 @@ pub(super) struct Http2 {
     /// Requests waiting for a stream, oldest first.
     queue: VecDeque<Arc<Exchange>>,
     waker: Arc<SourceWaker>,
+    /// What the socket's readiness events said (see `AsyncIo`).
+    io_ready: Arc<IoReadiness>,
     /// In the pool's shared list: requests to its origin come here.
     shared: bool,
     /// The server sent `GOAWAY`: no new stream.
@@ -170,7 +173,8 @@ impl Conn {
             .initial_connection_window_size(options.initial_connection_window)
             .max_frame_size(options.max_frame_size)
             .max_header_list_size(options.max_header_list_size);
-        let handshake = builder.handshake::<_, Bytes>(AsyncIo::new(transport));
+        let (io, io_ready) = AsyncIo::new(transport);
+        let handshake = builder.handshake::<_, Bytes>(io);
         if let Some(info) = &self.info {
             exchange
                 .listener
@@ -182,6 +186,7 @@ impl Conn {
             streams: Vec::new(),
             queue: VecDeque::from([exchange]),
             waker: SourceWaker::new(cx.event_loop(), cx.me()),
+            io_ready,
             shared: false,
             going_away: false,
             goaway_error: None,
@@ -218,8 +223,22 @@ impl Conn {
         if let State::H2(h2) = &mut self.state {
             h2.queue.push_back(exchange);
         }
-        self.drive_h2(cx);
+        // After the loop's other tasks and events of this turn: requests
+        // that come together open their streams in one pass, one write.
+        cx.ready_again();
         Ok(())
+    }
+
+    /// The loop reports `readiness`: the socket's, or a wake.
+    pub(super) fn h2_ready(&mut self, cx: &mut LoopContext<'_>, readiness: Readiness) {
+        if let State::H2(h2) = &self.state {
+            let closed = readiness.read_closed || readiness.write_closed || readiness.error;
+            h2.io_ready.set(
+                readiness.readable || closed,
+                readiness.writable || closed,
+            );
+        }
+        self.drive_h2(cx);
     }
 
     /// Polls everything the connection runs (see the [module
