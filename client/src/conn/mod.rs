@@ -193,6 +193,7 @@ impl Conn {
             event_loop: cx.event_loop().clone(),
             source: cx.me(),
             scheduler: self.env().group.scheduler(index).clone(),
+            waker: None,
         }
     }
 

@@ -8,12 +8,14 @@ use crate::event_loop::{LoopContext, SourceWaker};
 use crate::exchange::{BodyStream, Exchange, PumpedBody, Taken, UploadSource, Waiter};
 use bytes::Bytes;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 
 /// The source of a streamed body.
 pub(super) enum Upload {
     Pumped(PumpedBody),
-    Stream(BodyStream, Arc<SourceWaker>),
+    /// An async body, and the waker it is polled with when the connection
+    /// has none of its own to give ([`pull`](Upload::pull)).
+    Stream(BodyStream, Option<Arc<SourceWaker>>),
     /// Nothing more: the body was taken elsewhere, or has ended.
     None,
 }
@@ -33,9 +35,29 @@ impl Upload {
         match exchange.request.take_source() {
             Some(UploadSource::Pumped(pipe)) => Upload::Pumped(pipe),
             Some(UploadSource::Stream(body)) => {
-                Upload::Stream(body, SourceWaker::new(cx.event_loop(), cx.me()))
+                Upload::Stream(body, Some(SourceWaker::new(cx.event_loop(), cx.me())))
             }
             None => Upload::None,
+        }
+    }
+
+    /// Takes the streamed body of `exchange` (once), for a connection that
+    /// polls it with a waker of its own ([`pull_with`](Upload::pull_with)).
+    pub(super) fn take_bare(exchange: &Exchange) -> Upload {
+        match exchange.request.take_source() {
+            Some(UploadSource::Pumped(pipe)) => Upload::Pumped(pipe),
+            Some(UploadSource::Stream(body)) => Upload::Stream(body, None),
+            None => Upload::None,
+        }
+    }
+
+    /// The next piece of the body, if there is one now; `waker` is woken
+    /// when there is.
+    pub(super) fn pull_with(&mut self, waker: &Waker) -> Pulled {
+        match self {
+            Upload::None => Pulled::End,
+            Upload::Pumped(body) => taken(body.pipe().take(|| Waiter::Task(waker.clone()))),
+            Upload::Stream(body, _) => poll_body(body, waker),
         }
     }
 
@@ -45,32 +67,41 @@ impl Upload {
             Upload::None => Pulled::End,
             Upload::Pumped(body) => {
                 let waiter = || Waiter::Source(cx.event_loop().clone(), cx.me());
-                match body.pipe().take(waiter) {
-                    Taken::Chunk(bytes) => Pulled::Data(bytes),
-                    Taken::End(_) => Pulled::End,
-                    Taken::Failed(error) => Pulled::Failed(error),
-                    Taken::Pending => Pulled::Pending,
-                }
+                taken(body.pipe().take(waiter))
             }
-            Upload::Stream(body, waker) => {
+            Upload::Stream(body, Some(waker)) => {
                 waker.rearm();
-                let waker = waker.waker();
-                let mut task = Context::from_waker(&waker);
-                loop {
-                    return match body.as_mut().poll_frame(&mut task) {
-                        Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
-                            Ok(data) => Pulled::Data(data),
-                            // Trailers of a request body: not sent.
-                            Err(_) => continue,
-                        },
-                        Poll::Ready(Some(Err(source))) => {
-                            Pulled::Failed(Error::RequestBody { source })
-                        }
-                        Poll::Ready(None) => Pulled::End,
-                        Poll::Pending => Pulled::Pending,
-                    };
-                }
+                poll_body(body, &waker.waker())
+            }
+            Upload::Stream(body, None) => {
+                let waker = SourceWaker::new(cx.event_loop(), cx.me());
+                poll_body(body, &waker.waker())
             }
         }
+    }
+}
+
+fn taken(taken: Taken) -> Pulled {
+    match taken {
+        Taken::Chunk(bytes) => Pulled::Data(bytes),
+        Taken::End(_) => Pulled::End,
+        Taken::Failed(error) => Pulled::Failed(error),
+        Taken::Pending => Pulled::Pending,
+    }
+}
+
+fn poll_body(body: &mut BodyStream, waker: &Waker) -> Pulled {
+    let mut task = Context::from_waker(waker);
+    loop {
+        return match body.as_mut().poll_frame(&mut task) {
+            Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
+                Ok(data) => Pulled::Data(data),
+                // Trailers of a request body: not sent.
+                Err(_) => continue,
+            },
+            Poll::Ready(Some(Err(source))) => Pulled::Failed(Error::RequestBody { source }),
+            Poll::Ready(None) => Pulled::End,
+            Poll::Pending => Pulled::Pending,
+        };
     }
 }

@@ -18,7 +18,9 @@
 //! * a new stream, a timeout or a cancel that aborts one.
 //!
 //! Only the loop's thread polls; the waker only posts. Many wakes before
-//! the loop gets to it cost one turn.
+//! the loop gets to it cost one turn. Each stream is polled with a waker of
+//! its own ([`wake`]), so a drive polls the streams that were woken (and
+//! the new ones), not every stream of the connection.
 //!
 //! # Streams
 //!
@@ -51,25 +53,32 @@
 //! * Any other reset or connection error fails the stream with
 //!   [`Error::Http2`] naming the error code, or [`Error::Io`].
 
+mod wake;
+
 use super::upload::{Pulled, Upload};
 use super::{Conn, SharedConn, State, H2_TIMER};
 use crate::error::{Error, Http2Initiator, Http2Reason};
+use crate::event_loop::Readiness;
 use crate::event_loop::{LoopContext, SourceWaker};
 use crate::events::EventListener;
 use crate::exchange::{deadline_after, ConnSlot, Exchange, Head, Pushed, RequestBody, Waiter};
-use crate::event_loop::Readiness;
 use crate::net::{AsyncIo, IoReadiness, Transport};
 use bytes::Bytes;
 use h2::client::{Connection, ResponseFuture, SendRequest};
 use h2::{RecvStream, SendStream};
+use slab::Slab;
 use std::collections::VecDeque;
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::Instant;
+use wake::{Ready, CONNECTION};
+
+/// Passes of one drive at most, before the loop's other work.
+const MAX_PASSES: usize = 8;
 
 type Handshake = Pin<
     Box<
@@ -81,10 +90,13 @@ type Handshake = Pin<
 /// The HTTP/2 side of a connection. See the [module documentation](self).
 pub(super) struct Http2 {
     phase: Phase,
-    streams: Vec<Stream>,
+    streams: Slab<Stream>,
     /// Requests waiting for a stream, oldest first.
     queue: VecDeque<Arc<Exchange>>,
-    waker: Arc<SourceWaker>,
+    /// Which streams (or the connection) were woken.
+    ready: Arc<Ready>,
+    /// The connection's own waker (marks [`CONNECTION`]).
+    conn_waker: Waker,
     /// What the socket's readiness events said (see `AsyncIo`).
     io_ready: Arc<IoReadiness>,
     /// In the pool's shared list: requests to its origin come here.
@@ -116,6 +128,8 @@ enum Phase {
 /// One exchange on the connection.
 struct Stream {
     exchange: Arc<Exchange>,
+    /// What it is polled with: marks it in the connection's [`Ready`].
+    waker: Waker,
     send: SendStream<Bytes>,
     out: Outgoing,
     recv: Recv,
@@ -181,11 +195,14 @@ impl Conn {
                 .on_protocol_negotiated(info, http::Version::HTTP_2);
         }
         let now = self.now();
+        let ready = Ready::new(SourceWaker::new(cx.event_loop(), cx.me()));
+        let conn_waker = ready.waker(CONNECTION);
         self.state = State::H2(Box::new(Http2 {
             phase: Phase::Handshaking(Box::pin(handshake)),
-            streams: Vec::new(),
+            streams: Slab::new(),
             queue: VecDeque::from([exchange]),
-            waker: SourceWaker::new(cx.event_loop(), cx.me()),
+            ready,
+            conn_waker,
             io_ready,
             shared: false,
             going_away: false,
@@ -233,10 +250,8 @@ impl Conn {
     pub(super) fn h2_ready(&mut self, cx: &mut LoopContext<'_>, readiness: Readiness) {
         if let State::H2(h2) = &self.state {
             let closed = readiness.read_closed || readiness.write_closed || readiness.error;
-            h2.io_ready.set(
-                readiness.readable || closed,
-                readiness.writable || closed,
-            );
+            h2.io_ready
+                .set(readiness.readable || closed, readiness.writable || closed);
         }
         self.drive_h2(cx);
     }
@@ -247,12 +262,12 @@ impl Conn {
         let State::H2(h2) = &mut self.state else {
             return;
         };
-        h2.waker.rearm();
-        let waker = h2.waker.waker();
+        h2.ready.begin();
+        let waker = h2.conn_waker.clone();
         let mut task = Context::from_waker(&waker);
         if let Phase::Handshaking(handshake) = &mut h2.phase {
             match handshake.as_mut().poll(&mut task) {
-                Poll::Pending => return,
+                Poll::Pending => return h2.ready.stop_quietly(),
                 Poll::Ready(Ok((send, mut conn))) => {
                     let ping = conn.ping_pong();
                     h2.phase = Phase::Open { send, conn, ping };
@@ -261,21 +276,39 @@ impl Conn {
                 Poll::Ready(Err(error)) => return self.end_h2(cx, Some(error)),
             }
         }
-        // Twice: once to read what came, and once more to send what the
-        // streams queued meanwhile (frames, resets, window updates).
-        let mut ended = self.poll_h2_connection(&mut task);
-        self.check_goaway(&mut task);
-        if ended.is_none() {
-            self.open_streams(cx, &mut task);
-            self.poll_streams(cx, &mut task);
-            ended = self.poll_h2_connection(&mut task);
+        // Passes until no mark came meanwhile: each reads what came, opens
+        // streams for the requests waiting, polls the streams woken, and
+        // sends what they queued (frames, resets, window updates).
+        let mut passes = 0;
+        loop {
+            let mut ended = self.poll_h2_connection(&mut task);
             self.check_goaway(&mut task);
-        }
-        if let Some(result) = ended {
-            // Streams learn of the end when polled: once more, then the
-            // connection goes.
-            self.poll_streams(cx, &mut task);
-            return self.end_h2(cx, result.err());
+            if ended.is_none() {
+                let opened = self.open_streams(cx, &mut task);
+                let mut keys = self.take_marks();
+                keys.extend(opened);
+                self.poll_streams(keys);
+                ended = self.poll_h2_connection(&mut task);
+                self.check_goaway(&mut task);
+            }
+            if let Some(result) = ended {
+                // Streams learn of the end when polled: all of them once
+                // more, then the connection goes.
+                self.poll_all_streams();
+                return self.end_h2(cx, result.err());
+            }
+            let State::H2(h2) = &self.state else {
+                return;
+            };
+            if !h2.ready.end_pass() {
+                break;
+            }
+            passes += 1;
+            if passes == MAX_PASSES {
+                // The loop's other work comes first; the rest next turn.
+                h2.ready.stop();
+                break;
+            }
         }
         // Not in the pool's shared list (it went away, or another
         // connection to its origin was shared first): it closes once its
@@ -286,6 +319,17 @@ impl Conn {
             }
         }
         self.arm_h2_timer(cx);
+    }
+
+    /// The streams marked since the last look (the connection's mark is
+    /// for the connection polls, which every pass makes anyway).
+    fn take_marks(&mut self) -> Vec<usize> {
+        let State::H2(h2) = &self.state else {
+            return Vec::new();
+        };
+        let mut keys = h2.ready.take();
+        keys.retain(|&key| key != CONNECTION);
+        keys
     }
 
     /// Polls the `h2` connection (reads, writes, settings, pings): `Some`
@@ -337,14 +381,20 @@ impl Conn {
 
     /// Opens streams for the requests waiting, while the server lets more
     /// in.
-    fn open_streams(&mut self, cx: &mut LoopContext<'_>, task: &mut Context<'_>) {
+    /// Returns the keys of the streams it opened.
+    fn open_streams(&mut self, cx: &mut LoopContext<'_>, task: &mut Context<'_>) -> Vec<usize> {
         let limit = self.env().config.http2.max_concurrent_streams;
         let info = self.info.clone();
+        let mut opened = Vec::new();
+        if matches!(&self.state, State::H2(h2) if h2.queue.is_empty()) {
+            return opened;
+        }
+        let base = self.conn_ref(cx);
         let State::H2(h2) = &mut self.state else {
-            return;
+            return opened;
         };
         let Phase::Open { send, .. } = &mut h2.phase else {
-            return;
+            return opened;
         };
         let mut goaway = None;
         while let Some(front) = h2.queue.front() {
@@ -372,7 +422,7 @@ impl Conn {
             let Some(exchange) = h2.queue.pop_front() else {
                 break;
             };
-            let (request, out) = request_of(&exchange, cx);
+            let (request, out) = request_of(&exchange);
             let end_of_stream = matches!(out, Outgoing::Done);
             match send.send_request(request, end_of_stream) {
                 Ok((response, stream)) => {
@@ -384,21 +434,25 @@ impl Conn {
                     env.opened.fetch_add(1, Ordering::Relaxed);
                     env.open.fetch_add(1, Ordering::Relaxed);
                     h2.idle_since = None;
-                    h2.streams.push(Stream {
+                    let entry = h2.streams.vacant_entry();
+                    let waker = h2.ready.waker(entry.key());
+                    // A dropped body wakes this stream, not the connection.
+                    let mut conn = base.clone();
+                    conn.waker = Some(waker.clone());
+                    exchange.attach(ConnSlot::Ready(conn));
+                    if end_of_stream {
+                        let now = self.owner.env().clock.now();
+                        request_sent(&exchange, info.as_ref(), now);
+                    }
+                    opened.push(entry.key());
+                    entry.insert(Stream {
                         exchange,
+                        waker,
                         send: stream,
                         out,
                         recv: Recv::Head(response),
                         paused: false,
                     });
-                    if end_of_stream {
-                        let stream = h2.streams.last().expect("just pushed");
-                        request_sent(
-                            &stream.exchange,
-                            info.as_ref(),
-                            self.owner.env().clock.now(),
-                        );
-                    }
                 }
                 Err(error) => {
                     if error.is_go_away() || error.is_io() {
@@ -416,6 +470,7 @@ impl Conn {
             h2.goaway_error = Some(Http2Reason(reason.into()));
         }
         self.went_away(goaway);
+        opened
     }
 
     /// Looks for the server's `GOAWAY` (it shows first in `poll_ready`,
@@ -467,29 +522,36 @@ impl Conn {
         }
     }
 
-    /// Polls every stream: its upload, its response.
-    fn poll_streams(&mut self, cx: &mut LoopContext<'_>, task: &mut Context<'_>) {
+    /// Polls every stream.
+    fn poll_all_streams(&mut self) {
+        let State::H2(h2) = &self.state else {
+            return;
+        };
+        let keys = h2.streams.iter().map(|(key, _)| key).collect();
+        self.poll_streams(keys);
+    }
+
+    /// Polls the streams `keys` (those gone meanwhile are skipped): their
+    /// uploads, their responses.
+    fn poll_streams(&mut self, keys: Vec<usize>) {
         let now = self.now();
         let info = self.info.clone();
         let State::H2(h2) = &mut self.state else {
             return;
         };
         let mut retry = Vec::new();
-        let mut i = 0;
-        while i < h2.streams.len() {
-            let stream = &mut h2.streams[i];
-            let goaway_error = h2.goaway_error;
-            let polled = stream.poll(cx, task, now, info.as_ref(), &mut retry, goaway_error);
-            match polled {
-                Polled::Open => i += 1,
-                Polled::Gone => {
-                    h2.streams.swap_remove(i);
-                    self.owner
-                        .env()
-                        .streams
-                        .open
-                        .fetch_sub(1, Ordering::Relaxed);
-                }
+        let goaway_error = h2.goaway_error;
+        for key in keys {
+            let Some(stream) = h2.streams.get_mut(key) else {
+                continue;
+            };
+            if let Polled::Gone = stream.poll(now, info.as_ref(), &mut retry, goaway_error) {
+                h2.streams.remove(key);
+                self.owner
+                    .env()
+                    .streams
+                    .open
+                    .fetch_sub(1, Ordering::Relaxed);
             }
         }
         if h2.streams.is_empty() && h2.queue.is_empty() && h2.idle_since.is_none() {
@@ -509,8 +571,12 @@ impl Conn {
             return;
         };
         h2.queue.retain(|e| e.id != exchange_id);
-        if let Some(i) = h2.streams.iter().position(|s| s.exchange.id == exchange_id) {
-            let mut stream = h2.streams.swap_remove(i);
+        let found = h2
+            .streams
+            .iter()
+            .find(|(_, s)| s.exchange.id == exchange_id);
+        if let Some(key) = found.map(|(key, _)| key) {
+            let mut stream = h2.streams.remove(key);
             stream.send.send_reset(h2::Reason::CANCEL);
             self.owner
                 .env()
@@ -525,10 +591,10 @@ impl Conn {
         let State::H2(h2) = &self.state else {
             return;
         };
-        let waker = h2.waker.waker();
+        let waker = h2.conn_waker.clone();
         let mut task = Context::from_waker(&waker);
         if let Some(result) = self.poll_h2_connection(&mut task) {
-            self.poll_streams(cx, &mut task);
+            self.poll_all_streams();
             self.end_h2(cx, result.err());
         }
     }
@@ -550,7 +616,7 @@ impl Conn {
         self.close(cx);
         let counts = &self.owner.env().streams;
         counts.open.fetch_sub(streams.len(), Ordering::Relaxed);
-        for stream in streams {
+        for (_, stream) in streams {
             let exchange = stream.exchange;
             let error = match (&io, reason) {
                 (_, None) if goaway_error.is_some() => {
@@ -598,7 +664,7 @@ impl Conn {
         self.close(cx);
         let counts = &self.owner.env().streams;
         counts.open.fetch_sub(streams.len(), Ordering::Relaxed);
-        for exchange in streams.into_iter().map(|s| s.exchange).chain(waiting) {
+        for exchange in streams.into_iter().map(|(_, s)| s.exchange).chain(waiting) {
             exchange.finish_err(error(&exchange));
         }
     }
@@ -690,8 +756,6 @@ impl Stream {
     /// the body, takes what it can of the response.
     fn poll(
         &mut self,
-        cx: &mut LoopContext<'_>,
-        task: &mut Context<'_>,
         now: Instant,
         info: Option<&crate::events::ConnectionInfo>,
         retry: &mut Vec<Arc<Exchange>>,
@@ -702,7 +766,10 @@ impl Stream {
             self.send.send_reset(h2::Reason::CANCEL);
             return Polled::Gone;
         }
-        if let Err(error) = self.send_body(cx, task, now, info) {
+        let waker = self.waker.clone();
+        let mut task = Context::from_waker(&waker);
+        let task = &mut task;
+        if let Err(error) = self.send_body(task, now, info) {
             self.send.send_reset(h2::Reason::CANCEL);
             self.exchange.finish_err(error);
             return Polled::Gone;
@@ -750,7 +817,6 @@ impl Stream {
     /// Sends what the server's window takes of the request body.
     fn send_body(
         &mut self,
-        cx: &LoopContext<'_>,
         task: &mut Context<'_>,
         now: Instant,
         info: Option<&crate::events::ConnectionInfo>,
@@ -761,7 +827,7 @@ impl Stream {
                 Outgoing::Data(data) => data,
                 Outgoing::Streamed(upload, pending) => {
                     if pending.as_ref().is_none_or(Bytes::is_empty) {
-                        match upload.pull(cx) {
+                        match upload.pull_with(task.waker()) {
                             Pulled::Data(data) => *pending = Some(data),
                             Pulled::End => {
                                 self.send
@@ -924,7 +990,7 @@ fn request_sent(
 }
 
 /// The HTTP/2 request of `exchange`, and its body.
-fn request_of(exchange: &Exchange, cx: &LoopContext<'_>) -> (http::Request<()>, Outgoing) {
+fn request_of(exchange: &Exchange) -> (http::Request<()>, Outgoing) {
     use http::header;
     let parts = &exchange.request;
     let mut request = http::Request::new(());
@@ -956,7 +1022,7 @@ fn request_of(exchange: &Exchange, cx: &LoopContext<'_>) -> (http::Request<()>, 
                     .entry(header::CONTENT_LENGTH)
                     .or_insert_with(|| length.into());
             }
-            Outgoing::Streamed(Upload::take(exchange, cx), None)
+            Outgoing::Streamed(Upload::take_bare(exchange), None)
         }
         RequestBody::InHead | RequestBody::Held(_) if parts.data.is_empty() => Outgoing::Done,
         RequestBody::InHead | RequestBody::Held(_) => {
