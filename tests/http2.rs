@@ -308,3 +308,28 @@ fn closing_the_client_with_streams_in_flight_ends_every_future() {
     assert_eq!(stats.armed_timers(), 0);
     assert_eq!(stats.in_flight, 0);
 }
+
+#[test]
+fn a_response_whose_body_has_all_come_completes_even_if_dropped_at_once() {
+    // HEADERS with END_STREAM: the body is empty and ended with the head.
+    // A caller that drops the response at once has cancelled nothing: the
+    // exchange completes, whichever of the drop and the end the loop sees
+    // first.
+    let server = H2Server::start(|stream| answer(stream, 204, b""));
+    let recorder = Recorder::new();
+    let client = h2c().listener(recorder.clone()).build().unwrap();
+    for _ in 0..200 {
+        let response = client.get(server.url("/")).send().wait().unwrap();
+        assert_eq!(response.status(), 204);
+        drop(response);
+    }
+    assert!(eventually(CEILING, || client.stats().in_flight == 0));
+    let failed: Vec<_> = recorder
+        .events()
+        .into_iter()
+        .filter(|(event, _)| matches!(event, Event::Failed(..)))
+        .collect();
+    assert!(failed.is_empty(), "{failed:?}");
+    assert_eq!(server.stats.resets(), Vec::<u32>::new());
+    client.close();
+}

@@ -913,8 +913,11 @@ impl Stream {
                 }
                 Recv::Body(body) => {
                     let pipe = self.exchange.body();
-                    if pipe.reader_gone() {
-                        // The body was dropped: nothing more is wanted.
+                    if pipe.reader_gone() && !body.is_end_stream() {
+                        // The body was dropped before its end: nothing more
+                        // is wanted. (One that has all come completes: a
+                        // caller that drops an empty body at once has not
+                        // cancelled anything.)
                         self.send.send_reset(h2::Reason::CANCEL);
                         self.exchange.finish_err(Error::Cancelled);
                         return Ok(Polled::Gone);
