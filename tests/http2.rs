@@ -333,3 +333,34 @@ fn a_response_whose_body_has_all_come_completes_even_if_dropped_at_once() {
     assert_eq!(server.stats.resets(), Vec::<u32>::new());
     client.close();
 }
+
+#[test]
+fn a_connection_past_its_time_to_live_finishes_its_streams_and_takes_no_new_one() {
+    let server = H2Server::start(|stream| async move {
+        if stream.request.uri().path() == "/slow" {
+            tokio::time::sleep(Duration::from_millis(800)).await;
+        }
+        answer(stream, 200, b"ok").await
+    });
+    let client = h2c()
+        .connection_ttl(Duration::from_millis(200))
+        .build()
+        .unwrap();
+    let slow = client.get(server.url("/slow")).send();
+    assert!(eventually(CEILING, || server
+        .stats
+        .streams
+        .load(Ordering::SeqCst)
+        == 1));
+    std::thread::sleep(Duration::from_millis(400));
+    // Past the first connection's time to live: a new one.
+    let fresh = client.get(server.url("/")).send().wait().unwrap();
+    assert_eq!(fresh.bytes().wait().unwrap(), "ok");
+    assert_eq!(server.stats.connections.load(Ordering::SeqCst), 2);
+    // The stream in flight on the old one finishes there.
+    assert_eq!(slow.wait().unwrap().bytes().wait().unwrap(), "ok");
+    // And both close once their last stream has ended, each past its time
+    // to live (not by the idle timeout: a minute by default).
+    assert!(eventually(CEILING, || client.stats().open_connections == 0));
+    client.close();
+}

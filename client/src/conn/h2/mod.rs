@@ -157,6 +157,17 @@ enum Recv {
     Moving,
 }
 
+/// Why a connection takes no more streams.
+#[derive(Clone, Copy)]
+enum Departure {
+    /// The server's GOAWAY, with its code.
+    GoAway(h2::Reason),
+    /// The server's GOAWAY or the connection's failure, the code unknown.
+    Server,
+    /// Past its time to live (`connection_ttl`): it finishes its streams.
+    Retired,
+}
+
 /// What became of a stream after a poll.
 enum Polled {
     /// Still going.
@@ -469,7 +480,7 @@ impl Conn {
         if let Some(reason) = goaway.filter(|r| *r != h2::Reason::NO_ERROR) {
             h2.goaway_error = Some(Http2Reason(reason.into()));
         }
-        self.went_away(goaway);
+        self.went_away(goaway.map(Departure::GoAway).unwrap_or(Departure::Server));
         opened
     }
 
@@ -493,16 +504,19 @@ impl Conn {
         if let Some(reason) = reason.filter(|r| *r != h2::Reason::NO_ERROR) {
             h2.goaway_error = Some(Http2Reason(reason.into()));
         }
-        self.went_away(reason);
+        self.went_away(reason.map_or(Departure::Server, Departure::GoAway));
     }
 
     /// The connection takes no more streams: it leaves the shared list,
     /// and the requests waiting on it go elsewhere.
-    fn went_away(&mut self, goaway: Option<h2::Reason>) {
+    fn went_away(&mut self, why: Departure) {
         let info = self.info.clone();
         let State::H2(h2) = &mut self.state else {
             return;
         };
+        if matches!(why, Departure::Retired) {
+            h2.going_away = true;
+        }
         if !h2.going_away {
             return;
         }
@@ -510,9 +524,17 @@ impl Conn {
             h2.shared = false;
             let id = info.as_ref().map_or(0, |info| info.id);
             self.owner.unshare(&self.origin, id);
-            if let Some(info) = &info {
-                let reason = Http2Reason(goaway.map_or(0, u32::from));
-                self.owner.env().config.listener.on_goaway(info, reason);
+            let code = match why {
+                Departure::GoAway(reason) => Some(u32::from(reason)),
+                Departure::Server => Some(0),
+                Departure::Retired => None,
+            };
+            if let (Some(info), Some(code)) = (&info, code) {
+                self.owner
+                    .env()
+                    .config
+                    .listener
+                    .on_goaway(info, Http2Reason(code));
             }
         }
         let waiting: Vec<_> = h2.queue.drain(..).collect();
@@ -583,6 +605,9 @@ impl Conn {
                 .streams
                 .open
                 .fetch_sub(1, Ordering::Relaxed);
+        }
+        if h2.streams.is_empty() && h2.queue.is_empty() && h2.idle_since.is_none() {
+            h2.idle_since = Some(self.owner.env().clock.now());
         }
         // The reset goes out now. Only the connection is polled: a burst of
         // expiries aborts many streams one after another, and polling every
@@ -688,7 +713,11 @@ impl Conn {
                 Some(sent) => deadline_after(sent, options.keep_alive_timeout),
                 None => deadline_after(h2.last_ping, interval),
             });
-        let next = [idle, ping].into_iter().flatten().min();
+        let ttl = config
+            .connection_ttl
+            .filter(|_| !h2.going_away)
+            .and_then(|ttl| deadline_after(self.created, ttl));
+        let next = [idle, ping, ttl].into_iter().flatten().min();
         if self.h2_timer_deadline != next {
             self.h2_timer_deadline = next;
             self.arm_timer(cx, H2_TIMER, next);
@@ -703,6 +732,10 @@ impl Conn {
         let config = &self.env().config;
         let idle_timeout = config.pooled_connection_idle_timeout;
         let options = config.http2;
+        let ttl_over = config
+            .connection_ttl
+            .and_then(|ttl| deadline_after(self.created, ttl))
+            .is_some_and(|deadline| now >= deadline);
         let State::H2(h2) = &mut self.state else {
             return;
         };
@@ -715,6 +748,13 @@ impl Conn {
             // No stream: nothing to fail.
             return self.close(cx);
         }
+        if ttl_over && !h2.going_away {
+            // It closes once its last stream has ended (the drive below).
+            self.went_away(Departure::Retired);
+        }
+        let State::H2(h2) = &mut self.state else {
+            return;
+        };
         if let Some(interval) = options.keep_alive_interval {
             match h2.ping_sent {
                 Some(sent) => {
