@@ -54,6 +54,12 @@
 //!   in it for the URL.
 //! * `--max-body-bytes N` (curl: `--max-filesize`): fail once the body
 //!   (decoded) passes `N` bytes.
+//! * `--retries N`: retry a failure before any response (a connect error,
+//!   a reset) up to `N` times, inside the request deadline, with a
+//!   backoff (idempotent methods; any method for a connect error).
+//! * `--hedge-after MS`: send a copy of an idempotent request on another
+//!   connection if no response head has come after `MS` milliseconds; the
+//!   first head wins.
 //! * `-u`, `--user USER[:PASSWORD]`: HTTP Basic credentials; credentials in
 //!   the URL (`http://user:pass@host/`) are used the same way, and never
 //!   sent on the request line.
@@ -71,7 +77,7 @@ usage: get URL [--request-timeout MS] [--read-timeout MS] [--event-loop-timeouts
            [-T|--upload-file FILE] [-o|--output FILE] [--ca FILE] [--insecure]
            [--max-redirects N] [--no-decompress] [--cookies]
            [-b|--cookie 'NAME=VALUE; ...'] [--max-body-bytes N]
-           [-u|--user USER[:PASSWORD]]
+           [-u|--user USER[:PASSWORD]] [--retries N] [--hedge-after MS]
            [--http2 | --http1.1 | --http2-prior-knowledge]";
 
 /// Which HTTP versions to speak.
@@ -103,6 +109,8 @@ struct Args {
     cookie: Option<String>,
     max_body_bytes: Option<u64>,
     user: Option<String>,
+    retries: Option<u32>,
+    hedge_after: Option<Duration>,
 }
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
@@ -168,6 +176,8 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--max-body-bytes" | "--max-filesize" => {
                 parsed.max_body_bytes = Some(number(&arg, args.next())?)
             }
+            "--retries" => parsed.retries = Some(number(&arg, args.next())?),
+            "--hedge-after" => parsed.hedge_after = Some(millis("--hedge-after", args.next())?),
             "-u" | "--user" => {
                 parsed.user = Some(args.next().ok_or("--user needs USER[:PASSWORD]")?)
             }
@@ -236,6 +246,12 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             0 => tickless::redirect::Policy::none(),
             max => tickless::redirect::Policy::limited(max),
         });
+    }
+    if let Some(retries) = args.retries {
+        builder = builder.retry(tickless::retry::Policy::attempts(retries.saturating_add(1)));
+    }
+    if let Some(delay) = args.hedge_after {
+        builder = builder.hedge(tickless::hedge::Policy::after(delay));
     }
     if args.no_decompress {
         builder = builder.no_decompress();

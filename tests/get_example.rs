@@ -133,6 +133,37 @@ fn cookies_and_credentials() {
 }
 
 #[test]
+fn retries_and_hedging() {
+    // The first connection is reset: an error, unless retried.
+    let resetting = || {
+        TestServer::start(Behaviour::per_connection(|index| match index {
+            0 => Behaviour::Reset,
+            _ => Behaviour::respond(|_| ok("second")),
+        }))
+    };
+    let server = resetting();
+    assert_eq!(get(&[&server.url("/")]).status.code(), Some(1));
+    let server = resetting();
+    let retried = get(&[&server.url("/"), "--retries", "2"]);
+    assert_eq!(retried.status.code(), Some(0));
+    assert!(stdout(&retried).ends_with("second"));
+    // The first connection never answers: the copy does.
+    let server = TestServer::start(Behaviour::per_connection(|index| match index {
+        0 => Behaviour::NeverAnswer,
+        _ => Behaviour::respond(|_| ok("the copy")),
+    }));
+    let hedged = get(&[
+        &server.url("/"),
+        "--hedge-after",
+        "20",
+        "--request-timeout",
+        "5000",
+    ]);
+    assert_eq!(hedged.status.code(), Some(0));
+    assert!(stdout(&hedged).ends_with("the copy"));
+}
+
+#[test]
 fn errors_exit_1_and_bad_arguments_2() {
     let server = server();
     for flag in ["--max-body-bytes", "--max-filesize"] {

@@ -355,6 +355,14 @@ pub enum Error {
         /// The URL that answered it.
         url: http::Uri,
     },
+    /// Every attempt of a retried request failed: their errors, the first
+    /// attempt's first and the one that ended it last (a status retried is
+    /// an [`Error::Status`]). Its timeout, if any, is the last one's.
+    #[error("{} attempts failed: {}", .attempts.len(), attempts_text(.attempts))]
+    Retried {
+        /// Each attempt's error, in order.
+        attempts: Vec<Error>,
+    },
     /// A response body is not the JSON asked for ([`Response::json`](crate::Response::json)).
     #[cfg(feature = "json")]
     #[error("JSON: {0}")]
@@ -383,6 +391,15 @@ pub enum RedirectError {
     Policy(#[source] Box<dyn StdError + Send + Sync>),
 }
 
+fn attempts_text(attempts: &[Error]) -> String {
+    attempts
+        .iter()
+        .enumerate()
+        .map(|(n, error)| format!("{}) {error}", n + 1))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 fn chain_text(chain: &[http::Uri]) -> String {
     chain
         .iter()
@@ -400,6 +417,7 @@ impl Error {
     /// Which deadline passed, if this is a timeout.
     pub fn timeout_kind(&self) -> Option<TimeoutKind> {
         Some(match self {
+            Error::Retried { attempts } => return attempts.last()?.timeout_kind(),
             Error::RequestTimeout(_) => TimeoutKind::Request,
             Error::ReadTimeout(_) => TimeoutKind::Read,
             Error::ConnectTimeout(_) => TimeoutKind::Connect,
@@ -411,6 +429,7 @@ impl Error {
     /// The timeout, if this is one.
     pub fn timeout(&self) -> Option<&Timeout> {
         match self {
+            Error::Retried { attempts } => attempts.last()?.timeout(),
             Error::RequestTimeout(t)
             | Error::ReadTimeout(t)
             | Error::ConnectTimeout(t)

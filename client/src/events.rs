@@ -82,6 +82,15 @@ pub trait EventListener: Send + Sync + 'static {
     /// goes on to `to` (a new exchange, whose events follow). Called on the
     /// thread that waits for or polls the response.
     fn on_redirect(&self, status: http::StatusCode, from: &http::Uri, to: &http::Uri) {}
+    /// Attempt `attempt` (2 for the first retry) starts after `delay`,
+    /// because the one before failed with `reason` (a status retried is an
+    /// [`Error::Status`]). Called on the thread that waits for or polls the
+    /// response.
+    fn on_retry(&self, attempt: u32, delay: std::time::Duration, reason: &Error) {}
+    /// Hedged copy number `copy` (from 1) of the request is sent, the
+    /// attempts before it having not answered. Called on the thread that
+    /// waits for or polls the response.
+    fn on_hedge(&self, copy: u32) {}
 }
 
 /// The listener that listens to nothing.
@@ -118,6 +127,8 @@ macro_rules! for_each_listener_method {
             on_completed(status: http::StatusCode);
             on_failed(error: &$crate::error::Error);
             on_redirect(status: http::StatusCode, from: &http::Uri, to: &http::Uri);
+            on_retry(attempt: u32, delay: std::time::Duration, reason: &$crate::error::Error);
+            on_hedge(copy: u32);
         }
     };
 }

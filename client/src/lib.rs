@@ -27,7 +27,8 @@
 //! api         Client, ClientBuilder, RequestBuilder, Response, ResponseFuture
 //!   ▼
 //! policy      a request across its hops: redirects, decompression, cookies,
-//!   │         credentials; one exchange per hop
+//!   │         credentials; per hop its attempts — retries, hedged copies —
+//!   │         one exchange each
 //!   ▼
 //! dispatch    submit, the pool (HTTP/1.1 checked out, HTTP/2 shared),
 //!   │         resolution, the cleaner, close
@@ -73,7 +74,7 @@ pub use error::{
     timeout_kind, Error, Http2Initiator, Http2Reason, InvalidRequest, RedirectError, Timeout,
     TimeoutKind, TlsFailureKind,
 };
-pub use policy::redirect;
+pub use policy::{hedge, redirect, retry};
 
 /// Cookies: the [`CookieStore`](cookie::CookieStore) seam and the client's
 /// own [`Jar`](cookie::Jar).

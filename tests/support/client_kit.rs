@@ -37,6 +37,10 @@ pub enum Event {
     GoAway(ConnectionInfo, u32),
     /// The status that redirected, from where, to where.
     Redirect(http::StatusCode, String, String),
+    /// The attempt that starts, after what delay, and why (`Display`).
+    Retry(u32, Duration, String),
+    /// The hedged copy sent.
+    Hedge(u32),
 }
 
 /// Records every listener call, with the id of the thread it ran on.
@@ -149,6 +153,12 @@ impl EventListener for Recorder {
     }
     fn on_redirect(&self, status: http::StatusCode, from: &http::Uri, to: &http::Uri) {
         self.push(Event::Redirect(status, from.to_string(), to.to_string()));
+    }
+    fn on_retry(&self, attempt: u32, delay: Duration, reason: &tickless::Error) {
+        self.push(Event::Retry(attempt, delay, reason.to_string()));
+    }
+    fn on_hedge(&self, copy: u32) {
+        self.push(Event::Hedge(copy));
     }
 }
 

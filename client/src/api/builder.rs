@@ -330,6 +330,27 @@ impl ClientBuilder {
         self
     }
 
+    /// Which failed attempts are retried, inside the request deadline
+    /// (default: none; see [`retry`](crate::retry)).
+    pub fn retry(mut self, policy: crate::retry::Policy) -> Self {
+        self.policies.retry = policy;
+        self
+    }
+
+    /// The client's retry budget, shared by retries and hedged copies
+    /// (default: 20 % of requests plus 10 a second, over 10 s).
+    pub fn retry_budget(mut self, budget: crate::retry::Budget) -> Self {
+        self.policies.budget = crate::policy::retry::BudgetState::new(budget);
+        self
+    }
+
+    /// Whether and when requests are hedged (default: never; see
+    /// [`hedge`](crate::hedge)).
+    pub fn hedge(mut self, policy: crate::hedge::Policy) -> Self {
+        self.policies.hedge = policy;
+        self
+    }
+
     /// Whether responses are decompressed (default: yes): `Accept-Encoding`
     /// is sent with the codings this build has (cargo features `gzip`,
     /// `deflate` by default, `brotli`, `zstd`), and a body in one of them is

@@ -69,12 +69,8 @@ impl ResponseFuture {
             Inner::Chain(chain) => chain,
             Inner::Failed(error) => return Err(error.take().expect(WAITED_AFTER_COMPLETION)),
         };
-        loop {
-            let head = chain.current().wait_head()?;
-            if let Some(head) = chain.on_head(head)? {
-                return Ok(response(chain, head));
-            }
-        }
+        let head = chain.wait()?;
+        Ok(response(chain, head))
     }
 
     /// Cancels the exchange: the future resolves with [`Error::Cancelled`]
@@ -82,10 +78,7 @@ impl ResponseFuture {
     /// then owns the exchange). Returns whether this call cancelled it.
     pub fn cancel(&self) -> bool {
         match &self.inner {
-            Inner::Chain(chain) => {
-                let exchange = chain.current();
-                !exchange.head_taken() && exchange.cancel()
-            }
+            Inner::Chain(chain) => chain.cancel(),
             Inner::Failed(_) => false,
         }
     }
@@ -94,7 +87,7 @@ impl ResponseFuture {
     /// poll is ready, and [`wait`](Self::wait) returns at once.
     pub fn is_done(&self) -> bool {
         match &self.inner {
-            Inner::Chain(chain) => chain.current().is_settled(),
+            Inner::Chain(chain) => chain.is_settled(),
             Inner::Failed(_) => true,
         }
     }
@@ -110,23 +103,15 @@ impl Future for ResponseFuture {
                 return Poll::Ready(Err(error.take().expect(POLLED_AFTER_COMPLETION)))
             }
         };
-        loop {
-            let head = match chain.current().poll_head(cx) {
-                Poll::Ready(Ok(head)) => head,
-                Poll::Ready(Err(error)) => return Poll::Ready(Err(error)),
-                Poll::Pending => return Poll::Pending,
-            };
-            match chain.on_head(head) {
-                Ok(Some(head)) => return Poll::Ready(Ok(response(chain, head))),
-                // A redirect followed: poll the next hop.
-                Ok(None) => {}
-                Err(error) => {
-                    // The chain is over; a poll after this one panics, as
-                    // after any outcome.
-                    self.inner = Inner::Failed(None);
-                    return Poll::Ready(Err(error));
-                }
+        match chain.poll(cx) {
+            Poll::Ready(Ok(head)) => Poll::Ready(Ok(response(chain, head))),
+            Poll::Ready(Err(error)) => {
+                // The chain is over; a poll after this one panics, as
+                // after any outcome.
+                self.inner = Inner::Failed(None);
+                Poll::Ready(Err(error))
             }
+            Poll::Pending => Poll::Pending,
         }
     }
 }

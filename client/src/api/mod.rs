@@ -85,6 +85,9 @@ pub struct ClientStats {
     pub http2_streams_open: usize,
     /// HTTP/2 streams opened since the client started.
     pub http2_streams_opened: u64,
+    /// The retry budget: requests that may be retried and retries (hedged
+    /// copies included) in its window, and totals.
+    pub retry_budget: crate::retry::BudgetStats,
 }
 
 impl ClientStats {
@@ -296,6 +299,10 @@ impl Client {
             buffered_body_bytes: stats.buffered_body_bytes,
             http2_streams_open: stats.http2_streams_open,
             http2_streams_opened: stats.http2_streams_opened,
+            retry_budget: self
+                .policies()
+                .budget
+                .stats(self.dispatcher().clock().now()),
         }
     }
 }

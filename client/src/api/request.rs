@@ -29,6 +29,8 @@ pub struct RequestBuilder {
     listener: Option<Arc<dyn EventListener>>,
     redirect: Option<Policy>,
     decompress: Option<bool>,
+    retry: Option<crate::policy::retry::Policy>,
+    hedge: Option<crate::policy::hedge::Policy>,
 }
 
 impl RequestBuilder {
@@ -49,6 +51,8 @@ impl RequestBuilder {
             listener: None,
             redirect: None,
             decompress: None,
+            retry: None,
+            hedge: None,
         }
     }
 
@@ -222,6 +226,20 @@ impl RequestBuilder {
         self
     }
 
+    /// This request's retry policy, instead of the client's (see
+    /// [`retry`](crate::retry)).
+    pub fn retry(mut self, policy: crate::policy::retry::Policy) -> Self {
+        self.retry = Some(policy);
+        self
+    }
+
+    /// This request's hedging policy, instead of the client's (see
+    /// [`hedge`](crate::hedge)).
+    pub fn hedge(mut self, policy: crate::policy::hedge::Policy) -> Self {
+        self.hedge = Some(policy);
+        self
+    }
+
     /// Sends the request. The request deadline is fixed now, for every hop
     /// of a redirect chain.
     pub fn send(self) -> ResponseFuture {
@@ -262,6 +280,8 @@ impl RequestBuilder {
             listener,
             redirect: self.redirect,
             decompress: self.decompress,
+            retry: self.retry,
+            hedge: self.hedge,
         })
     }
 }

@@ -41,6 +41,7 @@
 //! The timers themselves are a [`TimerTable`] (see there for the ground
 //! rules: generations, arming under the lock, no arm in a constructor).
 
+pub(crate) mod alarm;
 mod listener;
 mod outcome;
 mod pacing;
@@ -49,6 +50,7 @@ mod registry;
 mod request;
 mod timers;
 
+pub(crate) use alarm::Alarm;
 pub(crate) use listener::Guarded;
 pub(crate) use outcome::{Outcome, POLLED_AFTER_COMPLETION, WAITED_AFTER_COMPLETION};
 pub(crate) use pacing::Pacing;
@@ -188,6 +190,8 @@ pub(crate) struct Exchange {
     last_read: AtomicU64,
     registry: Arc<InFlight>,
     registry_key: AtomicUsize,
+    /// Rung when [`Timer::Hedge`] is due (see [`arm_hedge`](Self::arm_hedge)).
+    hedge_alarm: OnceLock<Arc<Alarm>>,
 }
 
 /// The instant `timeout` after `start`; `None` past the end of time, which
@@ -238,6 +242,7 @@ impl Exchange {
             last_read: AtomicU64::new(0),
             registry: parts.registry,
             registry_key: AtomicUsize::new(registry::UNREGISTERED),
+            hedge_alarm: OnceLock::new(),
         })
     }
 
@@ -360,6 +365,34 @@ impl Exchange {
         }
     }
 
+    /// Rings `alarm` at `deadline` (unless the exchange has ended by then):
+    /// the hedge delay of a hedged request, one of the exchange's named
+    /// timers — on the wheel until its connection is ready, then on that
+    /// connection's loop in event-loop mode, like its timeouts. Once per
+    /// exchange.
+    pub(crate) fn arm_hedge(self: &Arc<Self>, deadline: Instant, alarm: Arc<Alarm>) {
+        if self.hedge_alarm.set(alarm).is_ok() {
+            self.change(|link| link.timers.set(Timer::Hedge, Some(deadline)));
+        }
+    }
+
+    /// Clears the hedge delay (the head has come: no copy is wanted).
+    pub(crate) fn disarm_hedge(self: &Arc<Self>) {
+        if self.hedge_alarm.get().is_some() {
+            self.change(|link| link.timers.set(Timer::Hedge, None));
+        }
+    }
+
+    /// The loop of the connection that carries the exchange, or carried it
+    /// when it ended.
+    pub(crate) fn last_loop(&self) -> Option<Arc<EventLoop>> {
+        let link = lock(&self.link);
+        match &link.conn {
+            ConnSlot::Ready(conn) => Some(conn.event_loop.clone()),
+            ConnSlot::None | ConnSlot::Opening(_) => link.ended_on.clone(),
+        }
+    }
+
     /// Runs `task` on the loop of the connection that carries this
     /// exchange, after what that loop is doing now — so that, if the
     /// exchange has completed there, its connection is back in the pool
@@ -367,14 +400,7 @@ impl Exchange {
     /// loop refuses (it is shutting down). The next hop of a redirect is
     /// submitted this way, to reuse the connection of the last.
     pub(crate) fn after_its_loop(&self, task: impl FnOnce() + Send + 'static) {
-        let event_loop = {
-            let link = lock(&self.link);
-            match &link.conn {
-                ConnSlot::Ready(conn) => Some(conn.event_loop.clone()),
-                ConnSlot::None | ConnSlot::Opening(_) => link.ended_on.clone(),
-            }
-        };
-        let Some(event_loop) = event_loop else {
+        let Some(event_loop) = self.last_loop() else {
             return task();
         };
         // Shared with the loop's task, so that a refused task still runs.
@@ -535,10 +561,15 @@ impl Exchange {
     fn expired(self: &Arc<Self>, tag: u64, cx: Option<&mut LoopContext<'_>>) {
         let now = self.clock.now();
         let mut failure = None;
+        let mut hedge_due = false;
         self.change(|link| {
             let Some(due) = link.timers.expired(timers::generation_of(tag), now) else {
                 return;
             };
+            if due.hedge {
+                hedge_due = true;
+                link.timers.set(Timer::Hedge, None);
+            }
             if due.request {
                 failure = Some(TimeoutKind::Request);
             } else if due.read {
@@ -560,6 +591,11 @@ impl Exchange {
                 }
             }
         });
+        if hedge_due {
+            if let Some(alarm) = self.hedge_alarm.get() {
+                alarm.ring();
+            }
+        }
         if let Some(kind) = failure {
             let duration = match kind {
                 TimeoutKind::Read => self.deadlines.read_timeout,

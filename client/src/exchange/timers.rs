@@ -40,12 +40,15 @@ pub(crate) enum Timer {
     Request,
     /// The server's silence: checked at this deadline against the last read.
     Read,
+    /// A hedged request's delay: when due, a copy of the request is sent on
+    /// another connection (the exchange itself goes on).
+    Hedge,
 }
 
 impl Timer {
-    const COUNT: usize = 2;
+    const COUNT: usize = 3;
     /// In order of precedence when several are due at once.
-    pub(crate) const ALL: [Timer; Timer::COUNT] = [Timer::Request, Timer::Read];
+    pub(crate) const ALL: [Timer; Timer::COUNT] = [Timer::Request, Timer::Read, Timer::Hedge];
 
     fn index(self) -> usize {
         self as usize
@@ -104,6 +107,7 @@ pub(crate) struct Changed {
 pub(crate) struct Due {
     pub(crate) request: bool,
     pub(crate) read: bool,
+    pub(crate) hedge: bool,
 }
 
 /// The timers of one exchange. See the [module documentation](self).
@@ -194,6 +198,7 @@ impl TimerTable {
         Some(Due {
             request: due(Timer::Request),
             read: due(Timer::Read),
+            hedge: due(Timer::Hedge),
         })
     }
 

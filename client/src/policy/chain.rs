@@ -2,10 +2,12 @@
 //! per redirect followed — and what every hop adds to it: a `User-Agent`,
 //! `Accept-Encoding`, credentials from the URL, cookies.
 
-use super::hop::{self, Hop, HopBody, HopSettings};
+use super::attempts::{Attempts, Sender};
+use super::hop::{Hop, HopBody, HopSettings};
 use super::redirect::{self, Attempt, Decision};
 use super::upload::Upload;
 use super::{decode, CookieStore, Policies};
+use super::{hedge, retry};
 use crate::dispatch::Dispatcher;
 use crate::error::{Error, InvalidRequest, RedirectError};
 use crate::events::EventListener;
@@ -15,6 +17,7 @@ use http::header::{
     HeaderValue, ACCEPT_ENCODING, AUTHORIZATION, COOKIE, HOST, LOCATION, SET_COOKIE, USER_AGENT,
 };
 use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
 
 /// A request as the caller built it, before its first hop.
 pub(crate) struct Request {
@@ -28,6 +31,10 @@ pub(crate) struct Request {
     pub(crate) redirect: Option<redirect::Policy>,
     /// The request's own say on decompression, over the client's.
     pub(crate) decompress: Option<bool>,
+    /// The request's own retry policy, over the client's.
+    pub(crate) retry: Option<retry::Policy>,
+    /// The request's own hedging policy, over the client's.
+    pub(crate) hedge: Option<hedge::Policy>,
 }
 
 /// A request made before, for loop detection: its method, its URL, and
@@ -38,10 +45,10 @@ struct Visit {
     cookies_set: usize,
 }
 
-/// One request across its hops. The caller's future waits on
-/// [`current`](Self::current) and hands each head to
-/// [`on_head`](Self::on_head), which follows a redirect (a new current
-/// exchange) or gives the head back as the response's.
+/// One request across its hops: the caller's future polls
+/// ([`poll`](Self::poll)) or waits ([`wait`](Self::wait)) for the head of
+/// the last hop; each hop's [`Attempts`] give its head, which
+/// [`on_head`](Self::on_head) follows if it is a redirect.
 pub(crate) struct Chain {
     dispatcher: Arc<Dispatcher>,
     policies: Arc<Policies>,
@@ -55,7 +62,9 @@ pub(crate) struct Chain {
     visits: Vec<Visit>,
     /// Responses of the chain that set cookies.
     cookies_set: usize,
-    current: Arc<Exchange>,
+    retry: retry::Policy,
+    hedge: hedge::Policy,
+    attempts: Attempts,
 }
 
 impl Chain {
@@ -91,8 +100,17 @@ impl Chain {
             listener: request.listener,
             submitted: dispatcher.clock().now(),
         };
-        let current = hop::exchange_for(dispatcher, &mut hop, &settings)?;
-        dispatcher.submit(current.clone());
+        let retry = request.retry.unwrap_or_else(|| policies.retry.clone());
+        let hedge = request.hedge.unwrap_or_else(|| policies.hedge.clone());
+        let sender = Sender {
+            dispatcher,
+            policies,
+            settings: &settings,
+            hop: &mut hop,
+        };
+        let attempts = Attempts::first(retry.clone(), hedge.clone(), sender, |exchange| {
+            dispatcher.submit(exchange)
+        })?;
         let visits = vec![Visit {
             method: hop.method.clone(),
             uri: hop.uri.clone(),
@@ -110,13 +128,72 @@ impl Chain {
             store_cookie,
             visits,
             cookies_set: 0,
-            current,
+            retry,
+            hedge,
+            attempts,
         })
     }
 
-    /// The exchange of the hop under way.
+    /// The exchange of the hop under way (whose head is waited for first).
     pub(crate) fn current(&self) -> &Arc<Exchange> {
-        &self.current
+        self.attempts.current()
+    }
+
+    /// Cancels what is in flight; whether anything was.
+    pub(crate) fn cancel(&self) -> bool {
+        self.attempts.cancel()
+    }
+
+    /// Whether the next poll has an outcome at once.
+    pub(crate) fn is_settled(&self) -> bool {
+        self.attempts.is_settled()
+    }
+
+    /// The hop's attempts, and what sending one needs.
+    fn parts(&mut self) -> (&mut Attempts, Sender<'_>) {
+        let sender = Sender {
+            dispatcher: &self.dispatcher,
+            policies: &self.policies,
+            settings: &self.settings,
+            hop: &mut self.hop,
+        };
+        (&mut self.attempts, sender)
+    }
+
+    /// The last hop's head, or the chain's error.
+    pub(crate) fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Result<Head, Error>> {
+        loop {
+            let (attempts, sender) = self.parts();
+            let head = match attempts.poll(sender, cx) {
+                Poll::Ready(Ok(head)) => head,
+                Poll::Ready(Err(error)) => return Poll::Ready(Err(error)),
+                Poll::Pending => return Poll::Pending,
+            };
+            if let Some(head) = self.on_head(head)? {
+                return Poll::Ready(Ok(head));
+            }
+        }
+    }
+
+    /// [`poll`](Self::poll), blocking: on the exchange's own wait (which
+    /// spins briefly before it sleeps) while one attempt is all there is,
+    /// else parked between polls.
+    pub(crate) fn wait(&mut self) -> Result<Head, Error> {
+        loop {
+            if !self.attempts.single() {
+                return block_on(|cx| self.poll(cx));
+            }
+            let (attempts, sender) = self.parts();
+            match attempts.wait_single(sender) {
+                Some(Ok(head)) => {
+                    if let Some(head) = self.on_head(head)? {
+                        return Ok(head);
+                    }
+                }
+                Some(Err(error)) => return Err(error),
+                None => {}
+            }
+        }
     }
 
     /// The URL of the hop under way (the final URL once a head is given
@@ -128,8 +205,13 @@ impl Chain {
     /// The current hop's head has come: keeps its cookies, then follows it
     /// if it is a redirect to follow (`None`: wait on the new current
     /// exchange), or gives it back as the response's.
-    pub(crate) fn on_head(&mut self, head: Head) -> Result<Option<Head>, Error> {
+    fn on_head(&mut self, head: Head) -> Result<Option<Head>, Error> {
         self.keep_cookies(&head);
+        let url = self.hop.uri.clone();
+        let (attempts, sender) = self.parts();
+        if attempts.retry_status(&head, &url, sender) {
+            return Ok(None);
+        }
         let Some(next) = self.redirect_of(&head) else {
             return Ok(Some(head));
         };
@@ -156,7 +238,7 @@ impl Chain {
         }
         // The redirect's own body is not wanted: its connection drains it
         // (if small) and goes back to the pool.
-        self.current.body_dropped();
+        self.current().body_dropped();
         self.settings
             .listener
             .on_redirect(head.status, &self.hop.uri, &next);
@@ -173,7 +255,7 @@ impl Chain {
         }
         let limit = self.dispatcher.config().limits.max_body_bytes;
         decode::decoder_for(&self.hop.method, head.status, &mut head.headers, limit)
-            .map(|decoder| decode::Decoding::new(decoder, self.current.remote_name()))
+            .map(|decoder| decode::Decoding::new(decoder, self.current().remote_name()))
     }
 
     /// Where a redirect to follow points, the method to follow it with and
@@ -233,12 +315,21 @@ impl Chain {
         // Submitted after what the last hop's loop is doing: a redirect
         // read whole there has its connection back in the pool by then,
         // for this hop to take.
-        let next = hop::exchange_for(&self.dispatcher, hop, &self.settings)?;
+        let previous = self.attempts.current().clone();
         let dispatcher = self.dispatcher.clone();
-        let submitted = next.clone();
-        self.current
-            .after_its_loop(move || dispatcher.submit(submitted));
-        self.current = next;
+        let sender = Sender {
+            dispatcher: &self.dispatcher,
+            policies: &self.policies,
+            settings: &self.settings,
+            hop,
+        };
+        self.attempts = Attempts::first(
+            self.retry.clone(),
+            self.hedge.clone(),
+            sender,
+            move |exchange| previous.after_its_loop(move || dispatcher.submit(exchange)),
+        )?;
+        let hop = &self.hop;
         self.visits.push(Visit {
             method: hop.method.clone(),
             uri: hop.uri.clone(),
@@ -259,6 +350,25 @@ impl Chain {
         if let Some(url) = as_url(&self.hop.uri) {
             store.set_cookies(&url, &mut set);
             self.cookies_set += 1;
+        }
+    }
+}
+
+/// Runs `poll` to its outcome on this thread, parked between polls.
+fn block_on<T>(mut poll: impl FnMut(&mut Context<'_>) -> Poll<T>) -> T {
+    struct Unpark(std::thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    loop {
+        match poll(&mut cx) {
+            Poll::Ready(outcome) => return outcome,
+            // A wake before the park makes the park return at once.
+            Poll::Pending => std::thread::park(),
         }
     }
 }

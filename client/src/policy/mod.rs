@@ -7,16 +7,21 @@
 //! * [`cookies`]: the cookie store;
 //! * [`decode`]: which responses are decompressed, and the decoding of a
 //!   body as it is read;
-//! * [`hop`]: one hop encoded and submitted; [`upload`]: request bodies.
+//! * [`attempts`]: the exchanges of one hop — retries ([`retry`]) and
+//!   hedged copies ([`hedge`]);
+//! * [`hop`]: one hop encoded as an exchange; [`upload`]: request bodies.
 //!
 //! Everything here runs on the caller's thread (the one that waits for or
 //! polls the response), never on an event loop.
 
+pub(crate) mod attempts;
 pub(crate) mod chain;
 pub(crate) mod cookies;
 pub(crate) mod decode;
+pub mod hedge;
 pub(crate) mod hop;
 pub mod redirect;
+pub mod retry;
 pub(crate) mod upload;
 
 pub use cookies::CookieStore;
@@ -34,6 +39,12 @@ pub(crate) struct Policies {
     pub(crate) decompress: bool,
     /// Sent unless the request has its own; `None`: none.
     pub(crate) user_agent: Option<HeaderValue>,
+    pub(crate) retry: retry::Policy,
+    pub(crate) hedge: hedge::Policy,
+    /// Shared by every request of the client that may be retried or hedged.
+    pub(crate) budget: retry::BudgetState,
+    /// Head latencies per origin, for hedge delays given as a percentile.
+    pub(crate) latencies: hedge::Latencies,
 }
 
 /// The `User-Agent` a client sends unless told otherwise.
@@ -46,6 +57,10 @@ impl Default for Policies {
             cookies: None,
             decompress: true,
             user_agent: Some(HeaderValue::from_static(DEFAULT_USER_AGENT)),
+            retry: retry::Policy::none(),
+            hedge: hedge::Policy::none(),
+            budget: retry::BudgetState::new(retry::Budget::default()),
+            latencies: hedge::Latencies::default(),
         }
     }
 }

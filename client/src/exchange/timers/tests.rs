@@ -157,7 +157,11 @@ fn probe() -> Arc<Probe> {
 }
 
 fn due(request: bool, read: bool) -> Seen {
-    Seen::Due(Due { request, read })
+    Seen::Due(Due {
+        request,
+        read,
+        hedge: false,
+    })
 }
 
 #[test]

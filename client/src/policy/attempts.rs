@@ -1,0 +1,409 @@
+//! [`Attempts`]: the exchanges of one hop — the first attempt, its retries
+//! ([`retry`]) and its hedged copies ([`hedge`]) — and which of them the
+//! caller's head comes from.
+//!
+//! ```text
+//!   start ──> current ──head──> (status retried? → backoff) ──> the hop's head
+//!               │  └─ hedge delay rings ─> copy ─┐ first head wins, the
+//!               │                                │ others are cancelled
+//!               └─ fails ─> (retryable, fits the deadline and the budget?)
+//!                             yes: backoff alarm ─> a new current
+//!                             no:  the error (Error::Retried if several)
+//! ```
+//!
+//! Invariants: at most one backoff is armed, and then nothing is in flight
+//! (the attempt before it has ended); `copies` are only ever in flight
+//! beside a live `current`; every attempt after the first shares the
+//! request deadline fixed at submission (their `HopSettings`); an attempt
+//! that lost is cancelled as soon as another's head is taken, which ends
+//! it (its connection closed, its timers disarmed).
+
+use super::hedge;
+use super::hop::{self, Hop, HopSettings};
+use super::retry;
+use super::Policies;
+use crate::dispatch::Dispatcher;
+use crate::error::Error;
+use crate::event_loop::EventLoop;
+use crate::exchange::alarm::{self, ArmedAlarm};
+use crate::exchange::{deadline_after, Alarm, Exchange, Head};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant, SystemTime};
+
+/// What sending an attempt needs: the client's parts and the hop.
+pub(crate) struct Sender<'a> {
+    pub(crate) dispatcher: &'a Arc<Dispatcher>,
+    pub(crate) policies: &'a Policies,
+    pub(crate) settings: &'a HopSettings,
+    pub(crate) hop: &'a mut Hop,
+}
+
+/// The exchanges of one hop. See the [module documentation](self).
+pub(crate) struct Attempts {
+    retry: retry::Policy,
+    hedge: hedge::Policy,
+    /// The attempt waited for first: the latest retry, or a copy that
+    /// outlived it; the winner once a head is taken.
+    current: Arc<Exchange>,
+    /// Hedged copies in flight besides `current`.
+    copies: Vec<Arc<Exchange>>,
+    /// A retry waiting for its backoff: nothing is in flight meanwhile.
+    backoff: Option<(Arc<Alarm>, ArmedAlarm)>,
+    /// Rung by the latest attempt's hedge delay.
+    hedge_alarm: Option<Arc<Alarm>>,
+    /// Attempts started (retries included, copies not).
+    started: u32,
+    copies_sent: u32,
+    /// The errors of the attempts that failed, in order.
+    failures: Vec<Error>,
+    /// When the hop's first attempt was sent: head latencies run from here.
+    hop_started: Instant,
+    cancelled: AtomicBool,
+}
+
+impl Attempts {
+    /// The hop's first attempt, submitted by `submit` (at once, or after
+    /// the previous hop's loop is done).
+    pub(crate) fn first(
+        retry: retry::Policy,
+        hedge: hedge::Policy,
+        sender: Sender<'_>,
+        submit: impl FnOnce(Arc<Exchange>),
+    ) -> Result<Attempts, Error> {
+        let exchange = hop::exchange_for(sender.dispatcher, sender.hop, sender.settings)?;
+        let mut attempts = Attempts {
+            retry,
+            hedge,
+            current: exchange.clone(),
+            copies: Vec::new(),
+            backoff: None,
+            hedge_alarm: None,
+            started: 1,
+            copies_sent: 0,
+            failures: Vec::new(),
+            hop_started: sender.dispatcher.clock().now(),
+            cancelled: AtomicBool::new(false),
+        };
+        if attempts.may_go_again(sender.hop) {
+            sender.policies.budget.deposit(attempts.hop_started);
+        }
+        attempts.arm_hedge(&sender, &exchange);
+        submit(exchange);
+        Ok(attempts)
+    }
+
+    /// The attempt whose head is waited for (or was taken).
+    pub(crate) fn current(&self) -> &Arc<Exchange> {
+        &self.current
+    }
+
+    /// Whether waiting on [`current`](Self::current) alone is all there is
+    /// to do: no backoff, no copy, no hedge delay armed.
+    pub(crate) fn single(&self) -> bool {
+        self.backoff.is_none() && self.copies.is_empty() && self.hedge_alarm.is_none()
+    }
+
+    /// Whether the next poll has an outcome to give at once.
+    pub(crate) fn is_settled(&self) -> bool {
+        self.cancelled.load(Ordering::Acquire)
+            || (self.backoff.is_none() && self.current.is_settled() && self.copies.is_empty())
+    }
+
+    /// Cancels every attempt in flight and a backoff under way; returns
+    /// whether anything was cancelled.
+    pub(crate) fn cancel(&self) -> bool {
+        // During a backoff nothing is in flight: the waiter is woken to
+        // find the request cancelled.
+        if let Some((alarm, _)) = &self.backoff {
+            let first = !self.cancelled.swap(true, Ordering::AcqRel);
+            alarm.ring();
+            return first;
+        }
+        if self.current.head_taken() {
+            return false;
+        }
+        let mut cancelled = self.current.cancel();
+        for copy in &self.copies {
+            cancelled |= copy.cancel();
+        }
+        cancelled
+    }
+
+    /// Whether the hop may be sent again (a retry or a copy): its policy
+    /// says so and its body can go twice.
+    fn may_go_again(&self, hop: &Hop) -> bool {
+        (self.retry.retries() || self.hedge.hedges()) && hop.body.replayable()
+    }
+
+    /// The next head of the hop (a status retried is not one), or its
+    /// error once no attempt is left.
+    pub(crate) fn poll(
+        &mut self,
+        mut sender: Sender<'_>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Head, Error>> {
+        loop {
+            if let Some((alarm, _)) = &self.backoff {
+                if alarm.poll(cx).is_pending() {
+                    return Poll::Pending;
+                }
+                self.backoff = None;
+                if self.cancelled.load(Ordering::Acquire) {
+                    return Poll::Ready(Err(Error::Cancelled));
+                }
+                if let Err(error) = self.start_retry(&mut sender) {
+                    return Poll::Ready(Err(self.outcome(error)));
+                }
+            }
+            if let Some(alarm) = &self.hedge_alarm {
+                if alarm.poll(cx).is_ready() {
+                    self.hedge_alarm = None;
+                    self.send_copy(&mut sender);
+                }
+            }
+            match self.current.poll_head(cx) {
+                Poll::Ready(outcome) => match self.on_outcome(outcome, &mut sender) {
+                    Some(done) => return Poll::Ready(done),
+                    None => continue,
+                },
+                Poll::Pending => {}
+            }
+            let settled = (0..self.copies.len()).find_map(|i| match self.copies[i].poll_head(cx) {
+                Poll::Ready(outcome) => Some((i, outcome)),
+                Poll::Pending => None,
+            });
+            let Some((i, outcome)) = settled else {
+                return Poll::Pending;
+            };
+            let copy = self.copies.swap_remove(i);
+            match outcome {
+                // The copy wins: the attempt waited for first is cancelled
+                // with the others.
+                Ok(head) => {
+                    let loser = std::mem::replace(&mut self.current, copy);
+                    loser.cancel();
+                    return Poll::Ready(Ok(self.won(head, &sender)));
+                }
+                Err(error) => self.failures.push(error),
+            }
+        }
+    }
+
+    /// Blocks on [`current`](Self::current) alone (see
+    /// [`single`](Self::single)): its head, or `None` if a retry was
+    /// armed.
+    pub(crate) fn wait_single(&mut self, mut sender: Sender<'_>) -> Option<Result<Head, Error>> {
+        let outcome = self.current.wait_head();
+        self.on_outcome(outcome, &mut sender)
+    }
+
+    /// `current`'s outcome: the hop's head, its final error, or `None` when
+    /// another attempt goes on (a copy in flight, or a retry armed).
+    fn on_outcome(
+        &mut self,
+        outcome: Result<Head, Error>,
+        sender: &mut Sender<'_>,
+    ) -> Option<Result<Head, Error>> {
+        match outcome {
+            Ok(head) => Some(Ok(self.won(head, sender))),
+            Err(error) => {
+                if let Some(copy) = self.copies.pop() {
+                    self.failures.push(error);
+                    self.current = copy;
+                    return None;
+                }
+                match self.retry_after_failure(error, sender) {
+                    Ok(()) => None,
+                    Err(error) => Some(Err(self.outcome(error))),
+                }
+            }
+        }
+    }
+
+    /// `current`'s head was taken: the copies lose, the hedge delay is
+    /// disarmed, the latency noted.
+    fn won(&mut self, head: Head, sender: &Sender<'_>) -> Head {
+        for copy in self.copies.drain(..) {
+            copy.cancel();
+        }
+        if self.hedge_alarm.take().is_some() {
+            self.current.disarm_hedge();
+        }
+        if self.hedge.tracks_latency() {
+            let latency = sender
+                .dispatcher
+                .clock()
+                .now()
+                .saturating_duration_since(self.hop_started);
+            sender
+                .policies
+                .latencies
+                .record(&self.current.origin, latency);
+        }
+        head
+    }
+
+    /// The final error: `error` alone, or with those of the attempts
+    /// before it.
+    fn outcome(&mut self, error: Error) -> Error {
+        if self.failures.is_empty() {
+            return error;
+        }
+        let mut attempts = std::mem::take(&mut self.failures);
+        attempts.push(error);
+        Error::Retried { attempts }
+    }
+
+    /// The request deadline (the same for every attempt).
+    fn deadline(&self, settings: &HopSettings) -> Option<Instant> {
+        deadline_after(settings.submitted, settings.deadlines.request_timeout?)
+    }
+
+    /// Whether an attempt starting at `start` leaves the policy's minimum
+    /// slice of the deadline.
+    fn fits(&self, start: Instant, settings: &HopSettings) -> bool {
+        self.deadline(settings)
+            .is_none_or(|deadline| start + self.retry.min_slice() <= deadline)
+    }
+
+    /// Arms a retry after `current` failed with `error`, if the policy,
+    /// the deadline and the budget allow it; else gives the error back.
+    fn retry_after_failure(&mut self, error: Error, sender: &mut Sender<'_>) -> Result<(), Error> {
+        if !self.retry.retries_error(&error, &sender.hop.method) {
+            return Err(error);
+        }
+        let delay = self.retry.delay(self.started);
+        self.arm_retry(delay, error, sender)
+    }
+
+    /// Whether `head` has a status the policy retries, and a retry was
+    /// armed for it (its body is dropped, its connection pooled if it
+    /// can be).
+    pub(crate) fn retry_status(
+        &mut self,
+        head: &Head,
+        url: &http::Uri,
+        sender: Sender<'_>,
+    ) -> bool {
+        let mut sender = sender;
+        if !self.retry.retries_status(head.status, &sender.hop.method) {
+            return false;
+        }
+        let backoff = self.retry.delay(self.started);
+        let asked = retry::retry_after(&head.headers, SystemTime::now()).unwrap_or_default();
+        let reason = Error::Status {
+            status: head.status,
+            url: url.clone(),
+        };
+        let retried = self.arm_retry(backoff.max(asked), reason, &mut sender);
+        if retried.is_ok() {
+            self.current.body_dropped();
+        }
+        retried.is_ok()
+    }
+
+    /// Arms the backoff of the next attempt, `delay` from now, if one is
+    /// left, fits the deadline and the budget; `reason` is why.
+    fn arm_retry(
+        &mut self,
+        delay: Duration,
+        reason: Error,
+        sender: &mut Sender<'_>,
+    ) -> Result<(), Error> {
+        let now = sender.dispatcher.clock().now();
+        let allowed = self.started < self.retry.max_attempts()
+            && sender.hop.body.replayable()
+            && self.fits(now + delay, sender.settings)
+            && sender.policies.budget.withdraw(now, false);
+        if !allowed {
+            return Err(reason);
+        }
+        sender
+            .settings
+            .listener
+            .on_retry(self.started + 1, delay, &reason);
+        self.failures.push(reason);
+        let home = self.alarm_home(sender);
+        let alarm = Alarm::new();
+        let armed = alarm::arm(
+            &alarm,
+            now + delay,
+            home.as_ref(),
+            sender.dispatcher.wheel(),
+        );
+        self.backoff = Some((alarm, armed));
+        Ok(())
+    }
+
+    /// Where a backoff is armed: the loop of the attempt that failed in
+    /// event-loop mode (exact), else the wheel.
+    fn alarm_home(&self, sender: &Sender<'_>) -> Option<Arc<EventLoop>> {
+        if !sender.settings.deadlines.on_event_loop {
+            return None;
+        }
+        self.current.last_loop()
+    }
+
+    /// The backoff is over: the next attempt goes.
+    fn start_retry(&mut self, sender: &mut Sender<'_>) -> Result<(), Error> {
+        let exchange = hop::exchange_for(sender.dispatcher, sender.hop, sender.settings)?;
+        self.started += 1;
+        self.current = exchange.clone();
+        self.arm_hedge(sender, &exchange);
+        sender.dispatcher.submit(exchange);
+        Ok(())
+    }
+
+    /// Arms `attempt`'s hedge delay, if the request is hedged and a copy
+    /// is left that would start inside the deadline.
+    fn arm_hedge(&mut self, sender: &Sender<'_>, attempt: &Arc<Exchange>) {
+        let hedged = self.hedge.hedges()
+            && self.copies_sent < self.hedge.copies()
+            && sender.hop.method.is_idempotent()
+            && sender.hop.body.replayable();
+        if !hedged {
+            return;
+        }
+        let Some(delay) = self
+            .hedge
+            .delay(&attempt.origin, &sender.policies.latencies)
+        else {
+            return;
+        };
+        let at = sender.dispatcher.clock().now() + delay;
+        if !self.fits(at, sender.settings) {
+            return;
+        }
+        let alarm = Alarm::new();
+        attempt.arm_hedge(at, alarm.clone());
+        self.hedge_alarm = Some(alarm);
+    }
+
+    /// The hedge delay rang: a copy goes, on another connection, if the
+    /// deadline and the budget still allow.
+    fn send_copy(&mut self, sender: &mut Sender<'_>) {
+        let now = sender.dispatcher.clock().now();
+        if !self.fits(now, sender.settings) || !sender.policies.budget.withdraw(now, true) {
+            return;
+        }
+        let Ok(copy) = hop::exchange_for(sender.dispatcher, sender.hop, sender.settings) else {
+            return;
+        };
+        self.copies_sent += 1;
+        sender.settings.listener.on_hedge(self.copies_sent);
+        self.arm_hedge(sender, &copy);
+        self.copies.push(copy.clone());
+        sender.dispatcher.submit(copy);
+    }
+}
+
+impl Drop for Attempts {
+    fn drop(&mut self) {
+        // Copies nobody will take a head from.
+        for copy in &self.copies {
+            copy.cancel();
+        }
+    }
+}

@@ -1,0 +1,443 @@
+//! Retries inside the request deadline: which failures are retried
+//! ([`Policy`]), how long to wait before each ([`Policy::backoff`]), and
+//! the client-wide [`Budget`] that keeps a failing server from a retry
+//! storm.
+//!
+//! * **What**: a failure before any response (a connect error or timeout,
+//!   a TLS handshake timeout, a reset or close before the head, a read
+//!   timeout before the head), and the statuses named with
+//!   [`Policy::on_status`] (e.g. 503), whose `Retry-After` (seconds or an
+//!   HTTP date) is honoured.
+//! * **Which methods**: idempotent ones (RFC 9110 §9.2.2); others only
+//!   when the request provably never reached the server (it never
+//!   connected), or with [`Policy::any_method`]. Only bodies held in memory
+//!   are sent again; a streamed body is sent once.
+//! * **Inside the deadline**: the request deadline is the one fixed when
+//!   the request was sent, for every attempt. A retry is started only if,
+//!   after its backoff, at least [`Policy::min_remaining`] of that deadline
+//!   is left; a backoff or a `Retry-After` that would end past it is not
+//!   waited for: the last failure (or response) is the outcome.
+//! * **Backoff**: exponential with jitter — before retry `n` (from 1) a
+//!   delay drawn between half and all of `min(max, base · 2ⁿ⁻¹)` —, armed
+//!   like the timeouts: on the loop of the connection that failed in
+//!   event-loop mode, else on the wheel.
+//! * **Told**: each retry to the listener
+//!   ([`EventListener::on_retry`](crate::EventListener::on_retry)); a
+//!   request that failed after several attempts fails with
+//!   [`Error::Retried`](crate::Error::Retried), which lists every
+//!   attempt's error.
+
+use crate::error::Error;
+use http::StatusCode;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime};
+
+/// Which failed attempts are tried again, how often and after how long.
+/// See the [module documentation](self). The default retries nothing.
+#[derive(Clone, Debug)]
+pub struct Policy {
+    attempts: u32,
+    statuses: Vec<StatusCode>,
+    any_method: bool,
+    base: Duration,
+    max: Duration,
+    jitter: bool,
+    min_remaining: Duration,
+}
+
+impl Default for Policy {
+    /// [`Policy::none`].
+    fn default() -> Policy {
+        Policy::none()
+    }
+}
+
+impl Policy {
+    /// No retries: one attempt.
+    pub fn none() -> Policy {
+        Policy::attempts(1)
+    }
+
+    /// Up to `attempts` attempts in all (the first and `attempts - 1`
+    /// retries; 0 counts as 1), with a backoff from 5 ms to 250 ms, jitter,
+    /// and at least 1 ms of the deadline left for a retry.
+    pub fn attempts(attempts: u32) -> Policy {
+        Policy {
+            attempts: attempts.max(1),
+            statuses: Vec::new(),
+            any_method: false,
+            base: Duration::from_millis(5),
+            max: Duration::from_millis(250),
+            jitter: true,
+            min_remaining: Duration::from_millis(1),
+        }
+    }
+
+    /// Retries responses with these statuses too (e.g. `[503]`), after
+    /// their `Retry-After` if it is longer than the backoff. The last such
+    /// response is the outcome once no retry is left.
+    pub fn on_status(mut self, statuses: impl IntoIterator<Item = StatusCode>) -> Policy {
+        self.statuses = statuses.into_iter().collect();
+        self
+    }
+
+    /// Retries every method, idempotent or not (the caller knows the server
+    /// takes the request twice without harm).
+    pub fn any_method(mut self, any: bool) -> Policy {
+        self.any_method = any;
+        self
+    }
+
+    /// The backoff before retry `n` (from 1): `min(max, base · 2ⁿ⁻¹)`,
+    /// jittered.
+    pub fn backoff(mut self, base: Duration, max: Duration) -> Policy {
+        self.base = base;
+        self.max = max.max(base);
+        self
+    }
+
+    /// Whether the backoff is jittered (default: yes, a delay drawn between
+    /// half and all of it, so that clients that failed together do not
+    /// retry together). Without, it is exact.
+    pub fn jitter(mut self, jitter: bool) -> Policy {
+        self.jitter = jitter;
+        self
+    }
+
+    /// How much of the request deadline must be left, after the backoff,
+    /// for a retry to start (default 1 ms).
+    pub fn min_remaining(mut self, slice: Duration) -> Policy {
+        self.min_remaining = slice;
+        self
+    }
+
+    /// Whether the policy retries anything.
+    pub(crate) fn retries(&self) -> bool {
+        self.attempts > 1
+    }
+
+    pub(crate) fn max_attempts(&self) -> u32 {
+        self.attempts
+    }
+
+    pub(crate) fn min_slice(&self) -> Duration {
+        self.min_remaining
+    }
+
+    /// Whether `error`, the failure of an attempt before any response, may
+    /// be retried for a request with `method`.
+    pub(crate) fn retries_error(&self, error: &Error, method: &http::Method) -> bool {
+        let never_sent = matches!(
+            error,
+            Error::Connect { .. } | Error::ConnectTimeout(_) | Error::Resolve { .. }
+        );
+        let before_response = matches!(
+            error,
+            Error::Io { .. } | Error::ReadTimeout(_) | Error::HandshakeTimeout(_)
+        );
+        let method_allows = self.any_method || method.is_idempotent();
+        never_sent || (before_response && method_allows)
+    }
+
+    /// Whether a response with `status` is retried, for `method`.
+    pub(crate) fn retries_status(&self, status: StatusCode, method: &http::Method) -> bool {
+        self.statuses.contains(&status) && (self.any_method || method.is_idempotent())
+    }
+
+    /// The backoff before retry `retry` (from 1).
+    pub(crate) fn delay(&self, retry: u32) -> Duration {
+        let doublings = retry.saturating_sub(1).min(30);
+        let full = self.base.saturating_mul(1 << doublings).min(self.max);
+        if !self.jitter {
+            return full;
+        }
+        let half = full / 2;
+        half + half.mul_f64(unit_random())
+    }
+}
+
+/// A number in `[0, 1)`, from the standard library's random hasher keys
+/// (no generator crate for one draw per retry).
+fn unit_random() -> f64 {
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u64(
+        SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64),
+    );
+    (hasher.finish() >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// How long a response's `Retry-After` asks to wait (RFC 9110 §10.2.3:
+/// delay-seconds or an HTTP date), if it says.
+pub(crate) fn retry_after(headers: &http::HeaderMap, now: SystemTime) -> Option<Duration> {
+    let value = headers
+        .get(http::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim();
+    if let Ok(seconds) = value.parse::<u64>() {
+        return Some(Duration::from_secs(seconds));
+    }
+    let date = httpdate::parse_http_date(value).ok()?;
+    Some(date.duration_since(now).unwrap_or(Duration::ZERO))
+}
+
+/// The retry budget of a client: retries (and hedged copies) may be at
+/// most `ratio` of the requests that could be retried, over a sliding
+/// `window`, plus a floor of `floor_per_second` — Finagle's and Linkerd's
+/// rule, so that a failing server is not sent a storm of retries. A retry
+/// the budget refuses is not made: the failure is the outcome.
+#[derive(Clone, Copy, Debug)]
+pub struct Budget {
+    ratio: f64,
+    floor_per_second: u32,
+    window: Duration,
+}
+
+impl Default for Budget {
+    /// 20 % of requests, a floor of 10 retries a second, over 10 s.
+    fn default() -> Budget {
+        Budget::new(0.2, 10, Duration::from_secs(10))
+    }
+}
+
+impl Budget {
+    /// At most `ratio` retries per request over `window` (at least 1 s),
+    /// plus `floor_per_second` (a negative or NaN ratio counts as 0).
+    pub fn new(ratio: f64, floor_per_second: u32, window: Duration) -> Budget {
+        Budget {
+            ratio: if ratio > 0.0 { ratio } else { 0.0 },
+            floor_per_second,
+            window: window.max(Duration::from_secs(1)),
+        }
+    }
+
+    /// No limit.
+    pub fn unlimited() -> Budget {
+        Budget::new(f64::INFINITY, u32::MAX, Duration::from_secs(1))
+    }
+}
+
+/// A budget's counts, in [`ClientStats`](crate::ClientStats).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BudgetStats {
+    /// Requests that could be retried, in the window.
+    pub requests: u64,
+    /// Retries and hedged copies made, in the window.
+    pub retries: u64,
+    /// Retries and hedged copies made since the client started.
+    pub retries_total: u64,
+    /// Hedged copies made since the client started.
+    pub hedges_total: u64,
+    /// Retries and copies the budget refused since the client started.
+    pub refused_total: u64,
+}
+
+/// How many slots the window is cut into.
+const SLOTS: usize = 10;
+
+/// A budget's state: counts per slot of the window, on the client's
+/// clock.
+pub(crate) struct BudgetState {
+    budget: Budget,
+    counts: Mutex<Counts>,
+}
+
+#[derive(Default)]
+struct Counts {
+    /// The first instant the budget was used at: slots count from here.
+    anchor: Option<Instant>,
+    /// Per slot: the slot's number since `started`, requests, retries.
+    slots: [(u64, u64, u64); SLOTS],
+    retries_total: u64,
+    hedges_total: u64,
+    refused_total: u64,
+}
+
+impl BudgetState {
+    pub(crate) fn new(budget: Budget) -> BudgetState {
+        BudgetState {
+            budget,
+            counts: Mutex::new(Counts::default()),
+        }
+    }
+
+    fn slot_of(&self, anchor: Instant, now: Instant) -> u64 {
+        let slot = self.budget.window / SLOTS as u32;
+        (now.saturating_duration_since(anchor).as_nanos() / slot.as_nanos().max(1)) as u64
+    }
+
+    /// `now`'s slot (made current), and the requests and retries of the
+    /// whole window ending there (that slot's included).
+    fn window<'a>(
+        &self,
+        counts: &'a mut Counts,
+        now: Instant,
+    ) -> (&'a mut (u64, u64, u64), u64, u64) {
+        let anchor = *counts.anchor.get_or_insert(now);
+        let current = self.slot_of(anchor, now);
+        let (mut requests, mut retries) = (0, 0);
+        for slot in &mut counts.slots {
+            if current.saturating_sub(slot.0) >= SLOTS as u64 || slot.0 > current {
+                *slot = (0, 0, 0);
+            }
+        }
+        for slot in &counts.slots {
+            requests += slot.1;
+            retries += slot.2;
+        }
+        let index = (current % SLOTS as u64) as usize;
+        let slot = &mut counts.slots[index];
+        if slot.0 != current {
+            requests -= slot.1;
+            retries -= slot.2;
+            *slot = (current, 0, 0);
+        }
+        (slot, requests, retries)
+    }
+
+    /// A request that could be retried has started.
+    pub(crate) fn deposit(&self, now: Instant) {
+        let mut counts = crate::sync::lock(&self.counts);
+        let (slot, _, _) = self.window(&mut counts, now);
+        slot.1 += 1;
+    }
+
+    /// Whether one more retry (or hedged copy, `hedge`) fits; if so it is
+    /// counted.
+    pub(crate) fn withdraw(&self, now: Instant, hedge: bool) -> bool {
+        let mut counts = crate::sync::lock(&self.counts);
+        let budget = self.budget;
+        let (slot, requests, retries) = self.window(&mut counts, now);
+        let floor = f64::from(budget.floor_per_second) * budget.window.as_secs_f64();
+        let allowed = floor + budget.ratio * requests as f64;
+        if (retries + 1) as f64 > allowed {
+            counts.refused_total += 1;
+            return false;
+        }
+        slot.2 += 1;
+        counts.retries_total += 1;
+        if hedge {
+            counts.hedges_total += 1;
+        }
+        true
+    }
+
+    pub(crate) fn stats(&self, now: Instant) -> BudgetStats {
+        let mut counts = crate::sync::lock(&self.counts);
+        let (_, requests, retries) = self.window(&mut counts, now);
+        BudgetStats {
+            requests,
+            retries,
+            retries_total: counts.retries_total,
+            hedges_total: counts.hedges_total,
+            refused_total: counts.refused_total,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn io_error() -> Error {
+        Error::Io {
+            remote: "r".into(),
+            source: std::io::ErrorKind::ConnectionReset.into(),
+        }
+    }
+
+    #[test]
+    fn what_is_retried_depends_on_the_failure_and_the_method() {
+        let policy = Policy::attempts(3);
+        let refused = Error::Connect {
+            remote: "r".into(),
+            source: std::io::ErrorKind::ConnectionRefused.into(),
+        };
+        assert!(
+            policy.retries_error(&refused, &http::Method::POST),
+            "never sent"
+        );
+        assert!(policy.retries_error(&io_error(), &http::Method::GET));
+        assert!(!policy.retries_error(&io_error(), &http::Method::POST));
+        assert!(Policy::attempts(3)
+            .any_method(true)
+            .retries_error(&io_error(), &http::Method::POST));
+        assert!(!policy.retries_error(&Error::Cancelled, &http::Method::GET));
+        assert!(!policy.retries_error(&Error::ClientClosed, &http::Method::GET));
+        let status = Policy::attempts(2).on_status([StatusCode::SERVICE_UNAVAILABLE]);
+        assert!(status.retries_status(StatusCode::SERVICE_UNAVAILABLE, &http::Method::GET));
+        assert!(!status.retries_status(StatusCode::INTERNAL_SERVER_ERROR, &http::Method::GET));
+        assert!(!status.retries_status(StatusCode::SERVICE_UNAVAILABLE, &http::Method::POST));
+    }
+
+    #[test]
+    fn the_backoff_doubles_up_to_its_max_and_jitter_stays_in_the_upper_half() {
+        let exact = Policy::attempts(10)
+            .backoff(Duration::from_millis(10), Duration::from_millis(50))
+            .jitter(false);
+        let delays: Vec<u64> = (1..=5).map(|n| exact.delay(n).as_millis() as u64).collect();
+        assert_eq!(delays, [10, 20, 40, 50, 50]);
+        let jittered = exact.jitter(true);
+        for _ in 0..200 {
+            let delay = jittered.delay(2);
+            assert!(delay >= Duration::from_millis(10) && delay <= Duration::from_millis(20));
+        }
+    }
+
+    #[test]
+    fn retry_after_takes_seconds_or_a_date() {
+        let mut headers = http::HeaderMap::new();
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+        assert_eq!(retry_after(&headers, now), None);
+        headers.insert("retry-after", "7".parse().unwrap());
+        assert_eq!(retry_after(&headers, now), Some(Duration::from_secs(7)));
+        let later = httpdate::fmt_http_date(now + Duration::from_secs(30));
+        headers.insert("retry-after", later.parse().unwrap());
+        assert_eq!(retry_after(&headers, now), Some(Duration::from_secs(30)));
+        let past = httpdate::fmt_http_date(now - Duration::from_secs(30));
+        headers.insert("retry-after", past.parse().unwrap());
+        assert_eq!(retry_after(&headers, now), Some(Duration::ZERO));
+        headers.insert("retry-after", "soon".parse().unwrap());
+        assert_eq!(retry_after(&headers, now), None);
+    }
+
+    #[test]
+    fn the_budget_allows_its_ratio_and_floor_then_recovers_as_the_window_slides() {
+        let start = Instant::now();
+        let state = BudgetState::new(Budget::new(0.5, 0, Duration::from_secs(10)));
+        for _ in 0..10 {
+            state.deposit(start);
+        }
+        let allowed = (0..10).filter(|_| state.withdraw(start, false)).count();
+        assert_eq!(allowed, 5, "half of ten requests");
+        let stats = state.stats(start);
+        assert_eq!(
+            (stats.requests, stats.retries, stats.refused_total),
+            (10, 5, 5)
+        );
+        // Still inside the window: still spent.
+        assert!(!state.withdraw(start + Duration::from_secs(9), false));
+        // The window has slid past those requests and retries: nothing
+        // deposited, nothing allowed (no floor), and nothing counted.
+        let later = start + Duration::from_secs(11);
+        assert_eq!(state.stats(later).requests, 0);
+        assert!(!state.withdraw(later, false));
+        state.deposit(later);
+        state.deposit(later);
+        assert!(state.withdraw(later, true));
+        assert_eq!(state.stats(later).hedges_total, 1);
+    }
+
+    #[test]
+    fn the_floor_allows_retries_without_requests() {
+        let start = Instant::now();
+        let state = BudgetState::new(Budget::new(0.0, 2, Duration::from_secs(1)));
+        assert!(state.withdraw(start, false));
+        assert!(state.withdraw(start, false));
+        assert!(!state.withdraw(start, false));
+        assert!(state.withdraw(start + Duration::from_secs(2), false));
+    }
+}

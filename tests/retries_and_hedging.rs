@@ -1,0 +1,420 @@
+//! Retries inside the deadline and hedged requests, on a `ManualClock` in
+//! both timeout modes: a backoff and a `Retry-After` are waited for to the
+//! tick and never past the deadline, a retry that would not fit is not
+//! started, what is retried depends on the method, the budget stops
+//! retries and recovers, and a hedge starts exactly at its delay, wins,
+//! and leaves nothing armed or open of the loser.
+
+mod support;
+
+use std::sync::Arc;
+use std::thread;
+use std::time::Duration;
+use support::client_kit::Recorder;
+use support::*;
+use tickless::timer::ManualClock;
+use tickless::{hedge, retry, Client, Error};
+
+const CEILING: Duration = Duration::from_secs(10);
+/// Real time given to something that must not happen, to show it does not.
+const QUIET: Duration = Duration::from_millis(150);
+
+fn client_on(clock: &ManualClock, event_loop_timeouts: bool) -> (Client, Arc<Recorder>) {
+    let recorder = Recorder::new();
+    let client = Client::builder()
+        .clock(Arc::new(clock.clone()))
+        .event_loops(1)
+        .use_event_loop_timeouts(event_loop_timeouts)
+        .request_timeout(Duration::from_secs(10))
+        .read_timeout(Duration::ZERO)
+        .listener(recorder.clone())
+        .build()
+        .unwrap();
+    (client, recorder)
+}
+
+/// Resets the first connection without answering; answers on the others.
+fn resets_first() -> TestServer {
+    TestServer::start(Behaviour::per_connection(|index| match index {
+        0 => Behaviour::Reset,
+        _ => Behaviour::respond(|request| ok(&format!("answered {}", request.method))),
+    }))
+}
+
+fn retries_seen(recorder: &Recorder) -> Vec<(u32, Duration)> {
+    recorder
+        .events()
+        .into_iter()
+        .filter_map(|(event, _)| match event {
+            client_kit::Event::Retry(attempt, delay, _) => Some((attempt, delay)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn a_reset_is_retried_after_its_backoff(event_loop_timeouts: bool) {
+    let clock = ManualClock::new();
+    let (client, recorder) = client_on(&clock, event_loop_timeouts);
+    let server = resets_first();
+    let policy = retry::Policy::attempts(3)
+        .backoff(Duration::from_millis(100), Duration::from_secs(1))
+        .jitter(false);
+    let future = client.get(server.url("/")).retry(policy).send();
+    let waiter = thread::spawn(move || future.wait());
+    assert!(
+        eventually(CEILING, || retries_seen(&recorder).len() == 1),
+        "the reset is retried"
+    );
+    assert_eq!(retries_seen(&recorder), [(2, Duration::from_millis(100))]);
+    clock.advance(Duration::from_millis(99));
+    thread::sleep(QUIET);
+    assert_eq!(server.connections_accepted(), 1, "sent before its backoff");
+    clock.advance(Duration::from_millis(1));
+    let response = waiter.join().unwrap().unwrap();
+    assert_eq!(response.text().wait().unwrap(), "answered GET");
+    assert_eq!(server.connections_accepted(), 2);
+    let budget = client.stats().retry_budget;
+    assert_eq!((budget.requests, budget.retries_total), (1, 1));
+    assert!(eventually(CEILING, || client.stats().armed_timers() == 0));
+    client.close();
+}
+
+#[test]
+fn a_reset_is_retried_after_its_backoff_on_the_wheel() {
+    a_reset_is_retried_after_its_backoff(false);
+}
+
+#[test]
+fn a_reset_is_retried_after_its_backoff_on_the_loop() {
+    a_reset_is_retried_after_its_backoff(true);
+}
+
+fn a_retry_that_would_not_fit_is_not_started(event_loop_timeouts: bool) {
+    let clock = ManualClock::new();
+    let (client, recorder) = client_on(&clock, event_loop_timeouts);
+    // The first attempt fails 950 ms into a 1 s deadline.
+    let server_clock = clock.clone();
+    let server = TestServer::start(Behaviour::custom(move |mut stream, index| {
+        let mut reader = RequestReader::new(index);
+        if reader.read_request(&mut stream).is_ok() {
+            server_clock.advance(Duration::from_millis(950));
+        }
+        // Dropped unanswered: a close before any response byte.
+    }));
+    for (backoff, min_remaining) in [
+        // The backoff would end past the deadline.
+        (Duration::from_millis(100), Duration::from_millis(1)),
+        // It would end inside, leaving less than the minimum slice.
+        (Duration::from_millis(10), Duration::from_millis(100)),
+    ] {
+        let policy = retry::Policy::attempts(3)
+            .backoff(backoff, backoff)
+            .jitter(false)
+            .min_remaining(min_remaining);
+        let before = server.connections_accepted();
+        let error = client
+            .get(server.url("/"))
+            .request_timeout(Duration::from_secs(1))
+            .retry(policy)
+            .send()
+            .wait()
+            .unwrap_err();
+        assert!(
+            !matches!(error, Error::Retried { .. } | Error::RequestTimeout(_)),
+            "the first attempt's own error: {error:?}"
+        );
+        assert_eq!(server.connections_accepted(), before + 1);
+    }
+    assert!(retries_seen(&recorder).is_empty());
+    client.close();
+}
+
+#[test]
+fn a_retry_that_would_not_fit_is_not_started_on_the_wheel() {
+    a_retry_that_would_not_fit_is_not_started(false);
+}
+
+#[test]
+fn a_retry_that_would_not_fit_is_not_started_on_the_loop() {
+    a_retry_that_would_not_fit_is_not_started(true);
+}
+
+fn retry_after_is_honoured_and_bounded_by_the_deadline(event_loop_timeouts: bool) {
+    let clock = ManualClock::new();
+    let (client, recorder) = client_on(&clock, event_loop_timeouts);
+    let server = TestServer::respond(|request| match request.target.as_str() {
+        "/far" => response(503, &[("Retry-After", "60")], b"later"),
+        _ => response(503, &[("Retry-After", "2")], b"busy"),
+    });
+    let policy = retry::Policy::attempts(2)
+        .on_status([http::StatusCode::SERVICE_UNAVAILABLE])
+        .backoff(Duration::from_millis(1), Duration::from_millis(1))
+        .jitter(false);
+    // Retry-After: 2 inside a 10 s deadline: waited for, to the tick.
+    let future = client.get(server.url("/near")).retry(policy.clone()).send();
+    let waiter = thread::spawn(move || future.wait());
+    assert!(eventually(CEILING, || retries_seen(&recorder).len() == 1));
+    assert_eq!(retries_seen(&recorder), [(2, Duration::from_secs(2))]);
+    clock.advance(Duration::from_millis(1999));
+    thread::sleep(QUIET);
+    assert_eq!(server.requests().len(), 1, "sent before Retry-After");
+    clock.advance(Duration::from_millis(1));
+    let response = waiter.join().unwrap().unwrap();
+    // Still 503 (the server always is): the last response is the outcome.
+    assert_eq!(response.status(), 503);
+    assert_eq!(server.requests().len(), 2);
+    // The 503's body was dropped and its connection reused.
+    assert_eq!(server.connections_accepted(), 1);
+
+    // Retry-After: 60 would pass the deadline: the 503 is the response.
+    let response = client
+        .get(server.url("/far"))
+        .retry(policy)
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.status(), 503);
+    assert_eq!(response.text().wait().unwrap(), "later");
+    assert_eq!(server.requests().len(), 3);
+    client.close();
+}
+
+#[test]
+fn retry_after_is_honoured_and_bounded_by_the_deadline_on_the_wheel() {
+    retry_after_is_honoured_and_bounded_by_the_deadline(false);
+}
+
+#[test]
+fn retry_after_is_honoured_and_bounded_by_the_deadline_on_the_loop() {
+    retry_after_is_honoured_and_bounded_by_the_deadline(true);
+}
+
+#[test]
+fn what_is_retried_depends_on_whether_the_request_reached_the_server() {
+    let clock = ManualClock::new();
+    let (client, _recorder) = client_on(&clock, false);
+    let policy = retry::Policy::attempts(3)
+        .backoff(Duration::ZERO, Duration::ZERO)
+        .jitter(false);
+    // A POST that was sent and reset is not sent again...
+    let server = resets_first();
+    let error = client
+        .post(server.url("/"))
+        .body("once")
+        .retry(policy.clone())
+        .send()
+        .wait()
+        .unwrap_err();
+    assert!(!matches!(error, Error::Retried { .. }), "{error:?}");
+    assert_eq!(server.connections_accepted(), 1);
+    // ...unless the caller says it may be.
+    let server = resets_first();
+    let response = client
+        .post(server.url("/"))
+        .body("twice is fine")
+        .retry(policy.clone().any_method(true))
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.text().wait().unwrap(), "answered POST");
+    // One that never connected is, whatever its method; the error lists
+    // every attempt.
+    let error = client
+        .post(format!("http://{}/", refused_addr()))
+        .body("never sent")
+        .retry(policy)
+        .send()
+        .wait()
+        .unwrap_err();
+    match &error {
+        Error::Retried { attempts } => {
+            assert_eq!(attempts.len(), 3);
+            assert!(attempts.iter().all(|e| matches!(e, Error::Connect { .. })));
+            assert!(
+                error.to_string().starts_with("3 attempts failed: 1) "),
+                "{error}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    client.close();
+}
+
+#[test]
+fn the_budget_stops_retries_once_spent_and_recovers() {
+    let clock = ManualClock::new();
+    let client = Client::builder()
+        .clock(Arc::new(clock.clone()))
+        .event_loops(1)
+        .retry_budget(retry::Budget::new(0.0, 1, Duration::from_secs(1)))
+        .retry(
+            retry::Policy::attempts(2)
+                .backoff(Duration::ZERO, Duration::ZERO)
+                .jitter(false),
+        )
+        .build()
+        .unwrap();
+    let url = format!("http://{}/", refused_addr());
+    let attempts = |client: &Client| match client.get(url.as_str()).send().wait().unwrap_err() {
+        Error::Retried { attempts } => attempts.len(),
+        Error::Connect { .. } => 1,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(attempts(&client), 2, "the floor allows one retry a second");
+    assert_eq!(attempts(&client), 1, "spent");
+    let budget = client.stats().retry_budget;
+    assert_eq!((budget.retries, budget.refused_total), (1, 1));
+    clock.advance(Duration::from_secs(2));
+    assert_eq!(attempts(&client), 2, "recovered with the window");
+    client.close();
+}
+
+fn hedges_seen(recorder: &Recorder) -> usize {
+    recorder
+        .events()
+        .iter()
+        .filter(|(event, _)| matches!(event, client_kit::Event::Hedge(_)))
+        .count()
+}
+
+fn a_hedge_starts_at_its_delay_and_the_loser_is_cancelled(event_loop_timeouts: bool) {
+    let clock = ManualClock::new();
+    let (client, recorder) = client_on(&clock, event_loop_timeouts);
+    let server = TestServer::start(Behaviour::per_connection(|index| match index {
+        0 => Behaviour::NeverAnswer,
+        _ => Behaviour::respond(|_| ok("the copy")),
+    }));
+    let future = client
+        .get(server.url("/"))
+        .hedge(hedge::Policy::after(Duration::from_millis(50)))
+        .send();
+    let waiter = thread::spawn(move || future.wait());
+    assert!(server.wait_for_requests(1, CEILING));
+    // The hedge delay is the exchange's nearest timer: on the connection's
+    // loop in event-loop mode, on the wheel otherwise.
+    let placed = eventually(CEILING, || {
+        let stats = client.stats();
+        let on_loop = stats.loops[0].armed;
+        let on_wheel = stats.wheel.armed - stats.pool_cleaner_armed;
+        if event_loop_timeouts {
+            (on_loop, on_wheel) == (1, 0)
+        } else {
+            (on_loop, on_wheel) == (0, 1)
+        }
+    });
+    assert!(placed, "{:?}", client.stats());
+    clock.advance(Duration::from_millis(49));
+    thread::sleep(QUIET);
+    assert_eq!(server.connections_accepted(), 1, "hedged early");
+    clock.advance(Duration::from_millis(1));
+    let response = waiter.join().unwrap().unwrap();
+    assert_eq!(response.text().wait().unwrap(), "the copy");
+    assert_eq!(hedges_seen(&recorder), 1);
+    // The first attempt lost: its connection is closed, nothing is armed.
+    assert!(eventually(CEILING, || server.connections_open() == 1));
+    assert!(eventually(CEILING, || client.stats().armed_timers() == 0));
+    assert_eq!(client.stats().retry_budget.hedges_total, 1);
+    client.close();
+}
+
+#[test]
+fn a_hedge_starts_at_its_delay_and_the_loser_is_cancelled_on_the_wheel() {
+    a_hedge_starts_at_its_delay_and_the_loser_is_cancelled(false);
+}
+
+#[test]
+fn a_hedge_starts_at_its_delay_and_the_loser_is_cancelled_on_the_loop() {
+    a_hedge_starts_at_its_delay_and_the_loser_is_cancelled(true);
+}
+
+#[test]
+fn only_idempotent_requests_with_a_body_in_memory_are_hedged() {
+    let clock = ManualClock::new();
+    let (client, recorder) = client_on(&clock, false);
+    let server = TestServer::start(Behaviour::NeverAnswer);
+    let policy = hedge::Policy::after(Duration::from_millis(10));
+    let post = client
+        .post(server.url("/"))
+        .body("x")
+        .hedge(policy.clone())
+        .send();
+    let streamed = client
+        .put(server.url("/"))
+        .body(tickless::Upload::from_reader(
+            std::io::Cursor::new(b"y"),
+            Some(1),
+        ))
+        .hedge(policy)
+        .send();
+    assert!(server.wait_for_requests(2, CEILING));
+    clock.advance(Duration::from_millis(20));
+    thread::sleep(QUIET);
+    assert_eq!(server.connections_accepted(), 2);
+    assert_eq!(hedges_seen(&recorder), 0);
+    drop((post, streamed));
+    client.close();
+}
+
+#[test]
+fn a_hedged_request_that_answers_in_time_sends_no_copy() {
+    let clock = ManualClock::new();
+    let (client, recorder) = client_on(&clock, true);
+    let server = TestServer::respond(|_| ok("fast"));
+    let response = client
+        .get(server.url("/"))
+        .hedge(hedge::Policy::after(Duration::from_millis(10)))
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.text().wait().unwrap(), "fast");
+    clock.advance(Duration::from_millis(20));
+    thread::sleep(QUIET);
+    assert_eq!(server.requests().len(), 1);
+    assert_eq!(hedges_seen(&recorder), 0);
+    assert!(eventually(CEILING, || client.stats().armed_timers() == 0));
+    client.close();
+}
+
+/// Polls `future` once with a waker that does nothing.
+fn poll_once(
+    future: &mut tickless::ResponseFuture,
+) -> std::task::Poll<Result<tickless::Response, Error>> {
+    use std::future::Future;
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    std::pin::Pin::new(future).poll(&mut cx)
+}
+
+#[test]
+fn a_backoff_ends_at_a_cancel_or_a_close_with_nothing_armed() {
+    let clock = ManualClock::new();
+    let (client, recorder) = client_on(&clock, true);
+    let server = TestServer::respond(|_| response(503, &[], b"busy"));
+    let policy = retry::Policy::attempts(3)
+        .on_status([http::StatusCode::SERVICE_UNAVAILABLE])
+        .backoff(Duration::from_secs(1), Duration::from_secs(1))
+        .jitter(false);
+    // Cancelled while it waits for its backoff.
+    let mut future = client.get(server.url("/")).retry(policy.clone()).send();
+    assert!(eventually(CEILING, || {
+        poll_once(&mut future).is_pending() && retries_seen(&recorder).len() == 1
+    }));
+    // The backoff is armed on the loop of the 503's connection.
+    assert!(eventually(CEILING, || client.stats().loops[0].armed == 1));
+    assert!(future.cancel());
+    assert!(matches!(
+        poll_once(&mut future),
+        std::task::Poll::Ready(Err(Error::Cancelled))
+    ));
+    drop(future);
+    assert!(eventually(CEILING, || client.stats().armed_timers() == 0));
+    assert_eq!(server.requests().len(), 1);
+
+    // Waited on by a thread when the client closes: the wait ends.
+    let future = client.get(server.url("/")).retry(policy).send();
+    let waiter = thread::spawn(move || future.wait());
+    assert!(eventually(CEILING, || retries_seen(&recorder).len() == 2));
+    client.close();
+    let outcome = waiter.join().unwrap();
+    assert!(outcome.is_err(), "{outcome:?}");
+    assert_eq!(server.requests().len(), 2, "no retry after the close");
+}
