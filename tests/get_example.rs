@@ -8,39 +8,14 @@
 mod support;
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::{Command, Output};
-use std::sync::OnceLock;
 use support::*;
 
-/// The example's binary, next to this test's (`target/<profile>/examples`):
-/// `cargo test` builds examples before it runs tests (a run filtered with
-/// `--test` may not: then build it with `cargo build --example get`).
-fn get_binary() -> &'static PathBuf {
-    static BINARY: OnceLock<PathBuf> = OnceLock::new();
-    BINARY.get_or_init(|| {
-        let deps = std::env::current_exe().unwrap();
-        let binary = deps
-            .parent()
-            .unwrap()
-            .parent()
-            .unwrap()
-            .join("examples/get");
-        let built = std::fs::metadata(&binary).and_then(|m| m.modified());
-        let source = std::fs::metadata(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/get.rs"))
-            .and_then(|m| m.modified())
-            .unwrap();
-        assert!(
-            built.is_ok_and(|built| built >= source),
-            "{} is missing or older than examples/get.rs: cargo build --example get",
-            binary.display()
-        );
-        binary
-    })
-}
-
 fn get(args: &[&str]) -> Output {
-    Command::new(get_binary()).args(args).output().unwrap()
+    Command::new(example_binary("get"))
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 fn stdout(output: &Output) -> String {

@@ -221,6 +221,30 @@ pub enum Http2Initiator {
 }
 
 /// The error of a failed exchange.
+///
+/// A timeout says which deadline passed — its variant, or
+/// [`timeout_kind`](Error::timeout_kind) — the remote and the duration:
+///
+/// ```
+/// # let url = tickless_client::doc_support::silent();
+/// use std::time::Duration;
+/// use tickless_client::{Error, TimeoutKind};
+///
+/// let client = tickless_client::Client::builder()
+///     .request_timeout(Duration::from_millis(50))
+///     .use_event_loop_timeouts(true)
+///     .build()?;
+/// match client.get(&url).send().wait() {
+///     Err(Error::RequestTimeout(timeout)) => {
+///         assert_eq!(timeout.duration, Duration::from_millis(50));
+///     }
+///     other => panic!("the server never answers: {other:?}"),
+/// }
+/// let error = client.get(&url).send().wait().unwrap_err();
+/// assert_eq!(error.timeout_kind(), Some(TimeoutKind::Request));
+/// assert!(error.to_string().starts_with("Request timeout to "));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {

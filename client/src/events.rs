@@ -28,6 +28,29 @@ pub struct ConnectionInfo {
 
 /// Observes exchanges. All methods default to doing nothing.
 ///
+/// ```
+/// # let url = tickless_client::doc_support::serve_text("ok");
+/// use std::sync::{Arc, Mutex};
+/// use tickless_client::EventListener;
+///
+/// #[derive(Default)]
+/// struct Statuses(Mutex<Vec<u16>>);
+///
+/// impl EventListener for Statuses {
+///     fn on_status(&self, status: http::StatusCode) {
+///         self.0.lock().unwrap().push(status.as_u16());
+///     }
+/// }
+///
+/// let statuses = Arc::new(Statuses::default());
+/// let client = tickless_client::Client::builder()
+///     .listener(statuses.clone())
+///     .build()?;
+/// client.get(&url).send().wait()?;
+/// assert_eq!(*statuses.0.lock().unwrap(), [200]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
 /// A method that panics ends its exchange, if it has not ended yet, with
 /// [`Error::Io`] ("an event listener panicked"), and closes the connection
 /// the exchange was using; the thread that called it (a loop, the wheel, a

@@ -54,6 +54,8 @@ mod api;
 mod config;
 mod conn;
 mod dispatch;
+#[doc(hidden)]
+pub mod doc_support;
 mod error;
 pub mod event_loop;
 mod events;

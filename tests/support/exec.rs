@@ -65,3 +65,32 @@ pub fn block_on_counting<F: Future>(future: F) -> (F::Output, BlockOnStats) {
         }
     }
 }
+
+/// The binary of example `name`, next to the running test's
+/// (`target/<profile>/examples`): `cargo test` builds the examples before
+/// it runs tests (a run filtered with `--test` may not: then build them with
+/// `cargo build --examples`). Panics if it is missing or older than its
+/// source, rather than run a stale one.
+pub fn example_binary(name: &str) -> std::path::PathBuf {
+    let test = std::env::current_exe().unwrap();
+    let binary = test
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("examples")
+        .join(name);
+    let built = std::fs::metadata(&binary).and_then(|m| m.modified());
+    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples")
+        .join(format!("{name}.rs"));
+    let source = std::fs::metadata(source)
+        .and_then(|m| m.modified())
+        .unwrap();
+    assert!(
+        built.is_ok_and(|built| built >= source),
+        "{} is missing or older than examples/{name}.rs: cargo build --examples",
+        binary.display()
+    );
+    binary
+}

@@ -35,7 +35,7 @@ pub mod tls;
 pub use client_kit::{
     assert_settles, eventually, recorded_client, untimed_client, Event, Recorder,
 };
-pub use exec::{block_on, block_on_counting, BlockOnStats};
+pub use exec::{block_on, block_on_counting, example_binary, BlockOnStats};
 pub use http::{
     chunked, drain, ok, parse_request, reason, response, response_closes, Parsed, ReadEnd,
     RecordedRequest, RequestReader,

@@ -42,6 +42,26 @@ use std::task::{Context, Poll};
 ///
 /// Do not block on a body on an event loop's thread (in a listener): that
 /// loop would stop serving the very connection being read.
+///
+/// ```
+/// # let url = tickless_client::doc_support::serve(|_, _, _| {
+/// #     tickless_client::doc_support::ok(&"x".repeat(1 << 20))
+/// # });
+/// let client = tickless_client::Client::new();
+/// // As a std::io::Read, into anything that writes (a file, a hasher).
+/// let mut response = client.get(&url).send().wait()?;
+/// let mut copy = Vec::new();
+/// std::io::copy(response.body_mut(), &mut copy)?;
+/// assert_eq!(copy.len(), 1 << 20);
+/// // A chunk at a time (`.await` in async code).
+/// let mut response = client.get(&url).send().wait()?;
+/// let mut total = 0;
+/// while let Some(chunk) = response.chunk().wait()? {
+///     total += chunk.len();
+/// }
+/// assert_eq!(total, 1 << 20);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Body {
     exchange: Arc<Exchange>,
     /// The decoding of an encoded body (see `ClientBuilder::decompress`).

@@ -23,6 +23,24 @@ use std::task::{Context, Poll};
 /// Dropping it before it resolves cancels the exchange: its connection is
 /// closed and its timeouts are disarmed. Once it has resolved, the exchange
 /// belongs to the response's body (see [`Body`] on dropping that).
+///
+/// ```
+/// # let url = tickless_client::doc_support::serve_text("ok");
+/// # let silent = tickless_client::doc_support::silent();
+/// use tickless_client::Error;
+///
+/// let client = tickless_client::Client::new();
+/// // Several in flight at once, then waited for (or `.await`ed).
+/// let futures: Vec<_> = (0..4).map(|_| client.get(&url).send()).collect();
+/// for future in futures {
+///     assert_eq!(future.wait()?.status(), 200);
+/// }
+/// // Cancelled: it resolves with Error::Cancelled, its connection closed.
+/// let future = client.get(&silent).send();
+/// assert!(future.cancel());
+/// assert!(matches!(future.wait(), Err(Error::Cancelled)));
+/// # Ok::<(), tickless_client::Error>(())
+/// ```
 #[must_use = "a dropped ResponseFuture cancels its request"]
 pub struct ResponseFuture {
     inner: Inner,

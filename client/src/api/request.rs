@@ -16,6 +16,26 @@ use std::time::Duration;
 /// Invalid input (a bad URI, header or body framing) does not panic: the
 /// future returned by `send` resolves at once with
 /// [`Error::InvalidRequest`].
+///
+/// ```
+/// # let url = tickless_client::doc_support::serve(|method, target, body| {
+/// #     let text = format!("{method} {target} {}", String::from_utf8_lossy(body));
+/// #     tickless_client::doc_support::ok(&text)
+/// # });
+/// use std::time::Duration;
+///
+/// let client = tickless_client::Client::new();
+/// let response = client
+///     .post(format!("{url}/items"))
+///     .query(&[("dry_run", "1")])
+///     .header("content-type", "text/plain")
+///     .body("a new item")
+///     .request_timeout(Duration::from_secs(2)) // this request's own
+///     .send()
+///     .wait()?;
+/// assert_eq!(response.text().wait()?, "POST /items?dry_run=1 a new item");
+/// # Ok::<(), tickless_client::Error>(())
+/// ```
 #[must_use = "a request does nothing until sent"]
 pub struct RequestBuilder {
     client: Client,

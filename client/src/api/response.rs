@@ -8,6 +8,18 @@ use std::net::SocketAddr;
 
 /// A response: its status and headers, which have arrived, and its body,
 /// which is read as it arrives (see [`Body`]).
+///
+/// ```
+/// # let url = tickless_client::doc_support::serve_text("hello");
+/// let client = tickless_client::Client::new();
+/// let response = client.get(&url).send().wait()?;
+/// assert_eq!(response.status(), 200);
+/// assert_eq!(response.headers()["content-type"], "text/plain");
+/// assert_eq!(response.url().to_string(), format!("{url}/"));
+/// // The body, whole (or streamed: see `Body`).
+/// assert_eq!(response.text().wait()?, "hello");
+/// # Ok::<(), tickless_client::Error>(())
+/// ```
 #[derive(Debug)]
 pub struct Response {
     status: http::StatusCode,

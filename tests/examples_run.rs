@@ -1,0 +1,53 @@
+//! Every example that starts its own loopback server runs to success:
+//! `download` (a body to a file), `upload` (a file as a body),
+//! `concurrent` (many requests at once) and `tokio` (the futures on a tokio
+//! runtime). `get` has its own suite (tests/get_example.rs).
+
+mod support;
+
+use std::process::Command;
+use support::example_binary;
+
+fn run(name: &str, args: &[&str]) -> String {
+    let output = Command::new(example_binary(name))
+        .args(args)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "{name} {args:?}: {stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
+#[test]
+fn download_writes_the_whole_body_to_a_file() {
+    let dir = support::real::TempDir::new("download");
+    let path = dir.path().join("body.bin");
+    let path = path.to_str().unwrap();
+    let stdout = run("download", &["--mib", "16", "--output", path]);
+    assert!(
+        stdout.starts_with(&format!("{} bytes to {path}", 16 << 20)),
+        "{stdout}"
+    );
+    assert_eq!(std::fs::metadata(path).unwrap().len(), 16 << 20);
+}
+
+#[test]
+fn upload_sends_the_whole_file() {
+    let dir = support::real::TempDir::new("upload");
+    let path = dir.path().join("body.bin");
+    std::fs::write(&path, vec![1u8; 3 << 20]).unwrap();
+    let stdout = run("upload", &["--file", path.to_str().unwrap()]);
+    let expected = format!("{} bytes sent, the server read {}", 3 << 20, 3 << 20);
+    assert!(stdout.starts_with(&expected), "{stdout}");
+}
+
+#[test]
+fn concurrent_and_tokio_succeed() {
+    let stdout = run("concurrent", &["--requests", "300", "--connections", "16"]);
+    assert!(stdout.starts_with("300/300 succeeded"), "{stdout}");
+    run("tokio", &[]);
+}
