@@ -1,7 +1,8 @@
 //! Every example that starts its own loopback server runs to success:
 //! `download` (a body to a file), `upload` (a file as a body),
 //! `concurrent` (many requests at once) and `tokio` (the futures on a tokio
-//! runtime). `get` has its own suite (tests/get_example.rs).
+//! runtime), `stats` (the statistics printed while a load runs). `get`
+//! has its own suite (tests/get_example.rs).
 
 mod support;
 
@@ -50,4 +51,37 @@ fn concurrent_and_tokio_succeed() {
     let stdout = run("concurrent", &["--requests", "300", "--connections", "16"]);
     assert!(stdout.starts_with("300/300 succeeded"), "{stdout}");
     run("tokio", &[]);
+}
+
+#[test]
+fn stats_prints_every_second_in_its_stable_form() {
+    let stdout = run("stats", &["--seconds", "2", "--threads", "2"]);
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(
+        lines.iter().filter(|l| l.starts_with("# after")).count(),
+        2,
+        "{stdout}"
+    );
+    for prefix in [
+        "wheel armed=",
+        "loop=0 armed=",
+        "loop=1 armed=",
+        "pool open=",
+        "retry_budget requests=",
+        "http2 streams_open=",
+    ] {
+        assert_eq!(
+            lines.iter().filter(|l| l.starts_with(prefix)).count(),
+            2,
+            "{prefix}: {stdout}"
+        );
+    }
+    // Timeouts fired on the loops (the /slow requests), with their lag.
+    let fired: u64 = lines
+        .iter()
+        .filter(|l| l.starts_with("loop="))
+        .filter_map(|l| l.split_whitespace().find_map(|f| f.strip_prefix("fired=")))
+        .map(|n| n.parse::<u64>().unwrap())
+        .sum();
+    assert!(fired > 0, "{stdout}");
 }

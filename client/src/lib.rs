@@ -63,6 +63,8 @@ mod exchange;
 mod net;
 mod policy;
 mod sync;
+#[cfg(feature = "tracing")]
+mod trace;
 
 #[cfg(feature = "json")]
 pub use api::CollectJson;

@@ -90,6 +90,74 @@ pub struct ClientStats {
     pub retry_budget: crate::retry::BudgetStats,
 }
 
+/// The stable text form of a snapshot, one `key=value` line per part, for
+/// logs and dashboards (fields are only ever added, at the end of a line):
+///
+/// ```text
+/// wheel armed=3 fired=120 cancelled=980 lag_count=120 lag_p50_us=1000 lag_p99_us=2000 lag_max_us=4000
+/// loop=0 armed=2 fired=40 cancelled=300 lag_count=40 lag_p50_us=50 lag_p99_us=100 lag_max_us=200
+/// pool open=4 idle=2 waiting=0 in_flight=2 buffered_body_bytes=0
+/// retry_budget requests=10 retries=1 retries_total=1 hedges_total=0 refused_total=0
+/// http2 streams_open=3 streams_opened=120
+/// ```
+///
+/// The lag figures are upper bounds of the histogram's buckets, in
+/// microseconds (`-` when nothing has fired, or past the last bucket); the
+/// wheel's `armed` includes the pool cleaner's entry.
+impl std::fmt::Display for ClientStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        fn timer(f: &mut std::fmt::Formatter<'_>, stats: &TimerStats) -> std::fmt::Result {
+            let micros = |q: f64| {
+                stats
+                    .lag
+                    .quantile_upper_bound(q)
+                    .map_or_else(|| "-".to_owned(), |d| d.as_micros().to_string())
+            };
+            writeln!(
+                f,
+                " armed={} fired={} cancelled={} lag_count={} lag_p50_us={} lag_p99_us={} lag_max_us={}",
+                stats.armed,
+                stats.fired,
+                stats.cancelled,
+                stats.lag.count(),
+                micros(0.5),
+                micros(0.99),
+                micros(1.0),
+            )
+        }
+        write!(f, "wheel")?;
+        timer(f, &self.wheel)?;
+        for (index, stats) in self.loops.iter().enumerate() {
+            write!(f, "loop={index}")?;
+            timer(f, stats)?;
+        }
+        writeln!(
+            f,
+            "pool open={} idle={} waiting={} in_flight={} buffered_body_bytes={}",
+            self.open_connections,
+            self.idle_connections,
+            self.waiting,
+            self.in_flight,
+            self.buffered_body_bytes
+        )?;
+        let budget = &self.retry_budget;
+        writeln!(
+            f,
+            "retry_budget requests={} retries={} retries_total={} hedges_total={} refused_total={}",
+            budget.requests,
+            budget.retries,
+            budget.retries_total,
+            budget.hedges_total,
+            budget.refused_total
+        )?;
+        writeln!(
+            f,
+            "http2 streams_open={} streams_opened={}",
+            self.http2_streams_open, self.http2_streams_opened
+        )
+    }
+}
+
 impl ClientStats {
     /// Timeouts armed now for exchanges and connects, on the wheel and
     /// every loop together (the pool cleaner is not counted). Zero once

@@ -597,6 +597,8 @@ impl Exchange {
             }
         }
         if let Some(kind) = failure {
+            #[cfg(feature = "tracing")]
+            self.trace_expiry(kind, now, cx.is_some());
             let duration = match kind {
                 TimeoutKind::Read => self.deadlines.read_timeout,
                 _ => self.deadlines.request_timeout,
@@ -604,6 +606,33 @@ impl Exchange {
             let error = Error::timeout_of(kind, self.remote_name(), duration.unwrap_or_default());
             self.fail(error, cx);
         }
+    }
+
+    /// A `tracing` event for a timeout that fired: its kind, where it ran
+    /// (the wheel, or the loop's thread) and how late, against the request
+    /// deadline or the end of the read timeout's period.
+    #[cfg(feature = "tracing")]
+    fn trace_expiry(&self, kind: TimeoutKind, now: Instant, on_loop: bool) {
+        let deadline = match kind {
+            TimeoutKind::Read => self
+                .deadlines
+                .read_timeout
+                .and_then(|timeout| deadline_after(self.last_read(), timeout)),
+            _ => self
+                .deadlines
+                .request_timeout
+                .and_then(|timeout| deadline_after(self.submitted, timeout)),
+        };
+        let late = deadline.map(|deadline| now.saturating_duration_since(deadline));
+        let thread = std::thread::current();
+        tracing::debug!(
+            exchange = self.id,
+            ?kind,
+            ran_on = if on_loop { "loop" } else { "wheel" },
+            thread = thread.name().unwrap_or(""),
+            late_us = late.map(|late| late.as_micros() as u64),
+            "timeout fired"
+        );
     }
 
     /// The scheduler of the entry of generation `tag` stopped (a caller's

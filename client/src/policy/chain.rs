@@ -97,7 +97,7 @@ impl Chain {
         let store_cookie = add_store_cookies(policies.cookies.as_deref(), &mut hop);
         let settings = HopSettings {
             deadlines: request.deadlines,
-            listener: request.listener,
+            listener: traced(request.listener, &hop),
             submitted: dispatcher.clock().now(),
         };
         let retry = request.retry.unwrap_or_else(|| policies.retry.clone());
@@ -352,6 +352,23 @@ impl Chain {
             self.cookies_set += 1;
         }
     }
+}
+
+/// `listener`, with a [`Traced`](crate::trace::Traced) one in front when a
+/// `tracing` subscriber wants the request's span (else as it is: nothing
+/// allocated).
+fn traced(listener: Arc<dyn EventListener>, hop: &Hop) -> Arc<dyn EventListener> {
+    #[cfg(feature = "tracing")]
+    {
+        let span = crate::trace::request_span(&hop.method, &hop.uri);
+        if !span.is_disabled() {
+            let traced = Arc::new(crate::trace::Traced { span });
+            return Arc::new(crate::events::Both(traced, listener));
+        }
+    }
+    #[cfg(not(feature = "tracing"))]
+    let _ = hop;
+    listener
 }
 
 /// Runs `poll` to its outcome on this thread, parked between polls.

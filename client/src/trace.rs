@@ -1,0 +1,89 @@
+//! `tracing` integration (cargo feature `tracing`, on by default): a span
+//! per request, and the request's events at `debug` — resolution, connect
+//! attempts, TLS, pool reuse and offer-back, redirects, retries, hedges,
+//! the end — as the [`Traced`] listener that the policy layer puts in
+//! front of the caller's, only when a subscriber wants the span. With no
+//! subscriber, or one that does not want `debug` from this crate, the cost
+//! is the span's interest check: nothing is allocated, nothing wrapped.
+//! Body bytes are never logged.
+//!
+//! The timeouts that fire are events of their own (in `exchange`), with
+//! their kind, where they ran (the wheel or a loop) and how late.
+
+use crate::error::Error;
+use crate::events::{ConnectionInfo, EventListener};
+use std::net::SocketAddr;
+use std::time::Duration;
+use tracing::{debug, Span};
+
+/// The span of one request: its method and its URI without userinfo and
+/// without the query (which may hold secrets); `status` is recorded when
+/// the response's head is given to the caller.
+pub(crate) fn request_span(method: &http::Method, uri: &http::Uri) -> Span {
+    let scheme = uri.scheme_str().unwrap_or("http");
+    let host = uri.host().unwrap_or("");
+    let port = uri.port_u16().map(|p| format!(":{p}")).unwrap_or_default();
+    tracing::debug_span!(
+        "request",
+        method = %method,
+        uri = %format_args!("{scheme}://{host}{port}{}", uri.path()),
+        status = tracing::field::Empty,
+    )
+}
+
+/// A listener that turns a request's events into `tracing` events inside
+/// its span.
+pub(crate) struct Traced {
+    pub(crate) span: Span,
+}
+
+impl EventListener for Traced {
+    fn on_resolved(&self, host: &str, addrs: &[SocketAddr]) {
+        debug!(parent: &self.span, host, ?addrs, "resolved");
+    }
+    fn on_connect_attempt(&self, remote: SocketAddr) {
+        debug!(parent: &self.span, %remote, "connect attempt");
+    }
+    fn on_connect_success(&self, connection: &ConnectionInfo) {
+        debug!(parent: &self.span, connection = connection.id, event_loop = connection.loop_index, remote = %connection.remote, "connected");
+    }
+    fn on_connect_failure(&self, remote: SocketAddr, error: &std::io::Error) {
+        debug!(parent: &self.span, %remote, %error, "connect failed");
+    }
+    fn on_tls_handshake_success(&self, connection: &ConnectionInfo, alpn_protocol: Option<&[u8]>) {
+        let alpn = alpn_protocol.map(String::from_utf8_lossy);
+        debug!(parent: &self.span, connection = connection.id, alpn = ?alpn, "TLS handshake done");
+    }
+    fn on_tls_handshake_failure(&self, connection: &ConnectionInfo, error: &Error) {
+        debug!(parent: &self.span, connection = connection.id, %error, "TLS handshake failed");
+    }
+    fn on_connection_pooled(&self, connection: &ConnectionInfo) {
+        debug!(parent: &self.span, connection = connection.id, event_loop = connection.loop_index, "pooled connection reused");
+    }
+    fn on_connection_offered(&self, connection: &ConnectionInfo) {
+        debug!(parent: &self.span, connection = connection.id, "connection back to the pool");
+    }
+    fn on_request_sent(&self, connection: &ConnectionInfo) {
+        debug!(parent: &self.span, connection = connection.id, "request sent");
+    }
+    fn on_status(&self, status: http::StatusCode) {
+        // Each hop's: the last one's stays.
+        self.span.record("status", status.as_u16());
+        debug!(parent: &self.span, status = status.as_u16(), "head");
+    }
+    fn on_completed(&self, status: http::StatusCode) {
+        debug!(parent: &self.span, status = status.as_u16(), "completed");
+    }
+    fn on_failed(&self, error: &Error) {
+        debug!(parent: &self.span, %error, timeout = error.is_timeout(), "failed");
+    }
+    fn on_redirect(&self, status: http::StatusCode, from: &http::Uri, to: &http::Uri) {
+        debug!(parent: &self.span, status = status.as_u16(), from = %from.path(), to = %to, "redirect followed");
+    }
+    fn on_retry(&self, attempt: u32, delay: Duration, reason: &Error) {
+        debug!(parent: &self.span, attempt, ?delay, %reason, "retry");
+    }
+    fn on_hedge(&self, copy: u32) {
+        debug!(parent: &self.span, copy, "hedged copy sent");
+    }
+}

@@ -1,0 +1,97 @@
+//! The `tracing` integration, with a subscriber installed for the whole
+//! test binary (loops and the wheel log from their own threads): a span
+//! per request naming its method and URI without userinfo or query, its
+//! events — connect, pool reuse and offer-back, a redirect, a retry — and
+//! a timeout that fired, where it ran and how late.
+
+#![cfg(feature = "tracing")]
+
+mod support;
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use support::*;
+use tickless::{retry, Client};
+
+/// Everything the subscriber wrote.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+#[test]
+fn requests_are_spans_and_their_events_are_logged() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    tracing_subscriber::fmt()
+        .with_max_level(tracing_subscriber::filter::LevelFilter::DEBUG)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .init();
+
+    let server = TestServer::respond(|request| match request.target.as_str() {
+        "/old?token=secret" => response(302, &[("Location", "/new")], b""),
+        _ => ok("new"),
+    });
+    let silent = TestServer::start(Behaviour::NeverAnswer);
+    let client = Client::builder()
+        .event_loops(1)
+        .use_event_loop_timeouts(true)
+        .build()
+        .unwrap();
+    let url = server
+        .url("/old?token=secret")
+        .replace("://", "://user:pw@");
+    let response = client.get(url).send().wait().unwrap();
+    assert_eq!(response.text().wait().unwrap(), "new");
+    let error = client
+        .get(silent.url("/slow"))
+        .request_timeout(Duration::from_millis(30))
+        .send()
+        .wait()
+        .unwrap_err();
+    assert!(error.is_timeout());
+    let refused = format!("http://{}/", refused_addr());
+    let policy = retry::Policy::attempts(2).backoff(Duration::ZERO, Duration::ZERO);
+    client.get(refused).retry(policy).send().wait().unwrap_err();
+    client.close();
+
+    let log = captured.text();
+    let authority = server.authority();
+    for expected in [
+        format!("request{{method=GET uri=http://{authority}/old"),
+        "connect attempt".to_owned(),
+        "connected".to_owned(),
+        "redirect followed".to_owned(),
+        "pooled connection reused".to_owned(),
+        "connection back to the pool".to_owned(),
+        "completed".to_owned(),
+        "retry".to_owned(),
+        "ran_on=\"loop\"".to_owned(),
+        "timeout fired".to_owned(),
+    ] {
+        assert!(log.contains(&expected), "{expected:?} missing from:\n{log}");
+    }
+    assert!(!log.contains("secret"), "a query secret was logged:\n{log}");
+    assert!(!log.contains("user:pw"), "userinfo was logged:\n{log}");
+    let timeout = log.lines().find(|l| l.contains("timeout fired")).unwrap();
+    assert!(
+        timeout.contains("kind=Request") && timeout.contains("late_us="),
+        "{timeout}"
+    );
+}
