@@ -3,24 +3,28 @@
 //!
 //! # The poller
 //!
-//! There is no async runtime: the connection is a [`Source`] of its loop
+//! There is no async runtime: the connection is a
+//! [`Source`](crate::event_loop::Source) of its loop
 //! like any other, and its futures — the `h2` connection, the streams'
-//! responses, bodies and send capacity — are polled, all together, by
-//! [`Conn::drive_h2`] whenever something may have moved:
+//! responses, bodies and send capacity — are polled by [`Conn::drive_h2`]
+//! whenever something may have moved:
 //!
 //! * readiness of its socket (the transport is seen through
-//!   [`AsyncIo`](crate::net::AsyncIo), which never keeps a waker: an
-//!   edge-triggered socket signals again after a `WouldBlock`);
-//! * a wake of its [`SourceWaker`] — what every poll is given as its
-//!   `Context` — which posts the connection's readiness to its loop: `h2`'s
-//!   own wake-ups (a window update for a stream waiting to send), an async
-//!   request body that has data, a body's pipe that has room again;
+//!   [`AsyncIo`], which keeps no waker — an
+//!   edge-triggered socket signals again after a `WouldBlock` — and skips
+//!   the system call while the socket has not signalled since);
+//! * a wake-up of one of its futures: each stream is polled with a waker of
+//!   its own and the `h2` connection with another ([`wake`]), which mark
+//!   what was woken and, unless the connection is being driven right then,
+//!   wake its [`SourceWaker`], which posts the connection's readiness to its
+//!   loop — `h2`'s own wake-ups (a window update for a stream waiting to
+//!   send), an upload's source that has data, a body's pipe that has room
+//!   again or whose reader has gone;
 //! * a new stream, a timeout or a cancel that aborts one.
 //!
-//! Only the loop's thread polls; the waker only posts. Many wakes before
-//! the loop gets to it cost one turn. Each stream is polled with a waker of
-//! its own ([`wake`]), so a drive polls the streams that were woken (and
-//! the new ones), not every stream of the connection.
+//! Only the loop's thread polls; wakers only mark and post. Many wake-ups
+//! before the loop gets to it cost one turn, and a drive polls the streams
+//! that were woken (and the new ones), not every stream of the connection.
 //!
 //! # Streams
 //!
