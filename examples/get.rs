@@ -10,6 +10,8 @@
 //! cargo run --release --example get -- http://127.0.0.1:8080/put \
 //!     --upload-file big.bin --header 'Expect: 100-continue'
 //! cargo run --release --example get -- https://localhost:8443/ --ca lab-ca.pem
+//! cargo run --release --example get -- https://localhost:8443/ --ca lab-ca.pem --http2
+//! cargo run --release --example get -- http://127.0.0.1:8080/ --http2-prior-knowledge
 //! cargo run --release --example get -- http://user:pass@127.0.0.1:8080/login \
 //!     --max-redirects 3 --cookie 'session=1' --max-body-bytes 1048576
 //! ```
@@ -33,6 +35,11 @@
 //!   error.
 //! * `--ca FILE`: also trust the CA certificate(s) in `FILE` (PEM) for
 //!   `https://` URLs, besides the bundled Mozilla roots.
+//! * `--http2`: over TLS, offer HTTP/2 alone (ALPN `h2`), and fail if the
+//!   server will not speak it; `--http1.1`: offer HTTP/1.1 alone. By
+//!   default the handshake offers both and the server picks.
+//! * `--http2-prior-knowledge`: speak HTTP/2 over cleartext `http://` from
+//!   the first byte, for a server known to speak it.
 //! * `--insecure`: accept any server certificate (unknown issuer, expired,
 //!   wrong name). For lab setups only: anyone on the path can read and
 //!   change the traffic.
@@ -70,7 +77,18 @@ usage: get URL [--request-timeout MS] [--read-timeout MS] [--event-loop-timeouts
            [-T|--upload-file FILE] [-o|--output FILE] [--ca FILE] [--insecure]
            [--max-redirects N] [--no-decompress] [--cookies]
            [-b|--cookie 'NAME=VALUE; ...'] [--max-body-bytes N]
-           [-u|--user USER[:PASSWORD]] [--retries N] [--hedge-after MS]";
+           [-u|--user USER[:PASSWORD]] [--retries N] [--hedge-after MS]
+           [--http2 | --http1.1 | --http2-prior-knowledge]";
+
+/// Which HTTP versions to speak.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum Versions {
+    #[default]
+    Negotiated,
+    Http2,
+    Http11,
+    Http2PriorKnowledge,
+}
 
 #[derive(Debug, Default)]
 struct Args {
@@ -85,6 +103,7 @@ struct Args {
     output: Option<String>,
     ca: Option<String>,
     insecure: bool,
+    versions: Versions,
     max_redirects: Option<usize>,
     no_decompress: bool,
     cookie: Option<String>,
@@ -136,6 +155,16 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             "-o" | "--output" => parsed.output = Some(args.next().ok_or("--output needs a FILE")?),
             "--ca" => parsed.ca = Some(args.next().ok_or("--ca needs a PEM file")?),
             "--insecure" => parsed.insecure = true,
+            "--http2" | "--http1.1" | "--http2-prior-knowledge" => {
+                if parsed.versions != Versions::Negotiated {
+                    return Err("--http2, --http1.1 and --http2-prior-knowledge: choose one".into());
+                }
+                parsed.versions = match arg.as_str() {
+                    "--http2" => Versions::Http2,
+                    "--http1.1" => Versions::Http11,
+                    _ => Versions::Http2PriorKnowledge,
+                };
+            }
             "--max-redirects" | "--max-redirs" => {
                 parsed.max_redirects = Some(number(&arg, args.next())?)
             }
@@ -206,6 +235,12 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         eprintln!("get: --insecure: the server's certificate is not checked");
         builder = builder.danger_accept_invalid_certs(true);
     }
+    builder = match args.versions {
+        Versions::Negotiated => builder,
+        Versions::Http2 => builder.http2_only(),
+        Versions::Http11 => builder.http1_only(),
+        Versions::Http2PriorKnowledge => builder.http2_prior_knowledge(),
+    };
     if let Some(max) = args.max_redirects {
         builder = builder.redirect(match max {
             0 => tickless::redirect::Policy::none(),
@@ -271,13 +306,17 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         None => Box::new(std::io::stdout().lock()),
     };
     let status = response.status();
-    writeln!(
-        head,
-        "{:?} {} {}",
-        response.version(),
-        status.as_u16(),
-        status.canonical_reason().unwrap_or("")
-    )?;
+    // HTTP/2 has no reason phrase (curl prints `HTTP/2 200`).
+    let reason = match response.version() {
+        http::Version::HTTP_2 => "",
+        _ => status.canonical_reason().unwrap_or(""),
+    };
+    let line = format!(
+        "{} {} {reason}",
+        version_name(response.version()),
+        status.as_u16()
+    );
+    writeln!(head, "{}", line.trim_end())?;
     for (name, value) in response.headers() {
         writeln!(
             head,
@@ -299,4 +338,13 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     drop(response);
     client.close();
     Ok(())
+}
+
+/// The version as a status line shows it: `HTTP/1.1`, `HTTP/2`.
+fn version_name(version: http::Version) -> String {
+    match version {
+        http::Version::HTTP_2 => "HTTP/2".into(),
+        http::Version::HTTP_3 => "HTTP/3".into(),
+        other => format!("{other:?}"),
+    }
 }

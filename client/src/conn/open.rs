@@ -6,6 +6,7 @@
 //! from the loop too.
 
 use super::{Conn, ConnOwner, State, CONNECT_TIMER, HANDSHAKE_TIMER};
+use crate::config::HttpVersions;
 use crate::error::{Error, TimeoutKind};
 use crate::event_loop::LoopContext;
 use crate::events::ConnectionInfo;
@@ -50,6 +51,8 @@ pub(crate) fn connect(
             buf: Default::default(),
             timer: None,
             timers_armed: 0,
+            h2_timer_deadline: None,
+            opener: exchange.id,
         };
         // Published before `attempt_next` checks `is_done`, so an exchange
         // that ends while connecting (request timeout, cancel) aborts the
@@ -152,6 +155,11 @@ impl Conn {
                 // Not handshaken: of no use to anyone.
                 return self.close(cx);
             }
+            if self.env().config.versions == HttpVersions::Http2PriorKnowledge {
+                // An HTTP/2 connection with nothing to carry: the next
+                // request opens its own.
+                return self.close(cx);
+            }
             // The exchange ended while connecting; the connection is still good.
             self.state = State::Idle;
             return self.offer_or_close(cx, &exchange);
@@ -162,8 +170,45 @@ impl Conn {
         if https {
             self.start_handshake(cx, exchange, info);
         } else {
-            self.begin_exchange(cx, exchange, false);
+            self.begin_protocol(cx, exchange);
         }
+    }
+
+    /// The connection is open (connected, and handshaken for https): its
+    /// protocol for life is chosen — what ALPN negotiated over TLS, HTTP/2
+    /// over cleartext with prior knowledge, else HTTP/1.1 — and its first
+    /// exchange begins.
+    fn begin_protocol(&mut self, cx: &mut LoopContext<'_>, exchange: Arc<Exchange>) {
+        let versions = self.env().config.versions;
+        let Some(transport) = self.transport.as_ref() else {
+            return;
+        };
+        let h2 = if self.origin.scheme == Scheme::Https {
+            super::h2::negotiated(transport)
+        } else {
+            versions == HttpVersions::Http2PriorKnowledge
+        };
+        if h2 {
+            return self.begin_h2(cx, exchange);
+        }
+        if versions == HttpVersions::Http2Only && self.origin.scheme == Scheme::Https {
+            let source = io::Error::new(
+                io::ErrorKind::Unsupported,
+                "the server did not negotiate h2 (the client is HTTP/2 only)",
+            );
+            self.close(cx);
+            exchange.finish_err(Error::Io {
+                remote: exchange.remote_name(),
+                source,
+            });
+            return;
+        }
+        if let Some(info) = &self.info {
+            exchange
+                .listener
+                .on_protocol_negotiated(info, http::Version::HTTP_11);
+        }
+        self.begin_exchange(cx, exchange, false);
     }
 
     /// Starts TLS on the connection, just connected for `exchange`.
@@ -223,7 +268,7 @@ impl Conn {
                 }
                 // Records that came with the end of the handshake (session
                 // tickets) are read there too.
-                self.begin_exchange(cx, exchange, false);
+                self.begin_protocol(cx, exchange);
             }
             Err(failure) => {
                 let remote = exchange.remote_name();

@@ -92,11 +92,17 @@ pub(crate) fn exchange_for(
     });
     let window = config.body_window;
     let meter = dispatcher.body_meter().clone();
+    let upload = hop.body.take();
+    // Kept unframed for HTTP/2, which frames it itself.
+    let data = match &upload.kind {
+        UploadKind::Bytes(bytes) => bytes.clone(),
+        _ => Bytes::new(),
+    };
     let (head, body, pump) = encode(
         &hop.method,
         &hop.uri,
         &hop.headers,
-        hop.body.take(),
+        upload,
         expect_continue,
         || Arc::new(Pipe::new(window, meter)),
     )?;
@@ -112,6 +118,9 @@ pub(crate) fn exchange_for(
         origin,
         request: RequestParts {
             method: hop.method.clone(),
+            uri: hop.uri.clone(),
+            headers: hop.headers.clone(),
+            data,
             head,
             body,
             keep_alive,
