@@ -13,6 +13,8 @@
 //! cargo run --release --example get -- https://example.test/ \
 //!     --proxy http://user:secret@127.0.0.1:3128 --resolve example.test:443:127.0.0.1
 //! cargo run --release --example get -- https://localhost:8443/ --cert me.pem --key me.key
+//! cargo run --release --example get -- https://localhost:8443/ --ca lab-ca.pem --http2
+//! cargo run --release --example get -- http://127.0.0.1:8080/ --http2-prior-knowledge
 //! cargo run --release --example get -- http://user:pass@127.0.0.1:8080/login \
 //!     --max-redirects 3 --cookie 'session=1' --max-body-bytes 1048576
 //! ```
@@ -48,6 +50,11 @@
 //! * `--resolve HOST:PORT:ADDR[,ADDR…]`: connect to these addresses (IPv6
 //!   in brackets) for `HOST:PORT` — the URL's or the proxy's — instead of
 //!   resolving `HOST` (curl's form; repeatable).
+//! * `--http2`: over TLS, offer HTTP/2 alone (ALPN `h2`), and fail if the
+//!   server will not speak it; `--http1.1`: offer HTTP/1.1 alone. By
+//!   default the handshake offers both and the server picks.
+//! * `--http2-prior-knowledge`: speak HTTP/2 over cleartext `http://` from
+//!   the first byte, for a server known to speak it.
 //! * `--insecure`: accept any server certificate (unknown issuer, expired,
 //!   wrong name). For lab setups only: anyone on the path can read and
 //!   change the traffic.
@@ -87,7 +94,18 @@ usage: get URL [--request-timeout MS] [--read-timeout MS] [--event-loop-timeouts
            [--resolve HOST:PORT:ADDR[,ADDR...]]...
            [--max-redirects N] [--no-decompress] [--cookies]
            [-b|--cookie 'NAME=VALUE; ...'] [--max-body-bytes N]
-           [-u|--user USER[:PASSWORD]] [--retries N] [--hedge-after MS]";
+           [-u|--user USER[:PASSWORD]] [--retries N] [--hedge-after MS]
+           [--http2 | --http1.1 | --http2-prior-knowledge]";
+
+/// Which HTTP versions to speak.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum Versions {
+    #[default]
+    Negotiated,
+    Http2,
+    Http11,
+    Http2PriorKnowledge,
+}
 
 #[derive(Debug, Default)]
 struct Args {
@@ -107,6 +125,7 @@ struct Args {
     proxy: Option<String>,
     no_proxy: bool,
     resolve: Vec<Resolve>,
+    versions: Versions,
     max_redirects: Option<usize>,
     no_decompress: bool,
     cookie: Option<String>,
@@ -208,6 +227,16 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--resolve" => parsed.resolve.push(parse_resolve(
                 &args.next().ok_or("--resolve needs HOST:PORT:ADDR")?,
             )?),
+            "--http2" | "--http1.1" | "--http2-prior-knowledge" => {
+                if parsed.versions != Versions::Negotiated {
+                    return Err("--http2, --http1.1 and --http2-prior-knowledge: choose one".into());
+                }
+                parsed.versions = match arg.as_str() {
+                    "--http2" => Versions::Http2,
+                    "--http1.1" => Versions::Http11,
+                    _ => Versions::Http2PriorKnowledge,
+                };
+            }
             "--max-redirects" | "--max-redirs" => {
                 parsed.max_redirects = Some(number(&arg, args.next())?)
             }
@@ -310,6 +339,12 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         eprintln!("get: --insecure: the server's certificate is not checked");
         builder = builder.danger_accept_invalid_certs(true);
     }
+    builder = match args.versions {
+        Versions::Negotiated => builder,
+        Versions::Http2 => builder.http2_only(),
+        Versions::Http11 => builder.http1_only(),
+        Versions::Http2PriorKnowledge => builder.http2_prior_knowledge(),
+    };
     if let Some(max) = args.max_redirects {
         builder = builder.redirect(match max {
             0 => tickless::redirect::Policy::none(),
@@ -375,13 +410,17 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         None => Box::new(std::io::stdout().lock()),
     };
     let status = response.status();
-    writeln!(
-        head,
-        "{:?} {} {}",
-        response.version(),
-        status.as_u16(),
-        status.canonical_reason().unwrap_or("")
-    )?;
+    // HTTP/2 has no reason phrase (curl prints `HTTP/2 200`).
+    let reason = match response.version() {
+        http::Version::HTTP_2 => "",
+        _ => status.canonical_reason().unwrap_or(""),
+    };
+    let line = format!(
+        "{} {} {reason}",
+        version_name(response.version()),
+        status.as_u16()
+    );
+    writeln!(head, "{}", line.trim_end())?;
     for (name, value) in response.headers() {
         writeln!(
             head,
@@ -403,4 +442,13 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     drop(response);
     client.close();
     Ok(())
+}
+
+/// The version as a status line shows it: `HTTP/1.1`, `HTTP/2`.
+fn version_name(version: http::Version) -> String {
+    match version {
+        http::Version::HTTP_2 => "HTTP/2".into(),
+        http::Version::HTTP_3 => "HTTP/3".into(),
+        other => format!("{other:?}"),
+    }
 }

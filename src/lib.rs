@@ -81,6 +81,17 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! # HTTP/2
+//!
+//! Over TLS the client offers `h2` and `http/1.1` by ALPN and speaks what the
+//! server picks; over cleartext, [`ClientBuilder::http2_prior_knowledge`]
+//! speaks HTTP/2 from the first byte ([`ClientBuilder::http1_only`] and
+//! [`ClientBuilder::http2_only`] narrow the offer). One connection per origin
+//! carries every request to it as a stream, driven on its event loop with no
+//! async runtime; each stream keeps its own request and read deadlines, and
+//! one that expires resets that stream alone. [`Response::version`] says
+//! which protocol answered. The README's "HTTP/2" has the details.
+//!
 //! # Errors
 //!
 //! [`Error`] has one variant per kind of failure, each naming the remote;

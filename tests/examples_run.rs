@@ -68,6 +68,7 @@ fn stats_prints_every_second_in_its_stable_form() {
         "loop=1 armed=",
         "pool open=",
         "retry_budget requests=",
+        "http2 streams_open=",
     ] {
         assert_eq!(
             lines.iter().filter(|l| l.starts_with(prefix)).count(),

@@ -247,3 +247,21 @@ fn cert_and_key_authenticate_to_a_server_that_asks() {
     assert!(stdout(&with).ends_with("mutual"), "{with:?}");
     assert!(server.handshake_details()[0].client_certified);
 }
+
+#[test]
+fn http2_prior_knowledge_prints_http2_and_the_version_flags_are_exclusive() {
+    let server = support::h2_server::H2Server::start(|stream| {
+        support::h2_server::answer(stream, 200, b"over h2\n")
+    });
+    let output = get(&[&server.url("/"), "--http2-prior-knowledge"]);
+    assert!(output.status.success(), "{output:?}");
+    let out = stdout(&output);
+    assert_eq!(out.lines().next(), Some("HTTP/2 200"), "{out}");
+    assert!(out.ends_with("\nover h2\n"), "{out}");
+    // Without the flag the same URL is HTTP/1.1, which this server does
+    // not speak: the request fails (exit 1).
+    let output = get(&[&server.url("/"), "--http1.1"]);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let output = get(&[&server.url("/"), "--http2", "--http1.1"]);
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+}

@@ -407,3 +407,24 @@ fn a_tunnel_is_pooled_for_its_origin_alone() {
     assert_eq!(tls.handshakes(), 2);
     assert_eq!(client.stats().open_connections, 2);
 }
+
+#[test]
+fn http2_goes_inside_a_connect_tunnel_and_its_connection_is_shared() {
+    let pem = support::real::PemFiles::of(&certs().valid);
+    let hypercorn = support::real::Hypercorn::start_tls(&pem.cert(), &pem.key());
+    let proxy = Tinyproxy::start();
+    let client = client_via(Proxy::https(&proxy.url()).unwrap())
+        .build()
+        .unwrap();
+    for _ in 0..3 {
+        let response = client
+            .get(hypercorn.https_url_for("localhost", "/bytes/10"))
+            .send()
+            .wait()
+            .unwrap();
+        assert_eq!(response.version(), http::Version::HTTP_2);
+        assert_eq!(response.bytes().wait().unwrap(), "abcdefghij");
+    }
+    // One tunnel, one HTTP/2 connection, for all three.
+    assert_eq!(client.stats().open_connections, 1);
+}

@@ -28,6 +28,8 @@ fn the_text_form_is_one_key_value_line_per_part() {
         waiting: 0,
         in_flight: 2,
         buffered_body_bytes: 1024,
+        http2_streams_open: 3,
+        http2_streams_opened: 120,
         retry_budget: Default::default(),
     };
     assert_eq!(
@@ -36,6 +38,7 @@ fn the_text_form_is_one_key_value_line_per_part() {
          loop=0 armed=2 fired=40 cancelled=300 lag_count=40 lag_p50_us=64 lag_p99_us=64 lag_max_us=64\n\
          loop=1 armed=0 fired=0 cancelled=0 lag_count=0 lag_p50_us=- lag_p99_us=- lag_max_us=-\n\
          pool open=4 idle=2 waiting=0 in_flight=2 buffered_body_bytes=1024\n\
-         retry_budget requests=0 retries=0 retries_total=0 hedges_total=0 refused_total=0\n"
+         retry_budget requests=0 retries=0 retries_total=0 hedges_total=0 refused_total=0\n\
+         http2 streams_open=3 streams_opened=120\n"
     );
 }

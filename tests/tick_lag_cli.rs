@@ -148,3 +148,43 @@ fn end_to_end_sends_requests_through_the_client_in_each_mode() {
     let on_loops = format!("the {} on their loop: p50 +", 20 - on_wheel);
     assert!(notes[1].contains(&on_loops), "{}", notes[1]);
 }
+
+#[test]
+fn end_to_end_http2_sends_streams_over_a_few_connections_in_each_mode() {
+    let output = tick_lag(&[
+        "--end-to-end",
+        "--http2",
+        "--count",
+        "40",
+        "--deadline-ms",
+        "100",
+        "--format",
+        "csv",
+    ]);
+    let stdout = String::from_utf8(output.stdout).expect("UTF-8 output");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let rows: Vec<Vec<&str>> = stdout
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    let names: Vec<&str> = rows.iter().map(|r| r[0]).collect();
+    assert_eq!(
+        names,
+        ["client-wheel-5ms", "client-wheel-1ms", "client-event-loop"]
+    );
+    for row in rows {
+        assert_eq!(
+            row[2], "40",
+            "every stream timed out and was counted: {row:?}"
+        );
+        let p50: f64 = row[4].parse().unwrap();
+        assert!(p50 >= 0.0, "a stream ended before its deadline: {row:?}");
+    }
+    let notes: Vec<&str> = stderr.lines().filter(|l| l.starts_with("note: ")).collect();
+    assert!(
+        notes[0].starts_with("note: http2: 40 requests as HTTP/2 streams"),
+        "{stderr}"
+    );
+}

@@ -45,6 +45,9 @@ pub(crate) struct ClientConfig {
     pub(crate) max_connections_per_host: Option<usize>,
     pub(crate) pooled_connection_idle_timeout: Option<Duration>,
     pub(crate) connection_ttl: Option<Duration>,
+    // protocols
+    pub(crate) versions: HttpVersions,
+    pub(crate) http2: Http2Options,
     // the network path
     /// The builder's proxies, in order; if any, the environment's are not read.
     pub(crate) proxies: Vec<Proxy>,
@@ -72,6 +75,73 @@ pub(crate) struct ClientConfig {
     pub(crate) timer: Option<HashedWheelTimer>,
     pub(crate) event_loop_group: Option<Arc<EventLoopGroup>>,
     pub(crate) listener: Arc<dyn EventListener>,
+}
+
+/// Which HTTP versions the client speaks (see the builder's
+/// `http1_only`, `http2_only` and `http2_prior_knowledge`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HttpVersions {
+    /// ALPN offers h2 and http/1.1 over TLS; cleartext is HTTP/1.1.
+    Auto,
+    Http1Only,
+    /// ALPN offers h2 alone; a server that will not speak it fails the
+    /// request. Cleartext is HTTP/1.1.
+    Http2Only,
+    /// Cleartext is HTTP/2 with prior knowledge (no upgrade); TLS as
+    /// [`Auto`](Self::Auto).
+    Http2PriorKnowledge,
+}
+
+impl HttpVersions {
+    /// The ALPN protocols the TLS handshake offers, preferred first.
+    pub(crate) fn alpn(self) -> Vec<Vec<u8>> {
+        match self {
+            HttpVersions::Http1Only => vec![b"http/1.1".to_vec()],
+            HttpVersions::Http2Only => vec![b"h2".to_vec()],
+            HttpVersions::Auto | HttpVersions::Http2PriorKnowledge => {
+                vec![b"h2".to_vec(), b"http/1.1".to_vec()]
+            }
+        }
+    }
+
+    /// Whether every connection of the client is HTTP/2 before it has
+    /// opened for `https`: then the requests that come while the first
+    /// connection to an origin opens wait for it instead of opening their own.
+    pub(crate) fn h2_known(self, https: bool) -> bool {
+        match self {
+            HttpVersions::Http2Only => https,
+            HttpVersions::Http2PriorKnowledge => !https,
+            HttpVersions::Auto | HttpVersions::Http1Only => false,
+        }
+    }
+}
+
+/// HTTP/2 settings and limits (see the builder's `http2_*` options).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Http2Options {
+    /// At most this many streams in flight per connection, below the
+    /// server's `SETTINGS_MAX_CONCURRENT_STREAMS`.
+    pub(crate) max_concurrent_streams: Option<usize>,
+    pub(crate) max_header_list_size: u32,
+    pub(crate) initial_stream_window: u32,
+    pub(crate) initial_connection_window: u32,
+    pub(crate) max_frame_size: u32,
+    pub(crate) keep_alive_interval: Option<Duration>,
+    pub(crate) keep_alive_timeout: Duration,
+}
+
+impl Default for Http2Options {
+    fn default() -> Self {
+        Http2Options {
+            max_concurrent_streams: None,
+            max_header_list_size: 64 * 1024,
+            initial_stream_window: 256 * 1024,
+            initial_connection_window: 1024 * 1024,
+            max_frame_size: 16 * 1024,
+            keep_alive_interval: None,
+            keep_alive_timeout: Duration::from_secs(20),
+        }
+    }
 }
 
 impl ClientConfig {
@@ -102,6 +172,8 @@ impl Default for ClientConfig {
             max_connections_per_host: None,
             pooled_connection_idle_timeout: Some(Duration::from_secs(60)),
             connection_ttl: None,
+            versions: HttpVersions::Auto,
+            http2: Http2Options::default(),
             proxies: Vec::new(),
             env_proxies: true,
             resolver: None,

@@ -131,6 +131,22 @@ pub trait EventListener: Send + Sync + 'static {
     }
     /// An idle pooled connection was taken for this exchange.
     fn on_connection_pooled(&self, request: &RequestInfo, connection: &ConnectionInfo) {}
+    /// A new connection settled its protocol for life (`HTTP/2` by ALPN or
+    /// prior knowledge, else `HTTP/1.1`); told to the exchange it opened for.
+    fn on_protocol_negotiated(
+        &self,
+        request: &RequestInfo,
+        connection: &ConnectionInfo,
+        version: http::Version,
+    ) {
+    }
+    /// The exchange's HTTP/2 stream opened, with this stream id.
+    fn on_stream_opened(&self, request: &RequestInfo, connection: &ConnectionInfo, stream_id: u32) {
+    }
+    /// The server sent `GOAWAY` on an HTTP/2 connection, which takes no new
+    /// stream from then on. Told to the client's listener only, and without
+    /// a [`RequestInfo`]: it is a connection's event, no request's.
+    fn on_goaway(&self, connection: &ConnectionInfo, reason: crate::error::Http2Reason) {}
     /// The connection went back to the pool, before the exchange's future is woken.
     fn on_connection_offered(&self, request: &RequestInfo, connection: &ConnectionInfo) {}
     /// The whole request was written.
@@ -197,6 +213,8 @@ macro_rules! for_each_listener_method {
             on_tls_handshake_success(connection: &$crate::events::ConnectionInfo, alpn_protocol: Option<&[u8]>);
             on_tls_handshake_failure(connection: &$crate::events::ConnectionInfo, error: &$crate::error::Error);
             on_connection_pooled(connection: &$crate::events::ConnectionInfo);
+            on_protocol_negotiated(connection: &$crate::events::ConnectionInfo, version: http::Version);
+            on_stream_opened(connection: &$crate::events::ConnectionInfo, stream_id: u32);
             on_connection_offered(connection: &$crate::events::ConnectionInfo);
             on_request_sent(connection: &$crate::events::ConnectionInfo);
             on_status(status: http::StatusCode);
@@ -219,6 +237,11 @@ macro_rules! both {
                 self.0.$name(request, $($arg),*);
                 self.1.$name(request, $($arg),*);
             })*
+
+            fn on_goaway(&self, connection: &ConnectionInfo, reason: crate::error::Http2Reason) {
+                self.0.on_goaway(connection, reason);
+                self.1.on_goaway(connection, reason);
+            }
         }
     };
 }

@@ -1,6 +1,7 @@
-//! The tickless HTTP/1.1 client: event loops on mio, a sans-IO codec, a
-//! connection pool, and timeouts that can be armed on the loop that owns the
-//! connection.
+//! The tickless HTTP client: event loops on mio, HTTP/1.1 on a sans-IO
+//! codec and HTTP/2 on the `h2` crate driven by those loops, a connection
+//! pool, and timeouts that can be armed on the loop that owns the
+//! connection — per HTTP/2 stream too.
 //!
 //! Start with [`Client::builder`]; the option that gives the crate its name
 //! is [`ClientBuilder::use_event_loop_timeouts`].
@@ -9,6 +10,11 @@
 //! [`ClientBuilder::add_root_certificate`] for private CAs. The cargo feature
 //! `platform-verifier` adds `ClientBuilder::platform_verifier`, which
 //! verifies certificates with the operating system's verifier.
+//!
+//! HTTP/2: offered by ALPN over TLS by default (the server picks), and over
+//! cleartext with [`ClientBuilder::http2_prior_knowledge`]; see
+//! [`ClientBuilder::http1_only`] and [`ClientBuilder::http2_only`]. One
+//! connection per origin carries every stream to it.
 //!
 //! # Layers
 //!
@@ -24,11 +30,12 @@
 //!   │         credentials; per hop its attempts — retries, hedged copies —
 //!   │         one exchange each
 //!   ▼
-//! dispatch    submit, the pool (keyed by route), resolution, the cleaner, close
+//! dispatch    submit, the pool (keyed by route; HTTP/1.1 checked out,
+//!   │         HTTP/2 shared), resolution, proxies, the cleaner, close
 //!   ▼
 //! conn        a connection on its loop: happy eyeballs, the proxy's
-//!   │         handshake, TLS, send, receive, failure policy, its read
-//!   │         buffer; one type per protocol (h1 now)
+//!   │         handshake, TLS, then one protocol for life: h1 (one exchange
+//!   │         at a time) or h2 (streams, polled on the loop)
 //!   ▼
 //! exchange    one request in flight: its state, its outcome, its timer table
 //!   ▼
@@ -38,8 +45,8 @@
 //! config · events · net · error · sync · h1
 //!             settled options; the listener; origin, route, proxies
 //!             (sans-IO), the `Resolve` seam, socket, TLS and the byte
-//!             stream; error types; locks; the sans-IO HTTP/1.1 codec
-//!             (a crate of its own, `tickless-h1`)
+//!             stream (and its async face for h2); error types; locks; the
+//!             sans-IO HTTP/1.1 codec (a crate of its own, `tickless-h1`)
 //! ```
 #![deny(missing_docs)]
 // Without TLS the handshake states and their types are still there, unused.
@@ -71,8 +78,8 @@ pub use api::{
 /// The byte buffers bodies come in.
 pub use bytes::Bytes;
 pub use error::{
-    timeout_kind, Error, InvalidRequest, ProxyError, ProxyUrlError, RedirectError, SocksError,
-    SocksStage, Timeout, TimeoutKind, TlsFailureKind,
+    timeout_kind, Error, Http2Initiator, Http2Reason, InvalidRequest, ProxyError, ProxyUrlError,
+    RedirectError, SocksError, SocksStage, Timeout, TimeoutKind, TlsFailureKind,
 };
 pub use policy::{hedge, redirect, retry};
 

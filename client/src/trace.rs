@@ -1,7 +1,7 @@
 //! `tracing` integration (cargo feature `tracing`, on by default): a span
 //! per request, and the request's events at `debug` — resolution, connect
-//! attempts, TLS, pool reuse and offer-back, redirects, retries, hedges,
-//! the end — as the [`Traced`] listener that the policy layer puts in
+//! attempts, TLS, the protocol and the HTTP/2 stream, pool reuse and
+//! offer-back, redirects, retries, hedges, the end — as the [`Traced`] listener that the policy layer puts in
 //! front of the caller's, only when a subscriber wants the span. With no
 //! subscriber, or one that does not want `debug` from this crate, the cost
 //! is the span's interest check: nothing is allocated, nothing wrapped.
@@ -77,6 +77,22 @@ impl EventListener for Traced {
     }
     fn on_connection_offered(&self, _request: &RequestInfo, connection: &ConnectionInfo) {
         debug!(parent: &self.span, connection = connection.id, "connection back to the pool");
+    }
+    fn on_protocol_negotiated(
+        &self,
+        _request: &RequestInfo,
+        connection: &ConnectionInfo,
+        version: http::Version,
+    ) {
+        debug!(parent: &self.span, connection = connection.id, ?version, "protocol");
+    }
+    fn on_stream_opened(
+        &self,
+        _request: &RequestInfo,
+        connection: &ConnectionInfo,
+        stream_id: u32,
+    ) {
+        debug!(parent: &self.span, connection = connection.id, stream_id, "HTTP/2 stream opened");
     }
     fn on_request_sent(&self, _request: &RequestInfo, connection: &ConnectionInfo) {
         debug!(parent: &self.span, connection = connection.id, "request sent");

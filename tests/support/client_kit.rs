@@ -29,6 +29,12 @@ pub enum Event {
     Completed(http::StatusCode),
     /// The error's `Display` and whether it is a timeout.
     Failed(String, bool),
+    /// The connection and the protocol it settled on.
+    ProtocolNegotiated(ConnectionInfo, http::Version),
+    /// An HTTP/2 stream opened, with its id.
+    StreamOpened(ConnectionInfo, u32),
+    /// The server's GOAWAY, with its error code.
+    GoAway(ConnectionInfo, u32),
     /// The status that redirected, from where, to where.
     Redirect(http::StatusCode, String, String),
     /// The attempt that starts, after what delay, and why (`Display`).
@@ -136,6 +142,25 @@ impl EventListener for Recorder {
     }
     fn on_connection_offered(&self, _request: &tickless::RequestInfo, connection: &ConnectionInfo) {
         self.push(Event::ConnectionOffered(connection.clone()));
+    }
+    fn on_protocol_negotiated(
+        &self,
+        _request: &tickless::RequestInfo,
+        connection: &ConnectionInfo,
+        version: http::Version,
+    ) {
+        self.push(Event::ProtocolNegotiated(connection.clone(), version));
+    }
+    fn on_stream_opened(
+        &self,
+        _request: &tickless::RequestInfo,
+        connection: &ConnectionInfo,
+        stream_id: u32,
+    ) {
+        self.push(Event::StreamOpened(connection.clone(), stream_id));
+    }
+    fn on_goaway(&self, connection: &ConnectionInfo, reason: tickless::Http2Reason) {
+        self.push(Event::GoAway(connection.clone(), reason.0));
     }
     fn on_request_sent(&self, _request: &tickless::RequestInfo, connection: &ConnectionInfo) {
         self.push(Event::RequestSent(connection.clone()));

@@ -22,6 +22,8 @@ mod http;
 pub mod client_kit;
 /// A hand-written `block_on` (thread-park waker), no runtime.
 pub mod exec;
+/// HTTP/2 servers: the h2 crate's server side (scripted), and raw frames.
+pub mod h2_server;
 /// Real servers and proxies (nginx, tinyproxy, microsocks, httpbin on
 /// gunicorn, hypercorn), started by the test on loopback; `scripts/test`
 /// installs them.

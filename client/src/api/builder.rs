@@ -338,9 +338,9 @@ impl ClientBuilder {
     /// The escape hatch: TLS with `config`, made by the caller, instead of
     /// one built from the options above (roots, verification, identity,
     /// versions and resumption are then the config's; those options are
-    /// ignored). Its ALPN list is replaced by the protocol layer's
-    /// (`http/1.1` now), since the connection must speak what the server
-    /// picks from it.
+    /// ignored). Its ALPN list is replaced by the protocol layer's (from
+    /// the client's HTTP versions), since the connection must speak what
+    /// the server picks from it.
     pub fn tls_config(mut self, config: Arc<rustls::ClientConfig>) -> Self {
         self.config.tls.custom = Some(config);
         self
@@ -366,6 +366,81 @@ impl ClientBuilder {
     /// connection reused).
     pub fn expect_continue_timeout(mut self, timeout: Duration) -> Self {
         self.config.expect_continue_timeout = nonzero(timeout);
+        self
+    }
+
+    // --- protocols ---
+
+    /// Speaks HTTP/1.1 only: the TLS handshake offers `http/1.1` alone
+    /// (ALPN). By default it offers `h2` and `http/1.1`, and the server picks.
+    pub fn http1_only(mut self) -> Self {
+        self.config.versions = crate::config::HttpVersions::Http1Only;
+        self
+    }
+
+    /// Speaks HTTP/2 only over TLS: the handshake offers `h2` alone, and a
+    /// server that does not pick it fails the request — with
+    /// [`Error::Tls`](crate::Error::Tls) (`no_application_protocol`) from a
+    /// server that offers other protocols, or [`Error::Io`](crate::Error::Io)
+    /// ("the server did not negotiate h2") from one that negotiates none.
+    /// Cleartext `http://` stays HTTP/1.1 unless
+    /// [`http2_prior_knowledge`](Self::http2_prior_knowledge).
+    pub fn http2_only(mut self) -> Self {
+        self.config.versions = crate::config::HttpVersions::Http2Only;
+        self
+    }
+
+    /// Speaks HTTP/2 over cleartext `http://` from the first byte (prior
+    /// knowledge, RFC 9113 §3.3): for servers known to speak it. There is no
+    /// `h2c` upgrade. `https://` negotiates as by default.
+    pub fn http2_prior_knowledge(mut self) -> Self {
+        self.config.versions = crate::config::HttpVersions::Http2PriorKnowledge;
+        self
+    }
+
+    /// At most this many HTTP/2 streams in flight on one connection (the
+    /// server's `SETTINGS_MAX_CONCURRENT_STREAMS` bounds it too); the
+    /// requests past it wait for a stream. Default: the server's limit.
+    pub fn http2_max_concurrent_streams(mut self, max: usize) -> Self {
+        self.config.http2.max_concurrent_streams = Some(max.max(1));
+        self
+    }
+
+    /// The largest HTTP/2 response header list accepted
+    /// (`SETTINGS_MAX_HEADER_LIST_SIZE`); a larger one fails its stream.
+    /// Default 64 KiB.
+    pub fn http2_max_header_list_size(mut self, max: u32) -> Self {
+        self.config.http2.max_header_list_size = max;
+        self
+    }
+
+    /// The HTTP/2 flow-control window of each stream: what the server may
+    /// send ahead of the body's reader, beyond the
+    /// [body window](Self::body_window). Default 256 KiB.
+    pub fn http2_initial_stream_window_size(mut self, size: u32) -> Self {
+        self.config.http2.initial_stream_window = size;
+        self
+    }
+
+    /// The HTTP/2 flow-control window of each connection, shared by its
+    /// streams. Default 1 MiB.
+    pub fn http2_initial_connection_window_size(mut self, size: u32) -> Self {
+        self.config.http2.initial_connection_window = size;
+        self
+    }
+
+    /// Sends an HTTP/2 PING on each connection at this interval, and
+    /// closes a connection whose PING is not answered within
+    /// [`http2_keep_alive_timeout`](Self::http2_keep_alive_timeout): a dead
+    /// connection is found even with no stream on it. Default off.
+    pub fn http2_keep_alive_interval(mut self, interval: Duration) -> Self {
+        self.config.http2.keep_alive_interval = nonzero(interval);
+        self
+    }
+
+    /// How long a keep-alive PING waits for its answer. Default 20 s.
+    pub fn http2_keep_alive_timeout(mut self, timeout: Duration) -> Self {
+        self.config.http2.keep_alive_timeout = timeout;
         self
     }
 

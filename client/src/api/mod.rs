@@ -81,6 +81,10 @@ pub struct ClientStats {
     /// of their readers, uploads read ahead of their sockets): at most
     /// about a window per body in flight.
     pub buffered_body_bytes: usize,
+    /// HTTP/2 streams open now, on every connection.
+    pub http2_streams_open: usize,
+    /// HTTP/2 streams opened since the client started.
+    pub http2_streams_opened: u64,
     /// The retry budget: requests that may be retried and retries (hedged
     /// copies included) in its window, and totals.
     pub retry_budget: crate::retry::BudgetStats,
@@ -94,6 +98,7 @@ pub struct ClientStats {
 /// loop=0 armed=2 fired=40 cancelled=300 lag_count=40 lag_p50_us=50 lag_p99_us=100 lag_max_us=200
 /// pool open=4 idle=2 waiting=0 in_flight=2 buffered_body_bytes=0
 /// retry_budget requests=10 retries=1 retries_total=1 hedges_total=0 refused_total=0
+/// http2 streams_open=3 streams_opened=120
 /// ```
 ///
 /// The lag figures are upper bounds of the histogram's buckets, in
@@ -144,6 +149,11 @@ impl std::fmt::Display for ClientStats {
             budget.retries_total,
             budget.hedges_total,
             budget.refused_total
+        )?;
+        writeln!(
+            f,
+            "http2 streams_open={} streams_opened={}",
+            self.http2_streams_open, self.http2_streams_opened
         )
     }
 }
@@ -186,7 +196,12 @@ impl Client {
     fn start(config: ClientConfig, policies: Policies) -> std::io::Result<Client> {
         // First: a bad root certificate fails before any thread starts.
         #[cfg(feature = "rustls")]
-        let tls = crate::net::tls::client_config(&config.tls)?;
+        let tls = {
+            let mut tls = crate::net::tls::client_config(&config.tls)?;
+            // ALPN: what the configured HTTP versions offer.
+            Arc::make_mut(&mut tls).alpn_protocols = config.versions.alpn();
+            tls
+        };
         #[cfg(not(feature = "rustls"))]
         let tls = ();
         let clock = config.clock.clone();
@@ -356,6 +371,8 @@ impl Client {
             waiting: stats.waiting,
             in_flight: stats.in_flight,
             buffered_body_bytes: stats.buffered_body_bytes,
+            http2_streams_open: stats.http2_streams_open,
+            http2_streams_opened: stats.http2_streams_opened,
             retry_budget: self
                 .policies()
                 .budget

@@ -30,13 +30,19 @@
 //! and TLS together) are timers of the connection on its loop's heap.
 //! Closing a TLS connection sends `close_notify` first.
 //!
-//! The protocol seam: [`h1`] runs HTTP/1.1 exchanges on an open connection;
-//! HTTP/2 gets a connection type of its own beside it.
+//! The protocol seam: once open, a connection speaks one protocol for
+//! life — [`h1`] runs HTTP/1.1 exchanges one at a time, checked out of the
+//! pool and offered back; [`h2`] runs HTTP/2 streams, many at once, on a
+//! connection the pool shares ([`ConnOwner::share`]). Which one is chosen
+//! when the connection opens: by ALPN over TLS, by prior knowledge over
+//! cleartext.
 
 mod h1;
+mod h2;
 mod open;
 mod read_buf;
 mod tunnel;
+mod upload;
 
 pub(crate) use open::connect;
 
@@ -50,6 +56,7 @@ use read_buf::ReadBuf;
 use std::any::Any;
 use std::io;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::Arc;
 use std::time::Instant;
 use tickless_timer::SharedClock;
@@ -63,6 +70,15 @@ pub(crate) type TlsConfig = Arc<rustls::ClientConfig>;
 #[cfg(not(feature = "rustls"))]
 pub(crate) type TlsConfig = ();
 
+/// HTTP/2 streams of a client, for its statistics.
+#[derive(Default)]
+pub(crate) struct StreamCounts {
+    /// Streams open now.
+    pub(crate) open: AtomicUsize,
+    /// Streams opened since the client started.
+    pub(crate) opened: AtomicU64,
+}
+
 /// What every connection of a client shares.
 pub(crate) struct ConnEnv {
     pub(crate) config: ClientConfig,
@@ -71,6 +87,15 @@ pub(crate) struct ConnEnv {
     pub(crate) tls: TlsConfig,
     /// For the scheduler of each loop (where timeouts go in event-loop mode).
     pub(crate) group: Arc<EventLoopGroup>,
+    pub(crate) streams: StreamCounts,
+}
+
+/// An HTTP/2 connection the pool shares: requests to its origin go to it
+/// as new streams.
+#[derive(Clone)]
+pub(crate) struct SharedConn {
+    pub(crate) conn: ConnRef,
+    pub(crate) id: u64,
 }
 
 /// The client a connection belongs to, as the connection sees it: the calls
@@ -78,8 +103,9 @@ pub(crate) struct ConnEnv {
 pub(crate) trait ConnOwner: Send + Sync + 'static {
     /// What connections share.
     fn env(&self) -> &ConnEnv;
-    /// A connection on `route` closed: its permit is free again.
-    fn released(&self, route: &Route);
+    /// A connection on `route` closed: its permit is free again. `opener`
+    /// is the exchange it was opened for.
+    fn released(&self, route: &Route, opener: u64);
     /// A connection finished an exchange and can carry another.
     fn offer(&self, idle: IdleConn) -> Offered;
     /// An idle connection found its server gone, and closes.
@@ -88,6 +114,11 @@ pub(crate) trait ConnOwner: Send + Sync + 'static {
     /// pooled connection was gone). `allow_idle`: it may take another
     /// pooled connection; a retry after a failure never does.
     fn redispatch(&self, exchange: Arc<Exchange>, allow_idle: bool);
+    /// An HTTP/2 connection to `origin` is open: requests to its origin
+    /// go to it from now on. Returns the requests that waited for it.
+    fn share(&self, route: &Route, conn: SharedConn) -> Vec<Arc<Exchange>>;
+    /// The shared connection `conn_id` takes no more streams.
+    fn unshare(&self, route: &Route, conn_id: u64);
 }
 
 /// An idle connection, ready for another request.
@@ -118,6 +149,8 @@ const CONNECT_TIMER: u64 = 1 << 32;
 const HANDSHAKE_TIMER: u64 = 2 << 32;
 /// How long a body waits for `100 Continue` before it goes anyway.
 const EXPECT_TIMER: u64 = 3 << 32;
+/// An HTTP/2 connection's idle time, or its keep-alive PING.
+const H2_TIMER: u64 = 4 << 32;
 
 /// One connection. See the [module documentation](self).
 pub(crate) struct Conn {
@@ -133,6 +166,10 @@ pub(crate) struct Conn {
     /// The tag of the timer armed now (connect or handshake), if any.
     timer: Option<(LoopTimerKey, u64)>,
     timers_armed: u32,
+    /// What the HTTP/2 timer is armed for.
+    h2_timer_deadline: Option<Instant>,
+    /// The exchange it was opened for.
+    opener: u64,
 }
 
 enum State {
@@ -140,6 +177,7 @@ enum State {
     Tunnelling(tunnel::Tunnelling),
     Handshaking(Arc<Exchange>),
     Active(Box<h1::Active>),
+    H2(Box<h2::Http2>),
     Idle,
     Closed,
 }
@@ -152,7 +190,8 @@ impl State {
             State::Connecting(connecting) => Some(&connecting.exchange),
             State::Tunnelling(tunnelling) => Some(&tunnelling.exchange),
             State::Handshaking(exchange) => Some(exchange),
-            State::Idle | State::Closed => None,
+            // Many: see `h2`.
+            State::H2(_) | State::Idle | State::Closed => None,
         }
     }
 }
@@ -173,6 +212,7 @@ impl Conn {
             event_loop: cx.event_loop().clone(),
             source: cx.me(),
             scheduler: self.env().group.scheduler(index).clone(),
+            waker: None,
         }
     }
 
@@ -207,9 +247,15 @@ impl Conn {
             let _ = cx.registry.deregister(transport.tcp_mut());
         }
         self.disarm_timer(cx);
+        if let State::H2(h2) = &self.state {
+            if h2.is_shared() {
+                let id = self.info.as_ref().map_or(0, |info| info.id);
+                self.owner.unshare(&self.route, id);
+            }
+        }
         self.state = State::Closed;
         cx.remove_me();
-        self.owner.released(&self.route);
+        self.owner.released(&self.route, self.opener);
     }
 
     /// Resets the stream (an abandoned exchange leaves it mid-message) and
@@ -265,6 +311,7 @@ impl Source for Conn {
                     self.read_response(cx);
                 }
             }
+            State::H2(_) => self.h2_ready(cx, readiness),
             State::Idle => {
                 if readiness.can_read() {
                     self.on_idle_readable(cx);
@@ -283,11 +330,15 @@ impl Source for Conn {
             CONNECT_TIMER => self.connect_timed_out(cx),
             HANDSHAKE_TIMER => self.handshake_timed_out(cx),
             EXPECT_TIMER => self.continue_body(cx),
+            H2_TIMER => self.h2_timer(cx),
             _ => {}
         }
     }
 
     fn abort(&mut self, cx: &mut LoopContext<'_>, exchange_id: u64) {
+        if matches!(self.state, State::H2(_)) {
+            return self.abort_h2(cx, exchange_id);
+        }
         if self.state.exchange().is_some_and(|e| e.id == exchange_id) {
             self.reset(cx);
         }
@@ -299,10 +350,20 @@ impl Source for Conn {
         if let (State::Idle, Some(info)) = (&self.state, &self.info) {
             self.owner.remove_idle(&self.route, info.id);
         }
+        if matches!(self.state, State::H2(_)) {
+            return self.fail_h2(cx, |_| Error::ClientClosed);
+        }
         self.close_failing(cx, |_| Error::ClientClosed);
     }
 
     fn panicked(&mut self, cx: &mut LoopContext<'_>) {
+        let error = |exchange: &Exchange| Error::Io {
+            remote: exchange.remote_name(),
+            source: io::Error::other("a callback panicked on the event loop"),
+        };
+        if matches!(self.state, State::H2(_)) {
+            return self.fail_h2(cx, error);
+        }
         self.close_failing(cx, |exchange| Error::Io {
             remote: exchange.remote_name(),
             source: io::Error::other("a callback panicked on the event loop"),
@@ -327,6 +388,31 @@ pub(crate) fn start_on_idle(
     cx.with_source::<Conn>(conn, |conn, cx| {
         if let Some(exchange) = pending.take() {
             if let Err(exchange) = conn.start_on_idle(cx, exchange) {
+                pending = Some(exchange);
+            }
+        }
+    });
+    match pending {
+        None => Ok(()),
+        Some(exchange) => {
+            exchange.attach(crate::exchange::ConnSlot::None);
+            Err(exchange)
+        }
+    }
+}
+
+/// Runs `exchange` as a new stream of the shared HTTP/2 connection `conn`
+/// (a task on its loop). Gives the exchange back, detached, if the
+/// connection has closed or takes no more streams — nothing was sent.
+pub(crate) fn start_on_shared(
+    cx: &mut LoopContext<'_>,
+    conn: SourceRef,
+    exchange: Arc<Exchange>,
+) -> Result<(), Arc<Exchange>> {
+    let mut pending = Some(exchange);
+    cx.with_source::<Conn>(conn, |conn, cx| {
+        if let Some(exchange) = pending.take() {
+            if let Err(exchange) = conn.start_on_h2(cx, exchange) {
                 pending = Some(exchange);
             }
         }

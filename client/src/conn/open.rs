@@ -25,6 +25,7 @@
 //! one handshake timeout.
 
 use super::{Conn, ConnOwner, State, CONNECT_TIMER, HANDSHAKE_TIMER};
+use crate::config::HttpVersions;
 use crate::error::{Error, ProxyError, TimeoutKind};
 use crate::event_loop::LoopContext;
 use crate::events::ConnectionInfo;
@@ -111,6 +112,8 @@ pub(crate) fn connect(
             buf: Default::default(),
             timer: None,
             timers_armed: 0,
+            h2_timer_deadline: None,
+            opener: exchange.id,
         };
         // Published before `start_attempts` checks `is_done`, so an exchange
         // that ends while connecting (request timeout, cancel) aborts the
@@ -265,6 +268,11 @@ impl Conn {
                 // Not handshaken, or not tunnelled: of no use to anyone.
                 return self.close(cx);
             }
+            if self.env().config.versions == HttpVersions::Http2PriorKnowledge {
+                // An HTTP/2 connection with nothing to carry: the next
+                // request opens its own.
+                return self.close(cx);
+            }
             // The exchange ended while connecting; the connection is still good.
             self.state = State::Idle;
             return self.offer_or_close(cx, &exchange);
@@ -308,6 +316,45 @@ impl Conn {
             self.close(cx);
             exchange.finish_err(error);
             return;
+        }
+        self.begin_protocol(cx, exchange);
+    }
+
+    /// The connection is open (connected, tunnelled, and handshaken for
+    /// https): its protocol for life is chosen — what ALPN negotiated over
+    /// TLS, HTTP/2 over cleartext with prior knowledge (not to a proxy that
+    /// forwards: that one speaks HTTP/1.1), else HTTP/1.1 — and its first
+    /// exchange begins.
+    fn begin_protocol(&mut self, cx: &mut LoopContext<'_>, exchange: Arc<Exchange>) {
+        let versions = self.env().config.versions;
+        let Some(transport) = self.transport.as_ref() else {
+            return;
+        };
+        let https = self.route.tls_origin().is_some();
+        let h2 = if https {
+            super::h2::negotiated(transport)
+        } else {
+            versions == HttpVersions::Http2PriorKnowledge && !self.route.forwards()
+        };
+        if h2 {
+            return self.begin_h2(cx, exchange);
+        }
+        if versions == HttpVersions::Http2Only && https {
+            let source = io::Error::new(
+                io::ErrorKind::Unsupported,
+                "the server did not negotiate h2 (the client is HTTP/2 only)",
+            );
+            self.close(cx);
+            exchange.finish_err(Error::Io {
+                remote: exchange.remote_name(),
+                source,
+            });
+            return;
+        }
+        if let Some(info) = &self.info {
+            exchange
+                .listener
+                .on_protocol_negotiated(info, http::Version::HTTP_11);
         }
         self.begin_exchange(cx, exchange, false);
     }
@@ -399,7 +446,7 @@ impl Conn {
                 }
                 // Records that came with the end of the handshake (session
                 // tickets) are read there too.
-                self.begin_exchange(cx, exchange, false);
+                self.begin_protocol(cx, exchange);
             }
             Err(failure) => {
                 let remote = exchange.remote_name();

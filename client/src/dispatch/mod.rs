@@ -25,7 +25,7 @@ mod pool;
 mod resolve;
 
 use crate::config::ClientConfig;
-use crate::conn::{self, ConnEnv, ConnOwner, IdleConn, Offered};
+use crate::conn::{self, ConnEnv, ConnOwner, IdleConn, Offered, SharedConn};
 use crate::error::Error;
 use crate::event_loop::EventLoopGroup;
 use crate::exchange::{Exchange, InFlight, Pacing};
@@ -34,6 +34,7 @@ use crate::net::{Origin, Resolve, ResolveAnswer, Route};
 use crate::sync::lock;
 use pool::{Acquired, Offer, Pool, PoolLimits, Pooled, Waiter};
 use resolve::ThreadedResolver;
+use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
@@ -49,11 +50,24 @@ enum Closing {
     Closed,
 }
 
+/// An origin's HTTP/2 connection, shared by its requests (not checked out).
+enum Shared {
+    /// Being opened for the exchange `opener`; `waiting` wait for it (only
+    /// when the client knows in advance that it will be HTTP/2).
+    Opening {
+        opener: u64,
+        waiting: Vec<Arc<Exchange>>,
+    },
+    Open(SharedConn),
+}
+
 /// What every exchange of a client shares. See the [module documentation](self).
 pub(crate) struct Dispatcher {
     env: ConnEnv,
     wheel: HashedWheelTimer,
     pool: Pool<Exchange, IdleConn>,
+    /// HTTP/2 connections, one per route at most.
+    shared: Mutex<HashMap<Route, Shared>>,
     /// The default resolver: its threads are the client's (joined at
     /// close), started only if it is used.
     own_resolver: Arc<ThreadedResolver>,
@@ -85,6 +99,8 @@ pub(crate) struct DispatchStats {
     pub(crate) waiting: usize,
     pub(crate) in_flight: usize,
     pub(crate) buffered_body_bytes: usize,
+    pub(crate) http2_streams_open: usize,
+    pub(crate) http2_streams_opened: u64,
 }
 
 impl Waiter for Exchange {
@@ -146,9 +162,11 @@ impl Dispatcher {
                 config,
                 tls,
                 group,
+                streams: Default::default(),
             },
             wheel,
             pool,
+            shared: Mutex::default(),
             own_resolver,
             resolver,
             proxies,
@@ -246,6 +264,9 @@ impl Dispatcher {
         if exchange.is_done() {
             return;
         }
+        let Some(exchange) = self.route_shared(exchange) else {
+            return;
+        };
         let (acquired, to_close) = self
             .pool
             .acquire(&exchange, self.env.clock.now(), allow_idle);
@@ -261,6 +282,65 @@ impl Dispatcher {
             Acquired::Closed => {
                 exchange.finish_err(Error::ClientClosed);
             }
+        }
+    }
+
+    /// Sends `exchange` to its origin's HTTP/2 connection if there is one,
+    /// or has it wait for the one being opened; gives it back otherwise.
+    fn route_shared(&self, exchange: Arc<Exchange>) -> Option<Arc<Exchange>> {
+        let https = exchange.origin.scheme == crate::net::Scheme::Https;
+        // A proxy that forwards plain requests speaks HTTP/1.1.
+        let h2_known = self.env.config.versions.h2_known(https) && !exchange.route().forwards();
+        let mut shared = lock(&self.shared);
+        match shared.get_mut(exchange.route()) {
+            Some(Shared::Open(conn)) => {
+                let conn = conn.clone();
+                drop(shared);
+                self.run_on_shared(exchange, conn);
+                None
+            }
+            Some(Shared::Opening { waiting, .. }) => {
+                waiting.push(exchange.clone());
+                drop(shared);
+                // The request deadline bounds the wait.
+                exchange.start();
+                None
+            }
+            None => {
+                if h2_known {
+                    // This one opens it; those that come meanwhile wait.
+                    let opening = Shared::Opening {
+                        opener: exchange.id,
+                        waiting: Vec::new(),
+                    };
+                    shared.insert(exchange.route().clone(), opening);
+                }
+                drop(shared);
+                Some(exchange)
+            }
+        }
+    }
+
+    /// A new stream on a shared HTTP/2 connection: a task on its loop
+    /// attaches the exchange and starts its timers there, as for the
+    /// pooled path. A connection gone meanwhile leaves the list, and the
+    /// request goes again.
+    fn run_on_shared(&self, exchange: Arc<Exchange>, shared: SharedConn) {
+        if !self.env.config.use_event_loop_timeouts {
+            exchange.start();
+        }
+        let owner = self.owner();
+        let source = shared.conn.source;
+        let (origin, id) = (exchange.route().clone(), shared.id);
+        let task_exchange = exchange.clone();
+        let posted = shared.conn.event_loop.execute(move |cx| {
+            if let Err(exchange) = conn::start_on_shared(cx, source, task_exchange) {
+                owner.unshare(&origin, id);
+                owner.redispatch(exchange, true);
+            }
+        });
+        if posted.is_err() {
+            exchange.finish_err(Error::ClientClosed);
         }
     }
 
@@ -290,7 +370,7 @@ impl Dispatcher {
     /// group's chooser picks, where the connection stays for life.
     fn connect(&self, exchange: Arc<Exchange>) {
         if exchange.is_done() {
-            self.released(exchange.route());
+            self.released(exchange.route(), exchange.id);
             return;
         }
         let route = exchange.route().clone();
@@ -350,7 +430,7 @@ impl Dispatcher {
                 return;
             };
             if exchange.is_done() {
-                dispatcher.released(exchange.route());
+                dispatcher.released(exchange.route(), exchange.id);
                 return;
             }
             match result {
@@ -359,7 +439,7 @@ impl Dispatcher {
                     then(&dispatcher, exchange, addrs);
                 }
                 Err(source) => {
-                    dispatcher.released(exchange.route());
+                    dispatcher.released(exchange.route(), exchange.id);
                     let error = match dispatcher.is_closed() {
                         true => Error::ClientClosed,
                         false => Error::Resolve { host, source },
@@ -386,7 +466,7 @@ impl Dispatcher {
             .execute(move |cx| conn::connect(cx, owner, task_exchange, addrs, socks_target))
             .is_err()
         {
-            self.released(exchange.route());
+            self.released(exchange.route(), exchange.id);
             exchange.finish_err(Error::ClientClosed);
         }
     }
@@ -446,6 +526,8 @@ impl Dispatcher {
             waiting: self.pool.waiting(),
             in_flight: self.in_flight.len(),
             buffered_body_bytes: self.body_meter.load(Ordering::Relaxed),
+            http2_streams_open: self.env.streams.open.load(Ordering::Relaxed),
+            http2_streams_opened: self.env.streams.opened.load(Ordering::Relaxed),
         }
     }
 
@@ -464,6 +546,14 @@ impl Dispatcher {
         drop(idle); // closed with their loops below
         for exchange in waiting {
             exchange.finish_err(Error::ClientClosed);
+        }
+        let shared = std::mem::take(&mut *lock(&self.shared));
+        for entry in shared.into_values() {
+            if let Shared::Opening { waiting, .. } = entry {
+                for exchange in waiting {
+                    exchange.finish_err(Error::ClientClosed);
+                }
+            }
         }
         for exchange in self.in_flight.drain() {
             exchange.fail(Error::ClientClosed, None);
@@ -518,10 +608,53 @@ impl ConnOwner for Dispatcher {
         &self.env
     }
 
-    fn released(&self, origin: &Route) {
+    fn released(&self, origin: &Route, opener: u64) {
+        // The connection that was to be shared closed before it opened (or
+        // its request ended before it had one): its waiters go again (one
+        // of them opens the next).
+        let orphans = {
+            let mut shared = lock(&self.shared);
+            match shared.get(origin) {
+                Some(Shared::Opening { opener: o, .. }) if *o == opener => {
+                    match shared.remove(origin) {
+                        Some(Shared::Opening { waiting, .. }) => waiting,
+                        _ => Vec::new(),
+                    }
+                }
+                _ => Vec::new(),
+            }
+        };
         if let Some(waiter) = self.pool.release(origin) {
             // It holds the permit now.
             self.connect(waiter);
+        }
+        for exchange in orphans {
+            self.dispatch(exchange, true);
+        }
+    }
+
+    fn share(&self, origin: &Route, conn: SharedConn) -> Vec<Arc<Exchange>> {
+        let mut waiting = {
+            let mut shared = lock(&self.shared);
+            match shared.get(origin) {
+                // One connection per origin: a second one serves what it
+                // opened for, and closes.
+                Some(Shared::Open(_)) => return Vec::new(),
+                _ => match shared.insert(origin.clone(), Shared::Open(conn)) {
+                    Some(Shared::Opening { waiting, .. }) => waiting,
+                    _ => Vec::new(),
+                },
+            }
+        };
+        // And those that queued for a permit to its origin.
+        waiting.extend(self.pool.take_waiters(origin));
+        waiting
+    }
+
+    fn unshare(&self, origin: &Route, conn_id: u64) {
+        let mut shared = lock(&self.shared);
+        if matches!(shared.get(origin), Some(Shared::Open(conn)) if conn.id == conn_id) {
+            shared.remove(origin);
         }
     }
 

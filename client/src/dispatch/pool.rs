@@ -320,6 +320,27 @@ impl<W: Waiter, C: Pooled> Inner<W, C> {
 }
 
 impl<W: Waiter, C: Pooled> Pool<W, C> {
+    /// Takes every live waiter of `origin` out of its queue, oldest first:
+    /// a connection that serves them all at once (HTTP/2) has opened.
+    pub(crate) fn take_waiters(&self, origin: &Route) -> Vec<Arc<W>> {
+        let queued: Vec<Queued<W>> = {
+            let mut inner = lock(&self.inner);
+            let Some(state) = inner.origins.get_mut(origin) else {
+                return Vec::new();
+            };
+            state.live_at_compaction = 0;
+            let queued: Vec<_> = state.waiting.drain(..).collect();
+            inner.queued -= queued.len();
+            queued
+        };
+        // Upgraded and dropped after the unlock (see the invariants).
+        queued
+            .into_iter()
+            .filter_map(|queued| queued.waiter.upgrade())
+            .filter(|waiter| !waiter.is_done())
+            .collect()
+    }
+
     pub(crate) fn new(limits: PoolLimits) -> Self {
         Pool {
             limits,

@@ -167,6 +167,68 @@ impl fmt::Display for TlsFailureKind {
     }
 }
 
+/// An HTTP/2 error code (RFC 9113 §7), as a stream reset or a `GOAWAY`
+/// carries it. Displays as its name (`CANCEL`, `PROTOCOL_ERROR`, …).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Http2Reason(pub u32);
+
+impl Http2Reason {
+    /// `NO_ERROR`: a graceful shutdown.
+    pub const NO_ERROR: Http2Reason = Http2Reason(0x0);
+    /// `PROTOCOL_ERROR`.
+    pub const PROTOCOL_ERROR: Http2Reason = Http2Reason(0x1);
+    /// `INTERNAL_ERROR`.
+    pub const INTERNAL_ERROR: Http2Reason = Http2Reason(0x2);
+    /// `FLOW_CONTROL_ERROR`.
+    pub const FLOW_CONTROL_ERROR: Http2Reason = Http2Reason(0x3);
+    /// `REFUSED_STREAM`: the server did not process the stream.
+    pub const REFUSED_STREAM: Http2Reason = Http2Reason(0x7);
+    /// `CANCEL`.
+    pub const CANCEL: Http2Reason = Http2Reason(0x8);
+    /// `ENHANCE_YOUR_CALM`.
+    pub const ENHANCE_YOUR_CALM: Http2Reason = Http2Reason(0xb);
+
+    /// The error code's name, or `None` for a code RFC 9113 does not define.
+    pub fn name(self) -> Option<&'static str> {
+        const NAMES: [&str; 14] = [
+            "NO_ERROR",
+            "PROTOCOL_ERROR",
+            "INTERNAL_ERROR",
+            "FLOW_CONTROL_ERROR",
+            "SETTINGS_TIMEOUT",
+            "STREAM_CLOSED",
+            "FRAME_SIZE_ERROR",
+            "REFUSED_STREAM",
+            "CANCEL",
+            "COMPRESSION_ERROR",
+            "CONNECT_ERROR",
+            "ENHANCE_YOUR_CALM",
+            "INADEQUATE_SECURITY",
+            "HTTP_1_1_REQUIRED",
+        ];
+        NAMES.get(self.0 as usize).copied()
+    }
+}
+
+impl fmt::Display for Http2Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.name() {
+            Some(name) => f.write_str(name),
+            None => write!(f, "unknown error code {:#x}", self.0),
+        }
+    }
+}
+
+/// Who ended an HTTP/2 stream or connection with an error code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Http2Initiator {
+    /// The server: a `RST_STREAM` or `GOAWAY` it sent.
+    Remote,
+    /// This client: the server broke the protocol (bad frames, a flood,
+    /// an oversized header list), and the client ended the connection.
+    Local,
+}
+
 /// The error of a failed exchange.
 ///
 /// A timeout says which deadline passed — its variant, or
@@ -259,6 +321,25 @@ pub enum Error {
         remote: String,
         /// What was wrong.
         source: DecodeError,
+    },
+    /// The HTTP/2 stream or its connection ended with an error code: the
+    /// server reset the stream or sent `GOAWAY` with an error, or it broke
+    /// the protocol and the client ended the connection. Displays like
+    /// `HTTP/2 error from example.com/1.2.3.4:443: stream reset by the
+    /// server with REFUSED_STREAM`.
+    #[error("HTTP/2 error from {remote}: {} by the {} with {reason}",
+        if *.connection { "connection ended" } else { "stream reset" },
+        match .initiator { Http2Initiator::Remote => "server", Http2Initiator::Local => "client" })]
+    Http2 {
+        /// The server.
+        remote: String,
+        /// The error code.
+        reason: Http2Reason,
+        /// Who sent it.
+        initiator: Http2Initiator,
+        /// Whether it ended the whole connection (`GOAWAY`), not only the
+        /// stream (`RST_STREAM`).
+        connection: bool,
     },
     /// The response body is larger than the configured limit.
     #[error("response body from {remote} exceeds the limit of {limit} bytes")]

@@ -83,6 +83,9 @@ pub(crate) struct ConnRef {
     pub(crate) source: SourceRef,
     /// The loop's scheduler (or a test's double standing in front of it).
     pub(crate) scheduler: Arc<dyn TimeoutScheduler>,
+    /// What wakes the connection for this exchange, if not the whole
+    /// source (an HTTP/2 stream's own waker).
+    pub(crate) waker: Option<std::task::Waker>,
 }
 
 /// What the exchange's connection slot holds.
@@ -386,7 +389,10 @@ impl Exchange {
         }
         let link = lock(&self.link);
         if let ConnSlot::Ready(conn) = &link.conn {
-            conn.event_loop.wake_source(conn.source);
+            match &conn.waker {
+                Some(waker) => waker.wake_by_ref(),
+                None => conn.event_loop.wake_source(conn.source),
+            }
         }
     }
 

@@ -16,6 +16,12 @@ pub(crate) type BodyStream =
 /// What is sent.
 pub(crate) struct RequestParts {
     pub(crate) method: http::Method,
+    /// The target and the caller's headers as given, for HTTP/2 (which
+    /// encodes them itself, with HPACK).
+    pub(crate) uri: http::Uri,
+    pub(crate) headers: http::HeaderMap,
+    /// A body in memory, unframed (empty for none, or a streamed one).
+    pub(crate) data: Bytes,
     /// The head, encoded once at submission — and a body in memory after
     /// it, unless the body waits for `100 Continue` (then it is `body`).
     pub(crate) head: Vec<u8>,

@@ -3,6 +3,7 @@
 //! ([`Transport`], configured by [`tls`]). Nothing here knows of exchanges,
 //! loops or HTTP.
 
+mod io;
 mod origin;
 pub(crate) mod proxy;
 mod resolve;
@@ -12,6 +13,7 @@ pub(crate) mod socket;
 pub(crate) mod tls;
 mod transport;
 
+pub(crate) use io::{AsyncIo, IoReadiness};
 pub use origin::{Origin, Scheme};
 pub use proxy::Proxy;
 pub use resolve::{Resolve, ResolveAnswer};

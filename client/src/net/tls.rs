@@ -6,9 +6,10 @@
 //!   TLS 1.2 and 1.3 (narrowed by [`min_tls_version`](crate::ClientBuilder::min_tls_version)
 //!   and [`max_tls_version`](crate::ClientBuilder::max_tls_version)),
 //!   rustls' safe defaults.
-//! * ALPN: the protocol layer's list, whatever config it goes into:
-//!   `http/1.1` now; a server that picks anything else fails the handshake
-//!   (rustls refuses a protocol that was not offered).
+//! * ALPN: the protocol layer's list, whatever config it goes into: the
+//!   client sets it from its HTTP versions when it starts (`h2` and
+//!   `http/1.1` by default); a server that picks anything else fails the
+//!   handshake (rustls refuses a protocol that was not offered).
 //! * Session resumption: rustls' in-memory cache of 256 sessions, on unless
 //!   [`tls_session_resumption(false)`](crate::ClientBuilder::tls_session_resumption).
 //! * Client authentication (mTLS): the PEM chain and key of

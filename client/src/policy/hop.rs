@@ -113,12 +113,18 @@ pub(crate) fn exchange_for(
         }
         _ => (h1::RequestTarget::Origin, None),
     };
+    let upload = hop.body.take();
+    // Kept unframed for HTTP/2, which frames it itself.
+    let data = match &upload.kind {
+        UploadKind::Bytes(bytes) => bytes.clone(),
+        _ => Bytes::new(),
+    };
     let (head, body, pump) = encode(
         &hop.method,
         &hop.uri,
         proxy_headers.as_ref().unwrap_or(&hop.headers),
         form,
-        hop.body.take(),
+        upload,
         expect_continue,
         || Arc::new(Pipe::new(window, meter)),
     )?;
@@ -134,6 +140,9 @@ pub(crate) fn exchange_for(
         origin,
         request: RequestParts {
             method: hop.method.clone(),
+            uri: hop.uri.clone(),
+            headers: hop.headers.clone(),
+            data,
             head,
             body,
             keep_alive,

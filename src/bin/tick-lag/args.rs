@@ -39,6 +39,9 @@ OPTIONS:
                            open COUNT connections from one thread, and how
                            many event-loop-mode timeouts expired on the
                            wheel (connect not done) rather than a loop
+    --http2                with --end-to-end: the requests are HTTP/2 streams
+                           (prior knowledge), COUNT of them over four
+                           connections, one per server
     --loop-spin-us N       event loops (event-loop, client-event-loop) busy-poll
                            the last N µs before a deadline instead of
                            sleeping (default 0: they sleep)
@@ -71,6 +74,8 @@ pub struct Config {
     pub format: Format,
     /// How long the event loops busy-poll before a deadline.
     pub loop_spin: Duration,
+    /// End-to-end requests go over HTTP/2 (`--http2`).
+    pub http2: bool,
 }
 
 impl Default for Config {
@@ -81,6 +86,7 @@ impl Default for Config {
             instruments: instruments::defaults(false),
             format: Format::Table,
             loop_spin: Duration::ZERO,
+            http2: false,
         }
     }
 }
@@ -145,6 +151,7 @@ where
         match name.as_str() {
             "-h" | "--help" => return Ok(Command::Help),
             "--end-to-end" if inline.is_none() => end_to_end = true,
+            "--http2" if inline.is_none() => config.http2 = true,
             "--count" => config.count = parse_count(&value("--count")?)?,
             "--deadline-ms" => config.deadlines = parse_deadlines(&value("--deadline-ms")?)?,
             "--instrument" => {
@@ -302,6 +309,8 @@ mod tests {
             Duration::from_micros(2000)
         );
         assert_eq!(run(&[]).unwrap().loop_spin, Duration::ZERO);
+        assert!(run(&["--end-to-end", "--http2"]).unwrap().http2);
+        assert!(!run(&[]).unwrap().http2);
         assert!(run(&["--end-to-end"])
             .unwrap()
             .instruments

@@ -3,15 +3,14 @@
 //! polled from an async body on this loop — framed by `Content-Length` or
 //! chunked, as the socket takes it.
 
+use crate::conn::upload::{Pulled, Upload};
 use crate::error::Error;
-use crate::event_loop::{LoopContext, SourceWaker};
-use crate::exchange::{Exchange, RequestBody, Taken, UploadSource, Waiter};
+use crate::event_loop::LoopContext;
+use crate::exchange::{Exchange, RequestBody};
 use crate::net::Transport;
 use bytes::Bytes;
 use std::collections::VecDeque;
 use std::io;
-use std::sync::Arc;
-use std::task::{Context, Poll};
 
 /// How far the request is.
 pub(super) enum Sending {
@@ -43,9 +42,8 @@ pub(super) enum Sent {
 enum Source {
     /// Framed already, in memory: queued at once.
     Held,
-    Pumped(crate::exchange::PumpedBody),
-    Stream(crate::exchange::BodyStream, Arc<SourceWaker>),
-    /// Nothing more: the body was taken elsewhere, or has ended.
+    Streamed(Upload),
+    /// Nothing more: the body has ended.
     None,
 }
 
@@ -85,13 +83,7 @@ impl BodyOut {
             }
             RequestBody::Streamed(streamed) => {
                 out.length = streamed.length;
-                out.source = match exchange.request.take_source() {
-                    Some(UploadSource::Pumped(pipe)) => Source::Pumped(pipe),
-                    Some(UploadSource::Stream(body)) => {
-                        Source::Stream(body, SourceWaker::new(cx.event_loop(), cx.me()))
-                    }
-                    None => Source::None,
-                };
+                out.source = Source::Streamed(Upload::take(exchange, cx));
             }
         }
         out
@@ -140,34 +132,7 @@ impl BodyOut {
     fn pull(&mut self, cx: &LoopContext<'_>) -> Pulled {
         match &mut self.source {
             Source::Held | Source::None => Pulled::End,
-            Source::Pumped(body) => {
-                let waiter = || Waiter::Source(cx.event_loop().clone(), cx.me());
-                match body.pipe().take(waiter) {
-                    Taken::Chunk(bytes) => Pulled::Data(bytes),
-                    Taken::End(_) => Pulled::End,
-                    Taken::Failed(error) => Pulled::Failed(error),
-                    Taken::Pending => Pulled::Pending,
-                }
-            }
-            Source::Stream(body, waker) => {
-                waker.rearm();
-                let waker = waker.waker();
-                let mut task = Context::from_waker(&waker);
-                loop {
-                    return match body.as_mut().poll_frame(&mut task) {
-                        Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
-                            Ok(data) => Pulled::Data(data),
-                            // Trailers of a request body: not sent.
-                            Err(_) => continue,
-                        },
-                        Poll::Ready(Some(Err(source))) => {
-                            Pulled::Failed(Error::RequestBody { source })
-                        }
-                        Poll::Ready(None) => Pulled::End,
-                        Poll::Pending => Pulled::Pending,
-                    };
-                }
-            }
+            Source::Streamed(upload) => upload.pull(cx),
         }
     }
 
@@ -205,13 +170,6 @@ impl BodyOut {
         }
         Ok(())
     }
-}
-
-enum Pulled {
-    Data(Bytes),
-    End,
-    Pending,
-    Failed(Error),
 }
 
 /// The error of a write that took nothing.

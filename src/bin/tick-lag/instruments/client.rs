@@ -20,6 +20,14 @@
 //!   of the burst has not connected yet: the run counts those (by the
 //!   identity of the thread that ended them) and prints the count as a
 //!   note under the table.
+//!
+//! With `--http2` the requests are HTTP/2 streams (prior knowledge) spread
+//! over [`H2_SERVERS`] silent servers, one connection each: per connection
+//! the first request opens it and the others wait for it (their timeouts on
+//! the wheel), then become its streams, their timeouts moved onto its loop.
+//! The server never sends its SETTINGS, so each connection has the default
+//! 100 streams open and queues the rest; a queued request's timeout runs all
+//! the same.
 
 use super::{Burst, Fired, Recorder, Split};
 use std::io::{self, Write};
@@ -116,12 +124,21 @@ impl EventListener for LagListener {
     }
 }
 
+/// Servers (so connections) an HTTP/2 burst is spread over.
+pub const H2_SERVERS: usize = 4;
+
 fn run(burst: &Burst, mode: Mode) -> io::Result<Fired> {
-    let server = SilentServer::start()?;
-    let builder = Client::builder()
+    let servers = if burst.http2 { H2_SERVERS } else { 1 };
+    let servers: Vec<SilentServer> = (0..servers)
+        .map(|_| SilentServer::start())
+        .collect::<io::Result<_>>()?;
+    let mut builder = Client::builder()
         .request_timeout(burst.deadline)
         .read_timeout(Duration::ZERO)
         .event_loop_spin(burst.loop_spin);
+    if burst.http2 {
+        builder = builder.http2_prior_knowledge();
+    }
     let client = match mode {
         Mode::Wheel(tick) => builder.wheel_tick(tick),
         Mode::EventLoop => builder.use_event_loop_timeouts(true),
@@ -130,7 +147,10 @@ fn run(burst: &Burst, mode: Mode) -> io::Result<Fired> {
     let recorder = Recorder::new(burst.count);
     let wheel_thread = client.wheel_thread_id();
     let on_wheel: Arc<[AtomicBool]> = (0..burst.count).map(|_| AtomicBool::new(false)).collect();
-    let url = format!("http://{}/", server.addr);
+    let urls: Vec<String> = servers
+        .iter()
+        .map(|server| format!("http://{}/", server.addr))
+        .collect();
     let started = Instant::now();
     let futures: Vec<_> = (0..burst.count)
         .map(|index| {
@@ -142,6 +162,7 @@ fn run(burst: &Burst, mode: Mode) -> io::Result<Fired> {
                 wheel_thread,
                 on_wheel: on_wheel.clone(),
             });
+            let url = &urls[index % urls.len()];
             client.get(url.as_str()).listener(listener).send()
         })
         .collect();
@@ -163,7 +184,9 @@ fn run(burst: &Burst, mode: Mode) -> io::Result<Fired> {
     }
     drop(futures);
     client.close();
-    server.stop();
+    for server in servers {
+        server.stop();
+    }
     Ok(fired)
 }
 

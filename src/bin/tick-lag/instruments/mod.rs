@@ -28,6 +28,8 @@ pub struct Burst {
     pub deadline: Duration,
     /// How long event loops busy-poll before a deadline (`--loop-spin-us`).
     pub loop_spin: Duration,
+    /// End-to-end requests are HTTP/2 streams over a few connections.
+    pub http2: bool,
 }
 
 impl Burst {
@@ -121,6 +123,9 @@ pub fn names() -> Vec<&'static str> {
 pub fn prepare_end_to_end(count: usize) {
     client::grow_file_table(count.saturating_mul(2).saturating_add(64));
 }
+
+/// Servers, so connections, an HTTP/2 burst is spread over.
+pub use client::H2_SERVERS;
 
 /// The kernel's share of a burst: see [`client::connect_floor`].
 pub fn connect_floor(count: usize) -> io::Result<Duration> {

@@ -1,0 +1,259 @@
+//! 64 requests in flight over one HTTP/2 connection (cleartext, prior
+//! knowledge): tickless against hyper's HTTP/2 client
+//! (`hyper::client::conn::http2` on a tokio multi-thread runtime), the runs
+//! interleaved in one process.
+//!
+//! ```sh
+//! cargo run --release --manifest-path bench-peers/Cargo.toml --bin h2-in-flight
+//! cargo run --release --manifest-path bench-peers/Cargo.toml --bin h2-in-flight -- \
+//!     --runs 5 --seconds 3 --in-flight 64
+//! ```
+//!
+//! The server is this binary run again as a child process (`--serve`): the
+//! `h2` crate's server on a one-worker tokio runtime, answering every stream
+//! `200` with `Hello, world!` (13 bytes). Being another process, its CPU is
+//! not in the client's: `cpu_us/req` is this process's user + system time
+//! (`getrusage(RUSAGE_SELF)`) over the measured part, divided by the requests
+//! completed in it. Each run builds a fresh client and one connection, warms
+//! up for 300 ms, measures for `--seconds`, and drops the client. The table
+//! gives, per client, the median run by req/s, and the spread (fastest −
+//! slowest) / median.
+//!
+//! * tickless: `http2_prior_knowledge()`, no timeouts, one thread keeping a
+//!   window of N `ResponseFuture`s (waits on the oldest, submits one in its
+//!   place), bodies read whole.
+//! * hyper: one `http2::handshake` connection, its task spawned on the
+//!   runtime, N tasks each sending one request after another on a clone of
+//!   the `SendRequest`, bodies `collect()`ed.
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty};
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const WARMUP: Duration = Duration::from_millis(300);
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("--serve") {
+        serve();
+        return;
+    }
+    let mut runs = 3;
+    let mut seconds = 2.0f64;
+    let mut in_flight = 64;
+    let mut only: Option<String> = None;
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let mut value = || it.next().and_then(|v| v.parse::<f64>().ok());
+        match arg.as_str() {
+            "--runs" => runs = value().expect("--runs N") as usize,
+            "--seconds" => seconds = value().expect("--seconds S"),
+            "--in-flight" => in_flight = value().expect("--in-flight N") as usize,
+            "--only" => only = it.next().cloned(),
+            "-h" | "--help" => {
+                println!("usage: h2-in-flight [--runs N] [--seconds S] [--in-flight N] [--only tickless|hyper]");
+                return;
+            }
+            other => panic!("unknown argument {other:?}"),
+        }
+    }
+    let measure = Duration::from_secs_f64(seconds);
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .arg("--serve")
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start the server");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr: SocketAddr = line.trim().parse().expect("the server's address");
+
+    let mut results: Vec<(&str, Vec<Sample>)> = vec![("tickless", Vec::new()), ("hyper", Vec::new())];
+    results.retain(|(name, _)| only.as_deref().is_none_or(|only| only == *name));
+    for _ in 0..runs {
+        for (name, samples) in &mut results {
+            samples.push(match *name {
+                "tickless" => tickless(addr, in_flight, measure),
+                _ => hyper(addr, in_flight, measure),
+            });
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+
+    println!(
+        "h2-in-flight: {in_flight} requests in flight on one HTTP/2 connection, {runs} interleaved runs of {seconds} s"
+    );
+    println!("{:<10} {:>10} {:>10} {:>12}", "client", "req/s", "spread_%", "cpu_us/req");
+    for (name, mut samples) in results {
+        samples.sort_by(|a, b| a.rate().total_cmp(&b.rate()));
+        let median = &samples[samples.len() / 2];
+        let spread = (samples.last().unwrap().rate() - samples[0].rate()) / median.rate() * 100.0;
+        println!(
+            "{name:<10} {:>10.0} {:>10.1} {:>12.1}",
+            median.rate(),
+            spread,
+            median.cpu_us_per_request()
+        );
+    }
+}
+
+/// One measured run.
+struct Sample {
+    requests: u64,
+    wall: Duration,
+    cpu: Duration,
+}
+
+impl Sample {
+    fn rate(&self) -> f64 {
+        self.requests as f64 / self.wall.as_secs_f64()
+    }
+
+    fn cpu_us_per_request(&self) -> f64 {
+        self.cpu.as_secs_f64() * 1e6 / self.requests.max(1) as f64
+    }
+}
+
+/// This process's user + system time.
+fn cpu_now() -> Duration {
+    // SAFETY: getrusage writes a `rusage` into the zeroed one it is given,
+    // which lives for the call.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        usage
+    };
+    let tv = |tv: libc::timeval| {
+        Duration::from_secs(tv.tv_sec as u64) + Duration::from_micros(tv.tv_usec as u64)
+    };
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+fn tickless(addr: SocketAddr, in_flight: usize, measure: Duration) -> Sample {
+    let client = tickless::Client::builder()
+        .http2_prior_knowledge()
+        .request_timeout(Duration::ZERO)
+        .read_timeout(Duration::ZERO)
+        .build()
+        .unwrap();
+    let url = format!("http://{addr}/small");
+    let get = || client.get(url.as_str()).send();
+    let mut window: VecDeque<_> = (0..in_flight).map(|_| get()).collect();
+    let one = |window: &mut VecDeque<tickless::ResponseFuture>| {
+        let future = window.pop_front().unwrap();
+        let body = future.wait().unwrap().bytes().wait().unwrap();
+        assert_eq!(body.len(), 13);
+        window.push_back(get());
+    };
+    let warm_until = Instant::now() + WARMUP;
+    while Instant::now() < warm_until {
+        one(&mut window);
+    }
+    let (start, cpu) = (Instant::now(), cpu_now());
+    let mut requests = 0;
+    while start.elapsed() < measure {
+        one(&mut window);
+        requests += 1;
+    }
+    let sample = Sample {
+        requests,
+        wall: start.elapsed(),
+        cpu: cpu_now() - cpu,
+    };
+    for future in window {
+        let _ = future.wait().map(|r| r.bytes().wait());
+    }
+    client.close();
+    sample
+}
+
+fn hyper(addr: SocketAddr, in_flight: usize, measure: Duration) -> Sample {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let done = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let sender = runtime.block_on(async {
+        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        tcp.set_nodelay(true).unwrap();
+        let (sender, conn) = hyper::client::conn::http2::handshake(
+            hyper_util::rt::TokioExecutor::new(),
+            hyper_util::rt::TokioIo::new(tcp),
+        )
+        .await
+        .unwrap();
+        tokio::spawn(conn);
+        sender
+    });
+    let uri: hyper::Uri = format!("http://{addr}/small").parse().unwrap();
+    for _ in 0..in_flight {
+        let (mut sender, uri, done, stop) = (sender.clone(), uri.clone(), done.clone(), stop.clone());
+        runtime.spawn(async move {
+            while !stop.load(Ordering::Relaxed) {
+                let request = hyper::Request::get(uri.clone())
+                    .body(Empty::<Bytes>::new())
+                    .unwrap();
+                // An error only as the runtime shuts down: the task ends.
+                let Ok(response) = sender.send_request(request).await else {
+                    return;
+                };
+                let Ok(body) = response.into_body().collect().await else {
+                    return;
+                };
+                assert_eq!(body.to_bytes().len(), 13);
+                done.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+    }
+    std::thread::sleep(WARMUP);
+    let (start, cpu, before) = (Instant::now(), cpu_now(), done.load(Ordering::Relaxed));
+    std::thread::sleep(measure);
+    let sample = Sample {
+        requests: done.load(Ordering::Relaxed) - before,
+        wall: start.elapsed(),
+        cpu: cpu_now() - cpu,
+    };
+    stop.store(true, Ordering::Relaxed);
+    drop(sender);
+    runtime.shutdown_timeout(Duration::from_secs(2));
+    sample
+}
+
+/// The server: prints its address, then answers every stream.
+fn serve() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        println!("{}", listener.local_addr().unwrap());
+        loop {
+            let Ok((socket, _)) = listener.accept().await else {
+                continue;
+            };
+            let _ = socket.set_nodelay(true);
+            tokio::spawn(async move {
+                let Ok(mut conn) = h2::server::handshake(socket).await else {
+                    return;
+                };
+                while let Some(Ok((_request, mut respond))) = conn.accept().await {
+                    let response = http::Response::builder().status(200).body(()).unwrap();
+                    if let Ok(mut send) = respond.send_response(response, false) {
+                        let _ = send.send_data(Bytes::from_static(b"Hello, world!"), true);
+                    }
+                }
+            });
+        }
+    });
+}

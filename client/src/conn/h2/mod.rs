@@ -1,0 +1,1123 @@
+//! HTTP/2 on an open connection, through the `h2` crate (framing, HPACK,
+//! flow control, stream states), driven on the connection's own loop.
+//!
+//! # The poller
+//!
+//! There is no async runtime: the connection is a
+//! [`Source`](crate::event_loop::Source) of its loop
+//! like any other, and its futures — the `h2` connection, the streams'
+//! responses, bodies and send capacity — are polled by [`Conn::drive_h2`]
+//! whenever something may have moved:
+//!
+//! * readiness of its socket (the transport is seen through
+//!   [`AsyncIo`], which keeps no waker — an
+//!   edge-triggered socket signals again after a `WouldBlock` — and skips
+//!   the system call while the socket has not signalled since);
+//! * a wake-up of one of its futures: each stream is polled with a waker of
+//!   its own and the `h2` connection with another ([`wake`]), which mark
+//!   what was woken and, unless the connection is being driven right then,
+//!   wake its [`SourceWaker`], which posts the connection's readiness to its
+//!   loop — `h2`'s own wake-ups (a window update for a stream waiting to
+//!   send), an upload's source that has data, a body's pipe that has room
+//!   again or whose reader has gone;
+//! * a new stream, a timeout or a cancel that aborts one.
+//!
+//! Only the loop's thread polls; wakers only mark and post. Many wake-ups
+//! before the loop gets to it cost one turn, and a drive polls the streams
+//! that were woken (and the new ones), not every stream of the connection.
+//!
+//! # Streams
+//!
+//! Each exchange is one stream. Requests beyond what the server allows at
+//! once (`SETTINGS_MAX_CONCURRENT_STREAMS`, or the client's own
+//! [limit](crate::ClientBuilder::http2_max_concurrent_streams)) wait here in
+//! order. A stream's timeouts are its exchange's — on the wheel, or on this
+//! loop's heap in event-loop mode, moved here when the stream is attached —
+//! and an expiry or a cancel aborts that stream alone with
+//! `RST_STREAM(CANCEL)`; the connection and its other streams go on. The
+//! read timeout measures the stream's own silence (each DATA frame is a
+//! read), and pauses while its body's pipe is full.
+//!
+//! Response bodies go through the exchange's bounded pipe; the stream's
+//! flow-control window is released as bytes enter the pipe, and no more is
+//! polled while the pipe is full, so a stream holds at most its pipe's
+//! window plus its HTTP/2 window
+//! ([`http2_initial_stream_window_size`](crate::ClientBuilder::http2_initial_stream_window_size)).
+//! Request bodies are sent as the server's window allows: a chunk waits for
+//! capacity before the next is taken from its source, so a server that stops
+//! reading stops the upload's pump too.
+//!
+//! # Failures
+//!
+//! * `GOAWAY`: the connection takes no new stream and leaves the pool;
+//!   streams the server says it never processed (above its last stream id)
+//!   go again on another connection, as do the requests still waiting here.
+//! * `RST_STREAM(REFUSED_STREAM)` before any answer: the request goes again,
+//!   once.
+//! * Any other reset or connection error fails the stream with
+//!   [`Error::Http2`] naming the error code, or [`Error::Io`].
+
+mod wake;
+
+use super::upload::{Pulled, Upload};
+use super::{Conn, SharedConn, State, H2_TIMER};
+use crate::error::{Error, Http2Initiator, Http2Reason};
+use crate::event_loop::Readiness;
+use crate::event_loop::{LoopContext, SourceWaker};
+use crate::exchange::{deadline_after, ConnSlot, Exchange, Head, Pushed, RequestBody, Waiter};
+use crate::net::{AsyncIo, IoReadiness, Transport};
+use bytes::Bytes;
+use h2::client::{Connection, ResponseFuture, SendRequest};
+use h2::{RecvStream, SendStream};
+use slab::Slab;
+use std::collections::VecDeque;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::Instant;
+use wake::{Ready, CONNECTION};
+
+/// Passes of one drive at most, before the loop's other work.
+const MAX_PASSES: usize = 8;
+
+type Handshake = Pin<
+    Box<
+        dyn Future<Output = Result<(SendRequest<Bytes>, Connection<AsyncIo, Bytes>), h2::Error>>
+            + Send,
+    >,
+>;
+
+/// The HTTP/2 side of a connection. See the [module documentation](self).
+pub(super) struct Http2 {
+    phase: Phase,
+    streams: Slab<Stream>,
+    /// Requests waiting for a stream, oldest first.
+    queue: VecDeque<Arc<Exchange>>,
+    /// Which streams (or the connection) were woken.
+    ready: Arc<Ready>,
+    /// The connection's own waker (marks [`CONNECTION`]).
+    conn_waker: Waker,
+    /// What the socket's readiness events said (see `AsyncIo`).
+    io_ready: Arc<IoReadiness>,
+    /// In the pool's shared list: requests to its origin come here.
+    shared: bool,
+    /// The server sent `GOAWAY`: no new stream.
+    going_away: bool,
+    /// The error code of the server's `GOAWAY`, if it had one: what a
+    /// stream it processed and that fails afterwards reports.
+    goaway_error: Option<Http2Reason>,
+    /// No stream since then (for the idle timeout).
+    idle_since: Option<Instant>,
+    /// A keep-alive PING is out since then.
+    ping_sent: Option<Instant>,
+    last_ping: Instant,
+}
+
+// The connection is boxed whole (`State::H2`): no gain in boxing its phase too.
+#[allow(clippy::large_enum_variant)]
+enum Phase {
+    Handshaking(Handshake),
+    Open {
+        send: SendRequest<Bytes>,
+        conn: Connection<AsyncIo, Bytes>,
+        ping: Option<h2::PingPong>,
+    },
+    Ended,
+}
+
+/// One exchange on the connection.
+struct Stream {
+    exchange: Arc<Exchange>,
+    /// What it is polled with: marks it in the connection's [`Ready`].
+    waker: Waker,
+    send: SendStream<Bytes>,
+    out: Outgoing,
+    recv: Recv,
+    /// The body's pipe was full: nothing is polled until it has room.
+    paused: bool,
+}
+
+/// What is left of the request body.
+enum Outgoing {
+    /// In memory.
+    Data(Bytes),
+    /// Streamed: from its source, and the piece taken from it and not yet
+    /// sent (waiting for flow-control capacity).
+    Streamed(Upload, Option<Bytes>),
+    /// Sent whole (`END_STREAM`).
+    Done,
+}
+
+/// How far the response is.
+enum Recv {
+    Head(ResponseFuture),
+    Body(RecvStream),
+    Trailers(RecvStream),
+    /// Between two of the above.
+    Moving,
+}
+
+/// Why a connection takes no more streams.
+#[derive(Clone, Copy)]
+enum Departure {
+    /// The server's GOAWAY, with its code.
+    GoAway(h2::Reason),
+    /// The server's GOAWAY or the connection's failure, the code unknown.
+    Server,
+    /// Past its time to live (`connection_ttl`): it finishes its streams.
+    Retired,
+}
+
+/// What became of a stream after a poll.
+enum Polled {
+    /// Still going.
+    Open,
+    /// Ended (completed, failed or given back): it leaves the connection.
+    Gone,
+}
+
+impl Http2 {
+    /// Whether it is in the pool's shared list.
+    pub(super) fn is_shared(&self) -> bool {
+        self.shared
+    }
+}
+
+impl Conn {
+    /// Starts HTTP/2 on this connection — negotiated by ALPN or known in
+    /// advance — for `exchange`, attached to it already.
+    pub(super) fn begin_h2(&mut self, cx: &mut LoopContext<'_>, exchange: Arc<Exchange>) {
+        let Some(transport) = self.transport.take() else {
+            return;
+        };
+        let options = self.env().config.http2;
+        let mut builder = h2::client::Builder::new();
+        builder
+            .enable_push(false)
+            .initial_window_size(options.initial_stream_window)
+            .initial_connection_window_size(options.initial_connection_window)
+            .max_frame_size(options.max_frame_size)
+            .max_header_list_size(options.max_header_list_size);
+        let (io, io_ready) = AsyncIo::new(transport);
+        let handshake = builder.handshake::<_, Bytes>(io);
+        if let Some(info) = &self.info {
+            exchange
+                .listener
+                .on_protocol_negotiated(info, http::Version::HTTP_2);
+        }
+        let now = self.now();
+        let ready = Ready::new(SourceWaker::new(cx.event_loop(), cx.me()));
+        let conn_waker = ready.waker(CONNECTION);
+        self.state = State::H2(Box::new(Http2 {
+            phase: Phase::Handshaking(Box::pin(handshake)),
+            streams: Slab::new(),
+            queue: VecDeque::from([exchange]),
+            ready,
+            conn_waker,
+            io_ready,
+            shared: false,
+            going_away: false,
+            goaway_error: None,
+            idle_since: None,
+            ping_sent: None,
+            last_ping: now,
+        }));
+        self.drive_h2(cx);
+    }
+
+    /// Runs `exchange` on this shared HTTP/2 connection (a task on its
+    /// loop); gives it back, detached, if the connection takes no more
+    /// streams.
+    pub(super) fn start_on_h2(
+        &mut self,
+        cx: &mut LoopContext<'_>,
+        exchange: Arc<Exchange>,
+    ) -> Result<(), Arc<Exchange>> {
+        let State::H2(h2) = &self.state else {
+            return Err(exchange);
+        };
+        if h2.going_away || matches!(h2.phase, Phase::Ended) {
+            return Err(exchange);
+        }
+        // Attached and started in one step, on this loop: the timers move
+        // here with their absolute deadlines.
+        if !exchange.start_on(self.conn_ref(cx)) {
+            return Ok(());
+        }
+        if let Some(info) = &self.info {
+            exchange.set_remote(info.remote);
+            exchange.listener.on_connection_pooled(info);
+        }
+        if let State::H2(h2) = &mut self.state {
+            h2.queue.push_back(exchange);
+        }
+        // After the loop's other tasks and events of this turn: requests
+        // that come together open their streams in one pass, one write.
+        cx.ready_again();
+        Ok(())
+    }
+
+    /// The loop reports `readiness`: the socket's, or a wake.
+    pub(super) fn h2_ready(&mut self, cx: &mut LoopContext<'_>, readiness: Readiness) {
+        if let State::H2(h2) = &self.state {
+            let closed = readiness.read_closed || readiness.write_closed || readiness.error;
+            h2.io_ready
+                .set(readiness.readable || closed, readiness.writable || closed);
+        }
+        self.drive_h2(cx);
+    }
+
+    /// Polls everything the connection runs (see the [module
+    /// documentation](self)).
+    pub(super) fn drive_h2(&mut self, cx: &mut LoopContext<'_>) {
+        let State::H2(h2) = &mut self.state else {
+            return;
+        };
+        h2.ready.begin();
+        let waker = h2.conn_waker.clone();
+        let mut task = Context::from_waker(&waker);
+        if let Phase::Handshaking(handshake) = &mut h2.phase {
+            match handshake.as_mut().poll(&mut task) {
+                Poll::Pending => return h2.ready.stop_quietly(),
+                Poll::Ready(Ok((send, mut conn))) => {
+                    let ping = conn.ping_pong();
+                    h2.phase = Phase::Open { send, conn, ping };
+                    self.share_h2(cx);
+                }
+                Poll::Ready(Err(error)) => return self.end_h2(cx, Some(error)),
+            }
+        }
+        // Passes until no mark came meanwhile: each reads what came, opens
+        // streams for the requests waiting, polls the streams woken, and
+        // sends what they queued (frames, resets, window updates).
+        let mut passes = 0;
+        loop {
+            let mut ended = self.poll_h2_connection(&mut task);
+            self.check_goaway(&mut task);
+            if ended.is_none() {
+                let opened = self.open_streams(cx, &mut task);
+                let mut keys = self.take_marks();
+                keys.extend(opened);
+                self.poll_streams(keys);
+                ended = self.poll_h2_connection(&mut task);
+                self.check_goaway(&mut task);
+            }
+            if let Some(result) = ended {
+                // Streams learn of the end when polled: all of them once
+                // more, then the connection goes.
+                self.poll_all_streams();
+                return self.end_h2(cx, result.err());
+            }
+            let State::H2(h2) = &self.state else {
+                return;
+            };
+            if !h2.ready.end_pass() {
+                break;
+            }
+            passes += 1;
+            if passes == MAX_PASSES {
+                // The loop's other work comes first; the rest next turn.
+                h2.ready.stop();
+                break;
+            }
+        }
+        // Not in the pool's shared list (it went away, or another
+        // connection to its origin was shared first): it closes once its
+        // last stream has ended.
+        if let State::H2(h2) = &self.state {
+            if !h2.shared && h2.streams.is_empty() && h2.queue.is_empty() {
+                return self.close(cx);
+            }
+        }
+        self.arm_h2_timer(cx);
+    }
+
+    /// The streams marked since the last look (the connection's mark is
+    /// for the connection polls, which every pass makes anyway).
+    fn take_marks(&mut self) -> Vec<usize> {
+        let State::H2(h2) = &self.state else {
+            return Vec::new();
+        };
+        let mut keys = h2.ready.take();
+        keys.retain(|&key| key != CONNECTION);
+        keys
+    }
+
+    /// Polls the `h2` connection (reads, writes, settings, pings): `Some`
+    /// once it has ended.
+    fn poll_h2_connection(&mut self, task: &mut Context<'_>) -> Option<Result<(), h2::Error>> {
+        let State::H2(h2) = &mut self.state else {
+            return Some(Ok(()));
+        };
+        let Phase::Open { conn, ping, .. } = &mut h2.phase else {
+            return Some(Ok(()));
+        };
+        if let Some(ping) = ping {
+            if h2.ping_sent.is_some() {
+                if let Poll::Ready(Ok(_)) = ping.poll_pong(task) {
+                    h2.ping_sent = None;
+                }
+            }
+        }
+        match Pin::new(conn).poll(task) {
+            Poll::Ready(result) => Some(result),
+            Poll::Pending => None,
+        }
+    }
+
+    /// The handshake is done: the connection joins the pool's shared list,
+    /// and takes the requests that waited for it.
+    fn share_h2(&mut self, cx: &mut LoopContext<'_>) {
+        let (Some(info), State::H2(_)) = (self.info.clone(), &self.state) else {
+            return;
+        };
+        let shared = SharedConn {
+            conn: self.conn_ref(cx),
+            id: info.id,
+        };
+        let waiters = self.owner.share(&self.route, shared);
+        let conn = self.conn_ref(cx);
+        let State::H2(h2) = &mut self.state else {
+            return;
+        };
+        h2.shared = true;
+        for waiter in waiters {
+            if waiter.start_on(conn.clone()) {
+                waiter.set_remote(info.remote);
+                waiter.listener.on_connection_pooled(&info);
+                h2.queue.push_back(waiter);
+            }
+        }
+    }
+
+    /// Opens streams for the requests waiting, while the server lets more
+    /// in.
+    /// Returns the keys of the streams it opened.
+    fn open_streams(&mut self, cx: &mut LoopContext<'_>, task: &mut Context<'_>) -> Vec<usize> {
+        let limit = self.env().config.http2.max_concurrent_streams;
+        let info = self.info.clone();
+        let mut opened = Vec::new();
+        if matches!(&self.state, State::H2(h2) if h2.queue.is_empty()) {
+            return opened;
+        }
+        let base = self.conn_ref(cx);
+        let State::H2(h2) = &mut self.state else {
+            return opened;
+        };
+        let Phase::Open { send, .. } = &mut h2.phase else {
+            return opened;
+        };
+        let mut goaway = None;
+        while let Some(front) = h2.queue.front() {
+            if h2.going_away {
+                break;
+            }
+            if front.is_done() {
+                h2.queue.pop_front();
+                continue;
+            }
+            if limit.is_some_and(|limit| h2.streams.len() >= limit) {
+                break;
+            }
+            match send.poll_ready(task) {
+                Poll::Pending => break,
+                Poll::Ready(Err(error)) => {
+                    // GOAWAY, or the connection is failing: it takes no
+                    // more streams, and gives back what waits (below).
+                    goaway = error.reason();
+                    h2.going_away = true;
+                    break;
+                }
+                Poll::Ready(Ok(())) => {}
+            }
+            let Some(exchange) = h2.queue.pop_front() else {
+                break;
+            };
+            let (request, out) = request_of(&exchange);
+            let end_of_stream = matches!(out, Outgoing::Done);
+            match send.send_request(request, end_of_stream) {
+                Ok((response, stream)) => {
+                    let id = stream.stream_id().as_u32();
+                    if let Some(info) = &info {
+                        exchange.listener.on_stream_opened(info, id);
+                    }
+                    let env = &self.owner.env().streams;
+                    env.opened.fetch_add(1, Ordering::Relaxed);
+                    env.open.fetch_add(1, Ordering::Relaxed);
+                    h2.idle_since = None;
+                    let entry = h2.streams.vacant_entry();
+                    let waker = h2.ready.waker(entry.key());
+                    // A dropped body wakes this stream, not the connection.
+                    let mut conn = base.clone();
+                    conn.waker = Some(waker.clone());
+                    exchange.attach(ConnSlot::Ready(conn));
+                    if end_of_stream {
+                        let now = self.owner.env().clock.now();
+                        request_sent(&exchange, info.as_ref(), now);
+                    }
+                    opened.push(entry.key());
+                    entry.insert(Stream {
+                        exchange,
+                        waker,
+                        send: stream,
+                        out,
+                        recv: Recv::Head(response),
+                        paused: false,
+                    });
+                }
+                Err(error) => {
+                    if error.is_go_away() || error.is_io() {
+                        // Not sent: it goes elsewhere.
+                        h2.going_away = true;
+                        h2.queue.push_front(exchange);
+                        break;
+                    }
+                    let error = error_of(&exchange, error);
+                    exchange.finish_err(error);
+                }
+            }
+        }
+        if let Some(reason) = goaway.filter(|r| *r != h2::Reason::NO_ERROR) {
+            h2.goaway_error = Some(Http2Reason(reason.into()));
+        }
+        self.went_away(goaway.map(Departure::GoAway).unwrap_or(Departure::Server));
+        opened
+    }
+
+    /// Looks for the server's `GOAWAY` (it shows first in `poll_ready`,
+    /// streams waiting or not), and records its error code.
+    fn check_goaway(&mut self, task: &mut Context<'_>) {
+        let State::H2(h2) = &mut self.state else {
+            return;
+        };
+        let Phase::Open { send, .. } = &mut h2.phase else {
+            return;
+        };
+        if h2.going_away {
+            return;
+        }
+        let Poll::Ready(Err(error)) = send.poll_ready(task) else {
+            return;
+        };
+        h2.going_away = true;
+        let reason = error.reason();
+        if let Some(reason) = reason.filter(|r| *r != h2::Reason::NO_ERROR) {
+            h2.goaway_error = Some(Http2Reason(reason.into()));
+        }
+        self.went_away(reason.map_or(Departure::Server, Departure::GoAway));
+    }
+
+    /// The connection takes no more streams: it leaves the shared list,
+    /// and the requests waiting on it go elsewhere.
+    fn went_away(&mut self, why: Departure) {
+        let info = self.info.clone();
+        let State::H2(h2) = &mut self.state else {
+            return;
+        };
+        if matches!(why, Departure::Retired) {
+            h2.going_away = true;
+        }
+        if !h2.going_away {
+            return;
+        }
+        if h2.shared {
+            h2.shared = false;
+            let id = info.as_ref().map_or(0, |info| info.id);
+            self.owner.unshare(&self.route, id);
+            let code = match why {
+                Departure::GoAway(reason) => Some(u32::from(reason)),
+                Departure::Server => Some(0),
+                Departure::Retired => None,
+            };
+            if let (Some(info), Some(code)) = (&info, code) {
+                self.owner
+                    .env()
+                    .config
+                    .listener
+                    .on_goaway(info, Http2Reason(code));
+            }
+        }
+        let waiting: Vec<_> = h2.queue.drain(..).collect();
+        for exchange in waiting {
+            exchange.attach(ConnSlot::None);
+            self.owner.redispatch(exchange, true);
+        }
+    }
+
+    /// Polls every stream.
+    fn poll_all_streams(&mut self) {
+        let State::H2(h2) = &self.state else {
+            return;
+        };
+        let keys = h2.streams.iter().map(|(key, _)| key).collect();
+        self.poll_streams(keys);
+    }
+
+    /// Polls the streams `keys` (those gone meanwhile are skipped): their
+    /// uploads, their responses.
+    fn poll_streams(&mut self, keys: Vec<usize>) {
+        let now = self.now();
+        let info = self.info.clone();
+        let State::H2(h2) = &mut self.state else {
+            return;
+        };
+        let mut retry = Vec::new();
+        let goaway_error = h2.goaway_error;
+        for key in keys {
+            let Some(stream) = h2.streams.get_mut(key) else {
+                continue;
+            };
+            if let Polled::Gone = stream.poll(now, info.as_ref(), &mut retry, goaway_error) {
+                h2.streams.remove(key);
+                self.owner
+                    .env()
+                    .streams
+                    .open
+                    .fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+        if h2.streams.is_empty() && h2.queue.is_empty() && h2.idle_since.is_none() {
+            h2.idle_since = Some(now);
+        }
+        for exchange in retry {
+            exchange.attach(ConnSlot::None);
+            self.owner.redispatch(exchange, true);
+        }
+    }
+
+    /// The exchange `exchange_id` ended from outside (a timeout, a cancel,
+    /// the client closing): its stream is reset with `CANCEL`, the others
+    /// go on.
+    pub(super) fn abort_h2(&mut self, cx: &mut LoopContext<'_>, exchange_id: u64) {
+        let State::H2(h2) = &mut self.state else {
+            return;
+        };
+        h2.queue.retain(|e| e.id != exchange_id);
+        let found = h2
+            .streams
+            .iter()
+            .find(|(_, s)| s.exchange.id == exchange_id);
+        if let Some(key) = found.map(|(key, _)| key) {
+            let mut stream = h2.streams.remove(key);
+            stream.send.send_reset(h2::Reason::CANCEL);
+            self.owner
+                .env()
+                .streams
+                .open
+                .fetch_sub(1, Ordering::Relaxed);
+        }
+        if h2.streams.is_empty() && h2.queue.is_empty() && h2.idle_since.is_none() {
+            h2.idle_since = Some(self.owner.env().clock.now());
+        }
+        // The reset goes out now. Only the connection is polled: a burst of
+        // expiries aborts many streams one after another, and polling every
+        // stream for each would cost the burst its square. What the reset
+        // frees (a stream for a request waiting) wakes the connection.
+        let State::H2(h2) = &self.state else {
+            return;
+        };
+        let waker = h2.conn_waker.clone();
+        let mut task = Context::from_waker(&waker);
+        if let Some(result) = self.poll_h2_connection(&mut task) {
+            self.poll_all_streams();
+            self.end_h2(cx, result.err());
+        }
+    }
+
+    /// The connection has ended (`error`, or the server closed it): every
+    /// stream still on it fails, the requests still waiting go elsewhere,
+    /// and it closes.
+    fn end_h2(&mut self, cx: &mut LoopContext<'_>, error: Option<h2::Error>) {
+        let State::H2(h2) = &mut self.state else {
+            return;
+        };
+        h2.phase = Phase::Ended;
+        let streams = std::mem::take(&mut h2.streams);
+        let waiting: Vec<_> = h2.queue.drain(..).collect();
+        let goaway_error = h2.goaway_error;
+        let reason = error.as_ref().and_then(h2::Error::reason);
+        let remote = error.as_ref().is_some_and(h2::Error::is_remote);
+        let io = error.and_then(h2::Error::into_io);
+        self.close(cx);
+        let counts = &self.owner.env().streams;
+        counts.open.fetch_sub(streams.len(), Ordering::Relaxed);
+        for (_, stream) in streams {
+            let exchange = stream.exchange;
+            let error = match (&io, reason) {
+                (_, None) if goaway_error.is_some() => {
+                    goaway_failure(&exchange, goaway_error.unwrap_or(Http2Reason::NO_ERROR))
+                }
+                (Some(io), _) => Error::Io {
+                    remote: exchange.remote_name(),
+                    source: io::Error::new(io.kind(), io.to_string()),
+                },
+                (None, Some(reason)) => Error::Http2 {
+                    remote: exchange.remote_name(),
+                    reason: Http2Reason(reason.into()),
+                    initiator: if remote {
+                        Http2Initiator::Remote
+                    } else {
+                        Http2Initiator::Local
+                    },
+                    connection: true,
+                },
+                (None, None) => Error::Io {
+                    remote: exchange.remote_name(),
+                    source: io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "the server closed the HTTP/2 connection",
+                    ),
+                },
+            };
+            exchange.finish_err(error);
+        }
+        // Nothing of these was sent.
+        for exchange in waiting {
+            exchange.attach(ConnSlot::None);
+            self.owner.redispatch(exchange, true);
+        }
+    }
+
+    /// Fails every stream and waiting request with `error` and closes (the
+    /// loop shuts down, or code run for the connection panicked).
+    pub(super) fn fail_h2(&mut self, cx: &mut LoopContext<'_>, error: impl Fn(&Exchange) -> Error) {
+        let State::H2(h2) = &mut self.state else {
+            return;
+        };
+        let streams = std::mem::take(&mut h2.streams);
+        let waiting: Vec<_> = h2.queue.drain(..).collect();
+        self.close(cx);
+        let counts = &self.owner.env().streams;
+        counts.open.fetch_sub(streams.len(), Ordering::Relaxed);
+        for exchange in streams.into_iter().map(|(_, s)| s.exchange).chain(waiting) {
+            exchange.finish_err(error(&exchange));
+        }
+    }
+
+    /// Arms the connection's one timer for what it waits for: the next
+    /// keep-alive PING or its answer, or the end of its idle time.
+    fn arm_h2_timer(&mut self, cx: &mut LoopContext<'_>) {
+        let config = &self.env().config;
+        let idle_timeout = config.pooled_connection_idle_timeout;
+        let options = config.http2;
+        let State::H2(h2) = &self.state else {
+            return;
+        };
+        let idle = h2
+            .idle_since
+            .zip(idle_timeout)
+            .and_then(|(since, timeout)| deadline_after(since, timeout));
+        let ping = options
+            .keep_alive_interval
+            .and_then(|interval| match h2.ping_sent {
+                Some(sent) => deadline_after(sent, options.keep_alive_timeout),
+                None => deadline_after(h2.last_ping, interval),
+            });
+        let ttl = config
+            .connection_ttl
+            .filter(|_| !h2.going_away)
+            .and_then(|ttl| deadline_after(self.created, ttl));
+        let next = [idle, ping, ttl].into_iter().flatten().min();
+        if self.h2_timer_deadline != next {
+            self.h2_timer_deadline = next;
+            self.arm_timer(cx, H2_TIMER, next);
+        }
+    }
+
+    /// The connection's timer is due: an idle connection closes, a PING
+    /// goes or its answer is overdue.
+    pub(super) fn h2_timer(&mut self, cx: &mut LoopContext<'_>) {
+        self.h2_timer_deadline = None;
+        let now = self.now();
+        let config = &self.env().config;
+        let idle_timeout = config.pooled_connection_idle_timeout;
+        let options = config.http2;
+        let ttl_over = config
+            .connection_ttl
+            .and_then(|ttl| deadline_after(self.created, ttl))
+            .is_some_and(|deadline| now >= deadline);
+        let State::H2(h2) = &mut self.state else {
+            return;
+        };
+        let idle_over = h2
+            .idle_since
+            .zip(idle_timeout)
+            .and_then(|(since, timeout)| deadline_after(since, timeout))
+            .is_some_and(|deadline| now >= deadline);
+        if idle_over {
+            // No stream: nothing to fail.
+            return self.close(cx);
+        }
+        if ttl_over && !h2.going_away {
+            // It closes once its last stream has ended (the drive below).
+            self.went_away(Departure::Retired);
+        }
+        let State::H2(h2) = &mut self.state else {
+            return;
+        };
+        if let Some(interval) = options.keep_alive_interval {
+            match h2.ping_sent {
+                Some(sent) => {
+                    if deadline_after(sent, options.keep_alive_timeout).is_some_and(|d| now >= d) {
+                        let timeout = options.keep_alive_timeout;
+                        return self.fail_h2(cx, |exchange| Error::Io {
+                            remote: exchange.remote_name(),
+                            source: io::Error::new(
+                                io::ErrorKind::TimedOut,
+                                format!(
+                                    "the HTTP/2 keep-alive PING had no answer in {} ms",
+                                    timeout.as_millis()
+                                ),
+                            ),
+                        });
+                    }
+                }
+                None => {
+                    if deadline_after(h2.last_ping, interval).is_some_and(|d| now >= d) {
+                        if let Phase::Open {
+                            ping: Some(ping), ..
+                        } = &mut h2.phase
+                        {
+                            if ping.send_ping(h2::Ping::opaque()).is_ok() {
+                                h2.ping_sent = Some(now);
+                                h2.last_ping = now;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        self.drive_h2(cx);
+    }
+}
+
+impl Stream {
+    /// Moves the stream on: checks it is still wanted, sends what it can of
+    /// the body, takes what it can of the response.
+    fn poll(
+        &mut self,
+        now: Instant,
+        info: Option<&crate::events::ConnectionInfo>,
+        retry: &mut Vec<Arc<Exchange>>,
+        goaway_error: Option<Http2Reason>,
+    ) -> Polled {
+        // Ended elsewhere (a timeout, a cancel) with its abort on the way.
+        if self.exchange.is_done() {
+            self.send.send_reset(h2::Reason::CANCEL);
+            return Polled::Gone;
+        }
+        let waker = self.waker.clone();
+        let mut task = Context::from_waker(&waker);
+        let task = &mut task;
+        if let Err(error) = self.send_body(task, now, info) {
+            self.send.send_reset(h2::Reason::CANCEL);
+            self.exchange.finish_err(error);
+            return Polled::Gone;
+        }
+        match self.receive(task, now, info) {
+            Ok(polled) => polled,
+            Err(error) => {
+                if self.may_go_again(&error) {
+                    retry.push(self.exchange.clone());
+                } else {
+                    let error = match goaway_error {
+                        // The connection dropped after a GOAWAY with an
+                        // error: that error is why.
+                        Some(reason) if error.reason().is_none() => {
+                            goaway_failure(&self.exchange, reason)
+                        }
+                        _ => error_of(&self.exchange, error),
+                    };
+                    self.exchange.finish_err(error);
+                }
+                Polled::Gone
+            }
+        }
+    }
+
+    /// Whether the stream failed in a way that lets its request go again:
+    /// the server said it never processed it (`GOAWAY` above it — for a
+    /// method that is not idempotent only when that `GOAWAY` is a graceful
+    /// one — or `REFUSED_STREAM`), before any answer, and its body can be
+    /// sent again. Once.
+    fn may_go_again(&self, error: &h2::Error) -> bool {
+        let unprocessed = match error.reason() {
+            Some(h2::Reason::REFUSED_STREAM) => error.is_remote(),
+            Some(reason) if error.is_go_away() && error.is_remote() => {
+                reason == h2::Reason::NO_ERROR || self.exchange.request.method.is_idempotent()
+            }
+            _ => false,
+        };
+        unprocessed
+            && matches!(self.recv, Recv::Head(_))
+            && self.exchange.request.replayable()
+            && !self.exchange.retried.swap(true, Ordering::AcqRel)
+    }
+
+    /// Sends what the server's window takes of the request body.
+    fn send_body(
+        &mut self,
+        task: &mut Context<'_>,
+        now: Instant,
+        info: Option<&crate::events::ConnectionInfo>,
+    ) -> Result<(), Error> {
+        loop {
+            let piece = match &mut self.out {
+                Outgoing::Done => return Ok(()),
+                Outgoing::Data(data) => data,
+                Outgoing::Streamed(upload, pending) => {
+                    if pending.as_ref().is_none_or(Bytes::is_empty) {
+                        match upload.pull_with(task.waker()) {
+                            Pulled::Data(data) => *pending = Some(data),
+                            Pulled::End => {
+                                self.send
+                                    .send_data(Bytes::new(), true)
+                                    .map_err(|e| error_of(&self.exchange, e))?;
+                                self.out = Outgoing::Done;
+                                request_sent(&self.exchange, info, now);
+                                return Ok(());
+                            }
+                            Pulled::Pending => return Ok(()),
+                            Pulled::Failed(error) => return Err(error),
+                        }
+                    }
+                    pending.as_mut().expect("just filled")
+                }
+            };
+            if piece.is_empty() {
+                // In memory, all sent but the end.
+                self.send
+                    .send_data(Bytes::new(), true)
+                    .map_err(|e| error_of(&self.exchange, e))?;
+                self.out = Outgoing::Done;
+                request_sent(&self.exchange, info, now);
+                return Ok(());
+            }
+            self.send.reserve_capacity(piece.len());
+            let capacity = self.send.capacity();
+            if capacity == 0 {
+                match self.send.poll_capacity(task) {
+                    Poll::Ready(Some(Ok(_))) => continue,
+                    Poll::Ready(Some(Err(e))) => return Err(error_of(&self.exchange, e)),
+                    // The stream is closed: its response says why.
+                    Poll::Ready(None) | Poll::Pending => return Ok(()),
+                }
+            }
+            let part = piece.split_to(capacity.min(piece.len()));
+            let last = piece.is_empty() && matches!(self.out, Outgoing::Data(_));
+            self.send
+                .send_data(part, last)
+                .map_err(|e| error_of(&self.exchange, e))?;
+            if last {
+                self.out = Outgoing::Done;
+                request_sent(&self.exchange, info, now);
+                return Ok(());
+            }
+        }
+    }
+
+    /// Takes what has come of the response: its head, its body into the
+    /// pipe while it has room, its trailers.
+    fn receive(
+        &mut self,
+        task: &mut Context<'_>,
+        now: Instant,
+        info: Option<&crate::events::ConnectionInfo>,
+    ) -> Result<Polled, h2::Error> {
+        loop {
+            match &mut self.recv {
+                Recv::Head(response) => {
+                    let response = match Pin::new(response).poll(task) {
+                        Poll::Pending => return Ok(Polled::Open),
+                        Poll::Ready(response) => response?,
+                    };
+                    self.exchange.mark_read(now);
+                    let (parts, body) = response.into_parts();
+                    let exchange = &self.exchange;
+                    exchange.listener.on_status(parts.status);
+                    exchange.listener.on_headers(&parts.headers);
+                    let head = Head {
+                        status: parts.status,
+                        version: http::Version::HTTP_2,
+                        headers: parts.headers,
+                        remote: info.map_or_else(
+                            || std::net::SocketAddr::from(([0, 0, 0, 0], 0)),
+                            |info| info.remote,
+                        ),
+                    };
+                    if !exchange.deliver_head(head) {
+                        self.send.send_reset(h2::Reason::CANCEL);
+                        return Ok(Polled::Gone);
+                    }
+                    self.recv = Recv::Body(body);
+                }
+                Recv::Body(body) => {
+                    let pipe = self.exchange.body();
+                    if pipe.reader_gone() && !body.is_end_stream() {
+                        // The body was dropped before its end: nothing more
+                        // is wanted. (One that has all come completes: a
+                        // caller that drops an empty body at once has not
+                        // cancelled anything.)
+                        self.send.send_reset(h2::Reason::CANCEL);
+                        self.exchange.finish_err(Error::Cancelled);
+                        return Ok(Polled::Gone);
+                    }
+                    if self.paused {
+                        if !pipe.has_room() {
+                            return Ok(Polled::Open);
+                        }
+                        self.paused = false;
+                        self.exchange.start_read(now);
+                    }
+                    match body.poll_data(task) {
+                        Poll::Pending => {
+                            pipe.flush();
+                            return Ok(Polled::Open);
+                        }
+                        Poll::Ready(None) => {
+                            if let Recv::Body(body) =
+                                std::mem::replace(&mut self.recv, Recv::Moving)
+                            {
+                                self.recv = Recv::Trailers(body);
+                            }
+                        }
+                        Poll::Ready(Some(data)) => {
+                            let data = data?;
+                            let n = data.len();
+                            self.exchange.mark_read(now);
+                            self.exchange.listener.on_body_part(n);
+                            let _ = body.flow_control().release_capacity(n);
+                            // Woken through the connection's waker, on its loop.
+                            let waiter = || Waiter::Task(task.waker().clone());
+                            match pipe.push(data, waiter) {
+                                Pushed::Room => {}
+                                Pushed::Full => {
+                                    self.paused = true;
+                                    self.exchange.pause_read();
+                                    return Ok(Polled::Open);
+                                }
+                                Pushed::Refused => {
+                                    // The body's reader has gone.
+                                    self.send.send_reset(h2::Reason::CANCEL);
+                                    self.exchange.finish_err(Error::Cancelled);
+                                    return Ok(Polled::Gone);
+                                }
+                            }
+                        }
+                    }
+                }
+                Recv::Moving => return Ok(Polled::Open),
+                Recv::Trailers(body) => {
+                    let trailers = match body.poll_trailers(task) {
+                        Poll::Pending => return Ok(Polled::Open),
+                        Poll::Ready(trailers) => trailers?,
+                    };
+                    self.exchange.complete(trailers);
+                    return Ok(Polled::Gone);
+                }
+            }
+        }
+    }
+}
+
+/// The request is out whole: the read timeout starts.
+fn request_sent(
+    exchange: &Arc<Exchange>,
+    info: Option<&crate::events::ConnectionInfo>,
+    now: Instant,
+) {
+    if let Some(info) = info {
+        exchange.listener.on_request_sent(info);
+    }
+    exchange.start_read(now);
+}
+
+/// The HTTP/2 request of `exchange`, and its body.
+fn request_of(exchange: &Exchange) -> (http::Request<()>, Outgoing) {
+    use http::header;
+    let parts = &exchange.request;
+    let mut request = http::Request::new(());
+    *request.method_mut() = parts.method.clone();
+    *request.uri_mut() = parts.uri.clone();
+    *request.version_mut() = http::Version::HTTP_2;
+    let headers = request.headers_mut();
+    for (name, value) in &parts.headers {
+        // Connection-specific fields have no place in HTTP/2 (RFC 9113
+        // §8.2.2); `Host` is the `:authority` the URI gives.
+        let specific = matches!(
+            *name,
+            header::CONNECTION
+                | header::TRANSFER_ENCODING
+                | header::UPGRADE
+                | header::HOST
+                | header::EXPECT
+                | header::TE
+        ) || name.as_str() == "keep-alive"
+            || name.as_str() == "proxy-connection";
+        if !specific {
+            headers.append(name.clone(), value.clone());
+        }
+    }
+    let out = match &parts.body {
+        RequestBody::Streamed(streamed) => {
+            if let Some(length) = streamed.length {
+                headers
+                    .entry(header::CONTENT_LENGTH)
+                    .or_insert_with(|| length.into());
+            }
+            Outgoing::Streamed(Upload::take_bare(exchange), None)
+        }
+        RequestBody::InHead | RequestBody::Held(_) if parts.data.is_empty() => Outgoing::Done,
+        RequestBody::InHead | RequestBody::Held(_) => {
+            headers
+                .entry(header::CONTENT_LENGTH)
+                .or_insert_with(|| parts.data.len().into());
+            Outgoing::Data(parts.data.clone())
+        }
+    };
+    (request, out)
+}
+
+/// The error of a stream that the connection's end took with it after the
+/// server's `GOAWAY` with `reason`.
+fn goaway_failure(exchange: &Exchange, reason: Http2Reason) -> Error {
+    Error::Http2 {
+        remote: exchange.remote_name(),
+        reason,
+        initiator: Http2Initiator::Remote,
+        connection: true,
+    }
+}
+
+/// The client's error for an `h2` error on `exchange`'s stream.
+fn error_of(exchange: &Exchange, error: h2::Error) -> Error {
+    let remote = exchange.remote_name();
+    if let Some(reason) = error.reason() {
+        return Error::Http2 {
+            remote,
+            reason: Http2Reason(reason.into()),
+            initiator: if error.is_remote() {
+                Http2Initiator::Remote
+            } else {
+                Http2Initiator::Local
+            },
+            connection: error.is_go_away(),
+        };
+    }
+    let source = if error.is_io() {
+        error
+            .into_io()
+            .unwrap_or_else(|| io::Error::other("HTTP/2 I/O error"))
+    } else {
+        io::Error::other(error.to_string())
+    };
+    Error::Io { remote, source }
+}
+
+/// Whether an open transport negotiated HTTP/2 by ALPN.
+pub(super) fn negotiated(transport: &Transport) -> bool {
+    transport.alpn_protocol() == Some(b"h2")
+}

@@ -1,0 +1,107 @@
+//! [`Upload`]: where the next bytes of a streamed request body come from —
+//! a pumped `Read`'s pipe, or an async body polled on this loop — for the
+//! protocol that sends them (framed by [`h1`](super::h1) as HTTP/1.1, or as
+//! DATA frames by [`h2`](super::h2)).
+
+use crate::error::Error;
+use crate::event_loop::{LoopContext, SourceWaker};
+use crate::exchange::{BodyStream, Exchange, PumpedBody, Taken, UploadSource, Waiter};
+use bytes::Bytes;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+
+/// The source of a streamed body.
+pub(super) enum Upload {
+    Pumped(PumpedBody),
+    /// An async body, and the waker it is polled with when the connection
+    /// has none of its own to give ([`pull`](Upload::pull)).
+    Stream(BodyStream, Option<Arc<SourceWaker>>),
+    /// Nothing more: the body was taken elsewhere, or has ended.
+    None,
+}
+
+/// What a pull found.
+pub(super) enum Pulled {
+    Data(Bytes),
+    End,
+    /// Nothing yet: the connection is woken when there is.
+    Pending,
+    Failed(Error),
+}
+
+impl Upload {
+    /// Takes the streamed body of `exchange` (once), for the running source.
+    pub(super) fn take(exchange: &Exchange, cx: &LoopContext<'_>) -> Upload {
+        match exchange.request.take_source() {
+            Some(UploadSource::Pumped(pipe)) => Upload::Pumped(pipe),
+            Some(UploadSource::Stream(body)) => {
+                Upload::Stream(body, Some(SourceWaker::new(cx.event_loop(), cx.me())))
+            }
+            None => Upload::None,
+        }
+    }
+
+    /// Takes the streamed body of `exchange` (once), for a connection that
+    /// polls it with a waker of its own ([`pull_with`](Upload::pull_with)).
+    pub(super) fn take_bare(exchange: &Exchange) -> Upload {
+        match exchange.request.take_source() {
+            Some(UploadSource::Pumped(pipe)) => Upload::Pumped(pipe),
+            Some(UploadSource::Stream(body)) => Upload::Stream(body, None),
+            None => Upload::None,
+        }
+    }
+
+    /// The next piece of the body, if there is one now; `waker` is woken
+    /// when there is.
+    pub(super) fn pull_with(&mut self, waker: &Waker) -> Pulled {
+        match self {
+            Upload::None => Pulled::End,
+            Upload::Pumped(body) => taken(body.pipe().take(|| Waiter::Task(waker.clone()))),
+            Upload::Stream(body, _) => poll_body(body, waker),
+        }
+    }
+
+    /// The next piece of the body, if there is one now.
+    pub(super) fn pull(&mut self, cx: &LoopContext<'_>) -> Pulled {
+        match self {
+            Upload::None => Pulled::End,
+            Upload::Pumped(body) => {
+                let waiter = || Waiter::Source(cx.event_loop().clone(), cx.me());
+                taken(body.pipe().take(waiter))
+            }
+            Upload::Stream(body, Some(waker)) => {
+                waker.rearm();
+                poll_body(body, &waker.waker())
+            }
+            Upload::Stream(body, None) => {
+                let waker = SourceWaker::new(cx.event_loop(), cx.me());
+                poll_body(body, &waker.waker())
+            }
+        }
+    }
+}
+
+fn taken(taken: Taken) -> Pulled {
+    match taken {
+        Taken::Chunk(bytes) => Pulled::Data(bytes),
+        Taken::End(_) => Pulled::End,
+        Taken::Failed(error) => Pulled::Failed(error),
+        Taken::Pending => Pulled::Pending,
+    }
+}
+
+fn poll_body(body: &mut BodyStream, waker: &Waker) -> Pulled {
+    let mut task = Context::from_waker(waker);
+    loop {
+        return match body.as_mut().poll_frame(&mut task) {
+            Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
+                Ok(data) => Pulled::Data(data),
+                // Trailers of a request body: not sent.
+                Err(_) => continue,
+            },
+            Poll::Ready(Some(Err(source))) => Pulled::Failed(Error::RequestBody { source }),
+            Poll::Ready(None) => Pulled::End,
+            Poll::Pending => Pulled::Pending,
+        };
+    }
+}

@@ -1,0 +1,152 @@
+//! [`AsyncIo`]: a [`Transport`] seen through tokio's `AsyncRead` and
+//! `AsyncWrite` traits — the only part of tokio the client uses (no
+//! runtime), so that the `h2` crate can run over the client's own sockets.
+//!
+//! # Ground rules
+//!
+//! * The socket is non-blocking and registered, edge-triggered, on the loop
+//!   that owns the connection. A call that would block returns
+//!   `Poll::Pending` **without keeping the waker**: the connection is polled
+//!   again on the next readiness of its socket, which is what an
+//!   edge-triggered registration promises after a `WouldBlock`. The waker
+//!   the future was polled with is only for wake-ups that do not come from
+//!   the socket (the h2 crate's own, between streams and the connection).
+//! * Readiness is tracked, as tokio's own sockets do: a read (a write) that
+//!   would block clears a flag that only the socket's next readable
+//!   (writable) event sets again ([`IoReadiness`]), and while it is clear a
+//!   poll returns `Pending` without a system call. The h2 connection polls
+//!   its transport several times per turn of the loop; without this each
+//!   poll with nothing to read would cost a `recv` that fails. What TLS has
+//!   decrypted is read before a `WouldBlock` can come, so none is left behind.
+//! * Only the loop's thread uses it: the connection owns it, and the flags
+//!   are shared with that same connection's code alone.
+
+use super::Transport;
+use std::io;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+/// A transport as an async byte stream. See the [module documentation](self).
+pub(crate) struct AsyncIo {
+    transport: Transport,
+    ready: Arc<IoReadiness>,
+}
+
+/// Whether reading and writing may make progress: set by the socket's
+/// readiness events, cleared by a `WouldBlock`.
+#[derive(Debug)]
+pub(crate) struct IoReadiness {
+    readable: AtomicBool,
+    writable: AtomicBool,
+}
+
+impl IoReadiness {
+    /// The socket's readiness event said so.
+    pub(crate) fn set(&self, readable: bool, writable: bool) {
+        if readable {
+            self.readable.store(true, Ordering::Relaxed);
+        }
+        if writable {
+            self.writable.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+impl AsyncIo {
+    /// Over `transport`, taken as ready both ways (a fresh connection has
+    /// not read yet, and may already hold bytes).
+    pub(crate) fn new(transport: Transport) -> (AsyncIo, Arc<IoReadiness>) {
+        let ready = Arc::new(IoReadiness {
+            readable: AtomicBool::new(true),
+            writable: AtomicBool::new(true),
+        });
+        let io = AsyncIo {
+            transport,
+            ready: ready.clone(),
+        };
+        (io, ready)
+    }
+}
+
+/// `Pending` for `WouldBlock`, clearing `flag`; any other result as ready.
+fn tracked<T>(flag: &AtomicBool, result: io::Result<T>) -> Poll<io::Result<T>> {
+    match result {
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+            flag.store(false, Ordering::Relaxed);
+            Poll::Pending
+        }
+        other => Poll::Ready(other),
+    }
+}
+
+impl AsyncRead for AsyncIo {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if !this.ready.readable.load(Ordering::Relaxed) {
+            return Poll::Pending;
+        }
+        loop {
+            let read = this.transport.read(buf.initialize_unfilled());
+            return match tracked(&this.ready.readable, read) {
+                Poll::Ready(Ok(n)) => {
+                    buf.advance(n);
+                    Poll::Ready(Ok(()))
+                }
+                Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+                Poll::Pending => Poll::Pending,
+            };
+        }
+    }
+}
+
+impl AsyncWrite for AsyncIo {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        if !this.ready.writable.load(Ordering::Relaxed) {
+            return Poll::Pending;
+        }
+        loop {
+            match tracked(&this.ready.writable, this.transport.write(buf)) {
+                Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
+                other => return other,
+            }
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if !this.transport.wants_write() {
+            return Poll::Ready(Ok(()));
+        }
+        if !this.ready.writable.load(Ordering::Relaxed) {
+            return Poll::Pending;
+        }
+        match this.transport.flush() {
+            Ok(true) => Poll::Ready(Ok(())),
+            Ok(false) => {
+                this.ready.writable.store(false, Ordering::Relaxed);
+                Poll::Pending
+            }
+            Err(e) => tracked(&this.ready.writable, Err(e)),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        // TLS: close_notify, sent as far as the socket takes it.
+        let this = self.get_mut();
+        this.transport.close();
+        Pin::new(this).poll_flush(cx)
+    }
+}

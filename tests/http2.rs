@@ -1,0 +1,366 @@
+//! HTTP/2 against the `h2` crate's server side (tests/support/h2_server.rs),
+//! cleartext with prior knowledge: the version, one connection shared by
+//! many streams, streaming bodies and flow control both ways, cancel, and
+//! closing the client with streams in flight.
+
+mod support;
+
+use bytes::Bytes;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+use support::h2_server::{answer, await_reset, H2Server, H2Stream};
+use support::*;
+use tickless::{Client, ClientBuilder, Error, Upload};
+
+const CEILING: Duration = Duration::from_secs(20);
+
+fn h2c() -> ClientBuilder {
+    Client::builder().event_loops(2).http2_prior_knowledge()
+}
+
+/// Reads the request body whole, then answers it back.
+async fn echo(mut stream: H2Stream) {
+    let body = stream.request.body_mut();
+    let mut got = Vec::new();
+    while let Some(Ok(data)) = body.data().await {
+        let _ = body.flow_control().release_capacity(data.len());
+        got.extend_from_slice(&data);
+    }
+    let response = http::Response::builder().status(200).body(()).unwrap();
+    if let Ok(mut send) = stream.respond.send_response(response, false) {
+        let _ = send.send_data(Bytes::from(got), true);
+        let _ = std::future::poll_fn(|cx| send.poll_reset(cx)).await;
+    }
+}
+
+#[test]
+fn a_prior_knowledge_request_is_answered_over_http2() {
+    let server = H2Server::start(|stream| answer(stream, 200, b"hello over h2"));
+    let recorder = Recorder::new();
+    let client = h2c().listener(recorder.clone()).build().unwrap();
+    let response = client.get(server.url("/")).send().wait().unwrap();
+    // The events say so, in order: the protocol, then the stream (the
+    // client's first stream is 1).
+    let told: Vec<_> = recorder
+        .events()
+        .into_iter()
+        .filter_map(|(event, _)| match event {
+            Event::ProtocolNegotiated(_, version) => Some(format!("{version:?}")),
+            Event::StreamOpened(_, id) => Some(format!("stream {id}")),
+            Event::RequestSent(_) => Some("sent".to_string()),
+            Event::Status(status) => Some(status.to_string()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(told, ["HTTP/2.0", "stream 1", "sent", "200 OK"]);
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.version(), http::Version::HTTP_2);
+    assert_eq!(response.bytes().wait().unwrap(), "hello over h2");
+    // The stream is counted, and has closed.
+    let stats = client.stats();
+    assert_eq!(stats.http2_streams_opened, 1);
+    assert!(eventually(CEILING, || client.stats().http2_streams_open == 0));
+    client.close();
+}
+
+#[test]
+fn a_hundred_concurrent_requests_share_one_connection() {
+    let server = H2Server::start(|stream| async move {
+        // Held a little, so that they are in flight together.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        answer(stream, 200, b"ok").await
+    });
+    let client = h2c().build().unwrap();
+    let futures: Vec<_> = (0..100)
+        .map(|i| client.get(server.url(&format!("/{i}"))).send())
+        .collect();
+    for future in futures {
+        let response = future.wait().unwrap();
+        assert_eq!(response.version(), http::Version::HTTP_2);
+        assert_eq!(response.bytes().wait().unwrap(), "ok");
+    }
+    assert_eq!(server.stats.connections.load(Ordering::SeqCst), 1);
+    assert_eq!(server.stats.streams.load(Ordering::SeqCst), 100);
+    assert!(
+        server.stats.max_open.load(Ordering::SeqCst) > 1,
+        "the streams were not multiplexed"
+    );
+    assert_eq!(client.stats().http2_streams_opened, 100);
+    assert_eq!(client.stats().open_connections, 1);
+    client.close();
+}
+
+#[test]
+fn requests_beyond_the_servers_stream_limit_wait_for_a_stream() {
+    let server = H2Server::start_with(
+        |builder| {
+            builder.max_concurrent_streams(4);
+        },
+        |stream| async move {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            answer(stream, 200, b"ok").await
+        },
+    );
+    let client = h2c().build().unwrap();
+    let futures: Vec<_> = (0..20)
+        .map(|_| client.get(server.url("/")).send())
+        .collect();
+    for future in futures {
+        assert_eq!(future.wait().unwrap().bytes().wait().unwrap(), "ok");
+    }
+    assert_eq!(server.stats.connections.load(Ordering::SeqCst), 1);
+    assert!(server.stats.max_open.load(Ordering::SeqCst) <= 4);
+    client.close();
+}
+
+#[test]
+fn an_upload_in_memory_and_a_streamed_one_are_echoed() {
+    let server = H2Server::start(echo);
+    let client = h2c().build().unwrap();
+    let small = client
+        .post(server.url("/echo"))
+        .body("in memory")
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(small.bytes().wait().unwrap(), "in memory");
+    // Larger than every window on the way: flow control has to move.
+    let big: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
+    let reader = std::io::Cursor::new(big.clone());
+    let response = client
+        .post(server.url("/echo"))
+        .body(Upload::from_reader(reader, Some(big.len() as u64)))
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.bytes().wait().unwrap(), big);
+    client.close();
+}
+
+#[test]
+fn a_large_response_streams_through_a_small_window() {
+    const LEN: usize = 4 << 20;
+    let server = H2Server::start(|mut stream| async move {
+        let response = http::Response::builder().status(200).body(()).unwrap();
+        let Ok(mut send) = stream.respond.send_response(response, false) else {
+            return;
+        };
+        let chunk = Bytes::from(vec![7u8; 16 * 1024]);
+        let mut sent = 0;
+        while sent < LEN {
+            send.reserve_capacity(chunk.len());
+            match std::future::poll_fn(|cx| send.poll_capacity(cx)).await {
+                Some(Ok(n)) if n > 0 => {
+                    let n = n.min(chunk.len());
+                    let _ = send.send_data(chunk.slice(..n), sent + n >= LEN);
+                    sent += n;
+                }
+                Some(Ok(_)) => {}
+                _ => return,
+            }
+        }
+        let _ = std::future::poll_fn(|cx| send.poll_reset(cx)).await;
+    });
+    let client = h2c()
+        .body_window(64 * 1024)
+        .http2_initial_stream_window_size(64 * 1024)
+        .build()
+        .unwrap();
+    let mut response = client.get(server.url("/big")).send().wait().unwrap();
+    // Nobody reads for a while: the client buffers no more than its windows.
+    std::thread::sleep(Duration::from_millis(300));
+    let buffered = client.stats().buffered_body_bytes;
+    assert!(buffered <= 64 * 1024 + 16 * 1024, "buffered {buffered}");
+    let mut total = 0;
+    let body = response.body_mut();
+    while let Some(chunk) = body.chunk().wait().unwrap() {
+        total += chunk.len();
+    }
+    assert_eq!(total, LEN);
+    client.close();
+}
+
+#[test]
+fn a_server_that_stops_reading_an_upload_holds_the_pump_back() {
+    let (seen_tx, seen_rx) = std::sync::mpsc::channel::<()>();
+    let seen_tx = std::sync::Mutex::new(seen_tx);
+    let server = H2Server::start_with(
+        |builder| {
+            builder.initial_window_size(16 * 1024);
+        },
+        move |mut stream| {
+            let seen = seen_tx.lock().unwrap().clone();
+            async move {
+                // Takes one frame, then reads nothing more for ever.
+                let _ = stream.request.body_mut().data().await;
+                let _ = seen.send(());
+                await_reset(&mut stream.respond, &stream.stats, Duration::from_secs(30)).await;
+            }
+        },
+    );
+    let client = h2c().body_window(64 * 1024).build().unwrap();
+    let produced = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    struct Counting(Arc<std::sync::atomic::AtomicUsize>);
+    impl std::io::Read for Counting {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = buf.len().min(8 * 1024);
+            buf[..n].fill(1);
+            self.0.fetch_add(n, Ordering::SeqCst);
+            Ok(n)
+        }
+    }
+    let future = client
+        .post(server.url("/upload"))
+        .body(Upload::from_reader(Counting(produced.clone()), None))
+        .request_timeout(Duration::from_secs(30))
+        .send();
+    seen_rx
+        .recv_timeout(CEILING)
+        .expect("the server saw the upload");
+    std::thread::sleep(Duration::from_millis(300));
+    let first = produced.load(Ordering::SeqCst);
+    std::thread::sleep(Duration::from_millis(300));
+    let second = produced.load(Ordering::SeqCst);
+    // Bounded: the windows and the pipe, not the whole (endless) body.
+    assert!(first < 1 << 20, "the pump read {first} bytes");
+    assert_eq!(
+        first, second,
+        "the pump went on while the server read nothing"
+    );
+    assert!(future.cancel());
+    assert!(matches!(future.wait().unwrap_err(), Error::Cancelled));
+    client.close();
+}
+
+#[test]
+fn a_cancel_mid_stream_resets_that_stream_only() {
+    let server = H2Server::start(|mut stream| async move {
+        if stream.request.uri().path() == "/stall" {
+            await_reset(&mut stream.respond, &stream.stats, Duration::from_secs(30)).await;
+        } else {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            answer(stream, 200, b"fine").await
+        }
+    });
+    let client = h2c().build().unwrap();
+    let other = client.get(server.url("/ok")).send();
+    let stalled = client.get(server.url("/stall")).send();
+    assert!(eventually(CEILING, || server
+        .stats
+        .streams
+        .load(Ordering::SeqCst)
+        == 2));
+    assert!(stalled.cancel());
+    assert!(matches!(stalled.wait().unwrap_err(), Error::Cancelled));
+    assert!(eventually(CEILING, || server.stats.resets() == vec![0x8]));
+    assert_eq!(other.wait().unwrap().bytes().wait().unwrap(), "fine");
+    assert_eq!(server.stats.connections.load(Ordering::SeqCst), 1);
+    client.close();
+}
+
+#[test]
+fn dropping_a_body_mid_stream_resets_the_stream() {
+    let server = H2Server::start(|mut stream| async move {
+        let response = http::Response::builder().status(200).body(()).unwrap();
+        let Ok(mut send) = stream.respond.send_response(response, false) else {
+            return;
+        };
+        let _ = send.send_data(Bytes::from_static(b"first part"), false);
+        let reason = std::future::poll_fn(|cx| send.poll_reset(cx)).await;
+        if let Ok(reason) = reason {
+            stream.stats.resets.lock().unwrap().push(reason.into());
+        }
+    });
+    let client = h2c().build().unwrap();
+    let response = client.get(server.url("/")).send().wait().unwrap();
+    drop(response);
+    assert!(eventually(CEILING, || server.stats.resets() == vec![0x8]));
+    // The connection goes on.
+    let server_ok = client.get(server.url("/")).send().wait().unwrap();
+    assert_eq!(server_ok.status(), 200);
+    client.close();
+}
+
+#[test]
+fn closing_the_client_with_streams_in_flight_ends_every_future() {
+    let server = H2Server::start(|mut stream| async move {
+        await_reset(&mut stream.respond, &stream.stats, Duration::from_secs(30)).await;
+    });
+    let client = h2c()
+        .use_event_loop_timeouts(true)
+        .request_timeout(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let futures: Vec<_> = (0..10)
+        .map(|_| client.get(server.url("/")).send())
+        .collect();
+    assert!(eventually(CEILING, || server
+        .stats
+        .streams
+        .load(Ordering::SeqCst)
+        == 10));
+    client.close();
+    for future in futures {
+        assert!(matches!(future.wait().unwrap_err(), Error::ClientClosed));
+    }
+    let stats = client.stats();
+    assert_eq!(stats.armed_timers(), 0);
+    assert_eq!(stats.in_flight, 0);
+}
+
+#[test]
+fn a_response_whose_body_has_all_come_completes_even_if_dropped_at_once() {
+    // HEADERS with END_STREAM: the body is empty and ended with the head.
+    // A caller that drops the response at once has cancelled nothing: the
+    // exchange completes, whichever of the drop and the end the loop sees
+    // first.
+    let server = H2Server::start(|stream| answer(stream, 204, b""));
+    let recorder = Recorder::new();
+    let client = h2c().listener(recorder.clone()).build().unwrap();
+    for _ in 0..200 {
+        let response = client.get(server.url("/")).send().wait().unwrap();
+        assert_eq!(response.status(), 204);
+        drop(response);
+    }
+    assert!(eventually(CEILING, || client.stats().in_flight == 0));
+    let failed: Vec<_> = recorder
+        .events()
+        .into_iter()
+        .filter(|(event, _)| matches!(event, Event::Failed(..)))
+        .collect();
+    assert!(failed.is_empty(), "{failed:?}");
+    assert_eq!(server.stats.resets(), Vec::<u32>::new());
+    client.close();
+}
+
+#[test]
+fn a_connection_past_its_time_to_live_finishes_its_streams_and_takes_no_new_one() {
+    let server = H2Server::start(|stream| async move {
+        if stream.request.uri().path() == "/slow" {
+            tokio::time::sleep(Duration::from_millis(800)).await;
+        }
+        answer(stream, 200, b"ok").await
+    });
+    let client = h2c()
+        .connection_ttl(Duration::from_millis(200))
+        .build()
+        .unwrap();
+    let slow = client.get(server.url("/slow")).send();
+    assert!(eventually(CEILING, || server
+        .stats
+        .streams
+        .load(Ordering::SeqCst)
+        == 1));
+    std::thread::sleep(Duration::from_millis(400));
+    // Past the first connection's time to live: a new one.
+    let fresh = client.get(server.url("/")).send().wait().unwrap();
+    assert_eq!(fresh.bytes().wait().unwrap(), "ok");
+    assert_eq!(server.stats.connections.load(Ordering::SeqCst), 2);
+    // The stream in flight on the old one finishes there.
+    assert_eq!(slow.wait().unwrap().bytes().wait().unwrap(), "ok");
+    // And both close once their last stream has ended, each past its time
+    // to live (not by the idle timeout: a minute by default).
+    assert!(eventually(CEILING, || client.stats().open_connections == 0));
+    client.close();
+}

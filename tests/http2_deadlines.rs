@@ -1,0 +1,307 @@
+//! Deadlines per HTTP/2 stream, in both timeout modes: a stream's request
+//! or read timeout fails that stream alone, with `RST_STREAM(CANCEL)`, while
+//! the other streams of the connection go on; and where the expiry runs is
+//! asserted by identity — the wheel's thread by default, the thread of the
+//! loop that owns the connection with `use_event_loop_timeouts` — per
+//! stream, with a recorder of its own on each request (its `on_failed` runs
+//! on the thread that ended the exchange).
+
+mod support;
+
+use bytes::Bytes;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use support::h2_server::{answer, await_reset, H2Server, H2Stream};
+use support::*;
+use tickless::event_loop::EventLoopGroup;
+use tickless::timer::HashedWheelTimer;
+use tickless::{Client, ConnectionInfo, Error};
+
+const CEILING: Duration = Duration::from_secs(20);
+
+struct Parts {
+    timer: HashedWheelTimer,
+    group: Arc<EventLoopGroup>,
+    recorder: Arc<Recorder>,
+    client: Client,
+}
+
+fn parts(event_loop_timeouts: bool) -> Parts {
+    let timer = HashedWheelTimer::builder()
+        .tick(Duration::from_millis(5))
+        .build()
+        .unwrap();
+    let group = Arc::new(EventLoopGroup::builder().threads(2).build().unwrap());
+    let recorder = Recorder::new();
+    let client = Client::builder()
+        .timer(timer.clone())
+        .event_loop_group(group.clone())
+        .listener(recorder.clone())
+        .use_event_loop_timeouts(event_loop_timeouts)
+        .http2_prior_knowledge()
+        // No pool cleaner: whatever fires on the wheel is a timeout.
+        .pooled_connection_idle_timeout(Duration::ZERO)
+        .connection_ttl(Duration::ZERO)
+        .build()
+        .unwrap();
+    Parts {
+        timer,
+        group,
+        recorder,
+        client,
+    }
+}
+
+fn connected(recorder: &Recorder) -> Vec<ConnectionInfo> {
+    recorder
+        .events()
+        .into_iter()
+        .filter_map(|(event, _)| match event {
+            Event::ConnectSuccess(info) => Some(info),
+            _ => None,
+        })
+        .collect()
+}
+
+/// `/stall` never answers (and records the reset); `/slow` answers after
+/// 400 ms; `/trickle` sends its head and a first part, then nothing;
+/// `/steady` sends ten parts 100 ms apart; anything else answers at once.
+fn server() -> H2Server {
+    H2Server::start(|mut stream: H2Stream| async move {
+        match stream.request.uri().path() {
+            "/stall" => {
+                await_reset(&mut stream.respond, &stream.stats, Duration::from_secs(30)).await
+            }
+            "/slow" => {
+                tokio::time::sleep(Duration::from_millis(400)).await;
+                answer(stream, 200, b"slow").await
+            }
+            "/trickle" | "/steady" => {
+                let steady = stream.request.uri().path() == "/steady";
+                let response = http::Response::builder().status(200).body(()).unwrap();
+                let Ok(mut send) = stream.respond.send_response(response, false) else {
+                    return;
+                };
+                let _ = send.send_data(Bytes::from_static(b"part\n"), false);
+                if steady {
+                    for i in 0..10 {
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        let _ = send.send_data(Bytes::from_static(b"part\n"), i == 9);
+                    }
+                } else if let Ok(reason) = std::future::poll_fn(|cx| send.poll_reset(cx)).await {
+                    stream.stats.resets.lock().unwrap().push(reason.into());
+                }
+            }
+            _ => answer(stream, 200, b"ok").await,
+        }
+    })
+}
+
+/// Sends `path` with its own recorder and `timeout` as request timeout.
+fn send(
+    p: &Parts,
+    server: &H2Server,
+    path: &str,
+    timeout: Duration,
+) -> (tickless::ResponseFuture, Arc<Recorder>) {
+    let own = Recorder::new();
+    let future = p
+        .client
+        .get(server.url(path))
+        .request_timeout(timeout)
+        .listener(own.clone())
+        .send();
+    (future, own)
+}
+
+/// One stalled stream among others: it alone fails, by its request
+/// timeout, from `expected` (the wheel, or the connection's loop), and
+/// is reset with CANCEL; the connection and the other stream go on.
+fn one_stream_times_out(event_loop_timeouts: bool) {
+    let server = server();
+    let p = parts(event_loop_timeouts);
+    // The connection first: every later stream is on it, attached there.
+    let warm = p.client.get(server.url("/")).send().wait().unwrap();
+    assert_eq!(warm.bytes().wait().unwrap(), "ok");
+    let info = connected(&p.recorder)
+        .pop()
+        .expect("a connect-success event");
+
+    let (slow, slow_events) = send(&p, &server, "/slow", Duration::from_secs(30));
+    let started = Instant::now();
+    let (stalled, stalled_events) = send(&p, &server, "/stall", Duration::from_millis(150));
+    let error = stalled.wait().unwrap_err();
+    assert!(matches!(error, Error::RequestTimeout(_)), "{error:?}");
+    // Never early.
+    assert!(started.elapsed() >= Duration::from_millis(150));
+    let expired_on = stalled_events
+        .failed_on()
+        .expect("the stalled stream failed");
+    if event_loop_timeouts {
+        assert_eq!(expired_on, info.loop_thread);
+        assert_eq!(
+            p.group.loops()[info.loop_index].thread_id(),
+            info.loop_thread
+        );
+        assert_ne!(Some(expired_on), p.timer.thread_id());
+    } else {
+        assert_eq!(Some(expired_on), p.timer.thread_id());
+    }
+    // The slow stream on the same connection is untouched.
+    let slow = slow.wait().unwrap();
+    assert_eq!(slow.bytes().wait().unwrap(), "slow");
+    assert!(slow_events.failed_on().is_none());
+    assert!(eventually(CEILING, || server.stats.resets() == vec![0x8]));
+    assert_eq!(server.stats.connections.load(Ordering::SeqCst), 1);
+    assert_eq!(connected(&p.recorder).len(), 1);
+    assert!(eventually(CEILING, || p.client.stats().armed_timers() == 0));
+    p.client.close();
+}
+
+#[test]
+fn by_default_a_stream_request_timeout_expires_on_the_wheel_and_fails_that_stream_alone() {
+    one_stream_times_out(false);
+}
+
+#[test]
+fn with_event_loop_timeouts_a_stream_request_timeout_expires_on_the_connections_loop() {
+    one_stream_times_out(true);
+}
+
+/// A stream's read timeout is its own silence: a trickling stream that
+/// goes silent fails by it, while a steady one whose parts come closer
+/// together than the read timeout finishes, on the same connection.
+fn read_timeout_is_silence_on_the_stream(event_loop_timeouts: bool) {
+    let server = server();
+    let p = parts(event_loop_timeouts);
+    let warm = p.client.get(server.url("/")).send().wait().unwrap();
+    assert_eq!(warm.bytes().wait().unwrap(), "ok");
+    let info = connected(&p.recorder).pop().unwrap();
+
+    let read = Duration::from_millis(400);
+    let steady_events = Recorder::new();
+    let steady = p
+        .client
+        .get(server.url("/steady"))
+        .read_timeout(read)
+        .listener(steady_events.clone())
+        .send();
+    let trickle_events = Recorder::new();
+    let trickle = p
+        .client
+        .get(server.url("/trickle"))
+        .read_timeout(read)
+        .listener(trickle_events.clone())
+        .send()
+        .wait()
+        .unwrap();
+    let error = trickle.bytes().wait().unwrap_err();
+    assert!(matches!(error, Error::ReadTimeout(_)), "{error:?}");
+    let expired_on = trickle_events.failed_on().unwrap();
+    if event_loop_timeouts {
+        assert_eq!(expired_on, info.loop_thread);
+    } else {
+        assert_eq!(Some(expired_on), p.timer.thread_id());
+    }
+    let steady = steady.wait().unwrap().bytes().wait().unwrap();
+    assert_eq!(steady.len(), 11 * 5);
+    assert!(eventually(CEILING, || server.stats.resets() == vec![0x8]));
+    assert_eq!(server.stats.connections.load(Ordering::SeqCst), 1);
+    assert!(eventually(CEILING, || p.client.stats().armed_timers() == 0));
+    p.client.close();
+}
+
+#[test]
+fn by_default_a_streams_read_timeout_measures_its_own_silence() {
+    read_timeout_is_silence_on_the_stream(false);
+}
+
+#[test]
+fn with_event_loop_timeouts_a_streams_read_timeout_measures_its_own_silence_on_its_loop() {
+    read_timeout_is_silence_on_the_stream(true);
+}
+
+#[test]
+fn a_connecting_streams_timeout_moves_to_the_loop_of_its_new_connection() {
+    let server = server();
+    let p = parts(true);
+    // A budget it cannot reach before connecting, even on a loaded machine:
+    // expiring from the wheel, where it is armed until then, would prove
+    // nothing.
+    let (stalled, events) = send(&p, &server, "/stall", Duration::from_secs(2));
+    let error = stalled.wait().unwrap_err();
+    assert!(matches!(error, Error::RequestTimeout(_)), "{error:?}");
+    let info = connected(&p.recorder)
+        .pop()
+        .expect("a connect-success event");
+    assert_eq!(events.failed_on().unwrap(), info.loop_thread);
+    assert_ne!(Some(info.loop_thread), p.timer.thread_id());
+    assert!(eventually(CEILING, || server.stats.resets() == vec![0x8]));
+    assert!(eventually(CEILING, || p.client.stats().armed_timers() == 0));
+    p.client.close();
+}
+
+#[test]
+fn many_streams_time_out_together_and_the_connection_goes_on() {
+    let server = server();
+    let p = parts(true);
+    let warm = p.client.get(server.url("/")).send().wait().unwrap();
+    assert_eq!(warm.bytes().wait().unwrap(), "ok");
+    let stalled: Vec<_> = (0..50)
+        .map(|_| send(&p, &server, "/stall", Duration::from_millis(200)).0)
+        .collect();
+    for future in stalled {
+        assert!(matches!(
+            future.wait().unwrap_err(),
+            Error::RequestTimeout(_)
+        ));
+    }
+    assert!(eventually(CEILING, || server.stats.resets().len() == 50));
+    assert!(server.stats.resets().iter().all(|&code| code == 0x8));
+    let after = p.client.get(server.url("/")).send().wait().unwrap();
+    assert_eq!(after.bytes().wait().unwrap(), "ok");
+    assert_eq!(server.stats.connections.load(Ordering::SeqCst), 1);
+    assert!(eventually(CEILING, || p.client.stats().armed_timers() == 0));
+    p.client.close();
+}
+
+#[test]
+fn streams_freed_by_timeouts_go_to_the_requests_waiting_for_one() {
+    // Two streams at once: both taken by stalled requests, so the next two
+    // wait here until the timeouts reset the stalled ones.
+    let server = H2Server::start_with(
+        |builder| {
+            builder.max_concurrent_streams(2);
+        },
+        |mut stream: H2Stream| async move {
+            if stream.request.uri().path() == "/stall" {
+                await_reset(&mut stream.respond, &stream.stats, Duration::from_secs(30)).await
+            } else {
+                answer(stream, 200, b"ok").await
+            }
+        },
+    );
+    for event_loop_timeouts in [false, true] {
+        let p = parts(event_loop_timeouts);
+        let warm = p.client.get(server.url("/")).send().wait().unwrap();
+        assert_eq!(warm.bytes().wait().unwrap(), "ok");
+        let stalled: Vec<_> = (0..2)
+            .map(|_| send(&p, &server, "/stall", Duration::from_millis(200)).0)
+            .collect();
+        let waiting: Vec<_> = (0..2)
+            .map(|_| send(&p, &server, "/", Duration::from_secs(30)).0)
+            .collect();
+        for future in stalled {
+            assert!(matches!(
+                future.wait().unwrap_err(),
+                Error::RequestTimeout(_)
+            ));
+        }
+        for future in waiting {
+            assert_eq!(future.wait().unwrap().bytes().wait().unwrap(), "ok");
+        }
+        assert!(eventually(CEILING, || p.client.stats().armed_timers() == 0));
+        p.client.close();
+    }
+}

@@ -1,0 +1,174 @@
+//! HTTP/2 against real servers nobody here wrote (tests/support/real.rs):
+//! hypercorn (HTTP/2 over TLS by ALPN, and cleartext with prior knowledge)
+//! and nginx's `http2`. `scripts/test` installs them.
+//!
+//! hypercorn's app says in `x-http-version` which version it saw.
+
+mod support;
+
+use std::time::Duration;
+use support::real::{Hypercorn, Nginx, PemFiles};
+use support::tls::{certs, TlsServer};
+use support::*;
+use tickless::{Client, ClientBuilder, Error, Upload};
+
+fn trusting() -> ClientBuilder {
+    Client::builder()
+        .event_loops(2)
+        .add_root_certificate(&certs().ca_pem)
+        .request_timeout(Duration::from_secs(30))
+}
+
+fn alpn_of(recorder: &Recorder) -> Option<Vec<u8>> {
+    recorder
+        .events()
+        .into_iter()
+        .find_map(|(event, _)| match event {
+            Event::TlsHandshakeSuccess(_, alpn) => alpn,
+            _ => None,
+        })
+}
+
+#[test]
+fn hypercorn_over_tls_negotiates_h2_by_default_and_http11_when_asked() {
+    let pem = PemFiles::of(&certs().valid);
+    let hypercorn = Hypercorn::start_tls(&pem.cert(), &pem.key());
+
+    let recorder = Recorder::new();
+    let client = trusting().listener(recorder.clone()).build().unwrap();
+    let response = client
+        .get(hypercorn.https_url("/bytes/10"))
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.version(), http::Version::HTTP_2);
+    assert_eq!(response.headers()["x-http-version"], "2");
+    assert_eq!(response.bytes().wait().unwrap(), "abcdefghij");
+    assert_eq!(alpn_of(&recorder).as_deref(), Some(&b"h2"[..]));
+    client.close();
+
+    let client = trusting().http1_only().build().unwrap();
+    let response = client.get(hypercorn.https_url("/")).send().wait().unwrap();
+    assert_eq!(response.version(), http::Version::HTTP_11);
+    assert_eq!(response.headers()["x-http-version"], "1.1");
+    client.close();
+}
+
+#[test]
+fn hypercorn_serves_many_streams_uploads_and_streams_on_one_connection() {
+    let pem = PemFiles::of(&certs().valid);
+    let hypercorn = Hypercorn::start_tls(&pem.cert(), &pem.key());
+    let client = trusting().build().unwrap();
+    // The connection first, then many streams on it.
+    let first = client.get(hypercorn.https_url("/")).send().wait().unwrap();
+    assert_eq!(first.version(), http::Version::HTTP_2);
+    drop(first.bytes().wait().unwrap());
+    let futures: Vec<_> = (0..50)
+        .map(|i| {
+            client
+                .get(hypercorn.https_url(&format!("/bytes/{i}")))
+                .send()
+        })
+        .collect();
+    for (i, future) in futures.into_iter().enumerate() {
+        let body = future.wait().unwrap().bytes().wait().unwrap();
+        assert_eq!(body.len(), i);
+    }
+    assert_eq!(client.stats().open_connections, 1);
+    let big = vec![b'x'; 1 << 20];
+    let echoed = client
+        .post(hypercorn.https_url("/echo"))
+        .body(Upload::from_reader(std::io::Cursor::new(big.clone()), None))
+        .send()
+        .wait()
+        .unwrap()
+        .bytes()
+        .wait()
+        .unwrap();
+    assert_eq!(echoed.len(), big.len());
+    let streamed = client
+        .get(hypercorn.https_url("/stream/5?interval_ms=20"))
+        .send()
+        .wait()
+        .unwrap()
+        .text()
+        .wait()
+        .unwrap();
+    assert_eq!(streamed, "chunk 0\nchunk 1\nchunk 2\nchunk 3\nchunk 4\n");
+    client.close();
+}
+
+#[test]
+fn hypercorn_cleartext_with_prior_knowledge_and_a_stalled_stream_timing_out_alone() {
+    let hypercorn = Hypercorn::start();
+    for event_loop_timeouts in [false, true] {
+        let client = Client::builder()
+            .http2_prior_knowledge()
+            .use_event_loop_timeouts(event_loop_timeouts)
+            .build()
+            .unwrap();
+        let slow = client.get(hypercorn.url("/delay/300")).send();
+        let stalled = client
+            .get(hypercorn.url("/stall"))
+            .request_timeout(Duration::from_millis(150))
+            .send();
+        let error = stalled.wait().unwrap_err();
+        assert!(matches!(error, Error::RequestTimeout(_)), "{error:?}");
+        let slow = slow.wait().unwrap();
+        assert_eq!(slow.version(), http::Version::HTTP_2);
+        assert_eq!(slow.headers()["x-http-version"], "2");
+        assert_eq!(slow.text().wait().unwrap(), "delayed 300 ms\n");
+        assert_eq!(client.stats().open_connections, 1);
+        client.close();
+    }
+}
+
+#[test]
+fn nginx_http2_over_tls_and_prior_knowledge() {
+    let pem = PemFiles::of(&certs().valid);
+    let nginx = Nginx::start_tls(&pem.cert(), &pem.key());
+    nginx.write_file("hello.txt", "hello from nginx\n");
+    let client = trusting().build().unwrap();
+    let response = client
+        .get(nginx.https_url("/hello.txt"))
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.version(), http::Version::HTTP_2);
+    assert_eq!(response.text().wait().unwrap(), "hello from nginx\n");
+    client.close();
+
+    let client = Client::builder().http2_prior_knowledge().build().unwrap();
+    let futures: Vec<_> = (0..20)
+        .map(|_| client.get(nginx.h2c_url("/hello.txt")).send())
+        .collect();
+    for future in futures {
+        let response = future.wait().unwrap();
+        assert_eq!(response.version(), http::Version::HTTP_2);
+        assert_eq!(response.text().wait().unwrap(), "hello from nginx\n");
+    }
+    assert_eq!(client.stats().open_connections, 1);
+    client.close();
+}
+
+#[test]
+fn http2_only_fails_against_a_server_that_speaks_http11_only() {
+    // The test TLS server offers http/1.1 alone: rustls there refuses a
+    // client that offers h2 alone (a server without ALPN would be refused
+    // by the client, with an I/O error saying h2 was not negotiated).
+    let server = TlsServer::respond(&certs().valid, |_| ok("h1 only"));
+    let client = trusting().http2_only().build().unwrap();
+    let error = client.get(server.url("/")).send().wait().unwrap_err();
+    let refused = match &error {
+        Error::Tls { source, .. } => source.to_string().contains("NoApplicationProtocol"),
+        Error::Io { source, .. } => source.to_string().contains("did not negotiate h2"),
+        _ => false,
+    };
+    assert!(refused, "{error:?}");
+    client.close();
+    // By default the same server is fine, over HTTP/1.1.
+    let client = trusting().build().unwrap();
+    let response = client.get(server.url("/")).send().wait().unwrap();
+    assert_eq!(response.version(), http::Version::HTTP_11);
+    client.close();
+}
