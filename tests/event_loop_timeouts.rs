@@ -17,7 +17,7 @@ use tickless::event_loop::{
     TimeoutScheduler,
 };
 use tickless::timer::{HashedWheelTimer, ManualClock};
-use tickless::{Client, ConnectionInfo, Error};
+use tickless::{Client, Error};
 
 const CEILING: Duration = Duration::from_secs(10);
 
@@ -55,17 +55,6 @@ fn parts_with(event_loop_timeouts: bool, group: EventLoopGroupBuilder) -> Parts 
         recorder,
         client,
     }
-}
-
-fn connected(recorder: &Recorder) -> Vec<ConnectionInfo> {
-    recorder
-        .events()
-        .into_iter()
-        .filter_map(|(event, _)| match event {
-            Event::ConnectSuccess(info) => Some(info),
-            _ => None,
-        })
-        .collect()
 }
 
 fn failed_on(recorder: &Recorder) -> ThreadId {
@@ -123,7 +112,9 @@ fn a_connecting_exchange_expires_on_the_loop_of_its_new_connection() {
         .and_then(|r| r.bytes().wait())
         .unwrap_err();
     assert!(matches!(error, Error::RequestTimeout(_)), "{error:?}");
-    let info = connected(&p.recorder)
+    let info = p
+        .recorder
+        .connections()
         .pop()
         .expect("a connect-success event");
     assert_eq!(failed_on(&p.recorder), info.loop_thread);
@@ -151,7 +142,7 @@ fn a_pooled_exchange_expires_on_the_loop_of_the_pooled_connection() {
     assert!(p.recorder.wait_for(CEILING, |events| events
         .iter()
         .any(|(e, _)| matches!(e, Event::ConnectionOffered(_)))));
-    let offered = connected(&p.recorder).pop().unwrap();
+    let offered = p.recorder.connections().pop().unwrap();
     p.recorder.clear();
 
     let error = p
@@ -196,7 +187,7 @@ fn a_read_timeout_expires_on_the_loop_of_its_connection() {
         .and_then(|r| r.bytes().wait())
         .unwrap_err();
     assert!(matches!(error, Error::ReadTimeout(_)), "{error:?}");
-    let info = connected(&p.recorder).pop().unwrap();
+    let info = p.recorder.connections().pop().unwrap();
     assert_eq!(failed_on(&p.recorder), info.loop_thread);
     p.client.close();
 }
@@ -362,7 +353,7 @@ fn on_a_manual_clock_a_five_second_timeout_fires_when_the_clock_passes_it_in_bot
             matches!(error, Error::RequestTimeout(ref t) if t.duration == Duration::from_secs(5))
         );
         let expected = if event_loop_timeouts {
-            connected(&recorder).pop().unwrap().loop_thread
+            recorder.connections().pop().unwrap().loop_thread
         } else {
             // A wheel on a manual clock fires on the advancing thread.
             thread::current().id()

@@ -1,7 +1,8 @@
 //! Every example that starts its own loopback server runs to success:
 //! `download` (a body to a file), `upload` (a file as a body),
 //! `concurrent` (many requests at once) and `tokio` (the futures on a tokio
-//! runtime), `stats` (the statistics printed while a load runs). `get`
+//! runtime), `stats` (the statistics printed while a load runs),
+//! `http2_fanout` (many streams on one HTTP/2 connection). `get`
 //! has its own suite (tests/get_example.rs).
 
 mod support;
@@ -84,4 +85,12 @@ fn stats_prints_every_second_in_its_stable_form() {
         .map(|n| n.parse::<u64>().unwrap())
         .sum();
     assert!(fired > 0, "{stdout}");
+}
+
+#[test]
+fn http2_fanout_multiplexes_on_one_connection() {
+    let stdout = run("http2_fanout", &["--requests", "200"]);
+    assert!(stdout.starts_with("200/200 answered"), "{stdout}");
+    assert!(stdout.contains("over Some(HTTP/2.0)"), "{stdout}");
+    assert!(stdout.contains("1 connection(s) opened"), "{stdout}");
 }

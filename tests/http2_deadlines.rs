@@ -16,7 +16,7 @@ use support::h2_server::{answer, await_reset, H2Server, H2Stream};
 use support::*;
 use tickless::event_loop::EventLoopGroup;
 use tickless::timer::HashedWheelTimer;
-use tickless::{Client, ConnectionInfo, Error};
+use tickless::{Client, Error};
 
 const CEILING: Duration = Duration::from_secs(20);
 
@@ -51,17 +51,6 @@ fn parts(event_loop_timeouts: bool) -> Parts {
         recorder,
         client,
     }
-}
-
-fn connected(recorder: &Recorder) -> Vec<ConnectionInfo> {
-    recorder
-        .events()
-        .into_iter()
-        .filter_map(|(event, _)| match event {
-            Event::ConnectSuccess(info) => Some(info),
-            _ => None,
-        })
-        .collect()
 }
 
 /// `/stall` never answers (and records the reset); `/slow` answers after
@@ -124,7 +113,9 @@ fn one_stream_times_out(event_loop_timeouts: bool) {
     // The connection first: every later stream is on it, attached there.
     let warm = p.client.get(server.url("/")).send().wait().unwrap();
     assert_eq!(warm.bytes().wait().unwrap(), "ok");
-    let info = connected(&p.recorder)
+    let info = p
+        .recorder
+        .connections()
         .pop()
         .expect("a connect-success event");
 
@@ -154,7 +145,7 @@ fn one_stream_times_out(event_loop_timeouts: bool) {
     assert!(slow_events.failed_on().is_none());
     assert!(eventually(CEILING, || server.stats.resets() == vec![0x8]));
     assert_eq!(server.stats.connections.load(Ordering::SeqCst), 1);
-    assert_eq!(connected(&p.recorder).len(), 1);
+    assert_eq!(p.recorder.connections().len(), 1);
     assert!(eventually(CEILING, || p.client.stats().armed_timers() == 0));
     p.client.close();
 }
@@ -177,7 +168,7 @@ fn read_timeout_is_silence_on_the_stream(event_loop_timeouts: bool) {
     let p = parts(event_loop_timeouts);
     let warm = p.client.get(server.url("/")).send().wait().unwrap();
     assert_eq!(warm.bytes().wait().unwrap(), "ok");
-    let info = connected(&p.recorder).pop().unwrap();
+    let info = p.recorder.connections().pop().unwrap();
 
     let read = Duration::from_millis(400);
     let steady_events = Recorder::new();
@@ -232,7 +223,9 @@ fn a_connecting_streams_timeout_moves_to_the_loop_of_its_new_connection() {
     let (stalled, events) = send(&p, &server, "/stall", Duration::from_secs(2));
     let error = stalled.wait().unwrap_err();
     assert!(matches!(error, Error::RequestTimeout(_)), "{error:?}");
-    let info = connected(&p.recorder)
+    let info = p
+        .recorder
+        .connections()
         .pop()
         .expect("a connect-success event");
     assert_eq!(events.failed_on().unwrap(), info.loop_thread);

@@ -188,3 +188,46 @@ fn end_to_end_http2_sends_streams_over_a_few_connections_in_each_mode() {
         "{stderr}"
     );
 }
+
+#[test]
+fn end_to_end_warm_sends_the_burst_on_pooled_connections() {
+    let output = tick_lag(&[
+        "--end-to-end",
+        "--warm",
+        "--count",
+        "30",
+        "--deadline-ms",
+        "50",
+        "--format",
+        "csv",
+    ]);
+    let stdout = String::from_utf8(output.stdout).expect("UTF-8 output");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let rows: Vec<Vec<&str>> = stdout
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    assert_eq!(rows.len(), 3, "{stdout}");
+    for row in &rows {
+        assert_eq!(
+            row[2], "30",
+            "every request timed out and was counted: {row:?}"
+        );
+    }
+    assert!(
+        stderr.contains("warm: 30 connections opened and pooled"),
+        "{stderr}"
+    );
+    // On pooled connections, no event-loop timeout waits on the wheel for
+    // a connect.
+    assert!(
+        stderr.contains("client-event-loop at 50 ms: 0 expired on the wheel"),
+        "{stderr}"
+    );
+    assert!(
+        !tick_lag(&["--warm"]).status.success(),
+        "--warm needs --end-to-end"
+    );
+}

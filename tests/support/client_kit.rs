@@ -82,6 +82,17 @@ impl Recorder {
         eventually(timeout, || pred(&self.events()))
     }
 
+    /// The connections made, in the order they connected.
+    pub fn connections(&self) -> Vec<ConnectionInfo> {
+        self.events()
+            .into_iter()
+            .filter_map(|(event, _)| match event {
+                Event::ConnectSuccess(info) => Some(info),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The thread of the first `on_failed` call, if any.
     pub fn failed_on(&self) -> Option<ThreadId> {
         self.events()

@@ -384,21 +384,7 @@ pub(crate) fn start_on_idle(
     conn: SourceRef,
     exchange: Arc<Exchange>,
 ) -> Result<(), Arc<Exchange>> {
-    let mut pending = Some(exchange);
-    cx.with_source::<Conn>(conn, |conn, cx| {
-        if let Some(exchange) = pending.take() {
-            if let Err(exchange) = conn.start_on_idle(cx, exchange) {
-                pending = Some(exchange);
-            }
-        }
-    });
-    match pending {
-        None => Ok(()),
-        Some(exchange) => {
-            exchange.attach(crate::exchange::ConnSlot::None);
-            Err(exchange)
-        }
-    }
+    start_with(cx, conn, exchange, Conn::start_on_idle)
 }
 
 /// Runs `exchange` as a new stream of the shared HTTP/2 connection `conn`
@@ -409,10 +395,24 @@ pub(crate) fn start_on_shared(
     conn: SourceRef,
     exchange: Arc<Exchange>,
 ) -> Result<(), Arc<Exchange>> {
+    start_with(cx, conn, exchange, Conn::start_on_h2)
+}
+
+/// How a connection takes an exchange: `Err` gives it back, unsent.
+type Start = fn(&mut Conn, &mut LoopContext<'_>, Arc<Exchange>) -> Result<(), Arc<Exchange>>;
+
+/// `start` on the connection `conn`, if it is still there; the exchange
+/// back, detached, if it is not or `start` gave it back.
+fn start_with(
+    cx: &mut LoopContext<'_>,
+    conn: SourceRef,
+    exchange: Arc<Exchange>,
+    start: Start,
+) -> Result<(), Arc<Exchange>> {
     let mut pending = Some(exchange);
     cx.with_source::<Conn>(conn, |conn, cx| {
         if let Some(exchange) = pending.take() {
-            if let Err(exchange) = conn.start_on_h2(cx, exchange) {
+            if let Err(exchange) = start(conn, cx, exchange) {
                 pending = Some(exchange);
             }
         }

@@ -42,6 +42,11 @@ OPTIONS:
     --http2                with --end-to-end: the requests are HTTP/2 streams
                            (prior knowledge), COUNT of them over four
                            connections, one per server
+    --warm                 with --end-to-end (HTTP/1.1): COUNT connections are
+                           opened and pooled first (the server answers one
+                           request on each, then stays silent), so every
+                           request of the burst goes out on a pooled one and
+                           its timeout is on a loop from the start
     --loop-spin-us N       event loops (event-loop, client-event-loop) busy-poll
                            the last N µs before a deadline instead of
                            sleeping (default 0: they sleep)
@@ -76,6 +81,8 @@ pub struct Config {
     pub loop_spin: Duration,
     /// End-to-end requests go over HTTP/2 (`--http2`).
     pub http2: bool,
+    /// End-to-end requests go out on pooled connections (`--warm`).
+    pub warm: bool,
 }
 
 impl Default for Config {
@@ -87,6 +94,7 @@ impl Default for Config {
             format: Format::Table,
             loop_spin: Duration::ZERO,
             http2: false,
+            warm: false,
         }
     }
 }
@@ -152,6 +160,7 @@ where
             "-h" | "--help" => return Ok(Command::Help),
             "--end-to-end" if inline.is_none() => end_to_end = true,
             "--http2" if inline.is_none() => config.http2 = true,
+            "--warm" if inline.is_none() => config.warm = true,
             "--count" => config.count = parse_count(&value("--count")?)?,
             "--deadline-ms" => config.deadlines = parse_deadlines(&value("--deadline-ms")?)?,
             "--instrument" => {
@@ -196,6 +205,12 @@ where
             }
             _ => return Err(ArgError(format!("unknown option {name:?}"))),
         }
+    }
+    if config.warm && (config.http2 || !end_to_end) {
+        return Err(ArgError(
+            "--warm is for --end-to-end over HTTP/1.1 (HTTP/2 connections are shared already)"
+                .to_owned(),
+        ));
     }
     config.instruments = if chosen.is_empty() {
         instruments::defaults(end_to_end)
@@ -310,6 +325,9 @@ mod tests {
         );
         assert_eq!(run(&[]).unwrap().loop_spin, Duration::ZERO);
         assert!(run(&["--end-to-end", "--http2"]).unwrap().http2);
+        assert!(run(&["--end-to-end", "--warm"]).unwrap().warm);
+        assert!(run(&["--warm"]).is_err(), "--warm without --end-to-end");
+        assert!(run(&["--end-to-end", "--warm", "--http2"]).is_err());
         assert!(!run(&[]).unwrap().http2);
         assert!(run(&["--end-to-end"])
             .unwrap()

@@ -70,7 +70,12 @@ fn run(config: &Config) -> ExitCode {
     let mut failed = false;
     if config.instruments.iter().any(|i| i.end_to_end) {
         instruments::prepare_end_to_end(config.count);
-        if config.http2 {
+        if config.warm {
+            notes.push(format!(
+                "warm: {} connections opened and pooled before each burst, one request each",
+                config.count
+            ));
+        } else if config.http2 {
             // A few connections: the kernel's connect floor does not apply.
             notes.push(format!(
                 "http2: {} requests as HTTP/2 streams (prior knowledge) over {} connections",
@@ -92,6 +97,7 @@ fn run(config: &Config) -> ExitCode {
                 deadline,
                 loop_spin: config.loop_spin,
                 http2: config.http2,
+                warm: config.warm,
             };
             match (instrument.run)(&burst) {
                 Ok(fired) => {

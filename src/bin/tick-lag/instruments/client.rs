@@ -21,6 +21,12 @@
 //!   identity of the thread that ended them) and prints the count as a
 //!   note under the table.
 //!
+//! With `--warm` the server answers the first request on each connection
+//! once `count` are open (and nothing after), and `count` requests are
+//! made at once and answered before the burst: the burst then goes out on pooled connections, each request's
+//! timeout armed where its connection lives from the start — in event-loop
+//! mode, its loop. No request of a warm burst connects.
+//!
 //! With `--http2` the requests are HTTP/2 streams (prior knowledge) spread
 //! over [`H2_SERVERS`] silent servers, one connection each: per connection
 //! the first request opens it and the others wait for it (their timeouts on
@@ -87,7 +93,7 @@ pub fn grow_file_table(count: usize) {
 /// time divided by the cores falls while part of a burst is still
 /// connecting.
 pub fn connect_floor(count: usize) -> io::Result<Duration> {
-    let server = SilentServer::start()?;
+    let server = SilentServer::start(None)?;
     let request = format!("GET / HTTP/1.1\r\nhost: {}\r\n\r\n", server.addr);
     let mut streams = Vec::with_capacity(count);
     let started = Instant::now();
@@ -130,7 +136,7 @@ pub const H2_SERVERS: usize = 4;
 fn run(burst: &Burst, mode: Mode) -> io::Result<Fired> {
     let servers = if burst.http2 { H2_SERVERS } else { 1 };
     let servers: Vec<SilentServer> = (0..servers)
-        .map(|_| SilentServer::start())
+        .map(|_| SilentServer::start(burst.warm.then_some(burst.count)))
         .collect::<io::Result<_>>()?;
     let mut builder = Client::builder()
         .request_timeout(burst.deadline)
@@ -144,13 +150,16 @@ fn run(burst: &Burst, mode: Mode) -> io::Result<Fired> {
         Mode::EventLoop => builder.use_event_loop_timeouts(true),
     }
     .build()?;
-    let recorder = Recorder::new(burst.count);
-    let wheel_thread = client.wheel_thread_id();
-    let on_wheel: Arc<[AtomicBool]> = (0..burst.count).map(|_| AtomicBool::new(false)).collect();
     let urls: Vec<String> = servers
         .iter()
         .map(|server| format!("http://{}/", server.addr))
         .collect();
+    if burst.warm {
+        warm_up(&client, &urls[0], burst.count)?;
+    }
+    let recorder = Recorder::new(burst.count);
+    let wheel_thread = client.wheel_thread_id();
+    let on_wheel: Arc<[AtomicBool]> = (0..burst.count).map(|_| AtomicBool::new(false)).collect();
     let started = Instant::now();
     let futures: Vec<_> = (0..burst.count)
         .map(|index| {
@@ -190,7 +199,34 @@ fn run(burst: &Burst, mode: Mode) -> io::Result<Fired> {
     Ok(fired)
 }
 
-/// Accepts every connection and never answers; holds the sockets until stopped.
+/// Opens and pools `count` connections to `url`: as many requests at once,
+/// each answered (by a warm server) and read to its end.
+fn warm_up(client: &Client, url: &str, count: usize) -> io::Result<()> {
+    let futures: Vec<_> = (0..count)
+        .map(|_| {
+            client
+                .get(url)
+                .request_timeout(Duration::from_secs(30))
+                .send()
+        })
+        .collect();
+    for future in futures {
+        let response = future.wait().map_err(io::Error::other)?;
+        response.bytes().wait().map_err(io::Error::other)?;
+    }
+    let idle = client.stats().idle_connections;
+    if idle != count {
+        return Err(io::Error::other(format!(
+            "warm-up pooled {idle} connections, not {count}"
+        )));
+    }
+    Ok(())
+}
+
+/// Accepts every connection and never answers — or, warm for `n`, answers
+/// the first request on each once `n` connections are open (so that a
+/// client sending `n` at once opens `n`, none reused early), and nothing
+/// after; holds the sockets until stopped.
 ///
 /// It accepts whatever is queued, then sleeps a millisecond: the kernel
 /// completes each handshake without it (the backlog holds them), so the
@@ -204,7 +240,7 @@ struct SilentServer {
 }
 
 impl SilentServer {
-    fn start() -> io::Result<SilentServer> {
+    fn start(warm: Option<usize>) -> io::Result<SilentServer> {
         // A backlog as deep as the kernel allows (std's is 128): a burst of
         // connects beyond it would wait for SYN retransmits, a second away,
         // and measure the listener rather than the timeouts.
@@ -221,11 +257,23 @@ impl SilentServer {
                 .name("tick-lag-server".to_owned())
                 .spawn(move || {
                     let mut accepted: Vec<TcpStream> = Vec::new();
+                    // Warm: accepted, first request not answered yet.
+                    let mut unanswered: Vec<(TcpStream, Vec<u8>)> = Vec::new();
                     while !stop.load(Ordering::Acquire) {
                         match listener.accept() {
+                            Ok((stream, _)) if warm.is_some() => {
+                                let _ = stream.set_nonblocking(true);
+                                unanswered.push((stream, Vec::new()));
+                            }
                             Ok((stream, _)) => accepted.push(stream),
                             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                                thread::sleep(Duration::from_millis(1))
+                                let all_open =
+                                    warm.is_some_and(|n| unanswered.len() + accepted.len() >= n);
+                                if !all_open
+                                    || !answer_first_requests(&mut unanswered, &mut accepted)
+                                {
+                                    thread::sleep(Duration::from_millis(1));
+                                }
                             }
                             // Out of descriptors, say: what is queued waits.
                             Err(_) => thread::sleep(Duration::from_millis(1)),
@@ -241,4 +289,39 @@ impl SilentServer {
         self.stop.store(true, Ordering::Release);
         let _ = self.thread.join();
     }
+}
+
+/// Answers the first request of each `unanswered` connection whose head has
+/// come (an empty `200`), moving it to `answered`; whether any byte came.
+fn answer_first_requests(
+    unanswered: &mut Vec<(TcpStream, Vec<u8>)>,
+    answered: &mut Vec<TcpStream>,
+) -> bool {
+    use std::io::Read;
+    let mut progressed = false;
+    let mut i = 0;
+    while i < unanswered.len() {
+        let (stream, head) = &mut unanswered[i];
+        let mut buf = [0u8; 1024];
+        match stream.read(&mut buf) {
+            Ok(n) if n > 0 => {
+                progressed = true;
+                head.extend_from_slice(&buf[..n]);
+                if head.windows(4).any(|w| w == b"\r\n\r\n") {
+                    let (mut stream, _) = unanswered.swap_remove(i);
+                    let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+                    answered.push(stream);
+                    continue;
+                }
+            }
+            Ok(_) => {
+                // Closed before its request: nothing to hold.
+                unanswered.swap_remove(i);
+                continue;
+            }
+            Err(_) => {}
+        }
+        i += 1;
+    }
+    progressed
 }

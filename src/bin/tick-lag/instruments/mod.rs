@@ -30,6 +30,8 @@ pub struct Burst {
     pub loop_spin: Duration,
     /// End-to-end requests are HTTP/2 streams over a few connections.
     pub http2: bool,
+    /// End-to-end requests go out on connections opened and pooled first.
+    pub warm: bool,
 }
 
 impl Burst {
