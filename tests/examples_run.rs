@@ -2,7 +2,8 @@
 //! `download` (a body to a file), `upload` (a file as a body),
 //! `concurrent` (many requests at once) and `tokio` (the futures on a tokio
 //! runtime), `stats` (the statistics printed while a load runs),
-//! `http2_fanout` (many streams on one HTTP/2 connection). `get`
+//! `http2_fanout` (many streams on one HTTP/2 connection), `proxy` (a
+//! request through a forward proxy). `get`
 //! has its own suite (tests/get_example.rs).
 
 mod support;
@@ -93,4 +94,18 @@ fn http2_fanout_multiplexes_on_one_connection() {
     assert!(stdout.starts_with("200/200 answered"), "{stdout}");
     assert!(stdout.contains("over Some(HTTP/2.0)"), "{stdout}");
     assert!(stdout.contains("1 connection(s) opened"), "{stdout}");
+}
+
+#[test]
+fn proxy_goes_through_its_forward_proxy() {
+    let stdout = run("proxy", &[]);
+    assert!(
+        stdout.starts_with("200 OK via http://127.0.0.1:"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("via: 1.1 doc-proxy"), "{stdout}");
+    assert!(
+        stdout.trim_end().ends_with("hello through the proxy"),
+        "{stdout}"
+    );
 }

@@ -96,3 +96,72 @@ fn answer(stream: TcpStream, respond: &Responder) {
         }
     }
 }
+
+/// A forward HTTP proxy on `127.0.0.1` for plain `http://` requests (the
+/// absolute form a client sends a proxy): each request goes to its origin
+/// in origin form, and the answer comes back with `Via: 1.1 doc-proxy`
+/// added; keep-alive on both sides. Returns its URL, `http://127.0.0.1:PORT`.
+pub fn forward_proxy() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+    let url = format!("http://{}", listener.local_addr().expect("its address"));
+    std::thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let _ = relay(client);
+            });
+        }
+    });
+    url
+}
+
+/// One head (up to its blank line) and the body its `Content-Length` says.
+fn read_message(reader: &mut impl BufRead) -> std::io::Result<Option<(Vec<String>, Vec<u8>)>> {
+    let mut lines = Vec::new();
+    let mut length = 0;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line)? == 0 {
+            return Ok(None);
+        }
+        let line = line.trim_end().to_owned();
+        if line.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':') {
+            if name.eq_ignore_ascii_case("content-length") {
+                length = value.trim().parse().unwrap_or(0);
+            }
+        }
+        lines.push(line);
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body)?;
+    Ok(Some((lines, body)))
+}
+
+fn relay(client: TcpStream) -> std::io::Result<()> {
+    let mut to_client = client.try_clone()?;
+    let mut from_client = BufReader::new(client);
+    while let Some((mut head, body)) = read_message(&mut from_client)? {
+        // `GET http://host:port/path HTTP/1.1` → to host:port, `GET /path`.
+        let request_line = head[0].clone();
+        let mut parts = request_line.split_whitespace();
+        let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+        let rest = target.strip_prefix("http://").unwrap_or(target);
+        let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+        let path = if path.is_empty() { "/" } else { path };
+        head[0] = format!("{method} {path} HTTP/1.1");
+        head.retain(|line| !line.to_ascii_lowercase().starts_with("proxy-"));
+        let origin = TcpStream::connect(authority)?;
+        let mut to_origin = origin.try_clone()?;
+        to_origin.write_all(format!("{}\r\n\r\n", head.join("\r\n")).as_bytes())?;
+        to_origin.write_all(&body)?;
+        let Some((mut answer, answer_body)) = read_message(&mut BufReader::new(origin))? else {
+            return Ok(());
+        };
+        answer.insert(1, "Via: 1.1 doc-proxy".to_owned());
+        to_client.write_all(format!("{}\r\n\r\n", answer.join("\r\n")).as_bytes())?;
+        to_client.write_all(&answer_body)?;
+    }
+    Ok(())
+}

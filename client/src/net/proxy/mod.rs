@@ -49,6 +49,20 @@ use std::sync::Arc;
 ///     .build()?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+///
+/// Through a forward proxy on loopback, which adds a `Via` header:
+///
+/// ```
+/// # let origin = tickless_client::doc_support::serve_text("from the origin");
+/// # let proxy_url = tickless_client::doc_support::forward_proxy();
+/// use tickless_client::{Client, Proxy};
+///
+/// let client = Client::builder().proxy(Proxy::http(&proxy_url)?).build()?;
+/// let response = client.get(&origin).send().wait()?;
+/// assert_eq!(response.headers()["via"], "1.1 doc-proxy");
+/// assert_eq!(response.text().wait()?, "from the origin");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Proxy {
     url: Arc<ProxyUrl>,
