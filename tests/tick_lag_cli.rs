@@ -149,27 +149,32 @@ fn end_to_end_sends_requests_through_the_client_in_each_mode() {
     assert!(notes[1].contains(&on_loops), "{}", notes[1]);
 }
 
+/// Runs tick-lag with `args` and `--format csv`, which must succeed: the
+/// CSV rows (header skipped), split into cells, and standard error.
+fn csv_rows(args: &[&str]) -> (Vec<Vec<String>>, String) {
+    let output = tick_lag(&[args, &["--format", "csv"]].concat());
+    let stdout = String::from_utf8(output.stdout).expect("UTF-8 output");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "{stderr}");
+    let rows = stdout
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').map(str::to_owned).collect())
+        .collect();
+    (rows, stderr)
+}
+
 #[test]
 fn end_to_end_http2_sends_streams_over_a_few_connections_in_each_mode() {
-    let output = tick_lag(&[
+    let (rows, stderr) = csv_rows(&[
         "--end-to-end",
         "--http2",
         "--count",
         "40",
         "--deadline-ms",
         "100",
-        "--format",
-        "csv",
     ]);
-    let stdout = String::from_utf8(output.stdout).expect("UTF-8 output");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stderr}");
-    let rows: Vec<Vec<&str>> = stdout
-        .lines()
-        .skip(1)
-        .map(|l| l.split(',').collect())
-        .collect();
-    let names: Vec<&str> = rows.iter().map(|r| r[0]).collect();
+    let names: Vec<&str> = rows.iter().map(|r| r[0].as_str()).collect();
     assert_eq!(
         names,
         ["client-wheel-5ms", "client-wheel-1ms", "client-event-loop"]
@@ -191,25 +196,15 @@ fn end_to_end_http2_sends_streams_over_a_few_connections_in_each_mode() {
 
 #[test]
 fn end_to_end_warm_sends_the_burst_on_pooled_connections() {
-    let output = tick_lag(&[
+    let (rows, stderr) = csv_rows(&[
         "--end-to-end",
         "--warm",
         "--count",
         "30",
         "--deadline-ms",
         "50",
-        "--format",
-        "csv",
     ]);
-    let stdout = String::from_utf8(output.stdout).expect("UTF-8 output");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stderr}");
-    let rows: Vec<Vec<&str>> = stdout
-        .lines()
-        .skip(1)
-        .map(|l| l.split(',').collect())
-        .collect();
-    assert_eq!(rows.len(), 3, "{stdout}");
+    assert_eq!(rows.len(), 3, "{rows:?}");
     for row in &rows {
         assert_eq!(
             row[2], "30",
