@@ -98,9 +98,10 @@ impl HttpVersions {
         match self {
             HttpVersions::Http1Only => vec![b"http/1.1".to_vec()],
             HttpVersions::Http2Only => vec![b"h2".to_vec()],
-            HttpVersions::Auto | HttpVersions::Http2PriorKnowledge => {
+            HttpVersions::Auto | HttpVersions::Http2PriorKnowledge if cfg!(feature = "http2") => {
                 vec![b"h2".to_vec(), b"http/1.1".to_vec()]
             }
+            HttpVersions::Auto | HttpVersions::Http2PriorKnowledge => vec![b"http/1.1".to_vec()],
         }
     }
 

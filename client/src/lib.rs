@@ -49,8 +49,10 @@
 //!             sans-IO HTTP/1.1 codec (a crate of its own, `tickless-h1`)
 //! ```
 #![deny(missing_docs)]
-// Without TLS the handshake states and their types are still there, unused.
-#![cfg_attr(not(feature = "rustls"), allow(dead_code))]
+// Without TLS the handshake states and their types are still there,
+// unused; without HTTP/2 the sharing of connections (pool, dispatch, conn)
+// has nothing to share. That code is compiled but unused in such builds.
+#![cfg_attr(any(not(feature = "rustls"), not(feature = "http2")), allow(dead_code))]
 #![forbid(unsafe_code)]
 
 mod api;

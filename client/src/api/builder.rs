@@ -590,8 +590,21 @@ impl ClientBuilder {
     }
 
     /// Starts the client's threads. Fails with `InvalidInput` if a root
-    /// certificate does not parse.
+    /// certificate does not parse, and with `Unsupported` if it must speak
+    /// HTTP/2 (`http2_only`, `http2_prior_knowledge`) in a build without
+    /// the cargo feature `http2`.
     pub fn build(self) -> std::io::Result<crate::Client> {
+        let needs_http2 = matches!(
+            self.config.versions,
+            crate::config::HttpVersions::Http2Only
+                | crate::config::HttpVersions::Http2PriorKnowledge
+        );
+        if needs_http2 && !cfg!(feature = "http2") {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::Unsupported,
+                "HTTP/2 only or prior knowledge needs the cargo feature http2",
+            ));
+        }
         super::Client::start(self.config, self.policies)
     }
 }

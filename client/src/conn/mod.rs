@@ -38,6 +38,11 @@
 //! cleartext.
 
 mod h1;
+#[cfg(feature = "http2")]
+mod h2;
+/// Without the `http2` feature: no HTTP/2 connection ever exists.
+#[cfg(not(feature = "http2"))]
+#[path = "h2_off.rs"]
 mod h2;
 mod open;
 mod read_buf;

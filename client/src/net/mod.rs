@@ -3,6 +3,7 @@
 //! ([`Transport`], configured by [`tls`]). Nothing here knows of exchanges,
 //! loops or HTTP.
 
+#[cfg(feature = "http2")]
 mod io;
 mod origin;
 pub(crate) mod proxy;
@@ -13,6 +14,7 @@ pub(crate) mod socket;
 pub(crate) mod tls;
 mod transport;
 
+#[cfg(feature = "http2")]
 pub(crate) use io::{AsyncIo, IoReadiness};
 pub use origin::{Origin, Scheme};
 pub use proxy::Proxy;
