@@ -56,10 +56,12 @@ fn run(seconds: u64, threads: usize) -> Result<(), Box<dyn std::error::Error>> {
             let (answered, timed_out) = (answered.clone(), timed_out.clone());
             let base = format!("http://{}", server.addr);
             std::thread::spawn(move || {
+                // Thread 0's first request is a slow one: a timeout fires
+                // in the first second whatever the machine's speed.
                 let mut n = t;
                 while !stop.load(Ordering::Relaxed) {
-                    n += threads;
                     let path = if n % 100 == 0 { "slow" } else { "fast" };
+                    n += threads;
                     match client.get(format!("{base}/{path}")).send().wait() {
                         Ok(response) => {
                             let _ = response.bytes().wait();

@@ -19,7 +19,7 @@ pub(crate) struct RequestParts {
     /// The target and the caller's headers as given, for HTTP/2 (which
     /// encodes them itself, with HPACK).
     pub(crate) uri: http::Uri,
-    pub(crate) headers: http::HeaderMap,
+    pub(crate) headers: Arc<http::HeaderMap>,
     /// A body in memory, unframed (empty for none, or a streamed one).
     pub(crate) data: Bytes,
     /// The head, encoded once at submission — and a body in memory after

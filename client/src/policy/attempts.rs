@@ -58,8 +58,9 @@ pub(crate) struct Attempts {
     copies_sent: u32,
     /// The errors of the attempts that failed, in order.
     failures: Vec<Error>,
-    /// When the hop's first attempt was sent: head latencies run from here.
-    hop_started: Instant,
+    /// When the hop's first attempt was sent, if head latencies are
+    /// tracked for its hedge delay (they run from here).
+    hop_started: Option<Instant>,
     cancelled: AtomicBool,
 }
 
@@ -83,11 +84,14 @@ impl Attempts {
             started: 1,
             copies_sent: 0,
             failures: Vec::new(),
-            hop_started: sender.dispatcher.clock().now(),
+            hop_started: None,
             cancelled: AtomicBool::new(false),
         };
+        // The clock is read only for a request that may go again.
         if attempts.may_go_again(sender.hop) {
-            sender.policies.budget.deposit(attempts.hop_started);
+            let now = sender.dispatcher.clock().now();
+            sender.policies.budget.deposit(now);
+            attempts.hop_started = attempts.hedge.tracks_latency().then_some(now);
         }
         attempts.arm_hedge(&sender, &exchange);
         submit(exchange);
@@ -231,12 +235,12 @@ impl Attempts {
         if self.hedge_alarm.take().is_some() {
             self.current.disarm_hedge();
         }
-        if self.hedge.tracks_latency() {
+        if let Some(hop_started) = self.hop_started {
             let latency = sender
                 .dispatcher
                 .clock()
                 .now()
-                .saturating_duration_since(self.hop_started);
+                .saturating_duration_since(hop_started);
             sender
                 .policies
                 .latencies

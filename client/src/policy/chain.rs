@@ -91,7 +91,7 @@ impl Chain {
         let mut hop = Hop {
             method: request.method,
             uri,
-            headers,
+            headers: Arc::new(headers),
             body: HopBody::from_upload(request.body),
         };
         let store_cookie = add_store_cookies(policies.cookies.as_deref(), &mut hop);
@@ -299,19 +299,20 @@ impl Chain {
     ) -> Result<(), Error> {
         let hop = &mut self.hop;
         if !redirect::same_origin(&hop.uri, &next) {
-            redirect::strip_sensitive(&mut hop.headers);
-            hop.headers.remove(HOST);
+            let headers = Arc::make_mut(&mut hop.headers);
+            redirect::strip_sensitive(headers);
+            headers.remove(HOST);
             self.store_cookie = false;
         }
         if self.store_cookie {
-            hop.headers.remove(COOKIE);
+            Arc::make_mut(&mut hop.headers).remove(COOKIE);
         }
         if !keep_body {
             hop.body = HopBody::Replayable(bytes::Bytes::new());
-            redirect::strip_body_headers(&mut hop.headers);
+            redirect::strip_body_headers(Arc::make_mut(&mut hop.headers));
         }
         hop.method = method;
-        hop.uri = credentials_to_header(next, &mut hop.headers)?;
+        hop.uri = credentials_to_header(next, Arc::make_mut(&mut hop.headers))?;
         self.store_cookie = add_store_cookies(self.policies.cookies.as_deref(), hop);
         // Submitted after what the last hop's loop is doing: a redirect
         // read whole there has its connection back in the pool by then,
@@ -414,7 +415,7 @@ fn add_store_cookies(store: Option<&dyn CookieStore>, hop: &mut Hop) -> bool {
     let Some(cookies) = as_url(&hop.uri).and_then(|url| store.cookies(&url)) else {
         return false;
     };
-    hop.headers.insert(COOKIE, cookies);
+    Arc::make_mut(&mut hop.headers).insert(COOKIE, cookies);
     true
 }
 

@@ -22,7 +22,10 @@ pub(crate) struct Hop {
     pub(crate) method: http::Method,
     /// Without userinfo (that became an `Authorization` header).
     pub(crate) uri: http::Uri,
-    pub(crate) headers: http::HeaderMap,
+    /// Shared with the exchanges of the hop (HTTP/2 encodes them itself):
+    /// changed for the next hop with `Arc::make_mut`, which copies them only
+    /// while an earlier exchange still holds them.
+    pub(crate) headers: Arc<http::HeaderMap>,
     pub(crate) body: HopBody,
 }
 
@@ -89,8 +92,10 @@ pub(crate) fn exchange_for(
     // (`no_proxy`) or change scheme (forwarded, then tunnelled).
     let route = dispatcher.route_for(&origin);
     let config = dispatcher.config();
-    if !config.keep_alive {
-        add_connection_close(&mut hop.headers);
+    // Checked first so that headers an earlier hop's exchange still holds
+    // are not copied for nothing.
+    if !config.keep_alive && !h1::has_connection_token(&hop.headers, b"close") {
+        add_connection_close(Arc::make_mut(&mut hop.headers));
     }
     let keep_alive = !h1::has_connection_token(&hop.headers, b"close");
     let expect_continue = hop.headers.get_all(EXPECT).iter().any(|v| {
@@ -105,7 +110,7 @@ pub(crate) fn exchange_for(
     // tunnel sends them with its CONNECT instead, never to an origin.
     let (form, proxy_headers) = match route.proxy() {
         Some(proxy) if route.forwards() => {
-            let mut headers = hop.headers.clone();
+            let mut headers = http::HeaderMap::clone(&hop.headers);
             if let Some(auth) = proxy.basic_auth() {
                 headers.entry(PROXY_AUTHORIZATION).or_insert(auth);
             }

@@ -30,7 +30,7 @@
 use crate::error::Error;
 use http::StatusCode;
 use std::hash::{BuildHasher, Hasher};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 /// Which failed attempts are tried again, how often and after how long.
@@ -38,7 +38,8 @@ use std::time::{Duration, Instant, SystemTime};
 #[derive(Clone, Debug)]
 pub struct Policy {
     attempts: u32,
-    statuses: Vec<StatusCode>,
+    /// Shared: a policy is cloned into every request that uses it.
+    statuses: Arc<[StatusCode]>,
     any_method: bool,
     base: Duration,
     max: Duration,
@@ -65,7 +66,7 @@ impl Policy {
     pub fn attempts(attempts: u32) -> Policy {
         Policy {
             attempts: attempts.max(1),
-            statuses: Vec::new(),
+            statuses: Arc::from([]),
             any_method: false,
             base: Duration::from_millis(5),
             max: Duration::from_millis(250),
@@ -78,7 +79,7 @@ impl Policy {
     /// their `Retry-After` if it is longer than the backoff. The last such
     /// response is the outcome once no retry is left.
     pub fn on_status(mut self, statuses: impl IntoIterator<Item = StatusCode>) -> Policy {
-        self.statuses = statuses.into_iter().collect();
+        self.statuses = statuses.into_iter().collect::<Vec<_>>().into();
         self
     }
 

@@ -1044,7 +1044,7 @@ fn request_of(exchange: &Exchange) -> (http::Request<()>, Outgoing) {
     *request.uri_mut() = parts.uri.clone();
     *request.version_mut() = http::Version::HTTP_2;
     let headers = request.headers_mut();
-    for (name, value) in &parts.headers {
+    for (name, value) in parts.headers.iter() {
         // Connection-specific fields have no place in HTTP/2 (RFC 9113
         // §8.2.2); `Host` is the `:authority` the URI gives.
         let specific = matches!(
