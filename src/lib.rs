@@ -92,6 +92,25 @@
 //! one that expires resets that stream alone. [`Response::version`] says
 //! which protocol answered. The README's "HTTP/2" has the details.
 //!
+//! Three requests to a cleartext HTTP/2 server, sent at once (`send()`
+//! submits), awaited in turn; one connection carries them all:
+//!
+#![cfg_attr(feature = "http2", doc = "```")]
+#![cfg_attr(not(feature = "http2"), doc = "```ignore")]
+//! # let url = tickless::doc_support::serve_h2("hello");
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+//! let client = tickless::Client::builder().http2_prior_knowledge().build()?;
+//! let requests = ["/a", "/b", "/c"].map(|path| client.get(format!("{url}{path}")).send());
+//! for request in requests {
+//!     let response = request.await?;
+//!     assert_eq!(response.version(), http::Version::HTTP_2);
+//!     assert_eq!(response.text().await?, "hello");
+//! }
+//! assert_eq!(client.stats().open_connections, 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # }).unwrap();
+//! ```
+//!
 //! # Errors
 //!
 //! [`Error`] has one variant per kind of failure, each naming the remote;

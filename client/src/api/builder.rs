@@ -393,6 +393,28 @@ impl ClientBuilder {
     /// Speaks HTTP/2 over cleartext `http://` from the first byte (prior
     /// knowledge, RFC 9113 §3.3): for servers known to speak it. There is no
     /// `h2c` upgrade. `https://` negotiates as by default.
+    ///
+    /// Requests to one origin become streams of one connection, in flight
+    /// together:
+    ///
+    #[cfg_attr(feature = "http2", doc = "```")]
+    #[cfg_attr(not(feature = "http2"), doc = "```ignore")]
+    /// # let url = tickless_client::doc_support::serve_h2("hello");
+    /// let client = tickless_client::Client::builder()
+    ///     .http2_prior_knowledge()
+    ///     .use_event_loop_timeouts(true)
+    ///     .build()?;
+    /// let in_flight: Vec<_> = (0..8).map(|_| client.get(&url).send()).collect();
+    /// for response in in_flight {
+    ///     let response = response.wait()?;
+    ///     assert_eq!(response.version(), http::Version::HTTP_2);
+    ///     assert_eq!(response.text().wait()?, "hello");
+    /// }
+    /// let stats = client.stats();
+    /// assert_eq!(stats.open_connections, 1);
+    /// assert_eq!(stats.http2_streams_opened, 8);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn http2_prior_knowledge(mut self) -> Self {
         self.config.versions = crate::config::HttpVersions::Http2PriorKnowledge;
         self

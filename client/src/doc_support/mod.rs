@@ -7,6 +7,11 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
 use std::time::Duration;
 
+#[cfg(feature = "http2")]
+mod http2;
+#[cfg(feature = "http2")]
+pub use http2::serve_h2;
+
 /// What a server answers a request with, from its method, target and body.
 type Responder = dyn Fn(&str, &str, &[u8]) -> Vec<u8> + Send + Sync;
 
