@@ -226,3 +226,39 @@ fn end_to_end_warm_sends_the_burst_on_pooled_connections() {
         "--warm needs --end-to-end"
     );
 }
+
+#[test]
+fn end_to_end_under_load_runs_each_burst_beside_a_throughput_load() {
+    let (rows, stderr) = csv_rows(&[
+        "--end-to-end",
+        "--warm",
+        "--under-load",
+        "--count",
+        "30",
+        "--deadline-ms",
+        "50",
+        "--instrument",
+        "client-event-loop",
+    ]);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0][2], "30", "every request timed out: {rows:?}");
+    let p50: f64 = rows[0][4].parse().unwrap();
+    assert!(p50 >= 0.0, "a request ended before its deadline: {rows:?}");
+    // The load's own requests, answered at once, neither time out nor
+    // count in the burst; the note says the load ran.
+    let load = stderr
+        .lines()
+        .find(|l| l.contains("under load, 64 requests in flight"))
+        .unwrap_or_else(|| panic!("no load note: {stderr}"));
+    let rate: f64 = load
+        .split(", ")
+        .nth(2)
+        .and_then(|part| part.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no rate in {load:?}"));
+    assert!(rate > 0.0, "the load answered nothing: {load}");
+    assert!(
+        !tick_lag(&["--under-load"]).status.success(),
+        "--under-load needs --end-to-end"
+    );
+}

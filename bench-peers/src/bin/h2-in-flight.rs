@@ -75,7 +75,8 @@ fn main() {
         .unwrap();
     let addr: SocketAddr = line.trim().parse().expect("the server's address");
 
-    let mut results: Vec<(&str, Vec<Sample>)> = vec![("tickless", Vec::new()), ("hyper", Vec::new())];
+    let mut results: Vec<(&str, Vec<Sample>)> =
+        vec![("tickless", Vec::new()), ("hyper", Vec::new())];
     results.retain(|(name, _)| only.as_deref().is_none_or(|only| only == *name));
     for _ in 0..runs {
         for (name, samples) in &mut results {
@@ -91,7 +92,10 @@ fn main() {
     println!(
         "h2-in-flight: {in_flight} requests in flight on one HTTP/2 connection, {runs} interleaved runs of {seconds} s"
     );
-    println!("{:<10} {:>10} {:>10} {:>12}", "client", "req/s", "spread_%", "cpu_us/req");
+    println!(
+        "{:<10} {:>10} {:>10} {:>12}",
+        "client", "req/s", "spread_%", "cpu_us/req"
+    );
     for (name, mut samples) in results {
         samples.sort_by(|a, b| a.rate().total_cmp(&b.rate()));
         let median = &samples[samples.len() / 2];
@@ -196,7 +200,8 @@ fn hyper(addr: SocketAddr, in_flight: usize, measure: Duration) -> Sample {
     });
     let uri: hyper::Uri = format!("http://{addr}/small").parse().unwrap();
     for _ in 0..in_flight {
-        let (mut sender, uri, done, stop) = (sender.clone(), uri.clone(), done.clone(), stop.clone());
+        let (mut sender, uri, done, stop) =
+            (sender.clone(), uri.clone(), done.clone(), stop.clone());
         runtime.spawn(async move {
             while !stop.load(Ordering::Relaxed) {
                 let request = hyper::Request::get(uri.clone())

@@ -47,6 +47,10 @@ OPTIONS:
                            request on each, then stays silent), so every
                            request of the burst goes out on a pooled one and
                            its timeout is on a loop from the start
+    --under-load           with --end-to-end: while the burst runs, the same
+                           client keeps 64 requests in flight to a second
+                           server that answers at once (a note gives the
+                           load's rate during each burst)
     --loop-spin-us N       event loops (event-loop, client-event-loop) busy-poll
                            the last N µs before a deadline instead of
                            sleeping (default 0: they sleep)
@@ -83,6 +87,8 @@ pub struct Config {
     pub http2: bool,
     /// End-to-end requests go out on pooled connections (`--warm`).
     pub warm: bool,
+    /// End-to-end bursts run beside a throughput load (`--under-load`).
+    pub under_load: bool,
 }
 
 impl Default for Config {
@@ -95,6 +101,7 @@ impl Default for Config {
             loop_spin: Duration::ZERO,
             http2: false,
             warm: false,
+            under_load: false,
         }
     }
 }
@@ -161,6 +168,7 @@ where
             "--end-to-end" if inline.is_none() => end_to_end = true,
             "--http2" if inline.is_none() => config.http2 = true,
             "--warm" if inline.is_none() => config.warm = true,
+            "--under-load" if inline.is_none() => config.under_load = true,
             "--count" => config.count = parse_count(&value("--count")?)?,
             "--deadline-ms" => config.deadlines = parse_deadlines(&value("--deadline-ms")?)?,
             "--instrument" => {
@@ -211,6 +219,9 @@ where
             "--warm is for --end-to-end over HTTP/1.1 (HTTP/2 connections are shared already)"
                 .to_owned(),
         ));
+    }
+    if config.under_load && !end_to_end {
+        return Err(ArgError("--under-load is for --end-to-end".to_owned()));
     }
     config.instruments = if chosen.is_empty() {
         instruments::defaults(end_to_end)
@@ -328,6 +339,15 @@ mod tests {
         assert!(run(&["--end-to-end", "--warm"]).unwrap().warm);
         assert!(run(&["--warm"]).is_err(), "--warm without --end-to-end");
         assert!(run(&["--end-to-end", "--warm", "--http2"]).is_err());
+        assert!(
+            run(&["--end-to-end", "--warm", "--under-load"])
+                .unwrap()
+                .under_load
+        );
+        assert!(
+            run(&["--under-load"]).is_err(),
+            "--under-load without --end-to-end"
+        );
         assert!(!run(&[]).unwrap().http2);
         assert!(run(&["--end-to-end"])
             .unwrap()

@@ -98,6 +98,7 @@ fn run(config: &Config) -> ExitCode {
                 loop_spin: config.loop_spin,
                 http2: config.http2,
                 warm: config.warm,
+                under_load: config.under_load,
             };
             match (instrument.run)(&burst) {
                 Ok(fired) => {
@@ -114,6 +115,15 @@ fn run(config: &Config) -> ExitCode {
                     }
                     if let Some(split) = &fired.split {
                         notes.push(split_note(instrument.name, deadline, split));
+                    }
+                    if let Some(rate) = fired.load_rate {
+                        notes.push(format!(
+                            "{} at {} ms: under load, {} requests in flight on the same client, \
+                             {rate:.0} answered per second during the burst",
+                            instrument.name,
+                            deadline.as_millis(),
+                            instruments::LOAD_IN_FLIGHT
+                        ));
                     }
                     rows.push(Row {
                         instrument: instrument.name,

@@ -27,6 +27,11 @@
 //! timeout armed where its connection lives from the start — in event-loop
 //! mode, its loop. No request of a warm burst connects.
 //!
+//! With `--under-load` the same client keeps a throughput load going while
+//! the burst runs (see [`super::load`]): 64 requests in flight to a server
+//! that answers at once, on connections of their own, sharing the loops
+//! that own the burst's timeouts.
+//!
 //! With `--http2` the requests are HTTP/2 streams (prior knowledge) spread
 //! over [`H2_SERVERS`] silent servers, one connection each: per connection
 //! the first request opens it and the others wait for it (their timeouts on
@@ -35,6 +40,7 @@
 //! 100 streams open and queues the rest; a queued request's timeout runs all
 //! the same.
 
+use super::load::Load;
 use super::{Burst, Fired, Recorder, Split};
 use std::io::{self, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -157,6 +163,8 @@ fn run(burst: &Burst, mode: Mode) -> io::Result<Fired> {
     if burst.warm {
         warm_up(&client, &urls[0], burst.count)?;
     }
+    let load = burst.under_load.then(|| Load::start(&client)).transpose()?;
+    let load_mark = load.as_ref().map(Load::mark);
     let recorder = Recorder::new(burst.count);
     let wheel_thread = client.wheel_thread_id();
     let on_wheel: Arc<[AtomicBool]> = (0..burst.count).map(|_| AtomicBool::new(false)).collect();
@@ -177,6 +185,9 @@ fn run(burst: &Burst, mode: Mode) -> io::Result<Fired> {
         .collect();
     recorder.wait(started + burst.ceiling());
     let mut fired = recorder.fired();
+    if let (Some(load), Some(mark)) = (load, load_mark) {
+        fired.load_rate = Some(load.finish(mark)?.rate);
+    }
     if let Mode::EventLoop = mode {
         let mut split = Split {
             on_wheel: 0,

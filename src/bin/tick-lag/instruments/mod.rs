@@ -10,6 +10,7 @@
 
 mod client;
 mod event_loop;
+mod load;
 mod wheel;
 
 use std::io;
@@ -32,6 +33,9 @@ pub struct Burst {
     pub http2: bool,
     /// End-to-end requests go out on connections opened and pooled first.
     pub warm: bool,
+    /// End-to-end: the client carries a throughput load meanwhile
+    /// (`--under-load`, [`load`]).
+    pub under_load: bool,
 }
 
 impl Burst {
@@ -129,13 +133,16 @@ pub fn prepare_end_to_end(count: usize) {
 /// Servers, so connections, an HTTP/2 burst is spread over.
 pub use client::H2_SERVERS;
 
+/// Requests the `--under-load` load keeps in flight.
+pub use load::IN_FLIGHT as LOAD_IN_FLIGHT;
+
 /// The kernel's share of a burst: see [`client::connect_floor`].
 pub fn connect_floor(count: usize) -> io::Result<Duration> {
     client::connect_floor(count)
 }
 
 /// What came back from one burst.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Fired {
     /// How many timeouts were armed.
     pub armed: usize,
@@ -145,6 +152,9 @@ pub struct Fired {
     /// With `use_event_loop_timeouts`: where the timeouts expired. `None`
     /// elsewhere.
     pub split: Option<Split>,
+    /// With `--under-load`: the load's requests per second while the burst
+    /// ran.
+    pub load_rate: Option<f64>,
 }
 
 /// Where the timeouts of an event-loop-mode burst expired.
@@ -227,6 +237,7 @@ impl Recorder {
             armed: self.lags_ns.len(),
             lags_ns,
             split: None,
+            load_rate: None,
         }
     }
 }
