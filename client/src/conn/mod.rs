@@ -299,6 +299,10 @@ impl Conn {
 
 impl Source for Conn {
     fn ready(&mut self, cx: &mut LoopContext<'_>, readiness: Readiness) {
+        if readiness.can_read() {
+            self.buf
+                .on_readable(readiness.read_closed || readiness.error);
+        }
         match &self.state {
             // Any readiness: an attempt that failed reports an error.
             State::Connecting(_) => self.on_connect_ready(cx),

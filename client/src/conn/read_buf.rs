@@ -16,11 +16,24 @@ const READ_MAX: usize = 64 * 1024;
 /// socket between half of `want` and `want` bytes of room (more only while
 /// a head too large for it is being gathered); a read that fills all the
 /// room it was offered doubles `want`, up to [`READ_MAX`].
+///
+/// It also keeps what the reads said about the socket ([`drained`]): a
+/// read that returned `WouldBlock`, or fewer bytes than it was offered,
+/// took everything the socket had (tokio reads readiness the same way),
+/// until an event says more has come — or that the peer closed, which a
+/// short read does not show (the end comes with the next read) and which
+/// nothing undoes.
+///
+/// [`drained`]: Self::drained
 pub(crate) struct ReadBuf {
     buf: Vec<u8>,
     pos: usize,
     len: usize,
     want: usize,
+    /// The last read took all the socket had.
+    drained: bool,
+    /// An event said the peer closed, or the socket failed.
+    closed: bool,
 }
 
 impl Default for ReadBuf {
@@ -30,6 +43,8 @@ impl Default for ReadBuf {
             pos: 0,
             len: 0,
             want: READ_MIN,
+            drained: false,
+            closed: false,
         }
     }
 }
@@ -74,6 +89,25 @@ impl ReadBuf {
         self.len = 0;
     }
 
+    /// Whether, as far as the kernel has said, the socket holds nothing
+    /// and the peer has not closed: the last read took all there was, and
+    /// no event said otherwise since. Events of a turn not yet dispatched
+    /// are the caller's to check ([`LoopContext::event_pending`]). Over TLS
+    /// a read is of plaintext rustls may already hold, so this says
+    /// nothing about the socket there.
+    ///
+    /// [`LoopContext::event_pending`]: crate::event_loop::LoopContext::event_pending
+    pub(crate) fn drained(&self) -> bool {
+        self.drained && !self.closed
+    }
+
+    /// A readable event for the socket: more may have come, and if it
+    /// says so, the peer closed.
+    pub(crate) fn on_readable(&mut self, peer_closed: bool) {
+        self.drained = false;
+        self.closed |= peer_closed;
+    }
+
     /// One read from `transport` into the free space (making room first:
     /// decoded bytes are dropped from the front, or the buffer grows).
     pub(crate) fn fill(&mut self, transport: &mut Transport) -> Filled {
@@ -81,7 +115,8 @@ impl ReadBuf {
             self.make_room();
         }
         let room = self.buf.len() - self.len;
-        let filled = read_once(transport, &mut self.buf[self.len..]);
+        let (start, end) = (self.len, self.buf.len());
+        let filled = self.read_into(transport, start, end);
         if let Filled::Data(n) = filled {
             self.len += n;
             if n == room && self.want < READ_MAX {
@@ -105,6 +140,24 @@ impl ReadBuf {
     }
 }
 
+impl ReadBuf {
+    fn read_into(&mut self, transport: &mut Transport, start: usize, end: usize) -> Filled {
+        let filled = read_once(transport, &mut self.buf[start..end]);
+        self.note(&filled, end - start);
+        filled
+    }
+
+    /// What a read of `offered` bytes of room said about the socket (for a
+    /// read into another buffer: a body read in place).
+    pub(crate) fn note(&mut self, filled: &Filled, offered: usize) {
+        self.drained = match filled {
+            Filled::Data(n) => *n < offered,
+            Filled::WouldBlock => true,
+            Filled::Eof | Filled::Failed(_) => false,
+        };
+    }
+}
+
 /// One read from `transport` into `buf` (retried if interrupted).
 pub(crate) fn read_once(transport: &mut Transport, buf: &mut [u8]) -> Filled {
     loop {
@@ -115,5 +168,47 @@ pub(crate) fn read_once(transport: &mut Transport, buf: &mut [u8]) -> Filled {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => Filled::Failed(e),
         };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failed() -> Filled {
+        Filled::Failed(io::Error::other("reset"))
+    }
+
+    #[test]
+    fn a_short_read_or_would_block_drains_the_socket_and_a_full_read_does_not() {
+        let mut buf = ReadBuf::default();
+        assert!(!buf.drained(), "nothing known before the first read");
+        buf.note(&Filled::Data(10), 16);
+        assert!(buf.drained(), "a short read took all there was");
+        buf.note(&Filled::Data(16), 16);
+        assert!(!buf.drained(), "a full read may have left more");
+        buf.note(&Filled::WouldBlock, 16);
+        assert!(buf.drained());
+        buf.note(&Filled::Eof, 16);
+        assert!(!buf.drained(), "the end of the stream is not silence");
+        buf.note(&failed(), 16);
+        assert!(!buf.drained());
+    }
+
+    #[test]
+    fn a_readable_event_undoes_drained_and_a_close_is_for_good() {
+        let mut buf = ReadBuf::default();
+        buf.note(&Filled::WouldBlock, 16);
+        buf.on_readable(false);
+        assert!(!buf.drained(), "more may have come");
+        buf.note(&Filled::Data(3), 16);
+        assert!(buf.drained());
+        // Data and the peer's FIN in one event: the short read that takes
+        // the data leaves the end for the next read.
+        buf.on_readable(true);
+        buf.note(&Filled::Data(3), 16);
+        assert!(!buf.drained(), "the peer closed");
+        buf.note(&Filled::WouldBlock, 16);
+        assert!(!buf.drained(), "nothing undoes a close");
     }
 }

@@ -108,6 +108,11 @@ impl Transport {
         }
     }
 
+    /// Whether it is plain TCP, not TLS.
+    pub(crate) fn is_plain(&self) -> bool {
+        matches!(self, Transport::Plain(_))
+    }
+
     /// Reads plaintext into `buf`. `Ok(0)` is a clean end of stream.
     pub(crate) fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {

@@ -97,8 +97,16 @@ impl Conn {
         cx: &mut LoopContext<'_>,
         exchange: Arc<Exchange>,
     ) -> Result<(), Arc<Exchange>> {
+        // A plain socket whose last read took all it had, with no event
+        // since (dispatched or due this turn), is known open without a
+        // system call; otherwise a peek tells. Either can miss a close
+        // that is in flight — the retry on a fresh connection is for that.
+        let quiet = self.buf.drained() && !cx.event_pending();
         let alive = matches!(self.state, State::Idle)
-            && self.transport.as_mut().is_some_and(Transport::still_open);
+            && self
+                .transport
+                .as_mut()
+                .is_some_and(|transport| (quiet && transport.is_plain()) || transport.still_open());
         if !alive {
             self.close(cx);
             return Err(exchange);
@@ -260,7 +268,10 @@ impl Conn {
                     match active.room_in_place() {
                         Some(room) => {
                             in_place = true;
-                            read_once(transport, room)
+                            let offered = room.len();
+                            let filled = read_once(transport, room);
+                            self.buf.note(&filled, offered);
+                            filled
                         }
                         None => self.buf.fill(transport),
                     }
