@@ -40,8 +40,9 @@
 //! A request timeout bounds the whole request (every redirect, retry and
 //! body byte), fixed when it is sent; a read timeout the server's silence.
 //! Both are set on the client and may be overridden per request. By default
-//! they are armed on one shared hashed-wheel timer (its tick, 1 ms, is the
-//! lateness); with [`ClientBuilder::use_event_loop_timeouts`] on the
+//! they are armed on one shared hashed-wheel timer (its tick — 100 ms by
+//! default, as the Java client's; [`ClientBuilder::wheel_tick`] sets it —
+//! is the lateness); with [`ClientBuilder::use_event_loop_timeouts`] on the
 //! deadline heap of the loop that owns the connection, which wakes for them
 //! exactly. The README's "Where timeouts are armed" says what each costs and
 //! when to choose it; `tick-lag` measures it.
