@@ -26,12 +26,13 @@
 //!   runtime, N tasks each sending one request after another on a clone of
 //!   the `SendRequest`, bodies `collect()`ed.
 
+#[path = "../child.rs"]
+mod child;
+
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty};
 use std::collections::VecDeque;
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -40,7 +41,7 @@ const WARMUP: Duration = Duration::from_millis(300);
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.first().map(String::as_str) == Some("--serve") {
+    if child::is_server(&args) {
         serve();
         return;
     }
@@ -64,16 +65,8 @@ fn main() {
         }
     }
     let measure = Duration::from_secs_f64(seconds);
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .arg("--serve")
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("start the server");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr: SocketAddr = line.trim().parse().expect("the server's address");
+    let server = child::ChildServer::start();
+    let addr = server.addr;
 
     let mut results: Vec<(&str, Vec<Sample>)> =
         vec![("tickless", Vec::new()), ("hyper", Vec::new())];
@@ -86,8 +79,7 @@ fn main() {
             });
         }
     }
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(server);
 
     println!(
         "h2-in-flight: {in_flight} requests in flight on one HTTP/2 connection, {runs} interleaved runs of {seconds} s"

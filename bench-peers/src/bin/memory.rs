@@ -35,10 +35,12 @@
 //! to N). Kernel socket buffers are the same for every client and not
 //! counted.
 
+#[path = "../child.rs"]
+mod child;
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicIsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -99,7 +101,7 @@ const SETTLE: Duration = Duration::from_millis(200);
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.first().map(String::as_str) == Some("--serve") {
+    if child::is_server(&args) {
         serve();
         return;
     }
@@ -120,16 +122,8 @@ fn main() {
             other => panic!("unknown argument {other:?}"),
         }
     }
-    let mut child = Command::new(std::env::current_exe().expect("this binary"))
-        .arg("--serve")
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("start the server");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("its stdout"))
-        .read_line(&mut line)
-        .expect("its address");
-    let server = Control(line.trim().parse().expect("the server's address"));
+    let child = child::ChildServer::start();
+    let server = Control(child.addr);
 
     type Measure = fn(&Control, usize) -> Result<Sample, String>;
     let mut clients: Vec<(&str, Measure, Vec<Sample>)> = vec![
@@ -148,8 +142,7 @@ fn main() {
             server.release();
         }
     }
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(child);
 
     println!(
         "{} connections, median of {runs} runs (spread = (max - min) / median)",
