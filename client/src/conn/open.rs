@@ -351,6 +351,11 @@ impl Conn {
             });
             return;
         }
+        if https {
+            // Requests may have waited for this one as another HTTP/2
+            // connection to an origin that spoke HTTP/2 before.
+            self.owner.not_shared(&self.route, self.opener);
+        }
         if let Some(info) = &self.info {
             exchange
                 .listener
