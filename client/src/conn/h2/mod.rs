@@ -53,8 +53,11 @@
 //! # Failures
 //!
 //! * `GOAWAY`: the connection takes no new stream and leaves the pool;
-//!   streams the server says it never processed (above its last stream id)
-//!   go again on another connection, as do the requests still waiting here.
+//!   streams the server says it never processed (above its last stream id,
+//!   exactly: see [`Stream::may_go_again`]) go again on another connection
+//!   whatever their method, as do the requests still waiting here; those
+//!   at or below it finish, or fail with [`Error::Http2`] naming the
+//!   `GOAWAY`'s code if the connection ends under them.
 //! * `RST_STREAM(REFUSED_STREAM)` before any answer: the request goes again,
 //!   once.
 //! * Any other reset or connection error fails the stream with
@@ -892,19 +895,21 @@ impl Stream {
         }
     }
 
-    /// Whether the stream failed in a way that lets its request go again:
-    /// the server said it never processed it (`GOAWAY` above it — for a
-    /// method that is not idempotent only when that `GOAWAY` is a graceful
-    /// one — or `REFUSED_STREAM`), before any answer, and its body can be
-    /// sent again. Once.
+    /// Whether the stream failed in a way that lets its request go again,
+    /// whatever its method: the server said it never processed it, before
+    /// any answer, and its body can be sent again. Once.
+    ///
+    /// "Never processed" is exact. `REFUSED_STREAM` says so of one stream.
+    /// A `GOAWAY` says so of the streams above its last stream id, and `h2`
+    /// (0.4, `Streams::recv_go_away`) fails exactly those, at once, with
+    /// the frame's own error — remote, `GOAWAY`, its code, whether
+    /// `NO_ERROR` or not — and no other stream ever gets that error: the
+    /// streams at or below the id go on, and fail, if the connection ends
+    /// under them, with an I/O error (`recv_eof`) or a local one, which
+    /// [`Stream::poll`] reports with the `GOAWAY`'s code.
     fn may_go_again(&self, error: &h2::Error) -> bool {
-        let unprocessed = match error.reason() {
-            Some(h2::Reason::REFUSED_STREAM) => error.is_remote(),
-            Some(reason) if error.is_go_away() && error.is_remote() => {
-                reason == h2::Reason::NO_ERROR || self.exchange.request.method.is_idempotent()
-            }
-            _ => false,
-        };
+        let unprocessed = error.is_remote()
+            && (error.is_go_away() || error.reason() == Some(h2::Reason::REFUSED_STREAM));
         unprocessed
             && matches!(self.recv, Recv::Head(_))
             && self.exchange.request.replayable()
