@@ -66,6 +66,12 @@ use std::sync::Arc;
 use std::time::Instant;
 use tickless_timer::SharedClock;
 
+/// Bytes a connection reads per readiness event before the loop runs due
+/// timeouts and the other connections (then it reads on): one fast sender
+/// must not make every other deadline on its loop late — nor, on HTTP/2,
+/// a flood of frames the connection answers itself (PING, SETTINGS).
+const READ_BUDGET: usize = 256 * 1024;
+
 /// The TLS configuration a client's connections share (nothing without
 /// the `rustls` feature: the client speaks plain HTTP only).
 #[cfg(feature = "rustls")]

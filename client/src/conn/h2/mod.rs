@@ -301,6 +301,7 @@ impl Conn {
             return;
         };
         h2.ready.begin();
+        h2.io_ready.refill(super::READ_BUDGET);
         let waker = h2.conn_waker.clone();
         let mut task = Context::from_waker(&waker);
         if let Phase::Handshaking(handshake) = &mut h2.phase {
@@ -361,6 +362,12 @@ impl Conn {
         }
         self.publish_load();
         self.arm_h2_timer(cx);
+        if let State::H2(h2) = &self.state {
+            if h2.io_ready.budget_spent() {
+                // More to read, after the loop's timeouts and other sources.
+                cx.ready_again();
+            }
+        }
     }
 
     /// Tells the dispatcher how many streams are taken (open, or queued
