@@ -158,11 +158,7 @@ fn with_two_per_origin_timeouts_fail_their_streams_alone_and_leave_nothing_armed
             assert_eq!(future.wait().unwrap().bytes().wait().unwrap(), "ok");
         }
         assert!(client.stats().open_connections <= 2);
-        let settled = eventually(CEILING, || {
-            let stats = client.stats();
-            stats.armed_timers() == 0 && stats.in_flight == 0
-        });
-        assert!(settled, "{event_loop_timeouts}: {:?}", client.stats());
+        assert_settles(&client, CEILING);
         client.close();
     }
     // Each stalled request that had a stream had it reset with CANCEL
@@ -190,12 +186,6 @@ fn closing_the_client_ends_every_stream_and_waiter_of_both_connections() {
         .collect();
     assert!(eventually(CEILING, || seen.per_connection().len() == 2
         && seen.stalls.load(Ordering::SeqCst) > STREAMS as usize));
-    client.close();
-    for future in futures {
-        assert!(matches!(future.wait().unwrap_err(), Error::ClientClosed));
-    }
-    let stats = client.stats();
-    assert_eq!(stats.armed_timers(), 0);
-    assert_eq!(stats.in_flight, 0);
+    assert_close_ends(&client, futures);
     assert_eq!(server.stats.connections.load(Ordering::SeqCst), 2);
 }

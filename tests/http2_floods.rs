@@ -82,11 +82,7 @@ fn flood(frame: Vec<u8>, reads: bool, flood: Arc<Flood>) -> RawH2Server {
 
 /// A well-behaved server to reach on the same loop meanwhile.
 fn healthy() -> RawH2Server {
-    RawH2Server::start(|mut conn| loop {
-        let ids = conn.read_requests(1);
-        let Some(&id) = ids.first() else { return };
-        conn.send(&ok_headers(id));
-    })
+    RawH2Server::start(|mut conn| conn.answer_all())
 }
 
 /// Floods `frame` at a request with a short deadline, in both timeout
@@ -132,10 +128,7 @@ fn survives(frame: &[u8], reads: bool) -> Vec<usize> {
             "the flood ended first"
         );
         state.stop.store(true, Ordering::SeqCst);
-        assert!(eventually(CEILING, || {
-            let stats = client.stats();
-            stats.armed_timers() == 0 && stats.in_flight == 0
-        }));
+        assert_settles(&client, CEILING);
         client.close();
         written_per_mode.push(state.written.load(Ordering::SeqCst));
     }
