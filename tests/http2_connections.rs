@@ -189,3 +189,77 @@ fn closing_the_client_ends_every_stream_and_waiter_of_both_connections() {
     assert_close_ends(&client, futures);
     assert_eq!(server.stats.connections.load(Ordering::SeqCst), 2);
 }
+
+/// Resolves `h2.test` to the server for the first connection and to a
+/// closed port for every one after.
+struct FirstOnly {
+    server: std::net::SocketAddr,
+    closed: std::net::SocketAddr,
+    asked: AtomicUsize,
+}
+
+impl tickless::Resolve for FirstOnly {
+    fn resolve(&self, _host: &str, _port: u16, answer: tickless::ResolveAnswer) {
+        let first = self.asked.fetch_add(1, Ordering::SeqCst) == 0;
+        answer.addresses([if first { self.server } else { self.closed }]);
+    }
+}
+
+#[test]
+fn when_the_second_connection_cannot_open_its_waiters_go_to_the_first() {
+    let (server, seen) = limited_server();
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap()
+    };
+    let resolver = Arc::new(FirstOnly {
+        server: server.addr(),
+        closed,
+        asked: AtomicUsize::new(0),
+    });
+    let client = h2c()
+        .http2_max_connections_per_origin(2)
+        .resolver(resolver.clone())
+        .build()
+        .unwrap();
+    let url = |path: &str| format!("http://h2.test:{}{path}", server.addr().port());
+    let warm = client.get(url("/")).send().wait().unwrap();
+    assert_eq!(warm.bytes().wait().unwrap(), "ok");
+    let futures: Vec<_> = (0..12)
+        .map(|i| client.get(url(&format!("/{i}"))).send())
+        .collect();
+    let mut answered = 0;
+    let mut refused = 0;
+    for future in futures {
+        match future.wait() {
+            Ok(response) => {
+                assert_eq!(response.bytes().wait().unwrap(), "ok");
+                answered += 1;
+            }
+            Err(Error::Connect { .. }) => refused += 1,
+            Err(other) => panic!("{other:?}"),
+        }
+    }
+    // A second connection was tried and refused; every request — the one
+    // that opened it too, nothing of it was sent — waited for a stream on
+    // the first instead.
+    assert!(resolver.asked.load(Ordering::SeqCst) >= 2);
+    assert_eq!((answered, refused), (12, 0));
+    assert_eq!(seen.per_connection().len(), 1);
+    client.close();
+}
+
+#[test]
+fn the_pools_per_host_limit_bounds_them_too() {
+    let (server, seen) = limited_server();
+    let client = h2c()
+        .http2_max_connections_per_origin(2)
+        .max_connections_per_host(1)
+        .build()
+        .unwrap();
+    warm_up(&client, &server);
+    burst(&client, &server, 12);
+    assert_eq!(server.stats.connections.load(Ordering::SeqCst), 1);
+    assert_eq!(seen.per_connection(), BTreeMap::from([(0, 13)]));
+    client.close();
+}

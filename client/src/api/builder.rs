@@ -414,7 +414,9 @@ impl ClientBuilder {
     /// and fewer than `max` are open, another opens and is shared too; at
     /// `max`, requests wait for a stream. A request goes to the connection
     /// with the most streams free, and stays on the one it was given while
-    /// it waits. The pool's
+    /// it waits. If another cannot open (refused, TLS failed, timed out),
+    /// the requests that waited for it — the one that opened it too:
+    /// nothing of it was sent — wait for a stream on the open ones. The pool's
     /// [`max_connections_per_host`](Self::max_connections_per_host) and
     /// [`max_connections`](Self::max_connections) bound these connections
     /// too. (Go's `StrictMaxConcurrentStreams` and .NET's

@@ -182,6 +182,10 @@ pub(crate) trait ConnOwner: Send + Sync + 'static {
     /// The connection opened for `opener` speaks HTTP/1.1 (ALPN): it will
     /// not be shared, and the requests that waited for it go again.
     fn not_shared(&self, route: &Route, opener: u64);
+    /// The connection opened for `exchange` could not open (and has
+    /// closed): the exchange waits for a stream on a shared HTTP/2
+    /// connection of its route, if there is one; else it comes back, to fail.
+    fn opening_failed(&self, route: &Route, exchange: Arc<Exchange>) -> Result<(), Arc<Exchange>>;
 }
 
 /// An idle connection, ready for another request.

@@ -36,7 +36,7 @@ use crate::config::ClientConfig;
 use crate::conn::{self, ConnEnv, ConnOwner, IdleConn, Offered, SharedConn};
 use crate::error::Error;
 use crate::event_loop::EventLoopGroup;
-use crate::exchange::{Exchange, InFlight, Pacing};
+use crate::exchange::{ConnSlot, Exchange, InFlight, Pacing};
 use crate::net::proxy::{ProxyScheme, ProxySettings};
 use crate::net::{Origin, Resolve, ResolveAnswer, Route};
 use crate::sync::lock;
@@ -390,6 +390,34 @@ impl Dispatcher {
         Routed::Taken
     }
 
+    /// Sends on the requests that waited for a connection that will not be
+    /// shared: to wait for a stream on the origin's open connection with
+    /// the most free, if it has one — not to open the next, which could
+    /// fail as this one did — else through the dispatch again (one of them
+    /// opens the next).
+    fn resettle(&self, origin: &Route, orphans: Vec<Arc<Exchange>>) {
+        for exchange in orphans {
+            if let Err(exchange) = self.wait_on_shared(origin, exchange) {
+                self.dispatch(exchange, true);
+            }
+        }
+    }
+
+    /// Has `exchange` wait for a stream on the shared connection of
+    /// `origin` with the most free; gives it back if there is none.
+    fn wait_on_shared(&self, origin: &Route, exchange: Arc<Exchange>) -> Result<(), Arc<Exchange>> {
+        let open = lock(&self.shared)
+            .get(origin)
+            .and_then(Shared::emptiest)
+            .map(|(conn, _)| conn);
+        let Some(conn) = open else {
+            return Err(exchange);
+        };
+        conn.load.reserve();
+        self.run_on_shared(exchange, conn);
+        Ok(())
+    }
+
     /// Takes the requests that waited for the connection opened for
     /// `opener`, which will not be shared after all.
     fn take_opening(&self, origin: &Route, opener: u64) -> Vec<Arc<Exchange>> {
@@ -701,9 +729,7 @@ impl ConnOwner for Dispatcher {
             // It holds the permit now.
             self.connect(waiter);
         }
-        for exchange in orphans {
-            self.dispatch(exchange, true);
-        }
+        self.resettle(origin, orphans);
     }
 
     fn share(&self, origin: &Route, conn: SharedConn) -> Option<Vec<Arc<Exchange>>> {
@@ -735,10 +761,17 @@ impl ConnOwner for Dispatcher {
         }
     }
 
-    fn not_shared(&self, origin: &Route, opener: u64) {
-        for exchange in self.take_opening(origin, opener) {
-            self.dispatch(exchange, true);
+    fn opening_failed(&self, origin: &Route, exchange: Arc<Exchange>) -> Result<(), Arc<Exchange>> {
+        if exchange.is_done() {
+            return Err(exchange);
         }
+        exchange.attach(ConnSlot::None);
+        self.wait_on_shared(origin, exchange)
+    }
+
+    fn not_shared(&self, origin: &Route, opener: u64) {
+        let orphans = self.take_opening(origin, opener);
+        self.resettle(origin, orphans);
     }
 
     fn offer(&self, idle: IdleConn) -> Offered {
