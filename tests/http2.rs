@@ -300,13 +300,7 @@ fn closing_the_client_with_streams_in_flight_ends_every_future() {
         .streams
         .load(Ordering::SeqCst)
         == 10));
-    client.close();
-    for future in futures {
-        assert!(matches!(future.wait().unwrap_err(), Error::ClientClosed));
-    }
-    let stats = client.stats();
-    assert_eq!(stats.armed_timers(), 0);
-    assert_eq!(stats.in_flight, 0);
+    assert_close_ends(&client, futures);
 }
 
 #[test]

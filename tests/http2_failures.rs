@@ -1,7 +1,7 @@
 //! HTTP/2 failures, from a server whose frames are written by hand
 //! (tests/support/h2_server.rs, `RawH2Server`): GOAWAY mid-flight (streams
-//! above its last stream id go again on a new connection, the one below
-//! finishes), REFUSED_STREAM (retried once), other resets (a typed error
+//! above its last stream id go again on a new connection whatever their
+//! method and the GOAWAY's code, those below finish or fail with it), REFUSED_STREAM (retried once), other resets (a typed error
 //! naming the code), and a server that breaks the protocol (the connection
 //! ends with an error: no panic, no hang).
 
@@ -34,11 +34,7 @@ fn streams_above_a_goaways_last_stream_id_go_again_on_a_new_connection() {
             conn.send(&goaway(ids[0], 0));
             conn.drain(Duration::from_secs(5));
         } else {
-            loop {
-                let ids = conn.read_requests(1);
-                let Some(&id) = ids.first() else { return };
-                conn.send(&ok_headers(id));
-            }
+            conn.answer_all();
         }
     });
     let recorder = Recorder::new();
@@ -72,6 +68,86 @@ fn streams_above_a_goaways_last_stream_id_go_again_on_a_new_connection() {
         .collect();
     assert!(failed.is_empty(), "{failed:?}");
     client.close();
+}
+
+/// The stream id a request's first stream had, from its own recorder.
+fn first_stream(recorder: &Recorder) -> Option<u32> {
+    recorder
+        .events()
+        .into_iter()
+        .find_map(|(event, _)| match event {
+            Event::StreamOpened(_, id) => Some(id),
+            _ => None,
+        })
+}
+
+#[test]
+fn after_a_goaway_with_an_error_a_post_above_its_last_id_goes_again_and_those_below_end() {
+    for code in [0x1, 0xb] {
+        let server = RawH2Server::start(move |mut conn| {
+            if conn.index == 0 {
+                // Three streams in flight; the GOAWAY's last stream id is
+                // the middle one. The first is answered after it, the
+                // middle one never (the server closes), the last was never
+                // processed.
+                let ids = conn.read_requests(3);
+                assert_eq!(ids.len(), 3);
+                conn.send(&goaway(ids[1], code));
+                conn.send(&ok_headers(ids[0]));
+                let _ = conn.stream.shutdown(std::net::Shutdown::Write);
+                conn.drain(Duration::from_secs(5));
+            } else {
+                conn.answer_all();
+            }
+        });
+        let client = h2c().build().unwrap();
+        // POSTs all: not idempotent, so only "never processed" lets one go
+        // again.
+        let sent: Vec<_> = (0..3)
+            .map(|i| {
+                let own = Recorder::new();
+                let future = client
+                    .post(server.url(&format!("/{i}")))
+                    .body("once")
+                    .listener(own.clone())
+                    .send();
+                (future, own)
+            })
+            .collect();
+        let mut by_stream: Vec<_> = sent
+            .into_iter()
+            .map(|(future, own)| {
+                let result = future.wait();
+                let opened = own
+                    .events()
+                    .into_iter()
+                    .filter(|(event, _)| matches!(event, Event::StreamOpened(..)))
+                    .count();
+                (first_stream(&own).unwrap(), result, opened)
+            })
+            .collect();
+        by_stream.sort_by_key(|(id, _, _)| *id);
+        let [below, at, above] = <[_; 3]>::try_from(by_stream).unwrap();
+        // Below the last id: answered, on its one stream.
+        assert_eq!(below.1.as_ref().unwrap().status(), 200);
+        assert_eq!(below.2, 1);
+        // At it: processed, never answered; it fails with the GOAWAY's code.
+        match &at.1 {
+            Err(Error::Http2 {
+                reason, initiator, ..
+            }) => {
+                assert_eq!(*reason, Http2Reason(code), "{:?}", at.1);
+                assert_eq!(*initiator, Http2Initiator::Remote);
+            }
+            other => panic!("code {code}: {other:?}"),
+        }
+        assert_eq!(at.2, 1);
+        // Above it: never processed, so sent again on a new connection.
+        assert_eq!(above.1.as_ref().unwrap().status(), 200, "code {code}");
+        assert_eq!(above.2, 2);
+        assert_eq!(server.connections.load(Ordering::SeqCst), 2);
+        client.close();
+    }
 }
 
 #[test]
@@ -128,11 +204,7 @@ fn a_reset_stream_fails_that_stream_with_its_reason_and_the_connection_goes_on()
         let ids = conn.read_requests(2);
         conn.send(&rst_stream(ids[0], 0x2));
         conn.send(&ok_headers(ids[1]));
-        loop {
-            let ids = conn.read_requests(1);
-            let Some(&id) = ids.first() else { return };
-            conn.send(&ok_headers(id));
-        }
+        conn.answer_all();
     });
     let client = h2c().build().unwrap();
     let first = client.get(server.url("/first")).send();

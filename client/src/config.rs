@@ -123,6 +123,9 @@ pub(crate) struct Http2Options {
     /// At most this many streams in flight per connection, below the
     /// server's `SETTINGS_MAX_CONCURRENT_STREAMS`.
     pub(crate) max_concurrent_streams: Option<usize>,
+    /// At most this many shared connections per origin: another opens
+    /// when every one is at its stream limit.
+    pub(crate) max_connections_per_origin: usize,
     pub(crate) max_header_list_size: u32,
     pub(crate) initial_stream_window: u32,
     pub(crate) initial_connection_window: u32,
@@ -135,6 +138,7 @@ impl Default for Http2Options {
     fn default() -> Self {
         Http2Options {
             max_concurrent_streams: None,
+            max_connections_per_origin: 1,
             max_header_list_size: 64 * 1024,
             initial_stream_window: 256 * 1024,
             initial_connection_window: 1024 * 1024,

@@ -266,3 +266,19 @@ pub fn assert_settles(client: &tickless::Client, timeout: Duration) {
         );
     }
 }
+
+/// Closes `client` with `futures` in flight: every one ends with
+/// `ClientClosed`, and nothing is left in flight or armed.
+pub fn assert_close_ends(client: &tickless::Client, futures: Vec<tickless::ResponseFuture>) {
+    client.close();
+    for future in futures {
+        let error = future.wait().err();
+        assert!(
+            matches!(error, Some(tickless::Error::ClientClosed)),
+            "{error:?}"
+        );
+    }
+    let stats = client.stats();
+    assert_eq!(stats.armed_timers(), 0);
+    assert_eq!(stats.in_flight, 0);
+}

@@ -277,6 +277,16 @@ impl RawConn {
         ids
     }
 
+    /// Answers every request `:status 200` (no body), until the client
+    /// closes.
+    pub fn answer_all(&mut self) {
+        loop {
+            let ids = self.read_requests(1);
+            let Some(&id) = ids.first() else { return };
+            self.send(&ok_headers(id));
+        }
+    }
+
     pub fn send(&mut self, bytes: &[u8]) {
         let _ = self.stream.write_all(bytes);
         let _ = self.stream.flush();

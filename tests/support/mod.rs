@@ -33,7 +33,7 @@ pub mod real;
 pub mod tls;
 
 pub use client_kit::{
-    assert_settles, eventually, recorded_client, untimed_client, Event, Recorder,
+    assert_close_ends, assert_settles, eventually, recorded_client, untimed_client, Event, Recorder,
 };
 pub use exec::{block_on, block_on_counting, example_binary, BlockOnStats};
 pub use http::{

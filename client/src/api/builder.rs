@@ -428,6 +428,27 @@ impl ClientBuilder {
         self
     }
 
+    /// At most this many HTTP/2 connections per origin (at least 1; the
+    /// default is 1). Requests to an origin share its connections as
+    /// streams; when every one of them is at its stream limit (the server's
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS`, or
+    /// [`http2_max_concurrent_streams`](Self::http2_max_concurrent_streams))
+    /// and fewer than `max` are open, another opens and is shared too; at
+    /// `max`, requests wait for a stream. A request goes to the connection
+    /// with the most streams free, and stays on the one it was given while
+    /// it waits. If another cannot open (refused, TLS failed, timed out),
+    /// the requests that waited for it — the one that opened it too:
+    /// nothing of it was sent — wait for a stream on the open ones. The pool's
+    /// [`max_connections_per_host`](Self::max_connections_per_host) and
+    /// [`max_connections`](Self::max_connections) bound these connections
+    /// too. (Go's `StrictMaxConcurrentStreams` and .NET's
+    /// `EnableMultipleHttp2Connections` make the same choice, unbounded.)
+    /// Without the cargo feature `http2` it has no effect.
+    pub fn http2_max_connections_per_origin(mut self, max: usize) -> Self {
+        self.config.http2.max_connections_per_origin = max.max(1);
+        self
+    }
+
     /// The largest HTTP/2 response header list accepted
     /// (`SETTINGS_MAX_HEADER_LIST_SIZE`); a larger one fails its stream.
     /// Default 64 KiB.

@@ -61,10 +61,16 @@ use read_buf::ReadBuf;
 use std::any::Any;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, AtomicUsize};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 use tickless_timer::SharedClock;
+
+/// Bytes a connection reads per readiness event before the loop runs due
+/// timeouts and the other connections (then it reads on): one fast sender
+/// must not make every other deadline on its loop late — nor, on HTTP/2,
+/// a flood of frames the connection answers itself (PING, SETTINGS).
+const READ_BUDGET: usize = 256 * 1024;
 
 /// The TLS configuration a client's connections share (nothing without
 /// the `rustls` feature: the client speaks plain HTTP only).
@@ -101,6 +107,52 @@ pub(crate) struct ConnEnv {
 pub(crate) struct SharedConn {
     pub(crate) conn: ConnRef,
     pub(crate) id: u64,
+    /// How many of its streams are taken, as the dispatcher sees it.
+    pub(crate) load: Arc<StreamLoad>,
+}
+
+/// How busy a shared HTTP/2 connection is: the streams it runs or has
+/// queued, and the requests sent to it that its loop has not taken yet,
+/// against the most streams it may run at once. The connection publishes
+/// its own count and limit after each pass on its loop; the dispatcher
+/// counts a request it sends there at once ([`reserve`](Self::reserve)),
+/// until the connection has it ([`arrived`](Self::arrived)), so a burst of
+/// requests sees the connection fill before its loop has run. Never under
+/// the truth, briefly over it (a stream that has just ended).
+#[derive(Default)]
+pub(crate) struct StreamLoad {
+    used: AtomicUsize,
+    in_transit: AtomicUsize,
+    limit: AtomicUsize,
+}
+
+impl StreamLoad {
+    /// Streams still free (negative: requests waiting for one).
+    pub(crate) fn free(&self) -> isize {
+        let signed = |n: usize| isize::try_from(n).unwrap_or(isize::MAX);
+        let used = signed(self.used.load(Ordering::Acquire))
+            .saturating_add(signed(self.in_transit.load(Ordering::Acquire)));
+        signed(self.limit.load(Ordering::Acquire)).saturating_sub(used)
+    }
+
+    /// A request is on its way to this connection.
+    pub(crate) fn reserve(&self) {
+        self.in_transit.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// The connection has taken (or refused) a reserved request, and
+    /// published its count since.
+    pub(crate) fn arrived(&self) {
+        let _ = self
+            .in_transit
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+    }
+
+    /// The connection's own count: `used` streams open or queued, of `limit`.
+    pub(crate) fn publish(&self, used: usize, limit: usize) {
+        self.limit.store(limit, Ordering::Release);
+        self.used.store(used, Ordering::Release);
+    }
 }
 
 /// The client a connection belongs to, as the connection sees it: the calls
@@ -120,10 +172,20 @@ pub(crate) trait ConnOwner: Send + Sync + 'static {
     /// pooled connection; a retry after a failure never does.
     fn redispatch(&self, exchange: Arc<Exchange>, allow_idle: bool);
     /// An HTTP/2 connection to `origin` is open: requests to its origin
-    /// go to it from now on. Returns the requests that waited for it.
-    fn share(&self, route: &Route, conn: SharedConn) -> Vec<Arc<Exchange>>;
+    /// go to it from now on, and it takes the requests that waited for it
+    /// (returned). `None`: it is not shared — the origin has as many as
+    /// [`http2_max_connections_per_origin`](crate::ClientBuilder::http2_max_connections_per_origin)
+    /// already.
+    fn share(&self, route: &Route, conn: SharedConn) -> Option<Vec<Arc<Exchange>>>;
     /// The shared connection `conn_id` takes no more streams.
     fn unshare(&self, route: &Route, conn_id: u64);
+    /// The connection opened for `opener` speaks HTTP/1.1 (ALPN): it will
+    /// not be shared, and the requests that waited for it go again.
+    fn not_shared(&self, route: &Route, opener: u64);
+    /// The connection opened for `exchange` could not open (and has
+    /// closed): the exchange waits for a stream on a shared HTTP/2
+    /// connection of its route, if there is one; else it comes back, to fail.
+    fn opening_failed(&self, route: &Route, exchange: Arc<Exchange>) -> Result<(), Arc<Exchange>>;
 }
 
 /// An idle connection, ready for another request.

@@ -175,9 +175,7 @@ impl Conn {
         }
         if connecting.attempts.is_empty() {
             let error = self.no_address_left(&exchange);
-            self.close(cx);
-            exchange.finish_err(error);
-            return;
+            return self.opening_failed(cx, exchange, error);
         }
         let nearest = connecting
             .attempts
@@ -351,6 +349,11 @@ impl Conn {
             });
             return;
         }
+        if https {
+            // Requests may have waited for this one as another HTTP/2
+            // connection to an origin that spoke HTTP/2 before.
+            self.owner.not_shared(&self.route, self.opener);
+        }
         if let Some(info) = &self.info {
             exchange
                 .listener
@@ -389,7 +392,7 @@ impl Conn {
             Ok(tls) => tls,
             Err(source) => {
                 let error = Error::tls(exchange.remote_name(), source);
-                return self.fail_handshake(cx, &exchange, error);
+                return self.fail_handshake(cx, exchange, error);
             }
         };
         if !early.is_empty() {
@@ -399,7 +402,7 @@ impl Conn {
                 .and_then(|_| tls.process_new_packets().map(drop))
             {
                 let error = Error::tls(exchange.remote_name(), source);
-                return self.fail_handshake(cx, &exchange, error);
+                return self.fail_handshake(cx, exchange, error);
             }
         }
         let Some(transport) = self.transport.take() else {
@@ -455,7 +458,7 @@ impl Conn {
                     HandshakeError::Tls(source) => Error::tls(remote, source),
                     HandshakeError::Io(source) => Error::Io { remote, source },
                 };
-                self.fail_handshake(cx, &exchange, error);
+                self.fail_handshake(cx, exchange, error);
             }
         }
     }
@@ -469,20 +472,28 @@ impl Conn {
         let duration = self.env().config.handshake_timeout.unwrap_or_default();
         let error = Error::timeout_of(TimeoutKind::Handshake, exchange.remote_name(), duration);
         match self.state {
-            State::Handshaking(_) => self.fail_handshake(cx, &exchange, error),
-            _ => {
-                self.close(cx);
-                exchange.finish_err(error);
-            }
+            State::Handshaking(_) => self.fail_handshake(cx, exchange, error),
+            _ => self.opening_failed(cx, exchange, error),
         }
     }
 
-    fn fail_handshake(&mut self, cx: &mut LoopContext<'_>, exchange: &Exchange, error: Error) {
+    fn fail_handshake(&mut self, cx: &mut LoopContext<'_>, exchange: Arc<Exchange>, error: Error) {
         if let Some(info) = &self.info {
             exchange.listener.on_tls_handshake_failure(info, &error);
         }
+        self.opening_failed(cx, exchange, error);
+    }
+
+    /// The connection could not open for `exchange`: it closes, and the
+    /// exchange fails with `error` — unless its origin has a shared HTTP/2
+    /// connection, where it waits for a stream instead (nothing of it was
+    /// sent; it only opened a spare connection, or came before the shared
+    /// one was known).
+    fn opening_failed(&mut self, cx: &mut LoopContext<'_>, exchange: Arc<Exchange>, error: Error) {
         self.close(cx);
-        exchange.finish_err(error);
+        if let Err(exchange) = self.owner.opening_failed(&self.route, exchange) {
+            exchange.finish_err(error);
+        }
     }
 
     /// Closes the attempts still under way (the connection closes while

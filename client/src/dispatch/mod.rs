@@ -18,6 +18,14 @@
 //!    offers the connection back to the pool ([`ConnOwner::offer`]) and then
 //!    ends the exchange, which wakes the caller's future.
 //!
+//! HTTP/2 connections are not checked out but shared ([`Shared`]): a
+//! request to an origin that has one goes to the one with the most streams
+//! free as a new stream, before the pool is asked; when each is at its
+//! stream limit, another is opened if the origin may have more
+//! ([`http2_max_connections_per_origin`](crate::ClientBuilder::http2_max_connections_per_origin)),
+//! and the requests that come meanwhile wait for it; at the most, a
+//! request waits for a stream on the connection with the fewest waiting.
+//!
 //! Connections call back up only through [`ConnOwner`], which the
 //! dispatcher implements.
 
@@ -28,7 +36,7 @@ use crate::config::ClientConfig;
 use crate::conn::{self, ConnEnv, ConnOwner, IdleConn, Offered, SharedConn};
 use crate::error::Error;
 use crate::event_loop::EventLoopGroup;
-use crate::exchange::{Exchange, InFlight, Pacing};
+use crate::exchange::{ConnSlot, Exchange, InFlight, Pacing};
 use crate::net::proxy::{ProxyScheme, ProxySettings};
 use crate::net::{Origin, Resolve, ResolveAnswer, Route};
 use crate::sync::lock;
@@ -50,15 +58,49 @@ enum Closing {
     Closed,
 }
 
-/// An origin's HTTP/2 connection, shared by its requests (not checked out).
-enum Shared {
-    /// Being opened for the exchange `opener`; `waiting` wait for it (only
-    /// when the client knows in advance that it will be HTTP/2).
-    Opening {
-        opener: u64,
-        waiting: Vec<Arc<Exchange>>,
-    },
-    Open(SharedConn),
+/// An origin's HTTP/2 connections, shared by its requests (not checked
+/// out): at most
+/// [`http2_max_connections_per_origin`](crate::ClientBuilder::http2_max_connections_per_origin)
+/// open, and one more at a time being opened.
+#[derive(Default)]
+struct Shared {
+    /// Taking streams, oldest first.
+    open: Vec<SharedConn>,
+    opening: Option<Opening>,
+}
+
+/// A connection being opened for the exchange `opener` — the first to an
+/// origin the client knows in advance speaks HTTP/2, or another when every
+/// open one is at its stream limit: `waiting` wait for it.
+struct Opening {
+    opener: u64,
+    waiting: Vec<Arc<Exchange>>,
+}
+
+/// Where [`Dispatcher::route_shared`] sends a request.
+enum Routed {
+    /// To a shared connection, or to wait for the one being opened.
+    Taken,
+    /// Through the pool, like any request.
+    Pool(Arc<Exchange>),
+    /// Through the pool, to open the connection the others wait for.
+    Opener(Arc<Exchange>),
+}
+
+impl Shared {
+    /// The open connection with the most streams free (the oldest of
+    /// equals), and whether it has one free.
+    fn emptiest(&self) -> Option<(SharedConn, bool)> {
+        self.open
+            .iter()
+            .map(|conn| (conn, conn.load.free()))
+            .min_by_key(|&(_, free)| std::cmp::Reverse(free))
+            .map(|(conn, free)| (conn.clone(), free > 0))
+    }
+
+    fn is_unused(&self) -> bool {
+        self.open.is_empty() && self.opening.is_none()
+    }
 }
 
 /// What every exchange of a client shares. See the [module documentation](self).
@@ -66,7 +108,7 @@ pub(crate) struct Dispatcher {
     env: ConnEnv,
     wheel: HashedWheelTimer,
     pool: Pool<Exchange, IdleConn>,
-    /// HTTP/2 connections, one per route at most.
+    /// HTTP/2 connections, by route.
     shared: Mutex<HashMap<Route, Shared>>,
     /// The default resolver: its threads are the client's (joined at
     /// close), started only if it is used.
@@ -264,13 +306,20 @@ impl Dispatcher {
         if exchange.is_done() {
             return;
         }
-        let Some(exchange) = self.route_shared(exchange) else {
-            return;
+        let (exchange, opener) = match self.route_shared(exchange) {
+            Routed::Taken => return,
+            Routed::Pool(exchange) => (exchange, false),
+            Routed::Opener(exchange) => (exchange, true),
         };
         let (acquired, to_close) = self
             .pool
             .acquire(&exchange, self.env.clock.now(), allow_idle);
         self.close_idle(to_close);
+        if opener && !matches!(acquired, Acquired::Permit) {
+            // It opens nothing (an idle connection, a place in the queue):
+            // those waiting for it go again.
+            self.not_shared(exchange.route(), exchange.id);
+        }
         match acquired {
             Acquired::Idle(idle) => self.run_on_idle(exchange, idle),
             Acquired::Permit => {
@@ -285,40 +334,105 @@ impl Dispatcher {
         }
     }
 
-    /// Sends `exchange` to its origin's HTTP/2 connection if there is one,
-    /// or has it wait for the one being opened; gives it back otherwise.
-    fn route_shared(&self, exchange: Arc<Exchange>) -> Option<Arc<Exchange>> {
+    /// Sends `exchange` to the shared HTTP/2 connection of its origin with
+    /// a free stream; else has it wait for the one being opened; else
+    /// opens another, if the origin may have one more; else has it wait
+    /// for a stream on the connection with the fewest waiting. Gives it
+    /// back for the pool when its origin has no HTTP/2 connection (yet).
+    fn route_shared(&self, exchange: Arc<Exchange>) -> Routed {
         let https = exchange.origin.scheme == crate::net::Scheme::Https;
         // A proxy that forwards plain requests speaks HTTP/1.1.
         let h2_known = self.env.config.versions.h2_known(https) && !exchange.route().forwards();
+        let max = self.env.config.http2.max_connections_per_origin;
+        let opening = || Opening {
+            opener: exchange.id,
+            waiting: Vec::new(),
+        };
         let mut shared = lock(&self.shared);
-        match shared.get_mut(exchange.route()) {
-            Some(Shared::Open(conn)) => {
-                let conn = conn.clone();
-                drop(shared);
-                self.run_on_shared(exchange, conn);
-                None
+        let Some(entry) = shared.get_mut(exchange.route()) else {
+            if !h2_known {
+                return Routed::Pool(exchange);
             }
-            Some(Shared::Opening { waiting, .. }) => {
-                waiting.push(exchange.clone());
+            // This one opens it; those that come meanwhile wait.
+            let entry = Shared {
+                open: Vec::new(),
+                opening: Some(opening()),
+            };
+            shared.insert(exchange.route().clone(), entry);
+            return Routed::Opener(exchange);
+        };
+        let emptiest = entry.emptiest();
+        let conn = match (emptiest, &mut entry.opening) {
+            (Some((conn, true)), _) => conn,
+            (_, Some(opening)) => {
+                opening.waiting.push(exchange.clone());
                 drop(shared);
                 // The request deadline bounds the wait.
                 exchange.start();
-                None
+                return Routed::Taken;
             }
-            None => {
-                if h2_known {
-                    // This one opens it; those that come meanwhile wait.
-                    let opening = Shared::Opening {
-                        opener: exchange.id,
-                        waiting: Vec::new(),
-                    };
-                    shared.insert(exchange.route().clone(), opening);
+            (emptiest, None) => {
+                let room = entry.open.len() < max && self.pool.has_room(exchange.route());
+                match emptiest {
+                    Some((conn, _)) if !room => conn,
+                    _ => {
+                        // Every one is at its limit (or there is none):
+                        // another, which those that come meanwhile wait for.
+                        entry.opening = Some(opening());
+                        return Routed::Opener(exchange);
+                    }
                 }
-                drop(shared);
-                Some(exchange)
+            }
+        };
+        conn.load.reserve();
+        drop(shared);
+        self.run_on_shared(exchange, conn);
+        Routed::Taken
+    }
+
+    /// Sends on the requests that waited for a connection that will not be
+    /// shared: to wait for a stream on the origin's open connection with
+    /// the most free, if it has one — not to open the next, which could
+    /// fail as this one did — else through the dispatch again (one of them
+    /// opens the next).
+    fn resettle(&self, origin: &Route, orphans: Vec<Arc<Exchange>>) {
+        for exchange in orphans {
+            if let Err(exchange) = self.wait_on_shared(origin, exchange) {
+                self.dispatch(exchange, true);
             }
         }
+    }
+
+    /// Has `exchange` wait for a stream on the shared connection of
+    /// `origin` with the most free; gives it back if there is none.
+    fn wait_on_shared(&self, origin: &Route, exchange: Arc<Exchange>) -> Result<(), Arc<Exchange>> {
+        let open = lock(&self.shared)
+            .get(origin)
+            .and_then(Shared::emptiest)
+            .map(|(conn, _)| conn);
+        let Some(conn) = open else {
+            return Err(exchange);
+        };
+        conn.load.reserve();
+        self.run_on_shared(exchange, conn);
+        Ok(())
+    }
+
+    /// Takes the requests that waited for the connection opened for
+    /// `opener`, which will not be shared after all.
+    fn take_opening(&self, origin: &Route, opener: u64) -> Vec<Arc<Exchange>> {
+        let mut shared = lock(&self.shared);
+        let Some(entry) = shared.get_mut(origin) else {
+            return Vec::new();
+        };
+        if entry.opening.as_ref().is_none_or(|o| o.opener != opener) {
+            return Vec::new();
+        }
+        let waiting = entry.opening.take().map(|o| o.waiting).unwrap_or_default();
+        if entry.is_unused() {
+            shared.remove(origin);
+        }
+        waiting
     }
 
     /// A new stream on a shared HTTP/2 connection: a task on its loop
@@ -548,11 +662,9 @@ impl Dispatcher {
             exchange.finish_err(Error::ClientClosed);
         }
         let shared = std::mem::take(&mut *lock(&self.shared));
-        for entry in shared.into_values() {
-            if let Shared::Opening { waiting, .. } = entry {
-                for exchange in waiting {
-                    exchange.finish_err(Error::ClientClosed);
-                }
+        for opening in shared.into_values().filter_map(|entry| entry.opening) {
+            for exchange in opening.waiting {
+                exchange.finish_err(Error::ClientClosed);
             }
         }
         for exchange in self.in_flight.drain() {
@@ -612,50 +724,54 @@ impl ConnOwner for Dispatcher {
         // The connection that was to be shared closed before it opened (or
         // its request ended before it had one): its waiters go again (one
         // of them opens the next).
-        let orphans = {
-            let mut shared = lock(&self.shared);
-            match shared.get(origin) {
-                Some(Shared::Opening { opener: o, .. }) if *o == opener => {
-                    match shared.remove(origin) {
-                        Some(Shared::Opening { waiting, .. }) => waiting,
-                        _ => Vec::new(),
-                    }
-                }
-                _ => Vec::new(),
-            }
-        };
+        let orphans = self.take_opening(origin, opener);
         if let Some(waiter) = self.pool.release(origin) {
             // It holds the permit now.
             self.connect(waiter);
         }
-        for exchange in orphans {
-            self.dispatch(exchange, true);
-        }
+        self.resettle(origin, orphans);
     }
 
-    fn share(&self, origin: &Route, conn: SharedConn) -> Vec<Arc<Exchange>> {
+    fn share(&self, origin: &Route, conn: SharedConn) -> Option<Vec<Arc<Exchange>>> {
+        let max = self.env.config.http2.max_connections_per_origin;
         let mut waiting = {
             let mut shared = lock(&self.shared);
-            match shared.get(origin) {
-                // One connection per origin: a second one serves what it
-                // opened for, and closes.
-                Some(Shared::Open(_)) => return Vec::new(),
-                _ => match shared.insert(origin.clone(), Shared::Open(conn)) {
-                    Some(Shared::Opening { waiting, .. }) => waiting,
-                    _ => Vec::new(),
-                },
+            let entry = shared.entry(origin.clone()).or_default();
+            // The origin has its connections: this one serves what it
+            // opened for, and closes.
+            if entry.open.len() >= max {
+                return None;
             }
+            entry.open.push(conn);
+            // Whichever opened first takes those waiting for one.
+            entry.opening.take().map(|o| o.waiting).unwrap_or_default()
         };
         // And those that queued for a permit to its origin.
         waiting.extend(self.pool.take_waiters(origin));
-        waiting
+        Some(waiting)
     }
 
     fn unshare(&self, origin: &Route, conn_id: u64) {
         let mut shared = lock(&self.shared);
-        if matches!(shared.get(origin), Some(Shared::Open(conn)) if conn.id == conn_id) {
-            shared.remove(origin);
+        if let Some(entry) = shared.get_mut(origin) {
+            entry.open.retain(|conn| conn.id != conn_id);
+            if entry.is_unused() {
+                shared.remove(origin);
+            }
         }
+    }
+
+    fn opening_failed(&self, origin: &Route, exchange: Arc<Exchange>) -> Result<(), Arc<Exchange>> {
+        if exchange.is_done() {
+            return Err(exchange);
+        }
+        exchange.attach(ConnSlot::None);
+        self.wait_on_shared(origin, exchange)
+    }
+
+    fn not_shared(&self, origin: &Route, opener: u64) {
+        let orphans = self.take_opening(origin, opener);
+        self.resettle(origin, orphans);
     }
 
     fn offer(&self, idle: IdleConn) -> Offered {

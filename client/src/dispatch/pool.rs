@@ -555,6 +555,15 @@ impl<W: Waiter, C: Pooled> Pool<W, C> {
         (idle, waiting)
     }
 
+    /// Whether a request to `origin` would get a permit now (a hint: the
+    /// answer may change before it asks).
+    pub(crate) fn has_room(&self, origin: &Route) -> bool {
+        let inner = lock(&self.inner);
+        !inner.closed
+            && inner.total_has_room(&self.limits)
+            && inner.host_has_room(&self.limits, origin)
+    }
+
     /// Open connections (idle or busy) and idle ones, for snapshots.
     pub(crate) fn counts(&self) -> (usize, usize) {
         let inner = lock(&self.inner);

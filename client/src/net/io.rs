@@ -18,13 +18,22 @@
 //!   its transport several times per turn of the loop; without this each
 //!   poll with nothing to read would cost a `recv` that fails. What TLS has
 //!   decrypted is read before a `WouldBlock` can come, so none is left behind.
+//! * Reads are budgeted: the connection grants a number of bytes per turn
+//!   of its loop ([`IoReadiness::refill`]); once they are read, a poll
+//!   returns `Pending` without a system call and says so
+//!   ([`IoReadiness::budget_spent`]), and the connection asks its loop to
+//!   hand it readiness again after the loop's other work. The socket may
+//!   still hold bytes, so the readable flag stays set. Without it, a peer
+//!   that writes frames the `h2` crate answers by itself (PING, SETTINGS)
+//!   as fast as it reads the answers would keep the loop inside one poll,
+//!   and every other connection and deadline of that loop waiting.
 //! * Only the loop's thread uses it: the connection owns it, and the flags
 //!   are shared with that same connection's code alone.
 
 use super::Transport;
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -36,14 +45,29 @@ pub(crate) struct AsyncIo {
 }
 
 /// Whether reading and writing may make progress: set by the socket's
-/// readiness events, cleared by a `WouldBlock`.
+/// readiness events, cleared by a `WouldBlock`; and what is left of this
+/// turn's read budget.
 #[derive(Debug)]
 pub(crate) struct IoReadiness {
     readable: AtomicBool,
     writable: AtomicBool,
+    budget: AtomicUsize,
+    spent: AtomicBool,
 }
 
 impl IoReadiness {
+    /// A turn begins: up to `bytes` may be read in it.
+    pub(crate) fn refill(&self, bytes: usize) {
+        self.budget.store(bytes, Ordering::Relaxed);
+        self.spent.store(false, Ordering::Relaxed);
+    }
+
+    /// Whether a read of this turn stopped for the budget: the connection
+    /// has more to read once its loop has done its other work.
+    pub(crate) fn budget_spent(&self) -> bool {
+        self.spent.load(Ordering::Relaxed)
+    }
+
     /// The socket's readiness event said so.
     pub(crate) fn set(&self, readable: bool, writable: bool) {
         if readable {
@@ -62,6 +86,8 @@ impl AsyncIo {
         let ready = Arc::new(IoReadiness {
             readable: AtomicBool::new(true),
             writable: AtomicBool::new(true),
+            budget: AtomicUsize::new(usize::MAX),
+            spent: AtomicBool::new(false),
         });
         let io = AsyncIo {
             transport,
@@ -92,11 +118,19 @@ impl AsyncRead for AsyncIo {
         if !this.ready.readable.load(Ordering::Relaxed) {
             return Poll::Pending;
         }
+        let budget = this.ready.budget.load(Ordering::Relaxed);
+        if budget == 0 {
+            this.ready.spent.store(true, Ordering::Relaxed);
+            return Poll::Pending;
+        }
         loop {
             let read = this.transport.read(buf.initialize_unfilled());
             return match tracked(&this.ready.readable, read) {
                 Poll::Ready(Ok(n)) => {
                     buf.advance(n);
+                    this.ready
+                        .budget
+                        .store(budget.saturating_sub(n), Ordering::Relaxed);
                     Poll::Ready(Ok(()))
                 }
                 Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::Interrupted => continue,

@@ -8,6 +8,7 @@ mod collect;
 mod send;
 
 use super::read_buf::{read_once, Filled};
+use super::READ_BUDGET;
 use super::{Conn, IdleConn, Offered, State, EXPECT_TIMER};
 use crate::error::Error;
 use crate::event_loop::LoopContext;
@@ -20,11 +21,6 @@ use send::{BodyOut, Sending, Sent};
 use std::io;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-
-/// Bytes a connection reads per readiness event before the loop runs due
-/// timeouts and the other connections (then it reads on): one fast sender
-/// must not make every other deadline on its loop late.
-const READ_BUDGET: usize = 256 * 1024;
 
 /// Body bytes gathered before they go into the pipe as one chunk (a
 /// response of many small chunks costs a push per read, not per chunk).

@@ -31,7 +31,10 @@
 //! Each exchange is one stream. Requests beyond what the server allows at
 //! once (`SETTINGS_MAX_CONCURRENT_STREAMS`, or the client's own
 //! [limit](crate::ClientBuilder::http2_max_concurrent_streams)) wait here in
-//! order. A stream's timeouts are its exchange's — on the wheel, or on this
+//! order. The connection publishes how many streams it has taken and may
+//! take ([`StreamLoad`]), from which the dispatcher picks the connection of
+//! an origin with a free stream, or opens another
+//! ([`http2_max_connections_per_origin`](crate::ClientBuilder::http2_max_connections_per_origin)). A stream's timeouts are its exchange's — on the wheel, or on this
 //! loop's heap in event-loop mode, moved here when the stream is attached —
 //! and an expiry or a cancel aborts that stream alone with
 //! `RST_STREAM(CANCEL)`; the connection and its other streams go on. The
@@ -50,8 +53,11 @@
 //! # Failures
 //!
 //! * `GOAWAY`: the connection takes no new stream and leaves the pool;
-//!   streams the server says it never processed (above its last stream id)
-//!   go again on another connection, as do the requests still waiting here.
+//!   streams the server says it never processed (above its last stream id,
+//!   exactly: see [`Stream::may_go_again`]) go again on another connection
+//!   whatever their method, as do the requests still waiting here; those
+//!   at or below it finish, or fail with [`Error::Http2`] naming the
+//!   `GOAWAY`'s code if the connection ends under them.
 //! * `RST_STREAM(REFUSED_STREAM)` before any answer: the request goes again,
 //!   once.
 //! * Any other reset or connection error fails the stream with
@@ -60,7 +66,7 @@
 mod wake;
 
 use super::upload::{Pulled, Upload};
-use super::{Conn, SharedConn, State, H2_TIMER};
+use super::{Conn, SharedConn, State, StreamLoad, H2_TIMER};
 use crate::error::{Error, Http2Initiator, Http2Reason};
 use crate::event_loop::Readiness;
 use crate::event_loop::{LoopContext, SourceWaker};
@@ -104,6 +110,8 @@ pub(super) struct Http2 {
     io_ready: Arc<IoReadiness>,
     /// In the pool's shared list: requests to its origin come here.
     shared: bool,
+    /// Its streams taken, for the dispatcher's choice of connection.
+    load: Arc<StreamLoad>,
     /// The server sent `GOAWAY`: no new stream.
     going_away: bool,
     /// The error code of the server's `GOAWAY`, if it had one: what a
@@ -219,6 +227,7 @@ impl Conn {
             conn_waker,
             io_ready,
             shared: false,
+            load: Arc::default(),
             going_away: false,
             goaway_error: None,
             idle_since: None,
@@ -229,9 +238,24 @@ impl Conn {
     }
 
     /// Runs `exchange` on this shared HTTP/2 connection (a task on its
-    /// loop); gives it back, detached, if the connection takes no more
-    /// streams.
+    /// loop, for a request the dispatcher [reserved](StreamLoad::reserve)
+    /// a stream for); gives it back, detached, if the connection takes no
+    /// more streams.
     pub(super) fn start_on_h2(
+        &mut self,
+        cx: &mut LoopContext<'_>,
+        exchange: Arc<Exchange>,
+    ) -> Result<(), Arc<Exchange>> {
+        let taken = self.take_request(cx, exchange);
+        self.publish_load();
+        if let State::H2(h2) = &self.state {
+            h2.load.arrived();
+        }
+        taken
+    }
+
+    /// [`start_on_h2`](Self::start_on_h2) but for the count.
+    fn take_request(
         &mut self,
         cx: &mut LoopContext<'_>,
         exchange: Arc<Exchange>,
@@ -277,6 +301,7 @@ impl Conn {
             return;
         };
         h2.ready.begin();
+        h2.io_ready.refill(super::READ_BUDGET);
         let waker = h2.conn_waker.clone();
         let mut task = Context::from_waker(&waker);
         if let Phase::Handshaking(handshake) = &mut h2.phase {
@@ -297,6 +322,9 @@ impl Conn {
         loop {
             let mut ended = self.poll_h2_connection(&mut task);
             self.check_goaway(&mut task);
+            // The server's SETTINGS may have changed its stream limit: the
+            // dispatcher knows before any response of this pass is out.
+            self.publish_load();
             if ended.is_none() {
                 let opened = self.open_streams(cx, &mut task);
                 let mut keys = self.take_marks();
@@ -332,7 +360,32 @@ impl Conn {
                 return self.close(cx);
             }
         }
+        self.publish_load();
         self.arm_h2_timer(cx);
+        if let State::H2(h2) = &self.state {
+            if h2.io_ready.budget_spent() {
+                // More to read, after the loop's timeouts and other sources.
+                cx.ready_again();
+            }
+        }
+    }
+
+    /// Tells the dispatcher how many streams are taken (open, or queued
+    /// here) and how many may be open at once: the server's
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS` (unbounded until its SETTINGS
+    /// come) and the client's own limit.
+    fn publish_load(&self) {
+        let State::H2(h2) = &self.state else {
+            return;
+        };
+        let server = match &h2.phase {
+            Phase::Open { conn, .. } => conn.max_concurrent_send_streams(),
+            Phase::Handshaking(_) => usize::MAX,
+            Phase::Ended => 0,
+        };
+        let client = self.env().config.http2.max_concurrent_streams;
+        let limit = client.map_or(server, |client| client.min(server));
+        h2.load.publish(h2.streams.len() + h2.queue.len(), limit);
     }
 
     /// The streams marked since the last look (the connection's mark is
@@ -374,11 +427,21 @@ impl Conn {
         let (Some(info), State::H2(_)) = (self.info.clone(), &self.state) else {
             return;
         };
+        self.publish_load();
+        let State::H2(h2) = &self.state else {
+            return;
+        };
+        let load = h2.load.clone();
         let shared = SharedConn {
             conn: self.conn_ref(cx),
             id: info.id,
+            load,
         };
-        let waiters = self.owner.share(&self.route, shared);
+        // Not shared (the origin has its connections already): it serves
+        // what it opened for, and closes.
+        let Some(waiters) = self.owner.share(&self.route, shared) else {
+            return;
+        };
         let conn = self.conn_ref(cx);
         let State::H2(h2) = &mut self.state else {
             return;
@@ -612,6 +675,7 @@ impl Conn {
         if h2.streams.is_empty() && h2.queue.is_empty() && h2.idle_since.is_none() {
             h2.idle_since = Some(self.owner.env().clock.now());
         }
+        self.publish_load();
         // The reset goes out now. Only the connection is polled: a burst of
         // expiries aborts many streams one after another, and polling every
         // stream for each would cost the burst its square. What the reset
@@ -838,19 +902,21 @@ impl Stream {
         }
     }
 
-    /// Whether the stream failed in a way that lets its request go again:
-    /// the server said it never processed it (`GOAWAY` above it — for a
-    /// method that is not idempotent only when that `GOAWAY` is a graceful
-    /// one — or `REFUSED_STREAM`), before any answer, and its body can be
-    /// sent again. Once.
+    /// Whether the stream failed in a way that lets its request go again,
+    /// whatever its method: the server said it never processed it, before
+    /// any answer, and its body can be sent again. Once.
+    ///
+    /// "Never processed" is exact. `REFUSED_STREAM` says so of one stream.
+    /// A `GOAWAY` says so of the streams above its last stream id, and `h2`
+    /// (0.4, `Streams::recv_go_away`) fails exactly those, at once, with
+    /// the frame's own error — remote, `GOAWAY`, its code, whether
+    /// `NO_ERROR` or not — and no other stream ever gets that error: the
+    /// streams at or below the id go on, and fail, if the connection ends
+    /// under them, with an I/O error (`recv_eof`) or a local one, which
+    /// [`Stream::poll`] reports with the `GOAWAY`'s code.
     fn may_go_again(&self, error: &h2::Error) -> bool {
-        let unprocessed = match error.reason() {
-            Some(h2::Reason::REFUSED_STREAM) => error.is_remote(),
-            Some(reason) if error.is_go_away() && error.is_remote() => {
-                reason == h2::Reason::NO_ERROR || self.exchange.request.method.is_idempotent()
-            }
-            _ => false,
-        };
+        let unprocessed = error.is_remote()
+            && (error.is_go_away() || error.reason() == Some(h2::Reason::REFUSED_STREAM));
         unprocessed
             && matches!(self.recv, Recv::Head(_))
             && self.exchange.request.replayable()

@@ -1,0 +1,265 @@
+//! HTTP/2 connections per origin (`http2_max_connections_per_origin`),
+//! against the `h2` crate's server with a small
+//! `SETTINGS_MAX_CONCURRENT_STREAMS`: by default one connection, and the
+//! requests past its limit wait for a stream; with two allowed, a second
+//! opens when the first is at its limit, both serve, and never a third.
+//! Timeouts and close leave nothing armed either way.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use support::h2_server::{answer, await_reset, H2Server, H2Stream};
+use support::*;
+use tickless::{Client, ClientBuilder, Error};
+
+const CEILING: Duration = Duration::from_secs(20);
+/// The server's `SETTINGS_MAX_CONCURRENT_STREAMS`.
+const STREAMS: u32 = 2;
+
+/// What the server saw: the streams each connection took (by its index),
+/// and the stalled ones.
+#[derive(Default)]
+struct Seen {
+    per_connection: Mutex<BTreeMap<usize, usize>>,
+    stalls: AtomicUsize,
+}
+
+impl Seen {
+    fn per_connection(&self) -> BTreeMap<usize, usize> {
+        self.per_connection.lock().unwrap().clone()
+    }
+}
+
+/// `STREAMS` streams at once per connection; `/stall` is never answered,
+/// anything else after a while (so that streams pile up).
+fn limited_server() -> (H2Server, Arc<Seen>) {
+    let seen = Arc::new(Seen::default());
+    let counts = seen.clone();
+    let server = H2Server::start_with(
+        |builder| {
+            builder.max_concurrent_streams(STREAMS);
+        },
+        move |mut stream: H2Stream| {
+            *counts
+                .per_connection
+                .lock()
+                .unwrap()
+                .entry(stream.connection)
+                .or_default() += 1;
+            let stall = stream.request.uri().path() == "/stall";
+            if stall {
+                counts.stalls.fetch_add(1, Ordering::SeqCst);
+            }
+            async move {
+                if stall {
+                    await_reset(&mut stream.respond, &stream.stats, Duration::from_secs(30)).await
+                } else {
+                    tokio::time::sleep(Duration::from_millis(30)).await;
+                    answer(stream, 200, b"ok").await
+                }
+            }
+        },
+    );
+    (server, seen)
+}
+
+fn h2c() -> ClientBuilder {
+    Client::builder()
+        .event_loops(2)
+        .http2_prior_knowledge()
+        .request_timeout(CEILING)
+        // No idle timer on the connections: what is armed is a request's.
+        .pooled_connection_idle_timeout(Duration::ZERO)
+}
+
+/// One request first, so that the connection knows the server's limit
+/// (its SETTINGS) before the burst.
+fn warm_up(client: &Client, server: &H2Server) {
+    let response = client.get(server.url("/")).send().wait().unwrap();
+    assert_eq!(response.bytes().wait().unwrap(), "ok");
+}
+
+/// `n` requests at once, each answered.
+fn burst(client: &Client, server: &H2Server, n: usize) {
+    let futures: Vec<_> = (0..n)
+        .map(|i| client.get(server.url(&format!("/{i}"))).send())
+        .collect();
+    for future in futures {
+        assert_eq!(future.wait().unwrap().bytes().wait().unwrap(), "ok");
+    }
+}
+
+#[test]
+fn by_default_one_connection_and_the_requests_past_its_limit_wait() {
+    let (server, seen) = limited_server();
+    let client = h2c().build().unwrap();
+    warm_up(&client, &server);
+    burst(&client, &server, 12);
+    assert_eq!(server.stats.connections.load(Ordering::SeqCst), 1);
+    assert_eq!(seen.per_connection(), BTreeMap::from([(0, 13)]));
+    assert!(server.stats.max_open.load(Ordering::SeqCst) <= STREAMS as usize);
+    assert_eq!(client.stats().open_connections, 1);
+    client.close();
+}
+
+#[test]
+fn with_two_per_origin_a_second_connection_opens_at_the_limit_and_both_serve() {
+    let (server, seen) = limited_server();
+    let client = h2c().http2_max_connections_per_origin(2).build().unwrap();
+    warm_up(&client, &server);
+    burst(&client, &server, 12);
+    assert_eq!(server.stats.connections.load(Ordering::SeqCst), 2);
+    let counts = seen.per_connection();
+    assert_eq!(counts.len(), 2, "{counts:?}");
+    // The first served the warm-up and some of the burst, the second the rest.
+    assert!(counts[&0] >= 2 && counts[&1] >= 1, "{counts:?}");
+    assert_eq!(counts.values().sum::<usize>(), 13);
+    assert!(server.stats.max_open.load(Ordering::SeqCst) <= 2 * STREAMS as usize);
+    // More bursts: still two, never a third.
+    burst(&client, &server, 40);
+    burst(&client, &server, 40);
+    assert_eq!(server.stats.connections.load(Ordering::SeqCst), 2);
+    assert_eq!(client.stats().open_connections, 2);
+    assert!(eventually(CEILING, || client.stats().http2_streams_open == 0));
+    client.close();
+}
+
+#[test]
+fn with_two_per_origin_timeouts_fail_their_streams_alone_and_leave_nothing_armed() {
+    let (server, seen) = limited_server();
+    for event_loop_timeouts in [false, true] {
+        let client = h2c()
+            .http2_max_connections_per_origin(2)
+            .use_event_loop_timeouts(event_loop_timeouts)
+            .build()
+            .unwrap();
+        warm_up(&client, &server);
+        // Every stream of both connections taken by stalled requests; the
+        // others wait for a stream until the timeouts free them.
+        let stalled: Vec<_> = (0..4)
+            .map(|_| {
+                client
+                    .get(server.url("/stall"))
+                    .request_timeout(Duration::from_millis(300))
+                    .send()
+            })
+            .collect();
+        let waiting: Vec<_> = (0..6)
+            .map(|i| client.get(server.url(&format!("/{i}"))).send())
+            .collect();
+        for future in stalled {
+            let error = future.wait().unwrap_err();
+            assert!(matches!(error, Error::RequestTimeout(_)), "{error:?}");
+        }
+        for future in waiting {
+            assert_eq!(future.wait().unwrap().bytes().wait().unwrap(), "ok");
+        }
+        assert!(client.stats().open_connections <= 2);
+        assert_settles(&client, CEILING);
+        client.close();
+    }
+    // Each stalled request that had a stream had it reset with CANCEL
+    // (those that timed out waiting for one never opened one).
+    let stalls = || seen.stalls.load(Ordering::SeqCst);
+    assert!(stalls() >= 2);
+    assert!(eventually(CEILING, || server.stats.resets().len() == stalls()));
+    let resets = server.stats.resets();
+    assert!(resets.iter().all(|&code| code == 0x8), "{resets:?}");
+    assert!(server.stats.connections.load(Ordering::SeqCst) <= 4);
+}
+
+#[test]
+fn closing_the_client_ends_every_stream_and_waiter_of_both_connections() {
+    let (server, seen) = limited_server();
+    let client = h2c()
+        .http2_max_connections_per_origin(2)
+        .use_event_loop_timeouts(true)
+        .build()
+        .unwrap();
+    warm_up(&client, &server);
+    // Streams on two connections, and requests waiting for one.
+    let futures: Vec<_> = (0..10)
+        .map(|_| client.get(server.url("/stall")).send())
+        .collect();
+    assert!(eventually(CEILING, || seen.per_connection().len() == 2
+        && seen.stalls.load(Ordering::SeqCst) > STREAMS as usize));
+    assert_close_ends(&client, futures);
+    assert_eq!(server.stats.connections.load(Ordering::SeqCst), 2);
+}
+
+/// Resolves `h2.test` to the server for the first connection and to a
+/// closed port for every one after.
+struct FirstOnly {
+    server: std::net::SocketAddr,
+    closed: std::net::SocketAddr,
+    asked: AtomicUsize,
+}
+
+impl tickless::Resolve for FirstOnly {
+    fn resolve(&self, _host: &str, _port: u16, answer: tickless::ResolveAnswer) {
+        let first = self.asked.fetch_add(1, Ordering::SeqCst) == 0;
+        answer.addresses([if first { self.server } else { self.closed }]);
+    }
+}
+
+#[test]
+fn when_the_second_connection_cannot_open_its_waiters_go_to_the_first() {
+    let (server, seen) = limited_server();
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap()
+    };
+    let resolver = Arc::new(FirstOnly {
+        server: server.addr(),
+        closed,
+        asked: AtomicUsize::new(0),
+    });
+    let client = h2c()
+        .http2_max_connections_per_origin(2)
+        .resolver(resolver.clone())
+        .build()
+        .unwrap();
+    let url = |path: &str| format!("http://h2.test:{}{path}", server.addr().port());
+    let warm = client.get(url("/")).send().wait().unwrap();
+    assert_eq!(warm.bytes().wait().unwrap(), "ok");
+    let futures: Vec<_> = (0..12)
+        .map(|i| client.get(url(&format!("/{i}"))).send())
+        .collect();
+    let mut answered = 0;
+    let mut refused = 0;
+    for future in futures {
+        match future.wait() {
+            Ok(response) => {
+                assert_eq!(response.bytes().wait().unwrap(), "ok");
+                answered += 1;
+            }
+            Err(Error::Connect { .. }) => refused += 1,
+            Err(other) => panic!("{other:?}"),
+        }
+    }
+    // A second connection was tried and refused; every request — the one
+    // that opened it too, nothing of it was sent — waited for a stream on
+    // the first instead.
+    assert!(resolver.asked.load(Ordering::SeqCst) >= 2);
+    assert_eq!((answered, refused), (12, 0));
+    assert_eq!(seen.per_connection().len(), 1);
+    client.close();
+}
+
+#[test]
+fn the_pools_per_host_limit_bounds_them_too() {
+    let (server, seen) = limited_server();
+    let client = h2c()
+        .http2_max_connections_per_origin(2)
+        .max_connections_per_host(1)
+        .build()
+        .unwrap();
+    warm_up(&client, &server);
+    burst(&client, &server, 12);
+    assert_eq!(server.stats.connections.load(Ordering::SeqCst), 1);
+    assert_eq!(seen.per_connection(), BTreeMap::from([(0, 13)]));
+    client.close();
+}

@@ -1,0 +1,168 @@
+//! HTTP/2 floods from a server whose frames are written by hand
+//! (tests/support/h2_server.rs, `RawH2Server`): PING and SETTINGS frames
+//! by the hundred thousand, each of which asks the client for an answer
+//! (a PING ACK, a SETTINGS ACK). The `h2` crate answers each before it
+//! reads the next frame and keeps at most one answer pending, so a server
+//! that does not read the answers stops the client reading: what it buffers
+//! stays bounded by the socket buffers, never by the flood. A server that
+//! reads them keeps the connection busy, but never the loop: the other
+//! connections of that loop go on, and the request's own deadline ends it.
+
+mod support;
+
+use std::io::{Read, Write};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+use support::h2_server::*;
+use support::*;
+use tickless::{Client, Error};
+
+const CEILING: Duration = Duration::from_secs(20);
+/// Frames a server that reads no answer writes at most: far more than the
+/// socket buffers on both sides hold, so a server that could write them all
+/// would have found a client that buffers whatever comes.
+const FLOOD: usize = 2_000_000;
+const BATCH: usize = 1000;
+
+/// A flood as the test sees it.
+#[derive(Default)]
+struct Flood {
+    /// Frames written so far.
+    written: AtomicUsize,
+    /// The writer still writes (or waits for the client to read).
+    flooding: AtomicBool,
+    /// The test is done with it.
+    stop: AtomicBool,
+}
+
+/// A server that takes one request, then writes `frame` — until the test
+/// stops it, for at most [`CEILING`], and at most [`FLOOD`] times unless
+/// it `reads` what the client sends meanwhile (the answers).
+fn flood(frame: Vec<u8>, reads: bool, flood: Arc<Flood>) -> RawH2Server {
+    RawH2Server::start(move |mut conn| {
+        let _ = conn.read_requests(1);
+        let reader = reads.then(|| {
+            let mut socket = conn.stream.try_clone().unwrap();
+            let _ = socket.set_read_timeout(None);
+            thread::spawn(move || {
+                let mut sink = [0u8; 64 * 1024];
+                while matches!(socket.read(&mut sink), Ok(n) if n > 0) {}
+            })
+        });
+        let limit = if reads { usize::MAX } else { FLOOD };
+        let mut socket = conn.stream.try_clone().unwrap();
+        let (writer_flood, frame) = (flood.clone(), frame.clone());
+        flood.flooding.store(true, Ordering::SeqCst);
+        let writer = thread::spawn(move || {
+            let batch: Vec<u8> = frame.repeat(BATCH);
+            let flood = writer_flood;
+            while !flood.stop.load(Ordering::SeqCst) && flood.written.load(Ordering::SeqCst) < limit
+            {
+                if socket.write_all(&batch).is_err() {
+                    break;
+                }
+                flood.written.fetch_add(BATCH, Ordering::SeqCst);
+            }
+            flood.flooding.store(false, Ordering::SeqCst);
+        });
+        let started = Instant::now();
+        while !flood.stop.load(Ordering::SeqCst) && started.elapsed() < CEILING {
+            thread::sleep(Duration::from_millis(10));
+        }
+        // Unblocks the writer (and the reader), whatever the client does.
+        let _ = conn.stream.shutdown(std::net::Shutdown::Both);
+        let _ = writer.join();
+        if let Some(reader) = reader {
+            let _ = reader.join();
+        }
+    })
+}
+
+/// A well-behaved server to reach on the same loop meanwhile.
+fn healthy() -> RawH2Server {
+    RawH2Server::start(|mut conn| conn.answer_all())
+}
+
+/// Floods `frame` at a request with a short deadline, in both timeout
+/// modes, on a client with one loop. While the flood goes on, a request to
+/// another server on that loop is answered and the flooded request ends
+/// with its timeout; nothing is armed after. Returns the frames the server
+/// wrote, in each mode.
+fn survives(frame: &[u8], reads: bool) -> Vec<usize> {
+    let mut written_per_mode = Vec::new();
+    for event_loop_timeouts in [false, true] {
+        let state = Arc::new(Flood::default());
+        let server = flood(frame.to_vec(), reads, state.clone());
+        let other = healthy();
+        let client = Client::builder()
+            .event_loops(1)
+            .http2_prior_knowledge()
+            .use_event_loop_timeouts(event_loop_timeouts)
+            .pooled_connection_idle_timeout(Duration::ZERO)
+            .build()
+            .unwrap();
+        let flooded = client
+            .get(server.url("/"))
+            .request_timeout(Duration::from_millis(500))
+            .send();
+        assert!(eventually(CEILING, || state.written.load(Ordering::SeqCst) > 0));
+        let answered = client
+            .get(other.url("/"))
+            .request_timeout(CEILING)
+            .send()
+            .wait();
+        assert_eq!(answered.unwrap().status(), 200, "{event_loop_timeouts}");
+        assert!(
+            state.flooding.load(Ordering::SeqCst),
+            "the flood ended first"
+        );
+        let error = flooded.wait().unwrap_err();
+        assert!(
+            matches!(error, Error::RequestTimeout(_)),
+            "{event_loop_timeouts}: {error:?}"
+        );
+        assert!(
+            state.flooding.load(Ordering::SeqCst),
+            "the flood ended first"
+        );
+        state.stop.store(true, Ordering::SeqCst);
+        assert_settles(&client, CEILING);
+        client.close();
+        written_per_mode.push(state.written.load(Ordering::SeqCst));
+    }
+    written_per_mode
+}
+
+fn ping() -> Vec<u8> {
+    frame(PING, 0, 0, &[1, 2, 3, 4, 5, 6, 7, 8])
+}
+
+fn settings() -> Vec<u8> {
+    frame(SETTINGS, 0, 0, &[])
+}
+
+#[test]
+fn a_ping_flood_that_reads_no_answer_stops_the_client_reading() {
+    for written in survives(&ping(), false) {
+        assert!(written < FLOOD, "the client took all {written} PINGs");
+    }
+}
+
+#[test]
+fn a_ping_flood_that_reads_the_answers_holds_neither_the_loop_nor_the_deadline() {
+    survives(&ping(), true);
+}
+
+#[test]
+fn a_settings_flood_that_reads_no_answer_stops_the_client_reading() {
+    for written in survives(&settings(), false) {
+        assert!(written < FLOOD, "the client took all {written} SETTINGS");
+    }
+}
+
+#[test]
+fn a_settings_flood_that_reads_the_answers_holds_neither_the_loop_nor_the_deadline() {
+    survives(&settings(), true);
+}
