@@ -750,3 +750,20 @@ async fn a_body_collected_by_a_task_comes_whole() {
     assert_eq!(text.chars().count(), body.len());
     client.close();
 }
+
+#[test]
+fn a_body_of_known_length_read_as_a_stream_is_byte_exact() {
+    let body = patterned(3 << 20);
+    let bytes = response(200, &[], &body);
+    let server = TestServer::respond(move |_| bytes.clone());
+    for event_loop_timeouts in [false, true] {
+        let client = client(event_loop_timeouts);
+        let mut response = client.get(server.url("/")).send().wait().unwrap();
+        let mut got = Vec::new();
+        response.body_mut().read_to_end(&mut got).unwrap();
+        assert!(got == body, "the streamed body differs");
+        assert_settles(&client, WAIT);
+        assert_eq!(client.stats().buffered_body_bytes, 0);
+        client.close();
+    }
+}

@@ -7,7 +7,7 @@
 mod collect;
 mod send;
 
-use super::read_buf::{read_once, Filled};
+use super::read_buf::{read_spare_once, Filled};
 use super::{Conn, IdleConn, Offered, State, EXPECT_TIMER};
 use crate::error::Error;
 use crate::event_loop::LoopContext;
@@ -71,11 +71,23 @@ impl Active {
         true
     }
 
-    /// Room to read the body into in place: it is being collected, its
-    /// length is known and some of it is still to come.
-    fn room_in_place(&mut self) -> Option<&mut [u8]> {
+    /// Where to read the body straight from the socket, past the read
+    /// buffer, and how much at most: its length is known, some of it is
+    /// still to come, and it is read (not drained). Into the collected body
+    /// when the reader collects it; else into the bytes gathered for the
+    /// pipe's next chunk — either way each byte is copied once, by the
+    /// kernel.
+    fn in_place(&mut self) -> Option<(&mut BytesMut, usize)> {
         let remaining = self.decoder.body_remaining().filter(|&n| n > 0)?;
-        Some(self.collected.as_mut()?.room(remaining))
+        if self.draining.is_some() {
+            return None;
+        }
+        if let Some(collected) = &mut self.collected {
+            return Some((collected.buf_mut(), collect::read_ahead(remaining)));
+        }
+        let room = GATHER.saturating_sub(self.gathered.len());
+        let max = usize::try_from(remaining).map_or(room, |remaining| remaining.min(room));
+        (max > 0).then_some((&mut self.gathered, max))
     }
 }
 
@@ -257,10 +269,10 @@ impl Conn {
             let filled = match (&mut self.state, self.transport.as_mut()) {
                 (_, None) => return,
                 (State::Active(active), Some(transport)) if self.buf.is_empty() => {
-                    match active.room_in_place() {
-                        Some(room) => {
+                    match active.in_place() {
+                        Some((buf, max)) => {
                             in_place = true;
-                            read_once(transport, room)
+                            read_spare_once(transport, buf, max)
                         }
                         None => self.buf.fill(transport),
                     }
@@ -351,18 +363,18 @@ impl Conn {
     }
 
     /// Feeds the decoder `n` body bytes read straight into the collected
-    /// body (no more than the body's remaining length), then goes on as
-    /// [`decode`](Self::decode) does.
+    /// body or the gathered bytes (no more than the body's remaining
+    /// length), then goes on as [`decode`](Self::decode) does.
     fn decode_in_place(&mut self, cx: &mut LoopContext<'_>, n: usize) -> Decodes {
         let State::Active(active) = &mut self.state else {
             return Decodes::Stop;
         };
-        let Some(collected) = &mut active.collected else {
-            return Decodes::Stop;
+        let just_read = match &active.collected {
+            Some(collected) => collected.tail(n),
+            None => &active.gathered[active.gathered.len() - n..],
         };
-        match active.decoder.decode(collected.just_read(n)) {
+        match active.decoder.decode(just_read) {
             Ok((consumed, Decoded::Body(_))) if consumed == n => {
-                collected.keep(n);
                 active.exchange.listener.on_body_part(n);
             }
             Ok(_) => unreachable!("bytes within a body's length are body"),
