@@ -1,7 +1,8 @@
-//! The crate's only `unsafe` code: a socket read into memory that was never
-//! initialised, where the standard library has no stable way to offer it
-//! (`Read::read_buf` is unstable, and a `&mut [u8]` over uninitialised
-//! bytes is undefined behaviour even if nothing reads it).
+//! The crate's only `unsafe` code, two system calls the standard library
+//! and socket2 do not offer: a socket read into memory that was never
+//! initialised (`Read::read_buf` is unstable, and a `&mut [u8]` over
+//! uninitialised bytes is undefined behaviour even if nothing reads it),
+//! and the socket's receive low-water mark (`SO_RCVLOWAT`).
 //!
 //! Why it is worth it: a body of known length read straight into the
 //! buffer the caller gets would otherwise have to be zeroed first — a
@@ -54,6 +55,37 @@ pub(crate) fn recv_into_spare(
     let read = (&*tcp).read(&mut buf[start..]);
     buf.truncate(start + *read.as_ref().unwrap_or(&0));
     read
+}
+
+/// Sets `SO_RCVLOWAT`: the socket reports itself readable (to epoll) only
+/// once `bytes` are queued, or at its end or an error. Linux only (other
+/// systems do not honour it for poll readiness); elsewhere a no-op.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+pub(crate) fn set_recv_lowat(tcp: &mio::net::TcpStream, bytes: usize) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let value = libc::c_int::try_from(bytes).unwrap_or(libc::c_int::MAX);
+    // SAFETY: `value` is a live c_int for the duration of the call, and the
+    // length passed is its size; the descriptor is the open socket `tcp`
+    // borrows. setsockopt only reads the option value.
+    let result = unsafe {
+        libc::setsockopt(
+            tcp.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVLOWAT,
+            (&value as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if result < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// [`set_recv_lowat`] where readiness ignores it: nothing to do.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+pub(crate) fn set_recv_lowat(_tcp: &mio::net::TcpStream, _bytes: usize) -> io::Result<()> {
+    Ok(())
 }
 
 #[cfg(all(test, unix))]

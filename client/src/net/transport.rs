@@ -146,6 +146,18 @@ impl Transport {
         }
     }
 
+    /// Asks the socket to report readability only once `bytes` have
+    /// arrived (1: any byte, the default). Plain TCP only — over TLS the
+    /// bytes still to come on the socket are not the plaintext still to
+    /// come — so a TLS transport ignores it and returns false.
+    pub(crate) fn set_recv_lowat(&self, bytes: usize) -> bool {
+        match self {
+            Transport::Plain(tcp) => super::sys::set_recv_lowat(tcp, bytes).is_ok(),
+            #[cfg(feature = "rustls")]
+            Transport::Tls { .. } => false,
+        }
+    }
+
     /// Writes plaintext from `buf`; returns how much was taken. For TLS the
     /// records are pushed out until the socket would block; what is left
     /// goes with [`flush`](Self::flush).

@@ -30,6 +30,14 @@ const READ_BUDGET: usize = 256 * 1024;
 /// response of many small chunks costs a push per read, not per chunk).
 const GATHER: usize = 64 * 1024;
 
+/// The most a collected body asks the socket to hold before it reports
+/// itself readable (Linux caps it further, to half its largest receive
+/// buffer, and grows the buffer to fit).
+const LOWAT_MAX: usize = 1024 * 1024;
+
+/// Below this, the rest of a body is read as it comes.
+const LOWAT_MIN: usize = 16 * 1024;
+
 /// What a connection reads on, discarding, after its body's reader has
 /// gone — of what has arrived already, never waiting for more: a small
 /// remainder is cheaper to drain than a new connection.
@@ -54,6 +62,9 @@ pub(super) struct Active {
     /// The reader collects the body whole: it is gathered here, with what
     /// the pipe held, and pushed at its end.
     collected: Option<Collected>,
+    /// The socket's receive low-water mark now (1, the default, or what
+    /// [`Conn::await_body`] set).
+    lowat: usize,
 }
 
 impl Active {
@@ -148,6 +159,7 @@ impl Conn {
             paused: false,
             draining: None,
             collected: None,
+            lowat: 1,
         }));
         self.write_request(cx);
         // A fresh connection may already hold the answer (a server that
@@ -302,10 +314,44 @@ impl Conn {
                 Filled::Eof => return self.on_eof(cx),
                 Filled::WouldBlock => {
                     self.flush_body();
+                    self.await_body();
                     return self.give_up_draining(cx);
                 }
                 Filled::Failed(e) => return self.io_failure(cx, e),
             }
+        }
+    }
+
+    /// The socket has nothing more for now. A body collected whole, of known
+    /// length, with no read timeout: the socket is asked to report itself
+    /// readable only once the rest of the body is there (up to
+    /// [`LOWAT_MAX`]; the end of the stream or an error still report at
+    /// once), so the loop wakes once per large piece rather than once per
+    /// segment — and the server's sends do not each have to wake it. Plain
+    /// TCP only (over TLS the bytes on the socket are not the body's). Not
+    /// with a read timeout: bytes held back below the mark would not count
+    /// as the server's activity, and the timeout could fire while the
+    /// server is sending. Not for a body read as a stream either: its
+    /// reader gets what has arrived as it arrives.
+    fn await_body(&mut self) {
+        let (State::Active(active), Some(transport)) = (&mut self.state, self.transport.as_ref())
+        else {
+            return;
+        };
+        let remaining = active.decoder.body_remaining().unwrap_or(0);
+        let want = if active.collected.is_some()
+            && active.draining.is_none()
+            && self.buf.is_empty()
+            && active.exchange.read_timeout().is_none()
+        {
+            usize::try_from(remaining.min(LOWAT_MAX as u64)).unwrap_or(1)
+        } else {
+            1
+        };
+        // Small rests are not worth a system call.
+        let want = if want < LOWAT_MIN { 1 } else { want };
+        if want != active.lowat && transport.set_recv_lowat(want) {
+            active.lowat = want;
         }
     }
 
@@ -653,9 +699,19 @@ impl Conn {
             return;
         };
         let Active {
-            exchange, trailers, ..
+            exchange,
+            trailers,
+            lowat,
+            ..
         } = *active;
         self.buf.clear();
+        // The next response's head must wake the loop at its first byte.
+        let reusable = reusable
+            && (lowat == 1
+                || self
+                    .transport
+                    .as_ref()
+                    .is_some_and(|transport| transport.set_recv_lowat(1)));
         if reusable {
             self.offer_or_close(cx, &exchange);
         } else {
