@@ -750,3 +750,131 @@ async fn a_body_collected_by_a_task_comes_whole() {
     assert_eq!(text.chars().count(), body.len());
     client.close();
 }
+
+/// Answers `/big` with `body` (length-framed) in pieces of 100 000 bytes a
+/// few milliseconds apart — so the client finds the socket empty mid-body —
+/// then stops after `cut` bytes if given (and closes, or stalls if
+/// `stall`); anything else with `small`.
+fn in_pieces(body: Vec<u8>, cut: Option<usize>, stall: bool) -> TestServer {
+    TestServer::start(Behaviour::custom(move |mut stream, index| {
+        let mut reader = RequestReader::new(index);
+        while let Ok(request) = reader.read_request(&mut stream) {
+            if request.target != "/big" {
+                if stream.write_all(&response(200, &[], b"small")).is_err() {
+                    return;
+                }
+                continue;
+            }
+            let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len());
+            if stream.write_all(head.as_bytes()).is_err() {
+                return;
+            }
+            let end = cut.unwrap_or(body.len());
+            for piece in body[..end].chunks(100_000) {
+                if stream.write_all(piece).is_err() {
+                    return;
+                }
+                thread::sleep(Duration::from_millis(2));
+            }
+            if cut.is_some() {
+                if stall {
+                    thread::sleep(Duration::from_secs(3));
+                }
+                return;
+            }
+        }
+    }))
+}
+
+fn no_read_timeout(event_loop_timeouts: bool, request_timeout: Duration) -> Client {
+    Client::builder()
+        .event_loops(1)
+        .use_event_loop_timeouts(event_loop_timeouts)
+        .body_window(WINDOW)
+        .read_timeout(Duration::ZERO)
+        .request_timeout(request_timeout)
+        .build()
+        .unwrap()
+}
+
+/// Without a read timeout, a collected body of known length makes the loop
+/// wait for its rest on the socket's low-water mark (Linux): the body still
+/// comes whole, the next answer on the same connection is not held back by
+/// the mark, and an early end or a stall mid-body still ends it.
+#[test]
+fn a_collected_body_waited_for_in_large_pieces_is_whole_and_the_next_answer_is_not_held_back() {
+    let body = patterned(3 << 20);
+    for event_loop_timeouts in [false, true] {
+        let server = in_pieces(body.clone(), None, false);
+        let client = no_read_timeout(event_loop_timeouts, Duration::from_secs(30));
+        for _ in 0..2 {
+            let got = client
+                .get(server.url("/big"))
+                .send()
+                .wait()
+                .unwrap()
+                .bytes()
+                .wait()
+                .unwrap();
+            assert!(got == body, "the body differs");
+            // A small answer right after, on the same connection: read at
+            // its first bytes, not when a mark of the last body is reached.
+            let started = Instant::now();
+            let small = client
+                .get(server.url("/small"))
+                .request_timeout(Duration::from_secs(5))
+                .send()
+                .wait()
+                .unwrap()
+                .bytes()
+                .wait()
+                .unwrap();
+            assert_eq!(&small[..], b"small");
+            assert!(started.elapsed() < Duration::from_secs(4));
+        }
+        assert_eq!(server.connections_accepted(), 1);
+        client.close();
+    }
+}
+
+#[test]
+fn a_collected_body_cut_short_or_stalled_under_the_low_water_mark_still_ends() {
+    let body = patterned(3 << 20);
+    for event_loop_timeouts in [false, true] {
+        // The server closes after 1.5 MiB: a truncation, found at once.
+        let server = in_pieces(body.clone(), Some(1_500_000), false);
+        let client = no_read_timeout(event_loop_timeouts, Duration::from_secs(30));
+        let response = client.get(server.url("/big")).send().wait().unwrap();
+        let started = Instant::now();
+        let result = response.bytes().wait();
+        assert!(result.is_err(), "a truncated body is an error");
+        assert!(started.elapsed() < Duration::from_secs(10));
+        client.close();
+        // The server stalls after 1.5 MiB: the request timeout ends it.
+        let server = in_pieces(body.clone(), Some(1_500_000), true);
+        let client = no_read_timeout(event_loop_timeouts, Duration::from_millis(800));
+        let response = client.get(server.url("/big")).send().wait().unwrap();
+        match response.bytes().wait() {
+            Err(e) => assert!(e.is_timeout(), "{e}"),
+            Ok(_) => panic!("a stalled body came whole"),
+        }
+        client.close();
+    }
+}
+
+#[test]
+fn a_body_of_known_length_read_as_a_stream_is_byte_exact() {
+    let body = patterned(3 << 20);
+    let bytes = response(200, &[], &body);
+    let server = TestServer::respond(move |_| bytes.clone());
+    for event_loop_timeouts in [false, true] {
+        let client = client(event_loop_timeouts);
+        let mut response = client.get(server.url("/")).send().wait().unwrap();
+        let mut got = Vec::new();
+        response.body_mut().read_to_end(&mut got).unwrap();
+        assert!(got == body, "the streamed body differs");
+        assert_settles(&client, WAIT);
+        assert_eq!(client.stats().buffered_body_bytes, 0);
+        client.close();
+    }
+}

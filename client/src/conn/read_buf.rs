@@ -2,6 +2,7 @@
 //! the one loop that reads into it.
 
 use crate::net::Transport;
+use bytes::BytesMut;
 use std::io;
 
 /// Room a connection reads into at first: enough for most heads and small
@@ -154,6 +155,20 @@ impl ReadBuf {
             Filled::Data(n) => *n < offered,
             Filled::WouldBlock => true,
             Filled::Eof | Filled::Failed(_) => false,
+        };
+    }
+}
+
+/// One read from `transport` into the spare capacity of `buf`, at most
+/// `max` bytes (retried if interrupted): `buf` grows by what was read.
+pub(crate) fn read_spare_once(transport: &mut Transport, buf: &mut BytesMut, max: usize) -> Filled {
+    loop {
+        return match transport.read_spare(buf, max) {
+            Ok(0) => Filled::Eof,
+            Ok(n) => Filled::Data(n),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Filled::WouldBlock,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => Filled::Failed(e),
         };
     }
 }

@@ -328,6 +328,11 @@ impl Exchange {
         *lock(&self.remote) = Some(addr);
     }
 
+    /// The read timeout it runs under, if any.
+    pub(crate) fn read_timeout(&self) -> Option<std::time::Duration> {
+        self.deadlines.read_timeout
+    }
+
     /// Records activity for the read timeout.
     pub(crate) fn mark_read(&self, now: Instant) {
         let nanos = now.saturating_duration_since(self.submitted).as_nanos();

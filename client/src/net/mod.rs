@@ -10,6 +10,7 @@ pub(crate) mod proxy;
 mod resolve;
 mod route;
 pub(crate) mod socket;
+mod sys;
 #[cfg(feature = "rustls")]
 pub(crate) mod tls;
 mod transport;

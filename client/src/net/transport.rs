@@ -22,6 +22,11 @@
 use rustls::ClientConnection;
 use std::io::{self, Read, Write};
 
+/// The most plaintext [`Transport::read_spare`] asks TLS for at once (a
+/// record is at most 16 KiB): the room offered is zeroed first.
+#[cfg(feature = "rustls")]
+const TLS_READ_MAX: usize = 32 * 1024;
+
 /// A connection's byte stream.
 pub(crate) enum Transport {
     /// Plain TCP.
@@ -119,6 +124,42 @@ impl Transport {
             Transport::Plain(tcp) => tcp.read(buf),
             #[cfg(feature = "rustls")]
             Transport::Tls { tcp, tls } => tls_read(tcp, tls, buf),
+        }
+    }
+
+    /// Reads plaintext into the spare capacity of `buf`, at most `max`
+    /// bytes, extending `buf` by what was read; `Ok(0)` is a clean end of
+    /// stream. A plain socket reads straight into memory never initialised
+    /// (nothing to zero first); TLS decrypts into zeroed room.
+    pub(crate) fn read_spare(
+        &mut self,
+        buf: &mut bytes::BytesMut,
+        max: usize,
+    ) -> io::Result<usize> {
+        match self {
+            Transport::Plain(tcp) => super::sys::recv_into_spare(tcp, buf, max),
+            #[cfg(feature = "rustls")]
+            Transport::Tls { tcp, tls } => {
+                // A read hands out a record or two: zero no more than that.
+                let max = max.min(TLS_READ_MAX);
+                let start = buf.len();
+                buf.resize(start + max, 0);
+                let read = tls_read(tcp, tls, &mut buf[start..]);
+                buf.truncate(start + *read.as_ref().unwrap_or(&0));
+                read
+            }
+        }
+    }
+
+    /// Asks the socket to report readability only once `bytes` have
+    /// arrived (1: any byte, the default). Plain TCP only — over TLS the
+    /// bytes still to come on the socket are not the plaintext still to
+    /// come — so a TLS transport ignores it and returns false.
+    pub(crate) fn set_recv_lowat(&self, bytes: usize) -> bool {
+        match self {
+            Transport::Plain(tcp) => super::sys::set_recv_lowat(tcp, bytes).is_ok(),
+            #[cfg(feature = "rustls")]
+            Transport::Tls { .. } => false,
         }
     }
 

@@ -7,7 +7,7 @@
 mod collect;
 mod send;
 
-use super::read_buf::{read_once, Filled};
+use super::read_buf::{read_spare_once, Filled};
 use super::READ_BUDGET;
 use super::{Conn, IdleConn, Offered, State, EXPECT_TIMER};
 use crate::error::Error;
@@ -25,6 +25,14 @@ use std::sync::Arc;
 /// Body bytes gathered before they go into the pipe as one chunk (a
 /// response of many small chunks costs a push per read, not per chunk).
 const GATHER: usize = 64 * 1024;
+
+/// The most a collected body asks the socket to hold before it reports
+/// itself readable (Linux caps it further, to half its largest receive
+/// buffer, and grows the buffer to fit).
+const LOWAT_MAX: usize = 1024 * 1024;
+
+/// Below this, the rest of a body is read as it comes.
+const LOWAT_MIN: usize = 16 * 1024;
 
 /// What a connection reads on, discarding, after its body's reader has
 /// gone — of what has arrived already, never waiting for more: a small
@@ -50,6 +58,9 @@ pub(super) struct Active {
     /// The reader collects the body whole: it is gathered here, with what
     /// the pipe held, and pushed at its end.
     collected: Option<Collected>,
+    /// The socket's receive low-water mark now (1, the default, or what
+    /// [`Conn::await_body`] set).
+    lowat: usize,
 }
 
 impl Active {
@@ -67,11 +78,23 @@ impl Active {
         true
     }
 
-    /// Room to read the body into in place: it is being collected, its
-    /// length is known and some of it is still to come.
-    fn room_in_place(&mut self) -> Option<&mut [u8]> {
+    /// Where to read the body straight from the socket, past the read
+    /// buffer, and how much at most: its length is known, some of it is
+    /// still to come, and it is read (not drained). Into the collected body
+    /// when the reader collects it; else into the bytes gathered for the
+    /// pipe's next chunk — either way each byte is copied once, by the
+    /// kernel.
+    fn in_place(&mut self) -> Option<(&mut BytesMut, usize)> {
         let remaining = self.decoder.body_remaining().filter(|&n| n > 0)?;
-        Some(self.collected.as_mut()?.room(remaining))
+        if self.draining.is_some() {
+            return None;
+        }
+        if let Some(collected) = &mut self.collected {
+            return Some((collected.buf_mut(), collect::read_ahead(remaining)));
+        }
+        let room = GATHER.saturating_sub(self.gathered.len());
+        let max = usize::try_from(remaining).map_or(room, |remaining| remaining.min(room));
+        (max > 0).then_some((&mut self.gathered, max))
     }
 }
 
@@ -140,6 +163,7 @@ impl Conn {
             paused: false,
             draining: None,
             collected: None,
+            lowat: 1,
         }));
         self.write_request(cx);
         // A fresh connection may already hold the answer (a server that
@@ -261,12 +285,11 @@ impl Conn {
             let filled = match (&mut self.state, self.transport.as_mut()) {
                 (_, None) => return,
                 (State::Active(active), Some(transport)) if self.buf.is_empty() => {
-                    match active.room_in_place() {
-                        Some(room) => {
+                    match active.in_place() {
+                        Some((buf, max)) => {
                             in_place = true;
-                            let offered = room.len();
-                            let filled = read_once(transport, room);
-                            self.buf.note(&filled, offered);
+                            let filled = read_spare_once(transport, buf, max);
+                            self.buf.note(&filled, max);
                             filled
                         }
                         None => self.buf.fill(transport),
@@ -297,10 +320,44 @@ impl Conn {
                 Filled::Eof => return self.on_eof(cx),
                 Filled::WouldBlock => {
                     self.flush_body();
+                    self.await_body();
                     return self.give_up_draining(cx);
                 }
                 Filled::Failed(e) => return self.io_failure(cx, e),
             }
+        }
+    }
+
+    /// The socket has nothing more for now. A body collected whole, of known
+    /// length, with no read timeout: the socket is asked to report itself
+    /// readable only once the rest of the body is there (up to
+    /// [`LOWAT_MAX`]; the end of the stream or an error still report at
+    /// once), so the loop wakes once per large piece rather than once per
+    /// segment — and the server's sends do not each have to wake it. Plain
+    /// TCP only (over TLS the bytes on the socket are not the body's). Not
+    /// with a read timeout: bytes held back below the mark would not count
+    /// as the server's activity, and the timeout could fire while the
+    /// server is sending. Not for a body read as a stream either: its
+    /// reader gets what has arrived as it arrives.
+    fn await_body(&mut self) {
+        let (State::Active(active), Some(transport)) = (&mut self.state, self.transport.as_ref())
+        else {
+            return;
+        };
+        let remaining = active.decoder.body_remaining().unwrap_or(0);
+        let want = if active.collected.is_some()
+            && active.draining.is_none()
+            && self.buf.is_empty()
+            && active.exchange.read_timeout().is_none()
+        {
+            usize::try_from(remaining.min(LOWAT_MAX as u64)).unwrap_or(1)
+        } else {
+            1
+        };
+        // Small rests are not worth a system call.
+        let want = if want < LOWAT_MIN { 1 } else { want };
+        if want != active.lowat && transport.set_recv_lowat(want) {
+            active.lowat = want;
         }
     }
 
@@ -358,18 +415,18 @@ impl Conn {
     }
 
     /// Feeds the decoder `n` body bytes read straight into the collected
-    /// body (no more than the body's remaining length), then goes on as
-    /// [`decode`](Self::decode) does.
+    /// body or the gathered bytes (no more than the body's remaining
+    /// length), then goes on as [`decode`](Self::decode) does.
     fn decode_in_place(&mut self, cx: &mut LoopContext<'_>, n: usize) -> Decodes {
         let State::Active(active) = &mut self.state else {
             return Decodes::Stop;
         };
-        let Some(collected) = &mut active.collected else {
-            return Decodes::Stop;
+        let just_read = match &active.collected {
+            Some(collected) => collected.tail(n),
+            None => &active.gathered[active.gathered.len() - n..],
         };
-        match active.decoder.decode(collected.just_read(n)) {
+        match active.decoder.decode(just_read) {
             Ok((consumed, Decoded::Body(_))) if consumed == n => {
-                collected.keep(n);
                 active.exchange.listener.on_body_part(n);
             }
             Ok(_) => unreachable!("bytes within a body's length are body"),
@@ -648,9 +705,19 @@ impl Conn {
             return;
         };
         let Active {
-            exchange, trailers, ..
+            exchange,
+            trailers,
+            lowat,
+            ..
         } = *active;
         self.buf.clear();
+        // The next response's head must wake the loop at its first byte.
+        let reusable = reusable
+            && (lowat == 1
+                || self
+                    .transport
+                    .as_ref()
+                    .is_some_and(|transport| transport.set_recv_lowat(1)));
         if reusable {
             self.offer_or_close(cx, &exchange);
         } else {
