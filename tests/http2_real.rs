@@ -152,6 +152,47 @@ fn nginx_http2_over_tls_and_prior_knowledge() {
 }
 
 #[test]
+fn nginx_over_tls_with_two_connections_per_origin_opens_the_second_at_its_stream_limit() {
+    // nginx lets 128 streams in at once per connection
+    // (http2_max_concurrent_streams); /slow/ sends 1 KiB/s per request, so
+    // a burst of 300 fills the first connection, then a second, and never
+    // opens a third.
+    let pem = PemFiles::of(&certs().valid);
+    let nginx = Nginx::start_tls(&pem.cert(), &pem.key());
+    nginx.write_file("small.txt", "ok");
+    nginx.write_file("slow.txt", vec![b's'; 1500]);
+    let client = trusting()
+        .http2_max_connections_per_origin(2)
+        .build()
+        .unwrap();
+    let warm = client
+        .get(nginx.https_url("/small.txt"))
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(warm.version(), http::Version::HTTP_2);
+    assert_eq!(warm.text().wait().unwrap(), "ok");
+    let futures: Vec<_> = (0..300)
+        .map(|_| client.get(nginx.https_url("/slow/slow.txt")).send())
+        .collect();
+    for future in futures {
+        let response = future.wait().unwrap();
+        assert_eq!(response.version(), http::Version::HTTP_2);
+        assert_eq!(response.bytes().wait().unwrap().len(), 1500);
+    }
+    // `$connection` is the log's first field.
+    let log = nginx.access_log();
+    let connections: std::collections::BTreeSet<&str> = log
+        .lines()
+        .filter(|line| line.contains("/slow/slow.txt"))
+        .filter_map(|line| line.split(' ').next())
+        .collect();
+    assert_eq!(connections.len(), 2, "{connections:?}");
+    assert!(client.stats().open_connections <= 2);
+    client.close();
+}
+
+#[test]
 fn http2_only_fails_against_a_server_that_speaks_http11_only() {
     // The test TLS server offers http/1.1 alone: rustls there refuses a
     // client that offers h2 alone (a server without ALPN would be refused

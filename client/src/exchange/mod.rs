@@ -697,7 +697,8 @@ impl Exchange {
     }
 
     pub(crate) fn wait_head(&self) -> Result<Head, Error> {
-        self.outcome.wait(self.pacing.head_spin())
+        self.outcome
+            .wait(self.pacing.head_spin(self.registry.len()))
     }
 }
 

@@ -34,7 +34,9 @@
 //! order. The connection publishes how many streams it has taken and may
 //! take ([`StreamLoad`]), from which the dispatcher picks the connection of
 //! an origin with a free stream, or opens another
-//! ([`http2_max_connections_per_origin`](crate::ClientBuilder::http2_max_connections_per_origin)). A stream's timeouts are its exchange's — on the wheel, or on this
+//! ([`http2_max_connections_per_origin`](crate::ClientBuilder::http2_max_connections_per_origin)).
+//!
+//! A stream's timeouts are its exchange's — on the wheel, or on this
 //! loop's heap in event-loop mode, moved here when the stream is attached —
 //! and an expiry or a cancel aborts that stream alone with
 //! `RST_STREAM(CANCEL)`; the connection and its other streams go on. The
