@@ -22,7 +22,7 @@ use std::any::Any;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Ids of sources, unique in the process.
 static NEXT_SOURCE_ID: AtomicU64 = AtomicU64::new(1);
@@ -113,6 +113,9 @@ pub(crate) struct Sources {
     pub(super) aborts: VecDeque<(SourceRef, u64)>,
     /// Sources to run again after the loop's other work.
     pub(super) again: Vec<SourceRef>,
+    /// When the last poll returned, if it returned every event the kernel
+    /// had (a full batch may have left some behind).
+    pub(super) polled_at: Option<Instant>,
 }
 
 impl Sources {
@@ -191,6 +194,12 @@ impl LoopContext<'_> {
     /// The running source has more to do but spent its budget: after the
     /// loop has run due timeouts and the other sources' events, it is
     /// handed [`Readiness`] with `again` set.
+    /// Whether the loop's last poll, which returned all the kernel had,
+    /// is at most `gap` old: then no socket's news is older than that.
+    pub(crate) fn polled_within(&self, gap: Duration) -> bool {
+        self.sources.polled_at.is_some_and(|at| at.elapsed() <= gap)
+    }
+
     pub(crate) fn ready_again(&mut self) {
         let me = self.me();
         if !self.sources.again.contains(&me) {

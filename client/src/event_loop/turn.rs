@@ -58,6 +58,8 @@ impl EventLoop {
             self.close_aborted(&mut cx, &mut turn.due);
             let busy = !turn.tasks.is_empty() || !cx.sources.again.is_empty();
             self.poll(&mut turn, busy);
+            let complete = turn.events.iter().count() < turn.events.capacity();
+            cx.sources.polled_at = complete.then(Instant::now);
             self.dispatch_events(&mut cx, &mut turn);
             self.expire_due(&mut cx, &mut turn.due);
             self.run_again(&mut cx, &mut turn.due);

@@ -47,10 +47,10 @@ OPTIONS:
                            request on each, then stays silent), so every
                            request of the burst goes out on a pooled one and
                            its timeout is on a loop from the start
-    --under-load           with --end-to-end: while the burst runs, the same
-                           client keeps 64 requests in flight to a second
-                           server that answers at once (a note gives the
-                           load's rate during each burst)
+    --under-load           with --end-to-end (HTTP/1.1): while the burst
+                           runs, the same client keeps 64 requests in
+                           flight to a second server that answers at once
+                           (a note gives the load's rate during each burst)
     --loop-spin-us N       event loops (event-loop, client-event-loop) busy-poll
                            the last N µs before a deadline instead of
                            sleeping (default 0: they sleep)
@@ -220,8 +220,11 @@ where
                 .to_owned(),
         ));
     }
-    if config.under_load && !end_to_end {
-        return Err(ArgError("--under-load is for --end-to-end".to_owned()));
+    if config.under_load && (config.http2 || !end_to_end) {
+        return Err(ArgError(
+            "--under-load is for --end-to-end over HTTP/1.1 (its load server speaks HTTP/1.1)"
+                .to_owned(),
+        ));
     }
     config.instruments = if chosen.is_empty() {
         instruments::defaults(end_to_end)
@@ -348,6 +351,7 @@ mod tests {
             run(&["--under-load"]).is_err(),
             "--under-load without --end-to-end"
         );
+        assert!(run(&["--end-to-end", "--http2", "--under-load"]).is_err());
         assert!(!run(&[]).unwrap().http2);
         assert!(run(&["--end-to-end"])
             .unwrap()

@@ -21,10 +21,22 @@ use send::{BodyOut, Sending, Sent};
 use std::io;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Body bytes gathered before they go into the pipe as one chunk (a
 /// response of many small chunks costs a push per read, not per chunk).
 const GATHER: usize = 64 * 1024;
+
+/// How recent the loop's last poll must be for an idle connection's
+/// silence since to be taken as the kernel's word (see
+/// [`Conn::start_on_idle`]): a loop held up longer (a slow listener, a
+/// burst) peeks first.
+const FRESH_POLL: Duration = Duration::from_micros(100);
+
+/// Room left in the gathered bytes' allocation below which a streamed
+/// body's next read reserves a new one (see [`Active::in_place`]): what an
+/// allocation can waste at most.
+const MIN_SPARE: usize = 4 * 1024;
 
 /// The most a collected body asks the socket to hold before it reports
 /// itself readable (Linux caps it further, to half its largest receive
@@ -92,7 +104,15 @@ impl Active {
         if let Some(collected) = &mut self.collected {
             return Some((collected.buf_mut(), collect::read_ahead(remaining)));
         }
-        let room = GATHER.saturating_sub(self.gathered.len());
+        // Into what the gathered bytes' allocation has left while that is
+        // worth a read: each chunk pushed keeps its allocation alive, so a
+        // read that reserved a fresh one every time would make a body that
+        // trickles in small segments hold an allocation per segment.
+        let spare = self.gathered.capacity() - self.gathered.len();
+        let mut room = GATHER.saturating_sub(self.gathered.len());
+        if spare >= MIN_SPARE {
+            room = room.min(spare);
+        }
         let max = usize::try_from(remaining).map_or(room, |remaining| remaining.min(room));
         (max > 0).then_some((&mut self.gathered, max))
     }
@@ -117,10 +137,12 @@ impl Conn {
         exchange: Arc<Exchange>,
     ) -> Result<(), Arc<Exchange>> {
         // A plain socket whose last read took all it had, with no event
-        // since (dispatched or due this turn), is known open without a
-        // system call; otherwise a peek tells. Either can miss a close
-        // that is in flight — the retry on a fresh connection is for that.
-        let quiet = self.buf.drained() && !cx.event_pending();
+        // since (dispatched or due this turn) and the loop's last complete
+        // poll under `FRESH_POLL` old, is known open without a system call;
+        // otherwise a peek tells. Either can miss a close still in flight
+        // (on any path but loopback, half a round trip: longer than
+        // `FRESH_POLL`) — the retry on a fresh connection is for that.
+        let quiet = self.buf.drained() && !cx.event_pending() && cx.polled_within(FRESH_POLL);
         let alive = matches!(self.state, State::Idle)
             && self
                 .transport
