@@ -19,50 +19,16 @@
 //! tag, as the client arms) and the heap should not allocate at all.
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tickless_timer::{Clock, DeadlineHeap, HashedWheelTimer, ManualClock, WheelTask, DEFAULT_TICK};
 
-/// The system allocator, counting every allocation (and reallocation).
-struct CountingAlloc;
-
-static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
-
-// SAFETY: every method forwards to `System` with the caller's arguments
-// unchanged, so it upholds exactly the contract `System` does; the counter
-// is a lock-free atomic and never allocates.
-unsafe impl GlobalAlloc for CountingAlloc {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: the caller guarantees `layout` has a non-zero size, as
-        // `System.alloc` requires.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: as for `alloc`: `layout` has a non-zero size.
-        unsafe { System.alloc_zeroed(layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: the caller guarantees `ptr` came from this allocator (so
-        // from `System`) with `layout`, and that `new_size` is valid for it.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: the caller guarantees `ptr` was allocated by this
-        // allocator, that is by `System`, with `layout`.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
+#[path = "../tests/support/counting_alloc.rs"]
+mod counting_alloc;
 
 #[global_allocator]
-static GLOBAL: CountingAlloc = CountingAlloc;
+static GLOBAL: counting_alloc::Counting = counting_alloc::Counting;
 
 /// Warm iterations run outside criterion to count allocations.
 const ALLOC_ITERATIONS: u64 = 10_000;
@@ -73,11 +39,11 @@ fn report_allocations(name: &str, mut op: impl FnMut()) {
     for _ in 0..ALLOC_ITERATIONS {
         op();
     }
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let before = counting_alloc::allocations();
     for _ in 0..ALLOC_ITERATIONS {
         op();
     }
-    let allocations = ALLOCATIONS.load(Ordering::Relaxed) - before;
+    let allocations = counting_alloc::allocations() - before;
     println!(
         "{name}: allocations per op: {:.2}",
         allocations as f64 / ALLOC_ITERATIONS as f64

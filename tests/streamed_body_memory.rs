@@ -3,53 +3,18 @@
 //! pushed chunk must not keep a whole read allocation alive). A test binary
 //! of its own: it counts the process's heap with its global allocator.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::sync::atomic::{AtomicIsize, Ordering};
 use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 use tickless::Client;
 
-/// The system allocator, counting the bytes it has out.
-struct Counting;
-
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-// SAFETY: every call goes to `System` unchanged; the counter is arithmetic
-// on the sizes the layouts name.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: the caller's contract for `alloc` is `System::alloc`'s.
-        let ptr = unsafe { System.alloc(layout) };
-        if !ptr.is_null() {
-            LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        }
-        ptr
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` came from `System` with `layout`, as the caller promises.
-        unsafe { System.dealloc(ptr, layout) };
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // SAFETY: `ptr` came from `System` with `layout`, as the caller promises.
-        let new = unsafe { System.realloc(ptr, layout, new_size) };
-        if !new.is_null() {
-            LIVE.fetch_add(
-                new_size as isize - layout.size() as isize,
-                Ordering::Relaxed,
-            );
-        }
-        new
-    }
-}
+#[path = "support/counting_alloc.rs"]
+mod counting_alloc;
 
 #[global_allocator]
-static ALLOCATOR: Counting = Counting;
+static ALLOCATOR: counting_alloc::Counting = counting_alloc::Counting;
 
 #[test]
 fn a_body_trickling_in_to_a_reader_that_waits_holds_about_its_window() {
@@ -80,12 +45,12 @@ fn a_body_trickling_in_to_a_reader_that_waits_holds_about_its_window() {
         .body_window(WINDOW)
         .build()
         .unwrap();
-    let before = LIVE.load(Ordering::Relaxed);
+    let before = counting_alloc::live_bytes();
     let response = client.get(format!("http://{addr}/")).send().wait().unwrap();
     all_sent.recv_timeout(Duration::from_secs(30)).unwrap();
     // Time for the loop to read what came, up to the window.
     thread::sleep(Duration::from_millis(300));
-    let held = LIVE.load(Ordering::Relaxed) - before;
+    let held = counting_alloc::live_bytes() - before;
     drop(response);
     client.close();
     server.join().unwrap();

@@ -1,0 +1,67 @@
+//! A global allocator that counts: the system allocator, keeping the
+//! number of allocations made and the bytes out now. For the tests and
+//! benchmarks that measure memory; a global allocator is the whole
+//! process's, so each user is a binary of its own and includes this file
+//! by path (`#[path = ".../tests/support/counting_alloc.rs"] mod
+//! counting_alloc;`), then installs [`Counting`] with `#[global_allocator]`.
+#![allow(dead_code)]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicIsize, AtomicU64, Ordering};
+
+/// The system allocator, counting.
+pub struct Counting;
+
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+static LIVE_BYTES: AtomicIsize = AtomicIsize::new(0);
+
+/// Allocations (and reallocations) made so far.
+pub fn allocations() -> u64 {
+    ALLOCATIONS.load(Ordering::Relaxed)
+}
+
+/// Bytes allocated and not yet freed.
+pub fn live_bytes() -> isize {
+    LIVE_BYTES.load(Ordering::Relaxed)
+}
+
+fn counted(ptr: *mut u8, bytes: isize) -> *mut u8 {
+    if !ptr.is_null() {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        LIVE_BYTES.fetch_add(bytes, Ordering::Relaxed);
+    }
+    ptr
+}
+
+// SAFETY: every method forwards to `System` with the caller's arguments
+// unchanged, so it upholds exactly the contract `System` does; the counters
+// are lock-free atomics and never allocate.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: the caller guarantees `layout` has a non-zero size, as
+        // `System.alloc` requires.
+        counted(unsafe { System.alloc(layout) }, layout.size() as isize)
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: as for `alloc`: `layout` has a non-zero size.
+        counted(
+            unsafe { System.alloc_zeroed(layout) },
+            layout.size() as isize,
+        )
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: the caller guarantees `ptr` came from this allocator (so
+        // from `System`) with `layout`, and that `new_size` is valid for it.
+        let new = unsafe { System.realloc(ptr, layout, new_size) };
+        counted(new, new_size as isize - layout.size() as isize)
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: the caller guarantees `ptr` was allocated by this
+        // allocator, that is by `System`, with `layout`.
+        unsafe { System.dealloc(ptr, layout) };
+        LIVE_BYTES.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+    }
+}
