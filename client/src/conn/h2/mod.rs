@@ -456,6 +456,9 @@ impl Conn {
                 h2.queue.push_back(waiter);
             }
         }
+        // The waiters it took count at once, not at the end of the pass:
+        // the load is never under the truth.
+        self.publish_load();
     }
 
     /// Opens streams for the requests waiting, while the server lets more
