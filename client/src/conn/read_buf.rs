@@ -139,9 +139,8 @@ impl ReadBuf {
             self.buf.resize(grown, 0);
         }
     }
-}
 
-impl ReadBuf {
+    /// One read into `buf[start..end]`, noted.
     fn read_into(&mut self, transport: &mut Transport, start: usize, end: usize) -> Filled {
         let filled = read_once(transport, &mut self.buf[start..end]);
         self.note(&filled, end - start);

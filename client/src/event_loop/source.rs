@@ -191,15 +191,15 @@ impl LoopContext<'_> {
             .is_some_and(|slot| slot.id == me.id && slot.event_pending)
     }
 
-    /// The running source has more to do but spent its budget: after the
-    /// loop has run due timeouts and the other sources' events, it is
-    /// handed [`Readiness`] with `again` set.
     /// Whether the loop's last poll, which returned all the kernel had,
     /// is at most `gap` old: then no socket's news is older than that.
     pub(crate) fn polled_within(&self, gap: Duration) -> bool {
         self.sources.polled_at.is_some_and(|at| at.elapsed() <= gap)
     }
 
+    /// The running source has more to do but spent its budget: after the
+    /// loop has run due timeouts and the other sources' events, it is
+    /// handed [`Readiness`] with `again` set.
     pub(crate) fn ready_again(&mut self) {
         let me = self.me();
         if !self.sources.again.contains(&me) {
