@@ -164,7 +164,6 @@ fn run(burst: &Burst, mode: Mode) -> io::Result<Fired> {
         warm_up(&client, &urls[0], burst.count)?;
     }
     let load = burst.under_load.then(|| Load::start(&client)).transpose()?;
-    let load_mark = load.as_ref().map(Load::mark);
     let recorder = Recorder::new(burst.count);
     let wheel_thread = client.wheel_thread_id();
     let on_wheel: Arc<[AtomicBool]> = (0..burst.count).map(|_| AtomicBool::new(false)).collect();
@@ -185,9 +184,7 @@ fn run(burst: &Burst, mode: Mode) -> io::Result<Fired> {
         .collect();
     recorder.wait(started + burst.ceiling());
     let mut fired = recorder.fired();
-    if let (Some(load), Some(mark)) = (load, load_mark) {
-        fired.load_rate = Some(load.finish(mark)?.rate);
-    }
+    fired.load_rate = load.map(Load::finish).transpose()?;
     if let Mode::EventLoop = mode {
         let mut split = Split {
             on_wheel: 0,

@@ -25,17 +25,14 @@ pub struct Load {
     completed: Arc<AtomicU64>,
     driver: JoinHandle<io::Result<()>>,
     server: AnsweringServer,
-}
-
-/// What a load did between [`Load::mark`] and [`Load::finish`].
-pub struct Done {
-    /// Requests answered, per second.
-    pub rate: f64,
+    /// Requests completed when the load was under way, and when.
+    under_way: (u64, Instant),
 }
 
 impl Load {
     /// Starts the server and the window of requests on `client`; returns
-    /// once the window is full and answers flow.
+    /// once the window is full and answers flow (the rate
+    /// [`finish`](Self::finish) gives is counted from then).
     pub fn start(client: &Client) -> io::Result<Load> {
         let server = AnsweringServer::start()?;
         let url = format!("http://{}/", server.addr);
@@ -54,21 +51,20 @@ impl Load {
             }
             thread::sleep(Duration::from_millis(1));
         }
+        let under_way = (completed.load(Ordering::Relaxed), Instant::now());
         Ok(Load {
             stop,
             completed,
             driver,
             server,
+            under_way,
         })
     }
 
-    /// The number of requests completed so far, and when.
-    pub fn mark(&self) -> (u64, Instant) {
-        (self.completed.load(Ordering::Relaxed), Instant::now())
-    }
-
-    /// Stops the load; its rate since `mark`.
-    pub fn finish(self, (before, since): (u64, Instant)) -> io::Result<Done> {
+    /// Stops the load; the requests it answered per second since it was
+    /// under way.
+    pub fn finish(self) -> io::Result<f64> {
+        let (before, since) = self.under_way;
         let rate = (self.completed.load(Ordering::Relaxed) - before) as f64
             / since.elapsed().as_secs_f64();
         self.stop.store(true, Ordering::Relaxed);
@@ -77,7 +73,7 @@ impl Load {
             .join()
             .map_err(|_| io::Error::other("the load's thread panicked"))?;
         self.server.stop();
-        driven.map(|()| Done { rate })
+        driven.map(|()| rate)
     }
 }
 
