@@ -490,7 +490,7 @@ impl ClientBuilder {
     // --- policy: redirects, decompression, cookies ---
 
     /// Which redirects are followed (default: up to 10; see
-    /// [`redirect`](crate::redirect) for the rules of a hop).
+    /// [`redirect`] for the rules of a hop).
     pub fn redirect(mut self, policy: redirect::Policy) -> Self {
         self.policies.redirect = policy;
         self

@@ -314,7 +314,7 @@ impl Client {
     }
 
     /// A request with any method. A URI that does not parse makes the
-    /// request fail with [`InvalidRequest::Uri`](crate::InvalidRequest::Uri)
+    /// request fail with [`InvalidRequest::Uri`]
     /// when sent, keeping the parser's error as its source.
     pub fn request<U>(&self, method: http::Method, uri: U) -> RequestBuilder
     where

@@ -6,8 +6,8 @@
 //! The handshake timeout is armed when the tunnel starts and, for
 //! `https://`, bounds TLS after it as well; the request deadline bounds it
 //! from this loop (the exchange is attached ready since the TCP connect).
-//! Every failure the proxy reports is an [`Error::Proxy`] naming the proxy
-//! and what it said.
+//! Every failure the proxy reports is an
+//! [`Error::Proxy`](crate::Error::Proxy) naming the proxy and what it said.
 
 use super::{Conn, State};
 use crate::error::ProxyError;

@@ -24,7 +24,7 @@
 //! * **Told**: each retry to the listener
 //!   ([`EventListener::on_retry`](crate::EventListener::on_retry)); a
 //!   request that failed after several attempts fails with
-//!   [`Error::Retried`](crate::Error::Retried), which lists every
+//!   [`Error::Retried`], which lists every
 //!   attempt's error.
 
 use crate::error::Error;
