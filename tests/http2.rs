@@ -168,7 +168,9 @@ fn a_large_response_streams_through_a_small_window() {
         .build()
         .unwrap();
     let mut response = client.get(server.url("/big")).send().wait().unwrap();
-    // Nobody reads for a while: the client buffers no more than its windows.
+    // Nobody reads for a while: the client fills its window, and buffers no
+    // more than its windows.
+    assert!(eventually(CEILING, || client.stats().buffered_body_bytes >= 48 * 1024));
     std::thread::sleep(Duration::from_millis(300));
     let buffered = client.stats().buffered_body_bytes;
     assert!(buffered <= 64 * 1024 + 16 * 1024, "buffered {buffered}");

@@ -294,30 +294,25 @@ fn bad_frames_end_the_connection_with_an_error() {
         ),
         "{error:?}"
     );
-    // A SETTINGS frame whose length is not a multiple of 6.
-    let error = violation(frame(SETTINGS, 0, 0, &[0, 1, 0]));
-    assert!(
-        matches!(
-            error,
-            Error::Http2 {
-                connection: true,
-                ..
-            }
+    for (what, bytes) in [
+        (
+            "a SETTINGS frame whose length is not a multiple of 6",
+            frame(SETTINGS, 0, 0, &[0, 1, 0]),
         ),
-        "{error:?}"
-    );
-    // A PING of the wrong size.
-    let error = violation(frame(PING, 0, 0, &[1, 2, 3]));
-    assert!(
-        matches!(
-            error,
-            Error::Http2 {
-                connection: true,
-                ..
-            }
-        ),
-        "{error:?}"
-    );
+        ("a PING of the wrong size", frame(PING, 0, 0, &[1, 2, 3])),
+    ] {
+        let error = violation(bytes);
+        assert!(
+            matches!(
+                error,
+                Error::Http2 {
+                    connection: true,
+                    ..
+                }
+            ),
+            "{what}: {error:?}"
+        );
+    }
     // HEADERS whose HPACK block is garbage.
     let error = violation(frame(
         HEADERS,
@@ -380,8 +375,10 @@ fn keep_alive_pings_end_a_connection_whose_server_stopped_answering() {
         conn.drain(Duration::from_secs(10));
     });
     let client = h2c()
-        .http2_keep_alive_interval(Duration::from_millis(100))
-        .http2_keep_alive_timeout(Duration::from_millis(200))
+        // Long enough that the first answer is read, and the connection
+        // counted, before a stalled test thread sees the PING go unanswered.
+        .http2_keep_alive_interval(Duration::from_millis(500))
+        .http2_keep_alive_timeout(Duration::from_secs(1))
         .build()
         .unwrap();
     assert_eq!(

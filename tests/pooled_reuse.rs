@@ -2,51 +2,31 @@
 //! on it is fresh: a connection the server closed while the loop was held
 //! up elsewhere is not handed a request that cannot go twice.
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::mpsc;
-use std::sync::Arc;
+mod support;
+
+use std::io::Write;
+use std::net::TcpListener;
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
+use support::{ok, RequestReader};
 use tickless::{Client, EventListener, RequestInfo};
 
-/// Holds the loop inside the turn that reads its response.
-struct SlowListener;
+const WAIT: Duration = Duration::from_secs(20);
 
-impl EventListener for SlowListener {
+/// Holds the loop inside the turn that reads its response: says so, then
+/// waits to be let go.
+struct HoldingListener {
+    entered: Mutex<Sender<()>>,
+    release: Mutex<Receiver<()>>,
+}
+
+impl EventListener for HoldingListener {
     fn on_status(&self, _request: &RequestInfo, _status: http::StatusCode) {
-        thread::sleep(Duration::from_millis(400));
+        let _ = self.entered.lock().unwrap().send(());
+        let _ = self.release.lock().unwrap().recv_timeout(WAIT);
     }
-}
-
-/// Reads one request (head, and a body of the length it says).
-fn read_request(stream: &mut TcpStream) -> Option<()> {
-    let mut got = Vec::new();
-    let mut buf = [0u8; 4096];
-    let end = loop {
-        if let Some(at) = got.windows(4).position(|w| w == b"\r\n\r\n") {
-            break at + 4;
-        }
-        match stream.read(&mut buf) {
-            Ok(0) | Err(_) => return None,
-            Ok(n) => got.extend_from_slice(&buf[..n]),
-        }
-    };
-    let head = String::from_utf8_lossy(&got[..end]).to_ascii_lowercase();
-    let length: usize = head
-        .lines()
-        .find_map(|line| line.strip_prefix("content-length:"))
-        .map_or(0, |n| n.trim().parse().unwrap());
-    let mut have = got.len() - end;
-    while have < length {
-        have += stream.read(&mut buf).ok().filter(|&n| n > 0)?;
-    }
-    Some(())
-}
-
-fn answer(stream: &mut TcpStream, body: &str) -> bool {
-    let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len());
-    stream.write_all(format!("{head}{body}").as_bytes()).is_ok()
 }
 
 #[test]
@@ -59,15 +39,18 @@ fn a_post_never_goes_on_a_connection_closed_while_the_loop_was_held_up() {
     let (closed, has_closed) = mpsc::channel::<()>();
     thread::spawn(move || {
         let (mut first, _) = origin.accept().unwrap();
-        read_request(&mut first).unwrap();
-        assert!(answer(&mut first, "ok"));
+        RequestReader::new(0).read_request(&mut first).unwrap();
+        first.write_all(&ok("ok")).unwrap();
         closing.recv().unwrap();
         drop(first);
         closed.send(()).unwrap();
-        for stream in origin.incoming() {
+        for (index, stream) in origin.incoming().enumerate() {
             let mut stream = stream.unwrap();
             thread::spawn(move || {
-                while read_request(&mut stream).is_some() && answer(&mut stream, "fresh") {}
+                let mut reader = RequestReader::new(index + 1);
+                while reader.read_request(&mut stream).is_ok()
+                    && stream.write_all(&ok("fresh")).is_ok()
+                {}
             });
         }
     });
@@ -75,11 +58,11 @@ fn a_post_never_goes_on_a_connection_closed_while_the_loop_was_held_up() {
     let slow = TcpListener::bind("127.0.0.1:0").unwrap();
     let slow_addr = slow.local_addr().unwrap();
     thread::spawn(move || {
-        for stream in slow.incoming() {
+        for (index, stream) in slow.incoming().enumerate() {
             let mut stream = stream.unwrap();
-            read_request(&mut stream);
-            answer(&mut stream, "slow");
-            thread::sleep(Duration::from_secs(2));
+            let _ = RequestReader::new(index).read_request(&mut stream);
+            let _ = stream.write_all(&ok("slow"));
+            thread::sleep(WAIT);
         }
     });
 
@@ -90,32 +73,40 @@ fn a_post_never_goes_on_a_connection_closed_while_the_loop_was_held_up() {
         .wait()
         .unwrap();
     assert_eq!(first.text().wait().unwrap(), "ok");
-    // The origin's connection is idle, its socket drained.
-    thread::sleep(Duration::from_millis(100));
+    // The origin's connection is idle, its socket drained. The loop goes
+    // into the slow answer's listener and stays there.
+    let (entered, has_entered) = mpsc::channel();
+    let (release, released) = mpsc::channel();
+    let listener = Arc::new(HoldingListener {
+        entered: Mutex::new(entered),
+        release: Mutex::new(released),
+    });
     let held = {
         let client = client.clone();
         thread::spawn(move || {
             let response = client
                 .get(format!("http://{slow_addr}/"))
-                .listener(Arc::new(SlowListener))
+                .listener(listener)
                 .send()
                 .wait()
                 .unwrap();
             response.text().wait().unwrap()
         })
     };
-    // While the loop is in the slow listener: the origin closes the idle
-    // connection, and a POST is sent, to run once the loop is free.
-    thread::sleep(Duration::from_millis(150));
+    has_entered.recv_timeout(WAIT).unwrap();
+    // Meanwhile the origin closes the idle connection, and a POST is sent,
+    // to run once the loop is let go.
     close.send(()).unwrap();
-    has_closed.recv().unwrap();
-    thread::sleep(Duration::from_millis(50));
+    has_closed.recv_timeout(WAIT).unwrap();
     let post = client
         .post(format!("http://{origin_addr}/b"))
         .body("payload")
-        .send()
-        .wait()
-        .and_then(|response| response.text().wait());
+        .send();
+    // Held up well past the 500 µs within which the loop trusts its last
+    // poll (a longer hold only makes that poll staler).
+    thread::sleep(Duration::from_millis(50));
+    release.send(()).unwrap();
+    let post = post.wait().and_then(|response| response.text().wait());
     assert_eq!(held.join().unwrap(), "slow");
     assert_eq!(post.unwrap(), "fresh", "the POST went on a new connection");
     client.close();

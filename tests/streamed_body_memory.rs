@@ -48,8 +48,15 @@ fn a_body_trickling_in_to_a_reader_that_waits_holds_about_its_window() {
     let before = counting_alloc::live_bytes();
     let response = client.get(format!("http://{addr}/")).send().wait().unwrap();
     all_sent.recv_timeout(Duration::from_secs(30)).unwrap();
-    // Time for the loop to read what came, up to the window.
-    thread::sleep(Duration::from_millis(300));
+    // The loop has read what came, up to the window.
+    let read_up = std::time::Instant::now() + Duration::from_secs(20);
+    while client.stats().buffered_body_bytes < WINDOW {
+        assert!(
+            std::time::Instant::now() < read_up,
+            "the window never filled"
+        );
+        thread::sleep(Duration::from_millis(10));
+    }
     let held = counting_alloc::live_bytes() - before;
     drop(response);
     client.close();

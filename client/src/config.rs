@@ -105,6 +105,18 @@ impl HttpVersions {
         }
     }
 
+    /// Whether a connection for `https` may speak HTTP/2 at all: if not,
+    /// none of an origin's connections is ever shared, and a request needs
+    /// no look at the shared ones.
+    pub(crate) fn may_speak_h2(self, https: bool) -> bool {
+        cfg!(feature = "http2")
+            && match self {
+                HttpVersions::Auto | HttpVersions::Http2Only => https,
+                HttpVersions::Http1Only => false,
+                HttpVersions::Http2PriorKnowledge => true,
+            }
+    }
+
     /// Whether every connection of the client is HTTP/2 before it has
     /// opened for `https`: then the requests that come while the first
     /// connection to an origin opens wait for it instead of opening their own.

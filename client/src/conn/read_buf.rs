@@ -92,12 +92,9 @@ impl ReadBuf {
 
     /// Whether, as far as the kernel has said, the socket holds nothing
     /// and the peer has not closed: the last read took all there was, and
-    /// no event said otherwise since. Events of a turn not yet dispatched
-    /// are the caller's to check ([`LoopContext::event_pending`]). Over TLS
-    /// a read is of plaintext rustls may already hold, so this says
-    /// nothing about the socket there.
-    ///
-    /// [`LoopContext::event_pending`]: crate::event_loop::LoopContext::event_pending
+    /// no event said otherwise since. Over TLS a read is of plaintext
+    /// rustls may already hold, so this says nothing about the socket
+    /// there.
     pub(crate) fn drained(&self) -> bool {
         self.drained && !self.closed
     }

@@ -341,8 +341,14 @@ impl Dispatcher {
     /// back for the pool when its origin has no HTTP/2 connection (yet).
     fn route_shared(&self, exchange: Arc<Exchange>) -> Routed {
         let https = exchange.origin.scheme == crate::net::Scheme::Https;
-        // A proxy that forwards plain requests speaks HTTP/1.1.
-        let h2_known = self.env.config.versions.h2_known(https) && !exchange.route().forwards();
+        // A proxy that forwards plain requests speaks HTTP/1.1; so does
+        // cleartext without prior knowledge. Such a request never finds a
+        // shared connection: it goes to the pool without taking the lock.
+        let versions = self.env.config.versions;
+        if !versions.may_speak_h2(https) || exchange.route().forwards() {
+            return Routed::Pool(exchange);
+        }
+        let h2_known = versions.h2_known(https);
         let max = self.env.config.http2.max_connections_per_origin;
         let opening = || Opening {
             opener: exchange.id,

@@ -98,9 +98,6 @@ struct Slot {
     id: u64,
     /// `None` while it runs.
     source: Option<Box<dyn Source>>,
-    /// An event for it came with this turn's poll and is not dispatched
-    /// yet: its socket holds news it has not been told.
-    event_pending: bool,
 }
 
 /// A loop's sources and the work queued for them.
@@ -124,22 +121,6 @@ impl Sources {
             .iter()
             .map(|(key, slot)| SourceRef { key, id: slot.id })
             .collect()
-    }
-
-    /// Marks the source of `token` as having an event not yet dispatched
-    /// (before a turn's events are handed out; see
-    /// [`LoopContext::event_pending`]).
-    pub(super) fn mark_event_pending(&mut self, token: usize) {
-        if let Some(slot) = self.slots.get_mut(token) {
-            slot.event_pending = true;
-        }
-    }
-
-    /// The source of `token` is getting its event now.
-    pub(super) fn clear_event_pending(&mut self, token: usize) {
-        if let Some(slot) = self.slots.get_mut(token) {
-            slot.event_pending = false;
-        }
     }
 
     /// The source a token names, if it is there.
@@ -179,16 +160,6 @@ impl LoopContext<'_> {
         if let Some((_, remove)) = &mut self.sources.current {
             *remove = true;
         }
-    }
-
-    /// Whether the running source has an event of this turn still to
-    /// come: the last poll reported its socket, and it has not been told.
-    pub(crate) fn event_pending(&self) -> bool {
-        let me = self.me();
-        self.sources
-            .slots
-            .get(me.key)
-            .is_some_and(|slot| slot.id == me.id && slot.event_pending)
     }
 
     /// Whether the loop's last poll, which returned all the kernel had,
@@ -252,11 +223,7 @@ impl LoopContext<'_> {
         make: impl FnOnce(&mut LoopContext<'_>) -> Box<dyn Source>,
     ) -> SourceRef {
         let id = NEXT_SOURCE_ID.fetch_add(1, Ordering::Relaxed);
-        let key = self.sources.slots.insert(Slot {
-            id,
-            source: None,
-            event_pending: false,
-        });
+        let key = self.sources.slots.insert(Slot { id, source: None });
         let me = SourceRef { key, id };
         let outer = self.sources.current.replace((me, false));
         let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| make(self)));

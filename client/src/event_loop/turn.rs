@@ -125,12 +125,6 @@ impl EventLoop {
     /// Step 3: hands each event to its source, expiring what falls due
     /// after each.
     fn dispatch_events(&self, cx: &mut LoopContext<'_>, turn: &mut Turn) {
-        // Every source with an event knows it has one coming, before any
-        // runs: one that is handed work meanwhile (a connection reused by
-        // another's completion) must not trust its socket's silence.
-        for event in turn.events.iter() {
-            cx.sources.mark_event_pending(event.token().0);
-        }
         for event in turn.events.iter() {
             match event.token() {
                 WAKER => {}
@@ -140,7 +134,6 @@ impl EventLoop {
                     }
                 }
                 token => {
-                    cx.sources.clear_event_pending(token.0);
                     if let Some(source) = cx.sources.by_token(token.0) {
                         let readiness = Readiness::of(event);
                         cx.run_source(source, |s, cx| s.ready(cx, readiness));

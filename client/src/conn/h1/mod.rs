@@ -139,14 +139,16 @@ impl Conn {
         cx: &mut LoopContext<'_>,
         exchange: Arc<Exchange>,
     ) -> Result<(), Arc<Exchange>> {
-        // A plain socket whose last read took all it had, with no event
-        // since (dispatched or due this turn) and the loop's last complete
-        // poll under `FRESH_POLL` old, is known open without a system call;
-        // otherwise a peek tells. Either can miss a close still in flight
-        // (a peek, one sent in the last half round trip; this, also one
-        // that arrived since that poll) — the retry on a fresh connection
-        // is for that.
-        let quiet = self.buf.drained() && !cx.event_pending() && cx.polled_within(FRESH_POLL);
+        // A plain socket whose last read took all it had, with no readable
+        // event since and the loop's last complete poll under `FRESH_POLL`
+        // old, is known open without a system call; otherwise a peek tells.
+        // No event of that poll is still to come here: an idle connection
+        // is reused by a loop task, which runs before the next poll and
+        // after every event of the last one, or by itself in its own
+        // event. Either way can miss a close still in flight (a peek, one
+        // sent in the last half round trip; this, also one that arrived
+        // since that poll) — the retry on a fresh connection is for that.
+        let quiet = self.buf.drained() && cx.polled_within(FRESH_POLL);
         let alive = matches!(self.state, State::Idle)
             && self
                 .transport
