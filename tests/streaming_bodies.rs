@@ -880,3 +880,83 @@ fn a_body_of_known_length_read_as_a_stream_is_byte_exact() {
         client.close();
     }
 }
+
+/// Answers with a head announcing 1 MiB and sends it in three pieces: the
+/// first at once, each next one only when `next` says so (or after 20 s) —
+/// so bytes of it reach the client only if it reads them.
+fn piece_by_piece(next: std::sync::mpsc::Receiver<()>) -> TestServer {
+    let next = std::sync::Mutex::new(next);
+    TestServer::start(Behaviour::custom(move |mut stream, index| {
+        let mut reader = RequestReader::new(index);
+        if reader.read_request(&mut stream).is_err() {
+            return;
+        }
+        let body = patterned(1 << 20);
+        let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len());
+        let _ = stream.write_all(head.as_bytes());
+        let (first, rest) = body.split_at(100_000);
+        let (second, third) = rest.split_at(100_000);
+        for (i, piece) in [first, second, third].into_iter().enumerate() {
+            if i > 0 {
+                let next = next.lock().unwrap();
+                let _ = next.recv_timeout(Duration::from_secs(20));
+            }
+            if stream.write_all(piece).is_err() {
+                return;
+            }
+        }
+        // Until the client goes.
+        while matches!(stream.read(&mut [0; 64]), Ok(n) if n > 0) {}
+    }))
+}
+
+/// Without a read timeout, a body of known length nobody has read yet lets
+/// its bytes pile up on the socket's low-water mark (Linux). Its reader's
+/// first read must bring the mark down: a stream read piece by piece gets
+/// each piece as it arrives, not when the body's rest is there.
+#[test]
+fn a_body_read_as_a_stream_after_a_pause_gets_each_piece_as_it_arrives() {
+    let body = patterned(1 << 20);
+    for event_loop_timeouts in [false, true] {
+        let (next, pieces) = std::sync::mpsc::channel();
+        let server = piece_by_piece(pieces);
+        let client = no_read_timeout(event_loop_timeouts, Duration::from_secs(60));
+        let mut response = client.get(server.url("/")).send().wait().unwrap();
+        // The loop reads the first piece and finds the socket empty.
+        thread::sleep(Duration::from_millis(200));
+        let body_reader = response.body_mut();
+        let mut got = vec![0; 200_000];
+        body_reader.read_exact(&mut got[..100_000]).unwrap();
+        next.send(()).unwrap();
+        // The second piece comes only now: read as it arrives, well before
+        // the server's 20 s fallback.
+        let started = Instant::now();
+        body_reader.read_exact(&mut got[100_000..]).unwrap();
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the second piece took {:?}",
+            started.elapsed()
+        );
+        next.send(()).unwrap();
+        body_reader.read_to_end(&mut got).unwrap();
+        assert!(got == body, "the streamed body differs");
+        client.close();
+    }
+}
+
+/// Dropping such a body unread ends its exchange at once, not when the
+/// rest of the body reaches the mark.
+#[test]
+fn a_body_dropped_before_its_first_read_ends_at_once_without_a_read_timeout() {
+    for event_loop_timeouts in [false, true] {
+        let (_next, pieces) = std::sync::mpsc::channel();
+        let server = piece_by_piece(pieces);
+        let client = no_read_timeout(event_loop_timeouts, Duration::from_secs(60));
+        let response = client.get(server.url("/")).send().wait().unwrap();
+        thread::sleep(Duration::from_millis(200));
+        drop(response);
+        // Well before the server's 20 s fallback sends the second piece.
+        assert_settles(&client, WAIT);
+        client.close();
+    }
+}

@@ -25,6 +25,10 @@
 //!   longer holds, the writer takes back what is buffered and gathers the
 //!   rest into one buffer with it, and the reader is woken once, at the end,
 //!   for a body in one piece (no copy to join chunks, no wake-up per burst).
+//! * **Untouched.** Until the reader first takes, collects or goes, nobody
+//!   waits on the bytes: a writer may ask to be woken at that first touch
+//!   ([`untouched`](Pipe::untouched)) and meanwhile let bytes wait where
+//!   they are cheapest (a loop: in the socket, behind a low-water mark).
 //! * **Ending.** The writer ends the pipe with trailers or an error, once;
 //!   the reader takes the chunks left, then the end. A reader that goes
 //!   away drops what is buffered and tells the writer, whose next push is
@@ -80,8 +84,22 @@ struct State {
     reader_gone: bool,
     /// The reader wants the body whole (see [`Pipe::collect`]).
     collecting: bool,
+    /// The reader has taken, collected or gone: until then nobody is
+    /// waiting on what the writer holds (see [`Pipe::untouched`]).
+    touched: bool,
+    /// Woken when the reader first takes or goes.
+    on_touch: Option<Waiter>,
     /// Bytes pushed since the pipe was made.
     pushed: u64,
+}
+
+impl State {
+    /// The reader acts: the first time, what waits for that, to be woken
+    /// (or dropped) after the unlock.
+    fn first_touch(&mut self) -> Option<Waiter> {
+        self.touched = true;
+        self.on_touch.take()
+    }
 }
 
 /// What a push found.
@@ -136,6 +154,8 @@ impl Pipe {
                 writer: None,
                 reader_gone: false,
                 collecting: false,
+                touched: false,
+                on_touch: None,
                 pushed: 0,
             }),
             reader_ready: Condvar::new(),
@@ -250,14 +270,15 @@ impl Pipe {
     /// The reader takes the next chunk, or the end; registers `waiter`
     /// when there is nothing yet.
     pub(crate) fn take(&self, waiter: impl FnOnce() -> Waiter) -> Taken {
-        let (taken, wake) = {
+        let (taken, wake, touch) = {
             let mut state = lock(&self.state);
+            let touch = state.first_touch();
             if let Some(chunk) = state.chunks.pop_front() {
                 state.buffered -= chunk.len();
                 self.meter.fetch_sub(chunk.len(), Ordering::Relaxed);
                 let room = state.buffered <= self.low_water();
                 let wake = if room { state.writer.take() } else { None };
-                (Taken::Chunk(chunk), wake)
+                (Taken::Chunk(chunk), wake, touch)
             } else {
                 let taken = match &mut state.end {
                     End::Open => {
@@ -270,10 +291,13 @@ impl Pipe {
                         None => Taken::End(None),
                     },
                 };
-                (taken, None)
+                (taken, None, touch)
             }
         };
         if let Some(writer) = wake {
+            writer.wake(&self.writer_ready);
+        }
+        if let Some(writer) = touch {
             writer.wake(&self.writer_ready);
         }
         taken
@@ -321,11 +345,14 @@ impl Pipe {
     /// The reader wants the body whole: from now on it waits for the end
     /// ([`take_whole`](Self::take_whole)), and the window no longer holds —
     /// a writer waiting for room is woken.
+    ///
+    /// A writer waiting for the first touch is not woken: a collected body
+    /// is read as an untouched one is (see [`untouched`](Self::untouched)).
     pub(crate) fn collect(&self) {
-        let wake = {
+        let (wake, _untouched) = {
             let mut state = lock(&self.state);
             state.collecting = true;
-            state.writer.take()
+            (state.writer.take(), state.first_touch())
         };
         if let Some(writer) = wake {
             writer.wake(&self.writer_ready);
@@ -402,18 +429,39 @@ impl Pipe {
     /// The reader has gone: what is buffered is dropped (after the unlock),
     /// and the writer is told.
     pub(crate) fn close_reader(&self) {
-        let (dropped, wake) = {
+        let (dropped, wake, touch) = {
             let mut state = lock(&self.state);
             state.reader_gone = true;
             state.reader = None;
             self.meter.fetch_sub(state.buffered, Ordering::Relaxed);
             state.buffered = 0;
-            (std::mem::take(&mut state.chunks), state.writer.take())
+            let touch = state.first_touch();
+            (
+                std::mem::take(&mut state.chunks),
+                state.writer.take(),
+                touch,
+            )
         };
         drop(dropped);
-        if let Some(writer) = wake {
+        for writer in [wake, touch].into_iter().flatten() {
             writer.wake(&self.writer_ready);
         }
+    }
+
+    /// Whether the reader has not yet taken, collected or gone — so nobody
+    /// waits on the bytes the writer holds, and a loop may let them pile
+    /// up in the socket (a receive low-water mark) rather than wake for
+    /// each segment. If so, `waiter` is woken at the reader's first take
+    /// or its going (not at a collect, which reads the same way).
+    pub(crate) fn untouched(&self, waiter: impl FnOnce() -> Waiter) -> bool {
+        let mut state = lock(&self.state);
+        if state.touched {
+            return false;
+        }
+        // Replaced after the unlock: a waiter's drop may take locks.
+        let _replaced = state.on_touch.replace(waiter());
+        drop(state);
+        true
     }
 }
 

@@ -348,7 +348,7 @@ impl Conn {
                 Filled::Eof => return self.on_eof(cx),
                 Filled::WouldBlock => {
                     self.flush_body();
-                    self.await_body();
+                    self.await_body(cx);
                     return self.give_up_draining(cx);
                 }
                 Filled::Failed(e) => return self.io_failure(cx, e),
@@ -356,34 +356,40 @@ impl Conn {
         }
     }
 
-    /// The socket has nothing more for now. A body collected whole, of known
-    /// length, with no read timeout: the socket is asked to report itself
-    /// readable only once the rest of the body is there (up to
-    /// [`LOWAT_MAX`]; the end of the stream or an error still report at
+    /// The socket has nothing more for now. A body of known length with no
+    /// read timeout, collected whole or not yet touched by its reader (see
+    /// `Pipe::untouched`: nobody waits on it yet): the socket is asked to
+    /// report itself readable only once the rest of the body is there (up
+    /// to [`LOWAT_MAX`]; the end of the stream or an error still report at
     /// once), so the loop wakes once per large piece rather than once per
     /// segment — and the server's sends do not each have to wake it. Plain
     /// TCP only (over TLS the bytes on the socket are not the body's). Not
     /// with a read timeout: bytes held back below the mark would not count
     /// as the server's activity, and the timeout could fire while the
-    /// server is sending. Not for a body read as a stream either: its
-    /// reader gets what has arrived as it arrives.
-    fn await_body(&mut self) {
+    /// server is sending. Not for a body its reader reads as a stream: it
+    /// gets what has arrived as it arrives — its first take wakes the
+    /// connection, which then lowers the mark.
+    fn await_body(&mut self, cx: &mut LoopContext<'_>) {
         let (State::Active(active), Some(transport)) = (&mut self.state, self.transport.as_ref())
         else {
             return;
         };
         let remaining = active.decoder.body_remaining().unwrap_or(0);
-        let want = if active.collected.is_some()
+        let unread = || {
+            let waiter = || Waiter::Source(cx.event_loop().clone(), cx.me());
+            active.collected.is_some() || active.exchange.body().untouched(waiter)
+        };
+        // Small rests are not worth a system call.
+        let want = if remaining >= LOWAT_MIN as u64
             && active.draining.is_none()
             && self.buf.is_empty()
             && active.exchange.read_timeout().is_none()
+            && unread()
         {
             usize::try_from(remaining.min(LOWAT_MAX as u64)).unwrap_or(1)
         } else {
             1
         };
-        // Small rests are not worth a system call.
-        let want = if want < LOWAT_MIN { 1 } else { want };
         if want != active.lowat && transport.set_recv_lowat(want) {
             active.lowat = want;
         }

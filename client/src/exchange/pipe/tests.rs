@@ -153,3 +153,30 @@ fn what_is_left_in_a_dropped_pipe_leaves_the_meter() {
     drop(pipe);
     assert_eq!(meter.load(Ordering::SeqCst), 0);
 }
+
+#[test]
+fn the_first_take_or_going_wakes_a_writer_waiting_on_an_untouched_pipe_a_collect_does_not() {
+    // The first take, even of nothing yet.
+    let (pipe, _) = pipe();
+    let (writer, waiter) = counted();
+    assert!(pipe.untouched(&waiter));
+    let (_, reader) = counted();
+    assert!(matches!(pipe.take(&reader), Taken::Pending));
+    assert_eq!(woken(&writer), 1);
+    assert!(!pipe.untouched(&waiter), "touched for good");
+    assert!(matches!(pipe.take(&reader), Taken::Pending));
+    assert_eq!(woken(&writer), 1, "only the first take");
+    // A reader that goes before any take.
+    let (pipe, _) = self::pipe();
+    let (writer, waiter) = counted();
+    assert!(pipe.untouched(&waiter));
+    pipe.close_reader();
+    assert_eq!(woken(&writer), 1);
+    // A collect reads the body as an untouched pipe does: no wake.
+    let (pipe, _) = self::pipe();
+    let (writer, waiter) = counted();
+    assert!(pipe.untouched(&waiter));
+    pipe.collect();
+    assert_eq!(woken(&writer), 0);
+    assert!(!pipe.untouched(&waiter));
+}
