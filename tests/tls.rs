@@ -118,6 +118,36 @@ fn sequential_requests_reuse_one_tls_connection() {
     assert!(server.wait_for_open(0, CEILING));
 }
 
+/// A large body that is all on the socket at once, on a connection the
+/// server keeps open: every record is read, though a read of plaintext
+/// returns less than it was offered while records are still waiting on
+/// the socket (no event will announce them again). With and without a read
+/// timeout (the second lets the loop wait on the socket's low-water mark
+/// over plain TCP, never over TLS).
+#[test]
+fn a_large_body_sent_at_once_on_a_kept_connection_is_read_whole() {
+    let body: Vec<u8> = (0..(1 << 20)).map(|i| (i % 251) as u8).collect();
+    let answer = [
+        format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len()).into_bytes(),
+        body.clone(),
+    ]
+    .concat();
+    let server = TlsServer::respond(&certs().valid, move |_| answer.clone());
+    for read_timeout in [Duration::from_secs(30), Duration::ZERO] {
+        let client = trusting()
+            .read_timeout(read_timeout)
+            .request_timeout(CEILING)
+            .build()
+            .unwrap();
+        for _ in 0..3 {
+            let response = client.get(server.url("/")).send().wait().unwrap();
+            let got = response.bytes().wait().unwrap();
+            assert!(got == body, "the body differs");
+        }
+        client.close();
+    }
+}
+
 #[test]
 fn a_connection_the_server_closed_while_idle_is_not_reused() {
     let server = TlsServer::start(

@@ -344,19 +344,34 @@ impl Conn {
                         self.flush_body();
                         return cx.ready_again();
                     }
+                    // A short read of plain TCP took all the socket had: its
+                    // next read would say `WouldBlock`, and the socket's
+                    // next event says when more has come (see `ReadBuf`).
+                    // Not over TLS: a short read of plaintext may leave
+                    // records on the socket that no event will announce.
+                    if self.buf.drained()
+                        && self.transport.as_ref().is_some_and(Transport::is_plain)
+                    {
+                        return self.socket_emptied(cx);
+                    }
                 }
                 Filled::Eof => return self.on_eof(cx),
-                Filled::WouldBlock => {
-                    self.flush_body();
-                    self.await_body(cx);
-                    return self.give_up_draining(cx);
-                }
+                Filled::WouldBlock => return self.socket_emptied(cx),
                 Filled::Failed(e) => return self.io_failure(cx, e),
             }
         }
     }
 
-    /// The socket has nothing more for now. A body of known length with no
+    /// The socket has nothing more for now: the reader is told what there
+    /// is, the socket's low-water mark set, and a body whose reader has
+    /// gone drained no further.
+    fn socket_emptied(&mut self, cx: &mut LoopContext<'_>) {
+        self.flush_body();
+        self.await_body(cx);
+        self.give_up_draining(cx)
+    }
+
+    /// A body of known length with no
     /// read timeout, collected whole or not yet touched by its reader (see
     /// `Pipe::untouched`: nobody waits on it yet): the socket is asked to
     /// report itself readable only once the rest of the body is there (up
