@@ -13,6 +13,10 @@ pub enum Case {
     /// 5. Case 1 with a per-request timeout; run right after it, so that
     ///    the two see the same state of the machine.
     SmallTimeout,
+    /// 5b. Case 5 with tickless's timeouts on its event loops
+    ///     (`use_event_loop_timeouts`); tickless only (the peers have one
+    ///     kind of timeout).
+    SmallLoopTimeout,
     /// 2. 13-byte GETs, 64 in flight.
     InFlight,
     /// 3. 1 MiB (Content-Length) GETs, one after another.
@@ -21,9 +25,10 @@ pub enum Case {
     Chunked,
 }
 
-pub const ALL_CASES: [Case; 5] = [
+pub const ALL_CASES: [Case; 6] = [
     Case::Small,
     Case::SmallTimeout,
+    Case::SmallLoopTimeout,
     Case::InFlight,
     Case::Big,
     Case::Chunked,
@@ -34,6 +39,7 @@ impl Case {
         match self {
             Case::Small => "13b-seq",
             Case::SmallTimeout => "13b-seq-timeout",
+            Case::SmallLoopTimeout => "13b-seq-loop-timeout",
             Case::InFlight => "13b-64-in-flight",
             Case::Big => "1mib-seq",
             Case::Chunked => "64k-chunked-seq",
@@ -46,7 +52,7 @@ impl Case {
 
     pub fn path(self) -> &'static str {
         match self {
-            Case::Small | Case::SmallTimeout | Case::InFlight => "/small",
+            Case::Small | Case::SmallTimeout | Case::SmallLoopTimeout | Case::InFlight => "/small",
             Case::Big => "/1mib",
             Case::Chunked => "/64k-chunked",
         }
@@ -54,7 +60,9 @@ impl Case {
 
     pub fn body_len(self) -> usize {
         match self {
-            Case::Small | Case::SmallTimeout | Case::InFlight => SMALL_BODY.len(),
+            Case::Small | Case::SmallTimeout | Case::SmallLoopTimeout | Case::InFlight => {
+                SMALL_BODY.len()
+            }
             Case::Big => BIG_LEN,
             Case::Chunked => CHUNKED_LEN,
         }
@@ -67,6 +75,16 @@ impl Case {
 
     /// The per-request timeout the case sets.
     pub fn timeout(self) -> Option<Duration> {
-        (self == Case::SmallTimeout).then_some(CASE_TIMEOUT)
+        matches!(self, Case::SmallTimeout | Case::SmallLoopTimeout).then_some(CASE_TIMEOUT)
+    }
+
+    /// Whether tickless arms the case's timeouts on its event loops.
+    pub fn on_event_loops(self) -> bool {
+        self == Case::SmallLoopTimeout
+    }
+
+    /// Whether every client runs the case (else tickless alone).
+    pub fn for_every_client(self) -> bool {
+        self != Case::SmallLoopTimeout
     }
 }

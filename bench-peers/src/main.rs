@@ -41,6 +41,7 @@ OPTIONS:
     --warmup-ms N        warm-up of each run, not measured (default 300)
     --window N           requests in flight in 13b-64-in-flight (default 64)
     --case NAME          only this case; repeatable (13b-seq, 13b-seq-timeout,
+                         13b-seq-loop-timeout (tickless alone),
                          13b-64-in-flight, 1mib-seq, 64k-chunked-seq)
     --client NAME        only this client; repeatable (tickless, ureq, hyper,
                          reqwest)
@@ -262,6 +263,9 @@ fn run_cases(o: &Options, prefix: &str) -> bool {
     let mut rows: Vec<Row> = Vec::new();
     for &case in &o.cases {
         for &peer in &o.peers {
+            if !case.for_every_client() && peer != Peer::Tickless {
+                continue;
+            }
             rows.push(Row {
                 case,
                 peer,
@@ -284,9 +288,11 @@ fn run_cases(o: &Options, prefix: &str) -> bool {
             );
             let sample = match case {
                 Case::InFlight => peer.in_flight(&url, case.body_len(), o.window, o.plan),
-                _ => peer.blocking(case.timeout()).and_then(|mut client| {
-                    drive::sequential(&mut *client, &url, case.body_len(), o.plan)
-                }),
+                _ => peer
+                    .blocking(case.timeout(), case.on_event_loops())
+                    .and_then(|mut client| {
+                        drive::sequential(&mut *client, &url, case.body_len(), o.plan)
+                    }),
             };
             // The client is gone: the server's threads can be reaped.
             let server = builtin.as_ref().map(server::Server::reap);

@@ -224,21 +224,23 @@ pub fn timeout_cost(rows: &[Row]) -> Vec<String> {
             .map(|(run, _)| run)
     };
     let mut lines = Vec::new();
-    for peer in crate::clients::ALL_PEERS {
-        if let (Some(with), Some(without)) =
-            (find(Case::SmallTimeout, peer), find(Case::Small, peer))
-        {
+    let cost = |peer: Peer, timeout: Case, lines: &mut Vec<String>| {
+        if let (Some(with), Some(without)) = (find(timeout, peer), find(Case::Small, peer)) {
             lines.push(format!(
                 "timeout cost, {peer}: {:.3}x wall per request, {:.3}x client CPU per request, {:.3}x process CPU per request ({} / {})",
                 without.req_per_s() / with.req_per_s(),
                 with.client_cpu_us() / without.client_cpu_us(),
                 with.cpu_us() / without.cpu_us(),
-                Case::SmallTimeout.name(),
+                timeout.name(),
                 Case::Small.name(),
                 peer = peer.name(),
             ));
         }
+    };
+    for peer in crate::clients::ALL_PEERS {
+        cost(peer, Case::SmallTimeout, &mut lines);
     }
+    cost(Peer::Tickless, Case::SmallLoopTimeout, &mut lines);
     lines
 }
 

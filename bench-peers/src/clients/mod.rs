@@ -6,7 +6,8 @@
 //!
 //! * `blocking(timeout)`: a [`Blocking`] client for the sequential cases,
 //!   with `timeout` set on every request its own way (`None`: no timeout at
-//!   all, the client's defaults switched off where it has some);
+//!   all, the client's defaults switched off where it has some; tickless
+//!   also says on which of its timers);
 //! * `in_flight(...)`: the 64-in-flight case, driven its own way (a window
 //!   of futures, tasks on tokio, or threads), warm-up and measurement both;
 //! * `lateness(...)`: one burst against a server that never answers, for
@@ -71,9 +72,15 @@ impl Peer {
         }
     }
 
-    pub fn blocking(self, timeout: Option<Duration>) -> Result<Box<dyn Blocking>, String> {
+    /// `on_event_loops`: tickless arms the timeouts on its event loops
+    /// (the peers have one kind).
+    pub fn blocking(
+        self,
+        timeout: Option<Duration>,
+        on_event_loops: bool,
+    ) -> Result<Box<dyn Blocking>, String> {
         match self {
-            Peer::Tickless => tickless::blocking(timeout),
+            Peer::Tickless => tickless::blocking(timeout, on_event_loops),
             Peer::Ureq => ureq::blocking(timeout),
             Peer::Hyper => hyper::blocking(timeout),
             Peer::Reqwest => reqwest::blocking(timeout),

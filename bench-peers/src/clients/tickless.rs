@@ -19,9 +19,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tickless::{Client, Error, EventListener, Response, ResponseFuture};
 
-/// A client with no timeout armed by default.
-fn quiet_client() -> Result<Client, String> {
+/// A client with no timeout armed by default; the timeouts its requests
+/// set are armed on its event loops if `on_event_loops`, else on its wheel.
+fn quiet_client(on_event_loops: bool) -> Result<Client, String> {
     Client::builder()
+        .use_event_loop_timeouts(on_event_loops)
         .request_timeout(Duration::ZERO)
         .read_timeout(Duration::ZERO)
         .build()
@@ -76,9 +78,12 @@ impl Blocking for Sequential {
     }
 }
 
-pub fn blocking(timeout: Option<Duration>) -> Result<Box<dyn Blocking>, String> {
+pub fn blocking(
+    timeout: Option<Duration>,
+    on_event_loops: bool,
+) -> Result<Box<dyn Blocking>, String> {
     Ok(Box::new(Sequential {
-        client: quiet_client()?,
+        client: quiet_client(on_event_loops)?,
         timeout,
     }))
 }
@@ -115,7 +120,7 @@ fn window_until(
 }
 
 pub fn in_flight(url: &str, expect: usize, window: usize, plan: Plan) -> Result<Sample, String> {
-    let client = quiet_client()?;
+    let client = quiet_client(false)?;
     let mut warm = Vec::new();
     window_until(
         &client,
