@@ -215,3 +215,53 @@ fn aborts_are_carried_out_oldest_first() {
     assert_eq!(*lock(&aborted), ["first", "second", "third"]);
     group.shutdown();
 }
+
+/// One task at a time, each posted a little after the one before ran (a
+/// caller that waits for each answer): none is lost, whether the loop is
+/// parked, running or lingering when it comes. After a task that answered
+/// a spinning caller the loop lingers, so the next post, 10 µs later, finds
+/// it awake and costs no wake-up; after the others it parks, and each post
+/// wakes it.
+#[test]
+fn tasks_posted_one_after_another_all_run_and_a_lingering_loop_needs_no_wake_up() {
+    let group = EventLoopGroup::builder().threads(1).build().unwrap();
+    let event_loop = group.loops()[0].clone();
+    let wakeups = || lock(&event_loop.inbox).wakeups;
+    const ROUNDS: u64 = 400;
+    let mut woken = [0; 2];
+    for (lingers, woken) in [false, true].into_iter().zip(&mut woken) {
+        let before = wakeups();
+        for _ in 0..ROUNDS {
+            let ran = Arc::new(AtomicBool::new(false));
+            let done = ran.clone();
+            event_loop
+                .execute(move |_| {
+                    if lingers {
+                        answered_a_spinner();
+                    }
+                    done.store(true, Ordering::Release);
+                })
+                .unwrap();
+            let give_up = Instant::now() + Duration::from_secs(10);
+            while !ran.load(Ordering::Acquire) {
+                assert!(Instant::now() < give_up, "a task posted was never run");
+                std::hint::spin_loop();
+            }
+            // The caller's own work between two requests.
+            let resume = Instant::now() + Duration::from_micros(10);
+            while Instant::now() < resume {
+                std::hint::spin_loop();
+            }
+        }
+        *woken = wakeups() - before;
+    }
+    let [parking, lingering] = woken;
+    assert!(
+        parking > ROUNDS * 3 / 4,
+        "{parking} wake-ups for {ROUNDS} posts to a loop that parks"
+    );
+    assert!(
+        lingering < ROUNDS / 2,
+        "{lingering} wake-ups for {ROUNDS} posts to a loop that lingers"
+    );
+}

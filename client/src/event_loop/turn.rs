@@ -4,6 +4,7 @@
 use super::source::Sources;
 use super::{Entry, EventLoop, LoopContext, LoopTask, Readiness, TIMER, WAKER};
 use crate::sync::lock;
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::io;
 use std::sync::Arc;
@@ -12,6 +13,24 @@ use tickless_timer::PreciseWait;
 
 /// Tasks run per turn before the loop looks at its sockets again.
 const MAX_TASKS_PER_TURN: usize = 64;
+
+thread_local! {
+    /// This thread has answered a caller spinning for its answer since its
+    /// loop last looked (see [`answered_a_spinner`]).
+    static ANSWERED_A_SPINNER: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Called on a loop's thread when it has just delivered an answer to a
+/// caller spinning for it (a blocking wait that yields before it sleeps):
+/// that caller's next request is likely to come within microseconds, and
+/// the loop lingers for it before it blocks (see [`EventLoop::linger`]).
+pub(crate) fn answered_a_spinner() {
+    ANSWERED_A_SPINNER.with(|answered| answered.set(true));
+}
+
+/// How long a loop that has just answered a spinning caller polls without
+/// blocking for that caller's next request (see [`EventLoop::linger`]).
+const LINGER: Duration = Duration::from_micros(30);
 
 /// Aborted connections wait while a timeout falls due sooner than this.
 const ABORT_GAP: Duration = Duration::from_millis(1);
@@ -95,6 +114,10 @@ impl EventLoop {
     /// Step 2: waits for events, for the nearest deadline, or not at all
     /// when work is left over (`busy`).
     fn poll(&self, turn: &mut Turn, busy: bool) {
+        let answered = ANSWERED_A_SPINNER.with(|answered| answered.replace(false));
+        if answered && !busy && !turn.manual_clock && self.linger(turn) {
+            return;
+        }
         let now = self.clock.now();
         let nearest = lock(&self.timers).heap.next_deadline();
         let timeout = match nearest {
@@ -113,12 +136,56 @@ impl EventLoop {
                 }
             }
         };
+        if timeout != Some(Duration::ZERO) && !self.park() {
+            return self.poll_once(turn, Some(Duration::ZERO));
+        }
+        self.poll_once(turn, timeout);
+        lock(&self.inbox).parked = false;
+    }
+
+    fn poll_once(&self, turn: &mut Turn, timeout: Option<Duration>) {
         if let Err(error) = turn.poll.poll(&mut turn.events, timeout) {
             if error.kind() != io::ErrorKind::Interrupted {
                 // A broken poll cannot be waited on again: stop taking work
                 // and fail what this loop carries rather than spin.
                 self.stop_taking_work();
             }
+        }
+    }
+
+    /// Before a poll that blocks: marks the loop parked, so that the next
+    /// task posted wakes it — unless one has come since the inbox was
+    /// drained (then false: no blocking).
+    fn park(&self) -> bool {
+        let mut inbox = lock(&self.inbox);
+        inbox.parked = inbox.tasks.is_empty();
+        inbox.parked
+    }
+
+    /// This turn answered a caller spinning for its answer (see
+    /// `Outcome::wait`): its next request is likely to come within
+    /// microseconds. Polls without blocking, yielding between polls, for
+    /// up to [`LINGER`], while not parked — so the caller posts it without
+    /// waking the loop, and the loop takes it without a sleep and a
+    /// wake-up. Not with a manual clock (its deadlines are not read off
+    /// `Instant`).
+    /// True if events, a task or a deadline came (the turn goes on).
+    fn linger(&self, turn: &mut Turn) -> bool {
+        let until = Instant::now() + LINGER;
+        loop {
+            self.poll_once(turn, Some(Duration::ZERO));
+            if !turn.events.is_empty() || !lock(&self.inbox).tasks.is_empty() {
+                return true;
+            }
+            let now = Instant::now();
+            let nearest = lock(&self.timers).heap.next_deadline();
+            if nearest.is_some_and(|deadline| deadline <= now) {
+                return true;
+            }
+            if now >= until {
+                return false;
+            }
+            std::thread::yield_now();
         }
     }
 

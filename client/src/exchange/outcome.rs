@@ -26,6 +26,8 @@ pub(crate) struct Outcome<T> {
     /// Set once the result is stored: what `wait` spins on, and what
     /// "the next poll is ready" means.
     settled: AtomicBool,
+    /// A caller is spinning in `wait` for the result.
+    spinning: AtomicBool,
     slot: Mutex<Slot<T>>,
     ready: Condvar,
 }
@@ -34,6 +36,7 @@ impl<T> Default for Outcome<T> {
     fn default() -> Self {
         Outcome {
             settled: AtomicBool::new(false),
+            spinning: AtomicBool::new(false),
             slot: Mutex::new(Slot {
                 result: None,
                 waker: None,
@@ -67,6 +70,9 @@ impl<T> Outcome<T> {
             (slot.waker.take(), slot.blocked)
         };
         self.settled.store(true, Ordering::Release);
+        if self.spinning.load(Ordering::Acquire) {
+            crate::event_loop::answered_a_spinner();
+        }
         if blocked {
             self.ready.notify_all();
         }
@@ -98,9 +104,13 @@ impl<T> Outcome<T> {
     /// Blocks until the result is there, yielding for `spin` first (see
     /// [`Pacing`](super::Pacing)).
     pub(crate) fn wait(&self, spin: Duration) -> T {
-        let spin_until = Instant::now() + spin;
-        while !self.is_settled() && Instant::now() < spin_until {
-            std::thread::yield_now();
+        if !spin.is_zero() {
+            let spin_until = Instant::now() + spin;
+            self.spinning.store(true, Ordering::Release);
+            while !self.is_settled() && Instant::now() < spin_until {
+                std::thread::yield_now();
+            }
+            self.spinning.store(false, Ordering::Release);
         }
         let mut slot = lock(&self.slot);
         loop {
