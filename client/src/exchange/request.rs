@@ -24,6 +24,8 @@ pub(crate) struct RequestParts {
     pub(crate) data: Bytes,
     /// The head, encoded once at submission — and a body in memory after
     /// it, unless the body waits for `100 Continue` (then it is `body`).
+    /// Empty for a request that can only go over HTTP/2 (prior knowledge,
+    /// or HTTP/2 only over TLS), which never sends an HTTP/1.1 head.
     pub(crate) head: Vec<u8>,
     pub(crate) body: RequestBody,
     /// False if the request asks the server to close the connection.
