@@ -16,9 +16,9 @@ pub(crate) type BodyStream =
 /// What is sent.
 pub(crate) struct RequestParts {
     pub(crate) method: http::Method,
-    /// The target and the caller's headers as given, for HTTP/2 (which
-    /// encodes them itself, with HPACK).
-    pub(crate) uri: http::Uri,
+    /// The caller's headers as given, for HTTP/2 (which encodes them
+    /// itself, with HPACK; its target is the exchange's
+    /// [`info`](super::Exchange::info)'s URI).
     pub(crate) headers: Arc<http::HeaderMap>,
     /// A body in memory, unframed (empty for none, or a streamed one).
     pub(crate) data: Bytes,

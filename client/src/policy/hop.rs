@@ -151,7 +151,6 @@ pub(crate) fn exchange_for(
         origin,
         request: RequestParts {
             method: hop.method.clone(),
-            uri: hop.uri.clone(),
             headers: hop.headers.clone(),
             data,
             head,

@@ -1131,7 +1131,7 @@ fn request_of(exchange: &Exchange) -> (http::Request<()>, Outgoing) {
     let parts = &exchange.request;
     let mut request = http::Request::new(());
     *request.method_mut() = parts.method.clone();
-    *request.uri_mut() = parts.uri.clone();
+    *request.uri_mut() = exchange.listener.request().uri().clone();
     *request.version_mut() = http::Version::HTTP_2;
     let headers = request.headers_mut();
     for (name, value) in parts.headers.iter() {
