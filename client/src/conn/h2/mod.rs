@@ -494,6 +494,7 @@ impl Conn {
             return;
         };
         let mut goaway = None;
+        let mut sent_at = None;
         while let Some(front) = h2.queue.front() {
             if h2.going_away {
                 break;
@@ -543,7 +544,8 @@ impl Conn {
                     conn.waker = Some(waker.clone());
                     exchange.attach(ConnSlot::Ready(conn));
                     if end_of_stream {
-                        let now = self.owner.env().clock.now();
+                        // One read of the clock for the streams opened together.
+                        let now = *sent_at.get_or_insert_with(|| self.owner.env().clock.now());
                         request_sent(&exchange, info.as_ref(), now);
                     }
                     opened.push(entry.key());
