@@ -72,8 +72,9 @@ fn tickless(addr: SocketAddr, in_flight: usize, requests: u64) -> f64 {
         .read_timeout(Duration::ZERO)
         .build()
         .unwrap();
-    let url = format!("http://{addr}/small");
-    let get = || client.get(url.as_str()).send();
+    // Parsed once, as hyper's side does: each request clones it.
+    let uri: http::Uri = format!("http://{addr}/small").parse().unwrap();
+    let get = || client.get(uri.clone()).send();
     let mut window: VecDeque<_> = (0..in_flight).map(|_| get()).collect();
     let one = |window: &mut VecDeque<tickless::ResponseFuture>| {
         let future = window.pop_front().unwrap();
