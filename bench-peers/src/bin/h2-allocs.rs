@@ -14,7 +14,9 @@
 //! The server runs in a child process (this binary, `--serve`), so only
 //! the client's allocations are counted: every thread of this process's,
 //! the event loop's (tickless) or the runtime's (hyper) included. Each
-//! client warms up with as many requests as it then measures.
+//! client warms up with as many requests as it then measures. `--bare`:
+//! tickless sends no `User-Agent` and no `Accept-Encoding`, as hyper's
+//! requests (see `h2-in-flight`).
 
 #[path = "../child.rs"]
 mod child;
@@ -40,14 +42,16 @@ fn main() {
     }
     let mut requests = 50_000u64;
     let mut in_flight = 64;
+    let mut bare = false;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         let mut value = || it.next().and_then(|v| v.parse::<u64>().ok());
         match arg.as_str() {
             "--requests" => requests = value().expect("--requests N"),
             "--in-flight" => in_flight = value().expect("--in-flight N") as usize,
+            "--bare" => bare = true,
             "-h" | "--help" => {
-                println!("usage: h2-allocs [--requests N] [--in-flight N]");
+                println!("usage: h2-allocs [--requests N] [--in-flight N] [--bare]");
                 return;
             }
             other => panic!("unknown argument {other:?}"),
@@ -58,20 +62,22 @@ fn main() {
         "h2-allocs: {in_flight} requests in flight on one HTTP/2 connection, {requests} measured"
     );
     println!("{:<10} {:>12}", "client", "allocs/req");
-    let per_request = tickless(server.addr, in_flight, requests);
+    let per_request = tickless(server.addr, in_flight, requests, bare);
     println!("{:<10} {:>12.2}", "tickless", per_request);
     let per_request = hyper(server.addr, in_flight, requests);
     println!("{:<10} {:>12.2}", "hyper", per_request);
 }
 
 /// Allocations per request over `requests` requests, after as many to warm up.
-fn tickless(addr: SocketAddr, in_flight: usize, requests: u64) -> f64 {
-    let client = tickless::Client::builder()
+fn tickless(addr: SocketAddr, in_flight: usize, requests: u64, bare: bool) -> f64 {
+    let mut builder = tickless::Client::builder()
         .http2_prior_knowledge()
         .request_timeout(Duration::ZERO)
-        .read_timeout(Duration::ZERO)
-        .build()
-        .unwrap();
+        .read_timeout(Duration::ZERO);
+    if bare {
+        builder = builder.no_user_agent().no_decompress();
+    }
+    let client = builder.build().unwrap();
     // Parsed once, as hyper's side does: each request clones it.
     let uri: http::Uri = format!("http://{addr}/small").parse().unwrap();
     let get = || client.get(uri.clone()).send();

@@ -98,9 +98,12 @@ impl<T> Outcome<T> {
     /// Blocks until the result is there, yielding for `spin` first (see
     /// [`Pacing`](super::Pacing)).
     pub(crate) fn wait(&self, spin: Duration) -> T {
-        let spin_until = Instant::now() + spin;
-        while !self.is_settled() && Instant::now() < spin_until {
-            std::thread::yield_now();
+        // The clock is read only to spin: not for a result there already.
+        if !spin.is_zero() && !self.is_settled() {
+            let spin_until = Instant::now() + spin;
+            while !self.is_settled() && Instant::now() < spin_until {
+                std::thread::yield_now();
+            }
         }
         let mut slot = lock(&self.slot);
         loop {

@@ -1131,15 +1131,10 @@ fn request_sent(
 fn request_of(exchange: &Exchange) -> (http::Request<()>, Outgoing) {
     use http::header;
     let parts = &exchange.request;
-    let mut request = http::Request::new(());
-    *request.method_mut() = parts.method.clone();
-    *request.uri_mut() = exchange.listener.request().uri().clone();
-    *request.version_mut() = http::Version::HTTP_2;
-    let headers = request.headers_mut();
-    for (name, value) in parts.headers.iter() {
-        // Connection-specific fields have no place in HTTP/2 (RFC 9113
-        // §8.2.2); `Host` is the `:authority` the URI gives.
-        let specific = matches!(
+    // Connection-specific fields have no place in HTTP/2 (RFC 9113
+    // §8.2.2); `Host` is the `:authority` the URI gives.
+    let specific = |name: &header::HeaderName| {
+        matches!(
             *name,
             header::CONNECTION
                 | header::TRANSFER_ENCODING
@@ -1148,10 +1143,22 @@ fn request_of(exchange: &Exchange) -> (http::Request<()>, Outgoing) {
                 | header::EXPECT
                 | header::TE
         ) || name.as_str() == "keep-alive"
-            || name.as_str() == "proxy-connection";
-        if !specific {
-            headers.append(name.clone(), value.clone());
+            || name.as_str() == "proxy-connection"
+    };
+    let mut request = http::Request::new(());
+    *request.method_mut() = parts.method.clone();
+    *request.uri_mut() = exchange.listener.request().uri().clone();
+    *request.version_mut() = http::Version::HTTP_2;
+    let headers = request.headers_mut();
+    if parts.headers.keys().any(specific) {
+        for (name, value) in parts.headers.iter() {
+            if !specific(name) {
+                headers.append(name.clone(), value.clone());
+            }
         }
+    } else {
+        // The common case: all of them, copied whole (no hashing).
+        headers.clone_from(&parts.headers);
     }
     let out = match &parts.body {
         RequestBody::Streamed(streamed) => {
