@@ -17,8 +17,8 @@ pub(crate) type BodyStream =
 pub(crate) struct RequestParts {
     pub(crate) method: http::Method,
     /// The caller's headers as given, for HTTP/2 (which encodes them
-    /// itself, with HPACK; its target is the exchange's
-    /// [`info`](super::Exchange::info)'s URI).
+    /// itself, with HPACK; its target is the URI of the exchange's
+    /// [`RequestInfo`](crate::events::RequestInfo)).
     pub(crate) headers: Arc<http::HeaderMap>,
     /// A body in memory, unframed (empty for none, or a streamed one).
     pub(crate) data: Bytes,
