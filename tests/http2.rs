@@ -65,6 +65,52 @@ fn a_prior_knowledge_request_is_answered_over_http2() {
 }
 
 #[test]
+fn connection_specific_headers_stay_off_http2_and_the_others_go() {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let server = H2Server::start({
+        let seen = seen.clone();
+        move |stream| {
+            let mut names: Vec<String> = stream
+                .request
+                .headers()
+                .keys()
+                .map(|name| name.to_string())
+                .collect();
+            names.sort();
+            seen.lock().unwrap().push(names);
+            answer(stream, 200, b"ok")
+        }
+    });
+    let client = h2c().build().unwrap();
+    // Without such headers (copied whole), then with each of them
+    // (filtered): `h2` refuses to send any of them.
+    let plain = client.get(server.url("/")).header("x-one", "1");
+    assert_eq!(plain.send().wait().unwrap().status(), 200);
+    let mixed = client
+        .get(server.url("/"))
+        .header("x-one", "1")
+        .header("connection", "keep-alive")
+        .header("keep-alive", "timeout=5")
+        .header("proxy-connection", "keep-alive")
+        .header("transfer-encoding", "chunked")
+        .header("upgrade", "websocket")
+        .header("host", "elsewhere.test")
+        .header("te", "trailers")
+        .header("x-two", "2");
+    assert_eq!(mixed.send().wait().unwrap().status(), 200);
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 2);
+    for names in seen.iter() {
+        assert!(names.iter().all(
+            |name| ["x-one", "x-two", "user-agent", "accept-encoding"].contains(&name.as_str())
+        ));
+        assert!(names.contains(&"x-one".to_string()), "{names:?}");
+    }
+    assert!(seen[1].contains(&"x-two".to_string()), "{seen:?}");
+    client.close();
+}
+
+#[test]
 fn a_hundred_concurrent_requests_share_one_connection() {
     let server = H2Server::start(|stream| async move {
         // Held a little, so that they are in flight together.

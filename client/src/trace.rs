@@ -20,15 +20,30 @@ use tracing::{debug, Span};
 /// without the query (which may hold secrets); `status` is recorded when
 /// the response's head is given to the caller.
 pub(crate) fn request_span(method: &http::Method, uri: &http::Uri) -> Span {
-    let scheme = uri.scheme_str().unwrap_or("http");
-    let host = uri.host().unwrap_or("");
-    let port = uri.port_u16().map(|p| format!(":{p}")).unwrap_or_default();
+    // The fields are only formatted if a subscriber wants the span: with
+    // none, this allocates nothing.
     tracing::debug_span!(
         "request",
         method = %method,
-        uri = %format_args!("{scheme}://{host}{port}{}", uri.path()),
+        uri = %SpanUri(uri),
         status = tracing::field::Empty,
     )
+}
+
+/// A request span's URI: scheme, host, port and path.
+struct SpanUri<'a>(&'a http::Uri);
+
+impl std::fmt::Display for SpanUri<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let uri = self.0;
+        let scheme = uri.scheme_str().unwrap_or("http");
+        let host = uri.host().unwrap_or("");
+        write!(f, "{scheme}://{host}")?;
+        if let Some(port) = uri.port_u16() {
+            write!(f, ":{port}")?;
+        }
+        f.write_str(uri.path())
+    }
 }
 
 /// A listener that turns a request's events into `tracing` events inside

@@ -98,8 +98,8 @@ pub use decoder::{Decoded, ResponseDecoder};
 pub use error::{DecodeError, EncodeError, Stage};
 pub use limits::{Limits, MAX_CHUNK_EXTENSION_BYTES};
 pub use request::{
-    encode_chunk, encode_last_chunk, encode_request_head, encode_request_head_as, RequestBody,
-    RequestTarget,
+    check_request_head, encode_chunk, encode_last_chunk, encode_request_head,
+    encode_request_head_as, RequestBody, RequestTarget,
 };
 pub use response::{has_connection_token, ResponseHead};
 

@@ -68,6 +68,95 @@ pub fn encode_request_head_as(
     form: RequestTarget,
     out: &mut Vec<u8>,
 ) -> Result<(), EncodeError> {
+    let Checked {
+        scheme,
+        host,
+        framing,
+    } = checked(method, uri, headers, body)?;
+    let target = uri.path_and_query().map_or("/", |pq| pq.as_str());
+    let target = if target.is_empty() { "/" } else { target };
+    out.extend_from_slice(method.as_str().as_bytes());
+    out.push(b' ');
+    if form == RequestTarget::Absolute {
+        out.extend_from_slice(scheme.to_ascii_lowercase().as_bytes());
+        out.extend_from_slice(b"://");
+        out.extend_from_slice(host.as_bytes());
+        if let Some(port) = uri.port_u16() {
+            out.push(b':');
+            out.extend_from_slice(Decimal::of(port.into()).as_bytes());
+        }
+    }
+    if !target.starts_with('/') {
+        // `http` yields e.g. "?q" for "http://h?q"; origin-form needs the slash.
+        out.push(b'/');
+    }
+    out.extend_from_slice(target.as_bytes());
+    out.extend_from_slice(b" HTTP/1.1\r\n");
+
+    if !headers.contains_key(HOST) {
+        out.extend_from_slice(b"Host: ");
+        out.extend_from_slice(host.as_bytes());
+        if let Some(port) = uri.port_u16() {
+            out.push(b':');
+            out.extend_from_slice(Decimal::of(port.into()).as_bytes());
+        }
+        out.extend_from_slice(b"\r\n");
+    }
+    for (name, value) in headers {
+        out.extend_from_slice(name.as_str().as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    match framing {
+        Some(Framing::Length(n)) => {
+            out.extend_from_slice(b"Content-Length: ");
+            out.extend_from_slice(Decimal::of(n).as_bytes());
+            out.extend_from_slice(b"\r\n");
+        }
+        Some(Framing::Chunked) => out.extend_from_slice(b"Transfer-Encoding: chunked\r\n"),
+        None => {}
+    }
+    out.extend_from_slice(b"\r\n");
+    Ok(())
+}
+
+/// Checks a request head as [`encode_request_head_as`] would, without
+/// writing it: the same errors, for a request whose head goes another way
+/// (HTTP/2 encodes its own).
+///
+/// # Errors
+///
+/// Those of [`encode_request_head_as`].
+pub fn check_request_head(
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: RequestBody,
+) -> Result<(), EncodeError> {
+    checked(method, uri, headers, body).map(|_| ())
+}
+
+/// What a head that passed its checks is written with.
+struct Checked<'a> {
+    scheme: &'a str,
+    host: &'a str,
+    framing: Option<Framing>,
+}
+
+/// The framing header still to write.
+enum Framing {
+    Length(u64),
+    Chunked,
+}
+
+/// The checks of a request head (see [`encode_request_head_as`]).
+fn checked<'a>(
+    method: &Method,
+    uri: &'a Uri,
+    headers: &HeaderMap,
+    body: RequestBody,
+) -> Result<Checked<'a>, EncodeError> {
     let scheme = uri.scheme_str().ok_or(EncodeError::InvalidUri)?;
     if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
         return Err(EncodeError::InvalidUri);
@@ -82,101 +171,93 @@ pub fn encode_request_head_as(
     if headers.get_all(HOST).iter().nth(1).is_some() {
         return Err(EncodeError::DuplicateHost);
     }
-
-    let target = uri.path_and_query().map_or("/", |pq| pq.as_str());
-    let target = if target.is_empty() { "/" } else { target };
-    out.extend_from_slice(method.as_str().as_bytes());
-    out.push(b' ');
-    if form == RequestTarget::Absolute {
-        out.extend_from_slice(scheme.to_ascii_lowercase().as_bytes());
-        out.extend_from_slice(b"://");
-        out.extend_from_slice(host.as_bytes());
-        if let Some(port) = uri.port_u16() {
-            out.extend_from_slice(format!(":{port}").as_bytes());
-        }
-    }
-    if !target.starts_with('/') {
-        // `http` yields e.g. "?q" for "http://h?q"; origin-form needs the slash.
-        out.push(b'/');
-    }
-    out.extend_from_slice(target.as_bytes());
-    out.extend_from_slice(b" HTTP/1.1\r\n");
-
-    if !headers.contains_key(HOST) {
-        out.extend_from_slice(b"Host: ");
-        out.extend_from_slice(host.as_bytes());
-        if let Some(port) = uri.port_u16() {
-            out.extend_from_slice(format!(":{port}").as_bytes());
-        }
-        out.extend_from_slice(b"\r\n");
-    }
-    for (name, value) in headers {
-        out.extend_from_slice(name.as_str().as_bytes());
-        out.extend_from_slice(b": ");
-        out.extend_from_slice(value.as_bytes());
-        out.extend_from_slice(b"\r\n");
-    }
-    if let Some(line) = framing {
-        out.extend_from_slice(line.as_bytes());
-    }
-    out.extend_from_slice(b"\r\n");
-    Ok(())
+    Ok(Checked {
+        scheme,
+        host,
+        framing,
+    })
 }
 
 /// Checks the caller's framing headers against `body` and returns the framing
-/// line still to write, if any.
+/// header still to write, if any.
 fn framing_header(
     method: &Method,
     headers: &HeaderMap,
     body: RequestBody,
-) -> Result<Option<String>, EncodeError> {
-    let lengths: Vec<&[u8]> = headers
+) -> Result<Option<Framing>, EncodeError> {
+    let mut lengths = headers
         .get_all(CONTENT_LENGTH)
         .iter()
         .map(|v| v.as_bytes().trim_ascii())
-        .collect();
-    let codings: Vec<&[u8]> = headers
+        .peekable();
+    let mut codings = headers
         .get_all(TRANSFER_ENCODING)
         .iter()
         .map(|v| v.as_bytes().trim_ascii())
-        .collect();
-    let lengths_are = |n: &str| lengths.iter().all(|v| *v == n.as_bytes());
+        .peekable();
     match body {
         RequestBody::Empty | RequestBody::Length(_) => {
-            if !codings.is_empty() {
+            if codings.peek().is_some() {
                 return Err(EncodeError::ConflictingTransferEncoding);
             }
             let n = match body {
                 RequestBody::Length(n) => n,
                 _ => 0,
             };
-            let n = n.to_string();
-            if !lengths_are(&n) {
+            let no_length = lengths.peek().is_none();
+            let decimal = Decimal::of(n);
+            if !lengths.all(|v| v == decimal.as_bytes()) {
                 return Err(EncodeError::ConflictingContentLength);
             }
             let needs_length = matches!(body, RequestBody::Length(_))
                 || *method == Method::POST
                 || *method == Method::PUT
                 || *method == Method::PATCH;
-            if lengths.is_empty() && needs_length {
-                return Ok(Some(format!("Content-Length: {n}\r\n")));
+            if no_length && needs_length {
+                return Ok(Some(Framing::Length(n)));
             }
             Ok(None)
         }
         RequestBody::Chunked => {
-            if !lengths.is_empty() {
+            if lengths.peek().is_some() {
                 return Err(EncodeError::ConflictingContentLength);
             }
             // Exactly one "chunked", or none (then it is added): twice
             // would say the body was chunked twice.
-            if codings.len() > 1 || !codings.iter().all(|v| v.eq_ignore_ascii_case(b"chunked")) {
+            let Some(first) = codings.next() else {
+                return Ok(Some(Framing::Chunked));
+            };
+            if codings.next().is_some() || !first.eq_ignore_ascii_case(b"chunked") {
                 return Err(EncodeError::ConflictingTransferEncoding);
-            }
-            if codings.is_empty() {
-                return Ok(Some("Transfer-Encoding: chunked\r\n".to_owned()));
             }
             Ok(None)
         }
+    }
+}
+
+/// A number in decimal, on the stack.
+struct Decimal {
+    digits: [u8; 20],
+    start: usize,
+}
+
+impl Decimal {
+    fn of(mut n: u64) -> Decimal {
+        let mut digits = [0; 20];
+        let mut start = digits.len();
+        loop {
+            start -= 1;
+            digits[start] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        Decimal { digits, start }
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        &self.digits[self.start..]
     }
 }
 

@@ -451,11 +451,11 @@ impl Dispatcher {
         }
         let owner = self.owner();
         let source = shared.conn.source;
-        let (origin, id) = (exchange.route().clone(), shared.id);
+        let id = shared.id;
         let task_exchange = exchange.clone();
         let posted = shared.conn.event_loop.execute(move |cx| {
             if let Err(exchange) = conn::start_on_shared(cx, source, task_exchange) {
-                owner.unshare(&origin, id);
+                owner.unshare(exchange.route(), id);
                 owner.redispatch(exchange, true);
             }
         });

@@ -35,6 +35,11 @@ impl Guarded {
         }
     }
 
+    /// The request its events are about.
+    pub(crate) fn request(&self) -> &RequestInfo {
+        &self.request
+    }
+
     fn call(&self, method: impl FnOnce(&dyn EventListener)) {
         if catch_unwind(AssertUnwindSafe(|| method(&*self.listener))).is_err() {
             if let Some(exchange) = self.exchange.upgrade() {

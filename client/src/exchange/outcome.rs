@@ -104,7 +104,8 @@ impl<T> Outcome<T> {
     /// Blocks until the result is there, yielding for `spin` first (see
     /// [`Pacing`](super::Pacing)).
     pub(crate) fn wait(&self, spin: Duration) -> T {
-        if !spin.is_zero() {
+        // The clock is read only to spin: not for a result there already.
+        if !spin.is_zero() && !self.is_settled() {
             let spin_until = Instant::now() + spin;
             self.spinning.store(true, Ordering::Release);
             while !self.is_settled() && Instant::now() < spin_until {

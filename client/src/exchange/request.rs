@@ -16,14 +16,16 @@ pub(crate) type BodyStream =
 /// What is sent.
 pub(crate) struct RequestParts {
     pub(crate) method: http::Method,
-    /// The target and the caller's headers as given, for HTTP/2 (which
-    /// encodes them itself, with HPACK).
-    pub(crate) uri: http::Uri,
+    /// The caller's headers as given, for HTTP/2 (which encodes them
+    /// itself, with HPACK; its target is the URI of the exchange's
+    /// [`RequestInfo`](crate::events::RequestInfo)).
     pub(crate) headers: Arc<http::HeaderMap>,
     /// A body in memory, unframed (empty for none, or a streamed one).
     pub(crate) data: Bytes,
     /// The head, encoded once at submission — and a body in memory after
     /// it, unless the body waits for `100 Continue` (then it is `body`).
+    /// Empty for a request that can only go over HTTP/2 (prior knowledge,
+    /// or HTTP/2 only over TLS), which never sends an HTTP/1.1 head.
     pub(crate) head: Vec<u8>,
     pub(crate) body: RequestBody,
     /// False if the request asks the server to close the connection.

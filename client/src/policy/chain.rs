@@ -59,7 +59,12 @@ pub(crate) struct Chain {
     /// The `Cookie` header of the hop came from the store (and is chosen
     /// again for the next hop's URL), not from the caller.
     store_cookie: bool,
-    visits: Vec<Visit>,
+    /// The hops before the current one, oldest first: none until a
+    /// redirect is followed (see [`visits`](Self::visits)).
+    earlier: Vec<Visit>,
+    /// Responses of the chain that had set cookies when the current hop
+    /// was sent.
+    hop_cookies_set: usize,
     /// Responses of the chain that set cookies.
     cookies_set: usize,
     retry: retry::Policy,
@@ -112,11 +117,6 @@ impl Chain {
         let attempts = Attempts::first(retry.clone(), hedge.clone(), sender, |exchange| {
             dispatcher.submit(exchange)
         })?;
-        let visits = vec![Visit {
-            method: hop.method.clone(),
-            uri: hop.uri.clone(),
-            cookies_set: 0,
-        }];
         Ok(Chain {
             dispatcher: dispatcher.clone(),
             policies: policies.clone(),
@@ -127,7 +127,8 @@ impl Chain {
             hop,
             settings,
             store_cookie,
-            visits,
+            earlier: Vec::new(),
+            hop_cookies_set: 0,
             cookies_set: 0,
             retry,
             hedge,
@@ -223,7 +224,7 @@ impl Chain {
         {
             return Err(self.stopped(next, RedirectError::Downgrade));
         }
-        let previous: Vec<http::Uri> = self.visits.iter().map(|v| v.uri.clone()).collect();
+        let previous: Vec<http::Uri> = self.visits().map(|(_, uri, _)| uri.clone()).collect();
         let attempt = Attempt {
             status: head.status,
             next: &next,
@@ -276,16 +277,26 @@ impl Chain {
 
     fn visited(&self, method: &http::Method, uri: &http::Uri) -> bool {
         let next = uri.to_string();
-        self.visits.iter().any(|visit| {
-            visit.method == *method
-                && visit.cookies_set == self.cookies_set
-                && visit.uri.to_string() == next
+        self.visits().any(|(visit_method, visit_uri, cookies_set)| {
+            visit_method == method
+                && cookies_set == self.cookies_set
+                && visit_uri.to_string() == next
         })
+    }
+
+    /// The chain's hops so far, the current one last: method, URL, and how
+    /// many responses had set cookies when it was sent.
+    fn visits(&self) -> impl Iterator<Item = (&http::Method, &http::Uri, usize)> {
+        let current = (&self.hop.method, &self.hop.uri, self.hop_cookies_set);
+        self.earlier
+            .iter()
+            .map(|visit| (&visit.method, &visit.uri, visit.cookies_set))
+            .chain(std::iter::once(current))
     }
 
     /// The chain, with `next` at its end, stopped for `reason`.
     fn stopped(&self, next: http::Uri, reason: RedirectError) -> Error {
-        let mut chain: Vec<http::Uri> = self.visits.iter().map(|v| v.uri.clone()).collect();
+        let mut chain: Vec<http::Uri> = self.visits().map(|(_, uri, _)| uri.clone()).collect();
         chain.push(next);
         Error::Redirect { chain, reason }
     }
@@ -297,6 +308,11 @@ impl Chain {
         method: http::Method,
         keep_body: bool,
     ) -> Result<(), Error> {
+        self.earlier.push(Visit {
+            method: self.hop.method.clone(),
+            uri: self.hop.uri.clone(),
+            cookies_set: self.hop_cookies_set,
+        });
         let hop = &mut self.hop;
         if !redirect::same_origin(&hop.uri, &next) {
             let headers = Arc::make_mut(&mut hop.headers);
@@ -331,12 +347,7 @@ impl Chain {
             sender,
             move |exchange| previous.after_its_loop(move || dispatcher.submit(exchange)),
         )?;
-        let hop = &self.hop;
-        self.visits.push(Visit {
-            method: hop.method.clone(),
-            uri: hop.uri.clone(),
-            cookies_set: self.cookies_set,
-        });
+        self.hop_cookies_set = self.cookies_set;
         Ok(())
     }
 

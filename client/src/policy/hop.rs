@@ -118,6 +118,11 @@ pub(crate) fn exchange_for(
         }
         _ => (h1::RequestTarget::Origin, None),
     };
+    // Every connection this request can go on speaks HTTP/2 (prior
+    // knowledge in cleartext, or HTTP/2 only over TLS, not to a proxy that
+    // forwards): it needs no HTTP/1.1 head, only its checks.
+    let https = origin.scheme == Scheme::Https;
+    let h2_only = cfg!(feature = "http2") && config.versions.h2_known(https) && !route.forwards();
     let upload = hop.body.take();
     // Kept unframed for HTTP/2, which frames it itself.
     let data = match &upload.kind {
@@ -131,6 +136,7 @@ pub(crate) fn exchange_for(
         form,
         upload,
         expect_continue,
+        h2_only,
         || Arc::new(Pipe::new(window, meter)),
     )?;
     if let Some((reader, pipe)) = pump {
@@ -145,7 +151,6 @@ pub(crate) fn exchange_for(
         origin,
         request: RequestParts {
             method: hop.method.clone(),
-            uri: hop.uri.clone(),
             headers: hop.headers.clone(),
             data,
             head,
@@ -199,7 +204,10 @@ type Encoded = (
 
 /// Encodes the head once, at submission, with the framing the body calls
 /// for: `Content-Length` when its length is known (unless the caller asked
-/// for chunked), chunked otherwise.
+/// for chunked), chunked otherwise. For a request that can only go over
+/// HTTP/2 (`h2_only`) the head is checked the same way but left empty, and
+/// a body in memory is not framed: HTTP/2 sends its own.
+#[allow(clippy::too_many_arguments)]
 fn encode(
     method: &http::Method,
     uri: &http::Uri,
@@ -207,6 +215,7 @@ fn encode(
     form: h1::RequestTarget,
     body: Upload,
     expect_continue: bool,
+    h2_only: bool,
     pipe: impl FnOnce() -> Arc<Pipe>,
 ) -> Result<Encoded, InvalidRequest> {
     let chunked = headers
@@ -220,9 +229,14 @@ fn encode(
         Some(0) if matches!(body.kind, UploadKind::Bytes(_)) => h1::RequestBody::Empty,
         Some(n) => h1::RequestBody::Length(n),
     };
-    let mut head = Vec::with_capacity(256);
-    h1::encode_request_head_as(method, uri, headers, framing, form, &mut head)
-        .map_err(InvalidRequest::Encode)?;
+    let mut head = Vec::new();
+    if h2_only {
+        h1::check_request_head(method, uri, headers, framing).map_err(InvalidRequest::Encode)?;
+    } else {
+        head.reserve(256);
+        h1::encode_request_head_as(method, uri, headers, framing, form, &mut head)
+            .map_err(InvalidRequest::Encode)?;
+    }
     let streamed = |source| {
         RequestBody::Streamed(Streamed {
             length,
@@ -230,6 +244,8 @@ fn encode(
         })
     };
     Ok(match body.kind {
+        // HTTP/2 sends the exchange's unframed copy.
+        UploadKind::Bytes(_) if h2_only => (head, RequestBody::InHead, None),
         UploadKind::Bytes(bytes) => {
             let framed = frame(bytes, chunked);
             if expect_continue && !framed.is_empty() {
@@ -273,6 +289,34 @@ mod tests {
             "{error:?}"
         );
         client.close();
+    }
+
+    #[test]
+    fn a_request_that_can_only_go_over_http2_is_checked_as_for_http1_but_not_encoded() {
+        let uri: http::Uri = "http://a.test/x".parse().unwrap();
+        let pipe = || Arc::new(Pipe::new(1024, Arc::default()));
+        let encoded = |headers: &http::HeaderMap, h2_only| {
+            let body = Upload::from("hello");
+            let (method, form) = (http::Method::POST, h1::RequestTarget::Origin);
+            encode(&method, &uri, headers, form, body, false, h2_only, pipe)
+        };
+        let none = http::HeaderMap::new();
+        let (head, body, pump) = encoded(&none, true).unwrap();
+        assert!(head.is_empty());
+        assert!(matches!(body, RequestBody::InHead) && pump.is_none());
+        let (head, _, _) = encoded(&none, false).unwrap();
+        assert!(head.ends_with(b"Content-Length: 5\r\n\r\nhello"));
+        // The same refusal either way.
+        let mut conflicting = http::HeaderMap::new();
+        conflicting.insert(http::header::CONTENT_LENGTH, HeaderValue::from_static("4"));
+        for h2_only in [true, false] {
+            assert!(matches!(
+                encoded(&conflicting, h2_only),
+                Err(InvalidRequest::Encode(
+                    h1::EncodeError::ConflictingContentLength
+                ))
+            ));
+        }
     }
 
     #[test]

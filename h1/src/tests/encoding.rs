@@ -18,6 +18,12 @@ fn encode(
     }
     let mut out = b"prefix:".to_vec();
     let result = encode_request_head(&method, &uri, &map, body, &mut out);
+    // The check alone says what the encoding says.
+    assert_eq!(
+        check_request_head(&method, &uri, &map, body),
+        result.clone(),
+        "check_request_head and encode_request_head disagree"
+    );
     let out = String::from_utf8(out).unwrap();
     let written = out.strip_prefix("prefix:").unwrap().to_owned();
     match result {
@@ -279,5 +285,39 @@ fn absolute_form_for_a_proxy_keeps_scheme_authority_and_path_without_userinfo() 
     assert_eq!(
         encode_to("http://[::1]"),
         "GET http://[::1]/ HTTP/1.1\r\nHost: [::1]\r\n\r\n"
+    );
+}
+
+#[test]
+fn lengths_and_ports_are_written_in_decimal_whole() {
+    assert_eq!(
+        encode(
+            Method::PUT,
+            "http://h:65535/",
+            &[],
+            RequestBody::Length(u64::MAX)
+        )
+        .unwrap(),
+        "PUT / HTTP/1.1\r\nHost: h:65535\r\nContent-Length: 18446744073709551615\r\n\r\n"
+    );
+    assert_eq!(
+        encode(
+            Method::POST,
+            "http://h:0/",
+            &[("content-length", "0")],
+            RequestBody::Empty
+        )
+        .unwrap(),
+        "POST / HTTP/1.1\r\nHost: h:0\r\ncontent-length: 0\r\n\r\n"
+    );
+    // The caller's length must be the body's in the same digits.
+    assert_eq!(
+        encode(
+            Method::POST,
+            "http://h/",
+            &[("content-length", "010")],
+            RequestBody::Length(10)
+        ),
+        Err(EncodeError::ConflictingContentLength)
     );
 }

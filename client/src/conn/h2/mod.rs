@@ -108,6 +108,12 @@ pub(super) struct Http2 {
     ready: Arc<Ready>,
     /// The connection's own waker (marks [`CONNECTION`]).
     conn_waker: Waker,
+    /// The streams' wakers by key, each made once: a stream gets the one of
+    /// its key. (A waker kept from the key's last stream may wake the new
+    /// one: a spare poll, no harm.)
+    wakers: Vec<Waker>,
+    /// The keys of the streams a pass polls, kept for its room.
+    keys: Vec<usize>,
     /// What the socket's readiness events said (see `AsyncIo`).
     io_ready: Arc<IoReadiness>,
     /// In the pool's shared list: requests to its origin come here.
@@ -227,6 +233,8 @@ impl Conn {
             queue: VecDeque::from([exchange]),
             ready,
             conn_waker,
+            wakers: Vec::new(),
+            keys: Vec::new(),
             io_ready,
             shared: false,
             load: Arc::default(),
@@ -328,10 +336,16 @@ impl Conn {
             // dispatcher knows before any response of this pass is out.
             self.publish_load();
             if ended.is_none() {
-                let opened = self.open_streams(cx, &mut task);
-                let mut keys = self.take_marks();
-                keys.extend(opened);
-                self.poll_streams(keys);
+                let mut keys = self.take_keys();
+                self.open_streams(cx, &mut task, &mut keys);
+                if let State::H2(h2) = &self.state {
+                    h2.ready.take_into(&mut keys);
+                }
+                self.poll_streams(&keys);
+                if let State::H2(h2) = &mut self.state {
+                    keys.clear();
+                    h2.keys = keys;
+                }
                 ended = self.poll_h2_connection(&mut task);
                 self.check_goaway(&mut task);
             }
@@ -390,15 +404,13 @@ impl Conn {
         h2.load.publish(h2.streams.len() + h2.queue.len(), limit);
     }
 
-    /// The streams marked since the last look (the connection's mark is
-    /// for the connection polls, which every pass makes anyway).
-    fn take_marks(&mut self) -> Vec<usize> {
-        let State::H2(h2) = &self.state else {
-            return Vec::new();
-        };
-        let mut keys = h2.ready.take();
-        keys.retain(|&key| key != CONNECTION);
-        keys
+    /// The connection's (empty) vector of keys, for a pass to fill and
+    /// give back.
+    fn take_keys(&mut self) -> Vec<usize> {
+        match &mut self.state {
+            State::H2(h2) => std::mem::take(&mut h2.keys),
+            _ => Vec::new(),
+        }
     }
 
     /// Polls the `h2` connection (reads, writes, settings, pings): `Some`
@@ -462,23 +474,27 @@ impl Conn {
     }
 
     /// Opens streams for the requests waiting, while the server lets more
-    /// in.
-    /// Returns the keys of the streams it opened.
-    fn open_streams(&mut self, cx: &mut LoopContext<'_>, task: &mut Context<'_>) -> Vec<usize> {
+    /// in; pushes the keys of those it opened onto `opened`.
+    fn open_streams(
+        &mut self,
+        cx: &mut LoopContext<'_>,
+        task: &mut Context<'_>,
+        opened: &mut Vec<usize>,
+    ) {
         let limit = self.env().config.http2.max_concurrent_streams;
-        let info = self.info.clone();
-        let mut opened = Vec::new();
         if matches!(&self.state, State::H2(h2) if h2.queue.is_empty()) {
-            return opened;
+            return;
         }
+        let info = self.info.clone();
         let base = self.conn_ref(cx);
         let State::H2(h2) = &mut self.state else {
-            return opened;
+            return;
         };
         let Phase::Open { send, .. } = &mut h2.phase else {
-            return opened;
+            return;
         };
         let mut goaway = None;
+        let mut sent_at = None;
         while let Some(front) = h2.queue.front() {
             if h2.going_away {
                 break;
@@ -517,13 +533,19 @@ impl Conn {
                     env.open.fetch_add(1, Ordering::Relaxed);
                     h2.idle_since = None;
                     let entry = h2.streams.vacant_entry();
-                    let waker = h2.ready.waker(entry.key());
+                    // Slab keys are dense: a new key is the next one.
+                    while h2.wakers.len() <= entry.key() {
+                        let key = h2.wakers.len();
+                        h2.wakers.push(h2.ready.waker(key));
+                    }
+                    let waker = h2.wakers[entry.key()].clone();
                     // A dropped body wakes this stream, not the connection.
                     let mut conn = base.clone();
                     conn.waker = Some(waker.clone());
                     exchange.attach(ConnSlot::Ready(conn));
                     if end_of_stream {
-                        let now = self.owner.env().clock.now();
+                        // One read of the clock for the streams opened together.
+                        let now = *sent_at.get_or_insert_with(|| self.owner.env().clock.now());
                         request_sent(&exchange, info.as_ref(), now);
                     }
                     opened.push(entry.key());
@@ -552,7 +574,6 @@ impl Conn {
             h2.goaway_error = Some(Http2Reason(reason.into()));
         }
         self.went_away(goaway.map(Departure::GoAway).unwrap_or(Departure::Server));
-        opened
     }
 
     /// Looks for the server's `GOAWAY` (it shows first in `poll_ready`,
@@ -620,13 +641,13 @@ impl Conn {
         let State::H2(h2) = &self.state else {
             return;
         };
-        let keys = h2.streams.iter().map(|(key, _)| key).collect();
-        self.poll_streams(keys);
+        let keys: Vec<usize> = h2.streams.iter().map(|(key, _)| key).collect();
+        self.poll_streams(&keys);
     }
 
     /// Polls the streams `keys` (those gone meanwhile are skipped): their
     /// uploads, their responses.
-    fn poll_streams(&mut self, keys: Vec<usize>) {
+    fn poll_streams(&mut self, keys: &[usize]) {
         let now = self.now();
         let info = self.info.clone();
         let State::H2(h2) = &mut self.state else {
@@ -634,7 +655,7 @@ impl Conn {
         };
         let mut retry = Vec::new();
         let goaway_error = h2.goaway_error;
-        for key in keys {
+        for &key in keys {
             let Some(stream) = h2.streams.get_mut(key) else {
                 continue;
             };
@@ -1110,15 +1131,10 @@ fn request_sent(
 fn request_of(exchange: &Exchange) -> (http::Request<()>, Outgoing) {
     use http::header;
     let parts = &exchange.request;
-    let mut request = http::Request::new(());
-    *request.method_mut() = parts.method.clone();
-    *request.uri_mut() = parts.uri.clone();
-    *request.version_mut() = http::Version::HTTP_2;
-    let headers = request.headers_mut();
-    for (name, value) in parts.headers.iter() {
-        // Connection-specific fields have no place in HTTP/2 (RFC 9113
-        // §8.2.2); `Host` is the `:authority` the URI gives.
-        let specific = matches!(
+    // Connection-specific fields have no place in HTTP/2 (RFC 9113
+    // §8.2.2); `Host` is the `:authority` the URI gives.
+    let specific = |name: &header::HeaderName| {
+        matches!(
             *name,
             header::CONNECTION
                 | header::TRANSFER_ENCODING
@@ -1127,10 +1143,22 @@ fn request_of(exchange: &Exchange) -> (http::Request<()>, Outgoing) {
                 | header::EXPECT
                 | header::TE
         ) || name.as_str() == "keep-alive"
-            || name.as_str() == "proxy-connection";
-        if !specific {
-            headers.append(name.clone(), value.clone());
+            || name.as_str() == "proxy-connection"
+    };
+    let mut request = http::Request::new(());
+    *request.method_mut() = parts.method.clone();
+    *request.uri_mut() = exchange.listener.request().uri().clone();
+    *request.version_mut() = http::Version::HTTP_2;
+    let headers = request.headers_mut();
+    if parts.headers.keys().any(specific) {
+        for (name, value) in parts.headers.iter() {
+            if !specific(name) {
+                headers.append(name.clone(), value.clone());
+            }
         }
+    } else {
+        // The common case: all of them, copied whole (no hashing).
+        headers.clone_from(&parts.headers);
     }
     let out = match &parts.body {
         RequestBody::Streamed(streamed) => {

@@ -54,12 +54,22 @@ impl Ready {
         self.driving.store(true, Ordering::SeqCst);
     }
 
-    /// The keys marked so far (each once), the connection's included.
-    pub(super) fn take(&self) -> Vec<usize> {
-        let mut marks = std::mem::take(&mut *lock(&self.marks));
-        marks.sort_unstable();
-        marks.dedup();
-        marks
+    /// Appends to `keys` the streams' keys marked so far, each once and in
+    /// order ([`CONNECTION`]'s mark is for the connection polls, which
+    /// every pass makes anyway). Both vectors keep their room: in a steady
+    /// state, marking and taking allocate nothing.
+    pub(super) fn take_into(&self, keys: &mut Vec<usize>) {
+        let start = keys.len();
+        keys.extend(lock(&self.marks).drain(..).filter(|&key| key != CONNECTION));
+        keys[start..].sort_unstable();
+        let mut kept = start;
+        for i in start..keys.len() {
+            if kept == start || keys[i] != keys[kept - 1] {
+                keys[kept] = keys[i];
+                kept += 1;
+            }
+        }
+        keys.truncate(kept);
     }
 
     /// A pass of the drive is over: returns whether marks came meanwhile
@@ -107,5 +117,33 @@ impl Wake for Marker {
 
     fn wake_by_ref(self: &Arc<Self>) {
         self.ready.mark(self.key);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_keys_taken_are_the_streams_marked_each_once_after_those_there_were() {
+        let group = crate::event_loop::EventLoopGroup::builder()
+            .threads(1)
+            .build()
+            .unwrap();
+        let source = crate::event_loop::SourceRef { key: 0, id: 0 };
+        let ready = Ready::new(SourceWaker::new(&group.loops()[0], source));
+        // Driving: the marks wake nothing.
+        ready.begin();
+        for key in [7, 3, CONNECTION, 7, 0, 3] {
+            ready.waker(key).wake();
+        }
+        let mut keys = vec![9, 3];
+        ready.take_into(&mut keys);
+        assert_eq!(keys, [9, 3, 0, 3, 7]);
+        // Taken: none left, and the pass is over.
+        ready.take_into(&mut keys);
+        assert_eq!(keys, [9, 3, 0, 3, 7]);
+        assert!(!ready.end_pass());
+        group.shutdown();
     }
 }
