@@ -385,3 +385,76 @@ fn unsolicited_bytes_on_an_idle_connection_never_reach_the_next_request() {
     assert_eq!(server.connections_accepted(), 2);
     client.close();
 }
+
+/// Holds the loop for a while once a request is written, so that all of
+/// the answer is on the socket before the loop's first read of it.
+struct HoldAfterSending;
+
+impl tickless::EventListener for HoldAfterSending {
+    fn on_request_sent(&self, _: &tickless::RequestInfo, _: &tickless::ConnectionInfo) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A server that sends TCP urgent data mid-body (out of band: a read stops
+/// short at it, in-band bytes still queued behind it, and no further event
+/// announces them): the whole body is read, on a connection kept open —
+/// not left waiting for bytes that have arrived already. The loop reads
+/// only once all of it is there. Linux, where the client registers for
+/// urgent data.
+#[cfg(target_os = "linux")]
+#[test]
+fn bytes_queued_behind_urgent_data_are_read() {
+    use std::io::{Read, Write};
+    use std::os::fd::AsRawFd;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = std::thread::spawn(move || {
+        for _ in 0..3 {
+            let Ok((mut stream, _)) = listener.accept() else {
+                return;
+            };
+            stream.set_nodelay(true).unwrap();
+            let mut request = Vec::new();
+            let mut scratch = [0u8; 4096];
+            while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                match stream.read(&mut scratch) {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => request.extend_from_slice(&scratch[..n]),
+                }
+            }
+            // 200 in-band body bytes, an urgent byte between their halves.
+            let mut first = b"HTTP/1.1 200 OK\r\nContent-Length: 200\r\n\r\n".to_vec();
+            first.extend_from_slice(&[b'a'; 100]);
+            stream.write_all(&first).unwrap();
+            let urgent = [b'!'];
+            // SAFETY: the descriptor is the open socket `stream` owns, and
+            // the buffer a live 1-byte array; send only reads it.
+            let sent =
+                unsafe { libc::send(stream.as_raw_fd(), urgent.as_ptr().cast(), 1, libc::MSG_OOB) };
+            assert_eq!(sent, 1);
+            stream.write_all(&[b'b'; 100]).unwrap();
+            // Kept open until the client goes.
+            while matches!(stream.read(&mut scratch), Ok(n) if n > 0) {}
+        }
+    });
+    let client = Client::builder()
+        .event_loops(1)
+        .keep_alive(false)
+        .listener(std::sync::Arc::new(HoldAfterSending))
+        .request_timeout(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    for round in 0..3 {
+        let body = client
+            .get(format!("http://{addr}/"))
+            .send()
+            .wait()
+            .and_then(|response| response.bytes().wait())
+            .unwrap_or_else(|error| panic!("round {round}: {error}"));
+        assert_eq!(&body[..100], &[b'a'; 100][..], "round {round}");
+        assert_eq!(&body[100..], &[b'b'; 100][..], "round {round}");
+    }
+    client.close();
+    drop(server);
+}

@@ -363,7 +363,7 @@ impl Source for Conn {
     fn ready(&mut self, cx: &mut LoopContext<'_>, readiness: Readiness) {
         if readiness.can_read() {
             self.buf
-                .on_readable(readiness.read_closed || readiness.error);
+                .on_readable(readiness.read_closed || readiness.error, readiness.urgent);
         }
         match &self.state {
             // Any readiness: an attempt that failed reports an error.

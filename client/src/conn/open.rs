@@ -39,6 +39,18 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
 
+/// What a connection's socket is registered for. Urgent data too where the
+/// system reports it (Linux): a read stops short at TCP urgent data with
+/// in-band bytes still queued behind it, so a short read says the socket is
+/// drained only on a connection that has seen none (see `ReadBuf`).
+#[cfg(any(target_os = "linux", target_os = "android"))]
+const INTEREST: mio::Interest = mio::Interest::READABLE
+    .add(mio::Interest::WRITABLE)
+    .add(mio::Interest::PRIORITY);
+/// What a connection's socket is registered for.
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+const INTEREST: mio::Interest = mio::Interest::READABLE.add(mio::Interest::WRITABLE);
+
 pub(super) struct Connecting {
     pub(super) exchange: Arc<Exchange>,
     /// Addresses not tried yet, in the order to try them.
@@ -147,8 +159,7 @@ impl Conn {
                 exchange.set_remote(addr);
                 exchange.listener.on_connect_attempt(addr);
                 let opened = socket::connect(addr).and_then(|mut socket| {
-                    let interest = mio::Interest::READABLE | mio::Interest::WRITABLE;
-                    cx.registry.register(&mut socket, cx.token(), interest)?;
+                    cx.registry.register(&mut socket, cx.token(), INTEREST)?;
                     Ok(socket)
                 });
                 match opened {

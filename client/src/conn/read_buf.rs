@@ -23,7 +23,9 @@ const READ_MAX: usize = 64 * 1024;
 /// took everything the socket had (tokio reads readiness the same way),
 /// until an event says more has come — or that the peer closed, which a
 /// short read does not show (the end comes with the next read) and which
-/// nothing undoes.
+/// nothing undoes; or that TCP urgent data came, at which a read stops
+/// short with in-band bytes still queued behind it: from then on only
+/// `WouldBlock` says the socket is drained.
 ///
 /// [`drained`]: Self::drained
 pub(crate) struct ReadBuf {
@@ -35,6 +37,8 @@ pub(crate) struct ReadBuf {
     drained: bool,
     /// An event said the peer closed, or the socket failed.
     closed: bool,
+    /// An event said TCP urgent data came: short reads prove nothing.
+    urgent: bool,
 }
 
 impl Default for ReadBuf {
@@ -46,6 +50,7 @@ impl Default for ReadBuf {
             want: READ_MIN,
             drained: false,
             closed: false,
+            urgent: false,
         }
     }
 }
@@ -100,10 +105,11 @@ impl ReadBuf {
     }
 
     /// A readable event for the socket: more may have come, and if it
-    /// says so, the peer closed.
-    pub(crate) fn on_readable(&mut self, peer_closed: bool) {
+    /// says so, the peer closed or sent urgent data.
+    pub(crate) fn on_readable(&mut self, peer_closed: bool, urgent: bool) {
         self.drained = false;
         self.closed |= peer_closed;
+        self.urgent |= urgent;
     }
 
     /// One read from `transport` into the free space (making room first:
@@ -148,7 +154,7 @@ impl ReadBuf {
     /// read into another buffer: a body read in place).
     pub(crate) fn note(&mut self, filled: &Filled, offered: usize) {
         self.drained = match filled {
-            Filled::Data(n) => *n < offered,
+            Filled::Data(n) => *n < offered && !self.urgent,
             Filled::WouldBlock => true,
             Filled::Eof | Filled::Failed(_) => false,
         };
@@ -210,16 +216,30 @@ mod tests {
     fn a_readable_event_undoes_drained_and_a_close_is_for_good() {
         let mut buf = ReadBuf::default();
         buf.note(&Filled::WouldBlock, 16);
-        buf.on_readable(false);
+        buf.on_readable(false, false);
         assert!(!buf.drained(), "more may have come");
         buf.note(&Filled::Data(3), 16);
         assert!(buf.drained());
         // Data and the peer's FIN in one event: the short read that takes
         // the data leaves the end for the next read.
-        buf.on_readable(true);
+        buf.on_readable(true, false);
         buf.note(&Filled::Data(3), 16);
         assert!(!buf.drained(), "the peer closed");
         buf.note(&Filled::WouldBlock, 16);
         assert!(!buf.drained(), "nothing undoes a close");
+    }
+
+    #[test]
+    fn after_urgent_data_only_would_block_drains_the_socket() {
+        let mut buf = ReadBuf::default();
+        buf.on_readable(false, true);
+        // A read stops short at the urgent mark, bytes still behind it.
+        buf.note(&Filled::Data(3), 16);
+        assert!(!buf.drained(), "a short read at the urgent mark");
+        buf.on_readable(false, false);
+        buf.note(&Filled::Data(3), 16);
+        assert!(!buf.drained(), "for the rest of the connection");
+        buf.note(&Filled::WouldBlock, 16);
+        assert!(buf.drained());
     }
 }

@@ -42,6 +42,8 @@ pub(crate) struct Readiness {
     pub(crate) read_closed: bool,
     pub(crate) write_closed: bool,
     pub(crate) error: bool,
+    /// TCP urgent data came (Linux's `EPOLLPRI`).
+    pub(crate) urgent: bool,
     /// Not an event of the OS: the source asked to run again
     /// ([`LoopContext::ready_again`]) after spending its budget, or it was
     /// woken from elsewhere ([`EventLoop::wake_source`]: room in a body's
@@ -57,13 +59,14 @@ impl Readiness {
             read_closed: event.is_read_closed(),
             write_closed: event.is_write_closed(),
             error: event.is_error(),
+            urgent: cfg!(any(target_os = "linux", target_os = "android")) && event.is_priority(),
             again: false,
         }
     }
 
     /// Whether reading may make progress.
     pub(crate) fn can_read(&self) -> bool {
-        self.readable || self.read_closed || self.error || self.again
+        self.readable || self.read_closed || self.error || self.urgent || self.again
     }
 
     /// Whether writing may make progress.

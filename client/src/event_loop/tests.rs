@@ -265,3 +265,64 @@ fn tasks_posted_one_after_another_all_run_and_a_lingering_loop_needs_no_wake_up(
         "{lingering} wake-ups for {ROUNDS} posts to a loop that lingers"
     );
 }
+
+/// A body of known length that ended on its connection before its reader
+/// touched it: the connection's first-touch waiter (`Pipe::untouched`, set
+/// by `Conn::await_body` for the low-water mark) goes with the body's end,
+/// so the reader's first take posts nothing to a loop that has parked — the
+/// connection, idle by now, would only have peeked its socket. Without a
+/// read timeout (the mark) and with one (no mark, no waiter).
+#[test]
+fn a_body_that_ended_before_its_first_read_does_not_wake_its_loop_at_that_read() {
+    use std::io::{Read, Write};
+    for read_timeout in [Duration::from_secs(30), Duration::ZERO] {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = thread::spawn(move || {
+            let (mut stream, _) = listener.accept().unwrap();
+            let mut request = Vec::new();
+            let mut scratch = [0u8; 4096];
+            while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                match stream.read(&mut scratch) {
+                    Ok(0) | Err(_) => return,
+                    Ok(n) => request.extend_from_slice(&scratch[..n]),
+                }
+            }
+            let body = vec![b'x'; 64 * 1024];
+            let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len());
+            stream.write_all(head.as_bytes()).unwrap();
+            stream.write_all(&body[..1000]).unwrap();
+            thread::sleep(Duration::from_millis(100));
+            stream.write_all(&body[1000..]).unwrap();
+            // Until the client goes.
+            while matches!(stream.read(&mut scratch), Ok(n) if n > 0) {}
+        });
+        let group = Arc::new(EventLoopGroup::builder().threads(1).build().unwrap());
+        let event_loop = group.loops()[0].clone();
+        let client = crate::Client::builder()
+            .event_loop_group(group.clone())
+            .read_timeout(read_timeout)
+            .request_timeout(Duration::from_secs(30))
+            .build()
+            .unwrap();
+        let mut response = client.get(format!("http://{addr}/")).send().wait().unwrap();
+        // The rest of the body comes and ends the exchange on the loop; the
+        // connection goes idle and the loop parks.
+        thread::sleep(Duration::from_millis(500));
+        let before = lock(&event_loop.inbox).wakeups;
+        let first = response.chunk().wait().unwrap().unwrap();
+        assert!(!first.is_empty());
+        thread::sleep(Duration::from_millis(100));
+        let after = lock(&event_loop.inbox).wakeups;
+        while response.chunk().wait().unwrap().is_some() {}
+        drop(response);
+        client.close();
+        group.shutdown();
+        let _ = server.join();
+        assert_eq!(
+            after - before,
+            0,
+            "read timeout {read_timeout:?}: the first read of a body that had ended woke the loop"
+        );
+    }
+}

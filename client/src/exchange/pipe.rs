@@ -254,13 +254,16 @@ impl Pipe {
     }
 
     fn end(&self, end: End) {
-        let wake = {
+        // Nothing the writer holds is waited on any more: its first-touch
+        // waiter goes (dropped after the unlock), or the reader's first take
+        // would wake a connection that has moved on.
+        let (wake, _withdrawn) = {
             let mut state = lock(&self.state);
             if !matches!(state.end, End::Open) {
                 return;
             }
             state.end = end;
-            state.reader.take()
+            (state.reader.take(), state.on_touch.take())
         };
         if let Some(reader) = wake {
             reader.wake(&self.reader_ready);

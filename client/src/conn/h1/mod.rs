@@ -346,10 +346,13 @@ impl Conn {
                     }
                     // A short read of plain TCP took all the socket had: its
                     // next read would say `WouldBlock`, and the socket's
-                    // next event says when more has come (see `ReadBuf`).
-                    // Not over TLS: a short read of plaintext may leave
-                    // records on the socket that no event will announce.
-                    if self.buf.drained()
+                    // next event says when more has come (see `ReadBuf`,
+                    // and urgent data there). Not over TLS: a short read of
+                    // plaintext may leave records on the socket that no
+                    // event will announce. Linux only, where urgent data is
+                    // reported (see `conn::open`'s interest).
+                    if cfg!(any(target_os = "linux", target_os = "android"))
+                        && self.buf.drained()
                         && self.transport.as_ref().is_some_and(Transport::is_plain)
                     {
                         return self.socket_emptied(cx);
@@ -375,9 +378,10 @@ impl Conn {
     /// read timeout, collected whole or not yet touched by its reader (see
     /// `Pipe::untouched`: nobody waits on it yet): the socket is asked to
     /// report itself readable only once the rest of the body is there (up
-    /// to [`LOWAT_MAX`]; the end of the stream or an error still report at
-    /// once), so the loop wakes once per large piece rather than once per
-    /// segment — and the server's sends do not each have to wake it. Plain
+    /// to [`LOWAT_MAX`], and for an untouched body to its window; the end
+    /// of the stream or an error still report at once), so the loop wakes
+    /// once per large piece rather than once per segment — and the server's
+    /// sends do not each have to wake it. Plain
     /// TCP only (over TLS the bytes on the socket are not the body's). Not
     /// with a read timeout: bytes held back below the mark would not count
     /// as the server's activity, and the timeout could fire while the
@@ -385,23 +389,34 @@ impl Conn {
     /// gets what has arrived as it arrives — its first take wakes the
     /// connection, which then lowers the mark.
     fn await_body(&mut self, cx: &mut LoopContext<'_>) {
+        let window = self.env().config.body_window;
         let (State::Active(active), Some(transport)) = (&mut self.state, self.transport.as_ref())
         else {
             return;
         };
         let remaining = active.decoder.body_remaining().unwrap_or(0);
-        let unread = || {
+        let collected = active.collected.is_some();
+        let untouched = || {
             let waiter = || Waiter::Source(cx.event_loop().clone(), cx.me());
-            active.collected.is_some() || active.exchange.body().untouched(waiter)
+            active.exchange.body().untouched(waiter)
+        };
+        // A body not yet read: a mark no higher than its window, so that
+        // the kernel holds no more of a body nobody reads than the pipe
+        // would (a mark raises the socket's receive buffer to fit it).
+        let most = if collected {
+            LOWAT_MAX
+        } else {
+            LOWAT_MAX.min(window)
         };
         // Small rests are not worth a system call.
         let want = if remaining >= LOWAT_MIN as u64
+            && transport.is_plain()
             && active.draining.is_none()
             && self.buf.is_empty()
             && active.exchange.read_timeout().is_none()
-            && unread()
+            && (collected || untouched())
         {
-            usize::try_from(remaining.min(LOWAT_MAX as u64)).unwrap_or(1)
+            usize::try_from(remaining.min(most as u64)).unwrap_or(1)
         } else {
             1
         };
