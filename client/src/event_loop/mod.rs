@@ -12,6 +12,8 @@ mod scheduler;
 mod source;
 mod turn;
 pub(crate) use turn::answered_a_spinner;
+#[cfg(test)]
+pub(crate) use turn::take_answered_a_spinner;
 mod waker;
 
 pub use group::{EventLoopGroup, EventLoopGroupBuilder, MAX_EVENT_LOOPS};
@@ -80,7 +82,8 @@ struct Timers {
 ///    would block first marks the loop *parked* (under the inbox's lock,
 ///    with the inbox empty): only a task posted to a parked loop wakes it —
 ///    one posted while it runs is taken before it parks. A turn that
-///    answered a caller spinning for its answer first *lingers*: polls
+///    answered a caller spinning for its answer, or ended a body a thread
+///    was blocked for, first *lingers*: polls
 ///    without blocking, yielding between polls, for up to 30 µs, so that
 ///    caller's next request (a sequential client's) is taken without a
 ///    wake-up or a sleep.

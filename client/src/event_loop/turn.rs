@@ -21,11 +21,18 @@ thread_local! {
 }
 
 /// Called on a loop's thread when it has just delivered an answer to a
-/// caller spinning for it (a blocking wait that yields before it sleeps):
+/// caller spinning for it (a blocking wait that yields before it sleeps),
+/// or the end of a body to a thread blocked for it:
 /// that caller's next request is likely to come within microseconds, and
 /// the loop lingers for it before it blocks (see [`EventLoop::linger`]).
 pub(crate) fn answered_a_spinner() {
     ANSWERED_A_SPINNER.with(|answered| answered.set(true));
+}
+
+/// Whether this thread has [answered a spinner](answered_a_spinner) since
+/// it last asked.
+pub(crate) fn take_answered_a_spinner() -> bool {
+    ANSWERED_A_SPINNER.with(|answered| answered.replace(false))
 }
 
 /// How long a loop that has just answered a spinning caller polls without
@@ -114,7 +121,7 @@ impl EventLoop {
     /// Step 2: waits for events, for the nearest deadline, or not at all
     /// when work is left over (`busy`).
     fn poll(&self, turn: &mut Turn, busy: bool) {
-        let answered = ANSWERED_A_SPINNER.with(|answered| answered.replace(false));
+        let answered = take_answered_a_spinner();
         if answered && !busy && !turn.manual_clock && self.linger(turn) {
             return;
         }

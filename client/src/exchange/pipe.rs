@@ -266,6 +266,11 @@ impl Pipe {
             (state.reader.take(), state.on_touch.take())
         };
         if let Some(reader) = wake {
+            // A thread blocked for the end of its body: a sequential caller,
+            // whose next request is likely to come at once.
+            if matches!(reader, Waiter::Thread) {
+                crate::event_loop::answered_a_spinner();
+            }
             reader.wake(&self.reader_ready);
         }
     }

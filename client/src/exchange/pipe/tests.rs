@@ -180,3 +180,28 @@ fn the_first_take_or_going_wakes_a_writer_waiting_on_an_untouched_pipe_a_collect
     assert_eq!(woken(&writer), 0);
     assert!(!pipe.untouched(&waiter));
 }
+
+#[test]
+fn the_end_of_a_body_a_thread_is_blocked_for_tells_the_loop_a_caller_waits() {
+    let (pipe, _) = pipe();
+    let pipe = Arc::new(pipe);
+    let reading = pipe.clone();
+    let reader = std::thread::spawn(move || matches!(reading.take_blocking(), Taken::End(_)));
+    // Until the reader is blocked on the pipe.
+    while lock(&pipe.state).reader.is_none() {
+        std::thread::yield_now();
+    }
+    assert!(!crate::event_loop::take_answered_a_spinner());
+    pipe.finish(None);
+    assert!(
+        crate::event_loop::take_answered_a_spinner(),
+        "a thread blocked for the end of its body: its next request is likely at once"
+    );
+    assert!(reader.join().unwrap());
+    // A task's reader (an async caller) is not such a caller.
+    let (pipe, _) = self::pipe();
+    let (_, task) = counted();
+    assert!(matches!(pipe.take(&task), Taken::Pending));
+    pipe.finish(None);
+    assert!(!crate::event_loop::take_answered_a_spinner());
+}
