@@ -22,13 +22,12 @@
 mod child;
 #[path = "../../../tests/support/counting_alloc.rs"]
 mod counting_alloc;
+#[path = "../h2_sides.rs"]
+mod h2_sides;
 
 #[global_allocator]
 static ALLOCATOR: counting_alloc::Counting = counting_alloc::Counting;
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Empty};
-use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -37,7 +36,7 @@ use std::time::Duration;
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if child::is_server(&args) {
-        serve();
+        h2_sides::serve();
         return;
     }
     let mut requests = 50_000u64;
@@ -70,36 +69,16 @@ fn main() {
 
 /// Allocations per request over `requests` requests, after as many to warm up.
 fn tickless(addr: SocketAddr, in_flight: usize, requests: u64, bare: bool) -> f64 {
-    let mut builder = tickless::Client::builder()
-        .http2_prior_knowledge()
-        .request_timeout(Duration::ZERO)
-        .read_timeout(Duration::ZERO);
-    if bare {
-        builder = builder.no_user_agent().no_decompress();
-    }
-    let client = builder.build().unwrap();
-    // Parsed once, as hyper's side does: each request clones it.
-    let uri: http::Uri = format!("http://{addr}/small").parse().unwrap();
-    let get = || client.get(uri.clone()).send();
-    let mut window: VecDeque<_> = (0..in_flight).map(|_| get()).collect();
-    let one = |window: &mut VecDeque<tickless::ResponseFuture>| {
-        let future = window.pop_front().unwrap();
-        let body = future.wait().unwrap().bytes().wait().unwrap();
-        assert_eq!(body.len(), 13);
-        window.push_back(get());
-    };
+    let mut window = h2_sides::TicklessWindow::new(addr, in_flight, bare);
     for _ in 0..requests {
-        one(&mut window);
+        window.one();
     }
     let before = counting_alloc::allocations();
     for _ in 0..requests {
-        one(&mut window);
+        window.one();
     }
     let per_request = (counting_alloc::allocations() - before) as f64 / requests as f64;
-    for future in window {
-        let _ = future.wait().map(|r| r.bytes().wait());
-    }
-    client.close();
+    window.finish();
     per_request
 }
 
@@ -110,18 +89,7 @@ fn hyper(addr: SocketAddr, in_flight: usize, requests: u64) -> f64 {
         .build()
         .unwrap();
     let done = Arc::new(AtomicU64::new(0));
-    let sender = runtime.block_on(async {
-        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
-        tcp.set_nodelay(true).unwrap();
-        let (sender, conn) = hyper::client::conn::http2::handshake(
-            hyper_util::rt::TokioExecutor::new(),
-            hyper_util::rt::TokioIo::new(tcp),
-        )
-        .await
-        .unwrap();
-        tokio::spawn(conn);
-        sender
-    });
+    let sender = h2_sides::hyper_sender(&runtime, addr);
     let uri: hyper::Uri = format!("http://{addr}/small").parse().unwrap();
     let total = 2 * requests + in_flight as u64;
     let mut tasks = Vec::new();
@@ -129,12 +97,7 @@ fn hyper(addr: SocketAddr, in_flight: usize, requests: u64) -> f64 {
         let (mut sender, uri, done) = (sender.clone(), uri.clone(), done.clone());
         tasks.push(runtime.spawn(async move {
             while done.load(Ordering::Relaxed) < total {
-                let request = hyper::Request::get(uri.clone())
-                    .body(Empty::<Bytes>::new())
-                    .unwrap();
-                let response = sender.send_request(request).await.unwrap();
-                let body = response.into_body().collect().await.unwrap();
-                assert_eq!(body.to_bytes().len(), 13);
+                h2_sides::hyper_one(&mut sender, &uri).await.unwrap();
                 done.fetch_add(1, Ordering::Relaxed);
             }
         }));
@@ -154,35 +117,4 @@ fn hyper(addr: SocketAddr, in_flight: usize, requests: u64) -> f64 {
     drop(sender);
     runtime.shutdown_timeout(Duration::from_secs(2));
     (after - before) as f64 / (to - from) as f64
-}
-
-/// The server of `h2-in-flight`: prints its address, then answers every
-/// stream `200` with `Hello, world!`.
-fn serve() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        println!("{}", listener.local_addr().unwrap());
-        loop {
-            let Ok((socket, _)) = listener.accept().await else {
-                continue;
-            };
-            let _ = socket.set_nodelay(true);
-            tokio::spawn(async move {
-                let Ok(mut conn) = h2::server::handshake(socket).await else {
-                    return;
-                };
-                while let Some(Ok((_request, mut respond))) = conn.accept().await {
-                    let response = http::Response::builder().status(200).body(()).unwrap();
-                    if let Ok(mut send) = respond.send_response(response, false) {
-                        let _ = send.send_data(Bytes::from_static(b"Hello, world!"), true);
-                    }
-                }
-            });
-        }
-    });
 }

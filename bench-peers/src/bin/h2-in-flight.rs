@@ -33,10 +33,9 @@
 
 #[path = "../child.rs"]
 mod child;
+#[path = "../h2_sides.rs"]
+mod h2_sides;
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Empty};
-use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -47,7 +46,7 @@ const WARMUP: Duration = Duration::from_millis(300);
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if child::is_server(&args) {
-        serve();
+        h2_sides::serve();
         return;
     }
     let mut runs = 3;
@@ -141,27 +140,10 @@ fn cpu_now() -> Duration {
 }
 
 fn tickless(addr: SocketAddr, in_flight: usize, measure: Duration, bare: bool) -> Sample {
-    let mut builder = tickless::Client::builder()
-        .http2_prior_knowledge()
-        .request_timeout(Duration::ZERO)
-        .read_timeout(Duration::ZERO);
-    if bare {
-        builder = builder.no_user_agent().no_decompress();
-    }
-    let client = builder.build().unwrap();
-    // Parsed once, as hyper's side does: each request clones it.
-    let uri: http::Uri = format!("http://{addr}/small").parse().unwrap();
-    let get = || client.get(uri.clone()).send();
-    let mut window: VecDeque<_> = (0..in_flight).map(|_| get()).collect();
-    let one = |window: &mut VecDeque<tickless::ResponseFuture>| {
-        let future = window.pop_front().unwrap();
-        let body = future.wait().unwrap().bytes().wait().unwrap();
-        assert_eq!(body.len(), 13);
-        window.push_back(get());
-    };
+    let mut window = h2_sides::TicklessWindow::new(addr, in_flight, bare);
     let warm_until = Instant::now() + WARMUP;
     while Instant::now() < warm_until {
-        one(&mut window);
+        window.one();
     }
     let (start, cpu) = (Instant::now(), cpu_now());
     let mut requests = 0;
@@ -169,7 +151,7 @@ fn tickless(addr: SocketAddr, in_flight: usize, measure: Duration, bare: bool) -
     // side reads it twice in all).
     while start.elapsed() < measure {
         for _ in 0..64 {
-            one(&mut window);
+            window.one();
         }
         requests += 64;
     }
@@ -178,10 +160,7 @@ fn tickless(addr: SocketAddr, in_flight: usize, measure: Duration, bare: bool) -
         wall: start.elapsed(),
         cpu: cpu_now() - cpu,
     };
-    for future in window {
-        let _ = future.wait().map(|r| r.bytes().wait());
-    }
-    client.close();
+    window.finish();
     sample
 }
 
@@ -192,35 +171,17 @@ fn hyper(addr: SocketAddr, in_flight: usize, measure: Duration) -> Sample {
         .unwrap();
     let done = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
-    let sender = runtime.block_on(async {
-        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
-        tcp.set_nodelay(true).unwrap();
-        let (sender, conn) = hyper::client::conn::http2::handshake(
-            hyper_util::rt::TokioExecutor::new(),
-            hyper_util::rt::TokioIo::new(tcp),
-        )
-        .await
-        .unwrap();
-        tokio::spawn(conn);
-        sender
-    });
+    let sender = h2_sides::hyper_sender(&runtime, addr);
     let uri: hyper::Uri = format!("http://{addr}/small").parse().unwrap();
     for _ in 0..in_flight {
         let (mut sender, uri, done, stop) =
             (sender.clone(), uri.clone(), done.clone(), stop.clone());
         runtime.spawn(async move {
             while !stop.load(Ordering::Relaxed) {
-                let request = hyper::Request::get(uri.clone())
-                    .body(Empty::<Bytes>::new())
-                    .unwrap();
                 // An error only as the runtime shuts down: the task ends.
-                let Ok(response) = sender.send_request(request).await else {
+                if h2_sides::hyper_one(&mut sender, &uri).await.is_err() {
                     return;
-                };
-                let Ok(body) = response.into_body().collect().await else {
-                    return;
-                };
-                assert_eq!(body.to_bytes().len(), 13);
+                }
                 done.fetch_add(1, Ordering::Relaxed);
             }
         });
@@ -237,34 +198,4 @@ fn hyper(addr: SocketAddr, in_flight: usize, measure: Duration) -> Sample {
     drop(sender);
     runtime.shutdown_timeout(Duration::from_secs(2));
     sample
-}
-
-/// The server: prints its address, then answers every stream.
-fn serve() {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        println!("{}", listener.local_addr().unwrap());
-        loop {
-            let Ok((socket, _)) = listener.accept().await else {
-                continue;
-            };
-            let _ = socket.set_nodelay(true);
-            tokio::spawn(async move {
-                let Ok(mut conn) = h2::server::handshake(socket).await else {
-                    return;
-                };
-                while let Some(Ok((_request, mut respond))) = conn.accept().await {
-                    let response = http::Response::builder().status(200).body(()).unwrap();
-                    if let Ok(mut send) = respond.send_response(response, false) {
-                        let _ = send.send_data(Bytes::from_static(b"Hello, world!"), true);
-                    }
-                }
-            });
-        }
-    });
 }
