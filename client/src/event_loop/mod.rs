@@ -11,9 +11,9 @@ mod group;
 mod scheduler;
 mod source;
 mod turn;
-pub(crate) use turn::answered_a_spinner;
+pub(crate) use turn::answered_a_waiting_caller;
 #[cfg(test)]
-pub(crate) use turn::take_answered_a_spinner;
+pub(crate) use turn::take_answered_a_waiting_caller;
 mod waker;
 
 pub use group::{EventLoopGroup, EventLoopGroupBuilder, MAX_EVENT_LOOPS};

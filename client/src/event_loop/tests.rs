@@ -237,7 +237,7 @@ fn tasks_posted_one_after_another_all_run_and_a_lingering_loop_needs_no_wake_up(
             event_loop
                 .execute(move |_| {
                     if lingers {
-                        answered_a_spinner();
+                        answered_a_waiting_caller();
                     }
                     done.store(true, Ordering::Release);
                 })

@@ -15,27 +15,27 @@ use tickless_timer::PreciseWait;
 const MAX_TASKS_PER_TURN: usize = 64;
 
 thread_local! {
-    /// This thread has answered a caller spinning for its answer since its
-    /// loop last looked (see [`answered_a_spinner`]).
-    static ANSWERED_A_SPINNER: Cell<bool> = const { Cell::new(false) };
+    /// This thread has answered a caller waiting for its answer since its
+    /// loop last looked (see [`answered_a_waiting_caller`]).
+    static ANSWERED_A_WAITING_CALLER: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Called on a loop's thread when it has just delivered an answer to a
-/// caller spinning for it (a blocking wait that yields before it sleeps),
-/// or the end of a body to a thread blocked for it:
-/// that caller's next request is likely to come within microseconds, and
-/// the loop lingers for it before it blocks (see [`EventLoop::linger`]).
-pub(crate) fn answered_a_spinner() {
-    ANSWERED_A_SPINNER.with(|answered| answered.set(true));
+/// Called on a loop's thread when it has just delivered what a blocking
+/// caller waits for: a head to a caller spinning for it (a wait that
+/// yields before it sleeps), or the end of a body to a thread blocked for
+/// it. That caller's next request is likely to come within microseconds,
+/// and the loop lingers for it before it blocks (see [`EventLoop::linger`]).
+pub(crate) fn answered_a_waiting_caller() {
+    ANSWERED_A_WAITING_CALLER.with(|answered| answered.set(true));
 }
 
-/// Whether this thread has [answered a spinner](answered_a_spinner) since
-/// it last asked.
-pub(crate) fn take_answered_a_spinner() -> bool {
-    ANSWERED_A_SPINNER.with(|answered| answered.replace(false))
+/// Whether this thread has [answered a waiting
+/// caller](answered_a_waiting_caller) since it last asked.
+pub(crate) fn take_answered_a_waiting_caller() -> bool {
+    ANSWERED_A_WAITING_CALLER.with(|answered| answered.replace(false))
 }
 
-/// How long a loop that has just answered a spinning caller polls without
+/// How long a loop that has just answered a waiting caller polls without
 /// blocking for that caller's next request (see [`EventLoop::linger`]).
 const LINGER: Duration = Duration::from_micros(30);
 
@@ -121,7 +121,7 @@ impl EventLoop {
     /// Step 2: waits for events, for the nearest deadline, or not at all
     /// when work is left over (`busy`).
     fn poll(&self, turn: &mut Turn, busy: bool) {
-        let answered = take_answered_a_spinner();
+        let answered = take_answered_a_waiting_caller();
         if answered && !busy && !turn.manual_clock && self.linger(turn) {
             return;
         }
@@ -169,13 +169,14 @@ impl EventLoop {
         inbox.parked
     }
 
-    /// This turn answered a caller spinning for its answer (see
-    /// `Outcome::wait`): its next request is likely to come within
-    /// microseconds. Polls without blocking, yielding between polls, for
+    /// This turn answered a blocking caller waiting for it (see
+    /// [`answered_a_waiting_caller`]): its next request is likely to come
+    /// within microseconds. Polls without blocking, yielding between polls, for
     /// up to [`LINGER`], while not parked — so the caller posts it without
     /// waking the loop, and the loop takes it without a sleep and a
     /// wake-up. Not with a manual clock (its deadlines are not read off
     /// `Instant`).
+    ///
     /// True if events, a task or a deadline came (the turn goes on).
     fn linger(&self, turn: &mut Turn) -> bool {
         let until = Instant::now() + LINGER;

@@ -71,7 +71,7 @@ impl<T> Outcome<T> {
         };
         self.settled.store(true, Ordering::Release);
         if self.spinning.load(Ordering::Acquire) {
-            crate::event_loop::answered_a_spinner();
+            crate::event_loop::answered_a_waiting_caller();
         }
         if blocked {
             self.ready.notify_all();

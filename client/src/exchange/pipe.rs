@@ -269,7 +269,7 @@ impl Pipe {
             // A thread blocked for the end of its body: a sequential caller,
             // whose next request is likely to come at once.
             if matches!(reader, Waiter::Thread) {
-                crate::event_loop::answered_a_spinner();
+                crate::event_loop::answered_a_waiting_caller();
             }
             reader.wake(&self.reader_ready);
         }

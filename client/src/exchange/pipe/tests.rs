@@ -191,10 +191,10 @@ fn the_end_of_a_body_a_thread_is_blocked_for_tells_the_loop_a_caller_waits() {
     while lock(&pipe.state).reader.is_none() {
         std::thread::yield_now();
     }
-    assert!(!crate::event_loop::take_answered_a_spinner());
+    assert!(!crate::event_loop::take_answered_a_waiting_caller());
     pipe.finish(None);
     assert!(
-        crate::event_loop::take_answered_a_spinner(),
+        crate::event_loop::take_answered_a_waiting_caller(),
         "a thread blocked for the end of its body: its next request is likely at once"
     );
     assert!(reader.join().unwrap());
@@ -203,5 +203,5 @@ fn the_end_of_a_body_a_thread_is_blocked_for_tells_the_loop_a_caller_waits() {
     let (_, task) = counted();
     assert!(matches!(pipe.take(&task), Taken::Pending));
     pipe.finish(None);
-    assert!(!crate::event_loop::take_answered_a_spinner());
+    assert!(!crate::event_loop::take_answered_a_waiting_caller());
 }
