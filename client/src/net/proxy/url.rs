@@ -343,6 +343,9 @@ mod tests {
         #[test]
         fn host_port_round_trip(host in "[a-z][a-z0-9-]{0,20}(\\.[a-z]{2,5})?", port: u16,
                                 scheme in prop_oneof![Just("http"), Just("socks5"), Just("socks5h")]) {
+            // `xn--` begins an encoded international name: random letters
+            // after it are not one, and are rightly refused.
+            prop_assume!(!host.starts_with("xn--"));
             let p = parse(&format!("{scheme}://{host}:{port}"));
             prop_assert_eq!(p.host(), host.as_str());
             prop_assert_eq!(p.port(), port);
