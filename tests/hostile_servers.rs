@@ -407,37 +407,24 @@ impl tickless::EventListener for HoldAfterSending {
 fn bytes_queued_behind_urgent_data_are_read() {
     use std::io::{Read, Write};
     use std::os::fd::AsRawFd;
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let server = std::thread::spawn(move || {
-        for _ in 0..3 {
-            let Ok((mut stream, _)) = listener.accept() else {
-                return;
-            };
-            stream.set_nodelay(true).unwrap();
-            let mut request = Vec::new();
-            let mut scratch = [0u8; 4096];
-            while !request.windows(4).any(|w| w == b"\r\n\r\n") {
-                match stream.read(&mut scratch) {
-                    Ok(0) | Err(_) => return,
-                    Ok(n) => request.extend_from_slice(&scratch[..n]),
-                }
-            }
-            // 200 in-band body bytes, an urgent byte between their halves.
-            let mut first = b"HTTP/1.1 200 OK\r\nContent-Length: 200\r\n\r\n".to_vec();
-            first.extend_from_slice(&[b'a'; 100]);
-            stream.write_all(&first).unwrap();
-            let urgent = [b'!'];
-            // SAFETY: the descriptor is the open socket `stream` owns, and
-            // the buffer a live 1-byte array; send only reads it.
-            let sent =
-                unsafe { libc::send(stream.as_raw_fd(), urgent.as_ptr().cast(), 1, libc::MSG_OOB) };
-            assert_eq!(sent, 1);
-            stream.write_all(&[b'b'; 100]).unwrap();
-            // Kept open until the client goes.
-            while matches!(stream.read(&mut scratch), Ok(n) if n > 0) {}
+    let server = TestServer::start(Behaviour::custom(|mut stream, index| {
+        if RequestReader::new(index).read_request(&mut stream).is_err() {
+            return;
         }
-    });
+        // 200 in-band body bytes, an urgent byte between their halves.
+        let mut first = b"HTTP/1.1 200 OK\r\nContent-Length: 200\r\n\r\n".to_vec();
+        first.extend_from_slice(&[b'a'; 100]);
+        stream.write_all(&first).unwrap();
+        let urgent = [b'!'];
+        // SAFETY: the descriptor is the open socket `stream` owns, and the
+        // buffer a live 1-byte array; send only reads it.
+        let sent =
+            unsafe { libc::send(stream.as_raw_fd(), urgent.as_ptr().cast(), 1, libc::MSG_OOB) };
+        assert_eq!(sent, 1);
+        stream.write_all(&[b'b'; 100]).unwrap();
+        // Kept open until the client goes.
+        while matches!(stream.read(&mut [0; 64]), Ok(n) if n > 0) {}
+    }));
     let client = Client::builder()
         .event_loops(1)
         .keep_alive(false)
@@ -447,7 +434,7 @@ fn bytes_queued_behind_urgent_data_are_read() {
         .unwrap();
     for round in 0..3 {
         let body = client
-            .get(format!("http://{addr}/"))
+            .get(server.url("/"))
             .send()
             .wait()
             .and_then(|response| response.bytes().wait())
@@ -456,5 +443,4 @@ fn bytes_queued_behind_urgent_data_are_read() {
         assert_eq!(&body[100..], &[b'b'; 100][..], "round {round}");
     }
     client.close();
-    drop(server);
 }

@@ -18,11 +18,17 @@ use tickless::{Bytes, Client, Error, Upload};
 const WAIT: Duration = Duration::from_secs(10);
 const WINDOW: usize = 256 * 1024;
 
-fn client(event_loop_timeouts: bool) -> Client {
+/// One loop, a window of [`WINDOW`], timeouts where `event_loop_timeouts`
+/// says.
+fn builder(event_loop_timeouts: bool) -> tickless::ClientBuilder {
     Client::builder()
         .event_loops(1)
         .use_event_loop_timeouts(event_loop_timeouts)
         .body_window(WINDOW)
+}
+
+fn client(event_loop_timeouts: bool) -> Client {
+    builder(event_loop_timeouts)
         .request_timeout(Duration::from_secs(30))
         .build()
         .unwrap()
@@ -115,10 +121,7 @@ fn a_reader_that_stalls_is_no_read_timeout_but_a_silent_server_is() {
         // once reading resumes: a loaded machine can stall it for 100s of ms.
         let written = Arc::new(AtomicU64::new(0));
         let server = endless(4 << 20, written);
-        let client = Client::builder()
-            .event_loops(1)
-            .use_event_loop_timeouts(event_loop_timeouts)
-            .body_window(WINDOW)
+        let client = builder(event_loop_timeouts)
             .read_timeout(Duration::from_millis(500))
             .wheel_tick(Duration::from_millis(10))
             .build()
@@ -789,10 +792,7 @@ fn in_pieces(body: Vec<u8>, cut: Option<usize>, stall: bool) -> TestServer {
 }
 
 fn no_read_timeout(event_loop_timeouts: bool, request_timeout: Duration) -> Client {
-    Client::builder()
-        .event_loops(1)
-        .use_event_loop_timeouts(event_loop_timeouts)
-        .body_window(WINDOW)
+    builder(event_loop_timeouts)
         .read_timeout(Duration::ZERO)
         .request_timeout(request_timeout)
         .build()

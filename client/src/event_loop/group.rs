@@ -18,6 +18,9 @@ pub struct EventLoopGroupBuilder {
     threads: usize,
     clock: SharedClock,
     spin: Duration,
+    /// How long a loop lingers after answering a waiting caller (see the
+    /// loop's turn): [`LINGER`](super::turn::LINGER) but in tests.
+    linger: Duration,
     thread_name: String,
     scheduler: Option<SchedulerFactory>,
 }
@@ -49,6 +52,14 @@ impl EventLoopGroupBuilder {
     /// Nothing ever fires early either way: the heap decides what is due.
     pub fn spin_before_deadline(mut self, spin: Duration) -> Self {
         self.spin = spin;
+        self
+    }
+
+    /// How long a loop lingers after answering a waiting caller: longer in
+    /// a test, so that a loaded machine cannot miss the window.
+    #[cfg(test)]
+    pub(crate) fn linger(mut self, linger: Duration) -> Self {
+        self.linger = linger;
         self
     }
 
@@ -84,6 +95,7 @@ impl EventLoopGroupBuilder {
                 index,
                 self.clock.clone(),
                 self.spin,
+                self.linger,
                 format!("{}-{index}", self.thread_name),
             );
             match started {
@@ -131,6 +143,7 @@ impl EventLoopGroup {
             clock: Arc::new(SystemClock),
             thread_name: "tickless-loop".to_owned(),
             spin: Duration::ZERO,
+            linger: super::turn::LINGER,
             scheduler: None,
         }
     }

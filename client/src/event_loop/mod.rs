@@ -122,6 +122,9 @@ pub struct EventLoop {
     /// How long before its nearest deadline the loop stops sleeping and
     /// polls without blocking (see [`EventLoopGroupBuilder::spin_before_deadline`]).
     spin: Duration,
+    /// How long the loop polls without blocking after answering a waiting
+    /// caller, for that caller's next request (see step 2 above).
+    linger: Duration,
     waker: mio::Waker,
     inbox: Mutex<Inbox>,
     timers: Mutex<Timers>,
@@ -138,6 +141,7 @@ impl EventLoop {
         index: usize,
         clock: SharedClock,
         spin: Duration,
+        linger: Duration,
         name: String,
     ) -> io::Result<Arc<EventLoop>> {
         let poll = mio::Poll::new()?;
@@ -147,6 +151,7 @@ impl EventLoop {
             index,
             clock,
             spin,
+            linger,
             waker,
             inbox: Mutex::new(Inbox {
                 tasks: Vec::new(),

@@ -59,7 +59,7 @@ impl Readiness {
             read_closed: event.is_read_closed(),
             write_closed: event.is_write_closed(),
             error: event.is_error(),
-            urgent: cfg!(any(target_os = "linux", target_os = "android")) && event.is_priority(),
+            urgent: event.is_priority(),
             again: false,
         }
     }

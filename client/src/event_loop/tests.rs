@@ -219,12 +219,17 @@ fn aborts_are_carried_out_oldest_first() {
 /// One task at a time, each posted a little after the one before ran (a
 /// caller that waits for each answer): none is lost, whether the loop is
 /// parked, running or lingering when it comes. After a task that answered
-/// a spinning caller the loop lingers, so the next post, 10 µs later, finds
-/// it awake and costs no wake-up; after the others it parks, and each post
-/// wakes it.
+/// a waiting caller the loop lingers, so the next post, a millisecond
+/// later, finds it awake and costs no wake-up; after the others it parks,
+/// and each post wakes it. The linger is a second here, not 30 µs, so that
+/// a loaded machine's scheduling cannot decide the count.
 #[test]
 fn tasks_posted_one_after_another_all_run_and_a_lingering_loop_needs_no_wake_up() {
-    let group = EventLoopGroup::builder().threads(1).build().unwrap();
+    let group = EventLoopGroup::builder()
+        .threads(1)
+        .linger(Duration::from_secs(1))
+        .build()
+        .unwrap();
     let event_loop = group.loops()[0].clone();
     let wakeups = || lock(&event_loop.inbox).wakeups;
     const ROUNDS: u64 = 400;
@@ -247,11 +252,9 @@ fn tasks_posted_one_after_another_all_run_and_a_lingering_loop_needs_no_wake_up(
                 assert!(Instant::now() < give_up, "a task posted was never run");
                 std::hint::spin_loop();
             }
-            // The caller's own work between two requests.
-            let resume = Instant::now() + Duration::from_micros(10);
-            while Instant::now() < resume {
-                std::hint::spin_loop();
-            }
+            // The caller's own work between two requests: long enough for
+            // a loop that does not linger to park.
+            thread::sleep(Duration::from_millis(1));
         }
         *woken = wakeups() - before;
     }

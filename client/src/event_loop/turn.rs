@@ -37,7 +37,7 @@ pub(crate) fn take_answered_a_waiting_caller() -> bool {
 
 /// How long a loop that has just answered a waiting caller polls without
 /// blocking for that caller's next request (see [`EventLoop::linger`]).
-const LINGER: Duration = Duration::from_micros(30);
+pub(super) const LINGER: Duration = Duration::from_micros(30);
 
 /// Aborted connections wait while a timeout falls due sooner than this.
 const ABORT_GAP: Duration = Duration::from_millis(1);
@@ -172,14 +172,14 @@ impl EventLoop {
     /// This turn answered a blocking caller waiting for it (see
     /// [`answered_a_waiting_caller`]): its next request is likely to come
     /// within microseconds. Polls without blocking, yielding between polls, for
-    /// up to [`LINGER`], while not parked — so the caller posts it without
+    /// up to its linger ([`LINGER`]), while not parked — so the caller posts it without
     /// waking the loop, and the loop takes it without a sleep and a
     /// wake-up. Not with a manual clock (its deadlines are not read off
     /// `Instant`).
     ///
     /// True if events, a task or a deadline came (the turn goes on).
     fn linger(&self, turn: &mut Turn) -> bool {
-        let until = Instant::now() + LINGER;
+        let until = Instant::now() + self.linger;
         loop {
             self.poll_once(turn, Some(Duration::ZERO));
             if !turn.events.is_empty() || !lock(&self.inbox).tasks.is_empty() {

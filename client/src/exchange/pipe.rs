@@ -302,10 +302,8 @@ impl Pipe {
                 (taken, None, touch)
             }
         };
-        if let Some(writer) = wake {
-            writer.wake(&self.writer_ready);
-        }
-        if let Some(writer) = touch {
+        // Both wake the writer: once is enough.
+        if let Some(writer) = wake.or(touch) {
             writer.wake(&self.writer_ready);
         }
         taken
@@ -451,7 +449,8 @@ impl Pipe {
             )
         };
         drop(dropped);
-        for writer in [wake, touch].into_iter().flatten() {
+        // Both wake the writer: once is enough.
+        if let Some(writer) = wake.or(touch) {
             writer.wake(&self.writer_ready);
         }
     }

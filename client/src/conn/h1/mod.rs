@@ -344,15 +344,13 @@ impl Conn {
                         self.flush_body();
                         return cx.ready_again();
                     }
-                    // A short read of plain TCP took all the socket had: its
-                    // next read would say `WouldBlock`, and the socket's
-                    // next event says when more has come (see `ReadBuf`,
-                    // and urgent data there). Not over TLS: a short read of
+                    // A short read of plain TCP took all the socket had (see
+                    // `ReadBuf::drained`): its next read would say
+                    // `WouldBlock`, and the socket's next event says when
+                    // more has come. Not over TLS: a short read of
                     // plaintext may leave records on the socket that no
-                    // event will announce. Linux only, where urgent data is
-                    // reported (see `conn::open`'s interest).
-                    if cfg!(any(target_os = "linux", target_os = "android"))
-                        && self.buf.drained()
+                    // event will announce.
+                    if self.buf.drained()
                         && self.transport.as_ref().is_some_and(Transport::is_plain)
                     {
                         return self.socket_emptied(cx);
