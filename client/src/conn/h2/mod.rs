@@ -65,6 +65,7 @@
 //! * Any other reset or connection error fails the stream with
 //!   [`Error::Http2`] naming the error code, or [`Error::Io`].
 
+mod table;
 mod wake;
 
 use super::upload::{Pulled, Upload};
@@ -77,7 +78,6 @@ use crate::net::{AsyncIo, IoReadiness, Transport};
 use bytes::Bytes;
 use h2::client::{Connection, ResponseFuture, SendRequest};
 use h2::{RecvStream, SendStream};
-use slab::Slab;
 use std::collections::VecDeque;
 use std::future::Future;
 use std::io;
@@ -85,11 +85,19 @@ use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
-use std::time::Instant;
+use std::time::{Duration, Instant};
+use table::StreamTable;
 use wake::{Ready, CONNECTION};
 
 /// Passes of one drive at most, before the loop's other work.
 const MAX_PASSES: usize = 8;
+
+/// How long the `RST_STREAM` of a stream aborted from outside (a timeout, a
+/// cancel) may wait for others to go in the same write, at most: the
+/// caller has its outcome already, and the server learns of the cancel
+/// this much later at worst — while a burst of expiries, one every few
+/// microseconds, costs one write per millisecond rather than one each.
+const RESET_DELAY: Duration = Duration::from_millis(1);
 
 type Handshake = Pin<
     Box<
@@ -101,9 +109,15 @@ type Handshake = Pin<
 /// The HTTP/2 side of a connection. See the [module documentation](self).
 pub(super) struct Http2 {
     phase: Phase,
-    streams: Slab<Stream>,
+    streams: StreamTable,
     /// Requests waiting for a stream, oldest first.
     queue: VecDeque<Arc<Exchange>>,
+    /// Streams aborted from outside whose reset has not been given to `h2`
+    /// yet: all go at the next drive, due by `resets_due` at the latest
+    /// (see [`RESET_DELAY`]). Held, not dropped: a dropped stream would be
+    /// reset by `h2` at once, and wake the connection to write it.
+    resets: Vec<Stream>,
+    resets_due: Option<Instant>,
     /// Which streams (or the connection) were woken.
     ready: Arc<Ready>,
     /// The connection's own waker (marks [`CONNECTION`]).
@@ -196,6 +210,15 @@ enum Polled {
 }
 
 impl Http2 {
+    /// Gives `h2` the resets held back (the next poll of the connection
+    /// writes them).
+    fn give_resets(&mut self) {
+        for mut stream in self.resets.drain(..) {
+            stream.send.send_reset(h2::Reason::CANCEL);
+        }
+        self.resets_due = None;
+    }
+
     /// Whether it is in the pool's shared list.
     pub(super) fn is_shared(&self) -> bool {
         self.shared
@@ -229,8 +252,10 @@ impl Conn {
         let conn_waker = ready.waker(CONNECTION);
         self.state = State::H2(Box::new(Http2 {
             phase: Phase::Handshaking(Box::pin(handshake)),
-            streams: Slab::new(),
+            streams: StreamTable::default(),
             queue: VecDeque::from([exchange]),
+            resets: Vec::new(),
+            resets_due: None,
             ready,
             conn_waker,
             wakers: Vec::new(),
@@ -324,6 +349,9 @@ impl Conn {
                 }
                 Poll::Ready(Err(error)) => return self.end_h2(cx, Some(error)),
             }
+        }
+        if let State::H2(h2) = &mut self.state {
+            h2.give_resets();
         }
         // Passes until no mark came meanwhile: each reads what came, opens
         // streams for the requests waiting, polls the streams woken, and
@@ -532,13 +560,13 @@ impl Conn {
                     env.opened.fetch_add(1, Ordering::Relaxed);
                     env.open.fetch_add(1, Ordering::Relaxed);
                     h2.idle_since = None;
-                    let entry = h2.streams.vacant_entry();
+                    let key = h2.streams.next_key();
                     // Slab keys are dense: a new key is the next one.
-                    while h2.wakers.len() <= entry.key() {
+                    while h2.wakers.len() <= key {
                         let key = h2.wakers.len();
                         h2.wakers.push(h2.ready.waker(key));
                     }
-                    let waker = h2.wakers[entry.key()].clone();
+                    let waker = h2.wakers[key].clone();
                     // A dropped body wakes this stream, not the connection.
                     let mut conn = base.clone();
                     conn.waker = Some(waker.clone());
@@ -548,15 +576,18 @@ impl Conn {
                         let now = *sent_at.get_or_insert_with(|| self.owner.env().clock.now());
                         request_sent(&exchange, info.as_ref(), now);
                     }
-                    opened.push(entry.key());
-                    entry.insert(Stream {
-                        exchange,
-                        waker,
-                        send: stream,
-                        out,
-                        recv: Recv::Head(response),
-                        paused: false,
-                    });
+                    opened.push(key);
+                    h2.streams.insert(
+                        key,
+                        Stream {
+                            exchange,
+                            waker,
+                            send: stream,
+                            out,
+                            recv: Recv::Head(response),
+                            paused: false,
+                        },
+                    );
                 }
                 Err(error) => {
                     if error.is_go_away() || error.is_io() {
@@ -641,7 +672,7 @@ impl Conn {
         let State::H2(h2) = &self.state else {
             return;
         };
-        let keys: Vec<usize> = h2.streams.iter().map(|(key, _)| key).collect();
+        let keys: Vec<usize> = h2.streams.keys().collect();
         self.poll_streams(&keys);
     }
 
@@ -679,19 +710,17 @@ impl Conn {
 
     /// The exchange `exchange_id` ended from outside (a timeout, a cancel,
     /// the client closing): its stream is reset with `CANCEL`, the others
-    /// go on.
+    /// go on. The reset waits for the next drive ([`RESET_DELAY`] at most)
+    /// unless a request may be waiting for the stream it frees.
     pub(super) fn abort_h2(&mut self, cx: &mut LoopContext<'_>, exchange_id: u64) {
+        let now = self.now();
         let State::H2(h2) = &mut self.state else {
             return;
         };
         h2.queue.retain(|e| e.id != exchange_id);
-        let found = h2
-            .streams
-            .iter()
-            .find(|(_, s)| s.exchange.id == exchange_id);
-        if let Some(key) = found.map(|(key, _)| key) {
-            let mut stream = h2.streams.remove(key);
-            stream.send.send_reset(h2::Reason::CANCEL);
+        if let Some(stream) = h2.streams.remove_exchange(exchange_id) {
+            h2.resets.push(stream);
+            h2.resets_due.get_or_insert(now + RESET_DELAY);
             self.owner
                 .env()
                 .streams
@@ -699,21 +728,22 @@ impl Conn {
                 .fetch_sub(1, Ordering::Relaxed);
         }
         if h2.streams.is_empty() && h2.queue.is_empty() && h2.idle_since.is_none() {
-            h2.idle_since = Some(self.owner.env().clock.now());
+            h2.idle_since = Some(now);
         }
-        self.publish_load();
-        // The reset goes out now. Only the connection is polled: a burst of
-        // expiries aborts many streams one after another, and polling every
-        // stream for each would cost the burst its square. What the reset
-        // frees (a stream for a request waiting) wakes the connection.
-        let State::H2(h2) = &self.state else {
-            return;
+        // A request waits for the stream the reset frees: here, or in `h2`
+        // (opened past the server's limit, its HEADERS held back there).
+        let at_limit = match &h2.phase {
+            Phase::Open { conn, .. } => {
+                h2.streams.len() + h2.resets.len() >= conn.max_concurrent_send_streams()
+            }
+            _ => false,
         };
-        let waker = h2.conn_waker.clone();
-        let mut task = Context::from_waker(&waker);
-        if let Some(result) = self.poll_h2_connection(&mut task) {
-            self.poll_all_streams();
-            self.end_h2(cx, result.err());
+        let waiting = at_limit || !h2.queue.is_empty();
+        self.publish_load();
+        if waiting {
+            self.drive_h2(cx);
+        } else {
+            self.arm_h2_timer(cx);
         }
     }
 
@@ -725,7 +755,7 @@ impl Conn {
             return;
         };
         h2.phase = Phase::Ended;
-        let streams = std::mem::take(&mut h2.streams);
+        let streams = h2.streams.take_all();
         let waiting: Vec<_> = h2.queue.drain(..).collect();
         let goaway_error = h2.goaway_error;
         let reason = error.as_ref().and_then(h2::Error::reason);
@@ -734,7 +764,7 @@ impl Conn {
         self.close(cx);
         let counts = &self.owner.env().streams;
         counts.open.fetch_sub(streams.len(), Ordering::Relaxed);
-        for (_, stream) in streams {
+        for stream in streams {
             let exchange = stream.exchange;
             let error = match (&io, reason) {
                 (_, None) if goaway_error.is_some() => {
@@ -777,12 +807,12 @@ impl Conn {
         let State::H2(h2) = &mut self.state else {
             return;
         };
-        let streams = std::mem::take(&mut h2.streams);
+        let streams = h2.streams.take_all();
         let waiting: Vec<_> = h2.queue.drain(..).collect();
         self.close(cx);
         let counts = &self.owner.env().streams;
         counts.open.fetch_sub(streams.len(), Ordering::Relaxed);
-        for exchange in streams.into_iter().map(|(_, s)| s.exchange).chain(waiting) {
+        for exchange in streams.into_iter().map(|s| s.exchange).chain(waiting) {
             exchange.finish_err(error(&exchange));
         }
     }
@@ -810,7 +840,7 @@ impl Conn {
             .connection_ttl
             .filter(|_| !h2.going_away)
             .and_then(|ttl| deadline_after(self.created, ttl));
-        let next = [idle, ping, ttl].into_iter().flatten().min();
+        let next = [idle, ping, ttl, h2.resets_due].into_iter().flatten().min();
         if self.h2_timer_deadline != next {
             self.h2_timer_deadline = next;
             self.arm_timer(cx, H2_TIMER, next);
@@ -818,7 +848,7 @@ impl Conn {
     }
 
     /// The connection's timer is due: an idle connection closes, a PING
-    /// goes or its answer is overdue.
+    /// goes or its answer is overdue, resets held back go.
     pub(super) fn h2_timer(&mut self, cx: &mut LoopContext<'_>) {
         self.h2_timer_deadline = None;
         let now = self.now();
