@@ -109,8 +109,9 @@ pub(crate) struct Sources {
     slots: slab::Slab<Slot>,
     /// The source running now, and whether it asked to be removed.
     current: Option<(SourceRef, bool)>,
-    /// Exchanges to abort, oldest first (see [`LoopContext::abort_later`]).
-    pub(super) aborts: VecDeque<(SourceRef, u64)>,
+    /// Exchanges to abort, oldest first, with when each was queued (see
+    /// [`LoopContext::abort_later`]).
+    pub(super) aborts: VecDeque<(SourceRef, u64, Instant)>,
     /// Sources to run again after the loop's other work.
     pub(super) again: Vec<SourceRef>,
     /// When the last poll returned, if it returned every event the kernel
@@ -196,9 +197,13 @@ impl LoopContext<'_> {
     /// Aborts exchange `exchange_id` on `source` once the loop has nothing
     /// due: a burst of expiries ends its exchanges (and wakes their callers)
     /// on time, and the sockets, which cost far more to close, close in the
-    /// gaps and after the burst, oldest first.
+    /// gaps and after the burst, oldest first — or once the abort has waited
+    /// too long for a gap (see `EventLoop::close_aborted`).
     pub(crate) fn abort_later(&mut self, source: SourceRef, exchange_id: u64) {
-        self.sources.aborts.push_back((source, exchange_id));
+        let queued_at = self.event_loop.clock.now();
+        self.sources
+            .aborts
+            .push_back((source, exchange_id, queued_at));
     }
 
     /// Hands `source` readiness with `again` set, now (see

@@ -216,6 +216,93 @@ fn aborts_are_carried_out_oldest_first() {
     group.shutdown();
 }
 
+/// Expiries `spacing` apart, `count` of them from 5 ms on; the first
+/// queues an abort of a [`Recording`] source. Returns when the abort ran
+/// and when the last expiry did.
+fn abort_during_expiries(spacing: Duration, count: u32) -> (Instant, Instant) {
+    struct Series {
+        source: Mutex<Option<SourceRef>>,
+        expired: Mutex<Vec<Instant>>,
+    }
+    impl LoopTimeout for Series {
+        fn expire(self: Arc<Self>, _tag: u64, cx: &mut LoopContext<'_>) {
+            lock(&self.expired).push(Instant::now());
+            if let Some(source) = lock(&self.source).take() {
+                cx.abort_later(source, 0);
+            }
+        }
+    }
+    /// Records when it was aborted.
+    struct Stamped(Arc<Mutex<Option<Instant>>>);
+    impl Source for Stamped {
+        fn ready(&mut self, _cx: &mut LoopContext<'_>, _readiness: Readiness) {}
+        fn timer(&mut self, _cx: &mut LoopContext<'_>, _tag: u64) {}
+        fn abort(&mut self, cx: &mut LoopContext<'_>, _exchange_id: u64) {
+            *lock(&self.0) = Some(Instant::now());
+            cx.remove_me();
+        }
+        fn shut_down(&mut self, _cx: &mut LoopContext<'_>) {}
+        fn panicked(&mut self, _cx: &mut LoopContext<'_>) {}
+        fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+            self
+        }
+    }
+    let group = EventLoopGroup::builder().threads(1).build().unwrap();
+    let event_loop = group.loops()[0].clone();
+    let aborted = Arc::new(Mutex::new(None));
+    let series = Arc::new(Series {
+        source: Mutex::new(None),
+        expired: Mutex::new(Vec::new()),
+    });
+    let (added, on_added) = mpsc::channel();
+    let stamp = aborted.clone();
+    event_loop
+        .execute(move |cx| {
+            let source = cx.add_source(move |_| Box::new(Stamped(stamp)));
+            added.send(source).unwrap();
+        })
+        .unwrap();
+    *lock(&series.source) = Some(on_added.recv().unwrap());
+    let first = Instant::now() + Duration::from_millis(5);
+    for i in 0..count {
+        event_loop
+            .schedule(first + spacing * i, series.clone(), 0)
+            .unwrap();
+    }
+    let give_up = Instant::now() + Duration::from_secs(10);
+    while (lock(&aborted).is_none() || lock(&series.expired).len() < count as usize)
+        && Instant::now() < give_up
+    {
+        thread::sleep(Duration::from_millis(1));
+    }
+    group.shutdown();
+    let expired = lock(&series.expired).clone();
+    let aborted = lock(&aborted).expect("never aborted");
+    assert_eq!(expired.len(), count as usize, "expiries lost");
+    (aborted, expired[expired.len() - 1])
+}
+
+/// A burst of expiries runs alone: the abort the first one queued waits
+/// until the last has run (five, 200 µs apart — closer than the gap an
+/// abort waits for, and over long before an abort is overdue).
+#[test]
+fn an_abort_waits_until_a_burst_of_expiries_is_over() {
+    let (aborted, last) = abort_during_expiries(Duration::from_micros(200), 5);
+    assert!(
+        aborted >= last,
+        "aborted {:?} before the last expiry",
+        last - aborted
+    );
+}
+
+/// ... but not for ever: expiries that keep coming 500 µs apart for 60 ms
+/// hold it back only until it is overdue.
+#[test]
+fn an_abort_waits_no_longer_than_its_limit_while_expiries_keep_coming() {
+    let (aborted, last) = abort_during_expiries(Duration::from_micros(500), 120);
+    assert!(aborted < last, "aborted only once the expiries were over");
+}
+
 /// One task at a time, each posted a little after the one before ran (a
 /// caller that waits for each answer): none is lost, whether the loop is
 /// parked, running or lingering when it comes. After a task that answered

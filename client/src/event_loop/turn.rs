@@ -39,8 +39,13 @@ pub(crate) fn take_answered_a_waiting_caller() -> bool {
 /// blocking for that caller's next request (see [`EventLoop::linger`]).
 pub(super) const LINGER: Duration = Duration::from_micros(30);
 
-/// Aborted connections wait while a timeout falls due sooner than this.
+/// Aborted connections wait while a timeout falls due sooner than this...
 const ABORT_GAP: Duration = Duration::from_millis(1);
+
+/// ... but no longer than this: expiries that keep coming less than
+/// [`ABORT_GAP`] apart hold the closes back this long at most, so the
+/// sockets (and descriptors) of failed exchanges cannot pile up.
+const ABORT_MAX_WAIT: Duration = Duration::from_millis(20);
 
 /// What a loop's thread keeps across turns.
 struct Turn {
@@ -258,24 +263,31 @@ impl EventLoop {
     }
 
     /// Step 5b (and after step 1): aborts the exchanges timeouts failed on
-    /// this loop, oldest first: at least one per call, and more while no
-    /// timeout falls due within [`ABORT_GAP`] — when one does, the poll that
-    /// follows wakes for it, and the rest go after it.
+    /// this loop, oldest first, while no timeout falls due within
+    /// [`ABORT_GAP`] — when one does, the poll that follows wakes for it,
+    /// and the rest go after it — except one per call that has waited
+    /// [`ABORT_MAX_WAIT`]. A burst of expiries, one every few
+    /// microseconds, so runs alone, on time; the closes, which cost several
+    /// times an expiry each, come after it, or one per turn once they are
+    /// overdue.
     fn close_aborted(&self, cx: &mut LoopContext<'_>, due: &mut Vec<Entry>) {
-        let mut closed_one = false;
         // A manual clock's poll wakes for no deadline, only for an advance:
         // an abort left for after the next expiry would wait for that.
         let may_defer = self.clock.as_manual().is_none();
-        while let Some(&(source, exchange_id)) = cx.sources.aborts.front() {
+        let mut overdue_one = false;
+        while let Some(&(source, exchange_id, queued_at)) = cx.sources.aborts.front() {
             let now = self.clock.now();
             let nearest = lock(&self.timers).heap.next_deadline();
             let soon = |deadline: Instant| deadline.saturating_duration_since(now) <= ABORT_GAP;
-            if closed_one && may_defer && nearest.is_some_and(soon) {
-                break;
+            if may_defer && nearest.is_some_and(soon) {
+                let overdue = now.saturating_duration_since(queued_at) >= ABORT_MAX_WAIT;
+                if !overdue || overdue_one {
+                    break;
+                }
+                overdue_one = true;
             }
             cx.sources.aborts.pop_front();
             cx.run_source(source, |s, cx| s.abort(cx, exchange_id));
-            closed_one = true;
             self.expire_due(cx, due);
         }
     }
