@@ -36,9 +36,9 @@
 //! over [`H2_SERVERS`] silent servers, one connection each: per connection
 //! the first request opens it and the others wait for it (their timeouts on
 //! the wheel), then become its streams, their timeouts moved onto its loop.
-//! The server never sends its SETTINGS, so each connection has the default
-//! 100 streams open and queues the rest; a queued request's timeout runs all
-//! the same.
+//! The server never sends its SETTINGS, and until they come `h2` lets a
+//! client open any number of streams: every request of the burst is a
+//! stream at once.
 
 use super::load::Load;
 use super::{Burst, Fired, Recorder, Split};
@@ -240,7 +240,9 @@ fn warm_up(client: &Client, url: &str, count: usize) -> io::Result<()> {
 /// completes each handshake without it (the backlog holds them), so the
 /// client sees the same connects, and a burst costs no wake-up of this
 /// thread per connection, which would take the cores from the loops under
-/// measurement.
+/// measurement. After [`NAPS_BEFORE_BLOCKING`] naps with nothing to do it
+/// waits in a blocking accept instead, so that while the burst's timeouts
+/// run it does not wake at all.
 struct SilentServer {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
@@ -267,19 +269,35 @@ impl SilentServer {
                     let mut accepted: Vec<TcpStream> = Vec::new();
                     // Warm: accepted, first request not answered yet.
                     let mut unanswered: Vec<(TcpStream, Vec<u8>)> = Vec::new();
+                    let mut idle_naps = 0;
                     while !stop.load(Ordering::Acquire) {
-                        match listener.accept() {
+                        let next = if idle_naps < NAPS_BEFORE_BLOCKING || !unanswered.is_empty() {
+                            listener.accept()
+                        } else {
+                            // Quiet: wait in the kernel, not in naps that
+                            // would wake this thread a thousand times a
+                            // second on the cores the loops run on.
+                            idle_naps = 0;
+                            accept_blocking(&listener)
+                        };
+                        match next {
+                            Ok(_) if stop.load(Ordering::Acquire) => break,
                             Ok((stream, _)) if warm.is_some() => {
+                                idle_naps = 0;
                                 let _ = stream.set_nonblocking(true);
                                 unanswered.push((stream, Vec::new()));
                             }
-                            Ok((stream, _)) => accepted.push(stream),
+                            Ok((stream, _)) => {
+                                idle_naps = 0;
+                                accepted.push(stream);
+                            }
                             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                                 let all_open =
                                     warm.is_some_and(|n| unanswered.len() + accepted.len() >= n);
                                 if !all_open
                                     || !answer_first_requests(&mut unanswered, &mut accepted)
                                 {
+                                    idle_naps += 1;
                                     thread::sleep(Duration::from_millis(1));
                                 }
                             }
@@ -295,8 +313,23 @@ impl SilentServer {
     /// Stops accepting and closes every accepted socket.
     fn stop(self) {
         self.stop.store(true, Ordering::Release);
+        // Wakes an accept that blocks (the connection is closed unused).
+        let _ = TcpStream::connect(self.addr);
         let _ = self.thread.join();
     }
+}
+
+/// Naps of a millisecond with nothing accepted (nor a warm request to
+/// answer) before the server waits for its next connection in a blocking
+/// accept.
+const NAPS_BEFORE_BLOCKING: u32 = 10;
+
+/// One accept that blocks until a connection comes.
+fn accept_blocking(listener: &TcpListener) -> io::Result<(TcpStream, SocketAddr)> {
+    listener.set_nonblocking(false)?;
+    let accepted = listener.accept();
+    listener.set_nonblocking(true)?;
+    accepted
 }
 
 /// Answers the first request of each `unanswered` connection whose head has
