@@ -400,7 +400,8 @@ impl Source for Conn {
         match tag & !u64::from(u32::MAX) {
             CONNECT_TIMER => self.connect_timed_out(cx),
             HANDSHAKE_TIMER => self.handshake_timed_out(cx),
-            EXPECT_TIMER => self.continue_body(cx),
+            // Not for an exchange that ended while its abort waits.
+            EXPECT_TIMER if !self.reset_if_abandoned(cx) => self.continue_body(cx),
             H2_TIMER => self.h2_timer(cx),
             _ => {}
         }

@@ -42,9 +42,10 @@ pub(super) const LINGER: Duration = Duration::from_micros(30);
 /// Aborted connections wait while a timeout falls due sooner than this...
 const ABORT_GAP: Duration = Duration::from_millis(1);
 
-/// ... but no longer than this: expiries that keep coming less than
-/// [`ABORT_GAP`] apart hold the closes back this long at most, so the
-/// sockets (and descriptors) of failed exchanges cannot pile up.
+/// ... but once one has waited this long, it goes whatever is due, one per
+/// call: expiries that keep coming less than [`ABORT_GAP`] apart hold the
+/// closes back by this much, and from then on they drain as fast as they
+/// did when every call closed one.
 const ABORT_MAX_WAIT: Duration = Duration::from_millis(20);
 
 /// What a loop's thread keeps across turns.

@@ -85,19 +85,12 @@ use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use table::StreamTable;
 use wake::{Ready, CONNECTION};
 
 /// Passes of one drive at most, before the loop's other work.
 const MAX_PASSES: usize = 8;
-
-/// How long the `RST_STREAM` of a stream aborted from outside (a timeout, a
-/// cancel) may wait for others to go in the same write, at most: the
-/// caller has its outcome already, and the server learns of the cancel
-/// this much later at worst — while a burst of expiries, one every few
-/// microseconds, costs one write per millisecond rather than one each.
-const RESET_DELAY: Duration = Duration::from_millis(1);
 
 type Handshake = Pin<
     Box<
@@ -113,11 +106,11 @@ pub(super) struct Http2 {
     /// Requests waiting for a stream, oldest first.
     queue: VecDeque<Arc<Exchange>>,
     /// Streams aborted from outside whose reset has not been given to `h2`
-    /// yet: all go at the next drive, due by `resets_due` at the latest
-    /// (see [`RESET_DELAY`]). Held, not dropped: a dropped stream would be
-    /// reset by `h2` at once, and wake the connection to write it.
+    /// yet: all go at the next drive, which the abort asks for after the
+    /// loop's other work (see [`Conn::abort_h2`]). Held, not dropped: a
+    /// dropped stream would be reset by `h2` at once, and wake the
+    /// connection to write it.
     resets: Vec<Stream>,
-    resets_due: Option<Instant>,
     /// Which streams (or the connection) were woken.
     ready: Arc<Ready>,
     /// The connection's own waker (marks [`CONNECTION`]).
@@ -216,7 +209,6 @@ impl Http2 {
         for mut stream in self.resets.drain(..) {
             stream.send.send_reset(h2::Reason::CANCEL);
         }
-        self.resets_due = None;
     }
 
     /// Whether it is in the pool's shared list.
@@ -255,7 +247,6 @@ impl Conn {
             streams: StreamTable::default(),
             queue: VecDeque::from([exchange]),
             resets: Vec::new(),
-            resets_due: None,
             ready,
             conn_waker,
             wakers: Vec::new(),
@@ -710,41 +701,28 @@ impl Conn {
 
     /// The exchange `exchange_id` ended from outside (a timeout, a cancel,
     /// the client closing): its stream is reset with `CANCEL`, the others
-    /// go on. The reset waits for the next drive ([`RESET_DELAY`] at most)
-    /// unless a request may be waiting for the stream it frees.
+    /// go on. The reset goes at the connection's next drive, asked for
+    /// after the loop's other work: the loop aborts the exchanges a burst
+    /// of expiries failed together, in a gap after it (see
+    /// `EventLoop::close_aborted`), and their resets share one write.
     pub(super) fn abort_h2(&mut self, cx: &mut LoopContext<'_>, exchange_id: u64) {
-        let now = self.now();
         let State::H2(h2) = &mut self.state else {
             return;
         };
         h2.queue.retain(|e| e.id != exchange_id);
         if let Some(stream) = h2.streams.remove_exchange(exchange_id) {
             h2.resets.push(stream);
-            h2.resets_due.get_or_insert(now + RESET_DELAY);
             self.owner
                 .env()
                 .streams
                 .open
                 .fetch_sub(1, Ordering::Relaxed);
+            cx.ready_again();
         }
         if h2.streams.is_empty() && h2.queue.is_empty() && h2.idle_since.is_none() {
-            h2.idle_since = Some(now);
+            h2.idle_since = Some(self.owner.env().clock.now());
         }
-        // A request waits for the stream the reset frees: here, or in `h2`
-        // (opened past the server's limit, its HEADERS held back there).
-        let at_limit = match &h2.phase {
-            Phase::Open { conn, .. } => {
-                h2.streams.len() + h2.resets.len() >= conn.max_concurrent_send_streams()
-            }
-            _ => false,
-        };
-        let waiting = at_limit || !h2.queue.is_empty();
         self.publish_load();
-        if waiting {
-            self.drive_h2(cx);
-        } else {
-            self.arm_h2_timer(cx);
-        }
     }
 
     /// The connection has ended (`error`, or the server closed it): every
@@ -840,7 +818,7 @@ impl Conn {
             .connection_ttl
             .filter(|_| !h2.going_away)
             .and_then(|ttl| deadline_after(self.created, ttl));
-        let next = [idle, ping, ttl, h2.resets_due].into_iter().flatten().min();
+        let next = [idle, ping, ttl].into_iter().flatten().min();
         if self.h2_timer_deadline != next {
             self.h2_timer_deadline = next;
             self.arm_timer(cx, H2_TIMER, next);
@@ -848,7 +826,7 @@ impl Conn {
     }
 
     /// The connection's timer is due: an idle connection closes, a PING
-    /// goes or its answer is overdue, resets held back go.
+    /// goes or its answer is overdue.
     pub(super) fn h2_timer(&mut self, cx: &mut LoopContext<'_>) {
         self.h2_timer_deadline = None;
         let now = self.now();

@@ -240,9 +240,9 @@ fn warm_up(client: &Client, url: &str, count: usize) -> io::Result<()> {
 /// completes each handshake without it (the backlog holds them), so the
 /// client sees the same connects, and a burst costs no wake-up of this
 /// thread per connection, which would take the cores from the loops under
-/// measurement. After [`NAPS_BEFORE_BLOCKING`] naps with nothing to do it
-/// waits in a blocking accept instead, so that while the burst's timeouts
-/// run it does not wake at all.
+/// measurement. After [`NAPS_BEFORE_DOZING`] naps with nothing to do it
+/// naps [`DOZE`] at a time, so that while the burst's timeouts run it
+/// hardly wakes.
 struct SilentServer {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
@@ -271,17 +271,7 @@ impl SilentServer {
                     let mut unanswered: Vec<(TcpStream, Vec<u8>)> = Vec::new();
                     let mut idle_naps = 0;
                     while !stop.load(Ordering::Acquire) {
-                        let next = if idle_naps < NAPS_BEFORE_BLOCKING || !unanswered.is_empty() {
-                            listener.accept()
-                        } else {
-                            // Quiet: wait in the kernel, not in naps that
-                            // would wake this thread a thousand times a
-                            // second on the cores the loops run on.
-                            idle_naps = 0;
-                            accept_blocking(&listener)
-                        };
-                        match next {
-                            Ok(_) if stop.load(Ordering::Acquire) => break,
+                        match listener.accept() {
                             Ok((stream, _)) if warm.is_some() => {
                                 idle_naps = 0;
                                 let _ = stream.set_nonblocking(true);
@@ -297,8 +287,16 @@ impl SilentServer {
                                 if !all_open
                                     || !answer_first_requests(&mut unanswered, &mut accepted)
                                 {
+                                    // Quiet for a while: longer naps, not a
+                                    // thousand wake-ups a second on the cores
+                                    // the loops under measurement run on.
                                     idle_naps += 1;
-                                    thread::sleep(Duration::from_millis(1));
+                                    let nap = if idle_naps < NAPS_BEFORE_DOZING {
+                                        Duration::from_millis(1)
+                                    } else {
+                                        DOZE
+                                    };
+                                    thread::sleep(nap);
                                 }
                             }
                             // Out of descriptors, say: what is queued waits.
@@ -313,24 +311,17 @@ impl SilentServer {
     /// Stops accepting and closes every accepted socket.
     fn stop(self) {
         self.stop.store(true, Ordering::Release);
-        // Wakes an accept that blocks (the connection is closed unused).
-        let _ = TcpStream::connect(self.addr);
         let _ = self.thread.join();
     }
 }
 
 /// Naps of a millisecond with nothing accepted (nor a warm request to
-/// answer) before the server waits for its next connection in a blocking
-/// accept.
-const NAPS_BEFORE_BLOCKING: u32 = 10;
+/// answer) before the server naps [`DOZE`] at a time.
+const NAPS_BEFORE_DOZING: u32 = 10;
 
-/// One accept that blocks until a connection comes.
-fn accept_blocking(listener: &TcpListener) -> io::Result<(TcpStream, SocketAddr)> {
-    listener.set_nonblocking(false)?;
-    let accepted = listener.accept();
-    listener.set_nonblocking(true)?;
-    accepted
-}
+/// A quiet server's nap: connections that come meanwhile wait in the
+/// backlog, their handshakes done by the kernel.
+const DOZE: Duration = Duration::from_millis(50);
 
 /// Answers the first request of each `unanswered` connection whose head has
 /// come (an empty `200`), moving it to `answered`; whether any byte came.
