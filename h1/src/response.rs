@@ -1,5 +1,6 @@
 //! Response heads: parsing with httparse, and the framing decision.
 
+use bytes::Bytes;
 use http::header::{CONNECTION, CONTENT_LENGTH, TRANSFER_ENCODING};
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, Version};
 
@@ -30,17 +31,47 @@ pub(crate) enum Parsed {
 /// many as its bytes can hold (a field line is at least `a:` and CRLF)
 /// when that is fewer — so a huge limit allocates nothing huge, and a
 /// window with more fields than the limit still reads as too many.
-fn header_slots<'h>(window: &[u8], limits: &Limits) -> Vec<httparse::Header<'h>> {
+fn header_slots(window: &[u8], limits: &Limits) -> usize {
     let fit = window.len() / 4 + 1;
-    vec![httparse::EMPTY_HEADER; limits.max_headers.min(fit)]
+    limits.max_headers.min(fit)
+}
+
+/// Field slots kept on the stack: a head with no more fields than this
+/// (most have a dozen) is parsed without allocating them.
+const STACK_SLOTS: usize = 32;
+
+/// Runs `parse` with room for `slots` fields: first with at most
+/// [`STACK_SLOTS`] on the stack, and only if those were too few, again
+/// with all `slots` on the heap.
+fn with_slots<'b, R>(
+    slots: usize,
+    mut parse: impl FnMut(&mut [httparse::Header<'b>]) -> Result<R, DecodeError>,
+) -> Result<R, DecodeError> {
+    let mut on_stack: [httparse::Header<'b>; STACK_SLOTS] = [httparse::EMPTY_HEADER; STACK_SLOTS];
+    match parse(&mut on_stack[..slots.min(STACK_SLOTS)]) {
+        Err(DecodeError::TooManyHeaders { .. }) if slots > STACK_SLOTS => {
+            parse(&mut vec![httparse::EMPTY_HEADER; slots])
+        }
+        parsed => parsed,
+    }
 }
 
 /// Parses one response head at the start of `input`.
 pub(crate) fn parse_head(input: &[u8], limits: &Limits) -> Result<Parsed, DecodeError> {
     // Parse at most `max_head_bytes`: bounds the work and the buffering.
     let window = &input[..input.len().min(limits.max_head_bytes)];
-    let mut headers = header_slots(window, limits);
-    let mut res = httparse::Response::new(&mut headers);
+    with_slots(header_slots(window, limits), |slots| {
+        parse_head_in(input, window, slots, limits)
+    })
+}
+
+fn parse_head_in<'b>(
+    input: &[u8],
+    window: &'b [u8],
+    slots: &mut [httparse::Header<'b>],
+    limits: &Limits,
+) -> Result<Parsed, DecodeError> {
+    let mut res = httparse::Response::new(slots);
     match res.parse(window) {
         Ok(httparse::Status::Partial) => {
             if input.len() > limits.max_head_bytes {
@@ -61,7 +92,7 @@ pub(crate) fn parse_head(input: &[u8], limits: &Limits) -> Result<Parsed, Decode
                 .code
                 .and_then(|c| StatusCode::from_u16(c).ok())
                 .ok_or(DecodeError::InvalidStatusCode)?;
-            let headers = to_header_map(res.headers)?;
+            let headers = to_header_map(window, res.headers)?;
             Ok(Parsed::Complete(
                 n,
                 ResponseHead {
@@ -89,32 +120,65 @@ pub(crate) fn parse_trailers(
     input: &[u8],
     limits: &Limits,
 ) -> Result<Option<(usize, HeaderMap)>, DecodeError> {
-    let too_large = DecodeError::TrailersTooLarge {
-        limit: limits.max_trailer_bytes,
-    };
     let window = &input[..input.len().min(limits.max_trailer_bytes)];
-    let mut headers = header_slots(window, limits);
-    match httparse::parse_headers(window, &mut headers) {
-        Ok(httparse::Status::Partial) if input.len() > limits.max_trailer_bytes => Err(too_large),
-        Ok(httparse::Status::Partial) => Ok(None),
-        Ok(httparse::Status::Complete((n, fields))) => Ok(Some((n, to_header_map(fields)?))),
-        Err(httparse::Error::TooManyHeaders) => Err(DecodeError::TooManyHeaders {
-            limit: limits.max_headers,
-        }),
-        Err(e) => match classify(window, false, e, input.len() >= limits.max_trailer_bytes) {
-            Some(e) => Err(e),
-            None => Ok(None),
+    with_slots(
+        header_slots(window, limits),
+        |slots| match httparse::parse_headers(window, slots) {
+            Ok(httparse::Status::Partial) if input.len() > limits.max_trailer_bytes => {
+                Err(DecodeError::TrailersTooLarge {
+                    limit: limits.max_trailer_bytes,
+                })
+            }
+            Ok(httparse::Status::Partial) => Ok(None),
+            Ok(httparse::Status::Complete((n, fields))) => {
+                Ok(Some((n, to_header_map(window, fields)?)))
+            }
+            Err(httparse::Error::TooManyHeaders) => Err(DecodeError::TooManyHeaders {
+                limit: limits.max_headers,
+            }),
+            Err(e) => match classify(window, false, e, input.len() >= limits.max_trailer_bytes) {
+                Some(e) => Err(e),
+                None => Ok(None),
+            },
         },
-    }
+    )
 }
 
-fn to_header_map(fields: &[httparse::Header<'_>]) -> Result<HeaderMap, DecodeError> {
+/// The fields httparse found in `window` as a map. The values share one
+/// copy of the bytes they span (one allocation for a head's values, not
+/// one each, as hyper's decoder does with its read buffer).
+fn to_header_map(window: &[u8], fields: &[httparse::Header<'_>]) -> Result<HeaderMap, DecodeError> {
     let mut map = HeaderMap::with_capacity(fields.len());
+    // Where a value lies in `window`, if it is a slice of it (httparse's
+    // values are).
+    let base = window.as_ptr() as usize;
+    let span = |value: &[u8]| {
+        let start = (value.as_ptr() as usize).checked_sub(base)?;
+        let end = start.checked_add(value.len())?;
+        (end <= window.len()).then_some(start..end)
+    };
+    let start = fields
+        .iter()
+        .filter_map(|h| span(h.value))
+        .map(|r| r.start)
+        .min();
+    let end = fields
+        .iter()
+        .filter_map(|h| span(h.value))
+        .map(|r| r.end)
+        .max();
+    let (start, values) = match (start, end) {
+        (Some(start), Some(end)) => (start, Bytes::copy_from_slice(&window[start..end])),
+        _ => (0, Bytes::new()),
+    };
     for h in fields {
         let name = HeaderName::from_bytes(h.name.as_bytes())
             .map_err(|_| DecodeError::InvalidHeaderName)?;
-        let value =
-            HeaderValue::from_bytes(h.value).map_err(|_| DecodeError::InvalidHeaderValue)?;
+        let value = match span(h.value) {
+            Some(r) => HeaderValue::from_maybe_shared(values.slice(r.start - start..r.end - start)),
+            None => HeaderValue::from_bytes(h.value),
+        }
+        .map_err(|_| DecodeError::InvalidHeaderValue)?;
         map.append(name, value);
     }
     Ok(map)

@@ -113,6 +113,45 @@ fn head_limits() {
     assert!(decode_all(three_fields, false, packed, false).is_ok());
 }
 
+/// Heads and trailers with more fields than the parser keeps on the stack
+/// (32) are parsed again with room for the limit's worth: every field is
+/// there, in order, each value its own; one more than the limit is still
+/// too many.
+#[test]
+fn more_fields_than_the_stack_holds() {
+    let fields = |n: usize| -> String { (0..n).map(|i| format!("X-{i}: v{i}\r\n")).collect() };
+    for n in [31, 32, 33, 40, 100] {
+        let input = format!(
+            "HTTP/1.1 200 OK\r\n{}Content-Length: 0\r\n\r\n",
+            fields(n - 1)
+        );
+        let (head, ..) = decode_all(limits(), false, input.as_bytes(), false).unwrap();
+        assert_eq!(head.headers.len(), n, "{n} fields");
+        for (i, (name, value)) in head.headers.iter().take(n - 1).enumerate() {
+            assert_eq!(name.as_str(), format!("x-{i}"));
+            assert_eq!(value.as_bytes(), format!("v{i}").as_bytes());
+        }
+    }
+    // The default limit is 100 fields.
+    let input = format!(
+        "HTTP/1.1 200 OK\r\n{}Content-Length: 0\r\n\r\n",
+        fields(100)
+    );
+    assert_eq!(
+        decode_all(limits(), false, input.as_bytes(), false).unwrap_err(),
+        DecodeError::TooManyHeaders { limit: 100 }
+    );
+    let trailers = format!(
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\n{}\r\n",
+        fields(40)
+    );
+    let (_, body, trailers, _) = decode_all(limits(), false, trailers.as_bytes(), false).unwrap();
+    assert_eq!(body, b"x");
+    let trailers = trailers.expect("trailers");
+    assert_eq!(trailers.len(), 40);
+    assert_eq!(trailers["x-39"], "v39");
+}
+
 #[test]
 fn content_length_errors() {
     use DecodeError::*;
