@@ -13,9 +13,7 @@ use crate::error::{Error, InvalidRequest, RedirectError};
 use crate::events::EventListener;
 use crate::exchange::{Deadlines, Exchange, Head};
 use base64::Engine;
-use http::header::{
-    HeaderValue, ACCEPT_ENCODING, AUTHORIZATION, COOKIE, HOST, LOCATION, SET_COOKIE, USER_AGENT,
-};
+use http::header::{HeaderValue, AUTHORIZATION, COOKIE, HOST, LOCATION, SET_COOKIE};
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
@@ -80,23 +78,18 @@ impl Chain {
         request: Request,
     ) -> Result<Chain, Error> {
         let decompress = request.decompress.unwrap_or(policies.decompress);
-        let mut headers = request.headers;
-        if let Some(agent) = &policies.user_agent {
-            if !headers.contains_key(USER_AGENT) {
-                headers.insert(USER_AGENT, agent.clone());
-            }
-        }
-        if decompress && !headers.contains_key(ACCEPT_ENCODING) {
-            headers.insert(
-                ACCEPT_ENCODING,
-                HeaderValue::from_static(decode::accept_encoding()),
-            );
-        }
-        let uri = credentials_to_header(request.uri, &mut headers)?;
+        let (uri, headers) = if request.headers.is_empty() && !has_userinfo(&request.uri) {
+            (request.uri, policies.default_headers(decompress))
+        } else {
+            let mut headers = request.headers;
+            policies.add_default_headers(&mut headers, decompress);
+            let uri = credentials_to_header(request.uri, &mut headers)?;
+            (uri, Arc::new(headers))
+        };
         let mut hop = Hop {
             method: request.method,
             uri,
-            headers: Arc::new(headers),
+            headers,
             body: HopBody::from_upload(request.body),
         };
         let store_cookie = add_store_cookies(policies.cookies.as_deref(), &mut hop);
@@ -437,10 +430,7 @@ fn credentials_to_header(
     uri: http::Uri,
     headers: &mut http::HeaderMap,
 ) -> Result<http::Uri, Error> {
-    let has_userinfo = uri
-        .authority()
-        .is_some_and(|authority| authority.as_str().contains('@'));
-    if !has_userinfo {
+    if !has_userinfo(&uri) {
         return Ok(uri);
     }
     let invalid = || Error::InvalidRequest(InvalidRequest::Userinfo);
@@ -455,6 +445,12 @@ fn credentials_to_header(
     url.set_username("").map_err(|()| invalid())?;
     url.set_password(None).map_err(|()| invalid())?;
     http::Uri::try_from(url.as_str()).map_err(|_| invalid())
+}
+
+/// Whether `uri` carries credentials (`user:password@host`).
+fn has_userinfo(uri: &http::Uri) -> bool {
+    uri.authority()
+        .is_some_and(|authority| authority.as_str().contains('@'))
 }
 
 /// `Authorization: Basic` for `user` and `password` (RFC 7617).
