@@ -1,7 +1,8 @@
 //! A sans-IO HTTP/1.1 client codec: bytes in, bytes out. No sockets, no
 //! clock, no threads; the caller owns the buffers and the connection. A
 //! crate of its own, so that the compiler keeps it that way (it depends on
-//! `http` and `httparse` alone), and the fuzz target builds on it alone.
+//! `http`, `httparse` and `bytes`, which `http` brings anyway, alone), and
+//! the fuzz target builds on it alone.
 //!
 //! Requests are written with [`encode_request_head`], then the body as is
 //! ([`RequestBody::Length`]) or framed with [`encode_chunk`] and

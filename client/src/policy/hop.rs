@@ -22,9 +22,10 @@ pub(crate) struct Hop {
     pub(crate) method: http::Method,
     /// Without userinfo (that became an `Authorization` header).
     pub(crate) uri: http::Uri,
-    /// Shared with the exchanges of the hop (HTTP/2 encodes them itself):
-    /// changed for the next hop with `Arc::make_mut`, which copies them only
-    /// while an earlier exchange still holds them.
+    /// Shared with the exchanges of the hop (HTTP/2 encodes them itself),
+    /// and for a request with no headers of its own with the client's other
+    /// such requests (`Policies::default_headers`): changed only with
+    /// `Arc::make_mut`, which copies them while anyone else holds them.
     pub(crate) headers: Arc<http::HeaderMap>,
     pub(crate) body: HopBody,
 }
