@@ -217,8 +217,8 @@ fn aborts_are_carried_out_oldest_first() {
 }
 
 /// Expiries `spacing` apart, `count` of them from 5 ms on; the first
-/// queues an abort of a [`Recording`] source. Returns when the abort ran
-/// and when the last expiry did.
+/// queues an abort of a source that notes when it is aborted. Returns when
+/// the abort ran and when the last expiry did.
 fn abort_during_expiries(spacing: Duration, count: u32) -> (Instant, Instant) {
     struct Series {
         source: Mutex<Option<SourceRef>>,

@@ -269,7 +269,7 @@ impl EventLoop {
     /// and the rest go after it — except one per call that has waited
     /// [`ABORT_MAX_WAIT`]. A burst of expiries, one every few
     /// microseconds, so runs alone, on time; the closes, which cost several
-    /// times an expiry each, come after it, or one per turn once they are
+    /// times an expiry each, come after it, or one per call once they are
     /// overdue.
     fn close_aborted(&self, cx: &mut LoopContext<'_>, due: &mut Vec<Entry>) {
         // A manual clock's poll wakes for no deadline, only for an advance:
