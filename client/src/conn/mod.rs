@@ -193,8 +193,8 @@ pub(crate) trait ConnOwner: Send + Sync + 'static {
 pub(crate) struct IdleConn {
     pub(crate) conn: ConnRef,
     pub(crate) info: ConnectionInfo,
-    /// What it can carry: the pool's key.
-    pub(crate) route: Route,
+    /// What it can carry: the pool's key (the connection's own, shared).
+    pub(crate) route: Arc<Route>,
     pub(crate) idle_since: Instant,
     pub(crate) created: Instant,
 }
@@ -222,8 +222,9 @@ const H2_TIMER: u64 = 4 << 32;
 /// One connection. See the [module documentation](self).
 pub(crate) struct Conn {
     owner: Arc<dyn ConnOwner>,
-    /// Where it goes, and through which proxy.
-    route: Route,
+    /// Where it goes, and through which proxy (shared with it while idle
+    /// in the pool).
+    route: Arc<Route>,
     transport: Option<Transport>,
     remote: Option<SocketAddr>,
     created: Instant,

@@ -108,7 +108,7 @@ pub(crate) fn connect(
         let created = owner.env().clock.now();
         let mut conn = Conn {
             owner,
-            route: exchange.route().clone(),
+            route: Arc::new(exchange.route().clone()),
             transport: None,
             remote: None,
             created,
@@ -273,7 +273,7 @@ impl Conn {
         self.info = Some(info.clone());
         exchange.listener.on_connect_success(&info);
         if exchange.is_done() {
-            if self.route.tls_origin().is_some() || matches!(self.route, Route::Tunnel { .. }) {
+            if self.route.tls_origin().is_some() || matches!(*self.route, Route::Tunnel { .. }) {
                 // Not handshaken, or not tunnelled: of no use to anyone.
                 return self.close(cx);
             }
@@ -294,7 +294,7 @@ impl Conn {
         // same-thread arm that wakes nothing), where the proxy's handshake
         // and TLS run too.
         exchange.attach(ConnSlot::Ready(self.conn_ref(cx)));
-        match &self.route {
+        match &*self.route {
             Route::Tunnel { .. } => self.start_tunnel(cx, exchange, socks_target),
             _ => self.connected(cx, exchange, Vec::new()),
         }

@@ -60,7 +60,7 @@ impl Conn {
         exchange: Arc<Exchange>,
         socks_target: Option<SocketAddr>,
     ) {
-        let Route::Tunnel { proxy, origin } = &self.route else {
+        let Route::Tunnel { proxy, origin } = &*self.route else {
             return self.connected(cx, exchange, Vec::new());
         };
         let step = match first_step(proxy, &origin.host, origin.port, socks_target) {

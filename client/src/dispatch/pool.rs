@@ -439,13 +439,17 @@ impl<W: Waiter, C: Pooled> Pool<W, C> {
             return Offer::Refused;
         }
         if inner.queued == 0 {
-            // Nobody waits: the common case, and no queue to look at.
-            inner
-                .origins
-                .entry(idle.key().clone())
-                .or_default()
-                .idle
-                .push(idle);
+            // Nobody waits: the common case, and no queue to look at; the
+            // key is cloned only for an origin not in the map yet.
+            match inner.origins.get_mut(idle.key()) {
+                Some(state) => state.idle.push(idle),
+                None => inner
+                    .origins
+                    .entry(idle.key().clone())
+                    .or_default()
+                    .idle
+                    .push(idle),
+            }
             return Offer::Kept;
         }
         let origin = idle.key().clone();
