@@ -72,10 +72,11 @@ fn a_pooled_sequential_get_allocates_a_bounded_number_of_times() {
     // the idle connection its route for every request offered back, and
     // each request built the default headers' map anew (a response's
     // header values, one allocation each before, are one here: this
-    // server sends a single header). A margin for the toolchain's growth
-    // policies, not for new work.
+    // server sends a single header). A margin of one, for the toolchain's
+    // growth policies, not for new work: a revert of the pool's change
+    // gives 19.
     assert!(
-        per_request <= 19.0,
+        per_request <= 18.0,
         "{per_request:.2} allocations per request"
     );
     client.close();
