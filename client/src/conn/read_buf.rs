@@ -104,10 +104,9 @@ impl ReadBuf {
     /// Whether, as far as the kernel has said, the socket holds nothing
     /// and the peer has not closed: the last read took all there was (it
     /// said `WouldBlock`, or — see [`SHORT_READS_SAY_DRAINED`] — returned
-    /// less than it was offered), and
-    /// no event said otherwise since. Over TLS a read is of plaintext
-    /// rustls may already hold, so this says nothing about the socket
-    /// there.
+    /// less than it was offered), and no event said otherwise since. Never
+    /// over TLS: a read there is of plaintext rustls may already hold, and
+    /// says nothing about the socket.
     pub(crate) fn drained(&self) -> bool {
         self.drained && !self.closed
     }
@@ -154,18 +153,20 @@ impl ReadBuf {
     /// One read into `buf[start..end]`, noted.
     fn read_into(&mut self, transport: &mut Transport, start: usize, end: usize) -> Filled {
         let filled = read_once(transport, &mut self.buf[start..end]);
-        self.note(&filled, end - start);
+        self.note(&filled, end - start, transport.is_plain());
         filled
     }
 
     /// What a read of `offered` bytes of room said about the socket (for a
-    /// read into another buffer: a body read in place).
-    pub(crate) fn note(&mut self, filled: &Filled, offered: usize) {
-        self.drained = match filled {
-            Filled::Data(n) => SHORT_READS_SAY_DRAINED && *n < offered && !self.urgent,
-            Filled::WouldBlock => true,
-            Filled::Eof | Filled::Failed(_) => false,
-        };
+    /// read into another buffer: a body read in place), if the socket is
+    /// read directly (`plain`: not through TLS).
+    pub(crate) fn note(&mut self, filled: &Filled, offered: usize, plain: bool) {
+        self.drained = plain
+            && match filled {
+                Filled::Data(n) => SHORT_READS_SAY_DRAINED && *n < offered && !self.urgent,
+                Filled::WouldBlock => true,
+                Filled::Eof | Filled::Failed(_) => false,
+            };
     }
 }
 
@@ -208,36 +209,41 @@ mod tests {
     fn a_short_read_or_would_block_drains_the_socket_and_a_full_read_does_not() {
         let mut buf = ReadBuf::default();
         assert!(!buf.drained(), "nothing known before the first read");
-        buf.note(&Filled::Data(10), 16);
+        buf.note(&Filled::Data(10), 16, true);
         assert_eq!(
             buf.drained(),
             SHORT_READS_SAY_DRAINED,
             "a short read took all there was"
         );
-        buf.note(&Filled::Data(16), 16);
+        buf.note(&Filled::Data(16), 16, true);
         assert!(!buf.drained(), "a full read may have left more");
-        buf.note(&Filled::WouldBlock, 16);
+        buf.note(&Filled::WouldBlock, 16, true);
         assert!(buf.drained());
-        buf.note(&Filled::Eof, 16);
+        buf.note(&Filled::Eof, 16, true);
         assert!(!buf.drained(), "the end of the stream is not silence");
-        buf.note(&failed(), 16);
+        buf.note(&failed(), 16, true);
         assert!(!buf.drained());
+        // Over TLS a read is of plaintext: it says nothing of the socket.
+        buf.note(&Filled::WouldBlock, 16, false);
+        assert!(!buf.drained(), "never over TLS");
+        buf.note(&Filled::Data(10), 16, false);
+        assert!(!buf.drained(), "never over TLS");
     }
 
     #[test]
     fn a_readable_event_undoes_drained_and_a_close_is_for_good() {
         let mut buf = ReadBuf::default();
-        buf.note(&Filled::WouldBlock, 16);
+        buf.note(&Filled::WouldBlock, 16, true);
         buf.on_readable(false, false);
         assert!(!buf.drained(), "more may have come");
-        buf.note(&Filled::Data(3), 16);
+        buf.note(&Filled::Data(3), 16, true);
         assert_eq!(buf.drained(), SHORT_READS_SAY_DRAINED);
         // Data and the peer's FIN in one event: the short read that takes
         // the data leaves the end for the next read.
         buf.on_readable(true, false);
-        buf.note(&Filled::Data(3), 16);
+        buf.note(&Filled::Data(3), 16, true);
         assert!(!buf.drained(), "the peer closed");
-        buf.note(&Filled::WouldBlock, 16);
+        buf.note(&Filled::WouldBlock, 16, true);
         assert!(!buf.drained(), "nothing undoes a close");
     }
 
@@ -246,12 +252,12 @@ mod tests {
         let mut buf = ReadBuf::default();
         buf.on_readable(false, true);
         // A read stops short at the urgent mark, bytes still behind it.
-        buf.note(&Filled::Data(3), 16);
+        buf.note(&Filled::Data(3), 16, true);
         assert!(!buf.drained(), "a short read at the urgent mark");
         buf.on_readable(false, false);
-        buf.note(&Filled::Data(3), 16);
+        buf.note(&Filled::Data(3), 16, true);
         assert!(!buf.drained(), "for the rest of the connection");
-        buf.note(&Filled::WouldBlock, 16);
+        buf.note(&Filled::WouldBlock, 16, true);
         assert!(buf.drained());
     }
 }

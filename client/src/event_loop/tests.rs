@@ -165,17 +165,17 @@ fn leftover_timeouts_are_told_stopped_outside_the_timers_lock() {
     assert_eq!(event_loop.stats().armed, 0);
 }
 
-/// A source that records the aborts it is given.
+/// A source that records the aborts it is given, with when each came.
 struct Recording {
     name: &'static str,
-    aborted: Arc<Mutex<Vec<&'static str>>>,
+    aborted: Arc<Mutex<Vec<(&'static str, Instant)>>>,
 }
 
 impl Source for Recording {
     fn ready(&mut self, _cx: &mut LoopContext<'_>, _readiness: Readiness) {}
     fn timer(&mut self, _cx: &mut LoopContext<'_>, _tag: u64) {}
     fn abort(&mut self, cx: &mut LoopContext<'_>, _exchange_id: u64) {
-        lock(&self.aborted).push(self.name);
+        lock(&self.aborted).push((self.name, Instant::now()));
         cx.remove_me();
     }
     fn shut_down(&mut self, _cx: &mut LoopContext<'_>) {}
@@ -212,7 +212,8 @@ fn aborts_are_carried_out_oldest_first() {
     while lock(&aborted).len() < 3 && Instant::now() < give_up {
         thread::sleep(Duration::from_millis(1));
     }
-    assert_eq!(*lock(&aborted), ["first", "second", "third"]);
+    let names: Vec<_> = lock(&aborted).iter().map(|&(name, _)| name).collect();
+    assert_eq!(names, ["first", "second", "third"]);
     group.shutdown();
 }
 
@@ -232,24 +233,9 @@ fn abort_during_expiries(spacing: Duration, count: u32) -> (Instant, Instant) {
             }
         }
     }
-    /// Records when it was aborted.
-    struct Stamped(Arc<Mutex<Option<Instant>>>);
-    impl Source for Stamped {
-        fn ready(&mut self, _cx: &mut LoopContext<'_>, _readiness: Readiness) {}
-        fn timer(&mut self, _cx: &mut LoopContext<'_>, _tag: u64) {}
-        fn abort(&mut self, cx: &mut LoopContext<'_>, _exchange_id: u64) {
-            *lock(&self.0) = Some(Instant::now());
-            cx.remove_me();
-        }
-        fn shut_down(&mut self, _cx: &mut LoopContext<'_>) {}
-        fn panicked(&mut self, _cx: &mut LoopContext<'_>) {}
-        fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
-            self
-        }
-    }
     let group = EventLoopGroup::builder().threads(1).build().unwrap();
     let event_loop = group.loops()[0].clone();
-    let aborted = Arc::new(Mutex::new(None));
+    let aborted = Arc::new(Mutex::new(Vec::new()));
     let series = Arc::new(Series {
         source: Mutex::new(None),
         expired: Mutex::new(Vec::new()),
@@ -258,7 +244,12 @@ fn abort_during_expiries(spacing: Duration, count: u32) -> (Instant, Instant) {
     let stamp = aborted.clone();
     event_loop
         .execute(move |cx| {
-            let source = cx.add_source(move |_| Box::new(Stamped(stamp)));
+            let source = cx.add_source(move |_| {
+                Box::new(Recording {
+                    name: "aborted",
+                    aborted: stamp,
+                })
+            });
             added.send(source).unwrap();
         })
         .unwrap();
@@ -270,14 +261,14 @@ fn abort_during_expiries(spacing: Duration, count: u32) -> (Instant, Instant) {
             .unwrap();
     }
     let give_up = Instant::now() + Duration::from_secs(10);
-    while (lock(&aborted).is_none() || lock(&series.expired).len() < count as usize)
+    while (lock(&aborted).is_empty() || lock(&series.expired).len() < count as usize)
         && Instant::now() < give_up
     {
         thread::sleep(Duration::from_millis(1));
     }
     group.shutdown();
     let expired = lock(&series.expired).clone();
-    let aborted = lock(&aborted).expect("never aborted");
+    let (_, aborted) = *lock(&aborted).first().expect("never aborted");
     assert_eq!(expired.len(), count as usize, "expiries lost");
     (aborted, expired[expired.len() - 1])
 }

@@ -355,7 +355,7 @@ impl Pipe {
     /// A writer waiting for the first touch is not woken: a collected body
     /// is read as an untouched one is (see [`untouched`](Self::untouched)).
     pub(crate) fn collect(&self) {
-        let (wake, _untouched) = {
+        let (wake, _withdrawn) = {
             let mut state = lock(&self.state);
             state.collecting = true;
             (state.writer.take(), state.first_touch())
@@ -459,15 +459,17 @@ impl Pipe {
     /// waits on the bytes the writer holds, and a loop may let them pile
     /// up in the socket (a receive low-water mark) rather than wake for
     /// each segment. If so, `waiter` is woken at the reader's first take
-    /// or its going (not at a collect, which reads the same way).
+    /// or its going (not at a collect, which reads the same way) — made
+    /// once: the pipe's writer is one connection, which asks again at each
+    /// pause of its reading.
     pub(crate) fn untouched(&self, waiter: impl FnOnce() -> Waiter) -> bool {
         let mut state = lock(&self.state);
         if state.touched {
             return false;
         }
-        // Replaced after the unlock: a waiter's drop may take locks.
-        let _replaced = state.on_touch.replace(waiter());
-        drop(state);
+        if state.on_touch.is_none() {
+            state.on_touch = Some(waiter());
+        }
         true
     }
 }

@@ -139,9 +139,10 @@ impl Conn {
         cx: &mut LoopContext<'_>,
         exchange: Arc<Exchange>,
     ) -> Result<(), Arc<Exchange>> {
-        // A plain socket whose last read took all it had, with no readable
-        // event since and the loop's last complete poll under `FRESH_POLL`
-        // old, is known open without a system call; otherwise a peek tells.
+        // A plain socket whose last read took all it had (`drained` is never
+        // true over TLS), with no readable event since and the loop's last
+        // complete poll under `FRESH_POLL` old, is known open without a
+        // system call; otherwise a peek tells.
         // No event of that poll is still to come here: an idle connection
         // is reused by a loop task, which runs before the next poll and
         // after every event of the last one, or by itself in its own
@@ -153,7 +154,7 @@ impl Conn {
             && self
                 .transport
                 .as_mut()
-                .is_some_and(|transport| (quiet && transport.is_plain()) || transport.still_open());
+                .is_some_and(|transport| quiet || transport.still_open());
         if !alive {
             self.close(cx);
             return Err(exchange);
@@ -317,7 +318,7 @@ impl Conn {
                         Some((buf, max)) => {
                             in_place = true;
                             let filled = read_spare_once(transport, buf, max);
-                            self.buf.note(&filled, max);
+                            self.buf.note(&filled, max, transport.is_plain());
                             filled
                         }
                         None => self.buf.fill(transport),
@@ -345,14 +346,10 @@ impl Conn {
                         return cx.ready_again();
                     }
                     // A short read of plain TCP took all the socket had (see
-                    // `ReadBuf::drained`): its next read would say
-                    // `WouldBlock`, and the socket's next event says when
-                    // more has come. Not over TLS: a short read of
-                    // plaintext may leave records on the socket that no
-                    // event will announce.
-                    if self.buf.drained()
-                        && self.transport.as_ref().is_some_and(Transport::is_plain)
-                    {
+                    // `ReadBuf::drained`, never true over TLS): its next
+                    // read would say `WouldBlock`, and the socket's next
+                    // event says when more has come.
+                    if self.buf.drained() {
                         return self.socket_emptied(cx);
                     }
                 }
