@@ -129,6 +129,17 @@ impl ClientBuilder {
         self
     }
 
+    /// Pins each event loop's thread to a CPU of its own (default: on), so
+    /// that two loops never take turns on one CPU while another idles —
+    /// which, in a burst of timeouts on both, makes one of them late by
+    /// whole scheduler slices; see
+    /// [`EventLoopGroupBuilder::pin_to_cpus`](crate::event_loop::EventLoopGroupBuilder::pin_to_cpus).
+    /// Ignored when a group is given with [`event_loop_group`](Self::event_loop_group).
+    pub fn pin_event_loops(mut self, pin: bool) -> Self {
+        self.config.pin_event_loops = pin;
+        self
+    }
+
     /// Tick of the client's hashed-wheel timer: default 100 ms, or 250 µs
     /// with [`use_event_loop_timeouts`](Self::use_event_loop_timeouts) (see
     /// there); from 1 µs to [`MAX_TICK`](tickless_timer::MAX_TICK) (1 s).

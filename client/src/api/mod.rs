@@ -235,7 +235,8 @@ impl Client {
             None => {
                 let mut builder = EventLoopGroup::builder()
                     .clock(clock)
-                    .spin_before_deadline(config.event_loop_spin);
+                    .spin_before_deadline(config.event_loop_spin)
+                    .pin_to_cpus(config.pin_event_loops);
                 if let Some(loops) = config.event_loops {
                     builder = builder.threads(loops);
                 }

@@ -35,7 +35,7 @@ mod resolve;
 use crate::config::ClientConfig;
 use crate::conn::{self, ConnEnv, ConnOwner, IdleConn, Offered, SharedConn};
 use crate::error::Error;
-use crate::event_loop::EventLoopGroup;
+use crate::event_loop::{spawn_helper, EventLoopGroup};
 use crate::exchange::{ConnSlot, Exchange, InFlight, Pacing};
 use crate::net::proxy::{ProxyScheme, ProxySettings};
 use crate::net::{Origin, Resolve, ResolveAnswer, Route};
@@ -274,9 +274,8 @@ impl Dispatcher {
         reader: Box<dyn std::io::Read + Send>,
         pipe: Arc<crate::exchange::Pipe>,
     ) -> std::io::Result<()> {
-        thread::Builder::new()
-            .name("tickless-upload".into())
-            .spawn(move || pump(reader, &pipe))?;
+        let builder = thread::Builder::new().name("tickless-upload".into());
+        spawn_helper(builder, move || pump(reader, &pipe))?;
         Ok(())
     }
 

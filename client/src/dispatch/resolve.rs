@@ -18,6 +18,7 @@
 //! are a broken resolver configuration, not load; a thread costs a stack
 //! reservation, not memory used.
 
+use crate::event_loop::spawn_helper;
 use crate::net::{Resolve, ResolveAnswer};
 use crate::sync::lock;
 use std::collections::{HashMap, VecDeque};
@@ -129,9 +130,9 @@ impl Resolve for ThreadedResolver {
         let free = state.threads.len() - state.busy;
         if state.queue.len() > free && state.threads.len() < MAX_THREADS {
             let shared = self.shared.clone();
-            let spawned = std::thread::Builder::new()
-                .name(format!("tickless-resolver-{}", state.threads.len()))
-                .spawn(move || shared.run());
+            let builder = std::thread::Builder::new()
+                .name(format!("tickless-resolver-{}", state.threads.len()));
+            let spawned = spawn_helper(builder, move || shared.run());
             if let Ok(handle) = spawned {
                 state.ids.push(handle.thread().id());
                 state.threads.push(handle);

@@ -18,6 +18,7 @@ pub struct EventLoopGroupBuilder {
     threads: usize,
     clock: SharedClock,
     spin: Duration,
+    pin: bool,
     /// How long a loop lingers after answering a waiting caller (see the
     /// loop's turn): [`LINGER`](super::turn::LINGER) but in tests.
     linger: Duration,
@@ -52,6 +53,32 @@ impl EventLoopGroupBuilder {
     /// Nothing ever fires early either way: the heap decides what is due.
     pub fn spin_before_deadline(mut self, spin: Duration) -> Self {
         self.spin = spin;
+        self
+    }
+
+    /// Pins each loop's thread to a CPU of its own (default: on): the
+    /// group's loops take consecutive CPUs of those the building thread may
+    /// run on, and the process's next group goes on from where this one
+    /// stopped. Off, the OS places the loops, and may move them. The
+    /// threads the client starts from a loop (resolvers, upload pumps) run
+    /// on the CPUs the loop had before it was pinned, not on its one.
+    ///
+    /// Unpinned, the OS can put two loops on one CPU while another idles:
+    /// each wakes, runs for microseconds and sleeps again, too briefly for
+    /// the load balancer to notice, and a wake-up goes back to the CPU the
+    /// loop last slept on. When their deadlines then fall together — a
+    /// burst of timeouts on both loops — the two take turns on that CPU
+    /// and one runs late by whole scheduler slices (traced here with
+    /// `perf record -e sched:sched_switch`: both loops on one vCPU through
+    /// a 10 ms burst while the other stayed idle). The README has the
+    /// probe's figures both ways.
+    ///
+    /// Turn it off when the process pins threads of its own to the same
+    /// CPUs, or shares the machine with others it should yield to. Best
+    /// effort, and a no-op with a single CPU; Linux only (elsewhere the OS
+    /// places the loops).
+    pub fn pin_to_cpus(mut self, pin: bool) -> Self {
+        self.pin = pin;
         self
     }
 
@@ -90,13 +117,15 @@ impl EventLoopGroupBuilder {
             ));
         }
         let mut loops = Vec::with_capacity(self.threads);
-        for index in 0..self.threads {
+        let cpus = super::affinity::plan(self.pin, self.threads);
+        for (index, cpu) in cpus.into_iter().enumerate() {
             let started = EventLoop::start(
                 index,
                 self.clock.clone(),
                 self.spin,
                 self.linger,
                 format!("{}-{index}", self.thread_name),
+                cpu,
             );
             match started {
                 Ok(event_loop) => loops.push(event_loop),
@@ -143,6 +172,7 @@ impl EventLoopGroup {
             clock: Arc::new(SystemClock),
             thread_name: "tickless-loop".to_owned(),
             spin: Duration::ZERO,
+            pin: true,
             linger: super::turn::LINGER,
             scheduler: None,
         }

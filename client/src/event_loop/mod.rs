@@ -7,10 +7,12 @@
 //! [`LoopTimeout`] it expires. How one turn goes, and the contract with the
 //! threads that talk to a loop, are documented on [`EventLoop`].
 
+mod affinity;
 mod group;
 mod scheduler;
 mod source;
 mod turn;
+pub(crate) use affinity::spawn_helper;
 pub(crate) use turn::answered_a_waiting_caller;
 #[cfg(test)]
 pub(crate) use turn::take_answered_a_waiting_caller;
@@ -143,6 +145,7 @@ impl EventLoop {
         spin: Duration,
         linger: Duration,
         name: String,
+        cpu: Option<affinity::Cpu>,
     ) -> io::Result<Arc<EventLoop>> {
         let poll = mio::Poll::new()?;
         let waker = mio::Waker::new(poll.registry(), WAKER)?;
@@ -181,9 +184,10 @@ impl EventLoop {
             let _ = event_loop.advance_listener.set(listener);
         }
         let runner = event_loop.clone();
-        let handle = thread::Builder::new()
-            .name(name)
-            .spawn(move || runner.run(poll))?;
+        let handle = affinity::spawn_helper(thread::Builder::new().name(name), move || {
+            affinity::pin_current_thread(cpu);
+            runner.run(poll)
+        })?;
         let _ = event_loop.thread_id.set(handle.thread().id());
         *lock(&event_loop.thread) = Some(handle);
         Ok(event_loop)

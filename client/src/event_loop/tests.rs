@@ -407,3 +407,78 @@ fn a_body_that_ended_before_its_first_read_does_not_wake_its_loop_at_that_read()
         );
     }
 }
+
+/// The CPUs the calling thread may run on.
+#[cfg(target_os = "linux")]
+fn my_cpus() -> Vec<usize> {
+    use nix::sched::{sched_getaffinity, CpuSet};
+    let set = sched_getaffinity(nix::unistd::Pid::from_raw(0)).unwrap();
+    (0..CpuSet::count())
+        .filter(|&cpu| set.is_set(cpu).unwrap())
+        .collect()
+}
+
+/// What `probe` returns, run on `event_loop`'s thread.
+#[cfg(target_os = "linux")]
+fn on_loop<T: Send + 'static>(event_loop: &EventLoop, probe: fn() -> T) -> T {
+    let (sent, got) = mpsc::channel();
+    event_loop
+        .execute(move |_| {
+            let _ = sent.send(probe());
+        })
+        .unwrap();
+    got.recv_timeout(Duration::from_secs(10)).unwrap()
+}
+
+/// Pinned (the default), each loop of a group runs on one CPU of those
+/// the building thread may use, and as many loops as CPUs take every one
+/// of them; a thread a pinned loop spawns through `spawn_helper` (a
+/// resolver, an upload's pump) gets them all back; unpinned, a loop may
+/// use them all. With one CPU there is nothing to pin, and every loop
+/// keeps it.
+#[cfg(target_os = "linux")]
+#[test]
+fn pinned_loops_each_take_a_cpu_of_their_own_and_their_helpers_do_not() {
+    let allowed = my_cpus();
+    let group = EventLoopGroup::builder()
+        .threads(allowed.len())
+        .build()
+        .unwrap();
+    let mut taken: Vec<usize> = Vec::new();
+    for event_loop in group.loops() {
+        let cpus = on_loop(event_loop, my_cpus);
+        if allowed.len() == 1 {
+            assert_eq!(cpus, allowed);
+        } else {
+            assert_eq!(
+                cpus.len(),
+                1,
+                "loop {} may run on {cpus:?}",
+                event_loop.index()
+            );
+            taken.extend(cpus);
+        }
+        let helper = on_loop(event_loop, || {
+            spawn_helper(thread::Builder::new(), my_cpus)
+                .unwrap()
+                .join()
+                .unwrap()
+        });
+        assert_eq!(helper, allowed, "a helper spawned by a pinned loop");
+    }
+    group.shutdown();
+    if allowed.len() > 1 {
+        taken.sort_unstable();
+        assert_eq!(taken, allowed, "one loop per CPU");
+    }
+
+    let group = EventLoopGroup::builder()
+        .threads(2)
+        .pin_to_cpus(false)
+        .build()
+        .unwrap();
+    for event_loop in group.loops() {
+        assert_eq!(on_loop(event_loop, my_cpus), allowed);
+    }
+    group.shutdown();
+}

@@ -54,6 +54,8 @@ OPTIONS:
     --loop-spin-us N       event loops (event-loop, client-event-loop) busy-poll
                            the last N µs before a deadline instead of
                            sleeping (default 0: they sleep)
+    --unpinned             event loops are not pinned to CPUs of their own
+                           (the client's default pins them), for comparison
     --format table|csv     output format (default table); in csv mode the
                            machine and date lines go to stderr
     -h, --help             print this help
@@ -83,6 +85,8 @@ pub struct Config {
     pub format: Format,
     /// How long the event loops busy-poll before a deadline.
     pub loop_spin: Duration,
+    /// The event loops are left unpinned (`--unpinned`).
+    pub unpinned: bool,
     /// End-to-end requests go over HTTP/2 (`--http2`).
     pub http2: bool,
     /// End-to-end requests go out on pooled connections (`--warm`).
@@ -99,6 +103,7 @@ impl Default for Config {
             instruments: instruments::defaults(false),
             format: Format::Table,
             loop_spin: Duration::ZERO,
+            unpinned: false,
             http2: false,
             warm: false,
             under_load: false,
@@ -168,6 +173,7 @@ where
             "--end-to-end" if inline.is_none() => end_to_end = true,
             "--http2" if inline.is_none() => config.http2 = true,
             "--warm" if inline.is_none() => config.warm = true,
+            "--unpinned" if inline.is_none() => config.unpinned = true,
             "--under-load" if inline.is_none() => config.under_load = true,
             "--count" => config.count = parse_count(&value("--count")?)?,
             "--deadline-ms" => config.deadlines = parse_deadlines(&value("--deadline-ms")?)?,
@@ -338,6 +344,8 @@ mod tests {
             Duration::from_micros(2000)
         );
         assert_eq!(run(&[]).unwrap().loop_spin, Duration::ZERO);
+        assert!(run(&["--unpinned"]).unwrap().unpinned);
+        assert!(!run(&[]).unwrap().unpinned);
         assert!(run(&["--end-to-end", "--http2"]).unwrap().http2);
         assert!(run(&["--end-to-end", "--warm"]).unwrap().warm);
         assert!(run(&["--warm"]).is_err(), "--warm without --end-to-end");

@@ -96,6 +96,7 @@ fn run(config: &Config) -> ExitCode {
                 count: config.count,
                 deadline,
                 loop_spin: config.loop_spin,
+                unpinned: config.unpinned,
                 http2: config.http2,
                 warm: config.warm,
                 under_load: config.under_load,

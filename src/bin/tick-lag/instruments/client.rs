@@ -147,7 +147,8 @@ fn run(burst: &Burst, mode: Mode) -> io::Result<Fired> {
     let mut builder = Client::builder()
         .request_timeout(burst.deadline)
         .read_timeout(Duration::ZERO)
-        .event_loop_spin(burst.loop_spin);
+        .event_loop_spin(burst.loop_spin)
+        .pin_event_loops(!burst.unpinned);
     if burst.http2 {
         builder = builder.http2_prior_knowledge();
     }

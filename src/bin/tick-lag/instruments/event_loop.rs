@@ -37,6 +37,7 @@ pub fn run(burst: &Burst) -> io::Result<Fired> {
     let group = EventLoopGroup::builder()
         .threads(1)
         .spin_before_deadline(burst.loop_spin)
+        .pin_to_cpus(!burst.unpinned)
         .thread_name("tick-lag-loop")
         .build()?;
     let event_loop = group.loops()[0].clone();

@@ -29,6 +29,8 @@ pub struct Burst {
     pub deadline: Duration,
     /// How long event loops busy-poll before a deadline (`--loop-spin-us`).
     pub loop_spin: Duration,
+    /// Event loops are left unpinned (`--unpinned`).
+    pub unpinned: bool,
     /// End-to-end requests are HTTP/2 streams over a few connections.
     pub http2: bool,
     /// End-to-end requests go out on connections opened and pooled first.
