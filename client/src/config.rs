@@ -36,7 +36,8 @@ pub(crate) struct ClientConfig {
     pub(crate) handshake_timeout: Option<Duration>,
     pub(crate) use_event_loop_timeouts: bool,
     pub(crate) event_loop_spin: Duration,
-    pub(crate) pin_event_loops: bool,
+    /// `None`: the group's default (see `EventLoopGroupBuilder::pin_to_cpus`).
+    pub(crate) pin_event_loops: Option<bool>,
     /// `None`: the mode's default (see [`ClientConfig::wheel_tick`]).
     pub(crate) wheel_tick: Option<Duration>,
     pub(crate) wheel_size: usize,
@@ -183,7 +184,7 @@ impl Default for ClientConfig {
             handshake_timeout: Some(Duration::from_secs(10)),
             use_event_loop_timeouts: false,
             event_loop_spin: Duration::ZERO,
-            pin_event_loops: true,
+            pin_event_loops: None,
             wheel_tick: None,
             wheel_size: DEFAULT_WHEEL_SIZE,
             keep_alive: true,

@@ -129,14 +129,20 @@ impl ClientBuilder {
         self
     }
 
-    /// Pins each event loop's thread to a CPU of its own (default: on), so
-    /// that two loops never take turns on one CPU while another idles —
-    /// which, in a burst of timeouts on both, makes one of them late by
-    /// whole scheduler slices; see
-    /// [`EventLoopGroupBuilder::pin_to_cpus`](crate::event_loop::EventLoopGroupBuilder::pin_to_cpus).
-    /// Ignored when a group is given with [`event_loop_group`](Self::event_loop_group).
+    /// Pins each event loop's thread to a CPU of its own (`true`), or
+    /// leaves the loops where the OS puts them (`false`). By default the
+    /// loops are pinned when there is one per CPU the process may use (the
+    /// default count) and no other client's loops in the process are: two
+    /// loops left to share one CPU while another idles take turns on it in
+    /// a burst of timeouts on both, and one of them fires late by whole
+    /// scheduler slices. See
+    /// [`EventLoopGroupBuilder::pin_to_cpus`](crate::event_loop::EventLoopGroupBuilder::pin_to_cpus)
+    /// for the rule and its reasons, and
+    /// [`without_pinning`](crate::event_loop::without_pinning) for threads
+    /// your code starts on a loop. Ignored when a group is given with
+    /// [`event_loop_group`](Self::event_loop_group).
     pub fn pin_event_loops(mut self, pin: bool) -> Self {
-        self.config.pin_event_loops = pin;
+        self.config.pin_event_loops = Some(pin);
         self
     }
 

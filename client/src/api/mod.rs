@@ -222,27 +222,35 @@ impl Client {
                 ));
             }
         }
-        let wheel = match &config.timer {
-            Some(timer) => timer.clone(),
-            None => HashedWheelTimer::builder()
-                .tick(config.wheel_tick())
-                .wheel_size(config.wheel_size)
-                .clock(clock.clone())
-                .build()?,
-        };
-        let group = match &config.event_loop_group {
-            Some(group) => group.clone(),
-            None => {
-                let mut builder = EventLoopGroup::builder()
-                    .clock(clock)
-                    .spin_before_deadline(config.event_loop_spin)
-                    .pin_to_cpus(config.pin_event_loops);
-                if let Some(loops) = config.event_loops {
-                    builder = builder.threads(loops);
+        // Built on a pinned loop's thread (in a listener, say), the wheel's
+        // and the loops' threads start on the CPUs that loop had before,
+        // and the default count of loops is theirs.
+        let (wheel, group) = crate::event_loop::without_pinning(|| {
+            let wheel = match &config.timer {
+                Some(timer) => timer.clone(),
+                None => HashedWheelTimer::builder()
+                    .tick(config.wheel_tick())
+                    .wheel_size(config.wheel_size)
+                    .clock(clock.clone())
+                    .build()?,
+            };
+            let group = match &config.event_loop_group {
+                Some(group) => group.clone(),
+                None => {
+                    let mut builder = EventLoopGroup::builder()
+                        .clock(clock)
+                        .spin_before_deadline(config.event_loop_spin);
+                    if let Some(pin) = config.pin_event_loops {
+                        builder = builder.pin_to_cpus(pin);
+                    }
+                    if let Some(loops) = config.event_loops {
+                        builder = builder.threads(loops);
+                    }
+                    Arc::new(builder.build()?)
                 }
-                Arc::new(builder.build()?)
-            }
-        };
+            };
+            std::io::Result::Ok((wheel, group))
+        })?;
         let dispatcher = Dispatcher::start(config, tls, wheel, group);
         Ok(Client {
             handle: Arc::new(Handle {

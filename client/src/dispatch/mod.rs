@@ -35,7 +35,7 @@ mod resolve;
 use crate::config::ClientConfig;
 use crate::conn::{self, ConnEnv, ConnOwner, IdleConn, Offered, SharedConn};
 use crate::error::Error;
-use crate::event_loop::{spawn_helper, EventLoopGroup};
+use crate::event_loop::{without_pinning, EventLoopGroup};
 use crate::exchange::{ConnSlot, Exchange, InFlight, Pacing};
 use crate::net::proxy::{ProxyScheme, ProxySettings};
 use crate::net::{Origin, Resolve, ResolveAnswer, Route};
@@ -275,7 +275,7 @@ impl Dispatcher {
         pipe: Arc<crate::exchange::Pipe>,
     ) -> std::io::Result<()> {
         let builder = thread::Builder::new().name("tickless-upload".into());
-        spawn_helper(builder, move || pump(reader, &pipe))?;
+        without_pinning(|| builder.spawn(move || pump(reader, &pipe)))?;
         Ok(())
     }
 

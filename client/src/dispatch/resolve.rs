@@ -18,7 +18,7 @@
 //! are a broken resolver configuration, not load; a thread costs a stack
 //! reservation, not memory used.
 
-use crate::event_loop::spawn_helper;
+use crate::event_loop::without_pinning;
 use crate::net::{Resolve, ResolveAnswer};
 use crate::sync::lock;
 use std::collections::{HashMap, VecDeque};
@@ -132,7 +132,7 @@ impl Resolve for ThreadedResolver {
             let shared = self.shared.clone();
             let builder = std::thread::Builder::new()
                 .name(format!("tickless-resolver-{}", state.threads.len()));
-            let spawned = spawn_helper(builder, move || shared.run());
+            let spawned = without_pinning(|| builder.spawn(move || shared.run()));
             if let Ok(handle) = spawned {
                 state.ids.push(handle.thread().id());
                 state.threads.push(handle);

@@ -1,39 +1,56 @@
 //! Which CPU each loop's thread is pinned to (see
 //! [`EventLoopGroupBuilder::pin_to_cpus`](super::EventLoopGroupBuilder::pin_to_cpus)),
-//! and the helper threads that must not inherit that pin.
+//! and lifting the pin for the threads a loop starts.
 //!
-//! A group's loops take consecutive CPUs of the set the thread building it
-//! may run on, starting where the process's previous group stopped: the
-//! loops of one group are on distinct CPUs whenever there are as many
-//! CPUs as loops, and the loops of several groups (several clients) spread
-//! over the CPUs rather than all starting on the first. With more loops
-//! than CPUs, they wrap round.
+//! A pinned group's loops take consecutive CPUs of the set the building
+//! thread may run on, starting where the process's previous pinned group
+//! stopped (and wrapping round), so the loops of one group are on distinct
+//! CPUs whenever there are at least as many CPUs as loops.
 //!
-//! A thread starts with the CPUs of the thread that spawned it, so a
-//! helper a loop's thread spawns (a resolver, an upload's pump) would run
-//! on that loop's CPU alone: [`spawn_helper`] gives it back the set the
-//! loop had before it was pinned.
+//! **By default** ([`Pinning::Auto`]) a group is pinned only when it has a
+//! loop for every CPU of that set and no other group of the process is
+//! pinned: the default group of a client that may use every CPU it sees.
+//! A group with fewer loops than CPUs — a client under a CPU quota, whose
+//! `available_parallelism` is the quota, in a pod that sees the whole
+//! machine — would otherwise put every such process's loops on the same
+//! first CPUs, and a second group would pin a second loop onto each CPU,
+//! where neither could move away from the other.
+//!
+//! A thread starts on the CPUs of the thread that spawned it, so a thread a
+//! loop starts (a resolver, an upload's pump, a client built in a listener,
+//! and its wheel and loops) would run on that loop's CPU alone:
+//! [`without_pinning`] lifts the pin around the spawn.
 //!
 //! Linux only (`sched_setaffinity`, through `nix`); elsewhere nothing is
 //! pinned.
 
-use std::io;
-use std::thread::{self, JoinHandle};
+/// Whether a group's loops are pinned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Pinning {
+    /// Pinned when the group has a loop per CPU and no other group of the
+    /// process is pinned (see the module's documentation).
+    Auto,
+    /// Pinned (wrapping round when there are more loops than CPUs).
+    Always,
+    /// Not pinned.
+    Never,
+}
 
 #[cfg(target_os = "linux")]
 mod os {
+    use super::Pinning;
     use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
     use nix::unistd::Pid;
-    use std::cell::RefCell;
+    use std::cell::Cell;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    /// Where the next group's first loop goes, counted over all groups of
-    /// the process.
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    /// The process's pinned loops that have not ended: whether a group may
+    /// pin by default, and where the next pinned group's first loop goes.
+    static PINNED: AtomicUsize = AtomicUsize::new(0);
 
     thread_local! {
-        /// On a pinned loop's thread: the CPUs it had before.
-        static UNPINNED: RefCell<Option<CpuSet>> = const { RefCell::new(None) };
+        /// On a pinned loop's thread: its CPU, and the CPUs it had before.
+        static PIN: Cell<Option<Cpu>> = const { Cell::new(None) };
     }
 
     /// A loop's CPU, and the set it had before (its builder's).
@@ -47,90 +64,169 @@ mod os {
         sched_getaffinity(Pid::from_raw(0)).ok()
     }
 
-    pub(super) fn plan(pin: bool, loops: usize) -> Vec<Option<Cpu>> {
-        // Built on a pinned loop's thread: the CPUs that loop had before.
-        let allowed = pin.then(|| unpinned_set().or_else(current)).flatten();
-        let cpus: Vec<usize> = allowed.map_or_else(Vec::new, |set| {
-            (0..CpuSet::count())
-                .filter(|&cpu| set.is_set(cpu).unwrap_or(false))
-                .collect()
-        });
-        let (Some(before), true) = (allowed, cpus.len() > 1) else {
-            return vec![None; loops];
+    fn set_current(set: &CpuSet) -> bool {
+        sched_setaffinity(Pid::from_raw(0), set).is_ok()
+    }
+
+    fn only(cpu: usize) -> Option<CpuSet> {
+        let mut set = CpuSet::new();
+        set.set(cpu).ok()?;
+        Some(set)
+    }
+
+    pub(super) fn plan(pinning: Pinning, loops: usize) -> Vec<Option<Cpu>> {
+        let unpinned = || vec![None; loops];
+        if pinning == Pinning::Never {
+            return unpinned();
+        }
+        let Some(allowed) = current() else {
+            return unpinned();
         };
-        let first = NEXT.fetch_add(loops, Ordering::Relaxed);
+        let cpus: Vec<usize> = (0..CpuSet::count())
+            .filter(|&cpu| allowed.is_set(cpu).unwrap_or(false))
+            .collect();
+        if cpus.len() < 2 {
+            return unpinned();
+        }
+        let first = if pinning == Pinning::Auto {
+            let taken = PINNED.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |pinned| {
+                super::auto_pins(loops, cpus.len(), pinned).then_some(pinned + loops)
+            });
+            match taken {
+                Ok(first) => first,
+                Err(_) => return unpinned(),
+            }
+        } else {
+            PINNED.fetch_add(loops, Ordering::Relaxed)
+        };
         (0..loops)
             .map(|i| {
                 Some(Cpu {
                     cpu: cpus[(first + i) % cpus.len()],
-                    before,
+                    before: allowed,
                 })
             })
             .collect()
     }
 
     pub(super) fn pin_current_thread(cpu: Option<Cpu>) {
-        let Some(Cpu { cpu, before }) = cpu else {
+        let Some(pin) = cpu else {
             return;
         };
-        let mut one = CpuSet::new();
-        if one.set(cpu).is_ok() && sched_setaffinity(Pid::from_raw(0), &one).is_ok() {
-            UNPINNED.with(|unpinned| *unpinned.borrow_mut() = Some(before));
+        if only(pin.cpu).is_some_and(|one| set_current(&one)) {
+            PIN.with(|current| current.set(Some(pin)));
         }
     }
 
-    pub(super) fn unpinned_set() -> Option<CpuSet> {
-        UNPINNED.with(|unpinned| *unpinned.borrow())
+    pub(super) fn loop_ended(cpu: Option<Cpu>) {
+        if cpu.is_some() {
+            PINNED.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 
-    pub(super) fn restore(set: Option<CpuSet>) {
-        if let Some(set) = set {
-            let _ = sched_setaffinity(Pid::from_raw(0), &set);
+    /// On a pinned loop's thread still on its one CPU (nobody has moved it
+    /// since): the set it had before, to run `f` on, and its CPU back
+    /// after. A loop moved since (`taskset -a -p` on the process) keeps
+    /// what it was given.
+    pub(super) fn without_pinning<T>(f: impl FnOnce() -> T) -> T {
+        let pin = PIN.with(Cell::get);
+        let lifted = pin.filter(|pin| current() == only(pin.cpu) && set_current(&pin.before));
+        let result = f();
+        if let Some(pin) = lifted {
+            if let Some(one) = only(pin.cpu) {
+                set_current(&one);
+            }
         }
+        result
     }
 }
 
 #[cfg(not(target_os = "linux"))]
 mod os {
+    use super::Pinning;
+
+    /// Never made: nothing is pinned here.
     #[derive(Clone, Copy)]
-    pub(crate) struct Cpu;
-    pub(super) fn plan(_pin: bool, loops: usize) -> Vec<Option<Cpu>> {
+    pub(crate) enum Cpu {}
+
+    pub(super) fn plan(_pinning: Pinning, loops: usize) -> Vec<Option<Cpu>> {
         vec![None; loops]
     }
+
     pub(super) fn pin_current_thread(_cpu: Option<Cpu>) {}
-    pub(super) fn unpinned_set() -> Option<()> {
-        None
+
+    pub(super) fn loop_ended(_cpu: Option<Cpu>) {}
+
+    pub(super) fn without_pinning<T>(f: impl FnOnce() -> T) -> T {
+        f()
     }
-    pub(super) fn restore(_set: Option<()>) {}
 }
 
 pub(crate) use os::Cpu;
 
 /// The CPU of each of a group's `loops` loops, in order: `None` for each
-/// when pinning is off or there is nothing to choose between (one CPU, or
-/// a platform where loops are not pinned).
-pub(super) fn plan(pin: bool, loops: usize) -> Vec<Option<Cpu>> {
-    os::plan(pin, loops)
+/// when the group is not pinned (see [`Pinning`]) or there is nothing to
+/// choose between (one CPU, or a platform where loops are not pinned).
+pub(super) fn plan(pinning: Pinning, loops: usize) -> Vec<Option<Cpu>> {
+    os::plan(pinning, loops)
 }
 
-/// Pins the calling thread (a loop's, before its first turn) to `cpu`.
+/// The default rule: a group of `loops` is pinned when it has a loop for
+/// each of the `cpus` its builder may use and no other group of the
+/// process is pinned (`pinned` loops are).
+fn auto_pins(loops: usize, cpus: usize, pinned: usize) -> bool {
+    loops == cpus && pinned == 0
+}
+
+/// A loop's thread, from its first turn to its end: pinned to `cpu` if the
+/// plan gave it one, which it gives back at the end, however that comes.
 /// Best effort: a refusal (a sandbox that forbids it, a CPU taken away
 /// since) leaves the thread where the OS puts it.
-pub(super) fn pin_current_thread(cpu: Option<Cpu>) {
-    os::pin_current_thread(cpu)
+pub(super) struct LoopThread {
+    cpu: Option<Cpu>,
 }
 
-/// Spawns a helper thread with `builder`: on the CPUs its spawner may use,
-/// or, spawned from a pinned loop, on those the loop had before it was
-/// pinned.
-pub(crate) fn spawn_helper<F, T>(builder: thread::Builder, f: F) -> io::Result<JoinHandle<T>>
-where
-    F: FnOnce() -> T + Send + 'static,
-    T: Send + 'static,
-{
-    let unpinned = os::unpinned_set();
-    builder.spawn(move || {
-        os::restore(unpinned);
-        f()
-    })
+impl LoopThread {
+    pub(super) fn pin(cpu: Option<Cpu>) -> LoopThread {
+        os::pin_current_thread(cpu);
+        LoopThread { cpu }
+    }
+}
+
+impl Drop for LoopThread {
+    fn drop(&mut self) {
+        os::loop_ended(self.cpu);
+    }
+}
+
+/// Runs `f` with the calling thread's CPU pin lifted, if it is a pinned
+/// event loop's thread: the threads `f` starts may use the CPUs the loop
+/// could before it was pinned, rather than its one. Elsewhere `f` just
+/// runs.
+///
+/// A thread starts on the CPUs of the thread that spawns it. Code that runs
+/// on a loop — an [`EventListener`](crate::EventListener), a task given to
+/// [`EventLoop::execute`](super::EventLoop::execute), a
+/// [`Resolve`](crate::Resolve) — and starts a thread, a pool or a client
+/// there should do so inside `without_pinning`. The client does so for the
+/// threads it starts itself.
+pub fn without_pinning<T>(f: impl FnOnce() -> T) -> T {
+    os::without_pinning(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::auto_pins;
+
+    #[test]
+    fn by_default_only_a_loop_per_cpu_pins_and_only_while_no_other_group_is_pinned() {
+        assert!(auto_pins(2, 2, 0));
+        assert!(auto_pins(8, 8, 0));
+        // Fewer loops than CPUs: a quota smaller than the CPUs seen.
+        assert!(!auto_pins(2, 64, 0));
+        // More loops than CPUs: some would share a CPU they cannot leave.
+        assert!(!auto_pins(4, 2, 0));
+        // Another group's loops are pinned: this one's would share theirs.
+        assert!(!auto_pins(2, 2, 2));
+    }
 }

@@ -1,6 +1,7 @@
 //! [`EventLoopGroup`]: N loops and the chooser that pins each new
 //! connection to one of them.
 
+use super::affinity::Pinning;
 use super::{EventLoop, SchedulerFactory, TimeoutScheduler};
 use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -15,10 +16,11 @@ pub const MAX_EVENT_LOOPS: usize = 1024;
 
 /// Builds an [`EventLoopGroup`].
 pub struct EventLoopGroupBuilder {
-    threads: usize,
+    /// `None`: the available cores, counted when the loops start.
+    threads: Option<usize>,
     clock: SharedClock,
     spin: Duration,
-    pin: bool,
+    pin: Pinning,
     /// How long a loop lingers after answering a waiting caller (see the
     /// loop's turn): [`LINGER`](super::turn::LINGER) but in tests.
     linger: Duration,
@@ -30,7 +32,7 @@ impl EventLoopGroupBuilder {
     /// Number of loops (default: the available cores; at least 1).
     /// [`build`](Self::build) refuses more than [`MAX_EVENT_LOOPS`].
     pub fn threads(mut self, threads: usize) -> Self {
-        self.threads = threads.max(1);
+        self.threads = Some(threads.max(1));
         self
     }
 
@@ -56,12 +58,15 @@ impl EventLoopGroupBuilder {
         self
     }
 
-    /// Pins each loop's thread to a CPU of its own (default: on): the
-    /// group's loops take consecutive CPUs of those the building thread may
-    /// run on, and the process's next group goes on from where this one
-    /// stopped. Off, the OS places the loops, and may move them. The
-    /// threads the client starts from a loop (resolvers, upload pumps) run
-    /// on the CPUs the loop had before it was pinned, not on its one.
+    /// Pins each loop's thread to a CPU of its own (`true`), or leaves the
+    /// loops where the OS puts them (`false`). By default a group is pinned
+    /// when it has a loop for every CPU the building thread may use — the
+    /// default count, for a process that may use every CPU it sees — and no
+    /// other group of the process is pinned; otherwise not (the reasons are
+    /// below). Pinned, the group's loops take consecutive CPUs of that set,
+    /// starting where the process's other pinned groups end and wrapping
+    /// round, so they are on distinct CPUs while the process's pinned loops
+    /// do not outnumber its CPUs.
     ///
     /// Unpinned, the OS can put two loops on one CPU while another idles:
     /// each wakes, runs for microseconds and sleeps again, too briefly for
@@ -73,12 +78,23 @@ impl EventLoopGroupBuilder {
     /// a 10 ms burst while the other stayed idle). The README has the
     /// probe's figures both ways.
     ///
-    /// Turn it off when the process pins threads of its own to the same
-    /// CPUs, or shares the machine with others it should yield to. Best
-    /// effort, and a no-op with a single CPU; Linux only (elsewhere the OS
-    /// places the loops).
+    /// But a pinned loop cannot leave its CPU when something else keeps it
+    /// busy, and two loops pinned to one CPU can never part. Hence the
+    /// default: not with fewer loops than CPUs (a process under a CPU
+    /// quota smaller than the machine it sees would put its loops on the
+    /// same first CPUs as every other such process), nor with more, nor for
+    /// a second group while one is pinned. Say `true` to pin anyway, `false`
+    /// when the process pins threads of its own to these CPUs.
+    ///
+    /// A thread starts on the CPUs of the thread that starts it: the
+    /// threads the client starts from a loop (resolvers, upload pumps)
+    /// start on the CPUs the loop had before it was pinned, and code of
+    /// yours that runs on a loop should start its threads inside
+    /// [`without_pinning`](super::without_pinning). Best effort, and a
+    /// no-op with a single CPU; Linux only (elsewhere the OS places the
+    /// loops).
     pub fn pin_to_cpus(mut self, pin: bool) -> Self {
-        self.pin = pin;
+        self.pin = if pin { Pinning::Always } else { Pinning::Never };
         self
     }
 
@@ -107,17 +123,28 @@ impl EventLoopGroupBuilder {
 
     /// Starts the loops.
     pub fn build(self) -> io::Result<EventLoopGroup> {
-        if self.threads > MAX_EVENT_LOOPS {
+        // Built on a pinned loop's thread (in a listener, say): the loops
+        // are planned and started on the CPUs that loop had before.
+        super::without_pinning(|| self.start())
+    }
+
+    fn start(self) -> io::Result<EventLoopGroup> {
+        // Counted here, not when the builder was made: on the CPUs
+        // `without_pinning` gave back, if built on a pinned loop's thread.
+        let threads = self
+            .threads
+            .unwrap_or_else(|| thread::available_parallelism().map_or(1, |n| n.get()));
+        if threads > MAX_EVENT_LOOPS {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!(
                     "{} event loops asked for, at most {MAX_EVENT_LOOPS}",
-                    self.threads
+                    threads
                 ),
             ));
         }
-        let mut loops = Vec::with_capacity(self.threads);
-        let cpus = super::affinity::plan(self.pin, self.threads);
+        let mut loops = Vec::with_capacity(threads);
+        let cpus = super::affinity::plan(self.pin, threads);
         for (index, cpu) in cpus.into_iter().enumerate() {
             let started = EventLoop::start(
                 index,
@@ -168,11 +195,11 @@ impl EventLoopGroup {
     /// A builder: as many loops as cores, the system clock.
     pub fn builder() -> EventLoopGroupBuilder {
         EventLoopGroupBuilder {
-            threads: thread::available_parallelism().map_or(1, |n| n.get()),
+            threads: None,
             clock: Arc::new(SystemClock),
             thread_name: "tickless-loop".to_owned(),
             spin: Duration::ZERO,
-            pin: true,
+            pin: Pinning::Auto,
             linger: super::turn::LINGER,
             scheduler: None,
         }

@@ -12,7 +12,7 @@ mod group;
 mod scheduler;
 mod source;
 mod turn;
-pub(crate) use affinity::spawn_helper;
+pub use affinity::without_pinning;
 pub(crate) use turn::answered_a_waiting_caller;
 #[cfg(test)]
 pub(crate) use turn::take_answered_a_waiting_caller;
@@ -184,10 +184,13 @@ impl EventLoop {
             let _ = event_loop.advance_listener.set(listener);
         }
         let runner = event_loop.clone();
-        let handle = affinity::spawn_helper(thread::Builder::new().name(name), move || {
-            affinity::pin_current_thread(cpu);
-            runner.run(poll)
-        })?;
+        let spawned = affinity::without_pinning(|| {
+            thread::Builder::new().name(name).spawn(move || {
+                let _pinned = affinity::LoopThread::pin(cpu);
+                runner.run(poll)
+            })
+        });
+        let handle = spawned?;
         let _ = event_loop.thread_id.set(handle.thread().id());
         *lock(&event_loop.thread) = Some(handle);
         Ok(event_loop)

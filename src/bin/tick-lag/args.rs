@@ -54,8 +54,9 @@ OPTIONS:
     --loop-spin-us N       event loops (event-loop, client-event-loop) busy-poll
                            the last N µs before a deadline instead of
                            sleeping (default 0: they sleep)
-    --unpinned             event loops are not pinned to CPUs of their own
-                           (the client's default pins them), for comparison
+    --unpinned             the clients' event loops are not pinned to CPUs of
+                           their own (by default they are, one per CPU), for
+                           comparison
     --format table|csv     output format (default table); in csv mode the
                            machine and date lines go to stderr
     -h, --help             print this help

@@ -147,8 +147,10 @@ fn run(burst: &Burst, mode: Mode) -> io::Result<Fired> {
     let mut builder = Client::builder()
         .request_timeout(burst.deadline)
         .read_timeout(Duration::ZERO)
-        .event_loop_spin(burst.loop_spin)
-        .pin_event_loops(!burst.unpinned);
+        .event_loop_spin(burst.loop_spin);
+    if burst.unpinned {
+        builder = builder.pin_event_loops(false);
+    }
     if burst.http2 {
         builder = builder.http2_prior_knowledge();
     }
