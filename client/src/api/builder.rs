@@ -114,6 +114,10 @@ impl ClientBuilder {
     /// while connects are under way, and while the client is idle about one
     /// per turn of the wheel (512 ticks: 128 ms) for the pool cleaner's
     /// entry.
+    ///
+    /// **The loops in this mode** are pinned to a CPU each when there is
+    /// one per CPU, unless [`pin_event_loops`](Self::pin_event_loops) says
+    /// otherwise.
     pub fn use_event_loop_timeouts(mut self, enabled: bool) -> Self {
         self.config.use_event_loop_timeouts = enabled;
         self
@@ -130,12 +134,16 @@ impl ClientBuilder {
     }
 
     /// Pins each event loop's thread to a CPU of its own (`true`), or
-    /// leaves the loops where the OS puts them (`false`). By default the
-    /// loops are pinned when there is one per CPU the process may use (the
+    /// leaves the loops where the OS puts them (`false`). By default, with
+    /// [`use_event_loop_timeouts`](Self::use_event_loop_timeouts), the loops
+    /// are pinned when there is one per CPU the process may use (the
     /// default count) and no other client's loops in the process are: two
     /// loops left to share one CPU while another idles take turns on it in
     /// a burst of timeouts on both, and one of them fires late by whole
-    /// scheduler slices. See
+    /// scheduler slices. Without it (timeouts on the wheel) they are not
+    /// pinned by default: a pinned loop cannot move off a CPU that
+    /// something else keeps busy, which cost throughput in some runs here
+    /// (HTTP/2, 64 in flight, against a server sharing the two cores). See
     /// [`EventLoopGroupBuilder::pin_to_cpus`](crate::event_loop::EventLoopGroupBuilder::pin_to_cpus)
     /// for the rule and its reasons, and
     /// [`without_pinning`](crate::event_loop::without_pinning) for threads

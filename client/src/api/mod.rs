@@ -240,8 +240,14 @@ impl Client {
                     let mut builder = EventLoopGroup::builder()
                         .clock(clock)
                         .spin_before_deadline(config.event_loop_spin);
-                    if let Some(pin) = config.pin_event_loops {
-                        builder = builder.pin_to_cpus(pin);
+                    // Unset, the group's rule decides in event-loop mode,
+                    // and the loops stay unpinned on the wheel.
+                    match config.pin_event_loops {
+                        Some(pin) => builder = builder.pin_to_cpus(pin),
+                        None if !config.use_event_loop_timeouts => {
+                            builder = builder.pin_to_cpus(false);
+                        }
+                        None => {}
                     }
                     if let Some(loops) = config.event_loops {
                         builder = builder.threads(loops);

@@ -1,0 +1,95 @@
+//! Where a client's loops may run, seen from a listener (which runs on the
+//! loop): pinned to one CPU each by default in event-loop mode, with a loop
+//! per CPU; not on the wheel, nor when told not to. One test, alone in its
+//! process: whether a group pins by default depends on the process's other
+//! pinned groups.
+
+#![cfg(target_os = "linux")]
+
+mod support;
+
+use std::sync::{Arc, Mutex};
+use support::*;
+use tickless::{EventListener, RequestInfo};
+
+/// The CPUs the calling thread may run on, as the kernel lists them
+/// (`Cpus_allowed_list`, e.g. `0-1` or `3`).
+fn allowed_here() -> String {
+    let status = std::fs::read_to_string("/proc/thread-self/status").unwrap();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("Cpus_allowed_list:"))
+        .unwrap()
+        .trim()
+        .to_owned()
+}
+
+/// Notes the CPUs of the thread a response's status is delivered on: the
+/// loop that owns the connection.
+#[derive(Default)]
+struct WhereAmI(Mutex<Option<String>>);
+
+impl EventListener for WhereAmI {
+    fn on_status(&self, _request: &RequestInfo, _status: http::StatusCode) {
+        *self.0.lock().unwrap() = Some(allowed_here());
+    }
+}
+
+/// The CPUs the loop of a request of `client` may run on.
+fn loop_cpus(client: &tickless::Client, server: &TestServer) -> String {
+    let listener = Arc::new(WhereAmI::default());
+    let response = client
+        .get(server.url("/"))
+        .listener(listener.clone())
+        .send()
+        .wait()
+        .unwrap();
+    response.bytes().wait().unwrap();
+    let cpus = listener.0.lock().unwrap().take();
+    cpus.unwrap()
+}
+
+#[test]
+fn event_loop_mode_pins_a_loop_per_cpu_and_the_wheel_mode_does_not() {
+    let server = TestServer::respond(|_| ok("pinned?"));
+    let here = allowed_here();
+    let cpus = std::thread::available_parallelism().unwrap().get();
+    let one_cpu = |list: &str| !list.contains([',', '-']);
+
+    let wheel = tickless::Client::builder().build().unwrap();
+    assert_eq!(loop_cpus(&wheel, &server), here, "wheel mode");
+    wheel.close();
+
+    let unpinned = tickless::Client::builder()
+        .use_event_loop_timeouts(true)
+        .pin_event_loops(false)
+        .build()
+        .unwrap();
+    assert_eq!(loop_cpus(&unpinned, &server), here, "told not to pin");
+    unpinned.close();
+
+    let exact = tickless::Client::builder()
+        .use_event_loop_timeouts(true)
+        .build()
+        .unwrap();
+    let seen = loop_cpus(&exact, &server);
+    if cpus > 1 && !one_cpu(&here) {
+        assert!(
+            one_cpu(&seen),
+            "event-loop mode: a loop on {seen}, of {here}"
+        );
+    } else {
+        assert_eq!(seen, here, "one CPU: nothing to pin");
+    }
+    exact.close();
+
+    let pinned_on_the_wheel = tickless::Client::builder()
+        .pin_event_loops(true)
+        .build()
+        .unwrap();
+    let seen = loop_cpus(&pinned_on_the_wheel, &server);
+    if !one_cpu(&here) {
+        assert!(one_cpu(&seen), "told to pin: a loop on {seen}, of {here}");
+    }
+    pinned_on_the_wheel.close();
+}
