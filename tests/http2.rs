@@ -317,7 +317,7 @@ fn dropping_a_body_mid_stream_resets_the_stream() {
         let _ = send.send_data(Bytes::from_static(b"first part"), false);
         let reason = std::future::poll_fn(|cx| send.poll_reset(cx)).await;
         if let Ok(reason) = reason {
-            stream.stats.resets.lock().unwrap().push(reason.into());
+            stream.stats.record_reset(reason);
         }
     });
     let client = h2c().build().unwrap();

@@ -79,7 +79,7 @@ fn server() -> H2Server {
                         let _ = send.send_data(Bytes::from_static(b"part\n"), i == 9);
                     }
                 } else if let Ok(reason) = std::future::poll_fn(|cx| send.poll_reset(cx)).await {
-                    stream.stats.resets.lock().unwrap().push(reason.into());
+                    stream.stats.record_reset(reason);
                 }
             }
             _ => answer(stream, 200, b"ok").await,
@@ -240,6 +240,9 @@ fn a_connecting_streams_timeout_moves_to_the_loop_of_its_new_connection() {
 /// of the connection — at once, not one by one (a reset once held on a
 /// connection timer of its own made the loop see a deadline within its gap
 /// after every abort, and defer the next: 84 ms for these two hundred).
+/// Measured at the server, from the first reset to the last: one write
+/// arrives as one, whatever else the machine is doing; a time from the
+/// client's failures would also count its loop's waits for the CPU.
 #[test]
 fn many_streams_time_out_together_are_reset_at_once_and_the_connection_goes_on() {
     const STREAMS: usize = 200;
@@ -256,10 +259,12 @@ fn many_streams_time_out_together_are_reset_at_once_and_the_connection_goes_on()
             Error::RequestTimeout(_)
         ));
     }
-    let failed = Instant::now();
     assert!(eventually(CEILING, || server.stats.resets().len() == STREAMS));
-    let took = failed.elapsed();
-    assert!(took < Duration::from_millis(40), "resets took {took:?}");
+    let spread = server.stats.reset_spread();
+    assert!(
+        spread < Duration::from_millis(40),
+        "resets came over {spread:?}"
+    );
     assert!(server.stats.resets().iter().all(|&code| code == 0x8));
     assert_eq!(p.client.stats().http2_streams_open, 0);
     let after = p.client.get(server.url("/")).send().wait().unwrap();

@@ -47,8 +47,11 @@ impl EventListener for WhereAmI {
     }
 }
 
-/// The CPUs the loop of a request of `client` may run on.
-fn loop_cpus(client: &tickless::Client, server: &TestServer) -> String {
+/// The CPUs the loop of a request may run on, on a client `builder`
+/// builds (and closes after: the next client's default pinning depends on
+/// whether this one's loops are still pinned).
+fn loop_cpus(builder: tickless::ClientBuilder, server: &TestServer) -> String {
+    let client = builder.build().unwrap();
     let listener = Arc::new(WhereAmI::default());
     let response = client
         .get(server.url("/"))
@@ -57,6 +60,7 @@ fn loop_cpus(client: &tickless::Client, server: &TestServer) -> String {
         .wait()
         .unwrap();
     response.bytes().wait().unwrap();
+    client.close();
     let cpus = listener.0.lock().unwrap().take();
     cpus.unwrap()
 }
@@ -70,23 +74,15 @@ fn event_loop_mode_pins_a_loop_per_cpu_and_the_wheel_mode_does_not() {
     // default is not to pin (see `EventLoopGroupBuilder::pin_to_cpus`).
     let a_loop_per_cpu = std::thread::available_parallelism().unwrap().get() == count(&here);
 
-    let wheel = tickless::Client::builder().build().unwrap();
-    assert_eq!(loop_cpus(&wheel, &server), here, "wheel mode");
-    wheel.close();
+    let builder = tickless::Client::builder;
 
-    let unpinned = tickless::Client::builder()
+    assert_eq!(loop_cpus(builder(), &server), here, "wheel mode");
+    let unpinned = builder()
         .use_event_loop_timeouts(true)
-        .pin_event_loops(false)
-        .build()
-        .unwrap();
-    assert_eq!(loop_cpus(&unpinned, &server), here, "told not to pin");
-    unpinned.close();
+        .pin_event_loops(false);
+    assert_eq!(loop_cpus(unpinned, &server), here, "told not to pin");
 
-    let exact = tickless::Client::builder()
-        .use_event_loop_timeouts(true)
-        .build()
-        .unwrap();
-    let seen = loop_cpus(&exact, &server);
+    let seen = loop_cpus(builder().use_event_loop_timeouts(true), &server);
     if a_loop_per_cpu && !one_cpu(&here) {
         assert!(
             one_cpu(&seen),
@@ -95,15 +91,9 @@ fn event_loop_mode_pins_a_loop_per_cpu_and_the_wheel_mode_does_not() {
     } else {
         assert_eq!(seen, here, "one CPU, or fewer loops than CPUs: not pinned");
     }
-    exact.close();
 
-    let pinned_on_the_wheel = tickless::Client::builder()
-        .pin_event_loops(true)
-        .build()
-        .unwrap();
-    let seen = loop_cpus(&pinned_on_the_wheel, &server);
+    let seen = loop_cpus(builder().pin_event_loops(true), &server);
     if !one_cpu(&here) {
         assert!(one_cpu(&seen), "told to pin: a loop on {seen}, of {here}");
     }
-    pinned_on_the_wheel.close();
 }

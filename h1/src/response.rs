@@ -157,19 +157,13 @@ fn to_header_map(window: &[u8], fields: &[httparse::Header<'_>]) -> Result<Heade
         let end = start.checked_add(value.len())?;
         (end <= window.len()).then_some(start..end)
     };
-    let start = fields
+    let covered = fields
         .iter()
         .filter_map(|h| span(h.value))
-        .map(|r| r.start)
-        .min();
-    let end = fields
-        .iter()
-        .filter_map(|h| span(h.value))
-        .map(|r| r.end)
-        .max();
-    let (start, values) = match (start, end) {
-        (Some(start), Some(end)) => (start, Bytes::copy_from_slice(&window[start..end])),
-        _ => (0, Bytes::new()),
+        .reduce(|all, one| all.start.min(one.start)..all.end.max(one.end));
+    let (start, values) = match covered {
+        Some(all) => (all.start, Bytes::copy_from_slice(&window[all])),
+        None => (0, Bytes::new()),
     };
     for h in fields {
         let name = HeaderName::from_bytes(h.name.as_bytes())

@@ -16,7 +16,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// One stream as the handler gets it.
 pub struct H2Stream {
@@ -34,7 +34,9 @@ pub struct H2Stats {
     pub connections: AtomicUsize,
     pub streams: AtomicUsize,
     /// Streams the client reset, with the reason code.
-    pub resets: Mutex<Vec<u32>>,
+    resets: Mutex<Vec<u32>>,
+    /// When each of `resets` was seen.
+    reset_at: Mutex<Vec<Instant>>,
     /// Streams open on the server now.
     pub open: AtomicUsize,
     /// The most open at once.
@@ -44,6 +46,21 @@ pub struct H2Stats {
 impl H2Stats {
     pub fn resets(&self) -> Vec<u32> {
         self.resets.lock().unwrap().clone()
+    }
+
+    /// The client reset a stream with `reason`.
+    pub fn record_reset(&self, reason: h2::Reason) {
+        self.resets.lock().unwrap().push(reason.into());
+        self.reset_at.lock().unwrap().push(Instant::now());
+    }
+
+    /// From the first reset seen to the last.
+    pub fn reset_spread(&self) -> Duration {
+        let at = self.reset_at.lock().unwrap();
+        match (at.iter().min(), at.iter().max()) {
+            (Some(first), Some(last)) => *last - *first,
+            _ => Duration::ZERO,
+        }
     }
 }
 
@@ -185,7 +202,7 @@ pub async fn await_reset(
     if let Ok(Ok(reason)) =
         tokio::time::timeout(limit, std::future::poll_fn(|cx| respond.poll_reset(cx))).await
     {
-        stats.resets.lock().unwrap().push(reason.into());
+        stats.record_reset(reason);
     }
 }
 

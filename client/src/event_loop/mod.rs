@@ -184,13 +184,12 @@ impl EventLoop {
             let _ = event_loop.advance_listener.set(listener);
         }
         let runner = event_loop.clone();
-        let spawned = affinity::without_pinning(|| {
+        let handle = affinity::without_pinning(|| {
             thread::Builder::new().name(name).spawn(move || {
                 let _pinned = affinity::LoopThread::pin(cpu);
                 runner.run(poll)
             })
-        });
-        let handle = spawned?;
+        })?;
         let _ = event_loop.thread_id.set(handle.thread().id());
         *lock(&event_loop.thread) = Some(handle);
         Ok(event_loop)
