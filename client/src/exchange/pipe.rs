@@ -127,7 +127,7 @@ pub(crate) enum Taken {
 pub(crate) enum Whole {
     /// The body, in the chunks it came in (one, when the writer collected
     /// it), and its trailers.
-    Done(Vec<Bytes>, Option<http::HeaderMap>),
+    Done(VecDeque<Bytes>, Option<http::HeaderMap>),
     Failed(Error),
     /// Not ended yet: the reader's waiter was registered.
     Pending,
@@ -396,7 +396,8 @@ impl Pipe {
             End::Done(trailers) => Ok(trailers.take()),
             End::Failed(error) => error.take().map_or(Ok(None), Err),
         };
-        let chunks: Vec<Bytes> = state.chunks.drain(..).collect();
+        // The pipe's own queue, moved out (no allocation): it is over.
+        let chunks = std::mem::take(&mut state.chunks);
         self.meter.fetch_sub(state.buffered, Ordering::Relaxed);
         state.buffered = 0;
         drop(state);

@@ -638,10 +638,12 @@ impl Conn {
         let State::Active(active) = &mut self.state else {
             return;
         };
-        // The pipe takes the rest even when full: the body has ended.
+        // The pipe takes the rest even when full: the body has ended. The
+        // gathered bytes are taken whole, not split off (a split shares
+        // their allocation through a new one).
         let rest = match active.collected.take() {
             Some(collected) => collected.finish(),
-            None => active.gathered.split().freeze(),
+            None => std::mem::take(&mut active.gathered).freeze(),
         };
         if !rest.is_empty() && active.draining.is_none() {
             let _ = active.exchange.body().push(rest, || Waiter::Thread);
