@@ -2,10 +2,10 @@
 //! [`EventLoopGroupBuilder::pin_to_cpus`](super::EventLoopGroupBuilder::pin_to_cpus)),
 //! and lifting the pin for the threads a loop starts.
 //!
-//! A pinned group's loops take consecutive CPUs of the set the building
-//! thread may run on, starting where the process's previous pinned group
-//! stopped (and wrapping round), so the loops of one group are on distinct
-//! CPUs whenever there are at least as many CPUs as loops.
+//! A pinned group's loops take distinct CPUs of the set the building thread
+//! may run on (wrapping round when they outnumber them), those with the
+//! fewest of the process's pinned loops first: a group takes the CPUs
+//! that groups ended since left.
 //!
 //! **By default** ([`Pinning::Auto`]) a group is pinned only when it has a
 //! loop for every CPU of that set and no other group of the process is
@@ -39,25 +39,45 @@ pub(super) enum Pinning {
 #[cfg(target_os = "linux")]
 mod os {
     use super::Pinning;
+    use crate::sync::lock;
     use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
     use nix::unistd::Pid;
     use std::cell::Cell;
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
 
-    /// The process's pinned loops that have not ended: whether a group may
-    /// pin by default, and where the next pinned group's first loop goes.
-    static PINNED: AtomicUsize = AtomicUsize::new(0);
+    /// The process's pinned loops that have not ended, per CPU: whether a
+    /// group may pin by default (none anywhere), and where a pinned group's
+    /// loops go (the CPUs with the fewest). Counted from the plan on, so
+    /// that groups built at once see each other; a loop's share is given
+    /// back when its [`Cpu`] drops — at the loop's end, or unused, when
+    /// its group fails to start.
+    static PINNED: Mutex<Vec<usize>> = Mutex::new(Vec::new());
 
     thread_local! {
         /// On a pinned loop's thread: its CPU, and the CPUs it had before.
-        static PIN: Cell<Option<Cpu>> = const { Cell::new(None) };
+        static PIN: Cell<Option<Pin>> = const { Cell::new(None) };
     }
 
-    /// A loop's CPU, and the set it had before (its builder's).
+    /// Where a pinned loop's thread runs, and the set it had before (its
+    /// builder's).
     #[derive(Clone, Copy)]
-    pub(crate) struct Cpu {
+    struct Pin {
         cpu: usize,
         before: CpuSet,
+    }
+
+    /// A loop's CPU, reserved in [`PINNED`] until this drops.
+    pub(crate) struct Cpu {
+        pin: Pin,
+    }
+
+    impl Drop for Cpu {
+        fn drop(&mut self) {
+            let mut pinned = lock(&PINNED);
+            if let Some(count) = pinned.get_mut(self.pin.cpu) {
+                *count = count.saturating_sub(1);
+            }
+        }
     }
 
     fn current() -> Option<CpuSet> {
@@ -75,7 +95,7 @@ mod os {
     }
 
     pub(super) fn plan(pinning: Pinning, loops: usize) -> Vec<Option<Cpu>> {
-        let unpinned = || vec![None; loops];
+        let unpinned = || (0..loops).map(|_| None).collect();
         if pinning == Pinning::Never {
             return unpinned();
         }
@@ -88,56 +108,60 @@ mod os {
         if cpus.len() < 2 {
             return unpinned();
         }
-        let first = if pinning == Pinning::Auto {
-            let taken = PINNED.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |pinned| {
-                super::auto_pins(loops, cpus.len(), pinned).then_some(pinned + loops)
-            });
-            match taken {
-                Ok(first) => first,
-                Err(_) => return unpinned(),
-            }
-        } else {
-            PINNED.fetch_add(loops, Ordering::Relaxed)
-        };
+        let mut pinned = lock(&PINNED);
+        if pinned.len() < CpuSet::count() {
+            pinned.resize(CpuSet::count(), 0);
+        }
+        if pinning == Pinning::Auto && !super::auto_pins(loops, cpus.len(), pinned.iter().sum()) {
+            return unpinned();
+        }
+        // The allowed CPUs from the fewest pinned loops to the most (the
+        // lower first among equals), a loop on each in turn, wrapping round:
+        // a group's loops on distinct CPUs while it has no more loops than
+        // CPUs, on those the process's other pinned loops leave free first.
+        let mut order = cpus;
+        order.sort_by_key(|&cpu| pinned[cpu]);
         (0..loops)
             .map(|i| {
+                let cpu = order[i % order.len()];
+                pinned[cpu] += 1;
                 Some(Cpu {
-                    cpu: cpus[(first + i) % cpus.len()],
-                    before: allowed,
+                    pin: Pin {
+                        cpu,
+                        before: allowed,
+                    },
                 })
             })
             .collect()
     }
 
-    pub(super) fn pin_current_thread(cpu: Option<Cpu>) {
-        let Some(pin) = cpu else {
+    pub(super) fn pin_current_thread(cpu: Option<&Cpu>) {
+        let Some(Cpu { pin }) = cpu else {
             return;
         };
         if only(pin.cpu).is_some_and(|one| set_current(&one)) {
-            PIN.with(|current| current.set(Some(pin)));
-        }
-    }
-
-    pub(super) fn loop_ended(cpu: Option<Cpu>) {
-        if cpu.is_some() {
-            PINNED.fetch_sub(1, Ordering::Relaxed);
+            PIN.with(|current| current.set(Some(*pin)));
         }
     }
 
     /// On a pinned loop's thread still on its one CPU (nobody has moved it
     /// since): the set it had before, to run `f` on, and its CPU back
-    /// after. A loop moved since (`taskset -a -p` on the process) keeps
-    /// what it was given.
+    /// after — a panic in `f` included. A loop moved since (`taskset -a
+    /// -p` on the process) keeps what it was given.
     pub(super) fn without_pinning<T>(f: impl FnOnce() -> T) -> T {
-        let pin = PIN.with(Cell::get);
-        let lifted = pin.filter(|pin| current() == only(pin.cpu) && set_current(&pin.before));
-        let result = f();
-        if let Some(pin) = lifted {
-            if let Some(one) = only(pin.cpu) {
-                set_current(&one);
+        /// Puts the loop back on its CPU when dropped.
+        struct Repin(Option<Pin>);
+        impl Drop for Repin {
+            fn drop(&mut self) {
+                if let Some(one) = self.0.and_then(|pin| only(pin.cpu)) {
+                    set_current(&one);
+                }
             }
         }
-        result
+        let pin = PIN.with(Cell::get);
+        let lifted = pin.filter(|pin| current() == only(pin.cpu) && set_current(&pin.before));
+        let _repin = Repin(lifted);
+        f()
     }
 }
 
@@ -146,16 +170,13 @@ mod os {
     use super::Pinning;
 
     /// Never made: nothing is pinned here.
-    #[derive(Clone, Copy)]
     pub(crate) enum Cpu {}
 
     pub(super) fn plan(_pinning: Pinning, loops: usize) -> Vec<Option<Cpu>> {
-        vec![None; loops]
+        (0..loops).map(|_| None).collect()
     }
 
-    pub(super) fn pin_current_thread(_cpu: Option<Cpu>) {}
-
-    pub(super) fn loop_ended(_cpu: Option<Cpu>) {}
+    pub(super) fn pin_current_thread(_cpu: Option<&Cpu>) {}
 
     pub(super) fn without_pinning<T>(f: impl FnOnce() -> T) -> T {
         f()
@@ -179,23 +200,18 @@ fn auto_pins(loops: usize, cpus: usize, pinned: usize) -> bool {
 }
 
 /// A loop's thread, from its first turn to its end: pinned to `cpu` if the
-/// plan gave it one, which it gives back at the end, however that comes.
-/// Best effort: a refusal (a sandbox that forbids it, a CPU taken away
-/// since) leaves the thread where the OS puts it.
+/// plan gave it one, which it gives back at the end, however that comes
+/// (the [`Cpu`] drops with this). Best effort: a refusal (a sandbox that
+/// forbids it, a CPU taken away since) leaves the thread where the OS puts
+/// it.
 pub(super) struct LoopThread {
-    cpu: Option<Cpu>,
+    _cpu: Option<Cpu>,
 }
 
 impl LoopThread {
     pub(super) fn pin(cpu: Option<Cpu>) -> LoopThread {
-        os::pin_current_thread(cpu);
-        LoopThread { cpu }
-    }
-}
-
-impl Drop for LoopThread {
-    fn drop(&mut self) {
-        os::loop_ended(self.cpu);
+        os::pin_current_thread(cpu.as_ref());
+        LoopThread { _cpu: cpu }
     }
 }
 

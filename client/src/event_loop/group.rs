@@ -63,10 +63,10 @@ impl EventLoopGroupBuilder {
     /// when it has a loop for every CPU the building thread may use — the
     /// default count, for a process that may use every CPU it sees — and no
     /// other group of the process is pinned; otherwise not (the reasons are
-    /// below). Pinned, the group's loops take consecutive CPUs of that set,
-    /// starting where the process's other pinned groups end and wrapping
-    /// round, so they are on distinct CPUs while the process's pinned loops
-    /// do not outnumber its CPUs.
+    /// below). Pinned, the group's loops take distinct CPUs of that set
+    /// (wrapping round when they outnumber them), those with the fewest of
+    /// the process's pinned loops first, so the process's pinned loops are
+    /// on distinct CPUs while they do not outnumber its CPUs.
     ///
     /// Unpinned, the OS can put two loops on one CPU while another idles:
     /// each wakes, runs for microseconds and sleeps again, too briefly for
@@ -143,26 +143,22 @@ impl EventLoopGroupBuilder {
                 ),
             ));
         }
-        let mut loops = Vec::with_capacity(threads);
+        // Loops started are shut down if the build goes no further: a loop
+        // that fails to start, or a scheduler factory that panics.
+        let mut loops = Started(Vec::with_capacity(threads));
         let cpus = super::affinity::plan(self.pin, threads);
         for (index, cpu) in cpus.into_iter().enumerate() {
-            let started = EventLoop::start(
+            loops.0.push(EventLoop::start(
                 index,
                 self.clock.clone(),
                 self.spin,
                 self.linger,
                 format!("{}-{index}", self.thread_name),
                 cpu,
-            );
-            match started {
-                Ok(event_loop) => loops.push(event_loop),
-                Err(error) => {
-                    loops.iter().for_each(|l: &Arc<EventLoop>| l.shutdown());
-                    return Err(error);
-                }
-            }
+            )?);
         }
         let schedulers = loops
+            .0
             .iter()
             .map(|event_loop| match &self.scheduler {
                 Some(factory) => factory(event_loop.clone()),
@@ -170,11 +166,21 @@ impl EventLoopGroupBuilder {
             })
             .collect();
         Ok(EventLoopGroup {
-            loops,
+            loops: std::mem::take(&mut loops.0),
             schedulers,
             chooser: AtomicUsize::new(0),
             clock: self.clock,
         })
+    }
+}
+
+/// The loops of a group being built: shut down if dropped before the
+/// group takes them.
+struct Started(Vec<Arc<EventLoop>>);
+
+impl Drop for Started {
+    fn drop(&mut self) {
+        self.0.iter().for_each(|event_loop| event_loop.shutdown());
     }
 }
 

@@ -308,11 +308,15 @@ impl EventLoop {
     pub fn shutdown(&self) {
         self.stop_taking_work();
         let _ = self.waker.wake();
-        let handle = lock(&self.thread).take();
-        if let Some(handle) = handle {
-            if handle.thread().id() != thread::current().id() {
-                let _ = handle.join();
-            }
+        // On the loop's own thread: it ends after this turn.
+        if self.in_loop() {
+            return;
+        }
+        // Joined under the lock: a second caller returns once the loop
+        // has ended too, not as soon as the first has taken the handle.
+        let mut thread = lock(&self.thread);
+        if let Some(handle) = thread.take() {
+            let _ = handle.join();
         }
     }
 

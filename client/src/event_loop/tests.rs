@@ -500,3 +500,139 @@ fn pinned_loops_each_take_a_cpu_of_their_own_and_what_they_start_does_not() {
     }
     group.shutdown();
 }
+
+/// A panic in code run inside `without_pinning` on a pinned loop (a task's
+/// code: the loop catches it and goes on) still puts the loop back on its
+/// CPU.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_panic_inside_without_pinning_leaves_the_loop_pinned() {
+    let Some(allowed) = my_cpus().filter(|cpus| cpus.len() > 1) else {
+        return; // nothing to pin
+    };
+    let group = EventLoopGroup::builder()
+        .threads(allowed.len())
+        .pin_to_cpus(true)
+        .build()
+        .unwrap();
+    let event_loop = group.loops()[0].clone();
+    let before = on_loop(&event_loop, my_cpus).unwrap();
+    assert_eq!(before.len(), 1);
+    event_loop
+        .execute(|_| {
+            without_pinning(|| panic!("a task's code panics with the pin lifted"));
+        })
+        .unwrap();
+    let after = on_loop(&event_loop, my_cpus).unwrap();
+    group.shutdown();
+    assert_eq!(after, before, "the loop's CPU after the panic");
+}
+
+/// The threads of this process whose names start with `prefix`.
+#[cfg(target_os = "linux")]
+fn threads_named(prefix: &str) -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .filter(|comm| comm.starts_with(prefix))
+        .count()
+}
+
+/// A scheduler factory (a public seam) that panics once the loops have
+/// started: the build unwinds, and the loops it started end with it.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_build_that_panics_after_starting_its_loops_shuts_them_down() {
+    let factory: SchedulerFactory = Arc::new(|_| panic!("a scheduler factory panics"));
+    let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        EventLoopGroup::builder()
+            .threads(2)
+            .thread_name("factorypanic")
+            .timeout_scheduler(factory)
+            .build()
+    }));
+    assert!(built.is_err());
+    // Shut down means joined: the threads are gone when the unwind is over.
+    assert_eq!(
+        threads_named("factorypanic"),
+        0,
+        "loop threads left running"
+    );
+}
+
+/// With a manual clock a deadline within the loop's spin (but not due at
+/// the clock's time) does not make it poll without blocking: the clock
+/// stands still until advanced, and the loop sleeps meanwhile.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_manual_clock_loop_sleeps_however_near_its_next_deadline() {
+    use tickless_timer::{Clock, ManualClock};
+    struct Nothing;
+    impl LoopTimeout for Nothing {
+        fn expire(self: Arc<Self>, _tag: u64, _cx: &mut LoopContext<'_>) {}
+    }
+    /// The CPU time of the calling thread, in clock ticks.
+    fn thread_ticks() -> u64 {
+        let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+        let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..]
+            .split_whitespace()
+            .collect();
+        fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+    }
+    let clock = ManualClock::new();
+    let group = EventLoopGroup::builder()
+        .threads(1)
+        .clock(Arc::new(clock.clone()))
+        .spin_before_deadline(Duration::from_millis(10))
+        .build()
+        .unwrap();
+    let event_loop = group.loops()[0].clone();
+    event_loop
+        .schedule(clock.now() + Duration::from_millis(5), Arc::new(Nothing), 0)
+        .unwrap();
+    let before = on_loop(&event_loop, thread_ticks);
+    thread::sleep(Duration::from_millis(500));
+    let used = on_loop(&event_loop, thread_ticks) - before;
+    group.shutdown();
+    // Ticks are 10 ms: a loop polling without blocking takes most of 50.
+    assert!(
+        used < 20,
+        "{used} ticks of the loop's CPU in 500 ms with nothing due"
+    );
+}
+
+/// Two threads shut a loop down at once: each returns only once the loop's
+/// thread has ended (here, after a slow task it had accepted), not the
+/// second as soon as the first has taken the thread to join.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_second_shutdown_at_once_returns_once_the_loop_has_ended() {
+    let group = EventLoopGroup::builder()
+        .threads(1)
+        .thread_name("twoshutdowns")
+        .build()
+        .unwrap();
+    let event_loop = group.loops()[0].clone();
+    let (started, running) = mpsc::channel();
+    event_loop
+        .execute(move |_| {
+            let _ = started.send(());
+            thread::sleep(Duration::from_millis(300));
+        })
+        .unwrap();
+    running.recv().unwrap();
+    let first = {
+        let event_loop = event_loop.clone();
+        thread::spawn(move || event_loop.shutdown())
+    };
+    // The first has taken the thread to join by now, on all but the most
+    // stalled machine (then this test passes without testing the race).
+    thread::sleep(Duration::from_millis(50));
+    event_loop.shutdown();
+    let left = threads_named("twoshutdowns");
+    first.join().unwrap();
+    assert_eq!(
+        left, 0,
+        "the second shutdown returned with the loop running"
+    );
+}

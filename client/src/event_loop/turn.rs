@@ -135,11 +135,15 @@ impl EventLoop {
         let nearest = lock(&self.timers).heap.next_deadline();
         let timeout = match nearest {
             _ if busy => Some(Duration::ZERO),
+            // Due already (armed since this turn's expiries): expired after
+            // a poll that does not block.
+            Some(deadline) if deadline <= now => Some(Duration::ZERO),
+            // A manual clock wakes the loop through the waker when advanced,
+            // and stands still meanwhile: nothing to spin for.
+            _ if turn.manual_clock => None,
             Some(deadline) if deadline.saturating_duration_since(now) <= self.spin => {
                 Some(Duration::ZERO)
             }
-            // A manual clock wakes the loop through the waker when advanced.
-            _ if turn.manual_clock => None,
             nearest => {
                 let wake_at = nearest.map(|deadline| deadline - self.spin);
                 let by_poll = || nearest.map(|deadline| deadline.saturating_duration_since(now));
