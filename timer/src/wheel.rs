@@ -257,11 +257,13 @@ impl HashedWheelTimer {
         if wake_worker {
             core.worker_wakes_at = tick;
         }
+        // Counted before the unlock: once the entry is in, a fire (and its
+        // decrement) may come at any moment.
+        shared.counters.armed();
         drop(core);
         if let (true, Some(worker)) = (wake_worker, shared.worker_thread.get()) {
             worker.unpark();
         }
-        shared.counters.armed();
         Ok(WheelTimeout {
             shared: shared.clone(),
             key,

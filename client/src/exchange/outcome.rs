@@ -50,7 +50,7 @@ impl<T> Default for Outcome<T> {
 
 impl<T> Outcome<T> {
     pub(crate) fn is_settled(&self) -> bool {
-        self.settled.load(Ordering::Acquire)
+        self.settled.load(Ordering::SeqCst)
     }
 
     /// Whether the result was handed out (a poll or `wait` returned it).
@@ -69,8 +69,11 @@ impl<T> Outcome<T> {
             slot.result = Some(result);
             (slot.waker.take(), slot.blocked)
         };
-        self.settled.store(true, Ordering::Release);
-        if self.spinning.load(Ordering::Acquire) {
+        // `settled` then `spinning` here, `spinning` then `settled` in
+        // `wait`, all sequentially consistent: one side sees the other's
+        // store (a caller spinning is never missed, so the loop lingers).
+        self.settled.store(true, Ordering::SeqCst);
+        if self.spinning.load(Ordering::SeqCst) {
             crate::event_loop::answered_a_waiting_caller();
         }
         if blocked {
@@ -107,7 +110,7 @@ impl<T> Outcome<T> {
         // The clock is read only to spin: not for a result there already.
         if !spin.is_zero() && !self.is_settled() {
             let spin_until = Instant::now() + spin;
-            self.spinning.store(true, Ordering::Release);
+            self.spinning.store(true, Ordering::SeqCst);
             while !self.is_settled() && Instant::now() < spin_until {
                 std::thread::yield_now();
             }

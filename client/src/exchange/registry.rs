@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex};
 /// Exchanges submitted and not yet ended. An exchange registers when it is
 /// submitted and unregisters itself when it ends; a slot is checked by
 /// exchange id, so an exchange that ended after [`drain`](Self::drain) took
-/// it never removes the one that took its slot.
+/// it never removes the one that took its slot. The count changes under the
+/// slots' lock, with them: a concurrent `drain` cannot take it below zero.
 #[derive(Default)]
 pub(crate) struct InFlight {
     slots: Mutex<slab::Slab<Arc<Exchange>>>,
@@ -22,9 +23,9 @@ pub(crate) const UNREGISTERED: usize = usize::MAX;
 impl InFlight {
     /// Registers `exchange`; returns its slot.
     pub(crate) fn insert(&self, exchange: Arc<Exchange>) -> usize {
-        let key = lock(&self.slots).insert(exchange);
+        let mut slots = lock(&self.slots);
         self.count.fetch_add(1, Ordering::Relaxed);
-        key
+        slots.insert(exchange)
     }
 
     /// Unregisters the exchange `id` from `key`, if it is still there.
@@ -35,21 +36,22 @@ impl InFlight {
         let removed = {
             let mut slots = lock(&self.slots);
             match slots.get(key) {
-                Some(exchange) if exchange.id == id => Some(slots.remove(key)),
+                Some(exchange) if exchange.id == id => {
+                    self.count.fetch_sub(1, Ordering::Relaxed);
+                    Some(slots.remove(key))
+                }
                 _ => None,
             }
         };
-        if removed.is_some() {
-            self.count.fetch_sub(1, Ordering::Relaxed);
-        }
-        // `removed` drops here, after the unlock.
+        // Dropped after the unlock.
+        drop(removed);
     }
 
     /// Unregisters every exchange and returns them.
     pub(crate) fn drain(&self) -> Vec<Arc<Exchange>> {
-        let drained: Vec<_> = lock(&self.slots).drain().collect();
-        self.count.fetch_sub(drained.len(), Ordering::Relaxed);
-        drained
+        let mut slots = lock(&self.slots);
+        self.count.fetch_sub(slots.len(), Ordering::Relaxed);
+        slots.drain().collect()
     }
 
     /// How many are registered.

@@ -418,3 +418,45 @@ fn a_shared_task_is_told_fired_or_stopped_and_a_cancelled_entry_nothing() {
     // Only the wheel's own references are gone: the test's is the last.
     assert_eq!(Arc::strong_count(&told), 1);
 }
+
+/// The armed count goes up before an entry can fire (and bring it down):
+/// read meanwhile, it never wraps below zero. Entries armed at the clock's
+/// time while another thread keeps advancing it, so that some fire at once.
+#[test]
+fn the_armed_count_never_wraps_below_zero() {
+    use std::sync::atomic::AtomicBool;
+    let (clock, wheel) = manual_wheel(1, 8);
+    let stop = Arc::new(AtomicBool::new(false));
+    let advancer = {
+        let (clock, stop) = (clock.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                clock.advance(Duration::from_nanos(1));
+            }
+        })
+    };
+    let watcher = {
+        let (wheel, stop) = (wheel.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut most = 0usize;
+            while !stop.load(Ordering::Relaxed) {
+                most = most.max(wheel.stats().armed);
+            }
+            most
+        })
+    };
+    let give_up = std::time::Instant::now() + Duration::from_secs(1);
+    let mut armed = 0usize;
+    while std::time::Instant::now() < give_up {
+        if wheel.arm(clock.now(), || {}).is_ok() {
+            armed += 1;
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    advancer.join().unwrap();
+    let most = watcher.join().unwrap();
+    assert!(
+        most <= armed,
+        "armed read {most} after {armed} arms: it wrapped"
+    );
+}
