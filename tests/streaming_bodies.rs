@@ -649,6 +649,60 @@ fn a_server_refusing_a_streamed_upload_early_is_heard_not_its_reset() {
     client.close();
 }
 
+/// The same early answer, longer than the body's window, read by a slow
+/// reader, and delimited by the close: reading pauses when the window is
+/// full, the upload's next write fails meanwhile (the server has closed),
+/// and the answer, there whole in the socket, is still read to its end,
+/// in both timeout modes — not failed by the write's reset at the point
+/// the window filled, with the end of the stream left unread.
+#[test]
+fn an_early_answer_longer_than_the_window_is_read_whole_after_the_upload_fails() {
+    // Small enough for the client's socket to hold what it has not read
+    // (so all of it is there before the server's reset), far more than
+    // the window.
+    let body: Vec<u8> = (0..30_000u32).map(|i| (i % 251) as u8).collect();
+    for event_loop_timeouts in [false, true] {
+        let sent = body.clone();
+        let server = TestServer::start(Behaviour::custom(move |mut stream, _| {
+            if read_head(&mut stream).is_none() {
+                return;
+            }
+            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n");
+            // Some first, so that the client reads and fills its window
+            // before the rest and the close come.
+            let _ = stream.write_all(&sent[..10_000]);
+            thread::sleep(Duration::from_millis(100));
+            let _ = stream.write_all(&sent[10_000..]);
+            thread::sleep(Duration::from_millis(300));
+            // Closed with the upload unread: the client's writes get a reset.
+        }));
+        let client = builder(event_loop_timeouts)
+            .body_window(1)
+            .request_timeout(Duration::from_secs(30))
+            .build()
+            .unwrap();
+        let produced = Arc::new(AtomicU64::new(0));
+        let mut response = client
+            .put(server.url("/"))
+            .body(Upload::from_reader(Endless(produced), None))
+            .send()
+            .wait()
+            .unwrap();
+        // A slow reader: the upload fails while its window is full.
+        thread::sleep(Duration::from_millis(1000));
+        let mut got = Vec::new();
+        let read = response.body_mut().read_to_end(&mut got);
+        assert!(
+            read.is_ok(),
+            "{event_loop_timeouts}: after {} of {} bytes: {read:?}",
+            got.len(),
+            body.len()
+        );
+        assert!(got == body, "{event_loop_timeouts}: the body differs");
+        client.close();
+    }
+}
+
 /// A `Read` that blocks until its sender goes, then ends.
 struct Blocked(std::sync::mpsc::Receiver<()>);
 

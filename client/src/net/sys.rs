@@ -42,7 +42,9 @@ pub(crate) fn recv_into_spare(
 }
 
 /// [`recv_into_spare`] where there is no `recv` to call: the room is zeroed
-/// first, then read into.
+/// first, then read into — no more than [`ZEROED_READ_MAX`] a read, so that
+/// a large `max` (a collected body's whole rest) is not zeroed again for
+/// every read.
 #[cfg(not(unix))]
 pub(crate) fn recv_into_spare(
     tcp: &mio::net::TcpStream,
@@ -51,11 +53,15 @@ pub(crate) fn recv_into_spare(
 ) -> io::Result<usize> {
     use std::io::Read;
     let start = buf.len();
-    buf.resize(start + max, 0);
+    buf.resize(start + max.min(ZEROED_READ_MAX), 0);
     let read = (&*tcp).read(&mut buf[start..]);
     buf.truncate(start + *read.as_ref().unwrap_or(&0));
     read
 }
+
+/// The most [`recv_into_spare`] zeroes and reads at once where it must zero.
+#[cfg(not(unix))]
+const ZEROED_READ_MAX: usize = 256 * 1024;
 
 /// Sets `SO_RCVLOWAT`: the socket reports itself readable (to epoll) only
 /// once `bytes` are queued, or at its end or an error. Linux only (other

@@ -49,6 +49,10 @@ const LOWAT_MAX: usize = 1024 * 1024;
 /// Below this, the rest of a body is read as it comes.
 const LOWAT_MIN: usize = 16 * 1024;
 
+/// The most a failed write makes the connection read at once, past the
+/// body's window (see `Conn::write_failure`).
+const EARLY_ANSWER_MAX: usize = 8 * 1024 * 1024;
+
 /// What a connection reads on, discarding, after its body's reader has
 /// gone — of what has arrived already, never waiting for more: a small
 /// remainder is cheaper to drain than a new connection.
@@ -218,13 +222,13 @@ impl Conn {
                     write_all(transport, head, written)
                 }
                 Sending::Body(out) => out.send(transport, cx),
-                Sending::Continue | Sending::Skipped => return,
+                Sending::Continue | Sending::Skipped | Sending::Failed => return,
                 Sending::Done => {
                     // TLS may still hold records back (an answer to a key
                     // update).
                     if transport.wants_write() {
                         if let Err(e) = transport.flush() {
-                            self.io_failure(cx, e);
+                            self.write_failure(cx, e);
                         }
                     }
                     return;
@@ -697,42 +701,58 @@ impl Conn {
         true
     }
 
-    /// Sending the request failed. A server that refuses a request early (a
-    /// 413 to a large upload) answers and closes without reading the rest,
-    /// and its answer is still in the socket when the write fails: RFC 9112
-    /// §9.5 asks a client to watch for it. So what has arrived is decoded
-    /// first — up to the end of the stream, which completes a
-    /// close-delimited answer — and the write error ends the exchange only
-    /// if that answer does not. When nothing arrived, it is the write error
-    /// at once (and a pooled connection the server had dropped is retried
-    /// as for any I/O error).
+    /// Writing failed. A server that refuses a request early (a 413 to a
+    /// large upload) answers and closes without reading the rest, and its
+    /// answer is in the socket when the write fails: RFC 9112 §9.5 asks a
+    /// client to watch for it. So nothing more is written, what the socket
+    /// holds is read at once (a reset discards it), and unless nothing of
+    /// an answer has come the answer goes on as any other — as far as its
+    /// body's window lets, the rest as the reader makes room — and its end,
+    /// or a read's error, ends the exchange; the connection,
+    /// its request cut short, is never reused (`Sending::Failed` is not
+    /// `Done`). When nothing arrived, it is the write error at once (and a
+    /// pooled connection the server had dropped is retried as for any I/O
+    /// error).
     fn write_failure(&mut self, cx: &mut LoopContext<'_>, error: io::Error) {
-        // `sending` stays where it was: a connection whose request went out
-        // only in part is never reused, whatever the answer says.
-        let mut arrived = false;
-        let mut ended = false;
+        let seen = match &mut self.state {
+            State::Active(active) => {
+                active.sending = Sending::Failed;
+                active.decoder.bytes_seen()
+            }
+            _ => return self.close(cx),
+        };
+        // What the socket holds is taken now, whatever the body's window:
+        // the reset that made the write fail may discard it at any moment
+        // (or has, past what was read). At most what the kernel held, and
+        // never more than `EARLY_ANSWER_MAX` from a server still sending.
+        let mut arrived = seen || !self.buf.is_empty();
+        let mut taken = 0;
         while let Some(transport) = self.transport.as_mut() {
             match self.buf.fill(transport) {
-                Filled::Data(_) => arrived = true,
-                Filled::Eof => {
-                    ended = true;
-                    break;
+                Filled::Data(n) => {
+                    arrived = true;
+                    taken += n;
+                    if taken >= EARLY_ANSWER_MAX {
+                        break;
+                    }
                 }
-                Filled::WouldBlock | Filled::Failed(_) => break,
+                Filled::Eof | Filled::WouldBlock | Filled::Failed(_) => break,
             }
         }
-        if arrived {
-            let now = self.now();
-            if let State::Active(active) = &self.state {
-                active.exchange.mark_read(now);
-            }
-            if matches!(self.decode(cx), Decodes::More) && ended {
-                self.on_eof(cx);
+        if !arrived {
+            return self.io_failure(cx, error);
+        }
+        // Waiting for the answer from now, as after a request sent whole
+        // (unless its body's pipe is full: then the wait is the reader's).
+        let now = self.now();
+        if let State::Active(active) = &self.state {
+            if !active.paused {
+                active.exchange.start_read(now);
             }
         }
-        if matches!(self.state, State::Active(_)) {
-            self.io_failure(cx, error);
-        }
+        // Read on the loop's next pass, not from within this call: a write
+        // may fail inside a read (a `100 Continue` sends the body).
+        cx.ready_again();
     }
 
     fn io_failure(&mut self, cx: &mut LoopContext<'_>, error: io::Error) {

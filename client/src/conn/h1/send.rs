@@ -24,6 +24,9 @@ pub(super) enum Sending {
     Done,
     /// The server answered before `100 Continue`: the body is never sent.
     Skipped,
+    /// Writing failed: nothing more goes out (an upload's source is let
+    /// go), though the answer may still be read.
+    Failed,
 }
 
 /// What a step of sending came to.
