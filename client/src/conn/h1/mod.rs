@@ -708,16 +708,16 @@ impl Conn {
     /// holds is read at once (a reset discards it), and unless nothing of
     /// an answer has come the answer goes on as any other — as far as its
     /// body's window lets, the rest as the reader makes room — and its end,
-    /// or a read's error, ends the exchange; the connection,
-    /// its request cut short, is never reused (`Sending::Failed` is not
-    /// `Done`). When nothing arrived, it is the write error at once (and a
-    /// pooled connection the server had dropped is retried as for any I/O
-    /// error).
+    /// or a read's error, ends the exchange; the connection, its request
+    /// cut short, is never reused (`Sending::Failed` is not `Done`). When
+    /// nothing arrived, it is the write error at once (and a pooled
+    /// connection the server had dropped is retried as for any I/O error).
     fn write_failure(&mut self, cx: &mut LoopContext<'_>, error: io::Error) {
-        let seen = match &mut self.state {
+        let (seen, was_sent) = match &mut self.state {
             State::Active(active) => {
+                let was_sent = matches!(active.sending, Sending::Done);
                 active.sending = Sending::Failed;
-                active.decoder.bytes_seen()
+                (active.decoder.bytes_seen(), was_sent)
             }
             _ => return self.close(cx),
         };
@@ -742,11 +742,13 @@ impl Conn {
         if !arrived {
             return self.io_failure(cx, error);
         }
-        // Waiting for the answer from now, as after a request sent whole
-        // (unless its body's pipe is full: then the wait is the reader's).
+        // Waiting for the rest of the answer from now, as after a request
+        // sent whole: the read timeout starts if it had not (the request
+        // was cut short), or afresh if bytes came — unless the body's pipe
+        // is full: then the wait is the reader's.
         let now = self.now();
         if let State::Active(active) = &self.state {
-            if !active.paused {
+            if !active.paused && (taken > 0 || !was_sent) {
                 active.exchange.start_read(now);
             }
         }
