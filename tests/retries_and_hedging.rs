@@ -469,3 +469,105 @@ fn a_copy_goes_on_another_loop_than_the_attempt_it_backs_up() {
     }
     client.close();
 }
+
+/// The hedge delay rings while nobody polls the future, then the caller
+/// cancels: the next poll sends no copy, and the outcome is the cancel.
+#[test]
+fn a_cancel_after_the_hedge_delay_rang_sends_no_copy() {
+    let clock = ManualClock::new();
+    let (client, _) = client_on(&clock, false);
+    let server = TestServer::start(Behaviour::per_connection(|index| match index {
+        0 => Behaviour::NeverAnswer,
+        _ => Behaviour::respond(|_| ok("the copy")),
+    }));
+    let mut future = client
+        .get(server.url("/"))
+        .hedge(hedge::Policy::after(Duration::from_millis(50)))
+        .send();
+    assert!(poll_once(&mut future).is_pending());
+    assert!(server.wait_for_requests(1, CEILING));
+    assert!(eventually(CEILING, || client.stats().armed_timers() > 0));
+    clock.advance(Duration::from_millis(60));
+    thread::sleep(QUIET);
+    assert!(future.cancel(), "the attempt in flight is cancelled");
+    let polled = poll_once(&mut future);
+    assert!(
+        matches!(polled, std::task::Poll::Ready(Err(Error::Cancelled))),
+        "{polled:?}"
+    );
+    thread::sleep(QUIET);
+    assert_eq!(
+        server.connections_accepted(),
+        1,
+        "a copy went after the cancel"
+    );
+    client.close();
+}
+
+/// An attempt fails in a way the policy retries, and the caller cancels
+/// before polling again: the cancel takes (the request had not ended), no
+/// retry goes, and the outcome is the cancel.
+#[test]
+fn a_cancel_after_a_retryable_failure_stops_the_retry() {
+    let clock = ManualClock::new();
+    let (client, _) = client_on(&clock, false);
+    let server = resets_first();
+    let policy = retry::Policy::attempts(3)
+        .backoff(Duration::from_millis(10), Duration::from_millis(10))
+        .jitter(false);
+    let mut future = client.get(server.url("/")).retry(policy).send();
+    assert!(poll_once(&mut future).is_pending());
+    // The reset has reached the client and failed the attempt.
+    assert!(eventually(CEILING, || client.stats().open_connections == 0));
+    thread::sleep(QUIET);
+    assert!(
+        !future.is_done(),
+        "a failure that is retried is no outcome yet"
+    );
+    assert!(future.cancel(), "the retry that would follow is cancelled");
+    let polled = poll_once(&mut future);
+    assert!(
+        matches!(polled, std::task::Poll::Ready(Err(Error::Cancelled))),
+        "{polled:?}"
+    );
+    clock.advance(Duration::from_millis(50));
+    thread::sleep(QUIET);
+    assert_eq!(server.connections_accepted(), 1, "retried after the cancel");
+    client.close();
+}
+
+/// A server's `Retry-After` beyond what a clock can hold (and a hedge
+/// delay or backoff of `Duration::MAX`) is no retry, no copy — and no
+/// panic: the answer, or the attempt's own outcome, is the outcome.
+#[test]
+fn delays_too_long_for_a_clock_are_no_retry_and_no_copy() {
+    let client = Client::builder().event_loops(1).build().unwrap();
+    let busy =
+        TestServer::respond(|_| response(503, &[("Retry-After", "18446744073709551615")], b"busy"));
+    let response = client
+        .get(busy.url("/"))
+        .retry(retry::Policy::attempts(2).on_status([http::StatusCode::SERVICE_UNAVAILABLE]))
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.status(), 503);
+    assert_eq!(busy.connections_accepted(), 1);
+
+    let fine = TestServer::respond(|_| ok("fine"));
+    let hedged = client
+        .get(fine.url("/"))
+        .hedge(hedge::Policy::after(Duration::MAX))
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(hedged.text().wait().unwrap(), "fine");
+    let failing = resets_first();
+    let retried = client
+        .get(failing.url("/"))
+        .retry(retry::Policy::attempts(2).backoff(Duration::MAX, Duration::MAX))
+        .send()
+        .wait();
+    assert!(retried.is_err(), "a backoff of Duration::MAX is no retry");
+    assert_eq!(failing.connections_accepted(), 1);
+    client.close();
+}

@@ -286,6 +286,12 @@ impl Exchange {
         self.outcome.is_settled()
     }
 
+    /// Whether the exchange failed before its head was taken (the failure
+    /// is stored, not yet handed out).
+    pub(crate) fn failed_untaken(&self) -> bool {
+        self.outcome.holds(Result::is_err)
+    }
+
     /// Whether the caller has taken the head: the future is spent, and the
     /// exchange now belongs to the body.
     pub(crate) fn head_taken(&self) -> bool {

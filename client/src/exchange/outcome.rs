@@ -58,6 +58,11 @@ impl<T> Outcome<T> {
         lock(&self.slot).taken
     }
 
+    /// Whether a result is stored, not yet handed out, that `test` holds for.
+    pub(crate) fn holds(&self, test: impl FnOnce(&T) -> bool) -> bool {
+        lock(&self.slot).result.as_ref().is_some_and(test)
+    }
+
     /// Stores the result and wakes whoever waits for it (outside the lock),
     /// unless a result was stored already: then `result` is handed back.
     pub(crate) fn deliver(&self, result: T) -> Result<(), T> {

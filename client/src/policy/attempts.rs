@@ -109,14 +109,26 @@ impl Attempts {
         self.backoff.is_none() && self.copies.is_empty() && self.hedge_alarm.is_none()
     }
 
-    /// Whether the next poll has an outcome to give at once.
+    /// Whether the next poll has an outcome to give at once (not a failure
+    /// the next poll would retry).
     pub(crate) fn is_settled(&self) -> bool {
         self.cancelled.load(Ordering::Acquire)
-            || (self.backoff.is_none() && self.current.is_settled() && self.copies.is_empty())
+            || (self.backoff.is_none()
+                && self.current.is_settled()
+                && self.copies.is_empty()
+                && !(self.current.failed_untaken() && self.may_retry()))
     }
 
-    /// Cancels every attempt in flight and a backoff under way; returns
-    /// whether anything was cancelled.
+    /// Whether another attempt may follow a failure: the policy retries,
+    /// and an attempt is left.
+    fn may_retry(&self) -> bool {
+        self.retry.retries() && self.started < self.retry.max_attempts()
+    }
+
+    /// Cancels every attempt in flight and a backoff under way, and what
+    /// would follow a failure not yet seen (a copy, a retry); returns
+    /// whether anything was cancelled. Once it has, nothing more goes: no
+    /// copy when the hedge delay rings, no retry.
     pub(crate) fn cancel(&self) -> bool {
         // During a backoff nothing is in flight: the waiter is woken to
         // find the request cancelled.
@@ -128,9 +140,16 @@ impl Attempts {
         if self.current.head_taken() {
             return false;
         }
-        let mut cancelled = self.current.cancel();
+        // A failure the next poll would follow with a copy or a retry: the
+        // request has not ended, and ends now.
+        let mut cancelled =
+            self.current.failed_untaken() && (!self.copies.is_empty() || self.may_retry());
+        cancelled |= self.current.cancel();
         for copy in &self.copies {
             cancelled |= copy.cancel();
+        }
+        if cancelled {
+            self.cancelled.store(true, Ordering::Release);
         }
         cancelled
     }
@@ -164,7 +183,10 @@ impl Attempts {
             if let Some(alarm) = &self.hedge_alarm {
                 if alarm.poll(cx).is_ready() {
                     self.hedge_alarm = None;
-                    self.send_copy(&mut sender);
+                    // Rung before a cancel was seen: no copy after it.
+                    if !self.cancelled.load(Ordering::Acquire) {
+                        self.send_copy(&mut sender);
+                    }
                 }
             }
             match self.current.poll_head(cx) {
@@ -212,6 +234,13 @@ impl Attempts {
     ) -> Option<Result<Head, Error>> {
         match outcome {
             Ok(head) => Some(Ok(self.won(head, sender))),
+            // Cancelled: no copy takes over, no retry goes.
+            Err(_) if self.cancelled.load(Ordering::Acquire) => {
+                for copy in self.copies.drain(..) {
+                    copy.cancel();
+                }
+                Some(Err(Error::Cancelled))
+            }
             Err(error) => {
                 if let Some(copy) = self.copies.pop() {
                     self.failures.push(error);
@@ -268,8 +297,11 @@ impl Attempts {
     /// Whether an attempt starting at `start` leaves the policy's minimum
     /// slice of the deadline.
     fn fits(&self, start: Instant, settings: &HopSettings) -> bool {
-        self.deadline(settings)
-            .is_none_or(|deadline| start + self.retry.min_slice() <= deadline)
+        self.deadline(settings).is_none_or(|deadline| {
+            start
+                .checked_add(self.retry.min_slice())
+                .is_some_and(|end| end <= deadline)
+        })
     }
 
     /// Arms a retry after `current` failed with `error`, if the policy,
@@ -317,9 +349,14 @@ impl Attempts {
         sender: &mut Sender<'_>,
     ) -> Result<(), Error> {
         let now = sender.dispatcher.clock().now();
+        // A delay past what an `Instant` holds (a server's `Retry-After` of
+        // billions of years) is no retry.
+        let Some(at) = now.checked_add(delay) else {
+            return Err(reason);
+        };
         let allowed = self.started < self.retry.max_attempts()
             && sender.hop.body.replayable()
-            && self.fits(now + delay, sender.settings)
+            && self.fits(at, sender.settings)
             && sender.policies.budget.withdraw(now, false);
         if !allowed {
             return Err(reason);
@@ -330,12 +367,7 @@ impl Attempts {
         self.failures.push(reason);
         let home = self.alarm_home(sender);
         let alarm = Alarm::new();
-        let armed = alarm::arm(
-            &alarm,
-            now + delay,
-            home.as_ref(),
-            sender.dispatcher.wheel(),
-        );
+        let armed = alarm::arm(&alarm, at, home.as_ref(), sender.dispatcher.wheel());
         self.backoff = Some((alarm, armed));
         Ok(())
     }
@@ -375,7 +407,9 @@ impl Attempts {
         else {
             return;
         };
-        let at = sender.dispatcher.clock().now() + delay;
+        let Some(at) = sender.dispatcher.clock().now().checked_add(delay) else {
+            return; // never, in effect
+        };
         if !self.fits(at, sender.settings) {
             return;
         }
