@@ -406,3 +406,77 @@ fn a_connection_past_its_time_to_live_finishes_its_streams_and_takes_no_new_one(
     assert!(eventually(CEILING, || client.stats().open_connections == 0));
     client.close();
 }
+
+/// Requests with bodies past the server's stream limit (one stream at a
+/// time): each waits in `h2` to open and then sends its body — `h2` tells
+/// the connection, not the stream, when it opens, and the stream is polled
+/// then too. Each is answered with its own body, before the timeout.
+#[test]
+fn posts_past_the_servers_stream_limit_send_their_bodies() {
+    let server = H2Server::start_with(
+        |builder| {
+            builder.max_concurrent_streams(1);
+        },
+        echo,
+    );
+    let client = h2c()
+        .event_loops(1)
+        .request_timeout(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    // The connection knows the server's limit before the burst.
+    let warm = client
+        .post(server.url("/"))
+        .body("warm")
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(warm.bytes().wait().unwrap(), "warm");
+    let futures: Vec<_> = (0..3)
+        .map(|i| {
+            client
+                .post(server.url("/"))
+                .body(format!("body {i}"))
+                .send()
+        })
+        .collect();
+    for (i, future) in futures.into_iter().enumerate() {
+        let response = future.wait().unwrap_or_else(|e| panic!("request {i}: {e}"));
+        assert_eq!(response.bytes().wait().unwrap(), format!("body {i}"));
+    }
+    client.close();
+}
+
+/// Holds the loop in `on_connection_pooled` — as the request is handed to
+/// the shared connection, before it waits there — past the connection's
+/// idle timeout.
+struct SlowToTake;
+
+impl tickless::EventListener for SlowToTake {
+    fn on_connection_pooled(&self, _: &tickless::RequestInfo, _: &tickless::ConnectionInfo) {
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+/// A request handed to an idle connection in the turn its idle timeout
+/// falls due is not lost with it: the connection is not idle any more.
+#[test]
+fn a_request_taken_as_the_idle_timeout_falls_due_is_answered() {
+    let server = H2Server::start(|stream| answer(stream, 200, b"ok"));
+    let client = h2c()
+        .event_loops(1)
+        .pooled_connection_idle_timeout(Duration::from_millis(150))
+        .request_timeout(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    let first = client.get(server.url("/")).send().wait().unwrap();
+    assert_eq!(first.bytes().wait().unwrap(), "ok");
+    let second = client
+        .get(server.url("/"))
+        .listener(Arc::new(SlowToTake))
+        .send()
+        .wait()
+        .unwrap_or_else(|e| panic!("the request on the idle connection: {e}"));
+    assert_eq!(second.bytes().wait().unwrap(), "ok");
+    client.close();
+}

@@ -303,6 +303,9 @@ impl Conn {
         }
         if let State::H2(h2) = &mut self.state {
             h2.queue.push_back(exchange);
+            // Not idle from now: its idle timer, due this turn perhaps,
+            // must not close it with this request waiting.
+            h2.idle_since = None;
         }
         // After the loop's other tasks and events of this turn: requests
         // that come together open their streams in one pass, one write.
@@ -358,7 +361,17 @@ impl Conn {
                 let mut keys = self.take_keys();
                 self.open_streams(cx, &mut task, &mut keys);
                 if let State::H2(h2) = &self.state {
-                    h2.ready.take_into(&mut keys);
+                    if h2.ready.take_into(&mut keys) {
+                        // `h2` keeps one waker for the send capacity (or the
+                        // opening, past the server's stream limit) that
+                        // streams wait for, and the connection's polls take
+                        // it over: a stream sending its body may have been
+                        // given what it waited for with nobody told. Each is
+                        // polled when the connection is woken.
+                        keys.extend(h2.streams.sending_keys());
+                        keys.sort_unstable();
+                        keys.dedup();
+                    }
                 }
                 self.poll_streams(&keys);
                 if let State::H2(h2) = &mut self.state {
@@ -845,8 +858,8 @@ impl Conn {
             .zip(idle_timeout)
             .and_then(|(since, timeout)| deadline_after(since, timeout))
             .is_some_and(|deadline| now >= deadline);
-        if idle_over {
-            // No stream: nothing to fail.
+        if idle_over && h2.streams.is_empty() && h2.queue.is_empty() {
+            // No stream, no request waiting: nothing to fail.
             return self.close(cx);
         }
         if ttl_over && !h2.going_away {

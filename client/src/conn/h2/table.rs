@@ -49,6 +49,14 @@ impl StreamTable {
         self.streams.iter().map(|(key, _)| key)
     }
 
+    /// The streams whose request body is not all sent.
+    pub(super) fn sending_keys(&self) -> impl Iterator<Item = usize> + '_ {
+        self.streams
+            .iter()
+            .filter(|(_, stream)| !matches!(stream.out, super::Outgoing::Done))
+            .map(|(key, _)| key)
+    }
+
     pub(super) fn len(&self) -> usize {
         self.streams.len()
     }

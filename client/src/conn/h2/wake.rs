@@ -55,12 +55,17 @@ impl Ready {
     }
 
     /// Appends to `keys` the streams' keys marked so far, each once and in
-    /// order ([`CONNECTION`]'s mark is for the connection polls, which
-    /// every pass makes anyway). Both vectors keep their room: in a steady
-    /// state, marking and taking allocate nothing.
-    pub(super) fn take_into(&self, keys: &mut Vec<usize>) {
+    /// order, and returns whether [`CONNECTION`] was marked (its mark is
+    /// for the connection polls, which every pass makes anyway). Both
+    /// vectors keep their room: in a steady state, marking and taking
+    /// allocate nothing.
+    pub(super) fn take_into(&self, keys: &mut Vec<usize>) -> bool {
         let start = keys.len();
-        keys.extend(lock(&self.marks).drain(..).filter(|&key| key != CONNECTION));
+        let mut connection = false;
+        keys.extend(lock(&self.marks).drain(..).filter(|&key| {
+            connection |= key == CONNECTION;
+            key != CONNECTION
+        }));
         keys[start..].sort_unstable();
         let mut kept = start;
         for i in start..keys.len() {
@@ -70,6 +75,7 @@ impl Ready {
             }
         }
         keys.truncate(kept);
+        connection
     }
 
     /// A pass of the drive is over: returns whether marks came meanwhile
@@ -138,10 +144,10 @@ mod tests {
             ready.waker(key).wake();
         }
         let mut keys = vec![9, 3];
-        ready.take_into(&mut keys);
+        assert!(ready.take_into(&mut keys), "the connection was marked");
         assert_eq!(keys, [9, 3, 0, 3, 7]);
         // Taken: none left, and the pass is over.
-        ready.take_into(&mut keys);
+        assert!(!ready.take_into(&mut keys));
         assert_eq!(keys, [9, 3, 0, 3, 7]);
         assert!(!ready.end_pass());
         group.shutdown();
