@@ -571,3 +571,41 @@ fn delays_too_long_for_a_clock_are_no_retry_and_no_copy() {
     assert_eq!(failing.connections_accepted(), 1);
     client.close();
 }
+
+/// Two copies allowed: the first copy fails while the first attempt is
+/// still waiting, and the second copy still goes at its delay — the delay
+/// was armed on the copy that failed — and answers.
+#[test]
+fn a_copy_that_fails_does_not_take_the_next_copys_delay_with_it() {
+    let clock = ManualClock::new();
+    let (client, recorder) = client_on(&clock, false);
+    let server = TestServer::start(Behaviour::per_connection(|index| match index {
+        0 => Behaviour::NeverAnswer,
+        1 => Behaviour::Reset,
+        _ => Behaviour::respond(|_| ok("the second copy")),
+    }));
+    let future = client
+        .get(server.url("/"))
+        .hedge(hedge::Policy::after(Duration::from_millis(50)).max_copies(2))
+        .send();
+    let (sent, outcome) = std::sync::mpsc::channel();
+    thread::spawn(move || {
+        let _ = sent.send(future.wait());
+    });
+    assert!(server.wait_for_requests(1, CEILING));
+    assert!(eventually(CEILING, || client.stats().armed_timers() > 0));
+    clock.advance(Duration::from_millis(50));
+    // The first copy goes, and is reset.
+    assert!(eventually(CEILING, || server.connections_accepted() == 2));
+    assert!(eventually(CEILING, || hedges_seen(&recorder) == 1));
+    thread::sleep(QUIET);
+    clock.advance(Duration::from_millis(50));
+    // The manual clock stands still: without the second copy, nothing ends.
+    let response = outcome
+        .recv_timeout(CEILING)
+        .expect("no second copy: the request still waits")
+        .unwrap();
+    assert_eq!(response.text().wait().unwrap(), "the second copy");
+    assert_eq!(hedges_seen(&recorder), 2);
+    client.close();
+}

@@ -198,7 +198,7 @@ pub(crate) struct Exchange {
     registry: Arc<InFlight>,
     registry_key: AtomicUsize,
     /// Rung when [`Timer::Hedge`] is due (see [`arm_hedge`](Self::arm_hedge)).
-    hedge_alarm: OnceLock<Arc<Alarm>>,
+    hedge_alarm: Mutex<Option<Arc<Alarm>>>,
     /// The index of a loop a new connection for it should not be on (a
     /// hedged copy avoids the loop of the attempt it backs up).
     avoid_loop: OnceLock<usize>,
@@ -253,7 +253,7 @@ impl Exchange {
             last_read: AtomicU64::new(0),
             registry: parts.registry,
             registry_key: AtomicUsize::new(registry::UNREGISTERED),
-            hedge_alarm: OnceLock::new(),
+            hedge_alarm: Mutex::new(None),
             avoid_loop: OnceLock::new(),
         })
     }
@@ -410,12 +410,13 @@ impl Exchange {
     /// Rings `alarm` at `deadline` (unless the exchange has ended by then):
     /// the hedge delay of a hedged request, one of the exchange's named
     /// timers — on the wheel until its connection is ready, then on that
-    /// connection's loop in event-loop mode, like its timeouts. Once per
-    /// exchange.
+    /// connection's loop in event-loop mode, like its timeouts. Armed
+    /// again (a copy that held the next delay failed), it replaces the
+    /// alarm and the deadline.
     pub(crate) fn arm_hedge(self: &Arc<Self>, deadline: Instant, alarm: Arc<Alarm>) {
-        if self.hedge_alarm.set(alarm).is_ok() {
-            self.change(|link| link.timers.set(Timer::Hedge, Some(deadline)));
-        }
+        let replaced = lock(&self.hedge_alarm).replace(alarm);
+        drop(replaced);
+        self.change(|link| link.timers.set(Timer::Hedge, Some(deadline)));
     }
 
     /// A new connection for this exchange goes on another loop than
@@ -431,7 +432,7 @@ impl Exchange {
 
     /// Clears the hedge delay (the head has come: no copy is wanted).
     pub(crate) fn disarm_hedge(self: &Arc<Self>) {
-        if self.hedge_alarm.get().is_some() {
+        if lock(&self.hedge_alarm).is_some() {
             self.change(|link| link.timers.set(Timer::Hedge, None));
         }
     }
@@ -645,7 +646,8 @@ impl Exchange {
             }
         });
         if hedge_due {
-            if let Some(alarm) = self.hedge_alarm.get() {
+            let alarm = lock(&self.hedge_alarm).clone();
+            if let Some(alarm) = alarm {
                 alarm.ring();
             }
         }

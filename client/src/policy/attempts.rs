@@ -53,6 +53,8 @@ pub(crate) struct Attempts {
     backoff: Option<(Arc<Alarm>, ArmedAlarm)>,
     /// Rung by the latest attempt's hedge delay.
     hedge_alarm: Option<Arc<Alarm>>,
+    /// The exchange whose timers hold that delay (its id).
+    hedge_on: u64,
     /// Attempts started (retries included, copies not).
     started: u32,
     copies_sent: u32,
@@ -81,6 +83,7 @@ impl Attempts {
             copies: Vec::new(),
             backoff: None,
             hedge_alarm: None,
+            hedge_on: 0,
             started: 1,
             copies_sent: 0,
             failures: Vec::new(),
@@ -212,7 +215,16 @@ impl Attempts {
                     loser.cancel();
                     return Poll::Ready(Ok(self.won(head, &sender)));
                 }
-                Err(error) => self.failures.push(error),
+                Err(error) => {
+                    self.failures.push(error);
+                    // The next copy's delay was armed on this one and ended
+                    // with it: armed again, on the attempt waited for.
+                    if self.hedge_alarm.is_some() && self.hedge_on == copy.id {
+                        self.hedge_alarm = None;
+                        let current = self.current.clone();
+                        self.arm_hedge(&sender, &current);
+                    }
+                }
             }
         }
     }
@@ -416,6 +428,7 @@ impl Attempts {
         let alarm = Alarm::new();
         attempt.arm_hedge(at, alarm.clone());
         self.hedge_alarm = Some(alarm);
+        self.hedge_on = attempt.id;
     }
 
     /// The hedge delay rang: a copy goes, on another connection, if the
