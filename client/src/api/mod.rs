@@ -222,41 +222,39 @@ impl Client {
                 ));
             }
         }
-        // Built on a pinned loop's thread (in a listener, say), the wheel's
-        // and the loops' threads start on the CPUs that loop had before,
-        // and the default count of loops is theirs.
-        let (wheel, group) = crate::event_loop::without_pinning(|| {
-            let wheel = match &config.timer {
-                Some(timer) => timer.clone(),
-                None => HashedWheelTimer::builder()
+        let wheel = match &config.timer {
+            Some(timer) => timer.clone(),
+            // Built on a pinned loop's thread (in a listener, say), the
+            // wheel's thread starts on the CPUs that loop had before (a
+            // group's `build` sees to its own loops).
+            None => crate::event_loop::without_pinning(|| {
+                HashedWheelTimer::builder()
                     .tick(config.wheel_tick())
                     .wheel_size(config.wheel_size)
                     .clock(clock.clone())
-                    .build()?,
-            };
-            let group = match &config.event_loop_group {
-                Some(group) => group.clone(),
-                None => {
-                    let mut builder = EventLoopGroup::builder()
-                        .clock(clock)
-                        .spin_before_deadline(config.event_loop_spin);
-                    // Unset, the group's rule decides in event-loop mode,
-                    // and the loops stay unpinned on the wheel.
-                    match config.pin_event_loops {
-                        Some(pin) => builder = builder.pin_to_cpus(pin),
-                        None if !config.use_event_loop_timeouts => {
-                            builder = builder.pin_to_cpus(false);
-                        }
-                        None => {}
-                    }
-                    if let Some(loops) = config.event_loops {
-                        builder = builder.threads(loops);
-                    }
-                    Arc::new(builder.build()?)
+                    .build()
+            })?,
+        };
+        let group = match &config.event_loop_group {
+            Some(group) => group.clone(),
+            None => {
+                let mut builder = EventLoopGroup::builder()
+                    .clock(clock)
+                    .spin_before_deadline(config.event_loop_spin);
+                // Unset, the group's rule decides in event-loop mode, and
+                // the loops stay unpinned on the wheel.
+                let pin = config
+                    .pin_event_loops
+                    .or((!config.use_event_loop_timeouts).then_some(false));
+                if let Some(pin) = pin {
+                    builder = builder.pin_to_cpus(pin);
                 }
-            };
-            std::io::Result::Ok((wheel, group))
-        })?;
+                if let Some(loops) = config.event_loops {
+                    builder = builder.threads(loops);
+                }
+                Arc::new(builder.build()?)
+            }
+        };
         let dispatcher = Dispatcher::start(config, tls, wheel, group);
         Ok(Client {
             handle: Arc::new(Handle {

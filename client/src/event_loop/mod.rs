@@ -184,11 +184,11 @@ impl EventLoop {
             let _ = event_loop.advance_listener.set(listener);
         }
         let runner = event_loop.clone();
-        let handle = affinity::without_pinning(|| {
-            thread::Builder::new().name(name).spawn(move || {
-                let _pinned = affinity::LoopThread::pin(cpu);
-                runner.run(poll)
-            })
+        // Started inside the group's `without_pinning` (its `build`): on
+        // the CPUs of the thread that builds it, never on a loop's one.
+        let handle = thread::Builder::new().name(name).spawn(move || {
+            let _pinned = affinity::LoopThread::pin(cpu);
+            runner.run(poll)
         })?;
         let _ = event_loop.thread_id.set(handle.thread().id());
         *lock(&event_loop.thread) = Some(handle);

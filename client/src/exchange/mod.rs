@@ -414,6 +414,8 @@ impl Exchange {
     /// again (a copy that held the next delay failed), it replaces the
     /// alarm and the deadline.
     pub(crate) fn arm_hedge(self: &Arc<Self>, deadline: Instant, alarm: Arc<Alarm>) {
+        // The alarm replaced holds a caller's waker: dropped after the
+        // unlock (see `crate::sync`).
         let replaced = lock(&self.hedge_alarm).replace(alarm);
         drop(replaced);
         self.change(|link| link.timers.set(Timer::Hedge, Some(deadline)));

@@ -51,10 +51,9 @@ pub(crate) struct Attempts {
     copies: Vec<Arc<Exchange>>,
     /// A retry waiting for its backoff: nothing is in flight meanwhile.
     backoff: Option<(Arc<Alarm>, ArmedAlarm)>,
-    /// Rung by the latest attempt's hedge delay.
-    hedge_alarm: Option<Arc<Alarm>>,
-    /// The exchange whose timers hold that delay (its id).
-    hedge_on: u64,
+    /// Rung by the latest attempt's hedge delay, and the id of the
+    /// exchange whose timers hold that delay.
+    hedge_alarm: Option<(Arc<Alarm>, u64)>,
     /// Attempts started (retries included, copies not).
     started: u32,
     copies_sent: u32,
@@ -83,7 +82,6 @@ impl Attempts {
             copies: Vec::new(),
             backoff: None,
             hedge_alarm: None,
-            hedge_on: 0,
             started: 1,
             copies_sent: 0,
             failures: Vec::new(),
@@ -183,7 +181,7 @@ impl Attempts {
                     return Poll::Ready(Err(self.outcome(error)));
                 }
             }
-            if let Some(alarm) = &self.hedge_alarm {
+            if let Some((alarm, _)) = &self.hedge_alarm {
                 if alarm.poll(cx).is_ready() {
                     self.hedge_alarm = None;
                     // Rung before a cancel was seen: no copy after it.
@@ -219,7 +217,11 @@ impl Attempts {
                     self.failures.push(error);
                     // The next copy's delay was armed on this one and ended
                     // with it: armed again, on the attempt waited for.
-                    if self.hedge_alarm.is_some() && self.hedge_on == copy.id {
+                    if self
+                        .hedge_alarm
+                        .as_ref()
+                        .is_some_and(|(_, on)| *on == copy.id)
+                    {
                         self.hedge_alarm = None;
                         let current = self.current.clone();
                         self.arm_hedge(&sender, &current);
@@ -427,8 +429,7 @@ impl Attempts {
         }
         let alarm = Alarm::new();
         attempt.arm_hedge(at, alarm.clone());
-        self.hedge_alarm = Some(alarm);
-        self.hedge_on = attempt.id;
+        self.hedge_alarm = Some((alarm, attempt.id));
     }
 
     /// The hedge delay rang: a copy goes, on another connection, if the

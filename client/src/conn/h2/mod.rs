@@ -368,9 +368,12 @@ impl Conn {
                         // it over: a stream sending its body may have been
                         // given what it waited for with nobody told. Each is
                         // polled when the connection is woken.
+                        let marked = keys.len();
                         keys.extend(h2.streams.sending_keys());
-                        keys.sort_unstable();
-                        keys.dedup();
+                        if keys.len() > marked {
+                            keys.sort_unstable();
+                            keys.dedup();
+                        }
                     }
                 }
                 self.poll_streams(&keys);
