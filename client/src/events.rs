@@ -2,7 +2,10 @@
 //!
 //! Every method has an empty default, so a listener implements only what it
 //! wants. Methods are called on whichever thread did the work: resolution on
-//! a resolver thread, connection and body events on the connection's loop,
+//! a resolver thread, connection and body events on the connection's loop
+//! (its thread, or a caller blocked on an exchange there that drives the
+//! loop its thread left idle: see
+//! [`EventLoop`](crate::event_loop::EventLoop), "Who drives a loop"),
 //! completion and failure on the thread that ended the exchange (its loop,
 //! the wheel, or the caller's for a cancel). That makes them the place to
 //! observe *where* things happen, by thread id.

@@ -162,11 +162,16 @@ impl Body {
     }
 
     fn poll_chunk(&mut self, cx: &mut Context<'_>) -> Poll<Result<Option<Bytes>, Error>> {
-        self.next_chunk(|pipe| pipe.poll_take(cx))
+        let polled = self.next_chunk(|pipe| pipe.poll_take(cx));
+        if polled.is_pending() {
+            self.exchange.body_pending();
+        }
+        polled
     }
 
     fn wait_chunk(&mut self) -> Result<Option<Bytes>, Error> {
-        match self.next_chunk(|pipe| Poll::Ready(pipe.take_blocking())) {
+        let exchange = self.exchange.clone();
+        match self.next_chunk(|_| Poll::Ready(exchange.take_body_blocking())) {
             Poll::Ready(chunk) => chunk,
             Poll::Pending => unreachable!("a blocking take is always ready"),
         }
@@ -333,7 +338,10 @@ impl Gather {
         }
         match self.body.exchange.body().poll_take_whole(cx) {
             Poll::Ready(whole) => Poll::Ready(self.whole(whole)),
-            Poll::Pending => Poll::Pending,
+            Poll::Pending => {
+                self.body.exchange.body_pending();
+                Poll::Pending
+            }
         }
     }
 
@@ -347,7 +355,7 @@ impl Gather {
         if !self.ask() {
             return Ok(std::mem::take(&mut self.body.current));
         }
-        let whole = self.body.exchange.body().take_whole_blocking();
+        let whole = self.body.exchange.take_whole_body_blocking();
         self.whole(whole)
     }
 }

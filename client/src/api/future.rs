@@ -69,11 +69,21 @@ impl ResponseFuture {
     /// Blocks the calling thread until the response's head arrives (or the
     /// exchange fails).
     ///
-    /// It first yields the processor for up to 50 µs, checking for the
-    /// outcome, and only then sleeps: a loopback or LAN response often
-    /// arrives within that window, and catching it awake saves a sleep and a
-    /// wake-up on both sides (the README says what it was measured to save).
-    /// The price is at most 50 µs of processor time per call.
+    /// When the loop of its connection is idle — its thread has just
+    /// answered a blocked caller, a sequential client's last request — the
+    /// calling thread drives that loop itself until the head comes: the
+    /// request is written and the answer read on this thread, with no
+    /// hand-off to the loop's and back (see
+    /// [`EventLoop`](crate::event_loop::EventLoop), "Who drives a loop").
+    /// Otherwise it waits for the loop to deliver the head.
+    ///
+    /// Either way it may first yield the processor for up to 50 µs,
+    /// checking for the outcome, before it sleeps: a loopback or LAN
+    /// response often arrives within that window, and catching it awake
+    /// saves a sleep and a wake-up (the README says what it was measured to
+    /// save). It does so only while the client's recent bodies are small,
+    /// few requests are in flight, and recent spins caught their answer; the
+    /// price is at most 50 µs of processor time per call.
     ///
     /// Do not call it on an event loop's thread (from a listener or a
     /// streaming callback): that loop would stop serving the very

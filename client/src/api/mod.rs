@@ -4,6 +4,8 @@
 
 mod body;
 mod builder;
+#[cfg(test)]
+mod caller_drives_tests;
 mod future;
 mod request;
 mod response;

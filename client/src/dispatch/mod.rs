@@ -473,11 +473,12 @@ impl Dispatcher {
         let owner = self.owner();
         let source = idle.conn.source;
         let task_exchange = exchange.clone();
-        let posted = idle.conn.event_loop.execute(move |cx| {
+        let task = Box::new(move |cx: &mut crate::event_loop::LoopContext<'_>| {
             if let Err(exchange) = conn::start_on_idle(cx, source, task_exchange) {
                 owner.redispatch(exchange, true);
             }
         });
+        let posted = exchange.post_for_driver(&idle.conn.event_loop, task);
         if posted.is_err() {
             exchange.finish_err(Error::ClientClosed);
         }
@@ -707,16 +708,14 @@ impl Dispatcher {
     }
 
     /// Whether `thread` is one the client runs and `close` joins (a loop,
-    /// the wheel, a resolver).
+    /// the wheel, a resolver) — or, this thread, a caller driving one of
+    /// its loops (whose thread must take the loop back to end it).
     fn is_own_thread(&self, thread: ThreadId) -> bool {
+        let loops = self.env.group.loops();
         self.wheel.thread_id() == Some(thread)
             || self.own_resolver.runs_on(thread)
-            || self
-                .env
-                .group
-                .loops()
-                .iter()
-                .any(|l| l.thread_id() == thread)
+            || loops.iter().any(|l| l.thread_id() == thread)
+            || (thread == thread::current().id() && loops.iter().any(|l| l.in_loop()))
     }
 }
 

@@ -21,9 +21,9 @@ pub struct EventLoopGroupBuilder {
     clock: SharedClock,
     spin: Duration,
     pin: Pinning,
-    /// How long a loop lingers after answering a waiting caller (see the
-    /// loop's turn): [`LINGER`](super::turn::LINGER) but in tests.
-    linger: Duration,
+    /// How long a loop's thread leaves it idle for a caller to drive:
+    /// [`IDLE_GRACE`](super::turn::IDLE_GRACE) but in tests.
+    idle_grace: Duration,
     thread_name: String,
     scheduler: Option<SchedulerFactory>,
 }
@@ -98,11 +98,11 @@ impl EventLoopGroupBuilder {
         self
     }
 
-    /// How long a loop lingers after answering a waiting caller: longer in
-    /// a test, so that a loaded machine cannot miss the window.
+    /// How long a loop's thread leaves it idle for a caller to drive:
+    /// longer in a test, so that a loaded machine cannot miss the window.
     #[cfg(test)]
-    pub(crate) fn linger(mut self, linger: Duration) -> Self {
-        self.linger = linger;
+    pub(crate) fn idle_grace(mut self, grace: Duration) -> Self {
+        self.idle_grace = grace;
         self
     }
 
@@ -152,7 +152,7 @@ impl EventLoopGroupBuilder {
                 index,
                 self.clock.clone(),
                 self.spin,
-                self.linger,
+                self.idle_grace,
                 format!("{}-{index}", self.thread_name),
                 cpu,
             )?);
@@ -206,7 +206,7 @@ impl EventLoopGroup {
             thread_name: "tickless-loop".to_owned(),
             spin: Duration::ZERO,
             pin: Pinning::Auto,
-            linger: super::turn::LINGER,
+            idle_grace: super::turn::IDLE_GRACE,
             scheduler: None,
         }
     }

@@ -16,6 +16,7 @@ pub use affinity::without_pinning;
 pub(crate) use turn::answered_a_waiting_caller;
 #[cfg(test)]
 pub(crate) use turn::take_answered_a_waiting_caller;
+use turn::TurnState;
 mod waker;
 
 pub use group::{EventLoopGroup, EventLoopGroupBuilder, MAX_EVENT_LOOPS};
@@ -25,9 +26,10 @@ pub(crate) use source::{Readiness, Source, SourceRef};
 pub(crate) use waker::SourceWaker;
 
 use crate::sync::lock;
+use std::cell::Cell;
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::thread::{self, JoinHandle, ThreadId};
 use std::time::{Duration, Instant};
 use tickless_timer::{AdvanceListener, CountedHeap, SharedClock, TimerCounters, TimerStats};
@@ -46,13 +48,34 @@ enum Entry {
     Source(SourceRef, u64),
 }
 
+/// Who runs a loop's turns now (see "Who drives a loop" on [`EventLoop`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Driver {
+    /// The loop's own thread.
+    Thread,
+    /// A caller blocked on an exchange of the loop, on its own thread.
+    Caller,
+    /// Nobody: the loop's thread sleeps, for at most its idle grace, until
+    /// a caller drives the loop or work comes that nobody would run.
+    Idle,
+}
+
 struct Inbox {
     tasks: Vec<LoopTask>,
     closed: bool,
-    /// The loop is in, or about to enter, a poll that blocks: the next task
-    /// posted wakes it. While false the loop looks at its inbox before it
-    /// blocks again, so posting costs no wake-up.
+    /// The driver is in, or about to enter, a poll that blocks: the next
+    /// task posted wakes it. While false the driver looks at the inbox
+    /// before it blocks again, so posting costs no wake-up.
     parked: bool,
+    driver: Driver,
+    /// When the loop's thread, asleep while the loop is idle or a caller
+    /// drives it, looks again unless woken sooner (the end of its grace,
+    /// or its nearest deadline); `None` when it is not in a timed sleep.
+    thread_wakes_at: Option<Instant>,
+    /// The loop's thread sleeps until the driving caller releases the
+    /// loop (it found the caller blocked in the loop's poll, which sees
+    /// every event): the release wakes it.
+    thread_awaits_release: bool,
     /// Wake-ups posted for tasks.
     #[cfg(test)]
     wakeups: u64,
@@ -69,8 +92,10 @@ struct Timers {
 ///
 /// One thread, one mio `Poll`, and:
 ///
-/// * the connections registered on it: only this thread touches their
-///   sockets and codec state, for the whole life of each connection;
+/// * the connections registered on it: only the loop's driver (this
+///   thread, or a caller driving the loop: below) touches their sockets
+///   and codec state, one turn at a time, for the whole life of each
+///   connection;
 /// * an inbox of tasks that other threads post ([`EventLoop::execute`]),
 ///   with a mio `Waker` to interrupt the poll;
 /// * a deadline heap of timeouts and a precise wait armed for its nearest
@@ -83,12 +108,10 @@ struct Timers {
 /// 2. Arm the precise wait for the nearest deadline and poll. A poll that
 ///    would block first marks the loop *parked* (under the inbox's lock,
 ///    with the inbox empty): only a task posted to a parked loop wakes it —
-///    one posted while it runs is taken before it parks. A turn that
-///    answered a caller spinning for its answer, or ended a body a thread
-///    was blocked for, first *lingers*: polls
-///    without blocking, yielding between polls, for up to 30 µs, so that
-///    caller's next request (a sequential client's) is taken without a
-///    wake-up or a sleep.
+///    one posted while it runs is taken before it parks. A turn of the
+///    loop's thread that answered a blocked caller (a head, the end of a
+///    body) with no exchange left on the loop leaves the loop *idle*
+///    instead of polling (below).
 /// 3. Hand socket readiness to the connections. A connection reads at most
 ///    a budget per event, then asks to run again after the rest.
 /// 4. Pop every timeout due *now* and expire it on this thread — and do
@@ -97,6 +120,40 @@ struct Timers {
 /// 5. Run again the connections that spent their budget, then close the
 ///    connections whose exchange a timeout failed, oldest first, while no
 ///    timeout is about to fall due.
+///
+/// # Who drives a loop
+///
+/// A sequential blocking caller would otherwise cross threads twice per
+/// request — posting to the loop, woken by it — each a sleep and a
+/// wake-up when the answer takes longer than a spin. So a loop is driven,
+/// one turn at a time, by whoever holds its turn state (`turns`):
+///
+/// * **its thread**, by default;
+/// * **idle**: after answering a blocked caller, with no exchange on the
+///   loop, the thread sleeps (a condition variable) rather than polling,
+///   for at most its *grace* (1 ms) or until its nearest deadline (less
+///   its spin): the caller's next request is likely within microseconds;
+/// * **a caller**: a thread blocked on an exchange of an idle loop — for
+///   a head, a chunk of body or the whole body — runs the loop's turns
+///   itself, blocking in the loop's own poll, until what it waits for
+///   has come (`drive_until`); then it leaves the loop idle
+///   again, or hands it to the thread at once (woken) if anything would
+///   otherwise wait for the grace: tasks, sources to run again, aborts, an
+///   exchange on the loop that is not its own, a deadline due before the
+///   thread would wake, the loop closing.
+///
+/// A request posted for an idle connection of an idle loop does not wake
+/// it (`execute_for_driver`): its caller will drive, or a
+/// poll of its future wakes the thread (`wake_if_idle`), or
+/// the grace ends. Any other task, a deadline that comes before the
+/// thread's wake-up, or a shutdown wakes an idle loop's thread at once.
+/// A result delivered off the driver's thread to a driving caller (by
+/// the wheel, another loop, a canceller) interrupts its poll
+/// (`wake_driver`). So nothing waits on an idle loop but
+/// news nobody is blocked on (an idle connection's close, a response
+/// nobody polls yet), for at most the grace; deadlines stay exact, since
+/// whoever drives arms the precise wait, and the thread wakes for the
+/// nearest one while the loop is idle. Only the thread ends the loop.
 ///
 /// # The timers lock
 ///
@@ -124,11 +181,18 @@ pub struct EventLoop {
     /// How long before its nearest deadline the loop stops sleeping and
     /// polls without blocking (see [`EventLoopGroupBuilder::spin_before_deadline`]).
     spin: Duration,
-    /// How long the loop polls without blocking after answering a waiting
-    /// caller, for that caller's next request (see step 2 above).
-    linger: Duration,
+    /// How long the loop's thread leaves the loop idle for a caller to
+    /// drive it (see "Who drives a loop" above).
+    idle_grace: Duration,
     waker: mio::Waker,
     inbox: Mutex<Inbox>,
+    /// Wakes the loop's thread while the loop is idle (with the inbox lock).
+    idle_wake: Condvar,
+    /// What the driver works with: held by whoever drives.
+    turns: Mutex<Option<TurnState>>,
+    /// Exchanges attached to this loop's connections and not ended (see
+    /// [`EventLoop::attach_exchange`]).
+    attached: AtomicUsize,
     timers: Mutex<Timers>,
     counters: Arc<TimerCounters>,
     shutting_down: AtomicBool,
@@ -143,7 +207,7 @@ impl EventLoop {
         index: usize,
         clock: SharedClock,
         spin: Duration,
-        linger: Duration,
+        idle_grace: Duration,
         name: String,
         cpu: Option<affinity::Cpu>,
     ) -> io::Result<Arc<EventLoop>> {
@@ -154,15 +218,21 @@ impl EventLoop {
             index,
             clock,
             spin,
-            linger,
+            idle_grace,
             waker,
             inbox: Mutex::new(Inbox {
                 tasks: Vec::new(),
                 closed: false,
                 parked: false,
+                driver: Driver::Thread,
+                thread_wakes_at: None,
+                thread_awaits_release: false,
                 #[cfg(test)]
                 wakeups: 0,
             }),
+            idle_wake: Condvar::new(),
+            turns: Mutex::new(None),
+            attached: AtomicUsize::new(0),
             counters: heap.counters(),
             timers: Mutex::new(Timers {
                 heap,
@@ -205,9 +275,17 @@ impl EventLoop {
         *self.thread_id.get().expect("set before the loop is shared")
     }
 
-    /// Whether the calling thread is this loop's.
+    /// Whether the calling thread runs this loop's turns: its own thread,
+    /// or a caller driving it (see "Who drives a loop" above).
     pub fn in_loop(&self) -> bool {
-        thread::current().id() == self.thread_id()
+        std::ptr::eq(DRIVING.with(|driving| driving.get()), self)
+            || thread::current().id() == self.thread_id()
+    }
+
+    /// Exchanges attached to the loop's connections now.
+    #[cfg(test)]
+    pub(crate) fn attached_now(&self) -> usize {
+        self.attached.load(Ordering::SeqCst)
     }
 
     /// Whether [`shutdown`](Self::shutdown) has begun.
@@ -215,8 +293,9 @@ impl EventLoop {
         self.shutting_down.load(Ordering::Acquire)
     }
 
-    /// Runs `task` on the loop's thread, soon. Once it returns `Ok`, the
-    /// task runs, even if the loop is shut down meanwhile.
+    /// Runs `task` on the loop, soon: on its thread, or on the thread of a
+    /// caller driving it (see "Who drives a loop" above). Once it returns
+    /// `Ok`, the task runs, even if the loop is shut down meanwhile.
     pub fn execute(
         &self,
         task: impl FnOnce(&mut LoopContext<'_>) + Send + 'static,
@@ -225,7 +304,21 @@ impl EventLoop {
     }
 
     pub(crate) fn execute_boxed(&self, task: LoopTask) -> Result<(), Rejected> {
-        let parked = {
+        self.post(task, false)
+    }
+
+    /// [`execute`](Self::execute) for a task whose poster blocks on the
+    /// loop next (a request on an idle connection of this loop, the caller
+    /// about to wait for its answer): an idle loop is not woken for it —
+    /// that caller drives the loop, or a poll of its future wakes it
+    /// ([`wake_if_idle`](Self::wake_if_idle)), or the loop's thread takes
+    /// it at the end of its grace.
+    pub(crate) fn execute_for_driver(&self, task: LoopTask) -> Result<(), Rejected> {
+        self.post(task, true)
+    }
+
+    fn post(&self, task: LoopTask, for_driver: bool) -> Result<(), Rejected> {
+        let wake = {
             let mut inbox = lock(&self.inbox);
             if inbox.closed {
                 drop(inbox);
@@ -233,19 +326,69 @@ impl EventLoop {
                 return Err(Rejected);
             }
             inbox.tasks.push(task);
-            // One wake-up for a parked loop; a running one drains its inbox
-            // before it parks again.
-            let parked = std::mem::replace(&mut inbox.parked, false);
+            // One wake-up for a parked driver; a running one drains the
+            // inbox before it parks again.
+            let wake = match inbox.driver {
+                Driver::Idle if for_driver => Wake::None,
+                Driver::Idle => Wake::Thread,
+                Driver::Thread | Driver::Caller if inbox.parked => Wake::Poll,
+                Driver::Thread | Driver::Caller => Wake::None,
+            };
+            inbox.parked &= wake != Wake::Poll;
             #[cfg(test)]
             {
-                inbox.wakeups += u64::from(parked);
+                inbox.wakeups += u64::from(wake != Wake::None);
             }
-            parked
+            wake
         };
-        if parked {
-            let _ = self.waker.wake();
+        match wake {
+            Wake::None => {}
+            Wake::Poll => drop(self.waker.wake()),
+            Wake::Thread => self.idle_wake.notify_one(),
         }
         Ok(())
+    }
+
+    /// If the loop is idle, its thread takes it back at once: what a poll
+    /// does (a future's, a body's), which waits without driving — for a
+    /// request posted for a driver ([`execute_for_driver`](Self::execute_for_driver))
+    /// or a body a caller drove the loop for the head of.
+    pub(crate) fn wake_if_idle(&self) {
+        let mut inbox = lock(&self.inbox);
+        if inbox.driver == Driver::Idle {
+            inbox.driver = Driver::Thread;
+            drop(inbox);
+            self.idle_wake.notify_one();
+        }
+    }
+
+    /// Interrupts the blocking poll of the loop's driver, and wakes the
+    /// loop's thread if the loop is idle, from any thread but the driver's.
+    fn interrupt(&self) {
+        let _ = self.waker.wake();
+        if lock(&self.inbox).driver == Driver::Idle {
+            self.idle_wake.notify_one();
+        }
+    }
+
+    /// Wakes the driving caller blocked in this loop's poll, from another
+    /// thread: what a result delivered elsewhere than on the loop does for
+    /// a caller driving it (see [`drive_until`](Self::drive_until)).
+    pub(crate) fn wake_driver(&self) {
+        if !self.in_loop() {
+            let _ = self.waker.wake();
+        }
+    }
+
+    /// An exchange was attached to one of this loop's connections (`true`)
+    /// or left it (`false`): a caller that stops driving leaves the loop
+    /// idle only while no exchange but its own is on it.
+    pub(crate) fn attach_exchange(&self, attached: bool) {
+        if attached {
+            self.attached.fetch_add(1, Ordering::SeqCst);
+        } else {
+            self.attached.fetch_sub(1, Ordering::SeqCst);
+        }
     }
 
     /// Hands the source `source` readiness again (`again` set), from any
@@ -256,8 +399,9 @@ impl EventLoop {
         let _ = self.execute_boxed(Box::new(move |cx| cx.ready_again_now(source)));
     }
 
-    /// Arms `timeout` on this loop's heap for `deadline`; it expires on this
-    /// loop's thread. From any thread: O(log n), no allocation once warm.
+    /// Arms `timeout` on this loop's heap for `deadline`; it expires on
+    /// this loop (its thread, or a caller driving it). From any thread:
+    /// O(log n), no allocation once warm.
     pub fn schedule(
         &self,
         deadline: Instant,
@@ -279,9 +423,15 @@ impl EventLoop {
             let handle = timers.heap.insert(deadline, entry);
             (handle, nearest.is_none_or(|nearest| deadline < nearest))
         };
-        // On its own thread the loop re-arms its wait before polling anyway.
+        // Its driver re-arms its wait before polling anyway.
         if becomes_nearest && !self.in_loop() {
             let _ = self.waker.wake();
+            let inbox = lock(&self.inbox);
+            let sooner = |until: Instant| self.idle_wake_at(deadline) < until;
+            if inbox.driver == Driver::Idle && inbox.thread_wakes_at.is_none_or(sooner) {
+                drop(inbox);
+                self.idle_wake.notify_one();
+            }
         }
         Ok(LoopTimerKey(handle))
     }
@@ -307,7 +457,7 @@ impl EventLoop {
     /// (unless called on it).
     pub fn shutdown(&self) {
         self.stop_taking_work();
-        let _ = self.waker.wake();
+        self.interrupt();
         // On the loop's own thread: it ends after this turn.
         if self.in_loop() {
             return;
@@ -326,6 +476,32 @@ impl EventLoop {
         lock(&self.inbox).closed = true;
         lock(&self.timers).closed = true;
     }
+}
+
+/// What [`EventLoop::post`] wakes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wake {
+    None,
+    /// The driver's blocking poll.
+    Poll,
+    /// The loop's thread, asleep while the loop is idle.
+    Thread,
+}
+
+thread_local! {
+    /// The loop this thread drives as a caller, if any (see
+    /// [`EventLoop::drive_until`]).
+    static DRIVING: Cell<*const EventLoop> = const { Cell::new(std::ptr::null()) };
+    /// This thread is a loop's own thread.
+    static LOOP_THREAD: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether the calling thread runs some loop's turns (a loop's thread, or a
+/// caller driving one): what it posts is not for a driver, since it does
+/// not wait on the exchange it posts for (a redispatch, a redirect's next
+/// hop).
+pub(crate) fn on_any_loop() -> bool {
+    LOOP_THREAD.with(Cell::get) || !DRIVING.with(Cell::get).is_null()
 }
 
 impl TimeoutScheduler for EventLoop {

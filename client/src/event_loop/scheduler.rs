@@ -14,7 +14,9 @@ use tickless_timer::HeapHandle;
 /// nothing: the `Arc` already exists and the tag says which of its timeouts
 /// the entry is.
 pub trait LoopTimeout: Send + Sync + 'static {
-    /// Called on the loop's thread once the entry's deadline has passed.
+    /// Called on the loop once the entry's deadline has passed: on its
+    /// thread, or on a caller driving it (see
+    /// [`EventLoop`](super::EventLoop), "Who drives a loop").
     fn expire(self: Arc<Self>, tag: u64, cx: &mut LoopContext<'_>);
 
     /// The loop shut down with the entry still armed: it will never
@@ -40,7 +42,8 @@ pub struct Rejected;
 /// so that a test can stand a double in front of a loop (see
 /// [`EventLoopGroupBuilder::timeout_scheduler`](super::EventLoopGroupBuilder::timeout_scheduler)).
 pub trait TimeoutScheduler: Send + Sync + 'static {
-    /// The thread expiries run on.
+    /// The loop's own thread, where expiries run unless a caller drives
+    /// the loop.
     fn thread_id(&self) -> ThreadId;
     /// Whether the loop has begun shutting down. `false` does not promise
     /// that the next `schedule` succeeds.

@@ -296,54 +296,186 @@ fn an_abort_waits_no_longer_than_its_limit_while_expiries_keep_coming() {
 
 /// One task at a time, each posted a little after the one before ran (a
 /// caller that waits for each answer): none is lost, whether the loop is
-/// parked, running or lingering when it comes. After a task that answered
-/// a waiting caller the loop lingers, so the next post, a millisecond
-/// later, finds it awake and costs no wake-up; after the others it parks,
-/// and each post wakes it. The linger is a second here, not 30 µs, so that
-/// a loaded machine's scheduling cannot decide the count.
+/// parked, running or idle when it comes. After a task that answered a
+/// blocked caller (with no exchange on the loop) the loop is left idle,
+/// so the next request, posted for a driver, costs no wake-up, and the
+/// caller runs it on its own thread by driving the loop; after the other
+/// tasks the loop parks, and each post wakes it. The grace is a second
+/// here, not a millisecond, so that a loaded machine's scheduling cannot
+/// decide the count.
 #[test]
-fn tasks_posted_one_after_another_all_run_and_a_lingering_loop_needs_no_wake_up() {
+fn a_loop_that_answered_a_blocked_caller_is_driven_by_that_callers_next_request() {
     let group = EventLoopGroup::builder()
         .threads(1)
-        .linger(Duration::from_secs(1))
+        .idle_grace(Duration::from_secs(1))
         .build()
         .unwrap();
     let event_loop = group.loops()[0].clone();
     let wakeups = || lock(&event_loop.inbox).wakeups;
     const ROUNDS: u64 = 400;
     let mut woken = [0; 2];
-    for (lingers, woken) in [false, true].into_iter().zip(&mut woken) {
+    let mut driven = 0;
+    for (answers, woken) in [false, true].into_iter().zip(&mut woken) {
         let before = wakeups();
         for _ in 0..ROUNDS {
-            let ran = Arc::new(AtomicBool::new(false));
-            let done = ran.clone();
-            event_loop
-                .execute(move |_| {
-                    if lingers {
-                        answered_a_waiting_caller();
-                    }
-                    done.store(true, Ordering::Release);
-                })
-                .unwrap();
+            let ran_on = Arc::new(Mutex::new(None));
+            let done = ran_on.clone();
+            let task = Box::new(move |_: &mut LoopContext<'_>| {
+                if answers {
+                    answered_a_waiting_caller();
+                }
+                *lock(&done) = Some(thread::current().id());
+            });
+            if answers {
+                event_loop.execute_for_driver(task).unwrap();
+            } else {
+                event_loop.execute_boxed(task).unwrap();
+            }
+            let ran = || lock(&ran_on).is_some();
+            let drove = event_loop
+                .drive_until(&mut || ran(), &|| false, Duration::ZERO)
+                .is_some();
+            if *lock(&ran_on) == Some(thread::current().id()) {
+                assert!(drove, "a task ran on a caller that did not drive");
+                driven += 1;
+            }
             let give_up = Instant::now() + Duration::from_secs(10);
-            while !ran.load(Ordering::Acquire) {
+            while !ran() {
                 assert!(Instant::now() < give_up, "a task posted was never run");
                 std::hint::spin_loop();
             }
             // The caller's own work between two requests: long enough for
-            // a loop that does not linger to park.
+            // a loop that does not go idle to park.
             thread::sleep(Duration::from_millis(1));
         }
         *woken = wakeups() - before;
     }
-    let [parking, lingering] = woken;
+    let [parking, idle] = woken;
     assert!(
         parking > ROUNDS * 3 / 4,
         "{parking} wake-ups for {ROUNDS} posts to a loop that parks"
     );
     assert!(
-        lingering < ROUNDS / 2,
-        "{lingering} wake-ups for {ROUNDS} posts to a loop that lingers"
+        idle < ROUNDS / 2,
+        "{idle} wake-ups for {ROUNDS} posts to a loop left idle"
+    );
+    assert!(
+        driven > ROUNDS / 2,
+        "the caller drove the loop for {driven} of {ROUNDS} requests"
+    );
+}
+
+/// Leaves `event_loop` idle: a task that answers a blocked caller, with no
+/// exchange on the loop.
+fn leave_idle(event_loop: &EventLoop) {
+    let (ran, told) = mpsc::channel();
+    event_loop
+        .execute(move |_| {
+            answered_a_waiting_caller();
+            let _ = ran.send(());
+        })
+        .unwrap();
+    told.recv_timeout(Duration::from_secs(10)).unwrap();
+    let give_up = Instant::now() + Duration::from_secs(10);
+    while lock(&event_loop.inbox).driver != Driver::Idle {
+        assert!(Instant::now() < give_up, "the loop was never left idle");
+        thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// What nobody drives does not wait for an idle loop's grace (a minute
+/// here, so that only the rules below can explain what runs in time):
+/// while a caller drives, a task posted from elsewhere interrupts its poll
+/// and runs on it; a task posted to an idle loop, or a deadline armed on
+/// it, wakes its thread; a caller that stops driving with another
+/// exchange on the loop hands it to the thread at once; and a shutdown
+/// ends a loop a caller is driving.
+#[test]
+fn an_idle_loop_or_one_a_caller_drives_leaves_nothing_waiting_for_its_grace() {
+    struct Fired(mpsc::Sender<(Instant, ThreadId)>);
+    impl LoopTimeout for Fired {
+        fn expire(self: Arc<Self>, _tag: u64, _cx: &mut LoopContext<'_>) {
+            let _ = self.0.send((Instant::now(), thread::current().id()));
+        }
+    }
+    let group = EventLoopGroup::builder()
+        .threads(1)
+        .idle_grace(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let event_loop = group.loops()[0].clone();
+    let within = Duration::from_secs(10);
+
+    // A task from another thread, while this one drives.
+    leave_idle(&event_loop);
+    let ran_on = Arc::new(Mutex::new(None));
+    let poster = {
+        let (event_loop, ran_on) = (event_loop.clone(), ran_on.clone());
+        thread::spawn(move || {
+            thread::sleep(Duration::from_millis(20));
+            event_loop
+                .execute(move |_| *lock(&ran_on) = Some(thread::current().id()))
+                .unwrap();
+        })
+    };
+    let ran = &mut || lock(&ran_on).is_some();
+    assert!(event_loop
+        .drive_until(ran, &|| false, Duration::ZERO)
+        .is_some());
+    assert_eq!(*lock(&ran_on), Some(thread::current().id()));
+    poster.join().unwrap();
+    assert_eq!(lock(&event_loop.inbox).driver, Driver::Idle);
+
+    // A task posted to the idle loop: its thread runs it.
+    let (ran, told) = mpsc::channel();
+    event_loop
+        .execute(move |_| {
+            let _ = ran.send(thread::current().id());
+        })
+        .unwrap();
+    assert_eq!(told.recv_timeout(within).unwrap(), event_loop.thread_id());
+
+    // A deadline armed on the idle loop: its thread expires it, not early.
+    leave_idle(&event_loop);
+    let (fired, heard) = mpsc::channel();
+    let deadline = Instant::now() + Duration::from_millis(50);
+    event_loop
+        .schedule(deadline, Arc::new(Fired(fired)), 0)
+        .unwrap();
+    let (at, on) = heard.recv_timeout(within).unwrap();
+    assert!(at >= deadline);
+    assert_eq!(on, event_loop.thread_id());
+
+    // Another exchange on the loop when the caller stops: the thread takes
+    // the loop back at once.
+    leave_idle(&event_loop);
+    event_loop.attach_exchange(true);
+    assert!(event_loop
+        .drive_until(&mut || true, &|| false, Duration::ZERO)
+        .is_some());
+    assert_eq!(lock(&event_loop.inbox).driver, Driver::Thread);
+    event_loop.attach_exchange(false);
+
+    // A shutdown while a caller drives: the caller stops, the loop ends.
+    leave_idle(&event_loop);
+    let driver = {
+        let event_loop = event_loop.clone();
+        thread::spawn(move || {
+            event_loop
+                .drive_until(&mut || false, &|| false, Duration::ZERO)
+                .is_some()
+        })
+    };
+    let give_up = Instant::now() + within;
+    while lock(&event_loop.inbox).driver != Driver::Caller {
+        assert!(Instant::now() < give_up, "the caller never drove");
+        thread::sleep(Duration::from_millis(1));
+    }
+    event_loop.shutdown();
+    assert!(driver.join().unwrap());
+    assert!(
+        lock(&event_loop.thread).is_none(),
+        "the loop's thread was not joined"
     );
 }
 

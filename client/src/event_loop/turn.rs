@@ -2,11 +2,12 @@
 //! [`EventLoop`]).
 
 use super::source::Sources;
-use super::{Entry, EventLoop, LoopContext, LoopTask, Readiness, TIMER, WAKER};
+use super::{Driver, Entry, EventLoop, LoopContext, LoopTask, Readiness, DRIVING, TIMER, WAKER};
 use crate::sync::lock;
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::io;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tickless_timer::PreciseWait;
@@ -21,10 +22,10 @@ thread_local! {
 }
 
 /// Called on a loop's thread when it has just delivered what a blocking
-/// caller waits for: a head to a caller spinning for it (a wait that
-/// yields before it sleeps), or the end of a body to a thread blocked for
+/// caller waits for: a head, or the end of a body, to a thread waiting for
 /// it. That caller's next request is likely to come within microseconds,
-/// and the loop lingers for it before it blocks (see [`EventLoop::linger`]).
+/// and the loop leaves itself idle for the caller to drive (see "Who
+/// drives a loop" on [`EventLoop`]).
 pub(crate) fn answered_a_waiting_caller() {
     ANSWERED_A_WAITING_CALLER.with(|answered| answered.set(true));
 }
@@ -35,9 +36,17 @@ pub(crate) fn take_answered_a_waiting_caller() -> bool {
     ANSWERED_A_WAITING_CALLER.with(|answered| answered.replace(false))
 }
 
-/// How long a loop that has just answered a waiting caller polls without
-/// blocking for that caller's next request (see [`EventLoop::linger`]).
-pub(super) const LINGER: Duration = Duration::from_micros(30);
+/// How long a loop's thread leaves the loop idle, for the caller it has
+/// just answered to drive, before it takes the loop back (see
+/// [`EventLoop::drive_until`]): what a socket's news can wait while
+/// nobody is blocked on it.
+pub(super) const IDLE_GRACE: Duration = Duration::from_millis(1);
+
+/// How long before a deadline (and its spin) the thread of an idle loop
+/// takes it back: a condition variable's timeout is late by the thread's
+/// timer slack (50 µs by default) and its wake-up, the loop's precise
+/// wait is not.
+const IDLE_EARLY: Duration = Duration::from_micros(200);
 
 /// Aborted connections wait while a timeout falls due sooner than this...
 const ABORT_GAP: Duration = Duration::from_millis(1);
@@ -48,7 +57,7 @@ const ABORT_GAP: Duration = Duration::from_millis(1);
 /// did when every call closed one.
 const ABORT_MAX_WAIT: Duration = Duration::from_millis(20);
 
-/// What a loop's thread keeps across turns.
+/// What a loop's driver keeps across turns.
 struct Turn {
     poll: mio::Poll,
     events: mio::Events,
@@ -61,43 +70,280 @@ struct Turn {
     due: Vec<Entry>,
 }
 
+/// Everything a turn works with, handed from driver to driver (the loop's
+/// thread, a caller driving it) behind [`EventLoop::turns`].
+pub(super) struct TurnState {
+    turn: Turn,
+    sources: Sources,
+    /// An owned handle, so the context can live across `poll`, which
+    /// borrows the `Poll` mutably.
+    registry: mio::Registry,
+}
+
+/// How a turn ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Turned {
+    /// The next turn may follow.
+    Again,
+    /// The loop's thread left the loop idle (before polling).
+    Idle,
+    /// The inbox is closed and every task it accepted has run: the loop
+    /// must end (on its thread).
+    Exit,
+}
+
+/// What a caller's turn needs (see [`EventLoop::drive_until`]).
+struct CallerTurn<'a> {
+    /// Whether what the caller waits for has come.
+    ready: &'a mut dyn FnMut() -> bool,
+    /// Until when its poll yields rather than blocks.
+    spin_until: Option<Instant>,
+    /// Whether a poll has blocked.
+    blocked: bool,
+}
+
+/// A caller driving a loop (see [`EventLoop::drive_until`]): hands the
+/// loop back on drop, also when a turn unwinds.
+struct Driving<'a> {
+    event_loop: &'a EventLoop,
+    /// The loop this thread drove before (a drive within a turn of another).
+    outer: *const EventLoop,
+    /// Whether the caller's own exchange is still on the loop.
+    own_attached: bool,
+    /// Work left that nobody would run: tasks, sources to run again, aborts.
+    busy: bool,
+}
+
+impl Drop for Driving<'_> {
+    fn drop(&mut self) {
+        DRIVING.with(|driving| driving.set(self.outer));
+        self.event_loop.release(self.own_attached, self.busy);
+    }
+}
+
 impl EventLoop {
     pub(super) fn run(self: Arc<Self>, poll: mio::Poll) {
+        super::LOOP_THREAD.with(|on| on.set(true));
         let wait = PreciseWait::new(poll.registry(), TIMER).ok();
-        // An owned handle, so the context can live across `poll`, which
-        // borrows the `Poll` mutably.
         let registry = match poll.registry().try_clone() {
             Ok(registry) => registry,
             Err(_) => return self.stop_taking_work(),
         };
-        let mut turn = Turn {
-            poll,
-            events: mio::Events::with_capacity(256),
-            wait,
-            manual_clock: self.clock.as_manual().is_some(),
-            tasks: VecDeque::new(),
-            due: Vec::new(),
-        };
-        let mut sources = Sources::default();
-        let mut cx = LoopContext {
-            event_loop: &self,
-            registry: &registry,
-            sources: &mut sources,
-        };
-        while self.run_tasks(&mut cx, &mut turn) {
-            // Aborts the tasks' expiries queued go before the poll, which
-            // would otherwise hold them while nothing else is due.
-            self.close_aborted(&mut cx, &mut turn.due);
-            let busy = !turn.tasks.is_empty() || !cx.sources.again.is_empty();
-            self.poll(&mut turn, busy);
-            let complete = turn.events.iter().count() < turn.events.capacity();
-            cx.sources.polled_at = complete.then(Instant::now);
-            self.dispatch_events(&mut cx, &mut turn);
-            self.expire_due(&mut cx, &mut turn.due);
-            self.run_again(&mut cx, &mut turn.due);
-            self.close_aborted(&mut cx, &mut turn.due);
+        *lock(&self.turns) = Some(TurnState {
+            turn: Turn {
+                poll,
+                events: mio::Events::with_capacity(256),
+                wait,
+                manual_clock: self.clock.as_manual().is_some(),
+                tasks: VecDeque::new(),
+                due: Vec::new(),
+            },
+            sources: Sources::default(),
+            registry,
+        });
+        loop {
+            {
+                let mut turns = lock(&self.turns);
+                let state = turns.as_mut().expect("the loop's state stays in place");
+                loop {
+                    match self.turn(state, None) {
+                        Turned::Again => {}
+                        Turned::Idle => break,
+                        Turned::Exit => {
+                            let mut cx = LoopContext {
+                                event_loop: &self,
+                                registry: &state.registry,
+                                sources: &mut state.sources,
+                            };
+                            return self.close_everything(&mut cx);
+                        }
+                    }
+                }
+            }
+            self.sleep_while_idle();
         }
-        self.close_everything(&mut cx);
+    }
+
+    /// One turn (the steps are listed on [`EventLoop`]), by the loop's
+    /// thread or by a `caller`: that one stops before the poll if what it
+    /// waits for has come by then (from a task), rather than block in a
+    /// poll nothing may end.
+    fn turn(
+        self: &Arc<Self>,
+        state: &mut TurnState,
+        caller: Option<&mut CallerTurn<'_>>,
+    ) -> Turned {
+        let mut cx = LoopContext {
+            event_loop: self,
+            registry: &state.registry,
+            sources: &mut state.sources,
+        };
+        let turn = &mut state.turn;
+        if !self.run_tasks(&mut cx, turn) {
+            return Turned::Exit;
+        }
+        // Aborts the tasks' expiries queued go before the poll, which
+        // would otherwise hold them while nothing else is due.
+        self.close_aborted(&mut cx, &mut turn.due);
+        let busy = !turn.tasks.is_empty() || !cx.sources.again.is_empty();
+        let mut caller = caller;
+        if let Some(caller) = caller.as_deref_mut() {
+            if (caller.ready)() {
+                return Turned::Again;
+            }
+        }
+        if !self.poll(turn, busy, caller) {
+            return Turned::Idle;
+        }
+        let complete = turn.events.iter().count() < turn.events.capacity();
+        cx.sources.polled_at = complete.then(Instant::now);
+        self.dispatch_events(&mut cx, turn);
+        self.expire_due(&mut cx, &mut turn.due);
+        self.run_again(&mut cx, &mut turn.due);
+        self.close_aborted(&mut cx, &mut turn.due);
+        Turned::Again
+    }
+
+    /// Runs this loop's turns on the calling thread until `ready` — a
+    /// caller blocked on an exchange of the loop, driving it while its
+    /// thread has left it idle (see "Who drives a loop" on [`EventLoop`]).
+    /// `ready` is asked before every turn; whoever makes it true on
+    /// another thread must [`wake_driver`](Self::wake_driver). `own` says,
+    /// at the end, whether the caller's exchange is still on the loop (it
+    /// will be back for the rest of it). For the first `spin`, its polls
+    /// yield rather than block (see `Pacing`).
+    ///
+    /// `None`, at once, if the loop is not idle: its thread or another
+    /// caller drives it, and the caller waits as it would otherwise. Else
+    /// whether `ready` came before any poll blocked.
+    pub(crate) fn drive_until(
+        self: &Arc<Self>,
+        ready: &mut dyn FnMut() -> bool,
+        own: &dyn Fn() -> bool,
+        spin: Duration,
+    ) -> Option<bool> {
+        {
+            let mut inbox = lock(&self.inbox);
+            if inbox.driver != Driver::Idle || inbox.closed {
+                return None;
+            }
+            inbox.driver = Driver::Caller;
+        }
+        let mut caller = CallerTurn {
+            ready,
+            spin_until: (!spin.is_zero()).then(|| Instant::now() + spin),
+            blocked: false,
+        };
+        let mut turns = lock(&self.turns);
+        let mut driving = Driving {
+            event_loop: self,
+            outer: DRIVING.with(|driving| driving.replace(Arc::as_ptr(self))),
+            own_attached: true,
+            busy: true,
+        };
+        if let Some(state) = turns.as_mut() {
+            while !(caller.ready)() {
+                if self.turn(state, Some(&mut caller)) != Turned::Again {
+                    break;
+                }
+            }
+            driving.busy = !state.turn.tasks.is_empty()
+                || !state.sources.again.is_empty()
+                || !state.sources.aborts.is_empty();
+        }
+        driving.own_attached = own();
+        // The state goes back before the loop does (`driving`'s drop).
+        drop(turns);
+        Some(!caller.blocked)
+    }
+
+    /// A driving caller hands the loop back: idle, or to its thread, woken
+    /// at once, if anything would wait for the end of its grace — tasks or
+    /// other work left, an exchange on the loop that is not the caller's,
+    /// a deadline before the thread's wake-up, or the loop closing.
+    fn release(&self, own_attached: bool, busy: bool) {
+        let mut inbox = lock(&self.inbox);
+        // Read under the inbox lock (inbox, then timers, as the idle thread
+        // does): a deadline armed after this read finds the loop idle, and
+        // wakes its thread if it comes first.
+        let nearest = lock(&self.timers).heap.next_deadline();
+        inbox.driver = Driver::Idle;
+        inbox.parked = false;
+        let others = self.attached.load(Ordering::SeqCst) > usize::from(own_attached);
+        // A thread asleep until the caller is done is woken below, and
+        // sleeps again for its grace or its nearest deadline.
+        let awaits = inbox.thread_awaits_release;
+        let deadline_first = !awaits
+            && nearest.is_some_and(|deadline| {
+                let wake_at = self.idle_wake_at(deadline);
+                inbox.thread_wakes_at.is_none_or(|at| wake_at < at)
+            });
+        if busy || others || deadline_first || inbox.closed || !inbox.tasks.is_empty() {
+            inbox.driver = Driver::Thread;
+            drop(inbox);
+            self.idle_wake.notify_one();
+        } else if awaits {
+            drop(inbox);
+            self.idle_wake.notify_one();
+        }
+    }
+
+    /// The loop's thread while the loop is idle or a caller drives it:
+    /// sleeps until there is work nobody else would run (a task posted, a
+    /// deadline, the loop closing) or the loop has been left idle for its
+    /// grace, then drives it again. While a caller drives, it looks again
+    /// after a grace — and once it finds the caller blocked in the loop's
+    /// poll, or driving still, when the caller lets the loop go.
+    fn sleep_while_idle(&self) {
+        let mut inbox = lock(&self.inbox);
+        // A caller has driven for a whole grace: from then on the thread
+        // waits for it to let the loop go.
+        let mut caller_drives_on = false;
+        loop {
+            let idle = match inbox.driver {
+                // Handed back by a caller that left work.
+                Driver::Thread => break,
+                Driver::Idle if inbox.closed || !inbox.tasks.is_empty() => break,
+                driver => driver == Driver::Idle,
+            };
+            if !idle && (inbox.parked || caller_drives_on) {
+                // A caller blocked in the loop's poll sees every event, and
+                // one that has driven that long will likely drive on: no
+                // need to look every grace meanwhile (a long wait would
+                // cost a wake-up per grace). Its release wakes this thread.
+                inbox.thread_awaits_release = true;
+                inbox.thread_wakes_at = None;
+                inbox = self
+                    .idle_wake
+                    .wait(inbox)
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                inbox.thread_awaits_release = false;
+                continue;
+            }
+            let now = Instant::now();
+            let mut until = now + self.idle_grace;
+            if idle {
+                if let Some(deadline) = lock(&self.timers).heap.next_deadline() {
+                    until = until.min(self.idle_wake_at(deadline));
+                }
+            }
+            if idle && until <= now {
+                break;
+            }
+            inbox.thread_wakes_at = Some(until);
+            inbox = self
+                .idle_wake
+                .wait_timeout(inbox, until - now)
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .0;
+            let over = Instant::now() >= until;
+            if inbox.driver == Driver::Idle && over {
+                break;
+            }
+            caller_drives_on = inbox.driver == Driver::Caller && over;
+        }
+        inbox.driver = Driver::Thread;
+        inbox.thread_wakes_at = None;
     }
 
     /// Step 1: runs up to [`MAX_TASKS_PER_TURN`] tasks, expiring what falls
@@ -125,11 +371,14 @@ impl EventLoop {
     }
 
     /// Step 2: waits for events, for the nearest deadline, or not at all
-    /// when work is left over (`busy`).
-    fn poll(&self, turn: &mut Turn, busy: bool) {
+    /// when work is left over (`busy`). False if, instead, the loop's
+    /// thread left the loop idle: it has just answered a blocking caller,
+    /// who is likely to drive it next. A `caller` yields rather than
+    /// blocks until its spin ends.
+    fn poll(&self, turn: &mut Turn, busy: bool, caller: Option<&mut CallerTurn<'_>>) -> bool {
         let answered = take_answered_a_waiting_caller();
-        if answered && !busy && !turn.manual_clock && self.linger(turn) {
-            return;
+        if answered && !busy && !turn.manual_clock && caller.is_none() && self.go_idle() {
+            return false;
         }
         let now = self.clock.now();
         let nearest = lock(&self.timers).heap.next_deadline();
@@ -153,11 +402,69 @@ impl EventLoop {
                 }
             }
         };
-        if timeout != Some(Duration::ZERO) && !self.park() {
-            return self.poll_once(turn, Some(Duration::ZERO));
+        if timeout != Some(Duration::ZERO) {
+            if let Some(caller) = caller {
+                if caller
+                    .spin_until
+                    .is_some_and(|until| self.spin_for(turn, until))
+                {
+                    return true;
+                }
+                caller.blocked = true;
+            }
+            if !self.park() {
+                self.poll_once(turn, Some(Duration::ZERO));
+                return true;
+            }
         }
         self.poll_once(turn, timeout);
         lock(&self.inbox).parked = false;
+        true
+    }
+
+    /// A driving caller's poll before `until`: polls without blocking,
+    /// yielding between polls — an answer on loopback or a LAN often comes
+    /// within microseconds, and catching it awake saves a sleep and a
+    /// wake-up. True if events, a task or a due deadline came first.
+    fn spin_for(&self, turn: &mut Turn, until: Instant) -> bool {
+        loop {
+            self.poll_once(turn, Some(Duration::ZERO));
+            if !turn.events.is_empty() || !lock(&self.inbox).tasks.is_empty() {
+                return true;
+            }
+            let now = Instant::now();
+            let nearest = lock(&self.timers).heap.next_deadline();
+            if nearest.is_some_and(|deadline| deadline <= now) {
+                return true;
+            }
+            if now >= until {
+                return false;
+            }
+            std::thread::yield_now();
+        }
+    }
+
+    /// When the thread of an idle loop takes it back for `deadline`: its
+    /// spin and [`IDLE_EARLY`] before it, the loop's precise wait doing the
+    /// rest.
+    pub(super) fn idle_wake_at(&self, deadline: Instant) -> Instant {
+        let early = self.spin.saturating_add(IDLE_EARLY);
+        deadline.checked_sub(early).unwrap_or(deadline)
+    }
+
+    /// The loop's thread leaves the loop idle, unless an exchange is on it
+    /// (its events must not wait for a caller who may not come), a task
+    /// has come since the inbox was drained, or it is closing.
+    fn go_idle(&self) -> bool {
+        if self.attached.load(Ordering::SeqCst) != 0 {
+            return false;
+        }
+        let mut inbox = lock(&self.inbox);
+        if !inbox.tasks.is_empty() || inbox.closed {
+            return false;
+        }
+        inbox.driver = Driver::Idle;
+        true
     }
 
     fn poll_once(&self, turn: &mut Turn, timeout: Option<Duration>) {
@@ -177,34 +484,6 @@ impl EventLoop {
         let mut inbox = lock(&self.inbox);
         inbox.parked = inbox.tasks.is_empty();
         inbox.parked
-    }
-
-    /// This turn answered a blocking caller waiting for it (see
-    /// [`answered_a_waiting_caller`]): its next request is likely to come
-    /// within microseconds. Polls without blocking, yielding between polls, for
-    /// up to its linger ([`LINGER`]), while not parked — so the caller posts it without
-    /// waking the loop, and the loop takes it without a sleep and a
-    /// wake-up. Not with a manual clock (its deadlines are not read off
-    /// `Instant`).
-    ///
-    /// True if events, a task or a deadline came (the turn goes on).
-    fn linger(&self, turn: &mut Turn) -> bool {
-        let until = Instant::now() + self.linger;
-        loop {
-            self.poll_once(turn, Some(Duration::ZERO));
-            if !turn.events.is_empty() || !lock(&self.inbox).tasks.is_empty() {
-                return true;
-            }
-            let now = Instant::now();
-            let nearest = lock(&self.timers).heap.next_deadline();
-            if nearest.is_some_and(|deadline| deadline <= now) {
-                return true;
-            }
-            if now >= until {
-                return false;
-            }
-            std::thread::yield_now();
-        }
     }
 
     /// Step 3: hands each event to its source, expiring what falls due

@@ -167,6 +167,38 @@ struct Link {
     /// The loop of the connection that carried the exchange when it ended
     /// (see [`Exchange::after_its_loop`]).
     ended_on: Option<Arc<EventLoop>>,
+    /// The loop a task was posted to that attaches it to an idle connection
+    /// there, for its caller to drive (see [`Exchange::post_for_driver`]).
+    posted_to: Option<Arc<EventLoop>>,
+}
+
+impl Link {
+    /// Fills the connection slot, returning what it held; the loops count
+    /// the exchanges on their connections ([`EventLoop::attach_exchange`]).
+    fn set_conn(&mut self, slot: ConnSlot) -> ConnSlot {
+        let old = std::mem::replace(&mut self.conn, slot);
+        let was = old.conn().map(|conn| &conn.event_loop);
+        let is = self.conn.conn().map(|conn| &conn.event_loop);
+        let moved = match (was, is) {
+            (Some(was), Some(is)) => !Arc::ptr_eq(was, is),
+            (was, is) => was.is_some() || is.is_some(),
+        };
+        if moved {
+            if let Some(was) = was {
+                was.attach_exchange(false);
+            }
+            if let Some(is) = is {
+                is.attach_exchange(true);
+            }
+        }
+        old
+    }
+}
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        self.set_conn(ConnSlot::None);
+    }
 }
 
 /// One request and its response in flight. See the [module documentation](self).
@@ -247,6 +279,7 @@ impl Exchange {
                 conn: ConnSlot::None,
                 timers,
                 ended_on: None,
+                posted_to: None,
             }),
             remote: Mutex::new(None),
             submitted,
@@ -370,7 +403,7 @@ impl Exchange {
                 link.timers.set(Timer::Read, None);
             }
             link.timers.set_home(home);
-            link.conn = slot;
+            link.set_conn(slot);
         });
     }
 
@@ -385,7 +418,7 @@ impl Exchange {
         self.change(|link| {
             link.timers.set_home(home);
             link.timers.start();
-            link.conn = ConnSlot::Ready(conn);
+            link.set_conn(ConnSlot::Ready(conn));
             attached = true;
         });
         attached
@@ -550,7 +583,7 @@ impl Exchange {
         }
         let (armed, conn) = {
             let mut link = lock(&self.link);
-            let conn = std::mem::replace(&mut link.conn, ConnSlot::None);
+            let conn = link.set_conn(ConnSlot::None);
             if let ConnSlot::Ready(carrier) = &conn {
                 link.ended_on = Some(carrier.event_loop.clone());
             }
@@ -703,12 +736,86 @@ impl Exchange {
     }
 
     pub(crate) fn poll_head(&self, cx: &mut Context<'_>) -> Poll<Result<Head, Error>> {
-        self.outcome.poll(cx)
+        let polled = self.outcome.poll(cx);
+        if polled.is_pending() {
+            // Polled, not waited: nobody drives the loop its request was
+            // posted to for a driver, which must not wait for its grace.
+            let posted_to = lock(&self.link).posted_to.take();
+            if let Some(event_loop) = posted_to {
+                event_loop.wake_if_idle();
+            }
+        }
+        polled
     }
 
+    /// Blocks for the head, driving the exchange's loop while it is idle
+    /// (see `EventLoop::drive_until`), else as [`Outcome::wait`] does.
     pub(crate) fn wait_head(&self) -> Result<Head, Error> {
-        self.outcome
-            .wait(self.pacing.head_spin(self.registry.len()))
+        let spin = self.pacing.head_spin(self.registry.len());
+        if let Some(home) = self.home_loop() {
+            let caught = self.outcome.drive(&home, &|| self.is_on(&home), spin);
+            if let Some(caught) = caught.filter(|_| !spin.is_zero()) {
+                self.pacing.record_spin(caught);
+            }
+        }
+        self.outcome.wait(spin)
+    }
+
+    /// A poll of the body found nothing yet: a loop left idle (its caller
+    /// drove it for the head) is taken back by its thread, since a poll
+    /// does not drive.
+    pub(crate) fn body_pending(&self) {
+        if let Some(home) = self.home_loop() {
+            home.wake_if_idle();
+        }
+    }
+
+    /// The reader blocks for the next chunk of the body (see [`Pipe::take_blocking`]).
+    pub(crate) fn take_body_blocking(&self) -> Taken {
+        let home = self.home_loop();
+        let own = || home.as_ref().is_some_and(|home| self.is_on(home));
+        self.body.take_blocking(home.as_ref(), &own)
+    }
+
+    /// The reader blocks for the whole body (see [`Pipe::take_whole_blocking`]).
+    pub(crate) fn take_whole_body_blocking(&self) -> Whole {
+        let home = self.home_loop();
+        let own = || home.as_ref().is_some_and(|home| self.is_on(home));
+        self.body.take_whole_blocking(home.as_ref(), &own)
+    }
+
+    /// Its request is posted to `event_loop` for an idle connection there
+    /// (the pooled path): that loop is not woken for it if idle, since
+    /// this exchange's caller is expected to drive it — by waiting — or
+    /// else a poll of its future wakes it (see [`poll_head`](Self::poll_head)).
+    pub(crate) fn post_for_driver(
+        &self,
+        event_loop: &Arc<EventLoop>,
+        task: crate::event_loop::LoopTask,
+    ) -> Result<(), crate::event_loop::Rejected> {
+        lock(&self.link).posted_to = Some(event_loop.clone());
+        // Posted from a loop (a redispatch, a redirect's next hop): the
+        // caller may be blocked elsewhere already, or polled before this.
+        if crate::event_loop::on_any_loop() {
+            return event_loop.execute_boxed(task);
+        }
+        event_loop.execute_for_driver(task)
+    }
+
+    /// The loop a blocked caller of this exchange would drive: its
+    /// connection's, or the one its request was posted to.
+    fn home_loop(&self) -> Option<Arc<EventLoop>> {
+        let link = lock(&self.link);
+        let conn = link.conn.conn().map(|conn| &conn.event_loop);
+        conn.or(link.posted_to.as_ref()).cloned()
+    }
+
+    /// Whether the exchange is on a connection of `event_loop`.
+    fn is_on(&self, event_loop: &Arc<EventLoop>) -> bool {
+        let link = lock(&self.link);
+        link.conn
+            .conn()
+            .is_some_and(|conn| Arc::ptr_eq(&conn.event_loop, event_loop))
     }
 }
 

@@ -1,9 +1,10 @@
 //! [`Outcome`]: how the result of an exchange reaches its caller — a waker
 //! for a poll, a condition variable for a blocking wait.
 
+use crate::event_loop::EventLoop;
 use crate::sync::lock;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
@@ -19,6 +20,8 @@ struct Slot<T> {
     taken: bool,
     /// A thread is blocked in `wait` (saves a futex wake when none is).
     blocked: bool,
+    /// The loop the waiting thread drives (see [`Outcome::drive`]).
+    driving: Option<Arc<EventLoop>>,
 }
 
 /// A result delivered once, by any thread, to one poller or waiter.
@@ -42,6 +45,7 @@ impl<T> Default for Outcome<T> {
                 waker: None,
                 taken: false,
                 blocked: false,
+                driving: None,
             }),
             ready: Condvar::new(),
         }
@@ -66,20 +70,26 @@ impl<T> Outcome<T> {
     /// Stores the result and wakes whoever waits for it (outside the lock),
     /// unless a result was stored already: then `result` is handed back.
     pub(crate) fn deliver(&self, result: T) -> Result<(), T> {
-        let (waker, blocked) = {
+        let (waker, blocked, driving) = {
             let mut slot = lock(&self.slot);
             if slot.result.is_some() || slot.taken {
                 return Err(result);
             }
             slot.result = Some(result);
-            (slot.waker.take(), slot.blocked)
+            // Under the lock: a caller that sets `driving` after this sees
+            // `settled`; one that set it before is woken below. `settled`
+            // then `spinning` here, `spinning` then `settled` in `wait`,
+            // all sequentially consistent: one side sees the other's store
+            // (a caller spinning is never missed, so the loop leaves itself
+            // idle for it).
+            self.settled.store(true, Ordering::SeqCst);
+            (slot.waker.take(), slot.blocked, slot.driving.clone())
         };
-        // `settled` then `spinning` here, `spinning` then `settled` in
-        // `wait`, all sequentially consistent: one side sees the other's
-        // store (a caller spinning is never missed, so the loop lingers).
-        self.settled.store(true, Ordering::SeqCst);
-        if self.spinning.load(Ordering::SeqCst) {
+        if blocked || self.spinning.load(Ordering::SeqCst) {
             crate::event_loop::answered_a_waiting_caller();
+        }
+        if let Some(event_loop) = driving {
+            event_loop.wake_driver();
         }
         if blocked {
             self.ready.notify_all();
@@ -107,6 +117,27 @@ impl<T> Outcome<T> {
         // (the last `Client` in a task it owns), so it goes after the unlock.
         drop(replaced);
         Poll::Pending
+    }
+
+    /// Drives `home` until the result is there, yielding for `spin`
+    /// before its polls block, if that loop is idle (see
+    /// `EventLoop::drive_until`; `own`: whether the exchange is still on
+    /// it); returns at once if it is not (`None`). Else whether the result
+    /// came before a poll blocked.
+    pub(crate) fn drive(
+        &self,
+        home: &Arc<EventLoop>,
+        own: &dyn Fn() -> bool,
+        spin: Duration,
+    ) -> Option<bool> {
+        if self.is_settled() {
+            return None;
+        }
+        lock(&self.slot).driving = Some(home.clone());
+        let drove = home.drive_until(&mut || self.is_settled(), own, spin);
+        let driving = lock(&self.slot).driving.take();
+        drop(driving);
+        drove
     }
 
     /// Blocks until the result is there, yielding for `spin` first (see

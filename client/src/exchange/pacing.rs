@@ -13,9 +13,14 @@
 //! [`SPIN_IN_FLIGHT`]): the answer waited for comes among many, the loop
 //! is busy with them and needs the CPU — with 64 requests on one HTTP/2
 //! connection on two cores, the spin cost a third more CPU per request.
+//! Nor while spins do not pay: a caller driving its loop notes whether
+//! the answer came within the spin ([`Pacing::record_spin`]), and once
+//! most of the recent ones did not (a server slower than the spin, as
+//! nginx here at ~100 µs a request) only one wait in [`PROBE_EVERY`]
+//! spins, to notice when answers come quickly again.
 //! The README has the measurements.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 /// How long a blocking wait for a head yields before it sleeps.
@@ -27,11 +32,32 @@ pub(crate) const BULK_BODY: u64 = 256 * 1024;
 /// More requests than this in flight in the client make waits sleep at once.
 pub(crate) const SPIN_IN_FLIGHT: usize = 4;
 
-/// A client's recent body sizes, shared by its exchanges.
-#[derive(Debug, Default)]
+/// While spins do not pay, one wait in this many spins all the same.
+pub(crate) const PROBE_EVERY: u32 = 16;
+
+/// [`Pacing::spin_score`] when every recent spin caught its answer.
+const SPIN_PAID: u32 = 1024;
+
+/// A client's recent body sizes and spins, shared by its exchanges.
+#[derive(Debug)]
 pub(crate) struct Pacing {
     /// Moving average of body sizes (each new one weighs a quarter).
     typical_body: AtomicU64,
+    /// Moving average of the spins that caught their answer, out of
+    /// [`SPIN_PAID`] (each new one weighs an eighth).
+    spin_score: AtomicU32,
+    /// Waits that did not spin since the last probe.
+    since_probe: AtomicU32,
+}
+
+impl Default for Pacing {
+    fn default() -> Self {
+        Pacing {
+            typical_body: AtomicU64::new(0),
+            spin_score: AtomicU32::new(SPIN_PAID),
+            since_probe: AtomicU32::new(0),
+        }
+    }
 }
 
 impl Pacing {
@@ -43,10 +69,27 @@ impl Pacing {
         self.typical_body.store(next, Ordering::Relaxed);
     }
 
+    /// A spin of a wait for a head caught its answer (`true`) or not.
+    pub(crate) fn record_spin(&self, caught: bool) {
+        // Racing updates may lose one, as above.
+        let score = self.spin_score.load(Ordering::Relaxed);
+        let next = score - score / 8 + if caught { SPIN_PAID / 8 } else { 0 };
+        self.spin_score.store(next, Ordering::Relaxed);
+    }
+
     /// How long a wait for a head yields before it sleeps, with
     /// `in_flight` requests in flight in the client.
     pub(crate) fn head_spin(&self, in_flight: usize) -> Duration {
-        if self.typical_body.load(Ordering::Relaxed) < BULK_BODY && in_flight <= SPIN_IN_FLIGHT {
+        let small = self.typical_body.load(Ordering::Relaxed) < BULK_BODY;
+        if !small || in_flight > SPIN_IN_FLIGHT {
+            return Duration::ZERO;
+        }
+        if self.spin_score.load(Ordering::Relaxed) >= SPIN_PAID / 2 {
+            return HEAD_SPIN;
+        }
+        let waits = self.since_probe.fetch_add(1, Ordering::Relaxed) + 1;
+        if waits >= PROBE_EVERY {
+            self.since_probe.store(0, Ordering::Relaxed);
             HEAD_SPIN
         } else {
             Duration::ZERO
@@ -74,6 +117,22 @@ mod tests {
             pacing.record(13);
         }
         assert_eq!(pacing.head_spin(1), HEAD_SPIN);
+    }
+
+    #[test]
+    fn spins_that_do_not_pay_stop_but_for_probes_and_paying_ones_bring_it_back() {
+        let pacing = Pacing::default();
+        for _ in 0..8 {
+            pacing.record_spin(false);
+        }
+        let spins = (0..PROBE_EVERY * 4)
+            .filter(|_| pacing.head_spin(1) == HEAD_SPIN)
+            .count();
+        assert_eq!(spins, 4, "one probe in {PROBE_EVERY} waits");
+        for _ in 0..8 {
+            pacing.record_spin(true);
+        }
+        assert!((0..8).all(|_| pacing.head_spin(1) == HEAD_SPIN));
     }
 
     #[test]

@@ -42,14 +42,17 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::task::{Context, Poll, Waker};
+use std::time::Duration;
 
 /// The default window of a body: what the loop reads ahead of its reader.
 pub(crate) const DEFAULT_WINDOW: usize = 256 * 1024;
 
 /// Who waits on one end of a pipe.
 pub(crate) enum Waiter {
-    /// A thread blocked on the pipe's condition variable.
-    Thread,
+    /// A thread blocked on the pipe's condition variable — or driving this
+    /// loop while it waits (see `EventLoop::drive_until`), whose poll a
+    /// wake-up from elsewhere interrupts.
+    Thread(Option<Arc<EventLoop>>),
     /// A task polling the pipe.
     Task(Waker),
     /// A connection on its loop.
@@ -59,7 +62,12 @@ pub(crate) enum Waiter {
 impl Waiter {
     fn wake(self, cv: &Condvar) {
         match self {
-            Waiter::Thread => cv.notify_all(),
+            Waiter::Thread(driving) => {
+                cv.notify_all();
+                if let Some(event_loop) = driving {
+                    event_loop.wake_driver();
+                }
+            }
             Waiter::Task(waker) => waker.wake(),
             Waiter::Source(event_loop, source) => event_loop.wake_source(source),
         }
@@ -223,14 +231,14 @@ impl Pipe {
     /// [`push`](Self::push) from a thread that may block: waits while the
     /// pipe is full. `Err` once the reader has gone.
     pub(crate) fn push_blocking(&self, bytes: Bytes) -> Result<(), ()> {
-        if self.push(bytes, || Waiter::Thread) == Pushed::Refused {
+        if self.push(bytes, || Waiter::Thread(None)) == Pushed::Refused {
             return Err(());
         }
         // Its next read may block for long.
         self.flush();
         let mut state = lock(&self.state);
         while state.buffered >= self.window && !state.reader_gone {
-            state.writer = Some(Waiter::Thread);
+            state.writer = Some(Waiter::Thread(None));
             state = self
                 .writer_ready
                 .wait(state)
@@ -268,7 +276,7 @@ impl Pipe {
         if let Some(reader) = wake {
             // A thread blocked for the end of its body: a sequential caller,
             // whose next request is likely to come at once.
-            if matches!(reader, Waiter::Thread) {
+            if matches!(reader, Waiter::Thread(_)) {
                 crate::event_loop::answered_a_waiting_caller();
             }
             reader.wake(&self.reader_ready);
@@ -318,16 +326,30 @@ impl Pipe {
     }
 
     /// [`take`](Self::take) for a thread that may block: waits for a chunk
-    /// or the end.
-    pub(crate) fn take_blocking(&self) -> Taken {
+    /// or the end — driving `home`, the loop of the writer, while that loop
+    /// is idle (`own`: whether the body's exchange is still on it). Its
+    /// polls block at once: a spin here cost more CPU than it saved
+    /// (64 KiB chunked bodies, README).
+    pub(crate) fn take_blocking(
+        &self,
+        home: Option<&Arc<EventLoop>>,
+        own: &dyn Fn() -> bool,
+    ) -> Taken {
         loop {
-            match self.take(|| Waiter::Thread) {
+            match self.take(|| Waiter::Thread(home.cloned())) {
                 Taken::Pending => {}
                 taken => return taken,
             }
+            let mut news = || {
+                let state = lock(&self.state);
+                !state.chunks.is_empty() || !matches!(state.end, End::Open)
+            };
+            if home.is_some_and(|home| home.drive_until(&mut news, own, Duration::ZERO).is_some()) {
+                continue;
+            }
             let mut state = lock(&self.state);
             while state.chunks.is_empty() && matches!(state.end, End::Open) {
-                state.reader = Some(Waiter::Thread);
+                state.reader = Some(Waiter::Thread(None));
                 state = self
                     .reader_ready
                     .wait(state)
@@ -415,16 +437,26 @@ impl Pipe {
         }
     }
 
-    /// [`take_whole`](Self::take_whole) for a thread that may block.
-    pub(crate) fn take_whole_blocking(&self) -> Whole {
+    /// [`take_whole`](Self::take_whole) for a thread that may block,
+    /// driving `home` as [`take_blocking`](Self::take_blocking) does.
+    pub(crate) fn take_whole_blocking(
+        &self,
+        home: Option<&Arc<EventLoop>>,
+        own: &dyn Fn() -> bool,
+    ) -> Whole {
         loop {
-            match self.take_whole(|| Waiter::Thread) {
+            match self.take_whole(|| Waiter::Thread(home.cloned())) {
                 Whole::Pending => {}
                 whole => return whole,
             }
+            let mut ended = || !matches!(lock(&self.state).end, End::Open);
+            if home.is_some_and(|home| home.drive_until(&mut ended, own, Duration::ZERO).is_some())
+            {
+                continue;
+            }
             let mut state = lock(&self.state);
             while matches!(state.end, End::Open) {
-                state.reader = Some(Waiter::Thread);
+                state.reader = Some(Waiter::Thread(None));
                 state = self
                     .reader_ready
                     .wait(state)
