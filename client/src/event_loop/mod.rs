@@ -132,7 +132,8 @@ struct Timers {
 /// * **idle**: after answering a blocked caller, with no exchange on the
 ///   loop, the thread sleeps (a condition variable) rather than polling,
 ///   for at most its *grace* (1 ms) or until its nearest deadline (less
-///   its spin): the caller's next request is likely within microseconds;
+///   its spin and 200 µs, the poll's precise wait doing the rest): the
+///   caller's next request is likely within microseconds;
 /// * **a caller**: a thread blocked on an exchange of an idle loop — for
 ///   a head, a chunk of body or the whole body — runs the loop's turns
 ///   itself, blocking in the loop's own poll, until what it waits for
@@ -140,7 +141,9 @@ struct Timers {
 ///   again, or hands it to the thread at once (woken) if anything would
 ///   otherwise wait for the grace: tasks, sources to run again, aborts, an
 ///   exchange on the loop that is not its own, a deadline due before the
-///   thread would wake, the loop closing.
+///   thread would wake, the loop closing. Meanwhile the thread looks again
+///   after a grace, and once it finds the caller blocked in the poll (or
+///   still driving) it sleeps until the caller lets go.
 ///
 /// A request posted for an idle connection of an idle loop does not wake
 /// it (`execute_for_driver`): its caller will drive, or a
