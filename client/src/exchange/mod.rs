@@ -234,6 +234,10 @@ pub(crate) struct Exchange {
     /// The index of a loop a new connection for it should not be on (a
     /// hedged copy avoids the loop of the attempt it backs up).
     avoid_loop: OnceLock<usize>,
+    /// A blocking wait of its caller may have driven its loop and left it
+    /// idle with this exchange on it: only then does a poll of its body
+    /// have a loop to wake (see [`body_pending`](Self::body_pending)).
+    waited_blocking: AtomicBool,
 }
 
 /// The instant `timeout` after `start`; `None` past the end of time, which
@@ -288,6 +292,7 @@ impl Exchange {
             registry_key: AtomicUsize::new(registry::UNREGISTERED),
             hedge_alarm: Mutex::new(None),
             avoid_loop: OnceLock::new(),
+            waited_blocking: AtomicBool::new(false),
         })
     }
 
@@ -752,7 +757,7 @@ impl Exchange {
     /// (see `EventLoop::drive_until`), else as [`Outcome::wait`] does.
     pub(crate) fn wait_head(&self) -> Result<Head, Error> {
         let spin = self.pacing.head_spin(self.registry.len());
-        if let Some(home) = self.home_loop() {
+        if let Some(home) = self.blocking_home() {
             let caught = self.outcome.drive(&home, &|| self.is_on(&home), spin);
             if let Some(caught) = caught.filter(|_| !spin.is_zero()) {
                 self.pacing.record_spin(caught);
@@ -761,10 +766,15 @@ impl Exchange {
         self.outcome.wait(spin)
     }
 
-    /// A poll of the body found nothing yet: a loop left idle (its caller
-    /// drove it for the head) is taken back by its thread, since a poll
-    /// does not drive.
+    /// A poll of the body found nothing yet: a loop its caller drove, for
+    /// the head or a chunk, and left idle is taken back by its thread,
+    /// since a poll does not drive. One atomic load for a caller that
+    /// never waited blocking (a loop is never left idle with an exchange
+    /// on it otherwise).
     pub(crate) fn body_pending(&self) {
+        if !self.waited_blocking.load(Ordering::Relaxed) {
+            return;
+        }
         if let Some(home) = self.home_loop() {
             home.wake_if_idle();
         }
@@ -772,16 +782,16 @@ impl Exchange {
 
     /// The reader blocks for the next chunk of the body (see [`Pipe::take_blocking`]).
     pub(crate) fn take_body_blocking(&self) -> Taken {
-        let home = self.home_loop();
-        let own = || home.as_ref().is_some_and(|home| self.is_on(home));
-        self.body.take_blocking(home.as_ref(), &own)
+        let home = self.blocking_home();
+        self.body
+            .take_blocking(home.as_ref(), &|| self.still_on(home.as_ref()))
     }
 
     /// The reader blocks for the whole body (see [`Pipe::take_whole_blocking`]).
     pub(crate) fn take_whole_body_blocking(&self) -> Whole {
-        let home = self.home_loop();
-        let own = || home.as_ref().is_some_and(|home| self.is_on(home));
-        self.body.take_whole_blocking(home.as_ref(), &own)
+        let home = self.blocking_home();
+        self.body
+            .take_whole_blocking(home.as_ref(), &|| self.still_on(home.as_ref()))
     }
 
     /// Its request is posted to `event_loop` for an idle connection there
@@ -802,12 +812,24 @@ impl Exchange {
         event_loop.execute_for_driver(task)
     }
 
+    /// [`home_loop`](Self::home_loop), for a blocking wait about to drive
+    /// it.
+    fn blocking_home(&self) -> Option<Arc<EventLoop>> {
+        self.waited_blocking.store(true, Ordering::Relaxed);
+        self.home_loop()
+    }
+
     /// The loop a blocked caller of this exchange would drive: its
     /// connection's, or the one its request was posted to.
     fn home_loop(&self) -> Option<Arc<EventLoop>> {
         let link = lock(&self.link);
         let conn = link.conn.conn().map(|conn| &conn.event_loop);
         conn.or(link.posted_to.as_ref()).cloned()
+    }
+
+    /// Whether the exchange is still on a connection of `home`.
+    fn still_on(&self, home: Option<&Arc<EventLoop>>) -> bool {
+        home.is_some_and(|home| self.is_on(home))
     }
 
     /// Whether the exchange is on a connection of `event_loop`.
