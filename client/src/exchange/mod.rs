@@ -758,9 +758,11 @@ impl Exchange {
     pub(crate) fn wait_head(&self) -> Result<Head, Error> {
         let spin = self.pacing.head_spin(self.registry.len());
         if let Some(home) = self.blocking_home() {
+            // The clock is read only to score a spin.
+            let started = (!spin.is_zero()).then(Instant::now);
             let caught = self.outcome.drive(&home, &|| self.is_on(&home), spin);
-            if let Some(caught) = caught.filter(|_| !spin.is_zero()) {
-                self.pacing.record_spin(caught);
+            if let (Some(caught), Some(started)) = (caught, started) {
+                self.pacing.record_spin(caught.then(|| started.elapsed()));
             }
         }
         self.outcome.wait(spin)
