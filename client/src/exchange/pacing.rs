@@ -16,11 +16,9 @@
 //! Nor while spins do not pay: a caller driving its loop notes whether
 //! the answer came within [`SPIN_WORTH`] ([`Pacing::record_spin`]) — a
 //! spin that catches its answer later has burnt more CPU than the sleep
-//! and wake-up it saved (nginx's chunked 64 KiB answers came 20–30 µs
-//! after the request here: the spin caught them, for 4 % more throughput
-//! at 70 % more CPU per request) — and once most of the recent ones did
-//! not pay, only one wait in [`PROBE_EVERY`] spins, to notice when
-//! answers come quickly again.
+//! and wake-up it saved — and once most of the recent ones did not pay,
+//! only one wait in [`PROBE_EVERY`] spins, to notice when answers come
+//! quickly again.
 //! The README has the measurements.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
