@@ -75,6 +75,20 @@ fn ok() -> Answer {
     Arc::new(|_| b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".to_vec())
 }
 
+/// As [`ok`], but a request for `/both` is answered only once a second one
+/// has come, so two of them are on two connections at once whatever the
+/// threads' timing.
+fn ok_once_both_came() -> Answer {
+    let both = Arc::new(std::sync::Barrier::new(2));
+    let ok = ok();
+    Arc::new(move |path| {
+        if path == "/both" {
+            both.wait();
+        }
+        ok(path)
+    })
+}
+
 fn client(loops: usize, grace: Duration) -> (crate::Client, Arc<EventLoopGroup>) {
     let group = Arc::new(
         EventLoopGroup::builder()
@@ -128,14 +142,14 @@ fn block_on<F: std::future::Future>(future: F) -> F::Output {
 /// thread rather than wait for a driver who is elsewhere.
 #[test]
 fn a_request_sent_again_to_another_idle_loop_does_not_wait_for_its_grace() {
-    let server = server(ok());
+    let server = server(ok_once_both_came());
     let (client, _group) = client(2, GRACE);
     let client = Arc::new(client);
     let url = format!("http://{}/", server.addr);
     // Two connections at once, one on each loop...
     let both: Vec<_> = (0..2)
         .map(|_| {
-            let (client, url) = (client.clone(), url.clone());
+            let (client, url) = (client.clone(), format!("{url}both"));
             thread::spawn(move || get(&client, &url))
         })
         .collect();
