@@ -55,7 +55,7 @@ enum Driver {
     Thread,
     /// A caller blocked on an exchange of the loop, on its own thread.
     Caller,
-    /// Nobody: the loop's thread sleeps, for at most its idle grace, until
+    /// Nobody: the loop's thread sleeps, for at most two idle graces, until
     /// a caller drives the loop or work comes that nobody would run.
     Idle,
 }
@@ -73,9 +73,15 @@ struct Inbox {
     /// or its nearest deadline); `None` when it is not in a timed sleep.
     thread_wakes_at: Option<Instant>,
     /// The loop's thread sleeps until the driving caller releases the
-    /// loop (it found the caller blocked in the loop's poll, which sees
-    /// every event): the release wakes it.
+    /// loop (it found that caller driving for a whole grace, with no
+    /// release meanwhile: a long wait): the release wakes it.
     thread_awaits_release: bool,
+    /// Times a driving caller has released the loop (wrapping): how the
+    /// thread, looking again after a grace, tells a caller that comes and
+    /// goes (request after request: no need to wake the thread at each
+    /// release) from one that stayed, or a loop left idle for the whole
+    /// grace.
+    releases: u64,
     /// Wake-ups posted for tasks.
     #[cfg(test)]
     wakeups: u64,
@@ -141,9 +147,12 @@ struct Timers {
 ///   again, or hands it to the thread at once (woken) if anything would
 ///   otherwise wait for the grace: tasks, sources to run again, aborts, an
 ///   exchange on the loop that is not its own, a deadline due before the
-///   thread would wake, the loop closing. Meanwhile the thread looks again
-///   after a grace, and once it finds the caller blocked in the poll (or
-///   still driving) it sleeps until the caller lets go.
+///   thread would wake, the loop closing. Meanwhile the thread looks once
+///   per grace: while the caller comes and goes (a release since it last
+///   looked) it sleeps on, so a release wakes nobody and the loop is taken
+///   back a grace to two after the last one; once it finds a caller that
+///   has driven a whole grace without letting go, it sleeps until that
+///   caller's release, which wakes it.
 ///
 /// A request posted for an idle connection of an idle loop does not wake
 /// it (`execute_for_driver`): its caller will drive, or a
@@ -154,7 +163,7 @@ struct Timers {
 /// the wheel, another loop, a canceller) interrupts its poll
 /// (`wake_driver`). So nothing waits on an idle loop but
 /// news nobody is blocked on (an idle connection's close, a response
-/// nobody polls yet), for at most the grace; deadlines stay exact, since
+/// nobody polls yet), for at most two graces; deadlines stay exact, since
 /// whoever drives arms the precise wait, and the thread wakes for the
 /// nearest one while the loop is idle. Only the thread ends the loop.
 ///
@@ -230,6 +239,7 @@ impl EventLoop {
                 driver: Driver::Thread,
                 thread_wakes_at: None,
                 thread_awaits_release: false,
+                releases: 0,
                 #[cfg(test)]
                 wakeups: 0,
             }),

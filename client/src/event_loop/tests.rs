@@ -383,6 +383,61 @@ fn leave_idle(event_loop: &EventLoop) {
     }
 }
 
+/// A caller that comes and goes — a short drive every millisecond or so,
+/// each ending in a release — keeps its loop: the thread, looking once per
+/// grace, sees releases since it last looked and sleeps on, rather than
+/// take the loop back in the gap between two requests (the caller's next
+/// drive would then find it taken, and wait for the loop's thread). Once
+/// the caller stops, the thread takes the loop back no sooner than a
+/// grace after the last release, and within two.
+#[test]
+fn a_caller_that_comes_and_goes_keeps_its_loop_until_a_grace_has_passed_without_it() {
+    const GRACE: Duration = Duration::from_millis(200);
+    let group = EventLoopGroup::builder()
+        .threads(1)
+        .idle_grace(GRACE)
+        .build()
+        .unwrap();
+    let event_loop = group.loops()[0].clone();
+    leave_idle(&event_loop);
+    let until = Instant::now() + 4 * GRACE;
+    let mut drives = 0;
+    let mut released = Instant::now();
+    while Instant::now() < until {
+        let ran = Arc::new(AtomicBool::new(false));
+        let done = ran.clone();
+        event_loop
+            .execute_for_driver(Box::new(move |_| done.store(true, Ordering::SeqCst)))
+            .unwrap();
+        // Just before the release: the thread takes the loop back a grace
+        // after the release at the soonest, later than a grace after this.
+        released = Instant::now();
+        let drove = event_loop
+            .drive_until(
+                &mut || ran.load(Ordering::SeqCst),
+                &|| false,
+                Duration::ZERO,
+            )
+            .is_some();
+        assert!(
+            drove,
+            "the loop's thread took the loop back after {drives} drives"
+        );
+        drives += 1;
+        thread::sleep(Duration::from_millis(1));
+    }
+    let give_up = released + 2 * GRACE + Duration::from_secs(5);
+    while lock(&event_loop.inbox).driver == Driver::Idle {
+        assert!(Instant::now() < give_up, "the loop was never taken back");
+        thread::sleep(Duration::from_millis(1));
+    }
+    let after = released.elapsed();
+    assert!(
+        after >= GRACE,
+        "taken back {after:?} after the last release"
+    );
+}
+
 /// What nobody drives does not wait for an idle loop's grace (a minute
 /// here, so that only the rules below can explain what runs in time):
 /// while a caller drives, a task posted from elsewhere interrupts its poll

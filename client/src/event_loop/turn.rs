@@ -269,6 +269,7 @@ impl EventLoop {
         let nearest = lock(&self.timers).heap.next_deadline();
         inbox.driver = Driver::Idle;
         inbox.parked = false;
+        inbox.releases = inbox.releases.wrapping_add(1);
         let others = self.attached.load(Ordering::SeqCst) > usize::from(own_attached);
         // A thread asleep until the caller is done is woken below, and
         // sleeps again for its grace or its nearest deadline.
@@ -291,44 +292,38 @@ impl EventLoop {
     /// The loop's thread while the loop is idle or a caller drives it:
     /// sleeps until there is work nobody else would run (a task posted, a
     /// deadline, the loop closing) or the loop has been left idle for its
-    /// grace, then drives it again. While a caller drives, it looks again
-    /// after a grace — and once it finds the caller blocked in the loop's
-    /// poll, or driving still, when the caller lets the loop go.
+    /// grace, then drives it again.
+    ///
+    /// While a caller comes and goes — request after request, each drive
+    /// ending in a release — the thread looks once per grace and sleeps
+    /// on: a release does not wake it, and the loop is taken back once a
+    /// whole grace has passed with no release and nobody driving (so at
+    /// most two graces after the last release). Once it finds that a
+    /// caller has driven for a whole grace without letting go (a long
+    /// wait), it sleeps until that caller's release, which wakes it: a
+    /// long wait costs no wake-up per grace.
     fn sleep_while_idle(&self) {
         let mut inbox = lock(&self.inbox);
-        // A caller has driven for a whole grace: from then on the thread
-        // waits for it to let the loop go.
-        let mut caller_drives_on = false;
         loop {
-            let idle = match inbox.driver {
+            match inbox.driver {
                 // Handed back by a caller that left work.
                 Driver::Thread => break,
                 Driver::Idle if inbox.closed || !inbox.tasks.is_empty() => break,
-                driver => driver == Driver::Idle,
-            };
-            if !idle && (inbox.parked || caller_drives_on) {
-                // A caller blocked in the loop's poll sees every event, and
-                // one that has driven that long will likely drive on: no
-                // need to look every grace meanwhile (a long wait would
-                // cost a wake-up per grace). Its release wakes this thread.
-                inbox.thread_awaits_release = true;
-                inbox.thread_wakes_at = None;
-                inbox = self
-                    .idle_wake
-                    .wait(inbox)
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                inbox.thread_awaits_release = false;
-                continue;
+                _ => {}
             }
+            let releases = inbox.releases;
             let now = Instant::now();
             let mut until = now + self.idle_grace;
-            if idle {
+            let mut for_deadline = false;
+            if inbox.driver == Driver::Idle {
                 if let Some(deadline) = lock(&self.timers).heap.next_deadline() {
-                    until = until.min(self.idle_wake_at(deadline));
+                    let wake_at = self.idle_wake_at(deadline);
+                    for_deadline = wake_at < until;
+                    until = until.min(wake_at);
                 }
-            }
-            if idle && until <= now {
-                break;
+                if until <= now {
+                    break;
+                }
             }
             inbox.thread_wakes_at = Some(until);
             inbox = self
@@ -336,11 +331,29 @@ impl EventLoop {
                 .wait_timeout(inbox, until - now)
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .0;
-            let over = Instant::now() >= until;
-            if inbox.driver == Driver::Idle && over {
-                break;
+            inbox.thread_wakes_at = None;
+            // Woken sooner (a task, a deadline, the loop handed back):
+            // look again.
+            if Instant::now() < until {
+                continue;
             }
-            caller_drives_on = inbox.driver == Driver::Caller && over;
+            let quiet = inbox.releases == releases;
+            match inbox.driver {
+                Driver::Idle if quiet || for_deadline => break,
+                Driver::Caller if quiet => {
+                    inbox.thread_awaits_release = true;
+                    while inbox.driver == Driver::Caller {
+                        inbox = self
+                            .idle_wake
+                            .wait(inbox)
+                            .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    }
+                    inbox.thread_awaits_release = false;
+                }
+                // The caller let go and came back meanwhile, or let go
+                // less than a grace ago: it is likely to come back again.
+                _ => {}
+            }
         }
         inbox.driver = Driver::Thread;
         inbox.thread_wakes_at = None;

@@ -341,6 +341,12 @@ impl Exchange {
         &self.body
     }
 
+    /// How long this client's response bodies have lately been (a moving
+    /// average): what a body of unknown length is likely to need.
+    pub(crate) fn typical_body(&self) -> u64 {
+        self.pacing.typical_body()
+    }
+
     /// Sets how the exchange reaches its origin (the dispatcher, at
     /// submission; a second call changes nothing).
     pub(crate) fn set_route(&self, route: Route) {

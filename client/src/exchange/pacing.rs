@@ -74,6 +74,11 @@ impl Pacing {
         self.typical_body.store(next, Ordering::Relaxed);
     }
 
+    /// The size of the bodies this client reads, lately (a moving average).
+    pub(crate) fn typical_body(&self) -> u64 {
+        self.typical_body.load(Ordering::Relaxed)
+    }
+
     /// A spin of a wait for a head caught its answer after the time
     /// given, or not at all (`None`). It paid only if it caught the answer
     /// within [`SPIN_WORTH`].

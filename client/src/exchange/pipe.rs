@@ -49,10 +49,15 @@ pub(crate) const DEFAULT_WINDOW: usize = 256 * 1024;
 
 /// Who waits on one end of a pipe.
 pub(crate) enum Waiter {
-    /// A thread blocked on the pipe's condition variable — or driving this
-    /// loop while it waits (see `EventLoop::drive_until`), whose poll a
-    /// wake-up from elsewhere interrupts.
-    Thread(Option<Arc<EventLoop>>),
+    /// A thread blocked on the pipe's condition variable: registered under
+    /// the pipe's lock just before it waits, so one is notified only when
+    /// it is really there (a notify is a syscall even with nobody waiting).
+    Blocked,
+    /// A thread driving this loop while it waits (see
+    /// `EventLoop::drive_until`), whose poll a wake-up from elsewhere
+    /// interrupts. Before it blocks on the condition variable instead, it
+    /// registers again as [`Blocked`](Waiter::Blocked), under the lock.
+    Driving(Arc<EventLoop>),
     /// A task polling the pipe.
     Task(Waker),
     /// A connection on its loop.
@@ -60,14 +65,15 @@ pub(crate) enum Waiter {
 }
 
 impl Waiter {
+    /// A thread's waiter: driving `home` if it may, else blocked.
+    fn thread(home: Option<&Arc<EventLoop>>) -> Waiter {
+        home.map_or(Waiter::Blocked, |home| Waiter::Driving(home.clone()))
+    }
+
     fn wake(self, cv: &Condvar) {
         match self {
-            Waiter::Thread(driving) => {
-                cv.notify_all();
-                if let Some(event_loop) = driving {
-                    event_loop.wake_driver();
-                }
-            }
+            Waiter::Blocked => cv.notify_all(),
+            Waiter::Driving(event_loop) => event_loop.wake_driver(),
             Waiter::Task(waker) => waker.wake(),
             Waiter::Source(event_loop, source) => event_loop.wake_source(source),
         }
@@ -231,14 +237,14 @@ impl Pipe {
     /// [`push`](Self::push) from a thread that may block: waits while the
     /// pipe is full. `Err` once the reader has gone.
     pub(crate) fn push_blocking(&self, bytes: Bytes) -> Result<(), ()> {
-        if self.push(bytes, || Waiter::Thread(None)) == Pushed::Refused {
+        if self.push(bytes, || Waiter::Blocked) == Pushed::Refused {
             return Err(());
         }
         // Its next read may block for long.
         self.flush();
         let mut state = lock(&self.state);
         while state.buffered >= self.window && !state.reader_gone {
-            state.writer = Some(Waiter::Thread(None));
+            state.writer = Some(Waiter::Blocked);
             state = self
                 .writer_ready
                 .wait(state)
@@ -276,7 +282,7 @@ impl Pipe {
         if let Some(reader) = wake {
             // A thread blocked for the end of its body: a sequential caller,
             // whose next request is likely to come at once.
-            if matches!(reader, Waiter::Thread(_)) {
+            if matches!(reader, Waiter::Blocked | Waiter::Driving(_)) {
                 crate::event_loop::answered_a_waiting_caller();
             }
             reader.wake(&self.reader_ready);
@@ -336,7 +342,7 @@ impl Pipe {
         own: &dyn Fn() -> bool,
     ) -> Taken {
         loop {
-            match self.take(|| Waiter::Thread(home.cloned())) {
+            match self.take(|| Waiter::thread(home)) {
                 Taken::Pending => {}
                 taken => return taken,
             }
@@ -349,7 +355,7 @@ impl Pipe {
             }
             let mut state = lock(&self.state);
             while state.chunks.is_empty() && matches!(state.end, End::Open) {
-                state.reader = Some(Waiter::Thread(None));
+                state.reader = Some(Waiter::Blocked);
                 state = self
                     .reader_ready
                     .wait(state)
@@ -445,7 +451,7 @@ impl Pipe {
         own: &dyn Fn() -> bool,
     ) -> Whole {
         loop {
-            match self.take_whole(|| Waiter::Thread(home.cloned())) {
+            match self.take_whole(|| Waiter::thread(home)) {
                 Whole::Pending => {}
                 whole => return whole,
             }
@@ -456,7 +462,7 @@ impl Pipe {
             }
             let mut state = lock(&self.state);
             while matches!(state.end, End::Open) {
-                state.reader = Some(Waiter::Thread(None));
+                state.reader = Some(Waiter::Blocked);
                 state = self
                     .reader_ready
                     .wait(state)

@@ -15,6 +15,20 @@ use std::collections::VecDeque;
 /// `Content-Length`: a larger body grows by this much at a time.
 pub(super) const COLLECT_AHEAD: u64 = 64 * 1024 * 1024;
 
+/// The most a collected body of unknown length (chunked, or read until
+/// the close) reserves ahead: what the client's bodies typically are
+/// ([`ahead_of_unknown`]), up to this.
+pub(super) const UNKNOWN_AHEAD_MAX: u64 = 1024 * 1024;
+
+/// What to reserve for a body of unknown length, from the length of the
+/// client's recent bodies (`typical`, a moving average) with a quarter
+/// more (an average of bodies all of one length creeps up to it from
+/// below): a client fetching like bodies again and again reserves once,
+/// rather than grow its buffer by doubling, copying it each time.
+pub(super) fn ahead_of_unknown(typical: u64) -> u64 {
+    typical.saturating_add(typical / 4).min(UNKNOWN_AHEAD_MAX)
+}
+
 /// A body being collected: `buf` holds it so far, with capacity reserved
 /// for the rest of a body of known length.
 pub(super) struct Collected {
@@ -76,6 +90,13 @@ mod tests {
         assert_eq!(body.tail(3), b"ijk");
         body.extend(b"lmnopqrstuvwxyz");
         assert_eq!(&body.finish()[..], b"abcdefghijklmnopqrstuvwxyz");
+    }
+
+    #[test]
+    fn a_body_of_unknown_length_reserves_a_little_more_than_is_typical() {
+        assert_eq!(ahead_of_unknown(0), 0);
+        assert_eq!(ahead_of_unknown(65_535), 81_918);
+        assert_eq!(ahead_of_unknown(u64::MAX), UNKNOWN_AHEAD_MAX);
     }
 
     #[test]

@@ -90,7 +90,10 @@ impl Active {
         if !pipe.is_collecting() {
             return false;
         }
-        let ahead = self.decoder.body_remaining().unwrap_or(0);
+        let ahead = self
+            .decoder
+            .body_remaining()
+            .unwrap_or_else(|| collect::ahead_of_unknown(self.exchange.typical_body()));
         self.collected = Some(Collected::new(pipe.reclaim(), &self.gathered, ahead));
         self.gathered.clear();
         self.paused = false;
@@ -650,7 +653,7 @@ impl Conn {
             None => std::mem::take(&mut active.gathered).freeze(),
         };
         if !rest.is_empty() && active.draining.is_none() {
-            let _ = active.exchange.body().push(rest, || Waiter::Thread(None));
+            let _ = active.exchange.body().push(rest, || Waiter::Blocked);
         }
         // A request the server answered before it was fully written leaves
         // the stream mid-request. Over TLS, bytes past the response may
