@@ -29,6 +29,10 @@ pub(super) fn ahead_of_unknown(typical: u64) -> u64 {
     typical.saturating_add(typical / 4).min(UNKNOWN_AHEAD_MAX)
 }
 
+/// Unused capacity a finished body may keep beyond its own length (see
+/// [`Collected::finish`]).
+const SHRINK_SLACK: usize = 4096;
+
 /// A body being collected: `buf` holds it so far, with capacity reserved
 /// for the rest of a body of known length.
 pub(super) struct Collected {
@@ -64,8 +68,14 @@ impl Collected {
         &self.buf[self.buf.len() - n..]
     }
 
-    /// The body, in one piece.
+    /// The body, in one piece. A body much shorter than what was reserved
+    /// for it (a guess from the client's typical bodies) is copied into a
+    /// buffer of its own size: the caller may keep it for long, and should
+    /// not keep the reservation with it.
     pub(super) fn finish(self) -> Bytes {
+        if self.buf.capacity() > 2 * self.buf.len() + SHRINK_SLACK {
+            return Bytes::copy_from_slice(&self.buf);
+        }
         self.buf.freeze()
     }
 }
@@ -97,6 +107,21 @@ mod tests {
         assert_eq!(ahead_of_unknown(0), 0);
         assert_eq!(ahead_of_unknown(65_535), 81_918);
         assert_eq!(ahead_of_unknown(u64::MAX), UNKNOWN_AHEAD_MAX);
+    }
+
+    #[test]
+    fn a_body_much_shorter_than_its_reservation_keeps_only_its_own_size() {
+        let mut short = Collected::new(VecDeque::new(), b"", ahead_of_unknown(1 << 20));
+        short.extend(b"short");
+        let before = short.buf.as_ptr();
+        let body = short.finish();
+        assert_eq!(&body[..], b"short");
+        assert_ne!(body.as_ptr(), before, "copied out of the reservation");
+
+        let mut near = Collected::new(VecDeque::new(), b"", ahead_of_unknown(60_000));
+        near.extend(&[b'x'; 60_000]);
+        let before = near.buf.as_ptr();
+        assert_eq!(near.finish().as_ptr(), before, "kept where it was read");
     }
 
     #[test]
