@@ -73,7 +73,7 @@ struct Inbox {
     /// or its nearest deadline); `None` when it is not in a timed sleep.
     thread_wakes_at: Option<Instant>,
     /// The loop's thread sleeps until the driving caller releases the
-    /// loop (it found that caller driving for a whole grace, with no
+    /// loop (it found that caller still driving after a grace with no
     /// release meanwhile: a long wait): the release wakes it.
     thread_awaits_release: bool,
     /// Times a driving caller has released the loop (wrapping): how the
@@ -150,9 +150,9 @@ struct Timers {
 ///   thread would wake, the loop closing. Meanwhile the thread looks once
 ///   per grace: while the caller comes and goes (a release since it last
 ///   looked) it sleeps on, so a release wakes nobody and the loop is taken
-///   back a grace to two after the last one; once it finds a caller that
-///   has driven a whole grace without letting go, it sleeps until that
-///   caller's release, which wakes it.
+///   back a grace to two after the last one; once it finds a caller
+///   still driving after a grace with no release meanwhile, it sleeps
+///   until the next release, which wakes it.
 ///
 /// A request posted for an idle connection of an idle loop does not wake
 /// it (`execute_for_driver`): its caller will drive, or a

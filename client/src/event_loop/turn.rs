@@ -298,10 +298,10 @@ impl EventLoop {
     /// ending in a release — the thread looks once per grace and sleeps
     /// on: a release does not wake it, and the loop is taken back once a
     /// whole grace has passed with no release and nobody driving (so at
-    /// most two graces after the last release). Once it finds that a
-    /// caller has driven for a whole grace without letting go (a long
-    /// wait), it sleeps until that caller's release, which wakes it: a
-    /// long wait costs no wake-up per grace.
+    /// most two graces after the last release). Once it finds a caller
+    /// still driving after a grace with no release meanwhile (a long
+    /// wait), it sleeps until the next release, which wakes it: a long
+    /// wait costs no wake-up per grace.
     fn sleep_while_idle(&self) {
         let mut inbox = lock(&self.inbox);
         loop {
@@ -342,7 +342,9 @@ impl EventLoop {
                 Driver::Idle if quiet || for_deadline => break,
                 Driver::Caller if quiet => {
                     inbox.thread_awaits_release = true;
-                    while inbox.driver == Driver::Caller {
+                    // Until a release, even if the caller drives again
+                    // before this thread has the lock back.
+                    while inbox.driver == Driver::Caller && inbox.releases == releases {
                         inbox = self
                             .idle_wake
                             .wait(inbox)
