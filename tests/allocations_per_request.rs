@@ -59,15 +59,27 @@ fn serve_in_parts(parts: Vec<&'static [u8]>, pause: std::time::Duration) -> std:
     addr
 }
 
-/// Allocations per request of `get`, after as many requests to warm up
-/// (the connection pooled, every lazily grown table at its size). One test
-/// at a time: the count is the whole process's.
-fn allocations_per_request(get: impl Fn()) -> f64 {
+/// Allocations per request of sequential pooled GETs of `path` from the
+/// server at `addr`, whose bodies, read whole, `check` checks — after as
+/// many requests to warm up (the connection pooled, every lazily grown
+/// table at its size), on one connection. One test at a time: the count
+/// is the whole process's.
+fn allocations_per_request(
+    addr: std::net::SocketAddr,
+    path: &str,
+    check: impl Fn(&[u8]) -> bool,
+) -> f64 {
     static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _alone = ONE_AT_A_TIME
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     const REQUESTS: u64 = 400;
+    let client = Client::builder().event_loops(1).build().unwrap();
+    let url = format!("http://{addr}{path}");
+    let get = || {
+        let response = client.get(url.as_str()).send().wait().unwrap();
+        assert!(check(&response.bytes().wait().unwrap()));
+    };
     for _ in 0..REQUESTS {
         get();
     }
@@ -75,20 +87,17 @@ fn allocations_per_request(get: impl Fn()) -> f64 {
     for _ in 0..REQUESTS {
         get();
     }
-    (counting_alloc::allocations() - before) as f64 / REQUESTS as f64
+    let per_request = (counting_alloc::allocations() - before) as f64 / REQUESTS as f64;
+    eprintln!("{path}: {per_request:.2} allocations per request");
+    assert_eq!(client.stats().open_connections, 1);
+    client.close();
+    per_request
 }
 
 #[test]
 fn a_pooled_sequential_get_allocates_a_bounded_number_of_times() {
     let addr = serve(b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\nHello, world!");
-    let client = Client::builder().event_loops(1).build().unwrap();
-    let url = format!("http://{addr}/small");
-    let per_request = allocations_per_request(|| {
-        let response = client.get(url.as_str()).send().wait().unwrap();
-        assert_eq!(response.bytes().wait().unwrap(), "Hello, world!");
-    });
-    eprintln!("{per_request:.2} allocations per request");
-    assert_eq!(client.stats().open_connections, 1);
+    let per_request = allocations_per_request(addr, "/small", |body| body == b"Hello, world!");
     // 15 (2026-12-02); 17 before, when a whole body's chunks were
     // gathered into a new list and a body in one piece was split off its
     // buffer (a split shares the buffer through a new allocation); 22
@@ -102,15 +111,14 @@ fn a_pooled_sequential_get_allocates_a_bounded_number_of_times() {
         per_request <= 16.0,
         "{per_request:.2} allocations per request"
     );
-    client.close();
 }
 
 /// A chunked body read whole (`bytes()`), 64 KiB in 16 chunks written
-/// one by one, 100 µs apart, to a reader that has asked for it whole: its length is unknown until it ends, so the buffer it is
-/// collected in is reserved from what the client's bodies typically are —
-/// once, not grown by doubling as the chunks come (each growth a
-/// reallocation, which this allocator counts, and a copy of the body so
-/// far).
+/// one by one, 100 µs apart, to a reader that has asked for it whole: its
+/// length is unknown until it ends, so the buffer it is collected in is
+/// reserved from what the client's bodies typically are — once, not grown
+/// by doubling as the chunks come (each growth a reallocation, which this
+/// allocator counts, and a copy of the body so far).
 #[test]
 fn a_chunked_body_read_whole_is_collected_in_one_allocation() {
     let mut chunk = b"1000\r\n".to_vec();
@@ -122,20 +130,12 @@ fn a_chunked_body_read_whole_is_collected_in_one_allocation() {
     parts.extend(std::iter::repeat_n(chunk, 16));
     parts.push(b"0\r\n\r\n");
     let addr = serve_in_parts(parts, std::time::Duration::from_micros(100));
-    let client = Client::builder().event_loops(1).build().unwrap();
-    let url = format!("http://{addr}/64k-chunked");
-    let per_request = allocations_per_request(|| {
-        let response = client.get(url.as_str()).send().wait().unwrap();
-        assert_eq!(response.bytes().wait().unwrap().len(), 64 * 1024);
-    });
-    eprintln!("{per_request:.2} allocations per request");
-    assert_eq!(client.stats().open_connections, 1);
-    // 34 (2026-12-04); 37 before, when the buffer started at the bytes
+    let per_request = allocations_per_request(addr, "/64k-chunked", |body| body.len() == 64 << 10);
+    // 18 (2026-12-04); 21 before, when the buffer started at the bytes
     // decoded so far and doubled (4, 8, 16, 32, 64 KiB). A margin of one,
     // for the toolchain's growth policies.
     assert!(
-        per_request <= 35.0,
+        per_request <= 19.0,
         "{per_request:.2} allocations per request"
     );
-    client.close();
 }
