@@ -1,8 +1,9 @@
 //! Heap allocations per request on the client's hot path, counted by a
 //! counting global allocator (this binary's own): pooled GETs, sequential
 //! and blocking, of a 13-byte body and of a 64 KiB chunked one, against a
-//! server that allocates nothing per request. A count, unlike a time, does not depend on the machine's load:
-//! the bound catches work added per request.
+//! server that allocates nothing per request. A count, unlike a time, does
+//! not depend on the machine's load: the bound catches work added per
+//! request.
 
 #[path = "support/counting_alloc.rs"]
 mod counting_alloc;
@@ -136,10 +137,11 @@ fn a_chunked_body_read_whole_is_collected_in_one_allocation() {
     let addr = serve_in_parts(parts, std::time::Duration::from_micros(100));
     let per_request = allocations_per_request(addr, "/64k-chunked", |body| body.len() == 64 << 10);
     // 18 (2026-12-04); 21 before, when the buffer started at the bytes
-    // decoded so far and doubled (4, 8, 16, 32, 64 KiB). A margin of one,
-    // for the toolchain's growth policies.
+    // decoded so far and doubled (4, 8, 16, 32, 64 KiB). 18.3-18.5 with
+    // three busy loops on two cores (a reader late for the first chunk
+    // takes it through the pipe): a margin of two, still under the 21.
     assert!(
-        per_request <= 19.0,
+        per_request <= 20.0,
         "{per_request:.2} allocations per request"
     );
 }

@@ -188,6 +188,16 @@ impl Pipe {
     /// only once the pipe holds the low-water mark: a writer that stops
     /// below it must [`flush`](Self::flush).
     pub(crate) fn push(&self, bytes: Bytes, waiter: impl FnOnce() -> Waiter) -> Pushed {
+        self.push_waiting(bytes, Some(waiter))
+    }
+
+    /// The writer's last bytes, just before it ends the body: taken even
+    /// past the window, with nobody to wake when there is room again.
+    pub(crate) fn push_last(&self, bytes: Bytes) {
+        self.push_waiting(bytes, None::<fn() -> Waiter>);
+    }
+
+    fn push_waiting(&self, bytes: Bytes, waiter: Option<impl FnOnce() -> Waiter>) -> Pushed {
         if bytes.is_empty() {
             return Pushed::Room;
         }
@@ -201,7 +211,7 @@ impl Pipe {
             self.meter.fetch_add(bytes.len(), Ordering::Relaxed);
             state.chunks.push_back(bytes);
             let pushed = if state.buffered >= self.window && !state.collecting {
-                state.writer = Some(waiter());
+                state.writer = waiter.map(|waiter| waiter());
                 Pushed::Full
             } else {
                 Pushed::Room

@@ -653,7 +653,7 @@ impl Conn {
             None => std::mem::take(&mut active.gathered).freeze(),
         };
         if !rest.is_empty() && active.draining.is_none() {
-            let _ = active.exchange.body().push(rest, || Waiter::Blocked);
+            active.exchange.body().push_last(rest);
         }
         // A request the server answered before it was fully written leaves
         // the stream mid-request. Over TLS, bytes past the response may
