@@ -14,10 +14,11 @@
 # run. At the end, for each build: the medians of its req/s, client CPU µs
 # per request and switches per request, and the medians and ranges of its
 # per-round ratios to the peer of the same round — the machine drifts
-# from minute to minute, a round's ratio far less.
+# from minute to minute, a round's ratio far less. To clean up: remove
+# $AB_DIR, then `git worktree prune`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ $# -eq 2 ] || { sed -n '2,17p' "$0"; exit 2; }
+[ $# -eq 2 ] || { sed -n '2,19p' "$0"; exit 2; }
 rounds=${ROUNDS:-8} case=${CASE:-13b-64-in-flight} peer=${PEER:-hyper} url=${URL:-}
 dir=${AB_DIR:-/tmp/tickless-ab}
 mkdir -p "$dir"
