@@ -26,7 +26,8 @@ mkdir -p "$dir"
 build() { # REV -> path of its bench-peers binary
     if [ "$1" = WORKTREE ]; then
         cargo build --release --manifest-path bench-peers/Cargo.toml --bin bench-peers >&2
-        cp bench-peers/target/release/bench-peers "$dir/WORKTREE"
+        cp bench-peers/target/release/bench-peers "$dir/bin-worktree"
+        echo "$dir/bin-worktree"
     else
         local sha tree
         sha=$(git rev-parse --short "$1^{commit}")
@@ -34,9 +35,9 @@ build() { # REV -> path of its bench-peers binary
         [ -d "$tree" ] || git worktree add --detach "$tree" "$sha" >&2
         CARGO_TARGET_DIR="$dir/target-$sha" \
             cargo build --release --manifest-path "$tree/bench-peers/Cargo.toml" --bin bench-peers >&2
-        cp "$dir/target-$sha/release/bench-peers" "$dir/$1"
+        cp "$dir/target-$sha/release/bench-peers" "$dir/bin-$sha"
+        echo "$dir/bin-$sha"
     fi
-    echo "$dir/$1"
 }
 
 a=$(build "$1") b=$(build "$2")
