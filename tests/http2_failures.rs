@@ -1,14 +1,19 @@
 //! HTTP/2 failures, from a server whose frames are written by hand
-//! (tests/support/h2_server.rs, `RawH2Server`): GOAWAY mid-flight (streams
-//! above its last stream id go again on a new connection whatever their
-//! method and the GOAWAY's code, those below finish or fail with it), REFUSED_STREAM (retried once), other resets (a typed error
-//! naming the code), and a server that breaks the protocol (the connection
-//! ends with an error: no panic, no hang).
+//! (tests/support/h2_server.rs, `RawH2Server`) or by the `h2` crate
+//! (`H2Server`): GOAWAY mid-flight (streams above its last stream id go
+//! again on a new connection whatever their method and the GOAWAY's code,
+//! those below finish or fail with it), REFUSED_STREAM (retried once),
+//! other resets (a typed error naming the code), a server that breaks the
+//! protocol (the connection ends with an error: no panic, no hang), and
+//! what a connection's end does to the requests still waiting on it and
+//! to a body it had whole.
 
 mod support;
 
-use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::net::Shutdown;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 use support::h2_server::*;
 use support::*;
 use tickless::{Client, ClientBuilder, Error, Http2Initiator, Http2Reason};
@@ -389,4 +394,267 @@ fn keep_alive_pings_end_a_connection_whose_server_stopped_answering() {
     // The PING goes unanswered: the connection closes.
     assert!(eventually(CEILING, || client.stats().open_connections == 0));
     client.close();
+}
+
+/// Runs `f` on a thread; `None` if it has not returned within `limit`
+/// (a hang).
+fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(limit).ok()
+}
+
+/// A response that came whole is not lost when the connection then closes
+/// while its body's pipe is full: the rest, in `h2`'s buffer, goes into
+/// the pipe (a server closes after its last stream's GOAWAY).
+#[test]
+fn a_body_received_whole_survives_the_connection_closing_after_it() {
+    const FRAMES: usize = 12; // 12 x 16 KiB = 192 KiB: within both windows
+    let server = RawH2Server::start(|mut conn| {
+        let ids = conn.read_requests(1);
+        let id = ids[0];
+        conn.send(&frame(HEADERS, END_HEADERS, id, &[0x88]));
+        let chunk = vec![b'x'; 16 * 1024];
+        for _ in 0..FRAMES {
+            conn.send(&frame(DATA, 0, id, &chunk));
+        }
+        conn.send(&frame(DATA, END_STREAM, id, b""));
+        // The response is complete; the server says goodbye and closes,
+        // as a server does after its last stream.
+        conn.send(&goaway(id, 0));
+        let _ = conn.stream.shutdown(Shutdown::Write);
+        conn.drain(Duration::from_secs(5));
+    });
+    // A small body window: the pipe fills at 16 KiB, the rest waits in h2.
+    let client = h2c().body_window(16 * 1024).build().unwrap();
+    let response = client.get(server.url("/")).send().wait().unwrap();
+    assert_eq!(response.status(), 200);
+    // The caller reads a moment later (a slow consumer).
+    std::thread::sleep(Duration::from_millis(500));
+    let body = response.bytes().wait();
+    match body {
+        Ok(body) => assert_eq!(body.len(), FRAMES * 16 * 1024),
+        Err(error) => panic!("a response the server sent whole failed: {error:?}"),
+    }
+    client.close();
+}
+
+/// A keep-alive PING with no answer fails the streams on the connection,
+/// not the requests still waiting on it for a stream: those were never
+/// sent, and go elsewhere.
+#[test]
+fn requests_never_sent_go_elsewhere_when_the_keep_alive_ping_times_out() {
+    let server = RawH2Server::start(|mut conn| {
+        if conn.index == 0 {
+            // Takes the first request, then answers nothing (PINGs
+            // included): a dead peer.
+            let _ = conn.read_requests(1);
+            conn.drain(Duration::from_secs(10));
+        } else {
+            conn.answer_all();
+        }
+    });
+    let client = h2c()
+        .http2_max_concurrent_streams(1)
+        .http2_keep_alive_interval(Duration::from_millis(300))
+        .http2_keep_alive_timeout(Duration::from_millis(500))
+        .build()
+        .unwrap();
+    let first = client.get(server.url("/first")).send();
+    std::thread::sleep(Duration::from_millis(100));
+    // These two wait on the connection for a stream: nothing of them is
+    // ever written to the dead server.
+    let waiting: Vec<_> = (0..2)
+        .map(|i| client.get(server.url(&format!("/w{i}"))).send())
+        .collect();
+    let first = first.wait();
+    assert!(first.is_err(), "the stream on the dead connection fails");
+    for future in waiting {
+        match future.wait() {
+            Ok(response) => assert_eq!(response.status(), 200),
+            Err(error) => panic!("a request never sent failed with the PING timeout: {error:?}"),
+        }
+    }
+    client.close();
+}
+
+/// A head before the request body is all sent starts the read timeout: a
+/// server that answers early, then neither sends nor reads, is bounded by
+/// it rather than hanging the body's reader.
+#[test]
+fn a_read_timeout_bounds_silence_after_an_early_head_during_an_upload() {
+    let server = H2Server::start(|mut stream| async move {
+        // Answers at once, sends a little, then neither sends nor reads the
+        // upload (its window stays shut).
+        let response = http::Response::builder().status(200).body(()).unwrap();
+        let mut send = stream.respond.send_response(response, false).unwrap();
+        let _ = send.send_data(bytes::Bytes::from_static(b"early"), false);
+        tokio::time::sleep(Duration::from_secs(15)).await;
+        drop((send, stream));
+    });
+    let client = h2c().build().unwrap();
+    let url = server.url("/");
+    let outcome = within(Duration::from_secs(6), move || {
+        let upload = vec![b'u'; 1024 * 1024];
+        let mut response = client
+            .post(url)
+            .body(upload)
+            .request_timeout(Duration::ZERO)
+            .read_timeout(Duration::from_millis(500))
+            .send()
+            .wait()
+            .unwrap();
+        let started = Instant::now();
+        let first = response.chunk().wait();
+        let second = response.chunk().wait();
+        client.close();
+        (
+            first.map(|c| c.map(|c| c.len())),
+            second.map(|c| c.map(|c| c.len())),
+            started.elapsed(),
+        )
+    });
+    match outcome {
+        Some((first, second, elapsed)) => {
+            assert_eq!(first.unwrap(), Some(5));
+            assert!(second.is_err(), "{second:?} after {elapsed:?}");
+        }
+        None => panic!(
+            "with a 500 ms read timeout, the body read still hangs 6 s after the server fell silent"
+        ),
+    }
+}
+
+/// A server that sends GOAWAY as soon as a connection opens makes a
+/// request go elsewhere once, not open connection after connection.
+#[test]
+fn a_server_refusing_every_connection_with_goaway_does_not_make_the_client_reconnect_endlessly() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let connections = Arc::new(AtomicUsize::new(0));
+    let counted = connections.clone();
+    std::thread::spawn(move || {
+        for socket in listener.incoming() {
+            let Ok(mut socket) = socket else { continue };
+            counted.fetch_add(1, Ordering::SeqCst);
+            std::thread::spawn(move || {
+                use std::io::{Read, Write};
+                let mut out = frame(SETTINGS, 0, 0, &[]);
+                out.extend_from_slice(&goaway(0, 0));
+                let _ = socket.write_all(&out);
+                let _ = socket.set_read_timeout(Some(Duration::from_secs(3)));
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = socket.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    let client = h2c()
+        .request_timeout(Duration::from_secs(2))
+        .build()
+        .unwrap();
+    // Twenty requests, one after another. Each may fairly cost two
+    // connections (the first, and one retry of a request the GOAWAY says
+    // was never processed).
+    let mut per_request = Vec::new();
+    let started = Instant::now();
+    for _ in 0..20 {
+        let before = connections.load(Ordering::SeqCst);
+        let result = client.get(format!("http://{addr}/")).send().wait();
+        assert!(result.is_err());
+        per_request.push(connections.load(Ordering::SeqCst) - before);
+    }
+    let elapsed = started.elapsed();
+    let total: usize = per_request.iter().sum();
+    client.close();
+    eprintln!("connections per request {per_request:?}: {total} in {elapsed:?}");
+    assert!(
+        total <= 2 * per_request.len(),
+        "20 requests opened {total} connections in {elapsed:?}: {per_request:?}"
+    );
+}
+
+/// A request past the server's `SETTINGS_MAX_CONCURRENT_STREAMS` waits here
+/// for a stream, not inside `h2` with its read timeout running.
+#[test]
+fn a_request_waiting_past_the_servers_stream_limit_does_not_run_its_read_timeout() {
+    let server = H2Server::start_with(
+        |builder| {
+            builder.max_concurrent_streams(1);
+        },
+        |mut stream| async move {
+            if stream.index == 0 {
+                // A long, steady response: never silent for 200 ms.
+                let response = http::Response::builder().status(200).body(()).unwrap();
+                let mut send = stream.respond.send_response(response, false).unwrap();
+                for _ in 0..10 {
+                    let _ = send.send_data(bytes::Bytes::from_static(b"tick"), false);
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                let _ = send.send_data(bytes::Bytes::new(), true);
+            } else {
+                answer(stream, 200, b"second").await;
+            }
+        },
+    );
+    let client = h2c()
+        .read_timeout(Duration::from_millis(700))
+        .build()
+        .unwrap();
+    let first = client.get(server.url("/long")).send().wait().unwrap();
+    // The server's limit (1) is known now; this one waits for the stream.
+    let second = client.get(server.url("/next")).send();
+    let body = first.bytes().wait().unwrap();
+    assert_eq!(body.len(), 40);
+    match second.wait() {
+        Ok(response) => assert_eq!(response.status(), 200),
+        Err(error) => panic!("a request that waited for a stream, unsent, failed: {error:?}"),
+    }
+    assert_eq!(server.stats.streams.load(Ordering::SeqCst), 2);
+    client.close();
+}
+
+/// Bodies dropped while their streams hold the connection's window give
+/// it back: another stream's body flows afterwards.
+#[test]
+fn dropped_bodies_give_back_the_connection_window() {
+    let server = H2Server::start(|mut stream| async move {
+        let size = if stream.index < 2 {
+            600 * 1024
+        } else {
+            100 * 1024
+        };
+        let response = http::Response::builder().status(200).body(()).unwrap();
+        let Ok(mut send) = stream.respond.send_response(response, false) else {
+            return;
+        };
+        let _ = send.send_data(bytes::Bytes::from(vec![b'z'; size]), true);
+        // Keep the stream until it is sent or reset.
+        let _ = tokio::time::timeout(
+            Duration::from_secs(10),
+            std::future::poll_fn(|cx| send.poll_reset(cx)),
+        )
+        .await;
+    });
+    let client = h2c()
+        .body_window(16 * 1024)
+        .http2_initial_connection_window_size(512 * 1024)
+        .build()
+        .unwrap();
+    let a = client.get(server.url("/a")).send().wait().unwrap();
+    let b = client.get(server.url("/b")).send().wait().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    drop((a, b));
+    let url = server.url("/c");
+    let outcome = within(Duration::from_secs(5), move || {
+        let body = client.get(url).send().wait().and_then(|r| r.bytes().wait());
+        client.close();
+        body.map(|b| b.len())
+    });
+    assert_eq!(outcome.expect("the third body hangs").unwrap(), 100 * 1024);
 }

@@ -41,7 +41,10 @@
 //! and an expiry or a cancel aborts that stream alone with
 //! `RST_STREAM(CANCEL)`; the connection and its other streams go on. The
 //! read timeout measures the stream's own silence (each DATA frame is a
-//! read), and pauses while its body's pipe is full.
+//! read) from the request's end or the response's head, whichever comes
+//! first, and pauses while its body's pipe is full. A request waits here,
+//! not inside `h2`, until the server's limit lets its stream open: there
+//! no timer but its request timeout runs.
 //!
 //! Response bodies go through the exchange's bounded pipe; the stream's
 //! flow-control window is released as bytes enter the pipe, and no more is
@@ -57,9 +60,17 @@
 //! * `GOAWAY`: the connection takes no new stream and leaves the pool;
 //!   streams the server says it never processed (above its last stream id,
 //!   exactly: see [`Stream::may_go_again`]) go again on another connection
-//!   whatever their method, as do the requests still waiting here; those
-//!   at or below it finish, or fail with [`Error::Http2`] naming the
+//!   whatever their method, as do the requests still waiting here — once:
+//!   a request the server's departure has sent elsewhere already fails
+//!   with the next (a server that sends `GOAWAY` as soon as a connection
+//!   opens would otherwise have it open one connection after another);
+//!   those at or below it finish, or fail with [`Error::Http2`] naming the
 //!   `GOAWAY`'s code if the connection ends under them.
+//! * The connection's end (an error, or the server closing): its streams
+//!   fail, but one whose response had come whole — the rest of its body
+//!   in `h2`'s buffer behind a full pipe — completes; the requests waiting
+//!   here go elsewhere, once, as for a `GOAWAY`. A keep-alive PING with no
+//!   answer fails the streams and sends the waiting requests elsewhere.
 //! * `RST_STREAM(REFUSED_STREAM)` before any answer: the request goes again,
 //!   once.
 //! * Any other reset or connection error fails the stream with
@@ -516,7 +527,7 @@ impl Conn {
         task: &mut Context<'_>,
         opened: &mut Vec<usize>,
     ) {
-        let limit = self.env().config.http2.max_concurrent_streams;
+        let client_limit = self.env().config.http2.max_concurrent_streams;
         if matches!(&self.state, State::H2(h2) if h2.queue.is_empty()) {
             return;
         }
@@ -525,9 +536,14 @@ impl Conn {
         let State::H2(h2) = &mut self.state else {
             return;
         };
-        let Phase::Open { send, .. } = &mut h2.phase else {
+        let Phase::Open { send, conn, .. } = &mut h2.phase else {
             return;
         };
+        // The server's limit too: past it `h2` takes a request but holds
+        // it back unsent, where its read timeout would run and a GOAWAY
+        // would not send it elsewhere. Here it waits for a stream.
+        let server_limit = conn.max_concurrent_send_streams();
+        let limit = client_limit.map_or(server_limit, |client| client.min(server_limit));
         let mut goaway = None;
         let mut sent_at = None;
         while let Some(front) = h2.queue.front() {
@@ -538,7 +554,7 @@ impl Conn {
                 h2.queue.pop_front();
                 continue;
             }
-            if limit.is_some_and(|limit| h2.streams.len() >= limit) {
+            if h2.streams.len() >= limit {
                 break;
             }
             match send.poll_ready(task) {
@@ -669,8 +685,34 @@ impl Conn {
         }
         let waiting: Vec<_> = h2.queue.drain(..).collect();
         for exchange in waiting {
-            exchange.attach(ConnSlot::None);
-            self.owner.redispatch(exchange, true);
+            match why {
+                // The client's own decision: nothing to bound.
+                Departure::Retired => self.send_elsewhere(exchange),
+                Departure::GoAway(reason) => self.send_elsewhere_once(exchange, |exchange| {
+                    goaway_failure(exchange, Http2Reason(reason.into()))
+                }),
+                Departure::Server => self.send_elsewhere_once(exchange, closed_failure),
+            }
+        }
+    }
+
+    /// A request that was never sent goes to another connection.
+    fn send_elsewhere(&self, exchange: Arc<Exchange>) {
+        exchange.attach(ConnSlot::None);
+        self.owner.redispatch(exchange, true);
+    }
+
+    /// A request that was never sent goes to another connection once, for
+    /// the server's departure: a server that sends `GOAWAY` (or closes) as
+    /// soon as a connection opens would otherwise have it open connection
+    /// after connection until its deadline. Gone once already, it fails
+    /// with `error`.
+    fn send_elsewhere_once(&self, exchange: Arc<Exchange>, error: impl FnOnce(&Exchange) -> Error) {
+        if exchange.retried.swap(true, Ordering::AcqRel) {
+            let error = error(&exchange);
+            exchange.finish_err(error);
+        } else {
+            self.send_elsewhere(exchange);
         }
     }
 
@@ -758,40 +800,37 @@ impl Conn {
         self.close(cx);
         let counts = &self.owner.env().streams;
         counts.open.fetch_sub(streams.len(), Ordering::Relaxed);
-        for stream in streams {
-            let exchange = stream.exchange;
-            let error = match (&io, reason) {
-                (_, None) if goaway_error.is_some() => {
-                    goaway_failure(&exchange, goaway_error.unwrap_or(Http2Reason::NO_ERROR))
-                }
-                (Some(io), _) => Error::Io {
-                    remote: exchange.remote_name(),
-                    source: io::Error::new(io.kind(), io.to_string()),
+        let error_for = |exchange: &Exchange| match (&io, reason) {
+            (_, None) if goaway_error.is_some() => {
+                goaway_failure(exchange, goaway_error.unwrap_or(Http2Reason::NO_ERROR))
+            }
+            (Some(io), _) => Error::Io {
+                remote: exchange.remote_name(),
+                source: io::Error::new(io.kind(), io.to_string()),
+            },
+            (None, Some(reason)) => Error::Http2 {
+                remote: exchange.remote_name(),
+                reason: Http2Reason(reason.into()),
+                initiator: if remote {
+                    Http2Initiator::Remote
+                } else {
+                    Http2Initiator::Local
                 },
-                (None, Some(reason)) => Error::Http2 {
-                    remote: exchange.remote_name(),
-                    reason: Http2Reason(reason.into()),
-                    initiator: if remote {
-                        Http2Initiator::Remote
-                    } else {
-                        Http2Initiator::Local
-                    },
-                    connection: true,
-                },
-                (None, None) => Error::Io {
-                    remote: exchange.remote_name(),
-                    source: io::Error::new(
-                        io::ErrorKind::UnexpectedEof,
-                        "the server closed the HTTP/2 connection",
-                    ),
-                },
-            };
-            exchange.finish_err(error);
+                connection: true,
+            },
+            (None, None) => closed_failure(exchange),
+        };
+        for mut stream in streams {
+            // A response that came whole, some of it still in `h2`'s
+            // buffer behind a full pipe, is not lost with the connection.
+            if stream.finish_from_buffer() {
+                continue;
+            }
+            stream.exchange.finish_err(error_for(&stream.exchange));
         }
         // Nothing of these was sent.
         for exchange in waiting {
-            exchange.attach(ConnSlot::None);
-            self.owner.redispatch(exchange, true);
+            self.send_elsewhere_once(exchange, error_for);
         }
     }
 
@@ -877,6 +916,9 @@ impl Conn {
                 Some(sent) => {
                     if deadline_after(sent, options.keep_alive_timeout).is_some_and(|d| now >= d) {
                         let timeout = options.keep_alive_timeout;
+                        // The requests waiting for a stream were never
+                        // sent: they go elsewhere; the streams fail.
+                        self.went_away(Departure::Retired);
                         return self.fail_h2(cx, |exchange| Error::Io {
                             remote: exchange.remote_name(),
                             source: io::Error::new(
@@ -973,6 +1015,40 @@ impl Stream {
             && !self.exchange.retried.swap(true, Ordering::AcqRel)
     }
 
+    /// The connection has ended: if the whole response had come — its end
+    /// received, some of its body still in `h2`'s buffer behind a full
+    /// pipe — the rest goes into the pipe, past its window (it is in
+    /// memory already), and the exchange completes. Whether it did.
+    fn finish_from_buffer(&mut self) -> bool {
+        let mut task = Context::from_waker(Waker::noop());
+        loop {
+            match &mut self.recv {
+                Recv::Body(body) => match body.poll_data(&mut task) {
+                    Poll::Ready(Some(Ok(data))) => {
+                        self.exchange.listener.on_body_part(data.len());
+                        self.exchange.body().push_last(data);
+                    }
+                    Poll::Ready(None) => {
+                        if let Recv::Body(body) = std::mem::replace(&mut self.recv, Recv::Moving) {
+                            self.recv = Recv::Trailers(body);
+                        }
+                    }
+                    Poll::Ready(Some(Err(_))) | Poll::Pending => return false,
+                },
+                Recv::Trailers(body) => {
+                    return match body.poll_trailers(&mut task) {
+                        Poll::Ready(Ok(trailers)) => {
+                            self.exchange.complete(trailers);
+                            true
+                        }
+                        Poll::Ready(Err(_)) | Poll::Pending => false,
+                    };
+                }
+                Recv::Head(_) | Recv::Moving => return false,
+            }
+        }
+    }
+
     /// Sends what the server's window takes of the request body.
     fn send_body(
         &mut self,
@@ -1051,6 +1127,13 @@ impl Stream {
                         Poll::Ready(response) => response?,
                     };
                     self.exchange.mark_read(now);
+                    // A head before the request is all sent (the server
+                    // answered early, and may have stopped reading it):
+                    // from now on the read timeout bounds the server's
+                    // silence, as it does once the request is out.
+                    if !matches!(self.out, Outgoing::Done) {
+                        self.exchange.start_read(now);
+                    }
                     let (parts, body) = response.into_parts();
                     let exchange = &self.exchange;
                     exchange.listener.on_status(parts.status);
@@ -1212,6 +1295,18 @@ fn goaway_failure(exchange: &Exchange, reason: Http2Reason) -> Error {
         reason,
         initiator: Http2Initiator::Remote,
         connection: true,
+    }
+}
+
+/// The error of a stream, or of a request gone elsewhere once already,
+/// when the server closed the connection with no code.
+fn closed_failure(exchange: &Exchange) -> Error {
+    Error::Io {
+        remote: exchange.remote_name(),
+        source: io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "the server closed the HTTP/2 connection",
+        ),
     }
 }
 
