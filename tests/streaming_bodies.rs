@@ -1014,3 +1014,257 @@ fn a_body_dropped_before_its_first_read_ends_at_once_without_a_read_timeout() {
         client.close();
     }
 }
+
+// Found by a review (2026-12-04): the read timeout while the request is
+// not all sent, and `Duration::MAX` as the `100 Continue` delay.
+
+/// A server that never says `100 Continue`: it reports whether any body
+/// byte came within 500 ms of the head.
+fn never_continues() -> TestServer {
+    TestServer::start(Behaviour::custom(|mut stream, _| {
+        if read_head(&mut stream).is_none() {
+            return;
+        }
+        stream
+            .set_read_timeout(Some(Duration::from_millis(500)))
+            .unwrap();
+        let mut early = [0; 1];
+        let before = matches!(stream.read(&mut early), Ok(1));
+        let _ = stream.write_all(&response(
+            200,
+            &[("Connection", "close")],
+            format!("early={before}").as_bytes(),
+        ));
+    }))
+}
+
+/// `expect_continue_timeout(Duration::MAX)` ("wait as long as it takes")
+/// sends the body at once, as zero does: the deadline overflows to `None`,
+/// which `sent_part` reads as "no delay".
+#[test]
+fn expect_continue_timeout_max_waits_rather_than_sending_at_once() {
+    let server = never_continues();
+    let client = Client::builder()
+        .event_loops(1)
+        .expect_continue_timeout(Duration::MAX)
+        .build()
+        .unwrap();
+    let text = client
+        .post(server.url("/"))
+        .body(vec![b'y'; 1000])
+        .expect_continue(true)
+        .send()
+        .wait()
+        .unwrap()
+        .text()
+        .wait()
+        .unwrap();
+    assert_eq!(text, "early=false", "the body went before any 100 Continue");
+    client.close();
+}
+
+/// Answers a request's head at once with a head announcing a 1 MB body and
+/// 10 bytes of it, then goes silent: it neither sends more nor reads the
+/// rest of the upload (a server that answers early, then hangs).
+fn answers_early_then_stalls() -> TestServer {
+    TestServer::start(Behaviour::custom(|mut stream, _| {
+        if read_head(&mut stream).is_none() {
+            return;
+        }
+        let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n0123456789");
+        // Silent for 8 s, holding the socket without reading the upload,
+        // then gone.
+        thread::sleep(Duration::from_secs(8));
+    }))
+}
+
+/// The read timeout is "the server's silence: the time between two reads",
+/// running "while the client has room for the body's bytes and waits for
+/// them". Here the head and 10 body bytes came, the pipe has room, the
+/// server is silent — but the request's upload never finished, and the read
+/// timer is only ever armed by `sent_part` (request written whole),
+/// `resume_if_room` or `write_failure`: the body waits forever (request
+/// timeout disabled, as the builder's docs advise for large transfers).
+fn silent_mid_body(upload: usize) {
+    let server = answers_early_then_stalls();
+    let client = Client::builder()
+        .event_loops(1)
+        .read_timeout(Duration::from_millis(500))
+        .request_timeout(Duration::ZERO)
+        .build()
+        .unwrap();
+    let mut response = client
+        .post(server.url("/"))
+        .body(vec![b'u'; upload])
+        .send()
+        .wait()
+        .unwrap();
+    let (done, ended) = std::sync::mpsc::channel();
+    let reader = thread::spawn(move || {
+        let mut got = Vec::new();
+        let result = response.body_mut().read_to_end(&mut got);
+        let _ = done.send((got.len(), result.map_err(|e| e.to_string())));
+    });
+    let started = Instant::now();
+    match ended.recv_timeout(Duration::from_secs(5)) {
+        Ok((len, result)) => {
+            eprintln!(
+                "ended after {:?}: {len} bytes, {result:?}",
+                started.elapsed()
+            );
+            assert!(
+                result.is_err(),
+                "a 10-byte body of a 1 MB one is no success"
+            );
+        }
+        Err(_) => {
+            client.close();
+            let _ = reader.join();
+            panic!("no read timeout: the body still waits 5 s after the server went silent (read timeout 500 ms)");
+        }
+    }
+    client.close();
+}
+
+/// Control: an upload small enough to be written whole — the read timeout
+/// ends the stalled body after 500 ms.
+#[test]
+fn control_a_silent_server_mid_body_is_a_read_timeout_after_a_small_upload() {
+    silent_mid_body(1000);
+}
+
+/// The read timeout is "the server's silence: the time between two reads",
+/// running "while the client has room for the body's bytes and waits for
+/// them". Here the head and 10 body bytes came, the pipe has room, the
+/// server is silent — but the request's upload never finished, and the read
+/// timer is only ever armed by `sent_part` (request written whole),
+/// `resume_if_room` or `write_failure`: the body waits forever (request
+/// timeout disabled, as the builder's docs advise for large transfers).
+#[test]
+fn a_silent_server_mid_body_is_a_read_timeout_even_while_the_upload_is_stuck() {
+    silent_mid_body(64 << 20);
+}
+
+/// The same with `Expect: 100-continue`: the server answers before any
+/// `100 Continue` (the body is then never sent: `Sending::Skipped`), sends
+/// 10 bytes of a 1 MB body and goes silent. The request is never "sent
+/// whole", so the read timer never starts.
+#[test]
+fn a_silent_server_mid_body_is_a_read_timeout_after_an_early_final_answer_to_expect() {
+    let server = answers_early_then_stalls();
+    let client = Client::builder()
+        .event_loops(1)
+        .read_timeout(Duration::from_millis(500))
+        .request_timeout(Duration::ZERO)
+        .build()
+        .unwrap();
+    let mut response = client
+        .post(server.url("/"))
+        .body(vec![b'u'; 1000])
+        .expect_continue(true)
+        .send()
+        .wait()
+        .unwrap();
+    let (done, ended) = std::sync::mpsc::channel();
+    let reader = thread::spawn(move || {
+        let mut got = Vec::new();
+        let result = response.body_mut().read_to_end(&mut got);
+        let _ = done.send((got.len(), result.map_err(|e| e.to_string())));
+    });
+    let started = Instant::now();
+    match ended.recv_timeout(Duration::from_secs(5)) {
+        Ok((len, result)) => {
+            eprintln!(
+                "ended after {:?}: {len} bytes, {result:?}",
+                started.elapsed()
+            );
+            assert!(result.is_err());
+        }
+        Err(_) => {
+            client.close();
+            let _ = reader.join();
+            panic!("no read timeout: the body still waits 5 s after the server went silent (read timeout 500 ms)");
+        }
+    }
+    client.close();
+}
+
+/// Answers at once with a 4 MB body (which fills the client's window and
+/// socket), and only after 300 ms reads the request's upload (32 MB: more than the
+/// socket buffers hold, so the upload ends only then).
+fn answers_big_then_reads_the_upload() -> TestServer {
+    TestServer::start(Behaviour::custom(|mut stream, _| {
+        let Some(head) = read_head(&mut stream) else {
+            return;
+        };
+        let length: usize = head
+            .to_ascii_lowercase()
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("content-length:")
+                    .map(|v| v.trim().parse().unwrap())
+            })
+            .unwrap_or(0);
+        let mut writer = stream.try_clone().unwrap();
+        let sender = thread::spawn(move || {
+            let body = vec![b'd'; 4 << 20];
+            let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n", body.len());
+            let _ = writer.write_all(head.as_bytes());
+            let _ = writer.write_all(&body);
+        });
+        thread::sleep(Duration::from_millis(300));
+        let mut upload = vec![0; length];
+        let _ = stream.read_exact(&mut upload);
+        let _ = sender.join();
+        // Until the client goes.
+        let mut sink = [0; 64];
+        while matches!(stream.read(&mut sink), Ok(n) if n > 0) {}
+    }))
+}
+
+fn busy_caller_reads_late(upload: usize) {
+    let server = answers_big_then_reads_the_upload();
+    let client = Client::builder()
+        .event_loops(1)
+        .read_timeout(Duration::from_millis(500))
+        .request_timeout(Duration::ZERO)
+        .build()
+        .unwrap();
+    let mut response = client
+        .post(server.url("/"))
+        .body(vec![b'u'; upload])
+        .send()
+        .wait()
+        .unwrap();
+    // The caller is busy: the window fills (and, for a large upload, the
+    // upload ends meanwhile).
+    thread::sleep(Duration::from_secs(2));
+    let mut got = Vec::new();
+    let result = response.body_mut().read_to_end(&mut got);
+    assert!(
+        result.is_ok(),
+        "after {} bytes: {:?}",
+        got.len(),
+        result.map_err(|e| e.to_string())
+    );
+    assert_eq!(got.len(), 4 << 20);
+    client.close();
+}
+
+/// Control: an upload the socket buffers take at once (sent whole before
+/// the window fills): the caller reading 2 s late gets its whole body.
+#[test]
+fn control_a_reader_that_has_not_read_yet_is_no_read_timeout_after_a_small_upload() {
+    busy_caller_reads_late(1 << 20);
+}
+
+/// The read timeout "runs only while the client has room for the body's
+/// bytes and waits for them" (a full pipe pauses it: `pause_read`). But
+/// `sent_part` starts it, unconditionally, when the request's last byte
+/// goes out — here while the pipe is full and the caller has not read yet:
+/// a caller that reads its body 2 s later gets a read timeout, though the
+/// server was never silent while the client had room.
+#[test]
+fn a_reader_that_has_not_read_yet_is_no_read_timeout_when_the_upload_ends_late() {
+    busy_caller_reads_late(32 << 20);
+}

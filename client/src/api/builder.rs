@@ -54,9 +54,11 @@ impl ClientBuilder {
     }
 
     /// Bound on the server's silence: the time between two reads (or
-    /// between sending the request and the first read). It runs only while
-    /// the client has room for the body's bytes and waits for them (see
-    /// [`body_window`](Self::body_window)). Default 60 s; zero disables it.
+    /// between sending the request and the first read; an answer whose
+    /// head comes before the request is all sent starts it at its head).
+    /// It runs only while the client has room for the body's bytes and
+    /// waits for them (see [`body_window`](Self::body_window)). Default
+    /// 60 s; zero disables it.
     pub fn read_timeout(mut self, timeout: Duration) -> Self {
         self.config.read_timeout = nonzero(timeout);
         self

@@ -414,10 +414,12 @@ impl Pipe {
     }
 
     /// The writer takes back what is buffered, oldest first, to put it in
-    /// front of the rest of a body being collected.
+    /// front of the rest of a body being collected. They are no longer
+    /// counted as pushed: they will be again, with the rest.
     pub(crate) fn reclaim(&self) -> VecDeque<Bytes> {
         let mut state = lock(&self.state);
         self.meter.fetch_sub(state.buffered, Ordering::Relaxed);
+        state.pushed -= state.buffered as u64;
         state.buffered = 0;
         std::mem::take(&mut state.chunks)
     }

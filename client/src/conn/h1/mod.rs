@@ -267,12 +267,15 @@ impl Conn {
         match &active.sending {
             Sending::Head { .. } if body_follows && request.expect_continue => {
                 active.sending = Sending::Continue;
-                let deadline = expect_delay.and_then(|delay| deadline_after(now, delay));
-                // No delay: the body goes at once.
-                if deadline.is_none() {
+                // No delay: the body goes at once. A delay past the end of
+                // time (`Duration::MAX`) is none: the body waits for `100
+                // Continue`, or is never sent if a final answer comes first.
+                let Some(delay) = expect_delay else {
                     return self.continue_body(cx);
+                };
+                if let Some(deadline) = deadline_after(now, delay) {
+                    self.arm_timer(cx, EXPECT_TIMER, Some(deadline));
                 }
-                self.arm_timer(cx, EXPECT_TIMER, deadline);
             }
             Sending::Head { .. } if body_follows => {
                 active.sending = Sending::Body(Box::new(BodyOut::of(&active.exchange, cx)));
@@ -283,7 +286,11 @@ impl Conn {
                 if let Some(info) = &self.info {
                     exchange.listener.on_request_sent(info);
                 }
-                exchange.start_read(now);
+                // Not while the body's pipe is full: the reader's wait, not
+                // the server's silence (taking from it starts the timeout).
+                if !active.paused {
+                    exchange.start_read(now);
+                }
             }
         }
     }
@@ -543,6 +550,13 @@ impl Conn {
                     // `100 Continue` is never sent.
                     if matches!(active.sending, Sending::Continue) {
                         active.sending = Sending::Skipped;
+                    }
+                    // An answer before the request is all sent (the body
+                    // skipped, or an upload the server may have stopped
+                    // reading): from now on the read timeout bounds the
+                    // server's silence, as it does once the request is out.
+                    if !matches!(active.sending, Sending::Done) {
+                        exchange.start_read(self.owner.env().clock.now());
                     }
                     self.buf.consume(consumed);
                     exchange.listener.on_status(head.status);
