@@ -60,7 +60,7 @@ pub(crate) use pacing::Pacing;
 pub(crate) use pipe::{Pipe, Pushed, Taken, Waiter, Whole, DEFAULT_WINDOW};
 pub(crate) use registry::InFlight;
 pub(crate) use request::{
-    BodyStream, BoxError, PumpedBody, RequestBody, RequestParts, Streamed, UploadSource,
+    BodyStream, BoxError, Payload, PumpedBody, RequestBody, RequestParts, Streamed, UploadSource,
 };
 use timers::{Timer, TimerTable};
 
@@ -622,8 +622,10 @@ impl Exchange {
                 }
             }
         }
-        // A body no connection took is not sent now: its pump goes.
+        // A body no connection took is not sent now: its pump goes; a
+        // body in memory, and the head, are not sent again.
         drop(self.request.take_source());
+        self.request.release();
         Some(conn.conn().cloned())
     }
 

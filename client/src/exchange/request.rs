@@ -2,9 +2,10 @@
 //! memory or streamed.
 
 use super::pipe::Pipe;
+use crate::sync::lock;
 use bytes::Bytes;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// An error from where a streamed request body comes from.
 pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -20,13 +21,9 @@ pub(crate) struct RequestParts {
     /// itself, with HPACK; its target is the URI of the exchange's
     /// [`RequestInfo`](crate::events::RequestInfo)).
     pub(crate) headers: Arc<http::HeaderMap>,
-    /// A body in memory, unframed (empty for none, or a streamed one).
-    pub(crate) data: Bytes,
-    /// The head, encoded once at submission — and a body in memory after
-    /// it, unless the body waits for `100 Continue` (then it is `body`).
-    /// Empty for a request that can only go over HTTP/2 (prior knowledge,
-    /// or HTTP/2 only over TLS), which never sends an HTTP/1.1 head.
-    pub(crate) head: Vec<u8>,
+    /// The bytes it sends, until its exchange ends (see
+    /// [`payload`](Self::payload)).
+    pub(crate) payload: Mutex<Payload>,
     pub(crate) body: RequestBody,
     /// False if the request asks the server to close the connection.
     pub(crate) keep_alive: bool,
@@ -34,13 +31,36 @@ pub(crate) struct RequestParts {
     pub(crate) expect_continue: bool,
 }
 
+/// The bytes a request sends, in memory. They go when its exchange ends:
+/// nothing sends them again then (a retry on a fresh connection, or a
+/// stream the server never processed sent again, reuses the exchange
+/// before its end; a redirect or a policy's retry builds a new one from
+/// the request's own copy), and a caller may hold the response, and with it
+/// the exchange, long after — with a large upload, twice its size.
+#[derive(Default)]
+pub(crate) struct Payload {
+    /// A body in memory, unframed, for HTTP/2 (empty for none, or a
+    /// streamed one).
+    pub(crate) data: Bytes,
+    /// The head, encoded once at submission — and a body in memory after
+    /// it, unless the body waits for `100 Continue` (then it is `held`).
+    /// Empty for a request that can only go over HTTP/2 (prior knowledge,
+    /// or HTTP/2 only over TLS), which never sends an HTTP/1.1 head.
+    pub(crate) head: Vec<u8>,
+    /// A body in memory that waits for `100 Continue`, framed (chunk
+    /// framing included).
+    pub(crate) held: Bytes,
+    /// The exchange has ended and the bytes are gone: nothing of the
+    /// request may be sent now.
+    pub(crate) released: bool,
+}
+
 /// The body, after the head.
 pub(crate) enum RequestBody {
-    /// None, or in `head` already.
+    /// None, or in the head already.
     InHead,
-    /// In memory, framed (chunk framing included) and kept for a retry:
-    /// sent after `100 Continue`.
-    Held(Bytes),
+    /// In memory, in [`Payload::held`]: sent after `100 Continue`.
+    Held,
     /// Streamed: taken by the connection that sends it (once).
     Streamed(Streamed),
 }
@@ -65,6 +85,25 @@ impl RequestParts {
     /// connection): a streamed body can be sent once.
     pub(crate) fn replayable(&self) -> bool {
         !matches!(self.body, RequestBody::Streamed(_))
+    }
+
+    /// The bytes it sends; [`released`](Payload::released) once its
+    /// exchange has ended.
+    pub(crate) fn payload(&self) -> MutexGuard<'_, Payload> {
+        lock(&self.payload)
+    }
+
+    /// Its exchange has ended: the bytes go.
+    pub(crate) fn release(&self) {
+        let released = std::mem::replace(
+            &mut *lock(&self.payload),
+            Payload {
+                released: true,
+                ..Payload::default()
+            },
+        );
+        // Freed here, after the unlock.
+        drop(released);
     }
 
     /// Takes the streamed body's source, for the connection that sends it.

@@ -6,8 +6,8 @@ use crate::dispatch::Dispatcher;
 use crate::error::{Error, InvalidRequest};
 use crate::events::{EventListener, RequestInfo};
 use crate::exchange::{
-    Deadlines, Exchange, ExchangeParts, Pipe, PumpedBody, RequestBody, RequestParts, Streamed,
-    UploadSource,
+    Deadlines, Exchange, ExchangeParts, Payload, Pipe, PumpedBody, RequestBody, RequestParts,
+    Streamed, UploadSource,
 };
 use crate::h1;
 use crate::net::{Origin, Scheme};
@@ -130,7 +130,7 @@ pub(crate) fn exchange_for(
         UploadKind::Bytes(bytes) => bytes.clone(),
         _ => Bytes::new(),
     };
-    let (head, body, pump) = encode(
+    let (head, body, held, pump) = encode(
         &hop.method,
         &hop.uri,
         proxy_headers.as_ref().unwrap_or(&hop.headers),
@@ -153,8 +153,12 @@ pub(crate) fn exchange_for(
         request: RequestParts {
             method: hop.method.clone(),
             headers: hop.headers.clone(),
-            data,
-            head,
+            payload: Mutex::new(Payload {
+                data,
+                head,
+                held,
+                released: false,
+            }),
             body,
             keep_alive,
             expect_continue,
@@ -200,6 +204,7 @@ fn add_connection_close(headers: &mut http::HeaderMap) {
 type Encoded = (
     Vec<u8>,
     RequestBody,
+    Bytes,
     Option<(Box<dyn Read + Send>, Arc<Pipe>)>,
 );
 
@@ -244,24 +249,25 @@ fn encode(
             source: Mutex::new(Some(source)),
         })
     };
+    let held = Bytes::new();
     Ok(match body.kind {
         // HTTP/2 sends the exchange's unframed copy.
-        UploadKind::Bytes(_) if h2_only => (head, RequestBody::InHead, None),
+        UploadKind::Bytes(_) if h2_only => (head, RequestBody::InHead, held, None),
         UploadKind::Bytes(bytes) => {
             let framed = frame(bytes, chunked);
             if expect_continue && !framed.is_empty() {
-                (head, RequestBody::Held(framed), None)
+                (head, RequestBody::Held, framed, None)
             } else {
                 head.extend_from_slice(&framed);
-                (head, RequestBody::InHead, None)
+                (head, RequestBody::InHead, held, None)
             }
         }
         UploadKind::Reader { reader, .. } => {
             let pipe = pipe();
             let body = streamed(UploadSource::Pumped(PumpedBody::new(pipe.clone())));
-            (head, body, Some((reader, pipe)))
+            (head, body, held, Some((reader, pipe)))
         }
-        UploadKind::Stream { body, .. } => (head, streamed(UploadSource::Stream(body)), None),
+        UploadKind::Stream { body, .. } => (head, streamed(UploadSource::Stream(body)), held, None),
     })
 }
 
@@ -302,10 +308,10 @@ mod tests {
             encode(&method, &uri, headers, form, body, false, h2_only, pipe)
         };
         let none = http::HeaderMap::new();
-        let (head, body, pump) = encoded(&none, true).unwrap();
-        assert!(head.is_empty());
+        let (head, body, held, pump) = encoded(&none, true).unwrap();
+        assert!(head.is_empty() && held.is_empty());
         assert!(matches!(body, RequestBody::InHead) && pump.is_none());
-        let (head, _, _) = encoded(&none, false).unwrap();
+        let (head, _, _, _) = encoded(&none, false).unwrap();
         assert!(head.ends_with(b"Content-Length: 5\r\n\r\nhello"));
         // The same refusal either way.
         let mut conflicting = http::HeaderMap::new();

@@ -221,8 +221,13 @@ impl Conn {
             };
             let sent = match &mut active.sending {
                 Sending::Head { written } => {
-                    let head = &active.exchange.request.head;
-                    write_all(transport, head, written)
+                    let payload = active.exchange.request.payload();
+                    // Ended meanwhile (a timeout, a cancel): its abort
+                    // resets the connection; nothing more of it goes.
+                    if payload.released {
+                        return;
+                    }
+                    write_all(transport, &payload.head, written)
                 }
                 Sending::Body(out) => out.send(transport, cx),
                 Sending::Continue | Sending::Skipped | Sending::Failed => return,

@@ -79,8 +79,8 @@ impl BodyOut {
         };
         match &exchange.request.body {
             RequestBody::InHead => out.ended = true,
-            RequestBody::Held(bytes) => {
-                out.queue.push_back(bytes.clone());
+            RequestBody::Held => {
+                out.queue.push_back(exchange.request.payload().held.clone());
                 out.source = Source::Held;
                 out.ended = true;
             }

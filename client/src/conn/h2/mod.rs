@@ -571,7 +571,10 @@ impl Conn {
             let Some(exchange) = h2.queue.pop_front() else {
                 break;
             };
-            let (request, out) = request_of(&exchange);
+            // Ended since the check above.
+            let Some((request, out)) = request_of(&exchange) else {
+                continue;
+            };
             let end_of_stream = matches!(out, Outgoing::Done);
             match send.send_request(request, end_of_stream) {
                 Ok((response, stream)) => {
@@ -1234,10 +1237,15 @@ fn request_sent(
     exchange.start_read(now);
 }
 
-/// The HTTP/2 request of `exchange`, and its body.
-fn request_of(exchange: &Exchange) -> (http::Request<()>, Outgoing) {
+/// The HTTP/2 request of `exchange`, and its body; `None` if the exchange
+/// has ended meanwhile (its bytes are gone: nothing of it may go).
+fn request_of(exchange: &Exchange) -> Option<(http::Request<()>, Outgoing)> {
     use http::header;
     let parts = &exchange.request;
+    let payload = parts.payload();
+    if payload.released {
+        return None;
+    }
     // Connection-specific fields have no place in HTTP/2 (RFC 9113
     // §8.2.2); `Host` is the `:authority` the URI gives.
     let specific = |name: &header::HeaderName| {
@@ -1276,15 +1284,15 @@ fn request_of(exchange: &Exchange) -> (http::Request<()>, Outgoing) {
             }
             Outgoing::Streamed(Upload::take_bare(exchange), None)
         }
-        RequestBody::InHead | RequestBody::Held(_) if parts.data.is_empty() => Outgoing::Done,
-        RequestBody::InHead | RequestBody::Held(_) => {
+        RequestBody::InHead | RequestBody::Held if payload.data.is_empty() => Outgoing::Done,
+        RequestBody::InHead | RequestBody::Held => {
             headers
                 .entry(header::CONTENT_LENGTH)
-                .or_insert_with(|| parts.data.len().into());
-            Outgoing::Data(parts.data.clone())
+                .or_insert_with(|| payload.data.len().into());
+            Outgoing::Data(payload.data.clone())
         }
     };
-    (request, out)
+    Some((request, out))
 }
 
 /// The error of a stream that the connection's end took with it after the

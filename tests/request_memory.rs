@@ -1,0 +1,88 @@
+//! What a response keeps alive once its exchange has ended: not the
+//! request's bytes (its encoded head, with a body in memory copied in, and
+//! the body itself), which nothing sends again then. A test binary of its
+//! own: it counts the process's heap with its global allocator. (Found by
+//! a review, 2026-12-04: twice the upload stayed until the response went.)
+
+#[path = "support/counting_alloc.rs"]
+mod counting_alloc;
+mod support;
+
+#[global_allocator]
+static ALLOCATOR: counting_alloc::Counting = counting_alloc::Counting;
+
+use std::io::{Read, Write};
+use support::*;
+use tickless::Client;
+
+const UPLOAD: usize = 32 << 20;
+
+/// A 32 MiB upload answered with a 5-byte body: once the body has been
+/// read to its end (the exchange has completed and its connection is back
+/// in the pool), the `Response` the caller still holds does not keep the
+/// upload alive (it kept about twice the upload — the encoded head with
+/// the body copied in, and the body itself — until dropped).
+#[test]
+fn a_finished_response_does_not_keep_its_request_body_alive() {
+    // Reads each request head byte by byte, discards its body through a
+    // small buffer (nothing of it kept on the server's side), answers `hello`.
+    let server = TestServer::start(Behaviour::custom(|mut stream, _| loop {
+        let mut head = Vec::new();
+        let mut byte = [0];
+        while !head.ends_with(b"\r\n\r\n") {
+            match stream.read(&mut byte) {
+                Ok(1) => head.push(byte[0]),
+                _ => return,
+            }
+        }
+        let head = String::from_utf8_lossy(&head).to_ascii_lowercase();
+        let mut length: usize = head
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("content-length:")
+                    .map(|v| v.trim().parse().unwrap())
+            })
+            .unwrap_or(0);
+        let mut sink = [0; 16 * 1024];
+        while length > 0 {
+            match stream.read(&mut sink[..length.min(16 * 1024)]) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => length -= n,
+            }
+        }
+        if stream.write_all(&ok("hello")).is_err() {
+            return;
+        }
+    }));
+    let client = Client::builder().event_loops(1).build().unwrap();
+    // Warm up: the client's own allocations settle.
+    let _ = client
+        .get(server.url("/"))
+        .send()
+        .wait()
+        .unwrap()
+        .bytes()
+        .wait();
+
+    let before = counting_alloc::live_bytes();
+    let mut response = client
+        .post(server.url("/"))
+        .body(vec![b'u'; UPLOAD])
+        .send()
+        .wait()
+        .unwrap();
+    let mut text = String::new();
+    response.body_mut().read_to_string(&mut text).unwrap();
+    assert!(response.body_mut().is_end());
+    assert_settles(&client, std::time::Duration::from_secs(10));
+    let held = counting_alloc::live_bytes() - before;
+    drop(response);
+    let after_drop = counting_alloc::live_bytes() - before;
+    eprintln!("held while the ended response lives: {held} B; after its drop: {after_drop} B");
+    assert!(
+        held < (UPLOAD / 4) as isize,
+        "an ended response keeps {held} bytes alive for a {UPLOAD}-byte upload \
+         ({after_drop} once it is dropped)"
+    );
+    client.close();
+}
