@@ -390,12 +390,12 @@ fn a_final_answer_before_100_continue_means_the_body_is_never_sent() {
     client.close();
 }
 
-#[test]
-fn a_server_that_never_says_continue_gets_the_body_after_the_delay() {
-    let server = TestServer::respond(|request| ok(&request.body.len().to_string()));
+/// Posts 1000 bytes behind `Expect: 100-continue` to `server`, with
+/// `delay` as the client's `expect_continue_timeout`: the answer's text.
+fn post_expecting_continue(server: &TestServer, delay: Duration) -> String {
     let client = Client::builder()
         .event_loops(1)
-        .expect_continue_timeout(Duration::from_millis(200))
+        .expect_continue_timeout(delay)
         .build()
         .unwrap();
     let text = client
@@ -408,8 +408,15 @@ fn a_server_that_never_says_continue_gets_the_body_after_the_delay() {
         .text()
         .wait()
         .unwrap();
-    assert_eq!(text, "1000");
     client.close();
+    text
+}
+
+#[test]
+fn a_server_that_never_says_continue_gets_the_body_after_the_delay() {
+    let server = TestServer::respond(|request| ok(&request.body.len().to_string()));
+    let text = post_expecting_continue(&server, Duration::from_millis(200));
+    assert_eq!(text, "1000");
 }
 
 /// Echoes what it got: the framing header it came with, and the body.
@@ -1038,29 +1045,13 @@ fn never_continues() -> TestServer {
     }))
 }
 
-/// `expect_continue_timeout(Duration::MAX)` ("wait as long as it takes")
-/// sends the body at once, as zero does: the deadline overflows to `None`,
-/// which `sent_part` reads as "no delay".
+/// `expect_continue_timeout(Duration::MAX)` is "wait as long as it takes"
+/// (it sent the body at once, as zero does, before 2026-12-04: the
+/// deadline overflowed to none, which `sent_part` read as "no delay").
 #[test]
 fn expect_continue_timeout_max_waits_rather_than_sending_at_once() {
-    let server = never_continues();
-    let client = Client::builder()
-        .event_loops(1)
-        .expect_continue_timeout(Duration::MAX)
-        .build()
-        .unwrap();
-    let text = client
-        .post(server.url("/"))
-        .body(vec![b'y'; 1000])
-        .expect_continue(true)
-        .send()
-        .wait()
-        .unwrap()
-        .text()
-        .wait()
-        .unwrap();
+    let text = post_expecting_continue(&never_continues(), Duration::MAX);
     assert_eq!(text, "early=false", "the body went before any 100 Continue");
-    client.close();
 }
 
 /// Answers a request's head at once with a head announcing a 1 MB body and
@@ -1078,28 +1069,40 @@ fn answers_early_then_stalls() -> TestServer {
     }))
 }
 
-/// Posts `upload` bytes (behind `Expect: 100-continue` if `expect`) to a
-/// server that answers at once with 10 bytes of a 1 MB body and goes
-/// silent, and reads the body with a read timeout of 500 ms and no request
-/// timeout (as the builder's docs advise for large transfers): the read
-/// timeout must end it, within 5 s. It is the server's silence while the
-/// client has room for the body — whether or not the request was written
-/// whole (before 2026-12-04 only a request written whole started it).
-fn silent_mid_body(upload: usize, expect: bool) {
-    let server = answers_early_then_stalls();
+/// A client with a read timeout of 500 ms and no request timeout (as the
+/// builder's docs advise for large transfers), and its response to
+/// `upload` bytes posted to `server` (behind `Expect: 100-continue` if
+/// `expect`).
+fn upload_with_a_read_timeout(
+    server: &TestServer,
+    upload: usize,
+    expect: bool,
+) -> (Client, tickless::Response) {
     let client = Client::builder()
         .event_loops(1)
         .read_timeout(Duration::from_millis(500))
         .request_timeout(Duration::ZERO)
         .build()
         .unwrap();
-    let mut response = client
+    let response = client
         .post(server.url("/"))
         .body(vec![b'u'; upload])
         .expect_continue(expect)
         .send()
         .wait()
         .unwrap();
+    (client, response)
+}
+
+/// Posts `upload` bytes (behind `Expect: 100-continue` if `expect`) to a
+/// server that answers at once with 10 bytes of a 1 MB body and goes
+/// silent, and reads the body ([`upload_with_a_read_timeout`]): the read
+/// timeout must end it, within 5 s. It is the server's silence while the
+/// client has room for the body — whether or not the request was written
+/// whole (before 2026-12-04 only a request written whole started it).
+fn silent_mid_body(upload: usize, expect: bool) {
+    let server = answers_early_then_stalls();
+    let (client, mut response) = upload_with_a_read_timeout(&server, upload, expect);
     let (done, ended) = std::sync::mpsc::channel();
     let reader = thread::spawn(move || {
         let mut got = Vec::new();
@@ -1178,18 +1181,7 @@ fn answers_big_then_reads_the_upload() -> TestServer {
 
 fn busy_caller_reads_late(upload: usize) {
     let server = answers_big_then_reads_the_upload();
-    let client = Client::builder()
-        .event_loops(1)
-        .read_timeout(Duration::from_millis(500))
-        .request_timeout(Duration::ZERO)
-        .build()
-        .unwrap();
-    let mut response = client
-        .post(server.url("/"))
-        .body(vec![b'u'; upload])
-        .send()
-        .wait()
-        .unwrap();
+    let (client, mut response) = upload_with_a_read_timeout(&server, upload, false);
     // The caller is busy: the window fills (and, for a large upload, the
     // upload ends meanwhile).
     thread::sleep(Duration::from_secs(2));
