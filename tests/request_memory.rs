@@ -75,12 +75,17 @@ fn a_finished_response_does_not_keep_its_request_body_alive() {
     response.body_mut().read_to_string(&mut text).unwrap();
     assert!(response.body_mut().is_end());
     assert_settles(&client, std::time::Duration::from_secs(10));
+    // The exchange's end (on the loop's thread) lets go of the bytes just
+    // after it leaves the in-flight count that `assert_settles` sees: a
+    // loaded machine can hold that thread back for milliseconds.
+    let went = eventually(std::time::Duration::from_secs(5), || {
+        counting_alloc::live_bytes() - before < (UPLOAD / 4) as isize
+    });
     let held = counting_alloc::live_bytes() - before;
     drop(response);
     let after_drop = counting_alloc::live_bytes() - before;
-    eprintln!("held while the ended response lives: {held} B; after its drop: {after_drop} B");
     assert!(
-        held < (UPLOAD / 4) as isize,
+        went,
         "an ended response keeps {held} bytes alive for a {UPLOAD}-byte upload \
          ({after_drop} once it is dropped)"
     );
