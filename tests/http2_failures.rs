@@ -603,7 +603,10 @@ fn a_request_waiting_past_the_servers_stream_limit_does_not_run_its_read_timeout
         },
     );
     let client = h2c()
-        .read_timeout(Duration::from_millis(700))
+        // Five times the first response's gaps (a loaded machine may
+        // stretch one), and half its length: a read timeout running while
+        // the second waits, unsent, fails it.
+        .read_timeout(Duration::from_millis(1000))
         .build()
         .unwrap();
     let first = client.get(server.url("/long")).send().wait().unwrap();

@@ -755,8 +755,7 @@ impl Conn {
             h2.idle_since = Some(now);
         }
         for exchange in retry {
-            exchange.attach(ConnSlot::None);
-            self.owner.redispatch(exchange, true);
+            self.send_elsewhere(exchange);
         }
     }
 
