@@ -18,6 +18,11 @@ const WITHIN: Duration = Duration::from_secs(10);
 /// What a test server answers to a request for a path on its connection.
 type Answer = Arc<dyn Fn(&str) -> Vec<u8> + Send + Sync>;
 
+/// In an answer: the server writes what comes before, then waits
+/// [`PAUSED`] before it writes the rest.
+const PAUSE: &[u8] = b"<pause>";
+const PAUSED: Duration = Duration::from_millis(600);
+
 /// A keep-alive HTTP/1.1 server, a thread per connection: the connection
 /// of each request, in order, and every stream, to shut one down.
 struct Server {
@@ -57,8 +62,20 @@ fn server(answer: Answer) -> Server {
                     buf.drain(..end);
                     let path = head.split(' ').nth(1).unwrap_or("/").to_owned();
                     served.lock().unwrap().push(index);
-                    if stream.write_all(&answer(&path)).is_err() {
+                    let answer = answer(&path);
+                    // Written up to a pause, then the rest a while later.
+                    let (now, later) = match answer.windows(PAUSE.len()).position(|w| w == PAUSE) {
+                        Some(at) => (&answer[..at], Some(&answer[at + PAUSE.len()..])),
+                        None => (&answer[..], None),
+                    };
+                    if stream.write_all(now).is_err() {
                         return;
+                    }
+                    if let Some(later) = later {
+                        thread::sleep(PAUSED);
+                        if stream.write_all(later).is_err() {
+                            return;
+                        }
                     }
                 }
             });
@@ -247,8 +264,8 @@ fn the_loops_thread_sleeps_while_a_caller_drives_through_a_slow_answer() {
 /// After a mix of requests from three threads — pooled, fresh, redirected,
 /// on a connection the server closes, timed out, dropped unanswered,
 /// polled, hedged — in both timeout modes, no loop counts an exchange
-/// attached (a count left over would keep a caller from leaving its loop
-/// idle, or let it leave one idle that is not).
+/// attached or awaited, or a thread asleep on it (a count left over would
+/// keep a loop from being left idle for its caller).
 #[test]
 fn every_exchange_a_loop_counted_leaves_it() {
     let target = server(ok());
@@ -311,8 +328,8 @@ fn every_exchange_a_loop_counted_leaves_it() {
         }
         let give_up = Instant::now() + WITHIN;
         loop {
-            let counts: Vec<usize> = group.loops().iter().map(|l| l.attached_now()).collect();
-            if counts.iter().all(|&count| count == 0) {
+            let counts: Vec<_> = group.loops().iter().map(|l| l.attached_now()).collect();
+            if counts.iter().all(|&count| count == [0; 3]) {
                 break;
             }
             assert!(
@@ -323,4 +340,122 @@ fn every_exchange_a_loop_counted_leaves_it() {
         }
         client.close();
     }
+}
+
+/// Someone else waiting on an exchange of a loop a caller drives keeps the
+/// loop from being left idle when that caller lets go: a thread asleep on
+/// its head or on its body (it could not drive the loop: the caller did),
+/// or a task polling it. The caller's own answer comes after 300 ms; the
+/// other's head or body 600 ms after its request, when nobody drives the
+/// loop any more — its thread must be reading it then, not sleeping out a
+/// minute's grace.
+#[test]
+fn a_caller_leaves_its_loop_to_the_thread_while_someone_else_waits_on_it() {
+    let both = ok_once_both_came();
+    let server = server(Arc::new(move |path| {
+        let answer: &[u8] = match path {
+            "/hold" => {
+                thread::sleep(Duration::from_millis(300));
+                b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+            }
+            "/late-head" => b"<pause>HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+            "/late-body" => b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n<pause>ok",
+            _ => return both(path),
+        };
+        answer.to_vec()
+    }));
+    for (path, polled) in [
+        ("/late-head", false),
+        ("/late-body", false),
+        ("/late-head", true),
+    ] {
+        let (client, _group) = client(1, GRACE);
+        let client = Arc::new(client);
+        let base = format!("http://{}", server.addr);
+        // Two pooled connections on the one loop, left idle by its thread
+        // for this one, the caller.
+        let other = {
+            let (client, url) = (client.clone(), format!("{base}/both"));
+            thread::spawn(move || get(&client, &url))
+        };
+        get(&client, &format!("{base}/both"));
+        other.join().unwrap();
+        get(&client, &format!("{base}/"));
+        // The caller drives the loop for 300 ms; 50 ms in, another thread
+        // asks on the other connection and waits, asleep or polling.
+        let caller = {
+            let (client, url) = (client.clone(), format!("{base}/hold"));
+            thread::spawn(move || get(&client, &url))
+        };
+        thread::sleep(Duration::from_millis(50));
+        let (client, url) = (client.clone(), format!("{base}{path}"));
+        within(&format!("{path}, polled: {polled}"), move || {
+            let future = client.get(&url).send();
+            let response = match polled {
+                true => block_on(future).unwrap(),
+                false => future.wait().unwrap(),
+            };
+            assert_eq!(&response.bytes().wait().unwrap()[..], b"ok");
+        });
+        caller.join().unwrap();
+    }
+}
+
+/// A thread waiting in turn on a window of its own exchanges, on
+/// connections that all share its loop, drives that loop itself: nobody
+/// else waits on the loop, so each release leaves it idle with the
+/// window's other exchanges on it, and the heads are read on the caller's
+/// thread — not on the loop's, as they would be if the exchanges left on
+/// the loop made every release hand it back.
+#[test]
+fn a_window_of_one_threads_exchanges_is_read_by_that_thread() {
+    /// Heads read on the thread `caller`, and on other threads.
+    struct ReadOn {
+        caller: thread::ThreadId,
+        counts: Mutex<[usize; 2]>,
+    }
+    impl crate::EventListener for ReadOn {
+        fn on_status(&self, _: &crate::RequestInfo, _: http::StatusCode) {
+            let elsewhere = thread::current().id() != self.caller;
+            self.counts.lock().unwrap()[usize::from(elsewhere)] += 1;
+        }
+    }
+    let server = server(ok());
+    let read_on = Arc::new(ReadOn {
+        caller: thread::current().id(),
+        counts: Mutex::new([0; 2]),
+    });
+    let group = EventLoopGroup::builder()
+        .threads(2)
+        .idle_grace(GRACE)
+        .build()
+        .unwrap();
+    let client = crate::Client::builder()
+        .event_loop_group(Arc::new(group))
+        .listener(read_on.clone())
+        .build()
+        .unwrap();
+    let url = format!("http://{}/", server.addr);
+    let window = |requests: usize| {
+        let mut in_flight = std::collections::VecDeque::new();
+        for i in 0..requests + 8 {
+            if in_flight.len() == 8 || i >= requests {
+                let future: crate::ResponseFuture = in_flight.pop_front().unwrap();
+                let body = future.wait().unwrap().bytes().wait().unwrap();
+                assert_eq!(&body[..], b"ok");
+            }
+            if i < requests {
+                in_flight.push_back(client.get(&url).send());
+            }
+        }
+    };
+    // Eight connections, on this thread's loop.
+    window(64);
+    *read_on.counts.lock().unwrap() = [0; 2];
+    window(400);
+    let [here, elsewhere] = *read_on.counts.lock().unwrap();
+    assert!(
+        here >= 300,
+        "{here} heads read on the caller's thread, {elsewhere} elsewhere"
+    );
 }

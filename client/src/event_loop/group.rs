@@ -3,12 +3,43 @@
 
 use super::affinity::Pinning;
 use super::{EventLoop, SchedulerFactory, TimeoutScheduler};
+use std::cell::RefCell;
 use std::io;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 use tickless_timer::{SharedClock, SystemClock, TimerStats};
+
+/// Ids of groups.
+static NEXT_GROUP: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// This thread's loop in the groups it opened connections in lately.
+    static THREAD_LOOPS: RefCell<Seats> = const { RefCell::new(Seats(Vec::new())) };
+}
+
+/// A thread's turn in each group it opened connections in, the most recent
+/// [`Seats::KEPT`]: a thread that moves on to more groups (a client per
+/// test) forgets the oldest, and takes a new turn there if it comes back.
+struct Seats(Vec<(u64, usize)>);
+
+impl Seats {
+    const KEPT: usize = 8;
+
+    /// The thread's turn in group `id`, taken with `turn` the first time.
+    fn seat(&mut self, id: u64, turn: impl FnOnce() -> usize) -> usize {
+        if let Some(&(_, n)) = self.0.iter().find(|(group, _)| *group == id) {
+            return n;
+        }
+        if self.0.len() == Self::KEPT {
+            self.0.remove(0);
+        }
+        let n = turn();
+        self.0.push((id, n));
+        n
+    }
+}
 
 /// The most loops a group starts: each is a thread, and a loop per
 /// connection is already far past the point where more loops help.
@@ -168,6 +199,7 @@ impl EventLoopGroupBuilder {
         Ok(EventLoopGroup {
             loops: std::mem::take(&mut loops.0),
             schedulers,
+            id: NEXT_GROUP.fetch_add(1, Ordering::Relaxed),
             chooser: AtomicUsize::new(0),
             clock: self.clock,
         })
@@ -184,13 +216,27 @@ impl Drop for Started {
     }
 }
 
-/// N event loops and the round-robin chooser that pins each new connection
-/// to one of them.
+/// N event loops and the chooser that pins each new connection to one of
+/// them.
+///
+/// **A thread's connections share a loop.** The first connection a
+/// thread opens in a group takes the next loop in turn (round robin over
+/// threads); every later one the same thread opens goes there too. A
+/// thread blocked on several of its exchanges at once (a window of
+/// `ResponseFuture`s, waited on in turn) can then drive the one loop they
+/// are all on, rather than sleep while one loop's thread reads them (see
+/// "Who drives a loop" on [`EventLoop`]); threads spread over the loops
+/// as connections did. The cost: one thread's many busy connections use
+/// one loop's CPU for their reading (and TLS), not every loop's. A
+/// connection opened on a loop (a redirect's next hop, a retry) goes to
+/// the next loop in turn, as before.
 ///
 /// The chooser is used for new connections only, never to pick where a
 /// timeout goes: that would put the timeout on a loop other than its
 /// connection's, and shift where the next connections land.
 pub struct EventLoopGroup {
+    /// Unique in the process: the key of a thread's loop in this group.
+    id: u64,
     loops: Vec<Arc<EventLoop>>,
     schedulers: Vec<Arc<dyn TimeoutScheduler>>,
     chooser: AtomicUsize,
@@ -221,10 +267,15 @@ impl EventLoopGroup {
         &self.clock
     }
 
-    /// The loop for the next new connection (round robin), other than the
-    /// one of index `avoid` where there is another.
+    /// The loop for the next new connection — the calling thread's (see
+    /// the type's documentation) — other than the one of index `avoid`
+    /// where there is another.
     pub(crate) fn next(&self, avoid: Option<usize>) -> &Arc<EventLoop> {
-        let n = self.chooser.fetch_add(1, Ordering::Relaxed);
+        let turn = || self.chooser.fetch_add(1, Ordering::Relaxed);
+        let n = match super::on_any_loop() {
+            true => turn(),
+            false => THREAD_LOOPS.with(|seats| seats.borrow_mut().seat(self.id, turn)),
+        };
         let chosen = &self.loops[n % self.loops.len()];
         if self.loops.len() > 1 && avoid == Some(chosen.index()) {
             return &self.loops[(n + 1) % self.loops.len()];

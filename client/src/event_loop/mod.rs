@@ -116,7 +116,7 @@ struct Timers {
 ///    with the inbox empty): only a task posted to a parked loop wakes it —
 ///    one posted while it runs is taken before it parks. A turn of the
 ///    loop's thread that answered a blocked caller (a head, the end of a
-///    body) with no exchange left on the loop leaves the loop *idle*
+///    body) while nobody else waits on the loop leaves the loop *idle*
 ///    instead of polling (below).
 /// 3. Hand socket readiness to the connections. A connection reads at most
 ///    a budget per event, then asks to run again after the rest.
@@ -129,30 +129,45 @@ struct Timers {
 ///
 /// # Who drives a loop
 ///
-/// A sequential blocking caller would otherwise cross threads twice per
-/// request — posting to the loop, woken by it — each a sleep and a
-/// wake-up when the answer takes longer than a spin. So a loop is driven,
-/// one turn at a time, by whoever holds its turn state (`turns`):
+/// A blocking caller would otherwise cross threads twice per request —
+/// posting to the loop, woken by it — each a sleep and a wake-up when the
+/// answer takes longer than a spin. So a loop is driven, one turn at a
+/// time, by whoever holds its turn state (`turns`):
 ///
 /// * **its thread**, by default;
-/// * **idle**: after answering a blocked caller, with no exchange on the
-///   loop, the thread sleeps (a condition variable) rather than polling,
-///   for at most its *grace* (1 ms) or until its nearest deadline (less
-///   its spin and 200 µs, the poll's precise wait doing the rest): the
-///   caller's next request is likely within microseconds;
+/// * **idle**: after answering a blocked caller, while *nobody waits* on
+///   the loop (below), the thread sleeps (a condition variable) rather
+///   than polling, for at most its *grace* (1 ms) or until its nearest
+///   deadline (less its spin and 200 µs, the poll's precise wait doing
+///   the rest): the caller's next request, or its next wait, is likely
+///   within microseconds;
 /// * **a caller**: a thread blocked on an exchange of an idle loop — for
 ///   a head, a chunk of body or the whole body — runs the loop's turns
 ///   itself, blocking in the loop's own poll, until what it waits for
 ///   has come (`drive_until`); then it leaves the loop idle
 ///   again, or hands it to the thread at once (woken) if anything would
-///   otherwise wait for the grace: tasks, sources to run again, aborts, an
-///   exchange on the loop that is not its own, a deadline due before the
-///   thread would wake, the loop closing. Meanwhile the thread looks once
+///   otherwise wait for the grace: tasks, sources to run again, aborts,
+///   someone waiting on the loop, a deadline due before the thread would
+///   wake, the loop closing. Meanwhile the thread looks once
 ///   per grace: while the caller comes and goes (a release since it last
 ///   looked) it sleeps on, so a release wakes nobody and the loop is taken
 ///   back a grace to two after the last one; once it finds a caller
 ///   still driving after a grace with no release meanwhile, it sleeps
 ///   until the next release, which wakes it.
+///
+/// **Nobody waits** on a loop when no exchange on it is *awaited* — polled
+/// by a task, which waits for its waker, or waited on by a thread that had
+/// no loop to drive, or come from a loop its caller may sleep on
+/// (`EventLoop::await_exchange`) — and no thread sleeps on a condition
+/// variable for news of one of its exchanges, having found the loop
+/// driven by someone else (`EventLoop::sleep_on`: counted under the
+/// inbox lock, as the loop is left idle under it, and uncounted by whoever
+/// wakes it). Exchanges nobody waits on may be on an idle loop: a thread
+/// waiting in turn on a window of its own exchanges then reads them all
+/// on its own thread, driving the loop for each wait, while the loop's
+/// thread sleeps (with each thread's connections on one loop: see
+/// `EventLoopGroup`). What the others have waits for the next driver, or
+/// for the thread, at most two graces after the last release.
 ///
 /// A request posted for an idle connection of an idle loop does not wake
 /// it (`execute_for_driver`): its caller will drive, or a
@@ -163,7 +178,8 @@ struct Timers {
 /// the wheel, another loop, a canceller) interrupts its poll
 /// (`wake_driver`). So nothing waits on an idle loop but
 /// news nobody is blocked on (an idle connection's close, a response
-/// nobody polls yet), for at most two graces; deadlines stay exact, since
+/// nobody polls or waits on yet), for at most two graces after the last
+/// release; deadlines stay exact, since
 /// whoever drives arms the precise wait, and the thread wakes for the
 /// nearest one while the loop is idle. Only the thread ends the loop.
 ///
@@ -205,6 +221,14 @@ pub struct EventLoop {
     /// Exchanges attached to this loop's connections and not ended (see
     /// [`EventLoop::attach_exchange`]).
     attached: AtomicUsize,
+    /// Those of them someone polls, or waits on with no loop to drive:
+    /// while any is on the loop, it is never left idle (see "Who drives a
+    /// loop" above).
+    awaited: AtomicUsize,
+    /// Threads asleep on a condition variable for news of an exchange of
+    /// this loop (see [`EventLoop::sleep_on`]): while any is, the loop is
+    /// never left idle.
+    asleep: AtomicUsize,
     timers: Mutex<Timers>,
     counters: Arc<TimerCounters>,
     shutting_down: AtomicBool,
@@ -246,6 +270,8 @@ impl EventLoop {
             idle_wake: Condvar::new(),
             turns: Mutex::new(None),
             attached: AtomicUsize::new(0),
+            awaited: AtomicUsize::new(0),
+            asleep: AtomicUsize::new(0),
             counters: heap.counters(),
             timers: Mutex::new(Timers {
                 heap,
@@ -295,10 +321,11 @@ impl EventLoop {
             || thread::current().id() == self.thread_id()
     }
 
-    /// Exchanges attached to the loop's connections now.
+    /// Exchanges attached to the loop's connections now, how many of them
+    /// are awaited, and threads asleep on the loop.
     #[cfg(test)]
-    pub(crate) fn attached_now(&self) -> usize {
-        self.attached.load(Ordering::SeqCst)
+    pub(crate) fn attached_now(&self) -> [usize; 3] {
+        [&self.attached, &self.awaited, &self.asleep].map(|count| count.load(Ordering::SeqCst))
     }
 
     /// Whether [`shutdown`](Self::shutdown) has begun.
@@ -394,14 +421,55 @@ impl EventLoop {
     }
 
     /// An exchange was attached to one of this loop's connections (`true`)
-    /// or left it (`false`): a caller that stops driving leaves the loop
-    /// idle only while no exchange but its own is on it.
-    pub(crate) fn attach_exchange(&self, attached: bool) {
+    /// or left it (`false`); `awaited`: whether it is
+    /// [awaited](Self::await_exchange).
+    pub(crate) fn attach_exchange(&self, attached: bool, awaited: bool) {
         if attached {
             self.attached.fetch_add(1, Ordering::SeqCst);
+            if awaited {
+                self.await_exchange();
+            }
         } else {
             self.attached.fetch_sub(1, Ordering::SeqCst);
+            if awaited {
+                self.awaited.fetch_sub(1, Ordering::SeqCst);
+            }
         }
+    }
+
+    /// An exchange attached to this loop became awaited: a task polls it
+    /// (and waits for its waker), or a thread waits on it with no loop to
+    /// drive — news of it must not wait for a driver. Once per exchange;
+    /// undone when it leaves ([`attach_exchange`](Self::attach_exchange)).
+    /// An idle loop's thread takes it back at once.
+    pub(crate) fn await_exchange(&self) {
+        self.awaited.fetch_add(1, Ordering::SeqCst);
+        self.wake_if_idle();
+    }
+
+    /// A thread is about to sleep on a condition variable for news of an
+    /// exchange of this loop (it could not drive it): while the returned
+    /// [`Asleep`] lives, the loop is never left idle. Dropped by whoever
+    /// wakes that thread, before they wake it, or by the thread itself.
+    /// `None` if the loop is idle now: the thread drives it instead.
+    ///
+    /// Decided under the inbox lock, as leaving a loop idle is: either the
+    /// loop goes idle first and the thread sees it, or the thread is
+    /// counted first and the loop stays with its driver.
+    pub(crate) fn sleep_on(self: &Arc<Self>) -> Option<Asleep> {
+        let inbox = lock(&self.inbox);
+        if inbox.driver == Driver::Idle && !inbox.closed {
+            return None;
+        }
+        self.asleep.fetch_add(1, Ordering::SeqCst);
+        Some(Asleep(self.clone()))
+    }
+
+    /// Whether nobody waits on this loop's news: no exchange on it is
+    /// awaited and no thread sleeps on one. Only then may it be left idle
+    /// with exchanges on it: what they have is news nobody is blocked on.
+    fn nobody_waits(&self) -> bool {
+        self.awaited.load(Ordering::SeqCst) == 0 && self.asleep.load(Ordering::SeqCst) == 0
     }
 
     /// Hands the source `source` readiness again (`again` set), from any
@@ -488,6 +556,16 @@ impl EventLoop {
         self.shutting_down.store(true, Ordering::Release);
         lock(&self.inbox).closed = true;
         lock(&self.timers).closed = true;
+    }
+}
+
+/// A thread asleep on news of an exchange of a loop (see
+/// [`EventLoop::sleep_on`]); uncounted when dropped.
+pub(crate) struct Asleep(Arc<EventLoop>);
+
+impl Drop for Asleep {
+    fn drop(&mut self) {
+        self.0.asleep.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

@@ -333,7 +333,7 @@ fn a_loop_that_answered_a_blocked_caller_is_driven_by_that_callers_next_request(
             }
             let ran = || lock(&ran_on).is_some();
             let drove = event_loop
-                .drive_until(&mut || ran(), &|| false, Duration::ZERO)
+                .drive_until(&mut || ran(), Duration::ZERO)
                 .is_some();
             if *lock(&ran_on) == Some(thread::current().id()) {
                 assert!(drove, "a task ran on a caller that did not drive");
@@ -413,11 +413,7 @@ fn a_caller_that_comes_and_goes_keeps_its_loop_until_a_grace_has_passed_without_
         // after the release at the soonest, later than a grace after this.
         released = Instant::now();
         let drove = event_loop
-            .drive_until(
-                &mut || ran.load(Ordering::SeqCst),
-                &|| false,
-                Duration::ZERO,
-            )
+            .drive_until(&mut || ran.load(Ordering::SeqCst), Duration::ZERO)
             .is_some();
         assert!(
             drove,
@@ -474,9 +470,7 @@ fn an_idle_loop_or_one_a_caller_drives_leaves_nothing_waiting_for_its_grace() {
         })
     };
     let ran = &mut || lock(&ran_on).is_some();
-    assert!(event_loop
-        .drive_until(ran, &|| false, Duration::ZERO)
-        .is_some());
+    assert!(event_loop.drive_until(ran, Duration::ZERO).is_some());
     assert_eq!(*lock(&ran_on), Some(thread::current().id()));
     poster.join().unwrap();
     assert_eq!(lock(&event_loop.inbox).driver, Driver::Idle);
@@ -501,15 +495,61 @@ fn an_idle_loop_or_one_a_caller_drives_leaves_nothing_waiting_for_its_grace() {
     assert!(at >= deadline);
     assert_eq!(on, event_loop.thread_id());
 
-    // Another exchange on the loop when the caller stops: the thread takes
-    // the loop back at once.
+    // An exchange on the loop that nobody waits on when the caller stops
+    // (its own next one): the loop stays idle for it.
     leave_idle(&event_loop);
-    event_loop.attach_exchange(true);
+    event_loop.attach_exchange(true, false);
     assert!(event_loop
-        .drive_until(&mut || true, &|| false, Duration::ZERO)
+        .drive_until(&mut || true, Duration::ZERO)
+        .is_some());
+    assert_eq!(lock(&event_loop.inbox).driver, Driver::Idle);
+
+    // One that becomes awaited (a task polls it) while the caller drives:
+    // the thread takes the loop back at the release...
+    leave_idle(&event_loop);
+    assert!(event_loop
+        .drive_until(
+            &mut || {
+                event_loop.attach_exchange(true, true);
+                true
+            },
+            Duration::ZERO
+        )
         .is_some());
     assert_eq!(lock(&event_loop.inbox).driver, Driver::Thread);
-    event_loop.attach_exchange(false);
+    event_loop.attach_exchange(false, true);
+    // ...and at once if the loop is idle.
+    leave_idle(&event_loop);
+    event_loop.attach_exchange(true, true);
+    assert_eq!(lock(&event_loop.inbox).driver, Driver::Thread);
+    event_loop.attach_exchange(false, true);
+
+    // A thread asleep on the loop's news when the caller stops (counted
+    // here by the caller itself, for want of a second thread): the thread
+    // takes the loop back at once; once that count is dropped (the sleeper
+    // woken), the loop may be left idle again. Nobody sleeps on an idle
+    // loop: they drive it.
+    leave_idle(&event_loop);
+    assert!(event_loop.sleep_on().is_none());
+    let mut asleep = None;
+    assert!(event_loop
+        .drive_until(
+            &mut || {
+                asleep = event_loop.sleep_on();
+                true
+            },
+            Duration::ZERO
+        )
+        .is_some());
+    assert!(asleep.is_some());
+    assert_eq!(lock(&event_loop.inbox).driver, Driver::Thread);
+    drop(asleep);
+    leave_idle(&event_loop);
+    assert!(event_loop
+        .drive_until(&mut || true, Duration::ZERO)
+        .is_some());
+    assert_eq!(lock(&event_loop.inbox).driver, Driver::Idle);
+    event_loop.attach_exchange(false, false);
 
     // A shutdown while a caller drives: the caller stops, the loop ends.
     leave_idle(&event_loop);
@@ -517,7 +557,7 @@ fn an_idle_loop_or_one_a_caller_drives_leaves_nothing_waiting_for_its_grace() {
         let event_loop = event_loop.clone();
         thread::spawn(move || {
             event_loop
-                .drive_until(&mut || false, &|| false, Duration::ZERO)
+                .drive_until(&mut || false, Duration::ZERO)
                 .is_some()
         })
     };
@@ -822,4 +862,24 @@ fn a_second_shutdown_at_once_returns_once_the_loop_has_ended() {
         left, 0,
         "the second shutdown returned with the loop running"
     );
+}
+
+/// A thread's new connections go to one loop of a group, the next in turn
+/// the first time it asks; another thread takes the next one; a connection
+/// that must avoid that loop goes to another.
+#[test]
+fn a_threads_connections_share_a_loop() {
+    let group = Arc::new(EventLoopGroup::builder().threads(3).build().unwrap());
+    let first = group.next(None).index();
+    assert!((0..5).all(|_| group.next(None).index() == first));
+    let other = {
+        let group = group.clone();
+        thread::spawn(move || (group.next(None).index(), group.next(None).index()))
+            .join()
+            .unwrap()
+    };
+    assert_eq!(other, ((first + 1) % 3, (first + 1) % 3));
+    assert_ne!(group.next(Some(first)).index(), first);
+    assert_eq!(group.next(None).index(), first);
+    group.shutdown();
 }

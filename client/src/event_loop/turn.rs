@@ -7,7 +7,6 @@ use crate::sync::lock;
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::io;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tickless_timer::PreciseWait;
@@ -108,8 +107,6 @@ struct Driving<'a> {
     event_loop: &'a EventLoop,
     /// The loop this thread drove before (a drive within a turn of another).
     outer: *const EventLoop,
-    /// Whether the caller's own exchange is still on the loop.
-    own_attached: bool,
     /// Work left that nobody would run: tasks, sources to run again, aborts.
     busy: bool,
 }
@@ -117,7 +114,7 @@ struct Driving<'a> {
 impl Drop for Driving<'_> {
     fn drop(&mut self) {
         DRIVING.with(|driving| driving.set(self.outer));
-        self.event_loop.release(self.own_attached, self.busy);
+        self.event_loop.release(self.busy);
     }
 }
 
@@ -208,10 +205,8 @@ impl EventLoop {
     /// caller blocked on an exchange of the loop, driving it while its
     /// thread has left it idle (see "Who drives a loop" on [`EventLoop`]).
     /// `ready` is asked before every turn; whoever makes it true on
-    /// another thread must [`wake_driver`](Self::wake_driver). `own` says,
-    /// at the end, whether the caller's exchange is still on the loop (it
-    /// will be back for the rest of it). For the first `spin`, its polls
-    /// yield rather than block (see `Pacing`).
+    /// another thread must [`wake_driver`](Self::wake_driver). For the
+    /// first `spin`, its polls yield rather than block (see `Pacing`).
     ///
     /// `None`, at once, if the loop is not idle: its thread or another
     /// caller drives it, and the caller waits as it would otherwise. Else
@@ -219,7 +214,6 @@ impl EventLoop {
     pub(crate) fn drive_until(
         self: &Arc<Self>,
         ready: &mut dyn FnMut() -> bool,
-        own: &dyn Fn() -> bool,
         spin: Duration,
     ) -> Option<bool> {
         {
@@ -238,7 +232,6 @@ impl EventLoop {
         let mut driving = Driving {
             event_loop: self,
             outer: DRIVING.with(|driving| driving.replace(Arc::as_ptr(self))),
-            own_attached: true,
             busy: true,
         };
         if let Some(state) = turns.as_mut() {
@@ -251,7 +244,6 @@ impl EventLoop {
                 || !state.sources.again.is_empty()
                 || !state.sources.aborts.is_empty();
         }
-        driving.own_attached = own();
         // The state goes back before the loop does (`driving`'s drop).
         drop(turns);
         Some(!caller.blocked)
@@ -259,9 +251,12 @@ impl EventLoop {
 
     /// A driving caller hands the loop back: idle, or to its thread, woken
     /// at once, if anything would wait for the end of its grace — tasks or
-    /// other work left, an exchange on the loop that is not the caller's,
-    /// a deadline before the thread's wake-up, or the loop closing.
-    fn release(&self, own_attached: bool, busy: bool) {
+    /// other work left, someone waiting on the loop's news (an exchange
+    /// polled, a thread asleep: see [`EventLoop::sleep_on`]), a deadline
+    /// before the thread's wake-up, or the loop closing. Exchanges nobody
+    /// waits on (the caller's next ones, most often) stay: their news
+    /// waits for the next driver, at most two graces.
+    fn release(&self, busy: bool) {
         let mut inbox = lock(&self.inbox);
         // Read under the inbox lock (inbox, then timers, as the idle thread
         // does): a deadline armed after this read finds the loop idle, and
@@ -270,7 +265,7 @@ impl EventLoop {
         inbox.driver = Driver::Idle;
         inbox.parked = false;
         inbox.releases = inbox.releases.wrapping_add(1);
-        let others = self.attached.load(Ordering::SeqCst) > usize::from(own_attached);
+        let waited_on = !self.nobody_waits();
         // A thread asleep until the caller is done is woken below, and
         // sleeps again for its grace or its nearest deadline.
         let awaits = inbox.thread_awaits_release;
@@ -279,7 +274,7 @@ impl EventLoop {
                 let wake_at = self.idle_wake_at(deadline);
                 inbox.thread_wakes_at.is_none_or(|at| wake_at < at)
             });
-        if busy || others || deadline_first || inbox.closed || !inbox.tasks.is_empty() {
+        if busy || waited_on || deadline_first || inbox.closed || !inbox.tasks.is_empty() {
             inbox.driver = Driver::Thread;
             drop(inbox);
             self.idle_wake.notify_one();
@@ -467,15 +462,16 @@ impl EventLoop {
         deadline.checked_sub(early).unwrap_or(deadline)
     }
 
-    /// The loop's thread leaves the loop idle, unless an exchange is on it
-    /// (its events must not wait for a caller who may not come), a task
-    /// has come since the inbox was drained, or it is closing.
+    /// The loop's thread leaves the loop idle, unless someone waits on its
+    /// news (an exchange polled, a thread asleep on one: its events must
+    /// not wait for a caller who may not come), a task has come since the
+    /// inbox was drained, or it is closing. Exchanges nobody waits on may
+    /// be on it: the answered caller's others, most often, which it drives
+    /// the loop for when it waits on them.
     fn go_idle(&self) -> bool {
-        if self.attached.load(Ordering::SeqCst) != 0 {
-            return false;
-        }
+        // Under the inbox lock, as `sleep_on` counts a sleeper.
         let mut inbox = lock(&self.inbox);
-        if !inbox.tasks.is_empty() || inbox.closed {
+        if !inbox.tasks.is_empty() || inbox.closed || !self.nobody_waits() {
             return false;
         }
         inbox.driver = Driver::Idle;

@@ -170,11 +170,24 @@ struct Link {
     /// The loop a task was posted to that attaches it to an idle connection
     /// there, for its caller to drive (see [`Exchange::post_for_driver`]).
     posted_to: Option<Arc<EventLoop>>,
+    /// Someone polls the exchange, or waited on it with no loop to drive
+    /// (see [`Exchange::mark_awaited`]), or it left a loop its caller may
+    /// be asleep on (see [`Link::set_conn`]): the loop it is on counts it.
+    awaited: bool,
+    /// The loop of the last connection it was on.
+    last_loop: Option<Arc<EventLoop>>,
 }
 
 impl Link {
     /// Fills the connection slot, returning what it held; the loops count
-    /// the exchanges on their connections ([`EventLoop::attach_exchange`]).
+    /// the exchanges on their connections, and those awaited
+    /// ([`EventLoop::attach_exchange`]).
+    ///
+    /// An exchange that comes to a loop other than the one its caller may
+    /// be asleep on (counted there: `EventLoop::sleep_on`) — the loop of a
+    /// connection it was on before, or the one its request was posted to
+    /// (a retry, a request sent again) — is awaited from then on: the loop
+    /// it comes to does not know of that sleeper.
     fn set_conn(&mut self, slot: ConnSlot) -> ConnSlot {
         let old = std::mem::replace(&mut self.conn, slot);
         let was = old.conn().map(|conn| &conn.event_loop);
@@ -183,12 +196,21 @@ impl Link {
             (Some(was), Some(is)) => !Arc::ptr_eq(was, is),
             (was, is) => was.is_some() || is.is_some(),
         };
+        let awaited_there = self.awaited;
+        if let Some(is) = is {
+            let before = self.last_loop.as_ref().or(self.posted_to.as_ref());
+            let elsewhere = before.is_some_and(|before| !Arc::ptr_eq(before, is));
+            self.awaited |= elsewhere;
+            if elsewhere || self.last_loop.is_none() {
+                self.last_loop = Some(is.clone());
+            }
+        }
         if moved {
             if let Some(was) = was {
-                was.attach_exchange(false);
+                was.attach_exchange(false, awaited_there);
             }
             if let Some(is) = is {
-                is.attach_exchange(true);
+                is.attach_exchange(true, self.awaited);
             }
         }
         old
@@ -234,10 +256,8 @@ pub(crate) struct Exchange {
     /// The index of a loop a new connection for it should not be on (a
     /// hedged copy avoids the loop of the attempt it backs up).
     avoid_loop: OnceLock<usize>,
-    /// A blocking wait of its caller may have driven its loop and left it
-    /// idle with this exchange on it: only then does a poll of its body
-    /// have a loop to wake (see [`body_pending`](Self::body_pending)).
-    waited_blocking: AtomicBool,
+    /// [`Link::awaited`], read without the lock once set.
+    awaited: AtomicBool,
 }
 
 /// The instant `timeout` after `start`; `None` past the end of time, which
@@ -284,6 +304,8 @@ impl Exchange {
                 timers,
                 ended_on: None,
                 posted_to: None,
+                awaited: false,
+                last_loop: None,
             }),
             remote: Mutex::new(None),
             submitted,
@@ -292,7 +314,7 @@ impl Exchange {
             registry_key: AtomicUsize::new(registry::UNREGISTERED),
             hedge_alarm: Mutex::new(None),
             avoid_loop: OnceLock::new(),
-            waited_blocking: AtomicBool::new(false),
+            awaited: AtomicBool::new(false),
         })
     }
 
@@ -751,6 +773,7 @@ impl Exchange {
     pub(crate) fn poll_head(&self, cx: &mut Context<'_>) -> Poll<Result<Head, Error>> {
         let polled = self.outcome.poll(cx);
         if polled.is_pending() {
+            self.mark_awaited();
             // Polled, not waited: nobody drives the loop its request was
             // posted to for a driver, which must not wait for its grace.
             let posted_to = lock(&self.link).posted_to.take();
@@ -762,46 +785,44 @@ impl Exchange {
     }
 
     /// Blocks for the head, driving the exchange's loop while it is idle
-    /// (see `EventLoop::drive_until`), else as [`Outcome::wait`] does.
+    /// (see `EventLoop::drive_until`), else as [`Outcome::wait`] does —
+    /// until that loop is left idle (then it drives it).
     pub(crate) fn wait_head(&self) -> Result<Head, Error> {
         let spin = self.pacing.head_spin(self.registry.len());
-        if let Some(home) = self.blocking_home() {
-            // The clock is read only to score a spin.
-            let started = (!spin.is_zero()).then(Instant::now);
-            let caught = self.outcome.drive(&home, &|| self.is_on(&home), spin);
-            if let (Some(caught), Some(started)) = (caught, started) {
-                self.pacing.record_spin(caught.then(|| started.elapsed()));
+        loop {
+            let home = self.blocking_home();
+            if let Some(home) = &home {
+                // The clock is read only to score a spin.
+                let started = (!spin.is_zero()).then(Instant::now);
+                let caught = self.outcome.drive(home, spin);
+                if let (Some(caught), Some(started)) = (caught, started) {
+                    self.pacing.record_spin(caught.then(|| started.elapsed()));
+                }
+            }
+            if let Some(head) = self.outcome.wait(spin, home.as_ref()) {
+                return head;
             }
         }
-        self.outcome.wait(spin)
     }
 
-    /// A poll of the body found nothing yet: a loop its caller drove, for
-    /// the head or a chunk, and left idle is taken back by its thread,
-    /// since a poll does not drive. One atomic load for a caller that
-    /// never waited blocking (a loop is never left idle with an exchange
-    /// on it otherwise).
+    /// A poll of the body found nothing yet: the exchange is awaited (see
+    /// [`mark_awaited`](Self::mark_awaited)) — a loop its caller drove,
+    /// for the head or a chunk, and left idle is taken back by its thread,
+    /// since a poll does not drive.
     pub(crate) fn body_pending(&self) {
-        if !self.waited_blocking.load(Ordering::Relaxed) {
-            return;
-        }
-        if let Some(home) = self.home_loop() {
-            home.wake_if_idle();
-        }
+        self.mark_awaited();
     }
 
     /// The reader blocks for the next chunk of the body (see [`Pipe::take_blocking`]).
     pub(crate) fn take_body_blocking(&self) -> Taken {
         let home = self.blocking_home();
-        self.body
-            .take_blocking(home.as_ref(), &|| self.still_on(home.as_ref()))
+        self.body.take_blocking(home.as_ref())
     }
 
     /// The reader blocks for the whole body (see [`Pipe::take_whole_blocking`]).
     pub(crate) fn take_whole_body_blocking(&self) -> Whole {
         let home = self.blocking_home();
-        self.body
-            .take_whole_blocking(home.as_ref(), &|| self.still_on(home.as_ref()))
+        self.body.take_whole_blocking(home.as_ref())
     }
 
     /// Its request is posted to `event_loop` for an idle connection there
@@ -823,10 +844,35 @@ impl Exchange {
     }
 
     /// [`home_loop`](Self::home_loop), for a blocking wait about to drive
-    /// it.
+    /// it, or sleep on it. With none (a request waiting for its
+    /// connection), the exchange is [awaited](Self::mark_awaited): the
+    /// loop it goes to must not leave its news for a driver.
     fn blocking_home(&self) -> Option<Arc<EventLoop>> {
-        self.waited_blocking.store(true, Ordering::Relaxed);
-        self.home_loop()
+        let home = self.home_loop();
+        if home.is_none() {
+            self.mark_awaited();
+        }
+        home
+    }
+
+    /// Someone waits on the exchange without driving its loop: a task
+    /// polled it (and waits for its waker), or a thread blocks on it with
+    /// no loop to drive. From now on the loop it is on is never left idle
+    /// while it is there (see [`EventLoop::await_exchange`]). Once: one
+    /// atomic load after that.
+    fn mark_awaited(&self) {
+        if self.awaited.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut link = lock(&self.link);
+        if link.awaited {
+            return;
+        }
+        link.awaited = true;
+        self.awaited.store(true, Ordering::Relaxed);
+        if let Some(conn) = link.conn.conn() {
+            conn.event_loop.await_exchange();
+        }
     }
 
     /// The loop a blocked caller of this exchange would drive: its
@@ -835,19 +881,6 @@ impl Exchange {
         let link = lock(&self.link);
         let conn = link.conn.conn().map(|conn| &conn.event_loop);
         conn.or(link.posted_to.as_ref()).cloned()
-    }
-
-    /// Whether the exchange is still on a connection of `home`.
-    fn still_on(&self, home: Option<&Arc<EventLoop>>) -> bool {
-        home.is_some_and(|home| self.is_on(home))
-    }
-
-    /// Whether the exchange is on a connection of `event_loop`.
-    fn is_on(&self, event_loop: &Arc<EventLoop>) -> bool {
-        let link = lock(&self.link);
-        link.conn
-            .conn()
-            .is_some_and(|conn| Arc::ptr_eq(&conn.event_loop, event_loop))
     }
 }
 

@@ -1,7 +1,7 @@
 //! [`Outcome`]: how the result of an exchange reaches its caller — a waker
 //! for a poll, a condition variable for a blocking wait.
 
-use crate::event_loop::EventLoop;
+use crate::event_loop::{Asleep, EventLoop};
 use crate::sync::lock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -20,6 +20,10 @@ struct Slot<T> {
     taken: bool,
     /// A thread is blocked in `wait` (saves a futex wake when none is).
     blocked: bool,
+    /// The blocked thread's count on the loop it could not drive (see
+    /// `EventLoop::sleep_on`): dropped by whoever delivers, before the
+    /// wake-up.
+    asleep: Option<Asleep>,
     /// The loop the waiting thread drives (see [`Outcome::drive`]).
     driving: Option<Arc<EventLoop>>,
 }
@@ -45,6 +49,7 @@ impl<T> Default for Outcome<T> {
                 waker: None,
                 taken: false,
                 blocked: false,
+                asleep: None,
                 driving: None,
             }),
             ready: Condvar::new(),
@@ -70,7 +75,7 @@ impl<T> Outcome<T> {
     /// Stores the result and wakes whoever waits for it (outside the lock),
     /// unless a result was stored already: then `result` is handed back.
     pub(crate) fn deliver(&self, result: T) -> Result<(), T> {
-        let (waker, blocked, driving) = {
+        let (waker, blocked, driving, asleep) = {
             let mut slot = lock(&self.slot);
             if slot.result.is_some() || slot.taken {
                 return Err(result);
@@ -83,8 +88,14 @@ impl<T> Outcome<T> {
             // (a caller spinning is never missed, so the loop leaves itself
             // idle for it).
             self.settled.store(true, Ordering::SeqCst);
-            (slot.waker.take(), slot.blocked, slot.driving.clone())
+            (
+                slot.waker.take(),
+                slot.blocked,
+                slot.driving.clone(),
+                slot.asleep.take(),
+            )
         };
+        drop(asleep);
         if blocked || self.spinning.load(Ordering::SeqCst) {
             crate::event_loop::answered_a_waiting_caller();
         }
@@ -121,28 +132,24 @@ impl<T> Outcome<T> {
 
     /// Drives `home` until the result is there, yielding for `spin`
     /// before its polls block, if that loop is idle (see
-    /// `EventLoop::drive_until`; `own`: whether the exchange is still on
-    /// it); returns at once if it is not (`None`). Else whether the result
-    /// came before a poll blocked.
-    pub(crate) fn drive(
-        &self,
-        home: &Arc<EventLoop>,
-        own: &dyn Fn() -> bool,
-        spin: Duration,
-    ) -> Option<bool> {
+    /// `EventLoop::drive_until`); returns at once if it is not (`None`).
+    /// Else whether the result came before a poll blocked.
+    pub(crate) fn drive(&self, home: &Arc<EventLoop>, spin: Duration) -> Option<bool> {
         if self.is_settled() {
             return None;
         }
         lock(&self.slot).driving = Some(home.clone());
-        let drove = home.drive_until(&mut || self.is_settled(), own, spin);
+        let drove = home.drive_until(&mut || self.is_settled(), spin);
         let driving = lock(&self.slot).driving.take();
         drop(driving);
         drove
     }
 
     /// Blocks until the result is there, yielding for `spin` first (see
-    /// [`Pacing`](super::Pacing)).
-    pub(crate) fn wait(&self, spin: Duration) -> T {
+    /// [`Pacing`](super::Pacing)), counted asleep on `home`, the loop it
+    /// could not drive (see `EventLoop::sleep_on`). `None` if that loop is
+    /// found idle before the result: the caller drives it instead.
+    pub(crate) fn wait(&self, spin: Duration, home: Option<&Arc<EventLoop>>) -> Option<T> {
         // The clock is read only to spin: not for a result there already.
         if !spin.is_zero() && !self.is_settled() {
             let spin_until = Instant::now() + spin;
@@ -156,10 +163,16 @@ impl<T> Outcome<T> {
         loop {
             if let Some(result) = slot.result.take() {
                 slot.taken = true;
-                return result;
+                return Some(result);
             }
             // Polled to completion before: nothing will ever come.
             assert!(!slot.taken, "{WAITED_AFTER_COMPLETION}");
+            // Counted once per sleep (a spurious wake-up keeps its count).
+            if slot.asleep.is_none() {
+                if let Some(home) = home {
+                    slot.asleep = Some(home.sleep_on()?);
+                }
+            }
             slot.blocked = true;
             slot = self
                 .ready

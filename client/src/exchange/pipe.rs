@@ -35,7 +35,7 @@
 //!   refused.
 
 use crate::error::Error;
-use crate::event_loop::{EventLoop, SourceRef};
+use crate::event_loop::{Asleep, EventLoop, SourceRef};
 use crate::sync::lock;
 use bytes::Bytes;
 use std::collections::VecDeque;
@@ -52,7 +52,9 @@ pub(crate) enum Waiter {
     /// A thread blocked on the pipe's condition variable: registered under
     /// the pipe's lock just before it waits, so one is notified only when
     /// it is really there (a notify is a syscall even with nobody waiting).
-    Blocked,
+    /// A reader that could not drive the loop of its body's connection is
+    /// counted asleep on it (see `EventLoop::sleep_on`) until woken.
+    Blocked(Option<Asleep>),
     /// A thread driving this loop while it waits (see
     /// `EventLoop::drive_until`), whose poll a wake-up from elsewhere
     /// interrupts. Before it blocks on the condition variable instead, it
@@ -67,12 +69,15 @@ pub(crate) enum Waiter {
 impl Waiter {
     /// A thread's waiter: driving `home` if it may, else blocked.
     fn thread(home: Option<&Arc<EventLoop>>) -> Waiter {
-        home.map_or(Waiter::Blocked, |home| Waiter::Driving(home.clone()))
+        home.map_or(Waiter::Blocked(None), |home| Waiter::Driving(home.clone()))
     }
 
     fn wake(self, cv: &Condvar) {
         match self {
-            Waiter::Blocked => cv.notify_all(),
+            Waiter::Blocked(asleep) => {
+                drop(asleep);
+                cv.notify_all();
+            }
             Waiter::Driving(event_loop) => event_loop.wake_driver(),
             Waiter::Task(waker) => waker.wake(),
             Waiter::Source(event_loop, source) => event_loop.wake_source(source),
@@ -247,14 +252,14 @@ impl Pipe {
     /// [`push`](Self::push) from a thread that may block: waits while the
     /// pipe is full. `Err` once the reader has gone.
     pub(crate) fn push_blocking(&self, bytes: Bytes) -> Result<(), ()> {
-        if self.push(bytes, || Waiter::Blocked) == Pushed::Refused {
+        if self.push(bytes, || Waiter::Blocked(None)) == Pushed::Refused {
             return Err(());
         }
         // Its next read may block for long.
         self.flush();
         let mut state = lock(&self.state);
         while state.buffered >= self.window && !state.reader_gone {
-            state.writer = Some(Waiter::Blocked);
+            state.writer = Some(Waiter::Blocked(None));
             state = self
                 .writer_ready
                 .wait(state)
@@ -292,7 +297,7 @@ impl Pipe {
         if let Some(reader) = wake {
             // A thread blocked for the end of its body: a sequential caller,
             // whose next request is likely to come at once.
-            if matches!(reader, Waiter::Blocked | Waiter::Driving(_)) {
+            if matches!(reader, Waiter::Blocked(_) | Waiter::Driving(_)) {
                 crate::event_loop::answered_a_waiting_caller();
             }
             reader.wake(&self.reader_ready);
@@ -343,14 +348,10 @@ impl Pipe {
 
     /// [`take`](Self::take) for a thread that may block: waits for a chunk
     /// or the end — driving `home`, the loop of the writer, while that loop
-    /// is idle (`own`: whether the body's exchange is still on it). Its
-    /// polls block at once: a spin here cost more CPU than it saved
+    /// is idle, else asleep on it (see [`sleep_until`](Self::sleep_until)).
+    /// Its polls block at once: a spin here cost more CPU than it saved
     /// (64 KiB chunked bodies, README).
-    pub(crate) fn take_blocking(
-        &self,
-        home: Option<&Arc<EventLoop>>,
-        own: &dyn Fn() -> bool,
-    ) -> Taken {
+    pub(crate) fn take_blocking(&self, home: Option<&Arc<EventLoop>>) -> Taken {
         loop {
             match self.take(|| Waiter::thread(home)) {
                 Taken::Pending => {}
@@ -360,17 +361,38 @@ impl Pipe {
                 let state = lock(&self.state);
                 !state.chunks.is_empty() || !matches!(state.end, End::Open)
             };
-            if home.is_some_and(|home| home.drive_until(&mut news, own, Duration::ZERO).is_some()) {
+            if home.is_some_and(|home| home.drive_until(&mut news, Duration::ZERO).is_some()) {
                 continue;
             }
-            let mut state = lock(&self.state);
-            while state.chunks.is_empty() && matches!(state.end, End::Open) {
-                state.reader = Some(Waiter::Blocked);
-                state = self
-                    .reader_ready
-                    .wait(state)
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+            self.sleep_until(home, |state| {
+                !state.chunks.is_empty() || !matches!(state.end, End::Open)
+            });
+        }
+    }
+
+    /// The blocking reader sleeps until `news`, counted asleep on `home`
+    /// (see `EventLoop::sleep_on`) — or not at all, if `home` is idle now:
+    /// it drives it instead.
+    fn sleep_until(&self, home: Option<&Arc<EventLoop>>, news: impl Fn(&State) -> bool) {
+        let mut state = lock(&self.state);
+        while !news(&state) {
+            // Counted once per sleep (a spurious wake-up keeps its count).
+            if !matches!(state.reader, Some(Waiter::Blocked(_))) {
+                let asleep = match home.map(|home| home.sleep_on()) {
+                    Some(None) => break,
+                    Some(asleep) => asleep,
+                    None => None,
+                };
+                state.reader = Some(Waiter::Blocked(asleep));
             }
+            state = self
+                .reader_ready
+                .wait(state)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        // Its count, if it was not woken by the writer (who takes it).
+        if matches!(state.reader, Some(Waiter::Blocked(_))) {
+            state.reader = None;
         }
     }
 
@@ -457,29 +479,17 @@ impl Pipe {
 
     /// [`take_whole`](Self::take_whole) for a thread that may block,
     /// driving `home` as [`take_blocking`](Self::take_blocking) does.
-    pub(crate) fn take_whole_blocking(
-        &self,
-        home: Option<&Arc<EventLoop>>,
-        own: &dyn Fn() -> bool,
-    ) -> Whole {
+    pub(crate) fn take_whole_blocking(&self, home: Option<&Arc<EventLoop>>) -> Whole {
         loop {
             match self.take_whole(|| Waiter::thread(home)) {
                 Whole::Pending => {}
                 whole => return whole,
             }
             let mut ended = || !matches!(lock(&self.state).end, End::Open);
-            if home.is_some_and(|home| home.drive_until(&mut ended, own, Duration::ZERO).is_some())
-            {
+            if home.is_some_and(|home| home.drive_until(&mut ended, Duration::ZERO).is_some()) {
                 continue;
             }
-            let mut state = lock(&self.state);
-            while matches!(state.end, End::Open) {
-                state.reader = Some(Waiter::Blocked);
-                state = self
-                    .reader_ready
-                    .wait(state)
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-            }
+            self.sleep_until(home, |state| !matches!(state.end, End::Open));
         }
     }
 
