@@ -29,6 +29,8 @@ struct Server {
     addr: SocketAddr,
     served: Arc<Mutex<Vec<usize>>>,
     streams: Arc<Mutex<Vec<TcpStream>>>,
+    /// The connection and path of each request, in order.
+    paths: Arc<Mutex<Vec<(usize, String)>>>,
 }
 
 fn server(answer: Answer) -> Server {
@@ -36,7 +38,8 @@ fn server(answer: Answer) -> Server {
     let addr = listener.local_addr().unwrap();
     let served = Arc::new(Mutex::new(Vec::new()));
     let streams = Arc::new(Mutex::new(Vec::new()));
-    let (all_served, all_streams) = (served.clone(), streams.clone());
+    let paths = Arc::new(Mutex::new(Vec::new()));
+    let (all_served, all_streams, all_paths) = (served.clone(), streams.clone(), paths.clone());
     thread::spawn(move || {
         for (index, stream) in listener.incoming().enumerate() {
             let Ok(mut stream) = stream else { return };
@@ -44,7 +47,7 @@ fn server(answer: Answer) -> Server {
                 .lock()
                 .unwrap()
                 .push(stream.try_clone().unwrap());
-            let (served, answer) = (all_served.clone(), answer.clone());
+            let (served, answer, paths) = (all_served.clone(), answer.clone(), all_paths.clone());
             thread::spawn(move || {
                 let mut buf = Vec::new();
                 let mut chunk = [0u8; 4096];
@@ -62,6 +65,7 @@ fn server(answer: Answer) -> Server {
                     buf.drain(..end);
                     let path = head.split(' ').nth(1).unwrap_or("/").to_owned();
                     served.lock().unwrap().push(index);
+                    paths.lock().unwrap().push((index, path.clone()));
                     let answer = answer(&path);
                     // Written up to a pause, then the rest a while later.
                     let (now, later) = match answer.windows(PAUSE.len()).position(|w| w == PAUSE) {
@@ -85,6 +89,7 @@ fn server(answer: Answer) -> Server {
         addr,
         served,
         streams,
+        paths,
     }
 }
 
@@ -261,11 +266,12 @@ fn the_loops_thread_sleeps_while_a_caller_drives_through_a_slow_answer() {
     assert!(woke < 50, "the loop's thread woke {woke} times");
 }
 
-/// After a mix of requests from three threads — pooled, fresh, redirected,
+/// After a mix of requests from three threads — pooled, fresh, queued, redirected,
 /// on a connection the server closes, timed out, dropped unanswered,
 /// polled, hedged — in both timeout modes, no loop counts an exchange
-/// attached or awaited, or a thread asleep on it (a count left over would
-/// keep a loop from being left idle for its caller).
+/// attached or awaited, a thread asleep on it or a request waiting for a
+/// connection (a count left over would keep a loop from being left idle
+/// for its caller).
 #[test]
 fn every_exchange_a_loop_counted_leaves_it() {
     let target = server(ok());
@@ -287,6 +293,8 @@ fn every_exchange_a_loop_counted_leaves_it() {
                 .event_loop_group(group.clone())
                 .use_event_loop_timeouts(event_loop_timeouts)
                 .hedge(crate::hedge::Policy::after(Duration::from_millis(5)))
+                // Some wait for a connection.
+                .max_connections_per_host(2)
                 .build()
                 .unwrap(),
         );
@@ -329,7 +337,7 @@ fn every_exchange_a_loop_counted_leaves_it() {
         let give_up = Instant::now() + WITHIN;
         loop {
             let counts: Vec<_> = group.loops().iter().map(|l| l.attached_now()).collect();
-            if counts.iter().all(|&count| count == [0; 3]) {
+            if counts.iter().all(|&count| count == [0; 4]) {
                 break;
             }
             assert!(
@@ -458,4 +466,186 @@ fn a_window_of_one_threads_exchanges_is_read_by_that_thread() {
         here >= 300,
         "{here} heads read on the caller's thread, {elsewhere} elsewhere"
     );
+}
+
+/// A pooled request whose idle connection on loop A turns out closed goes
+/// again to an idle connection on loop B (posted from A, where its caller
+/// drives): it comes to B awaited (its caller may sleep on A, not B), so
+/// when another caller that drove B lets go, B's thread takes B back and
+/// reads its answer — rather than leave it for B's grace while its caller
+/// drives A. (Found by review: the request's new home went unnoticed.)
+#[test]
+fn a_request_sent_again_to_another_loop_is_read_when_another_caller_lets_go() {
+    let three = Arc::new(std::sync::Barrier::new(3));
+    let server = server(Arc::new(move |path| {
+        let ok = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".to_vec();
+        match path {
+            "/a" | "/b1" | "/b2" => {
+                three.wait();
+                // Back to the pool in this order: /b1's, /a's, /b2's (top).
+                let after = match path {
+                    "/b1" => 0,
+                    "/a" => 150,
+                    _ => 300,
+                };
+                thread::sleep(Duration::from_millis(after));
+                ok
+            }
+            "/hold" => {
+                thread::sleep(Duration::from_millis(300));
+                ok
+            }
+            "/late" => b"<pause>HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".to_vec(),
+            _ => ok,
+        }
+    }));
+    let (client, _group) = client(2, GRACE);
+    let client = Arc::new(client);
+    let base = format!("http://{}", server.addr);
+    // Thread a: one connection, on its loop; thread b: two, on the other.
+    let a = {
+        let (client, url) = (client.clone(), format!("{base}/a"));
+        thread::spawn(move || get(&client, &url))
+    };
+    let b = {
+        let (client, base) = (client.clone(), base.clone());
+        thread::spawn(move || {
+            let first = client.get(format!("{base}/b1")).send();
+            let second = client.get(format!("{base}/b2")).send();
+            for future in [first, second] {
+                let body = future.wait().unwrap().bytes().wait().unwrap();
+                assert_eq!(&body[..], b"ok");
+            }
+        })
+    };
+    a.join().unwrap();
+    b.join().unwrap();
+    assert_eq!(client.stats().open_connections, 3);
+    // The server closes /a's connection, idle on a loop left idle.
+    let a_conn = server
+        .paths
+        .lock()
+        .unwrap()
+        .iter()
+        .find(|(_, path)| path == "/a")
+        .unwrap()
+        .0;
+    server.streams.lock().unwrap()[a_conn]
+        .shutdown(Shutdown::Both)
+        .unwrap();
+    thread::sleep(Duration::from_millis(50));
+    // Another caller takes /b2's connection (the pool's top) and drives
+    // its loop for 300 ms.
+    let other = {
+        let (client, url) = (client.clone(), format!("{base}/hold"));
+        thread::spawn(move || get(&client, &url))
+    };
+    thread::sleep(Duration::from_millis(50));
+    // This one takes /a's connection (closed: sent again, to /b1's).
+    let (client2, url) = (client.clone(), format!("{base}/late"));
+    within("the request sent again", move || get(&client2, &url));
+    other.join().unwrap();
+    let paths = server.paths.lock().unwrap().clone();
+    assert!(
+        paths
+            .iter()
+            .any(|(conn, path)| path == "/late" && *conn != a_conn),
+        "not sent again on another connection: {paths:?}"
+    );
+}
+
+/// With one connection per host, a request waits in the pool for the
+/// connection of a response whose head has come and whose body is still
+/// to come — the head read by its caller driving the loop, or by the
+/// loop's thread (taken back by a task posted to it): while the request
+/// waits, no loop of the group is left idle, so the body is read, the
+/// connection freed and the request served — not after the loop's grace.
+/// (Found by review.)
+#[test]
+fn a_request_waiting_for_a_connection_a_loop_left_idle_holds_is_served() {
+    let server = server(Arc::new(|path| match path {
+        "/late-body" => b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n<pause>ok".to_vec(),
+        _ => b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".to_vec(),
+    }));
+    for thread_reads_the_head in [false, true] {
+        let group = Arc::new(
+            EventLoopGroup::builder()
+                .threads(1)
+                .idle_grace(GRACE)
+                .build()
+                .unwrap(),
+        );
+        let client = crate::Client::builder()
+            .event_loop_group(group.clone())
+            .max_connections_per_host(1)
+            .build()
+            .unwrap();
+        let base = format!("http://{}", server.addr);
+        within(
+            &format!("thread reads the head: {thread_reads_the_head}"),
+            move || {
+                get(&client, &format!("{base}/"));
+                if thread_reads_the_head {
+                    group.loops()[0].execute(|_| {}).unwrap();
+                    thread::sleep(Duration::from_millis(50));
+                }
+                let held = client
+                    .get(format!("{base}/late-body"))
+                    .send()
+                    .wait()
+                    .unwrap();
+                get(&client, &format!("{base}/"));
+                assert_eq!(&held.bytes().wait().unwrap()[..], b"ok");
+            },
+        );
+    }
+}
+
+/// A thread's new connections go to its loop also when they need a lookup
+/// (a host name, resolved on the resolver's thread): each thread's on one
+/// loop, the two threads' on the two loops. (Found by review: the loop was
+/// chosen on the resolver's thread.)
+#[test]
+fn a_threads_connections_to_a_host_name_share_its_loop() {
+    /// The loop thread each connection was opened on, in order.
+    struct OpenedOn(Mutex<Vec<String>>);
+    impl crate::EventListener for OpenedOn {
+        fn on_connect_success(&self, _: &crate::RequestInfo, _: &crate::ConnectionInfo) {
+            let name = thread::current().name().unwrap_or("").to_owned();
+            self.0.lock().unwrap().push(name);
+        }
+    }
+    let server = server(Arc::new(|_| {
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok".to_vec()
+    }));
+    let opened_on = Arc::new(OpenedOn(Mutex::new(Vec::new())));
+    let group = EventLoopGroup::builder()
+        .threads(2)
+        .thread_name("hn")
+        .build()
+        .unwrap();
+    let client = Arc::new(
+        crate::Client::builder()
+            .event_loop_group(Arc::new(group))
+            .listener(opened_on.clone())
+            .build()
+            .unwrap(),
+    );
+    let url = format!("http://localhost:{}/", server.addr.port());
+    let mut loops = Vec::new();
+    for _ in 0..2 {
+        let (client, url, opened_on) = (client.clone(), url.clone(), opened_on.clone());
+        thread::spawn(move || {
+            for _ in 0..4 {
+                get(&client, &url);
+            }
+        })
+        .join()
+        .unwrap();
+        let opened: Vec<String> = std::mem::take(&mut *opened_on.0.lock().unwrap());
+        assert_eq!(opened.len(), 4, "{opened:?}");
+        assert!(opened.iter().all(|name| *name == opened[0]), "{opened:?}");
+        loops.push(opened[0].clone());
+    }
+    assert_ne!(loops[0], loops[1]);
 }

@@ -326,7 +326,10 @@ impl Dispatcher {
                 self.connect(exchange);
             }
             // The request deadline bounds the wait.
-            Acquired::Queued => exchange.start(),
+            Acquired::Queued => {
+                exchange.wait_in_queue(self.env.group.queued());
+                exchange.start();
+            }
             Acquired::Closed => {
                 exchange.finish_err(Error::ClientClosed);
             }
@@ -487,12 +490,15 @@ impl Dispatcher {
     /// The connect path: `exchange` holds a permit. Resolves the first hop
     /// (the origin, or the proxy) — and for a `socks5://` proxy, which
     /// wants an address, the origin too — then connects on the loop the
-    /// group's chooser picks, where the connection stays for life.
+    /// group's chooser picks, where the connection stays for life. Picked
+    /// here, on the thread that submits (see `EventLoopGroup::next`), not
+    /// on the resolver's.
     fn connect(&self, exchange: Arc<Exchange>) {
         if exchange.is_done() {
             self.released(exchange.route(), exchange.id);
             return;
         }
+        let event_loop = self.env.group.next(exchange.avoided_loop()).clone();
         let route = exchange.route().clone();
         let (host, port) = route.first_hop();
         let socks_resolves_here = route
@@ -501,7 +507,7 @@ impl Dispatcher {
         let host = host.to_owned();
         self.lookup(exchange, &host, port, move |dispatcher, exchange, addrs| {
             if !socks_resolves_here {
-                return dispatcher.connect_to(exchange, addrs, None);
+                return dispatcher.connect_to(&event_loop, exchange, addrs, None);
             }
             let (origin_host, origin_port) = (exchange.origin.host.clone(), exchange.origin.port);
             dispatcher.lookup(
@@ -509,7 +515,8 @@ impl Dispatcher {
                 &origin_host,
                 origin_port,
                 move |dispatcher, exchange, origin| {
-                    dispatcher.connect_to(exchange, addrs, origin.first().copied());
+                    let origin = origin.first().copied();
+                    dispatcher.connect_to(&event_loop, exchange, addrs, origin);
                 },
             );
         });
@@ -572,15 +579,15 @@ impl Dispatcher {
     }
 
     /// Opens a connection for `exchange` to `addrs` (the first hop) on
-    /// the loop the chooser picks; `socks_target` is the origin's address
-    /// for a `socks5://` proxy.
+    /// `event_loop`; `socks_target` is the origin's address for a
+    /// `socks5://` proxy.
     fn connect_to(
         &self,
+        event_loop: &Arc<crate::event_loop::EventLoop>,
         exchange: Arc<Exchange>,
         addrs: Vec<SocketAddr>,
         socks_target: Option<SocketAddr>,
     ) {
-        let event_loop = self.env.group.next(exchange.avoided_loop());
         let (owner, task_exchange) = (self.owner(), exchange.clone());
         if event_loop
             .execute(move |cx| conn::connect(cx, owner, task_exchange, addrs, socks_target))

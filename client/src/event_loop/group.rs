@@ -41,6 +41,16 @@ impl Seats {
     }
 }
 
+/// A request waiting for a connection (see [`EventLoopGroup::queued`]);
+/// uncounted when dropped.
+pub(crate) struct Queued(Arc<AtomicUsize>);
+
+impl Drop for Queued {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
 /// The most loops a group starts: each is a thread, and a loop per
 /// connection is already far past the point where more loops help.
 pub const MAX_EVENT_LOOPS: usize = 1024;
@@ -178,6 +188,7 @@ impl EventLoopGroupBuilder {
         // that fails to start, or a scheduler factory that panics.
         let mut loops = Started(Vec::with_capacity(threads));
         let cpus = super::affinity::plan(self.pin, threads);
+        let queued = Arc::new(AtomicUsize::new(0));
         for (index, cpu) in cpus.into_iter().enumerate() {
             loops.0.push(EventLoop::start(
                 index,
@@ -186,6 +197,7 @@ impl EventLoopGroupBuilder {
                 self.idle_grace,
                 format!("{}-{index}", self.thread_name),
                 cpu,
+                queued.clone(),
             )?);
         }
         let schedulers = loops
@@ -221,7 +233,9 @@ impl Drop for Started {
 ///
 /// **A thread's connections share a loop.** The first connection a
 /// thread opens in a group takes the next loop in turn (round robin over
-/// threads); every later one the same thread opens goes there too. A
+/// threads); every later one the same thread opens goes there too — the
+/// loop chosen on the thread that submits the request, before any lookup
+/// of its host. A
 /// thread blocked on several of its exchanges at once (a window of
 /// `ResponseFuture`s, waited on in turn) can then drive the one loop they
 /// are all on, rather than sleep while one loop's thread reads them (see
@@ -286,6 +300,20 @@ impl EventLoopGroup {
     /// Where the timeouts of connections on loop `index` are armed.
     pub(crate) fn scheduler(&self, index: usize) -> &Arc<dyn TimeoutScheduler> {
         &self.schedulers[index]
+    }
+
+    /// A request of a client on this group waits in its pool's queue for
+    /// a connection — one of those a loop of the group carries, busy, may
+    /// free: until the returned [`Queued`] drops, no loop of the group is
+    /// left idle (see "Who drives a loop" on [`EventLoop`]), and an idle
+    /// one is taken back by its thread now.
+    pub(crate) fn queued(&self) -> Queued {
+        let count = self.loops[0].queued_in_group.clone();
+        count.fetch_add(1, Ordering::SeqCst);
+        self.loops
+            .iter()
+            .for_each(|event_loop| event_loop.wake_if_idle());
+        Queued(count)
     }
 
     /// Timer snapshots, one per loop.

@@ -19,6 +19,7 @@ pub(crate) use turn::take_answered_a_waiting_caller;
 use turn::TurnState;
 mod waker;
 
+pub(crate) use group::Queued;
 pub use group::{EventLoopGroup, EventLoopGroupBuilder, MAX_EVENT_LOOPS};
 pub use scheduler::{LoopTimeout, LoopTimerKey, Rejected, SchedulerFactory, TimeoutScheduler};
 pub use source::LoopContext;
@@ -158,11 +159,13 @@ struct Timers {
 /// **Nobody waits** on a loop when no exchange on it is *awaited* — polled
 /// by a task, which waits for its waker, or waited on by a thread that had
 /// no loop to drive, or come from a loop its caller may sleep on
-/// (`EventLoop::await_exchange`) — and no thread sleeps on a condition
+/// (`EventLoop::await_exchange`) — no thread sleeps on a condition
 /// variable for news of one of its exchanges, having found the loop
 /// driven by someone else (`EventLoop::sleep_on`: counted under the
 /// inbox lock, as the loop is left idle under it, and uncounted by whoever
-/// wakes it). Exchanges nobody waits on may be on an idle loop: a thread
+/// wakes it), and no request of the group waits in a pool's queue for a
+/// connection that one of its busy exchanges may free
+/// (`EventLoopGroup::queued`). Exchanges nobody waits on may be on an idle loop: a thread
 /// waiting in turn on a window of its own exchanges then reads them all
 /// on its own thread, driving the loop for each wait, while the loop's
 /// thread sleeps (with each thread's connections on one loop: see
@@ -229,6 +232,10 @@ pub struct EventLoop {
     /// this loop (see [`EventLoop::sleep_on`]): while any is, the loop is
     /// never left idle.
     asleep: AtomicUsize,
+    /// Requests waiting for a connection in the pools of the clients on
+    /// this loop's group (see [`EventLoopGroup::queued`]): while any is,
+    /// the loop is never left idle.
+    queued_in_group: Arc<AtomicUsize>,
     timers: Mutex<Timers>,
     counters: Arc<TimerCounters>,
     shutting_down: AtomicBool,
@@ -246,6 +253,7 @@ impl EventLoop {
         idle_grace: Duration,
         name: String,
         cpu: Option<affinity::Cpu>,
+        queued_in_group: Arc<AtomicUsize>,
     ) -> io::Result<Arc<EventLoop>> {
         let poll = mio::Poll::new()?;
         let waker = mio::Waker::new(poll.registry(), WAKER)?;
@@ -272,6 +280,7 @@ impl EventLoop {
             attached: AtomicUsize::new(0),
             awaited: AtomicUsize::new(0),
             asleep: AtomicUsize::new(0),
+            queued_in_group,
             counters: heap.counters(),
             timers: Mutex::new(Timers {
                 heap,
@@ -322,10 +331,17 @@ impl EventLoop {
     }
 
     /// Exchanges attached to the loop's connections now, how many of them
-    /// are awaited, and threads asleep on the loop.
+    /// are awaited, threads asleep on the loop, and requests of its group
+    /// waiting for a connection.
     #[cfg(test)]
-    pub(crate) fn attached_now(&self) -> [usize; 3] {
-        [&self.attached, &self.awaited, &self.asleep].map(|count| count.load(Ordering::SeqCst))
+    pub(crate) fn attached_now(&self) -> [usize; 4] {
+        [
+            &self.attached,
+            &self.awaited,
+            &self.asleep,
+            &self.queued_in_group,
+        ]
+        .map(|count| count.load(Ordering::SeqCst))
     }
 
     /// Whether [`shutdown`](Self::shutdown) has begun.
@@ -466,10 +482,14 @@ impl EventLoop {
     }
 
     /// Whether nobody waits on this loop's news: no exchange on it is
-    /// awaited and no thread sleeps on one. Only then may it be left idle
-    /// with exchanges on it: what they have is news nobody is blocked on.
+    /// awaited, no thread sleeps on one, and no request of the group waits
+    /// for a connection (this loop may carry the one it needs freed). Only
+    /// then may it be left idle with exchanges on it: what they have is
+    /// news nobody is blocked on.
     fn nobody_waits(&self) -> bool {
-        self.awaited.load(Ordering::SeqCst) == 0 && self.asleep.load(Ordering::SeqCst) == 0
+        [&self.awaited, &self.asleep, &*self.queued_in_group]
+            .iter()
+            .all(|count| count.load(Ordering::SeqCst) == 0)
     }
 
     /// Hands the source `source` readiness again (`again` set), from any

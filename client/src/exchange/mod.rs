@@ -172,23 +172,23 @@ struct Link {
     posted_to: Option<Arc<EventLoop>>,
     /// Someone polls the exchange, or waited on it with no loop to drive
     /// (see [`Exchange::mark_awaited`]), or it left a loop its caller may
-    /// be asleep on (see [`Link::set_conn`]): the loop it is on counts it.
+    /// be asleep on (see [`Link::note_home`]): the loop it is on counts it.
     awaited: bool,
-    /// The loop of the last connection it was on.
-    last_loop: Option<Arc<EventLoop>>,
+    /// The loop a blocked caller of the exchange would drive, or sleep on,
+    /// as it was last: its connection's, or the one its request was posted
+    /// to.
+    home: Option<Arc<EventLoop>>,
+    /// Counted while it waits in the pool's queue for a connection (see
+    /// [`Exchange::wait_in_queue`]), until it has one or ends.
+    queued: Option<crate::event_loop::Queued>,
 }
 
 impl Link {
     /// Fills the connection slot, returning what it held; the loops count
     /// the exchanges on their connections, and those awaited
     /// ([`EventLoop::attach_exchange`]).
-    ///
-    /// An exchange that comes to a loop other than the one its caller may
-    /// be asleep on (counted there: `EventLoop::sleep_on`) — the loop of a
-    /// connection it was on before, or the one its request was posted to
-    /// (a retry, a request sent again) — is awaited from then on: the loop
-    /// it comes to does not know of that sleeper.
     fn set_conn(&mut self, slot: ConnSlot) -> ConnSlot {
+        self.queued = None;
         let old = std::mem::replace(&mut self.conn, slot);
         let was = old.conn().map(|conn| &conn.event_loop);
         let is = self.conn.conn().map(|conn| &conn.event_loop);
@@ -196,24 +196,45 @@ impl Link {
             (Some(was), Some(is)) => !Arc::ptr_eq(was, is),
             (was, is) => was.is_some() || is.is_some(),
         };
-        let awaited_there = self.awaited;
-        if let Some(is) = is {
-            let before = self.last_loop.as_ref().or(self.posted_to.as_ref());
-            let elsewhere = before.is_some_and(|before| !Arc::ptr_eq(before, is));
-            self.awaited |= elsewhere;
-            if elsewhere || self.last_loop.is_none() {
-                self.last_loop = Some(is.clone());
-            }
-        }
         if moved {
             if let Some(was) = was {
-                was.attach_exchange(false, awaited_there);
+                was.attach_exchange(false, self.awaited);
             }
             if let Some(is) = is {
                 is.attach_exchange(true, self.awaited);
             }
         }
+        if let Some(is) = is.cloned() {
+            self.note_home(is);
+        }
         old
+    }
+
+    /// The exchange's home — the loop a blocked caller drives or sleeps on
+    /// (counted there: `EventLoop::sleep_on`) — is now `home`. If it was
+    /// another (a retry, a request sent again to another loop's
+    /// connection), the exchange is awaited from now on: the new home
+    /// does not know of a caller asleep on the old one.
+    fn note_home(&mut self, home: Arc<EventLoop>) {
+        if let Some(before) = &self.home {
+            if Arc::ptr_eq(before, &home) {
+                return;
+            }
+            self.set_awaited();
+        }
+        self.home = Some(home);
+    }
+
+    /// Marks the exchange awaited (see [`Exchange::mark_awaited`]), counted
+    /// on the loop of its connection, if any.
+    fn set_awaited(&mut self) {
+        if self.awaited {
+            return;
+        }
+        self.awaited = true;
+        if let Some(conn) = self.conn.conn() {
+            conn.event_loop.await_exchange();
+        }
     }
 }
 
@@ -305,7 +326,8 @@ impl Exchange {
                 ended_on: None,
                 posted_to: None,
                 awaited: false,
-                last_loop: None,
+                home: None,
+                queued: None,
             }),
             remote: Mutex::new(None),
             submitted,
@@ -834,7 +856,11 @@ impl Exchange {
         event_loop: &Arc<EventLoop>,
         task: crate::event_loop::LoopTask,
     ) -> Result<(), crate::event_loop::Rejected> {
-        lock(&self.link).posted_to = Some(event_loop.clone());
+        {
+            let mut link = lock(&self.link);
+            link.posted_to = Some(event_loop.clone());
+            link.note_home(event_loop.clone());
+        }
         // Posted from a loop (a redispatch, a redirect's next hop): the
         // caller may be blocked elsewhere already, or polled before this.
         if crate::event_loop::on_any_loop() {
@@ -855,6 +881,17 @@ impl Exchange {
         home
     }
 
+    /// The exchange waits in its pool's queue for a connection: `queued`
+    /// keeps the group's loops from being left idle (one of them may hold
+    /// the busy connection it waits for) until it has a connection or
+    /// ends — also if that came first.
+    pub(crate) fn wait_in_queue(&self, queued: crate::event_loop::Queued) {
+        let mut link = lock(&self.link);
+        if matches!(link.conn, ConnSlot::None) && !self.is_done() {
+            link.queued = Some(queued);
+        }
+    }
+
     /// Someone waits on the exchange without driving its loop: a task
     /// polled it (and waits for its waker), or a thread blocks on it with
     /// no loop to drive. From now on the loop it is on is never left idle
@@ -864,15 +901,8 @@ impl Exchange {
         if self.awaited.load(Ordering::Relaxed) {
             return;
         }
-        let mut link = lock(&self.link);
-        if link.awaited {
-            return;
-        }
-        link.awaited = true;
+        lock(&self.link).set_awaited();
         self.awaited.store(true, Ordering::Relaxed);
-        if let Some(conn) = link.conn.conn() {
-            conn.event_loop.await_exchange();
-        }
     }
 
     /// The loop a blocked caller of this exchange would drive: its
