@@ -3,7 +3,7 @@
 
 use super::affinity::Pinning;
 use super::{EventLoop, SchedulerFactory, TimeoutScheduler};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::io;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -17,6 +17,16 @@ static NEXT_GROUP: AtomicU64 = AtomicU64::new(0);
 thread_local! {
     /// This thread's loop in the groups it opened connections in lately.
     static THREAD_LOOPS: RefCell<Seats> = const { RefCell::new(Seats(Vec::new())) };
+    /// This thread has polled an exchange (see [`polled_here`]).
+    static POLLS: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The calling thread polled an exchange that was not ready: an async
+/// caller's thread (an executor's worker), which never drives a loop, so
+/// its connections need not share one — they go round robin from now on,
+/// as each task's would on a runtime that moves tasks between threads.
+pub(crate) fn polled_here() {
+    POLLS.with(|polls| polls.set(true));
 }
 
 /// A thread's turn in each group it opened connections in, the most recent
@@ -231,17 +241,19 @@ impl Drop for Started {
 /// N event loops and the chooser that pins each new connection to one of
 /// them.
 ///
-/// **A thread's connections share a loop.** The first connection a
-/// thread opens in a group takes the next loop in turn (round robin over
+/// **A blocking thread's connections share a loop.** The first connection
+/// a thread opens in a group takes the next loop in turn (round robin over
 /// threads); every later one the same thread opens goes there too — the
 /// loop chosen on the thread that submits the request, before any lookup
-/// of its host. A
+/// of its host — until the thread polls an exchange (an executor's
+/// worker: see `polled_here`), from then on round robin. A
 /// thread blocked on several of its exchanges at once (a window of
 /// `ResponseFuture`s, waited on in turn) can then drive the one loop they
 /// are all on, rather than sleep while one loop's thread reads them (see
 /// "Who drives a loop" on [`EventLoop`]); threads spread over the loops
-/// as connections did. The cost: one thread's many busy connections use
-/// one loop's CPU for their reading (and TLS), not every loop's. A
+/// as connections did. The cost: one blocking thread's many busy
+/// connections use one loop's CPU for their reading (and TLS), not every
+/// loop's. A
 /// connection opened on a loop (a redirect's next hop, a retry) goes to
 /// the next loop in turn, as before.
 ///
@@ -286,7 +298,7 @@ impl EventLoopGroup {
     /// where there is another.
     pub(crate) fn next(&self, avoid: Option<usize>) -> &Arc<EventLoop> {
         let turn = || self.chooser.fetch_add(1, Ordering::Relaxed);
-        let n = match super::on_any_loop() {
+        let n = match super::on_any_loop() || POLLS.with(Cell::get) {
             true => turn(),
             false => THREAD_LOOPS.with(|seats| seats.borrow_mut().seat(self.id, turn)),
         };

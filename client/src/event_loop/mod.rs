@@ -19,7 +19,7 @@ pub(crate) use turn::take_answered_a_waiting_caller;
 use turn::TurnState;
 mod waker;
 
-pub(crate) use group::Queued;
+pub(crate) use group::{polled_here, Queued};
 pub use group::{EventLoopGroup, EventLoopGroupBuilder, MAX_EVENT_LOOPS};
 pub use scheduler::{LoopTimeout, LoopTimerKey, Rejected, SchedulerFactory, TimeoutScheduler};
 pub use source::LoopContext;

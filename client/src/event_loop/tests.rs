@@ -866,7 +866,8 @@ fn a_second_shutdown_at_once_returns_once_the_loop_has_ended() {
 
 /// A thread's new connections go to one loop of a group, the next in turn
 /// the first time it asks; another thread takes the next one; a connection
-/// that must avoid that loop goes to another.
+/// that must avoid that loop goes to another; a thread that has polled an
+/// exchange goes round robin.
 #[test]
 fn a_threads_connections_share_a_loop() {
     let group = Arc::new(EventLoopGroup::builder().threads(3).build().unwrap());
@@ -881,5 +882,22 @@ fn a_threads_connections_share_a_loop() {
     assert_eq!(other, ((first + 1) % 3, (first + 1) % 3));
     assert_ne!(group.next(Some(first)).index(), first);
     assert_eq!(group.next(None).index(), first);
+    // A thread that polls an exchange (an executor's worker) spreads its
+    // connections over the loops.
+    let spread = {
+        let group = group.clone();
+        thread::spawn(move || {
+            let seat = group.next(None).index();
+            group::polled_here();
+            let next: Vec<usize> = (0..3).map(|_| group.next(None).index()).collect();
+            (seat, next)
+        })
+        .join()
+        .unwrap()
+    };
+    assert_eq!(spread.0, (first + 2) % 3);
+    let mut next = spread.1;
+    next.sort();
+    assert_eq!(next, [0, 1, 2]);
     group.shutdown();
 }

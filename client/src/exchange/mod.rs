@@ -795,6 +795,7 @@ impl Exchange {
     pub(crate) fn poll_head(&self, cx: &mut Context<'_>) -> Poll<Result<Head, Error>> {
         let polled = self.outcome.poll(cx);
         if polled.is_pending() {
+            crate::event_loop::polled_here();
             self.mark_awaited();
             // Polled, not waited: nobody drives the loop its request was
             // posted to for a driver, which must not wait for its grace.
@@ -832,6 +833,7 @@ impl Exchange {
     /// for the head or a chunk, and left idle is taken back by its thread,
     /// since a poll does not drive.
     pub(crate) fn body_pending(&self) {
+        crate::event_loop::polled_here();
         self.mark_awaited();
     }
 
