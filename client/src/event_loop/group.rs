@@ -246,16 +246,15 @@ impl Drop for Started {
 /// threads); every later one the same thread opens goes there too — the
 /// loop chosen on the thread that submits the request, before any lookup
 /// of its host — until the thread polls an exchange (an executor's
-/// worker: see `polled_here`), from then on round robin. A
-/// thread blocked on several of its exchanges at once (a window of
-/// `ResponseFuture`s, waited on in turn) can then drive the one loop they
-/// are all on, rather than sleep while one loop's thread reads them (see
-/// "Who drives a loop" on [`EventLoop`]); threads spread over the loops
-/// as connections did. The cost: one blocking thread's many busy
-/// connections use one loop's CPU for their reading (and TLS), not every
-/// loop's. A
-/// connection opened on a loop (a redirect's next hop, a retry) goes to
-/// the next loop in turn, as before.
+/// worker: see `polled_here`), from then on round robin. A thread blocked
+/// on several of its exchanges at once (a window of `ResponseFuture`s,
+/// waited on in turn) can then drive the one loop they are all on, rather
+/// than sleep while one loop's thread reads them (see "Who drives a loop"
+/// on [`EventLoop`]); threads spread over the loops as connections did.
+/// The cost: one blocking thread's many busy connections use one loop's
+/// CPU for their reading (and TLS), not every loop's. A connection opened
+/// on a loop (a redirect's next hop, a retry) goes to the next loop in
+/// turn, as before.
 ///
 /// The chooser is used for new connections only, never to pick where a
 /// timeout goes: that would put the timeout on a loop other than its
