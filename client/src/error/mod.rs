@@ -547,7 +547,10 @@ impl From<Error> for io::Error {
                 source: ProxyError::Connect(source) | ProxyError::Io(source),
                 ..
             } => source.kind(),
-            Error::Cancelled => io::ErrorKind::Interrupted,
+            // Not `Interrupted`: `std::io::Read` callers (`read_to_end`,
+            // `read_exact`, `copy`) retry that, and a body cut short by a
+            // cancel must end their read with an error, not look whole.
+            Error::Cancelled => io::ErrorKind::Other,
             Error::InvalidRequest(_) => io::ErrorKind::InvalidInput,
             Error::Protocol { .. } => io::ErrorKind::InvalidData,
             #[cfg(feature = "rustls")]
