@@ -614,7 +614,11 @@ impl ClientBuilder {
 
     /// Number of event loops (default: the available cores; at least 1).
     /// [`build`](Self::build) refuses more than
-    /// [`MAX_EVENT_LOOPS`](crate::event_loop::MAX_EVENT_LOOPS).
+    /// [`MAX_EVENT_LOOPS`](crate::event_loop::MAX_EVENT_LOOPS). Each new
+    /// connection stays on one loop for life: a thread that waits blocking
+    /// opens all its connections on one loop, which it then drives itself
+    /// while it waits; threads that poll spread theirs over the loops (see
+    /// [`EventLoopGroup`](crate::event_loop::EventLoopGroup)).
     pub fn event_loops(mut self, loops: usize) -> Self {
         self.config.event_loops = Some(loops.max(1));
         self
