@@ -618,7 +618,7 @@ impl ClientBuilder {
     /// connection stays on one loop for life: a thread that waits blocking
     /// opens all its connections on one loop, which it then drives itself
     /// while it waits; threads that poll spread theirs over the loops (see
-    /// [`EventLoopGroup`](crate::event_loop::EventLoopGroup)).
+    /// [`EventLoopGroup`]).
     pub fn event_loops(mut self, loops: usize) -> Self {
         self.config.event_loops = Some(loops.max(1));
         self
