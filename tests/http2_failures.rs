@@ -446,11 +446,13 @@ fn a_body_received_whole_survives_the_connection_closing_after_it() {
 /// sent, and go elsewhere.
 #[test]
 fn requests_never_sent_go_elsewhere_when_the_keep_alive_ping_times_out() {
-    let server = RawH2Server::start(|mut conn| {
+    let (took_first, first_taken) = std::sync::mpsc::sync_channel(1);
+    let server = RawH2Server::start(move |mut conn| {
         if conn.index == 0 {
             // Takes the first request, then answers nothing (PINGs
             // included): a dead peer.
             let _ = conn.read_requests(1);
+            let _ = took_first.try_send(());
             conn.drain(Duration::from_secs(10));
         } else {
             conn.answer_all();
@@ -463,7 +465,9 @@ fn requests_never_sent_go_elsewhere_when_the_keep_alive_ping_times_out() {
         .build()
         .unwrap();
     let first = client.get(server.url("/first")).send();
-    std::thread::sleep(Duration::from_millis(100));
+    first_taken
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the server takes the first request");
     // These two wait on the connection for a stream: nothing of them is
     // ever written to the dead server.
     let waiting: Vec<_> = (0..2)

@@ -27,22 +27,10 @@ fn a_finished_response_does_not_keep_its_request_body_alive() {
     // Reads each request head byte by byte, discards its body through a
     // small buffer (nothing of it kept on the server's side), answers `hello`.
     let server = TestServer::start(Behaviour::custom(|mut stream, _| loop {
-        let mut head = Vec::new();
-        let mut byte = [0];
-        while !head.ends_with(b"\r\n\r\n") {
-            match stream.read(&mut byte) {
-                Ok(1) => head.push(byte[0]),
-                _ => return,
-            }
-        }
-        let head = String::from_utf8_lossy(&head).to_ascii_lowercase();
-        let mut length: usize = head
-            .lines()
-            .find_map(|l| {
-                l.strip_prefix("content-length:")
-                    .map(|v| v.trim().parse().unwrap())
-            })
-            .unwrap_or(0);
+        let Some(head) = read_head(&mut stream) else {
+            return;
+        };
+        let mut length = content_length(&head);
         let mut sink = [0; 16 * 1024];
         while length > 0 {
             match stream.read(&mut sink[..length.min(16 * 1024)]) {

@@ -6,7 +6,6 @@
 mod support;
 
 use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::Poll;
@@ -32,20 +31,6 @@ fn client(event_loop_timeouts: bool) -> Client {
         .request_timeout(Duration::from_secs(30))
         .build()
         .unwrap()
-}
-
-/// Reads a request head (up to the empty line) off `stream`, byte by byte
-/// so nothing after it is taken.
-fn read_head(stream: &mut TcpStream) -> Option<String> {
-    let mut head = Vec::new();
-    let mut byte = [0];
-    while !head.ends_with(b"\r\n\r\n") {
-        match stream.read(&mut byte) {
-            Ok(1) => head.push(byte[0]),
-            _ => return None,
-        }
-    }
-    Some(String::from_utf8_lossy(&head).into_owned())
 }
 
 /// Writes a body of `total` bytes as fast as the client takes it, counting
@@ -310,14 +295,7 @@ fn continues() -> TestServer {
         let Some(head) = read_head(&mut stream) else {
             return;
         };
-        let length: usize = head
-            .lines()
-            .find_map(|l| {
-                l.to_ascii_lowercase()
-                    .strip_prefix("content-length:")
-                    .map(|v| v.trim().parse().unwrap())
-            })
-            .unwrap_or(0);
+        let length = content_length(&head);
         // Nothing of the body before the go-ahead.
         stream
             .set_read_timeout(Some(Duration::from_millis(300)))
@@ -1154,14 +1132,7 @@ fn answers_big_then_reads_the_upload() -> TestServer {
         let Some(head) = read_head(&mut stream) else {
             return;
         };
-        let length: usize = head
-            .to_ascii_lowercase()
-            .lines()
-            .find_map(|l| {
-                l.strip_prefix("content-length:")
-                    .map(|v| v.trim().parse().unwrap())
-            })
-            .unwrap_or(0);
+        let length = content_length(&head);
         let mut writer = stream.try_clone().unwrap();
         let sender = thread::spawn(move || {
             let body = vec![b'd'; 4 << 20];

@@ -312,6 +312,31 @@ impl RequestReader {
     }
 }
 
+/// Reads a request head (up to the empty line) off `stream`, byte by byte
+/// so nothing after it is taken; `None` if the stream ends or fails first.
+pub fn read_head(stream: &mut TcpStream) -> Option<String> {
+    let mut head = Vec::new();
+    let mut byte = [0];
+    while !head.ends_with(b"\r\n\r\n") {
+        match stream.read(&mut byte) {
+            Ok(1) => head.push(byte[0]),
+            _ => return None,
+        }
+    }
+    Some(String::from_utf8_lossy(&head).into_owned())
+}
+
+/// The `Content-Length` of a head [`read_head`] returned (0 without one).
+pub fn content_length(head: &str) -> usize {
+    head.lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("content-length")
+                .then(|| value.trim().parse().unwrap())
+        })
+        .unwrap_or(0)
+}
+
 /// Read and discard until EOF or error. Returns when the peer closes or the
 /// server shuts the socket down.
 pub fn drain(stream: &mut TcpStream) {

@@ -37,8 +37,8 @@ pub use client_kit::{
 };
 pub use exec::{block_on, block_on_counting, example_binary, BlockOnStats};
 pub use http::{
-    chunked, drain, ok, parse_request, reason, response, response_closes, Parsed, ReadEnd,
-    RecordedRequest, RequestReader,
+    chunked, content_length, drain, ok, parse_request, read_head, reason, response,
+    response_closes, Parsed, ReadEnd, RecordedRequest, RequestReader,
 };
 
 use std::collections::HashMap;

@@ -440,7 +440,8 @@ impl EventLoop {
         }
     }
 
-    /// An exchange was attached to one of this loop's connections (`true`)
+    /// An exchange was attached to one of this loop's connections (`true`:
+    /// by the connection, on the loop's driver, so the loop is not idle)
     /// or left it (`false`); `awaited`: whether it is
     /// [awaited](Self::await_exchange).
     pub(crate) fn attach_exchange(&self, attached: bool, awaited: bool) {
@@ -449,12 +450,11 @@ impl EventLoop {
             true => self.attached.fetch_add(1, Ordering::SeqCst),
             false => self.attached.fetch_sub(1, Ordering::SeqCst),
         };
-        match (attached, awaited) {
-            (true, true) => self.await_exchange(),
-            (false, true) => {
-                self.awaited.fetch_sub(1, Ordering::SeqCst);
-            }
-            (_, false) => {}
+        if awaited {
+            match attached {
+                true => self.awaited.fetch_add(1, Ordering::SeqCst),
+                false => self.awaited.fetch_sub(1, Ordering::SeqCst),
+            };
         }
     }
 

@@ -520,7 +520,8 @@ fn an_idle_loop_or_one_a_caller_drives_leaves_nothing_waiting_for_its_grace() {
     event_loop.attach_exchange(false, true);
     // ...and at once if the loop is idle.
     leave_idle(&event_loop);
-    event_loop.attach_exchange(true, true);
+    event_loop.attach_exchange(true, false);
+    event_loop.await_exchange();
     assert_eq!(lock(&event_loop.inbox).driver, Driver::Thread);
     event_loop.attach_exchange(false, true);
 

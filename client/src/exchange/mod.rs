@@ -204,22 +204,29 @@ impl Link {
                 is.attach_exchange(true, self.awaited);
             }
         }
-        if let Some(is) = is.cloned() {
+        if let Some(is) = is.filter(|is| !self.is_home(is)).cloned() {
             self.note_home(is);
         }
         old
     }
 
+    /// Whether `event_loop` is the exchange's home (see
+    /// [`note_home`](Self::note_home)).
+    fn is_home(&self, event_loop: &Arc<EventLoop>) -> bool {
+        self.home
+            .as_ref()
+            .is_some_and(|home| Arc::ptr_eq(home, event_loop))
+    }
+
     /// The exchange's home — the loop a blocked caller drives or sleeps on
-    /// (counted there: `EventLoop::sleep_on`) — is now `home`. If it was
-    /// another (a retry, a request sent again to another loop's
-    /// connection), the exchange is awaited from now on: the new home
-    /// does not know of a caller asleep on the old one.
+    /// (counted there: `EventLoop::sleep_on`) — is now `home`, which it
+    /// [was not](Self::is_home) (checked first: the common case, the loop
+    /// it was posted to, clones nothing). If it had another (a retry, a
+    /// request sent again to another loop's connection), the exchange is
+    /// awaited from now on: the new home does not know of a caller asleep
+    /// on the old one.
     fn note_home(&mut self, home: Arc<EventLoop>) {
-        if let Some(before) = &self.home {
-            if Arc::ptr_eq(before, &home) {
-                return;
-            }
+        if self.home.is_some() {
             self.set_awaited();
         }
         self.home = Some(home);
@@ -796,10 +803,16 @@ impl Exchange {
         let polled = self.outcome.poll(cx);
         if polled.is_pending() {
             crate::event_loop::polled_here();
-            self.mark_awaited();
-            // Polled, not waited: nobody drives the loop its request was
-            // posted to for a driver, which must not wait for its grace.
-            let posted_to = lock(&self.link).posted_to.take();
+            // Polled, not waited: the exchange is awaited (see
+            // `mark_awaited`, here under the lock taken anyway), and nobody
+            // drives the loop its request was posted to for a driver, which
+            // must not wait for its grace.
+            let posted_to = {
+                let mut link = lock(&self.link);
+                link.set_awaited();
+                link.posted_to.take()
+            };
+            self.awaited.store(true, Ordering::Relaxed);
             if let Some(event_loop) = posted_to {
                 event_loop.wake_if_idle();
             }
@@ -861,7 +874,9 @@ impl Exchange {
         {
             let mut link = lock(&self.link);
             link.posted_to = Some(event_loop.clone());
-            link.note_home(event_loop.clone());
+            if !link.is_home(event_loop) {
+                link.note_home(event_loop.clone());
+            }
         }
         // Posted from a loop (a redispatch, a redirect's next hop): the
         // caller may be blocked elsewhere already, or polled before this.

@@ -357,23 +357,26 @@ impl Pipe {
                 Taken::Pending => {}
                 taken => return taken,
             }
-            let mut news = || {
-                let state = lock(&self.state);
-                !state.chunks.is_empty() || !matches!(state.end, End::Open)
-            };
-            if home.is_some_and(|home| home.drive_until(&mut news, Duration::ZERO).is_some()) {
-                continue;
-            }
-            self.sleep_until(home, |state| {
+            self.wait_for(home, |state| {
                 !state.chunks.is_empty() || !matches!(state.end, End::Open)
             });
+        }
+    }
+
+    /// A blocking reader waits until `news`: driving `home` while that loop
+    /// is idle, else asleep on it (see [`sleep_until`](Self::sleep_until)).
+    fn wait_for(&self, home: Option<&Arc<EventLoop>>, news: fn(&State) -> bool) {
+        let mut ready = || news(&lock(&self.state));
+        let drove = home.is_some_and(|home| home.drive_until(&mut ready, Duration::ZERO).is_some());
+        if !drove {
+            self.sleep_until(home, news);
         }
     }
 
     /// The blocking reader sleeps until `news`, counted asleep on `home`
     /// (see `EventLoop::sleep_on`) — or not at all, if `home` is idle now:
     /// it drives it instead.
-    fn sleep_until(&self, home: Option<&Arc<EventLoop>>, news: impl Fn(&State) -> bool) {
+    fn sleep_until(&self, home: Option<&Arc<EventLoop>>, news: fn(&State) -> bool) {
         let mut state = lock(&self.state);
         while !news(&state) {
             // Counted once per sleep (a spurious wake-up keeps its count).
@@ -485,11 +488,7 @@ impl Pipe {
                 Whole::Pending => {}
                 whole => return whole,
             }
-            let mut ended = || !matches!(lock(&self.state).end, End::Open);
-            if home.is_some_and(|home| home.drive_until(&mut ended, Duration::ZERO).is_some()) {
-                continue;
-            }
-            self.sleep_until(home, |state| !matches!(state.end, End::Open));
+            self.wait_for(home, |state| !matches!(state.end, End::Open));
         }
     }
 
