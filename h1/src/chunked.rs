@@ -6,7 +6,7 @@
 use super::body::Step;
 use super::error::{DecodeError, Stage};
 use super::limits::{Limits, MAX_CHUNK_EXTENSION_BYTES};
-use super::response::parse_trailers;
+use super::response::{parse_trailers, Scanned};
 
 /// Where a chunked body is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,6 +41,8 @@ pub(crate) struct Chunked {
     digits: u32,
     /// Extension bytes seen in the whole body.
     ext_bytes: u64,
+    /// What of the trailer section in progress was found incomplete.
+    trailers_scanned: Scanned,
 }
 
 impl Chunked {
@@ -50,6 +52,7 @@ impl Chunked {
             size: 0,
             digits: 0,
             ext_bytes: 0,
+            trailers_scanned: Scanned::default(),
         }
     }
 
@@ -108,17 +111,19 @@ impl Chunked {
         pos: usize,
         limits: &Limits,
     ) -> Result<(usize, Step<'a>), DecodeError> {
-        Ok(match parse_trailers(&input[pos..], limits)? {
-            None => (pos, Step::NeedMore),
-            Some((n, trailers)) => {
-                self.state = State::End;
-                if trailers.is_empty() {
-                    (pos + n, Step::End)
-                } else {
-                    (pos + n, Step::Trailers(trailers))
+        Ok(
+            match parse_trailers(&input[pos..], limits, &mut self.trailers_scanned)? {
+                None => (pos, Step::NeedMore),
+                Some((n, trailers)) => {
+                    self.state = State::End;
+                    if trailers.is_empty() {
+                        (pos + n, Step::End)
+                    } else {
+                        (pos + n, Step::Trailers(trailers))
+                    }
                 }
-            }
-        })
+            },
+        )
     }
 
     /// A byte of the size: a hex digit, or what may follow the digits.

@@ -5,7 +5,7 @@ use http::HeaderMap;
 use super::body::{BodyDecoder, Step};
 use super::error::{DecodeError, Stage};
 use super::limits::Limits;
-use super::response::{framing, parse_head, Parsed, ResponseHead};
+use super::response::{framing, parse_head, ResponseHead, Scanned};
 
 /// What one call to [`ResponseDecoder::decode`] produced.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,6 +54,8 @@ pub struct ResponseDecoder {
     state: State,
     bytes_seen: bool,
     head_received: bool,
+    /// What of the head in progress was found incomplete.
+    head_scanned: Scanned,
 }
 
 impl ResponseDecoder {
@@ -68,6 +70,7 @@ impl ResponseDecoder {
             state: State::Head,
             bytes_seen: false,
             head_received: false,
+            head_scanned: Scanned::default(),
         }
     }
 
@@ -125,9 +128,9 @@ impl ResponseDecoder {
     fn decode_head<'a>(&mut self, input: &'a [u8]) -> Result<(usize, Decoded<'a>), DecodeError> {
         let mut pos = 0;
         loop {
-            let (n, head) = match parse_head(&input[pos..], &self.limits)? {
-                Parsed::Partial => return Ok((pos, Decoded::NeedMore)),
-                Parsed::Complete(n, head) => (n, head),
+            let Some((n, head)) = parse_head(&input[pos..], &self.limits, &mut self.head_scanned)?
+            else {
+                return Ok((pos, Decoded::NeedMore));
             };
             pos += n;
             if head.status == http::StatusCode::SWITCHING_PROTOCOLS {

@@ -19,14 +19,6 @@ pub struct ResponseHead {
     pub headers: HeaderMap,
 }
 
-/// Outcome of [`parse_head`].
-pub(crate) enum Parsed {
-    /// The head is not complete in the input yet.
-    Partial,
-    /// A complete head of this many bytes.
-    Complete(usize, ResponseHead),
-}
-
 /// Room for the header fields of `window`: `max_headers` of them, or as
 /// many as its bytes can hold (a field line is at least `a:` and CRLF)
 /// when that is fewer — so a huge limit allocates nothing huge, and a
@@ -56,12 +48,114 @@ fn with_slots<'b, R>(
     }
 }
 
-/// Parses one response head at the start of `input`.
-pub(crate) fn parse_head(input: &[u8], limits: &Limits) -> Result<Parsed, DecodeError> {
-    // Parse at most `max_head_bytes`: bounds the work and the buffering.
-    let window = &input[..input.len().min(limits.max_head_bytes)];
-    with_slots(header_slots(window, limits), |slots| {
-        parse_head_in(input, window, slots, limits)
+/// How much of a head (or trailer section) in progress was parsed and
+/// found incomplete, so that bytes trickling in are not all parsed again
+/// from the start each time: that is quadratic — a 60 KiB head sent a byte
+/// at a time took half a second of the loop's CPU.
+///
+/// Parsing the longer input again can change its outcome only if
+/// - the new bytes end a line (hold a `\n`): that may complete the section,
+///   or a malformed line, which [`classify`] reports only once it is whole;
+/// - a line began with them (what was seen ended with `\n`): httparse might
+///   find a field one too many on its first byte (today it waits for the
+///   line's end, but nothing promises that);
+/// - the input reached its limit, where an unfinished line is judged too.
+///
+/// Otherwise it is incomplete again, whatever the new bytes are, and is not
+/// parsed. Nor is a head of which nothing but empty lines has come (or a
+/// CR after them): httparse skips those before the status line — from the
+/// start, on every call.
+///
+/// This rests on the decoder's contract that each call's input is the
+/// unconsumed tail of the last one plus new bytes; an input shorter than
+/// what was seen breaks it and is scanned afresh.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Scanned {
+    /// Bytes of the input found incomplete.
+    seen: usize,
+    /// Bytes of empty lines (CRLF or LF) at the start of a head's input.
+    blank: usize,
+}
+
+/// Which section [`Scanned`] follows.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Section {
+    /// A response head: empty lines before it are skipped.
+    Head,
+    /// A trailer section: an empty line ends it.
+    Trailers,
+}
+
+impl Scanned {
+    /// Whether parsing `input` again could end otherwise than incomplete.
+    fn worth_parsing(&mut self, input: &[u8], limit: usize, section: Section) -> bool {
+        if input.len() < self.seen {
+            *self = Scanned::default();
+        }
+        if input.len() >= limit {
+            return true;
+        }
+        if section == Section::Head {
+            self.blank = skip_empty_lines(input, self.blank);
+            if matches!(&input[self.blank..], b"" | b"\r") {
+                return false;
+            }
+        }
+        let seen = self.seen;
+        seen == 0 || input[seen - 1] == b'\n' || input[seen..].contains(&b'\n')
+    }
+
+    /// Parses `input` with `parse` unless that could not end otherwise than
+    /// incomplete (`Ok(None)`); remembers how much was found incomplete.
+    fn parse<T>(
+        &mut self,
+        input: &[u8],
+        limit: usize,
+        section: Section,
+        parse: impl FnOnce() -> Result<Option<T>, DecodeError>,
+    ) -> Result<Option<T>, DecodeError> {
+        let parsed = if self.worth_parsing(input, limit, section) {
+            #[cfg(test)]
+            parses::counted();
+            parse()?
+        } else {
+            None
+        };
+        if parsed.is_none() {
+            self.seen = input.len();
+        } else {
+            *self = Scanned::default();
+        }
+        Ok(parsed)
+    }
+}
+
+/// The end of the empty lines (CRLF or LF) at the start of `input`, going
+/// on from `from`, the end of some of them.
+fn skip_empty_lines(input: &[u8], mut from: usize) -> usize {
+    loop {
+        match &input[from..] {
+            [b'\n', ..] => from += 1,
+            [b'\r', b'\n', ..] => from += 2,
+            _ => return from,
+        }
+    }
+}
+
+/// Parses one response head at the start of `input`; `scanned` is what of
+/// it earlier calls found incomplete. `Ok(None)`: not complete yet;
+/// `Ok(Some((n, head)))`: a head of `n` bytes.
+pub(crate) fn parse_head(
+    input: &[u8],
+    limits: &Limits,
+    scanned: &mut Scanned,
+) -> Result<Option<(usize, ResponseHead)>, DecodeError> {
+    scanned.parse(input, limits.max_head_bytes, Section::Head, || {
+        // Parse at most `max_head_bytes`: bounds the work and the buffering.
+        let window = &input[..input.len().min(limits.max_head_bytes)];
+        with_slots(header_slots(window, limits), |slots| {
+            parse_head_in(input, window, slots, limits)
+        })
     })
 }
 
@@ -70,7 +164,7 @@ fn parse_head_in<'b>(
     window: &'b [u8],
     slots: &mut [httparse::Header<'b>],
     limits: &Limits,
-) -> Result<Parsed, DecodeError> {
+) -> Result<Option<(usize, ResponseHead)>, DecodeError> {
     let mut res = httparse::Response::new(slots);
     match res.parse(window) {
         Ok(httparse::Status::Partial) => {
@@ -79,7 +173,7 @@ fn parse_head_in<'b>(
                     limit: limits.max_head_bytes,
                 })
             } else {
-                Ok(Parsed::Partial)
+                Ok(None)
             }
         }
         Ok(httparse::Status::Complete(n)) => {
@@ -93,14 +187,14 @@ fn parse_head_in<'b>(
                 .and_then(|c| StatusCode::from_u16(c).ok())
                 .ok_or(DecodeError::InvalidStatusCode)?;
             let headers = to_header_map(window, res.headers)?;
-            Ok(Parsed::Complete(
+            Ok(Some((
                 n,
                 ResponseHead {
                     status,
                     version,
                     headers,
                 },
-            ))
+            )))
         }
         Err(httparse::Error::TooManyHeaders) => Err(DecodeError::TooManyHeaders {
             limit: limits.max_headers,
@@ -109,14 +203,25 @@ fn parse_head_in<'b>(
         // full): the error must not depend on how the input was split.
         Err(e) => match classify(window, true, e, input.len() >= limits.max_head_bytes) {
             Some(e) => Err(e),
-            None => Ok(Parsed::Partial),
+            None => Ok(None),
         },
     }
 }
 
 /// Parses a trailer section (header lines up to and including the empty
-/// line) at the start of `input`. `Ok(None)`: not complete yet.
+/// line) at the start of `input`; `scanned` is what of it earlier calls
+/// found incomplete. `Ok(None)`: not complete yet.
 pub(crate) fn parse_trailers(
+    input: &[u8],
+    limits: &Limits,
+    scanned: &mut Scanned,
+) -> Result<Option<(usize, HeaderMap)>, DecodeError> {
+    scanned.parse(input, limits.max_trailer_bytes, Section::Trailers, || {
+        parse_trailers_in(input, limits)
+    })
+}
+
+fn parse_trailers_in(
     input: &[u8],
     limits: &Limits,
 ) -> Result<Option<(usize, HeaderMap)>, DecodeError> {
@@ -414,4 +519,24 @@ pub fn has_connection_token(headers: &HeaderMap, token: &[u8]) -> bool {
         .iter()
         .flat_map(|v| v.as_bytes().split(|&b| b == b','))
         .any(|t| t.trim_ascii().eq_ignore_ascii_case(token))
+}
+
+/// How many times this thread parsed a head or trailer section: the tests'
+/// measure of the work bytes trickling in cause.
+#[cfg(test)]
+pub(crate) mod parses {
+    use std::cell::Cell;
+
+    thread_local!(static PARSES: Cell<usize> = const { Cell::new(0) });
+
+    pub(super) fn counted() {
+        PARSES.with(|n| n.set(n.get() + 1));
+    }
+
+    /// The parses `f` made.
+    pub(crate) fn during(f: impl FnOnce()) -> usize {
+        let before = PARSES.with(Cell::get);
+        f();
+        PARSES.with(Cell::get) - before
+    }
 }

@@ -10,6 +10,9 @@ mod encoding;
 mod malformed;
 mod round_trips;
 mod splits;
+#[path = "../test_pieces.rs"]
+mod test_pieces;
+mod trickle;
 
 fn limits() -> Limits {
     Limits::default()

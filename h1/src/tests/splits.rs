@@ -48,9 +48,7 @@ fn truncation_at_every_point() {
 
 // ------------------------------------------------------------ property tests
 
-#[path = "../test_pieces.rs"]
-mod test_pieces;
-use test_pieces::split_at_points;
+use super::test_pieces::split_at_points;
 
 /// A chunked response built with the encoder, with optional trailers.
 fn chunked_response(chunks: &[Vec<u8>], trailer: Option<&str>) -> Vec<u8> {
