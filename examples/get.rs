@@ -21,8 +21,8 @@
 //!
 //! Options (curl's names, and its short forms where it has them):
 //!
-//! * `--request-timeout MS`, `--read-timeout MS`: the client's timeouts in
-//!   milliseconds (0 disables one).
+//! * `--request-timeout MS`, `--read-timeout MS`, `--write-timeout MS`: the
+//!   client's timeouts in milliseconds (0 disables one).
 //! * `--event-loop-timeouts`: arm them on the connection's event loop
 //!   instead of the hashed-wheel timer.
 //! * `-H`, `--header 'Name: value'`: add a request header (repeatable);
@@ -87,7 +87,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 const USAGE: &str = "\
-usage: get URL [--request-timeout MS] [--read-timeout MS] [--event-loop-timeouts]
+usage: get URL [--request-timeout MS] [--read-timeout MS] [--write-timeout MS]
+           [--event-loop-timeouts]
            [-H|--header 'Name: value']... [-X|--request METHOD] [-d|--data STR]
            [-T|--upload-file FILE] [-o|--output FILE] [--ca FILE] [--insecure]
            [--cert FILE --key FILE] [-x|--proxy URL] [--no-proxy]
@@ -112,6 +113,7 @@ struct Args {
     url: String,
     request_timeout: Option<Duration>,
     read_timeout: Option<Duration>,
+    write_timeout: Option<Duration>,
     event_loop_timeouts: bool,
     headers: Vec<(String, String)>,
     method: Option<String>,
@@ -200,6 +202,9 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
                 parsed.request_timeout = Some(millis("--request-timeout", args.next())?)
             }
             "--read-timeout" => parsed.read_timeout = Some(millis("--read-timeout", args.next())?),
+            "--write-timeout" => {
+                parsed.write_timeout = Some(millis("--write-timeout", args.next())?)
+            }
             "--event-loop-timeouts" => parsed.event_loop_timeouts = true,
             "-H" | "--header" => {
                 let header = args.next().ok_or("--header needs 'Name: value'")?;
@@ -301,6 +306,9 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     }
     if let Some(timeout) = args.read_timeout {
         builder = builder.read_timeout(timeout);
+    }
+    if let Some(timeout) = args.write_timeout {
+        builder = builder.write_timeout(timeout);
     }
     if let Some(path) = &args.ca {
         let pem = std::fs::read(path).map_err(|e| format!("--ca {path}: {e}"))?;

@@ -3,7 +3,7 @@
 //! `--max-redirects`, `--no-decompress`, `--cookies` and `--cookie`,
 //! `--max-body-bytes`, `-u` and URL credentials (and curl's names for the
 //! same), `--proxy`, `--no-proxy` and the proxy environment, `--resolve`,
-//! `--cert`/`--key`, and its exit statuses (0 for any response, 1 for an
+//! `--cert`/`--key`, `--write-timeout`, and its exit statuses (0 for any response, 1 for an
 //! error, 2 for bad arguments).
 
 mod support;
@@ -137,6 +137,29 @@ fn retries_and_hedging() {
     ]);
     assert_eq!(hedged.status.code(), Some(0));
     assert!(stdout(&hedged).ends_with("the copy"));
+}
+
+#[test]
+fn write_timeout_fails_an_upload_the_server_never_reads() {
+    // A listener that never accepts takes the connection and a few MiB.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/put", listener.local_addr().unwrap());
+    let path = std::env::temp_dir().join(format!("tickless-get-put-{}", std::process::id()));
+    std::fs::write(&path, vec![0u8; 48 << 20]).unwrap();
+    let output = get(&[
+        &url,
+        "--upload-file",
+        path.to_str().unwrap(),
+        "--write-timeout",
+        "200",
+        "--request-timeout",
+        "30000",
+    ]);
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("Write timeout"), "{stderr}");
+    assert!(stderr.contains("after 200 ms"), "{stderr}");
 }
 
 #[test]

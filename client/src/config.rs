@@ -32,6 +32,7 @@ pub(crate) struct ClientConfig {
     // timeouts
     pub(crate) request_timeout: Option<Duration>,
     pub(crate) read_timeout: Option<Duration>,
+    pub(crate) write_timeout: Option<Duration>,
     pub(crate) connect_timeout: Option<Duration>,
     pub(crate) handshake_timeout: Option<Duration>,
     pub(crate) use_event_loop_timeouts: bool,
@@ -180,6 +181,7 @@ impl Default for ClientConfig {
         ClientConfig {
             request_timeout: Some(Duration::from_secs(60)),
             read_timeout: Some(Duration::from_secs(60)),
+            write_timeout: Some(Duration::from_secs(60)),
             connect_timeout: Some(Duration::from_secs(5)),
             handshake_timeout: Some(Duration::from_secs(10)),
             use_event_loop_timeouts: false,

@@ -382,6 +382,10 @@ impl RawH2Server {
         }
     }
 
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{}", self.addr, path)
     }

@@ -64,6 +64,19 @@ impl ClientBuilder {
         self
     }
 
+    /// Bound on the server not taking the request: how long writing it
+    /// may wait, with the socket full (over HTTP/2: the server's flow
+    /// control window spent), for the server to take another byte. It
+    /// runs only while the request waits on the server — not while a
+    /// streamed body's source has nothing yet, nor while the body waits
+    /// for `100 Continue`. A server that stops reading an upload fails it
+    /// with [`Error::WriteTimeout`](crate::Error::WriteTimeout), though
+    /// the request timeout be off. Default 60 s; zero disables it.
+    pub fn write_timeout(mut self, timeout: Duration) -> Self {
+        self.config.write_timeout = nonzero(timeout);
+        self
+    }
+
     /// Bound on each TCP connect attempt. Default 5 s; zero disables it
     /// (the request timeout still bounds it).
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {

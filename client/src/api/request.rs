@@ -46,6 +46,7 @@ pub struct RequestBuilder {
     body: Upload,
     request_timeout: Option<Duration>,
     read_timeout: Option<Duration>,
+    write_timeout: Option<Duration>,
     listener: Option<Arc<dyn EventListener>>,
     redirect: Option<Policy>,
     decompress: Option<bool>,
@@ -68,6 +69,7 @@ impl RequestBuilder {
             body: Upload::empty(),
             request_timeout: None,
             read_timeout: None,
+            write_timeout: None,
             listener: None,
             redirect: None,
             decompress: None,
@@ -138,6 +140,13 @@ impl RequestBuilder {
     /// this request. See [`ClientBuilder::read_timeout`](crate::ClientBuilder::read_timeout).
     pub fn read_timeout(mut self, timeout: Duration) -> Self {
         self.read_timeout = Some(timeout);
+        self
+    }
+
+    /// This request's write timeout, instead of the client's. Zero: none
+    /// for this request. See [`ClientBuilder::write_timeout`](crate::ClientBuilder::write_timeout).
+    pub fn write_timeout(mut self, timeout: Duration) -> Self {
+        self.write_timeout = Some(timeout);
         self
     }
 
@@ -295,6 +304,7 @@ impl RequestBuilder {
             deadlines: Deadlines {
                 request_timeout: pick(self.request_timeout, config.request_timeout),
                 read_timeout: pick(self.read_timeout, config.read_timeout),
+                write_timeout: pick(self.write_timeout, config.write_timeout),
                 on_event_loop: config.use_event_loop_timeouts,
             },
             listener,

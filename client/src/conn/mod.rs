@@ -48,6 +48,7 @@ mod open;
 mod read_buf;
 mod tunnel;
 mod upload;
+mod write_stall;
 
 pub(crate) use open::connect;
 

@@ -22,6 +22,9 @@ pub enum TimeoutKind {
     Request,
     /// The server was silent for longer than the read timeout.
     Read,
+    /// The server took none of the request for longer than the write
+    /// timeout.
+    Write,
     /// A connection could not be established within the connect timeout.
     Connect,
     /// The TLS handshake did not finish within the handshake timeout.
@@ -33,6 +36,7 @@ impl fmt::Display for TimeoutKind {
         f.write_str(match self {
             TimeoutKind::Request => "Request timeout",
             TimeoutKind::Read => "Read timeout",
+            TimeoutKind::Write => "Write timeout",
             TimeoutKind::Connect => "Connect timeout",
             TimeoutKind::Handshake => "TLS handshake timeout",
         })
@@ -264,6 +268,10 @@ pub enum Error {
     /// The server was silent for longer than the read timeout.
     #[error("{} to {} after {} ms", TimeoutKind::Read, .0.remote, .0.millis())]
     ReadTimeout(Timeout),
+    /// The server took none of the request for longer than the write
+    /// timeout (see [`ClientBuilder::write_timeout`](crate::ClientBuilder::write_timeout)).
+    #[error("{} to {} after {} ms", TimeoutKind::Write, .0.remote, .0.millis())]
+    WriteTimeout(Timeout),
     /// No connection could be established within the connect timeout.
     #[error("{} to {} after {} ms", TimeoutKind::Connect, .0.remote, .0.millis())]
     ConnectTimeout(Timeout),
@@ -457,7 +465,8 @@ fn chain_text(chain: &[http::Uri]) -> String {
 }
 
 impl Error {
-    /// Whether a deadline passed (request, read or connect).
+    /// Whether a deadline passed (request, read, write, connect or
+    /// handshake).
     pub fn is_timeout(&self) -> bool {
         self.timeout().is_some()
     }
@@ -468,6 +477,7 @@ impl Error {
             Error::Retried { attempts } => return attempts.last()?.timeout_kind(),
             Error::RequestTimeout(_) => TimeoutKind::Request,
             Error::ReadTimeout(_) => TimeoutKind::Read,
+            Error::WriteTimeout(_) => TimeoutKind::Write,
             Error::ConnectTimeout(_) => TimeoutKind::Connect,
             Error::HandshakeTimeout(_) => TimeoutKind::Handshake,
             _ => return None,
@@ -480,6 +490,7 @@ impl Error {
             Error::Retried { attempts } => attempts.last()?.timeout(),
             Error::RequestTimeout(t)
             | Error::ReadTimeout(t)
+            | Error::WriteTimeout(t)
             | Error::ConnectTimeout(t)
             | Error::HandshakeTimeout(t) => Some(t),
             _ => None,
@@ -491,6 +502,7 @@ impl Error {
         match kind {
             TimeoutKind::Request => Error::RequestTimeout(timeout),
             TimeoutKind::Read => Error::ReadTimeout(timeout),
+            TimeoutKind::Write => Error::WriteTimeout(timeout),
             TimeoutKind::Connect => Error::ConnectTimeout(timeout),
             TimeoutKind::Handshake => Error::HandshakeTimeout(timeout),
         }

@@ -125,6 +125,7 @@ pub(crate) struct Deadlines {
     /// fixed at submission.
     pub(crate) request_timeout: Option<Duration>,
     pub(crate) read_timeout: Option<Duration>,
+    pub(crate) write_timeout: Option<Duration>,
     /// Arm on the connection's loop once there is one (event-loop mode).
     pub(crate) on_event_loop: bool,
 }
@@ -277,6 +278,9 @@ pub(crate) struct Exchange {
     /// since `submitted`, for the read timeout.
     submitted: Instant,
     last_read: AtomicU64,
+    /// Likewise, the last time the server took some of the request while
+    /// it waited on the server, for the write timeout.
+    last_written: AtomicU64,
     registry: Arc<InFlight>,
     registry_key: AtomicUsize,
     /// Rung when [`Timer::Hedge`] is due (see [`arm_hedge`](Self::arm_hedge)).
@@ -339,6 +343,7 @@ impl Exchange {
             remote: Mutex::new(None),
             submitted,
             last_read: AtomicU64::new(0),
+            last_written: AtomicU64::new(0),
             registry: parts.registry,
             registry_key: AtomicUsize::new(registry::UNREGISTERED),
             hedge_alarm: Mutex::new(None),
@@ -436,13 +441,30 @@ impl Exchange {
 
     /// Records activity for the read timeout.
     pub(crate) fn mark_read(&self, now: Instant) {
-        let nanos = now.saturating_duration_since(self.submitted).as_nanos();
-        self.last_read
-            .store(nanos.min(u64::MAX as u128) as u64, Ordering::Relaxed);
+        self.mark(&self.last_read, now);
     }
 
     fn last_read(&self) -> Instant {
-        self.submitted + Duration::from_nanos(self.last_read.load(Ordering::Relaxed))
+        self.marked(&self.last_read)
+    }
+
+    /// Records the server taking some of the request, for the write
+    /// timeout.
+    pub(crate) fn mark_written(&self, now: Instant) {
+        self.mark(&self.last_written, now);
+    }
+
+    fn last_written(&self) -> Instant {
+        self.marked(&self.last_written)
+    }
+
+    fn mark(&self, last: &AtomicU64, now: Instant) {
+        let nanos = now.saturating_duration_since(self.submitted).as_nanos();
+        last.store(nanos.min(u64::MAX as u128) as u64, Ordering::Relaxed);
+    }
+
+    fn marked(&self, last: &AtomicU64) -> Instant {
+        self.submitted + Duration::from_nanos(last.load(Ordering::Relaxed))
     }
 
     /// Starts the timers (idempotent): on the wheel, or on the home loop if
@@ -453,8 +475,8 @@ impl Exchange {
 
     /// Fills the connection slot, and moves the timers where they belong
     /// for it (see the [module documentation](self)). Detaching
-    /// ([`ConnSlot::None`]) also stops the read timer: silence is measured
-    /// on a connection.
+    /// ([`ConnSlot::None`]) also stops the read and write timers: silence
+    /// and stalls are measured on a connection.
     pub(crate) fn attach(self: &Arc<Self>, slot: ConnSlot) {
         let home = match &slot {
             ConnSlot::Ready(conn) if self.deadlines.on_event_loop => Some(conn.scheduler.clone()),
@@ -463,6 +485,7 @@ impl Exchange {
         self.change(|link| {
             if matches!(slot, ConnSlot::None) {
                 link.timers.set(Timer::Read, None);
+                link.timers.set(Timer::Write, None);
             }
             link.timers.set_home(home);
             link.set_conn(slot);
@@ -584,6 +607,27 @@ impl Exchange {
         self.mark_read(now);
         let deadline = deadline_after(now, read_timeout);
         self.change(|link| link.timers.set(Timer::Read, deadline));
+    }
+
+    /// The request waits on the server — its socket full, or its HTTP/2
+    /// window spent — from `now`: the write timeout starts, a full period
+    /// from `now`. The connection calls it once per wait, marks what the
+    /// server takes meanwhile ([`mark_written`](Self::mark_written)), and
+    /// ends the wait with [`stop_write`](Self::stop_write).
+    pub(crate) fn start_write(self: &Arc<Self>, now: Instant) {
+        let Some(write_timeout) = self.deadlines.write_timeout else {
+            return;
+        };
+        self.mark_written(now);
+        let deadline = deadline_after(now, write_timeout);
+        self.change(|link| link.timers.set(Timer::Write, deadline));
+    }
+
+    /// The request no longer waits on the server: the write timeout stops.
+    pub(crate) fn stop_write(self: &Arc<Self>) {
+        if self.deadlines.write_timeout.is_some() {
+            self.change(|link| link.timers.set(Timer::Write, None));
+        }
     }
 
     /// Changes what the lock guards with `f`, unless the exchange has ended,
@@ -725,16 +769,23 @@ impl Exchange {
             }
             if due.request {
                 failure = Some(TimeoutKind::Request);
-            } else if due.read {
-                // Silent for the whole period, or active since: then the
-                // timer moves to the end of the period after the last read.
-                let read_timeout = self.deadlines.read_timeout.unwrap_or_default();
-                match deadline_after(self.last_read(), read_timeout) {
-                    Some(silent_until) if now < silent_until => {
-                        link.timers.set(Timer::Read, Some(silent_until));
+            }
+            // Stalled for the whole period, or active since: then the timer
+            // moves to the end of the period after the last activity.
+            let stalls = [
+                (due.read, Timer::Read, TimeoutKind::Read),
+                (due.write, Timer::Write, TimeoutKind::Write),
+            ];
+            for (due, timer, kind) in stalls {
+                if !due || failure.is_some() {
+                    continue;
+                }
+                match self.stall_deadline(kind) {
+                    Some(stalled_until) if now < stalled_until => {
+                        link.timers.set(timer, Some(stalled_until));
                     }
-                    Some(_) => failure = Some(TimeoutKind::Read),
-                    None => link.timers.set(Timer::Read, None),
+                    Some(_) => failure = Some(kind),
+                    None => link.timers.set(timer, None),
                 }
             }
             if failure.is_some() {
@@ -755,11 +806,22 @@ impl Exchange {
             self.trace_expiry(kind, now, cx.is_some());
             let duration = match kind {
                 TimeoutKind::Read => self.deadlines.read_timeout,
+                TimeoutKind::Write => self.deadlines.write_timeout,
                 _ => self.deadlines.request_timeout,
             };
             let error = Error::timeout_of(kind, self.remote_name(), duration.unwrap_or_default());
             self.fail(error, cx);
         }
+    }
+
+    /// When the read (or write) stall of `kind` ends the exchange: a
+    /// period after the last activity it bounds.
+    fn stall_deadline(&self, kind: TimeoutKind) -> Option<Instant> {
+        let (timeout, last) = match kind {
+            TimeoutKind::Write => (self.deadlines.write_timeout, self.last_written()),
+            _ => (self.deadlines.read_timeout, self.last_read()),
+        };
+        deadline_after(last, timeout?)
     }
 
     /// A `tracing` event for a timeout that fired: its kind, where it ran
@@ -768,10 +830,7 @@ impl Exchange {
     #[cfg(feature = "tracing")]
     fn trace_expiry(&self, kind: TimeoutKind, now: Instant, on_loop: bool) {
         let deadline = match kind {
-            TimeoutKind::Read => self
-                .deadlines
-                .read_timeout
-                .and_then(|timeout| deadline_after(self.last_read(), timeout)),
+            TimeoutKind::Read | TimeoutKind::Write => self.stall_deadline(kind),
             _ => self
                 .deadlines
                 .request_timeout

@@ -40,15 +40,19 @@ pub(crate) enum Timer {
     Request,
     /// The server's silence: checked at this deadline against the last read.
     Read,
+    /// The server taking none of the request: checked at this deadline
+    /// against the last time it took some.
+    Write,
     /// A hedged request's delay: when due, a copy of the request is sent on
     /// another connection (the exchange itself goes on).
     Hedge,
 }
 
 impl Timer {
-    const COUNT: usize = 3;
+    const COUNT: usize = 4;
     /// In order of precedence when several are due at once.
-    pub(crate) const ALL: [Timer; Timer::COUNT] = [Timer::Request, Timer::Read, Timer::Hedge];
+    pub(crate) const ALL: [Timer; Timer::COUNT] =
+        [Timer::Request, Timer::Read, Timer::Write, Timer::Hedge];
 
     fn index(self) -> usize {
         self as usize
@@ -107,6 +111,7 @@ pub(crate) struct Changed {
 pub(crate) struct Due {
     pub(crate) request: bool,
     pub(crate) read: bool,
+    pub(crate) write: bool,
     pub(crate) hedge: bool,
 }
 
@@ -198,6 +203,7 @@ impl TimerTable {
         Some(Due {
             request: due(Timer::Request),
             read: due(Timer::Read),
+            write: due(Timer::Write),
             hedge: due(Timer::Hedge),
         })
     }

@@ -8,6 +8,7 @@ mod collect;
 mod send;
 
 use super::read_buf::{read_spare_once, Filled};
+use super::write_stall::WriteStall;
 use super::READ_BUDGET;
 use super::{Conn, IdleConn, Offered, State, EXPECT_TIMER};
 use crate::error::Error;
@@ -80,6 +81,8 @@ pub(super) struct Active {
     /// The socket's receive low-water mark now (1, the default, or what
     /// [`Conn::await_body`] set).
     lowat: usize,
+    /// Whether the request waits on the server to take more of it.
+    write_stall: WriteStall,
 }
 
 impl Active {
@@ -200,6 +203,7 @@ impl Conn {
             draining: None,
             collected: None,
             lowat: 1,
+            write_stall: WriteStall::default(),
         }));
         self.write_request(cx);
         // A fresh connection may already hold the answer (a server that
@@ -213,6 +217,9 @@ impl Conn {
 
     /// Sends what it can of the request: the head, then the body.
     pub(super) fn write_request(&mut self, cx: &mut LoopContext<'_>) {
+        // Whether the socket took any of it: the server's progress, for the
+        // write timeout.
+        let mut took = false;
         loop {
             let (State::Active(active), Some(transport)) =
                 (&mut self.state, self.transport.as_mut())
@@ -227,9 +234,17 @@ impl Conn {
                     if payload.released {
                         return;
                     }
-                    write_all(transport, &payload.head, written)
+                    let before = *written;
+                    let sent = write_all(transport, &payload.head, written);
+                    took |= *written > before;
+                    sent
                 }
-                Sending::Body(out) => out.send(transport, cx),
+                Sending::Body(out) => {
+                    let before = out.sent();
+                    let sent = out.send(transport, cx);
+                    took |= out.sent() > before;
+                    sent
+                }
                 Sending::Continue | Sending::Skipped | Sending::Failed => return,
                 Sending::Done => {
                     // TLS may still hold records back (an answer to a key
@@ -246,18 +261,35 @@ impl Conn {
             let sent = match sent {
                 Sent::Done => match transport.flush() {
                     Ok(true) => Sent::Done,
-                    Ok(false) => Sent::Waiting,
+                    Ok(false) => Sent::SocketFull,
                     Err(e) => Sent::Socket(e),
                 },
                 other => other,
             };
             match sent {
-                Sent::Waiting => return,
+                Sent::SocketFull => return self.track_write_stall(true, took),
+                Sent::Waiting => return self.track_write_stall(false, took),
                 Sent::Socket(error) => return self.write_failure(cx, error),
                 Sent::Body(error) => return self.close_failing(cx, |_| error),
-                Sent::Done => self.sent_part(cx),
+                Sent::Done => {
+                    self.track_write_stall(false, took);
+                    self.sent_part(cx);
+                }
             }
         }
+    }
+
+    /// Tells the write stall what a step of sending came to (see
+    /// [`WriteStall`]): `waits`, the socket took all it could.
+    fn track_write_stall(&mut self, waits: bool, took: bool) {
+        let State::Active(active) = &mut self.state else {
+            return;
+        };
+        let clock = &self.owner.env().clock;
+        let waits = waits && !active.decoder.head_received();
+        active
+            .write_stall
+            .step(&active.exchange, waits, took, || clock.now());
     }
 
     /// The head (with a body in memory), or the body, is out: what next.
@@ -562,6 +594,7 @@ impl Conn {
                     // server's silence, as it does once the request is out.
                     if !matches!(active.sending, Sending::Done) {
                         exchange.start_read(self.owner.env().clock.now());
+                        active.write_stall.end(&exchange);
                     }
                     self.buf.consume(consumed);
                     exchange.listener.on_status(head.status);
@@ -739,6 +772,7 @@ impl Conn {
             State::Active(active) => {
                 let was_sent = matches!(active.sending, Sending::Done);
                 active.sending = Sending::Failed;
+                active.write_stall.end(&active.exchange);
                 (active.decoder.bytes_seen(), was_sent)
             }
             _ => return self.close(cx),
@@ -878,7 +912,7 @@ fn write_all(transport: &mut Transport, bytes: &[u8], written: &mut usize) -> Se
         match transport.write(&bytes[*written..]) {
             Ok(0) => return Sent::Socket(send::write_zero()),
             Ok(n) => *written += n,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Sent::Waiting,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Sent::SocketFull,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Sent::Socket(e),
         }

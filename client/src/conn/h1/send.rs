@@ -33,7 +33,9 @@ pub(super) enum Sending {
 pub(super) enum Sent {
     /// All of it is out.
     Done,
-    /// The socket, the body's source or the server has to come first.
+    /// The socket takes no more for now: the server has to take some first.
+    SocketFull,
+    /// The body's source has to come first.
     Waiting,
     /// The socket failed.
     Socket(io::Error),
@@ -61,6 +63,8 @@ pub(super) struct BodyOut {
     length: Option<u64>,
     produced: u64,
     ended: bool,
+    /// Bytes the socket took, framing included.
+    sent: u64,
 }
 
 static CRLF: &[u8] = b"\r\n";
@@ -76,6 +80,7 @@ impl BodyOut {
             length: None,
             produced: 0,
             ended: false,
+            sent: 0,
         };
         match &exchange.request.body {
             RequestBody::InHead => out.ended = true,
@@ -101,12 +106,13 @@ impl BodyOut {
                     Ok(0) => return Sent::Socket(write_zero()),
                     Ok(n) => {
                         self.written += n;
+                        self.sent += n as u64;
                         if self.written == front.len() {
                             self.queue.pop_front();
                             self.written = 0;
                         }
                     }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Sent::Waiting,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Sent::SocketFull,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                     Err(e) => return Sent::Socket(e),
                 }
@@ -130,6 +136,11 @@ impl BodyOut {
                 Pulled::Failed(error) => return Sent::Body(error),
             }
         }
+    }
+
+    /// Bytes the socket took so far.
+    pub(super) fn sent(&self) -> u64 {
+        self.sent
     }
 
     fn pull(&mut self, cx: &LoopContext<'_>) -> Pulled {

@@ -80,6 +80,7 @@ mod table;
 mod wake;
 
 use super::upload::{Pulled, Upload};
+use super::write_stall::WriteStall;
 use super::{Conn, SharedConn, State, StreamLoad, H2_TIMER};
 use crate::error::{Error, Http2Initiator, Http2Reason};
 use crate::event_loop::Readiness;
@@ -172,6 +173,8 @@ struct Stream {
     recv: Recv,
     /// The body's pipe was full: nothing is polled until it has room.
     paused: bool,
+    /// Whether the body waits on the server's window.
+    write_stall: WriteStall,
 }
 
 /// What is left of the request body.
@@ -612,6 +615,7 @@ impl Conn {
                             out,
                             recv: Recv::Head(response),
                             paused: false,
+                            write_stall: WriteStall::default(),
                         },
                     );
                 }
@@ -1051,16 +1055,33 @@ impl Stream {
         }
     }
 
-    /// Sends what the server's window takes of the request body.
+    /// Sends what the server's window takes of the request body, and
+    /// tells the write stall whether the rest waits on the window (see
+    /// [`WriteStall`]).
     fn send_body(
         &mut self,
         task: &mut Context<'_>,
         now: Instant,
         info: Option<&crate::events::ConnectionInfo>,
     ) -> Result<(), Error> {
+        let (waits, took) = self.send_what_fits(task, now, info)?;
+        let waits = waits && matches!(self.recv, Recv::Head(_));
+        self.write_stall.step(&self.exchange, waits, took, || now);
+        Ok(())
+    }
+
+    /// [`send_body`](Self::send_body)'s sending: whether the rest waits on
+    /// the server's window, and whether the window let some go meanwhile.
+    fn send_what_fits(
+        &mut self,
+        task: &mut Context<'_>,
+        now: Instant,
+        info: Option<&crate::events::ConnectionInfo>,
+    ) -> Result<(bool, bool), Error> {
+        let mut took = false;
         loop {
             let piece = match &mut self.out {
-                Outgoing::Done => return Ok(()),
+                Outgoing::Done => return Ok((false, took)),
                 Outgoing::Data(data) => data,
                 Outgoing::Streamed(upload, pending) => {
                     if pending.as_ref().is_none_or(Bytes::is_empty) {
@@ -1072,9 +1093,9 @@ impl Stream {
                                     .map_err(|e| error_of(&self.exchange, e))?;
                                 self.out = Outgoing::Done;
                                 request_sent(&self.exchange, info, now);
-                                return Ok(());
+                                return Ok((false, took));
                             }
-                            Pulled::Pending => return Ok(()),
+                            Pulled::Pending => return Ok((false, took)),
                             Pulled::Failed(error) => return Err(error),
                         }
                     }
@@ -1088,7 +1109,7 @@ impl Stream {
                     .map_err(|e| error_of(&self.exchange, e))?;
                 self.out = Outgoing::Done;
                 request_sent(&self.exchange, info, now);
-                return Ok(());
+                return Ok((false, took));
             }
             self.send.reserve_capacity(piece.len());
             let capacity = self.send.capacity();
@@ -1096,11 +1117,13 @@ impl Stream {
                 match self.send.poll_capacity(task) {
                     Poll::Ready(Some(Ok(_))) => continue,
                     Poll::Ready(Some(Err(e))) => return Err(error_of(&self.exchange, e)),
+                    Poll::Pending => return Ok((true, took)),
                     // The stream is closed: its response says why.
-                    Poll::Ready(None) | Poll::Pending => return Ok(()),
+                    Poll::Ready(None) => return Ok((false, took)),
                 }
             }
             let part = piece.split_to(capacity.min(piece.len()));
+            took = true;
             let last = piece.is_empty() && matches!(self.out, Outgoing::Data(_));
             self.send
                 .send_data(part, last)
@@ -1108,7 +1131,7 @@ impl Stream {
             if last {
                 self.out = Outgoing::Done;
                 request_sent(&self.exchange, info, now);
-                return Ok(());
+                return Ok((false, took));
             }
         }
     }
@@ -1135,6 +1158,7 @@ impl Stream {
                     // silence, as it does once the request is out.
                     if !matches!(self.out, Outgoing::Done) {
                         self.exchange.start_read(now);
+                        self.write_stall.end(&self.exchange);
                     }
                     let (parts, body) = response.into_parts();
                     let exchange = &self.exchange;

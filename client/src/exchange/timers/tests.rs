@@ -55,6 +55,9 @@ impl Probe {
                 if due.read {
                     table.set(Timer::Read, None);
                 }
+                if due.write {
+                    table.set(Timer::Write, None);
+                }
             }
         });
         lock(&self.seen).push(seen);
@@ -160,6 +163,7 @@ fn due(request: bool, read: bool) -> Seen {
     Seen::Due(Due {
         request,
         read,
+        write: false,
         hedge: false,
     })
 }
@@ -200,6 +204,30 @@ fn the_entry_follows_the_nearest_timer_and_never_leaves_an_old_one_armed() {
     assert_eq!(p.wheel.stats().armed, 1, "the read timer is left");
     p.change(|t| t.set(Timer::Read, None));
     assert_eq!(p.wheel.stats().armed, 0);
+}
+
+#[test]
+fn read_and_write_stalls_are_due_apart_each_at_its_own_deadline() {
+    let p = probe();
+    p.change(TimerTable::start);
+    let now = p.clock.now();
+    p.change(|t| {
+        t.set(Timer::Write, Some(now + SECOND));
+        t.set(Timer::Read, Some(now + 2 * SECOND));
+    });
+    assert_eq!(p.wheel.stats().armed, 1, "one entry, for the nearest");
+    p.clock.advance(SECOND - Duration::from_nanos(1));
+    assert_eq!(p.seen(), [], "never early");
+    p.clock.advance(Duration::from_nanos(1));
+    let write_due = || {
+        Seen::Due(Due {
+            write: true,
+            ..Due::default()
+        })
+    };
+    assert_eq!(p.seen(), [write_due()]);
+    p.clock.advance(SECOND);
+    assert_eq!(p.seen(), [write_due(), due(false, true)]);
 }
 
 #[test]

@@ -1,0 +1,290 @@
+//! The write timeout: a server that stops taking the request — its socket
+//! full over HTTP/1.1, its flow-control window spent over HTTP/2 — fails
+//! the exchange with `Error::WriteTimeout` though the request timeout be
+//! off; a server that takes it slowly but steadily does not, nor one that
+//! answers early and stops reading on purpose. In both timeout modes.
+
+mod support;
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::thread;
+use std::time::{Duration, Instant};
+use support::h2_server::{frame, ok_headers, RawH2Server, DATA, END_HEADERS, END_STREAM, HEADERS};
+use support::*;
+use tickless::{Client, ClientBuilder, Error, TimeoutKind, Upload};
+
+/// Far past any write timeout here: a test that hangs fails on it instead.
+const BACKSTOP: Duration = Duration::from_secs(30);
+/// How late a timeout may fire before a test calls it broken.
+const CEILING: Duration = Duration::from_secs(10);
+
+fn builder(event_loop_timeouts: bool) -> ClientBuilder {
+    Client::builder()
+        .event_loops(2)
+        .use_event_loop_timeouts(event_loop_timeouts)
+        .request_timeout(BACKSTOP)
+}
+
+/// `len` zero bytes, read from a thread (a streamed upload).
+fn zeros(len: u64) -> Upload {
+    Upload::from_reader(std::io::repeat(0).take(len), Some(len))
+}
+
+/// Sends `request`, which must fail with a write timeout of `timeout`, not
+/// before it; returns how long it took.
+fn write_times_out(request: tickless::RequestBuilder, timeout: Duration, remote: &str) {
+    let started = Instant::now();
+    let error = request
+        .send()
+        .wait()
+        .and_then(|r| r.bytes().wait())
+        .unwrap_err();
+    let took = started.elapsed();
+    assert!(matches!(error, Error::WriteTimeout(_)), "{error:?}");
+    assert_eq!(error.timeout_kind(), Some(TimeoutKind::Write));
+    assert_eq!(
+        error.to_string(),
+        format!("Write timeout to {remote} after {} ms", timeout.as_millis())
+    );
+    assert!(took >= timeout, "fired early: {took:?}");
+    assert!(took < timeout + CEILING, "fired far too late: {took:?}");
+}
+
+#[test]
+fn a_server_that_never_reads_an_upload_is_a_write_timeout() {
+    // A listener that never accepts: the kernel completes the connection
+    // and buffers what it can of the request, then takes no more.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let url = format!("http://{addr}/upload");
+    let remote = format!("127.0.0.1/{addr}");
+    let timeout = Duration::from_millis(300);
+    for event_loop_timeouts in [false, true] {
+        let client = builder(event_loop_timeouts)
+            .request_timeout(Duration::ZERO)
+            .write_timeout(timeout)
+            .build()
+            .unwrap();
+        // Streamed, and in memory (written straight after the head).
+        let streamed = client
+            .post(&url)
+            .request_timeout(BACKSTOP)
+            .body(zeros(64 << 20));
+        write_times_out(streamed, timeout, &remote);
+        let in_memory = client
+            .post(&url)
+            .request_timeout(BACKSTOP)
+            .body(vec![0u8; 32 << 20]);
+        write_times_out(in_memory, timeout, &remote);
+        // Per request, the client's timeout is replaced.
+        let shorter = Duration::from_millis(150);
+        let per_request = client
+            .post(&url)
+            .request_timeout(BACKSTOP)
+            .write_timeout(shorter)
+            .body(zeros(64 << 20));
+        write_times_out(per_request, shorter, &remote);
+        client.close();
+    }
+}
+
+#[test]
+fn a_server_that_reads_an_upload_slowly_but_steadily_is_no_write_timeout() {
+    const BODY: usize = 16 << 20;
+    let timeout = Duration::from_millis(600);
+    for event_loop_timeouts in [false, true] {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        // Reads 256 KiB every 50 ms (5 MiB/s), then answers; returns how
+        // long the body took to read.
+        let server = thread::spawn(move || {
+            let (mut stream, _) = listener.accept().unwrap();
+            let head = read_head(&mut stream).unwrap();
+            assert_eq!(content_length(&head), BODY);
+            let started = Instant::now();
+            const PIECE: usize = 256 << 10;
+            let mut buf = vec![0; PIECE];
+            let mut left = BODY;
+            while left > 0 {
+                let mut piece = 0;
+                while piece < PIECE && left > 0 {
+                    let want = (PIECE - piece).min(left);
+                    let n = stream.read(&mut buf[..want]).unwrap();
+                    assert!(n > 0, "the client closed with {left} bytes to go");
+                    piece += n;
+                    left -= n;
+                }
+                thread::sleep(Duration::from_millis(50));
+            }
+            let took = started.elapsed();
+            stream
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                .unwrap();
+            took
+        });
+        let client = builder(event_loop_timeouts)
+            .write_timeout(timeout)
+            .build()
+            .unwrap();
+        let response = client
+            .post(format!("http://{addr}/"))
+            .body(zeros(BODY as u64))
+            .send()
+            .wait()
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.bytes().wait().unwrap(), "ok");
+        // The upload outlasted the timeout several times over: it was
+        // held back by the server all along, and went on.
+        let took = server.join().unwrap();
+        assert!(took > 3 * timeout, "the upload took only {took:?}");
+        client.close();
+    }
+}
+
+#[test]
+fn an_answer_before_the_upload_ends_stops_the_write_timeout() {
+    let timeout = Duration::from_millis(200);
+    for event_loop_timeouts in [false, true] {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        // Answers after the request head, reads nothing more, and sends
+        // the rest of its answer well past the write timeout.
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let server = thread::spawn(move || {
+            let (mut stream, _) = listener.accept().unwrap();
+            read_head(&mut stream).unwrap();
+            stream
+                .write_all(b"HTTP/1.1 413 Payload Too Large\r\nContent-Length: 10\r\n\r\n12345")
+                .unwrap();
+            thread::sleep(Duration::from_millis(800));
+            stream.write_all(b"67890").unwrap();
+            // Holds the socket, unread, until the test is done.
+            let _ = done_rx.recv_timeout(BACKSTOP);
+        });
+        let client = builder(event_loop_timeouts)
+            .request_timeout(Duration::ZERO)
+            .write_timeout(timeout)
+            .build()
+            .unwrap();
+        let response = client
+            .post(format!("http://{addr}/"))
+            .request_timeout(BACKSTOP)
+            .body(zeros(64 << 20))
+            .send()
+            .wait()
+            .unwrap();
+        assert_eq!(response.status(), 413);
+        assert_eq!(response.bytes().wait().unwrap(), "1234567890");
+        client.close();
+        done_tx.send(()).unwrap();
+        server.join().unwrap();
+    }
+}
+
+fn h2c(event_loop_timeouts: bool, timeout: Duration) -> Client {
+    builder(event_loop_timeouts)
+        .http2_prior_knowledge()
+        .write_timeout(timeout)
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn an_http2_server_that_grants_no_window_is_a_write_timeout() {
+    // Reads everything, and never sends a WINDOW_UPDATE: the body stops
+    // at the initial 64 KiB window.
+    let server = RawH2Server::start(|mut conn| {
+        conn.read_requests(1);
+        conn.drain(BACKSTOP);
+    });
+    let timeout = Duration::from_millis(300);
+    for event_loop_timeouts in [false, true] {
+        let client = h2c(event_loop_timeouts, timeout);
+        let remote = format!("127.0.0.1/{}", server.addr());
+        write_times_out(
+            client.post(server.url("/")).body(vec![0u8; 1 << 20]),
+            timeout,
+            &remote,
+        );
+        write_times_out(
+            client.post(server.url("/")).body(zeros(1 << 20)),
+            timeout,
+            &remote,
+        );
+        client.close();
+    }
+}
+
+#[test]
+fn an_http2_server_that_grants_its_window_slowly_is_no_write_timeout() {
+    const BODY: usize = 256 << 10;
+    const GRANT: u32 = 16 << 10;
+    // Grants 16 KiB of stream and connection window every 50 ms past the
+    // initial 64 KiB, and answers at the body's end: 12 grants, 600 ms.
+    let server = RawH2Server::start(|mut conn| {
+        let id = conn.read_requests(1)[0];
+        let mut received = 0;
+        let mut granted = 65_535;
+        while let Some(got) = conn.read_frame() {
+            if got.kind != DATA {
+                continue;
+            }
+            received += got.payload.len();
+            if got.flags & END_STREAM != 0 {
+                conn.send(&ok_headers(id));
+                conn.drain(BACKSTOP);
+                return;
+            }
+            while received == granted.min(BODY) && granted < BODY {
+                thread::sleep(Duration::from_millis(50));
+                for stream in [0, id] {
+                    conn.send(&frame(0x8, 0, stream, &GRANT.to_be_bytes()));
+                }
+                granted += GRANT as usize;
+            }
+        }
+    });
+    let timeout = Duration::from_millis(300);
+    for event_loop_timeouts in [false, true] {
+        let client = h2c(event_loop_timeouts, timeout);
+        let started = Instant::now();
+        let response = client
+            .post(server.url("/"))
+            .body(vec![0u8; BODY])
+            .send()
+            .wait()
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        let took = started.elapsed();
+        assert!(took > timeout, "the window came too fast: {took:?}");
+        client.close();
+    }
+}
+
+#[test]
+fn an_http2_answer_before_the_upload_ends_stops_the_write_timeout() {
+    // Answers `200` at once, grants no window, and ends its body well past
+    // the write timeout.
+    let server = RawH2Server::start(|mut conn| {
+        let id = conn.read_requests(1)[0];
+        conn.send(&frame(HEADERS, END_HEADERS, id, &[0x88]));
+        thread::sleep(Duration::from_millis(800));
+        conn.send(&frame(DATA, END_STREAM, id, b"late"));
+        conn.drain(BACKSTOP);
+    });
+    let timeout = Duration::from_millis(200);
+    for event_loop_timeouts in [false, true] {
+        let client = h2c(event_loop_timeouts, timeout);
+        let response = client
+            .post(server.url("/"))
+            .body(vec![0u8; 1 << 20])
+            .send()
+            .wait()
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.bytes().wait().unwrap(), "late");
+        client.close();
+    }
+}
