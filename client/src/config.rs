@@ -147,6 +147,10 @@ pub(crate) struct Http2Options {
     pub(crate) max_frame_size: u32,
     pub(crate) keep_alive_interval: Option<Duration>,
     pub(crate) keep_alive_timeout: Duration,
+    /// The id of a connection's first stream (`h2` starts at 1): for the
+    /// tests of a connection that runs out of stream ids.
+    #[cfg(test)]
+    pub(crate) first_stream_id: Option<u32>,
 }
 
 impl Default for Http2Options {
@@ -160,6 +164,8 @@ impl Default for Http2Options {
             max_frame_size: 16 * 1024,
             keep_alive_interval: None,
             keep_alive_timeout: Duration::from_secs(20),
+            #[cfg(test)]
+            first_stream_id: None,
         }
     }
 }

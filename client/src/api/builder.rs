@@ -468,6 +468,14 @@ impl ClientBuilder {
         self
     }
 
+    /// The id of each HTTP/2 connection's first stream, for the tests of a
+    /// connection that runs out of stream ids.
+    #[cfg(test)]
+    pub(crate) fn http2_first_stream_id(mut self, id: u32) -> Self {
+        self.config.http2.first_stream_id = Some(id);
+        self
+    }
+
     /// At most this many HTTP/2 connections per origin (at least 1; the
     /// default is 1). Requests to an origin share its connections as
     /// streams; when every one of them is at its stream limit (the server's

@@ -53,7 +53,9 @@
 //! ([`http2_initial_stream_window_size`](crate::ClientBuilder::http2_initial_stream_window_size)).
 //! Request bodies are sent as the server's window allows: a chunk waits for
 //! capacity before the next is taken from its source, so a server that stops
-//! reading stops the upload's pump too.
+//! reading stops the upload's pump too — and, if no window comes for the
+//! [write timeout](crate::ClientBuilder::write_timeout) before the
+//! response's head, fails the stream ([`WriteStall`]).
 //!
 //! # Failures
 //!
@@ -77,6 +79,8 @@
 //!   [`Error::Http2`] naming the error code, or [`Error::Io`].
 
 mod table;
+#[cfg(test)]
+mod tests;
 mod wake;
 
 use super::upload::{Pulled, Upload};
@@ -103,6 +107,9 @@ use wake::{Ready, CONNECTION};
 
 /// Passes of one drive at most, before the loop's other work.
 const MAX_PASSES: usize = 8;
+
+/// The largest stream id (31 bits); a client's are the odd ones up to it.
+const LAST_STREAM_ID: u32 = (1 << 31) - 1;
 
 type Handshake = Pin<
     Box<
@@ -246,6 +253,10 @@ impl Conn {
             .initial_connection_window_size(options.initial_connection_window)
             .max_frame_size(options.max_frame_size)
             .max_header_list_size(options.max_header_list_size);
+        #[cfg(test)]
+        if let Some(id) = options.first_stream_id {
+            builder.initial_stream_id(id);
+        }
         let (io, io_ready) = AsyncIo::new(transport);
         let handshake = builder.handshake::<_, Bytes>(io);
         if let Some(info) = &self.info {
@@ -548,6 +559,7 @@ impl Conn {
         let server_limit = conn.max_concurrent_send_streams();
         let limit = client_limit.map_or(server_limit, |client| client.min(server_limit));
         let mut goaway = None;
+        let mut ids_spent = false;
         let mut sent_at = None;
         while let Some(front) = h2.queue.front() {
             if h2.going_away {
@@ -582,6 +594,14 @@ impl Conn {
             match send.send_request(request, end_of_stream) {
                 Ok((response, stream)) => {
                     let id = stream.stream_id().as_u32();
+                    if id > LAST_STREAM_ID - 2 {
+                        // The last id a client may open (RFC 9113 §5.1.1):
+                        // the connection takes no more streams; it retires,
+                        // finishing its own, and the requests after it go
+                        // to a new one.
+                        ids_spent = true;
+                        h2.going_away = true;
+                    }
                     if let Some(info) = &info {
                         exchange.listener.on_stream_opened(info, id);
                     }
@@ -634,7 +654,11 @@ impl Conn {
         if let Some(reason) = goaway.filter(|r| *r != h2::Reason::NO_ERROR) {
             h2.goaway_error = Some(Http2Reason(reason.into()));
         }
-        self.went_away(goaway.map(Departure::GoAway).unwrap_or(Departure::Server));
+        self.went_away(match goaway {
+            _ if ids_spent => Departure::Retired,
+            Some(reason) => Departure::GoAway(reason),
+            None => Departure::Server,
+        });
     }
 
     /// Looks for the server's `GOAWAY` (it shows first in `poll_ready`,
