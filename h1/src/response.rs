@@ -20,11 +20,12 @@ pub struct ResponseHead {
 }
 
 /// Room for the header fields of `window`: `max_headers` of them, or as
-/// many as its bytes can hold (a field line is at least `a:` and CRLF)
-/// when that is fewer — so a huge limit allocates nothing huge, and a
-/// window with more fields than the limit still reads as too many.
+/// many as its bytes can hold (a field line is at least `a:` and a bare
+/// LF, which httparse takes) when that is fewer — so a huge limit
+/// allocates nothing huge, and a window with more fields than the limit
+/// still reads as too many.
 fn header_slots(window: &[u8], limits: &Limits) -> usize {
-    let fit = window.len() / 4 + 1;
+    let fit = window.len() / 3 + 1;
     limits.max_headers.min(fit)
 }
 
