@@ -2,12 +2,16 @@
 //! full over HTTP/1.1, its flow-control window spent over HTTP/2 — fails
 //! the exchange with `Error::WriteTimeout` though the request timeout be
 //! off; a server that takes it slowly but steadily does not, nor one that
-//! answers early and stops reading on purpose. In both timeout modes.
+//! answers early and stops reading on purpose. In both timeout modes. And
+//! over TLS, records rustls holds go while the body's source has nothing.
 
 mod support;
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 use support::h2_server::{frame, ok_headers, RawH2Server, DATA, END_HEADERS, END_STREAM, HEADERS};
@@ -89,6 +93,66 @@ fn a_server_that_never_reads_an_upload_is_a_write_timeout() {
     }
 }
 
+/// Reads a request of `body` bytes from `stream` `piece` bytes every 50
+/// ms, then answers `ok`; returns how long the body took to read.
+fn read_slowly(mut stream: impl Read + Write, body: usize, piece: usize) -> Duration {
+    let mut head = Vec::new();
+    let mut byte = [0];
+    while !head.ends_with(b"\r\n\r\n") {
+        stream.read_exact(&mut byte).unwrap();
+        head.push(byte[0]);
+    }
+    assert_eq!(content_length(&String::from_utf8_lossy(&head)), body);
+    let started = Instant::now();
+    let mut buf = vec![0; piece];
+    let mut left = body;
+    while left > 0 {
+        let mut got = 0;
+        while got < piece && left > 0 {
+            let want = (piece - got).min(left);
+            let n = stream.read(&mut buf[..want]).unwrap();
+            assert!(n > 0, "the client closed with {left} bytes to go");
+            got += n;
+            left -= n;
+        }
+        thread::sleep(Duration::from_millis(50));
+    }
+    let took = started.elapsed();
+    stream
+        .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        .unwrap();
+    stream.flush().unwrap();
+    took
+}
+
+/// A listener whose connections buffer little: a small receive buffer,
+/// and small segments (loopback's are 64 KiB, and the sender's buffer
+/// grows with them to megabytes). Both are inherited from the listener.
+/// An upload then waits on the server from its first few dozen KiB, and
+/// the socket signals room often.
+fn small_buffered_listener() -> TcpListener {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    for (level, option, value) in [
+        (libc::SOL_SOCKET, libc::SO_RCVBUF, 16 << 10),
+        (libc::IPPROTO_TCP, libc::TCP_MAXSEG, 536),
+    ] {
+        let value: libc::c_int = value;
+        // SAFETY: the listener's fd is open for the call, and the option
+        // value points at a c_int of the length given, alive across it.
+        let set = unsafe {
+            libc::setsockopt(
+                listener.as_raw_fd(),
+                level,
+                option,
+                (&value as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        assert_eq!(set, 0, "{}", std::io::Error::last_os_error());
+    }
+    listener
+}
+
 #[test]
 fn a_server_that_reads_an_upload_slowly_but_steadily_is_no_write_timeout() {
     const BODY: usize = 16 << 20;
@@ -96,40 +160,18 @@ fn a_server_that_reads_an_upload_slowly_but_steadily_is_no_write_timeout() {
     for event_loop_timeouts in [false, true] {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
-        // Reads 256 KiB every 50 ms (5 MiB/s), then answers; returns how
-        // long the body took to read.
-        let server = thread::spawn(move || {
-            let (mut stream, _) = listener.accept().unwrap();
-            let head = read_head(&mut stream).unwrap();
-            assert_eq!(content_length(&head), BODY);
-            let started = Instant::now();
-            const PIECE: usize = 256 << 10;
-            let mut buf = vec![0; PIECE];
-            let mut left = BODY;
-            while left > 0 {
-                let mut piece = 0;
-                while piece < PIECE && left > 0 {
-                    let want = (PIECE - piece).min(left);
-                    let n = stream.read(&mut buf[..want]).unwrap();
-                    assert!(n > 0, "the client closed with {left} bytes to go");
-                    piece += n;
-                    left -= n;
-                }
-                thread::sleep(Duration::from_millis(50));
-            }
-            let took = started.elapsed();
-            stream
-                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-                .unwrap();
-            took
-        });
+        // 256 KiB every 50 ms: 5 MiB/s.
+        let server =
+            thread::spawn(move || read_slowly(listener.accept().unwrap().0, BODY, 256 << 10));
         let client = builder(event_loop_timeouts)
             .write_timeout(timeout)
             .build()
             .unwrap();
+        // In memory: the request never waits on its source, only on the
+        // server, for the whole upload.
         let response = client
             .post(format!("http://{addr}/"))
-            .body(zeros(BODY as u64))
+            .body(vec![0u8; BODY])
             .send()
             .wait()
             .unwrap();
@@ -143,18 +185,96 @@ fn a_server_that_reads_an_upload_slowly_but_steadily_is_no_write_timeout() {
     }
 }
 
+/// A body that gives `len` zero bytes at once, then nothing until `resume`
+/// says, then ends.
+struct Pausing {
+    left: usize,
+    resume: std::sync::mpsc::Receiver<()>,
+}
+
+impl Read for Pausing {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.left == 0 {
+            let _ = self.resume.recv();
+            return Ok(0);
+        }
+        let n = buf.len().min(self.left);
+        buf[..n].fill(0);
+        self.left -= n;
+        Ok(n)
+    }
+}
+
+#[test]
+fn over_tls_what_the_source_gave_reaches_the_server_while_it_has_no_more() {
+    // TLS holds records beyond the socket; when the body's source has
+    // nothing more for a while, they must still go as the server makes
+    // room — not wait for the source's next bytes.
+    const GIVEN: usize = 512 << 10;
+    let listener = small_buffered_listener();
+    let addr = listener.local_addr().unwrap();
+    let config = support::tls::server_config(&support::tls::certs().valid);
+    let received = Arc::new(AtomicUsize::new(0));
+    let counter = received.clone();
+    // Reads the chunked body as it comes, 16 KiB every 10 ms, and answers
+    // at its end.
+    let server = thread::spawn(move || {
+        let (tcp, _) = listener.accept().unwrap();
+        let tls = rustls::ServerConnection::new(config).unwrap();
+        let mut stream = rustls::StreamOwned::new(tls, tcp);
+        let mut seen = Vec::new();
+        let mut buf = vec![0; 16 << 10];
+        while !seen.ends_with(b"\r\n0\r\n\r\n") {
+            let n = stream.read(&mut buf).unwrap();
+            assert!(n > 0, "the client closed");
+            seen.extend_from_slice(&buf[..n]);
+            counter.store(seen.len(), Ordering::Relaxed);
+            thread::sleep(Duration::from_millis(10));
+        }
+        stream
+            .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+            .unwrap();
+        stream.flush().unwrap();
+    });
+    let client = builder(false)
+        .add_root_certificate(&support::tls::certs().ca_pem)
+        .build()
+        .unwrap();
+    let (resume, paused) = std::sync::mpsc::channel();
+    let body = Pausing {
+        left: GIVEN,
+        resume: paused,
+    };
+    let response = client
+        .post(format!("https://localhost:{}/", addr.port()))
+        .body(Upload::from_reader(body, None))
+        .send();
+    // The head, the chunk framing and all the source gave.
+    assert!(
+        eventually(CEILING, || received.load(Ordering::Relaxed) > GIVEN),
+        "the server has {} bytes of the {GIVEN} given",
+        received.load(Ordering::Relaxed)
+    );
+    resume.send(()).unwrap();
+    assert_eq!(response.wait().unwrap().status(), 200);
+    server.join().unwrap();
+    client.close();
+}
+
 #[test]
 fn an_answer_before_the_upload_ends_stops_the_write_timeout() {
-    let timeout = Duration::from_millis(200);
+    let timeout = Duration::from_millis(400);
     for event_loop_timeouts in [false, true] {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
-        // Answers after the request head, reads nothing more, and sends
-        // the rest of its answer well past the write timeout.
+        // Reads the request head and nothing more; answers once the
+        // client's upload has filled the buffers (its write timeout runs),
+        // and sends the rest of its answer well past that timeout.
         let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
         let server = thread::spawn(move || {
             let (mut stream, _) = listener.accept().unwrap();
             read_head(&mut stream).unwrap();
+            thread::sleep(Duration::from_millis(150));
             stream
                 .write_all(b"HTTP/1.1 413 Payload Too Large\r\nContent-Length: 10\r\n\r\n12345")
                 .unwrap();
@@ -265,11 +385,14 @@ fn an_http2_server_that_grants_its_window_slowly_is_no_write_timeout() {
 
 #[test]
 fn an_http2_answer_before_the_upload_ends_stops_the_write_timeout() {
-    // Answers `200` at once, grants no window, and ends its body well past
-    // the write timeout.
+    // Answers `200`, then a first piece apart (the stream, polled again,
+    // still has no window: no wait on the server begins there), grants no
+    // window, and ends its body well past the write timeout.
     let server = RawH2Server::start(|mut conn| {
         let id = conn.read_requests(1)[0];
         conn.send(&frame(HEADERS, END_HEADERS, id, &[0x88]));
+        thread::sleep(Duration::from_millis(100));
+        conn.send(&frame(DATA, 0, id, b"early-"));
         thread::sleep(Duration::from_millis(800));
         conn.send(&frame(DATA, END_STREAM, id, b"late"));
         conn.drain(BACKSTOP);
@@ -284,7 +407,7 @@ fn an_http2_answer_before_the_upload_ends_stops_the_write_timeout() {
             .wait()
             .unwrap();
         assert_eq!(response.status(), 200);
-        assert_eq!(response.bytes().wait().unwrap(), "late");
+        assert_eq!(response.bytes().wait().unwrap(), "early-late");
         client.close();
     }
 }

@@ -38,6 +38,8 @@ pub(crate) enum Transport {
         tcp: mio::net::TcpStream,
         /// The TLS state (boxed: it is large).
         tls: Box<ClientConnection>,
+        /// Bytes of TLS records the socket took.
+        sent: u64,
     },
 }
 
@@ -90,6 +92,7 @@ impl Transport {
             Transport::Plain(tcp) | Transport::Tls { tcp, .. } => Transport::Tls {
                 tcp,
                 tls: Box::new(tls),
+                sent: 0,
             },
         }
     }
@@ -100,7 +103,7 @@ impl Transport {
         match self {
             Transport::Plain(_) => Ok(Handshake::Done),
             #[cfg(feature = "rustls")]
-            Transport::Tls { tcp, tls } => tls_handshake(tcp, tls),
+            Transport::Tls { tcp, tls, sent } => tls_handshake(tcp, tls, sent),
         }
     }
 
@@ -123,7 +126,7 @@ impl Transport {
         match self {
             Transport::Plain(tcp) => tcp.read(buf),
             #[cfg(feature = "rustls")]
-            Transport::Tls { tcp, tls } => tls_read(tcp, tls, buf),
+            Transport::Tls { tcp, tls, sent } => tls_read(tcp, tls, sent, buf),
         }
     }
 
@@ -139,12 +142,12 @@ impl Transport {
         match self {
             Transport::Plain(tcp) => super::sys::recv_into_spare(tcp, buf, max),
             #[cfg(feature = "rustls")]
-            Transport::Tls { tcp, tls } => {
+            Transport::Tls { tcp, tls, sent } => {
                 // A read hands out a record or two: zero no more than that.
                 let max = max.min(TLS_READ_MAX);
                 let start = buf.len();
                 buf.resize(start + max, 0);
-                let read = tls_read(tcp, tls, &mut buf[start..]);
+                let read = tls_read(tcp, tls, sent, &mut buf[start..]);
                 buf.truncate(start + *read.as_ref().unwrap_or(&0));
                 read
             }
@@ -170,7 +173,7 @@ impl Transport {
         match self {
             Transport::Plain(tcp) => tcp.write(buf),
             #[cfg(feature = "rustls")]
-            Transport::Tls { tcp, tls } => tls_write(tcp, tls, buf),
+            Transport::Tls { tcp, tls, sent } => tls_write(tcp, tls, sent, buf),
         }
     }
 
@@ -180,7 +183,18 @@ impl Transport {
         match self {
             Transport::Plain(_) => Ok(true),
             #[cfg(feature = "rustls")]
-            Transport::Tls { tcp, tls } => write_tls_until_blocked(tcp, tls),
+            Transport::Tls { tcp, tls, sent } => write_tls_until_blocked(tcp, tls, sent),
+        }
+    }
+
+    /// Bytes of TLS records the socket has taken (none for plain TCP, where
+    /// what [`write`](Self::write) returns is what the socket took): the
+    /// server's progress, where plaintext rustls takes may wait in it.
+    pub(crate) fn records_sent(&self) -> u64 {
+        match self {
+            Transport::Plain(_) => 0,
+            #[cfg(feature = "rustls")]
+            Transport::Tls { sent, .. } => *sent,
         }
     }
 
@@ -223,7 +237,7 @@ impl Transport {
             // Bytes nobody asked for.
             Transport::Plain(_) => peeked.is_none(),
             #[cfg(feature = "rustls")]
-            Transport::Tls { tcp, tls } => {
+            Transport::Tls { tcp, tls, .. } => {
                 if peeked.is_some() {
                     loop {
                         match tls.read_tls(tcp) {
@@ -256,9 +270,9 @@ impl Transport {
     /// can without waiting. The socket closes when `self` drops.
     pub(crate) fn close(&mut self) {
         #[cfg(feature = "rustls")]
-        if let Transport::Tls { tcp, tls } = self {
+        if let Transport::Tls { tcp, tls, sent } = self {
             tls.send_close_notify();
-            let _ = write_tls_until_blocked(tcp, tls);
+            let _ = write_tls_until_blocked(tcp, tls, sent);
         }
     }
 }
@@ -269,6 +283,7 @@ impl Transport {
 fn write_tls_until_blocked(
     tcp: &mut mio::net::TcpStream,
     tls: &mut ClientConnection,
+    sent: &mut u64,
 ) -> io::Result<bool> {
     while tls.wants_write() {
         match tls.write_tls(tcp) {
@@ -278,7 +293,7 @@ fn write_tls_until_blocked(
                     "the connection took no bytes",
                 ))
             }
-            Ok(_) => {}
+            Ok(n) => *sent += n as u64,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
@@ -292,11 +307,12 @@ fn write_tls_until_blocked(
 fn tls_handshake(
     tcp: &mut mio::net::TcpStream,
     tls: &mut ClientConnection,
+    sent: &mut u64,
 ) -> Result<Handshake, HandshakeError> {
     loop {
         let mut progressed = false;
         if tls.wants_write() {
-            match write_tls_until_blocked(tcp, tls) {
+            match write_tls_until_blocked(tcp, tls, sent) {
                 Ok(true) => progressed = true,
                 Ok(false) => {}
                 Err(error) => return Err(HandshakeError::Io(error)),
@@ -317,7 +333,7 @@ fn tls_handshake(
                     progressed = true;
                     if let Err(error) = tls.process_new_packets() {
                         // Tell the server why (the alert rustls queued).
-                        let _ = write_tls_until_blocked(tcp, tls);
+                        let _ = write_tls_until_blocked(tcp, tls, sent);
                         return Err(HandshakeError::Tls(error));
                     }
                 }
@@ -337,6 +353,7 @@ fn tls_handshake(
 fn tls_read(
     tcp: &mut mio::net::TcpStream,
     tls: &mut ClientConnection,
+    sent: &mut u64,
     buf: &mut [u8],
 ) -> io::Result<usize> {
     loop {
@@ -361,13 +378,13 @@ fn tls_read(
             Err(e) => return Err(e),
         }
         if let Err(error) = tls.process_new_packets() {
-            let _ = write_tls_until_blocked(tcp, tls);
+            let _ = write_tls_until_blocked(tcp, tls, sent);
             return Err(tls_io_error(error));
         }
         // Records to answer (a key update): best effort now, the rest
         // on the next writable event.
         if tls.wants_write() {
-            write_tls_until_blocked(tcp, tls)?;
+            write_tls_until_blocked(tcp, tls, sent)?;
         }
     }
 }
@@ -377,6 +394,7 @@ fn tls_read(
 fn tls_write(
     tcp: &mut mio::net::TcpStream,
     tls: &mut ClientConnection,
+    sent: &mut u64,
     buf: &[u8],
 ) -> io::Result<usize> {
     // Twice at most: a full buffer that went out entirely has room for
@@ -384,7 +402,7 @@ fn tls_write(
     for _ in 0..2 {
         // rustls takes what fits its buffer limit (0 when full).
         let taken = tls.writer().write(buf)?;
-        let all_out = write_tls_until_blocked(tcp, tls)?;
+        let all_out = write_tls_until_blocked(tcp, tls, sent)?;
         if taken > 0 || buf.is_empty() {
             return Ok(taken);
         }

@@ -226,6 +226,7 @@ impl Conn {
             else {
                 return;
             };
+            let records_before = transport.records_sent();
             let sent = match &mut active.sending {
                 Sending::Head { written } => {
                     let payload = active.exchange.request.payload();
@@ -266,6 +267,7 @@ impl Conn {
                 },
                 other => other,
             };
+            took |= transport.records_sent() > records_before;
             match sent {
                 Sent::SocketFull => return self.track_write_stall(true, took),
                 Sent::Waiting => return self.track_write_stall(false, took),

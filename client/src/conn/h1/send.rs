@@ -121,6 +121,13 @@ impl BodyOut {
             if self.ended {
                 return Sent::Done;
             }
+            // What TLS holds goes before the source is asked for more: it
+            // may have nothing for a while, and the server is owed these.
+            match transport.flush() {
+                Ok(true) => {}
+                Ok(false) => return Sent::SocketFull,
+                Err(e) => return Sent::Socket(e),
+            }
             match self.pull(cx) {
                 Pulled::Data(bytes) => {
                     if let Err(error) = self.frame(bytes) {
