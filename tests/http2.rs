@@ -184,30 +184,63 @@ fn an_upload_in_memory_and_a_streamed_one_are_echoed() {
     client.close();
 }
 
+/// Answers `stream` with `len` bytes of 7s, sent as the client's window
+/// allows.
+async fn stream_sevens(mut stream: H2Stream, len: usize) {
+    let response = http::Response::builder().status(200).body(()).unwrap();
+    let Ok(mut send) = stream.respond.send_response(response, false) else {
+        return;
+    };
+    let chunk = Bytes::from(vec![7u8; 16 * 1024]);
+    let mut sent = 0;
+    while sent < len {
+        send.reserve_capacity(chunk.len());
+        match std::future::poll_fn(|cx| send.poll_capacity(cx)).await {
+            Some(Ok(n)) if n > 0 => {
+                let n = n.min(chunk.len()).min(len - sent);
+                let _ = send.send_data(chunk.slice(..n), sent + n >= len);
+                sent += n;
+            }
+            Some(Ok(_)) => {}
+            _ => return,
+        }
+    }
+    let _ = std::future::poll_fn(|cx| send.poll_reset(cx)).await;
+}
+
+#[test]
+fn bodies_read_one_after_another_do_not_starve_each_other_of_the_connection_window() {
+    // Eight responses of 2 MiB at once, their bodies read in order: each
+    // waiting body holds its pipe's window and its stream's window, and
+    // those must not take the connection's window from the one being read.
+    const LEN: usize = 2 << 20;
+    let server = H2Server::start(|stream| stream_sevens(stream, LEN));
+    let client = h2c()
+        .request_timeout(Duration::ZERO)
+        .read_timeout(Duration::from_secs(5))
+        .build()
+        .unwrap();
+    let futures: Vec<_> = (0..8)
+        .map(|i| client.get(server.url(&format!("/{i}"))).send())
+        .collect();
+    let responses: Vec<_> = futures.into_iter().map(|f| f.wait().unwrap()).collect();
+    // Until every waiting body has taken what its windows let in.
+    assert!(eventually(CEILING, || client.stats().buffered_body_bytes
+        >= 7 * 256 * 1024));
+    for (i, response) in responses.into_iter().enumerate() {
+        let body = response
+            .bytes()
+            .wait()
+            .unwrap_or_else(|e| panic!("body {i}: {e}"));
+        assert_eq!(body.len(), LEN, "body {i}");
+    }
+    client.close();
+}
+
 #[test]
 fn a_large_response_streams_through_a_small_window() {
     const LEN: usize = 4 << 20;
-    let server = H2Server::start(|mut stream| async move {
-        let response = http::Response::builder().status(200).body(()).unwrap();
-        let Ok(mut send) = stream.respond.send_response(response, false) else {
-            return;
-        };
-        let chunk = Bytes::from(vec![7u8; 16 * 1024]);
-        let mut sent = 0;
-        while sent < LEN {
-            send.reserve_capacity(chunk.len());
-            match std::future::poll_fn(|cx| send.poll_capacity(cx)).await {
-                Some(Ok(n)) if n > 0 => {
-                    let n = n.min(chunk.len());
-                    let _ = send.send_data(chunk.slice(..n), sent + n >= LEN);
-                    sent += n;
-                }
-                Some(Ok(_)) => {}
-                _ => return,
-            }
-        }
-        let _ = std::future::poll_fn(|cx| send.poll_reset(cx)).await;
-    });
+    let server = H2Server::start(|stream| stream_sevens(stream, LEN));
     let client = h2c()
         .body_window(64 * 1024)
         .http2_initial_stream_window_size(64 * 1024)

@@ -26,6 +26,14 @@ pub(crate) const EVENT_LOOP_MODE_WHEEL_TICK: Duration = Duration::from_micros(25
 /// RFC 8305's recommended "Connection Attempt Delay".
 pub(crate) const DEFAULT_HAPPY_EYEBALLS_DELAY: Duration = Duration::from_millis(250);
 
+/// The HTTP/2 connection window by default: 1 GiB, as Go's client has it.
+/// What a connection holds is bounded per stream already (its pipe's
+/// window and its stream window); a connection window below what its
+/// streams may hold unread lets bodies nobody reads yet take all of it,
+/// and the body being read waits for ever — a client that sends requests
+/// together and reads their bodies in turn would hang on the first.
+pub(crate) const DEFAULT_HTTP2_CONNECTION_WINDOW: u32 = 1 << 30;
+
 /// The settled configuration of a client.
 #[derive(Clone)]
 pub(crate) struct ClientConfig {
@@ -160,7 +168,7 @@ impl Default for Http2Options {
             max_connections_per_origin: 1,
             max_header_list_size: 64 * 1024,
             initial_stream_window: 256 * 1024,
-            initial_connection_window: 1024 * 1024,
+            initial_connection_window: DEFAULT_HTTP2_CONNECTION_WINDOW,
             max_frame_size: 16 * 1024,
             keep_alive_interval: None,
             keep_alive_timeout: Duration::from_secs(20),

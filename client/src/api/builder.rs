@@ -65,8 +65,10 @@ impl ClientBuilder {
     }
 
     /// Bound on the server not taking the request: how long writing it
-    /// may wait, with the socket full (over HTTP/2: the server's flow
-    /// control window spent), for the server to take another byte. It
+    /// may wait, its socket full (over HTTP/2: the server's flow-control
+    /// window spent), for room to write more — as `SO_SNDTIMEO` bounds a
+    /// blocking write (the socket tells of room once a share of its
+    /// buffer is free, not at each byte the server takes). It
     /// runs only while the request waits on the server — not while a
     /// streamed body's source has nothing yet, nor while the body waits
     /// for `100 Continue`. A server that stops reading an upload fails it
@@ -514,7 +516,12 @@ impl ClientBuilder {
     }
 
     /// The HTTP/2 flow-control window of each connection, shared by its
-    /// streams. Default 1 MiB.
+    /// streams. Default 1 GiB: what a connection holds is bounded per
+    /// stream (its [body window](Self::body_window) and its
+    /// [stream window](Self::http2_initial_stream_window_size)). A window
+    /// smaller than the streams you leave unread times their stream window
+    /// lets those hold all of it: a body being read then gets no more until
+    /// they are read (a read timeout, or a hang without one).
     pub fn http2_initial_connection_window_size(mut self, size: u32) -> Self {
         self.config.http2.initial_connection_window = size;
         self
