@@ -66,9 +66,10 @@ impl ClientBuilder {
 
     /// Bound on the server not taking the request: how long writing it
     /// may wait, its socket full (over HTTP/2: the server's flow-control
-    /// window spent), for room to write more — as `SO_SNDTIMEO` bounds a
-    /// blocking write (the socket tells of room once a share of its
-    /// buffer is free, not at each byte the server takes). It
+    /// window spent), for the server to take more. A socket tells of room
+    /// only once a share of its buffer is free, so before the timeout
+    /// fails, the connection tries the socket once more: it fires a few
+    /// milliseconds after its period at most, never before. It
     /// runs only while the request waits on the server — not while a
     /// streamed body's source has nothing yet, nor while the body waits
     /// for `100 Continue`. A server that stops reading an upload fails it

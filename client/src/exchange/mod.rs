@@ -130,6 +130,12 @@ pub(crate) struct Deadlines {
     pub(crate) on_event_loop: bool,
 }
 
+/// How long a connection has to try its socket once more, asked when its
+/// request's write timeout passed with no progress seen, before the
+/// timeout fails the exchange: what a write timeout may fire late, beyond
+/// its timer's own lateness.
+const WRITE_PROBE_WAIT: Duration = Duration::from_millis(5);
+
 /// Everything [`Exchange::new`] needs.
 pub(crate) struct ExchangeParts {
     pub(crate) id: u64,
@@ -182,9 +188,23 @@ struct Link {
     /// Counted while it waits in the pool's queue for a connection (see
     /// [`Exchange::wait_in_queue`]), until it has one or ends.
     queued: Option<crate::event_loop::Queued>,
+    /// The write timeout's period passed with no progress seen, and the
+    /// connection was asked to try the socket once more (see
+    /// [`WRITE_PROBE_WAIT`]).
+    write_probed: bool,
 }
 
 impl Link {
+    /// Wakes the connection for this exchange (for HTTP/2, its stream).
+    fn wake_conn(&self) {
+        if let ConnSlot::Ready(conn) = &self.conn {
+            match &conn.waker {
+                Some(waker) => waker.wake_by_ref(),
+                None => conn.event_loop.wake_source(conn.source),
+            }
+        }
+    }
+
     /// Fills the connection slot, returning what it held; the loops count
     /// the exchanges on their connections, and those awaited
     /// ([`EventLoop::attach_exchange`]).
@@ -339,6 +359,7 @@ impl Exchange {
                 awaited: false,
                 home: None,
                 queued: None,
+                write_probed: false,
             }),
             remote: Mutex::new(None),
             submitted,
@@ -516,13 +537,7 @@ impl Exchange {
         if self.is_done() {
             return;
         }
-        let link = lock(&self.link);
-        if let ConnSlot::Ready(conn) = &link.conn {
-            match &conn.waker {
-                Some(waker) => waker.wake_by_ref(),
-                None => conn.event_loop.wake_source(conn.source),
-            }
-        }
+        lock(&self.link).wake_conn();
     }
 
     /// Rings `alarm` at `deadline` (unless the exchange has ended by then):
@@ -620,13 +635,19 @@ impl Exchange {
         };
         self.mark_written(now);
         let deadline = deadline_after(now, write_timeout);
-        self.change(|link| link.timers.set(Timer::Write, deadline));
+        self.change(|link| {
+            link.write_probed = false;
+            link.timers.set(Timer::Write, deadline);
+        });
     }
 
     /// The request no longer waits on the server: the write timeout stops.
     pub(crate) fn stop_write(self: &Arc<Self>) {
         if self.deadlines.write_timeout.is_some() {
-            self.change(|link| link.timers.set(Timer::Write, None));
+            self.change(|link| {
+                link.write_probed = false;
+                link.timers.set(Timer::Write, None);
+            });
         }
     }
 
@@ -782,7 +803,21 @@ impl Exchange {
                 }
                 match self.stall_deadline(kind) {
                     Some(stalled_until) if now < stalled_until => {
+                        if timer == Timer::Write {
+                            link.write_probed = false;
+                        }
                         link.timers.set(timer, Some(stalled_until));
+                    }
+                    // A socket tells of room only once a share of its
+                    // buffer is free, which a server reading slowly may
+                    // take longer than the timeout to free: before the
+                    // write timeout fails, the connection tries the socket
+                    // once more (any room is the server's progress).
+                    Some(_) if timer == Timer::Write && !link.write_probed => {
+                        link.write_probed = true;
+                        link.timers
+                            .set(timer, deadline_after(now, WRITE_PROBE_WAIT));
+                        link.wake_conn();
                     }
                     Some(_) => failure = Some(kind),
                     None => link.timers.set(timer, None),
@@ -826,7 +861,7 @@ impl Exchange {
 
     /// A `tracing` event for a timeout that fired: its kind, where it ran
     /// (the wheel, or the loop's thread) and how late, against the request
-    /// deadline or the end of the read timeout's period.
+    /// deadline or the end of the read or write timeout's period.
     #[cfg(feature = "tracing")]
     fn trace_expiry(&self, kind: TimeoutKind, now: Instant, on_loop: bool) {
         let deadline = match kind {

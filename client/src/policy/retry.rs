@@ -135,7 +135,10 @@ impl Policy {
         );
         let before_response = matches!(
             error,
-            Error::Io { .. } | Error::ReadTimeout(_) | Error::HandshakeTimeout(_)
+            Error::Io { .. }
+                | Error::ReadTimeout(_)
+                | Error::WriteTimeout(_)
+                | Error::HandshakeTimeout(_)
         );
         let method_allows = self.any_method || method.is_idempotent();
         never_sent || (before_response && method_allows)
@@ -366,6 +369,14 @@ mod tests {
         assert!(Policy::attempts(3)
             .any_method(true)
             .retries_error(&io_error(), &http::Method::POST));
+        // A server that stopped taking the request: as one that went
+        // silent, for an idempotent method.
+        let stalled = Error::WriteTimeout(crate::error::Timeout {
+            remote: "r".into(),
+            duration: std::time::Duration::from_secs(1),
+        });
+        assert!(policy.retries_error(&stalled, &http::Method::PUT));
+        assert!(!policy.retries_error(&stalled, &http::Method::POST));
         assert!(!policy.retries_error(&Error::Cancelled, &http::Method::GET));
         assert!(!policy.retries_error(&Error::ClientClosed, &http::Method::GET));
         let status = Policy::attempts(2).on_status([StatusCode::SERVICE_UNAVAILABLE]);

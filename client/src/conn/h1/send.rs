@@ -63,7 +63,7 @@ pub(super) struct BodyOut {
     length: Option<u64>,
     produced: u64,
     ended: bool,
-    /// Bytes the socket took, framing included.
+    /// Bytes the transport took, framing included.
     sent: u64,
 }
 
@@ -145,7 +145,7 @@ impl BodyOut {
         }
     }
 
-    /// Bytes the socket took so far.
+    /// Bytes the transport took so far.
     pub(super) fn sent(&self) -> u64 {
         self.sent
     }
