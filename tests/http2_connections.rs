@@ -263,3 +263,34 @@ fn the_pools_per_host_limit_bounds_them_too() {
     assert_eq!(seen.per_connection(), BTreeMap::from([(0, 13)]));
     client.close();
 }
+
+#[test]
+fn a_hedged_copy_goes_on_another_connection_than_the_attempt_it_backs_up() {
+    for event_loops in [1, 2] {
+        // The first connection takes the request and never answers (as a
+        // stalled connection would); any other answers at once.
+        let server = support::h2_server::RawH2Server::start(|mut conn| {
+            if conn.index == 0 {
+                conn.drain(CEILING);
+            } else {
+                conn.answer_all();
+            }
+        });
+        let client = Client::builder()
+            .event_loops(event_loops)
+            .http2_prior_knowledge()
+            .request_timeout(CEILING)
+            .build()
+            .unwrap();
+        let response = client
+            .get(server.url("/"))
+            .hedge(tickless::hedge::Policy::after(Duration::from_millis(50)))
+            .send()
+            .wait()
+            .unwrap();
+        assert_eq!(response.status(), 200, "{event_loops} loops");
+        assert_eq!(server.connections.load(Ordering::SeqCst), 2);
+        client.close();
+        assert!(eventually(CEILING, || client.stats().armed_timers() == 0));
+    }
+}

@@ -375,6 +375,34 @@ fn a_hedged_request_that_answers_in_time_sends_no_copy() {
     client.close();
 }
 
+#[test]
+fn a_head_come_before_the_hedge_delay_sends_no_copy_however_late_the_caller_looks() {
+    for event_loop_timeouts in [false, true] {
+        let clock = ManualClock::new();
+        let (client, recorder) = client_on(&clock, event_loop_timeouts);
+        // A head, and a body still coming.
+        let server = TestServer::start(Behaviour::SendThenStall(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nfirst".to_vec(),
+        ));
+        let future = client
+            .get(server.url("/"))
+            .hedge(hedge::Policy::after(Duration::from_millis(50)))
+            .send();
+        assert!(eventually(CEILING, || future.is_done()), "no head");
+        // The caller is busy elsewhere past the delay: it rings meanwhile.
+        clock.advance(Duration::from_millis(60));
+        thread::sleep(QUIET);
+        let response = future.wait().unwrap();
+        assert_eq!(response.status(), 200);
+        thread::sleep(QUIET);
+        assert_eq!(hedges_seen(&recorder), 0, "mode {event_loop_timeouts}");
+        assert_eq!(client.stats().retry_budget.hedges_total, 0);
+        assert_eq!(server.connections_accepted(), 1);
+        drop(response);
+        client.close();
+    }
+}
+
 /// Polls `future` once with a waker that does nothing.
 fn poll_once(
     future: &mut tickless::ResponseFuture,

@@ -91,8 +91,17 @@ impl Shared {
     /// The open connection with the most streams free (the oldest of
     /// equals), and whether it has one free.
     fn emptiest(&self) -> Option<(SharedConn, bool)> {
+        self.emptiest_for(None)
+    }
+
+    /// [`emptiest`](Self::emptiest) of those `exchange` may go on (a
+    /// hedged copy keeps away from the connection of what it backs up).
+    fn emptiest_for(&self, exchange: Option<&Exchange>) -> Option<(SharedConn, bool)> {
         self.open
             .iter()
+            .filter(|conn| {
+                exchange.is_none_or(|e| !e.avoids(conn.conn.event_loop.index(), conn.conn.source))
+            })
             .map(|conn| (conn, conn.load.free()))
             .min_by_key(|&(_, free)| std::cmp::Reverse(free))
             .map(|(conn, free)| (conn.clone(), free > 0))
@@ -340,7 +349,9 @@ impl Dispatcher {
     /// a free stream; else has it wait for the one being opened; else
     /// opens another, if the origin may have one more; else has it wait
     /// for a stream on the connection with the fewest waiting. Gives it
-    /// back for the pool when its origin has no HTTP/2 connection (yet).
+    /// back for the pool when its origin has no HTTP/2 connection (yet),
+    /// or when it is a hedged copy with no connection but the one it
+    /// backs up to go on.
     fn route_shared(&self, exchange: Arc<Exchange>) -> Routed {
         let https = exchange.origin.scheme == crate::net::Scheme::Https;
         // A proxy that forwards plain requests speaks HTTP/1.1; so does
@@ -369,7 +380,14 @@ impl Dispatcher {
             shared.insert(exchange.route().clone(), entry);
             return Routed::Opener(exchange);
         };
-        let emptiest = entry.emptiest();
+        let emptiest = entry.emptiest_for(Some(&exchange));
+        if exchange.avoided_loop().is_some() && !matches!(emptiest, Some((_, true))) {
+            // A hedged copy with no other connection that has a stream
+            // free: one of its own, through the pool — shared if the
+            // origin may have one more, else serving the copy alone.
+            drop(shared);
+            return Routed::Pool(exchange);
+        }
         let conn = match (emptiest, &mut entry.opening) {
             (Some((conn, true)), _) => conn,
             (_, Some(opening)) => {

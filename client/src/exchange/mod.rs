@@ -88,6 +88,14 @@ pub(crate) struct ConnRef {
     pub(crate) waker: Option<std::task::Waker>,
 }
 
+/// Where an exchange runs: its connection's loop, and the connection (a
+/// source of that loop) while it has one.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Carrier {
+    pub(crate) loop_index: usize,
+    pub(crate) conn: Option<SourceRef>,
+}
+
 /// What the exchange's connection slot holds.
 pub(crate) enum ConnSlot {
     /// No connection: waiting for one, or resolving.
@@ -305,9 +313,9 @@ pub(crate) struct Exchange {
     registry_key: AtomicUsize,
     /// Rung when [`Timer::Hedge`] is due (see [`arm_hedge`](Self::arm_hedge)).
     hedge_alarm: Mutex<Option<Arc<Alarm>>>,
-    /// The index of a loop a new connection for it should not be on (a
-    /// hedged copy avoids the loop of the attempt it backs up).
-    avoid_loop: OnceLock<usize>,
+    /// Where the attempt a hedged copy backs up runs: the copy keeps away
+    /// from its connection, and a new one for it from its loop.
+    backs_up: OnceLock<Carrier>,
     /// [`Link::awaited`], read without the lock once set.
     awaited: AtomicBool,
 }
@@ -368,7 +376,7 @@ impl Exchange {
             registry: parts.registry,
             registry_key: AtomicUsize::new(registry::UNREGISTERED),
             hedge_alarm: Mutex::new(None),
-            avoid_loop: OnceLock::new(),
+            backs_up: OnceLock::new(),
             awaited: AtomicBool::new(false),
         })
     }
@@ -554,15 +562,43 @@ impl Exchange {
         self.change(|link| link.timers.set(Timer::Hedge, Some(deadline)));
     }
 
-    /// A new connection for this exchange goes on another loop than
-    /// `index`, where there is one (before it is submitted).
-    pub(crate) fn avoid_loop(&self, index: usize) {
-        let _ = self.avoid_loop.set(index);
+    /// Where this exchange runs, or ran when it ended: its connection's
+    /// loop, and the connection while it has one.
+    pub(crate) fn carrier(&self) -> Option<Carrier> {
+        let link = lock(&self.link);
+        match &link.conn {
+            ConnSlot::Ready(conn) => Some(Carrier {
+                loop_index: conn.event_loop.index(),
+                conn: Some(conn.source),
+            }),
+            ConnSlot::None | ConnSlot::Opening(_) => {
+                link.ended_on.as_ref().map(|event_loop| Carrier {
+                    loop_index: event_loop.index(),
+                    conn: None,
+                })
+            }
+        }
     }
 
-    /// See [`avoid_loop`](Self::avoid_loop).
+    /// This exchange is a hedged copy of the attempt `carrier` carries:
+    /// it goes on another connection than that one, and a new connection
+    /// for it on another loop, where there is one (before it is submitted).
+    pub(crate) fn back_up(&self, carrier: Carrier) {
+        let _ = self.backs_up.set(carrier);
+    }
+
+    /// The loop a new connection for it keeps away from (see
+    /// [`back_up`](Self::back_up)).
     pub(crate) fn avoided_loop(&self) -> Option<usize> {
-        self.avoid_loop.get().copied()
+        self.backs_up.get().map(|carrier| carrier.loop_index)
+    }
+
+    /// Whether it keeps away from the connection `conn` of loop
+    /// `loop_index` (see [`back_up`](Self::back_up)).
+    pub(crate) fn avoids(&self, loop_index: usize, conn: SourceRef) -> bool {
+        self.backs_up
+            .get()
+            .is_some_and(|carrier| carrier.loop_index == loop_index && carrier.conn == Some(conn))
     }
 
     /// Clears the hedge delay (the head has come: no copy is wanted).

@@ -181,15 +181,6 @@ impl Attempts {
                     return Poll::Ready(Err(self.outcome(error)));
                 }
             }
-            if let Some((alarm, _)) = &self.hedge_alarm {
-                if alarm.poll(cx).is_ready() {
-                    self.hedge_alarm = None;
-                    // Rung before a cancel was seen: no copy after it.
-                    if !self.cancelled.load(Ordering::Acquire) {
-                        self.send_copy(&mut sender);
-                    }
-                }
-            }
             match self.current.poll_head(cx) {
                 Poll::Ready(outcome) => match self.on_outcome(outcome, &mut sender) {
                     Some(done) => return Poll::Ready(done),
@@ -202,6 +193,19 @@ impl Attempts {
                 Poll::Pending => None,
             });
             let Some((i, outcome)) = settled else {
+                // No attempt has its head (looked at first: a caller that
+                // polls after the delay, its head come meanwhile, must not
+                // send a copy for a request already answered).
+                if let Some((alarm, _)) = &self.hedge_alarm {
+                    if alarm.poll(cx).is_ready() {
+                        self.hedge_alarm = None;
+                        // Rung before a cancel was seen: no copy after it.
+                        if !self.cancelled.load(Ordering::Acquire) {
+                            self.send_copy(&mut sender);
+                            continue;
+                        }
+                    }
+                }
                 return Poll::Pending;
             };
             let copy = self.copies.swap_remove(i);
@@ -442,8 +446,8 @@ impl Attempts {
         let Ok(copy) = hop::exchange_for(sender.dispatcher, sender.hop, sender.settings) else {
             return;
         };
-        if let Some(backed_up) = self.current.last_loop() {
-            copy.avoid_loop(backed_up.index());
+        if let Some(carrier) = self.current.carrier() {
+            copy.back_up(carrier);
         }
         self.copies_sent += 1;
         copy.listener.on_hedge(self.copies_sent);
