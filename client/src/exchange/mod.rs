@@ -562,21 +562,20 @@ impl Exchange {
         self.change(|link| link.timers.set(Timer::Hedge, Some(deadline)));
     }
 
-    /// Where this exchange runs, or ran when it ended: its connection's
-    /// loop, and the connection while it has one.
+    /// Where this exchange runs (or its connection is being opened), or
+    /// ran when it ended: its connection's loop, and the connection while
+    /// it has one.
     pub(crate) fn carrier(&self) -> Option<Carrier> {
         let link = lock(&self.link);
         match &link.conn {
-            ConnSlot::Ready(conn) => Some(Carrier {
+            ConnSlot::Ready(conn) | ConnSlot::Opening(conn) => Some(Carrier {
                 loop_index: conn.event_loop.index(),
                 conn: Some(conn.source),
             }),
-            ConnSlot::None | ConnSlot::Opening(_) => {
-                link.ended_on.as_ref().map(|event_loop| Carrier {
-                    loop_index: event_loop.index(),
-                    conn: None,
-                })
-            }
+            ConnSlot::None => link.ended_on.as_ref().map(|event_loop| Carrier {
+                loop_index: event_loop.index(),
+                conn: None,
+            }),
         }
     }
 
