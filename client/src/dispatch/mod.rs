@@ -381,7 +381,7 @@ impl Dispatcher {
             return Routed::Opener(exchange);
         };
         let emptiest = entry.emptiest_for(Some(&exchange));
-        if exchange.avoided_loop().is_some() && !matches!(emptiest, Some((_, true))) {
+        if exchange.is_backup() && !matches!(emptiest, Some((_, true))) {
             // A hedged copy with no other connection that has a stream
             // free: one of its own, through the pool — shared if the
             // origin may have one more, else serving the copy alone.

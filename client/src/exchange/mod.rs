@@ -586,6 +586,12 @@ impl Exchange {
         let _ = self.backs_up.set(carrier);
     }
 
+    /// Whether it is a hedged copy that knows what it backs up (see
+    /// [`back_up`](Self::back_up)).
+    pub(crate) fn is_backup(&self) -> bool {
+        self.backs_up.get().is_some()
+    }
+
     /// The loop a new connection for it keeps away from (see
     /// [`back_up`](Self::back_up)).
     pub(crate) fn avoided_loop(&self) -> Option<usize> {
