@@ -89,10 +89,10 @@ pub(crate) struct ConnRef {
 }
 
 /// Where an exchange runs: its connection's loop, and the connection (a
-/// source of that loop) while it has one.
+/// source of that loop), as far as it has them.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Carrier {
-    pub(crate) loop_index: usize,
+    pub(crate) loop_index: Option<usize>,
     pub(crate) conn: Option<SourceRef>,
 }
 
@@ -564,30 +564,31 @@ impl Exchange {
 
     /// Where this exchange runs (or its connection is being opened), or
     /// ran when it ended: its connection's loop, and the connection while
-    /// it has one.
-    pub(crate) fn carrier(&self) -> Option<Carrier> {
+    /// it has one; nothing yet while it waits for a connection.
+    pub(crate) fn carrier(&self) -> Carrier {
         let link = lock(&self.link);
         match &link.conn {
-            ConnSlot::Ready(conn) | ConnSlot::Opening(conn) => Some(Carrier {
-                loop_index: conn.event_loop.index(),
+            ConnSlot::Ready(conn) | ConnSlot::Opening(conn) => Carrier {
+                loop_index: Some(conn.event_loop.index()),
                 conn: Some(conn.source),
-            }),
-            ConnSlot::None => link.ended_on.as_ref().map(|event_loop| Carrier {
-                loop_index: event_loop.index(),
+            },
+            ConnSlot::None => Carrier {
+                loop_index: link.ended_on.as_ref().map(|event_loop| event_loop.index()),
                 conn: None,
-            }),
+            },
         }
     }
 
     /// This exchange is a hedged copy of the attempt `carrier` carries:
-    /// it goes on another connection than that one, and a new connection
-    /// for it on another loop, where there is one (before it is submitted).
+    /// it goes on another connection than that one (over HTTP/2, one with
+    /// a stream free or its own: never the one the attempt waits for), and
+    /// a new connection for it on another loop, where there is one (before
+    /// it is submitted).
     pub(crate) fn back_up(&self, carrier: Carrier) {
         let _ = self.backs_up.set(carrier);
     }
 
-    /// Whether it is a hedged copy that knows what it backs up (see
-    /// [`back_up`](Self::back_up)).
+    /// Whether it is a hedged copy (see [`back_up`](Self::back_up)).
     pub(crate) fn is_backup(&self) -> bool {
         self.backs_up.get().is_some()
     }
@@ -595,15 +596,15 @@ impl Exchange {
     /// The loop a new connection for it keeps away from (see
     /// [`back_up`](Self::back_up)).
     pub(crate) fn avoided_loop(&self) -> Option<usize> {
-        self.backs_up.get().map(|carrier| carrier.loop_index)
+        self.backs_up.get().and_then(|carrier| carrier.loop_index)
     }
 
     /// Whether it keeps away from the connection `conn` of loop
     /// `loop_index` (see [`back_up`](Self::back_up)).
     pub(crate) fn avoids(&self, loop_index: usize, conn: SourceRef) -> bool {
-        self.backs_up
-            .get()
-            .is_some_and(|carrier| carrier.loop_index == loop_index && carrier.conn == Some(conn))
+        self.backs_up.get().is_some_and(|carrier| {
+            carrier.loop_index == Some(loop_index) && carrier.conn == Some(conn)
+        })
     }
 
     /// Clears the hedge delay (the head has come: no copy is wanted).
