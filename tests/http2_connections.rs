@@ -294,3 +294,42 @@ fn a_hedged_copy_goes_on_another_connection_than_the_attempt_it_backs_up() {
         assert!(eventually(CEILING, || client.stats().armed_timers() == 0));
     }
 }
+
+#[test]
+fn a_connection_closed_idle_or_retired_tells_the_server_with_a_goaway() {
+    use support::h2_server::{ok_headers, RawH2Server, GOAWAY, HEADERS};
+    // Answers every request, and notes the client's GOAWAY (its error
+    // code) before the connection ends.
+    let goaways = Arc::new(Mutex::new(Vec::new()));
+    let seen = goaways.clone();
+    let server = RawH2Server::start(move |mut conn| {
+        let settings = support::h2_server::frame(0x4, 0x1, 0, &[]);
+        while let Some(frame) = conn.read_frame() {
+            match frame.kind {
+                HEADERS => conn.send(&ok_headers(frame.stream)),
+                0x4 if frame.flags & 0x1 == 0 => conn.send(&settings),
+                GOAWAY => seen
+                    .lock()
+                    .unwrap()
+                    .push(u32::from_be_bytes(frame.payload[4..8].try_into().unwrap())),
+                _ => {}
+            }
+        }
+    });
+    let short = Duration::from_millis(100);
+    let idle = Client::builder().pooled_connection_idle_timeout(short);
+    let retired = Client::builder().connection_ttl(short);
+    for (why, builder) in [("idle", idle), ("retired", retired)] {
+        let before = goaways.lock().unwrap().len();
+        let client = builder.http2_prior_knowledge().build().unwrap();
+        let response = client.get(server.url("/")).send().wait().unwrap();
+        assert_eq!(response.status(), 200);
+        drop(response);
+        assert!(
+            eventually(CEILING, || goaways.lock().unwrap().len() > before),
+            "{why}: no GOAWAY"
+        );
+        assert_eq!(goaways.lock().unwrap()[before], 0, "{why}: NO_ERROR");
+        client.close();
+    }
+}

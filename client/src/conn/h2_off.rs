@@ -18,6 +18,10 @@ impl Http2 {
     pub(super) fn is_shared(&self) -> bool {
         match *self {}
     }
+
+    pub(super) fn say_goodbye(&mut self) {
+        match *self {}
+    }
 }
 
 /// Without HTTP/2, no transport negotiates it.

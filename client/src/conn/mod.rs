@@ -316,11 +316,12 @@ impl Conn {
             let _ = cx.registry.deregister(transport.tcp_mut());
         }
         self.disarm_timer(cx);
-        if let State::H2(h2) = &self.state {
+        if let State::H2(h2) = &mut self.state {
             if h2.is_shared() {
                 let id = self.info.as_ref().map_or(0, |info| info.id);
                 self.owner.unshare(&self.route, id);
             }
+            h2.say_goodbye();
         }
         self.state = State::Closed;
         cx.remove_me();

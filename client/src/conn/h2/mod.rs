@@ -236,6 +236,26 @@ impl Http2 {
     pub(super) fn is_shared(&self) -> bool {
         self.shared
     }
+
+    /// The connection closes: with no stream left, the server is told with
+    /// a `GOAWAY(NO_ERROR)`, as far as the socket takes it now (RFC 9113
+    /// §6.8 — `h2` sends one once nothing can open a stream any more: the
+    /// request handle and the PING handle dropped, and the connection
+    /// polled).
+    pub(super) fn say_goodbye(&mut self) {
+        if !self.streams.is_empty() {
+            return;
+        }
+        if let Phase::Open {
+            mut conn,
+            send,
+            ping,
+        } = std::mem::replace(&mut self.phase, Phase::Ended)
+        {
+            drop((send, ping));
+            let _ = Pin::new(&mut conn).poll(&mut Context::from_waker(Waker::noop()));
+        }
+    }
 }
 
 impl Conn {
