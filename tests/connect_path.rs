@@ -178,6 +178,49 @@ fn a_name_the_resolver_never_answers_holds_up_no_other_and_the_request_timeout_e
 }
 
 #[test]
+fn a_request_that_ends_while_its_name_is_looked_up_gives_its_connection_back_at_once() {
+    // One connection for the whole client: the request stuck in a lookup
+    // holds it, until it times out — then the next request has it, the
+    // resolver still silent.
+    let server = TestServer::respond(|_| ok("fine"));
+    let resolver = Arc::new(Stuck::default());
+    let client = builder()
+        .resolver(resolver.clone())
+        .max_connections(1)
+        .request_timeout(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let port = server.addr().port();
+    let error = client
+        .get(format!("http://slow.test:{port}/"))
+        .send()
+        .wait()
+        .unwrap_err();
+    assert!(matches!(error, Error::RequestTimeout(_)), "{error:?}");
+    let body = client
+        .get(format!("http://fast.test:{port}/"))
+        .request_timeout(CEILING)
+        .send()
+        .wait()
+        .unwrap()
+        .text()
+        .wait()
+        .unwrap();
+    assert_eq!(body, "fine");
+    // The late answer gives nothing back twice: one connection still.
+    let late = resolver.held.lock().unwrap().pop().unwrap();
+    late.addresses([SocketAddr::from(([127, 0, 0, 1], port))]);
+    let again: Vec<_> = (0..3)
+        .map(|_| client.get(format!("http://fast.test:{port}/")).send())
+        .collect();
+    for future in again {
+        future.wait().unwrap();
+    }
+    assert_eq!(server.connections_accepted(), 1);
+    client.close();
+}
+
+#[test]
 fn overrides_answer_without_the_resolver_and_port_zero_takes_the_request_port() {
     let server = TestServer::respond(|_| ok("overridden"));
     let resolver = Arc::new(Stuck::default());

@@ -429,3 +429,38 @@ fn http2_goes_inside_a_connect_tunnel_and_its_connection_is_shared() {
     // One tunnel, one HTTP/2 connection, for all three.
     assert_eq!(client.stats().open_connections, 1);
 }
+
+#[test]
+fn a_proxy_that_never_finishes_its_handshake_is_a_proxy_handshake_timeout() {
+    // A proxy that takes the connection and says nothing: the SOCKS5
+    // exchange (plain origin: no TLS anywhere) and CONNECT (TLS not begun)
+    // stall; either is the proxy's timeout, not a TLS one.
+    let silent = TestServer::start(Behaviour::NeverAnswer);
+    let timeout = Duration::from_millis(200);
+    for (proxy, url) in [
+        (
+            format!("socks5h://{}", silent.addr()),
+            "http://origin.invalid/",
+        ),
+        (
+            format!("http://{}", silent.addr()),
+            "https://origin.invalid/",
+        ),
+    ] {
+        let client = client_via(Proxy::all(&proxy).unwrap())
+            .handshake_timeout(timeout)
+            .request_timeout(CEILING)
+            .build()
+            .unwrap();
+        let error = client.get(url).send().wait().unwrap_err();
+        assert_eq!(error.timeout_kind(), Some(tickless::TimeoutKind::Handshake));
+        assert!(!error.to_string().contains("TLS"), "{error}");
+        let (named, _, source) = proxy_error(error);
+        assert_eq!(named, proxy);
+        assert!(
+            matches!(&source, ProxyError::HandshakeTimeout(t) if t.duration == timeout),
+            "{source:?}"
+        );
+        client.close();
+    }
+}

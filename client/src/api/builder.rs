@@ -87,10 +87,14 @@ impl ClientBuilder {
         self
     }
 
-    /// Bound on each TLS handshake, from the TCP connect to the end of the
-    /// handshake. Default 10 s; zero disables it (the request timeout
+    /// Bound on each TLS handshake, and on a proxy's own (its CONNECT
+    /// answer, the SOCKS5 exchange), from the TCP connect to the end of
+    /// the handshake. Default 10 s; zero disables it (the request timeout
     /// still bounds it). Armed on the connection's loop in both timeout
-    /// modes; it fails the exchange with [`Error::HandshakeTimeout`](crate::Error::HandshakeTimeout).
+    /// modes; it fails the exchange with [`Error::HandshakeTimeout`](crate::Error::HandshakeTimeout),
+    /// or, if the proxy's handshake had not ended,
+    /// [`Error::Proxy`](crate::Error::Proxy) with
+    /// [`ProxyError::HandshakeTimeout`](crate::ProxyError::HandshakeTimeout).
     pub fn handshake_timeout(mut self, timeout: Duration) -> Self {
         self.config.handshake_timeout = nonzero(timeout);
         self

@@ -481,10 +481,18 @@ impl Conn {
             return;
         };
         let duration = self.env().config.handshake_timeout.unwrap_or_default();
-        let error = Error::timeout_of(TimeoutKind::Handshake, exchange.remote_name(), duration);
+        let remote = exchange.remote_name();
         match self.state {
-            State::Handshaking(_) => self.fail_handshake(cx, exchange, error),
-            _ => self.opening_failed(cx, exchange, error),
+            State::Handshaking(_) => {
+                let error = Error::timeout_of(TimeoutKind::Handshake, remote, duration);
+                self.fail_handshake(cx, exchange, error);
+            }
+            // The proxy's own handshake: TLS has not begun.
+            _ => {
+                let timeout = crate::error::Timeout { remote, duration };
+                let error = self.proxy_error(&exchange, ProxyError::HandshakeTimeout(timeout));
+                self.opening_failed(cx, exchange, error);
+            }
         }
     }
 

@@ -77,6 +77,22 @@ struct Opening {
     waiting: Vec<Arc<Exchange>>,
 }
 
+/// The connection permit of an exchange whose name is being looked up,
+/// held by the exchange until the answer comes (see [`Exchange::hold`]).
+struct LookupPermit {
+    dispatcher: Weak<Dispatcher>,
+    route: Route,
+    opener: u64,
+}
+
+impl crate::exchange::Held for LookupPermit {
+    fn give_back(&self) {
+        if let Some(dispatcher) = self.dispatcher.upgrade() {
+            dispatcher.released(&self.route, self.opener);
+        }
+    }
+}
+
 /// Where [`Dispatcher::route_shared`] sends a request.
 enum Routed {
     /// To a shared connection, or to wait for the one being opened.
@@ -567,17 +583,27 @@ impl Dispatcher {
             exchange.listener.on_resolved(&host, &addrs);
             return then(self, exchange, addrs);
         }
+        // The permit goes back as soon as the exchange ends (a timeout, a
+        // cancel), not when the resolver answers: a resolver stuck for
+        // seconds would otherwise hold the origin's connections.
+        let permit = Arc::new(LookupPermit {
+            dispatcher: self.me.clone(),
+            route: exchange.route().clone(),
+            opener: exchange.id,
+        });
+        if !exchange.hold(permit) {
+            return;
+        }
         let weak = self.me.clone();
         let asked = host.clone();
         let answer = ResolveAnswer::new(move |result| {
+            if !exchange.unhold() {
+                return; // Ended meanwhile: the permit went back then.
+            }
             let Some(dispatcher) = weak.upgrade() else {
                 exchange.finish_err(Error::ClientClosed);
                 return;
             };
-            if exchange.is_done() {
-                dispatcher.released(exchange.route(), exchange.id);
-                return;
-            }
             match result {
                 Ok(addrs) => {
                     exchange.listener.on_resolved(&host, &addrs);

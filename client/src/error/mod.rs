@@ -27,7 +27,8 @@ pub enum TimeoutKind {
     Write,
     /// A connection could not be established within the connect timeout.
     Connect,
-    /// The TLS handshake did not finish within the handshake timeout.
+    /// A handshake — TLS, or a proxy's (as [`ProxyError::HandshakeTimeout`])
+    /// — did not finish within the handshake timeout.
     Handshake,
 }
 
@@ -479,7 +480,11 @@ impl Error {
             Error::ReadTimeout(_) => TimeoutKind::Read,
             Error::WriteTimeout(_) => TimeoutKind::Write,
             Error::ConnectTimeout(_) => TimeoutKind::Connect,
-            Error::HandshakeTimeout(_) => TimeoutKind::Handshake,
+            Error::HandshakeTimeout(_)
+            | Error::Proxy {
+                source: ProxyError::HandshakeTimeout(_),
+                ..
+            } => TimeoutKind::Handshake,
             _ => return None,
         })
     }
@@ -492,7 +497,11 @@ impl Error {
             | Error::ReadTimeout(t)
             | Error::WriteTimeout(t)
             | Error::ConnectTimeout(t)
-            | Error::HandshakeTimeout(t) => Some(t),
+            | Error::HandshakeTimeout(t)
+            | Error::Proxy {
+                source: ProxyError::HandshakeTimeout(t),
+                ..
+            } => Some(t),
             _ => None,
         }
     }

@@ -46,6 +46,13 @@ pub enum ProxyError {
     /// of the credentials, or a protocol error.
     #[error(transparent)]
     Socks(#[from] SocksError),
+    /// The proxy did not finish its handshake (the CONNECT answer, or the
+    /// SOCKS5 exchange) within the
+    /// [handshake timeout](crate::ClientBuilder::handshake_timeout). A
+    /// timeout: [`Error::timeout_kind`](super::Error::timeout_kind) is
+    /// [`Handshake`](super::TimeoutKind::Handshake).
+    #[error("the proxy's handshake took longer than {} ms", .0.millis())]
+    HandshakeTimeout(super::Timeout),
 }
 
 /// `: Basic realm="x", Negotiate` after a 407, if it sent challenges.

@@ -200,6 +200,16 @@ struct Link {
     /// connection was asked to try the socket once more (see
     /// [`WRITE_PROBE_WAIT`]).
     write_probed: bool,
+    /// What it holds while it has no connection (see [`Exchange::hold`]).
+    held: Option<Arc<dyn Held>>,
+}
+
+/// Something taken for an exchange that has no connection yet — the
+/// connection permit it holds while its name is looked up — given back if
+/// the exchange ends before it is taken on.
+pub(crate) trait Held: Send + Sync {
+    /// The exchange ended first.
+    fn give_back(&self);
 }
 
 impl Link {
@@ -368,6 +378,7 @@ impl Exchange {
                 home: None,
                 queued: None,
                 write_probed: false,
+                held: None,
             }),
             remote: Mutex::new(None),
             submitted,
@@ -562,6 +573,27 @@ impl Exchange {
         self.change(|link| link.timers.set(Timer::Hedge, Some(deadline)));
     }
 
+    /// `held` is taken for this exchange while it has no connection: given
+    /// back if it ends first — at once if it has ended already (then
+    /// false: nothing is to be done for it).
+    pub(crate) fn hold(&self, held: Arc<dyn Held>) -> bool {
+        {
+            let mut link = lock(&self.link);
+            if !self.is_done() {
+                link.held = Some(held);
+                return true;
+            }
+        }
+        held.give_back();
+        false
+    }
+
+    /// Takes back what [`hold`](Self::hold) gave it, to go on with it:
+    /// false if the exchange ended meanwhile and gave it back.
+    pub(crate) fn unhold(&self) -> bool {
+        lock(&self.link).held.take().is_some()
+    }
+
     /// Where this exchange runs (or its connection is being opened), or
     /// ran when it ended: its connection's loop, and the connection while
     /// it has one; nothing yet while it waits for a connection.
@@ -750,16 +782,19 @@ impl Exchange {
         if self.done.swap(true, Ordering::SeqCst) {
             return None;
         }
-        let (armed, conn) = {
+        let (armed, conn, held) = {
             let mut link = lock(&self.link);
             let conn = link.set_conn(ConnSlot::None);
             if let ConnSlot::Ready(carrier) = &conn {
                 link.ended_on = Some(carrier.event_loop.clone());
             }
-            (link.timers.end(), conn)
+            (link.timers.end(), conn, link.held.take())
         };
         if let Some(armed) = armed {
             armed.cancel();
+        }
+        if let Some(held) = held {
+            held.give_back();
         }
         self.registry
             .remove(self.registry_key.load(Ordering::SeqCst), self.id);
