@@ -10,7 +10,8 @@
 mod support;
 
 use std::io::Write;
-use std::net::TcpStream;
+use std::net::{TcpListener, TcpStream};
+use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 use support::real::Httpbin;
@@ -198,6 +199,59 @@ fn accept_encoding_names_the_codings_this_build_has() {
         Some("identity")
     );
     client.close();
+}
+
+#[test]
+fn a_flushed_piece_of_a_stream_is_read_whole_before_the_server_sends_more() {
+    // A gzip stream (as events or a long poll send): a piece that decodes
+    // to several decoded chunks, flushed, then nothing until the client has
+    // read it all — the rest of the stream waits for the client's word.
+    for size in [40_000usize, 200_000, 1 << 20] {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/", listener.local_addr().unwrap());
+        let (read_all, client_read) = mpsc::channel::<()>();
+        let server = thread::spawn(move || {
+            let (mut stream, _) = listener.accept().unwrap();
+            read_head(&mut stream).unwrap();
+            let mut encoder =
+                flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            encoder.write_all(&vec![b'a'; size]).unwrap();
+            encoder.flush().unwrap(); // Z_SYNC_FLUSH: decodable so far
+            let flushed = std::mem::take(encoder.get_mut());
+            let head = "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\n\
+                        Transfer-Encoding: chunked\r\n\r\n";
+            let chunk = |bytes: &[u8]| {
+                [format!("{:x}\r\n", bytes.len()).as_bytes(), bytes, b"\r\n"].concat()
+            };
+            stream.write_all(head.as_bytes()).unwrap();
+            stream.write_all(&chunk(&flushed)).unwrap();
+            if client_read.recv_timeout(Duration::from_secs(30)).is_err() {
+                return;
+            }
+            encoder.write_all(b"the end").unwrap();
+            let last = encoder.finish().unwrap();
+            let _ = stream.write_all(&[chunk(&last), b"0\r\n\r\n".to_vec()].concat());
+        });
+        // A read timeout: a piece held back waits for bytes that come only
+        // after it has been read whole.
+        let client = Client::builder()
+            .event_loops(1)
+            .read_timeout(Duration::from_secs(2))
+            .build()
+            .unwrap();
+        let mut response = client.get(&url).send().wait().unwrap();
+        let mut got = 0;
+        while got < size {
+            let chunk = response.chunk().wait();
+            let chunk = chunk.unwrap_or_else(|e| panic!("{size}: after {got} bytes: {e}"));
+            got += chunk.expect("more of the piece").len();
+        }
+        assert_eq!(got, size);
+        read_all.send(()).unwrap();
+        assert_eq!(response.bytes().wait().unwrap(), "the end");
+        server.join().unwrap();
+        client.close();
+    }
 }
 
 #[test]

@@ -66,6 +66,9 @@ pub(crate) struct Decoding {
     /// Raw bytes fed and not yet taken by the decoder.
     input: Bytes,
     out: BytesMut,
+    /// The last call filled its output: the decoder may hold more decoded
+    /// bytes, with no more raw input needed for them.
+    full: bool,
     /// The server, for errors.
     remote: String,
 }
@@ -76,6 +79,7 @@ impl Decoding {
             decoder,
             input: Bytes::new(),
             out: BytesMut::new(),
+            full: false,
             remote,
         }
     }
@@ -88,12 +92,15 @@ impl Decoding {
     }
 
     /// Decoded bytes from what was fed, or `None` if it needs another raw
-    /// chunk.
+    /// chunk. Not before the decoder has had room to spare: what it holds
+    /// of a piece the server flushed must not wait for the next raw chunk,
+    /// which a stream (events, a long poll) may not send for a long time.
     pub(crate) fn next(&mut self) -> Result<Option<Bytes>, Error> {
-        while !self.input.is_empty() {
+        while !self.input.is_empty() || self.full {
             self.out.resize(OUT_CHUNK, 0);
             let decoded = self.decoder.decode(&self.input, &mut self.out);
             let (consumed, produced) = decoded.map_err(|e| self.error(e))?;
+            self.full = produced == OUT_CHUNK;
             let _ = self.input.split_to(consumed);
             if produced > 0 {
                 return Ok(Some(self.take(produced)));
