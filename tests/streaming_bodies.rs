@@ -157,6 +157,40 @@ fn a_truncated_body_is_an_error_where_it_is_read_never_a_short_success() {
 }
 
 #[test]
+fn a_body_that_failed_fails_again_however_it_is_read_again() {
+    // Code that reads on after an error (a retry after a timeout,
+    // `BufRead::lines`) must not find a clean end: the body was cut short.
+    let mut wire = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n".to_vec();
+    wire.extend_from_slice(&[b'h'; 50]);
+    let server = TestServer::start(Behaviour::SendThenClose(wire));
+    let client = client(false);
+    for read_again in ["read", "chunk", "bytes"] {
+        let mut response = client.get(server.url("/")).send().wait().unwrap();
+        let body = response.body_mut();
+        let mut got = Vec::new();
+        assert!(body.read_to_end(&mut got).is_err());
+        assert_eq!(got.len(), 50);
+        assert!(!body.is_end(), "a failed body has no end");
+        let again = match read_again {
+            "read" => body.read(&mut [0; 16]).map(|n| n.to_string()),
+            "chunk" => body
+                .chunk()
+                .wait()
+                .map(|c| format!("{c:?}"))
+                .map_err(std::io::Error::from),
+            _ => response
+                .bytes()
+                .wait()
+                .map(|b| format!("{b:?}"))
+                .map_err(std::io::Error::from),
+        };
+        let error = again.expect_err(read_again);
+        assert!(error.to_string().contains("failed earlier"), "{error}");
+    }
+    client.close();
+}
+
+#[test]
 fn dropping_a_body_midway_frees_its_connection_permit_and_timers_in_both_modes() {
     for event_loop_timeouts in [false, true] {
         let server = TestServer::start(Behaviour::SendThenStall(

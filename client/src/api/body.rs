@@ -74,6 +74,9 @@ pub struct Body {
     raw_ended: bool,
     /// The end, decoded, has been handed out (or an error).
     ended: bool,
+    /// The error it ended with, as text: every read after it fails too —
+    /// a body cut short never reads as whole, however it is read again.
+    failed: Option<String>,
 }
 
 impl Body {
@@ -86,6 +89,7 @@ impl Body {
             trailers_given: false,
             raw_ended: false,
             ended: false,
+            failed: None,
         }
     }
 
@@ -101,9 +105,21 @@ impl Body {
         self.trailers.as_ref()
     }
 
-    /// Whether the end of the body has been read.
+    /// Whether the end of the body has been read (not an error: a body
+    /// that failed has no end).
     pub fn is_end(&self) -> bool {
-        self.ended && self.current.is_empty()
+        self.ended && self.failed.is_none() && self.current.is_empty()
+    }
+
+    /// After the end: `None` again, or, if the body failed, an error again.
+    fn after_end(&self) -> Result<Option<Bytes>, Error> {
+        match &self.failed {
+            None => Ok(None),
+            Some(first) => Err(Error::Io {
+                remote: self.exchange.remote_name(),
+                source: io::Error::other(format!("the body failed earlier: {first}")),
+            }),
+        }
     }
 
     /// The next chunk, `None` at the end: what `Read` left of one first,
@@ -117,7 +133,7 @@ impl Body {
             return Poll::Ready(Ok(Some(std::mem::take(&mut self.current))));
         }
         if self.ended {
-            return Poll::Ready(Ok(None));
+            return Poll::Ready(self.after_end());
         }
         loop {
             if let Some(decoding) = &mut self.decoding {
@@ -156,8 +172,11 @@ impl Body {
     }
 
     /// The body has ended (or failed): nothing more is read.
-    fn end(&mut self, last: Result<Option<Bytes>, Error>) -> Result<Option<Bytes>, Error> {
+    fn end<T>(&mut self, last: Result<T, Error>) -> Result<T, Error> {
         self.ended = true;
+        if let Err(error) = &last {
+            self.failed = Some(error.to_string());
+        }
         last
     }
 
@@ -207,6 +226,9 @@ impl http_body::Body for Body {
     ) -> Poll<Option<Result<http_body::Frame<Bytes>, Error>>> {
         let this = self.get_mut();
         if this.ended && this.current.is_empty() {
+            if let Err(error) = this.after_end() {
+                return Poll::Ready(Some(Err(error)));
+            }
             return Poll::Ready(this.trailer_frame().map(Ok));
         }
         match this.poll_chunk(cx) {
@@ -300,6 +322,13 @@ impl Gather {
         !self.body.ended
     }
 
+    /// The body had ended: what `Read` left of its last chunk — or its
+    /// error again, if it failed.
+    fn rest(&mut self) -> Result<Bytes, Error> {
+        self.body.after_end()?;
+        Ok(std::mem::take(&mut self.body.current))
+    }
+
     /// What the pipe gave, after what the body held already, in one piece.
     fn whole(&mut self, whole: Whole) -> Result<Bytes, Error> {
         let chunks = match whole {
@@ -307,10 +336,7 @@ impl Gather {
                 self.body.trailers = trailers;
                 chunks
             }
-            Whole::Failed(error) => {
-                self.body.ended = true;
-                return Err(error);
-            }
+            Whole::Failed(error) => return self.body.end(Err(error)),
             Whole::Pending => {
                 unreachable!("only poll_take_whole and take_whole_blocking call this")
             }
@@ -334,7 +360,7 @@ impl Gather {
             }
         }
         if !self.ask() {
-            return Poll::Ready(Ok(std::mem::take(&mut self.body.current)));
+            return Poll::Ready(self.rest());
         }
         match self.body.exchange.body().poll_take_whole(cx) {
             Poll::Ready(whole) => Poll::Ready(self.whole(whole)),
@@ -353,7 +379,7 @@ impl Gather {
             return Ok(join(self.decoded.drain(..)));
         }
         if !self.ask() {
-            return Ok(std::mem::take(&mut self.body.current));
+            return self.rest();
         }
         let whole = self.body.exchange.take_whole_body_blocking();
         self.whole(whole)
