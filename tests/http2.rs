@@ -238,6 +238,55 @@ fn bodies_read_one_after_another_do_not_starve_each_other_of_the_connection_wind
 }
 
 #[test]
+fn max_body_bytes_bounds_an_http2_body_as_it_does_an_http1_one() {
+    const LEN: usize = 4 << 20;
+    const LIMIT: u64 = 1 << 20;
+    // No content-length: counted as it comes; with one: refused at once.
+    let server = H2Server::start(|stream| async move {
+        if stream.request.uri().path() == "/declared" {
+            let response = http::Response::builder()
+                .status(200)
+                .header("content-length", LEN.to_string())
+                .body(())
+                .unwrap();
+            let mut respond = stream.respond;
+            if let Ok(mut send) = respond.send_response(response, false) {
+                let _ = std::future::poll_fn(|cx| send.poll_reset(cx)).await;
+            }
+        } else if stream.request.uri().path() == "/small" {
+            stream_sevens(stream, 10).await;
+        } else {
+            stream_sevens(stream, LEN).await;
+        }
+    });
+    let client = h2c().max_body_bytes(LIMIT).build().unwrap();
+    let whole = client.get(server.url("/")).send().wait().unwrap();
+    let error = whole.bytes().wait().unwrap_err();
+    assert!(
+        matches!(error, Error::BodyTooLarge { limit: LIMIT, .. }),
+        "{error:?}"
+    );
+    let mut streamed = client.get(server.url("/")).send().wait().unwrap();
+    let mut got = 0;
+    let error = loop {
+        match streamed.body_mut().chunk().wait() {
+            Ok(Some(chunk)) => got += chunk.len(),
+            Ok(None) => panic!("the whole body came: {got} bytes"),
+            Err(error) => break error,
+        }
+    };
+    assert!(got as u64 <= LIMIT, "{got} bytes handed out");
+    assert!(matches!(error, Error::BodyTooLarge { .. }), "{error:?}");
+    let declared = client.get(server.url("/declared")).send().wait();
+    let error = declared.and_then(|r| r.bytes().wait()).unwrap_err();
+    assert!(matches!(error, Error::BodyTooLarge { .. }), "{error:?}");
+    // The client goes on.
+    let small = client.get(server.url("/small")).send().wait().unwrap();
+    assert_eq!(small.bytes().wait().unwrap().len(), 10);
+    client.close();
+}
+
+#[test]
 fn a_large_response_streams_through_a_small_window() {
     const LEN: usize = 4 << 20;
     let server = H2Server::start(|stream| stream_sevens(stream, LEN));

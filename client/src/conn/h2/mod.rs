@@ -182,6 +182,35 @@ struct Stream {
     paused: bool,
     /// Whether the body waits on the server's window.
     write_stall: WriteStall,
+    /// The response body's bytes so far, against `max_body_bytes`.
+    body: BodyCount,
+}
+
+/// A response body's bytes against the client's limit
+/// ([`max_body_bytes`](crate::ClientBuilder::max_body_bytes)), as HTTP/1.1's
+/// decoder counts them: the declared `content-length`, and what comes.
+struct BodyCount {
+    limit: Option<u64>,
+    received: u64,
+}
+
+impl BodyCount {
+    /// Whether `n` more bytes (or a body declared `declared` long) stay
+    /// within the limit; counts them.
+    fn fits(&mut self, n: usize, declared: Option<u64>) -> bool {
+        self.received = self.received.saturating_add(n as u64);
+        let Some(limit) = self.limit else {
+            return true;
+        };
+        self.received <= limit && declared.is_none_or(|declared| declared <= limit)
+    }
+
+    fn too_large(&self, exchange: &Exchange) -> Error {
+        Error::BodyTooLarge {
+            remote: exchange.remote_name(),
+            limit: self.limit.unwrap_or_default(),
+        }
+    }
 }
 
 /// What is left of the request body.
@@ -656,6 +685,10 @@ impl Conn {
                             recv: Recv::Head(response),
                             paused: false,
                             write_stall: WriteStall::default(),
+                            body: BodyCount {
+                                limit: self.owner.env().config.limits.max_body_bytes,
+                                received: 0,
+                            },
                         },
                     );
                 }
@@ -1068,13 +1101,19 @@ impl Stream {
     /// The connection has ended: if the whole response had come — its end
     /// received, some of its body still in `h2`'s buffer behind a full
     /// pipe — the rest goes into the pipe, past its window (it is in
-    /// memory already), and the exchange completes. Whether it did.
+    /// memory already), and the exchange completes (or fails, past the
+    /// body limit). Whether it ended the exchange.
     fn finish_from_buffer(&mut self) -> bool {
         let mut task = Context::from_waker(Waker::noop());
         loop {
             match &mut self.recv {
                 Recv::Body(body) => match body.poll_data(&mut task) {
                     Poll::Ready(Some(Ok(data))) => {
+                        if !self.body.fits(data.len(), None) {
+                            self.exchange
+                                .finish_err(self.body.too_large(&self.exchange));
+                            return true;
+                        }
                         self.exchange.listener.on_body_part(data.len());
                         self.exchange.body().push_last(data);
                     }
@@ -1205,6 +1244,16 @@ impl Stream {
                         self.write_stall.end(&self.exchange);
                     }
                     let (parts, body) = response.into_parts();
+                    let declared = parts
+                        .headers
+                        .get(http::header::CONTENT_LENGTH)
+                        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+                    if !self.body.fits(0, declared) {
+                        self.send.send_reset(h2::Reason::CANCEL);
+                        self.exchange
+                            .finish_err(self.body.too_large(&self.exchange));
+                        return Ok(Polled::Gone);
+                    }
                     let exchange = &self.exchange;
                     exchange.listener.on_status(parts.status);
                     exchange.listener.on_headers(&parts.headers);
@@ -1256,6 +1305,12 @@ impl Stream {
                         Poll::Ready(Some(data)) => {
                             let data = data?;
                             let n = data.len();
+                            if !self.body.fits(n, None) {
+                                self.send.send_reset(h2::Reason::CANCEL);
+                                self.exchange
+                                    .finish_err(self.body.too_large(&self.exchange));
+                                return Ok(Polled::Gone);
+                            }
                             self.exchange.mark_read(now);
                             self.exchange.listener.on_body_part(n);
                             let _ = body.flow_control().release_capacity(n);
