@@ -28,7 +28,7 @@ pub use cookies::CookieStore;
 #[cfg(feature = "cookies")]
 pub use cookies::Jar;
 
-use http::header::{ACCEPT_ENCODING, USER_AGENT};
+use http::header::{ACCEPT_ENCODING, RANGE, USER_AGENT};
 use http::{HeaderMap, HeaderValue};
 use std::sync::{Arc, OnceLock};
 
@@ -74,14 +74,15 @@ impl Default for Policies {
 impl Policies {
     /// The headers the client adds to a request: its `User-Agent`, and
     /// `Accept-Encoding` when it decompresses (`decompress`) — unless the
-    /// request has its own.
+    /// request has its own, or asks for a `Range` (a range of an encoded
+    /// body cannot be decoded alone; reqwest leaves it out too).
     pub(crate) fn add_default_headers(&self, headers: &mut HeaderMap, decompress: bool) {
         if let Some(agent) = &self.user_agent {
             if !headers.contains_key(USER_AGENT) {
                 headers.insert(USER_AGENT, agent.clone());
             }
         }
-        if decompress && !headers.contains_key(ACCEPT_ENCODING) {
+        if decompress && !headers.contains_key(ACCEPT_ENCODING) && !headers.contains_key(RANGE) {
             headers.insert(
                 ACCEPT_ENCODING,
                 HeaderValue::from_static(decode::accept_encoding()),
@@ -133,6 +134,11 @@ mod tests {
         policies.add_default_headers(&mut built, true);
         assert_eq!(built[USER_AGENT], "mine");
         assert!(built.contains_key(ACCEPT_ENCODING));
+
+        let mut ranged = HeaderMap::new();
+        ranged.insert(RANGE, HeaderValue::from_static("bytes=100-"));
+        policies.add_default_headers(&mut ranged, true);
+        assert!(!ranged.contains_key(ACCEPT_ENCODING), "{ranged:?}");
 
         let anonymous = Policies {
             user_agent: None,
