@@ -282,3 +282,33 @@ pub fn assert_close_ends(client: &tickless::Client, futures: Vec<tickless::Respo
     assert_eq!(stats.armed_timers(), 0);
     assert_eq!(stats.in_flight, 0);
 }
+
+/// `elapsed` is at least `deadline` (a timeout never fires early) and less
+/// than `deadline + ceiling` (generous, for a loaded machine).
+pub fn assert_on_time(elapsed: Duration, deadline: Duration, ceiling: Duration) {
+    assert!(
+        elapsed >= deadline,
+        "fired early: {elapsed:?} < {deadline:?}"
+    );
+    assert!(
+        elapsed < deadline + ceiling,
+        "fired far too late: {elapsed:?} for {deadline:?}"
+    );
+}
+
+/// Sends `request`, which must fail — its head or its body — on time for
+/// `deadline` (see [`assert_on_time`]); returns its error.
+pub fn fails_on_time(
+    request: tickless::RequestBuilder,
+    deadline: Duration,
+    ceiling: Duration,
+) -> tickless::Error {
+    let started = Instant::now();
+    let error = request
+        .send()
+        .wait()
+        .and_then(|r| r.bytes().wait())
+        .unwrap_err();
+    assert_on_time(started.elapsed(), deadline, ceiling);
+    error
+}
