@@ -118,6 +118,29 @@ fn when_every_attempt_times_out_the_error_is_the_connect_timeout_within_the_requ
     assert!(matches!(error, Error::RequestTimeout(_)), "{error:?}");
 }
 
+#[test]
+fn a_connect_error_names_the_address_whose_attempt_it_reports() {
+    let Some(dead) = blackhole() else { return };
+    // A port nothing listens on: refused at once, while the first attempt
+    // (started before it) still waits, and times out last.
+    let refused = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let client = builder()
+        .connect_timeout(Duration::from_millis(400))
+        .happy_eyeballs_delay(Duration::from_millis(50))
+        .resolve("dual.test", &[dead.addr(), refused])
+        .build()
+        .unwrap();
+    let error = client.get("http://dual.test/").send().wait().unwrap_err();
+    assert!(matches!(error, Error::ConnectTimeout(_)), "{error:?}");
+    assert_eq!(
+        error.to_string(),
+        format!("Connect timeout to dual.test/{} after 400 ms", dead.addr())
+    );
+}
+
 /// A resolver double: `slow.test` is never answered (its answers are
 /// kept, so they do not fail on drop); every other name is 127.0.0.1.
 #[derive(Default)]

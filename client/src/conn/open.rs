@@ -60,8 +60,9 @@ pub(super) struct Connecting {
     /// When the next attempt starts if none has connected by then; `None`:
     /// only when the ones under way have failed.
     next_start: Option<Instant>,
-    /// How the attempt that ended last ended.
-    last_failure: Option<Failure>,
+    /// How the attempt that ended last ended, and its address (the
+    /// error names it: attempts overlap, the last started may not be it).
+    last_failure: Option<(Failure, SocketAddr)>,
     /// For a `socks5://` proxy: the origin's address, resolved here.
     pub(super) socks_target: Option<SocketAddr>,
 }
@@ -179,7 +180,7 @@ impl Conn {
                     // next address goes now.
                     Err(error) => {
                         exchange.listener.on_connect_failure(addr, &error);
-                        connecting.last_failure = Some(Failure::Failed(error));
+                        connecting.last_failure = Some((Failure::Failed(error), addr));
                     }
                 }
             }
@@ -212,7 +213,7 @@ impl Conn {
             {
                 let mut attempt = connecting.attempts.remove(index);
                 let _ = cx.registry.deregister(&mut attempt.socket);
-                connecting.last_failure = Some(Failure::TimedOut);
+                connecting.last_failure = Some((Failure::TimedOut, attempt.addr));
             } else {
                 index += 1;
             }
@@ -243,7 +244,7 @@ impl Conn {
                         .exchange
                         .listener
                         .on_connect_failure(attempt.addr, &error);
-                    connecting.last_failure = Some(Failure::Failed(error));
+                    connecting.last_failure = Some((Failure::Failed(error), attempt.addr));
                     failed = true;
                 }
             }
@@ -546,11 +547,15 @@ impl Conn {
         let State::Connecting(connecting) = &mut self.state else {
             return Error::ClientClosed;
         };
-        let source = match connecting.last_failure.take() {
-            Some(Failure::TimedOut) => {
+        let last = connecting.last_failure.take();
+        if let Some((_, addr)) = &last {
+            exchange.set_remote(*addr);
+        }
+        let source = match last {
+            Some((Failure::TimedOut, _)) => {
                 return Error::timeout_of(TimeoutKind::Connect, exchange.remote_name(), duration)
             }
-            Some(Failure::Failed(error)) => error,
+            Some((Failure::Failed(error), _)) => error,
             None => io::Error::new(io::ErrorKind::NotFound, "no address to connect to"),
         };
         match self.route.proxy() {
