@@ -241,16 +241,19 @@ fn bodies_read_one_after_another_do_not_starve_each_other_of_the_connection_wind
 fn max_body_bytes_bounds_an_http2_body_as_it_does_an_http1_one() {
     const LEN: usize = 4 << 20;
     const LIMIT: u64 = 1 << 20;
-    // No content-length: counted as it comes; with one: refused at once.
+    // No content-length: counted as it comes; with one: refused at once —
+    // unless no body can follow it (a HEAD's answer, a 304).
     let server = H2Server::start(|stream| async move {
-        if stream.request.uri().path() == "/declared" {
+        let path = stream.request.uri().path().to_owned();
+        if path == "/declared" || path == "/not-modified" {
+            let bodiless = stream.request.method() == http::Method::HEAD || path == "/not-modified";
             let response = http::Response::builder()
-                .status(200)
+                .status(if path == "/declared" { 200 } else { 304 })
                 .header("content-length", LEN.to_string())
                 .body(())
                 .unwrap();
             let mut respond = stream.respond;
-            if let Ok(mut send) = respond.send_response(response, false) {
+            if let Ok(mut send) = respond.send_response(response, bodiless) {
                 let _ = std::future::poll_fn(|cx| send.poll_reset(cx)).await;
             }
         } else if stream.request.uri().path() == "/small" {
@@ -280,6 +283,16 @@ fn max_body_bytes_bounds_an_http2_body_as_it_does_an_http1_one() {
     let declared = client.get(server.url("/declared")).send().wait();
     let error = declared.and_then(|r| r.bytes().wait()).unwrap_err();
     assert!(matches!(error, Error::BodyTooLarge { .. }), "{error:?}");
+    let head = client.head(server.url("/declared")).send().wait().unwrap();
+    assert_eq!(head.status(), 200);
+    assert!(head.bytes().wait().unwrap().is_empty());
+    let not_modified = client
+        .get(server.url("/not-modified"))
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(not_modified.status(), 304);
+    assert!(not_modified.bytes().wait().unwrap().is_empty());
     // The client goes on.
     let small = client.get(server.url("/small")).send().wait().unwrap();
     assert_eq!(small.bytes().wait().unwrap().len(), 10);

@@ -27,7 +27,9 @@ use std::task::{Context, Poll};
 ///   or `.await`).
 ///
 /// A body cut short by the server, or one that breaks the framing, is an
-/// error where it is read, never a short success. Trailers, if the
+/// error where it is read, never a short success — and at every read after
+/// it: code that reads on past errors (`lines().filter_map(Result::ok)`)
+/// must stop at the first. Trailers, if the
 /// response had any, are there once the body has ended ([`trailers`](Self::trailers)).
 ///
 /// **Dropping** a body before its end frees what it buffered at once. A

@@ -316,16 +316,20 @@ impl Conn {
             let _ = cx.registry.deregister(transport.tcp_mut());
         }
         self.disarm_timer(cx);
-        if let State::H2(h2) = &mut self.state {
+        if let State::H2(h2) = &self.state {
             if h2.is_shared() {
                 let id = self.info.as_ref().map_or(0, |info| info.id);
                 self.owner.unshare(&self.route, id);
             }
-            h2.say_goodbye();
         }
-        self.state = State::Closed;
+        let state = std::mem::replace(&mut self.state, State::Closed);
         cx.remove_me();
         self.owner.released(&self.route, self.opener);
+        // Last: `h2`'s code may panic (a connection closed because it
+        // did), and nothing above may be left undone.
+        if let State::H2(mut h2) = state {
+            h2.say_goodbye();
+        }
     }
 
     /// Resets the stream (an abandoned exchange leaves it mid-message) and

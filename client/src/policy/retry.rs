@@ -27,7 +27,7 @@
 //!   [`Error::Retried`], which lists every
 //!   attempt's error.
 
-use crate::error::Error;
+use crate::error::{Error, ProxyError};
 use http::StatusCode;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::{Arc, Mutex};
@@ -131,14 +131,25 @@ impl Policy {
     pub(crate) fn retries_error(&self, error: &Error, method: &http::Method) -> bool {
         let never_sent = matches!(
             error,
-            Error::Connect { .. } | Error::ConnectTimeout(_) | Error::Resolve { .. }
+            Error::Connect { .. }
+                | Error::ConnectTimeout(_)
+                | Error::Resolve { .. }
+                | Error::Proxy {
+                    source: ProxyError::Connect(_),
+                    ..
+                }
         );
+        // A handshake timeout, TLS or a proxy's, as the TLS one always was.
         let before_response = matches!(
             error,
             Error::Io { .. }
                 | Error::ReadTimeout(_)
                 | Error::WriteTimeout(_)
                 | Error::HandshakeTimeout(_)
+                | Error::Proxy {
+                    source: ProxyError::HandshakeTimeout(_),
+                    ..
+                }
         );
         let method_allows = self.any_method || method.is_idempotent();
         never_sent || (before_response && method_allows)
@@ -377,6 +388,23 @@ mod tests {
         });
         assert!(policy.retries_error(&stalled, &http::Method::PUT));
         assert!(!policy.retries_error(&stalled, &http::Method::POST));
+        // A proxy: not reached is never sent; a stalled handshake as a
+        // TLS one.
+        let proxy = |source| Error::Proxy {
+            proxy: "http://p:1".into(),
+            target: "o:80".into(),
+            source,
+        };
+        let unreachable = proxy(ProxyError::Connect(
+            std::io::ErrorKind::ConnectionRefused.into(),
+        ));
+        assert!(policy.retries_error(&unreachable, &http::Method::POST));
+        let silent = proxy(ProxyError::HandshakeTimeout(crate::error::Timeout {
+            remote: "o:80".into(),
+            duration: std::time::Duration::from_secs(1),
+        }));
+        assert!(policy.retries_error(&silent, &http::Method::GET));
+        assert!(!policy.retries_error(&silent, &http::Method::POST));
         assert!(!policy.retries_error(&Error::Cancelled, &http::Method::GET));
         assert!(!policy.retries_error(&Error::ClientClosed, &http::Method::GET));
         let status = Policy::attempts(2).on_status([StatusCode::SERVICE_UNAVAILABLE]);

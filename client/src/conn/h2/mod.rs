@@ -1244,9 +1244,14 @@ impl Stream {
                         self.write_stall.end(&self.exchange);
                     }
                     let (parts, body) = response.into_parts();
+                    // A HEAD's answer, a 204 or a 304 has no body, whatever
+                    // length it declares (as for HTTP/1.1).
+                    let bodiless = self.exchange.request.method == http::Method::HEAD
+                        || matches!(parts.status.as_u16(), 204 | 304);
                     let declared = parts
                         .headers
                         .get(http::header::CONTENT_LENGTH)
+                        .filter(|_| !bodiless)
                         .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
                     if !self.body.fits(0, declared) {
                         self.send.send_reset(h2::Reason::CANCEL);
