@@ -123,10 +123,7 @@ fn a_connect_error_names_the_address_whose_attempt_it_reports() {
     let Some(dead) = blackhole() else { return };
     // A port nothing listens on: refused at once, while the first attempt
     // (started before it) still waits, and times out last.
-    let refused = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    let refused = refused_addr();
     let client = builder()
         .connect_timeout(Duration::from_millis(400))
         .happy_eyeballs_delay(Duration::from_millis(50))

@@ -297,17 +297,17 @@ fn a_hedged_copy_goes_on_another_connection_than_the_attempt_it_backs_up() {
 
 #[test]
 fn a_connection_closed_idle_or_retired_tells_the_server_with_a_goaway() {
-    use support::h2_server::{ok_headers, RawH2Server, GOAWAY, HEADERS};
+    use support::h2_server::{ok_headers, RawH2Server, ACK, GOAWAY, HEADERS, SETTINGS};
     // Answers every request, and notes the client's GOAWAY (its error
     // code) before the connection ends.
     let goaways = Arc::new(Mutex::new(Vec::new()));
     let seen = goaways.clone();
     let server = RawH2Server::start(move |mut conn| {
-        let settings = support::h2_server::frame(0x4, 0x1, 0, &[]);
+        let settings = support::h2_server::frame(SETTINGS, ACK, 0, &[]);
         while let Some(frame) = conn.read_frame() {
             match frame.kind {
                 HEADERS => conn.send(&ok_headers(frame.stream)),
-                0x4 if frame.flags & 0x1 == 0 => conn.send(&settings),
+                SETTINGS if frame.flags & ACK == 0 => conn.send(&settings),
                 GOAWAY => seen
                     .lock()
                     .unwrap()

@@ -93,6 +93,17 @@ fn server(answer: Answer) -> Server {
     }
 }
 
+impl Server {
+    /// Waits (at most [`WITHIN`]) until a request for `path` has come.
+    fn wait_for(&self, path: &str) {
+        let give_up = Instant::now() + WITHIN;
+        while !self.paths.lock().unwrap().iter().any(|(_, p)| p == path) {
+            assert!(Instant::now() < give_up, "no request for {path}");
+            thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
+
 fn ok() -> Answer {
     Arc::new(|_| b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".to_vec())
 }
@@ -389,10 +400,10 @@ fn a_caller_leaves_its_loop_to_the_thread_while_someone_else_waits_on_it() {
         get(&client, &format!("{base}/both"));
         other.join().unwrap();
         get(&client, &format!("{base}/"));
-        // The caller drives the loop for 300 ms; 50 ms in, another thread
+        // The caller drives the loop for 300 ms; meanwhile, another thread
         // asks on the other connection and waits, asleep or polling.
         let caller = get_on_a_thread(&client, format!("{base}/hold"));
-        thread::sleep(Duration::from_millis(50));
+        server.wait_for("/hold");
         let (client, url) = (client.clone(), format!("{base}{path}"));
         within(&format!("{path}, polled: {polled}"), move || {
             let future = client.get(&url).send();
@@ -530,7 +541,7 @@ fn a_request_sent_again_to_another_loop_is_read_when_another_caller_lets_go() {
     // Another caller takes /b2's connection (the pool's top) and drives
     // its loop for 500 ms.
     let other = get_on_a_thread(&client, format!("{base}/hold"));
-    thread::sleep(Duration::from_millis(200));
+    server.wait_for("/hold");
     // This one takes /a's connection (closed: sent again, to /b1's); its
     // head comes 600 ms after it, once the other has let go of loop B.
     let (client2, url) = (client.clone(), format!("{base}/late"));

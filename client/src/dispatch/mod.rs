@@ -77,22 +77,6 @@ struct Opening {
     waiting: Vec<Arc<Exchange>>,
 }
 
-/// The connection permit of an exchange whose name is being looked up,
-/// held by the exchange until the answer comes (see [`Exchange::hold`]).
-struct LookupPermit {
-    dispatcher: Weak<Dispatcher>,
-    route: Route,
-    opener: u64,
-}
-
-impl crate::exchange::Held for LookupPermit {
-    fn give_back(&self) {
-        if let Some(dispatcher) = self.dispatcher.upgrade() {
-            dispatcher.released(&self.route, self.opener);
-        }
-    }
-}
-
 /// Where [`Dispatcher::route_shared`] sends a request.
 enum Routed {
     /// To a shared connection, or to wait for the one being opened.
@@ -105,19 +89,12 @@ enum Routed {
 
 impl Shared {
     /// The open connection with the most streams free (the oldest of
-    /// equals), and whether it has one free.
-    fn emptiest(&self) -> Option<(SharedConn, bool)> {
-        self.emptiest_for(None)
-    }
-
-    /// [`emptiest`](Self::emptiest) of those `exchange` may go on (a
-    /// hedged copy keeps away from the connection of what it backs up).
-    fn emptiest_for(&self, exchange: Option<&Exchange>) -> Option<(SharedConn, bool)> {
+    /// equals) that `exchange` may go on — a hedged copy keeps away from
+    /// the connection of what it backs up — and whether it has one free.
+    fn emptiest(&self, exchange: &Exchange) -> Option<(SharedConn, bool)> {
         self.open
             .iter()
-            .filter(|conn| {
-                exchange.is_none_or(|e| !e.avoids(conn.conn.event_loop.index(), conn.conn.source))
-            })
+            .filter(|conn| !exchange.avoids(conn.conn.event_loop.index(), conn.conn.source))
             .map(|conn| (conn, conn.load.free()))
             .min_by_key(|&(_, free)| std::cmp::Reverse(free))
             .map(|(conn, free)| (conn.clone(), free > 0))
@@ -396,7 +373,7 @@ impl Dispatcher {
             shared.insert(exchange.route().clone(), entry);
             return Routed::Opener(exchange);
         };
-        let emptiest = entry.emptiest_for(Some(&exchange));
+        let emptiest = entry.emptiest(&exchange);
         if exchange.is_backup() && !matches!(emptiest, Some((_, true))) {
             // A hedged copy with no other connection that has a stream
             // free: one of its own, through the pool — shared if the
@@ -450,7 +427,7 @@ impl Dispatcher {
     fn wait_on_shared(&self, origin: &Route, exchange: Arc<Exchange>) -> Result<(), Arc<Exchange>> {
         let open = lock(&self.shared)
             .get(origin)
-            .and_then(Shared::emptiest)
+            .and_then(|shared| shared.emptiest(&exchange))
             .map(|(conn, _)| conn);
         let Some(conn) = open else {
             return Err(exchange);
@@ -586,31 +563,33 @@ impl Dispatcher {
         // The permit goes back as soon as the exchange ends (a timeout, a
         // cancel), not when the resolver answers: a resolver stuck for
         // seconds would otherwise hold the origin's connections.
-        let permit = Arc::new(LookupPermit {
-            dispatcher: self.me.clone(),
-            route: exchange.route().clone(),
-            opener: exchange.id,
+        let (weak, route, opener) = (self.me.clone(), exchange.route().clone(), exchange.id);
+        let permit_back = Box::new(move || {
+            if let Some(dispatcher) = weak.upgrade() {
+                dispatcher.released(&route, opener);
+            }
         });
-        if !exchange.hold(permit) {
+        if !exchange.hold(permit_back) {
             return;
         }
         let weak = self.me.clone();
         let asked = host.clone();
         let answer = ResolveAnswer::new(move |result| {
-            if !exchange.unhold() {
+            let Some(permit_back) = exchange.unhold() else {
                 return; // Ended meanwhile: the permit went back then.
-            }
+            };
             let Some(dispatcher) = weak.upgrade() else {
                 exchange.finish_err(Error::ClientClosed);
                 return;
             };
             match result {
+                // The permit goes on, with the connection.
                 Ok(addrs) => {
                     exchange.listener.on_resolved(&host, &addrs);
                     then(&dispatcher, exchange, addrs);
                 }
                 Err(source) => {
-                    dispatcher.released(exchange.route(), exchange.id);
+                    permit_back();
                     let error = match dispatcher.is_closed() {
                         true => Error::ClientClosed,
                         false => Error::Resolve { host, source },

@@ -320,10 +320,14 @@ impl EventLoopGroup {
     /// one is taken back by its thread now.
     pub(crate) fn queued(&self) -> Queued {
         let count = self.loops[0].queued_in_group.clone();
-        count.fetch_add(1, Ordering::SeqCst);
-        self.loops
-            .iter()
-            .for_each(|event_loop| event_loop.wake_if_idle());
+        // While any is queued, no loop goes idle (it looks under its inbox
+        // lock): only the first of them may find one idle, and wakes it —
+        // not every request that queues behind a busy host.
+        if count.fetch_add(1, Ordering::SeqCst) == 0 {
+            self.loops
+                .iter()
+                .for_each(|event_loop| event_loop.wake_if_idle());
+        }
         Queued(count)
     }
 

@@ -403,13 +403,14 @@ fn a_caller_that_comes_and_goes_keeps_its_loop_until_a_grace_has_passed_without_
     let until = Instant::now() + 4 * GRACE;
     let mut drives = 0;
     let mut released = Instant::now();
-    let mut back = Instant::now();
     while Instant::now() < until {
         let ran = Arc::new(AtomicBool::new(false));
         let done = ran.clone();
         event_loop
             .execute_for_driver(Box::new(move |_| done.store(true, Ordering::SeqCst)))
             .unwrap();
+        // The last release came after this (taken before it).
+        let before_last_release = released;
         // Just before the release: the thread takes the loop back a grace
         // after the release at the soonest, later than a grace after this.
         released = Instant::now();
@@ -417,10 +418,10 @@ fn a_caller_that_comes_and_goes_keeps_its_loop_until_a_grace_has_passed_without_
             .drive_until(&mut || ran.load(Ordering::SeqCst), Duration::ZERO)
             .is_some();
         if !drove {
-            // The last release was before `back`: a caller stalled by the
-            // machine for a grace and more (a loaded machine can) was away,
-            // and the thread was right to take the loop back.
-            let away = back.elapsed();
+            // A caller stalled by the machine for a grace and more (a loaded
+            // machine can) was away since its last release, and the thread
+            // was right to take the loop back.
+            let away = before_last_release.elapsed();
             assert!(
                 away >= GRACE,
                 "the loop's thread took the loop back after {drives} drives, \
@@ -428,7 +429,6 @@ fn a_caller_that_comes_and_goes_keeps_its_loop_until_a_grace_has_passed_without_
             );
             return;
         }
-        back = Instant::now();
         drives += 1;
         thread::sleep(Duration::from_millis(1));
     }

@@ -200,17 +200,15 @@ struct Link {
     /// connection was asked to try the socket once more (see
     /// [`WRITE_PROBE_WAIT`]).
     write_probed: bool,
-    /// What it holds while it has no connection (see [`Exchange::hold`]).
-    held: Option<Arc<dyn Held>>,
+    /// What gives back what it holds while it has no connection (see
+    /// [`Exchange::hold`]).
+    held: Option<GiveBack>,
 }
 
-/// Something taken for an exchange that has no connection yet — the
-/// connection permit it holds while its name is looked up — given back if
-/// the exchange ends before it is taken on.
-pub(crate) trait Held: Send + Sync {
-    /// The exchange ended first.
-    fn give_back(&self);
-}
+/// Gives back something taken for an exchange that has no connection yet
+/// — the connection permit it holds while its name is looked up — if the
+/// exchange ends before it is taken on.
+pub(crate) type GiveBack = Box<dyn FnOnce() + Send>;
 
 impl Link {
     /// Wakes the connection for this exchange (for HTTP/2, its stream).
@@ -573,25 +571,26 @@ impl Exchange {
         self.change(|link| link.timers.set(Timer::Hedge, Some(deadline)));
     }
 
-    /// `held` is taken for this exchange while it has no connection: given
-    /// back if it ends first — at once if it has ended already (then
-    /// false: nothing is to be done for it).
-    pub(crate) fn hold(&self, held: Arc<dyn Held>) -> bool {
+    /// Something is taken for this exchange while it has no connection:
+    /// `give_back` is called if it ends first — at once if it has ended
+    /// already (then false: nothing is to be done for it).
+    pub(crate) fn hold(&self, give_back: GiveBack) -> bool {
         {
             let mut link = lock(&self.link);
             if !self.is_done() {
-                link.held = Some(held);
+                link.held = Some(give_back);
                 return true;
             }
         }
-        held.give_back();
+        give_back();
         false
     }
 
-    /// Takes back what [`hold`](Self::hold) gave it, to go on with it:
-    /// false if the exchange ended meanwhile and gave it back.
-    pub(crate) fn unhold(&self) -> bool {
-        lock(&self.link).held.take().is_some()
+    /// Takes back what [`hold`](Self::hold) gave it, to go on with it —
+    /// or to give it back itself; `None` if the exchange ended meanwhile
+    /// and gave it back.
+    pub(crate) fn unhold(&self) -> Option<GiveBack> {
+        lock(&self.link).held.take()
     }
 
     /// Where this exchange runs (or its connection is being opened), or
@@ -793,8 +792,8 @@ impl Exchange {
         if let Some(armed) = armed {
             armed.cancel();
         }
-        if let Some(held) = held {
-            held.give_back();
+        if let Some(give_back) = held {
+            give_back();
         }
         self.registry
             .remove(self.registry_key.load(Ordering::SeqCst), self.id);
