@@ -142,8 +142,8 @@ fn retries_and_hedging() {
 #[test]
 fn write_timeout_fails_an_upload_the_server_never_reads() {
     // A listener that never accepts takes the connection and a few MiB.
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/put", listener.local_addr().unwrap());
+    let listener = UnacceptingListener::new();
+    let url = format!("http://{}/put", listener.addr());
     let path = std::env::temp_dir().join(format!("tickless-get-put-{}", std::process::id()));
     std::fs::write(&path, vec![0u8; 48 << 20]).unwrap();
     let output = get(&[

@@ -51,8 +51,8 @@ fn write_times_out(request: tickless::RequestBuilder, timeout: Duration, remote:
 fn a_server_that_never_reads_an_upload_is_a_write_timeout() {
     // A listener that never accepts: the kernel completes the connection
     // and buffers what it can of the request, then takes no more.
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
+    let listener = UnacceptingListener::new();
+    let addr = listener.addr();
     let url = format!("http://{addr}/upload");
     let remote = format!("127.0.0.1/{addr}");
     let timeout = Duration::from_millis(300);
@@ -88,13 +88,8 @@ fn a_server_that_never_reads_an_upload_is_a_write_timeout() {
 /// Reads a request of `body` bytes from `stream` `piece` bytes every 50
 /// ms, then answers `ok`; returns how long the body took to read.
 fn read_slowly(mut stream: impl Read + Write, body: usize, piece: usize) -> Duration {
-    let mut head = Vec::new();
-    let mut byte = [0];
-    while !head.ends_with(b"\r\n\r\n") {
-        stream.read_exact(&mut byte).unwrap();
-        head.push(byte[0]);
-    }
-    assert_eq!(content_length(&String::from_utf8_lossy(&head)), body);
+    let head = read_head(&mut stream).unwrap();
+    assert_eq!(content_length(&head), body);
     let started = Instant::now();
     let mut buf = vec![0; piece];
     let mut left = body;

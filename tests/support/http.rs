@@ -314,7 +314,7 @@ impl RequestReader {
 
 /// Reads a request head (up to the empty line) off `stream`, byte by byte
 /// so nothing after it is taken; `None` if the stream ends or fails first.
-pub fn read_head(stream: &mut TcpStream) -> Option<String> {
+pub fn read_head(stream: &mut impl Read) -> Option<String> {
     let mut head = Vec::new();
     let mut byte = [0];
     while !head.ends_with(b"\r\n\r\n") {
