@@ -297,6 +297,63 @@ fn a_body_is_an_http_body_polled_by_hand() {
     client.close();
 }
 
+/// The `http_body` size hint of a response's body, as `(lower, upper)`.
+fn hint(body: &tickless::Body) -> (u64, Option<u64>) {
+    let hint = tickless::http_body::Body::size_hint(body);
+    (hint.lower(), hint.upper())
+}
+
+#[test]
+fn a_body_hints_its_length_when_its_head_tells_it() {
+    let gzipped = {
+        use std::io::Write as _;
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), Default::default());
+        encoder.write_all(&[b'x'; 1000]).unwrap();
+        encoder.finish().unwrap()
+    };
+    let server = TestServer::respond(move |request| match request.target.as_str() {
+        "/chunked" => chunked(200, &[b"ab", b"cd"], &[]),
+        "/gzip" => response(200, &[("Content-Encoding", "gzip")], &gzipped),
+        "/unknown-coding" => response(200, &[("Content-Encoding", "x-mine")], &[b'y'; 10]),
+        _ => response(200, &[], &[b'z'; 10_000]),
+    });
+    let client = client(false);
+    let get = |path: &str| {
+        client
+            .get(server.url(path))
+            .send()
+            .wait()
+            .unwrap()
+            .into_body()
+    };
+
+    // Known, counting down as it is read, 0 at the end.
+    let mut body = get("/length");
+    assert_eq!(hint(&body), (10_000, Some(10_000)));
+    let mut first = [0; 100];
+    body.read_exact(&mut first).unwrap();
+    assert_eq!(hint(&body), (9_900, Some(9_900)));
+    let mut rest = Vec::new();
+    body.read_to_end(&mut rest).unwrap();
+    assert_eq!((rest.len(), hint(&body)), (9_900, (0, Some(0))));
+
+    // Unknown until it ends: chunked, or decoded (the header's length is
+    // the encoded one).
+    for path in ["/chunked", "/gzip"] {
+        let mut body = get(path);
+        assert_eq!(hint(&body), (0, None), "{path}");
+        body.read_to_end(&mut Vec::new()).unwrap();
+        assert_eq!(hint(&body), (0, Some(0)), "{path}");
+    }
+    // A coding this build does not decode comes as it is, length and all.
+    assert_eq!(hint(&get("/unknown-coding")), (10, Some(10)));
+
+    // An answer to HEAD has none, whatever length it declares.
+    let head = client.head(server.url("/length")).send().wait().unwrap();
+    assert_eq!(hint(&head.into_body()), (0, Some(0)));
+    client.close();
+}
+
 #[test]
 fn text_is_decoded_from_the_charset_of_its_content_type() {
     let server = TestServer::respond(|request| match request.target.as_str() {

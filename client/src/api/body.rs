@@ -70,6 +70,9 @@ pub struct Body {
     decoding: Option<Box<Decoding>>,
     /// A chunk being read by `Read`: what is left of it.
     current: Bytes,
+    /// A body of known length: what is still to be taken from the pipe
+    /// (the `http_body` size hint, with `current`).
+    untaken: Option<u64>,
     trailers: Option<http::HeaderMap>,
     trailers_given: bool,
     /// The pipe has given its end (the decoder may still hold bytes).
@@ -82,11 +85,17 @@ pub struct Body {
 }
 
 impl Body {
-    pub(crate) fn new(exchange: Arc<Exchange>, decoding: Option<Decoding>) -> Body {
+    /// `length`: the body's, as it will be read, if its head tells it.
+    pub(crate) fn new(
+        exchange: Arc<Exchange>,
+        decoding: Option<Decoding>,
+        length: Option<u64>,
+    ) -> Body {
         Body {
             exchange,
             decoding: decoding.map(Box::new),
             current: Bytes::new(),
+            untaken: length,
             trailers: None,
             trailers_given: false,
             raw_ended: false,
@@ -158,7 +167,12 @@ impl Body {
             match taken {
                 Taken::Chunk(chunk) => match &mut self.decoding {
                     Some(decoding) => decoding.feed(chunk),
-                    None => return Poll::Ready(Ok(Some(chunk))),
+                    None => {
+                        if let Some(untaken) = &mut self.untaken {
+                            *untaken = untaken.saturating_sub(chunk.len() as u64);
+                        }
+                        return Poll::Ready(Ok(Some(chunk)));
+                    }
                 },
                 Taken::End(trailers) => {
                     self.trailers = trailers;
@@ -243,6 +257,17 @@ impl http_body::Body for Body {
 
     fn is_end_stream(&self) -> bool {
         self.is_end() && (self.trailers.is_none() || self.trailers_given)
+    }
+
+    /// Exact for a body whose head gave its length (not one being
+    /// decoded), and once the body has ended; otherwise unknown.
+    fn size_hint(&self) -> http_body::SizeHint {
+        let unread = self.current.len() as u64;
+        match (self.ended, self.untaken) {
+            (true, _) => http_body::SizeHint::with_exact(unread),
+            (false, Some(untaken)) => http_body::SizeHint::with_exact(untaken + unread),
+            (false, None) => http_body::SizeHint::default(),
+        }
     }
 }
 

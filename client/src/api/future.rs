@@ -147,7 +147,8 @@ impl Future for ResponseFuture {
 /// The response of the chain's last hop, whose head this is.
 fn response(chain: &Chain, mut head: Head) -> Response {
     let decoding = chain.decoding(&mut head);
-    let body = Body::new(chain.current().clone(), decoding);
+    let length = chain.body_length(&head);
+    let body = Body::new(chain.current().clone(), decoding, length);
     Response::new(head, chain.url().clone(), body)
 }
 

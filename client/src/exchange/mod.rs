@@ -126,6 +126,34 @@ pub(crate) struct Head {
     pub(crate) remote: SocketAddr,
 }
 
+/// Whether a response has no body, whatever its head declares: an answer
+/// to HEAD, an informational answer, 204 or 304.
+pub(crate) fn has_no_body(method: &http::Method, status: http::StatusCode) -> bool {
+    *method == http::Method::HEAD
+        || status.is_informational()
+        || status == http::StatusCode::NO_CONTENT
+        || status == http::StatusCode::NOT_MODIFIED
+}
+
+/// The length of a response's body as its head tells it before any of it
+/// comes: 0 for a response that [has no body](has_no_body); its one
+/// `Content-Length` without a `Transfer-Encoding`; otherwise unknown.
+pub(crate) fn declared_body_length(
+    method: &http::Method,
+    status: http::StatusCode,
+    headers: &http::HeaderMap,
+) -> Option<u64> {
+    if has_no_body(method, status) {
+        return Some(0);
+    }
+    if headers.contains_key(http::header::TRANSFER_ENCODING) {
+        return None;
+    }
+    let mut lengths = headers.get_all(http::header::CONTENT_LENGTH).iter();
+    let length = lengths.next()?.to_str().ok()?.trim().parse().ok()?;
+    lengths.next().is_none().then_some(length)
+}
+
 /// The timeouts an exchange runs under.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Deadlines {

@@ -253,6 +253,13 @@ impl Chain {
             .map(|decoder| decode::Decoding::new(decoder, self.current().remote_name()))
     }
 
+    /// The length of the body the caller will read, if the head tells it:
+    /// after [`decoding`](Self::decoding), which leaves `Content-Length`
+    /// only on a body delivered as it came.
+    pub(crate) fn body_length(&self, head: &Head) -> Option<u64> {
+        crate::exchange::declared_body_length(&self.hop.method, head.status, &head.headers)
+    }
+
     /// Where a redirect to follow points, the method to follow it with and
     /// whether the body goes along; `None` if `head` is the response.
     fn redirect_of(&self, head: &Head) -> Option<(http::Uri, http::Method, bool)> {

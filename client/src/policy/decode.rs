@@ -5,6 +5,7 @@
 //! crate's.
 
 use crate::error::Error;
+use crate::exchange::has_no_body;
 use bytes::{Bytes, BytesMut};
 use http::header::{CONTENT_ENCODING, CONTENT_LENGTH};
 use tickless_codings::{ContentDecoder, DecodeError, DecoderConfig};
@@ -28,11 +29,7 @@ pub(crate) fn decoder_for(
     headers: &mut http::HeaderMap,
     max_decoded: Option<u64>,
 ) -> Option<ContentDecoder> {
-    let bodiless = *method == http::Method::HEAD
-        || status.is_informational()
-        || status == http::StatusCode::NO_CONTENT
-        || status == http::StatusCode::NOT_MODIFIED;
-    if bodiless || !headers.contains_key(CONTENT_ENCODING) {
+    if has_no_body(method, status) || !headers.contains_key(CONTENT_ENCODING) {
         return None;
     }
     let mut config = DecoderConfig::new();

@@ -89,7 +89,9 @@ use super::{Conn, SharedConn, State, StreamLoad, H2_TIMER};
 use crate::error::{Error, Http2Initiator, Http2Reason};
 use crate::event_loop::Readiness;
 use crate::event_loop::{LoopContext, SourceWaker};
-use crate::exchange::{deadline_after, ConnSlot, Exchange, Head, Pushed, RequestBody, Waiter};
+use crate::exchange::{
+    deadline_after, declared_body_length, ConnSlot, Exchange, Head, Pushed, RequestBody, Waiter,
+};
 use crate::net::{AsyncIo, IoReadiness, Transport};
 use bytes::Bytes;
 use h2::client::{Connection, ResponseFuture, SendRequest};
@@ -1246,13 +1248,11 @@ impl Stream {
                     let (parts, body) = response.into_parts();
                     // A HEAD's answer, a 204 or a 304 has no body, whatever
                     // length it declares (as for HTTP/1.1).
-                    let bodiless = self.exchange.request.method == http::Method::HEAD
-                        || matches!(parts.status.as_u16(), 204 | 304);
-                    let declared = parts
-                        .headers
-                        .get(http::header::CONTENT_LENGTH)
-                        .filter(|_| !bodiless)
-                        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+                    let declared = declared_body_length(
+                        &self.exchange.request.method,
+                        parts.status,
+                        &parts.headers,
+                    );
                     if !self.body.fits(0, declared) {
                         self.send.send_reset(h2::Reason::CANCEL);
                         self.exchange
