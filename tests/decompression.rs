@@ -359,6 +359,47 @@ fn head_204_and_304_are_never_decoded() {
     client.close();
 }
 
+/// A 206 of an encoded body (a file stored gzipped, as S3 and most static
+/// servers keep `Content-Encoding: gzip` objects, asked for by range to
+/// resume a download) is a slice of the encoded bytes: it comes as it was
+/// sent, its offsets those of `Content-Range`, whatever the slice holds.
+#[test]
+fn a_partial_content_answer_is_never_decoded() {
+    let gzipped = gzip(&original());
+    let served = gzipped.clone();
+    let server = TestServer::respond(move |request| {
+        let (from, to) = match request.target.as_str() {
+            "/head-of-it" => (0, 99),
+            _ => (100, served.len() - 1),
+        };
+        let range = format!("bytes {from}-{to}/{}", served.len());
+        response(
+            206,
+            &[("Content-Encoding", "gzip"), ("Content-Range", &range)],
+            &served[from..=to],
+        )
+    });
+    let client = client();
+    for (path, range, slice) in [
+        ("/rest-of-it", "bytes=100-", &gzipped[100..]),
+        ("/head-of-it", "bytes=0-99", &gzipped[..100]),
+    ] {
+        let response = client
+            .get(server.url(path))
+            .header("range", range)
+            .send()
+            .wait()
+            .unwrap();
+        assert_eq!(response.status(), 206);
+        assert_eq!(response.headers()["content-encoding"], "gzip", "{path}");
+        let length = slice.len().to_string();
+        assert_eq!(response.headers()["content-length"], length.as_str());
+        let body = response.bytes().wait();
+        assert_eq!(body.ok().as_deref(), Some(slice), "{path}");
+    }
+    client.close();
+}
+
 #[test]
 fn with_decompression_off_the_body_comes_as_it_was_sent() {
     let gzipped = gzip(b"still compressed");

@@ -581,7 +581,8 @@ impl ClientBuilder {
     /// is sent with the codings this build has (cargo features `gzip`,
     /// `deflate` by default, `brotli`, `zstd`), and a body in one of them is
     /// decoded as it is read, its `Content-Encoding` and `Content-Length`
-    /// removed from the headers. [`max_body_bytes`](Self::max_body_bytes)
+    /// removed from the headers (a 206 is not: a range of the encoded bytes
+    /// does not decode alone). [`max_body_bytes`](Self::max_body_bytes)
     /// then bounds the decoded size.
     pub fn decompress(mut self, decompress: bool) -> Self {
         self.policies.decompress = decompress;

@@ -19,17 +19,22 @@ pub(crate) fn accept_encoding() -> &'static str {
 }
 
 /// The decoder for a response, if it is to be decoded: it has a body (not
-/// an answer to HEAD, not 1xx, 204 or 304) and a `Content-Encoding` of
-/// codings this build decodes. Then `Content-Encoding` and
-/// `Content-Length` (which describe the encoded body) leave `headers`. A
-/// coding this build does not know leaves the body as it came.
+/// an answer to HEAD, not 1xx, 204 or 304), a whole one (not a 206), and a
+/// `Content-Encoding` of codings this build decodes. Then
+/// `Content-Encoding` and `Content-Length` (which describe the encoded
+/// body) leave `headers`. A coding this build does not know leaves the body
+/// as it came.
 pub(crate) fn decoder_for(
     method: &http::Method,
     status: http::StatusCode,
     headers: &mut http::HeaderMap,
     max_decoded: Option<u64>,
 ) -> Option<ContentDecoder> {
-    if has_no_body(method, status) || !headers.contains_key(CONTENT_ENCODING) {
+    // A range of an encoded body is a slice of the encoded bytes (its
+    // `Content-Range` counts them): it does not decode alone, and a caller
+    // who resumes a download needs the bytes as they are.
+    let partial = status == http::StatusCode::PARTIAL_CONTENT;
+    if has_no_body(method, status) || partial || !headers.contains_key(CONTENT_ENCODING) {
         return None;
     }
     let mut config = DecoderConfig::new();
