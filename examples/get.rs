@@ -66,7 +66,7 @@
 //! * `--cookies`: a cookie store for the run, so that cookies set on a
 //!   redirect hop are sent on the next ones.
 //! * `-b`, `--cookie 'NAME=VALUE; …'`: the cookie store, with these cookies
-//!   in it for the URL.
+//!   in it for the URL's host (any path).
 //! * `--max-body-bytes N` (curl: `--max-filesize`): fail once the body
 //!   (decoded) passes `N` bytes.
 //! * `--retries N`: retry a failure before any response (a connect error,
@@ -378,7 +378,10 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             if !cookie.contains('=') {
                 return Err(format!("--cookie: expected NAME=VALUE, got {cookie:?}").into());
             }
-            jar.add_cookie_str(cookie, &url);
+            // For the whole host, as curl sends them: without a path, a
+            // cookie would be for the URL's directory alone, and lost on a
+            // redirect out of it (`/app/login` to `/home`).
+            jar.add_cookie_str(&format!("{cookie}; Path=/"), &url);
         }
         builder = builder.cookie_provider(jar);
     }

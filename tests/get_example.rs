@@ -26,6 +26,7 @@ fn stdout(output: &Output) -> String {
 fn server() -> TestServer {
     TestServer::respond(|request| match request.target.as_str() {
         "/old" => response(302, &[("Location", "/new")], b""),
+        "/app/start" => response(302, &[("Location", "/landing")], b""),
         "/login" => response(
             303,
             &[("Location", "/home"), ("Set-Cookie", "token=t1; Path=/")],
@@ -93,6 +94,11 @@ fn cookies_and_credentials() {
         text.contains("token=t1") && text.contains("lang=en"),
         "{text}"
     );
+
+    // A cookie given on the command line is for the URL's host, whatever
+    // the URL's path: it goes to the hop out of the URL's directory too.
+    let text = stdout(&get(&[&server.url("/app/start"), "-b", "lang=en"]));
+    assert!(text.ends_with("/landing auth=- cookie=lang=en"), "{text}");
 
     let expected = support::real::basic_auth("alice", "pw");
     let text = stdout(&get(&[&server.url("/who"), "-u", "alice:pw"]));
