@@ -115,8 +115,8 @@ struct Args {
     read_timeout: Option<Duration>,
     write_timeout: Option<Duration>,
     event_loop_timeouts: bool,
-    headers: Vec<(String, String)>,
-    method: Option<String>,
+    headers: Vec<(http::HeaderName, http::HeaderValue)>,
+    method: Option<http::Method>,
     data: Option<String>,
     upload: Option<String>,
     output: Option<String>,
@@ -180,6 +180,20 @@ fn host_port(url: &str) -> Option<(String, u16)> {
     Some((host.to_ascii_lowercase(), uri.port_u16().unwrap_or(default)))
 }
 
+/// One `--header 'Name: value'`, checked: a name and a value HTTP allows.
+fn parse_header(header: &str) -> Result<(http::HeaderName, http::HeaderValue), String> {
+    let bad = || format!("--header: expected 'Name: value', got {header:?}");
+    let (name, value) = header.split_once(':').ok_or_else(bad)?;
+    let name = http::HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| bad())?;
+    let value = http::HeaderValue::from_str(value.trim()).map_err(|_| bad())?;
+    Ok((name, value))
+}
+
+/// The `NAME=VALUE` pairs of a `--cookie` value.
+fn cookie_pairs(cookies: &str) -> impl Iterator<Item = &str> {
+    cookies.split(';').map(str::trim).filter(|c| !c.is_empty())
+}
+
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
     let mut parsed = Args::default();
     let mut url = None;
@@ -208,16 +222,14 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--event-loop-timeouts" => parsed.event_loop_timeouts = true,
             "-H" | "--header" => {
                 let header = args.next().ok_or("--header needs 'Name: value'")?;
-                let (name, value) = header
-                    .split_once(':')
-                    .ok_or_else(|| format!("--header: expected 'Name: value', got {header:?}"))?;
-                parsed
-                    .headers
-                    .push((name.trim().to_owned(), value.trim().to_owned()));
+                parsed.headers.push(parse_header(&header)?);
             }
             "-d" | "--data" => parsed.data = Some(args.next().ok_or("--data needs a value")?),
             "-X" | "--request" => {
-                parsed.method = Some(args.next().ok_or("--request needs a METHOD")?)
+                let method = args.next().ok_or("--request needs a METHOD")?;
+                let valid = http::Method::from_bytes(method.as_bytes());
+                parsed.method =
+                    Some(valid.map_err(|_| format!("--request: not a method: {method:?}"))?);
             }
             "-T" | "--upload-file" => {
                 parsed.upload = Some(args.next().ok_or("--upload-file needs a FILE")?)
@@ -248,7 +260,11 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--no-decompress" | "--raw" => parsed.no_decompress = true,
             "--cookies" => parsed.cookie = parsed.cookie.or(Some(String::new())),
             "-b" | "--cookie" => {
-                parsed.cookie = Some(args.next().ok_or("--cookie needs 'NAME=VALUE'")?)
+                let cookies = args.next().ok_or("--cookie needs 'NAME=VALUE'")?;
+                if let Some(bad) = cookie_pairs(&cookies).find(|c| !c.contains('=')) {
+                    return Err(format!("--cookie: expected NAME=VALUE, got {bad:?}"));
+                }
+                parsed.cookie = Some(cookies)
             }
             "--max-body-bytes" | "--max-filesize" => {
                 parsed.max_body_bytes = Some(number(&arg, args.next())?)
@@ -291,7 +307,7 @@ fn main() -> ExitCode {
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("get: {error}");
+            eprintln!("get: {}", with_causes(&*error));
             ExitCode::from(1)
         }
     }
@@ -373,11 +389,9 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     }
     if let Some(cookies) = &args.cookie {
         let jar = std::sync::Arc::new(tickless::cookie::Jar::new());
-        let url = tickless::cookie::Url::parse(&args.url).map_err(|e| format!("{e}"))?;
-        for cookie in cookies.split(';').map(str::trim).filter(|c| !c.is_empty()) {
-            if !cookie.contains('=') {
-                return Err(format!("--cookie: expected NAME=VALUE, got {cookie:?}").into());
-            }
+        let url = tickless::cookie::Url::parse(&args.url)
+            .map_err(|e| format!("--cookie: the URL {:?}: {e}", args.url))?;
+        for cookie in cookie_pairs(cookies) {
             // For the whole host, as curl sends them: without a path, a
             // cookie would be for the URL's directory alone, and lost on a
             // redirect out of it (`/app/login` to `/home`).
@@ -388,9 +402,8 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let client = builder
         .build()
         .map_err(|e| format!("cannot start the client: {e}"))?;
-    let method = match (&args.method, &args.data, &args.upload) {
-        (Some(method), _, _) => http::Method::from_bytes(method.as_bytes())
-            .map_err(|_| format!("--request: not a method: {method:?}"))?,
+    let method = match (args.method, &args.data, &args.upload) {
+        (Some(method), _, _) => method,
         (None, Some(_), _) => http::Method::POST,
         (None, None, Some(_)) => http::Method::PUT,
         (None, None, None) => http::Method::GET,
@@ -453,6 +466,22 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     drop(response);
     client.close();
     Ok(())
+}
+
+/// `error`'s message, then each of its causes the message does not already
+/// say ("invalid URI: invalid uri character", where the error alone says
+/// "invalid URI").
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut message = error.to_string();
+    let mut cause = error.source();
+    while let Some(next) = cause {
+        let said = next.to_string();
+        if !message.contains(&said) {
+            message = format!("{message}: {said}");
+        }
+        cause = next.source();
+    }
+    message
 }
 
 /// The version as a status line shows it: `HTTP/1.1`, `HTTP/2`.

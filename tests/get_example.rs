@@ -182,13 +182,31 @@ fn errors_exit_1_and_bad_arguments_2() {
 
     let refused = get(&[&format!("http://{}/", refused_addr())]);
     assert_eq!(refused.status.code(), Some(1));
+    // The message says why, once: the error's causes, each said once.
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(stderr.matches("Connection refused").count(), 1, "{stderr}");
+    let unparsable = get(&["http://a b/"]);
+    assert_eq!(unparsable.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&unparsable.stderr);
+    assert!(
+        stderr.contains("invalid URI: invalid uri character"),
+        "{stderr}"
+    );
+
+    // A flag value that cannot be used is a bad argument, found before
+    // anything is sent.
     for bad in [
         vec!["--max-redirects", "many", "http://127.0.0.1/"],
         vec!["--cookie", "no-equals-sign", "http://127.0.0.1/"],
+        vec!["-X", "NOT A METHOD", "http://127.0.0.1/"],
+        vec!["-H", "bad name: value", "http://127.0.0.1/"],
+        vec!["-H", "X-Line: one\nbreak\r", "http://127.0.0.1/"],
         vec!["--bogus", "http://127.0.0.1/"],
     ] {
         let output = get(&bad);
-        assert_ne!(output.status.code(), Some(0), "{bad:?}");
+        assert_eq!(output.status.code(), Some(2), "{bad:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("usage: get URL"), "{bad:?}: {stderr}");
     }
 }
 
