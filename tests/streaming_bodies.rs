@@ -553,6 +553,40 @@ fn an_upload_from_a_file_takes_its_length_from_the_file() {
     client.close();
 }
 
+/// A file that is not a regular one (a pipe, a FIFO, `/dev/stdin`) has no
+/// length in its metadata, only 0: its body goes chunked. A regular file
+/// already read into goes with what is left of it.
+#[test]
+fn an_upload_from_a_pipe_goes_chunked_and_a_file_from_where_it_is() {
+    use std::io::{Seek, SeekFrom};
+    use std::process::{Command, Stdio};
+    let server = framing_echo();
+    let client = client(true);
+    let put = |file: std::fs::File| {
+        let upload = Upload::from_file(file).unwrap();
+        let echoed = client.put(server.url("/")).body(upload).send().wait();
+        echoed.unwrap().text().wait().unwrap()
+    };
+    let mut child = Command::new("printf")
+        .arg("through a pipe")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let pipe = std::fs::File::from(std::os::fd::OwnedFd::from(stdout));
+    assert_eq!(put(pipe), "chunked|through a pipe");
+    child.wait().unwrap();
+
+    let path = std::env::temp_dir().join(format!("tickless-upload-rest-{}", std::process::id()));
+    std::fs::write(&path, b"skipped|the rest").unwrap();
+    let mut file = std::fs::File::open(&path).unwrap();
+    file.seek(SeekFrom::Start(8)).unwrap();
+    let text = put(file);
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(text, "length 8|the rest");
+    client.close();
+}
+
 /// An async body: `count` chunks of `size`, every other one after a
 /// `Pending` that wakes itself at once.
 struct Chunks {

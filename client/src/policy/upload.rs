@@ -54,10 +54,20 @@ impl Upload {
         }
     }
 
-    /// A file's contents, its length from its metadata.
-    pub fn from_file(file: std::fs::File) -> std::io::Result<Upload> {
-        let length = file.metadata()?.len();
-        Ok(Upload::from_reader(file, Some(length)))
+    /// A file's contents from where it is read (the start, unless it was
+    /// read or sought into), its length from its metadata. A file that is
+    /// not a regular one (a pipe, a FIFO, `/dev/stdin`, a character device)
+    /// has no length there: its body goes chunked, to its end.
+    pub fn from_file(mut file: std::fs::File) -> std::io::Result<Upload> {
+        let metadata = file.metadata()?;
+        let length = if metadata.is_file() {
+            use std::io::Seek;
+            let read = file.stream_position()?;
+            Some(metadata.len().saturating_sub(read))
+        } else {
+            None
+        };
+        Ok(Upload::from_reader(file, length))
     }
 
     /// A body polled from `body`; its length is its exact size hint, if it
