@@ -180,6 +180,24 @@ fn socks5_and_socks5h_through_microsocks_with_and_without_credentials() {
     );
 }
 
+/// `socks5://` resolves the origin here and gives the proxy one address:
+/// when the proxy cannot reach it (microsocks answers "connection refused"),
+/// a new connection to the proxy asks for the next one, as a direct
+/// connection would try it.
+#[test]
+fn socks5_asks_the_proxy_for_the_next_address_when_it_cannot_reach_one() {
+    let origin = origin();
+    let socks = Microsocks::start();
+    let client = client_via(Proxy::all(&socks.url()).unwrap())
+        .resolve("two.test", &[refused_addr(), origin.addr()])
+        .request_timeout(CEILING)
+        .build()
+        .unwrap();
+    let body = text(&client, "http://two.test/next").unwrap();
+    assert_eq!(body, "GET /next via=none auth=none");
+    assert_eq!(origin.connections_accepted(), 1);
+}
+
 // -------------------------------------------------------------- doubles ---
 
 #[test]
@@ -243,6 +261,54 @@ fn a_socks_failure_reply_is_a_typed_error_naming_the_proxy() {
         "{source:?}"
     );
     assert!(message.contains("host unreachable"), "{message}");
+}
+
+#[test]
+fn socks5_asks_for_every_address_it_may_and_reports_the_last_failure() {
+    let refused = socks_replying(0x05);
+    let addrs = [
+        "192.0.2.1:80".parse().unwrap(),
+        "[2001:db8::1]:80".parse().unwrap(),
+        "192.0.2.2:80".parse().unwrap(),
+    ];
+    let url = format!("socks5://{}", refused.addr());
+    let client = client_via(Proxy::all(&url).unwrap())
+        .resolve("three.test", &addrs)
+        .request_timeout(CEILING)
+        .build()
+        .unwrap();
+    let error = client.get("http://three.test/").send().wait().unwrap_err();
+    let (named, target, source) = proxy_error(error);
+    assert_eq!(
+        (named.as_str(), target.as_str()),
+        (url.as_str(), "three.test:80")
+    );
+    assert!(
+        matches!(source, ProxyError::Socks(SocksError::ConnectionRefused)),
+        "{source:?}"
+    );
+    // One connection to the proxy per address, each asked once.
+    assert_eq!(refused.connections_accepted(), addrs.len());
+}
+
+#[test]
+fn socks5_asks_for_no_other_address_when_the_proxy_itself_refuses() {
+    for reply in [0x01, 0x02, 0x07] {
+        let refusing = socks_replying(reply);
+        let url = format!("socks5://{}", refusing.addr());
+        let client = client_via(Proxy::all(&url).unwrap())
+            .resolve("two.test", &[refused_addr(), refused_addr()])
+            .request_timeout(CEILING)
+            .build()
+            .unwrap();
+        let error = client.get("http://two.test/").send().wait().unwrap_err();
+        let (_, _, source) = proxy_error(error);
+        match source {
+            ProxyError::Socks(socks) => assert_eq!(socks.reply_code(), Some(reply)),
+            other => panic!("expected the proxy's reply {reply}, got {other:?}"),
+        }
+        assert_eq!(refusing.connections_accepted(), 1, "reply {reply}");
+    }
 }
 
 #[test]

@@ -51,6 +51,7 @@ mod upload;
 mod write_stall;
 
 pub(crate) use open::connect;
+pub(crate) use tunnel::SocksTargets;
 
 use crate::config::ClientConfig;
 use crate::error::Error;

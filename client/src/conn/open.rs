@@ -24,6 +24,7 @@
 //! are then bounded by the request deadline from this loop, and together by
 //! one handshake timeout.
 
+use super::tunnel::SocksTargets;
 use super::{Conn, ConnOwner, State, CONNECT_TIMER, HANDSHAKE_TIMER};
 use crate::config::HttpVersions;
 use crate::error::{Error, ProxyError, TimeoutKind};
@@ -63,8 +64,8 @@ pub(super) struct Connecting {
     /// How the attempt that ended last ended, and its address (the
     /// error names it: attempts overlap, the last started may not be it).
     last_failure: Option<(Failure, SocketAddr)>,
-    /// For a `socks5://` proxy: the origin's address, resolved here.
-    pub(super) socks_target: Option<SocketAddr>,
+    /// For a `socks5://` proxy: the origin's addresses, resolved here.
+    socks: Option<SocksTargets>,
 }
 
 struct Attempt {
@@ -97,13 +98,14 @@ pub(crate) fn interleave(addrs: Vec<SocketAddr>) -> VecDeque<SocketAddr> {
 }
 
 /// Opens a connection for `exchange` on this loop (a task the client posts
-/// to the loop its chooser picked) to `addrs`, the route's first hop.
+/// to the loop its chooser picked) to `addrs`, the route's first hop;
+/// `socks` are the origin's addresses for a `socks5://` proxy.
 pub(crate) fn connect(
     cx: &mut LoopContext<'_>,
     owner: Arc<dyn ConnOwner>,
     exchange: Arc<Exchange>,
     addrs: Vec<SocketAddr>,
-    socks_target: Option<SocketAddr>,
+    socks: Option<SocksTargets>,
 ) {
     cx.add_source(|cx| {
         let created = owner.env().clock.now();
@@ -120,7 +122,7 @@ pub(crate) fn connect(
                 attempts: Vec::new(),
                 next_start: None,
                 last_failure: None,
-                socks_target,
+                socks,
             }),
             buf: Default::default(),
             timer: None,
@@ -287,8 +289,8 @@ impl Conn {
             self.state = State::Idle;
             return self.offer_or_close(cx, &exchange);
         }
-        let socks_target = match &self.state {
-            State::Connecting(connecting) => connecting.socks_target,
+        let socks = match &mut self.state {
+            State::Connecting(connecting) => connecting.socks.take(),
             _ => None,
         };
         // Connected: the exchange's timeouts move onto this loop (a
@@ -296,9 +298,37 @@ impl Conn {
         // and TLS run too.
         exchange.attach(ConnSlot::Ready(self.conn_ref(cx)));
         match &*self.route {
-            Route::Tunnel { .. } => self.start_tunnel(cx, exchange, socks_target),
+            Route::Tunnel { .. } => self.start_tunnel(cx, exchange, socks),
             _ => self.connected(cx, exchange, Vec::new()),
         }
+    }
+
+    /// Connects to the proxy again, to ask it for the next of the origin's
+    /// addresses in `socks` (it could not reach the last one: see
+    /// [`tunnel`](super::tunnel)). The same connection, so the same
+    /// permit; the exchange stays attached to it.
+    pub(super) fn connect_again(
+        &mut self,
+        cx: &mut LoopContext<'_>,
+        exchange: Arc<Exchange>,
+        socks: SocksTargets,
+    ) {
+        if let Some(mut transport) = self.transport.take() {
+            let _ = cx.registry.deregister(transport.tcp_mut());
+        }
+        self.disarm_timer(cx);
+        self.remote = None;
+        self.info = None;
+        self.buf = Default::default();
+        self.state = State::Connecting(Connecting {
+            exchange,
+            remaining: interleave(socks.proxy.clone()),
+            attempts: Vec::new(),
+            next_start: None,
+            last_failure: None,
+            socks: Some(socks),
+        });
+        self.start_attempts(cx);
     }
 
     /// The byte stream reaches the origin (straight, or through a tunnel

@@ -8,6 +8,18 @@
 //! from this loop (the exchange is attached ready since the TCP connect).
 //! Every failure the proxy reports is an
 //! [`Error::Proxy`](crate::Error::Proxy) naming the proxy and what it said.
+//!
+//! # `socks5://`: one address of the origin per proxy connection
+//!
+//! The origin's name is resolved here ([`SocksTargets`]), and a SOCKS5
+//! CONNECT carries one address. When the proxy answers that it could not
+//! reach it (unreachable, refused, timed out, an address family it lacks:
+//! `SocksError::blames_the_address`), the connection
+//! connects to the proxy again and asks for the next address, as a direct
+//! connection would try it — the same connection, so with the same permit,
+//! under the request deadline; the last failure is the error. Other
+//! failures (credentials, rules, a general failure, a stalled proxy) end
+//! the request at once: another address would meet them too.
 
 use super::{Conn, State};
 use crate::error::ProxyError;
@@ -16,6 +28,7 @@ use crate::exchange::Exchange;
 use crate::net::proxy::{encode_connect, ConnectResponse, Progress, Socks5Handshake, Target};
 use crate::net::proxy::{ProxyScheme, ProxyUrl};
 use crate::net::Route;
+use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -31,6 +44,30 @@ pub(super) struct Tunnelling {
     target: String,
     /// What the proxy sent that is not consumed yet.
     received: Vec<u8>,
+    /// For `socks5://`: the origin's addresses still to ask for.
+    socks: Option<SocksTargets>,
+}
+
+/// For a `socks5://` proxy: the origin's addresses, resolved here, asked
+/// for one per connection to the proxy (see the [module documentation](self)).
+pub(crate) struct SocksTargets {
+    /// The proxy's addresses, to connect to it again.
+    pub(super) proxy: Vec<SocketAddr>,
+    /// The origin's addresses not asked for yet, in the order to ask.
+    remaining: VecDeque<SocketAddr>,
+}
+
+impl SocksTargets {
+    /// `origin`'s addresses in the order happy eyeballs would try them
+    /// (alternating families), through the proxy at `proxy`. `None` if
+    /// there is none: the proxy is then given the origin's name.
+    pub(crate) fn new(proxy: &[SocketAddr], origin: Vec<SocketAddr>) -> Option<SocksTargets> {
+        let remaining = super::open::interleave(origin);
+        (!remaining.is_empty()).then(|| SocksTargets {
+            proxy: proxy.to_vec(),
+            remaining,
+        })
+    }
 }
 
 enum Step {
@@ -53,16 +90,18 @@ enum Turn {
 
 impl Conn {
     /// Starts the tunnel's handshake on the socket just connected to the
-    /// proxy. `socks_target`: the origin's address, for `socks5://`.
+    /// proxy. `socks`: the origin's addresses, for `socks5://`; the next
+    /// one is asked for.
     pub(super) fn start_tunnel(
         &mut self,
         cx: &mut LoopContext<'_>,
         exchange: Arc<Exchange>,
-        socks_target: Option<SocketAddr>,
+        mut socks: Option<SocksTargets>,
     ) {
         let Route::Tunnel { proxy, origin } = &*self.route else {
             return self.connected(cx, exchange, Vec::new());
         };
+        let socks_target = socks.as_mut().and_then(|s| s.remaining.pop_front());
         let step = match first_step(proxy, &origin.host, origin.port, socks_target) {
             Ok(step) => step,
             Err(source) => {
@@ -79,6 +118,7 @@ impl Conn {
             step,
             target,
             received: Vec::new(),
+            socks,
         });
         // The socket is writable: the first message goes now.
         self.drive_tunnel(cx);
@@ -104,6 +144,9 @@ impl Conn {
                 self.connected(cx, exchange, early);
             }
             Turn::Failed(source) => {
+                if let Some(socks) = next_address_after(tunnelling, &source) {
+                    return self.connect_again(cx, exchange, socks);
+                }
                 let error = self.proxy_error(&exchange, source);
                 self.close(cx);
                 exchange.finish_err(error);
@@ -118,6 +161,20 @@ impl Conn {
             self.disarm_timer(cx);
         }
     }
+}
+
+/// The origin's addresses still to ask for, if the proxy's `failure` says
+/// only the address it was given is out of reach and another is left.
+fn next_address_after(tunnelling: &mut Tunnelling, failure: &ProxyError) -> Option<SocksTargets> {
+    let blames_the_address =
+        matches!(failure, ProxyError::Socks(error) if error.blames_the_address());
+    let more = tunnelling
+        .socks
+        .as_ref()
+        .is_some_and(|s| !s.remaining.is_empty());
+    (blames_the_address && more)
+        .then(|| tunnelling.socks.take())
+        .flatten()
 }
 
 fn first_step(

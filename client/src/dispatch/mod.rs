@@ -526,8 +526,8 @@ impl Dispatcher {
                 &origin_host,
                 origin_port,
                 move |dispatcher, exchange, origin| {
-                    let origin = origin.first().copied();
-                    dispatcher.connect_to(&event_loop, exchange, addrs, origin);
+                    let socks = conn::SocksTargets::new(&addrs, origin);
+                    dispatcher.connect_to(&event_loop, exchange, addrs, socks);
                 },
             );
         });
@@ -602,18 +602,18 @@ impl Dispatcher {
     }
 
     /// Opens a connection for `exchange` to `addrs` (the first hop) on
-    /// `event_loop`; `socks_target` is the origin's address for a
-    /// `socks5://` proxy.
+    /// `event_loop`; `socks` are the origin's addresses for a `socks5://`
+    /// proxy, each tried in turn until the proxy reaches one.
     fn connect_to(
         &self,
         event_loop: &Arc<crate::event_loop::EventLoop>,
         exchange: Arc<Exchange>,
         addrs: Vec<SocketAddr>,
-        socks_target: Option<SocketAddr>,
+        socks: Option<conn::SocksTargets>,
     ) {
         let (owner, task_exchange) = (self.owner(), exchange.clone());
         if event_loop
-            .execute(move |cx| conn::connect(cx, owner, task_exchange, addrs, socks_target))
+            .execute(move |cx| conn::connect(cx, owner, task_exchange, addrs, socks))
             .is_err()
         {
             self.released(exchange.route(), exchange.id);

@@ -222,6 +222,23 @@ impl SocksError {
         }
     }
 
+    /// Whether the proxy reports that it could not reach the address it
+    /// was given — the network or host unreachable, the connection refused
+    /// or timed out, or the address family unsupported (a proxy without
+    /// IPv6) — so another address of the same host may still work. Not a
+    /// refusal by the proxy itself (its rules, its credentials, a general
+    /// failure), which another address would meet as well.
+    pub(crate) fn blames_the_address(&self) -> bool {
+        matches!(
+            self,
+            SocksError::NetworkUnreachable
+                | SocksError::HostUnreachable
+                | SocksError::ConnectionRefused
+                | SocksError::TtlExpired
+                | SocksError::AddressTypeNotSupported
+        )
+    }
+
     /// The `REP` byte for errors that are a failure reply from the proxy.
     pub fn reply_code(&self) -> Option<u8> {
         Some(match self {

@@ -32,8 +32,10 @@ use std::sync::Arc;
 ///
 /// Its URL is `http://[user:password@]host[:port]` (an HTTP proxy: plain
 /// requests go to it in absolute form, `https://` ones through a `CONNECT`
-/// tunnel), `socks5://…` (SOCKS5, the client resolves the target's name)
-/// or `socks5h://…` (SOCKS5, the proxy resolves it). A URL without a
+/// tunnel), `socks5://…` (SOCKS5, the client resolves the target's name,
+/// and asks the proxy for its addresses one at a time, each on a new
+/// connection, while the proxy answers that it cannot reach them) or
+/// `socks5h://…` (SOCKS5, the proxy resolves it). A URL without a
 /// scheme is an HTTP proxy; without a port, port 80 for `http` and 1080
 /// for SOCKS. Credentials in the userinfo are percent-decoded and sent as
 /// `Proxy-Authorization: Basic` to an HTTP proxy, and with RFC 1929 to a
