@@ -68,6 +68,10 @@ pub(crate) struct ClientConfig {
     pub(crate) resolver: Option<Arc<dyn Resolve>>,
     /// Host names (lower case) answered without a resolver.
     pub(crate) resolve_overrides: HashMap<String, Vec<SocketAddr>>,
+    /// Tests: what the default resolver's threads do instead of
+    /// `getaddrinfo` (a lookup that blocks, say).
+    #[cfg(test)]
+    pub(crate) system_lookup: Option<Arc<crate::dispatch::SystemLookup>>,
     /// Happy eyeballs: how long an attempt has before the next one starts.
     pub(crate) happy_eyeballs_delay: Duration,
     // TLS
@@ -214,6 +218,8 @@ impl Default for ClientConfig {
             env_proxies: true,
             resolver: None,
             resolve_overrides: HashMap::new(),
+            #[cfg(test)]
+            system_lookup: None,
             happy_eyeballs_delay: DEFAULT_HAPPY_EYEBALLS_DELAY,
             #[cfg(feature = "rustls")]
             tls: TlsOptions::default(),

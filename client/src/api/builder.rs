@@ -258,6 +258,14 @@ impl ClientBuilder {
         self
     }
 
+    /// Tests: the default resolver's threads do `lookup` instead of
+    /// `getaddrinfo`.
+    #[cfg(test)]
+    pub(crate) fn system_lookup(mut self, lookup: Arc<crate::dispatch::SystemLookup>) -> Self {
+        self.config.system_lookup = Some(lookup);
+        self
+    }
+
     /// Resolves host names with `resolver` instead of the default (the
     /// operating system's `getaddrinfo` on a bounded pool of threads of the
     /// client's own, where a slow name holds up no other).

@@ -41,6 +41,8 @@ use crate::net::proxy::{ProxyScheme, ProxySettings};
 use crate::net::{Origin, Resolve, ResolveAnswer, Route};
 use crate::sync::lock;
 use pool::{Acquired, Offer, Pool, PoolLimits, Pooled, Waiter};
+#[cfg(test)]
+pub(crate) use resolve::Lookup as SystemLookup;
 use resolve::ThreadedResolver;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
@@ -113,7 +115,7 @@ pub(crate) struct Dispatcher {
     /// HTTP/2 connections, by route.
     shared: Mutex<HashMap<Route, Shared>>,
     /// The default resolver: its threads are the client's (joined at
-    /// close), started only if it is used.
+    /// close, but for one stuck in a lookup), started only if it is used.
     own_resolver: Arc<ThreadedResolver>,
     /// The resolver in use: the caller's, or `own_resolver`.
     resolver: Arc<dyn Resolve>,
@@ -188,7 +190,7 @@ impl Dispatcher {
             idle_timeout: config.pooled_connection_idle_timeout,
             ttl: config.connection_ttl,
         });
-        let own_resolver = Arc::new(ThreadedResolver::default());
+        let own_resolver = Arc::new(default_resolver(&config));
         let resolver = config
             .resolver
             .clone()
@@ -683,7 +685,8 @@ impl Dispatcher {
 
     /// Stops accepting requests, fails every exchange in flight with
     /// [`Error::ClientClosed`], closes every connection, stops the wheel and
-    /// joins every thread. Idempotent; a call made while another thread is
+    /// joins every thread (a resolver thread inside `getaddrinfo` is let go
+    /// instead: see `resolve`). Idempotent; a call made while another thread is
     /// closing returns once that close is done — unless it comes from one of
     /// the client's own threads (a callback on a loop, the wheel or a
     /// resolver), which the closing thread is joining: that one returns at
@@ -825,6 +828,21 @@ impl ConnOwner for Dispatcher {
     }
 }
 
+/// The default resolver: `getaddrinfo` on threads of its own.
+#[cfg(not(test))]
+fn default_resolver(_: &ClientConfig) -> ThreadedResolver {
+    ThreadedResolver::default()
+}
+
+/// The default resolver, doing the lookup a test gives it, if any.
+#[cfg(test)]
+fn default_resolver(config: &ClientConfig) -> ThreadedResolver {
+    match config.system_lookup.clone() {
+        Some(lookup) => ThreadedResolver::with_lookup(Box::new(move |host| lookup(host))),
+        None => ThreadedResolver::default(),
+    }
+}
+
 /// Reads an upload into its pipe, a chunk at a time, blocking while the
 /// pipe is full (see [`Dispatcher::spawn_pump`]).
 fn pump(mut reader: Box<dyn std::io::Read + Send>, pipe: &crate::exchange::Pipe) {
@@ -847,5 +865,48 @@ fn pump(mut reader: Box<dyn std::io::Read + Send>, pipe: &crate::exchange::Pipe)
                 })
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Client, Error};
+    use std::sync::mpsc;
+    use std::sync::{Arc, Mutex};
+    use std::time::{Duration, Instant};
+
+    /// `close` while the default resolver's thread is stuck in a lookup
+    /// (`getaddrinfo` waiting for a DNS server that does not answer): it
+    /// returns at once, and the request waiting for the name ends with
+    /// `ClientClosed` — neither waits for the system's timeout.
+    #[test]
+    fn close_does_not_wait_for_a_lookup_stuck_in_the_system() {
+        let (began, lookup_began) = mpsc::channel::<()>();
+        let (let_go, system_timeout) = mpsc::channel::<()>();
+        let (began, system_timeout) = (Mutex::new(began), Mutex::new(system_timeout));
+        // Stuck until the test lets go, or for 10 s: the system's timeout.
+        let lookup = move |_: &str| {
+            let _ = crate::sync::lock(&began).send(());
+            let _ = crate::sync::lock(&system_timeout).recv_timeout(Duration::from_secs(10));
+            Err(std::io::ErrorKind::TimedOut.into())
+        };
+        let client = Client::builder()
+            .event_loops(1)
+            .no_proxy()
+            .system_lookup(Arc::new(lookup))
+            .request_timeout(Duration::from_secs(60))
+            .build()
+            .unwrap();
+        let request = client.get("http://stuck.test/").send();
+        lookup_began
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the lookup began");
+        let started = Instant::now();
+        client.close();
+        let took = started.elapsed();
+        let _ = let_go.send(());
+        assert!(took < Duration::from_secs(1), "close took {took:?}");
+        let error = request.wait().unwrap_err();
+        assert!(matches!(error, Error::ClientClosed), "{error:?}");
     }
 }

@@ -10,8 +10,16 @@
 //!   of a new name starts a thread when every thread is in a lookup, so a slow name never
 //!   queues a fast one behind it until [`MAX_THREADS`] different names are
 //!   being resolved at once; then new names wait for the first thread free.
-//!   Threads are kept once started (idle ones wait for the next name) and
-//!   joined at shutdown.
+//!   Threads are kept once started (idle ones wait for the next name).
+//!
+//! # Shutdown does not wait for `getaddrinfo`
+//!
+//! A lookup cannot be interrupted, and one stuck on a DNS server that does
+//! not answer takes the system resolver's whole timeout (glibc: 5 s per try
+//! and server). So shutdown fails every lookup not answered yet, joins the
+//! threads that are not in a lookup (they end at once), and lets go of
+//! those that are: each ends by itself when its `getaddrinfo` returns,
+//! answering no one. Closing a client is then prompt whatever DNS does.
 //!
 //! Eight threads: a client talks to few distinct hosts at once, a lookup
 //! usually takes milliseconds, and eight names that each stall for seconds
@@ -60,10 +68,10 @@ struct State {
     /// The ids of every thread started, kept after `shutdown` takes
     /// `threads` to join them.
     ids: Vec<ThreadId>,
-    /// Threads inside a lookup. A thread that has its answer is not busy
-    /// any more, even while it is still handing the answer out: it takes
-    /// the next name right after.
-    busy: usize,
+    /// The threads inside a lookup. A thread that has its answer is not
+    /// busy any more, even while it is still handing the answer out: it
+    /// takes the next name right after.
+    busy: Vec<ThreadId>,
     closed: bool,
 }
 
@@ -91,15 +99,23 @@ impl ThreadedResolver {
         lock(&self.shared.state).ids.contains(&thread)
     }
 
-    /// Stops taking lookups, fails every lookup not answered yet, lets each
-    /// thread finish the `getaddrinfo` call it is in, and joins them.
+    /// Stops taking lookups, fails every lookup not answered yet, and
+    /// joins the threads not inside a lookup; those inside one end when it
+    /// returns (see the [module documentation](self)).
     pub(crate) fn shutdown(&self) {
         let (threads, dropped) = {
             let mut state = lock(&self.shared.state);
             state.closed = true;
             state.queue.clear();
             let queued: Vec<_> = state.waiting.drain().collect();
-            (std::mem::take(&mut state.threads), queued)
+            let threads = std::mem::take(&mut state.threads);
+            // Decided under the lock: a thread not busy now takes no
+            // other name, and sees `closed` as soon as it looks.
+            let (in_lookup, joinable): (Vec<_>, Vec<_>) = threads
+                .into_iter()
+                .partition(|t| state.busy.contains(&t.thread().id()));
+            drop(in_lookup);
+            (joinable, queued)
         };
         self.shared.work.notify_all();
         // Their answers fail as they drop, outside the lock.
@@ -127,7 +143,7 @@ impl Resolve for ThreadedResolver {
         }
         state.waiting.insert(host.clone(), vec![(port, answer)]);
         state.queue.push_back(host);
-        let free = state.threads.len() - state.busy;
+        let free = state.threads.len() - state.busy.len();
         if state.queue.len() > free && state.threads.len() < MAX_THREADS {
             let shared = self.shared.clone();
             let builder = std::thread::Builder::new()
@@ -155,6 +171,7 @@ impl Shared {
     /// A resolver thread: takes the oldest name waiting, resolves it, and
     /// answers every lookup that joined it — until shutdown.
     fn run(&self) {
+        let me = std::thread::current().id();
         loop {
             let host = {
                 let mut state = lock(&self.state);
@@ -163,7 +180,7 @@ impl Shared {
                         return;
                     }
                     if let Some(host) = state.queue.pop_front() {
-                        state.busy += 1;
+                        state.busy.push(me);
                         break host;
                     }
                     state = self
@@ -177,7 +194,7 @@ impl Shared {
             let result = lookup.unwrap_or_else(|_| Err(io::Error::other("the lookup panicked")));
             let answers = {
                 let mut state = lock(&self.state);
-                state.busy -= 1;
+                state.busy.retain(|&thread| thread != me);
                 state.waiting.remove(&host).unwrap_or_default()
             };
             // Outside the lock: an answer runs the client's code (and the
@@ -308,6 +325,47 @@ mod tests {
             assert!(answers.recv_timeout(PROMPTLY).unwrap().1.is_ok());
         }
         resolver.shutdown();
+    }
+
+    #[test]
+    fn shutdown_does_not_wait_for_a_lookup_stuck_in_the_system() {
+        let double = Double::new();
+        let resolver = ThreadedResolver::with_lookup(double.lookup());
+        let stuck = ask(&resolver, "slow.example", 80);
+        let fast = ask(&resolver, "fast.example", 80);
+        assert!(fast.recv_timeout(PROMPTLY).unwrap().1.is_ok());
+        let in_lookup = || lock(&resolver.shared.state).busy.len() == 1;
+        let deadline = std::time::Instant::now() + PROMPTLY;
+        while !in_lookup() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(in_lookup(), "the slow lookup has begun");
+        // The system's timeout, as it were: the lookup returns after 3 s
+        // unless let go sooner.
+        let (let_go, system_timeout) = mpsc::channel::<()>();
+        let timeout = {
+            let double = double.clone();
+            std::thread::spawn(move || {
+                let _ = system_timeout.recv_timeout(Duration::from_secs(3));
+                double.release();
+            })
+        };
+        let started = std::time::Instant::now();
+        resolver.shutdown();
+        let took = started.elapsed();
+        // The lookup was still stuck: shutdown did not wait for it (a
+        // generous bound, well under the 3 s).
+        assert!(took < Duration::from_secs(1), "{took:?}");
+        assert!(stuck.try_recv().unwrap().1.is_err(), "failed at shutdown");
+        // Let go, the stuck thread ends by itself, answering no one.
+        let _ = let_go.send(());
+        timeout.join().unwrap();
+        let deadline = std::time::Instant::now() + PROMPTLY;
+        while !lock(&resolver.shared.state).busy.is_empty() {
+            assert!(std::time::Instant::now() < deadline, "the thread ends");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(stuck.try_recv().is_err(), "answered once");
     }
 
     #[test]
