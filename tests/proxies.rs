@@ -311,6 +311,33 @@ fn socks5_asks_for_no_other_address_when_the_proxy_itself_refuses() {
     }
 }
 
+/// A host the system reads as an IPv4 address though it is not written in
+/// dotted-decimal (`127.1`, one number, octal or hex parts): the
+/// connection goes to that address, so a `no_proxy` CIDR block holding it
+/// keeps the request off the proxy, as for `127.0.0.1`.
+#[test]
+fn no_proxy_cidr_blocks_match_ipv4_hosts_in_any_spelling() {
+    let origin = TestServer::respond(|_| ok("direct"));
+    let proxy = TestServer::respond(|_| ok("proxied"));
+    let url = format!("http://{}", proxy.addr());
+    let client = client_via(Proxy::all(&url).unwrap().no_proxy("127.0.0.0/8"))
+        .request_timeout(CEILING)
+        .build()
+        .unwrap();
+    let port = origin.addr().port();
+    for host in [
+        "127.0.0.1",
+        "127.1",
+        "2130706433",
+        "0x7f.0.0.1",
+        "0177.0.0.1",
+    ] {
+        let body = text(&client, &format!("http://{host}:{port}/")).unwrap();
+        assert_eq!(body, "direct", "http://{host}:{port}/");
+    }
+    assert_eq!(proxy.connections_accepted(), 0);
+}
+
 #[test]
 fn a_proxy_that_refuses_the_connection_is_named_not_the_origin() {
     let refused = refused_addr();

@@ -19,6 +19,13 @@ pub enum Scheme {
 /// value (RFC 3986 §6.2.2.1): `http://LOCALHOST:8080/` and
 /// `http://localhost:8080/` share connections, as do `http://[::1]/` and
 /// `http://[0:0::1]/`. The host is kept in that normal form.
+///
+/// A host the system's resolver reads as an IPv4 address though it is not
+/// in dotted-decimal form — `127.1`, `2130706433`, `0x7f.0.0.1`,
+/// `0177.0.0.1` (`inet_aton`'s forms, which `getaddrinfo` takes as an
+/// address) — is that address, in dotted-decimal (as WHATWG URLs and curl
+/// have it): the connection goes there, so `no_proxy` blocks and the pool
+/// see it as what it is.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Origin {
     /// http or https.
@@ -58,18 +65,69 @@ impl Origin {
     }
 }
 
-/// `host` in the form origins compare by: an IPv6 address as it displays,
+/// `host` in the form origins compare by: an IP address as it displays,
 /// anything else in ASCII lower case.
 fn normal_host(host: &str) -> String {
-    // An IPv6 literal is the only host with a colon, and the only one with
-    // several spellings of one address; an IPv4 literal has one (the URI
-    // grammar's dotted decimal is `Ipv4Addr`'s display form).
+    // An IPv6 literal is the only host with a colon.
     if host.contains(':') {
         if let Ok(ip) = host.parse::<std::net::Ipv6Addr>() {
             return ip.to_string();
         }
     }
+    // The URI grammar's IPv4 literal is dotted decimal, but the resolver
+    // takes other spellings of an address too; the URI calls them names.
+    if let Some(ip) = ipv4_as_the_system_reads_it(host) {
+        return ip.to_string();
+    }
     host.to_ascii_lowercase()
+}
+
+/// `host` as an IPv4 address if `inet_aton` reads it as one: one to four
+/// numbers separated by dots, each decimal, octal (a leading `0`) or hex
+/// (`0x`), the last filling the bytes the others leave (`127.1` is
+/// 127.0.0.1, `2130706433` too); `None` for anything else.
+fn ipv4_as_the_system_reads_it(host: &str) -> Option<std::net::Ipv4Addr> {
+    let parts: Vec<&str> = host.split('.').collect();
+    if parts.len() > 4 {
+        return None;
+    }
+    let numbers = parts
+        .iter()
+        .map(|part| number_as_inet_aton_reads_it(part))
+        .collect::<Option<Vec<u64>>>()?;
+    let (last, leading) = numbers.split_last()?;
+    // Each leading number is one byte; the last fills the rest.
+    let rest_bits = 8 * (4 - leading.len() as u32);
+    if leading.iter().any(|&n| n > 0xff) || *last >> rest_bits != 0 {
+        return None;
+    }
+    let address = leading
+        .iter()
+        .enumerate()
+        .fold(*last, |address, (i, &byte)| address | byte << (24 - 8 * i));
+    u32::try_from(address).ok().map(std::net::Ipv4Addr::from)
+}
+
+/// One number of an `inet_aton` address: `0x` then hex digits, `0` then
+/// octal digits, or decimal digits. `None` past 32 bits.
+fn number_as_inet_aton_reads_it(part: &str) -> Option<u64> {
+    let (digits, radix) = match part.as_bytes() {
+        [b'0', b'x' | b'X', ..] => (&part[2..], 16),
+        [b'0', _, ..] => (&part[1..], 8),
+        _ => (part, 10),
+    };
+    // Checked here: `from_str_radix` takes a sign.
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+        return None;
+    }
+    // Leading zeros do not count towards the size.
+    let significant = digits.trim_start_matches('0');
+    if significant.is_empty() {
+        return Some(0);
+    }
+    u64::from_str_radix(significant, radix)
+        .ok()
+        .filter(|&n| n <= u64::from(u32::MAX))
 }
 
 /// What follows the host in the URI's authority after a `:`, if anything
@@ -130,6 +188,42 @@ mod tests {
             of("http://a.example/").unwrap(),
             of("https://a.example/").unwrap()
         );
+        // IPv4 as the system's resolver reads it (inet_aton), in any
+        // spelling, is its address.
+        for (spelled, address) in [
+            ("127.1", "127.0.0.1"),
+            ("2130706433", "127.0.0.1"),
+            ("0x7F.1", "127.0.0.1"),
+            ("0177.0.0.1", "127.0.0.1"),
+            ("010.1", "8.0.0.1"),
+            ("00000000000000000000127.1", "87.0.0.1"),
+            ("1.16777215", "1.255.255.255"),
+            ("4294967295", "255.255.255.255"),
+            ("0", "0.0.0.0"),
+            ("10.0.0.1", "10.0.0.1"),
+        ] {
+            let url = format!("http://{spelled}/");
+            assert_eq!(of(&url).unwrap().host, address, "{spelled}");
+        }
+        // Not an address to inet_aton: a name.
+        for name in [
+            "1.2.3.4.5",
+            "4294967296",
+            "0x100000000",
+            "1.16777216",
+            "256.1",
+            "08",
+            "0x",
+            "0x.1",
+            "1..1",
+            "1.2.3.",
+            "123abc",
+            "1.2.3.4a",
+            "0x1g",
+        ] {
+            let url = format!("http://{name}/");
+            assert_eq!(of(&url).unwrap().host, name.to_ascii_lowercase(), "{name}");
+        }
         for out_of_range in [
             "http://a.example:65536/",
             "https://[::1]:99999/",

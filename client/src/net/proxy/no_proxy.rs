@@ -20,7 +20,10 @@
 //!
 //! [`NoProxy::matches`] takes a URI host (`http::Uri::host`, so IPv6 may be
 //! bracketed). An IP literal host is only compared with IP and CIDR entries,
-//! a name only with domain entries: nothing is resolved.
+//! a name only with domain entries: nothing is resolved. The client gives
+//! it the origin's host ([`Origin`](crate::net::Origin)), where an IPv4
+//! address the system would read from another spelling (`127.1`,
+//! `2130706433`) is already in dotted-decimal form.
 //!
 //! # Where curl and reqwest differ, and what this follows
 //!
