@@ -23,9 +23,9 @@ pub enum Scheme {
 /// A host the system's resolver reads as an IPv4 address though it is not
 /// in dotted-decimal form — `127.1`, `2130706433`, `0x7f.0.0.1`,
 /// `0177.0.0.1` (`inet_aton`'s forms, which `getaddrinfo` takes as an
-/// address) — is that address, in dotted-decimal (as WHATWG URLs and curl
-/// have it): the connection goes there, so `no_proxy` blocks and the pool
-/// see it as what it is.
+/// address) — is that address, in dotted-decimal (as WHATWG URLs, so
+/// reqwest, and curl have it): the connection goes there, so `no_proxy`
+/// blocks and the pool see it as what it is.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Origin {
     /// http or https.
@@ -75,59 +75,31 @@ fn normal_host(host: &str) -> String {
         }
     }
     // The URI grammar's IPv4 literal is dotted decimal, but the resolver
-    // takes other spellings of an address too; the URI calls them names.
-    if let Some(ip) = ipv4_as_the_system_reads_it(host) {
+    // takes other spellings of an address too, which the URI calls names.
+    if let Some(ip) = ipv4_in_any_spelling(host) {
         return ip.to_string();
     }
     host.to_ascii_lowercase()
 }
 
-/// `host` as an IPv4 address if `inet_aton` reads it as one: one to four
-/// numbers separated by dots, each decimal, octal (a leading `0`) or hex
-/// (`0x`), the last filling the bytes the others leave (`127.1` is
-/// 127.0.0.1, `2130706433` too); `None` for anything else.
-fn ipv4_as_the_system_reads_it(host: &str) -> Option<std::net::Ipv4Addr> {
-    let parts: Vec<&str> = host.split('.').collect();
-    if parts.len() > 4 {
+/// `host` as an IPv4 address if it spells one in any form a URL may
+/// (`127.1`, `2130706433`, `0x7f.0.0.1`, `0177.0.0.1`: the WHATWG URL
+/// host parser's, which reads them as `inet_aton` does), by the `url`
+/// crate; `None` for a name. Only a host made of what such an address is
+/// made of goes to the parser: the common name costs no parse.
+fn ipv4_in_any_spelling(host: &str) -> Option<std::net::Ipv4Addr> {
+    // Dotted decimal without leading zeros, the usual spelling, at once.
+    if let Ok(ip) = host.parse() {
+        return Some(ip);
+    }
+    let spells_a_number = |b: u8| b.is_ascii_hexdigit() || matches!(b, b'.' | b'x' | b'X');
+    if !host.bytes().all(spells_a_number) || !host.bytes().any(|b| b.is_ascii_digit()) {
         return None;
     }
-    let numbers = parts
-        .iter()
-        .map(|part| number_as_inet_aton_reads_it(part))
-        .collect::<Option<Vec<u64>>>()?;
-    let (last, leading) = numbers.split_last()?;
-    // Each leading number is one byte; the last fills the rest.
-    let rest_bits = 8 * (4 - leading.len() as u32);
-    if leading.iter().any(|&n| n > 0xff) || *last >> rest_bits != 0 {
-        return None;
+    match url::Host::parse(host) {
+        Ok(url::Host::Ipv4(ip)) => Some(ip),
+        _ => None,
     }
-    let address = leading
-        .iter()
-        .enumerate()
-        .fold(*last, |address, (i, &byte)| address | byte << (24 - 8 * i));
-    u32::try_from(address).ok().map(std::net::Ipv4Addr::from)
-}
-
-/// One number of an `inet_aton` address: `0x` then hex digits, `0` then
-/// octal digits, or decimal digits. `None` past 32 bits.
-fn number_as_inet_aton_reads_it(part: &str) -> Option<u64> {
-    let (digits, radix) = match part.as_bytes() {
-        [b'0', b'x' | b'X', ..] => (&part[2..], 16),
-        [b'0', _, ..] => (&part[1..], 8),
-        _ => (part, 10),
-    };
-    // Checked here: `from_str_radix` takes a sign.
-    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
-        return None;
-    }
-    // Leading zeros do not count towards the size.
-    let significant = digits.trim_start_matches('0');
-    if significant.is_empty() {
-        return Some(0);
-    }
-    u64::from_str_radix(significant, radix)
-        .ok()
-        .filter(|&n| n <= u64::from(u32::MAX))
 }
 
 /// What follows the host in the URI's authority after a `:`, if anything
@@ -188,8 +160,8 @@ mod tests {
             of("http://a.example/").unwrap(),
             of("https://a.example/").unwrap()
         );
-        // IPv4 as the system's resolver reads it (inet_aton), in any
-        // spelling, is its address.
+        // IPv4 in any spelling the system's resolver reads (inet_aton's,
+        // as the WHATWG URL parser has them) is its address.
         for (spelled, address) in [
             ("127.1", "127.0.0.1"),
             ("2130706433", "127.0.0.1"),
@@ -201,11 +173,15 @@ mod tests {
             ("4294967295", "255.255.255.255"),
             ("0", "0.0.0.0"),
             ("10.0.0.1", "10.0.0.1"),
+            // The WHATWG parser's reading, where inet_aton's may differ.
+            ("0x", "0.0.0.0"),
+            ("0x.1", "0.0.0.1"),
+            ("1.2.3.", "1.2.0.3"),
         ] {
             let url = format!("http://{spelled}/");
             assert_eq!(of(&url).unwrap().host, address, "{spelled}");
         }
-        // Not an address to inet_aton: a name.
+        // Not an address: a name.
         for name in [
             "1.2.3.4.5",
             "4294967296",
@@ -213,10 +189,7 @@ mod tests {
             "1.16777216",
             "256.1",
             "08",
-            "0x",
-            "0x.1",
             "1..1",
-            "1.2.3.",
             "123abc",
             "1.2.3.4a",
             "0x1g",
