@@ -71,7 +71,7 @@ pub(crate) struct ClientConfig {
     /// Tests: what the default resolver's threads do instead of
     /// `getaddrinfo` (a lookup that blocks, say).
     #[cfg(test)]
-    pub(crate) system_lookup: Option<Arc<crate::dispatch::SystemLookup>>,
+    pub(crate) system_lookup: Option<Arc<crate::net::Lookup>>,
     /// Happy eyeballs: how long an attempt has before the next one starts.
     pub(crate) happy_eyeballs_delay: Duration,
     // TLS

@@ -261,7 +261,7 @@ impl ClientBuilder {
     /// Tests: the default resolver's threads do `lookup` instead of
     /// `getaddrinfo`.
     #[cfg(test)]
-    pub(crate) fn system_lookup(mut self, lookup: Arc<crate::dispatch::SystemLookup>) -> Self {
+    pub(crate) fn system_lookup(mut self, lookup: Arc<crate::net::Lookup>) -> Self {
         self.config.system_lookup = Some(lookup);
         self
     }

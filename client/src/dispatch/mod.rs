@@ -41,8 +41,6 @@ use crate::net::proxy::{ProxyScheme, ProxySettings};
 use crate::net::{Origin, Resolve, ResolveAnswer, Route};
 use crate::sync::lock;
 use pool::{Acquired, Offer, Pool, PoolLimits, Pooled, Waiter};
-#[cfg(test)]
-pub(crate) use resolve::Lookup as SystemLookup;
 use resolve::ThreadedResolver;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};

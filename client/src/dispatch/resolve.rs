@@ -27,7 +27,7 @@
 //! reservation, not memory used.
 
 use crate::event_loop::without_pinning;
-use crate::net::{Resolve, ResolveAnswer};
+use crate::net::{Lookup, Resolve, ResolveAnswer};
 use crate::sync::lock;
 use std::collections::{HashMap, VecDeque};
 use std::io;
@@ -37,9 +37,6 @@ use std::thread::{JoinHandle, ThreadId};
 
 /// Most names resolved at once.
 pub(crate) const MAX_THREADS: usize = 8;
-
-/// A blocking lookup of one name: its addresses, with port 0.
-pub(crate) type Lookup = dyn Fn(&str) -> io::Result<Vec<SocketAddr>> + Send + Sync;
 
 /// The system's resolver: `getaddrinfo` through `ToSocketAddrs`.
 fn getaddrinfo(host: &str) -> io::Result<Vec<SocketAddr>> {

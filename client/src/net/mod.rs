@@ -19,6 +19,7 @@ mod transport;
 pub(crate) use io::{AsyncIo, IoReadiness};
 pub use origin::{Origin, Scheme};
 pub use proxy::Proxy;
+pub(crate) use resolve::Lookup;
 pub use resolve::{Resolve, ResolveAnswer};
 pub(crate) use route::Route;
 #[cfg(feature = "rustls")]

@@ -5,6 +5,10 @@ use std::fmt;
 use std::io;
 use std::net::SocketAddr;
 
+/// A blocking lookup of one name: its addresses, with port 0 (what the
+/// default resolver's threads do: `getaddrinfo`, or a test's stand-in).
+pub(crate) type Lookup = dyn Fn(&str) -> io::Result<Vec<SocketAddr>> + Send + Sync;
+
 /// Resolves host names for a client's connections
 /// ([`ClientBuilder::resolver`](crate::ClientBuilder::resolver)). The
 /// default resolves with the operating system's `getaddrinfo` on a small
