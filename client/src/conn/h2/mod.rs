@@ -51,6 +51,10 @@
 //! polled while the pipe is full, so a stream holds at most its pipe's
 //! window plus its HTTP/2 window
 //! ([`http2_initial_stream_window_size`](crate::ClientBuilder::http2_initial_stream_window_size)).
+//! A body dropped by its reader cancels the exchange and resets the
+//! stream with `CANCEL` — unless its end has come (the rest, or its
+//! trailers, waiting in `h2`'s buffer, are then discarded): the exchange
+//! has completed, and the stream, its answer ended, is not reset for it.
 //! Request bodies are sent as the server's window allows: a chunk waits for
 //! capacity before the next is taken from its source, so a server that stops
 //! reading stops the upload's pump too — and, if no window comes for the
@@ -75,6 +79,12 @@
 //!   answer fails the streams and sends the waiting requests elsewhere.
 //! * `RST_STREAM(REFUSED_STREAM)` before any answer: the request goes again,
 //!   once.
+//! * A reset while the request body is being sent stops the upload (its
+//!   source is dropped), and the response side says how the stream ended:
+//!   a server may answer before the body is all sent and then reset the
+//!   stream with `NO_ERROR` (RFC 9113 §8.1) — that answer, come whole, is
+//!   the response, even if the upload's source ends in the very pass that
+//!   reads the reset.
 //! * Any other reset or connection error fails the stream with
 //!   [`Error::Http2`] naming the error code, or [`Error::Io`].
 
@@ -224,6 +234,18 @@ enum Outgoing {
     Streamed(Upload, Option<Bytes>),
     /// Sent whole (`END_STREAM`).
     Done,
+    /// Not sent whole, and never will be: the stream ended first — the
+    /// server reset it, having answered or not (RFC 9113 §8.1: a complete
+    /// answer, then `RST_STREAM(NO_ERROR)`, asks the client to stop
+    /// sending) — and the response says how it ended.
+    Stopped,
+}
+
+impl Outgoing {
+    /// Whether some of the body is still to be sent.
+    fn is_sending(&self) -> bool {
+        matches!(self, Outgoing::Data(_) | Outgoing::Streamed(..))
+    }
 }
 
 /// How far the response is.
@@ -233,6 +255,16 @@ enum Recv {
     Trailers(RecvStream),
     /// Between two of the above.
     Moving,
+}
+
+/// What [`Stream::next_buffered`] found.
+enum Buffered {
+    Data(Bytes),
+    /// The response's end, with its trailers if it had some.
+    End(Option<http::HeaderMap>),
+    /// Nothing more for now: the rest, or the end, has not come (or the
+    /// stream failed).
+    NotYet,
 }
 
 /// Why a connection takes no more streams.
@@ -1108,34 +1140,73 @@ impl Stream {
     fn finish_from_buffer(&mut self) -> bool {
         let mut task = Context::from_waker(Waker::noop());
         loop {
+            match self.next_buffered(&mut task) {
+                Buffered::Data(data) => {
+                    if !self.body.fits(data.len(), None) {
+                        self.exchange
+                            .finish_err(self.body.too_large(&self.exchange));
+                        return true;
+                    }
+                    self.exchange.listener.on_body_part(data.len());
+                    self.exchange.body().push_last(data);
+                }
+                Buffered::End(trailers) => {
+                    self.exchange.complete(trailers);
+                    return true;
+                }
+                Buffered::NotYet => return false,
+            }
+        }
+    }
+
+    /// The body's reader has gone. If the response has all come — its end
+    /// received, what is left of it in `h2`'s buffer — the exchange has
+    /// completed (the caller merely did not read it all): the rest is
+    /// discarded, and the stream, its answer ended, is not reset for it.
+    /// If not, nothing more is wanted: the stream is reset, and the
+    /// exchange cancelled.
+    fn reader_gone(&mut self, task: &mut Context<'_>) -> Polled {
+        loop {
+            match self.next_buffered(task) {
+                Buffered::Data(data) => self.exchange.listener.on_body_part(data.len()),
+                Buffered::End(trailers) => {
+                    self.exchange.complete(trailers);
+                    return Polled::Gone;
+                }
+                Buffered::NotYet => {
+                    self.send.send_reset(h2::Reason::CANCEL);
+                    self.exchange.finish_err(Error::Cancelled);
+                    return Polled::Gone;
+                }
+            }
+        }
+    }
+
+    /// The next part of the response body that `h2` holds already, or its
+    /// end if that has come, without waiting for more. What it takes out
+    /// of `h2`'s buffer gives its window back.
+    fn next_buffered(&mut self, task: &mut Context<'_>) -> Buffered {
+        loop {
             match &mut self.recv {
-                Recv::Body(body) => match body.poll_data(&mut task) {
+                Recv::Body(body) => match body.poll_data(task) {
                     Poll::Ready(Some(Ok(data))) => {
-                        if !self.body.fits(data.len(), None) {
-                            self.exchange
-                                .finish_err(self.body.too_large(&self.exchange));
-                            return true;
-                        }
-                        self.exchange.listener.on_body_part(data.len());
-                        self.exchange.body().push_last(data);
+                        let _ = body.flow_control().release_capacity(data.len());
+                        return Buffered::Data(data);
                     }
                     Poll::Ready(None) => {
                         if let Recv::Body(body) = std::mem::replace(&mut self.recv, Recv::Moving) {
                             self.recv = Recv::Trailers(body);
                         }
                     }
-                    Poll::Ready(Some(Err(_))) | Poll::Pending => return false,
+                    Poll::Ready(Some(Err(_))) | Poll::Pending => return Buffered::NotYet,
                 },
                 Recv::Trailers(body) => {
-                    return match body.poll_trailers(&mut task) {
-                        Poll::Ready(Ok(trailers)) => {
-                            self.exchange.complete(trailers);
-                            true
-                        }
-                        Poll::Ready(Err(_)) | Poll::Pending => false,
+                    return match body.poll_trailers(task) {
+                        Poll::Ready(Ok(trailers)) => Buffered::End(trailers),
+                        Poll::Ready(Err(_)) | Poll::Pending => Buffered::NotYet,
                     };
                 }
-                Recv::Head(_) | Recv::Moving => return false,
+                Recv::Head(_) | Recv::Moving => return Buffered::NotYet,
             }
         }
     }
@@ -1166,18 +1237,14 @@ impl Stream {
         let mut took = false;
         loop {
             let piece = match &mut self.out {
-                Outgoing::Done => return Ok((false, took)),
+                Outgoing::Done | Outgoing::Stopped => return Ok((false, took)),
                 Outgoing::Data(data) => data,
                 Outgoing::Streamed(upload, pending) => {
                     if pending.as_ref().is_none_or(Bytes::is_empty) {
                         match upload.pull_with(task.waker()) {
                             Pulled::Data(data) => *pending = Some(data),
                             Pulled::End => {
-                                self.send
-                                    .send_data(Bytes::new(), true)
-                                    .map_err(|e| error_of(&self.exchange, e))?;
-                                self.out = Outgoing::Done;
-                                request_sent(&self.exchange, info, now);
+                                self.send_part(task, Bytes::new(), true, now, info)?;
                                 return Ok((false, took));
                             }
                             Pulled::Pending => return Ok((false, took)),
@@ -1189,11 +1256,7 @@ impl Stream {
             };
             if piece.is_empty() {
                 // In memory, all sent but the end.
-                self.send
-                    .send_data(Bytes::new(), true)
-                    .map_err(|e| error_of(&self.exchange, e))?;
-                self.out = Outgoing::Done;
-                request_sent(&self.exchange, info, now);
+                self.send_part(task, Bytes::new(), true, now, info)?;
                 return Ok((false, took));
             }
             self.send.reserve_capacity(piece.len());
@@ -1203,22 +1266,51 @@ impl Stream {
                     Poll::Ready(Some(Ok(_))) => continue,
                     Poll::Ready(Some(Err(e))) => return Err(error_of(&self.exchange, e)),
                     Poll::Pending => return Ok((true, took)),
-                    // The stream is closed: its response says why.
-                    Poll::Ready(None) => return Ok((false, took)),
+                    // The stream has ended: nothing more goes, and its
+                    // response says how it ended.
+                    Poll::Ready(None) => {
+                        self.out = Outgoing::Stopped;
+                        return Ok((false, took));
+                    }
                 }
             }
             let part = piece.split_to(capacity.min(piece.len()));
             took = true;
             let last = piece.is_empty() && matches!(self.out, Outgoing::Data(_));
-            self.send
-                .send_data(part, last)
-                .map_err(|e| error_of(&self.exchange, e))?;
-            if last {
-                self.out = Outgoing::Done;
-                request_sent(&self.exchange, info, now);
+            let sent = self.send_part(task, part, last, now, info)?;
+            if last || !sent {
                 return Ok((false, took));
             }
         }
+    }
+
+    /// Sends `part` of the body — its last, ending the stream, if `last` —
+    /// and returns whether it went. It does not if the stream has ended
+    /// under it: the server reset it (maybe after a complete answer), read
+    /// by the pass's connection poll before this upload's. Then nothing
+    /// more goes, and the response, not this refusal, says how the stream
+    /// ended.
+    fn send_part(
+        &mut self,
+        task: &mut Context<'_>,
+        part: Bytes,
+        last: bool,
+        now: Instant,
+        info: Option<&crate::events::ConnectionInfo>,
+    ) -> Result<bool, Error> {
+        if let Err(error) = self.send.send_data(part, last) {
+            // Not reset, nor ended otherwise: a refusal of its own.
+            if self.send.poll_reset(task).is_pending() {
+                return Err(error_of(&self.exchange, error));
+            }
+            self.out = Outgoing::Stopped;
+            return Ok(false);
+        }
+        if last {
+            self.out = Outgoing::Done;
+            request_sent(&self.exchange, info, now);
+        }
+        Ok(true)
     }
 
     /// Takes what has come of the response: its head, its body into the
@@ -1279,14 +1371,8 @@ impl Stream {
                 }
                 Recv::Body(body) => {
                     let pipe = self.exchange.body();
-                    if pipe.reader_gone() && !body.is_end_stream() {
-                        // The body was dropped before its end: nothing more
-                        // is wanted. (One that has all come completes: a
-                        // caller that drops an empty body at once has not
-                        // cancelled anything.)
-                        self.send.send_reset(h2::Reason::CANCEL);
-                        self.exchange.finish_err(Error::Cancelled);
-                        return Ok(Polled::Gone);
+                    if pipe.reader_gone() {
+                        return Ok(self.reader_gone(task));
                     }
                     if self.paused {
                         if !pipe.has_room() {
@@ -1328,12 +1414,7 @@ impl Stream {
                                     self.exchange.pause_read();
                                     return Ok(Polled::Open);
                                 }
-                                Pushed::Refused => {
-                                    // The body's reader has gone.
-                                    self.send.send_reset(h2::Reason::CANCEL);
-                                    self.exchange.finish_err(Error::Cancelled);
-                                    return Ok(Polled::Gone);
-                                }
+                                Pushed::Refused => return Ok(self.reader_gone(task)),
                             }
                         }
                     }

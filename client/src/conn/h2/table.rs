@@ -49,11 +49,11 @@ impl StreamTable {
         self.streams.iter().map(|(key, _)| key)
     }
 
-    /// The streams whose request body is not all sent.
+    /// The streams with some of their request body still to send.
     pub(super) fn sending_keys(&self) -> impl Iterator<Item = usize> + '_ {
         self.streams
             .iter()
-            .filter(|(_, stream)| !matches!(stream.out, super::Outgoing::Done))
+            .filter(|(_, stream)| stream.out.is_sending())
             .map(|(key, _)| key)
     }
 

@@ -1,0 +1,432 @@
+//! How an HTTP/2 stream's end is told, from a server whose frames are
+//! written by hand (tests/support/h2_server.rs, `RawH2Server`):
+//!
+//! * a body dropped after its end has come — the rest of it, or its
+//!   trailers, still in `h2`'s buffer behind a full pipe — completes its
+//!   exchange, and its stream, ended both ways, is not reset;
+//! * a response whose `END_STREAM` comes with trailers is read whole, with
+//!   them;
+//! * a server that answers before the upload is done and then resets the
+//!   stream with `NO_ERROR` (RFC 9113 §8.1) has its answer returned whole,
+//!   whether the upload's source ends in the very pass that reads those
+//!   frames or later, mid-way; the upload stops there.
+//!
+//! To know that the client has read a burst of frames, the server ends it
+//! with a PING and waits for the answer: `h2` reads frames in order, so the
+//! PING's ACK says that everything before it is in `h2`'s buffers.
+
+mod support;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::task::{Poll, Waker};
+use std::time::Duration;
+use support::h2_server::*;
+use support::*;
+use tickless::http_body::{Body, Frame as BodyFrame};
+use tickless::{Bytes, Client, ClientBuilder, Upload};
+
+const CEILING: Duration = Duration::from_secs(20);
+
+/// Response DATA: 4 x 16 KiB, within `h2`'s windows and past a 16 KiB
+/// body window, so that most of it waits in `h2`'s buffer.
+const PIECE: usize = 16 * 1024;
+const PIECES: usize = 4;
+
+fn h2c() -> ClientBuilder {
+    Client::builder()
+        .event_loops(1)
+        .http2_prior_knowledge()
+        .request_timeout(CEILING)
+        .body_window(PIECE)
+}
+
+const PING_PAYLOAD: [u8; 8] = *b"read-all";
+
+/// A PING that, answered, says the client has read every frame before it.
+fn ping() -> Vec<u8> {
+    frame(PING, 0, 0, &PING_PAYLOAD)
+}
+
+/// Reads frames until the answer to [`ping`]; returns those read.
+fn until_pong(conn: &mut RawConn) -> Vec<Frame> {
+    let mut frames = Vec::new();
+    while let Some(frame) = conn.read_frame() {
+        let pong = frame.kind == PING && frame.flags & ACK != 0 && frame.payload == PING_PAYLOAD;
+        frames.push(frame);
+        if pong {
+            break;
+        }
+    }
+    frames
+}
+
+/// Reads the request's HEADERS (acknowledging the client's SETTINGS) and
+/// then frames until one of its DATA; returns the stream id.
+fn read_request_and_data(conn: &mut RawConn) -> u32 {
+    let id = conn.read_requests(1)[0];
+    while let Some(frame) = conn.read_frame() {
+        if frame.kind == DATA && frame.stream == id {
+            break;
+        }
+    }
+    id
+}
+
+/// The response body's DATA frames, the last one ending the stream unless
+/// trailers follow.
+fn body_frames(id: u32, trailers_follow: bool) -> Vec<u8> {
+    let mut out = Vec::new();
+    let piece = vec![b'x'; PIECE];
+    for i in 0..PIECES {
+        let last = i + 1 == PIECES && !trailers_follow;
+        out.extend(frame(DATA, if last { END_STREAM } else { 0 }, id, &piece));
+    }
+    out
+}
+
+/// Trailers `x-checksum: abc123` (HPACK: a literal field, new name, not
+/// indexed), ending the stream.
+fn trailers(id: u32) -> Vec<u8> {
+    let mut block = vec![0x00, 10];
+    block.extend_from_slice(b"x-checksum");
+    block.push(6);
+    block.extend_from_slice(b"abc123");
+    frame(HEADERS, END_HEADERS | END_STREAM, id, &block)
+}
+
+/// The RST_STREAM frames the client sent, by stream.
+fn resets(frames: &[Frame]) -> Vec<(u32, u32)> {
+    frames
+        .iter()
+        .filter(|frame| frame.kind == RST_STREAM)
+        .map(|frame| {
+            let code: [u8; 4] = frame.payload[..4].try_into().unwrap();
+            (frame.stream, u32::from_be_bytes(code))
+        })
+        .collect()
+}
+
+/// The frames the client sent on streams (kind, stream), but the empty
+/// `END_STREAM` DATA of an upload if `but_an_empty_end`.
+fn on_streams(frames: &[Frame], but_an_empty_end: bool) -> Vec<(u8, u32)> {
+    let empty_end =
+        |frame: &Frame| frame.kind == DATA && frame.flags == END_STREAM && frame.payload.is_empty();
+    frames
+        .iter()
+        .filter(|frame| frame.stream != 0)
+        .filter(|frame| !(but_an_empty_end && empty_end(frame)))
+        .map(|frame| (frame.kind, frame.stream))
+        .collect()
+}
+
+/// How the exchange ended, as its listener was told: `Ok(status)` or
+/// `Err(error's Display)`, once it has.
+fn ending(recorder: &Recorder) -> Option<Result<u16, String>> {
+    recorder
+        .events()
+        .into_iter()
+        .find_map(|(event, _)| match event {
+            Event::Completed(status) => Some(Ok(status.as_u16())),
+            Event::Failed(error, _) => Some(Err(error)),
+            _ => None,
+        })
+}
+
+/// A server that answers one GET with a body (and trailers, if asked) that
+/// is all in the client's `h2` buffer when the caller is told so; returns
+/// it, the signal, and every frame the client sent.
+fn answering_whole(
+    with_trailers: bool,
+) -> (RawH2Server, mpsc::Receiver<()>, Arc<Mutex<Vec<Frame>>>) {
+    let (told, all_in) = mpsc::channel();
+    let told = Mutex::new(told);
+    let seen: Arc<Mutex<Vec<Frame>>> = Arc::default();
+    let kept = seen.clone();
+    let server = RawH2Server::start(move |mut conn| {
+        let id = conn.read_requests(1)[0];
+        let mut out = frame(HEADERS, END_HEADERS, id, &[0x88]);
+        out.extend(body_frames(id, with_trailers));
+        if with_trailers {
+            out.extend(trailers(id));
+        }
+        out.extend(ping());
+        conn.send(&out);
+        let frames = until_pong(&mut conn);
+        kept.lock().unwrap().extend(frames);
+        let _ = told.lock().unwrap().send(());
+        let frames = conn.drain(CEILING);
+        kept.lock().unwrap().extend(frames);
+    });
+    (server, all_in, seen)
+}
+
+/// A body dropped when its end (`END_STREAM`, on its last DATA or on its
+/// trailers) has come, the rest still in `h2`'s buffer behind a full pipe:
+/// the exchange completed — the caller merely did not read it all — and
+/// the stream, ended both ways, is not reset.
+#[test]
+fn a_body_dropped_after_its_end_came_completes_and_its_stream_is_not_reset() {
+    for with_trailers in [false, true] {
+        let (server, all_in, seen) = answering_whole(with_trailers);
+        let recorder = Recorder::new();
+        let client = h2c().listener(recorder.clone()).build().unwrap();
+        let response = client.get(server.url("/")).send().wait().unwrap();
+        assert_eq!(response.status(), 200);
+        all_in
+            .recv_timeout(CEILING)
+            .expect("the client read the frames");
+        drop(response);
+        assert!(
+            recorder.wait_for(CEILING, |_| ending(&recorder).is_some()),
+            "the exchange never ended"
+        );
+        assert_eq!(
+            ending(&recorder),
+            Some(Ok(200)),
+            "trailers: {with_trailers}"
+        );
+        client.close();
+        drop(server);
+        let resets = resets(&seen.lock().unwrap());
+        assert_eq!(resets, [], "trailers: {with_trailers}");
+    }
+}
+
+/// `END_STREAM` on trailers: the body is read whole, then its trailers.
+#[test]
+fn a_response_ending_with_trailers_is_read_whole_with_them() {
+    let (server, all_in, seen) = answering_whole(true);
+    let recorder = Recorder::new();
+    let client = h2c().listener(recorder.clone()).build().unwrap();
+    let mut response = client.get(server.url("/")).send().wait().unwrap();
+    all_in
+        .recv_timeout(CEILING)
+        .expect("the client read the frames");
+    let mut body = Vec::new();
+    std::io::Read::read_to_end(response.body_mut(), &mut body).unwrap();
+    assert_eq!(body.len(), PIECES * PIECE);
+    let trailers = response.trailers().expect("trailers");
+    assert_eq!(trailers["x-checksum"], "abc123");
+    assert!(response.headers().get("x-checksum").is_none());
+    assert!(recorder.wait_for(CEILING, |_| ending(&recorder).is_some()));
+    assert_eq!(ending(&recorder), Some(Ok(200)));
+    client.close();
+    drop(server);
+    assert_eq!(resets(&seen.lock().unwrap()), []);
+}
+
+/// An async upload: `first`, then nothing until `gate.ended` is set, then
+/// its end. Pending, it leaves its waker in `gate.waker` if that holds one
+/// (if not, its end is found by the next poll, whatever causes it).
+struct GatedUpload {
+    first: Option<Bytes>,
+    gate: Arc<Gate>,
+}
+
+#[derive(Default)]
+struct Gate {
+    ended: AtomicBool,
+    waker: Mutex<Option<Waker>>,
+    /// The end was taken from it.
+    end_taken: AtomicBool,
+}
+
+/// A [`GatedUpload`] behind `gate`.
+fn gated_upload(gate: &Arc<Gate>) -> Upload {
+    Upload::from_stream(GatedUpload {
+        first: Some(Bytes::from_static(b"the upload's start")),
+        gate: gate.clone(),
+    })
+}
+
+impl Body for GatedUpload {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> Poll<Option<Result<BodyFrame<Bytes>, Self::Error>>> {
+        if let Some(first) = self.first.take() {
+            return Poll::Ready(Some(Ok(BodyFrame::data(first))));
+        }
+        if self.gate.ended.load(Ordering::SeqCst) {
+            self.gate.end_taken.store(true, Ordering::SeqCst);
+            return Poll::Ready(None);
+        }
+        if let Some(waker) = self.gate.waker.lock().unwrap().as_mut() {
+            waker.clone_from(cx.waker());
+        }
+        Poll::Pending
+    }
+}
+
+/// RFC 9113 §8.1: a complete answer before the upload is done, then
+/// `RST_STREAM(NO_ERROR)`. The upload's source ends meanwhile, unseen:
+/// the stream is polled next for the frames, which `h2` has read by then —
+/// the upload finds its end with the stream already closed. The answer is
+/// the response, whole; nothing more is sent.
+#[test]
+fn an_answer_reset_with_no_error_as_the_upload_ends_is_returned_whole() {
+    let gate = Arc::new(Gate::default());
+    let seen: Arc<Mutex<Vec<Frame>>> = Arc::default();
+    let (server_gate, kept) = (gate.clone(), seen.clone());
+    let server = RawH2Server::start(move |mut conn| {
+        let id = read_request_and_data(&mut conn);
+        // The client has read what the server sent so far (its SETTINGS'
+        // ACK among them): nothing more wakes the stream meanwhile.
+        conn.send(&ping());
+        let _ = until_pong(&mut conn);
+        // The upload's source ends, and no waker is told: the next poll of
+        // the stream finds it, which is the one for the frames below.
+        server_gate.ended.store(true, Ordering::SeqCst);
+        let mut out = frame(HEADERS, END_HEADERS, id, &[0x88]);
+        out.extend(frame(DATA, END_STREAM, id, b"early answer"));
+        out.extend(rst_stream(id, 0));
+        conn.send(&out);
+        let frames = conn.drain(CEILING);
+        kept.lock().unwrap().extend(frames);
+    });
+    let recorder = Recorder::new();
+    let client = h2c().listener(recorder.clone()).build().unwrap();
+    let response = client
+        .post(server.url("/"))
+        .body(gated_upload(&gate))
+        .send()
+        .wait();
+    let response = match response {
+        Ok(response) => response,
+        Err(error) => panic!("the server's answer was lost: {error:?}"),
+    };
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.bytes().wait().unwrap(), "early answer");
+    assert!(recorder.wait_for(CEILING, |_| ending(&recorder).is_some()));
+    assert_eq!(ending(&recorder), Some(Ok(200)));
+    client.close();
+    drop(server);
+    // Nothing on the stream: no reset of a stream that has ended, nor any
+    // of the upload. (But its empty end, if the stream's poll came first
+    // after all, as the frames were on their way: then the client told
+    // nothing wrong, and this run did not put the ordering to the test.)
+    assert_eq!(
+        on_streams(&seen.lock().unwrap(), true),
+        [],
+        "nothing goes on a stream the server closed"
+    );
+}
+
+/// The same answer and reset with the upload mid-way: the response's body
+/// waits behind a full pipe while the upload's source goes on; the source
+/// ends later. The answer is still the response, whole.
+#[test]
+fn an_answer_reset_with_no_error_mid_upload_is_returned_whole() {
+    let (told, all_in) = mpsc::channel();
+    let told = Mutex::new(told);
+    let seen: Arc<Mutex<Vec<Frame>>> = Arc::default();
+    let kept = seen.clone();
+    let server = RawH2Server::start(move |mut conn| {
+        let id = read_request_and_data(&mut conn);
+        let mut out = frame(HEADERS, END_HEADERS, id, &[0x88]);
+        out.extend(body_frames(id, false));
+        out.extend(rst_stream(id, 0));
+        out.extend(ping());
+        conn.send(&out);
+        let frames = until_pong(&mut conn);
+        kept.lock().unwrap().extend(frames);
+        let _ = told.lock().unwrap().send(());
+        let frames = conn.drain(CEILING);
+        kept.lock().unwrap().extend(frames);
+    });
+    let recorder = Recorder::new();
+    let client = h2c().listener(recorder.clone()).build().unwrap();
+    let gate = Arc::new(Gate {
+        waker: Mutex::new(Some(Waker::noop().clone())),
+        ..Gate::default()
+    });
+    let response = client
+        .post(server.url("/"))
+        .body(gated_upload(&gate))
+        .send()
+        .wait();
+    let response = match response {
+        Ok(response) => response,
+        Err(error) => panic!("the server's answer was lost: {error:?}"),
+    };
+    assert_eq!(response.status(), 200);
+    all_in
+        .recv_timeout(CEILING)
+        .expect("the client read the frames");
+    // The upload's source ends now, after the reset, and says so. The body
+    // is read once that end is taken: a reader taking the body while the
+    // stream's poll for the frames is still under way could let that one
+    // poll take it whole, the upload's end never pulled. (A client that
+    // stops pulling from a source once its stream is reset never takes
+    // it: then the bound passes.)
+    gate.ended.store(true, Ordering::SeqCst);
+    if let Some(waker) = gate.waker.lock().unwrap().take() {
+        waker.wake();
+    }
+    eventually(Duration::from_secs(2), || {
+        gate.end_taken.load(Ordering::SeqCst)
+    });
+    match response.bytes().wait() {
+        Ok(body) => assert_eq!(body.len(), PIECES * PIECE),
+        Err(error) => panic!("the server's answer was lost: {error:?}"),
+    }
+    assert!(recorder.wait_for(CEILING, |_| ending(&recorder).is_some()));
+    assert_eq!(ending(&recorder), Some(Ok(200)));
+    client.close();
+    drop(server);
+    assert_eq!(
+        on_streams(&seen.lock().unwrap(), false),
+        [],
+        "nothing goes on a stream the server closed"
+    );
+}
+
+/// The same with an upload in memory, larger than the server's window:
+/// the rest of it is not sent, and the answer is the response, whole.
+#[test]
+fn an_answer_reset_with_no_error_mid_upload_in_memory_is_returned_whole() {
+    let (told, all_in) = mpsc::channel();
+    let told = Mutex::new(told);
+    let seen: Arc<Mutex<Vec<Frame>>> = Arc::default();
+    let kept = seen.clone();
+    let server = RawH2Server::start(move |mut conn| {
+        let id = read_request_and_data(&mut conn);
+        let mut out = frame(HEADERS, END_HEADERS, id, &[0x88]);
+        out.extend(body_frames(id, false));
+        out.extend(rst_stream(id, 0));
+        out.extend(ping());
+        conn.send(&out);
+        let _ = until_pong(&mut conn);
+        let _ = told.lock().unwrap().send(());
+        let frames = conn.drain(CEILING);
+        kept.lock().unwrap().extend(frames);
+    });
+    let client = h2c().build().unwrap();
+    // 1 MiB: far past the server's 64 KiB window, which never opens.
+    let response = client
+        .post(server.url("/"))
+        .body(vec![b'u'; 1 << 20])
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    all_in
+        .recv_timeout(CEILING)
+        .expect("the client read the frames");
+    match response.bytes().wait() {
+        Ok(body) => assert_eq!(body.len(), PIECES * PIECE),
+        Err(error) => panic!("the server's answer was lost: {error:?}"),
+    }
+    client.close();
+    drop(server);
+    assert_eq!(
+        on_streams(&seen.lock().unwrap(), false),
+        [],
+        "nothing goes on a stream the server closed"
+    );
+}
