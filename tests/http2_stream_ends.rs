@@ -134,32 +134,91 @@ fn ending(recorder: &Recorder) -> Option<Result<u16, String>> {
         })
 }
 
-/// A server that answers one GET with a body (and trailers, if asked) that
-/// is all in the client's `h2` buffer when the caller is told so; returns
-/// it, the signal, and every frame the client sent.
-fn answering_whole(
-    with_trailers: bool,
+/// The server's side of every test here: reads the first request with
+/// `read` (to its id), sends `answer` for it and a PING, and says on the
+/// channel once the client has answered the PING (so has read all that
+/// came before it). With what the client sent after the PING was
+/// answered — and before, if `keep_before_pong`.
+fn answering(
+    read: fn(&mut RawConn) -> u32,
+    answer: impl Fn(u32) -> Vec<u8> + Send + Sync + 'static,
+    keep_before_pong: bool,
 ) -> (RawH2Server, mpsc::Receiver<()>, Arc<Mutex<Vec<Frame>>>) {
     let (told, all_in) = mpsc::channel();
     let told = Mutex::new(told);
     let seen: Arc<Mutex<Vec<Frame>>> = Arc::default();
     let kept = seen.clone();
     let server = RawH2Server::start(move |mut conn| {
-        let id = conn.read_requests(1)[0];
-        let mut out = frame(HEADERS, END_HEADERS, id, &[0x88]);
-        out.extend(body_frames(id, with_trailers));
-        if with_trailers {
-            out.extend(trailers(id));
-        }
+        let id = read(&mut conn);
+        let mut out = answer(id);
         out.extend(ping());
         conn.send(&out);
         let frames = until_pong(&mut conn);
-        kept.lock().unwrap().extend(frames);
+        if keep_before_pong {
+            kept.lock().unwrap().extend(frames);
+        }
         let _ = told.lock().unwrap().send(());
         let frames = conn.drain(CEILING);
         kept.lock().unwrap().extend(frames);
     });
     (server, all_in, seen)
+}
+
+/// Answers a GET whole: its head, its body (and trailers).
+fn answering_whole(
+    with_trailers: bool,
+) -> (RawH2Server, mpsc::Receiver<()>, Arc<Mutex<Vec<Frame>>>) {
+    let answer = move |id| {
+        let mut out = frame(HEADERS, END_HEADERS, id, &[0x88]);
+        out.extend(body_frames(id, with_trailers));
+        if with_trailers {
+            out.extend(trailers(id));
+        }
+        out
+    };
+    answering(|conn| conn.read_requests(1)[0], answer, true)
+}
+
+/// The response, which must have come: the server's answer, status 200.
+fn answered(response: Result<tickless::Response, tickless::Error>) -> tickless::Response {
+    let response = match response {
+        Ok(response) => response,
+        Err(error) => panic!("the server's answer was lost: {error:?}"),
+    };
+    assert_eq!(response.status(), 200);
+    response
+}
+
+/// Once the client and server are gone: the client sent nothing on the
+/// stream the server closed (`seen`; but an empty end, if
+/// `but_an_empty_end`).
+fn assert_nothing_sent_after(
+    client: Client,
+    server: RawH2Server,
+    seen: &Mutex<Vec<Frame>>,
+    but_an_empty_end: bool,
+) {
+    client.close();
+    drop(server);
+    assert_eq!(
+        on_streams(&seen.lock().unwrap(), but_an_empty_end),
+        [],
+        "nothing goes on a stream the server closed"
+    );
+}
+
+/// Answers an upload whole as soon as its head and some of its body have
+/// come, and resets the stream with `NO_ERROR` (RFC 9113 §8.1).
+fn answering_mid_upload_then_resetting(
+    keep_before_pong: bool,
+) -> (RawH2Server, mpsc::Receiver<()>, Arc<Mutex<Vec<Frame>>>) {
+    let answer = |id| {
+        let mut out = frame(HEADERS, END_HEADERS, id, &[0x88]);
+        out.extend(body_frames(id, false));
+        out.extend(rst_stream(id, 0));
+        out
+    };
+    answering(read_request_and_data, answer, keep_before_pong)
 }
 
 /// A body dropped when its end (`END_STREAM`, on its last DATA or on its
@@ -296,25 +355,15 @@ fn an_answer_reset_with_no_error_as_the_upload_ends_is_returned_whole() {
         .body(gated_upload(&gate))
         .send()
         .wait();
-    let response = match response {
-        Ok(response) => response,
-        Err(error) => panic!("the server's answer was lost: {error:?}"),
-    };
-    assert_eq!(response.status(), 200);
+    let response = answered(response);
     assert_eq!(response.bytes().wait().unwrap(), "early answer");
     assert!(recorder.wait_for(CEILING, |_| ending(&recorder).is_some()));
     assert_eq!(ending(&recorder), Some(Ok(200)));
-    client.close();
-    drop(server);
     // Nothing on the stream: no reset of a stream that has ended, nor any
     // of the upload. (But its empty end, if the stream's poll came first
     // after all, as the frames were on their way: then the client told
     // nothing wrong, and this run did not put the ordering to the test.)
-    assert_eq!(
-        on_streams(&seen.lock().unwrap(), true),
-        [],
-        "nothing goes on a stream the server closed"
-    );
+    assert_nothing_sent_after(client, server, &seen, true);
 }
 
 /// The same answer and reset with the upload mid-way: the response's body
@@ -322,23 +371,7 @@ fn an_answer_reset_with_no_error_as_the_upload_ends_is_returned_whole() {
 /// ends later. The answer is still the response, whole.
 #[test]
 fn an_answer_reset_with_no_error_mid_upload_is_returned_whole() {
-    let (told, all_in) = mpsc::channel();
-    let told = Mutex::new(told);
-    let seen: Arc<Mutex<Vec<Frame>>> = Arc::default();
-    let kept = seen.clone();
-    let server = RawH2Server::start(move |mut conn| {
-        let id = read_request_and_data(&mut conn);
-        let mut out = frame(HEADERS, END_HEADERS, id, &[0x88]);
-        out.extend(body_frames(id, false));
-        out.extend(rst_stream(id, 0));
-        out.extend(ping());
-        conn.send(&out);
-        let frames = until_pong(&mut conn);
-        kept.lock().unwrap().extend(frames);
-        let _ = told.lock().unwrap().send(());
-        let frames = conn.drain(CEILING);
-        kept.lock().unwrap().extend(frames);
-    });
+    let (server, all_in, seen) = answering_mid_upload_then_resetting(true);
     let recorder = Recorder::new();
     let client = h2c().listener(recorder.clone()).build().unwrap();
     let gate = Arc::new(Gate {
@@ -350,11 +383,7 @@ fn an_answer_reset_with_no_error_mid_upload_is_returned_whole() {
         .body(gated_upload(&gate))
         .send()
         .wait();
-    let response = match response {
-        Ok(response) => response,
-        Err(error) => panic!("the server's answer was lost: {error:?}"),
-    };
-    assert_eq!(response.status(), 200);
+    let response = answered(response);
     all_in
         .recv_timeout(CEILING)
         .expect("the client read the frames");
@@ -377,35 +406,14 @@ fn an_answer_reset_with_no_error_mid_upload_is_returned_whole() {
     }
     assert!(recorder.wait_for(CEILING, |_| ending(&recorder).is_some()));
     assert_eq!(ending(&recorder), Some(Ok(200)));
-    client.close();
-    drop(server);
-    assert_eq!(
-        on_streams(&seen.lock().unwrap(), false),
-        [],
-        "nothing goes on a stream the server closed"
-    );
+    assert_nothing_sent_after(client, server, &seen, false);
 }
 
 /// The same with an upload in memory, larger than the server's window:
 /// the rest of it is not sent, and the answer is the response, whole.
 #[test]
 fn an_answer_reset_with_no_error_mid_upload_in_memory_is_returned_whole() {
-    let (told, all_in) = mpsc::channel();
-    let told = Mutex::new(told);
-    let seen: Arc<Mutex<Vec<Frame>>> = Arc::default();
-    let kept = seen.clone();
-    let server = RawH2Server::start(move |mut conn| {
-        let id = read_request_and_data(&mut conn);
-        let mut out = frame(HEADERS, END_HEADERS, id, &[0x88]);
-        out.extend(body_frames(id, false));
-        out.extend(rst_stream(id, 0));
-        out.extend(ping());
-        conn.send(&out);
-        let _ = until_pong(&mut conn);
-        let _ = told.lock().unwrap().send(());
-        let frames = conn.drain(CEILING);
-        kept.lock().unwrap().extend(frames);
-    });
+    let (server, all_in, seen) = answering_mid_upload_then_resetting(false);
     let client = h2c().build().unwrap();
     // 1 MiB: far past the server's 64 KiB window, which never opens.
     let response = client
@@ -422,11 +430,5 @@ fn an_answer_reset_with_no_error_mid_upload_in_memory_is_returned_whole() {
         Ok(body) => assert_eq!(body.len(), PIECES * PIECE),
         Err(error) => panic!("the server's answer was lost: {error:?}"),
     }
-    client.close();
-    drop(server);
-    assert_eq!(
-        on_streams(&seen.lock().unwrap(), false),
-        [],
-        "nothing goes on a stream the server closed"
-    );
+    assert_nothing_sent_after(client, server, &seen, false);
 }
