@@ -74,24 +74,25 @@ fn normal_host(host: &str) -> String {
             return ip.to_string();
         }
     }
-    // The URI grammar's IPv4 literal is dotted decimal, but the resolver
-    // takes other spellings of an address too, which the URI calls names.
-    if let Some(ip) = ipv4_in_any_spelling(host) {
+    // The URI grammar's IPv4 literal is dotted decimal, as it displays
+    // (std reads no other form: no leading zeros)...
+    if host.parse::<std::net::Ipv4Addr>().is_ok() {
+        return host.to_owned();
+    }
+    // ... but the resolver takes other spellings of an address too, which
+    // the URI calls names.
+    if let Some(ip) = ipv4_in_another_spelling(host) {
         return ip.to_string();
     }
     host.to_ascii_lowercase()
 }
 
-/// `host` as an IPv4 address if it spells one in any form a URL may
+/// `host` as an IPv4 address if it spells one in a form a URL may
 /// (`127.1`, `2130706433`, `0x7f.0.0.1`, `0177.0.0.1`: the WHATWG URL
 /// host parser's, which reads them as `inet_aton` does), by the `url`
 /// crate; `None` for a name. Only a host made of what such an address is
 /// made of goes to the parser: the common name costs no parse.
-fn ipv4_in_any_spelling(host: &str) -> Option<std::net::Ipv4Addr> {
-    // Dotted decimal without leading zeros, the usual spelling, at once.
-    if let Ok(ip) = host.parse() {
-        return Some(ip);
-    }
+fn ipv4_in_another_spelling(host: &str) -> Option<std::net::Ipv4Addr> {
     let spells_a_number = |b: u8| b.is_ascii_hexdigit() || matches!(b, b'.' | b'x' | b'X');
     if !host.bytes().all(spells_a_number) || !host.bytes().any(|b| b.is_ascii_digit()) {
         return None;
