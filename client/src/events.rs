@@ -20,6 +20,9 @@ use std::thread::ThreadId;
 pub struct ConnectionInfo {
     /// Unique in the process (connections of clients that share an
     /// [`EventLoopGroup`](crate::event_loop::EventLoopGroup) never share an id).
+    /// A `socks5://` connection whose proxy could not reach one of the
+    /// origin's addresses connects to the proxy again, under the same id,
+    /// to ask for the next: each such socket has its connect events.
     pub id: u64,
     /// Index of the owning loop in the client's [`EventLoopGroup`](crate::event_loop::EventLoopGroup).
     pub loop_index: usize,

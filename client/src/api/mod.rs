@@ -28,9 +28,9 @@ use std::sync::Arc;
 use std::thread::ThreadId;
 use tickless_timer::{HashedWheelTimer, SharedClock, TimerStats};
 
-/// An HTTP/1.1 client. Cheap to clone: clones share the loops, the wheel
-/// and the pool. Closing it (or dropping the last clone) fails what is in
-/// flight and joins every thread.
+/// An HTTP/1.1 and HTTP/2 client. Cheap to clone: clones share the loops,
+/// the wheel and the pool. Closing it (or dropping the last clone) fails
+/// what is in flight and joins its threads (see [`close`](Self::close)).
 ///
 /// # Examples
 ///

@@ -306,7 +306,8 @@ impl Conn {
     /// Connects to the proxy again, to ask it for the next of the origin's
     /// addresses in `socks` (it could not reach the last one: see
     /// [`tunnel`](super::tunnel)). The same connection, so the same
-    /// permit; the exchange stays attached to it.
+    /// permit and id; the exchange stays attached to it. Its time to live
+    /// counts from now, the socket it will have.
     pub(super) fn connect_again(
         &mut self,
         cx: &mut LoopContext<'_>,
@@ -317,6 +318,7 @@ impl Conn {
             let _ = cx.registry.deregister(transport.tcp_mut());
         }
         self.disarm_timer(cx);
+        self.created = self.owner.env().clock.now();
         self.remote = None;
         self.info = None;
         self.buf = Default::default();

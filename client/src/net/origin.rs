@@ -23,9 +23,9 @@ pub enum Scheme {
 /// A host the system's resolver reads as an IPv4 address though it is not
 /// in dotted-decimal form — `127.1`, `2130706433`, `0x7f.0.0.1`,
 /// `0177.0.0.1` (`inet_aton`'s forms, which `getaddrinfo` takes as an
-/// address) — is that address, in dotted-decimal (as WHATWG URLs, so
-/// reqwest, and curl have it): the connection goes there, so `no_proxy`
-/// blocks and the pool see it as what it is.
+/// address, and WHATWG URLs, so reqwest, too) — is that address, in
+/// dotted-decimal: the connection goes there, so `no_proxy` blocks and the
+/// pool see it as what it is.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Origin {
     /// http or https.
@@ -87,14 +87,21 @@ fn normal_host(host: &str) -> String {
     host.to_ascii_lowercase()
 }
 
-/// `host` as an IPv4 address if it spells one in a form a URL may
-/// (`127.1`, `2130706433`, `0x7f.0.0.1`, `0177.0.0.1`: the WHATWG URL
-/// host parser's, which reads them as `inet_aton` does), by the `url`
-/// crate; `None` for a name. Only a host made of what such an address is
-/// made of goes to the parser: the common name costs no parse.
+/// `host` as an IPv4 address if it spells one in a form both the system's
+/// resolver (`inet_aton`) and WHATWG URLs read as one (`127.1`,
+/// `2130706433`, `0x7f.0.0.1`, `0177.0.0.1`), read by the `url` crate's
+/// host parser; `None` for a name. WHATWG reads more than `inet_aton`
+/// does — an empty part (`127.0.0.1.`, `1.2.3.`) or a bare `0x` — which
+/// the system would look up as a name and fail: those stay names here
+/// too. Only a host made of what such an address is made of goes to the
+/// parser: the common name costs no parse.
 fn ipv4_in_another_spelling(host: &str) -> Option<std::net::Ipv4Addr> {
     let spells_a_number = |b: u8| b.is_ascii_hexdigit() || matches!(b, b'.' | b'x' | b'X');
     if !host.bytes().all(spells_a_number) || !host.bytes().any(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let read_alike = |part: &str| !part.is_empty() && !part.eq_ignore_ascii_case("0x");
+    if !host.split('.').all(read_alike) {
         return None;
     }
     match url::Host::parse(host) {
@@ -161,8 +168,8 @@ mod tests {
             of("http://a.example/").unwrap(),
             of("https://a.example/").unwrap()
         );
-        // IPv4 in any spelling the system's resolver reads (inet_aton's,
-        // as the WHATWG URL parser has them) is its address.
+        // IPv4 in any spelling the system's resolver and WHATWG URLs both
+        // read is its address.
         for (spelled, address) in [
             ("127.1", "127.0.0.1"),
             ("2130706433", "127.0.0.1"),
@@ -174,10 +181,6 @@ mod tests {
             ("4294967295", "255.255.255.255"),
             ("0", "0.0.0.0"),
             ("10.0.0.1", "10.0.0.1"),
-            // The WHATWG parser's reading, where inet_aton's may differ.
-            ("0x", "0.0.0.0"),
-            ("0x.1", "0.0.0.1"),
-            ("1.2.3.", "1.2.0.3"),
         ] {
             let url = format!("http://{spelled}/");
             assert_eq!(of(&url).unwrap().host, address, "{spelled}");
@@ -191,6 +194,12 @@ mod tests {
             "256.1",
             "08",
             "1..1",
+            // What WHATWG reads as an address and inet_aton does not.
+            "0x",
+            "0x.1",
+            "1.2.3.",
+            "127.0.0.1.",
+            "127.1.",
             "123abc",
             "1.2.3.4a",
             "0x1g",
