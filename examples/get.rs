@@ -30,9 +30,12 @@
 //! * `-X`, `--request METHOD`: the method (default GET, or POST with
 //!   `--data`, PUT with `--upload-file`).
 //! * `-d`, `--data STR`: send `STR` as the body (a POST unless `-X` says
-//!   otherwise).
+//!   otherwise); `@FILE` reads it from `FILE` (`@-`: standard input)
+//!   without its carriage returns and newlines, as curl does.
+//! * `--data-binary STR`: the same, but a file's bytes go as they are.
 //! * `-T`, `--upload-file FILE`: stream `FILE` as the body, its length
-//!   from the file (a PUT unless `-X` says otherwise).
+//!   from the file (a PUT unless `-X` says otherwise); `-`: standard
+//!   input, chunked.
 //! * `-o`, `--output FILE`: write the body to `FILE` as it arrives (`-`:
 //!   standard output); the status line and headers then go to standard
 //!   error.
@@ -82,15 +85,16 @@
 //! Exits 0 on any response (whatever its status), 1 if the request failed
 //! (the error goes to stderr), 2 on bad arguments (usage goes to stderr).
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
 const USAGE: &str = "\
 usage: get URL [--request-timeout MS] [--read-timeout MS] [--write-timeout MS]
            [--event-loop-timeouts]
-           [-H|--header 'Name: value']... [-X|--request METHOD] [-d|--data STR]
-           [-T|--upload-file FILE] [-o|--output FILE] [--ca FILE] [--insecure]
+           [-H|--header 'Name: value']... [-X|--request METHOD]
+           [-d|--data STR|@FILE] [--data-binary STR|@FILE]
+           [-T|--upload-file FILE|-] [-o|--output FILE] [--ca FILE] [--insecure]
            [--cert FILE --key FILE] [-x|--proxy URL] [--no-proxy]
            [--resolve HOST:PORT:ADDR[,ADDR...]]...
            [--max-redirects N] [--no-decompress] [--cookies]
@@ -117,7 +121,7 @@ struct Args {
     event_loop_timeouts: bool,
     headers: Vec<(http::HeaderName, http::HeaderValue)>,
     method: Option<http::Method>,
-    data: Option<String>,
+    data: Option<Data>,
     upload: Option<String>,
     output: Option<String>,
     ca: Option<String>,
@@ -180,6 +184,35 @@ fn host_port(url: &str) -> Option<(String, u16)> {
     Some((host.to_ascii_lowercase(), uri.port_u16().unwrap_or(default)))
 }
 
+/// A `--data` or `--data-binary` value: the body, or `@FILE` (`@-`:
+/// standard input) to read it from.
+#[derive(Debug)]
+struct Data {
+    value: String,
+    /// `--data-binary`: a file's bytes go as they are.
+    binary: bool,
+}
+
+impl Data {
+    /// The body: the value, or the file's bytes — for `--data` without
+    /// their carriage returns and newlines, as curl sends them.
+    fn body(&self) -> Result<Vec<u8>, String> {
+        let Some(path) = self.value.strip_prefix('@') else {
+            return Ok(self.value.clone().into_bytes());
+        };
+        let mut bytes = Vec::new();
+        let read = match path {
+            "-" => std::io::stdin().read_to_end(&mut bytes),
+            path => std::fs::File::open(path).and_then(|mut file| file.read_to_end(&mut bytes)),
+        };
+        read.map_err(|e| format!("--data @{path}: {e}"))?;
+        if !self.binary {
+            bytes.retain(|&b| b != b'\r' && b != b'\n');
+        }
+        Ok(bytes)
+    }
+}
+
 /// One `--header 'Name: value'`, checked: a name and a value HTTP allows.
 fn parse_header(header: &str) -> Result<(http::HeaderName, http::HeaderValue), String> {
     let bad = || format!("--header: expected 'Name: value', got {header:?}");
@@ -224,7 +257,11 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
                 let header = args.next().ok_or("--header needs 'Name: value'")?;
                 parsed.headers.push(parse_header(&header)?);
             }
-            "-d" | "--data" => parsed.data = Some(args.next().ok_or("--data needs a value")?),
+            "-d" | "--data" | "--data-binary" => {
+                let value = args.next().ok_or_else(|| format!("{arg} needs a value"))?;
+                let binary = arg == "--data-binary";
+                parsed.data = Some(Data { value, binary });
+            }
             "-X" | "--request" => {
                 let method = args.next().ok_or("--request needs a METHOD")?;
                 let valid = http::Method::from_bytes(method.as_bytes());
@@ -409,12 +446,17 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         (None, None, None) => http::Method::GET,
     };
     let mut request = client.request(method, args.url.as_str());
-    if let Some(data) = args.data {
-        request = request.body(data);
+    if let Some(data) = &args.data {
+        request = request.body(data.body()?);
     }
-    if let Some(path) = &args.upload {
-        let file = std::fs::File::open(path).map_err(|e| format!("--upload-file {path}: {e}"))?;
-        request = request.body(tickless::Upload::from_file(file)?);
+    match args.upload.as_deref() {
+        Some("-") => request = request.body(tickless::Upload::from_reader(std::io::stdin(), None)),
+        Some(path) => {
+            let file =
+                std::fs::File::open(path).map_err(|e| format!("--upload-file {path}: {e}"))?;
+            request = request.body(tickless::Upload::from_file(file)?);
+        }
+        None => {}
     }
     for (name, value) in args.headers {
         request = request.header(name, value);

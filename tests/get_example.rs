@@ -3,7 +3,8 @@
 //! `--max-redirects`, `--no-decompress`, `--cookies` and `--cookie`,
 //! `--max-body-bytes`, `-u` and URL credentials (and curl's names for the
 //! same), `--proxy`, `--no-proxy` and the proxy environment, `--resolve`,
-//! `--cert`/`--key`, `--write-timeout`, and its exit statuses (0 for any response, 1 for an
+//! `--cert`/`--key`, `--write-timeout`, `--data`/`--data-binary` from a
+//! file or standard input and `-T -`, and its exit statuses (0 for any response, 1 for an
 //! error, 2 for bad arguments).
 
 mod support;
@@ -43,6 +44,14 @@ fn server() -> TestServer {
             )
         }
         "/big" => ok(&"x".repeat(10_000)),
+        // The body as it came, and how it was framed.
+        "/echo" => ok(&format!(
+            "{} {} length={} chunked={}",
+            request.method,
+            String::from_utf8_lossy(&request.body),
+            request.header("content-length").unwrap_or("-"),
+            request.header("transfer-encoding").is_some(),
+        )),
         _ => ok(&format!(
             "{} auth={} cookie={}",
             request.target,
@@ -143,6 +152,72 @@ fn retries_and_hedging() {
     ]);
     assert_eq!(hedged.status.code(), Some(0));
     assert!(stdout(&hedged).ends_with("the copy"));
+}
+
+/// Runs `get` with `stdin` on its standard input.
+fn get_with_stdin(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = Command::new(example_binary("get"))
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn data_and_uploads_from_files_and_standard_input_as_curl_reads_them() {
+    let server = server();
+    let url = server.url("/echo");
+    let path = std::env::temp_dir().join(format!("tickless-get-data-{}", std::process::id()));
+    std::fs::write(&path, "a=1\r\n&b=2\n").unwrap();
+    let file = format!("@{}", path.display());
+    let cases: [(&[&str], &[u8], &str); 6] = [
+        // --data: the text as given; @FILE and @- without CR and LF.
+        (&["-d", "a b"], b"", "POST a b length=3 chunked=false"),
+        (&["-d", &file], b"", "POST a=1&b=2 length=7 chunked=false"),
+        (
+            &["--data", "@-"],
+            b"x\ny\n",
+            "POST xy length=2 chunked=false",
+        ),
+        // --data-binary: a file's bytes as they are.
+        (
+            &["--data-binary", &file],
+            b"",
+            "POST a=1\r\n&b=2\n length=10 chunked=false",
+        ),
+        // -T -: standard input, chunked, a PUT.
+        (
+            &["-T", "-"],
+            b"from stdin",
+            "PUT from stdin length=- chunked=true",
+        ),
+        (
+            &["-X", "POST", "--upload-file", "-"],
+            b"",
+            "POST  length=- chunked=true",
+        ),
+    ];
+    for (args, stdin, expected) in cases {
+        let mut argv = vec![url.as_str()];
+        argv.extend_from_slice(args);
+        let output = get_with_stdin(&argv, stdin);
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {output:?}");
+        assert!(
+            stdout(&output).ends_with(expected),
+            "{args:?}: {}",
+            stdout(&output)
+        );
+    }
+    std::fs::remove_file(&path).unwrap();
+    // A file that cannot be read is an error, named.
+    let missing = get(&[&url, "-d", "@/nonexistent/tickless-data"]);
+    assert_eq!(missing.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&missing.stderr);
+    assert!(stderr.contains("/nonexistent/tickless-data"), "{stderr}");
 }
 
 #[test]
