@@ -53,6 +53,43 @@ fn a_server_that_wants_a_client_certificate_gets_the_pem_chain_and_key() {
     assert_eq!(error.kind(), std::io::ErrorKind::InvalidInput);
 }
 
+/// A server that wants a client certificate and gets none refuses it with
+/// an alert: within the handshake in TLS 1.2, but in TLS 1.3 only after the
+/// client has finished its side, so the alert comes with the first read.
+/// Either way it is the same `Error::Tls` — not an I/O error that
+/// `tls_failure()` does not see (and a retry policy would retry) — for a
+/// request with no body and for an upload, whichever of writing and
+/// reading meets the refusal first.
+#[test]
+fn a_refused_client_certificate_is_a_tls_error_in_either_version() {
+    let client = trusting().build().unwrap();
+    for versions in [&[&rustls::version::TLS12][..], &[&rustls::version::TLS13]] {
+        let server = server(versions, true);
+        for body in [0, 10, 1 << 20] {
+            let error = client
+                .post(server.url("/"))
+                .body(vec![b'x'; body])
+                .send()
+                .wait()
+                .and_then(|r| r.bytes().wait())
+                .unwrap_err();
+            match &error {
+                Error::Tls { kind, source, .. } => {
+                    assert_eq!(*kind, TlsFailureKind::Protocol, "{error}");
+                    assert_eq!(
+                        *source,
+                        rustls::Error::AlertReceived(rustls::AlertDescription::CertificateRequired),
+                        "{versions:?}, body {body}: {error}"
+                    );
+                }
+                other => panic!("{versions:?}, body {body}: expected Error::Tls, got {other:?}"),
+            }
+        }
+        assert_eq!(server.handshakes(), 0);
+    }
+    assert_settles(&client, std::time::Duration::from_secs(10));
+}
+
 #[test]
 fn the_version_range_is_what_is_offered() {
     let both = server(rustls::ALL_VERSIONS, false);

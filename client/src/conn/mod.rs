@@ -515,3 +515,29 @@ pub(crate) fn close_idle(cx: &mut LoopContext<'_>, conn: SourceRef) {
         }
     });
 }
+
+/// The error of an exchange whose connection's stream failed with `source`:
+/// a TLS failure that ended the server's side of the handshake (a TLS 1.3
+/// server refusing the client's certificate, which the client learns only
+/// on its first read) is an [`Error::Tls`], as it is in TLS 1.2; anything
+/// else an [`Error::Io`].
+pub(super) fn stream_failure(remote: String, source: io::Error) -> Error {
+    #[cfg(feature = "rustls")]
+    if let Some(tls) = crate::net::late_handshake_failure(&source) {
+        return Error::tls(remote, tls.clone());
+    }
+    Error::Io { remote, source }
+}
+
+/// Whether `error` is a TLS failure that ended the server's side of the
+/// handshake (see [`stream_failure`]).
+#[cfg(feature = "rustls")]
+pub(super) fn ends_handshake(error: &io::Error) -> bool {
+    crate::net::late_handshake_failure(error).is_some()
+}
+
+/// Without TLS no failure ends a handshake.
+#[cfg(not(feature = "rustls"))]
+pub(super) fn ends_handshake(_error: &io::Error) -> bool {
+    false
+}

@@ -24,4 +24,6 @@ pub use resolve::{Resolve, ResolveAnswer};
 pub(crate) use route::Route;
 #[cfg(feature = "rustls")]
 pub use tls::TlsVersion;
+#[cfg(feature = "rustls")]
+pub(crate) use transport::late_handshake_failure;
 pub(crate) use transport::{Handshake, HandshakeError, Transport};

@@ -11,7 +11,10 @@
 //!   (`process_new_packets`) and tries again. A clean end (the server's
 //!   `close_notify`) reads as `Ok(0)`; a TCP close without `close_notify`
 //!   is an `UnexpectedEof` error — a truncation attack looks exactly like
-//!   that, so it is never taken for the end of a body.
+//!   that, so it is never taken for the end of a body. A TLS failure
+//!   before the server's first data (a TLS 1.3 server's refusal of the
+//!   client's certificate) is marked as the end of the handshake
+//!   ([`late_handshake_failure`]).
 //! * `write` gives plaintext to rustls and pushes the TLS records out until
 //!   the socket would block; records not yet sent stay in rustls, and
 //!   [`Transport::flush`] sends them on the next writable event.
@@ -40,6 +43,9 @@ pub(crate) enum Transport {
         tls: Box<ClientConnection>,
         /// Bytes of TLS records the socket took.
         sent: u64,
+        /// Whether the server has sent data yet: a TLS failure before
+        /// that is the end of its handshake (see [`LateHandshakeFailure`]).
+        answered: bool,
     },
 }
 
@@ -60,9 +66,42 @@ pub(crate) enum HandshakeError {
     Io(io::Error),
 }
 
+/// A TLS failure on a connection the server has sent no data on yet,
+/// inside the `io::Error` a read returns: the end of the handshake, as the
+/// server has it. A TLS 1.3 server judges the client's certificate only
+/// once the client has finished its side, so its refusal (an alert:
+/// `certificate_required`, `bad_certificate`, `unknown_ca`) comes with the
+/// first read; the connection reports it as an `Error::Tls`, as TLS 1.2,
+/// where it comes within the handshake (see [`late_handshake_failure`]).
 #[cfg(feature = "rustls")]
-fn tls_io_error(error: rustls::Error) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, error)
+#[derive(Debug)]
+struct LateHandshakeFailure(rustls::Error);
+
+#[cfg(feature = "rustls")]
+impl std::fmt::Display for LateHandshakeFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+#[cfg(feature = "rustls")]
+impl std::error::Error for LateHandshakeFailure {}
+
+/// The TLS failure that ended the handshake, if `error` is one a read
+/// returned before the server sent any data.
+#[cfg(feature = "rustls")]
+pub(crate) fn late_handshake_failure(error: &io::Error) -> Option<&rustls::Error> {
+    let inner = error.get_ref()?.downcast_ref::<LateHandshakeFailure>()?;
+    Some(&inner.0)
+}
+
+#[cfg(feature = "rustls")]
+fn tls_io_error(error: rustls::Error, answered: bool) -> io::Error {
+    if answered {
+        io::Error::new(io::ErrorKind::InvalidData, error)
+    } else {
+        io::Error::new(io::ErrorKind::InvalidData, LateHandshakeFailure(error))
+    }
 }
 
 impl Transport {
@@ -93,6 +132,7 @@ impl Transport {
                 tcp,
                 tls: Box::new(tls),
                 sent: 0,
+                answered: false,
             },
         }
     }
@@ -103,7 +143,7 @@ impl Transport {
         match self {
             Transport::Plain(_) => Ok(Handshake::Done),
             #[cfg(feature = "rustls")]
-            Transport::Tls { tcp, tls, sent } => tls_handshake(tcp, tls, sent),
+            Transport::Tls { tcp, tls, sent, .. } => tls_handshake(tcp, tls, sent),
         }
     }
 
@@ -126,7 +166,12 @@ impl Transport {
         match self {
             Transport::Plain(tcp) => tcp.read(buf),
             #[cfg(feature = "rustls")]
-            Transport::Tls { tcp, tls, sent } => tls_read(tcp, tls, sent, buf),
+            Transport::Tls {
+                tcp,
+                tls,
+                sent,
+                answered,
+            } => tls_read(tcp, tls, sent, answered, buf),
         }
     }
 
@@ -142,12 +187,17 @@ impl Transport {
         match self {
             Transport::Plain(tcp) => super::sys::recv_into_spare(tcp, buf, max),
             #[cfg(feature = "rustls")]
-            Transport::Tls { tcp, tls, sent } => {
+            Transport::Tls {
+                tcp,
+                tls,
+                sent,
+                answered,
+            } => {
                 // A read hands out a record or two: zero no more than that.
                 let max = max.min(TLS_READ_MAX);
                 let start = buf.len();
                 buf.resize(start + max, 0);
-                let read = tls_read(tcp, tls, sent, &mut buf[start..]);
+                let read = tls_read(tcp, tls, sent, answered, &mut buf[start..]);
                 buf.truncate(start + *read.as_ref().unwrap_or(&0));
                 read
             }
@@ -173,7 +223,7 @@ impl Transport {
         match self {
             Transport::Plain(tcp) => tcp.write(buf),
             #[cfg(feature = "rustls")]
-            Transport::Tls { tcp, tls, sent } => tls_write(tcp, tls, sent, buf),
+            Transport::Tls { tcp, tls, sent, .. } => tls_write(tcp, tls, sent, buf),
         }
     }
 
@@ -183,7 +233,7 @@ impl Transport {
         match self {
             Transport::Plain(_) => Ok(true),
             #[cfg(feature = "rustls")]
-            Transport::Tls { tcp, tls, sent } => write_tls_until_blocked(tcp, tls, sent),
+            Transport::Tls { tcp, tls, sent, .. } => write_tls_until_blocked(tcp, tls, sent),
         }
     }
 
@@ -270,7 +320,7 @@ impl Transport {
     /// can without waiting. The socket closes when `self` drops.
     pub(crate) fn close(&mut self) {
         #[cfg(feature = "rustls")]
-        if let Transport::Tls { tcp, tls, sent } = self {
+        if let Transport::Tls { tcp, tls, sent, .. } = self {
             tls.send_close_notify();
             let _ = write_tls_until_blocked(tcp, tls, sent);
         }
@@ -348,19 +398,24 @@ fn tls_handshake(
     }
 }
 
-/// [`Transport::read`] over TLS.
+/// [`Transport::read`] over TLS; `answered`: whether the server has sent
+/// data yet.
 #[cfg(feature = "rustls")]
 fn tls_read(
     tcp: &mut mio::net::TcpStream,
     tls: &mut ClientConnection,
     sent: &mut u64,
+    answered: &mut bool,
     buf: &mut [u8],
 ) -> io::Result<usize> {
     loop {
         match tls.reader().read(buf) {
             // Ok(0): the server's close_notify. UnexpectedEof: the TCP
             // stream ended without one.
-            Ok(n) => return Ok(n),
+            Ok(n) => {
+                *answered |= n > 0;
+                return Ok(n);
+            }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
             Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => {
                 return Err(io::Error::new(
@@ -379,7 +434,7 @@ fn tls_read(
         }
         if let Err(error) = tls.process_new_packets() {
             let _ = write_tls_until_blocked(tcp, tls, sent);
-            return Err(tls_io_error(error));
+            return Err(tls_io_error(error, *answered));
         }
         // Records to answer (a key update): best effort now, the rest
         // on the next writable event.

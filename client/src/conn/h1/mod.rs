@@ -785,6 +785,7 @@ impl Conn {
         // never more than `EARLY_ANSWER_MAX` from a server still sending.
         let mut arrived = seen || !self.buf.is_empty();
         let mut taken = 0;
+        let mut read_error = None;
         while let Some(transport) = self.transport.as_mut() {
             match self.buf.fill(transport) {
                 Filled::Data(n) => {
@@ -794,10 +795,18 @@ impl Conn {
                         break;
                     }
                 }
-                Filled::Eof | Filled::WouldBlock | Filled::Failed(_) => break,
+                Filled::Failed(e) => {
+                    read_error = Some(e);
+                    break;
+                }
+                Filled::Eof | Filled::WouldBlock => break,
             }
         }
         if !arrived {
+            // The server's TLS alert says why it closed (a TLS 1.3
+            // refusal of the client's certificate) better than the broken
+            // pipe the write met.
+            let error = read_error.filter(super::ends_handshake).unwrap_or(error);
             return self.io_failure(cx, error);
         }
         // Waiting for the rest of the answer from now, as after a request
@@ -822,9 +831,8 @@ impl Conn {
         if !active.decoder.bytes_seen() && self.retry_on_fresh_connection(cx) {
             return;
         }
-        self.close_failing(cx, |exchange| Error::Io {
-            remote: exchange.remote_name(),
-            source: error,
+        self.close_failing(cx, |exchange| {
+            super::stream_failure(exchange.remote_name(), error)
         });
     }
 
