@@ -59,12 +59,18 @@ fn a_server_that_wants_a_client_certificate_gets_the_pem_chain_and_key() {
 /// Either way it is the same `Error::Tls` — not an I/O error that
 /// `tls_failure()` does not see (and a retry policy would retry) — for a
 /// request with no body and for an upload, whichever of writing and
-/// reading meets the refusal first.
+/// reading meets the refusal first, over HTTP/1.1 and HTTP/2.
 #[test]
 fn a_refused_client_certificate_is_a_tls_error_in_either_version() {
     let client = trusting().build().unwrap();
-    for versions in [&[&rustls::version::TLS12][..], &[&rustls::version::TLS13]] {
-        let server = server(versions, true);
+    let versions = [&[&rustls::version::TLS12][..], &[&rustls::version::TLS13]];
+    for (versions, alpn) in versions
+        .into_iter()
+        .flat_map(|v| [(v, "http/1.1"), (v, "h2")])
+    {
+        let mut config = (*server_config_with(&certs().valid, versions, true)).clone();
+        config.alpn_protocols = vec![alpn.as_bytes().to_vec()];
+        let server = TlsServer::start_with(Arc::new(config), TlsBehaviour::respond(|_| ok("")));
         for body in [0, 10, 1 << 20] {
             let error = client
                 .post(server.url("/"))
@@ -79,10 +85,12 @@ fn a_refused_client_certificate_is_a_tls_error_in_either_version() {
                     assert_eq!(
                         *source,
                         rustls::Error::AlertReceived(rustls::AlertDescription::CertificateRequired),
-                        "{versions:?}, body {body}: {error}"
+                        "{versions:?} {alpn}, body {body}: {error}"
                     );
                 }
-                other => panic!("{versions:?}, body {body}: expected Error::Tls, got {other:?}"),
+                other => {
+                    panic!("{versions:?} {alpn}, body {body}: expected Error::Tls, got {other:?}")
+                }
             }
         }
         assert_eq!(server.handshakes(), 0);

@@ -292,8 +292,7 @@ pub enum Error {
     /// server broke the protocol — or refused the client's certificate,
     /// which a TLS 1.3 server does only after the client has finished its
     /// side, so that its alert comes with the first read (reported here
-    /// on HTTP/1.1 connections; HTTP/2's `h2` keeps only the alert's text,
-    /// an [`Error::Io`]). Displays like `TLS handshake with
+    /// too, over HTTP/1.1 and HTTP/2). Displays like `TLS handshake with
     /// example.com/1.2.3.4:443 failed: certificate name mismatch (…)`.
     #[error("TLS handshake with {remote} failed: {kind} ({source})")]
     #[cfg(feature = "rustls")]

@@ -35,6 +35,8 @@ use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
+#[cfg(feature = "rustls")]
+use std::sync::OnceLock;
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
@@ -53,9 +55,22 @@ pub(crate) struct IoReadiness {
     writable: AtomicBool,
     budget: AtomicUsize,
     spent: AtomicBool,
+    /// A TLS failure that ended the server's side of the handshake (a TLS
+    /// 1.3 server refusing the client's certificate), met by a read: `h2`
+    /// keeps only the kind and text of an `io::Error`, so the connection
+    /// finds it here (see `transport::late_handshake_failure`).
+    #[cfg(feature = "rustls")]
+    handshake_failure: OnceLock<rustls::Error>,
 }
 
 impl IoReadiness {
+    /// The TLS failure that ended the server's side of the handshake, if a
+    /// read met one.
+    #[cfg(feature = "rustls")]
+    pub(crate) fn handshake_failure(&self) -> Option<&rustls::Error> {
+        self.handshake_failure.get()
+    }
+
     /// A turn begins: up to `bytes` may be read in it.
     pub(crate) fn refill(&self, bytes: usize) {
         self.budget.store(bytes, Ordering::Relaxed);
@@ -88,12 +103,25 @@ impl AsyncIo {
             writable: AtomicBool::new(true),
             budget: AtomicUsize::new(usize::MAX),
             spent: AtomicBool::new(false),
+            #[cfg(feature = "rustls")]
+            handshake_failure: OnceLock::new(),
         });
         let io = AsyncIo {
             transport,
             ready: ready.clone(),
         };
         (io, ready)
+    }
+
+    /// Keeps a read's TLS failure that ended the handshake (see
+    /// [`IoReadiness::handshake_failure`]).
+    fn note(&self, error: &io::Error) {
+        #[cfg(feature = "rustls")]
+        if let Some(tls) = super::late_handshake_failure(error) {
+            let _ = self.ready.handshake_failure.set(tls.clone());
+        }
+        #[cfg(not(feature = "rustls"))]
+        let _ = error;
     }
 }
 
@@ -134,7 +162,10 @@ impl AsyncRead for AsyncIo {
                     Poll::Ready(Ok(()))
                 }
                 Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+                Poll::Ready(Err(e)) => {
+                    this.note(&e);
+                    Poll::Ready(Err(e))
+                }
                 Poll::Pending => Poll::Pending,
             };
         }
@@ -154,6 +185,14 @@ impl AsyncWrite for AsyncIo {
         loop {
             match tracked(&this.ready.writable, this.transport.write(buf)) {
                 Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
+                Poll::Ready(Err(e)) => {
+                    // The server may have said why before it closed (a TLS
+                    // alert): the connection is over, so read it now.
+                    if let Err(why) = this.transport.read(&mut [0; 512]) {
+                        this.note(&why);
+                    }
+                    return Poll::Ready(Err(e));
+                }
                 other => return other,
             }
         }

@@ -802,7 +802,12 @@ impl Conn {
             }
         }
         let waiting: Vec<_> = h2.queue.drain(..).collect();
+        let io_ready = h2.io_ready.clone();
         for exchange in waiting {
+            if let Some(refused) = refusal(&io_ready, &exchange) {
+                exchange.finish_err(refused);
+                continue;
+            }
             match why {
                 // The client's own decision: nothing to bound.
                 Departure::Retired => self.send_elsewhere(exchange),
@@ -857,7 +862,8 @@ impl Conn {
             let Some(stream) = h2.streams.get_mut(key) else {
                 continue;
             };
-            if let Polled::Gone = stream.poll(now, info.as_ref(), &mut retry, goaway_error) {
+            let polled = stream.poll(now, info.as_ref(), &mut retry, goaway_error, &h2.io_ready);
+            if let Polled::Gone = polled {
                 h2.streams.remove(key);
                 self.owner
                     .env()
@@ -914,28 +920,34 @@ impl Conn {
         let reason = error.as_ref().and_then(h2::Error::reason);
         let remote = error.as_ref().is_some_and(h2::Error::is_remote);
         let io = error.and_then(h2::Error::into_io);
+        let io_ready = h2.io_ready.clone();
         self.close(cx);
         let counts = &self.owner.env().streams;
         counts.open.fetch_sub(streams.len(), Ordering::Relaxed);
-        let error_for = |exchange: &Exchange| match (&io, reason) {
-            (_, None) if goaway_error.is_some() => {
-                goaway_failure(exchange, goaway_error.unwrap_or(Http2Reason::NO_ERROR))
+        let error_for = |exchange: &Exchange| {
+            if let Some(refused) = refusal(&io_ready, exchange) {
+                return refused;
             }
-            (Some(io), _) => Error::Io {
-                remote: exchange.remote_name(),
-                source: io::Error::new(io.kind(), io.to_string()),
-            },
-            (None, Some(reason)) => Error::Http2 {
-                remote: exchange.remote_name(),
-                reason: Http2Reason(reason.into()),
-                initiator: if remote {
-                    Http2Initiator::Remote
-                } else {
-                    Http2Initiator::Local
+            match (&io, reason) {
+                (_, None) if goaway_error.is_some() => {
+                    goaway_failure(exchange, goaway_error.unwrap_or(Http2Reason::NO_ERROR))
+                }
+                (Some(io), _) => Error::Io {
+                    remote: exchange.remote_name(),
+                    source: io::Error::new(io.kind(), io.to_string()),
                 },
-                connection: true,
-            },
-            (None, None) => closed_failure(exchange),
+                (None, Some(reason)) => Error::Http2 {
+                    remote: exchange.remote_name(),
+                    reason: Http2Reason(reason.into()),
+                    initiator: if remote {
+                        Http2Initiator::Remote
+                    } else {
+                        Http2Initiator::Local
+                    },
+                    connection: true,
+                },
+                (None, None) => closed_failure(exchange),
+            }
         };
         for mut stream in streams {
             // A response that came whole, some of it still in `h2`'s
@@ -947,7 +959,10 @@ impl Conn {
         }
         // Nothing of these was sent.
         for exchange in waiting {
-            self.send_elsewhere_once(exchange, error_for);
+            match refusal(&io_ready, &exchange) {
+                Some(refused) => drop(exchange.finish_err(refused)),
+                None => self.send_elsewhere_once(exchange, error_for),
+            }
         }
     }
 
@@ -1069,13 +1084,16 @@ impl Conn {
 
 impl Stream {
     /// Moves the stream on: checks it is still wanted, sends what it can of
-    /// the body, takes what it can of the response.
+    /// the body, takes what it can of the response. `goaway_error` and
+    /// `io_ready` say why the connection failed, if it did, better than
+    /// `h2`'s error would.
     fn poll(
         &mut self,
         now: Instant,
         info: Option<&crate::events::ConnectionInfo>,
         retry: &mut Vec<Arc<Exchange>>,
         goaway_error: Option<Http2Reason>,
+        io_ready: &IoReadiness,
     ) -> Polled {
         // Ended elsewhere (a timeout, a cancel) with its abort on the way.
         if self.exchange.is_done() {
@@ -1087,7 +1105,8 @@ impl Stream {
         let task = &mut task;
         if let Err(error) = self.send_body(task, now, info) {
             self.send.send_reset(h2::Reason::CANCEL);
-            self.exchange.finish_err(error);
+            let refused = refusal(io_ready, &self.exchange);
+            self.exchange.finish_err(refused.unwrap_or(error));
             return Polled::Gone;
         }
         match self.receive(task, now, info) {
@@ -1102,7 +1121,8 @@ impl Stream {
                         Some(reason) if error.reason().is_none() => {
                             goaway_failure(&self.exchange, reason)
                         }
-                        _ => error_of(&self.exchange, error),
+                        _ => refusal(io_ready, &self.exchange)
+                            .unwrap_or_else(|| error_of(&self.exchange, error)),
                     };
                     self.exchange.finish_err(error);
                 }
@@ -1512,6 +1532,24 @@ fn goaway_failure(exchange: &Exchange, reason: Http2Reason) -> Error {
         initiator: Http2Initiator::Remote,
         connection: true,
     }
+}
+
+/// The error of a request on a connection whose server refused the TLS
+/// handshake once the client had finished its side (a TLS 1.3 server
+/// refusing the client's certificate: see
+/// [`IoReadiness::handshake_failure`]), however `h2` told the failure: the
+/// same on any connection to that server, so never a reason to send the
+/// request elsewhere.
+#[cfg(feature = "rustls")]
+fn refusal(io_ready: &IoReadiness, exchange: &Exchange) -> Option<Error> {
+    let tls = io_ready.handshake_failure()?;
+    Some(Error::tls(exchange.remote_name(), tls.clone()))
+}
+
+/// Without TLS, no handshake to refuse.
+#[cfg(not(feature = "rustls"))]
+fn refusal(_: &IoReadiness, _: &Exchange) -> Option<Error> {
+    None
 }
 
 /// The error of a stream, or of a request gone elsewhere once already,
