@@ -6,7 +6,8 @@
 //! other resets (a typed error naming the code), a server that breaks the
 //! protocol (the connection ends with an error: no panic, no hang), and
 //! what a connection's end does to the requests still waiting on it and
-//! to a body it had whole.
+//! to a body it had whole; and how many streams a new connection opens
+//! before the server's SETTINGS say its limit.
 
 mod support;
 
@@ -664,4 +665,113 @@ fn dropped_bodies_give_back_the_connection_window() {
         body.map(|b| b.len())
     });
     assert_eq!(outcome.expect("the third body hangs").unwrap(), 100 * 1024);
+}
+
+/// The server's stream limit, and its first SETTINGS (which say it),
+/// held back until the client's first burst has come.
+const LATE_LIMIT: usize = 100;
+
+/// A server whose SETTINGS (`MAX_CONCURRENT_STREAMS` 100) come after
+/// 300 ms, as they would a round trip after the client's first flight on
+/// a slow path: the streams the client opened past its limit meanwhile are
+/// refused (`REFUSED_STREAM`), as a server at its limit does, and every
+/// other request is answered once its body has come. Returns its address
+/// and how many streams came before its SETTINGS.
+fn late_settings_server() -> (std::net::SocketAddr, Arc<AtomicUsize>) {
+    use std::io::Read;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let early = Arc::new(AtomicUsize::new(0));
+    let counted = early.clone();
+    std::thread::spawn(move || {
+        let Some(Ok(mut socket)) = listener.incoming().next() else {
+            return;
+        };
+        let mut preface = [0u8; 24];
+        if socket.read_exact(&mut preface).is_err() {
+            return;
+        }
+        let mut conn = RawConn {
+            stream: socket,
+            index: 0,
+        };
+        let _ = conn
+            .stream
+            .set_read_timeout(Some(Duration::from_millis(300)));
+        let mut opened = 0;
+        let mut refused = Vec::new();
+        let mut ended = Vec::new();
+        while let Some(frame) = conn.read_frame() {
+            if frame.kind == HEADERS {
+                opened += 1;
+                if opened > LATE_LIMIT {
+                    refused.push(frame.stream);
+                }
+            }
+            if ends_a_request(&frame) && !refused.contains(&frame.stream) {
+                ended.push(frame.stream);
+            }
+        }
+        counted.store(opened, Ordering::SeqCst);
+        let _ = conn.stream.set_read_timeout(Some(CEILING));
+        let mut out = frame(SETTINGS, 0, 0, &[0, 3, 0, 0, 0, LATE_LIMIT as u8]);
+        for &id in &refused {
+            out.extend_from_slice(&rst_stream(id, 0x7));
+        }
+        for &id in &ended {
+            out.extend_from_slice(&ok_headers(id));
+        }
+        conn.send(&out);
+        while let Some(frame) = conn.read_frame() {
+            match frame.kind {
+                SETTINGS if frame.flags & ACK == 0 => conn.send(&frame_settings_ack()),
+                _ if ends_a_request(&frame) && !refused.contains(&frame.stream) => {
+                    conn.send(&ok_headers(frame.stream))
+                }
+                _ => {}
+            }
+        }
+    });
+    (addr, early)
+}
+
+/// A request's last frame (its HEADERS or DATA with `END_STREAM`).
+fn ends_a_request(frame: &Frame) -> bool {
+    matches!(frame.kind, HEADERS | DATA) && frame.flags & END_STREAM != 0
+}
+
+fn frame_settings_ack() -> Vec<u8> {
+    frame(SETTINGS, ACK, 0, &[])
+}
+
+/// Until the server's SETTINGS say how many streams it takes, a new
+/// connection opens at most 100 (RFC 9113 §6.5.2 recommends no less;
+/// Go's and hyper's clients assume that many): past them, a burst at
+/// the connection's start would have its streams refused, and a
+/// request whose body is streamed cannot go again.
+#[test]
+fn before_the_servers_settings_a_connection_opens_no_more_streams_than_servers_allow() {
+    let (addr, early) = late_settings_server();
+    let client = h2c().build().unwrap();
+    let futures: Vec<_> = (0..LATE_LIMIT + 30)
+        .map(|_| {
+            let body = std::io::Cursor::new(b"streamed".to_vec());
+            client
+                .post(format!("http://{addr}/"))
+                .body(tickless::Upload::from_reader(body, None))
+                .send()
+        })
+        .collect();
+    let failed: Vec<_> = futures
+        .into_iter()
+        .filter_map(|future| future.wait().err())
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "{} failed: {:?}",
+        failed.len(),
+        failed[0]
+    );
+    assert_eq!(early.load(Ordering::SeqCst), LATE_LIMIT);
+    client.close();
 }

@@ -31,8 +31,11 @@
 //! Each exchange is one stream. Requests beyond what the server allows at
 //! once (`SETTINGS_MAX_CONCURRENT_STREAMS`, or the client's own
 //! [limit](crate::ClientBuilder::http2_max_concurrent_streams)) wait here in
-//! order. The connection publishes how many streams it has taken and may
-//! take ([`StreamLoad`]), from which the dispatcher picks the connection of
+//! order; until the server's SETTINGS come, a connection opens 100 at
+//! most (the least RFC 9113 §6.5.2 has servers allow), not the unbounded
+//! number the protocol allows before them, which a server past its limit
+//! would refuse. The connection publishes how many streams it has taken
+//! and may take ([`StreamLoad`]), from which the dispatcher picks the connection of
 //! an origin with a free stream, or opens another
 //! ([`http2_max_connections_per_origin`](crate::ClientBuilder::http2_max_connections_per_origin)).
 //!
@@ -122,6 +125,14 @@ const MAX_PASSES: usize = 8;
 
 /// The largest stream id (31 bits); a client's are the odd ones up to it.
 const LAST_STREAM_ID: u32 = (1 << 31) - 1;
+
+/// Streams a connection opens at most before the server's SETTINGS say
+/// how many it takes: RFC 9113 §6.5.2 recommends that a server allow no
+/// fewer, and Go's and hyper's clients assume as many. (`h2`'s own default
+/// is no limit: a burst at a connection's start, sent before the server's
+/// SETTINGS come, would have the streams past the server's limit refused,
+/// and a request whose body is streamed cannot go again.)
+const STREAMS_BEFORE_SETTINGS: usize = 100;
 
 type Handshake = Pin<
     Box<
@@ -332,6 +343,7 @@ impl Conn {
         let mut builder = h2::client::Builder::new();
         builder
             .enable_push(false)
+            .initial_max_send_streams(STREAMS_BEFORE_SETTINGS)
             .initial_window_size(options.initial_stream_window)
             .initial_connection_window_size(options.initial_connection_window)
             .max_frame_size(options.max_frame_size)
@@ -531,15 +543,15 @@ impl Conn {
 
     /// Tells the dispatcher how many streams are taken (open, or queued
     /// here) and how many may be open at once: the server's
-    /// `SETTINGS_MAX_CONCURRENT_STREAMS` (unbounded until its SETTINGS
-    /// come) and the client's own limit.
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS` ([`STREAMS_BEFORE_SETTINGS`]
+    /// until its SETTINGS come) and the client's own limit.
     fn publish_load(&self) {
         let State::H2(h2) = &self.state else {
             return;
         };
         let server = match &h2.phase {
             Phase::Open { conn, .. } => conn.max_concurrent_send_streams(),
-            Phase::Handshaking(_) => usize::MAX,
+            Phase::Handshaking(_) => STREAMS_BEFORE_SETTINGS,
             Phase::Ended => 0,
         };
         let client = self.env().config.http2.max_concurrent_streams;
