@@ -163,7 +163,9 @@ impl std::fmt::Display for ClientStats {
 impl ClientStats {
     /// Timeouts armed now for exchanges and connects, on the wheel and
     /// every loop together (the pool cleaner is not counted). Zero once
-    /// every exchange has ended.
+    /// every exchange has ended — but for one per open HTTP/2 connection
+    /// (its idle timeout, keep-alive PING or time to live, whichever is
+    /// next).
     pub fn armed_timers(&self) -> usize {
         let wheel = self.wheel.armed.saturating_sub(self.pool_cleaner_armed);
         wheel + self.loops.iter().map(|l| l.armed).sum::<usize>()
