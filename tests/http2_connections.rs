@@ -3,15 +3,21 @@
 //! `SETTINGS_MAX_CONCURRENT_STREAMS`: by default one connection, and the
 //! requests past its limit wait for a stream; with two allowed, a second
 //! opens when the first is at its limit, both serve, and never a third.
-//! Timeouts and close leave nothing armed either way.
+//! Timeouts and close leave nothing armed either way. A server that
+//! lowers its limit below the streams it has open (or to 0) sends the
+//! requests waiting on that connection to another; one merely at its
+//! limit keeps them.
 
 mod support;
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
-use support::h2_server::{answer, await_reset, H2Server, H2Stream};
+use std::time::{Duration, Instant};
+use support::h2_server::{
+    answer, await_reset, frame, H2Server, H2Stream, RawConn, RawH2Server, ACK, END_HEADERS,
+    END_STREAM, HEADERS, SETTINGS,
+};
 use support::*;
 use tickless::{Client, ClientBuilder, Error};
 
@@ -332,4 +338,219 @@ fn a_connection_closed_idle_or_retired_tells_the_server_with_a_goaway() {
         assert_eq!(goaways.lock().unwrap()[before], 0, "{why}: NO_ERROR");
         client.close();
     }
+}
+
+// ------------------------------------------- a limit lowered mid-connection ---
+
+/// One connection of [`limit_server`]: what it received, and whether it
+/// answers.
+#[derive(Default)]
+struct Side {
+    /// The request HEADERS that came (stream ids), and whether they are
+    /// answered (those that come afterwards too, at once).
+    requests: Mutex<(Vec<u32>, bool)>,
+    /// The client's SETTINGS ACKs.
+    acks: AtomicUsize,
+    writer: Mutex<Option<std::net::TcpStream>>,
+}
+
+impl Side {
+    fn requests(&self) -> usize {
+        self.requests.lock().unwrap().0.len()
+    }
+
+    fn send(&self, bytes: &[u8]) {
+        use std::io::Write;
+        if let Some(writer) = self.writer.lock().unwrap().as_mut() {
+            let _ = writer.write_all(bytes);
+        }
+    }
+
+    /// Answers the requests that came, and those to come.
+    fn answer(&self, status: u8) {
+        let mut requests = self.requests.lock().unwrap();
+        requests.1 = true;
+        for &id in &requests.0 {
+            self.send(&answer_with(id, status));
+        }
+    }
+}
+
+/// HEADERS with the HPACK static entry `status` (0x88: 200, 0x89: 204),
+/// ending the stream.
+fn answer_with(stream: u32, status: u8) -> Vec<u8> {
+    frame(HEADERS, END_HEADERS | END_STREAM, stream, &[status])
+}
+
+/// SETTINGS_MAX_CONCURRENT_STREAMS = `n`.
+fn max_streams(n: u32) -> Vec<u8> {
+    let mut payload = 3u16.to_be_bytes().to_vec();
+    payload.extend_from_slice(&n.to_be_bytes());
+    frame(SETTINGS, 0, 0, &payload)
+}
+
+/// What the test tells the first connection, and what both saw.
+struct Stage {
+    sides: [Side; 2],
+    /// The first connection's limit at the start, and after `lower`.
+    first_limit: u32,
+    lowered_to: u32,
+    lower: AtomicBool,
+}
+
+/// Two connections, frames by hand: the first takes `first_limit`
+/// streams at once, and `lowered_to` once told; the second one; neither
+/// answers until told (the first `:status 200`, the second 204, so the
+/// test knows which served). Any third is not expected.
+fn limit_server(first_limit: u32, lowered_to: u32) -> (RawH2Server, Arc<Stage>) {
+    let stage = Arc::new(Stage {
+        sides: Default::default(),
+        first_limit,
+        lowered_to,
+        lower: AtomicBool::new(false),
+    });
+    let shared = stage.clone();
+    let server = RawH2Server::start(move |conn| serve_side(conn, &shared));
+    (server, stage)
+}
+
+/// One connection of [`limit_server`]: a reader thread records what comes;
+/// this one sends the first connection's lowered limit when told.
+fn serve_side(mut conn: RawConn, stage: &Arc<Stage>) {
+    let Some(side) = stage.sides.get(conn.index) else {
+        return;
+    };
+    *side.writer.lock().unwrap() = conn.stream.try_clone().ok();
+    side.send(&max_streams(if conn.index == 0 {
+        stage.first_limit
+    } else {
+        1
+    }));
+    let _ = conn.stream.set_read_timeout(Some(CEILING));
+    let reader_stage = stage.clone();
+    let index = conn.index;
+    let reader = std::thread::spawn(move || {
+        let side = &reader_stage.sides[index];
+        while let Some(read) = conn.read_frame() {
+            match read.kind {
+                HEADERS => {
+                    let mut requests = side.requests.lock().unwrap();
+                    requests.0.push(read.stream);
+                    if requests.1 {
+                        side.send(&answer_with(read.stream, status_of(index)));
+                    }
+                }
+                SETTINGS if read.flags & ACK == 0 => side.send(&frame(SETTINGS, ACK, 0, &[])),
+                SETTINGS => {
+                    side.acks.fetch_add(1, Ordering::SeqCst);
+                }
+                _ => {}
+            }
+        }
+    });
+    if index == 0 && eventually(CEILING, || stage.lower.load(Ordering::SeqCst)) {
+        side.send(&max_streams(stage.lowered_to));
+    }
+    let _ = reader.join();
+}
+
+/// The `:status` (HPACK static entry) each connection answers with.
+fn status_of(connection: usize) -> u8 {
+    if connection == 0 {
+        0x88
+    } else {
+        0x89
+    }
+}
+
+/// Until `n` requests have come to `side` and the client has acknowledged
+/// both SETTINGS (the preface's and the limit's), and a moment for the
+/// client to publish the limit it read.
+fn settled(side: &Side, n: usize) {
+    assert!(eventually(CEILING, || side.requests() == n
+        && side.acks.load(Ordering::SeqCst) >= 2));
+    std::thread::sleep(Duration::from_millis(100));
+}
+
+/// The first connection's streams are all taken (`first_limit`), then
+/// the second's (1); a request then waits on the first (the oldest of
+/// two at their limit, with no room for a third). The second answers,
+/// and the first's server changes its limit to `lowered_to`. Returns the
+/// waiting request's outcome, how long after the change, and the
+/// requests each connection received.
+fn waiting_request_after_limit_change(
+    first_limit: u32,
+    lowered_to: u32,
+) -> (Result<u16, Error>, Duration, [usize; 2]) {
+    let (server, stage) = limit_server(first_limit, lowered_to);
+    let client = h2c()
+        .http2_max_connections_per_origin(2)
+        .request_timeout(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    let on_first: Vec<_> = (0..first_limit)
+        .map(|i| {
+            let future = client.get(server.url(&format!("/first/{i}"))).send();
+            settled(&stage.sides[0], i as usize + 1);
+            future
+        })
+        .collect();
+    let on_second = client.get(server.url("/second")).send();
+    settled(&stage.sides[1], 1);
+    let waiting = client.get(server.url("/waiting")).send();
+    std::thread::sleep(Duration::from_millis(100));
+    // Both at their limit: it waits on the first, unsent.
+    assert_eq!(stage.sides[0].requests(), first_limit as usize);
+    assert_eq!(stage.sides[1].requests(), 1);
+    stage.sides[1].answer(status_of(1));
+    assert_eq!(on_second.wait().unwrap().status(), 204);
+    // The second has published its free stream.
+    std::thread::sleep(Duration::from_millis(100));
+    let changed = Instant::now();
+    stage.lower.store(true, Ordering::SeqCst);
+    // Whether it moves shows within the moment (it is answered at once
+    // on the second); staying, it is answered once the first's streams end.
+    std::thread::sleep(Duration::from_millis(300));
+    stage.sides[0].answer(status_of(0));
+    let outcome = waiting.wait().map(|response| response.status().as_u16());
+    let after = changed.elapsed();
+    for future in on_first {
+        assert_eq!(future.wait().unwrap().status(), 200);
+    }
+    let received = [stage.sides[0].requests(), stage.sides[1].requests()];
+    client.close();
+    drop(server);
+    (outcome, after, received)
+}
+
+/// A server that lowers its limit to 0 (no GOAWAY) with a request waiting
+/// on its connection: the request goes to the origin's other connection,
+/// which has a stream free, at once — not when its request timeout ends —
+/// and is sent once.
+#[test]
+fn a_request_waiting_on_a_connection_whose_limit_drops_to_zero_goes_to_another() {
+    let (outcome, after, received) = waiting_request_after_limit_change(1, 0);
+    assert_eq!(outcome.unwrap(), 204, "served by the second connection");
+    assert!(after < Duration::from_secs(5), "{after:?}");
+    assert_eq!(received, [1, 2], "each request sent once");
+}
+
+/// The same, the limit lowered below the streams open (2 to 1): no room
+/// until more streams end than the server said, so the request moves.
+#[test]
+fn a_request_waiting_on_a_connection_whose_limit_drops_below_its_open_streams_goes_to_another() {
+    let (outcome, after, received) = waiting_request_after_limit_change(2, 1);
+    assert_eq!(outcome.unwrap(), 204, "served by the second connection");
+    assert!(after < Duration::from_secs(5), "{after:?}");
+    assert_eq!(received, [2, 2], "each request sent once");
+}
+
+/// A connection merely at its limit (its server's SETTINGS say the same
+/// limit again) keeps the request waiting on it: its streams will end
+/// and free room, and moving would churn. It is served there.
+#[test]
+fn a_request_waiting_on_a_connection_merely_at_its_limit_stays() {
+    let (outcome, _, received) = waiting_request_after_limit_change(1, 1);
+    assert_eq!(outcome.unwrap(), 200, "served by the first connection");
+    assert_eq!(received, [2, 1], "each request sent once");
 }

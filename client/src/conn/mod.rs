@@ -181,6 +181,11 @@ pub(crate) trait ConnOwner: Send + Sync + 'static {
     fn share(&self, route: &Route, conn: SharedConn) -> Option<Vec<Arc<Exchange>>>;
     /// The shared connection `conn_id` takes no more streams.
     fn unshare(&self, route: &Route, conn_id: u64);
+    /// Whether a request waiting for a stream on the shared connection
+    /// `conn_id`, sent through the dispatch again, would find a place on
+    /// another connection of `route`: one with a stream free, the one
+    /// being opened, or room to open one.
+    fn has_place_besides(&self, route: &Route, conn_id: u64) -> bool;
     /// The connection opened for `opener` speaks HTTP/1.1 (ALPN): it will
     /// not be shared, and the requests that waited for it go again.
     fn not_shared(&self, route: &Route, opener: u64);

@@ -24,7 +24,10 @@
 //! stream limit, another is opened if the origin may have more
 //! ([`http2_max_connections_per_origin`](crate::ClientBuilder::http2_max_connections_per_origin)),
 //! and the requests that come meanwhile wait for it; at the most, a
-//! request waits for a stream on the connection with the fewest waiting.
+//! request waits for a stream on the connection with the fewest waiting
+//! — until its server lowers its limit below the streams it has open, or
+//! to 0: then it goes again, if it has a place elsewhere
+//! ([`ConnOwner::has_place_besides`]).
 //!
 //! Connections call back up only through [`ConnOwner`], which the
 //! dispatcher implements.
@@ -98,6 +101,17 @@ impl Shared {
             .map(|conn| (conn, conn.load.free()))
             .min_by_key(|&(_, free)| std::cmp::Reverse(free))
             .map(|(conn, free)| (conn.clone(), free > 0))
+    }
+
+    /// Whether a request routed now would find a place other than the
+    /// open connection `conn_id` (see [`Dispatcher::route_shared`]): one
+    /// with a stream free, the one being opened, or a new one if `room`.
+    fn has_place_besides(&self, conn_id: u64, room: bool) -> bool {
+        room || self.opening.is_some()
+            || self
+                .open
+                .iter()
+                .any(|conn| conn.id != conn_id && conn.load.free() > 0)
     }
 
     fn is_unused(&self) -> bool {
@@ -794,6 +808,15 @@ impl ConnOwner for Dispatcher {
                 shared.remove(origin);
             }
         }
+    }
+
+    fn has_place_besides(&self, origin: &Route, conn_id: u64) -> bool {
+        let max = self.env.config.http2.max_connections_per_origin;
+        let shared = lock(&self.shared);
+        shared.get(origin).is_some_and(|entry| {
+            let room = entry.open.len() < max && self.pool.has_room(origin);
+            entry.has_place_besides(conn_id, room)
+        })
     }
 
     fn opening_failed(&self, origin: &Route, exchange: Arc<Exchange>) -> Result<(), Arc<Exchange>> {

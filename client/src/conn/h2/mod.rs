@@ -38,6 +38,12 @@
 //! and may take ([`StreamLoad`]), from which the dispatcher picks the connection of
 //! an origin with a free stream, or opens another
 //! ([`http2_max_connections_per_origin`](crate::ClientBuilder::http2_max_connections_per_origin)).
+//! A server that lowers its limit below the streams open, or to 0 (by
+//! SETTINGS, with no `GOAWAY`), leaves the requests waiting here no room
+//! until more streams end than it said: they go to another connection of
+//! the origin if the dispatcher has a place for them, and wait here
+//! otherwise ([`Conn::move_waiting_off`]). A limit merely reached keeps
+//! them: a stream's end frees room.
 //!
 //! A stream's timeouts are its exchange's — on the wheel, or on this
 //! loop's heap in event-loop mode, moved here when the stream is attached —
@@ -306,6 +312,27 @@ impl Http2 {
         }
     }
 
+    /// How many streams may be open at once: the server's
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS` ([`STREAMS_BEFORE_SETTINGS`] until
+    /// its SETTINGS come), and the client's own limit (`client`).
+    fn stream_limit(&self, client: Option<usize>) -> usize {
+        let server = match &self.phase {
+            Phase::Open { conn, .. } => conn.max_concurrent_send_streams(),
+            Phase::Handshaking(_) => STREAMS_BEFORE_SETTINGS,
+            Phase::Ended => 0,
+        };
+        client.map_or(server, |client| client.min(server))
+    }
+
+    /// Whether the server's limit leaves the requests waiting here no
+    /// room, short of its changing again: lowered (by SETTINGS, with no
+    /// GOAWAY) to 0, or below the streams open — not merely reached, when
+    /// the streams' ends free room.
+    fn limit_below_open(&self, client: Option<usize>) -> bool {
+        let limit = self.stream_limit(client);
+        matches!(self.phase, Phase::Open { .. }) && (limit == 0 || limit < self.streams.len())
+    }
+
     /// Whether it is in the pool's shared list.
     pub(super) fn is_shared(&self) -> bool {
         self.shared
@@ -523,6 +550,7 @@ impl Conn {
                 break;
             }
         }
+        self.move_waiting_off();
         // Not in the pool's shared list (it went away, or another
         // connection to its origin was shared first): it closes once its
         // last stream has ended.
@@ -549,14 +577,42 @@ impl Conn {
         let State::H2(h2) = &self.state else {
             return;
         };
-        let server = match &h2.phase {
-            Phase::Open { conn, .. } => conn.max_concurrent_send_streams(),
-            Phase::Handshaking(_) => STREAMS_BEFORE_SETTINGS,
-            Phase::Ended => 0,
-        };
-        let client = self.env().config.http2.max_concurrent_streams;
-        let limit = client.map_or(server, |client| client.min(server));
+        let limit = h2.stream_limit(self.env().config.http2.max_concurrent_streams);
         h2.load.publish(h2.streams.len() + h2.queue.len(), limit);
+    }
+
+    /// The server's limit has dropped below the streams open here, or to
+    /// 0 ([`Http2::limit_below_open`]): the requests waiting for a stream
+    /// go to another connection of the origin, oldest first, while the
+    /// dispatcher has a place for them there — a stream free, the
+    /// connection being opened, room for a new one. Waiting here they
+    /// would wait for more streams to end than the server said, or for
+    /// the server to change its mind, up to their request timeout. Those
+    /// with no other place stay (with one connection per origin, all of
+    /// them: the server has the last word). Nothing of them was sent, and
+    /// the move is the client's, not a failure: it does not use up their
+    /// one retry.
+    fn move_waiting_off(&mut self) {
+        let Some(id) = self.info.as_ref().map(|info| info.id) else {
+            return;
+        };
+        let client_limit = self.env().config.http2.max_concurrent_streams;
+        loop {
+            let State::H2(h2) = &mut self.state else {
+                return;
+            };
+            if !h2.shared || h2.going_away || !h2.limit_below_open(client_limit) {
+                return;
+            }
+            // Asked before each: the place the last took may have been the only one.
+            if h2.queue.is_empty() || !self.owner.has_place_besides(&self.route, id) {
+                return;
+            }
+            let Some(exchange) = h2.queue.pop_front() else {
+                return;
+            };
+            self.send_elsewhere(exchange);
+        }
     }
 
     /// The connection's (empty) vector of keys, for a pass to fill and
