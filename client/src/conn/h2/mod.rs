@@ -97,6 +97,7 @@
 //! * Any other reset or connection error fails the stream with
 //!   [`Error::Http2`] naming the error code, or [`Error::Io`].
 
+mod gather;
 mod table;
 #[cfg(test)]
 mod tests;
@@ -109,10 +110,12 @@ use crate::error::{Error, Http2Initiator, Http2Reason};
 use crate::event_loop::Readiness;
 use crate::event_loop::{LoopContext, SourceWaker};
 use crate::exchange::{
-    deadline_after, declared_body_length, ConnSlot, Exchange, Head, Pushed, RequestBody, Waiter,
+    deadline_after, declared_body_length, ConnSlot, Exchange, Head, Pipe, Pushed, RequestBody,
+    Waiter,
 };
 use crate::net::{AsyncIo, IoReadiness, Transport};
 use bytes::Bytes;
+use gather::Gathered;
 use h2::client::{Connection, ResponseFuture, SendRequest};
 use h2::{RecvStream, SendStream};
 use std::collections::VecDeque;
@@ -128,6 +131,13 @@ use wake::{Ready, CONNECTION};
 
 /// Passes of one drive at most, before the loop's other work.
 const MAX_PASSES: usize = 8;
+
+/// Bytes a pass reads, at most (the turn's budget shared by its passes):
+/// what `h2` decodes in one is buffered, a frame an entry, until the
+/// pass's streams take it — and `h2`'s buffer keeps the room it once
+/// needed. A server sending 1-byte DATA frames would have a whole turn's
+/// 256 KiB decoded at once, some 26 000 entries (about 16 MiB, for good).
+const PASS_READ_BUDGET: usize = super::READ_BUDGET / MAX_PASSES;
 
 /// The largest stream id (31 bits); a client's are the odd ones up to it.
 const LAST_STREAM_ID: u32 = (1 << 31) - 1;
@@ -207,8 +217,11 @@ struct Stream {
     send: SendStream<Bytes>,
     out: Outgoing,
     recv: Recv,
-    /// The body's pipe was full: nothing is polled until it has room.
+    /// The body's pipe was full: what comes is gathered, its window not
+    /// given back, until the pipe has room.
     paused: bool,
+    /// Body bytes taken from `h2` and not yet in the pipe (see [`Gathered`]).
+    gathered: Gathered,
     /// Whether the body waits on the server's window.
     write_stall: WriteStall,
     /// The response body's bytes so far, against `max_body_bytes`.
@@ -477,7 +490,7 @@ impl Conn {
             return;
         };
         h2.ready.begin();
-        h2.io_ready.refill(super::READ_BUDGET);
+        h2.io_ready.refill(PASS_READ_BUDGET);
         let waker = h2.conn_waker.clone();
         let mut task = Context::from_waker(&waker);
         if let Phase::Handshaking(handshake) = &mut h2.phase {
@@ -549,6 +562,7 @@ impl Conn {
                 h2.ready.stop();
                 break;
             }
+            h2.io_ready.refill(PASS_READ_BUDGET);
         }
         self.move_waiting_off();
         // Not in the pool's shared list (it went away, or another
@@ -786,6 +800,7 @@ impl Conn {
                             out,
                             recv: Recv::Head(response),
                             paused: false,
+                            gathered: Gathered::default(),
                             write_stall: WriteStall::default(),
                             body: BodyCount {
                                 limit: self.owner.env().config.limits.max_body_bytes,
@@ -1220,12 +1235,23 @@ impl Stream {
             && !self.exchange.retried.swap(true, Ordering::AcqRel)
     }
 
+    /// The pipe is full: the stream waits for room, its read timeout with
+    /// it (a reader that does not read is not the server's silence).
+    fn pause(&mut self) -> Polled {
+        self.paused = true;
+        self.exchange.pause_read();
+        Polled::Open
+    }
+
     /// The connection has ended: if the whole response had come — its end
     /// received, some of its body still in `h2`'s buffer behind a full
     /// pipe — the rest goes into the pipe, past its window (it is in
     /// memory already), and the exchange completes (or fails, past the
     /// body limit). Whether it ended the exchange.
     fn finish_from_buffer(&mut self) -> bool {
+        if let Some(chunk) = self.gathered.take() {
+            self.exchange.body().push_last(chunk);
+        }
         let mut task = Context::from_waker(Waker::noop());
         loop {
             match self.next_buffered(&mut task) {
@@ -1254,6 +1280,11 @@ impl Stream {
     /// If not, nothing more is wanted: the stream is reset, and the
     /// exchange cancelled.
     fn reader_gone(&mut self, task: &mut Context<'_>) -> Polled {
+        if let (Some(chunk), Recv::Body(body) | Recv::Trailers(body)) =
+            (self.gathered.take(), &mut self.recv)
+        {
+            let _ = body.flow_control().release_capacity(chunk.len());
+        }
         loop {
             match self.next_buffered(task) {
                 Buffered::Data(data) => self.exchange.listener.on_body_part(data.len()),
@@ -1462,15 +1493,21 @@ impl Stream {
                     if pipe.reader_gone() {
                         return Ok(self.reader_gone(task));
                     }
-                    if self.paused {
-                        if !pipe.has_room() {
-                            return Ok(Polled::Open);
-                        }
+                    let paused = self.paused && !pipe.has_room();
+                    if self.paused && !paused {
                         self.paused = false;
                         self.exchange.start_read(now);
                     }
-                    match body.poll_data(task) {
+                    let data = match body.poll_data(task) {
+                        Poll::Pending if paused => return Ok(Polled::Open),
                         Poll::Pending => {
+                            if let Some(chunk) = self.gathered.take() {
+                                match push_chunk(body, pipe, chunk, task) {
+                                    Pushed::Room => {}
+                                    Pushed::Full => return Ok(self.pause()),
+                                    Pushed::Refused => return Ok(self.reader_gone(task)),
+                                }
+                            }
                             pipe.flush();
                             return Ok(Polled::Open);
                         }
@@ -1480,35 +1517,56 @@ impl Stream {
                             {
                                 self.recv = Recv::Trailers(body);
                             }
+                            continue;
                         }
-                        Poll::Ready(Some(data)) => {
-                            let data = data?;
-                            let n = data.len();
-                            if !self.body.fits(n, None) {
-                                self.send.send_reset(h2::Reason::CANCEL);
-                                self.exchange
-                                    .finish_err(self.body.too_large(&self.exchange));
-                                return Ok(Polled::Gone);
-                            }
-                            self.exchange.mark_read(now);
-                            self.exchange.listener.on_body_part(n);
-                            let _ = body.flow_control().release_capacity(n);
-                            // Woken through the connection's waker, on its loop.
-                            let waiter = || Waiter::Task(task.waker().clone());
-                            match pipe.push(data, waiter) {
-                                Pushed::Room => {}
-                                Pushed::Full => {
-                                    self.paused = true;
-                                    self.exchange.pause_read();
-                                    return Ok(Polled::Open);
-                                }
-                                Pushed::Refused => return Ok(self.reader_gone(task)),
-                            }
+                        Poll::Ready(Some(data)) => data?,
+                    };
+                    let n = data.len();
+                    if !self.body.fits(n, None) {
+                        self.send.send_reset(h2::Reason::CANCEL);
+                        self.exchange
+                            .finish_err(self.body.too_large(&self.exchange));
+                        return Ok(Polled::Gone);
+                    }
+                    self.exchange.listener.on_body_part(n);
+                    if paused {
+                        // Taken all the same, its window not given back:
+                        // see `Gathered`.
+                        self.gathered.add(data);
+                        continue;
+                    }
+                    self.exchange.mark_read(now);
+                    let large = if Gathered::is_small(&data) {
+                        self.gathered.add(data);
+                        if !self.gathered.is_full() {
+                            continue;
                         }
+                        None
+                    } else {
+                        Some(data)
+                    };
+                    // What is gathered, then a large frame as it came (past
+                    // the window if need be: it is in memory already).
+                    let mut full = false;
+                    for chunk in self.gathered.take().into_iter().chain(large) {
+                        match push_chunk(body, pipe, chunk, task) {
+                            Pushed::Room => {}
+                            Pushed::Full => full = true,
+                            Pushed::Refused => return Ok(self.reader_gone(task)),
+                        }
+                    }
+                    if full {
+                        return Ok(self.pause());
                     }
                 }
                 Recv::Moving => return Ok(Polled::Open),
                 Recv::Trailers(body) => {
+                    if let Some(chunk) = self.gathered.take() {
+                        // The body's last bytes, into the pipe past its
+                        // window if need be (they are in memory already).
+                        let _ = body.flow_control().release_capacity(chunk.len());
+                        self.exchange.body().push_last(chunk);
+                    }
                     let trailers = match body.poll_trailers(task) {
                         Poll::Pending => return Ok(Polled::Open),
                         Poll::Ready(trailers) => trailers?,
@@ -1519,6 +1577,14 @@ impl Stream {
             }
         }
     }
+}
+
+/// Pushes `chunk` of the body into `pipe`, and gives its window back to
+/// the server.
+fn push_chunk(body: &mut RecvStream, pipe: &Pipe, chunk: Bytes, task: &Context<'_>) -> Pushed {
+    let _ = body.flow_control().release_capacity(chunk.len());
+    // Woken through the connection's waker, on its loop.
+    pipe.push(chunk, || Waiter::Task(task.waker().clone()))
 }
 
 /// The request is out whole: the read timeout starts.
