@@ -4,11 +4,13 @@
 //! `h2` keeps each DATA frame it has received and not handed out as an
 //! entry of its own (some 300 bytes of bookkeeping), and the pipe each
 //! chunk pushed into it as one: a server sending its body in 1-byte
-//! frames, as far as the windows let it, would make a 64 KiB window cost
-//! some 20 MiB. So a stream takes what `h2` holds even while its pipe is
-//! full, and frames smaller than [`SMALL`] are copied together into one
-//! chunk. A frame alone, or a large one, goes into the pipe as it came (no
-//! copy: the common case, a body in full frames or one small frame).
+//! frames, as far as the windows let it, made 64 KiB windows (the pipe's
+//! and the stream's) cost some 20 MiB. So a stream takes what `h2` holds
+//! even while its pipe is full (copying it here, its window not given
+//! back), and frames smaller than [`SMALL`] are copied together into one
+//! chunk. A frame alone, or a large one while the pipe has room, goes into
+//! the pipe as it came (no copy: the common case, a body in full frames or
+//! in one small frame).
 
 use bytes::{Bytes, BytesMut};
 
