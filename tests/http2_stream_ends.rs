@@ -432,3 +432,41 @@ fn an_answer_reset_with_no_error_mid_upload_in_memory_is_returned_whole() {
     }
     assert_nothing_sent_after(client, server, &seen, false);
 }
+
+/// A head, one small DATA frame (an event of a stream of them), and then
+/// the stream's or the connection's failure, `end`, in one write: the
+/// reader gets the frame's bytes, then an error — never the error alone.
+fn bytes_then(end: fn(u32) -> Vec<u8>) -> (Vec<u8>, Option<tickless::Error>) {
+    let server = RawH2Server::start(move |mut conn| {
+        let id = conn.read_requests(1)[0];
+        let mut out = frame(HEADERS, END_HEADERS, id, &[0x88]);
+        out.extend(frame(DATA, 0, id, b"event: one\n\n"));
+        out.extend(end(id));
+        conn.send(&out);
+        conn.drain(CEILING);
+    });
+    let client = h2c().build().unwrap();
+    let mut response = client.get(server.url("/events")).send().wait().unwrap();
+    let mut got = Vec::new();
+    let error = loop {
+        match response.chunk().wait() {
+            Ok(Some(chunk)) => got.extend_from_slice(&chunk),
+            Ok(None) => break None,
+            Err(error) => break Some(error),
+        }
+    };
+    client.close();
+    (got, error)
+}
+
+#[test]
+fn the_bytes_before_a_reset_or_a_goaway_reach_the_reader_before_its_error() {
+    for (end, name) in [
+        ((|id| rst_stream(id, 2)) as fn(u32) -> Vec<u8>, "RST_STREAM"),
+        (|_| goaway(0, 2), "GOAWAY"),
+    ] {
+        let (got, error) = bytes_then(end);
+        assert_eq!(got, b"event: one\n\n", "{name}, then {error:?}");
+        assert!(error.is_some(), "{name}: the failure is told");
+    }
+}

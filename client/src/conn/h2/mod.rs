@@ -132,11 +132,12 @@ use wake::{Ready, CONNECTION};
 /// Passes of one drive at most, before the loop's other work.
 const MAX_PASSES: usize = 8;
 
-/// Bytes a pass reads, at most (the turn's budget shared by its passes):
-/// what `h2` decodes in one is buffered, a frame an entry, until the
-/// pass's streams take it — and `h2`'s buffer keeps the room it once
-/// needed. A server sending 1-byte DATA frames would have a whole turn's
-/// 256 KiB decoded at once, some 26 000 entries (about 16 MiB, for good).
+/// Bytes a pass reads, at most (the turn's budget shared by its passes,
+/// which go on while one spends its share): what `h2` decodes in one is
+/// buffered, a frame an entry, until the pass's streams take it — and
+/// `h2`'s buffer keeps the room it once needed. A server sending 1-byte
+/// DATA frames would have a whole turn's 256 KiB decoded at once, some
+/// 26 000 entries (about 16 MiB, for good).
 const PASS_READ_BUDGET: usize = super::READ_BUDGET / MAX_PASSES;
 
 /// The largest stream id (31 bits); a client's are the odd ones up to it.
@@ -553,8 +554,15 @@ impl Conn {
             let State::H2(h2) = &self.state else {
                 return;
             };
-            if !h2.ready.end_pass() {
+            // Another pass if marks came meanwhile, or if this one's read
+            // budget ran out (more to read, within the turn's).
+            let marked = h2.ready.end_pass();
+            if !marked && !h2.io_ready.budget_spent() {
                 break;
+            }
+            if !marked {
+                // The drive goes on: marks are its own again.
+                h2.ready.begin();
             }
             passes += 1;
             if passes == MAX_PASSES {
@@ -1519,7 +1527,16 @@ impl Stream {
                             }
                             continue;
                         }
-                        Poll::Ready(Some(data)) => data?,
+                        Poll::Ready(Some(Err(error))) => {
+                            // What came before the error reaches the reader
+                            // before it.
+                            if let Some(chunk) = self.gathered.take() {
+                                let _ = body.flow_control().release_capacity(chunk.len());
+                                pipe.push_last(chunk);
+                            }
+                            return Err(error);
+                        }
+                        Poll::Ready(Some(Ok(data))) => data,
                     };
                     let n = data.len();
                     if !self.body.fits(n, None) {
