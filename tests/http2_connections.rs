@@ -475,12 +475,14 @@ fn settled(side: &Side, n: usize) {
 /// The first connection's streams are all taken (`first_limit`), then
 /// the second's (1); a request then waits on the first (the oldest of
 /// two at their limit, with no room for a third). The second answers,
-/// and the first's server changes its limit to `lowered_to`. Returns the
-/// waiting request's outcome, how long after the change, and the
-/// requests each connection received.
+/// and the first's server changes its limit to `lowered_to` — or, if
+/// `lowered_first`, the other way round. Returns the waiting request's
+/// outcome, how long after the second of the two, and the requests each
+/// connection received.
 fn waiting_request_after_limit_change(
     first_limit: u32,
     lowered_to: u32,
+    lowered_first: bool,
 ) -> (Result<u16, Error>, Duration, [usize; 2]) {
     let (server, stage) = limit_server(first_limit, lowered_to);
     let client = h2c()
@@ -495,25 +497,46 @@ fn waiting_request_after_limit_change(
             future
         })
         .collect();
-    let on_second = client.get(server.url("/second")).send();
+    let mut on_second = Some(client.get(server.url("/second")).send());
     settled(&stage.sides[1], 1);
     let waiting = client.get(server.url("/waiting")).send();
     std::thread::sleep(Duration::from_millis(100));
     // Both at their limit: it waits on the first, unsent.
     assert_eq!(stage.sides[0].requests(), first_limit as usize);
     assert_eq!(stage.sides[1].requests(), 1);
-    stage.sides[1].answer(status_of(1));
-    assert_eq!(on_second.wait().unwrap().status(), 204);
-    // The second has published its free stream.
-    std::thread::sleep(Duration::from_millis(100));
-    let changed = Instant::now();
-    stage.lower.store(true, Ordering::SeqCst);
+    let changed = if lowered_first {
+        stage.lower.store(true, Ordering::SeqCst);
+        // No place elsewhere yet: it stays, unsent.
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(stage.sides[1].requests(), 1);
+        let changed = Instant::now();
+        stage.sides[1].answer(status_of(1));
+        changed
+    } else {
+        stage.sides[1].answer(status_of(1));
+        let second = on_second.take().expect("not waited for yet");
+        assert_eq!(second.wait().unwrap().status(), 204);
+        // The second has published its free stream.
+        std::thread::sleep(Duration::from_millis(100));
+        stage.lower.store(true, Ordering::SeqCst);
+        Instant::now()
+    };
     // Whether it moves shows within the moment (it is answered at once
-    // on the second); staying, it is answered once the first's streams end.
-    std::thread::sleep(Duration::from_millis(300));
-    stage.sides[0].answer(status_of(0));
+    // on the second); staying, it is answered once the first's streams end
+    // — which, lowered first, drives the first: nothing ends there until
+    // it is answered (or times out).
+    if !lowered_first {
+        std::thread::sleep(Duration::from_millis(300));
+        stage.sides[0].answer(status_of(0));
+    }
     let outcome = waiting.wait().map(|response| response.status().as_u16());
     let after = changed.elapsed();
+    if lowered_first {
+        stage.sides[0].answer(status_of(0));
+    }
+    if let Some(second) = on_second {
+        assert_eq!(second.wait().unwrap().status(), 204);
+    }
     for future in on_first {
         assert_eq!(future.wait().unwrap().status(), 200);
     }
@@ -529,7 +552,7 @@ fn waiting_request_after_limit_change(
 /// and is sent once.
 #[test]
 fn a_request_waiting_on_a_connection_whose_limit_drops_to_zero_goes_to_another() {
-    let (outcome, after, received) = waiting_request_after_limit_change(1, 0);
+    let (outcome, after, received) = waiting_request_after_limit_change(1, 0, false);
     assert_eq!(outcome.unwrap(), 204, "served by the second connection");
     assert!(after < Duration::from_secs(5), "{after:?}");
     assert_eq!(received, [1, 2], "each request sent once");
@@ -539,7 +562,7 @@ fn a_request_waiting_on_a_connection_whose_limit_drops_to_zero_goes_to_another()
 /// until more streams end than the server said, so the request moves.
 #[test]
 fn a_request_waiting_on_a_connection_whose_limit_drops_below_its_open_streams_goes_to_another() {
-    let (outcome, after, received) = waiting_request_after_limit_change(2, 1);
+    let (outcome, after, received) = waiting_request_after_limit_change(2, 1, false);
     assert_eq!(outcome.unwrap(), 204, "served by the second connection");
     assert!(after < Duration::from_secs(5), "{after:?}");
     assert_eq!(received, [2, 2], "each request sent once");
@@ -550,7 +573,19 @@ fn a_request_waiting_on_a_connection_whose_limit_drops_below_its_open_streams_go
 /// and free room, and moving would churn. It is served there.
 #[test]
 fn a_request_waiting_on_a_connection_merely_at_its_limit_stays() {
-    let (outcome, _, received) = waiting_request_after_limit_change(1, 1);
+    let (outcome, _, received) = waiting_request_after_limit_change(1, 1, false);
     assert_eq!(outcome.unwrap(), 200, "served by the first connection");
     assert_eq!(received, [2, 1], "each request sent once");
+}
+
+/// The limit lowered to 0 while the origin's other connection is busy too
+/// (no place elsewhere: the request stays), and then that one frees a
+/// stream: the request goes there then — not when its request timeout
+/// ends — and is sent once.
+#[test]
+fn a_request_held_by_a_lowered_limit_goes_to_a_stream_freed_later_elsewhere() {
+    let (outcome, after, received) = waiting_request_after_limit_change(1, 0, true);
+    assert_eq!(outcome.unwrap(), 204, "served by the second connection");
+    assert!(after < Duration::from_secs(5), "{after:?}");
+    assert_eq!(received, [1, 2], "each request sent once");
 }

@@ -125,7 +125,7 @@ use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use table::StreamTable;
 use wake::{Ready, CONNECTION};
 
@@ -139,6 +139,12 @@ const MAX_PASSES: usize = 8;
 /// DATA frames would have a whole turn's 256 KiB decoded at once, some
 /// 26 000 entries (about 16 MiB, for good).
 const PASS_READ_BUDGET: usize = super::READ_BUDGET / MAX_PASSES;
+
+/// How often requests held on a connection by a lowered stream limit, with
+/// no other place for them, look again (see `Conn::move_waiting_off`):
+/// another connection of the origin frees a stream without telling this
+/// one.
+const HELD_RECHECK: Duration = Duration::from_millis(10);
 
 /// The largest stream id (31 bits); a client's are the odd ones up to it.
 const LAST_STREAM_ID: u32 = (1 << 31) - 1;
@@ -611,9 +617,10 @@ impl Conn {
     /// would wait for more streams to end than the server said, or for
     /// the server to change its mind, up to their request timeout. Those
     /// with no other place stay (with one connection per origin, all of
-    /// them: the server has the last word). Nothing of them was sent, and
-    /// the move is the client's, not a failure: it does not use up their
-    /// one retry.
+    /// them: the server has the last word), and look again every
+    /// [`HELD_RECHECK`] where the origin may have another. Nothing of them
+    /// was sent, and the move is the client's, not a failure: it does not
+    /// use up their one retry.
     fn move_waiting_off(&mut self) {
         let Some(id) = self.info.as_ref().map(|info| info.id) else {
             return;
@@ -1096,7 +1103,17 @@ impl Conn {
             .connection_ttl
             .filter(|_| !h2.going_away)
             .and_then(|ttl| deadline_after(self.created, ttl));
-        let next = [idle, ping, ttl].into_iter().flatten().min();
+        // Requests held here by a lowered limit, no other place for them
+        // then: looked at again soon, another connection may have freed a
+        // stream (see `move_waiting_off`; with one connection per origin,
+        // none ever will).
+        let held = h2.shared
+            && options.max_connections_per_origin > 1
+            && !h2.going_away
+            && !h2.queue.is_empty()
+            && h2.limit_below_open(options.max_concurrent_streams);
+        let recheck = held.then(|| self.now() + HELD_RECHECK);
+        let next = [idle, ping, ttl, recheck].into_iter().flatten().min();
         if self.h2_timer_deadline != next {
             self.h2_timer_deadline = next;
             self.arm_timer(cx, H2_TIMER, next);
@@ -1104,7 +1121,8 @@ impl Conn {
     }
 
     /// The connection's timer is due: an idle connection closes, a PING
-    /// goes or its answer is overdue.
+    /// goes or its answer is overdue, requests held by a lowered limit
+    /// look for another place (the drive below).
     pub(super) fn h2_timer(&mut self, cx: &mut LoopContext<'_>) {
         self.h2_timer_deadline = None;
         let now = self.now();
