@@ -98,6 +98,22 @@ fn a_refused_client_certificate_is_a_tls_error_in_either_version() {
     assert_settles(&client, std::time::Duration::from_secs(10));
 }
 
+/// The counterpart: what fails before the server's first data but is not
+/// its alert — a record that does not decrypt — is the connection's
+/// failure (`Error::Io`, which a retry policy may retry), not a refused
+/// handshake.
+#[test]
+fn a_record_that_does_not_decrypt_before_any_data_is_an_io_error() {
+    let client = trusting().build().unwrap();
+    // An application-data record header and 32 bytes that are not one.
+    let mut garbage = vec![0x17, 0x03, 0x03, 0x00, 0x20];
+    garbage.extend_from_slice(&[0x5a; 32]);
+    let server = TlsServer::start(&certs().valid, TlsBehaviour::SendRawThenClose(garbage));
+    let error = get(&client, &server).unwrap_err();
+    assert!(matches!(error, Error::Io { .. }), "{error:?}");
+    assert!(error.tls_failure().is_none(), "{error:?}");
+}
+
 #[test]
 fn the_version_range_is_what_is_offered() {
     let both = server(rustls::ALL_VERSIONS, false);

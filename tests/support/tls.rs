@@ -106,6 +106,9 @@ pub enum TlsBehaviour {
     SendThenCut(Vec<u8>),
     /// Read one request, write these bytes, then close_notify and close.
     SendThenCloseNotify(Vec<u8>),
+    /// Read one request, then write these bytes to the TCP stream as they
+    /// are, outside TLS (a record that does not decrypt), and close.
+    SendRawThenClose(Vec<u8>),
 }
 
 impl TlsBehaviour {
@@ -344,6 +347,12 @@ fn serve(
                 && tls.write_all(bytes).and_then(|()| tls.flush()).is_ok()
             {
                 close_notify(tls);
+            }
+        }
+        TlsBehaviour::SendRawThenClose(bytes) => {
+            if read_one(&mut tls).is_some() && tls.sock.write_all(bytes).is_ok() {
+                let _ = tls.sock.shutdown(Shutdown::Write);
+                super::drain(&mut tls.sock);
             }
         }
     }

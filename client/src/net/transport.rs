@@ -11,9 +11,9 @@
 //!   (`process_new_packets`) and tries again. A clean end (the server's
 //!   `close_notify`) reads as `Ok(0)`; a TCP close without `close_notify`
 //!   is an `UnexpectedEof` error — a truncation attack looks exactly like
-//!   that, so it is never taken for the end of a body. A TLS failure
-//!   before the server's first data (a TLS 1.3 server's refusal of the
-//!   client's certificate) is marked as the end of the handshake
+//!   that, so it is never taken for the end of a body. A TLS alert before
+//!   the server's first data (a TLS 1.3 server's refusal of the client's
+//!   certificate) is marked as the end of the handshake
 //!   ([`late_handshake_failure`]).
 //! * `write` gives plaintext to rustls and pushes the TLS records out until
 //!   the socket would block; records not yet sent stay in rustls, and
@@ -43,8 +43,8 @@ pub(crate) enum Transport {
         tls: Box<ClientConnection>,
         /// Bytes of TLS records the socket took.
         sent: u64,
-        /// Whether the server has sent data yet: a TLS failure before
-        /// that is the end of its handshake (see [`LateHandshakeFailure`]).
+        /// Whether the server has sent data yet: a TLS alert before that
+        /// is the end of its handshake (see [`LateHandshakeFailure`]).
         answered: bool,
     },
 }
@@ -66,9 +66,9 @@ pub(crate) enum HandshakeError {
     Io(io::Error),
 }
 
-/// A TLS failure on a connection the server has sent no data on yet,
-/// inside the `io::Error` a read returns: the end of the handshake, as the
-/// server has it. A TLS 1.3 server judges the client's certificate only
+/// A TLS alert from a server that has sent no data on the connection
+/// yet, inside the `io::Error` a read returns: the end of the handshake,
+/// as the server has it. A TLS 1.3 server judges the client's certificate only
 /// once the client has finished its side, so its refusal (an alert:
 /// `certificate_required`, `bad_certificate`, `unknown_ca`) comes with the
 /// first read; the connection reports it as an `Error::Tls`, as TLS 1.2,
@@ -95,9 +95,13 @@ pub(crate) fn late_handshake_failure(error: &io::Error) -> Option<&rustls::Error
     Some(&inner.0)
 }
 
+/// A read's TLS failure as an `io::Error`: a [`LateHandshakeFailure`] if
+/// it is the server's alert before it sent any data (a refusal of the
+/// client's certificate is an alert; a record that does not decrypt is
+/// not one, and stays an I/O error).
 #[cfg(feature = "rustls")]
 fn tls_io_error(error: rustls::Error, answered: bool) -> io::Error {
-    if answered {
+    if answered || !matches!(error, rustls::Error::AlertReceived(_)) {
         io::Error::new(io::ErrorKind::InvalidData, error)
     } else {
         io::Error::new(io::ErrorKind::InvalidData, LateHandshakeFailure(error))
