@@ -1261,6 +1261,15 @@ impl Stream {
             && !self.exchange.retried.swap(true, Ordering::AcqRel)
     }
 
+    /// The response's body passed `max_body_bytes` (or declares it will):
+    /// the stream is reset and the exchange fails.
+    fn too_large(&mut self) -> Polled {
+        self.send.send_reset(h2::Reason::CANCEL);
+        self.exchange
+            .finish_err(self.body.too_large(&self.exchange));
+        Polled::Gone
+    }
+
     /// The pipe is full: the stream waits for room, its read timeout with
     /// it (a reader that does not read is not the server's silence).
     fn pause(&mut self) -> Polled {
@@ -1491,10 +1500,7 @@ impl Stream {
                         &parts.headers,
                     );
                     if !self.body.fits(0, declared) {
-                        self.send.send_reset(h2::Reason::CANCEL);
-                        self.exchange
-                            .finish_err(self.body.too_large(&self.exchange));
-                        return Ok(Polled::Gone);
+                        return Ok(self.too_large());
                     }
                     let exchange = &self.exchange;
                     exchange.listener.on_status(parts.status);
@@ -1558,10 +1564,7 @@ impl Stream {
                     };
                     let n = data.len();
                     if !self.body.fits(n, None) {
-                        self.send.send_reset(h2::Reason::CANCEL);
-                        self.exchange
-                            .finish_err(self.body.too_large(&self.exchange));
-                        return Ok(Polled::Gone);
+                        return Ok(self.too_large());
                     }
                     self.exchange.listener.on_body_part(n);
                     if paused {
