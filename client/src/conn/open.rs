@@ -68,6 +68,21 @@ pub(super) struct Connecting {
     socks: Option<SocksTargets>,
 }
 
+impl Connecting {
+    /// Connecting for `exchange` to `addrs` (happy eyeballs' order), none
+    /// tried yet.
+    fn new(exchange: Arc<Exchange>, addrs: Vec<SocketAddr>, socks: Option<SocksTargets>) -> Self {
+        Connecting {
+            exchange,
+            remaining: interleave(addrs),
+            attempts: Vec::new(),
+            next_start: None,
+            last_failure: None,
+            socks,
+        }
+    }
+}
+
 struct Attempt {
     socket: mio::net::TcpStream,
     addr: SocketAddr,
@@ -116,14 +131,7 @@ pub(crate) fn connect(
             remote: None,
             created,
             info: None,
-            state: State::Connecting(Connecting {
-                exchange: exchange.clone(),
-                remaining: interleave(addrs),
-                attempts: Vec::new(),
-                next_start: None,
-                last_failure: None,
-                socks,
-            }),
+            state: State::Connecting(Connecting::new(exchange.clone(), addrs, socks)),
             buf: Default::default(),
             timer: None,
             timers_armed: 0,
@@ -322,14 +330,8 @@ impl Conn {
         self.remote = None;
         self.info = None;
         self.buf = Default::default();
-        self.state = State::Connecting(Connecting {
-            exchange,
-            remaining: interleave(socks.proxy.clone()),
-            attempts: Vec::new(),
-            next_start: None,
-            last_failure: None,
-            socks: Some(socks),
-        });
+        let proxy = socks.proxy.clone();
+        self.state = State::Connecting(Connecting::new(exchange, proxy, Some(socks)));
         self.start_attempts(cx);
     }
 

@@ -369,7 +369,6 @@ impl Dispatcher {
             return Routed::Pool(exchange);
         }
         let h2_known = versions.h2_known(https);
-        let max = self.env.config.http2.max_connections_per_origin;
         let opening = || Opening {
             opener: exchange.id,
             waiting: Vec::new(),
@@ -405,7 +404,7 @@ impl Dispatcher {
                 return Routed::Taken;
             }
             (emptiest, None) => {
-                let room = entry.open.len() < max && self.pool.has_room(exchange.route());
+                let room = self.may_open_another(entry, exchange.route());
                 match emptiest {
                     Some((conn, _)) if !room => conn,
                     _ => {
@@ -434,6 +433,13 @@ impl Dispatcher {
                 self.dispatch(exchange, true);
             }
         }
+    }
+
+    /// Whether the origin of `entry` may have one more HTTP/2 connection
+    /// (`http2_max_connections_per_origin`, and the pool's permits).
+    fn may_open_another(&self, entry: &Shared, route: &Route) -> bool {
+        entry.open.len() < self.env.config.http2.max_connections_per_origin
+            && self.pool.has_room(route)
     }
 
     /// Has `exchange` wait for a stream on the shared connection of
@@ -811,11 +817,9 @@ impl ConnOwner for Dispatcher {
     }
 
     fn has_place_besides(&self, origin: &Route, conn_id: u64) -> bool {
-        let max = self.env.config.http2.max_connections_per_origin;
         let shared = lock(&self.shared);
         shared.get(origin).is_some_and(|entry| {
-            let room = entry.open.len() < max && self.pool.has_room(origin);
-            entry.has_place_besides(conn_id, room)
+            entry.has_place_besides(conn_id, self.may_open_another(entry, origin))
         })
     }
 

@@ -15,8 +15,8 @@
 //! # Shutdown does not wait for `getaddrinfo`
 //!
 //! A lookup cannot be interrupted, and one stuck on a DNS server that does
-//! not answer takes the system resolver's whole timeout (glibc: 5 s per try
-//! and server). So shutdown fails every lookup not answered yet, joins the
+//! not answer takes the system resolver's whole timeout (glibc's default:
+//! 5 s per try and server). So shutdown fails every lookup not answered yet, joins the
 //! threads that are not in a lookup (they end at once), and lets go of
 //! those that are: each ends by itself when its `getaddrinfo` returns,
 //! answering no one. Closing a client is then prompt whatever DNS does.
@@ -105,13 +105,13 @@ impl ThreadedResolver {
             state.closed = true;
             state.queue.clear();
             let queued: Vec<_> = state.waiting.drain().collect();
-            let threads = std::mem::take(&mut state.threads);
             // Decided under the lock: a thread not busy now takes no
-            // other name, and sees `closed` as soon as it looks.
-            let (in_lookup, joinable): (Vec<_>, Vec<_>) = threads
+            // other name, and sees `closed` as soon as it looks. A busy
+            // one's handle is dropped: it is let go.
+            let joinable: Vec<_> = std::mem::take(&mut state.threads)
                 .into_iter()
-                .partition(|t| state.busy.contains(&t.thread().id()));
-            drop(in_lookup);
+                .filter(|t| !state.busy.contains(&t.thread().id()))
+                .collect();
             (joinable, queued)
         };
         self.shared.work.notify_all();

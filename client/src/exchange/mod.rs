@@ -239,6 +239,15 @@ struct Link {
 pub(crate) type GiveBack = Box<dyn FnOnce() + Send>;
 
 impl Link {
+    /// Sets `timer` to `deadline`: for the write timeout a new period,
+    /// whose probe (see [`WRITE_PROBE_WAIT`]) is still to come.
+    fn set_timer(&mut self, timer: Timer, deadline: Option<Instant>) {
+        if timer == Timer::Write {
+            self.write_probed = false;
+        }
+        self.timers.set(timer, deadline);
+    }
+
     /// Wakes the connection for this exchange (for HTTP/2, its stream).
     fn wake_conn(&self) {
         if let ConnSlot::Ready(conn) = &self.conn {
@@ -736,19 +745,13 @@ impl Exchange {
         };
         self.mark_written(now);
         let deadline = deadline_after(now, write_timeout);
-        self.change(|link| {
-            link.write_probed = false;
-            link.timers.set(Timer::Write, deadline);
-        });
+        self.change(|link| link.set_timer(Timer::Write, deadline));
     }
 
     /// The request no longer waits on the server: the write timeout stops.
     pub(crate) fn stop_write(self: &Arc<Self>) {
         if self.deadlines.write_timeout.is_some() {
-            self.change(|link| {
-                link.write_probed = false;
-                link.timers.set(Timer::Write, None);
-            });
+            self.change(|link| link.set_timer(Timer::Write, None));
         }
     }
 
@@ -907,10 +910,7 @@ impl Exchange {
                 }
                 match self.stall_deadline(kind) {
                     Some(stalled_until) if now < stalled_until => {
-                        if timer == Timer::Write {
-                            link.write_probed = false;
-                        }
-                        link.timers.set(timer, Some(stalled_until));
+                        link.set_timer(timer, Some(stalled_until));
                     }
                     // A socket tells of room only once a share of its
                     // buffer is free, which a server reading slowly may

@@ -137,7 +137,8 @@ const MAX_PASSES: usize = 8;
 /// buffered, a frame an entry, until the pass's streams take it — and
 /// `h2`'s buffer keeps the room it once needed. A server sending 1-byte
 /// DATA frames would have a whole turn's 256 KiB decoded at once, some
-/// 26 000 entries (about 16 MiB, for good).
+/// 26 000 entries (16 MiB held in `tests/streamed_body_memory.rs` with a
+/// turn's budget per pass, 1.2 MiB with a pass's).
 const PASS_READ_BUDGET: usize = super::READ_BUDGET / MAX_PASSES;
 
 /// How often requests held on a connection by a lowered stream limit, with
@@ -344,11 +345,15 @@ impl Http2 {
         client.map_or(server, |client| client.min(server))
     }
 
-    /// Whether the server's limit leaves the requests waiting here no
-    /// room, short of its changing again: lowered (by SETTINGS, with no
-    /// GOAWAY) to 0, or below the streams open — not merely reached, when
-    /// the streams' ends free room.
-    fn limit_below_open(&self, client: Option<usize>) -> bool {
+    /// Whether requests wait here with no room short of the server's
+    /// changing its mind: its limit lowered (by SETTINGS, with no GOAWAY)
+    /// to 0, or below the streams open — not merely reached, when the
+    /// streams' ends free room — on a shared connection not going away.
+    /// Checked in that order: most drives find nothing waiting.
+    fn holds_waiting(&self, client: Option<usize>) -> bool {
+        if self.queue.is_empty() || !self.shared || self.going_away {
+            return false;
+        }
         let limit = self.stream_limit(client);
         matches!(self.phase, Phase::Open { .. }) && (limit == 0 || limit < self.streams.len())
     }
@@ -610,7 +615,7 @@ impl Conn {
     }
 
     /// The server's limit has dropped below the streams open here, or to
-    /// 0 ([`Http2::limit_below_open`]): the requests waiting for a stream
+    /// 0 ([`Http2::holds_waiting`]): the requests waiting for a stream
     /// go to another connection of the origin, oldest first, while the
     /// dispatcher has a place for them there — a stream free, the
     /// connection being opened, room for a new one. Waiting here they
@@ -630,11 +635,9 @@ impl Conn {
             let State::H2(h2) = &mut self.state else {
                 return;
             };
-            if !h2.shared || h2.going_away || !h2.limit_below_open(client_limit) {
-                return;
-            }
-            // Asked before each: the place the last took may have been the only one.
-            if h2.queue.is_empty() || !self.owner.has_place_besides(&self.route, id) {
+            // Asked before each: the place the last took may have been the
+            // only one.
+            if !h2.holds_waiting(client_limit) || !self.owner.has_place_besides(&self.route, id) {
                 return;
             }
             let Some(exchange) = h2.queue.pop_front() else {
@@ -1107,11 +1110,8 @@ impl Conn {
         // then: looked at again soon, another connection may have freed a
         // stream (see `move_waiting_off`; with one connection per origin,
         // none ever will).
-        let held = h2.shared
-            && options.max_connections_per_origin > 1
-            && !h2.going_away
-            && !h2.queue.is_empty()
-            && h2.limit_below_open(options.max_concurrent_streams);
+        let held = options.max_connections_per_origin > 1
+            && h2.holds_waiting(options.max_concurrent_streams);
         let recheck = held.then(|| self.now() + HELD_RECHECK);
         let next = [idle, ping, ttl, recheck].into_iter().flatten().min();
         if self.h2_timer_deadline != next {
@@ -1533,12 +1533,10 @@ impl Stream {
                     let data = match body.poll_data(task) {
                         Poll::Pending if paused => return Ok(Polled::Open),
                         Poll::Pending => {
-                            if let Some(chunk) = self.gathered.take() {
-                                match push_chunk(body, pipe, chunk, task) {
-                                    Pushed::Room => {}
-                                    Pushed::Full => return Ok(self.pause()),
-                                    Pushed::Refused => return Ok(self.reader_gone(task)),
-                                }
+                            match push_chunks(body, pipe, self.gathered.take(), task) {
+                                Pushed::Room => {}
+                                Pushed::Full => return Ok(self.pause()),
+                                Pushed::Refused => return Ok(self.reader_gone(task)),
                             }
                             pipe.flush();
                             return Ok(Polled::Open);
@@ -1554,10 +1552,7 @@ impl Stream {
                         Poll::Ready(Some(Err(error))) => {
                             // What came before the error reaches the reader
                             // before it.
-                            if let Some(chunk) = self.gathered.take() {
-                                let _ = body.flow_control().release_capacity(chunk.len());
-                                pipe.push_last(chunk);
-                            }
+                            push_last(body, pipe, self.gathered.take());
                             return Err(error);
                         }
                         Poll::Ready(Some(Ok(data))) => data,
@@ -1585,26 +1580,18 @@ impl Stream {
                     };
                     // What is gathered, then a large frame as it came (past
                     // the window if need be: it is in memory already).
-                    let mut full = false;
-                    for chunk in self.gathered.take().into_iter().chain(large) {
-                        match push_chunk(body, pipe, chunk, task) {
-                            Pushed::Room => {}
-                            Pushed::Full => full = true,
-                            Pushed::Refused => return Ok(self.reader_gone(task)),
-                        }
-                    }
-                    if full {
-                        return Ok(self.pause());
+                    let chunks = self.gathered.take().into_iter().chain(large);
+                    match push_chunks(body, pipe, chunks, task) {
+                        Pushed::Room => {}
+                        Pushed::Full => return Ok(self.pause()),
+                        Pushed::Refused => return Ok(self.reader_gone(task)),
                     }
                 }
                 Recv::Moving => return Ok(Polled::Open),
                 Recv::Trailers(body) => {
-                    if let Some(chunk) = self.gathered.take() {
-                        // The body's last bytes, into the pipe past its
-                        // window if need be (they are in memory already).
-                        let _ = body.flow_control().release_capacity(chunk.len());
-                        self.exchange.body().push_last(chunk);
-                    }
+                    // The body's last bytes, into the pipe past its window if
+                    // need be (they are in memory already).
+                    push_last(body, self.exchange.body(), self.gathered.take());
                     let trailers = match body.poll_trailers(task) {
                         Poll::Pending => return Ok(Polled::Open),
                         Poll::Ready(trailers) => trailers?,
@@ -1617,12 +1604,36 @@ impl Stream {
     }
 }
 
-/// Pushes `chunk` of the body into `pipe`, and gives its window back to
-/// the server.
-fn push_chunk(body: &mut RecvStream, pipe: &Pipe, chunk: Bytes, task: &Context<'_>) -> Pushed {
-    let _ = body.flow_control().release_capacity(chunk.len());
-    // Woken through the connection's waker, on its loop.
-    pipe.push(chunk, || Waiter::Task(task.waker().clone()))
+/// Pushes `chunks` of the body into `pipe`, each past its window if need
+/// be (they are in memory already), and gives their window back to the
+/// server: `Refused` if the reader has gone, else `Full` if the pipe is.
+fn push_chunks(
+    body: &mut RecvStream,
+    pipe: &Pipe,
+    chunks: impl IntoIterator<Item = Bytes>,
+    task: &Context<'_>,
+) -> Pushed {
+    let mut pushed = Pushed::Room;
+    for chunk in chunks {
+        let _ = body.flow_control().release_capacity(chunk.len());
+        // Woken through the connection's waker, on its loop.
+        match pipe.push(chunk, || Waiter::Task(task.waker().clone())) {
+            Pushed::Refused => return Pushed::Refused,
+            Pushed::Full => pushed = Pushed::Full,
+            Pushed::Room => {}
+        }
+    }
+    pushed
+}
+
+/// Pushes the body's last bytes, `chunk`, into `pipe` past its window if
+/// need be (nothing more of the body will come), and gives their window
+/// back.
+fn push_last(body: &mut RecvStream, pipe: &Pipe, chunk: Option<Bytes>) {
+    if let Some(chunk) = chunk {
+        let _ = body.flow_control().release_capacity(chunk.len());
+        pipe.push_last(chunk);
+    }
 }
 
 /// The request is out whole: the read timeout starts.
