@@ -15,8 +15,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use support::h2_server::{
-    answer, await_reset, frame, H2Server, H2Stream, RawConn, RawH2Server, ACK, END_HEADERS,
-    END_STREAM, HEADERS, SETTINGS,
+    answer, await_reset, frame, max_streams, settings_ack, H2Server, H2Stream, RawConn,
+    RawH2Server, ACK, END_HEADERS, END_STREAM, HEADERS, SETTINGS,
 };
 use support::*;
 use tickless::{Client, ClientBuilder, Error};
@@ -303,13 +303,13 @@ fn a_hedged_copy_goes_on_another_connection_than_the_attempt_it_backs_up() {
 
 #[test]
 fn a_connection_closed_idle_or_retired_tells_the_server_with_a_goaway() {
-    use support::h2_server::{ok_headers, RawH2Server, ACK, GOAWAY, HEADERS, SETTINGS};
+    use support::h2_server::{ok_headers, GOAWAY};
     // Answers every request, and notes the client's GOAWAY (its error
     // code) before the connection ends.
     let goaways = Arc::new(Mutex::new(Vec::new()));
     let seen = goaways.clone();
     let server = RawH2Server::start(move |mut conn| {
-        let settings = support::h2_server::frame(SETTINGS, ACK, 0, &[]);
+        let settings = settings_ack();
         while let Some(frame) = conn.read_frame() {
             match frame.kind {
                 HEADERS => conn.send(&ok_headers(frame.stream)),
@@ -382,13 +382,6 @@ fn answer_with(stream: u32, status: u8) -> Vec<u8> {
     frame(HEADERS, END_HEADERS | END_STREAM, stream, &[status])
 }
 
-/// SETTINGS_MAX_CONCURRENT_STREAMS = `n`.
-fn max_streams(n: u32) -> Vec<u8> {
-    let mut payload = 3u16.to_be_bytes().to_vec();
-    payload.extend_from_slice(&n.to_be_bytes());
-    frame(SETTINGS, 0, 0, &payload)
-}
-
 /// What the test tells the first connection, and what both saw.
 struct Stage {
     sides: [Side; 2],
@@ -440,7 +433,7 @@ fn serve_side(mut conn: RawConn, stage: &Arc<Stage>) {
                         side.send(&answer_with(read.stream, status_of(index)));
                     }
                 }
-                SETTINGS if read.flags & ACK == 0 => side.send(&frame(SETTINGS, ACK, 0, &[])),
+                SETTINGS if read.flags & ACK == 0 => side.send(&settings_ack()),
                 SETTINGS => {
                     side.acks.fetch_add(1, Ordering::SeqCst);
                 }
@@ -504,8 +497,17 @@ fn waiting_request_after_limit_change(
     // Both at their limit: it waits on the first, unsent.
     assert_eq!(stage.sides[0].requests(), first_limit as usize);
     assert_eq!(stage.sides[1].requests(), 1);
-    let changed = if lowered_first {
+    // The first's server lowers its limit, and the client has read it
+    // (acknowledged: its third SETTINGS ACK).
+    let lower = || {
         stage.lower.store(true, Ordering::SeqCst);
+        assert!(eventually(CEILING, || stage.sides[0]
+            .acks
+            .load(Ordering::SeqCst)
+            >= 3));
+    };
+    let changed = if lowered_first {
+        lower();
         // No place elsewhere yet: it stays, unsent.
         std::thread::sleep(Duration::from_millis(300));
         assert_eq!(stage.sides[1].requests(), 1);
@@ -518,7 +520,7 @@ fn waiting_request_after_limit_change(
         assert_eq!(second.wait().unwrap().status(), 204);
         // The second has published its free stream.
         std::thread::sleep(Duration::from_millis(100));
-        stage.lower.store(true, Ordering::SeqCst);
+        lower();
         Instant::now()
     };
     // Whether it moves shows within the moment (it is answered at once

@@ -671,9 +671,9 @@ fn dropped_bodies_give_back_the_connection_window() {
 /// held back until the client's first burst has come.
 const LATE_LIMIT: usize = 100;
 
-/// A server whose SETTINGS (`MAX_CONCURRENT_STREAMS` 100) come after
-/// 300 ms, as they would a round trip after the client's first flight on
-/// a slow path: the streams the client opened past its limit meanwhile are
+/// A server whose SETTINGS (`MAX_CONCURRENT_STREAMS` 100) come once 100
+/// streams have, and then 300 ms without more — as they would a round
+/// trip after the client's first flight on a slow path: the streams the client opened past its limit meanwhile are
 /// refused (`REFUSED_STREAM`), as a server at its limit does, and every
 /// other request is answered once its body has come. Returns its address
 /// and how many streams came before its SETTINGS.
@@ -695,15 +695,20 @@ fn late_settings_server() -> (std::net::SocketAddr, Arc<AtomicUsize>) {
             stream: socket,
             index: 0,
         };
-        let _ = conn
-            .stream
-            .set_read_timeout(Some(Duration::from_millis(300)));
+        // Until the limit's worth of streams has come, however late; then
+        // 300 ms more for any past it.
+        let _ = conn.stream.set_read_timeout(Some(CEILING));
         let mut opened = 0;
         let mut refused = Vec::new();
         let mut ended = Vec::new();
         while let Some(frame) = conn.read_frame() {
             if frame.kind == HEADERS {
                 opened += 1;
+                if opened == LATE_LIMIT {
+                    let _ = conn
+                        .stream
+                        .set_read_timeout(Some(Duration::from_millis(300)));
+                }
                 if opened > LATE_LIMIT {
                     refused.push(frame.stream);
                 }
@@ -714,7 +719,7 @@ fn late_settings_server() -> (std::net::SocketAddr, Arc<AtomicUsize>) {
         }
         counted.store(opened, Ordering::SeqCst);
         let _ = conn.stream.set_read_timeout(Some(CEILING));
-        let mut out = frame(SETTINGS, 0, 0, &[0, 3, 0, 0, 0, LATE_LIMIT as u8]);
+        let mut out = max_streams(LATE_LIMIT as u32);
         for &id in &refused {
             out.extend_from_slice(&rst_stream(id, 0x7));
         }
@@ -724,7 +729,7 @@ fn late_settings_server() -> (std::net::SocketAddr, Arc<AtomicUsize>) {
         conn.send(&out);
         while let Some(frame) = conn.read_frame() {
             match frame.kind {
-                SETTINGS if frame.flags & ACK == 0 => conn.send(&frame_settings_ack()),
+                SETTINGS if frame.flags & ACK == 0 => conn.send(&settings_ack()),
                 _ if ends_a_request(&frame) && !refused.contains(&frame.stream) => {
                     conn.send(&ok_headers(frame.stream))
                 }
@@ -738,10 +743,6 @@ fn late_settings_server() -> (std::net::SocketAddr, Arc<AtomicUsize>) {
 /// A request's last frame (its HEADERS or DATA with `END_STREAM`).
 fn ends_a_request(frame: &Frame) -> bool {
     matches!(frame.kind, HEADERS | DATA) && frame.flags & END_STREAM != 0
-}
-
-fn frame_settings_ack() -> Vec<u8> {
-    frame(SETTINGS, ACK, 0, &[])
 }
 
 /// Until the server's SETTINGS say how many streams it takes, a new

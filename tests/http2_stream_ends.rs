@@ -122,16 +122,32 @@ fn on_streams(frames: &[Frame], but_an_empty_end: bool) -> Vec<(u8, u32)> {
 }
 
 /// How the exchange ended, as its listener was told: `Ok(status)` or
-/// `Err(error's Display)`, once it has.
-fn ending(recorder: &Recorder) -> Option<Result<u16, String>> {
-    recorder
-        .events()
-        .into_iter()
-        .find_map(|(event, _)| match event {
-            Event::Completed(status) => Some(Ok(status.as_u16())),
-            Event::Failed(error, _) => Some(Err(error)),
-            _ => None,
-        })
+/// `Err(error's Display)` — waiting for it, up to the ceiling.
+fn ended(recorder: &Recorder) -> Result<u16, String> {
+    let ending = || {
+        recorder
+            .events()
+            .into_iter()
+            .find_map(|(event, _)| match event {
+                Event::Completed(status) => Some(Ok(status.as_u16())),
+                Event::Failed(error, _) => Some(Err(error)),
+                _ => None,
+            })
+    };
+    assert!(
+        recorder.wait_for(CEILING, |_| ending().is_some()),
+        "the exchange never ended"
+    );
+    ending().expect("ended")
+}
+
+/// The whole body of a response that must have come (the server's
+/// `PIECES` of `PIECE` bytes).
+fn assert_whole(response: tickless::Response) {
+    match response.bytes().wait() {
+        Ok(body) => assert_eq!(body.len(), PIECES * PIECE),
+        Err(error) => panic!("the server's answer was lost: {error:?}"),
+    }
 }
 
 /// The server's side of every test here: reads the first request with
@@ -237,15 +253,7 @@ fn a_body_dropped_after_its_end_came_completes_and_its_stream_is_not_reset() {
             .recv_timeout(CEILING)
             .expect("the client read the frames");
         drop(response);
-        assert!(
-            recorder.wait_for(CEILING, |_| ending(&recorder).is_some()),
-            "the exchange never ended"
-        );
-        assert_eq!(
-            ending(&recorder),
-            Some(Ok(200)),
-            "trailers: {with_trailers}"
-        );
+        assert_eq!(ended(&recorder), Ok(200), "trailers: {with_trailers}");
         client.close();
         drop(server);
         let resets = resets(&seen.lock().unwrap());
@@ -269,8 +277,7 @@ fn a_response_ending_with_trailers_is_read_whole_with_them() {
     let trailers = response.trailers().expect("trailers");
     assert_eq!(trailers["x-checksum"], "abc123");
     assert!(response.headers().get("x-checksum").is_none());
-    assert!(recorder.wait_for(CEILING, |_| ending(&recorder).is_some()));
-    assert_eq!(ending(&recorder), Some(Ok(200)));
+    assert_eq!(ended(&recorder), Ok(200));
     client.close();
     drop(server);
     assert_eq!(resets(&seen.lock().unwrap()), []);
@@ -357,8 +364,7 @@ fn an_answer_reset_with_no_error_as_the_upload_ends_is_returned_whole() {
         .wait();
     let response = answered(response);
     assert_eq!(response.bytes().wait().unwrap(), "early answer");
-    assert!(recorder.wait_for(CEILING, |_| ending(&recorder).is_some()));
-    assert_eq!(ending(&recorder), Some(Ok(200)));
+    assert_eq!(ended(&recorder), Ok(200));
     // Nothing on the stream: no reset of a stream that has ended, nor any
     // of the upload. (But its empty end, if the stream's poll came first
     // after all, as the frames were on their way: then the client told
@@ -400,12 +406,8 @@ fn an_answer_reset_with_no_error_mid_upload_is_returned_whole() {
     eventually(Duration::from_secs(2), || {
         gate.end_taken.load(Ordering::SeqCst)
     });
-    match response.bytes().wait() {
-        Ok(body) => assert_eq!(body.len(), PIECES * PIECE),
-        Err(error) => panic!("the server's answer was lost: {error:?}"),
-    }
-    assert!(recorder.wait_for(CEILING, |_| ending(&recorder).is_some()));
-    assert_eq!(ending(&recorder), Some(Ok(200)));
+    assert_whole(response);
+    assert_eq!(ended(&recorder), Ok(200));
     assert_nothing_sent_after(client, server, &seen, false);
 }
 
@@ -426,10 +428,7 @@ fn an_answer_reset_with_no_error_mid_upload_in_memory_is_returned_whole() {
     all_in
         .recv_timeout(CEILING)
         .expect("the client read the frames");
-    match response.bytes().wait() {
-        Ok(body) => assert_eq!(body.len(), PIECES * PIECE),
-        Err(error) => panic!("the server's answer was lost: {error:?}"),
-    }
+    assert_whole(response);
     assert_nothing_sent_after(client, server, &seen, false);
 }
 

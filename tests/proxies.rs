@@ -539,7 +539,7 @@ fn a_socks_proxy_that_never_answers_is_a_proxy_handshake_timeout() {
     // A proxy that takes the connection and says nothing: the SOCKS5
     // exchange (a plain origin: no TLS anywhere) stalls, which is the
     // proxy's timeout, not a TLS one (CONNECT: the test above).
-    let silent = TestServer::start(Behaviour::NeverAnswer);
+    let silent = stalling_proxy();
     let timeout = Duration::from_millis(200);
     let proxy = format!("socks5h://{}", silent.addr());
     let client = client_via(Proxy::all(&proxy).unwrap())

@@ -140,11 +140,16 @@ fn a_reader_that_stalls_is_no_read_timeout_but_a_silent_server_is() {
     }
 }
 
-#[test]
-fn a_truncated_body_is_an_error_where_it_is_read_never_a_short_success() {
+/// A server that declares 100 bytes of body, sends 50 and closes.
+fn truncating() -> TestServer {
     let mut wire = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n".to_vec();
     wire.extend_from_slice(&[b'h'; 50]);
-    let server = TestServer::start(Behaviour::SendThenClose(wire));
+    TestServer::start(Behaviour::SendThenClose(wire))
+}
+
+#[test]
+fn a_truncated_body_is_an_error_where_it_is_read_never_a_short_success() {
+    let server = truncating();
     let client = client(false);
     let mut response = client.get(server.url("/")).send().wait().unwrap();
     let mut got = Vec::new();
@@ -160,9 +165,7 @@ fn a_truncated_body_is_an_error_where_it_is_read_never_a_short_success() {
 fn a_body_that_failed_fails_again_however_it_is_read_again() {
     // Code that reads on after an error (a retry after a timeout,
     // `BufRead::lines`) must not find a clean end: the body was cut short.
-    let mut wire = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n".to_vec();
-    wire.extend_from_slice(&[b'h'; 50]);
-    let server = TestServer::start(Behaviour::SendThenClose(wire));
+    let server = truncating();
     let client = client(false);
     for read_again in ["read", "chunk", "bytes"] {
         let mut response = client.get(server.url("/")).send().wait().unwrap();

@@ -142,17 +142,19 @@ fn small_buffered_listener() -> TcpListener {
 
 #[test]
 fn a_server_that_reads_an_upload_slowly_but_steadily_is_no_write_timeout() {
-    // 5 MiB/s, with loopback's buffers: the socket tells of room only once
-    // a third of its send buffer (megabytes) is free, longer than the
-    // timeout — which must find the progress all the same.
-    const BODY: usize = 16 << 20;
-    let timeout = Duration::from_millis(200);
+    // 2.5 MiB/s, with loopback's buffers: the socket tells of room only
+    // once a third of its send buffer (megabytes) is free, longer than the
+    // timeout — which must find the progress all the same. (A timeout
+    // twice the reader's own pauses and more: a reader thread stalled
+    // 300 ms by a loaded machine is still no timeout.)
+    const BODY: usize = 8 << 20;
+    let timeout = Duration::from_millis(400);
     for event_loop_timeouts in [false, true] {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
-        // 256 KiB every 50 ms: 5 MiB/s.
+        // 128 KiB every 50 ms: 2.5 MiB/s.
         let server =
-            thread::spawn(move || read_slowly(listener.accept().unwrap().0, BODY, 256 << 10));
+            thread::spawn(move || read_slowly(listener.accept().unwrap().0, BODY, 128 << 10));
         let client = builder(event_loop_timeouts)
             .write_timeout(timeout)
             .build()

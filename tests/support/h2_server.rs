@@ -287,7 +287,7 @@ impl RawConn {
             };
             match frame.kind {
                 HEADERS => ids.push(frame.stream),
-                SETTINGS if frame.flags & ACK == 0 => self.send(&frame_ack()),
+                SETTINGS if frame.flags & ACK == 0 => self.send(&settings_ack()),
                 _ => {}
             }
         }
@@ -320,8 +320,16 @@ impl RawConn {
     }
 }
 
-fn frame_ack() -> Vec<u8> {
+/// A SETTINGS acknowledgement.
+pub fn settings_ack() -> Vec<u8> {
     frame(SETTINGS, ACK, 0, &[])
+}
+
+/// SETTINGS with `SETTINGS_MAX_CONCURRENT_STREAMS` = `n`.
+pub fn max_streams(n: u32) -> Vec<u8> {
+    let mut payload = 3u16.to_be_bytes().to_vec();
+    payload.extend_from_slice(&n.to_be_bytes());
+    frame(SETTINGS, 0, 0, &payload)
 }
 
 /// A server that reads the client's preface, sends its own SETTINGS, and
