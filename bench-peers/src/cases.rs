@@ -19,17 +19,23 @@ pub enum Case {
     SmallLoopTimeout,
     /// 2. 13-byte GETs, 64 in flight.
     InFlight,
+    /// 2b. Case 2 with tickless driven as hyper and reqwest are: 64 tokio
+    ///     tasks on a 2-worker runtime, each awaiting its `ResponseFuture`
+    ///     and body; tickless only (the peers' case 2 is already this), set
+    ///     beside hyper's case 2 of the same rounds.
+    InFlightTasks,
     /// 3. 1 MiB (Content-Length) GETs, one after another.
     Big,
     /// 4. 64 KiB chunked GETs, one after another.
     Chunked,
 }
 
-pub const ALL_CASES: [Case; 6] = [
+pub const ALL_CASES: [Case; 7] = [
     Case::Small,
     Case::SmallTimeout,
     Case::SmallLoopTimeout,
     Case::InFlight,
+    Case::InFlightTasks,
     Case::Big,
     Case::Chunked,
 ];
@@ -41,6 +47,7 @@ impl Case {
             Case::SmallTimeout => "13b-seq-timeout",
             Case::SmallLoopTimeout => "13b-seq-loop-timeout",
             Case::InFlight => "13b-64-in-flight",
+            Case::InFlightTasks => "13b-64-tasks",
             Case::Big => "1mib-seq",
             Case::Chunked => "64k-chunked-seq",
         }
@@ -52,7 +59,11 @@ impl Case {
 
     pub fn path(self) -> &'static str {
         match self {
-            Case::Small | Case::SmallTimeout | Case::SmallLoopTimeout | Case::InFlight => "/small",
+            Case::Small
+            | Case::SmallTimeout
+            | Case::SmallLoopTimeout
+            | Case::InFlight
+            | Case::InFlightTasks => "/small",
             Case::Big => "/1mib",
             Case::Chunked => "/64k-chunked",
         }
@@ -60,9 +71,11 @@ impl Case {
 
     pub fn body_len(self) -> usize {
         match self {
-            Case::Small | Case::SmallTimeout | Case::SmallLoopTimeout | Case::InFlight => {
-                SMALL_BODY.len()
-            }
+            Case::Small
+            | Case::SmallTimeout
+            | Case::SmallLoopTimeout
+            | Case::InFlight
+            | Case::InFlightTasks => SMALL_BODY.len(),
             Case::Big => BIG_LEN,
             Case::Chunked => CHUNKED_LEN,
         }
@@ -85,6 +98,6 @@ impl Case {
 
     /// Whether every client runs the case (else tickless alone).
     pub fn for_every_client(self) -> bool {
-        self != Case::SmallLoopTimeout
+        !matches!(self, Case::SmallLoopTimeout | Case::InFlightTasks)
     }
 }

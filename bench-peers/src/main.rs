@@ -39,10 +39,12 @@ OPTIONS:
     --runs N             rounds of every case and client, interleaved (default 3)
     --seconds S          measured time of each run (default 2)
     --warmup-ms N        warm-up of each run, not measured (default 300)
-    --window N           requests in flight in 13b-64-in-flight (default 64)
+    --window N           requests in flight in 13b-64-in-flight and 13b-64-tasks
+                         (default 64)
     --case NAME          only this case; repeatable (13b-seq, 13b-seq-timeout,
                          13b-seq-loop-timeout (tickless alone),
-                         13b-64-in-flight, 1mib-seq, 64k-chunked-seq)
+                         13b-64-in-flight, 13b-64-tasks (tickless alone),
+                         1mib-seq, 64k-chunked-seq)
     --client NAME        only this client; repeatable (tickless, ureq, hyper,
                          reqwest)
     --lateness           also run the timeout-lateness bursts after the cases
@@ -288,6 +290,9 @@ fn run_cases(o: &Options, prefix: &str) -> bool {
             );
             let sample = match case {
                 Case::InFlight => peer.in_flight(&url, case.body_len(), o.window, o.plan),
+                Case::InFlightTasks => {
+                    clients::tickless::in_flight_tasks(&url, case.body_len(), o.window, o.plan)
+                }
                 _ => peer
                     .blocking(case.timeout(), case.on_event_loops())
                     .and_then(|mut client| {

@@ -95,7 +95,9 @@ impl Row {
     }
 
     fn how(&self) -> &'static str {
-        if self.case == Case::InFlight {
+        if self.case == Case::InFlightTasks {
+            "64 tokio tasks"
+        } else if self.case == Case::InFlight {
             self.peer.in_flight_how()
         } else {
             self.peer.blocking_how()
@@ -241,6 +243,18 @@ pub fn timeout_cost(rows: &[Row]) -> Vec<String> {
         cost(peer, Case::SmallTimeout, &mut lines);
     }
     cost(Peer::Tickless, Case::SmallLoopTimeout, &mut lines);
+    if let (Some(tasks), Some(hyper)) = (
+        find(Case::InFlightTasks, Peer::Tickless),
+        find(Case::InFlight, Peer::Hyper),
+    ) {
+        lines.push(format!(
+            "64 tokio tasks, tickless over hyper: {:.3}x req/s, {:.3}x client CPU per request ({} / {})",
+            tasks.req_per_s() / hyper.req_per_s(),
+            tasks.client_cpu_us() / hyper.client_cpu_us(),
+            Case::InFlightTasks.name(),
+            Case::InFlight.name(),
+        ));
+    }
     lines
 }
 

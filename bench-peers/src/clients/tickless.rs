@@ -213,3 +213,34 @@ pub fn lateness(
     rt.shutdown_timeout(Duration::from_secs(5));
     Ok(burst)
 }
+
+/// The 64-in-flight case driven as an async user on tokio drives it, and
+/// as hyper and reqwest are driven here: `window` tasks on a 2-worker
+/// runtime (the same as theirs), each awaiting its `ResponseFuture` and
+/// its body, one request after another.
+pub fn in_flight_tasks(
+    url: &str,
+    expect: usize,
+    window: usize,
+    plan: Plan,
+) -> Result<Sample, String> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("tickless: runtime: {e}"))?;
+    let client = quiet_client(false)?;
+    let url = Arc::<str>::from(url);
+    let tasks_client = client.clone();
+    let sample = crate::drive::tokio_tasks(&rt, window, expect, plan, move || {
+        let (client, url) = (tasks_client.clone(), url.clone());
+        async move {
+            let response = send(&client, &url, None)
+                .await
+                .map_err(|e| format!("tickless: {e}"))?;
+            read_body(response).await
+        }
+    });
+    rt.shutdown_timeout(Duration::from_secs(5));
+    client.close();
+    sample
+}
