@@ -4,13 +4,15 @@
 #
 #   bench-peers/ab.sh REV_A REV_B                 # 8 rounds of 64 in flight vs hyper
 #   ROUNDS=10 CASE=13b-seq PEER=ureq URL=http://127.0.0.1:18080 bench-peers/ab.sh main WORKTREE
+#   CASE=13b-64-tasks PEER_CASE=13b-64-in-flight bench-peers/ab.sh main WORKTREE
 #
 # REV is a git revision, or WORKTREE for the working tree as it is. Each is
 # built once (a git worktree per revision under $AB_DIR, default
 # /tmp/tickless-ab; the working tree builds in bench-peers/target). Each
 # round runs `bench-peers --runs 1 --seconds 2 --case CASE --client
 # tickless` with A then B (B then A every other round: the first of a pair
-# does not always go first), then PEER once, and prints one CSV line per
+# does not always go first), then PEER once (in PEER_CASE, default CASE:
+# a case tickless runs alone is set beside the peer's own), and prints one CSV line per
 # run. At the end, for each build: the medians of its req/s, client CPU µs
 # per request and switches per request, and the medians and ranges of its
 # per-round ratios to the peer of the same round — the machine drifts
@@ -18,8 +20,9 @@
 # $AB_DIR, then `git worktree prune`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ $# -eq 2 ] || { sed -n '2,19p' "$0"; exit 2; }
+[ $# -eq 2 ] || { sed -n '2,20p' "$0"; exit 2; }
 rounds=${ROUNDS:-8} case=${CASE:-13b-64-in-flight} peer=${PEER:-hyper} url=${URL:-}
+peer_case=${PEER_CASE:-$case}
 dir=${AB_DIR:-/tmp/tickless-ab}
 mkdir -p "$dir"
 
@@ -41,10 +44,11 @@ build() { # REV -> path of its bench-peers binary
 }
 
 a=$(build "$1") b=$(build "$2")
-args=(--runs 1 --seconds 2 --case "$case" --format csv)
+args=(--runs 1 --seconds 2 --format csv)
 [ -n "$url" ] && args+=(--url "$url")
-run() { # NAME BINARY CLIENT ROUND: one CSV line, "round,name,<bench-peers' row>"
-    "$2" "${args[@]}" --client "$3" 2>/dev/null | grep "^$case," | sed "s/^/$4,$1,/"
+run() { # NAME BINARY CLIENT ROUND [CASE]: one CSV line, "round,name,<bench-peers' row>"
+    local c=${5:-$case}
+    "$2" "${args[@]}" --case "$c" --client "$3" 2>/dev/null | grep "^$c," | sed "s/^/$4,$1,/"
 }
 out="$dir/ab-$(date -u +%Y%m%dT%H%M%S).csv"
 for r in $(seq "$rounds"); do
@@ -55,13 +59,13 @@ for r in $(seq "$rounds"); do
         run B "$b" tickless "$r"
         run A "$a" tickless "$r"
     fi
-    run "$peer" "$a" "$peer" "$r"
+    run "$peer" "$a" "$peer" "$r" "$peer_case"
 done | tee "$out"
 
 # Columns after round and name: case, client, driven, runs, req_per_s (7),
 # spread, mb_per_s, p50, p99, cpu_us_per_req, server_cpu_us, client_cpu_us
 # (14), client_csw_per_req (15).
-echo "A = $1, B = $2; $case, $rounds rounds against $peer (${url:-built-in server}); rows in $out"
+echo "A = $1, B = $2; $case, $rounds rounds against $peer's $peer_case (${url:-built-in server}); rows in $out"
 awk -F, -v peer="$peer" '
     { req[$1, $2] = $7; cpu[$1, $2] = $14; csw[$1, $2] = $15; rounds[$1] = 1 }
     function median(list, n,    i, j, t) {
