@@ -3,7 +3,10 @@
 //! (`H2Server`): GOAWAY mid-flight (streams above its last stream id go
 //! again on a new connection whatever their method and the GOAWAY's code,
 //! those below finish or fail with it), REFUSED_STREAM (retried once),
-//! other resets (a typed error naming the code), a server that breaks the
+//! other resets (a typed error naming the code), which failures say the
+//! request was not processed (`Error::is_unprocessed`: a streamed upload
+//! refused or above the last stream id, not after a redirect), a server
+//! that breaks the
 //! protocol (the connection ends with an error: no panic, no hang), and
 //! what a connection's end does to the requests still waiting on it and
 //! to a body it had whole; and how many streams a new connection opens
@@ -199,8 +202,10 @@ fn a_stream_refused_twice_fails_with_the_reason() {
             assert_eq!(initiator, Http2Initiator::Remote);
             assert!(!connection);
         }
-        other => panic!("{other:?}"),
+        ref other => panic!("{other:?}"),
     }
+    // Neither attempt was processed.
+    assert!(error.is_unprocessed(), "{error}");
     client.close();
 }
 
@@ -228,6 +233,7 @@ fn a_reset_stream_fails_that_stream_with_its_reason_and_the_connection_goes_on()
         "{error:?}"
     );
     assert!(error.to_string().contains("INTERNAL_ERROR"), "{error}");
+    assert!(!error.is_unprocessed(), "{error}");
     assert_eq!(second.wait().unwrap().status(), 200);
     assert_eq!(
         client
@@ -266,6 +272,160 @@ fn a_goaway_with_an_error_fails_the_streams_it_processed() {
             }
         ),
         "{error:?}"
+    );
+    // At the GOAWAY's last stream id: the server may have processed it.
+    assert!(!error.is_unprocessed(), "{error}");
+    client.close();
+}
+
+/// A streamed upload, whose source the client cannot send again, as the
+/// error of a request the server never processed tells the caller.
+fn streamed() -> tickless::Upload {
+    tickless::Upload::from_reader(std::io::Cursor::new(b"streamed".to_vec()), None)
+}
+
+/// A request the server never processed (above its GOAWAY's last stream
+/// id) that cannot go again, its body streamed, fails saying so: the
+/// caller may send it again, even a POST. The one at the last stream id,
+/// which the server may have processed, does not say so.
+#[test]
+fn a_streamed_upload_above_a_goaways_last_stream_id_fails_as_not_processed() {
+    for code in [0x0, 0x2] {
+        let server = RawH2Server::start(move |mut conn| {
+            let ids = conn.read_requests(2);
+            assert_eq!(ids.len(), 2);
+            conn.send(&goaway(ids[0], code));
+            let _ = conn.stream.shutdown(Shutdown::Write);
+            conn.drain(Duration::from_secs(5));
+        });
+        let client = h2c().build().unwrap();
+        let sent: Vec<_> = (0..2)
+            .map(|i| {
+                let own = Recorder::new();
+                let future = client
+                    .post(server.url(&format!("/{i}")))
+                    .body(streamed())
+                    .listener(own.clone())
+                    .send();
+                (future, own)
+            })
+            .collect();
+        let mut by_stream: Vec<_> = sent
+            .into_iter()
+            .map(|(future, own)| {
+                let result = future.wait();
+                (first_stream(&own).unwrap(), result)
+            })
+            .collect();
+        by_stream.sort_by_key(|(id, _)| *id);
+        let [(_, at), (_, above)] = <[_; 2]>::try_from(by_stream).unwrap();
+        let above = above.unwrap_err();
+        match &above {
+            Error::Http2 {
+                reason,
+                initiator: Http2Initiator::Remote,
+                connection: true,
+                unprocessed: true,
+                ..
+            } => assert_eq!(*reason, Http2Reason(code)),
+            other => panic!("code {code}: {other:?}"),
+        }
+        assert!(above.is_unprocessed());
+        assert!(
+            above
+                .to_string()
+                .ends_with("(not processed by the server: safe to send again)"),
+            "{above}"
+        );
+        let at = at.unwrap_err();
+        assert!(!at.is_unprocessed(), "code {code}: {at:?}");
+        assert!(!at.to_string().contains("not processed"), "{at}");
+        // Neither went again: a streamed body is sent once.
+        assert_eq!(server.connections.load(Ordering::SeqCst), 1);
+        client.close();
+    }
+}
+
+/// A streamed upload refused with REFUSED_STREAM fails as not processed;
+/// a reset with any other code does not say so.
+#[test]
+fn a_refused_streamed_upload_fails_as_not_processed_and_other_resets_do_not() {
+    for (code, unprocessed) in [(0x7, true), (0x2, false), (0x8, false), (0x0, false)] {
+        let server = RawH2Server::start(move |mut conn| {
+            let ids = conn.read_requests(1);
+            conn.send(&rst_stream(ids[0], code));
+            conn.drain(Duration::from_secs(5));
+        });
+        let client = h2c().build().unwrap();
+        let error = client
+            .post(server.url("/"))
+            .body(streamed())
+            .send()
+            .wait()
+            .unwrap_err();
+        match &error {
+            Error::Http2 {
+                reason,
+                initiator: Http2Initiator::Remote,
+                connection: false,
+                ..
+            } => assert_eq!(*reason, Http2Reason(code)),
+            other => panic!("code {code}: {other:?}"),
+        }
+        assert_eq!(error.is_unprocessed(), unprocessed, "code {code}: {error}");
+        assert_eq!(
+            error.to_string().contains("not processed by the server"),
+            unprocessed,
+            "{error}"
+        );
+        assert_eq!(server.connections.load(Ordering::SeqCst), 1);
+        client.close();
+    }
+}
+
+/// After a redirect the request was processed — the server answered its
+/// first hop — so a later hop refused does not make its error say it was
+/// not; the same hop asked for directly does.
+#[test]
+fn a_hop_refused_after_a_redirect_does_not_say_the_request_was_not_processed() {
+    let server = H2Server::start(|mut stream| async move {
+        if stream.request.uri().path() == "/first" {
+            let response = http::Response::builder()
+                .status(307)
+                .header("location", "/second")
+                .body(())
+                .unwrap();
+            let _ = stream.respond.send_response(response, true);
+        } else {
+            stream.respond.send_reset(h2::Reason::REFUSED_STREAM);
+        }
+    });
+    let client = h2c().build().unwrap();
+    let post = |path: &str| {
+        client
+            .post(server.url(path))
+            .body("order")
+            .send()
+            .wait()
+            .unwrap_err()
+    };
+    let direct = post("/second");
+    assert!(direct.is_unprocessed(), "{direct}");
+    let redirected = post("/first");
+    assert!(
+        matches!(
+            redirected,
+            Error::Http2 {
+                reason: Http2Reason::REFUSED_STREAM,
+                ..
+            }
+        ),
+        "{redirected:?}"
+    );
+    assert!(!redirected.is_unprocessed(), "{redirected}");
+    assert!(
+        !redirected.to_string().contains("not processed"),
+        "{redirected}"
     );
     client.close();
 }
@@ -571,7 +731,9 @@ fn a_server_refusing_every_connection_with_goaway_does_not_make_the_client_recon
     for _ in 0..20 {
         let before = connections.load(Ordering::SeqCst);
         let result = client.get(format!("http://{addr}/")).send().wait();
-        assert!(result.is_err());
+        // No server processed it: its one retry went the same way.
+        let error = result.unwrap_err();
+        assert!(error.is_unprocessed(), "{error}");
         per_request.push(connections.load(Ordering::SeqCst) - before);
     }
     let elapsed = started.elapsed();

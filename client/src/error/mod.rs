@@ -338,10 +338,12 @@ pub enum Error {
     /// server reset the stream or sent `GOAWAY` with an error, or it broke
     /// the protocol and the client ended the connection. Displays like
     /// `HTTP/2 error from example.com/1.2.3.4:443: stream reset by the
-    /// server with REFUSED_STREAM`.
-    #[error("HTTP/2 error from {remote}: {} by the {} with {reason}",
+    /// server with REFUSED_STREAM (not processed by the server: safe to
+    /// send again)`, the last part when [`unprocessed`](Error::is_unprocessed).
+    #[error("HTTP/2 error from {remote}: {} by the {} with {reason}{}",
         if *.connection { "connection ended" } else { "stream reset" },
-        match .initiator { Http2Initiator::Remote => "server", Http2Initiator::Local => "client" })]
+        match .initiator { Http2Initiator::Remote => "server", Http2Initiator::Local => "client" },
+        if *.unprocessed { " (not processed by the server: safe to send again)" } else { "" })]
     Http2 {
         /// The server.
         remote: String,
@@ -352,6 +354,10 @@ pub enum Error {
         /// Whether it ended the whole connection (`GOAWAY`), not only the
         /// stream (`RST_STREAM`).
         connection: bool,
+        /// Whether the server provably did not process the request, so
+        /// that it may be sent again whatever its method: see
+        /// [`Error::is_unprocessed`].
+        unprocessed: bool,
     },
     /// The response body is larger than the configured limit.
     #[error("response body from {remote} exceeds the limit of {limit} bytes")]
@@ -520,6 +526,57 @@ impl Error {
         }
     }
 
+    /// Whether the server provably did not process the request, so that
+    /// sending it again — even a `POST` — cannot make it take effect twice.
+    ///
+    /// True only where the protocol says so (RFC 9113 §8.7), for an
+    /// [`Error::Http2`]: the server refused the stream (`REFUSED_STREAM`)
+    /// before any answer, or sent `GOAWAY` with a last stream id below the
+    /// stream's, or the request, still waiting for a stream, was never
+    /// sent. The client sends such a request again by itself once when its
+    /// body is in memory; this error is what comes when it could not (a
+    /// streamed body, whose source is spent) or when the second attempt
+    /// met the same. For [`Error::Retried`], true if it is true of every
+    /// attempt.
+    ///
+    /// False wherever the server may have seen the request: any other
+    /// reset or connection error, a connection closed before the answer
+    /// (over HTTP/1.1 too: RFC 9110 §9.2.2 leaves that unknowable), a
+    /// request that failed after a redirect (the server answered the
+    /// request before it), or one an earlier attempt of which went out
+    /// on a pooled HTTP/1.1 connection that then failed. A failure to
+    /// connect ([`Error::Connect`], [`Error::ConnectTimeout`],
+    /// [`Error::Resolve`]) says by its kind that nothing was sent on that
+    /// hop, and is not counted here.
+    pub fn is_unprocessed(&self) -> bool {
+        match self {
+            Error::Http2 { unprocessed, .. } => *unprocessed,
+            Error::Retried { attempts } => {
+                !attempts.is_empty() && attempts.iter().all(Error::is_unprocessed)
+            }
+            _ => false,
+        }
+    }
+
+    /// This error, with [`is_unprocessed`](Error::is_unprocessed) made
+    /// `unprocessed` where the error can carry it (an HTTP/2 failure, and
+    /// each attempt of a retried one).
+    pub(crate) fn with_unprocessed(mut self, unprocessed: bool) -> Error {
+        match &mut self {
+            Error::Http2 {
+                unprocessed: flag, ..
+            } => *flag = unprocessed,
+            Error::Retried { attempts } => {
+                *attempts = std::mem::take(attempts)
+                    .into_iter()
+                    .map(|attempt| attempt.with_unprocessed(unprocessed))
+                    .collect();
+            }
+            _ => {}
+        }
+        self
+    }
+
     /// Why a TLS handshake failed, if this is a TLS failure.
     pub fn tls_failure(&self) -> Option<TlsFailureKind> {
         match self {
@@ -606,6 +663,36 @@ mod tests {
         let boxed: Box<dyn StdError + Send + Sync> = Box::new(io);
         assert_eq!(timeout_kind(boxed.as_ref()), Some(TimeoutKind::Request));
         assert_eq!(timeout_kind(&Error::Cancelled), None);
+    }
+
+    #[test]
+    fn unprocessed_says_so_and_holds_for_a_retried_request_only_if_for_every_attempt() {
+        let refused = |unprocessed| Error::Http2 {
+            remote: "example.com/1.2.3.4:443".into(),
+            reason: Http2Reason::REFUSED_STREAM,
+            initiator: Http2Initiator::Remote,
+            connection: false,
+            unprocessed,
+        };
+        assert!(refused(true).is_unprocessed());
+        assert_eq!(
+            refused(true).to_string(),
+            "HTTP/2 error from example.com/1.2.3.4:443: stream reset by the server with \
+             REFUSED_STREAM (not processed by the server: safe to send again)"
+        );
+        assert!(!refused(false).is_unprocessed());
+        assert!(!refused(false).to_string().contains("processed"));
+        let both = Error::Retried {
+            attempts: vec![refused(true), refused(true)],
+        };
+        assert!(both.is_unprocessed());
+        // A later hop's error, made to say nothing of the request.
+        assert!(!both.with_unprocessed(false).is_unprocessed());
+        let one = Error::Retried {
+            attempts: vec![refused(false), refused(true)],
+        };
+        assert!(!one.is_unprocessed());
+        assert!(!Error::Cancelled.with_unprocessed(true).is_unprocessed());
     }
 
     #[test]

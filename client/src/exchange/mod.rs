@@ -334,8 +334,14 @@ pub(crate) struct Exchange {
     route: OnceLock<Route>,
     pub(crate) request: RequestParts,
     pub(crate) listener: Guarded,
-    /// Set once an idempotent request has been retried on a fresh connection.
+    /// Set once the request has gone again on another connection: an
+    /// idempotent one after a pooled HTTP/1.1 connection failed under it,
+    /// any one the server said it never processed over HTTP/2.
     pub(crate) retried: AtomicBool,
+    /// Set once an attempt of it may have been processed by a server that
+    /// failed before answering (a pooled HTTP/1.1 connection): no later
+    /// failure can then say the request was never processed.
+    pub(crate) maybe_processed: AtomicBool,
     deadlines: Deadlines,
     clock: SharedClock,
     wheel: HashedWheelTimer,
@@ -396,6 +402,7 @@ impl Exchange {
             request: parts.request,
             listener: Guarded::new(parts.listener, parts.info, weak.clone()),
             retried: AtomicBool::new(false),
+            maybe_processed: AtomicBool::new(false),
             deadlines: parts.deadlines,
             clock: parts.clock,
             wheel: parts.wheel,

@@ -161,7 +161,7 @@ impl Chain {
             let (attempts, sender) = self.parts();
             let head = match attempts.poll(sender, cx) {
                 Poll::Ready(Ok(head)) => head,
-                Poll::Ready(Err(error)) => return Poll::Ready(Err(error)),
+                Poll::Ready(Err(error)) => return Poll::Ready(Err(self.failure(error))),
                 Poll::Pending => return Poll::Pending,
             };
             if let Some(head) = self.on_head(head)? {
@@ -185,9 +185,20 @@ impl Chain {
                         return Ok(head);
                     }
                 }
-                Some(Err(error)) => return Err(error),
+                Some(Err(error)) => return Err(self.failure(error)),
                 None => {}
             }
+        }
+    }
+
+    /// The chain's error, from the current hop's: after a redirect, the
+    /// server answered the request (a hop before), so nothing says it was
+    /// not processed ([`Error::is_unprocessed`]).
+    fn failure(&self, error: Error) -> Error {
+        if self.earlier.is_empty() {
+            error
+        } else {
+            error.with_unprocessed(false)
         }
     }
 

@@ -751,6 +751,9 @@ impl Conn {
         {
             return false;
         }
+        // The server may have processed it before it closed (RFC 9110
+        // §9.2.2): nothing can say otherwise later.
+        exchange.maybe_processed.store(true, Ordering::Release);
         self.close(cx);
         // Its read timeout stays with the connection it leaves.
         exchange.attach(ConnSlot::None);

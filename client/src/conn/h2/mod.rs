@@ -88,6 +88,11 @@
 //!   answer fails the streams and sends the waiting requests elsewhere.
 //! * `RST_STREAM(REFUSED_STREAM)` before any answer: the request goes again,
 //!   once.
+//! * A request the server never processed (refused, or above a `GOAWAY`'s
+//!   last stream id) or never sent that cannot go again — its body is
+//!   streamed, or it went once already — fails marked so
+//!   ([`Error::is_unprocessed`]): the caller may send it again, whatever
+//!   its method.
 //! * A reset while the request body is being sent stops the upload (its
 //!   source is dropped), and the response side says how the stream ended:
 //!   a server may answer before the body is all sent and then reset the
@@ -913,7 +918,10 @@ impl Conn {
                 // The client's own decision: nothing to bound.
                 Departure::Retired => self.send_elsewhere(exchange),
                 Departure::GoAway(reason) => self.send_elsewhere_once(exchange, |exchange| {
-                    goaway_failure(exchange, Http2Reason(reason.into()))
+                    not_processed(
+                        exchange,
+                        goaway_failure(exchange, Http2Reason(reason.into())),
+                    )
                 }),
                 Departure::Server => self.send_elsewhere_once(exchange, closed_failure),
             }
@@ -1046,6 +1054,7 @@ impl Conn {
                         Http2Initiator::Local
                     },
                     connection: true,
+                    unprocessed: false,
                 },
                 (None, None) => closed_failure(exchange),
             }
@@ -1062,7 +1071,9 @@ impl Conn {
         for exchange in waiting {
             match refusal(&io_ready, &exchange) {
                 Some(refused) => drop(exchange.finish_err(refused)),
-                None => self.send_elsewhere_once(exchange, error_for),
+                None => self.send_elsewhere_once(exchange, |exchange| {
+                    not_processed(exchange, error_for(exchange))
+                }),
             }
         }
     }
@@ -1221,7 +1232,8 @@ impl Stream {
         match self.receive(task, now, info) {
             Ok(polled) => polled,
             Err(error) => {
-                if self.may_go_again(&error) {
+                let unprocessed = self.unprocessed(&error);
+                if unprocessed && self.may_go_again() {
                     retry.push(self.exchange.clone());
                 } else {
                     let error = match goaway_error {
@@ -1230,8 +1242,14 @@ impl Stream {
                         Some(reason) if error.reason().is_none() => {
                             goaway_failure(&self.exchange, reason)
                         }
-                        _ => refusal(io_ready, &self.exchange)
-                            .unwrap_or_else(|| error_of(&self.exchange, error)),
+                        _ => refusal(io_ready, &self.exchange).unwrap_or_else(|| {
+                            let failure = error_of(&self.exchange, error);
+                            if unprocessed {
+                                not_processed(&self.exchange, failure)
+                            } else {
+                                failure
+                            }
+                        }),
                     };
                     self.exchange.finish_err(error);
                 }
@@ -1240,9 +1258,8 @@ impl Stream {
         }
     }
 
-    /// Whether the stream failed in a way that lets its request go again,
-    /// whatever its method: the server said it never processed it, before
-    /// any answer, and its body can be sent again. Once.
+    /// Whether the stream failed with `error` the server says it never
+    /// processed, before any answer.
     ///
     /// "Never processed" is exact. `REFUSED_STREAM` says so of one stream.
     /// A `GOAWAY` says so of the streams above its last stream id, and `h2`
@@ -1252,13 +1269,17 @@ impl Stream {
     /// streams at or below the id go on, and fail, if the connection ends
     /// under them, with an I/O error (`recv_eof`) or a local one, which
     /// [`Stream::poll`] reports with the `GOAWAY`'s code.
-    fn may_go_again(&self, error: &h2::Error) -> bool {
-        let unprocessed = error.is_remote()
-            && (error.is_go_away() || error.reason() == Some(h2::Reason::REFUSED_STREAM));
-        unprocessed
+    fn unprocessed(&self, error: &h2::Error) -> bool {
+        error.is_remote()
+            && (error.is_go_away() || error.reason() == Some(h2::Reason::REFUSED_STREAM))
             && matches!(self.recv, Recv::Head(_))
-            && self.exchange.request.replayable()
-            && !self.exchange.retried.swap(true, Ordering::AcqRel)
+    }
+
+    /// Whether the request of a stream the server never processed goes
+    /// again, whatever its method: its body can be sent again, and it has
+    /// not gone again already. Otherwise it fails, marked unprocessed.
+    fn may_go_again(&self) -> bool {
+        self.exchange.request.replayable() && !self.exchange.retried.swap(true, Ordering::AcqRel)
     }
 
     /// The response's body passed `max_body_bytes` (or declares it will):
@@ -1714,7 +1735,15 @@ fn goaway_failure(exchange: &Exchange, reason: Http2Reason) -> Error {
         reason,
         initiator: Http2Initiator::Remote,
         connection: true,
+        unprocessed: false,
     }
+}
+
+/// `failure`, of a request no server has processed on this connection
+/// (never sent, or refused), marked so ([`Error::is_unprocessed`]) —
+/// unless an earlier attempt of it may have been processed elsewhere.
+fn not_processed(exchange: &Exchange, failure: Error) -> Error {
+    failure.with_unprocessed(!exchange.maybe_processed.load(Ordering::Acquire))
 }
 
 /// The error of a request on a connection whose server refused the TLS
@@ -1760,6 +1789,7 @@ fn error_of(exchange: &Exchange, error: h2::Error) -> Error {
                 Http2Initiator::Local
             },
             connection: error.is_go_away(),
+            unprocessed: false,
         };
     }
     let source = if error.is_io() {
