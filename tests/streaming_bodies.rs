@@ -318,6 +318,13 @@ fn a_body_hints_its_length_when_its_head_tells_it() {
         "/chunked" => chunked(200, &[b"ab", b"cd"], &[]),
         "/gzip" => response(200, &[("Content-Encoding", "gzip")], &gzipped),
         "/unknown-coding" => response(200, &[("Content-Encoding", "x-mine")], &[b'y'; 10]),
+        // Repeated identical values are one length (RFC 9112 §6.3).
+        "/repeated-list" => response(200, &[("Content-Length", "10, 10")], &[b'r'; 10]),
+        "/repeated-fields" => response(
+            200,
+            &[("Content-Length", "10"), ("Content-Length", "10")],
+            &[b'r'; 10],
+        ),
         _ => response(200, &[], &[b'z'; 10_000]),
     });
     let client = client(false);
@@ -350,6 +357,15 @@ fn a_body_hints_its_length_when_its_head_tells_it() {
     }
     // A coding this build does not decode comes as it is, length and all.
     assert_eq!(hint(&get("/unknown-coding")), (10, Some(10)));
+    // A length repeated, in one field or in two, frames the body exactly
+    // (as the connection reads it), and so is its hint.
+    for path in ["/repeated-list", "/repeated-fields"] {
+        let mut body = get(path);
+        assert_eq!(hint(&body), (10, Some(10)), "{path}");
+        let mut read = Vec::new();
+        body.read_to_end(&mut read).unwrap();
+        assert_eq!((read.len(), hint(&body)), (10, (0, Some(0))), "{path}");
+    }
 
     // An answer to HEAD has none, whatever length it declares.
     let head = client.head(server.url("/length")).send().wait().unwrap();

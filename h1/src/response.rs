@@ -459,9 +459,12 @@ pub(crate) fn framing(
     Ok((kind, keep_alive))
 }
 
-/// The single `Content-Length` value, if any. Repeated identical values (in
-/// several fields or a comma list) are one value (RFC 9112 §6.3).
-fn content_length(headers: &HeaderMap) -> Result<Option<u64>, DecodeError> {
+/// The single `Content-Length` value of `headers`, if any: the length
+/// [`ResponseDecoder`](crate::ResponseDecoder) frames a body by when there
+/// is no `Transfer-Encoding`. Repeated identical values (in several fields
+/// or a comma list) are one value (RFC 9112 §6.3); differing ones, or one
+/// that is not a number, are an error.
+pub fn content_length(headers: &HeaderMap) -> Result<Option<u64>, DecodeError> {
     let mut found: Option<u64> = None;
     for value in headers.get_all(CONTENT_LENGTH) {
         for item in value.as_bytes().split(|&b| b == b',') {

@@ -136,8 +136,10 @@ pub(crate) fn has_no_body(method: &http::Method, status: http::StatusCode) -> bo
 }
 
 /// The length of a response's body as its head tells it before any of it
-/// comes: 0 for a response that [has no body](has_no_body); its one
-/// `Content-Length` without a `Transfer-Encoding`; otherwise unknown.
+/// comes: 0 for a response that [has no body](has_no_body); its
+/// `Content-Length` without a `Transfer-Encoding`, read as the HTTP/1.1
+/// codec frames the body (one value, repeated identical ones too);
+/// otherwise unknown.
 pub(crate) fn declared_body_length(
     method: &http::Method,
     status: http::StatusCode,
@@ -149,9 +151,7 @@ pub(crate) fn declared_body_length(
     if headers.contains_key(http::header::TRANSFER_ENCODING) {
         return None;
     }
-    let mut lengths = headers.get_all(http::header::CONTENT_LENGTH).iter();
-    let length = lengths.next()?.to_str().ok()?.trim().parse().ok()?;
-    lengths.next().is_none().then_some(length)
+    crate::h1::content_length(headers).ok().flatten()
 }
 
 /// The timeouts an exchange runs under.
