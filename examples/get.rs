@@ -511,8 +511,9 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
 }
 
 /// `error`'s message, then each of its causes the message does not already
-/// say ("invalid URI: invalid uri character", where the error alone says
-/// "invalid URI").
+/// say: "cannot encode the request: …", where the error alone says
+/// "cannot encode the request", but "invalid URI "http://a b/": invalid
+/// uri character" once, as the error says it.
 fn with_causes(error: &dyn std::error::Error) -> String {
     let mut message = error.to_string();
     let mut cause = error.source();

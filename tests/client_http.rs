@@ -411,7 +411,7 @@ fn invalid_input_fails_with_invalid_request_and_no_panic() {
     let server = echo_server();
     let client = client();
     assert_invalid(client.get("http://exa mple.com/").send(), |i| {
-        matches!(i, InvalidRequest::Uri(_))
+        matches!(i, InvalidRequest::Uri { .. })
     });
     assert_invalid(client.get("ftp://127.0.0.1/file").send(), |i| {
         matches!(i, InvalidRequest::Scheme(_))
@@ -428,14 +428,14 @@ fn invalid_input_fails_with_invalid_request_and_no_panic() {
             .get(server.url("/"))
             .header("bad header name", "v")
             .send(),
-        |i| matches!(i, InvalidRequest::Header(_)),
+        |i| matches!(i, InvalidRequest::Header { .. }),
     );
     assert_invalid(
         client
             .get(server.url("/"))
             .header("X-Ok", "bad\nvalue")
             .send(),
-        |i| matches!(i, InvalidRequest::Header(_)),
+        |i| matches!(i, InvalidRequest::Header { .. }),
     );
     // The message names the problem; the io::Error kind is InvalidInput.
     let error = client
@@ -455,6 +455,57 @@ fn invalid_input_fails_with_invalid_request_and_no_panic() {
     assert_eq!(client.stats().in_flight, 0);
     let fine = client.get(server.url("/ok")).send().wait().unwrap();
     assert_eq!(fine.text().wait().unwrap(), "GET /ok ");
+    client.close();
+}
+
+/// The message of the error `future` fails with at once.
+fn invalid_message(future: tickless::ResponseFuture) -> String {
+    assert!(future.is_done(), "invalid input must fail at once");
+    future.wait().unwrap_err().to_string()
+}
+
+#[test]
+fn invalid_input_errors_name_what_was_bad_but_no_secret() {
+    let client = client();
+    // The URI as given, owned or borrowed, and the parser's reason.
+    for message in [
+        invalid_message(client.get("http://exa mple.com/").send()),
+        invalid_message(client.get(String::from("http://exa mple.com/")).send()),
+    ] {
+        assert_eq!(
+            message,
+            r#"invalid URI "http://exa mple.com/": invalid uri character"#
+        );
+    }
+    // Without a scheme the parser says only "invalid format".
+    let message = invalid_message(client.get("127.0.0.1:8080/x").send());
+    assert!(message.contains(r#""127.0.0.1:8080/x""#), "{message}");
+    assert!(message.contains("http:// or https://"), "{message}");
+    // A password in the URI is not shown.
+    let message = invalid_message(client.get("http://me:hunter2@exa mple.com/").send());
+    assert_eq!(
+        message,
+        r#"invalid URI "http://***@exa mple.com/": invalid uri character"#
+    );
+    // A header is named, its value (maybe a secret) never shown.
+    let message = invalid_message(client.get("http://127.0.0.1/").header("X Bad", "v").send());
+    assert_eq!(
+        message,
+        r#"invalid header "X Bad": invalid HTTP header name"#
+    );
+    for request in [
+        client
+            .get("http://127.0.0.1/")
+            .header("Authorization", "Bearer sec\nret"),
+        client.get("http://127.0.0.1/").bearer_auth("sec\nret"),
+    ] {
+        let message = invalid_message(request.send());
+        assert!(
+            message.starts_with(r#"invalid header "authorization": "#),
+            "{message}"
+        );
+        assert!(!message.contains("sec"), "{message}");
+    }
     client.close();
 }
 

@@ -264,7 +264,7 @@ fn errors_exit_1_and_bad_arguments_2() {
     assert_eq!(unparsable.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&unparsable.stderr);
     assert!(
-        stderr.contains("invalid URI: invalid uri character"),
+        stderr.contains(r#"get: invalid URI "http://a b/": invalid uri character"#),
         "{stderr}"
     );
 

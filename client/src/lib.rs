@@ -77,8 +77,8 @@ mod trace;
 #[cfg(feature = "json")]
 pub use api::CollectJson;
 pub use api::{
-    Body, Chunk, Client, ClientBuilder, ClientStats, CollectBytes, CollectText, RequestBuilder,
-    Response, ResponseFuture, Upload,
+    Body, Chunk, Client, ClientBuilder, ClientStats, CollectBytes, CollectText, IntoHeaderName,
+    IntoUri, RequestBuilder, Response, ResponseFuture, Upload,
 };
 /// The byte buffers bodies come in.
 pub use bytes::Bytes;

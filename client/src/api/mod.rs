@@ -7,6 +7,7 @@ mod builder;
 #[cfg(test)]
 mod caller_drives_tests;
 mod future;
+mod input;
 mod request;
 mod response;
 
@@ -16,12 +17,12 @@ pub use body::CollectJson;
 pub use body::{Body, Chunk, CollectBytes, CollectText};
 pub use builder::ClientBuilder;
 pub use future::ResponseFuture;
+pub use input::{IntoHeaderName, IntoUri};
 pub use request::RequestBuilder;
 pub use response::Response;
 
 use crate::config::ClientConfig;
 use crate::dispatch::Dispatcher;
-use crate::error::InvalidRequest;
 use crate::event_loop::EventLoopGroup;
 use crate::policy::Policies;
 use std::sync::Arc;
@@ -279,8 +280,7 @@ impl Client {
     /// A GET request to `uri`.
     pub fn get<U>(&self, uri: U) -> RequestBuilder
     where
-        U: TryInto<http::Uri>,
-        U::Error: Into<http::Error>,
+        U: IntoUri,
     {
         self.request(http::Method::GET, uri)
     }
@@ -288,8 +288,7 @@ impl Client {
     /// A POST request to `uri`.
     pub fn post<U>(&self, uri: U) -> RequestBuilder
     where
-        U: TryInto<http::Uri>,
-        U::Error: Into<http::Error>,
+        U: IntoUri,
     {
         self.request(http::Method::POST, uri)
     }
@@ -297,8 +296,7 @@ impl Client {
     /// A PUT request to `uri`.
     pub fn put<U>(&self, uri: U) -> RequestBuilder
     where
-        U: TryInto<http::Uri>,
-        U::Error: Into<http::Error>,
+        U: IntoUri,
     {
         self.request(http::Method::PUT, uri)
     }
@@ -306,8 +304,7 @@ impl Client {
     /// A PATCH request to `uri`.
     pub fn patch<U>(&self, uri: U) -> RequestBuilder
     where
-        U: TryInto<http::Uri>,
-        U::Error: Into<http::Error>,
+        U: IntoUri,
     {
         self.request(http::Method::PATCH, uri)
     }
@@ -315,8 +312,7 @@ impl Client {
     /// A DELETE request to `uri`.
     pub fn delete<U>(&self, uri: U) -> RequestBuilder
     where
-        U: TryInto<http::Uri>,
-        U::Error: Into<http::Error>,
+        U: IntoUri,
     {
         self.request(http::Method::DELETE, uri)
     }
@@ -324,22 +320,21 @@ impl Client {
     /// A HEAD request to `uri`.
     pub fn head<U>(&self, uri: U) -> RequestBuilder
     where
-        U: TryInto<http::Uri>,
-        U::Error: Into<http::Error>,
+        U: IntoUri,
     {
         self.request(http::Method::HEAD, uri)
     }
 
     /// A request with any method. A URI that does not parse makes the
-    /// request fail with [`InvalidRequest::Uri`]
-    /// when sent, keeping the parser's error as its source.
+    /// request fail when sent with [`InvalidRequest::Uri`](crate::InvalidRequest::Uri), which quotes
+    /// it and keeps the parser's error as its source (or
+    /// [`InvalidRequest::Scheme`](crate::InvalidRequest::Scheme) for one without a scheme: see
+    /// [`IntoUri`]).
     pub fn request<U>(&self, method: http::Method, uri: U) -> RequestBuilder
     where
-        U: TryInto<http::Uri>,
-        U::Error: Into<http::Error>,
+        U: IntoUri,
     {
-        let uri = uri.try_into().map_err(|e| InvalidRequest::Uri(e.into()));
-        RequestBuilder::new(self.clone(), method, uri)
+        RequestBuilder::new(self.clone(), method, uri.into_uri())
     }
 
     /// Sends an `http::Request` as it is.

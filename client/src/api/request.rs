@@ -1,6 +1,7 @@
 //! [`RequestBuilder`]: one request, built up and sent.
 
-use super::{Client, ResponseFuture};
+use super::input::without_userinfo;
+use super::{Client, IntoHeaderName, ResponseFuture};
 use crate::error::{Error, InvalidRequest};
 use crate::events::{Both, EventListener};
 use crate::exchange::Deadlines;
@@ -80,20 +81,25 @@ impl RequestBuilder {
 
     /// Adds a header (repeat the name to send it several times). A name or
     /// value that is not valid HTTP makes the request fail with
-    /// [`InvalidRequest::Header`] when sent.
+    /// [`InvalidRequest::Header`] when sent, which names the header.
     pub fn header<K, V>(mut self, name: K, value: V) -> Self
     where
-        K: TryInto<HeaderName>,
-        K::Error: Into<http::Error>,
+        K: IntoHeaderName,
         V: TryInto<HeaderValue>,
         V::Error: Into<http::Error>,
     {
-        match (name.try_into(), value.try_into()) {
-            (Ok(name), Ok(value)) => {
+        let name = match name.into_header_name() {
+            Ok(name) => name,
+            Err(invalid) => {
+                self.invalid = Some(invalid);
+                return self;
+            }
+        };
+        match value.try_into() {
+            Ok(value) => {
                 self.headers.append(name, value);
             }
-            (Err(e), _) => self.invalid = Some(InvalidRequest::Header(e.into())),
-            (_, Err(e)) => self.invalid = Some(InvalidRequest::Header(e.into())),
+            Err(e) => self.invalid = Some(invalid_value(&name, e.into())),
         }
         self
     }
@@ -178,12 +184,23 @@ impl RequestBuilder {
                 Some(own) if !own.is_empty() => format!("{path}?{own}&{encoded}"),
                 _ => format!("{path}?{encoded}"),
             };
+            // Names the URI the query would have made.
+            let invalid = |source: http::Error| {
+                let origin = match (uri.scheme_str(), uri.authority()) {
+                    (Some(scheme), Some(authority)) => format!("{scheme}://{authority}"),
+                    _ => String::new(),
+                };
+                InvalidRequest::Uri {
+                    uri: without_userinfo(&format!("{origin}{joined}")),
+                    source,
+                }
+            };
             self.uri = joined
                 .parse()
-                .map_err(|e: http::uri::InvalidUri| InvalidRequest::Uri(e.into()))
+                .map_err(|e: http::uri::InvalidUri| invalid(e.into()))
                 .and_then(|pq| {
                     parts.path_and_query = Some(pq);
-                    http::Uri::from_parts(parts).map_err(|e| InvalidRequest::Uri(e.into()))
+                    http::Uri::from_parts(parts).map_err(|e| invalid(e.into()))
                 });
         }
         self
@@ -237,7 +254,7 @@ impl RequestBuilder {
                 value.set_sensitive(true);
                 self.headers.insert(AUTHORIZATION, value);
             }
-            Err(e) => self.invalid = Some(InvalidRequest::Header(e.into())),
+            Err(e) => self.invalid = Some(invalid_value(&AUTHORIZATION, e.into())),
         }
         self
     }
@@ -313,5 +330,14 @@ impl RequestBuilder {
             retry: self.retry,
             hedge: self.hedge,
         })
+    }
+}
+
+/// The error for a value that is not valid for the header `name`: named,
+/// the value not shown (it may be a secret).
+fn invalid_value(name: &HeaderName, source: http::Error) -> InvalidRequest {
+    InvalidRequest::Header {
+        name: name.as_str().to_owned(),
+        source,
     }
 }

@@ -67,8 +67,10 @@ impl Timeout {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum InvalidRequest {
-    /// The URI has no scheme, or one other than http and https.
-    #[error("unsupported or missing URI scheme in {0:?} (expected http or https)")]
+    /// The URI has no scheme, or one other than http and https; also
+    /// text that does not parse as a URI and does not start with a
+    /// `scheme://` (`127.0.0.1:8080/x`).
+    #[error("unsupported or missing URI scheme in {0:?} (expected http:// or https://)")]
     Scheme(String),
     /// The URI has no host.
     #[error("URI {0:?} has no host")]
@@ -76,12 +78,28 @@ pub enum InvalidRequest {
     /// The URI's port is not a number from 0 to 65535.
     #[error("URI {0:?} has a port out of range (0 to 65535)")]
     Port(String),
-    /// The URI could not be parsed.
-    #[error("invalid URI")]
-    Uri(#[source] http::Error),
-    /// A header name or value is not valid HTTP.
-    #[error("invalid header")]
-    Header(#[source] http::Error),
+    /// The URI could not be parsed. Displays like `invalid URI
+    /// "http://a b/": invalid uri character`.
+    #[error("invalid URI {uri:?}: {source}")]
+    Uri {
+        /// The URI as given, its userinfo (`user:password@`), if any,
+        /// shown as `***@`.
+        uri: String,
+        /// What the parser said.
+        source: http::Error,
+    },
+    /// A header name or value is not valid HTTP. Displays like `invalid
+    /// header "X Bad": invalid HTTP header name`: the header is named,
+    /// and its value, which may be a secret (`Authorization`), never
+    /// shown.
+    #[error("invalid header {name:?}: {source}")]
+    Header {
+        /// The header's name: as given if it is the name that is invalid,
+        /// else as `http` keeps it (in lower case).
+        name: String,
+        /// What was wrong with the name or the value.
+        source: http::Error,
+    },
     /// The request could not be encoded (conflicting framing headers, …).
     #[error("cannot encode the request")]
     Encode(#[source] EncodeError),
