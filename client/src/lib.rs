@@ -70,6 +70,7 @@ mod events;
 mod exchange;
 mod net;
 mod policy;
+mod spin;
 mod sync;
 #[cfg(feature = "tracing")]
 mod trace;

@@ -11,6 +11,7 @@ mod affinity;
 mod group;
 mod scheduler;
 mod source;
+mod task_wakes;
 mod turn;
 pub use affinity::without_pinning;
 pub(crate) use turn::answered_a_waiting_caller;
@@ -24,6 +25,7 @@ pub use group::{EventLoopGroup, EventLoopGroupBuilder, MAX_EVENT_LOOPS};
 pub use scheduler::{LoopTimeout, LoopTimerKey, Rejected, SchedulerFactory, TimeoutScheduler};
 pub use source::LoopContext;
 pub(crate) use source::{Readiness, Source, SourceRef};
+pub(crate) use task_wakes::wake_task;
 pub(crate) use waker::SourceWaker;
 
 use crate::sync::lock;
@@ -118,9 +120,13 @@ struct Timers {
 ///    one posted while it runs is taken before it parks. A turn of the
 ///    loop's thread that answered a blocked caller (a head, the end of a
 ///    body) while nobody else waits on the loop leaves the loop *idle*
-///    instead of polling (below).
+///    instead of polling (below); one that woke tasks for their answers
+///    polls without blocking for a few tens of microseconds first, for
+///    their next requests.
 /// 3. Hand socket readiness to the connections. A connection reads at most
-///    a budget per event, then asks to run again after the rest.
+///    a budget per event, then asks to run again after the rest. The tasks
+///    the connections wake (async callers awaiting their answers) are
+///    woken once every event has been handed out, each once.
 /// 4. Pop every timeout due *now* and expire it on this thread — and do
 ///    the same after every task and every event of steps 1 and 3, so a
 ///    burst of work never holds a due timeout back.

@@ -268,8 +268,17 @@ impl LoopContext<'_> {
 
     /// Runs `f` on `source` taken out of its slot; `None` if it has gone
     /// (or is running already). A panic in `f` closes the source through
-    /// [`Source::panicked`] and removes it.
+    /// [`Source::panicked`] and removes it. The tasks the call wakes are
+    /// woken when it ends (see [`task_wakes`](super::task_wakes)).
     pub(super) fn run_source<R>(
+        &mut self,
+        source: SourceRef,
+        f: impl FnOnce(&mut dyn Source, &mut LoopContext<'_>) -> R,
+    ) -> Option<R> {
+        super::task_wakes::holding(|| self.run_source_now(source, f))
+    }
+
+    fn run_source_now<R>(
         &mut self,
         source: SourceRef,
         f: impl FnOnce(&mut dyn Source, &mut LoopContext<'_>) -> R,

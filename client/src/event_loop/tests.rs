@@ -2,9 +2,9 @@
 
 use super::*;
 use crate::sync::lock;
-use std::sync::atomic::AtomicUsize;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+use AtomicUsize;
 
 /// Tasks posted while the loop works through a long queue (and polls
 /// without blocking between batches) must all run: a poll consumes the
@@ -183,6 +183,70 @@ impl Source for Recording {
     fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
         self
     }
+}
+
+/// A source that, aborted, wakes a task twice and notes how many wake-ups
+/// the task had seen by the end of its call.
+struct WakesTwice {
+    waker: std::task::Waker,
+    count: Arc<AtomicUsize>,
+    seen_within: mpsc::Sender<usize>,
+}
+
+impl Source for WakesTwice {
+    fn ready(&mut self, _cx: &mut LoopContext<'_>, _readiness: Readiness) {}
+    fn timer(&mut self, _cx: &mut LoopContext<'_>, _tag: u64) {}
+    fn abort(&mut self, cx: &mut LoopContext<'_>, _exchange_id: u64) {
+        super::wake_task(self.waker.clone());
+        super::wake_task(self.waker.clone());
+        let seen = self.count.load(Ordering::SeqCst);
+        self.seen_within.send(seen).unwrap();
+        cx.remove_me();
+    }
+    fn shut_down(&mut self, _cx: &mut LoopContext<'_>) {}
+    fn panicked(&mut self, _cx: &mut LoopContext<'_>) {}
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+}
+
+/// The tasks a source's call wakes (an async caller's head, then its
+/// body's end) are woken after the call, each once: the task runs with
+/// the whole response in place, woken once rather than twice.
+#[test]
+fn a_sources_task_wakeups_come_after_its_call_each_once() {
+    struct Counting(Arc<AtomicUsize>);
+    impl std::task::Wake for Counting {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    let group = EventLoopGroup::builder().threads(1).build().unwrap();
+    let event_loop = group.loops()[0].clone();
+    let count = Arc::new(AtomicUsize::new(0));
+    let waker = std::task::Waker::from(Arc::new(Counting(count.clone())));
+    let (seen_within, on_seen) = mpsc::channel();
+    let source_count = count.clone();
+    event_loop
+        .execute(move |cx| {
+            let source = cx.add_source(move |_| {
+                Box::new(WakesTwice {
+                    waker,
+                    count: source_count,
+                    seen_within,
+                })
+            });
+            cx.abort_later(source, 0);
+        })
+        .unwrap();
+    let within = on_seen.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert_eq!(within, 0, "woken during the source's call");
+    let give_up = Instant::now() + Duration::from_secs(10);
+    while count.load(Ordering::SeqCst) == 0 && Instant::now() < give_up {
+        thread::sleep(Duration::from_millis(1));
+    }
+    group.shutdown();
+    assert_eq!(count.load(Ordering::SeqCst), 1);
 }
 
 /// #10, defect 7: connections whose exchange a timeout failed close in the

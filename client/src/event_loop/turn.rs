@@ -2,7 +2,9 @@
 //! [`EventLoop`]).
 
 use super::source::Sources;
+use super::task_wakes;
 use super::{Driver, Entry, EventLoop, LoopContext, LoopTask, Readiness, DRIVING, TIMER, WAKER};
+use crate::spin::SpinScore;
 use crate::sync::lock;
 use std::cell::Cell;
 use std::collections::VecDeque;
@@ -10,6 +12,11 @@ use std::io;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tickless_timer::PreciseWait;
+
+/// How long a loop's thread that has just answered tasks polls without
+/// blocking, yielding between polls, for their next requests before it
+/// blocks (see [`EventLoop::poll`]).
+const TASK_REQUEST_SPIN: Duration = Duration::from_micros(40);
 
 /// Tasks run per turn before the loop looks at its sockets again.
 const MAX_TASKS_PER_TURN: usize = 64;
@@ -67,6 +74,8 @@ struct Turn {
     tasks: VecDeque<LoopTask>,
     /// Scratch space for due entries, kept across calls.
     due: Vec<Entry>,
+    /// How the thread's waits for the requests of tasks it answered went.
+    task_spins: SpinScore,
 }
 
 /// Everything a turn works with, handed from driver to driver (the loop's
@@ -134,6 +143,7 @@ impl EventLoop {
                 manual_clock: self.clock.as_manual().is_some(),
                 tasks: VecDeque::new(),
                 due: Vec::new(),
+                task_spins: SpinScore::default(),
             },
             sources: Sources::default(),
             registry,
@@ -194,7 +204,8 @@ impl EventLoop {
         }
         let complete = turn.events.iter().count() < turn.events.capacity();
         cx.sources.polled_at = complete.then(Instant::now);
-        self.dispatch_events(&mut cx, turn);
+        // The tasks the events' sources wake are woken once all have run.
+        task_wakes::holding(|| self.dispatch_events(&mut cx, turn));
         self.expire_due(&mut cx, &mut turn.due);
         self.run_again(&mut cx, &mut turn.due);
         self.close_aborted(&mut cx, &mut turn.due);
@@ -384,7 +395,12 @@ impl EventLoop {
     /// when work is left over (`busy`). False if, instead, the loop's
     /// thread left the loop idle: it has just answered a blocking caller,
     /// who is likely to drive it next. A `caller` yields rather than
-    /// blocks until its spin ends.
+    /// blocks until its spin ends. The loop's thread, when its sources
+    /// have just woken tasks (see [`task_wakes`]), yields for up to
+    /// [`TASK_REQUEST_SPIN`] first, while such spins catch something (a
+    /// [`SpinScore`]): a task that has its answer often sends its next
+    /// request within microseconds, which then costs neither a sleep here
+    /// nor a wake-up where it is posted.
     fn poll(&self, turn: &mut Turn, busy: bool, caller: Option<&mut CallerTurn<'_>>) -> bool {
         let answered = take_answered_a_waiting_caller();
         if answered && !busy && !turn.manual_clock && caller.is_none() && self.go_idle() {
@@ -412,7 +428,15 @@ impl EventLoop {
                 }
             }
         };
+        let woke_tasks = task_wakes::take_woke_tasks();
         if timeout != Some(Duration::ZERO) {
+            if caller.is_none() && woke_tasks && turn.task_spins.spin_now() {
+                let caught = self.spin_for(turn, Instant::now() + TASK_REQUEST_SPIN);
+                turn.task_spins.record(caught);
+                if caught {
+                    return true;
+                }
+            }
             if let Some(caller) = caller {
                 if caller
                     .spin_until
@@ -533,6 +557,11 @@ impl EventLoop {
                 due.push(entry);
             }
         }
+        // A timeout's waiter is woken at once, held wake-ups or not.
+        task_wakes::unheld(|| self.expire(cx, due));
+    }
+
+    fn expire(&self, cx: &mut LoopContext<'_>, due: &mut Vec<Entry>) {
         for entry in due.drain(..) {
             match entry {
                 // `LoopTimeout` is public, and may panic.

@@ -106,7 +106,7 @@ impl<T> Outcome<T> {
             self.ready.notify_all();
         }
         if let Some(waker) = waker {
-            waker.wake();
+            crate::event_loop::wake_task(waker);
         }
         Ok(())
     }

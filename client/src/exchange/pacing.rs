@@ -13,23 +13,17 @@
 //! [`SPIN_IN_FLIGHT`]): the answer waited for comes among many, the loop
 //! is busy with them and needs the CPU — with 64 requests on one HTTP/2
 //! connection on two cores, the spin cost a third more CPU per request.
-//! Nor while spins do not pay: a caller driving its loop notes whether
-//! the answer came within [`SPIN_WORTH`] ([`Pacing::record_spin`]) — a
-//! spin that catches its answer later has burnt more CPU than the sleep
-//! and wake-up it saved — and once most of the recent ones did not pay,
-//! only one wait in [`PROBE_EVERY`] spins, to notice when answers come
-//! quickly again.
+//! Nor while spins do not pay: a caller driving its loop notes how its
+//! spin went ([`Pacing::record_spin`]), and once most of the recent ones
+//! did not pay, only probes spin (see [`SpinScore`]).
 //! The README has the measurements.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use crate::spin::{SpinScore, SPIN_WORTH};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// How long a blocking wait for a head yields before it sleeps.
 pub(crate) const HEAD_SPIN: Duration = Duration::from_micros(50);
-
-/// A spin that catches its answer later than this cost more CPU than the
-/// sleep and wake-up it saved.
-pub(crate) const SPIN_WORTH: Duration = Duration::from_micros(20);
 
 /// A typical body at least this large makes waits sleep at once.
 pub(crate) const BULK_BODY: u64 = 256 * 1024;
@@ -37,30 +31,20 @@ pub(crate) const BULK_BODY: u64 = 256 * 1024;
 /// More requests than this in flight in the client make waits sleep at once.
 pub(crate) const SPIN_IN_FLIGHT: usize = 4;
 
-/// While spins do not pay, one wait in this many spins all the same.
-pub(crate) const PROBE_EVERY: u32 = 16;
-
-/// [`Pacing::spin_score`] when every recent spin caught its answer.
-const SPIN_PAID: u32 = 1024;
-
 /// A client's recent body sizes and spins, shared by its exchanges.
 #[derive(Debug)]
 pub(crate) struct Pacing {
     /// Moving average of body sizes (each new one weighs a quarter).
     typical_body: AtomicU64,
-    /// Moving average of the spins that caught their answer, out of
-    /// [`SPIN_PAID`] (each new one weighs an eighth).
-    spin_score: AtomicU32,
-    /// Waits that did not spin since the last probe.
-    since_probe: AtomicU32,
+    /// How the recent spins of waits for a head went.
+    spins: SpinScore,
 }
 
 impl Default for Pacing {
     fn default() -> Self {
         Pacing {
             typical_body: AtomicU64::new(0),
-            spin_score: AtomicU32::new(SPIN_PAID),
-            since_probe: AtomicU32::new(0),
+            spins: SpinScore::default(),
         }
     }
 }
@@ -81,13 +65,10 @@ impl Pacing {
 
     /// A spin of a wait for a head caught its answer after the time
     /// given, or not at all (`None`). It paid only if it caught the answer
-    /// within [`SPIN_WORTH`].
+    /// within [`SPIN_WORTH`]: the caller held a CPU all along.
     pub(crate) fn record_spin(&self, caught_after: Option<Duration>) {
-        let paid = caught_after.is_some_and(|after| after <= SPIN_WORTH);
-        // Racing updates may lose one, as above.
-        let score = self.spin_score.load(Ordering::Relaxed);
-        let next = score - score / 8 + if paid { SPIN_PAID / 8 } else { 0 };
-        self.spin_score.store(next, Ordering::Relaxed);
+        self.spins
+            .record(caught_after.is_some_and(|after| after <= SPIN_WORTH));
     }
 
     /// How long a wait for a head yields before it sleeps, with
@@ -97,12 +78,7 @@ impl Pacing {
         if !small || in_flight > SPIN_IN_FLIGHT {
             return Duration::ZERO;
         }
-        if self.spin_score.load(Ordering::Relaxed) >= SPIN_PAID / 2 {
-            return HEAD_SPIN;
-        }
-        let waits = self.since_probe.fetch_add(1, Ordering::Relaxed) + 1;
-        if waits >= PROBE_EVERY {
-            self.since_probe.store(0, Ordering::Relaxed);
+        if self.spins.spin_now() {
             HEAD_SPIN
         } else {
             Duration::ZERO
@@ -130,23 +106,6 @@ mod tests {
             pacing.record(13);
         }
         assert_eq!(pacing.head_spin(1), HEAD_SPIN);
-    }
-
-    #[test]
-    fn spins_that_do_not_pay_stop_but_for_probes_and_paying_ones_bring_it_back() {
-        let pacing = Pacing::default();
-        for _ in 0..4 {
-            pacing.record_spin(None);
-            pacing.record_spin(Some(SPIN_WORTH + Duration::from_micros(1)));
-        }
-        let spins = (0..PROBE_EVERY * 4)
-            .filter(|_| pacing.head_spin(1) == HEAD_SPIN)
-            .count();
-        assert_eq!(spins, 4, "one probe in {PROBE_EVERY} waits");
-        for _ in 0..8 {
-            pacing.record_spin(Some(SPIN_WORTH));
-        }
-        assert!((0..8).all(|_| pacing.head_spin(1) == HEAD_SPIN));
     }
 
     #[test]

@@ -79,7 +79,7 @@ impl Waiter {
                 cv.notify_all();
             }
             Waiter::Driving(event_loop) => event_loop.wake_driver(),
-            Waiter::Task(waker) => waker.wake(),
+            Waiter::Task(waker) => crate::event_loop::wake_task(waker),
             Waiter::Source(event_loop, source) => event_loop.wake_source(source),
         }
     }

@@ -1,0 +1,209 @@
+//! Task wake-ups a loop's driver makes while its sources run, held until
+//! they have run.
+//!
+//! One read can bring a whole response — head, body and end — and each
+//! part wakes the task awaiting it: the head the task awaiting the
+//! `ResponseFuture`, the end the same task, now reading the body, if it
+//! polled in between. Woken at once, a task on another thread (a tokio
+//! worker) runs while the loop is still reading, finds the head, polls the
+//! body, parks — and is woken again for the end: two cross-thread wake-ups
+//! for one response, and the woken thread often takes the loop's CPU
+//! meanwhile. So a driver holds the wake-ups its sources make until they
+//! have run — all the sources a poll's events reach, or the one it runs
+//! otherwise (a task, a timer) — and then wakes each waker once
+//! ([`Waker::will_wake`]): the tasks run with their whole responses in
+//! place, as tokio's own tasks run after its driver has handed out a
+//! poll's events. A timeout's expiry is never held (see [`unheld`]): its
+//! waiter learns of it as soon as it is due.
+//!
+//! Whether its sources woke tasks is also what tells a loop's thread that
+//! their next requests may be close (see `EventLoop::poll`).
+//!
+//! Only a loop's driver runs sources, so holding is per thread; a wake-up
+//! made anywhere else (the wheel, a canceller) is made at once.
+
+use std::cell::RefCell;
+use std::task::Waker;
+
+struct Held {
+    /// Holds under way on this thread (a source's call within a poll's).
+    depth: u32,
+    /// Wakers to wake when the outermost hold ends, each once.
+    wakers: Vec<Waker>,
+    /// A task was woken from a hold since the loop last asked
+    /// ([`take_woke_tasks`]).
+    woke: bool,
+}
+
+thread_local! {
+    static HELD: RefCell<Held> = const {
+        RefCell::new(Held {
+            depth: 0,
+            wakers: Vec::new(),
+            woke: false,
+        })
+    };
+}
+
+/// Wakes `waker`, a task's that awaits an exchange's news: when the hold
+/// under way on this thread ends, if there is one, else now.
+pub(crate) fn wake_task(waker: Waker) {
+    let now = HELD.with(|held| {
+        let mut held = held.borrow_mut();
+        if held.depth == 0 {
+            return Some(waker);
+        }
+        held.woke = true;
+        if !held.wakers.iter().any(|w| w.will_wake(&waker)) {
+            held.wakers.push(waker);
+        }
+        None
+    });
+    if let Some(waker) = now {
+        waker.wake();
+    }
+}
+
+/// Runs `f`, holding the task wake-ups made meanwhile until it returns —
+/// or unwinds.
+pub(super) fn holding<R>(f: impl FnOnce() -> R) -> R {
+    /// Ends a hold: the outermost wakes what was held.
+    struct Release;
+    impl Drop for Release {
+        fn drop(&mut self) {
+            let wakers = HELD.with(|held| {
+                let mut held = held.borrow_mut();
+                held.depth -= 1;
+                let flush = held.depth == 0 && !held.wakers.is_empty();
+                flush.then(|| std::mem::take(&mut held.wakers))
+            });
+            if let Some(wakers) = wakers {
+                wake_all(wakers);
+            }
+        }
+    }
+    HELD.with(|held| held.borrow_mut().depth += 1);
+    let _release = Release;
+    f()
+}
+
+/// Runs `f` with no hold: its wake-ups are made at once, and so are those
+/// held so far (they would otherwise be woken after `f`'s, and later).
+pub(super) fn unheld<R>(f: impl FnOnce() -> R) -> R {
+    /// Puts the hold back.
+    struct Rehold(u32);
+    impl Drop for Rehold {
+        fn drop(&mut self) {
+            HELD.with(|held| held.borrow_mut().depth = self.0);
+        }
+    }
+    let (depth, wakers) = HELD.with(|held| {
+        let mut held = held.borrow_mut();
+        let depth = std::mem::take(&mut held.depth);
+        (depth, std::mem::take(&mut held.wakers))
+    });
+    let _rehold = Rehold(depth);
+    if !wakers.is_empty() {
+        wake_all(wakers);
+    }
+    f()
+}
+
+/// Wakes `wakers` with no borrow of [`HELD`] (a waker may run its task
+/// here, which may wake others), then keeps the emptied list for the
+/// next hold.
+fn wake_all(mut wakers: Vec<Waker>) {
+    for waker in wakers.drain(..) {
+        waker.wake();
+    }
+    HELD.with(|held| {
+        let mut held = held.borrow_mut();
+        if held.wakers.capacity() == 0 {
+            held.wakers = wakers;
+        }
+    });
+}
+
+/// Whether tasks were woken from holds on this thread since it last asked.
+pub(super) fn take_woke_tasks() -> bool {
+    HELD.with(|held| std::mem::take(&mut held.borrow_mut().woke))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use std::task::Wake;
+
+    /// A waker that counts its wake-ups.
+    struct Counting(AtomicUsize);
+
+    impl Wake for Counting {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    fn counting() -> (Arc<Counting>, Waker) {
+        let count = Arc::new(Counting(AtomicUsize::new(0)));
+        (count.clone(), Waker::from(count))
+    }
+
+    fn woken(count: &Counting) -> usize {
+        count.0.load(Ordering::SeqCst)
+    }
+
+    #[test]
+    fn a_hold_wakes_each_task_once_when_it_ends_and_none_before() {
+        let (a, waker_a) = counting();
+        let (b, waker_b) = counting();
+        holding(|| {
+            wake_task(waker_a.clone());
+            holding(|| wake_task(waker_b.clone()));
+            // The inner hold ended within the outer: nothing yet.
+            wake_task(waker_a.clone());
+            assert_eq!((woken(&a), woken(&b)), (0, 0));
+        });
+        assert_eq!((woken(&a), woken(&b)), (1, 1));
+        assert!(take_woke_tasks());
+        assert!(!take_woke_tasks());
+    }
+
+    #[test]
+    fn outside_a_hold_and_within_unheld_a_task_is_woken_at_once() {
+        let (a, waker_a) = counting();
+        let (b, waker_b) = counting();
+        wake_task(waker_a.clone());
+        assert_eq!(woken(&a), 1);
+        assert!(!take_woke_tasks());
+        holding(|| {
+            wake_task(waker_a.clone());
+            unheld(|| {
+                // What was held goes first, then the expiry's at once.
+                assert_eq!(woken(&a), 2);
+                wake_task(waker_b.clone());
+                assert_eq!(woken(&b), 1);
+            });
+            // The hold is back.
+            wake_task(waker_b.clone());
+            assert_eq!(woken(&b), 1);
+        });
+        assert_eq!((woken(&a), woken(&b)), (2, 2));
+    }
+
+    #[test]
+    fn a_hold_that_unwinds_still_wakes() {
+        let (a, waker_a) = counting();
+        let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            holding(|| {
+                wake_task(waker_a.clone());
+                panic!("a source panics");
+            })
+        }));
+        assert!(unwound.is_err());
+        assert_eq!(woken(&a), 1);
+        // The next hold starts from nothing held.
+        holding(|| assert_eq!(woken(&a), 1));
+    }
+}
