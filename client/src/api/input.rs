@@ -22,7 +22,7 @@ pub trait IntoUri: sealed::UriInput {}
 impl<T: sealed::UriInput> IntoUri for T {}
 
 /// A header's name: a `&str`, `String`, `&String`, `&[u8]` or `Vec<u8>`,
-/// or an [`http::HeaderName`](HeaderName), owned or borrowed (what
+/// or an [`http::HeaderName`], owned or borrowed (what
 /// `HeaderName` converts from). One that is not a valid name fails the
 /// request with [`InvalidRequest::Header`], which quotes it.
 pub trait IntoHeaderName: sealed::HeaderNameInput {}
