@@ -3,17 +3,23 @@
 //! tick and never past the deadline, a retry that would not fit is not
 //! started, what is retried depends on the method, the budget stops
 //! retries and recovers, and a hedge starts exactly at its delay, wins,
-//! and leaves nothing armed or open of the loser.
+//! and leaves nothing armed or open of the loser. And HTTP/2 failures
+//! before the answer, from a server whose frames are written by hand: a
+//! stream reset is retried as a connection reset is (for a GET, or any
+//! method with `any_method`), one refused as not processed whatever its
+//! method, unless its body is streamed.
 
 mod support;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 use support::client_kit::Recorder;
+use support::h2_server::{ok_headers, rst_stream, RawH2Server};
 use support::*;
 use tickless::timer::ManualClock;
-use tickless::{hedge, retry, Client, Error};
+use tickless::{hedge, retry, Client, Error, Http2Reason};
 
 const CEILING: Duration = Duration::from_secs(10);
 /// Real time given to something that must not happen, to show it does not.
@@ -642,5 +648,182 @@ fn a_copy_that_fails_does_not_take_the_next_copys_delay_with_it() {
     let response = response.expect("no second copy: the request still waits");
     assert_eq!(response.text().wait().unwrap(), "the second copy");
     assert_eq!(hedges_seen(&recorder), 2);
+    client.close();
+}
+
+// ------------------------------------------------- HTTP/2 failures ---
+
+const REFUSED_STREAM: u32 = 0x7;
+const INTERNAL_ERROR: u32 = 0x2;
+
+/// A prior-knowledge HTTP/2 server (frames by hand) that resets the n-th
+/// stream it sees, over all its connections, with `resets[n]`, and
+/// answers `200` from there on; and the count of streams it saw.
+fn h2_server_resetting(resets: &'static [u32]) -> (RawH2Server, Arc<AtomicUsize>) {
+    let streams = Arc::new(AtomicUsize::new(0));
+    let seen = streams.clone();
+    let server = RawH2Server::start(move |mut conn| loop {
+        let ids = conn.read_requests(1);
+        let Some(&id) = ids.first() else { return };
+        match resets.get(seen.fetch_add(1, Ordering::SeqCst)) {
+            Some(&code) => conn.send(&rst_stream(id, code)),
+            None => conn.send(&ok_headers(id)),
+        }
+    });
+    (server, streams)
+}
+
+fn h2c() -> (Client, Arc<Recorder>) {
+    let recorder = Recorder::new();
+    let client = Client::builder()
+        .event_loops(1)
+        .http2_prior_knowledge()
+        .request_timeout(CEILING)
+        .listener(recorder.clone())
+        .build()
+        .unwrap();
+    (client, recorder)
+}
+
+fn no_backoff(attempts: u32) -> retry::Policy {
+    retry::Policy::attempts(attempts)
+        .backoff(Duration::ZERO, Duration::ZERO)
+        .jitter(false)
+}
+
+/// A stream refused with `REFUSED_STREAM` was not processed: the client
+/// sends it again by itself once, so it takes two refusals to fail an
+/// attempt — which a policy then retries, a POST too, as one that never
+/// connected. Without a policy it fails saying it was not processed.
+#[test]
+fn an_http2_post_refused_on_both_of_its_sends_is_retried_whatever_its_method() {
+    let (server, streams) = h2_server_resetting(&[REFUSED_STREAM, REFUSED_STREAM]);
+    let (client, recorder) = h2c();
+    let response = client
+        .post(server.url("/"))
+        .body("x")
+        .retry(no_backoff(2))
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(streams.load(Ordering::SeqCst), 3);
+    assert_eq!(retries_seen(&recorder), [(2, Duration::ZERO)]);
+    client.close();
+
+    let (server, streams) = h2_server_resetting(&[REFUSED_STREAM, REFUSED_STREAM]);
+    let (client, recorder) = h2c();
+    let error = client
+        .post(server.url("/"))
+        .body("x")
+        .send()
+        .wait()
+        .unwrap_err();
+    assert!(error.is_unprocessed(), "{error:?}");
+    assert_eq!(streams.load(Ordering::SeqCst), 2);
+    assert!(retries_seen(&recorder).is_empty());
+    client.close();
+}
+
+/// A streamed upload cannot go twice: refused, it is not retried, and its
+/// error is the attempt's own, still saying it was not processed (for the
+/// caller to send again from a new source).
+#[test]
+fn a_refused_streamed_http2_upload_is_not_retried_and_says_it_was_not_processed() {
+    let (server, streams) = h2_server_resetting(&[REFUSED_STREAM]);
+    let (client, recorder) = h2c();
+    let error = client
+        .post(server.url("/"))
+        .body(tickless::Upload::from_reader(
+            std::io::Cursor::new(b"streamed".to_vec()),
+            None,
+        ))
+        .retry(no_backoff(3))
+        .send()
+        .wait()
+        .unwrap_err();
+    assert!(
+        matches!(
+            error,
+            Error::Http2 {
+                reason: Http2Reason::REFUSED_STREAM,
+                unprocessed: true,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    assert_eq!(streams.load(Ordering::SeqCst), 1);
+    assert!(retries_seen(&recorder).is_empty());
+    client.close();
+}
+
+/// An HTTP/2 stream the server reset before answering is the HTTP/1.1
+/// connection reset under another name: a GET is retried.
+#[test]
+fn an_http2_get_reset_before_its_answer_is_retried() {
+    let (server, streams) = h2_server_resetting(&[INTERNAL_ERROR]);
+    let (client, recorder) = h2c();
+    let response = client
+        .get(server.url("/"))
+        .retry(no_backoff(2))
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(streams.load(Ordering::SeqCst), 2);
+    let retries = recorder
+        .events()
+        .into_iter()
+        .filter_map(|(event, _)| match event {
+            client_kit::Event::Retry(_, _, why) => Some(why),
+            _ => None,
+        })
+        .collect::<Vec<_>>();
+    assert_eq!(retries.len(), 1);
+    assert!(retries[0].contains("INTERNAL_ERROR"), "{retries:?}");
+    client.close();
+}
+
+/// A POST whose stream the server reset before answering may have been
+/// processed: it goes once — unless the caller says twice is fine.
+#[test]
+fn an_http2_post_reset_before_its_answer_is_retried_only_with_any_method() {
+    let (server, streams) = h2_server_resetting(&[INTERNAL_ERROR]);
+    let (client, recorder) = h2c();
+    let error = client
+        .post(server.url("/"))
+        .body("x")
+        .retry(no_backoff(3))
+        .send()
+        .wait()
+        .unwrap_err();
+    assert!(
+        matches!(
+            error,
+            Error::Http2 {
+                reason: Http2Reason::INTERNAL_ERROR,
+                unprocessed: false,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    assert!(!error.is_unprocessed());
+    assert_eq!(streams.load(Ordering::SeqCst), 1, "sent once");
+    assert!(retries_seen(&recorder).is_empty());
+    client.close();
+
+    let (server, streams) = h2_server_resetting(&[INTERNAL_ERROR]);
+    let (client, _recorder) = h2c();
+    let response = client
+        .post(server.url("/"))
+        .body("x")
+        .retry(no_backoff(3).any_method(true))
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(streams.load(Ordering::SeqCst), 2);
     client.close();
 }

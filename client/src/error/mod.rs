@@ -554,8 +554,9 @@ impl Error {
     /// sent. The client sends such a request again by itself once when its
     /// body is in memory; this error is what comes when it could not (a
     /// streamed body, whose source is spent) or when the second attempt
-    /// met the same. For [`Error::Retried`], true if it is true of every
-    /// attempt.
+    /// met the same. A retry policy ([`retry::Policy`](crate::retry::Policy))
+    /// retries such a failure whatever the method, its body in memory.
+    /// For [`Error::Retried`], true if it is true of every attempt.
     ///
     /// False wherever the server may have seen the request: any other
     /// reset or connection error, a connection closed before the answer

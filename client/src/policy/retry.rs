@@ -4,14 +4,24 @@
 //! storm.
 //!
 //! * **What**: a failure before any response (a connect error or timeout,
-//!   a TLS handshake timeout, a reset or close before the head, a read
-//!   timeout before the head), and the statuses named with
-//!   [`Policy::on_status`] (e.g. 503), whose `Retry-After` (seconds or an
-//!   HTTP date) is honoured.
+//!   a TLS handshake timeout, a reset or close before the head — over
+//!   HTTP/2 a stream reset or a `GOAWAY` with an error from the server
+//!   ([`Error::Http2`]) too —, a read timeout before the head), and the
+//!   statuses named with [`Policy::on_status`] (e.g. 503), whose
+//!   `Retry-After` (seconds or an HTTP date) is honoured. Not a server
+//!   that broke the protocol: an HTTP/1.1 response that does not parse
+//!   ([`Error::Protocol`]), an HTTP/2 error the client ended the stream or
+//!   connection with.
 //! * **Which methods**: idempotent ones (RFC 9110 §9.2.2); others only
 //!   when the request provably never reached the server (it never
-//!   connected), or with [`Policy::any_method`]. Only bodies held in memory
-//!   are sent again; a streamed body is sent once.
+//!   connected) or the server provably did not process it
+//!   ([`Error::is_unprocessed`]: an HTTP/2 stream refused with
+//!   `REFUSED_STREAM` or above a `GOAWAY`'s last stream id — the client
+//!   sends such a request again by itself once; this is what comes after),
+//!   or with [`Policy::any_method`]. Only bodies held in memory are sent
+//!   again; a streamed body is sent once, and its error is the attempt's
+//!   own (a refused one still [`is_unprocessed`](Error::is_unprocessed),
+//!   for the caller to send again from a new source).
 //! * **Inside the deadline**: the request deadline is the one fixed when
 //!   the request was sent, for every attempt. A retry is started only if,
 //!   after its backoff, at least [`Policy::min_remaining`] of that deadline
@@ -27,7 +37,7 @@
 //!   [`Error::Retried`], which lists every
 //!   attempt's error.
 
-use crate::error::{Error, ProxyError};
+use crate::error::{Error, Http2Initiator, ProxyError};
 use http::StatusCode;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::{Arc, Mutex};
@@ -127,19 +137,27 @@ impl Policy {
     }
 
     /// Whether `error`, the failure of an attempt before any response, may
-    /// be retried for a request with `method`.
+    /// be retried for a request with `method`. (Whether its body can go
+    /// again is the caller's to check: a streamed one cannot.)
     pub(crate) fn retries_error(&self, error: &Error, method: &http::Method) -> bool {
-        let never_sent = matches!(
-            error,
-            Error::Connect { .. }
-                | Error::ConnectTimeout(_)
-                | Error::Resolve { .. }
-                | Error::Proxy {
-                    source: ProxyError::Connect(_),
-                    ..
-                }
-        );
+        // Never reached the server, or the server says it did not process
+        // it (an HTTP/2 stream refused, or above a GOAWAY's last stream id).
+        let never_sent = error.is_unprocessed()
+            || matches!(
+                error,
+                Error::Connect { .. }
+                    | Error::ConnectTimeout(_)
+                    | Error::Resolve { .. }
+                    | Error::Proxy {
+                        source: ProxyError::Connect(_),
+                        ..
+                    }
+            );
         // A handshake timeout, TLS or a proxy's, as the TLS one always was.
+        // An HTTP/2 stream reset or connection ended by the server is the
+        // HTTP/1.1 connection reset under another name; one the client
+        // ended, the server having broken the protocol, is the HTTP/1.1
+        // malformed response (`Error::Protocol`), not retried either.
         let before_response = matches!(
             error,
             Error::Io { .. }
@@ -148,6 +166,10 @@ impl Policy {
                 | Error::HandshakeTimeout(_)
                 | Error::Proxy {
                     source: ProxyError::HandshakeTimeout(_),
+                    ..
+                }
+                | Error::Http2 {
+                    initiator: Http2Initiator::Remote,
                     ..
                 }
         );
@@ -406,6 +428,31 @@ mod tests {
         assert!(policy.retries_error(&silent, &http::Method::GET));
         assert!(!policy.retries_error(&silent, &http::Method::POST));
         assert!(!policy.retries_error(&Error::Cancelled, &http::Method::GET));
+        // HTTP/2: a reset by the server as a connection reset; refused (not
+        // processed) as never sent; ended by the client, the server having
+        // broken the protocol, as a malformed HTTP/1.1 response.
+        let h2 = |initiator, unprocessed| Error::Http2 {
+            remote: "r".into(),
+            reason: crate::error::Http2Reason::INTERNAL_ERROR,
+            initiator,
+            connection: false,
+            unprocessed,
+        };
+        let reset = h2(Http2Initiator::Remote, false);
+        assert!(policy.retries_error(&reset, &http::Method::GET));
+        assert!(!policy.retries_error(&reset, &http::Method::POST));
+        assert!(Policy::attempts(3)
+            .any_method(true)
+            .retries_error(&reset, &http::Method::POST));
+        let unprocessed = h2(Http2Initiator::Remote, true);
+        assert!(policy.retries_error(&unprocessed, &http::Method::POST));
+        let broken = h2(Http2Initiator::Local, false);
+        assert!(!policy.retries_error(&broken, &http::Method::GET));
+        let malformed = Error::Protocol {
+            remote: "r".into(),
+            source: crate::h1::DecodeError::InvalidStatusLine,
+        };
+        assert!(!policy.retries_error(&malformed, &http::Method::GET));
         assert!(!policy.retries_error(&Error::ClientClosed, &http::Method::GET));
         let status = Policy::attempts(2).on_status([StatusCode::SERVICE_UNAVAILABLE]);
         assert!(status.retries_status(StatusCode::SERVICE_UNAVAILABLE, &http::Method::GET));

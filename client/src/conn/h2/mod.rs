@@ -92,7 +92,7 @@
 //!   last stream id) or never sent that cannot go again — its body is
 //!   streamed, or it went once already — fails marked so
 //!   ([`Error::is_unprocessed`]): the caller may send it again, whatever
-//!   its method.
+//!   its method, and a retry policy does when its body is in memory.
 //! * A reset while the request body is being sent stops the upload (its
 //!   source is dropped), and the response side says how the stream ended:
 //!   a server may answer before the body is all sent and then reset the
