@@ -976,3 +976,106 @@ fn a_threads_connections_share_a_loop() {
     assert_eq!(next, [0, 1, 2]);
     group.shutdown();
 }
+
+/// A waker that counts its wake-ups.
+struct CountingWake(Arc<AtomicUsize>);
+
+impl std::task::Wake for CountingWake {
+    fn wake(self: Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// A source on one end of a socket pair that, readable, wakes its own task
+/// and notes how often the other source's task had been woken by then.
+struct WakesAndLooks {
+    stream: mio::net::UnixStream,
+    waker: std::task::Waker,
+    other: Arc<AtomicUsize>,
+    seen: mpsc::Sender<usize>,
+}
+
+impl Source for WakesAndLooks {
+    fn ready(&mut self, _cx: &mut LoopContext<'_>, _readiness: Readiness) {
+        use std::io::Read;
+        let mut buf = [0; 16];
+        while self.stream.read(&mut buf).is_ok_and(|n| n > 0) {}
+        super::wake_task(self.waker.clone());
+        let _ = self.seen.send(self.other.load(Ordering::SeqCst));
+    }
+    fn timer(&mut self, _cx: &mut LoopContext<'_>, _tag: u64) {}
+    fn abort(&mut self, _cx: &mut LoopContext<'_>, _exchange_id: u64) {}
+    fn shut_down(&mut self, _cx: &mut LoopContext<'_>) {}
+    fn panicked(&mut self, _cx: &mut LoopContext<'_>) {}
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+}
+
+/// Two sources readable in one poll, each waking a task: whichever runs
+/// second must not find the first one's task woken yet — with `armed`, a
+/// far-off timeout on the loop's heap (every exchange with a request or
+/// read timeout arms one), as without.
+fn tasks_woken_by_one_polls_sources(armed: bool) -> Vec<usize> {
+    struct Never;
+    impl LoopTimeout for Never {
+        fn expire(self: Arc<Self>, _tag: u64, _cx: &mut LoopContext<'_>) {}
+    }
+    let group = EventLoopGroup::builder().threads(1).build().unwrap();
+    let event_loop = group.loops()[0].clone();
+    if armed {
+        let far = Instant::now() + Duration::from_secs(3600);
+        event_loop.schedule(far, Arc::new(Never), 0).unwrap();
+    }
+    let counts = [Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0))];
+    let (seen, on_seen) = mpsc::channel();
+    let (a, a_peer) = mio::net::UnixStream::pair().unwrap();
+    let (b, b_peer) = mio::net::UnixStream::pair().unwrap();
+    let sources = [(a, 0, 1), (b, 1, 0)].map(|(stream, mine, other)| WakesAndLooks {
+        stream,
+        waker: std::task::Waker::from(Arc::new(CountingWake(counts[mine].clone()))),
+        other: counts[other].clone(),
+        seen: seen.clone(),
+    });
+    event_loop
+        .execute(move |cx| {
+            for mut source in sources {
+                cx.add_source(move |cx| {
+                    cx.registry
+                        .register(&mut source.stream, cx.token(), mio::Interest::READABLE)
+                        .unwrap();
+                    Box::new(source)
+                });
+            }
+            // Both readable before the loop polls again: one poll's events.
+            use std::io::Write;
+            (&a_peer).write_all(b"x").unwrap();
+            (&b_peer).write_all(b"x").unwrap();
+            // The peers stay open until the sources have run.
+            std::mem::forget((a_peer, b_peer));
+        })
+        .unwrap();
+    let seen: Vec<usize> = (0..2)
+        .map(|_| on_seen.recv_timeout(Duration::from_secs(10)).unwrap())
+        .collect();
+    group.shutdown();
+    seen
+}
+
+#[test]
+fn a_polls_task_wakeups_wait_for_all_its_sources_without_a_timer_armed() {
+    assert_eq!(tasks_woken_by_one_polls_sources(false), [0, 0]);
+}
+
+/// Review of 333aa4e, defect 1: `expire_due`, run after every event, ended
+/// the poll's hold whenever anything at all was armed on the loop's heap
+/// (an exchange's timeout in event-loop mode, a connection's timer), due or
+/// not: the first source's task was woken before the second ran.
+#[test]
+fn a_polls_task_wakeups_wait_for_all_its_sources_with_a_timer_armed() {
+    assert_eq!(
+        tasks_woken_by_one_polls_sources(true),
+        [0, 0],
+        "a task woken before the poll's other sources ran"
+    );
+}

@@ -557,6 +557,12 @@ impl EventLoop {
                 due.push(entry);
             }
         }
+        // Nothing due, nothing to wake at once: the hold under way (a
+        // poll's events) goes on. Run after every event, an `unheld` here
+        // would end it at each while anything at all is armed.
+        if due.is_empty() {
+            return;
+        }
         // A timeout's waiter is woken at once, held wake-ups or not.
         task_wakes::unheld(|| self.expire(cx, due));
     }
