@@ -112,9 +112,14 @@ pub(super) fn unheld<R>(f: impl FnOnce() -> R) -> R {
 /// Wakes `wakers` with no borrow of [`HELD`] (a waker may run its task
 /// here, which may wake others), then keeps the emptied list for the
 /// next hold.
+///
+/// A waker is its executor's code, and may panic: that panic stays here,
+/// as one in a source's call or a timeout's expiry does. Let through, it
+/// would leave the tasks after it unwoken and, out of a poll's hold, end
+/// the loop's thread.
 fn wake_all(mut wakers: Vec<Waker>) {
     for waker in wakers.drain(..) {
-        waker.wake();
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| waker.wake()));
     }
     HELD.with(|held| {
         let mut held = held.borrow_mut();
@@ -190,6 +195,32 @@ mod tests {
             assert_eq!(woken(&b), 1);
         });
         assert_eq!((woken(&a), woken(&b)), (2, 2));
+    }
+
+    /// Review of 333aa4e, defect 2: a waker that panics neither ends the
+    /// hold's caller (a loop's turn) nor keeps the tasks after it from
+    /// waking.
+    #[test]
+    fn a_waker_that_panics_leaves_the_others_woken_and_the_hold_returning() {
+        struct Panics;
+        impl Wake for Panics {
+            fn wake(self: Arc<Self>) {
+                panic!("a task's waker panics");
+            }
+        }
+        let (b, waker_b) = counting();
+        let ended = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            holding(|| {
+                wake_task(Waker::from(Arc::new(Panics)));
+                wake_task(waker_b.clone());
+            })
+        }));
+        assert!(ended.is_ok(), "the waker's panic came out of the hold");
+        assert_eq!(
+            woken(&b),
+            1,
+            "a task after the panicking one was never woken"
+        );
     }
 
     #[test]

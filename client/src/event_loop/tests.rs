@@ -1079,3 +1079,58 @@ fn a_polls_task_wakeups_wait_for_all_its_sources_with_a_timer_armed() {
         "a task woken before the poll's other sources ran"
     );
 }
+
+/// A source that, aborted, wakes a task whose waker says so, then panics.
+struct WakesAPanickingTask(Mutex<mpsc::Sender<()>>);
+
+impl Source for WakesAPanickingTask {
+    fn ready(&mut self, _cx: &mut LoopContext<'_>, _readiness: Readiness) {}
+    fn timer(&mut self, _cx: &mut LoopContext<'_>, _tag: u64) {}
+    fn abort(&mut self, cx: &mut LoopContext<'_>, _exchange_id: u64) {
+        struct Panics(Mutex<mpsc::Sender<()>>);
+        impl std::task::Wake for Panics {
+            fn wake(self: Arc<Self>) {
+                let _ = lock(&self.0).send(());
+                panic!("a task's waker panics");
+            }
+        }
+        let woken = lock(&self.0).clone();
+        super::wake_task(std::task::Waker::from(Arc::new(Panics(Mutex::new(woken)))));
+        cx.remove_me();
+    }
+    fn shut_down(&mut self, _cx: &mut LoopContext<'_>) {}
+    fn panicked(&mut self, _cx: &mut LoopContext<'_>) {}
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+}
+
+/// Review of 333aa4e, defect 2: a waker is the caller's code; one that
+/// panics when a source's call wakes it must not end the loop's thread
+/// (before 333aa4e the panic came within the source's call, and closed
+/// that source alone).
+#[test]
+fn a_task_waker_that_panics_leaves_the_loop_running() {
+    let group = EventLoopGroup::builder().threads(1).build().unwrap();
+    let event_loop = group.loops()[0].clone();
+    let (woken, on_woken) = mpsc::channel();
+    event_loop
+        .execute(move |cx| {
+            let source = cx.add_source(move |_| Box::new(WakesAPanickingTask(Mutex::new(woken))));
+            cx.abort_later(source, 0);
+        })
+        .unwrap();
+    on_woken.recv_timeout(Duration::from_secs(10)).unwrap();
+    let (ran, on_ran) = mpsc::channel();
+    event_loop
+        .execute(move |_| {
+            let _ = ran.send(());
+        })
+        .unwrap();
+    let after = on_ran.recv_timeout(Duration::from_secs(10));
+    group.shutdown();
+    assert!(
+        after.is_ok(),
+        "the loop's thread died with the waker's panic"
+    );
+}
