@@ -46,19 +46,30 @@ thread_local! {
 }
 
 /// Wakes `waker`, a task's that awaits an exchange's news: when the hold
-/// under way on this thread ends, if there is one, else now.
+/// under way on this thread ends, if there is one, else now — also on a
+/// thread whose hold state has gone (a thread-local's destructor, as the
+/// thread exits, delivering the news: the last `Client` kept in one
+/// closing), where no hold can be under way.
 pub(crate) fn wake_task(waker: Waker) {
-    let now = HELD.with(|held| {
+    let mut now = Some(waker);
+    // A waker held already, dropped after the borrow.
+    let mut again = None;
+    // An error: this thread's hold state has gone with its exit, and
+    // nothing can be held.
+    let _ = HELD.try_with(|held| {
         let mut held = held.borrow_mut();
         if held.depth == 0 {
-            return Some(waker);
+            return;
         }
         held.woke = true;
-        if !held.wakers.iter().any(|w| w.will_wake(&waker)) {
+        let waker = now.take().expect("taken once");
+        if held.wakers.iter().any(|w| w.will_wake(&waker)) {
+            again = Some(waker);
+        } else {
             held.wakers.push(waker);
         }
-        None
     });
+    drop(again);
     if let Some(waker) = now {
         waker.wake();
     }
@@ -138,8 +149,9 @@ pub(super) fn take_woke_tasks() -> bool {
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Arc;
+    use std::sync::{mpsc, Arc};
     use std::task::Wake;
+    use std::time::Duration;
 
     /// A waker that counts its wake-ups.
     struct Counting(AtomicUsize);
@@ -221,6 +233,42 @@ mod tests {
             1,
             "a task after the panicking one was never woken"
         );
+    }
+
+    /// Review of 333aa4e, defect 3: a thread-local's destructor that
+    /// delivers news (the last `Client` kept in one, closing) on a thread
+    /// that has held wake-ups before, whose hold state its exit has dropped
+    /// already: the task is woken, and nothing panics (a panic in a
+    /// thread-local's destructor aborts the process).
+    #[test]
+    fn a_task_is_woken_from_a_thread_locals_destructor_after_the_holds_went() {
+        struct WakesOnDrop(Option<(Waker, mpsc::Sender<bool>)>);
+        impl Drop for WakesOnDrop {
+            fn drop(&mut self) {
+                if let Some((waker, panicked)) = self.0.take() {
+                    let woke = std::panic::catch_unwind(|| wake_task(waker));
+                    let _ = panicked.send(woke.is_err());
+                }
+            }
+        }
+        thread_local! {
+            static LAST: RefCell<WakesOnDrop> = const { RefCell::new(WakesOnDrop(None)) };
+        }
+        let (a, waker_a) = counting();
+        let (panicked, on_panicked) = mpsc::channel();
+        std::thread::spawn(move || {
+            // Made before the hold state, so dropped after it.
+            LAST.with(|last| last.borrow_mut().0 = Some((waker_a, panicked)));
+            holding(|| ());
+        })
+        .join()
+        .unwrap();
+        let panicked = on_panicked.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert!(
+            !panicked,
+            "waking a task panicked in a thread-local's destructor"
+        );
+        assert_eq!(woken(&a), 1);
     }
 
     #[test]
