@@ -126,7 +126,8 @@ struct Timers {
 /// 3. Hand socket readiness to the connections. A connection reads at most
 ///    a budget per event, then asks to run again after the rest. The tasks
 ///    the connections wake (async callers awaiting their answers) are
-///    woken once every event has been handed out, each once.
+///    woken once every event has been handed out (or, between two events,
+///    once the first has waited 1 ms), each once.
 /// 4. Pop every timeout due *now* and expire it on this thread — and do
 ///    the same after every task and every event of steps 1 and 3, so a
 ///    burst of work never holds a due timeout back.

@@ -13,7 +13,10 @@
 //! otherwise (a task, a timer) — and then wakes each waker once
 //! ([`Waker::will_wake`]): the tasks run with their whole responses in
 //! place, as tokio's own tasks run after its driver has handed out a
-//! poll's events. A timeout's expiry is never held (see [`unheld`]): its
+//! poll's events. A poll whose sources read a lot releases what it has
+//! held for a while (`MAX_HOLD`, between two events: see
+//! [`release_held_for`]), so that a task answered first does not wait for
+//! all the reads. A timeout's expiry is never held (see [`unheld`]): its
 //! waiter learns of it as soon as it is due.
 //!
 //! Whether its sources woke tasks is also what tells a loop's thread that
@@ -24,22 +27,40 @@
 
 use std::cell::RefCell;
 use std::task::Waker;
+use std::time::{Duration, Instant};
 
 struct Held {
     /// Holds under way on this thread (a source's call within a poll's).
     depth: u32,
     /// Wakers to wake when the outermost hold ends, each once.
     wakers: Vec<Waker>,
+    /// When the first of `wakers` was held.
+    since: Option<Instant>,
     /// A task was woken from a hold since the loop last asked
     /// ([`take_woke_tasks`]).
     woke: bool,
 }
+
+impl Held {
+    /// The wakers held so far, to wake.
+    fn take(&mut self) -> Vec<Waker> {
+        self.since = None;
+        std::mem::take(&mut self.wakers)
+    }
+}
+
+/// How many of the last held wakers a new one is compared with.
+const RECENT: usize = 4;
+
+/// A kept list of wakers longer than this is let go after its hold.
+const KEPT_WAKERS: usize = 1024;
 
 thread_local! {
     static HELD: RefCell<Held> = const {
         RefCell::new(Held {
             depth: 0,
             wakers: Vec::new(),
+            since: None,
             woke: false,
         })
     };
@@ -63,7 +84,20 @@ pub(crate) fn wake_task(waker: Waker) {
         }
         held.woke = true;
         let waker = now.take().expect("taken once");
-        if held.wakers.iter().any(|w| w.will_wake(&waker)) {
+        if held.wakers.is_empty() {
+            held.since = Some(Instant::now());
+        }
+        // A task woken twice in a hold is woken twice in a row (a head,
+        // then its body's end): looking at the last few keeps a hold of
+        // thousands of tasks (an HTTP/2 read ending as many streams)
+        // linear.
+        if held
+            .wakers
+            .iter()
+            .rev()
+            .take(RECENT)
+            .any(|w| w.will_wake(&waker))
+        {
             again = Some(waker);
         } else {
             held.wakers.push(waker);
@@ -86,7 +120,7 @@ pub(super) fn holding<R>(f: impl FnOnce() -> R) -> R {
                 let mut held = held.borrow_mut();
                 held.depth -= 1;
                 let flush = held.depth == 0 && !held.wakers.is_empty();
-                flush.then(|| std::mem::take(&mut held.wakers))
+                flush.then(|| held.take())
             });
             if let Some(wakers) = wakers {
                 wake_all(wakers);
@@ -111,7 +145,7 @@ pub(super) fn unheld<R>(f: impl FnOnce() -> R) -> R {
     let (depth, wakers) = HELD.with(|held| {
         let mut held = held.borrow_mut();
         let depth = std::mem::take(&mut held.depth);
-        (depth, std::mem::take(&mut held.wakers))
+        (depth, held.take())
     });
     let _rehold = Rehold(depth);
     if !wakers.is_empty() {
@@ -134,10 +168,25 @@ fn wake_all(mut wakers: Vec<Waker>) {
     }
     HELD.with(|held| {
         let mut held = held.borrow_mut();
-        if held.wakers.capacity() == 0 {
+        if held.wakers.capacity() == 0 && wakers.capacity() <= KEPT_WAKERS {
             held.wakers = wakers;
         }
     });
+}
+
+/// Within a hold, wakes what it has held for `max` or longer — a poll
+/// whose sources read a lot (a budget each) would otherwise keep the
+/// first task it answered waiting for all of them. Reads the clock only
+/// while something is held.
+pub(super) fn release_held_for(max: Duration) {
+    let wakers = HELD.with(|held| {
+        let mut held = held.borrow_mut();
+        let stale = held.since.is_some_and(|since| since.elapsed() >= max);
+        stale.then(|| held.take())
+    });
+    if let Some(wakers) = wakers {
+        wake_all(wakers);
+    }
 }
 
 /// Whether tasks were woken from holds on this thread since it last asked.
@@ -269,6 +318,37 @@ mod tests {
             "waking a task panicked in a thread-local's destructor"
         );
         assert_eq!(woken(&a), 1);
+    }
+
+    #[test]
+    fn a_hold_releases_what_it_has_held_for_long_enough_and_keeps_holding() {
+        let (a, waker_a) = counting();
+        let (b, waker_b) = counting();
+        holding(|| {
+            wake_task(waker_a.clone());
+            release_held_for(Duration::from_secs(3600));
+            assert_eq!(woken(&a), 0, "released before its time");
+            release_held_for(Duration::ZERO);
+            assert_eq!(woken(&a), 1);
+            // Still a hold: what comes next waits for its end.
+            wake_task(waker_b.clone());
+            release_held_for(Duration::from_secs(3600));
+            assert_eq!(woken(&b), 0);
+        });
+        assert_eq!((woken(&a), woken(&b)), (1, 1));
+    }
+
+    #[test]
+    fn a_hold_of_thousands_wakes_each_and_keeps_no_long_list() {
+        let tasks: Vec<_> = (0..3 * KEPT_WAKERS).map(|_| counting()).collect();
+        holding(|| {
+            for (_, waker) in &tasks {
+                wake_task(waker.clone());
+                wake_task(waker.clone());
+            }
+        });
+        assert!(tasks.iter().all(|(count, _)| woken(count) == 1));
+        HELD.with(|held| assert!(held.borrow().wakers.capacity() <= KEPT_WAKERS));
     }
 
     #[test]

@@ -18,6 +18,10 @@ use tickless_timer::PreciseWait;
 /// blocks (see [`EventLoop::poll`]).
 const TASK_REQUEST_SPIN: Duration = Duration::from_micros(40);
 
+/// The longest a poll's sources hold a task's wake-up (see
+/// [`task_wakes`]) before the next event's.
+const MAX_HOLD: Duration = Duration::from_millis(1);
+
 /// Tasks run per turn before the loop looks at its sockets again.
 const MAX_TASKS_PER_TURN: usize = 64;
 
@@ -403,6 +407,7 @@ impl EventLoop {
     /// nor a wake-up where it is posted.
     fn poll(&self, turn: &mut Turn, busy: bool, caller: Option<&mut CallerTurn<'_>>) -> bool {
         let answered = take_answered_a_waiting_caller();
+        let woke_tasks = task_wakes::take_woke_tasks();
         if answered && !busy && !turn.manual_clock && caller.is_none() && self.go_idle() {
             return false;
         }
@@ -428,7 +433,6 @@ impl EventLoop {
                 }
             }
         };
-        let woke_tasks = task_wakes::take_woke_tasks();
         if timeout != Some(Duration::ZERO) {
             if caller.is_none() && woke_tasks && turn.task_spins.spin_now() {
                 let caught = self.spin_for(turn, Instant::now() + TASK_REQUEST_SPIN);
@@ -539,6 +543,7 @@ impl EventLoop {
                     }
                 }
             }
+            task_wakes::release_held_for(MAX_HOLD);
             self.expire_due(cx, &mut turn.due);
         }
     }
