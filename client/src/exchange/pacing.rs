@@ -89,6 +89,7 @@ impl Pacing {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spin::PROBE_EVERY;
 
     #[test]
     fn large_bodies_stop_the_spin_and_small_ones_bring_it_back() {
@@ -106,6 +107,22 @@ mod tests {
             pacing.record(13);
         }
         assert_eq!(pacing.head_spin(1), HEAD_SPIN);
+    }
+
+    #[test]
+    fn a_spin_that_catches_its_answer_later_than_spin_worth_did_not_pay() {
+        let pacing = Pacing::default();
+        for _ in 0..8 {
+            pacing.record_spin(Some(SPIN_WORTH + Duration::from_micros(1)));
+        }
+        let spins = (0..PROBE_EVERY * 4)
+            .filter(|_| pacing.head_spin(1) == HEAD_SPIN)
+            .count();
+        assert_eq!(spins, 4, "one probe in {PROBE_EVERY} waits");
+        for _ in 0..8 {
+            pacing.record_spin(Some(SPIN_WORTH));
+        }
+        assert!((0..8).all(|_| pacing.head_spin(1) == HEAD_SPIN));
     }
 
     #[test]
