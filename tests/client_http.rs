@@ -487,6 +487,17 @@ fn invalid_input_errors_name_what_was_bad_but_no_secret() {
         message,
         r#"invalid URI "http://***@exa mple.com/": invalid uri character"#
     );
+    // Nor where the text does not start with a valid `scheme://`: pasted
+    // with a space, a slash missing, scheme-relative.
+    for text in [
+        " http://me:hunter2@example.com/",
+        "http:/me:hunter2@example.com/ x",
+        "//me:hunter2@example.com/ x",
+    ] {
+        let message = invalid_message(client.get(text).send());
+        assert!(!message.contains("hunter2"), "{message}");
+        assert!(message.contains("***@example.com/"), "{message}");
+    }
     // A header is named, its value (maybe a secret) never shown.
     let message = invalid_message(client.get("http://127.0.0.1/").header("X Bad", "v").send());
     assert_eq!(

@@ -118,7 +118,7 @@ fn scheme_end(text: &str) -> Option<usize> {
 /// `text` with the userinfo of its authority (`user:password@`) shown as
 /// `***@`: an error is printed and logged, and a password must not be.
 pub(crate) fn without_userinfo(text: &str) -> String {
-    let start = scheme_end(text).unwrap_or(0);
+    let start = authority_start(text);
     let authority = text[start..]
         .split(['/', '?', '#'])
         .next()
@@ -127,6 +127,21 @@ pub(crate) fn without_userinfo(text: &str) -> String {
         Some(at) => format!("{}***{}", &text[..start], &text[start + at..]),
         None => text.to_owned(),
     }
+}
+
+/// Where `text`'s authority would start: after the slashes that follow
+/// its first `:` — a scheme, valid or not, as in `" http://…"` (pasted
+/// with a space), `"http:/…"` (a slash missing) — or a leading `//`;
+/// else at its start (`user:password@host:8080/x`). Text that does not
+/// parse is what this must read, so it does not ask for a valid scheme.
+fn authority_start(text: &str) -> usize {
+    let first = text.find(['/', '?', '#']).unwrap_or(text.len());
+    let (before, rest) = text.split_at(first);
+    let scheme_like = before.is_empty() || (before.ends_with(':') && !before.contains('@'));
+    if !rest.starts_with('/') || !scheme_like {
+        return 0;
+    }
+    text.len() - rest.trim_start_matches('/').len()
 }
 
 impl sealed::HeaderNameInput for HeaderName {
@@ -194,6 +209,13 @@ mod tests {
             ("host/x?next=http://me:pw@b/", "host/x?next=http://me:pw@b/"),
             ("http://a@b@c d/", "http://***@c d/"),
             ("http://a b", "http://a b"),
+            // Text that does not start with a valid `scheme://`.
+            (" http://me:pw@host/", " http://***@host/"),
+            ("http:/me:pw@host/ x", "http:/***@host/ x"),
+            ("//me:pw@host/ x", "//***@host/ x"),
+            ("\u{e9}://me:pw@host/ x", "\u{e9}://***@host/ x"),
+            ("me:pw@host:/x y", "***@host:/x y"),
+            ("/x?to=me@there", "/x?to=me@there"),
         ];
         for (text, shown) in cases {
             assert_eq!(without_userinfo(text), shown, "{text}");
