@@ -938,3 +938,39 @@ fn before_the_servers_settings_a_connection_opens_no_more_streams_than_servers_a
     assert_eq!(early.load(Ordering::SeqCst), LATE_LIMIT);
     client.close();
 }
+
+/// A stream whose response head came before the server refused it
+/// (`REFUSED_STREAM`, or a `GOAWAY` whose last stream id is below it) was
+/// processed — it was answered — whatever the reset says: its body fails,
+/// and nothing says the request may be sent again.
+#[test]
+fn a_stream_answered_then_refused_does_not_say_it_was_not_processed() {
+    let answered = |id| frame(0x1, 0x4, id, &[0x88]); // HEADERS :status 200, END_HEADERS
+    let scripts: [fn(u32) -> Vec<u8>; 2] = [|id| rst_stream(id, 0x7), |_| goaway(0, 0x0)];
+    for (script, refusal) in scripts.into_iter().enumerate() {
+        for streamed_body in [true, false] {
+            let server = RawH2Server::start(move |mut conn| {
+                let ids = conn.read_requests(1);
+                let mut bytes = answered(ids[0]);
+                bytes.extend(refusal(ids[0]));
+                conn.send(&bytes);
+                conn.drain(Duration::from_secs(5));
+            });
+            let client = h2c().build().unwrap();
+            let request = client.post(server.url("/"));
+            let request = if streamed_body {
+                request.body(streamed())
+            } else {
+                request.body("order")
+            };
+            let outcome = request.send().wait().and_then(|r| r.bytes().wait());
+            let error = outcome.expect_err("the body cannot end well");
+            assert!(
+                !error.is_unprocessed(),
+                "script {script}, streamed {streamed_body}: {error}"
+            );
+            assert_eq!(server.connections.load(Ordering::SeqCst), 1);
+            client.close();
+        }
+    }
+}
