@@ -521,3 +521,29 @@ fn one_request_deadline_covers_every_hop_on_the_wheel() {
 fn one_request_deadline_covers_every_hop_on_the_loop() {
     one_deadline_over_every_hop(true);
 }
+
+/// A redirect not followed whose `Location` carries credentials
+/// (`user:password@`) does not put them in the error's message or its
+/// `Debug`, which are printed and logged.
+#[test]
+fn a_stopped_redirects_credentials_are_not_shown() {
+    let server = TestServer::respond(|_| {
+        response(
+            302,
+            &[("Location", "http://user:hunter2@127.0.0.1:9/next")],
+            b"",
+        )
+    });
+    let client = tickless::Client::builder()
+        .redirect(Policy::limited(0))
+        .build()
+        .unwrap();
+    let error = client.get(server.url("/")).send().wait().unwrap_err();
+    assert!(
+        matches!(error, tickless::Error::Redirect { .. }),
+        "{error:?}"
+    );
+    assert!(!error.to_string().contains("hunter2"), "{error}");
+    assert!(!format!("{error:?}").contains("hunter2"), "{error:?}");
+    client.close();
+}

@@ -415,7 +415,8 @@ pub enum Error {
     #[error("redirect stopped after {}: {reason}", chain_text(.chain))]
     Redirect {
         /// Every URL of the chain, the first request's first, the one that
-        /// was not followed last.
+        /// was not followed last; none with its userinfo
+        /// (`user:password@`).
         chain: Vec<http::Uri>,
         /// Why it stopped.
         reason: RedirectError,

@@ -308,7 +308,10 @@ impl Chain {
     /// The chain, with `next` at its end, stopped for `reason`.
     fn stopped(&self, next: http::Uri, reason: RedirectError) -> Error {
         let mut chain: Vec<http::Uri> = self.visits().map(|(_, uri, _)| uri.clone()).collect();
-        chain.push(next);
+        // The hops before it went without their userinfo (it became a
+        // header); the one not followed is the server's `Location` as
+        // given, and its credentials must not be printed with the error.
+        chain.push(without_credentials(next));
         Error::Redirect { chain, reason }
     }
 
@@ -465,6 +468,28 @@ fn credentials_to_header(
     http::Uri::try_from(url.as_str()).map_err(|_| invalid())
 }
 
+/// `uri` without its userinfo (`user:password@`), for an error that is
+/// printed and logged. `http` takes no authority with an empty host after
+/// the `@`; were there one, the path alone is kept rather than the
+/// credentials.
+fn without_credentials(uri: http::Uri) -> http::Uri {
+    let Some((_, host)) = uri
+        .authority()
+        .and_then(|authority| authority.as_str().rsplit_once('@'))
+    else {
+        return uri;
+    };
+    let mut parts = uri.clone().into_parts();
+    match host.parse() {
+        Ok(host) => parts.authority = Some(host),
+        Err(_) => {
+            parts.scheme = None;
+            parts.authority = None;
+        }
+    }
+    http::Uri::from_parts(parts).unwrap_or_else(|_| http::Uri::from_static("/"))
+}
+
 /// Whether `uri` carries credentials (`user:password@host`).
 fn has_userinfo(uri: &http::Uri) -> bool {
     uri.authority()
@@ -506,6 +531,18 @@ mod tests {
         let bare = credentials_to_header(uri, &mut headers).unwrap();
         assert_eq!(bare.to_string(), "http://a.test/");
         assert_eq!(headers[AUTHORIZATION], "Bearer t");
+    }
+
+    #[test]
+    fn a_stopped_redirects_url_loses_its_credentials_only() {
+        let bare = |uri: &str| without_credentials(uri.parse().unwrap()).to_string();
+        assert_eq!(
+            bare("http://me:pw@a.test:8080/x?q=1"),
+            "http://a.test:8080/x?q=1"
+        );
+        assert_eq!(bare("https://a@b@c.test/"), "https://c.test/");
+        assert_eq!(bare("http://a.test/x?to=me@b"), "http://a.test/x?to=me@b");
+        assert_eq!(bare("/relative"), "/relative");
     }
 
     #[test]
