@@ -547,3 +547,35 @@ fn a_stopped_redirects_credentials_are_not_shown() {
     assert!(!format!("{error:?}").contains("hunter2"), "{error:?}");
     client.close();
 }
+
+/// A redirect followed to a `Location` with credentials tells the
+/// listener (which the tracing one logs) where it went without them.
+#[test]
+fn a_followed_redirects_credentials_are_not_told_to_the_listener() {
+    let server = TestServer::respond(|request| match request.target.as_str() {
+        "/one" => {
+            let host = request.header("host").unwrap_or_default();
+            let location = format!("http://user:hunter2@{host}/two");
+            response(302, &[("Location", location.as_str())], b"")
+        }
+        _ => ok("two"),
+    });
+    let recorder = Recorder::new();
+    let client = Client::builder()
+        .event_loops(1)
+        .listener(recorder.clone())
+        .build()
+        .unwrap();
+    let response = client.get(server.url("/one")).send().wait().unwrap();
+    assert_eq!(response.text().wait().unwrap(), "two");
+    let redirects: Vec<String> = recorder
+        .events()
+        .into_iter()
+        .filter_map(|(event, _)| match event {
+            Event::Redirect(_, _, to) => Some(to),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(redirects, [server.url("/two")]);
+    client.close();
+}

@@ -168,7 +168,8 @@ pub trait EventListener: Send + Sync + 'static {
     /// The exchange ended with `error`.
     fn on_failed(&self, request: &RequestInfo, error: &Error) {}
     /// A redirect is followed: `from` answered `status`, and the request
-    /// goes on to `to` (a new exchange, whose events follow). Called on the
+    /// goes on to `to` (a new exchange, whose events follow), both without
+    /// userinfo (credentials in a `Location` become a header). Called on the
     /// thread that waits for or polls the response.
     fn on_redirect(
         &self,

@@ -245,9 +245,12 @@ impl Chain {
         // The redirect's own body is not wanted: its connection drains it
         // (if small) and goes back to the pool.
         self.current().body_dropped();
+        // Listeners log it (the tracing one does): without the Location's
+        // credentials, as the next hop goes (they become a header).
+        let to = without_credentials(next.clone());
         self.current()
             .listener
-            .on_redirect(head.status, &self.hop.uri, &next);
+            .on_redirect(head.status, &self.hop.uri, &to);
         self.next_hop(next, method, keep_body)?;
         Ok(None)
     }
