@@ -827,3 +827,29 @@ fn an_http2_post_reset_before_its_answer_is_retried_only_with_any_method() {
     assert_eq!(streams.load(Ordering::SeqCst), 2);
     client.close();
 }
+
+/// A GET reset before its answer (the server may have processed it),
+/// retried, and then refused on both sends of its retry: the request may
+/// have been processed, so nothing in its error says it is safe to send
+/// again — not the whole, nor the refused attempt's own part of the
+/// message, which is what a reader of the log sees last.
+#[test]
+fn a_retried_request_one_attempt_of_which_may_have_been_processed_says_nothing_is_safe() {
+    let (server, streams) = h2_server_resetting(&[INTERNAL_ERROR, REFUSED_STREAM, REFUSED_STREAM]);
+    let (client, _recorder) = h2c();
+    let error = client
+        .get(server.url("/"))
+        .retry(no_backoff(2))
+        .send()
+        .wait()
+        .unwrap_err();
+    let Error::Retried { attempts } = &error else {
+        panic!("{error:?}");
+    };
+    assert_eq!(attempts.len(), 2, "{error}");
+    assert_eq!(streams.load(Ordering::SeqCst), 3);
+    assert!(!error.is_unprocessed(), "{error}");
+    assert!(!attempts.iter().any(Error::is_unprocessed), "{error:?}");
+    assert!(!error.to_string().contains("safe to send again"), "{error}");
+    client.close();
+}

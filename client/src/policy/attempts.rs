@@ -297,14 +297,19 @@ impl Attempts {
     }
 
     /// The final error: `error` alone, or with those of the attempts
-    /// before it.
+    /// before it. An attempt the server did not process says so only if
+    /// none of the others may have been processed: otherwise the request
+    /// may have been, and no part of its error (its message ends with the
+    /// last attempt's) may say it is safe to send again.
     fn outcome(&mut self, error: Error) -> Error {
         if self.failures.is_empty() {
             return error;
         }
         let mut attempts = std::mem::take(&mut self.failures);
         attempts.push(error);
-        Error::Retried { attempts }
+        let retried = Error::Retried { attempts };
+        let unprocessed = retried.is_unprocessed();
+        retried.with_unprocessed(unprocessed)
     }
 
     /// The request deadline (the same for every attempt).
