@@ -517,6 +517,22 @@ fn invalid_input_errors_name_what_was_bad_but_no_secret() {
         );
         assert!(!message.contains("sec"), "{message}");
     }
+    // A whole header line passed as the name is shown up to its colon.
+    let message = invalid_message(
+        client
+            .get("http://127.0.0.1/")
+            .header("Authorization: Bearer hunter2", "v")
+            .send(),
+    );
+    assert_eq!(
+        message,
+        r#"invalid header "Authorization: …": invalid HTTP header name"#
+    );
+    // A very long URI is cut, its length said.
+    let long = format!("http://exa mple.com/{}", "x".repeat(70_000));
+    let message = invalid_message(client.get(long.as_str()).send());
+    assert!(message.len() < 400, "{} bytes", message.len());
+    assert!(message.contains("70020 bytes in all"), "{message}");
     client.close();
 }
 

@@ -97,7 +97,7 @@ fn uri_of_shared(bytes: Bytes) -> Result<Uri, InvalidRequest> {
 /// scheme is [`InvalidRequest::Scheme`]: that is what is wrong with it,
 /// where the parser says only "invalid format".
 fn invalid_uri(text: &str, source: http::Error) -> InvalidRequest {
-    let shown = without_userinfo(text);
+    let shown = shortened(&without_userinfo(text));
     if scheme_end(text).is_some() {
         InvalidRequest::Uri { uri: shown, source }
     } else {
@@ -190,9 +190,31 @@ impl sealed::HeaderNameInput for Vec<u8> {
 /// each of these types.
 fn header_name(bytes: &[u8]) -> Result<HeaderName, InvalidRequest> {
     HeaderName::from_bytes(bytes).map_err(|e| InvalidRequest::Header {
-        name: String::from_utf8_lossy(bytes).into_owned(),
+        name: shown_name(&String::from_utf8_lossy(bytes)),
         source: e.into(),
     })
+}
+
+/// An invalid header name as an error shows it: a whole header line
+/// passed as the name (`"Authorization: Bearer …"`) up to its colon, the
+/// rest — the value, maybe a secret — as `…`.
+fn shown_name(text: &str) -> String {
+    match text.split_once(':') {
+        Some((name, _)) => shortened(&format!("{name}: …")),
+        None => shortened(text),
+    }
+}
+
+/// Quoted text longer than this is cut in an error's message.
+const SHOWN_CHARS: usize = 200;
+
+/// `text`, cut after [`SHOWN_CHARS`] characters (`…` and its length
+/// said): a 70 KB URL need not make a 70 KB error message.
+fn shortened(text: &str) -> String {
+    match text.char_indices().nth(SHOWN_CHARS) {
+        Some((cut, _)) => format!("{}… ({} bytes in all)", &text[..cut], text.len()),
+        None => text.to_owned(),
+    }
 }
 
 #[cfg(test)]
