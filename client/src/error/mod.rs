@@ -208,8 +208,10 @@ impl Http2Reason {
     pub const REFUSED_STREAM: Http2Reason = Http2Reason(0x7);
     /// `CANCEL`.
     pub const CANCEL: Http2Reason = Http2Reason(0x8);
-    /// `ENHANCE_YOUR_CALM`.
+    /// `ENHANCE_YOUR_CALM`: the server asks the client to slow down.
     pub const ENHANCE_YOUR_CALM: Http2Reason = Http2Reason(0xb);
+    /// `HTTP_1_1_REQUIRED`: the server will not take the request over HTTP/2.
+    pub const HTTP_1_1_REQUIRED: Http2Reason = Http2Reason(0xd);
 
     /// The error code's name, or `None` for a code RFC 9113 does not define.
     pub fn name(self) -> Option<&'static str> {

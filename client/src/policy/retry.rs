@@ -11,7 +11,8 @@
 //!   `Retry-After` (seconds or an HTTP date) is honoured. Not a server
 //!   that broke the protocol: an HTTP/1.1 response that does not parse
 //!   ([`Error::Protocol`]), an HTTP/2 error the client ended the stream or
-//!   connection with.
+//!   connection with; nor a reset the same request cannot cure
+//!   (`ENHANCE_YOUR_CALM`, `HTTP_1_1_REQUIRED`).
 //! * **Which methods**: idempotent ones (RFC 9110 §9.2.2); others only
 //!   when the request provably never reached the server (it never
 //!   connected) or the server provably did not process it
@@ -37,7 +38,7 @@
 //!   [`Error::Retried`], which lists every
 //!   attempt's error.
 
-use crate::error::{Error, Http2Initiator, ProxyError};
+use crate::error::{Error, Http2Initiator, Http2Reason, ProxyError};
 use http::StatusCode;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::{Arc, Mutex};
@@ -173,8 +174,17 @@ impl Policy {
                     ..
                 }
         );
+        // Two resets that sending the same request again cannot cure: the
+        // server asks for calm, or for HTTP/1.1.
+        let futile = matches!(
+            error,
+            Error::Http2 {
+                reason: Http2Reason::ENHANCE_YOUR_CALM | Http2Reason::HTTP_1_1_REQUIRED,
+                ..
+            }
+        );
         let method_allows = self.any_method || method.is_idempotent();
-        never_sent || (before_response && method_allows)
+        never_sent || (before_response && method_allows && !futile)
     }
 
     /// Whether a response with `status` is retried, for `method`.
@@ -433,7 +443,7 @@ mod tests {
         // broken the protocol, as a malformed HTTP/1.1 response.
         let h2 = |initiator, unprocessed| Error::Http2 {
             remote: "r".into(),
-            reason: crate::error::Http2Reason::INTERNAL_ERROR,
+            reason: Http2Reason::INTERNAL_ERROR,
             initiator,
             connection: false,
             unprocessed,
@@ -446,6 +456,21 @@ mod tests {
             .retries_error(&reset, &http::Method::POST));
         let unprocessed = h2(Http2Initiator::Remote, true);
         assert!(policy.retries_error(&unprocessed, &http::Method::POST));
+        // Asked to calm down, or for HTTP/1.1: the same request again cannot
+        // cure it.
+        for reason in [
+            Http2Reason::ENHANCE_YOUR_CALM,
+            Http2Reason::HTTP_1_1_REQUIRED,
+        ] {
+            let futile = Error::Http2 {
+                remote: "r".into(),
+                reason,
+                initiator: Http2Initiator::Remote,
+                connection: false,
+                unprocessed: false,
+            };
+            assert!(!policy.retries_error(&futile, &http::Method::GET));
+        }
         let broken = h2(Http2Initiator::Local, false);
         assert!(!policy.retries_error(&broken, &http::Method::GET));
         let malformed = Error::Protocol {
