@@ -965,6 +965,8 @@ fn a_stream_answered_then_refused_does_not_say_it_was_not_processed() {
             };
             let outcome = request.send().wait().and_then(|r| r.bytes().wait());
             let error = outcome.expect_err("the body cannot end well");
+            // Ended by the refusal, not by a deadline.
+            assert!(!error.is_timeout(), "script {script}: {error}");
             assert!(
                 !error.is_unprocessed(),
                 "script {script}, streamed {streamed_body}: {error}"

@@ -545,6 +545,11 @@ fn a_stopped_redirects_credentials_are_not_shown() {
     );
     assert!(!error.to_string().contains("hunter2"), "{error}");
     assert!(!format!("{error:?}").contains("hunter2"), "{error:?}");
+    // The target is still named, without its credentials.
+    assert!(
+        error.to_string().contains("http://127.0.0.1:9/next"),
+        "{error}"
+    );
     client.close();
 }
 

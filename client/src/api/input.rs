@@ -97,27 +97,34 @@ fn uri_of_shared(bytes: Bytes) -> Result<Uri, InvalidRequest> {
 /// scheme is [`InvalidRequest::Scheme`]: that is what is wrong with it,
 /// where the parser says only "invalid format".
 fn invalid_uri(text: &str, source: http::Error) -> InvalidRequest {
-    let shown = shortened(&without_userinfo(text));
-    if scheme_end(text).is_some() {
+    let shown = shown_uri(text);
+    if starts_with_scheme(text) {
         InvalidRequest::Uri { uri: shown, source }
     } else {
         InvalidRequest::Scheme(shown)
     }
 }
 
-/// Where `text`'s authority starts, after `scheme://`, if it starts with a
-/// scheme (RFC 3986: a letter, then letters, digits, `+`, `-` or `.`).
-fn scheme_end(text: &str) -> Option<usize> {
-    let (scheme, _) = text.split_once("://")?;
+/// Whether `text` starts with a scheme and `://` (RFC 3986: a letter,
+/// then letters, digits, `+`, `-` or `.`).
+fn starts_with_scheme(text: &str) -> bool {
+    let Some((scheme, _)) = text.split_once("://") else {
+        return false;
+    };
     let mut chars = scheme.chars();
-    let valid = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
-        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
-    valid.then_some(scheme.len() + 3)
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+}
+
+/// A URI's text as an error quotes it: without its userinfo, and
+/// [shortened].
+pub(crate) fn shown_uri(text: &str) -> String {
+    shortened(&without_userinfo(text))
 }
 
 /// `text` with the userinfo of its authority (`user:password@`) shown as
 /// `***@`: an error is printed and logged, and a password must not be.
-pub(crate) fn without_userinfo(text: &str) -> String {
+fn without_userinfo(text: &str) -> String {
     let start = authority_start(text);
     let authority = text[start..]
         .split(['/', '?', '#'])

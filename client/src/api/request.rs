@@ -1,6 +1,6 @@
 //! [`RequestBuilder`]: one request, built up and sent.
 
-use super::input::without_userinfo;
+use super::input::shown_uri;
 use super::{Client, IntoHeaderName, ResponseFuture};
 use crate::error::{Error, InvalidRequest};
 use crate::events::{Both, EventListener};
@@ -191,7 +191,7 @@ impl RequestBuilder {
                     _ => String::new(),
                 };
                 InvalidRequest::Uri {
-                    uri: without_userinfo(&format!("{origin}{joined}")),
+                    uri: shown_uri(&format!("{origin}{joined}")),
                     source,
                 }
             };

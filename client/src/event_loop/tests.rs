@@ -215,16 +215,10 @@ impl Source for WakesTwice {
 /// the whole response in place, woken once rather than twice.
 #[test]
 fn a_sources_task_wakeups_come_after_its_call_each_once() {
-    struct Counting(Arc<AtomicUsize>);
-    impl std::task::Wake for Counting {
-        fn wake(self: Arc<Self>) {
-            self.0.fetch_add(1, Ordering::SeqCst);
-        }
-    }
     let group = EventLoopGroup::builder().threads(1).build().unwrap();
     let event_loop = group.loops()[0].clone();
     let count = Arc::new(AtomicUsize::new(0));
-    let waker = std::task::Waker::from(Arc::new(Counting(count.clone())));
+    let waker = std::task::Waker::from(Arc::new(CountingWake(count.clone())));
     let (seen_within, on_seen) = mpsc::channel();
     let source_count = count.clone();
     event_loop
@@ -1058,6 +1052,13 @@ fn tasks_woken_by_one_polls_sources(armed: bool) -> Vec<usize> {
     let seen: Vec<usize> = (0..2)
         .map(|_| on_seen.recv_timeout(Duration::from_secs(10)).unwrap())
         .collect();
+    // And held, not lost: both tasks are woken once the poll's sources ran.
+    let give_up = Instant::now() + Duration::from_secs(10);
+    let all_woken = || counts.iter().all(|count| count.load(Ordering::SeqCst) == 1);
+    while !all_woken() && Instant::now() < give_up {
+        thread::sleep(Duration::from_millis(1));
+    }
+    assert!(all_woken(), "held wake-ups never made");
     group.shutdown();
     seen
 }
