@@ -86,6 +86,7 @@ pub(crate) struct ClientConfig {
     pub(crate) limits: Limits,
     // threads and testing seams
     pub(crate) event_loops: Option<usize>,
+    pub(crate) executor: Option<crate::event_loop::Executor>,
     pub(crate) clock: SharedClock,
     pub(crate) timer: Option<HashedWheelTimer>,
     pub(crate) event_loop_group: Option<Arc<EventLoopGroup>>,
@@ -227,6 +228,7 @@ impl Default for ClientConfig {
             expect_continue_timeout: Some(Duration::from_secs(1)),
             limits: Limits::default(),
             event_loops: None,
+            executor: None,
             clock: Arc::new(SystemClock),
             timer: None,
             event_loop_group: None,

@@ -228,7 +228,12 @@ pub fn in_flight_tasks(
         .enable_all()
         .build()
         .map_err(|e| format!("tickless: runtime: {e}"))?;
-    let client = quiet_client(false)?;
+    let client = Client::builder()
+        .request_timeout(Duration::ZERO)
+        .read_timeout(Duration::ZERO)
+        .executor(tickless::event_loop::Executor::tokio(rt.handle().clone()))
+        .build()
+        .map_err(|e| format!("tickless: build: {e}"))?;
     let url = Arc::<str>::from(url);
     let tasks_client = client.clone();
     let sample = crate::drive::tokio_tasks(&rt, window, expect, plan, move || {

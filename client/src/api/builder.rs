@@ -666,6 +666,16 @@ impl ClientBuilder {
         self
     }
 
+    /// Has `executor`'s reactor drive the client's event loops (see
+    /// [`EventLoopGroupBuilder::executor`](crate::event_loop::EventLoopGroupBuilder::executor)):
+    /// for a client whose requests are awaited on that executor's tasks.
+    /// Ignored with an [`event_loop_group`](Self::event_loop_group) of
+    /// your own (give it to that group's builder instead).
+    pub fn executor(mut self, executor: crate::event_loop::Executor) -> Self {
+        self.config.executor = Some(executor);
+        self
+    }
+
     /// The clock every deadline reads (default: the system's monotonic
     /// clock). With a [`ManualClock`](tickless_timer::ManualClock), timeouts
     /// fire when the test advances it, in both timeout modes.

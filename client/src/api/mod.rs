@@ -257,6 +257,9 @@ impl Client {
                 if let Some(loops) = config.event_loops {
                     builder = builder.threads(loops);
                 }
+                if let Some(executor) = &config.executor {
+                    builder = builder.executor(executor.clone());
+                }
                 Arc::new(builder.build()?)
             }
         };

@@ -2,7 +2,7 @@
 //! connection to one of them.
 
 use super::affinity::Pinning;
-use super::{EventLoop, SchedulerFactory, TimeoutScheduler};
+use super::{EventLoop, Executor, SchedulerFactory, TimeoutScheduler};
 use std::cell::{Cell, RefCell};
 use std::io;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -69,14 +69,15 @@ pub const MAX_EVENT_LOOPS: usize = 1024;
 pub struct EventLoopGroupBuilder {
     /// `None`: the available cores, counted when the loops start.
     threads: Option<usize>,
-    clock: SharedClock,
-    spin: Duration,
+    pub(super) clock: SharedClock,
+    pub(super) spin: Duration,
     pin: Pinning,
     /// How long a loop's thread leaves it idle for a caller to drive:
     /// [`IDLE_GRACE`](super::turn::IDLE_GRACE) but in tests.
-    idle_grace: Duration,
-    thread_name: String,
+    pub(super) idle_grace: Duration,
+    pub(super) thread_name: String,
     scheduler: Option<SchedulerFactory>,
+    pub(super) executor: Option<Executor>,
 }
 
 impl EventLoopGroupBuilder {
@@ -157,6 +158,19 @@ impl EventLoopGroupBuilder {
         self
     }
 
+    /// Has `executor`'s reactor drive the loops: a task of its own per
+    /// loop runs the loop's turns on the executor's workers whenever the
+    /// loop's sockets have news, and each loop's thread only keeps its
+    /// deadlines (see "Driven by an executor" on [`EventLoop`]). For
+    /// callers that await their responses on that executor: the answers
+    /// then reach their tasks on the thread that read them. Blocking
+    /// callers wait rather than drive the loops. If the executor stops
+    /// (its runtime shut down), the loops' threads take them back.
+    pub fn executor(mut self, executor: Executor) -> Self {
+        self.executor = Some(executor);
+        self
+    }
+
     /// Prefix of the loop threads' names (default `tickless-loop`).
     pub fn thread_name(mut self, name: impl Into<String>) -> Self {
         self.thread_name = name.into();
@@ -200,15 +214,8 @@ impl EventLoopGroupBuilder {
         let cpus = super::affinity::plan(self.pin, threads);
         let queued = Arc::new(AtomicUsize::new(0));
         for (index, cpu) in cpus.into_iter().enumerate() {
-            loops.0.push(EventLoop::start(
-                index,
-                self.clock.clone(),
-                self.spin,
-                self.idle_grace,
-                format!("{}-{index}", self.thread_name),
-                cpu,
-                queued.clone(),
-            )?);
+            let event_loop = EventLoop::start(index, &self, cpu, queued.clone())?;
+            loops.0.push(event_loop);
         }
         let schedulers = loops
             .0
@@ -279,6 +286,7 @@ impl EventLoopGroup {
             pin: Pinning::Auto,
             idle_grace: super::turn::IDLE_GRACE,
             scheduler: None,
+            executor: None,
         }
     }
 

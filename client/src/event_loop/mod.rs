@@ -8,12 +8,14 @@
 //! threads that talk to a loop, are documented on [`EventLoop`].
 
 mod affinity;
+mod executor;
 mod group;
 mod scheduler;
 mod source;
 mod task_wakes;
 mod turn;
 pub use affinity::without_pinning;
+pub use executor::Executor;
 pub(crate) use turn::answered_a_waiting_caller;
 #[cfg(test)]
 pub(crate) use turn::take_answered_a_waiting_caller;
@@ -61,6 +63,10 @@ enum Driver {
     /// Nobody: the loop's thread sleeps, for at most two idle graces, until
     /// a caller drives the loop or work comes that nobody would run.
     Idle,
+    /// An executor's task, whenever the loop's poll has events; the
+    /// loop's thread keeps its deadlines (see "Driven by an executor" on
+    /// [`EventLoop`]).
+    Executor,
 }
 
 struct Inbox {
@@ -85,6 +91,12 @@ struct Inbox {
     /// release) from one that stayed, or a loop left idle for the whole
     /// grace.
     releases: u64,
+    /// The executor's task that drives the loop (see "Driven by an
+    /// executor" on [`EventLoop`]), set while it waits: a task posted to
+    /// the parked loop wakes it, rather than the loop's poll (whose
+    /// readiness the executor's reactor would see only when it next
+    /// polls).
+    executor_task: Option<std::task::Waker>,
     /// Wake-ups posted for tasks.
     #[cfg(test)]
     wakeups: u64,
@@ -194,6 +206,32 @@ struct Timers {
 /// whoever drives arms the precise wait, and the thread wakes for the
 /// nearest one while the loop is idle. Only the thread ends the loop.
 ///
+/// # Driven by an executor
+///
+/// A group built with an [`Executor`]
+/// ([`EventLoopGroupBuilder::executor`]) is driven by that executor's
+/// reactor: its async callers' tasks run on the executor's workers, and a
+/// loop driven by its own thread would hand every answer across to a
+/// worker, and every next request back, a wake-up each way (the README
+/// has the figures). So each loop has a task on the executor that runs
+/// its turns on a worker whenever the executor's reactor reports the
+/// loop's poll readable, or a task is posted to the parked loop (the
+/// post wakes that task, not the poll), never blocking: each turn polls
+/// without waiting, first, then runs the tasks posted, and the task waits
+/// again once a turn leaves nothing to do (`executor_turns`). The answers
+/// reach their tasks on the worker that read them, and their next
+/// requests are written by the next turn there.
+///
+/// The loop's thread keeps the deadlines meanwhile: it waits, on a
+/// precise wait of its own, for the loop's nearest deadline (woken when a
+/// nearer one is armed) and expires what is due, taking the turn state
+/// for that moment — so a timeout is as exact as on a loop its thread
+/// drives, however busy the workers are (`keep_deadlines`). It takes the
+/// loop back (the driver becomes its thread again) when the loop closes,
+/// or when the executor's task ends: its runtime shut down, or the
+/// registration with its reactor failed. A blocking caller never drives
+/// such a loop: it waits, as it would on a loop its thread drives.
+///
 /// # The timers lock
 ///
 /// The heap sits behind a mutex that only this loop and arming threads take,
@@ -228,7 +266,7 @@ pub struct EventLoop {
     /// Wakes the loop's thread while the loop is idle (with the inbox lock).
     idle_wake: Condvar,
     /// What the driver works with: held by whoever drives.
-    turns: Mutex<Option<TurnState>>,
+    turns: Mutex<TurnState>,
     /// Exchanges attached to this loop's connections and not ended (see
     /// [`EventLoop::attach_exchange`]): what the tests check the awaited
     /// count against.
@@ -253,20 +291,40 @@ pub struct EventLoop {
     thread: Mutex<Option<JoinHandle<()>>>,
     /// Wakes the loop when a manual clock advances; kept alive here.
     advance_listener: OnceLock<Arc<AdvanceListener>>,
+    /// Interrupts the poll of the loop's thread while an executor drives
+    /// the loop (see "Driven by an executor" above); `None` for a loop
+    /// its thread drives.
+    keeper_waker: Option<mio::Waker>,
 }
 
 impl EventLoop {
+    /// Starts loop `index` of a group `group` describes, on `cpu`.
     fn start(
         index: usize,
-        clock: SharedClock,
-        spin: Duration,
-        idle_grace: Duration,
-        name: String,
+        group: &EventLoopGroupBuilder,
         cpu: Option<affinity::Cpu>,
         queued_in_group: Arc<AtomicUsize>,
     ) -> io::Result<Arc<EventLoop>> {
+        let (clock, spin, idle_grace) = (group.clock.clone(), group.spin, group.idle_grace);
+        let name = format!("{}-{index}", group.thread_name);
+        let executor = group.executor.as_ref();
+        let by_executor = executor.is_some();
         let poll = mio::Poll::new()?;
         let waker = mio::Waker::new(poll.registry(), WAKER)?;
+        let (keeper, keeper_waker) = match by_executor {
+            true => {
+                let (keeper, waker) = executor::DeadlineKeeper::new()?;
+                (Some(keeper), Some(waker))
+            }
+            false => (None, None),
+        };
+        // The executor's reactor watches a duplicate of the poll's
+        // descriptor: its registration never names a closed one.
+        let poll_fd = match by_executor {
+            true => Some(executor::PollFd::of(&poll)?),
+            false => None,
+        };
+        let turns = TurnState::new(poll, clock.as_manual().is_some())?;
         let heap = CountedHeap::with_capacity(64);
         let event_loop = Arc::new(EventLoop {
             index,
@@ -278,15 +336,20 @@ impl EventLoop {
                 tasks: Vec::new(),
                 closed: false,
                 parked: false,
-                driver: Driver::Thread,
+                driver: if by_executor {
+                    Driver::Executor
+                } else {
+                    Driver::Thread
+                },
                 thread_wakes_at: None,
                 thread_awaits_release: false,
                 releases: 0,
+                executor_task: None,
                 #[cfg(test)]
                 wakeups: 0,
             }),
             idle_wake: Condvar::new(),
-            turns: Mutex::new(None),
+            turns: Mutex::new(turns),
             #[cfg(test)]
             attached: AtomicUsize::new(0),
             awaited: AtomicUsize::new(0),
@@ -301,12 +364,14 @@ impl EventLoop {
             thread_id: OnceLock::new(),
             thread: Mutex::new(None),
             advance_listener: OnceLock::new(),
+            keeper_waker,
         });
         if let Some(manual) = event_loop.clock.as_manual() {
             let weak = Arc::downgrade(&event_loop);
             let listener: Arc<AdvanceListener> = Arc::new(move |_| {
                 if let Some(event_loop) = weak.upgrade() {
                     let _ = event_loop.waker.wake();
+                    event_loop.wake_deadline_keeper();
                 }
             });
             manual.on_advance(Arc::downgrade(&listener));
@@ -317,10 +382,13 @@ impl EventLoop {
         // the CPUs of the thread that builds it, never on a loop's one.
         let handle = thread::Builder::new().name(name).spawn(move || {
             let _pinned = affinity::LoopThread::pin(cpu);
-            runner.run(poll)
+            runner.run(keeper)
         })?;
         let _ = event_loop.thread_id.set(handle.thread().id());
         *lock(&event_loop.thread) = Some(handle);
+        if let (Some(executor), Some(poll_fd)) = (executor, poll_fd) {
+            executor.spawn_driver(event_loop.clone(), poll_fd);
+        }
         Ok(event_loop)
     }
 
@@ -398,13 +466,17 @@ impl EventLoop {
             let wake = match inbox.driver {
                 Driver::Idle if for_driver => Wake::None,
                 Driver::Idle => Wake::Thread,
+                Driver::Executor if inbox.parked => match &inbox.executor_task {
+                    Some(task) => Wake::Task(task.clone()),
+                    None => Wake::Poll,
+                },
                 Driver::Thread | Driver::Caller if inbox.parked => Wake::Poll,
-                Driver::Thread | Driver::Caller => Wake::None,
+                Driver::Thread | Driver::Caller | Driver::Executor => Wake::None,
             };
-            inbox.parked &= wake != Wake::Poll;
+            inbox.parked &= matches!(wake, Wake::None | Wake::Thread);
             #[cfg(test)]
             {
-                inbox.wakeups += u64::from(wake != Wake::None);
+                inbox.wakeups += u64::from(!matches!(wake, Wake::None));
             }
             wake
         };
@@ -412,6 +484,7 @@ impl EventLoop {
             Wake::None => {}
             Wake::Poll => drop(self.waker.wake()),
             Wake::Thread => self.idle_wake.notify_one(),
+            Wake::Task(task) => task.wake(),
         }
         Ok(())
     }
@@ -433,6 +506,7 @@ impl EventLoop {
     /// loop's thread if the loop is idle, from any thread but the driver's.
     fn interrupt(&self) {
         let _ = self.waker.wake();
+        self.wake_deadline_keeper();
         if lock(&self.inbox).driver == Driver::Idle {
             self.idle_wake.notify_one();
         }
@@ -536,6 +610,9 @@ impl EventLoop {
             let handle = timers.heap.insert(deadline, entry);
             (handle, nearest.is_none_or(|nearest| deadline < nearest))
         };
+        if becomes_nearest {
+            self.wake_deadline_keeper();
+        }
         // Its driver re-arms its wait before polling anyway.
         if becomes_nearest && !self.in_loop() {
             let _ = self.waker.wake();
@@ -602,13 +679,15 @@ impl Drop for Asleep {
 }
 
 /// What [`EventLoop::post`] wakes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug)]
 enum Wake {
     None,
     /// The driver's blocking poll.
     Poll,
     /// The loop's thread, asleep while the loop is idle.
     Thread,
+    /// The executor's task that drives the loop.
+    Task(std::task::Waker),
 }
 
 thread_local! {

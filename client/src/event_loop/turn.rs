@@ -1,6 +1,7 @@
 //! One turn of a loop, step by step (the steps are listed on
 //! [`EventLoop`]).
 
+use super::executor::DeadlineKeeper;
 use super::source::Sources;
 use super::task_wakes;
 use super::{Driver, Entry, EventLoop, LoopContext, LoopTask, Readiness, DRIVING, TIMER, WAKER};
@@ -97,6 +98,27 @@ pub(super) struct TurnState {
     registry: mio::Registry,
 }
 
+impl TurnState {
+    /// A loop's state before its first turn, around its poll.
+    pub(super) fn new(poll: mio::Poll, manual_clock: bool) -> io::Result<TurnState> {
+        let wait = PreciseWait::new(poll.registry(), TIMER).ok();
+        let registry = poll.registry().try_clone()?;
+        Ok(TurnState {
+            turn: Turn {
+                poll,
+                events: mio::Events::with_capacity(256),
+                wait,
+                manual_clock,
+                tasks: VecDeque::new(),
+                due: Vec::new(),
+                task_spins: SpinScore::default(),
+            },
+            sources: Sources::default(),
+            registry,
+        })
+    }
+}
+
 /// How a turn ended.
 #[derive(Debug, PartialEq, Eq)]
 enum Turned {
@@ -119,6 +141,30 @@ struct CallerTurn<'a> {
     blocked: bool,
 }
 
+/// How [`EventLoop::executor_turns`] ended.
+#[cfg_attr(not(feature = "tokio"), allow(dead_code))] // driven by `executor::on_tokio`
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum ExecutorTurns {
+    /// Nothing left: wait for the poll's readiness.
+    Parked,
+    /// Work left after the budget: yield to the executor's other tasks,
+    /// then turn again (`poll`: the last poll filled its buffer, poll
+    /// again).
+    Again { poll: bool },
+    /// The executor no longer drives the loop: its thread does.
+    Stopped,
+}
+
+/// Restores the loop this thread drove before an executor's turns.
+#[cfg_attr(not(feature = "tokio"), allow(dead_code))] // driven by `executor::on_tokio`
+struct RestoreDriving(*const EventLoop);
+
+impl Drop for RestoreDriving {
+    fn drop(&mut self) {
+        DRIVING.with(|driving| driving.set(self.0));
+    }
+}
+
 /// A caller driving a loop (see [`EventLoop::drive_until`]): hands the
 /// loop back on drop, also when a turn unwinds.
 struct Driving<'a> {
@@ -137,30 +183,15 @@ impl Drop for Driving<'_> {
 }
 
 impl EventLoop {
-    pub(super) fn run(self: Arc<Self>, poll: mio::Poll) {
+    pub(super) fn run(self: Arc<Self>, keeper: Option<DeadlineKeeper>) {
         super::LOOP_THREAD.with(|on| on.set(true));
-        let wait = PreciseWait::new(poll.registry(), TIMER).ok();
-        let registry = match poll.registry().try_clone() {
-            Ok(registry) => registry,
-            Err(_) => return self.stop_taking_work(),
-        };
-        *lock(&self.turns) = Some(TurnState {
-            turn: Turn {
-                poll,
-                events: mio::Events::with_capacity(256),
-                wait,
-                manual_clock: self.clock.as_manual().is_some(),
-                tasks: VecDeque::new(),
-                due: Vec::new(),
-                task_spins: SpinScore::default(),
-            },
-            sources: Sources::default(),
-            registry,
-        });
+        if let Some(keeper) = keeper {
+            self.keep_deadlines(keeper);
+        }
         loop {
             {
                 let mut turns = lock(&self.turns);
-                let state = turns.as_mut().expect("the loop's state stays in place");
+                let state = &mut *turns;
                 loop {
                     match self.turn(state, None) {
                         Turned::Again => {}
@@ -221,6 +252,117 @@ impl EventLoop {
         Turned::Again
     }
 
+    /// Runs this loop's turns on an executor's worker (see "Driven by an
+    /// executor" on [`EventLoop`]), none of whose polls blocks: until no
+    /// work is left — the loop is then parked, so the next task posted
+    /// wakes the executor's task — or for at most `budget` turns, or until
+    /// the executor no longer drives the loop.
+    ///
+    /// A turn here polls first, then runs the tasks; and it polls only
+    /// when the poll may have events — the executor's reactor said so
+    /// (`readable`; that readiness was cleared before, so events from then
+    /// on say so again), or the last poll filled its buffer — or when the
+    /// last poll is older than [`FRESH_POLL`](super::source::FRESH_POLL): woken for posted tasks alone
+    /// (requests for idle connections, most often), the turn runs them on
+    /// what the sockets said just now, as a loop's thread does, with one
+    /// poll for all rather than a peek per connection.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))] // called by `executor::on_tokio`
+    pub(super) fn executor_turns(self: &Arc<Self>, budget: usize, readable: bool) -> ExecutorTurns {
+        {
+            let mut inbox = lock(&self.inbox);
+            if inbox.driver != Driver::Executor {
+                return ExecutorTurns::Stopped;
+            }
+            inbox.parked = false;
+        }
+        let mut turns = lock(&self.turns);
+        let state = &mut *turns;
+        let outer = DRIVING.with(|driving| driving.replace(Arc::as_ptr(self)));
+        let _restore = RestoreDriving(outer);
+        let mut poll_next = readable;
+        for _ in 0..budget {
+            let mut cx = LoopContext {
+                event_loop: self,
+                registry: &state.registry,
+                sources: &mut state.sources,
+            };
+            let turn = &mut state.turn;
+            if poll_next || !cx.polled_recently() {
+                self.poll_once(turn, Some(Duration::ZERO));
+                poll_next = turn.events.iter().count() == turn.events.capacity();
+                cx.sources.polled_at = (!poll_next).then(Instant::now);
+                task_wakes::holding(|| self.dispatch_events(&mut cx, turn));
+                self.expire_due(&mut cx, &mut turn.due);
+            }
+            if !self.run_tasks(&mut cx, turn) {
+                return self.hand_back_to_thread();
+            }
+            self.run_again(&mut cx, &mut turn.due);
+            self.close_aborted(&mut cx, &mut turn.due);
+            // What a thread's poll would act on; nothing here blocks or
+            // spins.
+            take_answered_a_waiting_caller();
+            task_wakes::take_woke_tasks();
+            let busy = !turn.tasks.is_empty() || !cx.sources.again.is_empty();
+            if !busy && !poll_next && self.park() {
+                return ExecutorTurns::Parked;
+            }
+        }
+        ExecutorTurns::Again { poll: poll_next }
+    }
+
+    /// The deadline keeper's expiry (see
+    /// [`keep_deadlines`](Self::keep_deadlines)): takes the turn state
+    /// from the executor for the moment it takes, and wakes the executor's
+    /// task if what expired left work for a turn (aborts, sources to run).
+    pub(super) fn expire_for_executor(self: &Arc<Self>) {
+        let mut turns = lock(&self.turns);
+        let state = &mut *turns;
+        let mut cx = LoopContext {
+            event_loop: self,
+            registry: &state.registry,
+            sources: &mut state.sources,
+        };
+        self.expire_due(&mut cx, &mut state.turn.due);
+        let left = !state.turn.tasks.is_empty()
+            || !state.sources.again.is_empty()
+            || !state.sources.aborts.is_empty();
+        drop(turns);
+        if left {
+            let _ = self.waker.wake();
+        }
+    }
+
+    /// The executor's task, about to wait after its turns left the loop
+    /// parked: `task` is what a task posted from now on wakes. False if
+    /// one was posted since (the loop is no longer parked): turn again.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))] // called by `executor::on_tokio`
+    pub(super) fn executor_waits(&self, task: &std::task::Waker) -> bool {
+        let mut inbox = lock(&self.inbox);
+        if !inbox
+            .executor_task
+            .as_ref()
+            .is_some_and(|set| set.will_wake(task))
+        {
+            inbox.executor_task = Some(task.clone());
+        }
+        inbox.parked
+    }
+
+    /// The executor stops driving the loop (it is closing, or the
+    /// executor's task ended): the loop's thread takes it back, woken.
+    pub(super) fn hand_back_to_thread(&self) -> ExecutorTurns {
+        let mut inbox = lock(&self.inbox);
+        if inbox.driver == Driver::Executor {
+            inbox.driver = Driver::Thread;
+        }
+        let task = inbox.executor_task.take();
+        drop(inbox);
+        drop(task);
+        self.wake_deadline_keeper();
+        ExecutorTurns::Stopped
+    }
+
     /// Runs this loop's turns on the calling thread until `ready` — a
     /// caller blocked on an exchange of the loop, driving it while its
     /// thread has left it idle (see "Who drives a loop" on [`EventLoop`]).
@@ -254,16 +396,15 @@ impl EventLoop {
             outer: DRIVING.with(|driving| driving.replace(Arc::as_ptr(self))),
             busy: true,
         };
-        if let Some(state) = turns.as_mut() {
-            while !(caller.ready)() {
-                if self.turn(state, Some(&mut caller)) != Turned::Again {
-                    break;
-                }
+        let state = &mut *turns;
+        while !(caller.ready)() {
+            if self.turn(state, Some(&mut caller)) != Turned::Again {
+                break;
             }
-            driving.busy = !state.turn.tasks.is_empty()
-                || !state.sources.again.is_empty()
-                || !state.sources.aborts.is_empty();
         }
+        driving.busy = !state.turn.tasks.is_empty()
+            || !state.sources.again.is_empty()
+            || !state.sources.aborts.is_empty();
         // The state goes back before the loop does (`driving`'s drop).
         drop(turns);
         Some(!caller.blocked)

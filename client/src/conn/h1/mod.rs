@@ -22,20 +22,10 @@ use send::{BodyOut, Sending, Sent};
 use std::io;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// Body bytes gathered before they go into the pipe as one chunk (a
 /// response of many small chunks costs a push per read, not per chunk).
 const GATHER: usize = 64 * 1024;
-
-/// How recent the loop's last poll must be for an idle connection's
-/// silence since to be taken as the kernel's word (see
-/// [`Conn::start_on_idle`]): a loop held up longer (a slow listener, a
-/// burst) peeks first. Half a millisecond adds little to the time a close
-/// is in flight on a network, against a server's idle timeout of seconds;
-/// a busy loop's turns fit in it (at 100 µs, 64 requests in flight still
-/// peeked for six in ten).
-const FRESH_POLL: Duration = Duration::from_micros(500);
 
 /// Room left in the gathered bytes' allocation below which a streamed
 /// body's next read reserves a new one (see [`Active::in_place`]): what an
@@ -151,7 +141,7 @@ impl Conn {
     ) -> Result<(), Arc<Exchange>> {
         // A plain socket whose last read took all it had (`drained` is never
         // true over TLS), with no readable event since and the loop's last
-        // complete poll under `FRESH_POLL` old, is known open without a
+        // complete poll recent (`FRESH_POLL`), is known open without a
         // system call; otherwise a peek tells.
         // No event of that poll is still to come here: an idle connection
         // is reused by a loop task, which runs before the next poll and
@@ -159,7 +149,7 @@ impl Conn {
         // event. Either way can miss a close still in flight (a peek, one
         // sent in the last half round trip; this, also one that arrived
         // since that poll) — the retry on a fresh connection is for that.
-        let quiet = self.buf.drained() && cx.polled_within(FRESH_POLL);
+        let quiet = self.buf.drained() && cx.polled_recently();
         let alive = matches!(self.state, State::Idle)
             && self
                 .transport

@@ -1,0 +1,249 @@
+//! Loops driven by an executor's reactor (see "Driven by an executor" on
+//! [`EventLoop`]): a task on the executor runs a loop's turns whenever the
+//! loop's poll has events, on the executor's workers, and the loop's
+//! thread keeps its deadlines alone ([`DeadlineKeeper`]).
+//!
+//! Why: an async caller's tasks run on the executor's workers, the loop's
+//! I/O on the loop's thread, so every answer crosses from one to the other
+//! and every next request back — a wake-up and often a sleep each way,
+//! and on a machine with as many workers as cores the woken worker takes
+//! the loop's core. Run on the workers, the loop hands each answer to a
+//! task on the same thread (the executor's local queue), and the requests
+//! the tasks post wait for the loop's next turn there, as hyper's
+//! connections are driven by tokio's own reactor.
+//!
+//! Deadlines stay where they were exact: on the loop's thread, which
+//! sleeps on a precise wait of its own for the nearest one and expires it
+//! (taking the loop's turn state for that moment), so a worker busy with
+//! other tasks never makes a timeout late.
+
+use super::{Driver, EventLoop};
+use crate::sync::lock;
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::Arc;
+use std::time::Duration;
+use tickless_timer::PreciseWait;
+
+const WAKER: mio::Token = mio::Token(0);
+const TIMER: mio::Token = mio::Token(1);
+
+/// The loop's thread while an executor drives the loop: a poll of its own
+/// with a precise wait for the loop's nearest deadline and a waker.
+pub(super) struct DeadlineKeeper {
+    poll: mio::Poll,
+    events: mio::Events,
+    wait: Option<PreciseWait>,
+}
+
+impl DeadlineKeeper {
+    /// The keeper, and the waker that interrupts its poll (a new nearest
+    /// deadline, the loop closing or handed back).
+    pub(super) fn new() -> io::Result<(DeadlineKeeper, mio::Waker)> {
+        let poll = mio::Poll::new()?;
+        let waker = mio::Waker::new(poll.registry(), WAKER)?;
+        let wait = PreciseWait::new(poll.registry(), TIMER).ok();
+        let keeper = DeadlineKeeper {
+            poll,
+            events: mio::Events::with_capacity(4),
+            wait,
+        };
+        Ok((keeper, waker))
+    }
+}
+
+impl EventLoop {
+    /// The loop's thread while an executor drives the loop: waits for the
+    /// nearest deadline, as precisely as its own turns would, and expires
+    /// what is due; returns once the executor no longer drives the loop
+    /// (it is closing, or the executor's task ended), for the thread to
+    /// drive it.
+    pub(super) fn keep_deadlines(self: &Arc<Self>, mut keeper: DeadlineKeeper) {
+        let manual_clock = self.clock.as_manual().is_some();
+        loop {
+            {
+                let mut inbox = lock(&self.inbox);
+                if inbox.closed || inbox.driver != Driver::Executor {
+                    inbox.driver = Driver::Thread;
+                    return;
+                }
+            }
+            let now = self.clock.now();
+            let nearest = lock(&self.timers).heap.next_deadline();
+            let timeout = match nearest {
+                Some(deadline) if deadline <= now => {
+                    self.expire_for_executor();
+                    continue;
+                }
+                // Advanced by hand: the advance wakes the executor's task,
+                // whose turn expires what is due.
+                _ if manual_clock => None,
+                Some(deadline) if deadline.saturating_duration_since(now) <= self.spin => {
+                    Some(Duration::ZERO)
+                }
+                nearest => {
+                    let wake_at = nearest.map(|deadline| deadline - self.spin);
+                    let by_poll =
+                        || nearest.map(|deadline| deadline.saturating_duration_since(now));
+                    match keeper.wait.as_mut() {
+                        Some(wait) => wait.arm(wake_at, now).unwrap_or_else(|_| by_poll()),
+                        None => by_poll(),
+                    }
+                }
+            };
+            if let Err(error) = keeper.poll.poll(&mut keeper.events, timeout) {
+                if error.kind() != io::ErrorKind::Interrupted {
+                    // Nothing would keep the deadlines: the thread drives.
+                    let _ = self.hand_back_to_thread();
+                }
+            }
+            for event in keeper.events.iter() {
+                if event.token() == TIMER {
+                    if let Some(wait) = keeper.wait.as_mut() {
+                        wait.acknowledge();
+                    }
+                }
+            }
+        }
+    }
+
+    /// Interrupts the deadline keeper's poll, if the loop has one (see
+    /// [`keep_deadlines`](Self::keep_deadlines)), unless called on it.
+    pub(super) fn wake_deadline_keeper(&self) {
+        if let Some(waker) = &self.keeper_waker {
+            if std::thread::current().id() != self.thread_id() {
+                let _ = waker.wake();
+            }
+        }
+    }
+}
+
+/// A duplicate of a loop's poll's descriptor, for an executor's reactor to
+/// watch: a cloned `Registry` is one, closed when dropped, so the reactor's
+/// registration never names a descriptor closed or reused meanwhile.
+pub(super) struct PollFd(mio::Registry);
+
+impl PollFd {
+    pub(super) fn of(poll: &mio::Poll) -> io::Result<PollFd> {
+        poll.registry().try_clone().map(PollFd)
+    }
+}
+
+impl AsRawFd for PollFd {
+    fn as_raw_fd(&self) -> RawFd {
+        self.0.as_raw_fd()
+    }
+}
+
+/// The executor whose reactor drives a group's loops (see
+/// [`EventLoopGroupBuilder::tokio_runtime`](super::EventLoopGroupBuilder::tokio_runtime)).
+#[derive(Clone, Debug)]
+pub struct Executor {
+    #[cfg(feature = "tokio")]
+    runtime: tokio::runtime::Handle,
+    /// Without an executor to name, none can be made.
+    #[cfg(not(feature = "tokio"))]
+    never: std::convert::Infallible,
+}
+
+impl Executor {
+    /// Tokio's runtime `runtime`.
+    #[cfg(feature = "tokio")]
+    pub fn tokio(runtime: tokio::runtime::Handle) -> Executor {
+        Executor { runtime }
+    }
+
+    /// Spawns the task that drives `event_loop`, watching `poll_fd`.
+    pub(super) fn spawn_driver(&self, event_loop: Arc<EventLoop>, poll_fd: PollFd) {
+        #[cfg(feature = "tokio")]
+        on_tokio::spawn_driver(event_loop, poll_fd, &self.runtime);
+        #[cfg(not(feature = "tokio"))]
+        {
+            drop((event_loop, poll_fd));
+            match self.never {}
+        }
+    }
+}
+
+#[cfg(feature = "tokio")]
+mod on_tokio {
+    // One call needs it: tokio's `AsyncFd::register_with_interest`.
+    #![allow(unsafe_code)]
+
+    use super::super::turn::ExecutorTurns;
+    use super::super::EventLoop;
+    use super::PollFd;
+    use std::sync::Arc;
+    use std::task::Poll;
+    use tokio::io::unix::AsyncFd;
+    use tokio::io::Interest;
+
+    /// Turns a wake-up of the driver runs before it lets the executor's
+    /// other tasks run.
+    const TURNS_PER_WAKE: usize = 8;
+
+    /// Spawns the task that drives `event_loop` on `runtime`.
+    pub(super) fn spawn_driver(
+        event_loop: Arc<EventLoop>,
+        poll_fd: PollFd,
+        runtime: &tokio::runtime::Handle,
+    ) {
+        // Dropped unpolled (a runtime shutting down), the future hands the
+        // loop back to its thread.
+        drop(runtime.spawn(drive(HandBack(event_loop), poll_fd)));
+    }
+
+    /// Hands the loop back to its thread when the driver ends, however.
+    struct HandBack(Arc<EventLoop>);
+
+    impl Drop for HandBack {
+        fn drop(&mut self) {
+            let _ = self.0.hand_back_to_thread();
+        }
+    }
+
+    async fn drive(event_loop: HandBack, poll_fd: PollFd) {
+        // SAFETY: `poll_fd` owns its descriptor (a duplicate: see
+        // `PollFd`), which stays open, the same, while the `AsyncFd` owns
+        // it.
+        let registered = unsafe { AsyncFd::register_with_interest(poll_fd, Interest::READABLE) };
+        let Ok(poll_fd) = registered else {
+            return;
+        };
+        // Whether the loop's poll may have events: at first, it may.
+        let mut readable = true;
+        loop {
+            match event_loop.0.executor_turns(TURNS_PER_WAKE, readable) {
+                ExecutorTurns::Parked => {
+                    let woken = std::future::poll_fn(|cx| {
+                        match poll_fd.poll_read_ready(cx) {
+                            Poll::Ready(Err(error)) => Poll::Ready(Err(error)),
+                            Poll::Ready(Ok(mut ready)) => {
+                                // Before the next turn's poll: what comes
+                                // after it makes the descriptor readable
+                                // again.
+                                ready.clear_ready();
+                                Poll::Ready(Ok(true))
+                            }
+                            // A task posted since the turns parked.
+                            Poll::Pending if !event_loop.0.executor_waits(cx.waker()) => {
+                                Poll::Ready(Ok(false))
+                            }
+                            Poll::Pending => Poll::Pending,
+                        }
+                    })
+                    .await;
+                    match woken {
+                        Ok(events) => readable = events,
+                        Err(_) => return,
+                    }
+                }
+                ExecutorTurns::Again { poll } => {
+                    readable = poll;
+                    tokio::task::yield_now().await;
+                }
+                ExecutorTurns::Stopped => return,
+            }
+        }
+    }
+}

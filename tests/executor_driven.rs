@@ -1,0 +1,196 @@
+//! Event loops driven by a tokio runtime's reactor (`Executor::tokio`):
+//! the answers are read on the runtime's workers, a timeout still fires
+//! on time while every worker is blocked, blocking callers still get their
+//! answers, and the loops' threads take the loops back when the runtime
+//! shuts down.
+
+mod support;
+
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+use support::*;
+use tickless::event_loop::Executor;
+use tickless::timer::ManualClock;
+use tickless::{Client, ClientBuilder, Error, EventListener, RequestInfo};
+
+const CEILING: Duration = Duration::from_secs(10);
+const WORKER: &str = "executor-test-worker";
+
+/// The names of the threads each status line was read on.
+#[derive(Default)]
+struct ReadOn(Mutex<Vec<String>>);
+
+impl EventListener for ReadOn {
+    fn on_status(&self, _: &RequestInfo, _: http::StatusCode) {
+        let name = thread::current().name().unwrap_or("unnamed").to_owned();
+        self.0.lock().unwrap().push(name);
+    }
+}
+
+impl ReadOn {
+    fn threads(&self) -> Vec<String> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+fn runtime(workers: usize) -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .thread_name(WORKER)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn driven_by(runtime: &tokio::runtime::Runtime) -> ClientBuilder {
+    Client::builder()
+        .event_loops(2)
+        .executor(Executor::tokio(runtime.handle().clone()))
+}
+
+fn echo_server() -> TestServer {
+    TestServer::respond(|request| ok(&request.target))
+}
+
+#[test]
+fn the_answers_of_tasks_are_read_on_the_runtimes_workers() {
+    let rt = runtime(2);
+    let server = echo_server();
+    let read_on = Arc::new(ReadOn::default());
+    let client = driven_by(&rt).listener(read_on.clone()).build().unwrap();
+    rt.block_on(async {
+        let tasks: Vec<_> = (0..16)
+            .map(|task| {
+                let (client, server) = (client.clone(), server.addr());
+                tokio::spawn(async move {
+                    for n in 0..8 {
+                        let path = format!("/{task}/{n}");
+                        let url = format!("http://{server}{path}");
+                        let response = client.get(url).send().await?;
+                        assert_eq!(response.status(), 200);
+                        assert_eq!(response.text().await?, path);
+                    }
+                    Ok::<(), Error>(())
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap().unwrap();
+        }
+    });
+    let threads = read_on.threads();
+    assert_eq!(threads.len(), 16 * 8);
+    assert!(
+        threads.iter().all(|name| name == WORKER),
+        "read elsewhere than on the runtime's workers: {threads:?}"
+    );
+    assert_settles(&client, CEILING);
+    client.close();
+}
+
+#[test]
+fn a_timeout_fires_on_time_while_every_worker_is_blocked() {
+    let rt = runtime(1);
+    let server = TestServer::start(Behaviour::NeverAnswer);
+    let client = driven_by(&rt)
+        .use_event_loop_timeouts(true)
+        .build()
+        .unwrap();
+    let timeout = Duration::from_millis(300);
+    let started = Instant::now();
+    let future = client.get(server.url("/")).request_timeout(timeout).send();
+    // Sent (so the timeout is on the loop's heap), then the one worker,
+    // which alone runs the loops' turns, is blocked until the test lets
+    // it go.
+    assert!(server.wait_for_requests(1, CEILING));
+    let (release, released) = mpsc::channel::<()>();
+    let (blocked, is_blocked) = mpsc::channel::<bool>();
+    rt.spawn(async move {
+        blocked.send(true).unwrap();
+        let by_the_test = released.recv_timeout(Duration::from_secs(60)).is_ok();
+        blocked.send(by_the_test).unwrap();
+    });
+    assert!(is_blocked.recv_timeout(CEILING).unwrap());
+    let fired = eventually(CEILING, || future.is_done());
+    let fired_after = started.elapsed();
+    release.send(()).unwrap();
+    assert!(fired, "no timeout while the worker was blocked");
+    assert!(fired_after >= timeout, "fired early: {fired_after:?}");
+    let error = future.wait().unwrap_err();
+    assert!(error.is_timeout(), "{error}");
+    assert!(
+        is_blocked.recv_timeout(CEILING).unwrap(),
+        "the worker was let go before the timeout fired"
+    );
+    client.close();
+}
+
+#[test]
+fn on_a_manual_clock_a_timeout_fires_when_the_clock_passes_it() {
+    let rt = runtime(2);
+    let server = TestServer::start(Behaviour::NeverAnswer);
+    let clock = ManualClock::new();
+    let client = driven_by(&rt)
+        .clock(Arc::new(clock.clone()))
+        .use_event_loop_timeouts(true)
+        .build()
+        .unwrap();
+    let timeout = Duration::from_secs(5);
+    let future = client.get(server.url("/")).request_timeout(timeout).send();
+    assert!(server.wait_for_requests(1, CEILING));
+    clock.advance(timeout - Duration::from_nanos(1));
+    // A wrongly fired timeout would show itself within this pause.
+    thread::sleep(Duration::from_millis(50));
+    assert!(!future.is_done(), "fired before its deadline");
+    clock.advance(Duration::from_nanos(1));
+    assert!(eventually(CEILING, || future.is_done()), "never fired");
+    assert!(future.wait().unwrap_err().is_timeout());
+    client.close();
+}
+
+#[test]
+fn a_blocking_caller_waits_for_answers_a_worker_reads() {
+    let rt = runtime(2);
+    let server = echo_server();
+    let read_on = Arc::new(ReadOn::default());
+    let client = driven_by(&rt).listener(read_on.clone()).build().unwrap();
+    for n in 0..20 {
+        let path = format!("/blocking/{n}");
+        let response = client.get(server.url(&path)).send().wait().unwrap();
+        assert_eq!(response.text().wait().unwrap(), path);
+    }
+    assert!(read_on.threads().iter().all(|name| name == WORKER));
+    client.close();
+}
+
+#[test]
+fn the_loops_threads_take_the_loops_back_when_the_runtime_shuts_down() {
+    let rt = runtime(2);
+    let server = echo_server();
+    let read_on = Arc::new(ReadOn::default());
+    let client = driven_by(&rt)
+        .listener(read_on.clone())
+        .request_timeout(CEILING)
+        .build()
+        .unwrap();
+    let before = rt.block_on(async {
+        let response = client.get(server.url("/before")).send().await?;
+        response.text().await
+    });
+    assert_eq!(before.unwrap(), "/before");
+    rt.shutdown_timeout(CEILING);
+    // The pooled connection too: its loop is its thread's again.
+    for n in 0..4 {
+        let path = format!("/after/{n}");
+        let response = client.get(server.url(&path)).send().wait().unwrap();
+        assert_eq!(response.text().wait().unwrap(), path);
+    }
+    let threads = read_on.threads();
+    assert_eq!(threads[0], WORKER);
+    assert!(
+        threads[1..].iter().all(|name| name != WORKER),
+        "read on a worker of a runtime shut down: {threads:?}"
+    );
+    client.close();
+}
