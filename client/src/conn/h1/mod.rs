@@ -32,6 +32,17 @@ const GATHER: usize = 64 * 1024;
 /// allocation can waste at most.
 const MIN_SPARE: usize = 4 * 1024;
 
+/// A known-length body with less than this left is read through the read
+/// buffer, not in place: a read in place is offered exactly what the body
+/// lacks, and one that fills it says nothing of whether the socket holds
+/// more (see `ReadBuf::drained`) — so the connection, once idle, would be
+/// peeked before its next request. A read into the read buffer is offered
+/// more, and its short read says the socket is drained; copying these few
+/// bytes costs less than that system call. (Against nginx, which sends a
+/// small file's head and body in two segments, every such response
+/// ended that way.)
+const IN_PLACE_MIN: u64 = 4 * 1024;
+
 /// The most a collected body asks the socket to hold before it reports
 /// itself readable (Linux caps it further, to half its largest receive
 /// buffer, and grows the buffer to fit).
@@ -94,13 +105,14 @@ impl Active {
     }
 
     /// Where to read the body straight from the socket, past the read
-    /// buffer, and how much at most: its length is known, some of it is
-    /// still to come, and it is read (not drained). Into the collected body
+    /// buffer, and how much at most: its length is known, at least
+    /// [`IN_PLACE_MIN`] of it is still to come, and it is read (not
+    /// drained). Into the collected body
     /// when the reader collects it; else into the bytes gathered for the
     /// pipe's next chunk — either way each byte is copied once, by the
     /// kernel.
     fn in_place(&mut self) -> Option<(&mut BytesMut, usize)> {
-        let remaining = self.decoder.body_remaining().filter(|&n| n > 0)?;
+        let remaining = self.decoder.body_remaining().filter(|&n| n >= IN_PLACE_MIN)?;
         if self.draining.is_some() {
             return None;
         }
