@@ -6,6 +6,7 @@
 
 mod support;
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -193,4 +194,38 @@ fn the_loops_threads_take_the_loops_back_when_the_runtime_shuts_down() {
         "read on a worker of a runtime shut down: {threads:?}"
     );
     client.close();
+}
+
+#[test]
+fn a_manual_clock_advanced_while_the_loops_start_is_no_panic() {
+    // A loop hears a manual clock's advances from the moment it is built,
+    // before its thread is started: an advance then must not ask for that
+    // thread's id.
+    let rt = runtime(1);
+    let clock = ManualClock::new();
+    let stop = Arc::new(AtomicBool::new(false));
+    let advancer = thread::spawn({
+        let (clock, stop) = (clock.clone(), stop.clone());
+        move || {
+            while !stop.load(Ordering::SeqCst) {
+                clock.advance(Duration::from_nanos(1));
+            }
+        }
+    });
+    for _ in 0..100 {
+        if advancer.is_finished() {
+            break;
+        }
+        let client = driven_by(&rt)
+            .event_loops(4)
+            .clock(Arc::new(clock.clone()))
+            .build()
+            .unwrap();
+        client.close();
+    }
+    stop.store(true, Ordering::SeqCst);
+    assert!(
+        advancer.join().is_ok(),
+        "an advance panicked while a loop started"
+    );
 }

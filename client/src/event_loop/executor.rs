@@ -109,9 +109,13 @@ impl EventLoop {
 
     /// Interrupts the deadline keeper's poll, if the loop has one (see
     /// [`keep_deadlines`](Self::keep_deadlines)), unless called on it.
+    ///
+    /// Also before the loop's thread has its id: a manual clock's advance
+    /// reaches a loop as soon as it is built (see `EventLoop::start`), and
+    /// no thread is the keeper yet.
     pub(super) fn wake_deadline_keeper(&self) {
         if let Some(waker) = &self.keeper_waker {
-            if std::thread::current().id() != self.thread_id() {
+            if self.thread_id.get() != Some(&std::thread::current().id()) {
                 let _ = waker.wake();
             }
         }
