@@ -229,3 +229,35 @@ fn a_manual_clock_advanced_while_the_loops_start_is_no_panic() {
         "an advance panicked while a loop started"
     );
 }
+
+#[test]
+fn a_blocking_caller_on_a_worker_gets_its_answer() {
+    // The task posts its request, which wakes the loop's task onto this
+    // worker (its next-task slot), then blocks the worker waiting for the
+    // answer: the loop's task must run elsewhere meanwhile.
+    let rt = runtime(2);
+    let server = echo_server();
+    let client = driven_by(&rt).request_timeout(CEILING).build().unwrap();
+    let started = Instant::now();
+    let answers = rt.block_on(async {
+        let tasks: Vec<_> = (0..4)
+            .map(|task| {
+                let (client, url) = (client.clone(), server.url(&format!("/{task}")));
+                tokio::spawn(async move {
+                    let response = client.get(url).send().wait()?;
+                    response.text().wait()
+                })
+            })
+            .collect();
+        let mut answers = Vec::new();
+        for task in tasks {
+            answers.push(task.await.unwrap());
+        }
+        answers
+    });
+    for (task, answer) in answers.into_iter().enumerate() {
+        assert_eq!(answer.unwrap(), format!("/{task}"));
+    }
+    assert!(started.elapsed() < CEILING, "answered by the timeout only");
+    client.close();
+}

@@ -122,6 +122,35 @@ impl EventLoop {
     }
 }
 
+/// Runs `wait`, the calling thread's blocking wait for news of an
+/// exchange on `home`, a loop it could not drive (`None`: the exchange
+/// has no connection yet, and may get one on any loop, executor-driven
+/// or not). On a worker of a multi-threaded tokio runtime, while an
+/// executor drives that loop, inside tokio's `block_in_place`: the task
+/// that drives it may be one of this worker's own — most often in its
+/// next-task slot, where the post of the very request waited for put it,
+/// and which no other worker takes — and would otherwise wait with it
+/// for news only it can bring (until a timeout, if any).
+/// `block_in_place` hands the worker's tasks to another thread for the
+/// while.
+pub(crate) fn block_for_news<R>(home: Option<&EventLoop>, wait: impl FnOnce() -> R) -> R {
+    #[cfg(feature = "tokio")]
+    if home.is_none_or(EventLoop::driven_by_executor) && on_tokio::on_a_worker() {
+        return tokio::task::block_in_place(wait);
+    }
+    #[cfg(not(feature = "tokio"))]
+    let _ = home;
+    wait()
+}
+
+impl EventLoop {
+    /// Whether an executor's task drives the loop now.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))] // asked with `tokio` only
+    fn driven_by_executor(&self) -> bool {
+        lock(&self.inbox).driver == Driver::Executor
+    }
+}
+
 /// A duplicate of a loop's poll's descriptor, for an executor's reactor to
 /// watch: a cloned `Registry` is one, closed when dropped, so the reactor's
 /// registration never names a descriptor closed or reused meanwhile.
@@ -185,6 +214,17 @@ mod on_tokio {
     /// Turns a wake-up of the driver runs before it lets the executor's
     /// other tasks run.
     const TURNS_PER_WAKE: usize = 8;
+
+    /// Whether the calling thread may run a multi-threaded runtime's
+    /// tasks (a worker, or its `block_on`): where `block_in_place` hands
+    /// them to another thread. A current-thread runtime's thread cannot
+    /// (`block_in_place` would panic there); a thread of no runtime, or of
+    /// a runtime's blocking pool, need not.
+    pub(crate) fn on_a_worker() -> bool {
+        tokio::runtime::Handle::try_current().is_ok_and(|runtime| {
+            runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
+        })
+    }
 
     /// Spawns the task that drives `event_loop` on `runtime`.
     pub(super) fn spawn_driver(

@@ -15,6 +15,7 @@ mod source;
 mod task_wakes;
 mod turn;
 pub use affinity::without_pinning;
+pub(crate) use executor::block_for_news;
 pub use executor::Executor;
 pub(crate) use turn::answered_a_waiting_caller;
 #[cfg(test)]
@@ -230,7 +231,12 @@ struct Timers {
 /// loop back (the driver becomes its thread again) when the loop closes,
 /// or when the executor's task ends: its runtime shut down, or the
 /// registration with its reactor failed. A blocking caller never drives
-/// such a loop: it waits, as it would on a loop its thread drives.
+/// such a loop: it waits, as it would on a loop its thread drives — on a
+/// worker of a multi-threaded runtime, inside tokio's `block_in_place`
+/// (`block_for_news`), since the task that drives the loop may be that
+/// worker's own. A current-thread runtime runs its tasks only while its
+/// thread is in its `block_on`: a blocking wait there, or one while
+/// nobody runs it, gets its answer by a timeout only.
 ///
 /// # The timers lock
 ///

@@ -174,10 +174,11 @@ impl<T> Outcome<T> {
                 }
             }
             slot.blocked = true;
-            slot = self
-                .ready
-                .wait(slot)
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            slot = crate::event_loop::block_for_news(home.map(|home| &**home), || {
+                self.ready
+                    .wait(slot)
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+            });
         }
     }
 }

@@ -388,10 +388,11 @@ impl Pipe {
                 };
                 state.reader = Some(Waiter::Blocked(asleep));
             }
-            state = self
-                .reader_ready
-                .wait(state)
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            state = crate::event_loop::block_for_news(home.map(|home| &**home), || {
+                self.reader_ready
+                    .wait(state)
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+            });
         }
         // Its count, if it was not woken by the writer (who takes it).
         if matches!(state.reader, Some(Waiter::Blocked(_))) {
