@@ -753,8 +753,11 @@ impl EventLoop {
     /// overdue.
     fn close_aborted(&self, cx: &mut LoopContext<'_>, due: &mut Vec<Entry>) {
         // A manual clock's poll wakes for no deadline, only for an advance:
-        // an abort left for after the next expiry would wait for that.
-        let may_defer = self.clock.as_manual().is_none();
+        // an abort left for after the next expiry would wait for that. A
+        // loop an executor drives expires its timeouts on its thread, which
+        // a close here never holds back, and its turns would not wake for
+        // that expiry (nor after it, if it is cancelled first).
+        let may_defer = self.clock.as_manual().is_none() && self.keeper_waker.is_none();
         let mut overdue_one = false;
         while let Some(&(source, exchange_id, queued_at)) = cx.sources.aborts.front() {
             let now = self.clock.now();

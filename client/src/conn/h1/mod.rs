@@ -112,7 +112,10 @@ impl Active {
     /// pipe's next chunk — either way each byte is copied once, by the
     /// kernel.
     fn in_place(&mut self) -> Option<(&mut BytesMut, usize)> {
-        let remaining = self.decoder.body_remaining().filter(|&n| n >= IN_PLACE_MIN)?;
+        let remaining = self
+            .decoder
+            .body_remaining()
+            .filter(|&n| n >= IN_PLACE_MIN)?;
         if self.draining.is_some() {
             return None;
         }
