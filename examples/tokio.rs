@@ -1,6 +1,8 @@
 //! Awaits requests on tokio. The response future is a plain
-//! `std::future::Future`, woken from the client's own threads, so it needs
-//! nothing from the runtime.
+//! `std::future::Future`, so it needs nothing from the runtime; with the
+//! cargo feature `tokio`, the client's event loops are driven by this
+//! runtime's reactor (`Executor::tokio`), so the answers are read on the
+//! workers that run the tasks awaiting them.
 //!
 //! The example starts its own loopback server, so it runs as is:
 //!
@@ -18,8 +20,10 @@ use std::time::Duration;
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let server = echo_server::start()?;
     let addr = server.addr;
+    let runtime = tokio::runtime::Handle::current();
     let client = tickless::Client::builder()
         .event_loops(1)
+        .executor(tickless::event_loop::Executor::tokio(runtime))
         .request_timeout(Duration::from_secs(5))
         .build()?;
 
