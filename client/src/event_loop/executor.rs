@@ -169,7 +169,9 @@ impl AsRawFd for PollFd {
 }
 
 /// The executor whose reactor drives a group's loops (see
-/// [`EventLoopGroupBuilder::tokio_runtime`](super::EventLoopGroupBuilder::tokio_runtime)).
+/// [`EventLoopGroupBuilder::executor`](super::EventLoopGroupBuilder::executor)
+/// and "Driven by an executor" on [`EventLoop`]). Only tokio's, with the
+/// cargo feature `tokio`; without it none can be made.
 #[derive(Clone, Debug)]
 pub struct Executor {
     #[cfg(feature = "tokio")]
@@ -180,7 +182,10 @@ pub struct Executor {
 }
 
 impl Executor {
-    /// Tokio's runtime `runtime`.
+    /// Tokio's runtime `runtime`, whose workers then run the loops'
+    /// turns. A multi-threaded runtime: on a current-thread one, a
+    /// blocking wait (`wait()`) from its own thread, or while nobody is in
+    /// its `block_on`, gets its answer only by a timeout.
     #[cfg(feature = "tokio")]
     pub fn tokio(runtime: tokio::runtime::Handle) -> Executor {
         Executor { runtime }
