@@ -91,7 +91,7 @@ fn the_answers_of_tasks_are_read_on_the_runtimes_workers() {
 }
 
 #[test]
-fn a_timeout_fires_on_time_while_every_worker_is_blocked() {
+fn a_timeout_fires_and_its_connection_closes_while_every_worker_is_blocked() {
     let rt = runtime(1);
     let server = TestServer::start(Behaviour::NeverAnswer);
     let client = driven_by(&rt)
@@ -115,8 +115,11 @@ fn a_timeout_fires_on_time_while_every_worker_is_blocked() {
     assert!(is_blocked.recv_timeout(CEILING).unwrap());
     let fired = eventually(CEILING, || future.is_done());
     let fired_after = started.elapsed();
+    // And its connection closed, by the loop's thread too.
+    let closed = server.wait_for_open(0, CEILING);
     release.send(()).unwrap();
     assert!(fired, "no timeout while the worker was blocked");
+    assert!(closed, "the timed-out connection stayed open");
     assert!(fired_after >= timeout, "fired early: {fired_after:?}");
     let error = future.wait().unwrap_err();
     assert!(error.is_timeout(), "{error}");

@@ -357,9 +357,12 @@ the request, plus the timeout); every client on a fresh 2-worker tokio runtime, 
     }
     println!("{prefix}");
     type Runner = fn(&str, usize, Duration) -> Result<lateness::Burst, String>;
-    let tickless_wheel: Runner = |u, n, d| clients::tickless::lateness(u, n, d, false);
-    let tickless_loop: Runner = |u, n, d| clients::tickless::lateness(u, n, d, true);
-    let all: [(Peer, &str, Runner); 4] = [
+    use clients::tickless::Timeouts;
+    let tickless_wheel: Runner = |u, n, d| clients::tickless::lateness(u, n, d, Timeouts::Wheel);
+    let tickless_loop: Runner = |u, n, d| clients::tickless::lateness(u, n, d, Timeouts::Loops);
+    let tickless_tokio: Runner =
+        |u, n, d| clients::tickless::lateness(u, n, d, Timeouts::LoopsOnTokio);
+    let all: [(Peer, &str, Runner); 5] = [
         (
             Peer::Reqwest,
             "reqwest .timeout()",
@@ -375,6 +378,11 @@ the request, plus the timeout); every client on a fresh 2-worker tokio runtime, 
             Peer::Tickless,
             "tickless use_event_loop_timeouts",
             tickless_loop,
+        ),
+        (
+            Peer::Tickless,
+            "tickless the same, loops on tokio",
+            tickless_tokio,
         ),
     ];
     let mut rows = Vec::new();

@@ -166,19 +166,34 @@ impl EventListener for EndListener {
     }
 }
 
-/// One burst: `event_loop_timeouts` false is the default mode (the wheel,
-/// at its default tick), true is `use_event_loop_timeouts(true)` with that
-/// mode's defaults. `.request_timeout(d)` on each request.
+/// Where a lateness burst's timeouts are armed.
+#[derive(Clone, Copy)]
+pub enum Timeouts {
+    /// The default mode: the wheel, at its default tick.
+    Wheel,
+    /// `use_event_loop_timeouts(true)`, with that mode's defaults.
+    Loops,
+    /// The same, with the loops driven by the burst's tokio runtime
+    /// (`Executor::tokio`): their threads keep the deadlines.
+    LoopsOnTokio,
+}
+
+/// One burst, its timeouts armed as `mode` says; `.request_timeout(d)` on
+/// each request.
 pub fn lateness(
     url: &str,
     count: usize,
     timeout: Duration,
-    event_loop_timeouts: bool,
+    mode: Timeouts,
 ) -> Result<lateness::Burst, String> {
     let rt = lateness::runtime().map_err(|e| format!("runtime: {e}"))?;
-    let client = Client::builder()
+    let mut builder = Client::builder()
         .read_timeout(Duration::ZERO)
-        .use_event_loop_timeouts(event_loop_timeouts)
+        .use_event_loop_timeouts(!matches!(mode, Timeouts::Wheel));
+    if matches!(mode, Timeouts::LoopsOnTokio) {
+        builder = builder.executor(tickless::event_loop::Executor::tokio(rt.handle().clone()));
+    }
+    let client = builder
         .build()
         .map_err(|e| format!("tickless: build: {e}"))?;
     let ended = Slots::new(count);

@@ -54,12 +54,14 @@ impl DeadlineKeeper {
 
 impl EventLoop {
     /// The loop's thread while an executor drives the loop: waits for the
-    /// nearest deadline, as precisely as its own turns would, and expires
-    /// what is due; returns once the executor no longer drives the loop
+    /// nearest deadline, as precisely as its own turns would, expires what
+    /// is due and closes the connections that failed; returns once the executor no longer drives the loop
     /// (it is closing, or the executor's task ended), for the thread to
     /// drive it.
     pub(super) fn keep_deadlines(self: &Arc<Self>, mut keeper: DeadlineKeeper) {
         let manual_clock = self.clock.as_manual().is_some();
+        // A batch of expiries or closes is left.
+        let mut left = false;
         loop {
             {
                 let mut inbox = lock(&self.inbox);
@@ -71,8 +73,12 @@ impl EventLoop {
             let now = self.clock.now();
             let nearest = lock(&self.timers).heap.next_deadline();
             let timeout = match nearest {
+                _ if left => {
+                    left = self.keep_deadlines_once();
+                    continue;
+                }
                 Some(deadline) if deadline <= now => {
-                    self.expire_for_executor();
+                    left = self.keep_deadlines_once();
                     continue;
                 }
                 // Advanced by hand: the advance wakes the executor's task,
@@ -218,7 +224,7 @@ mod on_tokio {
 
     /// Turns a wake-up of the driver runs before it lets the executor's
     /// other tasks run.
-    const TURNS_PER_WAKE: usize = 8;
+    const TURNS_PER_WAKE: usize = 1;
 
     /// Whether the calling thread may run a multi-threaded runtime's
     /// tasks (a worker, or its `block_on`): where `block_in_place` hands

@@ -10,7 +10,7 @@ use crate::sync::lock;
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::io;
-use std::sync::Arc;
+use std::sync::{Arc, TryLockError};
 use std::time::{Duration, Instant};
 use tickless_timer::PreciseWait;
 
@@ -231,7 +231,7 @@ impl EventLoop {
         }
         // Aborts the tasks' expiries queued go before the poll, which
         // would otherwise hold them while nothing else is due.
-        self.close_aborted(&mut cx, &mut turn.due);
+        self.close_aborted(&mut cx, &mut turn.due, usize::MAX);
         let busy = !turn.tasks.is_empty() || !cx.sources.again.is_empty();
         let mut caller = caller;
         if let Some(caller) = caller.as_deref_mut() {
@@ -248,7 +248,7 @@ impl EventLoop {
         task_wakes::holding(|| self.dispatch_events(&mut cx, turn));
         self.expire_due(&mut cx, &mut turn.due);
         self.run_again(&mut cx, &mut turn.due);
-        self.close_aborted(&mut cx, &mut turn.due);
+        self.close_aborted(&mut cx, &mut turn.due, usize::MAX);
         Turned::Again
     }
 
@@ -275,7 +275,14 @@ impl EventLoop {
             }
             inbox.parked = false;
         }
-        let mut turns = lock(&self.turns);
+        // Held by the deadline keeper expiring a batch: a worker does not
+        // wait for it, but lets the executor's other tasks (those the
+        // expiries woke among them) run first.
+        let mut turns = match self.turns.try_lock() {
+            Ok(turns) => turns,
+            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(TryLockError::WouldBlock) => return ExecutorTurns::Again { poll: readable },
+        };
         let state = &mut *turns;
         let outer = DRIVING.with(|driving| driving.replace(Arc::as_ptr(self)));
         let _restore = RestoreDriving(outer);
@@ -298,12 +305,14 @@ impl EventLoop {
                 return self.hand_back_to_thread();
             }
             self.run_again(&mut cx, &mut turn.due);
-            self.close_aborted(&mut cx, &mut turn.due);
+            self.close_aborted(&mut cx, &mut turn.due, MAX_TASKS_PER_TURN);
             // What a thread's poll would act on; nothing here blocks or
             // spins.
             take_answered_a_waiting_caller();
             task_wakes::take_woke_tasks();
-            let busy = !turn.tasks.is_empty() || !cx.sources.again.is_empty();
+            let busy = !turn.tasks.is_empty()
+                || !cx.sources.again.is_empty()
+                || !cx.sources.aborts.is_empty();
             if !busy && !poll_next && self.park() {
                 return ExecutorTurns::Parked;
             }
@@ -311,26 +320,48 @@ impl EventLoop {
         ExecutorTurns::Again { poll: poll_next }
     }
 
-    /// The deadline keeper's expiry (see
-    /// [`keep_deadlines`](Self::keep_deadlines)): takes the turn state
-    /// from the executor for the moment it takes, and wakes the executor's
-    /// task if what expired left work for a turn (aborts, sources to run).
-    pub(super) fn expire_for_executor(self: &Arc<Self>) {
+    /// The deadline keeper's work (see
+    /// [`keep_deadlines`](Self::keep_deadlines)), one batch of at most
+    /// [`MAX_TASKS_PER_TURN`] under the turn state's lock, so that a burst
+    /// lets the executor's turns in between: the timeouts due, or once
+    /// none is, the connections they failed closed — here, on the loop's
+    /// thread, as on a loop its thread drives, rather than on the workers
+    /// whose tasks those timeouts have just woken. Wakes the executor's
+    /// task if what expired left work for a turn (tasks, sources to run
+    /// again); returns whether a batch is left for the keeper.
+    pub(super) fn keep_deadlines_once(self: &Arc<Self>) -> bool {
         let mut turns = lock(&self.turns);
         let state = &mut *turns;
+        let more_due = {
+            let mut timers = lock(&self.timers);
+            let now = self.clock.now();
+            while state.turn.due.len() < MAX_TASKS_PER_TURN {
+                let Some((_, entry)) = timers.heap.pop_due(now) else {
+                    break;
+                };
+                state.turn.due.push(entry);
+            }
+            timers.heap.next_deadline().is_some_and(|next| next <= now)
+        };
         let mut cx = LoopContext {
             event_loop: self,
             registry: &state.registry,
             sources: &mut state.sources,
         };
-        self.expire_due(&mut cx, &mut state.turn.due);
-        let left = !state.turn.tasks.is_empty()
-            || !state.sources.again.is_empty()
-            || !state.sources.aborts.is_empty();
+        let due = &mut state.turn.due;
+        if !due.is_empty() {
+            task_wakes::unheld(|| self.expire(&mut cx, due));
+        }
+        if !more_due {
+            self.close_aborted(&mut cx, due, MAX_TASKS_PER_TURN);
+        }
+        let for_a_turn = !state.turn.tasks.is_empty() || !state.sources.again.is_empty();
+        let left = more_due || !state.sources.aborts.is_empty();
         drop(turns);
-        if left {
+        if for_a_turn {
             let _ = self.waker.wake();
         }
+        left
     }
 
     /// The executor's task, about to wait after its turns left the loop
@@ -751,7 +782,11 @@ impl EventLoop {
     /// microseconds, so runs alone, on time; the closes, which cost several
     /// times an expiry each, come after it, or one per call once they are
     /// overdue.
-    fn close_aborted(&self, cx: &mut LoopContext<'_>, due: &mut Vec<Entry>) {
+    ///
+    /// At most `max` closes per call: an executor's turn closes a bounded
+    /// batch, then lets the executor's other tasks run (the tasks those
+    /// timeouts woke among them) before the next.
+    fn close_aborted(&self, cx: &mut LoopContext<'_>, due: &mut Vec<Entry>, max: usize) {
         // A manual clock's poll wakes for no deadline, only for an advance:
         // an abort left for after the next expiry would wait for that. A
         // loop an executor drives expires its timeouts on its thread, which
@@ -759,7 +794,12 @@ impl EventLoop {
         // that expiry (nor after it, if it is cancelled first).
         let may_defer = self.clock.as_manual().is_none() && self.keeper_waker.is_none();
         let mut overdue_one = false;
+        let mut closed = 0;
         while let Some(&(source, exchange_id, queued_at)) = cx.sources.aborts.front() {
+            if closed == max {
+                break;
+            }
+            closed += 1;
             let now = self.clock.now();
             let nearest = lock(&self.timers).heap.next_deadline();
             let soon = |deadline: Instant| deadline.saturating_duration_since(now) <= ABORT_GAP;
