@@ -225,9 +225,12 @@ struct Timers {
 ///
 /// The loop's thread keeps the deadlines meanwhile: it waits, on a
 /// precise wait of its own, for the loop's nearest deadline (woken when a
-/// nearer one is armed) and expires what is due, taking the turn state
-/// for that moment — so a timeout is as exact as on a loop its thread
-/// drives, however busy the workers are (`keep_deadlines`). It takes the
+/// nearer one is armed), expires what is due and closes the connections
+/// that failed, taking the turn state for a batch at a time — so a
+/// timeout is as exact as on a loop its thread drives, however busy the
+/// workers are, and its closes do not hold back the tasks it woke
+/// (`keep_deadlines`). An executor's turn that finds the state taken
+/// yields rather than waits. It takes the
 /// loop back (the driver becomes its thread again) when the loop closes,
 /// or when the executor's task ends: its runtime shut down, or the
 /// registration with its reactor failed. A blocking caller never drives
