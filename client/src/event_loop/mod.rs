@@ -230,10 +230,10 @@ struct Timers {
 /// timeout is as exact as on a loop its thread drives, however busy the
 /// workers are, and its closes do not hold back the tasks it woke
 /// (`keep_deadlines`). An executor's turn that finds the state taken
-/// yields rather than waits. It takes the
-/// loop back (the driver becomes its thread again) when the loop closes,
-/// or when the executor's task ends: its runtime shut down, or the
-/// registration with its reactor failed. A blocking caller never drives
+/// yields rather than waits. The loop's thread takes the loop back (the
+/// driver becomes its thread again) when the loop closes, or when the
+/// executor's task ends: its runtime shut down, or the registration with
+/// its reactor failed. A blocking caller never drives
 /// such a loop: it waits, as it would on a loop its thread drives — on a
 /// worker of a multi-threaded runtime, inside tokio's `block_in_place`
 /// (`block_for_news`), since the task that drives the loop may be that
