@@ -124,12 +124,22 @@ pub(crate) fn shown_uri(text: &str) -> String {
 
 /// `text` with the userinfo of its authority (`user:password@`) shown as
 /// `***@`: an error is printed and logged, and a password must not be.
+///
+/// After a scheme's `//`, where an authority is certain, it runs to the
+/// first `/`: a password typed with a raw `?` or `#` (`user:pa?ss@host`,
+/// invalid — a parser ends the authority there) is hidden too, at the
+/// cost of hiding the host of a text with an `@` in a query and no path
+/// (`http://host?to=me@there` shows as `http://***@there`). Elsewhere it
+/// runs to the first `/`, `?` or `#`.
 fn without_userinfo(text: &str) -> String {
     let start = authority_start(text);
-    let authority = text[start..]
-        .split(['/', '?', '#'])
-        .next()
-        .unwrap_or_default();
+    let rest = &text[start..];
+    let ends: &[char] = if text[..start].ends_with("//") {
+        &['/']
+    } else {
+        &['/', '?', '#']
+    };
+    let authority = rest.split(ends).next().unwrap_or_default();
     match authority.rfind('@') {
         Some(at) => format!("{}***{}", &text[..start], &text[start + at..]),
         None => text.to_owned(),
@@ -245,6 +255,11 @@ mod tests {
             ("\u{e9}://me:pw@host/ x", "\u{e9}://***@host/ x"),
             ("me:pw@host:/x y", "***@host:/x y"),
             ("/x?to=me@there", "/x?to=me@there"),
+            // A password with a raw `?` or `#`, which a parser reads as
+            // the authority's end.
+            ("http://me:pa?ss@host/x", "http://***@host/x"),
+            ("http://me:pa#ss@host", "http://***@host"),
+            ("//me:p?w@host/ x", "//***@host/ x"),
         ];
         for (text, shown) in cases {
             assert_eq!(without_userinfo(text), shown, "{text}");
