@@ -472,8 +472,8 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
 
     // With --output the body goes there, and the head to standard error.
     let mut head: Box<dyn Write> = match &args.output {
-        Some(_) => Box::new(std::io::stderr().lock()),
-        None => Box::new(std::io::stdout().lock()),
+        Some(_) => Box::new(Named("standard error", std::io::stderr().lock())),
+        None => Box::new(Named("standard output", std::io::stdout().lock())),
     };
     let status = response.status();
     // HTTP/2 has no reason phrase (curl prints `HTTP/2 200`).
@@ -498,7 +498,7 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     head.flush()?;
     drop(head);
     let mut out: Box<dyn Write> = match args.output.as_deref() {
-        None | Some("-") => Box::new(std::io::stdout().lock()),
+        None | Some("-") => Box::new(Named("standard output", std::io::stdout().lock())),
         Some(path) => Box::new(std::io::BufWriter::new(
             std::fs::File::create(path).map_err(|e| format!("--output {path}: {e}"))?,
         )),
@@ -508,6 +508,25 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     drop(response);
     client.close();
     Ok(())
+}
+
+/// A writer whose errors name it ("standard output: Broken pipe (os error
+/// 32)" when the reader of `get | head` has gone), so that they are told
+/// apart from the body's own read errors, which come through the same copy.
+struct Named<W>(&'static str, W);
+
+impl<W: Write> Write for Named<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.1.write(buf).map_err(|e| named(self.0, e))
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.1.flush().map_err(|e| named(self.0, e))
+    }
+}
+
+fn named(what: &str, error: std::io::Error) -> std::io::Error {
+    std::io::Error::new(error.kind(), format!("{what}: {error}"))
 }
 
 /// `error`'s message, then each of its causes the message does not already

@@ -387,3 +387,23 @@ fn http2_prior_knowledge_prints_http2_and_the_version_flags_are_exclusive() {
     let output = get(&[&server.url("/"), "--http2", "--http1.1"]);
     assert_eq!(output.status.code(), Some(2), "{output:?}");
 }
+
+#[test]
+fn a_reader_gone_from_standard_output_is_an_error_that_names_it() {
+    let server = TestServer::respond(|_| ok(&"x".repeat(256 * 1024)));
+    let mut child = Command::new(example_binary("get"))
+        .arg(server.url("/big"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // As `get URL | head -c 0` does: the reader goes before anything is read.
+    drop(child.stdout.take());
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("get: standard output: Broken pipe"),
+        "{stderr}"
+    );
+}
