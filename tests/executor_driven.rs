@@ -264,3 +264,78 @@ fn a_blocking_caller_on_a_worker_gets_its_answer() {
     assert!(started.elapsed() < CEILING, "answered by the timeout only");
     client.close();
 }
+
+/// A timeout whose expiry takes `SLOW_EXPIRY`, holding the turn state that
+/// long: a keeper's batch of them holds it for tens of milliseconds.
+struct SlowTimeout(mpsc::Sender<()>);
+
+const SLOW_EXPIRY: Duration = Duration::from_millis(1);
+
+impl tickless::event_loop::LoopTimeout for SlowTimeout {
+    fn expire(self: Arc<Self>, _: u64, _: &mut tickless::event_loop::LoopContext<'_>) {
+        thread::sleep(SLOW_EXPIRY);
+        let _ = self.0.send(());
+    }
+}
+
+/// CPU time the threads named `name` have had so far (Linux's schedstat).
+fn cpu_of_threads_named(name: &str) -> Duration {
+    // A thread's `comm` is its name cut to 15 bytes.
+    let comm = &name[..name.len().min(15)];
+    let mut total = Duration::ZERO;
+    for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let path = task.path();
+        let named =
+            std::fs::read_to_string(path.join("comm")).is_ok_and(|found| found.trim_end() == comm);
+        let ran = std::fs::read_to_string(path.join("schedstat")).ok();
+        let nanos = ran.and_then(|ran| ran.split_whitespace().next()?.parse::<u64>().ok());
+        if let (true, Some(nanos)) = (named, nanos) {
+            total += Duration::from_nanos(nanos);
+        }
+    }
+    total
+}
+
+/// A worker whose turn finds the turn state held by the keeper waits for
+/// it to let go (woken then), rather than yield and look again: spinning,
+/// it burnt a third of a core for as long as the keeper's burst lasted
+/// (70 ms of 210 here; 0.4 ms waiting).
+#[test]
+fn a_worker_waits_without_spinning_while_the_keeper_holds_the_loop() {
+    const TIMEOUTS: usize = 192;
+    let rt = runtime(1);
+    let group = tickless::event_loop::EventLoopGroup::builder()
+        .threads(1)
+        .executor(Executor::tokio(rt.handle().clone()))
+        .build()
+        .unwrap();
+    let event_loop = &group.loops()[0];
+    let (expired, expiries) = mpsc::channel();
+    let deadline = Instant::now() + Duration::from_millis(100);
+    for tag in 0..TIMEOUTS {
+        let timeout = Arc::new(SlowTimeout(expired.clone()));
+        event_loop.schedule(deadline, timeout, tag as u64).unwrap();
+    }
+    // The keeper expires them, 64 (64 ms) per hold of the turn state.
+    expiries.recv_timeout(CEILING).unwrap();
+    let cpu_before = cpu_of_threads_named(WORKER);
+    let started = Instant::now();
+    // A task for the executor's turn, which finds the state taken.
+    let (ran, task_ran) = mpsc::channel();
+    event_loop
+        .execute(move |_| {
+            let _ = ran.send(());
+        })
+        .unwrap();
+    for _ in 1..TIMEOUTS {
+        expiries.recv_timeout(CEILING).unwrap();
+    }
+    task_ran.recv_timeout(CEILING).unwrap();
+    let held = started.elapsed();
+    let worker_cpu = cpu_of_threads_named(WORKER) - cpu_before;
+    group.shutdown();
+    assert!(
+        worker_cpu < held / 10,
+        "the worker spun {worker_cpu:?} of the {held:?} the keeper held the loop"
+    );
+}

@@ -67,6 +67,10 @@ impl EventLoop {
                 let mut inbox = lock(&self.inbox);
                 if inbox.closed || inbox.driver != Driver::Executor {
                     inbox.driver = Driver::Thread;
+                    drop(inbox);
+                    // The thread takes the state for good: a task waiting
+                    // for it looks again, and stops.
+                    self.wake_executor_awaiting_turns();
                     return;
                 }
             }
@@ -296,6 +300,16 @@ mod on_tokio {
                 ExecutorTurns::Again { poll } => {
                     readable = poll;
                     tokio::task::yield_now().await;
+                }
+                ExecutorTurns::Taken { poll } => {
+                    readable = poll;
+                    std::future::poll_fn(|cx| {
+                        match event_loop.0.executor_awaits_turns(cx.waker()) {
+                            true => Poll::Pending,
+                            false => Poll::Ready(()),
+                        }
+                    })
+                    .await;
                 }
                 ExecutorTurns::Stopped => return,
             }

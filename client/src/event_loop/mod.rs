@@ -98,6 +98,11 @@ struct Inbox {
     /// readiness the executor's reactor would see only when it next
     /// polls).
     executor_task: Option<std::task::Waker>,
+    /// The executor's task found the turn state held by the loop's thread
+    /// keeping the deadlines, and waits for it: the keeper, letting go,
+    /// wakes that task (`executor_task`) rather than have it yield and
+    /// look again for as long as the keeper's burst lasts.
+    executor_awaits_turns: bool,
     /// Wake-ups posted for tasks.
     #[cfg(test)]
     wakeups: u64,
@@ -354,6 +359,7 @@ impl EventLoop {
                 thread_awaits_release: false,
                 releases: 0,
                 executor_task: None,
+                executor_awaits_turns: false,
                 #[cfg(test)]
                 wakeups: 0,
             }),

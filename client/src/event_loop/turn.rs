@@ -151,6 +151,10 @@ pub(super) enum ExecutorTurns {
     /// then turn again (`poll`: the last poll filled its buffer, poll
     /// again).
     Again { poll: bool },
+    /// The deadline keeper holds the turn state: wait until it lets go
+    /// ([`EventLoop::executor_awaits_turns`]), then turn (`poll`: as for
+    /// `Again`, what this call was given).
+    Taken { poll: bool },
     /// The executor no longer drives the loop: its thread does.
     Stopped,
 }
@@ -277,11 +281,21 @@ impl EventLoop {
         }
         // Held by the deadline keeper expiring a batch: a worker does not
         // wait for it, but lets the executor's other tasks (those the
-        // expiries woke among them) run first.
-        let mut turns = match self.turns.try_lock() {
-            Ok(turns) => turns,
-            Err(TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
-            Err(TryLockError::WouldBlock) => return ExecutorTurns::Again { poll: readable },
+        // expiries woke among them) run, and the keeper wakes the task once
+        // it lets go — rather than have the task yield and look again, a
+        // worker spinning for the keeper's whole burst.
+        let mut turns = match self.try_take_turns() {
+            Some(turns) => turns,
+            None if !self.await_turns() => return ExecutorTurns::Stopped,
+            // Looked at once more: the keeper may have let go before it
+            // could see the task waits.
+            None => match self.try_take_turns() {
+                Some(turns) => {
+                    lock(&self.inbox).executor_awaits_turns = false;
+                    turns
+                }
+                None => return ExecutorTurns::Taken { poll: readable },
+            },
         };
         let state = &mut *turns;
         let outer = DRIVING.with(|driving| driving.replace(Arc::as_ptr(self)));
@@ -318,6 +332,63 @@ impl EventLoop {
             }
         }
         ExecutorTurns::Again { poll: poll_next }
+    }
+
+    /// The turn state, unless someone holds it (the deadline keeper).
+    fn try_take_turns(&self) -> Option<std::sync::MutexGuard<'_, TurnState>> {
+        match self.turns.try_lock() {
+            Ok(turns) => Some(turns),
+            Err(TryLockError::Poisoned(poisoned)) => Some(poisoned.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        }
+    }
+
+    /// The executor's task found the turn state held: says it waits for
+    /// it (the keeper, letting go, wakes it). False if the executor no
+    /// longer drives the loop.
+    fn await_turns(&self) -> bool {
+        let mut inbox = lock(&self.inbox);
+        if inbox.driver != Driver::Executor {
+            return false;
+        }
+        inbox.executor_awaits_turns = true;
+        true
+    }
+
+    /// The executor's task, about to wait for the turn state (see
+    /// [`ExecutorTurns::Taken`]): `task` is what the keeper wakes when it
+    /// lets go. False if it has let go since: turn again.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))] // called by `executor::on_tokio`
+    pub(super) fn executor_awaits_turns(&self, task: &std::task::Waker) -> bool {
+        let mut inbox = lock(&self.inbox);
+        if !inbox.executor_awaits_turns {
+            return false;
+        }
+        if !inbox
+            .executor_task
+            .as_ref()
+            .is_some_and(|set| set.will_wake(task))
+        {
+            inbox.executor_task = Some(task.clone());
+        }
+        true
+    }
+
+    /// The keeper has let go of the turn state (or of the loop): wakes the
+    /// executor's task if it waits for the state. Whoever clears the mark
+    /// wakes the task, under the inbox lock the task checks it under, so
+    /// the wake-up is never lost.
+    pub(super) fn wake_executor_awaiting_turns(&self) {
+        let task = {
+            let mut inbox = lock(&self.inbox);
+            if !std::mem::take(&mut inbox.executor_awaits_turns) {
+                return;
+            }
+            inbox.executor_task.clone()
+        };
+        if let Some(task) = task {
+            task.wake();
+        }
     }
 
     /// The deadline keeper's work (see
@@ -361,6 +432,7 @@ impl EventLoop {
         if for_a_turn {
             let _ = self.waker.wake();
         }
+        self.wake_executor_awaiting_turns();
         left
     }
 
@@ -388,8 +460,13 @@ impl EventLoop {
             inbox.driver = Driver::Thread;
         }
         let task = inbox.executor_task.take();
+        // Waiting for the turn state, the task would not be woken to see
+        // that it no longer drives the loop.
+        let awaits_turns = std::mem::take(&mut inbox.executor_awaits_turns);
         drop(inbox);
-        drop(task);
+        if let Some(task) = task.filter(|_| awaits_turns) {
+            task.wake();
+        }
         self.wake_deadline_keeper();
         ExecutorTurns::Stopped
     }
