@@ -303,7 +303,14 @@ fn cpu_of_threads_named(name: &str) -> Duration {
 #[test]
 fn a_worker_waits_without_spinning_while_the_keeper_holds_the_loop() {
     const TIMEOUTS: usize = 192;
-    let rt = runtime(1);
+    // A name of its own: the other tests' workers run beside it.
+    const WORKER: &str = "keeper-wait-wkr";
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name(WORKER)
+        .enable_all()
+        .build()
+        .unwrap();
     let group = tickless::event_loop::EventLoopGroup::builder()
         .threads(1)
         .executor(Executor::tokio(rt.handle().clone()))

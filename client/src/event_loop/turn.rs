@@ -393,8 +393,10 @@ impl EventLoop {
 
     /// The deadline keeper's work (see
     /// [`keep_deadlines`](Self::keep_deadlines)), one batch of at most
-    /// [`MAX_TASKS_PER_TURN`] under the turn state's lock, so that a burst
-    /// lets the executor's turns in between: the timeouts due, or once
+    /// [`MAX_TASKS_PER_TURN`] under the turn state's lock, an executor's
+    /// task waiting for that state woken after each (it seldom wins the
+    /// state before the keeper's next batch: a burst runs mostly whole,
+    /// as on a loop its thread drives): the timeouts due, or once
     /// none is, the connections they failed closed — here, on the loop's
     /// thread, as on a loop its thread drives, rather than on the workers
     /// whose tasks those timeouts have just woken. Wakes the executor's
