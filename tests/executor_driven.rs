@@ -36,9 +36,13 @@ impl ReadOn {
 }
 
 fn runtime(workers: usize) -> tokio::runtime::Runtime {
+    runtime_named(workers, WORKER)
+}
+
+fn runtime_named(workers: usize, name: &str) -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
-        .thread_name(WORKER)
+        .thread_name(name)
         .enable_all()
         .build()
         .unwrap()
@@ -305,12 +309,7 @@ fn a_worker_waits_without_spinning_while_the_keeper_holds_the_loop() {
     const TIMEOUTS: usize = 192;
     // A name of its own: the other tests' workers run beside it.
     const WORKER: &str = "keeper-wait-wkr";
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .thread_name(WORKER)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime_named(1, WORKER);
     let group = tickless::event_loop::EventLoopGroup::builder()
         .threads(1)
         .executor(Executor::tokio(rt.handle().clone()))

@@ -77,11 +77,7 @@ impl EventLoop {
             let now = self.clock.now();
             let nearest = lock(&self.timers).heap.next_deadline();
             let timeout = match nearest {
-                _ if left => {
-                    left = self.keep_deadlines_once();
-                    continue;
-                }
-                Some(deadline) if deadline <= now => {
+                _ if left || nearest.is_some_and(|deadline| deadline <= now) => {
                     left = self.keep_deadlines_once();
                     continue;
                 }

@@ -108,6 +108,20 @@ struct Inbox {
     wakeups: u64,
 }
 
+impl Inbox {
+    /// `task` is the executor's task to wake from now on (a clone only
+    /// when it is another task than the one kept).
+    fn set_executor_task(&mut self, task: &std::task::Waker) {
+        if !self
+            .executor_task
+            .as_ref()
+            .is_some_and(|set| set.will_wake(task))
+        {
+            self.executor_task = Some(task.clone());
+        }
+    }
+}
+
 struct Timers {
     heap: CountedHeap<Entry>,
     closed: bool,

@@ -364,13 +364,7 @@ impl EventLoop {
         if !inbox.executor_awaits_turns {
             return false;
         }
-        if !inbox
-            .executor_task
-            .as_ref()
-            .is_some_and(|set| set.will_wake(task))
-        {
-            inbox.executor_task = Some(task.clone());
-        }
+        inbox.set_executor_task(task);
         true
     }
 
@@ -444,13 +438,7 @@ impl EventLoop {
     #[cfg_attr(not(feature = "tokio"), allow(dead_code))] // called by `executor::on_tokio`
     pub(super) fn executor_waits(&self, task: &std::task::Waker) -> bool {
         let mut inbox = lock(&self.inbox);
-        if !inbox
-            .executor_task
-            .as_ref()
-            .is_some_and(|set| set.will_wake(task))
-        {
-            inbox.executor_task = Some(task.clone());
-        }
+        inbox.set_executor_task(task);
         inbox.parked
     }
 
