@@ -269,6 +269,32 @@ fn a_blocking_caller_on_a_worker_gets_its_answer() {
     client.close();
 }
 
+#[test]
+fn a_current_thread_runtime_leaves_the_loops_to_their_threads() {
+    // Its tasks run only inside its `block_on`: had it the loops, a
+    // blocking wait with nobody in `block_on`, or one inside it, would be
+    // answered by the timeout only.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = echo_server();
+    let client = driven_by(&rt).request_timeout(CEILING).build().unwrap();
+    let get = |path: &str| -> Result<String, Error> {
+        let response = client.get(server.url(path)).send().wait()?;
+        response.text().wait()
+    };
+    assert_eq!(get("/nobody-in-block-on").unwrap(), "/nobody-in-block-on");
+    let inside = rt.block_on(async { get("/inside-block-on") });
+    assert_eq!(inside.unwrap(), "/inside-block-on");
+    let awaited = rt.block_on(async {
+        let response = client.get(server.url("/awaited")).send().await?;
+        response.text().await
+    });
+    assert_eq!(awaited.unwrap(), "/awaited");
+    client.close();
+}
+
 /// A timeout whose expiry takes `SLOW_EXPIRY`, holding the turn state that
 /// long: a keeper's batch of them holds it for tens of milliseconds.
 struct SlowTimeout(mpsc::Sender<()>);

@@ -189,12 +189,25 @@ pub struct Executor {
 
 impl Executor {
     /// Tokio's runtime `runtime`, whose workers then run the loops'
-    /// turns. A multi-threaded runtime: on a current-thread one, a
-    /// blocking wait (`wait()`) from its own thread, or while nobody is in
-    /// its `block_on`, gets its answer only by a timeout.
+    /// turns — if it is a multi-threaded one. A current-thread runtime
+    /// leaves the loops to their own threads, as if no executor were
+    /// named: it runs tasks only while its one thread is in its
+    /// `block_on`, so a blocking wait (`wait()`) from that thread, or
+    /// while nobody is in `block_on`, would get its answer only by a
+    /// timeout.
     #[cfg(feature = "tokio")]
     pub fn tokio(runtime: tokio::runtime::Handle) -> Executor {
         Executor { runtime }
+    }
+
+    /// Whether this executor can drive loops (see `Executor::tokio`).
+    pub(super) fn drives_loops(&self) -> bool {
+        #[cfg(feature = "tokio")]
+        {
+            self.runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
+        }
+        #[cfg(not(feature = "tokio"))]
+        match self.never {}
     }
 
     /// Spawns the task that drives `event_loop`, watching `poll_fd`.

@@ -165,7 +165,9 @@ impl EventLoopGroupBuilder {
     /// callers that await their responses on that executor: the answers
     /// then reach their tasks on the thread that read them. Blocking
     /// callers wait rather than drive the loops. If the executor stops
-    /// (its runtime shut down), the loops' threads take them back.
+    /// (its runtime shut down), the loops' threads take them back. An
+    /// executor that cannot drive loops (a current-thread runtime: see
+    /// `Executor::tokio`) leaves them to their threads.
     pub fn executor(mut self, executor: Executor) -> Self {
         self.executor = Some(executor);
         self

@@ -249,16 +249,18 @@ struct Timers {
 /// timeout is as exact as on a loop its thread drives, however busy the
 /// workers are, and its closes do not hold back the tasks it woke
 /// (`keep_deadlines`). An executor's turn that finds the state taken
-/// yields rather than waits. The loop's thread takes the loop back (the
+/// waits for the thread to let go of it (`executor_awaits_turns`), woken
+/// then. The loop's thread takes the loop back (the
 /// driver becomes its thread again) when the loop closes, or when the
 /// executor's task ends: its runtime shut down, or the registration with
 /// its reactor failed. A blocking caller never drives
 /// such a loop: it waits, as it would on a loop its thread drives — on a
 /// worker of a multi-threaded runtime, inside tokio's `block_in_place`
 /// (`block_for_news`), since the task that drives the loop may be that
-/// worker's own. A current-thread runtime runs its tasks only while its
-/// thread is in its `block_on`: a blocking wait there, or one while
-/// nobody runs it, gets its answer by a timeout only.
+/// worker's own. A current-thread runtime never drives the loops (they
+/// keep their threads): it runs its tasks only while its thread is in its
+/// `block_on`, so a blocking wait there, or one while nobody runs it,
+/// would get its answer by a timeout only.
 ///
 /// # The timers lock
 ///
@@ -335,7 +337,10 @@ impl EventLoop {
     ) -> io::Result<Arc<EventLoop>> {
         let (clock, spin, idle_grace) = (group.clock.clone(), group.spin, group.idle_grace);
         let name = format!("{}-{index}", group.thread_name);
-        let executor = group.executor.as_ref();
+        let executor = group
+            .executor
+            .as_ref()
+            .filter(|executor| executor.drives_loops());
         let by_executor = executor.is_some();
         let poll = mio::Poll::new()?;
         let waker = mio::Waker::new(poll.registry(), WAKER)?;
