@@ -295,6 +295,38 @@ fn a_current_thread_runtime_leaves_the_loops_to_their_threads() {
     client.close();
 }
 
+#[test]
+fn a_runtime_without_io_leaves_the_loops_to_their_threads() {
+    // Its reactor cannot watch a loop's poll: the loop's task fails on its
+    // first poll (tokio says why, on standard error), and the loops' threads
+    // take the loops back.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name(WORKER)
+        .build()
+        .unwrap();
+    let server = echo_server();
+    let read_on = Arc::new(ReadOn::default());
+    let client = driven_by(&rt)
+        .listener(read_on.clone())
+        .request_timeout(CEILING)
+        .build()
+        .unwrap();
+    let answer = rt.block_on(async {
+        let response = client.get(server.url("/awaited")).send().await?;
+        response.text().await
+    });
+    assert_eq!(answer.unwrap(), "/awaited");
+    let response = client.get(server.url("/waited")).send().wait().unwrap();
+    assert_eq!(response.text().wait().unwrap(), "/waited");
+    let threads = read_on.threads();
+    assert!(
+        threads.iter().all(|name| name != WORKER),
+        "read on a worker of a runtime without I/O: {threads:?}"
+    );
+    client.close();
+}
+
 /// A timeout whose expiry takes `SLOW_EXPIRY`, holding the turn state that
 /// long: a keeper's batch of them holds it for tens of milliseconds.
 struct SlowTimeout(mpsc::Sender<()>);

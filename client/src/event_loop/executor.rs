@@ -194,7 +194,10 @@ impl Executor {
     /// named: it runs tasks only while its one thread is in its
     /// `block_on`, so a blocking wait (`wait()`) from that thread, or
     /// while nobody is in `block_on`, would get its answer only by a
-    /// timeout.
+    /// timeout. A runtime built without I/O (no `enable_io`) cannot
+    /// either: tokio has no way to ask, so each loop's task panics inside
+    /// tokio on its first poll (its message says to enable I/O) and the
+    /// loops' threads take the loops back.
     #[cfg(feature = "tokio")]
     pub fn tokio(runtime: tokio::runtime::Handle) -> Executor {
         Executor { runtime }
