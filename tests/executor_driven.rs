@@ -58,6 +58,32 @@ fn echo_server() -> TestServer {
     TestServer::respond(|request| ok(&request.target))
 }
 
+/// An echo server, and a client `runtime` drives (if it can) that notes
+/// the threads its answers were read on, with `CEILING` for a request
+/// timeout: a request left unanswered fails rather than hangs.
+fn watched_client(runtime: &tokio::runtime::Runtime) -> (TestServer, Arc<ReadOn>, Client) {
+    let read_on = Arc::new(ReadOn::default());
+    let client = driven_by(runtime)
+        .listener(read_on.clone())
+        .request_timeout(CEILING)
+        .build()
+        .unwrap();
+    (echo_server(), read_on, client)
+}
+
+/// The text of `path`, awaited inside `runtime`'s `block_on`.
+fn awaited(
+    runtime: &tokio::runtime::Runtime,
+    client: &Client,
+    server: &TestServer,
+    path: &str,
+) -> Result<String, Error> {
+    runtime.block_on(async {
+        let response = client.get(server.url(path)).send().await?;
+        response.text().await
+    })
+}
+
 #[test]
 fn the_answers_of_tasks_are_read_on_the_runtimes_workers() {
     let rt = runtime(2);
@@ -175,18 +201,11 @@ fn a_blocking_caller_waits_for_answers_a_worker_reads() {
 #[test]
 fn the_loops_threads_take_the_loops_back_when_the_runtime_shuts_down() {
     let rt = runtime(2);
-    let server = echo_server();
-    let read_on = Arc::new(ReadOn::default());
-    let client = driven_by(&rt)
-        .listener(read_on.clone())
-        .request_timeout(CEILING)
-        .build()
-        .unwrap();
-    let before = rt.block_on(async {
-        let response = client.get(server.url("/before")).send().await?;
-        response.text().await
-    });
-    assert_eq!(before.unwrap(), "/before");
+    let (server, read_on, client) = watched_client(&rt);
+    assert_eq!(
+        awaited(&rt, &client, &server, "/before").unwrap(),
+        "/before"
+    );
     rt.shutdown_timeout(CEILING);
     // The pooled connection too: its loop is its thread's again.
     for n in 0..4 {
@@ -278,8 +297,7 @@ fn a_current_thread_runtime_leaves_the_loops_to_their_threads() {
         .enable_all()
         .build()
         .unwrap();
-    let server = echo_server();
-    let client = driven_by(&rt).request_timeout(CEILING).build().unwrap();
+    let (server, _, client) = watched_client(&rt);
     let get = |path: &str| -> Result<String, Error> {
         let response = client.get(server.url(path)).send().wait()?;
         response.text().wait()
@@ -287,11 +305,10 @@ fn a_current_thread_runtime_leaves_the_loops_to_their_threads() {
     assert_eq!(get("/nobody-in-block-on").unwrap(), "/nobody-in-block-on");
     let inside = rt.block_on(async { get("/inside-block-on") });
     assert_eq!(inside.unwrap(), "/inside-block-on");
-    let awaited = rt.block_on(async {
-        let response = client.get(server.url("/awaited")).send().await?;
-        response.text().await
-    });
-    assert_eq!(awaited.unwrap(), "/awaited");
+    assert_eq!(
+        awaited(&rt, &client, &server, "/awaited").unwrap(),
+        "/awaited"
+    );
     client.close();
 }
 
@@ -305,18 +322,11 @@ fn a_runtime_without_io_leaves_the_loops_to_their_threads() {
         .thread_name(WORKER)
         .build()
         .unwrap();
-    let server = echo_server();
-    let read_on = Arc::new(ReadOn::default());
-    let client = driven_by(&rt)
-        .listener(read_on.clone())
-        .request_timeout(CEILING)
-        .build()
-        .unwrap();
-    let answer = rt.block_on(async {
-        let response = client.get(server.url("/awaited")).send().await?;
-        response.text().await
-    });
-    assert_eq!(answer.unwrap(), "/awaited");
+    let (server, read_on, client) = watched_client(&rt);
+    assert_eq!(
+        awaited(&rt, &client, &server, "/awaited").unwrap(),
+        "/awaited"
+    );
     let response = client.get(server.url("/waited")).send().wait().unwrap();
     assert_eq!(response.text().wait().unwrap(), "/waited");
     let threads = read_on.threads();
