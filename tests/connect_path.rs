@@ -259,3 +259,33 @@ fn overrides_answer_without_the_resolver_and_port_zero_takes_the_request_port() 
     assert_eq!(response.text().wait().unwrap(), "overridden");
     assert!(resolver.asked.lock().unwrap().is_empty());
 }
+
+#[test]
+fn when_the_latest_attempt_fails_the_next_starts_at_once_though_an_earlier_one_still_waits() {
+    let Some(dead) = blackhole() else { return };
+    let refused = refused_addr();
+    let server = TestServer::respond(|_| ok("alive"));
+    let stagger = Duration::from_secs(3);
+    let recorder = Recorder::new();
+    let client = builder()
+        .connect_timeout(Duration::from_secs(30))
+        .happy_eyeballs_delay(stagger)
+        .resolve("three.test", &[dead.addr(), refused, server.addr()])
+        .listener(recorder.clone())
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    let response = client.get("http://three.test/").send().wait().unwrap();
+    let took = started.elapsed();
+    assert_eq!(response.text().wait().unwrap(), "alive");
+    assert_eq!(
+        attempts(&recorder),
+        vec![dead.addr(), refused, server.addr()]
+    );
+    // The second attempt started after one stagger and was refused at
+    // once: the third went then (RFC 8305's stagger is for attempts still
+    // under way), not one stagger later, while the first was still waiting
+    // for its SYN-ACK.
+    assert!(took >= stagger, "{took:?}");
+    assert!(took < stagger * 2 - Duration::from_millis(500), "{took:?}");
+}

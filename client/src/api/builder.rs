@@ -295,7 +295,8 @@ impl ClientBuilder {
     /// Happy eyeballs (RFC 8305): how long a connect attempt has before
     /// the next address is tried beside it (default 250 ms). Addresses are
     /// tried alternating IPv6 and IPv4, starting with the resolver's first;
-    /// an attempt that fails starts the next at once; the first to connect
+    /// when the last one started fails, the next starts at once (an
+    /// earlier one may still be under way); the first to connect
     /// wins and the others are closed. The [connect
     /// timeout](Self::connect_timeout) bounds each attempt, and the request
     /// timeout all of them. Zero tries one address at a time.

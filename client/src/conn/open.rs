@@ -8,7 +8,9 @@
 //! the resolver's first ([`interleave`]). One attempt starts; while no
 //! attempt has connected, the next starts when the last one started has
 //! had the [delay](crate::ClientBuilder::happy_eyeballs_delay), or at once
-//! when an attempt fails and none is left under way. Each attempt has the
+//! when the last one started fails or times out (the delay is its head
+//! start, which an attempt that has ended needs no more — an earlier one
+//! may still be under way). Each attempt has the
 //! connect timeout of its own. Every attempt's socket is registered with the
 //! connection's one token, so a readiness event asks each attempt how it
 //! stands (a non-blocking `getsockopt`); the first that connected wins, and
@@ -80,6 +82,16 @@ impl Connecting {
             last_failure: None,
             socks,
         }
+    }
+
+    /// Takes out the attempt at `index`, which failed or timed out at
+    /// `now`. If it was the last one started, the next address is due now,
+    /// not when its delay would have passed.
+    fn end_attempt(&mut self, index: usize, now: Instant) -> Attempt {
+        if index + 1 == self.attempts.len() && !self.remaining.is_empty() {
+            self.next_start = Some(now);
+        }
+        self.attempts.remove(index)
     }
 }
 
@@ -221,7 +233,7 @@ impl Conn {
                 .deadline
                 .is_some_and(|d| d <= now)
             {
-                let mut attempt = connecting.attempts.remove(index);
+                let mut attempt = connecting.end_attempt(index, now);
                 let _ = cx.registry.deregister(&mut attempt.socket);
                 connecting.last_failure = Some((Failure::TimedOut, attempt.addr));
             } else {
@@ -234,6 +246,7 @@ impl Conn {
     /// A readiness event while connecting: asks every attempt how it
     /// stands; the first connected wins.
     pub(super) fn on_connect_ready(&mut self, cx: &mut LoopContext<'_>) {
+        let now = self.now();
         let State::Connecting(connecting) = &mut self.state else {
             return;
         };
@@ -248,7 +261,7 @@ impl Conn {
                     break;
                 }
                 Some(Err(error)) => {
-                    let mut attempt = connecting.attempts.remove(index);
+                    let mut attempt = connecting.end_attempt(index, now);
                     let _ = cx.registry.deregister(&mut attempt.socket);
                     connecting
                         .exchange
