@@ -14,7 +14,9 @@
 //! probably a CGI script, where a request's `Proxy:` header arrives as
 //! `HTTP_PROXY`; uppercase `HTTP_PROXY` is then ignored (and reported as
 //! [`EnvError::IgnoredInCgi`]), while lowercase `http_proxy` is still
-//! honoured.
+//! honoured — unless it holds what `HTTP_PROXY` holds: where variable names
+//! ignore case (Windows) the two names are one variable, the request's
+//! header, and a value set under both is not told apart from it.
 //!
 //! * "Set" means present and not blank: an empty value falls through to the
 //!   next variable.
@@ -102,10 +104,14 @@ impl EnvProxies {
         };
 
         let http = if is_cgi {
-            if get("HTTP_PROXY").is_some() {
+            let header = get("HTTP_PROXY");
+            if header.is_some() {
                 errors.push(EnvError::IgnoredInCgi);
             }
-            read_url(&["http_proxy"], &mut errors)
+            match header.is_some() && get("http_proxy") == header {
+                true => None,
+                false => read_url(&["http_proxy"], &mut errors),
+            }
         } else {
             read_url(&["http_proxy", "HTTP_PROXY"], &mut errors)
         };
@@ -254,6 +260,32 @@ mod tests {
         // Without REQUEST_METHOD, HTTP_PROXY is used.
         let (p, errors) = read(&[("HTTP_PROXY", "http://h:1")]);
         assert_eq!(p.http.unwrap().host(), "h");
+        assert!(errors.is_empty());
+    }
+
+    #[test]
+    fn httpoxy_where_variable_names_ignore_case() {
+        // Windows: `http_proxy` reads the variable `HTTP_PROXY`, which in a
+        // CGI program is the request's `Proxy:` header.
+        let vars = [
+            ("REQUEST_METHOD", "GET"),
+            ("HTTP_PROXY", "http://attacker:1"),
+        ];
+        let any_case = |name: &str| {
+            vars.iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(name))
+                .map(|(_, v)| v.to_string())
+        };
+        let (p, errors) = EnvProxies::from_lookup(&any_case);
+        assert_eq!(p.http, None);
+        assert_eq!(errors, vec![EnvError::IgnoredInCgi]);
+        assert_eq!(via(&p, "http", "example.com"), None);
+        // Outside CGI the same environment names the proxy.
+        let (p, errors) = EnvProxies::from_lookup(&|name| match name {
+            "REQUEST_METHOD" | "request_method" => None,
+            name => any_case(name),
+        });
+        assert_eq!(p.http.unwrap().host(), "attacker");
         assert!(errors.is_empty());
     }
 
