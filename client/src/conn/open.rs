@@ -161,8 +161,9 @@ pub(crate) fn connect(
 }
 
 impl Conn {
-    /// Starts the next attempt if it is time (none under way, or the delay
-    /// since the last start has passed), fails the exchange when no
+    /// Starts the next attempt if it is time (none under way, the delay
+    /// since the last start has passed, or the last one started has ended:
+    /// see `Connecting::end_attempt`), fails the exchange when no
     /// attempt is under way and no address is left, and arms the timer.
     fn start_attempts(&mut self, cx: &mut LoopContext<'_>) {
         let delay = self.env().config.happy_eyeballs_delay;
@@ -274,7 +275,8 @@ impl Conn {
         }
         let Some(winner) = winner else {
             if failed {
-                // The next address goes now if nothing else is under way.
+                // The next address goes now if the attempt that failed was
+                // the last one started (see `end_attempt`).
                 self.start_attempts(cx);
             }
             return;
