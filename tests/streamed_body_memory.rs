@@ -1,9 +1,10 @@
 //! A streamed body that trickles in, a byte per segment (HTTP/1.1) or per
 //! DATA frame (HTTP/2), to a reader that does not read: the heap the
 //! exchange holds stays near its window (each pushed chunk must not keep a
-//! whole read allocation alive, nor cost more than its bytes). A test
-//! binary of its own: it counts the process's heap with its global
-//! allocator, one test at a time.
+//! whole read allocation alive, nor cost more than its bytes); a decoded
+//! body's chunks likewise cost their bytes, not the decoder's output
+//! buffer. A test binary of its own: it counts the process's heap with its
+//! global allocator, one test at a time.
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
@@ -139,6 +140,76 @@ fn an_http2_body_in_tiny_frames_holds_about_its_windows_not_its_frames() {
     assert!(
         held < 4 * 1024 * 1024,
         "{} KiB of heap for {FRAMES} bytes in 1-byte frames",
+        held / 1024
+    );
+}
+
+/// A gzipped body flushed in small pieces (as a server streaming events
+/// or log lines sends it), each decoding to a few bytes, read by a caller
+/// that keeps the decoded chunks (as `bytes()` does until the end): each
+/// chunk must cost about its bytes, not the 32 KiB output buffer it was
+/// decoded into.
+#[test]
+fn a_gzipped_body_in_small_flushed_pieces_holds_its_decoded_bytes_not_a_buffer_each() {
+    let _alone = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
+    const PIECES: usize = 1000;
+    const LINE: &[u8] = b"event: tick 0123\n";
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        stream.set_nodelay(true).unwrap();
+        let mut head = [0u8; 4096];
+        let _ = stream.read(&mut head);
+        stream
+            .write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\n\
+                  Transfer-Encoding: chunked\r\n\r\n",
+            )
+            .unwrap();
+        let chunk =
+            |bytes: &[u8]| [format!("{:x}\r\n", bytes.len()).as_bytes(), bytes, b"\r\n"].concat();
+        let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        // One flushed piece a segment: every read the loop makes gets one.
+        for _ in 0..PIECES {
+            gzip.write_all(LINE).unwrap();
+            gzip.flush().unwrap(); // Z_SYNC_FLUSH: decodable so far
+            let piece = std::mem::take(gzip.get_mut());
+            stream.write_all(&chunk(&piece)).unwrap();
+            thread::sleep(Duration::from_micros(300));
+        }
+        let last = gzip.finish().unwrap();
+        stream
+            .write_all(&[chunk(&last), b"0\r\n\r\n".to_vec()].concat())
+            .unwrap();
+        // Hold the connection until the client lets go of it.
+        let _ = stream.read(&mut head);
+    });
+    let client = Client::builder().event_loops(1).build().unwrap();
+    let before = counting_alloc::live_bytes();
+    let mut response = client.get(format!("http://{addr}/")).send().wait().unwrap();
+    let mut kept = Vec::new();
+    while let Some(chunk) = response.chunk().wait().unwrap() {
+        kept.push(chunk);
+    }
+    let held = counting_alloc::live_bytes().saturating_sub(before);
+    let decoded: usize = kept.iter().map(|c| c.len()).sum();
+    assert_eq!(decoded, PIECES * LINE.len());
+    let chunks = kept.len();
+    eprintln!(
+        "{} KiB held for {decoded} decoded bytes in {chunks} chunks",
+        held / 1024
+    );
+    drop(kept);
+    drop(response);
+    client.close();
+    server.join().unwrap();
+    // The decoded bytes (17 KB), the chunks' handles, the inflater's
+    // window and the connection's own state: well under a MiB. A 32 KiB
+    // output buffer kept alive by each chunk is 32 MiB at a chunk a piece.
+    assert!(
+        held < 2 * 1024 * 1024,
+        "{} KiB of heap for {decoded} decoded bytes in {chunks} chunks",
         held / 1024
     );
 }

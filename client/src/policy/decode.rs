@@ -13,6 +13,12 @@ use tickless_codings::{ContentDecoder, DecodeError, DecoderConfig};
 /// Decoded bytes handed out per chunk, at most.
 const OUT_CHUNK: usize = 32 * 1024;
 
+/// Decoded chunks shorter than this are copied out of the output buffer,
+/// which stays for the next; longer ones take it with them. A chunk split
+/// off the buffer keeps all of it alive while it is held: a body flushed
+/// in small pieces (events, log lines) would hold 32 KiB per piece.
+const COPY_BELOW: usize = OUT_CHUNK / 2;
+
 /// The `Accept-Encoding` the client sends: the codings compiled in.
 pub(crate) fn accept_encoding() -> &'static str {
     tickless_codings::accept_encoding()
@@ -126,7 +132,12 @@ impl Decoding {
         Ok((produced > 0).then(|| self.take(produced)))
     }
 
+    /// The `produced` bytes at the front of the output buffer, as a chunk
+    /// that holds no more memory than twice its length.
     fn take(&mut self, produced: usize) -> Bytes {
+        if produced < COPY_BELOW {
+            return Bytes::copy_from_slice(&self.out[..produced]);
+        }
         self.out.truncate(produced);
         self.out.split().freeze()
     }
