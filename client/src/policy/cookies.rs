@@ -4,7 +4,8 @@
 //! or [`cookie_provider`](crate::ClientBuilder::cookie_provider) with a
 //! store of one's own). [`Jar`] is the one the client brings: RFC 6265
 //! (domain, path, `Secure`, `Max-Age` and `Expires`; no public-suffix
-//! list), on the `cookie_store` crate.
+//! list, but a `Domain` that is a top-level domain is refused, as curl
+//! does), on the `cookie_store` crate.
 
 use http::HeaderValue;
 
@@ -35,8 +36,16 @@ impl Jar {
     /// value, such as `"id=7; Path=/"`). An invalid one is ignored.
     pub fn add_cookie_str(&self, cookie: &str, url: &url::Url) {
         if let Ok(cookie) = cookie_store::RawCookie::parse(cookie.to_owned()) {
+            self.store(vec![cookie], url);
+        }
+    }
+
+    /// Keeps the cookies `url` set, but for those it may not set.
+    fn store(&self, mut cookies: Vec<cookie_store::RawCookie<'static>>, url: &url::Url) {
+        cookies.retain(|cookie| !for_a_top_level_domain(cookie, url));
+        if !cookies.is_empty() {
             self.write()
-                .store_response_cookies(std::iter::once(cookie), url);
+                .store_response_cookies(cookies.into_iter(), url);
         }
     }
 
@@ -54,9 +63,7 @@ impl CookieStore for Jar {
             .filter_map(|value| std::str::from_utf8(value.as_bytes()).ok())
             .filter_map(|value| cookie_store::RawCookie::parse(value.to_owned()).ok())
             .collect();
-        if !parsed.is_empty() {
-            self.write().store_response_cookies(parsed.into_iter(), url);
-        }
+        self.store(parsed, url);
     }
 
     fn cookies(&self, url: &url::Url) -> Option<HeaderValue> {
@@ -75,6 +82,26 @@ impl CookieStore for Jar {
         }
         HeaderValue::from_str(&joined).ok()
     }
+}
+
+/// Whether `cookie`'s `Domain` is a top-level domain (`com`, `.test`: no
+/// dot inside) other than the host that set it. Without a public-suffix
+/// list these are the public suffixes known for sure, and a cookie for one
+/// would go to every other site under it; `cookie_store` takes it, as any
+/// domain the host is under. `localhost` is let through, as curl does: its
+/// hosts are all this machine's.
+#[cfg(feature = "cookies")]
+fn for_a_top_level_domain(cookie: &cookie_store::RawCookie<'_>, url: &url::Url) -> bool {
+    let Some(domain) = cookie.domain() else {
+        return false;
+    };
+    // An empty `Domain` is no attribute at all (RFC 6265 §5.2.3).
+    !domain.is_empty()
+        && !domain.contains('.')
+        && !domain.eq_ignore_ascii_case("localhost")
+        && !url
+            .host_str()
+            .is_some_and(|host| host.eq_ignore_ascii_case(domain))
 }
 
 #[cfg(all(test, feature = "cookies"))]
@@ -136,6 +163,44 @@ mod tests {
         assert_eq!(sent(&jar, "http://a.test/").as_deref(), Some("plain=p"));
         set(&jar, "https://a.test/", &["plain=gone; Max-Age=0"]);
         assert_eq!(sent(&jar, "https://a.test/").as_deref(), Some("token=s"));
+    }
+
+    /// A site may not set a cookie for a whole top-level domain: it would
+    /// go to every other site under it (curl refuses it too; the browsers
+    /// through their public-suffix list).
+    #[test]
+    fn a_cookie_for_a_top_level_domain_is_refused_unless_it_is_the_host() {
+        let jar = Jar::new();
+        set(
+            &jar,
+            "http://shop.a.test/",
+            &[
+                "wide=1; Domain=test",
+                "dotted=2; Domain=.TEST",
+                "site=3; Domain=a.test",
+                "empty=4; Domain=",
+            ],
+        );
+        assert_eq!(sent(&jar, "http://b.test/"), None);
+        assert_eq!(
+            sent(&jar, "http://shop.a.test/").as_deref(),
+            Some("empty=4; site=3")
+        );
+        jar.add_cookie_str("wide=5; Domain=test", &url("http://a.test/"));
+        assert_eq!(sent(&jar, "http://b.test/"), None);
+        // A host with no dot in its name may name itself, and `localhost`
+        // is this machine's alone.
+        set(&jar, "http://intranet/", &["own=6; Domain=intranet"]);
+        assert_eq!(sent(&jar, "http://intranet/").as_deref(), Some("own=6"));
+        set(
+            &jar,
+            "http://app.localhost/",
+            &["local=7; Domain=localhost"],
+        );
+        assert_eq!(
+            sent(&jar, "http://api.localhost/").as_deref(),
+            Some("local=7")
+        );
     }
 
     #[test]
