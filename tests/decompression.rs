@@ -323,6 +323,29 @@ fn a_body_that_lies_about_its_coding_is_a_decode_error() {
 }
 
 #[test]
+fn a_body_that_failed_to_decode_lets_its_connection_go_though_it_is_kept() {
+    // Far longer than the body's window: a connection that went on reading
+    // for a reader that will never take again would stop at the window and
+    // hold the exchange until its request timeout.
+    let garbage = vec![0xa5; 8 << 20];
+    let server =
+        TestServer::respond(move |_| response(200, &[("Content-Encoding", "gzip")], &garbage));
+    let client = client();
+    let mut response = client.get(server.url("/")).send().wait().unwrap();
+    let error = response.chunk().wait().unwrap_err();
+    assert!(matches!(error, Error::Decode { .. }), "{error:?}");
+    // The failed body is kept (`response` lives on): nobody reads it
+    // again, and the exchange ends without waiting for its drop.
+    assert_settles(&client, Duration::from_secs(10));
+    assert!(
+        response.chunk().wait().is_err(),
+        "a failed body fails again"
+    );
+    drop(response);
+    client.close();
+}
+
+#[test]
 fn an_unknown_coding_is_left_as_it_came() {
     let server =
         TestServer::respond(|_| response(200, &[("Content-Encoding", "x-custom")], b"opaque"));

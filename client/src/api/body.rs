@@ -157,7 +157,13 @@ impl Body {
                     Ok(Some(chunk)) => return Poll::Ready(Ok(Some(chunk))),
                     Ok(None) if self.raw_ended => return Poll::Ready(self.end(Ok(None))),
                     Ok(None) => {}
-                    Err(error) => return Poll::Ready(self.end(Err(error))),
+                    Err(error) => {
+                        // Nothing more of it will be read: the connection
+                        // is let go now (it drains or closes, as at a
+                        // drop), not held for a reader that kept the body.
+                        self.exchange.body_dropped();
+                        return Poll::Ready(self.end(Err(error)));
+                    }
                 }
             }
             let taken = match take(self.exchange.body()) {

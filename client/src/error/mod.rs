@@ -424,7 +424,8 @@ pub enum Error {
         reason: RedirectError,
     },
     /// A response body said it was encoded (`Content-Encoding`) and did not
-    /// decode: corrupt, cut short, or followed by stray bytes.
+    /// decode: corrupt, cut short, or followed by stray bytes. Its
+    /// connection is let go at once, as when the body is dropped.
     #[error("response body from {remote} does not decode: {source}")]
     Decode {
         /// The server.
