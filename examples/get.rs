@@ -26,16 +26,22 @@
 //! * `--event-loop-timeouts`: arm them on the connection's event loop
 //!   instead of the hashed-wheel timer.
 //! * `-H`, `--header 'Name: value'`: add a request header (repeatable);
-//!   `Expect: 100-continue` makes an upload wait for the server's go.
+//!   `Expect: 100-continue` makes an upload wait for the server's go. As
+//!   in curl, `'Name:'` sends no `Name` (not even the client's own
+//!   `User-Agent`, nor `--data`'s `Content-Type`), and `'Name;'` sends it
+//!   empty.
 //! * `-X`, `--request METHOD`: the method (default GET, or POST with
 //!   `--data`, PUT with `--upload-file`).
 //! * `-d`, `--data STR`: send `STR` as the body (a POST unless `-X` says
-//!   otherwise); `@FILE` reads it from `FILE` (`@-`: standard input)
-//!   without its carriage returns and newlines, as curl does.
+//!   otherwise), with `Content-Type: application/x-www-form-urlencoded`
+//!   unless a `--header` gives one; `@FILE` reads it from `FILE` (`@-`:
+//!   standard input) without its carriage returns and newlines, as curl
+//!   does. Given again, the parts are joined with `&`.
 //! * `--data-binary STR`: the same, but a file's bytes go as they are.
 //! * `-T`, `--upload-file FILE`: stream `FILE` as the body, its length
 //!   from the file (a PUT unless `-X` says otherwise); `-`: standard
-//!   input, chunked.
+//!   input, chunked. To a URL whose path ends with `/`, the file's name
+//!   (percent-encoded) is added to it, as curl does.
 //! * `-o`, `--output FILE`: write the body to `FILE` as it arrives (`-`:
 //!   standard output); the status line and headers then go to standard
 //!   error.
@@ -63,13 +69,14 @@
 //!   change the traffic.
 //! * `--max-redirects N` (curl: `--max-redirs`): follow at most `N`
 //!   redirects (default 10; 0 prints the first redirect instead of
-//!   following it). Redirects are followed by default, as the client does.
+//!   following it; -1, as in curl: no limit). Redirects are followed by
+//!   default, as the client does.
 //! * `--no-decompress` (curl: `--raw`): print the body as the server
 //!   encoded it (no decompression, no `Accept-Encoding` sent).
 //! * `--cookies`: a cookie store for the run, so that cookies set on a
 //!   redirect hop are sent on the next ones.
 //! * `-b`, `--cookie 'NAME=VALUE; …'`: the cookie store, with these cookies
-//!   in it for the URL's host (any path).
+//!   in it for the URL's host (any path); repeatable.
 //! * `--max-body-bytes N` (curl: `--max-filesize`): fail once the body
 //!   (decoded) passes `N` bytes.
 //! * `--retries N`: retry a failure before any response (a connect error,
@@ -114,14 +121,17 @@ enum Versions {
 
 #[derive(Debug, Default)]
 struct Args {
+    /// `-h`, `--help`: print the usage, and nothing else.
+    help: bool,
     url: String,
     request_timeout: Option<Duration>,
     read_timeout: Option<Duration>,
     write_timeout: Option<Duration>,
     event_loop_timeouts: bool,
-    headers: Vec<(http::HeaderName, http::HeaderValue)>,
+    headers: Vec<Header>,
     method: Option<http::Method>,
-    data: Option<Data>,
+    /// Each `--data` or `--data-binary`, in order.
+    data: Vec<Data>,
     upload: Option<String>,
     output: Option<String>,
     ca: Option<String>,
@@ -213,13 +223,55 @@ impl Data {
     }
 }
 
-/// One `--header 'Name: value'`, checked: a name and a value HTTP allows.
-fn parse_header(header: &str) -> Result<(http::HeaderName, http::HeaderValue), String> {
+/// The body of every `--data` and `--data-binary` given, joined with `&`
+/// as curl joins them.
+fn data_body(data: &[Data]) -> Result<Vec<u8>, String> {
+    let parts = data.iter().map(Data::body).collect::<Result<Vec<_>, _>>()?;
+    Ok(parts.join(&b'&'))
+}
+
+/// One `--header`, as curl reads it.
+#[derive(Debug)]
+enum Header {
+    /// `'Name: value'`, or `'Name;'`: sent (empty, for the latter).
+    Send(http::HeaderName, http::HeaderValue),
+    /// `'Name:'`: no `Name` is sent, not even one the client or `get`
+    /// would add.
+    Suppress(http::HeaderName),
+}
+
+/// One `--header`, checked: a name and a value HTTP allows.
+fn parse_header(header: &str) -> Result<Header, String> {
     let bad = || format!("--header: expected 'Name: value', got {header:?}");
-    let (name, value) = header.split_once(':').ok_or_else(bad)?;
-    let name = http::HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| bad())?;
-    let value = http::HeaderValue::from_str(value.trim()).map_err(|_| bad())?;
-    Ok((name, value))
+    let name = |name: &str| http::HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| bad());
+    // curl's form for an empty value: `Name:` says "send none".
+    if let Some(empty) = header.strip_suffix(';').filter(|h| !h.contains(':')) {
+        return Ok(Header::Send(
+            name(empty)?,
+            http::HeaderValue::from_static(""),
+        ));
+    }
+    let (named, value) = header.split_once(':').ok_or_else(bad)?;
+    let value = value.trim();
+    if value.is_empty() {
+        return Ok(Header::Suppress(name(named)?));
+    }
+    let value = http::HeaderValue::from_str(value).map_err(|_| bad())?;
+    Ok(Header::Send(name(named)?, value))
+}
+
+/// Whether a `--header 'Name:'` says not to send `name`.
+fn suppressed(headers: &[Header], name: &http::HeaderName) -> bool {
+    headers
+        .iter()
+        .any(|header| matches!(header, Header::Suppress(n) if n == name))
+}
+
+/// Whether a `--header` sends `name`.
+fn given(headers: &[Header], name: &http::HeaderName) -> bool {
+    headers
+        .iter()
+        .any(|header| matches!(header, Header::Send(n, _) if n == name))
 }
 
 /// The `NAME=VALUE` pairs of a `--cookie` value.
@@ -253,6 +305,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
                 parsed.write_timeout = Some(millis("--write-timeout", args.next())?)
             }
             "--event-loop-timeouts" => parsed.event_loop_timeouts = true,
+            "-h" | "--help" => parsed.help = true,
             "-H" | "--header" => {
                 let header = args.next().ok_or("--header needs 'Name: value'")?;
                 parsed.headers.push(parse_header(&header)?);
@@ -260,7 +313,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             "-d" | "--data" | "--data-binary" => {
                 let value = args.next().ok_or_else(|| format!("{arg} needs a value"))?;
                 let binary = arg == "--data-binary";
-                parsed.data = Some(Data { value, binary });
+                parsed.data.push(Data { value, binary });
             }
             "-X" | "--request" => {
                 let method = args.next().ok_or("--request needs a METHOD")?;
@@ -282,17 +335,24 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
                 &args.next().ok_or("--resolve needs HOST:PORT:ADDR")?,
             )?),
             "--http2" | "--http1.1" | "--http2-prior-knowledge" => {
-                if parsed.versions != Versions::Negotiated {
-                    return Err("--http2, --http1.1 and --http2-prior-knowledge: choose one".into());
-                }
-                parsed.versions = match arg.as_str() {
+                let versions = match arg.as_str() {
                     "--http2" => Versions::Http2,
                     "--http1.1" => Versions::Http11,
                     _ => Versions::Http2PriorKnowledge,
                 };
+                // The same one again is no conflict.
+                if ![Versions::Negotiated, versions].contains(&parsed.versions) {
+                    return Err("--http2, --http1.1 and --http2-prior-knowledge: choose one".into());
+                }
+                parsed.versions = versions;
             }
             "--max-redirects" | "--max-redirs" => {
-                parsed.max_redirects = Some(number(&arg, args.next())?)
+                let max = args.next();
+                // curl's -1: no limit.
+                parsed.max_redirects = match max.as_deref() {
+                    Some("-1") => Some(usize::MAX),
+                    _ => Some(number(&arg, max)?),
+                }
             }
             "--no-decompress" | "--raw" => parsed.no_decompress = true,
             "--cookies" => parsed.cookie = parsed.cookie.or(Some(String::new())),
@@ -301,7 +361,11 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
                 if let Some(bad) = cookie_pairs(&cookies).find(|c| !c.contains('=')) {
                     return Err(format!("--cookie: expected NAME=VALUE, got {bad:?}"));
                 }
-                parsed.cookie = Some(cookies)
+                // Given again, the cookies add up (as in curl).
+                parsed.cookie = Some(match parsed.cookie.take() {
+                    Some(earlier) => format!("{earlier}; {cookies}"),
+                    None => cookies,
+                })
             }
             "--max-body-bytes" | "--max-filesize" => {
                 parsed.max_body_bytes = Some(number(&arg, args.next())?)
@@ -318,8 +382,11 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             _ => url = Some(arg),
         }
     }
+    if parsed.help {
+        return Ok(parsed);
+    }
     parsed.url = url.ok_or("missing URL")?;
-    if parsed.data.is_some() && parsed.upload.is_some() {
+    if !parsed.data.is_empty() && parsed.upload.is_some() {
         return Err("--data and --upload-file both give a body: choose one".into());
     }
     if parsed.cert.is_some() != parsed.key.is_some() {
@@ -329,12 +396,11 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.iter().any(|a| a == "--help" || a == "-h") {
-        println!("{USAGE}");
-        return ExitCode::SUCCESS;
-    }
-    let args = match parse_args(args.into_iter()) {
+    let args = match parse_args(std::env::args().skip(1)) {
+        Ok(args) if args.help => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
         Ok(args) => args,
         Err(message) => {
             eprintln!("get: {message}\n{USAGE}");
@@ -421,6 +487,9 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     if args.no_decompress {
         builder = builder.no_decompress();
     }
+    if suppressed(&args.headers, &http::header::USER_AGENT) {
+        builder = builder.no_user_agent();
+    }
     if let Some(max) = args.max_body_bytes {
         builder = builder.max_body_bytes(max);
     }
@@ -439,15 +508,24 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let client = builder
         .build()
         .map_err(|e| format!("cannot start the client: {e}"))?;
-    let method = match (args.method, &args.data, &args.upload) {
+    let method = match (args.method, args.data.is_empty(), &args.upload) {
         (Some(method), _, _) => method,
-        (None, Some(_), _) => http::Method::POST,
-        (None, None, Some(_)) => http::Method::PUT,
-        (None, None, None) => http::Method::GET,
+        (None, false, _) => http::Method::POST,
+        (None, true, Some(_)) => http::Method::PUT,
+        (None, true, None) => http::Method::GET,
     };
-    let mut request = client.request(method, args.url.as_str());
-    if let Some(data) = &args.data {
-        request = request.body(data.body()?);
+    let url = match args.upload.as_deref() {
+        Some(path) if path != "-" => upload_url(&args.url, path),
+        _ => args.url.clone(),
+    };
+    let mut request = client.request(method, url);
+    if !args.data.is_empty() {
+        request = request.body(data_body(&args.data)?);
+        // A form, as curl sends it, unless told otherwise.
+        let content_type = http::header::CONTENT_TYPE;
+        if !given(&args.headers, &content_type) && !suppressed(&args.headers, &content_type) {
+            request = request.header(content_type, "application/x-www-form-urlencoded");
+        }
     }
     match args.upload.as_deref() {
         Some("-") => request = request.body(tickless::Upload::from_reader(std::io::stdin(), None)),
@@ -458,8 +536,10 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         }
         None => {}
     }
-    for (name, value) in args.headers {
-        request = request.header(name, value);
+    for header in args.headers {
+        if let Header::Send(name, value) = header {
+            request = request.header(name, value);
+        }
     }
     if let Some(user) = &args.user {
         let (user, password) = match user.split_once(':') {
@@ -508,6 +588,49 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     drop(response);
     client.close();
     Ok(())
+}
+
+/// The URL an upload of `path` goes to: `url`, or, if its path ends with
+/// `/` (names no file), the file's name after it, percent-encoded, as curl
+/// does. A URL that does not parse is left to the request to refuse.
+fn upload_url(url: &str, path: &str) -> String {
+    let Ok(uri) = url.parse::<http::Uri>() else {
+        return url.to_owned();
+    };
+    let Some(name) = std::path::Path::new(path).file_name() else {
+        return url.to_owned();
+    };
+    if !uri.path().is_empty() && !uri.path().ends_with('/') {
+        return url.to_owned();
+    }
+    let mut parts = uri.into_parts();
+    let (dir, query) = match &parts.path_and_query {
+        Some(pq) => (pq.path(), pq.query()),
+        None => ("", None),
+    };
+    let dir = if dir.is_empty() { "/" } else { dir };
+    let mut target = format!("{dir}{}", percent_encoded(name.as_encoded_bytes()));
+    if let Some(query) = query {
+        target = format!("{target}?{query}");
+    }
+    match target.parse() {
+        Ok(pq) => parts.path_and_query = Some(pq),
+        Err(_) => return url.to_owned(),
+    }
+    http::Uri::from_parts(parts).map_or_else(|_| url.to_owned(), |uri| uri.to_string())
+}
+
+/// `bytes` with all but RFC 3986's unreserved characters percent-encoded.
+fn percent_encoded(bytes: &[u8]) -> String {
+    bytes
+        .iter()
+        .map(|&b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }
 
 /// A writer whose errors name it ("standard output: Broken pipe (os error

@@ -407,3 +407,98 @@ fn a_reader_gone_from_standard_output_is_an_error_that_names_it() {
         "{stderr}"
     );
 }
+
+/// The request `get` sent to a fresh server with `args` after its URL
+/// (`path` on it), and its exit status.
+fn sent(path: &str, args: &[&str]) -> (RecordedRequest, Option<i32>) {
+    let server = TestServer::respond(|_| ok("seen"));
+    let url = server.url(path);
+    let mut argv = vec![url.as_str()];
+    argv.extend_from_slice(args);
+    let output = get(&argv);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1, "{args:?}: {output:?}");
+    (requests[0].clone(), output.status.code())
+}
+
+#[test]
+fn data_is_a_form_post_and_data_given_again_joins_with_ampersands() {
+    let dir = support::real::TempDir::new("get-data");
+    let file = dir.path().join("part");
+    std::fs::write(&file, "c=3\n").unwrap();
+    let file = format!("@{}", file.display());
+    // As curl: each part as its own flag reads it, joined with `&`, sent
+    // as a form unless a Content-Type is given.
+    let (request, status) = sent("/", &["-d", "a=1", "--data-binary", "b=2", "-d", &file]);
+    assert_eq!(status, Some(0));
+    assert_eq!(request.method, "POST");
+    assert_eq!(String::from_utf8_lossy(&request.body), "a=1&b=2&c=3");
+    assert_eq!(
+        request.header_all("content-type"),
+        ["application/x-www-form-urlencoded"]
+    );
+    let (request, _) = sent("/", &["-d", "{}", "-H", "Content-Type: application/json"]);
+    assert_eq!(request.header_all("content-type"), ["application/json"]);
+    // `Content-Type:` (curl's way to drop a header): none.
+    let (request, _) = sent("/", &["-d", "x", "-H", "Content-Type:"]);
+    assert_eq!(request.header("content-type"), None, "{request:?}");
+}
+
+#[test]
+fn headers_in_curls_forms_empty_and_dropped() {
+    // `Name;` sends Name empty; `Name:` sends no Name — not even the
+    // client's own User-Agent.
+    let (request, status) = sent(
+        "/",
+        &["-H", "X-Empty;", "-H", "X-Gone:", "-H", "User-Agent:"],
+    );
+    assert_eq!(status, Some(0));
+    assert_eq!(request.header("x-empty"), Some(""), "{request:?}");
+    assert_eq!(request.header("x-gone"), None, "{request:?}");
+    assert_eq!(request.header("user-agent"), None, "{request:?}");
+    // A value with a semicolon in it is a value.
+    let (request, _) = sent("/", &["-H", "X-List: a;"]);
+    assert_eq!(request.header("x-list"), Some("a;"));
+}
+
+#[test]
+fn cookies_given_again_are_all_sent() {
+    let (request, status) = sent("/", &["-b", "a=1", "-b", "b=2; c=3"]);
+    assert_eq!(status, Some(0));
+    let cookie = request.header("cookie").unwrap_or_default();
+    for pair in ["a=1", "b=2", "c=3"] {
+        assert!(cookie.contains(pair), "{pair} missing: {cookie:?}");
+    }
+}
+
+#[test]
+fn an_upload_to_a_directory_url_goes_to_the_files_name_there() {
+    let dir = support::real::TempDir::new("get-upload");
+    let file = dir.path().join("my file.txt");
+    std::fs::write(&file, "up").unwrap();
+    let file = file.to_str().unwrap();
+    // As curl: the file's name, percent-encoded, after the URL's `/`.
+    let (request, status) = sent("/dir/?q=1", &["-T", file]);
+    assert_eq!(status, Some(0));
+    assert_eq!(request.target, "/dir/my%20file.txt?q=1");
+    assert_eq!(request.body, b"up");
+    // A URL that names a file keeps it.
+    let (request, _) = sent("/dir/name", &["-T", file]);
+    assert_eq!(request.target, "/dir/name");
+}
+
+#[test]
+fn a_flag_given_again_and_curls_values_are_taken_as_curl_takes_them() {
+    // The same version twice is no conflict.
+    let (request, status) = sent("/", &["--http1.1", "--http1.1"]);
+    assert_eq!(status, Some(0), "{request:?}");
+    // `--max-redirs -1`: no limit, as curl reads it.
+    let server = server();
+    let output = get(&[&server.url("/old"), "--max-redirs", "-1"]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert!(stdout(&output).ends_with("/new auth=- cookie=-"));
+    // `-h` as a flag's value is that value, not a call for help.
+    let (request, status) = sent("/", &["-d", "-h"]);
+    assert_eq!(status, Some(0));
+    assert_eq!(request.body, b"-h");
+}
