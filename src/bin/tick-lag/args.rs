@@ -215,11 +215,19 @@ where
                     }
                 }
             }
+            "--end-to-end" | "--http2" | "--warm" | "--unpinned" | "--under-load" => {
+                return Err(ArgError(format!("{name} takes no value")))
+            }
             _ if inline.is_none() && !arg.starts_with('-') => {
                 return Err(ArgError(format!("unexpected argument {arg:?}")))
             }
             _ => return Err(ArgError(format!("unknown option {name:?}"))),
         }
+    }
+    if config.http2 && !end_to_end {
+        return Err(ArgError(
+            "--http2 is for --end-to-end (the timer instruments send no requests)".to_owned(),
+        ));
     }
     if config.warm && (config.http2 || !end_to_end) {
         return Err(ArgError(
@@ -361,6 +369,12 @@ mod tests {
             "--under-load without --end-to-end"
         );
         assert!(run(&["--end-to-end", "--http2", "--under-load"]).is_err());
+        // Not silently ignored: --http2 changes nothing without requests.
+        let err = run(&["--http2"]).unwrap_err();
+        assert!(err.0.contains("--end-to-end"), "{err}");
+        // A flag given a value is named as the flag it is.
+        let err = run(&["--end-to-end=yes"]).unwrap_err();
+        assert_eq!(err.0, "--end-to-end takes no value");
         assert!(!run(&[]).unwrap().http2);
         assert!(run(&["--end-to-end"])
             .unwrap()
