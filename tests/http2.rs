@@ -575,3 +575,45 @@ fn a_request_taken_as_the_idle_timeout_falls_due_is_answered() {
     assert_eq!(second.bytes().wait().unwrap(), "ok");
     client.close();
 }
+
+#[test]
+fn a_host_header_of_the_callers_is_the_streams_authority() {
+    // The server answers with the authority it was given, and how many
+    // Host fields came with it.
+    let server = H2Server::start(|stream| async move {
+        let request = &stream.request;
+        let seen = format!(
+            "{} host={}",
+            request.uri().authority().map_or("-", |a| a.as_str()),
+            request.headers().get_all(http::header::HOST).iter().count()
+        );
+        let response = http::Response::builder().status(200).body(()).unwrap();
+        let mut stream = stream;
+        if let Ok(mut send) = stream.respond.send_response(response, false) {
+            let _ = send.send_data(Bytes::from(seen), true);
+        }
+    });
+    let client = h2c().build().unwrap();
+    // As over HTTP/1.1, where it is the Host line sent (and as curl does
+    // over HTTP/2): not dropped for the URI's.
+    let text = client
+        .get(server.url("/"))
+        .header("Host", "virtual.example:8443")
+        .send()
+        .wait()
+        .unwrap()
+        .text()
+        .wait()
+        .unwrap();
+    assert_eq!(text, "virtual.example:8443 host=0");
+    let text = client
+        .get(server.url("/"))
+        .send()
+        .wait()
+        .unwrap()
+        .text()
+        .wait()
+        .unwrap();
+    assert_eq!(text, format!("{} host=0", server.addr()));
+    client.close();
+}

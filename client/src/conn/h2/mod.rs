@@ -1669,6 +1669,21 @@ fn request_sent(
     exchange.start_read(now);
 }
 
+/// `uri`, with the caller's `Host` as its authority if there is one: over
+/// HTTP/2 the `:authority` says what `Host` says over HTTP/1.1 (RFC 9113
+/// §8.3.1), so a caller's `Host` (a virtual host behind an address) is
+/// sent there, as curl does, rather than dropped for the URI's. A value
+/// that is not an authority is left out, the URI's kept.
+fn authority_of(uri: &http::Uri, host: Option<&http::HeaderValue>) -> http::Uri {
+    let Some(authority) = host.and_then(|h| http::uri::Authority::try_from(h.as_bytes()).ok())
+    else {
+        return uri.clone();
+    };
+    let mut parts = uri.clone().into_parts();
+    parts.authority = Some(authority);
+    http::Uri::from_parts(parts).unwrap_or_else(|_| uri.clone())
+}
+
 /// The HTTP/2 request of `exchange`, and its body; `None` if the exchange
 /// has ended meanwhile (its bytes are gone: nothing of it may go).
 fn request_of(exchange: &Exchange) -> Option<(http::Request<()>, Outgoing)> {
@@ -1694,7 +1709,10 @@ fn request_of(exchange: &Exchange) -> Option<(http::Request<()>, Outgoing)> {
     };
     let mut request = http::Request::new(());
     *request.method_mut() = parts.method.clone();
-    *request.uri_mut() = exchange.listener.request().uri().clone();
+    *request.uri_mut() = authority_of(
+        exchange.listener.request().uri(),
+        parts.headers.get(header::HOST),
+    );
     *request.version_mut() = http::Version::HTTP_2;
     let headers = request.headers_mut();
     if parts.headers.keys().any(specific) {
