@@ -620,17 +620,17 @@ fn upload_url(url: &str, path: &str) -> String {
     http::Uri::from_parts(parts).map_or_else(|_| url.to_owned(), |uri| uri.to_string())
 }
 
+/// RFC 3986's unreserved characters: all that a file's name keeps as it
+/// is in the URL it is uploaded to.
+const UNRESERVED: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
 /// `bytes` with all but RFC 3986's unreserved characters percent-encoded.
 fn percent_encoded(bytes: &[u8]) -> String {
-    bytes
-        .iter()
-        .map(|&b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
+    percent_encoding::percent_encode(bytes, UNRESERVED).to_string()
 }
 
 /// A writer whose errors name it ("standard output: Broken pipe (os error
