@@ -437,6 +437,31 @@ fn invalid_input_fails_with_invalid_request_and_no_panic() {
             .send(),
         |i| matches!(i, InvalidRequest::Header { .. }),
     );
+    // CONNECT asks a proxy for a tunnel (the client makes its own), and a
+    // TRACE has no body (RFC 9110 §9.3.6, §9.3.8).
+    assert_invalid(
+        client
+            .request(http::Method::CONNECT, server.url("/"))
+            .send(),
+        |i| {
+            matches!(
+                i,
+                InvalidRequest::Encode(tickless::h1::EncodeError::Connect)
+            )
+        },
+    );
+    assert_invalid(
+        client
+            .request(http::Method::TRACE, server.url("/"))
+            .body("echo me")
+            .send(),
+        |i| {
+            matches!(
+                i,
+                InvalidRequest::Encode(tickless::h1::EncodeError::TraceBody)
+            )
+        },
+    );
     // The message names the problem; the io::Error kind is InvalidInput.
     let error = client
         .get("ftp://127.0.0.1/")

@@ -150,4 +150,13 @@ pub enum EncodeError {
     /// The caller gave more than one `Host` header.
     #[error("more than one Host header")]
     DuplicateHost,
+    /// A `CONNECT` request: it asks a proxy for a tunnel to an authority
+    /// (RFC 9110 §9.3.6), not for a URI's resource; a client makes its
+    /// tunnels itself, through the proxy it is given.
+    #[error("CONNECT is not sent as a request: tunnels through a proxy are the client's own")]
+    Connect,
+    /// A `TRACE` request with a body, which a client must not send (RFC
+    /// 9110 §9.3.8).
+    #[error("a TRACE request has no body")]
+    TraceBody,
 }

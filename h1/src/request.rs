@@ -165,6 +165,12 @@ fn checked<'a>(
         Some(h) if !h.is_empty() => h,
         _ => return Err(EncodeError::InvalidUri),
     };
+    if method == Method::CONNECT {
+        return Err(EncodeError::Connect);
+    }
+    if method == Method::TRACE && !matches!(body, RequestBody::Empty | RequestBody::Length(0)) {
+        return Err(EncodeError::TraceBody);
+    }
     let framing = framing_header(method, headers, body)?;
     // One Host field, or none (then it is the URI's): a server cannot tell
     // which of two is meant (RFC 9112 §3.2).

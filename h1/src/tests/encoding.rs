@@ -227,6 +227,25 @@ fn framing_conflicts() {
 }
 
 #[test]
+fn connect_and_a_traces_body_are_refused() {
+    let uri = "http://h/x";
+    assert_eq!(
+        encode(Method::CONNECT, uri, &[], RequestBody::Empty),
+        Err(EncodeError::Connect)
+    );
+    for body in [RequestBody::Length(3), RequestBody::Chunked] {
+        assert_eq!(
+            encode(Method::TRACE, uri, &[], body),
+            Err(EncodeError::TraceBody),
+            "{body:?}"
+        );
+    }
+    for body in [RequestBody::Empty, RequestBody::Length(0)] {
+        assert!(encode(Method::TRACE, uri, &[], body).is_ok(), "{body:?}");
+    }
+}
+
+#[test]
 fn invalid_uris() {
     for uri in ["/relative", "ftp://h/file", "example.com:80", "*"] {
         assert_eq!(
