@@ -475,13 +475,21 @@ impl Shared {
         now
     }
 
-    /// Manual clock: fires what is due at `now`, on the advancing thread.
+    /// Manual clock: fires what is due at `now`, on the advancing thread —
+    /// also what the tasks fired arm for a time this advance has passed
+    /// (a task re-arming itself a period on): one long advance fires what
+    /// several short ones would, as the worker does after a stall.
     fn expire(&self, now: Instant) {
         let mut due = Vec::new();
-        self.lock_core().collect_due(now, self.tick, &mut due);
-        for (deadline, task) in due {
-            self.counters.fired(now.saturating_duration_since(deadline));
-            self.run(task);
+        loop {
+            self.lock_core().collect_due(now, self.tick, &mut due);
+            if due.is_empty() {
+                return;
+            }
+            for (deadline, task) in due.drain(..) {
+                self.counters.fired(now.saturating_duration_since(deadline));
+                self.run(task);
+            }
         }
     }
 

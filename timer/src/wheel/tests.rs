@@ -64,6 +64,34 @@ fn a_jump_past_several_revolutions_fires_everything_due() {
 }
 
 #[test]
+fn one_long_advance_fires_what_tasks_arm_for_times_it_passed_as_short_ones_do() {
+    // A task re-arming itself a period after its deadline: one advance of
+    // ten periods must fire it ten times, as ten advances of one do (and
+    // as the worker does after a stall of ten periods).
+    fn rearm(wheel: HashedWheelTimer, deadline: Instant, fired: Arc<AtomicUsize>) {
+        let next = deadline + Duration::from_secs(1);
+        let again = wheel.clone();
+        wheel
+            .arm(next, move || {
+                fired.fetch_add(1, Ordering::SeqCst);
+                rearm(again, next, fired);
+            })
+            .unwrap();
+    }
+    let (clock, wheel) = manual_wheel(100, 8);
+    let fired = Arc::new(AtomicUsize::new(0));
+    rearm(wheel.clone(), clock.now(), fired.clone());
+    clock.advance(Duration::from_secs(10));
+    assert_eq!(
+        fired.load(Ordering::SeqCst),
+        10,
+        "fired once per period passed"
+    );
+    assert_eq!(wheel.stats().armed, 1, "the next period's entry is armed");
+    wheel.stop();
+}
+
+#[test]
 fn cancel_drops_the_task_at_once() {
     let (clock, wheel) = manual_wheel(100, 512);
     let resource = Arc::new(());
