@@ -46,7 +46,17 @@ impl Alarm {
         if self.rung.load(Ordering::Acquire) {
             return Poll::Ready(());
         }
-        *lock(&self.waker) = Some(cx.waker().clone());
+        let replaced = {
+            let mut waker = lock(&self.waker);
+            match &*waker {
+                Some(waker) if waker.will_wake(cx.waker()) => None,
+                _ => waker.replace(cx.waker().clone()),
+            }
+        };
+        // A waker is the caller's: its drop may come back for this lock
+        // (the last `Client` in a task it owns rings the alarms it closes),
+        // so it goes after the unlock (see `crate::sync`).
+        drop(replaced);
         // Rung between the check and the store: the ringer found no waker.
         if self.rung.load(Ordering::Acquire) {
             return Poll::Ready(());
@@ -184,6 +194,43 @@ mod tests {
         assert!(!alarm.rung.load(Ordering::SeqCst));
         assert_eq!(wheel.stats().armed, 0);
         wheel.stop();
+    }
+
+    /// A waker whose drop comes back for the alarm: as one that drops the
+    /// last reference to a task owning the last `Client`, whose close
+    /// rings the alarms still armed.
+    struct RingsOnDrop(Arc<Alarm>);
+
+    impl Wake for RingsOnDrop {
+        fn wake(self: Arc<Self>) {}
+    }
+
+    impl Drop for RingsOnDrop {
+        fn drop(&mut self) {
+            self.0.ring();
+        }
+    }
+
+    #[test]
+    fn a_replaced_waker_is_dropped_after_the_unlock() {
+        let alarm = Alarm::new();
+        {
+            let first = Waker::from(Arc::new(RingsOnDrop(alarm.clone())));
+            assert!(alarm.poll(&mut Context::from_waker(&first)).is_pending());
+        }
+        // The alarm holds the last clone of `first`: polling with another
+        // waker drops it, and its drop rings the alarm.
+        let (polled, on_polled) = std::sync::mpsc::channel();
+        let poller = alarm.clone();
+        std::thread::spawn(move || {
+            let second = Waker::from(Arc::new(CountingWaker(AtomicUsize::new(0))));
+            let ready = poller.poll(&mut Context::from_waker(&second)).is_ready();
+            polled.send(ready).unwrap();
+        });
+        let ready = on_polled
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the poll deadlocked: the replaced waker was dropped under the lock");
+        assert!(ready, "rung by the drop, and the poll saw it");
     }
 
     #[test]
