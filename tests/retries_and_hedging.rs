@@ -1,7 +1,8 @@
 //! Retries inside the deadline and hedged requests, on a `ManualClock` in
 //! both timeout modes: a backoff and a `Retry-After` are waited for to the
 //! tick and never past the deadline, a retry that would not fit is not
-//! started, what is retried depends on the method, the budget stops
+//! started (and one an advance past the deadline starts times out at
+//! once), what is retried depends on the method, the budget stops
 //! retries and recovers, and a hedge starts exactly at its delay, wins,
 //! and leaves nothing armed or open of the loser. And HTTP/2 failures
 //! before the answer, from a server whose frames are written by hand: a
@@ -143,6 +144,52 @@ fn a_retry_that_would_not_fit_is_not_started_on_the_wheel() {
 #[test]
 fn a_retry_that_would_not_fit_is_not_started_on_the_loop() {
     a_retry_that_would_not_fit_is_not_started(true);
+}
+
+/// One advance takes the clock past the backoff and past the deadline:
+/// the retry starts with its deadline already reached, and times out at
+/// once, as it would on the system clock — not at the next advance, which
+/// may never come.
+fn a_retry_started_past_the_deadline_times_out_without_another_advance(event_loop_timeouts: bool) {
+    let clock = ManualClock::new();
+    let (client, recorder) = client_on(&clock, event_loop_timeouts);
+    let server = TestServer::start(Behaviour::per_connection(|index| match index {
+        0 => Behaviour::Reset,
+        _ => Behaviour::NeverAnswer,
+    }));
+    let policy = retry::Policy::attempts(2)
+        .backoff(Duration::from_millis(100), Duration::from_millis(100))
+        .jitter(false);
+    let future = client
+        .get(server.url("/"))
+        .request_timeout(Duration::from_secs(1))
+        .retry(policy)
+        .send();
+    let waiter = thread::spawn(move || future.wait());
+    assert!(eventually(CEILING, || retries_seen(&recorder).len() == 1));
+    clock.advance(Duration::from_secs(2));
+    assert!(
+        eventually(CEILING, || waiter.is_finished()),
+        "mode {event_loop_timeouts}: the retry waits for another advance"
+    );
+    let error = waiter.join().unwrap().unwrap_err();
+    assert!(
+        matches!(&error, Error::Retried { attempts }
+            if matches!(attempts.last(), Some(Error::RequestTimeout(_)))),
+        "mode {event_loop_timeouts}: {error:?}"
+    );
+    assert!(eventually(CEILING, || client.stats().armed_timers() == 0));
+    client.close();
+}
+
+#[test]
+fn a_retry_started_past_the_deadline_times_out_without_another_advance_on_the_wheel() {
+    a_retry_started_past_the_deadline_times_out_without_another_advance(false);
+}
+
+#[test]
+fn a_retry_started_past_the_deadline_times_out_without_another_advance_on_the_loop() {
+    a_retry_started_past_the_deadline_times_out_without_another_advance(true);
 }
 
 fn retry_after_is_honoured_and_bounded_by_the_deadline(event_loop_timeouts: bool) {

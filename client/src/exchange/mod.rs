@@ -764,8 +764,9 @@ impl Exchange {
 
     /// Changes what the lock guards with `f`, unless the exchange has ended,
     /// and brings the timer entry in line; then — unlocked — cancels the
-    /// entry that was replaced, and ends the exchange if the wheel refused
-    /// to arm.
+    /// entry that was replaced, fires the entry if it is due already on a
+    /// manual clock's wheel, and ends the exchange if the wheel refused to
+    /// arm.
     fn change(self: &Arc<Self>, f: impl FnOnce(&mut Link)) {
         let changed = {
             let mut link = lock(&self.link);
@@ -777,6 +778,9 @@ impl Exchange {
         };
         if let Some(armed) = changed.cancel {
             armed.cancel();
+        }
+        if let (true, Some(clock)) = (changed.due_on_manual_clock, self.wheel.clock().as_manual()) {
+            clock.advance(Duration::ZERO);
         }
         if changed.refused {
             // The wheel stops when its client closes, or when a caller-given

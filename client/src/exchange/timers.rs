@@ -27,6 +27,11 @@
 //! * A home loop that is shutting down may still reject the arm; the entry
 //!   then falls back to the wheel. A wheel that has stopped refuses: the
 //!   caller must end the exchange ([`Changed::refused`]), nothing else would.
+//! * On a manual clock the wheel fires only when the clock is advanced: an
+//!   entry armed there for a deadline the clock has reached (a retry that
+//!   starts past its request deadline) is fired by the caller, after the
+//!   unlock ([`Changed::due_on_manual_clock`]), as the system clock's
+//!   worker, or a loop, would fire it at once.
 
 use crate::event_loop::{LoopTimeout, LoopTimerKey, TimeoutScheduler};
 use std::sync::Arc;
@@ -104,6 +109,12 @@ pub(crate) struct Changed {
     /// The wheel has stopped and refused the arm: end the exchange, with
     /// nothing armed to end it otherwise.
     pub(crate) refused: bool,
+    /// Armed on a wheel whose manual clock has already reached the
+    /// deadline: such an entry fires only at that clock's next advance,
+    /// which may never come. Advance it by nothing (it fires then, on this
+    /// thread), as the system clock's worker fires such an entry at once,
+    /// and a loop one due already.
+    pub(crate) due_on_manual_clock: bool,
 }
 
 /// What an expiry found due.
@@ -240,13 +251,15 @@ impl TimerTable {
         let Some(deadline) = want else {
             return Changed {
                 cancel,
-                refused: false,
+                ..Changed::default()
             };
         };
         self.generation = self.generation.wrapping_add(1);
         let tag = u64::from(self.generation);
         match self.arm(deadline, tag, target, wheel) {
             Some(armed) => {
+                let due_on_manual_clock =
+                    matches!(armed, Armed::Wheel(_)) && reached_on_manual_clock(wheel, deadline);
                 self.entry = Some(Entry {
                     deadline,
                     generation: self.generation,
@@ -256,11 +269,13 @@ impl TimerTable {
                 Changed {
                     cancel,
                     refused: false,
+                    due_on_manual_clock,
                 }
             }
             None => Changed {
                 cancel,
                 refused: true,
+                due_on_manual_clock: false,
             },
         }
     }
@@ -287,6 +302,12 @@ impl TimerTable {
             .ok()
             .map(Armed::Wheel)
     }
+}
+
+/// Whether `wheel` runs on a manual clock that reads `deadline` or later.
+fn reached_on_manual_clock(wheel: &HashedWheelTimer, deadline: Instant) -> bool {
+    let clock = wheel.clock();
+    clock.as_manual().is_some() && deadline <= clock.now()
 }
 
 /// What the entries of a table expire into: its exchange (or a test's
