@@ -112,8 +112,9 @@ impl std::error::Error for TimerStopped {}
 ///   time the tasks before it take: a burst that runs long makes the next
 ///   ones late, which is why the design offers event-loop timeouts.
 /// * With a [`ManualClock`](crate::ManualClock) there is no worker: entries fire on the thread
-///   that advances the clock, exactly when it passes their deadline.
-///
+///   that advances the clock, exactly when it passes their deadline — also what their tasks
+///   arm for a time the same advance passes. An entry armed between advances for a time the
+///   clock has reached already waits for the next advance (`advance(Duration::ZERO)` fires it).
 ///
 /// # Examples
 ///
