@@ -779,8 +779,10 @@ impl Exchange {
         if let Some(armed) = changed.cancel {
             armed.cancel();
         }
-        if let (true, Some(clock)) = (changed.due_on_manual_clock, self.wheel.clock().as_manual()) {
-            clock.advance(Duration::ZERO);
+        if changed.due_on_manual_clock {
+            if let Some(clock) = self.wheel.clock().as_manual() {
+                clock.advance(Duration::ZERO);
+            }
         }
         if changed.refused {
             // The wheel stops when its client closes, or when a caller-given
