@@ -4,11 +4,13 @@
 
 mod support;
 
-use std::sync::Arc;
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread;
 use std::time::Duration;
 use support::*;
 use tickless::timer::ManualClock;
-use tickless::Client;
+use tickless::{Client, EventListener, RequestInfo};
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -112,5 +114,72 @@ fn a_connection_is_not_reused_past_its_time_to_live() {
         .wait()
         .unwrap();
     assert_eq!(server.connections_accepted(), 2);
+    client.close();
+}
+
+/// Holds the loop inside the turn that reads its response: says so, then
+/// waits to be let go.
+struct HoldingListener {
+    entered: Mutex<Sender<()>>,
+    release: Mutex<Receiver<()>>,
+}
+
+impl EventListener for HoldingListener {
+    fn on_status(&self, _request: &RequestInfo, _status: http::StatusCode) {
+        let _ = self.entered.lock().unwrap().send(());
+        let _ = self.release.lock().unwrap().recv_timeout(WAIT);
+    }
+}
+
+/// A request that takes an idle connection and is cancelled before its
+/// loop runs it sends nothing: the connection goes back to the pool as
+/// idle as it was, its idle time still counted from its last exchange.
+#[test]
+fn a_request_cancelled_before_it_runs_does_not_make_its_connection_idle_afresh() {
+    let server = TestServer::respond(|_| ok("hi"));
+    let slow = TestServer::respond(|_| ok("slow"));
+    let clock = ManualClock::new();
+    let client = client(&clock, Duration::from_secs(30), Duration::ZERO);
+    let body = |response: Result<tickless::Response, tickless::Error>| {
+        response.unwrap().bytes().wait().unwrap();
+    };
+    body(client.get(server.url("/")).send().wait());
+    assert_eq!(client.stats().idle_connections, 1);
+    clock.advance(Duration::from_secs(20));
+
+    // The loop sits in the slow answer's listener; meanwhile a request
+    // takes the idle connection and is cancelled before the loop runs it.
+    let (entered, has_entered) = mpsc::channel();
+    let (release, released) = mpsc::channel();
+    let listener = Arc::new(HoldingListener {
+        entered: Mutex::new(entered),
+        release: Mutex::new(released),
+    });
+    let held = {
+        let (client, url) = (client.clone(), slow.url("/"));
+        thread::spawn(move || body(client.get(url).listener(listener).send().wait()))
+    };
+    has_entered.recv_timeout(WAIT).unwrap();
+    let cancelled = client.get(server.url("/cancelled")).send();
+    assert_eq!(client.stats().idle_connections, 0, "it took the idle one");
+    assert!(cancelled.cancel());
+    release.send(()).unwrap();
+    held.join().unwrap();
+    assert!(eventually(WAIT, || client.stats().idle_connections == 2));
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "the cancelled request never went"
+    );
+
+    // 35 s since the connection last carried anything: past its idle
+    // timeout, so the next request opens a new one.
+    clock.advance(Duration::from_secs(15));
+    body(client.get(server.url("/")).send().wait());
+    assert_eq!(
+        server.connections_accepted(),
+        2,
+        "a connection idle for 35 s was reused (idle timeout 30 s)"
+    );
     client.close();
 }

@@ -235,6 +235,10 @@ pub(crate) struct Conn {
     transport: Option<Transport>,
     remote: Option<SocketAddr>,
     created: Instant,
+    /// When it last went idle (offered to the pool): a request that takes
+    /// it and ends before anything is sent leaves it idle since then, not
+    /// since it came back.
+    idle_since: Instant,
     info: Option<ConnectionInfo>,
     state: State,
     buf: ReadBuf,

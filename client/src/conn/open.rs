@@ -142,6 +142,7 @@ pub(crate) fn connect(
             transport: None,
             remote: None,
             created,
+            idle_since: created,
             info: None,
             state: State::Connecting(Connecting::new(exchange.clone(), addrs, socks)),
             buf: Default::default(),

@@ -837,7 +837,7 @@ impl ConnOwner for Dispatcher {
     }
 
     fn offer(&self, idle: IdleConn) -> Offered {
-        match self.pool.offer(idle) {
+        match self.pool.offer(idle, self.env.clock.now()) {
             Offer::Kept => Offered::Kept,
             Offer::Serve(waiter) => Offered::Serve(waiter),
             Offer::Refused => Offered::Refused,

@@ -421,21 +421,30 @@ impl<W: Waiter, C: Pooled> Pool<W, C> {
         None
     }
 
-    /// Offers a connection back after a response (`idle_since` is now).
-    /// The connection is handed back with [`Offer::Kept`]'s opposite: the
-    /// caller still holds it unless the pool kept it.
-    pub(crate) fn offer(&self, idle: C) -> Offer<W> {
+    /// Offers a connection back at `now`: after a response (`idle_since`
+    /// is now), or unused (a request took it and ended before anything was
+    /// sent: `idle_since` is when it last went idle, and its idle timeout
+    /// may have passed since). The connection is handed back with
+    /// [`Offer::Kept`]'s opposite: the caller still holds it unless the
+    /// pool kept it.
+    pub(crate) fn offer(&self, idle: C, now: Instant) -> Offer<W> {
         let mut graves = Graves::new();
         let offer = {
             let mut inner = lock(&self.inner);
-            self.place(&mut inner, idle, &mut graves)
+            self.place(&mut inner, idle, now, &mut graves)
         };
         drop(graves);
         offer
     }
 
-    fn place(&self, inner: &mut Inner<W, C>, idle: C, graves: &mut Graves<W>) -> Offer<W> {
-        if inner.closed || self.limits.expired(&idle, idle.idle_since()) {
+    fn place(
+        &self,
+        inner: &mut Inner<W, C>,
+        idle: C,
+        now: Instant,
+        graves: &mut Graves<W>,
+    ) -> Offer<W> {
+        if inner.closed || self.limits.expired(&idle, now) {
             return Offer::Refused;
         }
         if inner.queued == 0 {

@@ -176,9 +176,10 @@ impl Conn {
         }
         // Attached and started in one step, on this loop: an arm here wakes
         // nothing. An exchange that has ended (a cancel, a timeout) is not
-        // attached, and its request not sent: the connection goes back.
+        // attached, and its request not sent: the connection goes back,
+        // idle since it last was.
         if !exchange.start_on(self.conn_ref(cx)) {
-            self.offer_or_close(cx, &exchange);
+            self.offer_idle_or_close(cx, &exchange);
             return Ok(());
         }
         let info = self.info.clone().expect("an idle connection has connected");
@@ -883,9 +884,16 @@ impl Conn {
         exchange.complete(trailers);
     }
 
-    /// Offers the idle connection to the pool, or closes it if the pool
-    /// will not have it; runs a waiter the pool hands back on it.
+    /// Offers the connection, idle from now, to the pool, or closes it if
+    /// the pool will not have it; runs a waiter the pool hands back on it.
     pub(super) fn offer_or_close(&mut self, cx: &mut LoopContext<'_>, finished: &Arc<Exchange>) {
+        self.idle_since = self.now();
+        self.offer_idle_or_close(cx, finished);
+    }
+
+    /// [`offer_or_close`](Self::offer_or_close) for a connection idle
+    /// since [`Conn::idle_since`].
+    fn offer_idle_or_close(&mut self, cx: &mut LoopContext<'_>, finished: &Arc<Exchange>) {
         let Some(info) = self.info.clone() else {
             return self.close(cx);
         };
@@ -893,7 +901,7 @@ impl Conn {
             conn: self.conn_ref(cx),
             info: info.clone(),
             route: self.route.clone(),
-            idle_since: self.now(),
+            idle_since: self.idle_since,
             created: self.created,
         };
         match self.owner.offer(idle) {

@@ -175,20 +175,29 @@ fn an_older_waiter_of_another_origin_gets_the_permit_of_a_connection_offered_bac
     }
     // A's connection is offered back: B1 is older than A2, so the
     // connection is closed and its permit serves B1.
-    assert!(matches!(pool.offer(idle("a", 1, &clock)), Offer::Refused));
+    assert!(matches!(
+        pool.offer(idle("a", 1, &clock), clock.now()),
+        Offer::Refused
+    ));
     assert_eq!(served(pool.release(&origin("a"))), Some("b1"));
     // B's connection comes back: A2 is now the oldest, and needs A's
     // permit: B's connection closes too.
-    assert!(matches!(pool.offer(idle("b", 2, &clock)), Offer::Refused));
+    assert!(matches!(
+        pool.offer(idle("b", 2, &clock), clock.now()),
+        Offer::Refused
+    ));
     assert_eq!(served(pool.release(&origin("b"))), Some("a2"));
     // Then A's connection serves A3..A6 in order, reused each time.
     for name in ["a3", "a4", "a5", "a6"] {
-        match pool.offer(idle("a", 3, &clock)) {
+        match pool.offer(idle("a", 3, &clock), clock.now()) {
             Offer::Serve(request) => assert_eq!(request.name, name),
             _ => panic!("{name} not served by the connection offered back"),
         }
     }
-    assert!(matches!(pool.offer(idle("a", 3, &clock)), Offer::Kept));
+    assert!(matches!(
+        pool.offer(idle("a", 3, &clock), clock.now()),
+        Offer::Kept
+    ));
 }
 
 #[test]
@@ -200,7 +209,7 @@ fn a_connection_offered_back_serves_its_own_origin_first_when_its_waiter_is_olde
     let b1 = request("b", "b1");
     assert_eq!(acquired(&pool, &a2, &clock), "queued");
     assert_eq!(acquired(&pool, &b1, &clock), "queued");
-    match pool.offer(idle("a", 1, &clock)) {
+    match pool.offer(idle("a", 1, &clock), clock.now()) {
         Offer::Serve(request) => assert_eq!(request.name, "a2"),
         _ => panic!("a2 should reuse the connection"),
     }
@@ -303,7 +312,10 @@ fn a_retried_request_is_served_by_a_permit_not_a_pooled_connection() {
         },
         "queued"
     );
-    assert!(matches!(pool.offer(idle("a", 1, &clock)), Offer::Refused));
+    assert!(matches!(
+        pool.offer(idle("a", 1, &clock), clock.now()),
+        Offer::Refused
+    ));
     assert_eq!(served(pool.release(&origin("a"))), Some("retried"));
 }
 
@@ -318,7 +330,10 @@ fn a_retried_request_waiting_for_its_host_limit_has_an_idle_connection_of_its_or
     let (a1, a2) = (request("a", "a1"), request("a", "a2"));
     assert_eq!(acquired(&pool, &a1, &clock), "permit");
     assert_eq!(acquired(&pool, &a2, &clock), "permit");
-    assert!(matches!(pool.offer(idle("a", 1, &clock)), Offer::Kept));
+    assert!(matches!(
+        pool.offer(idle("a", 1, &clock), clock.now()),
+        Offer::Kept
+    ));
     let retried = request_wanting(request("a", "retried"), true);
     let (got, to_close) = pool.acquire(&retried, clock.now(), false);
     assert!(matches!(got, Acquired::Queued));
@@ -342,7 +357,7 @@ fn a_waiter_ending_while_a_connection_is_offered_does_not_panic_the_pool() {
     let ending = request_ending_on_ask(request("a", "ending"), 2);
     assert_eq!(acquired(&pool, &ending, &clock), "queued");
     let offered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        match pool.offer(idle("a", 1, &clock)) {
+        match pool.offer(idle("a", 1, &clock), clock.now()) {
             Offer::Kept => "kept",
             Offer::Serve(_) => "serve",
             Offer::Refused => "refused",
@@ -387,9 +402,15 @@ fn idle_connections_expire_by_idle_time_and_by_age_across_origins() {
     let (a, b) = (request("a", "a"), request("b", "b"));
     assert_eq!(acquired(&pool, &a, &clock), "permit");
     assert_eq!(acquired(&pool, &b, &clock), "permit");
-    assert!(matches!(pool.offer(idle("a", 1, &clock)), Offer::Kept));
+    assert!(matches!(
+        pool.offer(idle("a", 1, &clock), clock.now()),
+        Offer::Kept
+    ));
     clock.advance(Duration::from_secs(5));
-    assert!(matches!(pool.offer(idle("b", 2, &clock)), Offer::Kept));
+    assert!(matches!(
+        pool.offer(idle("b", 2, &clock), clock.now()),
+        Offer::Kept
+    ));
     clock.advance(Duration::from_secs(6));
     // a: idle 11 s; b: idle 6 s.
     let evicted: Vec<u64> = pool
@@ -405,9 +426,37 @@ fn idle_connections_expire_by_idle_time_and_by_age_across_origins() {
     clock.advance(Duration::from_secs(19));
     conn.idle_since = clock.now();
     assert!(
-        matches!(pool.offer(conn), Offer::Refused),
+        matches!(pool.offer(conn, clock.now()), Offer::Refused),
         "past its time to live"
     );
+}
+
+#[test]
+fn a_connection_offered_back_unused_past_its_idle_timeout_is_refused_even_to_a_waiter() {
+    let limits = PoolLimits {
+        max_connections_per_host: Some(1),
+        idle_timeout: Some(Duration::from_secs(10)),
+        ..PoolLimits::default()
+    };
+    let (pool, clock) = pool(limits);
+    let a = request("a", "a");
+    assert_eq!(acquired(&pool, &a, &clock), "permit");
+    assert!(matches!(
+        pool.offer(idle("a", 1, &clock), clock.now()),
+        Offer::Kept
+    ));
+    // Taken at 9 s idle by a request that ended before it was sent, and
+    // a waiter queued meanwhile.
+    clock.advance(Duration::from_secs(9));
+    let mut taken = idle("a", 1, &clock);
+    taken.idle_since = clock.now() - Duration::from_secs(9);
+    let (b, w) = (request("a", "b"), request("a", "w"));
+    assert_eq!(acquired(&pool, &b, &clock), "idle");
+    assert_eq!(acquired(&pool, &w, &clock), "queued");
+    // Back at 11 s idle: past its idle timeout, it serves nobody.
+    clock.advance(Duration::from_secs(2));
+    assert!(matches!(pool.offer(taken, clock.now()), Offer::Refused));
+    assert_eq!(served(pool.release(&origin("a"))), Some("w"));
 }
 
 #[test]
@@ -416,9 +465,15 @@ fn a_request_waiting_for_the_total_limit_has_an_idle_connection_closed_to_make_r
     let (a1, a2) = (request("a", "a1"), request("a", "a2"));
     assert_eq!(acquired(&pool, &a1, &clock), "permit");
     assert_eq!(acquired(&pool, &a2, &clock), "permit");
-    assert!(matches!(pool.offer(idle("a", 1, &clock)), Offer::Kept));
+    assert!(matches!(
+        pool.offer(idle("a", 1, &clock), clock.now()),
+        Offer::Kept
+    ));
     clock.advance(Duration::from_millis(1));
-    assert!(matches!(pool.offer(idle("a", 2, &clock)), Offer::Kept));
+    assert!(matches!(
+        pool.offer(idle("a", 2, &clock), clock.now()),
+        Offer::Kept
+    ));
     let b = request("b", "b");
     let (got, to_close) = pool.acquire(&b, clock.now(), true);
     assert!(matches!(got, Acquired::Queued));
@@ -441,7 +496,7 @@ fn a_closed_pool_hands_back_its_idle_connections_and_live_waiters() {
     assert_eq!(waiting.iter().map(|w| w.name).collect::<Vec<_>>(), ["w1"]);
     assert_eq!(acquired(&pool, &request("a", "late"), &clock), "closed");
     assert!(matches!(
-        pool.offer(self::idle("a", 1, &clock)),
+        pool.offer(self::idle("a", 1, &clock), clock.now()),
         Offer::Refused
     ));
     assert_eq!(served(pool.release(&origin("a"))), None);
