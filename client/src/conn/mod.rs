@@ -165,8 +165,9 @@ pub(crate) trait ConnOwner: Send + Sync + 'static {
     /// A connection on `route` closed: its permit is free again. `opener`
     /// is the exchange it was opened for.
     fn released(&self, route: &Route, opener: u64);
-    /// A connection finished an exchange and can carry another.
-    fn offer(&self, idle: IdleConn) -> Offered;
+    /// A connection finished an exchange (or took one that ended unsent)
+    /// and can carry another: offered at `now`.
+    fn offer(&self, idle: IdleConn, now: Instant) -> Offered;
     /// An idle connection found its server gone, and closes.
     fn remove_idle(&self, route: &Route, conn_id: u64);
     /// `exchange` must go again: nothing of it reached a server (its

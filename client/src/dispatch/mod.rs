@@ -836,8 +836,8 @@ impl ConnOwner for Dispatcher {
         self.resettle(origin, orphans);
     }
 
-    fn offer(&self, idle: IdleConn) -> Offered {
-        match self.pool.offer(idle, self.env.clock.now()) {
+    fn offer(&self, idle: IdleConn, now: Instant) -> Offered {
+        match self.pool.offer(idle, now) {
             Offer::Kept => Offered::Kept,
             Offer::Serve(waiter) => Offered::Serve(waiter),
             Offer::Refused => Offered::Refused,

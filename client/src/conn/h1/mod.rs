@@ -22,6 +22,7 @@ use send::{BodyOut, Sending, Sent};
 use std::io;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// Body bytes gathered before they go into the pipe as one chunk (a
 /// response of many small chunks costs a push per read, not per chunk).
@@ -179,7 +180,8 @@ impl Conn {
         // attached, and its request not sent: the connection goes back,
         // idle since it last was.
         if !exchange.start_on(self.conn_ref(cx)) {
-            self.offer_idle_or_close(cx, &exchange);
+            let now = self.now();
+            self.offer_idle_or_close(cx, &exchange, now);
             return Ok(());
         }
         let info = self.info.clone().expect("an idle connection has connected");
@@ -887,13 +889,19 @@ impl Conn {
     /// Offers the connection, idle from now, to the pool, or closes it if
     /// the pool will not have it; runs a waiter the pool hands back on it.
     pub(super) fn offer_or_close(&mut self, cx: &mut LoopContext<'_>, finished: &Arc<Exchange>) {
-        self.idle_since = self.now();
-        self.offer_idle_or_close(cx, finished);
+        let now = self.now();
+        self.idle_since = now;
+        self.offer_idle_or_close(cx, finished, now);
     }
 
-    /// [`offer_or_close`](Self::offer_or_close) for a connection idle
-    /// since [`Conn::idle_since`].
-    fn offer_idle_or_close(&mut self, cx: &mut LoopContext<'_>, finished: &Arc<Exchange>) {
+    /// [`offer_or_close`](Self::offer_or_close) at `now`, for a
+    /// connection idle since [`Conn::idle_since`].
+    fn offer_idle_or_close(
+        &mut self,
+        cx: &mut LoopContext<'_>,
+        finished: &Arc<Exchange>,
+        now: Instant,
+    ) {
         let Some(info) = self.info.clone() else {
             return self.close(cx);
         };
@@ -904,7 +912,7 @@ impl Conn {
             idle_since: self.idle_since,
             created: self.created,
         };
-        match self.owner.offer(idle) {
+        match self.owner.offer(idle, now) {
             Offered::Kept => finished.listener.on_connection_offered(&info),
             Offered::Serve(waiter) => {
                 finished.listener.on_connection_offered(&info);
