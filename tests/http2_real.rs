@@ -123,6 +123,27 @@ fn hypercorn_cleartext_with_prior_knowledge_and_a_stalled_stream_timing_out_alon
     }
 }
 
+/// hypercorn ends every stream with an empty DATA frame, a 304's too: a
+/// 304 declaring the length of what it stands for is whole all the same,
+/// and its connection goes on.
+#[test]
+fn hypercorn_304_declaring_a_length_is_whole_and_empty() {
+    let hypercorn = Hypercorn::start();
+    let client = Client::builder().http2_prior_knowledge().build().unwrap();
+    for _ in 0..2 {
+        let response = client
+            .get(hypercorn.url("/not-modified/1234"))
+            .send()
+            .wait()
+            .unwrap();
+        assert_eq!(response.status(), 304);
+        assert_eq!(response.headers()["content-length"], "1234");
+        assert_eq!(response.bytes().wait().unwrap(), "");
+    }
+    assert_eq!(client.stats().open_connections, 1);
+    client.close();
+}
+
 #[test]
 fn nginx_http2_over_tls_and_prior_knowledge() {
     let pem = PemFiles::of(&certs().valid);

@@ -9,7 +9,9 @@
 //! * a server that answers before the upload is done and then resets the
 //!   stream with `NO_ERROR` (RFC 9113 §8.1) has its answer returned whole,
 //!   whether the upload's source ends in the very pass that reads those
-//!   frames or later, mid-way; the upload stops there.
+//!   frames or later, mid-way; the upload stops there;
+//! * an answer to HEAD, a 204 or a 304 is whole and empty whatever its
+//!   head declares or its DATA carries.
 //!
 //! To know that the client has read a burst of frames, the server ends it
 //! with a PING and waits for the answer: `h2` reads frames in order, so the
@@ -467,5 +469,99 @@ fn the_bytes_before_a_reset_or_a_goaway_reach_the_reader_before_its_error() {
         let (got, error) = bytes_then(end);
         assert_eq!(got, b"event: one\n\n", "{name}, then {error:?}");
         assert!(error.is_some(), "{name}: the failure is told");
+    }
+}
+
+/// A header field for a hand-written HEADERS block: literal, new name,
+/// not indexed (name and value under 127 bytes).
+fn field(name: &[u8], value: &[u8]) -> Vec<u8> {
+    let mut out = vec![0x00, name.len() as u8];
+    out.extend_from_slice(name);
+    out.push(value.len() as u8);
+    out.extend_from_slice(value);
+    out
+}
+
+/// `:status` `code` (HPACK: a literal field, the static table's name).
+fn status(code: &[u8; 3]) -> Vec<u8> {
+    let mut out = vec![0x08, 3];
+    out.extend_from_slice(code);
+    out
+}
+
+/// A server's frames for a stream, given its id.
+type Answer = fn(u32) -> Vec<u8>;
+
+/// A `method` request answered by the raw server with `answer`: the
+/// status, and the body as the caller reads it.
+fn bodiless(method: http::Method, answer: Answer) -> Result<(u16, Vec<u8>), tickless::Error> {
+    let server = RawH2Server::start(move |mut conn| {
+        let id = conn.read_requests(1)[0];
+        conn.send(&answer(id));
+        conn.drain(CEILING);
+    });
+    let client = h2c().build().unwrap();
+    let outcome = client
+        .request(method, server.url("/"))
+        .send()
+        .wait()
+        .and_then(|response| {
+            let status = response.status().as_u16();
+            Ok((status, response.bytes().wait()?.to_vec()))
+        });
+    client.close();
+    outcome
+}
+
+/// An answer to HEAD, a 204 or a 304 has no body, whatever its head
+/// declares or its DATA frames carry (as over HTTP/1.1): a 304 may declare
+/// the `content-length` of what it stands for (RFC 9113 §8.1.1) and end
+/// with an empty DATA frame (hypercorn ends every stream so); a 204 with
+/// DATA, or a HEAD's answer with the DATA its length declares, gives an
+/// empty body, not those bytes, nor an error after the head.
+#[test]
+fn an_answer_that_has_no_body_ends_whole_and_empty_whatever_its_data() {
+    let cases: [(http::Method, Answer, u16); 3] = [
+        (
+            http::Method::GET,
+            |id| {
+                let mut block = status(b"304");
+                block.extend(field(b"content-length", b"1234"));
+                let mut out = frame(HEADERS, END_HEADERS, id, &block);
+                out.extend(frame(DATA, END_STREAM, id, b""));
+                out
+            },
+            304,
+        ),
+        (
+            http::Method::GET,
+            |id| {
+                let mut out = frame(HEADERS, END_HEADERS, id, &status(b"204"));
+                out.extend(frame(DATA, END_STREAM, id, b"abc"));
+                out
+            },
+            204,
+        ),
+        (
+            http::Method::HEAD,
+            |id| {
+                let mut block = status(b"200");
+                block.extend(field(b"content-length", b"5"));
+                let mut out = frame(HEADERS, END_HEADERS, id, &block);
+                out.extend(frame(DATA, END_STREAM, id, b"hello"));
+                out
+            },
+            200,
+        ),
+    ];
+    for (method, answer, code) in cases {
+        let outcome = bodiless(method.clone(), answer);
+        match outcome {
+            Ok((status, body)) => {
+                assert_eq!(status, code, "{method}");
+                assert_eq!(body, b"", "{method} answered {code}: no body");
+            }
+            Err(error) => panic!("{method} answered {code}: {error:?}"),
+        }
     }
 }

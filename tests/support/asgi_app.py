@@ -17,6 +17,8 @@ Routes (anything else is 404):
                      DATA frame / chunk; ?interval_ms=MS waits MS between them
   GET  /headers      200, the request headers, one "name: value" a line
   GET  /status/CODE  CODE, empty body
+  GET  /not-modified/N  304, declaring `content-length: N` (the length of what
+                     it stands for, RFC 9110 §8.6), no body
 """
 
 import asyncio
@@ -124,5 +126,9 @@ async def route(scope, receive, send):
         code = number(parts[1])
         if 200 <= code <= 599:
             return await whole(send, scope, code, b"")
+
+    if len(parts) == 2 and parts[0] == "not-modified" and number(parts[1]) is not None:
+        await start(send, scope, 304, length=number(parts[1]))
+        return await send({"type": "http.response.body", "body": b""})
 
     await whole(send, scope, 404, b"not found\n")

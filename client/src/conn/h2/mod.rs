@@ -64,6 +64,9 @@
 //! stream with `CANCEL` — unless its end has come (the rest, or its
 //! trailers, waiting in `h2`'s buffer, are then discarded): the exchange
 //! has completed, and the stream, its answer ended, is not reset for it.
+//! A response that has no body whatever its head says (an answer to HEAD,
+//! a 204, a 304) has none here either: DATA sent all the same is dropped,
+//! and the stream's end completes it, even one `h2` reports as an error.
 //! Request bodies are sent as the server's window allows: a chunk waits for
 //! capacity before the next is taken from its source, so a server that stops
 //! reading stops the upload's pump too — and, if no window comes for the
@@ -115,8 +118,8 @@ use crate::error::{Error, Http2Initiator, Http2Reason};
 use crate::event_loop::Readiness;
 use crate::event_loop::{LoopContext, SourceWaker};
 use crate::exchange::{
-    deadline_after, declared_body_length, ConnSlot, Exchange, Head, Pipe, Pushed, RequestBody,
-    Waiter,
+    deadline_after, declared_body_length, has_no_body, ConnSlot, Exchange, Head, Pipe, Pushed,
+    RequestBody, Waiter,
 };
 use crate::net::{AsyncIo, IoReadiness, Transport};
 use bytes::Bytes;
@@ -295,6 +298,9 @@ impl Outgoing {
 enum Recv {
     Head(ResponseFuture),
     Body(RecvStream),
+    /// The rest of a response that has no body by definition (see
+    /// [`Stream::end_bodiless`]).
+    Bodiless(RecvStream),
     Trailers(RecvStream),
     /// Between two of the above.
     Moving,
@@ -1381,7 +1387,39 @@ impl Stream {
                         Poll::Ready(Err(_)) | Poll::Pending => Buffered::NotYet,
                     };
                 }
+                // Whole with its head.
+                Recv::Bodiless(_) => return Buffered::End(None),
                 Recv::Head(_) | Recv::Moving => return Buffered::NotYet,
+            }
+        }
+    }
+
+    /// The stream of a response that has no body whatever its head declares
+    /// (an answer to HEAD, a 204, a 304: [`has_no_body`]), as over
+    /// HTTP/1.1: what DATA comes all the same is dropped (its window given
+    /// back) and the stream's end, however it comes, completes the
+    /// exchange. Its end may be an error: a 304 may declare the
+    /// `content-length` of what it stands for (RFC 9113 §8.1.1), and `h2`
+    /// resets such a stream if its `END_STREAM` comes on a DATA frame
+    /// rather than on its head (hypercorn ends every stream so), as it
+    /// does a HEAD's answer that sends the DATA its length declares.
+    fn end_bodiless(
+        exchange: &Exchange,
+        body: &mut RecvStream,
+        task: &mut Context<'_>,
+        now: Instant,
+    ) -> Polled {
+        loop {
+            match body.poll_data(task) {
+                Poll::Pending => return Polled::Open,
+                Poll::Ready(Some(Ok(data))) => {
+                    exchange.mark_read(now);
+                    let _ = body.flow_control().release_capacity(data.len());
+                }
+                Poll::Ready(None | Some(Err(_))) => {
+                    exchange.complete(None);
+                    return Polled::Gone;
+                }
             }
         }
     }
@@ -1539,7 +1577,14 @@ impl Stream {
                         self.send.send_reset(h2::Reason::CANCEL);
                         return Ok(Polled::Gone);
                     }
-                    self.recv = Recv::Body(body);
+                    self.recv = if has_no_body(&exchange.request.method, parts.status) {
+                        Recv::Bodiless(body)
+                    } else {
+                        Recv::Body(body)
+                    };
+                }
+                Recv::Bodiless(body) => {
+                    return Ok(Stream::end_bodiless(&self.exchange, body, task, now))
                 }
                 Recv::Body(body) => {
                     let pipe = self.exchange.body();
