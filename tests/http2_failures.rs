@@ -8,8 +8,9 @@
 //! refused or above the last stream id, not after a redirect), a server
 //! that breaks the
 //! protocol (the connection ends with an error: no panic, no hang), and
-//! what a connection's end does to the requests still waiting on it and
-//! to a body it had whole; and how many streams a new connection opens
+//! what a connection's end does to the requests still waiting on it, to
+//! a body it had whole, and to a request with no answer yet on a reused
+//! connection (a GET goes again, a POST does not); and how many streams a new connection opens
 //! before the server's SETTINGS say its limit.
 
 mod support;
@@ -502,6 +503,53 @@ fn a_server_that_closes_mid_stream_fails_it_with_an_io_error() {
         "{error:?}"
     );
     client.close();
+}
+
+/// A server that answers a connection's first request and closes it, with
+/// no GOAWAY, as the next comes: a server whose idle timeout races the
+/// request, or one gone, the connection with it. Later connections answer.
+fn closing_as_the_second_request_comes() -> RawH2Server {
+    RawH2Server::start(|mut conn| {
+        if conn.index > 0 {
+            return conn.answer_all();
+        }
+        let first = conn.read_requests(1)[0];
+        conn.send(&ok_headers(first));
+        let _ = conn.read_requests(1);
+        let _ = conn.stream.shutdown(Shutdown::Both);
+    })
+}
+
+/// A request on a connection that has served one already, its server
+/// gone without a word (no GOAWAY) before any answer: a GET goes again,
+/// once, on a new connection — as over HTTP/1.1, where a reused
+/// connection's failure before any byte of the response sends again a
+/// request that may go twice (RFC 9110 §9.2.2) — and a POST fails, not
+/// sent twice.
+#[test]
+fn a_reused_connection_closed_unanswered_sends_a_get_again_not_a_post() {
+    for method in [http::Method::GET, http::Method::POST] {
+        let server = closing_as_the_second_request_comes();
+        let client = h2c().build().unwrap();
+        let first = client.get(server.url("/first")).send().wait().unwrap();
+        assert_eq!(first.status(), 200);
+        let outcome = client
+            .request(method.clone(), server.url("/second"))
+            .send()
+            .wait()
+            .map(|response| response.status());
+        let connections = server.connections.load(Ordering::SeqCst);
+        if method == http::Method::GET {
+            assert_eq!(outcome.unwrap(), 200);
+            assert_eq!(connections, 2, "the GET went again on a new connection");
+        } else {
+            let error = outcome.unwrap_err();
+            assert!(matches!(error, Error::Io { .. }), "{error:?}");
+            assert!(!error.is_unprocessed(), "the server may have processed it");
+            assert_eq!(connections, 1, "the POST was not sent again");
+        }
+        client.close();
+    }
 }
 
 #[test]

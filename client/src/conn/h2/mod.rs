@@ -89,6 +89,11 @@
 //!   in `h2`'s buffer behind a full pipe — completes; the requests waiting
 //!   here go elsewhere, once, as for a `GOAWAY`. A keep-alive PING with no
 //!   answer fails the streams and sends the waiting requests elsewhere.
+//!   A stream with no answer yet on a connection that had served others
+//!   (its server may have closed it as idle as the request came) goes
+//!   again on a new connection, once, if it may go twice — idempotent,
+//!   its body in memory — as a reused HTTP/1.1 connection's request does
+//!   ([`Stream::may_go_again_after_close`]).
 //! * `RST_STREAM(REFUSED_STREAM)` before any answer: the request goes again,
 //!   once.
 //! * A request the server never processed (refused, or above a `GOAWAY`'s
@@ -208,6 +213,9 @@ pub(super) struct Http2 {
     goaway_error: Option<Http2Reason>,
     /// No stream since then (for the idle timeout).
     idle_since: Option<Instant>,
+    /// A stream has ended on it: the streams opened from now on are on a
+    /// reused connection (see [`Stream::may_go_again_after_close`]).
+    served: bool,
     /// A keep-alive PING is out since then.
     ping_sent: Option<Instant>,
     last_ping: Instant,
@@ -242,6 +250,8 @@ struct Stream {
     write_stall: WriteStall,
     /// The response body's bytes so far, against `max_body_bytes`.
     body: BodyCount,
+    /// Opened on a connection that had served a stream already.
+    reused: bool,
 }
 
 /// A response body's bytes against the client's limit
@@ -440,6 +450,7 @@ impl Conn {
             going_away: false,
             goaway_error: None,
             idle_since: None,
+            served: false,
             ping_sent: None,
             last_ping: now,
         }));
@@ -835,6 +846,7 @@ impl Conn {
                                 limit: self.owner.env().config.limits.max_body_bytes,
                                 received: 0,
                             },
+                            reused: h2.served,
                         },
                     );
                 }
@@ -979,6 +991,7 @@ impl Conn {
             };
             let polled = stream.poll(now, info.as_ref(), &mut retry, goaway_error, &h2.io_ready);
             if let Polled::Gone = polled {
+                h2.served = true;
                 h2.streams.remove(key);
                 self.owner
                     .env()
@@ -990,8 +1003,9 @@ impl Conn {
         if h2.streams.is_empty() && h2.queue.is_empty() && h2.idle_since.is_none() {
             h2.idle_since = Some(now);
         }
-        for exchange in retry {
-            self.send_elsewhere(exchange);
+        for (exchange, allow_idle) in retry {
+            exchange.attach(ConnSlot::None);
+            self.owner.redispatch(exchange, allow_idle);
         }
     }
 
@@ -1217,7 +1231,7 @@ impl Stream {
         &mut self,
         now: Instant,
         info: Option<&crate::events::ConnectionInfo>,
-        retry: &mut Vec<Arc<Exchange>>,
+        retry: &mut Vec<(Arc<Exchange>, bool)>,
         goaway_error: Option<Http2Reason>,
         io_ready: &IoReadiness,
     ) -> Polled {
@@ -1240,7 +1254,10 @@ impl Stream {
             Err(error) => {
                 let unprocessed = self.unprocessed(&error);
                 if unprocessed && self.may_go_again() {
-                    retry.push(self.exchange.clone());
+                    retry.push((self.exchange.clone(), true));
+                } else if self.may_go_again_after_close(&error) {
+                    // Not to another pooled connection: it may be as stale.
+                    retry.push((self.exchange.clone(), false));
                 } else {
                     let error = match goaway_error {
                         // The connection dropped after a GOAWAY with an
@@ -1286,6 +1303,28 @@ impl Stream {
     /// not gone again already. Otherwise it fails, marked unprocessed.
     fn may_go_again(&self) -> bool {
         self.exchange.request.replayable() && !self.exchange.retried.swap(true, Ordering::AcqRel)
+    }
+
+    /// Whether the request of a stream that failed with `error` before any
+    /// answer, its connection gone with no word (the socket closed or
+    /// failed, no `GOAWAY` that named it unprocessed), goes again on a new
+    /// connection: as over HTTP/1.1, where a reused connection's failure
+    /// before any byte of the response sends it again, once, if it may go
+    /// twice (RFC 9110 §9.2.2: idempotent, its body in memory) — the
+    /// server may have closed the connection as idle as the request came.
+    /// On a connection that served nothing yet the failure is the
+    /// request's own. The server may have processed it: the request is
+    /// marked so.
+    fn may_go_again_after_close(&self, error: &h2::Error) -> bool {
+        let again = self.reused
+            && error.is_io()
+            && matches!(self.recv, Recv::Head(_))
+            && self.exchange.may_retry()
+            && !self.exchange.retried.swap(true, Ordering::AcqRel);
+        if again {
+            self.exchange.maybe_processed.store(true, Ordering::Release);
+        }
+        again
     }
 
     /// The response's body passed `max_body_bytes` (or declares it will):
