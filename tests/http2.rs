@@ -64,47 +64,69 @@ fn a_prior_knowledge_request_is_answered_over_http2() {
     client.close();
 }
 
+/// Connection-specific fields stay off HTTP/2 (`h2` refuses to send any
+/// of them), but for `TE: trailers`, the one RFC 9113 §8.2.2 keeps: a
+/// caller asking for trailers asks over HTTP/2 too (gRPC servers want it,
+/// hypercorn sends trailers only then). A `TE` that does not list
+/// `trailers` stays off, and one that lists more goes as `trailers` alone.
 #[test]
 fn connection_specific_headers_stay_off_http2_and_the_others_go() {
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
     let server = H2Server::start({
         let seen = seen.clone();
         move |stream| {
-            let mut names: Vec<String> = stream
+            let mut fields: Vec<String> = stream
                 .request
                 .headers()
-                .keys()
-                .map(|name| name.to_string())
+                .iter()
+                .map(|(name, value)| match name.as_str() {
+                    "te" => format!("te: {}", value.to_str().unwrap_or("?")),
+                    name => name.to_string(),
+                })
                 .collect();
-            names.sort();
-            seen.lock().unwrap().push(names);
+            fields.sort();
+            seen.lock().unwrap().push(fields);
             answer(stream, 200, b"ok")
         }
     });
     let client = h2c().build().unwrap();
     // Without such headers (copied whole), then with each of them
-    // (filtered): `h2` refuses to send any of them.
+    // (filtered).
     let plain = client.get(server.url("/")).header("x-one", "1");
     assert_eq!(plain.send().wait().unwrap().status(), 200);
-    let mixed = client
-        .get(server.url("/"))
-        .header("x-one", "1")
-        .header("connection", "keep-alive")
-        .header("keep-alive", "timeout=5")
-        .header("proxy-connection", "keep-alive")
-        .header("transfer-encoding", "chunked")
-        .header("upgrade", "websocket")
-        .header("host", "elsewhere.test")
-        .header("te", "trailers")
-        .header("x-two", "2");
-    assert_eq!(mixed.send().wait().unwrap().status(), 200);
+    let mixed = |te: &str| {
+        client
+            .get(server.url("/"))
+            .header("x-one", "1")
+            .header("connection", "keep-alive")
+            .header("keep-alive", "timeout=5")
+            .header("proxy-connection", "keep-alive")
+            .header("transfer-encoding", "chunked")
+            .header("upgrade", "websocket")
+            .header("host", "elsewhere.test")
+            .header("te", te)
+            .header("x-two", "2")
+    };
+    for te in ["trailers", "gzip", "gzip;q=0.5, Trailers"] {
+        assert_eq!(mixed(te).send().wait().unwrap().status(), 200);
+    }
     let seen = seen.lock().unwrap();
-    assert_eq!(seen.len(), 2);
-    for names in seen.iter() {
-        assert!(names.iter().all(
-            |name| ["x-one", "x-two", "user-agent", "accept-encoding"].contains(&name.as_str())
-        ));
-        assert!(names.contains(&"x-one".to_string()), "{names:?}");
+    assert_eq!(seen.len(), 4);
+    let others = ["x-one", "x-two", "user-agent", "accept-encoding"];
+    for (i, fields) in seen.iter().enumerate() {
+        let te = i == 1 || i == 3;
+        assert!(
+            fields
+                .iter()
+                .all(|field| others.contains(&field.as_str()) || te && field == "te: trailers"),
+            "{fields:?}"
+        );
+        assert_eq!(
+            fields.iter().any(|field| field == "te: trailers"),
+            te,
+            "{fields:?}"
+        );
+        assert!(fields.contains(&"x-one".to_string()), "{fields:?}");
     }
     assert!(seen[1].contains(&"x-two".to_string()), "{seen:?}");
     client.close();

@@ -144,6 +144,30 @@ fn hypercorn_304_declaring_a_length_is_whole_and_empty() {
     client.close();
 }
 
+/// A caller's `TE: trailers` reaches the server over HTTP/2 (RFC 9113
+/// §8.2.2 keeps that one connection field): hypercorn sends an app's
+/// trailers only to a request that asked so.
+#[test]
+fn hypercorn_sends_trailers_to_a_request_asking_for_them() {
+    let hypercorn = Hypercorn::start();
+    let client = Client::builder().http2_prior_knowledge().build().unwrap();
+    let mut response = client
+        .get(hypercorn.url("/trailers"))
+        .header("te", "trailers")
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.headers()["x-http-version"], "2");
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().wait().unwrap() {
+        body.extend_from_slice(&chunk);
+    }
+    assert_eq!(body, b"with trailers\n");
+    let trailers = response.trailers().expect("the server's trailers");
+    assert_eq!(trailers["x-checksum"], "abc123");
+    client.close();
+}
+
 #[test]
 fn nginx_http2_over_tls_and_prior_knowledge() {
     let pem = PemFiles::of(&certs().valid);

@@ -17,6 +17,9 @@ Routes (anything else is 404):
                      DATA frame / chunk; ?interval_ms=MS waits MS between them
   GET  /headers      200, the request headers, one "name: value" a line
   GET  /status/CODE  CODE, empty body
+  GET  /trailers     200, body "with trailers\n", then the trailer
+                     `x-checksum: abc123` (hypercorn sends it only to a request
+                     with `te: trailers`)
   GET  /not-modified/N  304, declaring `content-length: N` (the length of what
                      it stands for, RFC 9110 §8.6), no body
 """
@@ -126,6 +129,16 @@ async def route(scope, receive, send):
         code = number(parts[1])
         if 200 <= code <= 599:
             return await whole(send, scope, code, b"")
+
+    if path == "/trailers":
+        headers = [(b"x-http-version", scope["http_version"].encode())]
+        await send(
+            {"type": "http.response.start", "status": 200, "headers": headers, "trailers": True}
+        )
+        await send({"type": "http.response.body", "body": b"with trailers\n"})
+        return await send(
+            {"type": "http.response.trailers", "headers": [(b"x-checksum", b"abc123")]}
+        )
 
     if len(parts) == 2 and parts[0] == "not-modified" and number(parts[1]) is not None:
         await start(send, scope, 304, length=number(parts[1]))

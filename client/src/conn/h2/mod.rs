@@ -1778,7 +1778,8 @@ fn request_of(exchange: &Exchange) -> Option<(http::Request<()>, Outgoing)> {
         return None;
     }
     // Connection-specific fields have no place in HTTP/2 (RFC 9113
-    // §8.2.2); `Host` is the `:authority` the URI gives.
+    // §8.2.2) — but `TE: trailers`, put back below; `Host` is the
+    // `:authority` the URI gives.
     let specific = |name: &header::HeaderName| {
         matches!(
             *name,
@@ -1809,6 +1810,9 @@ fn request_of(exchange: &Exchange) -> Option<(http::Request<()>, Outgoing)> {
         // The common case: all of them, copied whole (no hashing).
         headers.clone_from(&parts.headers);
     }
+    if asks_for_trailers(&parts.headers) {
+        headers.insert(header::TE, http::HeaderValue::from_static("trailers"));
+    }
     let out = match &parts.body {
         RequestBody::Streamed(streamed) => {
             if let Some(length) = streamed.length {
@@ -1827,6 +1831,20 @@ fn request_of(exchange: &Exchange) -> Option<(http::Request<()>, Outgoing)> {
         }
     };
     Some((request, out))
+}
+
+/// Whether the caller's `TE` lists `trailers`: HTTP/2 keeps that one
+/// connection field, saying `trailers` and nothing else (RFC 9113 §8.2.2,
+/// and `h2` refuses any other value). gRPC servers want it, and some send
+/// trailers only when asked so (hypercorn); over HTTP/1.1 it goes with
+/// `Connection: te`.
+fn asks_for_trailers(headers: &http::HeaderMap) -> bool {
+    headers
+        .get_all(http::header::TE)
+        .iter()
+        .flat_map(|value| value.as_bytes().split(|&b| b == b','))
+        .filter_map(|coding| coding.split(|&b| b == b';').next())
+        .any(|coding| coding.trim_ascii().eq_ignore_ascii_case(b"trailers"))
 }
 
 /// The error of a stream that the connection's end took with it after the
