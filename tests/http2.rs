@@ -628,6 +628,17 @@ fn a_host_header_of_the_callers_is_the_streams_authority() {
         .wait()
         .unwrap();
     assert_eq!(text, "virtual.example:8443 host=0");
+    // Userinfo has no place in `:authority`: the URI's goes.
+    let text = client
+        .get(server.url("/"))
+        .header("Host", "me@virtual.example")
+        .send()
+        .wait()
+        .unwrap()
+        .text()
+        .wait()
+        .unwrap();
+    assert_eq!(text, format!("{} host=0", server.addr()));
     let text = client
         .get(server.url("/"))
         .send()

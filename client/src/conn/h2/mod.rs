@@ -1757,9 +1757,13 @@ fn request_sent(
 /// HTTP/2 the `:authority` says what `Host` says over HTTP/1.1 (RFC 9113
 /// §8.3.1), so a caller's `Host` (a virtual host behind an address) is
 /// sent there, as curl does, rather than dropped for the URI's. A value
-/// that is not an authority is left out, the URI's kept.
+/// that is not a host and port is left out, the URI's kept: one with
+/// userinfo parses as an authority, and `:authority` must not carry it
+/// (RFC 9113 §8.3.1).
 fn authority_of(uri: &http::Uri, host: Option<&http::HeaderValue>) -> http::Uri {
-    let Some(authority) = host.and_then(|h| http::uri::Authority::try_from(h.as_bytes()).ok())
+    let Some(authority) = host
+        .and_then(|h| http::uri::Authority::try_from(h.as_bytes()).ok())
+        .filter(|authority| !authority.as_str().contains('@'))
     else {
         return uri.clone();
     };
