@@ -9,7 +9,8 @@
 mod support;
 
 use std::io::Write;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use support::*;
 use tickless::{retry, Client};
@@ -34,16 +35,26 @@ impl Captured {
     }
 }
 
+/// What the subscriber installed for the whole binary (once, by the first
+/// test to ask) has written: every test's requests, each test looking for
+/// its own.
+fn captured() -> &'static Captured {
+    static CAPTURED: OnceLock<Captured> = OnceLock::new();
+    CAPTURED.get_or_init(|| {
+        let captured = Captured::default();
+        let writer = captured.clone();
+        tracing_subscriber::fmt()
+            .with_max_level(tracing_subscriber::filter::LevelFilter::DEBUG)
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .init();
+        captured
+    })
+}
+
 #[test]
 fn requests_are_spans_and_their_events_are_logged() {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    tracing_subscriber::fmt()
-        .with_max_level(tracing_subscriber::filter::LevelFilter::DEBUG)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .init();
-
+    let captured = captured();
     let server = TestServer::respond(|request| match request.target.as_str() {
         "/old?token=secret" => response(302, &[("Location", "/new")], b""),
         _ => ok("new"),
@@ -94,4 +105,50 @@ fn requests_are_spans_and_their_events_are_logged() {
         timeout.contains("kind=Request") && timeout.contains("late_us="),
         "{timeout}"
     );
+}
+
+/// The query is kept out of the log everywhere, not only out of the span:
+/// a redirect's target and the URL of a status that is retried (the
+/// retry's reason) are logged without it.
+#[test]
+fn a_redirect_target_or_a_retried_url_logs_no_query() {
+    let captured = captured();
+    let busy = Arc::new(AtomicUsize::new(0));
+    let server = TestServer::respond(move |request| match request.target.as_str() {
+        "/hop" => response(302, &[("Location", "/signed?sig=hop-signature")], b""),
+        "/busy?sig=retry-signature" if busy.fetch_add(1, Ordering::SeqCst) == 0 => {
+            response(503, &[], b"")
+        }
+        _ => ok("done"),
+    });
+    let client = Client::builder().build().unwrap();
+    let landed = client.get(server.url("/hop")).send().wait().unwrap();
+    assert_eq!(landed.text().wait().unwrap(), "done");
+    let policy = retry::Policy::attempts(2)
+        .on_status([http::StatusCode::SERVICE_UNAVAILABLE])
+        .backoff(Duration::ZERO, Duration::ZERO);
+    let retried = client
+        .get(server.url("/busy?sig=retry-signature"))
+        .retry(policy)
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(retried.text().wait().unwrap(), "done");
+    client.close();
+
+    let log = captured.text();
+    let authority = server.authority();
+    let redirect = log
+        .lines()
+        .find(|l| l.contains("redirect followed") && l.contains(&authority))
+        .unwrap_or_else(|| panic!("no redirect logged:\n{log}"));
+    assert!(redirect.contains("/signed"), "{redirect}");
+    let retry = log
+        .lines()
+        .find(|l| l.contains("retry") && l.contains("503") && l.contains(&authority))
+        .unwrap_or_else(|| panic!("no retry logged:\n{log}"));
+    assert!(retry.contains("/busy"), "{retry}");
+    for signature in ["hop-signature", "retry-signature"] {
+        assert!(!log.contains(signature), "a query was logged:\n{log}");
+    }
 }

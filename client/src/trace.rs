@@ -5,7 +5,8 @@
 //! front of the caller's, only when a subscriber wants the span. With no
 //! subscriber, or one that does not want `debug` from this crate, the cost
 //! is the span's interest check: nothing is allocated, nothing wrapped.
-//! Body bytes are never logged.
+//! Body bytes are never logged, nor is a query (which may hold secrets):
+//! not the span's URI's, a redirect's target's or a retried status's URL's.
 //!
 //! The timeouts that fire are events of their own (in `exchange`), with
 //! their kind, where they ran (the wheel or a loop) and how late.
@@ -43,6 +44,20 @@ impl std::fmt::Display for SpanUri<'_> {
             write!(f, ":{port}")?;
         }
         f.write_str(uri.path())
+    }
+}
+
+/// An error as the log shows it: as it displays, but for the URL of a
+/// status (the reason of a retry), which goes as a [`SpanUri`] — its query
+/// may hold secrets there too.
+struct LoggedError<'a>(&'a Error);
+
+impl std::fmt::Display for LoggedError<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Error::Status { status, url } => write!(f, "{} answered {status}", SpanUri(url)),
+            error => error.fmt(f),
+        }
     }
 }
 
@@ -130,10 +145,10 @@ impl EventListener for Traced {
         from: &http::Uri,
         to: &http::Uri,
     ) {
-        debug!(parent: &self.span, status = status.as_u16(), from = %from.path(), to = %to, "redirect followed");
+        debug!(parent: &self.span, status = status.as_u16(), from = %from.path(), to = %SpanUri(to), "redirect followed");
     }
     fn on_retry(&self, _request: &RequestInfo, attempt: u32, delay: Duration, reason: &Error) {
-        debug!(parent: &self.span, attempt, ?delay, %reason, "retry");
+        debug!(parent: &self.span, attempt, ?delay, reason = %LoggedError(reason), "retry");
     }
     fn on_hedge(&self, _request: &RequestInfo, copy: u32) {
         debug!(parent: &self.span, copy, "hedged copy sent");
