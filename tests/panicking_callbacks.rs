@@ -75,11 +75,17 @@ impl EventListener for PanicsOn {
 /// The body of a GET with `listener`, or the error of the exchange (before
 /// or after its head).
 fn outcome(client: &Client, url: String, listener: PanicsOn) -> Result<String, Error> {
-    let future = client.get(url).listener(Arc::new(listener)).send();
-    assert!(
-        eventually(WAIT, || future.is_done()),
-        "{listener:?}: never resolved"
-    );
+    outcome_with(client, url, Arc::new(listener))
+}
+
+/// [`outcome`], with any listener.
+fn outcome_with(
+    client: &Client,
+    url: String,
+    listener: Arc<dyn EventListener>,
+) -> Result<String, Error> {
+    let future = client.get(url).listener(listener).send();
+    assert!(eventually(WAIT, || future.is_done()), "never resolved");
     future.wait()?.text().wait()
 }
 
@@ -236,4 +242,38 @@ fn a_panicking_task_spares_the_loop() {
     rx.recv_timeout(WAIT)
         .expect("the loop died with the panicking task");
     client.close();
+}
+
+/// Panics on the status line.
+struct PanicsOnStatus;
+
+impl EventListener for PanicsOnStatus {
+    fn on_status(&self, _request: &tickless::RequestInfo, _status: http::StatusCode) {
+        panic!("listener panics on the status");
+    }
+}
+
+#[test]
+fn after_a_listener_panicked_its_exchange_tells_nothing_past_its_failure() {
+    let server = TestServer::respond(|_| ok("fine"));
+    let recorder = Recorder::new();
+    let client = Client::builder()
+        .event_loops(1)
+        .listener(recorder.clone())
+        .build()
+        .unwrap();
+    let error = outcome_with(&client, server.url("/"), Arc::new(PanicsOnStatus)).unwrap_err();
+    assert_listener_panicked(error);
+    // Closed: every thread that could still tell of the exchange is joined.
+    client.close();
+    let events: Vec<Event> = recorder.events().into_iter().map(|(e, _)| e).collect();
+    let failed = events
+        .iter()
+        .position(|e| matches!(e, Event::Failed(..)))
+        .unwrap_or_else(|| panic!("no failure told: {events:#?}"));
+    assert!(
+        matches!(events[failed - 1], Event::Status(_)),
+        "{events:#?}"
+    );
+    assert_eq!(failed, events.len() - 1, "told after its end: {events:#?}");
 }

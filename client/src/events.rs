@@ -95,7 +95,9 @@ impl RequestInfo {
 /// A method that panics ends its exchange, if it has not ended yet, with
 /// [`Error::Io`] ("an event listener panicked"), and closes the connection
 /// the exchange was using; the thread that called it (a loop, the wheel, a
-/// resolver) goes on. A panic in [`on_completed`](Self::on_completed) or
+/// resolver) goes on. That [`on_failed`](Self::on_failed) is the last call
+/// about the exchange (no `on_headers` after a panic in `on_status`, say).
+/// A panic in [`on_completed`](Self::on_completed) or
 /// [`on_failed`](Self::on_failed) changes nothing: the exchange has ended.
 #[allow(unused_variables)]
 pub trait EventListener: Send + Sync + 'static {

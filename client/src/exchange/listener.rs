@@ -4,6 +4,7 @@ use super::Exchange;
 use crate::error::Error;
 use crate::events::{for_each_listener_method, EventListener, RequestInfo};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 
 /// An exchange's listener, guarded: a panic in the caller's code is caught
@@ -11,6 +12,10 @@ use std::sync::{Arc, Weak};
 /// (closing its connection, if it has one), instead of unwinding into a
 /// loop, the wheel or a resolver thread, where it would leave the exchange
 /// with no end. A panic after the exchange has ended changes nothing.
+/// The end a panic makes is the last thing told of the exchange: the code
+/// that called the listener goes on with what it was doing (a status line
+/// is followed by its headers), and would tell of an exchange that has
+/// ended.
 ///
 /// It also gives every call the exchange's [`RequestInfo`]: the client
 /// calls `exchange.listener.on_…(…)` with the event's own arguments only.
@@ -18,6 +23,9 @@ pub(crate) struct Guarded {
     listener: Arc<dyn EventListener>,
     request: RequestInfo,
     exchange: Weak<Exchange>,
+    /// A panic of the listener's ended the exchange (and `on_failed` was
+    /// told): nothing more is told.
+    silenced: AtomicBool,
 }
 
 impl Guarded {
@@ -32,6 +40,7 @@ impl Guarded {
             listener,
             request,
             exchange,
+            silenced: AtomicBool::new(false),
         }
     }
 
@@ -41,13 +50,18 @@ impl Guarded {
     }
 
     fn call(&self, method: impl FnOnce(&dyn EventListener)) {
+        if self.silenced.load(Ordering::Acquire) {
+            return;
+        }
         if catch_unwind(AssertUnwindSafe(|| method(&*self.listener))).is_err() {
             if let Some(exchange) = self.exchange.upgrade() {
                 let error = Error::Io {
                     remote: exchange.remote_name(),
                     source: std::io::Error::other("an event listener panicked"),
                 };
-                exchange.fail(error, None);
+                if exchange.fail(error, None) {
+                    self.silenced.store(true, Ordering::Release);
+                }
             }
         }
     }
