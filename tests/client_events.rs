@@ -243,3 +243,35 @@ fn a_failure_is_reported_once_and_nothing_completes() {
     assert_settles(&client, WAIT);
     client.close();
 }
+
+#[test]
+fn a_redirect_whose_next_hop_is_refused_is_not_told_as_followed() {
+    // A host the URL parser takes and TLS does not: the next hop is
+    // refused before it is an exchange.
+    let server =
+        TestServer::respond(|_| response(302, &[("Location", "https://-bad.example/")], b""));
+    let (client, recorder) = recorded_client();
+    let error = client.get(server.url("/go")).send().wait().unwrap_err();
+    assert!(
+        matches!(
+            error,
+            tickless::Error::InvalidRequest(tickless::InvalidRequest::ServerName(_))
+        ),
+        "{error:?}"
+    );
+    assert_settles(&client, WAIT);
+    client.close();
+    // `on_redirect` says the request goes on, in a new exchange whose
+    // events follow: none would. What was told is the hop that answered.
+    let events = recorder.events();
+    assert!(
+        !events.iter().any(|(e, _)| matches!(e, Event::Redirect(..))),
+        "a redirect told, and no hop after it: {events:#?}"
+    );
+    let completed = position(
+        &events,
+        "completed",
+        |e| matches!(e, Event::Completed(s) if *s == 302),
+    );
+    assert_eq!(completed, events.len() - 1, "{events:#?}");
+}

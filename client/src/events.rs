@@ -172,7 +172,9 @@ pub trait EventListener: Send + Sync + 'static {
     /// A redirect is followed: `from` answered `status`, and the request
     /// goes on to `to` (a new exchange, whose events follow), both without
     /// userinfo (credentials in a `Location` become a header). Called on the
-    /// thread that waits for or polls the response.
+    /// thread that waits for or polls the response. A `Location` refused
+    /// before it becomes an exchange (its URL cannot be a request) is not
+    /// followed, nor told here: the caller has the error.
     fn on_redirect(
         &self,
         request: &RequestInfo,

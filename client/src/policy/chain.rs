@@ -245,13 +245,7 @@ impl Chain {
         // The redirect's own body is not wanted: its connection drains it
         // (if small) and goes back to the pool.
         self.current().body_dropped();
-        // Listeners log it (the tracing one does): without the Location's
-        // credentials, as the next hop goes (they become a header).
-        let to = without_credentials(next.clone());
-        self.current()
-            .listener
-            .on_redirect(head.status, &self.hop.uri, &to);
-        self.next_hop(next, method, keep_body)?;
+        self.next_hop(head.status, next, method, keep_body)?;
         Ok(None)
     }
 
@@ -318,13 +312,20 @@ impl Chain {
         Error::Redirect { chain, reason }
     }
 
-    /// Sends the hop to `next`.
+    /// Sends the hop to `next`, the current one having answered `status`.
+    /// Listeners are told of the redirect once the next hop is an exchange,
+    /// just before it is submitted: a hop refused before (its URL is no
+    /// request) is not followed, and no events would follow it.
     fn next_hop(
         &mut self,
+        status: http::StatusCode,
         next: http::Uri,
         method: http::Method,
         keep_body: bool,
     ) -> Result<(), Error> {
+        // Listeners log it (the tracing one does): without the Location's
+        // credentials, as the next hop goes (they become a header).
+        let redirect = (self.hop.uri.clone(), without_credentials(next.clone()));
         self.earlier.push(Visit {
             method: self.hop.method.clone(),
             uri: self.hop.uri.clone(),
@@ -362,7 +363,11 @@ impl Chain {
             self.retry.clone(),
             self.hedge.clone(),
             sender,
-            move |exchange| previous.after_its_loop(move || dispatcher.submit(exchange)),
+            move |exchange| {
+                let (from, to) = redirect;
+                previous.listener.on_redirect(status, &from, &to);
+                previous.after_its_loop(move || dispatcher.submit(exchange));
+            },
         )?;
         self.hop_cookies_set = self.cookies_set;
         Ok(())
