@@ -4,13 +4,12 @@
 
 mod support;
 
-use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 use support::*;
 use tickless::timer::ManualClock;
-use tickless::{Client, EventListener, RequestInfo};
+use tickless::Client;
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -117,20 +116,6 @@ fn a_connection_is_not_reused_past_its_time_to_live() {
     client.close();
 }
 
-/// Holds the loop inside the turn that reads its response: says so, then
-/// waits to be let go.
-struct HoldingListener {
-    entered: Mutex<Sender<()>>,
-    release: Mutex<Receiver<()>>,
-}
-
-impl EventListener for HoldingListener {
-    fn on_status(&self, _request: &RequestInfo, _status: http::StatusCode) {
-        let _ = self.entered.lock().unwrap().send(());
-        let _ = self.release.lock().unwrap().recv_timeout(WAIT);
-    }
-}
-
 /// A request that takes an idle connection and is cancelled before its
 /// loop runs it sends nothing: the connection goes back to the pool as
 /// idle as it was, its idle time still counted from its last exchange.
@@ -149,12 +134,7 @@ fn a_request_cancelled_before_it_runs_does_not_make_its_connection_idle_afresh()
 
     // The loop sits in the slow answer's listener; meanwhile a request
     // takes the idle connection and is cancelled before the loop runs it.
-    let (entered, has_entered) = mpsc::channel();
-    let (release, released) = mpsc::channel();
-    let listener = Arc::new(HoldingListener {
-        entered: Mutex::new(entered),
-        release: Mutex::new(released),
-    });
+    let (listener, has_entered, release) = HoldingListener::new(WAIT);
     let held = {
         let (client, url) = (client.clone(), slow.url("/"));
         thread::spawn(move || body(client.get(url).listener(listener).send().wait()))

@@ -6,28 +6,13 @@ mod support;
 
 use std::io::Write;
 use std::net::TcpListener;
-use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
-use support::{ok, RequestReader};
-use tickless::{Client, EventListener, RequestInfo};
+use support::{ok, HoldingListener, RequestReader};
+use tickless::Client;
 
 const WAIT: Duration = Duration::from_secs(20);
-
-/// Holds the loop inside the turn that reads its response: says so, then
-/// waits to be let go.
-struct HoldingListener {
-    entered: Mutex<Sender<()>>,
-    release: Mutex<Receiver<()>>,
-}
-
-impl EventListener for HoldingListener {
-    fn on_status(&self, _request: &RequestInfo, _status: http::StatusCode) {
-        let _ = self.entered.lock().unwrap().send(());
-        let _ = self.release.lock().unwrap().recv_timeout(WAIT);
-    }
-}
 
 #[test]
 fn a_post_never_goes_on_a_connection_closed_while_the_loop_was_held_up() {
@@ -75,12 +60,7 @@ fn a_post_never_goes_on_a_connection_closed_while_the_loop_was_held_up() {
     assert_eq!(first.text().wait().unwrap(), "ok");
     // The origin's connection is idle, its socket drained. The loop goes
     // into the slow answer's listener and stays there.
-    let (entered, has_entered) = mpsc::channel();
-    let (release, released) = mpsc::channel();
-    let listener = Arc::new(HoldingListener {
-        entered: Mutex::new(entered),
-        release: Mutex::new(released),
-    });
+    let (listener, has_entered, release) = HoldingListener::new(WAIT);
     let held = {
         let client = client.clone();
         thread::spawn(move || {

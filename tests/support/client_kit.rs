@@ -312,3 +312,39 @@ pub fn fails_on_time(
     assert_on_time(started.elapsed(), deadline, ceiling);
     error
 }
+
+/// Holds the loop inside the turn that reads a response's status line:
+/// says so on `entered`, then waits (at most `wait`) to be let go.
+pub struct HoldingListener {
+    entered: Mutex<std::sync::mpsc::Sender<()>>,
+    release: Mutex<std::sync::mpsc::Receiver<()>>,
+    wait: Duration,
+}
+
+impl HoldingListener {
+    /// The listener; the receiver told when the loop is held, and the
+    /// sender that lets it go.
+    pub fn new(
+        wait: Duration,
+    ) -> (
+        Arc<HoldingListener>,
+        std::sync::mpsc::Receiver<()>,
+        std::sync::mpsc::Sender<()>,
+    ) {
+        let (entered, has_entered) = std::sync::mpsc::channel();
+        let (release, released) = std::sync::mpsc::channel();
+        let listener = HoldingListener {
+            entered: Mutex::new(entered),
+            release: Mutex::new(released),
+            wait,
+        };
+        (Arc::new(listener), has_entered, release)
+    }
+}
+
+impl EventListener for HoldingListener {
+    fn on_status(&self, _request: &tickless::RequestInfo, _status: http::StatusCode) {
+        let _ = self.entered.lock().unwrap().send(());
+        let _ = self.release.lock().unwrap().recv_timeout(self.wait);
+    }
+}
