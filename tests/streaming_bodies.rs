@@ -715,6 +715,44 @@ fn an_upload_whose_reader_fails_fails_the_request() {
     client.close();
 }
 
+/// A `Read` that gives some bytes, then panics.
+struct Panicking(usize);
+
+impl Read for Panicking {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.0 == 0 {
+            panic!("the upload's reader panics");
+        }
+        let n = buf.len().min(self.0);
+        buf[..n].fill(b'p');
+        self.0 -= n;
+        Ok(n)
+    }
+}
+
+#[test]
+fn an_upload_whose_reader_panics_fails_the_request_at_once() {
+    // Not a request left waiting for the rest of its body until its
+    // timeout: the panic ends the body as an error would.
+    let server = TestServer::start(Behaviour::NeverAnswer);
+    let client = client(false);
+    let started = Instant::now();
+    let error = client
+        .post(server.url("/"))
+        .body(Upload::from_reader(Panicking(100_000), None))
+        .send()
+        .wait()
+        .unwrap_err();
+    match error {
+        Error::RequestBody { source } => {
+            assert!(source.to_string().contains("panicked"), "{source}")
+        }
+        other => panic!("{other:?} after {:?}", started.elapsed()),
+    }
+    assert_settles(&client, WAIT);
+    client.close();
+}
+
 /// An endless `Read` counting what it gave.
 struct Endless(Arc<AtomicU64>);
 

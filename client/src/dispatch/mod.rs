@@ -279,8 +279,8 @@ impl Dispatcher {
 
     /// Starts the thread that reads an upload from `reader` into `pipe`
     /// (never an event loop: a `Read` blocks). It ends at the end of the
-    /// reader, at its first error (which fails the request), or when the
-    /// exchange no longer wants the body (its pipe's reader goes).
+    /// reader, at its first error or panic (either fails the request), or
+    /// when the exchange no longer wants the body (its pipe's reader goes).
     ///
     /// The thread is not joined, not even by `close`: it may be inside the
     /// caller's `read`, which can block for ever (a pipe, a terminal). Once
@@ -291,7 +291,7 @@ impl Dispatcher {
         pipe: Arc<crate::exchange::Pipe>,
     ) -> std::io::Result<()> {
         let builder = thread::Builder::new().name("tickless-upload".into());
-        without_pinning(|| builder.spawn(move || pump(reader, &pipe)))?;
+        without_pinning(|| builder.spawn(move || pump_or_fail(reader, &pipe)))?;
         Ok(())
     }
 
@@ -865,6 +865,19 @@ fn default_resolver(config: &ClientConfig) -> ThreadedResolver {
     match config.system_lookup.clone() {
         Some(lookup) => ThreadedResolver::with_lookup(Box::new(move |host| lookup(host))),
         None => ThreadedResolver::default(),
+    }
+}
+
+/// [`pump`], and a panic of the caller's `read` fails the body: the
+/// connection shares the pipe, so nothing else would end it, and the
+/// request would wait for the rest of its body until its timeout (or for
+/// ever, without one).
+fn pump_or_fail(reader: Box<dyn std::io::Read + Send>, pipe: &crate::exchange::Pipe) {
+    let pumped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pump(reader, pipe)));
+    if pumped.is_err() {
+        pipe.fail(Error::RequestBody {
+            source: "the upload's reader panicked".into(),
+        });
     }
 }
 
