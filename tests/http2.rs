@@ -6,10 +6,14 @@
 mod support;
 
 use bytes::Bytes;
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use support::h2_server::{answer, await_reset, H2Server, H2Stream};
+use support::h2_server::{
+    answer, await_reset, ok_headers, settings_ack, H2Server, H2Stream, RawH2Server, ACK, DATA,
+    END_STREAM, SETTINGS,
+};
 use support::*;
 use tickless::{Client, ClientBuilder, Error, Upload};
 
@@ -204,6 +208,67 @@ fn an_upload_in_memory_and_a_streamed_one_are_echoed() {
         .unwrap();
     assert_eq!(response.bytes().wait().unwrap(), big);
     client.close();
+}
+
+/// What a server saw of a request's body on one stream: its DATA bytes,
+/// and whether a DATA frame ended the stream.
+#[derive(Debug, Default, Clone, Copy)]
+struct BodySeen {
+    data: usize,
+    ended: bool,
+}
+
+#[test]
+fn a_streamed_upload_that_gives_more_or_fewer_bytes_than_its_length_fails_unsent() {
+    // As over HTTP/1.1: the request fails with `Error::RequestBody`, and
+    // the server never sees a body that passes for whole, nor a byte past
+    // its length. (The server answers a body that ends, so that a client
+    // sending one fails the test rather than hanging it.)
+    let seen: Arc<Mutex<HashMap<u32, BodySeen>>> = Arc::default();
+    let record = seen.clone();
+    let server = RawH2Server::start(move |mut conn| {
+        while let Some(frame) = conn.read_frame() {
+            match frame.kind {
+                SETTINGS if frame.flags & ACK == 0 => conn.send(&settings_ack()),
+                DATA => {
+                    let ended = frame.flags & END_STREAM != 0;
+                    let mut seen = record.lock().unwrap();
+                    let body = seen.entry(frame.stream).or_default();
+                    body.data += frame.payload.len();
+                    body.ended |= ended;
+                    drop(seen);
+                    if ended {
+                        conn.send(&ok_headers(frame.stream));
+                    }
+                }
+                _ => {}
+            }
+        }
+    });
+    let client = h2c().build().unwrap();
+    for (bytes, declared) in [(10usize, 20u64), (30, 20)] {
+        let result = client
+            .post(server.url("/"))
+            .body(Upload::from_reader(
+                std::io::Cursor::new(vec![b'z'; bytes]),
+                Some(declared),
+            ))
+            .request_timeout(CEILING)
+            .send()
+            .wait();
+        assert!(
+            matches!(result, Err(Error::RequestBody { .. })),
+            "{bytes} for {declared}: {result:?}"
+        );
+    }
+    client.close();
+    drop(server);
+    for (stream, body) in seen.lock().unwrap().iter() {
+        assert!(
+            !body.ended && body.data <= 20,
+            "stream {stream}: the server saw {body:?}"
+        );
+    }
 }
 
 /// Answers `stream` with `len` bytes of 7s, sent as the client's window

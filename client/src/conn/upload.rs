@@ -81,6 +81,52 @@ impl Upload {
     }
 }
 
+/// A streamed body held to the length it declared (`Content-Length`), for
+/// a protocol that does not count it itself (HTTP/2: the `h2` crate sends
+/// what it is given): a source that gives more bytes fails before any byte
+/// past the length goes, and one that gives fewer before the end does —
+/// as [`Error::RequestBody`], as over HTTP/1.1.
+pub(super) struct Declared {
+    length: Option<u64>,
+    given: u64,
+}
+
+impl Declared {
+    /// `length`: the declared length, `None` for none (nothing is checked).
+    pub(super) fn new(length: Option<u64>) -> Declared {
+        Declared { length, given: 0 }
+    }
+
+    /// What a pull found, held to the length: data past it, or an end
+    /// short of it, is a failure.
+    pub(super) fn check(&mut self, pulled: Pulled) -> Pulled {
+        let Some(length) = self.length else {
+            return pulled;
+        };
+        match pulled {
+            Pulled::Data(data) => {
+                self.given += data.len() as u64;
+                if self.given > length {
+                    return Pulled::Failed(length_mismatch("longer", length));
+                }
+                Pulled::Data(data)
+            }
+            Pulled::End if self.given != length => {
+                Pulled::Failed(length_mismatch("shorter", length))
+            }
+            other => other,
+        }
+    }
+}
+
+/// The error of a body `which` ("longer", "shorter") than its declared
+/// `length`.
+pub(super) fn length_mismatch(which: &str, length: u64) -> Error {
+    Error::RequestBody {
+        source: format!("the request body was {which} than its Content-Length of {length}").into(),
+    }
+}
+
 fn taken(taken: Taken) -> Pulled {
     match taken {
         Taken::Chunk(bytes) => Pulled::Data(bytes),

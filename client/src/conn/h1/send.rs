@@ -3,7 +3,7 @@
 //! polled from an async body on this loop — framed by `Content-Length` or
 //! chunked, as the socket takes it.
 
-use crate::conn::upload::{Pulled, Upload};
+use crate::conn::upload::{length_mismatch, Pulled, Upload};
 use crate::error::Error;
 use crate::event_loop::LoopContext;
 use crate::exchange::{Exchange, RequestBody};
@@ -196,10 +196,4 @@ impl BodyOut {
 /// The error of a write that took nothing.
 pub(super) fn write_zero() -> io::Error {
     io::Error::new(io::ErrorKind::WriteZero, "the connection took no bytes")
-}
-
-fn length_mismatch(which: &str, length: u64) -> Error {
-    Error::RequestBody {
-        source: format!("the request body was {which} than its Content-Length of {length}").into(),
-    }
 }

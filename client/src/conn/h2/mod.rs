@@ -116,7 +116,7 @@ mod table;
 mod tests;
 mod wake;
 
-use super::upload::{Pulled, Upload};
+use super::upload::{Declared, Pulled, Upload};
 use super::write_stall::WriteStall;
 use super::{Conn, SharedConn, State, StreamLoad, H2_TIMER};
 use crate::error::{Error, Http2Initiator, Http2Reason};
@@ -285,9 +285,10 @@ impl BodyCount {
 enum Outgoing {
     /// In memory.
     Data(Bytes),
-    /// Streamed: from its source, and the piece taken from it and not yet
-    /// sent (waiting for flow-control capacity).
-    Streamed(Upload, Option<Bytes>),
+    /// Streamed: from its source, held to its declared length, and the
+    /// piece taken from it and not yet sent (waiting for flow-control
+    /// capacity).
+    Streamed(Upload, Declared, Option<Bytes>),
     /// Sent whole (`END_STREAM`).
     Done,
     /// Not sent whole, and never will be: the stream ended first — the
@@ -1491,9 +1492,9 @@ impl Stream {
             let piece = match &mut self.out {
                 Outgoing::Done | Outgoing::Stopped => return Ok((false, took)),
                 Outgoing::Data(data) => data,
-                Outgoing::Streamed(upload, pending) => {
+                Outgoing::Streamed(upload, declared, pending) => {
                     if pending.as_ref().is_none_or(Bytes::is_empty) {
-                        match upload.pull_with(task.waker()) {
+                        match declared.check(upload.pull_with(task.waker())) {
                             Pulled::Data(data) => *pending = Some(data),
                             Pulled::End => {
                                 self.send_part(task, Bytes::new(), true, now, info)?;
@@ -1824,7 +1825,11 @@ fn request_of(exchange: &Exchange) -> Option<(http::Request<()>, Outgoing)> {
                     .entry(header::CONTENT_LENGTH)
                     .or_insert_with(|| length.into());
             }
-            Outgoing::Streamed(Upload::take_bare(exchange), None)
+            Outgoing::Streamed(
+                Upload::take_bare(exchange),
+                Declared::new(streamed.length),
+                None,
+            )
         }
         RequestBody::InHead | RequestBody::Held if payload.data.is_empty() => Outgoing::Done,
         RequestBody::InHead | RequestBody::Held => {
