@@ -210,6 +210,44 @@ fn an_upload_in_memory_and_a_streamed_one_are_echoed() {
     client.close();
 }
 
+/// An async body of the given pieces, in order (empty ones included).
+struct Pieces(std::collections::VecDeque<&'static str>);
+
+impl tickless::http_body::Body for Pieces {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<tickless::http_body::Frame<Bytes>, Self::Error>>> {
+        let piece = self.0.pop_front();
+        std::task::Poll::Ready(
+            piece.map(|piece| Ok(tickless::http_body::Frame::data(piece.into()))),
+        )
+    }
+}
+
+#[test]
+fn an_empty_piece_of_a_streamed_upload_does_not_end_it() {
+    // An empty data frame is no end (`http_body` allows it; HTTP/1.1
+    // skips it): the rest of the body still goes.
+    let server = H2Server::start(echo);
+    let client = h2c().build().unwrap();
+    for pieces in [vec!["first", "", "second"], vec!["", "whole"]] {
+        let whole: String = pieces.concat();
+        let response = client
+            .post(server.url("/echo"))
+            .body(Upload::from_stream(Pieces(pieces.into())))
+            .request_timeout(CEILING)
+            .send()
+            .wait()
+            .unwrap();
+        assert_eq!(response.bytes().wait().unwrap(), whole.as_bytes());
+    }
+    client.close();
+}
+
 /// What a server saw of a request's body on one stream: its DATA bytes,
 /// and whether a DATA frame ended the stream.
 #[derive(Debug, Default, Clone, Copy)]

@@ -22,6 +22,7 @@ pub(super) enum Upload {
 
 /// What a pull found.
 pub(super) enum Pulled {
+    /// Never empty.
     Data(Bytes),
     End,
     /// Nothing yet: the connection is woken when there is.
@@ -141,6 +142,9 @@ fn poll_body(body: &mut BodyStream, waker: &Waker) -> Pulled {
     loop {
         return match body.as_mut().poll_frame(&mut task) {
             Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
+                // An empty frame is nothing (`http_body` allows them): to
+                // HTTP/2 an empty piece is the end of the body.
+                Ok(data) if data.is_empty() => continue,
                 Ok(data) => Pulled::Data(data),
                 // Trailers of a request body: not sent.
                 Err(_) => continue,
