@@ -248,6 +248,64 @@ fn an_empty_piece_of_a_streamed_upload_does_not_end_it() {
     client.close();
 }
 
+/// An async body that panics when first polled.
+struct PanickingBody;
+
+impl tickless::http_body::Body for PanickingBody {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<tickless::http_body::Frame<Bytes>, Self::Error>>> {
+        panic!("the upload's body panics");
+    }
+}
+
+#[test]
+fn an_upload_body_that_panics_fails_its_own_stream_only() {
+    // The caller's code that panics on a loop ends at most its own
+    // exchange (tests/panicking_callbacks.rs): not the other streams of
+    // the connection it shares.
+    let (seen_tx, seen) = std::sync::mpsc::channel::<()>();
+    let seen_tx = Mutex::new(seen_tx);
+    let answer_now = Arc::new(tokio::sync::Notify::new());
+    let release = answer_now.clone();
+    let server = H2Server::start(move |stream| {
+        let waiting = stream.request.uri().path() == "/waits";
+        if waiting {
+            let _ = seen_tx.lock().unwrap().send(());
+        }
+        let release = release.clone();
+        async move {
+            if waiting {
+                release.notified().await;
+            }
+            answer(stream, 200, b"answered").await
+        }
+    });
+    let client = h2c().build().unwrap();
+    let waits = client
+        .get(server.url("/waits"))
+        .request_timeout(CEILING)
+        .send();
+    seen.recv_timeout(CEILING)
+        .expect("the first stream is open");
+    let error = client
+        .post(server.url("/upload"))
+        .body(Upload::from_stream(PanickingBody))
+        .request_timeout(CEILING)
+        .send()
+        .wait()
+        .unwrap_err();
+    assert!(matches!(error, Error::RequestBody { .. }), "{error:?}");
+    answer_now.notify_one();
+    let response = waits.wait().unwrap();
+    assert_eq!(response.bytes().wait().unwrap(), "answered");
+    client.close();
+}
+
 /// What a server saw of a request's body on one stream: its DATA bytes,
 /// and whether a DATA frame ended the stream.
 #[derive(Debug, Default, Clone, Copy)]

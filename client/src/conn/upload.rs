@@ -7,6 +7,7 @@ use crate::error::Error;
 use crate::event_loop::{LoopContext, SourceWaker};
 use crate::exchange::{BodyStream, Exchange, PumpedBody, Taken, UploadSource, Waiter};
 use bytes::Bytes;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
@@ -140,7 +141,16 @@ fn taken(taken: Taken) -> Pulled {
 fn poll_body(body: &mut BodyStream, waker: &Waker) -> Pulled {
     let mut task = Context::from_waker(waker);
     loop {
-        return match body.as_mut().poll_frame(&mut task) {
+        // The caller's code, run on the loop: its panic fails this body
+        // alone, as its error would — not the connection and every
+        // exchange on it (over HTTP/2, many share one).
+        let polled = catch_unwind(AssertUnwindSafe(|| body.as_mut().poll_frame(&mut task)));
+        let Ok(polled) = polled else {
+            return Pulled::Failed(Error::RequestBody {
+                source: "the upload's body panicked".into(),
+            });
+        };
+        return match polled {
             Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
                 // An empty frame is nothing (`http_body` allows them): to
                 // HTTP/2 an empty piece is the end of the body.
