@@ -248,6 +248,48 @@ fn an_empty_piece_of_a_streamed_upload_does_not_end_it() {
     client.close();
 }
 
+/// An async body of a declared length that gives it, then never ends.
+struct WholeThenPending(Option<&'static str>);
+
+impl tickless::http_body::Body for WholeThenPending {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<tickless::http_body::Frame<Bytes>, Self::Error>>> {
+        match self.0.take() {
+            Some(piece) => {
+                std::task::Poll::Ready(Some(Ok(tickless::http_body::Frame::data(piece.into()))))
+            }
+            None => std::task::Poll::Pending,
+        }
+    }
+
+    fn size_hint(&self) -> tickless::http_body::SizeHint {
+        tickless::http_body::SizeHint::with_exact(5)
+    }
+}
+
+#[test]
+fn a_streamed_upload_that_gave_its_length_ends_though_its_source_never_does() {
+    // As over HTTP/1.1, where the server has the body whole once its
+    // Content-Length has come: the stream ends then, not when (if ever)
+    // the source says so.
+    let server = H2Server::start(echo);
+    let client = h2c().build().unwrap();
+    let response = client
+        .post(server.url("/echo"))
+        .body(Upload::from_stream(WholeThenPending(Some("whole"))))
+        .request_timeout(CEILING)
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.bytes().wait().unwrap(), "whole");
+    client.close();
+}
+
 /// An async body that panics when first polled.
 struct PanickingBody;
 

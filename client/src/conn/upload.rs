@@ -99,6 +99,14 @@ impl Declared {
         Declared { length, given: 0 }
     }
 
+    /// Whether the body has given all of its declared length: it is
+    /// whole, and its end goes without waiting for the source to say so —
+    /// over HTTP/1.1 the server has it whole then too, whatever the source
+    /// does after.
+    pub(super) fn whole(&self) -> bool {
+        self.length == Some(self.given)
+    }
+
     /// What a pull found, held to the length: data past it, or an end
     /// short of it, is a failure.
     pub(super) fn check(&mut self, pulled: Pulled) -> Pulled {

@@ -1494,6 +1494,12 @@ impl Stream {
                 Outgoing::Data(data) => data,
                 Outgoing::Streamed(upload, declared, pending) => {
                     if pending.as_ref().is_none_or(Bytes::is_empty) {
+                        // Its declared length sent: whole, whether or not
+                        // the source has said it has ended (it may never).
+                        if declared.whole() {
+                            self.send_part(task, Bytes::new(), true, now, info)?;
+                            return Ok((false, took));
+                        }
                         match declared.check(upload.pull_with(task.waker())) {
                             Pulled::Data(data) => *pending = Some(data),
                             Pulled::End => {
