@@ -91,7 +91,8 @@ pub fn blocking(
 /// A window of `window` `ResponseFuture`s from one thread: submit until the
 /// window is full, then wait on the oldest and submit one in its place, as
 /// `benches/http.rs` does, until the clock passes `until`; then drains
-/// the window. Each latency is from submission to the response in hand.
+/// the window. Each latency is from submission to the last body byte in
+/// hand, as the other drivers' are (the future resolves at the head).
 fn window_until(
     client: &Client,
     url: &str,
@@ -110,8 +111,9 @@ fn window_until(
             return Ok(());
         };
         let response = future.wait().map_err(|e| format!("tickless: {e}"))?;
+        let got = body_len(response)?;
         let done = Instant::now();
-        expect_len(body_len(response)?, expect)?;
+        expect_len(got, expect)?;
         latencies.push(ns(done - sent));
         if done >= until {
             submitting = false;
@@ -263,4 +265,50 @@ pub fn in_flight_tasks(
     rt.shutdown_timeout(Duration::from_secs(5));
     client.close();
     sample
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
+
+    /// A window's latency runs to the last body byte, as every other
+    /// driver's does: a server that sends the head at once and the body
+    /// 100 ms later gives a latency of at least 100 ms.
+    #[test]
+    fn window_latency_includes_the_body() {
+        const BODY_DELAY: Duration = Duration::from_millis(100);
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/", listener.local_addr().unwrap());
+        let server = std::thread::spawn(move || {
+            let (mut stream, _) = listener.accept().unwrap();
+            let mut head = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                let n = stream.read(&mut buf).unwrap();
+                assert!(n > 0, "the client closed before its request");
+                head.extend_from_slice(&buf[..n]);
+            }
+            stream
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\n")
+                .unwrap();
+            std::thread::sleep(BODY_DELAY);
+            stream.write_all(b"Hello, world!").unwrap();
+            // Hold the connection until the client is done with it.
+            let _ = stream.read(&mut buf);
+        });
+        let client = quiet_client(false).unwrap();
+        let mut latencies = Vec::new();
+        // `until` already passed: one request, then the window drains.
+        window_until(&client, &url, 13, 1, Instant::now(), &mut latencies).unwrap();
+        client.close();
+        server.join().unwrap();
+        assert_eq!(latencies.len(), 1);
+        assert!(
+            latencies[0] >= ns(BODY_DELAY),
+            "latency {} ns ends before the body came",
+            latencies[0]
+        );
+    }
 }
