@@ -177,10 +177,25 @@ pub fn table(rows: &[Row]) -> String {
 pub fn csv(rows: &[Row]) -> String {
     let mut out = COLUMNS.join(",") + "\n";
     for row in rows {
-        out += &row.fields().join(",");
-        out += "\n";
+        out += &csv_line(&row.fields());
     }
     out
+}
+
+/// One CSV record: a field with a comma, a quote or a line break is quoted
+/// (RFC 4180), so that it stays one field.
+fn csv_line(fields: &[String]) -> String {
+    let quoted: Vec<String> = fields
+        .iter()
+        .map(|f| {
+            if f.contains([',', '"', '\n', '\r']) {
+                format!("\"{}\"", f.replace('"', "\"\""))
+            } else {
+                f.clone()
+            }
+        })
+        .collect();
+    quoted.join(",") + "\n"
 }
 
 /// Aligned columns: the first `left` flush left, the others right.
@@ -314,8 +329,70 @@ pub fn lag_table(rows: &[LagRow]) -> String {
 pub fn lag_csv(rows: &[LagRow]) -> String {
     let mut out = LAG_COLUMNS.join(",") + "\n";
     for row in rows {
-        out += &row.fields().join(",");
-        out += "\n";
+        out += &csv_line(&row.fields());
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cases::ALL_CASES;
+    use crate::clients::ALL_PEERS;
+    use crate::measure::{Span, Usage};
+
+    fn run() -> Run {
+        Run {
+            sample: Sample {
+                span: Span {
+                    wall: Duration::from_secs(1),
+                    usage: Usage::default(),
+                },
+                requests: 10,
+                body_bytes: 130,
+                latencies_ns: vec![1_000; 10],
+            },
+            server: None,
+        }
+    }
+
+    /// Every record of the cases' CSV has the header's fields when split at
+    /// its commas, as `ab.sh` (`awk -F,`) reads it: no label has a comma.
+    #[test]
+    fn case_csv_records_split_into_the_header_fields() {
+        let rows: Vec<Row> = ALL_CASES
+            .iter()
+            .flat_map(|&case| {
+                ALL_PEERS.iter().map(move |&peer| Row {
+                    case,
+                    peer,
+                    runs: vec![run()],
+                    failed: 0,
+                })
+            })
+            .collect();
+        for line in csv(&rows).lines() {
+            assert_eq!(line.split(',').count(), COLUMNS.len(), "{line}");
+        }
+    }
+
+    /// A lateness label with a comma stays one field.
+    #[test]
+    fn lag_csv_quotes_a_label_with_a_comma() {
+        let row = LagRow {
+            client: "tickless the same, loops on tokio".to_string(),
+            measured_at: "future resolved (task)",
+            deadline: Duration::from_millis(20),
+            burst: Burst {
+                armed: 1,
+                timeouts: 1,
+                ..Burst::default()
+            },
+            lags_ns: vec![1_500_000],
+        };
+        assert_eq!(
+            lag_csv(&[row]).lines().nth(1),
+            Some("\"tickless the same, loops on tokio\",future resolved (task),20,1,1,0,1.500,1.500,1.500")
+        );
+    }
 }

@@ -66,7 +66,7 @@ impl Peer {
     pub fn in_flight_how(self) -> &'static str {
         match self {
             Peer::Tickless => "window of ResponseFutures",
-            Peer::Ureq => "64 threads, one agent",
+            Peer::Ureq => "64 threads sharing one agent",
             Peer::Hyper => "64 tokio tasks",
             Peer::Reqwest => "64 tokio tasks (async)",
         }
