@@ -900,3 +900,40 @@ fn a_retried_request_one_attempt_of_which_may_have_been_processed_says_nothing_i
     assert!(!error.to_string().contains("safe to send again"), "{error}");
     client.close();
 }
+
+/// The copy answers while the first attempt never will: the future is done
+/// (its next poll is ready with the copy's head), as `is_done` says — a
+/// caller that polls only once it is done is not left waiting for the
+/// loser.
+#[test]
+fn a_hedged_request_whose_copy_answered_is_done() {
+    let clock = ManualClock::new();
+    let (client, recorder) = client_on(&clock, false);
+    let server = TestServer::start(Behaviour::per_connection(|index| match index {
+        0 => Behaviour::NeverAnswer,
+        _ => Behaviour::respond(|_| ok("the copy")),
+    }));
+    let mut future = client
+        .get(server.url("/"))
+        .hedge(hedge::Policy::after(Duration::from_millis(50)))
+        .send();
+    assert!(poll_once(&mut future).is_pending());
+    assert!(server.wait_for_requests(1, CEILING));
+    assert!(eventually(CEILING, || client.stats().armed_timers() > 0));
+    clock.advance(Duration::from_millis(50));
+    // The delay rang: the next poll sends the copy, which answers.
+    assert!(eventually(CEILING, || {
+        poll_once(&mut future).is_pending() && hedges_seen(&recorder) == 1
+    }));
+    assert!(server.wait_for_requests(2, CEILING));
+    assert!(
+        eventually(CEILING, || future.is_done()),
+        "the copy answered, and the future does not say it is done"
+    );
+    let polled = poll_once(&mut future);
+    let std::task::Poll::Ready(Ok(response)) = polled else {
+        panic!("{polled:?}");
+    };
+    assert_eq!(response.text().wait().unwrap(), "the copy");
+    client.close();
+}

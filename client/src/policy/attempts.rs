@@ -113,11 +113,24 @@ impl Attempts {
     /// Whether the next poll has an outcome to give at once (not a failure
     /// the next poll would retry).
     pub(crate) fn is_settled(&self) -> bool {
-        self.cancelled.load(Ordering::Acquire)
-            || (self.backoff.is_none()
-                && self.current.is_settled()
-                && self.copies.is_empty()
-                && !(self.current.failed_untaken() && self.may_retry()))
+        if self.cancelled.load(Ordering::Acquire) {
+            return true;
+        }
+        if self.backoff.is_some() {
+            return false;
+        }
+        // A head from any attempt, a copy's too, is the next poll's: the
+        // others lose to it, however long they would have taken.
+        let mut in_flight = std::iter::once(&self.current).chain(&self.copies);
+        if in_flight
+            .clone()
+            .any(|attempt| attempt.is_settled() && !attempt.failed_untaken())
+        {
+            return true;
+        }
+        // Every attempt failed: the last failure is the outcome, unless a
+        // retry follows it.
+        in_flight.all(|attempt| attempt.is_settled()) && !self.may_retry()
     }
 
     /// Whether another attempt may follow a failure: the policy retries,
