@@ -296,6 +296,9 @@ pub(crate) struct BudgetState {
 struct Counts {
     /// The first instant the budget was used at: slots count from here.
     anchor: Option<Instant>,
+    /// The newest slot used: a caller that read the clock before another
+    /// took the lock counts in this one, not in an older one.
+    newest: u64,
     /// Per slot: the slot's number since `started`, requests, retries.
     slots: [(u64, u64, u64); SLOTS],
     retries_total: u64,
@@ -324,10 +327,13 @@ impl BudgetState {
         now: Instant,
     ) -> (&'a mut (u64, u64, u64), u64, u64) {
         let anchor = *counts.anchor.get_or_insert(now);
-        let current = self.slot_of(anchor, now);
+        // Never back to an older slot: that would clear the newer ones,
+        // and with them what they counted.
+        let current = self.slot_of(anchor, now).max(counts.newest);
+        counts.newest = current;
         let (mut requests, mut retries) = (0, 0);
         for slot in &mut counts.slots {
-            if current.saturating_sub(slot.0) >= SLOTS as u64 || slot.0 > current {
+            if current - slot.0 >= SLOTS as u64 {
                 *slot = (0, 0, 0);
             }
         }
@@ -541,6 +547,24 @@ mod tests {
         state.deposit(later);
         assert!(state.withdraw(later, true));
         assert_eq!(state.stats(later).hedges_total, 1);
+    }
+
+    /// Two threads read the clock in turn, and the first takes the lock
+    /// last: its earlier instant counts in the newest slot, and what the
+    /// other counted there stays counted.
+    #[test]
+    fn a_caller_that_read_the_clock_earlier_does_not_clear_a_newer_slot() {
+        let start = Instant::now();
+        // One retry a window, in slots of 100 ms.
+        let state = BudgetState::new(Budget::new(0.0, 1, Duration::from_secs(1)));
+        state.deposit(start);
+        assert!(state.withdraw(start + Duration::from_millis(150), false));
+        assert!(
+            !state.withdraw(start + Duration::from_millis(50), false),
+            "a second retry in a window that allows one"
+        );
+        let stats = state.stats(start + Duration::from_millis(50));
+        assert_eq!((stats.requests, stats.retries), (1, 1));
     }
 
     #[test]
