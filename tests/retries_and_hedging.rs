@@ -293,6 +293,32 @@ fn what_is_retried_depends_on_whether_the_request_reached_the_server() {
     client.close();
 }
 
+/// A fresh connection the server closes (a FIN, no reset) before any
+/// response byte: a close before the head, retried for a GET as a reset
+/// is — not a response that broke the protocol.
+#[test]
+fn a_close_before_the_head_is_retried() {
+    let clock = ManualClock::new();
+    let (client, recorder) = client_on(&clock, false);
+    let server = TestServer::start(Behaviour::per_connection(|index| match index {
+        0 => Behaviour::SendThenClose(Vec::new()),
+        _ => Behaviour::respond(|request| ok(&format!("answered {}", request.method))),
+    }));
+    let policy = retry::Policy::attempts(2)
+        .backoff(Duration::ZERO, Duration::ZERO)
+        .jitter(false);
+    let response = client
+        .get(server.url("/"))
+        .retry(policy)
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.text().wait().unwrap(), "answered GET");
+    assert_eq!(server.connections_accepted(), 2);
+    assert_eq!(retries_seen(&recorder).len(), 1);
+    client.close();
+}
+
 #[test]
 fn the_budget_stops_retries_once_spent_and_recovers() {
     let clock = ManualClock::new();

@@ -159,21 +159,34 @@ impl Policy {
         // HTTP/1.1 connection reset under another name; one the client
         // ended, the server having broken the protocol, is the HTTP/1.1
         // malformed response (`Error::Protocol`), not retried either.
-        let before_response = matches!(
+        // A connection closed before the head was whole is the reset
+        // above with a FIN: a close before the head, not a response that
+        // broke the protocol.
+        let closed_before_head = matches!(
             error,
-            Error::Io { .. }
-                | Error::ReadTimeout(_)
-                | Error::WriteTimeout(_)
-                | Error::HandshakeTimeout(_)
-                | Error::Proxy {
-                    source: ProxyError::HandshakeTimeout(_),
-                    ..
-                }
-                | Error::Http2 {
-                    initiator: Http2Initiator::Remote,
-                    ..
-                }
+            Error::Protocol {
+                source: crate::h1::DecodeError::Truncated {
+                    stage: crate::h1::Stage::Head
+                },
+                ..
+            }
         );
+        let before_response = closed_before_head
+            || matches!(
+                error,
+                Error::Io { .. }
+                    | Error::ReadTimeout(_)
+                    | Error::WriteTimeout(_)
+                    | Error::HandshakeTimeout(_)
+                    | Error::Proxy {
+                        source: ProxyError::HandshakeTimeout(_),
+                        ..
+                    }
+                    | Error::Http2 {
+                        initiator: Http2Initiator::Remote,
+                        ..
+                    }
+            );
         // Two resets that sending the same request again cannot cure: the
         // server asks for calm, or for HTTP/1.1.
         let futile = matches!(
@@ -484,6 +497,16 @@ mod tests {
             source: crate::h1::DecodeError::InvalidStatusLine,
         };
         assert!(!policy.retries_error(&malformed, &http::Method::GET));
+        // Closed before the head was whole: a close before the head, as a
+        // reset is; cut inside the body, after the head, it is not.
+        let truncated = |stage| Error::Protocol {
+            remote: "r".into(),
+            source: crate::h1::DecodeError::Truncated { stage },
+        };
+        let closed = truncated(crate::h1::Stage::Head);
+        assert!(policy.retries_error(&closed, &http::Method::GET));
+        assert!(!policy.retries_error(&closed, &http::Method::POST));
+        assert!(!policy.retries_error(&truncated(crate::h1::Stage::LengthBody), &http::Method::GET));
         assert!(!policy.retries_error(&Error::ClientClosed, &http::Method::GET));
         let status = Policy::attempts(2).on_status([StatusCode::SERVICE_UNAVAILABLE]);
         assert!(status.retries_status(StatusCode::SERVICE_UNAVAILABLE, &http::Method::GET));
