@@ -963,3 +963,71 @@ fn a_hedged_request_whose_copy_answered_is_done() {
     assert_eq!(response.text().wait().unwrap(), "the copy");
     client.close();
 }
+
+/// The hedge delay rings while nobody polls, and the attempt fails before
+/// the caller looks: it is retried, and the retry's own delay would pass
+/// the deadline, so it gets none. The delay that rang was the failed
+/// attempt's: no copy of the retry goes at its start.
+#[test]
+fn a_hedge_delay_that_rang_for_a_failed_attempt_sends_no_copy_of_its_retry() {
+    use std::sync::atomic::AtomicBool;
+    let clock = ManualClock::new();
+    let (client, recorder) = client_on(&clock, false);
+    let fail_now = Arc::new(AtomicBool::new(false));
+    let fail = fail_now.clone();
+    let server = TestServer::start(Behaviour::per_connection(move |index| match index {
+        // Held until the test says, then closed unread: a reset.
+        0 => {
+            let fail = fail.clone();
+            Behaviour::custom(move |stream, _| {
+                while !fail.load(Ordering::SeqCst) {
+                    thread::sleep(Duration::from_millis(1));
+                }
+                drop(stream);
+            })
+        }
+        _ => Behaviour::respond(|_| ok("the retry")),
+    }));
+    let policy = retry::Policy::attempts(2)
+        .backoff(Duration::from_millis(10), Duration::from_millis(10))
+        .jitter(false);
+    let mut future = client
+        .get(server.url("/"))
+        .request_timeout(Duration::from_millis(100))
+        .retry(policy)
+        .hedge(hedge::Policy::after(Duration::from_millis(50)))
+        .send();
+    assert!(poll_once(&mut future).is_pending());
+    assert!(eventually(CEILING, || server.connections_accepted() == 1));
+    assert!(eventually(CEILING, || client.stats().armed_timers() > 0));
+    // The delay rings (at 50 ms), then the attempt fails; nobody polls.
+    clock.advance(Duration::from_millis(50));
+    thread::sleep(QUIET);
+    fail_now.store(true, Ordering::SeqCst);
+    assert!(eventually(CEILING, || client.stats().open_connections == 0));
+    thread::sleep(QUIET);
+    // The failure is seen: a retry after 10 ms, whose delay would end at
+    // 110 ms, past the 100 ms deadline.
+    let polled = poll_once(&mut future);
+    assert!(polled.is_pending(), "{polled:?}");
+    assert_eq!(retries_seen(&recorder).len(), 1);
+    clock.advance(Duration::from_millis(10));
+    let started = std::time::Instant::now();
+    let response = loop {
+        match poll_once(&mut future) {
+            std::task::Poll::Ready(outcome) => break outcome.unwrap(),
+            std::task::Poll::Pending => {
+                assert!(started.elapsed() < CEILING, "no answer");
+                thread::sleep(Duration::from_millis(1));
+            }
+        }
+    };
+    assert_eq!(response.text().wait().unwrap(), "the retry");
+    assert_eq!(
+        hedges_seen(&recorder),
+        0,
+        "a copy of the retry at its start"
+    );
+    assert_eq!(server.connections_accepted(), 2);
+    client.close();
+}

@@ -278,6 +278,9 @@ impl Attempts {
                     self.current = copy;
                     return None;
                 }
+                // The hedge delay was the failed attempt's, and ends with
+                // it, rung or not: a retry arms its own, from its start.
+                self.hedge_alarm = None;
                 match self.retry_after_failure(error, sender) {
                     Ok(()) => None,
                     Err(error) => Some(Err(self.outcome(error))),
