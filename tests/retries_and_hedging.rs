@@ -577,12 +577,20 @@ fn a_copy_goes_on_another_loop_than_the_attempt_it_backs_up() {
     client.close();
 }
 
-/// The hedge delay rings while nobody polls the future, then the caller
-/// cancels: the next poll sends no copy, and the outcome is the cancel.
-#[test]
-fn a_cancel_after_the_hedge_delay_rang_sends_no_copy() {
+/// A request hedged after 50 ms, polled once, whose first attempt's
+/// server never answers (a copy's does, with "the copy"): its delay armed
+/// on `clock`, the clock not yet advanced.
+struct SilentFirst {
+    clock: ManualClock,
+    client: Client,
+    recorder: Arc<Recorder>,
+    server: TestServer,
+    future: tickless::ResponseFuture,
+}
+
+fn silent_first_hedged() -> SilentFirst {
     let clock = ManualClock::new();
-    let (client, _) = client_on(&clock, false);
+    let (client, recorder) = client_on(&clock, false);
     let server = TestServer::start(Behaviour::per_connection(|index| match index {
         0 => Behaviour::NeverAnswer,
         _ => Behaviour::respond(|_| ok("the copy")),
@@ -594,6 +602,26 @@ fn a_cancel_after_the_hedge_delay_rang_sends_no_copy() {
     assert!(poll_once(&mut future).is_pending());
     assert!(server.wait_for_requests(1, CEILING));
     assert!(eventually(CEILING, || client.stats().armed_timers() > 0));
+    SilentFirst {
+        clock,
+        client,
+        recorder,
+        server,
+        future,
+    }
+}
+
+/// The hedge delay rings while nobody polls the future, then the caller
+/// cancels: the next poll sends no copy, and the outcome is the cancel.
+#[test]
+fn a_cancel_after_the_hedge_delay_rang_sends_no_copy() {
+    let SilentFirst {
+        clock,
+        client,
+        server,
+        mut future,
+        ..
+    } = silent_first_hedged();
     clock.advance(Duration::from_millis(60));
     thread::sleep(QUIET);
     assert!(future.cancel(), "the attempt in flight is cancelled");
@@ -933,19 +961,13 @@ fn a_retried_request_one_attempt_of_which_may_have_been_processed_says_nothing_i
 /// loser.
 #[test]
 fn a_hedged_request_whose_copy_answered_is_done() {
-    let clock = ManualClock::new();
-    let (client, recorder) = client_on(&clock, false);
-    let server = TestServer::start(Behaviour::per_connection(|index| match index {
-        0 => Behaviour::NeverAnswer,
-        _ => Behaviour::respond(|_| ok("the copy")),
-    }));
-    let mut future = client
-        .get(server.url("/"))
-        .hedge(hedge::Policy::after(Duration::from_millis(50)))
-        .send();
-    assert!(poll_once(&mut future).is_pending());
-    assert!(server.wait_for_requests(1, CEILING));
-    assert!(eventually(CEILING, || client.stats().armed_timers() > 0));
+    let SilentFirst {
+        clock,
+        client,
+        recorder,
+        server,
+        mut future,
+    } = silent_first_hedged();
     clock.advance(Duration::from_millis(50));
     // The delay rang: the next poll sends the copy, which answers.
     assert!(eventually(CEILING, || {
