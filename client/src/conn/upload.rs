@@ -83,11 +83,11 @@ impl Upload {
     }
 }
 
-/// A streamed body held to the length it declared (`Content-Length`), for
-/// a protocol that does not count it itself (HTTP/2: the `h2` crate sends
-/// what it is given): a source that gives more bytes fails before any byte
-/// past the length goes, and one that gives fewer before the end does —
-/// as [`Error::RequestBody`], as over HTTP/1.1.
+/// A streamed body held to the length it declared (`Content-Length`), by
+/// both protocols (HTTP/1.1 also frames by it, chunked without one; the
+/// `h2` crate sends what it is given): a source that gives more bytes fails
+/// before any byte past the length goes, and one that gives fewer before
+/// the end does — as [`Error::RequestBody`].
 pub(super) struct Declared {
     length: Option<u64>,
     given: u64,
@@ -97,6 +97,11 @@ impl Declared {
     /// `length`: the declared length, `None` for none (nothing is checked).
     pub(super) fn new(length: Option<u64>) -> Declared {
         Declared { length, given: 0 }
+    }
+
+    /// The declared length, if any.
+    pub(super) fn length(&self) -> Option<u64> {
+        self.length
     }
 
     /// Whether the body has given all of its declared length: it is
@@ -131,7 +136,7 @@ impl Declared {
 
 /// The error of a body `which` ("longer", "shorter") than its declared
 /// `length`.
-pub(super) fn length_mismatch(which: &str, length: u64) -> Error {
+fn length_mismatch(which: &str, length: u64) -> Error {
     Error::RequestBody {
         source: format!("the request body was {which} than its Content-Length of {length}").into(),
     }

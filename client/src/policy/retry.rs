@@ -159,34 +159,30 @@ impl Policy {
         // HTTP/1.1 connection reset under another name; one the client
         // ended, the server having broken the protocol, is the HTTP/1.1
         // malformed response (`Error::Protocol`), not retried either.
-        // A connection closed before the head was whole is the reset
-        // above with a FIN: a close before the head, not a response that
-        // broke the protocol.
-        let closed_before_head = matches!(
+        // A connection closed before the head was whole (`Truncated` in
+        // the head) is the reset above with a FIN: a close before the
+        // head, not a response that broke the protocol.
+        let before_response = matches!(
             error,
-            Error::Protocol {
-                source: crate::h1::DecodeError::Truncated {
-                    stage: crate::h1::Stage::Head
-                },
-                ..
-            }
+            Error::Io { .. }
+                | Error::ReadTimeout(_)
+                | Error::WriteTimeout(_)
+                | Error::HandshakeTimeout(_)
+                | Error::Proxy {
+                    source: ProxyError::HandshakeTimeout(_),
+                    ..
+                }
+                | Error::Http2 {
+                    initiator: Http2Initiator::Remote,
+                    ..
+                }
+                | Error::Protocol {
+                    source: crate::h1::DecodeError::Truncated {
+                        stage: crate::h1::Stage::Head
+                    },
+                    ..
+                }
         );
-        let before_response = closed_before_head
-            || matches!(
-                error,
-                Error::Io { .. }
-                    | Error::ReadTimeout(_)
-                    | Error::WriteTimeout(_)
-                    | Error::HandshakeTimeout(_)
-                    | Error::Proxy {
-                        source: ProxyError::HandshakeTimeout(_),
-                        ..
-                    }
-                    | Error::Http2 {
-                        initiator: Http2Initiator::Remote,
-                        ..
-                    }
-            );
         // Two resets that sending the same request again cannot cure: the
         // server asks for calm, or for HTTP/1.1.
         let futile = matches!(

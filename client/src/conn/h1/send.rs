@@ -3,7 +3,7 @@
 //! polled from an async body on this loop — framed by `Content-Length` or
 //! chunked, as the socket takes it.
 
-use crate::conn::upload::{length_mismatch, Pulled, Upload};
+use crate::conn::upload::{Declared, Pulled, Upload};
 use crate::error::Error;
 use crate::event_loop::LoopContext;
 use crate::exchange::{Exchange, RequestBody};
@@ -59,9 +59,8 @@ pub(super) struct BodyOut {
     written: usize,
     source: Source,
     /// The declared `Content-Length` (`None`: chunked), and what the
-    /// source has produced of it.
-    length: Option<u64>,
-    produced: u64,
+    /// source has given of it.
+    declared: Declared,
     ended: bool,
     /// Bytes the transport took, framing included.
     sent: u64,
@@ -77,8 +76,7 @@ impl BodyOut {
             queue: VecDeque::new(),
             written: 0,
             source: Source::None,
-            length: None,
-            produced: 0,
+            declared: Declared::new(None),
             ended: false,
             sent: 0,
         };
@@ -90,7 +88,7 @@ impl BodyOut {
                 out.ended = true;
             }
             RequestBody::Streamed(streamed) => {
-                out.length = streamed.length;
+                out.declared = Declared::new(streamed.length);
                 out.source = Source::Streamed(Upload::take(exchange, cx));
             }
         }
@@ -128,17 +126,10 @@ impl BodyOut {
                 Ok(false) => return Sent::SocketFull,
                 Err(e) => return Sent::Socket(e),
             }
-            match self.pull(cx) {
-                Pulled::Data(bytes) => {
-                    if let Err(error) = self.frame(bytes) {
-                        return Sent::Body(error);
-                    }
-                }
-                Pulled::End => {
-                    if let Err(error) = self.end() {
-                        return Sent::Body(error);
-                    }
-                }
+            let pulled = self.pull(cx);
+            match self.declared.check(pulled) {
+                Pulled::Data(bytes) => self.frame(bytes),
+                Pulled::End => self.end(),
                 Pulled::Pending => return Sent::Waiting,
                 Pulled::Failed(error) => return Sent::Body(error),
             }
@@ -157,39 +148,30 @@ impl BodyOut {
         }
     }
 
-    /// Queues `bytes` as the body's next piece.
-    fn frame(&mut self, bytes: Bytes) -> Result<(), Error> {
+    /// Queues `bytes`, held to the declared length already, as the body's
+    /// next piece.
+    fn frame(&mut self, bytes: Bytes) {
         if bytes.is_empty() {
-            return Ok(());
+            return;
         }
-        self.produced += bytes.len() as u64;
-        match self.length {
-            Some(length) if self.produced > length => {
-                return Err(length_mismatch("longer", length));
-            }
-            Some(_) => self.queue.push_back(bytes),
-            None => {
-                self.queue
-                    .push_back(Bytes::from(format!("{:x}\r\n", bytes.len())));
-                self.queue.push_back(bytes);
-                self.queue.push_back(Bytes::from_static(CRLF));
-            }
+        if self.declared.length().is_some() {
+            self.queue.push_back(bytes);
+        } else {
+            self.queue
+                .push_back(Bytes::from(format!("{:x}\r\n", bytes.len())));
+            self.queue.push_back(bytes);
+            self.queue.push_back(Bytes::from_static(CRLF));
         }
-        Ok(())
     }
 
-    /// The source has ended: the last chunk goes, or the length is checked.
-    fn end(&mut self) -> Result<(), Error> {
+    /// The source has ended (its length checked already): the last chunk
+    /// goes, if chunked.
+    fn end(&mut self) {
         self.ended = true;
         self.source = Source::None;
-        match self.length {
-            None => self.queue.push_back(Bytes::from_static(LAST_CHUNK)),
-            Some(length) if self.produced != length => {
-                return Err(length_mismatch("shorter", length));
-            }
-            Some(_) => {}
+        if self.declared.length().is_none() {
+            self.queue.push_back(Bytes::from_static(LAST_CHUNK));
         }
-        Ok(())
     }
 }
 

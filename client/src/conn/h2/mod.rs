@@ -949,8 +949,14 @@ impl Conn {
 
     /// A request that was never sent goes to another connection.
     fn send_elsewhere(&self, exchange: Arc<Exchange>) {
+        self.send_to_another(exchange, true);
+    }
+
+    /// `exchange` goes to another connection: a pooled one too if
+    /// `allow_idle` (not after a close that may have made them as stale).
+    fn send_to_another(&self, exchange: Arc<Exchange>, allow_idle: bool) {
         exchange.attach(ConnSlot::None);
-        self.owner.redispatch(exchange, true);
+        self.owner.redispatch(exchange, allow_idle);
     }
 
     /// A request that was never sent goes to another connection once, for
@@ -1005,8 +1011,7 @@ impl Conn {
             h2.idle_since = Some(now);
         }
         for (exchange, allow_idle) in retry {
-            exchange.attach(ConnSlot::None);
-            self.owner.redispatch(exchange, allow_idle);
+            self.send_to_another(exchange, allow_idle);
         }
     }
 
