@@ -1027,6 +1027,11 @@ fn a_hedge_delay_that_rang_for_a_failed_attempt_sends_no_copy_of_its_retry() {
     thread::sleep(QUIET);
     fail_now.store(true, Ordering::SeqCst);
     assert!(eventually(CEILING, || client.stats().open_connections == 0));
+    // The connection is released before its exchange fails: wait for the
+    // failure itself (told just before it is delivered), then a moment.
+    assert!(eventually(CEILING, || recorder.events().iter().any(
+        |(event, _)| matches!(event, client_kit::Event::Failed(..))
+    )));
     thread::sleep(QUIET);
     // The failure is seen: a retry after 10 ms, whose delay would end at
     // 110 ms, past the 100 ms deadline.

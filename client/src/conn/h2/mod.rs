@@ -1808,26 +1808,29 @@ fn request_of(exchange: &Exchange) -> Option<(http::Request<()>, Outgoing)> {
         ) || name.as_str() == "keep-alive"
             || name.as_str() == "proxy-connection"
     };
+    // A caller's `Host` and `TE` are among these: looked up only if one
+    // is there (not in the common case, with no lookup at all).
+    let has_specific = parts.headers.keys().any(specific);
+    let host = has_specific
+        .then(|| parts.headers.get(header::HOST))
+        .flatten();
     let mut request = http::Request::new(());
     *request.method_mut() = parts.method.clone();
-    *request.uri_mut() = authority_of(
-        exchange.listener.request().uri(),
-        parts.headers.get(header::HOST),
-    );
+    *request.uri_mut() = authority_of(exchange.listener.request().uri(), host);
     *request.version_mut() = http::Version::HTTP_2;
     let headers = request.headers_mut();
-    if parts.headers.keys().any(specific) {
+    if has_specific {
         for (name, value) in parts.headers.iter() {
             if !specific(name) {
                 headers.append(name.clone(), value.clone());
             }
         }
+        if asks_for_trailers(&parts.headers) {
+            headers.insert(header::TE, http::HeaderValue::from_static("trailers"));
+        }
     } else {
         // The common case: all of them, copied whole (no hashing).
         headers.clone_from(&parts.headers);
-    }
-    if asks_for_trailers(&parts.headers) {
-        headers.insert(header::TE, http::HeaderValue::from_static("trailers"));
     }
     let out = match &parts.body {
         RequestBody::Streamed(streamed) => {
