@@ -54,6 +54,7 @@ pub(crate) use open::connect;
 pub(crate) use tunnel::SocksTargets;
 
 use crate::config::ClientConfig;
+use crate::dispatch::QueuePlace;
 use crate::error::Error;
 use crate::event_loop::{EventLoopGroup, LoopContext, LoopTimerKey, Readiness, Source, SourceRef};
 use crate::events::ConnectionInfo;
@@ -174,6 +175,11 @@ pub(crate) trait ConnOwner: Send + Sync + 'static {
     /// pooled connection was gone). `allow_idle`: it may take another
     /// pooled connection; a retry after a failure never does.
     fn redispatch(&self, exchange: Arc<Exchange>, allow_idle: bool);
+    /// `exchange`, served a connection offered back ([`Offered::Serve`])
+    /// that turned out closed before it took it, goes back to its `place`
+    /// in the queue, ahead of the waiters younger than it — where the
+    /// permit that connection gives back as it closes serves it.
+    fn requeue(&self, exchange: Arc<Exchange>, place: QueuePlace);
     /// An HTTP/2 connection to `origin` is open: requests to its origin
     /// go to it from now on, and it takes the requests that waited for it
     /// (returned). `None`: it is not shared — the origin has as many as
@@ -211,8 +217,10 @@ pub(crate) struct IdleConn {
 pub(crate) enum Offered {
     /// It is idle in the pool.
     Kept,
-    /// A waiter for its origin takes it: run the waiter on it.
-    Serve(Arc<Exchange>),
+    /// A waiter for its origin takes it: run the waiter on it (or give
+    /// it back to its place, [`ConnOwner::requeue`], if the connection
+    /// turns out closed).
+    Serve(Arc<Exchange>, QueuePlace),
     /// Close it: the pool is closed, the connection is past its time to
     /// live, or its permit is worth more to a waiter.
     Refused,

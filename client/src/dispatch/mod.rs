@@ -35,6 +35,8 @@
 mod pool;
 mod resolve;
 
+pub(crate) use pool::QueuePlace;
+
 use crate::config::ClientConfig;
 use crate::conn::{self, ConnEnv, ConnOwner, IdleConn, Offered, SharedConn};
 use crate::error::Error;
@@ -839,7 +841,7 @@ impl ConnOwner for Dispatcher {
     fn offer(&self, idle: IdleConn, now: Instant) -> Offered {
         match self.pool.offer(idle, now) {
             Offer::Kept => Offered::Kept,
-            Offer::Serve(waiter) => Offered::Serve(waiter),
+            Offer::Serve(waiter, place) => Offered::Serve(waiter, place),
             Offer::Refused => Offered::Refused,
         }
     }
@@ -850,6 +852,12 @@ impl ConnOwner for Dispatcher {
 
     fn redispatch(&self, exchange: Arc<Exchange>, allow_idle: bool) {
         self.dispatch(exchange, allow_idle);
+    }
+
+    fn requeue(&self, exchange: Arc<Exchange>, place: QueuePlace) {
+        if !self.pool.requeue(&exchange, place) {
+            exchange.finish_err(Error::ClientClosed);
+        }
     }
 }
 

@@ -26,6 +26,10 @@
 //!   one that queues for it has the longest-idle connection closed to make
 //!   room. Nor a retried request for its host's limit: the longest-idle
 //!   connection of its origin is closed for it.
+//! * A waiter served a connection that turns out closed before it took it
+//!   keeps its place: it goes back into its queue where it was
+//!   ([`Pool::requeue`]), ahead of every younger waiter, so the permit that
+//!   connection gives back as it closes serves it first.
 //! * A request retried after a pooled connection failed under it goes again
 //!   on a fresh connection, never a pooled one: when it is the one to
 //!   serve, the connection offered back is closed and its permit serves it.
@@ -78,12 +82,17 @@ pub(crate) enum Acquired<C> {
 pub(crate) enum Offer<W> {
     /// It is idle in the pool.
     Kept,
-    /// This waiter takes it.
-    Serve(Arc<W>),
+    /// This waiter takes it; [`QueuePlace`] is where it waited, for
+    /// [`Pool::requeue`] should the connection turn out closed.
+    Serve(Arc<W>, QueuePlace),
     /// Close it: the pool is closed, it is past its time to live, or its
     /// permit serves an older waiter (see the invariants).
     Refused,
 }
+
+/// Where a waiter taken out of its queue stood in it (its sequence number).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct QueuePlace(u64);
 
 /// Limits the pool enforces.
 #[derive(Debug, Clone, Copy, Default)]
@@ -483,7 +492,7 @@ impl<W: Waiter, C: Pooled> Pool<W, C> {
                 }
                 // Still the front: only other origins' queues were looked at.
                 inner.pop_seen_front(&origin);
-                Offer::Serve(waiter)
+                Offer::Serve(waiter, QueuePlace(seq))
             }
             (own, Some(_)) => {
                 graves.extend(own.map(|(_, waiter)| waiter));
@@ -494,6 +503,30 @@ impl<W: Waiter, C: Pooled> Pool<W, C> {
                 Offer::Kept
             }
         }
+    }
+
+    /// Puts `waiter`, served a connection that turned out closed before it
+    /// could take it, back into its queue at `place`, where it stood: ahead
+    /// of every waiter queued after it (those served since it kept theirs
+    /// too), so that the permit of that connection, released next, serves
+    /// it first. `false` if the pool is closed: nothing will serve it.
+    pub(crate) fn requeue(&self, waiter: &Arc<W>, place: QueuePlace) -> bool {
+        let mut inner = lock(&self.inner);
+        if inner.closed {
+            return false;
+        }
+        let state = inner.origins.entry(waiter.key().clone()).or_default();
+        // Queues are in sequence order; usually it goes back to the front.
+        let at = state.waiting.partition_point(|queued| queued.seq < place.0);
+        state.waiting.insert(
+            at,
+            Queued {
+                seq: place.0,
+                waiter: Arc::downgrade(waiter),
+            },
+        );
+        inner.queued += 1;
+        true
     }
 
     /// A connection to `origin` closed: returns its permit, and the waiter

@@ -155,6 +155,17 @@ impl Conn {
         cx: &mut LoopContext<'_>,
         exchange: Arc<Exchange>,
     ) -> Result<(), Arc<Exchange>> {
+        if !self.still_reusable(cx) {
+            self.close(cx);
+            return Err(exchange);
+        }
+        self.start_on_live(cx, exchange);
+        Ok(())
+    }
+
+    /// Whether this idle connection is still open: the server may have
+    /// closed it since it went idle.
+    fn still_reusable(&mut self, cx: &mut LoopContext<'_>) -> bool {
         // A plain socket whose last read took all it had (`drained` is never
         // true over TLS), with no readable event since and the loop's last
         // complete poll recent (`FRESH_POLL`), is known open without a
@@ -166,29 +177,27 @@ impl Conn {
         // sent in the last half round trip; this, also one that arrived
         // since that poll) — the retry on a fresh connection is for that.
         let quiet = self.buf.drained() && cx.polled_recently();
-        let alive = matches!(self.state, State::Idle)
+        matches!(self.state, State::Idle)
             && self
                 .transport
                 .as_mut()
-                .is_some_and(|transport| quiet || transport.still_open());
-        if !alive {
-            self.close(cx);
-            return Err(exchange);
-        }
+                .is_some_and(|transport| quiet || transport.still_open())
+    }
+
+    /// Runs `exchange` on this idle connection, known open.
+    fn start_on_live(&mut self, cx: &mut LoopContext<'_>, exchange: Arc<Exchange>) {
         // Attached and started in one step, on this loop: an arm here wakes
         // nothing. An exchange that has ended (a cancel, a timeout) is not
         // attached, and its request not sent: the connection goes back,
         // idle since it last was.
         if !exchange.start_on(self.conn_ref(cx)) {
             let now = self.now();
-            self.offer_idle_or_close(cx, &exchange, now);
-            return Ok(());
+            return self.offer_idle_or_close(cx, &exchange, now);
         }
         let info = self.info.clone().expect("an idle connection has connected");
         exchange.set_remote(info.remote);
         exchange.listener.on_connection_pooled(&info);
         self.begin_exchange(cx, exchange, true);
-        Ok(())
     }
 
     pub(super) fn begin_exchange(
@@ -914,12 +923,17 @@ impl Conn {
         };
         match self.owner.offer(idle, now) {
             Offered::Kept => finished.listener.on_connection_offered(&info),
-            Offered::Serve(waiter) => {
+            Offered::Serve(waiter, place) => {
                 finished.listener.on_connection_offered(&info);
-                // The pooled path for the waiter, on this very loop.
-                if let Err(waiter) = self.start_on_idle(cx, waiter) {
-                    self.owner.redispatch(waiter, true);
+                if !self.still_reusable(cx) {
+                    // Closed under it: it goes back where it waited, not
+                    // behind younger waiters, and the permit this
+                    // connection gives back as it closes serves it.
+                    self.owner.requeue(waiter, place);
+                    return self.close(cx);
                 }
+                // The pooled path for the waiter, on this very loop.
+                self.start_on_live(cx, waiter);
             }
             Offered::Refused => self.close(cx),
         }

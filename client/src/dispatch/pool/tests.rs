@@ -190,7 +190,7 @@ fn an_older_waiter_of_another_origin_gets_the_permit_of_a_connection_offered_bac
     // Then A's connection serves A3..A6 in order, reused each time.
     for name in ["a3", "a4", "a5", "a6"] {
         match pool.offer(idle("a", 3, &clock), clock.now()) {
-            Offer::Serve(request) => assert_eq!(request.name, name),
+            Offer::Serve(request, _) => assert_eq!(request.name, name),
             _ => panic!("{name} not served by the connection offered back"),
         }
     }
@@ -210,9 +210,91 @@ fn a_connection_offered_back_serves_its_own_origin_first_when_its_waiter_is_olde
     assert_eq!(acquired(&pool, &a2, &clock), "queued");
     assert_eq!(acquired(&pool, &b1, &clock), "queued");
     match pool.offer(idle("a", 1, &clock), clock.now()) {
-        Offer::Serve(request) => assert_eq!(request.name, "a2"),
+        Offer::Serve(request, _) => assert_eq!(request.name, "a2"),
         _ => panic!("a2 should reuse the connection"),
     }
+}
+
+/// The connection `pool` hands to a waiter when `host`'s connection `id`
+/// is offered back: the waiter's name and its place.
+fn served_by_offer(
+    pool: &TestPool,
+    host: &str,
+    id: u64,
+    clock: &ManualClock,
+) -> (&'static str, QueuePlace) {
+    match pool.offer(idle(host, id, clock), clock.now()) {
+        Offer::Serve(request, place) => (request.name, place),
+        _ => panic!("the connection offered back should serve a waiter"),
+    }
+}
+
+/// The oldest waiter, handed a connection that turns out closed, keeps its
+/// place: the permit of that connection serves it, not a younger waiter
+/// of its origin or of another one.
+#[test]
+fn a_waiter_served_a_closed_connection_keeps_its_place_at_the_front() {
+    let (pool, clock) = pool(limited(Some(1), None));
+    let a1 = request("a", "a1");
+    assert_eq!(acquired(&pool, &a1, &clock), "permit");
+    let [a2, b1, a3] = [request("a", "a2"), request("b", "b1"), request("a", "a3")];
+    for waiter in [&a2, &b1, &a3] {
+        assert_eq!(acquired(&pool, waiter, &clock), "queued");
+    }
+    let (name, place) = served_by_offer(&pool, "a", 1, &clock);
+    assert_eq!(name, "a2");
+    // Its connection was closed: a2 goes back, and the connection's
+    // permit comes back as it closes.
+    assert!(pool.requeue(&a2, place));
+    assert_eq!(pool.waiting(), 3);
+    assert_eq!(served(pool.release(&origin("a"))), Some("a2"));
+    // Then the others, in the order they came.
+    assert!(matches!(
+        pool.offer(idle("a", 2, &clock), clock.now()),
+        Offer::Refused
+    ));
+    assert_eq!(served(pool.release(&origin("a"))), Some("b1"));
+    assert!(matches!(
+        pool.offer(idle("b", 3, &clock), clock.now()),
+        Offer::Refused
+    ));
+    assert_eq!(served(pool.release(&origin("b"))), Some("a3"));
+}
+
+/// Two waiters served closed connections, given back in the opposite
+/// order, each go back where it was.
+#[test]
+fn waiters_given_back_out_of_order_keep_their_order() {
+    let (pool, clock) = pool(limited(None, Some(2)));
+    let [a1, a2] = [request("a", "a1"), request("a", "a2")];
+    for running in [&a1, &a2] {
+        assert_eq!(acquired(&pool, running, &clock), "permit");
+    }
+    let [a3, a4, a5] = [request("a", "a3"), request("a", "a4"), request("a", "a5")];
+    for waiter in [&a3, &a4, &a5] {
+        assert_eq!(acquired(&pool, waiter, &clock), "queued");
+    }
+    let (first, first_place) = served_by_offer(&pool, "a", 1, &clock);
+    let (second, second_place) = served_by_offer(&pool, "a", 2, &clock);
+    assert_eq!((first, second), ("a3", "a4"));
+    assert!(pool.requeue(&a4, second_place));
+    assert!(pool.requeue(&a3, first_place));
+    assert_eq!(served(pool.release(&origin("a"))), Some("a3"));
+    assert_eq!(served(pool.release(&origin("a"))), Some("a4"));
+    assert_eq!(served(pool.release(&origin("a"))), Some("a5"));
+}
+
+/// A closed pool takes no waiter back: nothing would serve it.
+#[test]
+fn a_closed_pool_takes_no_waiter_back() {
+    let (pool, clock) = pool(limited(Some(1), None));
+    let [a1, a2] = [request("a", "a1"), request("a", "a2")];
+    assert_eq!(acquired(&pool, &a1, &clock), "permit");
+    assert_eq!(acquired(&pool, &a2, &clock), "queued");
+    let (_, place) = served_by_offer(&pool, "a", 1, &clock);
+    drop(pool.close());
+    assert!(!pool.requeue(&a2, place));
+    assert_eq!(pool.waiting(), 0);
 }
 
 #[test]
@@ -359,7 +441,7 @@ fn a_waiter_ending_while_a_connection_is_offered_does_not_panic_the_pool() {
     let offered = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         match pool.offer(idle("a", 1, &clock), clock.now()) {
             Offer::Kept => "kept",
-            Offer::Serve(_) => "serve",
+            Offer::Serve(..) => "serve",
             Offer::Refused => "refused",
         }
     }));
