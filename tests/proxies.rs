@@ -357,6 +357,61 @@ fn a_proxy_that_refuses_the_connection_is_named_not_the_origin() {
     }
 }
 
+/// A proxy whose host name does not resolve (`.invalid`, RFC 6761: the
+/// system's resolver fails it without asking the network for long) is the
+/// proxy's failure, for an HTTP proxy as for a SOCKS5 one — not an
+/// `Error::Resolve` that reads as if the origin's name had failed.
+#[test]
+fn a_proxy_whose_name_does_not_resolve_is_named_not_the_origin() {
+    for url in [
+        "http://no-such-proxy.invalid:3128",
+        "socks5://no-such-proxy.invalid:1080",
+        "socks5h://no-such-proxy.invalid:1080",
+    ] {
+        let client = client_via(Proxy::all(url).unwrap())
+            .request_timeout(CEILING)
+            .build()
+            .unwrap();
+        let error = client
+            .get("http://origin.invalid/")
+            .send()
+            .wait()
+            .unwrap_err();
+        let message = error.to_string();
+        let (named, target, source) = proxy_error(error);
+        assert_eq!(named, url);
+        assert_eq!(target, "origin.invalid:80");
+        assert!(
+            matches!(source, ProxyError::Resolve(_)),
+            "{url}: expected the proxy's name unresolved, got {source:?}"
+        );
+        assert!(
+            message.contains("could not resolve the proxy's host name"),
+            "{message}"
+        );
+    }
+}
+
+/// Through a `socks5://` proxy the client resolves the origin too: the
+/// origin's name failing is the origin's, as without a proxy.
+#[test]
+fn an_origin_that_does_not_resolve_for_a_socks5_proxy_is_the_origin_failing() {
+    let proxy = refused_addr();
+    let client = client_via(Proxy::all(&format!("socks5://{proxy}")).unwrap())
+        .request_timeout(CEILING)
+        .build()
+        .unwrap();
+    let error = client
+        .get("http://origin.invalid/")
+        .send()
+        .wait()
+        .unwrap_err();
+    match error {
+        Error::Resolve { host, .. } => assert_eq!(host, "origin.invalid"),
+        other => panic!("expected the origin's name unresolved, got {other:?}"),
+    }
+}
+
 /// A proxy that accepts and reads, and never answers.
 fn stalling_proxy() -> TestServer {
     TestServer::start(Behaviour::NeverAnswer)

@@ -39,7 +39,7 @@ pub(crate) use pool::QueuePlace;
 
 use crate::config::ClientConfig;
 use crate::conn::{self, ConnEnv, ConnOwner, IdleConn, Offered, SharedConn};
-use crate::error::Error;
+use crate::error::{Error, ProxyError};
 use crate::event_loop::{without_pinning, EventLoopGroup};
 use crate::exchange::{ConnSlot, Exchange, InFlight, Pacing};
 use crate::net::proxy::{ProxyScheme, ProxySettings};
@@ -538,31 +538,44 @@ impl Dispatcher {
             .proxy()
             .is_some_and(|proxy| proxy.scheme() == ProxyScheme::Socks5);
         let host = host.to_owned();
-        self.lookup(exchange, &host, port, move |dispatcher, exchange, addrs| {
-            if !socks_resolves_here {
-                return dispatcher.connect_to(&event_loop, exchange, addrs, None);
-            }
-            let (origin_host, origin_port) = (exchange.origin.host.clone(), exchange.origin.port);
-            dispatcher.lookup(
-                exchange,
-                &origin_host,
-                origin_port,
-                move |dispatcher, exchange, origin| {
-                    let socks = conn::SocksTargets::new(&addrs, origin);
-                    dispatcher.connect_to(&event_loop, exchange, addrs, socks);
-                },
-            );
-        });
+        let first_hop = match route.proxy() {
+            Some(_) => Hop::Proxy,
+            None => Hop::Origin,
+        };
+        self.lookup(
+            exchange,
+            first_hop,
+            &host,
+            port,
+            move |dispatcher, exchange, addrs| {
+                if !socks_resolves_here {
+                    return dispatcher.connect_to(&event_loop, exchange, addrs, None);
+                }
+                let (origin_host, origin_port) =
+                    (exchange.origin.host.clone(), exchange.origin.port);
+                dispatcher.lookup(
+                    exchange,
+                    Hop::Origin,
+                    &origin_host,
+                    origin_port,
+                    move |dispatcher, exchange, origin| {
+                        let socks = conn::SocksTargets::new(&addrs, origin);
+                        dispatcher.connect_to(&event_loop, exchange, addrs, socks);
+                    },
+                );
+            },
+        );
     }
 
-    /// Finds the addresses of `host` for `exchange` — an IP literal as it
-    /// is, an override of [`ClientBuilder::resolve`](crate::ClientBuilder::resolve),
+    /// Finds the addresses of `host`, the `hop`'s, for `exchange` — an IP
+    /// literal as it is, an override of [`ClientBuilder::resolve`](crate::ClientBuilder::resolve),
     /// else through the resolver — and goes on with `then`, on whichever
-    /// thread the answer comes. A failed lookup fails the exchange and
-    /// gives its permit back.
+    /// thread the answer comes. A failed lookup fails the exchange, with
+    /// an error naming the hop, and gives its permit back.
     fn lookup(
         &self,
         exchange: Arc<Exchange>,
+        hop: Hop,
         host: &str,
         port: u16,
         then: impl FnOnce(&Dispatcher, Arc<Exchange>, Vec<SocketAddr>) + Send + 'static,
@@ -612,9 +625,10 @@ impl Dispatcher {
                 }
                 Err(source) => {
                     permit_back();
-                    let error = match dispatcher.is_closed() {
-                        true => Error::ClientClosed,
-                        false => Error::Resolve { host, source },
+                    let error = match (dispatcher.is_closed(), hop) {
+                        (true, _) => Error::ClientClosed,
+                        (false, Hop::Origin) => Error::Resolve { host, source },
+                        (false, Hop::Proxy) => proxy_unresolved(&exchange, source),
                     };
                     exchange.finish_err(error);
                 }
@@ -858,6 +872,27 @@ impl ConnOwner for Dispatcher {
         if !self.pool.requeue(&exchange, place) {
             exchange.finish_err(Error::ClientClosed);
         }
+    }
+}
+
+/// Whose name a lookup is for: a proxy's that does not resolve is the
+/// proxy's failure, not the origin's.
+#[derive(Clone, Copy)]
+enum Hop {
+    Origin,
+    Proxy,
+}
+
+/// The error of `exchange` when its proxy's name did not resolve.
+fn proxy_unresolved(exchange: &Exchange, source: std::io::Error) -> Error {
+    Error::Proxy {
+        proxy: exchange
+            .route()
+            .proxy()
+            .map(ToString::to_string)
+            .unwrap_or_default(),
+        target: exchange.origin.to_string(),
+        source: ProxyError::Resolve(source),
     }
 }
 

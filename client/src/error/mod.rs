@@ -324,8 +324,9 @@ pub enum Error {
         /// What rustls reported.
         source: rustls::Error,
     },
-    /// A proxy failed the request: it refused the connection, answered
-    /// `CONNECT` with a failure, or failed the SOCKS5 handshake. Displays
+    /// A proxy failed the request: its host name did not resolve, it
+    /// refused the connection, answered `CONNECT` with a failure, or
+    /// failed the SOCKS5 handshake. Displays
     /// like `proxy http://127.0.0.1:3128 failed the request to
     /// example.com:443: CONNECT to example.com:443 answered 403 Forbidden`
     /// (a proxy's credentials are never shown).
@@ -338,7 +339,8 @@ pub enum Error {
         /// What it did or said.
         source: ProxyError,
     },
-    /// The host name could not be resolved.
+    /// The origin's host name could not be resolved (a proxy's is an
+    /// [`Error::Proxy`] with [`ProxyError::Resolve`]).
     #[error("could not resolve {host}: {source}")]
     Resolve {
         /// The host name.

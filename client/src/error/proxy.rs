@@ -11,6 +11,11 @@ use std::io;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ProxyError {
+    /// The proxy's host name could not be resolved (the resolver's error).
+    /// Not the origin's: that one, which the client resolves for a
+    /// `socks5://` proxy, is [`Error::Resolve`](super::Error::Resolve).
+    #[error("could not resolve the proxy's host name: {0}")]
+    Resolve(#[source] io::Error),
     /// The TCP connect to the proxy failed (it refused the connection, or
     /// is unreachable).
     #[error("the connection to the proxy failed: {0}")]

@@ -150,7 +150,7 @@ impl Policy {
                     | Error::ConnectTimeout(_)
                     | Error::Resolve { .. }
                     | Error::Proxy {
-                        source: ProxyError::Connect(_),
+                        source: ProxyError::Connect(_) | ProxyError::Resolve(_),
                         ..
                     }
             );
@@ -446,6 +446,8 @@ mod tests {
             std::io::ErrorKind::ConnectionRefused.into(),
         ));
         assert!(policy.retries_error(&unreachable, &http::Method::POST));
+        let unresolved = proxy(ProxyError::Resolve(std::io::ErrorKind::NotFound.into()));
+        assert!(policy.retries_error(&unresolved, &http::Method::POST));
         let silent = proxy(ProxyError::HandshakeTimeout(crate::error::Timeout {
             remote: "o:80".into(),
             duration: std::time::Duration::from_secs(1),
