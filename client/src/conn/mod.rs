@@ -54,7 +54,6 @@ pub(crate) use open::connect;
 pub(crate) use tunnel::SocksTargets;
 
 use crate::config::ClientConfig;
-use crate::dispatch::QueuePlace;
 use crate::error::Error;
 use crate::event_loop::{EventLoopGroup, LoopContext, LoopTimerKey, Readiness, Source, SourceRef};
 use crate::events::ConnectionInfo;
@@ -211,6 +210,13 @@ pub(crate) struct IdleConn {
     pub(crate) route: Arc<Route>,
     pub(crate) idle_since: Instant,
     pub(crate) created: Instant,
+}
+
+/// Where a waiter served an offered connection ([`Offered::Serve`]) stood
+/// in the pool's queue: its sequence number there, the pool's to read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct QueuePlace {
+    pub(crate) seq: u64,
 }
 
 /// What became of a connection offered back.

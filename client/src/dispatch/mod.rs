@@ -35,10 +35,8 @@
 mod pool;
 mod resolve;
 
-pub(crate) use pool::QueuePlace;
-
 use crate::config::ClientConfig;
-use crate::conn::{self, ConnEnv, ConnOwner, IdleConn, Offered, SharedConn};
+use crate::conn::{self, ConnEnv, ConnOwner, IdleConn, Offered, QueuePlace, SharedConn};
 use crate::error::{Error, ProxyError};
 use crate::event_loop::{without_pinning, EventLoopGroup};
 use crate::exchange::{ConnSlot, Exchange, InFlight, Pacing};

@@ -43,6 +43,7 @@
 //!   waiter taken out, or found ended, is dropped after the unlock — its
 //!   callbacks may hold the last `Client`, whose drop closes this pool.
 
+use crate::conn::QueuePlace;
 use crate::net::Route;
 use crate::sync::lock;
 use std::collections::{HashMap, VecDeque};
@@ -89,10 +90,6 @@ pub(crate) enum Offer<W> {
     /// permit serves an older waiter (see the invariants).
     Refused,
 }
-
-/// Where a waiter taken out of its queue stood in it (its sequence number).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct QueuePlace(u64);
 
 /// Limits the pool enforces.
 #[derive(Debug, Clone, Copy, Default)]
@@ -492,7 +489,7 @@ impl<W: Waiter, C: Pooled> Pool<W, C> {
                 }
                 // Still the front: only other origins' queues were looked at.
                 inner.pop_seen_front(&origin);
-                Offer::Serve(waiter, QueuePlace(seq))
+                Offer::Serve(waiter, QueuePlace { seq })
             }
             (own, Some(_)) => {
                 graves.extend(own.map(|(_, waiter)| waiter));
@@ -517,11 +514,13 @@ impl<W: Waiter, C: Pooled> Pool<W, C> {
         }
         let state = inner.origins.entry(waiter.key().clone()).or_default();
         // Queues are in sequence order; usually it goes back to the front.
-        let at = state.waiting.partition_point(|queued| queued.seq < place.0);
+        let at = state
+            .waiting
+            .partition_point(|queued| queued.seq < place.seq);
         state.waiting.insert(
             at,
             Queued {
-                seq: place.0,
+                seq: place.seq,
                 waiter: Arc::downgrade(waiter),
             },
         );
