@@ -275,3 +275,73 @@ fn a_redirect_whose_next_hop_is_refused_is_not_told_as_followed() {
     );
     assert_eq!(completed, events.len() - 1, "{events:#?}");
 }
+
+/// The one request `events` tell of failed, and was told nothing after:
+/// its status came, then its failure, last — on the loop's thread, which
+/// was telling the status when the request ended elsewhere.
+fn assert_failure_told_last(events: &[(Event, ThreadId)], timeout: bool) {
+    let failed = position(events, "failure", |e| matches!(e, Event::Failed(..)));
+    assert!(
+        matches!(events[failed].0, Event::Failed(_, is_timeout) if is_timeout == timeout),
+        "{events:#?}"
+    );
+    let status = position(events, "status", |e| matches!(e, Event::Status(_)));
+    assert!(status < failed, "{events:#?}");
+    assert_eq!(failed, events.len() - 1, "told after its end: {events:#?}");
+    assert_eq!(events[failed].1, events[status].1, "{events:#?}");
+}
+
+#[test]
+fn a_request_cancelled_while_its_status_is_told_hears_nothing_after_its_failure() {
+    let server = TestServer::respond(|_| ok("fine"));
+    // The client's listener holds the loop in `on_status`; the request's
+    // is told each event after it: a check that the exchange has not
+    // ended, made once before an event, would tell it the status after the
+    // failure.
+    let (holding, has_entered, release) = HoldingListener::new(WAIT);
+    let client = Client::builder()
+        .event_loops(1)
+        .listener(holding)
+        .build()
+        .unwrap();
+    let recorder = Recorder::new();
+    let future = client
+        .get(server.url("/"))
+        .listener(recorder.clone())
+        .send();
+    // The loop is inside `on_status`, its headers still to be told, when
+    // the caller cancels on its own thread.
+    has_entered.recv_timeout(WAIT).expect("no status came");
+    assert!(future.cancel());
+    release.send(()).unwrap();
+    let error = future.wait().unwrap_err();
+    assert!(matches!(error, tickless::Error::Cancelled), "{error:?}");
+    // Closed: every thread that could still tell of the exchange is joined.
+    client.close();
+    assert_failure_told_last(&recorder.events(), false);
+}
+
+#[test]
+fn a_request_timed_out_while_its_status_is_told_hears_nothing_after_its_failure() {
+    let server = TestServer::respond(|_| ok("fine"));
+    let clock = tickless::timer::ManualClock::new();
+    let recorder = Recorder::new();
+    let client = Client::builder()
+        .event_loops(1)
+        .clock(std::sync::Arc::new(clock.clone()))
+        .request_timeout(Duration::from_secs(10))
+        .listener(recorder.clone())
+        .build()
+        .unwrap();
+    let (holding, has_entered, release) = HoldingListener::new(WAIT);
+    let future = client.get(server.url("/")).listener(holding).send();
+    // The loop is inside `on_status` when the request timeout fires, on
+    // this thread (a manual clock's wheel fires on the thread advancing it).
+    has_entered.recv_timeout(WAIT).expect("no status came");
+    clock.advance(Duration::from_secs(11));
+    release.send(()).unwrap();
+    let error = future.wait().unwrap_err();
+    assert!(error.is_timeout(), "{error:?}");
+    client.close();
+    assert_failure_told_last(&recorder.events(), true);
+}

@@ -7,7 +7,9 @@
 //! loop its thread left idle: see
 //! [`EventLoop`](crate::event_loop::EventLoop), "Who drives a loop"),
 //! completion and failure on the thread that ended the exchange (its loop,
-//! the wheel, or the caller's for a cancel). That makes them the place to
+//! the wheel, or the caller's for a cancel) — or, if it ended while one of
+//! its events was being told, on the thread telling it, once that event
+//! returns (see [`EventListener`], "Order"). That makes them the place to
 //! observe *where* things happen, by thread id.
 
 use crate::error::Error;
@@ -91,6 +93,24 @@ impl RequestInfo {
 /// assert_eq!(*statuses.0.lock().unwrap(), [200]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+///
+/// # Order
+///
+/// Of one exchange (a hop, an attempt, a hedged copy), the events come in
+/// the order the work is done — connect before request sent before status
+/// before headers before body parts — and then exactly one of
+/// [`on_completed`](Self::on_completed) and [`on_failed`](Self::on_failed),
+/// after which nothing of its progress is told; only its request's policy
+/// may go on ([`on_redirect`](Self::on_redirect),
+/// [`on_retry`](Self::on_retry)), about the exchange that follows. That
+/// holds when the exchange is ended on another thread than the one telling
+/// its events: a request timeout on the wheel, or a cancel, while its loop
+/// is in `on_status`. The exchange ends at once (its connection is
+/// aborted, its timers stop), but `on_failed` is told — and after it the
+/// caller, through the future or the body — once `on_status` returns, on
+/// that thread; `on_headers` and the body parts are not told. So a slow
+/// method delays, by as long as it runs, the failure of the exchange it
+/// was told of.
 ///
 /// A method that panics ends its exchange, if it has not ended yet, with
 /// [`Error::Io`] ("an event listener panicked"), and closes the connection
@@ -213,40 +233,54 @@ pub(crate) struct Both(pub Arc<dyn EventListener>, pub Arc<dyn EventListener>);
 /// Calls `$forward!` with the list of every method of [`EventListener`],
 /// so that the types that pass every call on ([`Both`] here, the guard of
 /// an exchange's listener in `exchange`) are written once, from one list.
+/// The list has two parts: `progress`, what the code running an exchange
+/// tells as it goes (never after its end), and `ending`, its end and what
+/// its request's policy tells after it.
 macro_rules! for_each_listener_method {
     ($forward:ident) => {
         $forward! {
-            on_resolved(host: &str, addrs: &[std::net::SocketAddr]);
-            on_connect_attempt(remote: std::net::SocketAddr);
-            on_connect_success(connection: &$crate::events::ConnectionInfo);
-            on_connect_failure(remote: std::net::SocketAddr, error: &std::io::Error);
-            on_tls_handshake_attempt(connection: &$crate::events::ConnectionInfo);
-            on_tls_handshake_success(connection: &$crate::events::ConnectionInfo, alpn_protocol: Option<&[u8]>);
-            on_tls_handshake_failure(connection: &$crate::events::ConnectionInfo, error: &$crate::error::Error);
-            on_connection_pooled(connection: &$crate::events::ConnectionInfo);
-            on_protocol_negotiated(connection: &$crate::events::ConnectionInfo, version: http::Version);
-            on_stream_opened(connection: &$crate::events::ConnectionInfo, stream_id: u32);
-            on_connection_offered(connection: &$crate::events::ConnectionInfo);
-            on_request_sent(connection: &$crate::events::ConnectionInfo);
-            on_status(status: http::StatusCode);
-            on_headers(headers: &http::HeaderMap);
-            on_body_part(len: usize);
-            on_completed(status: http::StatusCode);
-            on_failed(error: &$crate::error::Error);
-            on_redirect(status: http::StatusCode, from: &http::Uri, to: &http::Uri);
-            on_retry(attempt: u32, delay: std::time::Duration, reason: &$crate::error::Error);
-            on_hedge(copy: u32);
+            progress {
+                on_resolved(host: &str, addrs: &[std::net::SocketAddr]);
+                on_connect_attempt(remote: std::net::SocketAddr);
+                on_connect_success(connection: &$crate::events::ConnectionInfo);
+                on_connect_failure(remote: std::net::SocketAddr, error: &std::io::Error);
+                on_tls_handshake_attempt(connection: &$crate::events::ConnectionInfo);
+                on_tls_handshake_success(connection: &$crate::events::ConnectionInfo, alpn_protocol: Option<&[u8]>);
+                on_tls_handshake_failure(connection: &$crate::events::ConnectionInfo, error: &$crate::error::Error);
+                on_connection_pooled(connection: &$crate::events::ConnectionInfo);
+                on_protocol_negotiated(connection: &$crate::events::ConnectionInfo, version: http::Version);
+                on_stream_opened(connection: &$crate::events::ConnectionInfo, stream_id: u32);
+                on_connection_offered(connection: &$crate::events::ConnectionInfo);
+                on_request_sent(connection: &$crate::events::ConnectionInfo);
+                on_status(status: http::StatusCode);
+                on_headers(headers: &http::HeaderMap);
+                on_body_part(len: usize);
+            }
+            ending {
+                on_completed(status: http::StatusCode);
+                on_failed(error: &$crate::error::Error);
+                on_redirect(status: http::StatusCode, from: &http::Uri, to: &http::Uri);
+                on_retry(attempt: u32, delay: std::time::Duration, reason: &$crate::error::Error);
+                on_hedge(copy: u32);
+            }
         }
     };
 }
 pub(crate) use for_each_listener_method;
 
 macro_rules! both {
-    ($($name:ident($($arg:ident: $ty:ty),*);)*) => {
+    (
+        progress { $($progress:ident($($parg:ident: $pty:ty),*);)* }
+        ending { $($ending:ident($($earg:ident: $ety:ty),*);)* }
+    ) => {
         impl EventListener for Both {
-            $(fn $name(&self, request: &RequestInfo, $($arg: $ty),*) {
-                self.0.$name(request, $($arg),*);
-                self.1.$name(request, $($arg),*);
+            $(fn $progress(&self, request: &RequestInfo, $($parg: $pty),*) {
+                self.0.$progress(request, $($parg),*);
+                self.1.$progress(request, $($parg),*);
+            })*
+            $(fn $ending(&self, request: &RequestInfo, $($earg: $ety),*) {
+                self.0.$ending(request, $($earg),*);
+                self.1.$ending(request, $($earg),*);
             })*
 
             fn on_goaway(&self, connection: &ConnectionInfo, reason: crate::error::Http2Reason) {

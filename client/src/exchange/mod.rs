@@ -457,7 +457,8 @@ impl Exchange {
     }
 
     /// Whether the outcome is stored (a little after `is_done`: the
-    /// listener is told in between), so a poll now is ready.
+    /// listener is told in between, after any of its events being told
+    /// then), so a poll now is ready.
     pub(crate) fn is_settled(&self) -> bool {
         self.outcome.is_settled()
     }
@@ -817,8 +818,8 @@ impl Exchange {
 
     /// Ends the exchange, unless it has already ended; returns the
     /// connection it was attached to. Runs on the calling thread: disarms
-    /// the timers, tells the listener, then the caller — through the future
-    /// before the head, the body after it — and lets a pump go.
+    /// the timers, [tells the end](Self::tell_end) (or leaves it to the
+    /// thread telling one of the exchange's events now) and lets a pump go.
     fn end(&self, ending: Ending) -> Option<Option<ConnRef>> {
         // SeqCst, with `register`: of an exchange ended while it was being
         // registered, one of the two sees the other and removes it.
@@ -841,6 +842,23 @@ impl Exchange {
         }
         self.registry
             .remove(self.registry_key.load(Ordering::SeqCst), self.id);
+        // Now, unless an event of the exchange is being told (its loop is
+        // in `on_status`, say, as a timeout ends it on the wheel): then by
+        // that event's teller, once it returns, so that it is the last
+        // event told (see `listener`).
+        if let Some(ending) = self.listener.end(ending) {
+            self.tell_end(ending);
+        }
+        // A body no connection took is not sent now: its pump goes; a
+        // body in memory, and the head, are not sent again.
+        drop(self.request.take_source());
+        self.request.release();
+        Some(conn.conn().cloned())
+    }
+
+    /// Tells how the exchange ended: the listener, then the caller —
+    /// through the future before the head, the body after it.
+    fn tell_end(&self, ending: Ending) {
         // Guarded: a listener that panics here changes nothing, the
         // exchange has already ended.
         match ending {
@@ -858,11 +876,6 @@ impl Exchange {
                 }
             }
         }
-        // A body no connection took is not sent now: its pump goes; a
-        // body in memory, and the head, are not sent again.
-        drop(self.request.take_source());
-        self.request.release();
-        Some(conn.conn().cloned())
     }
 
     /// Ends the exchange with `error` from outside its connection's code (a
