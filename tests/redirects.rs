@@ -16,7 +16,7 @@ use support::tls::{certs, TlsServer};
 use support::*;
 use tickless::redirect::Policy;
 use tickless::timer::ManualClock;
-use tickless::{Client, Error, RedirectError, Upload};
+use tickless::{Client, Error, Proxy, RedirectError, Upload};
 
 fn client() -> Client {
     Client::builder()
@@ -350,6 +350,55 @@ fn a_loop_is_found_but_a_login_that_sets_a_cookie_is_not_one() {
         .unwrap();
     let response = client.get(server.url("/login")).send().wait().unwrap();
     assert_eq!(response.text().wait().unwrap(), "welcome");
+    client.close();
+}
+
+/// A loop through URLs spelled differently — the host's case, the default
+/// port written out — is the same loop, found at the first hop that comes
+/// back. The test server is the client's HTTP proxy, so that the URLs can
+/// have any host and port 80; it answers every request itself.
+#[test]
+fn a_loop_spelled_with_another_case_or_the_default_port_is_found_at_once() {
+    let server = TestServer::respond(|request| {
+        // Absolute-form targets, as sent to a proxy.
+        if request.target.ends_with("/self") {
+            redirect(302, "http://loop.test/self")
+        } else if request.target.ends_with("/ping") {
+            redirect(302, "http://Loop.Test/pong")
+        } else {
+            redirect(302, "http://loop.TEST:80/ping")
+        }
+    });
+    let client = Client::builder()
+        .event_loops(1)
+        .no_proxy()
+        .proxy(Proxy::http(&format!("http://{}", server.addr())).unwrap())
+        .build()
+        .unwrap();
+    let loop_after = |url: &str| match client.get(url).send().wait() {
+        Err(Error::Redirect {
+            chain,
+            reason: RedirectError::Loop,
+        }) => chain.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        other => panic!("{url}: {other:?}"),
+    };
+
+    // Back to the caller's own URL, as typed: the first redirect is the loop.
+    let chain = loop_after("http://LOOP.test:80/self");
+    assert_eq!(server.requests().len(), 1, "{chain:?}");
+    assert_eq!(chain, ["http://LOOP.test:80/self", "http://loop.test/self"]);
+
+    // Through another URL and back: two requests, not a third.
+    let chain = loop_after("http://LOOP.test:80/ping");
+    assert_eq!(server.requests().len(), 1 + 2, "{chain:?}");
+    assert_eq!(
+        chain,
+        [
+            "http://LOOP.test:80/ping",
+            "http://loop.test/pong",
+            "http://loop.test/ping"
+        ]
+    );
     client.close();
 }
 

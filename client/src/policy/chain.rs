@@ -283,12 +283,13 @@ impl Chain {
         Some((next, method, keep_body))
     }
 
+    /// Whether the chain has made this request already (same method and
+    /// URL, normalised) with no cookie set since.
     fn visited(&self, method: &http::Method, uri: &http::Uri) -> bool {
-        let next = uri.to_string();
         self.visits().any(|(visit_method, visit_uri, cookies_set)| {
             visit_method == method
                 && cookies_set == self.cookies_set
-                && visit_uri.to_string() == next
+                && redirect::same_url(visit_uri, uri)
         })
     }
 

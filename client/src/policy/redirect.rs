@@ -23,8 +23,9 @@
 //!   [`RedirectError::Downgrade`](crate::RedirectError::Downgrade) unless
 //!   [`Policy::allow_https_to_http`] says otherwise.
 //! * **Loops**: with [`Policy::limited`], a hop back to a request already
-//!   made (same method and URL) with no cookie set in between fails with
-//!   [`RedirectError::Loop`](crate::RedirectError::Loop); a chain longer
+//!   made (same method and URL, as the `url` crate normalises it: host
+//!   case, a default port spelled out) with no cookie set in between fails
+//!   with [`RedirectError::Loop`](crate::RedirectError::Loop); a chain longer
 //!   than the limit with [`RedirectError::TooMany`](crate::RedirectError::TooMany).
 
 use crate::net::Origin;
@@ -264,6 +265,19 @@ pub(crate) fn resolve(current: &http::Uri, location: &http::HeaderValue) -> Opti
     http::Uri::try_from(next.as_str()).ok()
 }
 
+/// Whether two URLs name the same resource once the `url` crate has
+/// normalised them (host case, a default port spelled out, dot segments):
+/// a `Location` comes out of [`resolve`] normalised, the caller's first URL
+/// as it was typed, and a loop back to that one is still a loop.
+pub(crate) fn same_url(a: &http::Uri, b: &http::Uri) -> bool {
+    let normalised = |uri: &http::Uri| url::Url::parse(&uri.to_string()).ok();
+    match (normalised(a), normalised(b)) {
+        (Some(a), Some(b)) => a == b,
+        // Not a URL the `url` crate takes: as written.
+        _ => a.to_string() == b.to_string(),
+    }
+}
+
 /// Whether two URLs have the same origin (scheme, host, port).
 pub(crate) fn same_origin(a: &http::Uri, b: &http::Uri) -> bool {
     matches!((Origin::of(a), Origin::of(b)), (Ok(a), Ok(b)) if a == b)
@@ -360,6 +374,27 @@ mod tests {
         // Not UTF-8: not followed.
         let latin1 = http::HeaderValue::from_bytes(b"/caf\xe9").unwrap();
         assert_eq!(resolve(&uri(base), &latin1), None);
+    }
+
+    #[test]
+    fn urls_are_the_same_once_normalised() {
+        for (a, b) in [
+            ("http://LOOP.test/x", "http://loop.test/x"),
+            ("http://loop.test:80/x", "http://loop.test/x"),
+            ("https://Loop.Test:443/x?q", "https://loop.test/x?q"),
+            ("http://loop.test/a/../x", "http://loop.test/x"),
+            ("http://loop.test", "http://loop.test/"),
+        ] {
+            assert!(same_url(&uri(a), &uri(b)), "{a} {b}");
+        }
+        for (a, b) in [
+            ("http://loop.test/x", "http://loop.test/X"),
+            ("http://loop.test:8080/x", "http://loop.test/x"),
+            ("https://loop.test:80/x", "https://loop.test/x"),
+            ("http://loop.test/x?q", "http://loop.test/x"),
+        ] {
+            assert!(!same_url(&uri(a), &uri(b)), "{a} {b}");
+        }
     }
 
     #[test]
