@@ -28,8 +28,10 @@
 //! * `-H`, `--header 'Name: value'`: add a request header (repeatable);
 //!   `Expect: 100-continue` makes an upload wait for the server's go. As
 //!   in curl, `'Name:'` sends no `Name` (not even the client's own
-//!   `User-Agent`, nor `--data`'s `Content-Type`), and `'Name;'` sends it
-//!   empty.
+//!   `User-Agent` or `Accept-Encoding`, nor `--data`'s `Content-Type`), and
+//!   `'Name;'` sends it empty. `'Accept-Encoding:'` is `--no-decompress`
+//!   (curl sends none and decodes nothing unless `--compressed`); a
+//!   `'Accept-Encoding: VALUE'` is sent instead of the client's own.
 //! * `-X`, `--request METHOD`: the method (default GET, or POST with
 //!   `--data`, PUT with `--upload-file`).
 //! * `-d`, `--data STR`: send `STR` as the body (a POST unless `-X` says
@@ -484,7 +486,10 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     if let Some(delay) = args.hedge_after {
         builder = builder.hedge(tickless::hedge::Policy::after(delay));
     }
-    if args.no_decompress {
+    // The client's own `Accept-Encoding` goes with its decompressing, and
+    // only with it: dropped, as by curl without `--compressed`, a body is
+    // printed as it came.
+    if args.no_decompress || suppressed(&args.headers, &http::header::ACCEPT_ENCODING) {
         builder = builder.no_decompress();
     }
     if suppressed(&args.headers, &http::header::USER_AGENT) {

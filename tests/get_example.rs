@@ -462,6 +462,27 @@ fn headers_in_curls_forms_empty_and_dropped() {
 }
 
 #[test]
+fn accept_encoding_dropped_or_replaced_as_curl_does() {
+    // By default, the client's own.
+    let (request, status) = sent("/", &[]);
+    assert_eq!(status, Some(0));
+    assert!(request.header("accept-encoding").is_some(), "{request:?}");
+    // `Accept-Encoding:` sends none, as `--no-decompress` does.
+    let (request, status) = sent("/", &["-H", "Accept-Encoding:"]);
+    assert_eq!(status, Some(0));
+    assert!(
+        request.header_all("accept-encoding").is_empty(),
+        "{request:?}"
+    );
+    // And, as curl without `--compressed`, decodes nothing.
+    let raw = get(&[&server().url("/gz"), "-H", "Accept-Encoding:"]);
+    assert!(stdout(&raw).contains("content-encoding: gzip"), "{raw:?}");
+    // A value of the caller's is sent instead of the client's, once.
+    let (request, _) = sent("/", &["-H", "Accept-Encoding: identity"]);
+    assert_eq!(request.header_all("accept-encoding"), ["identity"]);
+}
+
+#[test]
 fn cookies_given_again_are_all_sent() {
     let (request, status) = sent("/", &["-b", "a=1", "-b", "b=2; c=3"]);
     assert_eq!(status, Some(0));
