@@ -1,12 +1,13 @@
 //! Bodies as streams, both ways: the bounded window, backpressure against
 //! the read timeout, `Expect: 100-continue`, truncation found where it is
 //! read, a dropped body, async readers, uploads from a `Read`, a file and
-//! an async body.
+//! an async body — and an upload the server answers before it ends: stopped
+//! by a refusal, not by a 2xx or an interim answer.
 
 mod support;
 
 use std::io::{Read, Write};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::Poll;
 use std::thread;
@@ -868,6 +869,259 @@ fn an_early_answer_longer_than_the_window_is_read_whole_after_the_upload_fails()
         assert!(got == body, "{event_loop_timeouts}: the body differs");
         client.close();
     }
+}
+
+/// Sets its flag when dropped: tells when an upload's source is let go.
+struct DropFlag(Arc<AtomicBool>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+/// A `Read` that never ends (its flag set when it is dropped).
+struct EndlessReader {
+    _flag: DropFlag,
+}
+
+impl Read for EndlessReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        buf.fill(b'r');
+        Ok(buf.len())
+    }
+}
+
+static PIECE: [u8; 16 * 1024] = [b's'; 16 * 1024];
+
+/// An async body that never ends, each poll ready with its next piece
+/// (its flag set when it is dropped).
+struct EndlessBody {
+    _flag: DropFlag,
+}
+
+impl tickless::http_body::Body for EndlessBody {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> Poll<Option<Result<tickless::http_body::Frame<Bytes>, Self::Error>>> {
+        let piece = Bytes::from_static(&PIECE);
+        Poll::Ready(Some(Ok(tickless::http_body::Frame::data(piece))))
+    }
+}
+
+/// The head and first bytes of an answer whose body is `too big!`.
+const REFUSAL: &[u8] = b"HTTP/1.1 413 Content Too Large\r\nContent-Length: 8\r\n\r\ntoo ";
+
+/// Reads a request's head and the first 64 KiB of its upload (the upload
+/// is under way), then writes `answer_start`, and the rest of the answer,
+/// `rest`, only once it gets `finish`; then reads until the client goes.
+fn refuses_midway(
+    answer_start: &'static [u8],
+    rest: &'static [u8],
+    finish: std::sync::mpsc::Receiver<()>,
+) -> TestServer {
+    let finish = std::sync::Mutex::new(finish);
+    TestServer::start(Behaviour::custom(move |mut stream, _| {
+        if read_head(&mut stream).is_none() {
+            return;
+        }
+        let mut first = vec![0; 64 * 1024];
+        if stream.read_exact(&mut first).is_err() {
+            return;
+        }
+        let _ = stream.write_all(answer_start);
+        let _ = finish.lock().unwrap().recv_timeout(WAIT);
+        let _ = stream.write_all(rest);
+        drain(&mut stream);
+    }))
+}
+
+/// RFC 9112 §9.5: a refusal that comes while the upload goes on stops it.
+/// The answer's end is held back until the upload's source has been let
+/// go: the answer is the caller's at its head, while its upload is
+/// endless, and the source (a reader's thread, an async body) is dropped
+/// then, not read on until the answer ends. The connection, its request
+/// cut short, is closed, never pooled.
+#[test]
+fn a_refusal_while_the_upload_goes_on_lets_go_of_its_source_at_once() {
+    for kind in ["reader", "async body"] {
+        let (finish, finishing) = std::sync::mpsc::channel();
+        let server = refuses_midway(REFUSAL, b"big!", finishing);
+        let client = client(false);
+        let dropped = Arc::new(AtomicBool::new(false));
+        let flag = DropFlag(dropped.clone());
+        let upload = match kind {
+            "reader" => Upload::from_reader(EndlessReader { _flag: flag }, None),
+            _ => Upload::from_stream(EndlessBody { _flag: flag }),
+        };
+        let future = client.put(server.url("/")).body(upload).send();
+        assert!(
+            eventually(WAIT, || future.is_done()),
+            "{kind}: the answer waits on an endless upload"
+        );
+        let response = future.wait().unwrap();
+        assert_eq!(response.status(), 413, "{kind}");
+        assert!(
+            eventually(WAIT, || dropped.load(Ordering::SeqCst)),
+            "{kind}: the source is still held while the answer is read"
+        );
+        finish.send(()).unwrap();
+        assert_eq!(response.text().wait().unwrap(), "too big!", "{kind}");
+        assert!(
+            eventually(WAIT, || client.stats().open_connections == 0),
+            "{kind}: a half-sent connection was kept: {:?}",
+            client.stats()
+        );
+        client.close();
+    }
+}
+
+/// Reads a request's head and the first 64 KiB of its upload, answers with
+/// `answer_start`, then reads on as a server that drains what it refused
+/// (nginx's lingering close): until the end of the stream, a second's
+/// silence, or [`READ_ON_MAX`] bytes. Then stores what it read there in
+/// `read_on` and sends `rest`.
+fn reads_on_after_refusing(
+    answer_start: &'static [u8],
+    rest: &'static [u8],
+    read_on: Arc<AtomicU64>,
+) -> TestServer {
+    TestServer::start(Behaviour::custom(move |mut stream, _| {
+        if read_head(&mut stream).is_none() {
+            return;
+        }
+        let mut first = vec![0; 64 * 1024];
+        if stream.read_exact(&mut first).is_err() {
+            return;
+        }
+        let _ = stream.write_all(answer_start);
+        stream
+            .set_read_timeout(Some(Duration::from_secs(1)))
+            .unwrap();
+        let mut total = 0;
+        let mut buf = vec![0; 256 * 1024];
+        while total < READ_ON_MAX {
+            match stream.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => total += n as u64,
+            }
+        }
+        read_on.store(total, Ordering::SeqCst);
+        stream.set_read_timeout(None).unwrap();
+        let _ = stream.write_all(rest);
+        drain(&mut stream);
+    }))
+}
+
+/// More than the socket buffers can hold between client and server here
+/// (`net.ipv4.tcp_wmem` and `tcp_rmem` allow 4 and 32 MiB at most).
+const READ_ON_MAX: u64 = 128 << 20;
+
+/// RFC 9112 §9.5, seen from a server that reads on: after a refusal —
+/// kept alive, or with `Connection: close` — only what was already on its
+/// way arrives, not the rest of a body larger than the buffers on the way.
+#[test]
+fn a_refusal_while_the_upload_goes_on_stops_it_though_the_server_reads_on() {
+    let refusals: [&[u8]; 2] = [
+        REFUSAL,
+        b"HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: 8\r\n\r\ntoo ",
+    ];
+    for answer_start in refusals {
+        let read_on = Arc::new(AtomicU64::new(u64::MAX));
+        let server = reads_on_after_refusing(answer_start, b"big!", read_on.clone());
+        let client = client(false);
+        let body = vec![b'h'; READ_ON_MAX as usize + (1 << 20)];
+        let response = client
+            .put(server.url("/"))
+            .body(body)
+            .send()
+            .wait()
+            .unwrap();
+        let status = response.status();
+        assert!(status == 413 || status == 401, "{status}");
+        assert_eq!(response.text().wait().unwrap(), "too big!", "{status}");
+        let read_on = read_on.load(Ordering::SeqCst);
+        assert!(
+            read_on < READ_ON_MAX,
+            "{status}: the upload went on after the refusal ({read_on} bytes)"
+        );
+        assert!(
+            eventually(WAIT, || client.stats().open_connections == 0),
+            "{status}: a half-sent connection was kept: {:?}",
+            client.stats()
+        );
+        client.close();
+    }
+}
+
+/// An answer that does not refuse the request — interim `100 Continue` and
+/// `103 Early Hints` unasked for, then a 2xx head — lets the upload go on
+/// to its end: the server (an echo, a transform) may still be reading it,
+/// and ends its answer only once it has all of it.
+#[test]
+fn interim_answers_and_an_early_2xx_let_the_upload_go_on_to_its_end() {
+    const LENGTH: usize = 8 << 20;
+    let uploads = [
+        ("bytes", Upload::from(vec![b'b'; LENGTH])),
+        (
+            "reader",
+            Upload::from_reader(
+                std::io::repeat(b'r').take(LENGTH as u64),
+                Some(LENGTH as u64),
+            ),
+        ),
+    ];
+    for (kind, upload) in uploads {
+        let server = answers_while_it_reads();
+        let client = client(false);
+        let response = client
+            .put(server.url("/"))
+            .body(upload)
+            .send()
+            .wait()
+            .unwrap();
+        assert_eq!(response.status(), 200, "{kind}");
+        let text = response.text().wait().unwrap();
+        assert_eq!(text, format!("received {LENGTH}"), "{kind}");
+        client.close();
+    }
+}
+
+/// Answers a request while it reads its upload: `100 Continue` and `103
+/// Early Hints` after 64 KiB, a 200's head after 128 KiB, and the body,
+/// saying how much came, once it has all of it.
+fn answers_while_it_reads() -> TestServer {
+    TestServer::start(Behaviour::custom(|mut stream, _| {
+        let Some(head) = read_head(&mut stream) else {
+            return;
+        };
+        let mut upload = vec![0; content_length(&head)];
+        let (start, rest) = upload.split_at_mut(64 * 1024);
+        let (middle, rest) = rest.split_at_mut(64 * 1024);
+        let answered = stream.read_exact(start).is_ok()
+            && stream
+                .write_all(
+                    b"HTTP/1.1 100 Continue\r\n\r\n\
+                      HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n",
+                )
+                .is_ok()
+            && stream.read_exact(middle).is_ok()
+            && stream
+                .write_all(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+                .is_ok()
+            && stream.read_exact(rest).is_ok();
+        if !answered {
+            return;
+        }
+        let said = format!("received {}", upload.len());
+        let last = format!("{:x}\r\n{said}\r\n0\r\n\r\n", said.len());
+        let _ = stream.write_all(last.as_bytes());
+        drain(&mut stream);
+    }))
 }
 
 /// A `Read` that blocks until its sender goes, then ends.

@@ -602,11 +602,7 @@ impl Conn {
                 }
                 Decoded::Head(head) => {
                     let exchange = active.exchange.clone();
-                    // The server answered first: the body waiting for
-                    // `100 Continue` is never sent.
-                    if matches!(active.sending, Sending::Continue) {
-                        active.sending = Sending::Skipped;
-                    }
+                    active.sending.answered(head.status);
                     // An answer before the request is all sent (the body
                     // skipped, or an upload the server may have stopped
                     // reading): from now on the read timeout bounds the

@@ -22,11 +22,34 @@ pub(super) enum Sending {
     Body(Box<BodyOut>),
     /// Everything is out.
     Done,
-    /// The server answered before `100 Continue`: the body is never sent.
+    /// The server's final answer came first: before `100 Continue` (the
+    /// body is never sent), or a refusal while the request was going out
+    /// (the rest is never sent; see [`Sending::answered`]).
     Skipped,
     /// Writing failed: nothing more goes out (an upload's source is let
     /// go), though the answer may still be read.
     Failed,
+}
+
+impl Sending {
+    /// The final answer's head has come, with `status`, maybe before the
+    /// request is all out. An answer before `100 Continue` skips the body.
+    /// A refusal (any status but 2xx) while the request is still going
+    /// out stops it (RFC 9112 §9.5, as curl does): the server has said it
+    /// does not want the rest, which goes nowhere useful, and its body's
+    /// source is let go (dropped with the body) rather than read on. A
+    /// 2xx lets the upload go on: a server may answer while it still
+    /// reads the request (an echo, a transform).
+    pub(super) fn answered(&mut self, status: http::StatusCode) {
+        let stops = match self {
+            Sending::Continue => true,
+            Sending::Head { .. } | Sending::Body(_) => !status.is_success(),
+            Sending::Done | Sending::Skipped | Sending::Failed => false,
+        };
+        if stops {
+            *self = Sending::Skipped;
+        }
+    }
 }
 
 /// What a step of sending came to.
