@@ -526,6 +526,54 @@ fn a_backoff_ends_at_a_cancel_or_a_close_with_nothing_armed() {
     assert_eq!(server.requests().len(), 2, "no retry after the close");
 }
 
+/// The caller cancels while a retry waits for its backoff, and keeps the
+/// future without polling it: the cancel itself disarms the backoff. Left
+/// armed, its entry would stay on the wheel or the loop until the next
+/// poll, the future's drop or its deadline (a server's `Retry-After` may
+/// be long), which this clock never reaches.
+fn a_cancel_during_a_backoff_disarms_it_at_once(event_loop_timeouts: bool) {
+    let clock = ManualClock::new();
+    let (client, recorder) = client_on(&clock, event_loop_timeouts);
+    let server = TestServer::respond(|_| response(503, &[], b"busy"));
+    let policy = retry::Policy::attempts(2)
+        .on_status([http::StatusCode::SERVICE_UNAVAILABLE])
+        .backoff(Duration::from_secs(1), Duration::from_secs(1))
+        .jitter(false);
+    let mut future = client.get(server.url("/")).retry(policy).send();
+    assert!(eventually(CEILING, || {
+        poll_once(&mut future).is_pending() && retries_seen(&recorder).len() == 1
+    }));
+    // The 503's exchange has ended: the backoff is all that is armed.
+    assert!(
+        eventually(CEILING, || client.stats().armed_timers() == 1),
+        "{:?}",
+        client.stats()
+    );
+    assert!(future.cancel());
+    assert_eq!(
+        client.stats().armed_timers(),
+        0,
+        "the cancelled backoff is still armed"
+    );
+    let polled = poll_once(&mut future);
+    assert!(
+        matches!(polled, std::task::Poll::Ready(Err(Error::Cancelled))),
+        "{polled:?}"
+    );
+    assert_eq!(server.requests().len(), 1);
+    client.close();
+}
+
+#[test]
+fn a_cancel_during_a_backoff_disarms_it_at_once_on_the_wheel() {
+    a_cancel_during_a_backoff_disarms_it_at_once(false);
+}
+
+#[test]
+fn a_cancel_during_a_backoff_disarms_it_at_once_on_the_loop() {
+    a_cancel_during_a_backoff_disarms_it_at_once(true);
+}
+
 #[test]
 fn a_copy_goes_on_another_loop_than_the_attempt_it_backs_up() {
     let clock = ManualClock::new();

@@ -94,8 +94,11 @@ pub(crate) enum ArmedAlarm {
     Rung,
 }
 
-impl Drop for ArmedAlarm {
-    fn drop(&mut self) {
+impl ArmedAlarm {
+    /// Takes its entry off the wheel or the loop now, through a shared
+    /// reference (a cancel has only that); again, or once fired, it does
+    /// nothing: the wheel and the loop know an entry by its sequence too.
+    pub(crate) fn disarm(&self) {
         match self {
             ArmedAlarm::Wheel(timeout) => {
                 timeout.cancel();
@@ -105,6 +108,12 @@ impl Drop for ArmedAlarm {
             }
             ArmedAlarm::Rung => {}
         }
+    }
+}
+
+impl Drop for ArmedAlarm {
+    fn drop(&mut self) {
+        self.disarm();
     }
 }
 

@@ -145,9 +145,12 @@ impl Attempts {
     /// copy when the hedge delay rings, no retry.
     pub(crate) fn cancel(&self) -> bool {
         // During a backoff nothing is in flight: the waiter is woken to
-        // find the request cancelled.
-        if let Some((alarm, _)) = &self.backoff {
+        // find the request cancelled, and the backoff's entry leaves the
+        // wheel or the loop now, not at its deadline (a `Retry-After` may
+        // be far off) or whenever the caller next polls or drops the future.
+        if let Some((alarm, armed)) = &self.backoff {
             let first = !self.cancelled.swap(true, Ordering::AcqRel);
+            armed.disarm();
             alarm.ring();
             return first;
         }
