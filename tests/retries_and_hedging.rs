@@ -800,6 +800,119 @@ fn a_copy_that_fails_does_not_take_the_next_copys_delay_with_it() {
     client.close();
 }
 
+/// Polls `future` until `done` holds after a poll, or fails the test.
+fn poll_until(future: &mut tickless::ResponseFuture, mut done: impl FnMut() -> bool) {
+    assert!(
+        eventually(CEILING, || poll_once(future).is_pending() && done()),
+        "never came"
+    );
+}
+
+/// The failures the client was told of so far (one per attempt ended).
+fn failures_seen(recorder: &Recorder) -> usize {
+    recorder
+        .events()
+        .iter()
+        .filter(|(event, _)| matches!(event, client_kit::Event::Failed(..)))
+        .count()
+}
+
+/// Three copies allowed. The second copy fails while the first attempt
+/// and the first copy wait: the next copy's delay, which the second copy
+/// held, is armed again on the first attempt. Then the first attempt
+/// fails, and the first copy is waited for in its place: the delay goes
+/// with it, still counted from the second copy's failure (the first
+/// attempt's end sends nothing and starts nothing), and the third copy
+/// goes when it ends. Left on the first attempt, whose timers ended with
+/// it, the delay would never ring: no third copy, and the request would
+/// wait on the first copy alone.
+fn a_delay_armed_on_an_attempt_that_fails_moves_to_the_copy_that_takes_over(
+    event_loop_timeouts: bool,
+) {
+    let clock = ManualClock::new();
+    let (client, recorder) = client_on(&clock, event_loop_timeouts);
+    // Sent by the test (or never, by one that failed before: the wait is
+    // bounded so that the server's drop ends).
+    let (fail_first, failed) = std::sync::mpsc::channel::<()>();
+    let failed = Arc::new(std::sync::Mutex::new(failed));
+    let server = TestServer::start(Behaviour::per_connection(move |index| match index {
+        // The first attempt: held until the test says, then closed
+        // before any answer.
+        0 => {
+            let failed = failed.clone();
+            Behaviour::custom(move |stream, _| {
+                let _ = failed.lock().unwrap().recv_timeout(CEILING);
+                drop(stream);
+            })
+        }
+        1 => Behaviour::NeverAnswer,
+        2 => Behaviour::Reset,
+        _ => Behaviour::respond(|_| ok("the third copy")),
+    }));
+    let mut future = client
+        .get(server.url("/"))
+        .hedge(hedge::Policy::after(Duration::from_millis(50)).max_copies(3))
+        .send();
+    assert!(poll_once(&mut future).is_pending());
+    assert!(eventually(CEILING, || server.connections_accepted() == 1));
+    assert!(eventually(CEILING, || client.stats().armed_timers() > 0));
+    // 50 ms: the first copy, which never answers.
+    clock.advance(Duration::from_millis(50));
+    poll_until(&mut future, || hedges_seen(&recorder) == 1);
+    // Its request is the first the server reads (the first attempt's is
+    // held unread).
+    assert!(server.wait_for_requests(1, CEILING));
+    assert_eq!(server.connections_accepted(), 2);
+    // 100 ms: the second copy, reset; a poll sees it fail, and arms the
+    // next delay again on the first attempt, to end at 150 ms.
+    clock.advance(Duration::from_millis(50));
+    poll_until(&mut future, || hedges_seen(&recorder) == 2);
+    assert!(eventually(CEILING, || failures_seen(&recorder) == 1));
+    thread::sleep(QUIET);
+    assert!(poll_once(&mut future).is_pending());
+    // 120 ms: the first attempt fails, and a poll sees it.
+    clock.advance(Duration::from_millis(20));
+    fail_first.send(()).unwrap();
+    assert!(eventually(CEILING, || failures_seen(&recorder) == 2));
+    thread::sleep(QUIET);
+    assert!(poll_once(&mut future).is_pending());
+    // 149 ms: not yet.
+    clock.advance(Duration::from_millis(29));
+    thread::sleep(QUIET);
+    assert!(poll_once(&mut future).is_pending());
+    assert_eq!(hedges_seen(&recorder), 2, "a third copy before its delay");
+    // 150 ms: the third copy goes, and answers.
+    clock.advance(Duration::from_millis(1));
+    let started = std::time::Instant::now();
+    let response = loop {
+        match poll_once(&mut future) {
+            std::task::Poll::Ready(outcome) => break outcome.unwrap(),
+            std::task::Poll::Pending => {
+                assert!(
+                    started.elapsed() < CEILING,
+                    "no third copy at 150 ms (copies sent: {})",
+                    hedges_seen(&recorder)
+                );
+                thread::sleep(Duration::from_millis(1));
+            }
+        }
+    };
+    assert_eq!(response.text().wait().unwrap(), "the third copy");
+    assert_eq!(hedges_seen(&recorder), 3);
+    assert_eq!(server.connections_accepted(), 4);
+    client.close();
+}
+
+#[test]
+fn a_delay_armed_on_an_attempt_that_fails_moves_to_the_copy_that_takes_over_on_the_wheel() {
+    a_delay_armed_on_an_attempt_that_fails_moves_to_the_copy_that_takes_over(false);
+}
+
+#[test]
+fn a_delay_armed_on_an_attempt_that_fails_moves_to_the_copy_that_takes_over_on_the_loop() {
+    a_delay_armed_on_an_attempt_that_fails_moves_to_the_copy_that_takes_over(true);
+}
+
 // ------------------------------------------------- HTTP/2 failures ---
 
 const REFUSED_STREAM: u32 = 0x7;

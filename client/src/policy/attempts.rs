@@ -13,10 +13,12 @@
 //!
 //! Invariants: at most one backoff is armed, and then nothing is in flight
 //! (the attempt before it has ended); `copies` are only ever in flight
-//! beside a live `current`; every attempt after the first shares the
-//! request deadline fixed at submission (their `HopSettings`); an attempt
-//! that lost is cancelled as soon as another's head is taken, which ends
-//! it (its connection closed, its timers disarmed).
+//! beside a live `current`; the next copy's delay is held by an attempt in
+//! flight (when its holder fails and another goes on, it moves to that
+//! one); every attempt after the first shares the request deadline fixed
+//! at submission (their `HopSettings`); an attempt that lost is cancelled
+//! as soon as another's head is taken, which ends it (its connection
+//! closed, its timers disarmed).
 
 use super::hedge;
 use super::hop::{self, Hop, HopSettings};
@@ -51,9 +53,8 @@ pub(crate) struct Attempts {
     copies: Vec<Arc<Exchange>>,
     /// A retry waiting for its backoff: nothing is in flight meanwhile.
     backoff: Option<(Arc<Alarm>, ArmedAlarm)>,
-    /// Rung by the latest attempt's hedge delay, and the id of the
-    /// exchange whose timers hold that delay.
-    hedge_alarm: Option<(Arc<Alarm>, u64)>,
+    /// The next copy's delay, if one is armed.
+    hedge_alarm: Option<HedgeDelay>,
     /// Attempts started (retries included, copies not).
     started: u32,
     copies_sent: u32,
@@ -63,6 +64,16 @@ pub(crate) struct Attempts {
     /// tracked for its hedge delay (they run from here).
     hop_started: Option<Instant>,
     cancelled: AtomicBool,
+}
+
+/// The delay before the next hedged copy: one of an attempt's named
+/// timers, which rings `alarm`.
+struct HedgeDelay {
+    alarm: Arc<Alarm>,
+    /// The id of the exchange whose timers hold it.
+    on: u64,
+    /// When it ends.
+    at: Instant,
 }
 
 impl Attempts {
@@ -212,8 +223,8 @@ impl Attempts {
                 // No attempt has its head (looked at first: a caller that
                 // polls after the delay, its head come meanwhile, must not
                 // send a copy for a request already answered).
-                if let Some((alarm, _)) = &self.hedge_alarm {
-                    if alarm.poll(cx).is_ready() {
+                if let Some(delay) = &self.hedge_alarm {
+                    if delay.alarm.poll(cx).is_ready() {
                         self.hedge_alarm = None;
                         // Rung before a cancel was seen: no copy after it.
                         if !self.cancelled.load(Ordering::Acquire) {
@@ -240,7 +251,7 @@ impl Attempts {
                     if self
                         .hedge_alarm
                         .as_ref()
-                        .is_some_and(|(_, on)| *on == copy.id)
+                        .is_some_and(|delay| delay.on == copy.id)
                     {
                         self.hedge_alarm = None;
                         let current = self.current.clone();
@@ -278,7 +289,8 @@ impl Attempts {
             Err(error) => {
                 if let Some(copy) = self.copies.pop() {
                     self.failures.push(error);
-                    self.current = copy;
+                    let failed = std::mem::replace(&mut self.current, copy);
+                    self.hand_over_hedge_delay(&failed);
                     return None;
                 }
                 // The hedge delay was the failed attempt's, and ends with
@@ -457,7 +469,28 @@ impl Attempts {
         }
         let alarm = Alarm::new();
         attempt.arm_hedge(at, alarm.clone());
-        self.hedge_alarm = Some((alarm, attempt.id));
+        self.hedge_alarm = Some(HedgeDelay {
+            alarm,
+            on: attempt.id,
+            at,
+        });
+    }
+
+    /// `current` took over from `failed`, which may hold the next copy's
+    /// delay (armed on the attempt waited for when the copy that held it
+    /// failed): `current` takes it, ending when it did. Left on `failed`,
+    /// whose timers ended with it, it would never ring, and no copy would
+    /// go again; and an attempt's end sends nothing, so it starts no new
+    /// delay either. Rung already, it stays rung: the copy was due.
+    fn hand_over_hedge_delay(&mut self, failed: &Exchange) {
+        let Some(delay) = &mut self.hedge_alarm else {
+            return;
+        };
+        if delay.on != failed.id {
+            return;
+        }
+        delay.on = self.current.id;
+        self.current.arm_hedge(delay.at, delay.alarm.clone());
     }
 
     /// The hedge delay rang: a copy goes, on another connection, if the
