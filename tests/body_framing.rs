@@ -275,6 +275,40 @@ fn rule_8_no_framing_at_all_is_read_until_the_server_closes() {
     client.close();
 }
 
+#[test]
+fn http_1_0_keeps_the_connection_only_with_keep_alive_and_a_length() {
+    let kept: Vec<Case> = vec![(
+        "1.0 with keep-alive and a length",
+        http::Method::GET,
+        b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 3\r\n\r\nabc".to_vec(),
+        200,
+        b"abc",
+    )];
+    assert_cases(&kept, 1);
+    let closed: Vec<Case> = vec![
+        (
+            "1.0 with a length but no keep-alive",
+            http::Method::GET,
+            b"HTTP/1.0 200 OK\r\nContent-Length: 3\r\n\r\nabc".to_vec(),
+            200,
+            b"abc",
+        ),
+        // Transfer-Encoding is not HTTP/1.0's: whoever sent it may not
+        // have framed the body the way it says, so the connection goes
+        // whatever `keep-alive` says (RFC 9112 §6.1).
+        (
+            "1.0 with keep-alive and chunked",
+            http::Method::GET,
+            b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n\
+              3\r\nabc\r\n0\r\n\r\n"
+                .to_vec(),
+            200,
+            b"abc",
+        ),
+    ];
+    assert_cases(&closed, 2);
+}
+
 /// A server that sends `head` and `first`, waits until the test says the
 /// client has read `first`, then sends `rest` (and closes, if `close`).
 fn in_two_parts(

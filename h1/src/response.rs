@@ -429,8 +429,14 @@ pub(crate) fn framing(
     }
 
     let close = has_connection_token(headers, b"close");
+    // An HTTP/1.0 message with `Transfer-Encoding` (unknown to 1.0) was
+    // likely forwarded by something that did not undo it: its framing
+    // cannot be trusted to end where the next response begins, so the
+    // connection closes after it, `keep-alive` or not (RFC 9112 §6.1).
+    let te_in_http10 = has_te && head.version == Version::HTTP_10;
     let mut keep_alive = request_keep_alive
         && !close
+        && !te_in_http10
         && (head.version == Version::HTTP_11 || has_connection_token(headers, b"keep-alive"));
 
     let bodiless = is_head

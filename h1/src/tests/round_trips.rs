@@ -177,7 +177,7 @@ HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
 
 #[test]
 fn http10_keep_alive_rules() {
-    let cases: [(&[u8], bool); 5] = [
+    let cases: [(&[u8], bool); 6] = [
         (b"HTTP/1.0 200 OK\r\nContent-Length: 1\r\n\r\nx", false),
         (
             b"HTTP/1.0 200 OK\r\nContent-Length: 1\r\nConnection: keep-alive\r\n\r\nx",
@@ -189,6 +189,12 @@ fn http10_keep_alive_rules() {
         ),
         // Close-delimited never keeps the connection.
         (b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\n\r\nx", false),
+        // Transfer-Encoding in 1.0: framing not to be trusted (RFC 9112 §6.1).
+        (
+            b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\n\
+              Transfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\n\r\n",
+            false,
+        ),
         (b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nx", true),
     ];
     for (input, expected) in cases {
