@@ -50,6 +50,12 @@ fn malformed_responses_are_protocol_errors_and_close_the_connection() {
         "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n0\r\nX-T: {}\r\n\r\n",
         "t".repeat(300)
     );
+    // A size line that never ends: zeros that say nothing, read for as
+    // long as they come (the server stalls after them).
+    let endless_size = format!(
+        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n{}",
+        "0".repeat(2000)
+    );
     let cases: Vec<(&str, Vec<u8>, IsExpected)> = vec![
         (
             "invalid status line",
@@ -127,6 +133,9 @@ fn malformed_responses_are_protocol_errors_and_close_the_connection() {
                 .to_vec(),
             |e| matches!(e, DecodeError::ChunkSizeOverflow),
         ),
+        ("padded chunk size", endless_size.into_bytes(), |e| {
+            matches!(e, DecodeError::InvalidChunkSize)
+        }),
         (
             "missing CRLF after chunk data",
             b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\naXY".to_vec(),

@@ -8,6 +8,16 @@ use super::error::{DecodeError, Stage};
 use super::limits::{Limits, MAX_CHUNK_EXTENSION_BYTES};
 use super::response::{parse_trailers, Scanned};
 
+/// The most bytes of one chunk-size line that carry nothing — zeros
+/// leading the size, whitespace after it — before it is invalid. Like the
+/// extensions (bounded in the whole body by [`MAX_CHUNK_EXTENSION_BYTES`]),
+/// they are framing without data, which no body limit sees: unbounded, a
+/// server could send them forever (`000…` never ends a size line) with
+/// nothing read. Bounded per line, not per body, because servers that pad
+/// sizes to a fixed width do it on every chunk; a line bounded so is
+/// followed by at least one byte of data, or ends the body.
+const MAX_SIZE_LINE_PADDING: u32 = 1024;
+
 /// Where a chunked body is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -39,6 +49,9 @@ pub(crate) struct Chunked {
     size: u64,
     /// Hex digits read for the current size.
     digits: u32,
+    /// Bytes of the current size line that carry nothing: zeros leading
+    /// the size, whitespace after it (see [`MAX_SIZE_LINE_PADDING`]).
+    padding: u32,
     /// Extension bytes seen in the whole body.
     ext_bytes: u64,
     /// What of the trailer section in progress was found incomplete.
@@ -51,6 +64,7 @@ impl Chunked {
             state: State::Size,
             size: 0,
             digits: 0,
+            padding: 0,
             ext_bytes: 0,
             trailers_scanned: Scanned::default(),
         }
@@ -78,7 +92,7 @@ impl Chunked {
             pos += 1;
             self.state = match self.state {
                 State::Size => self.size_digit(byte)?,
-                State::SizeLws => after_size(byte)?,
+                State::SizeLws => self.after_size(byte)?,
                 State::Extension => self.extension(byte)?,
                 State::SizeLf => self.size_line_end(byte, limits, seen)?,
                 State::DataCr if byte == b'\r' => State::DataLf,
@@ -129,6 +143,9 @@ impl Chunked {
     /// A byte of the size: a hex digit, or what may follow the digits.
     fn size_digit(&mut self, byte: u8) -> Result<State, DecodeError> {
         if byte.is_ascii_hexdigit() {
+            if self.size == 0 && self.digits > 0 {
+                self.pad()?; // a digit after zeros only: a zero led the size
+            }
             self.size = self
                 .size
                 .checked_mul(16)
@@ -140,7 +157,31 @@ impl Chunked {
         if self.digits == 0 {
             return Err(DecodeError::InvalidChunkSize);
         }
-        after_size(byte)
+        self.after_size(byte)
+    }
+
+    /// What may follow the digits of a size: whitespace, extensions, the CR.
+    fn after_size(&mut self, byte: u8) -> Result<State, DecodeError> {
+        match byte {
+            b' ' | b'\t' => {
+                self.pad()?;
+                Ok(State::SizeLws)
+            }
+            b';' => Ok(State::Extension),
+            b'\r' => Ok(State::SizeLf),
+            b'\n' => Err(DecodeError::MissingCrlfAfterChunkSize),
+            _ => Err(DecodeError::InvalidChunkSize),
+        }
+    }
+
+    /// One more byte of padding in the size line: within bounds, or an
+    /// invalid size line.
+    fn pad(&mut self) -> Result<(), DecodeError> {
+        self.padding += 1;
+        if self.padding > MAX_SIZE_LINE_PADDING {
+            return Err(DecodeError::InvalidChunkSize);
+        }
+        Ok(())
     }
 
     /// A byte of the ignored extensions, or the CR that ends them.
@@ -172,6 +213,7 @@ impl Chunked {
             return Err(DecodeError::MissingCrlfAfterChunkSize);
         }
         self.digits = 0;
+        self.padding = 0;
         if self.size == 0 {
             return Ok(State::Trailers);
         }
@@ -201,17 +243,6 @@ impl Chunked {
             State::Trailers => Stage::Trailers,
             _ => Stage::ChunkedBody,
         }
-    }
-}
-
-/// What may follow the digits of a size: whitespace, extensions, the CR.
-fn after_size(byte: u8) -> Result<State, DecodeError> {
-    match byte {
-        b' ' | b'\t' => Ok(State::SizeLws),
-        b';' => Ok(State::Extension),
-        b'\r' => Ok(State::SizeLf),
-        b'\n' => Err(DecodeError::MissingCrlfAfterChunkSize),
-        _ => Err(DecodeError::InvalidChunkSize),
     }
 }
 

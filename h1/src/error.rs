@@ -89,7 +89,9 @@ pub enum DecodeError {
     /// have to be undone to find the body's end), or twice, or nothing.
     #[error("unknown transfer coding {0:?} (only \"chunked\" is supported)")]
     UnknownTransferCoding(String),
-    /// A chunk-size line does not start with hex digits, or holds a stray byte.
+    /// A chunk-size line does not start with hex digits, holds a stray byte,
+    /// or pads its size (with leading zeros, or whitespace) by more than a
+    /// kilobyte.
     #[error("invalid chunk size line")]
     InvalidChunkSize,
     /// A chunk size does not fit in 64 bits.

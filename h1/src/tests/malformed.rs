@@ -264,6 +264,18 @@ fn chunk_errors() {
             stage: Stage::ChunkedBody
         }
     );
+    // Padding in a size line that never ends: zeros before the size,
+    // whitespace after it. Up to a kilobyte of it in each line is fine.
+    for line in [
+        format!("{}1\r\n", "0".repeat(2000)),
+        format!("1{}\r\n", " ".repeat(2000)),
+    ] {
+        assert_eq!(err(&with_chunked_head(line.as_bytes())), InvalidChunkSize);
+    }
+    let padded = format!("{}1{}\r\nx\r\n", "0".repeat(1000), "\t".repeat(23));
+    let fine = with_chunked_head(format!("{}0\r\n\r\n", padded.repeat(100)).as_bytes());
+    let (_, body, _, _) = decode_all(limits(), false, &fine, false).unwrap();
+    assert_eq!(body, b"x".repeat(100));
     let ext = format!(
         "1;{}\r\nx\r\n",
         "e".repeat(MAX_CHUNK_EXTENSION_BYTES as usize + 1)
