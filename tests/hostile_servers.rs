@@ -56,6 +56,8 @@ fn malformed_responses_are_protocol_errors_and_close_the_connection() {
         "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n{}",
         "0".repeat(2000)
     );
+    // Interim heads that never end in a final one (then the server stalls).
+    let endless_interim = "HTTP/1.1 102 Processing\r\n\r\n".repeat(1000);
     let cases: Vec<(&str, Vec<u8>, IsExpected)> = vec![
         (
             "invalid status line",
@@ -143,6 +145,9 @@ fn malformed_responses_are_protocol_errors_and_close_the_connection() {
         ),
         ("trailers over the limit", big_trailers.into_bytes(), |e| {
             matches!(e, DecodeError::TrailersTooLarge { .. })
+        }),
+        ("endless interim heads", endless_interim.into_bytes(), |e| {
+            matches!(e, DecodeError::InterimResponsesTooLarge { .. })
         }),
         (
             "101 without an upgrade",

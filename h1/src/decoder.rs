@@ -54,6 +54,9 @@ pub struct ResponseDecoder {
     state: State,
     bytes_seen: bool,
     head_received: bool,
+    /// Bytes of the interim (1xx) heads so far, bounded in all by
+    /// [`Limits::max_head_bytes`].
+    interim_bytes: usize,
     /// What of the head in progress was found incomplete.
     head_scanned: Scanned,
 }
@@ -70,6 +73,7 @@ impl ResponseDecoder {
             state: State::Head,
             bytes_seen: false,
             head_received: false,
+            interim_bytes: 0,
             head_scanned: Scanned::default(),
         }
     }
@@ -136,6 +140,9 @@ impl ResponseDecoder {
             if head.status == http::StatusCode::SWITCHING_PROTOCOLS {
                 return Err(DecodeError::SwitchingProtocols);
             }
+            if head.status.is_informational() {
+                self.count_interim(n)?;
+            }
             if head.status == http::StatusCode::CONTINUE {
                 return Ok((pos, Decoded::Continue));
             }
@@ -151,6 +158,19 @@ impl ResponseDecoder {
             self.head_received = true;
             return Ok((pos, Decoded::Head(head)));
         }
+    }
+
+    /// Counts an interim head of `n` bytes against the bound on them all.
+    /// Each is bounded by itself, but their number is not: a server could
+    /// send `102 Processing` for ever, read without end — no body limit
+    /// sees it, and the read timeout never fires while they come.
+    fn count_interim(&mut self, n: usize) -> Result<(), DecodeError> {
+        self.interim_bytes = self.interim_bytes.saturating_add(n);
+        let limit = self.limits.max_head_bytes;
+        if self.interim_bytes > limit {
+            return Err(DecodeError::InterimResponsesTooLarge { limit });
+        }
+        Ok(())
     }
 
     /// The peer closed the connection (EOF); call after feeding everything

@@ -124,6 +124,13 @@ pub enum DecodeError {
         /// The limit.
         limit: u64,
     },
+    /// The interim (1xx) heads before the final one add up to more than
+    /// [`Limits::max_head_bytes`](super::Limits::max_head_bytes).
+    #[error("interim (1xx) responses larger than {limit} bytes in all")]
+    InterimResponsesTooLarge {
+        /// The limit.
+        limit: usize,
+    },
     /// A `101 Switching Protocols` response, though no upgrade was requested.
     #[error("unexpected 101 Switching Protocols (no upgrade was requested)")]
     SwitchingProtocols,

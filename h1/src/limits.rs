@@ -7,8 +7,9 @@
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     /// Largest response head (status line, headers and the empty line), in
-    /// bytes. Each head is bounded separately, interim 1xx heads included.
-    /// Default: 64 KiB.
+    /// bytes. Each head is bounded separately, interim 1xx heads included;
+    /// the interim heads of a response are also bounded by it all together
+    /// (so are 2,000 `102 Processing` heads). Default: 64 KiB.
     pub max_head_bytes: usize,
     /// Largest number of header fields in one head (and in the trailers).
     /// Default: 100.

@@ -167,6 +167,32 @@ HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
         (2, Decoded::Body(b"ok"))
     );
 
+    // Interim heads are bounded all together by the head limit, as each is
+    // on its own: 103s without end are an error, not read for ever.
+    let small = Limits {
+        max_head_bytes: 100,
+        ..limits()
+    };
+    let interim = b"HTTP/1.1 102 Processing\r\n\r\n"; // 27 bytes
+    let final_head = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+    let three = [&interim[..], interim, interim, final_head].concat();
+    assert_eq!(decode_all(small, false, &three, false).unwrap().1, b"ok");
+    let four = [&interim[..], interim, interim, interim, final_head].concat();
+    assert_eq!(
+        decode_all(small, false, &four, false),
+        Err(DecodeError::InterimResponsesTooLarge { limit: 100 })
+    );
+    // Counted across calls too, 100 Continue included.
+    let mut d = ResponseDecoder::new(small, false, true);
+    let continues = b"HTTP/1.1 100 Continue\r\n\r\n"; // 25 bytes
+    for _ in 0..4 {
+        assert_eq!(d.decode(continues).unwrap(), (25, Decoded::Continue));
+    }
+    assert_eq!(
+        d.decode(continues),
+        Err(DecodeError::InterimResponsesTooLarge { limit: 100 })
+    );
+
     // An interim head alone is consumed; the final head may come later.
     let mut d = ResponseDecoder::new(limits(), false, true);
     let input = b"HTTP/1.1 102 Processing\r\n\r\nHTTP/1.1 2";
