@@ -313,6 +313,51 @@ fn a_current_thread_runtime_leaves_the_loops_to_their_threads() {
 }
 
 #[test]
+fn a_blocking_wait_in_a_current_thread_block_on_with_the_runtime_entered_is_no_panic() {
+    // Inside a current-thread runtime's `block_on`, the multi-threaded
+    // runtime that drives the loops entered (`Handle::enter`, for code
+    // that asks for `Handle::current()`): the current handle is then a
+    // multi-threaded one's, but the thread is no worker of it, and tokio's
+    // `block_in_place` panics there. The wait must wait as any other
+    // thread's does. (Answered after a while: a wait that blocks.)
+    let rt = runtime(2);
+    let current = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = TestServer::echo_slow_after(Duration::from_millis(100));
+    let client = driven_by(&rt).request_timeout(CEILING).build().unwrap();
+    let started = Instant::now();
+    let text = current.block_on(async {
+        let _entered = rt.enter();
+        let response = client.get(server.url("/slow")).send().wait()?;
+        response.text().wait()
+    });
+    assert_eq!(text.unwrap(), "/slow");
+    assert!(started.elapsed() < CEILING, "answered by the timeout only");
+    client.close();
+}
+
+#[test]
+fn a_blocking_wait_in_a_local_sets_future_is_no_panic() {
+    // A `LocalSet` run inside the multi-threaded runtime's `block_on` (as
+    // in a `#[tokio::main]` that runs `!Send` futures): tokio forbids
+    // `block_in_place` while it polls, and the thread is no worker anyway.
+    let rt = runtime(1);
+    let server = TestServer::echo_slow_after(Duration::from_millis(100));
+    let client = driven_by(&rt).request_timeout(CEILING).build().unwrap();
+    let started = Instant::now();
+    let local = tokio::task::LocalSet::new();
+    let text = rt.block_on(local.run_until(async {
+        let response = client.get(server.url("/slow")).send().wait()?;
+        response.text().wait()
+    }));
+    assert_eq!(text.unwrap(), "/slow");
+    assert!(started.elapsed() < CEILING, "answered by the timeout only");
+    client.close();
+}
+
+#[test]
 fn a_runtime_without_io_leaves_the_loops_to_their_threads() {
     // Its reactor cannot watch a loop's poll: the loop's task fails on its
     // first poll (tokio says why, on standard error), and the loops' threads

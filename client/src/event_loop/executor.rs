@@ -242,15 +242,28 @@ mod on_tokio {
     /// other tasks run.
     const TURNS_PER_WAKE: usize = 1;
 
-    /// Whether the calling thread may run a multi-threaded runtime's
-    /// tasks (a worker, or its `block_on`): where `block_in_place` hands
-    /// them to another thread. A current-thread runtime's thread cannot
-    /// (`block_in_place` would panic there); a thread of no runtime, or of
-    /// a runtime's blocking pool, need not.
+    /// Whether the calling thread is, as far as tokio lets us tell, a
+    /// worker of a multi-threaded runtime running one of its tasks: where
+    /// the loop's task may wait in this worker's slots, and
+    /// `block_in_place` hands them to another thread. A current-thread
+    /// runtime's thread is not (`block_in_place` panics there); a thread
+    /// of no runtime, or of a runtime's blocking pool, need not be.
+    ///
+    /// The current handle alone does not tell: it is a multi-threaded
+    /// runtime's in that runtime's `block_on`, also while it polls a
+    /// `LocalSet` (`run_until`), and inside a current-thread runtime's
+    /// `block_on` with such a handle entered (`Handle::enter`) — where
+    /// `block_in_place` panics, and which is no worker anyway. Only a
+    /// task runs on a worker, and a `block_on`'s own future is no task:
+    /// so a task is asked for too. (A task spawned on a `LocalSet`, or on
+    /// a current-thread runtime with a multi-threaded handle entered,
+    /// still passes, and `block_in_place` panics there: tokio tells a
+    /// worker from those by nothing public.)
     pub(crate) fn on_a_worker() -> bool {
-        tokio::runtime::Handle::try_current().is_ok_and(|runtime| {
+        let multi_threaded = tokio::runtime::Handle::try_current().is_ok_and(|runtime| {
             runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
-        })
+        });
+        multi_threaded && tokio::task::try_id().is_some()
     }
 
     /// Spawns the task that drives `event_loop` on `runtime`.
