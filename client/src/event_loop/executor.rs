@@ -197,7 +197,10 @@ impl Executor {
     /// timeout. A runtime built without I/O (no `enable_io`) cannot
     /// either: tokio has no way to ask, so each loop's task panics inside
     /// tokio on its first poll (its message says to enable I/O) and the
-    /// loops' threads take the loops back.
+    /// loops' threads take the loops back. A blocking wait in one of the
+    /// runtime's tasks goes through `block_in_place`, which tokio refuses
+    /// (a panic) in a task spawned on a `LocalSet` (`spawn_local`): await
+    /// there instead.
     #[cfg(feature = "tokio")]
     pub fn tokio(runtime: tokio::runtime::Handle) -> Executor {
         Executor { runtime }
