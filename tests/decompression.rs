@@ -1,8 +1,9 @@
 //! Decompression end to end: each coding this build has, its bytes written
 //! at odd splits (Content-Length and chunked framing), stacked codings, a
-//! bomb stopped at `max_body_bytes`, bodies that lie about their coding,
-//! responses that have no body to decode, turning it off, and a real
-//! server (httpbin) choosing what we accept.
+//! bomb stopped at `max_body_bytes` (at once, even when the server says
+//! nothing more; a body of exactly the limit whole), bodies that lie about
+//! their coding, responses that have no body to decode, turning it off,
+//! and a real server (httpbin) choosing what we accept.
 //!
 //! gzip and deflate are in the default build; `br` and `zstd` are tested
 //! with `--features brotli,zstd` (scripts/test runs both).
@@ -470,5 +471,123 @@ fn httpbin_serves_what_we_accept() {
             "{path}: {text}"
         );
     }
+    client.close();
+}
+
+/// A server that sends the head of a chunked body in `coding` and one
+/// piece of it, `piece`, then holds the connection open, silent, until
+/// `done` says (or 30 s pass): a stream (events, a long poll) that has more
+/// to say later.
+fn sends_a_piece_then_waits(
+    coding: &'static str,
+    piece: Vec<u8>,
+    done: mpsc::Receiver<()>,
+) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        read_head(&mut stream).unwrap();
+        let head = format!(
+            "HTTP/1.1 200 OK\r\nContent-Encoding: {coding}\r\n\
+             Transfer-Encoding: chunked\r\n\r\n{:x}\r\n",
+            piece.len()
+        );
+        stream
+            .write_all(&[head.as_bytes(), &piece, b"\r\n"].concat())
+            .unwrap();
+        let _ = done.recv_timeout(Duration::from_secs(30));
+    });
+    url
+}
+
+/// Reads the body `piece` (in `coding`) begins, from a server that then
+/// says nothing more, under a limit of `limit` decoded bytes: it must fail
+/// with `BodyTooLarge` at once — the error is known, and the server's next
+/// bytes, which would not be decoded anyway, may be long to come (here,
+/// never: the request timeout would fail the body instead).
+fn assert_too_large_without_more_of_the_stream(coding: &'static str, piece: &[u8], limit: u64) {
+    for whole in [false, true] {
+        let (done, wait) = mpsc::channel();
+        let url = sends_a_piece_then_waits(coding, piece.to_vec(), wait);
+        let client = Client::builder()
+            .event_loops(1)
+            .max_body_bytes(limit)
+            .request_timeout(Duration::from_secs(5))
+            .build()
+            .unwrap();
+        let mut response = client.get(&url).send().wait().unwrap();
+        let (error, decoded) = if whole {
+            (response.bytes().wait().unwrap_err(), 0)
+        } else {
+            let mut decoded = 0;
+            let error = loop {
+                match response.chunk().wait() {
+                    Ok(Some(chunk)) => decoded += chunk.len() as u64,
+                    Ok(None) => panic!("{coding}: the piece decoded whole"),
+                    Err(error) => break error,
+                }
+            };
+            (error, decoded)
+        };
+        assert!(
+            matches!(error, Error::BodyTooLarge { limit: l, .. } if l == limit),
+            "{coding}, whole: {whole}: {error:?}"
+        );
+        assert!(decoded <= limit, "{decoded} bytes decoded past the limit");
+        done.send(()).unwrap();
+        client.close();
+    }
+}
+
+#[test]
+fn a_piece_that_inflates_past_the_limit_fails_without_waiting_for_more_of_the_stream() {
+    // 20 000 bytes from a few dozen on the wire, against a limit of 1000:
+    // the decoder stops at the limit with the rest of the piece inside it.
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    encoder.write_all(&[b'a'; 20_000]).unwrap();
+    encoder.flush().unwrap(); // Z_SYNC_FLUSH: decodable so far
+    assert_too_large_without_more_of_the_stream("gzip", encoder.get_ref(), 1000);
+}
+
+#[test]
+fn an_inner_coding_past_the_limit_fails_without_waiting_for_more_of_the_stream() {
+    // `deflate, gzip`: 104 170 bytes stored in a zlib stream (104 196
+    // bytes), gzipped to under 200. The zlib stream between the two
+    // codings passes its own bound (the limit and a little slack: 104 193)
+    // in its last bytes, when under 100 000 bytes have been decoded, and
+    // just as the piece runs out.
+    let mut zlib = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::none());
+    zlib.write_all(&[b'a'; 104_170]).unwrap();
+    let piece = gzip(&zlib.finish().unwrap());
+    assert!(piece.len() < 1000);
+    assert_too_large_without_more_of_the_stream("deflate, gzip", &piece, 100_000);
+}
+
+#[test]
+fn a_body_that_inflates_to_exactly_the_limit_is_whole() {
+    let exact = gzip(&[b'b'; 1000]);
+    let server =
+        TestServer::respond(move |_| response(200, &[("Content-Encoding", "gzip")], &exact));
+    let client = Client::builder()
+        .event_loops(1)
+        .max_body_bytes(1000)
+        .request_timeout(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    let body = client
+        .get(server.url("/"))
+        .send()
+        .wait()
+        .unwrap()
+        .bytes()
+        .wait();
+    assert_eq!(body.unwrap(), vec![b'b'; 1000]);
+    let mut response = client.get(server.url("/")).send().wait().unwrap();
+    let mut decoded = 0;
+    while let Some(chunk) = response.chunk().wait().unwrap() {
+        decoded += chunk.len();
+    }
+    assert_eq!(decoded, 1000);
     client.close();
 }

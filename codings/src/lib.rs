@@ -81,8 +81,10 @@
 //! 4. **The limit is on decoded bytes** ([`DecoderConfig::max_decoded_bytes`]):
 //!    exactly `limit` bytes at most are handed out, then the next call
 //!    returns [`DecodeError::TooLarge`] (the decoder stops at the first byte
-//!    past the limit and decodes nothing further). A body of exactly `limit`
-//!    bytes decodes fine. [`total_out`](ContentDecoder::total_out) and
+//!    past the limit and decodes nothing further; a call that produced
+//!    bytes keeps the error for the next call, which
+//!    [`error`](ContentDecoder::error) tells before it is made). A body of
+//!    exactly `limit` bytes decodes fine. [`total_out`](ContentDecoder::total_out) and
 //!    [`total_in`](ContentDecoder::total_in) are there for callers that
 //!    count themselves.
 //! 5. **Errors are final**: after an `Err`, every call returns the same
@@ -197,8 +199,10 @@
 //! Keep the chunk and advance it by `consumed` (no copy); decode into a
 //! reusable buffer and hand out `buf[..produced]`, for instance by
 //! splitting it off a `BytesMut`. Per invariant 2, a chunk is finished as
-//! soon as a call returns with the output not full; otherwise call again
-//! with the rest of the chunk. When the transfer framing says the body has
+//! soon as a call returns with the output not full (unless the decoder
+//! kept an [`error`](ContentDecoder::error) for its next call: make it at
+//! once, rather than wait for the next chunk); otherwise call again with
+//! the rest of the chunk. When the transfer framing says the body has
 //! ended, call `finish` until `done`. `tests/bytes_body.rs` shows the loop.
 
 mod coding;
@@ -553,6 +557,18 @@ impl ContentDecoder {
     /// Whether [`finish`](Self::finish) has returned `done`.
     pub fn is_finished(&self) -> bool {
         self.finished
+    }
+
+    /// The error the decoder has met, if any: every later call returns it.
+    ///
+    /// A call that handed out bytes may have met it already (past the
+    /// limit, those bytes the last within it) and kept it for the next
+    /// call, possibly with its output not full and all of its input
+    /// taken — when invariant 2 says to wait for more input. A caller
+    /// that would wait (the bytes of a stream may be long to come) checks
+    /// here first.
+    pub fn error(&self) -> Option<&DecodeError> {
+        self.error.as_ref()
     }
 
     /// Counts a successful call, or keeps its error for good.

@@ -942,6 +942,89 @@ fn chain_limit_stops_inner_bomb() {
     }
 }
 
+/// Decodes `encoded`, all of it given at once, as a body reader does that
+/// calls again without more input only when the output filled up or the
+/// decoder kept an error ([`ContentDecoder::error`]). Returns whether the
+/// input ran out with an error kept (the reader then calls again at once,
+/// and gets it), and checks that no error is left behind otherwise: a
+/// reader that waited for input a stream may not send for long would not
+/// hear of it until then.
+fn ends_input_with_an_error_kept(header: &str, encoded: &[u8], config: &DecoderConfig) -> bool {
+    let mut dec = decoder(header, config);
+    let mut out = vec![0u8; 32 * 1024];
+    let mut input = encoded;
+    let mut kept = false;
+    loop {
+        match dec.decode(input, &mut out) {
+            Ok((consumed, produced)) => {
+                input = &input[consumed..];
+                kept = dec.error().is_some();
+                if input.is_empty() && produced < out.len() && !kept {
+                    break;
+                }
+            }
+            Err(e) => {
+                assert_eq!(dec.error(), Some(&e), "{header}");
+                return kept;
+            }
+        }
+    }
+    assert_eq!(
+        dec.decode(&[], &mut out),
+        Ok((0, 0)),
+        "{header}: an error was left behind in the decoder"
+    );
+    false
+}
+
+#[test]
+fn an_error_kept_for_the_next_call_is_told_before_it() {
+    // Past the limit in the last coding: the bytes within it come out,
+    // the error is kept.
+    const LIMIT: u64 = 1000;
+    let config = DecoderConfig::new().max_decoded_bytes(LIMIT);
+    for case in cases() {
+        let encoded = (case.encode)(&vec![b'a'; 20_000]);
+        assert!(
+            ends_input_with_an_error_kept(case.header, &encoded, &config),
+            "{case:?}"
+        );
+        // At exactly the limit, nothing is kept.
+        let encoded = (case.encode)(&vec![b'a'; LIMIT as usize]);
+        assert!(!ends_input_with_an_error_kept(
+            case.header,
+            &encoded,
+            &config
+        ));
+    }
+}
+
+#[cfg(all(feature = "gzip", feature = "deflate"))]
+#[test]
+fn an_error_kept_by_an_inner_stage_of_a_chain_is_told_before_the_next_call() {
+    // `deflate, gzip` around bytes stored in a zlib stream a little longer
+    // than the limit: the inner stage's output (the zlib stream) passes its
+    // own bound (the limit and a little slack) in its last bytes, while the
+    // decoded output is still below the limit, and the error is kept —
+    // told by `error()` though the total is not at the limit. Lengths
+    // around that crossing, so that the input runs out just as it is met.
+    const LIMIT: u64 = 100_000;
+    let config = DecoderConfig::new().max_decoded_bytes(LIMIT);
+    let mut kept = 0;
+    for len in 104_150..104_200 {
+        let mut zlib = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::none());
+        zlib.write_all(&vec![b'a'; len]).unwrap();
+        let inner = zlib.finish().unwrap();
+        let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gzip.write_all(&inner).unwrap();
+        let encoded = gzip.finish().unwrap();
+        if ends_input_with_an_error_kept("deflate, gzip", &encoded, &config) {
+            kept += 1;
+        }
+    }
+    assert!(kept > 0, "no length ran out of input as the limit was met");
+}
+
 // -------------------------------------------------------------- gzip ----
 
 #[cfg(feature = "gzip")]

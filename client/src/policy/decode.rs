@@ -74,9 +74,12 @@ pub(crate) struct Decoding {
     /// Raw bytes fed and not yet taken by the decoder.
     input: Bytes,
     out: BytesMut,
-    /// The last call filled its output: the decoder may hold more decoded
-    /// bytes, with no more raw input needed for them.
-    full: bool,
+    /// The decoder has more to say with no more raw input: its last call
+    /// filled the output (it may hold more decoded bytes), or met an error
+    /// it keeps for its next call (past the limit, after handing out the
+    /// last bytes within it). That call is made before any more raw input
+    /// is waited for: a stream's next bytes may be long to come.
+    more: bool,
     /// The server, for errors.
     remote: String,
 }
@@ -87,7 +90,7 @@ impl Decoding {
             decoder,
             input: Bytes::new(),
             out: BytesMut::new(),
-            full: false,
+            more: false,
             remote,
         }
     }
@@ -104,11 +107,11 @@ impl Decoding {
     /// of a piece the server flushed must not wait for the next raw chunk,
     /// which a stream (events, a long poll) may not send for a long time.
     pub(crate) fn next(&mut self) -> Result<Option<Bytes>, Error> {
-        while !self.input.is_empty() || self.full {
+        while !self.input.is_empty() || self.more {
             self.out.resize(OUT_CHUNK, 0);
             let decoded = self.decoder.decode(&self.input, &mut self.out);
             let (consumed, produced) = decoded.map_err(|e| self.error(e))?;
-            self.full = produced == OUT_CHUNK;
+            self.more = produced == OUT_CHUNK || self.decoder.error().is_some();
             let _ = self.input.split_to(consumed);
             if produced > 0 {
                 return Ok(Some(self.take(produced)));
