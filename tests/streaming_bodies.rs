@@ -916,9 +916,9 @@ impl tickless::http_body::Body for EndlessBody {
 /// The head and first bytes of an answer whose body is `too big!`.
 const REFUSAL: &[u8] = b"HTTP/1.1 413 Content Too Large\r\nContent-Length: 8\r\n\r\ntoo ";
 
-/// Reads a request's head and the first 64 KiB of its upload (the upload
-/// is under way), then writes `answer_start`, and the rest of the answer,
-/// `rest`, only once it gets `finish`; then reads until the client goes.
+/// [`answers_midway`] with `answer_start`, then writes the rest of the
+/// answer, `rest`, only once it gets `finish`; then reads until the client
+/// goes.
 fn refuses_midway(
     answer_start: &'static [u8],
     rest: &'static [u8],
@@ -926,18 +926,28 @@ fn refuses_midway(
 ) -> TestServer {
     let finish = std::sync::Mutex::new(finish);
     TestServer::start(Behaviour::custom(move |mut stream, _| {
-        if read_head(&mut stream).is_none() {
+        if !answers_midway(&mut stream, answer_start) {
             return;
         }
-        let mut first = vec![0; 64 * 1024];
-        if stream.read_exact(&mut first).is_err() {
-            return;
-        }
-        let _ = stream.write_all(answer_start);
         let _ = finish.lock().unwrap().recv_timeout(WAIT);
         let _ = stream.write_all(rest);
         drain(&mut stream);
     }))
+}
+
+/// Reads a request's head and the first 64 KiB of its upload (the upload
+/// is under way), then writes `answer_start`. `false` if the client went
+/// first.
+fn answers_midway(stream: &mut std::net::TcpStream, answer_start: &[u8]) -> bool {
+    if read_head(stream).is_none() {
+        return false;
+    }
+    let mut first = vec![0; 64 * 1024];
+    if stream.read_exact(&mut first).is_err() {
+        return false;
+    }
+    let _ = stream.write_all(answer_start);
+    true
 }
 
 /// RFC 9112 §9.5: a refusal that comes while the upload goes on stops it.
@@ -980,25 +990,19 @@ fn a_refusal_while_the_upload_goes_on_lets_go_of_its_source_at_once() {
     }
 }
 
-/// Reads a request's head and the first 64 KiB of its upload, answers with
-/// `answer_start`, then reads on as a server that drains what it refused
-/// (nginx's lingering close): until the end of the stream, a second's
-/// silence, or [`READ_ON_MAX`] bytes. Then stores what it read there in
-/// `read_on` and sends `rest`.
+/// [`answers_midway`] with `answer_start`, then reads on as a server that
+/// drains what it refused (nginx's lingering close): until the end of the
+/// stream, a second's silence, or [`READ_ON_MAX`] bytes. Then stores what
+/// it read there in `read_on` and sends `rest`.
 fn reads_on_after_refusing(
     answer_start: &'static [u8],
     rest: &'static [u8],
     read_on: Arc<AtomicU64>,
 ) -> TestServer {
     TestServer::start(Behaviour::custom(move |mut stream, _| {
-        if read_head(&mut stream).is_none() {
+        if !answers_midway(&mut stream, answer_start) {
             return;
         }
-        let mut first = vec![0; 64 * 1024];
-        if stream.read_exact(&mut first).is_err() {
-            return;
-        }
-        let _ = stream.write_all(answer_start);
         stream
             .set_read_timeout(Some(Duration::from_secs(1)))
             .unwrap();
