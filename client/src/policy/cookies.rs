@@ -84,24 +84,26 @@ impl CookieStore for Jar {
     }
 }
 
-/// Whether `cookie`'s `Domain` is a top-level domain (`com`, `.test`: no
-/// dot inside) other than the host that set it. Without a public-suffix
-/// list these are the public suffixes known for sure, and a cookie for one
-/// would go to every other site under it; `cookie_store` takes it, as any
-/// domain the host is under. `localhost` is let through, as curl does: its
-/// hosts are all this machine's.
+/// Whether `cookie`'s `Domain` is a top-level domain (`com`, `.test`,
+/// `test.`: no dot inside but the root's at the end) other than the host
+/// that set it. Without a public-suffix list these are the public suffixes
+/// known for sure, and a cookie for one would go to every other site under
+/// it; `cookie_store` takes it, as any domain the host is under (`test.`
+/// for a fully qualified `shop.a.test.`). `localhost` is let through, as
+/// curl does: its hosts are all this machine's.
 #[cfg(feature = "cookies")]
 fn for_a_top_level_domain(cookie: &cookie_store::RawCookie<'_>, url: &url::Url) -> bool {
     let Some(domain) = cookie.domain() else {
         return false;
     };
     // An empty `Domain` is no attribute at all (RFC 6265 §5.2.3).
-    !domain.is_empty()
-        && !domain.contains('.')
-        && !domain.eq_ignore_ascii_case("localhost")
-        && !url
-            .host_str()
-            .is_some_and(|host| host.eq_ignore_ascii_case(domain))
+    if domain.is_empty() {
+        return false;
+    }
+    let unrooted = |name: &str| name.trim_end_matches('.').to_ascii_lowercase();
+    let domain = unrooted(domain);
+    let the_hosts_own = url.host_str().is_some_and(|host| unrooted(host) == domain);
+    !domain.contains('.') && domain != "localhost" && !the_hosts_own
 }
 
 #[cfg(all(test, feature = "cookies"))]
@@ -201,6 +203,33 @@ mod tests {
             sent(&jar, "http://api.localhost/").as_deref(),
             Some("local=7")
         );
+    }
+
+    /// A fully qualified host name ends with the root's dot
+    /// (`shop.a.test.`), and so may a `Domain`: `test.` is the top-level
+    /// domain `test` all the same, and a cookie for it would go to every
+    /// other site under it written that way.
+    #[test]
+    fn a_top_level_domain_is_refused_with_the_roots_dot_too() {
+        let jar = Jar::new();
+        set(
+            &jar,
+            "http://shop.a.test./",
+            &[
+                "wide=1; Domain=test.",
+                "dotted=2; Domain=.test.",
+                "doubled=3; Domain=test..",
+                "site=4; Domain=a.test.",
+            ],
+        );
+        assert_eq!(sent(&jar, "http://b.test./"), None);
+        assert_eq!(
+            sent(&jar, "http://shop.a.test./").as_deref(),
+            Some("site=4")
+        );
+        // A host with no dot in its name may still name itself.
+        set(&jar, "http://intranet./", &["own=5; Domain=intranet."]);
+        assert_eq!(sent(&jar, "http://intranet./").as_deref(), Some("own=5"));
     }
 
     #[test]
