@@ -11,7 +11,9 @@
 //!   whether the upload's source ends in the very pass that reads those
 //!   frames or later, mid-way; the upload stops there;
 //! * an answer to HEAD, a 204 or a 304 is whole and empty whatever its
-//!   head declares or its DATA carries.
+//!   head declares or its DATA carries, and however many a connection
+//!   gets (`h2` resets such a 304's stream, and would end the connection
+//!   at its 1025th reset).
 //!
 //! To know that the client has read a burst of frames, the server ends it
 //! with a PING and waits for the answer: `h2` reads frames in order, so the
@@ -492,6 +494,17 @@ fn status(code: &[u8; 3]) -> Vec<u8> {
 /// A server's frames for a stream, given its id.
 type Answer = fn(u32) -> Vec<u8>;
 
+/// A 304 declaring the `content-length` of what it stands for, its stream
+/// ended by an empty DATA frame (as hypercorn ends every stream): `h2`
+/// resets the stream for the length's mismatch, the client takes it whole.
+fn not_modified_ending_with_data(id: u32) -> Vec<u8> {
+    let mut block = status(b"304");
+    block.extend(field(b"content-length", b"1234"));
+    let mut out = frame(HEADERS, END_HEADERS, id, &block);
+    out.extend(frame(DATA, END_STREAM, id, b""));
+    out
+}
+
 /// A `method` request answered by the raw server with `answer`: the
 /// status, and the body as the caller reads it.
 fn bodiless(method: http::Method, answer: Answer) -> Result<(u16, Vec<u8>), tickless::Error> {
@@ -522,17 +535,7 @@ fn bodiless(method: http::Method, answer: Answer) -> Result<(u16, Vec<u8>), tick
 #[test]
 fn an_answer_that_has_no_body_ends_whole_and_empty_whatever_its_data() {
     let cases: [(http::Method, Answer, u16); 3] = [
-        (
-            http::Method::GET,
-            |id| {
-                let mut block = status(b"304");
-                block.extend(field(b"content-length", b"1234"));
-                let mut out = frame(HEADERS, END_HEADERS, id, &block);
-                out.extend(frame(DATA, END_STREAM, id, b""));
-                out
-            },
-            304,
-        ),
+        (http::Method::GET, not_modified_ending_with_data, 304),
         (
             http::Method::GET,
             |id| {
@@ -564,4 +567,58 @@ fn an_answer_that_has_no_body_ends_whole_and_empty_whatever_its_data() {
             Err(error) => panic!("{method} answered {code}: {error:?}"),
         }
     }
+}
+
+/// `h2` counts every stream it resets for a server's protocol error
+/// against a limit per connection (`max_local_error_reset_streams`, 1024,
+/// never counted down), past which it ends the connection with
+/// `GOAWAY(ENHANCE_YOUR_CALM)`, failing every stream on it. The 304s of
+/// [`not_modified_ending_with_data`] are such resets, yet answers the
+/// client takes: a connection that gets many of them (a cache revalidating
+/// against hypercorn) retires before that, its open streams finishing,
+/// and the requests after go to a new connection.
+#[test]
+fn many_bodiless_answers_that_h2_resets_fail_no_stream_open_beside_them() {
+    const ANSWERS: usize = 1100;
+    let (seen, held_seen) = mpsc::channel();
+    let server = RawH2Server::start(move |mut conn| {
+        if conn.index > 0 {
+            while let Some(&id) = conn.read_requests(1).first() {
+                conn.send(&not_modified_ending_with_data(id));
+            }
+            return;
+        }
+        let held = conn.read_requests(1)[0];
+        let _ = seen.send(());
+        // 304s until the client takes its requests elsewhere (or closes).
+        let _ = conn
+            .stream
+            .set_read_timeout(Some(Duration::from_millis(500)));
+        while let Some(&id) = conn.read_requests(1).first() {
+            conn.send(&not_modified_ending_with_data(id));
+        }
+        conn.send(&ok_headers(held));
+        conn.drain(CEILING);
+    });
+    let client = h2c().build().unwrap();
+    let held = client.get(server.url("/held")).send();
+    held_seen.recv_timeout(CEILING).unwrap();
+    let statuses: Vec<_> = (0..ANSWERS)
+        .map(|_| {
+            let response = client.get(server.url("/cached")).send().wait()?;
+            let status = response.status().as_u16();
+            Ok::<_, tickless::Error>((status, response.bytes().wait()?))
+        })
+        .collect();
+    match held.wait() {
+        Ok(response) => assert_eq!(response.status(), 200),
+        Err(error) => panic!("the stream held open beside the 304s: {error:?}"),
+    }
+    for (i, answer) in statuses.into_iter().enumerate() {
+        let (status, body) = answer.unwrap();
+        assert_eq!((status, &body[..]), (304, &b""[..]), "answer {i}");
+    }
+    // The first connection retired once, well before h2's limit.
+    assert_eq!(server.connections.load(Ordering::SeqCst), 2);
+    client.close();
 }

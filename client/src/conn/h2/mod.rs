@@ -66,7 +66,9 @@
 //! has completed, and the stream, its answer ended, is not reset for it.
 //! A response that has no body whatever its head says (an answer to HEAD,
 //! a 204, a 304) has none here either: DATA sent all the same is dropped,
-//! and the stream's end completes it, even one `h2` reports as an error.
+//! and the stream's end completes it, even one `h2` reports as an error
+//! (a reset of its own, which it counts towards ending the connection:
+//! before it would, the connection retires, see [`Http2::taken_resets`]).
 //! Request bodies are sent as the server's window allows: a chunk waits for
 //! capacity before the next is taken from its source, so a server that stops
 //! reading stops the upload's pump too — and, if no window comes for the
@@ -171,6 +173,20 @@ const LAST_STREAM_ID: u32 = (1 << 31) - 1;
 /// and a request whose body is streamed cannot go again.)
 const STREAMS_BEFORE_SETTINGS: usize = 100;
 
+/// Streams `h2` resets for the server's protocol errors over a connection's
+/// life, at most, before it ends the connection with
+/// `GOAWAY(ENHANCE_YOUR_CALM)`, every stream on it failing
+/// (`max_local_error_reset_streams`, 1024 by default; never counted down).
+/// Kept: it bounds the resets a hostile server has the client queue
+/// (RUSTSEC-2024-0003), with frames on streams long closed for instance.
+const LOCAL_RESETS_MAX: usize = 1024;
+
+/// Resets of `h2`'s that the client took as answers (see
+/// [`Stream::end_bodiless`]), with the streams open that may add one each,
+/// past which a connection retires ([`Http2::taken_resets`]): the rest of
+/// [`LOCAL_RESETS_MAX`] is left for the server's errors that fail streams.
+const TAKEN_RESETS_MAX: usize = LOCAL_RESETS_MAX * 3 / 4;
+
 type Handshake = Pin<
     Box<
         dyn Future<Output = Result<(SendRequest<Bytes>, Connection<AsyncIo, Bytes>), h2::Error>>
@@ -216,6 +232,13 @@ pub(super) struct Http2 {
     /// A stream has ended on it: the streams opened from now on are on a
     /// reused connection (see [`Stream::may_go_again_after_close`]).
     served: bool,
+    /// Streams `h2` reset for the server's error that the client took as
+    /// answers all the same (a 304 declaring a length, ended by an empty
+    /// DATA frame: see [`Stream::end_bodiless`]). `h2` counts them towards
+    /// [`LOCAL_RESETS_MAX`]: before they and the open streams reach
+    /// [`TAKEN_RESETS_MAX`], the connection retires, as one past its time
+    /// to live does, rather than have `h2` end it under its streams.
+    taken_resets: usize,
     /// A keep-alive PING is out since then.
     ping_sent: Option<Instant>,
     last_ping: Instant,
@@ -252,6 +275,9 @@ struct Stream {
     body: BodyCount,
     /// Opened on a connection that had served a stream already.
     reused: bool,
+    /// Ended by a reset of `h2`'s own, taken as its answer's end (see
+    /// [`Http2::taken_resets`]).
+    took_reset: bool,
 }
 
 /// A response body's bytes against the client's limit
@@ -421,7 +447,10 @@ impl Conn {
             .initial_window_size(options.initial_stream_window)
             .initial_connection_window_size(options.initial_connection_window)
             .max_frame_size(options.max_frame_size)
-            .max_header_list_size(options.max_header_list_size);
+            .max_header_list_size(options.max_header_list_size)
+            // Set, not left to `h2`'s default: `TAKEN_RESETS_MAX` is
+            // measured against it.
+            .max_local_error_reset_streams(Some(LOCAL_RESETS_MAX));
         #[cfg(test)]
         if let Some(id) = options.first_stream_id {
             builder.initial_stream_id(id);
@@ -452,6 +481,7 @@ impl Conn {
             goaway_error: None,
             idle_since: None,
             served: false,
+            taken_resets: 0,
             ping_sent: None,
             last_ping: now,
         }));
@@ -766,6 +796,7 @@ impl Conn {
         let limit = client_limit.map_or(server_limit, |client| client.min(server_limit));
         let mut goaway = None;
         let mut ids_spent = false;
+        let mut worn = false;
         let mut sent_at = None;
         while let Some(front) = h2.queue.front() {
             if h2.going_away {
@@ -776,6 +807,13 @@ impl Conn {
                 continue;
             }
             if h2.streams.len() >= limit {
+                break;
+            }
+            if h2.taken_resets > 0 && h2.taken_resets + h2.streams.len() >= TAKEN_RESETS_MAX {
+                // Each open stream may add one more: the connection takes
+                // no new one, and retires (see `taken_resets`).
+                worn = true;
+                h2.going_away = true;
                 break;
             }
             match send.poll_ready(task) {
@@ -848,6 +886,7 @@ impl Conn {
                                 received: 0,
                             },
                             reused: h2.served,
+                            took_reset: false,
                         },
                     );
                 }
@@ -867,7 +906,7 @@ impl Conn {
             h2.goaway_error = Some(Http2Reason(reason.into()));
         }
         self.went_away(match goaway {
-            _ if ids_spent => Departure::Retired,
+            _ if ids_spent || worn => Departure::Retired,
             Some(reason) => Departure::GoAway(reason),
             None => Departure::Server,
         });
@@ -999,6 +1038,7 @@ impl Conn {
             let polled = stream.poll(now, info.as_ref(), &mut retry, goaway_error, &h2.io_ready);
             if let Polled::Gone = polled {
                 h2.served = true;
+                h2.taken_resets += usize::from(stream.took_reset);
                 h2.streams.remove(key);
                 self.owner
                     .env()
@@ -1447,10 +1487,13 @@ impl Stream {
     /// `content-length` of what it stands for (RFC 9113 §8.1.1), and `h2`
     /// resets such a stream if its `END_STREAM` comes on a DATA frame
     /// rather than on its head (hypercorn ends every stream so), as it
-    /// does a HEAD's answer that sends the DATA its length declares.
+    /// does a HEAD's answer that sends the DATA its length declares: then
+    /// `took_reset` is set (`h2` counts such resets: see
+    /// [`Http2::taken_resets`]).
     fn end_bodiless(
         exchange: &Exchange,
         body: &mut RecvStream,
+        took_reset: &mut bool,
         task: &mut Context<'_>,
         now: Instant,
     ) -> Polled {
@@ -1461,7 +1504,8 @@ impl Stream {
                     exchange.mark_read(now);
                     let _ = body.flow_control().release_capacity(data.len());
                 }
-                Poll::Ready(None | Some(Err(_))) => {
+                Poll::Ready(end) => {
+                    *took_reset = matches!(end, Some(Err(error)) if error.is_library());
                     exchange.complete(None);
                     return Polled::Gone;
                 }
@@ -1635,7 +1679,13 @@ impl Stream {
                     };
                 }
                 Recv::Bodiless(body) => {
-                    return Ok(Stream::end_bodiless(&self.exchange, body, task, now))
+                    return Ok(Stream::end_bodiless(
+                        &self.exchange,
+                        body,
+                        &mut self.took_reset,
+                        task,
+                        now,
+                    ))
                 }
                 Recv::Body(body) => {
                     let pipe = self.exchange.body();
