@@ -913,6 +913,72 @@ fn a_delay_armed_on_an_attempt_that_fails_moves_to_the_copy_that_takes_over_on_t
     a_delay_armed_on_an_attempt_that_fails_moves_to_the_copy_that_takes_over(true);
 }
 
+/// Two copies allowed. The first copy's delay rings — the second copy is
+/// due — and the first copy fails before the waiter polls again: the poll
+/// that sees the copy fail sends the second copy then, the clock still at
+/// its delay. Armed again afresh on the first attempt, the delay that had
+/// rung would hold the due copy back a whole delay more (and here, the
+/// clock standing still, for ever).
+#[test]
+fn a_copy_that_fails_after_its_delay_rang_lets_the_next_copy_go_at_once() {
+    let clock = ManualClock::new();
+    // Delays on the wheel, which a manual clock fires on the thread that
+    // advances it: rung when `advance` returns.
+    let (client, recorder) = client_on(&clock, false);
+    // Sent by the test (or never, by one that failed before: the wait is
+    // bounded so that the server's drop ends).
+    let (fail_copy, failed) = std::sync::mpsc::channel::<()>();
+    let failed = Arc::new(std::sync::Mutex::new(failed));
+    let server = TestServer::start(Behaviour::per_connection(move |index| match index {
+        0 => Behaviour::NeverAnswer,
+        // The first copy: held until the test says, then closed before
+        // any answer.
+        1 => {
+            let failed = failed.clone();
+            Behaviour::custom(move |stream, _| {
+                let _ = failed.lock().unwrap().recv_timeout(CEILING);
+                drop(stream);
+            })
+        }
+        _ => Behaviour::respond(|_| ok("the second copy")),
+    }));
+    let mut future = client
+        .get(server.url("/"))
+        .hedge(hedge::Policy::after(Duration::from_millis(50)).max_copies(2))
+        .send();
+    assert!(poll_once(&mut future).is_pending());
+    assert!(eventually(CEILING, || server.connections_accepted() == 1));
+    assert!(eventually(CEILING, || client.stats().armed_timers() > 0));
+    // 50 ms: the first copy.
+    clock.advance(Duration::from_millis(50));
+    poll_until(&mut future, || hedges_seen(&recorder) == 1);
+    assert!(eventually(CEILING, || server.connections_accepted() == 2));
+    // 100 ms: its delay rings, and it fails before the next poll.
+    clock.advance(Duration::from_millis(50));
+    fail_copy.send(()).unwrap();
+    assert!(eventually(CEILING, || failures_seen(&recorder) == 1));
+    assert_eq!(hedges_seen(&recorder), 1);
+    // The clock stays at 100 ms: the second copy goes, and answers.
+    let started = std::time::Instant::now();
+    let response = loop {
+        match poll_once(&mut future) {
+            std::task::Poll::Ready(outcome) => break outcome.unwrap(),
+            std::task::Poll::Pending => {
+                assert!(
+                    started.elapsed() < CEILING,
+                    "the due copy did not go (copies sent: {})",
+                    hedges_seen(&recorder)
+                );
+                thread::sleep(Duration::from_millis(1));
+            }
+        }
+    };
+    assert_eq!(response.text().wait().unwrap(), "the second copy");
+    assert_eq!(hedges_seen(&recorder), 2);
+    assert_eq!(server.connections_accepted(), 3);
+    client.close();
+}
+
 // ------------------------------------------------- HTTP/2 failures ---
 
 const REFUSED_STREAM: u32 = 0x7;

@@ -41,6 +41,11 @@ impl Alarm {
         }
     }
 
+    /// Whether it has rung.
+    pub(crate) fn has_rung(&self) -> bool {
+        self.rung.load(Ordering::Acquire)
+    }
+
     /// Ready once rung; otherwise `cx`'s waker is woken when it is.
     pub(crate) fn poll(&self, cx: &mut Context<'_>) -> Poll<()> {
         if self.rung.load(Ordering::Acquire) {

@@ -246,17 +246,7 @@ impl Attempts {
                 }
                 Err(error) => {
                     self.failures.push(error);
-                    // The next copy's delay was armed on this one and ended
-                    // with it: armed again, on the attempt waited for.
-                    if self
-                        .hedge_alarm
-                        .as_ref()
-                        .is_some_and(|delay| delay.on == copy.id)
-                    {
-                        self.hedge_alarm = None;
-                        let current = self.current.clone();
-                        self.arm_hedge(&sender, &current);
-                    }
+                    self.move_hedge_delay_off(&copy, &sender);
                 }
             }
         }
@@ -474,6 +464,28 @@ impl Attempts {
             on: attempt.id,
             at,
         });
+    }
+
+    /// `copy` failed while `current` is still waited for: the next copy's
+    /// delay, if `copy` held it, ended with it and is armed again on
+    /// `current` — unless it rang first (its copy is due, the poll that saw
+    /// `copy` fail just did not look at it yet): then it stays rung, now
+    /// `current`'s, and the copy goes at once. Armed again, a due copy
+    /// would wait a whole delay more.
+    fn move_hedge_delay_off(&mut self, copy: &Exchange, sender: &Sender<'_>) {
+        let Some(delay) = &mut self.hedge_alarm else {
+            return;
+        };
+        if delay.on != copy.id {
+            return;
+        }
+        if delay.alarm.has_rung() {
+            delay.on = self.current.id;
+            return;
+        }
+        self.hedge_alarm = None;
+        let current = self.current.clone();
+        self.arm_hedge(sender, &current);
     }
 
     /// `current` took over from `failed`, which may hold the next copy's
