@@ -100,10 +100,12 @@ impl RequestInfo {
 /// the order the work is done — connect before request sent before status
 /// before headers before body parts — and then exactly one of
 /// [`on_completed`](Self::on_completed) and [`on_failed`](Self::on_failed),
-/// after which nothing of its progress is told; only its request's policy
-/// may go on ([`on_redirect`](Self::on_redirect),
-/// [`on_retry`](Self::on_retry)), about the exchange that follows. That
-/// holds when the exchange is ended on another thread than the one telling
+/// after which nothing of its progress is told. Its request's policy
+/// tells of the exchange that follows ([`on_redirect`](Self::on_redirect),
+/// [`on_retry`](Self::on_retry)) as soon as it decides on it, which may be
+/// before the end of the one it leaves: a redirect whose body is still
+/// coming is told, then that body is cancelled (`on_failed`, the request
+/// cancelled). The order of one exchange's own events holds when the exchange is ended on another thread than the one telling
 /// its events: a request timeout on the wheel, or a cancel, while its loop
 /// is in `on_status`. The exchange ends at once (its connection is
 /// aborted, its timers stop), but `on_failed` is told — and after it the
