@@ -1625,3 +1625,97 @@ fn control_a_reader_that_has_not_read_yet_is_no_read_timeout_after_a_small_uploa
 fn a_reader_that_has_not_read_yet_is_no_read_timeout_when_the_upload_ends_late() {
     busy_caller_reads_late(32 << 20);
 }
+
+// Found by a review (2026-12-05): the wait for `100 Continue` ran no
+// timeout but the request's.
+
+/// Waits for `100 Continue` as long as it takes (`Duration::MAX`), behind
+/// a read timeout of 300 ms and no request timeout, to a server that takes
+/// the head and says nothing: its silence is a read timeout. Before
+/// 2026-12-05 nothing bounded it — the read timeout started only once the
+/// body was out, which it never was — and the request waited for ever
+/// (with a finite delay, until the delay sent the body).
+#[test]
+fn a_server_silent_while_the_body_waits_for_100_continue_is_a_read_timeout() {
+    silent_while_waiting_for_100_continue(false);
+    silent_while_waiting_for_100_continue(true);
+}
+
+fn silent_while_waiting_for_100_continue(event_loop_timeouts: bool) {
+    let server = TestServer::start(Behaviour::NeverAnswer);
+    let client = builder(event_loop_timeouts)
+        .read_timeout(Duration::from_millis(300))
+        .request_timeout(Duration::ZERO)
+        .expect_continue_timeout(Duration::MAX)
+        .build()
+        .unwrap();
+    let pending = client
+        .post(server.url("/"))
+        .body(vec![b'c'; 1000])
+        .expect_continue(true)
+        .send();
+    let (done, ended) = std::sync::mpsc::channel();
+    let waiter = thread::spawn(move || {
+        let _ = done.send(pending.wait().map(|response| response.status()));
+    });
+    match ended.recv_timeout(Duration::from_secs(5)) {
+        Ok(result) => assert!(matches!(result, Err(Error::ReadTimeout(_))), "{result:?}"),
+        Err(_) => {
+            client.close();
+            let _ = waiter.join();
+            panic!("no read timeout: still waiting for 100 Continue 5 s after the head went (event-loop timeouts: {event_loop_timeouts})");
+        }
+    }
+    client.close();
+}
+
+/// Says `100 Continue` at once, then reads the body (64 MB) steadily but
+/// slowly — 512 KiB every 20 ms, about 2.6 s in all — and answers with its
+/// length.
+fn continues_then_reads_slowly() -> TestServer {
+    TestServer::start(Behaviour::custom(|mut stream, _| {
+        let Some(head) = read_head(&mut stream) else {
+            return;
+        };
+        let mut left = content_length(&head);
+        let _ = stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
+        let mut buf = vec![0; 512 * 1024];
+        while left > 0 {
+            let n = buf.len().min(left);
+            if stream.read_exact(&mut buf[..n]).is_err() {
+                return;
+            }
+            left -= n;
+            thread::sleep(Duration::from_millis(20));
+        }
+        let _ = stream.write_all(&ok("whole"));
+        drain(&mut stream);
+    }))
+}
+
+/// The other side of the test above: once `100 Continue` came, the body
+/// going out is not the server's silence — a read timeout (1 s) shorter
+/// than the upload (about 2.6 s) does not fire while it goes.
+#[test]
+fn a_body_sent_after_100_continue_is_no_read_timeout_however_long_it_takes() {
+    let server = continues_then_reads_slowly();
+    let client = Client::builder()
+        .event_loops(1)
+        .read_timeout(Duration::from_secs(1))
+        .request_timeout(Duration::ZERO)
+        .expect_continue_timeout(Duration::MAX)
+        .build()
+        .unwrap();
+    let text = client
+        .post(server.url("/"))
+        .body(vec![b'b'; 64 << 20])
+        .expect_continue(true)
+        .send()
+        .wait()
+        .unwrap()
+        .text()
+        .wait()
+        .unwrap();
+    assert_eq!(text, "whole");
+    client.close();
+}

@@ -54,8 +54,9 @@ impl ClientBuilder {
     }
 
     /// Bound on the server's silence: the time between two reads (or
-    /// between sending the request and the first read; an answer whose
-    /// head comes before the request is all sent starts it at its head).
+    /// between sending the request — or its head, while its body waits
+    /// for `100 Continue` — and the first read; an answer whose head comes
+    /// before the request is all sent starts it at its head).
     /// It runs only while the client has room for the body's bytes and
     /// waits for them (see [`body_window`](Self::body_window)). Default
     /// 60 s; zero disables it.
@@ -417,7 +418,9 @@ impl ClientBuilder {
 
     /// How long a request body waits for the server's `100 Continue` when
     /// the request says `Expect: 100-continue` (default 1 s, as curl): then
-    /// it is sent anyway. Zero: it does not wait. A final answer that comes
+    /// it is sent anyway. Zero: it does not wait. However long the delay,
+    /// the [read timeout](Self::read_timeout) bounds the server's silence
+    /// meanwhile. A final answer that comes
     /// first is the response, and the body is never sent (nor the
     /// connection reused).
     pub fn expect_continue_timeout(mut self, timeout: Duration) -> Self {

@@ -742,6 +742,13 @@ impl Exchange {
         self.change(|link| link.timers.set(Timer::Read, deadline));
     }
 
+    /// The connection stops waiting on the server to speak — a request
+    /// that waited for `100 Continue` sends its body — and the read timeout
+    /// with it, until [`start_read`](Self::start_read) starts it again.
+    pub(crate) fn stop_read(self: &Arc<Self>) {
+        self.change(|link| link.timers.set(Timer::Read, None));
+    }
+
     /// The request waits on the server — its socket full, or its HTTP/2
     /// window spent — from `now`: the write timeout starts, a full period
     /// from `now`. The connection calls it once per wait, marks what the

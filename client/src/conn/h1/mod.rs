@@ -329,6 +329,10 @@ impl Conn {
                 let Some(delay) = expect_delay else {
                     return self.continue_body(cx);
                 };
+                // The client waits on the server from now: its silence is
+                // a read timeout, however long the delay (`Duration::MAX`:
+                // as long as it takes).
+                active.exchange.start_read(now);
                 if let Some(deadline) = deadline_after(now, delay) {
                     self.arm_timer(cx, EXPECT_TIMER, Some(deadline));
                 }
@@ -361,6 +365,10 @@ impl Conn {
             let State::Active(active) = &mut self.state else {
                 return;
             };
+            // The client no longer waits on the server but on its own
+            // body: the read timeout starts again once the body is out (or
+            // at an early answer), not while it goes.
+            active.exchange.stop_read();
             active.sending = Sending::Body(Box::new(BodyOut::of(&active.exchange, cx)));
             self.write_request(cx);
         }
