@@ -1719,3 +1719,86 @@ fn a_body_sent_after_100_continue_is_no_read_timeout_however_long_it_takes() {
     assert_eq!(text, "whole");
     client.close();
 }
+
+/// An async body of a declared length (5) that gives it, then never ends.
+struct WholeThenPending(Option<&'static str>);
+
+impl tickless::http_body::Body for WholeThenPending {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> Poll<Option<Result<tickless::http_body::Frame<Bytes>, Self::Error>>> {
+        match self.0.take() {
+            Some(piece) => Poll::Ready(Some(Ok(tickless::http_body::Frame::data(piece.into())))),
+            None => Poll::Pending,
+        }
+    }
+
+    fn size_hint(&self) -> tickless::http_body::SizeHint {
+        tickless::http_body::SizeHint::with_exact(5)
+    }
+}
+
+/// Over HTTP/1.1 a body whose `Content-Length` has all gone is whole on
+/// the wire: the request is sent, though its source never says it has
+/// ended (as over HTTP/2 since 88f37bc). Before 2026-12-05 the request was
+/// never counted sent, so a server silent after taking it whole ran no
+/// read timeout — the request waited for ever (with no request timeout).
+#[test]
+fn a_silent_server_after_an_upload_whole_by_its_length_is_a_read_timeout() {
+    let server = TestServer::start(Behaviour::NeverAnswer);
+    let client = builder(false)
+        .read_timeout(Duration::from_millis(300))
+        .request_timeout(Duration::ZERO)
+        .build()
+        .unwrap();
+    let pending = client
+        .post(server.url("/"))
+        .body(Upload::from_stream(WholeThenPending(Some("whole"))))
+        .send();
+    let (done, ended) = std::sync::mpsc::channel();
+    let waiter = thread::spawn(move || {
+        let _ = done.send(pending.wait().map(|response| response.status()));
+    });
+    match ended.recv_timeout(Duration::from_secs(5)) {
+        Ok(result) => assert!(matches!(result, Err(Error::ReadTimeout(_))), "{result:?}"),
+        Err(_) => {
+            client.close();
+            let _ = waiter.join();
+            panic!("no read timeout 5 s after the server took the whole body and went silent");
+        }
+    }
+    client.close();
+}
+
+/// The same body, answered: the connection, its request whole, goes back
+/// to the pool (before 2026-12-05 it was closed: the request never
+/// counted as sent, it was taken as cut short).
+#[test]
+fn a_connection_whose_upload_was_whole_by_its_length_is_reused() {
+    let server = TestServer::respond(|request| ok(&String::from_utf8_lossy(&request.body)));
+    let client = client(false);
+    let text = client
+        .post(server.url("/"))
+        .body(Upload::from_stream(WholeThenPending(Some("whole"))))
+        .send()
+        .wait()
+        .unwrap()
+        .text()
+        .wait()
+        .unwrap();
+    assert_eq!(text, "whole");
+    assert!(eventually(WAIT, || client.stats().idle_connections == 1));
+    let again = client.get(server.url("/")).send().wait().unwrap();
+    assert_eq!(again.status(), 200);
+    drop(again);
+    assert_eq!(
+        server.connections_accepted(),
+        1,
+        "the first connection was not reused"
+    );
+    client.close();
+}

@@ -43,8 +43,9 @@ impl Upload {
 
     /// A body read from `reader`, of `length` bytes if known (then it is
     /// sent with `Content-Length`, and a reader that gives more or fewer
-    /// fails the request with [`Error::RequestBody`](crate::Error::RequestBody));
-    /// chunked when `None`.
+    /// fails the request with [`Error::RequestBody`](crate::Error::RequestBody);
+    /// once it has given `length` bytes the body is whole, and the reader
+    /// is not read further); chunked when `None`.
     pub fn from_reader(reader: impl Read + Send + 'static, length: Option<u64>) -> Upload {
         Upload {
             kind: UploadKind::Reader {

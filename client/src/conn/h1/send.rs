@@ -142,6 +142,13 @@ impl BodyOut {
             if self.ended {
                 return Sent::Done;
             }
+            // Its declared length out: the body is whole on the wire, and
+            // the request sent, whether or not the source has said it has
+            // ended (it may never), as over HTTP/2.
+            if self.declared.whole() {
+                self.end();
+                continue;
+            }
             // What TLS holds goes before the source is asked for more: it
             // may have nothing for a while, and the server is owed these.
             match transport.flush() {
@@ -187,8 +194,8 @@ impl BodyOut {
         }
     }
 
-    /// The source has ended (its length checked already): the last chunk
-    /// goes, if chunked.
+    /// The source has ended, or has given all of its declared length
+    /// (checked already): the last chunk goes, if chunked.
     fn end(&mut self) {
         self.ended = true;
         self.source = Source::None;
