@@ -289,3 +289,41 @@ fn when_the_latest_attempt_fails_the_next_starts_at_once_though_an_earlier_one_s
     assert!(took >= stagger, "{took:?}");
     assert!(took < stagger * 2 - Duration::from_millis(500), "{took:?}");
 }
+
+/// The listener hears how every attempt it was told of ended: one that
+/// timed out is a failure with `TimedOut` — told when it ends, before the
+/// attempt it makes way for — as much as one that was refused.
+#[test]
+fn an_attempt_that_times_out_is_told_to_the_listener_as_a_failure() {
+    let Some(dead) = blackhole() else { return };
+    let server = TestServer::respond(|_| ok("alive"));
+    let recorder = Recorder::new();
+    let client = builder()
+        .connect_timeout(Duration::from_millis(300))
+        .happy_eyeballs_delay(Duration::from_secs(30))
+        .resolve("dual.test", &[dead.addr(), server.addr()])
+        .listener(recorder.clone())
+        .build()
+        .unwrap();
+    let response = client.get("http://dual.test/").send().wait().unwrap();
+    assert_eq!(response.text().wait().unwrap(), "alive");
+    let connects: Vec<String> = recorder
+        .events()
+        .into_iter()
+        .filter_map(|(event, _)| match event {
+            Event::ConnectAttempt(addr) => Some(format!("attempt {addr}")),
+            Event::ConnectFailure(addr, kind) => Some(format!("failure {addr} {kind:?}")),
+            Event::ConnectSuccess(info) => Some(format!("success {}", info.remote)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        connects,
+        vec![
+            format!("attempt {}", dead.addr()),
+            format!("failure {} TimedOut", dead.addr()),
+            format!("attempt {}", server.addr()),
+            format!("success {}", server.addr()),
+        ]
+    );
+}

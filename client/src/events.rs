@@ -129,7 +129,9 @@ pub trait EventListener: Send + Sync + 'static {
     fn on_connect_attempt(&self, request: &RequestInfo, remote: SocketAddr) {}
     /// A TCP connect succeeded; the connection is pinned to its loop.
     fn on_connect_success(&self, request: &RequestInfo, connection: &ConnectionInfo) {}
-    /// A TCP connect to `remote` failed.
+    /// A TCP connect to `remote` failed, or took longer than the
+    /// [connect timeout](crate::ClientBuilder::connect_timeout) (`error`'s
+    /// kind is then `TimedOut`).
     fn on_connect_failure(
         &self,
         request: &RequestInfo,

@@ -237,6 +237,13 @@ impl Conn {
             {
                 let mut attempt = connecting.end_attempt(index, now);
                 let _ = cx.registry.deregister(&mut attempt.socket);
+                // Told as a failure, as a refused one is: the listener
+                // heard of the attempt, and hears how it ended.
+                let error = io::Error::new(io::ErrorKind::TimedOut, "the connect timeout passed");
+                connecting
+                    .exchange
+                    .listener
+                    .on_connect_failure(attempt.addr, &error);
                 connecting.last_failure = Some((Failure::TimedOut, attempt.addr));
             } else {
                 index += 1;
