@@ -617,3 +617,79 @@ fn a_socks_proxy_that_never_answers_is_a_proxy_handshake_timeout() {
     );
     client.close();
 }
+
+/// A SOCKS5 proxy double that relays to `origin`, and whose success reply
+/// goes in one write with the origin's first bytes: it waits for them
+/// before answering (a proxy that answers once the origin has spoken, or
+/// whose reply and relayed bytes meet in one read of the client's).
+fn socks_replying_with_the_origins_first_bytes(origin: std::net::SocketAddr) -> TestServer {
+    TestServer::start(Behaviour::custom(move |mut stream, _| {
+        let mut greeting = [0u8; 3];
+        if stream.read_exact(&mut greeting).is_err() {
+            return;
+        }
+        let _ = stream.write_all(&[5, 0]);
+        let mut request = [0u8; 512];
+        if stream.read(&mut request).is_err() {
+            return;
+        }
+        let Ok(mut upstream) = std::net::TcpStream::connect(origin) else {
+            return;
+        };
+        let mut first = [0u8; 1024];
+        let Ok(n) = upstream.read(&mut first) else {
+            return;
+        };
+        let mut reply = vec![5, 0, 0, 1, 127, 0, 0, 1, 0, 0];
+        reply.extend_from_slice(&first[..n]);
+        if stream.write_all(&reply).is_err() {
+            return;
+        }
+        relay(stream, upstream);
+    }))
+}
+
+/// Copies bytes both ways between `a` and `b` until each side ends.
+fn relay(a: std::net::TcpStream, b: std::net::TcpStream) {
+    let (Ok(mut a_in), Ok(mut b_out)) = (a.try_clone(), b.try_clone()) else {
+        return;
+    };
+    let upstream = std::thread::spawn(move || {
+        let _ = std::io::copy(&mut a_in, &mut b_out);
+        let _ = b_out.shutdown(std::net::Shutdown::Write);
+    });
+    let (mut b_in, mut a_out) = (b, a);
+    let _ = std::io::copy(&mut b_in, &mut a_out);
+    let _ = a_out.shutdown(std::net::Shutdown::Write);
+    let _ = upstream.join();
+}
+
+/// HTTP/2 with prior knowledge through SOCKS5: an `h2` server sends its
+/// SETTINGS as soon as it accepts (RFC 9113 §3.4 lets it), so the tunnel's
+/// first bytes can come with the proxy's reply. They are the origin's
+/// connection preface, not bytes before any request, and HTTP/2 reads them.
+#[test]
+fn http2_prior_knowledge_through_socks5_takes_the_origins_settings_that_came_with_the_reply() {
+    let h2 = support::h2_server::H2Server::start(|stream| {
+        support::h2_server::answer(stream, 200, b"over h2 through socks")
+    });
+    let socks = socks_replying_with_the_origins_first_bytes(h2.addr());
+    let client = client_via(Proxy::all(&format!("socks5h://{}", socks.addr())).unwrap())
+        .http2_prior_knowledge()
+        .request_timeout(CEILING)
+        .build()
+        .unwrap();
+    let response = client.get(h2.url("/")).send().wait().unwrap();
+    assert_eq!(response.version(), http::Version::HTTP_2);
+    assert_eq!(response.text().wait().unwrap(), "over h2 through socks");
+    // To HTTP/1.1 the same bytes are a server speaking before the request.
+    let client = client_via(Proxy::all(&format!("socks5h://{}", socks.addr())).unwrap())
+        .request_timeout(CEILING)
+        .build()
+        .unwrap();
+    let (_, _, source) = proxy_error(client.get(h2.url("/")).send().wait().unwrap_err());
+    assert!(
+        matches!(&source, ProxyError::MalformedAnswer(m) if m.contains("before any request")),
+        "{source:?}"
+    );
+}

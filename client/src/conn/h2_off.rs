@@ -33,7 +33,12 @@ impl Conn {
     /// Unreachable: the builder refuses prior knowledge and HTTP/2-only
     /// without the feature, and ALPN never offers `h2`. Fails the exchange
     /// rather than panic, should that ever change.
-    pub(super) fn begin_h2(&mut self, _cx: &mut LoopContext<'_>, exchange: Arc<Exchange>) {
+    pub(super) fn begin_h2(
+        &mut self,
+        _cx: &mut LoopContext<'_>,
+        exchange: Arc<Exchange>,
+        _early: Vec<u8>,
+    ) {
         exchange.finish_err(Error::Io {
             remote: exchange.remote_name(),
             source: std::io::Error::other("HTTP/2 is not in this build (cargo feature http2)"),

@@ -373,26 +373,23 @@ impl Conn {
         if self.route.tls_origin().is_some() {
             return self.start_handshake(cx, exchange, early);
         }
-        if !early.is_empty() {
-            // A server that speaks before the request: nothing it can say
-            // is an answer.
-            let error = self.proxy_error(
-                &exchange,
-                ProxyError::MalformedAnswer("bytes from the origin before any request".into()),
-            );
-            self.close(cx);
-            exchange.finish_err(error);
-            return;
-        }
-        self.begin_protocol(cx, exchange);
+        self.begin_protocol(cx, exchange, early);
     }
 
     /// The connection is open (connected, tunnelled, and handshaken for
     /// https): its protocol for life is chosen — what ALPN negotiated over
     /// TLS, HTTP/2 over cleartext with prior knowledge (not to a proxy that
     /// forwards: that one speaks HTTP/1.1), else HTTP/1.1 — and its first
-    /// exchange begins.
-    fn begin_protocol(&mut self, cx: &mut LoopContext<'_>, exchange: Arc<Exchange>) {
+    /// exchange begins. `early`: the origin's first bytes, which came with
+    /// a proxy's answer (none over TLS: they were the handshake's) — the
+    /// start of an HTTP/2 server's preface, or, to HTTP/1.1, a server
+    /// speaking before the request, which nothing it says can answer.
+    fn begin_protocol(
+        &mut self,
+        cx: &mut LoopContext<'_>,
+        exchange: Arc<Exchange>,
+        early: Vec<u8>,
+    ) {
         let versions = self.env().config.versions;
         let Some(transport) = self.transport.as_ref() else {
             return;
@@ -404,7 +401,16 @@ impl Conn {
             versions == HttpVersions::Http2PriorKnowledge && !self.route.forwards()
         };
         if h2 {
-            return self.begin_h2(cx, exchange);
+            return self.begin_h2(cx, exchange, early);
+        }
+        if !early.is_empty() {
+            let error = self.proxy_error(
+                &exchange,
+                ProxyError::MalformedAnswer("bytes from the origin before any request".into()),
+            );
+            self.close(cx);
+            exchange.finish_err(error);
+            return;
         }
         if versions == HttpVersions::Http2Only && https {
             let source = io::Error::new(
@@ -518,7 +524,7 @@ impl Conn {
                 }
                 // Records that came with the end of the handshake (session
                 // tickets) are read there too.
-                self.begin_protocol(cx, exchange);
+                self.begin_protocol(cx, exchange, Vec::new());
             }
             Err(failure) => {
                 let remote = exchange.remote_name();

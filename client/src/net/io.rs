@@ -31,6 +31,7 @@
 //!   are shared with that same connection's code alone.
 
 use super::Transport;
+use bytes::{Buf, Bytes};
 use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -44,6 +45,9 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 pub(crate) struct AsyncIo {
     transport: Transport,
     ready: Arc<IoReadiness>,
+    /// Bytes of the stream already read off the socket before it was
+    /// handed over (what came with a proxy's answer), read first.
+    early: Bytes,
 }
 
 /// Whether reading and writing may make progress: set by the socket's
@@ -96,8 +100,9 @@ impl IoReadiness {
 
 impl AsyncIo {
     /// Over `transport`, taken as ready both ways (a fresh connection has
-    /// not read yet, and may already hold bytes).
-    pub(crate) fn new(transport: Transport) -> (AsyncIo, Arc<IoReadiness>) {
+    /// not read yet, and may already hold bytes); `early` are the stream's
+    /// first bytes, already read off the socket (see `AsyncIo::early`).
+    pub(crate) fn new(transport: Transport, early: Bytes) -> (AsyncIo, Arc<IoReadiness>) {
         let ready = Arc::new(IoReadiness {
             readable: AtomicBool::new(true),
             writable: AtomicBool::new(true),
@@ -109,6 +114,7 @@ impl AsyncIo {
         let io = AsyncIo {
             transport,
             ready: ready.clone(),
+            early,
         };
         (io, ready)
     }
@@ -143,6 +149,13 @@ impl AsyncRead for AsyncIo {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
+        if this.early.has_remaining() {
+            // Already here: no socket to ask, and no readiness to wait for.
+            let n = this.early.len().min(buf.remaining());
+            buf.put_slice(&this.early[..n]);
+            this.early.advance(n);
+            return Poll::Ready(Ok(()));
+        }
         if !this.ready.readable.load(Ordering::Relaxed) {
             return Poll::Pending;
         }

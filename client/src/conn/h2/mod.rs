@@ -434,8 +434,15 @@ impl Http2 {
 
 impl Conn {
     /// Starts HTTP/2 on this connection — negotiated by ALPN or known in
-    /// advance — for `exchange`, attached to it already.
-    pub(super) fn begin_h2(&mut self, cx: &mut LoopContext<'_>, exchange: Arc<Exchange>) {
+    /// advance — for `exchange`, attached to it already. `early`: the
+    /// server's first bytes, read with a proxy's answer (a server may send
+    /// its SETTINGS before the client's preface, RFC 9113 §3.4).
+    pub(super) fn begin_h2(
+        &mut self,
+        cx: &mut LoopContext<'_>,
+        exchange: Arc<Exchange>,
+        early: Vec<u8>,
+    ) {
         let Some(transport) = self.transport.take() else {
             return;
         };
@@ -455,7 +462,7 @@ impl Conn {
         if let Some(id) = options.first_stream_id {
             builder.initial_stream_id(id);
         }
-        let (io, io_ready) = AsyncIo::new(transport);
+        let (io, io_ready) = AsyncIo::new(transport, Bytes::from(early));
         let handshake = builder.handshake::<_, Bytes>(io);
         if let Some(info) = &self.info {
             exchange
