@@ -6,7 +6,7 @@
 
 mod support;
 
-use std::net::SocketAddr;
+use std::net::{Ipv6Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use support::*;
@@ -326,4 +326,34 @@ fn an_attempt_that_times_out_is_told_to_the_listener_as_a_failure() {
             format!("success {}", server.addr()),
         ]
     );
+}
+
+/// An IPv6 address with a scope id (a link-local one needs its
+/// interface's) keeps it when an override's port 0 takes the request's
+/// port: the connection goes to the address given, interface and all.
+#[test]
+fn an_override_keeps_the_scope_id_of_its_ipv6_address() {
+    let Ok(listener) = std::net::TcpListener::bind("[::1]:0") else {
+        return; // No IPv6 loopback here.
+    };
+    let port = listener.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let _ = RequestReader::new(0).read_request(&mut stream);
+        std::io::Write::write_all(&mut stream, &ok("scoped")).unwrap();
+    });
+    let scoped =
+        |port| SocketAddr::V6(std::net::SocketAddrV6::new(Ipv6Addr::LOCALHOST, port, 0, 1));
+    let recorder = Recorder::new();
+    let client = builder()
+        .resolve("scoped.test", &[scoped(0)])
+        .listener(recorder.clone())
+        .request_timeout(CEILING)
+        .build()
+        .unwrap();
+    let url = format!("http://scoped.test:{port}/");
+    let response = client.get(url).send().wait().unwrap();
+    assert_eq!(response.text().wait().unwrap(), "scoped");
+    assert_eq!(attempts(&recorder), vec![scoped(port)]);
+    server.join().unwrap();
 }

@@ -278,7 +278,8 @@ impl ClientBuilder {
     /// Connects to `addrs` for `host` without resolving it (reqwest's
     /// `resolve_to_addrs`, curl's `--resolve`): for the origin's host or a
     /// proxy's. An address with port 0 takes the port of the request (or
-    /// the proxy); any other port is used as given. Host names compare
+    /// the proxy), keeping the rest of it (an IPv6 scope id); any other
+    /// port is used as given. Host names compare
     /// case-insensitively; an empty list removes the override.
     pub fn resolve(mut self, host: &str, addrs: &[std::net::SocketAddr]) -> Self {
         let host = host

@@ -586,7 +586,7 @@ impl Dispatcher {
             let addrs: Vec<SocketAddr> = addrs
                 .iter()
                 .map(|a| match a.port() {
-                    0 => SocketAddr::new(a.ip(), port),
+                    0 => with_port(*a, port),
                     _ => *a,
                 })
                 .collect();
@@ -879,6 +879,14 @@ impl ConnOwner for Dispatcher {
 enum Hop {
     Origin,
     Proxy,
+}
+
+/// `addr` with `port`: an IPv6 address keeps its scope id (a link-local
+/// address is unreachable without its interface's) and flow label, which
+/// `SocketAddr::new(addr.ip(), port)` would drop.
+pub(crate) fn with_port(mut addr: SocketAddr, port: u16) -> SocketAddr {
+    addr.set_port(port);
+    addr
 }
 
 /// The error of `exchange` when its proxy's name did not resolve.

@@ -26,6 +26,7 @@
 //! are a broken resolver configuration, not load; a thread costs a stack
 //! reservation, not memory used.
 
+use super::with_port;
 use crate::event_loop::without_pinning;
 use crate::net::{Lookup, Resolve, ResolveAnswer};
 use crate::sync::lock;
@@ -198,9 +199,7 @@ impl Shared {
             // caller's listener), which may resolve again.
             for (port, answer) in answers {
                 match &result {
-                    Ok(addrs) => {
-                        answer.addresses(addrs.iter().map(|a| SocketAddr::new(a.ip(), port)))
-                    }
+                    Ok(addrs) => answer.addresses(addrs.iter().map(|a| with_port(*a, port))),
                     Err(error) => answer.failed(io::Error::new(error.kind(), error.to_string())),
                 }
             }
@@ -302,6 +301,24 @@ mod tests {
         // The 50 lookups of the slow name were one call.
         assert_eq!(double.calls.load(Ordering::SeqCst), 1 + 20);
         assert!(lock(&resolver.shared.state).threads.len() <= 2);
+        resolver.shutdown();
+    }
+
+    #[test]
+    fn an_answer_keeps_the_scope_id_of_a_link_local_address() {
+        let link_local = |port| {
+            SocketAddr::V6(std::net::SocketAddrV6::new(
+                "fe80::1".parse().unwrap(),
+                port,
+                0,
+                7,
+            ))
+        };
+        let resolver = ThreadedResolver::with_lookup(Box::new(move |_| Ok(vec![link_local(0)])));
+        let (_, addrs) = ask(&resolver, "printer.local", 631)
+            .recv_timeout(PROMPTLY)
+            .unwrap();
+        assert_eq!(addrs.unwrap(), vec![link_local(631)]);
         resolver.shutdown();
     }
 
