@@ -693,3 +693,39 @@ fn http2_prior_knowledge_through_socks5_takes_the_origins_settings_that_came_wit
         "{source:?}"
     );
 }
+
+/// A SOCKS5 proxy that answers before it is asked: its method selection
+/// and its CONNECT reply in one write, right after the greeting. The
+/// client still sends its CONNECT request before it takes the reply as
+/// the answer to it — not its HTTP request in its place.
+#[test]
+fn a_socks_reply_that_comes_before_the_request_is_taken_once_the_request_is_sent() {
+    let origin = origin();
+    let to = origin.addr();
+    let (asked, asked_for) = std::sync::mpsc::channel();
+    let socks = TestServer::start(Behaviour::custom(move |mut stream, _| {
+        let mut greeting = [0u8; 3];
+        if stream.read_exact(&mut greeting).is_err() {
+            return;
+        }
+        let _ = stream.write_all(&[5, 0, 5, 0, 0, 1, 127, 0, 0, 1, 0, 0]);
+        // The CONNECT request for an IPv4 address is 10 bytes.
+        let mut request = [0u8; 10];
+        if stream.read_exact(&mut request).is_err() {
+            return;
+        }
+        let _ = asked.send(request.to_vec());
+        if let Ok(upstream) = std::net::TcpStream::connect(to) {
+            relay(stream, upstream);
+        }
+    }));
+    let client = client_via(Proxy::all(&format!("socks5h://{}", socks.addr())).unwrap())
+        .request_timeout(CEILING)
+        .build()
+        .unwrap();
+    let body = text(&client, &origin.url("/early")).unwrap();
+    assert_eq!(body, "GET /early via=none auth=none");
+    let request = asked_for.recv_timeout(CEILING).unwrap();
+    let port = to.port().to_be_bytes();
+    assert_eq!(request, [5, 1, 0, 1, 127, 0, 0, 1, port[0], port[1]]);
+}

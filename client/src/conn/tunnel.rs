@@ -212,28 +212,28 @@ fn first_step(
     }
 }
 
-/// Writes what is due, reads what came, and parses it, until the socket
+/// Writes what is due, parses what came, and reads more, until the socket
 /// would block or the answer is complete.
+///
+/// What came is parsed only once everything due is written: a proxy's
+/// answer is taken for the message it answers only after that message
+/// went out (a SOCKS5 proxy may send its reply with its method selection,
+/// before the CONNECT request: the request still goes first, and the tunnel
+/// never opens with it unsent).
 fn turn(tunnelling: &mut Tunnelling, tcp: &mut mio::net::TcpStream) -> Turn {
     loop {
-        // Write what is due.
-        let pending: &[u8] = match &tunnelling.step {
-            Step::Connect { request, written } => &request[*written..],
-            Step::Socks(socks) => socks.wants_write(),
-        };
-        if !pending.is_empty() {
-            match tcp.write(pending) {
-                Ok(0) => return Turn::Failed(ProxyError::Io(io::ErrorKind::WriteZero.into())),
-                Ok(n) => match &mut tunnelling.step {
-                    Step::Connect { written, .. } => *written += n,
-                    Step::Socks(socks) => socks.written(n),
-                },
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Turn::Failed(ProxyError::Io(e)),
+        if let Err(error) = write_due(tunnelling, tcp) {
+            return Turn::Failed(error);
+        }
+        if pending(&tunnelling.step).is_empty() && !tunnelling.received.is_empty() {
+            if let Some(turn) = parse(tunnelling) {
+                return turn;
+            }
+            if !pending(&tunnelling.step).is_empty() {
+                // The next message is queued: it goes before more is read.
+                continue;
             }
         }
-        // Read what came.
         let mut chunk = [0u8; 4096];
         let read = match tcp.read(&mut chunk) {
             Ok(0) => return Turn::Failed(eof(&mut tunnelling.step)),
@@ -248,35 +248,61 @@ fn turn(tunnelling: &mut Tunnelling, tcp: &mut mio::net::TcpStream) -> Turn {
                 "more than {MAX_ANSWER} bytes before the end of its answer"
             )));
         }
-        // Parse it.
-        match &mut tunnelling.step {
-            Step::Connect { .. } => match ConnectResponse::parse(&tunnelling.received) {
-                Ok(None) => {}
-                Ok(Some((used, _established))) => {
-                    return Turn::Open(tunnelling.received.split_off(used));
-                }
-                Err(error) => {
-                    return Turn::Failed(error.into_proxy_error(tunnelling.target.clone()))
-                }
-            },
-            Step::Socks(socks) => loop {
-                match socks.received(&tunnelling.received) {
-                    Ok((_, Progress::NeedMore)) => break,
-                    // The next message is queued; what came with this
-                    // one may be the answer to it already.
-                    Ok((used, Progress::Send)) => {
-                        tunnelling.received.drain(..used);
-                        if tunnelling.received.is_empty() {
-                            break;
-                        }
-                    }
-                    Ok((used, Progress::Done { .. })) => {
-                        return Turn::Open(tunnelling.received.split_off(used));
-                    }
-                    Err(error) => return Turn::Failed(error.into()),
-                }
-            },
+    }
+}
+
+/// What is still to be written to the proxy.
+fn pending(step: &Step) -> &[u8] {
+    match step {
+        Step::Connect { request, written } => &request[*written..],
+        Step::Socks(socks) => socks.wants_write(),
+    }
+}
+
+/// Writes what is due, as far as the socket takes it.
+fn write_due(tunnelling: &mut Tunnelling, tcp: &mut mio::net::TcpStream) -> Result<(), ProxyError> {
+    loop {
+        let due = pending(&tunnelling.step);
+        if due.is_empty() {
+            return Ok(());
         }
+        let n = match tcp.write(due) {
+            Ok(0) => return Err(ProxyError::Io(io::ErrorKind::WriteZero.into())),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(ProxyError::Io(e)),
+        };
+        match &mut tunnelling.step {
+            Step::Connect { written, .. } => *written += n,
+            Step::Socks(socks) => socks.written(n),
+        }
+    }
+}
+
+/// Parses what the proxy sent: `Some` once its answer is complete (or
+/// wrong), `None` while more is needed or a next message was queued (what
+/// is left is parsed once it is written).
+fn parse(tunnelling: &mut Tunnelling) -> Option<Turn> {
+    match &mut tunnelling.step {
+        Step::Connect { .. } => match ConnectResponse::parse(&tunnelling.received) {
+            Ok(None) => None,
+            Ok(Some((used, _established))) => Some(Turn::Open(tunnelling.received.split_off(used))),
+            Err(error) => Some(Turn::Failed(
+                error.into_proxy_error(tunnelling.target.clone()),
+            )),
+        },
+        Step::Socks(socks) => match socks.received(&tunnelling.received) {
+            Ok((_, Progress::NeedMore)) => None,
+            Ok((used, Progress::Send)) => {
+                tunnelling.received.drain(..used);
+                None
+            }
+            Ok((used, Progress::Done { .. })) => {
+                Some(Turn::Open(tunnelling.received.split_off(used)))
+            }
+            Err(error) => Some(Turn::Failed(error.into())),
+        },
     }
 }
 
