@@ -508,6 +508,67 @@ fn a_server_that_never_says_continue_gets_the_body_after_the_delay() {
     assert_eq!(text, "1000");
 }
 
+/// Answers `417 Expectation Failed` to a request that says `Expect:
+/// 100-continue` (reading no body), and to one that does not the length of
+/// its body; counts the requests.
+fn refuses_expectations(requests: Arc<AtomicUsize>) -> TestServer {
+    TestServer::start(Behaviour::custom(move |mut stream, _| {
+        let Some(head) = read_head(&mut stream) else {
+            return;
+        };
+        requests.fetch_add(1, Ordering::SeqCst);
+        if head
+            .to_ascii_lowercase()
+            .contains("\r\nexpect: 100-continue")
+        {
+            let _ = stream.write_all(&response(417, &[], b"no expectations"));
+            return drain(&mut stream);
+        }
+        let mut body = vec![0; content_length(&head)];
+        if stream.read_exact(&mut body).is_ok() {
+            let _ = stream.write_all(&ok(&body.len().to_string()));
+        }
+        drain(&mut stream);
+    }))
+}
+
+#[test]
+fn a_417_to_an_expectation_repeats_a_body_in_memory_once_without_it() {
+    let requests = Arc::new(AtomicUsize::new(0));
+    let server = refuses_expectations(requests.clone());
+    let client = client(false);
+    let response = client
+        .post(server.url("/"))
+        .body(vec![b'e'; 1000])
+        .expect_continue(true)
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.text().wait().unwrap(), "1000");
+    assert_eq!(requests.load(Ordering::SeqCst), 2);
+    client.close();
+}
+
+#[test]
+fn a_417_to_an_expectation_with_a_streamed_body_is_the_response() {
+    let requests = Arc::new(AtomicUsize::new(0));
+    let server = refuses_expectations(requests.clone());
+    let client = client(false);
+    let body = Upload::from_reader(std::io::Cursor::new(vec![b's'; 1000]), Some(1000));
+    let response = client
+        .post(server.url("/"))
+        .body(body)
+        .expect_continue(true)
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.status(), 417);
+    assert_eq!(response.text().wait().unwrap(), "no expectations");
+    assert_eq!(requests.load(Ordering::SeqCst), 1);
+    client.close();
+}
+
 /// Echoes what it got: the framing header it came with, and the body.
 fn framing_echo() -> TestServer {
     TestServer::respond(|request| {

@@ -423,7 +423,10 @@ impl ClientBuilder {
     /// the [read timeout](Self::read_timeout) bounds the server's silence
     /// meanwhile. A final answer that comes
     /// first is the response, and the body is never sent (nor the
-    /// connection reused).
+    /// connection reused) — but a `417 Expectation Failed` to a body in
+    /// memory sends the request again at once, without the `Expect`
+    /// (RFC 9110 §10.1.1; once per request); to a streamed body, it is the
+    /// response.
     pub fn expect_continue_timeout(mut self, timeout: Duration) -> Self {
         self.config.expect_continue_timeout = nonzero(timeout);
         self

@@ -384,6 +384,31 @@ impl Attempts {
         retried.is_ok()
     }
 
+    /// Whether `head` refused the hop's `Expect: 100-continue` (`417
+    /// Expectation Failed`) and the hop went again, at once, without it
+    /// (RFC 9110 §10.1.1: the client SHOULD). Once per request: the hop
+    /// loses the header for good. Only over HTTP/1.1 (HTTP/2 never sends
+    /// it) and for a body in memory: a streamed one is gone with the
+    /// attempt that took it, and the 417 is the response.
+    pub(crate) fn repeat_without_expectation(&mut self, head: &Head, sender: Sender<'_>) -> bool {
+        let refused = head.status == http::StatusCode::EXPECTATION_FAILED
+            && head.version != http::Version::HTTP_2
+            && hop::expects_continue(&sender.hop.headers);
+        if !refused || !sender.hop.body.replayable() {
+            return false;
+        }
+        Arc::make_mut(&mut sender.hop.headers).remove(http::header::EXPECT);
+        let Ok(exchange) = hop::exchange_for(sender.dispatcher, sender.hop, sender.settings) else {
+            return false;
+        };
+        // The 417's body is not wanted.
+        self.current.body_dropped();
+        self.current = exchange.clone();
+        self.arm_hedge(&sender, &exchange);
+        sender.dispatcher.submit(exchange);
+        true
+    }
+
     /// Arms the backoff of the next attempt, `delay` from now, if one is
     /// left, fits the deadline and the budget; `reason` is why.
     fn arm_retry(

@@ -218,6 +218,10 @@ impl Chain {
         if attempts.retry_status(&head, &url, sender) {
             return Ok(None);
         }
+        let (attempts, sender) = self.parts();
+        if attempts.repeat_without_expectation(&head, sender) {
+            return Ok(None);
+        }
         let Some(next) = self.redirect_of(&head) else {
             return Ok(Some(head));
         };

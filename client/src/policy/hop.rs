@@ -99,11 +99,7 @@ pub(crate) fn exchange_for(
         add_connection_close(Arc::make_mut(&mut hop.headers));
     }
     let keep_alive = !h1::has_connection_token(&hop.headers, b"close");
-    let expect_continue = hop.headers.get_all(EXPECT).iter().any(|v| {
-        v.as_bytes()
-            .trim_ascii()
-            .eq_ignore_ascii_case(b"100-continue")
-    });
+    let expect_continue = expects_continue(&hop.headers);
     let window = config.body_window;
     let meter = dispatcher.body_meter().clone();
     // To a proxy that forwards it: the absolute URI, and the proxy's
@@ -176,6 +172,15 @@ pub(crate) fn exchange_for(
     });
     exchange.set_route(route);
     Ok(exchange)
+}
+
+/// Whether the request asks for `100 Continue` before its body.
+pub(crate) fn expects_continue(headers: &http::HeaderMap) -> bool {
+    headers.get_all(EXPECT).iter().any(|v| {
+        v.as_bytes()
+            .trim_ascii()
+            .eq_ignore_ascii_case(b"100-continue")
+    })
 }
 
 /// Adds the `close` token to the request's `Connection` header (or adds
