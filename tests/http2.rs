@@ -136,6 +136,38 @@ fn connection_specific_headers_stay_off_http2_and_the_others_go() {
     client.close();
 }
 
+/// `Expect: 100-continue` is HTTP/1.1's: over HTTP/2 the header is not
+/// sent and the body goes at once — not after `expect_continue_timeout`,
+/// here longer than the request may take.
+#[test]
+fn over_http2_an_expectation_is_not_sent_and_the_body_goes_at_once() {
+    let expects = Arc::new(Mutex::new(Vec::new()));
+    let server = H2Server::start({
+        let expects = expects.clone();
+        move |stream| {
+            let expect = stream.request.headers().get("expect").cloned();
+            expects.lock().unwrap().push(expect);
+            echo(stream)
+        }
+    });
+    let client = h2c()
+        .expect_continue_timeout(Duration::from_secs(600))
+        .request_timeout(CEILING)
+        .build()
+        .unwrap();
+    let response = client
+        .post(server.url("/"))
+        .body("sent at once")
+        .expect_continue(true)
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.version(), http::Version::HTTP_2);
+    assert_eq!(response.bytes().wait().unwrap(), "sent at once");
+    assert_eq!(*expects.lock().unwrap(), [None]);
+    client.close();
+}
+
 #[test]
 fn a_hundred_concurrent_requests_share_one_connection() {
     let server = H2Server::start(|stream| async move {

@@ -426,7 +426,8 @@ impl ClientBuilder {
     /// connection reused) — but a `417 Expectation Failed` to a body in
     /// memory sends the request again at once, without the `Expect`
     /// (RFC 9110 §10.1.1; once per request); to a streamed body, it is the
-    /// response.
+    /// response. Over HTTP/2 the `Expect` is not sent and the body goes at
+    /// once, without waiting.
     pub fn expect_continue_timeout(mut self, timeout: Duration) -> Self {
         self.config.expect_continue_timeout = nonzero(timeout);
         self

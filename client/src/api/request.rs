@@ -124,7 +124,8 @@ impl RequestBuilder {
     /// Sends `Expect: 100-continue`: the body waits for the server's
     /// `100 Continue` (up to [`ClientBuilder::expect_continue_timeout`](crate::ClientBuilder::expect_continue_timeout)),
     /// so a server that refuses the request answers before it is sent.
-    /// The same as setting the header yourself.
+    /// The same as setting the header yourself. HTTP/1.1 only: over HTTP/2
+    /// the header is not sent, and the body goes at once.
     pub fn expect_continue(mut self, expect: bool) -> Self {
         if expect {
             self.headers
