@@ -68,7 +68,7 @@ pub struct ClientStats {
     /// count includes the pool cleaner's entry.
     pub wheel: TimerStats,
     /// Pool-cleaner entries armed on the wheel (it re-arms itself while the
-    /// client is open).
+    /// client is open; `close` takes it off: 0 after).
     pub pool_cleaner_armed: usize,
     /// Each event loop's deadline heap, by loop index.
     pub loops: Vec<TimerStats>,

@@ -51,7 +51,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::thread::{self, ThreadId};
 use std::time::{Duration, Instant};
-use tickless_timer::{HashedWheelTimer, SharedClock, TimerStats};
+use tickless_timer::{HashedWheelTimer, SharedClock, TimerStats, WheelTimeout};
 
 /// Where [`Dispatcher::close`] is.
 enum Closing {
@@ -137,6 +137,9 @@ pub(crate) struct Dispatcher {
     /// Pool-cleaner entries armed on the wheel (0 or 1), so snapshots can
     /// tell them from exchange timeouts.
     cleaner_armed: AtomicUsize,
+    /// The cleaner's entry on the wheel, cancelled at close: the stop of
+    /// the wheel drops it unrun, and `cleaner_armed` would count it still.
+    cleaner: Mutex<Option<WheelTimeout>>,
     closed: AtomicBool,
     closing: Mutex<Closing>,
     closed_now: Condvar,
@@ -230,6 +233,7 @@ impl Dispatcher {
             proxies,
             in_flight: Arc::default(),
             cleaner_armed: AtomicUsize::new(0),
+            cleaner: Mutex::new(None),
             closed: AtomicBool::new(false),
             closing: Mutex::new(Closing::Open),
             closed_now: Condvar::new(),
@@ -679,6 +683,12 @@ impl Dispatcher {
             return;
         };
         let weak = self.me.clone();
+        // Armed under the lock, and not once closed: `cancel_cleaner` then
+        // finds every entry armed before it, and none comes after.
+        let mut cleaner = lock(&self.cleaner);
+        if self.is_closed() {
+            return;
+        }
         // Counted before arming and uncounted when it runs: a snapshot taken
         // in between counts it before the wheel does, so exchange timeouts
         // are at worst under-counted for a moment, never over-counted.
@@ -693,7 +703,19 @@ impl Dispatcher {
                 }
             }
         });
-        if armed.is_err() {
+        match armed {
+            Ok(entry) => *cleaner = Some(entry),
+            Err(_) => {
+                self.cleaner_armed.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Takes the cleaner's entry off the wheel, if it has not run (when it
+    /// has, it uncounted itself).
+    fn cancel_cleaner(&self) {
+        let entry = lock(&self.cleaner).take();
+        if entry.is_some_and(|entry| entry.cancel()) {
             self.cleaner_armed.fetch_sub(1, Ordering::Relaxed);
         }
     }
@@ -742,6 +764,7 @@ impl Dispatcher {
             exchange.fail(Error::ClientClosed, None);
         }
         self.env.group.shutdown();
+        self.cancel_cleaner();
         drop(self.wheel.stop());
         self.own_resolver.shutdown();
         *lock(&self.closing) = Closing::Closed;
@@ -995,5 +1018,17 @@ mod tests {
         assert!(took < Duration::from_secs(1), "close took {took:?}");
         let error = request.wait().unwrap_err();
         assert!(matches!(error, Error::ClientClosed), "{error:?}");
+    }
+
+    /// The pool cleaner re-arms itself while the client is open; `close`
+    /// takes its entry off the wheel, and the stats say so.
+    #[test]
+    fn close_cancels_the_pool_cleaner() {
+        let client = Client::builder().event_loops(1).build().unwrap();
+        assert_eq!(client.stats().pool_cleaner_armed, 1);
+        client.close();
+        let stats = client.stats();
+        assert_eq!(stats.pool_cleaner_armed, 0, "{stats:?}");
+        assert_eq!(stats.wheel.armed, 0, "{stats:?}");
     }
 }
