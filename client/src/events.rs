@@ -121,6 +121,34 @@ impl RequestInfo {
 /// about the exchange (no `on_headers` after a panic in `on_status`, say).
 /// A panic in [`on_completed`](Self::on_completed) or
 /// [`on_failed`](Self::on_failed) changes nothing: the exchange has ended.
+///
+/// # Blocking, and calling back into the client
+///
+/// A method runs on a thread the client needs for other work: a loop's
+/// (its own thread, or a caller's that is driving the loop for a blocking
+/// wait — see [`EventLoop`](crate::event_loop::EventLoop), "Who drives a
+/// loop"), the wheel's, or a resolver's. While it runs, that thread does
+/// nothing else: a loop serves none of its connections, and the wheel
+/// (the default timer mode) fires no timeout of the client.
+///
+/// From a method, sending a request, cancelling or dropping any request's
+/// future, [`Client::close`](crate::Client::close) and dropping the last
+/// `Client` return at once, and do what they do anywhere else.
+///
+/// Blocking on the client there does not: a
+/// [`ResponseFuture::wait`](crate::ResponseFuture::wait), a blocking read
+/// of a body, or a `block_on` of either, on a loop's thread or a driving
+/// caller's, waits for the loop that thread runs whenever what it waits
+/// for is on that loop — a new connection opened there goes to a loop
+/// chosen in turn, so with several loops it may be, or not, from one run
+/// to the next. Nothing then answers the wait but a timeout of the
+/// request (on the wheel), or its cancel from another thread; with no
+/// timeout it never returns, and the loop stays stopped. On the wheel's
+/// thread the wait is answered, but every timeout of the client waits
+/// for it. Hand such work to a thread of your own (a channel, a spawned
+/// task) and return. The same holds for a [`Waker`](std::task::Waker)
+/// that polls its task inline when woken: the task runs on the loop's
+/// thread, where polling is fine and blocking is not.
 #[allow(unused_variables)]
 pub trait EventListener: Send + Sync + 'static {
     /// The host name resolved to `addrs`.

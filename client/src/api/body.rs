@@ -42,8 +42,11 @@ use std::task::{Context, Poll};
 /// once. Either way the exchange ends, its timers with it, and nothing more
 /// of it is delivered.
 ///
-/// Do not block on a body on an event loop's thread (in a listener): that
-/// loop would stop serving the very connection being read.
+/// Do not block on a body on a thread that runs an event loop's turns (in
+/// a listener, or a waker that polls its task inline): that loop would
+/// stop serving the very connection being read, and only the request's
+/// timeout would end the read (see [`EventListener`](crate::EventListener),
+/// "Blocking, and calling back into the client").
 ///
 /// ```
 /// # let url = tickless_client::doc_support::serve(|_, _, _| {

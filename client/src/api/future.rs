@@ -85,9 +85,13 @@ impl ResponseFuture {
     /// few requests are in flight, and recent spins caught their answer; the
     /// price is at most 50 µs of processor time per call.
     ///
-    /// Do not call it on an event loop's thread (from a listener or a
-    /// streaming callback): that loop would stop serving the very
-    /// connection being waited for.
+    /// Do not call it on a thread that runs an event loop's turns — a
+    /// loop's own, or a caller's driving one, as in a listener, or in a
+    /// waker that polls its task inline: that loop would stop serving the
+    /// very connection being waited for, and only the request's timeout
+    /// (or a cancel from another thread) would end the wait (see
+    /// [`EventListener`](crate::EventListener), "Blocking, and calling
+    /// back into the client").
     ///
     /// # Panics
     ///

@@ -1,0 +1,510 @@
+//! The caller's code run on the client's own threads — a listener on a
+//! loop's thread or the wheel's, a waker that polls its task inline —
+//! calling back into the client: sending, cancelling, closing, dropping
+//! the last `Client`, waiting. What works is asserted to work; what cannot
+//! (a blocking wait on the thread that runs the very loop it waits for) is
+//! asserted to end as `EventListener` documents, by the request timeout.
+//! Every test is bounded by a generous ceiling: a hang shows as a failure
+//! with a message, never as a stuck test binary.
+
+mod support;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
+use std::thread;
+use std::time::{Duration, Instant};
+use support::*;
+use tickless::{Client, Error, EventListener, RequestInfo, ResponseFuture};
+
+const CEILING: Duration = Duration::from_secs(20);
+
+/// Runs `f` on a thread of its own; panics with `what` if it has not
+/// returned within [`CEILING`] (a deadlock), and passes its panic on.
+fn within_ceiling<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (done, finished) = mpsc::channel();
+    thread::spawn(move || {
+        let _ = done.send(f());
+    });
+    match finished.recv_timeout(CEILING) {
+        Ok(value) => value,
+        Err(mpsc::RecvTimeoutError::Timeout) => panic!("{what}: still blocked after {CEILING:?}"),
+        Err(mpsc::RecvTimeoutError::Disconnected) => panic!("{what}: panicked"),
+    }
+}
+
+fn ok_server() -> TestServer {
+    TestServer::start(Behaviour::Respond(Arc::new(|_| ok("hi"))))
+}
+
+fn one_loop_client(request_timeout: Duration) -> Client {
+    Client::builder()
+        .event_loops(1)
+        .request_timeout(request_timeout)
+        .build()
+        .expect("client")
+}
+
+fn is_loop_thread() -> bool {
+    thread::current()
+        .name()
+        .is_some_and(|name| name.starts_with("tickless-loop"))
+}
+
+/// What a listener did from inside one of its methods, and where.
+#[derive(Debug)]
+struct Done<T> {
+    value: T,
+    on_loop_thread: bool,
+    took: Duration,
+}
+
+/// Runs `act` from the first `on_status` it is told, once, and keeps
+/// what it returned.
+struct OnStatus<T> {
+    act: Mutex<Option<Box<dyn FnOnce() -> T + Send>>>,
+    done: Mutex<Option<Done<T>>>,
+}
+
+impl<T: Send + 'static> OnStatus<T> {
+    fn new(act: impl FnOnce() -> T + Send + 'static) -> Arc<Self> {
+        Arc::new(OnStatus {
+            act: Mutex::new(Some(Box::new(act))),
+            done: Mutex::new(None),
+        })
+    }
+
+    fn take(&self) -> Done<T> {
+        self.done
+            .lock()
+            .unwrap()
+            .take()
+            .expect("on_status was told")
+    }
+}
+
+impl<T: Send + 'static> EventListener for OnStatus<T> {
+    fn on_status(&self, _request: &RequestInfo, _status: http::StatusCode) {
+        let Some(act) = self.act.lock().unwrap().take() else {
+            return;
+        };
+        let started = Instant::now();
+        let value = act();
+        *self.done.lock().unwrap() = Some(Done {
+            value,
+            on_loop_thread: is_loop_thread(),
+            took: started.elapsed(),
+        });
+    }
+}
+
+/// A blocking `wait` from `on_status`, on the loop's thread, for a request
+/// that needs that same loop (the client has one): the loop stops while
+/// its thread waits, so nothing answers but the request timeout, on the
+/// wheel. With no request timeout this
+/// would never return: what `EventListener` ("Blocking") warns of. The
+/// outer request's own timeout may end it first, or its head comes once
+/// `on_status` returns.
+#[test]
+fn a_blocking_wait_in_on_status_on_the_loop_thread_is_ended_only_by_the_timeout() {
+    let server = ok_server();
+    let timeout = Duration::from_secs(1);
+    let client = one_loop_client(timeout);
+    let url = format!("http://{}/", server.addr());
+    let inner = {
+        let (client, url) = (client.clone(), url.clone());
+        OnStatus::new(move || client.get(&url).send().wait().map(|r| r.status()))
+    };
+    let listener = inner.clone();
+    // Polled: the loop's thread tells the events (a blocking caller would
+    // drive the loop and be told them on its own thread).
+    let outer = within_ceiling("the outer request", move || {
+        block_on(client.get(&url).listener(listener).send()).map(|r| r.status())
+    });
+    let inner = inner.take();
+    assert!(inner.on_loop_thread, "told on the loop's thread");
+    assert!(
+        matches!(inner.value, Err(Error::RequestTimeout(_))),
+        "{:?}",
+        inner.value
+    );
+    assert!(inner.took >= timeout, "{:?}", inner.took);
+    // Its own timeout, on the same wheel tick, may be told after the
+    // inner one has let `on_status` return: then its head is delivered.
+    assert!(
+        matches!(outer, Ok(_) | Err(Error::RequestTimeout(_))),
+        "{outer:?}"
+    );
+}
+
+/// A blocking caller drives an idle loop itself and is told its events on
+/// its own thread: a blocking `wait` from `on_status` there stops the loop
+/// it drives just the same.
+#[test]
+fn a_blocking_wait_in_on_status_on_a_driving_caller_is_ended_only_by_the_timeout() {
+    let server = ok_server();
+    let timeout = Duration::from_secs(1);
+    let client = one_loop_client(timeout);
+    let url = format!("http://{}/", server.addr());
+    let inner = {
+        let (client, url) = (client.clone(), url.clone());
+        OnStatus::new(move || client.get(&url).send().wait().map(|r| r.status()))
+    };
+    let listener = inner.clone();
+    let outer = within_ceiling("the outer request", move || {
+        // Sequential requests leave the loop idle for this thread to drive.
+        for _ in 0..3 {
+            let response = client.get(&url).send().wait().expect("warm-up");
+            response.bytes().wait().expect("warm-up body");
+        }
+        client
+            .get(&url)
+            .listener(listener)
+            .send()
+            .wait()
+            .map(|r| r.status())
+    });
+    let inner = inner.take();
+    assert!(!inner.on_loop_thread, "told on the driving caller's thread");
+    assert!(
+        matches!(inner.value, Err(Error::RequestTimeout(_))),
+        "{:?}",
+        inner.value
+    );
+    assert!(inner.took >= timeout, "{:?}", inner.took);
+    assert!(
+        matches!(outer, Ok(_) | Err(Error::RequestTimeout(_))),
+        "{outer:?}"
+    );
+}
+
+/// From `on_status` on the loop's thread: sending a request (not waiting
+/// on it), cancelling another request in flight, and closing the client
+/// all return at once, and each request ends as it should.
+#[test]
+fn send_cancel_and_close_from_on_status_return_at_once() {
+    let server = ok_server();
+    let stalled = TestServer::start(Behaviour::NeverAnswer);
+    let client = one_loop_client(Duration::ZERO);
+    let url = format!("http://{}/", server.addr());
+    let other = Arc::new(Mutex::new(Some(
+        client.get(format!("http://{}/", stalled.addr())).send(),
+    )));
+    let sent = Arc::new(Mutex::new(None::<ResponseFuture>));
+    let act = {
+        let (client, url, other, sent) = (client.clone(), url.clone(), other.clone(), sent.clone());
+        OnStatus::new(move || {
+            *sent.lock().unwrap() = Some(client.get(&url).send());
+            let cancelled = other.lock().unwrap().as_ref().expect("sent").cancel();
+            client.close();
+            cancelled
+        })
+    };
+    let listener = act.clone();
+    let outer = within_ceiling("the outer request", move || {
+        block_on(client.get(&url).listener(listener).send()).map(|r| r.status())
+    });
+    let done = act.take();
+    assert!(done.on_loop_thread);
+    assert!(done.value, "the other request was cancelled");
+    assert!(done.took < CEILING / 2, "{:?}", done.took);
+    // Closed while its head was being told: the exchange fails.
+    assert!(matches!(outer, Err(Error::ClientClosed)), "{outer:?}");
+    let sent = sent.lock().unwrap().take().expect("sent");
+    let sent = within_ceiling("the request sent from on_status", move || {
+        sent.wait().map(|r| r.status())
+    });
+    assert!(matches!(sent, Err(Error::ClientClosed)), "{sent:?}");
+    let other = other.lock().unwrap().take().expect("sent");
+    let other = within_ceiling("the cancelled request", move || {
+        other.wait().map(|r| r.status())
+    });
+    assert!(matches!(other, Err(Error::Cancelled)), "{other:?}");
+}
+
+/// The last `Client` dropped from `on_completed`, on the loop's thread:
+/// the drop closes the client without waiting for that thread.
+#[test]
+fn the_last_client_dropped_from_on_completed_closes_it() {
+    struct DropsClient(Mutex<Option<Client>>, Mutex<Option<mpsc::Sender<bool>>>);
+    impl EventListener for DropsClient {
+        fn on_completed(&self, _request: &RequestInfo, _status: http::StatusCode) {
+            let client = self.0.lock().unwrap().take();
+            drop(client);
+            if let Some(told) = self.1.lock().unwrap().take() {
+                let _ = told.send(is_loop_thread());
+            }
+        }
+    }
+    let server = ok_server();
+    let client = one_loop_client(Duration::ZERO);
+    let (told, on_told) = mpsc::channel();
+    let listener = Arc::new(DropsClient(Mutex::new(None), Mutex::new(Some(told))));
+    let url = format!("http://{}/", server.addr());
+    let future = client.get(&url).listener(listener.clone()).send();
+    *listener.0.lock().unwrap() = Some(client);
+    let body = within_ceiling("the request", move || {
+        let response = future.wait()?;
+        response.text().wait()
+    });
+    let on_loop_thread = on_told
+        .recv_timeout(CEILING)
+        .expect("on_completed was told");
+    assert!(on_loop_thread);
+    assert_eq!(
+        body.expect("the response came before the client closed"),
+        "hi"
+    );
+}
+
+/// How an [`InlineTask`] ended: its body, and whether on a loop's thread.
+type TaskEnd = (Result<String, Error>, bool);
+
+/// A task whose waker polls it at once, on the waking thread (an executor
+/// that runs woken tasks inline): the future is polled again from inside
+/// the loop's wake, and is ready there.
+struct InlineTask {
+    future: Mutex<Option<Pin<Box<ResponseFuture>>>>,
+    done: Mutex<Option<mpsc::Sender<TaskEnd>>>,
+}
+
+impl InlineTask {
+    fn poll_now(self: &Arc<Self>) {
+        let waker = Waker::from(self.clone());
+        let mut cx = Context::from_waker(&waker);
+        let mut slot = self.future.lock().unwrap();
+        let Some(future) = slot.as_mut() else {
+            return;
+        };
+        let Poll::Ready(result) = future.as_mut().poll(&mut cx) else {
+            return;
+        };
+        *slot = None;
+        drop(slot);
+        // The body is read in the same wake: whole, polled once more
+        // with this waker's thread blocking (it is small and has come).
+        let result = result.and_then(|response| block_on(response.text()));
+        if let Some(done) = self.done.lock().unwrap().take() {
+            let _ = done.send((result, is_loop_thread()));
+        }
+    }
+}
+
+impl Wake for InlineTask {
+    fn wake(self: Arc<Self>) {
+        self.poll_now();
+    }
+}
+
+#[test]
+fn a_waker_that_polls_its_task_inline_gets_the_response_on_the_loop() {
+    let server = TestServer::start(Behaviour::Respond(Arc::new(|_| {
+        // Answered after the first poll has left its waker.
+        thread::sleep(Duration::from_millis(50));
+        ok("hi")
+    })));
+    let client = one_loop_client(Duration::ZERO);
+    let url = format!("http://{}/", server.addr());
+    let (done, on_done) = mpsc::channel();
+    let task = Arc::new(InlineTask {
+        future: Mutex::new(Some(Box::pin(client.get(&url).send()))),
+        done: Mutex::new(Some(done)),
+    });
+    task.poll_now();
+    let (body, on_loop_thread) = on_done.recv_timeout(CEILING).expect("the task ended");
+    assert_eq!(body.expect("the response"), "hi");
+    assert!(on_loop_thread, "woken on the loop's thread");
+}
+
+/// `on_failed` of a request timeout runs on the wheel's thread (the
+/// default timer mode): while it blocks, no other timeout of the client
+/// fires — the one after it fires once it returns, late by as long.
+#[test]
+fn a_slow_on_failed_on_the_wheel_holds_back_the_next_timeout() {
+    struct Blocks(Duration);
+    impl EventListener for Blocks {
+        fn on_failed(&self, _request: &RequestInfo, _error: &Error) {
+            assert!(thread::current()
+                .name()
+                .is_some_and(|name| name.contains("wheel")));
+            thread::sleep(self.0);
+        }
+    }
+    let server = TestServer::start(Behaviour::NeverAnswer);
+    let client = one_loop_client(Duration::from_millis(100));
+    let url = format!("http://{}/", server.addr());
+    let block = Duration::from_secs(1);
+    let first = client.get(&url).listener(Arc::new(Blocks(block))).send();
+    let started = Instant::now();
+    let second = client
+        .get(&url)
+        .request_timeout(Duration::from_millis(300))
+        .send();
+    let second = within_ceiling("the second request", move || second.wait().map(|_| ()));
+    assert!(
+        matches!(second, Err(Error::RequestTimeout(_))),
+        "{second:?}"
+    );
+    // Due 300 ms after it was sent; the first's on_failed began about
+    // 100 ms after and held the wheel for `block`.
+    assert!(started.elapsed() >= block, "{:?}", started.elapsed());
+    drop(first);
+}
+
+/// The same inline wake, with a body that comes 200 ms after its head:
+/// read blocking on the loop's thread, from inside the wake, it is never
+/// read (the loop that would read it is the one blocked), and the request
+/// timeout ends it — what `Body` and `EventListener` ("Blocking") warn of.
+#[test]
+fn a_body_read_blocking_inside_a_wake_on_the_loop_is_ended_only_by_the_timeout() {
+    let server = TestServer::start(Behaviour::Custom(Arc::new(|mut stream, _| {
+        use std::io::Write;
+        if read_head(&mut stream).is_none() {
+            return;
+        }
+        let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n");
+        thread::sleep(Duration::from_millis(200));
+        let _ = stream.write_all(b"hi");
+        drain(&mut stream);
+    })));
+    let timeout = Duration::from_secs(1);
+    let client = one_loop_client(timeout);
+    let url = format!("http://{}/", server.addr());
+    let (done, on_done) = mpsc::channel();
+    let task = Arc::new(InlineTask {
+        future: Mutex::new(Some(Box::pin(client.get(&url).send()))),
+        done: Mutex::new(Some(done)),
+    });
+    let started = Instant::now();
+    task.poll_now();
+    let (body, on_loop_thread) = on_done.recv_timeout(CEILING).expect("the task ended");
+    assert!(on_loop_thread, "woken on the loop's thread");
+    assert!(matches!(body, Err(Error::RequestTimeout(_))), "{body:?}");
+    assert!(started.elapsed() >= timeout, "{:?}", started.elapsed());
+}
+
+/// From `on_failed` of a request timeout, on the wheel's thread: closing
+/// the client, then dropping its last `Client`, return — `close` stops
+/// the wheel without joining the thread it is called on — and the other
+/// request in flight ends with `ClientClosed`.
+#[test]
+fn close_and_the_last_client_dropped_from_on_failed_on_the_wheel_return() {
+    struct ClosesOnFailed(Mutex<Option<Client>>, Mutex<Option<mpsc::Sender<bool>>>);
+    impl EventListener for ClosesOnFailed {
+        fn on_failed(&self, _request: &RequestInfo, _error: &Error) {
+            let Some(client) = self.0.lock().unwrap().take() else {
+                return;
+            };
+            client.close();
+            drop(client);
+            if let Some(told) = self.1.lock().unwrap().take() {
+                let on_wheel = thread::current()
+                    .name()
+                    .is_some_and(|name| name.contains("wheel"));
+                let _ = told.send(on_wheel);
+            }
+        }
+    }
+    let server = TestServer::start(Behaviour::NeverAnswer);
+    let client = one_loop_client(Duration::ZERO);
+    let url = format!("http://{}/", server.addr());
+    let (told, on_told) = mpsc::channel();
+    let listener = Arc::new(ClosesOnFailed(Mutex::new(None), Mutex::new(Some(told))));
+    let other = client.get(&url).send();
+    let timed = client
+        .get(&url)
+        .request_timeout(Duration::from_millis(100))
+        .listener(listener.clone())
+        .send();
+    *listener.0.lock().unwrap() = Some(client);
+    let on_wheel = on_told.recv_timeout(CEILING).expect("on_failed returned");
+    assert!(on_wheel, "told on the wheel's thread");
+    let timed = within_ceiling("the timed-out request", move || timed.wait().map(|_| ()));
+    assert!(matches!(timed, Err(Error::RequestTimeout(_))), "{timed:?}");
+    let other = within_ceiling("the other request", move || other.wait().map(|_| ()));
+    assert!(matches!(other, Err(Error::ClientClosed)), "{other:?}");
+}
+
+/// A request's own future dropped from its `on_status`, on the loop's
+/// thread: the drop cancels the exchange being told, and `on_failed`
+/// (cancelled) follows once `on_status` returns, with nothing after it.
+#[test]
+fn a_request_dropped_from_its_own_on_status_is_told_cancelled() {
+    #[derive(Default)]
+    struct DropsItself {
+        future: Mutex<Option<ResponseFuture>>,
+        told: Mutex<Vec<String>>,
+        ended: Mutex<Option<mpsc::Sender<()>>>,
+    }
+    impl EventListener for DropsItself {
+        fn on_status(&self, _request: &RequestInfo, _status: http::StatusCode) {
+            let future = self.future.lock().unwrap().take();
+            drop(future);
+            self.told.lock().unwrap().push("status".into());
+        }
+        fn on_headers(&self, _request: &RequestInfo, _headers: &http::HeaderMap) {
+            self.told.lock().unwrap().push("headers".into());
+        }
+        fn on_completed(&self, _request: &RequestInfo, _status: http::StatusCode) {
+            self.told.lock().unwrap().push("completed".into());
+        }
+        fn on_failed(&self, _request: &RequestInfo, error: &Error) {
+            self.told.lock().unwrap().push(format!("failed {error:?}"));
+            if let Some(ended) = self.ended.lock().unwrap().take() {
+                let _ = ended.send(());
+            }
+        }
+    }
+    let server = ok_server();
+    let client = one_loop_client(Duration::ZERO);
+    let url = format!("http://{}/", server.addr());
+    let (ended, on_ended) = mpsc::channel();
+    let listener = Arc::new(DropsItself {
+        ended: Mutex::new(Some(ended)),
+        ..DropsItself::default()
+    });
+    // Locked while it is sent: `on_status` finds the future in place.
+    let mut held = listener.future.lock().unwrap();
+    *held = Some(client.get(&url).listener(listener.clone()).send());
+    drop(held);
+    on_ended.recv_timeout(CEILING).expect("on_failed was told");
+    // Nothing is told after the end.
+    thread::sleep(Duration::from_millis(50));
+    assert_eq!(
+        *listener.told.lock().unwrap(),
+        ["status", "failed Cancelled"]
+    );
+}
+
+/// `Client::close` from `on_status` on a caller's thread that is driving
+/// the loop (the loop's own thread asleep, to be woken to end it): the
+/// close returns, and the request it was told of ends with `ClientClosed`.
+#[test]
+fn close_from_on_status_on_a_driving_caller_returns() {
+    let server = ok_server();
+    let client = one_loop_client(Duration::ZERO);
+    let url = format!("http://{}/", server.addr());
+    let act = {
+        let client = client.clone();
+        OnStatus::new(move || client.close())
+    };
+    let listener = act.clone();
+    let outer = within_ceiling("the outer request", move || {
+        // Sequential requests leave the loop idle for this thread to drive.
+        for _ in 0..3 {
+            let response = client.get(&url).send().wait().expect("warm-up");
+            response.bytes().wait().expect("warm-up body");
+        }
+        client
+            .get(&url)
+            .listener(listener)
+            .send()
+            .wait()
+            .map(|r| r.status())
+    });
+    let done = act.take();
+    assert!(!done.on_loop_thread, "told on the driving caller's thread");
+    assert!(matches!(outer, Err(Error::ClientClosed)), "{outer:?}");
+}
