@@ -459,26 +459,38 @@ fn add_store_cookies(store: Option<&dyn CookieStore>, hop: &mut Hop) -> bool {
 
 /// `uri` without its userinfo, which becomes `Authorization: Basic`
 /// (percent-decoded, and only if the request has no `Authorization`):
-/// credentials never go on the request line.
+/// credentials never go on the request line. Only the userinfo goes: the
+/// rest of the URI — its path, query and port — is sent as written, as it
+/// is for a URI without one (a URL parser's normal form would remove dot
+/// segments, percent-encode `{`, `"` or `'`, and drop a default port).
 fn credentials_to_header(
     uri: http::Uri,
     headers: &mut http::HeaderMap,
 ) -> Result<http::Uri, Error> {
-    if !has_userinfo(&uri) {
+    let Some((userinfo, host)) = uri
+        .authority()
+        .and_then(|authority| authority.as_str().rsplit_once('@'))
+    else {
         return Ok(uri);
-    }
+    };
     let invalid = || Error::InvalidRequest(InvalidRequest::Userinfo);
-    let mut url = as_url(&uri).ok_or_else(invalid)?;
-    let user = percent_encoding::percent_decode_str(url.username()).collect::<Vec<u8>>();
-    let password = url
-        .password()
-        .map(|p| percent_encoding::percent_decode_str(p).collect::<Vec<u8>>());
+    let host: http::uri::Authority = host.parse().map_err(|_| invalid())?;
     if !headers.contains_key(AUTHORIZATION) {
-        headers.insert(AUTHORIZATION, basic(&user, password.as_deref()));
+        // The first `:` ends the user name (RFC 3986 §3.2.1); a `:` or
+        // `@` in either part is percent-encoded, or the password's own.
+        let (user, password) = match userinfo.split_once(':') {
+            Some((user, password)) => (user, Some(password)),
+            None => (userinfo, None),
+        };
+        let decoded = |text: &str| percent_encoding::percent_decode_str(text).collect::<Vec<u8>>();
+        headers.insert(
+            AUTHORIZATION,
+            basic(&decoded(user), password.map(decoded).as_deref()),
+        );
     }
-    url.set_username("").map_err(|()| invalid())?;
-    url.set_password(None).map_err(|()| invalid())?;
-    http::Uri::try_from(url.as_str()).map_err(|_| invalid())
+    let mut parts = uri.into_parts();
+    parts.authority = Some(host);
+    http::Uri::from_parts(parts).map_err(|_| invalid())
 }
 
 /// `uri` without its userinfo (`user:password@`), for an error that is
@@ -534,6 +546,53 @@ mod tests {
         // "al ice:p@ss"
         assert_eq!(headers[AUTHORIZATION], "Basic YWwgaWNlOnBAc3M=");
         assert!(headers[AUTHORIZATION].is_sensitive());
+    }
+
+    #[test]
+    fn only_the_userinfo_leaves_the_uri_the_rest_goes_as_written() {
+        // What a URL parser would normalize: dot segments, characters it
+        // percent-encodes, a default port written out.
+        for (with, bare) in [
+            (
+                "http://u:p@a.test/a/../b/./c?x=1",
+                "http://a.test/a/../b/./c?x=1",
+            ),
+            (
+                "http://u:p@a.test/{q}\"x?a='b'",
+                "http://a.test/{q}\"x?a='b'",
+            ),
+            ("http://u:p@a.test:80/x", "http://a.test:80/x"),
+            ("http://u:p@A.Test/X", "http://A.Test/X"),
+            ("http://u:p@[::1]:8080/x", "http://[::1]:8080/x"),
+        ] {
+            let mut headers = http::HeaderMap::new();
+            let uri = credentials_to_header(with.parse().unwrap(), &mut headers).unwrap();
+            assert_eq!(uri.to_string(), bare, "{with}");
+            // "u:p"
+            assert_eq!(headers[AUTHORIZATION], "Basic dTpw", "{with}");
+        }
+    }
+
+    #[test]
+    fn a_userinfo_splits_at_its_first_colon_and_its_last_at() {
+        let cases = [
+            ("http://u@a.test/", "u:"),
+            ("http://:p@a.test/", ":p"),
+            ("http://u:pa:ss@a.test/", "u:pa:ss"),
+            ("http://u%3Ax:p%40s@a.test/", "u:x:p@s"),
+            ("http://a@b@a.test/", "a@b:"),
+        ];
+        for (with, pair) in cases {
+            let mut headers = http::HeaderMap::new();
+            let uri = credentials_to_header(with.parse().unwrap(), &mut headers).unwrap();
+            assert_eq!(uri.to_string(), "http://a.test/", "{with}");
+            let expected = base64::engine::general_purpose::STANDARD.encode(pair);
+            assert_eq!(
+                headers[AUTHORIZATION],
+                format!("Basic {expected}"),
+                "{with}"
+            );
+        }
     }
 
     #[test]
