@@ -149,7 +149,8 @@ pub enum EncodeError {
     /// The URI is not absolute with scheme `http` or `https` and a host.
     #[error("request URI must be absolute with scheme http or https and a host")]
     InvalidUri,
-    /// The caller's `Content-Length` header disagrees with the body framing.
+    /// The caller's `Content-Length` header disagrees with the body framing
+    /// (or is given more than once, though with the same length).
     #[error("Content-Length header conflicts with the request body framing")]
     ConflictingContentLength,
     /// The caller's `Transfer-Encoding` header disagrees with the body

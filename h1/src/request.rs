@@ -59,7 +59,9 @@ pub fn encode_request_head(
 /// [`EncodeError::InvalidUri`] unless `uri` is absolute with scheme `http` or
 /// `https` and a host; [`EncodeError::ConflictingContentLength`] or
 /// [`EncodeError::ConflictingTransferEncoding`] if `headers` hold a framing
-/// header that disagrees with `body`. Nothing is written on error.
+/// header that disagrees with `body`, or a `Content-Length` twice;
+/// [`EncodeError::DuplicateHost`] for a `Host` twice. Nothing is written on
+/// error.
 pub fn encode_request_head_as(
     method: &Method,
     uri: &Uri,
@@ -191,6 +193,13 @@ fn framing_header(
     headers: &HeaderMap,
     body: RequestBody,
 ) -> Result<Option<Framing>, EncodeError> {
+    // One Content-Length field, or none: two, though they agree, make the
+    // list `5, 5`, which is not a length (RFC 9110 §8.6) and which a
+    // server may refuse (Node's parser does) — as it is refused here
+    // written in one field.
+    if headers.get_all(CONTENT_LENGTH).iter().nth(1).is_some() {
+        return Err(EncodeError::ConflictingContentLength);
+    }
     let mut lengths = headers
         .get_all(CONTENT_LENGTH)
         .iter()

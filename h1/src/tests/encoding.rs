@@ -162,7 +162,18 @@ type Headers<'a> = &'a [(&'a str, &'a str)];
 #[test]
 fn framing_conflicts() {
     use EncodeError::*;
-    let cases: [(Headers<'_>, RequestBody, EncodeError); 10] = [
+    let cases: [(Headers<'_>, RequestBody, EncodeError); 12] = [
+        // Twice, the same length: the list `5, 5` is not a length.
+        (
+            &[("content-length", "5"), ("content-length", "5")],
+            RequestBody::Length(5),
+            ConflictingContentLength,
+        ),
+        (
+            &[("content-length", "0"), ("content-length", "0")],
+            RequestBody::Empty,
+            ConflictingContentLength,
+        ),
         (
             &[("content-length", "6")],
             RequestBody::Length(5),
