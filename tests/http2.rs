@@ -73,6 +73,8 @@ fn a_prior_knowledge_request_is_answered_over_http2() {
 /// caller asking for trailers asks over HTTP/2 too (gRPC servers want it,
 /// hypercorn sends trailers only then). A `TE` that does not list
 /// `trailers` stays off, and one that lists more goes as `trailers` alone.
+/// A field the `Connection` header names is the connection's too, and
+/// stays off with it.
 #[test]
 fn connection_specific_headers_stay_off_http2_and_the_others_go() {
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -102,7 +104,8 @@ fn connection_specific_headers_stay_off_http2_and_the_others_go() {
         client
             .get(server.url("/"))
             .header("x-one", "1")
-            .header("connection", "keep-alive")
+            .header("connection", "keep-alive, X-Hop")
+            .header("x-hop", "for the next hop only")
             .header("keep-alive", "timeout=5")
             .header("proxy-connection", "keep-alive")
             .header("transfer-encoding", "chunked")

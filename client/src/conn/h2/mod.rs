@@ -1877,8 +1877,14 @@ fn request_of(exchange: &Exchange) -> Option<(http::Request<()>, Outgoing)> {
     *request.version_mut() = http::Version::HTTP_2;
     let headers = request.headers_mut();
     if has_specific {
+        let named = connection_options(&parts.headers);
+        let named = |name: &header::HeaderName| {
+            named
+                .iter()
+                .any(|option| option.eq_ignore_ascii_case(name.as_str().as_bytes()))
+        };
         for (name, value) in parts.headers.iter() {
-            if !specific(name) {
+            if !specific(name) && !named(name) {
                 headers.append(name.clone(), value.clone());
             }
         }
@@ -1911,6 +1917,20 @@ fn request_of(exchange: &Exchange) -> Option<(http::Request<()>, Outgoing)> {
         }
     };
     Some((request, out))
+}
+
+/// The field names the caller's `Connection` lists: connection-specific
+/// too (RFC 9110 §7.6.1), for this hop alone, so off HTTP/2 with the
+/// `Connection` that said so (RFC 9113 §8.2.2) — sent without it, a
+/// field meant for the next hop only would reach the origin as its own.
+fn connection_options(headers: &http::HeaderMap) -> Vec<&[u8]> {
+    headers
+        .get_all(http::header::CONNECTION)
+        .iter()
+        .flat_map(|value| value.as_bytes().split(|&b| b == b','))
+        .map(<[u8]>::trim_ascii)
+        .filter(|option| !option.is_empty())
+        .collect()
 }
 
 /// Whether the caller's `TE` lists `trailers`: HTTP/2 keeps that one
