@@ -12,27 +12,12 @@ use std::net::SocketAddr;
 use std::sync::mpsc;
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll, Wake, Waker};
-use std::thread;
 use std::time::Duration;
 use support::*;
 use tickless::timer::ManualClock;
 use tickless::{Client, Error, EventListener};
 
 const CEILING: Duration = Duration::from_secs(20);
-
-/// Runs `f` on a thread of its own; panics with `what` if it has not
-/// returned within [`CEILING`] (a deadlock), and passes its panic on.
-fn within_ceiling<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let (done, finished) = mpsc::channel();
-    thread::spawn(move || {
-        let _ = done.send(f());
-    });
-    match finished.recv_timeout(CEILING) {
-        Ok(value) => value,
-        Err(mpsc::RecvTimeoutError::Timeout) => panic!("{what}: still blocked after {CEILING:?}"),
-        Err(mpsc::RecvTimeoutError::Disconnected) => panic!("{what}: panicked"),
-    }
-}
 
 /// Closes the client from `on_resolved`, on a resolver thread, once
 /// another thread has begun closing it.
@@ -74,7 +59,7 @@ fn a_close_from_a_resolver_callback_during_another_close_does_not_deadlock() {
     on_entered
         .recv_timeout(CEILING)
         .expect("the host was resolved");
-    within_ceiling("Client::close", move || client.close());
+    within("Client::close", CEILING, move || client.close());
     assert!(future.is_done());
 }
 
@@ -98,7 +83,7 @@ impl Wake for NoopWake {
 #[test]
 fn a_waker_replaced_by_a_poll_is_dropped_outside_the_outcome_lock() {
     let server = TestServer::start(Behaviour::NeverAnswer);
-    let outcome = within_ceiling("ResponseFuture::poll", move || {
+    let outcome = within("ResponseFuture::poll", CEILING, move || {
         let client = untimed_client();
         let mut future = client.get(server.url("/")).send();
         let first = Waker::from(Arc::new(OwnsClient(client)));

@@ -21,20 +21,6 @@ use tickless::{Client, Error, EventListener, RequestInfo, ResponseFuture};
 
 const CEILING: Duration = Duration::from_secs(20);
 
-/// Runs `f` on a thread of its own; panics with `what` if it has not
-/// returned within [`CEILING`] (a deadlock), and passes its panic on.
-fn within_ceiling<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let (done, finished) = mpsc::channel();
-    thread::spawn(move || {
-        let _ = done.send(f());
-    });
-    match finished.recv_timeout(CEILING) {
-        Ok(value) => value,
-        Err(mpsc::RecvTimeoutError::Timeout) => panic!("{what}: still blocked after {CEILING:?}"),
-        Err(mpsc::RecvTimeoutError::Disconnected) => panic!("{what}: panicked"),
-    }
-}
-
 fn ok_server() -> TestServer {
     TestServer::start(Behaviour::Respond(Arc::new(|_| ok("hi"))))
 }
@@ -120,7 +106,7 @@ fn a_blocking_wait_in_on_status_on_the_loop_thread_is_ended_only_by_the_timeout(
     let listener = inner.clone();
     // Polled: the loop's thread tells the events (a blocking caller would
     // drive the loop and be told them on its own thread).
-    let outer = within_ceiling("the outer request", move || {
+    let outer = within("the outer request", CEILING, move || {
         block_on(client.get(&url).listener(listener).send()).map(|r| r.status())
     });
     let inner = inner.take();
@@ -153,7 +139,7 @@ fn a_blocking_wait_in_on_status_on_a_driving_caller_is_ended_only_by_the_timeout
         OnStatus::new(move || client.get(&url).send().wait().map(|r| r.status()))
     };
     let listener = inner.clone();
-    let outer = within_ceiling("the outer request", move || {
+    let outer = within("the outer request", CEILING, move || {
         // Sequential requests leave the loop idle for this thread to drive.
         for _ in 0..3 {
             let response = client.get(&url).send().wait().expect("warm-up");
@@ -203,7 +189,7 @@ fn send_cancel_and_close_from_on_status_return_at_once() {
         })
     };
     let listener = act.clone();
-    let outer = within_ceiling("the outer request", move || {
+    let outer = within("the outer request", CEILING, move || {
         block_on(client.get(&url).listener(listener).send()).map(|r| r.status())
     });
     let done = act.take();
@@ -213,12 +199,12 @@ fn send_cancel_and_close_from_on_status_return_at_once() {
     // Closed while its head was being told: the exchange fails.
     assert!(matches!(outer, Err(Error::ClientClosed)), "{outer:?}");
     let sent = sent.lock().unwrap().take().expect("sent");
-    let sent = within_ceiling("the request sent from on_status", move || {
+    let sent = within("the request sent from on_status", CEILING, move || {
         sent.wait().map(|r| r.status())
     });
     assert!(matches!(sent, Err(Error::ClientClosed)), "{sent:?}");
     let other = other.lock().unwrap().take().expect("sent");
-    let other = within_ceiling("the cancelled request", move || {
+    let other = within("the cancelled request", CEILING, move || {
         other.wait().map(|r| r.status())
     });
     assert!(matches!(other, Err(Error::Cancelled)), "{other:?}");
@@ -245,7 +231,7 @@ fn the_last_client_dropped_from_on_completed_closes_it() {
     let url = format!("http://{}/", server.addr());
     let future = client.get(&url).listener(listener.clone()).send();
     *listener.0.lock().unwrap() = Some(client);
-    let body = within_ceiling("the request", move || {
+    let body = within("the request", CEILING, move || {
         let response = future.wait()?;
         response.text().wait()
     });
@@ -342,7 +328,9 @@ fn a_slow_on_failed_on_the_wheel_holds_back_the_next_timeout() {
         .get(&url)
         .request_timeout(Duration::from_millis(300))
         .send();
-    let second = within_ceiling("the second request", move || second.wait().map(|_| ()));
+    let second = within("the second request", CEILING, move || {
+        second.wait().map(|_| ())
+    });
     assert!(
         matches!(second, Err(Error::RequestTimeout(_))),
         "{second:?}"
@@ -421,9 +409,13 @@ fn close_and_the_last_client_dropped_from_on_failed_on_the_wheel_return() {
     *listener.0.lock().unwrap() = Some(client);
     let on_wheel = on_told.recv_timeout(CEILING).expect("on_failed returned");
     assert!(on_wheel, "told on the wheel's thread");
-    let timed = within_ceiling("the timed-out request", move || timed.wait().map(|_| ()));
+    let timed = within("the timed-out request", CEILING, move || {
+        timed.wait().map(|_| ())
+    });
     assert!(matches!(timed, Err(Error::RequestTimeout(_))), "{timed:?}");
-    let other = within_ceiling("the other request", move || other.wait().map(|_| ()));
+    let other = within("the other request", CEILING, move || {
+        other.wait().map(|_| ())
+    });
     assert!(matches!(other, Err(Error::ClientClosed)), "{other:?}");
 }
 
@@ -491,7 +483,7 @@ fn close_from_on_status_on_a_driving_caller_returns() {
         OnStatus::new(move || client.close())
     };
     let listener = act.clone();
-    let outer = within_ceiling("the outer request", move || {
+    let outer = within("the outer request", CEILING, move || {
         // Sequential requests leave the loop idle for this thread to drive.
         for _ in 0..3 {
             let response = client.get(&url).send().wait().expect("warm-up");

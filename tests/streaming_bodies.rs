@@ -13,7 +13,7 @@ use std::task::Poll;
 use std::thread;
 use std::time::{Duration, Instant};
 use support::*;
-use tickless::{Bytes, Client, Error, Upload};
+use tickless::{Bytes, Client, Error, ResponseFuture, Upload};
 
 const WAIT: Duration = Duration::from_secs(10);
 const WINDOW: usize = 256 * 1024;
@@ -1715,19 +1715,33 @@ fn silent_while_waiting_for_100_continue(event_loop_timeouts: bool) {
         .body(vec![b'c'; 1000])
         .expect_continue(true)
         .send();
+    read_timeout_within_5s(
+        &client,
+        pending,
+        &format!("waiting for 100 Continue (event-loop timeouts: {event_loop_timeouts})"),
+    );
+    client.close();
+}
+
+/// Waits for `pending` on another thread: its outcome must be a read
+/// timeout within 5 s. Past that the client is closed (which ends the
+/// wait) and the test fails, saying it was `what` that waited.
+fn read_timeout_within_5s(client: &Client, pending: ResponseFuture, what: &str) {
     let (done, ended) = std::sync::mpsc::channel();
     let waiter = thread::spawn(move || {
         let _ = done.send(pending.wait().map(|response| response.status()));
     });
     match ended.recv_timeout(Duration::from_secs(5)) {
-        Ok(result) => assert!(matches!(result, Err(Error::ReadTimeout(_))), "{result:?}"),
+        Ok(result) => assert!(
+            matches!(result, Err(Error::ReadTimeout(_))),
+            "{what}: {result:?}"
+        ),
         Err(_) => {
             client.close();
             let _ = waiter.join();
-            panic!("no read timeout: still waiting for 100 Continue 5 s after the head went (event-loop timeouts: {event_loop_timeouts})");
+            panic!("no read timeout 5 s on: {what}");
         }
     }
-    client.close();
 }
 
 /// Says `100 Continue` at once, then reads the body (64 MB) steadily but
@@ -1820,18 +1834,7 @@ fn a_silent_server_after_an_upload_whole_by_its_length_is_a_read_timeout() {
         .post(server.url("/"))
         .body(Upload::from_stream(WholeThenPending(Some("whole"))))
         .send();
-    let (done, ended) = std::sync::mpsc::channel();
-    let waiter = thread::spawn(move || {
-        let _ = done.send(pending.wait().map(|response| response.status()));
-    });
-    match ended.recv_timeout(Duration::from_secs(5)) {
-        Ok(result) => assert!(matches!(result, Err(Error::ReadTimeout(_))), "{result:?}"),
-        Err(_) => {
-            client.close();
-            let _ = waiter.join();
-            panic!("no read timeout 5 s after the server took the whole body and went silent");
-        }
-    }
+    read_timeout_within_5s(&client, pending, "a silent server that took the whole body");
     client.close();
 }
 

@@ -348,3 +348,23 @@ impl EventListener for HoldingListener {
         let _ = self.release.lock().unwrap().recv_timeout(self.wait);
     }
 }
+
+/// Runs `f` on a thread of its own; panics with `what` if it has not
+/// returned within `ceiling` (a deadlock), and passes its panic on.
+pub fn within<T: Send + 'static>(
+    what: &str,
+    ceiling: Duration,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let (done, finished) = std::sync::mpsc::channel();
+    thread::spawn(move || {
+        let _ = done.send(f());
+    });
+    match finished.recv_timeout(ceiling) {
+        Ok(value) => value,
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+            panic!("{what}: still blocked after {ceiling:?}")
+        }
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => panic!("{what}: panicked"),
+    }
+}
