@@ -491,6 +491,24 @@ fn poll_once(
     std::pin::Pin::new(future).poll(&mut cx)
 }
 
+/// Polls `future` (with [`poll_once`]) until it is ready, for at most
+/// [`CEILING`]; past that the test fails with `why()`.
+fn poll_until_ready(
+    future: &mut tickless::ResponseFuture,
+    why: impl Fn() -> String,
+) -> tickless::Response {
+    let started = std::time::Instant::now();
+    loop {
+        match poll_once(future) {
+            std::task::Poll::Ready(outcome) => return outcome.unwrap(),
+            std::task::Poll::Pending => {
+                assert!(started.elapsed() < CEILING, "{}", why());
+                thread::sleep(Duration::from_millis(1));
+            }
+        }
+    }
+}
+
 #[test]
 fn a_backoff_ends_at_a_cancel_or_a_close_with_nothing_armed() {
     let clock = ManualClock::new();
@@ -883,20 +901,12 @@ fn a_delay_armed_on_an_attempt_that_fails_moves_to_the_copy_that_takes_over(
     assert_eq!(hedges_seen(&recorder), 2, "a third copy before its delay");
     // 150 ms: the third copy goes, and answers.
     clock.advance(Duration::from_millis(1));
-    let started = std::time::Instant::now();
-    let response = loop {
-        match poll_once(&mut future) {
-            std::task::Poll::Ready(outcome) => break outcome.unwrap(),
-            std::task::Poll::Pending => {
-                assert!(
-                    started.elapsed() < CEILING,
-                    "no third copy at 150 ms (copies sent: {})",
-                    hedges_seen(&recorder)
-                );
-                thread::sleep(Duration::from_millis(1));
-            }
-        }
-    };
+    let response = poll_until_ready(&mut future, || {
+        format!(
+            "no third copy at 150 ms (copies sent: {})",
+            hedges_seen(&recorder)
+        )
+    });
     assert_eq!(response.text().wait().unwrap(), "the third copy");
     assert_eq!(hedges_seen(&recorder), 3);
     assert_eq!(server.connections_accepted(), 4);
@@ -959,20 +969,12 @@ fn a_copy_that_fails_after_its_delay_rang_lets_the_next_copy_go_at_once() {
     assert!(eventually(CEILING, || failures_seen(&recorder) == 1));
     assert_eq!(hedges_seen(&recorder), 1);
     // The clock stays at 100 ms: the second copy goes, and answers.
-    let started = std::time::Instant::now();
-    let response = loop {
-        match poll_once(&mut future) {
-            std::task::Poll::Ready(outcome) => break outcome.unwrap(),
-            std::task::Poll::Pending => {
-                assert!(
-                    started.elapsed() < CEILING,
-                    "the due copy did not go (copies sent: {})",
-                    hedges_seen(&recorder)
-                );
-                thread::sleep(Duration::from_millis(1));
-            }
-        }
-    };
+    let response = poll_until_ready(&mut future, || {
+        format!(
+            "the due copy did not go (copies sent: {})",
+            hedges_seen(&recorder)
+        )
+    });
     assert_eq!(response.text().wait().unwrap(), "the second copy");
     assert_eq!(hedges_seen(&recorder), 2);
     assert_eq!(server.connections_accepted(), 3);
@@ -1266,16 +1268,7 @@ fn a_hedge_delay_that_rang_for_a_failed_attempt_sends_no_copy_of_its_retry() {
     assert!(polled.is_pending(), "{polled:?}");
     assert_eq!(retries_seen(&recorder).len(), 1);
     clock.advance(Duration::from_millis(10));
-    let started = std::time::Instant::now();
-    let response = loop {
-        match poll_once(&mut future) {
-            std::task::Poll::Ready(outcome) => break outcome.unwrap(),
-            std::task::Poll::Pending => {
-                assert!(started.elapsed() < CEILING, "no answer");
-                thread::sleep(Duration::from_millis(1));
-            }
-        }
-    };
+    let response = poll_until_ready(&mut future, || "no answer".to_string());
     assert_eq!(response.text().wait().unwrap(), "the retry");
     assert_eq!(
         hedges_seen(&recorder),
