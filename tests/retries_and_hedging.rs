@@ -192,6 +192,49 @@ fn a_retry_started_past_the_deadline_times_out_without_another_advance_on_the_lo
     a_retry_started_past_the_deadline_times_out_without_another_advance(true);
 }
 
+/// A status retried goes with the cookies its answer set (as a
+/// redirect's next hop does): a 503 that sets a session cookie, then the
+/// retry, which carries it — and a caller's own `Cookie` header still wins.
+#[test]
+fn a_status_retried_takes_the_cookies_its_answer_set() {
+    let server = TestServer::respond(|request| match request.header("cookie") {
+        None => response(503, &[("Set-Cookie", "session=abc")], b"busy"),
+        Some(cookie) => ok(cookie),
+    });
+    let client = Client::builder()
+        .event_loops(1)
+        .cookie_store(true)
+        .build()
+        .unwrap();
+    let policy = retry::Policy::attempts(2)
+        .on_status([http::StatusCode::SERVICE_UNAVAILABLE])
+        .backoff(Duration::from_millis(1), Duration::from_millis(1))
+        .jitter(false);
+    let text = client
+        .get(server.url("/"))
+        .retry(policy.clone())
+        .send()
+        .wait()
+        .unwrap()
+        .text()
+        .wait()
+        .unwrap();
+    assert_eq!(text, "session=abc");
+    assert_eq!(server.requests().len(), 2);
+    let text = client
+        .get(server.url("/"))
+        .header("cookie", "mine=1")
+        .retry(policy)
+        .send()
+        .wait()
+        .unwrap()
+        .text()
+        .wait()
+        .unwrap();
+    assert_eq!(text, "mine=1");
+    client.close();
+}
+
 fn retry_after_is_honoured_and_bounded_by_the_deadline(event_loop_timeouts: bool) {
     let clock = ManualClock::new();
     let (client, recorder) = client_on(&clock, event_loop_timeouts);

@@ -212,7 +212,11 @@ impl Chain {
     /// if it is a redirect to follow (`None`: wait on the new current
     /// exchange), or gives it back as the response's.
     fn on_head(&mut self, head: Head) -> Result<Option<Head>, Error> {
-        self.keep_cookies(&head);
+        // A hop sent again (a status retried, a 417 repeated) takes the
+        // cookies its answer set, as a redirect's next hop does.
+        if self.keep_cookies(&head) {
+            self.choose_store_cookies();
+        }
         let url = self.hop.uri.clone();
         let (attempts, sender) = self.parts();
         if attempts.retry_status(&head, &url, sender) {
@@ -343,16 +347,14 @@ impl Chain {
             headers.remove(HOST);
             self.store_cookie = false;
         }
-        if self.store_cookie {
-            Arc::make_mut(&mut hop.headers).remove(COOKIE);
-        }
         if !keep_body {
             hop.body = HopBody::Replayable(bytes::Bytes::new());
             redirect::strip_body_headers(Arc::make_mut(&mut hop.headers));
         }
         hop.method = method;
         hop.uri = credentials_to_header(next, Arc::make_mut(&mut hop.headers))?;
-        self.store_cookie = add_store_cookies(self.policies.cookies.as_deref(), hop);
+        self.choose_store_cookies();
+        let hop = &mut self.hop;
         // Submitted after what the last hop's loop is doing: a redirect
         // read whole there has its connection back in the pool by then,
         // for this hop to take.
@@ -378,19 +380,31 @@ impl Chain {
         Ok(())
     }
 
-    /// Keeps the cookies `head` sets, if the client has a store.
-    fn keep_cookies(&mut self, head: &Head) {
+    /// Keeps the cookies `head` sets, if the client has a store; whether it
+    /// set any.
+    fn keep_cookies(&mut self, head: &Head) -> bool {
         let Some(store) = &self.policies.cookies else {
-            return;
+            return false;
         };
         let mut set = head.headers.get_all(SET_COOKIE).iter().peekable();
         if set.peek().is_none() {
-            return;
+            return false;
         }
-        if let Some(url) = as_url(&self.hop.uri) {
-            store.set_cookies(&url, &mut set);
-            self.cookies_set += 1;
+        let Some(url) = as_url(&self.hop.uri) else {
+            return false;
+        };
+        store.set_cookies(&url, &mut set);
+        self.cookies_set += 1;
+        true
+    }
+
+    /// The hop's `Cookie` header chosen again from the store for its URL,
+    /// unless the caller set one.
+    fn choose_store_cookies(&mut self) {
+        if self.store_cookie {
+            Arc::make_mut(&mut self.hop.headers).remove(COOKIE);
         }
+        self.store_cookie = add_store_cookies(self.policies.cookies.as_deref(), &mut self.hop);
     }
 }
 
