@@ -109,20 +109,7 @@ fn a_blocking_wait_in_on_status_on_the_loop_thread_is_ended_only_by_the_timeout(
     let outer = within("the outer request", CEILING, move || {
         block_on(client.get(&url).listener(listener).send()).map(|r| r.status())
     });
-    let inner = inner.take();
-    assert!(inner.on_loop_thread, "told on the loop's thread");
-    assert!(
-        matches!(inner.value, Err(Error::RequestTimeout(_))),
-        "{:?}",
-        inner.value
-    );
-    assert!(inner.took >= timeout, "{:?}", inner.took);
-    // Its own timeout, on the same wheel tick, may be told after the
-    // inner one has let `on_status` return: then its head is delivered.
-    assert!(
-        matches!(outer, Ok(_) | Err(Error::RequestTimeout(_))),
-        "{outer:?}"
-    );
+    assert_stalled_until_the_timeout(inner.take(), true, timeout, outer);
 }
 
 /// A blocking caller drives an idle loop itself and is told its events on
@@ -152,8 +139,21 @@ fn a_blocking_wait_in_on_status_on_a_driving_caller_is_ended_only_by_the_timeout
             .wait()
             .map(|r| r.status())
     });
-    let inner = inner.take();
-    assert!(!inner.on_loop_thread, "told on the driving caller's thread");
+    assert_stalled_until_the_timeout(inner.take(), false, timeout, outer);
+}
+
+/// The inner wait, told on the loop's thread or not as `on_loop_thread`
+/// says, was ended by its request timeout (no earlier than `timeout`).
+/// The outer request's own timeout, on the same wheel tick, may be told
+/// after the inner one has let `on_status` return: then its head is
+/// delivered.
+fn assert_stalled_until_the_timeout(
+    inner: Done<Result<http::StatusCode, Error>>,
+    on_loop_thread: bool,
+    timeout: Duration,
+    outer: Result<http::StatusCode, Error>,
+) {
+    assert_eq!(inner.on_loop_thread, on_loop_thread, "where it was told");
     assert!(
         matches!(inner.value, Err(Error::RequestTimeout(_))),
         "{:?}",

@@ -745,17 +745,24 @@ fn an_upload_that_gives_more_or_fewer_bytes_than_its_length_fails() {
     client.close();
 }
 
-/// A `Read` that fails after some bytes.
-struct Failing(usize);
+/// A `Read` that gives some bytes, then fails (`panics: false`: an I/O
+/// error) or panics.
+struct BreaksAfter {
+    left: usize,
+    panics: bool,
+}
 
-impl Read for Failing {
+impl Read for BreaksAfter {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        if self.0 == 0 {
+        if self.left == 0 {
+            if self.panics {
+                panic!("the upload's reader panics");
+            }
             return Err(std::io::Error::other("the disk went away"));
         }
-        let n = buf.len().min(self.0);
+        let n = buf.len().min(self.left);
         buf[..n].fill(b'r');
-        self.0 -= n;
+        self.left -= n;
         Ok(n)
     }
 }
@@ -766,7 +773,13 @@ fn an_upload_whose_reader_fails_fails_the_request() {
     let client = client(false);
     let error = client
         .post(server.url("/"))
-        .body(Upload::from_reader(Failing(100_000), None))
+        .body(Upload::from_reader(
+            BreaksAfter {
+                left: 100_000,
+                panics: false,
+            },
+            None,
+        ))
         .send()
         .wait()
         .unwrap_err();
@@ -775,21 +788,6 @@ fn an_upload_whose_reader_fails_fails_the_request() {
         other => panic!("{other:?}"),
     }
     client.close();
-}
-
-/// A `Read` that gives some bytes, then panics.
-struct Panicking(usize);
-
-impl Read for Panicking {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        if self.0 == 0 {
-            panic!("the upload's reader panics");
-        }
-        let n = buf.len().min(self.0);
-        buf[..n].fill(b'p');
-        self.0 -= n;
-        Ok(n)
-    }
 }
 
 #[test]
@@ -801,7 +799,13 @@ fn an_upload_whose_reader_panics_fails_the_request_at_once() {
     let started = Instant::now();
     let error = client
         .post(server.url("/"))
-        .body(Upload::from_reader(Panicking(100_000), None))
+        .body(Upload::from_reader(
+            BreaksAfter {
+                left: 100_000,
+                panics: true,
+            },
+            None,
+        ))
         .send()
         .wait()
         .unwrap_err();
