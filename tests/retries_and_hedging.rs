@@ -861,6 +861,69 @@ fn a_copy_that_fails_does_not_take_the_next_copys_delay_with_it() {
     client.close();
 }
 
+/// Two copies allowed. The first copy goes at 50 ms, its delay to end at
+/// 100 ms; it fails at 70 ms, and a poll sees it while the first attempt
+/// still waits. The delay moves to the first attempt and still ends at
+/// 100 ms, when the second copy goes: armed afresh from the failure, it
+/// would end at 120 ms, the copy put off by the time the failed one ran.
+fn a_copy_that_fails_before_its_delay_keeps_the_next_copys_time(event_loop_timeouts: bool) {
+    let clock = ManualClock::new();
+    let (client, recorder) = client_on(&clock, event_loop_timeouts);
+    let (fail_copy, failed) = std::sync::mpsc::channel::<()>();
+    let failed = Arc::new(std::sync::Mutex::new(failed));
+    let server = TestServer::start(Behaviour::per_connection(move |index| match index {
+        0 => Behaviour::NeverAnswer,
+        // The first copy: held until the test says (bounded, so that the
+        // server's drop ends), then closed before any answer.
+        1 => {
+            let failed = failed.clone();
+            Behaviour::custom(move |stream, _| {
+                let _ = failed.lock().unwrap().recv_timeout(CEILING);
+                drop(stream);
+            })
+        }
+        _ => Behaviour::respond(|_| ok("the second copy")),
+    }));
+    let mut future = client
+        .get(server.url("/"))
+        .hedge(hedge::Policy::after(Duration::from_millis(50)).max_copies(2))
+        .send();
+    assert!(poll_once(&mut future).is_pending());
+    assert!(eventually(CEILING, || server.connections_accepted() == 1));
+    assert!(eventually(CEILING, || client.stats().armed_timers() > 0));
+    // 50 ms: the first copy.
+    clock.advance(Duration::from_millis(50));
+    poll_until(&mut future, || hedges_seen(&recorder) == 1);
+    assert!(eventually(CEILING, || server.connections_accepted() == 2));
+    // 70 ms: it fails, and a poll sees it.
+    clock.advance(Duration::from_millis(20));
+    fail_copy.send(()).unwrap();
+    assert!(eventually(CEILING, || failures_seen(&recorder) == 1));
+    assert!(poll_once(&mut future).is_pending());
+    assert_eq!(hedges_seen(&recorder), 1);
+    // 100 ms: the second copy goes, and answers.
+    clock.advance(Duration::from_millis(30));
+    let response = poll_until_ready(&mut future, || {
+        format!(
+            "no second copy at 100 ms (copies sent: {})",
+            hedges_seen(&recorder)
+        )
+    });
+    assert_eq!(response.text().wait().unwrap(), "the second copy");
+    assert_eq!(hedges_seen(&recorder), 2);
+    client.close();
+}
+
+#[test]
+fn a_copy_that_fails_before_its_delay_keeps_the_next_copys_time_on_the_wheel() {
+    a_copy_that_fails_before_its_delay_keeps_the_next_copys_time(false);
+}
+
+#[test]
+fn a_copy_that_fails_before_its_delay_keeps_the_next_copys_time_on_the_loop() {
+    a_copy_that_fails_before_its_delay_keeps_the_next_copys_time(true);
+}
+
 /// Polls `future` until `done` holds after a poll, or fails the test.
 fn poll_until(future: &mut tickless::ResponseFuture, mut done: impl FnMut() -> bool) {
     assert!(
@@ -882,7 +945,7 @@ fn failures_seen(recorder: &Recorder) -> usize {
 /// and the first copy wait: the next copy's delay, which the second copy
 /// held, is armed again on the first attempt. Then the first attempt
 /// fails, and the first copy is waited for in its place: the delay goes
-/// with it, still counted from the second copy's failure (the first
+/// with it, still counted from the second copy's send (the first
 /// attempt's end sends nothing and starts nothing), and the third copy
 /// goes when it ends. Left on the first attempt, whose timers ended with
 /// it, the delay would never ring: no third copy, and the request would
@@ -924,8 +987,8 @@ fn a_delay_armed_on_an_attempt_that_fails_moves_to_the_copy_that_takes_over(
     // held unread).
     assert!(server.wait_for_requests(1, CEILING));
     assert_eq!(server.connections_accepted(), 2);
-    // 100 ms: the second copy, reset; a poll sees it fail, and arms the
-    // next delay again on the first attempt, to end at 150 ms.
+    // 100 ms: the second copy, reset; a poll sees it fail, and moves the
+    // next delay to the first attempt, still to end at 150 ms.
     clock.advance(Duration::from_millis(50));
     poll_until(&mut future, || hedges_seen(&recorder) == 2);
     assert!(eventually(CEILING, || failures_seen(&recorder) == 1));

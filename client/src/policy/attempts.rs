@@ -246,7 +246,7 @@ impl Attempts {
                 }
                 Err(error) => {
                     self.failures.push(error);
-                    self.move_hedge_delay_off(&copy, &sender);
+                    self.move_hedge_delay(&copy);
                 }
             }
         }
@@ -280,7 +280,7 @@ impl Attempts {
                 if let Some(copy) = self.copies.pop() {
                     self.failures.push(error);
                     let failed = std::mem::replace(&mut self.current, copy);
-                    self.hand_over_hedge_delay(&failed);
+                    self.move_hedge_delay(&failed);
                     return None;
                 }
                 // The hedge delay was the failed attempt's, and ends with
@@ -491,43 +491,26 @@ impl Attempts {
         });
     }
 
-    /// `copy` failed while `current` is still waited for: the next copy's
-    /// delay, if `copy` held it, ended with it and is armed again on
-    /// `current` — unless it rang first (its copy is due, the poll that saw
-    /// `copy` fail just did not look at it yet): then it stays rung, now
-    /// `current`'s, and the copy goes at once. Armed again, a due copy
-    /// would wait a whole delay more.
-    fn move_hedge_delay_off(&mut self, copy: &Exchange, sender: &Sender<'_>) {
+    /// `ended` failed, and may hold the next copy's delay: a copy that
+    /// failed while `current` is still waited for, or the attempt waited
+    /// for, `current` being the copy that took over. Its timers ended with
+    /// it: left there, the delay would never ring, and no copy would go
+    /// again (an attempt's end sends nothing, so it starts no new delay
+    /// either). The delay moves to `current` and ends when it would have:
+    /// armed afresh, it would put the next copy off by however long the
+    /// failed one ran. Rung already, it stays rung: the copy is due, and
+    /// goes at the next look.
+    fn move_hedge_delay(&mut self, ended: &Exchange) {
         let Some(delay) = &mut self.hedge_alarm else {
             return;
         };
-        if delay.on != copy.id {
-            return;
-        }
-        if delay.alarm.has_rung() {
-            delay.on = self.current.id;
-            return;
-        }
-        self.hedge_alarm = None;
-        let current = self.current.clone();
-        self.arm_hedge(sender, &current);
-    }
-
-    /// `current` took over from `failed`, which may hold the next copy's
-    /// delay (armed on the attempt waited for when the copy that held it
-    /// failed): `current` takes it, ending when it did. Left on `failed`,
-    /// whose timers ended with it, it would never ring, and no copy would
-    /// go again; and an attempt's end sends nothing, so it starts no new
-    /// delay either. Rung already, it stays rung: the copy was due.
-    fn hand_over_hedge_delay(&mut self, failed: &Exchange) {
-        let Some(delay) = &mut self.hedge_alarm else {
-            return;
-        };
-        if delay.on != failed.id {
+        if delay.on != ended.id {
             return;
         }
         delay.on = self.current.id;
-        self.current.arm_hedge(delay.at, delay.alarm.clone());
+        if !delay.alarm.has_rung() {
+            self.current.arm_hedge(delay.at, delay.alarm.clone());
+        }
     }
 
     /// The hedge delay rang: a copy goes, on another connection, if the
