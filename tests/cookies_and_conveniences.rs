@@ -5,9 +5,11 @@
 
 mod support;
 
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use support::real::Httpbin;
+use support::tls::{certs, TlsServer};
 use support::*;
 use tickless::cookie::{CookieStore, Jar, Url};
 use tickless::{Client, Error, InvalidRequest};
@@ -139,6 +141,75 @@ fn a_jar_can_be_shared_and_filled_by_hand() {
     assert_eq!(server.requests()[2].header("cookie"), Some("mine=1"));
     first.close();
     second.close();
+}
+
+/// The cookies a request carried, sorted (a store keeps no order).
+fn cookies_of(request: &RecordedRequest) -> Vec<String> {
+    let mut cookies: Vec<String> = request
+        .header("cookie")
+        .unwrap_or("")
+        .split("; ")
+        .filter(|c| !c.is_empty())
+        .map(str::to_owned)
+        .collect();
+    cookies.sort();
+    cookies
+}
+
+/// RFC 6265bis §5.7: a `Secure` cookie that comes over plain http is
+/// ignored — kept, it would go with the site's https requests, set by
+/// whoever could answer in clear — and one set over https never goes over
+/// http. `shop.test` is resolved to loopback: loopback itself counts as
+/// secure to cookie stores (curl's and the browsers' too).
+#[test]
+fn a_secure_cookie_is_only_taken_over_https_and_only_sent_over_https() {
+    let plain = TestServer::respond(|request| match request.target.as_str() {
+        "/set" => response(
+            200,
+            &[
+                ("Set-Cookie", "token=forged; Secure"),
+                ("Set-Cookie", "plain=p"),
+            ],
+            b"",
+        ),
+        _ => ok(""),
+    });
+    let secure = TlsServer::respond(&certs().valid, |request| match request.target.as_str() {
+        "/set" => response(200, &[("Set-Cookie", "token=real; Secure")], b""),
+        _ => ok(""),
+    });
+    let client = Client::builder()
+        .event_loops(1)
+        .resolve("shop.test", &[SocketAddr::from(([127, 0, 0, 1], 0))])
+        // The test certificate names loopback, not shop.test.
+        .danger_accept_invalid_certs(true)
+        .cookie_store(true)
+        .build()
+        .unwrap();
+    let over_http = |path: &str| format!("http://shop.test:{}{path}", plain.addr().port());
+    let over_https = |path: &str| secure.url_for("shop.test", path);
+    for url in [
+        over_http("/set"),
+        over_https("/page"),
+        over_https("/set"),
+        over_http("/page"),
+        over_https("/page"),
+    ] {
+        client.get(url).send().wait().unwrap();
+    }
+    let (plain_requests, secure_requests) = (plain.requests(), secure.tls_requests());
+    assert_eq!(
+        cookies_of(&secure_requests[0]),
+        ["plain=p"],
+        "the Secure cookie set over http was kept"
+    );
+    assert_eq!(
+        cookies_of(&plain_requests[1]),
+        ["plain=p"],
+        "a Secure cookie went over http"
+    );
+    assert_eq!(cookies_of(&secure_requests[2]), ["plain=p", "token=real"]);
+    client.close();
 }
 
 /// A store of one's own: records what it was told and answers a constant.

@@ -5,7 +5,8 @@
 //! store of one's own). [`Jar`] is the one the client brings: RFC 6265
 //! (domain, path, `Secure`, `Max-Age` and `Expires`; no public-suffix
 //! list, but a `Domain` that is a top-level domain is refused, as curl
-//! does), on the `cookie_store` crate.
+//! does; a `Secure` cookie set over plain http is ignored, as RFC 6265bis
+//! has it), on the `cookie_store` crate.
 
 use http::HeaderValue;
 
@@ -42,7 +43,9 @@ impl Jar {
 
     /// Keeps the cookies `url` set, but for those it may not set.
     fn store(&self, mut cookies: Vec<cookie_store::RawCookie<'static>>, url: &url::Url) {
-        cookies.retain(|cookie| !for_a_top_level_domain(cookie, url));
+        cookies.retain(|cookie| {
+            !for_a_top_level_domain(cookie, url) && !secure_over_plain_http(cookie, url)
+        });
         if !cookies.is_empty() {
             self.write()
                 .store_response_cookies(cookies.into_iter(), url);
@@ -82,6 +85,23 @@ impl CookieStore for Jar {
         }
         HeaderValue::from_str(&joined).ok()
     }
+}
+
+/// Whether `cookie` is `Secure` and `url` is not secure: RFC 6265bis §5.7
+/// has it ignored (`cookie_store` keeps it), as the browsers and curl do —
+/// kept, it would go with the site's https requests, set by whoever could
+/// answer in clear. Secure is https, and loopback (`localhost`, 127.0.0.0/8,
+/// `::1`), which is what `cookie_store` counts as secure when it sends
+/// (as curl and the browsers do): what it would send, it may take.
+#[cfg(feature = "cookies")]
+fn secure_over_plain_http(cookie: &cookie_store::RawCookie<'_>, url: &url::Url) -> bool {
+    let loopback = match url.host() {
+        Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    };
+    cookie.secure() == Some(true) && url.scheme() != "https" && !loopback
 }
 
 /// Whether `cookie`'s `Domain` is a top-level domain (`com`, `.test`,
@@ -165,6 +185,30 @@ mod tests {
         assert_eq!(sent(&jar, "http://a.test/").as_deref(), Some("plain=p"));
         set(&jar, "https://a.test/", &["plain=gone; Max-Age=0"]);
         assert_eq!(sent(&jar, "https://a.test/").as_deref(), Some("token=s"));
+    }
+
+    /// RFC 6265bis §5.7: a `Secure` cookie set over plain http is ignored
+    /// (a hand-added one too), so it can neither go over https later nor
+    /// replace one the site set over https; loopback and `localhost` are
+    /// secure, as the store counts them when it sends.
+    #[test]
+    fn a_secure_cookie_set_over_plain_http_is_ignored() {
+        let jar = Jar::new();
+        set(&jar, "https://a.test/", &["token=real; Secure"]);
+        set(&jar, "http://a.test/", &["token=forged; Secure", "plain=p"]);
+        jar.add_cookie_str("hand=h; Secure", &url("http://a.test/"));
+        assert_eq!(
+            sent(&jar, "https://a.test/").as_deref(),
+            Some("plain=p; token=real")
+        );
+        for local in [
+            "http://127.0.0.1:8080/",
+            "http://[::1]/",
+            "http://localhost/",
+        ] {
+            set(&jar, local, &["local=l; Secure"]);
+            assert_eq!(sent(&jar, local).as_deref(), Some("local=l"), "{local}");
+        }
     }
 
     /// A site may not set a cookie for a whole top-level domain: it would
