@@ -287,6 +287,42 @@ fn userinfo_becomes_basic_auth_and_never_reaches_the_request_line() {
     client.close();
 }
 
+/// RFC 7617 §2: a user-id containing a colon is invalid — the server
+/// takes the first `:` for the end of the name, and the rest for the
+/// password. `basic_auth` refuses it before anything is sent, and never
+/// shows it (a caller who wrote `"name:password"` as the name would see the
+/// password); a colon in the password is the password's own.
+#[test]
+fn a_basic_auth_user_name_with_a_colon_is_refused_before_anything_is_sent() {
+    let server = TestServer::respond(|_| ok(""));
+    let client = Client::builder().event_loops(1).build().unwrap();
+    let error = client
+        .get(server.url("/"))
+        .basic_auth("alice:s3cret", None)
+        .send()
+        .wait()
+        .unwrap_err();
+    assert!(
+        matches!(error, Error::InvalidRequest(InvalidRequest::BasicAuthUser)),
+        "{error:?}"
+    );
+    let shown = format!("{error} {error:?}");
+    assert!(!shown.contains("s3cret"), "{shown}");
+    assert!(shown.contains("':'"), "{shown}");
+    assert!(server.requests().is_empty());
+    client
+        .get(server.url("/"))
+        .basic_auth("alice", Some("p:w"))
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(
+        server.requests()[0].header("authorization"),
+        Some(support::real::basic_auth("alice", "p:w").as_str())
+    );
+    client.close();
+}
+
 #[test]
 fn query_form_and_bearer() {
     let server = TestServer::respond(|request| {

@@ -239,8 +239,15 @@ impl RequestBuilder {
 
     /// `Authorization: Basic` for `user` and `password` (RFC 7617). The
     /// header is marked sensitive, and not sent to another origin on a
-    /// redirect.
+    /// redirect. A `user` with a `:` in it, which RFC 7617 §2 makes invalid
+    /// (the server would take what follows it for the password), fails the
+    /// request with [`InvalidRequest::BasicAuthUser`]; the password may
+    /// hold any.
     pub fn basic_auth(mut self, user: &str, password: Option<&str>) -> Self {
+        if user.contains(':') {
+            self.invalid = Some(InvalidRequest::BasicAuthUser);
+            return self;
+        }
         let value = crate::policy::chain::basic(user.as_bytes(), password.map(str::as_bytes));
         self.headers.insert(AUTHORIZATION, value);
         self

@@ -115,6 +115,13 @@ pub enum InvalidRequest {
     /// credentials.
     #[error("the URI's userinfo cannot be used as credentials")]
     Userinfo,
+    /// The user name given to
+    /// [`basic_auth`](crate::RequestBuilder::basic_auth) contains a `:`:
+    /// RFC 7617 §2 makes it invalid, since the server takes the first `:`
+    /// for the end of the name. The name is not shown: it may be
+    /// `name:password` given as the name.
+    #[error("a Basic authentication user name cannot contain ':' (RFC 7617 §2)")]
+    BasicAuthUser,
     /// Query parameters or a form that cannot be url-encoded.
     #[error("cannot url-encode the query or form")]
     Query(#[source] serde_urlencoded::ser::Error),
