@@ -178,6 +178,42 @@ fn malformed_responses_are_protocol_errors_and_close_the_connection() {
     }
 }
 
+/// The client does not take upgrades: a `101 Switching Protocols` to a
+/// request that asked for one (the caller's own `Upgrade` and
+/// `Connection: upgrade`) fails saying so — not that none was asked — and
+/// its connection, now the other protocol's, is closed.
+#[test]
+fn a_switch_to_the_protocol_the_caller_asked_for_fails_as_unsupported() {
+    let switched = b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\
+        Connection: upgrade\r\n\r\n";
+    let client = client(false);
+    let server = TestServer::start(Behaviour::SendThenStall(switched.to_vec()));
+    let error = client
+        .get(server.url("/chat"))
+        .header("upgrade", "websocket")
+        .header("connection", "upgrade")
+        .send()
+        .wait()
+        .unwrap_err();
+    match &error {
+        Error::Protocol { source, .. } => assert!(
+            matches!(source, DecodeError::UpgradeNotSupported),
+            "{source:?}"
+        ),
+        other => panic!("expected a protocol error, got {other:?}"),
+    }
+    let message = error.to_string();
+    assert!(message.contains("upgrades are not supported"), "{message}");
+    assert!(!message.contains("no upgrade was requested"), "{message}");
+    assert_eq!(
+        server.requests()[0].header("upgrade"),
+        Some("websocket"),
+        "the caller's Upgrade went out"
+    );
+    assert_clean(&client, &server);
+    client.close();
+}
+
 #[test]
 fn a_peer_closing_inside_a_framed_body_is_an_error_never_a_short_success() {
     let cases: [(&[u8], Stage); 4] = [

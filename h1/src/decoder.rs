@@ -51,6 +51,8 @@ pub struct ResponseDecoder {
     limits: Limits,
     is_head: bool,
     request_keep_alive: bool,
+    /// The request carried `Upgrade`: a 101 is the switch it asked for.
+    upgrade_requested: bool,
     state: State,
     bytes_seen: bool,
     head_received: bool,
@@ -70,12 +72,23 @@ impl ResponseDecoder {
             limits,
             is_head,
             request_keep_alive,
+            upgrade_requested: false,
             state: State::Head,
             bytes_seen: false,
             head_received: false,
             interim_bytes: 0,
             head_scanned: Scanned::default(),
         }
+    }
+
+    /// Whether the request asked for an upgrade (it carried `Upgrade`;
+    /// false unless said). Either way a `101 Switching Protocols` is an
+    /// error — this decoder speaks HTTP/1.1 only — and this says which:
+    /// [`DecodeError::UpgradeNotSupported`] for an upgrade asked for,
+    /// [`DecodeError::SwitchingProtocols`] for one that was not.
+    pub fn upgrade_requested(mut self, requested: bool) -> Self {
+        self.upgrade_requested = requested;
+        self
     }
 
     /// Feeds the unconsumed input. Returns how many bytes of `input` were
@@ -138,7 +151,11 @@ impl ResponseDecoder {
             };
             pos += n;
             if head.status == http::StatusCode::SWITCHING_PROTOCOLS {
-                return Err(DecodeError::SwitchingProtocols);
+                return Err(if self.upgrade_requested {
+                    DecodeError::UpgradeNotSupported
+                } else {
+                    DecodeError::SwitchingProtocols
+                });
             }
             if head.status.is_informational() {
                 self.count_interim(n)?;

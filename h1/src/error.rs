@@ -134,6 +134,15 @@ pub enum DecodeError {
     /// A `101 Switching Protocols` response, though no upgrade was requested.
     #[error("unexpected 101 Switching Protocols (no upgrade was requested)")]
     SwitchingProtocols,
+    /// A `101 Switching Protocols` response to a request that asked for an
+    /// upgrade (it carried `Upgrade`, see
+    /// [`ResponseDecoder::upgrade_requested`](super::ResponseDecoder::upgrade_requested)):
+    /// the server switched, and what follows is the other protocol, which
+    /// this decoder does not speak.
+    #[error(
+        "101 Switching Protocols to the upgrade the request asked for: upgrades are not supported"
+    )]
+    UpgradeNotSupported,
     /// The peer closed the connection before the response was complete.
     #[error("connection closed inside {stage}")]
     Truncated {

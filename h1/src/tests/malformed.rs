@@ -378,6 +378,23 @@ fn switching_protocols_is_an_error() {
     );
 }
 
+/// A 101 to a request that carried `Upgrade` is the switch it asked
+/// for, which the decoder cannot follow: it says so, not that nothing was
+/// asked (see above for a request that asked nothing).
+#[test]
+fn switching_protocols_to_a_requested_upgrade_is_unsupported() {
+    let switched = b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n";
+    let mut decoder = ResponseDecoder::new(limits(), false, true).upgrade_requested(true);
+    let error = decoder.decode(switched).unwrap_err();
+    assert_eq!(error, DecodeError::UpgradeNotSupported);
+    assert!(error.to_string().contains("upgrades are not supported"));
+    let mut decoder = ResponseDecoder::new(limits(), false, true).upgrade_requested(false);
+    assert_eq!(
+        decoder.decode(switched).unwrap_err(),
+        DecodeError::SwitchingProtocols
+    );
+}
+
 #[test]
 fn truncated_stages() {
     use Stage::*;

@@ -209,9 +209,13 @@ impl Conn {
         let limits = self.env().config.limits;
         let is_head = exchange.request.method == http::Method::HEAD;
         let keep_alive = exchange.request.keep_alive;
+        // The caller's own `Upgrade` (the client asks for none): a 101 is
+        // then the switch it asked for, and its error says upgrades are
+        // not supported rather than that none was asked.
+        let upgrade = exchange.request.headers.contains_key(http::header::UPGRADE);
         self.state = State::Active(Box::new(Active {
             exchange,
-            decoder: ResponseDecoder::new(limits, is_head, keep_alive),
+            decoder: ResponseDecoder::new(limits, is_head, keep_alive).upgrade_requested(upgrade),
             reused,
             sending: Sending::Head { written: 0 },
             gathered: BytesMut::new(),
