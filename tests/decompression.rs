@@ -358,6 +358,87 @@ fn an_unknown_coding_is_left_as_it_came() {
     client.close();
 }
 
+/// More codings stacked than are decoded (`MAX_CODINGS`, 4, as curl): the
+/// response fails with a typed error, as curl fails it, rather than come
+/// still encoded to a caller who asked for it decoded (the default) — its
+/// connection let go. Four, even over two field lines, decode; with
+/// decompression off the body comes as sent, `Content-Encoding` and all.
+#[test]
+fn more_stacked_codings_than_are_decoded_fail_unless_decompression_is_off() {
+    let plain = b"gzipped over and over".to_vec();
+    let four = gzip(&gzip(&gzip(&gzip(&plain))));
+    let five = gzip(&four);
+    let (four_sent, five_sent) = (four.clone(), five.clone());
+    let server = TestServer::respond(move |request| match request.target.as_str() {
+        "/five" => response(
+            200,
+            &[("Content-Encoding", "gzip, gzip, gzip, gzip, gzip")],
+            &five_sent,
+        ),
+        _ => response(
+            200,
+            &[
+                ("Content-Encoding", "gzip, gzip"),
+                ("Content-Encoding", "gzip, gzip"),
+            ],
+            &four_sent,
+        ),
+    });
+    let client = client();
+    let error = client.get(server.url("/five")).send().wait().unwrap_err();
+    assert!(
+        matches!(error, Error::TooManyCodings { count: 5, .. }),
+        "{error:?}"
+    );
+    let message = error.to_string();
+    assert!(
+        message.contains("stacks 5 content codings (at most 4 are decoded)"),
+        "{message}"
+    );
+    assert_settles(&client, Duration::from_secs(10));
+    let response = client.get(server.url("/four")).send().wait().unwrap();
+    assert!(response.headers().get("content-encoding").is_none());
+    assert_eq!(&response.bytes().wait().unwrap()[..], &plain[..]);
+    let response = client
+        .get(server.url("/five"))
+        .decompress(false)
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(
+        response.headers()["content-encoding"],
+        "gzip, gzip, gzip, gzip, gzip"
+    );
+    assert_eq!(&response.bytes().wait().unwrap()[..], &five[..]);
+    client.close();
+}
+
+/// A response refused for its codings is never read: its connection goes
+/// at once — here, with the body yet to come, closed — whether the future
+/// is waited for or polled, rather than held until a timeout.
+#[test]
+fn a_response_refused_for_its_codings_lets_its_connection_go() {
+    let head = "HTTP/1.1 200 OK\r\nContent-Encoding: gzip, gzip, gzip, gzip, gzip\r\n\
+        Content-Length: 1000000\r\n\r\n";
+    let client = client();
+    for polled in [false, true] {
+        // The server stalls after the head: only the client can close.
+        let server = TestServer::start(Behaviour::SendThenStall(head.as_bytes().to_vec()));
+        let future = client.get(server.url("/")).send();
+        let error = match polled {
+            false => future.wait().unwrap_err(),
+            true => block_on(future).unwrap_err(),
+        };
+        assert!(matches!(error, Error::TooManyCodings { .. }), "{error:?}");
+        assert!(
+            server.wait_for_open(0, Duration::from_secs(10)),
+            "polled: {polled}: the connection was kept"
+        );
+        assert_settles(&client, Duration::from_secs(10));
+    }
+    client.close();
+}
+
 #[test]
 fn head_204_and_304_are_never_decoded() {
     let server = TestServer::respond(|request| match request.target.as_str() {

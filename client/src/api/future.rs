@@ -102,7 +102,7 @@ impl ResponseFuture {
             Inner::Failed(error) => return Err(error.take().expect(WAITED_AFTER_COMPLETION)),
         };
         let head = chain.wait()?;
-        Ok(response(chain, head))
+        response(chain, head)
     }
 
     /// Cancels the exchange: the future resolves with [`Error::Cancelled`]
@@ -135,8 +135,8 @@ impl Future for ResponseFuture {
                 return Poll::Ready(Err(error.take().expect(POLLED_AFTER_COMPLETION)))
             }
         };
-        match chain.poll(cx) {
-            Poll::Ready(Ok(head)) => Poll::Ready(Ok(response(chain, head))),
+        match chain.poll(cx).map(|head| response(chain, head?)) {
+            Poll::Ready(Ok(response)) => Poll::Ready(Ok(response)),
             Poll::Ready(Err(error)) => {
                 // The chain is over; a poll after this one panics, as
                 // after any outcome.
@@ -148,12 +148,13 @@ impl Future for ResponseFuture {
     }
 }
 
-/// The response of the chain's last hop, whose head this is.
-fn response(chain: &Chain, mut head: Head) -> Response {
-    let decoding = chain.decoding(&mut head);
+/// The response of the chain's last hop, whose head this is (or why it
+/// is refused: see [`Chain::decoding`]).
+fn response(chain: &Chain, mut head: Head) -> Result<Response, Error> {
+    let decoding = chain.decoding(&mut head)?;
     let length = chain.body_length(&head);
     let body = Body::new(chain.current().clone(), decoding, length);
-    Response::new(head, chain.url().clone(), body)
+    Ok(Response::new(head, chain.url().clone(), body))
 }
 
 impl Drop for ResponseFuture {

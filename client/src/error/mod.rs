@@ -442,6 +442,22 @@ pub enum Error {
         /// What was wrong.
         source: tickless_codings::DecodeError,
     },
+    /// A response's `Content-Encoding` stacks more codings than the client
+    /// decodes ([`MAX_CODINGS`](tickless_codings::MAX_CODINGS), 4, as
+    /// curl), with decompression on: the response is refused, as curl
+    /// refuses it, rather than handed over still encoded to a caller who
+    /// asked for it decoded. Its connection is let go at once. With
+    /// decompression off it comes as sent, `Content-Encoding` and all.
+    #[error(
+        "response from {remote} stacks {count} content codings (at most {max} are decoded)",
+        max = tickless_codings::MAX_CODINGS
+    )]
+    TooManyCodings {
+        /// The server.
+        remote: String,
+        /// How many codings (other than `identity`) the response stacks.
+        count: usize,
+    },
     /// The response's status is a client or server error, and
     /// [`Response::error_for_status`](crate::Response::error_for_status)
     /// was asked.

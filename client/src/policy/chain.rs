@@ -259,14 +259,27 @@ impl Chain {
 
     /// The decoding of the response whose head this is, if it is to be
     /// decoded (see [`decode::decoder_for`]); its headers lose what
-    /// described the encoded body.
-    pub(crate) fn decoding(&self, head: &mut Head) -> Option<decode::Decoding> {
+    /// described the encoded body. A response refused for its codings lets
+    /// its connection go, as a dropped body does (none will be made).
+    pub(crate) fn decoding(&self, head: &mut Head) -> Result<Option<decode::Decoding>, Error> {
         if !self.decompress {
-            return None;
+            return Ok(None);
         }
         let limit = self.dispatcher.config().limits.max_body_bytes;
-        decode::decoder_for(&self.hop.method, head.status, &mut head.headers, limit)
-            .map(|decoder| decode::Decoding::new(decoder, self.current().remote_name()))
+        let remote = || self.current().remote_name();
+        match decode::decoder_for(
+            &self.hop.method,
+            head.status,
+            &mut head.headers,
+            limit,
+            remote,
+        ) {
+            Ok(decoder) => Ok(decoder.map(|decoder| decode::Decoding::new(decoder, remote()))),
+            Err(error) => {
+                self.current().body_dropped();
+                Err(error)
+            }
+        }
     }
 
     /// The length of the body the caller will read, if the head tells it:

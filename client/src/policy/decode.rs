@@ -8,7 +8,7 @@ use crate::error::Error;
 use crate::exchange::has_no_body;
 use bytes::{Bytes, BytesMut};
 use http::header::{CONTENT_ENCODING, CONTENT_LENGTH};
-use tickless_codings::{ContentDecoder, DecodeError, DecoderConfig};
+use tickless_codings::{ContentDecoder, DecodeError, DecoderConfig, UnsupportedCoding};
 
 /// Decoded bytes handed out per chunk, at most.
 const OUT_CHUNK: usize = 32 * 1024;
@@ -29,19 +29,21 @@ pub(crate) fn accept_encoding() -> &'static str {
 /// `Content-Encoding` of codings this build decodes. Then
 /// `Content-Encoding` and `Content-Length` (which describe the encoded
 /// body) leave `headers`. A coding this build does not know leaves the body
-/// as it came.
+/// as it came, `Content-Encoding` kept; more codings stacked than are
+/// decoded is [`Error::TooManyCodings`] (from `remote`).
 pub(crate) fn decoder_for(
     method: &http::Method,
     status: http::StatusCode,
     headers: &mut http::HeaderMap,
     max_decoded: Option<u64>,
-) -> Option<ContentDecoder> {
+    remote: impl FnOnce() -> String,
+) -> Result<Option<ContentDecoder>, Error> {
     // A range of an encoded body is a slice of the encoded bytes (its
     // `Content-Range` counts them): it does not decode alone, and a caller
     // who resumes a download needs the bytes as they are.
     let partial = status == http::StatusCode::PARTIAL_CONTENT;
     if has_no_body(method, status) || partial || !headers.contains_key(CONTENT_ENCODING) {
-        return None;
+        return Ok(None);
     }
     let mut config = DecoderConfig::new();
     if let Some(max) = max_decoded {
@@ -55,14 +57,24 @@ pub(crate) fn decoder_for(
         Ok(Some(decoder)) => {
             headers.remove(CONTENT_ENCODING);
             headers.remove(CONTENT_LENGTH);
-            Some(decoder)
+            Ok(Some(decoder))
         }
         // Only `identity`: nothing to undo.
         Ok(None) => {
             headers.remove(CONTENT_ENCODING);
-            None
+            Ok(None)
         }
-        Err(_unsupported) => None,
+        // Codings the client asked for, stacked past the cap: handed over
+        // still encoded, the body would reach a caller who asked for it
+        // decoded with nothing but a header to say it is not. curl refuses
+        // such a response, and so does the client.
+        Err(UnsupportedCoding::TooMany { count }) => Err(Error::TooManyCodings {
+            remote: remote(),
+            count,
+        }),
+        // A coding the client did not ask for (unknown, or not compiled
+        // in): as it came, `Content-Encoding` kept, as the browsers do.
+        Err(_unsupported) => Ok(None),
     }
 }
 
