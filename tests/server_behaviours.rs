@@ -1,6 +1,7 @@
 //! Servers that answer in ways a client must cope with, though they break no
-//! rule: one that speaks as soon as it accepts, and one that refuses an
-//! upload before it has read it. No timeout is set: an exchange that is not
+//! rule: one that speaks as soon as it accepts, one that refuses an
+//! upload before it has read it, and one that answers `408 Request Timeout`
+//! on a keep-alive connection it timed out. No timeout is set: an exchange that is not
 //! ended by the server's answer would hang, and the test's ceiling says so.
 
 mod support;
@@ -101,4 +102,110 @@ fn an_early_refusal_of_an_upload_is_the_answer_not_the_reset_that_follows() {
         );
         client.close();
     }
+}
+
+/// What a server that gave up on an idle connection writes before it
+/// closes it (Apache, Node and HAProxy say `Connection: close`).
+const TIMED_OUT: &[u8] =
+    b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
+
+/// On its first connection, answers the first request with `0 <target>`,
+/// then the second with [`TIMED_OUT`] and closes: the idle keep-alive
+/// connection it timed out just as the client's next request came. Every
+/// later connection answers each request with `<connection> <target>`.
+/// Every request is recorded.
+fn times_out_its_pooled_connection() -> TestServer {
+    TestServer::start(Behaviour::per_connection(|index| {
+        if index > 0 {
+            return Behaviour::respond(|request| {
+                ok(&format!("{} {}", request.connection_index, request.target))
+            });
+        }
+        let answered = AtomicBool::new(false);
+        Behaviour::respond(move |request| {
+            if answered.swap(true, Ordering::SeqCst) {
+                TIMED_OUT.to_vec()
+            } else {
+                ok(&format!("0 {}", request.target))
+            }
+        })
+    }))
+}
+
+/// The (connection, target) of every request `server` has read.
+fn requests_seen(server: &TestServer) -> Vec<(usize, String)> {
+    let requests = server.requests();
+    requests
+        .into_iter()
+        .map(|request| (request.connection_index, request.target))
+        .collect()
+}
+
+#[test]
+fn a_408_on_a_pooled_connection_sends_the_request_again_on_a_new_one() {
+    let server = times_out_its_pooled_connection();
+    let recorder = Recorder::new();
+    let client = tickless::Client::builder()
+        .event_loops(1)
+        .request_timeout(Duration::ZERO)
+        .read_timeout(Duration::ZERO)
+        .listener(recorder.clone())
+        .build()
+        .unwrap();
+    let first = outcome(client.get(server.url("/a")).send()).unwrap();
+    assert_eq!(first.text().wait().unwrap(), "0 /a");
+    let second = outcome(client.get(server.url("/b")).send()).unwrap();
+    assert_eq!(second.status(), 200);
+    assert_eq!(
+        second.text().wait().unwrap(),
+        "1 /b",
+        "answered on a new connection"
+    );
+    assert_eq!(
+        requests_seen(&server),
+        [(0, "/a".into()), (0, "/b".into()), (1, "/b".into())]
+    );
+    assert_eq!(server.connections_accepted(), 2);
+    // As a close before the answer: the 408 is told to nobody, and the
+    // request goes again without a policy's retry.
+    let events: Vec<Event> = recorder.events().into_iter().map(|(e, _)| e).collect();
+    let statuses: Vec<u16> = events
+        .iter()
+        .filter_map(|event| match event {
+            Event::Status(status) => Some(status.as_u16()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(statuses, [200, 200], "{events:?}");
+    assert!(
+        !events.iter().any(|event| matches!(event, Event::Retry(..))),
+        "{events:?}"
+    );
+    client.close();
+}
+
+#[test]
+fn a_408_on_a_pooled_connection_to_a_post_is_the_answer() {
+    // The same rule as for a close before the answer: a request that may
+    // not go twice does not.
+    let server = times_out_its_pooled_connection();
+    let client = untimed_client();
+    let first = outcome(client.get(server.url("/a")).send()).unwrap();
+    assert_eq!(first.text().wait().unwrap(), "0 /a");
+    let second = outcome(client.post(server.url("/b")).body("once").send()).unwrap();
+    assert_eq!(second.status(), 408);
+    assert_eq!(requests_seen(&server), [(0, "/a".into()), (0, "/b".into())]);
+    assert_eq!(server.connections_accepted(), 1);
+    client.close();
+}
+
+#[test]
+fn a_408_on_a_new_connection_is_the_answer() {
+    let server = TestServer::respond(|_| TIMED_OUT.to_vec());
+    let client = untimed_client();
+    let response = outcome(client.get(server.url("/a")).send()).unwrap();
+    assert_eq!(response.status(), 408);
+    assert_eq!(requests_seen(&server), [(0, "/a".into())]);
+    assert_eq!(server.connections_accepted(), 1);
+    client.close();
 }

@@ -613,6 +613,23 @@ impl Conn {
                     self.continue_body(cx);
                 }
                 Decoded::Head(head) => {
+                    // A 408 on a pooled connection is the server giving up
+                    // on the connection, not on this request: it timed out
+                    // waiting while the connection sat idle, and closes it
+                    // (RFC 9110 §15.5.9: the client MAY repeat a request in
+                    // transit). Taken as the close before an answer that
+                    // usually follows it, as Chromium and Firefox do: told
+                    // to nobody, and the request goes again by the same
+                    // rule, once, on a new connection — this one is closed
+                    // now, whatever the server does with it.
+                    if head.status == http::StatusCode::REQUEST_TIMEOUT
+                        && self.retry_on_fresh_connection(cx)
+                    {
+                        return Decodes::Stop;
+                    }
+                    let State::Active(active) = &mut self.state else {
+                        return Decodes::Stop;
+                    };
                     let exchange = active.exchange.clone();
                     active.sending.answered(head.status);
                     // An answer before the request is all sent (the body
@@ -764,9 +781,10 @@ impl Conn {
         }
     }
 
-    /// A reused connection failed before any response byte: the server
-    /// closed it while idle. A request that may go twice goes again once,
-    /// on a new connection. Returns whether it did.
+    /// A reused connection failed before any response byte (or answered
+    /// `408 Request Timeout`, its only byte): the server closed it while
+    /// idle. A request that may go twice goes again once, on a new
+    /// connection. Returns whether it did.
     fn retry_on_fresh_connection(&mut self, cx: &mut LoopContext<'_>) -> bool {
         let State::Active(active) = &self.state else {
             return false;
