@@ -239,6 +239,28 @@ pub trait EventListener: Send + Sync + 'static {
     /// because the one before failed with `reason` (a status retried is an
     /// [`Error::Status`]). Called on the thread that waits for or polls the
     /// response.
+    ///
+    /// Told of a [retry policy](crate::retry::Policy)'s retries only. The
+    /// client also sends a request again by itself, at once, in cases that
+    /// are no retries — no attempt counted, no
+    /// [retry budget](crate::ClientBuilder::retry_budget) spent, nothing
+    /// told here:
+    ///
+    /// * a `417 Expectation Failed` to `Expect: 100-continue` (HTTP/1.1),
+    ///   repeated once without it (see
+    ///   [`expect_continue_timeout`](crate::ClientBuilder::expect_continue_timeout)):
+    ///   the 417's exchange is told as any other ([`on_status`](Self::on_status)
+    ///   with 417, then its end), and the repeat's events follow as a new
+    ///   exchange's — possibly before the 417's end, as a redirect's do;
+    /// * a request on a pooled connection that the server closed before
+    ///   answering — or, over HTTP/1.1, answered `408 Request Timeout` on
+    ///   (it timed the idle connection out) — sent again once on a new
+    ///   connection if it may go twice (idempotent, its body in memory):
+    ///   the 408 is not told, and the exchange's events go on with the new
+    ///   connection's;
+    /// * over HTTP/2, a request the server refused or never processed
+    ///   (`REFUSED_STREAM`, above a `GOAWAY`'s last stream id), sent again
+    ///   once.
     fn on_retry(
         &self,
         request: &RequestInfo,

@@ -423,10 +423,17 @@ impl ClientBuilder {
     /// the [read timeout](Self::read_timeout) bounds the server's silence
     /// meanwhile. A final answer that comes
     /// first is the response, and the body is never sent (nor the
-    /// connection reused) — but a `417 Expectation Failed` to a body in
-    /// memory sends the request again at once, without the `Expect`
-    /// (RFC 9110 §10.1.1; once per request); to a streamed body, it is the
-    /// response. Over HTTP/2 the `Expect` is not sent and the body goes at
+    /// connection reused) — but a `417 Expectation Failed` sends the
+    /// request again at once, on another connection, without the `Expect`
+    /// (RFC 9110 §10.1.1; once per request), its body whole: one in memory,
+    /// or a streamed one (an [`Upload`](crate::Upload) from a reader or an
+    /// async body), which had waited and not begun to go — the same
+    /// source, untouched. To a streamed body that began to go (the delay
+    /// passed before the 417 came) the 417 is the response. That repeat is
+    /// no retry: no attempt of a [retry policy](Self::retry) is counted, no
+    /// [budget](Self::retry_budget) spent, and
+    /// [`EventListener::on_retry`] is not
+    /// told. Over HTTP/2 the `Expect` is not sent and the body goes at
     /// once, without waiting.
     pub fn expect_continue_timeout(mut self, timeout: Duration) -> Self {
         self.config.expect_continue_timeout = nonzero(timeout);

@@ -810,6 +810,15 @@ impl Exchange {
         self.outcome.deliver(Ok(head)).is_ok()
     }
 
+    /// Whether the answer is a `417 Expectation Failed` to the request's
+    /// `Expect: 100-continue`: a streamed body no connection took then
+    /// outlives the exchange, for its policy (see
+    /// [`RequestParts::take_unsent`]).
+    fn refused_expectation(&self) -> bool {
+        self.request.expect_continue
+            && self.status.get() == Some(&http::StatusCode::EXPECTATION_FAILED)
+    }
+
     /// The body has been read off the connection, whole (its bytes may still
     /// wait in the pipe for the reader): the exchange ends. Returns whether
     /// this call ended it.
@@ -856,9 +865,14 @@ impl Exchange {
         if let Some(ending) = self.listener.end(ending) {
             self.tell_end(ending);
         }
-        // A body no connection took is not sent now: its pump goes; a
-        // body in memory, and the head, are not sent again.
-        drop(self.request.take_source());
+        // A body no connection took is not sent now: its pump goes — unless
+        // a `417` refused its `Expect: 100-continue`, which it waited for:
+        // then none of it went, and its request's policy takes it from here
+        // as it looks at the 417 (sent again, or let go). A body in memory,
+        // and the head, are not sent again.
+        if !self.refused_expectation() {
+            drop(self.request.take_source());
+        }
         self.request.release();
         Some(conn.conn().cloned())
     }

@@ -61,7 +61,9 @@ pub(crate) enum RequestBody {
     InHead,
     /// In memory, in [`Payload::held`]: sent after `100 Continue`.
     Held,
-    /// Streamed: taken by the connection that sends it (once).
+    /// Streamed: taken by the connection that sends it (once) — or, never
+    /// taken, by the policy for a new exchange, after a `417` to its
+    /// `Expect: 100-continue` ([`RequestParts::take_unsent`]).
     Streamed(Streamed),
 }
 
@@ -110,6 +112,21 @@ impl RequestParts {
     pub(crate) fn take_source(&self) -> Option<UploadSource> {
         match &self.body {
             RequestBody::Streamed(streamed) => crate::sync::lock(&streamed.source).take(),
+            _ => None,
+        }
+    }
+
+    /// Takes the streamed body's source if no connection took it — not a
+    /// byte of it went, nor was read out of its pipe — with its declared
+    /// length (`None`: chunked), for another exchange to send it whole.
+    /// Left to its exchange after its end only when a `417` refused the
+    /// `Expect: 100-continue` it waited for (`Exchange::end`).
+    pub(crate) fn take_unsent(&self) -> Option<(UploadSource, Option<u64>)> {
+        match &self.body {
+            RequestBody::Streamed(streamed) => {
+                let source = crate::sync::lock(&streamed.source).take()?;
+                Some((source, streamed.length))
+            }
             _ => None,
         }
     }

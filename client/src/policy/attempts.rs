@@ -21,8 +21,9 @@
 //! closed, its timers disarmed).
 
 use super::hedge;
-use super::hop::{self, Hop, HopSettings};
+use super::hop::{self, Hop, HopBody, HopSettings};
 use super::retry;
+use super::upload::Upload;
 use super::Policies;
 use crate::dispatch::Dispatcher;
 use crate::error::Error;
@@ -388,14 +389,32 @@ impl Attempts {
     /// Expectation Failed`) and the hop went again, at once, without it
     /// (RFC 9110 §10.1.1: the client SHOULD). Once per request: the hop
     /// loses the header for good. Only over HTTP/1.1 (HTTP/2 never sends
-    /// it) and for a body in memory: a streamed one is gone with the
-    /// attempt that took it, and the 417 is the response.
+    /// it), with a body in memory or a streamed one that did not begin to
+    /// go (it waited for `100 Continue`): that one goes whole, the same
+    /// source as it was left. A streamed body that began to go (the
+    /// expectation's delay passed first) cannot, and the 417 is the
+    /// response.
+    ///
+    /// No retry: no attempt is counted, no budget spent, and `on_retry` is
+    /// not told (see `EventListener::on_retry`).
     pub(crate) fn repeat_without_expectation(&mut self, head: &Head, sender: Sender<'_>) -> bool {
-        let refused = head.status == http::StatusCode::EXPECTATION_FAILED
-            && head.version != http::Version::HTTP_2
-            && hop::expects_continue(&sender.hop.headers);
-        if !refused || !sender.hop.body.replayable() {
+        if head.status != http::StatusCode::EXPECTATION_FAILED {
             return false;
+        }
+        // Kept past the 417's exchange for this alone (`Exchange::end`):
+        // taken whatever is decided, so that it does not stay with a
+        // response that holds that exchange — dropped, a pump goes.
+        let unsent = self.current.request.take_unsent();
+        let refused =
+            head.version != http::Version::HTTP_2 && hop::expects_continue(&sender.hop.headers);
+        if !refused {
+            return false;
+        }
+        if !sender.hop.body.replayable() {
+            let Some((source, length)) = unsent else {
+                return false;
+            };
+            sender.hop.body = HopBody::Streamed(Some(Upload::unsent(source, length)));
         }
         Arc::make_mut(&mut sender.hop.headers).remove(http::header::EXPECT);
         let Ok(exchange) = hop::exchange_for(sender.dispatcher, sender.hop, sender.settings) else {

@@ -34,7 +34,9 @@ pub(crate) struct Hop {
 pub(crate) enum HopBody {
     /// In memory (empty for none): it may go again, on the next hop.
     Replayable(Bytes),
-    /// Streamed: sent once, by the first hop (`None` once taken).
+    /// Streamed: sent once, by the first hop (`None` once taken) — or put
+    /// back, never sent, to repeat the hop after a `417` to its `Expect:
+    /// 100-continue` (`Attempts::repeat_without_expectation`).
     Streamed(Option<Upload>),
 }
 
@@ -273,6 +275,9 @@ fn encode(
             (head, body, held, Some((reader, pipe)))
         }
         UploadKind::Stream { body, .. } => (head, streamed(UploadSource::Stream(body)), held, None),
+        // Set up by the exchange that never sent it: its pump, if any,
+        // runs already.
+        UploadKind::Unsent { source, .. } => (head, streamed(source), held, None),
     })
 }
 

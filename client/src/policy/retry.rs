@@ -33,7 +33,10 @@
 //!   like the timeouts: on the loop of the connection that failed in
 //!   event-loop mode, else on the wheel.
 //! * **Told**: each retry to the listener
-//!   ([`EventListener::on_retry`](crate::EventListener::on_retry)); a
+//!   ([`EventListener::on_retry`](crate::EventListener::on_retry): what
+//!   the client sends again by itself, without a policy — a `417` repeated
+//!   without `Expect`, a request whose pooled connection closed or
+//!   answered `408` — is no retry, and not told there); a
 //!   request that failed after several attempts fails with
 //!   [`Error::Retried`], which lists every
 //!   attempt's error.

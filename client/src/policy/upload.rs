@@ -1,7 +1,7 @@
 //! [`Upload`]: a request body — in memory, read from a `Read` (a file), or
 //! an async stream.
 
-use crate::exchange::{BodyStream, BoxError};
+use crate::exchange::{BodyStream, BoxError, UploadSource};
 use bytes::{Buf, Bytes};
 use std::io::Read;
 
@@ -18,7 +18,10 @@ use std::io::Read;
 ///   [`http_body::Body`]) — polled on the connection's loop as the socket
 ///   takes its bytes.
 ///
-/// A streamed body is sent once: a request with one is never retried.
+/// A streamed body is sent once: a request with one is never retried. Over
+/// HTTP/1.1 a `417 Expectation Failed` to its `Expect: 100-continue` is the
+/// exception: none of it went (it waited for `100 Continue`), and the
+/// request goes again once, without the `Expect`, with the body whole.
 pub struct Upload {
     pub(crate) kind: UploadKind,
 }
@@ -31,6 +34,14 @@ pub(crate) enum UploadKind {
     },
     Stream {
         body: BodyStream,
+        length: Option<u64>,
+    },
+    /// A streamed body an exchange set up (a `Read`'s pump runs already)
+    /// and never sent — refused with a `417`, it waited for `100 Continue` —
+    /// for the exchange that repeats the request. `length`: as that
+    /// exchange declared it.
+    Unsent {
+        source: UploadSource,
         length: Option<u64>,
     },
 }
@@ -86,11 +97,21 @@ impl Upload {
         }
     }
 
+    /// A streamed body an exchange never sent, from its `source` as it
+    /// left it, of `length` bytes if known.
+    pub(crate) fn unsent(source: UploadSource, length: Option<u64>) -> Upload {
+        Upload {
+            kind: UploadKind::Unsent { source, length },
+        }
+    }
+
     /// The body's length, when known.
     pub fn length(&self) -> Option<u64> {
         match &self.kind {
             UploadKind::Bytes(bytes) => Some(bytes.len() as u64),
-            UploadKind::Reader { length, .. } | UploadKind::Stream { length, .. } => *length,
+            UploadKind::Reader { length, .. }
+            | UploadKind::Stream { length, .. }
+            | UploadKind::Unsent { length, .. } => *length,
         }
     }
 }
@@ -172,8 +193,16 @@ impl std::fmt::Debug for Upload {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let kind = match &self.kind {
             UploadKind::Bytes(_) => "bytes",
-            UploadKind::Reader { .. } => "reader",
-            UploadKind::Stream { .. } => "stream",
+            UploadKind::Reader { .. }
+            | UploadKind::Unsent {
+                source: UploadSource::Pumped(_),
+                ..
+            } => "reader",
+            UploadKind::Stream { .. }
+            | UploadKind::Unsent {
+                source: UploadSource::Stream(_),
+                ..
+            } => "stream",
         };
         f.debug_struct("Upload")
             .field("kind", &kind)
