@@ -217,13 +217,15 @@ impl Chain {
         if self.keep_cookies(&head) {
             self.choose_store_cookies();
         }
+        // A 417 to the hop's `Expect` goes again without it before any
+        // status retry: retried as it was, it would meet the same 417.
+        let (attempts, sender) = self.parts();
+        if attempts.repeat_without_expectation(&head, sender) {
+            return Ok(None);
+        }
         let url = self.hop.uri.clone();
         let (attempts, sender) = self.parts();
         if attempts.retry_status(&head, &url, sender) {
-            return Ok(None);
-        }
-        let (attempts, sender) = self.parts();
-        if attempts.repeat_without_expectation(&head, sender) {
             return Ok(None);
         }
         let Some(next) = self.redirect_of(&head) else {
