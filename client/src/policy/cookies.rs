@@ -5,8 +5,9 @@
 //! store of one's own). [`Jar`] is the one the client brings: RFC 6265
 //! (domain, path, `Secure`, `Max-Age` and `Expires`; no public-suffix
 //! list, but a `Domain` that is a top-level domain is refused, as curl
-//! does; a `Secure` cookie set over plain http is ignored, as RFC 6265bis
-//! has it), on the `cookie_store` crate.
+//! does; a `Secure` cookie set over plain http is ignored, and so is a
+//! cookie set over plain http that would overwrite or shadow a `Secure`
+//! one, as RFC 6265bis has it), on the `cookie_store` crate.
 
 use http::HeaderValue;
 
@@ -43,12 +44,14 @@ impl Jar {
 
     /// Keeps the cookies `url` set, but for those it may not set.
     fn store(&self, mut cookies: Vec<cookie_store::RawCookie<'static>>, url: &url::Url) {
+        let mut store = self.write();
         cookies.retain(|cookie| {
-            !for_a_top_level_domain(cookie, url) && !secure_over_plain_http(cookie, url)
+            !for_a_top_level_domain(cookie, url)
+                && !secure_over_plain_http(cookie, url)
+                && !shadows_a_secure_cookie(&store, cookie, url)
         });
         if !cookies.is_empty() {
-            self.write()
-                .store_response_cookies(cookies.into_iter(), url);
+            store.store_response_cookies(cookies.into_iter(), url);
         }
     }
 
@@ -95,13 +98,70 @@ impl CookieStore for Jar {
 /// (as curl and the browsers do): what it would send, it may take.
 #[cfg(feature = "cookies")]
 fn secure_over_plain_http(cookie: &cookie_store::RawCookie<'_>, url: &url::Url) -> bool {
+    cookie.secure() == Some(true) && !is_secure(url)
+}
+
+/// Whether `url` is secure for cookies: https, or loopback (see
+/// [`secure_over_plain_http`]).
+#[cfg(feature = "cookies")]
+fn is_secure(url: &url::Url) -> bool {
     let loopback = match url.host() {
         Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
         Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
         Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
         None => false,
     };
-    cookie.secure() == Some(true) && url.scheme() != "https" && !loopback
+    url.scheme() == "https" || loopback
+}
+
+/// Whether `cookie`, not `Secure` and set over plain http, would overwrite
+/// or stand in for a `Secure` cookie `store` holds: the same name, domains
+/// that match either way, and a path within the held one's. RFC 6265bis
+/// §5.7 has it ignored, as the browsers and curl do: otherwise whoever
+/// answers in clear could replace a session cookie the site set over https,
+/// or put one before it in the requests that carry both.
+#[cfg(feature = "cookies")]
+fn shadows_a_secure_cookie(
+    store: &cookie_store::CookieStore,
+    cookie: &cookie_store::RawCookie<'_>,
+    url: &url::Url,
+) -> bool {
+    if cookie.secure() == Some(true) || is_secure(url) {
+        return false;
+    }
+    let Ok(new) = cookie_store::Cookie::try_from_raw_cookie(cookie, url) else {
+        return false;
+    };
+    let Some(new_domain) = new.domain.as_cow() else {
+        return false;
+    };
+    store.iter_unexpired().any(|held| {
+        held.secure() == Some(true)
+            && held.name() == new.name()
+            && held.domain.as_cow().is_some_and(|domain| {
+                domain_matches(&domain, &new_domain) || domain_matches(&new_domain, &domain)
+            })
+            && path_matches(&new.path, &held.path)
+    })
+}
+
+/// RFC 6265 §5.1.3: `name` is `domain` or a host name under it.
+#[cfg(feature = "cookies")]
+fn domain_matches(name: &str, domain: &str) -> bool {
+    name.eq_ignore_ascii_case(domain)
+        || (name.len() > domain.len()
+            && name.is_char_boundary(name.len() - domain.len())
+            && name[name.len() - domain.len()..].eq_ignore_ascii_case(domain)
+            && name[..name.len() - domain.len()].ends_with('.')
+            && name.parse::<std::net::IpAddr>().is_err())
+}
+
+/// RFC 6265 §5.1.4: `path` is `within` or under it.
+#[cfg(feature = "cookies")]
+fn path_matches(path: &str, within: &str) -> bool {
+    path == within
+        || (path.starts_with(within)
+            && (within.ends_with('/') || path[within.len()..].starts_with('/')))
 }
 
 /// Whether `cookie`'s `Domain` is a top-level domain (`com`, `.test`,
@@ -209,6 +269,58 @@ mod tests {
             set(&jar, local, &["local=l; Secure"]);
             assert_eq!(sent(&jar, local).as_deref(), Some("local=l"), "{local}");
         }
+    }
+
+    /// RFC 6265bis §5.7: a cookie set over plain http does not overwrite,
+    /// nor stand beside, a `Secure` one of the same name whose domain and
+    /// path it falls within. One that does not is kept: another name,
+    /// another path, or a path above the held one's (the RFC's note: for
+    /// `/login`, `/` and `/foo` may be set, `/login` and `/login/en` not).
+    #[test]
+    fn a_cookie_set_over_plain_http_leaves_a_secure_one_alone() {
+        let jar = Jar::new();
+        set(
+            &jar,
+            "https://shop.test/",
+            &["sid=real; Secure; Path=/account"],
+        );
+        set(
+            &jar,
+            "http://shop.test/",
+            &[
+                "sid=forged; Path=/account",
+                "sid=deeper; Path=/account/settings",
+                "sid=parent; Domain=shop.test; Path=/account",
+                "sid=root",
+                "sid=elsewhere; Path=/help",
+                "lang=en",
+            ],
+        );
+        set(&jar, "http://www.shop.test/", &["sid=sub; Path=/account"]);
+        let sorted = |url: &str| {
+            let mut cookies: Vec<String> = sent(&jar, url)
+                .unwrap_or_default()
+                .split("; ")
+                .map(str::to_owned)
+                .collect();
+            cookies.sort();
+            cookies
+        };
+        assert_eq!(
+            sorted("https://shop.test/account/settings"),
+            ["lang=en", "sid=real", "sid=root"]
+        );
+        assert_eq!(sorted("https://www.shop.test/account"), [""]);
+        assert_eq!(
+            sorted("http://shop.test/help"),
+            ["lang=en", "sid=elsewhere", "sid=root"]
+        );
+        // Over https the site may replace its own.
+        set(&jar, "https://shop.test/", &["sid=renewed; Path=/account"]);
+        assert_eq!(
+            sorted("https://shop.test/account"),
+            ["lang=en", "sid=renewed", "sid=root"]
+        );
     }
 
     /// A site may not set a cookie for a whole top-level domain: it would
