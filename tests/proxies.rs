@@ -357,6 +357,50 @@ fn a_proxy_that_refuses_the_connection_is_named_not_the_origin() {
     }
 }
 
+/// A proxy that never completes the connection (its backlog full: SYNs
+/// dropped) is a proxy's connect timeout — named as the proxy, typed as a
+/// connect timeout — for an HTTP proxy as for a SOCKS5 one; not the
+/// origin's `Error::ConnectTimeout`.
+#[test]
+fn a_proxy_that_never_accepts_is_the_proxys_connect_timeout() {
+    let mut blackhole = UnacceptingListener::new();
+    if !blackhole.backlog_filled(1024) {
+        return;
+    }
+    for scheme in ["http", "socks5h"] {
+        let url = format!("{scheme}://{}", blackhole.addr());
+        let client = client_via(Proxy::all(&url).unwrap())
+            .connect_timeout(Duration::from_millis(300))
+            .build()
+            .unwrap();
+        let error = client
+            .get("http://origin.invalid/")
+            .send()
+            .wait()
+            .unwrap_err();
+        assert_eq!(
+            error.timeout_kind(),
+            Some(tickless::TimeoutKind::Connect),
+            "{error:?}"
+        );
+        assert_eq!(
+            error.timeout().map(|t| t.duration),
+            Some(Duration::from_millis(300))
+        );
+        let (named, target, source) = proxy_error(error);
+        assert_eq!(named, url);
+        assert_eq!(target, "origin.invalid:80");
+        assert!(
+            matches!(&source, ProxyError::ConnectTimeout(t) if t.remote.contains(&blackhole.addr().to_string())),
+            "{source:?}"
+        );
+        assert!(
+            source.to_string().contains("took longer than 300 ms"),
+            "{source}"
+        );
+    }
+}
+
 /// A proxy whose host name does not resolve (`.invalid`, RFC 6761: the
 /// system's resolver fails it without asking the network for long) is the
 /// proxy's failure, for an HTTP proxy as for a SOCKS5 one — not an

@@ -604,7 +604,7 @@ impl Conn {
 
     /// Why no attempt connected: the connect timeout if the last one timed
     /// out, else what the last one failed with — for a proxy, an error
-    /// naming the proxy.
+    /// naming the proxy (as [`Error::Proxy`], a timeout too).
     fn no_address_left(&mut self, exchange: &Exchange) -> Error {
         let duration = self.env().config.connect_timeout.unwrap_or_default();
         let State::Connecting(connecting) = &mut self.state else {
@@ -614,16 +614,24 @@ impl Conn {
         if let Some((_, addr)) = &last {
             exchange.set_remote(*addr);
         }
+        let via_proxy = self.route.proxy().is_some();
         let source = match last {
+            Some((Failure::TimedOut, _)) if via_proxy => {
+                let timeout = crate::error::Timeout {
+                    remote: exchange.remote_name(),
+                    duration,
+                };
+                return self.proxy_error(exchange, ProxyError::ConnectTimeout(timeout));
+            }
             Some((Failure::TimedOut, _)) => {
                 return Error::timeout_of(TimeoutKind::Connect, exchange.remote_name(), duration)
             }
             Some((Failure::Failed(error), _)) => error,
             None => io::Error::new(io::ErrorKind::NotFound, "no address to connect to"),
         };
-        match self.route.proxy() {
-            Some(_) => self.proxy_error(exchange, ProxyError::Connect(source)),
-            None => Error::Connect {
+        match via_proxy {
+            true => self.proxy_error(exchange, ProxyError::Connect(source)),
+            false => Error::Connect {
                 remote: exchange.remote_name(),
                 source,
             },

@@ -535,7 +535,11 @@ impl Error {
             Error::RequestTimeout(_) => TimeoutKind::Request,
             Error::ReadTimeout(_) => TimeoutKind::Read,
             Error::WriteTimeout(_) => TimeoutKind::Write,
-            Error::ConnectTimeout(_) => TimeoutKind::Connect,
+            Error::ConnectTimeout(_)
+            | Error::Proxy {
+                source: ProxyError::ConnectTimeout(_),
+                ..
+            } => TimeoutKind::Connect,
             Error::HandshakeTimeout(_)
             | Error::Proxy {
                 source: ProxyError::HandshakeTimeout(_),
@@ -555,7 +559,7 @@ impl Error {
             | Error::ConnectTimeout(t)
             | Error::HandshakeTimeout(t)
             | Error::Proxy {
-                source: ProxyError::HandshakeTimeout(t),
+                source: ProxyError::HandshakeTimeout(t) | ProxyError::ConnectTimeout(t),
                 ..
             } => Some(t),
             _ => None,

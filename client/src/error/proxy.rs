@@ -20,6 +20,13 @@ pub enum ProxyError {
     /// is unreachable).
     #[error("the connection to the proxy failed: {0}")]
     Connect(#[source] io::Error),
+    /// No connection to the proxy could be made within the
+    /// [connect timeout](crate::ClientBuilder::connect_timeout) (every
+    /// address of the proxy timed out). A timeout:
+    /// [`Error::timeout_kind`](super::Error::timeout_kind) is
+    /// [`Connect`](super::TimeoutKind::Connect).
+    #[error("the connection to the proxy took longer than {} ms", .0.millis())]
+    ConnectTimeout(super::Timeout),
     /// The connection to the proxy failed or closed during its handshake.
     #[error("the proxy connection failed during its handshake: {0}")]
     Io(#[source] io::Error),

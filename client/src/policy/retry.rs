@@ -153,7 +153,9 @@ impl Policy {
                     | Error::ConnectTimeout(_)
                     | Error::Resolve { .. }
                     | Error::Proxy {
-                        source: ProxyError::Connect(_) | ProxyError::Resolve(_),
+                        source: ProxyError::Connect(_)
+                            | ProxyError::ConnectTimeout(_)
+                            | ProxyError::Resolve(_),
                         ..
                     }
             );
@@ -451,6 +453,11 @@ mod tests {
         assert!(policy.retries_error(&unreachable, &http::Method::POST));
         let unresolved = proxy(ProxyError::Resolve(std::io::ErrorKind::NotFound.into()));
         assert!(policy.retries_error(&unresolved, &http::Method::POST));
+        let unanswered = proxy(ProxyError::ConnectTimeout(crate::error::Timeout {
+            remote: "o:80 via proxy http://p:1".into(),
+            duration: std::time::Duration::from_secs(1),
+        }));
+        assert!(policy.retries_error(&unanswered, &http::Method::POST));
         let silent = proxy(ProxyError::HandshakeTimeout(crate::error::Timeout {
             remote: "o:80".into(),
             duration: std::time::Duration::from_secs(1),
