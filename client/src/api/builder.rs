@@ -280,7 +280,10 @@ impl ClientBuilder {
     /// proxy's. An address with port 0 takes the port of the request (or
     /// the proxy), keeping the rest of it (an IPv6 scope id); any other
     /// port is used as given. Host names compare
-    /// case-insensitively; an empty list removes the override.
+    /// case-insensitively; an empty list removes the override. An origin
+    /// whose name the proxy resolves (through an HTTP proxy, or `socks5h://`)
+    /// is not looked up here, so its override is not used either: the proxy
+    /// is given the name, as curl gives it.
     pub fn resolve(mut self, host: &str, addrs: &[std::net::SocketAddr]) -> Self {
         let host = host
             .trim_start_matches('[')
