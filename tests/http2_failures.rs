@@ -1038,3 +1038,102 @@ fn a_stream_answered_then_refused_does_not_say_it_was_not_processed() {
         }
     }
 }
+
+/// Reads frames until the client's PING (not an acknowledgement); its
+/// payload, or `None` if the client sent none before `limit` or closed.
+fn read_ping(conn: &mut RawConn, limit: Duration) -> Option<Vec<u8>> {
+    let _ = conn.stream.set_read_timeout(Some(limit));
+    loop {
+        let frame = conn.read_frame()?;
+        if frame.kind == PING && frame.flags & ACK == 0 {
+            return Some(frame.payload);
+        }
+    }
+}
+
+/// On a reused connection (its first request answered), a GET and a POST
+/// in flight; then a `GOAWAY(NO_ERROR)` whose last stream id names both
+/// processed. What the server does next is `script`'s.
+fn goaway_naming_two_streams(script: fn(&mut RawConn, [u32; 2])) -> RawH2Server {
+    RawH2Server::start(move |mut conn| {
+        if conn.index == 0 {
+            let first = conn.read_requests(1);
+            conn.send(&ok_headers(first[0]));
+            let ids = conn.read_requests(2);
+            assert_eq!(ids.len(), 2);
+            conn.send(&goaway(ids[1], 0));
+            script(&mut conn, [ids[0], ids[1]]);
+        } else {
+            conn.answer_all();
+        }
+    })
+}
+
+/// The GET and the POST of [`goaway_naming_two_streams`], sent together
+/// after a first request.
+fn get_and_post(
+    client: &Client,
+    server: &RawH2Server,
+) -> (
+    Result<tickless::Response, Error>,
+    Result<tickless::Response, Error>,
+) {
+    let first = client.get(server.url("/first")).send().wait().unwrap();
+    assert_eq!(first.status(), 200);
+    let get = client.get(server.url("/get")).send();
+    let post = client.post(server.url("/post")).body("once").send();
+    (get.wait(), post.wait())
+}
+
+/// A server that names streams processed in its `GOAWAY` and then answers
+/// nothing more, closing only when a frame comes (python-h2's connection is
+/// closed then, and any frame is an error to it: hypercorn; see
+/// tests/http2_real.rs) or after its own idle timeout: the client sends a
+/// PING after the `GOAWAY`, the server closes, and the streams end as on
+/// any reused connection closed under them — the GET goes again on a new
+/// connection, the POST (the server may have processed it) fails, not
+/// marked unprocessed. Without the PING both waited for the request
+/// timeout.
+#[test]
+fn after_a_goaway_a_ping_ends_a_server_that_answers_no_stream_and_closes_at_a_frame() {
+    let server = goaway_naming_two_streams(|conn, _| {
+        // A frame sent after the GOAWAY (the PING; the POST's DATA, sent
+        // with its HEADERS, is not) ends it; silence keeps it open far past
+        // the request timeout below.
+        if read_ping(conn, Duration::from_secs(30)).is_some() {
+            let _ = conn.stream.shutdown(Shutdown::Both);
+        }
+    });
+    let client = h2c()
+        .request_timeout(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    let (get, post) = get_and_post(&client, &server);
+    assert_eq!(get.unwrap().status(), 200);
+    let error = post.unwrap_err();
+    assert!(matches!(error, Error::Io { .. }), "{error:?}");
+    assert!(!error.is_unprocessed(), "{error:?}");
+    assert_eq!(server.connections.load(Ordering::SeqCst), 2);
+    client.close();
+}
+
+/// A server that goes on with the streams its `GOAWAY` names processed
+/// answers the PING that follows it and then the streams: both come back
+/// from it, and no other connection opens.
+#[test]
+fn after_a_goaway_a_server_answering_the_ping_finishes_the_streams_it_processed() {
+    let server = goaway_naming_two_streams(|conn, ids| {
+        let ping = read_ping(conn, Duration::from_secs(10)).expect("a PING after the GOAWAY");
+        conn.send(&frame(PING, ACK, 0, &ping));
+        for id in ids {
+            conn.send(&ok_headers(id));
+        }
+        conn.drain(Duration::from_secs(5));
+    });
+    let client = h2c().build().unwrap();
+    let (get, post) = get_and_post(&client, &server);
+    assert_eq!(get.unwrap().status(), 200);
+    assert_eq!(post.unwrap().status(), 200);
+    assert_eq!(server.connections.load(Ordering::SeqCst), 1);
+    client.close();
+}

@@ -258,3 +258,97 @@ fn http2_only_fails_against_a_server_that_speaks_http11_only() {
     assert_eq!(response.version(), http::Version::HTTP_11);
     client.close();
 }
+
+/// hypercorn ends an HTTP/2 connection at its 1001st request
+/// (`keep_alive_max_requests`, 1000) with a `GOAWAY(NO_ERROR)` whose last
+/// stream id is the highest it has read — and from then on answers none of
+/// the streams it names processed (python-h2's connection is closed for
+/// sending) and takes no frame: any makes it close the connection (after a
+/// `GOAWAY(PROTOCOL_ERROR)`), silence has it close after its keep-alive
+/// timeout (5 s). Here the 1001st request goes alone, its answer delayed,
+/// so nothing the client sends anyway ends the wait.
+fn hypercorn_client() -> (Hypercorn, Client, std::sync::Arc<Recorder>) {
+    let hypercorn = Hypercorn::start();
+    let recorder = Recorder::new();
+    let client = Client::builder()
+        .http2_prior_knowledge()
+        // hypercorn's keep-alive timeout: a request that waits for it fails.
+        .request_timeout(Duration::from_secs(5))
+        .listener(recorder.clone())
+        .build()
+        .unwrap();
+    (hypercorn, client, recorder)
+}
+
+/// `requests` GETs of `path`, 32 at a time, each answered.
+fn get_32_at_a_time(client: &Client, hypercorn: &Hypercorn, path: &str, requests: usize) {
+    let url = hypercorn.url(path);
+    let mut in_flight = std::collections::VecDeque::new();
+    let mut sent = 0;
+    while sent < requests || !in_flight.is_empty() {
+        while sent < requests && in_flight.len() < 32 {
+            in_flight.push_back(client.get(&url).send());
+            sent += 1;
+        }
+        let response = in_flight.pop_front().unwrap().wait().unwrap();
+        assert_eq!(response.version(), http::Version::HTTP_2);
+        assert!(!response.bytes().wait().unwrap().is_empty());
+    }
+}
+
+fn goaways(recorder: &Recorder) -> usize {
+    recorder
+        .events()
+        .into_iter()
+        .filter(|(event, _)| matches!(event, Event::GoAway(..)))
+        .count()
+}
+
+fn streams_opened(recorder: &Recorder) -> usize {
+    recorder
+        .events()
+        .into_iter()
+        .filter(|(event, _)| matches!(event, Event::StreamOpened(..)))
+        .count()
+}
+
+/// The 1001st request, a GET, comes back all the same, not after waiting
+/// for hypercorn's timeout: the client asks the connection for a PING
+/// answer, hypercorn closes it, and the stream it processed and never
+/// answered goes again (a GET may) on a new connection, as do the requests
+/// after it.
+#[test]
+fn hypercorn_goaway_at_its_request_limit_sends_a_get_it_left_unanswered_elsewhere_at_once() {
+    let (hypercorn, client, recorder) = hypercorn_client();
+    get_32_at_a_time(&client, &hypercorn, "/bytes/3", 1000);
+    assert_eq!(client.stats().open_connections, 1);
+    assert_eq!(goaways(&recorder), 0);
+    get_32_at_a_time(&client, &hypercorn, "/delay/100", 1);
+    assert_eq!(goaways(&recorder), 1);
+    get_32_at_a_time(&client, &hypercorn, "/bytes/3", 199);
+    assert_eq!(goaways(&recorder), 1);
+    client.close();
+}
+
+/// A POST in the 1001st request's place may have been processed (hypercorn
+/// ran it): it is not sent again, and fails as soon as hypercorn closes the
+/// connection, not at its timeout — marked as possibly processed.
+#[test]
+fn hypercorn_goaway_at_its_request_limit_fails_a_post_it_left_unanswered_at_once() {
+    let (hypercorn, client, recorder) = hypercorn_client();
+    get_32_at_a_time(&client, &hypercorn, "/bytes/3", 1000);
+    let opened = streams_opened(&recorder);
+    let error = client
+        .post(hypercorn.url("/delay/100"))
+        .body("x")
+        .send()
+        .wait()
+        .unwrap_err();
+    assert!(matches!(error, Error::Io { .. }), "{error:?}");
+    assert!(!error.is_unprocessed(), "{error:?}");
+    assert_eq!(streams_opened(&recorder), opened + 1);
+    assert_eq!(goaways(&recorder), 1);
+    // The next request goes to a new connection.
+    get_32_at_a_time(&client, &hypercorn, "/bytes/3", 1);
+    client.close();
+}

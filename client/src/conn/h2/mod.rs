@@ -85,7 +85,11 @@
 //!   with the next (a server that sends `GOAWAY` as soon as a connection
 //!   opens would otherwise have it open one connection after another);
 //!   those at or below it finish, or fail with [`Error::Http2`] naming the
-//!   `GOAWAY`'s code if the connection ends under them.
+//!   `GOAWAY`'s code if the connection ends under them. With streams left,
+//!   a PING follows the `GOAWAY` ([`Http2::probe_departure`]): a server
+//!   that will answer none of them (hypercorn) takes it as an error and
+//!   closes at once, and they end as on any connection closed under them
+//!   (below), rather than when its idle timeout closes it.
 //! * The connection's end (an error, or the server closing): its streams
 //!   fail, but one whose response had come whole — the rest of its body
 //!   in `h2`'s buffer behind a full pipe — completes; the requests waiting
@@ -241,6 +245,9 @@ pub(super) struct Http2 {
     taken_resets: usize,
     /// A keep-alive PING is out since then.
     ping_sent: Option<Instant>,
+    /// The server's departure has been probed (see
+    /// [`Http2::probe_departure`]): once a connection.
+    probed: bool,
     last_ping: Instant,
 }
 
@@ -406,6 +413,41 @@ impl Http2 {
         matches!(self.phase, Phase::Open { .. }) && (limit == 0 || limit < self.streams.len())
     }
 
+    /// The server has sent `GOAWAY` (or its connection is failing) with
+    /// streams still open: a PING goes, once a connection. A server that
+    /// goes on with the streams its `GOAWAY` names processed answers it,
+    /// and nothing changes (with keep-alive PINGs on, an answer that does
+    /// not come within their timeout fails the connection, as for any
+    /// PING). hypercorn (python-h2) does not: past its `GOAWAY` its
+    /// connection sends nothing — the streams at or below the last id it
+    /// named stay unanswered — and it closes only when a frame comes (any
+    /// is a protocol error to it then) or after its keep-alive timeout
+    /// (5 s). Probed, it closes at once, and those streams end as on any
+    /// connection closed under them (see [`Stream::may_go_again_after_close`]:
+    /// one that may go twice goes again, once; the others fail, not marked
+    /// unprocessed) instead of waiting out the server's timeout or their
+    /// own. A keep-alive PING out already stands for the probe (`h2` has
+    /// one PING out at a time): if the server answered it before its
+    /// `GOAWAY`, the next keep-alive PING, an interval later, probes.
+    fn probe_departure(&mut self, now: Instant) {
+        if self.probed || self.streams.is_empty() {
+            return;
+        }
+        self.probed = true;
+        if self.ping_sent.is_some() {
+            return;
+        }
+        if let Phase::Open {
+            ping: Some(ping), ..
+        } = &mut self.phase
+        {
+            if ping.send_ping(h2::Ping::opaque()).is_ok() {
+                self.ping_sent = Some(now);
+                self.last_ping = now;
+            }
+        }
+    }
+
     /// Whether it is in the pool's shared list.
     pub(super) fn is_shared(&self) -> bool {
         self.shared
@@ -490,6 +532,7 @@ impl Conn {
             served: false,
             taken_resets: 0,
             ping_sent: None,
+            probed: false,
             last_ping: now,
         }));
         self.drive_h2(cx);
@@ -943,7 +986,8 @@ impl Conn {
     }
 
     /// The connection takes no more streams: it leaves the shared list,
-    /// and the requests waiting on it go elsewhere.
+    /// and the requests waiting on it go elsewhere. For the server's
+    /// departure, the streams left are probed ([`Http2::probe_departure`]).
     fn went_away(&mut self, why: Departure) {
         let info = self.info.clone();
         let State::H2(h2) = &mut self.state else {
@@ -954,6 +998,9 @@ impl Conn {
         }
         if !h2.going_away {
             return;
+        }
+        if !matches!(why, Departure::Retired) {
+            h2.probe_departure(self.owner.env().clock.now());
         }
         if h2.shared {
             h2.shared = false;
