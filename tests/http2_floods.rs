@@ -7,6 +7,8 @@
 //! stays bounded by the socket buffers, never by the flood. A server that
 //! reads them keeps the connection busy, but never the loop: the other
 //! connections of that loop go on, and the request's own deadline ends it.
+//! Interim (1xx) heads without end on a stream are bounded in all, as over
+//! HTTP/1.1: the request fails past `max_head_bytes` of them.
 
 mod support;
 
@@ -165,4 +167,76 @@ fn a_settings_flood_that_reads_no_answer_stops_the_client_reading() {
 #[test]
 fn a_settings_flood_that_reads_the_answers_holds_neither_the_loop_nor_the_deadline() {
     survives(&settings(), true);
+}
+
+/// HEADERS `:status 103` (`:status` by its static index, a literal value)
+/// on `stream`, not ending it: an interim head.
+fn early_hints(stream: u32) -> Vec<u8> {
+    frame(
+        HEADERS,
+        END_HEADERS,
+        stream,
+        &[0x08, 0x03, b'1', b'0', b'3'],
+    )
+}
+
+/// A server that answers a request with `103 Early Hints` for ever (a
+/// flood of interim heads on its stream, reading what the client sends)
+/// fails it once they pass `max_head_bytes` in all, as over HTTP/1.1
+/// (`DecodeError::InterimResponsesTooLarge`), not at its read or request
+/// timeout. Each interim head is bounded by `h2` (`max_header_list_size`),
+/// but not their number; `h2` hands them to the client, which drops them.
+#[test]
+fn interim_heads_without_end_fail_the_request_past_max_head_bytes_in_all() {
+    let state = Arc::new(Flood::default());
+    // A new connection's first stream is 1.
+    let server = flood(early_hints(1), true, state.clone());
+    let client = Client::builder()
+        .event_loops(1)
+        .http2_prior_knowledge()
+        .request_timeout(CEILING)
+        .build()
+        .unwrap();
+    let error = client.get(server.url("/")).send().wait().unwrap_err();
+    let limit = tickless::h1::Limits::default().max_head_bytes;
+    assert!(
+        matches!(
+            &error,
+            Error::Protocol {
+                source: tickless::h1::DecodeError::InterimResponsesTooLarge { limit: l },
+                ..
+            } if *l == limit
+        ),
+        "{error:?}"
+    );
+    assert!(
+        state.flooding.load(Ordering::SeqCst),
+        "the flood ended first"
+    );
+    state.stop.store(true, Ordering::SeqCst);
+    client.close();
+}
+
+/// Interim heads within the bound are read past, and the final answer is
+/// the response.
+#[test]
+fn a_few_interim_heads_then_the_answer() {
+    let server = RawH2Server::start(|mut conn| {
+        let ids = conn.read_requests(1);
+        for _ in 0..10 {
+            conn.send(&early_hints(ids[0]));
+        }
+        conn.send(&ok_headers(ids[0]));
+        conn.answer_all();
+    });
+    let client = Client::builder()
+        .http2_prior_knowledge()
+        .request_timeout(CEILING)
+        .build()
+        .unwrap();
+    for _ in 0..2 {
+        let response = client.get(server.url("/")).send().wait().unwrap();
+        assert_eq!(response.status(), 200);
+    }
+    client.close();
 }

@@ -355,7 +355,10 @@ pub enum Error {
         /// Why.
         source: io::Error,
     },
-    /// The server sent something that is not valid HTTP/1.1.
+    /// The server sent something that is not valid HTTP/1.1 — or, over
+    /// HTTP/2, interim (1xx) heads past
+    /// [`max_head_bytes`](crate::h1::Limits::max_head_bytes) in all
+    /// ([`DecodeError::InterimResponsesTooLarge`], as over HTTP/1.1).
     #[error("protocol error from {remote}: {source}")]
     Protocol {
         /// The server.

@@ -132,6 +132,7 @@ use crate::exchange::{
     deadline_after, declared_body_length, has_no_body, ConnSlot, Exchange, Head, Pipe, Pushed,
     RequestBody, Waiter,
 };
+use crate::h1::DecodeError;
 use crate::net::{AsyncIo, IoReadiness, Transport};
 use bytes::Bytes;
 use gather::Gathered;
@@ -280,6 +281,8 @@ struct Stream {
     write_stall: WriteStall,
     /// The response body's bytes so far, against `max_body_bytes`.
     body: BodyCount,
+    /// The interim (1xx) heads so far, against `max_head_bytes`.
+    interim: InterimCount,
     /// Opened on a connection that had served a stream already.
     reused: bool,
     /// Ended by a reset of `h2`'s own, taken as its answer's end (see
@@ -310,6 +313,44 @@ impl BodyCount {
         Error::BodyTooLarge {
             remote: exchange.remote_name(),
             limit: self.limit.unwrap_or_default(),
+        }
+    }
+}
+
+/// The interim (1xx) heads of a response against the client's bound on
+/// them all, [`max_head_bytes`](crate::h1::Limits::max_head_bytes), as
+/// HTTP/1.1's decoder has it: each is bounded by `h2`
+/// (`max_header_list_size`), but not their number — a server could send
+/// `103 Early Hints` for ever, which no body limit sees, and the stream
+/// would wait for its final head until a timeout. A head counts as HTTP/2
+/// sizes a header list (RFC 9113 §6.5.2): each field's name and value, and
+/// 32 — `:status` too.
+struct InterimCount {
+    limit: usize,
+    received: usize,
+}
+
+impl InterimCount {
+    /// What RFC 9113 §6.5.2 adds to each field's name and value.
+    const FIELD_OVERHEAD: usize = 32;
+
+    /// Whether the interim heads so far and `head` stay within the limit;
+    /// counts it.
+    fn fits(&mut self, head: &http::Response<()>) -> bool {
+        let status = ":status".len() + 3 + Self::FIELD_OVERHEAD;
+        let fields = head
+            .headers()
+            .iter()
+            .map(|(name, value)| name.as_str().len() + value.len() + Self::FIELD_OVERHEAD)
+            .fold(status, usize::saturating_add);
+        self.received = self.received.saturating_add(fields);
+        self.received <= self.limit
+    }
+
+    fn too_large(&self, exchange: &Exchange) -> Error {
+        Error::Protocol {
+            remote: exchange.remote_name(),
+            source: DecodeError::InterimResponsesTooLarge { limit: self.limit },
         }
     }
 }
@@ -933,6 +974,10 @@ impl Conn {
                             write_stall: WriteStall::default(),
                             body: BodyCount {
                                 limit: self.owner.env().config.limits.max_body_bytes,
+                                received: 0,
+                            },
+                            interim: InterimCount {
+                                limit: self.owner.env().config.limits.max_head_bytes,
                                 received: 0,
                             },
                             reused: h2.served,
@@ -1686,6 +1731,16 @@ impl Stream {
         loop {
             match &mut self.recv {
                 Recv::Head(response) => {
+                    // The interim (1xx) heads first (`h2` holds them, the
+                    // final head behind them): dropped, but bounded in all.
+                    while let Poll::Ready(Some(interim)) = response.poll_informational(task) {
+                        if !self.interim.fits(&interim?) {
+                            self.send.send_reset(h2::Reason::CANCEL);
+                            self.exchange
+                                .finish_err(self.interim.too_large(&self.exchange));
+                            return Ok(Polled::Gone);
+                        }
+                    }
                     let response = match Pin::new(response).poll(task) {
                         Poll::Pending => return Ok(Polled::Open),
                         Poll::Ready(response) => response?,
