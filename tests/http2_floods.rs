@@ -240,3 +240,31 @@ fn a_few_interim_heads_then_the_answer() {
     }
     client.close();
 }
+
+/// An interim head is the server's word on its stream: it restarts the
+/// read timeout, as any byte of a response does over HTTP/1.1. Ten `103`s
+/// 100 ms apart, then the answer, under a read timeout of 600 ms: the
+/// whole second of them is longer than the timeout, no gap near it.
+#[test]
+fn interim_heads_restart_the_read_timeout() {
+    let server = RawH2Server::start(|mut conn| {
+        let ids = conn.read_requests(1);
+        for _ in 0..10 {
+            thread::sleep(Duration::from_millis(100));
+            conn.send(&early_hints(ids[0]));
+        }
+        conn.send(&ok_headers(ids[0]));
+        conn.answer_all();
+    });
+    let client = Client::builder()
+        .http2_prior_knowledge()
+        .read_timeout(Duration::from_millis(600))
+        .request_timeout(CEILING)
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    let response = client.get(server.url("/")).send().wait().unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(started.elapsed() >= Duration::from_secs(1));
+    client.close();
+}

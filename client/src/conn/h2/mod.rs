@@ -1733,6 +1733,8 @@ impl Stream {
                 Recv::Head(response) => {
                     // The interim (1xx) heads first (`h2` holds them, the
                     // final head behind them): dropped, but bounded in all.
+                    // Each is the server's word on the stream, and restarts
+                    // the read timeout, as a byte does over HTTP/1.1.
                     while let Poll::Ready(Some(interim)) = response.poll_informational(task) {
                         if !self.interim.fits(&interim?) {
                             self.send.send_reset(h2::Reason::CANCEL);
@@ -1740,6 +1742,7 @@ impl Stream {
                                 .finish_err(self.interim.too_large(&self.exchange));
                             return Ok(Polled::Gone);
                         }
+                        self.exchange.mark_read(now);
                     }
                     let response = match Pin::new(response).poll(task) {
                         Poll::Pending => return Ok(Polled::Open),
