@@ -106,21 +106,31 @@ fn invalid_input(message: String) -> io::Error {
 }
 
 /// Parses one added root: every `CERTIFICATE` block of a PEM text, or a
-/// single DER certificate.
+/// single DER certificate. Each must be a certificate webpki can take as a
+/// trust anchor, whatever verifier the config ends up with: with
+/// `danger_accept_invalid_certs` the roots are never used, but a root that
+/// is garbage is still the caller's mistake, and `build()` says so in every
+/// mode alike (`InvalidInput`).
 fn parse_root(bytes: &[u8]) -> io::Result<Vec<CertificateDer<'static>>> {
     let looks_pem = bytes
         .windows(b"-----BEGIN".len())
         .any(|w| w == b"-----BEGIN");
-    if !looks_pem {
-        return Ok(vec![CertificateDer::from(bytes.to_vec())]);
-    }
-    let certs = CertificateDer::pem_slice_iter(bytes)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| invalid_input(format!("root certificate: bad PEM: {e}")))?;
+    let certs = if looks_pem {
+        CertificateDer::pem_slice_iter(bytes)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| invalid_input(format!("root certificate: bad PEM: {e}")))?
+    } else {
+        vec![CertificateDer::from(bytes.to_vec())]
+    };
     if certs.is_empty() {
         return Err(invalid_input(
             "root certificate: the PEM text holds no CERTIFICATE block".into(),
         ));
+    }
+    for cert in &certs {
+        RootCertStore::empty().add(cert.clone()).map_err(|e| {
+            invalid_input(format!("not a valid root certificate (PEM or DER): {e}"))
+        })?;
     }
     Ok(certs)
 }
@@ -151,8 +161,8 @@ pub(crate) fn client_config(options: &TlsOptions) -> io::Result<Arc<rustls::Clie
         .with_protocol_versions(&versions)
         .map_err(|e| io::Error::other(format!("TLS configuration: {e}")))?;
     let builder = if options.danger_accept_invalid_certs {
-        // Still parse the added roots above, so a bad one is reported
-        // whatever the mode.
+        // The added roots were still parsed and checked above, so a bad one
+        // is reported whatever the mode.
         builder
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate { provider }))
@@ -306,8 +316,18 @@ mod tests {
             &b"not a certificate"[..],
             b"-----BEGIN CERTIFICATE-----\n!!!!\n-----END CERTIFICATE-----\n",
             b"-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n",
+            // Good PEM and base64, but no certificate inside.
+            b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
         ] {
             let error = client_config(&options(bad)).unwrap_err();
+            assert_eq!(error.kind(), io::ErrorKind::InvalidInput, "{error}");
+            // The same when no certificate will be checked: the root is
+            // the caller's mistake all the same.
+            let error = client_config(&TlsOptions {
+                danger_accept_invalid_certs: true,
+                ..options(bad)
+            })
+            .unwrap_err();
             assert_eq!(error.kind(), io::ErrorKind::InvalidInput, "{error}");
         }
     }
