@@ -448,8 +448,17 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         builder = builder.proxy(proxy);
     }
     // curl's rule: an entry is for HOST at PORT, so it applies when the URL
-    // or the proxy connects there.
-    let targets: Vec<(String, u16)> = [Some(args.url.as_str()), args.proxy.as_deref()]
+    // or the proxy connects there. A proxy without a scheme is an HTTP
+    // proxy, as the client (and curl) read it: `-x proxy.lan:3128`.
+    let proxy_url = args
+        .proxy
+        .as_deref()
+        .map(str::trim)
+        .map(|proxy| match proxy.contains("://") {
+            true => proxy.to_owned(),
+            false => format!("http://{proxy}"),
+        });
+    let targets: Vec<(String, u16)> = [Some(args.url.as_str()), proxy_url.as_deref()]
         .into_iter()
         .flatten()
         .filter_map(host_port)

@@ -523,3 +523,31 @@ fn a_flag_given_again_and_curls_values_are_taken_as_curl_takes_them() {
     assert_eq!(status, Some(0));
     assert_eq!(request.body, b"-h");
 }
+
+#[test]
+fn resolve_applies_to_a_proxy_given_without_a_scheme() {
+    // The proxy double answers itself, saying what it got.
+    let proxy = TestServer::respond(|request| ok(&format!("proxy got {}", request.target)));
+    let port = proxy.addr().port();
+    let entry = format!("proxy.invalid:{port}:127.0.0.1");
+    // `-x HOST:PORT` is an HTTP proxy (the client's reading and curl's):
+    // `--resolve` for that HOST:PORT is where it is, with or without the
+    // scheme written out.
+    for proxy_arg in [
+        format!("proxy.invalid:{port}"),
+        format!("http://proxy.invalid:{port}"),
+    ] {
+        let output = get(&[
+            "http://far.invalid/x",
+            "-x",
+            &proxy_arg,
+            "--resolve",
+            &entry,
+        ]);
+        assert_eq!(output.status.code(), Some(0), "{proxy_arg}: {output:?}");
+        assert!(
+            stdout(&output).ends_with("proxy got http://far.invalid/x"),
+            "{proxy_arg}: {output:?}"
+        );
+    }
+}
