@@ -582,11 +582,13 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     );
     writeln!(head, "{}", line.trim_end())?;
     for (name, value) in response.headers() {
-        writeln!(
-            head,
-            "{name}: {}",
-            String::from_utf8_lossy(value.as_bytes())
-        )?;
+        // The value's bytes as they came, as curl prints them: a value may
+        // hold bytes that are not UTF-8 (obs-text, such as a Latin-1
+        // file name), which a lossy decoding would replace.
+        head.write_all(name.as_str().as_bytes())?;
+        head.write_all(b": ")?;
+        head.write_all(value.as_bytes())?;
+        head.write_all(b"\n")?;
     }
     writeln!(head)?;
     head.flush()?;

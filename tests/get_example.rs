@@ -551,3 +551,26 @@ fn resolve_applies_to_a_proxy_given_without_a_scheme() {
         );
     }
 }
+
+#[test]
+fn header_values_are_printed_as_the_bytes_that_came() {
+    // A Latin-1 `é` (obs-text): not UTF-8, and printed as it came, as curl
+    // prints it, to standard output or (with `-o`) standard error.
+    let server = TestServer::respond(|_| {
+        b"HTTP/1.1 200 OK\r\nX-Name: caf\xe9\r\nContent-Length: 2\r\n\r\nok".to_vec()
+    });
+    let output = get(&[&server.url("/")]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let line = b"\nx-name: caf\xe9\n";
+    assert!(
+        output.stdout.windows(line.len()).any(|w| w == line),
+        "{output:?}"
+    );
+    assert!(output.stdout.ends_with(b"\n\nok"), "{output:?}");
+    let output = get(&[&server.url("/"), "-o", "-"]);
+    assert!(
+        output.stderr.windows(line.len()).any(|w| w == line),
+        "{output:?}"
+    );
+    assert_eq!(output.stdout, b"ok");
+}
