@@ -33,7 +33,12 @@
 //!   (curl sends none and decodes nothing unless `--compressed`); a
 //!   `'Accept-Encoding: VALUE'` is sent instead of the client's own.
 //! * `-X`, `--request METHOD`: the method (default GET, or POST with
-//!   `--data`, PUT with `--upload-file`).
+//!   `--data`, PUT with `--upload-file`, HEAD with `--head`).
+//! * `-I`, `--head`: a HEAD request (the status line and headers are
+//!   printed, as always); with a body to send it is a bad argument, as in
+//!   curl.
+//! * `-L`, `--location`: accepted, for curl's habit: redirects are
+//!   followed by default (see `--max-redirects`).
 //! * `-d`, `--data STR`: send `STR` as the body (a POST unless `-X` says
 //!   otherwise), with `Content-Type: application/x-www-form-urlencoded`
 //!   unless a `--header` gives one; `@FILE` reads it from `FILE` (`@-`:
@@ -47,9 +52,9 @@
 //! * `-o`, `--output FILE`: write the body to `FILE` as it arrives (`-`:
 //!   standard output); the status line and headers then go to standard
 //!   error.
-//! * `--ca FILE`: also trust the CA certificate(s) in `FILE` (PEM) for
+//! * `--ca FILE` (curl: `--cacert`): also trust the CA certificate(s) in `FILE` (PEM) for
 //!   `https://` URLs, besides the bundled Mozilla roots.
-//! * `--cert FILE --key FILE`: a client certificate (PEM chain, leaf
+//! * `-E`, `--cert FILE --key FILE`: a client certificate (PEM chain, leaf
 //!   first) and its private key (PEM), for servers that ask for one (mTLS).
 //! * `-x`, `--proxy URL`: send the request through this proxy:
 //!   `http://[user:pass@]host:port` (plain requests forwarded, `https://`
@@ -66,7 +71,7 @@
 //!   default the handshake offers both and the server picks.
 //! * `--http2-prior-knowledge`: speak HTTP/2 over cleartext `http://` from
 //!   the first byte, for a server known to speak it.
-//! * `--insecure`: accept any server certificate (unknown issuer, expired,
+//! * `-k`, `--insecure`: accept any server certificate (unknown issuer, expired,
 //!   wrong name). For lab setups only: anyone on the path can read and
 //!   change the traffic.
 //! * `--max-redirects N` (curl: `--max-redirs`): follow at most `N`
@@ -101,10 +106,11 @@ use std::time::Duration;
 const USAGE: &str = "\
 usage: get URL [--request-timeout MS] [--read-timeout MS] [--write-timeout MS]
            [--event-loop-timeouts]
-           [-H|--header 'Name: value']... [-X|--request METHOD]
+           [-H|--header 'Name: value']... [-X|--request METHOD] [-I|--head] [-L]
            [-d|--data STR|@FILE] [--data-binary STR|@FILE]
-           [-T|--upload-file FILE|-] [-o|--output FILE] [--ca FILE] [--insecure]
-           [--cert FILE --key FILE] [-x|--proxy URL] [--no-proxy]
+           [-T|--upload-file FILE|-] [-o|--output FILE] [--ca|--cacert FILE]
+           [-k|--insecure] [-E|--cert FILE --key FILE]
+           [-x|--proxy URL] [--no-proxy]
            [--resolve HOST:PORT:ADDR[,ADDR...]]...
            [--max-redirects N] [--no-decompress] [--cookies]
            [-b|--cookie 'NAME=VALUE; ...'] [--max-body-bytes N]
@@ -125,6 +131,8 @@ enum Versions {
 struct Args {
     /// `-h`, `--help`: print the usage, and nothing else.
     help: bool,
+    /// `-I`, `--head`: a HEAD request.
+    head: bool,
     url: String,
     request_timeout: Option<Duration>,
     read_timeout: Option<Duration>,
@@ -327,9 +335,13 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
                 parsed.upload = Some(args.next().ok_or("--upload-file needs a FILE")?)
             }
             "-o" | "--output" => parsed.output = Some(args.next().ok_or("--output needs a FILE")?),
-            "--ca" => parsed.ca = Some(args.next().ok_or("--ca needs a PEM file")?),
-            "--insecure" => parsed.insecure = true,
-            "--cert" => parsed.cert = Some(args.next().ok_or("--cert needs a PEM file")?),
+            "--ca" | "--cacert" => parsed.ca = Some(args.next().ok_or("--ca needs a PEM file")?),
+            "-k" | "--insecure" => parsed.insecure = true,
+            "-E" | "--cert" => parsed.cert = Some(args.next().ok_or("--cert needs a PEM file")?),
+            // Redirects are followed by default; curl's flag to follow
+            // them says nothing more.
+            "-L" | "--location" => {}
+            "-I" | "--head" => parsed.head = true,
             "--key" => parsed.key = Some(args.next().ok_or("--key needs a PEM file")?),
             "-x" | "--proxy" => parsed.proxy = Some(args.next().ok_or("--proxy needs a URL")?),
             "--no-proxy" => parsed.no_proxy = true,
@@ -390,6 +402,10 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
     parsed.url = url.ok_or("missing URL")?;
     if !parsed.data.is_empty() && parsed.upload.is_some() {
         return Err("--data and --upload-file both give a body: choose one".into());
+    }
+    // As curl: a HEAD request sends no body.
+    if parsed.head && (!parsed.data.is_empty() || parsed.upload.is_some()) {
+        return Err("--head and a body (--data, --upload-file): choose one".into());
     }
     if parsed.cert.is_some() != parsed.key.is_some() {
         return Err("--cert and --key go together".into());
@@ -524,6 +540,7 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         .map_err(|e| format!("cannot start the client: {e}"))?;
     let method = match (args.method, args.data.is_empty(), &args.upload) {
         (Some(method), _, _) => method,
+        (None, _, _) if args.head => http::Method::HEAD,
         (None, false, _) => http::Method::POST,
         (None, true, Some(_)) => http::Method::PUT,
         (None, true, None) => http::Method::GET,

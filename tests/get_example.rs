@@ -574,3 +574,52 @@ fn header_values_are_printed_as_the_bytes_that_came() {
     );
     assert_eq!(output.stdout, b"ok");
 }
+
+#[test]
+fn curls_short_forms_and_names_are_taken() {
+    use support::tls::{certs, server_config_with, TlsBehaviour, TlsServer};
+    // `-I`, `--head`: a HEAD request, whose head is printed.
+    for flag in ["-I", "--head"] {
+        let (request, status) = sent("/", &[flag]);
+        assert_eq!(status, Some(0), "{flag}");
+        assert_eq!(request.method, "HEAD", "{flag}");
+    }
+    // With a body to send, a bad argument (as curl has it), found before
+    // anything is sent.
+    let output = get(&["http://127.0.0.1/", "-I", "-d", "x"]);
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    // `-L`, `--location`: redirects, followed as by default.
+    let server = server();
+    for flag in ["-L", "--location"] {
+        let output = get(&[&server.url("/old"), flag]);
+        assert_eq!(output.status.code(), Some(0), "{flag}: {output:?}");
+        assert!(stdout(&output).ends_with("/new auth=- cookie=-"), "{flag}");
+    }
+    // `--cacert`, `-E` and `-k`: curl's names for `--ca`, `--cert` and
+    // `--insecure`.
+    let server = TlsServer::start_with(
+        server_config_with(&certs().valid, rustls::ALL_VERSIONS, true),
+        TlsBehaviour::respond(|_| ok("mutual")),
+    );
+    let pem = support::real::PemFiles::of(&certs().valid);
+    let dir = support::real::TempDir::new("get-curl-names");
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, &certs().ca_pem).unwrap();
+    let (cert, key) = (pem.cert(), pem.key());
+    let (ca, cert, key) = (
+        ca.to_str().unwrap(),
+        cert.to_str().unwrap(),
+        key.to_str().unwrap(),
+    );
+    let url = server.url("/");
+    for args in [
+        ["--cacert", ca, "-E", cert, "--key", key],
+        ["-k", "-E", cert, "--key", key, "--no-proxy"],
+    ] {
+        let mut argv = vec![url.as_str()];
+        argv.extend_from_slice(&args);
+        let output = get(&argv);
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {output:?}");
+        assert!(stdout(&output).ends_with("mutual"), "{args:?}: {output:?}");
+    }
+}
