@@ -416,22 +416,30 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
 fn main() -> ExitCode {
     let args = match parse_args(std::env::args().skip(1)) {
         Ok(args) if args.help => {
-            println!("{USAGE}");
+            say(std::io::stdout(), USAGE);
             return ExitCode::SUCCESS;
         }
         Ok(args) => args,
         Err(message) => {
-            eprintln!("get: {message}\n{USAGE}");
+            say(std::io::stderr(), &format!("get: {message}\n{USAGE}"));
             return ExitCode::from(2);
         }
     };
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("get: {}", with_causes(&*error));
+            say(std::io::stderr(), &format!("get: {}", with_causes(&*error)));
             ExitCode::from(1)
         }
     }
+}
+
+/// Writes `text` and a newline to `out` (standard error, or standard output
+/// for `--help`), come what may: where it has gone (`get URL 2>&1 | head
+/// -1`, `2>&-`) there is no one to tell, and the exit status must still say
+/// what happened — `eprintln!` would panic instead (exit 101).
+fn say(mut out: impl Write, text: &str) {
+    let _ = writeln!(out, "{text}");
 }
 
 fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
@@ -490,7 +498,10 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     if args.insecure {
-        eprintln!("get: --insecure: the server's certificate is not checked");
+        say(
+            std::io::stderr(),
+            "get: --insecure: the server's certificate is not checked",
+        );
         builder = builder.danger_accept_invalid_certs(true);
     }
     builder = match args.versions {

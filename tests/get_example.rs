@@ -408,6 +408,31 @@ fn a_reader_gone_from_standard_output_is_an_error_that_names_it() {
     );
 }
 
+#[test]
+fn a_reader_gone_from_standard_error_changes_no_exit_status() {
+    // As `get URL 2>&1 | head -c 0` (or `2>&-`): what `get` has to say has
+    // nowhere to go, and its exit status still says what happened.
+    let without_stderr = |args: &[&str]| {
+        let mut child = Command::new(example_binary("get"))
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stderr.take());
+        child.wait_with_output().unwrap()
+    };
+    let refused = format!("http://{}/", refused_addr());
+    assert_eq!(without_stderr(&[&refused]).status.code(), Some(1));
+    let bad = without_stderr(&["--bogus", "http://127.0.0.1/"]);
+    assert_eq!(bad.status.code(), Some(2));
+    // `-k` warns on standard error, then the request goes as ever.
+    let server = server();
+    let output = without_stderr(&[&server.url("/fine"), "-k"]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert!(stdout(&output).ends_with("/fine auth=- cookie=-"));
+}
+
 /// The request `get` sent to a fresh server with `args` after its URL
 /// (`path` on it), and its exit status.
 fn sent(path: &str, args: &[&str]) -> (RecordedRequest, Option<i32>) {
