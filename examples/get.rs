@@ -592,11 +592,6 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     }
     let mut response = request.send().wait()?;
 
-    // With --output the body goes there, and the head to standard error.
-    let mut head: Box<dyn Write> = match &args.output {
-        Some(_) => Box::new(Named("standard error", std::io::stderr().lock())),
-        None => Box::new(Named("standard output", std::io::stdout().lock())),
-    };
     let status = response.status();
     // HTTP/2 has no reason phrase (curl prints `HTTP/2 200`).
     let reason = match response.version() {
@@ -608,19 +603,31 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         version_name(response.version()),
         status.as_u16()
     );
-    writeln!(head, "{}", line.trim_end())?;
+    let mut head = format!("{}\n", line.trim_end()).into_bytes();
     for (name, value) in response.headers() {
         // The value's bytes as they came, as curl prints them: a value may
         // hold bytes that are not UTF-8 (obs-text, such as a Latin-1
         // file name), which a lossy decoding would replace.
-        head.write_all(name.as_str().as_bytes())?;
-        head.write_all(b": ")?;
-        head.write_all(value.as_bytes())?;
-        head.write_all(b"\n")?;
+        head.extend_from_slice(name.as_str().as_bytes());
+        head.extend_from_slice(b": ");
+        head.extend_from_slice(value.as_bytes());
+        head.push(b'\n');
     }
-    writeln!(head)?;
-    head.flush()?;
-    drop(head);
+    head.push(b'\n');
+    match &args.output {
+        // With --output the body goes there, and the head to standard
+        // error, for the one who watches: like a message, it is written
+        // come what may (see `say`), and the body still goes to its file.
+        Some(_) => {
+            let mut stderr = std::io::stderr().lock();
+            let _ = stderr.write_all(&head).and_then(|()| stderr.flush());
+        }
+        None => {
+            let mut stdout = Named("standard output", std::io::stdout().lock());
+            stdout.write_all(&head)?;
+            stdout.flush()?;
+        }
+    }
     let mut out: Box<dyn Write> = match args.output.as_deref() {
         None | Some("-") => Box::new(Named("standard output", std::io::stdout().lock())),
         Some(path) => Box::new(std::io::BufWriter::new(

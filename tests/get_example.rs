@@ -431,6 +431,13 @@ fn a_reader_gone_from_standard_error_changes_no_exit_status() {
     let output = without_stderr(&[&server.url("/fine"), "-k"]);
     assert_eq!(output.status.code(), Some(0), "{output:?}");
     assert!(stdout(&output).ends_with("/fine auth=- cookie=-"));
+    // With `-o`, the head meant for standard error is lost, and the body
+    // still goes whole to its file.
+    let dir = support::real::TempDir::new("get-no-stderr");
+    let file = dir.path().join("body");
+    let output = without_stderr(&[&server.url("/big"), "-o", file.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert_eq!(std::fs::read(&file).unwrap(), "x".repeat(10_000).as_bytes());
 }
 
 /// The request `get` sent to a fresh server with `args` after its URL
