@@ -22,7 +22,12 @@
 //! Options (curl's names, and its short forms where it has them):
 //!
 //! * `--request-timeout MS`, `--read-timeout MS`, `--write-timeout MS`: the
-//!   client's timeouts in milliseconds (0 disables one).
+//!   client's timeouts in milliseconds (0 disables one). As curl, `get`
+//!   puts no bound on the whole request unless asked (the client's default
+//!   of 60 s would cut a long download short); the read timeout (the
+//!   client's default, 60 s) still ends one whose server went silent.
+//! * `-m`, `--max-time SECS` (curl's): the request timeout in seconds, a
+//!   fraction allowed (`0.5`).
 //! * `--event-loop-timeouts`: arm them on the connection's event loop
 //!   instead of the hashed-wheel timer.
 //! * `-H`, `--header 'Name: value'`: add a request header (repeatable);
@@ -104,7 +109,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 const USAGE: &str = "\
-usage: get URL [--request-timeout MS] [--read-timeout MS] [--write-timeout MS]
+usage: get URL [--request-timeout MS|-m|--max-time SECS] [--read-timeout MS]
+           [--write-timeout MS]
            [--event-loop-timeouts]
            [-H|--header 'Name: value']... [-X|--request METHOD] [-I|--head] [-L]
            [-d|--data STR|@FILE] [--data-binary STR|@FILE]
@@ -310,6 +316,15 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--request-timeout" => {
                 parsed.request_timeout = Some(millis("--request-timeout", args.next())?)
             }
+            "-m" | "--max-time" => {
+                let value = args.next().ok_or("--max-time needs a value in seconds")?;
+                let seconds = value
+                    .parse::<f64>()
+                    .ok()
+                    .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
+                    .ok_or_else(|| format!("--max-time: not a number of seconds: {value:?}"))?;
+                parsed.request_timeout = Some(seconds);
+            }
             "--read-timeout" => parsed.read_timeout = Some(millis("--read-timeout", args.next())?),
             "--write-timeout" => {
                 parsed.write_timeout = Some(millis("--write-timeout", args.next())?)
@@ -446,9 +461,8 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let mut builder = tickless::Client::builder()
         .event_loops(1)
         .use_event_loop_timeouts(args.event_loop_timeouts);
-    if let Some(timeout) = args.request_timeout {
-        builder = builder.request_timeout(timeout);
-    }
+    // None unless asked, as curl (zero: no request timeout).
+    builder = builder.request_timeout(args.request_timeout.unwrap_or(Duration::ZERO));
     if let Some(timeout) = args.read_timeout {
         builder = builder.read_timeout(timeout);
     }

@@ -268,9 +268,24 @@ fn errors_exit_1_and_bad_arguments_2() {
         "{stderr}"
     );
 
+    // curl's -m/--max-time, in seconds (a fraction allowed): the request
+    // timeout, an error.
+    let silent = TestServer::start(Behaviour::NeverAnswer);
+    for flag in ["-m", "--max-time"] {
+        let timed_out = get(&[&silent.url("/"), flag, "0.3"]);
+        assert_eq!(timed_out.status.code(), Some(1), "{flag}");
+        let stderr = String::from_utf8_lossy(&timed_out.stderr);
+        assert!(
+            stderr.contains("Request timeout") && stderr.contains("after 300 ms"),
+            "{flag}: {stderr}"
+        );
+    }
+
     // A flag value that cannot be used is a bad argument, found before
     // anything is sent.
     for bad in [
+        vec!["-m", "soon", "http://127.0.0.1/"],
+        vec!["--max-time", "-1", "http://127.0.0.1/"],
         vec!["--max-redirects", "many", "http://127.0.0.1/"],
         vec!["--cookie", "no-equals-sign", "http://127.0.0.1/"],
         vec!["-X", "NOT A METHOD", "http://127.0.0.1/"],
