@@ -33,8 +33,9 @@
 //! * `-H`, `--header 'Name: value'`: add a request header (repeatable);
 //!   `Expect: 100-continue` makes an upload wait for the server's go. As
 //!   in curl, `'Name:'` sends no `Name` (not even the client's own
-//!   `User-Agent` or `Accept-Encoding`, nor `--data`'s `Content-Type`), and
-//!   `'Name;'` sends it empty. `'Accept-Encoding:'` is `--no-decompress`
+//!   `User-Agent` or `Accept-Encoding`, nor `--data`'s `Content-Type`) —
+//!   but `'Host:'`: the client always sends the URL's `Host` (HTTP/1.1
+//!   requires one; curl would send none) — and `'Name;'` sends it empty. `'Accept-Encoding:'` is `--no-decompress`
 //!   (curl sends none and decodes nothing unless `--compressed`); a
 //!   `'Accept-Encoding: VALUE'` is sent instead of the client's own.
 //! * `-X`, `--request METHOD`: the method (default GET, or POST with
