@@ -3,7 +3,10 @@
 //! calling back into the client: sending, cancelling, closing, dropping
 //! the last `Client`, waiting. What works is asserted to work; what cannot
 //! (a blocking wait on the thread that runs the very loop it waits for) is
-//! asserted to end as `EventListener` documents, by the request timeout.
+//! asserted to fail at once with `Error::WouldDeadlock`, as
+//! `EventListener` documents — or, for a `block_on` of the caller's own
+//! (polls, which the client cannot refuse), to end by the request
+//! timeout.
 //! Every test is bounded by a generous ceiling: a hang shows as a failure
 //! with a message, never as a stuck test binary.
 
@@ -17,7 +20,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::thread;
 use std::time::{Duration, Instant};
 use support::*;
-use tickless::{Client, Error, EventListener, RequestInfo, ResponseFuture};
+use tickless::{Client, Error, EventListener, RequestInfo, Resolve, ResolveAnswer, ResponseFuture};
 
 const CEILING: Duration = Duration::from_secs(20);
 
@@ -87,17 +90,15 @@ impl<T: Send + 'static> EventListener for OnStatus<T> {
 }
 
 /// A blocking `wait` from `on_status`, on the loop's thread, for a request
-/// that needs that same loop (the client has one): the loop stops while
-/// its thread waits, so nothing answers but the request timeout, on the
-/// wheel. With no request timeout this
-/// would never return: what `EventListener` ("Blocking") warns of. The
-/// outer request's own timeout may end it first, or its head comes once
-/// `on_status` returns.
+/// that needs that same loop (the client has one, so its new connection
+/// goes there): the loop cannot turn while its thread waits, so the wait
+/// fails at once with `Error::WouldDeadlock` — with no request timeout,
+/// which used to be all that could end it — and the outer request, its
+/// `on_status` returned, gets its response.
 #[test]
-fn a_blocking_wait_in_on_status_on_the_loop_thread_is_ended_only_by_the_timeout() {
+fn a_blocking_wait_in_on_status_on_the_loop_thread_fails_with_would_deadlock() {
     let server = ok_server();
-    let timeout = Duration::from_secs(1);
-    let client = one_loop_client(timeout);
+    let client = one_loop_client(Duration::ZERO);
     let url = format!("http://{}/", server.addr());
     let inner = {
         let (client, url) = (client.clone(), url.clone());
@@ -109,17 +110,18 @@ fn a_blocking_wait_in_on_status_on_the_loop_thread_is_ended_only_by_the_timeout(
     let outer = within("the outer request", CEILING, move || {
         block_on(client.get(&url).listener(listener).send()).map(|r| r.status())
     });
-    assert_stalled_until_the_timeout(inner.take(), true, timeout, outer);
+    assert_refused(inner.take(), true, outer);
 }
 
 /// A blocking caller drives an idle loop itself and is told its events on
-/// its own thread: a blocking `wait` from `on_status` there stops the loop
-/// it drives just the same.
+/// its own thread: a blocking `wait` from `on_status` there would stop the
+/// loop it drives just the same, and fails at once as on the loop's own
+/// thread. (Between its drives, the same thread's waits drive the loop and
+/// are not refused: the warm-up's.)
 #[test]
-fn a_blocking_wait_in_on_status_on_a_driving_caller_is_ended_only_by_the_timeout() {
+fn a_blocking_wait_in_on_status_on_a_driving_caller_fails_with_would_deadlock() {
     let server = ok_server();
-    let timeout = Duration::from_secs(1);
-    let client = one_loop_client(timeout);
+    let client = one_loop_client(Duration::ZERO);
     let url = format!("http://{}/", server.addr());
     let inner = {
         let (client, url) = (client.clone(), url.clone());
@@ -139,31 +141,234 @@ fn a_blocking_wait_in_on_status_on_a_driving_caller_is_ended_only_by_the_timeout
             .wait()
             .map(|r| r.status())
     });
-    assert_stalled_until_the_timeout(inner.take(), false, timeout, outer);
+    assert_refused(inner.take(), false, outer);
 }
 
 /// The inner wait, told on the loop's thread or not as `on_loop_thread`
-/// says, was ended by its request timeout (no earlier than `timeout`).
-/// The outer request's own timeout, on the same wheel tick, may be told
-/// after the inner one has let `on_status` return: then its head is
-/// delivered.
-fn assert_stalled_until_the_timeout(
+/// says, was refused with `WouldDeadlock` (its message says what to do
+/// instead), and the outer request got its response.
+fn assert_refused(
     inner: Done<Result<http::StatusCode, Error>>,
     on_loop_thread: bool,
-    timeout: Duration,
     outer: Result<http::StatusCode, Error>,
 ) {
     assert_eq!(inner.on_loop_thread, on_loop_thread, "where it was told");
-    assert!(
-        matches!(inner.value, Err(Error::RequestTimeout(_))),
-        "{:?}",
-        inner.value
-    );
-    assert!(inner.took >= timeout, "{:?}", inner.took);
-    assert!(
-        matches!(outer, Ok(_) | Err(Error::RequestTimeout(_))),
-        "{outer:?}"
-    );
+    let Err(error) = inner.value else {
+        panic!("the inner wait returned {:?}", inner.value);
+    };
+    assert!(matches!(error, Error::WouldDeadlock), "{error:?}");
+    let message = error.to_string();
+    assert!(message.contains("poll the future"), "{message}");
+    assert!(message.contains("another thread"), "{message}");
+    assert_eq!(outer.expect("the outer request"), http::StatusCode::OK);
+}
+
+/// With several loops, a request sent from `on_status` on a loop's thread
+/// and waited on there opens its connection on another loop — never on
+/// the one whose thread waits — and gets its answer: each of two new
+/// connections, which the chooser would otherwise give one loop after
+/// the other. The body is read blocking there too.
+#[test]
+fn a_wait_in_on_status_for_a_new_connection_is_answered_from_another_loop() {
+    let server = ok_server();
+    let others = [ok_server(), ok_server()];
+    let client = Client::builder().event_loops(2).build().expect("client");
+    let url = format!("http://{}/", server.addr());
+    let urls: Vec<String> = others
+        .iter()
+        .map(|other| format!("http://{}/", other.addr()))
+        .collect();
+    let inner = {
+        let client = client.clone();
+        OnStatus::new(move || {
+            urls.iter()
+                .map(|url| client.get(url).send().wait()?.text().wait())
+                .collect::<Result<Vec<String>, Error>>()
+        })
+    };
+    let listener = inner.clone();
+    let outer = within("the outer request", CEILING, move || {
+        block_on(client.get(&url).listener(listener).send()).map(|r| r.status())
+    });
+    let done = inner.take();
+    assert!(done.on_loop_thread);
+    assert_eq!(done.value.expect("the inner requests"), ["hi", "hi"]);
+    assert_eq!(outer.expect("the outer request"), http::StatusCode::OK);
+}
+
+/// With several loops, a request from `on_status` that takes an idle
+/// pooled connection on the loop whose thread waits needs that loop: the
+/// wait fails at once, as with one loop.
+#[test]
+fn a_wait_in_on_status_for_a_pooled_connection_on_the_same_loop_fails() {
+    let server = ok_server();
+    let pooled = ok_server();
+    let client = Client::builder()
+        .event_loops(2)
+        .request_timeout(Duration::from_secs(5))
+        .build()
+        .expect("client");
+    let url = format!("http://{}/", server.addr());
+    let pooled_url = format!("http://{}/", pooled.addr());
+    let inner = {
+        let (client, pooled_url) = (client.clone(), pooled_url.clone());
+        OnStatus::new(move || client.get(&pooled_url).send().wait().map(|r| r.status()))
+    };
+    let listener = inner.clone();
+    let outer = within("the outer request", CEILING, move || {
+        // This thread's connections share a loop until it polls: the
+        // pooled one, then the outer request's.
+        let response = client.get(&pooled_url).send().wait().expect("warm-up");
+        response.bytes().wait().expect("warm-up body");
+        block_on(client.get(&url).listener(listener).send()).map(|r| r.status())
+    });
+    assert_refused(inner.take(), true, outer);
+}
+
+/// With one loop, a request from `on_status` that waits in the pool's
+/// queue — the host's one connection is the outer request's — has no loop
+/// yet, but every loop it could get is the one whose thread waits: the
+/// wait fails at once (the request timeout ended it before).
+#[test]
+fn a_wait_in_on_status_for_a_queued_request_on_a_single_loop_fails() {
+    let server = ok_server();
+    let client = Client::builder()
+        .event_loops(1)
+        .max_connections_per_host(1)
+        .request_timeout(Duration::from_secs(5))
+        .build()
+        .expect("client");
+    let url = format!("http://{}/", server.addr());
+    let inner = {
+        let (client, url) = (client.clone(), url.clone());
+        OnStatus::new(move || client.get(&url).send().wait().map(|r| r.status()))
+    };
+    let listener = inner.clone();
+    let outer = within("the outer request", CEILING, move || {
+        block_on(client.get(&url).listener(listener).send()).map(|r| r.status())
+    });
+    assert_refused(inner.take(), true, outer);
+}
+
+/// A resolver that keeps every lookup unanswered (so that none fails on
+/// drop) until the test ends.
+#[derive(Default)]
+struct Unanswered(Mutex<Vec<ResolveAnswer>>);
+
+impl Resolve for Unanswered {
+    fn resolve(&self, _host: &str, _port: u16, answer: ResolveAnswer) {
+        self.0.lock().unwrap().push(answer);
+    }
+}
+
+/// With several loops, a request whose new connection the group placed on
+/// a loop — from a caller's thread, before `on_status` on that loop's
+/// thread waits for it — while its host name is still being looked up:
+/// bound for that loop, it needs it, and the wait fails at once (the
+/// connect would have been posted to the loop blocked in the wait).
+#[test]
+fn a_wait_in_on_status_for_a_request_bound_for_the_same_loop_fails() {
+    let server = ok_server();
+    let client = Client::builder()
+        .event_loops(2)
+        .resolver(Arc::new(Unanswered::default()))
+        .request_timeout(Duration::from_secs(5))
+        .build()
+        .expect("client");
+    let url = format!("http://{}/", server.addr());
+    let held_url = format!("http://unanswered.test:{}/", server.addr().port());
+    let bound = Arc::new(Mutex::new(None::<ResponseFuture>));
+    let inner = {
+        let bound = bound.clone();
+        OnStatus::new(move || {
+            let future = bound.lock().unwrap().take().expect("sent");
+            future.wait().map(|r| r.status())
+        })
+    };
+    let listener = inner.clone();
+    let outer = within("the outer request", CEILING, move || {
+        // This thread's connections share a loop until it polls: the one
+        // looked up, then the outer request's.
+        *bound.lock().unwrap() = Some(client.get(&held_url).send());
+        block_on(client.get(&url).listener(listener).send()).map(|r| r.status())
+    });
+    assert_refused(inner.take(), true, outer);
+}
+
+/// With several loops, a request from `on_status` that takes a stream of
+/// the shared HTTP/2 connection on the loop whose thread waits (the outer
+/// request's own): bound for that loop before the task that attaches it
+/// could run there, it needs it, and the wait fails at once.
+#[test]
+fn a_wait_in_on_status_for_a_stream_of_a_shared_connection_on_the_same_loop_fails() {
+    let server = support::h2_server::H2Server::start(|stream| {
+        support::h2_server::answer(stream, 200, b"hi")
+    });
+    let client = Client::builder()
+        .event_loops(2)
+        .http2_prior_knowledge()
+        .request_timeout(Duration::from_secs(5))
+        .build()
+        .expect("client");
+    let url = server.url("/");
+    let inner = {
+        let (client, url) = (client.clone(), url.clone());
+        OnStatus::new(move || client.get(&url).send().wait().map(|r| r.status()))
+    };
+    let listener = inner.clone();
+    let outer = within("the outer request", CEILING, move || {
+        block_on(client.get(&url).listener(listener).send()).map(|r| r.status())
+    });
+    assert_refused(inner.take(), true, outer);
+}
+
+/// From `on_status` on a loop's thread, a blocking wait for a request of
+/// another client — on a loop of its own — and a blocking read of its
+/// body are answered: that loop turns on.
+#[test]
+fn a_blocking_wait_in_on_status_for_another_clients_request_is_answered() {
+    let server = ok_server();
+    let client = one_loop_client(Duration::ZERO);
+    let other = one_loop_client(Duration::ZERO);
+    let url = format!("http://{}/", server.addr());
+    let inner = {
+        let url = url.clone();
+        OnStatus::new(move || other.get(&url).send().wait()?.text().wait())
+    };
+    let listener = inner.clone();
+    let outer = within("the outer request", CEILING, move || {
+        block_on(client.get(&url).listener(listener).send()).map(|r| r.status())
+    });
+    let done = inner.take();
+    assert!(done.on_loop_thread);
+    assert_eq!(done.value.expect("the other client's request"), "hi");
+    assert_eq!(outer.expect("the outer request"), http::StatusCode::OK);
+}
+
+/// A request of the same loop whose response has come already: from
+/// `on_status` on that loop's thread, its blocking `wait` and the blocking
+/// read of its body (all come) return it — only a wait that would need
+/// the loop is refused.
+#[test]
+fn a_blocking_wait_in_on_status_for_what_has_come_already_returns_it() {
+    let server = ok_server();
+    let client = one_loop_client(Duration::ZERO);
+    let url = format!("http://{}/", server.addr());
+    let first = client.get(&url).send();
+    let came = Instant::now();
+    while !first.is_done() {
+        assert!(came.elapsed() < CEILING, "the first response never came");
+        thread::sleep(Duration::from_millis(1));
+    }
+    let inner = OnStatus::new(move || first.wait()?.text().wait());
+    let listener = inner.clone();
+    let outer = within("the outer request", CEILING, move || {
+        block_on(client.get(&url).listener(listener).send()).map(|r| r.status())
+    });
+    let done = inner.take();
+    assert!(done.on_loop_thread);
+    assert_eq!(done.value.expect("the first response"), "hi");
+    assert_eq!(outer.expect("the outer request"), http::StatusCode::OK);
 }
 
 /// From `on_status` on the loop's thread: sending a request (not waiting
@@ -341,13 +546,9 @@ fn a_slow_on_failed_on_the_wheel_holds_back_the_next_timeout() {
     drop(first);
 }
 
-/// The same inline wake, with a body that comes 200 ms after its head:
-/// read blocking on the loop's thread, from inside the wake, it is never
-/// read (the loop that would read it is the one blocked), and the request
-/// timeout ends it — what `Body` and `EventListener` ("Blocking") warn of.
-#[test]
-fn a_body_read_blocking_inside_a_wake_on_the_loop_is_ended_only_by_the_timeout() {
-    let server = TestServer::start(Behaviour::Custom(Arc::new(|mut stream, _| {
+/// A server whose body comes 200 ms after its head.
+fn late_body_server() -> TestServer {
+    TestServer::start(Behaviour::Custom(Arc::new(|mut stream, _| {
         use std::io::Write;
         if read_head(&mut stream).is_none() {
             return;
@@ -356,7 +557,18 @@ fn a_body_read_blocking_inside_a_wake_on_the_loop_is_ended_only_by_the_timeout()
         thread::sleep(Duration::from_millis(200));
         let _ = stream.write_all(b"hi");
         drain(&mut stream);
-    })));
+    })))
+}
+
+/// The same inline wake, with a body that comes 200 ms after its head,
+/// polled to its end by a `block_on` of the caller's own (the client
+/// sees only polls, which it cannot refuse): the thread parks on the
+/// loop's thread, from inside the wake, the body is never read (the loop
+/// that would read it is the one parked), and the request timeout ends it
+/// — what `Body` and `EventListener` ("Blocking") warn of.
+#[test]
+fn a_body_read_blocking_inside_a_wake_on_the_loop_is_ended_only_by_the_timeout() {
+    let server = late_body_server();
     let timeout = Duration::from_secs(1);
     let client = one_loop_client(timeout);
     let url = format!("http://{}/", server.addr());
@@ -371,6 +583,97 @@ fn a_body_read_blocking_inside_a_wake_on_the_loop_is_ended_only_by_the_timeout()
     assert!(on_loop_thread, "woken on the loop's thread");
     assert!(matches!(body, Err(Error::RequestTimeout(_))), "{body:?}");
     assert!(started.elapsed() >= timeout, "{:?}", started.elapsed());
+}
+
+/// How an [`InlineReader`] ended: its first blocking read on the loop's
+/// thread (how many bytes), whether that was on a loop's thread, and the
+/// body read after it on another thread (none after a read of it whole,
+/// which takes the body).
+type ReaderEnd = (Result<usize, Error>, bool, Option<Result<String, Error>>);
+
+/// A task whose waker polls its response's future inline, as
+/// [`InlineTask`]'s does, then reads the body with a blocking `Read` in
+/// the same wake, on the waking thread; what it could not read there is
+/// read on a thread of its own.
+struct InlineReader {
+    future: Mutex<Option<Pin<Box<ResponseFuture>>>>,
+    done: Mutex<Option<mpsc::Sender<ReaderEnd>>>,
+    /// Read whole (`bytes().wait()`), rather than with `Read`.
+    whole: bool,
+}
+
+impl InlineReader {
+    fn poll_now(self: &Arc<Self>) {
+        use std::io::Read;
+        let waker = Waker::from(self.clone());
+        let mut cx = Context::from_waker(&waker);
+        let mut slot = self.future.lock().unwrap();
+        let Some(future) = slot.as_mut() else {
+            return;
+        };
+        let Poll::Ready(result) = future.as_mut().poll(&mut cx) else {
+            return;
+        };
+        *slot = None;
+        drop(slot);
+        let Some(done) = self.done.lock().unwrap().take() else {
+            return;
+        };
+        let mut response = result.expect("the head");
+        let on_loop_thread = is_loop_thread();
+        if self.whole {
+            let first = response.bytes().wait().map(|bytes| bytes.len());
+            let _ = done.send((first, on_loop_thread, None));
+            return;
+        }
+        let mut buf = [0u8; 16];
+        let first = response
+            .body_mut()
+            .read(&mut buf)
+            .map_err(|error| match error.into_inner() {
+                Some(inner) => *inner.downcast::<Error>().expect("a tickless error"),
+                None => panic!("an io::Error with no source"),
+            });
+        // The rest, elsewhere: a refused read left the body as it was.
+        thread::spawn(move || {
+            let rest = response.text().wait();
+            let _ = done.send((first, on_loop_thread, Some(rest)));
+        });
+    }
+}
+
+impl Wake for InlineReader {
+    fn wake(self: Arc<Self>) {
+        self.poll_now();
+    }
+}
+
+/// The same inline wake, the body (200 ms after its head) read with a
+/// blocking `Read` on the loop's thread, from inside the wake: the read
+/// needs the loop whose thread it is on, and fails at once with
+/// `WouldDeadlock` — no request timeout, which used to be all that could
+/// end it — leaving the body as it was: read on another thread, it is
+/// whole. Read whole (`bytes().wait()`) there, it fails the same way.
+#[test]
+fn a_body_read_blocking_inside_a_wake_on_the_loop_fails_with_would_deadlock() {
+    for whole in [false, true] {
+        let server = late_body_server();
+        let client = one_loop_client(Duration::ZERO);
+        let url = format!("http://{}/", server.addr());
+        let (done, on_done) = mpsc::channel();
+        let task = Arc::new(InlineReader {
+            future: Mutex::new(Some(Box::pin(client.get(&url).send()))),
+            done: Mutex::new(Some(done)),
+            whole,
+        });
+        task.poll_now();
+        let (first, on_loop_thread, rest) = on_done.recv_timeout(CEILING).expect("the task ended");
+        assert!(on_loop_thread, "woken on the loop's thread");
+        assert!(matches!(first, Err(Error::WouldDeadlock)), "{first:?}");
+        if let Some(rest) = rest {
+            assert_eq!(rest.expect("the body, read elsewhere"), "hi");
+        }
+    }
 }
 
 /// From `on_failed` of a request timeout, on the wheel's thread: closing

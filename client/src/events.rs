@@ -135,18 +135,38 @@ impl RequestInfo {
 /// future, [`Client::close`](crate::Client::close) and dropping the last
 /// `Client` return at once, and do what they do anywhere else.
 ///
-/// Blocking on the client there does not: a
-/// [`ResponseFuture::wait`](crate::ResponseFuture::wait), a blocking read
-/// of a body, or a `block_on` of either, on a loop's thread or a driving
-/// caller's, waits for the loop that thread runs whenever what it waits
-/// for is on that loop — a new connection opened there goes to a loop
-/// chosen in turn, so with several loops it may be, or not, from one run
-/// to the next. Nothing then answers the wait but a timeout of the
-/// request (on the wheel), or its cancel from another thread; with no
-/// timeout it never returns, and the loop stays stopped. On the wheel's
-/// thread the wait is answered, but every timeout of the client waits
-/// for it. Hand such work to a thread of your own (a channel, a spawned
-/// task) and return. The same holds for a [`Waker`](std::task::Waker)
+/// Blocking on the client there is another matter. A
+/// [`ResponseFuture::wait`](crate::ResponseFuture::wait) or a blocking read
+/// of a [`Body`](crate::Body), on a loop's thread or a driving caller's,
+/// for what that very loop must bring — the exchange's connection is on
+/// it, or its request was sent to a connection there, or the client has
+/// that one loop — could only wait: the loop serves nothing while its
+/// thread waits. So such a wait fails at once with
+/// [`Error::WouldDeadlock`], rather than wait for a timeout of the request
+/// (or forever, with none). Poll the future, or read the body
+/// asynchronously, from a task (the loop wakes it when the answer comes),
+/// or hand the wait to a thread of your own (a channel, a spawned task)
+/// and return. What works there:
+///
+/// * a wait for an exchange of another loop — another client's, or of the
+///   same client's group: with several loops, **a new connection opened
+///   from a loop's thread never goes on that loop** (see
+///   [`EventLoopGroup`](crate::event_loop::EventLoopGroup)), so a request
+///   sent from a method and waited on there is answered, unless it takes
+///   an idle pooled connection, or a stream of an HTTP/2 connection, on
+///   that same loop (then it is refused);
+/// * a wait for what has come already — a head, the bytes of a body
+///   that have arrived, its end — returns it;
+/// * anything on a caller's thread outside a method: its blocking wait
+///   drives the loop itself.
+///
+/// Not refused, because the client cannot tell: with several loops, a
+/// request that waits for a connection (the host's limit reached, or one
+/// being opened for another request) may get it from the loop whose
+/// thread waits, and a `block_on` of the caller's own, which only polls,
+/// parks the loop's thread all the same — either ends only by a timeout.
+/// On the wheel's thread a wait is answered, but every timeout of the
+/// client waits for it. The same holds for a [`Waker`](std::task::Waker)
 /// that polls its task inline when woken: the task runs on the loop's
 /// thread, where polling is fine and blocking is not.
 #[allow(unused_variables)]

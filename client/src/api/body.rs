@@ -42,11 +42,15 @@ use std::task::{Context, Poll};
 /// once. Either way the exchange ends, its timers with it, and nothing more
 /// of it is delivered.
 ///
-/// Do not block on a body on a thread that runs an event loop's turns (in
-/// a listener, or a waker that polls its task inline): that loop would
-/// stop serving the very connection being read, and only the request's
-/// timeout would end the read (see [`EventListener`](crate::EventListener),
-/// "Blocking, and calling back into the client").
+/// A blocking read on a thread that runs the turns of the body's
+/// connection's loop (in a listener, or a waker that polls its task
+/// inline) fails at once with [`Error::WouldDeadlock`] when it would have
+/// to wait: that loop would stop serving the very connection being read.
+/// A `Read` or [`Chunk::wait`] refused so leaves the body as it was — read
+/// it asynchronously, or later, or on another thread; what has come
+/// already is read there as anywhere (see
+/// [`EventListener`](crate::EventListener), "Blocking, and calling back
+/// into the client").
 ///
 /// ```
 /// # let url = tickless_client::doc_support::serve(|_, _, _| {
@@ -213,11 +217,18 @@ impl Body {
         polled
     }
 
+    /// The next chunk, blocking; [`Error::WouldDeadlock`] if nothing has
+    /// come and the wait would stop the loop the calling thread runs —
+    /// the body left as it was (not ended), to be read later or elsewhere.
     fn wait_chunk(&mut self) -> Result<Option<Bytes>, Error> {
         let exchange = self.exchange.clone();
-        match self.next_chunk(|_| Poll::Ready(exchange.take_body_blocking())) {
+        let taken = |_: &Pipe| match exchange.take_body_blocking() {
+            Some(taken) => Poll::Ready(taken),
+            None => Poll::Pending,
+        };
+        match self.next_chunk(taken) {
             Poll::Ready(chunk) => chunk,
-            Poll::Pending => unreachable!("a blocking take is always ready"),
+            Poll::Pending => Err(Error::WouldDeadlock),
         }
     }
 }
@@ -314,7 +325,10 @@ pub struct Chunk<'a> {
 }
 
 impl Chunk<'_> {
-    /// Blocks until the next chunk (`None` at the end of the body).
+    /// Blocks until the next chunk (`None` at the end of the body) — or
+    /// fails at once with [`Error::WouldDeadlock`], the body left as it
+    /// was, if none has come and the calling thread runs the turns of the
+    /// loop that must bring it (see [`Body`]).
     pub fn wait(self) -> Result<Option<Bytes>, Error> {
         self.body.wait_chunk()
     }
@@ -417,8 +431,10 @@ impl Gather {
         if !self.ask() {
             return self.rest();
         }
-        let whole = self.body.exchange.take_whole_body_blocking();
-        self.whole(whole)
+        match self.body.exchange.take_whole_body_blocking() {
+            Some(whole) => self.whole(whole),
+            None => Err(Error::WouldDeadlock),
+        }
     }
 }
 

@@ -85,13 +85,16 @@ impl ResponseFuture {
     /// few requests are in flight, and recent spins caught their answer; the
     /// price is at most 50 µs of processor time per call.
     ///
-    /// Do not call it on a thread that runs an event loop's turns — a
-    /// loop's own, or a caller's driving one, as in a listener, or in a
-    /// waker that polls its task inline: that loop would stop serving the
-    /// very connection being waited for, and only the request's timeout
-    /// (or a cancel from another thread) would end the wait (see
+    /// On a thread that runs an event loop's turns — a loop's own, or a
+    /// caller's driving one, as in a listener, or in a waker that polls
+    /// its task inline — it fails at once with [`Error::WouldDeadlock`]
+    /// (the request cancelled, as the future is dropped) if the head has
+    /// not come and that loop must bring it: the loop would stop serving
+    /// the very connection being waited for. Poll the future there
+    /// instead, or wait on another thread (see
     /// [`EventListener`](crate::EventListener), "Blocking, and calling
-    /// back into the client").
+    /// back into the client"). Telling costs a thread that runs no loop
+    /// two thread-local reads.
     ///
     /// # Panics
     ///

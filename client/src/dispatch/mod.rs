@@ -490,6 +490,14 @@ impl Dispatcher {
         let source = shared.conn.source;
         let id = shared.id;
         let task_exchange = exchange.clone();
+        // Sent from a loop's thread (a listener there, most likely, which
+        // may wait for it next): its home is known now, not once the task
+        // has run — which it cannot while that thread waits on that loop.
+        // Elsewhere the lock is not taken: the task runs before the loop
+        // tells anything of a later turn.
+        if crate::event_loop::on_any_loop() {
+            exchange.bound_for(&shared.conn.event_loop);
+        }
         let posted = shared.conn.event_loop.execute(move |cx| {
             if let Err(exchange) = conn::start_on_shared(cx, source, task_exchange) {
                 owner.unshare(exchange.route(), id);
@@ -534,6 +542,10 @@ impl Dispatcher {
             return;
         }
         let event_loop = self.env.group.next(exchange.avoided_loop()).clone();
+        // Its home from now on: a blocking wait for it on this loop's
+        // thread (told there while the name is looked up, say) fails
+        // rather than stop the loop its connection needs.
+        exchange.bound_for(&event_loop);
         let route = exchange.route().clone();
         let (host, port) = route.first_hop();
         let socks_resolves_here = route

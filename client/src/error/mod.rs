@@ -413,6 +413,30 @@ pub enum Error {
     /// The client was closed before the exchange ended.
     #[error("the client is closed")]
     ClientClosed,
+    /// A blocking wait — [`ResponseFuture::wait`](crate::ResponseFuture::wait),
+    /// a blocking read of a [`Body`](crate::Body) — was called on a thread
+    /// that runs the turns of the event loop it would wait for: that
+    /// loop's own thread, or a caller's driving it, in an
+    /// [`EventListener`](crate::EventListener) method or a waker that polls
+    /// its task inline. The loop cannot turn while its thread waits, so the
+    /// wait would end only by a timeout (or never): it fails at once
+    /// instead. Poll the future or read the body asynchronously (a
+    /// waker wakes the task when the answer comes), or hand the wait to
+    /// another thread and return.
+    ///
+    /// Nothing else changes: a refused [`ResponseFuture::wait`](crate::ResponseFuture::wait)
+    /// drops its future, which cancels the request, as any dropped future
+    /// does; a refused `Read` or [`Chunk::wait`](crate::Chunk::wait)
+    /// leaves the body as it was, to be read later, or elsewhere (a
+    /// refused `bytes().wait()` or `text().wait()` has taken the response,
+    /// and drops it). See [`EventListener`](crate::EventListener),
+    /// "Blocking, and calling back into the client", for which waits are
+    /// refused, and which are not (the client cannot tell).
+    #[error(
+        "a blocking wait on the thread of the event loop it waits for would never end: \
+         poll the future or read the body asynchronously, or wait on another thread"
+    )]
+    WouldDeadlock,
     /// The connection failed while the exchange was using it.
     #[error("I/O error with {remote}: {source}")]
     Io {

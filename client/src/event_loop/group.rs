@@ -263,7 +263,11 @@ impl Drop for Started {
 /// The cost: one blocking thread's many busy connections use one loop's
 /// CPU for their reading (and TLS), not every loop's. A connection opened
 /// on a loop (a redirect's next hop, a retry) goes to the next loop in
-/// turn, as before.
+/// turn, as before — but never on the loop it is opened on, where the
+/// group has another: code run there (a listener) may send a request and
+/// wait for it, and that loop cannot turn while its thread waits (a wait
+/// for a connection on it fails with
+/// [`Error::WouldDeadlock`](crate::Error::WouldDeadlock)).
 ///
 /// The chooser is used for new connections only, never to pick where a
 /// timeout goes: that would put the timeout on a loop other than its
@@ -304,18 +308,32 @@ impl EventLoopGroup {
 
     /// The loop for the next new connection — the calling thread's (see
     /// the type's documentation) — other than the one of index `avoid`
-    /// where there is another.
+    /// where there is another, and never, where there is another, the loop
+    /// of this group whose turns the calling thread runs (see
+    /// [`EventLoop::stalls_here`]): code told there (a listener) that
+    /// sends a request and waits for it would otherwise stop the very loop
+    /// its connection needs. That comes first: a hedged copy opened there
+    /// may share its attempt's loop, with two loops.
     pub(crate) fn next(&self, avoid: Option<usize>) -> &Arc<EventLoop> {
         let turn = || self.chooser.fetch_add(1, Ordering::Relaxed);
-        let n = match super::on_any_loop() || POLLS.with(Cell::get) {
+        let on_a_loop = super::on_any_loop();
+        let n = match on_a_loop || POLLS.with(Cell::get) {
             true => turn(),
             false => THREAD_LOOPS.with(|seats| seats.borrow_mut().seat(self.id, turn)),
         };
-        let chosen = &self.loops[n % self.loops.len()];
-        if self.loops.len() > 1 && avoid == Some(chosen.index()) {
-            return &self.loops[(n + 1) % self.loops.len()];
-        }
-        chosen
+        let len = self.loops.len();
+        let here = match on_a_loop && len > 1 {
+            true => self.loops.iter().position(|l| l.stalls_here()),
+            false => None,
+        };
+        // The first of the chosen one and those after it that is neither
+        // here nor avoided; else the first that is not here.
+        let candidates = || (0..len).map(|k| (n + k) % len);
+        let pick = candidates()
+            .find(|&i| Some(i) != here && Some(i) != avoid)
+            .or_else(|| candidates().find(|&i| Some(i) != here))
+            .unwrap_or(n % len);
+        &self.loops[pick]
     }
 
     /// Where the timeouts of connections on loop `index` are armed.

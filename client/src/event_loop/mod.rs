@@ -443,6 +443,23 @@ impl EventLoop {
             || thread::current().id() == self.thread_id()
     }
 
+    /// Whether a blocking wait on the calling thread for news only this
+    /// loop can bring would never end: the thread is this loop's own, or
+    /// a caller's driving it (inside a turn: a listener told there, a
+    /// waker that polls its task inline), so the loop cannot turn while it
+    /// waits. Not so on a caller's thread between its drives (its wait
+    /// drives the loop), nor on another loop's thread.
+    ///
+    /// Two thread-local reads, no lock: a blocking wait asks only once
+    /// [`on_any_loop`] says the thread runs some loop. A caller driving
+    /// this loop from inside a turn of another that it drives in turn (a
+    /// listener's wait, nested) is not seen: only the innermost loop it
+    /// drives is kept.
+    pub(crate) fn stalls_here(&self) -> bool {
+        let here = |cell: &Cell<*const EventLoop>| std::ptr::eq(cell.get(), self);
+        LOOP_THREAD.with(here) || DRIVING.with(here)
+    }
+
     /// Exchanges attached to the loop's connections now, how many of them
     /// are awaited, threads asleep on the loop, and requests of its group
     /// waiting for a connection.
@@ -728,16 +745,17 @@ thread_local! {
     /// The loop this thread drives as a caller, if any (see
     /// [`EventLoop::drive_until`]).
     static DRIVING: Cell<*const EventLoop> = const { Cell::new(std::ptr::null()) };
-    /// This thread is a loop's own thread.
-    static LOOP_THREAD: Cell<bool> = const { Cell::new(false) };
+    /// On a loop's own thread: that loop (null elsewhere).
+    static LOOP_THREAD: Cell<*const EventLoop> = const { Cell::new(std::ptr::null()) };
 }
 
 /// Whether the calling thread runs some loop's turns (a loop's thread, or a
 /// caller driving one): what it posts is not for a driver, since it does
 /// not wait on the exchange it posts for (a redispatch, a redirect's next
-/// hop).
+/// hop). Two thread-local reads: what a blocking wait looks at first,
+/// before it asks which loop (see [`EventLoop::stalls_here`]).
 pub(crate) fn on_any_loop() -> bool {
-    LOOP_THREAD.with(Cell::get) || !DRIVING.with(Cell::get).is_null()
+    !LOOP_THREAD.with(Cell::get).is_null() || !DRIVING.with(Cell::get).is_null()
 }
 
 impl TimeoutScheduler for EventLoop {

@@ -188,7 +188,7 @@ impl Drop for Driving<'_> {
 
 impl EventLoop {
     pub(super) fn run(self: Arc<Self>, keeper: Option<DeadlineKeeper>) {
-        super::LOOP_THREAD.with(|on| on.set(true));
+        super::LOOP_THREAD.with(|on| on.set(Arc::as_ptr(&self)));
         if let Some(keeper) = keeper {
             self.keep_deadlines(keeper);
         }

@@ -1095,16 +1095,23 @@ impl Exchange {
         self.mark_awaited();
     }
 
-    /// The reader blocks for the next chunk of the body (see [`Pipe::take_blocking`]).
-    pub(crate) fn take_body_blocking(&self) -> Taken {
+    /// The reader blocks for the next chunk of the body (see
+    /// [`Pipe::take_blocking`]); `None`, at once, if nothing has come and
+    /// the wait would [stall](Self::stalls_here) the loop the calling
+    /// thread runs.
+    pub(crate) fn take_body_blocking(&self) -> Option<Taken> {
         let home = self.blocking_home();
-        self.body.take_blocking(home.as_ref())
+        self.body
+            .take_blocking(home.as_ref(), || self.stalls_here())
     }
 
-    /// The reader blocks for the whole body (see [`Pipe::take_whole_blocking`]).
-    pub(crate) fn take_whole_body_blocking(&self) -> Whole {
+    /// The reader blocks for the whole body (see
+    /// [`Pipe::take_whole_blocking`]); `None` as for
+    /// [`take_body_blocking`](Self::take_body_blocking).
+    pub(crate) fn take_whole_body_blocking(&self) -> Option<Whole> {
         let home = self.blocking_home();
-        self.body.take_whole_blocking(home.as_ref())
+        self.body
+            .take_whole_blocking(home.as_ref(), || self.stalls_here())
     }
 
     /// Its request is posted to `event_loop` for an idle connection there
@@ -1129,6 +1136,34 @@ impl Exchange {
             return event_loop.execute_boxed(task);
         }
         event_loop.execute_for_driver(task)
+    }
+
+    /// A new connection for it is to be opened on `event_loop` (chosen by
+    /// the group), or it goes on a shared connection there: that loop is
+    /// its home from now on, before the task that attaches it runs there —
+    /// what a blocking wait looks at to refuse waiting on the loop its
+    /// thread runs (see [`stalls_here`](Self::stalls_here)).
+    pub(crate) fn bound_for(&self, event_loop: &Arc<EventLoop>) {
+        let mut link = lock(&self.link);
+        if !link.is_home(event_loop) {
+            link.note_home(event_loop.clone());
+        }
+    }
+
+    /// Whether a blocking wait for this exchange, on the calling thread,
+    /// would wait for the loop that thread runs (see
+    /// [`EventLoop::stalls_here`]): its home — its connection's loop, the
+    /// loop its request was posted or bound to. Only when the thread runs
+    /// some loop does this look further than two thread-local reads (the
+    /// lock, the home), so a blocking caller's wait costs no more.
+    pub(crate) fn stalls_here(&self) -> bool {
+        if !crate::event_loop::on_any_loop() {
+            return false;
+        }
+        let link = lock(&self.link);
+        let conn = link.conn.conn().map(|conn| &conn.event_loop);
+        conn.or(link.home.as_ref())
+            .is_some_and(|home| home.stalls_here())
     }
 
     /// [`home_loop`](Self::home_loop), for a blocking wait about to drive

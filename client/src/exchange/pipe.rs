@@ -351,16 +351,37 @@ impl Pipe {
     /// is idle, else asleep on it (see [`sleep_until`](Self::sleep_until)).
     /// Its polls block at once: a spin here cost more CPU than it saved
     /// (64 KiB chunked bodies, README).
-    pub(crate) fn take_blocking(&self, home: Option<&Arc<EventLoop>>) -> Taken {
+    ///
+    /// `None`, with nothing taken and no waiter left, if there is nothing
+    /// yet and `stalls` says the wait would never end (the thread runs the
+    /// writer's loop): asked only then, so a chunk there costs nothing more.
+    pub(crate) fn take_blocking(
+        &self,
+        home: Option<&Arc<EventLoop>>,
+        stalls: impl Fn() -> bool,
+    ) -> Option<Taken> {
         loop {
             match self.take(|| Waiter::thread(home)) {
                 Taken::Pending => {}
-                taken => return taken,
+                taken => return Some(taken),
+            }
+            if stalls() {
+                self.withdraw_reader();
+                return None;
             }
             self.wait_for(home, |state| {
                 !state.chunks.is_empty() || !matches!(state.end, End::Open)
             });
         }
+    }
+
+    /// The blocking reader will not wait after all (see
+    /// [`take_blocking`](Self::take_blocking)): the waiter it registered
+    /// goes (dropped after the unlock), so nothing wakes a thread that is
+    /// not there.
+    fn withdraw_reader(&self) {
+        let withdrawn = lock(&self.state).reader.take();
+        drop(withdrawn);
     }
 
     /// A blocking reader waits until `news`: driving `home` while that loop
@@ -482,12 +503,21 @@ impl Pipe {
     }
 
     /// [`take_whole`](Self::take_whole) for a thread that may block,
-    /// driving `home` as [`take_blocking`](Self::take_blocking) does.
-    pub(crate) fn take_whole_blocking(&self, home: Option<&Arc<EventLoop>>) -> Whole {
+    /// driving `home` as [`take_blocking`](Self::take_blocking) does, and
+    /// `None` as it is when the body has not ended and `stalls`.
+    pub(crate) fn take_whole_blocking(
+        &self,
+        home: Option<&Arc<EventLoop>>,
+        stalls: impl Fn() -> bool,
+    ) -> Option<Whole> {
         loop {
             match self.take_whole(|| Waiter::thread(home)) {
                 Whole::Pending => {}
-                whole => return whole,
+                whole => return Some(whole),
+            }
+            if stalls() {
+                self.withdraw_reader();
+                return None;
             }
             self.wait_for(home, |state| !matches!(state.end, End::Open));
         }

@@ -173,8 +173,15 @@ impl Chain {
     /// [`poll`](Self::poll), blocking: on the exchange's own wait (which
     /// spins briefly before it sleeps) while one attempt is all there is,
     /// else parked between polls.
+    ///
+    /// [`Error::WouldDeadlock`], at once, if the head has not come and the
+    /// wait would stop the loop the calling thread runs (see
+    /// [`stalls_here`](Self::stalls_here)).
     pub(crate) fn wait(&mut self) -> Result<Head, Error> {
         loop {
+            if self.stalls_here() {
+                return Err(Error::WouldDeadlock);
+            }
             if !self.attempts.single() {
                 return block_on(|cx| self.poll(cx));
             }
@@ -188,6 +195,33 @@ impl Chain {
                 Some(Err(error)) => return Err(self.failure(error)),
                 None => {}
             }
+        }
+    }
+
+    /// Whether a blocking wait for the current attempt's head, on the
+    /// calling thread, would never end: no outcome is there to give, and the thread
+    /// runs the turns of the loop it needs — its connection's, or the one
+    /// it is bound for ([`Exchange::stalls_here`]); or, with a group of
+    /// one loop, that loop, which every exchange of the client needs,
+    /// wherever it waits (for a connection the host's limit holds, for one
+    /// being opened, for a retry to be sent). With several loops, one still
+    /// to be placed is not refused: a new connection never goes on the
+    /// loop it is opened from (see
+    /// [`EventLoopGroup`](crate::event_loop::EventLoopGroup)).
+    ///
+    /// Two thread-local reads on a thread that runs no loop: a blocking
+    /// caller's wait costs no more.
+    fn stalls_here(&self) -> bool {
+        if !crate::event_loop::on_any_loop() {
+            return false;
+        }
+        if self.attempts.is_settled() {
+            return false;
+        }
+        let current = self.current();
+        match self.dispatcher.group().loops() {
+            [only] => only.stalls_here(),
+            _ => !current.is_settled() && current.stalls_here(),
         }
     }
 

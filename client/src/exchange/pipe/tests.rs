@@ -187,7 +187,9 @@ fn the_end_of_a_body_a_thread_is_blocked_for_tells_the_loop_a_caller_waits() {
     let (pipe, _) = pipe();
     let pipe = Arc::new(pipe);
     let reading = pipe.clone();
-    let reader = std::thread::spawn(move || matches!(reading.take_blocking(None), Taken::End(_)));
+    let reader = std::thread::spawn(move || {
+        matches!(reading.take_blocking(None, || false), Some(Taken::End(_)))
+    });
     // Until the reader is blocked on the pipe.
     while lock(&pipe.state).reader.is_none() {
         std::thread::yield_now();
