@@ -449,6 +449,39 @@ fn a_custom_policy_sees_each_attempt_and_may_stop_or_fail() {
     client.close();
 }
 
+/// A cancel that ended a redirect's exchange — its head come, its body
+/// still on the way — ends the request, as `cancel` says: the future
+/// resolves with `Error::Cancelled`, and the redirect is not followed.
+#[test]
+fn a_cancel_after_a_redirect_came_follows_it_nowhere() {
+    let server = TestServer::start(Behaviour::per_connection(|index| {
+        if index > 0 {
+            return Behaviour::respond(|_| ok("followed"));
+        }
+        // Part of its body: the exchange goes on until it all comes.
+        Behaviour::SendThenStall(
+            b"HTTP/1.1 302 Found\r\nLocation: /to\r\nContent-Length: 100\r\n\r\nmoved ".to_vec(),
+        )
+    }));
+    let client = client();
+    let future = client.get(server.url("/from")).send();
+    // The redirect's head is there, not taken.
+    assert!(
+        eventually(Duration::from_secs(10), || future.is_done()),
+        "no redirect came"
+    );
+    assert!(future.cancel(), "the redirect's exchange had not ended");
+    match future.wait() {
+        Err(Error::Cancelled) => {}
+        other => panic!(
+            "{:?} after a cancel",
+            other.map(|response| response.status())
+        ),
+    }
+    assert_eq!(server.connections_accepted(), 1);
+    client.close();
+}
+
 #[test]
 fn a_streamed_body_cannot_be_replayed_so_a_307_is_the_response() {
     let server = redirecting(307);

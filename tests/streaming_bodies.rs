@@ -671,6 +671,67 @@ fn a_417_to_an_expectation_repeats_a_streamed_body_that_waited_whole_without_it(
     }
 }
 
+/// Answers a request that says `Expect: 100-continue` with part of a
+/// `417`'s body, then reads on (its exchange goes on until the rest comes);
+/// one that does not, with `sent again`, at its head. Records each, with
+/// no body, in `seen`.
+fn refuses_expectations_in_part(seen: Seen) -> TestServer {
+    TestServer::start(Behaviour::custom(move |mut stream, _| {
+        let Some(head) = read_head(&mut stream) else {
+            return;
+        };
+        let expects = head
+            .to_ascii_lowercase()
+            .contains("\r\nexpect: 100-continue");
+        seen.lock().unwrap().push((expects, Vec::new()));
+        let _ = match expects {
+            true => stream
+                .write_all(b"HTTP/1.1 417 Expectation Failed\r\nContent-Length: 100\r\n\r\nno "),
+            false => stream.write_all(&ok("sent again")),
+        };
+        drain(&mut stream);
+    }))
+}
+
+/// Posts `body` behind `Expect: 100-continue` to
+/// [`refuses_expectations_in_part`], and cancels it once the 417's head is
+/// there, not taken: the cancel ends the 417's exchange, and says so.
+fn cancelled_after_a_417(client: &Client, server: &TestServer, body: Upload) -> ResponseFuture {
+    let future = client
+        .post(server.url("/"))
+        .body(body)
+        .expect_continue(true)
+        .send();
+    assert!(eventually(WAIT, || future.is_done()), "no 417 came");
+    assert!(future.cancel(), "the 417's exchange had not ended");
+    future
+}
+
+/// A cancel that ended the 417's exchange ends the request, as `cancel`
+/// says: the future resolves with `Error::Cancelled`, and the body that
+/// waited is not sent again without the `Expect` (nor by any repeat, retry
+/// or redirect: nothing follows a cancelled head).
+#[test]
+fn a_cancel_after_a_417_came_sends_nothing_more() {
+    let seen = Seen::default();
+    let server = refuses_expectations_in_part(seen.clone());
+    let client = builder(false)
+        .request_timeout(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    let body = Upload::from_reader(std::io::Cursor::new(pattern(1000)), Some(1000));
+    let future = cancelled_after_a_417(&client, &server, body);
+    match future.wait() {
+        Err(Error::Cancelled) => {}
+        other => panic!(
+            "{:?} after a cancel",
+            other.map(|response| response.status())
+        ),
+    }
+    assert_eq!(*seen.lock().unwrap(), [(true, Vec::new())]);
+    client.close();
+}
+
 #[test]
 fn a_417_after_a_streamed_body_began_to_go_is_the_response() {
     // No wait for `100 Continue`: the body goes after the head at once, and

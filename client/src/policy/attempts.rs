@@ -154,7 +154,9 @@ impl Attempts {
     /// Cancels every attempt in flight and a backoff under way, and what
     /// would follow a failure not yet seen (a copy, a retry); returns
     /// whether anything was cancelled. Once it has, nothing more goes: no
-    /// copy when the hedge delay rings, no retry.
+    /// copy when the hedge delay rings, no retry — nor, for a head that
+    /// came before the cancel and was not taken, its redirect, status retry
+    /// or 417 repeat (see `on_outcome`).
     pub(crate) fn cancel(&self) -> bool {
         // During a backoff nothing is in flight: the waiter is woken to
         // find the request cancelled, and the backoff's entry leaves the
@@ -269,14 +271,20 @@ impl Attempts {
         sender: &mut Sender<'_>,
     ) -> Option<Result<Head, Error>> {
         match outcome {
-            Ok(head) => Some(Ok(self.won(head, sender))),
-            // Cancelled: no copy takes over, no retry goes.
-            Err(_) if self.cancelled.load(Ordering::Acquire) => {
+            // Cancelled: no copy takes over, no retry goes — and a head
+            // that came before the cancel (which ended its exchange, its
+            // body failing) is followed nowhere either: no redirect, no
+            // status retry, no repeat of a 417 (whose streamed body its
+            // exchange keeps past its end for one). The request ends with
+            // the cancel, as `ResponseFuture::cancel` says when it
+            // returns true.
+            _ if self.cancelled.load(Ordering::Acquire) => {
                 for copy in self.copies.drain(..) {
                     copy.cancel();
                 }
                 Some(Err(Error::Cancelled))
             }
+            Ok(head) => Some(Ok(self.won(head, sender))),
             Err(error) => {
                 if let Some(copy) = self.copies.pop() {
                     self.failures.push(error);
