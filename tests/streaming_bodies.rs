@@ -732,6 +732,30 @@ fn a_cancel_after_a_417_came_sends_nothing_more() {
     client.close();
 }
 
+/// The streamed body a 417's exchange keeps past its end for the repeat
+/// goes with a cancel that ended that exchange — a reader's pump, blocked
+/// on its full pipe, and the reader (a file, say) — at once, not when the
+/// future is dropped: nothing will send it now.
+#[test]
+fn a_cancel_after_a_417_came_lets_the_body_that_waited_go_at_once() {
+    let server = refuses_expectations_in_part(Seen::default());
+    let client = builder(false)
+        .request_timeout(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    let dropped = Arc::new(AtomicBool::new(false));
+    let reader = EndlessReader {
+        _flag: DropFlag(dropped.clone()),
+    };
+    let future = cancelled_after_a_417(&client, &server, Upload::from_reader(reader, None));
+    assert!(
+        eventually(WAIT, || dropped.load(Ordering::SeqCst)),
+        "the reader is kept while the cancelled future is"
+    );
+    drop(future);
+    client.close();
+}
+
 #[test]
 fn a_417_after_a_streamed_body_began_to_go_is_the_response() {
     // No wait for `100 Continue`: the body goes after the head at once, and

@@ -181,6 +181,10 @@ impl Attempts {
         }
         if cancelled {
             self.cancelled.store(true, Ordering::Release);
+            // A streamed body the 417's exchange kept past its end for the
+            // repeat (`Exchange::end`) will not go now (see `on_outcome`):
+            // its pump and source go at once, not when the future does.
+            drop(self.current.request.take_unsent());
         }
         cancelled
     }
