@@ -119,7 +119,11 @@ impl ResponseFuture {
     }
 
     /// Whether the head has arrived or the exchange has failed: the next
-    /// poll is ready, and [`wait`](Self::wait) returns at once.
+    /// poll is ready, and [`wait`](Self::wait) returns at once — unless
+    /// that head is one the client follows (a redirect, a status its retry
+    /// policy retries, a `417` repeated without `Expect`): then the next
+    /// poll sends the next hop and is pending, its waker woken when that
+    /// hop is done in turn.
     pub fn is_done(&self) -> bool {
         match &self.inner {
             Inner::Chain(chain) => chain.is_settled(),
