@@ -1341,7 +1341,7 @@ impl Conn {
                             source: io::Error::new(
                                 io::ErrorKind::TimedOut,
                                 format!(
-                                    "the HTTP/2 keep-alive PING had no answer in {} ms",
+                                    "the HTTP/2 PING (keep-alive, or the probe after a GOAWAY) had no answer in {} ms",
                                     timeout.as_millis()
                                 ),
                             ),
