@@ -100,10 +100,7 @@ fn a_blocking_wait_in_on_status_on_the_loop_thread_fails_with_would_deadlock() {
     let server = ok_server();
     let client = one_loop_client(Duration::ZERO);
     let url = format!("http://{}/", server.addr());
-    let inner = {
-        let (client, url) = (client.clone(), url.clone());
-        OnStatus::new(move || client.get(&url).send().wait().map(|r| r.status()))
-    };
+    let inner = waiting_for(&client, &url);
     let listener = inner.clone();
     // Polled: the loop's thread tells the events (a blocking caller would
     // drive the loop and be told them on its own thread).
@@ -123,10 +120,7 @@ fn a_blocking_wait_in_on_status_on_a_driving_caller_fails_with_would_deadlock() 
     let server = ok_server();
     let client = one_loop_client(Duration::ZERO);
     let url = format!("http://{}/", server.addr());
-    let inner = {
-        let (client, url) = (client.clone(), url.clone());
-        OnStatus::new(move || client.get(&url).send().wait().map(|r| r.status()))
-    };
+    let inner = waiting_for(&client, &url);
     let listener = inner.clone();
     let outer = within("the outer request", CEILING, move || {
         // Sequential requests leave the loop idle for this thread to drive.
@@ -142,6 +136,25 @@ fn a_blocking_wait_in_on_status_on_a_driving_caller_fails_with_would_deadlock() 
             .map(|r| r.status())
     });
     assert_refused(inner.take(), false, outer);
+}
+
+/// A listener that, told `on_status`, sends a GET of `url` on `client`
+/// and waits for its status.
+fn waiting_for(client: &Client, url: &str) -> Arc<OnStatus<Result<http::StatusCode, Error>>> {
+    let (client, url) = (client.clone(), url.to_owned());
+    OnStatus::new(move || client.get(&url).send().wait().map(|r| r.status()))
+}
+
+/// The status of a GET of `url` on `client` with `listener`, polled (so
+/// that the loop's thread tells its events), within [`CEILING`].
+fn polled_with<T: Send + 'static>(
+    client: Client,
+    url: String,
+    listener: Arc<OnStatus<T>>,
+) -> Result<http::StatusCode, Error> {
+    within("the outer request", CEILING, move || {
+        block_on(client.get(&url).listener(listener).send()).map(|r| r.status())
+    })
 }
 
 /// The inner wait, told on the loop's thread or not as `on_loop_thread`
@@ -186,10 +199,7 @@ fn a_wait_in_on_status_for_a_new_connection_is_answered_from_another_loop() {
                 .collect::<Result<Vec<String>, Error>>()
         })
     };
-    let listener = inner.clone();
-    let outer = within("the outer request", CEILING, move || {
-        block_on(client.get(&url).listener(listener).send()).map(|r| r.status())
-    });
+    let outer = polled_with(client, url, inner.clone());
     let done = inner.take();
     assert!(done.on_loop_thread);
     assert_eq!(done.value.expect("the inner requests"), ["hi", "hi"]);
@@ -239,14 +249,8 @@ fn a_wait_in_on_status_for_a_queued_request_on_a_single_loop_fails() {
         .build()
         .expect("client");
     let url = format!("http://{}/", server.addr());
-    let inner = {
-        let (client, url) = (client.clone(), url.clone());
-        OnStatus::new(move || client.get(&url).send().wait().map(|r| r.status()))
-    };
-    let listener = inner.clone();
-    let outer = within("the outer request", CEILING, move || {
-        block_on(client.get(&url).listener(listener).send()).map(|r| r.status())
-    });
+    let inner = waiting_for(&client, &url);
+    let outer = polled_with(client, url, inner.clone());
     assert_refused(inner.take(), true, outer);
 }
 
@@ -311,14 +315,8 @@ fn a_wait_in_on_status_for_a_stream_of_a_shared_connection_on_the_same_loop_fail
         .build()
         .expect("client");
     let url = server.url("/");
-    let inner = {
-        let (client, url) = (client.clone(), url.clone());
-        OnStatus::new(move || client.get(&url).send().wait().map(|r| r.status()))
-    };
-    let listener = inner.clone();
-    let outer = within("the outer request", CEILING, move || {
-        block_on(client.get(&url).listener(listener).send()).map(|r| r.status())
-    });
+    let inner = waiting_for(&client, &url);
+    let outer = polled_with(client, url, inner.clone());
     assert_refused(inner.take(), true, outer);
 }
 
@@ -335,10 +333,7 @@ fn a_blocking_wait_in_on_status_for_another_clients_request_is_answered() {
         let url = url.clone();
         OnStatus::new(move || other.get(&url).send().wait()?.text().wait())
     };
-    let listener = inner.clone();
-    let outer = within("the outer request", CEILING, move || {
-        block_on(client.get(&url).listener(listener).send()).map(|r| r.status())
-    });
+    let outer = polled_with(client, url, inner.clone());
     let done = inner.take();
     assert!(done.on_loop_thread);
     assert_eq!(done.value.expect("the other client's request"), "hi");
@@ -361,10 +356,7 @@ fn a_blocking_wait_in_on_status_for_what_has_come_already_returns_it() {
         thread::sleep(Duration::from_millis(1));
     }
     let inner = OnStatus::new(move || first.wait()?.text().wait());
-    let listener = inner.clone();
-    let outer = within("the outer request", CEILING, move || {
-        block_on(client.get(&url).listener(listener).send()).map(|r| r.status())
-    });
+    let outer = polled_with(client, url, inner.clone());
     let done = inner.take();
     assert!(done.on_loop_thread);
     assert_eq!(done.value.expect("the first response"), "hi");
