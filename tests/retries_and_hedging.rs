@@ -867,14 +867,40 @@ fn a_copy_that_fails_does_not_take_the_next_copys_delay_with_it() {
 /// 100 ms, when the second copy goes: armed afresh from the failure, it
 /// would end at 120 ms, the copy put off by the time the failed one ran.
 fn a_copy_that_fails_before_its_delay_keeps_the_next_copys_time(event_loop_timeouts: bool) {
+    let mut held = first_copy_held(event_loop_timeouts);
+    // 70 ms: it fails, and a poll sees it.
+    held.clock.advance(Duration::from_millis(20));
+    held.fail_copy.send(()).unwrap();
+    assert!(eventually(CEILING, || failures_seen(&held.recorder) == 1));
+    assert!(poll_once(&mut held.future).is_pending());
+    assert_eq!(hedges_seen(&held.recorder), 1);
+    // 100 ms: the second copy goes, and answers.
+    held.clock.advance(Duration::from_millis(30));
+    held.second_copy_answers("no second copy at 100 ms");
+}
+
+/// Two copies allowed, the first attempt never answered: the request sent
+/// with a delay of 50 ms, the clock moved to 50 ms and the first copy sent
+/// — held by the server until `fail_copy` says, then closed before any
+/// answer; the second copy would be answered.
+struct FirstCopyHeld {
+    clock: ManualClock,
+    client: tickless::Client,
+    recorder: Arc<Recorder>,
+    server: TestServer,
+    future: tickless::ResponseFuture,
+    fail_copy: std::sync::mpsc::Sender<()>,
+}
+
+fn first_copy_held(event_loop_timeouts: bool) -> FirstCopyHeld {
     let clock = ManualClock::new();
     let (client, recorder) = client_on(&clock, event_loop_timeouts);
+    // Sent by the test (or never, by one that failed before: the wait is
+    // bounded so that the server's drop ends).
     let (fail_copy, failed) = std::sync::mpsc::channel::<()>();
     let failed = Arc::new(std::sync::Mutex::new(failed));
     let server = TestServer::start(Behaviour::per_connection(move |index| match index {
         0 => Behaviour::NeverAnswer,
-        // The first copy: held until the test says (bounded, so that the
-        // server's drop ends), then closed before any answer.
         1 => {
             let failed = failed.clone();
             Behaviour::custom(move |stream, _| {
@@ -895,23 +921,28 @@ fn a_copy_that_fails_before_its_delay_keeps_the_next_copys_time(event_loop_timeo
     clock.advance(Duration::from_millis(50));
     poll_until(&mut future, || hedges_seen(&recorder) == 1);
     assert!(eventually(CEILING, || server.connections_accepted() == 2));
-    // 70 ms: it fails, and a poll sees it.
-    clock.advance(Duration::from_millis(20));
-    fail_copy.send(()).unwrap();
-    assert!(eventually(CEILING, || failures_seen(&recorder) == 1));
-    assert!(poll_once(&mut future).is_pending());
-    assert_eq!(hedges_seen(&recorder), 1);
-    // 100 ms: the second copy goes, and answers.
-    clock.advance(Duration::from_millis(30));
-    let response = poll_until_ready(&mut future, || {
-        format!(
-            "no second copy at 100 ms (copies sent: {})",
-            hedges_seen(&recorder)
-        )
-    });
-    assert_eq!(response.text().wait().unwrap(), "the second copy");
-    assert_eq!(hedges_seen(&recorder), 2);
-    client.close();
+    FirstCopyHeld {
+        clock,
+        client,
+        recorder,
+        server,
+        future,
+        fail_copy,
+    }
+}
+
+impl FirstCopyHeld {
+    /// Polls until the second copy's answer is the response (or fails the
+    /// test with `why`), on a third connection.
+    fn second_copy_answers(mut self, why: &str) {
+        let response = poll_until_ready(&mut self.future, || {
+            format!("{why} (copies sent: {})", hedges_seen(&self.recorder))
+        });
+        assert_eq!(response.text().wait().unwrap(), "the second copy");
+        assert_eq!(hedges_seen(&self.recorder), 2);
+        assert_eq!(self.server.connections_accepted(), 3);
+        self.client.close();
+    }
 }
 
 #[test]
@@ -1037,54 +1068,16 @@ fn a_delay_armed_on_an_attempt_that_fails_moves_to_the_copy_that_takes_over_on_t
 /// clock standing still, for ever).
 #[test]
 fn a_copy_that_fails_after_its_delay_rang_lets_the_next_copy_go_at_once() {
-    let clock = ManualClock::new();
     // Delays on the wheel, which a manual clock fires on the thread that
     // advances it: rung when `advance` returns.
-    let (client, recorder) = client_on(&clock, false);
-    // Sent by the test (or never, by one that failed before: the wait is
-    // bounded so that the server's drop ends).
-    let (fail_copy, failed) = std::sync::mpsc::channel::<()>();
-    let failed = Arc::new(std::sync::Mutex::new(failed));
-    let server = TestServer::start(Behaviour::per_connection(move |index| match index {
-        0 => Behaviour::NeverAnswer,
-        // The first copy: held until the test says, then closed before
-        // any answer.
-        1 => {
-            let failed = failed.clone();
-            Behaviour::custom(move |stream, _| {
-                let _ = failed.lock().unwrap().recv_timeout(CEILING);
-                drop(stream);
-            })
-        }
-        _ => Behaviour::respond(|_| ok("the second copy")),
-    }));
-    let mut future = client
-        .get(server.url("/"))
-        .hedge(hedge::Policy::after(Duration::from_millis(50)).max_copies(2))
-        .send();
-    assert!(poll_once(&mut future).is_pending());
-    assert!(eventually(CEILING, || server.connections_accepted() == 1));
-    assert!(eventually(CEILING, || client.stats().armed_timers() > 0));
-    // 50 ms: the first copy.
-    clock.advance(Duration::from_millis(50));
-    poll_until(&mut future, || hedges_seen(&recorder) == 1);
-    assert!(eventually(CEILING, || server.connections_accepted() == 2));
+    let held = first_copy_held(false);
     // 100 ms: its delay rings, and it fails before the next poll.
-    clock.advance(Duration::from_millis(50));
-    fail_copy.send(()).unwrap();
-    assert!(eventually(CEILING, || failures_seen(&recorder) == 1));
-    assert_eq!(hedges_seen(&recorder), 1);
+    held.clock.advance(Duration::from_millis(50));
+    held.fail_copy.send(()).unwrap();
+    assert!(eventually(CEILING, || failures_seen(&held.recorder) == 1));
+    assert_eq!(hedges_seen(&held.recorder), 1);
     // The clock stays at 100 ms: the second copy goes, and answers.
-    let response = poll_until_ready(&mut future, || {
-        format!(
-            "the due copy did not go (copies sent: {})",
-            hedges_seen(&recorder)
-        )
-    });
-    assert_eq!(response.text().wait().unwrap(), "the second copy");
-    assert_eq!(hedges_seen(&recorder), 2);
-    assert_eq!(server.connections_accepted(), 3);
-    client.close();
+    held.second_copy_answers("the due copy did not go");
 }
 
 // ------------------------------------------------- HTTP/2 failures ---
