@@ -168,19 +168,9 @@ fn a_408_on_a_pooled_connection_sends_the_request_again_on_a_new_one() {
     assert_eq!(server.connections_accepted(), 2);
     // As a close before the answer: the 408 is told to nobody, and the
     // request goes again without a policy's retry.
-    let events: Vec<Event> = recorder.events().into_iter().map(|(e, _)| e).collect();
-    let statuses: Vec<u16> = events
-        .iter()
-        .filter_map(|event| match event {
-            Event::Status(status) => Some(status.as_u16()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(statuses, [200, 200], "{events:?}");
-    assert!(
-        !events.iter().any(|event| matches!(event, Event::Retry(..))),
-        "{events:?}"
-    );
+    let (statuses, retried) = recorder.statuses_and_retried();
+    assert_eq!(statuses, [200, 200], "{:?}", recorder.events());
+    assert!(!retried, "{:?}", recorder.events());
     client.close();
 }
 

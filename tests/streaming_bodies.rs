@@ -619,19 +619,9 @@ fn repeated_whole_after_a_417(what: &str, body: Upload, sent: &[u8], after_its_e
     assert!(!seen[1].0, "{what}: the repeat said Expect");
     assert!(seen[1].1 == sent, "{what}: the body came otherwise");
     // No retry: the 417 is told as a status, and nothing of a retry.
-    let events: Vec<Event> = recorder.events().into_iter().map(|(e, _)| e).collect();
-    let statuses: Vec<u16> = events
-        .iter()
-        .filter_map(|event| match event {
-            Event::Status(status) => Some(status.as_u16()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(statuses, [417, 200], "{what}: {events:?}");
-    assert!(
-        !events.iter().any(|event| matches!(event, Event::Retry(..))),
-        "{what}: {events:?}"
-    );
+    let (statuses, retried) = recorder.statuses_and_retried();
+    assert_eq!(statuses, [417, 200], "{what}: {:?}", recorder.events());
+    assert!(!retried, "{what}: {:?}", recorder.events());
     client.close();
 }
 

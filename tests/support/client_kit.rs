@@ -69,6 +69,23 @@ impl Recorder {
             .clone()
     }
 
+    /// The statuses told so far, in order, and whether any retry was told:
+    /// what a request sent again by the client itself (no retry) shows.
+    pub fn statuses_and_retried(&self) -> (Vec<u16>, bool) {
+        let events = self.events();
+        let statuses = events
+            .iter()
+            .filter_map(|(event, _)| match event {
+                Event::Status(status) => Some(status.as_u16()),
+                _ => None,
+            })
+            .collect();
+        let retried = events
+            .iter()
+            .any(|(event, _)| matches!(event, Event::Retry(..)));
+        (statuses, retried)
+    }
+
     /// Forgets what was recorded.
     pub fn clear(&self) {
         self.events
