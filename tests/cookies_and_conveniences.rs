@@ -91,17 +91,7 @@ fn cookies_follow_domain_and_path_rules() {
         .wait()
         .unwrap();
     let requests = server.requests();
-    let cookies = |i: usize| {
-        let mut names: Vec<String> = requests[i]
-            .header("cookie")
-            .unwrap_or("")
-            .split("; ")
-            .filter(|c| !c.is_empty())
-            .map(str::to_owned)
-            .collect();
-        names.sort();
-        names
-    };
+    let cookies = |i: usize| cookies_of(&requests[i]);
     assert_eq!(
         cookies(1),
         ["everywhere=1"],
