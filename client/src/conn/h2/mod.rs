@@ -475,9 +475,14 @@ impl Http2 {
             return;
         }
         self.probed = true;
-        if self.ping_sent.is_some() {
-            return;
+        if self.ping_sent.is_none() {
+            self.send_ping(now);
         }
+    }
+
+    /// Sends a PING (`h2` has one out at a time: none is, the callers
+    /// see to it), its answer awaited from `now`.
+    fn send_ping(&mut self, now: Instant) {
         if let Phase::Open {
             ping: Some(ping), ..
         } = &mut self.phase
@@ -1350,15 +1355,7 @@ impl Conn {
                 }
                 None => {
                     if deadline_after(h2.last_ping, interval).is_some_and(|d| now >= d) {
-                        if let Phase::Open {
-                            ping: Some(ping), ..
-                        } = &mut h2.phase
-                        {
-                            if ping.send_ping(h2::Ping::opaque()).is_ok() {
-                                h2.ping_sent = Some(now);
-                                h2.last_ping = now;
-                            }
-                        }
+                        h2.send_ping(now);
                     }
                 }
             }
