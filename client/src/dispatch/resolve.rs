@@ -390,11 +390,16 @@ mod tests {
             .map(|i| ask(&resolver, &format!("slow-{i}.example"), 80))
             .collect();
         let queued = ask(&resolver, "queued.example", 80);
-        // Lets the threads out of their lookups once shutdown has begun.
+        // Lets the threads out of their lookups once shutdown has begun:
+        // once the resolver is closed, not after a fixed time (a caller
+        // stalled that long before its shutdown would see the lookups
+        // answered).
         let releaser = {
-            let double = double.clone();
+            let (double, shared) = (double.clone(), resolver.shared.clone());
             std::thread::spawn(move || {
-                std::thread::sleep(Duration::from_millis(50));
+                while !lock(&shared.state).closed {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
                 double.release();
             })
         };
