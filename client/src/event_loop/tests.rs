@@ -312,12 +312,25 @@ fn abort_during_expiries(spacing: Duration, count: u32) -> (Instant, Instant) {
         })
         .unwrap();
     *lock(&series.source) = Some(on_added.recv().unwrap());
-    let first = Instant::now() + Duration::from_millis(5);
-    for i in 0..count {
-        event_loop
-            .schedule(first + spacing * i, series.clone(), 0)
-            .unwrap();
-    }
+    // Scheduled by a task on the loop, from a time read there: the loop
+    // expires nothing while the task runs, so the series is whole before
+    // its first expiry however long a thread is stalled (from this one, a
+    // stall past the first expiry queued the abort before the rest of the
+    // burst was armed).
+    let (scheduled, on_scheduled) = mpsc::channel();
+    let (scheduler, timeouts) = (event_loop.clone(), series.clone());
+    event_loop
+        .execute(move |_| {
+            let first = Instant::now() + Duration::from_millis(5);
+            for i in 0..count {
+                scheduler
+                    .schedule(first + spacing * i, timeouts.clone(), 0)
+                    .unwrap();
+            }
+            scheduled.send(()).unwrap();
+        })
+        .unwrap();
+    on_scheduled.recv().unwrap();
     let give_up = Instant::now() + Duration::from_secs(10);
     while (lock(&aborted).is_empty() || lock(&series.expired).len() < count as usize)
         && Instant::now() < give_up
