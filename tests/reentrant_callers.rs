@@ -515,11 +515,34 @@ impl Wake for InlineTask {
     }
 }
 
+/// The server's answer must come after the task's first poll has left
+/// its waker (that poll is then pending, and the answer wakes the task on
+/// the loop's thread): a fixed pause before it is not enough, as a caller
+/// stalled between its send and its first poll (a loaded machine stalls
+/// threads by milliseconds) would find the head in, and take it on its
+/// own thread. Returns what the test calls after that poll, and what the
+/// server calls before it answers (it waits for the first, at most
+/// [`CEILING`]).
+fn first_poll_signal() -> (impl FnOnce(), impl Fn() + Send + Sync + 'static) {
+    let (polled, first_poll) = mpsc::channel::<()>();
+    let first_poll = Mutex::new(first_poll);
+    (
+        move || {
+            polled
+                .send(())
+                .expect("the server waits for the first poll")
+        },
+        move || {
+            let _ = first_poll.lock().unwrap().recv_timeout(CEILING);
+        },
+    )
+}
+
 #[test]
 fn a_waker_that_polls_its_task_inline_gets_the_response_on_the_loop() {
-    let server = TestServer::start(Behaviour::Respond(Arc::new(|_| {
-        // Answered after the first poll has left its waker.
-        thread::sleep(Duration::from_millis(50));
+    let (polled, first_polled) = first_poll_signal();
+    let server = TestServer::start(Behaviour::Respond(Arc::new(move |_| {
+        first_polled();
         ok("hi")
     })));
     let client = one_loop_client(Duration::ZERO);
@@ -530,6 +553,7 @@ fn a_waker_that_polls_its_task_inline_gets_the_response_on_the_loop() {
         done: Mutex::new(Some(done)),
     });
     task.poll_now();
+    polled();
     let (body, on_loop_thread) = on_done.recv_timeout(CEILING).expect("the task ended");
     assert_eq!(body.expect("the response"), "hi");
     assert!(on_loop_thread, "woken on the loop's thread");
@@ -572,13 +596,15 @@ fn a_slow_on_failed_on_the_wheel_holds_back_the_next_timeout() {
     drop(first);
 }
 
-/// A server whose body comes 200 ms after its head.
-fn late_body_server() -> TestServer {
-    TestServer::start(Behaviour::Custom(Arc::new(|mut stream, _| {
+/// A server whose head comes once `first_polled` returns (see
+/// [`first_poll_signal`]), and its body 200 ms after.
+fn late_body_server(first_polled: impl Fn() + Send + Sync + 'static) -> TestServer {
+    TestServer::start(Behaviour::Custom(Arc::new(move |mut stream, _| {
         use std::io::Write;
         if read_head(&mut stream).is_none() {
             return;
         }
+        first_polled();
         let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n");
         thread::sleep(Duration::from_millis(200));
         let _ = stream.write_all(b"hi");
@@ -594,7 +620,8 @@ fn late_body_server() -> TestServer {
 /// — what `Body` and `EventListener` ("Blocking") warn of.
 #[test]
 fn a_body_read_blocking_inside_a_wake_on_the_loop_is_ended_only_by_the_timeout() {
-    let server = late_body_server();
+    let (polled, first_polled) = first_poll_signal();
+    let server = late_body_server(first_polled);
     let timeout = Duration::from_secs(1);
     let client = one_loop_client(timeout);
     let url = format!("http://{}/", server.addr());
@@ -605,6 +632,7 @@ fn a_body_read_blocking_inside_a_wake_on_the_loop_is_ended_only_by_the_timeout()
     });
     let started = Instant::now();
     task.poll_now();
+    polled();
     let (body, on_loop_thread) = on_done.recv_timeout(CEILING).expect("the task ended");
     assert!(on_loop_thread, "woken on the loop's thread");
     assert!(matches!(body, Err(Error::RequestTimeout(_))), "{body:?}");
@@ -683,7 +711,8 @@ impl Wake for InlineReader {
 #[test]
 fn a_body_read_blocking_inside_a_wake_on_the_loop_fails_with_would_deadlock() {
     for whole in [false, true] {
-        let server = late_body_server();
+        let (polled, first_polled) = first_poll_signal();
+        let server = late_body_server(first_polled);
         let client = one_loop_client(Duration::ZERO);
         let url = format!("http://{}/", server.addr());
         let (done, on_done) = mpsc::channel();
@@ -693,6 +722,7 @@ fn a_body_read_blocking_inside_a_wake_on_the_loop_fails_with_would_deadlock() {
             whole,
         });
         task.poll_now();
+        polled();
         let (first, on_loop_thread, rest) = on_done.recv_timeout(CEILING).expect("the task ended");
         assert!(on_loop_thread, "woken on the loop's thread");
         assert!(matches!(first, Err(Error::WouldDeadlock)), "{first:?}");
