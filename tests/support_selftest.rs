@@ -234,6 +234,18 @@ fn refused_addr_refuses() {
     assert_eq!(err.kind(), ErrorKind::ConnectionRefused);
 }
 
+/// The port stays refused however long the test takes: no server (of a
+/// test running in parallel) can take it meanwhile, as one could once the
+/// port was freed.
+#[test]
+fn refused_addrs_port_cannot_be_taken_by_a_listener() {
+    let addr = refused_addr();
+    let taken = std::net::TcpListener::bind(addr);
+    assert!(taken.is_err(), "a listener took {addr}");
+    let err = TcpStream::connect(addr).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::ConnectionRefused);
+}
+
 /// Drop must stop and join every thread promptly even while connections are
 /// held open by misbehaving servers. Run on a helper thread so a hang fails
 /// the test instead of wedging it.

@@ -538,11 +538,26 @@ fn reset(conn: &mut Conn, stream: TcpStream) {
     drop(stream);
 }
 
-/// An address nothing listens on: binds 127.0.0.1:0, notes the port, drops
-/// the listener. Connecting gets `ConnectionRefused` (barring port reuse).
+/// An address nothing listens on, for the rest of the process: a socket
+/// bound to 127.0.0.1:0 and never listening, kept open (leaked), so that
+/// connecting gets `ConnectionRefused` for as long as a test may try. A
+/// listener bound and dropped would free its port for the next `bind` to
+/// port 0 — a server of a test running in parallel — or for a connect's
+/// own local port (a connection to itself). Bound without `SO_REUSEADDR`,
+/// the socket keeps every other socket off the port.
 pub fn refused_addr() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    listener.local_addr().expect("local_addr")
+    use socket2::{Domain, Socket, Type};
+    let socket = Socket::new(Domain::IPV4, Type::STREAM, None).expect("a TCP socket");
+    let any_port = SocketAddr::from(([127, 0, 0, 1], 0));
+    socket.bind(&any_port.into()).expect("bind 127.0.0.1:0");
+    let addr = socket
+        .local_addr()
+        .expect("local_addr")
+        .as_socket()
+        .expect("an IP address");
+    // A descriptor per call: a few per test binary.
+    std::mem::forget(socket);
+    addr
 }
 
 /// A listener on 127.0.0.1:0 that never accepts. Connections complete the
