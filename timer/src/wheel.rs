@@ -111,6 +111,10 @@ impl std::error::Error for TimerStopped {}
 /// * At most about one tick late, plus the worker's wake-up latency and the
 ///   time the tasks before it take: a burst that runs long makes the next
 ///   ones late, which is why the design offers event-loop timeouts.
+/// * Entries found due together (the same tick, or many after a stall or a
+///   long advance of a manual clock) fire in deadline order, equal
+///   deadlines in arming order; what their tasks arm for a time already
+///   passed fires after them.
 /// * With a [`ManualClock`](crate::ManualClock) there is no worker: entries fire on the thread
 ///   that advances the clock, exactly when it passes their deadline — also what their tasks
 ///   arm for a time the same advance passes. An entry armed between advances for a time the
@@ -173,6 +177,14 @@ struct Core {
     stopped: bool,
     /// The tick the worker sleeps until; see the module notes.
     worker_wakes_at: u64,
+}
+
+/// An entry taken out of the wheel to fire: its deadline, for the lag and
+/// the firing order, and its sequence, for the order among equal deadlines.
+struct Due {
+    deadline: Instant,
+    sequence: u64,
+    task: Task,
 }
 
 struct Entry {
@@ -330,6 +342,10 @@ impl WheelTimeout {
     /// Disarms the entry and drops its task at once. Returns whether it was
     /// still armed (false if it fired, was cancelled, or the timer stopped).
     /// O(1).
+    ///
+    /// `true` means the task never runs. `false` on a race with expiry means
+    /// the entry was already taken out to fire: its task may be running on
+    /// the wheel's thread, or about to, as this returns.
     pub fn cancel(&self) -> bool {
         let task = {
             let mut core = self.shared.lock_core();
@@ -392,8 +408,18 @@ impl Core {
             .unwrap_or(u64::MAX)
     }
 
-    /// Moves every entry due at `now` into `due`.
-    fn collect_due(&mut self, now: Instant, tick: Duration, due: &mut Vec<(Instant, Task)>) {
+    /// Moves every entry due at `now` into `due`, in the order they are to
+    /// run: by deadline, equal deadlines in arming order.
+    ///
+    /// The buckets alone do not give that order: a bucket holds every
+    /// deadline of its tick (and of later rounds' ticks) in no order, since
+    /// a removal swaps the last entry into the gap; and once the clock has
+    /// passed more than a revolution (a stalled worker, one long advance of
+    /// a manual clock) the visit starts mid-wheel and meets the rounds
+    /// interleaved. So the entries are sorted here, where they are few:
+    /// only those due.
+    fn collect_due(&mut self, now: Instant, tick: Duration, due: &mut Vec<Due>) {
+        let already = due.len();
         let size = self.buckets.len() as u64;
         let last = self.tick_at_or_after(now, tick);
         let visits = last
@@ -406,12 +432,19 @@ impl Core {
             while let Some(&key) = self.buckets[bucket].get(index) {
                 if self.slots[key].deadline <= now {
                     let entry = self.remove(key);
-                    due.push((entry.deadline, entry.task));
+                    due.push(Due {
+                        deadline: entry.deadline,
+                        sequence: entry.sequence,
+                        task: entry.task,
+                    });
                 } else {
                     index += 1;
                 }
             }
         }
+        // Unstable, which does not allocate; the sequence makes every key
+        // distinct, so the order is still fully determined.
+        due[already..].sort_unstable_by_key(|entry| (entry.deadline, entry.sequence));
         self.first_open_tick = self.first_open_tick.max(self.tick_at_or_before(now, tick));
         // Until the worker plans: an arm into a tick it has passed wakes it.
         self.worker_wakes_at = self.tick_at_or_before(now, tick).saturating_add(1);
@@ -465,10 +498,10 @@ impl Shared {
     }
 
     /// Collects what is due now and runs it; returns the time it read.
-    fn fire_due(&self, due: &mut Vec<(Instant, Task)>) -> Instant {
+    fn fire_due(&self, due: &mut Vec<Due>) -> Instant {
         let now = self.clock.now();
         self.lock_core().collect_due(now, self.tick, due);
-        for (deadline, task) in due.drain(..) {
+        for Due { deadline, task, .. } in due.drain(..) {
             self.counters
                 .fired(self.clock.now().saturating_duration_since(deadline));
             self.run(task);
@@ -487,7 +520,7 @@ impl Shared {
             if due.is_empty() {
                 return;
             }
-            for (deadline, task) in due.drain(..) {
+            for Due { deadline, task, .. } in due.drain(..) {
                 self.counters.fired(now.saturating_duration_since(deadline));
                 self.run(task);
             }

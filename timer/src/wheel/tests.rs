@@ -488,3 +488,48 @@ fn the_armed_count_never_wraps_below_zero() {
         "armed read {most} after {armed} arms: it wrapped"
     );
 }
+
+/// Arms one entry per deadline (in the order given, milliseconds from
+/// now), advances the clock past them all at once, and returns the
+/// deadlines in the order their tasks ran.
+fn firing_order(tick_ms: u64, size: usize, deadlines_ms: &[u64], advance_ms: u64) -> Vec<u64> {
+    let (clock, wheel) = manual_wheel(tick_ms, size);
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let now = clock.now();
+    for &ms in deadlines_ms {
+        let order = order.clone();
+        wheel
+            .arm(now + Duration::from_millis(ms), move || {
+                order.lock().unwrap().push(ms)
+            })
+            .unwrap();
+    }
+    clock.advance(Duration::from_millis(advance_ms));
+    let order = order.lock().unwrap().clone();
+    order
+}
+
+#[test]
+fn entries_due_at_once_fire_in_deadline_order() {
+    // One tick holds all three, armed latest first.
+    assert_eq!(firing_order(100, 512, &[90, 50, 10], 100), [10, 50, 90]);
+    // More than a revolution passed at once: bucket 1 holds tick 9, which
+    // must not run before bucket 2's tick 2.
+    assert_eq!(firing_order(1, 8, &[9, 2, 30, 17], 40), [2, 9, 17, 30]);
+    // Equal deadlines keep their arming order, also past a cancel's
+    // reshuffling of the bucket.
+    let (clock, wheel) = manual_wheel(100, 8);
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let deadline = clock.now() + Duration::from_millis(50);
+    let handles: Vec<_> = (0..5)
+        .map(|i| {
+            let order = order.clone();
+            wheel
+                .arm(deadline, move || order.lock().unwrap().push(i))
+                .unwrap()
+        })
+        .collect();
+    assert!(handles[1].cancel());
+    clock.advance(Duration::from_millis(50));
+    assert_eq!(*order.lock().unwrap(), [0, 2, 3, 4]);
+}
