@@ -21,7 +21,9 @@ tick-lag: how late timeouts fire, per timer instrument.
 For each deadline D and each instrument, arms one burst of COUNT timeouts,
 each due at (clock now at arming) + D, and reports how late they fired
 (fire time minus deadline): mean, p50, p99 (nearest rank) and max.
-Instruments run one after another, never concurrently.
+Instruments run one after another, never concurrently. The request options
+(--http2, --warm, --under-load) act on the client instruments, chosen by
+--end-to-end or by name, and are refused when none of them runs.
 
 USAGE:
     tick-lag [OPTIONS]
@@ -224,28 +226,33 @@ where
             _ => return Err(ArgError(format!("unknown option {name:?}"))),
         }
     }
-    if config.http2 && !end_to_end {
-        return Err(ArgError(
-            "--http2 is for --end-to-end (the timer instruments send no requests)".to_owned(),
-        ));
-    }
-    if config.warm && (config.http2 || !end_to_end) {
-        return Err(ArgError(
-            "--warm is for --end-to-end over HTTP/1.1 (HTTP/2 connections are shared already)"
-                .to_owned(),
-        ));
-    }
-    if config.under_load && (config.http2 || !end_to_end) {
-        return Err(ArgError(
-            "--under-load is for --end-to-end over HTTP/1.1 (its load server speaks HTTP/1.1)"
-                .to_owned(),
-        ));
-    }
     config.instruments = if chosen.is_empty() {
         instruments::defaults(end_to_end)
     } else {
         chosen
     };
+    // Decided by the instruments that will run, not by `--end-to-end`
+    // alone: `--instrument` may pick client instruments without it, or
+    // only timer ones with it, and a flag that would change nothing is an
+    // error rather than silently ignored.
+    let sends_requests = config.instruments.iter().any(|i| i.end_to_end);
+    if config.http2 && !sends_requests {
+        return Err(ArgError(
+            "--http2 is for --end-to-end (the timer instruments send no requests)".to_owned(),
+        ));
+    }
+    if config.warm && (config.http2 || !sends_requests) {
+        return Err(ArgError(
+            "--warm is for --end-to-end over HTTP/1.1 (HTTP/2 connections are shared already)"
+                .to_owned(),
+        ));
+    }
+    if config.under_load && (config.http2 || !sends_requests) {
+        return Err(ArgError(
+            "--under-load is for --end-to-end over HTTP/1.1 (its load server speaks HTTP/1.1)"
+                .to_owned(),
+        ));
+    }
     Ok(Command::Run(config))
 }
 
@@ -372,6 +379,16 @@ mod tests {
         // Not silently ignored: --http2 changes nothing without requests.
         let err = run(&["--http2"]).unwrap_err();
         assert!(err.0.contains("--end-to-end"), "{err}");
+        // Nor with only timer instruments chosen, --end-to-end or not; and
+        // accepted for a client instrument chosen by name.
+        for flag in ["--http2", "--warm", "--under-load"] {
+            let args = ["--end-to-end", flag, "--instrument", "wheel-1ms"];
+            assert!(run(&args).is_err(), "{args:?} was accepted");
+        }
+        for flag in ["--http2", "--warm", "--under-load"] {
+            let args = ["--instrument", "client-wheel-1ms", flag];
+            assert!(run(&args).is_ok(), "{args:?} was refused");
+        }
         // A flag given a value is named as the flag it is.
         let err = run(&["--end-to-end=yes"]).unwrap_err();
         assert_eq!(err.0, "--end-to-end takes no value");
