@@ -30,7 +30,9 @@ USAGE:
 
 OPTIONS:
     --count N              timeouts per burst (default 2000, 1..=1000000)
-    --deadline-ms A,B,...  deadlines in milliseconds (default 20,1000)
+    --deadline-ms A,B,...  deadlines in milliseconds (default 20,1000); not 0
+                           with the client instruments, whose request
+                           timeout of zero would be none
     --instrument NAME      run only NAME; repeatable (default: the three
                            timer instruments, or with --end-to-end the
                            three client ones)
@@ -253,6 +255,16 @@ where
                 .to_owned(),
         ));
     }
+    // The client instruments make D the request timeout, and a zero
+    // request timeout is none: their requests would hang on the silent
+    // server until the burst's ceiling, and the run measure nothing.
+    if sends_requests && config.deadlines.contains(&Duration::ZERO) {
+        return Err(ArgError(
+            "--deadline-ms 0 is for the timer instruments: the client instruments make the \
+             deadline a request timeout, and a zero one disables it"
+                .to_owned(),
+        ));
+    }
     Ok(Command::Run(config))
 }
 
@@ -389,6 +401,19 @@ mod tests {
             let args = ["--instrument", "client-wheel-1ms", flag];
             assert!(run(&args).is_ok(), "{args:?} was refused");
         }
+        // A zero deadline is no request timeout: refused for the client
+        // instruments, however chosen, and only for them.
+        for args in [
+            &["--end-to-end", "--deadline-ms", "0"][..],
+            &["--instrument", "client-event-loop", "--deadline-ms", "5,0"],
+        ] {
+            let err = run(args).unwrap_err();
+            assert!(err.0.contains("--deadline-ms 0"), "{args:?}: {err}");
+        }
+        assert_eq!(
+            run(&["--deadline-ms", "0"]).unwrap().deadlines,
+            [Duration::ZERO]
+        );
         // A flag given a value is named as the flag it is.
         let err = run(&["--end-to-end=yes"]).unwrap_err();
         assert_eq!(err.0, "--end-to-end takes no value");
