@@ -121,9 +121,16 @@ impl ManualClock {
 
     /// Blocks the calling thread until the clock has been advanced by at
     /// least `duration` from now: a slow dependency, written against the
-    /// test's clock.
+    /// test's clock. A `duration` that reaches past the last `Instant`
+    /// there is (`Duration::MAX`: a dependency that never answers) lasts
+    /// until the clock reads that last `Instant`, which it can reach but
+    /// not pass.
     pub fn sleep(&self, duration: Duration) {
-        self.sleep_until(self.now() + duration);
+        let now = self.now();
+        self.sleep_until(
+            now.checked_add(duration)
+                .unwrap_or_else(|| last_instant(now)),
+        );
     }
 
     /// Blocks the calling thread until the clock reads `deadline` or later.
@@ -178,6 +185,32 @@ impl fmt::Debug for ManualClock {
     }
 }
 
+/// The latest `Instant` there is (from `base` on: the platform does not
+/// say, so it is searched for, some hundred `checked_add`s).
+pub(crate) fn last_instant(base: Instant) -> Instant {
+    /// The largest `n` (up to `max`) for which `fits(n)`, given `fits(0)`.
+    fn largest(max: u64, fits: impl Fn(u64) -> bool) -> u64 {
+        let (mut low, mut high) = (0, max);
+        while low < high {
+            let mid = low + (high - low).div_ceil(2);
+            if fits(mid) {
+                low = mid;
+            } else {
+                high = mid - 1;
+            }
+        }
+        low
+    }
+    let secs = largest(u64::MAX, |s| {
+        base.checked_add(Duration::from_secs(s)).is_some()
+    });
+    let base = base + Duration::from_secs(secs);
+    let nanos = largest(999_999_999, |ns| {
+        base.checked_add(Duration::from_nanos(ns)).is_some()
+    });
+    base + Duration::from_nanos(nanos)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,6 +246,21 @@ mod tests {
         clock.advance(Duration::from_secs(1));
         sleeper.join().unwrap();
         assert_eq!(woke.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn a_sleep_past_the_end_of_time_lasts_until_the_clock_reaches_it() {
+        // A dependency that never answers, written against the test's
+        // clock: no overflow panic, and still woken by the last advance
+        // the clock can make.
+        let clock = ManualClock::new();
+        let sleeper = {
+            let clock = clock.clone();
+            std::thread::spawn(move || clock.sleep(Duration::MAX))
+        };
+        let end = last_instant(clock.now());
+        clock.advance(end - clock.now());
+        sleeper.join().expect("the sleep panicked");
     }
 
     #[test]
