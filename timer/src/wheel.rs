@@ -428,8 +428,12 @@ impl Core {
             .min(size);
         for offset in 0..visits {
             let bucket = ((self.first_open_tick + offset) % size) as usize;
-            let mut index = 0;
-            while let Some(&key) = self.buckets[bucket].get(index) {
+            let first_of_bucket = due.len();
+            // Last to first: a removal swaps the bucket's last entry, one
+            // already looked at, into the gap, so the entries met keep their
+            // order in the bucket (reversed below).
+            for index in (0..self.buckets[bucket].len()).rev() {
+                let key = self.buckets[bucket][index];
                 if self.slots[key].deadline <= now {
                     let entry = self.remove(key);
                     due.push(Due {
@@ -437,11 +441,12 @@ impl Core {
                         sequence: entry.sequence,
                         task: entry.task,
                     });
-                } else {
-                    index += 1;
                 }
             }
+            due[first_of_bucket..].reverse();
         }
+        // A bucket is mostly in arming order, most often deadline order too,
+        // so this mostly finds the entries sorted already, in linear time.
         // Unstable, which does not allocate; the sequence makes every key
         // distinct, so the order is still fully determined.
         due[already..].sort_unstable_by_key(|entry| (entry.deadline, entry.sequence));
