@@ -128,10 +128,12 @@ struct LagListener {
 impl EventListener for LagListener {
     fn on_failed(&self, _request: &tickless::RequestInfo, error: &Error) {
         if error.is_timeout() {
-            self.recorder.record(self.index, self.deadline);
+            // Where it fired first: the record may wake the thread that
+            // counts both, once the last timeout is in.
             if Some(thread::current().id()) == self.wheel_thread {
                 self.on_wheel[self.index].store(true, Ordering::Relaxed);
             }
+            self.recorder.record(self.index, self.deadline);
         }
     }
 }
