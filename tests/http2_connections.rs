@@ -270,6 +270,68 @@ fn the_pools_per_host_limit_bounds_them_too() {
     client.close();
 }
 
+/// Two origins' servers that answer at once, but `/held` only once
+/// `release` is notified.
+fn held_servers(release: &Arc<tokio::sync::Notify>) -> (H2Server, H2Server) {
+    let start = || {
+        let release = release.clone();
+        H2Server::start(move |stream: H2Stream| {
+            let release = release.clone();
+            async move {
+                if stream.request.uri().path() == "/held" {
+                    release.notified().await;
+                }
+                answer(stream, 200, b"ok").await
+            }
+        })
+    };
+    (start(), start())
+}
+
+/// An HTTP/2 connection with no stream holds a permit outside the pool's
+/// idle list: a request to another origin waiting for the total limit
+/// has it closed, as it would an idle HTTP/1.1 connection — not wait
+/// until its idle timeout (none here) or its own request timeout.
+#[test]
+fn an_idle_connection_to_one_origin_makes_room_for_a_request_to_another() {
+    let release = Arc::new(tokio::sync::Notify::new());
+    let (a, b) = held_servers(&release);
+    let client = h2c().max_connections(1).build().unwrap();
+    for _ in 0..3 {
+        warm_up(&client, &a);
+        warm_up(&client, &b);
+    }
+    assert_eq!(a.stats.connections.load(Ordering::SeqCst), 3);
+    assert_eq!(b.stats.connections.load(Ordering::SeqCst), 3);
+    assert!(eventually(CEILING, || client.stats().open_connections == 1));
+    client.close();
+}
+
+/// The same when the request queues while the connection still carries
+/// its last stream: the connection, once that ends, gives its permit.
+#[test]
+fn a_connection_losing_its_last_stream_gives_its_permit_to_a_request_to_another_origin() {
+    let release = Arc::new(tokio::sync::Notify::new());
+    let (a, b) = held_servers(&release);
+    let client = h2c().max_connections(1).build().unwrap();
+    let held = client.get(a.url("/held")).send();
+    assert!(eventually(CEILING, || a
+        .stats
+        .streams
+        .load(Ordering::SeqCst)
+        == 1));
+    let other = client.get(b.url("/")).send();
+    assert!(eventually(CEILING, || client.stats().waiting == 1));
+    release.notify_one();
+    assert_eq!(held.wait().unwrap().bytes().wait().unwrap(), "ok");
+    assert_eq!(other.wait().unwrap().bytes().wait().unwrap(), "ok");
+    assert_eq!(a.stats.connections.load(Ordering::SeqCst), 1);
+    assert_eq!(b.stats.connections.load(Ordering::SeqCst), 1);
+    let stats = client.stats();
+    assert_eq!((stats.open_connections, stats.waiting), (1, 0), "{stats:?}");
+    client.close();
+}
+
 #[test]
 fn a_hedged_copy_goes_on_another_connection_than_the_attempt_it_backs_up() {
     for event_loops in [1, 2] {

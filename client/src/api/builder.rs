@@ -203,7 +203,9 @@ impl ClientBuilder {
 
     /// Most connections open at once, all hosts together (default
     /// unlimited; zero means unlimited). A request beyond it waits for a
-    /// connection, bounded by its request timeout.
+    /// connection, bounded by its request timeout; an idle connection (an
+    /// HTTP/1.1 one in the pool, an HTTP/2 one with no stream) is closed
+    /// to make room for it.
     pub fn max_connections(mut self, max: usize) -> Self {
         self.config.max_connections = (max > 0).then_some(max);
         self

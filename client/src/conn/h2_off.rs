@@ -65,4 +65,6 @@ impl Conn {
     }
 
     pub(super) fn h2_timer(&mut self, _cx: &mut LoopContext<'_>) {}
+
+    pub(super) fn retire_h2(&mut self, _cx: &mut LoopContext<'_>) {}
 }

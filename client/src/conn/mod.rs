@@ -150,6 +150,13 @@ impl StreamLoad {
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
     }
 
+    /// Whether the connection carries nothing, nor has a request on its
+    /// way to it (as far as its last count says: a stream that has just
+    /// ended may still count).
+    pub(crate) fn is_idle(&self) -> bool {
+        self.used.load(Ordering::Acquire) == 0 && self.in_transit.load(Ordering::Acquire) == 0
+    }
+
     /// The connection's own count: `used` streams open or queued, of `limit`.
     pub(crate) fn publish(&self, used: usize, limit: usize) {
         self.limit.store(limit, Ordering::Release);
@@ -170,6 +177,11 @@ pub(crate) trait ConnOwner: Send + Sync + 'static {
     fn offer(&self, idle: IdleConn, now: Instant) -> Offered;
     /// An idle connection found its server gone, and closes.
     fn remove_idle(&self, route: &Route, conn_id: u64);
+    /// Whether a request waiting for the total limit could use the permit
+    /// of a connection on `route`, were it closed: an HTTP/2 connection
+    /// that has just lost its last stream asks (an HTTP/1.1 one is offered
+    /// back instead).
+    fn permit_wanted(&self, route: &Route) -> bool;
     /// `exchange` must go again: nothing of it reached a server (its
     /// pooled connection was gone). `allow_idle`: it may take another
     /// pooled connection; a retry after a failure never does.
@@ -536,6 +548,17 @@ pub(crate) fn close_idle(cx: &mut LoopContext<'_>, conn: SourceRef) {
     cx.with_source::<Conn>(conn, |conn, cx| {
         if matches!(conn.state, State::Idle) {
             conn.close(cx);
+        }
+    });
+}
+
+/// Retires the shared HTTP/2 connection `conn`, which the dispatcher has
+/// taken out of its shared list to give its permit to a request waiting
+/// for the total limit (a task on its loop): see [`Conn::retire_h2`].
+pub(crate) fn retire_shared(cx: &mut LoopContext<'_>, conn: SourceRef) {
+    cx.with_source::<Conn>(conn, |conn, cx| {
+        if matches!(conn.state, State::H2(_)) {
+            conn.retire_h2(cx);
         }
     });
 }

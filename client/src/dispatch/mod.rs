@@ -346,9 +346,12 @@ impl Dispatcher {
                 self.connect(exchange);
             }
             // The request deadline bounds the wait.
-            Acquired::Queued => {
+            Acquired::Queued { wants_room } => {
                 exchange.wait_in_queue(self.env.group.queued());
                 exchange.start();
+                if wants_room {
+                    self.retire_an_idle_shared();
+                }
             }
             Acquired::Closed => {
                 exchange.finish_err(Error::ClientClosed);
@@ -671,6 +674,45 @@ impl Dispatcher {
         }
     }
 
+    /// A request waits for the total limit and the pool had no idle
+    /// connection to close for it: an HTTP/2 connection with no stream
+    /// holds a permit just as well, outside the pool, and would hold it
+    /// until its idle timeout (or for ever, without one). One such is
+    /// taken out of the shared list now — no request goes to it any more,
+    /// nor is it picked twice — and retired on its loop: closed there at
+    /// once if it still has no stream, else once its last one ends. The
+    /// permit it gives back serves the oldest waiter (see the pool).
+    ///
+    /// A connection whose last stream is ending as the request queues may
+    /// still count it here: it asks the pool itself once it has published
+    /// its count of none ([`ConnOwner::permit_wanted`]), so one of the two
+    /// sees the other (the request is queued before this looks).
+    fn retire_an_idle_shared(&self) {
+        let idle = {
+            let mut shared = lock(&self.shared);
+            let found = shared.iter().find_map(|(route, entry)| {
+                let index = entry.open.iter().position(|conn| conn.load.is_idle())?;
+                Some((route.clone(), index))
+            });
+            let Some((route, index)) = found else {
+                return;
+            };
+            let Some(entry) = shared.get_mut(&route) else {
+                return;
+            };
+            let idle = entry.open.remove(index);
+            if entry.is_unused() {
+                shared.remove(&route);
+            }
+            idle
+        };
+        let source = idle.conn.source;
+        let _ = idle
+            .conn
+            .event_loop
+            .execute(move |cx| conn::retire_shared(cx, source));
+    }
+
     fn close_idle(&self, idle: Vec<IdleConn>) {
         for idle in idle {
             let source = idle.conn.source;
@@ -895,6 +937,10 @@ impl ConnOwner for Dispatcher {
 
     fn remove_idle(&self, origin: &Route, conn_id: u64) {
         drop(self.pool.remove_idle(origin, conn_id));
+    }
+
+    fn permit_wanted(&self, origin: &Route) -> bool {
+        self.pool.permit_wanted(origin)
     }
 
     fn redispatch(&self, exchange: Arc<Exchange>, allow_idle: bool) {

@@ -24,7 +24,9 @@
 //!   stream of requests to one host never holds another host's request.
 //! * Idle connections never keep a request waiting for the total limit:
 //!   one that queues for it has the longest-idle connection closed to make
-//!   room. Nor a retried request for its host's limit: the longest-idle
+//!   room (or, with none in the pool, is told to want room: the dispatcher
+//!   then closes an HTTP/2 connection with no stream, which holds a permit
+//!   outside the pool's idle lists). Nor a retried request for its host's limit: the longest-idle
 //!   connection of its origin is closed for it.
 //! * A waiter served a connection that turns out closed before it took it
 //!   keeps its place: it goes back into its queue where it was
@@ -74,7 +76,12 @@ pub(crate) enum Acquired<C> {
     /// A permit to open a new connection.
     Permit,
     /// Neither: the request was queued and will be served later.
-    Queued,
+    /// `wants_room`: it waits for the total limit alone (its host has
+    /// room) and no connection of the pool is closing to make room for
+    /// it — one that holds a permit outside the pool's idle lists (an
+    /// HTTP/2 connection with no stream, which the dispatcher shares
+    /// rather than pools) may be closed for it.
+    Queued { wants_room: bool },
     /// The pool is closed.
     Closed,
 }
@@ -392,7 +399,8 @@ impl<W: Waiter, C: Pooled> Pool<W, C> {
                 inner.enqueue(waiter, &mut graves);
                 // Room for it, if only idle connections fill the total: the
                 // one closed gives back its permit (`release`).
-                if inner.host_has_room(&self.limits, origin) {
+                let for_total = inner.host_has_room(&self.limits, origin);
+                if for_total {
                     to_close.extend(inner.take_longest_idle());
                 } else if !allow_idle {
                     // A request that may not take an idle connection of its
@@ -400,7 +408,11 @@ impl<W: Waiter, C: Pooled> Pool<W, C> {
                     // limit, and its permit serves it once closed.
                     to_close.extend(inner.take_longest_idle_of(origin));
                 }
-                Acquired::Queued
+                // Expired connections of its origin found on the way close
+                // too, and make room as well.
+                Acquired::Queued {
+                    wants_room: for_total && to_close.is_empty(),
+                }
             }
         };
         drop(graves);
@@ -500,6 +512,28 @@ impl<W: Waiter, C: Pooled> Pool<W, C> {
                 Offer::Kept
             }
         }
+    }
+
+    /// Whether a live waiter of another origin than `origin` could use the
+    /// permit of a connection to `origin`, were it closed (its host has
+    /// room: the total holds it). An HTTP/2 connection that has just lost
+    /// its last stream closes then, as an HTTP/1.1 connection offered back
+    /// would be refused ([`offer`](Self::offer)).
+    pub(crate) fn permit_wanted(&self, origin: &Route) -> bool {
+        let mut graves = Graves::new();
+        let wanted = {
+            let mut inner = lock(&self.inner);
+            let limits = self.limits;
+            !inner.closed
+                && inner
+                    .oldest_where(&mut graves, |inner, other| {
+                        other != origin && inner.host_has_room(&limits, other)
+                    })
+                    .map(|(_, _, waiter)| graves.push(waiter))
+                    .is_some()
+        };
+        drop(graves);
+        wanted
     }
 
     /// Puts `waiter`, served a connection that turned out closed before it

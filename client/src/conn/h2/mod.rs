@@ -234,6 +234,10 @@ pub(super) struct Http2 {
     goaway_error: Option<Http2Reason>,
     /// No stream since then (for the idle timeout).
     idle_since: Option<Instant>,
+    /// Idle, and the pool has been asked whether a request waiting for
+    /// the total limit wants its permit ([`Conn::give_permit_if_wanted`]):
+    /// once per idle spell.
+    idle_told: bool,
     /// A stream has ended on it: the streams opened from now on are on a
     /// reused connection (see [`Stream::may_go_again_after_close`]).
     served: bool,
@@ -575,6 +579,7 @@ impl Conn {
             going_away: false,
             goaway_error: None,
             idle_since: None,
+            idle_told: false,
             served: false,
             taken_resets: 0,
             ping_sent: None,
@@ -627,6 +632,7 @@ impl Conn {
             // Not idle from now: its idle timer, due this turn perhaps,
             // must not close it with this request waiting.
             h2.idle_since = None;
+            h2.idle_told = false;
         }
         // After the loop's other tasks and events of this turn: requests
         // that come together open their streams in one pass, one write.
@@ -742,6 +748,9 @@ impl Conn {
             }
         }
         self.publish_load();
+        if self.give_permit_if_wanted(cx) {
+            return;
+        }
         self.arm_h2_timer(cx);
         if let State::H2(h2) = &self.state {
             if h2.io_ready.budget_spent() {
@@ -949,6 +958,7 @@ impl Conn {
                     env.opened.fetch_add(1, Ordering::Relaxed);
                     env.open.fetch_add(1, Ordering::Relaxed);
                     h2.idle_since = None;
+                    h2.idle_told = false;
                     let key = h2.streams.next_key();
                     // Slab keys are dense: a new key is the next one.
                     while h2.wakers.len() <= key {
@@ -1183,6 +1193,29 @@ impl Conn {
             h2.idle_since = Some(self.owner.env().clock.now());
         }
         self.publish_load();
+        self.give_permit_if_wanted(cx);
+    }
+
+    /// A shared connection that has just lost its last stream (its count
+    /// of none published) closes if a request waits for the total limit
+    /// and could use its permit — as an idle HTTP/1.1 connection would be
+    /// closed for it — rather than hold the permit until its idle timeout.
+    /// Asked once per idle spell: after that, a request that queues finds
+    /// it idle ([`StreamLoad::is_idle`]) and has the dispatcher retire it.
+    /// Returns whether it closed.
+    fn give_permit_if_wanted(&mut self, cx: &mut LoopContext<'_>) -> bool {
+        let State::H2(h2) = &mut self.state else {
+            return false;
+        };
+        if !h2.shared || h2.idle_told || !h2.streams.is_empty() || !h2.queue.is_empty() {
+            return false;
+        }
+        h2.idle_told = true;
+        if !self.owner.permit_wanted(&self.route) {
+            return false;
+        }
+        self.close(cx);
+        true
     }
 
     /// The connection has ended (`error`, or the server closed it): every
@@ -1299,6 +1332,23 @@ impl Conn {
             self.h2_timer_deadline = next;
             self.arm_timer(cx, H2_TIMER, next);
         }
+    }
+
+    /// The dispatcher has taken this connection out of its shared list,
+    /// to give its permit to a request waiting for the total limit: with
+    /// no stream and no request waiting it closes now, as at the end of
+    /// its idle time; else (a request came meanwhile) it takes no more,
+    /// sends the waiting ones elsewhere, and closes once its last stream
+    /// has ended.
+    pub(super) fn retire_h2(&mut self, cx: &mut LoopContext<'_>) {
+        let State::H2(h2) = &self.state else {
+            return;
+        };
+        if h2.streams.is_empty() && h2.queue.is_empty() {
+            return self.close(cx);
+        }
+        self.went_away(Departure::Retired);
+        self.drive_h2(cx);
     }
 
     /// The connection's timer is due: an idle connection closes, a PING

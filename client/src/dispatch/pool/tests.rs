@@ -128,7 +128,7 @@ fn acquired(pool: &TestPool, request: &Arc<Request>, clock: &ManualClock) -> &'s
     match pool.acquire(request, clock.now(), true).0 {
         Acquired::Idle(_) => "idle",
         Acquired::Permit => "permit",
-        Acquired::Queued => "queued",
+        Acquired::Queued { .. } => "queued",
         Acquired::Closed => "closed",
     }
 }
@@ -389,7 +389,7 @@ fn a_retried_request_is_served_by_a_permit_not_a_pooled_connection() {
     let retried = request_wanting(request("a", "retried"), true);
     assert_eq!(
         match pool.acquire(&retried, clock.now(), false).0 {
-            Acquired::Queued => "queued",
+            Acquired::Queued { .. } => "queued",
             _ => "other",
         },
         "queued"
@@ -418,7 +418,7 @@ fn a_retried_request_waiting_for_its_host_limit_has_an_idle_connection_of_its_or
     ));
     let retried = request_wanting(request("a", "retried"), true);
     let (got, to_close) = pool.acquire(&retried, clock.now(), false);
-    assert!(matches!(got, Acquired::Queued));
+    assert!(matches!(got, Acquired::Queued { .. }));
     let closed: Vec<u64> = to_close.iter().map(|c| c.id).collect();
     assert_eq!(closed, [1], "the idle connection of its origin");
     assert_eq!(served(pool.release(&origin("a"))), Some("retried"));
@@ -558,10 +558,35 @@ fn a_request_waiting_for_the_total_limit_has_an_idle_connection_closed_to_make_r
     ));
     let b = request("b", "b");
     let (got, to_close) = pool.acquire(&b, clock.now(), true);
-    assert!(matches!(got, Acquired::Queued));
+    assert!(matches!(got, Acquired::Queued { .. }));
     let closed: Vec<u64> = to_close.iter().map(|c| c.id).collect();
     assert_eq!(closed, [1], "the longest idle");
     assert_eq!(served(pool.release(&origin("a"))), Some("b"));
+}
+
+/// Whether a queued request wants room made outside the pool (an idle
+/// HTTP/2 connection closed for it): only when it waits for the total
+/// limit alone and no connection of the pool closes for it.
+#[test]
+fn a_request_waiting_for_the_total_limit_with_no_idle_connection_wants_room() {
+    let (pool, clock) = pool(limited(Some(2), Some(1)));
+    let wants_room = |request: &Arc<Request>| match pool.acquire(request, clock.now(), true) {
+        (Acquired::Queued { wants_room }, to_close) => (wants_room, to_close.len()),
+        _ => panic!("not queued"),
+    };
+    let (a, b) = (request("a", "a"), request("b", "b"));
+    assert_eq!(acquired(&pool, &a, &clock), "permit");
+    assert_eq!(acquired(&pool, &b, &clock), "permit");
+    assert!(matches!(
+        pool.offer(idle("b", 1, &clock), clock.now()),
+        Offer::Kept
+    ));
+    // Its host's limit holds it: no other connection's permit would serve it.
+    assert_eq!(wants_room(&request("a", "a2")), (false, 0));
+    // The total holds it, and the idle connection closes for it.
+    assert_eq!(wants_room(&request("c", "c")), (false, 1));
+    // The total holds it, and nothing is idle in the pool: room wanted.
+    assert_eq!(wants_room(&request("d", "d")), (true, 0));
 }
 
 #[test]
