@@ -332,6 +332,42 @@ fn a_connection_losing_its_last_stream_gives_its_permit_to_a_request_to_another_
     client.close();
 }
 
+/// A request waiting for the connection being opened (HTTP/2 only, over
+/// TLS: requests wait for the first connection) that ends meanwhile is
+/// let go at once — its request and callbacks freed once its caller lets
+/// it go, as from the pool's queue — not kept until that connection opens
+/// or fails (here: never before the opener's own timeout).
+#[test]
+fn a_request_that_ends_while_waiting_for_the_connection_being_opened_is_let_go() {
+    // Accepts, and never answers the TLS handshake.
+    let server = TestServer::start(Behaviour::NeverAnswer);
+    let client = Client::builder()
+        .event_loops(1)
+        .http2_only()
+        .request_timeout(CEILING)
+        .build()
+        .unwrap();
+    let url = format!("https://{}/", server.addr());
+    let opener = client.get(&url).send();
+    assert!(server.wait_for_accepted(1, CEILING));
+    struct Holds(#[allow(dead_code)] Arc<()>);
+    impl tickless::EventListener for Holds {}
+    let held = Arc::new(());
+    let waiting = client
+        .get(&url)
+        .request_timeout(Duration::from_millis(100))
+        .listener(Arc::new(Holds(held.clone())))
+        .send();
+    assert!(matches!(waiting.wait(), Err(Error::RequestTimeout(_))));
+    assert!(
+        eventually(CEILING / 4, || Arc::strong_count(&held) == 1),
+        "the ended request is still held"
+    );
+    assert!(!opener.is_done(), "the connection is still opening");
+    client.close();
+    assert!(matches!(opener.wait(), Err(Error::ClientClosed)));
+}
+
 #[test]
 fn a_hedged_copy_goes_on_another_connection_than_the_attempt_it_backs_up() {
     for event_loops in [1, 2] {

@@ -77,7 +77,25 @@ struct Shared {
 /// open one is at its stream limit: `waiting` wait for it.
 struct Opening {
     opener: u64,
-    waiting: Vec<Arc<Exchange>>,
+    /// Held weakly, as the pool's queues hold their waiters (the client's
+    /// registry of exchanges in flight holds them until they end): one
+    /// that ends while it waits (its deadline passed, it was cancelled)
+    /// frees its request and callbacks as soon as its caller lets go, not
+    /// once the connection has opened. Upgraded after the unlock (see
+    /// [`upgraded`]).
+    waiting: Vec<Weak<Exchange>>,
+}
+
+/// The exchanges of `waiting` that are still alive and have not ended.
+/// Called after the lock they were taken under is let go: an ended one
+/// upgraded here may be dropped last, and its callbacks may hold the last
+/// `Client`, whose drop closes the dispatcher (see [`crate::sync`]).
+fn upgraded(waiting: Vec<Weak<Exchange>>) -> Vec<Arc<Exchange>> {
+    waiting
+        .into_iter()
+        .filter_map(|waiter| waiter.upgrade())
+        .filter(|exchange| !exchange.is_done())
+        .collect()
 }
 
 /// Where [`Dispatcher::route_shared`] sends a request.
@@ -404,7 +422,7 @@ impl Dispatcher {
         let conn = match (emptiest, &mut entry.opening) {
             (Some((conn, true)), _) => conn,
             (_, Some(opening)) => {
-                opening.waiting.push(exchange.clone());
+                opening.waiting.push(Arc::downgrade(&exchange));
                 drop(shared);
                 // The request deadline bounds the wait.
                 exchange.start();
@@ -434,8 +452,8 @@ impl Dispatcher {
     /// the most free, if it has one — not to open the next, which could
     /// fail as this one did — else through the dispatch again (one of them
     /// opens the next).
-    fn resettle(&self, origin: &Route, orphans: Vec<Arc<Exchange>>) {
-        for exchange in orphans {
+    fn resettle(&self, origin: &Route, orphans: Vec<Weak<Exchange>>) {
+        for exchange in upgraded(orphans) {
             if let Err(exchange) = self.wait_on_shared(origin, exchange) {
                 self.dispatch(exchange, true);
             }
@@ -466,7 +484,7 @@ impl Dispatcher {
 
     /// Takes the requests that waited for the connection opened for
     /// `opener`, which will not be shared after all.
-    fn take_opening(&self, origin: &Route, opener: u64) -> Vec<Arc<Exchange>> {
+    fn take_opening(&self, origin: &Route, opener: u64) -> Vec<Weak<Exchange>> {
         let mut shared = lock(&self.shared);
         let Some(entry) = shared.get_mut(origin) else {
             return Vec::new();
@@ -810,7 +828,7 @@ impl Dispatcher {
         }
         let shared = std::mem::take(&mut *lock(&self.shared));
         for opening in shared.into_values().filter_map(|entry| entry.opening) {
-            for exchange in opening.waiting {
+            for exchange in upgraded(opening.waiting) {
                 exchange.finish_err(Error::ClientClosed);
             }
         }
@@ -880,7 +898,7 @@ impl ConnOwner for Dispatcher {
 
     fn share(&self, origin: &Route, conn: SharedConn) -> Option<Vec<Arc<Exchange>>> {
         let max = self.env.config.http2.max_connections_per_origin;
-        let mut waiting = {
+        let opening = {
             let mut shared = lock(&self.shared);
             let entry = shared.entry(origin.clone()).or_default();
             // The origin has its connections: this one serves what it
@@ -892,6 +910,7 @@ impl ConnOwner for Dispatcher {
             // Whichever opened first takes those waiting for one.
             entry.opening.take().map(|o| o.waiting).unwrap_or_default()
         };
+        let mut waiting = upgraded(opening);
         // And those that queued for a permit to its origin.
         waiting.extend(self.pool.take_waiters(origin));
         Some(waiting)
