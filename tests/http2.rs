@@ -245,6 +245,37 @@ fn an_upload_in_memory_and_a_streamed_one_are_echoed() {
     client.close();
 }
 
+#[test]
+fn an_upload_piece_of_4_gib_and_more_keeps_asking_for_window() {
+    // `h2` takes the capacity asked for as a `u32`: a piece of 4 GiB and
+    // 100 bytes once asked for 100 bytes, then, at 4 GiB left, for none,
+    // and its stream waited for capacity for ever. The zeroes are never
+    // written (`vec!` of zeroes maps them lazily): reading them costs no
+    // memory, and the server needs only a few MiB to tell.
+    let received = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = received.clone();
+    let server = H2Server::start(move |mut stream| {
+        let received = counted.clone();
+        async move {
+            let body = stream.request.body_mut();
+            while let Some(Ok(data)) = body.data().await {
+                let _ = body.flow_control().release_capacity(data.len());
+                received.fetch_add(data.len(), Ordering::SeqCst);
+            }
+        }
+    });
+    let client = h2c().build().unwrap();
+    let huge = Bytes::from(vec![0u8; (1 << 32) + 100]);
+    let future = client.post(server.url("/huge")).body(huge).send();
+    assert!(
+        eventually(CEILING, || received.load(Ordering::SeqCst) > 4 << 20),
+        "the server got {} bytes",
+        received.load(Ordering::SeqCst)
+    );
+    assert!(future.cancel());
+    client.close();
+}
+
 /// An async body of the given pieces, in order (empty ones included).
 struct Pieces(std::collections::VecDeque<&'static str>);
 

@@ -178,6 +178,10 @@ const LAST_STREAM_ID: u32 = (1 << 31) - 1;
 /// and a request whose body is streamed cannot go again.)
 const STREAMS_BEFORE_SETTINGS: usize = 100;
 
+/// The largest flow-control window HTTP/2 allows (RFC 9113 §6.9.1):
+/// the most capacity a stream's send is worth asking for at once.
+const MAX_WINDOW: usize = (1 << 31) - 1;
+
 /// Streams `h2` resets for the server's protocol errors over a connection's
 /// life, at most, before it ends the connection with
 /// `GOAWAY(ENHANCE_YOUR_CALM)`, every stream on it failing
@@ -1713,7 +1717,12 @@ impl Stream {
                 self.send_part(task, Bytes::new(), true, now, info)?;
                 return Ok((false, took));
             }
-            self.send.reserve_capacity(piece.len());
+            // `h2` takes the capacity asked for as a `u32`, cut short:
+            // a piece of 4 GiB and more would ask for its length modulo
+            // 4 GiB — none at all, at exactly 4 GiB left, and the stream
+            // would wait for capacity for ever. No window is larger than
+            // `MAX_WINDOW`: asking for more gains nothing.
+            self.send.reserve_capacity(piece.len().min(MAX_WINDOW));
             let capacity = self.send.capacity();
             if capacity == 0 {
                 match self.send.poll_capacity(task) {
