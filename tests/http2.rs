@@ -616,6 +616,34 @@ fn a_large_response_streams_through_a_small_window() {
 }
 
 #[test]
+fn windows_set_past_what_http2_allows_are_taken_as_its_largest() {
+    // A window is at most 2^31 - 1 (RFC 9113 §6.9.1). Asked for more, a
+    // stream window went in SETTINGS as it was — the server refused the
+    // connection, and every request failed — and a connection window
+    // panicked in `h2`, on the loop.
+    const LEN: usize = 1 << 20;
+    let server = H2Server::start(|stream| stream_sevens(stream, LEN));
+    for (stream_window, connection_window) in [(Some(u32::MAX), None), (None, Some(1 << 31))] {
+        let mut builder = h2c();
+        if let Some(window) = stream_window {
+            builder = builder.http2_initial_stream_window_size(window);
+        }
+        if let Some(window) = connection_window {
+            builder = builder.http2_initial_connection_window_size(window);
+        }
+        let client = builder.build().unwrap();
+        let body = client
+            .get(server.url("/"))
+            .send()
+            .wait()
+            .and_then(|response| response.bytes().wait())
+            .unwrap_or_else(|e| panic!("windows {stream_window:?}, {connection_window:?}: {e}"));
+        assert_eq!(body.len(), LEN);
+        client.close();
+    }
+}
+
+#[test]
 fn a_server_that_stops_reading_an_upload_holds_the_pump_back() {
     let (seen_tx, seen_rx) = std::sync::mpsc::channel::<()>();
     let seen_tx = std::sync::Mutex::new(seen_tx);

@@ -34,6 +34,11 @@ pub(crate) const DEFAULT_HAPPY_EYEBALLS_DELAY: Duration = Duration::from_millis(
 /// together and reads their bodies in turn would hang on the first.
 pub(crate) const DEFAULT_HTTP2_CONNECTION_WINDOW: u32 = 1 << 30;
 
+/// The largest HTTP/2 flow-control window (RFC 9113 §6.9.1): a larger
+/// `SETTINGS_INITIAL_WINDOW_SIZE` is a connection error to the server, and
+/// `h2` panics on a larger connection window.
+pub(crate) const MAX_HTTP2_WINDOW: u32 = (1 << 31) - 1;
+
 /// The settled configuration of a client.
 #[derive(Clone)]
 pub(crate) struct ClientConfig {

@@ -543,9 +543,10 @@ impl ClientBuilder {
 
     /// The HTTP/2 flow-control window of each stream: what the server may
     /// send ahead of the body's reader, beyond the
-    /// [body window](Self::body_window). Default 256 KiB.
+    /// [body window](Self::body_window). Default 256 KiB; at most
+    /// 2^31 - 1, the largest HTTP/2 allows (a larger size is taken as that).
     pub fn http2_initial_stream_window_size(mut self, size: u32) -> Self {
-        self.config.http2.initial_stream_window = size;
+        self.config.http2.initial_stream_window = size.min(crate::config::MAX_HTTP2_WINDOW);
         self
     }
 
@@ -555,9 +556,10 @@ impl ClientBuilder {
     /// [stream window](Self::http2_initial_stream_window_size)). A window
     /// smaller than the streams you leave unread times their stream window
     /// lets those hold all of it: a body being read then gets no more until
-    /// they are read (a read timeout, or a hang without one).
+    /// they are read (a read timeout, or a hang without one). At most
+    /// 2^31 - 1, the largest HTTP/2 allows (a larger size is taken as that).
     pub fn http2_initial_connection_window_size(mut self, size: u32) -> Self {
-        self.config.http2.initial_connection_window = size;
+        self.config.http2.initial_connection_window = size.min(crate::config::MAX_HTTP2_WINDOW);
         self
     }
 

@@ -125,6 +125,7 @@ mod wake;
 use super::upload::{Declared, Pulled, Upload};
 use super::write_stall::WriteStall;
 use super::{Conn, SharedConn, State, StreamLoad, H2_TIMER};
+use crate::config::MAX_HTTP2_WINDOW;
 use crate::error::{Error, Http2Initiator, Http2Reason};
 use crate::event_loop::Readiness;
 use crate::event_loop::{LoopContext, SourceWaker};
@@ -177,10 +178,6 @@ const LAST_STREAM_ID: u32 = (1 << 31) - 1;
 /// SETTINGS come, would have the streams past the server's limit refused,
 /// and a request whose body is streamed cannot go again.)
 const STREAMS_BEFORE_SETTINGS: usize = 100;
-
-/// The largest flow-control window HTTP/2 allows (RFC 9113 §6.9.1):
-/// the most capacity a stream's send is worth asking for at once.
-const MAX_WINDOW: usize = (1 << 31) - 1;
 
 /// Streams `h2` resets for the server's protocol errors over a connection's
 /// life, at most, before it ends the connection with
@@ -1721,8 +1718,9 @@ impl Stream {
             // a piece of 4 GiB and more would ask for its length modulo
             // 4 GiB — none at all, at exactly 4 GiB left, and the stream
             // would wait for capacity for ever. No window is larger than
-            // `MAX_WINDOW`: asking for more gains nothing.
-            self.send.reserve_capacity(piece.len().min(MAX_WINDOW));
+            // `MAX_HTTP2_WINDOW`: asking for more gains nothing.
+            self.send
+                .reserve_capacity(piece.len().min(MAX_HTTP2_WINDOW as usize));
             let capacity = self.send.capacity();
             if capacity == 0 {
                 match self.send.poll_capacity(task) {
