@@ -249,6 +249,39 @@ fn a_peer_closing_inside_a_framed_body_is_an_error_never_a_short_success() {
     client.close();
 }
 
+/// A body cut short, read as `std::io::Read`, fails as `read_exact` and an
+/// HTTP/2 body closed early do: `UnexpectedEof`, the tickless error inside.
+#[test]
+fn a_body_cut_short_reads_as_an_unexpected_eof() {
+    use std::io::Read;
+    let client = client(false);
+    for bytes in [
+        &b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc"[..],
+        &b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab"[..],
+    ] {
+        let server = TestServer::start(Behaviour::SendThenClose(bytes.to_vec()));
+        let mut response = client.get(server.url("/")).send().wait().unwrap();
+        let mut got = Vec::new();
+        let error = response.body_mut().read_to_end(&mut got).unwrap_err();
+        assert_eq!(error.kind(), std::io::ErrorKind::UnexpectedEof, "{error}");
+        let inner = error.get_ref().and_then(|e| e.downcast_ref::<Error>());
+        assert!(
+            matches!(
+                inner,
+                Some(Error::Protocol {
+                    source: DecodeError::Truncated { .. },
+                    ..
+                })
+            ),
+            "{error:?}"
+        );
+        assert_eq!(tickless::timeout_kind(&error), None);
+        drop(response);
+        assert_clean(&client, &server);
+    }
+    client.close();
+}
+
 #[test]
 fn resets_mid_head_and_mid_body_are_errors() {
     let client = client(false);

@@ -29,7 +29,10 @@ use std::task::{Context, Poll};
 /// A body cut short by the server, or one that breaks the framing, is an
 /// error where it is read, never a short success — and at every read after
 /// it: code that reads on past errors (`lines().filter_map(Result::ok)`)
-/// must stop at the first. Trailers, if the
+/// must stop at the first. Read as a `std::io::Read`, its error is an
+/// `io::Error` holding the [`Error`] (`get_ref`), of kind `UnexpectedEof`
+/// for a body cut short, `TimedOut` for a timeout, `InvalidData` for one
+/// that breaks the framing or its content coding. Trailers, if the
 /// response had any, are there once the body has ended ([`trailers`](Self::trailers)).
 ///
 /// **Dropping** a body before its end frees what it buffered at once. A

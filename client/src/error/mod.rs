@@ -698,26 +698,47 @@ pub fn timeout_kind(error: &(dyn StdError + 'static)) -> Option<TimeoutKind> {
 
 impl From<Error> for io::Error {
     /// Timeouts become `TimedOut`, keeping the tickless error inside, so
-    /// [`timeout_kind`] still finds its kind.
+    /// [`timeout_kind`] still finds its kind. The other kinds: see
+    /// [`io_kind`].
     fn from(error: Error) -> io::Error {
-        let kind = match &error {
-            e if e.is_timeout() => io::ErrorKind::TimedOut,
-            Error::Connect { source, .. } | Error::Io { source, .. } => source.kind(),
-            Error::Proxy {
-                source: ProxyError::Connect(source) | ProxyError::Io(source),
-                ..
-            } => source.kind(),
-            // Not `Interrupted`: `std::io::Read` callers (`read_to_end`,
-            // `read_exact`, `copy`) retry that, and a body cut short by a
-            // cancel must end their read with an error, not look whole.
-            Error::Cancelled => io::ErrorKind::Other,
-            Error::InvalidRequest(_) => io::ErrorKind::InvalidInput,
-            Error::Protocol { .. } => io::ErrorKind::InvalidData,
-            #[cfg(feature = "rustls")]
-            Error::Tls { .. } => io::ErrorKind::InvalidData,
-            _ => io::ErrorKind::Other,
-        };
-        io::Error::new(kind, error)
+        io::Error::new(io_kind(&error), error)
+    }
+}
+
+/// The `io::ErrorKind` an `io::Error` made of `error` has — what a
+/// [`Body`](crate::Body) read as `std::io::Read` or `AsyncRead` fails with:
+/// `TimedOut` for a timeout, `UnexpectedEof` for a connection closed before
+/// the response was whole or its content coding's stream cut short (as over
+/// HTTP/2, whose close comes as an [`Error::Io`] of that kind), the OS
+/// error's own kind for an I/O failure,
+/// `InvalidData` for a response that breaks HTTP or its content coding, and
+/// for a retried request, its last attempt's, as its timeout is.
+fn io_kind(error: &Error) -> io::ErrorKind {
+    match error {
+        e if e.is_timeout() => io::ErrorKind::TimedOut,
+        Error::Retried { attempts } => attempts.last().map_or(io::ErrorKind::Other, io_kind),
+        Error::Connect { source, .. } | Error::Io { source, .. } => source.kind(),
+        Error::Proxy {
+            source: ProxyError::Connect(source) | ProxyError::Io(source),
+            ..
+        } => source.kind(),
+        // Not `Interrupted`: `std::io::Read` callers (`read_to_end`,
+        // `read_exact`, `copy`) retry that, and a body cut short by a
+        // cancel must end their read with an error, not look whole.
+        Error::Cancelled => io::ErrorKind::Other,
+        Error::InvalidRequest(_) => io::ErrorKind::InvalidInput,
+        Error::Protocol {
+            source: DecodeError::Truncated { .. },
+            ..
+        }
+        | Error::Decode {
+            source: tickless_codings::DecodeError::Truncated { .. },
+            ..
+        } => io::ErrorKind::UnexpectedEof,
+        Error::Protocol { .. } | Error::Decode { .. } => io::ErrorKind::InvalidData,
+        #[cfg(feature = "rustls")]
+        Error::Tls { .. } => io::ErrorKind::InvalidData,
+        _ => io::ErrorKind::Other,
     }
 }
 
@@ -742,6 +763,61 @@ mod tests {
         let boxed: Box<dyn StdError + Send + Sync> = Box::new(io);
         assert_eq!(timeout_kind(boxed.as_ref()), Some(TimeoutKind::Request));
         assert_eq!(timeout_kind(&Error::Cancelled), None);
+    }
+
+    #[test]
+    fn a_failed_body_reads_as_the_io_error_kind_std_readers_expect() {
+        let remote = || "example.com/1.2.3.4:80".to_string();
+        let kind = |error: Error| io::Error::from(error).kind();
+        let protocol = |source| Error::Protocol {
+            remote: remote(),
+            source,
+        };
+        let decode = |source| Error::Decode {
+            remote: remote(),
+            source,
+        };
+        let io_failure = |kind| Error::Io {
+            remote: remote(),
+            source: io::Error::from(kind),
+        };
+        // Cut short: as `read_exact` says it, and as HTTP/2 does.
+        let cut = protocol(DecodeError::Truncated {
+            stage: crate::h1::Stage::LengthBody,
+        });
+        assert_eq!(kind(cut), io::ErrorKind::UnexpectedEof);
+        let gzip = tickless_codings::Coding::Gzip;
+        let cut_coding = decode(tickless_codings::DecodeError::Truncated { coding: gzip });
+        assert_eq!(kind(cut_coding), io::ErrorKind::UnexpectedEof);
+        // Bytes that are not what they should be.
+        assert_eq!(
+            kind(protocol(DecodeError::InvalidChunkSize)),
+            io::ErrorKind::InvalidData
+        );
+        let corrupt = decode(tickless_codings::DecodeError::Corrupt {
+            coding: gzip,
+            detail: "bad magic".into(),
+        });
+        assert_eq!(kind(corrupt), io::ErrorKind::InvalidData);
+        // A retried request reads as its last attempt, as its timeout does.
+        let retried = Error::Retried {
+            attempts: vec![
+                io_failure(io::ErrorKind::ConnectionReset),
+                io_failure(io::ErrorKind::ConnectionRefused),
+            ],
+        };
+        assert_eq!(kind(retried), io::ErrorKind::ConnectionRefused);
+        let timed_out = Error::Retried {
+            attempts: vec![
+                io_failure(io::ErrorKind::ConnectionReset),
+                Error::timeout_of(TimeoutKind::Read, remote(), Duration::from_secs(1)),
+            ],
+        };
+        assert_eq!(kind(timed_out), io::ErrorKind::TimedOut);
+        assert_eq!(
+            kind(Error::Retried { attempts: vec![] }),
+            io::ErrorKind::Other
+        );
     }
 
     #[test]
