@@ -456,7 +456,9 @@ pub enum Error {
         /// was not followed last; none with its userinfo
         /// (`user:password@`).
         chain: Vec<http::Uri>,
-        /// Why it stopped.
+        /// Why it stopped; also the [`source`](std::error::Error::source),
+        /// whose own source is a custom policy's error.
+        #[source]
         reason: RedirectError,
     },
     /// A response body said it was encoded (`Content-Encoding`) and did not
@@ -817,6 +819,28 @@ mod tests {
         assert_eq!(
             kind(Error::Retried { attempts: vec![] }),
             io::ErrorKind::Other
+        );
+    }
+
+    #[test]
+    fn a_redirect_policys_error_is_in_the_source_chain() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("the policy's own")]
+        struct Own;
+        let error = Error::Redirect {
+            chain: vec![http::Uri::from_static("http://a/")],
+            reason: RedirectError::Policy(Box::new(Own)),
+        };
+        let reason = error.source().expect("the reason is the source");
+        assert!(
+            reason.downcast_ref::<RedirectError>().is_some(),
+            "{reason:?}"
+        );
+        let own = reason.source().expect("the policy's error is the reason's");
+        assert!(own.downcast_ref::<Own>().is_some(), "{own:?}");
+        assert_eq!(
+            error.to_string(),
+            "redirect stopped after http://a/: the redirect policy refused: the policy's own"
         );
     }
 
