@@ -33,13 +33,16 @@ pub enum TimeoutKind {
 }
 
 impl fmt::Display for TimeoutKind {
+    /// `Request timeout`, …, `Handshake timeout`: the handshake named
+    /// without saying TLS, since a proxy's (CONNECT, SOCKS5) is of this
+    /// kind too. [`Error::HandshakeTimeout`], which is TLS's, says so.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             TimeoutKind::Request => "Request timeout",
             TimeoutKind::Read => "Read timeout",
             TimeoutKind::Write => "Write timeout",
             TimeoutKind::Connect => "Connect timeout",
-            TimeoutKind::Handshake => "TLS handshake timeout",
+            TimeoutKind::Handshake => "Handshake timeout",
         })
     }
 }
@@ -313,7 +316,7 @@ pub enum Error {
     },
     /// The TLS handshake did not finish within the handshake timeout (see
     /// [`ClientBuilder::handshake_timeout`](crate::ClientBuilder::handshake_timeout)).
-    #[error("{} to {} after {} ms", TimeoutKind::Handshake, .0.remote, .0.millis())]
+    #[error("TLS handshake timeout to {} after {} ms", .0.remote, .0.millis())]
     HandshakeTimeout(Timeout),
     /// The TLS handshake failed: the certificate was refused, or the
     /// server broke the protocol — or refused the client's certificate,
@@ -842,6 +845,94 @@ mod tests {
             error.to_string(),
             "redirect stopped after http://a/: the redirect policy refused: the policy's own"
         );
+    }
+
+    #[test]
+    fn a_proxys_handshake_timeout_is_not_called_tls() {
+        let timeout = || Timeout {
+            remote: "127.0.0.1/127.0.0.1:3128".into(),
+            duration: Duration::from_millis(20),
+        };
+        let proxy = Error::Proxy {
+            proxy: "http://127.0.0.1:3128".into(),
+            target: "example.com:80".into(),
+            source: ProxyError::HandshakeTimeout(timeout()),
+        };
+        let kind = proxy.timeout_kind().expect("a timeout");
+        assert_eq!(kind, TimeoutKind::Handshake);
+        assert_eq!(kind.to_string(), "Handshake timeout");
+        assert!(!proxy.to_string().contains("TLS"), "{proxy}");
+        // TLS's own still says it is TLS's.
+        assert_eq!(
+            Error::HandshakeTimeout(timeout()).to_string(),
+            "TLS handshake timeout to 127.0.0.1/127.0.0.1:3128 after 20 ms"
+        );
+    }
+
+    #[test]
+    fn every_timeout_agrees_in_all_three_methods() {
+        let timeout = || Timeout {
+            remote: "example.com/1.2.3.4:443".into(),
+            duration: Duration::from_millis(20),
+        };
+        let proxy = |source| Error::Proxy {
+            proxy: "http://127.0.0.1:3128".into(),
+            target: "example.com:443".into(),
+            source,
+        };
+        let kinds = [
+            TimeoutKind::Request,
+            TimeoutKind::Read,
+            TimeoutKind::Write,
+            TimeoutKind::Connect,
+            TimeoutKind::Handshake,
+        ];
+        let mut timeouts: Vec<(Error, TimeoutKind)> = kinds
+            .iter()
+            .map(|&kind| {
+                (
+                    Error::timeout_of(kind, timeout().remote, timeout().duration),
+                    kind,
+                )
+            })
+            .collect();
+        timeouts.push((
+            proxy(ProxyError::ConnectTimeout(timeout())),
+            TimeoutKind::Connect,
+        ));
+        timeouts.push((
+            proxy(ProxyError::HandshakeTimeout(timeout())),
+            TimeoutKind::Handshake,
+        ));
+        for (error, kind) in timeouts {
+            assert!(error.is_timeout(), "{error:?}");
+            assert_eq!(error.timeout_kind(), Some(kind), "{error:?}");
+            assert_eq!(error.timeout(), Some(&timeout()), "{error:?}");
+            let io = io::Error::from(error);
+            assert_eq!(io.kind(), io::ErrorKind::TimedOut);
+            assert_eq!(timeout_kind(&io), Some(kind));
+        }
+        // A retried request is a timeout if its last attempt is one.
+        let io_failure = || Error::Io {
+            remote: timeout().remote,
+            source: io::ErrorKind::ConnectionReset.into(),
+        };
+        let read = || Error::ReadTimeout(timeout());
+        let last_timed_out = Error::Retried {
+            attempts: vec![io_failure(), read()],
+        };
+        assert!(last_timed_out.is_timeout());
+        assert_eq!(last_timed_out.timeout_kind(), Some(TimeoutKind::Read));
+        assert_eq!(last_timed_out.timeout(), Some(&timeout()));
+        let first_timed_out = Error::Retried {
+            attempts: vec![read(), io_failure()],
+        };
+        assert!(!first_timed_out.is_timeout());
+        assert_eq!(first_timed_out.timeout_kind(), None);
+        assert_eq!(first_timed_out.timeout(), None);
+        let proxy_failure = proxy(ProxyError::Io(io::ErrorKind::UnexpectedEof.into()));
+        assert!(!proxy_failure.is_timeout());
+        assert_eq!(proxy_failure.timeout_kind(), None);
     }
 
     #[test]
