@@ -218,6 +218,57 @@ fn a_certificate_for_another_name_is_rejected() {
     client.close();
 }
 
+/// A retried request whose last attempt met a bad certificate failed for
+/// it: `tls_failure` says why, as `timeout_kind` would say which timeout.
+#[test]
+fn a_retried_request_ended_by_a_certificate_says_why() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        // The first connection reset at once: an I/O error, retried.
+        let (first, _) = listener.accept().unwrap();
+        socket2::SockRef::from(&first)
+            .set_linger(Some(Duration::ZERO))
+            .unwrap();
+        drop(first);
+        // The second offers an expired certificate.
+        let (second, _) = listener.accept().unwrap();
+        let config = support::tls::server_config(&certs().expired);
+        let connection = rustls::ServerConnection::new(config).unwrap();
+        let mut tls = rustls::StreamOwned::new(connection, second);
+        let _ = std::io::Read::read(&mut tls, &mut [0; 1]);
+    });
+    let client = trusting().build().unwrap();
+    let error = client
+        .get(format!("https://127.0.0.1:{port}/"))
+        .retry(tickless::retry::Policy::attempts(2).backoff(Duration::ZERO, Duration::ZERO))
+        .send()
+        .wait()
+        .unwrap_err();
+    let Error::Retried { attempts } = &error else {
+        panic!("expected the two attempts, got {error:?}");
+    };
+    // The reset comes as the connect's failure or the handshake's I/O
+    // error, as the kernel's timing has it: both are retried.
+    assert!(
+        matches!(
+            attempts[..],
+            [Error::Io { .. } | Error::Connect { .. }, Error::Tls { .. }]
+        ),
+        "{error:?}"
+    );
+    assert_eq!(
+        error.tls_failure(),
+        Some(TlsFailureKind::Expired),
+        "{error}"
+    );
+    assert!(!error.is_timeout());
+    // Joined once the client has made both connections (else it would wait
+    // for ever).
+    server.join().unwrap();
+    client.close();
+}
+
 #[test]
 fn an_expired_certificate_is_rejected() {
     let server = TlsServer::respond(&certs().expired, |_| ok("no"));

@@ -661,9 +661,12 @@ impl Error {
         self
     }
 
-    /// Why a TLS handshake failed, if this is a TLS failure.
+    /// Why a TLS handshake failed, if this is a TLS failure. For
+    /// [`Error::Retried`], its last attempt's, as its
+    /// [`timeout`](Error::timeout) is: the failure that ended the request.
     pub fn tls_failure(&self) -> Option<TlsFailureKind> {
         match self {
+            Error::Retried { attempts } => attempts.last()?.tls_failure(),
             #[cfg(feature = "rustls")]
             Error::Tls { kind, .. } => Some(*kind),
             _ => None,
@@ -981,6 +984,23 @@ mod tests {
             ),
             "{message}"
         );
+        // A request whose last attempt met the certificate, after one that
+        // could be retried (a reset), failed for the certificate.
+        let reset = || Error::Io {
+            remote: "example.com/1.2.3.4:443".into(),
+            source: io::ErrorKind::ConnectionReset.into(),
+        };
+        let retried = Error::Retried {
+            attempts: vec![reset(), error],
+        };
+        assert_eq!(retried.tls_failure(), Some(TlsFailureKind::NameMismatch));
+        let tls_then_reset = Error::Retried {
+            attempts: vec![
+                Error::tls(String::new(), rustls::Error::DecryptError),
+                reset(),
+            ],
+        };
+        assert_eq!(tls_then_reset.tls_failure(), None);
         let kind = |e: rustls::Error| TlsFailureKind::of(&e);
         assert_eq!(
             kind(rustls::Error::InvalidCertificate(
