@@ -706,8 +706,9 @@ pub fn timeout_kind(error: &(dyn StdError + 'static)) -> Option<TimeoutKind> {
 
 impl From<Error> for io::Error {
     /// Timeouts become `TimedOut`, keeping the tickless error inside, so
-    /// [`timeout_kind`] still finds its kind. The other kinds: see
-    /// [`io_kind`].
+    /// [`timeout_kind`] still finds its kind; a response cut short
+    /// `UnexpectedEof`, one that breaks HTTP or its coding `InvalidData`,
+    /// an I/O failure its own kind, a retried request its last attempt's.
     fn from(error: Error) -> io::Error {
         io::Error::new(io_kind(&error), error)
     }
