@@ -367,10 +367,12 @@ impl Gather {
     }
 
     /// Tells the pipe, once; `false` if the body has ended already.
-    fn ask(&mut self) -> bool {
+    /// `blocking`: the caller blocks on the body next, driving its loop
+    /// if idle (see [`Pipe::collect`](crate::exchange::Pipe::collect)).
+    fn ask(&mut self, blocking: bool) -> bool {
         if !self.asked && !self.body.ended {
             self.asked = true;
-            self.body.exchange.body().collect();
+            self.body.exchange.body().collect(blocking);
         }
         !self.body.ended
     }
@@ -412,7 +414,7 @@ impl Gather {
                 }
             }
         }
-        if !self.ask() {
+        if !self.ask(false) {
             return Poll::Ready(self.rest());
         }
         match self.body.exchange.body().poll_take_whole(cx) {
@@ -431,7 +433,7 @@ impl Gather {
             }
             return Ok(join(self.decoded.drain(..)));
         }
-        if !self.ask() {
+        if !self.ask(true) {
             return self.rest();
         }
         match self.body.exchange.take_whole_body_blocking() {

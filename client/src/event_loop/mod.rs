@@ -637,6 +637,13 @@ impl EventLoop {
         let _ = self.execute_boxed(Box::new(move |cx| cx.ready_again_now(source)));
     }
 
+    /// [`wake_source`](Self::wake_source) for a caller that drives this
+    /// loop next if it is idle (see
+    /// [`execute_for_driver`](Self::execute_for_driver)).
+    pub(crate) fn wake_source_for_driver(&self, source: SourceRef) {
+        let _ = self.execute_for_driver(Box::new(move |cx| cx.ready_again_now(source)));
+    }
+
     /// Arms `timeout` on this loop's heap for `deadline`; it expires on
     /// this loop (its thread, or a caller driving it). From any thread:
     /// O(log n), no allocation once warm.

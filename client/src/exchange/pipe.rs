@@ -439,14 +439,24 @@ impl Pipe {
     ///
     /// A writer waiting for the first touch is not woken: a collected body
     /// is read as an untouched one is (see [`untouched`](Self::untouched)).
-    pub(crate) fn collect(&self) {
+    ///
+    /// `blocking`: the reader blocks on the pipe next, and drives the
+    /// writer's loop itself if that loop is idle — an idle loop is not
+    /// woken for the writer then ([`EventLoop::execute_for_driver`]):
+    /// woken, its thread would take the loop and read the body while the
+    /// reader slept on it, a hand-over each way.
+    pub(crate) fn collect(&self, blocking: bool) {
         let (wake, _withdrawn) = {
             let mut state = lock(&self.state);
             state.collecting = true;
             (state.writer.take(), state.first_touch())
         };
-        if let Some(writer) = wake {
-            writer.wake(&self.writer_ready);
+        match wake {
+            Some(Waiter::Source(event_loop, source)) if blocking => {
+                event_loop.wake_source_for_driver(source)
+            }
+            Some(writer) => writer.wake(&self.writer_ready),
+            None => {}
         }
     }
 

@@ -97,7 +97,7 @@ fn a_collecting_reader_lifts_the_window_and_is_woken_once_at_the_end() {
     let (writer, writer_waiter) = counted();
     assert_eq!(pipe.push(bytes(100), &writer_waiter), Pushed::Full);
     let (reader, reader_waiter) = counted();
-    pipe.collect();
+    pipe.collect(false);
     assert_eq!(woken(&writer), 1, "a writer stopped at the window goes on");
     assert!(pipe.is_collecting() && pipe.has_room());
     assert!(matches!(pipe.take_whole(&reader_waiter), Whole::Pending));
@@ -122,7 +122,7 @@ fn a_collecting_reader_lifts_the_window_and_is_woken_once_at_the_end() {
 #[test]
 fn a_failure_reaches_a_collecting_reader() {
     let (pipe, _) = pipe();
-    pipe.collect();
+    pipe.collect(false);
     let (_, writer) = counted();
     pipe.push(bytes(5), &writer);
     pipe.fail(Error::Cancelled);
@@ -177,7 +177,7 @@ fn the_first_take_or_going_wakes_a_writer_waiting_on_an_untouched_pipe_a_collect
     let (pipe, _) = self::pipe();
     let (writer, waiter) = counted();
     assert!(pipe.untouched(&waiter));
-    pipe.collect();
+    pipe.collect(false);
     assert_eq!(woken(&writer), 0);
     assert!(!pipe.untouched(&waiter));
 }
@@ -219,7 +219,7 @@ fn pushed_is_the_body_length_for_a_body_collected_late() {
     let (pipe, _) = pipe();
     let (_, writer) = counted();
     assert_eq!(pipe.push(bytes(90), &writer), Pushed::Room);
-    pipe.collect();
+    pipe.collect(false);
     let held: usize = pipe.reclaim().iter().map(Bytes::len).sum();
     assert_eq!(held, 90);
     pipe.push_last(bytes(held + 10));
