@@ -101,12 +101,9 @@ fn a_blocking_wait_in_on_status_on_the_loop_thread_fails_with_would_deadlock() {
     let client = one_loop_client(Duration::ZERO);
     let url = format!("http://{}/", server.addr());
     let inner = waiting_for(&client, &url);
-    let listener = inner.clone();
     // Polled: the loop's thread tells the events (a blocking caller would
     // drive the loop and be told them on its own thread).
-    let outer = within("the outer request", CEILING, move || {
-        block_on(client.get(&url).listener(listener).send()).map(|r| r.status())
-    });
+    let outer = polled_with(client, url, inner.clone());
     assert_refused(inner.take(), true, outer);
 }
 
