@@ -83,7 +83,12 @@ impl Upload {
     }
 
     /// A body polled from `body`; its length is its exact size hint, if it
-    /// has one (chunked otherwise).
+    /// has one (chunked otherwise). That length holds as for
+    /// [`from_reader`](Self::from_reader): sent with `Content-Length`, a
+    /// frame that takes the body past it, or an end short of it, fails the
+    /// request with [`Error::RequestBody`](crate::Error::RequestBody); once
+    /// it has given that many bytes the body is whole, and `body` is not
+    /// polled further.
     pub fn from_stream<B>(body: B) -> Upload
     where
         B: http_body::Body + Send + 'static,
