@@ -100,11 +100,9 @@ fn a_blocking_wait_in_on_status_on_the_loop_thread_fails_with_would_deadlock() {
     let server = ok_server();
     let client = one_loop_client(Duration::ZERO);
     let url = format!("http://{}/", server.addr());
-    let inner = waiting_for(&client, &url);
     // Polled: the loop's thread tells the events (a blocking caller would
     // drive the loop and be told them on its own thread).
-    let outer = polled_with(client, url, inner.clone());
-    assert_refused(inner.take(), true, outer);
+    assert_a_wait_in_on_status_is_refused(client, url);
 }
 
 /// A blocking caller drives an idle loop itself and is told its events on
@@ -186,6 +184,15 @@ fn polled_with<T: Send + 'static>(
     within("the outer request", CEILING, move || {
         block_on(client.get(&url).listener(listener).send()).map(|r| r.status())
     })
+}
+
+/// A GET of `url` sent and waited on from `on_status` of a polled GET of
+/// `url` on `client` is refused on the loop's thread (see
+/// [`assert_refused`]).
+fn assert_a_wait_in_on_status_is_refused(client: Client, url: String) {
+    let inner = waiting_for(&client, &url);
+    let outer = polled_with(client, url, inner.clone());
+    assert_refused(inner.take(), true, outer);
 }
 
 /// The inner wait, told on the loop's thread or not as `on_loop_thread`
@@ -280,9 +287,7 @@ fn a_wait_in_on_status_for_a_queued_request_on_a_single_loop_fails() {
         .build()
         .expect("client");
     let url = format!("http://{}/", server.addr());
-    let inner = waiting_for(&client, &url);
-    let outer = polled_with(client, url, inner.clone());
-    assert_refused(inner.take(), true, outer);
+    assert_a_wait_in_on_status_is_refused(client, url);
 }
 
 /// A resolver that keeps every lookup unanswered (so that none fails on
@@ -346,9 +351,7 @@ fn a_wait_in_on_status_for_a_stream_of_a_shared_connection_on_the_same_loop_fail
         .build()
         .expect("client");
     let url = server.url("/");
-    let inner = waiting_for(&client, &url);
-    let outer = polled_with(client, url, inner.clone());
-    assert_refused(inner.take(), true, outer);
+    assert_a_wait_in_on_status_is_refused(client, url);
 }
 
 /// From `on_status` on a loop's thread, a blocking wait for a request of

@@ -520,6 +520,12 @@ impl<W: Waiter, C: Pooled> Pool<W, C> {
     /// its last stream closes then, as an HTTP/1.1 connection offered back
     /// would be refused ([`offer`](Self::offer)).
     pub(crate) fn permit_wanted(&self, origin: &Route) -> bool {
+        // Without a total limit nobody waits for one (a host's limit is
+        // its own connections'): no lock, as every HTTP/2 connection asks
+        // this each time it goes idle.
+        if self.limits.max_connections.is_none() {
+            return false;
+        }
         let mut graves = Graves::new();
         let wanted = {
             let mut inner = lock(&self.inner);
