@@ -274,6 +274,9 @@ pub(crate) struct Conn {
     timers_armed: u32,
     /// What the HTTP/2 timer is armed for.
     h2_timer_deadline: Option<Instant>,
+    /// Whether a collected body has raised the socket's receive window
+    /// (see `h1::LOWAT_COLLECTED`): once a connection.
+    recv_window_raised: bool,
     /// The exchange it was opened for.
     opener: u64,
 }

@@ -149,6 +149,7 @@ pub(crate) fn connect(
             timer: None,
             timers_armed: 0,
             h2_timer_deadline: None,
+            recv_window_raised: false,
             opener: exchange.id,
         };
         // Published before `start_attempts` checks `is_done`, so an exchange
