@@ -66,7 +66,10 @@ impl ClientBuilder {
     /// Bound on the server's silence: the time between two reads (or
     /// between sending the request — or its head, while its body waits
     /// for `100 Continue` — and the first read; an answer whose head comes
-    /// before the request is all sent starts it at its head).
+    /// before the request is all sent starts it at its head; over HTTP/2,
+    /// one that comes whole then stops it, nothing being left to read, and
+    /// the upload goes on to its end, bounded by the
+    /// [write timeout](Self::write_timeout)).
     /// It runs only while the client has room for the body's bytes and
     /// waits for them (see [`body_window`](Self::body_window)). Default
     /// 60 s; zero disables it.
@@ -85,7 +88,10 @@ impl ClientBuilder {
     /// streamed body's source has nothing yet, nor while the body waits
     /// for `100 Continue`. A server that stops reading an upload fails it
     /// with [`Error::WriteTimeout`](crate::Error::WriteTimeout), though
-    /// the request timeout be off. Default 60 s; zero disables it.
+    /// the request timeout be off — but over HTTP/2 an answer that has come
+    /// whole before the upload's end stands: the upload alone stops
+    /// there, its stream reset (RFC 9113 §8.1: such an answer does not
+    /// depend on the rest). Default 60 s; zero disables it.
     pub fn write_timeout(mut self, timeout: Duration) -> Self {
         self.config.write_timeout = nonzero(timeout);
         self
