@@ -643,6 +643,44 @@ fn windows_set_past_what_http2_allows_are_taken_as_its_largest() {
     }
 }
 
+/// Receive windows too small to use are raised to 16 KiB: the client gives
+/// a window back as the body's reader takes its bytes, so with a stream
+/// window of 0 no byte of any body came, with a connection window of 0
+/// none past the first 64 KiB (HTTP/2's initial window, which `h2` never
+/// topped up to a target of 0), and with a window of 1 a byte a round
+/// trip — every response hung, or crawled, until its timeout. The bound
+/// is generous: 1 MiB on loopback takes milliseconds.
+#[test]
+fn receive_windows_too_small_to_use_are_raised_to_a_floor() {
+    const LEN: usize = 1 << 20;
+    let server = H2Server::start(|stream| stream_sevens(stream, LEN));
+    let windows = [
+        (Some(0), None),
+        (Some(1), None),
+        (None, Some(0)),
+        (None, Some(1)),
+        (Some(0), Some(0)),
+    ];
+    for (stream_window, connection_window) in windows {
+        let mut builder = h2c().request_timeout(CEILING);
+        if let Some(window) = stream_window {
+            builder = builder.http2_initial_stream_window_size(window);
+        }
+        if let Some(window) = connection_window {
+            builder = builder.http2_initial_connection_window_size(window);
+        }
+        let client = builder.build().unwrap();
+        let body = client
+            .get(server.url("/"))
+            .send()
+            .wait()
+            .and_then(|response| response.bytes().wait())
+            .unwrap_or_else(|e| panic!("windows {stream_window:?}, {connection_window:?}: {e}"));
+        assert_eq!(body.len(), LEN);
+        client.close();
+    }
+}
+
 #[test]
 fn a_server_that_stops_reading_an_upload_holds_the_pump_back() {
     let (seen_tx, seen_rx) = std::sync::mpsc::channel::<()>();

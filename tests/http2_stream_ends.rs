@@ -9,7 +9,12 @@
 //! * a server that answers before the upload is done and then resets the
 //!   stream with `NO_ERROR` (RFC 9113 §8.1) has its answer returned whole,
 //!   whether the upload's source ends in the very pass that reads those
-//!   frames or later, mid-way; the upload stops there;
+//!   frames, later, mid-way, or never; the upload stops there;
+//! * a server that answers whole before the upload is done, and does not
+//!   reset the stream, gets the rest of the upload: the exchange ends with
+//!   it — or, the answer standing, once the server has taken no more of it
+//!   for the write timeout, or when the body's reader goes (the stream then
+//!   reset with `CANCEL`);
 //! * an answer to HEAD, a 204 or a 304 is whole and empty whatever its
 //!   head declares or its DATA carries, and however many a connection
 //!   gets (`h2` resets such a 304's stream, and would end the connection
@@ -241,6 +246,40 @@ fn answering_mid_upload_then_resetting(
     answering(read_request_and_data, answer, keep_before_pong)
 }
 
+/// Answers an upload whole as soon as its head and some of its body have
+/// come — a short answer, within the body's window: the client has all of
+/// it at once — then reads on but never opens its window again (the rest
+/// of the upload waits on it), and says on the channel once the client has
+/// read the answer, and then the first reset the client sends (stream,
+/// code).
+fn answering_whole_then_awaiting_a_reset(
+) -> (RawH2Server, mpsc::Receiver<()>, mpsc::Receiver<(u32, u32)>) {
+    let (told, all_in) = mpsc::channel();
+    let (reset, reset_seen) = mpsc::channel();
+    let told = Mutex::new((told, reset));
+    let server = RawH2Server::start(move |mut conn| {
+        let id = read_request_and_data(&mut conn);
+        let mut out = frame(HEADERS, END_HEADERS, id, &[0x88]);
+        out.extend(frame(DATA, END_STREAM, id, b"early answer"));
+        out.extend(ping());
+        conn.send(&out);
+        let _ = until_pong(&mut conn);
+        let (told, reset) = {
+            let told = told.lock().unwrap();
+            (told.0.clone(), told.1.clone())
+        };
+        let _ = told.send(());
+        while let Some(frame) = conn.read_frame() {
+            if let Some(&first) = resets(&[frame]).first() {
+                let _ = reset.send(first);
+                break;
+            }
+        }
+        conn.drain(CEILING);
+    });
+    (server, all_in, reset_seen)
+}
+
 /// A body dropped when its end (`END_STREAM`, on its last DATA or on its
 /// trailers) has come, the rest still in `h2`'s buffer behind a full pipe:
 /// the exchange completed — the caller merely did not read it all — and
@@ -301,6 +340,14 @@ struct Gate {
     waker: Mutex<Option<Waker>>,
     /// The end was taken from it.
     end_taken: AtomicBool,
+    /// The client let go of the upload.
+    dropped: AtomicBool,
+}
+
+impl Drop for GatedUpload {
+    fn drop(&mut self) {
+        self.gate.dropped.store(true, Ordering::SeqCst);
+    }
 }
 
 /// A [`GatedUpload`] behind `gate`.
@@ -434,6 +481,220 @@ fn an_answer_reset_with_no_error_mid_upload_in_memory_is_returned_whole() {
         .expect("the client read the frames");
     assert_whole(response);
     assert_nothing_sent_after(client, server, &seen, false);
+}
+
+/// RFC 9113 §8.1: a server may answer whole before it has read the
+/// request, and a complete answer is no reason for the client to stop
+/// sending. The server (on the `h2` crate) answers at once, then reads the
+/// upload — well past its window, so most of it goes after the answer —
+/// and counts what came: all of it, in memory or streamed, with its length
+/// or without. (The stream leaving with its answer had `h2` reset it with
+/// `CANCEL`: the server read a fraction, then the reset.)
+#[test]
+fn an_answer_whole_before_the_upload_lets_the_upload_go_on_to_its_end() {
+    const LENGTH: usize = 1 << 20;
+    let (counted, counts) = mpsc::channel::<Result<usize, String>>();
+    let counted = Mutex::new(counted);
+    let server = H2Server::start(move |mut stream| {
+        let counted = counted.lock().unwrap().clone();
+        async move {
+            let head = http::Response::builder().status(200).body(()).unwrap();
+            if let Ok(mut send) = stream.respond.send_response(head, false) {
+                let _ = send.send_data(Bytes::from_static(b"early answer"), true);
+            }
+            let body = stream.request.body_mut();
+            let mut received = 0;
+            let outcome = loop {
+                match body.data().await {
+                    Some(Ok(data)) => {
+                        received += data.len();
+                        let _ = body.flow_control().release_capacity(data.len());
+                    }
+                    Some(Err(error)) => break Err(format!("after {received} bytes: {error}")),
+                    None => break Ok(received),
+                }
+            };
+            let _ = counted.send(outcome);
+        }
+    });
+    let uploads = [
+        ("in memory", Upload::from(vec![b'u'; LENGTH])),
+        (
+            "streamed with its length",
+            Upload::from_reader(
+                std::io::Read::take(std::io::repeat(b'r'), LENGTH as u64),
+                Some(LENGTH as u64),
+            ),
+        ),
+        (
+            "streamed",
+            Upload::from_reader(
+                std::io::Read::take(std::io::repeat(b's'), LENGTH as u64),
+                None,
+            ),
+        ),
+    ];
+    let client = h2c().build().unwrap();
+    for (kind, upload) in uploads {
+        let response = client.post(server.url("/")).body(upload).send().wait();
+        let response = answered(response);
+        match response.bytes().wait() {
+            Ok(body) => assert_eq!(body, "early answer", "{kind}"),
+            Err(error) => panic!("{kind}: {error:?}"),
+        }
+        let count = counts.recv_timeout(CEILING).expect("the server counted");
+        assert_eq!(count, Ok(LENGTH), "{kind}: the server got the whole upload");
+    }
+    client.close();
+}
+
+/// A complete answer, then `RST_STREAM(NO_ERROR)` (RFC 9113 §8.1), to an
+/// upload whose source has nothing more and never will: the answer is the
+/// response, whole and without error, and the upload stops there — its
+/// source let go, nothing more sent. (An exchange that waited for the
+/// upload's end, not seeing the reset, waited until its request timeout.)
+#[test]
+fn an_answer_reset_with_no_error_stops_an_upload_that_would_never_end() {
+    let (server, all_in, seen) = answering_mid_upload_then_resetting(false);
+    let recorder = Recorder::new();
+    let client = h2c().listener(recorder.clone()).build().unwrap();
+    // No waker kept: nothing will ever wake the upload.
+    let gate = Arc::new(Gate::default());
+    let response = client
+        .post(server.url("/"))
+        .body(gated_upload(&gate))
+        .send()
+        .wait();
+    let response = answered(response);
+    all_in
+        .recv_timeout(CEILING)
+        .expect("the client read the frames");
+    assert_whole(response);
+    assert_eq!(ended(&recorder), Ok(200));
+    assert!(
+        eventually(CEILING, || gate.dropped.load(Ordering::SeqCst)),
+        "the upload's source was let go"
+    );
+    assert!(!gate.end_taken.load(Ordering::SeqCst));
+    assert_nothing_sent_after(client, server, &seen, false);
+}
+
+/// A complete answer to an upload whose server then takes no more of it
+/// and says nothing (no reset, its window shut): for the write timeout the
+/// upload waits, then it stops — its stream reset with `CANCEL` — and the
+/// answer stands, as for a reset (it does not depend on the rest, RFC 9113
+/// §8.1), rather than the exchange waiting for its request timeout, or for
+/// ever.
+#[test]
+fn an_upload_the_server_stops_taking_after_its_whole_answer_stops_at_the_write_timeout() {
+    let (server, all_in, reset_seen) = answering_whole_then_awaiting_a_reset();
+    let recorder = Recorder::new();
+    let client = h2c()
+        .listener(recorder.clone())
+        .write_timeout(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    // 1 MiB: far past the server's 64 KiB window, which never opens.
+    let response = client
+        .post(server.url("/"))
+        .body(vec![b'u'; 1 << 20])
+        .send()
+        .wait();
+    let response = answered(response);
+    all_in
+        .recv_timeout(CEILING)
+        .expect("the client read the frames");
+    match response.bytes().wait() {
+        Ok(body) => assert_eq!(body, "early answer"),
+        Err(error) => panic!("the server's answer was lost: {error:?}"),
+    }
+    assert_eq!(ended(&recorder), Ok(200));
+    let reset = reset_seen.recv_timeout(CEILING);
+    assert_eq!(reset, Ok((1, 8)), "the stream is reset with CANCEL");
+    client.close();
+}
+
+/// A complete answer to an upload whose server takes no more of it: a
+/// reader that drops the body ends the exchange at once, complete (its
+/// answer came whole), and the stream is reset with `CANCEL` — nobody
+/// waits for the rest of the upload — rather than left to the write
+/// timeout.
+#[test]
+fn a_body_dropped_after_a_whole_answer_ends_the_upload_with_cancel() {
+    let (server, all_in, reset_seen) = answering_whole_then_awaiting_a_reset();
+    let recorder = Recorder::new();
+    let client = h2c().listener(recorder.clone()).build().unwrap();
+    let response = client
+        .post(server.url("/"))
+        .body(vec![b'u'; 1 << 20])
+        .send()
+        .wait();
+    let response = answered(response);
+    all_in
+        .recv_timeout(CEILING)
+        .expect("the client read the frames");
+    drop(response);
+    assert_eq!(ended(&recorder), Ok(200));
+    let reset = reset_seen.recv_timeout(CEILING);
+    assert_eq!(reset, Ok((1, 8)), "the stream is reset with CANCEL");
+    client.close();
+}
+
+/// A complete answer to an upload whose server takes no more of it, and
+/// the client closes: the exchange, waiting for its upload, fails with the
+/// close as any other — it does not hold the close up, nor outlive it.
+#[test]
+fn closing_the_client_ends_an_upload_going_on_after_its_whole_answer() {
+    let (server, all_in, _reset_seen) = answering_whole_then_awaiting_a_reset();
+    let recorder = Recorder::new();
+    let client = h2c().listener(recorder.clone()).build().unwrap();
+    let response = client
+        .post(server.url("/"))
+        .body(vec![b'u'; 1 << 20])
+        .send()
+        .wait();
+    let response = answered(response);
+    all_in
+        .recv_timeout(CEILING)
+        .expect("the client read the frames");
+    client.close();
+    match response.bytes().wait() {
+        Err(tickless::Error::ClientClosed) => {}
+        other => panic!("not the close: {other:?}"),
+    }
+    assert!(ended(&recorder).is_err(), "the exchange failed");
+}
+
+/// A complete answer to an upload, then the server closes the connection
+/// (no reset): the upload stops, and the answer, whole, is the response.
+/// (An answer within the body's window: one still in `h2`'s buffer behind
+/// a full pipe is lost — `h2` forgets the `END_STREAM` of a stream still
+/// sending when its connection ends.)
+#[test]
+fn a_whole_answer_stands_when_the_connection_closes_under_its_upload() {
+    let server = RawH2Server::start(move |mut conn| {
+        let id = read_request_and_data(&mut conn);
+        let mut out = frame(HEADERS, END_HEADERS, id, &[0x88]);
+        out.extend(frame(DATA, END_STREAM, id, b"early answer"));
+        out.extend(ping());
+        conn.send(&out);
+        let _ = until_pong(&mut conn);
+        let _ = conn.stream.shutdown(std::net::Shutdown::Both);
+    });
+    let recorder = Recorder::new();
+    let client = h2c().listener(recorder.clone()).build().unwrap();
+    let response = client
+        .post(server.url("/"))
+        .body(vec![b'u'; 1 << 20])
+        .send()
+        .wait();
+    let body = answered(response).bytes().wait();
+    match body {
+        Ok(body) => assert_eq!(body, "early answer"),
+        Err(error) => panic!("the server's answer was lost: {error:?}"),
+    }
+    assert_eq!(ended(&recorder), Ok(200));
+    client.close();
 }
 
 /// A head, one small DATA frame (an event of a stream of them), and then

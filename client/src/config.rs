@@ -34,6 +34,16 @@ pub(crate) const DEFAULT_HAPPY_EYEBALLS_DELAY: Duration = Duration::from_millis(
 /// together and reads their bodies in turn would hang on the first.
 pub(crate) const DEFAULT_HTTP2_CONNECTION_WINDOW: u32 = 1 << 30;
 
+/// The smallest HTTP/2 receive window (stream or connection) a caller may
+/// set: 16 KiB, one frame of the least `SETTINGS_MAX_FRAME_SIZE` every
+/// peer takes (RFC 9113 §4.2, §6.5.2). The client gives a window back
+/// as the body's reader takes its bytes: a window of 0 lets no byte come,
+/// ever (`h2` never sends a `WINDOW_UPDATE` to a connection whose target
+/// window is 0), and one of a few bytes has the server send its body in
+/// frames of that size, a round trip each — every response hangs or
+/// crawls. Below this a size is raised to it.
+pub(crate) const MIN_HTTP2_WINDOW: u32 = 16 * 1024;
+
 /// The largest HTTP/2 flow-control window (RFC 9113 §6.9.1): a larger
 /// `SETTINGS_INITIAL_WINDOW_SIZE` is a connection error to the server, and
 /// `h2` panics on a larger connection window.

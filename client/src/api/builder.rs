@@ -15,6 +15,16 @@ fn nonzero(d: Duration) -> Option<Duration> {
     (!d.is_zero()).then_some(d)
 }
 
+/// An HTTP/2 receive window as set: within what flow control can use
+/// (see [`MIN_HTTP2_WINDOW`](crate::config::MIN_HTTP2_WINDOW)) and what
+/// HTTP/2 allows.
+fn http2_window(size: u32) -> u32 {
+    size.clamp(
+        crate::config::MIN_HTTP2_WINDOW,
+        crate::config::MAX_HTTP2_WINDOW,
+    )
+}
+
 /// Builds a [`Client`](crate::Client).
 ///
 /// Durations set to zero mean "no timeout" (or "no limit") throughout.
@@ -56,7 +66,10 @@ impl ClientBuilder {
     /// Bound on the server's silence: the time between two reads (or
     /// between sending the request — or its head, while its body waits
     /// for `100 Continue` — and the first read; an answer whose head comes
-    /// before the request is all sent starts it at its head).
+    /// before the request is all sent starts it at its head; over HTTP/2,
+    /// one that comes whole then stops it, nothing being left to read, and
+    /// the upload goes on to its end, bounded by the
+    /// [write timeout](Self::write_timeout)).
     /// It runs only while the client has room for the body's bytes and
     /// waits for them (see [`body_window`](Self::body_window)). Default
     /// 60 s; zero disables it.
@@ -75,7 +88,10 @@ impl ClientBuilder {
     /// streamed body's source has nothing yet, nor while the body waits
     /// for `100 Continue`. A server that stops reading an upload fails it
     /// with [`Error::WriteTimeout`](crate::Error::WriteTimeout), though
-    /// the request timeout be off. Default 60 s; zero disables it.
+    /// the request timeout be off — but over HTTP/2 an answer that has come
+    /// whole before the upload's end stands: the upload alone stops
+    /// there, its stream reset (RFC 9113 §8.1: such an answer does not
+    /// depend on the rest). Default 60 s; zero disables it.
     pub fn write_timeout(mut self, timeout: Duration) -> Self {
         self.config.write_timeout = nonzero(timeout);
         self
@@ -543,10 +559,14 @@ impl ClientBuilder {
 
     /// The HTTP/2 flow-control window of each stream: what the server may
     /// send ahead of the body's reader, beyond the
-    /// [body window](Self::body_window). Default 256 KiB; at most
-    /// 2^31 - 1, the largest HTTP/2 allows (a larger size is taken as that).
+    /// [body window](Self::body_window). Default 256 KiB; at least 16 KiB
+    /// (a smaller size is taken as that: the window is given back as the
+    /// reader takes the body, so at 0 no byte of any response would ever
+    /// come, and a window of a few bytes has every body sent in frames of
+    /// that size, a round trip each); at most 2^31 - 1, the largest HTTP/2
+    /// allows (a larger size is taken as that).
     pub fn http2_initial_stream_window_size(mut self, size: u32) -> Self {
-        self.config.http2.initial_stream_window = size.min(crate::config::MAX_HTTP2_WINDOW);
+        self.config.http2.initial_stream_window = http2_window(size);
         self
     }
 
@@ -556,10 +576,14 @@ impl ClientBuilder {
     /// [stream window](Self::http2_initial_stream_window_size)). A window
     /// smaller than the streams you leave unread times their stream window
     /// lets those hold all of it: a body being read then gets no more until
-    /// they are read (a read timeout, or a hang without one). At most
-    /// 2^31 - 1, the largest HTTP/2 allows (a larger size is taken as that).
+    /// they are read (a read timeout, or a hang without one). At least
+    /// 16 KiB, as the [stream window](Self::http2_initial_stream_window_size)
+    /// (a smaller size is taken as that: at 0 the connection would take no
+    /// more once its first 64 KiB had come, at 1 a byte a round trip); at
+    /// most 2^31 - 1, the largest HTTP/2 allows (a larger size is taken as
+    /// that).
     pub fn http2_initial_connection_window_size(mut self, size: u32) -> Self {
-        self.config.http2.initial_connection_window = size.min(crate::config::MAX_HTTP2_WINDOW);
+        self.config.http2.initial_connection_window = http2_window(size);
         self
     }
 
@@ -768,6 +792,22 @@ mod tests {
 
     fn tick_of(builder: ClientBuilder) -> Duration {
         builder.config.wheel_tick()
+    }
+
+    #[test]
+    fn http2_windows_too_small_to_use_are_raised_to_the_floor() {
+        let builder = super::super::Client::builder;
+        let floor = crate::config::MIN_HTTP2_WINDOW;
+        for (size, taken) in [(0, floor), (1, floor), (floor - 1, floor), (floor, floor)] {
+            let config = builder()
+                .http2_initial_stream_window_size(size)
+                .http2_initial_connection_window_size(size)
+                .config;
+            assert_eq!(config.http2.initial_stream_window, taken, "{size}");
+            assert_eq!(config.http2.initial_connection_window, taken, "{size}");
+        }
+        let big = builder().http2_initial_stream_window_size(1 << 20).config;
+        assert_eq!(big.http2.initial_stream_window, 1 << 20);
     }
 
     #[test]

@@ -75,6 +75,20 @@
 //! [write timeout](crate::ClientBuilder::write_timeout) before the
 //! response's head, fails the stream ([`WriteStall`]).
 //!
+//! A response that comes whole before the request body is all sent (RFC
+//! 9113 §8.1 lets a server answer before it has read the request) does not
+//! stop the upload: the stream stays, its exchange's end held until the
+//! upload's — a stream that left then would have `h2` reset it with
+//! `CANCEL`, and the server would get none of the rest. The server stops
+//! the upload with `RST_STREAM(NO_ERROR)` (any reset, or the connection's
+//! end, does as well): the answer, whole, stands. Meanwhile nothing is
+//! left to read, so the read timeout is off; a server that takes no more
+//! of the body for the write timeout has the upload stopped with `CANCEL`,
+//! its answer standing as for a reset, and so has a reader that drops the
+//! body (nobody waits for the upload any more). The request timeout, a
+//! cancel, the client's closing abort the stream with `CANCEL` as any
+//! other, and the upload's own failure fails it ([`Recv::Ended`]).
+//!
 //! # Failures
 //!
 //! * `GOAWAY`: the connection takes no new stream and leaves the pool;
@@ -112,7 +126,7 @@
 //!   a server may answer before the body is all sent and then reset the
 //!   stream with `NO_ERROR` (RFC 9113 §8.1) — that answer, come whole, is
 //!   the response, even if the upload's source ends in the very pass that
-//!   reads the reset.
+//!   reads the reset, or never ends at all.
 //! * Any other reset or connection error fails the stream with
 //!   [`Error::Http2`] naming the error code, or [`Error::Io`].
 
@@ -249,6 +263,12 @@ pub(super) struct Http2 {
     /// [`TAKEN_RESETS_MAX`], the connection retires, as one past its time
     /// to live does, rather than have `h2` end it under its streams.
     taken_resets: usize,
+    /// The earliest time the upload of a stream answered whole may have
+    /// waited on the server's window for its write timeout
+    /// ([`Stream::upload_deadline`]): the connection's timer wakes its
+    /// sending streams then, each of which looks at its own. (One that has
+    /// left, or whose window came meanwhile, costs a spare wake-up.)
+    upload_deadline: Option<Instant>,
     /// A keep-alive PING is out since then.
     ping_sent: Option<Instant>,
     /// The server's departure has been probed (see
@@ -284,6 +304,15 @@ struct Stream {
     gathered: Gathered,
     /// Whether the body waits on the server's window.
     write_stall: WriteStall,
+    /// The last send found the rest of the body waiting on the server's
+    /// window (whether or not the write stall counted it then: see
+    /// [`Stream::send_body`]).
+    window_shut: bool,
+    /// Answered whole ([`Recv::Ended`]), the upload has waited on the
+    /// server's window since then (or since the window last let some go):
+    /// the write timeout after it, the upload stops (see
+    /// [`Stream::upload_deadline`]).
+    upload_stall: Option<Instant>,
     /// The response body's bytes so far, against `max_body_bytes`.
     body: BodyCount,
     /// The interim (1xx) heads so far, against `max_head_bytes`.
@@ -392,6 +421,15 @@ enum Recv {
     /// [`Stream::end_bodiless`]).
     Bodiless(RecvStream),
     Trailers(RecvStream),
+    /// The response has come whole (its trailers with it, if it had some)
+    /// before the request body was all sent: RFC 9113 §8.1 lets a server
+    /// answer a request it has not read whole, and that answer is no
+    /// reason for the client to stop sending. The exchange completes when
+    /// the upload ends, or when the server stops it — `RST_STREAM`
+    /// (`NO_ERROR`, as §8.1 has a server do), the connection's end, or no
+    /// window for the write timeout: the answer, whole, stands (see
+    /// [`Stream::answered`]).
+    Ended(Option<http::HeaderMap>),
     /// Between two of the above.
     Moving,
 }
@@ -583,6 +621,7 @@ impl Conn {
             idle_told: false,
             served: false,
             taken_resets: 0,
+            upload_deadline: None,
             ping_sent: None,
             probed: false,
             last_ping: now,
@@ -988,6 +1027,8 @@ impl Conn {
                             paused: false,
                             gathered: Gathered::default(),
                             write_stall: WriteStall::default(),
+                            window_shut: false,
+                            upload_stall: None,
                             body: BodyCount {
                                 limit: self.owner.env().config.limits.max_body_bytes,
                                 received: 0,
@@ -1151,6 +1192,9 @@ impl Conn {
                 continue;
             };
             let polled = stream.poll(now, info.as_ref(), &mut retry, goaway_error, &h2.io_ready);
+            if let Some(deadline) = stream.upload_deadline() {
+                h2.upload_deadline = Some(h2.upload_deadline.map_or(deadline, |d| d.min(deadline)));
+            }
             if let Polled::Gone = polled {
                 h2.served = true;
                 h2.taken_resets += usize::from(stream.took_reset);
@@ -1328,7 +1372,10 @@ impl Conn {
         let held = options.max_connections_per_origin > 1
             && h2.holds_waiting(options.max_concurrent_streams);
         let recheck = held.then(|| self.now() + HELD_RECHECK);
-        let next = [idle, ping, ttl, recheck].into_iter().flatten().min();
+        let next = [idle, ping, ttl, recheck, h2.upload_deadline]
+            .into_iter()
+            .flatten()
+            .min();
         if self.h2_timer_deadline != next {
             self.h2_timer_deadline = next;
             self.arm_timer(cx, H2_TIMER, next);
@@ -1380,6 +1427,15 @@ impl Conn {
         if ttl_over && !h2.going_away {
             // It closes once its last stream has ended (the drive below).
             self.went_away(Departure::Retired);
+        }
+        if let State::H2(h2) = &mut self.state {
+            if h2.upload_deadline.is_some_and(|deadline| now >= deadline) {
+                // The drive below polls the sending streams (the
+                // connection marked), which stop the uploads past their
+                // write timeout and give the next deadline.
+                h2.upload_deadline = None;
+                h2.conn_waker.wake_by_ref();
+            }
         }
         let State::H2(h2) = &mut self.state else {
             return;
@@ -1570,9 +1626,11 @@ impl Stream {
     /// The body's reader has gone. If the response has all come — its end
     /// received, what is left of it in `h2`'s buffer — the exchange has
     /// completed (the caller merely did not read it all): the rest is
-    /// discarded, and the stream, its answer ended, is not reset for it.
-    /// If not, nothing more is wanted: the stream is reset, and the
-    /// exchange cancelled.
+    /// discarded, and the stream, its answer ended, is not reset for it —
+    /// unless its upload is still going ([`Recv::Ended`]): nobody waits
+    /// for that any more, and the stream is reset to stop it. If not,
+    /// nothing more is wanted: the stream is reset, and the exchange
+    /// cancelled.
     fn reader_gone(&mut self, task: &mut Context<'_>) -> Polled {
         if let (Some(chunk), Recv::Body(body) | Recv::Trailers(body)) =
             (self.gathered.take(), &mut self.recv)
@@ -1583,6 +1641,9 @@ impl Stream {
             match self.next_buffered(task) {
                 Buffered::Data(data) => self.exchange.listener.on_body_part(data.len()),
                 Buffered::End(trailers) => {
+                    if self.out.is_sending() {
+                        self.send.send_reset(h2::Reason::CANCEL);
+                    }
                     self.exchange.complete(trailers);
                     return Polled::Gone;
                 }
@@ -1621,6 +1682,7 @@ impl Stream {
                 }
                 // Whole with its head.
                 Recv::Bodiless(_) => return Buffered::End(None),
+                Recv::Ended(trailers) => return Buffered::End(trailers.take()),
                 Recv::Head(_) | Recv::Moving => return Buffered::NotYet,
             }
         }
@@ -1629,8 +1691,9 @@ impl Stream {
     /// The stream of a response that has no body whatever its head declares
     /// (an answer to HEAD, a 204, a 304: [`has_no_body`]), as over
     /// HTTP/1.1: what DATA comes all the same is dropped (its window given
-    /// back) and the stream's end, however it comes, completes the
-    /// exchange. Its end may be an error: a 304 may declare the
+    /// back) and the stream's end, however it comes, is the answer's end
+    /// (returned true: the exchange completes, once its upload has ended —
+    /// see [`Stream::answered`]). Its end may be an error: a 304 may declare the
     /// `content-length` of what it stands for (RFC 9113 §8.1.1), and `h2`
     /// resets such a stream if its `END_STREAM` comes on a DATA frame
     /// rather than on its head (hypercorn ends every stream so), as it
@@ -1643,18 +1706,17 @@ impl Stream {
         took_reset: &mut bool,
         task: &mut Context<'_>,
         now: Instant,
-    ) -> Polled {
+    ) -> bool {
         loop {
             match body.poll_data(task) {
-                Poll::Pending => return Polled::Open,
+                Poll::Pending => return false,
                 Poll::Ready(Some(Ok(data))) => {
                     exchange.mark_read(now);
                     let _ = body.flow_control().release_capacity(data.len());
                 }
                 Poll::Ready(end) => {
                     *took_reset = matches!(end, Some(Err(error)) if error.is_library());
-                    exchange.complete(None);
-                    return Polled::Gone;
+                    return true;
                 }
             }
         }
@@ -1662,7 +1724,10 @@ impl Stream {
 
     /// Sends what the server's window takes of the request body, and
     /// tells the write stall whether the rest waits on the window (see
-    /// [`WriteStall`]).
+    /// [`WriteStall`]) — before the answer's head: after it the read
+    /// timeout bounds the server, which may have stopped reading on
+    /// purpose — or, once the answer is whole ([`Recv::Ended`]), the
+    /// stream's own bound on the upload ([`Stream::upload_deadline`]).
     fn send_body(
         &mut self,
         task: &mut Context<'_>,
@@ -1670,9 +1735,48 @@ impl Stream {
         info: Option<&crate::events::ConnectionInfo>,
     ) -> Result<(), Error> {
         let (waits, took) = self.send_what_fits(task, now, info)?;
+        self.window_shut = waits;
+        if matches!(self.recv, Recv::Ended(_)) {
+            self.upload_stall = match (waits, took) {
+                (false, _) => None,
+                (true, true) => Some(now),
+                (true, false) => self.upload_stall.or(Some(now)),
+            };
+        }
         let waits = waits && matches!(self.recv, Recv::Head(_));
         self.write_stall.step(&self.exchange, waits, took, || now);
         Ok(())
+    }
+
+    /// When the upload of a stream answered whole ([`Recv::Ended`]) stops
+    /// for want of the server's window (see [`upload_deadline`]).
+    fn upload_deadline(&self) -> Option<Instant> {
+        upload_deadline(self.upload_stall, &self.exchange)
+    }
+
+    /// The response has come whole, with `trailers` if it had some. With
+    /// the request whole too, the exchange completes: the stream, ended
+    /// both ways, leaves. If not, the answer waits for the upload's end
+    /// ([`Recv::Ended`]) — rather than the stream's leaving now, which
+    /// would have `h2` reset it with `CANCEL` and cut the upload short
+    /// (RFC 9113 §8.1: a complete answer is no reason to stop sending).
+    /// Nothing is left to read: the read timeout stops. A server that
+    /// takes no more of the body (its window shut) for the write timeout
+    /// has the upload stopped there, with `CANCEL`, and the answer stands —
+    /// it does not depend on the rest (RFC 9113 §8.1), and a server that
+    /// stops reading has said no more than one that resets with
+    /// `NO_ERROR`. The request timeout, a cancel, the client's closing and
+    /// the upload's own failure end the exchange as they would before the
+    /// answer's end. `Open` then.
+    fn answered(&mut self, trailers: Option<http::HeaderMap>, now: Instant) -> Polled {
+        if !self.out.is_sending() {
+            self.exchange.complete(trailers);
+            return Polled::Gone;
+        }
+        self.recv = Recv::Ended(trailers);
+        self.exchange.stop_read();
+        self.upload_stall = self.window_shut.then_some(now);
+        Polled::Open
     }
 
     /// [`send_body`](Self::send_body)'s sending: whether the rest waits on
@@ -1845,13 +1949,13 @@ impl Stream {
                     };
                 }
                 Recv::Bodiless(body) => {
-                    return Ok(Stream::end_bodiless(
-                        &self.exchange,
-                        body,
-                        &mut self.took_reset,
-                        task,
-                        now,
-                    ))
+                    if !Stream::end_bodiless(&self.exchange, body, &mut self.took_reset, task, now)
+                    {
+                        return Ok(Polled::Open);
+                    }
+                    if let Polled::Gone = self.answered(None, now) {
+                        return Ok(Polled::Gone);
+                    }
                 }
                 Recv::Body(body) => {
                     let pipe = self.exchange.body();
@@ -1929,7 +2033,35 @@ impl Stream {
                         Poll::Pending => return Ok(Polled::Open),
                         Poll::Ready(trailers) => trailers?,
                     };
-                    self.exchange.complete(trailers);
+                    if let Polled::Gone = self.answered(trailers, now) {
+                        return Ok(Polled::Gone);
+                    }
+                }
+                Recv::Ended(trailers) => {
+                    if self.out.is_sending() {
+                        if self.exchange.body().reader_gone() {
+                            return Ok(self.reader_gone(task));
+                        }
+                        let deadline = upload_deadline(self.upload_stall, &self.exchange);
+                        if deadline.is_some_and(|deadline| now >= deadline) {
+                            // The server has taken no more for the write
+                            // timeout: the upload stops, the answer stands.
+                            self.send.send_reset(h2::Reason::CANCEL);
+                            self.out = Outgoing::Stopped;
+                        }
+                        // The server stops the upload: a reset (RFC 9113
+                        // §8.1's `NO_ERROR`, or any other: the answer is
+                        // whole already), or the connection's end. Looked
+                        // for here, not only by the send: the upload's
+                        // source may have nothing to give for a long time.
+                        if self.send.poll_reset(task).is_ready() {
+                            self.out = Outgoing::Stopped;
+                        }
+                    }
+                    if self.out.is_sending() {
+                        return Ok(Polled::Open);
+                    }
+                    self.exchange.complete(trailers.take());
                     return Ok(Polled::Gone);
                 }
             }
@@ -1967,6 +2099,14 @@ fn push_last(body: &mut RecvStream, pipe: &Pipe, chunk: Option<Bytes>) {
         let _ = body.flow_control().release_capacity(chunk.len());
         pipe.push_last(chunk);
     }
+}
+
+/// When the upload of a stream answered whole stops for want of the
+/// server's window: the write timeout of `exchange` after `stall`, when it
+/// began waiting (or the window last let some go). `None` while it does
+/// not wait on the window, or with no write timeout.
+fn upload_deadline(stall: Option<Instant>, exchange: &Exchange) -> Option<Instant> {
+    deadline_after(stall?, exchange.write_timeout()?)
 }
 
 /// The request is out whole: the read timeout starts.
