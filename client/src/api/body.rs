@@ -2,7 +2,7 @@
 //! async ([`Body::chunk`], `http_body::Body`), or buffered whole
 //! ([`CollectBytes`], [`CollectText`]).
 
-use crate::error::Error;
+use crate::error::{Chain, Error};
 use crate::exchange::{Exchange, Pipe, Taken, Whole};
 use crate::policy::decode::Decoding;
 use bytes::{Buf, Bytes, BytesMut};
@@ -89,8 +89,9 @@ pub struct Body {
     raw_ended: bool,
     /// The end, decoded, has been handed out (or an error).
     ended: bool,
-    /// The error it ended with, as text: every read after it fails too —
-    /// a body cut short never reads as whole, however it is read again.
+    /// The error it ended with, as text with its causes: every read after
+    /// it fails too — a body cut short never reads as whole, however it is
+    /// read again.
     failed: Option<String>,
 }
 
@@ -207,7 +208,7 @@ impl Body {
     fn end<T>(&mut self, last: Result<T, Error>) -> Result<T, Error> {
         self.ended = true;
         if let Err(error) = &last {
-            self.failed = Some(error.to_string());
+            self.failed = Some(Chain(error).to_string());
         }
         last
     }
