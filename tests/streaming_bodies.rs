@@ -196,7 +196,49 @@ fn a_body_that_failed_fails_again_however_it_is_read_again() {
             text.contains("connection closed inside a Content-Length body"),
             "{text}"
         );
+        // Of the first's kind: still a body cut short, not `Other`.
+        assert_eq!(
+            error.kind(),
+            std::io::ErrorKind::UnexpectedEof,
+            "{read_again}: {text}"
+        );
     }
+    client.close();
+}
+
+#[test]
+fn a_read_retried_after_its_timeout_fails_for_good_and_does_not_spin() {
+    // A caller that reads again on `TimedOut`, as a socket with a read
+    // timeout invites, meets it once: the body's timeout ended its
+    // exchange, and the read after it fails as the end of a failed body,
+    // `Other`, its source naming the timeout.
+    let silent = TestServer::start(Behaviour::SendThenStall(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nsome".to_vec(),
+    ));
+    let client = builder(false)
+        .read_timeout(Duration::from_millis(200))
+        .build()
+        .unwrap();
+    let mut response = client.get(silent.url("/")).send().wait().unwrap();
+    let body = response.body_mut();
+    let mut buf = [0; 16];
+    let mut got = 0;
+    let mut timeouts = 0;
+    let error = loop {
+        match body.read(&mut buf) {
+            Ok(0) => panic!("a body that timed out has no end"),
+            Ok(n) => got += n,
+            Err(error) if error.kind() == std::io::ErrorKind::TimedOut => {
+                timeouts += 1;
+                assert!(timeouts < 10, "a retry on TimedOut spins");
+            }
+            Err(error) => break error,
+        }
+    };
+    assert_eq!((got, timeouts), (4, 1));
+    assert_eq!(error.kind(), std::io::ErrorKind::Other);
+    let text = chain_text(&error);
+    assert!(text.contains("failed earlier: Read timeout to "), "{text}");
     client.close();
 }
 
