@@ -11,6 +11,10 @@
 //! removed once counted. The request timeout is off (a download takes as long as it takes); the
 //! read timeout (5 s) catches a server that stops sending.
 
+#[path = "common/causes.rs"]
+mod causes;
+
+use causes::with_causes;
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::process::ExitCode;
@@ -59,7 +63,7 @@ fn main() -> ExitCode {
     match run(url, mib, output) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("download: {error}");
+            eprintln!("download: {}", with_causes(&*error));
             ExitCode::from(1)
         }
     }

@@ -105,6 +105,10 @@
 //! Exits 0 on any response (whatever its status), 1 if the request failed
 //! (the error goes to stderr), 2 on bad arguments (usage goes to stderr).
 
+#[path = "common/causes.rs"]
+mod causes;
+
+use causes::with_causes;
 use std::io::{Read, Write};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -716,23 +720,6 @@ impl<W: Write> Write for Named<W> {
 
 fn named(what: &str, error: std::io::Error) -> std::io::Error {
     std::io::Error::new(error.kind(), format!("{what}: {error}"))
-}
-
-/// `error`'s message, then each of its causes the message does not already
-/// say: "cannot encode the request: …", where the error alone says
-/// "cannot encode the request", but "invalid URI "http://a b/": invalid
-/// uri character" once, as the error says it.
-fn with_causes(error: &dyn std::error::Error) -> String {
-    let mut message = error.to_string();
-    let mut cause = error.source();
-    while let Some(next) = cause {
-        let said = next.to_string();
-        if !message.contains(&said) {
-            message = format!("{message}: {said}");
-        }
-        cause = next.source();
-    }
-    message
 }
 
 /// The version as a status line shows it: `HTTP/1.1`, `HTTP/2`.

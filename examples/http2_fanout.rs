@@ -11,6 +11,10 @@
 //! The client reaches the cleartext server with prior knowledge
 //! (`http2_prior_knowledge`); over TLS, ALPN would pick HTTP/2 by itself.
 
+#[path = "common/causes.rs"]
+mod causes;
+
+use causes::with_causes;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -66,7 +70,7 @@ fn main() -> ExitCode {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
         Err(error) => {
-            eprintln!("http2_fanout: {error}");
+            eprintln!("http2_fanout: {}", with_causes(&*error));
             ExitCode::from(1)
         }
     }

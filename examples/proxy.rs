@@ -13,6 +13,10 @@
 //! ignored here so that the example shows its own proxy; a client built
 //! without `.proxy(…)` or `.no_proxy()` honours it.
 
+#[path = "common/causes.rs"]
+mod causes;
+
+use causes::with_causes;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -31,7 +35,7 @@ fn main() -> ExitCode {
     match run(proxy, url) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("proxy: {error}");
+            eprintln!("proxy: {}", with_causes(&*error));
             ExitCode::from(1)
         }
     }

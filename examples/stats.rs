@@ -10,9 +10,13 @@
 //! cargo run --release --example stats -- --seconds 10 --threads 8
 //! ```
 
+#[path = "common/causes.rs"]
+mod causes;
+
 #[path = "common/echo_server.rs"]
 mod echo_server;
 
+use causes::with_causes;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -35,7 +39,7 @@ fn main() -> ExitCode {
     match run(seconds, threads) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("stats: {error}");
+            eprintln!("stats: {}", with_causes(&*error));
             ExitCode::from(1)
         }
     }

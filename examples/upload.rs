@@ -12,6 +12,10 @@
 //! `Content-Length`, from a pump thread of its own, never more than a
 //! window ahead of the socket.
 
+#[path = "common/causes.rs"]
+mod causes;
+
+use causes::with_causes;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::process::ExitCode;
@@ -64,7 +68,7 @@ fn main() -> ExitCode {
     match run(url, mib, file) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("upload: {error}");
+            eprintln!("upload: {}", with_causes(&*error));
             ExitCode::from(1)
         }
     }

@@ -483,10 +483,11 @@ fn invalid_input_fails_with_invalid_request_and_no_panic() {
     client.close();
 }
 
-/// The message of the error `future` fails with at once.
+/// The message of the error `future` fails with at once, with its causes
+/// (the parser's reason is the source).
 fn invalid_message(future: tickless::ResponseFuture) -> String {
     assert!(future.is_done(), "invalid input must fail at once");
-    future.wait().unwrap_err().to_string()
+    chain_text(&future.wait().unwrap_err())
 }
 
 #[test]

@@ -202,7 +202,7 @@ fn a_switch_to_the_protocol_the_caller_asked_for_fails_as_unsupported() {
         ),
         other => panic!("expected a protocol error, got {other:?}"),
     }
-    let message = error.to_string();
+    let message = chain_text(&error);
     assert!(message.contains("upgrades are not supported"), "{message}");
     assert!(!message.contains("no upgrade was requested"), "{message}");
     assert_eq!(

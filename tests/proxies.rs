@@ -109,7 +109,7 @@ fn connect_without_credentials_is_a_407_naming_the_proxy() {
         .build()
         .unwrap();
     let error = client.get(tls.url("/x")).send().wait().unwrap_err();
-    let message = error.to_string();
+    let message = chain_text(&error);
     let (named, target, source) = proxy_error(error);
     assert_eq!(named, proxy.url());
     assert_eq!(target, tls.addr().to_string());
@@ -210,7 +210,7 @@ fn a_connect_answered_403_is_a_typed_error_naming_the_proxy_and_its_answer() {
         .send()
         .wait()
         .unwrap_err();
-    let message = error.to_string();
+    let message = chain_text(&error);
     let (named, target, source) = proxy_error(error);
     assert_eq!(named, url);
     assert_eq!(target, "origin.invalid:8443");
@@ -252,7 +252,7 @@ fn a_socks_failure_reply_is_a_typed_error_naming_the_proxy() {
         .send()
         .wait()
         .unwrap_err();
-    let message = error.to_string();
+    let message = chain_text(&error);
     let (named, target, source) = proxy_error(error);
     assert_eq!(named, url);
     assert_eq!(target, "unreachable.invalid:80");
@@ -421,7 +421,7 @@ fn a_proxy_whose_name_does_not_resolve_is_named_not_the_origin() {
             .send()
             .wait()
             .unwrap_err();
-        let message = error.to_string();
+        let message = chain_text(&error);
         let (named, target, source) = proxy_error(error);
         assert_eq!(named, url);
         assert_eq!(target, "origin.invalid:80");

@@ -326,9 +326,18 @@ fn what_is_retried_depends_on_whether_the_request_reached_the_server() {
         Error::Retried { attempts } => {
             assert_eq!(attempts.len(), 3);
             assert!(attempts.iter().all(|e| matches!(e, Error::Connect { .. })));
+            // Its message names the earlier attempts with their causes;
+            // the last is its source.
+            let text = chain_text(&error);
             assert!(
-                error.to_string().starts_with("3 attempts failed: 1) "),
-                "{error}"
+                text.starts_with("3 attempts failed (earlier: 1) connect to "),
+                "{text}"
+            );
+            assert!(text.contains("; 2) connect to "), "{text}");
+            let last = std::error::Error::source(&error).expect("the last attempt");
+            assert!(
+                matches!(last.downcast_ref::<Error>(), Some(Error::Connect { .. })),
+                "{last:?}"
             );
         }
         other => panic!("{other:?}"),
@@ -1279,7 +1288,10 @@ fn a_retried_request_one_attempt_of_which_may_have_been_processed_says_nothing_i
     assert_eq!(streams.load(Ordering::SeqCst), 3);
     assert!(!error.is_unprocessed(), "{error}");
     assert!(!attempts.iter().any(Error::is_unprocessed), "{error:?}");
-    assert!(!error.to_string().contains("safe to send again"), "{error}");
+    assert!(
+        !chain_text(&error).contains("safe to send again"),
+        "{error}"
+    );
     client.close();
 }
 

@@ -189,8 +189,56 @@ fn a_body_that_failed_fails_again_however_it_is_read_again() {
                 .map_err(std::io::Error::from),
         };
         let error = again.expect_err(read_again);
-        assert!(error.to_string().contains("failed earlier"), "{error}");
+        // The source says so, and what the first failure was.
+        let text = chain_text(&error);
+        assert!(text.contains("failed earlier"), "{text}");
+        assert!(
+            text.contains("connection closed inside a Content-Length body"),
+            "{text}"
+        );
+        // Of the first's kind: still a body cut short, not `Other`.
+        assert_eq!(
+            error.kind(),
+            std::io::ErrorKind::UnexpectedEof,
+            "{read_again}: {text}"
+        );
     }
+    client.close();
+}
+
+#[test]
+fn a_read_retried_after_its_timeout_fails_for_good_and_does_not_spin() {
+    // A caller that reads again on `TimedOut`, as a socket with a read
+    // timeout invites, meets it once: the body's timeout ended its
+    // exchange, and the read after it fails as the end of a failed body,
+    // `Other`, its source naming the timeout.
+    let silent = TestServer::start(Behaviour::SendThenStall(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nsome".to_vec(),
+    ));
+    let client = builder(false)
+        .read_timeout(Duration::from_millis(200))
+        .build()
+        .unwrap();
+    let mut response = client.get(silent.url("/")).send().wait().unwrap();
+    let body = response.body_mut();
+    let mut buf = [0; 16];
+    let mut got = 0;
+    let mut timeouts = 0;
+    let error = loop {
+        match body.read(&mut buf) {
+            Ok(0) => panic!("a body that timed out has no end"),
+            Ok(n) => got += n,
+            Err(error) if error.kind() == std::io::ErrorKind::TimedOut => {
+                timeouts += 1;
+                assert!(timeouts < 10, "a retry on TimedOut spins");
+            }
+            Err(error) => break error,
+        }
+    };
+    assert_eq!((got, timeouts), (4, 1));
+    assert_eq!(error.kind(), std::io::ErrorKind::Other);
+    let text = chain_text(&error);
+    assert!(text.contains("failed earlier: Read timeout to "), "{text}");
     client.close();
 }
 

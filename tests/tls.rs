@@ -411,7 +411,7 @@ fn a_close_without_close_notify_mid_body_is_an_error() {
         }
         other => panic!("expected an I/O error, got {other:?}"),
     }
-    assert!(error.to_string().contains("close_notify"), "{error}");
+    assert!(chain_text(&error).contains("close_notify"), "{error}");
     client.close();
 }
 

@@ -11,7 +11,7 @@
 //! The timeouts that fire are events of their own (in `exchange`), with
 //! their kind, where they ran (the wheel or a loop) and how late.
 
-use crate::error::Error;
+use crate::error::{retried_text, Chain, Error};
 use crate::events::{ConnectionInfo, EventListener, RequestInfo};
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -47,17 +47,38 @@ impl std::fmt::Display for SpanUri<'_> {
     }
 }
 
-/// An error as the log shows it: as it displays, but for the URL of a
-/// status (the reason of a retry), which goes as a [`SpanUri`] — its query
-/// may hold secrets there too.
+/// An error as the log shows it: with each of its causes, as `anyhow`'s
+/// `{:#}` shows it (a message says its own level only, see
+/// [`Error`]), and the URL of a status — the reason of a retry, an attempt
+/// of a retried request — as a [`SpanUri`]: its query may hold secrets
+/// there too.
 struct LoggedError<'a>(&'a Error);
 
 impl std::fmt::Display for LoggedError<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.0 {
-            Error::Status { status, url } => write!(f, "{} answered {status}", SpanUri(url)),
-            error => error.fmt(f),
+        logged_level(self.0, f)?;
+        let mut cause = std::error::Error::source(self.0);
+        while let Some(error) = cause {
+            f.write_str(": ")?;
+            match error.downcast_ref::<Error>() {
+                Some(error) => logged_level(error, f)?,
+                None => write!(f, "{error}")?,
+            }
+            cause = error.source();
         }
+        Ok(())
+    }
+}
+
+/// One level of a [`LoggedError`]: the error's own message, a status's URL
+/// and a retried request's earlier attempts as the log shows them.
+fn logged_level(error: &Error, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    match error {
+        Error::Status { status, url } => write!(f, "{} answered {status}", SpanUri(url)),
+        Error::Retried { attempts } => f.write_str(&retried_text(attempts, |attempt| {
+            LoggedError(attempt).to_string()
+        })),
+        error => std::fmt::Display::fmt(error, f),
     }
 }
 
@@ -83,7 +104,7 @@ impl EventListener for Traced {
         remote: SocketAddr,
         error: &std::io::Error,
     ) {
-        debug!(parent: &self.span, %remote, %error, "connect failed");
+        debug!(parent: &self.span, %remote, error = %Chain(error), "connect failed");
     }
     fn on_tls_handshake_success(
         &self,
@@ -100,7 +121,7 @@ impl EventListener for Traced {
         connection: &ConnectionInfo,
         error: &Error,
     ) {
-        debug!(parent: &self.span, connection = connection.id, %error, "TLS handshake failed");
+        debug!(parent: &self.span, connection = connection.id, error = %LoggedError(error), "TLS handshake failed");
     }
     fn on_connection_pooled(&self, _request: &RequestInfo, connection: &ConnectionInfo) {
         debug!(parent: &self.span, connection = connection.id, event_loop = connection.loop_index, "pooled connection reused");
@@ -136,7 +157,7 @@ impl EventListener for Traced {
         debug!(parent: &self.span, status = status.as_u16(), "completed");
     }
     fn on_failed(&self, _request: &RequestInfo, error: &Error) {
-        debug!(parent: &self.span, %error, timeout = error.is_timeout(), "failed");
+        debug!(parent: &self.span, error = %LoggedError(error), timeout = error.is_timeout(), "failed");
     }
     fn on_redirect(
         &self,
@@ -152,5 +173,41 @@ impl EventListener for Traced {
     }
     fn on_hedge(&self, _request: &RequestInfo, copy: u32) {
         debug!(parent: &self.span, copy, "hedged copy sent");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_logged_error_tells_its_causes_once_and_no_query() {
+        let busy = || Error::Status {
+            status: http::StatusCode::SERVICE_UNAVAILABLE,
+            url: http::Uri::from_static("http://a/busy?sig=secret"),
+        };
+        let reset = Error::Io {
+            remote: "a/1.2.3.4:80".into(),
+            source: std::io::ErrorKind::ConnectionReset.into(),
+        };
+        let reset_text = std::io::Error::from(std::io::ErrorKind::ConnectionReset).to_string();
+        // A status retried, then a failure: the request's failure names
+        // the status's URL without its query, as the retry's reason does.
+        let retried = Error::Retried {
+            attempts: vec![busy(), reset],
+        };
+        assert_eq!(
+            LoggedError(&retried).to_string(),
+            format!(
+                "2 attempts failed (earlier: 1) http://a/busy answered 503 Service Unavailable): \
+                 I/O error with a/1.2.3.4:80: {reset_text}"
+            )
+        );
+        let last_a_status = Error::Retried {
+            attempts: vec![busy(), busy()],
+        };
+        let text = LoggedError(&last_a_status).to_string();
+        assert!(!text.contains("secret"), "{text}");
+        assert_eq!(text.matches("http://a/busy answered").count(), 2, "{text}");
     }
 }

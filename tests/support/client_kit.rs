@@ -37,7 +37,8 @@ pub enum Event {
     GoAway(ConnectionInfo, u32),
     /// The status that redirected, from where, to where.
     Redirect(http::StatusCode, String, String),
-    /// The attempt that starts, after what delay, and why (`Display`).
+    /// The attempt that starts, after what delay, and why (its message
+    /// with its causes, [`chain_text`]).
     Retry(u32, Duration, String),
     /// The hedged copy sent.
     Hedge(u32),
@@ -224,11 +225,24 @@ impl EventListener for Recorder {
         delay: Duration,
         reason: &tickless::Error,
     ) {
-        self.push(Event::Retry(attempt, delay, reason.to_string()));
+        self.push(Event::Retry(attempt, delay, chain_text(reason)));
     }
     fn on_hedge(&self, _request: &tickless::RequestInfo, copy: u32) {
         self.push(Event::Hedge(copy));
     }
+}
+
+/// `error`'s message and each of its causes, `: `-separated, as `anyhow`'s
+/// `{:#}` shows it: what the tests assert a message by, since each error's
+/// `Display` says its own level only and leaves its cause to `source()`.
+pub fn chain_text(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(next) = cause {
+        text = format!("{text}: {next}");
+        cause = next.source();
+    }
+    text
 }
 
 /// A client with two loops and a [`Recorder`] as its listener, the set-up

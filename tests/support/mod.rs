@@ -33,8 +33,8 @@ pub mod real;
 pub mod tls;
 
 pub use client_kit::{
-    assert_close_ends, assert_on_time, assert_settles, eventually, fails_on_time, recorded_client,
-    untimed_client, within, Event, HoldingListener, Recorder,
+    assert_close_ends, assert_on_time, assert_settles, chain_text, eventually, fails_on_time,
+    recorded_client, untimed_client, within, Event, HoldingListener, Recorder,
 };
 pub use exec::{block_on, block_on_counting, example_binary, BlockOnStats};
 pub use http::{

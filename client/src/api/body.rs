@@ -2,7 +2,7 @@
 //! async ([`Body::chunk`], `http_body::Body`), or buffered whole
 //! ([`CollectBytes`], [`CollectText`]).
 
-use crate::error::Error;
+use crate::error::{io_kind, Chain, Error};
 use crate::exchange::{Exchange, Pipe, Taken, Whole};
 use crate::policy::decode::Decoding;
 use bytes::{Buf, Bytes, BytesMut};
@@ -32,8 +32,11 @@ use std::task::{Context, Poll};
 /// must stop at the first. Read as a `std::io::Read`, its error is an
 /// `io::Error` holding the [`Error`] (`get_ref`), of kind `UnexpectedEof`
 /// for a body cut short, `TimedOut` for a timeout, `InvalidData` for one
-/// that breaks the framing or its content coding. Trailers, if the
-/// response had any, are there once the body has ended ([`trailers`](Self::trailers)).
+/// that breaks the framing or its content coding; a read after the failure
+/// fails again with the first's kind, but for a timeout's, which comes
+/// again as `Other` so that a loop reading again on `TimedOut` ends (see
+/// the `Read` impl). Trailers, if the response had any, are there once the
+/// body has ended ([`trailers`](Self::trailers)).
 ///
 /// **Dropping** a body before its end frees what it buffered at once. A
 /// body that has arrived whole by then (anything within the window,
@@ -89,9 +92,39 @@ pub struct Body {
     raw_ended: bool,
     /// The end, decoded, has been handed out (or an error).
     ended: bool,
-    /// The error it ended with, as text: every read after it fails too —
-    /// a body cut short never reads as whole, however it is read again.
-    failed: Option<String>,
+    /// How it failed, if it did: every read after it fails too — a body
+    /// cut short never reads as whole, however it is read again.
+    failed: Option<Failure>,
+}
+
+/// What a body that failed keeps of its error for the reads after it: the
+/// error itself went to the caller of the read that met it.
+struct Failure {
+    /// The `io::ErrorKind` every later read fails with: the first error's,
+    /// but for the kinds that ask for the same read again (see the `Read`
+    /// impl of [`Body`]).
+    kind: io::ErrorKind,
+    /// The first error with its causes.
+    first: String,
+}
+
+impl Failure {
+    fn of(error: &Error) -> Failure {
+        let kind = match io_kind(error) {
+            // A caller retries these (`read_to_end` an `Interrupted`, a
+            // poll loop a `WouldBlock`, many a `TimedOut`, as a socket
+            // with a read timeout invites): told again at once, and for
+            // ever, they would have it spin. Nothing more will come.
+            io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => {
+                io::ErrorKind::Other
+            }
+            kind => kind,
+        };
+        Failure {
+            kind,
+            first: Chain(error).to_string(),
+        }
+    }
 }
 
 impl Body {
@@ -136,9 +169,12 @@ impl Body {
     fn after_end(&self) -> Result<Option<Bytes>, Error> {
         match &self.failed {
             None => Ok(None),
-            Some(first) => Err(Error::Io {
+            Some(failure) => Err(Error::Io {
                 remote: self.exchange.remote_name(),
-                source: io::Error::other(format!("the body failed earlier: {first}")),
+                source: io::Error::new(
+                    failure.kind,
+                    format!("the body failed earlier: {}", failure.first),
+                ),
             }),
         }
     }
@@ -207,7 +243,7 @@ impl Body {
     fn end<T>(&mut self, last: Result<T, Error>) -> Result<T, Error> {
         self.ended = true;
         if let Err(error) = &last {
-            self.failed = Some(error.to_string());
+            self.failed = Some(Failure::of(error));
         }
         last
     }
@@ -236,6 +272,24 @@ impl Body {
     }
 }
 
+/// A read fails with an `io::Error` holding the [`Error`], of the kind
+/// `io::Error::from` gives it (`TimedOut` for a timeout, `UnexpectedEof`
+/// for a body cut short, …).
+///
+/// **After a failure** every read fails again, at once — never `Ok(0)`,
+/// which would make a body cut short look whole (hyper's body ends after
+/// its error, and reqwest's blocking `Read`, through `futures`'
+/// `IntoAsyncRead`, then reads `Ok(0)`; std's sockets do not remember an
+/// error at all). The error is an [`Error::Io`] whose source says `the body
+/// failed earlier:` and the first error with its causes, and its kind is
+/// the first's (`UnexpectedEof`, `InvalidData`, `ConnectionReset`, …) —
+/// but for the kinds that ask for the same read again, `TimedOut`,
+/// `WouldBlock` and `Interrupted`, which come again as `Other`: a body's
+/// timeout ends its exchange, unlike a socket's read timeout, so a loop
+/// that retries a read on `TimedOut` (or `read_to_end`, which retries
+/// `Interrupted`) would spin on an error told again at once. Only the read
+/// that met the failure says `TimedOut` ([`timeout_kind`](crate::timeout_kind)
+/// finds its kind there; a later one's source names it).
 impl io::Read for Body {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         if buf.is_empty() {

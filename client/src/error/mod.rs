@@ -66,7 +66,8 @@ impl Timeout {
 
 /// Why a request was refused before anything was sent. Where the error came
 /// from a parser (the URI, a header, the request encoder), it is kept as the
-/// [`source`](std::error::Error::source).
+/// [`source`](std::error::Error::source), and the message does not repeat it
+/// (see [`Error`], "Messages and their causes").
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum InvalidRequest {
@@ -82,8 +83,9 @@ pub enum InvalidRequest {
     #[error("URI {0:?} has a port out of range (0 to 65535)")]
     Port(String),
     /// The URI could not be parsed. Displays like `invalid URI
-    /// "http://a b/": invalid uri character`.
-    #[error("invalid URI {uri:?}: {source}")]
+    /// "http://a b/"`, its source what the parser said (`invalid uri
+    /// character`).
+    #[error("invalid URI {uri:?}")]
     Uri {
         /// The URI as given, its userinfo (`user:password@`), if any,
         /// shown as `***@`.
@@ -92,10 +94,10 @@ pub enum InvalidRequest {
         source: http::Error,
     },
     /// A header name or value is not valid HTTP. Displays like `invalid
-    /// header "X Bad": invalid HTTP header name`: the header is named,
-    /// and its value, which may be a secret (`Authorization`), never
-    /// shown.
-    #[error("invalid header {name:?}: {source}")]
+    /// header "X Bad"`, its source what was wrong (`invalid HTTP header
+    /// name`): the header is named, and its value, which may be a secret
+    /// (`Authorization`), never shown.
+    #[error("invalid header {name:?}")]
     Header {
         /// The header's name: as given if it is the name that is invalid,
         /// else as `http` keeps it (in lower case).
@@ -289,25 +291,47 @@ pub enum Http2Initiator {
 /// assert!(error.to_string().starts_with("Request timeout to "));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug, thiserror::Error)]
+///
+/// # Messages and their causes
+///
+/// Every error of the crate follows one rule, the Rust API guidelines'
+/// (C-GOOD-ERR) and the error-handling working group's: its `Display` says
+/// its own level only, and the error that caused it is its
+/// [`source`](std::error::Error::source) — never both, so that a chain
+/// walker (`anyhow`'s `{:#}`, a logger's `sources`) prints each cause once.
+/// A message alone is then short — `connect to localhost/127.0.0.1:1
+/// failed`, without the OS's `Connection refused` — and the chain says the
+/// rest:
+///
+/// ```
+/// let client = tickless_client::Client::new();
+/// let error = client.get("http://a b/").send().wait().unwrap_err();
+/// assert_eq!(error.to_string(), r#"invalid URI "http://a b/""#);
+/// let mut message = error.to_string();
+/// let mut cause = std::error::Error::source(&error);
+/// while let Some(next) = cause {
+///     message = format!("{message}: {next}");
+///     cause = next.source();
+/// }
+/// assert_eq!(message, r#"invalid URI "http://a b/": invalid uri character"#);
+/// ```
+///
+/// An [`Error::Retried`]'s source is its last attempt's error; the earlier
+/// attempts, which no chain holds, its message names with their causes.
+#[derive(Debug)]
 #[non_exhaustive]
 pub enum Error {
     /// The request deadline passed. Displays like `Request timeout to
     /// localhost/127.0.0.1:8080 after 20 ms`, as the other timeouts do.
-    #[error("{} to {} after {} ms", TimeoutKind::Request, .0.remote, .0.millis())]
     RequestTimeout(Timeout),
     /// The server was silent for longer than the read timeout.
-    #[error("{} to {} after {} ms", TimeoutKind::Read, .0.remote, .0.millis())]
     ReadTimeout(Timeout),
     /// The server took none of the request for longer than the write
     /// timeout (see [`ClientBuilder::write_timeout`](crate::ClientBuilder::write_timeout)).
-    #[error("{} to {} after {} ms", TimeoutKind::Write, .0.remote, .0.millis())]
     WriteTimeout(Timeout),
     /// No connection could be established within the connect timeout.
-    #[error("{} to {} after {} ms", TimeoutKind::Connect, .0.remote, .0.millis())]
     ConnectTimeout(Timeout),
     /// Every address of the host refused or failed the connection.
-    #[error("connect to {remote} failed: {source}")]
     Connect {
         /// The remote tried last.
         remote: String,
@@ -316,15 +340,14 @@ pub enum Error {
     },
     /// The TLS handshake did not finish within the handshake timeout (see
     /// [`ClientBuilder::handshake_timeout`](crate::ClientBuilder::handshake_timeout)).
-    #[error("TLS handshake timeout to {} after {} ms", .0.remote, .0.millis())]
     HandshakeTimeout(Timeout),
     /// The TLS handshake failed: the certificate was refused, or the
     /// server broke the protocol — or refused the client's certificate,
     /// which a TLS 1.3 server does only after the client has finished its
     /// side, so that its alert comes with the first read (reported here
     /// too, over HTTP/1.1 and HTTP/2). Displays like `TLS handshake with
-    /// example.com/1.2.3.4:443 failed: certificate name mismatch (…)`.
-    #[error("TLS handshake with {remote} failed: {kind} ({source})")]
+    /// example.com/1.2.3.4:443 failed: certificate name mismatch`, the
+    /// rustls error its source.
     #[cfg(feature = "rustls")]
     Tls {
         /// The server.
@@ -338,9 +361,9 @@ pub enum Error {
     /// refused the connection, answered `CONNECT` with a failure, or
     /// failed the SOCKS5 handshake. Displays
     /// like `proxy http://127.0.0.1:3128 failed the request to
-    /// example.com:443: CONNECT to example.com:443 answered 403 Forbidden`
-    /// (a proxy's credentials are never shown).
-    #[error("proxy {proxy} failed the request to {target}: {source}")]
+    /// example.com:443` (a proxy's credentials are never shown), its source
+    /// what the proxy did or said (`CONNECT to example.com:443 answered 403
+    /// Forbidden`).
     Proxy {
         /// The proxy, as `scheme://host:port`.
         proxy: String,
@@ -351,7 +374,6 @@ pub enum Error {
     },
     /// The origin's host name could not be resolved (a proxy's is an
     /// [`Error::Proxy`] with [`ProxyError::Resolve`]).
-    #[error("could not resolve {host}: {source}")]
     Resolve {
         /// The host name.
         host: String,
@@ -362,7 +384,6 @@ pub enum Error {
     /// HTTP/2, interim (1xx) heads past
     /// [`max_head_bytes`](crate::h1::Limits::max_head_bytes) in all
     /// ([`DecodeError::InterimResponsesTooLarge`], as over HTTP/1.1).
-    #[error("protocol error from {remote}: {source}")]
     Protocol {
         /// The server.
         remote: String,
@@ -375,10 +396,6 @@ pub enum Error {
     /// `HTTP/2 error from example.com/1.2.3.4:443: stream reset by the
     /// server with REFUSED_STREAM (not processed by the server: safe to
     /// send again)`, the last part when [`unprocessed`](Error::is_unprocessed).
-    #[error("HTTP/2 error from {remote}: {} by the {} with {reason}{}",
-        if *.connection { "connection ended" } else { "stream reset" },
-        match .initiator { Http2Initiator::Remote => "server", Http2Initiator::Local => "client" },
-        if *.unprocessed { " (not processed by the server: safe to send again)" } else { "" })]
     Http2 {
         /// The server.
         remote: String,
@@ -395,7 +412,6 @@ pub enum Error {
         unprocessed: bool,
     },
     /// The response body is larger than the configured limit.
-    #[error("response body from {remote} exceeds the limit of {limit} bytes")]
     BodyTooLarge {
         /// The server.
         remote: String,
@@ -405,16 +421,13 @@ pub enum Error {
     /// The request body could not be sent as given: its source (a
     /// `Read`, an async body) failed, or produced more or fewer bytes than
     /// the `Content-Length` it was sent with.
-    #[error("the request body failed: {source}")]
     RequestBody {
         /// What went wrong.
         source: Box<dyn StdError + Send + Sync>,
     },
     /// The caller cancelled the exchange (or dropped its future or body).
-    #[error("request cancelled")]
     Cancelled,
     /// The client was closed before the exchange ended.
-    #[error("the client is closed")]
     ClientClosed,
     /// A blocking wait — [`ResponseFuture::wait`](crate::ResponseFuture::wait),
     /// a blocking read of a [`Body`](crate::Body) — was called on a thread
@@ -435,13 +448,8 @@ pub enum Error {
     /// and drops it). See [`EventListener`](crate::EventListener),
     /// "Blocking, and calling back into the client", for which waits are
     /// refused, and which are not (the client cannot tell).
-    #[error(
-        "a blocking wait on the thread of the event loop it waits for would never end: \
-         poll the future or read the body asynchronously, or wait on another thread"
-    )]
     WouldDeadlock,
     /// The connection failed while the exchange was using it.
-    #[error("I/O error with {remote}: {source}")]
     Io {
         /// The server.
         remote: String,
@@ -449,11 +457,9 @@ pub enum Error {
         source: io::Error,
     },
     /// The request was refused before anything was sent.
-    #[error(transparent)]
-    InvalidRequest(#[from] InvalidRequest),
+    InvalidRequest(InvalidRequest),
     /// A redirect chain was stopped: too long, a loop, an `https` → `http`
     /// hop, or the redirect policy's own error.
-    #[error("redirect stopped after {}: {reason}", chain_text(.chain))]
     Redirect {
         /// Every URL of the chain, the first request's first, the one that
         /// was not followed last; none with its userinfo
@@ -461,13 +467,11 @@ pub enum Error {
         chain: Vec<http::Uri>,
         /// Why it stopped; also the [`source`](std::error::Error::source),
         /// whose own source is a custom policy's error.
-        #[source]
         reason: RedirectError,
     },
     /// A response body said it was encoded (`Content-Encoding`) and did not
     /// decode: corrupt, cut short, or followed by stray bytes. Its
     /// connection is let go at once, as when the body is dropped.
-    #[error("response body from {remote} does not decode: {source}")]
     Decode {
         /// The server.
         remote: String,
@@ -480,10 +484,6 @@ pub enum Error {
     /// refuses it, rather than handed over still encoded to a caller who
     /// asked for it decoded. Its connection is let go at once. With
     /// decompression off it comes as sent, `Content-Encoding` and all.
-    #[error(
-        "response from {remote} stacks {count} content codings (at most {max} are decoded)",
-        max = tickless_codings::MAX_CODINGS
-    )]
     TooManyCodings {
         /// The server.
         remote: String,
@@ -493,7 +493,6 @@ pub enum Error {
     /// The response's status is a client or server error, and
     /// [`Response::error_for_status`](crate::Response::error_for_status)
     /// was asked.
-    #[error("{url} answered {status}")]
     Status {
         /// The status.
         status: http::StatusCode,
@@ -502,16 +501,150 @@ pub enum Error {
     },
     /// Every attempt of a retried request failed: their errors, the first
     /// attempt's first and the one that ended it last (a status retried is
-    /// an [`Error::Status`]). Its timeout, if any, is the last one's.
-    #[error("{} attempts failed: {}", .attempts.len(), attempts_text(.attempts))]
+    /// an [`Error::Status`]). Its timeout, if any, is the last one's, and
+    /// so is its [`source`](std::error::Error::source): the last attempt's
+    /// error, with its own causes after it. The message names the earlier
+    /// attempts, each with its causes, since no source chain holds them:
+    /// `3 attempts failed (earlier: 1) I/O error with a/1.2.3.4:80:
+    /// connection reset; 2) …)`.
     Retried {
         /// Each attempt's error, in order.
         attempts: Vec<Error>,
     },
     /// A response body is not the JSON asked for ([`Response::json`](crate::Response::json)).
     #[cfg(feature = "json")]
-    #[error("JSON: {0}")]
-    Json(#[source] serde_json::Error),
+    Json(serde_json::Error),
+}
+
+impl fmt::Display for Error {
+    /// This level only: the cause, if any, is the
+    /// [`source`](StdError::source) (see "Messages and their causes").
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let timeout = |f: &mut fmt::Formatter<'_>, kind: TimeoutKind, t: &Timeout| {
+            write!(f, "{kind} to {} after {} ms", t.remote, t.millis())
+        };
+        match self {
+            Error::RequestTimeout(t) => timeout(f, TimeoutKind::Request, t),
+            Error::ReadTimeout(t) => timeout(f, TimeoutKind::Read, t),
+            Error::WriteTimeout(t) => timeout(f, TimeoutKind::Write, t),
+            Error::ConnectTimeout(t) => timeout(f, TimeoutKind::Connect, t),
+            Error::Connect { remote, .. } => write!(f, "connect to {remote} failed"),
+            // Not `TimeoutKind::Handshake`'s text: this one is TLS's.
+            Error::HandshakeTimeout(t) => write!(
+                f,
+                "TLS handshake timeout to {} after {} ms",
+                t.remote,
+                t.millis()
+            ),
+            #[cfg(feature = "rustls")]
+            Error::Tls { remote, kind, .. } => {
+                write!(f, "TLS handshake with {remote} failed: {kind}")
+            }
+            Error::Proxy { proxy, target, .. } => {
+                write!(f, "proxy {proxy} failed the request to {target}")
+            }
+            Error::Resolve { host, .. } => write!(f, "could not resolve {host}"),
+            Error::Protocol { remote, .. } => write!(f, "protocol error from {remote}"),
+            Error::Http2 {
+                remote,
+                reason,
+                initiator,
+                connection,
+                unprocessed,
+            } => write!(
+                f,
+                "HTTP/2 error from {remote}: {} by the {} with {reason}{}",
+                if *connection {
+                    "connection ended"
+                } else {
+                    "stream reset"
+                },
+                match initiator {
+                    Http2Initiator::Remote => "server",
+                    Http2Initiator::Local => "client",
+                },
+                if *unprocessed {
+                    " (not processed by the server: safe to send again)"
+                } else {
+                    ""
+                }
+            ),
+            Error::BodyTooLarge { remote, limit } => write!(
+                f,
+                "response body from {remote} exceeds the limit of {limit} bytes"
+            ),
+            Error::RequestBody { .. } => f.write_str("the request body failed"),
+            Error::Cancelled => f.write_str("request cancelled"),
+            Error::ClientClosed => f.write_str("the client is closed"),
+            Error::WouldDeadlock => f.write_str(
+                "a blocking wait on the thread of the event loop it waits for would never end: \
+                 poll the future or read the body asynchronously, or wait on another thread",
+            ),
+            Error::Io { remote, .. } => write!(f, "I/O error with {remote}"),
+            // Transparent: the invalid request's own message and source.
+            Error::InvalidRequest(invalid) => invalid.fmt(f),
+            Error::Redirect { chain, .. } => {
+                write!(f, "redirect stopped after {}", chain_text(chain))
+            }
+            Error::Decode { remote, .. } => {
+                write!(f, "response body from {remote} does not decode")
+            }
+            Error::TooManyCodings { remote, count } => write!(
+                f,
+                "response from {remote} stacks {count} content codings (at most {} are decoded)",
+                tickless_codings::MAX_CODINGS
+            ),
+            Error::Status { status, url } => write!(f, "{url} answered {status}"),
+            Error::Retried { attempts } => f.write_str(&retried_text(attempts, |attempt| {
+                Chain(attempt).to_string()
+            })),
+            #[cfg(feature = "json")]
+            Error::Json(_) => f.write_str("the response body does not parse as the JSON asked for"),
+        }
+    }
+}
+
+impl StdError for Error {
+    /// The error this one's message does not say: the parser's, the OS's,
+    /// the proxy's, the last attempt's; `None` for an error that is its
+    /// own cause (a timeout, a status, a cancel).
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        match self {
+            Error::Connect { source, .. }
+            | Error::Resolve { source, .. }
+            | Error::Io { source, .. } => Some(source),
+            #[cfg(feature = "rustls")]
+            Error::Tls { source, .. } => Some(source),
+            Error::Proxy { source, .. } => Some(source),
+            Error::Protocol { source, .. } => Some(source),
+            Error::RequestBody { source } => Some(source.as_ref()),
+            // Transparent, as its message is.
+            Error::InvalidRequest(invalid) => invalid.source(),
+            Error::Redirect { reason, .. } => Some(reason),
+            Error::Decode { source, .. } => Some(source),
+            Error::Retried { attempts } => attempts.last().map(|last| last as &dyn StdError),
+            #[cfg(feature = "json")]
+            Error::Json(source) => Some(source),
+            Error::RequestTimeout(_)
+            | Error::ReadTimeout(_)
+            | Error::WriteTimeout(_)
+            | Error::ConnectTimeout(_)
+            | Error::HandshakeTimeout(_)
+            | Error::Http2 { .. }
+            | Error::BodyTooLarge { .. }
+            | Error::Cancelled
+            | Error::ClientClosed
+            | Error::WouldDeadlock
+            | Error::TooManyCodings { .. }
+            | Error::Status { .. } => None,
+        }
+    }
+}
+
+impl From<InvalidRequest> for Error {
+    fn from(invalid: InvalidRequest) -> Error {
+        Error::InvalidRequest(invalid)
+    }
 }
 
 /// Why a redirect chain stopped with an error.
@@ -531,18 +664,50 @@ pub enum RedirectError {
     /// An `https` URL redirected to an `http` one, which the policy refuses.
     #[error("an https URL redirected to http")]
     Downgrade,
-    /// The custom policy's error.
-    #[error("the redirect policy refused: {0}")]
+    /// The custom policy's error (its
+    /// [`source`](std::error::Error::source)).
+    #[error("the redirect policy refused")]
     Policy(#[source] Box<dyn StdError + Send + Sync>),
 }
 
-fn attempts_text(attempts: &[Error]) -> String {
-    attempts
+/// `3 attempts failed (earlier: 1) …; 2) …)`: how many, and each attempt
+/// before the last as `each` tells it, with its causes — they are in no
+/// source chain. The last is the source, and not told here.
+pub(crate) fn retried_text(attempts: &[Error], each: impl Fn(&Error) -> String) -> String {
+    let count = match attempts.len() {
+        1 => "1 attempt failed".to_string(),
+        n => format!("{n} attempts failed"),
+    };
+    let Some((_last, earlier)) = attempts.split_last() else {
+        return count;
+    };
+    if earlier.is_empty() {
+        return count;
+    }
+    let earlier = earlier
         .iter()
         .enumerate()
-        .map(|(n, error)| format!("{}) {error}", n + 1))
+        .map(|(n, error)| format!("{}) {}", n + 1, each(error)))
         .collect::<Vec<_>>()
-        .join("; ")
+        .join("; ");
+    format!("{count} (earlier: {earlier})")
+}
+
+/// An error and each of its causes, `: `-separated, as `anyhow` shows one
+/// with `{:#}`: what a log line of the client's own needs, since a message
+/// says its own level only.
+pub(crate) struct Chain<'a>(pub(crate) &'a (dyn StdError + 'static));
+
+impl fmt::Display for Chain<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut cause = self.0.source();
+        while let Some(error) = cause {
+            write!(f, ": {error}")?;
+            cause = error.source();
+        }
+        Ok(())
+    }
 }
 
 fn chain_text(chain: &[http::Uri]) -> String {
@@ -722,7 +887,7 @@ impl From<Error> for io::Error {
 /// error's own kind for an I/O failure,
 /// `InvalidData` for a response that breaks HTTP or its content coding, and
 /// for a retried request, its last attempt's, as its timeout is.
-fn io_kind(error: &Error) -> io::ErrorKind {
+pub(crate) fn io_kind(error: &Error) -> io::ErrorKind {
     match error {
         e if e.is_timeout() => io::ErrorKind::TimedOut,
         Error::Retried { attempts } => attempts.last().map_or(io::ErrorKind::Other, io_kind),
@@ -846,9 +1011,224 @@ mod tests {
         let own = reason.source().expect("the policy's error is the reason's");
         assert!(own.downcast_ref::<Own>().is_some(), "{own:?}");
         assert_eq!(
-            error.to_string(),
-            "redirect stopped after http://a/: the redirect policy refused: the policy's own"
+            chain(&error),
+            [
+                "redirect stopped after http://a/",
+                "the redirect policy refused",
+                "the policy's own"
+            ]
         );
+    }
+
+    /// The message of `error` and of each of its causes, in order.
+    fn chain(error: &(dyn StdError + 'static)) -> Vec<String> {
+        let mut levels = vec![error.to_string()];
+        let mut cause = error.source();
+        while let Some(next) = cause {
+            levels.push(next.to_string());
+            cause = next.source();
+        }
+        levels
+    }
+
+    /// Asserts that no message of `error`'s chain says one of the causes
+    /// after it (what a chain walker would then print twice), and returns
+    /// the chain. (An earlier attempt of a retried request, which its
+    /// message names, may read as its last, the source, does: the tests
+    /// give them remotes of their own.)
+    fn told_once(error: &(dyn StdError + 'static)) -> Vec<String> {
+        let levels = chain(error);
+        for (n, level) in levels.iter().enumerate() {
+            for cause in &levels[n + 1..] {
+                assert!(
+                    !level.contains(cause.as_str()),
+                    "{level:?} repeats its cause {cause:?}: {levels:?}"
+                );
+            }
+        }
+        levels
+    }
+
+    #[test]
+    fn every_message_says_its_own_level_and_leaves_its_cause_to_the_source() {
+        let remote = || "example.com/1.2.3.4:443".to_string();
+        let proxy = |source| Error::Proxy {
+            proxy: "http://127.0.0.1:3128".into(),
+            target: "example.com:443".into(),
+            source,
+        };
+        let refused = || io::Error::from(io::ErrorKind::ConnectionRefused);
+        let refused_text = refused().to_string();
+        let timeout = Timeout {
+            remote: remote(),
+            duration: Duration::from_millis(20),
+        };
+        let cases: Vec<(Error, Vec<String>)> = vec![
+            (
+                proxy(ProxyError::Connect(refused())),
+                vec![
+                    "proxy http://127.0.0.1:3128 failed the request to example.com:443".into(),
+                    "the connection to the proxy failed".into(),
+                    refused_text.clone(),
+                ],
+            ),
+            (
+                proxy(ProxyError::ConnectTimeout(timeout.clone())),
+                vec![
+                    "proxy http://127.0.0.1:3128 failed the request to example.com:443".into(),
+                    "the connection to the proxy took longer than 20 ms".into(),
+                ],
+            ),
+            (
+                Error::Decode {
+                    remote: remote(),
+                    source: tickless_codings::DecodeError::Corrupt {
+                        coding: tickless_codings::Coding::Gzip,
+                        detail: "bad magic".into(),
+                    },
+                },
+                vec![
+                    "response body from example.com/1.2.3.4:443 does not decode".into(),
+                    "invalid gzip data: bad magic".into(),
+                ],
+            ),
+            (
+                Error::Protocol {
+                    remote: remote(),
+                    source: DecodeError::InvalidChunkSize,
+                },
+                vec![
+                    "protocol error from example.com/1.2.3.4:443".into(),
+                    "invalid chunk size line".into(),
+                ],
+            ),
+            (
+                Error::ReadTimeout(timeout.clone()),
+                vec!["Read timeout to example.com/1.2.3.4:443 after 20 ms".into()],
+            ),
+            (
+                Error::Redirect {
+                    chain: vec![
+                        http::Uri::from_static("http://a/"),
+                        http::Uri::from_static("http://a/"),
+                    ],
+                    reason: RedirectError::Loop,
+                },
+                vec![
+                    "redirect stopped after http://a/ -> http://a/".into(),
+                    "a redirect loop".into(),
+                ],
+            ),
+            (
+                Error::Connect {
+                    remote: remote(),
+                    source: refused(),
+                },
+                vec![
+                    "connect to example.com/1.2.3.4:443 failed".into(),
+                    refused_text.clone(),
+                ],
+            ),
+            (
+                Error::Retried {
+                    attempts: vec![
+                        Error::Connect {
+                            remote: remote(),
+                            source: refused(),
+                        },
+                        Error::ReadTimeout(timeout.clone()),
+                    ],
+                },
+                vec![
+                    format!(
+                        "2 attempts failed (earlier: 1) connect to example.com/1.2.3.4:443 \
+                         failed: {refused_text})"
+                    ),
+                    "Read timeout to example.com/1.2.3.4:443 after 20 ms".into(),
+                ],
+            ),
+        ];
+        for (error, expected) in cases {
+            assert_eq!(told_once(&error), expected, "{error:?}");
+            // Wrapped in an `io::Error` (a body read), the chain is the same.
+            assert_eq!(told_once(&io::Error::from(error)), expected);
+        }
+        let invalid = Error::from(InvalidRequest::Header {
+            name: "X Bad".into(),
+            source: http::header::HeaderName::from_bytes(b"X Bad")
+                .unwrap_err()
+                .into(),
+        });
+        assert_eq!(
+            told_once(&invalid),
+            [r#"invalid header "X Bad""#, "invalid HTTP header name"]
+        );
+    }
+
+    #[test]
+    #[cfg(feature = "rustls")]
+    fn a_tls_failure_says_why_once() {
+        let error = Error::tls(
+            "example.com/1.2.3.4:443".into(),
+            rustls::Error::InvalidCertificate(rustls::CertificateError::NotValidForName),
+        );
+        let rustls_text =
+            rustls::Error::InvalidCertificate(rustls::CertificateError::NotValidForName)
+                .to_string();
+        assert_eq!(
+            told_once(&error)[..2],
+            [
+                "TLS handshake with example.com/1.2.3.4:443 failed: certificate name mismatch"
+                    .to_string(),
+                rustls_text
+            ]
+        );
+    }
+
+    #[test]
+    fn a_retried_requests_source_is_its_last_attempt() {
+        let attempt = |kind: io::ErrorKind| Error::Io {
+            remote: format!("example.com/1.2.3.{}:80", kind as u8),
+            source: kind.into(),
+        };
+        let retried = Error::Retried {
+            attempts: vec![
+                attempt(io::ErrorKind::ConnectionReset),
+                attempt(io::ErrorKind::ConnectionAborted),
+                attempt(io::ErrorKind::ConnectionRefused),
+            ],
+        };
+        let last_remote = format!(
+            "example.com/1.2.3.{}:80",
+            io::ErrorKind::ConnectionRefused as u8
+        );
+        let last = retried.source().expect("the last attempt is the source");
+        let last = last.downcast_ref::<Error>().expect("a tickless error");
+        assert!(
+            matches!(last, Error::Io { source, .. } if source.kind() == io::ErrorKind::ConnectionRefused),
+            "{last:?}"
+        );
+        // Its message names the earlier ones, not the last (the source).
+        let levels = told_once(&retried);
+        let refused = io::Error::from(io::ErrorKind::ConnectionRefused).to_string();
+        assert!(
+            levels[0].starts_with("3 attempts failed (earlier: 1) "),
+            "{levels:?}"
+        );
+        assert!(!levels[0].contains(&refused), "{levels:?}");
+        assert_eq!(
+            levels[1..],
+            [format!("I/O error with {last_remote}"), refused]
+        );
+        // One attempt, or none: nothing earlier to name.
+        let once = Error::Retried {
+            attempts: vec![attempt(io::ErrorKind::ConnectionReset)],
+        };
+        assert_eq!(once.to_string(), "1 attempt failed");
+        assert!(once.source().is_some());
+        let none = Error::Retried { attempts: vec![] };
+        assert_eq!(none.to_string(), "0 attempts failed");
+        assert!(none.source().is_none());
     }
 
     #[test]
@@ -978,12 +1358,14 @@ mod tests {
             rustls::Error::InvalidCertificate(CertificateError::NotValidForName),
         );
         assert_eq!(error.tls_failure(), Some(TlsFailureKind::NameMismatch));
-        let message = error.to_string();
+        assert_eq!(
+            error.to_string(),
+            "TLS handshake with example.com/1.2.3.4:443 failed: certificate name mismatch"
+        );
+        let source = error.source().expect("the rustls error is the source");
         assert!(
-            message.starts_with(
-                "TLS handshake with example.com/1.2.3.4:443 failed: certificate name mismatch ("
-            ),
-            "{message}"
+            source.downcast_ref::<rustls::Error>().is_some(),
+            "{source:?}"
         );
         // A request whose last attempt met the certificate, after one that
         // could be retried (a reset), failed for the certificate.

@@ -7,18 +7,20 @@ use std::fmt;
 use std::io;
 
 /// What a proxy did or said that failed the request. Carried by
-/// [`Error::Proxy`](super::Error::Proxy), which names the proxy.
+/// [`Error::Proxy`](super::Error::Proxy), which names the proxy. An I/O
+/// failure is the [`source`](std::error::Error::source), not in the message
+/// (see [`Error`](super::Error), "Messages and their causes").
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ProxyError {
     /// The proxy's host name could not be resolved (the resolver's error).
     /// Not the origin's: that one, which the client resolves for a
     /// `socks5://` proxy, is [`Error::Resolve`](super::Error::Resolve).
-    #[error("could not resolve the proxy's host name: {0}")]
+    #[error("could not resolve the proxy's host name")]
     Resolve(#[source] io::Error),
     /// The TCP connect to the proxy failed (it refused the connection, or
     /// is unreachable).
-    #[error("the connection to the proxy failed: {0}")]
+    #[error("the connection to the proxy failed")]
     Connect(#[source] io::Error),
     /// No connection to the proxy could be made within the
     /// [connect timeout](crate::ClientBuilder::connect_timeout) (every
@@ -28,7 +30,7 @@ pub enum ProxyError {
     #[error("the connection to the proxy took longer than {} ms", .0.millis())]
     ConnectTimeout(super::Timeout),
     /// The connection to the proxy failed or closed during its handshake.
-    #[error("the proxy connection failed during its handshake: {0}")]
+    #[error("the proxy connection failed during its handshake")]
     Io(#[source] io::Error),
     /// The proxy answered CONNECT with `407 Proxy Authentication
     /// Required`: it wants credentials (in the proxy URL's userinfo), or

@@ -85,7 +85,10 @@ fn run(config: &Config) -> ExitCode {
         } else {
             match instruments::connect_floor(config.count) {
                 Ok(took) => notes.push(floor_note(config.count, took)),
-                Err(err) => eprintln!("tick-lag: the connect floor could not be measured: {err}"),
+                Err(err) => eprintln!(
+                    "tick-lag: the connect floor could not be measured: {}",
+                    with_causes(&err)
+                ),
             }
         }
     }
@@ -134,9 +137,10 @@ fn run(config: &Config) -> ExitCode {
                 }
                 Err(err) => {
                     eprintln!(
-                        "tick-lag: {} at {} ms failed: {err}",
+                        "tick-lag: {} at {} ms failed: {}",
                         instrument.name,
-                        deadline.as_millis()
+                        deadline.as_millis(),
+                        with_causes(&err)
                     );
                     failed = true;
                 }
@@ -196,4 +200,37 @@ fn emit(text: &str) -> bool {
         .write_all(text.as_bytes())
         .and_then(|()| stdout.flush())
         .is_ok()
+}
+
+/// `error`'s message, then each of its causes, `: `-separated: a tickless
+/// error (inside the `io::Error` an instrument fails with) says its own
+/// level only and leaves its cause to `source()`.
+fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut message = error.to_string();
+    let mut cause = error.source();
+    while let Some(next) = cause {
+        message = format!("{message}: {next}");
+        cause = next.source();
+    }
+    message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_causes;
+    use std::io;
+
+    #[test]
+    fn a_failure_is_told_with_its_causes() {
+        let refused = io::Error::from(io::ErrorKind::ConnectionRefused);
+        let refused_text = refused.to_string();
+        let failed = io::Error::other(tickless::Error::Connect {
+            remote: "127.0.0.1/127.0.0.1:1".into(),
+            source: refused,
+        });
+        assert_eq!(
+            with_causes(&failed),
+            format!("connect to 127.0.0.1/127.0.0.1:1 failed: {refused_text}")
+        );
+    }
 }

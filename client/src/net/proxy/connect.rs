@@ -45,7 +45,7 @@
 //!   is not reusable and should be closed.
 //! * Never panics, never blocks.
 
-use crate::error::ProxyError;
+use crate::error::{Chain, ProxyError};
 use std::fmt::Write as _;
 use std::net::Ipv6Addr;
 
@@ -95,9 +95,10 @@ pub(crate) enum ConnectError {
     /// The response head has more than [`MAX_HEADERS`] fields.
     #[error("proxy response has more than {MAX_HEADERS} header fields")]
     TooManyHeaders,
-    /// The response is not a valid HTTP/1.x response head.
-    #[error("malformed proxy response: {0}")]
-    Malformed(httparse::Error),
+    /// The response is not a valid HTTP/1.x response head (what the
+    /// parser said: the source).
+    #[error("malformed proxy response")]
+    Malformed(#[source] httparse::Error),
     /// The status code is outside 100..=999.
     #[error("malformed proxy response: invalid status code {0}")]
     InvalidStatus(u16),
@@ -122,7 +123,8 @@ impl ConnectError {
                 status,
                 reason,
             },
-            other => ProxyError::MalformedAnswer(other.to_string()),
+            // With its cause: the answer is text, a chain no more.
+            other => ProxyError::MalformedAnswer(Chain(&other).to_string()),
         }
     }
 }
@@ -555,6 +557,26 @@ mod tests {
             ConnectResponse::parse(b"HTTP/1.1 099 Low\r\n\r\n"),
             Err(ConnectError::InvalidStatus(99))
         );
+    }
+
+    #[test]
+    fn a_malformed_answer_says_the_parsers_reason_once() {
+        let error = ConnectResponse::parse(b"HTTP/2 200\r\n\r\n").unwrap_err();
+        let ConnectError::Malformed(parser) = &error else {
+            panic!("{error:?}");
+        };
+        let reason = parser.to_string();
+        // The parser's error is the source, not in the message too.
+        assert_eq!(error.to_string(), "malformed proxy response");
+        let source = std::error::Error::source(&error).map(ToString::to_string);
+        assert_eq!(source.as_deref(), Some(reason.as_str()));
+        // The request's error holds it as text: both, once each.
+        match error.into_proxy_error("example.com:443".into()) {
+            ProxyError::MalformedAnswer(text) => {
+                assert_eq!(text, format!("malformed proxy response: {reason}"))
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -57,12 +57,13 @@ use crate::error::ProxyUrlError;
 /// setting concerned is simply absent.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum EnvError {
-    /// The variable's value is not a usable proxy URL.
-    #[error("ignoring {variable}: {error}")]
+    /// The variable's value is not a usable proxy URL (why: the source).
+    #[error("ignoring {variable}")]
     Invalid {
         /// The variable's name, e.g. `"https_proxy"`.
         variable: &'static str,
         /// Why it was rejected (never contains credentials).
+        #[source]
         error: ProxyUrlError,
     },
     /// `HTTP_PROXY` was set in a CGI environment (`REQUEST_METHOD` set) and
@@ -323,9 +324,18 @@ mod tests {
                 },
             ]
         );
+        let first = &errors[0];
         assert_eq!(
-            errors[0].to_string(),
-            "ignoring http_proxy: unsupported proxy scheme \"https\" (supported: http, socks5, socks5h)"
+            (
+                first.to_string(),
+                std::error::Error::source(first).map(ToString::to_string)
+            ),
+            (
+                "ignoring http_proxy".to_string(),
+                Some(
+                    "unsupported proxy scheme \"https\" (supported: http, socks5, socks5h)".into()
+                )
+            )
         );
         // An invalid scheme-specific value leaves `all` to apply.
         assert_eq!(via(&p, "http", "x").unwrap(), "ok");
