@@ -670,3 +670,43 @@ fn curls_short_forms_and_names_are_taken() {
         assert!(stdout(&output).ends_with("mutual"), "{args:?}: {output:?}");
     }
 }
+
+#[test]
+fn resolve_applies_to_every_host_of_the_transfer_redirects_included() {
+    // Each server says which it is. The redirects go to host names that
+    // resolve only through `--resolve` (`.invalid` never resolves).
+    let second = TestServer::respond(|request| ok(&format!("second got {}", request.target)));
+    let second_port = second.addr().port();
+    let first = TestServer::respond(move |request| match request.target.as_str() {
+        "/other-name" => {
+            let location = format!("http://second.invalid:{second_port}/there");
+            response(302, &[("Location", &location)], b"")
+        }
+        "/same-name" => {
+            let location = format!("http://both.invalid:{second_port}/there");
+            response(302, &[("Location", &location)], b"")
+        }
+        target => ok(&format!("first got {target}")),
+    });
+    let first_port = first.addr().port();
+
+    // A redirect to a host named only in an entry: its address.
+    let entry = format!("second.invalid:{second_port}:127.0.0.1");
+    let output = get(&[&first.url("/other-name"), "--resolve", &entry, "--no-proxy"]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert!(stdout(&output).ends_with("second got /there"), "{output:?}");
+
+    // One name at two ports, an entry for each: the redirect to the other
+    // port reaches the other server — an entry is for its HOST:PORT, not
+    // for every port of HOST.
+    let output = get(&[
+        &format!("http://both.invalid:{first_port}/same-name"),
+        "--resolve",
+        &format!("both.invalid:{first_port}:127.0.0.1"),
+        "--resolve",
+        &format!("both.invalid:{second_port}:127.0.0.1"),
+        "--no-proxy",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert!(stdout(&output).ends_with("second got /there"), "{output:?}");
+}
