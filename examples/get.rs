@@ -627,17 +627,23 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let mut response = request.send().wait()?;
 
     let status = response.status();
-    // HTTP/2 has no reason phrase (curl prints `HTTP/2 200`).
-    let reason = match response.version() {
-        http::Version::HTTP_2 => "",
-        _ => status.canonical_reason().unwrap_or(""),
+    // The reason phrase as the server sent it, bytes that may not be
+    // UTF-8 (obs-text); the client keeps it only when it is not the
+    // canonical one. HTTP/2 has none (curl prints `HTTP/2 200`).
+    let reason = match (
+        response.extensions().get::<tickless::ReasonPhrase>(),
+        response.version(),
+    ) {
+        (Some(sent), _) => sent.as_bytes(),
+        (None, http::Version::HTTP_2) => b"",
+        (None, _) => status.canonical_reason().unwrap_or("").as_bytes(),
     };
-    let line = format!(
-        "{} {} {reason}",
-        version_name(response.version()),
-        status.as_u16()
-    );
-    let mut head = format!("{}\n", line.trim_end()).into_bytes();
+    let mut head = format!("{} {}", version_name(response.version()), status.as_u16()).into_bytes();
+    if !reason.is_empty() {
+        head.push(b' ');
+        head.extend_from_slice(reason);
+    }
+    head.push(b'\n');
     for (name, value) in response.headers() {
         // The value's bytes as they came, as curl prints them: a value may
         // hold bytes that are not UTF-8 (obs-text, such as a Latin-1

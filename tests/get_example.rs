@@ -710,3 +710,32 @@ fn resolve_applies_to_every_host_of_the_transfer_redirects_included() {
     assert_eq!(output.status.code(), Some(0), "{output:?}");
     assert!(stdout(&output).ends_with("second got /there"), "{output:?}");
 }
+
+#[test]
+fn the_status_line_has_the_reason_phrase_the_server_sent() {
+    for (sent, printed) in [
+        (
+            &b"HTTP/1.1 200 Fine Thanks"[..],
+            &b"HTTP/1.1 200 Fine Thanks\n"[..],
+        ),
+        (b"HTTP/1.1 200 OK", b"HTTP/1.1 200 OK\n"),
+        // Empty: none printed, nor the canonical one in its place.
+        (b"HTTP/1.1 200", b"HTTP/1.1 200\n"),
+        (b"HTTP/1.1 404 ", b"HTTP/1.1 404\n"),
+        // Obs-text (Latin-1), as it came.
+        (b"HTTP/1.0 503 Ferm\xe9", b"HTTP/1.0 503 Ferm\xe9\n"),
+    ] {
+        let head = sent.to_vec();
+        let server = TestServer::respond(move |_| {
+            [
+                &head[..],
+                b"\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+            ]
+            .concat()
+        });
+        let output = get(&[&server.url("/"), "--no-proxy"]);
+        let shown = String::from_utf8_lossy(sent);
+        assert_eq!(output.status.code(), Some(0), "{shown}: {output:?}");
+        assert!(output.stdout.starts_with(printed), "{shown}: {output:?}");
+    }
+}

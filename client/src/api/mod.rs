@@ -19,7 +19,7 @@ pub use builder::ClientBuilder;
 pub use future::ResponseFuture;
 pub use input::{IntoHeaderName, IntoUri};
 pub use request::RequestBuilder;
-pub use response::Response;
+pub use response::{ReasonPhrase, Response};
 
 use crate::config::ClientConfig;
 use crate::dispatch::Dispatcher;

@@ -1938,6 +1938,7 @@ impl Stream {
                         status: parts.status,
                         version: http::Version::HTTP_2,
                         headers: parts.headers,
+                        reason: None,
                         remote: info.map_or_else(
                             || std::net::SocketAddr::from(([0, 0, 0, 0], 0)),
                             |info| info.remote,
