@@ -105,6 +105,10 @@
 //! `raw-floor-1mib`), `--format table|csv`. The `--bench` flag cargo passes
 //! is ignored.
 
+#[path = "../examples/common/causes.rs"]
+mod causes;
+
+use causes::with_causes;
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -626,7 +630,9 @@ fn expect_response(result: Result<tickless::Response, tickless::Error>, body_len
                 assert_eq!(body, SMALL_BODY);
             }
         }
-        Err(error) => panic!("request failed: {error}"),
+        // With its causes: a client error's message says its own level
+        // only (`connect to … failed`), the why is its `source()`.
+        Err(error) => panic!("request failed: {}", with_causes(&error)),
     }
 }
 

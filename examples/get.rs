@@ -70,8 +70,9 @@
 //!   `no_proxy`, as curl and reqwest read them).
 //! * `--no-proxy`: ignore the proxy environment variables.
 //! * `--resolve HOST:PORT:ADDR[,ADDR…]`: connect to these addresses (IPv6
-//!   in brackets) for `HOST:PORT` — the URL's or the proxy's — instead of
-//!   resolving `HOST` (curl's form; repeatable).
+//!   in brackets) for `HOST:PORT` — the URL's, the proxy's or a redirect's:
+//!   any connection of the transfer — instead of resolving `HOST` (curl's
+//!   form; repeatable).
 //! * `--http2`: over TLS, offer HTTP/2 alone (ALPN `h2`), and fail if the
 //!   server will not speak it; `--http1.1`: offer HTTP/1.1 alone. By
 //!   default the handshake offers both and the server picks.
@@ -203,16 +204,51 @@ fn parse_resolve(value: &str) -> Result<Resolve, String> {
     })
 }
 
-/// The host and port a URL connects to (its scheme's port if it has none).
-fn host_port(url: &str) -> Option<(String, u16)> {
-    let uri: http::Uri = url.parse().ok()?;
-    let default = match uri.scheme_str()? {
-        "https" => 443,
-        "http" => 80,
-        _ => 1080,
-    };
-    let host = uri.host()?.trim_start_matches('[').trim_end_matches(']');
-    Some((host.to_ascii_lowercase(), uri.port_u16().unwrap_or(default)))
+/// The `--resolve` entries as the client's resolver: a host name at a
+/// port an entry names connects to its addresses, wherever in the transfer
+/// it comes (the URL, the proxy, a redirect); any other name, or the same
+/// name at another port, is looked up as usual. The client asks a resolver
+/// for DNS names only, never for an IP literal, nor for a name a proxy
+/// resolves (through an HTTP proxy or `socks5h://`), as curl does.
+struct ResolveTable {
+    /// By lower-case host and port; a later entry for the same pair
+    /// replaces an earlier one.
+    entries: std::collections::HashMap<(String, u16), Vec<std::net::SocketAddr>>,
+}
+
+impl ResolveTable {
+    fn new(entries: &[Resolve]) -> ResolveTable {
+        let entries = entries
+            .iter()
+            .map(|entry| {
+                let addrs = entry
+                    .addrs
+                    .iter()
+                    .map(|ip| std::net::SocketAddr::new(*ip, entry.port))
+                    .collect();
+                ((entry.host.clone(), entry.port), addrs)
+            })
+            .collect();
+        ResolveTable { entries }
+    }
+}
+
+impl tickless::Resolve for ResolveTable {
+    fn resolve(&self, host: &str, port: u16, answer: tickless::ResolveAnswer) {
+        if let Some(addrs) = self.entries.get(&(host.to_ascii_lowercase(), port)) {
+            return answer.addresses(addrs.iter().copied());
+        }
+        // `getaddrinfo` blocks, and this is called on a loop: on a thread
+        // of its own (one transfer looks up a name or two).
+        let host = host.to_owned();
+        std::thread::spawn(move || {
+            use std::net::ToSocketAddrs;
+            match (host.as_str(), port).to_socket_addrs() {
+                Ok(addrs) => answer.addresses(addrs),
+                Err(error) => answer.failed(error),
+            }
+        });
+    }
 }
 
 /// A `--data` or `--data-binary` value: the body, or `@FILE` (`@-`:
@@ -490,31 +526,10 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         let proxy = tickless::Proxy::all(url).map_err(|e| format!("--proxy: {e}"))?;
         builder = builder.proxy(proxy);
     }
-    // curl's rule: an entry is for HOST at PORT, so it applies when the URL
-    // or the proxy connects there. A proxy without a scheme is an HTTP
-    // proxy, as the client (and curl) read it: `-x proxy.lan:3128`.
-    let proxy_url = args
-        .proxy
-        .as_deref()
-        .map(str::trim)
-        .map(|proxy| match proxy.contains("://") {
-            true => proxy.to_owned(),
-            false => format!("http://{proxy}"),
-        });
-    let targets: Vec<(String, u16)> = [Some(args.url.as_str()), proxy_url.as_deref()]
-        .into_iter()
-        .flatten()
-        .filter_map(host_port)
-        .collect();
-    for entry in &args.resolve {
-        if targets.contains(&(entry.host.clone(), entry.port)) {
-            let addrs: Vec<std::net::SocketAddr> = entry
-                .addrs
-                .iter()
-                .map(|ip| std::net::SocketAddr::new(*ip, entry.port))
-                .collect();
-            builder = builder.resolve(&entry.host, &addrs);
-        }
+    // curl's rule: an entry is for HOST at PORT, and for every connection
+    // of the transfer there — the URL's, the proxy's, a redirect's.
+    if !args.resolve.is_empty() {
+        builder = builder.resolver(std::sync::Arc::new(ResolveTable::new(&args.resolve)));
     }
     if args.insecure {
         say(
@@ -612,17 +627,23 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let mut response = request.send().wait()?;
 
     let status = response.status();
-    // HTTP/2 has no reason phrase (curl prints `HTTP/2 200`).
-    let reason = match response.version() {
-        http::Version::HTTP_2 => "",
-        _ => status.canonical_reason().unwrap_or(""),
+    // The reason phrase as the server sent it, bytes that may not be
+    // UTF-8 (obs-text); the client keeps it only when it is not the
+    // canonical one. HTTP/2 has none (curl prints `HTTP/2 200`).
+    let reason = match (
+        response.extensions().get::<tickless::ReasonPhrase>(),
+        response.version(),
+    ) {
+        (Some(sent), _) => sent.as_bytes(),
+        (None, http::Version::HTTP_2) => b"",
+        (None, _) => status.canonical_reason().unwrap_or("").as_bytes(),
     };
-    let line = format!(
-        "{} {} {reason}",
-        version_name(response.version()),
-        status.as_u16()
-    );
-    let mut head = format!("{}\n", line.trim_end()).into_bytes();
+    let mut head = format!("{} {}", version_name(response.version()), status.as_u16()).into_bytes();
+    if !reason.is_empty() {
+        head.push(b' ');
+        head.extend_from_slice(reason);
+    }
+    head.push(b'\n');
     for (name, value) in response.headers() {
         // The value's bytes as they came, as curl prints them: a value may
         // hold bytes that are not UTF-8 (obs-text, such as a Latin-1

@@ -334,6 +334,34 @@ fn execute_with_an_invalid_uri_fails_without_panicking() {
 }
 
 #[test]
+fn a_reason_phrase_other_than_the_canonical_one_is_kept_as_sent() {
+    use tickless::ReasonPhrase;
+    let server = TestServer::respond(|request| {
+        let line: &[u8] = match request.target.as_str() {
+            "/fine" => b"HTTP/1.1 200 Fine Thanks",
+            "/empty" => b"HTTP/1.1 200",
+            "/latin1" => b"HTTP/1.1 404 Introuvable \xe9",
+            _ => b"HTTP/1.1 200 OK",
+        };
+        [line, b"\r\nContent-Length: 2\r\n\r\nok"].concat()
+    });
+    let client = client();
+    let reason = |path: &str| {
+        let response = client.get(server.url(path)).send().wait().unwrap();
+        let kept = response.extensions().get::<ReasonPhrase>().cloned();
+        // Carried into the `http::Response` it converts to.
+        let converted: http::Response<tickless::Body> = response.into();
+        assert_eq!(converted.extensions().get::<ReasonPhrase>(), kept.as_ref());
+        kept.map(|reason| reason.as_bytes().to_vec())
+    };
+    assert_eq!(reason("/ok"), None, "the canonical one is not kept");
+    assert_eq!(reason("/fine").as_deref(), Some(&b"Fine Thanks"[..]));
+    assert_eq!(reason("/empty").as_deref(), Some(&b""[..]));
+    assert_eq!(reason("/latin1").as_deref(), Some(&b"Introuvable \xe9"[..]));
+    client.close();
+}
+
+#[test]
 fn response_converts_into_an_http_response() {
     let server = TestServer::respond(|_| {
         response(

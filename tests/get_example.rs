@@ -670,3 +670,72 @@ fn curls_short_forms_and_names_are_taken() {
         assert!(stdout(&output).ends_with("mutual"), "{args:?}: {output:?}");
     }
 }
+
+#[test]
+fn resolve_applies_to_every_host_of_the_transfer_redirects_included() {
+    // Each server says which it is. The redirects go to host names that
+    // resolve only through `--resolve` (`.invalid` never resolves).
+    let second = TestServer::respond(|request| ok(&format!("second got {}", request.target)));
+    let second_port = second.addr().port();
+    let first = TestServer::respond(move |request| match request.target.as_str() {
+        "/other-name" => {
+            let location = format!("http://second.invalid:{second_port}/there");
+            response(302, &[("Location", &location)], b"")
+        }
+        "/same-name" => {
+            let location = format!("http://both.invalid:{second_port}/there");
+            response(302, &[("Location", &location)], b"")
+        }
+        target => ok(&format!("first got {target}")),
+    });
+    let first_port = first.addr().port();
+
+    // A redirect to a host named only in an entry: its address.
+    let entry = format!("second.invalid:{second_port}:127.0.0.1");
+    let output = get(&[&first.url("/other-name"), "--resolve", &entry, "--no-proxy"]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert!(stdout(&output).ends_with("second got /there"), "{output:?}");
+
+    // One name at two ports, an entry for each: the redirect to the other
+    // port reaches the other server — an entry is for its HOST:PORT, not
+    // for every port of HOST.
+    let output = get(&[
+        &format!("http://both.invalid:{first_port}/same-name"),
+        "--resolve",
+        &format!("both.invalid:{first_port}:127.0.0.1"),
+        "--resolve",
+        &format!("both.invalid:{second_port}:127.0.0.1"),
+        "--no-proxy",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert!(stdout(&output).ends_with("second got /there"), "{output:?}");
+}
+
+#[test]
+fn the_status_line_has_the_reason_phrase_the_server_sent() {
+    for (sent, printed) in [
+        (
+            &b"HTTP/1.1 200 Fine Thanks"[..],
+            &b"HTTP/1.1 200 Fine Thanks\n"[..],
+        ),
+        (b"HTTP/1.1 200 OK", b"HTTP/1.1 200 OK\n"),
+        // Empty: none printed, nor the canonical one in its place.
+        (b"HTTP/1.1 200", b"HTTP/1.1 200\n"),
+        (b"HTTP/1.1 404 ", b"HTTP/1.1 404\n"),
+        // Obs-text (Latin-1), as it came.
+        (b"HTTP/1.0 503 Ferm\xe9", b"HTTP/1.0 503 Ferm\xe9\n"),
+    ] {
+        let head = sent.to_vec();
+        let server = TestServer::respond(move |_| {
+            [
+                &head[..],
+                b"\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+            ]
+            .concat()
+        });
+        let output = get(&[&server.url("/"), "--no-proxy"]);
+        let shown = String::from_utf8_lossy(sent);
+        assert_eq!(output.status.code(), Some(0), "{shown}: {output:?}");
+        assert!(output.stdout.starts_with(printed), "{shown}: {output:?}");
+    }
+}

@@ -368,6 +368,52 @@ fn a_request_that_ends_while_waiting_for_the_connection_being_opened_is_let_go()
     assert!(matches!(opener.wait(), Err(Error::ClientClosed)));
 }
 
+/// `stats().waiting` counts every request held back, not only those in
+/// the pool's queues: those waiting for the HTTP/2 connection being
+/// opened, and those waiting for a stream of one at its limit.
+#[test]
+fn waiting_counts_the_requests_waiting_for_an_http2_connection_or_a_stream() {
+    // For the connection being opened: it accepts, and never answers the
+    // TLS handshake. The opener is connecting, not waiting.
+    let server = TestServer::start(Behaviour::NeverAnswer);
+    let client = Client::builder()
+        .event_loops(1)
+        .http2_only()
+        .request_timeout(CEILING)
+        .build()
+        .unwrap();
+    let url = format!("https://{}/", server.addr());
+    let opener = client.get(&url).send();
+    assert!(server.wait_for_accepted(1, CEILING));
+    let waiting: Vec<_> = (0..2).map(|_| client.get(&url).send()).collect();
+    assert!(
+        eventually(CEILING, || client.stats().waiting == 2),
+        "{:?}",
+        client.stats()
+    );
+    assert_eq!(client.stats().open_connections, 1);
+    client.close();
+    assert_eq!(client.stats().waiting, 0);
+    drop((opener, waiting));
+
+    // For a stream: the server takes `STREAMS` at once, and stalls them.
+    let (server, seen) = limited_server();
+    let client = h2c().build().unwrap();
+    warm_up(&client, &server);
+    let stalled: Vec<_> = (0..STREAMS + 3)
+        .map(|_| client.get(server.url("/stall")).send())
+        .collect();
+    assert!(eventually(CEILING, || seen.stalls.load(Ordering::SeqCst)
+        == STREAMS as usize));
+    assert!(
+        eventually(CEILING, || client.stats().waiting == 3),
+        "{:?}",
+        client.stats()
+    );
+    client.close();
+    drop(stalled);
+}
+
 #[test]
 fn a_hedged_copy_goes_on_another_connection_than_the_attempt_it_backs_up() {
     for event_loops in [1, 2] {

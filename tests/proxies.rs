@@ -224,6 +224,27 @@ fn a_connect_answered_403_is_a_typed_error_naming_the_proxy_and_its_answer() {
     assert_eq!(connect.target, "origin.invalid:8443");
 }
 
+#[test]
+fn a_malformed_connect_answer_says_malformed_once_through_its_causes() {
+    // Not an HTTP/1.x status line: what the parser says is the reason.
+    let proxy = TestServer::respond(|_| b"HTTP/2 200\r\n\r\n".to_vec());
+    let url = format!("http://{}", proxy.addr());
+    let client = client_via(Proxy::https(&url).unwrap()).build().unwrap();
+    let error = client
+        .get("https://origin.invalid:8443/")
+        .send()
+        .wait()
+        .unwrap_err();
+    let message = chain_text(&error);
+    let (_, _, source) = proxy_error(error);
+    assert!(
+        matches!(source, ProxyError::MalformedAnswer(_)),
+        "{source:?}"
+    );
+    assert_eq!(message.matches("malformed").count(), 1, "{message}");
+    assert!(message.contains("invalid HTTP version"), "{message}");
+}
+
 /// A SOCKS5 server that takes no authentication and answers every
 /// CONNECT with `reply`.
 fn socks_replying(reply: u8) -> TestServer {

@@ -79,7 +79,7 @@ mod trace;
 pub use api::CollectJson;
 pub use api::{
     Body, Chunk, Client, ClientBuilder, ClientStats, CollectBytes, CollectText, IntoHeaderName,
-    IntoUri, RequestBuilder, Response, ResponseFuture, Upload,
+    IntoUri, ReasonPhrase, RequestBuilder, Response, ResponseFuture, Upload,
 };
 /// The byte buffers bodies come in.
 pub use bytes::Bytes;

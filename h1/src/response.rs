@@ -17,6 +17,11 @@ pub struct ResponseHead {
     pub version: Version,
     /// The header fields, in order.
     pub headers: HeaderMap,
+    /// The reason phrase as the server sent it, byte for byte (obs-text,
+    /// 0x80-0xFF, included; maybe empty), when it is not the status's
+    /// canonical one ([`StatusCode::canonical_reason`]); `None` when it is.
+    /// Kept only then, so that the common response costs no copy of it.
+    pub reason: Option<Bytes>,
 }
 
 /// Room for the header fields of `window`: `max_headers` of them, or as
@@ -188,12 +193,18 @@ fn parse_head_in<'b>(
                 .and_then(|c| StatusCode::from_u16(c).ok())
                 .ok_or(DecodeError::InvalidStatusCode)?;
             let headers = to_header_map(window, res.headers)?;
+            // httparse gives a reason with obs-text as "": the bytes are
+            // taken from the status line itself.
+            let reason = reason_phrase(window);
+            let reason = (Some(reason) != status.canonical_reason().map(str::as_bytes))
+                .then(|| Bytes::copy_from_slice(reason));
             Ok(Some((
                 n,
                 ResponseHead {
                     status,
                     version,
                     headers,
+                    reason,
                 },
             )))
         }
@@ -337,6 +348,17 @@ fn classify(
         httparse::Error::Version => DecodeError::BadVersion,
         _ => DecodeError::InvalidStatusLine,
     })
+}
+
+/// The reason phrase of the status line at the start of `window`, which
+/// httparse has found complete and valid (after the empty lines it skips):
+/// `HTTP/1.x SP 3DIGIT`, 12 bytes, then nothing, or a SP and the reason up
+/// to the line's end (CR LF or a bare LF). Slices with `get`: never panics,
+/// whatever the bytes.
+fn reason_phrase(window: &[u8]) -> &[u8] {
+    let start = skip_empty_lines(window, 0);
+    let (line, _, _) = split_line(window.get(start..).unwrap_or_default());
+    line.get(13..).unwrap_or_default()
 }
 
 /// Splits off one line: (line without CR LF, whether a LF ended it, rest).

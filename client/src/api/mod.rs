@@ -19,7 +19,7 @@ pub use builder::ClientBuilder;
 pub use future::ResponseFuture;
 pub use input::{IntoHeaderName, IntoUri};
 pub use request::RequestBuilder;
-pub use response::Response;
+pub use response::{ReasonPhrase, Response};
 
 use crate::config::ClientConfig;
 use crate::dispatch::Dispatcher;
@@ -76,7 +76,14 @@ pub struct ClientStats {
     pub open_connections: usize,
     /// Of those, idle in the pool.
     pub idle_connections: usize,
-    /// Requests waiting for a connection.
+    /// Requests waiting for a connection or a stream, not ended: queued
+    /// for a permit (the per-host or the total connection limit), for the
+    /// HTTP/2 connection being opened to their origin, or for a stream of
+    /// an open HTTP/2 connection — while its handshake is under way (the
+    /// request that opened it included), or at its concurrent-stream limit
+    /// (as its loop last counted). A request whose own connection is being
+    /// opened (resolved, connected, its TLS handshake) is not waiting: that
+    /// connection is in `open_connections`.
     pub waiting: usize,
     /// Exchanges submitted and not yet ended.
     pub in_flight: usize,

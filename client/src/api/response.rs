@@ -4,6 +4,7 @@
 use super::body::CollectJson;
 use super::body::{Body, Chunk, CollectBytes, CollectText};
 use crate::exchange::Head;
+use bytes::Bytes;
 use std::net::SocketAddr;
 
 /// A response: its status and headers, which have arrived, and its body,
@@ -27,17 +28,23 @@ pub struct Response {
     headers: http::HeaderMap,
     remote: SocketAddr,
     url: http::Uri,
+    extensions: http::Extensions,
     body: Body,
 }
 
 impl Response {
     pub(crate) fn new(head: Head, url: http::Uri, body: Body) -> Response {
+        let mut extensions = http::Extensions::new();
+        if let Some(reason) = head.reason {
+            extensions.insert(ReasonPhrase(reason));
+        }
         Response {
             status: head.status,
             version: head.version,
             headers: head.headers,
             remote: head.remote,
             url,
+            extensions,
             body,
         }
     }
@@ -79,6 +86,19 @@ impl Response {
     /// The address of the server that answered.
     pub fn remote_addr(&self) -> SocketAddr {
         self.remote
+    }
+
+    /// What the client knows of the response besides its head: a
+    /// [`ReasonPhrase`] when an HTTP/1.x server sent one other than the
+    /// status's canonical one. Carried into the `http::Response` this
+    /// converts to; yours to add to.
+    pub fn extensions(&self) -> &http::Extensions {
+        &self.extensions
+    }
+
+    /// The extensions, to change (see [`extensions`](Self::extensions)).
+    pub fn extensions_mut(&mut self) -> &mut http::Extensions {
+        &mut self.extensions
     }
 
     /// The body, to read from.
@@ -143,6 +163,43 @@ impl From<Response> for http::Response<Body> {
         *out.status_mut() = response.status;
         *out.version_mut() = response.version;
         *out.headers_mut() = response.headers;
+        *out.extensions_mut() = response.extensions;
         out
+    }
+}
+
+/// The reason phrase of an HTTP/1.x status line as the server sent it, in
+/// a [`Response`]'s [extensions](Response::extensions) — only when it is
+/// not the status's canonical one
+/// ([`StatusCode::canonical_reason`](http::StatusCode::canonical_reason)),
+/// byte for byte: absent, the reason was the canonical one (`200 OK`);
+/// present, it is what came instead (`200 Fine Thanks`, an empty one, one
+/// in another case, or any reason of a status with no canonical one).
+/// HTTP/2 has no reason phrase: its responses never have one. Hyper keeps
+/// it the same way.
+///
+/// ```
+/// # let url = tickless_client::doc_support::serve_text("hello");
+/// use tickless_client::ReasonPhrase;
+///
+/// let client = tickless_client::Client::new();
+/// let response = client.get(&url).send().wait()?;
+/// // What a status line printed as it came reads.
+/// let reason = match response.extensions().get::<ReasonPhrase>() {
+///     Some(sent) => sent.as_bytes(),
+///     None => response.status().canonical_reason().unwrap_or("").as_bytes(),
+/// };
+/// assert_eq!(reason, b"OK");
+/// # Ok::<(), tickless_client::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ReasonPhrase(Bytes);
+
+impl ReasonPhrase {
+    /// The reason as it came: any bytes a status line may hold (visible
+    /// ASCII, spaces and tabs, and obs-text, 0x80-0xFF, which is not
+    /// UTF-8); maybe empty.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
     }
 }

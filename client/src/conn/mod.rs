@@ -126,6 +126,9 @@ pub(crate) struct StreamLoad {
     used: AtomicUsize,
     in_transit: AtomicUsize,
     limit: AtomicUsize,
+    /// Of `used`, the requests queued for a stream, not ended (for
+    /// snapshots: [`waiting`](Self::waiting)).
+    waiting: AtomicUsize,
 }
 
 impl StreamLoad {
@@ -157,10 +160,18 @@ impl StreamLoad {
         self.used.load(Ordering::Acquire) == 0 && self.in_transit.load(Ordering::Acquire) == 0
     }
 
-    /// The connection's own count: `used` streams open or queued, of `limit`.
-    pub(crate) fn publish(&self, used: usize, limit: usize) {
+    /// The connection's own count: `used` streams open or queued, of
+    /// `limit`; `waiting` of them queued and not ended.
+    pub(crate) fn publish(&self, used: usize, waiting: usize, limit: usize) {
         self.limit.store(limit, Ordering::Release);
         self.used.store(used, Ordering::Release);
+        self.waiting.store(waiting, Ordering::Release);
+    }
+
+    /// Requests queued on the connection for a stream, not ended, as of
+    /// its last count: during its handshake, or at its stream limit.
+    pub(crate) fn waiting(&self) -> usize {
+        self.waiting.load(Ordering::Acquire)
     }
 }
 

@@ -801,12 +801,34 @@ impl Dispatcher {
             loops: self.env.group.stats(),
             open_connections,
             idle_connections,
-            waiting: self.pool.waiting(),
+            waiting: self.pool.waiting() + self.waiting_for_http2(),
             in_flight: self.in_flight.len(),
             buffered_body_bytes: self.body_meter.load(Ordering::Relaxed),
             http2_streams_open: self.env.streams.open.load(Ordering::Relaxed),
             http2_streams_opened: self.env.streams.opened.load(Ordering::Relaxed),
         }
+    }
+
+    /// Requests waiting for an HTTP/2 connection, for snapshots: for the
+    /// one being opened to their origin, or for a stream of an open one
+    /// (as its last count says). Ended ones are not counted.
+    fn waiting_for_http2(&self) -> usize {
+        let (queued, for_opening) = {
+            let shared = lock(&self.shared);
+            let queued: usize = shared
+                .values()
+                .flat_map(|entry| &entry.open)
+                .map(|conn| conn.load.waiting())
+                .sum();
+            let for_opening: Vec<Weak<Exchange>> = shared
+                .values()
+                .filter_map(|entry| entry.opening.as_ref())
+                .flat_map(|opening| opening.waiting.iter().cloned())
+                .collect();
+            (queued, for_opening)
+        };
+        // Upgraded after the unlock: one may be dropped last here.
+        queued + upgraded(for_opening).len()
     }
 
     /// Stops accepting requests, fails every exchange in flight with

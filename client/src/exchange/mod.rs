@@ -123,6 +123,10 @@ pub(crate) struct Head {
     pub(crate) status: http::StatusCode,
     pub(crate) version: http::Version,
     pub(crate) headers: http::HeaderMap,
+    /// HTTP/1.x: the reason phrase as sent, when it is not the status's
+    /// canonical one (see `tickless_h1::ResponseHead::reason`); HTTP/2 has
+    /// none.
+    pub(crate) reason: Option<bytes::Bytes>,
     pub(crate) remote: SocketAddr,
 }
 

@@ -267,6 +267,42 @@ fn identical_content_lengths_are_one() {
 }
 
 #[test]
+fn the_reason_phrase_is_kept_as_sent_only_when_it_is_not_the_canonical_one() {
+    let reason = |input: &[u8]| ok(input).0.reason;
+    assert_eq!(
+        reason(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"),
+        None
+    );
+    assert_eq!(
+        reason(b"\r\nHTTP/1.0 404 Not Found\nContent-Length: 0\n\n"),
+        None
+    );
+    for (input, sent) in [
+        (&b"HTTP/1.1 200 Fine Thanks\r\n"[..], &b"Fine Thanks"[..]),
+        // No reason at all, or an empty one after the SP.
+        (b"HTTP/1.1 200\r\n", b""),
+        (b"HTTP/1.1 200 \r\n", b""),
+        // Case, spaces and tabs as they came; a bare LF; empty lines first.
+        (b"HTTP/1.1 200 ok\r\n", b"ok"),
+        (b"HTTP/1.1 200  OK \t\r\n", b" OK \t"),
+        (b"\nHTTP/1.1 500 Oops\n", b"Oops"),
+        // Obs-text, which httparse gives as "".
+        (b"HTTP/1.1 200 caf\xe9 \xff\r\n", b"caf\xe9 \xff"),
+        // A status with no canonical reason: whatever came, even nothing.
+        (b"HTTP/1.1 299 Custom\r\n", b"Custom"),
+        (b"HTTP/1.1 299\r\n", b""),
+    ] {
+        let input = [input, b"Content-Length: 0\r\n\r\n"].concat();
+        assert_eq!(
+            reason(&input).as_deref(),
+            Some(sent),
+            "{}",
+            String::from_utf8_lossy(&input)
+        );
+    }
+}
+
+#[test]
 fn lenient_but_valid_forms() {
     // Empty lines before the status line, no reason phrase, bare LF line ends.
     let (head, body, _, _) = ok(b"\r\nHTTP/1.1 404\r\nContent-Length: 1\r\n\r\nx");

@@ -669,6 +669,7 @@ impl Conn {
                         status: head.status,
                         version: head.version,
                         headers: head.headers,
+                        reason: head.reason,
                         remote: self.remote.expect("an active connection has a remote"),
                     };
                     if !exchange.deliver_head(head) {

@@ -809,7 +809,12 @@ impl Conn {
             return;
         };
         let limit = h2.stream_limit(self.env().config.http2.max_concurrent_streams);
-        h2.load.publish(h2.streams.len() + h2.queue.len(), limit);
+        // Ended ones stay queued until they reach the front: not counted
+        // as waiting. The queue is empty but at the stream limit, where
+        // the count costs a look at each waiting request.
+        let waiting = h2.queue.iter().filter(|e| !e.is_done()).count();
+        h2.load
+            .publish(h2.streams.len() + h2.queue.len(), waiting, limit);
     }
 
     /// The server's limit has dropped below the streams open here, or to
@@ -1933,6 +1938,7 @@ impl Stream {
                         status: parts.status,
                         version: http::Version::HTTP_2,
                         headers: parts.headers,
+                        reason: None,
                         remote: info.map_or_else(
                             || std::net::SocketAddr::from(([0, 0, 0, 0], 0)),
                             |info| info.remote,

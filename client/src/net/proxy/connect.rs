@@ -123,6 +123,13 @@ impl ConnectError {
                 status,
                 reason,
             },
+            // `MalformedAnswer` says "malformed" itself: the text is what
+            // is wrong, the parser's reason alone, not this error's
+            // "malformed proxy response" before it too.
+            ConnectError::Malformed(parser) => ProxyError::MalformedAnswer(parser.to_string()),
+            ConnectError::InvalidStatus(code) => {
+                ProxyError::MalformedAnswer(format!("invalid status code {code}"))
+            }
             // With its cause: the answer is text, a chain no more.
             other => ProxyError::MalformedAnswer(Chain(&other).to_string()),
         }
@@ -570,13 +577,24 @@ mod tests {
         assert_eq!(error.to_string(), "malformed proxy response");
         let source = std::error::Error::source(&error).map(ToString::to_string);
         assert_eq!(source.as_deref(), Some(reason.as_str()));
-        // The request's error holds it as text: both, once each.
-        match error.into_proxy_error("example.com:443".into()) {
-            ProxyError::MalformedAnswer(text) => {
-                assert_eq!(text, format!("malformed proxy response: {reason}"))
-            }
+        // The request's error holds it as text, after its own "malformed":
+        // the parser's reason, and "malformed" once.
+        let proxy_error = error.into_proxy_error("example.com:443".into());
+        match &proxy_error {
+            ProxyError::MalformedAnswer(text) => assert_eq!(text, &reason),
             other => panic!("{other:?}"),
         }
+        assert_eq!(
+            proxy_error.to_string(),
+            format!("the proxy's answer to CONNECT is malformed: {reason}")
+        );
+        // So is a status code out of range.
+        let error = ConnectResponse::parse(b"HTTP/1.1 099 Low\r\n\r\n").unwrap_err();
+        let text = error.into_proxy_error("example.com:443".into()).to_string();
+        assert_eq!(
+            text,
+            "the proxy's answer to CONNECT is malformed: invalid status code 99"
+        );
     }
 
     #[test]
