@@ -667,9 +667,8 @@ fn closing_the_client_ends_an_upload_going_on_after_its_whole_answer() {
 
 /// A complete answer to an upload, then the server closes the connection
 /// (no reset): the upload stops, and the answer, whole, is the response.
-/// (An answer within the body's window: one still in `h2`'s buffer behind
-/// a full pipe is lost — `h2` forgets the `END_STREAM` of a stream still
-/// sending when its connection ends.)
+/// (An answer within the body's window: for one past it, see the next
+/// test.)
 #[test]
 fn a_whole_answer_stands_when_the_connection_closes_under_its_upload() {
     let server = RawH2Server::start(move |mut conn| {
@@ -694,6 +693,39 @@ fn a_whole_answer_stands_when_the_connection_closes_under_its_upload() {
         Err(error) => panic!("the server's answer was lost: {error:?}"),
     }
     assert_eq!(ended(&recorder), Ok(200));
+    client.close();
+}
+
+/// The same with an answer past the body's window, so that most of it
+/// waits behind a full pipe, its reader not reading: the connection closes
+/// once the client has read it all, `END_STREAM` with it, and the answer,
+/// whole, is still the response — the exchange completes before its body
+/// is read. (A stream that left the rest in `h2`'s buffer lost it: `h2`
+/// marks every stream of an ended connection closed with an error, which
+/// hides the `END_STREAM` of one still sending — "stream closed because
+/// of a broken pipe".)
+#[test]
+fn a_whole_answer_behind_a_full_pipe_stands_when_the_connection_closes_under_its_upload() {
+    let server = RawH2Server::start(move |mut conn| {
+        let id = read_request_and_data(&mut conn);
+        let mut out = frame(HEADERS, END_HEADERS, id, &[0x88]);
+        out.extend(body_frames(id, false));
+        out.extend(ping());
+        conn.send(&out);
+        let _ = until_pong(&mut conn);
+        let _ = conn.stream.shutdown(std::net::Shutdown::Both);
+    });
+    let recorder = Recorder::new();
+    let client = h2c().listener(recorder.clone()).build().unwrap();
+    let response = client
+        .post(server.url("/"))
+        .body(vec![b'u'; 1 << 20])
+        .send()
+        .wait();
+    let response = answered(response);
+    // Not read until the exchange has ended: the connection's end with it.
+    assert_eq!(ended(&recorder), Ok(200));
+    assert_whole(response);
     client.close();
 }
 

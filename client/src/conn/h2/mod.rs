@@ -1587,10 +1587,20 @@ impl Stream {
 
     /// The pipe is full: the stream waits for room, its read timeout with
     /// it (a reader that does not read is not the server's silence).
-    fn pause(&mut self) -> Polled {
+    ///
+    /// Paused, the stream still takes what `h2` holds of the body, to
+    /// `Gathered`, its window not given back — so `h2` wakes it for each
+    /// frame that comes — until there is nothing more, or the body's end
+    /// (`END_STREAM`): that end must be seen while the connection lives.
+    /// Once it ends, `h2` marks every stream it has not seen closed both
+    /// ways as failed ("stream closed because of a broken pipe"), which
+    /// hides the end of one still sending its body, and the answer,
+    /// whole, was lost. It costs nothing more: `h2` has those bytes in
+    /// memory already, and the stream's window (which the server may not
+    /// pass) bounds them — in `h2`'s buffer or in `Gathered`, the same.
+    fn pause(&mut self) {
         self.paused = true;
         self.exchange.pause_read();
-        Polled::Open
     }
 
     /// The connection has ended: if the whole response had come — its end
@@ -1972,7 +1982,11 @@ impl Stream {
                         Poll::Pending => {
                             match push_chunks(body, pipe, self.gathered.take(), task) {
                                 Pushed::Room => {}
-                                Pushed::Full => return Ok(self.pause()),
+                                Pushed::Full => {
+                                    // `h2` has nothing more: waiting.
+                                    self.pause();
+                                    return Ok(Polled::Open);
+                                }
                                 Pushed::Refused => return Ok(self.reader_gone(task)),
                             }
                             pipe.flush();
@@ -2020,7 +2034,9 @@ impl Stream {
                     let chunks = self.gathered.take().into_iter().chain(large);
                     match push_chunks(body, pipe, chunks, task) {
                         Pushed::Room => {}
-                        Pushed::Full => return Ok(self.pause()),
+                        // On to what `h2` holds already, taken paused (its
+                        // window not given back): see `Stream::pause`.
+                        Pushed::Full => self.pause(),
                         Pushed::Refused => return Ok(self.reader_gone(task)),
                     }
                 }
