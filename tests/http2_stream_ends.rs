@@ -729,6 +729,38 @@ fn a_whole_answer_behind_a_full_pipe_stands_when_the_connection_closes_under_its
     client.close();
 }
 
+/// A complete answer to an upload whose server takes no more of it, and
+/// answers no PING: the keep-alive PING's timeout ends the connection, as
+/// a close would, and the answer, whole, is still the response (it was
+/// lost: the timeout failed every stream, a whole answer's as well).
+#[test]
+fn a_whole_answer_stands_when_the_keep_alive_ping_ends_the_connection_under_its_upload() {
+    let (server, all_in, _reset_seen) = answering_whole_then_awaiting_a_reset();
+    let recorder = Recorder::new();
+    let client = h2c()
+        .listener(recorder.clone())
+        .http2_keep_alive_interval(Duration::from_millis(100))
+        .http2_keep_alive_timeout(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let response = client
+        .post(server.url("/"))
+        .body(vec![b'u'; 1 << 20])
+        .send()
+        .wait();
+    let response = answered(response);
+    all_in
+        .recv_timeout(CEILING)
+        .expect("the client read the frames");
+    // Not read until the exchange has ended, with the connection.
+    assert_eq!(ended(&recorder), Ok(200));
+    match response.bytes().wait() {
+        Ok(body) => assert_eq!(body, "early answer"),
+        Err(error) => panic!("the server's answer was lost: {error:?}"),
+    }
+    client.close();
+}
+
 /// A head, one small DATA frame (an event of a stream of them), and then
 /// the stream's or the connection's failure, `end`, in one write: the
 /// reader gets the frame's bytes, then an error — never the error alone.

@@ -106,9 +106,11 @@
 //!   (below), rather than when its idle timeout closes it.
 //! * The connection's end (an error, or the server closing): its streams
 //!   fail, but one whose response had come whole — the rest of its body
-//!   in `h2`'s buffer behind a full pipe — completes; the requests waiting
-//!   here go elsewhere, once, as for a `GOAWAY`. A keep-alive PING with no
-//!   answer fails the streams and sends the waiting requests elsewhere.
+//!   in `h2`'s buffer behind a full pipe, or its upload still going
+//!   ([`Recv::Ended`]) — completes; the requests waiting here go
+//!   elsewhere, once, as for a `GOAWAY`. A keep-alive PING with no answer
+//!   fails the streams (but those answered whole, as above) and sends the
+//!   waiting requests elsewhere.
 //!   A stream with no answer yet on a connection that had served others
 //!   (its server may have closed it as idle as the request came) goes
 //!   again on a new connection, once, if it may go twice — idempotent,
@@ -1326,6 +1328,32 @@ impl Conn {
         }
     }
 
+    /// The connection is given up under its streams (its keep-alive PING
+    /// had no answer): those whose answer has come whole — waiting for
+    /// their upload's end ([`Recv::Ended`]), or with that end in `h2`'s
+    /// buffer behind a full pipe — complete with it and leave, as when the
+    /// connection ends ([`Conn::end_h2`]); the others stay, to fail.
+    fn complete_whole_answers(&mut self) {
+        let State::H2(h2) = &mut self.state else {
+            return;
+        };
+        let keys: Vec<usize> = h2.streams.keys().collect();
+        for key in keys {
+            let whole = h2
+                .streams
+                .get_mut(key)
+                .is_some_and(Stream::finish_from_buffer);
+            if whole {
+                h2.streams.remove(key);
+                self.owner
+                    .env()
+                    .streams
+                    .open
+                    .fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+    }
+
     /// Fails every stream and waiting request with `error` and closes (the
     /// loop shuts down, or code run for the connection panicked).
     pub(super) fn fail_h2(&mut self, cx: &mut LoopContext<'_>, error: impl Fn(&Exchange) -> Error) {
@@ -1446,8 +1474,10 @@ impl Conn {
                     if deadline_after(sent, options.keep_alive_timeout).is_some_and(|d| now >= d) {
                         let timeout = options.keep_alive_timeout;
                         // The requests waiting for a stream were never
-                        // sent: they go elsewhere; the streams fail.
+                        // sent: they go elsewhere; the streams fail, but
+                        // those whose answer came whole.
                         self.went_away(Departure::Retired);
+                        self.complete_whole_answers();
                         return self.fail_h2(cx, |exchange| Error::Io {
                             remote: exchange.remote_name(),
                             source: io::Error::new(
