@@ -761,6 +761,43 @@ fn a_whole_answer_stands_when_the_keep_alive_ping_ends_the_connection_under_its_
     client.close();
 }
 
+/// A complete answer to an upload and the connection's end (the server's
+/// FIN) in one write, so that the client reads them together: the answer,
+/// whole, is the response. (It was lost, every time: `h2` read the frames
+/// and the end in one poll, and marked the stream — its `END_STREAM` not
+/// yet seen by it, its upload going on — closed with an error before it
+/// was polled.) A few connections, as the client might read the end apart
+/// from the frames.
+#[test]
+fn a_whole_answer_that_comes_with_the_connections_end_stands_under_its_upload() {
+    for _ in 0..5 {
+        let server = RawH2Server::start(move |mut conn| {
+            let id = read_request_and_data(&mut conn);
+            let mut out = frame(HEADERS, END_HEADERS, id, &[0x88]);
+            out.extend(frame(DATA, END_STREAM, id, b"early answer"));
+            conn.send(&out);
+            // Its FIN, not a reset: what the client sends is read on.
+            let _ = conn.stream.shutdown(std::net::Shutdown::Write);
+            conn.drain(CEILING);
+        });
+        let recorder = Recorder::new();
+        let client = h2c().listener(recorder.clone()).build().unwrap();
+        let response = client
+            .post(server.url("/"))
+            .body(vec![b'u'; 1 << 20])
+            .send()
+            .wait();
+        let response = answered(response);
+        // Not read until the exchange has ended, with the connection.
+        assert_eq!(ended(&recorder), Ok(200));
+        match response.bytes().wait() {
+            Ok(body) => assert_eq!(body, "early answer"),
+            Err(error) => panic!("the server's answer was lost: {error:?}"),
+        }
+        client.close();
+    }
+}
+
 /// A head, one small DATA frame (an event of a stream of them), and then
 /// the stream's or the connection's failure, `end`, in one write: the
 /// reader gets the frame's bytes, then an error — never the error alone.

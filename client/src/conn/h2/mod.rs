@@ -708,6 +708,9 @@ impl Conn {
                 Poll::Ready(Ok((send, mut conn))) => {
                     let ping = conn.ping_pong();
                     h2.phase = Phase::Open { send, conn, ping };
+                    // Open: the drive polls the streams a read wakes
+                    // before it reads again (see `AsyncIo`).
+                    h2.io_ready.hold_eof();
                     self.share_h2(cx);
                 }
                 Poll::Ready(Err(error)) => return self.end_h2(cx, Some(error)),
