@@ -14,7 +14,11 @@
 //!   reset the stream, gets the rest of the upload: the exchange ends with
 //!   it — or, the answer standing, once the server has taken no more of it
 //!   for the write timeout, or when the body's reader goes (the stream then
-//!   reset with `CANCEL`);
+//!   reset with `CANCEL`); that answer stands too when the connection ends
+//!   under the upload (a close, its end read with the answer, a connection
+//!   error, a keep-alive PING unanswered), even with most of it still
+//!   behind a full pipe; a GOAWAY lets the upload go on; a dropped future
+//!   or the request timeout ends it with `CANCEL`, freeing its stream;
 //! * an answer to HEAD, a 204 or a 304 is whole and empty whatever its
 //!   head declares or its DATA carries, and however many a connection
 //!   gets (`h2` resets such a 304's stream, and would end the connection
@@ -254,16 +258,26 @@ fn answering_mid_upload_then_resetting(
 /// code).
 fn answering_whole_then_awaiting_a_reset(
 ) -> (RawH2Server, mpsc::Receiver<()>, mpsc::Receiver<(u32, u32)>) {
+    answering_then_awaiting_a_reset(|id| frame(DATA, END_STREAM, id, b"early answer"), Vec::new)
+}
+
+/// [`answering_whole_then_awaiting_a_reset`], with `body(id)` as the
+/// answer's body, and `then()` sent once the client has read it.
+fn answering_then_awaiting_a_reset(
+    body: fn(u32) -> Vec<u8>,
+    then: fn() -> Vec<u8>,
+) -> (RawH2Server, mpsc::Receiver<()>, mpsc::Receiver<(u32, u32)>) {
     let (told, all_in) = mpsc::channel();
     let (reset, reset_seen) = mpsc::channel();
     let told = Mutex::new((told, reset));
     let server = RawH2Server::start(move |mut conn| {
         let id = read_request_and_data(&mut conn);
         let mut out = frame(HEADERS, END_HEADERS, id, &[0x88]);
-        out.extend(frame(DATA, END_STREAM, id, b"early answer"));
+        out.extend(body(id));
         out.extend(ping());
         conn.send(&out);
         let _ = until_pong(&mut conn);
+        conn.send(&then());
         let (told, reset) = {
             let told = told.lock().unwrap();
             (told.0.clone(), told.1.clone())
@@ -614,6 +628,66 @@ fn an_upload_the_server_stops_taking_after_its_whole_answer_stops_at_the_write_t
     client.close();
 }
 
+/// The same with an answer past the body's window, its reader not reading:
+/// the rest of it, its end with it, waits behind the full pipe — the
+/// answer is whole all the same, and the upload stops at the write
+/// timeout, the exchange complete before its body is read (the stream,
+/// paused with its end unseen, waited for the request timeout).
+#[test]
+fn an_upload_the_server_stops_taking_after_its_whole_answer_behind_a_full_pipe_stops_at_the_write_timeout(
+) {
+    let (server, all_in, reset_seen) =
+        answering_then_awaiting_a_reset(|id| body_frames(id, false), Vec::new);
+    let recorder = Recorder::new();
+    let client = h2c()
+        .listener(recorder.clone())
+        .write_timeout(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let response = client
+        .post(server.url("/"))
+        .body(vec![b'u'; 1 << 20])
+        .send()
+        .wait();
+    let response = answered(response);
+    all_in
+        .recv_timeout(CEILING)
+        .expect("the client read the frames");
+    assert_eq!(ended(&recorder), Ok(200));
+    let reset = reset_seen.recv_timeout(CEILING);
+    assert_eq!(reset, Ok((1, 8)), "the stream is reset with CANCEL");
+    assert_whole(response);
+    client.close();
+}
+
+/// A whole answer past the body's window, its reader not reading, then a
+/// connection error (a DATA frame on stream 0, which `h2` takes for a
+/// `PROTOCOL_ERROR`) under its upload: the connection's end, as a close
+/// is, and the answer, whole, is the response. (`h2` marks every stream
+/// not closed both ways failed at a connection error — and at once: the
+/// end of the answer must have been seen before.)
+#[test]
+fn a_whole_answer_behind_a_full_pipe_stands_when_a_connection_error_ends_its_upload() {
+    let (server, all_in, _reset_seen) = answering_then_awaiting_a_reset(
+        |id| body_frames(id, false),
+        || frame(DATA, 0, 0, b"not on a stream"),
+    );
+    let recorder = Recorder::new();
+    let client = h2c().listener(recorder.clone()).build().unwrap();
+    let response = client
+        .post(server.url("/"))
+        .body(vec![b'u'; 1 << 20])
+        .send()
+        .wait();
+    let response = answered(response);
+    all_in
+        .recv_timeout(CEILING)
+        .expect("the client read the frames");
+    assert_eq!(ended(&recorder), Ok(200));
+    assert_whole(response);
+    client.close();
+}
+
 /// A complete answer to an upload whose server takes no more of it: a
 /// reader that drops the body ends the exchange at once, complete (its
 /// answer came whole), and the stream is reset with `CANCEL` — nobody
@@ -667,9 +741,8 @@ fn closing_the_client_ends_an_upload_going_on_after_its_whole_answer() {
 
 /// A complete answer to an upload, then the server closes the connection
 /// (no reset): the upload stops, and the answer, whole, is the response.
-/// (An answer within the body's window: one still in `h2`'s buffer behind
-/// a full pipe is lost — `h2` forgets the `END_STREAM` of a stream still
-/// sending when its connection ends.)
+/// (An answer within the body's window: for one past it, see the next
+/// test.)
 #[test]
 fn a_whole_answer_stands_when_the_connection_closes_under_its_upload() {
     let server = RawH2Server::start(move |mut conn| {
@@ -694,6 +767,285 @@ fn a_whole_answer_stands_when_the_connection_closes_under_its_upload() {
         Err(error) => panic!("the server's answer was lost: {error:?}"),
     }
     assert_eq!(ended(&recorder), Ok(200));
+    client.close();
+}
+
+/// The same with an answer past the body's window, so that most of it
+/// waits behind a full pipe, its reader not reading: the connection closes
+/// once the client has read it all, `END_STREAM` with it, and the answer,
+/// whole, is still the response — the exchange completes before its body
+/// is read. (A stream that left the rest in `h2`'s buffer lost it: `h2`
+/// marks every stream of an ended connection closed with an error, which
+/// hides the `END_STREAM` of one still sending — "stream closed because
+/// of a broken pipe".)
+#[test]
+fn a_whole_answer_behind_a_full_pipe_stands_when_the_connection_closes_under_its_upload() {
+    let server = RawH2Server::start(move |mut conn| {
+        let id = read_request_and_data(&mut conn);
+        let mut out = frame(HEADERS, END_HEADERS, id, &[0x88]);
+        out.extend(body_frames(id, false));
+        out.extend(ping());
+        conn.send(&out);
+        let _ = until_pong(&mut conn);
+        let _ = conn.stream.shutdown(std::net::Shutdown::Both);
+    });
+    let recorder = Recorder::new();
+    let client = h2c().listener(recorder.clone()).build().unwrap();
+    let response = client
+        .post(server.url("/"))
+        .body(vec![b'u'; 1 << 20])
+        .send()
+        .wait();
+    let response = answered(response);
+    // Not read until the exchange has ended: the connection's end with it.
+    assert_eq!(ended(&recorder), Ok(200));
+    assert_whole(response);
+    client.close();
+}
+
+/// A complete answer to an upload whose server takes no more of it, and
+/// answers no PING from then on (the keep-alive PINGs before, it does:
+/// the answer comes however late): the keep-alive PING's timeout ends the
+/// connection, as a close would, and the answer, whole, is still the
+/// response (it was lost: the timeout failed every stream, a whole
+/// answer's as well).
+#[test]
+fn a_whole_answer_stands_when_the_keep_alive_ping_ends_the_connection_under_its_upload() {
+    let server = RawH2Server::start(move |mut conn| {
+        let id = conn.read_requests(1)[0];
+        let mut answered = false;
+        while let Some(frame) = conn.read_frame() {
+            let client_ping = frame.kind == PING && frame.flags & ACK == 0;
+            if client_ping && !answered {
+                conn.send(&self::frame(PING, ACK, 0, &frame.payload));
+            }
+            if frame.kind == DATA && frame.stream == id && !answered {
+                answered = true;
+                conn.send(&frame_head_and_early_answer(id));
+            }
+        }
+    });
+    let recorder = Recorder::new();
+    let client = h2c()
+        .listener(recorder.clone())
+        .http2_keep_alive_interval(Duration::from_millis(100))
+        .http2_keep_alive_timeout(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let response = client
+        .post(server.url("/"))
+        .body(vec![b'u'; 1 << 20])
+        .send()
+        .wait();
+    let response = answered(response);
+    // Not read until the exchange has ended, with the connection.
+    assert_eq!(ended(&recorder), Ok(200));
+    match response.bytes().wait() {
+        Ok(body) => assert_eq!(body, "early answer"),
+        Err(error) => panic!("the server's answer was lost: {error:?}"),
+    }
+    client.close();
+}
+
+/// A complete answer to an upload and the connection's end (the server's
+/// FIN) in one write, so that the client reads them together: the answer,
+/// whole, is the response. (It was lost, every time: `h2` read the frames
+/// and the end in one poll, and marked the stream — its `END_STREAM` not
+/// yet seen by it, its upload going on — closed with an error before it
+/// was polled.) A few connections, as the client might read the end apart
+/// from the frames.
+#[test]
+fn a_whole_answer_that_comes_with_the_connections_end_stands_under_its_upload() {
+    for _ in 0..5 {
+        let server = RawH2Server::start(move |mut conn| {
+            let id = read_request_and_data(&mut conn);
+            let mut out = frame(HEADERS, END_HEADERS, id, &[0x88]);
+            out.extend(frame(DATA, END_STREAM, id, b"early answer"));
+            conn.send(&out);
+            // Its FIN, not a reset: what the client sends is read on.
+            let _ = conn.stream.shutdown(std::net::Shutdown::Write);
+            conn.drain(CEILING);
+        });
+        let recorder = Recorder::new();
+        let client = h2c().listener(recorder.clone()).build().unwrap();
+        let response = client
+            .post(server.url("/"))
+            .body(vec![b'u'; 1 << 20])
+            .send()
+            .wait();
+        let response = answered(response);
+        // Not read until the exchange has ended, with the connection.
+        assert_eq!(ended(&recorder), Ok(200));
+        match response.bytes().wait() {
+            Ok(body) => assert_eq!(body, "early answer"),
+            Err(error) => panic!("the server's answer was lost: {error:?}"),
+        }
+        client.close();
+    }
+}
+
+/// The response future dropped untaken once its answer has come whole, the
+/// upload still going: the exchange ends (cancelled) and the stream is
+/// reset with `CANCEL` at once — the stream does not stay for the upload.
+#[test]
+fn a_future_dropped_after_a_whole_answer_ends_the_upload_with_cancel() {
+    let (server, all_in, reset_seen) = answering_whole_then_awaiting_a_reset();
+    let recorder = Recorder::new();
+    let client = h2c().listener(recorder.clone()).build().unwrap();
+    let future = client
+        .post(server.url("/"))
+        .body(vec![b'u'; 1 << 20])
+        .send();
+    all_in
+        .recv_timeout(CEILING)
+        .expect("the client read the frames");
+    drop(future);
+    assert!(ended(&recorder).is_err(), "the exchange was cancelled");
+    let reset = reset_seen.recv_timeout(CEILING);
+    assert_eq!(reset, Ok((1, 8)), "the stream is reset with CANCEL");
+    client.close();
+}
+
+const WINDOW_UPDATE: u8 = 0x8;
+
+/// A `WINDOW_UPDATE` of `increment` for `stream` (0: the connection).
+fn window_update(stream: u32, increment: u32) -> Vec<u8> {
+    frame(WINDOW_UPDATE, 0, stream, &increment.to_be_bytes())
+}
+
+/// A complete answer, then `GOAWAY(NO_ERROR)` naming the stream processed,
+/// while the upload waits on the server's window; the server then opens
+/// it and reads the upload to its end: the connection, going away, keeps
+/// the stream to the upload's end, and the exchange completes with its
+/// answer — the server got the whole upload.
+#[test]
+fn a_goaway_after_a_whole_answer_lets_the_upload_go_on_to_its_end() {
+    const LENGTH: usize = 1 << 20;
+    let (counted, counts) = mpsc::channel::<usize>();
+    let counted = Mutex::new(counted);
+    let server = RawH2Server::start(move |mut conn| {
+        let id = conn.read_requests(1)[0];
+        let mut received = 0;
+        let mut answered = false;
+        while let Some(frame) = conn.read_frame() {
+            if frame.kind == DATA && frame.stream == id {
+                received += frame.payload.len();
+                if frame.flags & END_STREAM != 0 {
+                    break;
+                }
+                if !answered {
+                    answered = true;
+                    let mut out = frame_head_and_early_answer(id);
+                    out.extend(goaway(id, 0));
+                    out.extend(ping());
+                    conn.send(&out);
+                }
+            }
+            let pong =
+                frame.kind == PING && frame.flags & ACK != 0 && frame.payload == PING_PAYLOAD;
+            if pong {
+                // The answer and the GOAWAY read: the rest may come.
+                let mut out = window_update(0, LENGTH as u32);
+                out.extend(window_update(id, LENGTH as u32));
+                conn.send(&out);
+            }
+        }
+        let _ = counted.lock().unwrap().send(received);
+        conn.drain(CEILING);
+    });
+    let recorder = Recorder::new();
+    let client = h2c().listener(recorder.clone()).build().unwrap();
+    let response = client
+        .post(server.url("/"))
+        .body(vec![b'u'; LENGTH])
+        .send()
+        .wait();
+    let response = answered(response);
+    match response.bytes().wait() {
+        Ok(body) => assert_eq!(body, "early answer"),
+        Err(error) => panic!("the server's answer was lost: {error:?}"),
+    }
+    assert_eq!(ended(&recorder), Ok(200));
+    let count = counts.recv_timeout(CEILING);
+    assert_eq!(count, Ok(LENGTH), "the server got the whole upload");
+    client.close();
+}
+
+/// A head and a short whole answer on stream `id`.
+fn frame_head_and_early_answer(id: u32) -> Vec<u8> {
+    let mut out = frame(HEADERS, END_HEADERS, id, &[0x88]);
+    out.extend(frame(DATA, END_STREAM, id, b"early answer"));
+    out
+}
+
+/// A stream answered whole, its upload waiting on the server's window,
+/// counts against the stream limit (the server counts it too, half
+/// closed): a second request waits — until the first one's request
+/// timeout ends it (its stream reset with `CANCEL`), then it goes, on the
+/// same connection.
+#[test]
+fn the_request_timeout_ends_an_upload_after_its_whole_answer_and_frees_its_stream() {
+    let (told, all_in) = mpsc::channel();
+    let (reset, reset_seen) = mpsc::channel();
+    let told = Mutex::new((told, reset));
+    let server = RawH2Server::start(move |mut conn| {
+        let id = read_request_and_data(&mut conn);
+        let mut out = frame_head_and_early_answer(id);
+        out.extend(ping());
+        conn.send(&out);
+        let _ = until_pong(&mut conn);
+        let (told, reset) = {
+            let told = told.lock().unwrap();
+            (told.0.clone(), told.1.clone())
+        };
+        let _ = told.send(());
+        while let Some(frame) = conn.read_frame() {
+            if frame.kind == HEADERS {
+                // The second request, before the first's stream ended.
+                let _ = reset.send((frame.stream, u32::MAX));
+                break;
+            }
+            if let Some(&first) = resets(&[frame]).first() {
+                let _ = reset.send(first);
+                break;
+            }
+        }
+        // The second request, answered.
+        if let Some(&second) = conn.read_requests(1).first() {
+            conn.send(&ok_headers(second));
+        }
+        conn.drain(CEILING);
+    });
+    let recorder = Recorder::new();
+    let client = h2c()
+        .listener(recorder.clone())
+        .http2_max_concurrent_streams(1)
+        .build()
+        .unwrap();
+    let first = client
+        .post(server.url("/"))
+        .request_timeout(Duration::from_millis(500))
+        .body(vec![b'u'; 1 << 20])
+        .send()
+        .wait();
+    let first = answered(first);
+    all_in
+        .recv_timeout(CEILING)
+        .expect("the client read the frames");
+    let second = client.get(server.url("/second")).send();
+    match ended(&recorder) {
+        Err(error) => assert!(error.to_lowercase().contains("timeout"), "{error}"),
+        Ok(status) => panic!("the upload never ended, yet {status}"),
+    }
+    let reset = reset_seen.recv_timeout(CEILING);
+    assert_eq!(
+        reset,
+        Ok((1, 8)),
+        "the stream is reset with CANCEL, before the second request goes"
+    );
+    let second = second.wait().expect("the second request went");
+    assert_eq!(second.status(), 200);
+    drop(first);
     client.close();
 }
 

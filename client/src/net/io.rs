@@ -27,6 +27,16 @@
 //!   that writes frames the `h2` crate answers by itself (PING, SETTINGS)
 //!   as fast as it reads the answers would keep the loop inside one poll,
 //!   and every other connection and deadline of that loop waiting.
+//! * The socket's end, once the connection is open
+//!   ([`IoReadiness::hold_eof`]), is held back from `h2` for one poll: the
+//!   read that meets it returns `Pending` and wakes the connection, and
+//!   the next poll returns it. `h2` has then acted on every frame read
+//!   before it, and the connection polls the streams those frames woke
+//!   before it polls `h2` again: a stream sees its `END_STREAM` while its
+//!   state still says so. At the end `h2` marks every stream not closed
+//!   both ways as failed ("stream closed because of a broken pipe"), which
+//!   hides the end of an answer that came whole with the connection's
+//!   last bytes while its request's body was still being sent.
 //! * Only the loop's thread uses it: the connection owns it, and the flags
 //!   are shared with that same connection's code alone.
 
@@ -48,6 +58,9 @@ pub(crate) struct AsyncIo {
     /// Bytes of the stream already read off the socket before it was
     /// handed over (what came with a proxy's answer), read first.
     early: Bytes,
+    /// A read met the socket's end and held it back (see
+    /// [`IoReadiness::hold_eof`]): the next poll returns it.
+    eof_held: bool,
 }
 
 /// Whether reading and writing may make progress: set by the socket's
@@ -59,6 +72,9 @@ pub(crate) struct IoReadiness {
     writable: AtomicBool,
     budget: AtomicUsize,
     spent: AtomicBool,
+    /// The socket's end is to be held back from `h2` for one poll (see
+    /// [`IoReadiness::hold_eof`]); cleared once it has been.
+    hold_eof: AtomicBool,
     /// A TLS failure that ended the server's side of the handshake (a TLS
     /// 1.3 server refusing the client's certificate), met by a read: `h2`
     /// keeps only the kind and text of an `io::Error`, so the connection
@@ -87,6 +103,16 @@ impl IoReadiness {
         self.spent.load(Ordering::Relaxed)
     }
 
+    /// The connection is open: from now on the read that meets the
+    /// socket's end returns `Pending` instead, waking the connection's
+    /// task, and the next poll returns the end (see the [module
+    /// documentation](self)). Not before: a handshake that waits is polled
+    /// again only for the socket's next event, which an end already met
+    /// does not bring.
+    pub(crate) fn hold_eof(&self) {
+        self.hold_eof.store(true, Ordering::Relaxed);
+    }
+
     /// The socket's readiness event said so.
     pub(crate) fn set(&self, readable: bool, writable: bool) {
         if readable {
@@ -108,6 +134,7 @@ impl AsyncIo {
             writable: AtomicBool::new(true),
             budget: AtomicUsize::new(usize::MAX),
             spent: AtomicBool::new(false),
+            hold_eof: AtomicBool::new(false),
             #[cfg(feature = "rustls")]
             handshake_failure: OnceLock::new(),
         });
@@ -115,6 +142,7 @@ impl AsyncIo {
             transport,
             ready: ready.clone(),
             early,
+            eof_held: false,
         };
         (io, ready)
     }
@@ -145,10 +173,14 @@ fn tracked<T>(flag: &AtomicBool, result: io::Result<T>) -> Poll<io::Result<T>> {
 impl AsyncRead for AsyncIo {
     fn poll_read(
         self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
+        cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
+        if this.eof_held {
+            // The end met by the last poll, held back once: now it comes.
+            return Poll::Ready(Ok(()));
+        }
         if this.early.has_remaining() {
             // Already here: no socket to ask, and no readiness to wait for.
             let n = this.early.len().min(buf.remaining());
@@ -165,8 +197,20 @@ impl AsyncRead for AsyncIo {
             return Poll::Pending;
         }
         loop {
-            let read = this.transport.read(buf.initialize_unfilled());
+            let unfilled = buf.initialize_unfilled();
+            let room = !unfilled.is_empty();
+            let read = this.transport.read(unfilled);
             return match tracked(&this.ready.readable, read) {
+                Poll::Ready(Ok(0))
+                    if room && this.ready.hold_eof.swap(false, Ordering::Relaxed) =>
+                {
+                    // The socket's end: held back for one poll (see the
+                    // module documentation). The wake-up is not the
+                    // socket's, which has no more events to give.
+                    this.eof_held = true;
+                    cx.waker().wake_by_ref();
+                    Poll::Pending
+                }
                 Poll::Ready(Ok(n)) => {
                     buf.advance(n);
                     this.ready

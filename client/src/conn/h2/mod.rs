@@ -106,9 +106,11 @@
 //!   (below), rather than when its idle timeout closes it.
 //! * The connection's end (an error, or the server closing): its streams
 //!   fail, but one whose response had come whole — the rest of its body
-//!   in `h2`'s buffer behind a full pipe — completes; the requests waiting
-//!   here go elsewhere, once, as for a `GOAWAY`. A keep-alive PING with no
-//!   answer fails the streams and sends the waiting requests elsewhere.
+//!   in `h2`'s buffer behind a full pipe, or its upload still going
+//!   ([`Recv::Ended`]) — completes; the requests waiting here go
+//!   elsewhere, once, as for a `GOAWAY`. A keep-alive PING with no answer
+//!   fails the streams (but those answered whole, as above) and sends the
+//!   waiting requests elsewhere.
 //!   A stream with no answer yet on a connection that had served others
 //!   (its server may have closed it as idle as the request came) goes
 //!   again on a new connection, once, if it may go twice — idempotent,
@@ -706,6 +708,9 @@ impl Conn {
                 Poll::Ready(Ok((send, mut conn))) => {
                     let ping = conn.ping_pong();
                     h2.phase = Phase::Open { send, conn, ping };
+                    // Open: the drive polls the streams a read wakes
+                    // before it reads again (see `AsyncIo`).
+                    h2.io_ready.hold_eof();
                     self.share_h2(cx);
                 }
                 Poll::Ready(Err(error)) => return self.end_h2(cx, Some(error)),
@@ -1331,6 +1336,32 @@ impl Conn {
         }
     }
 
+    /// The connection is given up under its streams (its keep-alive PING
+    /// had no answer): those whose answer has come whole — waiting for
+    /// their upload's end ([`Recv::Ended`]), or with that end in `h2`'s
+    /// buffer behind a full pipe — complete with it and leave, as when the
+    /// connection ends ([`Conn::end_h2`]); the others stay, to fail.
+    fn complete_whole_answers(&mut self) {
+        let State::H2(h2) = &mut self.state else {
+            return;
+        };
+        let keys: Vec<usize> = h2.streams.keys().collect();
+        for key in keys {
+            let whole = h2
+                .streams
+                .get_mut(key)
+                .is_some_and(Stream::finish_from_buffer);
+            if whole {
+                h2.streams.remove(key);
+                self.owner
+                    .env()
+                    .streams
+                    .open
+                    .fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+    }
+
     /// Fails every stream and waiting request with `error` and closes (the
     /// loop shuts down, or code run for the connection panicked).
     pub(super) fn fail_h2(&mut self, cx: &mut LoopContext<'_>, error: impl Fn(&Exchange) -> Error) {
@@ -1451,8 +1482,10 @@ impl Conn {
                     if deadline_after(sent, options.keep_alive_timeout).is_some_and(|d| now >= d) {
                         let timeout = options.keep_alive_timeout;
                         // The requests waiting for a stream were never
-                        // sent: they go elsewhere; the streams fail.
+                        // sent: they go elsewhere; the streams fail, but
+                        // those whose answer came whole.
                         self.went_away(Departure::Retired);
+                        self.complete_whole_answers();
                         return self.fail_h2(cx, |exchange| Error::Io {
                             remote: exchange.remote_name(),
                             source: io::Error::new(
@@ -1592,10 +1625,20 @@ impl Stream {
 
     /// The pipe is full: the stream waits for room, its read timeout with
     /// it (a reader that does not read is not the server's silence).
-    fn pause(&mut self) -> Polled {
+    ///
+    /// Paused, the stream still takes what `h2` holds of the body, to
+    /// `Gathered`, its window not given back — so `h2` wakes it for each
+    /// frame that comes — until there is nothing more, or the body's end
+    /// (`END_STREAM`): that end must be seen while the connection lives.
+    /// Once it ends, `h2` marks every stream it has not seen closed both
+    /// ways as failed ("stream closed because of a broken pipe"), which
+    /// hides the end of one still sending its body, and the answer,
+    /// whole, was lost. It costs nothing more: `h2` has those bytes in
+    /// memory already, and the stream's window (which the server may not
+    /// pass) bounds them — in `h2`'s buffer or in `Gathered`, the same.
+    fn pause(&mut self) {
         self.paused = true;
         self.exchange.pause_read();
-        Polled::Open
     }
 
     /// The connection has ended: if the whole response had come — its end
@@ -1978,7 +2021,11 @@ impl Stream {
                         Poll::Pending => {
                             match push_chunks(body, pipe, self.gathered.take(), task) {
                                 Pushed::Room => {}
-                                Pushed::Full => return Ok(self.pause()),
+                                Pushed::Full => {
+                                    // `h2` has nothing more: waiting.
+                                    self.pause();
+                                    return Ok(Polled::Open);
+                                }
                                 Pushed::Refused => return Ok(self.reader_gone(task)),
                             }
                             pipe.flush();
@@ -2026,7 +2073,9 @@ impl Stream {
                     let chunks = self.gathered.take().into_iter().chain(large);
                     match push_chunks(body, pipe, chunks, task) {
                         Pushed::Room => {}
-                        Pushed::Full => return Ok(self.pause()),
+                        // On to what `h2` holds already, taken paused (its
+                        // window not given back): see `Stream::pause`.
+                        Pushed::Full => self.pause(),
                         Pushed::Refused => return Ok(self.reader_gone(task)),
                     }
                 }
