@@ -9,6 +9,13 @@
 //!   cancelling take it for O(1) work; the worker takes it to collect what is
 //!   due and releases it before running anything, so a task may arm or cancel
 //!   freely.
+//! * A bucket is an intrusive doubly linked list through the slab (each
+//!   entry holds the keys of its neighbours; the bucket its first and last),
+//!   kept in arming order: appended at arming, unlinked in place. So a
+//!   bucket owns nothing but its two ends, and arming or cancelling
+//!   allocates only when the slab grows, which it does (doubling) only when
+//!   more entries are armed at once than ever before on this wheel — never
+//!   for a bucket's first use, however large the wheel.
 //! * Whoever removes an entry from the slab owns its task: the worker (it
 //!   fires), [`WheelTimeout::cancel`] (it drops the task at once, so a
 //!   cancelled task's captured resources are not kept until its bucket comes
@@ -168,8 +175,12 @@ struct Shared {
 
 struct Core {
     start: Instant,
+    /// Every armed entry, by key. Its storage grows (doubling) only when
+    /// more entries are armed at once than ever before; a freed key is
+    /// reused first.
     slots: Slab<Entry>,
-    buckets: Vec<Vec<usize>>,
+    /// Each bucket's list of entries, in arming order.
+    buckets: Box<[Bucket]>,
     /// Every entry due before this tick has fired; an entry armed for an
     /// earlier tick is placed here instead, so the next visit fires it.
     first_open_tick: u64,
@@ -187,11 +198,32 @@ struct Due {
     task: Task,
 }
 
+/// The key that stands for no entry in a bucket's links (a slab never
+/// hands it out: it would need `usize::MAX` entries first).
+const NIL: usize = usize::MAX;
+
+/// The ends of one bucket's list: both [`NIL`] when it is empty.
+#[derive(Clone, Copy)]
+struct Bucket {
+    first: usize,
+    last: usize,
+}
+
+impl Bucket {
+    const EMPTY: Bucket = Bucket {
+        first: NIL,
+        last: NIL,
+    };
+}
+
 struct Entry {
     deadline: Instant,
     sequence: u64,
     bucket: usize,
-    index_in_bucket: usize,
+    /// The entries armed into the same bucket just before and just after
+    /// this one ([`NIL`] at the ends).
+    previous: usize,
+    next: usize,
     task: Task,
 }
 
@@ -231,8 +263,10 @@ impl HashedWheelTimer {
 
     /// Arms the entry `tag` of `task` to fire once the clock reaches
     /// `deadline`: `task.fire(tag)` then, or `task.stopped(tag)` if the
-    /// wheel stops first. Callable from any thread; O(1), and no allocation
-    /// once the wheel's storage has grown.
+    /// wheel stops first. Callable from any thread; O(1). Arming and
+    /// cancelling allocate nothing, in whichever bucket, unless more entries
+    /// are armed at once than ever before on this wheel: only then does the
+    /// entries' storage grow (doubling).
     pub fn arm_task(
         &self,
         deadline: Instant,
@@ -257,15 +291,15 @@ impl HashedWheelTimer {
         let bucket = (tick as usize) & (core.buckets.len() - 1);
         let sequence = core.next_sequence;
         core.next_sequence += 1;
-        let index_in_bucket = core.buckets[bucket].len();
         let key = core.slots.insert(Entry {
             deadline,
             sequence,
             bucket,
-            index_in_bucket,
+            previous: NIL,
+            next: NIL,
             task,
         });
-        core.buckets[bucket].push(key);
+        core.link(key);
         let wake_worker = tick < core.worker_wakes_at;
         if wake_worker {
             core.worker_wakes_at = tick;
@@ -387,12 +421,32 @@ impl Core {
         (since / tick.as_nanos()).min(u64::MAX as u128) as u64
     }
 
+    /// Appends the entry `key`, just put in the slab unlinked, to the end
+    /// of its bucket's list.
+    fn link(&mut self, key: usize) {
+        let bucket = self.slots[key].bucket;
+        let last = self.buckets[bucket].last;
+        self.slots[key].previous = last;
+        if last == NIL {
+            self.buckets[bucket].first = key;
+        } else {
+            self.slots[last].next = key;
+        }
+        self.buckets[bucket].last = key;
+    }
+
+    /// Takes the entry `key` out of its bucket's list and of the slab; the
+    /// rest of the list keeps its order.
     fn remove(&mut self, key: usize) -> Entry {
         let entry = self.slots.remove(key);
         let bucket = &mut self.buckets[entry.bucket];
-        bucket.swap_remove(entry.index_in_bucket);
-        if let Some(&moved) = bucket.get(entry.index_in_bucket) {
-            self.slots[moved].index_in_bucket = entry.index_in_bucket;
+        match entry.previous {
+            NIL => bucket.first = entry.next,
+            previous => self.slots[previous].next = entry.next,
+        }
+        match entry.next {
+            NIL => bucket.last = entry.previous,
+            next => self.slots[next].previous = entry.previous,
         }
         entry
     }
@@ -404,7 +458,7 @@ impl Core {
     fn next_occupied_tick(&self, from: u64) -> u64 {
         let size = self.buckets.len() as u64;
         (from..from.saturating_add(size))
-            .find(|tick| !self.buckets[(tick % size) as usize].is_empty())
+            .find(|tick| self.buckets[(tick % size) as usize].first != NIL)
             .unwrap_or(u64::MAX)
     }
 
@@ -412,12 +466,11 @@ impl Core {
     /// run: by deadline, equal deadlines in arming order.
     ///
     /// The buckets alone do not give that order: a bucket holds every
-    /// deadline of its tick (and of later rounds' ticks) in no order, since
-    /// a removal swaps the last entry into the gap; and once the clock has
-    /// passed more than a revolution (a stalled worker, one long advance of
-    /// a manual clock) the visit starts mid-wheel and meets the rounds
-    /// interleaved. So the entries are sorted here, where they are few:
-    /// only those due.
+    /// deadline of its tick (and of later rounds' ticks) in arming order,
+    /// not deadline order; and once the clock has passed more than a
+    /// revolution (a stalled worker, one long advance of a manual clock) the
+    /// visit starts mid-wheel and meets the rounds interleaved. So the
+    /// entries are sorted here, where they are few: only those due.
     fn collect_due(&mut self, now: Instant, tick: Duration, due: &mut Vec<Due>) {
         let already = due.len();
         let size = self.buckets.len() as u64;
@@ -428,12 +481,10 @@ impl Core {
             .min(size);
         for offset in 0..visits {
             let bucket = ((self.first_open_tick + offset) % size) as usize;
-            let first_of_bucket = due.len();
-            // Last to first: a removal swaps the bucket's last entry, one
-            // already looked at, into the gap, so the entries met keep their
-            // order in the bucket (reversed below).
-            for index in (0..self.buckets[bucket].len()).rev() {
-                let key = self.buckets[bucket][index];
+            let mut key = self.buckets[bucket].first;
+            while key != NIL {
+                // Read before a removal frees the entry; the next one stays.
+                let next = self.slots[key].next;
                 if self.slots[key].deadline <= now {
                     let entry = self.remove(key);
                     due.push(Due {
@@ -442,11 +493,11 @@ impl Core {
                         task: entry.task,
                     });
                 }
+                key = next;
             }
-            due[first_of_bucket..].reverse();
         }
-        // A bucket is mostly in arming order, most often deadline order too,
-        // so this mostly finds the entries sorted already, in linear time.
+        // A bucket is in arming order, most often deadline order too, so
+        // this mostly finds the entries sorted already, in linear time.
         // Unstable, which does not allocate; the sequence makes every key
         // distinct, so the order is still fully determined.
         due[already..].sort_unstable_by_key(|entry| (entry.deadline, entry.sequence));
@@ -549,9 +600,7 @@ impl Shared {
         let leftovers: Vec<Task> = {
             let mut core = self.lock_core();
             core.stopped = true;
-            for bucket in &mut core.buckets {
-                bucket.clear();
-            }
+            core.buckets.fill(Bucket::EMPTY);
             core.slots.drain().map(|entry| entry.task).collect()
         };
         self.counters.discarded(leftovers.len());
