@@ -16,6 +16,10 @@
 //!   allocates only when the slab grows, which it does (doubling) only when
 //!   more entries are armed at once than ever before on this wheel — never
 //!   for a bucket's first use, however large the wheel.
+//! * `Core::occupancy` has a bit per bucket, set iff its list is not empty
+//!   (kept by `link` and `remove`, the only places a list changes, and by
+//!   the stop), so the next occupied bucket is found in a few word reads
+//!   rather than by walking up to 2^20 buckets under the lock.
 //! * Whoever removes an entry from the slab owns its task: the worker (it
 //!   fires), [`WheelTimeout::cancel`] (it drops the task at once, so a
 //!   cancelled task's captured resources are not kept until its bucket comes
@@ -37,6 +41,7 @@
 
 use crate::clock::{AdvanceListener, SharedClock};
 use crate::stats::{TimerCounters, TimerStats};
+use occupancy::Occupancy;
 use slab::Slab;
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -181,6 +186,8 @@ struct Core {
     slots: Slab<Entry>,
     /// Each bucket's list of entries, in arming order.
     buckets: Box<[Bucket]>,
+    /// Which buckets' lists are not empty.
+    occupancy: Occupancy,
     /// Every entry due before this tick has fired; an entry armed for an
     /// earlier tick is placed here instead, so the next visit fires it.
     first_open_tick: u64,
@@ -429,6 +436,7 @@ impl Core {
         self.slots[key].previous = last;
         if last == NIL {
             self.buckets[bucket].first = key;
+            self.occupancy.set(bucket);
         } else {
             self.slots[last].next = key;
         }
@@ -448,18 +456,30 @@ impl Core {
             NIL => bucket.last = entry.previous,
             next => self.slots[next].previous = entry.previous,
         }
+        if bucket.first == NIL {
+            self.occupancy.clear(entry.bucket);
+        }
         entry
     }
 
     /// The first tick from `from` on whose bucket holds an entry (of this
     /// round or a later one: the worker then wakes, fires nothing and plans
-    /// again), or `u64::MAX` if every bucket is empty. At most one look at
-    /// each bucket.
+    /// again), or `u64::MAX` if every bucket is empty. Read from the
+    /// occupancy bits, not by visiting the buckets: a few word reads even
+    /// on the largest wheel, so a thread arming never waits long for the
+    /// worker planning.
     fn next_occupied_tick(&self, from: u64) -> u64 {
         let size = self.buckets.len() as u64;
-        (from..from.saturating_add(size))
-            .find(|tick| self.buckets[(tick % size) as usize].first != NIL)
-            .unwrap_or(u64::MAX)
+        let start = (from % size) as usize;
+        let found = self
+            .occupancy
+            .first_from(start)
+            .or_else(|| self.occupancy.first_from(0));
+        match found {
+            // Buckets on from `start`, wrapping round past the last.
+            Some(bucket) => from.saturating_add((bucket as u64 + size - start as u64) % size),
+            None => u64::MAX,
+        }
     }
 
     /// Moves every entry due at `now` into `due`, in the order they are to
@@ -479,9 +499,12 @@ impl Core {
             .saturating_sub(self.first_open_tick)
             .saturating_add(1)
             .min(size);
-        for offset in 0..visits {
-            let bucket = ((self.first_open_tick + offset) % size) as usize;
-            let mut key = self.buckets[bucket].first;
+        // The ticks `first_open_tick..end`, at most a revolution, so each
+        // bucket at most once; only the occupied ones are visited.
+        let end = self.first_open_tick.saturating_add(visits);
+        let mut visit = self.next_occupied_tick(self.first_open_tick);
+        while visit < end {
+            let mut key = self.buckets[(visit % size) as usize].first;
             while key != NIL {
                 // Read before a removal frees the entry; the next one stays.
                 let next = self.slots[key].next;
@@ -495,6 +518,7 @@ impl Core {
                 }
                 key = next;
             }
+            visit = self.next_occupied_tick(visit.saturating_add(1));
         }
         // A bucket is in arming order, most often deadline order too, so
         // this mostly finds the entries sorted already, in linear time.
@@ -601,6 +625,7 @@ impl Shared {
             let mut core = self.lock_core();
             core.stopped = true;
             core.buckets.fill(Bucket::EMPTY);
+            core.occupancy.clear_all();
             core.slots.drain().map(|entry| entry.task).collect()
         };
         self.counters.discarded(leftovers.len());
@@ -630,6 +655,7 @@ fn duration_from_nanos(nanos: u128) -> Duration {
 }
 
 mod builder;
+mod occupancy;
 #[cfg(test)]
 mod tests;
 

@@ -1,5 +1,6 @@
 //! [`WheelBuilder`]: a wheel's tick, size, clock, executor and thread.
 
+use super::occupancy::Occupancy;
 use super::{
     Bucket, Core, Executor, HashedWheelTimer, Owner, Shared, DEFAULT_TICK, DEFAULT_WHEEL_SIZE,
     MAX_TICK, MAX_WHEEL_SIZE,
@@ -76,6 +77,7 @@ impl WheelBuilder {
                 start: self.clock.now(),
                 slots: Slab::new(),
                 buckets: vec![Bucket::EMPTY; self.wheel_size].into_boxed_slice(),
+                occupancy: Occupancy::new(self.wheel_size),
                 first_open_tick: 0,
                 next_sequence: 0,
                 stopped: false,
