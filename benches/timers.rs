@@ -12,6 +12,24 @@
 //! * `wheel/arm_fire`: on a [`ManualClock`] wheel, arm at now and advance the
 //!   clock one tick so the task fires inline.
 //!
+//! Before those, timed by hand (no criterion: each case is a one-off walk
+//! over a fresh wheel, not a steady state to sample), on sparse wheels of
+//! [`MAX_WHEEL_SIZE`] buckets holding one entry about a revolution away (so
+//! planning the worker's next wake-up has to find it past nearly every
+//! bucket):
+//!
+//! * `sparse_wheel/arm_task_cancel`: ns per `arm_task` + `cancel` (1 ms
+//!   ticks), each arm in a bucket not used before, with the allocations per
+//!   op;
+//! * `sparse_wheel/wake_fire_plan`: µs per round (1 µs ticks) of arming an
+//!   entry due now, the worker waking, firing it and planning its next
+//!   wake-up (one `next_occupied_tick`); the round ends when the entry has
+//!   fired, and the next round's arms wait for the lock until the plan is
+//!   done, so a round takes the wake-up and the plan;
+//!
+//! `cargo bench --bench timers -- sparse_wheel` runs those (and skips the
+//! criterion cases).
+//!
 //! A counting global allocator tallies every allocation. After criterion has
 //! measured a case, the case runs 10 000 more warm iterations outside
 //! criterion and prints `allocations per op: X`. The wheel boxes a closure
@@ -22,7 +40,9 @@ use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tickless_timer::{Clock, DeadlineHeap, HashedWheelTimer, ManualClock, WheelTask, DEFAULT_TICK};
+use tickless_timer::{
+    Clock, DeadlineHeap, HashedWheelTimer, ManualClock, WheelTask, DEFAULT_TICK, MAX_WHEEL_SIZE,
+};
 
 #[path = "../tests/support/counting_alloc.rs"]
 mod counting_alloc;
@@ -170,5 +190,90 @@ fn wheel(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, heap, wheel);
+/// The sparse-wheel cases described in the file's notes, timed by hand.
+fn sparse_wheel(_: &mut Criterion) {
+    const TICK: Duration = Duration::from_millis(1);
+    const ARM_CANCELS: u32 = 200_000;
+    const ROUNDS: u32 = 300;
+    let timer = HashedWheelTimer::builder()
+        .tick(TICK)
+        .wheel_size(MAX_WHEEL_SIZE)
+        .build()
+        .expect("start the wheel's worker");
+    let task: Arc<dyn WheelTask> = Arc::new(Tagged);
+    let start = timer.clock().now();
+    // Two ticks short of a revolution: in the bucket just behind the
+    // worker's, the last one a scan from the worker's position meets.
+    let far = timer
+        .arm_task(start + TICK * (MAX_WHEEL_SIZE as u32 - 2), task.clone(), 0)
+        .expect("the wheel is running");
+
+    // Each arm a tick after the last, from a second on: a fresh bucket each.
+    let allocations_before = counting_alloc::allocations();
+    let began = Instant::now();
+    for step in 0..ARM_CANCELS {
+        let deadline = start + Duration::from_secs(1) + TICK * step;
+        let timeout = timer
+            .arm_task(black_box(deadline), task.clone(), u64::from(step))
+            .expect("the wheel is running");
+        black_box(timeout.cancel());
+    }
+    let elapsed = began.elapsed();
+    let allocations = counting_alloc::allocations() - allocations_before;
+    println!(
+        "sparse_wheel/arm_task_cancel: {:.1} ns per op, {:.3} allocations per op ({ARM_CANCELS} ops, each in a new bucket)",
+        elapsed.as_nanos() as f64 / f64::from(ARM_CANCELS),
+        allocations as f64 / f64::from(ARM_CANCELS),
+    );
+
+    black_box(far.cancel());
+    drop(timer.stop());
+
+    // The shortest tick, so that an entry due now waits next to nothing for
+    // its tick boundary and a round is the wake-up, the fire and the plan.
+    let timer = HashedWheelTimer::builder()
+        .tick(Duration::from_micros(1))
+        .wheel_size(MAX_WHEEL_SIZE)
+        .build()
+        .expect("start the wheel's worker");
+    let fired = Arc::new(AtomicU64::new(0));
+    let mut far = None::<tickless_timer::WheelTimeout>;
+    let began = Instant::now();
+    for round in 0..ROUNDS {
+        // Re-armed each round a revolution (less two ticks) on, so it stays
+        // in the bucket just behind the worker's as the clock moves.
+        if let Some(far) = far.take() {
+            black_box(far.cancel());
+        }
+        let now = timer.clock().now();
+        far = Some(
+            timer
+                .arm_task(
+                    now + Duration::from_micros(MAX_WHEEL_SIZE as u64 - 2),
+                    task.clone(),
+                    0,
+                )
+                .expect("the wheel is running"),
+        );
+        let fired_now = fired.clone();
+        timer
+            .arm(now, move || {
+                fired_now.fetch_add(1, Ordering::Release);
+            })
+            .expect("the wheel is running");
+        while fired.load(Ordering::Acquire) <= u64::from(round) {
+            std::thread::yield_now();
+        }
+    }
+    // The last round's plan: a cancel takes the lock after it.
+    black_box(far.map(|far| far.cancel()));
+    let elapsed = began.elapsed();
+    println!(
+        "sparse_wheel/wake_fire_plan: {:.1} µs per round ({ROUNDS} rounds)",
+        elapsed.as_nanos() as f64 / 1000.0 / f64::from(ROUNDS),
+    );
+    drop(timer.stop());
+}
+
+criterion_group!(benches, sparse_wheel, heap, wheel);
 criterion_main!(benches);

@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::sync::atomic::{AtomicIsize, AtomicU64, Ordering};
 
 /// The system allocator, counting.
@@ -15,9 +16,22 @@ pub struct Counting;
 static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
 static LIVE_BYTES: AtomicIsize = AtomicIsize::new(0);
 
+thread_local! {
+    /// Allocations (and reallocations) this thread made so far. Const, of a
+    /// type without drop: reading or bumping it never allocates.
+    static THREAD_ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
 /// Allocations (and reallocations) made so far.
 pub fn allocations() -> u64 {
     ALLOCATIONS.load(Ordering::Relaxed)
+}
+
+/// Allocations (and reallocations) the calling thread made so far: for a
+/// count that other threads (another test's starting, the test harness
+/// printing) must not disturb.
+pub fn thread_allocations() -> u64 {
+    THREAD_ALLOCATIONS.try_with(Cell::get).unwrap_or(0)
 }
 
 /// Bytes allocated and not yet freed.
@@ -28,6 +42,8 @@ pub fn live_bytes() -> isize {
 fn counted(ptr: *mut u8, bytes: isize) -> *mut u8 {
     if !ptr.is_null() {
         ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // Not there once the thread's locals are gone, at its very end.
+        let _ = THREAD_ALLOCATIONS.try_with(|count| count.set(count.get() + 1));
         LIVE_BYTES.fetch_add(bytes, Ordering::Relaxed);
     }
     ptr

@@ -9,6 +9,17 @@
 //!   cancelling take it for O(1) work; the worker takes it to collect what is
 //!   due and releases it before running anything, so a task may arm or cancel
 //!   freely.
+//! * A bucket is an intrusive doubly linked list through the slab (each
+//!   entry holds the keys of its neighbours; the bucket its first and last),
+//!   kept in arming order: appended at arming, unlinked in place. So a
+//!   bucket owns nothing but its two ends, and arming or cancelling
+//!   allocates only when the slab grows, which it does (doubling) only when
+//!   more entries are armed at once than ever before on this wheel — never
+//!   for a bucket's first use, however large the wheel.
+//! * `Core::occupancy` has a bit per bucket, set iff its list is not empty
+//!   (kept by `link` and `remove`, the only places a list changes, and by
+//!   the stop), so the next occupied bucket is found in a few word reads
+//!   rather than by walking up to 2^20 buckets under the lock.
 //! * Whoever removes an entry from the slab owns its task: the worker (it
 //!   fires), [`WheelTimeout::cancel`] (it drops the task at once, so a
 //!   cancelled task's captured resources are not kept until its bucket comes
@@ -30,6 +41,7 @@
 
 use crate::clock::{AdvanceListener, SharedClock};
 use crate::stats::{TimerCounters, TimerStats};
+use occupancy::Occupancy;
 use slab::Slab;
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -168,8 +180,14 @@ struct Shared {
 
 struct Core {
     start: Instant,
+    /// Every armed entry, by key. Its storage grows (doubling) only when
+    /// more entries are armed at once than ever before; a freed key is
+    /// reused first.
     slots: Slab<Entry>,
-    buckets: Vec<Vec<usize>>,
+    /// Each bucket's list of entries, in arming order.
+    buckets: Box<[Bucket]>,
+    /// Which buckets' lists are not empty.
+    occupancy: Occupancy,
     /// Every entry due before this tick has fired; an entry armed for an
     /// earlier tick is placed here instead, so the next visit fires it.
     first_open_tick: u64,
@@ -187,11 +205,32 @@ struct Due {
     task: Task,
 }
 
+/// The key that stands for no entry in a bucket's links (a slab never
+/// hands it out: it would need `usize::MAX` entries first).
+const NIL: usize = usize::MAX;
+
+/// The ends of one bucket's list: both [`NIL`] when it is empty.
+#[derive(Clone, Copy)]
+struct Bucket {
+    first: usize,
+    last: usize,
+}
+
+impl Bucket {
+    const EMPTY: Bucket = Bucket {
+        first: NIL,
+        last: NIL,
+    };
+}
+
 struct Entry {
     deadline: Instant,
     sequence: u64,
     bucket: usize,
-    index_in_bucket: usize,
+    /// The entries armed into the same bucket just before and just after
+    /// this one ([`NIL`] at the ends).
+    previous: usize,
+    next: usize,
     task: Task,
 }
 
@@ -231,8 +270,10 @@ impl HashedWheelTimer {
 
     /// Arms the entry `tag` of `task` to fire once the clock reaches
     /// `deadline`: `task.fire(tag)` then, or `task.stopped(tag)` if the
-    /// wheel stops first. Callable from any thread; O(1), and no allocation
-    /// once the wheel's storage has grown.
+    /// wheel stops first. Callable from any thread; O(1). Arming and
+    /// cancelling allocate nothing, in whichever bucket, unless more entries
+    /// are armed at once than ever before on this wheel: only then does the
+    /// entries' storage grow (doubling).
     pub fn arm_task(
         &self,
         deadline: Instant,
@@ -257,15 +298,15 @@ impl HashedWheelTimer {
         let bucket = (tick as usize) & (core.buckets.len() - 1);
         let sequence = core.next_sequence;
         core.next_sequence += 1;
-        let index_in_bucket = core.buckets[bucket].len();
         let key = core.slots.insert(Entry {
             deadline,
             sequence,
             bucket,
-            index_in_bucket,
+            previous: NIL,
+            next: NIL,
             task,
         });
-        core.buckets[bucket].push(key);
+        core.link(key);
         let wake_worker = tick < core.worker_wakes_at;
         if wake_worker {
             core.worker_wakes_at = tick;
@@ -387,37 +428,69 @@ impl Core {
         (since / tick.as_nanos()).min(u64::MAX as u128) as u64
     }
 
+    /// Appends the entry `key`, just put in the slab unlinked, to the end
+    /// of its bucket's list.
+    fn link(&mut self, key: usize) {
+        let bucket = self.slots[key].bucket;
+        let last = self.buckets[bucket].last;
+        self.slots[key].previous = last;
+        if last == NIL {
+            self.buckets[bucket].first = key;
+            self.occupancy.set(bucket);
+        } else {
+            self.slots[last].next = key;
+        }
+        self.buckets[bucket].last = key;
+    }
+
+    /// Takes the entry `key` out of its bucket's list and of the slab; the
+    /// rest of the list keeps its order.
     fn remove(&mut self, key: usize) -> Entry {
         let entry = self.slots.remove(key);
         let bucket = &mut self.buckets[entry.bucket];
-        bucket.swap_remove(entry.index_in_bucket);
-        if let Some(&moved) = bucket.get(entry.index_in_bucket) {
-            self.slots[moved].index_in_bucket = entry.index_in_bucket;
+        match entry.previous {
+            NIL => bucket.first = entry.next,
+            previous => self.slots[previous].next = entry.next,
+        }
+        match entry.next {
+            NIL => bucket.last = entry.previous,
+            next => self.slots[next].previous = entry.previous,
+        }
+        if bucket.first == NIL {
+            self.occupancy.clear(entry.bucket);
         }
         entry
     }
 
     /// The first tick from `from` on whose bucket holds an entry (of this
     /// round or a later one: the worker then wakes, fires nothing and plans
-    /// again), or `u64::MAX` if every bucket is empty. At most one look at
-    /// each bucket.
+    /// again), or `u64::MAX` if every bucket is empty. Read from the
+    /// occupancy bits, not by visiting the buckets: a few word reads even
+    /// on the largest wheel, so a thread arming never waits long for the
+    /// worker planning.
     fn next_occupied_tick(&self, from: u64) -> u64 {
         let size = self.buckets.len() as u64;
-        (from..from.saturating_add(size))
-            .find(|tick| !self.buckets[(tick % size) as usize].is_empty())
-            .unwrap_or(u64::MAX)
+        let start = (from % size) as usize;
+        let found = self
+            .occupancy
+            .first_from(start)
+            .or_else(|| self.occupancy.first_from(0));
+        match found {
+            // Buckets on from `start`, wrapping round past the last.
+            Some(bucket) => from.saturating_add((bucket as u64 + size - start as u64) % size),
+            None => u64::MAX,
+        }
     }
 
     /// Moves every entry due at `now` into `due`, in the order they are to
     /// run: by deadline, equal deadlines in arming order.
     ///
     /// The buckets alone do not give that order: a bucket holds every
-    /// deadline of its tick (and of later rounds' ticks) in no order, since
-    /// a removal swaps the last entry into the gap; and once the clock has
-    /// passed more than a revolution (a stalled worker, one long advance of
-    /// a manual clock) the visit starts mid-wheel and meets the rounds
-    /// interleaved. So the entries are sorted here, where they are few:
-    /// only those due.
+    /// deadline of its tick (and of later rounds' ticks) in arming order,
+    /// not deadline order; and once the clock has passed more than a
+    /// revolution (a stalled worker, one long advance of a manual clock) the
+    /// visit starts mid-wheel and meets the rounds interleaved. So the
+    /// entries are sorted here, where they are few: only those due.
     fn collect_due(&mut self, now: Instant, tick: Duration, due: &mut Vec<Due>) {
         let already = due.len();
         let size = self.buckets.len() as u64;
@@ -426,14 +499,15 @@ impl Core {
             .saturating_sub(self.first_open_tick)
             .saturating_add(1)
             .min(size);
-        for offset in 0..visits {
-            let bucket = ((self.first_open_tick + offset) % size) as usize;
-            let first_of_bucket = due.len();
-            // Last to first: a removal swaps the bucket's last entry, one
-            // already looked at, into the gap, so the entries met keep their
-            // order in the bucket (reversed below).
-            for index in (0..self.buckets[bucket].len()).rev() {
-                let key = self.buckets[bucket][index];
+        // The ticks `first_open_tick..end`, at most a revolution, so each
+        // bucket at most once; only the occupied ones are visited.
+        let end = self.first_open_tick.saturating_add(visits);
+        let mut visit = self.next_occupied_tick(self.first_open_tick);
+        while visit < end {
+            let mut key = self.buckets[(visit % size) as usize].first;
+            while key != NIL {
+                // Read before a removal frees the entry; the next one stays.
+                let next = self.slots[key].next;
                 if self.slots[key].deadline <= now {
                     let entry = self.remove(key);
                     due.push(Due {
@@ -442,11 +516,12 @@ impl Core {
                         task: entry.task,
                     });
                 }
+                key = next;
             }
-            due[first_of_bucket..].reverse();
+            visit = self.next_occupied_tick(visit.saturating_add(1));
         }
-        // A bucket is mostly in arming order, most often deadline order too,
-        // so this mostly finds the entries sorted already, in linear time.
+        // A bucket is in arming order, most often deadline order too, so
+        // this mostly finds the entries sorted already, in linear time.
         // Unstable, which does not allocate; the sequence makes every key
         // distinct, so the order is still fully determined.
         due[already..].sort_unstable_by_key(|entry| (entry.deadline, entry.sequence));
@@ -549,9 +624,8 @@ impl Shared {
         let leftovers: Vec<Task> = {
             let mut core = self.lock_core();
             core.stopped = true;
-            for bucket in &mut core.buckets {
-                bucket.clear();
-            }
+            core.buckets.fill(Bucket::EMPTY);
+            core.occupancy.clear_all();
             core.slots.drain().map(|entry| entry.task).collect()
         };
         self.counters.discarded(leftovers.len());
@@ -581,6 +655,7 @@ fn duration_from_nanos(nanos: u128) -> Duration {
 }
 
 mod builder;
+mod occupancy;
 #[cfg(test)]
 mod tests;
 

@@ -1,8 +1,9 @@
 //! [`WheelBuilder`]: a wheel's tick, size, clock, executor and thread.
 
+use super::occupancy::Occupancy;
 use super::{
-    Core, Executor, HashedWheelTimer, Owner, Shared, DEFAULT_TICK, DEFAULT_WHEEL_SIZE, MAX_TICK,
-    MAX_WHEEL_SIZE,
+    Bucket, Core, Executor, HashedWheelTimer, Owner, Shared, DEFAULT_TICK, DEFAULT_WHEEL_SIZE,
+    MAX_TICK, MAX_WHEEL_SIZE,
 };
 use crate::clock::{AdvanceListener, SharedClock, SystemClock};
 use crate::stats::TimerCounters;
@@ -75,7 +76,8 @@ impl WheelBuilder {
             core: Mutex::new(Core {
                 start: self.clock.now(),
                 slots: Slab::new(),
-                buckets: (0..self.wheel_size).map(|_| Vec::new()).collect(),
+                buckets: vec![Bucket::EMPTY; self.wheel_size].into_boxed_slice(),
+                occupancy: Occupancy::new(self.wheel_size),
                 first_open_tick: 0,
                 next_sequence: 0,
                 stopped: false,

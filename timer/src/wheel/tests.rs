@@ -533,3 +533,55 @@ fn entries_due_at_once_fire_in_deadline_order() {
     clock.advance(Duration::from_millis(50));
     assert_eq!(*order.lock().unwrap(), [0, 2, 3, 4]);
 }
+
+/// What `next_occupied_tick` answered before the occupancy bits: a walk
+/// over the buckets from `from`, at most a revolution.
+fn walked_next_occupied_tick(core: &Core, from: u64) -> u64 {
+    let size = core.buckets.len() as u64;
+    (from..from.saturating_add(size))
+        .find(|tick| core.buckets[(tick % size) as usize].first != NIL)
+        .unwrap_or(u64::MAX)
+}
+
+proptest! {
+    /// On wheels of many sizes, after random arms, cancels and advances
+    /// (so bits set by arms and cleared by cancels and fires): the
+    /// occupancy bits name the bucket a walk finds, from any tick.
+    #[test]
+    fn the_next_occupied_tick_is_the_one_a_walk_finds(
+        size_log2 in 0u32..12,
+        ops in proptest::collection::vec(prop_oneof![
+            6 => (0u16..20_000).prop_map(Op::Arm),
+            3 => any::<usize>().prop_map(Op::Cancel),
+            1 => (0u16..3_000).prop_map(Op::Advance),
+        ], 0..150),
+        froms in proptest::collection::vec(any::<u64>(), 1..20),
+    ) {
+        let (clock, wheel) = manual_wheel(1, 1 << size_log2);
+        let mut handles = Vec::new();
+        for op in ops {
+            match op {
+                Op::Arm(ms) => handles.push(
+                    wheel.arm(clock.now() + Duration::from_millis(ms.into()), || {}).unwrap(),
+                ),
+                Op::Cancel(pick) if !handles.is_empty() => {
+                    handles.swap_remove(pick % handles.len()).cancel();
+                }
+                Op::Cancel(_) => {}
+                Op::Advance(ms) => clock.advance(Duration::from_millis(ms.into())),
+            }
+        }
+        let core = wheel.owner.shared.lock_core();
+        let near = core.first_open_tick;
+        for from in froms.into_iter().chain([0, near, near + 1, u64::MAX - 3]) {
+            // Near the wheel's own position as often as anywhere.
+            for from in [from, near.wrapping_add(from % 4096)] {
+                prop_assert_eq!(
+                    core.next_occupied_tick(from),
+                    walked_next_occupied_tick(&core, from),
+                    "from tick {}", from
+                );
+            }
+        }
+    }
+}
