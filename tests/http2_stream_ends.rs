@@ -18,7 +18,8 @@
 //!   under the upload (a close, its end read with the answer, a connection
 //!   error, a keep-alive PING unanswered), even with most of it still
 //!   behind a full pipe; a GOAWAY lets the upload go on; a dropped future
-//!   or the request timeout ends it with `CANCEL`, freeing its stream;
+//!   or the request timeout ends it with `CANCEL`, freeing its stream; a
+//!   refusal (not 2xx) come whole stops the upload at once, with `CANCEL`;
 //! * an answer to HEAD, a 204 or a 304 is whole and empty whatever its
 //!   head declares or its DATA carries, and however many a connection
 //!   gets (`h2` resets such a 304's stream, and would end the connection
@@ -267,12 +268,22 @@ fn answering_then_awaiting_a_reset(
     body: fn(u32) -> Vec<u8>,
     then: fn() -> Vec<u8>,
 ) -> (RawH2Server, mpsc::Receiver<()>, mpsc::Receiver<(u32, u32)>) {
+    answering_with_then_awaiting_a_reset(0x88, body, then)
+}
+
+/// [`answering_then_awaiting_a_reset`] with the status of the static
+/// HPACK entry `status` (`0x88` 200, `0x8d` 404).
+fn answering_with_then_awaiting_a_reset(
+    status: u8,
+    body: fn(u32) -> Vec<u8>,
+    then: fn() -> Vec<u8>,
+) -> (RawH2Server, mpsc::Receiver<()>, mpsc::Receiver<(u32, u32)>) {
     let (told, all_in) = mpsc::channel();
     let (reset, reset_seen) = mpsc::channel();
     let told = Mutex::new((told, reset));
     let server = RawH2Server::start(move |mut conn| {
         let id = read_request_and_data(&mut conn);
-        let mut out = frame(HEADERS, END_HEADERS, id, &[0x88]);
+        let mut out = frame(HEADERS, END_HEADERS, id, &[status]);
         out.extend(body(id));
         out.extend(ping());
         conn.send(&out);
@@ -625,6 +636,44 @@ fn an_upload_the_server_stops_taking_after_its_whole_answer_stops_at_the_write_t
     assert_eq!(ended(&recorder), Ok(200));
     let reset = reset_seen.recv_timeout(CEILING);
     assert_eq!(reset, Ok((1, 8)), "the stream is reset with CANCEL");
+    client.close();
+}
+
+/// A refusal (404 here) that comes whole before the upload's end stops the
+/// upload at once, its stream reset with `CANCEL`, as over HTTP/1.1: the
+/// caller has the answer whole, though the upload's source would never
+/// end (it was held until the request timeout).
+#[test]
+fn a_refusal_whole_before_the_upload_ends_stops_the_upload_and_stands() {
+    let (server, all_in, reset_seen) = answering_with_then_awaiting_a_reset(
+        0x8d,
+        |id| frame(DATA, END_STREAM, id, b"no such thing"),
+        Vec::new,
+    );
+    let client = h2c().build().unwrap();
+    // No waker kept: nothing will ever wake the upload.
+    let gate = Arc::new(Gate::default());
+    let response = client
+        .post(server.url("/"))
+        .body(gated_upload(&gate))
+        .send()
+        .wait()
+        .expect("the server's answer");
+    assert_eq!(response.status(), 404);
+    all_in
+        .recv_timeout(CEILING)
+        .expect("the client read the frames");
+    match response.bytes().wait() {
+        Ok(body) => assert_eq!(body, "no such thing"),
+        Err(error) => panic!("the server's answer was lost: {error:?}"),
+    }
+    let reset = reset_seen.recv_timeout(CEILING);
+    assert_eq!(reset, Ok((1, 8)), "the stream is reset with CANCEL");
+    assert!(
+        eventually(CEILING, || gate.dropped.load(Ordering::SeqCst)),
+        "the upload's source was let go"
+    );
+    assert!(!gate.end_taken.load(Ordering::SeqCst));
     client.close();
 }
 

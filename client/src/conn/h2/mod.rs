@@ -75,9 +75,9 @@
 //! [write timeout](crate::ClientBuilder::write_timeout) before the
 //! response's head, fails the stream ([`WriteStall`]).
 //!
-//! A response that comes whole before the request body is all sent (RFC
-//! 9113 §8.1 lets a server answer before it has read the request) does not
-//! stop the upload: the stream stays, its exchange's end held until the
+//! A 2xx response that comes whole before the request body is all sent
+//! (RFC 9113 §8.1 lets a server answer before it has read the request)
+//! does not stop the upload: the stream stays, its exchange's end held until the
 //! upload's — a stream that left then would have `h2` reset it with
 //! `CANCEL`, and the server would get none of the rest. The server stops
 //! the upload with `RST_STREAM(NO_ERROR)` (any reset, or the connection's
@@ -87,7 +87,11 @@
 //! its answer standing as for a reset, and so has a reader that drops the
 //! body (nobody waits for the upload any more). The request timeout, a
 //! cancel, the client's closing abort the stream with `CANCEL` as any
-//! other, and the upload's own failure fails it ([`Recv::Ended`]).
+//! other, and the upload's own failure fails it ([`Recv::Ended`]). A
+//! refusal (any final status but 2xx) come whole stops the upload at once,
+//! its stream reset with `CANCEL` and the answer standing, as over
+//! HTTP/1.1: the server has said it does not want the rest (and stopping
+//! before the answer is whole would lose the answer's body with it).
 //!
 //! # Failures
 //!
@@ -324,6 +328,9 @@ struct Stream {
     /// Ended by a reset of `h2`'s own, taken as its answer's end (see
     /// [`Http2::taken_resets`]).
     took_reset: bool,
+    /// The final answer's status is not 2xx: its upload stops once the
+    /// answer is whole (see [`Stream::answered`]).
+    refused: bool,
 }
 
 /// A response body's bytes against the client's limit
@@ -1049,6 +1056,7 @@ impl Conn {
                             },
                             reused: h2.served,
                             took_reset: false,
+                            refused: false,
                         },
                     );
                 }
@@ -1815,8 +1823,16 @@ impl Stream {
     /// stops reading has said no more than one that resets with
     /// `NO_ERROR`. The request timeout, a cancel, the client's closing and
     /// the upload's own failure end the exchange as they would before the
-    /// answer's end. `Open` then.
+    /// answer's end. `Open` then. A refusal ([`Stream::refused`]) stops the
+    /// upload here, as over HTTP/1.1 (`Sending::answered`): the server has
+    /// said it does not want the rest, and an upload that goes on — or
+    /// waits on a source with nothing more to give — would hold the
+    /// caller's answer until it ended.
     fn answered(&mut self, trailers: Option<http::HeaderMap>, now: Instant) -> Polled {
+        if self.out.is_sending() && self.refused {
+            self.send.send_reset(h2::Reason::CANCEL);
+            self.out = Outgoing::Stopped;
+        }
         if !self.out.is_sending() {
             self.exchange.complete(trailers);
             return Polled::Gone;
@@ -1974,6 +1990,7 @@ impl Stream {
                     if !self.body.fits(0, declared) {
                         return Ok(self.too_large());
                     }
+                    self.refused = !parts.status.is_success();
                     let exchange = &self.exchange;
                     exchange.listener.on_status(parts.status);
                     exchange.listener.on_headers(&parts.headers);
