@@ -105,10 +105,6 @@
 //! `raw-floor-1mib`), `--format table|csv`. The `--bench` flag cargo passes
 //! is ignored.
 
-#[path = "../examples/common/causes.rs"]
-mod causes;
-
-use causes::with_causes;
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
@@ -116,6 +112,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tickless::WithCauses;
 
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
 
@@ -632,7 +629,7 @@ fn expect_response(result: Result<tickless::Response, tickless::Error>, body_len
         }
         // With its causes: a client error's message says its own level
         // only (`connect to … failed`), the why is its `source()`.
-        Err(error) => panic!("request failed: {}", with_causes(&error)),
+        Err(error) => panic!("request failed: {}", WithCauses(&error)),
     }
 }
 

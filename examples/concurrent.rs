@@ -13,16 +13,13 @@
 //! cap keeps the example within the usual limit of 1024 open files, since
 //! both ends of every connection live in this one process.
 
-#[path = "common/causes.rs"]
-mod causes;
-
 #[path = "common/echo_server.rs"]
 mod echo_server;
 
-use causes::with_causes;
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
+use tickless::WithCauses;
 
 fn main() -> ExitCode {
     let (requests, connections) = match parse_args() {
@@ -36,7 +33,7 @@ fn main() -> ExitCode {
         Ok(all_ok) if all_ok => ExitCode::SUCCESS,
         Ok(_) => ExitCode::from(1),
         Err(error) => {
-            eprintln!("concurrent: {}", with_causes(&*error));
+            eprintln!("concurrent: {}", WithCauses(&*error));
             ExitCode::from(1)
         }
     }
@@ -85,7 +82,7 @@ fn run(requests: usize, connections: usize) -> Result<bool, Box<dyn std::error::
             Ok((status, text)) => {
                 failures.push(format!("request {i}: unexpected {status} {text:?}"))
             }
-            Err(error) => failures.push(format!("request {i}: {}", with_causes(&error))),
+            Err(error) => failures.push(format!("request {i}: {}", WithCauses(&error))),
         }
     }
     let elapsed = started.elapsed();

@@ -11,14 +11,11 @@
 //! removed once counted. The request timeout is off (a download takes as long as it takes); the
 //! read timeout (5 s) catches a server that stops sending.
 
-#[path = "common/causes.rs"]
-mod causes;
-
-use causes::with_causes;
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
+use tickless::WithCauses;
 
 /// Serves `mib` MiB of zeros, with a Content-Length, on 127.0.0.1.
 fn serve(mib: u64) -> std::io::Result<String> {
@@ -63,7 +60,7 @@ fn main() -> ExitCode {
     match run(url, mib, output) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("download: {}", with_causes(&*error));
+            eprintln!("download: {}", WithCauses(&*error));
             ExitCode::from(1)
         }
     }

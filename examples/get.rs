@@ -106,13 +106,10 @@
 //! Exits 0 on any response (whatever its status), 1 if the request failed
 //! (the error goes to stderr), 2 on bad arguments (usage goes to stderr).
 
-#[path = "common/causes.rs"]
-mod causes;
-
-use causes::with_causes;
 use std::io::{Read, Write};
 use std::process::ExitCode;
 use std::time::Duration;
+use tickless::WithCauses;
 
 const USAGE: &str = "\
 usage: get URL [--request-timeout MS|-m|--max-time SECS] [--read-timeout MS]
@@ -484,7 +481,7 @@ fn main() -> ExitCode {
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            say(std::io::stderr(), &format!("get: {}", with_causes(&*error)));
+            say(std::io::stderr(), &format!("get: {}", WithCauses(&*error)));
             ExitCode::from(1)
         }
     }

@@ -11,14 +11,11 @@
 //! The client reaches the cleartext server with prior knowledge
 //! (`http2_prior_knowledge`); over TLS, ALPN would pick HTTP/2 by itself.
 
-#[path = "common/causes.rs"]
-mod causes;
-
-use causes::with_causes;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tickless::WithCauses;
 
 /// Serves every stream `path` back as its body; counts connections.
 fn serve() -> std::io::Result<(String, Arc<AtomicUsize>)> {
@@ -70,7 +67,7 @@ fn main() -> ExitCode {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
         Err(error) => {
-            eprintln!("http2_fanout: {}", with_causes(&*error));
+            eprintln!("http2_fanout: {}", WithCauses(&*error));
             ExitCode::from(1)
         }
     }

@@ -13,11 +13,8 @@
 //! ignored here so that the example shows its own proxy; a client built
 //! without `.proxy(…)` or `.no_proxy()` honours it.
 
-#[path = "common/causes.rs"]
-mod causes;
-
-use causes::with_causes;
 use std::process::ExitCode;
+use tickless::WithCauses;
 
 fn main() -> ExitCode {
     let (mut proxy, mut url) = (None, None);
@@ -35,7 +32,7 @@ fn main() -> ExitCode {
     match run(proxy, url) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("proxy: {}", with_causes(&*error));
+            eprintln!("proxy: {}", WithCauses(&*error));
             ExitCode::from(1)
         }
     }

@@ -10,17 +10,14 @@
 //! cargo run --release --example stats -- --seconds 10 --threads 8
 //! ```
 
-#[path = "common/causes.rs"]
-mod causes;
-
 #[path = "common/echo_server.rs"]
 mod echo_server;
 
-use causes::with_causes;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use tickless::WithCauses;
 
 fn main() -> ExitCode {
     let (mut seconds, mut threads) = (5u64, 4usize);
@@ -39,7 +36,7 @@ fn main() -> ExitCode {
     match run(seconds, threads) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("stats: {}", with_causes(&*error));
+            eprintln!("stats: {}", WithCauses(&*error));
             ExitCode::from(1)
         }
     }

@@ -12,14 +12,11 @@
 //! `Content-Length`, from a pump thread of its own, never more than a
 //! window ahead of the socket.
 
-#[path = "common/causes.rs"]
-mod causes;
-
-use causes::with_causes;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
+use tickless::WithCauses;
 
 /// Reads each request's body (by its Content-Length) and answers with the
 /// number of bytes read.
@@ -68,7 +65,7 @@ fn main() -> ExitCode {
     match run(url, mib, file) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("upload: {}", with_causes(&*error));
+            eprintln!("upload: {}", WithCauses(&*error));
             ExitCode::from(1)
         }
     }

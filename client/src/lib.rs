@@ -85,7 +85,7 @@ pub use api::{
 pub use bytes::Bytes;
 pub use error::{
     timeout_kind, Error, Http2Initiator, Http2Reason, InvalidRequest, ProxyError, ProxyUrlError,
-    RedirectError, SocksError, SocksStage, Timeout, TimeoutKind, TlsFailureKind,
+    RedirectError, SocksError, SocksStage, Timeout, TimeoutKind, TlsFailureKind, WithCauses,
 };
 pub use policy::{hedge, redirect, retry};
 

@@ -11,7 +11,7 @@
 //! The timeouts that fire are events of their own (in `exchange`), with
 //! their kind, where they ran (the wheel or a loop) and how late.
 
-use crate::error::{retried_text, Chain, Error};
+use crate::error::{retried_text, Error, WithCauses};
 use crate::events::{ConnectionInfo, EventListener, RequestInfo};
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -104,7 +104,7 @@ impl EventListener for Traced {
         remote: SocketAddr,
         error: &std::io::Error,
     ) {
-        debug!(parent: &self.span, %remote, error = %Chain(error), "connect failed");
+        debug!(parent: &self.span, %remote, error = %WithCauses(error), "connect failed");
     }
     fn on_tls_handshake_success(
         &self,

@@ -236,13 +236,7 @@ impl EventListener for Recorder {
 /// `{:#}` shows it: what the tests assert a message by, since each error's
 /// `Display` says its own level only and leaves its cause to `source()`.
 pub fn chain_text(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut cause = error.source();
-    while let Some(next) = cause {
-        text = format!("{text}: {next}");
-        cause = next.source();
-    }
-    text
+    tickless::WithCauses(error).to_string()
 }
 
 /// A client with two loops and a [`Recorder`] as its listener, the set-up

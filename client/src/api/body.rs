@@ -2,7 +2,7 @@
 //! async ([`Body::chunk`], `http_body::Body`), or buffered whole
 //! ([`CollectBytes`], [`CollectText`]).
 
-use crate::error::{io_kind, Chain, Error};
+use crate::error::{io_kind, Error, WithCauses};
 use crate::exchange::{Exchange, Pipe, Taken, Whole};
 use crate::policy::decode::Decoding;
 use bytes::{Buf, Bytes, BytesMut};
@@ -122,7 +122,7 @@ impl Failure {
         };
         Failure {
             kind,
-            first: Chain(error).to_string(),
+            first: WithCauses(error).to_string(),
         }
     }
 }

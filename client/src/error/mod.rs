@@ -596,7 +596,7 @@ impl fmt::Display for Error {
             ),
             Error::Status { status, url } => write!(f, "{url} answered {status}"),
             Error::Retried { attempts } => f.write_str(&retried_text(attempts, |attempt| {
-                Chain(attempt).to_string()
+                WithCauses(attempt).to_string()
             })),
             #[cfg(feature = "json")]
             Error::Json(_) => f.write_str("the response body does not parse as the JSON asked for"),
@@ -693,12 +693,24 @@ pub(crate) fn retried_text(attempts: &[Error], each: impl Fn(&Error) -> String) 
     format!("{count} (earlier: {earlier})")
 }
 
-/// An error and each of its causes, `: `-separated, as `anyhow` shows one
-/// with `{:#}`: what a log line of the client's own needs, since a message
-/// says its own level only.
-pub(crate) struct Chain<'a>(pub(crate) &'a (dyn StdError + 'static));
+/// Displays an error and each of its causes, `: `-separated, as `anyhow`
+/// shows one with `{:#}`: each of the crate's errors says its own level only
+/// and leaves its cause to [`source`](StdError::source) (see [`Error`],
+/// "Messages and their causes"), so a message for a person wants the chain.
+///
+/// ```
+/// use tickless_client::WithCauses;
+///
+/// let client = tickless_client::Client::new();
+/// let error = client.get("http://a b/").send().wait().unwrap_err();
+/// assert_eq!(
+///     WithCauses(&error).to_string(),
+///     r#"invalid URI "http://a b/": invalid uri character"#
+/// );
+/// ```
+pub struct WithCauses<'a>(pub &'a (dyn StdError + 'a));
 
-impl fmt::Display for Chain<'_> {
+impl fmt::Display for WithCauses<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}", self.0)?;
         let mut cause = self.0.source();

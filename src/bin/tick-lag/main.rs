@@ -87,7 +87,7 @@ fn run(config: &Config) -> ExitCode {
                 Ok(took) => notes.push(floor_note(config.count, took)),
                 Err(err) => eprintln!(
                     "tick-lag: the connect floor could not be measured: {}",
-                    with_causes(&err)
+                    tickless::WithCauses(&err)
                 ),
             }
         }
@@ -140,7 +140,7 @@ fn run(config: &Config) -> ExitCode {
                         "tick-lag: {} at {} ms failed: {}",
                         instrument.name,
                         deadline.as_millis(),
-                        with_causes(&err)
+                        tickless::WithCauses(&err)
                     );
                     failed = true;
                 }
@@ -202,23 +202,10 @@ fn emit(text: &str) -> bool {
         .is_ok()
 }
 
-/// `error`'s message, then each of its causes, `: `-separated: a tickless
-/// error (inside the `io::Error` an instrument fails with) says its own
-/// level only and leaves its cause to `source()`.
-fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut message = error.to_string();
-    let mut cause = error.source();
-    while let Some(next) = cause {
-        message = format!("{message}: {next}");
-        cause = next.source();
-    }
-    message
-}
-
 #[cfg(test)]
 mod tests {
-    use super::with_causes;
     use std::io;
+    use tickless::WithCauses;
 
     #[test]
     fn a_failure_is_told_with_its_causes() {
@@ -229,7 +216,7 @@ mod tests {
             source: refused,
         });
         assert_eq!(
-            with_causes(&failed),
+            WithCauses(&failed).to_string(),
             format!("connect to 127.0.0.1/127.0.0.1:1 failed: {refused_text}")
         );
     }

@@ -45,7 +45,7 @@
 //!   is not reusable and should be closed.
 //! * Never panics, never blocks.
 
-use crate::error::{Chain, ProxyError};
+use crate::error::{ProxyError, WithCauses};
 use std::fmt::Write as _;
 use std::net::Ipv6Addr;
 
@@ -131,7 +131,7 @@ impl ConnectError {
                 ProxyError::MalformedAnswer(format!("invalid status code {code}"))
             }
             // With its cause: the answer is text, a chain no more.
-            other => ProxyError::MalformedAnswer(Chain(&other).to_string()),
+            other => ProxyError::MalformedAnswer(WithCauses(&other).to_string()),
         }
     }
 }
