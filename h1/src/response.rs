@@ -193,11 +193,19 @@ fn parse_head_in<'b>(
                 .and_then(|c| StatusCode::from_u16(c).ok())
                 .ok_or(DecodeError::InvalidStatusCode)?;
             let headers = to_header_map(window, res.headers)?;
-            // httparse gives a reason with obs-text as "": the bytes are
-            // taken from the status line itself.
-            let reason = reason_phrase(window);
-            let reason = (Some(reason) != status.canonical_reason().map(str::as_bytes))
-                .then(|| Bytes::copy_from_slice(reason));
+            let canonical = status.canonical_reason();
+            let reason = match res.reason {
+                // The common answer: told from httparse's reason alone.
+                Some(sent) if !sent.is_empty() && Some(sent) == canonical => None,
+                Some(sent) if !sent.is_empty() => Some(Bytes::copy_from_slice(sent.as_bytes())),
+                // httparse gives a reason with obs-text as "" (and none
+                // as ""): the bytes are taken from the status line itself.
+                _ => {
+                    let sent = reason_phrase(window);
+                    (Some(sent) != canonical.map(str::as_bytes))
+                        .then(|| Bytes::copy_from_slice(sent))
+                }
+            };
             Ok(Some((
                 n,
                 ResponseHead {
