@@ -83,7 +83,8 @@ pub(crate) enum ConnectError {
     Rejected {
         /// The response status.
         status: StatusCode,
-        /// The reason phrase as sent (may be empty).
+        /// The reason phrase as sent (may be empty), as text: bytes that
+        /// are not UTF-8 read as Latin-1, one character each.
         reason: String,
     },
     /// The response head(s) exceed the size limit.
@@ -312,11 +313,24 @@ impl ConnectResponse {
                     proxy_authenticate,
                 });
             }
+            // httparse gives a reason with obs-text as "": the bytes are
+            // taken from the status line itself, as for any response.
             return Err(ConnectError::Rejected {
                 status,
-                reason: response.reason.unwrap_or("").to_owned(),
+                reason: reason_text(tickless_h1::reason_phrase(rest)),
             });
         }
+    }
+}
+
+/// A reason phrase's bytes as text: as UTF-8 if they are that, else each
+/// byte as the character of its Latin-1 code (obs-text, 0x80-0xFF, is what
+/// HTTP/1.1 once read as ISO-8859-1) — so a reason that was sent is never
+/// shown empty, and no byte of it is lost.
+fn reason_text(reason: &[u8]) -> String {
+    match std::str::from_utf8(reason) {
+        Ok(text) => text.to_owned(),
+        Err(_) => reason.iter().copied().map(char::from).collect(),
     }
 }
 
@@ -523,6 +537,24 @@ mod tests {
             (b"HTTP/1.1 404 \r\n\r\n", 404, ""),
             (b"HTTP/1.0 301 Moved\r\nLocation: x\r\n\r\n", 301, "Moved"),
             (b"HTTP/1.1 999 Odd\r\n\r\n", 999, "Odd"),
+            // obs-text (httparse gives such a reason as ""), read as
+            // Latin-1; the same reason in UTF-8 as it is; after an interim
+            // head, the final one's.
+            (
+                b"HTTP/1.1 403 Interdit \xe9\r\n\r\n",
+                403,
+                "Interdit \u{e9}",
+            ),
+            (
+                b"HTTP/1.1 403 Interdit \xc3\xa9\r\n\r\n",
+                403,
+                "Interdit \u{e9}",
+            ),
+            (
+                b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 403 \xabNon\xbb\r\n\r\n",
+                403,
+                "\u{ab}Non\u{bb}",
+            ),
         ] {
             let err = ConnectResponse::parse(input).unwrap_err();
             assert_eq!(
