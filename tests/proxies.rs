@@ -249,6 +249,31 @@ fn a_refused_connects_reason_with_obs_text_is_kept() {
     assert!(message.contains("403 Interdit \u{e9}"), "{message}");
 }
 
+/// An https:// host no CONNECT could name is refused with the request, as
+/// no TLS server name, before the proxy is even connected to: the tunnel's
+/// own check of its target (`conn::tunnel::first_step`) is never reached.
+#[test]
+fn an_https_host_no_connect_can_name_is_refused_before_the_proxy() {
+    let proxy = TestServer::respond(|_| response(200, &[], b""));
+    let url = format!("http://{}", proxy.addr());
+    let client = client_via(Proxy::https(&url).unwrap()).build().unwrap();
+    for target in [
+        "https://a[b]/",
+        "https://[v1.x:y]/",
+        "https://[fe80::1%25eth0]/",
+    ] {
+        let error = client.get(target).send().wait().unwrap_err();
+        assert!(
+            matches!(
+                error,
+                Error::InvalidRequest(tickless::InvalidRequest::ServerName(_))
+            ),
+            "{target}: {error:?}"
+        );
+    }
+    assert_eq!(proxy.connections_accepted(), 0);
+}
+
 #[test]
 fn a_malformed_connect_answer_says_malformed_once_through_its_causes() {
     // Not an HTTP/1.x status line: what the parser says is the reason.

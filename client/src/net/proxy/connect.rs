@@ -2,7 +2,8 @@
 //!
 //! # Steps
 //!
-//! 1. [`encode_connect`] appends the request head to a buffer:
+//! 1. [`connect_request`] makes the request head (`encode_connect`, its
+//!    general form with extra headers, is kept for the tests):
 //!
 //!    ```text
 //!    CONNECT host:port HTTP/1.1\r\n
@@ -64,7 +65,9 @@ pub(crate) enum ConnectError {
     /// The target host is empty or not a valid URI host; nothing was encoded.
     #[error("invalid CONNECT target host")]
     InvalidHost,
-    /// An extra header value contains bytes not allowed on the wire.
+    /// An extra header value contains bytes not allowed on the wire (from
+    /// [`encode_connect`] alone, which only the tests use).
+    #[cfg(test)]
     #[error("invalid header value for {name} in CONNECT request")]
     InvalidHeaderValue {
         /// The header's name.
@@ -149,6 +152,10 @@ impl ConnectError {
 ///   given.
 ///
 /// On error `out` is left unchanged.
+///
+/// The client's tunnels send [`connect_request`]'s, which has no extra
+/// headers: this, its general form, is kept for the tests of the encoding.
+#[cfg(test)]
 pub(crate) fn encode_connect(
     host: &str,
     port: u16,
@@ -173,6 +180,41 @@ pub(crate) fn encode_connect(
         }
     }
 
+    write_connect(&authority, proxy_auth, extra_headers, out);
+    Ok(())
+}
+
+/// The host of a tunnel's target is not a valid `CONNECT` authority (see
+/// [`connect_request`]).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct InvalidConnectHost;
+
+/// The `CONNECT` request of a tunnel to `host:port`, with the proxy's
+/// credentials: `encode_connect` with no extra headers. Its only failure
+/// is the host's: `proxy_auth` is `ProxyUrl::basic_auth`'s, `Basic` and
+/// base64 in a `HeaderValue` built checked, which holds no CR or LF — so it
+/// is not checked again, and cannot fail.
+pub(crate) fn connect_request(
+    host: &str,
+    port: u16,
+    proxy_auth: Option<&HeaderValue>,
+) -> Result<Vec<u8>, InvalidConnectHost> {
+    let authority = connect_authority(host, port).map_err(|_| InvalidConnectHost)?;
+    let mut out = Vec::with_capacity(128);
+    write_connect(&authority, proxy_auth, &HeaderMap::new(), &mut out);
+    Ok(out)
+}
+
+/// Appends the `CONNECT` request head for `authority` (checked), with
+/// `proxy_auth` and `extra_headers` (checked, or built so).
+/// `extra_headers`' `Host`, and its `Proxy-Authorization` when
+/// `proxy_auth` is given, are skipped.
+fn write_connect(
+    authority: &str,
+    proxy_auth: Option<&HeaderValue>,
+    extra_headers: &HeaderMap,
+    out: &mut Vec<u8>,
+) {
     out.extend_from_slice(b"CONNECT ");
     out.extend_from_slice(authority.as_bytes());
     out.extend_from_slice(b" HTTP/1.1\r\nHost: ");
@@ -193,7 +235,6 @@ pub(crate) fn encode_connect(
         out.extend_from_slice(b"\r\n");
     }
     out.extend_from_slice(b"\r\n");
-    Ok(())
 }
 
 /// `host:port`, bracketing IPv6, after validating the host.
