@@ -25,9 +25,14 @@ fn one_loop_client(recorder: &Arc<Recorder>) -> tickless::Client {
 /// The caller's requests after the first are sent from its own thread
 /// (it drives the loop), and their bodies — whole, streamed through the
 /// reader, a chunk at a time — arrive byte-exact. "Most" rather than
-/// "all": a caller stalled by the machine for longer than the loop's grace
+/// "all": a caller stalled by the machine between its release of the loop
+/// and its next drive, when the loop's thread looks (once per grace, 1 ms),
 /// finds the loop taken back by its thread, and that request goes the
-/// loop's way.
+/// loop's way. A machine busy enough to do that to half the rounds of a
+/// try (a 3 ms sleep of the caller's between rounds does it to all) has
+/// the try run again, on the same connection: every body of every try is
+/// checked, and one try of the few must have most of its requests sent
+/// from the caller's thread — a caller that never drives fails them all.
 #[test]
 fn a_sequential_callers_requests_are_driven_by_the_caller() {
     let body: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
@@ -36,38 +41,48 @@ fn a_sequential_callers_requests_are_driven_by_the_caller() {
     let recorder = Recorder::new();
     let client = one_loop_client(&recorder);
     const ROUNDS: usize = 60;
-    for round in 0..ROUNDS {
-        let mut response = client.get(server.url("/")).send().wait().unwrap();
-        let got = match round % 3 {
-            0 => response.bytes().wait().unwrap().to_vec(),
-            1 => {
-                let mut all = Vec::new();
-                response.body_mut().read_to_end(&mut all).unwrap();
-                all
-            }
-            _ => {
-                let mut all = Vec::new();
-                while let Some(chunk) = response.chunk().wait().unwrap() {
-                    all.extend_from_slice(&chunk);
-                }
-                all
-            }
-        };
-        assert!(
-            got == body,
-            "round {round}: {} bytes, not the body",
-            got.len()
-        );
-    }
+    const TRIES: usize = 5;
     let me = thread::current().id();
-    let sent_here = recorder
-        .events()
-        .iter()
-        .filter(|(e, on)| matches!(e, Event::RequestSent(_)) && *on == me)
-        .count();
+    let mut sent_here_per_try = Vec::new();
+    for _ in 0..TRIES {
+        let events_before = recorder.events().len();
+        for round in 0..ROUNDS {
+            let mut response = client.get(server.url("/")).send().wait().unwrap();
+            let got = match round % 3 {
+                0 => response.bytes().wait().unwrap().to_vec(),
+                1 => {
+                    let mut all = Vec::new();
+                    response.body_mut().read_to_end(&mut all).unwrap();
+                    all
+                }
+                _ => {
+                    let mut all = Vec::new();
+                    while let Some(chunk) = response.chunk().wait().unwrap() {
+                        all.extend_from_slice(&chunk);
+                    }
+                    all
+                }
+            };
+            assert!(
+                got == body,
+                "round {round}: {} bytes, not the body",
+                got.len()
+            );
+        }
+        let sent_here = recorder.events()[events_before..]
+            .iter()
+            .filter(|(e, on)| matches!(e, Event::RequestSent(_)) && *on == me)
+            .count();
+        sent_here_per_try.push(sent_here);
+        if sent_here >= ROUNDS / 2 {
+            break;
+        }
+    }
     assert!(
-        sent_here >= ROUNDS / 2,
-        "{sent_here} of {ROUNDS} requests sent from the caller's thread"
+        sent_here_per_try
+            .iter()
+            .any(|&sent_here| sent_here >= ROUNDS / 2),
+        "{sent_here_per_try:?} of {ROUNDS} requests sent from the caller's thread, per try"
     );
     assert_eq!(server.connections_accepted(), 1);
     client.close();

@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Waker};
 use std::time::Duration;
 use support::*;
+use tickless::timer::ManualClock;
 use tickless::{Client, Error};
 
 const WAIT: Duration = Duration::from_secs(5);
@@ -130,16 +131,30 @@ fn block_on_drives_a_request_with_only_a_thread_waker() {
     client.close();
 }
 
+/// On a `ManualClock`, advanced only once the first poll has left the
+/// future pending: the timeout cannot have fired before that poll (a
+/// thread stalled between `send` and its first poll for longer than the
+/// timeout would find it ready at once, never woken), so the result comes
+/// through a wake.
 #[test]
 fn block_on_is_woken_by_a_timeout_on_the_wheel() {
     let server = TestServer::start(Behaviour::NeverAnswer);
-    let client = client();
-    let (result, stats) = block_on_counting(
-        client
-            .get(server.url("/"))
-            .request_timeout(Duration::from_millis(100))
-            .send(),
-    );
+    let clock = ManualClock::new();
+    let client = Client::builder()
+        .clock(Arc::new(clock.clone()))
+        .event_loops(2)
+        .request_timeout(Duration::from_secs(20))
+        .build()
+        .expect("client");
+    let future = client
+        .get(server.url("/"))
+        .request_timeout(Duration::from_millis(100))
+        .send();
+    let (result, stats) = block_on_counting_after_first_poll(future, || {
+        // Armed, so that the advance reaches it.
+        assert!(eventually(WAIT, || client.stats().armed_timers() > 0));
+        clock.advance(Duration::from_millis(100));
+    });
     assert!(
         matches!(result, Err(Error::RequestTimeout(_))),
         "{result:?}"

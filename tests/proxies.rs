@@ -224,6 +224,56 @@ fn a_connect_answered_403_is_a_typed_error_naming_the_proxy_and_its_answer() {
     assert_eq!(connect.target, "origin.invalid:8443");
 }
 
+/// A reason phrase with obs-text (bytes 0x80-0xFF, which httparse gives
+/// as an empty reason) is kept: read as Latin-1, one character a byte.
+#[test]
+fn a_refused_connects_reason_with_obs_text_is_kept() {
+    let proxy = TestServer::respond(|_| {
+        b"HTTP/1.1 403 Interdit \xe9\r\nContent-Length: 0\r\n\r\n".to_vec()
+    });
+    let url = format!("http://{}", proxy.addr());
+    let client = client_via(Proxy::https(&url).unwrap()).build().unwrap();
+    let error = client
+        .get("https://origin.invalid:8443/")
+        .send()
+        .wait()
+        .unwrap_err();
+    let message = chain_text(&error);
+    match proxy_error(error).2 {
+        ProxyError::ConnectRefused { status, reason, .. } => {
+            assert_eq!(status, 403);
+            assert_eq!(reason, "Interdit \u{e9}");
+        }
+        other => panic!("expected a refused CONNECT, got {other:?}"),
+    }
+    assert!(message.contains("403 Interdit \u{e9}"), "{message}");
+}
+
+/// An https:// host no CONNECT could name is refused with the request, as
+/// no TLS server name, before the proxy is even connected to: the tunnel's
+/// own check of its target (`conn::tunnel::first_step`) is never reached.
+#[test]
+fn an_https_host_no_connect_can_name_is_refused_before_the_proxy() {
+    let proxy = TestServer::respond(|_| response(200, &[], b""));
+    let url = format!("http://{}", proxy.addr());
+    let client = client_via(Proxy::https(&url).unwrap()).build().unwrap();
+    for target in [
+        "https://a[b]/",
+        "https://[v1.x:y]/",
+        "https://[fe80::1%25eth0]/",
+    ] {
+        let error = client.get(target).send().wait().unwrap_err();
+        assert!(
+            matches!(
+                error,
+                Error::InvalidRequest(tickless::InvalidRequest::ServerName(_))
+            ),
+            "{target}: {error:?}"
+        );
+    }
+    assert_eq!(proxy.connections_accepted(), 0);
+}
+
 #[test]
 fn a_malformed_connect_answer_says_malformed_once_through_its_causes() {
     // Not an HTTP/1.x status line: what the parser says is the reason.

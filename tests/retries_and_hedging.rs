@@ -12,6 +12,7 @@
 
 mod support;
 
+use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
@@ -534,11 +535,30 @@ fn a_head_come_before_the_hedge_delay_sends_no_copy_however_late_the_caller_look
     }
 }
 
+/// A waker that counts its wake-ups.
+#[derive(Default)]
+struct CountingWake(AtomicUsize);
+
+impl CountingWake {
+    fn count(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+impl std::task::Wake for CountingWake {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
 /// Polls `future` once with a waker that does nothing.
 fn poll_once(
     future: &mut tickless::ResponseFuture,
 ) -> std::task::Poll<Result<tickless::Response, Error>> {
-    use std::future::Future;
     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
     std::pin::Pin::new(future).poll(&mut cx)
 }
@@ -1371,20 +1391,31 @@ fn a_hedge_delay_that_rang_for_a_failed_attempt_sends_no_copy_of_its_retry() {
         .retry(policy)
         .hedge(hedge::Policy::after(Duration::from_millis(50)))
         .send();
-    assert!(poll_once(&mut future).is_pending());
+    // Polled once with a waker that counts: the hedge delay's alarm and
+    // the attempt's outcome each wake it once, in that order, and nothing
+    // else does — the wake-ups say when each has happened, however late
+    // the loop's thread runs.
+    let wakes = Arc::new(CountingWake::default());
+    let waker = std::task::Waker::from(wakes.clone());
+    let mut cx = std::task::Context::from_waker(&waker);
+    assert!(std::pin::Pin::new(&mut future).poll(&mut cx).is_pending());
     assert!(eventually(CEILING, || server.connections_accepted() == 1));
     assert!(eventually(CEILING, || client.stats().armed_timers() > 0));
     // The delay rings (at 50 ms), then the attempt fails; nobody polls.
     clock.advance(Duration::from_millis(50));
-    thread::sleep(QUIET);
+    assert!(eventually(CEILING, || wakes.count() == 1), "no ring");
     fail_now.store(true, Ordering::SeqCst);
     assert!(eventually(CEILING, || client.stats().open_connections == 0));
     // The connection is released before its exchange fails: wait for the
-    // failure itself (told just before it is delivered), then a moment.
+    // failure itself (told just before it is delivered), then for its
+    // delivery.
     assert!(eventually(CEILING, || recorder.events().iter().any(
         |(event, _)| matches!(event, client_kit::Event::Failed(..))
     )));
-    thread::sleep(QUIET);
+    assert!(
+        eventually(CEILING, || wakes.count() == 2),
+        "the failure not delivered"
+    );
     // The failure is seen: a retry after 10 ms, whose delay would end at
     // 110 ms, past the 100 ms deadline.
     let polled = poll_once(&mut future);

@@ -102,7 +102,7 @@ pub use request::{
     check_request_head, encode_chunk, encode_last_chunk, encode_request_head,
     encode_request_head_as, RequestBody, RequestTarget,
 };
-pub use response::{content_length, has_connection_token, ResponseHead};
+pub use response::{content_length, has_connection_token, reason_phrase, ResponseHead};
 
 /// A whole decoded response: head, body, trailers (if any) and `keep_alive`.
 #[doc(hidden)]

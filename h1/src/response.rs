@@ -358,14 +358,25 @@ fn classify(
     })
 }
 
-/// The reason phrase of the status line at the start of `window`, which
-/// httparse has found complete and valid (after the empty lines it skips):
+/// The reason phrase of the status line at the start of `head`, byte for
+/// byte (maybe empty), for a response head `httparse` has found complete
+/// and valid (after the empty lines it skips, which are skipped here too):
 /// `HTTP/1.x SP 3DIGIT`, 12 bytes, then nothing, or a SP and the reason up
-/// to the line's end (CR LF or a bare LF). Slices with `get`: never panics,
-/// whatever the bytes.
-fn reason_phrase(window: &[u8]) -> &[u8] {
-    let start = skip_empty_lines(window, 0);
-    let (line, _, _) = split_line(window.get(start..).unwrap_or_default());
+/// to the line's end (CR LF or a bare LF).
+///
+/// `httparse` gives a reason that holds obs-text (bytes 0x80-0xFF) as
+/// empty; this takes it from the line itself, as [`ResponseHead::reason`]
+/// is. For other bytes it returns what follows the first line's 13th
+/// byte, or nothing: it slices with `get` and never panics.
+///
+/// ```
+/// let head = b"HTTP/1.1 403 Interdit \xe9\r\nContent-Length: 0\r\n\r\n";
+/// assert_eq!(tickless_h1::reason_phrase(head), b"Interdit \xe9");
+/// assert_eq!(tickless_h1::reason_phrase(b"\r\nHTTP/1.0 204\r\n\r\n"), b"");
+/// ```
+pub fn reason_phrase(head: &[u8]) -> &[u8] {
+    let start = skip_empty_lines(head, 0);
+    let (line, _, _) = split_line(head.get(start..).unwrap_or_default());
     line.get(13..).unwrap_or_default()
 }
 

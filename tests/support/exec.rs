@@ -42,6 +42,19 @@ pub fn block_on<F: Future>(future: F) -> F::Output {
 
 /// Runs `future` to completion on this thread and counts polls and wakes.
 pub fn block_on_counting<F: Future>(future: F) -> (F::Output, BlockOnStats) {
+    block_on_counting_after_first_poll(future, || {})
+}
+
+/// [`block_on_counting`], calling `pending` on this thread once, after a
+/// first poll that left `future` pending and before this thread parks —
+/// what a test does once the future has registered its waker (advance a
+/// `ManualClock`, say), so that what follows can only reach the future
+/// through a wake.
+pub fn block_on_counting_after_first_poll<F: Future>(
+    future: F,
+    pending: impl FnOnce(),
+) -> (F::Output, BlockOnStats) {
+    let mut pending = Some(pending);
     let state = Arc::new(ThreadWaker {
         thread: thread::current(),
         woken: AtomicBool::new(false),
@@ -59,6 +72,9 @@ pub fn block_on_counting<F: Future>(future: F) -> (F::Output, BlockOnStats) {
                 wakes: state.wakes.load(Ordering::Relaxed),
             };
             return (output, stats);
+        }
+        if let Some(pending) = pending.take() {
+            pending();
         }
         while !state.woken.swap(false, Ordering::Acquire) {
             thread::park();

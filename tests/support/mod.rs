@@ -36,7 +36,9 @@ pub use client_kit::{
     assert_close_ends, assert_on_time, assert_settles, chain_text, eventually, fails_on_time,
     recorded_client, untimed_client, within, Event, HoldingListener, Recorder,
 };
-pub use exec::{block_on, block_on_counting, example_binary, BlockOnStats};
+pub use exec::{
+    block_on, block_on_counting, block_on_counting_after_first_poll, example_binary, BlockOnStats,
+};
 pub use http::{
     chunked, content_length, drain, ok, parse_request, read_head, reason, response,
     response_closes, Parsed, ReadEnd, RecordedRequest, RequestReader,

@@ -7,7 +7,7 @@
 //! `https://`, bounds TLS after it as well; the request deadline bounds it
 //! from this loop (the exchange is attached ready since the TCP connect).
 //! Every failure the proxy reports is an
-//! [`Error::Proxy`](crate::Error::Proxy) naming the proxy and what it said.
+//! [`Error::Proxy`] naming the proxy and what it said.
 //!
 //! # `socks5://`: one address of the origin per proxy connection
 //!
@@ -23,9 +23,11 @@
 
 use super::{Conn, State};
 use crate::error::ProxyError;
+use crate::error::{Error, InvalidRequest};
 use crate::event_loop::LoopContext;
 use crate::exchange::Exchange;
-use crate::net::proxy::{encode_connect, ConnectResponse, Progress, Socks5Handshake, Target};
+use crate::net::proxy::{connect_request, ConnectResponse, InvalidConnectHost};
+use crate::net::proxy::{Progress, Socks5Handshake, Target};
 use crate::net::proxy::{ProxyScheme, ProxyUrl};
 use crate::net::Route;
 use std::collections::VecDeque;
@@ -104,8 +106,11 @@ impl Conn {
         let socks_target = socks.as_mut().and_then(|s| s.remaining.pop_front());
         let step = match first_step(proxy, &origin.host, origin.port, socks_target) {
             Ok(step) => step,
-            Err(source) => {
-                let error = self.proxy_error(&exchange, source);
+            Err(failure) => {
+                let error = match failure {
+                    NoFirstStep::Proxy(source) => self.proxy_error(&exchange, source),
+                    NoFirstStep::Request(error) => error,
+                };
                 self.close(cx);
                 exchange.finish_err(error);
                 return;
@@ -177,26 +182,42 @@ fn next_address_after(tunnelling: &mut Tunnelling, failure: &ProxyError) -> Opti
         .flatten()
 }
 
+/// Why a tunnel could not start: what the proxy's protocol refused (a
+/// target SOCKS5 cannot carry), or the request itself.
+#[derive(Debug)]
+enum NoFirstStep {
+    Proxy(ProxyError),
+    Request(Error),
+}
+
+/// The tunnel's first message to `proxy`, for the target `host:port`
+/// (`socks_target`: the address asked for through `socks5://`).
 fn first_step(
     proxy: &ProxyUrl,
     host: &str,
     port: u16,
     socks_target: Option<SocketAddr>,
-) -> Result<Step, ProxyError> {
+) -> Result<Step, NoFirstStep> {
     let credentials = proxy
         .credentials()
         .map(|(user, password)| (user.to_owned(), password.to_owned()));
     match proxy.scheme() {
         ProxyScheme::Http => {
-            let mut request = Vec::with_capacity(128);
-            encode_connect(
-                host,
-                port,
-                proxy.basic_auth().as_ref(),
-                &http::HeaderMap::new(),
-                &mut request,
-            )
-            .map_err(|e| ProxyError::MalformedAnswer(e.to_string()))?;
+            // The host is all that can make the request fail, and it is
+            // not reached: a CONNECT goes for an https:// origin only
+            // (`Route::new`), whose host passed `ServerName::try_from`
+            // when its exchange was made (`hop::exchange_for`) — a DNS
+            // name of letters, digits, `-`, `_` and dots, or an IP address
+            // as it displays, each a valid authority. Were it reached, the
+            // host would not be a TLS server name either: the request is
+            // refused as the check would have, nothing sent to the proxy
+            // (not taken for a malformed answer from a proxy that has not
+            // answered).
+            let request = connect_request(host, port, proxy.basic_auth().as_ref()).map_err(
+                |InvalidConnectHost| {
+                    NoFirstStep::Request(InvalidRequest::ServerName(host.to_owned()).into())
+                },
+            )?;
             Ok(Step::Connect {
                 request,
                 written: 0,
@@ -207,7 +228,9 @@ fn first_step(
                 (ProxyScheme::Socks5, Some(addr)) => Target::Addr(addr),
                 _ => Target::from_host(host, port),
             };
-            Ok(Step::Socks(Socks5Handshake::new(target, credentials)?))
+            Socks5Handshake::new(target, credentials)
+                .map(Step::Socks)
+                .map_err(|error| NoFirstStep::Proxy(error.into()))
         }
     }
 }
@@ -314,5 +337,75 @@ fn eof(step: &mut Step) -> ProxyError {
             "the proxy closed the connection before answering CONNECT",
         )),
         Step::Socks(socks) => socks.eof_error().into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn http_proxy() -> ProxyUrl {
+        ProxyUrl::parse("http://user:secret@proxy.test:3128").unwrap()
+    }
+
+    #[test]
+    fn the_connect_request_goes_to_the_target_with_the_proxys_credentials() {
+        let Ok(Step::Connect { request, written }) =
+            first_step(&http_proxy(), "2001:db8::1", 443, None)
+        else {
+            panic!("no CONNECT");
+        };
+        assert_eq!(written, 0);
+        assert_eq!(
+            String::from_utf8(request).unwrap(),
+            "CONNECT [2001:db8::1]:443 HTTP/1.1\r\nHost: [2001:db8::1]:443\r\n\
+             Proxy-Authorization: Basic dXNlcjpzZWNyZXQ=\r\n\r\n"
+        );
+    }
+
+    /// A host no CONNECT can name (which no request reaches the tunnel
+    /// with: see `first_step`) fails the request as one the client refuses,
+    /// not as a malformed answer of the proxy, which has not answered.
+    #[test]
+    fn a_target_no_connect_can_name_is_the_requests_error_not_the_proxys() {
+        for host in ["a[b", "v1.x:y", "fe80::1%25eth0", ""] {
+            match first_step(&http_proxy(), host, 443, None) {
+                Err(NoFirstStep::Request(Error::InvalidRequest(InvalidRequest::ServerName(
+                    named,
+                )))) => assert_eq!(named, host),
+                Err(other) => panic!("{host:?}: {other:?}"),
+                Ok(_) => panic!("{host:?}: a CONNECT"),
+            }
+        }
+    }
+
+    /// Why no request reaches the tunnel with such a host: any an https://
+    /// URI gives that is a TLS server name (the check `hop::exchange_for`
+    /// makes) is a valid CONNECT target.
+    #[cfg(feature = "rustls")]
+    #[test]
+    fn every_tls_server_name_of_an_https_uri_is_a_connect_target() {
+        use proptest::prelude::*;
+        let hosts = prop_oneof![
+            "[a-zA-Z0-9_-]{1,8}(\\.[a-zA-Z0-9_-]{1,8}){0,3}\\.?",
+            "[a-zA-Z0-9_.~!$&'()*+,;=%-]{1,24}",
+            "\\[[0-9a-fA-F:.%v]{1,24}\\]",
+            any::<std::net::Ipv6Addr>().prop_map(|ip| format!("[{ip}]")),
+            any::<std::net::Ipv4Addr>().prop_map(|ip| ip.to_string()),
+        ];
+        proptest!(|(host in hosts, port: u16)| {
+            let Ok(uri) = format!("https://{host}:{port}/").parse::<http::Uri>() else {
+                return Ok(());
+            };
+            let Ok(origin) = crate::net::Origin::of(&uri) else {
+                return Ok(());
+            };
+            if rustls::pki_types::ServerName::try_from(origin.host.as_str()).is_ok() {
+                prop_assert!(
+                    connect_request(&origin.host, origin.port, None).is_ok(),
+                    "{:?}", origin.host
+                );
+            }
+        });
     }
 }

@@ -49,7 +49,9 @@ pub enum ProxyError {
         target: String,
         /// The status it answered with.
         status: http::StatusCode,
-        /// Its reason phrase, as sent (maybe empty).
+        /// Its reason phrase, as sent (maybe empty): as UTF-8 if it is
+        /// that, else each byte as its Latin-1 character (obs-text,
+        /// 0x80-0xFF, as in `403 Interdit \xe9`, reads `Interdit é`).
         reason: String,
     },
     /// The proxy's answer to CONNECT is not an HTTP/1.x response head, or

@@ -697,8 +697,18 @@ fn a_body_that_ended_before_its_first_read_does_not_wake_its_loop_at_that_read()
             .unwrap();
         let mut response = client.get(format!("http://{addr}/")).send().wait().unwrap();
         // The rest of the body comes and ends the exchange on the loop; the
-        // connection goes idle and the loop parks.
-        thread::sleep(Duration::from_millis(500));
+        // connection goes idle and the loop parks (or is left idle): a task
+        // posted to it from now on would count as a wake-up. Waited for,
+        // not slept on: a loop or server late past a fixed sleep would have
+        // the read come before the body's end, and wake the loop rightly.
+        let give_up = Instant::now() + Duration::from_secs(30);
+        while client.stats().idle_connections != 1 || {
+            let inbox = lock(&event_loop.inbox);
+            !inbox.parked && inbox.driver != Driver::Idle
+        } {
+            assert!(Instant::now() < give_up, "the body never ended");
+            thread::sleep(Duration::from_millis(1));
+        }
         let before = lock(&event_loop.inbox).wakeups;
         let first = response.chunk().wait().unwrap().unwrap();
         assert!(!first.is_empty());

@@ -2,7 +2,8 @@
 //!
 //! # Steps
 //!
-//! 1. [`encode_connect`] appends the request head to a buffer:
+//! 1. [`connect_request`] makes the request head (`encode_connect`, its
+//!    general form with extra headers, is kept for the tests):
 //!
 //!    ```text
 //!    CONNECT host:port HTTP/1.1\r\n
@@ -64,7 +65,9 @@ pub(crate) enum ConnectError {
     /// The target host is empty or not a valid URI host; nothing was encoded.
     #[error("invalid CONNECT target host")]
     InvalidHost,
-    /// An extra header value contains bytes not allowed on the wire.
+    /// An extra header value contains bytes not allowed on the wire (from
+    /// [`encode_connect`] alone, which only the tests use).
+    #[cfg(test)]
     #[error("invalid header value for {name} in CONNECT request")]
     InvalidHeaderValue {
         /// The header's name.
@@ -83,7 +86,8 @@ pub(crate) enum ConnectError {
     Rejected {
         /// The response status.
         status: StatusCode,
-        /// The reason phrase as sent (may be empty).
+        /// The reason phrase as sent (may be empty), as text: bytes that
+        /// are not UTF-8 read as Latin-1, one character each.
         reason: String,
     },
     /// The response head(s) exceed the size limit.
@@ -148,6 +152,10 @@ impl ConnectError {
 ///   given.
 ///
 /// On error `out` is left unchanged.
+///
+/// The client's tunnels send [`connect_request`]'s, which has no extra
+/// headers: this, its general form, is kept for the tests of the encoding.
+#[cfg(test)]
 pub(crate) fn encode_connect(
     host: &str,
     port: u16,
@@ -172,6 +180,41 @@ pub(crate) fn encode_connect(
         }
     }
 
+    write_connect(&authority, proxy_auth, extra_headers, out);
+    Ok(())
+}
+
+/// The host of a tunnel's target is not a valid `CONNECT` authority (see
+/// [`connect_request`]).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct InvalidConnectHost;
+
+/// The `CONNECT` request of a tunnel to `host:port`, with the proxy's
+/// credentials: `encode_connect` with no extra headers. Its only failure
+/// is the host's: `proxy_auth` is `ProxyUrl::basic_auth`'s, `Basic` and
+/// base64 in a `HeaderValue` built checked, which holds no CR or LF — so it
+/// is not checked again, and cannot fail.
+pub(crate) fn connect_request(
+    host: &str,
+    port: u16,
+    proxy_auth: Option<&HeaderValue>,
+) -> Result<Vec<u8>, InvalidConnectHost> {
+    let authority = connect_authority(host, port).map_err(|_| InvalidConnectHost)?;
+    let mut out = Vec::with_capacity(128);
+    write_connect(&authority, proxy_auth, &HeaderMap::new(), &mut out);
+    Ok(out)
+}
+
+/// Appends the `CONNECT` request head for `authority` (checked), with
+/// `proxy_auth` and `extra_headers` (checked, or built so).
+/// `extra_headers`' `Host`, and its `Proxy-Authorization` when
+/// `proxy_auth` is given, are skipped.
+fn write_connect(
+    authority: &str,
+    proxy_auth: Option<&HeaderValue>,
+    extra_headers: &HeaderMap,
+    out: &mut Vec<u8>,
+) {
     out.extend_from_slice(b"CONNECT ");
     out.extend_from_slice(authority.as_bytes());
     out.extend_from_slice(b" HTTP/1.1\r\nHost: ");
@@ -192,7 +235,6 @@ pub(crate) fn encode_connect(
         out.extend_from_slice(b"\r\n");
     }
     out.extend_from_slice(b"\r\n");
-    Ok(())
 }
 
 /// `host:port`, bracketing IPv6, after validating the host.
@@ -312,11 +354,24 @@ impl ConnectResponse {
                     proxy_authenticate,
                 });
             }
+            // httparse gives a reason with obs-text as "": the bytes are
+            // taken from the status line itself, as for any response.
             return Err(ConnectError::Rejected {
                 status,
-                reason: response.reason.unwrap_or("").to_owned(),
+                reason: reason_text(tickless_h1::reason_phrase(rest)),
             });
         }
+    }
+}
+
+/// A reason phrase's bytes as text: as UTF-8 if they are that, else each
+/// byte as the character of its Latin-1 code (obs-text, 0x80-0xFF, is what
+/// HTTP/1.1 once read as ISO-8859-1) — so a reason that was sent is never
+/// shown empty, and no byte of it is lost.
+fn reason_text(reason: &[u8]) -> String {
+    match std::str::from_utf8(reason) {
+        Ok(text) => text.to_owned(),
+        Err(_) => reason.iter().copied().map(char::from).collect(),
     }
 }
 
@@ -523,6 +578,24 @@ mod tests {
             (b"HTTP/1.1 404 \r\n\r\n", 404, ""),
             (b"HTTP/1.0 301 Moved\r\nLocation: x\r\n\r\n", 301, "Moved"),
             (b"HTTP/1.1 999 Odd\r\n\r\n", 999, "Odd"),
+            // obs-text (httparse gives such a reason as ""), read as
+            // Latin-1; the same reason in UTF-8 as it is; after an interim
+            // head, the final one's.
+            (
+                b"HTTP/1.1 403 Interdit \xe9\r\n\r\n",
+                403,
+                "Interdit \u{e9}",
+            ),
+            (
+                b"HTTP/1.1 403 Interdit \xc3\xa9\r\n\r\n",
+                403,
+                "Interdit \u{e9}",
+            ),
+            (
+                b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 403 \xabNon\xbb\r\n\r\n",
+                403,
+                "\u{ab}Non\u{bb}",
+            ),
         ] {
             let err = ConnectResponse::parse(input).unwrap_err();
             assert_eq!(

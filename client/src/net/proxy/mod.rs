@@ -17,7 +17,7 @@ mod no_proxy;
 mod socks5;
 mod url;
 
-pub(crate) use connect::{encode_connect, ConnectResponse};
+pub(crate) use connect::{connect_request, ConnectResponse, InvalidConnectHost};
 pub(crate) use socks5::{Progress, Socks5Handshake, Target};
 pub(crate) use url::{ProxyScheme, ProxyUrl};
 
