@@ -2,14 +2,12 @@
 //!
 //! # Steps
 //!
-//! 1. [`connect_request`] makes the request head (`encode_connect`, its
-//!    general form with extra headers, is kept for the tests):
+//! 1. [`connect_request`] makes the request head:
 //!
 //!    ```text
 //!    CONNECT host:port HTTP/1.1\r\n
 //!    Host: host:port\r\n
 //!    [Proxy-Authorization: <value>\r\n]
-//!    [<extra headers>\r\n...]
 //!    \r\n
 //!    ```
 //!
@@ -50,7 +48,7 @@ use crate::error::{ProxyError, WithCauses};
 use std::fmt::Write as _;
 use std::net::Ipv6Addr;
 
-use http::header::{HeaderMap, HeaderValue, HOST, PROXY_AUTHORIZATION};
+use http::header::HeaderValue;
 use http::StatusCode;
 
 /// The default limit on the response head(s), in bytes.
@@ -62,17 +60,6 @@ pub(crate) const MAX_HEADERS: usize = 64;
 /// Everything that can go wrong establishing a CONNECT tunnel.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum ConnectError {
-    /// The target host is empty or not a valid URI host; nothing was encoded.
-    #[error("invalid CONNECT target host")]
-    InvalidHost,
-    /// An extra header value contains bytes not allowed on the wire (from
-    /// [`encode_connect`] alone, which only the tests use).
-    #[cfg(test)]
-    #[error("invalid header value for {name} in CONNECT request")]
-    InvalidHeaderValue {
-        /// The header's name.
-        name: http::HeaderName,
-    },
     /// The proxy wants (other) credentials: status 407.
     #[error("proxy authentication required (HTTP {status})")]
     ProxyAuthRequired {
@@ -140,81 +127,27 @@ impl ConnectError {
     }
 }
 
-/// Appends a `CONNECT host:port HTTP/1.1` request head to `out`.
-///
-/// * `host` is a URI host: a name, an IPv4 literal, or an IPv6 literal with
-///   or without brackets.
-/// * `proxy_auth` becomes `Proxy-Authorization` (see
-///   `ProxyUrl::basic_auth`).
-/// * `extra_headers` (for example `User-Agent`) are written after it, in
-///   map order; a `Host` there is skipped (it is always written from
-///   `host:port`), and so is a `Proxy-Authorization` when `proxy_auth` is
-///   given.
-///
-/// On error `out` is left unchanged.
-///
-/// The client's tunnels send [`connect_request`]'s, which has no extra
-/// headers: this, its general form, is kept for the tests of the encoding.
-#[cfg(test)]
-pub(crate) fn encode_connect(
-    host: &str,
-    port: u16,
-    proxy_auth: Option<&HeaderValue>,
-    extra_headers: &HeaderMap,
-    out: &mut Vec<u8>,
-) -> Result<(), ConnectError> {
-    let authority = connect_authority(host, port)?;
-    // HeaderValue already forbids CR, LF and NUL; still check (they can be
-    // built unchecked) so a value can never end the head early.
-    let bad_value = |v: &HeaderValue| v.as_bytes().iter().any(|&b| b == b'\r' || b == b'\n');
-    if let Some(v) = proxy_auth {
-        if bad_value(v) {
-            return Err(ConnectError::InvalidHeaderValue {
-                name: PROXY_AUTHORIZATION,
-            });
-        }
-    }
-    for (name, value) in extra_headers {
-        if bad_value(value) {
-            return Err(ConnectError::InvalidHeaderValue { name: name.clone() });
-        }
-    }
-
-    write_connect(&authority, proxy_auth, extra_headers, out);
-    Ok(())
-}
-
 /// The host of a tunnel's target is not a valid `CONNECT` authority (see
 /// [`connect_request`]).
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct InvalidConnectHost;
 
-/// The `CONNECT` request of a tunnel to `host:port`, with the proxy's
-/// credentials: `encode_connect` with no extra headers. Its only failure
-/// is the host's: `proxy_auth` is `ProxyUrl::basic_auth`'s, `Basic` and
-/// base64 in a `HeaderValue` built checked, which holds no CR or LF — so it
-/// is not checked again, and cannot fail.
+/// The `CONNECT host:port HTTP/1.1` request head of a tunnel, with the
+/// proxy's credentials as `Proxy-Authorization`:
+///
+/// * `host` is a URI host: a name, an IPv4 literal, or an IPv6 literal with
+///   or without brackets, validated so that nothing can end the line early
+///   (its only failure);
+/// * `proxy_auth` is `ProxyUrl::basic_auth`'s, `Basic` and base64 in a
+///   `HeaderValue` built checked, which holds no CR or LF — so it is not
+///   checked again.
 pub(crate) fn connect_request(
     host: &str,
     port: u16,
     proxy_auth: Option<&HeaderValue>,
 ) -> Result<Vec<u8>, InvalidConnectHost> {
-    let authority = connect_authority(host, port).map_err(|_| InvalidConnectHost)?;
+    let authority = connect_authority(host, port)?;
     let mut out = Vec::with_capacity(128);
-    write_connect(&authority, proxy_auth, &HeaderMap::new(), &mut out);
-    Ok(out)
-}
-
-/// Appends the `CONNECT` request head for `authority` (checked), with
-/// `proxy_auth` and `extra_headers` (checked, or built so).
-/// `extra_headers`' `Host`, and its `Proxy-Authorization` when
-/// `proxy_auth` is given, are skipped.
-fn write_connect(
-    authority: &str,
-    proxy_auth: Option<&HeaderValue>,
-    extra_headers: &HeaderMap,
-    out: &mut Vec<u8>,
-) {
     out.extend_from_slice(b"CONNECT ");
     out.extend_from_slice(authority.as_bytes());
     out.extend_from_slice(b" HTTP/1.1\r\nHost: ");
@@ -225,27 +158,19 @@ fn write_connect(
         out.extend_from_slice(value.as_bytes());
         out.extend_from_slice(b"\r\n");
     }
-    for (name, value) in extra_headers {
-        if name == HOST || (proxy_auth.is_some() && name == PROXY_AUTHORIZATION) {
-            continue;
-        }
-        out.extend_from_slice(name.as_str().as_bytes());
-        out.extend_from_slice(b": ");
-        out.extend_from_slice(value.as_bytes());
-        out.extend_from_slice(b"\r\n");
-    }
     out.extend_from_slice(b"\r\n");
+    Ok(out)
 }
 
 /// `host:port`, bracketing IPv6, after validating the host.
-fn connect_authority(host: &str, port: u16) -> Result<String, ConnectError> {
+fn connect_authority(host: &str, port: u16) -> Result<String, InvalidConnectHost> {
     let bare = host
         .strip_prefix('[')
         .and_then(|h| h.strip_suffix(']'))
         .unwrap_or(host);
     let mut authority = String::with_capacity(bare.len() + 8);
     if bare.contains(':') {
-        let ip: Ipv6Addr = bare.parse().map_err(|_| ConnectError::InvalidHost)?;
+        let ip: Ipv6Addr = bare.parse().map_err(|_| InvalidConnectHost)?;
         let _ = write!(authority, "[{ip}]:{port}");
     } else {
         let valid = !bare.is_empty()
@@ -272,7 +197,7 @@ fn connect_authority(host: &str, port: u16) -> Result<String, ConnectError> {
                     )
             });
         if !valid {
-            return Err(ConnectError::InvalidHost);
+            return Err(InvalidConnectHost);
         }
         let _ = write!(authority, "{bare}:{port}");
     }
@@ -378,19 +303,16 @@ fn reason_text(reason: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use http::header::USER_AGENT;
     use proptest::prelude::*;
 
-    fn encode(host: &str, port: u16, auth: Option<&HeaderValue>, extra: &HeaderMap) -> String {
-        let mut out = Vec::new();
-        encode_connect(host, port, auth, extra, &mut out).unwrap();
-        String::from_utf8(out).unwrap()
+    fn encode(host: &str, port: u16, auth: Option<&HeaderValue>) -> String {
+        String::from_utf8(connect_request(host, port, auth).unwrap()).unwrap()
     }
 
     #[test]
     fn encodes_minimal_request() {
         assert_eq!(
-            encode("example.com", 443, None, &HeaderMap::new()),
+            encode("example.com", 443, None),
             "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n"
         );
     }
@@ -398,39 +320,24 @@ mod tests {
     #[test]
     fn encodes_ipv6_in_brackets() {
         let expected = "CONNECT [2001:db8::1]:8443 HTTP/1.1\r\nHost: [2001:db8::1]:8443\r\n\r\n";
+        assert_eq!(encode("2001:db8::1", 8443, None), expected);
+        assert_eq!(encode("[2001:db8::1]", 8443, None), expected);
         assert_eq!(
-            encode("2001:db8::1", 8443, None, &HeaderMap::new()),
-            expected
-        );
-        assert_eq!(
-            encode("[2001:db8::1]", 8443, None, &HeaderMap::new()),
-            expected
-        );
-        assert_eq!(
-            encode("10.0.0.1", 80, None, &HeaderMap::new()),
+            encode("10.0.0.1", 80, None),
             "CONNECT 10.0.0.1:80 HTTP/1.1\r\nHost: 10.0.0.1:80\r\n\r\n"
         );
     }
 
     #[test]
-    fn encodes_auth_and_extra_headers() {
+    fn encodes_auth() {
         let auth = HeaderValue::from_static("Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==");
-        let mut extra = HeaderMap::new();
-        extra.insert(USER_AGENT, HeaderValue::from_static("tickless/0.1"));
-        extra.insert(HOST, HeaderValue::from_static("evil.example"));
-        extra.insert(PROXY_AUTHORIZATION, HeaderValue::from_static("Basic other"));
         assert_eq!(
-            encode("example.com", 443, Some(&auth), &extra),
+            encode("example.com", 443, Some(&auth)),
             "CONNECT example.com:443 HTTP/1.1\r\n\
              Host: example.com:443\r\n\
              Proxy-Authorization: Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==\r\n\
-             user-agent: tickless/0.1\r\n\
              \r\n"
         );
-        // Without proxy_auth, a Proxy-Authorization in extra is sent.
-        let mut extra = HeaderMap::new();
-        extra.insert(PROXY_AUTHORIZATION, HeaderValue::from_static("Bearer t"));
-        assert!(encode("h", 1, None, &extra).contains("proxy-authorization: Bearer t\r\n"));
     }
 
     #[test]
@@ -450,18 +357,12 @@ mod tests {
             "[fe80::1%25eth0]",
             "é.example",
         ] {
-            let mut out = b"keep".to_vec();
             assert_eq!(
-                encode_connect(host, 1, None, &HeaderMap::new(), &mut out),
-                Err(ConnectError::InvalidHost),
+                connect_request(host, 1, None),
+                Err(InvalidConnectHost),
                 "{host:?}"
             );
-            assert_eq!(out, b"keep");
         }
-        // Appends to what is already there.
-        let mut out = b"x".to_vec();
-        encode_connect("h", 1, None, &HeaderMap::new(), &mut out).unwrap();
-        assert!(out.starts_with(b"xCONNECT h:1 "));
     }
 
     #[test]
@@ -760,9 +661,7 @@ mod tests {
 
         #[test]
         fn any_valid_host_encodes_one_line(host in "[a-zA-Z0-9._~-]{1,64}", port: u16) {
-            let mut out = Vec::new();
-            encode_connect(&host, port, None, &HeaderMap::new(), &mut out).unwrap();
-            let text = String::from_utf8(out).unwrap();
+            let text = String::from_utf8(connect_request(&host, port, None).unwrap()).unwrap();
             prop_assert_eq!(text.matches("\r\n").count(), 3);
             let expected_start = format!("CONNECT {host}:{port} HTTP/1.1\r\n");
             prop_assert!(text.starts_with(&expected_start));
