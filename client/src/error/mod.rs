@@ -76,8 +76,10 @@ pub enum InvalidRequest {
     /// `scheme://` (`127.0.0.1:8080/x`).
     #[error("unsupported or missing URI scheme in {0:?} (expected http:// or https://)")]
     Scheme(String),
-    /// The URI has no host.
-    #[error("URI {0:?} has no host")]
+    /// The URI has no host, or none a connection could go to: `[]`, an
+    /// IPvFuture literal or an IPv6 zone id (`[fe80::1%25eth0]`), a bracket
+    /// in a name.
+    #[error("URI {0:?} has no usable host")]
     Host(String),
     /// The URI's port is not a number from 0 to 65535.
     #[error("URI {0:?} has a port out of range (0 to 65535)")]

@@ -47,9 +47,8 @@ impl Origin {
         };
         let host = uri
             .host()
-            .filter(|h| !h.is_empty())
+            .and_then(usable_host)
             .ok_or_else(|| InvalidRequest::Host(uri.to_string()))?;
-        let host = normal_host(host.trim_start_matches('[').trim_end_matches(']'));
         let port = match (uri.port_u16(), written_port(uri)) {
             (Some(port), _) => port,
             // Digits `http` did not take for a port: too large for 16 bits.
@@ -62,6 +61,25 @@ impl Origin {
             },
         };
         Ok(Origin { scheme, host, port })
+    }
+}
+
+/// The URI's `host` in its normal form (see [`normal_host`]), if it is one
+/// a connection can go to: not empty, and a bracketed literal only if it is
+/// an IPv6 address — not `[]`, an IPvFuture literal (`[v1.x]`) or one with
+/// a zone id (`[fe80::1%25eth0]`), which `http` lets through and nothing
+/// could connect to (nor send on through a proxy), and no bracket in a name
+/// (`a[b]`, which `http` takes as a host too).
+fn usable_host(host: &str) -> Option<String> {
+    match host.strip_prefix('[') {
+        Some(literal) => {
+            let ip = literal
+                .strip_suffix(']')?
+                .parse::<std::net::Ipv6Addr>()
+                .ok()?;
+            Some(ip.to_string())
+        }
+        None => (!host.is_empty() && !host.contains(['[', ']'])).then(|| normal_host(host)),
     }
 }
 
@@ -147,6 +165,25 @@ mod tests {
         assert_eq!(of("https://a.example/x").unwrap().port, 443);
         assert_eq!(of("http://[::1]:8080/").unwrap().to_string(), "[::1]:8080");
         assert!(matches!(of("ftp://a/"), Err(InvalidRequest::Scheme(_))));
+        // No host a connection could go to: empty brackets, a bracket in a
+        // name, an IPvFuture literal, an IPv6 zone id, brackets around
+        // what is not an IPv6 address.
+        for uri in [
+            "http://[]/",
+            "https://a[b]/",
+            "http://[v1.x:y]/",
+            "http://[fe80::1%25eth0]/",
+            "http://[127.0.0.1]/",
+            "http://[a.example]/",
+        ] {
+            // Each one `http` takes as a URI with that host.
+            let parsed: http::Uri = uri.parse().unwrap();
+            assert!(
+                matches!(Origin::of(&parsed), Err(InvalidRequest::Host(_))),
+                "{uri}: {:?}",
+                Origin::of(&parsed)
+            );
+        }
         assert!(matches!(of("/relative"), Err(InvalidRequest::Scheme(_))));
         assert_eq!(of("http://a.example:65535/").unwrap().port, 65535);
         assert_eq!(of("http://user:pw@a.example/").unwrap().port, 80);
