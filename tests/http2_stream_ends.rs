@@ -1098,6 +1098,83 @@ fn the_request_timeout_ends_an_upload_after_its_whole_answer_and_frees_its_strea
     client.close();
 }
 
+/// Says whether it was woken.
+#[derive(Default)]
+struct WokenFlag(AtomicBool);
+
+impl std::task::Wake for WokenFlag {
+    fn wake(self: Arc<Self>) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+/// A reader waiting for the body when its last bytes come, with its end,
+/// before the upload's end: the answer is whole, but its end is held
+/// until the upload's (`Recv::Ended`), so nothing but the bytes themselves
+/// can wake the reader — and it is woken for them, a few bytes under the
+/// pipe's low-water mark as they are. (It was not: the bytes sat in the
+/// pipe, its reader asleep, until the upload's end — here, never.) The
+/// upload never ends, nor does the request time out.
+#[test]
+fn a_waiting_reader_gets_the_last_bytes_of_an_answer_whole_before_the_upload_ends() {
+    let (head_read, head_in) = mpsc::channel();
+    let (go, gone) = mpsc::channel::<()>();
+    let steps = Mutex::new((head_read, gone));
+    let server = RawH2Server::start(move |mut conn| {
+        let id = read_request_and_data(&mut conn);
+        let mut out = frame(HEADERS, END_HEADERS, id, &[0x88]);
+        out.extend(ping());
+        conn.send(&out);
+        let _ = until_pong(&mut conn);
+        {
+            let steps = steps.lock().unwrap();
+            let _ = steps.0.send(());
+            let _ = steps.1.recv_timeout(CEILING);
+        }
+        conn.send(&frame(DATA, END_STREAM, id, b"early answer"));
+        conn.drain(CEILING);
+    });
+    let client = h2c().request_timeout(Duration::ZERO).build().unwrap();
+    // No waker kept: nothing will ever wake the upload, which never ends.
+    let gate = Arc::new(Gate::default());
+    let response = client
+        .post(server.url("/"))
+        .body(gated_upload(&gate))
+        .send()
+        .wait();
+    let mut response = answered(response);
+    head_in
+        .recv_timeout(CEILING)
+        .expect("the client read the head");
+    let woken = Arc::new(WokenFlag::default());
+    let waker = Waker::from(woken.clone());
+    let mut task = std::task::Context::from_waker(&waker);
+    let body = response.body_mut();
+    assert!(
+        std::pin::Pin::new(&mut *body)
+            .poll_frame(&mut task)
+            .is_pending(),
+        "no byte of the body has been sent yet"
+    );
+    go.send(()).unwrap();
+    assert!(
+        eventually(CEILING, || woken.0.load(Ordering::SeqCst)),
+        "the waiting reader was not woken for the answer's last bytes"
+    );
+    match std::pin::Pin::new(&mut *body).poll_frame(&mut task) {
+        Poll::Ready(Some(Ok(frame))) => {
+            assert_eq!(
+                frame.into_data().ok().as_deref(),
+                Some(&b"early answer"[..])
+            )
+        }
+        other => panic!("not the answer's bytes: {other:?}"),
+    }
+    // The upload goes on.
+    assert!(!gate.dropped.load(Ordering::SeqCst));
+    client.close();
+}
+
 /// A head, one small DATA frame (an event of a stream of them), and then
 /// the stream's or the connection's failure, `end`, in one write: the
 /// reader gets the frame's bytes, then an error — never the error alone.

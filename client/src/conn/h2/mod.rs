@@ -1816,7 +1816,8 @@ impl Stream {
     /// ([`Recv::Ended`]) — rather than the stream's leaving now, which
     /// would have `h2` reset it with `CANCEL` and cut the upload short
     /// (RFC 9113 §8.1: a complete answer is no reason to stop sending).
-    /// Nothing is left to read: the read timeout stops. A server that
+    /// Nothing is left to read: the read timeout stops, and a reader
+    /// waiting for the body is woken for what it has. A server that
     /// takes no more of the body (its window shut) for the write timeout
     /// has the upload stopped there, with `CANCEL`, and the answer stands —
     /// it does not depend on the rest (RFC 9113 §8.1), and a server that
@@ -1838,6 +1839,9 @@ impl Stream {
             return Polled::Gone;
         }
         self.recv = Recv::Ended(trailers);
+        // Its end held, the pipe would wake a waiting reader for the last
+        // bytes only at its low-water mark: woken now for what it holds.
+        self.exchange.body().flush();
         self.exchange.stop_read();
         self.upload_stall = self.window_shut.then_some(now);
         Polled::Open
