@@ -39,6 +39,7 @@ use std::time::Duration;
 use support::h2_server::*;
 use support::*;
 use tickless::http_body::{Body, Frame as BodyFrame};
+use tickless::timer::ManualClock;
 use tickless::{Bytes, Client, ClientBuilder, Upload};
 
 const CEILING: Duration = Duration::from_secs(20);
@@ -1359,5 +1360,84 @@ fn many_bodiless_answers_that_h2_resets_fail_no_stream_open_beside_them() {
     }
     // The first connection retired once, well before h2's limit.
     assert_eq!(server.connections.load(Ordering::SeqCst), 2);
+    client.close();
+}
+
+/// The keep-alive interval and timeout of [`dead_after_answering`]'s
+/// client, moved by its `ManualClock`.
+const KEEP_ALIVE: Duration = Duration::from_secs(5);
+
+/// Reads the first request with `read` (to its id), sends `answer` for it,
+/// and, once the client has read it, goes dead: reads on (its window shut:
+/// an upload waits), answering nothing, PINGs included. The client sends
+/// the request `send` makes with a `ManualClock` moving its keep-alive
+/// PING's interval and then its timeout (the write timeout off: nothing
+/// else ends an upload), and returns the response — to be read after the
+/// connection has been given up (with the client, and the server, to
+/// drop after it).
+fn dead_after_answering(
+    read: fn(&mut RawConn) -> u32,
+    answer: impl Fn(u32) -> Vec<u8> + Send + Sync + 'static,
+    send: impl FnOnce(&Client, String) -> tickless::ResponseFuture,
+) -> (tickless::Response, Arc<Recorder>, Client, RawH2Server) {
+    let (told, all_in) = mpsc::channel();
+    let (pinged, ping_seen) = mpsc::channel();
+    let told = Mutex::new((told, pinged));
+    let server = RawH2Server::start(move |mut conn| {
+        let id = read(&mut conn);
+        let mut out = answer(id);
+        out.extend(ping());
+        conn.send(&out);
+        let _ = until_pong(&mut conn);
+        let (told, pinged) = {
+            let told = told.lock().unwrap();
+            (told.0.clone(), told.1.clone())
+        };
+        let _ = told.send(());
+        while let Some(frame) = conn.read_frame() {
+            if frame.kind == PING && frame.flags & ACK == 0 {
+                let _ = pinged.send(());
+            }
+        }
+    });
+    let clock = ManualClock::new();
+    let recorder = Recorder::new();
+    let client = h2c()
+        .clock(Arc::new(clock.clone()))
+        .listener(recorder.clone())
+        .write_timeout(Duration::ZERO)
+        .http2_keep_alive_interval(KEEP_ALIVE)
+        .http2_keep_alive_timeout(KEEP_ALIVE)
+        .build()
+        .unwrap();
+    let response = answered(send(&client, server.url("/")).wait());
+    all_in
+        .recv_timeout(CEILING)
+        .expect("the client read the frames");
+    clock.advance(KEEP_ALIVE);
+    ping_seen
+        .recv_timeout(CEILING)
+        .expect("the client sent its keep-alive PING");
+    clock.advance(KEEP_ALIVE);
+    (response, recorder, client, server)
+}
+
+/// A response come whole, most of its body in `h2`'s buffer behind a full
+/// pipe (its reader has not read yet), then the server goes dead: the
+/// keep-alive PING's timeout gives the connection up, and the response,
+/// whole, stands, as when the connection closes (it was lost: the reader
+/// got the pipe's 16 KiB, then the PING's timeout).
+#[test]
+fn a_body_received_whole_stands_when_the_keep_alive_ping_goes_unanswered() {
+    let answer = |id| {
+        let mut out = frame(HEADERS, END_HEADERS, id, &[0x88]);
+        out.extend(body_frames(id, false));
+        out
+    };
+    let get = |client: &Client, url: String| client.get(url).send();
+    let (response, recorder, client, _server) =
+        dead_after_answering(|conn| conn.read_requests(1)[0], answer, get);
+    assert_whole(response);
+    assert_eq!(ended(&recorder), Ok(200));
     client.close();
 }
