@@ -78,12 +78,11 @@ pub struct ClientStats {
     pub idle_connections: usize,
     /// Requests waiting for a connection or a stream, not ended: queued
     /// for a permit (the per-host or the total connection limit), for the
-    /// HTTP/2 connection being opened to their origin, or for a stream of
-    /// an open HTTP/2 connection — while its handshake is under way (the
-    /// request that opened it included), or at its concurrent-stream limit
-    /// (as its loop last counted). A request whose own connection is being
-    /// opened (resolved, connected, its TLS handshake) is not waiting: that
-    /// connection is in `open_connections`.
+    /// HTTP/2 connection being opened to their origin (its connect and
+    /// handshakes), or for a stream of an open HTTP/2 connection at its
+    /// concurrent-stream limit (as its loop last counted). A request whose
+    /// own connection is being opened (resolved, connected, its TLS
+    /// handshake) is not waiting: that connection is in `open_connections`.
     pub waiting: usize,
     /// Exchanges submitted and not yet ended.
     pub in_flight: usize,

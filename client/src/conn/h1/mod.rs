@@ -492,8 +492,11 @@ impl Conn {
             active.exchange.body().untouched(waiter)
         };
         // A body not yet read: a mark no higher than its window, so that
-        // the kernel holds no more of a body nobody reads than the pipe
-        // would (a mark raises the socket's receive buffer to fit it).
+        // its mark lets the kernel hold no more of a body nobody reads than
+        // the pipe would (a mark raises the socket's receive buffer and
+        // window to fit it) — but a window a collected body raised before
+        // on this connection stays (Linux never lowers it), up to
+        // LOWAT_MAX.
         let most = if collected {
             LOWAT_COLLECTED
         } else {
