@@ -250,8 +250,9 @@ fn a_refused_connects_reason_with_obs_text_is_kept() {
 }
 
 /// An https:// host no CONNECT could name is refused with the request, as
-/// no TLS server name, before the proxy is even connected to: the tunnel's
-/// own check of its target (`conn::tunnel::first_step`) is never reached.
+/// no usable host (`Origin::of`), before the proxy is even connected to:
+/// the tunnel's own check of its target (`conn::tunnel::first_step`) is
+/// never reached.
 #[test]
 fn an_https_host_no_connect_can_name_is_refused_before_the_proxy() {
     let proxy = TestServer::respond(|_| response(200, &[], b""));
@@ -266,7 +267,7 @@ fn an_https_host_no_connect_can_name_is_refused_before_the_proxy() {
         assert!(
             matches!(
                 error,
-                Error::InvalidRequest(tickless::InvalidRequest::ServerName(_))
+                Error::InvalidRequest(tickless::InvalidRequest::Host(_))
             ),
             "{target}: {error:?}"
         );
