@@ -7,7 +7,7 @@
 //! deadline, already past, bursts of equal deadlines), cancels (of live, fired, cancelled and rejected
 //! handles), advances (zero, sub-tick, to a boundary, many revolutions) and
 //! stops; some entries, when they fire, cancel another entry or arm a child
-//! (possibly due within the same advance).
+//! (possibly due within the same advance), or stop the wheel.
 //!
 //! The model is a `BTreeMap` of the live entries by (deadline, arming order).
 //! After every operation the events the entries logged must be exactly the
@@ -17,7 +17,8 @@
 //! after them, in the same advance; a task's cancel finds an entry already
 //! collected with it no longer armed; nothing cancelled, fired or stopped
 //! fires; and a stop tells every live shared entry `stopped(tag)` once and
-//! hands back every live boxed one.
+//! hands back every live boxed one, also a stop from a firing task (the
+//! entries collected with it still fire, and arm nothing).
 
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -48,6 +49,9 @@ enum Action {
     /// Arms a child (a shared entry that does nothing) this many
     /// thousandths of a tick after its own deadline.
     ArmChild(u64),
+    /// Stops the wheel (and runs the boxed tasks it hands back): the
+    /// entries collected with this one still fire, their arms fail.
+    Stop,
 }
 
 #[derive(Debug, Clone)]
@@ -87,6 +91,7 @@ enum Event {
     ArmedChild {
         by: usize,
         child: usize,
+        armed: bool,
     },
     /// A shared entry told the wheel stopped under it.
     Stopped(usize),
@@ -181,14 +186,27 @@ impl World {
             Action::ArmChild(thousandths) => {
                 let deadline = self.deadline_of(id) + self.thousandths(thousandths);
                 let (child, armed) = self.arm(deadline, false, Action::Nothing);
-                armed.expect("a task arms while the wheel runs");
-                self.log
-                    .lock()
-                    .unwrap()
-                    .events
-                    .push(Event::ArmedChild { by: id, child });
+                self.log.lock().unwrap().events.push(Event::ArmedChild {
+                    by: id,
+                    child,
+                    armed: armed.is_ok(),
+                });
             }
+            Action::Stop => self.stop(),
         }
+    }
+
+    /// Stops the wheel and runs what it hands back; the events of the stop
+    /// sorted, as the model has them (the wheel tells them in slab order).
+    fn stop(&self) {
+        let from = self.log.lock().unwrap().events.len();
+        let handed_back = self.wheel().stop();
+        *self.handing_back.lock().unwrap() = true;
+        for task in handed_back {
+            task();
+        }
+        *self.handing_back.lock().unwrap() = false;
+        self.log.lock().unwrap().events[from..].sort();
     }
 
     fn deadline_of(&self, id: usize) -> Instant {
@@ -285,9 +303,14 @@ impl Model {
                     }
                     Action::ArmChild(thousandths) => {
                         let deadline = deadline + tick * thousandths as u32 / 1000;
-                        let (child, _) = self.arm(deadline, false, Action::Nothing);
-                        events.push(Event::ArmedChild { by: id, child });
+                        let (child, armed) = self.arm(deadline, false, Action::Nothing);
+                        events.push(Event::ArmedChild {
+                            by: id,
+                            child,
+                            armed,
+                        });
                     }
+                    Action::Stop => events.extend(self.stop()),
                 }
             }
         }
@@ -320,9 +343,10 @@ fn when() -> impl Strategy<Value = When> {
 
 fn action() -> impl Strategy<Value = Action> {
     prop_oneof![
-        6 => Just(Action::Nothing),
-        1 => any::<usize>().prop_map(Action::Cancel),
-        1 => (0u64..5000).prop_map(Action::ArmChild),
+        24 => Just(Action::Nothing),
+        4 => any::<usize>().prop_map(Action::Cancel),
+        4 => (0u64..5000).prop_map(Action::ArmChild),
+        1 => Just(Action::Stop),
     ]
 }
 
@@ -430,16 +454,8 @@ proptest! {
                     model.advance(clock.now(), tick)
                 }
                 Op::Stop => {
-                    let handed_back = wheel.stop();
-                    *world.handing_back.lock().unwrap() = true;
-                    for task in handed_back {
-                        task();
-                    }
-                    *world.handing_back.lock().unwrap() = false;
-                    let expected = model.stop();
-                    // Told in slab order: compare sorted.
-                    world.log.lock().unwrap().events.sort();
-                    expected
+                    world.stop();
+                    model.stop()
                 }
             };
             let events = std::mem::take(&mut world.log.lock().unwrap().events);
@@ -452,13 +468,8 @@ proptest! {
             prop_assert_eq!(wheel.stats().armed, model.live.len(), "armed after {:?}", op);
         }
         // Whatever is left is told it stopped, once; a second stop tells nothing.
-        let handed_back = wheel.stop();
-        *world.handing_back.lock().unwrap() = true;
-        for task in handed_back {
-            task();
-        }
-        let mut events = std::mem::take(&mut world.log.lock().unwrap().events);
-        events.sort();
+        world.stop();
+        let events = std::mem::take(&mut world.log.lock().unwrap().events);
         prop_assert_eq!(events, model.stop());
         prop_assert!(wheel.stop().is_empty());
         prop_assert!(world.log.lock().unwrap().events.is_empty());
