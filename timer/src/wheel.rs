@@ -464,22 +464,32 @@ impl Core {
 
     /// The first tick from `from` on whose bucket holds an entry (of this
     /// round or a later one: the worker then wakes, fires nothing and plans
-    /// again), or `u64::MAX` if every bucket is empty. Read from the
+    /// again), or `u64::MAX` if every bucket is empty (or the tick would
+    /// lie past `u64::MAX`: the worker then sleeps until an arm wakes it;
+    /// `collect_due` asks [`first_occupied_tick`](Self::first_occupied_tick),
+    /// which tells that last tick from none). Read from the
     /// occupancy bits, not by visiting the buckets: a few word reads even
     /// on the largest wheel, so a thread arming never waits long for the
     /// worker planning.
     fn next_occupied_tick(&self, from: u64) -> u64 {
+        self.first_occupied_tick(from, u64::MAX).unwrap_or(u64::MAX)
+    }
+
+    /// The first tick of `from..=through` whose bucket holds an entry, if
+    /// any. Inclusive, and `None` rather than a `u64::MAX` that stands for
+    /// nothing, so that the last tick there is (where every deadline past
+    /// the range of a `u64` of ticks lands) can be visited too.
+    fn first_occupied_tick(&self, from: u64, through: u64) -> Option<u64> {
         let size = self.buckets.len() as u64;
         let start = (from % size) as usize;
-        let found = self
+        let bucket = self
             .occupancy
             .first_from(start)
-            .or_else(|| self.occupancy.first_from(0));
-        match found {
-            // Buckets on from `start`, wrapping round past the last.
-            Some(bucket) => from.saturating_add((bucket as u64 + size - start as u64) % size),
-            None => u64::MAX,
-        }
+            .or_else(|| self.occupancy.first_from(0))?;
+        // Buckets on from `start`, wrapping round past the last; a tick
+        // past `u64::MAX` is none.
+        let tick = from.checked_add((bucket as u64 + size - start as u64) % size)?;
+        (tick <= through).then_some(tick)
     }
 
     /// Moves every entry due at `now` into `due`, in the order they are to
@@ -499,12 +509,15 @@ impl Core {
             .saturating_sub(self.first_open_tick)
             .saturating_add(1)
             .min(size);
-        // The ticks `first_open_tick..end`, at most a revolution, so each
-        // bucket at most once; only the occupied ones are visited.
-        let end = self.first_open_tick.saturating_add(visits);
-        let mut visit = self.next_occupied_tick(self.first_open_tick);
-        while visit < end {
-            let mut key = self.buckets[(visit % size) as usize].first;
+        // The ticks `first_open_tick..=through`, at most a revolution, so
+        // each bucket at most once; only the occupied ones are visited.
+        // (`visits - 1` past the first: it cannot overflow, as `visits` is
+        // at most `last - first_open_tick + 1`, and it reaches `u64::MAX`
+        // itself when the tick numbers have saturated.)
+        let through = self.first_open_tick + (visits - 1);
+        let mut visit = self.first_occupied_tick(self.first_open_tick, through);
+        while let Some(tick) = visit {
+            let mut key = self.buckets[(tick % size) as usize].first;
             while key != NIL {
                 // Read before a removal frees the entry; the next one stays.
                 let next = self.slots[key].next;
@@ -518,7 +531,7 @@ impl Core {
                 }
                 key = next;
             }
-            visit = self.next_occupied_tick(visit.saturating_add(1));
+            visit = (tick.checked_add(1)).and_then(|from| self.first_occupied_tick(from, through));
         }
         // A bucket is in arming order, most often deadline order too, so
         // this mostly finds the entries sorted already, in linear time.

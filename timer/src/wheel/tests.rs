@@ -585,3 +585,35 @@ proptest! {
         }
     }
 }
+
+/// Once a manual clock has passed the last tick a `u64` counts (with 1 ms
+/// ticks, some 584 million years on: the tick numbers saturate), an entry
+/// armed for a time it has reached still fires at the next advance, and
+/// one armed for the last `Instant` fires when the clock gets there.
+#[test]
+fn entries_fire_at_the_saturated_last_tick() {
+    for size in [1, 8] {
+        let (clock, wheel) = manual_wheel(1, size);
+        let told = Arc::new(Told::default());
+        let end = last_instant(clock.now());
+        // Far past u64::MAX milliseconds, short of the end of time.
+        let near_end = end - Duration::from_secs(3600);
+        wheel.arm_task(end, told.clone(), 1).unwrap();
+        clock.advance(near_end - clock.now());
+        let told_so_far = || told.0.lock().unwrap().clone();
+        assert_eq!(told_so_far(), [], "fired early");
+        wheel.arm_task(near_end, told.clone(), 2).unwrap();
+        clock.advance(Duration::ZERO);
+        assert_eq!(told_so_far(), [("fired", 2)], "wheel of {size}");
+        clock.advance(end - clock.now());
+        assert_eq!(
+            told_so_far(),
+            [("fired", 2), ("fired", 1)],
+            "wheel of {size}"
+        );
+        wheel.arm_task(end, told.clone(), 3).unwrap();
+        clock.advance(Duration::ZERO);
+        assert_eq!(told_so_far().last(), Some(&("fired", 3)), "wheel of {size}");
+        assert_eq!(wheel.stats().armed, 0);
+    }
+}
