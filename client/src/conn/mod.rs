@@ -74,6 +74,14 @@ use tickless_timer::SharedClock;
 /// a flood of frames the connection answers itself (PING, SETTINGS).
 const READ_BUDGET: usize = 256 * 1024;
 
+/// Bytes of a request body a connection writes per readiness event before
+/// the loop runs due timeouts and the other connections, and the
+/// connection reads (then it writes on): a server that takes an upload as
+/// fast as it comes would otherwise keep the loop in one write for the
+/// whole body — every other deadline of the loop late, and an answer that
+/// refuses the rest (RFC 9112 §9.5) unread until the body was all sent.
+const WRITE_BUDGET: usize = 256 * 1024;
+
 /// The TLS configuration a client's connections share (nothing without
 /// the `rustls` feature: the client speaks plain HTTP only).
 #[cfg(feature = "rustls")]

@@ -9,8 +9,8 @@ mod send;
 
 use super::read_buf::{read_spare_once, Filled};
 use super::write_stall::WriteStall;
-use super::READ_BUDGET;
 use super::{Conn, IdleConn, Offered, State, EXPECT_TIMER};
+use super::{READ_BUDGET, WRITE_BUDGET};
 use crate::error::Error;
 use crate::event_loop::LoopContext;
 use crate::exchange::{deadline_after, ConnSlot, Exchange, Head, Pushed, RequestBody, Waiter};
@@ -277,7 +277,7 @@ impl Conn {
                 }
                 Sending::Body(out) => {
                     let before = out.sent();
-                    let sent = out.send(transport, cx);
+                    let sent = out.send(transport, cx, WRITE_BUDGET);
                     took |= out.sent() > before;
                     sent
                 }
@@ -306,6 +306,10 @@ impl Conn {
             match sent {
                 Sent::SocketFull => return self.track_write_stall(true, took),
                 Sent::Waiting => return self.track_write_stall(false, took),
+                Sent::Spent => {
+                    self.track_write_stall(false, took);
+                    return cx.ready_again();
+                }
                 Sent::Socket(error) => return self.write_failure(cx, error),
                 Sent::Body(error) => return self.close_failing(cx, |_| error),
                 Sent::Done => {
@@ -1006,10 +1010,18 @@ impl Conn {
     }
 }
 
-/// Writes `bytes[*written..]` as far as the socket takes it.
+/// Writes `bytes[*written..]` as far as the socket takes it, at most
+/// [`WRITE_BUDGET`] bytes in this call (a body in memory goes after the
+/// head in the same bytes); [`Sent::Spent`] if more is left then.
 fn write_all(transport: &mut Transport, bytes: &[u8], written: &mut usize) -> Sent {
+    let budget_end = written.saturating_add(WRITE_BUDGET);
     while *written < bytes.len() {
-        match transport.write(&bytes[*written..]) {
+        if *written >= budget_end {
+            return Sent::Spent;
+        }
+        // No more than the budget offered to one write either: on loopback
+        // a reader as fast as the writer lets a single write take it all.
+        match transport.write(&bytes[*written..bytes.len().min(budget_end)]) {
             Ok(0) => return Sent::Socket(send::write_zero()),
             Ok(n) => *written += n,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Sent::SocketFull,

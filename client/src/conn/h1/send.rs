@@ -60,6 +60,9 @@ pub(super) enum Sent {
     SocketFull,
     /// The body's source has to come first.
     Waiting,
+    /// The budget given to [`BodyOut::send`] is spent, and more is to go:
+    /// the loop's other work comes first.
+    Spent,
     /// The socket failed.
     Socket(io::Error),
     /// The body's source failed, or gave more or less than its length.
@@ -119,11 +122,27 @@ impl BodyOut {
     }
 
     /// Writes what it can: queued frames, then more from the source, until
-    /// the socket or the source would block, or the body is out.
-    pub(super) fn send(&mut self, transport: &mut Transport, cx: &LoopContext<'_>) -> Sent {
+    /// the socket or the source would block, the body is out, or `budget`
+    /// bytes have gone in this call with more to go.
+    pub(super) fn send(
+        &mut self,
+        transport: &mut Transport,
+        cx: &LoopContext<'_>,
+        budget: usize,
+    ) -> Sent {
+        let start = self.sent;
         loop {
             if let Some(front) = self.queue.front() {
-                match transport.write(&front[self.written..]) {
+                let spent = usize::try_from(self.sent - start).unwrap_or(usize::MAX);
+                let left = budget.saturating_sub(spent);
+                if left == 0 {
+                    return Sent::Spent;
+                }
+                // No more than the budget offered to one write either: on
+                // loopback a reader as fast as the writer lets a single
+                // write take a whole body.
+                let end = front.len().min(self.written.saturating_add(left));
+                match transport.write(&front[self.written..end]) {
                     Ok(0) => return Sent::Socket(write_zero()),
                     Ok(n) => {
                         self.written += n;
