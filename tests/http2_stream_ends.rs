@@ -934,6 +934,73 @@ fn a_whole_answer_that_comes_with_the_connections_end_stands_under_its_upload() 
     }
 }
 
+/// The same over TLS, the server's end a TCP FIN with no `close_notify`
+/// before it (a server that just closes its socket): the client's read
+/// meets an error (`UnexpectedEof`), not a clean end, and the answer that
+/// came with it, whole, is the response all the same. (It was lost, every
+/// time: only a clean end was held back from `h2`, which on the error
+/// marked the stream failed before it was polled.)
+#[test]
+fn a_whole_answer_that_comes_with_a_tls_connections_end_without_close_notify_stands_under_its_upload(
+) {
+    use std::io::{Read, Write};
+    for _ in 0..5 {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            let (socket, _) = listener.accept().unwrap();
+            socket.set_read_timeout(Some(CEILING)).unwrap();
+            let mut config = (*tls::server_config(&tls::certs().valid)).clone();
+            config.alpn_protocols = vec![b"h2".to_vec()];
+            let session = rustls::ServerConnection::new(Arc::new(config)).unwrap();
+            let mut tls = rustls::StreamOwned::new(session, socket);
+            let mut preface = [0u8; 24];
+            tls.read_exact(&mut preface).unwrap();
+            tls.write_all(&frame(SETTINGS, 0, 0, &[])).unwrap();
+            // The request's HEADERS, then one of its DATA.
+            let mut id = None;
+            while let Some(frame) = read_frame(&mut tls) {
+                match frame.kind {
+                    HEADERS => id = Some(frame.stream),
+                    SETTINGS if frame.flags & ACK == 0 => tls.write_all(&settings_ack()).unwrap(),
+                    DATA if Some(frame.stream) == id => break,
+                    _ => {}
+                }
+            }
+            let id = id.expect("a request");
+            let mut out = frame(HEADERS, END_HEADERS, id, &[0x88]);
+            out.extend(frame(DATA, END_STREAM, id, b"early answer"));
+            tls.write_all(&out).unwrap();
+            tls.flush().unwrap();
+            // The TCP stream's end, no close_notify: the upload read on.
+            let _ = tls.sock.shutdown(std::net::Shutdown::Write);
+            while read_frame(&mut tls).is_some() {}
+        });
+        let recorder = Recorder::new();
+        let client = Client::builder()
+            .event_loops(1)
+            .add_root_certificate(&tls::certs().ca_pem)
+            .request_timeout(CEILING)
+            .listener(recorder.clone())
+            .build()
+            .unwrap();
+        let response = client
+            .post(format!("https://127.0.0.1:{port}/"))
+            .body(vec![b'u'; 1 << 20])
+            .send()
+            .wait();
+        let response = answered(response);
+        assert_eq!(response.version(), http::Version::HTTP_2);
+        assert_eq!(ended(&recorder), Ok(200));
+        match response.bytes().wait() {
+            Ok(body) => assert_eq!(body, "early answer"),
+            Err(error) => panic!("the server's answer was lost: {error:?}"),
+        }
+        client.close();
+        server.join().unwrap();
+    }
+}
+
 /// The response future dropped untaken once its answer has come whole, the
 /// upload still going: the exchange ends (cancelled) and the stream is
 /// reset with `CANCEL` at once — the stream does not stay for the upload.

@@ -254,6 +254,22 @@ pub fn rst_stream(stream: u32, code: u32) -> Vec<u8> {
     frame(RST_STREAM, 0, stream, &code.to_be_bytes())
 }
 
+/// The next frame read from `from` (`None` at the end or on error).
+pub fn read_frame(from: &mut impl Read) -> Option<Frame> {
+    let mut head = [0u8; 9];
+    from.read_exact(&mut head).ok()?;
+    let len = (usize::from(head[0]) << 16) | (usize::from(head[1]) << 8) | usize::from(head[2]);
+    let mut payload = vec![0; len];
+    from.read_exact(&mut payload).ok()?;
+    let stream = u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & 0x7fff_ffff;
+    Some(Frame {
+        kind: head[3],
+        flags: head[4],
+        stream,
+        payload,
+    })
+}
+
 /// A connection of a [`RawH2Server`], after the preface.
 pub struct RawConn {
     pub stream: TcpStream,
@@ -263,18 +279,7 @@ pub struct RawConn {
 impl RawConn {
     /// The next frame from the client (`None` at the end or on error).
     pub fn read_frame(&mut self) -> Option<Frame> {
-        let mut head = [0u8; 9];
-        self.stream.read_exact(&mut head).ok()?;
-        let len = (usize::from(head[0]) << 16) | (usize::from(head[1]) << 8) | usize::from(head[2]);
-        let mut payload = vec![0; len];
-        self.stream.read_exact(&mut payload).ok()?;
-        let stream = u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & 0x7fff_ffff;
-        Some(Frame {
-            kind: head[3],
-            flags: head[4],
-            stream,
-            payload,
-        })
+        read_frame(&mut self.stream)
     }
 
     /// Reads until `n` request HEADERS have come; returns their stream ids.

@@ -36,7 +36,11 @@
 //!   state still says so. At the end `h2` marks every stream not closed
 //!   both ways as failed ("stream closed because of a broken pipe"), which
 //!   hides the end of an answer that came whole with the connection's
-//!   last bytes while its request's body was still being sent.
+//!   last bytes while its request's body was still being sent. The end is
+//!   a read of 0 bytes, or a read's error, held the same: `h2` fails
+//!   those streams on an error as well, and over TLS a server that closes
+//!   its socket with no `close_notify` ends the stream with one
+//!   (`UnexpectedEof`), as does a reset after the last bytes.
 //! * Only the loop's thread uses it: the connection owns it, and the flags
 //!   are shared with that same connection's code alone.
 
@@ -58,9 +62,9 @@ pub(crate) struct AsyncIo {
     /// Bytes of the stream already read off the socket before it was
     /// handed over (what came with a proxy's answer), read first.
     early: Bytes,
-    /// A read met the socket's end and held it back (see
-    /// [`IoReadiness::hold_eof`]): the next poll returns it.
-    eof_held: bool,
+    /// A read met the socket's end (`Ok`: 0 bytes) or an error, and held it
+    /// back (see [`IoReadiness::hold_eof`]): the next poll returns it.
+    held_end: Option<io::Result<()>>,
 }
 
 /// Whether reading and writing may make progress: set by the socket's
@@ -103,10 +107,10 @@ impl IoReadiness {
         self.spent.load(Ordering::Relaxed)
     }
 
-    /// The connection is open: from now on the read that meets the
-    /// socket's end returns `Pending` instead, waking the connection's
-    /// task, and the next poll returns the end (see the [module
-    /// documentation](self)). Not before: a handshake that waits is polled
+    /// The connection is open: from now on the first read that meets the
+    /// socket's end — 0 bytes, or an error — returns `Pending` instead,
+    /// waking the connection's task, and the next poll returns the end
+    /// (see the [module documentation](self)). Not before: a handshake that waits is polled
     /// again only for the socket's next event, which an end already met
     /// does not bring.
     pub(crate) fn hold_eof(&self) {
@@ -142,7 +146,7 @@ impl AsyncIo {
             transport,
             ready: ready.clone(),
             early,
-            eof_held: false,
+            held_end: None,
         };
         (io, ready)
     }
@@ -177,9 +181,10 @@ impl AsyncRead for AsyncIo {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        if this.eof_held {
-            // The end met by the last poll, held back once: now it comes.
-            return Poll::Ready(Ok(()));
+        if let Some(end) = this.held_end.take() {
+            // The end met by the last poll, held back once: now it comes
+            // (and, asked again, the transport says it again).
+            return Poll::Ready(end);
         }
         if this.early.has_remaining() {
             // Already here: no socket to ask, and no readiness to wait for.
@@ -207,7 +212,7 @@ impl AsyncRead for AsyncIo {
                     // The socket's end: held back for one poll (see the
                     // module documentation). The wake-up is not the
                     // socket's, which has no more events to give.
-                    this.eof_held = true;
+                    this.held_end = Some(Ok(()));
                     cx.waker().wake_by_ref();
                     Poll::Pending
                 }
@@ -221,6 +226,13 @@ impl AsyncRead for AsyncIo {
                 Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Poll::Ready(Err(e)) => {
                     this.note(&e);
+                    if this.ready.hold_eof.swap(false, Ordering::Relaxed) {
+                        // An end too (a TLS stream's with no
+                        // `close_notify`, a reset): held back the same.
+                        this.held_end = Some(Err(e));
+                        cx.waker().wake_by_ref();
+                        return Poll::Pending;
+                    }
                     Poll::Ready(Err(e))
                 }
                 Poll::Pending => Poll::Pending,
