@@ -934,6 +934,74 @@ fn a_whole_answer_that_comes_with_the_connections_end_stands_under_its_upload() 
     }
 }
 
+/// The same with the connection's end a reset (the server closes with
+/// `SO_LINGER` 0, or with the upload's bytes unread), the upload going
+/// on — its windows opened wide, its source endless, so that the client
+/// has bytes to write when the reset comes: the write fails first
+/// (`h2` writes before it reads), and the answer, in the socket before
+/// the reset, is the response all the same. (It was lost, the head with
+/// it: the write's failure failed every stream, and the 512 bytes read
+/// then for a TLS alert were the answer's.)
+#[test]
+fn a_whole_answer_that_comes_with_a_connection_reset_stands_under_its_upload() {
+    use std::io::{Read, Write};
+    // Ten connections: the client may read the answer before its next
+    // write, and then a read meets the reset.
+    for _ in 0..10 {
+        // Not a RawH2Server, which keeps a clone of each socket (the reset
+        // goes when the last is closed).
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            let (mut socket, _) = listener.accept().unwrap();
+            socket.set_read_timeout(Some(CEILING)).unwrap();
+            // The answer leaves at once, not held (Nagle) behind a window
+            // update not yet acknowledged: the reset would drop it.
+            socket.set_nodelay(true).unwrap();
+            let mut preface = [0u8; 24];
+            socket.read_exact(&mut preface).unwrap();
+            socket.write_all(&frame(SETTINGS, 0, 0, &[])).unwrap();
+            let mut conn = RawConn {
+                stream: socket.try_clone().unwrap(),
+                index: 0,
+            };
+            let id = conn.read_requests(1)[0];
+            let mut wide = window_update(0, 1 << 30);
+            wide.extend(window_update(id, 1 << 30));
+            socket.write_all(&wide).unwrap();
+            while let Some(frame) = conn.read_frame() {
+                if frame.kind == DATA && frame.stream == id {
+                    break;
+                }
+            }
+            let mut out = frame(HEADERS, END_HEADERS, id, &[0x88]);
+            out.extend(frame(DATA, END_STREAM, id, b"early answer"));
+            socket.write_all(&out).unwrap();
+            socket2::SockRef::from(&socket)
+                .set_linger(Some(Duration::ZERO))
+                .unwrap();
+        });
+        let recorder = Recorder::new();
+        let client = h2c().listener(recorder.clone()).build().unwrap();
+        let response = client
+            .post(format!("http://127.0.0.1:{port}/"))
+            .body(Upload::from_reader(
+                std::io::Read::take(std::io::repeat(b'u'), 1 << 40),
+                None,
+            ))
+            .send()
+            .wait();
+        let response = answered(response);
+        assert_eq!(ended(&recorder), Ok(200));
+        match response.bytes().wait() {
+            Ok(body) => assert_eq!(body, "early answer"),
+            Err(error) => panic!("the server's answer was lost: {error:?}"),
+        }
+        client.close();
+        server.join().unwrap();
+    }
+}
+
 /// The same over TLS, the server's end a TCP FIN with no `close_notify`
 /// before it (a server that just closes its socket): the client's read
 /// meets an error (`UnexpectedEof`), not a clean end, and the answer that

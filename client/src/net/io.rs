@@ -41,6 +41,13 @@
 //!   those streams on an error as well, and over TLS a server that closes
 //!   its socket with no `close_notify` ends the stream with one
 //!   (`UnexpectedEof`), as does a reset after the last bytes.
+//! * A write that fails once the connection is open (the server reset it,
+//!   an upload's bytes unread) is not `h2`'s to see before what the server
+//!   sent: `h2` writes before it reads, and would fail every stream with
+//!   the answers still in the socket. The error is kept, what is written
+//!   from then on dropped, and reads go on to the socket's end — the read
+//!   that would block is the end then, with the write's error — held back
+//!   as any end.
 //! * Only the loop's thread uses it: the connection owns it, and the flags
 //!   are shared with that same connection's code alone.
 
@@ -65,6 +72,10 @@ pub(crate) struct AsyncIo {
     /// A read met the socket's end (`Ok`: 0 bytes) or an error, and held it
     /// back (see [`IoReadiness::hold_eof`]): the next poll returns it.
     held_end: Option<io::Result<()>>,
+    /// A write failed once the connection was open: writes are dropped
+    /// from now on, and reads go on to the socket's end, this error if
+    /// nothing else ends them (see the [module documentation](self)).
+    write_failed: Option<io::Error>,
 }
 
 /// Whether reading and writing may make progress: set by the socket's
@@ -79,6 +90,9 @@ pub(crate) struct IoReadiness {
     /// The socket's end is to be held back from `h2` for one poll (see
     /// [`IoReadiness::hold_eof`]); cleared once it has been.
     hold_eof: AtomicBool,
+    /// The connection is open ([`IoReadiness::hold_eof`]): a write's
+    /// failure waits for the reads (see [`AsyncIo::write_failed`]).
+    open: AtomicBool,
     /// A TLS failure that ended the server's side of the handshake (a TLS
     /// 1.3 server refusing the client's certificate), met by a read: `h2`
     /// keeps only the kind and text of an `io::Error`, so the connection
@@ -110,11 +124,15 @@ impl IoReadiness {
     /// The connection is open: from now on the first read that meets the
     /// socket's end — 0 bytes, or an error — returns `Pending` instead,
     /// waking the connection's task, and the next poll returns the end
-    /// (see the [module documentation](self)). Not before: a handshake that waits is polled
-    /// again only for the socket's next event, which an end already met
-    /// does not bring.
+    /// (see the [module documentation](self)). Not before: a handshake
+    /// that waits is polled again only for the socket's next event, which
+    /// an end already met does not bring.
+    ///
+    /// From now on too, a write's failure waits for the reads to reach
+    /// the socket's end ([`AsyncIo::write_failed`]).
     pub(crate) fn hold_eof(&self) {
         self.hold_eof.store(true, Ordering::Relaxed);
+        self.open.store(true, Ordering::Relaxed);
     }
 
     /// The socket's readiness event said so.
@@ -139,6 +157,7 @@ impl AsyncIo {
             budget: AtomicUsize::new(usize::MAX),
             spent: AtomicBool::new(false),
             hold_eof: AtomicBool::new(false),
+            open: AtomicBool::new(false),
             #[cfg(feature = "rustls")]
             handshake_failure: OnceLock::new(),
         });
@@ -147,8 +166,38 @@ impl AsyncIo {
             ready: ready.clone(),
             early,
             held_end: None,
+            write_failed: None,
         };
         (io, ready)
+    }
+
+    /// The socket's end, `end`, met by a read: held back from `h2` for one
+    /// poll the first time (see [`IoReadiness::hold_eof`]). The wake-up is
+    /// not the socket's, which has no more events to give.
+    fn end(&mut self, cx: &Context<'_>, end: io::Result<()>) -> Poll<io::Result<()>> {
+        if self.ready.hold_eof.swap(false, Ordering::Relaxed) {
+            self.held_end = Some(end);
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        Poll::Ready(end)
+    }
+
+    /// A write failed with `error`: once the connection is open, kept for
+    /// the reads (see [`AsyncIo::write_failed`]) and `true`; before, or for
+    /// no failure (`WouldBlock`, `Interrupted`), `false`.
+    fn keep_write_failure(&mut self, error: &io::Error) -> bool {
+        let failure = !matches!(
+            error.kind(),
+            io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+        );
+        if !failure || !self.ready.open.load(Ordering::Relaxed) {
+            return false;
+        }
+        if self.write_failed.is_none() {
+            self.write_failed = Some(io::Error::new(error.kind(), error.to_string()));
+        }
+        true
     }
 
     /// Keeps a read's TLS failure that ended the handshake (see
@@ -193,7 +242,9 @@ impl AsyncRead for AsyncIo {
             this.early.advance(n);
             return Poll::Ready(Ok(()));
         }
-        if !this.ready.readable.load(Ordering::Relaxed) {
+        // After a write's failure the socket is read to its end, whatever
+        // its readiness says (its last event may have come already).
+        if !this.ready.readable.load(Ordering::Relaxed) && this.write_failed.is_none() {
             return Poll::Pending;
         }
         let budget = this.ready.budget.load(Ordering::Relaxed);
@@ -206,16 +257,8 @@ impl AsyncRead for AsyncIo {
             let room = !unfilled.is_empty();
             let read = this.transport.read(unfilled);
             return match tracked(&this.ready.readable, read) {
-                Poll::Ready(Ok(0))
-                    if room && this.ready.hold_eof.swap(false, Ordering::Relaxed) =>
-                {
-                    // The socket's end: held back for one poll (see the
-                    // module documentation). The wake-up is not the
-                    // socket's, which has no more events to give.
-                    this.held_end = Some(Ok(()));
-                    cx.waker().wake_by_ref();
-                    Poll::Pending
-                }
+                // The socket's end (see the module documentation).
+                Poll::Ready(Ok(0)) if room => this.end(cx, Ok(())),
                 Poll::Ready(Ok(n)) => {
                     buf.advance(n);
                     this.ready
@@ -226,16 +269,18 @@ impl AsyncRead for AsyncIo {
                 Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Poll::Ready(Err(e)) => {
                     this.note(&e);
-                    if this.ready.hold_eof.swap(false, Ordering::Relaxed) {
-                        // An end too (a TLS stream's with no
-                        // `close_notify`, a reset): held back the same.
-                        this.held_end = Some(Err(e));
-                        cx.waker().wake_by_ref();
-                        return Poll::Pending;
-                    }
-                    Poll::Ready(Err(e))
+                    // An end too (a TLS stream's with no `close_notify`, a
+                    // reset).
+                    this.end(cx, Err(e))
                 }
-                Poll::Pending => Poll::Pending,
+                Poll::Pending => match &this.write_failed {
+                    // All read that came before the write failed: the end.
+                    Some(e) => {
+                        let e = io::Error::new(e.kind(), e.to_string());
+                        this.end(cx, Err(e))
+                    }
+                    None => Poll::Pending,
+                },
             };
         }
     }
@@ -248,12 +293,21 @@ impl AsyncWrite for AsyncIo {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
+        if this.write_failed.is_some() {
+            // Dropped: the connection is over (see `write_failed`).
+            return Poll::Ready(Ok(buf.len()));
+        }
         if !this.ready.writable.load(Ordering::Relaxed) {
             return Poll::Pending;
         }
         loop {
             match tracked(&this.ready.writable, this.transport.write(buf)) {
                 Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
+                Poll::Ready(Err(e)) if this.keep_write_failure(&e) => {
+                    // Read on first: the server's last frames, and why it
+                    // closed (a TLS alert), are in the socket.
+                    return Poll::Ready(Ok(buf.len()));
+                }
                 Poll::Ready(Err(e)) => {
                     // The server may have said why before it closed (a TLS
                     // alert): the connection is over, so read it now.
@@ -269,7 +323,7 @@ impl AsyncWrite for AsyncIo {
 
     fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        if !this.transport.wants_write() {
+        if this.write_failed.is_some() || !this.transport.wants_write() {
             return Poll::Ready(Ok(()));
         }
         if !this.ready.writable.load(Ordering::Relaxed) {
@@ -281,6 +335,7 @@ impl AsyncWrite for AsyncIo {
                 this.ready.writable.store(false, Ordering::Relaxed);
                 Poll::Pending
             }
+            Err(e) if this.keep_write_failure(&e) => Poll::Ready(Ok(())),
             Err(e) => tracked(&this.ready.writable, Err(e)),
         }
     }
