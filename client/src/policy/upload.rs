@@ -22,6 +22,18 @@ use std::io::Read;
 /// HTTP/1.1 a `417 Expectation Failed` to its `Expect: 100-continue` is the
 /// exception: none of it went (it waited for `100 Continue`), and the
 /// request goes again once, without the `Expect`, with the body whole.
+///
+/// Over HTTP/2 a 2xx answer that comes whole before a streamed body's end
+/// lets the upload go on (RFC 9113 §8.1), and its body's end waits for the
+/// upload's: the response's bytes can be read, but reading it to its end
+/// (`bytes()`, a read that wants the end) waits until the source ends, or
+/// the server resets the stream or closes the connection. A source that
+/// has nothing more to give and never ends holds that end for as long:
+/// nothing else bounds it — the read timeout is off (nothing is left to
+/// read), the write timeout counts only a server that takes no more — but
+/// the request timeout (60 s by default), a cancel, or dropping the
+/// response's body (which stops the upload). A refusal (any other final
+/// status) stops the upload at once.
 pub struct Upload {
     pub(crate) kind: UploadKind,
 }
