@@ -87,6 +87,33 @@ fn each_redirect_status_changes_the_method_as_the_rfc_and_the_browsers_do() {
     client.close();
 }
 
+/// A body in memory too large to share the head's buffer (sent from its
+/// own bytes after the head, as one waiting for `100 Continue` is) goes
+/// again whole after a 307 or a 308, framed by `Content-Length` or chunked.
+#[test]
+fn a_307_or_308_sends_a_large_body_in_memory_again_whole() {
+    let body: Vec<u8> = (0..300_000).map(|i| (i % 251) as u8).collect();
+    let client = client();
+    for status in [307, 308] {
+        for chunked in [false, true] {
+            let server = redirecting(status);
+            let mut request = client.post(server.url("/from")).body(body.clone());
+            if chunked {
+                request = request.header("transfer-encoding", "chunked");
+            }
+            let response = request.send().wait().unwrap();
+            assert_eq!(response.status(), 200, "{status} chunked: {chunked}");
+            let requests = server.requests();
+            assert_eq!(requests.len(), 2, "{status} chunked: {chunked}");
+            for request in &requests {
+                assert!(request.body == body, "{status} chunked: {chunked}");
+                assert_eq!(request.header("transfer-encoding").is_some(), chunked);
+            }
+        }
+    }
+    client.close();
+}
+
 #[test]
 fn put_keeps_its_method_on_301_and_302_and_head_stays_head_on_303() {
     let client = client();

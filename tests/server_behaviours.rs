@@ -174,6 +174,25 @@ fn a_408_on_a_pooled_connection_sends_the_request_again_on_a_new_one() {
     client.close();
 }
 
+/// A PUT (it may go twice) of a body in memory too large to share the
+/// head's buffer goes again whole on the new connection.
+#[test]
+fn a_408_on_a_pooled_connection_sends_a_large_put_again_whole() {
+    let body: Vec<u8> = (0..300_000).map(|i| (i % 251) as u8).collect();
+    let server = times_out_its_pooled_connection();
+    let client = untimed_client();
+    let first = outcome(client.get(server.url("/a")).send()).unwrap();
+    assert_eq!(first.text().wait().unwrap(), "0 /a");
+    let second = outcome(client.put(server.url("/b")).body(body.clone()).send()).unwrap();
+    assert_eq!(second.status(), 200);
+    assert_eq!(second.text().wait().unwrap(), "1 /b");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    assert!(requests[1].body == body && requests[2].body == body);
+    assert_eq!(requests[2].connection_index, 1);
+    client.close();
+}
+
 #[test]
 fn a_408_on_a_pooled_connection_to_a_post_is_the_answer() {
     // The same rule as for a close before the answer: a request that may

@@ -673,6 +673,15 @@ fn repeated_whole_after_a_417(what: &str, body: Upload, sent: &[u8], after_its_e
     client.close();
 }
 
+/// A body in memory too large to share the head's buffer: held for
+/// `100 Continue`, then, repeated without the `Expect`, sent at once from
+/// its own bytes after the head.
+#[test]
+fn a_417_to_an_expectation_repeats_a_large_body_in_memory_whole_without_it() {
+    let long = pattern(300_000);
+    repeated_whole_after_a_417("a large Vec", Upload::from(long.clone()), &long, false);
+}
+
 #[test]
 fn a_417_to_an_expectation_repeats_a_streamed_body_that_waited_whole_without_it() {
     // Longer than the window: a reader's pump is blocked on its full pipe

@@ -15,6 +15,7 @@ pub struct Counting;
 
 static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
 static LIVE_BYTES: AtomicIsize = AtomicIsize::new(0);
+static ALLOCATED_BYTES: AtomicU64 = AtomicU64::new(0);
 
 thread_local! {
     /// Allocations (and reallocations) this thread made so far. Const, of a
@@ -34,6 +35,13 @@ pub fn thread_allocations() -> u64 {
     THREAD_ALLOCATIONS.try_with(Cell::get).unwrap_or(0)
 }
 
+/// Bytes allocated so far, freed or not: every allocation's size, and what
+/// a reallocation grew by. What a copy costs shows here even when it is
+/// freed before it could be seen in [`live_bytes`].
+pub fn allocated_bytes() -> u64 {
+    ALLOCATED_BYTES.load(Ordering::Relaxed)
+}
+
 /// Bytes allocated and not yet freed.
 pub fn live_bytes() -> isize {
     LIVE_BYTES.load(Ordering::Relaxed)
@@ -45,6 +53,7 @@ fn counted(ptr: *mut u8, bytes: isize) -> *mut u8 {
         // Not there once the thread's locals are gone, at its very end.
         let _ = THREAD_ALLOCATIONS.try_with(|count| count.set(count.get() + 1));
         LIVE_BYTES.fetch_add(bytes, Ordering::Relaxed);
+        ALLOCATED_BYTES.fetch_add(bytes.max(0) as u64, Ordering::Relaxed);
     }
     ptr
 }

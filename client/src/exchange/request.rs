@@ -36,19 +36,22 @@ pub(crate) struct RequestParts {
 /// stream the server never processed sent again, reuses the exchange
 /// before its end; a redirect or a policy's retry builds a new one from
 /// the request's own copy), and a caller may hold the response, and with it
-/// the exchange, long after — with a large upload, twice its size.
+/// the exchange, long after — with a large upload, all of it.
 #[derive(Default)]
 pub(crate) struct Payload {
     /// A body in memory, unframed, for HTTP/2 (empty for none, or a
     /// streamed one).
     pub(crate) data: Bytes,
-    /// The head, encoded once at submission — and a body in memory after
-    /// it, unless the body waits for `100 Continue` (then it is `held`).
+    /// The head, encoded once at submission — and a small body in memory
+    /// after it, sent in the same write. A body that waits for `100
+    /// Continue`, or a large one (see `policy::hop::IN_HEAD_MAX`), is
+    /// `held` instead, never copied here.
     /// Empty for a request that can only go over HTTP/2 (prior knowledge,
     /// or HTTP/2 only over TLS), which never sends an HTTP/1.1 head.
     pub(crate) head: Vec<u8>,
-    /// A body in memory that waits for `100 Continue`, framed (chunk
-    /// framing included).
+    /// A body in memory that goes after the head (after `100 Continue`, if
+    /// the request waits for it), framed (chunk framing included): the
+    /// caller's bytes themselves unless chunked.
     pub(crate) held: Bytes,
     /// The exchange has ended and the bytes are gone: nothing of the
     /// request may be sent now.
@@ -59,7 +62,8 @@ pub(crate) struct Payload {
 pub(crate) enum RequestBody {
     /// None, or in the head already.
     InHead,
-    /// In memory, in [`Payload::held`]: sent after `100 Continue`.
+    /// In memory, in [`Payload::held`]: sent after the head — after `100
+    /// Continue` if the request waits for it, at once otherwise.
     Held,
     /// Streamed: taken by the connection that sends it (once) — or, never
     /// taken, by the policy for a new exchange, after a `417` to its

@@ -333,7 +333,7 @@ impl Conn {
             .step(&active.exchange, waits, took, || clock.now());
     }
 
-    /// The head (with a body in memory), or the body, is out: what next.
+    /// The head (with a small body in memory), or the body, is out: what next.
     fn sent_part(&mut self, cx: &mut LoopContext<'_>) {
         let now = self.now();
         let expect_delay = self.env().config.expect_continue_timeout;
@@ -1011,7 +1011,7 @@ impl Conn {
 }
 
 /// Writes `bytes[*written..]` as far as the socket takes it, at most
-/// [`WRITE_BUDGET`] bytes in this call (a body in memory goes after the
+/// [`WRITE_BUDGET`] bytes in this call (a small body in memory goes after the
 /// head in the same bytes); [`Sent::Spent`] if more is left then.
 fn write_all(transport: &mut Transport, bytes: &[u8], written: &mut usize) -> Sent {
     let budget_end = written.saturating_add(WRITE_BUDGET);
