@@ -710,6 +710,7 @@ pub(crate) fn retried_text(attempts: &[Error], each: impl Fn(&Error) -> String) 
 ///     r#"invalid URI "http://a b/": invalid uri character"#
 /// );
 /// ```
+#[derive(Debug, Clone, Copy)]
 pub struct WithCauses<'a>(pub &'a (dyn StdError + 'a));
 
 impl fmt::Display for WithCauses<'_> {
