@@ -74,9 +74,11 @@ use tickless_timer::SharedClock;
 /// a flood of frames the connection answers itself (PING, SETTINGS).
 const READ_BUDGET: usize = 256 * 1024;
 
-/// Bytes of a request body a connection writes per readiness event before
-/// the loop runs due timeouts and the other connections, and the
-/// connection reads (then it writes on): a server that takes an upload as
+/// Bytes of a request a connection offers the socket in one go — of its
+/// head (which a small body in memory is part of), then again of its body,
+/// so at most twice this in one pass — before the loop runs due timeouts
+/// and the other connections, and the connection reads (then it writes
+/// on): a server that takes an upload as
 /// fast as it comes would otherwise keep the loop in one write for the
 /// whole body — every other deadline of the loop late, and an answer that
 /// refuses the rest (RFC 9112 §9.5) unread until the body was all sent.
