@@ -1353,21 +1353,12 @@ impl Conn {
         let State::H2(h2) = &mut self.state else {
             return;
         };
-        let keys: Vec<usize> = h2.streams.keys().collect();
-        for key in keys {
-            let whole = h2
-                .streams
-                .get_mut(key)
-                .is_some_and(Stream::finish_from_buffer);
-            if whole {
-                h2.streams.remove(key);
-                self.owner
-                    .env()
-                    .streams
-                    .open
-                    .fetch_sub(1, Ordering::Relaxed);
-            }
-        }
+        let left = h2.streams.retain(|stream| !stream.finish_from_buffer());
+        self.owner
+            .env()
+            .streams
+            .open
+            .fetch_sub(left, Ordering::Relaxed);
     }
 
     /// Fails every stream and waiting request with `error` and closes (the

@@ -45,6 +45,20 @@ impl StreamTable {
         Some(self.streams.remove(key))
     }
 
+    /// Keeps the streams `keep` says to keep; the others leave. Returns
+    /// how many left.
+    pub(super) fn retain(&mut self, mut keep: impl FnMut(&mut Stream) -> bool) -> usize {
+        let (before, keys) = (self.streams.len(), &mut self.keys);
+        self.streams.retain(|_, stream| {
+            let kept = keep(stream);
+            if !kept {
+                keys.remove(&stream.exchange.id);
+            }
+            kept
+        });
+        before - self.streams.len()
+    }
+
     pub(super) fn keys(&self) -> impl Iterator<Item = usize> + '_ {
         self.streams.iter().map(|(key, _)| key)
     }
