@@ -157,14 +157,6 @@ fn a_pooled_sequential_get_allocates_a_bounded_number_of_times() {
     );
 }
 
-/// A chunked body read whole (`bytes()`), 64 KiB in 16 chunks written
-/// one by one, 100 µs apart, the first 1 ms after the reader has asked for
-/// the body whole (the server waits for that at its gate, which the reader
-/// opens once it has polled its `bytes()`): its length is unknown until it ends,
-/// so the buffer it is collected in is reserved from what the client's
-/// bodies typically are — once, not grown by doubling as the chunks come
-/// (each growth a reallocation, which this allocator counts, and a copy of
-/// the body so far).
 /// A small POST, its 13-byte body in memory: copied into the buffer of
 /// its encoded head, head and body one write (no buffer of its own, nor a
 /// second write, as a body past `IN_HEAD_MAX` in the client's
@@ -186,6 +178,14 @@ fn a_pooled_sequential_small_post_allocates_a_bounded_number_of_times() {
     );
 }
 
+/// A chunked body read whole (`bytes()`), 64 KiB in 16 chunks written
+/// one by one, 100 µs apart, the first 1 ms after the reader has asked for
+/// the body whole (the server waits for that at its gate, which the reader
+/// opens once it has polled its `bytes()`): its length is unknown until it ends,
+/// so the buffer it is collected in is reserved from what the client's
+/// bodies typically are — once, not grown by doubling as the chunks come
+/// (each growth a reallocation, which this allocator counts, and a copy of
+/// the body so far).
 #[test]
 fn a_chunked_body_read_whole_is_collected_in_one_allocation() {
     let mut chunk = b"1000\r\n".to_vec();

@@ -621,10 +621,17 @@ fn windows_set_past_what_http2_allows_are_taken_as_its_largest() {
     // stream window went in SETTINGS as it was — the server refused the
     // connection, and every request failed — and a connection window
     // panicked in `h2`, on the loop.
+    fetch_mib_with_windows(&[(Some(u32::MAX), None), (None, Some(1 << 31))]);
+}
+
+/// Fetches 1 MiB with each pair of (stream, connection) receive windows
+/// set as given (`None`: the default), on a client of its own, within
+/// [`CEILING`], and asserts it came whole.
+fn fetch_mib_with_windows(windows: &[(Option<u32>, Option<u32>)]) {
     const LEN: usize = 1 << 20;
     let server = H2Server::start(|stream| stream_sevens(stream, LEN));
-    for (stream_window, connection_window) in [(Some(u32::MAX), None), (None, Some(1 << 31))] {
-        let mut builder = h2c();
+    for &(stream_window, connection_window) in windows {
+        let mut builder = h2c().request_timeout(CEILING);
         if let Some(window) = stream_window {
             builder = builder.http2_initial_stream_window_size(window);
         }
@@ -652,33 +659,13 @@ fn windows_set_past_what_http2_allows_are_taken_as_its_largest() {
 /// is generous: 1 MiB on loopback takes milliseconds.
 #[test]
 fn receive_windows_too_small_to_use_are_raised_to_a_floor() {
-    const LEN: usize = 1 << 20;
-    let server = H2Server::start(|stream| stream_sevens(stream, LEN));
-    let windows = [
+    fetch_mib_with_windows(&[
         (Some(0), None),
         (Some(1), None),
         (None, Some(0)),
         (None, Some(1)),
         (Some(0), Some(0)),
-    ];
-    for (stream_window, connection_window) in windows {
-        let mut builder = h2c().request_timeout(CEILING);
-        if let Some(window) = stream_window {
-            builder = builder.http2_initial_stream_window_size(window);
-        }
-        if let Some(window) = connection_window {
-            builder = builder.http2_initial_connection_window_size(window);
-        }
-        let client = builder.build().unwrap();
-        let body = client
-            .get(server.url("/"))
-            .send()
-            .wait()
-            .and_then(|response| response.bytes().wait())
-            .unwrap_or_else(|e| panic!("windows {stream_window:?}, {connection_window:?}: {e}"));
-        assert_eq!(body.len(), LEN);
-        client.close();
-    }
+    ]);
 }
 
 #[test]

@@ -254,10 +254,22 @@ mod tests {
         // clock: no overflow panic, and still woken by the last advance
         // the clock can make.
         let clock = ManualClock::new();
+        let (started, on_start) = std::sync::mpsc::channel();
         let sleeper = {
             let clock = clock.clone();
-            std::thread::spawn(move || clock.sleep(Duration::MAX))
+            std::thread::spawn(move || {
+                started.send(()).unwrap();
+                clock.sleep(Duration::MAX)
+            })
         };
+        // Its sleep reads the clock before or after this advance: either
+        // way it lasts until the end of time, not one advance (had both
+        // advances come before it read the clock, it would end at once,
+        // and this would not show the last advance waking it).
+        on_start.recv().unwrap();
+        clock.advance(Duration::from_secs(3600));
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(!sleeper.is_finished(), "woke before the end of time");
         let end = last_instant(clock.now());
         clock.advance(end - clock.now());
         sleeper.join().expect("the sleep panicked");
