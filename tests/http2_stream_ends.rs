@@ -158,6 +158,21 @@ fn ended(recorder: &Recorder) -> Result<u16, String> {
 
 /// The whole body of a response that must have come (the server's
 /// `PIECES` of `PIECE` bytes).
+/// Posts 1 MiB from memory to `url` and returns the response, which must
+/// have come (see [`answered`]): far past the test servers' 64 KiB
+/// window, so the upload is still going when they answer.
+fn upload_mib(client: &Client, url: String) -> tickless::Response {
+    answered(client.post(url).body(vec![b'u'; 1 << 20]).send().wait())
+}
+
+/// The response's body is the test servers' short answer, whole.
+fn assert_early_answer(response: tickless::Response) {
+    match response.bytes().wait() {
+        Ok(body) => assert_eq!(body, "early answer"),
+        Err(error) => panic!("the server's answer was lost: {error:?}"),
+    }
+}
+
 fn assert_whole(response: tickless::Response) {
     match response.bytes().wait() {
         Ok(body) => assert_eq!(body.len(), PIECES * PIECE),
@@ -621,19 +636,11 @@ fn an_upload_the_server_stops_taking_after_its_whole_answer_stops_at_the_write_t
         .build()
         .unwrap();
     // 1 MiB: far past the server's 64 KiB window, which never opens.
-    let response = client
-        .post(server.url("/"))
-        .body(vec![b'u'; 1 << 20])
-        .send()
-        .wait();
-    let response = answered(response);
+    let response = upload_mib(&client, server.url("/"));
     all_in
         .recv_timeout(CEILING)
         .expect("the client read the frames");
-    match response.bytes().wait() {
-        Ok(body) => assert_eq!(body, "early answer"),
-        Err(error) => panic!("the server's answer was lost: {error:?}"),
-    }
+    assert_early_answer(response);
     assert_eq!(ended(&recorder), Ok(200));
     let reset = reset_seen.recv_timeout(CEILING);
     assert_eq!(reset, Ok((1, 8)), "the stream is reset with CANCEL");
@@ -694,12 +701,7 @@ fn an_upload_the_server_stops_taking_after_its_whole_answer_behind_a_full_pipe_s
         .write_timeout(Duration::from_millis(300))
         .build()
         .unwrap();
-    let response = client
-        .post(server.url("/"))
-        .body(vec![b'u'; 1 << 20])
-        .send()
-        .wait();
-    let response = answered(response);
+    let response = upload_mib(&client, server.url("/"));
     all_in
         .recv_timeout(CEILING)
         .expect("the client read the frames");
@@ -724,12 +726,7 @@ fn a_whole_answer_behind_a_full_pipe_stands_when_a_connection_error_ends_its_upl
     );
     let recorder = Recorder::new();
     let client = h2c().listener(recorder.clone()).build().unwrap();
-    let response = client
-        .post(server.url("/"))
-        .body(vec![b'u'; 1 << 20])
-        .send()
-        .wait();
-    let response = answered(response);
+    let response = upload_mib(&client, server.url("/"));
     all_in
         .recv_timeout(CEILING)
         .expect("the client read the frames");
@@ -748,12 +745,7 @@ fn a_body_dropped_after_a_whole_answer_ends_the_upload_with_cancel() {
     let (server, all_in, reset_seen) = answering_whole_then_awaiting_a_reset();
     let recorder = Recorder::new();
     let client = h2c().listener(recorder.clone()).build().unwrap();
-    let response = client
-        .post(server.url("/"))
-        .body(vec![b'u'; 1 << 20])
-        .send()
-        .wait();
-    let response = answered(response);
+    let response = upload_mib(&client, server.url("/"));
     all_in
         .recv_timeout(CEILING)
         .expect("the client read the frames");
@@ -772,12 +764,7 @@ fn closing_the_client_ends_an_upload_going_on_after_its_whole_answer() {
     let (server, all_in, _reset_seen) = answering_whole_then_awaiting_a_reset();
     let recorder = Recorder::new();
     let client = h2c().listener(recorder.clone()).build().unwrap();
-    let response = client
-        .post(server.url("/"))
-        .body(vec![b'u'; 1 << 20])
-        .send()
-        .wait();
-    let response = answered(response);
+    let response = upload_mib(&client, server.url("/"));
     all_in
         .recv_timeout(CEILING)
         .expect("the client read the frames");
@@ -841,12 +828,7 @@ fn a_whole_answer_behind_a_full_pipe_stands_when_the_connection_closes_under_its
     });
     let recorder = Recorder::new();
     let client = h2c().listener(recorder.clone()).build().unwrap();
-    let response = client
-        .post(server.url("/"))
-        .body(vec![b'u'; 1 << 20])
-        .send()
-        .wait();
-    let response = answered(response);
+    let response = upload_mib(&client, server.url("/"));
     // Not read until the exchange has ended: the connection's end with it.
     assert_eq!(ended(&recorder), Ok(200));
     assert_whole(response);
@@ -882,18 +864,10 @@ fn a_whole_answer_stands_when_the_keep_alive_ping_ends_the_connection_under_its_
         .http2_keep_alive_timeout(Duration::from_millis(300))
         .build()
         .unwrap();
-    let response = client
-        .post(server.url("/"))
-        .body(vec![b'u'; 1 << 20])
-        .send()
-        .wait();
-    let response = answered(response);
+    let response = upload_mib(&client, server.url("/"));
     // Not read until the exchange has ended, with the connection.
     assert_eq!(ended(&recorder), Ok(200));
-    match response.bytes().wait() {
-        Ok(body) => assert_eq!(body, "early answer"),
-        Err(error) => panic!("the server's answer was lost: {error:?}"),
-    }
+    assert_early_answer(response);
     client.close();
 }
 
@@ -918,18 +892,10 @@ fn a_whole_answer_that_comes_with_the_connections_end_stands_under_its_upload() 
         });
         let recorder = Recorder::new();
         let client = h2c().listener(recorder.clone()).build().unwrap();
-        let response = client
-            .post(server.url("/"))
-            .body(vec![b'u'; 1 << 20])
-            .send()
-            .wait();
-        let response = answered(response);
+        let response = upload_mib(&client, server.url("/"));
         // Not read until the exchange has ended, with the connection.
         assert_eq!(ended(&recorder), Ok(200));
-        match response.bytes().wait() {
-            Ok(body) => assert_eq!(body, "early answer"),
-            Err(error) => panic!("the server's answer was lost: {error:?}"),
-        }
+        assert_early_answer(response);
         client.close();
     }
 }
@@ -993,10 +959,7 @@ fn a_whole_answer_that_comes_with_a_connection_reset_stands_under_its_upload() {
             .wait();
         let response = answered(response);
         assert_eq!(ended(&recorder), Ok(200));
-        match response.bytes().wait() {
-            Ok(body) => assert_eq!(body, "early answer"),
-            Err(error) => panic!("the server's answer was lost: {error:?}"),
-        }
+        assert_early_answer(response);
         client.close();
         server.join().unwrap();
     }
@@ -1060,10 +1023,7 @@ fn a_whole_answer_that_comes_with_a_tls_connections_end_without_close_notify_sta
         let response = answered(response);
         assert_eq!(response.version(), http::Version::HTTP_2);
         assert_eq!(ended(&recorder), Ok(200));
-        match response.bytes().wait() {
-            Ok(body) => assert_eq!(body, "early answer"),
-            Err(error) => panic!("the server's answer was lost: {error:?}"),
-        }
+        assert_early_answer(response);
         client.close();
         server.join().unwrap();
     }
@@ -1146,10 +1106,7 @@ fn a_goaway_after_a_whole_answer_lets_the_upload_go_on_to_its_end() {
         .send()
         .wait();
     let response = answered(response);
-    match response.bytes().wait() {
-        Ok(body) => assert_eq!(body, "early answer"),
-        Err(error) => panic!("the server's answer was lost: {error:?}"),
-    }
+    assert_early_answer(response);
     assert_eq!(ended(&recorder), Ok(200));
     let count = counts.recv_timeout(CEILING);
     assert_eq!(count, Ok(LENGTH), "the server got the whole upload");
