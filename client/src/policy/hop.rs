@@ -288,14 +288,12 @@ fn encode(
 /// head and body go in one write (a small POST costs one `write` and one
 /// segment, not two); past it the body is sent after the head from its own
 /// bytes (as a body held for `100 Continue` is), never copied — a copy
-/// would double the body's memory at its peak and pass over all of it. 64
-/// KiB: measured on the development machine (2026-12-05), growing a
-/// buffer to 64 KiB and copying a body in took 0.5 µs (cache-warm), a
-/// sixth of the 3 µs a second `write` of a small head on loopback costs; at
-/// 256 KiB the copy (2 µs) nears the `write` it saves, and a head and body
-/// past `WRITE_BUDGET` (256 KiB) take several writes anyway. It also keeps
-/// the head's buffer under glibc's first `mmap` threshold (128 KiB), past
-/// which an allocation is a fresh mapping, its pages faulted in one by one.
+/// would double the body's memory at its peak and pass over all of it. At
+/// 64 KiB the copy is still small beside the second `write` it saves; a
+/// head and body past `WRITE_BUDGET` (256 KiB) take several writes anyway;
+/// and the head's buffer stays under glibc's first `mmap` threshold (128
+/// KiB), past which an allocation is a fresh mapping, its pages faulted in
+/// one by one.
 const IN_HEAD_MAX: usize = 64 * 1024;
 
 /// A body in memory, framed as it goes on the wire.

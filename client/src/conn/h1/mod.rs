@@ -56,11 +56,10 @@ const LOWAT_MAX: usize = 1024 * 1024;
 /// [`LOWAT_MAX`] (see `Conn::await_body`). A mark of the whole body would
 /// have the reader copy nothing until the server had sent it all, then
 /// copy it all while the server idles; a lower one lets the two overlap,
-/// at a wake-up per mark. Measured on 1 MiB bodies (the top-level
-/// README's "The collected body's mark"): nginx's `sendfile` wants a low
-/// mark, a server writing the body from memory a high one (below a third
-/// of the body it lost a third of its throughput); this is where both did
-/// better than at 1 MiB or at 256 KiB.
+/// at a wake-up per mark. Chosen by measuring 1 MiB bodies against two
+/// servers (the top-level README's "The collected body's mark"): nginx's
+/// `sendfile` wants a low mark, a server writing the body from memory a
+/// high one.
 const LOWAT_COLLECTED: usize = 384 * 1024;
 
 /// Below this, the rest of a body is read as it comes.
