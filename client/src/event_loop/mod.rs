@@ -232,8 +232,8 @@ struct Timers {
 /// ([`EventLoopGroupBuilder::executor`]) is driven by that executor's
 /// reactor: its async callers' tasks run on the executor's workers, and a
 /// loop driven by its own thread would hand every answer across to a
-/// worker, and every next request back, a wake-up each way (the README
-/// has the figures). So each loop has a task on the executor that runs
+/// worker, and every next request back, a wake-up each way
+/// (`docs/performance-log.md` has the figures). So each loop has a task on the executor that runs
 /// its turns on a worker whenever the executor's reactor reports the
 /// loop's poll readable, or a task is posted to the parked loop (the
 /// post wakes that task, not the poll), never blocking: each turn polls

@@ -7,7 +7,7 @@
 //! Why it is worth it: a body of known length read straight into the
 //! buffer the caller gets would otherwise have to be zeroed first — a
 //! `memset` of the whole body, about a third of what the copy out of the
-//! kernel costs (the README's "Bodies" section has the profile).
+//! kernel costs (`docs/performance-log.md`, "Bodies", has the profile).
 #![allow(unsafe_code)]
 
 use bytes::BytesMut;

@@ -57,7 +57,7 @@ const LOWAT_MAX: usize = 1024 * 1024;
 /// have the reader copy nothing until the server had sent it all, then
 /// copy it all while the server idles; a lower one lets the two overlap,
 /// at a wake-up per mark. Chosen by measuring 1 MiB bodies against two
-/// servers (the top-level README's "The collected body's mark"): nginx's
+/// servers (`docs/performance-log.md`, "The collected body's mark"): nginx's
 /// `sendfile` wants a low mark, a server writing the body from memory a
 /// high one.
 const LOWAT_COLLECTED: usize = 384 * 1024;
