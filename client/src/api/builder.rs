@@ -233,7 +233,11 @@ impl ClientBuilder {
         self
     }
 
-    /// How long a connection may sit idle in the pool (default 60 s).
+    /// How long a connection may sit idle in the pool (default 60 s). An
+    /// HTTP/1.1 server that announces a shorter one (`Keep-Alive:
+    /// timeout=5`) has its connections kept 1 s less than it says, so that
+    /// no request races its close; `timeout=1` or `max=0` (no more
+    /// requests) keeps them out of the pool.
     pub fn pooled_connection_idle_timeout(mut self, timeout: Duration) -> Self {
         self.config.pooled_connection_idle_timeout = nonzero(timeout);
         self

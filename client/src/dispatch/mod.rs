@@ -207,6 +207,9 @@ impl Pooled for IdleConn {
     fn created(&self) -> Instant {
         self.created
     }
+    fn server_idle_limit(&self) -> Option<Duration> {
+        self.server_idle_limit
+    }
 }
 
 impl Dispatcher {
