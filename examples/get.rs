@@ -72,7 +72,10 @@
 //! * `--resolve HOST:PORT:ADDR[,ADDR…]`: connect to these addresses (IPv6
 //!   in brackets) for `HOST:PORT` — the URL's, the proxy's or a redirect's:
 //!   any connection of the transfer — instead of resolving `HOST` (curl's
-//!   form; repeatable).
+//!   form; repeatable). `HOST` matches as the URL's host does: in any
+//!   case, with or without a final dot; an IP address (IPv6 in brackets,
+//!   `[::1]:443:127.0.0.1`, as curl 8.13 takes it) is replaced too, at
+//!   every port of it.
 //! * `--http2`: over TLS, offer HTTP/2 alone (ALPN `h2`), and fail if the
 //!   server will not speak it; `--http1.1`: offer HTTP/1.1 alone. By
 //!   default the handshake offers both and the server picks.
@@ -180,7 +183,18 @@ struct Resolve {
 
 fn parse_resolve(value: &str) -> Result<Resolve, String> {
     let bad = || format!("--resolve: expected HOST:PORT:ADDR[,ADDR...], got {value:?}");
-    let (host, rest) = value.split_once(':').ok_or_else(bad)?;
+    // An IPv6 HOST is in brackets, its colons its own.
+    let (host, rest) = match value.strip_prefix('[') {
+        Some(bracketed) => {
+            let (literal, rest) = bracketed.split_once(']').ok_or_else(bad)?;
+            let ip: std::net::Ipv6Addr = literal.parse().map_err(|_| bad())?;
+            (ip.to_string(), rest.strip_prefix(':').ok_or_else(bad)?)
+        }
+        None => {
+            let (host, rest) = value.split_once(':').ok_or_else(bad)?;
+            (host.to_owned(), rest)
+        }
+    };
     let (port, addrs) = rest.split_once(':').ok_or_else(bad)?;
     let port = port.parse().map_err(|_| bad())?;
     let addrs = addrs
@@ -195,18 +209,27 @@ fn parse_resolve(value: &str) -> Result<Resolve, String> {
         return Err(bad());
     }
     Ok(Resolve {
-        host: host.to_ascii_lowercase(),
+        host: table_key(&host),
         port,
         addrs,
     })
+}
+
+/// A host as the table keys it, from an entry and from the client's
+/// lookup alike: in lower case, without a final dot (`example.test.` is the
+/// same DNS name).
+fn table_key(host: &str) -> String {
+    let host = host.strip_suffix('.').unwrap_or(host);
+    host.to_ascii_lowercase()
 }
 
 /// The `--resolve` entries as the client's resolver: a host name at a
 /// port an entry names connects to its addresses, wherever in the transfer
 /// it comes (the URL, the proxy, a redirect); any other name, or the same
 /// name at another port, is looked up as usual. The client asks a resolver
-/// for DNS names only, never for an IP literal, nor for a name a proxy
-/// resolves (through an HTTP proxy or `socks5h://`), as curl does.
+/// for DNS names only, never for a name a proxy resolves (through an HTTP
+/// proxy or `socks5h://`), as curl does; nor for an IP literal, whose
+/// entries are the client's own overrides.
 struct ResolveTable {
     /// By lower-case host and port; a later entry for the same pair
     /// replaces an earlier one.
@@ -232,7 +255,7 @@ impl ResolveTable {
 
 impl tickless::Resolve for ResolveTable {
     fn resolve(&self, host: &str, port: u16, answer: tickless::ResolveAnswer) {
-        if let Some(addrs) = self.entries.get(&(host.to_ascii_lowercase(), port)) {
+        if let Some(addrs) = self.entries.get(&(table_key(host), port)) {
             return answer.addresses(addrs.iter().copied());
         }
         // `getaddrinfo` blocks, and this is called on a loop: on a thread
@@ -524,9 +547,22 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         builder = builder.proxy(proxy);
     }
     // curl's rule: an entry is for HOST at PORT, and for every connection
-    // of the transfer there — the URL's, the proxy's, a redirect's.
+    // of the transfer there — the URL's, the proxy's, a redirect's. The
+    // client asks its resolver for names only: an IP address's entry is
+    // the client's own override, which holds at every port (port 0: the
+    // request's).
     if !args.resolve.is_empty() {
         builder = builder.resolver(std::sync::Arc::new(ResolveTable::new(&args.resolve)));
+    }
+    for entry in &args.resolve {
+        if entry.host.parse::<std::net::IpAddr>().is_ok() {
+            let addrs: Vec<_> = entry
+                .addrs
+                .iter()
+                .map(|ip| std::net::SocketAddr::new(*ip, 0))
+                .collect();
+            builder = builder.resolve(&entry.host, &addrs);
+        }
     }
     if args.insecure {
         say(

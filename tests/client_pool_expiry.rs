@@ -163,3 +163,111 @@ fn a_request_cancelled_before_it_runs_does_not_make_its_connection_idle_afresh()
     );
     client.close();
 }
+
+/// A server that answers `hi` with `Keep-Alive: <keep_alive>`.
+fn server_announcing(keep_alive: &'static str) -> TestServer {
+    TestServer::respond(move |_| response(200, &[("Keep-Alive", keep_alive)], b"hi"))
+}
+
+fn get(client: &Client, server: &TestServer) {
+    client
+        .get(server.url("/"))
+        .send()
+        .wait()
+        .unwrap()
+        .bytes()
+        .wait()
+        .unwrap();
+}
+
+/// `Keep-Alive: timeout=5` is the server saying it closes a connection
+/// idle for 5 s (nginx's `keepalive_timeout`, Apache's): a request sent on
+/// it about then races the close. The pool keeps it 1 s less than that,
+/// the client's own idle timeout (90 s here) notwithstanding.
+#[test]
+fn a_connection_is_not_reused_past_the_servers_keep_alive_timeout() {
+    let server = server_announcing("timeout=5, max=100");
+    let clock = ManualClock::new();
+    let client = client(&clock, Duration::from_secs(90), Duration::ZERO);
+    get(&client, &server);
+    clock.advance(Duration::from_secs(3));
+    get(&client, &server);
+    assert_eq!(server.connections_accepted(), 1, "reused within 4 s");
+
+    // Idle 4 s: the server's 5 s less the margin.
+    clock.advance(Duration::from_secs(4));
+    get(&client, &server);
+    assert_eq!(
+        server.connections_accepted(),
+        2,
+        "a connection idle for 4 s was reused (Keep-Alive: timeout=5)"
+    );
+    client.close();
+}
+
+/// The server's timeout shortens the client's idle timeout, never
+/// lengthens it.
+#[test]
+fn a_longer_keep_alive_timeout_leaves_the_clients_idle_timeout() {
+    let server = server_announcing("timeout=600");
+    let clock = ManualClock::new();
+    let client = client(&clock, Duration::from_secs(30), Duration::ZERO);
+    get(&client, &server);
+    clock.advance(Duration::from_secs(31));
+    get(&client, &server);
+    assert_eq!(server.connections_accepted(), 2);
+    client.close();
+}
+
+/// A timeout within the margin (1 s or less), or no requests left
+/// (`max=0`), leaves the connection nothing to be reused in: it is closed,
+/// not pooled.
+#[test]
+fn a_keep_alive_with_no_time_or_requests_left_is_not_pooled() {
+    for keep_alive in ["timeout=1", "timeout=0", "max=0", "Max=0, Timeout=30"] {
+        let server = server_announcing(keep_alive);
+        let clock = ManualClock::new();
+        let client = client(&clock, Duration::from_secs(90), Duration::ZERO);
+        get(&client, &server);
+        assert_eq!(client.stats().idle_connections, 0, "{keep_alive}");
+        get(&client, &server);
+        assert_eq!(server.connections_accepted(), 2, "{keep_alive}");
+        client.close();
+    }
+}
+
+/// A `Keep-Alive` the client cannot read says nothing: the client's own
+/// idle timeout holds. Parameters come in any order and case.
+#[test]
+fn a_malformed_keep_alive_is_ignored_and_its_parameters_read_in_any_order() {
+    for keep_alive in [
+        "timeout=abc",
+        "timeout=-3",
+        "timeout=",
+        "timeout=2.5",
+        "timeout=99999999999999999999999",
+        "timeout",
+        "max=1",
+        "foo=1, bar",
+    ] {
+        let server = server_announcing(keep_alive);
+        let clock = ManualClock::new();
+        let client = client(&clock, Duration::from_secs(90), Duration::ZERO);
+        get(&client, &server);
+        clock.advance(Duration::from_secs(60));
+        get(&client, &server);
+        assert_eq!(server.connections_accepted(), 1, "{keep_alive}");
+        client.close();
+    }
+    let server = server_announcing("MAX=5 , Timeout = 3");
+    let clock = ManualClock::new();
+    let client = client(&clock, Duration::from_secs(90), Duration::ZERO);
+    get(&client, &server);
+    clock.advance(Duration::from_millis(1500));
+    get(&client, &server);
+    assert_eq!(server.connections_accepted(), 1, "reused within 2 s");
+    clock.advance(Duration::from_secs(2));
+    get(&client, &server);
+    assert_eq!(server.connections_accepted(), 2, "idle 2 s: Timeout = 3");
+    client.close();
+}

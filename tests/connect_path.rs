@@ -260,6 +260,60 @@ fn overrides_answer_without_the_resolver_and_port_zero_takes_the_request_port() 
     assert!(resolver.asked.lock().unwrap().is_empty());
 }
 
+/// A resolver that knows no name, and notes each it is asked.
+#[derive(Default)]
+struct KnowsNone {
+    asked: Mutex<Vec<String>>,
+}
+
+impl Resolve for KnowsNone {
+    fn resolve(&self, host: &str, _port: u16, answer: ResolveAnswer) {
+        self.asked.lock().unwrap().push(host.to_owned());
+        answer.failed(std::io::Error::other("no such name"));
+    }
+}
+
+/// An override names its host as a URL may: in any case, with or without
+/// a final dot (the same DNS name), an IP literal in or out of brackets
+/// and in any spelling the URL's host takes (`[2001:DB8:0::1]`, `127.2`
+/// for `127.0.0.2`) — and the request's host matches it the same ways.
+/// An IP literal is overridden too, as curl's `--resolve` does. Nothing is
+/// asked of the resolver, and nothing goes to the literal's own address
+/// (`127.0.0.2` and `2001:db8::1` have no server).
+#[test]
+fn an_override_matches_its_host_however_the_url_spells_it() {
+    let server = TestServer::respond(|_| ok("overridden"));
+    let port = server.addr().port();
+    for (host, url_host) in [
+        ("Slow.Test", "sLOW.tEST"),
+        ("slow.test", "slow.test."),
+        ("Slow.Test.", "slow.test"),
+        ("[2001:db8::1]", "[2001:DB8:0::1]"),
+        ("2001:0db8::1", "[2001:db8::1]"),
+        ("127.0.0.2", "127.0.0.2"),
+        ("127.2", "127.0.0.2"),
+        ("[::ffff:127.0.0.2]", "[::FFFF:7F00:2]"),
+    ] {
+        let resolver = Arc::new(KnowsNone::default());
+        let client = builder()
+            .resolver(resolver.clone())
+            .connect_timeout(Duration::from_secs(2))
+            .request_timeout(CEILING)
+            .resolve(host, &[SocketAddr::from(([127, 0, 0, 1], 0))])
+            .build()
+            .unwrap();
+        let url = format!("http://{url_host}:{port}/");
+        let text = client.get(url).send().wait().and_then(|r| r.text().wait());
+        assert_eq!(
+            text.as_deref().ok(),
+            Some("overridden"),
+            "{host} for {url_host}: {text:?}"
+        );
+        assert!(resolver.asked.lock().unwrap().is_empty(), "{host}");
+        client.close();
+    }
+}
+
 #[test]
 fn when_the_latest_attempt_fails_the_next_starts_at_once_though_an_earlier_one_still_waits() {
     let Some(dead) = blackhole() else { return };

@@ -313,6 +313,52 @@ fn a_basic_auth_user_name_with_a_colon_is_refused_before_anything_is_sent() {
     client.close();
 }
 
+/// The same rule for credentials in the URI's userinfo, percent-decoded:
+/// `u%3Ax` would reach the server as the user `u` and a password
+/// beginning `x:`, and a decoded CR, LF or NUL is a control character,
+/// which RFC 7617 §2 forbids in either part. The request fails with a
+/// typed error, nothing sent — the first hop's URI or a redirect's
+/// `Location` alike.
+#[test]
+fn a_userinfo_unusable_as_basic_credentials_is_refused_before_anything_is_sent() {
+    let server = TestServer::respond(|request| match request.target.as_str() {
+        "/redirect" => response(
+            302,
+            &[("location", "http://u%0D%0Ax:p@localhost.test/elsewhere")],
+            b"",
+        ),
+        _ => ok(""),
+    });
+    let client = Client::builder().event_loops(1).build().unwrap();
+    for userinfo in [
+        "alice%3As3cret:pw@",
+        "alice%3As3cret@",
+        "u:p%0D%0AX:%20y@",
+        "u%00:p@",
+    ] {
+        let url = server.url("/").replace("://", &format!("://{userinfo}"));
+        let error = client.get(url).send().wait().unwrap_err();
+        assert!(
+            matches!(error, Error::InvalidRequest(InvalidRequest::Userinfo)),
+            "{userinfo}: {error:?}"
+        );
+        let shown = format!("{error} {error:?}");
+        assert!(!shown.contains("s3cret"), "{shown}");
+    }
+    assert!(server.requests().is_empty());
+    let error = client
+        .get(server.url("/redirect"))
+        .send()
+        .wait()
+        .unwrap_err();
+    assert!(
+        matches!(error, Error::InvalidRequest(InvalidRequest::Userinfo)),
+        "{error:?}"
+    );
+    assert_eq!(server.requests().len(), 1, "only the redirect went");
+    client.close();
+}
+
 #[test]
 fn query_form_and_bearer() {
     let server = TestServer::respond(|request| {

@@ -671,6 +671,39 @@ fn curls_short_forms_and_names_are_taken() {
     }
 }
 
+/// An entry's HOST is matched as the URL's host is: in any case, with or
+/// without a final dot, and an IP literal (an IPv6 one in brackets, as
+/// curl 8.13 takes it) is replaced too — `127.0.0.2` and `2001:db8::1`
+/// have no server, the override's address has.
+#[test]
+fn resolve_matches_a_host_however_the_url_spells_it_ip_literals_included() {
+    let origin = server();
+    let port = origin.addr().port();
+    for (host, url_host) in [
+        ("Named.Invalid.", "named.invalid"),
+        ("named.invalid", "NAMED.invalid."),
+        ("127.0.0.2", "127.0.0.2"),
+        ("[2001:db8::1]", "[2001:DB8:0::1]"),
+    ] {
+        let entry = format!("{host}:{port}:127.0.0.1");
+        let url = format!("http://{url_host}:{port}/hi");
+        let output = get(&[&url, "--resolve", &entry, "--no-proxy"]);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{entry} for {url}: {output:?}"
+        );
+        assert!(
+            stdout(&output).ends_with("/hi auth=- cookie=-"),
+            "{entry}: {output:?}"
+        );
+    }
+    for bad in ["[::1:80:127.0.0.1", "[::1]80:127.0.0.1", "[]:80:127.0.0.1"] {
+        let output = get(&["--resolve", bad, "http://127.0.0.1:1/"]);
+        assert_eq!(output.status.code(), Some(2), "{bad}: {output:?}");
+    }
+}
+
 #[test]
 fn resolve_applies_to_every_host_of_the_transfer_redirects_included() {
     // Each server says which it is. The redirects go to host names that

@@ -233,7 +233,11 @@ impl ClientBuilder {
         self
     }
 
-    /// How long a connection may sit idle in the pool (default 60 s).
+    /// How long a connection may sit idle in the pool (default 60 s). An
+    /// HTTP/1.1 server that announces a shorter one (`Keep-Alive:
+    /// timeout=5`) has its connections kept 1 s less than it says, so that
+    /// no request races its close; `timeout=1` or `max=0` (no more
+    /// requests) keeps them out of the pool.
     pub fn pooled_connection_idle_timeout(mut self, timeout: Duration) -> Self {
         self.config.pooled_connection_idle_timeout = nonzero(timeout);
         self
@@ -297,16 +301,16 @@ impl ClientBuilder {
     /// `resolve_to_addrs`, curl's `--resolve`): for the origin's host or a
     /// proxy's. An address with port 0 takes the port of the request (or
     /// the proxy), keeping the rest of it (an IPv6 scope id); any other
-    /// port is used as given. Host names compare
-    /// case-insensitively; an empty list removes the override. An origin
+    /// port is used as given. Hosts compare as URLs name them: names
+    /// case-insensitively and with or without a final dot (`example.com.`
+    /// is `example.com`), an IP address in any spelling its URL takes, an
+    /// IPv6 one with or without brackets (`[2001:db8::1]`) — an IP literal
+    /// is overridden too, as by curl. An empty list removes the override. An origin
     /// whose name the proxy resolves (through an HTTP proxy, or `socks5h://`)
     /// is not looked up here, so its override is not used either: the proxy
     /// is given the name, as curl gives it.
     pub fn resolve(mut self, host: &str, addrs: &[std::net::SocketAddr]) -> Self {
-        let host = host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_ascii_lowercase();
+        let host = crate::net::override_key(host);
         if addrs.is_empty() {
             self.config.resolve_overrides.remove(&host);
         } else {

@@ -65,7 +65,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use tickless_timer::SharedClock;
 
 /// Bytes a connection reads per readiness event before the loop runs due
@@ -243,6 +243,10 @@ pub(crate) struct IdleConn {
     pub(crate) route: Arc<Route>,
     pub(crate) idle_since: Instant,
     pub(crate) created: Instant,
+    /// How long it may stay idle, as its server announced (the pool
+    /// keeps the shorter of this and its own idle timeout); `None`: no
+    /// limit but the pool's.
+    pub(crate) server_idle_limit: Option<Duration>,
 }
 
 /// Where a waiter served an offered connection ([`Offered::Serve`]) stood
@@ -287,6 +291,10 @@ pub(crate) struct Conn {
     /// it and ends before anything is sent leaves it idle since then, not
     /// since it came back.
     idle_since: Instant,
+    /// How long it may sit idle in the pool, as the last HTTP/1 response
+    /// that said so (`Keep-Alive: timeout=5`, see `h1::keep_alive`) had it:
+    /// the server closes it then. `None`: no response said.
+    server_idle_limit: Option<Duration>,
     info: Option<ConnectionInfo>,
     state: State,
     buf: ReadBuf,

@@ -207,6 +207,9 @@ impl Pooled for IdleConn {
     fn created(&self) -> Instant {
         self.created
     }
+    fn server_idle_limit(&self) -> Option<Duration> {
+        self.server_idle_limit
+    }
 }
 
 impl Dispatcher {
@@ -602,9 +605,10 @@ impl Dispatcher {
         );
     }
 
-    /// Finds the addresses of `host`, the `hop`'s, for `exchange` — an IP
-    /// literal as it is, an override of [`ClientBuilder::resolve`](crate::ClientBuilder::resolve),
-    /// else through the resolver — and goes on with `then`, on whichever
+    /// Finds the addresses of `host`, the `hop`'s, for `exchange` — an override of
+    /// [`ClientBuilder::resolve`](crate::ClientBuilder::resolve) (for a
+    /// name or an IP literal), an IP literal as it is, else through the
+    /// resolver — and goes on with `then`, on whichever
     /// thread the answer comes. A failed lookup fails the exchange, with
     /// an error naming the hop, and gives its permit back.
     fn lookup(
@@ -615,11 +619,13 @@ impl Dispatcher {
         port: u16,
         then: impl FnOnce(&Dispatcher, Arc<Exchange>, Vec<SocketAddr>) + Send + 'static,
     ) {
-        if let Ok(ip) = host.parse::<IpAddr>() {
-            return then(self, exchange, vec![SocketAddr::new(ip, port)]);
-        }
-        let host = host.to_ascii_lowercase();
-        if let Some(addrs) = self.env.config.resolve_overrides.get(&host) {
+        // An override before an IP literal: it may stand for one too. Keyed
+        // by one function from both sides, so they match as URLs do.
+        let overrides = &self.env.config.resolve_overrides;
+        let overridden = (!overrides.is_empty())
+            .then(|| overrides.get(&crate::net::override_key(host)))
+            .flatten();
+        if let Some(addrs) = overridden {
             let addrs: Vec<SocketAddr> = addrs
                 .iter()
                 .map(|a| match a.port() {
@@ -627,9 +633,15 @@ impl Dispatcher {
                     _ => *a,
                 })
                 .collect();
-            exchange.listener.on_resolved(&host, &addrs);
+            exchange
+                .listener
+                .on_resolved(&host.to_ascii_lowercase(), &addrs);
             return then(self, exchange, addrs);
         }
+        if let Ok(ip) = host.parse::<IpAddr>() {
+            return then(self, exchange, vec![SocketAddr::new(ip, port)]);
+        }
+        let host = host.to_ascii_lowercase();
         // The permit goes back as soon as the exchange ends (a timeout, a
         // cancel), not when the resolver answers: a resolver stuck for
         // seconds would otherwise hold the origin's connections.

@@ -67,6 +67,10 @@ pub(crate) trait Pooled {
     fn id(&self) -> u64;
     fn idle_since(&self) -> Instant;
     fn created(&self) -> Instant;
+    /// How long its server lets it sit idle (an HTTP/1 `Keep-Alive:
+    /// timeout`, less a margin), if it said: the connection expires at the
+    /// shorter of this and the pool's idle timeout.
+    fn server_idle_limit(&self) -> Option<Duration>;
 }
 
 /// What a request gets from the pool.
@@ -108,11 +112,17 @@ pub(crate) struct PoolLimits {
 }
 
 impl PoolLimits {
+    /// Whether `idle` is past its idle timeout — the pool's, or its
+    /// server's if shorter (never longer) — or its time to live.
     fn expired(&self, idle: &impl Pooled, now: Instant) -> bool {
         let past = |since: Instant, limit: Option<Duration>| {
             limit.is_some_and(|limit| now.saturating_duration_since(since) >= limit)
         };
-        past(idle.idle_since(), self.idle_timeout) || past(idle.created(), self.ttl)
+        let idle_timeout = match (self.idle_timeout, idle.server_idle_limit()) {
+            (Some(own), Some(server)) => Some(own.min(server)),
+            (own, server) => own.or(server),
+        };
+        past(idle.idle_since(), idle_timeout) || past(idle.created(), self.ttl)
     }
 }
 

@@ -119,7 +119,10 @@ pub enum InvalidRequest {
     #[error("{0:?} needs TLS, and the client was built without the `rustls` feature")]
     TlsDisabled(String),
     /// The URI's userinfo (`user:password@`) could not be made into
-    /// credentials.
+    /// credentials: the URI without it is not valid, or, percent-decoded,
+    /// the user name holds a `:` or either part a control character, which
+    /// RFC 7617 §2 makes invalid in `Authorization: Basic` (`u%3Ax` would
+    /// reach the server as the user `u`). The userinfo is not shown.
     #[error("the URI's userinfo cannot be used as credentials")]
     Userinfo,
     /// The user name given to

@@ -98,6 +98,13 @@ pub enum ProxyUrlError {
     /// The URL has no host.
     #[error("proxy URL has no host")]
     MissingHost,
+    /// An `http://` proxy URL's userinfo, percent-decoded, cannot be sent
+    /// as `Proxy-Authorization: Basic` (RFC 7617 §2): its user name holds a
+    /// `:` (which the proxy would take for the end of the name), or the
+    /// name or the password a control character. A SOCKS5 proxy takes
+    /// them. The credentials are not shown.
+    #[error("the proxy URL's userinfo cannot be used as Basic credentials (RFC 7617 §2)")]
+    Credentials,
 }
 
 /// The step of the handshake that is waiting for the proxy; names where an

@@ -17,6 +17,7 @@ mod transport;
 
 #[cfg(feature = "http2")]
 pub(crate) use io::{AsyncIo, IoReadiness};
+pub(crate) use origin::override_key;
 pub use origin::{Origin, Scheme};
 pub use proxy::Proxy;
 pub(crate) use resolve::Lookup;

@@ -83,6 +83,24 @@ fn usable_host(host: &str) -> Option<String> {
     }
 }
 
+/// `host` as [`ClientBuilder::resolve`](crate::ClientBuilder::resolve)
+/// overrides are keyed, from the builder's argument and from a request's
+/// host alike: an IPv6 literal's brackets taken off, then the form origins
+/// compare by ([`normal_host`]: `[2001:DB8:0::1]` is `2001:db8::1`, `127.1`
+/// is `127.0.0.1`, a name is in lower case), less one final dot —
+/// `example.com.` and `example.com` are one DNS name.
+pub(crate) fn override_key(host: &str) -> String {
+    let bare = host
+        .strip_prefix('[')
+        .and_then(|literal| literal.strip_suffix(']'))
+        .unwrap_or(host);
+    let mut key = normal_host(bare);
+    if key.ends_with('.') {
+        key.pop();
+    }
+    key
+}
+
 /// `host` in the form origins compare by: an IP address as it displays,
 /// anything else in ASCII lower case.
 fn normal_host(host: &str) -> String {
@@ -157,6 +175,31 @@ impl fmt::Display for Origin {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An override's host, as the builder is given it, has the key the
+    /// request's host has, as its origin normalizes it.
+    #[test]
+    fn an_override_key_is_the_origins_host_without_its_final_dot() {
+        let host_of = |uri: &str| Origin::of(&uri.parse().unwrap()).unwrap().host;
+        for (given, uri) in [
+            ("Example.COM", "http://eXample.com/"),
+            ("example.com.", "http://example.com/"),
+            ("example.com", "http://EXAMPLE.com./"),
+            ("[2001:DB8:0::1]", "http://[2001:db8::1]/"),
+            ("2001:0db8::1", "http://[2001:DB8::0:1]:8080/"),
+            ("[::ffff:127.0.0.1]", "http://[::ffff:7f00:1]/"),
+            ("127.1", "http://127.0.0.1/"),
+            ("0x7f.0.0.1", "http://2130706433/"),
+        ] {
+            let key = override_key(given);
+            assert_eq!(key, override_key(&host_of(uri)), "{given} for {uri}");
+            assert!(!key.ends_with('.') && !key.starts_with('['), "{key}");
+        }
+        assert_eq!(override_key("[2001:DB8:0::1]"), "2001:db8::1");
+        assert_eq!(override_key("Example.COM."), "example.com");
+        assert_ne!(override_key("example.com"), override_key("example.org"));
+        assert_ne!(override_key("[::1]"), override_key("[::2]"));
+    }
 
     #[test]
     fn origins_of_uris() {

@@ -521,7 +521,9 @@ fn add_store_cookies(store: Option<&dyn CookieStore>, hop: &mut Hop) -> bool {
 }
 
 /// `uri` without its userinfo, which becomes `Authorization: Basic`
-/// (percent-decoded, and only if the request has no `Authorization`):
+/// (percent-decoded, and only if the request has no `Authorization`; a
+/// decoded user name with a `:`, or a control character in either part,
+/// is [`InvalidRequest::Userinfo`], as RFC 7617 §2 makes it invalid):
 /// credentials never go on the request line. Only the userinfo goes: the
 /// rest of the URI — its path, query and port — is sent as written, as it
 /// is for a URI without one (a URL parser's normal form would remove dot
@@ -546,10 +548,13 @@ fn credentials_to_header(
             None => (userinfo, None),
         };
         let decoded = |text: &str| percent_encoding::percent_decode_str(text).collect::<Vec<u8>>();
-        headers.insert(
-            AUTHORIZATION,
-            basic(&decoded(user), password.map(decoded).as_deref()),
-        );
+        let (user, password) = (decoded(user), password.map(decoded));
+        // Decoded, a `%3A` in the name would move where the server splits
+        // name from password, sending other credentials than the URI's.
+        if !usable_as_basic(&user, password.as_deref().unwrap_or_default()) {
+            return Err(invalid());
+        }
+        headers.insert(AUTHORIZATION, basic(&user, password.as_deref()));
     }
     let mut parts = uri.into_parts();
     parts.authority = Some(host);
@@ -582,6 +587,14 @@ fn without_credentials(uri: http::Uri) -> http::Uri {
 fn has_userinfo(uri: &http::Uri) -> bool {
     uri.authority()
         .is_some_and(|authority| authority.as_str().contains('@'))
+}
+
+/// Whether `user` and `password` can be sent as Basic credentials: RFC
+/// 7617 §2 makes a user-id with a `:` invalid, and forbids control
+/// characters (CTL: 0x00-0x1F and 0x7F) in either.
+fn usable_as_basic(user: &[u8], password: &[u8]) -> bool {
+    let control = |byte: &u8| byte.is_ascii_control();
+    !user.contains(&b':') && !user.iter().any(control) && !password.iter().any(control)
 }
 
 /// `Authorization: Basic` for `user` and `password` (RFC 7617).
@@ -642,7 +655,7 @@ mod tests {
             ("http://u@a.test/", "u:"),
             ("http://:p@a.test/", ":p"),
             ("http://u:pa:ss@a.test/", "u:pa:ss"),
-            ("http://u%3Ax:p%40s@a.test/", "u:x:p@s"),
+            ("http://u:x%3Ap%40s@a.test/", "u:x:p@s"),
             ("http://a@b@a.test/", "a@b:"),
         ];
         for (with, pair) in cases {
@@ -655,6 +668,31 @@ mod tests {
                 format!("Basic {expected}"),
                 "{with}"
             );
+        }
+    }
+
+    /// RFC 7617 §2: a user-id with a `:` is invalid (the server takes
+    /// the first `:` for the end of the name), and neither part may hold a
+    /// control character. Percent-decoded, such a userinfo would send other
+    /// credentials than the URI's: it is refused, nothing sent.
+    #[test]
+    fn a_userinfo_unusable_as_basic_credentials_is_refused() {
+        for with in [
+            "http://u%3Ax:p@a.test/",
+            "http://u%3A@a.test/",
+            "http://u%0D%0Ax:p@a.test/",
+            "http://u:p%0D%0AX-Injected:%20y@a.test/",
+            "http://u:p%00@a.test/",
+            "http://u%7F:p@a.test/",
+            "http://u:%09p@a.test/",
+        ] {
+            let mut headers = http::HeaderMap::new();
+            let result = credentials_to_header(with.parse().unwrap(), &mut headers);
+            assert!(
+                matches!(result, Err(Error::InvalidRequest(InvalidRequest::Userinfo))),
+                "{with}: {result:?}"
+            );
+            assert!(headers.is_empty(), "{with}");
         }
     }
 

@@ -52,6 +52,7 @@ struct Idle {
     id: u64,
     idle_since: Instant,
     created: Instant,
+    server_idle_limit: Option<Duration>,
 }
 
 impl Pooled for Idle {
@@ -66,6 +67,9 @@ impl Pooled for Idle {
     }
     fn created(&self) -> Instant {
         self.created
+    }
+    fn server_idle_limit(&self) -> Option<Duration> {
+        self.server_idle_limit
     }
 }
 
@@ -107,6 +111,7 @@ fn idle(host: &str, id: u64, clock: &ManualClock) -> Idle {
         id,
         idle_since: clock.now(),
         created: clock.now(),
+        server_idle_limit: None,
     }
 }
 
@@ -511,6 +516,59 @@ fn idle_connections_expire_by_idle_time_and_by_age_across_origins() {
         matches!(pool.offer(conn, clock.now()), Offer::Refused),
         "past its time to live"
     );
+}
+
+/// A server's announced idle limit (its `Keep-Alive: timeout`) shortens
+/// the pool's idle timeout for its connection, never lengthens it, and
+/// applies without one; a limit of zero is no reuse, even to a waiter.
+#[test]
+fn a_servers_idle_limit_shortens_the_idle_timeout_never_lengthens_it() {
+    let with_limit = |host: &str, id: u64, clock: &ManualClock, limit: u64| Idle {
+        server_idle_limit: Some(Duration::from_secs(limit)),
+        ..idle(host, id, clock)
+    };
+    let limits = PoolLimits {
+        max_connections_per_host: Some(1),
+        idle_timeout: Some(Duration::from_secs(10)),
+        ..PoolLimits::default()
+    };
+    let (pool, clock) = pool(limits);
+    let (a, b, w) = (request("a", "a"), request("b", "b"), request("b", "w"));
+    assert_eq!(acquired(&pool, &a, &clock), "permit");
+    assert_eq!(acquired(&pool, &b, &clock), "permit");
+    let offered = |conn| matches!(pool.offer(conn, clock.now()), Offer::Kept);
+    assert!(offered(with_limit("a", 1, &clock, 4)));
+    assert!(offered(with_limit("b", 2, &clock, 60)));
+    clock.advance(Duration::from_secs(4));
+    let evicted = |now| -> Vec<u64> { pool.evict_expired(now).iter().map(|c| c.id).collect() };
+    assert_eq!(evicted(clock.now()), [1], "idle 4 s of the server's 4");
+    clock.advance(Duration::from_secs(6));
+    assert_eq!(evicted(clock.now()), [2], "idle 10 s of the pool's 10");
+    // Closed, they give their permits back.
+    assert_eq!(served(pool.release(&origin("a"))), None);
+    assert_eq!(served(pool.release(&origin("b"))), None);
+
+    // Without a pool idle timeout, the server's alone.
+    let unlimited: TestPool = Pool::new(PoolLimits::default());
+    assert_eq!(acquired(&unlimited, &a, &clock), "permit");
+    assert!(matches!(
+        unlimited.offer(with_limit("a", 3, &clock, 4), clock.now()),
+        Offer::Kept
+    ));
+    clock.advance(Duration::from_secs(3));
+    assert!(unlimited.evict_expired(clock.now()).is_empty());
+    clock.advance(Duration::from_secs(1));
+    assert_eq!(unlimited.evict_expired(clock.now()).len(), 1);
+
+    // No time left: refused, though a waiter wants it.
+    let b2 = request("b", "b2");
+    assert_eq!(acquired(&pool, &b2, &clock), "permit");
+    assert_eq!(acquired(&pool, &w, &clock), "queued");
+    assert!(matches!(
+        pool.offer(with_limit("b", 4, &clock, 0), clock.now()),
+        Offer::Refused
+    ));
+    assert_eq!(served(pool.release(&origin("b"))), Some("w"));
 }
 
 #[test]

@@ -38,8 +38,10 @@ use std::sync::Arc;
 /// `socks5h://…` (SOCKS5, the proxy resolves it). A URL without a
 /// scheme is an HTTP proxy; without a port, port 80 for `http` and 1080
 /// for SOCKS. Credentials in the userinfo are percent-decoded and sent as
-/// `Proxy-Authorization: Basic` to an HTTP proxy, and with RFC 1929 to a
-/// SOCKS5 one.
+/// `Proxy-Authorization: Basic` to an HTTP proxy (a decoded user name with
+/// a `:`, or a control character in either, is
+/// [`ProxyUrlError::Credentials`]: RFC 7617 §2 makes them invalid), and
+/// with RFC 1929 to a SOCKS5 one.
 ///
 /// # Examples
 ///

@@ -13,7 +13,9 @@
 //!    choice; curl uses 1080), 1080 for `socks5`/`socks5h`.
 //! 5. Userinfo, if any, is percent-decoded into credentials (a missing
 //!    password is `""`; bytes that are not UTF-8 become U+FFFD, as in
-//!    reqwest).
+//!    reqwest). For `http`, which sends them as `Basic`, a decoded user
+//!    name with a `:` or a control character in either part is
+//!    [`ProxyUrlError::Credentials`] (RFC 7617 §2).
 //! 6. Any path, query or fragment is ignored (as reqwest and curl do).
 //!
 //! `Debug`, `Display` and every error leave the password out.
@@ -105,6 +107,14 @@ impl ProxyUrl {
             let decode = |s: &str| percent_decode_str(s).decode_utf8_lossy().into_owned();
             (decode(url.username()), decode(url.password().unwrap_or("")))
         });
+        // Decoded, a `%3A` in the name would move where the proxy splits
+        // name from password: refused here rather than sending other
+        // credentials than the URL's. SOCKS5 sends each with its length.
+        if let (ProxyScheme::Http, Some((user, password))) = (scheme, &credentials) {
+            if !usable_as_basic(user, password) {
+                return Err(ProxyUrlError::Credentials);
+            }
+        }
         Ok(ProxyUrl {
             scheme,
             host,
@@ -152,6 +162,14 @@ impl ProxyUrl {
             _ => None,
         }
     }
+}
+
+/// Whether `user` and `password` can be sent as Basic credentials: RFC
+/// 7617 §2 makes a user-id with a `:` invalid, and forbids control
+/// characters (CTL: 0x00-0x1F and 0x7F) in either.
+fn usable_as_basic(user: &str, password: &str) -> bool {
+    let control = |c: char| c.is_ascii_control();
+    !user.contains(':') && !user.contains(control) && !password.contains(control)
 }
 
 /// `Basic base64(user:password)`, marked sensitive (its `Debug` prints
@@ -251,6 +269,38 @@ mod tests {
         assert_eq!(
             parse("http://%FF:x@host").credentials(),
             Some(("\u{FFFD}", "x"))
+        );
+    }
+
+    /// RFC 7617 §2: a user-id with a `:` is invalid (the proxy takes the
+    /// first `:` for the end of the name), and neither part may hold a
+    /// control character. An `http://` proxy URL whose decoded userinfo
+    /// breaks either rule is refused, rather than sending other
+    /// credentials than it says; SOCKS5 (RFC 1929) sends each part with its
+    /// length, and takes any byte.
+    #[test]
+    fn http_proxy_credentials_unusable_as_basic_are_refused() {
+        for input in [
+            "http://u%3Ax:p@h:1",
+            "u%3A@h:1",
+            "http://u%0D%0A:p@h",
+            "http://u:p%00@h",
+            "http://u:p%0D%0AX-Injected:%20y@h",
+            "http://u:%7F@h",
+        ] {
+            assert_eq!(
+                ProxyUrl::parse(input),
+                Err(ProxyUrlError::Credentials),
+                "{input:?}"
+            );
+        }
+        assert_eq!(
+            parse("socks5://u%3Ax:p%0D@h").credentials(),
+            Some(("u:x", "p\r"))
+        );
+        assert_eq!(
+            parse("http://u:x%3Ay@h").basic_auth().unwrap(),
+            basic_auth("u", "x:y")
         );
     }
 
