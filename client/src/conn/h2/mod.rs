@@ -85,9 +85,11 @@
 //! left to read, so the read timeout is off; a server that takes no more
 //! of the body for the write timeout has the upload stopped with `CANCEL`,
 //! its answer standing as for a reset, and so has a reader that drops the
-//! body (nobody waits for the upload any more). The request timeout, a
-//! cancel, the client's closing abort the stream with `CANCEL` as any
-//! other, and the upload's own failure fails it ([`Recv::Ended`]). A
+//! body (nobody waits for the upload any more), and so has the request
+//! timeout (it bounds the server, which has answered: the exchange
+//! completes with that answer, [`Exchange::hold_answer`]). A cancel, the
+//! client's closing abort the stream with `CANCEL` as any other, and the
+//! upload's own failure fails it ([`Recv::Ended`]). A
 //! refusal (any final status but 2xx) come whole stops the upload at once,
 //! its stream reset with `CANCEL` and the answer standing, as over
 //! HTTP/1.1: the server has said it does not want the rest (and stopping
@@ -437,8 +439,10 @@ enum Recv {
     /// the upload ends, or when the server stops it — `RST_STREAM`
     /// (`NO_ERROR`, as §8.1 has a server do), the connection's end, or no
     /// window for the write timeout: the answer, whole, stands (see
-    /// [`Stream::answered`]).
-    Ended(Option<http::HeaderMap>),
+    /// [`Stream::answered`]). The request timeout, should it come first,
+    /// stops the upload and the answer stands as well. Its trailers wait in
+    /// the exchange ([`Exchange::hold_answer`]), which completes with them.
+    Ended,
     /// Between two of the above.
     Moving,
 }
@@ -1729,7 +1733,8 @@ impl Stream {
                 }
                 // Whole with its head.
                 Recv::Bodiless(_) => return Buffered::End(None),
-                Recv::Ended(trailers) => return Buffered::End(trailers.take()),
+                // Its trailers are the exchange's (`Exchange::hold_answer`).
+                Recv::Ended => return Buffered::End(None),
                 Recv::Head(_) | Recv::Moving => return Buffered::NotYet,
             }
         }
@@ -1783,7 +1788,7 @@ impl Stream {
     ) -> Result<(), Error> {
         let (waits, took) = self.send_what_fits(task, now, info)?;
         self.window_shut = waits;
-        if matches!(self.recv, Recv::Ended(_)) {
+        if matches!(self.recv, Recv::Ended) {
             self.upload_stall = match (waits, took) {
                 (false, _) => None,
                 (true, true) => Some(now),
@@ -1813,8 +1818,10 @@ impl Stream {
     /// has the upload stopped there, with `CANCEL`, and the answer stands —
     /// it does not depend on the rest (RFC 9113 §8.1), and a server that
     /// stops reading has said no more than one that resets with
-    /// `NO_ERROR`. The request timeout, a cancel, the client's closing and
-    /// the upload's own failure end the exchange as they would before the
+    /// `NO_ERROR` — and so for the request timeout, which stops the upload
+    /// with `CANCEL` and completes the exchange with the answer it holds
+    /// ([`Exchange::hold_answer`]). A cancel, the client's closing and the
+    /// upload's own failure end the exchange as they would before the
     /// answer's end. `Open` then. A refusal ([`Stream::refused`]) stops the
     /// upload here, as over HTTP/1.1 (`Sending::answered`): the server has
     /// said it does not want the rest, and an upload that goes on — or
@@ -1829,7 +1836,8 @@ impl Stream {
             self.exchange.complete(trailers);
             return Polled::Gone;
         }
-        self.recv = Recv::Ended(trailers);
+        self.recv = Recv::Ended;
+        self.exchange.hold_answer(trailers);
         // Its end held, the pipe would wake a waiting reader for the last
         // bytes only at its low-water mark: woken now for what it holds.
         self.exchange.body().flush();
@@ -2104,7 +2112,7 @@ impl Stream {
                         return Ok(Polled::Gone);
                     }
                 }
-                Recv::Ended(trailers) => {
+                Recv::Ended => {
                     if self.out.is_sending() {
                         if self.exchange.body().reader_gone() {
                             return Ok(self.reader_gone(task));
@@ -2128,7 +2136,8 @@ impl Stream {
                     if self.out.is_sending() {
                         return Ok(Polled::Open);
                     }
-                    self.exchange.complete(trailers.take());
+                    // With the trailers held (`Exchange::hold_answer`).
+                    self.exchange.complete(None);
                     return Ok(Polled::Gone);
                 }
             }
