@@ -235,6 +235,11 @@ struct Link {
     /// What gives back what it holds while it has no connection (see
     /// [`Exchange::hold`]).
     held: Option<GiveBack>,
+    /// The response came whole before the request body was all sent, with
+    /// these trailers: its end waits for the upload's, and a timeout
+    /// meanwhile completes the exchange with it (see
+    /// [`Exchange::hold_answer`]).
+    answer: Option<Option<http::HeaderMap>>,
 }
 
 /// Gives back something taken for an exchange that has no connection yet
@@ -425,6 +430,7 @@ impl Exchange {
                 queued: None,
                 write_probed: false,
                 held: None,
+                answer: None,
             }),
             remote: Mutex::new(None),
             submitted,
@@ -830,34 +836,58 @@ impl Exchange {
 
     /// The body has been read off the connection, whole (its bytes may still
     /// wait in the pipe for the reader): the exchange ends. Returns whether
-    /// this call ended it.
+    /// this call ended it. An answer held ([`hold_answer`](Self::hold_answer))
+    /// completes with its own trailers: `trailers` are `None` then.
     pub(crate) fn complete(&self, trailers: Option<http::HeaderMap>) -> bool {
-        self.end(Ending::Complete(trailers)).is_some()
+        self.end(Ending::Complete(trailers), false).is_some()
     }
 
     /// The connection failed the exchange (it closes itself). Returns
     /// whether this call ended it.
     pub(crate) fn finish_err(&self, error: Error) -> bool {
-        self.end(Ending::Failed(error)).is_some()
+        self.end(Ending::Failed(error), false).is_some()
+    }
+
+    /// The response has come whole, with `trailers`, before the request
+    /// body was all sent (an HTTP/2 stream whose upload goes on: RFC 9113
+    /// §8.1 lets a server answer a request it has not read whole): its end
+    /// is held until the upload's, and the connection
+    /// [completes](Self::complete) it then. A timeout meanwhile (the
+    /// request's; the read and write timeouts are off by then) stops the
+    /// upload but completes the exchange with this answer rather than
+    /// failing it: the server has answered, whole, and the timeout bounds
+    /// only the upload now. A cancel, the client's closing and the
+    /// upload's own failure still fail it.
+    pub(crate) fn hold_answer(&self, trailers: Option<http::HeaderMap>) {
+        lock(&self.link).answer = Some(trailers);
     }
 
     /// Ends the exchange, unless it has already ended; returns the
     /// connection it was attached to. Runs on the calling thread: disarms
     /// the timers, [tells the end](Self::tell_end) (or leaves it to the
     /// thread telling one of the exchange's events now) and lets a pump go.
-    fn end(&self, ending: Ending) -> Option<Option<ConnRef>> {
+    /// With an answer held ([`hold_answer`](Self::hold_answer)), a
+    /// completion completes with it, and so does a failure if
+    /// `answer_stands`.
+    fn end(&self, ending: Ending, answer_stands: bool) -> Option<Option<ConnRef>> {
         // SeqCst, with `register`: of an exchange ended while it was being
         // registered, one of the two sees the other and removes it.
         if self.done.swap(true, Ordering::SeqCst) {
             return None;
         }
-        let (armed, conn, held) = {
+        let (armed, conn, held, answer) = {
             let mut link = lock(&self.link);
             let conn = link.set_conn(ConnSlot::None);
             if let ConnSlot::Ready(carrier) = &conn {
                 link.ended_on = Some(carrier.event_loop.clone());
             }
-            (link.timers.end(), conn, link.held.take())
+            let answer = link.answer.take();
+            (link.timers.end(), conn, link.held.take(), answer)
+        };
+        let ending = match (ending, answer) {
+            (Ending::Failed(_), Some(trailers)) if answer_stands => Ending::Complete(trailers),
+            (Ending::Complete(_), Some(trailers)) => Ending::Complete(trailers),
+            (ending, _) => ending,
         };
         if let Some(armed) = armed {
             armed.cancel();
@@ -914,7 +944,19 @@ impl Exchange {
     /// is the loop the caller runs on, if any: on the connection's own loop
     /// the abort waits for a gap between expiries.
     pub(crate) fn fail(&self, error: Error, cx: Option<&mut LoopContext<'_>>) -> bool {
-        let Some(conn) = self.end(Ending::Failed(error)) else {
+        self.end_and_abort(error, false, cx)
+    }
+
+    /// [`fail`](Self::fail), but an answer held whole
+    /// ([`hold_answer`](Self::hold_answer)) stands if `answer_stands`: the
+    /// exchange completes with it, and the connection stops its upload.
+    fn end_and_abort(
+        &self,
+        error: Error,
+        answer_stands: bool,
+        cx: Option<&mut LoopContext<'_>>,
+    ) -> bool {
+        let Some(conn) = self.end(Ending::Failed(error), answer_stands) else {
             return false;
         };
         if let Some(conn) = conn {
@@ -1005,7 +1047,9 @@ impl Exchange {
                 _ => self.deadlines.request_timeout,
             };
             let error = Error::timeout_of(kind, self.remote_name(), duration.unwrap_or_default());
-            self.fail(error, cx);
+            // A timeout bounds the server; an answer come whole meanwhile
+            // is the server's, and stands (see `hold_answer`).
+            self.end_and_abort(error, true, cx);
         }
     }
 

@@ -31,7 +31,8 @@ use std::io::Read;
 /// has nothing more to give and never ends holds that end for as long:
 /// nothing else bounds it — the read timeout is off (nothing is left to
 /// read), the write timeout counts only a server that takes no more — but
-/// the request timeout (60 s by default), a cancel, or dropping the
+/// the request timeout (60 s by default: it stops the upload, and the
+/// answer, whole, stands — its end comes then), a cancel, or dropping the
 /// response's body (which stops the upload). A refusal (any other final
 /// status) stops the upload at once.
 pub struct Upload {

@@ -3,7 +3,7 @@
 //! a burst of expiries costs one lookup per stream aborted, not a scan of
 //! the connection's streams each.
 
-use super::Stream;
+use super::stream::Stream;
 use slab::Slab;
 use std::collections::HashMap;
 

@@ -1,0 +1,86 @@
+//! The client's errors for what ends a stream or a request on an HTTP/2
+//! connection: an `h2` error ([`error_of`]), the connection's end after a
+//! `GOAWAY` ([`goaway_failure`]) or with no code ([`closed_failure`]), a
+//! TLS handshake the server refused ([`refusal`]), and the mark of a
+//! request no server processed ([`not_processed`]).
+
+use crate::error::{Error, Http2Initiator, Http2Reason};
+use crate::exchange::Exchange;
+use crate::net::IoReadiness;
+use std::io;
+use std::sync::atomic::Ordering;
+
+/// The error of a stream that the connection's end took with it after the
+/// server's `GOAWAY` with `reason`.
+pub(super) fn goaway_failure(exchange: &Exchange, reason: Http2Reason) -> Error {
+    Error::Http2 {
+        remote: exchange.remote_name(),
+        reason,
+        initiator: Http2Initiator::Remote,
+        connection: true,
+        unprocessed: false,
+    }
+}
+
+/// `failure`, of a request no server has processed on this connection
+/// (never sent, or refused), marked so ([`Error::is_unprocessed`]) —
+/// unless an earlier attempt of it may have been processed elsewhere.
+pub(super) fn not_processed(exchange: &Exchange, failure: Error) -> Error {
+    failure.with_unprocessed(!exchange.maybe_processed.load(Ordering::Acquire))
+}
+
+/// The error of a request on a connection whose server refused the TLS
+/// handshake once the client had finished its side (a TLS 1.3 server
+/// refusing the client's certificate: see
+/// [`IoReadiness::handshake_failure`]), however `h2` told the failure: the
+/// same on any connection to that server, so never a reason to send the
+/// request elsewhere.
+#[cfg(feature = "rustls")]
+pub(super) fn refusal(io_ready: &IoReadiness, exchange: &Exchange) -> Option<Error> {
+    let tls = io_ready.handshake_failure()?;
+    Some(Error::tls(exchange.remote_name(), tls.clone()))
+}
+
+/// Without TLS, no handshake to refuse.
+#[cfg(not(feature = "rustls"))]
+pub(super) fn refusal(_: &IoReadiness, _: &Exchange) -> Option<Error> {
+    None
+}
+
+/// The error of a stream, or of a request gone elsewhere once already,
+/// when the server closed the connection with no code.
+pub(super) fn closed_failure(exchange: &Exchange) -> Error {
+    Error::Io {
+        remote: exchange.remote_name(),
+        source: io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "the server closed the HTTP/2 connection",
+        ),
+    }
+}
+
+/// The client's error for an `h2` error on `exchange`'s stream.
+pub(super) fn error_of(exchange: &Exchange, error: h2::Error) -> Error {
+    let remote = exchange.remote_name();
+    if let Some(reason) = error.reason() {
+        return Error::Http2 {
+            remote,
+            reason: Http2Reason(reason.into()),
+            initiator: if error.is_remote() {
+                Http2Initiator::Remote
+            } else {
+                Http2Initiator::Local
+            },
+            connection: error.is_go_away(),
+            unprocessed: false,
+        };
+    }
+    let source = if error.is_io() {
+        error
+            .into_io()
+            .unwrap_or_else(|| io::Error::other("HTTP/2 I/O error"))
+    } else {
+        io::Error::other(error.to_string())
+    };
+    Error::Io { remote, source }
+}

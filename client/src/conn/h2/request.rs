@@ -1,0 +1,133 @@
+//! The HTTP/2 request of an exchange ([`request_of`]): its head as HTTP/2
+//! has it — the `:authority` from the caller's `Host`, connection-specific
+//! fields left out but `TE: trailers` — and its body, in memory or
+//! streamed from its source.
+
+use super::stream::Outgoing;
+use crate::conn::upload::{Declared, Upload};
+use crate::exchange::{Exchange, RequestBody};
+
+/// `uri`, with the caller's `Host` as its authority if there is one: over
+/// HTTP/2 the `:authority` says what `Host` says over HTTP/1.1 (RFC 9113
+/// §8.3.1), so a caller's `Host` (a virtual host behind an address) is
+/// sent there, as curl does, rather than dropped for the URI's. A value
+/// that is not a host and port is left out, the URI's kept: one with
+/// userinfo parses as an authority, and `:authority` must not carry it
+/// (RFC 9113 §8.3.1).
+fn authority_of(uri: &http::Uri, host: Option<&http::HeaderValue>) -> http::Uri {
+    let Some(authority) = host
+        .and_then(|h| http::uri::Authority::try_from(h.as_bytes()).ok())
+        .filter(|authority| !authority.as_str().contains('@'))
+    else {
+        return uri.clone();
+    };
+    let mut parts = uri.clone().into_parts();
+    parts.authority = Some(authority);
+    http::Uri::from_parts(parts).unwrap_or_else(|_| uri.clone())
+}
+
+/// The HTTP/2 request of `exchange`, and its body; `None` if the exchange
+/// has ended meanwhile (its bytes are gone: nothing of it may go).
+pub(super) fn request_of(exchange: &Exchange) -> Option<(http::Request<()>, Outgoing)> {
+    use http::header;
+    let parts = &exchange.request;
+    let payload = parts.payload();
+    if payload.released {
+        return None;
+    }
+    // Connection-specific fields have no place in HTTP/2 (RFC 9113
+    // §8.2.2) — but `TE: trailers`, put back below; `Host` is the
+    // `:authority` the URI gives.
+    let specific = |name: &header::HeaderName| {
+        matches!(
+            *name,
+            header::CONNECTION
+                | header::TRANSFER_ENCODING
+                | header::UPGRADE
+                | header::HOST
+                | header::EXPECT
+                | header::TE
+        ) || name.as_str() == "keep-alive"
+            || name.as_str() == "proxy-connection"
+    };
+    // A caller's `Host` and `TE` are among these: looked up only if one
+    // is there (not in the common case, with no lookup at all).
+    let has_specific = parts.headers.keys().any(specific);
+    let host = has_specific
+        .then(|| parts.headers.get(header::HOST))
+        .flatten();
+    let mut request = http::Request::new(());
+    *request.method_mut() = parts.method.clone();
+    *request.uri_mut() = authority_of(exchange.listener.request().uri(), host);
+    *request.version_mut() = http::Version::HTTP_2;
+    let headers = request.headers_mut();
+    if has_specific {
+        let named = connection_options(&parts.headers);
+        let named = |name: &header::HeaderName| {
+            named
+                .iter()
+                .any(|option| option.eq_ignore_ascii_case(name.as_str().as_bytes()))
+        };
+        for (name, value) in parts.headers.iter() {
+            if !specific(name) && !named(name) {
+                headers.append(name.clone(), value.clone());
+            }
+        }
+        if asks_for_trailers(&parts.headers) {
+            headers.insert(header::TE, http::HeaderValue::from_static("trailers"));
+        }
+    } else {
+        // The common case: all of them, copied whole (no hashing).
+        headers.clone_from(&parts.headers);
+    }
+    let out = match &parts.body {
+        RequestBody::Streamed(streamed) => {
+            if let Some(length) = streamed.length {
+                headers
+                    .entry(header::CONTENT_LENGTH)
+                    .or_insert_with(|| length.into());
+            }
+            Outgoing::Streamed(
+                Upload::take_bare(exchange),
+                Declared::new(streamed.length),
+                None,
+            )
+        }
+        RequestBody::InHead | RequestBody::Held if payload.data.is_empty() => Outgoing::Done,
+        RequestBody::InHead | RequestBody::Held => {
+            headers
+                .entry(header::CONTENT_LENGTH)
+                .or_insert_with(|| payload.data.len().into());
+            Outgoing::Data(payload.data.clone())
+        }
+    };
+    Some((request, out))
+}
+
+/// The field names the caller's `Connection` lists: connection-specific
+/// too (RFC 9110 §7.6.1), for this hop alone, so off HTTP/2 with the
+/// `Connection` that said so (RFC 9113 §8.2.2) — sent without it, a
+/// field meant for the next hop only would reach the origin as its own.
+fn connection_options(headers: &http::HeaderMap) -> Vec<&[u8]> {
+    headers
+        .get_all(http::header::CONNECTION)
+        .iter()
+        .flat_map(|value| value.as_bytes().split(|&b| b == b','))
+        .map(<[u8]>::trim_ascii)
+        .filter(|option| !option.is_empty())
+        .collect()
+}
+
+/// Whether the caller's `TE` lists `trailers`: HTTP/2 keeps that one
+/// connection field, saying `trailers` and nothing else (RFC 9113 §8.2.2,
+/// and `h2` refuses any other value). gRPC servers want it, and some send
+/// trailers only when asked so (hypercorn); over HTTP/1.1 it goes with
+/// `Connection: te`.
+fn asks_for_trailers(headers: &http::HeaderMap) -> bool {
+    headers
+        .get_all(http::header::TE)
+        .iter()
+        .flat_map(|value| value.as_bytes().split(|&b| b == b','))
+        .filter_map(|coding| coding.split(|&b| b == b';').next())
+        .any(|coding| coding.trim_ascii().eq_ignore_ascii_case(b"trailers"))
+}
