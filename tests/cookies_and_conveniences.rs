@@ -313,6 +313,34 @@ fn a_basic_auth_user_name_with_a_colon_is_refused_before_anything_is_sent() {
     client.close();
 }
 
+/// RFC 7617 §2 forbids control characters in either part: `basic_auth`
+/// refuses a CR, LF, NUL or DEL in the name or the password, as it does
+/// the userinfo's decoded ones, before anything is sent.
+#[test]
+fn basic_auth_credentials_with_a_control_character_are_refused_before_anything_is_sent() {
+    let server = TestServer::respond(|_| ok(""));
+    let client = Client::builder().event_loops(1).build().unwrap();
+    for (user, password) in [
+        ("al\r\nice", None),
+        ("alice\0", Some("pw")),
+        ("alice", Some("p\nw")),
+        ("alice", Some("pw\u{7f}")),
+    ] {
+        let error = client
+            .get(server.url("/"))
+            .basic_auth(user, password)
+            .send()
+            .wait()
+            .unwrap_err();
+        assert!(
+            matches!(error, Error::InvalidRequest(InvalidRequest::BasicAuthUser)),
+            "{user:?} {password:?}: {error:?}"
+        );
+    }
+    assert!(server.requests().is_empty());
+    client.close();
+}
+
 /// The same rule for credentials in the URI's userinfo, percent-decoded:
 /// `u%3Ax` would reach the server as the user `u` and a password
 /// beginning `x:`, and a decoded CR, LF or NUL is a control character,

@@ -239,12 +239,13 @@ impl RequestBuilder {
 
     /// `Authorization: Basic` for `user` and `password` (RFC 7617). The
     /// header is marked sensitive, and not sent to another origin on a
-    /// redirect. A `user` with a `:` in it, which RFC 7617 §2 makes invalid
-    /// (the server would take what follows it for the password), fails the
-    /// request with [`InvalidRequest::BasicAuthUser`]; the password may
-    /// hold any.
+    /// redirect. What RFC 7617 §2 makes invalid fails the request with
+    /// [`InvalidRequest::BasicAuthUser`]: a `user` with a `:` in it (the
+    /// server would take what follows it for the password), or a control
+    /// character in either part; the password may hold a `:`.
     pub fn basic_auth(mut self, user: &str, password: Option<&str>) -> Self {
-        if user.contains(':') {
+        let password_bytes = password.map(str::as_bytes).unwrap_or_default();
+        if !crate::policy::chain::usable_as_basic(user.as_bytes(), password_bytes) {
             self.invalid = Some(InvalidRequest::BasicAuthUser);
             return self;
         }

@@ -125,12 +125,13 @@ pub enum InvalidRequest {
     /// reach the server as the user `u`). The userinfo is not shown.
     #[error("the URI's userinfo cannot be used as credentials")]
     Userinfo,
-    /// The user name given to
-    /// [`basic_auth`](crate::RequestBuilder::basic_auth) contains a `:`:
-    /// RFC 7617 §2 makes it invalid, since the server takes the first `:`
-    /// for the end of the name. The name is not shown: it may be
-    /// `name:password` given as the name.
-    #[error("a Basic authentication user name cannot contain ':' (RFC 7617 §2)")]
+    /// The credentials given to
+    /// [`basic_auth`](crate::RequestBuilder::basic_auth) are invalid under
+    /// RFC 7617 §2: the user name contains a `:` (the server takes the
+    /// first `:` for the end of the name), or either part a control
+    /// character. Neither part is shown: the name may be `name:password`
+    /// given as the name.
+    #[error("a Basic authentication user name cannot contain ':', nor either part a control character (RFC 7617 §2)")]
     BasicAuthUser,
     /// Query parameters or a form that cannot be url-encoded.
     #[error("cannot url-encode the query or form")]

@@ -592,7 +592,7 @@ fn has_userinfo(uri: &http::Uri) -> bool {
 /// Whether `user` and `password` can be sent as Basic credentials: RFC
 /// 7617 §2 makes a user-id with a `:` invalid, and forbids control
 /// characters (CTL: 0x00-0x1F and 0x7F) in either.
-fn usable_as_basic(user: &[u8], password: &[u8]) -> bool {
+pub(crate) fn usable_as_basic(user: &[u8], password: &[u8]) -> bool {
     let control = |byte: &u8| byte.is_ascii_control();
     !user.contains(&b':') && !user.iter().any(control) && !password.iter().any(control)
 }
