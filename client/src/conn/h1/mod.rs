@@ -13,7 +13,7 @@ use super::{Conn, IdleConn, Offered, State, EXPECT_TIMER};
 use super::{READ_BUDGET, WRITE_BUDGET};
 use crate::error::Error;
 use crate::event_loop::LoopContext;
-use crate::exchange::{deadline_after, ConnSlot, Exchange, Head, Pushed, RequestBody, Waiter};
+use crate::exchange::{deadline_after, ConnSlot, Exchange, Head, Pushed, Waiter};
 use crate::h1::{DecodeError, Decoded, ResponseDecoder};
 use crate::net::Transport;
 use bytes::BytesMut;
@@ -340,7 +340,7 @@ impl Conn {
             return;
         };
         let request = &active.exchange.request;
-        let body_follows = !matches!(request.body, RequestBody::InHead);
+        let body_follows = send::body_follows(request);
         match &active.sending {
             Sending::Head { .. } if body_follows && request.expect_continue => {
                 active.sending = Sending::Continue;
@@ -659,7 +659,8 @@ impl Conn {
                         return Decodes::Stop;
                     };
                     let exchange = active.exchange.clone();
-                    active.sending.answered(head.status);
+                    let waits = send::waits_for_continue(&exchange.request);
+                    active.sending.answered(head.status, waits);
                     // An answer before the request is all sent (the body
                     // skipped, or an upload the server may have stopped
                     // reading): from now on the read timeout bounds the
