@@ -2250,6 +2250,292 @@ fn a_2xx_before_100_continue_while_the_head_goes_out_skips_the_body() {
     }
 }
 
+/// What the server of [`answers_whole_then_reads_on`] counted of each
+/// upload it read to its end after answering it.
+type UploadsRead = Arc<Mutex<Vec<usize>>>;
+
+/// On one connection, request after request: a request with a body has
+/// 64 KiB of it read, then a whole 200 (`ok`) at once, then the rest of
+/// the body read and counted (by its `Content-Length`, or its chunks'
+/// bytes, framing included); one without is answered `ok`.
+fn answers_whole_then_reads_on(uploads: UploadsRead) -> TestServer {
+    TestServer::start(Behaviour::custom(move |mut stream, _| loop {
+        let Some(head) = read_head(&mut stream) else {
+            return;
+        };
+        let length = content_length(&head);
+        let chunked = head
+            .to_ascii_lowercase()
+            .contains("transfer-encoding: chunked");
+        if length == 0 && !chunked {
+            if stream.write_all(&ok("ok")).is_err() {
+                return;
+            }
+            continue;
+        }
+        let mut first = vec![0; 64 * 1024];
+        if stream.read_exact(&mut first).is_err() || stream.write_all(&ok("ok")).is_err() {
+            return;
+        }
+        let mut read = first.len();
+        let mut buf = vec![0; 256 * 1024];
+        if chunked {
+            // Until the last chunk (the body's bytes are all `r`).
+            let mut tail = first;
+            while !tail.ends_with(b"\r\n0\r\n\r\n") {
+                match stream.read(&mut buf) {
+                    Ok(n @ 1..) => {
+                        read += n;
+                        tail.extend_from_slice(&buf[..n]);
+                        let keep = tail.len().saturating_sub(16);
+                        tail.drain(..keep);
+                    }
+                    _ => {
+                        uploads.lock().unwrap().push(read);
+                        return;
+                    }
+                }
+            }
+        } else {
+            while read < length {
+                let want = buf.len().min(length - read);
+                match stream.read(&mut buf[..want]) {
+                    Ok(n @ 1..) => read += n,
+                    _ => {
+                        uploads.lock().unwrap().push(read);
+                        return;
+                    }
+                }
+            }
+        }
+        uploads.lock().unwrap().push(read);
+    }))
+}
+
+/// More than the socket buffers hold between client and server, so that
+/// the upload is still going when the answer comes whole.
+const UPLOAD_PAST_THE_ANSWER: u64 = 64 << 20;
+
+/// A 2xx that comes whole — head and body — while a streamed upload still
+/// goes: the answer is the caller's at once (its bytes read before the
+/// upload ends), the upload goes on to its end — the server, which may
+/// read it on, gets all of it — and only then does the answer end and the
+/// connection go back to the pool, to take the next request (as over
+/// HTTP/2). Before 2026-12-05 the whole answer closed the connection, and
+/// the upload was cut short under the server reading it.
+#[test]
+fn a_2xx_whole_before_the_upload_ends_lets_it_go_on_and_pools_the_connection_after() {
+    for length in [Some(UPLOAD_PAST_THE_ANSWER), None] {
+        let uploads = UploadsRead::default();
+        let server = answers_whole_then_reads_on(uploads.clone());
+        let client = client(false);
+        let source = std::io::repeat(b'r').take(UPLOAD_PAST_THE_ANSWER);
+        let mut response = client
+            .put(server.url("/"))
+            .body(Upload::from_reader(source, length))
+            .send()
+            .wait()
+            .unwrap();
+        assert_eq!(response.status(), 200, "{length:?}");
+        // The answer's bytes are there before the upload's end.
+        let mut first = [0; 2];
+        response.body_mut().read_exact(&mut first).unwrap();
+        assert_eq!(&first, b"ok", "{length:?}");
+        assert_eq!(response.text().wait().unwrap(), "", "{length:?}");
+        // Counted once the server has read it: the client's last write
+        // may be in the socket buffers still.
+        assert!(eventually(WAIT, || !uploads.lock().unwrap().is_empty()));
+        let read = uploads.lock().unwrap().clone();
+        assert_eq!(read.len(), 1, "{length:?}");
+        let framing = if length.is_some() {
+            0
+        } else {
+            read[0] as u64 - UPLOAD_PAST_THE_ANSWER
+        };
+        assert!(
+            read[0] as u64 >= UPLOAD_PAST_THE_ANSWER && framing < (1 << 20),
+            "{length:?}: the server read {} bytes of the upload",
+            read[0]
+        );
+        assert!(
+            eventually(WAIT, || client.stats().idle_connections == 1),
+            "{length:?}: {:?}",
+            client.stats()
+        );
+        let again = client.get(server.url("/")).send().wait().unwrap();
+        assert_eq!(again.text().wait().unwrap(), "ok", "{length:?}");
+        assert_eq!(server.connections_accepted(), 1, "{length:?}: not reused");
+        client.close();
+    }
+}
+
+/// The same early whole 2xx, with an upload whose source fails after it:
+/// the request was cut short, so the connection is closed, never pooled.
+#[test]
+fn a_2xx_whole_before_an_upload_that_then_fails_closes_the_connection() {
+    let uploads = UploadsRead::default();
+    let server = answers_whole_then_reads_on(uploads.clone());
+    let client = client(false);
+    let source = BreaksAfter {
+        left: UPLOAD_PAST_THE_ANSWER as usize / 2,
+        panics: false,
+    };
+    let response = client
+        .put(server.url("/"))
+        .body(Upload::from_reader(source, Some(UPLOAD_PAST_THE_ANSWER)))
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    // The answer's end is the upload's (as over HTTP/2): its failure.
+    let _ = response.bytes().wait();
+    assert!(
+        eventually(WAIT, || client.stats().open_connections == 0),
+        "a connection whose upload failed was kept: {:?}",
+        client.stats()
+    );
+    assert!(eventually(WAIT, || !uploads.lock().unwrap().is_empty()));
+    let read = uploads.lock().unwrap()[0] as u64;
+    assert!(read < UPLOAD_PAST_THE_ANSWER, "{read}");
+    client.close();
+}
+
+/// Reads a request's head and 64 KiB of its upload, answers with a whole
+/// 200 (`ok`), and reads no more until `done` (or [`WAIT`]).
+fn answers_whole_then_stops_reading(done: std::sync::mpsc::Receiver<()>) -> TestServer {
+    let done = Mutex::new(done);
+    TestServer::start(Behaviour::custom(move |mut stream, _| {
+        if read_head(&mut stream).is_none() {
+            return;
+        }
+        let mut first = vec![0; 64 * 1024];
+        if stream.read_exact(&mut first).is_err() || stream.write_all(&ok("ok")).is_err() {
+            return;
+        }
+        let _ = done.lock().unwrap().recv_timeout(WAIT);
+    }))
+}
+
+/// The same early whole 2xx, from a server that then takes no more of the
+/// upload: the upload stops at the write timeout (300 ms), the answer
+/// stands, and the connection, its request cut short, is closed (as over
+/// HTTP/2). Only the request timeout (10 s here) bounded it before.
+#[test]
+fn an_upload_after_a_whole_2xx_stops_at_the_write_timeout() {
+    let (done, finishing) = std::sync::mpsc::channel();
+    let server = answers_whole_then_stops_reading(finishing);
+    let client = builder(false)
+        .write_timeout(Duration::from_millis(300))
+        .request_timeout(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    let source = std::io::repeat(b'r').take(UPLOAD_PAST_THE_ANSWER);
+    let response = client
+        .put(server.url("/"))
+        .body(Upload::from_reader(source, Some(UPLOAD_PAST_THE_ANSWER)))
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let text = within("the answer's end", Duration::from_secs(5), move || {
+        response.text().wait()
+    });
+    assert_eq!(text.unwrap(), "ok");
+    assert!(
+        eventually(WAIT, || client.stats().open_connections == 0),
+        "{:?}",
+        client.stats()
+    );
+    let _ = done.send(());
+    client.close();
+}
+
+/// The same early whole 2xx to an endless upload the server reads on, and
+/// a reader that drops the body: nobody waits for the upload any more, so
+/// it stops (its source let go) and the connection closes (as over
+/// HTTP/2), rather than going on for ever (no request timeout here).
+#[test]
+fn an_upload_after_a_whole_2xx_stops_when_the_body_is_dropped() {
+    let uploads = UploadsRead::default();
+    let server = answers_whole_then_reads_on(uploads.clone());
+    let client = builder(false)
+        .request_timeout(Duration::ZERO)
+        .build()
+        .unwrap();
+    let dropped = Arc::new(AtomicBool::new(false));
+    let source = EndlessReader {
+        _flag: DropFlag(dropped.clone()),
+    };
+    let response = client
+        .put(server.url("/"))
+        .body(Upload::from_reader(source, None))
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    // Its answer is whole (`ok`); its end waits for the upload's.
+    let mut response = response;
+    let mut answer = [0; 2];
+    response.body_mut().read_exact(&mut answer).unwrap();
+    assert_eq!(&answer, b"ok");
+    drop(response);
+    assert!(
+        eventually(WAIT, || client.stats().open_connections == 0
+            && dropped.load(Ordering::SeqCst)),
+        "the upload went on after the body was dropped: {:?}",
+        client.stats()
+    );
+    client.close();
+}
+
+/// The same early whole 2xx, followed by what nobody asked for — bytes
+/// past it, or the end of the stream — while the upload goes on: the
+/// stream cannot carry the rest, so the upload stops there, the answer
+/// standing, and the connection is closed.
+#[test]
+fn an_upload_after_a_whole_2xx_stops_at_bytes_past_it_or_the_streams_end() {
+    for past in ["bytes", "end"] {
+        let server = TestServer::start(Behaviour::custom(move |mut stream, _| {
+            if read_head(&mut stream).is_none() {
+                return;
+            }
+            let mut first = vec![0; 64 * 1024];
+            if stream.read_exact(&mut first).is_err() || stream.write_all(&ok("ok")).is_err() {
+                return;
+            }
+            thread::sleep(Duration::from_millis(100));
+            match past {
+                "bytes" => drop(stream.write_all(b"HTTP/1.1 200 OK\r\n")),
+                _ => drop(stream.shutdown(std::net::Shutdown::Write)),
+            }
+            drain(&mut stream);
+        }));
+        let client = builder(false)
+            .request_timeout(Duration::ZERO)
+            .build()
+            .unwrap();
+        let dropped = Arc::new(AtomicBool::new(false));
+        let source = EndlessReader {
+            _flag: DropFlag(dropped.clone()),
+        };
+        let response = client
+            .put(server.url("/"))
+            .body(Upload::from_reader(source, None))
+            .send()
+            .wait()
+            .unwrap();
+        assert_eq!(response.status(), 200, "{past}");
+        assert_eq!(response.text().wait().unwrap(), "ok", "{past}");
+        assert!(
+            eventually(WAIT, || client.stats().open_connections == 0
+                && dropped.load(Ordering::SeqCst)),
+            "{past}: {:?}",
+            client.stats()
+        );
+        client.close();
+    }
+}
+
 /// An async body that ends at once; its size hint says so if `exact`.
 struct NoBody {
     exact: bool,
