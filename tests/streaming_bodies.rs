@@ -2129,3 +2129,522 @@ fn a_connection_whose_upload_was_whole_by_its_length_is_reused() {
     );
     client.close();
 }
+
+// Found by a review (2026-12-05): a final answer to `Expect: 100-continue`
+// that came while the head was still going sent the body all the same; a
+// 2xx that came whole while a streamed upload went on cut the upload.
+
+/// A listener whose connections take little unread: a receive buffer of 16
+/// KiB, inherited by what it accepts, so a client writing more than its own
+/// send buffer holds (4 MiB at most here) waits on the server.
+fn small_buffered_listener() -> std::net::TcpListener {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    socket2::SockRef::from(&listener)
+        .set_recv_buffer_size(16 << 10)
+        .unwrap();
+    listener
+}
+
+/// A head of `Expect: 100-continue` larger than the socket buffers hold on
+/// the way (8 MiB of headers), so that it is still going out when the
+/// answer comes.
+fn huge_headers() -> Vec<(String, String)> {
+    (0..128)
+        .map(|i| (format!("X-Pad-{i}"), "p".repeat(64 * 1024)))
+        .collect()
+}
+
+/// What the server of [`answers_200_mid_head`] saw: the body bytes that came
+/// after the request's head (none if the head never ended), once the client
+/// closed.
+type BodySeen = Arc<Mutex<Option<usize>>>;
+
+/// Reads 64 KiB of a request's head, answers with the head of a 200 and
+/// the first half of its body, reads what comes for as long as the client
+/// sends (a second of silence ends it), then sends the rest of the answer
+/// and reads until the client closes. Stores the body bytes it saw.
+fn answers_200_mid_head(seen: BodySeen) -> (std::net::SocketAddr, thread::JoinHandle<()>) {
+    let listener = small_buffered_listener();
+    let addr = listener.local_addr().unwrap();
+    let server = thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut got = vec![0; 64 * 1024];
+        stream.read_exact(&mut got).unwrap();
+        stream
+            .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nok")
+            .unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(1)))
+            .unwrap();
+        let mut buf = vec![0; 256 * 1024];
+        let mut closed = false;
+        loop {
+            match stream.read(&mut buf) {
+                Ok(0) => {
+                    closed = true;
+                    break;
+                }
+                Ok(n) => got.extend_from_slice(&buf[..n]),
+                Err(_) => break,
+            }
+        }
+        stream.set_read_timeout(None).unwrap();
+        if !closed {
+            let _ = stream.write_all(b"!!");
+            while let Ok(n @ 1..) = stream.read(&mut buf) {
+                got.extend_from_slice(&buf[..n]);
+            }
+        }
+        let body = got
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .map_or(0, |end| got.len() - end - 4);
+        *seen.lock().unwrap() = Some(body);
+    });
+    (addr, server)
+}
+
+/// A 2xx to `Expect: 100-continue` that comes before any `100 Continue`,
+/// while the request's head is still going out: the body is never sent,
+/// as when the same answer comes once the head is out (the server has
+/// said by its final answer that it does not wait for it) — and the
+/// connection, its request cut short, is closed. Before 2026-12-05 only
+/// a refusal stopped the request there: after a 2xx the head went on,
+/// and the body after the expect delay.
+#[test]
+fn a_2xx_before_100_continue_while_the_head_goes_out_skips_the_body() {
+    for kind in ["bytes", "reader"] {
+        let seen = BodySeen::default();
+        let (addr, server) = answers_200_mid_head(seen.clone());
+        let client = builder(false)
+            .expect_continue_timeout(Duration::from_millis(100))
+            .request_timeout(Duration::from_secs(30))
+            .build()
+            .unwrap();
+        let upload = match kind {
+            "bytes" => Upload::from(vec![b'b'; 100_000]),
+            _ => Upload::from_reader(std::io::repeat(b'r').take(100_000), Some(100_000)),
+        };
+        let mut request = client
+            .post(format!("http://{addr}/"))
+            .body(upload)
+            .expect_continue(true);
+        for (name, value) in huge_headers() {
+            request = request.header(name, value);
+        }
+        let response = request.send().wait().unwrap();
+        assert_eq!(response.status(), 200, "{kind}");
+        assert_eq!(response.text().wait().unwrap(), "ok!!", "{kind}");
+        assert!(
+            eventually(WAIT, || client.stats().open_connections == 0),
+            "{kind}: a connection whose body was skipped was kept: {:?}",
+            client.stats()
+        );
+        server.join().unwrap();
+        assert_eq!(
+            *seen.lock().unwrap(),
+            Some(0),
+            "{kind}: body bytes were sent"
+        );
+        client.close();
+    }
+}
+
+/// What the server of [`answers_whole_then_reads_on`] counted of each
+/// upload it read to its end after answering it.
+type UploadsRead = Arc<Mutex<Vec<usize>>>;
+
+/// On one connection, request after request: a request with a body has
+/// 64 KiB of it read, then a whole 200 (`ok`) at once, then the rest of
+/// the body read and counted (by its `Content-Length`, or its chunks'
+/// bytes, framing included); one without is answered `ok`.
+fn answers_whole_then_reads_on(uploads: UploadsRead) -> TestServer {
+    TestServer::start(Behaviour::custom(move |mut stream, _| loop {
+        let Some(head) = read_head(&mut stream) else {
+            return;
+        };
+        let length = content_length(&head);
+        let chunked = head
+            .to_ascii_lowercase()
+            .contains("transfer-encoding: chunked");
+        if length == 0 && !chunked {
+            if stream.write_all(&ok("ok")).is_err() {
+                return;
+            }
+            continue;
+        }
+        let mut first = vec![0; 64 * 1024];
+        if stream.read_exact(&mut first).is_err() || stream.write_all(&ok("ok")).is_err() {
+            return;
+        }
+        let mut read = first.len();
+        let mut buf = vec![0; 256 * 1024];
+        if chunked {
+            // Until the last chunk (the body's bytes are all `r`).
+            let mut tail = first;
+            while !tail.ends_with(b"\r\n0\r\n\r\n") {
+                match stream.read(&mut buf) {
+                    Ok(n @ 1..) => {
+                        read += n;
+                        tail.extend_from_slice(&buf[..n]);
+                        let keep = tail.len().saturating_sub(16);
+                        tail.drain(..keep);
+                    }
+                    _ => {
+                        uploads.lock().unwrap().push(read);
+                        return;
+                    }
+                }
+            }
+        } else {
+            while read < length {
+                let want = buf.len().min(length - read);
+                match stream.read(&mut buf[..want]) {
+                    Ok(n @ 1..) => read += n,
+                    _ => {
+                        uploads.lock().unwrap().push(read);
+                        return;
+                    }
+                }
+            }
+        }
+        uploads.lock().unwrap().push(read);
+    }))
+}
+
+/// More than the socket buffers hold between client and server, so that
+/// the upload is still going when the answer comes whole.
+const UPLOAD_PAST_THE_ANSWER: u64 = 64 << 20;
+
+/// A 2xx that comes whole — head and body — while a streamed upload still
+/// goes: the answer is the caller's at once (its bytes read before the
+/// upload ends), the upload goes on to its end — the server, which may
+/// read it on, gets all of it — and only then does the answer end and the
+/// connection go back to the pool, to take the next request (as over
+/// HTTP/2). Before 2026-12-05 the whole answer closed the connection, and
+/// the upload was cut short under the server reading it.
+#[test]
+fn a_2xx_whole_before_the_upload_ends_lets_it_go_on_and_pools_the_connection_after() {
+    for length in [Some(UPLOAD_PAST_THE_ANSWER), None] {
+        let uploads = UploadsRead::default();
+        let server = answers_whole_then_reads_on(uploads.clone());
+        let client = client(false);
+        let source = std::io::repeat(b'r').take(UPLOAD_PAST_THE_ANSWER);
+        let mut response = client
+            .put(server.url("/"))
+            .body(Upload::from_reader(source, length))
+            .send()
+            .wait()
+            .unwrap();
+        assert_eq!(response.status(), 200, "{length:?}");
+        // The answer's bytes are there before the upload's end.
+        let mut first = [0; 2];
+        response.body_mut().read_exact(&mut first).unwrap();
+        assert_eq!(&first, b"ok", "{length:?}");
+        assert_eq!(response.text().wait().unwrap(), "", "{length:?}");
+        // Counted once the server has read it: the client's last write
+        // may be in the socket buffers still.
+        assert!(eventually(WAIT, || !uploads.lock().unwrap().is_empty()));
+        let read = uploads.lock().unwrap().clone();
+        assert_eq!(read.len(), 1, "{length:?}");
+        let framing = if length.is_some() {
+            0
+        } else {
+            read[0] as u64 - UPLOAD_PAST_THE_ANSWER
+        };
+        assert!(
+            read[0] as u64 >= UPLOAD_PAST_THE_ANSWER && framing < (1 << 20),
+            "{length:?}: the server read {} bytes of the upload",
+            read[0]
+        );
+        assert!(
+            eventually(WAIT, || client.stats().idle_connections == 1),
+            "{length:?}: {:?}",
+            client.stats()
+        );
+        let again = client.get(server.url("/")).send().wait().unwrap();
+        assert_eq!(again.text().wait().unwrap(), "ok", "{length:?}");
+        assert_eq!(server.connections_accepted(), 1, "{length:?}: not reused");
+        client.close();
+    }
+}
+
+/// The same early whole 2xx, with an upload whose source fails after it:
+/// the request was cut short, so the connection is closed, never pooled.
+#[test]
+fn a_2xx_whole_before_an_upload_that_then_fails_closes_the_connection() {
+    let uploads = UploadsRead::default();
+    let server = answers_whole_then_reads_on(uploads.clone());
+    let client = client(false);
+    let source = BreaksAfter {
+        left: UPLOAD_PAST_THE_ANSWER as usize / 2,
+        panics: false,
+    };
+    let response = client
+        .put(server.url("/"))
+        .body(Upload::from_reader(source, Some(UPLOAD_PAST_THE_ANSWER)))
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    // The answer's end is the upload's (as over HTTP/2): its failure.
+    let _ = response.bytes().wait();
+    assert!(
+        eventually(WAIT, || client.stats().open_connections == 0),
+        "a connection whose upload failed was kept: {:?}",
+        client.stats()
+    );
+    assert!(eventually(WAIT, || !uploads.lock().unwrap().is_empty()));
+    let read = uploads.lock().unwrap()[0] as u64;
+    assert!(read < UPLOAD_PAST_THE_ANSWER, "{read}");
+    client.close();
+}
+
+/// Reads a request's head and 64 KiB of its upload, answers with a whole
+/// 200 (`ok`), and reads no more until `done` (or [`WAIT`]).
+fn answers_whole_then_stops_reading(done: std::sync::mpsc::Receiver<()>) -> TestServer {
+    let done = Mutex::new(done);
+    TestServer::start(Behaviour::custom(move |mut stream, _| {
+        if read_head(&mut stream).is_none() {
+            return;
+        }
+        let mut first = vec![0; 64 * 1024];
+        if stream.read_exact(&mut first).is_err() || stream.write_all(&ok("ok")).is_err() {
+            return;
+        }
+        let _ = done.lock().unwrap().recv_timeout(WAIT);
+    }))
+}
+
+/// The same early whole 2xx, from a server that then takes no more of the
+/// upload: the upload stops at the write timeout (300 ms), the answer
+/// stands, and the connection, its request cut short, is closed (as over
+/// HTTP/2). Only the request timeout (10 s here) bounded it before.
+#[test]
+fn an_upload_after_a_whole_2xx_stops_at_the_write_timeout() {
+    let (done, finishing) = std::sync::mpsc::channel();
+    let server = answers_whole_then_stops_reading(finishing);
+    let client = builder(false)
+        .write_timeout(Duration::from_millis(300))
+        .request_timeout(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    let source = std::io::repeat(b'r').take(UPLOAD_PAST_THE_ANSWER);
+    let response = client
+        .put(server.url("/"))
+        .body(Upload::from_reader(source, Some(UPLOAD_PAST_THE_ANSWER)))
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let text = within("the answer's end", Duration::from_secs(5), move || {
+        response.text().wait()
+    });
+    assert_eq!(text.unwrap(), "ok");
+    assert!(
+        eventually(WAIT, || client.stats().open_connections == 0),
+        "{:?}",
+        client.stats()
+    );
+    let _ = done.send(());
+    client.close();
+}
+
+/// The same early whole 2xx to an endless upload the server reads on, and
+/// a reader that drops the body: nobody waits for the upload any more, so
+/// it stops (its source let go) and the connection closes (as over
+/// HTTP/2), rather than going on for ever (no request timeout here).
+#[test]
+fn an_upload_after_a_whole_2xx_stops_when_the_body_is_dropped() {
+    let uploads = UploadsRead::default();
+    let server = answers_whole_then_reads_on(uploads.clone());
+    let client = builder(false)
+        .request_timeout(Duration::ZERO)
+        .build()
+        .unwrap();
+    let dropped = Arc::new(AtomicBool::new(false));
+    let source = EndlessReader {
+        _flag: DropFlag(dropped.clone()),
+    };
+    let response = client
+        .put(server.url("/"))
+        .body(Upload::from_reader(source, None))
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    // Its answer is whole (`ok`); its end waits for the upload's.
+    let mut response = response;
+    let mut answer = [0; 2];
+    response.body_mut().read_exact(&mut answer).unwrap();
+    assert_eq!(&answer, b"ok");
+    drop(response);
+    assert!(
+        eventually(WAIT, || client.stats().open_connections == 0
+            && dropped.load(Ordering::SeqCst)),
+        "the upload went on after the body was dropped: {:?}",
+        client.stats()
+    );
+    client.close();
+}
+
+/// The same early whole 2xx, followed by what nobody asked for — bytes
+/// past it, or the end of the stream — while the upload goes on: the
+/// stream cannot carry the rest, so the upload stops there, the answer
+/// standing, and the connection is closed.
+#[test]
+fn an_upload_after_a_whole_2xx_stops_at_bytes_past_it_or_the_streams_end() {
+    for past in ["bytes", "end"] {
+        let server = TestServer::start(Behaviour::custom(move |mut stream, _| {
+            if read_head(&mut stream).is_none() {
+                return;
+            }
+            let mut first = vec![0; 64 * 1024];
+            if stream.read_exact(&mut first).is_err() || stream.write_all(&ok("ok")).is_err() {
+                return;
+            }
+            thread::sleep(Duration::from_millis(100));
+            match past {
+                "bytes" => drop(stream.write_all(b"HTTP/1.1 200 OK\r\n")),
+                _ => drop(stream.shutdown(std::net::Shutdown::Write)),
+            }
+            drain(&mut stream);
+        }));
+        let client = builder(false)
+            .request_timeout(Duration::ZERO)
+            .build()
+            .unwrap();
+        let dropped = Arc::new(AtomicBool::new(false));
+        let source = EndlessReader {
+            _flag: DropFlag(dropped.clone()),
+        };
+        let response = client
+            .put(server.url("/"))
+            .body(Upload::from_reader(source, None))
+            .send()
+            .wait()
+            .unwrap();
+        assert_eq!(response.status(), 200, "{past}");
+        assert_eq!(response.text().wait().unwrap(), "ok", "{past}");
+        assert!(
+            eventually(WAIT, || client.stats().open_connections == 0
+                && dropped.load(Ordering::SeqCst)),
+            "{past}: {:?}",
+            client.stats()
+        );
+        client.close();
+    }
+}
+
+/// An async body that ends at once; its size hint says so if `exact`.
+struct NoBody {
+    exact: bool,
+}
+
+impl tickless::http_body::Body for NoBody {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> Poll<Option<Result<tickless::http_body::Frame<Bytes>, Self::Error>>> {
+        Poll::Ready(None)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        true
+    }
+
+    fn size_hint(&self) -> tickless::http_body::SizeHint {
+        if self.exact {
+            tickless::http_body::SizeHint::with_exact(0)
+        } else {
+            tickless::http_body::SizeHint::default()
+        }
+    }
+}
+
+/// An empty request body, every way one can be given — in memory, as a
+/// `Content-Length: 0` or chunked, from a reader or an async body of
+/// known or unknown length — with `Expect: 100-continue` or without, by
+/// POST and PUT, one after another on one connection (the first fresh,
+/// the rest pooled): each goes once (nothing is taken for a write that
+/// took no bytes and sent again), is answered, and leaves the connection
+/// to the next. Before 2026-12-05 a streamed body of length 0 behind
+/// `Expect: 100-continue` waited for `100 Continue` as any body, and the
+/// server's answer (it waits for no body) found it waiting: the body
+/// counted as skipped, and its connection was closed.
+#[test]
+fn empty_request_bodies_go_once_and_keep_their_connection() {
+    let server = TestServer::respond(|request| {
+        let framing = match request.header("transfer-encoding") {
+            Some(_) => "chunked",
+            None => request.header("content-length").unwrap_or("none"),
+        };
+        ok(&format!(
+            "{} {} {framing}",
+            request.method,
+            request.body.len()
+        ))
+    });
+    let client = builder(false)
+        .expect_continue_timeout(Duration::from_millis(100))
+        .request_timeout(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    type Make = fn() -> Upload;
+    let bodies: [(&str, Make, &str); 6] = [
+        ("vec", || Upload::from(Vec::new()), "0"),
+        ("bytes", || Upload::from(Bytes::new()), "0"),
+        (
+            "reader of length 0",
+            || Upload::from_reader(std::io::empty(), Some(0)),
+            "0",
+        ),
+        (
+            "reader",
+            || Upload::from_reader(std::io::empty(), None),
+            "chunked",
+        ),
+        (
+            "async body of length 0",
+            || Upload::from_stream(NoBody { exact: true }),
+            "0",
+        ),
+        (
+            "async body",
+            || Upload::from_stream(NoBody { exact: false }),
+            "chunked",
+        ),
+    ];
+    let mut sent = 0;
+    for expect in [false, true] {
+        for method in [http::Method::POST, http::Method::PUT] {
+            for (kind, body, framing) in bodies {
+                for chunked in [false, true] {
+                    let mut request = client
+                        .request(method.clone(), server.url("/"))
+                        .body(body())
+                        .expect_continue(expect);
+                    if chunked {
+                        request = request.header("transfer-encoding", "chunked");
+                    }
+                    let what = format!("{method} {kind} expect={expect} chunked={chunked}");
+                    let text = request.send().wait().unwrap().text().wait().unwrap();
+                    sent += 1;
+                    let framing = if chunked { "chunked" } else { framing };
+                    assert_eq!(text, format!("{method} 0 {framing}"), "{what}");
+                    assert_eq!(server.requests().len(), sent, "{what}: sent again");
+                    assert!(
+                        eventually(WAIT, || client.stats().idle_connections == 1),
+                        "{what}: {:?}",
+                        client.stats()
+                    );
+                    assert_eq!(server.connections_accepted(), 1, "{what}: not reused");
+                }
+            }
+        }
+    }
+    client.close();
+}

@@ -177,6 +177,49 @@ fn a_server_that_reads_an_upload_slowly_but_steadily_is_no_write_timeout() {
     }
 }
 
+/// The same slow, steady reader, after a whole 2xx it sent at the upload's
+/// start: the upload goes on (an answer whole before it does not stop it)
+/// under the write timeout, which finds the progress all the same, and the
+/// server gets all of it; the connection is pooled after.
+#[test]
+fn a_server_that_reads_slowly_after_a_whole_2xx_is_no_write_timeout() {
+    const BODY: usize = 8 << 20;
+    let timeout = Duration::from_millis(400);
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let head = read_head(&mut stream).unwrap();
+        assert_eq!(content_length(&head), BODY);
+        stream.write_all(&ok("ok")).unwrap();
+        // 128 KiB every 50 ms: 2.5 MiB/s.
+        let started = Instant::now();
+        let mut buf = vec![0; 128 << 10];
+        let mut left = BODY;
+        while left > 0 {
+            let want = buf.len().min(left);
+            stream.read_exact(&mut buf[..want]).unwrap();
+            left -= want;
+            thread::sleep(Duration::from_millis(50));
+        }
+        // The stream too: open until the test has looked at the pool.
+        (started.elapsed(), stream)
+    });
+    let client = builder(false).write_timeout(timeout).build().unwrap();
+    let response = client
+        .put(format!("http://{addr}/"))
+        .body(vec![0u8; BODY])
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.bytes().wait().unwrap(), "ok");
+    let (took, _stream) = server.join().unwrap();
+    assert!(took > 3 * timeout, "the upload took only {took:?}");
+    assert!(eventually(CEILING, || client.stats().idle_connections == 1));
+    client.close();
+}
+
 /// A body that gives `len` zero bytes at once, then nothing until `resume`
 /// says, then ends.
 struct Pausing {

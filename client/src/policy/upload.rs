@@ -23,11 +23,13 @@ use std::io::Read;
 /// exception: none of it went (it waited for `100 Continue`), and the
 /// request goes again once, without the `Expect`, with the body whole.
 ///
-/// Over HTTP/2 a 2xx answer that comes whole before a streamed body's end
-/// lets the upload go on (RFC 9113 §8.1), and its body's end waits for the
-/// upload's: the response's bytes can be read, but reading it to its end
-/// (`bytes()`, a read that wants the end) waits until the source ends, or
-/// the server resets the stream or closes the connection. A source that
+/// A 2xx answer that comes whole before a streamed body's end lets the
+/// upload go on (RFC 9113 §8.1; over HTTP/1.1 too, RFC 9112 §9.5 asks only
+/// a refusal to stop it), and its body's end waits for the upload's: the
+/// response's bytes can be read, but reading it to its end (`bytes()`, a
+/// read that wants the end) waits until the source ends, or the server
+/// resets the stream or closes the connection (over HTTP/1.1, the
+/// connection is pooled once both are done). A source that
 /// has nothing more to give and never ends holds that end for as long:
 /// nothing else bounds it — the read timeout is off (nothing is left to
 /// read), the write timeout counts only a server that takes no more — but

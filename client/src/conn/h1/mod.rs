@@ -10,11 +10,11 @@ mod send;
 
 use super::read_buf::{read_spare_once, Filled};
 use super::write_stall::WriteStall;
-use super::{Conn, IdleConn, Offered, State, EXPECT_TIMER};
+use super::{Conn, IdleConn, Offered, State, EXPECT_TIMER, UPLOAD_TIMER};
 use super::{READ_BUDGET, WRITE_BUDGET};
 use crate::error::Error;
 use crate::event_loop::LoopContext;
-use crate::exchange::{deadline_after, ConnSlot, Exchange, Head, Pushed, RequestBody, Waiter};
+use crate::exchange::{deadline_after, ConnSlot, Exchange, Head, Pushed, Waiter};
 use crate::h1::{DecodeError, Decoded, ResponseDecoder};
 use crate::net::Transport;
 use bytes::BytesMut;
@@ -99,6 +99,14 @@ pub(super) struct Active {
     lowat: usize,
     /// Whether the request waits on the server to take more of it.
     write_stall: WriteStall,
+    /// The answer came whole (a 2xx, its `keep_alive` here) while the
+    /// request was still going out: the upload goes on, and the exchange
+    /// ends — the answer's end told, the connection pooled or closed —
+    /// only once the request is out (see [`Conn::response_done`]).
+    answered_whole: Option<bool>,
+    /// The last step of sending left the socket full: the request waits
+    /// on the server to take more of it.
+    socket_full: bool,
 }
 
 impl Active {
@@ -239,6 +247,8 @@ impl Conn {
             collected: None,
             lowat: 1,
             write_stall: WriteStall::default(),
+            answered_whole: None,
+            socket_full: false,
         }));
         self.write_request(cx);
         // A fresh connection may already hold the answer (a server that
@@ -304,17 +314,28 @@ impl Conn {
             };
             took |= transport.records_sent() > records_before;
             match sent {
-                Sent::SocketFull => return self.track_write_stall(true, took),
-                Sent::Waiting => return self.track_write_stall(false, took),
+                Sent::SocketFull => {
+                    self.track_write_stall(true, took);
+                    return self.bound_upload(cx, true, took);
+                }
+                Sent::Waiting => {
+                    self.track_write_stall(false, took);
+                    return self.bound_upload(cx, false, took);
+                }
                 Sent::Spent => {
                     self.track_write_stall(false, took);
+                    self.bound_upload(cx, false, took);
                     return cx.ready_again();
                 }
                 Sent::Socket(error) => return self.write_failure(cx, error),
                 Sent::Body(error) => return self.close_failing(cx, |_| error),
                 Sent::Done => {
                     self.track_write_stall(false, took);
-                    self.sent_part(cx);
+                    if self.sent_part(cx) {
+                        // Nothing more of it: the connection may carry
+                        // another exchange already.
+                        return;
+                    }
                 }
             }
         }
@@ -333,15 +354,17 @@ impl Conn {
             .step(&active.exchange, waits, took, || clock.now());
     }
 
-    /// The head (with a small body in memory), or the body, is out: what next.
-    fn sent_part(&mut self, cx: &mut LoopContext<'_>) {
+    /// The head (with a small body in memory), or the body, is out: what
+    /// next. Returns true if that ended the exchange (its answer had come
+    /// whole).
+    fn sent_part(&mut self, cx: &mut LoopContext<'_>) -> bool {
         let now = self.now();
         let expect_delay = self.env().config.expect_continue_timeout;
         let State::Active(active) = &mut self.state else {
-            return;
+            return true;
         };
         let request = &active.exchange.request;
-        let body_follows = !matches!(request.body, RequestBody::InHead);
+        let body_follows = send::body_follows(request);
         match &active.sending {
             Sending::Head { .. } if body_follows && request.expect_continue => {
                 active.sending = Sending::Continue;
@@ -349,7 +372,8 @@ impl Conn {
                 // time (`Duration::MAX`) is none: the body waits for `100
                 // Continue`, or is never sent if a final answer comes first.
                 let Some(delay) = expect_delay else {
-                    return self.continue_body(cx);
+                    self.continue_body(cx);
+                    return false;
                 };
                 // The client waits on the server from now: its silence is
                 // a read timeout, however long the delay (`Duration::MAX`:
@@ -368,6 +392,12 @@ impl Conn {
                 if let Some(info) = &self.info {
                     exchange.listener.on_request_sent(info);
                 }
+                // The answer came whole while the upload went on: both
+                // are done now.
+                if let Some(keep_alive) = active.answered_whole {
+                    self.response_done(cx, keep_alive);
+                    return true;
+                }
                 // Not while the body's pipe is full: the reader's wait, not
                 // the server's silence (taking from it starts the timeout).
                 if !active.paused {
@@ -375,6 +405,7 @@ impl Conn {
                 }
             }
         }
+        false
     }
 
     /// `100 Continue` came, or the delay passed: the body goes.
@@ -400,6 +431,11 @@ impl Conn {
     /// the body's pipe is full, or the read budget is spent (then the loop
     /// hands readiness back after its other work).
     pub(super) fn read_response(&mut self, cx: &mut LoopContext<'_>) {
+        if let State::Active(active) = &self.state {
+            if active.answered_whole.is_some() {
+                return self.read_past_whole_answer(cx);
+            }
+        }
         self.drain_if_dropped();
         if !self.resume_if_room(cx) {
             return;
@@ -660,7 +696,8 @@ impl Conn {
                         return Decodes::Stop;
                     };
                     let exchange = active.exchange.clone();
-                    active.sending.answered(head.status);
+                    let waits = send::waits_for_continue(&exchange.request);
+                    active.sending.answered(head.status, waits);
                     // An answer before the request is all sent (the body
                     // skipped, or an upload the server may have stopped
                     // reading): from now on the read timeout bounds the
@@ -768,10 +805,26 @@ impl Conn {
         }
     }
 
-    /// The decoder says the response is complete. Bytes past it (a body
-    /// longer than declared, an answer nobody asked for) do not void the
-    /// response, which is whole: it is delivered, and the connection, whose
-    /// stream cannot be trusted any more, is closed, never reused.
+    /// The decoder says the response is complete — or, the response
+    /// whole before the request ([`Active::answered_whole`]), the request
+    /// is out now too. Bytes past it (a body longer than declared, an
+    /// answer nobody asked for) do not void the response, which is whole:
+    /// it is delivered, and the connection, whose stream cannot be trusted
+    /// any more, is closed, never reused.
+    ///
+    /// A 2xx whole while the upload still goes (its head or body, as
+    /// [`Sending::answered`] leaves it) does not stop the upload: the
+    /// server may read on (RFC 9112 §9.5 lets only a refusal stop it), and
+    /// closing now would cut it short under a server that does. The
+    /// answer's bytes are the reader's at once, and nothing is left to
+    /// read — the read timeout stops — but its end waits for the
+    /// request's, as over HTTP/2: then the exchange completes and the
+    /// connection is offered back, its stream clean. A write that fails,
+    /// the server's end of the stream (or anything it sends), a server
+    /// that takes no more for the write timeout, or a reader that drops the
+    /// body stop the upload there, and the answer stands
+    /// ([`Conn::stop_upload`]); the upload's own failure fails the
+    /// exchange, as before the answer's end.
     fn response_done(&mut self, cx: &mut LoopContext<'_>, keep_alive: bool) {
         let State::Active(active) = &mut self.state else {
             return;
@@ -786,6 +839,25 @@ impl Conn {
         if !rest.is_empty() && active.draining.is_none() {
             active.exchange.body().push_last(rest);
         }
+        // Held only on a clean stream, and for a reader: else nothing
+        // waits for the upload, and it stops here.
+        let clean = self.buf.is_empty()
+            && !self
+                .transport
+                .as_mut()
+                .is_some_and(Transport::has_buffered_input);
+        let read = active.draining.is_none() && !active.exchange.body().reader_gone();
+        if matches!(active.sending, Sending::Head { .. } | Sending::Body(_)) && clean && read {
+            active.answered_whole = Some(keep_alive);
+            // Its end held, the pipe would wake a waiting reader for the
+            // last bytes only at its low-water mark: woken now.
+            active.exchange.body().flush();
+            active.exchange.stop_read();
+            // A socket full already is a wait on the server from now (no
+            // step of sending may come to say so).
+            let waits = active.socket_full;
+            return self.bound_upload(cx, waits, false);
+        }
         // A request the server answered before it was fully written leaves
         // the stream mid-request. Over TLS, bytes past the response may
         // still sit in the TLS layer.
@@ -797,6 +869,92 @@ impl Conn {
                 .as_mut()
                 .is_some_and(Transport::has_buffered_input);
         self.complete(cx, reusable);
+    }
+
+    /// The socket is readable while the answer, whole, waits for the
+    /// upload's end: the server has closed, failed, or sent what nobody
+    /// asked for — either way it takes no more of the request, and the
+    /// stream cannot be trusted: the upload stops, the answer standing.
+    fn read_past_whole_answer(&mut self, cx: &mut LoopContext<'_>) {
+        let Some(transport) = self.transport.as_mut() else {
+            return;
+        };
+        if !matches!(self.buf.fill(transport), Filled::WouldBlock) {
+            self.stop_upload(cx);
+        }
+    }
+
+    /// Stops the upload of an answer that came whole before it
+    /// ([`Active::answered_whole`]): the exchange completes with the
+    /// answer, and the connection, its request cut short, closes. Returns
+    /// whether there was one.
+    pub(super) fn stop_upload(&mut self, cx: &mut LoopContext<'_>) -> bool {
+        match &self.state {
+            State::Active(active) if active.answered_whole.is_some() => {
+                self.complete(cx, false);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Bounds the upload of an answer that came whole before it
+    /// ([`Active::answered_whole`]) after a step of sending: `waits`, it
+    /// waits on the server to take more; `took`, the server took some
+    /// meanwhile. A server that takes none of it for the write timeout
+    /// has it stopped (`UPLOAD_TIMER`, [`Conn::upload_timed_out`]); the write
+    /// stall, which counts only before the answer's head, does not. A
+    /// reader that has dropped the body waits for none of it: it stops
+    /// at once.
+    fn bound_upload(&mut self, cx: &mut LoopContext<'_>, waits: bool, took: bool) {
+        let State::Active(active) = &mut self.state else {
+            return;
+        };
+        active.socket_full = waits;
+        if active.answered_whole.is_none() {
+            return;
+        }
+        if active.exchange.body().reader_gone() {
+            self.stop_upload(cx);
+            return;
+        }
+        let Some(timeout) = active.exchange.write_timeout() else {
+            return;
+        };
+        if !waits {
+            if self.timer.is_some() {
+                self.disarm_timer(cx);
+            }
+        } else if took || self.timer.is_none() {
+            let deadline = deadline_after(self.now(), timeout);
+            self.arm_timer(cx, UPLOAD_TIMER, deadline);
+        }
+    }
+
+    /// The upload of an answer that came whole went the write timeout
+    /// without the server taking any of it (`UPLOAD_TIMER`): it stops. A
+    /// socket tells of room only once a share of its buffer is free, which
+    /// a server reading slowly may take longer than that to free: the
+    /// socket is tried once more first (any room is the server's progress,
+    /// and the bound runs again from it).
+    pub(super) fn upload_timed_out(&mut self, cx: &mut LoopContext<'_>) {
+        let before = self.upload_progress();
+        self.write_request(cx);
+        if before.is_some() && self.upload_progress() == before {
+            self.stop_upload(cx);
+        }
+    }
+
+    /// How much of the request the socket took, while it goes out.
+    fn upload_progress(&self) -> Option<(usize, u64)> {
+        let State::Active(active) = &self.state else {
+            return None;
+        };
+        match &active.sending {
+            Sending::Head { written } => Some((*written, 0)),
+            Sending::Body(out) => Some((usize::MAX, out.sent())),
+            _ => None,
+        }
     }
 
     fn on_eof(&mut self, cx: &mut LoopContext<'_>) {
@@ -851,6 +1009,9 @@ impl Conn {
     /// nothing arrived, it is the write error at once (and a pooled
     /// connection the server had dropped is retried as for any I/O error).
     fn write_failure(&mut self, cx: &mut LoopContext<'_>, error: io::Error) {
+        if self.stop_upload(cx) {
+            return;
+        }
         let (seen, was_sent) = match &mut self.state {
             State::Active(active) => {
                 let was_sent = matches!(active.sending, Sending::Done);
@@ -941,6 +1102,8 @@ impl Conn {
             ..
         } = *active;
         self.buf.clear();
+        // An upload's bound (`UPLOAD_TIMER`) goes with its exchange.
+        self.disarm_timer(cx);
         // The next response's head must wake the loop at its first byte.
         let reusable = reusable
             && (lowat == 1

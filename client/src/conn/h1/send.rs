@@ -6,7 +6,7 @@
 use crate::conn::upload::{Declared, Pulled, Upload};
 use crate::error::Error;
 use crate::event_loop::LoopContext;
-use crate::exchange::{Exchange, RequestBody};
+use crate::exchange::{Exchange, RequestBody, RequestParts};
 use crate::net::Transport;
 use bytes::Bytes;
 use std::collections::VecDeque;
@@ -33,23 +33,46 @@ pub(super) enum Sending {
 
 impl Sending {
     /// The final answer's head has come, with `status`, maybe before the
-    /// request is all out. An answer before `100 Continue` skips the body.
+    /// request is all out. An answer before `100 Continue` skips the body —
+    /// whether the head is out (`Continue`) or still going out, for a
+    /// request whose body `waits_for_continue` ([`waits_for_continue`]):
+    /// the server has said by its final answer that it does not wait for
+    /// the body, and the connection, its request cut short, is not reused.
     /// A refusal (any status but 2xx) while the request is still going
     /// out stops it (RFC 9112 §9.5, as curl does): the server has said it
     /// does not want the rest, which goes nowhere useful, and its body's
     /// source is let go (dropped with the body) rather than read on. A
     /// 2xx lets the upload go on: a server may answer while it still
     /// reads the request (an echo, a transform).
-    pub(super) fn answered(&mut self, status: http::StatusCode) {
+    pub(super) fn answered(&mut self, status: http::StatusCode, waits_for_continue: bool) {
         let stops = match self {
             Sending::Continue => true,
-            Sending::Head { .. } | Sending::Body(_) => !status.is_success(),
+            Sending::Head { .. } => waits_for_continue || !status.is_success(),
+            Sending::Body(_) => !status.is_success(),
             Sending::Done | Sending::Skipped | Sending::Failed => false,
         };
         if stops {
             *self = Sending::Skipped;
         }
     }
+}
+
+/// Whether a body goes after `request`'s head: one in memory not sent
+/// with the head, or a streamed one — but for one declared empty
+/// (`Content-Length: 0`), which is whole with the head: nothing of it is
+/// left to send, or to wait for `100 Continue` for.
+pub(super) fn body_follows(request: &RequestParts) -> bool {
+    match &request.body {
+        RequestBody::InHead => false,
+        RequestBody::Held => true,
+        RequestBody::Streamed(streamed) => streamed.length != Some(0),
+    }
+}
+
+/// Whether `request`'s body waits for `100 Continue` (or the delay) after
+/// its head.
+pub(super) fn waits_for_continue(request: &RequestParts) -> bool {
+    request.expect_continue && body_follows(request)
 }
 
 /// What a step of sending came to.
