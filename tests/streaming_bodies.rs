@@ -2450,6 +2450,44 @@ fn an_upload_after_a_whole_2xx_stops_at_the_write_timeout() {
     client.close();
 }
 
+/// The same early whole 2xx, from a server that then takes no more of the
+/// upload, and no write timeout: the request timeout ends the upload, and
+/// the answer, whole before it, stands — its reader gets its end, not the
+/// timeout (as over HTTP/2) — and the connection, its request cut short,
+/// closes.
+#[test]
+fn the_request_timeout_after_a_whole_2xx_stops_the_upload_and_the_answer_stands() {
+    let (done, finishing) = std::sync::mpsc::channel();
+    let server = answers_whole_then_stops_reading(finishing);
+    let client = builder(false)
+        .write_timeout(Duration::ZERO)
+        .request_timeout(Duration::from_secs(1))
+        .build()
+        .unwrap();
+    let source = std::io::repeat(b'r').take(UPLOAD_PAST_THE_ANSWER);
+    let response = client
+        .put(server.url("/"))
+        .body(Upload::from_reader(source, Some(UPLOAD_PAST_THE_ANSWER)))
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let text = within("the answer's end", Duration::from_secs(5), move || {
+        response.text().wait()
+    });
+    assert_eq!(text.unwrap(), "ok");
+    assert!(
+        eventually(WAIT, || {
+            let stats = client.stats();
+            stats.open_connections == 0 && stats.in_flight == 0
+        }),
+        "{:?}",
+        client.stats()
+    );
+    let _ = done.send(());
+    client.close();
+}
+
 /// The same early whole 2xx to an endless upload the server reads on, and
 /// a reader that drops the body: nobody waits for the upload any more, so
 /// it stops (its source let go) and the connection closes (as over

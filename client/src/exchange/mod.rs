@@ -849,8 +849,9 @@ impl Exchange {
     }
 
     /// The response has come whole, with `trailers`, before the request
-    /// body was all sent (an HTTP/2 stream whose upload goes on: RFC 9113
-    /// §8.1 lets a server answer a request it has not read whole): its end
+    /// body was all sent (a 2xx whose upload goes on, over HTTP/1.1 or an
+    /// HTTP/2 stream: RFC 9113 §8.1 and RFC 9112 §9.5 let a server answer a
+    /// request it has not read whole): its end
     /// is held until the upload's, and the connection
     /// [completes](Self::complete) it then. A timeout meanwhile (the
     /// request's; the read and write timeouts are off by then) stops the

@@ -849,6 +849,10 @@ impl Conn {
         let read = active.draining.is_none() && !active.exchange.body().reader_gone();
         if matches!(active.sending, Sending::Head { .. } | Sending::Body(_)) && clean && read {
             active.answered_whole = Some(keep_alive);
+            // The answer is the server's, whole: a request timeout now
+            // stops the upload and completes the exchange with it rather
+            // than failing it (`Exchange::hold_answer`, as over HTTP/2).
+            active.exchange.hold_answer(active.trailers.take());
             // Its end held, the pipe would wake a waiting reader for the
             // last bytes only at its low-water mark: woken now.
             active.exchange.body().flush();
