@@ -271,3 +271,27 @@ fn a_malformed_keep_alive_is_ignored_and_its_parameters_read_in_any_order() {
     assert_eq!(server.connections_accepted(), 2, "idle 2 s: Timeout = 3");
     client.close();
 }
+
+/// With no idle timeout and no time to live of the client's
+/// own, the server's `Keep-Alive: timeout=5` is the only limit on the
+/// connection's idle time (as `PoolLimits::expired` has it, and as the
+/// builder's doc says: "kept 1 s less than it says"): once past it, the
+/// connection is closed as one past the client's own idle timeout is
+/// (`an_idle_connection_is_closed_once_its_idle_timeout_passes`), not held
+/// open, dead to the pool, until a request to its origin happens to find it.
+#[test]
+fn a_connection_past_the_servers_keep_alive_timeout_is_closed_without_an_idle_timeout_of_the_clients(
+) {
+    let server = server_announcing("timeout=5");
+    let clock = ManualClock::new();
+    let client = client(&clock, Duration::ZERO, Duration::ZERO);
+    get(&client, &server);
+    assert_eq!(client.stats().idle_connections, 1);
+    clock.advance(Duration::from_secs(10));
+    assert!(
+        server.wait_for_open(0, WAIT),
+        "a connection idle 10 s (Keep-Alive: timeout=5) is still open, {:?}",
+        client.stats()
+    );
+    client.close();
+}

@@ -754,23 +754,33 @@ impl Dispatcher {
     }
 
     /// The pool cleaner: a wheel task, in every timeout mode, that closes
-    /// idle connections past their idle timeout or time to live.
+    /// idle connections past their idle timeout or time to live — the
+    /// client's, or the shorter one a server announced (`Keep-Alive:
+    /// timeout=N`). With neither of the client's set, it runs only while
+    /// connections are idle (a connection a server gave a limit, offered
+    /// to the pool, starts it: [`Dispatcher::offer`]), once a
+    /// [`SERVER_LIMIT_ROUND`]. At most one is armed at a time.
     fn schedule_cleaner(&self) {
         let config = &self.env.config;
         let limits = [config.pooled_connection_idle_timeout, config.connection_ttl];
-        let Some(shortest) = limits.into_iter().flatten().min() else {
-            return;
+        let period = match limits.into_iter().flatten().min() {
+            Some(shortest) => {
+                (shortest / 2).clamp(Duration::from_millis(10), Duration::from_secs(1))
+            }
+            None if self.pool.counts().1 > 0 => SERVER_LIMIT_ROUND,
+            None => return,
         };
-        let period = (shortest / 2).clamp(Duration::from_millis(10), Duration::from_secs(1));
         // A clock at the end of time (a manual one) has no next round.
         let Some(due) = self.env.clock.now().checked_add(period) else {
             return;
         };
         let weak = self.me.clone();
         // Armed under the lock, and not once closed: `cancel_cleaner` then
-        // finds every entry armed before it, and none comes after.
+        // finds every entry armed before it, and none comes after. Not
+        // while one is armed: an offer may start one as the last round
+        // ends and schedules the next.
         let mut cleaner = lock(&self.cleaner);
-        if self.is_closed() {
+        if self.is_closed() || self.cleaner_armed.load(Ordering::Relaxed) > 0 {
             return;
         }
         // Counted before arming and uncounted when it runs: a snapshot taken
@@ -981,8 +991,17 @@ impl ConnOwner for Dispatcher {
     }
 
     fn offer(&self, idle: IdleConn, now: Instant) -> Offered {
+        let server_limit = idle.server_idle_limit.is_some();
         match self.pool.offer(idle, now) {
-            Offer::Kept => Offered::Kept,
+            Offer::Kept => {
+                // Its server's limit is the only one when the client sets
+                // none: the cleaner, stopped then, starts (see
+                // `schedule_cleaner`).
+                if server_limit && self.cleaner_armed.load(Ordering::Relaxed) == 0 {
+                    self.schedule_cleaner();
+                }
+                Offered::Kept
+            }
             Offer::Serve(waiter, place) => Offered::Serve(waiter, place),
             Offer::Refused => Offered::Refused,
         }
@@ -1006,6 +1025,12 @@ impl ConnOwner for Dispatcher {
         }
     }
 }
+
+/// How often the pool cleaner runs when only servers' `Keep-Alive`
+/// limits bound idle connections (the client sets no idle timeout nor
+/// time to live): a connection may stay open up to this much past its
+/// server's limit, less the margin the limit already keeps.
+const SERVER_LIMIT_ROUND: Duration = Duration::from_secs(1);
 
 /// Whose name a lookup is for: a proxy's that does not resolve is the
 /// proxy's failure, not the origin's.
