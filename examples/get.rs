@@ -74,8 +74,9 @@
 //!   any connection of the transfer — instead of resolving `HOST` (curl's
 //!   form; repeatable). `HOST` matches as the URL's host does: in any
 //!   case, with or without a final dot; an IP address (IPv6 in brackets,
-//!   `[::1]:443:127.0.0.1`, as curl 8.13 takes it) is replaced too, at
-//!   every port of it.
+//!   `[::1]:443:127.0.0.1`, as curl 8.13 takes it; `127.2` is
+//!   `127.0.0.2`, as in a URL) is replaced too, at every port of it — so
+//!   one address at two ports is refused.
 //! * `--http2`: over TLS, offer HTTP/2 alone (ALPN `h2`), and fail if the
 //!   server will not speak it; `--http1.1`: offer HTTP/1.1 alone. By
 //!   default the handshake offers both and the server picks.
@@ -221,6 +222,48 @@ fn parse_resolve(value: &str) -> Result<Resolve, String> {
 fn table_key(host: &str) -> String {
     let host = host.strip_suffix('.').unwrap_or(host);
     host.to_ascii_lowercase()
+}
+
+/// The `--resolve` entries whose `HOST` is an IP address, as the URL
+/// reads it (`127.2` is `127.0.0.2`: WHATWG's host parser, the `url`
+/// crate's), each with its addresses at port 0 (the request's): the
+/// client never asks a resolver for an IP address, so these are its own
+/// overrides ([`tickless::ClientBuilder::resolve`]) — which hold at every
+/// port of the address. So two entries for one address at two ports
+/// would have the later replace the earlier at both: refused.
+fn ip_overrides(entries: &[Resolve]) -> Result<Vec<(String, Vec<std::net::SocketAddr>)>, String> {
+    let mut overrides: Vec<(String, u16, Vec<std::net::SocketAddr>)> = Vec::new();
+    for entry in entries {
+        let ip = match url::Host::parse(&entry.host) {
+            Ok(url::Host::Ipv4(ip)) => ip.to_string(),
+            // Stored without its brackets (`parse_resolve`).
+            Ok(url::Host::Domain(_)) | Err(_) => match entry.host.parse::<std::net::Ipv6Addr>() {
+                Ok(ip) => ip.to_string(),
+                Err(_) => continue,
+            },
+            Ok(url::Host::Ipv6(ip)) => ip.to_string(),
+        };
+        let addrs = entry
+            .addrs
+            .iter()
+            .map(|addr| std::net::SocketAddr::new(*addr, 0))
+            .collect();
+        match overrides.iter_mut().find(|(known, _, _)| *known == ip) {
+            Some((_, port, _)) if *port != entry.port => {
+                return Err(format!(
+                    "--resolve: {ip} at two ports ({port} and {}): an IP address's entry holds at \
+                     every port of it",
+                    entry.port
+                ));
+            }
+            Some((_, _, known)) => *known = addrs,
+            None => overrides.push((ip, entry.port, addrs)),
+        }
+    }
+    Ok(overrides
+        .into_iter()
+        .map(|(ip, _, addrs)| (ip, addrs))
+        .collect())
 }
 
 /// The `--resolve` entries as the client's resolver: a host name at a
@@ -486,6 +529,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
     if parsed.cert.is_some() != parsed.key.is_some() {
         return Err("--cert and --key go together".into());
     }
+    ip_overrides(&parsed.resolve)?;
     Ok(parsed)
 }
 
@@ -554,15 +598,8 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     if !args.resolve.is_empty() {
         builder = builder.resolver(std::sync::Arc::new(ResolveTable::new(&args.resolve)));
     }
-    for entry in &args.resolve {
-        if entry.host.parse::<std::net::IpAddr>().is_ok() {
-            let addrs: Vec<_> = entry
-                .addrs
-                .iter()
-                .map(|ip| std::net::SocketAddr::new(*ip, 0))
-                .collect();
-            builder = builder.resolve(&entry.host, &addrs);
-        }
+    for (ip, addrs) in ip_overrides(&args.resolve)? {
+        builder = builder.resolve(&ip, &addrs);
     }
     if args.insecure {
         say(

@@ -772,3 +772,52 @@ fn the_status_line_has_the_reason_phrase_the_server_sent() {
         assert!(output.stdout.starts_with(printed), "{shown}: {output:?}");
     }
 }
+
+/// An entry for an IP address is the client's own override, which holds
+/// at every port of the address (the client asks no resolver for an
+/// address): two entries for one address at two ports would have the
+/// later replace the earlier at both, against curl's rule (an entry is for
+/// its HOST:PORT). They are refused as a usage error, nothing sent.
+#[test]
+fn resolve_entries_for_one_ip_address_at_two_ports_are_refused() {
+    let origin = server();
+    let port = origin.addr().port();
+    let other_port = if port == u16::MAX { port - 1 } else { port + 1 };
+    for first in ["127.0.0.2", "127.2"] {
+        let output = get(&[
+            &format!("http://127.0.0.2:{port}/hi"),
+            "--resolve",
+            &format!("{first}:{port}:127.0.0.1"),
+            "--resolve",
+            &format!("127.0.0.2:{other_port}:127.0.0.5"),
+            "--no-proxy",
+        ]);
+        assert_eq!(output.status.code(), Some(2), "{first}: {output:?}");
+        let shown = String::from_utf8_lossy(&output.stderr);
+        assert!(shown.contains("two ports"), "{first}: {output:?}");
+    }
+    assert!(origin.requests().is_empty());
+}
+
+/// "`HOST` matches as the URL's host does" — and the URL's
+/// `127.2` is `127.0.0.2` (the client's origin, and its own
+/// `ClientBuilder::resolve("127.2", ..)`, read it so). An entry naming
+/// the address in that spelling, for a URL spelling it the same way, must
+/// take effect (it went to the example's resolver table, which the client
+/// never asks for an address).
+#[test]
+fn resolve_an_ip_literal_in_another_spelling_matches_the_same_url() {
+    let origin = server();
+    let port = origin.addr().port();
+    let output = get(&[
+        &format!("http://127.2:{port}/hi"),
+        "--resolve",
+        &format!("127.2:{port}:127.0.0.1"),
+        "--no-proxy",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert!(
+        stdout(&output).ends_with("/hi auth=- cookie=-"),
+        "{output:?}"
+    );
+}
