@@ -2686,3 +2686,68 @@ fn empty_request_bodies_go_once_and_keep_their_connection() {
     }
     client.close();
 }
+
+/// The early whole 2xx whose end is the end of the stream: framed by the
+/// server's close (no length, not chunked), or with a length and the
+/// server's `shutdown(Write)` sent right behind it. The server's end of
+/// the stream stops the upload after a whole 2xx (see
+/// `an_upload_after_a_whole_2xx_stops_at_bytes_past_it_or_the_streams_end`),
+/// so it must here too — but here it came with the answer, before the
+/// answer's end was held, and no readable event follows: the answer's
+/// end was held until the write timeout (60 s by default) or the request
+/// timeout. Before d16ab35 it came at once. The server takes no more of
+/// the upload (its socket buffers full), and keeps its socket open.
+#[test]
+fn a_whole_2xx_that_ends_with_the_stream_is_not_held_for_the_upload() {
+    for framing in ["close-delimited", "length, then the stream's end"] {
+        let (done, finishing) = std::sync::mpsc::channel::<()>();
+        let finishing = Mutex::new(finishing);
+        let server = TestServer::start(Behaviour::custom(move |mut stream, _| {
+            if read_head(&mut stream).is_none() {
+                return;
+            }
+            let mut first = vec![0; 64 * 1024];
+            if stream.read_exact(&mut first).is_err() {
+                return;
+            }
+            // Time for the upload to fill the socket buffers: the client
+            // then waits on the server, and nothing of the upload wakes it.
+            thread::sleep(Duration::from_millis(300));
+            let answer: &[u8] = match framing {
+                "close-delimited" => b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nok",
+                _ => b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
+            };
+            let _ = stream.write_all(answer);
+            let _ = stream.shutdown(std::net::Shutdown::Write);
+            let _ = finishing.lock().unwrap().recv_timeout(WAIT);
+        }));
+        // The defaults but for the request timeout, off.
+        let client = builder(false)
+            .request_timeout(Duration::ZERO)
+            .build()
+            .unwrap();
+        let dropped = Arc::new(AtomicBool::new(false));
+        let source = EndlessReader {
+            _flag: DropFlag(dropped.clone()),
+        };
+        let response = client
+            .put(server.url("/"))
+            .body(Upload::from_reader(source, None))
+            .send()
+            .wait()
+            .unwrap();
+        assert_eq!(response.status(), 200, "{framing}");
+        let text = within(framing, Duration::from_secs(5), move || {
+            response.text().wait()
+        });
+        assert_eq!(text.unwrap(), "ok", "{framing}");
+        assert!(
+            eventually(WAIT, || client.stats().open_connections == 0
+                && dropped.load(Ordering::SeqCst)),
+            "{framing}: {:?}",
+            client.stats()
+        );
+        let _ = done.send(());
+        client.close();
+    }
+}

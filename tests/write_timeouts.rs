@@ -446,3 +446,138 @@ fn an_http2_answer_before_the_upload_ends_stops_the_write_timeout() {
         client.close();
     }
 }
+
+/// A streamed body that gives 4 KiB pieces until `dry`, then nothing
+/// (its waker kept) until `ended`, then ends.
+struct Tap {
+    state: Arc<TapState>,
+}
+
+#[derive(Default)]
+struct TapState {
+    dry: std::sync::atomic::AtomicBool,
+    ended: std::sync::atomic::AtomicBool,
+    waker: std::sync::Mutex<Option<std::task::Waker>>,
+}
+
+impl TapState {
+    fn end(&self) {
+        self.ended.store(true, Ordering::SeqCst);
+        if let Some(waker) = self.waker.lock().unwrap().take() {
+            waker.wake();
+        }
+    }
+}
+
+static TAP_PIECE: [u8; 4096] = [b't'; 4096];
+
+impl tickless::http_body::Body for Tap {
+    type Data = tickless::Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<tickless::http_body::Frame<tickless::Bytes>, Self::Error>>>
+    {
+        let state = &self.state;
+        if state.ended.load(Ordering::SeqCst) {
+            return std::task::Poll::Ready(None);
+        }
+        if state.dry.load(Ordering::SeqCst) {
+            *state.waker.lock().unwrap() = Some(cx.waker().clone());
+            if state.ended.load(Ordering::SeqCst) {
+                return std::task::Poll::Ready(None);
+            }
+            return std::task::Poll::Pending;
+        }
+        let piece = tickless::Bytes::from_static(&TAP_PIECE);
+        std::task::Poll::Ready(Some(Ok(tickless::http_body::Frame::data(piece))))
+    }
+}
+
+/// After a whole 2xx, over TLS, an upload whose source has nothing for a
+/// while (it waits on its source, not on the server) while rustls still
+/// holds records the socket has no room for: the server, reading a little
+/// (too little for the socket to signal room), lets them go at the probe
+/// of the upload's bound — records, the server's progress, though no
+/// plaintext went (there is none to send). The upload must go on, as it
+/// does once the socket signals room (it then waits on its source, with
+/// no write timeout), and end when its source does; the connection is
+/// pooled after. The probe counted only plaintext: it stopped the upload
+/// and closed the connection.
+#[test]
+fn over_tls_an_upload_after_a_whole_2xx_that_waits_on_its_source_is_no_write_timeout() {
+    let timeout = Duration::from_millis(600);
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let config = support::tls::server_config(&support::tls::certs().valid);
+    let tap = Arc::new(TapState::default());
+    let fast = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (server_tap, server_fast) = (tap.clone(), fast.clone());
+    let server = thread::spawn(move || {
+        let (tcp, _) = listener.accept().unwrap();
+        let tls = rustls::ServerConnection::new(config).unwrap();
+        let mut stream = rustls::StreamOwned::new(tls, tcp);
+        // The head and 64 KiB of the body; then a whole 200.
+        let mut seen = Vec::new();
+        let mut buf = vec![0; 64 << 10];
+        loop {
+            let n = stream.read(&mut buf).unwrap();
+            assert!(n > 0, "the client closed");
+            seen.extend_from_slice(&buf[..n]);
+            let head_end = seen.windows(4).position(|w| w == b"\r\n\r\n");
+            if head_end.is_some_and(|end| seen.len() >= end + 4 + (64 << 10)) {
+                break;
+            }
+        }
+        stream.write_all(&ok("ok")).unwrap();
+        stream.flush().unwrap();
+        let answered = Instant::now();
+        // The upload fills the socket buffers; then its source runs dry,
+        // and a little of it is read.
+        thread::sleep(timeout / 2);
+        server_tap.dry.store(true, Ordering::SeqCst);
+        thread::sleep(timeout / 6);
+        let mut little = vec![0; 128 << 10];
+        stream.read_exact(&mut little).unwrap();
+        // Nothing more until well past the write timeout; then the rest.
+        thread::sleep((timeout * 2).saturating_sub(answered.elapsed()));
+        server_fast.store(true, Ordering::SeqCst);
+        let mut tail = Vec::new();
+        let whole = loop {
+            match stream.read(&mut buf) {
+                Ok(n @ 1..) => {
+                    tail.extend_from_slice(&buf[..n]);
+                    if tail.ends_with(b"\r\n0\r\n\r\n") {
+                        break true;
+                    }
+                    let keep = tail.len().saturating_sub(16);
+                    tail.drain(..keep);
+                }
+                _ => break false,
+            }
+        };
+        // The stream too: open until the test has looked at the pool.
+        (whole, stream)
+    });
+    let client = builder(false)
+        .add_root_certificate(&support::tls::certs().ca_pem)
+        .write_timeout(timeout)
+        .build()
+        .unwrap();
+    let response = client
+        .put(format!("https://localhost:{}/", addr.port()))
+        .body(Upload::from_stream(Tap { state: tap.clone() }))
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(eventually(CEILING, || fast.load(Ordering::SeqCst)));
+    tap.end();
+    assert_eq!(response.bytes().wait().unwrap(), "ok");
+    let (whole, _stream) = server.join().unwrap();
+    assert!(whole, "the upload was cut short");
+    assert!(eventually(CEILING, || client.stats().idle_connections == 1));
+    client.close();
+}
