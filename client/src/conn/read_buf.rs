@@ -41,7 +41,7 @@ pub(crate) struct ReadBuf {
     want: usize,
     /// The last read took all the socket had.
     drained: bool,
-    /// An event said the peer closed, or the socket failed.
+    /// An event or a read said the peer closed, or the socket failed.
     closed: bool,
     /// An event said TCP urgent data came: short reads prove nothing.
     urgent: bool,
@@ -111,6 +111,12 @@ impl ReadBuf {
         self.drained && !self.closed
     }
 
+    /// Whether the peer has closed (or the socket failed), as an event or
+    /// a read has said: no more will come.
+    pub(crate) fn peer_closed(&self) -> bool {
+        self.closed
+    }
+
     /// A readable event for the socket: more may have come, and if it
     /// says so, the peer closed or sent urgent data.
     pub(crate) fn on_readable(&mut self, peer_closed: bool, urgent: bool) {
@@ -161,6 +167,9 @@ impl ReadBuf {
     /// read into another buffer: a body read in place), if the socket is
     /// read directly (`plain`: not through TLS).
     pub(crate) fn note(&mut self, filled: &Filled, offered: usize, plain: bool) {
+        // A read that met the stream's end (or its failure) says the peer
+        // closed as surely as an event would.
+        self.closed |= matches!(filled, Filled::Eof | Filled::Failed(_));
         self.drained = plain
             && match filled {
                 Filled::Data(n) => SHORT_READS_SAY_DRAINED && *n < offered && !self.urgent,

@@ -839,15 +839,22 @@ impl Conn {
         if !rest.is_empty() && active.draining.is_none() {
             active.exchange.body().push_last(rest);
         }
-        // Held only on a clean stream, and for a reader: else nothing
-        // waits for the upload, and it stops here.
-        let clean = self.buf.is_empty()
+        // Held only while the request goes out, on a clean stream the
+        // server has not ended (its end, already read or told, would wake
+        // nothing to stop the upload: the answer's end would wait for the
+        // write timeout), and for a reader: else nothing waits for the
+        // upload, and it stops here. The request's state first: the rest
+        // costs a lock (and over TLS a look at rustls) a response.
+        let held = matches!(active.sending, Sending::Head { .. } | Sending::Body(_))
+            && self.buf.is_empty()
+            && !self.buf.peer_closed()
             && !self
                 .transport
                 .as_mut()
-                .is_some_and(Transport::has_buffered_input);
-        let read = active.draining.is_none() && !active.exchange.body().reader_gone();
-        if matches!(active.sending, Sending::Head { .. } | Sending::Body(_)) && clean && read {
+                .is_some_and(Transport::has_buffered_input)
+            && active.draining.is_none()
+            && !active.exchange.body().reader_gone();
+        if held {
             active.answered_whole = Some(keep_alive);
             // The answer is the server's, whole: a request timeout now
             // stops the upload and completes the exchange with it rather
@@ -944,19 +951,26 @@ impl Conn {
     pub(super) fn upload_timed_out(&mut self, cx: &mut LoopContext<'_>) {
         let before = self.upload_progress();
         self.write_request(cx);
-        if before.is_some() && self.upload_progress() == before {
+        // Still waiting on the server (not on the upload's source, which
+        // the write timeout does not bound), and nothing of it taken.
+        let waits = matches!(&self.state, State::Active(active) if active.socket_full);
+        if before.is_some() && waits && self.upload_progress() == before {
             self.stop_upload(cx);
         }
     }
 
-    /// How much of the request the socket took, while it goes out.
-    fn upload_progress(&self) -> Option<(usize, u64)> {
+    /// How much of the request the socket took, while it goes out: the
+    /// head's bytes, the body's, and the TLS records (which may carry
+    /// plaintext rustls took before: as in `write_request`, a record
+    /// taken is the server's progress).
+    fn upload_progress(&self) -> Option<(usize, u64, u64)> {
         let State::Active(active) = &self.state else {
             return None;
         };
+        let records = self.transport.as_ref().map_or(0, Transport::records_sent);
         match &active.sending {
-            Sending::Head { written } => Some((*written, 0)),
-            Sending::Body(out) => Some((usize::MAX, out.sent())),
+            Sending::Head { written } => Some((*written, 0, records)),
+            Sending::Body(out) => Some((usize::MAX, out.sent(), records)),
             _ => None,
         }
     }
