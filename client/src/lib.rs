@@ -59,6 +59,7 @@
 #![deny(unsafe_code)]
 
 mod api;
+mod basic_auth;
 mod config;
 mod conn;
 mod dispatch;

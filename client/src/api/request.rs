@@ -244,13 +244,13 @@ impl RequestBuilder {
     /// server would take what follows it for the password), or a control
     /// character in either part; the password may hold a `:`.
     pub fn basic_auth(mut self, user: &str, password: Option<&str>) -> Self {
-        let password_bytes = password.map(str::as_bytes).unwrap_or_default();
-        if !crate::policy::chain::usable_as_basic(user.as_bytes(), password_bytes) {
+        let (user, password) = (user.as_bytes(), password.unwrap_or_default().as_bytes());
+        if !crate::basic_auth::usable(user, password) {
             self.invalid = Some(InvalidRequest::BasicAuthUser);
             return self;
         }
-        let value = crate::policy::chain::basic(user.as_bytes(), password.map(str::as_bytes));
-        self.headers.insert(AUTHORIZATION, value);
+        self.headers
+            .insert(AUTHORIZATION, crate::basic_auth::header(user, password));
         self
     }
 

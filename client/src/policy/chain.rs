@@ -8,12 +8,12 @@ use super::redirect::{self, Attempt, Decision};
 use super::upload::Upload;
 use super::{decode, CookieStore, Policies};
 use super::{hedge, retry};
+use crate::basic_auth;
 use crate::dispatch::Dispatcher;
 use crate::error::{Error, InvalidRequest, RedirectError};
 use crate::events::EventListener;
 use crate::exchange::{Deadlines, Exchange, Head};
-use base64::Engine;
-use http::header::{HeaderValue, AUTHORIZATION, COOKIE, HOST, LOCATION, SET_COOKIE};
+use http::header::{AUTHORIZATION, COOKIE, HOST, LOCATION, SET_COOKIE};
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
@@ -551,10 +551,11 @@ fn credentials_to_header(
         let (user, password) = (decoded(user), password.map(decoded));
         // Decoded, a `%3A` in the name would move where the server splits
         // name from password, sending other credentials than the URI's.
-        if !usable_as_basic(&user, password.as_deref().unwrap_or_default()) {
+        let password = password.unwrap_or_default();
+        if !basic_auth::usable(&user, &password) {
             return Err(invalid());
         }
-        headers.insert(AUTHORIZATION, basic(&user, password.as_deref()));
+        headers.insert(AUTHORIZATION, basic_auth::header(&user, &password));
     }
     let mut parts = uri.into_parts();
     parts.authority = Some(host);
@@ -587,26 +588,6 @@ fn without_credentials(uri: http::Uri) -> http::Uri {
 fn has_userinfo(uri: &http::Uri) -> bool {
     uri.authority()
         .is_some_and(|authority| authority.as_str().contains('@'))
-}
-
-/// Whether `user` and `password` can be sent as Basic credentials: RFC
-/// 7617 §2 makes a user-id with a `:` invalid, and forbids control
-/// characters (CTL: 0x00-0x1F and 0x7F) in either.
-pub(crate) fn usable_as_basic(user: &[u8], password: &[u8]) -> bool {
-    let control = |byte: &u8| byte.is_ascii_control();
-    !user.contains(&b':') && !user.iter().any(control) && !password.iter().any(control)
-}
-
-/// `Authorization: Basic` for `user` and `password` (RFC 7617).
-pub(crate) fn basic(user: &[u8], password: Option<&[u8]>) -> HeaderValue {
-    let mut pair = user.to_vec();
-    pair.push(b':');
-    pair.extend_from_slice(password.unwrap_or_default());
-    let encoded = base64::engine::general_purpose::STANDARD.encode(pair);
-    let mut value =
-        HeaderValue::try_from(format!("Basic {encoded}")).expect("base64 is a valid header value");
-    value.set_sensitive(true);
-    value
 }
 
 #[cfg(test)]
@@ -662,7 +643,7 @@ mod tests {
             let mut headers = http::HeaderMap::new();
             let uri = credentials_to_header(with.parse().unwrap(), &mut headers).unwrap();
             assert_eq!(uri.to_string(), "http://a.test/", "{with}");
-            let expected = base64::engine::general_purpose::STANDARD.encode(pair);
+            let expected = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, pair);
             assert_eq!(
                 headers[AUTHORIZATION],
                 format!("Basic {expected}"),
@@ -699,7 +680,7 @@ mod tests {
     #[test]
     fn the_callers_own_authorization_wins_over_userinfo() {
         let mut headers = http::HeaderMap::new();
-        headers.insert(AUTHORIZATION, HeaderValue::from_static("Bearer t"));
+        headers.insert(AUTHORIZATION, http::HeaderValue::from_static("Bearer t"));
         let uri: http::Uri = "http://u@a.test/".parse().unwrap();
         let bare = credentials_to_header(uri, &mut headers).unwrap();
         assert_eq!(bare.to_string(), "http://a.test/");

@@ -20,8 +20,8 @@
 //!
 //! `Debug`, `Display` and every error leave the password out.
 
+use crate::basic_auth;
 use crate::error::ProxyUrlError;
-use base64::Engine as _;
 use http::HeaderValue;
 use percent_encoding::percent_decode_str;
 use std::borrow::Cow;
@@ -111,7 +111,7 @@ impl ProxyUrl {
         // name from password: refused here rather than sending other
         // credentials than the URL's. SOCKS5 sends each with its length.
         if let (ProxyScheme::Http, Some((user, password))) = (scheme, &credentials) {
-            if !usable_as_basic(user, password) {
+            if !basic_auth::usable(user.as_bytes(), password.as_bytes()) {
                 return Err(ProxyUrlError::Credentials);
             }
         }
@@ -158,30 +158,12 @@ impl ProxyUrl {
     /// authenticates in its own handshake) or without credentials.
     pub(crate) fn basic_auth(&self) -> Option<HeaderValue> {
         match (self.scheme, self.credentials()) {
-            (ProxyScheme::Http, Some((user, password))) => Some(basic_auth(user, password)),
+            (ProxyScheme::Http, Some((user, password))) => {
+                Some(basic_auth::header(user.as_bytes(), password.as_bytes()))
+            }
             _ => None,
         }
     }
-}
-
-/// Whether `user` and `password` can be sent as Basic credentials: RFC
-/// 7617 §2 makes a user-id with a `:` invalid, and forbids control
-/// characters (CTL: 0x00-0x1F and 0x7F) in either.
-fn usable_as_basic(user: &str, password: &str) -> bool {
-    let control = |c: char| c.is_ascii_control();
-    !user.contains(':') && !user.contains(control) && !password.contains(control)
-}
-
-/// `Basic base64(user:password)`, marked sensitive (its `Debug` prints
-/// `Sensitive`).
-fn basic_auth(user: &str, password: &str) -> HeaderValue {
-    let mut value = String::from("Basic ");
-    base64::engine::general_purpose::STANDARD
-        .encode_string(format!("{user}:{password}"), &mut value);
-    let mut header =
-        HeaderValue::try_from(value).expect("`Basic ` and base64 make a valid header value");
-    header.set_sensitive(true);
-    header
 }
 
 impl fmt::Display for ProxyUrl {
@@ -258,7 +240,10 @@ mod tests {
     fn credentials_are_percent_decoded() {
         let p = parse("http://us%40er:p%3Ass@host:1/");
         assert_eq!(p.credentials(), Some(("us@er", "p:ss")));
-        assert_eq!(p.basic_auth().unwrap(), basic_auth("us@er", "p:ss"));
+        assert_eq!(
+            p.basic_auth().unwrap(),
+            basic_auth::header(b"us@er", b"p:ss")
+        );
         assert!(p.basic_auth().unwrap().is_sensitive());
         let p = parse("socks5://alice:s3cret@host");
         assert_eq!(p.credentials(), Some(("alice", "s3cret")));
@@ -300,17 +285,8 @@ mod tests {
         );
         assert_eq!(
             parse("http://u:x%3Ay@h").basic_auth().unwrap(),
-            basic_auth("u", "x:y")
+            basic_auth::header(b"u", b"x:y")
         );
-    }
-
-    #[test]
-    fn basic_auth_is_rfc_7617() {
-        let v = basic_auth("Aladdin", "open sesame");
-        assert_eq!(v, "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==");
-        assert_eq!(format!("{v:?}"), "Sensitive");
-        assert_eq!(basic_auth("", ""), "Basic Og==");
-        assert_eq!(basic_auth("test", "123£"), "Basic dGVzdDoxMjPCow==");
     }
 
     #[test]
