@@ -2422,46 +2422,26 @@ fn answers_whole_then_stops_reading(done: std::sync::mpsc::Receiver<()>) -> Test
 /// HTTP/2). Only the request timeout (10 s here) bounded it before.
 #[test]
 fn an_upload_after_a_whole_2xx_stops_at_the_write_timeout() {
-    let (done, finishing) = std::sync::mpsc::channel();
-    let server = answers_whole_then_stops_reading(finishing);
-    let client = builder(false)
-        .write_timeout(Duration::from_millis(300))
-        .request_timeout(Duration::from_secs(10))
-        .build()
-        .unwrap();
-    let source = std::io::repeat(b'r').take(UPLOAD_PAST_THE_ANSWER);
-    let response = client
-        .put(server.url("/"))
-        .body(Upload::from_reader(source, Some(UPLOAD_PAST_THE_ANSWER)))
-        .send()
-        .wait()
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    let text = within("the answer's end", Duration::from_secs(5), move || {
-        response.text().wait()
-    });
-    assert_eq!(text.unwrap(), "ok");
-    assert!(
-        eventually(WAIT, || client.stats().open_connections == 0),
-        "{:?}",
-        client.stats()
-    );
-    let _ = done.send(());
-    client.close();
+    stopped_upload_leaves_the_answer(Duration::from_millis(300), Duration::from_secs(10));
 }
 
-/// The same early whole 2xx, from a server that then takes no more of the
-/// upload, and no write timeout: the request timeout ends the upload, and
-/// the answer, whole before it, stands — its reader gets its end, not the
-/// timeout (as over HTTP/2) — and the connection, its request cut short,
-/// closes.
+/// The same, with no write timeout: the request timeout ends the upload,
+/// and the answer, whole before it, stands — its reader gets its end, not
+/// the timeout (as over HTTP/2) — and the connection closes.
 #[test]
 fn the_request_timeout_after_a_whole_2xx_stops_the_upload_and_the_answer_stands() {
+    stopped_upload_leaves_the_answer(Duration::ZERO, Duration::from_secs(1));
+}
+
+/// A PUT the server answers whole (`ok`) after 64 KiB and then takes no
+/// more of, with these timeouts: its answer's end comes (within 5 s), and
+/// its connection closes with nothing left in flight.
+fn stopped_upload_leaves_the_answer(write_timeout: Duration, request_timeout: Duration) {
     let (done, finishing) = std::sync::mpsc::channel();
     let server = answers_whole_then_stops_reading(finishing);
     let client = builder(false)
-        .write_timeout(Duration::ZERO)
-        .request_timeout(Duration::from_secs(1))
+        .write_timeout(write_timeout)
+        .request_timeout(request_timeout)
         .build()
         .unwrap();
     let source = std::io::repeat(b'r').take(UPLOAD_PAST_THE_ANSWER);
