@@ -295,3 +295,32 @@ fn a_connection_past_the_servers_keep_alive_timeout_is_closed_without_an_idle_ti
     );
     client.close();
 }
+
+/// With no idle timeout nor time to live of the client's, the cleaner runs
+/// only for servers' `Keep-Alive` limits (833066c). Once the one
+/// connection that had such a limit is gone, nothing is left for it to
+/// close — yet it keeps its once-a-second round for as long as any other
+/// connection (one whose server gave no limit) stays idle: a tick for
+/// ever on an idle client, which before 833066c armed nothing.
+#[test]
+fn the_cleaner_stops_once_no_idle_connection_has_a_servers_limit() {
+    let limited = server_announcing("timeout=5");
+    let unlimited = TestServer::respond(|_| ok("hi"));
+    let clock = ManualClock::new();
+    let client = client(&clock, Duration::ZERO, Duration::ZERO);
+    get(&client, &unlimited);
+    assert_eq!(client.stats().pool_cleaner_armed, 0, "no limit yet");
+    get(&client, &limited);
+    assert_eq!(client.stats().idle_connections, 2);
+    clock.advance(Duration::from_secs(10));
+    assert!(limited.wait_for_open(0, WAIT), "{:?}", client.stats());
+    assert!(eventually(WAIT, || client.stats().idle_connections == 1));
+    // Rounds go on as the clock does.
+    clock.advance(Duration::from_secs(10));
+    assert!(
+        eventually(WAIT, || client.stats().pool_cleaner_armed == 0),
+        "a cleaner with nothing to close is still armed: {:?}",
+        client.stats()
+    );
+    client.close();
+}

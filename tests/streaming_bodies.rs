@@ -2731,3 +2731,52 @@ fn a_whole_2xx_that_ends_with_the_stream_is_not_held_for_the_upload() {
         client.close();
     }
 }
+
+/// The same early whole 2xx on a connection whose first address refused
+/// the connect (the resolver's first address closed, the second the
+/// server's — as `localhost` is for a server on 127.0.0.1 only when `::1`
+/// comes first). The refused attempt's error event is told to the
+/// connection's `ReadBuf` (`on_readable(read_closed || error)`), whose
+/// `closed` nothing undoes: since 8481a6e `response_done` reads it as the
+/// *server* having ended the stream (`peer_closed`), so the answer is not
+/// held, the upload is cut and the connection closed — as if the server
+/// had closed, though it reads on. The upload should go on to its end and
+/// the connection be pooled, as with one address.
+#[test]
+fn a_whole_2xx_on_a_connection_whose_first_address_refused_lets_the_upload_go_on() {
+    let uploads = UploadsRead::default();
+    let server = answers_whole_then_reads_on(uploads.clone());
+    // A port nothing listens on: bound, then let go.
+    let refused = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let client = builder(false)
+        .request_timeout(Duration::from_secs(30))
+        .resolve("upload.test", &[refused, server.addr()])
+        .build()
+        .unwrap();
+    let url = format!("http://upload.test:{}/", server.addr().port());
+    let source = std::io::repeat(b'r').take(UPLOAD_PAST_THE_ANSWER);
+    let response = client
+        .put(url.as_str())
+        .body(Upload::from_reader(source, Some(UPLOAD_PAST_THE_ANSWER)))
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.text().wait().unwrap(), "ok");
+    assert!(eventually(WAIT, || !uploads.lock().unwrap().is_empty()));
+    let read = uploads.lock().unwrap().clone();
+    assert!(
+        read[0] as u64 >= UPLOAD_PAST_THE_ANSWER,
+        "the upload was cut at {} of {UPLOAD_PAST_THE_ANSWER} bytes under a server reading on",
+        read[0]
+    );
+    assert!(
+        eventually(WAIT, || client.stats().idle_connections == 1),
+        "not pooled: {:?}",
+        client.stats()
+    );
+    client.close();
+}

@@ -440,7 +440,10 @@ impl Conn {
 
 impl Source for Conn {
     fn ready(&mut self, cx: &mut LoopContext<'_>, readiness: Readiness) {
-        if readiness.can_read() {
+        // Not while connecting: an attempt's events (a refused one's error)
+        // say nothing of the socket the connection ends up with, whose
+        // reads the buffer's state is about.
+        if readiness.can_read() && !matches!(self.state, State::Connecting(_)) {
             self.buf
                 .on_readable(readiness.read_closed || readiness.error, readiness.urgent);
         }

@@ -757,9 +757,9 @@ impl Dispatcher {
     /// idle connections past their idle timeout or time to live — the
     /// client's, or the shorter one a server announced (`Keep-Alive:
     /// timeout=N`). With neither of the client's set, it runs only while
-    /// connections are idle (a connection a server gave a limit, offered
-    /// to the pool, starts it: [`Dispatcher::offer`]), once a
-    /// [`SERVER_LIMIT_ROUND`]. At most one is armed at a time.
+    /// an idle connection has its server's limit (one offered to the pool
+    /// starts it: [`Dispatcher::offer`]), once a [`SERVER_LIMIT_ROUND`]. At
+    /// most one is armed at a time.
     fn schedule_cleaner(&self) {
         let config = &self.env.config;
         let limits = [config.pooled_connection_idle_timeout, config.connection_ttl];
@@ -767,7 +767,7 @@ impl Dispatcher {
             Some(shortest) => {
                 (shortest / 2).clamp(Duration::from_millis(10), Duration::from_secs(1))
             }
-            None if self.pool.counts().1 > 0 => SERVER_LIMIT_ROUND,
+            None if self.pool.holds_server_limited() => SERVER_LIMIT_ROUND,
             None => return,
         };
         // A clock at the end of time (a manual one) has no next round.

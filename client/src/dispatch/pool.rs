@@ -659,6 +659,17 @@ impl<W: Waiter, C: Pooled> Pool<W, C> {
             && inner.host_has_room(&self.limits, origin)
     }
 
+    /// Whether an idle connection's server limited its idle time
+    /// ([`Pooled::server_idle_limit`]).
+    pub(crate) fn holds_server_limited(&self) -> bool {
+        let inner = lock(&self.inner);
+        inner
+            .origins
+            .values()
+            .flat_map(|origin| &origin.idle)
+            .any(|idle| idle.server_idle_limit().is_some())
+    }
+
     /// Open connections (idle or busy) and idle ones, for snapshots.
     pub(crate) fn counts(&self) -> (usize, usize) {
         let inner = lock(&self.inner);
