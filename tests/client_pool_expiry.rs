@@ -297,11 +297,10 @@ fn a_connection_past_the_servers_keep_alive_timeout_is_closed_without_an_idle_ti
 }
 
 /// With no idle timeout nor time to live of the client's, the cleaner runs
-/// only for servers' `Keep-Alive` limits (833066c). Once the one
-/// connection that had such a limit is gone, nothing is left for it to
-/// close — yet it keeps its once-a-second round for as long as any other
-/// connection (one whose server gave no limit) stays idle: a tick for
-/// ever on an idle client, which before 833066c armed nothing.
+/// only for servers' `Keep-Alive` limits: once the one connection that had
+/// such a limit is gone, it stops, though another connection (one whose
+/// server gave no limit) stays idle — an idle client arms nothing. (It
+/// kept a once-a-second round for as long as any connection was idle.)
 #[test]
 fn the_cleaner_stops_once_no_idle_connection_has_a_servers_limit() {
     let limited = server_announcing("timeout=5");

@@ -2735,13 +2735,11 @@ fn a_whole_2xx_that_ends_with_the_stream_is_not_held_for_the_upload() {
 /// The same early whole 2xx on a connection whose first address refused
 /// the connect (the resolver's first address closed, the second the
 /// server's — as `localhost` is for a server on 127.0.0.1 only when `::1`
-/// comes first). The refused attempt's error event is told to the
-/// connection's `ReadBuf` (`on_readable(read_closed || error)`), whose
-/// `closed` nothing undoes: since 8481a6e `response_done` reads it as the
-/// *server* having ended the stream (`peer_closed`), so the answer is not
-/// held, the upload is cut and the connection closed — as if the server
-/// had closed, though it reads on. The upload should go on to its end and
-/// the connection be pooled, as with one address.
+/// comes first): the upload goes on to its end and the connection is
+/// pooled, as with one address. (The refused attempt's error event was
+/// noted in the connection's read buffer as the peer closing, which
+/// `response_done` took for the *server* having ended the stream: the
+/// answer was not held, the upload cut and the connection closed.)
 #[test]
 fn a_whole_2xx_on_a_connection_whose_first_address_refused_lets_the_upload_go_on() {
     let uploads = UploadsRead::default();
