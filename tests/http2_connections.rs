@@ -332,14 +332,11 @@ fn a_connection_losing_its_last_stream_gives_its_permit_to_a_request_to_another_
     client.close();
 }
 
-/// A request waiting for the connection being opened (HTTP/2 only, over
-/// TLS: requests wait for the first connection) that ends meanwhile is
-/// let go at once — its request and callbacks freed once its caller lets
-/// it go, as from the pool's queue — not kept until that connection opens
-/// or fails (here: never before the opener's own timeout).
-#[test]
-fn a_request_that_ends_while_waiting_for_the_connection_being_opened_is_let_go() {
-    // Accepts, and never answers the TLS handshake.
+/// An HTTP/2-only client whose first request (the opener) has its
+/// connection accepted by a server that never answers the TLS handshake:
+/// that connection stays opening. The server, the client, the URL, and the
+/// opener.
+fn opening_for_ever() -> (TestServer, Client, String, tickless::ResponseFuture) {
     let server = TestServer::start(Behaviour::NeverAnswer);
     let client = Client::builder()
         .event_loops(1)
@@ -350,6 +347,17 @@ fn a_request_that_ends_while_waiting_for_the_connection_being_opened_is_let_go()
     let url = format!("https://{}/", server.addr());
     let opener = client.get(&url).send();
     assert!(server.wait_for_accepted(1, CEILING));
+    (server, client, url, opener)
+}
+
+/// A request waiting for the connection being opened (HTTP/2 only, over
+/// TLS: requests wait for the first connection) that ends meanwhile is
+/// let go at once — its request and callbacks freed once its caller lets
+/// it go, as from the pool's queue — not kept until that connection opens
+/// or fails (here: never before the opener's own timeout).
+#[test]
+fn a_request_that_ends_while_waiting_for_the_connection_being_opened_is_let_go() {
+    let (_server, client, url, opener) = opening_for_ever();
     struct Holds(#[allow(dead_code)] Arc<()>);
     impl tickless::EventListener for Holds {}
     let held = Arc::new(());
@@ -373,18 +381,8 @@ fn a_request_that_ends_while_waiting_for_the_connection_being_opened_is_let_go()
 /// opened, and those waiting for a stream of one at its limit.
 #[test]
 fn waiting_counts_the_requests_waiting_for_an_http2_connection_or_a_stream() {
-    // For the connection being opened: it accepts, and never answers the
-    // TLS handshake. The opener is connecting, not waiting.
-    let server = TestServer::start(Behaviour::NeverAnswer);
-    let client = Client::builder()
-        .event_loops(1)
-        .http2_only()
-        .request_timeout(CEILING)
-        .build()
-        .unwrap();
-    let url = format!("https://{}/", server.addr());
-    let opener = client.get(&url).send();
-    assert!(server.wait_for_accepted(1, CEILING));
+    // The opener is connecting, not waiting.
+    let (_server, client, url, opener) = opening_for_ever();
     let waiting: Vec<_> = (0..2).map(|_| client.get(&url).send()).collect();
     assert!(
         eventually(CEILING, || client.stats().waiting == 2),

@@ -1353,22 +1353,10 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 #[test]
 fn the_request_timeout_after_a_whole_answer_stops_the_upload_and_the_answer_stands() {
     let (server, _go, taken) = answering_then_taking_the_upload(1);
-    let clock = ManualClock::new();
-    let recorder = Recorder::new();
-    let client = h2c()
-        .clock(Arc::new(clock.clone()))
-        .listener(recorder.clone())
-        .write_timeout(Duration::ZERO)
-        .build()
-        .unwrap();
-    let dropped = Arc::new(AtomicBool::new(false));
-    let response = client
-        .post(server.url("/"))
-        .request_timeout(REQUEST_TIMEOUT)
-        .body(Upload::from_stream(EndlessUpload(dropped.clone())))
-        .send()
-        .wait();
-    let response = answered(response);
+    let (clock, recorder) = (ManualClock::new(), Recorder::new());
+    let (client, response, dropped) = endless_post(&server, &clock, &recorder, |builder| {
+        builder.request_timeout(REQUEST_TIMEOUT)
+    });
     let round = taken.recv_timeout(CEILING);
     assert_eq!(
         round,
@@ -1395,6 +1383,30 @@ fn the_request_timeout_after_a_whole_answer_stops_the_upload_and_the_answer_stan
     client.close();
 }
 
+/// A client on `clock` telling `recorder`, with no write timeout and
+/// `configure`'s settings, POSTing an endless upload to `server`, once its
+/// answer has come: the client, the response, and the flag the upload sets
+/// when it is dropped.
+fn endless_post(
+    server: &RawH2Server,
+    clock: &ManualClock,
+    recorder: &Arc<Recorder>,
+    configure: impl FnOnce(ClientBuilder) -> ClientBuilder,
+) -> (Client, tickless::Response, Arc<AtomicBool>) {
+    let builder = h2c()
+        .clock(Arc::new(clock.clone()))
+        .listener(recorder.clone())
+        .write_timeout(Duration::ZERO);
+    let client = configure(builder).build().unwrap();
+    let dropped = Arc::new(AtomicBool::new(false));
+    let response = client
+        .post(server.url("/"))
+        .body(Upload::from_stream(EndlessUpload(dropped.clone())))
+        .send()
+        .wait();
+    (client, answered(response), dropped)
+}
+
 /// The read timeout of
 /// [`the_read_timeout_does_not_stop_an_upload_after_its_whole_answer`],
 /// moved by its `ManualClock`.
@@ -1407,22 +1419,10 @@ const READ_TIMEOUT: Duration = Duration::from_secs(2);
 #[test]
 fn the_read_timeout_does_not_stop_an_upload_after_its_whole_answer() {
     let (server, go, taken) = answering_then_taking_the_upload(2);
-    let clock = ManualClock::new();
-    let recorder = Recorder::new();
-    let client = h2c()
-        .clock(Arc::new(clock.clone()))
-        .listener(recorder.clone())
-        .write_timeout(Duration::ZERO)
-        .read_timeout(READ_TIMEOUT)
-        .build()
-        .unwrap();
-    let dropped = Arc::new(AtomicBool::new(false));
-    let response = client
-        .post(server.url("/"))
-        .body(Upload::from_stream(EndlessUpload(dropped.clone())))
-        .send()
-        .wait();
-    let response = answered(response);
+    let (clock, recorder) = (ManualClock::new(), Recorder::new());
+    let (client, response, dropped) = endless_post(&server, &clock, &recorder, |builder| {
+        builder.read_timeout(READ_TIMEOUT)
+    });
     let round = taken.recv_timeout(CEILING);
     assert_eq!(
         round,

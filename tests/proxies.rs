@@ -57,6 +57,19 @@ fn text(client: &Client, url: &str) -> Result<String, Error> {
     response.text().wait()
 }
 
+/// A GET of `https://origin.invalid:8443/` through `proxy` as an HTTPS
+/// proxy (a CONNECT), which must fail: the proxy's URL, and the error.
+fn connect_through(proxy: &TestServer) -> (String, Error) {
+    let url = format!("http://{}", proxy.addr());
+    let client = client_via(Proxy::https(&url).unwrap()).build().unwrap();
+    let error = client
+        .get("https://origin.invalid:8443/")
+        .send()
+        .wait()
+        .unwrap_err();
+    (url, error)
+}
+
 fn proxy_error(error: Error) -> (String, String, ProxyError) {
     match error {
         Error::Proxy {
@@ -203,13 +216,7 @@ fn socks5_asks_the_proxy_for_the_next_address_when_it_cannot_reach_one() {
 #[test]
 fn a_connect_answered_403_is_a_typed_error_naming_the_proxy_and_its_answer() {
     let proxy = TestServer::respond(|_| response(403, &[], b"no tunnels here"));
-    let url = format!("http://{}", proxy.addr());
-    let client = client_via(Proxy::https(&url).unwrap()).build().unwrap();
-    let error = client
-        .get("https://origin.invalid:8443/")
-        .send()
-        .wait()
-        .unwrap_err();
+    let (url, error) = connect_through(&proxy);
     let message = chain_text(&error);
     let (named, target, source) = proxy_error(error);
     assert_eq!(named, url);
@@ -231,13 +238,7 @@ fn a_refused_connects_reason_with_obs_text_is_kept() {
     let proxy = TestServer::respond(|_| {
         b"HTTP/1.1 403 Interdit \xe9\r\nContent-Length: 0\r\n\r\n".to_vec()
     });
-    let url = format!("http://{}", proxy.addr());
-    let client = client_via(Proxy::https(&url).unwrap()).build().unwrap();
-    let error = client
-        .get("https://origin.invalid:8443/")
-        .send()
-        .wait()
-        .unwrap_err();
+    let (_, error) = connect_through(&proxy);
     let message = chain_text(&error);
     match proxy_error(error).2 {
         ProxyError::ConnectRefused { status, reason, .. } => {
@@ -279,13 +280,7 @@ fn an_https_host_no_connect_can_name_is_refused_before_the_proxy() {
 fn a_malformed_connect_answer_says_malformed_once_through_its_causes() {
     // Not an HTTP/1.x status line: what the parser says is the reason.
     let proxy = TestServer::respond(|_| b"HTTP/2 200\r\n\r\n".to_vec());
-    let url = format!("http://{}", proxy.addr());
-    let client = client_via(Proxy::https(&url).unwrap()).build().unwrap();
-    let error = client
-        .get("https://origin.invalid:8443/")
-        .send()
-        .wait()
-        .unwrap_err();
+    let (_, error) = connect_through(&proxy);
     let message = chain_text(&error);
     let (_, _, source) = proxy_error(error);
     assert!(

@@ -1204,6 +1204,27 @@ impl Drop for DropFlag {
     }
 }
 
+/// A PUT of an endless body (an [`EndlessReader`]) to `server`, on a
+/// client with no request timeout, once its head has come: the client, the
+/// response, and the flag its source sets when it is dropped.
+fn endless_put(server: &TestServer) -> (tickless::Client, tickless::Response, Arc<AtomicBool>) {
+    let client = builder(false)
+        .request_timeout(Duration::ZERO)
+        .build()
+        .unwrap();
+    let dropped = Arc::new(AtomicBool::new(false));
+    let source = EndlessReader {
+        _flag: DropFlag(dropped.clone()),
+    };
+    let response = client
+        .put(server.url("/"))
+        .body(Upload::from_reader(source, None))
+        .send()
+        .wait()
+        .unwrap();
+    (client, response, dropped)
+}
+
 /// A `Read` that never ends (its flag set when it is dropped).
 struct EndlessReader {
     _flag: DropFlag,
@@ -2476,20 +2497,7 @@ fn stopped_upload_leaves_the_answer(write_timeout: Duration, request_timeout: Du
 fn an_upload_after_a_whole_2xx_stops_when_the_body_is_dropped() {
     let uploads = UploadsRead::default();
     let server = answers_whole_then_reads_on(uploads.clone());
-    let client = builder(false)
-        .request_timeout(Duration::ZERO)
-        .build()
-        .unwrap();
-    let dropped = Arc::new(AtomicBool::new(false));
-    let source = EndlessReader {
-        _flag: DropFlag(dropped.clone()),
-    };
-    let response = client
-        .put(server.url("/"))
-        .body(Upload::from_reader(source, None))
-        .send()
-        .wait()
-        .unwrap();
+    let (client, response, dropped) = endless_put(&server);
     assert_eq!(response.status(), 200);
     // Its answer is whole (`ok`); its end waits for the upload's.
     let mut response = response;
@@ -2528,20 +2536,7 @@ fn an_upload_after_a_whole_2xx_stops_at_bytes_past_it_or_the_streams_end() {
             }
             drain(&mut stream);
         }));
-        let client = builder(false)
-            .request_timeout(Duration::ZERO)
-            .build()
-            .unwrap();
-        let dropped = Arc::new(AtomicBool::new(false));
-        let source = EndlessReader {
-            _flag: DropFlag(dropped.clone()),
-        };
-        let response = client
-            .put(server.url("/"))
-            .body(Upload::from_reader(source, None))
-            .send()
-            .wait()
-            .unwrap();
+        let (client, response, dropped) = endless_put(&server);
         assert_eq!(response.status(), 200, "{past}");
         assert_eq!(response.text().wait().unwrap(), "ok", "{past}");
         assert!(
@@ -2701,21 +2696,7 @@ fn a_whole_2xx_that_ends_with_the_stream_is_not_held_for_the_upload() {
             let _ = stream.shutdown(std::net::Shutdown::Write);
             let _ = finishing.lock().unwrap().recv_timeout(WAIT);
         }));
-        // The defaults but for the request timeout, off.
-        let client = builder(false)
-            .request_timeout(Duration::ZERO)
-            .build()
-            .unwrap();
-        let dropped = Arc::new(AtomicBool::new(false));
-        let source = EndlessReader {
-            _flag: DropFlag(dropped.clone()),
-        };
-        let response = client
-            .put(server.url("/"))
-            .body(Upload::from_reader(source, None))
-            .send()
-            .wait()
-            .unwrap();
+        let (client, response, dropped) = endless_put(&server);
         assert_eq!(response.status(), 200, "{framing}");
         let text = within(framing, Duration::from_secs(5), move || {
             response.text().wait()

@@ -277,9 +277,6 @@ const HANDSHAKE_TIMER: u64 = 2 << 32;
 const EXPECT_TIMER: u64 = 3 << 32;
 /// An HTTP/2 connection's idle time, or its keep-alive PING.
 const H2_TIMER: u64 = 4 << 32;
-/// How long an HTTP/1.1 upload whose answer came whole goes on without
-/// the server taking any of it (see `h1::Conn::bound_upload`).
-const UPLOAD_TIMER: u64 = 5 << 32;
 
 /// One connection. See the [module documentation](self).
 pub(crate) struct Conn {
@@ -485,7 +482,6 @@ impl Source for Conn {
             // Not for an exchange that ended while its abort waits.
             EXPECT_TIMER if !self.reset_if_abandoned(cx) => self.continue_body(cx),
             H2_TIMER => self.h2_timer(cx),
-            UPLOAD_TIMER if !self.reset_if_abandoned(cx) => self.upload_timed_out(cx),
             _ => {}
         }
     }

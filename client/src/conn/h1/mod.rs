@@ -10,7 +10,7 @@ mod send;
 
 use super::read_buf::{read_spare_once, Filled};
 use super::write_stall::WriteStall;
-use super::{Conn, IdleConn, Offered, State, EXPECT_TIMER, UPLOAD_TIMER};
+use super::{Conn, IdleConn, Offered, State, EXPECT_TIMER};
 use super::{READ_BUDGET, WRITE_BUDGET};
 use crate::error::Error;
 use crate::event_loop::LoopContext;
@@ -314,18 +314,14 @@ impl Conn {
             };
             took |= transport.records_sent() > records_before;
             match sent {
-                Sent::SocketFull => {
-                    self.track_write_stall(true, took);
-                    return self.bound_upload(cx, true, took);
-                }
-                Sent::Waiting => {
-                    self.track_write_stall(false, took);
-                    return self.bound_upload(cx, false, took);
-                }
-                Sent::Spent => {
-                    self.track_write_stall(false, took);
-                    self.bound_upload(cx, false, took);
-                    return cx.ready_again();
+                Sent::SocketFull | Sent::Waiting | Sent::Spent => {
+                    let waits = matches!(sent, Sent::SocketFull);
+                    self.track_write_stall(waits, took);
+                    self.stop_upload_if_unread(cx);
+                    if matches!(sent, Sent::Spent) {
+                        cx.ready_again();
+                    }
+                    return;
                 }
                 Sent::Socket(error) => return self.write_failure(cx, error),
                 Sent::Body(error) => return self.close_failing(cx, |_| error),
@@ -342,13 +338,20 @@ impl Conn {
     }
 
     /// Tells the write stall what a step of sending came to (see
-    /// [`WriteStall`]): `waits`, the socket took all it could.
+    /// [`WriteStall`]): `waits`, the socket took all it could. Once the
+    /// answer's head has come the read timeout bounds the server instead —
+    /// unless the answer is whole and its end waits for the upload's
+    /// ([`Active::answered_whole`]): then nothing is left to read, and the
+    /// write timeout bounds the upload (its expiry lets the answer stand:
+    /// `Exchange::hold_answer`).
     fn track_write_stall(&mut self, waits: bool, took: bool) {
         let State::Active(active) = &mut self.state else {
             return;
         };
+        active.socket_full = waits;
         let clock = &self.owner.env().clock;
-        let waits = waits && !active.decoder.head_received();
+        let waits = waits
+            && (!active.decoder.head_received() || active.answered_whole.is_some());
         active
             .write_stall
             .step(&active.exchange, waits, took, || clock.now());
@@ -867,7 +870,8 @@ impl Conn {
             // A socket full already is a wait on the server from now (no
             // step of sending may come to say so).
             let waits = active.socket_full;
-            return self.bound_upload(cx, waits, false);
+            self.track_write_stall(waits, false);
+            return;
         }
         // A request the server answered before it was fully written leaves
         // the stream mid-request. Over TLS, bytes past the response may
@@ -909,69 +913,14 @@ impl Conn {
         }
     }
 
-    /// Bounds the upload of an answer that came whole before it
-    /// ([`Active::answered_whole`]) after a step of sending: `waits`, it
-    /// waits on the server to take more; `took`, the server took some
-    /// meanwhile. A server that takes none of it for the write timeout
-    /// has it stopped (`UPLOAD_TIMER`, [`Conn::upload_timed_out`]); the write
-    /// stall, which counts only before the answer's head, does not. A
-    /// reader that has dropped the body waits for none of it: it stops
-    /// at once.
-    fn bound_upload(&mut self, cx: &mut LoopContext<'_>, waits: bool, took: bool) {
-        let State::Active(active) = &mut self.state else {
-            return;
-        };
-        active.socket_full = waits;
-        if active.answered_whole.is_none() {
-            return;
-        }
-        if active.exchange.body().reader_gone() {
-            self.stop_upload(cx);
-            return;
-        }
-        let Some(timeout) = active.exchange.write_timeout() else {
-            return;
-        };
-        if !waits {
-            if self.timer.is_some() {
-                self.disarm_timer(cx);
+    /// After a step of sending: an answer that came whole before the
+    /// upload's end ([`Active::answered_whole`]) whose reader has dropped
+    /// the body waits for none of the upload: it stops at once.
+    fn stop_upload_if_unread(&mut self, cx: &mut LoopContext<'_>) {
+        if let State::Active(active) = &self.state {
+            if active.answered_whole.is_some() && active.exchange.body().reader_gone() {
+                self.stop_upload(cx);
             }
-        } else if took || self.timer.is_none() {
-            let deadline = deadline_after(self.now(), timeout);
-            self.arm_timer(cx, UPLOAD_TIMER, deadline);
-        }
-    }
-
-    /// The upload of an answer that came whole went the write timeout
-    /// without the server taking any of it (`UPLOAD_TIMER`): it stops. A
-    /// socket tells of room only once a share of its buffer is free, which
-    /// a server reading slowly may take longer than that to free: the
-    /// socket is tried once more first (any room is the server's progress,
-    /// and the bound runs again from it).
-    pub(super) fn upload_timed_out(&mut self, cx: &mut LoopContext<'_>) {
-        let before = self.upload_progress();
-        self.write_request(cx);
-        // Still waiting on the server (not on the upload's source, which
-        // the write timeout does not bound), and nothing of it taken.
-        let waits = matches!(&self.state, State::Active(active) if active.socket_full);
-        if before.is_some() && waits && self.upload_progress() == before {
-            self.stop_upload(cx);
-        }
-    }
-
-    /// How much of the request the socket took, while it goes out: the
-    /// head's bytes, the body's, and the TLS records (which may carry
-    /// plaintext rustls took before: as in `write_request`, a record
-    /// taken is the server's progress).
-    fn upload_progress(&self) -> Option<(usize, u64, u64)> {
-        let State::Active(active) = &self.state else {
-            return None;
-        };
-        let records = self.transport.as_ref().map_or(0, Transport::records_sent);
-        match &active.sending {
-            Sending::Head { written } => Some((*written, 0, records)),
-            Sending::Body(out) => Some((usize::MAX, out.sent(), records)),
-            _ => None,
         }
     }
 
@@ -1120,8 +1069,6 @@ impl Conn {
             ..
         } = *active;
         self.buf.clear();
-        // An upload's bound (`UPLOAD_TIMER`) goes with its exchange.
-        self.disarm_timer(cx);
         // The next response's head must wake the loop at its first byte.
         let reusable = reusable
             && (lowat == 1
