@@ -532,11 +532,6 @@ impl Exchange {
         self.deadlines.read_timeout
     }
 
-    /// The write timeout it runs under, if any.
-    pub(crate) fn write_timeout(&self) -> Option<std::time::Duration> {
-        self.deadlines.write_timeout
-    }
-
     /// Records activity for the read timeout.
     pub(crate) fn mark_read(&self, now: Instant) {
         self.mark(&self.last_read, now);

@@ -350,8 +350,7 @@ impl Conn {
         };
         active.socket_full = waits;
         let clock = &self.owner.env().clock;
-        let waits = waits
-            && (!active.decoder.head_received() || active.answered_whole.is_some());
+        let waits = waits && (!active.decoder.head_received() || active.answered_whole.is_some());
         active
             .write_stall
             .step(&active.exchange, waits, took, || clock.now());

@@ -283,12 +283,6 @@ pub(super) struct Http2 {
     /// [`TAKEN_RESETS_MAX`], the connection retires, as one past its time
     /// to live does, rather than have `h2` end it under its streams.
     taken_resets: usize,
-    /// The earliest time the upload of a stream answered whole may have
-    /// waited on the server's window for its write timeout
-    /// ([`Stream::upload_deadline`]): the connection's timer wakes its
-    /// sending streams then, each of which looks at its own. (One that has
-    /// left, or whose window came meanwhile, costs a spare wake-up.)
-    upload_deadline: Option<Instant>,
     /// A keep-alive PING is out since then.
     ping_sent: Option<Instant>,
     /// The server's departure has been probed (see
@@ -478,7 +472,6 @@ impl Conn {
             idle_told: false,
             served: false,
             taken_resets: 0,
-            upload_deadline: None,
             ping_sent: None,
             probed: false,
             last_ping: now,
@@ -893,7 +886,6 @@ impl Conn {
                             gathered: Gathered::default(),
                             write_stall: WriteStall::default(),
                             window_shut: false,
-                            upload_stall: None,
                             body: BodyCount {
                                 limit: self.owner.env().config.limits.max_body_bytes,
                                 received: 0,
@@ -1058,9 +1050,6 @@ impl Conn {
                 continue;
             };
             let polled = stream.poll(now, info.as_ref(), &mut retry, goaway_error, &h2.io_ready);
-            if let Some(deadline) = stream.upload_deadline() {
-                h2.upload_deadline = Some(h2.upload_deadline.map_or(deadline, |d| d.min(deadline)));
-            }
             if let Polled::Gone = polled {
                 h2.served = true;
                 h2.taken_resets += usize::from(stream.took_reset);
@@ -1255,10 +1244,7 @@ impl Conn {
         let held = options.max_connections_per_origin > 1
             && h2.holds_waiting(options.max_concurrent_streams);
         let recheck = held.then(|| self.now() + HELD_RECHECK);
-        let next = [idle, ping, ttl, recheck, h2.upload_deadline]
-            .into_iter()
-            .flatten()
-            .min();
+        let next = [idle, ping, ttl, recheck].into_iter().flatten().min();
         if self.h2_timer_deadline != next {
             self.h2_timer_deadline = next;
             self.arm_timer(cx, H2_TIMER, next);
@@ -1310,15 +1296,6 @@ impl Conn {
         if ttl_over && !h2.going_away {
             // It closes once its last stream has ended (the drive below).
             self.went_away(Departure::Retired);
-        }
-        if let State::H2(h2) = &mut self.state {
-            if h2.upload_deadline.is_some_and(|deadline| now >= deadline) {
-                // The drive below polls the sending streams (the
-                // connection marked), which stop the uploads past their
-                // write timeout and give the next deadline.
-                h2.upload_deadline = None;
-                h2.conn_waker.wake_by_ref();
-            }
         }
         let State::H2(h2) = &mut self.state else {
             return;

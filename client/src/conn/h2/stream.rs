@@ -11,9 +11,7 @@ use crate::config::MAX_HTTP2_WINDOW;
 use crate::conn::upload::{Declared, Pulled, Upload};
 use crate::conn::write_stall::WriteStall;
 use crate::error::{Error, Http2Reason};
-use crate::exchange::{
-    deadline_after, declared_body_length, has_no_body, Exchange, Head, Pipe, Pushed, Waiter,
-};
+use crate::exchange::{declared_body_length, has_no_body, Exchange, Head, Pipe, Pushed, Waiter};
 use crate::net::IoReadiness;
 use bytes::Bytes;
 use h2::client::ResponseFuture;
@@ -44,11 +42,6 @@ pub(super) struct Stream {
     /// window (whether or not the write stall counted it then: see
     /// [`Stream::send_body`]).
     pub(super) window_shut: bool,
-    /// Answered whole ([`Recv::Ended`]), the upload has waited on the
-    /// server's window since then (or since the window last let some go):
-    /// the write timeout after it, the upload stops (see
-    /// [`Stream::upload_deadline`]).
-    pub(super) upload_stall: Option<Instant>,
     /// The response body's bytes so far, against `max_body_bytes`.
     pub(super) body: BodyCount,
     /// The interim (1xx) heads so far, against `max_head_bytes`.
@@ -394,8 +387,8 @@ impl Stream {
     /// tells the write stall whether the rest waits on the window (see
     /// [`WriteStall`]) — before the answer's head: after it the read
     /// timeout bounds the server, which may have stopped reading on
-    /// purpose — or, once the answer is whole ([`Recv::Ended`]), the
-    /// stream's own bound on the upload ([`Stream::upload_deadline`]).
+    /// purpose — and again once the answer is whole ([`Recv::Ended`]),
+    /// whose end waits for the upload's.
     fn send_body(
         &mut self,
         task: &mut Context<'_>,
@@ -404,22 +397,13 @@ impl Stream {
     ) -> Result<(), Error> {
         let (waits, took) = self.send_what_fits(task, now, info)?;
         self.window_shut = waits;
-        if matches!(self.recv, Recv::Ended) {
-            self.upload_stall = match (waits, took) {
-                (false, _) => None,
-                (true, true) => Some(now),
-                (true, false) => self.upload_stall.or(Some(now)),
-            };
-        }
-        let waits = waits && matches!(self.recv, Recv::Head(_));
+        // Before the answer's head, and once the answer is whole and waits
+        // for the upload (nothing is left to read then, and the write
+        // timeout's expiry lets the answer stand: `Exchange::hold_answer`);
+        // in between the read timeout bounds the server.
+        let waits = waits && matches!(self.recv, Recv::Head(_) | Recv::Ended);
         self.write_stall.step(&self.exchange, waits, took, || now);
         Ok(())
-    }
-
-    /// When the upload of a stream answered whole ([`Recv::Ended`]) stops
-    /// for want of the server's window (see [`upload_deadline`]).
-    pub(super) fn upload_deadline(&self) -> Option<Instant> {
-        upload_deadline(self.upload_stall, &self.exchange)
     }
 
     /// The response has come whole, with `trailers` if it had some. With
@@ -458,7 +442,9 @@ impl Stream {
         // bytes only at its low-water mark: woken now for what it holds.
         self.exchange.body().flush();
         self.exchange.stop_read();
-        self.upload_stall = self.window_shut.then_some(now);
+        // A window shut already is a wait on the server from now.
+        let waits = self.window_shut;
+        self.write_stall.step(&self.exchange, waits, false, || now);
         Polled::Open
     }
 
@@ -733,13 +719,6 @@ impl Stream {
                         if self.exchange.body().reader_gone() {
                             return Ok(self.reader_gone(task));
                         }
-                        let deadline = upload_deadline(self.upload_stall, &self.exchange);
-                        if deadline.is_some_and(|deadline| now >= deadline) {
-                            // The server has taken no more for the write
-                            // timeout: the upload stops, the answer stands.
-                            self.send.send_reset(h2::Reason::CANCEL);
-                            self.out = Outgoing::Stopped;
-                        }
                         // The server stops the upload: a reset (RFC 9113
                         // §8.1's `NO_ERROR`, or any other: the answer is
                         // whole already), or the connection's end. Looked
@@ -791,14 +770,6 @@ fn push_last(body: &mut RecvStream, pipe: &Pipe, chunk: Option<Bytes>) {
         let _ = body.flow_control().release_capacity(chunk.len());
         pipe.push_last(chunk);
     }
-}
-
-/// When the upload of a stream answered whole stops for want of the
-/// server's window: the write timeout of `exchange` after `stall`, when it
-/// began waiting (or the window last let some go). `None` while it does
-/// not wait on the window, or with no write timeout.
-fn upload_deadline(stall: Option<Instant>, exchange: &Exchange) -> Option<Instant> {
-    deadline_after(stall?, exchange.write_timeout()?)
 }
 
 /// The request is out whole: the read timeout starts.
