@@ -164,6 +164,9 @@ struct Args {
     proxy: Option<String>,
     no_proxy: bool,
     resolve: Vec<Resolve>,
+    /// The `--resolve` entries for IP addresses, as the client's overrides
+    /// ([`ip_overrides`]).
+    ip_overrides: Vec<(String, Vec<std::net::SocketAddr>)>,
     versions: Versions,
     max_redirects: Option<usize>,
     no_decompress: bool,
@@ -529,7 +532,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
     if parsed.cert.is_some() != parsed.key.is_some() {
         return Err("--cert and --key go together".into());
     }
-    ip_overrides(&parsed.resolve)?;
+    parsed.ip_overrides = ip_overrides(&parsed.resolve)?;
     Ok(parsed)
 }
 
@@ -598,8 +601,8 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     if !args.resolve.is_empty() {
         builder = builder.resolver(std::sync::Arc::new(ResolveTable::new(&args.resolve)));
     }
-    for (ip, addrs) in ip_overrides(&args.resolve)? {
-        builder = builder.resolve(&ip, &addrs);
+    for (ip, addrs) in &args.ip_overrides {
+        builder = builder.resolve(ip, addrs);
     }
     if args.insecure {
         say(

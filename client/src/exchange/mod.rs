@@ -848,14 +848,19 @@ impl Exchange {
     /// HTTP/2 stream: RFC 9113 §8.1 and RFC 9112 §9.5 let a server answer a
     /// request it has not read whole): its end
     /// is held until the upload's, and the connection
-    /// [completes](Self::complete) it then. A timeout meanwhile (the
-    /// request's; the read and write timeouts are off by then) stops the
-    /// upload but completes the exchange with this answer rather than
-    /// failing it: the server has answered, whole, and the timeout bounds
-    /// only the upload now. A cancel, the client's closing and the
-    /// upload's own failure still fail it.
-    pub(crate) fn hold_answer(&self, trailers: Option<http::HeaderMap>) {
+    /// [completes](Self::complete) it then. Nothing is left to read: the
+    /// read timeout stops, and a reader waiting for the body is woken for
+    /// what it has (the pipe would wake it for the last bytes only at its
+    /// low-water mark). A timeout meanwhile (the request's, or the write
+    /// timeout bounding the upload) stops the upload but completes the
+    /// exchange with this answer rather than failing it: the server has
+    /// answered, whole, and the timeout bounds only the upload now. A
+    /// cancel, the client's closing and the upload's own failure still
+    /// fail it.
+    pub(crate) fn hold_answer(self: &Arc<Self>, trailers: Option<http::HeaderMap>) {
         lock(&self.link).answer = Some(trailers);
+        self.body().flush();
+        self.stop_read();
     }
 
     /// Ends the exchange, unless it has already ended; returns the

@@ -368,7 +368,7 @@ impl Conn {
         let request = &active.exchange.request;
         let body_follows = send::body_follows(request);
         match &active.sending {
-            Sending::Head { .. } if body_follows && request.expect_continue => {
+            Sending::Head { .. } if send::waits_for_continue(request) => {
                 active.sending = Sending::Continue;
                 // No delay: the body goes at once. A delay past the end of
                 // time (`Duration::MAX`) is none: the body waits for `100
@@ -858,14 +858,10 @@ impl Conn {
             && !active.exchange.body().reader_gone();
         if held {
             active.answered_whole = Some(keep_alive);
-            // The answer is the server's, whole: a request timeout now
-            // stops the upload and completes the exchange with it rather
-            // than failing it (`Exchange::hold_answer`, as over HTTP/2).
+            // The answer is the server's, whole: a timeout now stops the
+            // upload and completes the exchange with it rather than failing
+            // it (`Exchange::hold_answer`, as over HTTP/2).
             active.exchange.hold_answer(active.trailers.take());
-            // Its end held, the pipe would wake a waiting reader for the
-            // last bytes only at its low-water mark: woken now.
-            active.exchange.body().flush();
-            active.exchange.stop_read();
             // A socket full already is a wait on the server from now (no
             // step of sending may come to say so).
             let waits = active.socket_full;

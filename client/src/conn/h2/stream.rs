@@ -438,10 +438,6 @@ impl Stream {
         }
         self.recv = Recv::Ended;
         self.exchange.hold_answer(trailers);
-        // Its end held, the pipe would wake a waiting reader for the last
-        // bytes only at its low-water mark: woken now for what it holds.
-        self.exchange.body().flush();
-        self.exchange.stop_read();
         // A window shut already is a wait on the server from now.
         let waits = self.window_shut;
         self.write_stall.step(&self.exchange, waits, false, || now);

@@ -66,6 +66,9 @@ pub(crate) struct ProxyUrl {
     host: String,
     port: u16,
     credentials: Option<(String, String)>,
+    /// `Proxy-Authorization: Basic` for an `http` proxy with credentials:
+    /// made once here, sent with every request that goes through it.
+    basic_auth: Option<HeaderValue>,
 }
 
 impl ProxyUrl {
@@ -110,16 +113,22 @@ impl ProxyUrl {
         // Decoded, a `%3A` in the name would move where the proxy splits
         // name from password: refused here rather than sending other
         // credentials than the URL's. SOCKS5 sends each with its length.
-        if let (ProxyScheme::Http, Some((user, password))) = (scheme, &credentials) {
-            if !basic_auth::usable(user.as_bytes(), password.as_bytes()) {
-                return Err(ProxyUrlError::Credentials);
+        let basic_auth = match (scheme, &credentials) {
+            (ProxyScheme::Http, Some((user, password))) => {
+                let (user, password) = (user.as_bytes(), password.as_bytes());
+                if !basic_auth::usable(user, password) {
+                    return Err(ProxyUrlError::Credentials);
+                }
+                Some(basic_auth::header(user, password))
             }
-        }
+            _ => None,
+        };
         Ok(ProxyUrl {
             scheme,
             host,
             port: url.port().unwrap_or(scheme.default_port()),
             credentials,
+            basic_auth,
         })
     }
 
@@ -157,12 +166,7 @@ impl ProxyUrl {
     /// credentials, marked sensitive; `None` for SOCKS (which
     /// authenticates in its own handshake) or without credentials.
     pub(crate) fn basic_auth(&self) -> Option<HeaderValue> {
-        match (self.scheme, self.credentials()) {
-            (ProxyScheme::Http, Some((user, password))) => {
-                Some(basic_auth::header(user.as_bytes(), password.as_bytes()))
-            }
-            _ => None,
-        }
+        self.basic_auth.clone()
     }
 }
 
