@@ -633,7 +633,7 @@ fn an_upload_the_server_stops_taking_after_its_whole_answer_stops_at_the_write_t
     let recorder = Recorder::new();
     let client = h2c()
         .listener(recorder.clone())
-        .write_timeout(Duration::from_millis(300))
+        .write_timeout(Duration::from_millis(1500))
         .build()
         .unwrap();
     // 1 MiB: far past the server's 64 KiB window, which never opens.
@@ -699,7 +699,7 @@ fn an_upload_the_server_stops_taking_after_its_whole_answer_behind_a_full_pipe_s
     let recorder = Recorder::new();
     let client = h2c()
         .listener(recorder.clone())
-        .write_timeout(Duration::from_millis(300))
+        .write_timeout(Duration::from_millis(1500))
         .build()
         .unwrap();
     let response = upload_mib(&client, server.url("/"));
@@ -861,8 +861,8 @@ fn a_whole_answer_stands_when_the_keep_alive_ping_ends_the_connection_under_its_
     let recorder = Recorder::new();
     let client = h2c()
         .listener(recorder.clone())
-        .http2_keep_alive_interval(Duration::from_millis(100))
-        .http2_keep_alive_timeout(Duration::from_millis(300))
+        .http2_keep_alive_interval(Duration::from_millis(200))
+        .http2_keep_alive_timeout(Duration::from_secs(2))
         .build()
         .unwrap();
     let response = upload_mib(&client, server.url("/"));
@@ -1167,7 +1167,7 @@ fn the_request_timeout_ends_an_upload_after_its_whole_answer_and_frees_its_strea
         .unwrap();
     let first = client
         .post(server.url("/"))
-        .request_timeout(Duration::from_millis(500))
+        .request_timeout(Duration::from_secs(2))
         .body(vec![b'u'; 1 << 20])
         .send()
         .wait();

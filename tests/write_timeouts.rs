@@ -183,8 +183,8 @@ fn a_server_that_reads_an_upload_slowly_but_steadily_is_no_write_timeout() {
 /// server gets all of it; the connection is pooled after.
 #[test]
 fn a_server_that_reads_slowly_after_a_whole_2xx_is_no_write_timeout() {
-    const BODY: usize = 8 << 20;
-    let timeout = Duration::from_millis(400);
+    const BODY: usize = 16 << 20;
+    let timeout = Duration::from_secs(1);
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let server = thread::spawn(move || {
@@ -499,8 +499,8 @@ impl tickless::http_body::Body for Tap {
 /// After a whole 2xx, over TLS, an upload whose source has nothing for a
 /// while (it waits on its source, not on the server) while rustls still
 /// holds records the socket has no room for: the server, reading a little
-/// (too little for the socket to signal room), lets them go at the probe
-/// of the upload's bound — records, the server's progress, though no
+/// (too little for the socket to signal room), lets them go at the write
+/// timeout's probe of the socket — records, the server's progress, though no
 /// plaintext went (there is none to send). The upload must go on, as it
 /// does once the socket signals room (it then waits on its source, with
 /// no write timeout), and end when its source does; the connection is
@@ -508,7 +508,7 @@ impl tickless::http_body::Body for Tap {
 /// and closed the connection.
 #[test]
 fn over_tls_an_upload_after_a_whole_2xx_that_waits_on_its_source_is_no_write_timeout() {
-    let timeout = Duration::from_millis(600);
+    let timeout = Duration::from_secs(3);
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let config = support::tls::server_config(&support::tls::certs().valid);
