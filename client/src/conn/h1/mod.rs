@@ -1150,12 +1150,9 @@ fn write_all(transport: &mut Transport, bytes: &[u8], written: &mut usize) -> Se
         }
         // No more than the budget offered to one write either: on loopback
         // a reader as fast as the writer lets a single write take it all.
-        match transport.write(&bytes[*written..bytes.len().min(budget_end)]) {
-            Ok(0) => return Sent::Socket(send::write_zero()),
+        match send::write_some(transport, &bytes[*written..bytes.len().min(budget_end)]) {
             Ok(n) => *written += n,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Sent::SocketFull,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Sent::Socket(e),
+            Err(stopped) => return stopped,
         }
     }
     Sent::Done

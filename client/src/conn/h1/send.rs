@@ -165,19 +165,15 @@ impl BodyOut {
                 // loopback a reader as fast as the writer lets a single
                 // write take a whole body.
                 let end = front.len().min(self.written.saturating_add(left));
-                match transport.write(&front[self.written..end]) {
-                    Ok(0) => return Sent::Socket(write_zero()),
-                    Ok(n) => {
-                        self.written += n;
-                        self.sent += n as u64;
-                        if self.written == front.len() {
-                            self.queue.pop_front();
-                            self.written = 0;
-                        }
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Sent::SocketFull,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => return Sent::Socket(e),
+                let n = match write_some(transport, &front[self.written..end]) {
+                    Ok(n) => n,
+                    Err(stopped) => return stopped,
+                };
+                self.written += n;
+                self.sent += n as u64;
+                if self.written == front.len() {
+                    self.queue.pop_front();
+                    self.written = 0;
                 }
                 continue;
             }
@@ -248,6 +244,21 @@ impl BodyOut {
 }
 
 /// The error of a write that took nothing.
-pub(super) fn write_zero() -> io::Error {
+fn write_zero() -> io::Error {
     io::Error::new(io::ErrorKind::WriteZero, "the connection took no bytes")
+}
+
+/// One write of `bytes` (again if interrupted): how many the socket took,
+/// or what stopped it — a full socket, or its failure (a write that takes
+/// nothing is one).
+pub(super) fn write_some(transport: &mut Transport, bytes: &[u8]) -> Result<usize, Sent> {
+    loop {
+        return match transport.write(bytes) {
+            Ok(0) => Err(Sent::Socket(write_zero())),
+            Ok(n) => Ok(n),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Err(Sent::SocketFull),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => Err(Sent::Socket(e)),
+        };
+    }
 }
