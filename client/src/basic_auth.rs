@@ -6,18 +6,13 @@
 use base64::Engine;
 use http::HeaderValue;
 
-/// Whether `user` and `password` can be sent as Basic credentials: RFC
-/// 7617 §2 makes a user-id with a `:` invalid (the server takes the first
-/// `:` for the end of the name), and forbids control characters (CTL:
-/// 0x00-0x1F and 0x7F) in either.
-pub(crate) fn usable(user: &[u8], password: &[u8]) -> bool {
-    let control = |byte: &u8| byte.is_ascii_control();
-    !user.contains(&b':') && !user.iter().any(control) && !password.iter().any(control)
-}
-
 /// `Basic base64(user:password)`, marked sensitive (its `Debug` prints
-/// `Sensitive`).
-pub(crate) fn header(user: &[u8], password: &[u8]) -> HeaderValue {
+/// `Sensitive`) — or `None` for credentials that cannot be sent (see
+/// [`usable`]).
+pub(crate) fn header(user: &[u8], password: &[u8]) -> Option<HeaderValue> {
+    if !usable(user, password) {
+        return None;
+    }
     let mut pair = Vec::with_capacity(user.len() + 1 + password.len());
     pair.extend_from_slice(user);
     pair.push(b':');
@@ -27,7 +22,16 @@ pub(crate) fn header(user: &[u8], password: &[u8]) -> HeaderValue {
     let mut header =
         HeaderValue::try_from(value).expect("`Basic ` and base64 make a valid header value");
     header.set_sensitive(true);
-    header
+    Some(header)
+}
+
+/// Whether `user` and `password` can be sent as Basic credentials: RFC
+/// 7617 §2 makes a user-id with a `:` invalid (the server takes the first
+/// `:` for the end of the name), and forbids control characters (CTL:
+/// 0x00-0x1F and 0x7F) in either.
+fn usable(user: &[u8], password: &[u8]) -> bool {
+    let control = |byte: &u8| byte.is_ascii_control();
+    !user.contains(&b':') && !user.iter().any(control) && !password.iter().any(control)
 }
 
 #[cfg(test)]
@@ -36,20 +40,20 @@ mod tests {
 
     #[test]
     fn the_header_is_rfc_7617s() {
-        let value = header(b"Aladdin", b"open sesame");
+        let value = header(b"Aladdin", b"open sesame").unwrap();
         assert_eq!(value, "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==");
         assert!(value.is_sensitive());
-        assert_eq!(header(b"", b""), "Basic Og==");
+        assert_eq!(header(b"", b"").unwrap(), "Basic Og==");
         assert_eq!(
-            header("test".as_bytes(), "123£".as_bytes()),
+            header("test".as_bytes(), "123£".as_bytes()).unwrap(),
             "Basic dGVzdDoxMjPCow=="
         );
     }
 
     #[test]
     fn a_colon_in_the_name_or_a_control_character_is_unusable() {
-        assert!(usable(b"alice", b"p:w"));
-        assert!(usable(b"", b""));
+        assert!(header(b"alice", b"p:w").is_some());
+        assert!(header(b"", b"").is_some());
         for (user, password) in [
             (&b"al:ice"[..], &b""[..]),
             (b"al\r\nice", b""),
@@ -57,7 +61,7 @@ mod tests {
             (b"alice", b"p\nw"),
             (b"alice", b"pw\x7f"),
         ] {
-            assert!(!usable(user, password), "{user:?} {password:?}");
+            assert!(header(user, password).is_none(), "{user:?} {password:?}");
         }
     }
 }

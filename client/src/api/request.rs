@@ -245,12 +245,12 @@ impl RequestBuilder {
     /// character in either part; the password may hold a `:`.
     pub fn basic_auth(mut self, user: &str, password: Option<&str>) -> Self {
         let (user, password) = (user.as_bytes(), password.unwrap_or_default().as_bytes());
-        if !crate::basic_auth::usable(user, password) {
-            self.invalid = Some(InvalidRequest::BasicAuthUser);
-            return self;
+        match crate::basic_auth::header(user, password) {
+            Some(header) => {
+                self.headers.insert(AUTHORIZATION, header);
+            }
+            None => self.invalid = Some(InvalidRequest::BasicAuthUser),
         }
-        self.headers
-            .insert(AUTHORIZATION, crate::basic_auth::header(user, password));
         self
     }
 

@@ -552,10 +552,8 @@ fn credentials_to_header(
         // Decoded, a `%3A` in the name would move where the server splits
         // name from password, sending other credentials than the URI's.
         let password = password.unwrap_or_default();
-        if !basic_auth::usable(&user, &password) {
-            return Err(invalid());
-        }
-        headers.insert(AUTHORIZATION, basic_auth::header(&user, &password));
+        let header = basic_auth::header(&user, &password).ok_or_else(invalid)?;
+        headers.insert(AUTHORIZATION, header);
     }
     let mut parts = uri.into_parts();
     parts.authority = Some(host);

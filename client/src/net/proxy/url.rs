@@ -115,11 +115,8 @@ impl ProxyUrl {
         // credentials than the URL's. SOCKS5 sends each with its length.
         let basic_auth = match (scheme, &credentials) {
             (ProxyScheme::Http, Some((user, password))) => {
-                let (user, password) = (user.as_bytes(), password.as_bytes());
-                if !basic_auth::usable(user, password) {
-                    return Err(ProxyUrlError::Credentials);
-                }
-                Some(basic_auth::header(user, password))
+                let header = basic_auth::header(user.as_bytes(), password.as_bytes());
+                Some(header.ok_or(ProxyUrlError::Credentials)?)
             }
             _ => None,
         };
@@ -246,7 +243,7 @@ mod tests {
         assert_eq!(p.credentials(), Some(("us@er", "p:ss")));
         assert_eq!(
             p.basic_auth().unwrap(),
-            basic_auth::header(b"us@er", b"p:ss")
+            basic_auth::header(b"us@er", b"p:ss").unwrap()
         );
         assert!(p.basic_auth().unwrap().is_sensitive());
         let p = parse("socks5://alice:s3cret@host");
@@ -289,7 +286,7 @@ mod tests {
         );
         assert_eq!(
             parse("http://u:x%3Ay@h").basic_auth().unwrap(),
-            basic_auth::header(b"u", b"x:y")
+            basic_auth::header(b"u", b"x:y").unwrap()
         );
     }
 
