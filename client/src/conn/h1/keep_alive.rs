@@ -7,11 +7,13 @@
 //! closes it races the close, and fails or goes again: the pool keeps the
 //! connection idle a margin less than the server's timeout.
 //!
-//! * Parameters are `name=value`, separated by commas, in any order, names
-//!   in any case, with optional whitespace around each part; a value may be
-//!   quoted. Other parameters are ignored, and so is a `timeout` or `max`
-//!   whose value is not a whole number of decimal digits (`-3`, `2.5`,
-//!   empty, too large).
+//! * Parameters are `name=value`, in a comma-separated list (RFC 9110
+//!   §5.6.1), in any order, names in any case, with optional whitespace
+//!   around each part; a value may be a quoted-string (§5.6.4), inside
+//!   which a comma does not end the parameter. Other parameters are
+//!   ignored, and so is a `timeout` or `max` whose value is not a whole
+//!   number of decimal digits (`-3`, `2.5`, empty, too large, or quoted
+//!   with a backslash in it).
 //! * `timeout=N` allows `N` − [`MARGIN`] of idle time, none for `N` ≤ 1.
 //!   A response that says none leaves the last one's word standing.
 //! * `max=N` is the number of requests the server still takes on the
@@ -101,7 +103,7 @@ impl Said {
     fn of(headers: &HeaderMap) -> Said {
         let mut said = Said::default();
         for value in headers.get_all(KEEP_ALIVE) {
-            for param in value.as_bytes().split(|&byte| byte == b',') {
+            for param in list_elements(value.as_bytes()) {
                 said.take(param);
             }
         }
@@ -129,6 +131,37 @@ impl Said {
             self.max = Some(self.max.map_or(n, |smallest| smallest.min(n)));
         }
     }
+}
+
+/// The elements of a comma-separated list (RFC 9110 §5.6.1), untrimmed,
+/// empty ones included: split at each comma outside a quoted-string
+/// (§5.6.4), in which a backslash escapes the byte after it. An unclosed
+/// quoted-string runs to the end.
+fn list_elements(list: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut rest = Some(list);
+    std::iter::from_fn(move || {
+        let list = rest?;
+        let end = element_end(list);
+        // `None` once the last element (no comma after it) is taken.
+        rest = list.get(end + 1..);
+        Some(&list[..end])
+    })
+}
+
+/// Where the first element of `list` ends: at its first comma outside a
+/// quoted-string, else at its end.
+fn element_end(list: &[u8]) -> usize {
+    let (mut quoted, mut escaped) = (false, false);
+    for (at, &byte) in list.iter().enumerate() {
+        match byte {
+            _ if escaped => escaped = false,
+            b'\\' if quoted => escaped = true,
+            b'"' => quoted = !quoted,
+            b',' if !quoted => return at,
+            _ => {}
+        }
+    }
+    list.len()
 }
 
 /// `digits` as a number, if it is 1 to 19 decimal digits (so within
@@ -282,5 +315,24 @@ mod tests {
             limits_after(&[&["timeout=5"], &[], &["timeout=10"], &["max=5"]]),
             [secs(4), secs(4), secs(9), secs(9)]
         );
+    }
+
+    /// A quoted-string's commas (and escaped quotes) are inside its value,
+    /// not between parameters.
+    #[test]
+    fn commas_inside_a_quoted_value_do_not_split_it() {
+        assert_eq!(limit_of(&["foo=\"a,timeout=1\", timeout=30"]), secs(29));
+        assert_eq!(limit_of(&["foo=\"a, timeout=1, b\", timeout=30"]), secs(29));
+        assert_eq!(limit_of(&["foo=\"a,max=0,b\""]), None);
+        assert_eq!(limit_of(&["foo=\"a\\\",max=0\", max=3"]), None);
+        assert_eq!(
+            limit_of(&["foo=\"a\\\\\", max=0"]),
+            secs(0),
+            "an escaped backslash does not escape the quote after it"
+        );
+        assert_eq!(limit_of(&["timeout=30, foo=\"x,y\", max=0"]), secs(0));
+        // An unclosed quoted-string runs to the end.
+        assert_eq!(limit_of(&["foo=\"a, timeout=1"]), None);
+        assert_eq!(limit_of(&["timeout=5,,, foo=\"\""]), secs(4));
     }
 }
