@@ -76,7 +76,11 @@
 //!   case, with or without a final dot; an IP address (IPv6 in brackets,
 //!   `[::1]:443:127.0.0.1`, as curl 8.13 takes it; `127.2` is
 //!   `127.0.0.2`, as in a URL) is replaced too, at every port of it — so
-//!   one address at two ports is refused.
+//!   one address at two ports is refused. An IPv6 `ADDR` may have a
+//!   zone id, its interface's name or index, written as it is
+//!   (`[fe80::1%eth0]`, `fe80::1%2`, as `getaddrinfo` takes it): the
+//!   connection goes out through that interface. A zone naming no
+//!   interface, or on an IPv4 address, is refused.
 //! * `--http2`: over TLS, offer HTTP/2 alone (ALPN `h2`), and fail if the
 //!   server will not speak it; `--http1.1`: offer HTTP/1.1 alone. By
 //!   default the handshake offers both and the server picks.
@@ -182,7 +186,9 @@ struct Args {
 struct Resolve {
     host: String,
     port: u16,
-    addrs: Vec<std::net::IpAddr>,
+    /// At port 0, an IPv6 one with its zone's scope id: the port is set
+    /// where they are used, keeping it (`SocketAddr::set_port`).
+    addrs: Vec<std::net::SocketAddr>,
 }
 
 fn parse_resolve(value: &str) -> Result<Resolve, String> {
@@ -203,11 +209,7 @@ fn parse_resolve(value: &str) -> Result<Resolve, String> {
     let port = port.parse().map_err(|_| bad())?;
     let addrs = addrs
         .split(',')
-        .map(|addr| {
-            let bare = addr.trim().trim_start_matches('[').trim_end_matches(']');
-            bare.parse()
-                .map_err(|_| format!("--resolve: not an IP address: {addr:?}"))
-        })
+        .map(parse_resolve_addr)
         .collect::<Result<Vec<_>, _>>()?;
     if host.is_empty() {
         return Err(bad());
@@ -217,6 +219,60 @@ fn parse_resolve(value: &str) -> Result<Resolve, String> {
         port,
         addrs,
     })
+}
+
+/// One `ADDR` of a `--resolve` entry, at port 0: an IP address (IPv6 in
+/// brackets or not), an IPv6 one maybe with a zone id after a `%` — its
+/// interface's name or index, as `getaddrinfo` reads it — which becomes
+/// its scope id. Without the scope id a link-local address
+/// (`fe80::1%eth0`) could not be reached: a zone is used or refused,
+/// never dropped.
+fn parse_resolve_addr(addr: &str) -> Result<std::net::SocketAddr, String> {
+    let bare = addr.trim().trim_start_matches('[').trim_end_matches(']');
+    let (ip, zone) = match bare.split_once('%') {
+        Some((ip, zone)) => (ip, Some(zone)),
+        None => (bare, None),
+    };
+    let ip: std::net::IpAddr = ip
+        .parse()
+        .map_err(|_| format!("--resolve: not an IP address: {addr:?}"))?;
+    let Some(zone) = zone else {
+        return Ok(std::net::SocketAddr::new(ip, 0));
+    };
+    let std::net::IpAddr::V6(ip) = ip else {
+        return Err(format!(
+            "--resolve: a zone id is for an IPv6 address: {addr:?}"
+        ));
+    };
+    let Some(scope_id) = interface_index(zone) else {
+        // A URL writes the `%` as `%25` (RFC 6874); here it is written
+        // as it is, so `%25eth0` names an interface `25eth0`.
+        let url_form = zone
+            .strip_prefix("25")
+            .filter(|rest| interface_index(rest).is_some())
+            .map(|rest| format!(" (written as in a URL? here it is %{rest})"))
+            .unwrap_or_default();
+        return Err(format!(
+            "--resolve: no network interface {zone:?}, the zone of {addr:?}{url_form}"
+        ));
+    };
+    Ok(std::net::SocketAddr::V6(std::net::SocketAddrV6::new(
+        ip, 0, 0, scope_id,
+    )))
+}
+
+/// The index of the network interface a zone id names: a number as it
+/// is, a name as the system knows it (`if_nametoindex`); `None` for an
+/// empty zone or a name no interface has.
+fn interface_index(zone: &str) -> Option<u32> {
+    if !zone.is_empty() && zone.bytes().all(|byte| byte.is_ascii_digit()) {
+        return zone.parse().ok();
+    }
+    let name = std::ffi::CString::new(zone).ok()?;
+    // SAFETY: `name` is a NUL-terminated string that lives past the call,
+    // which only reads it.
+    let index = unsafe { libc::if_nametoindex(name.as_ptr()) };
+    (index != 0).then_some(index)
 }
 
 /// A host as the table keys it, from an entry and from the client's
@@ -246,11 +302,8 @@ fn ip_overrides(entries: &[Resolve]) -> Result<Vec<(String, Vec<std::net::Socket
             },
             Ok(url::Host::Ipv6(ip)) => ip.to_string(),
         };
-        let addrs = entry
-            .addrs
-            .iter()
-            .map(|addr| std::net::SocketAddr::new(*addr, 0))
-            .collect();
+        // At port 0, the request's.
+        let addrs = entry.addrs.clone();
         match overrides.iter_mut().find(|(known, _, _)| *known == ip) {
             Some((_, port, _)) if *port != entry.port => {
                 return Err(format!(
@@ -290,7 +343,11 @@ impl ResolveTable {
                 let addrs = entry
                     .addrs
                     .iter()
-                    .map(|ip| std::net::SocketAddr::new(*ip, entry.port))
+                    .map(|addr| {
+                        let mut addr = *addr;
+                        addr.set_port(entry.port);
+                        addr
+                    })
                     .collect();
                 ((entry.host.clone(), entry.port), addrs)
             })

@@ -4,6 +4,7 @@
 
 mod support;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
@@ -234,6 +235,33 @@ fn a_keep_alive_with_no_time_or_requests_left_is_not_pooled() {
         assert_eq!(server.connections_accepted(), 2, "{keep_alive}");
         client.close();
     }
+}
+
+/// `Keep-Alive: max=1` allows one more request on the connection (RFC
+/// 2068 §19.7.1.1: the requests the server still takes; Apache counts it
+/// down to 1): the connection carries that one, then is not reused,
+/// though the last response does not say `Connection: close` (it was
+/// reused for as long as the server kept it open).
+#[test]
+fn a_connection_carries_no_more_requests_than_keep_alive_max_allows() {
+    let server = TestServer::start(Behaviour::per_connection(|_| {
+        let answered = AtomicUsize::new(0);
+        Behaviour::respond(move |_| match answered.fetch_add(1, Ordering::Relaxed) {
+            0 => response(200, &[("Keep-Alive", "timeout=30, max=1")], b"hi"),
+            _ => ok("hi"),
+        })
+    }));
+    let clock = ManualClock::new();
+    let client = client(&clock, Duration::from_secs(90), Duration::ZERO);
+    for _ in 0..4 {
+        get(&client, &server);
+    }
+    let mut per_connection = [0; 4];
+    for request in server.requests() {
+        per_connection[request.connection_index] += 1;
+    }
+    assert_eq!(per_connection, [2, 2, 0, 0], "requests per connection");
+    client.close();
 }
 
 /// A `Keep-Alive` the client cannot read says nothing: the client's own

@@ -821,3 +821,59 @@ fn resolve_an_ip_literal_in_another_spelling_matches_the_same_url() {
         "{output:?}"
     );
 }
+
+/// An IPv6 `ADDR` with a zone id (`getaddrinfo`'s form: the interface's
+/// name or index after a `%`) is used: the connection goes to it. (It was
+/// refused as "not an IP address".) On `::1` any zone connects — Linux
+/// reads a scope id for link-local addresses only — so what shows it is
+/// read, not dropped, are the zones refused as bad arguments: one naming
+/// no interface, one on an IPv4 address, and a URL's `%25` for `%`.
+#[test]
+fn resolve_takes_an_ipv6_address_with_a_zone_id_or_refuses_it() {
+    let Ok(listener) = std::net::TcpListener::bind("[::1]:0") else {
+        return; // No IPv6 loopback here.
+    };
+    let port = listener.local_addr().unwrap().port();
+    let entries = [
+        format!("zoned.invalid:{port}:[::1%lo]"),
+        format!("zoned.invalid:{port}:::1%1"),
+        // An IP address's entry: the client's own override, at port 0.
+        format!("127.0.0.2:{port}:[::1%lo]"),
+    ];
+    let served = entries.len();
+    let server = std::thread::spawn(move || {
+        for (index, stream) in listener.incoming().take(served).enumerate() {
+            let mut stream = stream.unwrap();
+            let request = RequestReader::new(index).read_request(&mut stream).unwrap();
+            stream.write_all(&ok(&request.target)).unwrap();
+        }
+    });
+    for entry in &entries {
+        let host = entry.split_once(':').unwrap().0;
+        let url = format!("http://{host}:{port}/zoned");
+        let output = get(&[&url, "--resolve", entry, "--no-proxy"]);
+        assert_eq!(output.status.code(), Some(0), "{entry}: {output:?}");
+        assert!(stdout(&output).ends_with("/zoned"), "{entry}: {output:?}");
+    }
+    server.join().unwrap();
+
+    for (addr, says) in [
+        (
+            "[fe80::1%no-such-if0]",
+            "no network interface \"no-such-if0\"",
+        ),
+        ("fe80::1%", "no network interface \"\""),
+        ("127.0.0.1%lo", "a zone id is for an IPv6 address"),
+        ("[fe80::1%25lo]", "here it is %lo"),
+    ] {
+        let entry = format!("zoned.invalid:{port}:{addr}");
+        let output = get(&[
+            &format!("http://zoned.invalid:{port}/"),
+            "--resolve",
+            &entry,
+        ]);
+        assert_eq!(output.status.code(), Some(2), "{entry}: {output:?}");
+        let shown = String::from_utf8_lossy(&output.stderr);
+        assert!(shown.contains(says), "{entry}: {shown}");
+    }
+}

@@ -237,7 +237,8 @@ impl ClientBuilder {
     /// HTTP/1.1 server that announces a shorter one (`Keep-Alive:
     /// timeout=5`) has its connections kept 1 s less than it says, so that
     /// no request races its close; `timeout=1` or `max=0` (no more
-    /// requests) keeps them out of the pool.
+    /// requests) keeps them out of the pool, and `max=N` lets a connection
+    /// carry no more than `N` further requests.
     pub fn pooled_connection_idle_timeout(mut self, timeout: Duration) -> Self {
         self.config.pooled_connection_idle_timeout = nonzero(timeout);
         self

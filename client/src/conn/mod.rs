@@ -291,10 +291,10 @@ pub(crate) struct Conn {
     /// it and ends before anything is sent leaves it idle since then, not
     /// since it came back.
     idle_since: Instant,
-    /// How long it may sit idle in the pool, as the last HTTP/1 response
-    /// that said so (`Keep-Alive: timeout=5`, see `h1::keep_alive`) had it:
-    /// the server closes it then. `None`: no response said.
-    server_idle_limit: Option<Duration>,
+    /// What its HTTP/1 responses' `Keep-Alive` headers have said of how
+    /// long it may sit idle in the pool (the server closes it then) and
+    /// how many more requests it may carry.
+    server_keep_alive: h1::keep_alive::ServerKeepAlive,
     info: Option<ConnectionInfo>,
     state: State,
     buf: ReadBuf,

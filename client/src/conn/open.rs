@@ -143,7 +143,7 @@ pub(crate) fn connect(
             remote: None,
             created,
             idle_since: created,
-            server_idle_limit: None,
+            server_keep_alive: Default::default(),
             info: None,
             state: State::Connecting(Connecting::new(exchange.clone(), addrs, socks)),
             buf: Default::default(),

@@ -7,20 +7,30 @@
 //! closes it races the close, and fails or goes again: the pool keeps the
 //! connection idle a margin less than the server's timeout.
 //!
-//! * Parameters are `name=value`, separated by commas, in any order, names
-//!   in any case, with optional whitespace around each part; a value may be
-//!   quoted. Other parameters are ignored, and so is a `timeout` or `max`
-//!   whose value is not a whole number of decimal digits (`-3`, `2.5`,
-//!   empty, too large).
+//! * Parameters are `name=value`, in a comma-separated list (RFC 9110
+//!   §5.6.1), in any order, names in any case, with optional whitespace
+//!   around each part; a value may be a quoted-string (§5.6.4), inside
+//!   which a comma does not end the parameter. Other parameters are
+//!   ignored, and so is a `timeout` or `max` whose value is not a whole
+//!   number of decimal digits (`-3`, `2.5`, empty, too large, or quoted
+//!   with a backslash in it).
 //! * `timeout=N` allows `N` − [`MARGIN`] of idle time, none for `N` ≤ 1.
-//! * `max=0` (no requests left) allows none. `max=1` allows one more
-//!   request: Apache announces the requests it still takes (`max=1` on the
-//!   response before the last, which carries `Connection: close`); Node.js
-//!   its per-connection total, and closes with `Connection: close` too. A
-//!   last response is thus known by its `Connection: close`, which the
-//!   decoder reads.
-//! * With several values (repeated parameters, several header lines), the
-//!   shortest holds.
+//!   A response that says none leaves the last one's word standing.
+//! * `max=N` is the number of requests the server still takes on the
+//!   connection after this response (RFC 2068 §19.7.1.1; MDN: "the
+//!   maximum number of requests that can be sent on this connection
+//!   before closing it"), and each response says it anew. Apache counts
+//!   it down — `max=100`, `max=99`, …, `max=1`, then a last response with
+//!   `Connection: close` — and Node.js states its per-connection total on
+//!   each response; either way the last word holds. A response that
+//!   does not restate it used up one of the requests the last one allowed
+//!   (it answered one of them): after `max=1` the connection carries one
+//!   more request and is not reused after it, whether or not its response
+//!   says `Connection: close` (a server that closes after its count
+//!   without saying so would have the next request fail on a dead
+//!   connection, or race the close). `max=0` allows none at once.
+//! * With several values in one response (repeated parameters, several
+//!   header lines), the shortest timeout and the smallest `max` hold.
 
 use http::header::HeaderName;
 use http::HeaderMap;
@@ -41,41 +51,117 @@ const KEEP_ALIVE: HeaderName = HeaderName::from_static("keep-alive");
 /// across the world; for timeouts of 10 s and more the two agree.
 pub(super) const MARGIN: Duration = Duration::from_secs(1);
 
-/// How long the connection that carried a response with `headers` may sit
-/// idle in the pool, as its `Keep-Alive` header says: `None` without a
-/// usable one (the client's own idle timeout alone holds), `Some(ZERO)` if
-/// it must not be reused. Costs a header lookup without the header, and
-/// never allocates.
-pub(super) fn idle_limit(headers: &HeaderMap) -> Option<Duration> {
-    let mut limit: Option<Duration> = None;
-    for value in headers.get_all(KEEP_ALIVE) {
-        for param in value.as_bytes().split(|&byte| byte == b',') {
-            let Some(this) = param_limit(param) else {
-                continue;
-            };
-            limit = Some(limit.map_or(this, |limit| limit.min(this)));
-        }
-    }
-    limit
+/// What a connection's server has said, in its responses' `Keep-Alive`
+/// headers, of how long the connection may sit idle and how many more
+/// requests it may carry. Starts saying nothing (a new connection).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(in crate::conn) struct ServerKeepAlive {
+    /// The idle time the last `timeout` said allows ([`MARGIN`] off).
+    idle: Option<Duration>,
+    /// The requests the connection may still carry: what the last `max`
+    /// said, less one for each response since (each answered one of
+    /// them). `None`: no response has said.
+    requests_left: Option<u64>,
 }
 
-/// The idle time one parameter (`timeout=5`, `max=0`) allows, if it is one
-/// of the two and its value a whole number.
-fn param_limit(param: &[u8]) -> Option<Duration> {
-    let eq = param.iter().position(|&byte| byte == b'=')?;
-    let (name, value) = (param[..eq].trim_ascii(), param[eq + 1..].trim_ascii());
-    let value = value
-        .strip_prefix(b"\"")
-        .and_then(|quoted| quoted.strip_suffix(b"\""))
-        .unwrap_or(value);
-    if name.eq_ignore_ascii_case(b"timeout") {
-        let seconds = number(value)?;
-        Some(Duration::from_secs(seconds).saturating_sub(MARGIN))
-    } else if name.eq_ignore_ascii_case(b"max") {
-        (number(value)? == 0).then_some(Duration::ZERO)
-    } else {
-        None
+impl ServerKeepAlive {
+    /// Takes in the headers of a final response on the connection (every
+    /// one: a response without `Keep-Alive` counts a request down). Costs
+    /// a header lookup without the header, and never allocates.
+    pub(in crate::conn) fn heed(&mut self, headers: &HeaderMap) {
+        let said = Said::of(headers);
+        if said.idle.is_some() {
+            self.idle = said.idle;
+        }
+        self.requests_left = said
+            .max
+            .or_else(|| self.requests_left.map(|left| left.saturating_sub(1)));
     }
+
+    /// How long the connection may sit idle in the pool: `None` without a
+    /// usable word (the client's own idle timeout alone holds),
+    /// `Some(ZERO)` if it must not be reused (no time or no requests left).
+    pub(in crate::conn) fn idle_limit(&self) -> Option<Duration> {
+        if self.requests_left == Some(0) {
+            return Some(Duration::ZERO);
+        }
+        self.idle
+    }
+}
+
+/// What one response's `Keep-Alive` headers say.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Said {
+    /// The shortest `timeout`'s idle time ([`MARGIN`] off).
+    idle: Option<Duration>,
+    /// The smallest `max`.
+    max: Option<u64>,
+}
+
+impl Said {
+    /// What the `Keep-Alive` values among `headers` say.
+    fn of(headers: &HeaderMap) -> Said {
+        let mut said = Said::default();
+        for value in headers.get_all(KEEP_ALIVE) {
+            for param in list_elements(value.as_bytes()) {
+                said.take(param);
+            }
+        }
+        said
+    }
+
+    /// Takes in one parameter (`timeout=5`, `max=0`), if it is one of the
+    /// two and its value a whole number.
+    fn take(&mut self, param: &[u8]) {
+        let Some(eq) = param.iter().position(|&byte| byte == b'=') else {
+            return;
+        };
+        let (name, value) = (param[..eq].trim_ascii(), param[eq + 1..].trim_ascii());
+        let value = value
+            .strip_prefix(b"\"")
+            .and_then(|quoted| quoted.strip_suffix(b"\""))
+            .unwrap_or(value);
+        let Some(n) = number(value) else {
+            return;
+        };
+        if name.eq_ignore_ascii_case(b"timeout") {
+            let idle = Duration::from_secs(n).saturating_sub(MARGIN);
+            self.idle = Some(self.idle.map_or(idle, |shortest| shortest.min(idle)));
+        } else if name.eq_ignore_ascii_case(b"max") {
+            self.max = Some(self.max.map_or(n, |smallest| smallest.min(n)));
+        }
+    }
+}
+
+/// The elements of a comma-separated list (RFC 9110 §5.6.1), untrimmed,
+/// empty ones included: split at each comma outside a quoted-string
+/// (§5.6.4), in which a backslash escapes the byte after it. An unclosed
+/// quoted-string runs to the end.
+fn list_elements(list: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut rest = Some(list);
+    std::iter::from_fn(move || {
+        let list = rest?;
+        let end = element_end(list);
+        // `None` once the last element (no comma after it) is taken.
+        rest = list.get(end + 1..);
+        Some(&list[..end])
+    })
+}
+
+/// Where the first element of `list` ends: at its first comma outside a
+/// quoted-string, else at its end.
+fn element_end(list: &[u8]) -> usize {
+    let (mut quoted, mut escaped) = (false, false);
+    for (at, &byte) in list.iter().enumerate() {
+        match byte {
+            _ if escaped => escaped = false,
+            b'\\' if quoted => escaped = true,
+            b'"' => quoted = !quoted,
+            b',' if !quoted => return at,
+            _ => {}
+        }
+    }
+    list.len()
 }
 
 /// `digits` as a number, if it is 1 to 19 decimal digits (so within
@@ -96,12 +182,31 @@ mod tests {
     use super::*;
     use http::HeaderValue;
 
-    fn limit_of(values: &[&'static str]) -> Option<Duration> {
+    fn headers(values: &[&'static str]) -> HeaderMap {
         let mut headers = HeaderMap::new();
         for value in values {
             headers.append(KEEP_ALIVE, HeaderValue::from_static(value));
         }
-        idle_limit(&headers)
+        headers
+    }
+
+    /// The idle limit of a new connection after one response with
+    /// `Keep-Alive: <values>`.
+    fn limit_of(values: &[&'static str]) -> Option<Duration> {
+        limits_after(&[values])[0]
+    }
+
+    /// The idle limit after each response, the `i`-th with the
+    /// `Keep-Alive` values `responses[i]` (none: no such header).
+    fn limits_after(responses: &[&[&'static str]]) -> Vec<Option<Duration>> {
+        let mut server = ServerKeepAlive::default();
+        responses
+            .iter()
+            .map(|values| {
+                server.heed(&headers(values));
+                server.idle_limit()
+            })
+            .collect()
     }
 
     const fn secs(n: u64) -> Option<Duration> {
@@ -165,5 +270,69 @@ mod tests {
             limit_of(&["timeout=9999999999999999999"]),
             secs(9_999_999_999_999_999_998)
         );
+    }
+
+    /// `max` is how many more requests the connection takes, said anew by
+    /// each response; a response that does not say it used one up.
+    #[test]
+    fn max_counts_down_the_requests_left() {
+        const NONE: &[&str] = &[];
+        assert_eq!(
+            limits_after(&[&["max=2"], NONE, NONE]),
+            [None, None, secs(0)],
+            "two more requests, then none"
+        );
+        assert_eq!(limits_after(&[&["max=1"], NONE]), [None, secs(0)]);
+        // Restated (Node.js's total on each response), it holds anew.
+        assert_eq!(
+            limits_after(&[&["max=1"], &["max=1"], &["max=1"], NONE]),
+            [None, None, None, secs(0)]
+        );
+        // Apache's count-down.
+        assert_eq!(
+            limits_after(&[
+                &["timeout=5, max=3"],
+                &["timeout=5, max=2"],
+                &["timeout=5, max=1"]
+            ]),
+            [secs(4), secs(4), secs(4)]
+        );
+        // A timeout alone says nothing of the count, which goes on.
+        assert_eq!(
+            limits_after(&[&["timeout=30, max=1"], &["timeout=10"]]),
+            [secs(29), secs(0)]
+        );
+        // Nor does a malformed max.
+        assert_eq!(limits_after(&[&["max=1"], &["max=x"]]), [None, secs(0)]);
+        // Without any max, no count.
+        assert_eq!(limits_after(&[NONE, NONE, NONE]), [None, None, None]);
+    }
+
+    /// A timeout said once stands until a response says another.
+    #[test]
+    fn the_last_timeout_said_stands() {
+        assert_eq!(
+            limits_after(&[&["timeout=5"], &[], &["timeout=10"], &["max=5"]]),
+            [secs(4), secs(4), secs(9), secs(9)]
+        );
+    }
+
+    /// A quoted-string's commas (and escaped quotes) are inside its value,
+    /// not between parameters.
+    #[test]
+    fn commas_inside_a_quoted_value_do_not_split_it() {
+        assert_eq!(limit_of(&["foo=\"a,timeout=1\", timeout=30"]), secs(29));
+        assert_eq!(limit_of(&["foo=\"a, timeout=1, b\", timeout=30"]), secs(29));
+        assert_eq!(limit_of(&["foo=\"a,max=0,b\""]), None);
+        assert_eq!(limit_of(&["foo=\"a\\\",max=0\", max=3"]), None);
+        assert_eq!(
+            limit_of(&["foo=\"a\\\\\", max=0"]),
+            secs(0),
+            "an escaped backslash does not escape the quote after it"
+        );
+        assert_eq!(limit_of(&["timeout=30, foo=\"x,y\", max=0"]), secs(0));
+        // An unclosed quoted-string runs to the end.
+        assert_eq!(limit_of(&["foo=\"a, timeout=1"]), None);
+        assert_eq!(limit_of(&["timeout=5,,, foo=\"\""]), secs(4));
     }
 }

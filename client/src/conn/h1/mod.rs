@@ -5,7 +5,7 @@
 //! once on a fresh connection, or closed with a typed error.
 
 mod collect;
-mod keep_alive;
+pub(super) mod keep_alive;
 mod send;
 
 use super::read_buf::{read_spare_once, Filled};
@@ -709,11 +709,7 @@ impl Conn {
                         active.write_stall.end(&exchange);
                     }
                     self.buf.consume(consumed);
-                    // The last server word on its idle timeout holds; a
-                    // response without one leaves the last word as it was.
-                    if let Some(limit) = keep_alive::idle_limit(&head.headers) {
-                        self.server_idle_limit = Some(limit);
-                    }
+                    self.server_keep_alive.heed(&head.headers);
                     exchange.listener.on_status(head.status);
                     exchange.listener.on_headers(&head.headers);
                     let head = Head {
@@ -1104,7 +1100,7 @@ impl Conn {
             route: self.route.clone(),
             idle_since: self.idle_since,
             created: self.created,
-            server_idle_limit: self.server_idle_limit,
+            server_idle_limit: self.server_keep_alive.idle_limit(),
         };
         match self.owner.offer(idle, now) {
             Offered::Kept => finished.listener.on_connection_offered(&info),
