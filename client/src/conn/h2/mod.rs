@@ -662,12 +662,15 @@ impl Conn {
             return;
         };
         let limit = h2.stream_limit(self.env().config.http2.max_concurrent_streams);
-        // Ended ones stay queued until they reach the front: not counted
-        // as waiting. The queue is empty but at the stream limit, where
-        // the count costs a look at each waiting request.
-        let waiting = h2.queue.iter().filter(|e| !e.is_done()).count();
-        h2.load
-            .publish(h2.streams.len() + h2.queue.len(), waiting, limit);
+        // The queue's length, not a look at each request (called for each
+        // request taken, and each pass: a burst queued at the stream limit
+        // cost its length squared). A queued request that ends from
+        // outside (a timeout, a cancel, the client closing) has its abort
+        // on the way to this loop, which takes it out of the queue and
+        // publishes again ([`Conn::abort_h2`]): until then it counts, as
+        // a request ended since the last count always did.
+        let waiting = h2.queue.len();
+        h2.load.publish(h2.streams.len() + waiting, waiting, limit);
     }
 
     /// The server's limit has dropped below the streams open here, or to
