@@ -558,7 +558,7 @@ impl Conn {
                     h2.phase = Phase::Open { send, conn, ping };
                     // Open: the drive polls the streams a read wakes
                     // before it reads again (see `AsyncIo`).
-                    h2.io_ready.hold_eof();
+                    h2.io_ready.opened();
                     self.share_h2(cx);
                 }
                 Poll::Ready(Err(error)) => return self.end_h2(cx, Some(error)),
