@@ -1096,7 +1096,14 @@ impl Conn {
             h2.idle_since = Some(self.owner.env().clock.now());
         }
         self.publish_load();
-        self.give_permit_if_wanted(cx);
+        if self.give_permit_if_wanted(cx) {
+            return;
+        }
+        // The timer for what is left: a request taken out of the queue
+        // brings no drive (a stream's reset does), and may have left the
+        // connection idle — its idle timeout to arm — or no request held
+        // back any more, for the recheck to wake for.
+        self.arm_h2_timer(cx);
     }
 
     /// A shared connection that has just lost its last stream (its count
