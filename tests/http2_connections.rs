@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use support::h2_server::{
-    answer, await_reset, frame, max_streams, settings_ack, H2Server, H2Stream, RawConn,
+    answer, await_reset, frame, max_streams, ok_headers, settings_ack, H2Server, H2Stream, RawConn,
     RawH2Server, ACK, END_HEADERS, END_STREAM, HEADERS, SETTINGS,
 };
 use support::*;
@@ -378,7 +378,8 @@ fn a_request_that_ends_while_waiting_for_the_connection_being_opened_is_let_go()
 
 /// `stats().waiting` counts every request held back, not only those in
 /// the pool's queues: those waiting for the HTTP/2 connection being
-/// opened, and those waiting for a stream of one at its limit.
+/// opened, and those waiting for a stream of one at its limit — until
+/// they end.
 #[test]
 fn waiting_counts_the_requests_waiting_for_an_http2_connection_or_a_stream() {
     // The opener is connecting, not waiting.
@@ -405,6 +406,16 @@ fn waiting_counts_the_requests_waiting_for_an_http2_connection_or_a_stream() {
         == STREAMS as usize));
     assert!(
         eventually(CEILING, || client.stats().waiting == 3),
+        "{:?}",
+        client.stats()
+    );
+    // The waiting ones cancelled (their futures dropped; the last three
+    // sent), they leave the count, the streams still stalled: their aborts
+    // take them out of the connection's queue.
+    let mut stalled = stalled;
+    drop(stalled.split_off(STREAMS as usize));
+    assert!(
+        eventually(CEILING, || client.stats().waiting == 0),
         "{:?}",
         client.stats()
     );
@@ -732,4 +743,63 @@ fn a_request_held_by_a_lowered_limit_goes_to_a_stream_freed_later_elsewhere() {
     assert_eq!(outcome.unwrap(), 204, "served by the second connection");
     assert!(after < Duration::from_secs(5), "{after:?}");
     assert_eq!(received, [1, 2], "each request sent once");
+}
+
+/// A connection whose server lowered its limit to 0 under its one stream
+/// holds the request that came next (one connection per origin: no other
+/// place for it). The stream answered, then that request cancelled, the
+/// connection has nothing left: its idle timeout closes it. Before,
+/// the cancel's abort took the request out of the queue and marked the
+/// connection idle without arming its timer (only a drive did), and the
+/// connection stayed open for good.
+#[test]
+fn a_connection_a_cancelled_waiting_request_leaves_idle_closes_at_its_idle_timeout() {
+    let limit_acked = Arc::new(AtomicBool::new(false));
+    let answer_now = Arc::new(AtomicBool::new(false));
+    let (acked, go) = (limit_acked.clone(), answer_now.clone());
+    let server = RawH2Server::start(move |mut conn| {
+        // The first request; then the limit of 0, and the client's acks:
+        // of the preface's SETTINGS and of that one.
+        let (mut first, mut acks) = (None, 0);
+        while first.is_none() || acks < 2 {
+            let Some(read) = conn.read_frame() else {
+                return;
+            };
+            match read.kind {
+                HEADERS if first.is_none() => {
+                    first = Some(read.stream);
+                    conn.send(&max_streams(0));
+                }
+                SETTINGS if read.flags & ACK == 0 => conn.send(&settings_ack()),
+                SETTINGS => acks += 1,
+                _ => {}
+            }
+        }
+        acked.store(true, Ordering::SeqCst);
+        if eventually(CEILING, || go.load(Ordering::SeqCst)) {
+            conn.send(&ok_headers(first.unwrap_or(1)));
+        }
+        conn.drain(CEILING);
+    });
+    let client = h2c()
+        .pooled_connection_idle_timeout(Duration::from_millis(200))
+        .build()
+        .unwrap();
+    let first = client.get(server.url("/")).send();
+    assert!(eventually(CEILING, || limit_acked.load(Ordering::SeqCst)));
+    let waiting = client.get(server.url("/")).send();
+    assert!(
+        eventually(CEILING, || client.stats().waiting == 1),
+        "{:?}",
+        client.stats()
+    );
+    answer_now.store(true, Ordering::SeqCst);
+    assert_eq!(first.wait().unwrap().status(), 200);
+    drop(waiting);
+    assert!(
+        eventually(CEILING, || client.stats().open_connections == 0),
+        "the idle connection stayed open: {:?}",
+        client.stats()
+    );
+    client.close();
 }

@@ -28,7 +28,7 @@
 //!   as fast as it reads the answers would keep the loop inside one poll,
 //!   and every other connection and deadline of that loop waiting.
 //! * The socket's end, once the connection is open
-//!   ([`IoReadiness::hold_eof`]), is held back from `h2` for one poll: the
+//!   ([`IoReadiness::opened`]), is held back from `h2` for one poll: the
 //!   read that meets it returns `Pending` and wakes the connection, and
 //!   the next poll returns it. `h2` has then acted on every frame read
 //!   before it, and the connection polls the streams those frames woke
@@ -69,13 +69,26 @@ pub(crate) struct AsyncIo {
     /// Bytes of the stream already read off the socket before it was
     /// handed over (what came with a proxy's answer), read first.
     early: Bytes,
-    /// A read met the socket's end (`Ok`: 0 bytes) or an error, and held it
-    /// back (see [`IoReadiness::hold_eof`]): the next poll returns it.
-    held_end: Option<io::Result<()>>,
+    /// Whether the socket's end has been held back from `h2` (see
+    /// [`IoReadiness::opened`]), is, or is still to be.
+    end_hold: EndHold,
     /// A write failed once the connection was open: writes are dropped
     /// from now on, and reads go on to the socket's end, this error if
     /// nothing else ends them (see the [module documentation](self)).
     write_failed: Option<io::Error>,
+}
+
+/// How far the hold of the socket's end is. An end a read meets is held
+/// if the connection is open ([`IoReadiness::opened`]) and this is
+/// [`NotMet`](EndHold::NotMet): no flag of its own to keep in step.
+enum EndHold {
+    /// No read has met the end since the connection opened.
+    NotMet,
+    /// A read met the socket's end (`Ok`: 0 bytes) or an error, and held
+    /// it back: the next poll returns it.
+    Held(io::Result<()>),
+    /// Held once and returned: a read that meets it again returns it.
+    Given,
 }
 
 /// Whether reading and writing may make progress: set by the socket's
@@ -87,11 +100,10 @@ pub(crate) struct IoReadiness {
     writable: AtomicBool,
     budget: AtomicUsize,
     spent: AtomicBool,
-    /// The socket's end is to be held back from `h2` for one poll (see
-    /// [`IoReadiness::hold_eof`]); cleared once it has been.
-    hold_eof: AtomicBool,
-    /// The connection is open ([`IoReadiness::hold_eof`]): a write's
-    /// failure waits for the reads (see [`AsyncIo::write_failed`]).
+    /// The connection is open ([`IoReadiness::opened`]): the socket's end
+    /// is held back from `h2` for one poll ([`AsyncIo::end_hold`] says
+    /// whether it has been), and a write's failure waits for the reads (see
+    /// [`AsyncIo::write_failed`]).
     open: AtomicBool,
     /// A TLS failure that ended the server's side of the handshake (a TLS
     /// 1.3 server refusing the client's certificate), met by a read: `h2`
@@ -130,8 +142,7 @@ impl IoReadiness {
     ///
     /// From now on too, a write's failure waits for the reads to reach
     /// the socket's end ([`AsyncIo::write_failed`]).
-    pub(crate) fn hold_eof(&self) {
-        self.hold_eof.store(true, Ordering::Relaxed);
+    pub(crate) fn opened(&self) {
         self.open.store(true, Ordering::Relaxed);
     }
 
@@ -156,7 +167,6 @@ impl AsyncIo {
             writable: AtomicBool::new(true),
             budget: AtomicUsize::new(usize::MAX),
             spent: AtomicBool::new(false),
-            hold_eof: AtomicBool::new(false),
             open: AtomicBool::new(false),
             #[cfg(feature = "rustls")]
             handshake_failure: OnceLock::new(),
@@ -165,22 +175,34 @@ impl AsyncIo {
             transport,
             ready: ready.clone(),
             early,
-            held_end: None,
+            end_hold: EndHold::NotMet,
             write_failed: None,
         };
         (io, ready)
     }
 
     /// The socket's end, `end`, met by a read: held back from `h2` for one
-    /// poll the first time (see [`IoReadiness::hold_eof`]). The wake-up is
-    /// not the socket's, which has no more events to give.
+    /// poll the first time the connection is open (see
+    /// [`IoReadiness::opened`]). The wake-up is not the socket's, which has
+    /// no more events to give.
     fn end(&mut self, cx: &Context<'_>, end: io::Result<()>) -> Poll<io::Result<()>> {
-        if self.ready.hold_eof.swap(false, Ordering::Relaxed) {
-            self.held_end = Some(end);
+        if matches!(self.end_hold, EndHold::NotMet) && self.ready.open.load(Ordering::Relaxed) {
+            self.end_hold = EndHold::Held(end);
             cx.waker().wake_by_ref();
             return Poll::Pending;
         }
         Poll::Ready(end)
+    }
+
+    /// The end held back by the last poll, if one is: given now.
+    fn take_held_end(&mut self) -> Option<io::Result<()>> {
+        if !matches!(self.end_hold, EndHold::Held(_)) {
+            return None;
+        }
+        match std::mem::replace(&mut self.end_hold, EndHold::Given) {
+            EndHold::Held(end) => Some(end),
+            _ => None,
+        }
     }
 
     /// A write failed with `error`: once the connection is open, kept for
@@ -230,7 +252,7 @@ impl AsyncRead for AsyncIo {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        if let Some(end) = this.held_end.take() {
+        if let Some(end) = this.take_held_end() {
             // The end met by the last poll, held back once: now it comes
             // (and, asked again, the transport says it again).
             return Poll::Ready(end);

@@ -558,7 +558,7 @@ impl Conn {
                     h2.phase = Phase::Open { send, conn, ping };
                     // Open: the drive polls the streams a read wakes
                     // before it reads again (see `AsyncIo`).
-                    h2.io_ready.hold_eof();
+                    h2.io_ready.opened();
                     self.share_h2(cx);
                 }
                 Poll::Ready(Err(error)) => return self.end_h2(cx, Some(error)),
@@ -662,12 +662,15 @@ impl Conn {
             return;
         };
         let limit = h2.stream_limit(self.env().config.http2.max_concurrent_streams);
-        // Ended ones stay queued until they reach the front: not counted
-        // as waiting. The queue is empty but at the stream limit, where
-        // the count costs a look at each waiting request.
-        let waiting = h2.queue.iter().filter(|e| !e.is_done()).count();
-        h2.load
-            .publish(h2.streams.len() + h2.queue.len(), waiting, limit);
+        // The queue's length, not a look at each request (called for each
+        // request taken, and each pass: a burst queued at the stream limit
+        // cost its length squared). A queued request that ends from
+        // outside (a timeout, a cancel, the client closing) has its abort
+        // on the way to this loop, which takes it out of the queue and
+        // publishes again ([`Conn::abort_h2`]): until then it counts, as
+        // a request ended since the last count always did.
+        let waiting = h2.queue.len();
+        h2.load.publish(h2.streams.len() + waiting, waiting, limit);
     }
 
     /// The server's limit has dropped below the streams open here, or to
@@ -1093,7 +1096,14 @@ impl Conn {
             h2.idle_since = Some(self.owner.env().clock.now());
         }
         self.publish_load();
-        self.give_permit_if_wanted(cx);
+        if self.give_permit_if_wanted(cx) {
+            return;
+        }
+        // The timer for what is left: a request taken out of the queue
+        // brings no drive (a stream's reset does), and may have left the
+        // connection idle — its idle timeout to arm — or no request held
+        // back any more, for the recheck to wake for.
+        self.arm_h2_timer(cx);
     }
 
     /// A shared connection that has just lost its last stream (its count
@@ -1118,25 +1128,20 @@ impl Conn {
         true
     }
 
-    /// The connection has ended (`error`, or the server closed it): every
-    /// stream still on it fails, the requests still waiting go elsewhere,
-    /// and it closes.
+    /// The connection has ended (`error`, or the server closed it): its
+    /// streams end as [`give_up_h2`](Self::give_up_h2) has them, with the
+    /// error this end makes for each.
     fn end_h2(&mut self, cx: &mut LoopContext<'_>, error: Option<h2::Error>) {
         let State::H2(h2) = &mut self.state else {
             return;
         };
         h2.phase = Phase::Ended;
-        let streams = h2.streams.take_all();
-        let waiting: Vec<_> = h2.queue.drain(..).collect();
         let goaway_error = h2.goaway_error;
         let reason = error.as_ref().and_then(h2::Error::reason);
         let remote = error.as_ref().is_some_and(h2::Error::is_remote);
         let io = error.and_then(h2::Error::into_io);
         let io_ready = h2.io_ready.clone();
-        self.close(cx);
-        let counts = &self.owner.env().streams;
-        counts.open.fetch_sub(streams.len(), Ordering::Relaxed);
-        let error_for = |exchange: &Exchange| {
+        self.give_up_h2(cx, |exchange| {
             if let Some(refused) = refusal(&io_ready, exchange) {
                 return refused;
             }
@@ -1161,13 +1166,37 @@ impl Conn {
                 },
                 (None, None) => closed_failure(exchange),
             }
+        });
+    }
+
+    /// The connection ends under its streams — it failed, the server
+    /// closed it, or its keep-alive PING had no answer — and closes. The
+    /// streams whose answer has come whole — waiting for their upload's
+    /// end ([`Recv::Ended`]), or with that end in `h2`'s buffer behind a
+    /// full pipe — complete with it ([`Stream::finish_from_buffer`]); the
+    /// others fail with the error `error_for` makes; the requests still
+    /// waiting were never sent, and go elsewhere once, as for a `GOAWAY`.
+    /// (The client's close and a panic fail every stream, whole or not:
+    /// [`fail_h2`](Self::fail_h2).)
+    fn give_up_h2(&mut self, cx: &mut LoopContext<'_>, error_for: impl Fn(&Exchange) -> Error) {
+        let State::H2(h2) = &mut self.state else {
+            return;
         };
-        for mut stream in streams {
-            // A response that came whole, some of it still in `h2`'s
-            // buffer behind a full pipe, is not lost with the connection.
-            if stream.finish_from_buffer() {
-                continue;
-            }
+        // Before the close: `h2`'s connection, if it lives still (the
+        // PING's timeout), marks as it drops every stream not closed both
+        // ways failed, which hides the end of one still sending its body
+        // (see `Stream::pause`). And while the streams are in the table:
+        // should `h2`'s code panic, `Source::panicked` fails those left.
+        let whole = h2.streams.retain(|stream| !stream.finish_from_buffer());
+        let streams = h2.streams.take_all();
+        let waiting: Vec<_> = h2.queue.drain(..).collect();
+        let io_ready = h2.io_ready.clone();
+        self.close(cx);
+        let counts = &self.owner.env().streams;
+        counts
+            .open
+            .fetch_sub(whole + streams.len(), Ordering::Relaxed);
+        for stream in streams {
             stream.exchange.finish_err(error_for(&stream.exchange));
         }
         // Nothing of these was sent.
@@ -1181,25 +1210,10 @@ impl Conn {
         }
     }
 
-    /// The connection is given up under its streams (its keep-alive PING
-    /// had no answer): those whose answer has come whole — waiting for
-    /// their upload's end ([`Recv::Ended`]), or with that end in `h2`'s
-    /// buffer behind a full pipe — complete with it and leave, as when the
-    /// connection ends ([`Conn::end_h2`]); the others stay, to fail.
-    fn complete_whole_answers(&mut self) {
-        let State::H2(h2) = &mut self.state else {
-            return;
-        };
-        let left = h2.streams.retain(|stream| !stream.finish_from_buffer());
-        self.owner
-            .env()
-            .streams
-            .open
-            .fetch_sub(left, Ordering::Relaxed);
-    }
-
     /// Fails every stream and waiting request with `error` and closes (the
-    /// loop shuts down, or code run for the connection panicked).
+    /// loop shuts down, or code run for the connection panicked): a stream
+    /// whose answer has come whole too — the client's close fails it, as
+    /// over HTTP/1.1 ([`Exchange::hold_answer`]).
     pub(super) fn fail_h2(&mut self, cx: &mut LoopContext<'_>, error: impl Fn(&Exchange) -> Error) {
         let State::H2(h2) = &mut self.state else {
             return;
@@ -1309,8 +1323,7 @@ impl Conn {
                         // sent: they go elsewhere; the streams fail, but
                         // those whose answer came whole.
                         self.went_away(Departure::Retired);
-                        self.complete_whole_answers();
-                        return self.fail_h2(cx, |exchange| Error::Io {
+                        return self.give_up_h2(cx, |exchange| Error::Io {
                             remote: exchange.remote_name(),
                             source: io::Error::new(
                                 io::ErrorKind::TimedOut,
