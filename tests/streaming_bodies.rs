@@ -2759,3 +2759,156 @@ fn a_whole_2xx_on_a_connection_whose_first_address_refused_lets_the_upload_go_on
     );
     client.close();
 }
+
+/// The body of the answer [`stray_bytes_after_a_held_answer`] holds:
+/// a first byte with the head, then a piece the client reads in place
+/// (a full read, its read buffer's room) and a last one under
+/// `IN_PLACE_MIN` it reads through its read buffer — a short read, which
+/// says the socket is drained.
+const HELD_BODY: usize = 1 + 64 * 1024 + 1024;
+
+/// What [`stray_bytes_after_a_held_answer`] sends past its answer: an
+/// answer nobody asked for.
+const STRAY: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nstray";
+
+/// A server of small segments (an MSS of 536, as on a network) and a
+/// small receive buffer, both inherited by what it accepts: a client's
+/// upload fills the socket buffers from its first few hundred KiB, and a
+/// mark on the client's socket holds. (Linux wakes a reader whatever its
+/// mark once its window has less than a segment left, and loopback's
+/// segments are 64 KiB: there a few bytes past a 64 KiB answer woke the
+/// client all the same.) Its first connection reads a PUT's head and 64
+/// KiB of its upload, answers 200 with [`HELD_BODY`] bytes — its head and
+/// first byte, then at the first `step` the rest — at the next `step`
+/// sends [`STRAY`] and says so on `stray_sent`, and at the next reads the
+/// rest of the upload, chunked, keeping the connection open. Its second
+/// answers `fresh`.
+fn stray_bytes_after_a_held_answer(
+    steps: std::sync::mpsc::Receiver<()>,
+    stray_sent: std::sync::mpsc::Sender<()>,
+) -> (std::net::SocketAddr, thread::JoinHandle<()>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let socket = socket2::SockRef::from(&listener);
+    socket.set_recv_buffer_size(16 << 10).unwrap();
+    socket.set_tcp_mss(536).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        read_head(&mut stream).unwrap();
+        let mut tail = vec![0; 64 * 1024];
+        stream.read_exact(&mut tail).unwrap();
+        let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {HELD_BODY}\r\n\r\na");
+        stream.write_all(head.as_bytes()).unwrap();
+        steps.recv_timeout(WAIT).unwrap();
+        stream.write_all(&vec![b'a'; HELD_BODY - 1]).unwrap();
+        steps.recv_timeout(WAIT).unwrap();
+        stream.write_all(STRAY).unwrap();
+        stray_sent.send(()).unwrap();
+        steps.recv_timeout(WAIT).unwrap();
+        // Until the last chunk (the body's bytes are all `s`), or the end.
+        let mut buf = vec![0; 64 * 1024];
+        while !tail.ends_with(b"\r\n0\r\n\r\n") {
+            match stream.read(&mut buf) {
+                Ok(n @ 1..) => {
+                    tail.extend_from_slice(&buf[..n]);
+                    tail.drain(..tail.len().saturating_sub(16));
+                }
+                _ => break,
+            }
+        }
+        let (mut fresh, _) = listener.accept().unwrap();
+        RequestReader::new(1).read_request(&mut fresh).unwrap();
+        fresh.write_all(&ok("fresh")).unwrap();
+        drain(&mut fresh);
+        drain(&mut stream);
+    });
+    (addr, server)
+}
+
+/// An async body of [`PIECE`]s, each poll ready with the next, that ends
+/// at the first poll after `end` is set.
+struct EndsWhenTold {
+    end: Arc<AtomicBool>,
+}
+
+impl tickless::http_body::Body for EndsWhenTold {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> Poll<Option<Result<tickless::http_body::Frame<Bytes>, Self::Error>>> {
+        if self.end.load(Ordering::SeqCst) {
+            return Poll::Ready(None);
+        }
+        let piece = Bytes::from_static(&PIECE);
+        Poll::Ready(Some(Ok(tickless::http_body::Frame::data(piece))))
+    }
+}
+
+/// A whole 2xx held for its upload (`answered_whole`), its body unread as
+/// it came — so the socket's receive low-water mark was raised for it —
+/// then bytes nobody asked for, and then the upload's end, a request
+/// waiting for the connection (one per host): the bytes past the answer
+/// are never the next request's answer. The connection serves it only if
+/// its stream is clean: the waiting GET gets `fresh`, from a second
+/// connection. (The mark stayed raised through the hold, so the bytes,
+/// fewer than it, woke nothing and stopped no upload, and the socket's
+/// last read, short, still said it drained: the waiting GET took the
+/// connection without a peek and read `stray` as its answer.) The upload
+/// waits on the server throughout: its end, told while it waits, goes in
+/// the socket's next room, no read between.
+#[test]
+fn bytes_past_a_held_answer_under_its_bodys_mark_are_never_the_next_answer() {
+    let (step, steps) = std::sync::mpsc::channel();
+    let (stray_sent, stray_in) = std::sync::mpsc::channel();
+    let (addr, server) = stray_bytes_after_a_held_answer(steps, stray_sent);
+    let url = format!("http://{addr}/");
+    let recorder = Recorder::new();
+    let client = builder(false)
+        .read_timeout(Duration::ZERO)
+        .request_timeout(Duration::from_secs(30))
+        .max_connections_per_host(1)
+        .listener(recorder.clone())
+        .build()
+        .unwrap();
+    let end = Arc::new(AtomicBool::new(false));
+    let put = client
+        .put(url.as_str())
+        .body(Upload::from_stream(EndsWhenTold { end: end.clone() }))
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(put.status(), 200);
+    // The head is read, the body's mark raised (nobody reads it): the rest.
+    step.send(()).unwrap();
+    let body_read = || {
+        let parts = recorder.events().into_iter().map(|(event, _)| match event {
+            Event::BodyPart(n) => n,
+            _ => 0,
+        });
+        parts.sum::<usize>() == HELD_BODY
+    };
+    assert!(eventually(WAIT, body_read), "the answer's body read whole");
+    let get = client.get(url.as_str()).send();
+    assert!(
+        eventually(WAIT, || client.stats().waiting == 1),
+        "{:?}",
+        client.stats()
+    );
+    // The stray bytes; the upload's end; the server reads it.
+    step.send(()).unwrap();
+    stray_in.recv_timeout(WAIT).unwrap();
+    end.store(true, Ordering::SeqCst);
+    step.send(()).unwrap();
+    let text = get.wait().unwrap().text().wait().unwrap();
+    assert_eq!(
+        text, "fresh",
+        "the bytes past the held answer were an answer"
+    );
+    let body = put.bytes().wait().unwrap();
+    assert_eq!(body.len(), HELD_BODY, "the held answer stands");
+    client.close();
+    server.join().unwrap();
+}

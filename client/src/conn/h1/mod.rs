@@ -847,6 +847,13 @@ impl Conn {
         // write timeout), and for a reader: else nothing waits for the
         // upload, and it stops here. The request's state first: the rest
         // costs a lock (and over TLS a look at rustls) a response.
+        // Last, the socket's receive mark back at 1 (if `await_body` raised
+        // it): whatever the server sends past the answer must wake the
+        // connection to stop the upload. Under a raised mark bytes fewer
+        // than it wake nothing, and the last read's word that the socket
+        // drained would still stand when the upload's end pools the
+        // connection: its next request, taking it without a peek
+        // (`still_reusable`), would read them as its answer.
         let held = matches!(active.sending, Sending::Head { .. } | Sending::Body(_))
             && self.buf.is_empty()
             && !self.buf.peer_closed()
@@ -855,8 +862,14 @@ impl Conn {
                 .as_mut()
                 .is_some_and(Transport::has_buffered_input)
             && active.draining.is_none()
-            && !active.exchange.body().reader_gone();
+            && !active.exchange.body().reader_gone()
+            && (active.lowat == 1
+                || self
+                    .transport
+                    .as_ref()
+                    .is_some_and(|transport| transport.set_recv_lowat(1)));
         if held {
+            active.lowat = 1;
             active.answered_whole = Some(keep_alive);
             // The answer is the server's, whole: a timeout now stops the
             // upload and completes the exchange with it rather than failing
