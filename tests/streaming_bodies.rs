@@ -2912,3 +2912,85 @@ fn bytes_past_a_held_answer_under_its_bodys_mark_are_never_the_next_answer() {
     client.close();
     server.join().unwrap();
 }
+
+/// An async body of four [`PIECE`]s, then pending for ever (it keeps no
+/// waker: nothing of it wakes its connection again); its flag set when it
+/// is dropped.
+struct FourPiecesThenPending {
+    given: usize,
+    _flag: DropFlag,
+}
+
+impl tickless::http_body::Body for FourPiecesThenPending {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> Poll<Option<Result<tickless::http_body::Frame<Bytes>, Self::Error>>> {
+        if self.given == 4 {
+            return Poll::Pending;
+        }
+        self.given += 1;
+        let piece = Bytes::from_static(&PIECE);
+        Poll::Ready(Some(Ok(tickless::http_body::Frame::data(piece))))
+    }
+}
+
+/// The early whole 2xx with bytes nobody asked for right behind it, in
+/// one write: they come in the readable event that brings the answer's
+/// end, which the client reads exactly (its length known, in place), so
+/// they are left in the socket and no event follows for them. The stream
+/// cannot carry the rest of the upload, which stops there — the answer
+/// standing, the source let go, the connection closed — as it does for
+/// the same bytes later
+/// (`an_upload_after_a_whole_2xx_stops_at_bytes_past_it_or_the_streams_end`).
+/// (The upload went on for a connection nothing could reuse: here, its
+/// source waiting, for ever; to a server that stops reading, until the
+/// write timeout.)
+#[test]
+fn an_upload_after_a_whole_2xx_stops_at_bytes_that_came_with_its_end() {
+    const ANSWER: usize = 32 * 1024;
+    let server = TestServer::start(Behaviour::custom(|mut stream, _| {
+        if read_head(&mut stream).is_none() {
+            return;
+        }
+        // The four pieces (and their chunks' framing, which follows).
+        let mut pieces = vec![0; 4 * PIECE.len()];
+        if stream.read_exact(&mut pieces).is_err() {
+            return;
+        }
+        let mut answer =
+            format!("HTTP/1.1 200 OK\r\nContent-Length: {ANSWER}\r\n\r\n").into_bytes();
+        answer.extend_from_slice(&[b'a'; ANSWER]);
+        answer.extend_from_slice(STRAY);
+        if stream.write_all(&answer).is_ok() {
+            drain(&mut stream);
+        }
+    }));
+    let client = builder(false)
+        .request_timeout(Duration::ZERO)
+        .build()
+        .unwrap();
+    let dropped = Arc::new(AtomicBool::new(false));
+    let source = FourPiecesThenPending {
+        given: 0,
+        _flag: DropFlag(dropped.clone()),
+    };
+    let response = client
+        .put(server.url("/"))
+        .body(Upload::from_stream(source))
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(
+        eventually(WAIT, || client.stats().open_connections == 0
+            && dropped.load(Ordering::SeqCst)),
+        "the upload went on after bytes past its answer: {:?}",
+        client.stats()
+    );
+    assert_eq!(response.bytes().wait().unwrap().len(), ANSWER);
+    client.close();
+}

@@ -879,6 +879,14 @@ impl Conn {
             // step of sending may come to say so).
             let waits = active.socket_full;
             self.track_write_stall(waits, false);
+            // Bytes past the answer that came in the readable event that
+            // brought its end, the read that ended it (exactly, in place,
+            // or filling the read buffer) leaving them in the socket, wake
+            // nothing more: unless that read said the socket drained, it
+            // is looked at once now, as at the next event.
+            if !self.buf.drained() {
+                self.read_past_whole_answer(cx);
+            }
             return;
         }
         // A request the server answered before it was fully written leaves
@@ -894,10 +902,11 @@ impl Conn {
         self.complete(cx, reusable);
     }
 
-    /// The socket is readable while the answer, whole, waits for the
-    /// upload's end: the server has closed, failed, or sent what nobody
-    /// asked for — either way it takes no more of the request, and the
-    /// stream cannot be trusted: the upload stops, the answer standing.
+    /// The socket is readable (or, as the answer's end is held, may hold
+    /// more) while the answer, whole, waits for the upload's end: if the
+    /// server has closed, failed, or sent what nobody asked for — either
+    /// way it takes no more of the request, and the stream cannot be
+    /// trusted — the upload stops, the answer standing.
     fn read_past_whole_answer(&mut self, cx: &mut LoopContext<'_>) {
         let Some(transport) = self.transport.as_mut() else {
             return;
