@@ -2994,3 +2994,62 @@ fn an_upload_after_a_whole_2xx_stops_at_bytes_that_came_with_its_end() {
     assert_eq!(response.bytes().wait().unwrap().len(), ANSWER);
     client.close();
 }
+
+/// The early 2xx framed by the server's close (no length, not chunked),
+/// its bytes read while the upload goes on (its source waiting, which
+/// wakes nothing), then the close on its own: the end of the stream ends
+/// the answer (`on_eof`), which is whole and not held for the upload —
+/// the server has ended the stream, which can carry no more of it. The
+/// reader gets the answer's end, the upload stops (its source let go),
+/// and the connection closes.
+#[test]
+fn a_close_framed_2xx_ends_at_the_close_that_comes_after_its_bytes_mid_upload() {
+    let (step, steps) = std::sync::mpsc::channel::<()>();
+    let steps = Mutex::new(steps);
+    let server = TestServer::start(Behaviour::custom(move |mut stream, _| {
+        if read_head(&mut stream).is_none() {
+            return;
+        }
+        let mut pieces = vec![0; 4 * PIECE.len()];
+        if stream.read_exact(&mut pieces).is_err()
+            || stream
+                .write_all(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nok")
+                .is_err()
+            || steps.lock().unwrap().recv_timeout(WAIT).is_err()
+        {
+            return;
+        }
+        let _ = stream.shutdown(std::net::Shutdown::Write);
+        drain(&mut stream);
+    }));
+    let client = builder(false)
+        .request_timeout(Duration::ZERO)
+        .build()
+        .unwrap();
+    let dropped = Arc::new(AtomicBool::new(false));
+    let source = FourPiecesThenPending {
+        given: 0,
+        _flag: DropFlag(dropped.clone()),
+    };
+    let mut response = client
+        .put(server.url("/"))
+        .body(Upload::from_stream(source))
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let mut answer = [0; 2];
+    response.body_mut().read_exact(&mut answer).unwrap();
+    assert_eq!(&answer, b"ok");
+    // The answer's bytes are read: now its end.
+    step.send(()).unwrap();
+    let rest = within("the answer's end", WAIT, move || response.text().wait());
+    assert_eq!(rest.unwrap(), "");
+    assert!(
+        eventually(WAIT, || client.stats().open_connections == 0
+            && dropped.load(Ordering::SeqCst)),
+        "the upload went on after the server's close: {:?}",
+        client.stats()
+    );
+    client.close();
+}
