@@ -2670,8 +2670,12 @@ fn empty_request_bodies_go_once_and_keep_their_connection() {
 /// so it must here too — but here it came with the answer, before the
 /// answer's end was held, and no readable event follows: the answer's
 /// end was held until the write timeout (60 s by default) or the request
-/// timeout. Before d16ab35 it came at once. The server takes no more of
-/// the upload (its socket buffers full), and keeps its socket open.
+/// timeout. Before d16ab35 it came at once. The server keeps its socket
+/// open. The client has sent all its upload's source has given (four
+/// pieces, read by the server before it answers) and waits on the source,
+/// which wakes nothing; the server's answer and its end come in one
+/// segment (corked, the FIN on the answer's bytes), so the client learns
+/// of both in one event.
 #[test]
 fn a_whole_2xx_that_ends_with_the_stream_is_not_held_for_the_upload() {
     for framing in ["close-delimited", "length, then the stream's end"] {
@@ -2681,22 +2685,20 @@ fn a_whole_2xx_that_ends_with_the_stream_is_not_held_for_the_upload() {
             if read_head(&mut stream).is_none() {
                 return;
             }
-            let mut first = vec![0; 64 * 1024];
-            if stream.read_exact(&mut first).is_err() {
+            let mut pieces = vec![0; 4 * PIECE.len()];
+            if stream.read_exact(&mut pieces).is_err() {
                 return;
             }
-            // Time for the upload to fill the socket buffers: the client
-            // then waits on the server, and nothing of the upload wakes it.
-            thread::sleep(Duration::from_millis(300));
             let answer: &[u8] = match framing {
                 "close-delimited" => b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nok",
                 _ => b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
             };
+            let _ = socket2::SockRef::from(&stream).set_tcp_cork(true);
             let _ = stream.write_all(answer);
             let _ = stream.shutdown(std::net::Shutdown::Write);
             let _ = finishing.lock().unwrap().recv_timeout(WAIT);
         }));
-        let (client, response, dropped) = endless_put(&server);
+        let (client, response, dropped) = four_pieces_then_pending_put(&server);
         assert_eq!(response.status(), 200, "{framing}");
         let text = within(framing, Duration::from_secs(5), move || {
             response.text().wait()
@@ -2938,6 +2940,30 @@ impl tickless::http_body::Body for FourPiecesThenPending {
     }
 }
 
+/// A PUT of [`FourPiecesThenPending`] to `server`, on a client with no
+/// request timeout, once its head has come: the client, the response, and
+/// the flag its source sets when it is dropped.
+fn four_pieces_then_pending_put(
+    server: &TestServer,
+) -> (tickless::Client, tickless::Response, Arc<AtomicBool>) {
+    let client = builder(false)
+        .request_timeout(Duration::ZERO)
+        .build()
+        .unwrap();
+    let dropped = Arc::new(AtomicBool::new(false));
+    let source = FourPiecesThenPending {
+        given: 0,
+        _flag: DropFlag(dropped.clone()),
+    };
+    let response = client
+        .put(server.url("/"))
+        .body(Upload::from_stream(source))
+        .send()
+        .wait()
+        .unwrap();
+    (client, response, dropped)
+}
+
 /// The early whole 2xx with bytes nobody asked for right behind it, in
 /// one write: they come in the readable event that brings the answer's
 /// end, which the client reads exactly (its length known, in place), so
@@ -2969,21 +2995,7 @@ fn an_upload_after_a_whole_2xx_stops_at_bytes_that_came_with_its_end() {
             drain(&mut stream);
         }
     }));
-    let client = builder(false)
-        .request_timeout(Duration::ZERO)
-        .build()
-        .unwrap();
-    let dropped = Arc::new(AtomicBool::new(false));
-    let source = FourPiecesThenPending {
-        given: 0,
-        _flag: DropFlag(dropped.clone()),
-    };
-    let response = client
-        .put(server.url("/"))
-        .body(Upload::from_stream(source))
-        .send()
-        .wait()
-        .unwrap();
+    let (client, response, dropped) = four_pieces_then_pending_put(&server);
     assert_eq!(response.status(), 200);
     assert!(
         eventually(WAIT, || client.stats().open_connections == 0
@@ -3022,21 +3034,7 @@ fn a_close_framed_2xx_ends_at_the_close_that_comes_after_its_bytes_mid_upload() 
         let _ = stream.shutdown(std::net::Shutdown::Write);
         drain(&mut stream);
     }));
-    let client = builder(false)
-        .request_timeout(Duration::ZERO)
-        .build()
-        .unwrap();
-    let dropped = Arc::new(AtomicBool::new(false));
-    let source = FourPiecesThenPending {
-        given: 0,
-        _flag: DropFlag(dropped.clone()),
-    };
-    let mut response = client
-        .put(server.url("/"))
-        .body(Upload::from_stream(source))
-        .send()
-        .wait()
-        .unwrap();
+    let (client, mut response, dropped) = four_pieces_then_pending_put(&server);
     assert_eq!(response.status(), 200);
     let mut answer = [0; 2];
     response.body_mut().read_exact(&mut answer).unwrap();
