@@ -1429,8 +1429,16 @@ fn the_read_timeout_does_not_stop_an_upload_after_its_whole_answer() {
         Ok(Taken::More),
         "the upload goes on after the answer"
     );
-    // The wheel fires what is due on this thread, as the clock moves.
+    // The wheel fires what is due on this thread, as the clock moves: a
+    // read timeout still running would have ended the exchange by now,
+    // whatever its connection's loop has done of the abort yet (the
+    // upload's source is let go there, maybe after the next round).
     clock.advance(READ_TIMEOUT * 2);
+    assert_eq!(
+        client.stats().in_flight,
+        1,
+        "the read timeout ended the exchange"
+    );
     go.send(()).unwrap();
     let round = taken.recv_timeout(CEILING);
     assert_eq!(

@@ -2670,8 +2670,12 @@ fn empty_request_bodies_go_once_and_keep_their_connection() {
 /// so it must here too — but here it came with the answer, before the
 /// answer's end was held, and no readable event follows: the answer's
 /// end was held until the write timeout (60 s by default) or the request
-/// timeout. Before d16ab35 it came at once. The server takes no more of
-/// the upload (its socket buffers full), and keeps its socket open.
+/// timeout. Before d16ab35 it came at once. The server keeps its socket
+/// open. The client has sent all its upload's source has given (four
+/// pieces, read by the server before it answers) and waits on the source,
+/// which wakes nothing; the server's answer and its end come in one
+/// segment (corked, the FIN on the answer's bytes), so the client learns
+/// of both in one event.
 #[test]
 fn a_whole_2xx_that_ends_with_the_stream_is_not_held_for_the_upload() {
     for framing in ["close-delimited", "length, then the stream's end"] {
@@ -2681,22 +2685,20 @@ fn a_whole_2xx_that_ends_with_the_stream_is_not_held_for_the_upload() {
             if read_head(&mut stream).is_none() {
                 return;
             }
-            let mut first = vec![0; 64 * 1024];
-            if stream.read_exact(&mut first).is_err() {
+            let mut pieces = vec![0; 4 * PIECE.len()];
+            if stream.read_exact(&mut pieces).is_err() {
                 return;
             }
-            // Time for the upload to fill the socket buffers: the client
-            // then waits on the server, and nothing of the upload wakes it.
-            thread::sleep(Duration::from_millis(300));
             let answer: &[u8] = match framing {
                 "close-delimited" => b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nok",
                 _ => b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok",
             };
+            let _ = socket2::SockRef::from(&stream).set_tcp_cork(true);
             let _ = stream.write_all(answer);
             let _ = stream.shutdown(std::net::Shutdown::Write);
             let _ = finishing.lock().unwrap().recv_timeout(WAIT);
         }));
-        let (client, response, dropped) = endless_put(&server);
+        let (client, response, dropped) = four_pieces_then_pending_put(&server);
         assert_eq!(response.status(), 200, "{framing}");
         let text = within(framing, Duration::from_secs(5), move || {
             response.text().wait()
@@ -2755,6 +2757,296 @@ fn a_whole_2xx_on_a_connection_whose_first_address_refused_lets_the_upload_go_on
     assert!(
         eventually(WAIT, || client.stats().idle_connections == 1),
         "not pooled: {:?}",
+        client.stats()
+    );
+    client.close();
+}
+
+/// The body of the answer [`stray_bytes_after_a_held_answer`] holds:
+/// a first byte with the head, then a piece the client reads in place
+/// (a full read, its read buffer's room) and a last one under
+/// `IN_PLACE_MIN` it reads through its read buffer — a short read, which
+/// says the socket is drained.
+const HELD_BODY: usize = 1 + 64 * 1024 + 1024;
+
+/// What [`stray_bytes_after_a_held_answer`] sends past its answer: an
+/// answer nobody asked for.
+const STRAY: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nstray";
+
+/// A server of small segments (an MSS of 536, as on a network) and a
+/// small receive buffer, both inherited by what it accepts: a client's
+/// upload fills the socket buffers from its first few hundred KiB, and a
+/// mark on the client's socket holds. (Linux wakes a reader whatever its
+/// mark once its window has less than a segment left, and loopback's
+/// segments are 64 KiB: there a few bytes past a 64 KiB answer woke the
+/// client all the same.) Its first connection reads a PUT's head and 64
+/// KiB of its upload, answers 200 with [`HELD_BODY`] bytes — its head and
+/// first byte, then at the first `step` the rest — at the next `step`
+/// sends [`STRAY`] and says so on `stray_sent`, and at the next reads the
+/// rest of the upload, chunked, keeping the connection open. Its second
+/// answers `fresh`.
+fn stray_bytes_after_a_held_answer(
+    steps: std::sync::mpsc::Receiver<()>,
+    stray_sent: std::sync::mpsc::Sender<()>,
+) -> (std::net::SocketAddr, thread::JoinHandle<()>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let socket = socket2::SockRef::from(&listener);
+    socket.set_recv_buffer_size(16 << 10).unwrap();
+    socket.set_tcp_mss(536).unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        read_head(&mut stream).unwrap();
+        let mut tail = vec![0; 64 * 1024];
+        stream.read_exact(&mut tail).unwrap();
+        let head = format!("HTTP/1.1 200 OK\r\nContent-Length: {HELD_BODY}\r\n\r\na");
+        stream.write_all(head.as_bytes()).unwrap();
+        steps.recv_timeout(WAIT).unwrap();
+        stream.write_all(&vec![b'a'; HELD_BODY - 1]).unwrap();
+        steps.recv_timeout(WAIT).unwrap();
+        stream.write_all(STRAY).unwrap();
+        stray_sent.send(()).unwrap();
+        steps.recv_timeout(WAIT).unwrap();
+        // Until the last chunk (the body's bytes are all `s`), or the end.
+        let mut buf = vec![0; 64 * 1024];
+        while !tail.ends_with(b"\r\n0\r\n\r\n") {
+            match stream.read(&mut buf) {
+                Ok(n @ 1..) => {
+                    tail.extend_from_slice(&buf[..n]);
+                    tail.drain(..tail.len().saturating_sub(16));
+                }
+                _ => break,
+            }
+        }
+        let (mut fresh, _) = listener.accept().unwrap();
+        RequestReader::new(1).read_request(&mut fresh).unwrap();
+        fresh.write_all(&ok("fresh")).unwrap();
+        drain(&mut fresh);
+        drain(&mut stream);
+    });
+    (addr, server)
+}
+
+/// An async body of [`PIECE`]s, each poll ready with the next, that ends
+/// at the first poll after `end` is set.
+struct EndsWhenTold {
+    end: Arc<AtomicBool>,
+}
+
+impl tickless::http_body::Body for EndsWhenTold {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> Poll<Option<Result<tickless::http_body::Frame<Bytes>, Self::Error>>> {
+        if self.end.load(Ordering::SeqCst) {
+            return Poll::Ready(None);
+        }
+        let piece = Bytes::from_static(&PIECE);
+        Poll::Ready(Some(Ok(tickless::http_body::Frame::data(piece))))
+    }
+}
+
+/// A whole 2xx held for its upload (`answered_whole`), its body unread as
+/// it came — so the socket's receive low-water mark was raised for it —
+/// then bytes nobody asked for, and then the upload's end, a request
+/// waiting for the connection (one per host): the bytes past the answer
+/// are never the next request's answer. The connection serves it only if
+/// its stream is clean: the waiting GET gets `fresh`, from a second
+/// connection. (The mark stayed raised through the hold, so the bytes,
+/// fewer than it, woke nothing and stopped no upload, and the socket's
+/// last read, short, still said it drained: the waiting GET took the
+/// connection without a peek and read `stray` as its answer.) The upload
+/// waits on the server throughout: its end, told while it waits, goes in
+/// the socket's next room, no read between.
+#[test]
+fn bytes_past_a_held_answer_under_its_bodys_mark_are_never_the_next_answer() {
+    let (step, steps) = std::sync::mpsc::channel();
+    let (stray_sent, stray_in) = std::sync::mpsc::channel();
+    let (addr, server) = stray_bytes_after_a_held_answer(steps, stray_sent);
+    let url = format!("http://{addr}/");
+    let recorder = Recorder::new();
+    let client = builder(false)
+        .read_timeout(Duration::ZERO)
+        .request_timeout(Duration::from_secs(30))
+        .max_connections_per_host(1)
+        .listener(recorder.clone())
+        .build()
+        .unwrap();
+    let end = Arc::new(AtomicBool::new(false));
+    let put = client
+        .put(url.as_str())
+        .body(Upload::from_stream(EndsWhenTold { end: end.clone() }))
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(put.status(), 200);
+    // The head is read, the body's mark raised (nobody reads it): the rest.
+    step.send(()).unwrap();
+    let body_read = || {
+        let parts = recorder.events().into_iter().map(|(event, _)| match event {
+            Event::BodyPart(n) => n,
+            _ => 0,
+        });
+        parts.sum::<usize>() == HELD_BODY
+    };
+    assert!(eventually(WAIT, body_read), "the answer's body read whole");
+    let get = client.get(url.as_str()).send();
+    assert!(
+        eventually(WAIT, || client.stats().waiting == 1),
+        "{:?}",
+        client.stats()
+    );
+    // The stray bytes; the upload's end; the server reads it.
+    step.send(()).unwrap();
+    stray_in.recv_timeout(WAIT).unwrap();
+    end.store(true, Ordering::SeqCst);
+    step.send(()).unwrap();
+    let text = get.wait().unwrap().text().wait().unwrap();
+    assert_eq!(
+        text, "fresh",
+        "the bytes past the held answer were an answer"
+    );
+    let body = put.bytes().wait().unwrap();
+    assert_eq!(body.len(), HELD_BODY, "the held answer stands");
+    client.close();
+    server.join().unwrap();
+}
+
+/// An async body of four [`PIECE`]s, then pending for ever (it keeps no
+/// waker: nothing of it wakes its connection again); its flag set when it
+/// is dropped.
+struct FourPiecesThenPending {
+    given: usize,
+    _flag: DropFlag,
+}
+
+impl tickless::http_body::Body for FourPiecesThenPending {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> Poll<Option<Result<tickless::http_body::Frame<Bytes>, Self::Error>>> {
+        if self.given == 4 {
+            return Poll::Pending;
+        }
+        self.given += 1;
+        let piece = Bytes::from_static(&PIECE);
+        Poll::Ready(Some(Ok(tickless::http_body::Frame::data(piece))))
+    }
+}
+
+/// A PUT of [`FourPiecesThenPending`] to `server`, on a client with no
+/// request timeout, once its head has come: the client, the response, and
+/// the flag its source sets when it is dropped.
+fn four_pieces_then_pending_put(
+    server: &TestServer,
+) -> (tickless::Client, tickless::Response, Arc<AtomicBool>) {
+    let client = builder(false)
+        .request_timeout(Duration::ZERO)
+        .build()
+        .unwrap();
+    let dropped = Arc::new(AtomicBool::new(false));
+    let source = FourPiecesThenPending {
+        given: 0,
+        _flag: DropFlag(dropped.clone()),
+    };
+    let response = client
+        .put(server.url("/"))
+        .body(Upload::from_stream(source))
+        .send()
+        .wait()
+        .unwrap();
+    (client, response, dropped)
+}
+
+/// The early whole 2xx with bytes nobody asked for right behind it, in
+/// one write: they come in the readable event that brings the answer's
+/// end, which the client reads exactly (its length known, in place), so
+/// they are left in the socket and no event follows for them. The stream
+/// cannot carry the rest of the upload, which stops there — the answer
+/// standing, the source let go, the connection closed — as it does for
+/// the same bytes later
+/// (`an_upload_after_a_whole_2xx_stops_at_bytes_past_it_or_the_streams_end`).
+/// (The upload went on for a connection nothing could reuse: here, its
+/// source waiting, for ever; to a server that stops reading, until the
+/// write timeout.)
+#[test]
+fn an_upload_after_a_whole_2xx_stops_at_bytes_that_came_with_its_end() {
+    const ANSWER: usize = 32 * 1024;
+    let server = TestServer::start(Behaviour::custom(|mut stream, _| {
+        if read_head(&mut stream).is_none() {
+            return;
+        }
+        // The four pieces (and their chunks' framing, which follows).
+        let mut pieces = vec![0; 4 * PIECE.len()];
+        if stream.read_exact(&mut pieces).is_err() {
+            return;
+        }
+        let mut answer =
+            format!("HTTP/1.1 200 OK\r\nContent-Length: {ANSWER}\r\n\r\n").into_bytes();
+        answer.extend_from_slice(&[b'a'; ANSWER]);
+        answer.extend_from_slice(STRAY);
+        if stream.write_all(&answer).is_ok() {
+            drain(&mut stream);
+        }
+    }));
+    let (client, response, dropped) = four_pieces_then_pending_put(&server);
+    assert_eq!(response.status(), 200);
+    assert!(
+        eventually(WAIT, || client.stats().open_connections == 0
+            && dropped.load(Ordering::SeqCst)),
+        "the upload went on after bytes past its answer: {:?}",
+        client.stats()
+    );
+    assert_eq!(response.bytes().wait().unwrap().len(), ANSWER);
+    client.close();
+}
+
+/// The early 2xx framed by the server's close (no length, not chunked),
+/// its bytes read while the upload goes on (its source waiting, which
+/// wakes nothing), then the close on its own: the end of the stream ends
+/// the answer (`on_eof`), which is whole and not held for the upload —
+/// the server has ended the stream, which can carry no more of it. The
+/// reader gets the answer's end, the upload stops (its source let go),
+/// and the connection closes.
+#[test]
+fn a_close_framed_2xx_ends_at_the_close_that_comes_after_its_bytes_mid_upload() {
+    let (step, steps) = std::sync::mpsc::channel::<()>();
+    let steps = Mutex::new(steps);
+    let server = TestServer::start(Behaviour::custom(move |mut stream, _| {
+        if read_head(&mut stream).is_none() {
+            return;
+        }
+        let mut pieces = vec![0; 4 * PIECE.len()];
+        if stream.read_exact(&mut pieces).is_err()
+            || stream
+                .write_all(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nok")
+                .is_err()
+            || steps.lock().unwrap().recv_timeout(WAIT).is_err()
+        {
+            return;
+        }
+        let _ = stream.shutdown(std::net::Shutdown::Write);
+        drain(&mut stream);
+    }));
+    let (client, mut response, dropped) = four_pieces_then_pending_put(&server);
+    assert_eq!(response.status(), 200);
+    let mut answer = [0; 2];
+    response.body_mut().read_exact(&mut answer).unwrap();
+    assert_eq!(&answer, b"ok");
+    // The answer's bytes are read: now its end.
+    step.send(()).unwrap();
+    let rest = within("the answer's end", WAIT, move || response.text().wait());
+    assert_eq!(rest.unwrap(), "");
+    assert!(
+        eventually(WAIT, || client.stats().open_connections == 0
+            && dropped.load(Ordering::SeqCst)),
+        "the upload went on after the server's close: {:?}",
         client.stats()
     );
     client.close();

@@ -843,6 +843,13 @@ impl Conn {
         // write timeout), and for a reader: else nothing waits for the
         // upload, and it stops here. The request's state first: the rest
         // costs a lock (and over TLS a look at rustls) a response.
+        // Last, the socket's receive mark back at 1 (if `await_body` raised
+        // it): whatever the server sends past the answer must wake the
+        // connection to stop the upload. Under a raised mark bytes fewer
+        // than it wake nothing, and the last read's word that the socket
+        // drained would still stand when the upload's end pools the
+        // connection: its next request, taking it without a peek
+        // (`still_reusable`), would read them as its answer.
         let held = matches!(active.sending, Sending::Head { .. } | Sending::Body(_))
             && self.buf.is_empty()
             && !self.buf.peer_closed()
@@ -851,8 +858,14 @@ impl Conn {
                 .as_mut()
                 .is_some_and(Transport::has_buffered_input)
             && active.draining.is_none()
-            && !active.exchange.body().reader_gone();
+            && !active.exchange.body().reader_gone()
+            && (active.lowat == 1
+                || self
+                    .transport
+                    .as_ref()
+                    .is_some_and(|transport| transport.set_recv_lowat(1)));
         if held {
+            active.lowat = 1;
             active.answered_whole = Some(keep_alive);
             // The answer is the server's, whole: a timeout now stops the
             // upload and completes the exchange with it rather than failing
@@ -862,6 +875,14 @@ impl Conn {
             // step of sending may come to say so).
             let waits = active.socket_full;
             self.track_write_stall(waits, false);
+            // Bytes past the answer that came in the readable event that
+            // brought its end, the read that ended it (exactly, in place,
+            // or filling the read buffer) leaving them in the socket, wake
+            // nothing more: unless that read said the socket drained, it
+            // is looked at once now, as at the next event.
+            if !self.buf.drained() {
+                self.read_past_whole_answer(cx);
+            }
             return;
         }
         // A request the server answered before it was fully written leaves
@@ -877,10 +898,11 @@ impl Conn {
         self.complete(cx, reusable);
     }
 
-    /// The socket is readable while the answer, whole, waits for the
-    /// upload's end: the server has closed, failed, or sent what nobody
-    /// asked for — either way it takes no more of the request, and the
-    /// stream cannot be trusted: the upload stops, the answer standing.
+    /// The socket is readable (or, as the answer's end is held, may hold
+    /// more) while the answer, whole, waits for the upload's end: if the
+    /// server has closed, failed, or sent what nobody asked for — either
+    /// way it takes no more of the request, and the stream cannot be
+    /// trusted — the upload stops, the answer standing.
     fn read_past_whole_answer(&mut self, cx: &mut LoopContext<'_>) {
         let Some(transport) = self.transport.as_mut() else {
             return;

@@ -132,7 +132,17 @@ impl BodyOut {
         match &exchange.request.body {
             RequestBody::InHead => out.ended = true,
             RequestBody::Held => {
-                out.queue.push_back(exchange.request.payload().held.clone());
+                let payload = exchange.request.payload();
+                // Never empty (`policy::hop` puts an empty body in the
+                // head): a frame of nothing would go as a write of
+                // nothing, which fails (`write_zero`). Empty only once the
+                // exchange has ended meanwhile, its bytes let go
+                // (`RequestParts::release`), its abort on its way.
+                debug_assert!(
+                    !payload.held.is_empty() || payload.released,
+                    "an empty body in memory held for after the head"
+                );
+                out.queue.push_back(payload.held.clone());
                 out.source = Source::Held;
                 out.ended = true;
             }
