@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
-use support::client_kit::{Event, Recorder};
+use support::client_kit::{assert_settles, Event, Recorder};
 use support::tls::{certs, TlsServer};
 use support::*;
 use tickless::redirect::Policy;
@@ -692,4 +692,43 @@ fn a_followed_redirects_credentials_are_not_told_to_the_listener() {
         .collect();
     assert_eq!(redirects, [server.url("/two")]);
     client.close();
+}
+
+/// A redirect not followed because the chain fails (too many, a loop, a
+/// downgrade, a custom policy's error) ends the request with an error and
+/// no response: nobody will read the redirect's body. Its exchange ends
+/// and its connection goes (drained if small, else closed), as for a
+/// dropped body — not held until the body, which may never end, arrives.
+#[test]
+fn a_redirect_the_chain_fails_on_lets_its_connection_go() {
+    // A redirect whose body has begun and never ends.
+    let stalled = |location: &str| {
+        let head = format!(
+            "HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 1000000\r\n\r\nmoved"
+        );
+        TestServer::start(Behaviour::SendThenStall(head.into_bytes()))
+    };
+    let failing = Policy::custom(|attempt| attempt.error("not there"));
+    for (what, location, policy) in [
+        ("too many", "/again", Policy::limited(0)),
+        ("a loop", "/from", Policy::limited(5)),
+        ("custom", "/again", failing),
+    ] {
+        let server = stalled(location);
+        let client = Client::builder()
+            .event_loops(1)
+            .request_timeout(Duration::ZERO)
+            .read_timeout(Duration::ZERO)
+            .redirect(policy)
+            .build()
+            .unwrap();
+        let error = client.get(server.url("/from")).send().wait().unwrap_err();
+        assert!(matches!(error, Error::Redirect { .. }), "{what}: {error:?}");
+        assert!(
+            server.wait_for_open(0, Duration::from_secs(10)),
+            "{what}: the redirect's connection is still open"
+        );
+        assert_settles(&client, Duration::from_secs(10));
+        client.close();
+    }
 }

@@ -360,8 +360,13 @@ impl Chain {
             .chain(std::iter::once(current))
     }
 
-    /// The chain, with `next` at its end, stopped for `reason`.
+    /// The chain, with `next` at its end, stopped for `reason`. No
+    /// response is made of the redirect that answered, so no body will
+    /// read it: its connection is let go now (it drains or closes), as at
+    /// a dropped body — else it would stay with the exchange until a body
+    /// that may never end had come.
     fn stopped(&self, next: http::Uri, reason: RedirectError) -> Error {
+        self.current().body_dropped();
         let mut chain: Vec<http::Uri> = self.visits().map(|(_, uri, _)| uri.clone()).collect();
         // The hops before it went without their userinfo (it became a
         // header); the one not followed is the server's `Location` as
