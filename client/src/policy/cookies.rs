@@ -77,9 +77,18 @@ impl CookieStore for Jar {
             .0
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let joined = store
-            .get_request_values(url)
-            .map(|(name, value)| format!("{name}={value}"))
+        // RFC 6265 §5.4: longer paths first. A server reads the first of
+        // two cookies of one name (`sid` for `/` and for `/app`), and the
+        // one for the deeper path is the one meant; `cookie_store` gives
+        // them in its hash maps' order, which differs from jar to jar.
+        let mut matching = store.matches(url);
+        matching.sort_by_key(|cookie| std::cmp::Reverse(cookie.path.len()));
+        let joined = matching
+            .iter()
+            .map(|cookie| {
+                let (name, value) = cookie.name_value();
+                format!("{name}={value}")
+            })
             .collect::<Vec<_>>()
             .join("; ");
         drop(store);
@@ -386,6 +395,28 @@ mod tests {
         // A host with no dot in its name may still name itself.
         set(&jar, "http://intranet./", &["own=5; Domain=intranet."]);
         assert_eq!(sent(&jar, "http://intranet./").as_deref(), Some("own=5"));
+    }
+
+    /// RFC 6265 §5.4: cookies with longer paths go first. Servers read the
+    /// first of two cookies of one name, and the one for the request's
+    /// deeper path is the one meant (as the browsers and curl send it).
+    #[test]
+    fn cookies_with_longer_paths_go_first() {
+        // Each jar's maps are hashed with keys of their own.
+        for _ in 0..32 {
+            let jar = Jar::new();
+            set(
+                &jar,
+                "http://a.test/app/login",
+                &[
+                    "sid=root; Path=/",
+                    "sid=app; Path=/app",
+                    "lang=en; Path=/app/x",
+                ],
+            );
+            let sent = jar.cookies(&url("http://a.test/app/x/y")).unwrap();
+            assert_eq!(sent, "lang=en; sid=app; sid=root");
+        }
     }
 
     #[test]
