@@ -7,7 +7,8 @@
 //! list, but a `Domain` that is a top-level domain is refused, as curl
 //! does; a `Secure` cookie set over plain http is ignored, and so is a
 //! cookie set over plain http that would overwrite or shadow a `Secure`
-//! one, as RFC 6265bis has it), on the `cookie_store` crate.
+//! one, and a `__Secure-` or `__Host-` one without the attributes its
+//! prefix asks for, as RFC 6265bis has it), on the `cookie_store` crate.
 
 use http::HeaderValue;
 
@@ -47,6 +48,7 @@ impl Jar {
         let mut store = self.write();
         cookies.retain(|cookie| {
             !for_a_top_level_domain(cookie, url)
+                && !breaks_its_prefix(cookie)
                 && !secure_over_plain_http(cookie, url)
                 && !shadows_a_secure_cookie(&store, cookie, url)
         });
@@ -108,6 +110,32 @@ impl CookieStore for Jar {
 #[cfg(feature = "cookies")]
 fn secure_over_plain_http(cookie: &cookie_store::RawCookie<'_>, url: &url::Url) -> bool {
     cookie.secure() == Some(true) && !is_secure(url)
+}
+
+/// Whether `cookie`'s name has a prefix (RFC 6265bis §4.1.3, matched in
+/// any case) whose rules it does not keep: `__Secure-` asks for `Secure`,
+/// `__Host-` for `Secure`, no `Domain` and `Path=/`. RFC 6265bis §5.7 has
+/// such a cookie ignored, as the browsers and curl do (`cookie_store` keeps
+/// it): a site trusts a `__Host-` cookie to be one it set itself, over
+/// https, for its host alone — not one a sibling subdomain set for the
+/// whole domain.
+#[cfg(feature = "cookies")]
+fn breaks_its_prefix(cookie: &cookie_store::RawCookie<'_>) -> bool {
+    let name = cookie.name().as_bytes();
+    let has = |prefix: &[u8]| {
+        name.get(..prefix.len())
+            .is_some_and(|start| start.eq_ignore_ascii_case(prefix))
+    };
+    let secure = cookie.secure() == Some(true);
+    if has(b"__Secure-") {
+        return !secure;
+    }
+    if has(b"__Host-") {
+        // An empty `Domain` is no attribute at all (RFC 6265 §5.2.3).
+        let host_only = cookie.domain().is_none_or(str::is_empty);
+        return !(secure && host_only && cookie.path() == Some("/"));
+    }
+    false
 }
 
 /// Whether `url` is secure for cookies: https, or loopback (see
@@ -417,6 +445,52 @@ mod tests {
             let sent = jar.cookies(&url("http://a.test/app/x/y")).unwrap();
             assert_eq!(sent, "lang=en; sid=app; sid=root");
         }
+    }
+
+    /// RFC 6265bis §4.1.3: a `__Secure-` cookie must be `Secure`; a
+    /// `__Host-` one `Secure`, without `Domain` and with `Path=/` — the
+    /// prefix matched in any case. Otherwise it is ignored, as the browsers
+    /// and curl do: a site that takes such a cookie for one it set itself
+    /// over https, for its own host, would take one planted by a sibling
+    /// subdomain (`Domain`) or a hand-made one.
+    #[test]
+    fn a_cookie_with_a_prefix_is_kept_only_with_the_attributes_it_asks_for() {
+        let jar = Jar::new();
+        set(
+            &jar,
+            "https://a.test/login",
+            &[
+                "__Secure-ok=1; Secure",
+                "__Secure-plain=2",
+                "__Host-ok=3; Secure; Path=/",
+                "__Host-nopath=4; Secure",
+                "__Host-deep=5; Secure; Path=/x",
+                "__Host-domain=6; Secure; Path=/; Domain=a.test",
+                "__Host-insecure=7; Path=/",
+                "__host-lower=8; Path=/",
+                "__SECURE-upper=9",
+                "__Securely=10",
+            ],
+        );
+        assert_eq!(
+            sent(&jar, "https://a.test/x").as_deref(),
+            Some("__Host-ok=3; __Secure-ok=1; __Securely=10")
+        );
+        // A sibling cannot give the host a cookie that claims to be its own.
+        set(
+            &jar,
+            "https://www.a.test/",
+            &["__Host-sid=planted; Secure; Path=/; Domain=a.test"],
+        );
+        assert_eq!(
+            sent(&jar, "https://a.test/").as_deref(),
+            Some("__Host-ok=3; __Secure-ok=1; __Securely=10")
+        );
+        jar.add_cookie_str("__Secure-hand=11", &url("https://a.test/"));
+        assert_eq!(
+            sent(&jar, "https://a.test/").as_deref(),
+            Some("__Host-ok=3; __Secure-ok=1; __Securely=10")
+        );
     }
 
     #[test]
