@@ -87,6 +87,51 @@ fn each_redirect_status_changes_the_method_as_the_rfc_and_the_browsers_do() {
     client.close();
 }
 
+/// A body dropped on the way takes every header that described it (RFC
+/// 9110 §15.4: "content-specific header fields, including (but not
+/// limited to) Content-Encoding, Content-Language, Content-Location,
+/// Content-Type, Content-Length, Digest, and Last-Modified"; RFC 9530's
+/// `Content-Digest` and `Repr-Digest` replace `Digest`): a GET with the
+/// digest of a body it does not have is refused by a server that checks
+/// it. A body that goes on keeps them all.
+#[test]
+fn a_body_dropped_on_the_way_takes_all_its_headers_with_it() {
+    let described_by = [
+        ("content-type", "text/plain"),
+        ("content-encoding", "identity"),
+        ("content-language", "en"),
+        ("content-location", "/drafts/1"),
+        (
+            "digest",
+            "sha-256=X48E9qOokqqrvdts8nOJRJN3OWDUoyWxBf7kbu9DBPE=",
+        ),
+        (
+            "content-digest",
+            "sha-256=:X48E9qOokqqrvdts8nOJRJN3OWDUoyWxBf7kbu9DBPE=:",
+        ),
+        (
+            "repr-digest",
+            "sha-256=:X48E9qOokqqrvdts8nOJRJN3OWDUoyWxBf7kbu9DBPE=:",
+        ),
+        ("last-modified", "Sat, 05 Dec 2026 18:00:00 GMT"),
+    ];
+    let client = client();
+    for status in [303, 307] {
+        let server = redirecting(status);
+        let mut request = client.post(server.url("/from")).body("payload");
+        for (name, value) in described_by {
+            request = request.header(name, value);
+        }
+        request.send().wait().unwrap();
+        let followed = &server.requests()[1];
+        for (name, value) in described_by {
+            let kept = (status == 307).then_some(value);
+            assert_eq!(followed.header(name), kept, "{status} {name}");
+        }
+    }
+    client.close();
+}
+
 /// A body in memory too large to share the head's buffer (sent from its
 /// own bytes after the head, as one waiting for `100 Continue` is) goes
 /// again whole after a 307 or a 308, framed by `Content-Length` or chunked.
