@@ -7,8 +7,9 @@
 //! list, but a `Domain` that is a top-level domain is refused, as curl
 //! does; a `Secure` cookie set over plain http is ignored, and so is a
 //! cookie set over plain http that would overwrite or shadow a `Secure`
-//! one, and a `__Secure-` or `__Host-` one without the attributes its
-//! prefix asks for, as RFC 6265bis has it), on the `cookie_store` crate.
+//! one, a `__Secure-` or `__Host-` one without the attributes its
+//! prefix asks for, and one whose name and value pass 4096 bytes, as RFC
+//! 6265bis has it), on the `cookie_store` crate.
 
 use http::HeaderValue;
 
@@ -47,7 +48,8 @@ impl Jar {
     fn store(&self, mut cookies: Vec<cookie_store::RawCookie<'static>>, url: &url::Url) {
         let mut store = self.write();
         cookies.retain(|cookie| {
-            !for_a_top_level_domain(cookie, url)
+            !too_long(cookie)
+                && !for_a_top_level_domain(cookie, url)
                 && !breaks_its_prefix(cookie)
                 && !secure_over_plain_http(cookie, url)
                 && !shadows_a_secure_cookie(&store, cookie, url)
@@ -110,6 +112,21 @@ impl CookieStore for Jar {
 #[cfg(feature = "cookies")]
 fn secure_over_plain_http(cookie: &cookie_store::RawCookie<'_>, url: &url::Url) -> bool {
     cookie.secure() == Some(true) && !is_secure(url)
+}
+
+/// The longest name and value a cookie may have together, in bytes (RFC
+/// 6265bis §5.6).
+#[cfg(feature = "cookies")]
+const MAX_NAME_AND_VALUE: usize = 4096;
+
+/// Whether `cookie`'s name and value together are longer than
+/// [`MAX_NAME_AND_VALUE`]: RFC 6265bis §5.6 has it ignored, as the browsers
+/// and curl do (`cookie_store` keeps it). Kept, it would go with every
+/// request to its domain: a few, set by a sibling subdomain for the parent
+/// domain, make every request there larger than servers take.
+#[cfg(feature = "cookies")]
+fn too_long(cookie: &cookie_store::RawCookie<'_>) -> bool {
+    cookie.name().len() + cookie.value().len() > MAX_NAME_AND_VALUE
 }
 
 /// Whether `cookie`'s name has a prefix (RFC 6265bis §4.1.3, matched in
@@ -491,6 +508,30 @@ mod tests {
             sent(&jar, "https://a.test/").as_deref(),
             Some("__Host-ok=3; __Secure-ok=1; __Securely=10")
         );
+    }
+
+    /// RFC 6265bis §5.6: a cookie whose name and value together are longer
+    /// than 4096 bytes is ignored (as the browsers and curl do): kept, it
+    /// would go with every request to its domain — set by a sibling for the
+    /// parent domain, a few such cookies make each request's head larger
+    /// than servers take (nginx answers 400 past 8 KiB), for good.
+    #[test]
+    fn a_cookie_longer_than_4096_bytes_is_ignored() {
+        let jar = Jar::new();
+        let fits = format!("fits={}", "v".repeat(4096 - 4));
+        let too_long = format!("long={}", "v".repeat(4096 - 4 + 1));
+        set(&jar, "http://a.test/", &[&fits, &too_long]);
+        jar.add_cookie_str(
+            &format!("hand={}", "v".repeat(4096)),
+            &url("http://a.test/"),
+        );
+        let sent = sent(&jar, "http://a.test/").unwrap_or_default();
+        let names: Vec<&str> = sent
+            .split("; ")
+            .map(|c| &c[..c.find('=').unwrap_or(0)])
+            .collect();
+        assert_eq!(names, ["fits"]);
+        assert_eq!(sent, fits);
     }
 
     #[test]
