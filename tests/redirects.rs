@@ -777,3 +777,33 @@ fn a_redirect_the_chain_fails_on_lets_its_connection_go() {
         client.close();
     }
 }
+
+/// A custom policy that panics (on the thread that waits, as it runs
+/// there) unwinds through the wait: a caller that survives it — a tokio
+/// task's panic is caught, its future dropped — leaves nobody to read the
+/// redirect that was being decided on. Its exchange ends and its
+/// connection goes, as for a dropped body.
+#[test]
+fn a_custom_policy_that_panics_lets_the_redirects_connection_go() {
+    let server = TestServer::start(Behaviour::SendThenStall(
+        b"HTTP/1.1 302 Found\r\nLocation: /again\r\nContent-Length: 1000000\r\n\r\nmoved".to_vec(),
+    ));
+    let client = Client::builder()
+        .event_loops(1)
+        .request_timeout(Duration::ZERO)
+        .read_timeout(Duration::ZERO)
+        .redirect(Policy::custom(|_| panic!("the policy panics")))
+        .build()
+        .unwrap();
+    let url = server.url("/from");
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        client.get(&url).send().wait()
+    }));
+    assert!(caught.is_err(), "the policy's panic reaches the caller");
+    assert!(
+        server.wait_for_open(0, Duration::from_secs(10)),
+        "the redirect's connection is still open"
+    );
+    assert_settles(&client, Duration::from_secs(10));
+    client.close();
+}

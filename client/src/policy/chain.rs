@@ -68,6 +68,9 @@ pub(crate) struct Chain {
     retry: retry::Policy,
     hedge: hedge::Policy,
     attempts: Attempts,
+    /// The current hop's head became a response, whose body owns its
+    /// exchange from then on (see [`body_made`](Self::body_made)).
+    body_made: bool,
 }
 
 impl Chain {
@@ -126,7 +129,14 @@ impl Chain {
             retry,
             hedge,
             attempts,
+            body_made: false,
         })
+    }
+
+    /// The current hop's head became a response: its body owns the
+    /// exchange (and lets it go when dropped), not the chain.
+    pub(crate) fn body_made(&mut self) {
+        self.body_made = true;
     }
 
     /// The exchange of the hop under way (whose head is waited for first).
@@ -459,6 +469,23 @@ impl Chain {
             Arc::make_mut(&mut self.hop.headers).remove(COOKIE);
         }
         self.store_cookie = add_store_cookies(self.policies.cookies.as_deref(), &mut self.hop);
+    }
+}
+
+impl Drop for Chain {
+    /// A head taken and made into no response leaves nobody to read its
+    /// body: a panic in the caller's own code called from
+    /// [`on_head`](Self::on_head) — a custom redirect policy, a cookie
+    /// store — unwound through it, and the caller survived (a tokio task's
+    /// panic is caught, its future dropped). Its connection is let go now
+    /// (it drains or closes), as at a dropped body, not held with the
+    /// exchange until a body that may never end has come. (The chain's
+    /// own failures after a head let it go already; once more is nothing.)
+    fn drop(&mut self) {
+        let current = self.attempts.current();
+        if !self.body_made && current.head_taken() {
+            current.body_dropped();
+        }
     }
 }
 
