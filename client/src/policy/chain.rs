@@ -2,7 +2,7 @@
 //! per redirect followed — and what every hop adds to it: a `User-Agent`,
 //! `Accept-Encoding`, credentials from the URL, cookies.
 
-use super::attempts::{Attempts, Sender};
+use super::attempts::{Attempts, Sender, View};
 use super::hop::{Hop, HopBody, HopSettings};
 use super::redirect::{self, Attempt, Decision};
 use super::upload::Upload;
@@ -146,12 +146,22 @@ impl Chain {
 
     /// Cancels what is in flight; whether anything was.
     pub(crate) fn cancel(&self) -> bool {
-        self.attempts.cancel()
+        self.attempts.cancel(self.view())
     }
 
     /// Whether the next poll has an outcome at once.
     pub(crate) fn is_settled(&self) -> bool {
-        self.attempts.is_settled()
+        self.attempts.is_settled(self.view())
+    }
+
+    /// The hop and the client's parts, for the attempts to look at.
+    fn view(&self) -> View<'_> {
+        View {
+            dispatcher: &self.dispatcher,
+            policies: &self.policies,
+            settings: &self.settings,
+            hop: &self.hop,
+        }
     }
 
     /// The hop's attempts, and what sending one needs.
@@ -225,7 +235,7 @@ impl Chain {
         if !crate::event_loop::on_any_loop() {
             return false;
         }
-        if self.attempts.is_settled() {
+        if self.is_settled() {
             return false;
         }
         let current = self.current();
