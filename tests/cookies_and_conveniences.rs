@@ -487,6 +487,34 @@ fn json_both_ways() {
     client.close();
 }
 
+/// A JSON body sent with a `Content-Type` of the caller's own (a JSON
+/// merge patch, JSON:API's type) keeps it, as reqwest does: APIs that take
+/// several JSON types (Kubernetes' PATCH) tell them apart by it, and refuse
+/// `application/json` where they want another.
+#[cfg(feature = "json")]
+#[test]
+fn a_json_body_keeps_the_callers_own_content_type() {
+    let server = TestServer::respond(|request| ok(&request.header_all("content-type").join(" | ")));
+    let client = Client::new();
+    let patch = serde_json::json!({"spec": {"replicas": 3}});
+    let sent =
+        |request: tickless::RequestBuilder| request.send().wait().unwrap().text().wait().unwrap();
+    assert_eq!(
+        sent(
+            client
+                .patch(server.url("/deployment"))
+                .header("content-type", "application/merge-patch+json")
+                .json(&patch)
+        ),
+        "application/merge-patch+json"
+    );
+    assert_eq!(
+        sent(client.patch(server.url("/deployment")).json(&patch)),
+        "application/json"
+    );
+    client.close();
+}
+
 #[test]
 fn error_for_status_turns_4xx_and_5xx_into_errors() {
     let server = TestServer::respond(|request| {

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
-use support::client_kit::{Event, Recorder};
+use support::client_kit::{assert_settles, Event, Recorder};
 use support::tls::{certs, TlsServer};
 use support::*;
 use tickless::redirect::Policy;
@@ -82,6 +82,51 @@ fn each_redirect_status_changes_the_method_as_the_rfc_and_the_browsers_do() {
                 .header("content-length")
                 .is_none_or(|l| l == "0"));
             assert!(requests[1].body.is_empty());
+        }
+    }
+    client.close();
+}
+
+/// A body dropped on the way takes every header that described it (RFC
+/// 9110 §15.4: "content-specific header fields, including (but not
+/// limited to) Content-Encoding, Content-Language, Content-Location,
+/// Content-Type, Content-Length, Digest, and Last-Modified"; RFC 9530's
+/// `Content-Digest` and `Repr-Digest` replace `Digest`): a GET with the
+/// digest of a body it does not have is refused by a server that checks
+/// it. A body that goes on keeps them all.
+#[test]
+fn a_body_dropped_on_the_way_takes_all_its_headers_with_it() {
+    let described_by = [
+        ("content-type", "text/plain"),
+        ("content-encoding", "identity"),
+        ("content-language", "en"),
+        ("content-location", "/drafts/1"),
+        (
+            "digest",
+            "sha-256=X48E9qOokqqrvdts8nOJRJN3OWDUoyWxBf7kbu9DBPE=",
+        ),
+        (
+            "content-digest",
+            "sha-256=:X48E9qOokqqrvdts8nOJRJN3OWDUoyWxBf7kbu9DBPE=:",
+        ),
+        (
+            "repr-digest",
+            "sha-256=:X48E9qOokqqrvdts8nOJRJN3OWDUoyWxBf7kbu9DBPE=:",
+        ),
+        ("last-modified", "Sat, 05 Dec 2026 18:00:00 GMT"),
+    ];
+    let client = client();
+    for status in [303, 307] {
+        let server = redirecting(status);
+        let mut request = client.post(server.url("/from")).body("payload");
+        for (name, value) in described_by {
+            request = request.header(name, value);
+        }
+        request.send().wait().unwrap();
+        let followed = &server.requests()[1];
+        for (name, value) in described_by {
+            let kept = (status == 307).then_some(value);
+            assert_eq!(followed.header(name), kept, "{status} {name}");
         }
     }
     client.close();
@@ -691,5 +736,74 @@ fn a_followed_redirects_credentials_are_not_told_to_the_listener() {
         })
         .collect();
     assert_eq!(redirects, [server.url("/two")]);
+    client.close();
+}
+
+/// A redirect not followed because the chain fails (too many, a loop, a
+/// downgrade, a custom policy's error) ends the request with an error and
+/// no response: nobody will read the redirect's body. Its exchange ends
+/// and its connection goes (drained if small, else closed), as for a
+/// dropped body — not held until the body, which may never end, arrives.
+#[test]
+fn a_redirect_the_chain_fails_on_lets_its_connection_go() {
+    // A redirect whose body has begun and never ends.
+    let stalled = |location: &str| {
+        let head = format!(
+            "HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 1000000\r\n\r\nmoved"
+        );
+        TestServer::start(Behaviour::SendThenStall(head.into_bytes()))
+    };
+    let failing = Policy::custom(|attempt| attempt.error("not there"));
+    for (what, location, policy) in [
+        ("too many", "/again", Policy::limited(0)),
+        ("a loop", "/from", Policy::limited(5)),
+        ("custom", "/again", failing),
+    ] {
+        let server = stalled(location);
+        let client = Client::builder()
+            .event_loops(1)
+            .request_timeout(Duration::ZERO)
+            .read_timeout(Duration::ZERO)
+            .redirect(policy)
+            .build()
+            .unwrap();
+        let error = client.get(server.url("/from")).send().wait().unwrap_err();
+        assert!(matches!(error, Error::Redirect { .. }), "{what}: {error:?}");
+        assert!(
+            server.wait_for_open(0, Duration::from_secs(10)),
+            "{what}: the redirect's connection is still open"
+        );
+        assert_settles(&client, Duration::from_secs(10));
+        client.close();
+    }
+}
+
+/// A custom policy that panics (on the thread that waits, as it runs
+/// there) unwinds through the wait: a caller that survives it — a tokio
+/// task's panic is caught, its future dropped — leaves nobody to read the
+/// redirect that was being decided on. Its exchange ends and its
+/// connection goes, as for a dropped body.
+#[test]
+fn a_custom_policy_that_panics_lets_the_redirects_connection_go() {
+    let server = TestServer::start(Behaviour::SendThenStall(
+        b"HTTP/1.1 302 Found\r\nLocation: /again\r\nContent-Length: 1000000\r\n\r\nmoved".to_vec(),
+    ));
+    let client = Client::builder()
+        .event_loops(1)
+        .request_timeout(Duration::ZERO)
+        .read_timeout(Duration::ZERO)
+        .redirect(Policy::custom(|_| panic!("the policy panics")))
+        .build()
+        .unwrap();
+    let url = server.url("/from");
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        client.get(&url).send().wait()
+    }));
+    assert!(caught.is_err(), "the policy's panic reaches the caller");
+    assert!(
+        server.wait_for_open(0, Duration::from_secs(10)),
+        "the redirect's connection is still open"
+    );
+    assert_settles(&client, Duration::from_secs(10));
     client.close();
 }

@@ -1432,3 +1432,39 @@ fn a_hedge_delay_that_rang_for_a_failed_attempt_sends_no_copy_of_its_retry() {
     assert_eq!(server.connections_accepted(), 2);
     client.close();
 }
+
+/// A failure the policy does not retry (a POST reset after it was sent, a
+/// response that breaks the protocol) is the outcome at once:
+/// `ResponseFuture::is_done` says so, as it does without a retry policy —
+/// a caller that waits for it before it waits (or polls) is not left
+/// waiting for a retry that will never come — and a cancel then cancels
+/// nothing: the failure is the outcome, not `Error::Cancelled`.
+#[test]
+fn a_failure_the_policy_does_not_retry_is_done() {
+    let clock = ManualClock::new();
+    let (client, _recorder) = client_on(&clock, false);
+    let policy = retry::Policy::attempts(3)
+        .backoff(Duration::ZERO, Duration::ZERO)
+        .jitter(false);
+    let reset = TestServer::start(Behaviour::Reset);
+    let garbled = TestServer::start(Behaviour::SendThenClose(b"HTTP/9 what\r\n\r\n".to_vec()));
+    for (what, request) in [
+        ("a POST reset", client.post(reset.url("/")).body("once")),
+        ("a GET answered with garbage", client.get(garbled.url("/"))),
+    ] {
+        let future = request.retry(policy.clone()).send();
+        assert!(
+            eventually(CEILING, || future.is_done()),
+            "{what}: not done, though nothing follows its failure"
+        );
+        assert!(!future.cancel(), "{what}: the request had ended");
+        let error = future.wait().unwrap_err();
+        assert!(
+            !matches!(error, Error::Retried { .. } | Error::Cancelled),
+            "{what}: {error:?}"
+        );
+    }
+    assert_eq!(reset.connections_accepted(), 1);
+    assert_eq!(garbled.connections_accepted(), 1);
+    client.close();
+}

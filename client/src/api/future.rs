@@ -157,10 +157,11 @@ impl Future for ResponseFuture {
 
 /// The response of the chain's last hop, whose head this is (or why it
 /// is refused: see [`Chain::decoding`]).
-fn response(chain: &Chain, mut head: Head) -> Result<Response, Error> {
+fn response(chain: &mut Chain, mut head: Head) -> Result<Response, Error> {
     let decoding = chain.decoding(&mut head)?;
     let length = chain.body_length(&head);
     let body = Body::new(chain.current().clone(), decoding, length);
+    chain.body_made();
     Ok(Response::new(head, chain.url().clone(), body))
 }
 

@@ -223,13 +223,18 @@ impl RequestBuilder {
         self
     }
 
-    /// A JSON body (`Content-Type: application/json`).
+    /// A JSON body, with `Content-Type: application/json` unless the
+    /// request has a `Content-Type` of its own already (a more precise JSON
+    /// type, as `application/merge-patch+json`), as reqwest does.
     #[cfg(feature = "json")]
     pub fn json<T: serde::Serialize + ?Sized>(mut self, json: &T) -> Self {
         match serde_json::to_vec(json) {
             Ok(body) => {
+                // Several APIs take more than one JSON type and tell them
+                // apart by this header: the caller's says which is sent.
                 self.headers
-                    .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+                    .entry(CONTENT_TYPE)
+                    .or_insert(HeaderValue::from_static("application/json"));
                 self.body = Upload::from(body);
             }
             Err(e) => self.invalid = Some(InvalidRequest::Json(e)),

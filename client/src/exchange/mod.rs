@@ -479,6 +479,13 @@ impl Exchange {
         self.outcome.holds(Result::is_err)
     }
 
+    /// Whether the exchange failed before its head was taken with an error
+    /// `test` accepts (the failure stays stored, for the caller to take).
+    pub(crate) fn failed_untaken_with(&self, test: impl FnOnce(&Error) -> bool) -> bool {
+        self.outcome
+            .holds(|outcome| outcome.as_ref().err().is_some_and(test))
+    }
+
     /// Whether the caller has taken the head: the future is spent, and the
     /// exchange now belongs to the body.
     pub(crate) fn head_taken(&self) -> bool {

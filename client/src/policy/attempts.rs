@@ -43,6 +43,15 @@ pub(crate) struct Sender<'a> {
     pub(crate) hop: &'a mut Hop,
 }
 
+/// What telling whether a failure will be retried needs, without sending
+/// anything: the client's parts and the hop, read only.
+pub(crate) struct View<'a> {
+    pub(crate) dispatcher: &'a Arc<Dispatcher>,
+    pub(crate) policies: &'a Policies,
+    pub(crate) settings: &'a HopSettings,
+    pub(crate) hop: &'a Hop,
+}
+
 /// The exchanges of one hop. See the [module documentation](self).
 pub(crate) struct Attempts {
     retry: retry::Policy,
@@ -123,8 +132,8 @@ impl Attempts {
     }
 
     /// Whether the next poll has an outcome to give at once (not a failure
-    /// the next poll would retry).
-    pub(crate) fn is_settled(&self) -> bool {
+    /// the next poll would retry: see [`would_retry`](Self::would_retry)).
+    pub(crate) fn is_settled(&self, view: View<'_>) -> bool {
         if self.cancelled.load(Ordering::Acquire) {
             return true;
         }
@@ -142,7 +151,7 @@ impl Attempts {
         }
         // Every attempt failed: the last failure is the outcome, unless a
         // retry follows it.
-        in_flight.all(|attempt| attempt.is_settled()) && !self.may_retry()
+        in_flight.all(|attempt| attempt.is_settled()) && !self.would_retry(&view)
     }
 
     /// Whether another attempt may follow a failure: the policy retries,
@@ -151,13 +160,40 @@ impl Attempts {
         self.retry.retries() && self.started < self.retry.max_attempts()
     }
 
+    /// Whether the next poll, meeting the failure of every attempt in
+    /// flight, would arm a retry (`retry_after_failure`, `arm_retry`) —
+    /// told without arming or counting one: an attempt is left, the
+    /// policy retries the failure that decides for the hop's method (the
+    /// last one that poll meets: the first copy's if copies are in flight,
+    /// else `current`'s), the body can go again, the shortest backoff the
+    /// retry may draw fits the deadline, and the budget has room now. (A
+    /// longer backoff drawn, or a budget other requests spend first, may
+    /// still make that poll give the failure.) A failure the policy does
+    /// not retry — a POST reset once sent, a response that broke the
+    /// protocol — is the outcome at once, as without a policy.
+    fn would_retry(&self, view: &View<'_>) -> bool {
+        if !self.may_retry() || !view.hop.body.replayable() {
+            return false;
+        }
+        let deciding = self.copies.first().unwrap_or(&self.current);
+        let method = &view.hop.method;
+        if !deciding.failed_untaken_with(|error| self.retry.retries_error(error, method)) {
+            return false;
+        }
+        let now = view.dispatcher.clock().now();
+        let shortest = self.retry.shortest_delay(self.started);
+        now.checked_add(shortest)
+            .is_some_and(|at| self.fits(at, view.settings))
+            && view.policies.budget.has_room(now)
+    }
+
     /// Cancels every attempt in flight and a backoff under way, and what
     /// would follow a failure not yet seen (a copy, a retry); returns
     /// whether anything was cancelled. Once it has, nothing more goes: no
     /// copy when the hedge delay rings, no retry — nor, for a head that
     /// came before the cancel and was not taken, its redirect, status retry
     /// or 417 repeat (see `on_outcome`).
-    pub(crate) fn cancel(&self) -> bool {
+    pub(crate) fn cancel(&self, view: View<'_>) -> bool {
         // During a backoff nothing is in flight: the waiter is woken to
         // find the request cancelled, and the backoff's entry leaves the
         // wheel or the loop now, not at its deadline (a `Retry-After` may
@@ -174,7 +210,7 @@ impl Attempts {
         // A failure the next poll would follow with a copy or a retry: the
         // request has not ended, and ends now.
         let mut cancelled =
-            self.current.failed_untaken() && (!self.copies.is_empty() || self.may_retry());
+            self.current.failed_untaken() && (!self.copies.is_empty() || self.would_retry(&view));
         cancelled |= self.current.cancel();
         for copy in &self.copies {
             cancelled |= copy.cancel();

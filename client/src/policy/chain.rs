@@ -2,7 +2,7 @@
 //! per redirect followed — and what every hop adds to it: a `User-Agent`,
 //! `Accept-Encoding`, credentials from the URL, cookies.
 
-use super::attempts::{Attempts, Sender};
+use super::attempts::{Attempts, Sender, View};
 use super::hop::{Hop, HopBody, HopSettings};
 use super::redirect::{self, Attempt, Decision};
 use super::upload::Upload;
@@ -68,6 +68,9 @@ pub(crate) struct Chain {
     retry: retry::Policy,
     hedge: hedge::Policy,
     attempts: Attempts,
+    /// The current hop's head became a response, whose body owns its
+    /// exchange from then on (see [`body_made`](Self::body_made)).
+    body_made: bool,
 }
 
 impl Chain {
@@ -126,7 +129,14 @@ impl Chain {
             retry,
             hedge,
             attempts,
+            body_made: false,
         })
+    }
+
+    /// The current hop's head became a response: its body owns the
+    /// exchange (and lets it go when dropped), not the chain.
+    pub(crate) fn body_made(&mut self) {
+        self.body_made = true;
     }
 
     /// The exchange of the hop under way (whose head is waited for first).
@@ -136,12 +146,22 @@ impl Chain {
 
     /// Cancels what is in flight; whether anything was.
     pub(crate) fn cancel(&self) -> bool {
-        self.attempts.cancel()
+        self.attempts.cancel(self.view())
     }
 
     /// Whether the next poll has an outcome at once.
     pub(crate) fn is_settled(&self) -> bool {
-        self.attempts.is_settled()
+        self.attempts.is_settled(self.view())
+    }
+
+    /// The hop and the client's parts, for the attempts to look at.
+    fn view(&self) -> View<'_> {
+        View {
+            dispatcher: &self.dispatcher,
+            policies: &self.policies,
+            settings: &self.settings,
+            hop: &self.hop,
+        }
     }
 
     /// The hop's attempts, and what sending one needs.
@@ -215,7 +235,7 @@ impl Chain {
         if !crate::event_loop::on_any_loop() {
             return false;
         }
-        if self.attempts.is_settled() {
+        if self.is_settled() {
             return false;
         }
         let current = self.current();
@@ -360,8 +380,13 @@ impl Chain {
             .chain(std::iter::once(current))
     }
 
-    /// The chain, with `next` at its end, stopped for `reason`.
+    /// The chain, with `next` at its end, stopped for `reason`. No
+    /// response is made of the redirect that answered, so no body will
+    /// read it: its connection is let go now (it drains or closes), as at
+    /// a dropped body — else it would stay with the exchange until a body
+    /// that may never end had come.
     fn stopped(&self, next: http::Uri, reason: RedirectError) -> Error {
+        self.current().body_dropped();
         let mut chain: Vec<http::Uri> = self.visits().map(|(_, uri, _)| uri.clone()).collect();
         // The hops before it went without their userinfo (it became a
         // header); the one not followed is the server's `Location` as
@@ -454,6 +479,23 @@ impl Chain {
             Arc::make_mut(&mut self.hop.headers).remove(COOKIE);
         }
         self.store_cookie = add_store_cookies(self.policies.cookies.as_deref(), &mut self.hop);
+    }
+}
+
+impl Drop for Chain {
+    /// A head taken and made into no response leaves nobody to read its
+    /// body: a panic in the caller's own code called from
+    /// [`on_head`](Self::on_head) — a custom redirect policy, a cookie
+    /// store — unwound through it, and the caller survived (a tokio task's
+    /// panic is caught, its future dropped). Its connection is let go now
+    /// (it drains or closes), as at a dropped body, not held with the
+    /// exchange until a body that may never end has come. (The chain's
+    /// own failures after a head let it go already; once more is nothing.)
+    fn drop(&mut self) {
+        let current = self.attempts.current();
+        if !self.body_made && current.head_taken() {
+            current.body_dropped();
+        }
     }
 }
 

@@ -7,7 +7,9 @@
 //! list, but a `Domain` that is a top-level domain is refused, as curl
 //! does; a `Secure` cookie set over plain http is ignored, and so is a
 //! cookie set over plain http that would overwrite or shadow a `Secure`
-//! one, as RFC 6265bis has it), on the `cookie_store` crate.
+//! one, a `__Secure-` or `__Host-` one without the attributes its
+//! prefix asks for, and one whose name and value pass 4096 bytes, as RFC
+//! 6265bis has it), on the `cookie_store` crate.
 
 use http::HeaderValue;
 
@@ -46,7 +48,9 @@ impl Jar {
     fn store(&self, mut cookies: Vec<cookie_store::RawCookie<'static>>, url: &url::Url) {
         let mut store = self.write();
         cookies.retain(|cookie| {
-            !for_a_top_level_domain(cookie, url)
+            !too_long(cookie)
+                && !for_a_top_level_domain(cookie, url)
+                && !breaks_its_prefix(cookie)
                 && !secure_over_plain_http(cookie, url)
                 && !shadows_a_secure_cookie(&store, cookie, url)
         });
@@ -77,9 +81,18 @@ impl CookieStore for Jar {
             .0
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let joined = store
-            .get_request_values(url)
-            .map(|(name, value)| format!("{name}={value}"))
+        // RFC 6265 §5.4: longer paths first. A server reads the first of
+        // two cookies of one name (`sid` for `/` and for `/app`), and the
+        // one for the deeper path is the one meant; `cookie_store` gives
+        // them in its hash maps' order, which differs from jar to jar.
+        let mut matching = store.matches(url);
+        matching.sort_by_key(|cookie| std::cmp::Reverse(cookie.path.len()));
+        let joined = matching
+            .iter()
+            .map(|cookie| {
+                let (name, value) = cookie.name_value();
+                format!("{name}={value}")
+            })
             .collect::<Vec<_>>()
             .join("; ");
         drop(store);
@@ -99,6 +112,47 @@ impl CookieStore for Jar {
 #[cfg(feature = "cookies")]
 fn secure_over_plain_http(cookie: &cookie_store::RawCookie<'_>, url: &url::Url) -> bool {
     cookie.secure() == Some(true) && !is_secure(url)
+}
+
+/// The longest name and value a cookie may have together, in bytes (RFC
+/// 6265bis §5.6).
+#[cfg(feature = "cookies")]
+const MAX_NAME_AND_VALUE: usize = 4096;
+
+/// Whether `cookie`'s name and value together are longer than
+/// [`MAX_NAME_AND_VALUE`]: RFC 6265bis §5.6 has it ignored, as the browsers
+/// and curl do (`cookie_store` keeps it). Kept, it would go with every
+/// request to its domain: a few, set by a sibling subdomain for the parent
+/// domain, make every request there larger than servers take.
+#[cfg(feature = "cookies")]
+fn too_long(cookie: &cookie_store::RawCookie<'_>) -> bool {
+    cookie.name().len() + cookie.value().len() > MAX_NAME_AND_VALUE
+}
+
+/// Whether `cookie`'s name has a prefix (RFC 6265bis §4.1.3, matched in
+/// any case) whose rules it does not keep: `__Secure-` asks for `Secure`,
+/// `__Host-` for `Secure`, no `Domain` and `Path=/`. RFC 6265bis §5.7 has
+/// such a cookie ignored, as the browsers and curl do (`cookie_store` keeps
+/// it): a site trusts a `__Host-` cookie to be one it set itself, over
+/// https, for its host alone — not one a sibling subdomain set for the
+/// whole domain.
+#[cfg(feature = "cookies")]
+fn breaks_its_prefix(cookie: &cookie_store::RawCookie<'_>) -> bool {
+    let name = cookie.name().as_bytes();
+    let has = |prefix: &[u8]| {
+        name.get(..prefix.len())
+            .is_some_and(|start| start.eq_ignore_ascii_case(prefix))
+    };
+    let secure = cookie.secure() == Some(true);
+    if has(b"__Secure-") {
+        return !secure;
+    }
+    if has(b"__Host-") {
+        // An empty `Domain` is no attribute at all (RFC 6265 §5.2.3).
+        let host_only = cookie.domain().is_none_or(str::is_empty);
+        return !(secure && host_only && cookie.path() == Some("/"));
+    }
+    false
 }
 
 /// Whether `url` is secure for cookies: https, or loopback (see
@@ -386,6 +440,98 @@ mod tests {
         // A host with no dot in its name may still name itself.
         set(&jar, "http://intranet./", &["own=5; Domain=intranet."]);
         assert_eq!(sent(&jar, "http://intranet./").as_deref(), Some("own=5"));
+    }
+
+    /// RFC 6265 §5.4: cookies with longer paths go first. Servers read the
+    /// first of two cookies of one name, and the one for the request's
+    /// deeper path is the one meant (as the browsers and curl send it).
+    #[test]
+    fn cookies_with_longer_paths_go_first() {
+        // Each jar's maps are hashed with keys of their own.
+        for _ in 0..32 {
+            let jar = Jar::new();
+            set(
+                &jar,
+                "http://a.test/app/login",
+                &[
+                    "sid=root; Path=/",
+                    "sid=app; Path=/app",
+                    "lang=en; Path=/app/x",
+                ],
+            );
+            let sent = jar.cookies(&url("http://a.test/app/x/y")).unwrap();
+            assert_eq!(sent, "lang=en; sid=app; sid=root");
+        }
+    }
+
+    /// RFC 6265bis §4.1.3: a `__Secure-` cookie must be `Secure`; a
+    /// `__Host-` one `Secure`, without `Domain` and with `Path=/` — the
+    /// prefix matched in any case. Otherwise it is ignored, as the browsers
+    /// and curl do: a site that takes such a cookie for one it set itself
+    /// over https, for its own host, would take one planted by a sibling
+    /// subdomain (`Domain`) or a hand-made one.
+    #[test]
+    fn a_cookie_with_a_prefix_is_kept_only_with_the_attributes_it_asks_for() {
+        let jar = Jar::new();
+        set(
+            &jar,
+            "https://a.test/login",
+            &[
+                "__Secure-ok=1; Secure",
+                "__Secure-plain=2",
+                "__Host-ok=3; Secure; Path=/",
+                "__Host-nopath=4; Secure",
+                "__Host-deep=5; Secure; Path=/x",
+                "__Host-domain=6; Secure; Path=/; Domain=a.test",
+                "__Host-insecure=7; Path=/",
+                "__host-lower=8; Path=/",
+                "__SECURE-upper=9",
+                "__Securely=10",
+            ],
+        );
+        assert_eq!(
+            sent(&jar, "https://a.test/x").as_deref(),
+            Some("__Host-ok=3; __Secure-ok=1; __Securely=10")
+        );
+        // A sibling cannot give the host a cookie that claims to be its own.
+        set(
+            &jar,
+            "https://www.a.test/",
+            &["__Host-sid=planted; Secure; Path=/; Domain=a.test"],
+        );
+        assert_eq!(
+            sent(&jar, "https://a.test/").as_deref(),
+            Some("__Host-ok=3; __Secure-ok=1; __Securely=10")
+        );
+        jar.add_cookie_str("__Secure-hand=11", &url("https://a.test/"));
+        assert_eq!(
+            sent(&jar, "https://a.test/").as_deref(),
+            Some("__Host-ok=3; __Secure-ok=1; __Securely=10")
+        );
+    }
+
+    /// RFC 6265bis §5.6: a cookie whose name and value together are longer
+    /// than 4096 bytes is ignored (as the browsers and curl do): kept, it
+    /// would go with every request to its domain — set by a sibling for the
+    /// parent domain, a few such cookies make each request's head larger
+    /// than servers take (nginx answers 400 past 8 KiB), for good.
+    #[test]
+    fn a_cookie_longer_than_4096_bytes_is_ignored() {
+        let jar = Jar::new();
+        let fits = format!("fits={}", "v".repeat(4096 - 4));
+        let too_long = format!("long={}", "v".repeat(4096 - 4 + 1));
+        set(&jar, "http://a.test/", &[&fits, &too_long]);
+        jar.add_cookie_str(
+            &format!("hand={}", "v".repeat(4096)),
+            &url("http://a.test/"),
+        );
+        let sent = sent(&jar, "http://a.test/").unwrap_or_default();
+        let names: Vec<&str> = sent
+            .split("; ")
+            .map(|c| &c[..c.find('=').unwrap_or(0)])
+            .collect();
+        assert_eq!(names, ["fits"]);
+        assert_eq!(sent, fits);
     }
 
     #[test]

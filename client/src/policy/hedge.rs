@@ -7,8 +7,8 @@
 //!   idempotent requests whose body is held in memory.
 //! * **When**: after a fixed delay ([`Policy::after`]), or a percentile of
 //!   this origin's recent latencies ([`Policy::percentile`], tracked per
-//!   origin in a small histogram, with a fixed delay until it has enough
-//!   samples). The delay is one of the first attempt's named timers: on the
+//!   origin in a small histogram — for the 4096 origins recorded most
+//!   recently —, with a fixed delay until it has enough samples). The delay is one of the first attempt's named timers: on the
 //!   wheel until its connection is ready, then on that connection's loop
 //!   in event-loop mode — exact, like its timeouts.
 //! * **Bounds**: at most [`Policy::max_copies`] copies; never past the
@@ -101,19 +101,36 @@ impl Policy {
 /// Recent head latencies per origin: a histogram each, with buckets a
 /// quarter of a power of two wide (about 19 % apart), from 1 µs to about
 /// 70 minutes. Older samples fade: when an origin has seen 1024 since the
-/// last fade, every bucket is halved.
+/// last fade, every bucket is halved. At most [`MAX_ORIGINS`] origins are
+/// tracked (about 1 KiB each): past that, those recorded least recently
+/// are forgotten.
 #[derive(Default)]
 pub(crate) struct Latencies {
-    origins: Mutex<HashMap<Origin, Histogram>>,
+    origins: Mutex<Origins>,
+}
+
+#[derive(Default)]
+struct Origins {
+    histograms: HashMap<Origin, Histogram>,
+    /// Samples recorded so far, for every origin: the stamp of the latest.
+    recorded: u64,
 }
 
 const BUCKETS: usize = 128;
 const FADE_EVERY: u64 = 1024;
 
+/// The most origins whose latencies are kept. A client that meets ever
+/// new origins (a crawler, webhooks to its customers' endpoints) would
+/// otherwise keep a histogram for each, for its whole life; the pool
+/// forgets an origin it no longer uses, and so does this, past the bound.
+const MAX_ORIGINS: usize = 4096;
+
 struct Histogram {
     buckets: [u64; BUCKETS],
     total: u64,
     since_fade: u64,
+    /// The stamp of its latest sample (see [`Origins::recorded`]).
+    last: u64,
 }
 
 impl Default for Histogram {
@@ -122,7 +139,23 @@ impl Default for Histogram {
             buckets: [0; BUCKETS],
             total: 0,
             since_fade: 0,
+            last: 0,
         }
+    }
+}
+
+impl Origins {
+    /// Makes room for an origin not tracked yet, if the bound is reached:
+    /// the quarter of the origins recorded least recently go at once, so
+    /// that the scan is made once per `MAX_ORIGINS / 4` new origins, not
+    /// for each.
+    fn make_room(&mut self) {
+        if self.histograms.len() < MAX_ORIGINS {
+            return;
+        }
+        let mut stamps: Vec<u64> = self.histograms.values().map(|h| h.last).collect();
+        let (_, &mut oldest_kept, _) = stamps.select_nth_unstable(MAX_ORIGINS / 4);
+        self.histograms.retain(|_, h| h.last >= oldest_kept);
     }
 }
 
@@ -139,11 +172,18 @@ fn bucket_top(bucket: usize) -> Duration {
 
 impl Latencies {
     pub(crate) fn record(&self, origin: &Origin, latency: Duration) {
-        let mut origins = lock(&self.origins);
-        let histogram = match origins.get_mut(origin) {
+        let mut guard = lock(&self.origins);
+        let origins = &mut *guard;
+        origins.recorded += 1;
+        let stamp = origins.recorded;
+        if !origins.histograms.contains_key(origin) {
+            origins.make_room();
+        }
+        let histogram = match origins.histograms.get_mut(origin) {
             Some(histogram) => histogram,
-            None => origins.entry(origin.clone()).or_default(),
+            None => origins.histograms.entry(origin.clone()).or_default(),
         };
+        histogram.last = stamp;
         histogram.buckets[bucket_of(latency)] += 1;
         histogram.total += 1;
         histogram.since_fade += 1;
@@ -161,7 +201,7 @@ impl Latencies {
     /// fall (a bucket's upper bound), once it has enough of them.
     pub(crate) fn quantile(&self, origin: &Origin, quantile: f64) -> Option<Duration> {
         let origins = lock(&self.origins);
-        let histogram = origins.get(origin)?;
+        let histogram = origins.histograms.get(origin)?;
         if histogram.total < MIN_SAMPLES {
             return None;
         }
@@ -226,6 +266,32 @@ mod tests {
         }
         let p10 = latencies.quantile(&origin(), 0.9).unwrap();
         assert!(p10 < Duration::from_millis(2), "{p10:?}");
+    }
+
+    /// A client that talks to ever new origins (a crawler, webhooks to
+    /// customers' endpoints) keeps histograms for a bounded number of them:
+    /// the ones recorded least recently go, the busy ones stay.
+    #[test]
+    fn the_origins_tracked_are_bounded_and_the_busy_ones_kept() {
+        let latencies = Latencies::default();
+        let busy = origin();
+        for _ in 0..MIN_SAMPLES {
+            latencies.record(&busy, Duration::from_millis(3));
+        }
+        for i in 0..MAX_ORIGINS + 100 {
+            let other = Origin::of(&format!("http://host-{i}.test/").parse().unwrap()).unwrap();
+            latencies.record(&other, Duration::from_millis(1));
+            if i % 64 == 0 {
+                latencies.record(&busy, Duration::from_millis(3));
+            }
+        }
+        assert!(lock(&latencies.origins).histograms.len() <= MAX_ORIGINS);
+        let p50 = latencies
+            .quantile(&busy, 0.5)
+            .expect("the busy origin kept");
+        assert!(p50 >= Duration::from_millis(3), "{p50:?}");
+        let first = Origin::of(&"http://host-0.test/".parse().unwrap()).unwrap();
+        assert!(!lock(&latencies.origins).histograms.contains_key(&first));
     }
 
     #[test]

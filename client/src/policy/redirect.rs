@@ -12,7 +12,8 @@
 //! * **Methods**: `303` turns every method but HEAD into GET; `301` and
 //!   `302` turn POST into GET (as browsers and the other clients do); `307`
 //!   and `308` keep the method and the body. A body dropped on the way takes
-//!   its `Content-*` headers with it. A streamed body (from a `Read` or a
+//!   the headers that described it with it (`Content-*`, `Last-Modified`,
+//!   the digests: RFC 9110 §15.4). A streamed body (from a `Read` or a
 //!   stream) cannot be sent twice: a `307` or `308` to a request that had
 //!   one is the response.
 //! * **Headers**: `Authorization`, `Cookie` and `Proxy-Authorization` are
@@ -30,8 +31,9 @@
 
 use crate::net::Origin;
 use http::header::{
-    HeaderName, AUTHORIZATION, CONTENT_ENCODING, CONTENT_LENGTH, CONTENT_TYPE, COOKIE, EXPECT,
-    PROXY_AUTHORIZATION, TRANSFER_ENCODING,
+    HeaderName, AUTHORIZATION, CONTENT_ENCODING, CONTENT_LANGUAGE, CONTENT_LENGTH,
+    CONTENT_LOCATION, CONTENT_TYPE, COOKIE, EXPECT, LAST_MODIFIED, PROXY_AUTHORIZATION,
+    TRANSFER_ENCODING,
 };
 use http::{Method, StatusCode};
 use std::error::Error as StdError;
@@ -286,11 +288,23 @@ pub(crate) fn same_origin(a: &http::Uri, b: &http::Uri) -> bool {
 /// Headers that carry credentials: not sent to another origin.
 const SENSITIVE: [HeaderName; 3] = [AUTHORIZATION, COOKIE, PROXY_AUTHORIZATION];
 
-/// Headers that describe a body: dropped with it.
-const OF_THE_BODY: [HeaderName; 5] = [
+/// Headers that describe a body: dropped with it. RFC 9110 §15.4 names
+/// Content-Encoding, Content-Language, Content-Location, Content-Type,
+/// Content-Length, Digest and Last-Modified ("including but not limited
+/// to"); RFC 9530's Content-Digest and Repr-Digest replace Digest — a
+/// GET that carried the digest of a body it has not would be refused by a
+/// server that checks it. The framing goes too, and `Expect`, which asks
+/// to wait before a body.
+const OF_THE_BODY: [HeaderName; 11] = [
     CONTENT_TYPE,
     CONTENT_LENGTH,
     CONTENT_ENCODING,
+    CONTENT_LANGUAGE,
+    CONTENT_LOCATION,
+    LAST_MODIFIED,
+    HeaderName::from_static("digest"),
+    HeaderName::from_static("content-digest"),
+    HeaderName::from_static("repr-digest"),
     TRANSFER_ENCODING,
     EXPECT,
 ];

@@ -208,13 +208,29 @@ impl Policy {
 
     /// The backoff before retry `retry` (from 1).
     pub(crate) fn delay(&self, retry: u32) -> Duration {
-        let doublings = retry.saturating_sub(1).min(30);
-        let full = self.base.saturating_mul(1 << doublings).min(self.max);
+        let full = self.full_delay(retry);
         if !self.jitter {
             return full;
         }
         let half = full / 2;
         half + half.mul_f64(unit_random())
+    }
+
+    /// The shortest backoff [`delay`](Self::delay) may draw before retry
+    /// `retry`: all of it without jitter, half with.
+    pub(crate) fn shortest_delay(&self, retry: u32) -> Duration {
+        let full = self.full_delay(retry);
+        if self.jitter {
+            full / 2
+        } else {
+            full
+        }
+    }
+
+    /// `min(max, base · 2ⁿ⁻¹)` before retry `n`, not jittered.
+    fn full_delay(&self, retry: u32) -> Duration {
+        let doublings = retry.saturating_sub(1).min(30);
+        self.base.saturating_mul(1 << doublings).min(self.max)
     }
 }
 
@@ -376,11 +392,8 @@ impl BudgetState {
     /// counted.
     pub(crate) fn withdraw(&self, now: Instant, hedge: bool) -> bool {
         let mut counts = crate::sync::lock(&self.counts);
-        let budget = self.budget;
         let (slot, requests, retries) = self.window(&mut counts, now);
-        let floor = f64::from(budget.floor_per_second) * budget.window.as_secs_f64();
-        let allowed = floor + budget.ratio * requests as f64;
-        if (retries + 1) as f64 > allowed {
+        if !self.allows(requests, retries) {
             counts.refused_total += 1;
             return false;
         }
@@ -390,6 +403,24 @@ impl BudgetState {
             counts.hedges_total += 1;
         }
         true
+    }
+
+    /// Whether one more retry would fit now, told without counting it
+    /// (or a refusal): what [`withdraw`](Self::withdraw) would answer.
+    pub(crate) fn has_room(&self, now: Instant) -> bool {
+        let mut counts = crate::sync::lock(&self.counts);
+        let (_, requests, retries) = self.window(&mut counts, now);
+        self.allows(requests, retries)
+    }
+
+    /// Whether a window with `requests` and `retries` takes one retry more.
+    fn allows(&self, requests: u64, retries: u64) -> bool {
+        let budget = self.budget;
+        let floor = f64::from(budget.floor_per_second) * budget.window.as_secs_f64();
+        let allowed = floor + budget.ratio * requests as f64;
+        // An unlimited budget's ratio is infinite: with no request in the
+        // window, ∞ · 0 is NaN — which allows too.
+        allowed.is_nan() || (retries + 1) as f64 <= allowed
     }
 
     pub(crate) fn stats(&self, now: Instant) -> BudgetStats {
@@ -606,5 +637,29 @@ mod tests {
         assert!(state.withdraw(start, false));
         assert!(!state.withdraw(start, false));
         assert!(state.withdraw(start + Duration::from_secs(2), false));
+    }
+
+    /// `has_room` answers what `withdraw` would, without counting: an
+    /// unlimited budget (whose ∞ · 0 requests is NaN) has room always.
+    #[test]
+    fn has_room_tells_what_withdraw_would_without_counting() {
+        let start = Instant::now();
+        let unlimited = BudgetState::new(Budget::unlimited());
+        for _ in 0..3 {
+            assert!(unlimited.has_room(start));
+            assert!(unlimited.withdraw(start, false));
+        }
+        let state = BudgetState::new(Budget::new(0.0, 1, Duration::from_secs(1)));
+        for _ in 0..3 {
+            assert!(state.has_room(start));
+        }
+        assert!(state.withdraw(start, false));
+        assert!(!state.has_room(start));
+        assert_eq!(
+            state.stats(start).refused_total,
+            0,
+            "has_room counts nothing"
+        );
+        assert!(!state.withdraw(start, false));
     }
 }
