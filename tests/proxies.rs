@@ -231,6 +231,40 @@ fn a_connect_answered_403_is_a_typed_error_naming_the_proxy_and_its_answer() {
     assert_eq!(connect.target, "origin.invalid:8443");
 }
 
+/// The CONNECT says who asks, as curl's and reqwest's do (some proxies
+/// refuse a tunnel to a client that does not): the `User-Agent` of the
+/// request it opens for — the client's own, or the caller's — and none
+/// when the request has none.
+#[test]
+fn a_connect_carries_the_user_agent_of_its_request() {
+    let proxy = TestServer::respond(|_| response(403, &[], b""));
+    let url = format!("http://{}", proxy.addr());
+    let agent_asking = |builder: ClientBuilder, own: Option<&str>| {
+        let client = builder.build().unwrap();
+        let mut request = client.get("https://origin.invalid:8443/");
+        if let Some(own) = own {
+            request = request.header("user-agent", own);
+        }
+        request.send().wait().unwrap_err();
+        let connect = proxy.requests().pop().unwrap();
+        assert_eq!(connect.method, "CONNECT");
+        connect.header("user-agent").map(str::to_owned)
+    };
+    let via = || client_via(Proxy::https(&url).unwrap());
+    let default = agent_asking(via(), None);
+    assert!(
+        default
+            .as_deref()
+            .is_some_and(|agent| agent.starts_with("tickless/")),
+        "{default:?}"
+    );
+    assert_eq!(
+        agent_asking(via(), Some("probe/1.0")).as_deref(),
+        Some("probe/1.0")
+    );
+    assert_eq!(agent_asking(via().no_user_agent(), None), None);
+}
+
 /// A reason phrase with obs-text (bytes 0x80-0xFF, which httparse gives
 /// as an empty reason) is kept: read as Latin-1, one character a byte.
 #[test]
