@@ -734,6 +734,65 @@ fn http2_goes_inside_a_connect_tunnel_and_its_connection_is_shared() {
     assert_eq!(client.stats().open_connections, 1);
 }
 
+/// A request whose spare tunnel the proxy refuses (a proxy that admits
+/// one tunnel per client at a time) goes on the origin's HTTP/2 connection
+/// once there is one — as a request whose spare connection fails its
+/// connect or its TLS handshake does: nothing of it was sent.
+#[test]
+fn a_refused_spare_tunnel_leaves_its_request_to_the_shared_http2_connection() {
+    let pem = support::real::PemFiles::of(&certs().valid);
+    let hypercorn = support::real::Hypercorn::start_tls(&pem.cert(), &pem.key());
+    let to = hypercorn.tls_addr();
+    // The refusal waits until the first request has its answer, so that
+    // the HTTP/2 connection is there when it comes.
+    let (open_gate, gate) = std::sync::mpsc::channel::<()>();
+    let gate = std::sync::Mutex::new(gate);
+    let proxy = TestServer::start(Behaviour::custom(move |mut stream, index| {
+        if read_head(&mut stream).is_none() {
+            return;
+        }
+        if index == 0 {
+            let _ = stream.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n");
+            if let Ok(upstream) = std::net::TcpStream::connect(to) {
+                relay(stream, upstream);
+            }
+            return;
+        }
+        let _ = gate.lock().unwrap().recv_timeout(CEILING);
+        let _ = stream.write_all(b"HTTP/1.1 503 One Tunnel Only\r\nContent-Length: 0\r\n\r\n");
+    }));
+    let client = client_via(Proxy::https(&format!("http://{}", proxy.addr())).unwrap())
+        .request_timeout(CEILING)
+        .build()
+        .unwrap();
+    let url = hypercorn.https_url_for("localhost", "/bytes/10");
+    // Both go before either connection is known to speak HTTP/2: each
+    // opens one.
+    let (done, results) = std::sync::mpsc::channel();
+    for _ in 0..2 {
+        let future = client.get(&url).send();
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let result = future.wait().and_then(|response| {
+                let version = response.version();
+                response.bytes().wait().map(|body| (version, body))
+            });
+            let _ = done.send(result.map_err(|e| chain_text(&e)));
+        });
+    }
+    let first = results.recv_timeout(CEILING).unwrap().unwrap();
+    assert_eq!(first, (http::Version::HTTP_2, "abcdefghij".into()));
+    assert!(proxy.wait_for_accepted(2, CEILING), "a second tunnel asked");
+    open_gate.send(()).unwrap();
+    let second = results.recv_timeout(CEILING).unwrap();
+    assert_eq!(
+        second,
+        Ok((http::Version::HTTP_2, "abcdefghij".into())),
+        "the refused request waits for the shared connection"
+    );
+    assert_eq!(client.stats().open_connections, 1);
+}
+
 #[test]
 fn a_socks_proxy_that_never_answers_is_a_proxy_handshake_timeout() {
     // A proxy that takes the connection and says nothing: the SOCKS5

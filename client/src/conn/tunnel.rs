@@ -7,7 +7,9 @@
 //! `https://`, bounds TLS after it as well; the request deadline bounds it
 //! from this loop (the exchange is attached ready since the TCP connect).
 //! Every failure the proxy reports is an
-//! [`Error::Proxy`] naming the proxy and what it said.
+//! [`Error::Proxy`] naming the proxy and what it said — unless the request
+//! can go on the origin's shared HTTP/2 connection instead (this one was a
+//! spare), as after a failed connect or TLS handshake.
 //!
 //! # `socks5://`: one address of the origin per proxy connection
 //!
@@ -153,9 +155,11 @@ impl Conn {
                 if let Some(socks) = next_address_after(tunnelling, &source) {
                     return self.connect_again(cx, exchange, socks);
                 }
+                // Nothing of the request went through: as when a connect
+                // or a TLS handshake fails, it may still go on the
+                // origin's shared HTTP/2 connection (this one was a spare).
                 let error = self.proxy_error(&exchange, source);
-                self.close(cx);
-                exchange.finish_err(error);
+                self.opening_failed(cx, exchange, error);
             }
         }
     }
