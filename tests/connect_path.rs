@@ -260,6 +260,47 @@ fn overrides_answer_without_the_resolver_and_port_zero_takes_the_request_port() 
     assert!(resolver.asked.lock().unwrap().is_empty());
 }
 
+/// A resolver that answers as `getaddrinfo` does, and as resolvers written
+/// for reqwest do (hyper fills in the port): addresses with port 0.
+struct PortZero;
+
+impl Resolve for PortZero {
+    fn resolve(&self, _host: &str, _port: u16, answer: ResolveAnswer) {
+        answer.addresses([
+            SocketAddr::from((Ipv6Addr::LOCALHOST, 0)),
+            SocketAddr::from(([127, 0, 0, 1], 0)),
+        ]);
+    }
+}
+
+/// An address a resolver gives with port 0 takes the request's port, as an
+/// override's does, and as hyper (so reqwest) fills it in: nothing listens
+/// on port 0, and a resolver ported from reqwest answers so. Any other
+/// port is the resolver's choice.
+#[test]
+fn a_resolvers_address_with_port_zero_takes_the_request_port() {
+    let server = TestServer::respond(|_| ok("resolved"));
+    let recorder = Recorder::new();
+    let client = builder()
+        .resolver(Arc::new(PortZero))
+        .listener(recorder.clone())
+        .request_timeout(CEILING)
+        .build()
+        .unwrap();
+    let port = server.addr().port();
+    let response = client
+        .get(format!("http://zero.test:{port}/"))
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.text().wait().unwrap(), "resolved");
+    assert!(
+        attempts(&recorder).iter().all(|addr| addr.port() == port),
+        "{:?}",
+        attempts(&recorder)
+    );
+}
+
 /// A resolver that knows no name, and notes each it is asked.
 #[derive(Default)]
 struct KnowsNone {

@@ -231,6 +231,40 @@ fn a_connect_answered_403_is_a_typed_error_naming_the_proxy_and_its_answer() {
     assert_eq!(connect.target, "origin.invalid:8443");
 }
 
+/// The CONNECT says who asks, as curl's and reqwest's do (some proxies
+/// refuse a tunnel to a client that does not): the `User-Agent` of the
+/// request it opens for — the client's own, or the caller's — and none
+/// when the request has none.
+#[test]
+fn a_connect_carries_the_user_agent_of_its_request() {
+    let proxy = TestServer::respond(|_| response(403, &[], b""));
+    let url = format!("http://{}", proxy.addr());
+    let agent_asking = |builder: ClientBuilder, own: Option<&str>| {
+        let client = builder.build().unwrap();
+        let mut request = client.get("https://origin.invalid:8443/");
+        if let Some(own) = own {
+            request = request.header("user-agent", own);
+        }
+        request.send().wait().unwrap_err();
+        let connect = proxy.requests().pop().unwrap();
+        assert_eq!(connect.method, "CONNECT");
+        connect.header("user-agent").map(str::to_owned)
+    };
+    let via = || client_via(Proxy::https(&url).unwrap());
+    let default = agent_asking(via(), None);
+    assert!(
+        default
+            .as_deref()
+            .is_some_and(|agent| agent.starts_with("tickless/")),
+        "{default:?}"
+    );
+    assert_eq!(
+        agent_asking(via(), Some("probe/1.0")).as_deref(),
+        Some("probe/1.0")
+    );
+    assert_eq!(agent_asking(via().no_user_agent(), None), None);
+}
+
 /// A reason phrase with obs-text (bytes 0x80-0xFF, which httparse gives
 /// as an empty reason) is kept: read as Latin-1, one character a byte.
 #[test]
@@ -697,6 +731,65 @@ fn http2_goes_inside_a_connect_tunnel_and_its_connection_is_shared() {
         assert_eq!(response.bytes().wait().unwrap(), "abcdefghij");
     }
     // One tunnel, one HTTP/2 connection, for all three.
+    assert_eq!(client.stats().open_connections, 1);
+}
+
+/// A request whose spare tunnel the proxy refuses (a proxy that admits
+/// one tunnel per client at a time) goes on the origin's HTTP/2 connection
+/// once there is one — as a request whose spare connection fails its
+/// connect or its TLS handshake does: nothing of it was sent.
+#[test]
+fn a_refused_spare_tunnel_leaves_its_request_to_the_shared_http2_connection() {
+    let pem = support::real::PemFiles::of(&certs().valid);
+    let hypercorn = support::real::Hypercorn::start_tls(&pem.cert(), &pem.key());
+    let to = hypercorn.tls_addr();
+    // The refusal waits until the first request has its answer, so that
+    // the HTTP/2 connection is there when it comes.
+    let (open_gate, gate) = std::sync::mpsc::channel::<()>();
+    let gate = std::sync::Mutex::new(gate);
+    let proxy = TestServer::start(Behaviour::custom(move |mut stream, index| {
+        if read_head(&mut stream).is_none() {
+            return;
+        }
+        if index == 0 {
+            let _ = stream.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n");
+            if let Ok(upstream) = std::net::TcpStream::connect(to) {
+                relay(stream, upstream);
+            }
+            return;
+        }
+        let _ = gate.lock().unwrap().recv_timeout(CEILING);
+        let _ = stream.write_all(b"HTTP/1.1 503 One Tunnel Only\r\nContent-Length: 0\r\n\r\n");
+    }));
+    let client = client_via(Proxy::https(&format!("http://{}", proxy.addr())).unwrap())
+        .request_timeout(CEILING)
+        .build()
+        .unwrap();
+    let url = hypercorn.https_url_for("localhost", "/bytes/10");
+    // Both go before either connection is known to speak HTTP/2: each
+    // opens one.
+    let (done, results) = std::sync::mpsc::channel();
+    for _ in 0..2 {
+        let future = client.get(&url).send();
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let result = future.wait().and_then(|response| {
+                let version = response.version();
+                response.bytes().wait().map(|body| (version, body))
+            });
+            let _ = done.send(result.map_err(|e| chain_text(&e)));
+        });
+    }
+    let first = results.recv_timeout(CEILING).unwrap().unwrap();
+    assert_eq!(first, (http::Version::HTTP_2, "abcdefghij".into()));
+    assert!(proxy.wait_for_accepted(2, CEILING), "a second tunnel asked");
+    open_gate.send(()).unwrap();
+    let second = results.recv_timeout(CEILING).unwrap();
+    assert_eq!(
+        second,
+        Ok((http::Version::HTTP_2, "abcdefghij".into())),
+        "the refused request waits for the shared connection"
+    );
     assert_eq!(client.stats().open_connections, 1);
 }
 

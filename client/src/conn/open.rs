@@ -574,7 +574,12 @@ impl Conn {
     /// connection, where it waits for a stream instead (nothing of it was
     /// sent; it only opened a spare connection, or came before the shared
     /// one was known).
-    fn opening_failed(&mut self, cx: &mut LoopContext<'_>, exchange: Arc<Exchange>, error: Error) {
+    pub(super) fn opening_failed(
+        &mut self,
+        cx: &mut LoopContext<'_>,
+        exchange: Arc<Exchange>,
+        error: Error,
+    ) {
         self.close(cx);
         if let Err(exchange) = self.owner.opening_failed(&self.route, exchange) {
             exchange.finish_err(error);

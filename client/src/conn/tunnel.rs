@@ -7,7 +7,9 @@
 //! `https://`, bounds TLS after it as well; the request deadline bounds it
 //! from this loop (the exchange is attached ready since the TCP connect).
 //! Every failure the proxy reports is an
-//! [`Error::Proxy`] naming the proxy and what it said.
+//! [`Error::Proxy`] naming the proxy and what it said — unless the request
+//! can go on the origin's shared HTTP/2 connection instead (this one was a
+//! spare), as after a failed connect or TLS handshake.
 //!
 //! # `socks5://`: one address of the origin per proxy connection
 //!
@@ -104,7 +106,8 @@ impl Conn {
             return self.connected(cx, exchange, Vec::new());
         };
         let socks_target = socks.as_mut().and_then(|s| s.remaining.pop_front());
-        let step = match first_step(proxy, &origin.host, origin.port, socks_target) {
+        let user_agent = exchange.request.headers.get(http::header::USER_AGENT);
+        let step = match first_step(proxy, &origin.host, origin.port, socks_target, user_agent) {
             Ok(step) => step,
             Err(failure) => {
                 let error = match failure {
@@ -152,9 +155,11 @@ impl Conn {
                 if let Some(socks) = next_address_after(tunnelling, &source) {
                     return self.connect_again(cx, exchange, socks);
                 }
+                // Nothing of the request went through: as when a connect
+                // or a TLS handshake fails, it may still go on the
+                // origin's shared HTTP/2 connection (this one was a spare).
                 let error = self.proxy_error(&exchange, source);
-                self.close(cx);
-                exchange.finish_err(error);
+                self.opening_failed(cx, exchange, error);
             }
         }
     }
@@ -191,12 +196,14 @@ enum NoFirstStep {
 }
 
 /// The tunnel's first message to `proxy`, for the target `host:port`
-/// (`socks_target`: the address asked for through `socks5://`).
+/// (`socks_target`: the address asked for through `socks5://`), from a
+/// client that says it is `user_agent` (a CONNECT says so).
 fn first_step(
     proxy: &ProxyUrl,
     host: &str,
     port: u16,
     socks_target: Option<SocketAddr>,
+    user_agent: Option<&http::HeaderValue>,
 ) -> Result<Step, NoFirstStep> {
     let credentials = proxy
         .credentials()
@@ -213,7 +220,8 @@ fn first_step(
             // refused as the check would have, nothing sent to the proxy
             // (not taken for a malformed answer from a proxy that has not
             // answered).
-            let request = connect_request(host, port, proxy.basic_auth().as_ref()).map_err(
+            let auth = proxy.basic_auth();
+            let request = connect_request(host, port, auth.as_ref(), user_agent).map_err(
                 |InvalidConnectHost| {
                     NoFirstStep::Request(InvalidRequest::ServerName(host.to_owned()).into())
                 },
@@ -351,7 +359,7 @@ mod tests {
     #[test]
     fn the_connect_request_goes_to_the_target_with_the_proxys_credentials() {
         let Ok(Step::Connect { request, written }) =
-            first_step(&http_proxy(), "2001:db8::1", 443, None)
+            first_step(&http_proxy(), "2001:db8::1", 443, None, None)
         else {
             panic!("no CONNECT");
         };
@@ -369,7 +377,7 @@ mod tests {
     #[test]
     fn a_target_no_connect_can_name_is_the_requests_error_not_the_proxys() {
         for host in ["a[b", "v1.x:y", "fe80::1%25eth0", ""] {
-            match first_step(&http_proxy(), host, 443, None) {
+            match first_step(&http_proxy(), host, 443, None, None) {
                 Err(NoFirstStep::Request(Error::InvalidRequest(InvalidRequest::ServerName(
                     named,
                 )))) => assert_eq!(named, host),
@@ -402,7 +410,7 @@ mod tests {
             };
             if rustls::pki_types::ServerName::try_from(origin.host.as_str()).is_ok() {
                 prop_assert!(
-                    connect_request(&origin.host, origin.port, None).is_ok(),
+                    connect_request(&origin.host, origin.port, None, None).is_ok(),
                     "{:?}", origin.host
                 );
             }

@@ -667,6 +667,16 @@ impl Dispatcher {
             match result {
                 // The permit goes on, with the connection.
                 Ok(addrs) => {
+                    // Port 0, as `getaddrinfo` answers (and resolvers
+                    // written for reqwest, whose hyper fills the port in):
+                    // the hop's port, as for an override.
+                    let addrs: Vec<SocketAddr> = addrs
+                        .into_iter()
+                        .map(|a| match a.port() {
+                            0 => with_port(a, port),
+                            _ => a,
+                        })
+                        .collect();
                     exchange.listener.on_resolved(&host, &addrs);
                     then(&dispatcher, exchange, addrs);
                 }

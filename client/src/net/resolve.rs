@@ -66,7 +66,9 @@ impl ResolveAnswer {
 
     /// The host's addresses, in the order to try them (happy eyeballs
     /// interleaves the families, keeping the order within each). None at
-    /// all fails the lookup with `NotFound`.
+    /// all fails the lookup with `NotFound`. An address with port 0 (as
+    /// `getaddrinfo` answers) takes the port of the connection; any other
+    /// port is used as given.
     pub fn addresses(mut self, addresses: impl IntoIterator<Item = SocketAddr>) {
         let addresses: Vec<SocketAddr> = addresses.into_iter().collect();
         let result = match addresses.is_empty() {

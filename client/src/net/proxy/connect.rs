@@ -7,6 +7,7 @@
 //!    ```text
 //!    CONNECT host:port HTTP/1.1\r\n
 //!    Host: host:port\r\n
+//!    [User-Agent: <the request's>\r\n]
 //!    [Proxy-Authorization: <value>\r\n]
 //!    \r\n
 //!    ```
@@ -133,18 +134,23 @@ impl ConnectError {
 pub(crate) struct InvalidConnectHost;
 
 /// The `CONNECT host:port HTTP/1.1` request head of a tunnel, with the
-/// proxy's credentials as `Proxy-Authorization`:
+/// `User-Agent` of the request it opens for and the proxy's credentials as
+/// `Proxy-Authorization`:
 ///
 /// * `host` is a URI host: a name, an IPv4 literal, or an IPv6 literal with
 ///   or without brackets, validated so that nothing can end the line early
 ///   (its only failure);
 /// * `proxy_auth` is `ProxyUrl::basic_auth`'s, `Basic` and base64 in a
 ///   `HeaderValue` built checked, which holds no CR or LF — so it is not
-///   checked again.
+///   checked again;
+/// * `user_agent` is a request's header value, which `http` built checked
+///   too. curl and reqwest send theirs with a CONNECT: a proxy may refuse
+///   a tunnel to a client that does not say what it is.
 pub(crate) fn connect_request(
     host: &str,
     port: u16,
     proxy_auth: Option<&HeaderValue>,
+    user_agent: Option<&HeaderValue>,
 ) -> Result<Vec<u8>, InvalidConnectHost> {
     let authority = connect_authority(host, port)?;
     let mut out = Vec::with_capacity(128);
@@ -153,6 +159,11 @@ pub(crate) fn connect_request(
     out.extend_from_slice(b" HTTP/1.1\r\nHost: ");
     out.extend_from_slice(authority.as_bytes());
     out.extend_from_slice(b"\r\n");
+    if let Some(value) = user_agent {
+        out.extend_from_slice(b"User-Agent: ");
+        out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
     if let Some(value) = proxy_auth {
         out.extend_from_slice(b"Proxy-Authorization: ");
         out.extend_from_slice(value.as_bytes());
@@ -306,7 +317,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn encode(host: &str, port: u16, auth: Option<&HeaderValue>) -> String {
-        String::from_utf8(connect_request(host, port, auth).unwrap()).unwrap()
+        String::from_utf8(connect_request(host, port, auth, None).unwrap()).unwrap()
     }
 
     #[test]
@@ -314,6 +325,18 @@ mod tests {
         assert_eq!(
             encode("example.com", 443, None),
             "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn encodes_the_user_agent_and_the_credentials() {
+        let agent = HeaderValue::from_static("tickless/1");
+        let auth = HeaderValue::from_static("Basic dTpw");
+        let request = connect_request("a.example", 443, Some(&auth), Some(&agent)).unwrap();
+        assert_eq!(
+            String::from_utf8(request).unwrap(),
+            "CONNECT a.example:443 HTTP/1.1\r\nHost: a.example:443\r\n\
+             User-Agent: tickless/1\r\nProxy-Authorization: Basic dTpw\r\n\r\n"
         );
     }
 
@@ -358,7 +381,7 @@ mod tests {
             "é.example",
         ] {
             assert_eq!(
-                connect_request(host, 1, None),
+                connect_request(host, 1, None, None),
                 Err(InvalidConnectHost),
                 "{host:?}"
             );
@@ -661,7 +684,7 @@ mod tests {
 
         #[test]
         fn any_valid_host_encodes_one_line(host in "[a-zA-Z0-9._~-]{1,64}", port: u16) {
-            let text = String::from_utf8(connect_request(&host, port, None).unwrap()).unwrap();
+            let text = String::from_utf8(connect_request(&host, port, None, None).unwrap()).unwrap();
             prop_assert_eq!(text.matches("\r\n").count(), 3);
             let expected_start = format!("CONNECT {host}:{port} HTTP/1.1\r\n");
             prop_assert!(text.starts_with(&expected_start));

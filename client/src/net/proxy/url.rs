@@ -17,6 +17,11 @@
 //!    name with a `:` or a control character in either part is
 //!    [`ProxyUrlError::Credentials`] (RFC 7617 §2).
 //! 6. Any path, query or fragment is ignored (as reqwest and curl do).
+//! 7. The host is read as the URL standard reads an `http` URL's, whatever
+//!    the scheme (`socks5` ones are otherwise kept as written):
+//!    percent-decoded, an international name in its ASCII form, an IPv4
+//!    address in any spelling the standard takes (`127.1`) in dotted
+//!    decimal, a name in lower case.
 //!
 //! `Debug`, `Display` and every error leave the password out.
 
@@ -26,7 +31,6 @@ use http::HeaderValue;
 use percent_encoding::percent_decode_str;
 use std::borrow::Cow;
 use std::fmt;
-use std::net::IpAddr;
 
 /// Which protocol to speak to the proxy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -92,16 +96,23 @@ impl ProxyUrl {
             other => return Err(ProxyUrlError::UnsupportedScheme(other.to_owned())),
         };
         let host = match url.host() {
-            Some(url::Host::Domain(name)) if !name.is_empty() => {
-                // `socks5` is not a scheme the URL standard knows, so its
-                // host is "opaque": kept as written. Normalise it as the
-                // standard does `http`'s.
-                let name = name.to_ascii_lowercase();
-                match name.parse::<IpAddr>() {
-                    Ok(ip) => ip.to_string(),
-                    Err(_) => name,
+            // `socks5` is not a scheme the URL standard knows, so its host
+            // is "opaque": kept as written, percent-encoding and all. It is
+            // read here as the standard reads `http`'s (for which this
+            // changes nothing): percent-decoded, an international name in
+            // its ASCII form, an IPv4 address in any spelling the standard
+            // takes (`127.1`) in dotted decimal — so that a SOCKS proxy's
+            // host means what the same host of an HTTP proxy means.
+            Some(url::Host::Domain(name)) if !name.is_empty() => match url::Host::parse(name) {
+                Ok(url::Host::Domain(name)) => name,
+                Ok(url::Host::Ipv4(ip)) => ip.to_string(),
+                Ok(url::Host::Ipv6(ip)) => ip.to_string(),
+                Err(e) => {
+                    return Err(ProxyUrlError::Invalid {
+                        reason: e.to_string(),
+                    })
                 }
-            }
+            },
             Some(url::Host::Ipv4(ip)) => ip.to_string(),
             Some(url::Host::Ipv6(ip)) => ip.to_string(),
             _ => return Err(ProxyUrlError::MissingHost),
@@ -288,6 +299,36 @@ mod tests {
             parse("http://u:x%3Ay@h").basic_auth().unwrap(),
             basic_auth::header(b"u", b"x:y").unwrap()
         );
+    }
+
+    /// A SOCKS proxy's host (opaque to the URL standard) is read as an
+    /// HTTP proxy's is: the same host, whatever its spelling — not a name
+    /// with `%` in it for the resolver, nor an address spelled `127.1`
+    /// that the resolver is asked for.
+    #[test]
+    fn socks_hosts_are_read_as_http_hosts_are() {
+        for (written, host) in [
+            ("Proxy.LAN", "proxy.lan"),
+            ("127.1", "127.0.0.1"),
+            ("0x7f.0.0.1", "127.0.0.1"),
+            ("2130706433", "127.0.0.1"),
+            ("my%2Dproxy", "my-proxy"),
+            ("b%C3%BCcher.example", "xn--bcher-kva.example"),
+            ("bücher.example", "xn--bcher-kva.example"),
+            ("[0:0::1]", "::1"),
+        ] {
+            for scheme in ["http", "socks5", "socks5h"] {
+                let url = format!("{scheme}://{written}:1");
+                assert_eq!(parse(&url).host(), host, "{url}");
+            }
+        }
+        // What an HTTP proxy's host may not be, a SOCKS proxy's may not be.
+        for written in ["xn--a", "a%00b", "1.2.3.256"] {
+            for scheme in ["http", "socks5", "socks5h"] {
+                let url = format!("{scheme}://{written}:1");
+                assert!(ProxyUrl::parse(&url).is_err(), "{url}");
+            }
+        }
     }
 
     #[test]
