@@ -1082,7 +1082,13 @@ impl Conn {
         let State::H2(h2) = &mut self.state else {
             return;
         };
-        h2.queue.retain(|e| e.id != exchange_id);
+        // Looked for from the front, and no further than found: requests
+        // that queued together with one timeout end in the order they
+        // queued, each then the first — a burst of them costs its length,
+        // not its length squared (each abort a look at every request).
+        if let Some(at) = h2.queue.iter().position(|e| e.id == exchange_id) {
+            h2.queue.remove(at);
+        }
         if let Some(stream) = h2.streams.remove_exchange(exchange_id) {
             h2.resets.push(stream);
             self.owner
