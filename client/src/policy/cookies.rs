@@ -3,7 +3,8 @@
 //! for ([`ClientBuilder::cookie_store`](crate::ClientBuilder::cookie_store),
 //! or [`cookie_provider`](crate::ClientBuilder::cookie_provider) with a
 //! store of one's own). [`Jar`] is the one the client brings: RFC 6265
-//! (domain, path, `Secure`, `Max-Age` and `Expires`; no public-suffix
+//! (domain, path, `Secure`, `Max-Age` and `Expires`, its date read as
+//! leniently as §5.1.1 and the browsers read it; no public-suffix
 //! list, but a `Domain` that is a top-level domain is refused, as curl
 //! does; a `Secure` cookie set over plain http is ignored, and so is a
 //! cookie set over plain http that would overwrite or shadow a `Secure`
@@ -12,6 +13,9 @@
 //! 6265bis has it), on the `cookie_store` crate.
 
 use http::HeaderValue;
+
+#[cfg(feature = "cookies")]
+mod date;
 
 /// Where a client keeps cookies. Called on the thread that waits for or
 /// polls a response, for every hop of a redirect chain.
@@ -24,7 +28,10 @@ pub trait CookieStore: Send + Sync {
 }
 
 /// The client's cookie store: RFC 6265 rules, in memory, shared by every
-/// request of the clients given it.
+/// request of the clients given it. An `Expires` date is read as leniently
+/// as RFC 6265 §5.1.1 and the browsers read it (`UTC`, `+0000` or no zone,
+/// a one-digit day, a two-digit year, dashes), so a server deleting a
+/// cookie with a past date in any such layout deletes it.
 #[cfg(feature = "cookies")]
 #[derive(Debug, Default)]
 pub struct Jar(std::sync::RwLock<cookie_store::CookieStore>);
@@ -39,7 +46,7 @@ impl Jar {
     /// Adds a cookie as if `url` had set it (`cookie` is a `Set-Cookie`
     /// value, such as `"id=7; Path=/"`). An invalid one is ignored.
     pub fn add_cookie_str(&self, cookie: &str, url: &url::Url) {
-        if let Ok(cookie) = cookie_store::RawCookie::parse(cookie.to_owned()) {
+        if let Some(cookie) = parse_set_cookie(cookie) {
             self.store(vec![cookie], url);
         }
     }
@@ -71,7 +78,7 @@ impl CookieStore for Jar {
     fn set_cookies(&self, url: &url::Url, set_cookie: &mut dyn Iterator<Item = &HeaderValue>) {
         let parsed: Vec<_> = set_cookie
             .filter_map(|value| std::str::from_utf8(value.as_bytes()).ok())
-            .filter_map(|value| cookie_store::RawCookie::parse(value.to_owned()).ok())
+            .filter_map(parse_set_cookie)
             .collect();
         self.store(parsed, url);
     }
@@ -101,6 +108,41 @@ impl CookieStore for Jar {
         }
         HeaderValue::from_str(&joined).ok()
     }
+}
+
+/// `set_cookie` (a `Set-Cookie` value) as a cookie, its `Expires` read as
+/// RFC 6265 §5.1.1 has it where the `cookie` crate could not read it; `None`
+/// if it is no cookie. Without that the cookie would be a session cookie:
+/// one a server deletes with a past date the crate does not read (`UTC`
+/// for `GMT`, a one-digit day, no zone) would stay and go on being sent.
+/// `Max-Age` wins over `Expires` (§5.3 step 3), so with one the date is not
+/// looked at; of several `Expires`, the last that is a date counts (§5.2:
+/// one that is not is ignored).
+#[cfg(feature = "cookies")]
+fn parse_set_cookie(set_cookie: &str) -> Option<cookie_store::RawCookie<'static>> {
+    let mut cookie = cookie_store::RawCookie::parse(set_cookie.to_owned()).ok()?;
+    if cookie.max_age().is_some() || cookie.expires().is_some() {
+        return Some(cookie);
+    }
+    let expires = set_cookie
+        .split(';')
+        .skip(1)
+        .filter_map(|attribute| attribute.split_once('='))
+        .filter(|(name, _)| name.trim().eq_ignore_ascii_case("expires"))
+        .filter_map(|(_, value)| date::CookieDate::parse(value))
+        .last();
+    // The crate's type for an expiry comes from the `time` crate, which is
+    // not ours to name: the date goes through the crate's own reading of
+    // the first layout it knows.
+    let expiration = expires.and_then(|date| {
+        cookie_store::RawCookie::parse(format!("e=; Expires={}", date.to_expires_value()))
+            .ok()?
+            .expires()
+    });
+    if let Some(expiration) = expiration {
+        cookie.set_expires(expiration);
+    }
+    Some(cookie)
 }
 
 /// Whether `cookie` is `Secure` and `url` is not secure: RFC 6265bis §5.7
@@ -532,6 +574,70 @@ mod tests {
             .collect();
         assert_eq!(names, ["fits"]);
         assert_eq!(sent, fits);
+    }
+
+    /// The past dates servers delete a cookie with, standard or not: the
+    /// `cookie` crate reads only the first few, and took a cookie with any
+    /// other for a session cookie, which stayed in the jar.
+    const PAST_DATES: [&str; 9] = [
+        "Thu, 01 Jan 1970 00:00:00 GMT",
+        "Thu, 01-Jan-70 00:00:00 GMT",
+        "Thu, 01 Jan 1970 00:00:00 UTC",
+        "Thu, 1 Jan 1970 00:00:00 GMT",
+        "Thu, 01 Jan 1970 00:00:00 +0000",
+        "Thu, 01 Jan 1970 00:00:00",
+        "Thu, 01 Jan 70 00:00:00 GMT",
+        "Thursday, 01-Jan-1970 00:00:00 GMT",
+        "Thu, 01-Jan-1970 00:00:00 UTC",
+    ];
+
+    /// RFC 6265 §5.1.1: `Expires` is read leniently, as the browsers read
+    /// it, so a cookie deleted with a past date in any of the layouts
+    /// servers use is gone — set by a response or by hand.
+    #[test]
+    fn a_cookie_deleted_with_a_past_date_in_any_layout_is_gone() {
+        for past in PAST_DATES {
+            let jar = Jar::new();
+            set(&jar, "http://a.test/", &["x=1", "hand=2", "keep=3"]);
+            set(&jar, "http://a.test/", &[&format!("x=; Expires={past}")]);
+            jar.add_cookie_str(&format!("hand=; expires = {past}"), &url("http://a.test/"));
+            assert_eq!(
+                sent(&jar, "http://a.test/").as_deref(),
+                Some("keep=3"),
+                "{past}"
+            );
+        }
+    }
+
+    /// `Max-Age` wins over `Expires` (RFC 6265 §5.3 step 3), read or not;
+    /// an `Expires` that is no date is ignored (the cookie a session one),
+    /// and of several the last date counts.
+    #[test]
+    fn max_age_wins_over_a_lenient_expires_and_a_non_date_is_ignored() {
+        let jar = Jar::new();
+        set(
+            &jar,
+            "http://a.test/",
+            &[
+                "aged=1; Max-Age=600; Expires=Thu, 01 Jan 1970 00:00:00 UTC",
+                "nodate=2; Expires=someday",
+                "last=3; Expires=Thu, 01 Jan 1970 00:00:00 UTC; Expires=Fri, 31 Dec 9999 23:59:59 UTC",
+                "future=4; Expires=Fri, 31 Dec 9999 23:59:59 UTC",
+            ],
+        );
+        assert_eq!(
+            sent(&jar, "http://a.test/").as_deref(),
+            Some("aged=1; future=4; last=3; nodate=2")
+        );
+        let store = jar.write();
+        let persistent = |name: &str| {
+            store
+                .iter_any()
+                .find(|cookie| cookie.name() == name)
+                .is_some_and(|cookie| cookie.is_persistent())
+        };
+        assert!(persistent("future") && persistent("last") && persistent("aged"));
+        assert!(!persistent("nodate"));
     }
 
     #[test]
