@@ -101,6 +101,55 @@ fn cookies_follow_domain_and_path_rules() {
     client.close();
 }
 
+/// RFC 6265 §5.1.1: `Expires` is read leniently, as the browsers read it.
+/// A server that deletes a cookie with a past date in any of the layouts
+/// servers use — `UTC` or `+0000` or no zone for `GMT`, a one-digit day,
+/// a two-digit year, dashes — sees the next request go without it (the
+/// `cookie` crate reads only a few layouts and made the cookie a session
+/// cookie, which stayed).
+#[test]
+fn a_cookie_deleted_with_a_past_date_in_any_layout_is_not_sent_again() {
+    const PAST: [&str; 8] = [
+        "Thu, 01 Jan 1970 00:00:00 GMT",
+        "Thu, 01 Jan 1970 00:00:00 UTC",
+        "Thu, 1 Jan 1970 00:00:00 GMT",
+        "Thu, 01 Jan 1970 00:00:00 +0000",
+        "Thu, 01 Jan 1970 00:00:00",
+        "Thu, 01 Jan 70 00:00:00 GMT",
+        "Thu, 01-Jan-70 00:00:00 GMT",
+        "Thu, 01-Jan-1970 00:00:00 UTC",
+    ];
+    let server = TestServer::respond(|request| {
+        let target = request.target.as_str();
+        if target == "/set" {
+            return response(200, &[("Set-Cookie", "x=1"), ("Set-Cookie", "keep=2")], b"");
+        }
+        match target.strip_prefix("/delete/").map(str::parse::<usize>) {
+            Some(Ok(i)) => response(
+                200,
+                &[("Set-Cookie", &format!("x=; Path=/; Expires={}", PAST[i]))],
+                b"",
+            ),
+            _ => ok(""),
+        }
+    });
+    let client = client_with_cookies();
+    for (i, past) in PAST.iter().enumerate() {
+        client.get(server.url("/set")).send().wait().unwrap();
+        client
+            .get(server.url(&format!("/delete/{i}")))
+            .send()
+            .wait()
+            .unwrap();
+        client.get(server.url("/next")).send().wait().unwrap();
+        let requests = server.requests();
+        let next = requests.last().unwrap();
+        assert_eq!(next.target, "/next");
+        assert_eq!(cookies_of(next), ["keep=2"], "deleted with {past:?}");
+    }
+    client.close();
+}
+
 #[test]
 fn a_jar_can_be_shared_and_filled_by_hand() {
     let server = TestServer::respond(|_| ok(""));

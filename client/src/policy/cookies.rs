@@ -3,15 +3,21 @@
 //! for ([`ClientBuilder::cookie_store`](crate::ClientBuilder::cookie_store),
 //! or [`cookie_provider`](crate::ClientBuilder::cookie_provider) with a
 //! store of one's own). [`Jar`] is the one the client brings: RFC 6265
-//! (domain, path, `Secure`, `Max-Age` and `Expires`; no public-suffix
+//! (domain, path, `Secure`, `Max-Age` and `Expires`, its date read as
+//! leniently as §5.1.1 and the browsers read it; no public-suffix
 //! list, but a `Domain` that is a top-level domain is refused, as curl
 //! does; a `Secure` cookie set over plain http is ignored, and so is a
 //! cookie set over plain http that would overwrite or shadow a `Secure`
 //! one, a `__Secure-` or `__Host-` one without the attributes its
 //! prefix asks for, and one whose name and value pass 4096 bytes, as RFC
-//! 6265bis has it), on the `cookie_store` crate.
+//! 6265bis has it; at most 50 cookies per domain and 3000 in all, the
+//! least recently set or sent evicted past them), on the `cookie_store`
+//! crate.
 
 use http::HeaderValue;
+
+#[cfg(feature = "cookies")]
+mod date;
 
 /// Where a client keeps cookies. Called on the thread that waits for or
 /// polls a response, for every hop of a redirect chain.
@@ -24,10 +30,145 @@ pub trait CookieStore: Send + Sync {
 }
 
 /// The client's cookie store: RFC 6265 rules, in memory, shared by every
-/// request of the clients given it.
+/// request of the clients given it. An `Expires` date is read as leniently
+/// as RFC 6265 §5.1.1 and the browsers read it (`UTC`, `+0000` or no zone,
+/// a one-digit day, a two-digit year, dashes), so a server deleting a
+/// cookie with a past date in any such layout deletes it.
+///
+/// The jar keeps at most 50 cookies per domain — the domain a cookie is
+/// for: its `Domain` attribute, or the host that set it for a host-only
+/// cookie (no public-suffix list tells registrable domains apart) — and
+/// 3000 in all, the least RFC 6265 §6.1 asks for. Past either limit it
+/// drops, as the browsers do, expired cookies first (those it drops
+/// whenever it takes a cookie), then those set or sent least recently: a
+/// server, or many sibling subdomains, cannot grow the jar or the `Cookie`
+/// header without bound.
 #[cfg(feature = "cookies")]
 #[derive(Debug, Default)]
-pub struct Jar(std::sync::RwLock<cookie_store::CookieStore>);
+pub struct Jar(std::sync::Mutex<Cookies>);
+
+/// The most cookies a [`Jar`] keeps for one domain (RFC 6265 §6.1: at
+/// least 50).
+#[cfg(feature = "cookies")]
+const MAX_COOKIES_PER_DOMAIN: usize = 50;
+
+/// The most cookies a [`Jar`] keeps in all (RFC 6265 §6.1: at least 3000).
+#[cfg(feature = "cookies")]
+const MAX_COOKIES: usize = 3000;
+
+/// Where `cookie_store` keeps a cookie: its domain (the host, for a
+/// host-only cookie), path and name. The domain is what RFC 6265 §5.3
+/// counts cookies per.
+#[cfg(feature = "cookies")]
+type CookieKey = (String, String, String);
+
+#[cfg(feature = "cookies")]
+fn key_of(cookie: &cookie_store::Cookie<'_>) -> CookieKey {
+    (
+        String::from(&cookie.domain),
+        String::from(&cookie.path),
+        cookie.name().to_owned(),
+    )
+}
+
+/// A [`Jar`]'s cookies and when each was last set or sent.
+#[cfg(feature = "cookies")]
+#[derive(Debug, Default)]
+struct Cookies {
+    store: cookie_store::CookieStore,
+    /// When each cookie `store` holds was last set or sent, on `clock`:
+    /// the order in which they are evicted (RFC 6265 §5.3: the earliest
+    /// last-access first). Its keys are exactly the cookies `store` holds,
+    /// those expired since the last cookie was taken too (the next one
+    /// taken sweeps them from both).
+    last_used: std::collections::HashMap<CookieKey, u64>,
+    /// Counts the cookies set and the requests given cookies: a later one
+    /// reads a larger count — a count, not the time, so no two cookies set
+    /// are alike and the order needs no clock to test.
+    clock: u64,
+}
+
+#[cfg(feature = "cookies")]
+impl Cookies {
+    fn tick(&mut self) -> u64 {
+        self.clock += 1;
+        self.clock
+    }
+
+    /// Puts `cookie`, set by `url`, in the store (RFC 6265 §5.3: one of
+    /// its domain, path and name replaces the held one; an expired one
+    /// deletes it), and marks it the most recently set. The domain it is
+    /// kept for, if it is kept.
+    fn insert(&mut self, cookie: &cookie_store::RawCookie<'_>, url: &url::Url) -> Option<String> {
+        let cookie = cookie_store::Cookie::try_from_raw_cookie(cookie, url).ok()?;
+        let key = key_of(&cookie);
+        match self.store.insert(cookie.into_owned(), url) {
+            Ok(
+                cookie_store::StoreAction::Inserted | cookie_store::StoreAction::UpdatedExisting,
+            ) => {
+                let now = self.tick();
+                let domain = key.0.clone();
+                self.last_used.insert(key, now);
+                Some(domain)
+            }
+            // The store keeps a deleted cookie, expired, where it was.
+            Ok(cookie_store::StoreAction::ExpiredExisting) => {
+                self.remove(&key);
+                None
+            }
+            Err(_) => None,
+        }
+    }
+
+    fn remove(&mut self, key: &CookieKey) {
+        self.store.remove(&key.0, &key.1, &key.2);
+        self.last_used.remove(key);
+    }
+
+    /// Drops the expired cookies (RFC 6265 §5.3 has them evicted whenever
+    /// there are any), then, while the cookies for one of `domains` or
+    /// those of all pass their limit, the least recently set or sent of
+    /// them (§5.3's order: expired, then those of a domain with too many,
+    /// then any).
+    fn evict<'a>(&mut self, domains: impl Iterator<Item = &'a str>) {
+        let expired: Vec<CookieKey> = self
+            .store
+            .iter_any()
+            .filter(|cookie| cookie.is_expired())
+            .map(key_of)
+            .collect();
+        for key in &expired {
+            self.remove(key);
+        }
+        for domain in domains {
+            self.evict_least_recently_used(|key| key.0 == domain, MAX_COOKIES_PER_DOMAIN);
+        }
+        self.evict_least_recently_used(|_| true, MAX_COOKIES);
+    }
+
+    /// Of the cookies whose keys are `among`, drops the least recently set
+    /// or sent until `keep` are left.
+    fn evict_least_recently_used(&mut self, among: impl Fn(&CookieKey) -> bool, keep: usize) {
+        if self.last_used.keys().filter(|key| among(key)).count() <= keep {
+            return;
+        }
+        let mut candidates: Vec<(u64, &CookieKey)> = self
+            .last_used
+            .iter()
+            .filter(|(key, _)| among(key))
+            .map(|(key, &used)| (used, key))
+            .collect();
+        // Cookies sent together share a count: the key settles the order.
+        candidates.sort_unstable();
+        let evicted: Vec<CookieKey> = candidates[..candidates.len() - keep]
+            .iter()
+            .map(|&(_, key)| key.clone())
+            .collect();
+        for key in &evicted {
+            self.remove(key);
+        }
+    }
+}
 
 #[cfg(feature = "cookies")]
 impl Jar {
@@ -39,29 +180,37 @@ impl Jar {
     /// Adds a cookie as if `url` had set it (`cookie` is a `Set-Cookie`
     /// value, such as `"id=7; Path=/"`). An invalid one is ignored.
     pub fn add_cookie_str(&self, cookie: &str, url: &url::Url) {
-        if let Ok(cookie) = cookie_store::RawCookie::parse(cookie.to_owned()) {
+        if let Some(cookie) = parse_set_cookie(cookie) {
             self.store(vec![cookie], url);
         }
     }
 
-    /// Keeps the cookies `url` set, but for those it may not set.
+    /// Keeps the cookies `url` set, but for those it may not set, within
+    /// the jar's limits.
     fn store(&self, mut cookies: Vec<cookie_store::RawCookie<'static>>, url: &url::Url) {
-        let mut store = self.write();
+        let mut jar = self.lock();
         cookies.retain(|cookie| {
             !too_long(cookie)
                 && !for_a_top_level_domain(cookie, url)
                 && !breaks_its_prefix(cookie)
                 && !secure_over_plain_http(cookie, url)
-                && !shadows_a_secure_cookie(&store, cookie, url)
+                && !shadows_a_secure_cookie(&jar.store, cookie, url)
         });
-        if !cookies.is_empty() {
-            store.store_response_cookies(cookies.into_iter(), url);
+        if cookies.is_empty() {
+            return;
         }
+        let mut domains: Vec<String> = cookies
+            .iter()
+            .filter_map(|cookie| jar.insert(cookie, url))
+            .collect();
+        domains.sort_unstable();
+        domains.dedup();
+        jar.evict(domains.iter().map(String::as_str));
     }
 
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, cookie_store::CookieStore> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Cookies> {
         self.0
-            .write()
+            .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
@@ -71,22 +220,29 @@ impl CookieStore for Jar {
     fn set_cookies(&self, url: &url::Url, set_cookie: &mut dyn Iterator<Item = &HeaderValue>) {
         let parsed: Vec<_> = set_cookie
             .filter_map(|value| std::str::from_utf8(value.as_bytes()).ok())
-            .filter_map(|value| cookie_store::RawCookie::parse(value.to_owned()).ok())
+            .filter_map(parse_set_cookie)
             .collect();
         self.store(parsed, url);
     }
 
     fn cookies(&self, url: &url::Url) -> Option<HeaderValue> {
-        let store = self
-            .0
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut jar = self.lock();
+        let now = jar.tick();
+        let Cookies {
+            store, last_used, ..
+        } = &mut *jar;
         // RFC 6265 §5.4: longer paths first. A server reads the first of
         // two cookies of one name (`sid` for `/` and for `/app`), and the
         // one for the deeper path is the one meant; `cookie_store` gives
         // them in its hash maps' order, which differs from jar to jar.
         let mut matching = store.matches(url);
         matching.sort_by_key(|cookie| std::cmp::Reverse(cookie.path.len()));
+        // §5.4 step 3: what is sent counts as used, and is evicted last.
+        for cookie in &matching {
+            if let Some(used) = last_used.get_mut(&key_of(cookie)) {
+                *used = now;
+            }
+        }
         let joined = matching
             .iter()
             .map(|cookie| {
@@ -95,12 +251,47 @@ impl CookieStore for Jar {
             })
             .collect::<Vec<_>>()
             .join("; ");
-        drop(store);
+        drop(jar);
         if joined.is_empty() {
             return None;
         }
         HeaderValue::from_str(&joined).ok()
     }
+}
+
+/// `set_cookie` (a `Set-Cookie` value) as a cookie, its `Expires` read as
+/// RFC 6265 §5.1.1 has it where the `cookie` crate could not read it; `None`
+/// if it is no cookie. Without that the cookie would be a session cookie:
+/// one a server deletes with a past date the crate does not read (`UTC`
+/// for `GMT`, a one-digit day, no zone) would stay and go on being sent.
+/// `Max-Age` wins over `Expires` (§5.3 step 3), so with one the date is not
+/// looked at; of several `Expires`, the last that is a date counts (§5.2:
+/// one that is not is ignored).
+#[cfg(feature = "cookies")]
+fn parse_set_cookie(set_cookie: &str) -> Option<cookie_store::RawCookie<'static>> {
+    let mut cookie = cookie_store::RawCookie::parse(set_cookie.to_owned()).ok()?;
+    if cookie.max_age().is_some() || cookie.expires().is_some() {
+        return Some(cookie);
+    }
+    let expires = set_cookie
+        .split(';')
+        .skip(1)
+        .filter_map(|attribute| attribute.split_once('='))
+        .filter(|(name, _)| name.trim().eq_ignore_ascii_case("expires"))
+        .filter_map(|(_, value)| date::CookieDate::parse(value))
+        .last();
+    // The crate's type for an expiry comes from the `time` crate, which is
+    // not ours to name: the date goes through the crate's own reading of
+    // the first layout it knows.
+    let expiration = expires.and_then(|date| {
+        cookie_store::RawCookie::parse(format!("e=; Expires={}", date.to_expires_value()))
+            .ok()?
+            .expires()
+    });
+    if let Some(expiration) = expiration {
+        cookie.set_expires(expiration);
+    }
+    Some(cookie)
 }
 
 /// Whether `cookie` is `Secure` and `url` is not secure: RFC 6265bis §5.7
@@ -532,6 +723,219 @@ mod tests {
             .collect();
         assert_eq!(names, ["fits"]);
         assert_eq!(sent, fits);
+    }
+
+    /// The past dates servers delete a cookie with, standard or not: the
+    /// `cookie` crate reads only the first few, and took a cookie with any
+    /// other for a session cookie, which stayed in the jar.
+    const PAST_DATES: [&str; 9] = [
+        "Thu, 01 Jan 1970 00:00:00 GMT",
+        "Thu, 01-Jan-70 00:00:00 GMT",
+        "Thu, 01 Jan 1970 00:00:00 UTC",
+        "Thu, 1 Jan 1970 00:00:00 GMT",
+        "Thu, 01 Jan 1970 00:00:00 +0000",
+        "Thu, 01 Jan 1970 00:00:00",
+        "Thu, 01 Jan 70 00:00:00 GMT",
+        "Thursday, 01-Jan-1970 00:00:00 GMT",
+        "Thu, 01-Jan-1970 00:00:00 UTC",
+    ];
+
+    /// RFC 6265 §5.1.1: `Expires` is read leniently, as the browsers read
+    /// it, so a cookie deleted with a past date in any of the layouts
+    /// servers use is gone — set by a response or by hand.
+    #[test]
+    fn a_cookie_deleted_with_a_past_date_in_any_layout_is_gone() {
+        for past in PAST_DATES {
+            let jar = Jar::new();
+            set(&jar, "http://a.test/", &["x=1", "hand=2", "keep=3"]);
+            set(&jar, "http://a.test/", &[&format!("x=; Expires={past}")]);
+            jar.add_cookie_str(&format!("hand=; expires = {past}"), &url("http://a.test/"));
+            assert_eq!(
+                sent(&jar, "http://a.test/").as_deref(),
+                Some("keep=3"),
+                "{past}"
+            );
+        }
+    }
+
+    /// `Max-Age` wins over `Expires` (RFC 6265 §5.3 step 3), read or not;
+    /// an `Expires` that is no date is ignored (the cookie a session one),
+    /// and of several the last date counts.
+    #[test]
+    fn max_age_wins_over_a_lenient_expires_and_a_non_date_is_ignored() {
+        let jar = Jar::new();
+        set(
+            &jar,
+            "http://a.test/",
+            &[
+                "aged=1; Max-Age=600; Expires=Thu, 01 Jan 1970 00:00:00 UTC",
+                "nodate=2; Expires=someday",
+                "last=3; Expires=Thu, 01 Jan 1970 00:00:00 UTC; Expires=Fri, 31 Dec 9999 23:59:59 UTC",
+                "future=4; Expires=Fri, 31 Dec 9999 23:59:59 UTC",
+            ],
+        );
+        assert_eq!(
+            sent(&jar, "http://a.test/").as_deref(),
+            Some("aged=1; future=4; last=3; nodate=2")
+        );
+        let cookies = jar.lock();
+        let persistent = |name: &str| {
+            cookies
+                .store
+                .iter_any()
+                .find(|cookie| cookie.name() == name)
+                .is_some_and(|cookie| cookie.is_persistent())
+        };
+        assert!(persistent("future") && persistent("last") && persistent("aged"));
+        assert!(!persistent("nodate"));
+    }
+
+    /// How many cookies `jar` holds (expired or not), checked against
+    /// the counts it evicts by.
+    fn held(jar: &Jar) -> usize {
+        let cookies = jar.lock();
+        let held = cookies.store.iter_any().count();
+        assert_eq!(held, cookies.last_used.len());
+        held
+    }
+
+    /// `values` as `set` takes them.
+    fn refs(values: &[String]) -> Vec<&str> {
+        values.iter().map(String::as_str).collect()
+    }
+
+    /// The cookies `jar` holds, as `name=value`, sorted — read without
+    /// sending them, which would count as using them.
+    fn pairs_held(jar: &Jar) -> Vec<String> {
+        let mut pairs: Vec<String> = jar
+            .lock()
+            .store
+            .iter_any()
+            .map(|cookie| format!("{}={}", cookie.name(), cookie.value()))
+            .collect();
+        pairs.sort_unstable();
+        pairs
+    }
+
+    /// RFC 6265 §6.1, §5.3: at most 50 cookies per domain; past that the
+    /// least recently set or sent goes first — setting a cookie again, or
+    /// sending it, makes it the most recent.
+    #[test]
+    fn a_domain_keeps_50_cookies_and_drops_the_least_recently_set_or_sent() {
+        let jar = Jar::new();
+        let fifty: Vec<String> = (0..50)
+            .map(|i| match i {
+                0 => "c0=v; Path=/a".to_owned(),
+                _ => format!("c{i}=v; Path=/b"),
+            })
+            .collect();
+        set(&jar, "http://a.test/", &refs(&fifty));
+        assert_eq!(held(&jar), 50);
+        // `c0`, the first set, is sent: now the most recently used, and
+        // `c1` the least.
+        assert_eq!(sent(&jar, "http://a.test/a").as_deref(), Some("c0=v"));
+        set(&jar, "http://a.test/", &["c50=v; Path=/b"]);
+        let pairs = pairs_held(&jar);
+        assert_eq!(pairs.len(), 50);
+        assert!(pairs.contains(&"c0=v".to_owned()), "{pairs:?}");
+        assert!(!pairs.contains(&"c1=v".to_owned()), "{pairs:?}");
+        assert!(pairs.contains(&"c50=v".to_owned()), "{pairs:?}");
+        // Set again, `c2` is renewed, and `c3` is the one that goes.
+        set(&jar, "http://a.test/", &["c2=w; Path=/b"]);
+        set(&jar, "http://a.test/", &["c51=v; Path=/b"]);
+        let pairs = pairs_held(&jar);
+        assert_eq!(pairs.len(), 50);
+        assert!(pairs.contains(&"c2=w".to_owned()), "{pairs:?}");
+        assert!(!pairs.contains(&"c3=v".to_owned()), "{pairs:?}");
+        // A cookie deleted leaves room: none of those left goes.
+        set(&jar, "http://a.test/", &["c4=; Max-Age=0; Path=/b"]);
+        set(&jar, "http://a.test/", &["c52=v; Path=/b"]);
+        let pairs = pairs_held(&jar);
+        assert_eq!(pairs.len(), 50);
+        assert!(!pairs.contains(&"c4=v".to_owned()), "{pairs:?}");
+        assert!(pairs.contains(&"c5=v".to_owned()), "{pairs:?}");
+        // And what is sent is what is held.
+        assert_eq!(
+            sent(&jar, "http://a.test/b").unwrap().split("; ").count(),
+            49
+        );
+    }
+
+    /// The limit is per domain as the jar keys cookies (the `Domain`, or
+    /// the host of a host-only cookie): sibling subdomains setting cookies
+    /// for their parent domain share its 50, so the `Cookie` header their
+    /// parent's hosts get stays bounded; each host's own cookies are
+    /// counted apart.
+    #[test]
+    fn sibling_subdomains_share_their_parent_domains_50_cookies() {
+        let jar = Jar::new();
+        for i in 0..60 {
+            set(
+                &jar,
+                &format!("http://s{i}.a.test/"),
+                &[&format!("sib{i}=v; Domain=a.test")],
+            );
+        }
+        let own: Vec<String> = (0..50).map(|i| format!("own{i}=v")).collect();
+        set(&jar, "http://s0.a.test/", &refs(&own));
+        assert_eq!(held(&jar), 100);
+        let shared = sent(&jar, "http://www.a.test/").unwrap();
+        assert_eq!(shared.split("; ").count(), 50, "{shared}");
+        assert!(shared.split("; ").all(|c| {
+            let i: usize = c[3..c.find('=').unwrap()].parse().unwrap();
+            i >= 10
+        }));
+        let at_s0 = sent(&jar, "http://s0.a.test/").unwrap();
+        assert_eq!(at_s0.split("; ").count(), 100);
+    }
+
+    /// RFC 6265 §5.3: expired cookies are evicted first, before any that
+    /// was set or sent less recently.
+    #[test]
+    fn expired_cookies_are_evicted_before_live_ones() {
+        let at = url("http://a.test/");
+        let expired =
+            cookie_store::Cookie::parse("old=1; Expires=Thu, 01 Jan 1970 00:00:00 GMT", &at)
+                .unwrap();
+        let jar = Jar::new();
+        {
+            let mut cookies = jar.lock();
+            // Held, expired since, and marked as used after all the others.
+            cookies.last_used.insert(key_of(&expired), u64::MAX);
+            cookies.store =
+                cookie_store::CookieStore::from_cookies([Ok::<_, ()>(expired.into_owned())], true)
+                    .unwrap();
+        }
+        let fifty: Vec<String> = (0..50).map(|i| format!("c{i}=v")).collect();
+        set(&jar, "http://a.test/", &refs(&fifty));
+        assert_eq!(held(&jar), 50);
+        let mut all = fifty.clone();
+        all.sort_unstable();
+        assert_eq!(sent(&jar, "http://a.test/"), Some(all.join("; ")));
+    }
+
+    /// RFC 6265 §6.1, §5.3: at most 3000 cookies in all; past that the
+    /// least recently set or sent goes first, whichever its domain.
+    #[test]
+    fn the_jar_keeps_3000_cookies_and_drops_the_least_recently_set_or_sent() {
+        let jar = Jar::new();
+        let fifty: Vec<String> = (0..50).map(|i| format!("c{i}=v")).collect();
+        for host in 0..60 {
+            set(&jar, &format!("http://h{host}.test/"), &refs(&fifty));
+        }
+        assert_eq!(held(&jar), 3000);
+        // `h0`'s, the first set, are sent: `h1`'s are the least recent.
+        assert_eq!(
+            sent(&jar, "http://h0.test/").unwrap().split("; ").count(),
+            50
+        );
+        set(&jar, "http://h60.test/", &refs(&fifty));
+        assert_eq!(held(&jar), 3000);
+        assert_eq!(sent(&jar, "http://h1.test/"), None);
+        for host in [0, 2, 59, 60] {
+            let at = format!("http://h{host}.test/");
+            assert_eq!(sent(&jar, &at).unwrap().split("; ").count(), 50, "{at}");
+        }
     }
 
     #[test]
