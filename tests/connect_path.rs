@@ -513,6 +513,38 @@ fn a_host_is_looked_up_sent_and_pooled_in_its_ascii_form() {
     client.close();
 }
 
+/// An override's host is read as a URL's is: a name that is not ASCII
+/// in IDNA's ASCII form, so `bücher.test` and `xn--bcher-kva.test` are
+/// one host, whichever the override and the URL spell.
+#[test]
+fn an_override_for_a_name_that_is_not_ascii_matches_its_ascii_form() {
+    let server = TestServer::respond(|_| ok("overridden"));
+    let port = server.addr().port();
+    for (host, url_host) in [
+        ("bücher.test", "bücher.test"),
+        ("Bücher.Test.", "xn--bcher-kva.test"),
+        ("xn--bcher-kva.test", "BÜCHER.test"),
+        ("ex%61mple.test", "example.test"),
+    ] {
+        let resolver = Arc::new(KnowsNone::default());
+        let client = builder()
+            .resolver(resolver.clone())
+            .request_timeout(CEILING)
+            .resolve(host, &[SocketAddr::from(([127, 0, 0, 1], 0))])
+            .build()
+            .unwrap();
+        let url = format!("http://{url_host}:{port}/");
+        let text = client.get(url).send().wait().and_then(|r| r.text().wait());
+        assert_eq!(
+            text.as_deref().ok(),
+            Some("overridden"),
+            "{host} for {url_host}: {text:?}"
+        );
+        assert!(resolver.asked.lock().unwrap().is_empty(), "{host}");
+        client.close();
+    }
+}
+
 /// A host the URL standard refuses once percent-decoded and mapped (a
 /// `/` or a space in it, a code point IDNA disallows) is an invalid
 /// request, sent nowhere and asked of no resolver.

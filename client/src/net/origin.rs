@@ -105,8 +105,19 @@ pub(crate) fn override_key(host: &str) -> String {
 }
 
 /// `host` in the form origins compare by: an IP address as it displays,
-/// anything else in ASCII lower case.
+/// anything else in ASCII lower case — and a host that is not ASCII or
+/// holds a `%` as the URL standard reads it ([`url_standard_host`]:
+/// `bücher.test` is `xn--bcher-kva.test`, `ex%61mple.test` is
+/// `example.test`), or as it is if that parser refuses it. A URI's host
+/// is never such (`http` takes neither form; a request's text has its
+/// host read so in `api::input`): this is for the builder's
+/// [`override_key`], given a host as the caller writes it.
 fn normal_host(host: &str) -> String {
+    if needs_url_parsing(host) {
+        if let Some(parsed) = url_standard_host(host) {
+            return parsed;
+        }
+    }
     // An IPv6 literal is the only host with a colon.
     if host.contains(':') {
         if let Ok(ip) = host.parse::<std::net::Ipv6Addr>() {
@@ -220,6 +231,10 @@ mod tests {
             ("[::ffff:127.0.0.1]", "http://[::ffff:7f00:1]/"),
             ("127.1", "http://127.0.0.1/"),
             ("0x7f.0.0.1", "http://2130706433/"),
+            // As the request's text has its host read (`api::input`).
+            ("Bücher.Test.", "http://xn--bcher-kva.test/"),
+            ("ex%61mple.test", "http://example.test/"),
+            ("%31%32%37.1", "http://127.0.0.1/"),
         ] {
             let key = override_key(given);
             assert_eq!(key, override_key(&host_of(uri)), "{given} for {uri}");
@@ -227,6 +242,9 @@ mod tests {
         }
         assert_eq!(override_key("[2001:DB8:0::1]"), "2001:db8::1");
         assert_eq!(override_key("Example.COM."), "example.com");
+        assert_eq!(override_key("BÜCHER.test"), "xn--bcher-kva.test");
+        // Refused by the URL standard: as it is, in lower case.
+        assert_eq!(override_key("Ex%2Fample.test"), "ex%2fample.test");
         assert_ne!(override_key("example.com"), override_key("example.org"));
         assert_ne!(override_key("[::1]"), override_key("[::2]"));
     }
