@@ -73,7 +73,8 @@
 //!   in brackets) for `HOST:PORT` — the URL's, the proxy's or a redirect's:
 //!   any connection of the transfer — instead of resolving `HOST` (curl's
 //!   form; repeatable). `HOST` matches as the URL's host does: in any
-//!   case, with or without a final dot; an IP address (IPv6 in brackets,
+//!   case, with or without a final dot, a name that is not ASCII as it is
+//!   or in IDNA's ASCII form (`bücher.test`, `xn--bcher-kva.test`); an IP address (IPv6 in brackets,
 //!   `[::1]:443:127.0.0.1`, as curl 8.13 takes it; `127.2` is
 //!   `127.0.0.2`, as in a URL) is replaced too, at every port of it — so
 //!   one address at two ports is refused. An IPv6 `ADDR` may have a
@@ -276,11 +277,18 @@ fn interface_index(zone: &str) -> Option<u32> {
 }
 
 /// A host as the table keys it, from an entry and from the client's
-/// lookup alike: in lower case, without a final dot (`example.test.` is the
-/// same DNS name).
+/// lookup alike: as a URL's host is read (WHATWG's host parser, the `url`
+/// crate's, as the client reads it) — in lower case, a name that is not
+/// ASCII in IDNA's ASCII form (`bücher.test` is `xn--bcher-kva.test`, the
+/// name the client asks for) — without a final dot (`example.test.` is the
+/// same DNS name). A host that parser refuses is kept in lower case: no
+/// URL's host matches it.
 fn table_key(host: &str) -> String {
     let host = host.strip_suffix('.').unwrap_or(host);
-    host.to_ascii_lowercase()
+    match url::Host::parse(host) {
+        Ok(url::Host::Domain(name)) => name,
+        _ => host.to_ascii_lowercase(),
+    }
 }
 
 /// The `--resolve` entries whose `HOST` is an IP address, as the URL

@@ -452,3 +452,120 @@ fn an_override_keeps_the_scope_id_of_its_ipv6_address() {
     assert_eq!(attempts(&recorder), vec![scoped(port)]);
     server.join().unwrap();
 }
+
+/// A URL's host is the name the URL standard makes of it: percent-decoded
+/// (`ex%61mple.test` is `example.test`) and, when it is not ASCII, in
+/// IDNA's ASCII form (`bücher.test` is `xn--bcher-kva.test`), as reqwest
+/// and curl send it. That form is the name the resolver is asked for, the
+/// `Host` header, and the origin connections are pooled by: the two
+/// spellings of one host share a connection.
+#[test]
+fn a_host_is_looked_up_sent_and_pooled_in_its_ascii_form() {
+    let server = TestServer::respond(|request| ok(request.header("host").unwrap_or("-")));
+    let port = server.addr().port();
+    let resolver = Arc::new(Stuck::default());
+    let client = builder()
+        .resolver(resolver.clone())
+        .request_timeout(CEILING)
+        .build()
+        .unwrap();
+    // Each response read whole before the next request: its connection
+    // is back in the pool for the next to take.
+    let host_sent = |response: Result<tickless::Response, Error>| {
+        response.and_then(|response| response.text().wait())
+    };
+    let example = format!("example.test:{port}");
+    // A `String` and a `&str`, each its own conversion.
+    let sent = client
+        .get(format!("http://ex%61mple.test:{port}/"))
+        .send()
+        .wait();
+    assert_eq!(host_sent(sent).unwrap(), example);
+    for url in [
+        format!("http://example.test:{port}/"),
+        format!("http://EX%41MPLE.test:{port}/"),
+    ] {
+        let sent = client.get(url.as_str()).send().wait();
+        assert_eq!(host_sent(sent).unwrap(), example, "{url}");
+    }
+    assert_eq!(server.connections_accepted(), 1);
+    let idn = format!("xn--bcher-kva.test:{port}");
+    for url in [
+        format!("http://bücher.test:{port}/"),
+        format!("http://BÜCHER.test:{port}/x?q"),
+        format!("http://user:pw@bücher.test:{port}"),
+        format!("http://xn--bcher-kva.test:{port}/"),
+    ] {
+        let sent = client.get(url.as_str()).send().wait();
+        assert_eq!(host_sent(sent).unwrap(), idn, "{url}");
+        let sent = client.get(url.as_bytes().to_vec()).send().wait();
+        assert_eq!(host_sent(sent).unwrap(), idn, "{url}");
+    }
+    assert_eq!(server.connections_accepted(), 2);
+    let asked: Vec<String> = resolver
+        .asked
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(host, _)| host.clone())
+        .collect();
+    assert_eq!(asked, ["example.test", "xn--bcher-kva.test"]);
+    client.close();
+}
+
+/// An override's host is read as a URL's is: a name that is not ASCII
+/// in IDNA's ASCII form, so `bücher.test` and `xn--bcher-kva.test` are
+/// one host, whichever the override and the URL spell.
+#[test]
+fn an_override_for_a_name_that_is_not_ascii_matches_its_ascii_form() {
+    let server = TestServer::respond(|_| ok("overridden"));
+    let port = server.addr().port();
+    for (host, url_host) in [
+        ("bücher.test", "bücher.test"),
+        ("Bücher.Test.", "xn--bcher-kva.test"),
+        ("xn--bcher-kva.test", "BÜCHER.test"),
+        ("ex%61mple.test", "example.test"),
+    ] {
+        let resolver = Arc::new(KnowsNone::default());
+        let client = builder()
+            .resolver(resolver.clone())
+            .request_timeout(CEILING)
+            .resolve(host, &[SocketAddr::from(([127, 0, 0, 1], 0))])
+            .build()
+            .unwrap();
+        let url = format!("http://{url_host}:{port}/");
+        let text = client.get(url).send().wait().and_then(|r| r.text().wait());
+        assert_eq!(
+            text.as_deref().ok(),
+            Some("overridden"),
+            "{host} for {url_host}: {text:?}"
+        );
+        assert!(resolver.asked.lock().unwrap().is_empty(), "{host}");
+        client.close();
+    }
+}
+
+/// A host the URL standard refuses once percent-decoded and mapped (a
+/// `/` or a space in it, a code point IDNA disallows) is an invalid
+/// request, sent nowhere and asked of no resolver.
+#[test]
+fn a_host_that_decodes_to_no_valid_name_is_an_invalid_request() {
+    let resolver = Arc::new(KnowsNone::default());
+    let client = builder().resolver(resolver.clone()).build().unwrap();
+    for url in [
+        "http://ex%2Fample.test/",
+        "http://ex%20ample.test/",
+        "http://ex%25ample.test/",
+        "http://\u{FFFD}.test/",
+    ] {
+        let error = client.get(url).send().wait().unwrap_err();
+        assert!(
+            matches!(
+                &error,
+                Error::InvalidRequest(tickless::InvalidRequest::Host(_))
+            ),
+            "{url}: {error:?}"
+        );
+    }
+    assert!(resolver.asked.lock().unwrap().is_empty());
+}

@@ -704,6 +704,34 @@ fn resolve_matches_a_host_however_the_url_spells_it_ip_literals_included() {
     }
 }
 
+/// A URL's host that is not ASCII goes as its IDNA ASCII form, as curl
+/// sends it: the name looked up (so an entry matches it written either
+/// way) and the `Host` header. (`.invalid` never resolves: no name
+/// leaves the machine.)
+#[test]
+fn a_url_host_that_is_not_ascii_is_resolved_and_sent_in_its_ascii_form() {
+    let origin = TestServer::respond(|request| ok(request.header("host").unwrap_or("-")));
+    let port = origin.addr().port();
+    for (host, url_host) in [
+        ("xn--bcher-kva.invalid", "bücher.invalid"),
+        ("Bücher.invalid", "BÜCHER.invalid"),
+        ("bücher.invalid", "xn--bcher-kva.invalid"),
+    ] {
+        let entry = format!("{host}:{port}:127.0.0.1");
+        let url = format!("http://{url_host}:{port}/");
+        let output = get(&[&url, "--resolve", &entry, "--no-proxy"]);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{entry} for {url}: {output:?}"
+        );
+        assert!(
+            stdout(&output).ends_with(&format!("xn--bcher-kva.invalid:{port}")),
+            "{entry} for {url}: {output:?}"
+        );
+    }
+}
+
 #[test]
 fn resolve_applies_to_every_host_of_the_transfer_redirects_included() {
     // Each server says which it is. The redirects go to host names that

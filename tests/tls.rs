@@ -218,6 +218,51 @@ fn a_certificate_for_another_name_is_rejected() {
     client.close();
 }
 
+/// A host that is not ASCII, or percent-encoded, goes as the URL standard
+/// reads it: the server name (SNI), the name the certificate is checked
+/// for and the `Host` header are its ASCII form (`xn--bcher-kva.test`,
+/// `example.test`), as reqwest and curl send them — and the two
+/// spellings of one host share a connection.
+#[test]
+fn a_host_spelled_otherwise_is_the_server_name_in_its_ascii_form() {
+    let server = TlsServer::respond(&certs().ascii_names, |request| {
+        ok(request.header("host").unwrap_or("-"))
+    });
+    let port = server.addr().port();
+    let client = trusting()
+        .no_proxy()
+        .resolve("xn--bcher-kva.test", &[server.addr()])
+        .resolve("example.test", &[server.addr()])
+        .request_timeout(CEILING)
+        .build()
+        .unwrap();
+    let host_sent = |url: &str| {
+        client
+            .get(url)
+            .send()
+            .wait()
+            .and_then(|r| r.text().wait())
+            .unwrap_or_else(|e| panic!("{url}: {e:?}"))
+    };
+    for (url_host, sent) in [
+        ("bücher.test", "xn--bcher-kva.test"),
+        ("xn--bcher-kva.test", "xn--bcher-kva.test"),
+        ("ex%61mple.test", "example.test"),
+        ("example.test", "example.test"),
+    ] {
+        let url = format!("https://{url_host}:{port}/");
+        assert_eq!(host_sent(&url), format!("{sent}:{port}"), "{url}");
+    }
+    assert_eq!(
+        server.server_names(),
+        [
+            Some("xn--bcher-kva.test".to_owned()),
+            Some("example.test".to_owned())
+        ]
+    );
+    client.close();
+}
+
 /// A retried request whose last attempt met a bad certificate failed for
 /// it: `tls_failure` says why, as `timeout_kind` would say which timeout.
 #[test]

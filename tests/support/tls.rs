@@ -1,7 +1,7 @@
 //! A loopback TLS server for tests, and the certificates it serves, made at
 //! test time with rcgen (no key is committed): a CA, a leaf for
-//! 127.0.0.1/localhost signed by it, the same leaf expired, and a leaf for
-//! another name.
+//! 127.0.0.1/localhost signed by it, the same leaf expired, a leaf for
+//! another name, and one for names a URL may spell otherwise.
 //!
 //! The server is a [`TestServer`] with a `Custom` behaviour: each accepted
 //! stream is wrapped in a rustls `ServerConnection` (`StreamOwned`, blocking
@@ -42,6 +42,9 @@ pub struct TestCerts {
     pub expired: Leaf,
     /// For other.example only, signed by the CA.
     pub other_name: Leaf,
+    /// For xn--bcher-kva.test (`bücher.test` in IDNA's ASCII form) and
+    /// example.test, signed by the CA: names a URL may spell otherwise.
+    pub ascii_names: Leaf,
 }
 
 /// The test binary's certificates, made on first use.
@@ -88,6 +91,7 @@ fn make_certs() -> TestCerts {
         valid: leaf(&here, false),
         expired: leaf(&here, true),
         other_name: leaf(&["other.example"], false),
+        ascii_names: leaf(&["xn--bcher-kva.test", "example.test"], false),
     }
 }
 

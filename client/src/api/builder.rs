@@ -304,7 +304,9 @@ impl ClientBuilder {
     /// the proxy), keeping the rest of it (an IPv6 scope id); any other
     /// port is used as given. Hosts compare as URLs name them: names
     /// case-insensitively and with or without a final dot (`example.com.`
-    /// is `example.com`), an IP address in any spelling its URL takes, an
+    /// is `example.com`), a name that is not ASCII as it is or in IDNA's
+    /// ASCII form (`bücher.test` is `xn--bcher-kva.test`, the name a
+    /// request's URL goes to), an IP address in any spelling its URL takes, an
     /// IPv6 one with or without brackets (`[2001:db8::1]`) — an IP literal
     /// is overridden too, as by curl. An empty list removes the override. An origin
     /// whose name the proxy resolves (through an HTTP proxy, or `socks5h://`)

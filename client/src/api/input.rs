@@ -2,8 +2,14 @@
 //! names may be given as. A conversion that fails keeps what it was given
 //! for its error, which names it; the text is made only then, so a valid
 //! input costs what `http`'s own `TryFrom` costs.
+//!
+//! This is where a request's URI comes in, so where a host written as
+//! `http` does not take it — not ASCII, or percent-encoded — is made the
+//! name the URL standard reads in it ([`with_url_standard_host`]), which
+//! every later use of the host sees.
 
 use crate::error::InvalidRequest;
+use crate::net::{needs_url_parsing, url_standard_host};
 use bytes::Bytes;
 use http::header::HeaderName;
 use http::Uri;
@@ -11,6 +17,15 @@ use http::Uri;
 /// A request's URI: a `&str`, `String`, `&String`, `&[u8]` or `Vec<u8>`,
 /// or an [`http::Uri`], owned or borrowed (what `http::Uri` converts
 /// from, but for [`http::uri::Parts`]: use `Uri::from_parts`).
+///
+/// The host is read as the URL standard reads it, as reqwest reads it:
+/// percent-decoded and, if not ASCII, in IDNA's ASCII form —
+/// `http://ex%61mple.com/` goes to `example.com`, `http://bücher.example/`
+/// to `xn--bcher-kva.example`: the name looked up, sent in `Host` and as
+/// the TLS server name (an `http::Uri` holds neither form: text only).
+/// The rest of the URI goes as written. A host that parser refuses
+/// (`ex%2Fample.com`: a `/` once decoded) fails the request with
+/// [`InvalidRequest::Host`].
 ///
 /// Text that does not parse fails the request with
 /// [`InvalidRequest::Uri`], which quotes it, or, when it does not start
@@ -57,7 +72,7 @@ impl sealed::UriInput for &Uri {
 
 impl sealed::UriInput for &str {
     fn into_uri(self) -> Result<Uri, InvalidRequest> {
-        Uri::try_from(self).map_err(|e| invalid_uri(self, e.into()))
+        parsed(Uri::try_from(self), self.as_bytes())
     }
 }
 
@@ -69,7 +84,7 @@ impl sealed::UriInput for &String {
 
 impl sealed::UriInput for &[u8] {
     fn into_uri(self) -> Result<Uri, InvalidRequest> {
-        Uri::try_from(self).map_err(|e| invalid_uri(&String::from_utf8_lossy(self), e.into()))
+        parsed(Uri::try_from(self), self)
     }
 }
 
@@ -89,8 +104,67 @@ impl sealed::UriInput for Vec<u8> {
 /// for the error. The clone shares the buffer, and costs no allocation
 /// the parser's own slicing of it would not make anyway.
 fn uri_of_shared(bytes: Bytes) -> Result<Uri, InvalidRequest> {
-    Uri::from_maybe_shared(bytes.clone())
-        .map_err(|e| invalid_uri(&String::from_utf8_lossy(&bytes), e.into()))
+    parsed(Uri::from_maybe_shared(bytes.clone()), &bytes)
+}
+
+/// The request's URI, from what `http`'s parser made of `input`. Text it
+/// refused for a host that is not ASCII or is percent-encoded — `http`
+/// takes neither, as they are — is parsed again with that host as the
+/// URL standard reads it ([`with_url_standard_host`]); any other refusal
+/// is an error that quotes `input`. A URI `http` took has no such host:
+/// it is the URI as given, at no cost.
+fn parsed(parsed: Result<Uri, http::uri::InvalidUri>, input: &[u8]) -> Result<Uri, InvalidRequest> {
+    let error = match parsed {
+        Ok(uri) => return Ok(uri),
+        Err(error) => error,
+    };
+    // Bytes that are not UTF-8 hold no host to read: `http`'s error.
+    let text = std::str::from_utf8(input).ok();
+    match text.and_then(with_url_standard_host) {
+        Some(Ok(read)) => {
+            let text = text.unwrap_or_default();
+            // The rest of the text may be what `http` refused.
+            Uri::try_from(read).map_err(|e| invalid_uri(text, e.into()))
+        }
+        Some(Err(refused)) => Err(refused),
+        None => Err(invalid_uri(&String::from_utf8_lossy(input), error.into())),
+    }
+}
+
+/// `text`, which `http` did not parse, with its host as the URL standard
+/// reads it (see [`url_standard_host`]) if that may differ from what was
+/// written — `http://bücher.test/` is `http://xn--bcher-kva.test/`,
+/// `http://ex%61mple.test/` is `http://example.test/` — for `http` to
+/// parse again. Every later use of the host — the origin connections are
+/// pooled by, the resolver, `Host`, the TLS server name, cookies — reads
+/// it from the URI, so all see that one name. The userinfo, port and rest
+/// stay as written. `Err` (quoting `text`, its userinfo hidden) if the URL
+/// standard refuses that host; `None` if the host is plain ASCII, or
+/// there is none to read: what `http` refused is something else, and its
+/// error says what.
+///
+/// The authority is found as the URL standard finds it: after the
+/// scheme's `://`, up to the first `/`, `?` or `#`; its host after the
+/// last `@` (a userinfo's own `@` is percent-encoded), up to a `:`. A
+/// bracketed IPv6 literal is left to `http` (its zone id's `%25` too).
+fn with_url_standard_host(text: &str) -> Option<Result<String, InvalidRequest>> {
+    if !starts_with_scheme(text) {
+        return None;
+    }
+    let start = text.find("://")? + "://".len();
+    let rest = &text[start..];
+    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    let host_start = start + authority.rfind('@').map_or(0, |at| at + 1);
+    let host_and_port = &text[host_start..start + authority.len()];
+    let host = host_and_port.split(':').next().unwrap_or_default();
+    if !needs_url_parsing(host) || host.starts_with('[') {
+        return None;
+    }
+    let Some(read) = url_standard_host(host) else {
+        return Some(Err(InvalidRequest::Host(shown_uri(text))));
+    };
+    let after_host = &text[host_start + host.len()..];
+    Some(Ok(format!("{}{read}{after_host}", &text[..host_start])))
 }
 
 /// The error for `text`, which did not parse as a URI. Text without a
@@ -264,6 +338,98 @@ mod tests {
         for (text, shown) in cases {
             assert_eq!(without_userinfo(text), shown, "{text}");
         }
+    }
+
+    /// Each input type, converted.
+    fn converted(text: &str) -> [Result<Uri, InvalidRequest>; 5] {
+        [
+            text.into_uri(),
+            text.to_owned().into_uri(),
+            text.as_bytes().into_uri(),
+            text.as_bytes().to_vec().into_uri(),
+            (&text.to_owned()).into_uri(),
+        ]
+    }
+
+    #[test]
+    fn a_host_is_read_as_the_url_standard_reads_it_and_the_rest_goes_as_written() {
+        for (given, read) in [
+            (
+                "http://ex%61mple.test/a/../b?x=%41",
+                "http://example.test/a/../b?x=%41",
+            ),
+            ("http://EX%41MPLE.Test:8080", "http://example.test:8080/"),
+            (
+                "http://u%40:p@ex%61mple.test/",
+                "http://u%40:p@example.test/",
+            ),
+            ("http://%31%32%37.1/", "http://127.0.0.1/"),
+            ("http://bücher.test/", "http://xn--bcher-kva.test/"),
+            (
+                "https://BÜCHER.test:8443/x?q",
+                "https://xn--bcher-kva.test:8443/x?q",
+            ),
+            ("http://u:pw@bücher.test", "http://u:pw@xn--bcher-kva.test/"),
+            ("http://a@b@bücher.test/", "http://a@b@xn--bcher-kva.test/"),
+            ("http://bücher.test?q=1", "http://xn--bcher-kva.test/?q=1"),
+            ("http://bü%63her.test/", "http://xn--bcher-kva.test/"),
+            ("http://例え.テスト/", "http://xn--r8jz45g.xn--zckzah/"),
+            // As written: a host with nothing to read (its case too), an
+            // IPv6 literal, a host `http` takes as it is.
+            ("http://A.Test/x", "http://A.Test/x"),
+            ("http://[::1]:8080/", "http://[::1]:8080/"),
+            ("http://[fe80::1%25eth0]/", "http://[fe80::1%25eth0]/"),
+            ("http://xn--bcher-kva.test/", "http://xn--bcher-kva.test/"),
+        ] {
+            for uri in converted(given) {
+                assert_eq!(uri.unwrap().to_string(), read, "{given}");
+            }
+        }
+        // `http` takes neither form of host: the text is what needs reading.
+        assert!(Uri::try_from("http://ex%61mple.test/").is_err());
+        assert!(Uri::try_from("http://bücher.test/").is_err());
+    }
+
+    #[test]
+    fn a_host_the_url_standard_refuses_is_a_host_error_that_shows_no_password() {
+        for given in [
+            "http://ex%2Fample.test/",
+            "http://ex%20ample.test/",
+            "http://ex%25ample.test/",
+            "http://ex%ZZample.test/",
+            "http://\u{FFFD}.test/",
+            "http://u:secret@b\u{FC} cher.test/",
+            "http://u:secret@ex%3Aample.test/",
+        ] {
+            for error in converted(given) {
+                let error = error.unwrap_err();
+                let InvalidRequest::Host(shown) = &error else {
+                    panic!("{given}: {error:?}");
+                };
+                assert_eq!(*shown, shown_uri(given));
+                assert!(!error.to_string().contains("secret"), "{error}");
+            }
+        }
+    }
+
+    /// What is wrong with text whose host is not ASCII may be elsewhere:
+    /// the error is `http`'s, and quotes the text as given.
+    #[test]
+    fn text_with_a_host_that_is_not_ascii_fails_as_any_other_for_the_rest() {
+        for given in ["http://bücher.test/a b", "http://bücher.test/\u{1}"] {
+            for error in converted(given) {
+                let error = error.unwrap_err();
+                let InvalidRequest::Uri { uri, .. } = &error else {
+                    panic!("{given}: {error:?}");
+                };
+                assert_eq!(uri, given);
+            }
+        }
+        let error = "bücher.test/x".into_uri().unwrap_err();
+        assert!(matches!(error, InvalidRequest::Scheme(_)), "{error:?}");
+        // Latin-1, not UTF-8: no host to read.
+        let error = b"http://b\xfccher.test/"[..].into_uri().unwrap_err();
+        assert!(matches!(error, InvalidRequest::Uri { .. }), "{error:?}");
     }
 
     #[test]

@@ -78,7 +78,9 @@ pub enum InvalidRequest {
     Scheme(String),
     /// The URI has no host, or none a connection could go to: `[]`, an
     /// IPvFuture literal or an IPv6 zone id (`[fe80::1%25eth0]`), a bracket
-    /// in a name.
+    /// in a name; or a host given as text, not ASCII or percent-encoded,
+    /// that the URL standard's host parser refuses (`ex%2Fample.com`: a
+    /// `/` once decoded; a code point IDNA disallows).
     #[error("URI {0:?} has no usable host")]
     Host(String),
     /// The URI's port is not a number from 0 to 65535.

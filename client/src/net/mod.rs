@@ -17,7 +17,7 @@ mod transport;
 
 #[cfg(feature = "http2")]
 pub(crate) use io::{AsyncIo, IoReadiness};
-pub(crate) use origin::override_key;
+pub(crate) use origin::{needs_url_parsing, override_key, url_standard_host};
 pub use origin::{Origin, Scheme};
 pub use proxy::Proxy;
 pub(crate) use resolve::Lookup;

@@ -18,7 +18,10 @@ pub enum Scheme {
 /// the same, with host names compared case-insensitively and IP literals by
 /// value (RFC 3986 §6.2.2.1): `http://LOCALHOST:8080/` and
 /// `http://localhost:8080/` share connections, as do `http://[::1]/` and
-/// `http://[0:0::1]/`. The host is kept in that normal form.
+/// `http://[0:0::1]/`. The host is kept in that normal form. (A host
+/// that is not ASCII or is percent-encoded, which `http::Uri` does not
+/// take, was read as the URL standard reads it when the request's text
+/// became its URI: `http://bücher.test/` has the host `xn--bcher-kva.test`.)
 ///
 /// A host the system's resolver reads as an IPv4 address though it is not
 /// in dotted-decimal form — `127.1`, `2130706433`, `0x7f.0.0.1`,
@@ -102,8 +105,19 @@ pub(crate) fn override_key(host: &str) -> String {
 }
 
 /// `host` in the form origins compare by: an IP address as it displays,
-/// anything else in ASCII lower case.
+/// anything else in ASCII lower case — and a host that is not ASCII or
+/// holds a `%` as the URL standard reads it ([`url_standard_host`]:
+/// `bücher.test` is `xn--bcher-kva.test`, `ex%61mple.test` is
+/// `example.test`), or as it is if that parser refuses it. A URI's host
+/// is never such (`http` takes neither form; a request's text has its
+/// host read so in `api::input`): this is for the builder's
+/// [`override_key`], given a host as the caller writes it.
 fn normal_host(host: &str) -> String {
+    if needs_url_parsing(host) {
+        if let Some(parsed) = url_standard_host(host) {
+            return parsed;
+        }
+    }
     // An IPv6 literal is the only host with a colon.
     if host.contains(':') {
         if let Ok(ip) = host.parse::<std::net::Ipv6Addr>() {
@@ -121,6 +135,33 @@ fn normal_host(host: &str) -> String {
         return ip.to_string();
     }
     host.to_ascii_lowercase()
+}
+
+/// Whether `host`, a name or an IPv4 address (not a bracketed literal),
+/// may be another name once the URL standard has read it: it is not
+/// ASCII, or holds a percent-encoded octet. Any other is read as it is,
+/// at no cost: lower case and [`ipv4_in_another_spelling`] are what the
+/// URL standard's parser would change in it.
+pub(crate) fn needs_url_parsing(host: &str) -> bool {
+    !host.is_ascii() || host.contains('%')
+}
+
+/// `host`, a name or an IPv4 address (not a bracketed literal), as the
+/// URL standard's host parser reads it (the `url` crate's, as reqwest
+/// does): percent-decoded, then mapped by IDNA (UTS #46)
+/// to its ASCII form — lower case, each label that is not ASCII in
+/// punycode (`Bücher.test` is `xn--bcher-kva.test`) — and an address in
+/// any of its spellings in dotted decimal. That is the name a resolver,
+/// the `Host` header and a certificate know it by. `None` if the parser
+/// refuses it: a forbidden character once decoded (`ex%2Fample`, a
+/// space, `%` itself), a code point IDNA disallows.
+pub(crate) fn url_standard_host(host: &str) -> Option<String> {
+    match url::Host::parse(host).ok()? {
+        url::Host::Domain(name) => Some(name),
+        url::Host::Ipv4(ip) => Some(ip.to_string()),
+        // Only a bracketed literal parses as one: not given here.
+        url::Host::Ipv6(_) => None,
+    }
 }
 
 /// `host` as an IPv4 address if it spells one in a form both the system's
@@ -190,6 +231,10 @@ mod tests {
             ("[::ffff:127.0.0.1]", "http://[::ffff:7f00:1]/"),
             ("127.1", "http://127.0.0.1/"),
             ("0x7f.0.0.1", "http://2130706433/"),
+            // As the request's text has its host read (`api::input`).
+            ("Bücher.Test.", "http://xn--bcher-kva.test/"),
+            ("ex%61mple.test", "http://example.test/"),
+            ("%31%32%37.1", "http://127.0.0.1/"),
         ] {
             let key = override_key(given);
             assert_eq!(key, override_key(&host_of(uri)), "{given} for {uri}");
@@ -197,6 +242,9 @@ mod tests {
         }
         assert_eq!(override_key("[2001:DB8:0::1]"), "2001:db8::1");
         assert_eq!(override_key("Example.COM."), "example.com");
+        assert_eq!(override_key("BÜCHER.test"), "xn--bcher-kva.test");
+        // Refused by the URL standard: as it is, in lower case.
+        assert_eq!(override_key("Ex%2Fample.test"), "ex%2fample.test");
         assert_ne!(override_key("example.com"), override_key("example.org"));
         assert_ne!(override_key("[::1]"), override_key("[::2]"));
     }

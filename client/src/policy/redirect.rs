@@ -390,6 +390,32 @@ mod tests {
         assert_eq!(resolve(&uri(base), &latin1), None);
     }
 
+    /// A `Location`'s host is read as a request's text has its host read
+    /// (`api::input`): percent-decoded and, if not ASCII, in IDNA's ASCII
+    /// form — the same origin as the request to that name, wherever
+    /// its URL came from.
+    #[test]
+    fn a_location_host_is_read_as_a_request_host_is() {
+        let base = "http://xn--bcher-kva.test/a";
+        for (location, expected) in [
+            ("http://BÜCHER.test/b", "http://xn--bcher-kva.test/b"),
+            ("//bücher.test:8080/b", "http://xn--bcher-kva.test:8080/b"),
+            ("http://ex%61mple.test/b", "http://example.test/b"),
+        ] {
+            let value = http::HeaderValue::from_bytes(location.as_bytes()).unwrap();
+            let next = resolve(&uri(base), &value).unwrap();
+            assert_eq!(next.to_string(), expected, "{location}");
+        }
+        let next = resolve(
+            &uri(base),
+            &http::HeaderValue::from_bytes("http://Bücher.test/c".as_bytes()).unwrap(),
+        )
+        .unwrap();
+        assert!(same_origin(&uri(base), &next));
+        // A host the URL standard refuses: not followed.
+        assert_eq!(resolved(base, "http://ex%2Fample.test/"), None);
+    }
+
     #[test]
     fn urls_are_the_same_once_normalised() {
         for (a, b) in [
