@@ -190,7 +190,8 @@ impl Jar {
     fn store(&self, mut cookies: Vec<cookie_store::RawCookie<'static>>, url: &url::Url) {
         let mut jar = self.lock();
         cookies.retain(|cookie| {
-            !too_long(cookie)
+            header_safe(cookie)
+                && !too_long(cookie)
                 && !for_a_top_level_domain(cookie, url)
                 && !breaks_its_prefix(cookie)
                 && !secure_over_plain_http(cookie, url)
@@ -318,6 +319,20 @@ const MAX_NAME_AND_VALUE: usize = 4096;
 #[cfg(feature = "cookies")]
 fn too_long(cookie: &cookie_store::RawCookie<'_>) -> bool {
     cookie.name().len() + cookie.value().len() > MAX_NAME_AND_VALUE
+}
+
+/// Whether `cookie`'s name and value can go in a `Cookie` header: no
+/// control character but a tab. A `Set-Cookie` header cannot hold one; a
+/// cookie added by hand ([`Jar::add_cookie_str`]) can, and kept, it would
+/// make the header of every request to its domain invalid — dropped, with
+/// every other cookie for it.
+#[cfg(feature = "cookies")]
+fn header_safe(cookie: &cookie_store::RawCookie<'_>) -> bool {
+    let fits = |text: &str| {
+        text.bytes()
+            .all(|byte| byte == b'\t' || (byte >= 0x20 && byte != 0x7f))
+    };
+    fits(cookie.name()) && fits(cookie.value())
 }
 
 /// Whether `cookie`'s name has a prefix (RFC 6265bis §4.1.3, matched in
@@ -723,6 +738,19 @@ mod tests {
             .collect();
         assert_eq!(names, ["fits"]);
         assert_eq!(sent, fits);
+    }
+
+    /// A cookie added by hand with a control character in it could not go
+    /// in a `Cookie` header, and took every other cookie for the URL with
+    /// it (the header was dropped whole): it is not kept.
+    #[test]
+    fn a_cookie_no_header_can_carry_is_not_kept_and_the_others_still_go() {
+        let jar = Jar::new();
+        let at = url("http://a.test/");
+        jar.add_cookie_str("a=1", &at);
+        jar.add_cookie_str("b=x\u{1}y", &at);
+        jar.add_cookie_str("c\u{7f}=2", &at);
+        assert_eq!(sent(&jar, "http://a.test/").as_deref(), Some("a=1"));
     }
 
     /// The past dates servers delete a cookie with, standard or not: the
