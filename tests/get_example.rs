@@ -24,6 +24,17 @@ fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
+/// `get URL --resolve ENTRY --no-proxy`, which must succeed: its output.
+fn get_resolved(url: &str, entry: &str) -> String {
+    let output = get(&[url, "--resolve", entry, "--no-proxy"]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{entry} for {url}: {output:?}"
+    );
+    stdout(&output)
+}
+
 fn server() -> TestServer {
     TestServer::respond(|request| match request.target.as_str() {
         "/old" => response(302, &[("Location", "/new")], b""),
@@ -323,9 +334,7 @@ fn proxy_resolve_and_no_proxy_flags() {
     let port = origin.addr().port();
     let entry = format!("named.invalid:{port}:[::1],127.0.0.1");
     let url = format!("http://named.invalid:{port}/hi");
-    let output = get(&[&url, "--resolve", &entry, "--no-proxy"]);
-    assert!(output.status.success(), "{output:?}");
-    assert!(stdout(&output).ends_with("/hi auth=- cookie=-"));
+    assert!(get_resolved(&url, &entry).ends_with("/hi auth=- cookie=-"));
     // The environment is honoured unless --no-proxy says otherwise.
     let via_env = Command::new(example_binary("get"))
         .arg(origin.url("/env"))
@@ -686,17 +695,8 @@ fn resolve_matches_a_host_however_the_url_spells_it_ip_literals_included() {
         ("[2001:db8::1]", "[2001:DB8:0::1]"),
     ] {
         let entry = format!("{host}:{port}:127.0.0.1");
-        let url = format!("http://{url_host}:{port}/hi");
-        let output = get(&[&url, "--resolve", &entry, "--no-proxy"]);
-        assert_eq!(
-            output.status.code(),
-            Some(0),
-            "{entry} for {url}: {output:?}"
-        );
-        assert!(
-            stdout(&output).ends_with("/hi auth=- cookie=-"),
-            "{entry}: {output:?}"
-        );
+        let text = get_resolved(&format!("http://{url_host}:{port}/hi"), &entry);
+        assert!(text.ends_with("/hi auth=- cookie=-"), "{entry}: {text}");
     }
     for bad in ["[::1:80:127.0.0.1", "[::1]80:127.0.0.1", "[]:80:127.0.0.1"] {
         let output = get(&["--resolve", bad, "http://127.0.0.1:1/"]);
@@ -718,16 +718,10 @@ fn a_url_host_that_is_not_ascii_is_resolved_and_sent_in_its_ascii_form() {
         ("bücher.invalid", "xn--bcher-kva.invalid"),
     ] {
         let entry = format!("{host}:{port}:127.0.0.1");
-        let url = format!("http://{url_host}:{port}/");
-        let output = get(&[&url, "--resolve", &entry, "--no-proxy"]);
-        assert_eq!(
-            output.status.code(),
-            Some(0),
-            "{entry} for {url}: {output:?}"
-        );
+        let text = get_resolved(&format!("http://{url_host}:{port}/"), &entry);
         assert!(
-            stdout(&output).ends_with(&format!("xn--bcher-kva.invalid:{port}")),
-            "{entry} for {url}: {output:?}"
+            text.ends_with(&format!("xn--bcher-kva.invalid:{port}")),
+            "{entry} for {url_host}: {text}"
         );
     }
 }
