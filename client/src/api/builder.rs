@@ -276,7 +276,13 @@ impl ClientBuilder {
     /// * `HTTP_PROXY` (upper case) is ignored when `REQUEST_METHOD` is set:
     ///   in a CGI program it is the request's `Proxy:` header, which the
     ///   client's caller controls ("httpoxy"), as curl does;
-    /// * a value that is not a proxy URL is ignored (that setting is absent).
+    /// * a value that is not a proxy URL (`HTTPS_PROXY=http://[bad`) fails
+    ///   the requests it would take, with
+    ///   [`InvalidRequest::ProxyVariable`](crate::InvalidRequest::ProxyVariable)
+    ///   naming the variable, as curl does (reqwest ignores it): they do not
+    ///   go straight to their origin, past a proxy that may be the only way
+    ///   out allowed, nor through `all_proxy`. Requests it would not take (of
+    ///   the other scheme, or to a `no_proxy` host) go as they would without it.
     pub fn no_proxy(mut self) -> Self {
         self.config.env_proxies = false;
         self
