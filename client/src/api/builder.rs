@@ -227,7 +227,24 @@ impl ClientBuilder {
         self
     }
 
-    /// Most connections open at once to one origin (default unlimited).
+    /// Most connections open at once to one host (default unlimited; zero
+    /// means unlimited): the connections a request could go on, counted
+    /// together. A request beyond it waits for one of them, bounded by its
+    /// request timeout.
+    ///
+    /// The host is the one the connection is for:
+    ///
+    /// * straight: the origin (scheme, host and port);
+    /// * through a tunnel (a `CONNECT` through an HTTP proxy, for
+    ///   `https://` requests, or SOCKS5): the origin through that proxy,
+    ///   counted apart from the origin's direct connections;
+    /// * plain `http://` requests through an HTTP [`Proxy`](crate::Proxy),
+    ///   which forwards them: **the proxy**. Such a connection carries
+    ///   requests for any origin (the pool keys it by proxy, so one serves
+    ///   them all), so the limit bounds the connections to the proxy, every
+    ///   origin together: with a limit of 2, requests to three origins
+    ///   through one such proxy have two connections at once, not six.
+    ///   curl's connection cache counts such connections for the proxy too.
     pub fn max_connections_per_host(mut self, max: usize) -> Self {
         self.config.max_connections_per_host = (max > 0).then_some(max);
         self
