@@ -654,6 +654,90 @@ fn a_double_http_proxy_gets_absolute_form_and_basic_credentials_for_plain_reques
     );
 }
 
+/// Answers held until it opens; it opens when dropped too, so that a test
+/// that fails before opening it does not leave its server's threads
+/// waiting forever (and the test with them).
+#[derive(Clone, Default)]
+struct Gate(std::sync::Arc<(std::sync::Mutex<bool>, std::sync::Condvar)>);
+
+impl Gate {
+    fn wait(&self) {
+        let (open, opened) = &*self.0;
+        let mut open = open.lock().unwrap();
+        while !*open {
+            open = opened.wait(open).unwrap();
+        }
+    }
+
+    fn open(&self) {
+        let (open, opened) = &*self.0;
+        *open.lock().unwrap() = true;
+        opened.notify_all();
+    }
+}
+
+/// Opens its gate when dropped.
+struct OpenOnDrop(Gate);
+
+impl Drop for OpenOnDrop {
+    fn drop(&mut self) {
+        self.0.open();
+    }
+}
+
+/// Through an HTTP proxy that forwards plain requests, the per-host limit
+/// counts the connections to the proxy, every origin together (as
+/// `ClientBuilder::max_connections_per_host` says): with a limit of 2,
+/// requests to three origins have two connections, and the third waits
+/// for one of them.
+#[test]
+fn the_per_host_limit_counts_a_forwarding_proxy_for_every_origin_together() {
+    // Holds every answer until the gate opens: the connections stay busy.
+    let gate = Gate::default();
+    let held = gate.clone();
+    let proxy = TestServer::start(Behaviour::custom(move |mut stream, index| {
+        let mut reader = RequestReader::new(index);
+        while let Ok(request) = reader.read_request(&mut stream) {
+            held.wait();
+            if stream.write_all(&ok(&request.target)).is_err() {
+                return;
+            }
+        }
+    }));
+    // Dropped before the proxy, should an assertion fail.
+    let _opened_at_the_end = OpenOnDrop(gate.clone());
+    let client = client_via(Proxy::http(&format!("http://{}", proxy.addr())).unwrap())
+        .max_connections_per_host(2)
+        .request_timeout(Duration::ZERO)
+        .build()
+        .unwrap();
+    let targets = [
+        "http://a.invalid/",
+        "http://b.invalid/",
+        "http://c.invalid/",
+    ];
+    let futures: Vec<_> = targets
+        .iter()
+        .map(|target| client.get(*target).send())
+        .collect();
+    assert!(proxy.wait_for_accepted(2, CEILING));
+    assert!(
+        eventually(CEILING, || client.stats().waiting == 1),
+        "the third origin's request does not wait: {:?}",
+        client.stats()
+    );
+    let stats = client.stats();
+    assert_eq!(stats.open_connections, 2, "{stats:?}");
+    assert_eq!(proxy.connections_accepted(), 2);
+    gate.open();
+    for (future, target) in futures.into_iter().zip(targets) {
+        assert_eq!(future.wait().unwrap().text().wait().unwrap(), target);
+    }
+    // The third went on one of the two, once it was free.
+    assert_eq!(proxy.connections_accepted(), 2);
+    client.close();
+}
+
 #[test]
 fn one_handshake_timeout_bounds_the_connect_and_the_tls_after_it_together() {
     // Answers CONNECT after a while, then never speaks TLS.

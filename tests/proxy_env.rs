@@ -1,11 +1,12 @@
 //! Proxies from the environment, read when a client is built (reqwest's
-//! convention). One test, alone in its binary: the environment is the
+//! convention); a value that is not a proxy URL fails the requests it
+//! would take (curl's). One test, alone in its binary: the environment is the
 //! process's, and tests of one binary run on parallel threads.
 
 mod support;
 
 use support::*;
-use tickless::Client;
+use tickless::{Client, Error, InvalidRequest};
 
 const VARS: [&str; 9] = [
     "http_proxy",
@@ -81,9 +82,49 @@ fn the_proxy_environment_is_honoured_by_default_with_reqwests_rules() {
     assert_eq!(answered_by(&origin, &proxy, false), "origin");
     set_only(&[("REQUEST_METHOD", "GET"), ("http_proxy", &proxy_url)]);
     assert_eq!(answered_by(&origin, &proxy, false), "proxy");
+    let origin_connections = origin.connections_accepted();
+    let proxy_connections = proxy.connections_accepted();
 
-    // A value that is not a proxy URL is ignored.
-    set_only(&[("http_proxy", "ftp://nowhere.invalid")]);
+    // A value that is not a proxy URL fails the requests it would take,
+    // naming the variable: none goes straight, past the proxy the user
+    // meant it to go through (curl refuses too).
+    for (variable, value, url) in [
+        ("http_proxy", "ftp://nowhere.invalid", origin.url("/")),
+        ("HTTP_PROXY", "http://[bad", origin.url("/")),
+        (
+            "HTTPS_PROXY",
+            "not a url",
+            format!("https://{}/", origin.authority()),
+        ),
+    ] {
+        // `all_proxy` does not fill in for it either.
+        set_only(&[(variable, value), ("all_proxy", &proxy_url)]);
+        let client = Client::builder().event_loops(1).build().unwrap();
+        let error = client.get(&url).send().wait().unwrap_err();
+        assert!(
+            matches!(
+                &error,
+                Error::InvalidRequest(InvalidRequest::ProxyVariable { variable: named, .. })
+                    if named == variable
+            ),
+            "{variable}={value}: {error:?}"
+        );
+        assert_eq!(
+            error.to_string(),
+            format!("the proxy environment variable {variable} is not a usable proxy URL")
+        );
+        assert!(
+            std::error::Error::source(&error).is_some(),
+            "why: {error:?}"
+        );
+    }
+    assert_eq!(origin.connections_accepted(), origin_connections);
+    assert_eq!(proxy.connections_accepted(), proxy_connections);
+    // Requests it would not take go as they would without it: another
+    // scheme's, and hosts `no_proxy` sends straight.
+    set_only(&[("HTTPS_PROXY", "not a url")]);
+    assert_eq!(answered_by(&origin, &proxy, false), "origin");
+    set_only(&[("http_proxy", "http://[bad"), ("no_proxy", "127.0.0.1")]);
     assert_eq!(answered_by(&origin, &proxy, false), "origin");
     set_only(&[]);
 }

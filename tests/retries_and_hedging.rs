@@ -286,6 +286,68 @@ fn retry_after_is_honoured_and_bounded_by_the_deadline_on_the_loop() {
     retry_after_is_honoured_and_bounded_by_the_deadline(true);
 }
 
+/// Without a request timeout only the policy bounds a `Retry-After`: one
+/// past its maximum — a day, or a date decades ahead — is not waited for,
+/// the 503 is the outcome at once (the clock never moves), and no retry is
+/// told; one inside it still is.
+fn a_retry_after_past_the_policys_maximum_is_the_outcome(event_loop_timeouts: bool) {
+    let clock = ManualClock::new();
+    let recorder = Recorder::new();
+    let client = Client::builder()
+        .clock(Arc::new(clock.clone()))
+        .event_loops(1)
+        .use_event_loop_timeouts(event_loop_timeouts)
+        .request_timeout(Duration::ZERO)
+        .read_timeout(Duration::ZERO)
+        .listener(recorder.clone())
+        .build()
+        .unwrap();
+    let server = TestServer::respond(|request| match request.target.as_str() {
+        "/day" => response(503, &[("Retry-After", "86400")], b"tomorrow"),
+        "/date" => response(
+            503,
+            &[("Retry-After", "Fri, 01 Jan 2100 00:00:00 GMT")],
+            b"much later",
+        ),
+        _ => response(503, &[("Retry-After", "60")], b"in a minute"),
+    });
+    let policy = retry::Policy::attempts(2)
+        .on_status([http::StatusCode::SERVICE_UNAVAILABLE])
+        .jitter(false);
+    for (path, body) in [("/day", "tomorrow"), ("/date", "much later")] {
+        let mut future = client.get(server.url(path)).retry(policy.clone()).send();
+        let response = poll_until_ready(&mut future, || {
+            format!(
+                "{path}: waits for its Retry-After: {:?}",
+                retries_seen(&recorder)
+            )
+        });
+        assert_eq!(response.status(), 503);
+        assert_eq!(response.text().wait().unwrap(), body);
+    }
+    assert_eq!(server.requests().len(), 2, "neither was sent again");
+    assert_eq!(retries_seen(&recorder), []);
+    // The policy's own maximum (60 s by default) is still waited for.
+    let future = client.get(server.url("/minute")).retry(policy).send();
+    let waiter = thread::spawn(move || future.wait());
+    assert!(eventually(CEILING, || retries_seen(&recorder).len() == 1));
+    assert_eq!(retries_seen(&recorder), [(2, Duration::from_secs(60))]);
+    clock.advance(Duration::from_secs(60));
+    assert_eq!(waiter.join().unwrap().unwrap().status(), 503);
+    assert_eq!(server.requests().len(), 4);
+    client.close();
+}
+
+#[test]
+fn a_retry_after_past_the_policys_maximum_is_the_outcome_on_the_wheel() {
+    a_retry_after_past_the_policys_maximum_is_the_outcome(false);
+}
+
+#[test]
+fn a_retry_after_past_the_policys_maximum_is_the_outcome_on_the_loop() {
+    a_retry_after_past_the_policys_maximum_is_the_outcome(true);
+}
+
 #[test]
 fn what_is_retried_depends_on_whether_the_request_reached_the_server() {
     let clock = ManualClock::new();

@@ -227,7 +227,24 @@ impl ClientBuilder {
         self
     }
 
-    /// Most connections open at once to one origin (default unlimited).
+    /// Most connections open at once to one host (default unlimited; zero
+    /// means unlimited): the connections a request could go on, counted
+    /// together. A request beyond it waits for one of them, bounded by its
+    /// request timeout.
+    ///
+    /// The host is the one the connection is for:
+    ///
+    /// * straight: the origin (scheme, host and port);
+    /// * through a tunnel (a `CONNECT` through an HTTP proxy, for
+    ///   `https://` requests, or SOCKS5): the origin through that proxy,
+    ///   counted apart from the origin's direct connections;
+    /// * plain `http://` requests through an HTTP [`Proxy`](crate::Proxy),
+    ///   which forwards them: **the proxy**. Such a connection carries
+    ///   requests for any origin (the pool keys it by proxy, so one serves
+    ///   them all), so the limit bounds the connections to the proxy, every
+    ///   origin together: with a limit of 2, requests to three origins
+    ///   through one such proxy have two connections at once, not six.
+    ///   curl's connection cache counts such connections for the proxy too.
     pub fn max_connections_per_host(mut self, max: usize) -> Self {
         self.config.max_connections_per_host = (max > 0).then_some(max);
         self
@@ -276,7 +293,13 @@ impl ClientBuilder {
     /// * `HTTP_PROXY` (upper case) is ignored when `REQUEST_METHOD` is set:
     ///   in a CGI program it is the request's `Proxy:` header, which the
     ///   client's caller controls ("httpoxy"), as curl does;
-    /// * a value that is not a proxy URL is ignored (that setting is absent).
+    /// * a value that is not a proxy URL (`HTTPS_PROXY=http://[bad`) fails
+    ///   the requests it would take, with
+    ///   [`InvalidRequest::ProxyVariable`](crate::InvalidRequest::ProxyVariable)
+    ///   naming the variable, as curl does (reqwest ignores it): they do not
+    ///   go straight to their origin, past a proxy that may be the only way
+    ///   out allowed, nor through `all_proxy`. Requests it would not take (of
+    ///   the other scheme, or to a `no_proxy` host) go as they would without it.
     pub fn no_proxy(mut self) -> Self {
         self.config.env_proxies = false;
         self

@@ -37,7 +37,7 @@ mod resolve;
 
 use crate::config::ClientConfig;
 use crate::conn::{self, ConnEnv, ConnOwner, IdleConn, Offered, QueuePlace, SharedConn};
-use crate::error::{Error, ProxyError};
+use crate::error::{Error, InvalidRequest, ProxyError};
 use crate::event_loop::{without_pinning, EventLoopGroup};
 use crate::exchange::{ConnSlot, Exchange, InFlight, Pacing};
 use crate::net::proxy::{ProxyScheme, ProxySettings};
@@ -274,9 +274,11 @@ impl Dispatcher {
         &self.env.clock
     }
 
-    /// How a request to `origin` goes: straight, or through which proxy.
-    pub(crate) fn route_for(&self, origin: &Origin) -> Route {
-        Route::new(origin, self.proxies.for_origin(origin))
+    /// How a request to `origin` goes: straight, or through which proxy;
+    /// an error if the proxy environment variable that would take it is
+    /// not a proxy URL.
+    pub(crate) fn route_for(&self, origin: &Origin) -> Result<Route, InvalidRequest> {
+        Ok(Route::new(origin, self.proxies.for_origin(origin)?))
     }
 
     pub(crate) fn wheel(&self) -> &HashedWheelTimer {

@@ -120,6 +120,23 @@ pub enum InvalidRequest {
     /// (on by default), which speaks plain HTTP only.
     #[error("{0:?} needs TLS, and the client was built without the `rustls` feature")]
     TlsDisabled(String),
+    /// The proxy environment variable that would take the request (read
+    /// when the client was built: see
+    /// [`ClientBuilder::no_proxy`](crate::ClientBuilder::no_proxy)) is set
+    /// to what is not a proxy URL (`HTTPS_PROXY=http://[bad`). The request
+    /// is not sent straight to its origin instead, as curl's is not: a
+    /// proxy the user set may be the only way out allowed. Displays like
+    /// `the proxy environment variable HTTPS_PROXY is not a usable proxy
+    /// URL`, its source why (the value is not shown: it may hold
+    /// credentials).
+    #[error("the proxy environment variable {variable} is not a usable proxy URL")]
+    ProxyVariable {
+        /// The variable's name as it was read (`https_proxy` or
+        /// `HTTPS_PROXY`, …).
+        variable: String,
+        /// Why its value is not a proxy URL.
+        source: ProxyUrlError,
+    },
     /// The URI's userinfo (`user:password@`) could not be made into
     /// credentials: the URI without it is not valid, or, percent-decoded,
     /// the user name holds a `:` or either part a control character, which

@@ -420,13 +420,17 @@ impl Attempts {
         if !self.retry.retries_status(head.status, &sender.hop.method) {
             return false;
         }
-        let backoff = self.retry.delay(self.started);
-        let asked = retry::retry_after(&head.headers, SystemTime::now()).unwrap_or_default();
+        // A `Retry-After` past the policy's maximum is no retry: this
+        // response is the outcome (see `retry::Policy::max_retry_after`).
+        let asked = retry::retry_after(&head.headers, SystemTime::now());
+        let Some(delay) = self.retry.status_delay(self.started, asked) else {
+            return false;
+        };
         let reason = Error::Status {
             status: head.status,
             url: url.clone(),
         };
-        let retried = self.arm_retry(backoff.max(asked), reason, &mut sender);
+        let retried = self.arm_retry(delay, reason, &mut sender);
         if retried.is_ok() {
             self.current.body_dropped();
         }

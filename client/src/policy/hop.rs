@@ -93,7 +93,7 @@ pub(crate) fn exchange_for(
     }
     // Each hop has its route: a redirect may leave the proxy's reach
     // (`no_proxy`) or change scheme (forwarded, then tunnelled).
-    let route = dispatcher.route_for(&origin);
+    let route = dispatcher.route_for(&origin)?;
     let config = dispatcher.config();
     // Checked first so that headers an earlier hop's exchange still holds
     // are not copied for nothing.

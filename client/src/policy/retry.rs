@@ -8,7 +8,9 @@
 //!   HTTP/2 a stream reset or a `GOAWAY` with an error from the server
 //!   ([`Error::Http2`]) too —, a read timeout before the head), and the
 //!   statuses named with [`Policy::on_status`] (e.g. 503), whose
-//!   `Retry-After` (seconds or an HTTP date) is honoured. Not a server
+//!   `Retry-After` (seconds or an HTTP date) is honoured up to
+//!   [`Policy::max_retry_after`] (60 s): one that asks for longer is not
+//!   waited for, the response is the outcome. Not a server
 //!   that broke the protocol: an HTTP/1.1 response that does not parse
 //!   ([`Error::Protocol`]), an HTTP/2 error the client ended the stream or
 //!   connection with; nor a reset the same request cannot cure
@@ -59,6 +61,8 @@ pub struct Policy {
     max: Duration,
     jitter: bool,
     min_remaining: Duration,
+    /// The longest `Retry-After` waited for.
+    max_retry_after: Duration,
 }
 
 impl Default for Policy {
@@ -76,7 +80,8 @@ impl Policy {
 
     /// Up to `attempts` attempts in all (the first and `attempts - 1`
     /// retries; 0 counts as 1), with a backoff from 5 ms to 250 ms, jitter,
-    /// and at least 1 ms of the deadline left for a retry.
+    /// at least 1 ms of the deadline left for a retry, and a `Retry-After`
+    /// of at most 60 s waited for.
     pub fn attempts(attempts: u32) -> Policy {
         Policy {
             attempts: attempts.max(1),
@@ -86,12 +91,15 @@ impl Policy {
             max: Duration::from_millis(250),
             jitter: true,
             min_remaining: Duration::from_millis(1),
+            max_retry_after: Duration::from_secs(60),
         }
     }
 
     /// Retries responses with these statuses too (e.g. `[503]`), after
-    /// their `Retry-After` if it is longer than the backoff. The last such
-    /// response is the outcome once no retry is left.
+    /// their `Retry-After` if it is longer than the backoff — and not at
+    /// all if it is longer than [`max_retry_after`](Self::max_retry_after):
+    /// that response is then the outcome. The last such response is the
+    /// outcome once no retry is left.
     pub fn on_status(mut self, statuses: impl IntoIterator<Item = StatusCode>) -> Policy {
         self.statuses = statuses.into_iter().collect::<Vec<_>>().into();
         self
@@ -124,6 +132,19 @@ impl Policy {
     /// for a retry to start (default 1 ms).
     pub fn min_remaining(mut self, slice: Duration) -> Policy {
         self.min_remaining = slice;
+        self
+    }
+
+    /// The longest `Retry-After` a retried status is retried after
+    /// (default 60 s). A response that asks for longer (`Retry-After:
+    /// 86400`, or a date a year ahead) is the outcome at once, not retried:
+    /// without a request timeout nothing else would bound the wait, and
+    /// retrying sooner than the server asked is what it asked not to get
+    /// (RFC 9110 §10.2.3) — the caller has its answer, and its
+    /// `Retry-After`, to decide on. No status retry then waits longer than
+    /// this or the backoff's `max`, whichever is longer.
+    pub fn max_retry_after(mut self, max: Duration) -> Policy {
+        self.max_retry_after = max;
         self
     }
 
@@ -204,6 +225,18 @@ impl Policy {
     /// Whether a response with `status` is retried, for `method`.
     pub(crate) fn retries_status(&self, status: StatusCode, method: &http::Method) -> bool {
         self.statuses.contains(&status) && (self.any_method || method.is_idempotent())
+    }
+
+    /// The wait before retry `retry` (from 1) of a response whose
+    /// `Retry-After` asked for `asked`: the backoff, or `asked` if longer;
+    /// `None` (no retry) if `asked` is past
+    /// [`max_retry_after`](Self::max_retry_after).
+    pub(crate) fn status_delay(&self, retry: u32, asked: Option<Duration>) -> Option<Duration> {
+        let asked = asked.unwrap_or_default();
+        if asked > self.max_retry_after {
+            return None;
+        }
+        Some(self.delay(retry).max(asked))
     }
 
     /// The backoff before retry `retry` (from 1).
@@ -565,6 +598,32 @@ mod tests {
             let delay = jittered.delay(2);
             assert!(delay >= Duration::from_millis(10) && delay <= Duration::from_millis(20));
         }
+    }
+
+    /// A `Retry-After` up to the policy's maximum is waited for (if longer
+    /// than the backoff); one past it is no retry.
+    #[test]
+    fn a_retry_after_past_the_maximum_is_no_retry() {
+        let policy = Policy::attempts(3)
+            .backoff(Duration::from_millis(10), Duration::from_millis(10))
+            .jitter(false);
+        let secs = |s| Some(Duration::from_secs(s));
+        assert_eq!(
+            policy.status_delay(1, None),
+            Some(Duration::from_millis(10))
+        );
+        assert_eq!(policy.status_delay(1, secs(60)), secs(60));
+        assert_eq!(policy.status_delay(1, secs(61)), None);
+        assert_eq!(policy.status_delay(1, secs(86_400)), None);
+        let short = policy.max_retry_after(Duration::from_secs(2));
+        assert_eq!(short.status_delay(1, secs(2)), secs(2));
+        assert_eq!(short.status_delay(1, secs(3)), None);
+        let none = short.max_retry_after(Duration::ZERO);
+        assert_eq!(
+            none.status_delay(1, Some(Duration::ZERO)),
+            Some(Duration::from_millis(10))
+        );
+        assert_eq!(none.status_delay(1, secs(1)), None);
     }
 
     #[test]

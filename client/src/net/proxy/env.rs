@@ -24,9 +24,11 @@
 //!   lowercase value does **not** fall back to the uppercase one.
 //! * Values are parsed by [`ProxyUrl::parse`] (no scheme means `http://`;
 //!   `http`, `socks5`, `socks5h` accepted) and [`NoProxy::parse`].
-//! * An invalid value yields no proxy for that setting and an [`EnvError`]
-//!   naming the variable; the other settings are unaffected. The caller
-//!   decides whether to report or ignore it.
+//! * An invalid value is that setting still, as an [`InvalidVariable`]
+//!   (and an [`EnvError`] naming the variable); the other settings are
+//!   unaffected. [`ProxySettings`](super::ProxySettings) fails the requests
+//!   that setting would take: it does not send them straight to the
+//!   origin, nor through `all`.
 //!
 //! # Selection
 //!
@@ -46,15 +48,18 @@
 //! * **Default port** for `http://` proxies without one: 80 (reqwest), not
 //!   curl's 1080 — see [`super::url`].
 //! * **NO_PROXY details** (ports, dots, `*`): see [`super::no_proxy`].
-//! * **Errors**: reqwest silently ignores values it cannot parse; this
-//!   ignores them too but also returns why.
+//! * **Errors**: reqwest silently ignores values it cannot parse (the
+//!   request goes straight, past a proxy that may be the only way out
+//!   allowed); curl fails the transfer. This follows curl: the requests
+//!   such a value would take fail, naming the variable.
 
 use super::no_proxy::NoProxy;
 use super::url::ProxyUrl;
 use crate::error::ProxyUrlError;
 
-/// A problem with one environment variable. None of these is fatal: the
-/// setting concerned is simply absent.
+/// A problem with one environment variable, as reported: an invalid value
+/// (which is still its setting, failing the requests it takes: see
+/// [`InvalidVariable`]), or an `HTTP_PROXY` ignored under CGI.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum EnvError {
     /// The variable's value is not a usable proxy URL (why: the source).
@@ -72,15 +77,29 @@ pub(crate) enum EnvError {
     IgnoredInCgi,
 }
 
+/// A variable set to a value that is not a usable proxy URL: its setting,
+/// which fails the requests it would take.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct InvalidVariable {
+    /// The variable's name, e.g. `"https_proxy"`.
+    pub(crate) variable: &'static str,
+    /// Why its value was rejected (never contains credentials).
+    pub(crate) error: ProxyUrlError,
+}
+
+/// One proxy setting read from the environment: absent, a proxy, or a
+/// value that is not one.
+pub(crate) type Setting = Option<Result<ProxyUrl, InvalidVariable>>;
+
 /// Proxy settings read from an environment.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct EnvProxies {
     /// For `http` (and `ws`) targets: `http_proxy` / `HTTP_PROXY`.
-    pub(crate) http: Option<ProxyUrl>,
+    pub(crate) http: Setting,
     /// For `https` (and `wss`) targets: `https_proxy` / `HTTPS_PROXY`.
-    pub(crate) https: Option<ProxyUrl>,
+    pub(crate) https: Setting,
     /// For any target without its own setting: `all_proxy` / `ALL_PROXY`.
-    pub(crate) all: Option<ProxyUrl>,
+    pub(crate) all: Setting,
     /// Hosts that bypass the proxies: `no_proxy` / `NO_PROXY`.
     pub(crate) no_proxy: Option<NoProxy>,
 }
@@ -97,11 +116,15 @@ impl EnvProxies {
         let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
         let is_cgi = lookup("REQUEST_METHOD").is_some();
 
-        let read_url = |names: &[&'static str], errors: &mut Vec<EnvError>| {
+        let read_url = |names: &[&'static str], errors: &mut Vec<EnvError>| -> Setting {
             let (variable, value) = names.iter().find_map(|&n| get(n).map(|v| (n, v)))?;
-            ProxyUrl::parse(&value)
-                .map_err(|error| errors.push(EnvError::Invalid { variable, error }))
-                .ok()
+            Some(ProxyUrl::parse(&value).map_err(|error| {
+                errors.push(EnvError::Invalid {
+                    variable,
+                    error: error.clone(),
+                });
+                InvalidVariable { variable, error }
+            }))
         };
 
         let http = if is_cgi {
@@ -154,11 +177,12 @@ mod tests {
         let origin = crate::net::Origin::of(&uri).unwrap();
         super::super::ProxySettings::of_env(p.clone())
             .for_origin(&origin)
+            .unwrap()
             .map(|url| url.host().to_owned())
     }
 
-    fn url(s: &str) -> Option<ProxyUrl> {
-        Some(ProxyUrl::parse(s).unwrap())
+    fn url(s: &str) -> Setting {
+        Some(Ok(ProxyUrl::parse(s).unwrap()))
     }
 
     #[test]
@@ -207,9 +231,9 @@ mod tests {
             ("NO_PROXY", "upper.example"),
         ]);
         assert!(errors.is_empty());
-        assert_eq!(p.http.unwrap().host(), "lower");
-        assert_eq!(p.https.unwrap().host(), "lower");
-        assert_eq!(p.all.unwrap().host(), "lower");
+        assert_eq!(p.http.unwrap().unwrap().host(), "lower");
+        assert_eq!(p.https.unwrap().unwrap().host(), "lower");
+        assert_eq!(p.all.unwrap().unwrap().host(), "lower");
         let np = p.no_proxy.unwrap();
         assert!(np.matches("lower.example"));
         assert!(!np.matches("upper.example"));
@@ -225,7 +249,7 @@ mod tests {
             ("NO_PROXY", "x.example"),
         ]);
         assert!(errors.is_empty());
-        assert_eq!(p.https.unwrap().host(), "upper");
+        assert_eq!(p.https.unwrap().unwrap().host(), "upper");
         assert_eq!(p.all, None);
         assert!(p.no_proxy.unwrap().matches("x.example"));
         let (p, _) = read(&[("no_proxy", " ")]);
@@ -248,8 +272,8 @@ mod tests {
             ("http_proxy", "http://good:1"),
             ("HTTPS_PROXY", "http://s:2"),
         ]);
-        assert_eq!(p.http.unwrap().host(), "good");
-        assert_eq!(p.https.unwrap().host(), "s");
+        assert_eq!(p.http.unwrap().unwrap().host(), "good");
+        assert_eq!(p.https.unwrap().unwrap().host(), "s");
         assert_eq!(errors, vec![EnvError::IgnoredInCgi]);
         // ALL_PROXY still applies to http targets under CGI.
         let (p, _) = read(&[
@@ -260,7 +284,7 @@ mod tests {
         assert_eq!(via(&p, "http", "x").unwrap(), "all");
         // Without REQUEST_METHOD, HTTP_PROXY is used.
         let (p, errors) = read(&[("HTTP_PROXY", "http://h:1")]);
-        assert_eq!(p.http.unwrap().host(), "h");
+        assert_eq!(p.http.unwrap().unwrap().host(), "h");
         assert!(errors.is_empty());
     }
 
@@ -286,14 +310,14 @@ mod tests {
             "REQUEST_METHOD" | "request_method" => None,
             name => any_case(name),
         });
-        assert_eq!(p.http.unwrap().host(), "attacker");
+        assert_eq!(p.http.unwrap().unwrap().host(), "attacker");
         assert!(errors.is_empty());
     }
 
     #[test]
     fn scheme_less_values_are_http() {
         let (p, _) = read(&[("https_proxy", "proxy.corp:3128")]);
-        let https = p.https.unwrap();
+        let https = p.https.unwrap().unwrap();
         assert_eq!(https.scheme(), ProxyScheme::Http);
         assert_eq!((https.host(), https.port()), ("proxy.corp", 3128));
     }
@@ -306,9 +330,25 @@ mod tests {
             ("HTTPS_PROXY", "http://h:99999"),
             ("all_proxy", "socks5://ok"),
         ]);
-        assert_eq!(p.http, None, "no fallback to HTTP_PROXY");
-        assert_eq!(p.https, None);
-        assert_eq!(p.all.as_ref().unwrap().host(), "ok");
+        // Each is its setting still, and no fallback to HTTP_PROXY.
+        let invalid = |variable, error| Some(Err(InvalidVariable { variable, error }));
+        assert_eq!(
+            p.http,
+            invalid(
+                "http_proxy",
+                ProxyUrlError::UnsupportedScheme("https".into())
+            )
+        );
+        assert_eq!(
+            p.https,
+            invalid(
+                "HTTPS_PROXY",
+                ProxyUrlError::Invalid {
+                    reason: "invalid port number".into()
+                }
+            )
+        );
+        assert_eq!(p.all.clone().unwrap().unwrap().host(), "ok");
         assert_eq!(
             errors,
             vec![
@@ -337,14 +377,21 @@ mod tests {
                 )
             )
         );
-        // An invalid scheme-specific value leaves `all` to apply.
-        assert_eq!(via(&p, "http", "x").unwrap(), "ok");
+        // An invalid scheme-specific value is not passed over for `all`:
+        // the request it would take fails (see `ProxySettings::for_origin`).
+        let origin = crate::net::Origin::of(&"http://x/".parse().unwrap()).unwrap();
+        assert!(super::super::ProxySettings::of_env(p.clone())
+            .for_origin(&origin)
+            .is_err());
     }
 
     #[test]
     fn credentials_from_env_are_decoded() {
         let (p, _) = read(&[("http_proxy", "http://us%40er:p%3Ass@host:1/")]);
-        assert_eq!(p.http.unwrap().credentials(), Some(("us@er", "p:ss")));
+        assert_eq!(
+            p.http.unwrap().unwrap().credentials(),
+            Some(("us@er", "p:ss"))
+        );
     }
 
     #[test]

@@ -21,9 +21,9 @@ pub(crate) use connect::{connect_request, ConnectResponse, InvalidConnectHost};
 pub(crate) use socks5::{Progress, Socks5Handshake, Target};
 pub(crate) use url::{ProxyScheme, ProxyUrl};
 
-use crate::error::ProxyUrlError;
+use crate::error::{InvalidRequest, ProxyUrlError};
 use crate::net::{Origin, Scheme};
-use env::EnvProxies;
+use env::{EnvProxies, InvalidVariable};
 use no_proxy::NoProxy;
 use std::sync::Arc;
 
@@ -70,6 +70,13 @@ use std::sync::Arc;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Proxy {
     url: Arc<ProxyUrl>,
+    scope: Scope,
+}
+
+/// Which requests a proxy takes: those of its targets' scheme, less the
+/// hosts it is bypassed for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Scope {
     targets: Targets,
     bypass: Option<NoProxy>,
 }
@@ -101,8 +108,10 @@ impl Proxy {
     fn new(url: &str, targets: Targets) -> Result<Proxy, ProxyUrlError> {
         Ok(Proxy {
             url: Arc::new(ProxyUrl::parse(url)?),
-            targets,
-            bypass: None,
+            scope: Scope {
+                targets,
+                bypass: None,
+            },
         })
     }
 
@@ -113,10 +122,12 @@ impl Proxy {
     /// host). Names are never resolved to match an address, entries with a
     /// port match nothing, and `*` matches IP literals too.
     pub fn no_proxy(mut self, hosts: &str) -> Proxy {
-        self.bypass = Some(NoProxy::parse(hosts));
+        self.scope.bypass = Some(NoProxy::parse(hosts));
         self
     }
+}
 
+impl Scope {
     /// Whether a request to `origin` goes through this proxy.
     fn serves(&self, origin: &Origin) -> bool {
         let scheme = match self.targets {
@@ -133,22 +144,43 @@ impl Proxy {
 }
 
 /// Where a client's requests go through, settled when it is built: the
-/// first proxy of the list that serves a request takes it, and none
-/// serving it means straight to the origin.
+/// first rule that serves a request takes it, and none serving it means
+/// straight to the origin.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct ProxySettings(Vec<Proxy>);
+pub(crate) struct ProxySettings(Vec<Rule>);
+
+/// One proxy of the settings, or a proxy environment variable whose value
+/// is not a proxy URL: the requests it would take fail rather than go
+/// straight to their origin (see [`ProxySettings::for_origin`]).
+#[derive(Clone, Debug)]
+struct Rule {
+    scope: Scope,
+    proxy: Result<Arc<ProxyUrl>, InvalidVariable>,
+}
 
 impl ProxySettings {
     /// The proxies of the builder.
     pub(crate) fn listed(proxies: Vec<Proxy>) -> ProxySettings {
-        ProxySettings(proxies)
+        ProxySettings(
+            proxies
+                .into_iter()
+                .map(|proxy| Rule {
+                    scope: proxy.scope,
+                    proxy: Ok(proxy.url),
+                })
+                .collect(),
+        )
     }
 
     /// The proxies that the environment variables `lookup` reads name (see
-    /// [`env`](mod@env)). Values that do not parse are ignored, as reqwest
-    /// does: that setting is then absent.
+    /// [`env`](mod@env)). A value that does not parse is kept as such: the
+    /// requests it would have sent through a proxy fail, naming the
+    /// variable, as curl's do — a proxy the user set may be the only way
+    /// out allowed, and going straight would pass it by. (reqwest drops
+    /// the setting instead.) `HTTP_PROXY` in a CGI program is no setting at
+    /// all (httpoxy).
     pub(crate) fn from_env(lookup: &dyn Fn(&str) -> Option<String>) -> ProxySettings {
-        let (env, _ignored) = EnvProxies::from_lookup(lookup);
+        let (env, _reported) = EnvProxies::from_lookup(lookup);
         ProxySettings::of_env(env)
     }
 
@@ -156,31 +188,44 @@ impl ProxySettings {
     /// ones, `all_proxy` for those without their own; `no_proxy` before
     /// each of them.
     fn of_env(env: EnvProxies) -> ProxySettings {
-        let proxies = [
+        let settings = [
             (env.http, Targets::Http),
             (env.https, Targets::Https),
             (env.all, Targets::All),
         ];
         ProxySettings(
-            proxies
+            settings
                 .into_iter()
-                .filter_map(|(url, targets)| {
-                    Some(Proxy {
-                        url: Arc::new(url?),
-                        targets,
-                        bypass: env.no_proxy.clone(),
+                .filter_map(|(setting, targets)| {
+                    Some(Rule {
+                        scope: Scope {
+                            targets,
+                            bypass: env.no_proxy.clone(),
+                        },
+                        proxy: setting?.map(Arc::new),
                     })
                 })
                 .collect(),
         )
     }
 
-    /// The proxy a request to `origin` goes through, if any.
-    pub(crate) fn for_origin(&self, origin: &Origin) -> Option<&Arc<ProxyUrl>> {
-        self.0
-            .iter()
-            .find(|proxy| proxy.serves(origin))
-            .map(|proxy| &proxy.url)
+    /// The proxy a request to `origin` goes through, if any; an error if
+    /// the setting that would take it is an environment variable whose
+    /// value is not a proxy URL.
+    pub(crate) fn for_origin(
+        &self,
+        origin: &Origin,
+    ) -> Result<Option<&Arc<ProxyUrl>>, InvalidRequest> {
+        let Some(rule) = self.0.iter().find(|rule| rule.scope.serves(origin)) else {
+            return Ok(None);
+        };
+        match &rule.proxy {
+            Ok(proxy) => Ok(Some(proxy)),
+            Err(invalid) => Err(InvalidRequest::ProxyVariable {
+                variable: invalid.variable.to_owned(),
+                source: invalid.error.clone(),
+            }),
+        }
     }
 }
 
@@ -193,7 +238,10 @@ mod tests {
     }
 
     fn chosen(settings: &ProxySettings, uri: &str) -> Option<String> {
-        settings.for_origin(&origin(uri)).map(|p| p.to_string())
+        settings
+            .for_origin(&origin(uri))
+            .unwrap()
+            .map(|p| p.to_string())
     }
 
     #[test]
@@ -249,9 +297,45 @@ mod tests {
         assert_eq!(chosen(&settings, "http://b.internal/"), None);
         let cgi = env(&[("REQUEST_METHOD", "GET"), ("HTTP_PROXY", "http://attacker")]);
         assert_eq!(chosen(&cgi, "http://a/"), None);
-        assert_eq!(
-            chosen(&env(&[("http_proxy", "ftp://x")]), "http://a/"),
-            None
+    }
+
+    /// A variable set to what is not a proxy URL fails the requests it
+    /// would take, naming itself, rather than send them straight: not
+    /// those it does not take (another scheme's, or a host `no_proxy`
+    /// lets go straight), and `all_proxy` does not fill in for it.
+    #[test]
+    fn an_unusable_variable_fails_the_requests_it_would_take() {
+        let settings = ProxySettings::from_env(&|name| match name {
+            "HTTPS_PROXY" => Some("http://[bad".into()),
+            "http_proxy" => Some("ftp://x".into()),
+            "all_proxy" => Some("socks5h://all:1".into()),
+            "no_proxy" => Some("direct.example".into()),
+            _ => None,
+        });
+        let failure = |uri| settings.for_origin(&origin(uri)).unwrap_err();
+        let https = failure("https://a.example/");
+        assert!(
+            matches!(
+                &https,
+                InvalidRequest::ProxyVariable {
+                    variable,
+                    source: ProxyUrlError::Invalid { .. },
+                } if variable == "HTTPS_PROXY"
+            ),
+            "{https:?}"
         );
+        assert_eq!(
+            https.to_string(),
+            "the proxy environment variable HTTPS_PROXY is not a usable proxy URL"
+        );
+        assert!(matches!(
+            failure("http://a.example/"),
+            InvalidRequest::ProxyVariable {
+                variable,
+                source: ProxyUrlError::UnsupportedScheme(_),
+            } if variable == "http_proxy"
+        ));
+        assert_eq!(chosen(&settings, "https://direct.example/"), None);
+        assert_eq!(chosen(&settings, "http://sub.direct.example/"), None);
     }
 }
