@@ -282,7 +282,7 @@ impl ClientBuilder {
 
     /// Ignores the proxy environment variables. Unless this is called, or a
     /// [`proxy`](Self::proxy) is given, a client reads them when it is built,
-    /// with reqwest's rules:
+    /// with curl's rules (which reqwest mostly shares):
     ///
     /// * `http_proxy` (or `HTTP_PROXY`) for `http://` requests,
     ///   `https_proxy` (or `HTTPS_PROXY`) for `https://` ones, and
