@@ -112,6 +112,12 @@
 //!   the URL (`http://user:pass@host/`) are used the same way, and never
 //!   sent on the request line.
 //!
+//! The URL is read as the client reads it (reqwest and browsers alike): a
+//! host that is not ASCII in its IDNA ASCII form, and what a path or query
+//! holds that a request line cannot — a character that is not ASCII, a
+//! space — percent-encoded (`/ä b` asks for `/%C3%A4%20b`, where curl
+//! refuses the space).
+//!
 //! Exits 0 on any response (whatever its status), 1 if the request failed
 //! (the error goes to stderr), 2 on bad arguments (usage goes to stderr).
 

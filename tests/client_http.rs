@@ -333,6 +333,75 @@ fn execute_with_an_invalid_uri_fails_without_panicking() {
     client.close();
 }
 
+/// A request-target is ASCII, and holds no space, `<` or `>` (RFC 9112
+/// §3.2, RFC 3986): what a URL's path or query has of those goes
+/// percent-encoded in UTF-8, as a WHATWG URL parser (reqwest, browsers)
+/// encodes it — `http` takes text that is not ASCII as it is, and would
+/// have it go raw. The fragment is never sent, and the rest goes as
+/// written, the way it goes in a URL with nothing to encode.
+#[test]
+fn a_path_and_query_go_percent_encoded_where_a_request_target_cannot_hold_them() {
+    let server = echo_server();
+    let client = client();
+    for (path, sent) in [
+        ("/\u{e4}?q=\u{e9}", "/%C3%A4?q=%C3%A9"),
+        ("/\u{e4} b#fragment \u{e9}", "/%C3%A4%20b"),
+        (
+            "/a b/<c>`d`?q=a b&r=\"<x>\"#f g",
+            "/a%20b/%3Cc%3E%60d%60?q=a%20b&r=%22%3Cx%3E%22",
+        ),
+        // As written: what is valid, in a URL that needs encoding or not.
+        (
+            "/a/../b{\"c\"}/%41?q='x'&y=%41\u{1F600}",
+            "/a/../b{\"c\"}/%41?q='x'&y=%41%F0%9F%98%80",
+        ),
+        (
+            "/a/../b{\"c\"}/%41?q='x'&y=%41",
+            "/a/../b{\"c\"}/%41?q='x'&y=%41",
+        ),
+    ] {
+        let url = server.url(path);
+        let uri = http::Uri::try_from(url.as_str()).ok();
+        let request = http::Request::get(url.as_str()).body(Vec::new());
+        let mut responses = vec![
+            client.get(url.as_str()).send(),
+            client.get(url.clone()).send(),
+            client.get(url.as_bytes()).send(),
+        ];
+        // An `http::Uri` (`http` takes one that is not ASCII), given or
+        // in an `http::Request`.
+        if let (Some(uri), Ok(request)) = (uri, request) {
+            responses.push(client.get(&uri).send());
+            responses.push(client.get(uri).send());
+            responses.push(client.execute(request));
+        }
+        for response in responses {
+            let response = response.wait().unwrap_or_else(|e| panic!("{path:?}: {e}"));
+            assert_eq!(response.text().wait().unwrap(), format!("GET {sent} "));
+        }
+    }
+    client.close();
+}
+
+/// A `Location` with raw UTF-8 (which servers send) is followed to the
+/// same encoded target a request's own URL would go to.
+#[test]
+fn a_location_that_is_not_ascii_is_followed_percent_encoded() {
+    let server = TestServer::respond(|request| {
+        if request.target == "/start" {
+            response(302, &[("Location", "/\u{e4} b?q=\u{e9}#f")], b"")
+        } else {
+            ok(&format!("{} {}", request.method, request.target))
+        }
+    });
+    let client = client();
+    let response = client.get(server.url("/start")).send().wait().unwrap();
+    assert_eq!(response.text().wait().unwrap(), "GET /%C3%A4%20b?q=%C3%A9");
+    let targets: Vec<_> = server.requests().into_iter().map(|r| r.target).collect();
+    assert_eq!(targets, ["/start", "/%C3%A4%20b?q=%C3%A9"]);
+    client.close();
+}
+
 #[test]
 fn a_reason_phrase_other_than_the_canonical_one_is_kept_as_sent() {
     use tickless::ReasonPhrase;

@@ -564,6 +564,25 @@ fn an_upload_to_a_directory_url_goes_to_the_files_name_there() {
     assert_eq!(request.target, "/dir/name");
 }
 
+/// A URL's path and query go percent-encoded in UTF-8 where a
+/// request-target cannot hold them — a character that is not ASCII, a
+/// space — as the library sends them, and reqwest: not as curl 7.88 does,
+/// which encodes a path's UTF-8 but sends a query's raw, and refuses a
+/// space. The fragment is not sent. To a directory URL so encoded, an
+/// upload goes to the file's name there.
+#[test]
+fn a_path_and_query_go_percent_encoded_as_the_library_sends_them() {
+    let (request, status) = sent("/\u{e4} b/?q=\u{e9} f#fr\u{e4}g", &[]);
+    assert_eq!(status, Some(0));
+    assert_eq!(request.target, "/%C3%A4%20b/?q=%C3%A9%20f");
+    let dir = support::real::TempDir::new("get-encoded");
+    let file = dir.path().join("n\u{e4}me");
+    std::fs::write(&file, "up").unwrap();
+    let (request, status) = sent("/d\u{e4}/?q", &["-T", file.to_str().unwrap()]);
+    assert_eq!(status, Some(0));
+    assert_eq!(request.target, "/d%C3%A4/n%C3%A4me?q");
+}
+
 #[test]
 fn a_flag_given_again_and_curls_values_are_taken_as_curl_takes_them() {
     // The same version twice is no conflict.

@@ -958,3 +958,33 @@ fn a_host_header_of_the_callers_is_the_streams_authority() {
     assert_eq!(seen(None), uris);
     client.close();
 }
+
+/// `:path` is a request-target as HTTP/1.1's is (RFC 9113 §8.3.1): what a
+/// URL's path or query holds that is not ASCII, or a space, goes
+/// percent-encoded in UTF-8 there too, as reqwest sends it.
+#[test]
+fn a_path_that_is_not_ascii_goes_percent_encoded_as_the_streams_path() {
+    let server = H2Server::start(|stream| async move {
+        let seen = stream
+            .request
+            .uri()
+            .path_and_query()
+            .map_or("-", |target| target.as_str())
+            .to_owned();
+        let response = http::Response::builder().status(200).body(()).unwrap();
+        let mut stream = stream;
+        if let Ok(mut send) = stream.respond.send_response(response, false) {
+            let _ = send.send_data(Bytes::from(seen), true);
+        }
+    });
+    let client = h2c().build().unwrap();
+    for (path, sent) in [
+        ("/\u{e4}?q=\u{e9}#f", "/%C3%A4?q=%C3%A9"),
+        ("/a b?q=c d", "/a%20b?q=c%20d"),
+    ] {
+        let response = client.get(server.url(path)).send().wait().unwrap();
+        assert_eq!(response.version(), http::Version::HTTP_2);
+        assert_eq!(response.text().wait().unwrap(), sent, "{path:?}");
+    }
+    client.close();
+}

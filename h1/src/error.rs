@@ -155,8 +155,10 @@ pub enum DecodeError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum EncodeError {
-    /// The URI is not absolute with scheme `http` or `https` and a host.
-    #[error("request URI must be absolute with scheme http or https and a host")]
+    /// The URI is not absolute with scheme `http` or `https` and a host,
+    /// or its path or query is not ASCII (a request-target is: RFC 9112
+    /// §3.2).
+    #[error("request URI must be absolute with scheme http or https and a host, and ASCII")]
     InvalidUri,
     /// The caller's `Content-Length` header disagrees with the body framing
     /// (or is given more than once, though with the same length).

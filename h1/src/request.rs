@@ -57,7 +57,8 @@ pub fn encode_request_head(
 /// # Errors
 ///
 /// [`EncodeError::InvalidUri`] unless `uri` is absolute with scheme `http` or
-/// `https` and a host; [`EncodeError::ConflictingContentLength`] or
+/// `https` and a host, and its path and query are ASCII (`http` takes
+/// UTF-8 there: percent-encode it first); [`EncodeError::ConflictingContentLength`] or
 /// [`EncodeError::ConflictingTransferEncoding`] if `headers` hold a framing
 /// header that disagrees with `body`, or a `Content-Length` twice;
 /// [`EncodeError::DuplicateHost`] for a `Host` twice. Nothing is written on
@@ -167,6 +168,14 @@ fn checked<'a>(
         Some(h) if !h.is_empty() => h,
         _ => return Err(EncodeError::InvalidUri),
     };
+    // `http` takes UTF-8 in a path and query; a request-target is ASCII
+    // (RFC 9112 §3.2), and a server may read those bytes as anything.
+    if !uri
+        .path_and_query()
+        .is_none_or(|target| target.as_str().is_ascii())
+    {
+        return Err(EncodeError::InvalidUri);
+    }
     if method == Method::CONNECT {
         return Err(EncodeError::Connect);
     }

@@ -6,13 +6,19 @@
 //! This is where a request's URI comes in, so where a host written as
 //! `http` does not take it — not ASCII, or percent-encoded — is made the
 //! name the URL standard reads in it ([`with_url_standard_host`]), which
-//! every later use of the host sees.
+//! every later use of the host sees; and where what a request-target
+//! cannot hold is percent-encoded in the path and query
+//! ([`with_encoded_target`], [`with_ascii_target`]), which every later use
+//! of them — the request line, `:path`, cookies, a redirect's base — sees.
 
-use crate::error::InvalidRequest;
+use crate::error::{shortened, shown_uri, InvalidRequest};
 use crate::net::{needs_url_parsing, url_standard_host};
 use bytes::Bytes;
 use http::header::HeaderName;
+use http::uri::PathAndQuery;
 use http::Uri;
+use percent_encoding::{utf8_percent_encode, AsciiSet};
+use std::borrow::Cow;
 
 /// A request's URI: a `&str`, `String`, `&String`, `&[u8]` or `Vec<u8>`,
 /// or an [`http::Uri`], owned or borrowed (what `http::Uri` converts
@@ -23,9 +29,22 @@ use http::Uri;
 /// `http://ex%61mple.com/` goes to `example.com`, `http://bücher.example/`
 /// to `xn--bcher-kva.example`: the name looked up, sent in `Host` and as
 /// the TLS server name (an `http::Uri` holds neither form: text only).
-/// The rest of the URI goes as written. A host that parser refuses
-/// (`ex%2Fample.com`: a `/` once decoded) fails the request with
-/// [`InvalidRequest::Host`].
+/// A host that parser refuses (`ex%2Fample.com`: a `/` once decoded)
+/// fails the request with [`InvalidRequest::Host`].
+///
+/// The path and query go as written, but for what a request-target cannot
+/// hold (RFC 9112 §3.2: it is ASCII, without space, `<` or `>`), which
+/// goes percent-encoded in UTF-8 as the URL standard encodes it: a
+/// character that is not ASCII (`http` takes it, an `http::Uri` too), and
+/// a space, `<`, `>`, and `` ` `` in the path or `"` in the query (`http`
+/// refuses them) — `http://a.test/ä b?q=é` is sent as
+/// `/%C3%A4%20b?q=%C3%A9`. A URL with none of those is not looked at
+/// again. Nothing else changes: no dot segment is removed, and a `{`, `}`
+/// or `"` in the path, a `'` in the query, an escape already there are
+/// sent as written. Text with a space or a control character at its end,
+/// or a control character in its path or query, is not valid (a URL parser would drop
+/// them; a paste gone wrong, or an attempt to end the request line). The
+/// `#fragment` is never sent.
 ///
 /// Text that does not parse fails the request with
 /// [`InvalidRequest::Uri`], which quotes it, or, when it does not start
@@ -60,13 +79,13 @@ pub(crate) mod sealed {
 
 impl sealed::UriInput for Uri {
     fn into_uri(self) -> Result<Uri, InvalidRequest> {
-        Ok(self)
+        with_ascii_target(self)
     }
 }
 
 impl sealed::UriInput for &Uri {
     fn into_uri(self) -> Result<Uri, InvalidRequest> {
-        Ok(self.clone())
+        with_ascii_target(self.clone())
     }
 }
 
@@ -109,26 +128,121 @@ fn uri_of_shared(bytes: Bytes) -> Result<Uri, InvalidRequest> {
 
 /// The request's URI, from what `http`'s parser made of `input`. Text it
 /// refused for a host that is not ASCII or is percent-encoded — `http`
-/// takes neither, as they are — is parsed again with that host as the
-/// URL standard reads it ([`with_url_standard_host`]); any other refusal
-/// is an error that quotes `input`. A URI `http` took has no such host:
-/// it is the URI as given, at no cost.
+/// takes neither, as they are — or for a path or query with what a URL
+/// parser percent-encodes (a space, `<`, `>`...) is parsed again with that
+/// host as the URL standard reads it ([`with_url_standard_host`]) and those
+/// bytes encoded ([`with_encoded_target`]); any other refusal is an error
+/// that quotes `input`. A URI `http` took has no such host, and is as
+/// given unless its path or query is not ASCII ([`with_ascii_target`]):
+/// an ASCII one costs a look at its bytes.
 fn parsed(parsed: Result<Uri, http::uri::InvalidUri>, input: &[u8]) -> Result<Uri, InvalidRequest> {
     let error = match parsed {
-        Ok(uri) => return Ok(uri),
+        Ok(uri) => return with_ascii_target(uri),
         Err(error) => error,
     };
-    // Bytes that are not UTF-8 hold no host to read: `http`'s error.
-    let text = std::str::from_utf8(input).ok();
-    match text.and_then(with_url_standard_host) {
-        Some(Ok(read)) => {
-            let text = text.unwrap_or_default();
-            // The rest of the text may be what `http` refused.
-            Uri::try_from(read).map_err(|e| invalid_uri(text, e.into()))
-        }
-        Some(Err(refused)) => Err(refused),
-        None => Err(invalid_uri(&String::from_utf8_lossy(input), error.into())),
+    // Bytes that are not UTF-8 hold no host to read and no character to
+    // encode: `http`'s error.
+    let Ok(text) = std::str::from_utf8(input) else {
+        return Err(invalid_uri(&String::from_utf8_lossy(input), error.into()));
+    };
+    let host_read = with_url_standard_host(text).transpose()?;
+    let host_read_text = host_read.as_deref().unwrap_or(text);
+    let Some(read) = with_encoded_target(host_read_text).or(host_read) else {
+        return Err(invalid_uri(text, error.into()));
+    };
+    // The rest of the text may be what `http` refused.
+    Uri::try_from(read).map_err(|e| invalid_uri(text, e.into()))
+}
+
+/// What the path of a request-target cannot hold as it is, and `http`
+/// refuses in a path, of what the URL standard's path percent-encode set
+/// encodes (besides every byte that is not ASCII, which
+/// [`utf8_percent_encode`] always encodes): a space, `<`, `>`, `` ` ``.
+/// The set's `"`, `{` and `}`, which `http` takes, are left as written, as
+/// they are in a URL with nothing to encode; its `?` and `#` end the path
+/// before this is used; its control characters are left for `http` to
+/// refuse (a URL parser drops a tab or a line break, where a request
+/// should not guess).
+const PATH_TO_ENCODE: &AsciiSet = &AsciiSet::EMPTY.add(b' ').add(b'<').add(b'>').add(b'`');
+
+/// The same for a query, of the URL standard's query percent-encode set:
+/// a space, `"`, `<`, `>`, all of which `http` refuses in a query (the
+/// special-query set's `'`, which it takes, is left as written; its `#`
+/// ends the query before this is used; its control characters as in
+/// [`PATH_TO_ENCODE`]).
+const QUERY_TO_ENCODE: &AsciiSet = &AsciiSet::EMPTY.add(b' ').add(b'"').add(b'<').add(b'>');
+
+/// `target`, a path and query without a fragment, with what a
+/// request-target cannot hold percent-encoded ([`PATH_TO_ENCODE`],
+/// [`QUERY_TO_ENCODE`], and every character that is not ASCII, in UTF-8);
+/// borrowed if it holds none.
+fn encoded_target(target: &str) -> Cow<'_, str> {
+    let (path, query) = match target.split_once('?') {
+        Some((path, query)) => (path, Some(query)),
+        None => (target, None),
+    };
+    let path: Cow<'_, str> = utf8_percent_encode(path, PATH_TO_ENCODE).into();
+    let query: Option<Cow<'_, str>> = query.map(|q| utf8_percent_encode(q, QUERY_TO_ENCODE).into());
+    match (&path, &query) {
+        (Cow::Borrowed(_), None | Some(Cow::Borrowed(_))) => Cow::Borrowed(target),
+        (_, None) => Cow::Owned(path.into_owned()),
+        (_, Some(query)) => Cow::Owned(format!("{path}?{query}")),
     }
+}
+
+/// `uri` with its path and query percent-encoded where they are not ASCII
+/// (see [`encoded_target`]): `http` takes a character that is not ASCII
+/// there, which neither an HTTP/1.1 request line nor HTTP/2's `:path`
+/// may carry raw. `http` refuses what else [`encoded_target`] encodes, so
+/// a URI with an ASCII path and query — nearly every one — is returned as
+/// it is, after a look at its bytes.
+pub(crate) fn with_ascii_target(uri: Uri) -> Result<Uri, InvalidRequest> {
+    let Some(target) = uri.path_and_query().filter(|t| !t.as_str().is_ascii()) else {
+        return Ok(uri);
+    };
+    let encoded = encoded_target(target.as_str()).into_owned();
+    // Only bytes `http` took, and escapes of others: it takes them again.
+    let invalid = |source: http::Error| InvalidRequest::Uri {
+        uri: shown_uri(&uri.to_string()),
+        source,
+    };
+    let target = PathAndQuery::try_from(encoded).map_err(|e| invalid(e.into()))?;
+    let mut parts = uri.clone().into_parts();
+    parts.path_and_query = Some(target);
+    Uri::from_parts(parts).map_err(|e| invalid(e.into()))
+}
+
+/// `text`, which `http` did not parse, with its path and query
+/// percent-encoded where a request-target cannot hold them
+/// ([`encoded_target`]) and without its fragment, for `http` to parse
+/// again; `None` if it holds nothing to encode (what `http` refused is
+/// something else, and its error says what), has no scheme — it is
+/// refused for that — or ends with a space or a control character,
+/// which a URL parser would strip: that is left an error, not sent
+/// encoded.
+fn with_encoded_target(text: &str) -> Option<String> {
+    if !starts_with_scheme(text) || text.ends_with(|c: char| c <= ' ' || c == '\u{7f}') {
+        return None;
+    }
+    let (_, authority_end) = authority_range(text)?;
+    let rest = &text[authority_end..];
+    let target = rest.split('#').next().unwrap_or_default();
+    match encoded_target(target) {
+        Cow::Borrowed(_) => None,
+        Cow::Owned(encoded) => Some(format!("{}{encoded}", &text[..authority_end])),
+    }
+}
+
+/// Where the authority of `text`, a URL with a scheme, starts and ends:
+/// after the scheme's `://`, up to the first `/`, `?` or `#`, as the URL
+/// standard finds it.
+fn authority_range(text: &str) -> Option<(usize, usize)> {
+    let start = text.find("://")? + "://".len();
+    let rest = &text[start..];
+    Some((
+        start,
+        start + rest.find(['/', '?', '#']).unwrap_or(rest.len()),
+    ))
 }
 
 /// `text`, which `http` did not parse, with its host as the URL standard
@@ -151,9 +265,8 @@ fn with_url_standard_host(text: &str) -> Option<Result<String, InvalidRequest>> 
     if !starts_with_scheme(text) {
         return None;
     }
-    let start = text.find("://")? + "://".len();
-    let rest = &text[start..];
-    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    let (start, end) = authority_range(text)?;
+    let authority = &text[start..end];
     let host_start = start + authority.rfind('@').map_or(0, |at| at + 1);
     let host_and_port = &text[host_start..start + authority.len()];
     let host = host_and_port.split(':').next().unwrap_or_default();
@@ -188,51 +301,6 @@ fn starts_with_scheme(text: &str) -> bool {
     let mut chars = scheme.chars();
     chars.next().is_some_and(|c| c.is_ascii_alphabetic())
         && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
-}
-
-/// A URI's text as an error quotes it: without its userinfo, and
-/// [shortened].
-pub(crate) fn shown_uri(text: &str) -> String {
-    shortened(&without_userinfo(text))
-}
-
-/// `text` with the userinfo of its authority (`user:password@`) shown as
-/// `***@`: an error is printed and logged, and a password must not be.
-///
-/// After a scheme's `//`, where an authority is certain, it runs to the
-/// first `/`: a password typed with a raw `?` or `#` (`user:pa?ss@host`,
-/// invalid — a parser ends the authority there) is hidden too, at the
-/// cost of hiding the host of a text with an `@` in a query and no path
-/// (`http://host?to=me@there` shows as `http://***@there`). Elsewhere it
-/// runs to the first `/`, `?` or `#`.
-fn without_userinfo(text: &str) -> String {
-    let start = authority_start(text);
-    let rest = &text[start..];
-    let ends: &[char] = if text[..start].ends_with("//") {
-        &['/']
-    } else {
-        &['/', '?', '#']
-    };
-    let authority = rest.split(ends).next().unwrap_or_default();
-    match authority.rfind('@') {
-        Some(at) => format!("{}***{}", &text[..start], &text[start + at..]),
-        None => text.to_owned(),
-    }
-}
-
-/// Where `text`'s authority would start: after the slashes that follow
-/// its first `:` — a scheme, valid or not, as in `" http://…"` (pasted
-/// with a space), `"http:/…"` (a slash missing) — or a leading `//`;
-/// else at its start (`user:password@host:8080/x`). Text that does not
-/// parse is what this must read, so it does not ask for a valid scheme.
-fn authority_start(text: &str) -> usize {
-    let first = text.find(['/', '?', '#']).unwrap_or(text.len());
-    let (before, rest) = text.split_at(first);
-    let scheme_like = before.is_empty() || (before.ends_with(':') && !before.contains('@'));
-    if !rest.starts_with('/') || !scheme_like {
-        return 0;
-    }
-    text.len() - rest.trim_start_matches('/').len()
 }
 
 impl sealed::HeaderNameInput for HeaderName {
@@ -296,49 +364,10 @@ fn shown_name(text: &str) -> String {
     }
 }
 
-/// Quoted text longer than this is cut in an error's message.
-const SHOWN_CHARS: usize = 200;
-
-/// `text`, cut after [`SHOWN_CHARS`] characters (`…` and its length
-/// said): a 70 KB URL need not make a 70 KB error message.
-fn shortened(text: &str) -> String {
-    match text.char_indices().nth(SHOWN_CHARS) {
-        Some((cut, _)) => format!("{}… ({} bytes in all)", &text[..cut], text.len()),
-        None => text.to_owned(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::sealed::UriInput as _;
     use super::*;
-
-    #[test]
-    fn a_userinfo_is_hidden_and_nothing_else() {
-        let cases = [
-            ("http://me:pw@a b/x", "http://***@a b/x"),
-            ("http://a b/x?to=me@there", "http://a b/x?to=me@there"),
-            ("me:pw@host:8080/x", "***@host:8080/x"),
-            ("host/x?next=http://me:pw@b/", "host/x?next=http://me:pw@b/"),
-            ("http://a@b@c d/", "http://***@c d/"),
-            ("http://a b", "http://a b"),
-            // Text that does not start with a valid `scheme://`.
-            (" http://me:pw@host/", " http://***@host/"),
-            ("http:/me:pw@host/ x", "http:/***@host/ x"),
-            ("//me:pw@host/ x", "//***@host/ x"),
-            ("\u{e9}://me:pw@host/ x", "\u{e9}://***@host/ x"),
-            ("me:pw@host:/x y", "***@host:/x y"),
-            ("/x?to=me@there", "/x?to=me@there"),
-            // A password with a raw `?` or `#`, which a parser reads as
-            // the authority's end.
-            ("http://me:pa?ss@host/x", "http://***@host/x"),
-            ("http://me:pa#ss@host", "http://***@host"),
-            ("//me:p?w@host/ x", "//***@host/ x"),
-        ];
-        for (text, shown) in cases {
-            assert_eq!(without_userinfo(text), shown, "{text}");
-        }
-    }
 
     /// Each input type, converted.
     fn converted(text: &str) -> [Result<Uri, InvalidRequest>; 5] {
@@ -413,10 +442,16 @@ mod tests {
     }
 
     /// What is wrong with text whose host is not ASCII may be elsewhere:
-    /// the error is `http`'s, and quotes the text as given.
+    /// the error is `http`'s, and quotes the text as given. (A space in
+    /// the path is encoded: see
+    /// `a_path_and_query_are_percent_encoded_where_a_request_target_cannot_hold_them`.)
     #[test]
     fn text_with_a_host_that_is_not_ascii_fails_as_any_other_for_the_rest() {
-        for given in ["http://bücher.test/a b", "http://bücher.test/\u{1}"] {
+        for given in [
+            "http://bücher.test/a\tb",
+            "http://bücher.test/\u{1}",
+            "http://bücher.test/a b ",
+        ] {
             for error in converted(given) {
                 let error = error.unwrap_err();
                 let InvalidRequest::Uri { uri, .. } = &error else {
@@ -430,6 +465,75 @@ mod tests {
         // Latin-1, not UTF-8: no host to read.
         let error = b"http://b\xfccher.test/"[..].into_uri().unwrap_err();
         assert!(matches!(error, InvalidRequest::Uri { .. }), "{error:?}");
+    }
+
+    #[test]
+    fn a_path_and_query_are_percent_encoded_where_a_request_target_cannot_hold_them() {
+        for (given, read) in [
+            (
+                "http://a.test/\u{e4}?q=\u{e9}",
+                "http://a.test/%C3%A4?q=%C3%A9",
+            ),
+            ("http://a.test/\u{e4}#fr\u{e4}g", "http://a.test/%C3%A4"),
+            ("http://a.test?\u{e4}", "http://a.test/?%C3%A4"),
+            ("http://a.test/?\u{e4}", "http://a.test/?%C3%A4"),
+            (
+                "http://a.test/a b<c>`d`\"?q=a b\"<c>`d`",
+                "http://a.test/a%20b%3Cc%3E%60d%60\"?q=a%20b%22%3Cc%3E`d`",
+            ),
+            ("http://a.test/a b#c d", "http://a.test/a%20b"),
+            // With the host read as the URL standard reads it.
+            (
+                "http://u:p@b\u{fc}cher.test:8080/\u{e4} b?\u{e9}",
+                "http://u:p@xn--bcher-kva.test:8080/%C3%A4%20b?%C3%A9",
+            ),
+            ("http://ex%61mple.test/a b", "http://example.test/a%20b"),
+            // The rest as written: dot segments, escapes, what `http`
+            // takes though a URL parser encodes it, a `\`, a `%` alone.
+            (
+                "http://a.test/a/../{\"%41\"}\\\u{e4}?'%41'&\u{e9}%",
+                "http://a.test/a/../{\"%41\"}\\%C3%A4?'%41'&%C3%A9%",
+            ),
+            ("http://a.test/a/../b?c=%41#d", "http://a.test/a/../b?c=%41"),
+        ] {
+            for uri in converted(given) {
+                assert_eq!(uri.unwrap().to_string(), read, "{given}");
+            }
+        }
+        // An `http::Uri` too: `http` takes a character that is not ASCII.
+        let uri = Uri::try_from("http://a.test/\u{e4}?\u{e9}").unwrap();
+        assert_eq!(uri.path(), "/\u{e4}");
+        for converted in [(&uri).into_uri(), uri.clone().into_uri()] {
+            assert_eq!(converted.unwrap(), "http://a.test/%C3%A4?%C3%A9");
+        }
+    }
+
+    /// A control character is not encoded, where a URL parser would drop
+    /// a tab or a line break and encode the others: the request is not
+    /// sent with a guess. Nor is a space at the text's end, which a URL
+    /// parser would drop. Bytes that are not UTF-8 are not read at all.
+    #[test]
+    fn a_control_character_or_a_space_at_the_end_is_an_invalid_uri() {
+        for given in [
+            "http://a.test/a b\r\nX: y",
+            "http://a.test/\u{e4}\n",
+            "http://a.test/\u{e4}?\u{7f}",
+            "http://a.test/\u{e4} ",
+            "http://a.test/\u{e4}? ",
+            "http://a b/\u{e4}",
+        ] {
+            for error in converted(given) {
+                let error = error.unwrap_err();
+                let InvalidRequest::Uri { uri, .. } = &error else {
+                    panic!("{given:?}: {error:?}");
+                };
+                assert_eq!(uri, given);
+            }
+        }
+        let error = b"http://a.test/\xe4 b"[..].into_uri().unwrap_err();
+        assert!(matches!(error, InvalidRequest::Uri { .. }), "{error:?}");
+        let error = "a.test/\u{e4} b".into_uri().unwrap_err();
+        assert!(matches!(error, InvalidRequest::Scheme(_)), "{error:?}");
     }
 
     #[test]

@@ -346,10 +346,13 @@ impl Client {
         RequestBuilder::new(self.clone(), method, uri.into_uri())
     }
 
-    /// Sends an `http::Request` as it is.
+    /// Sends an `http::Request` as it is — but for a character of its
+    /// URI's path or query that is not ASCII, which goes percent-encoded,
+    /// as for any request (see [`IntoUri`]).
     pub fn execute<B: Into<Upload>>(&self, request: http::Request<B>) -> ResponseFuture {
         let (parts, body) = request.into_parts();
-        RequestBuilder::new(self.clone(), parts.method, Ok(parts.uri))
+        let uri = input::with_ascii_target(parts.uri);
+        RequestBuilder::new(self.clone(), parts.method, uri)
             .headers(parts.headers)
             .body(body)
             .send()

@@ -1,7 +1,7 @@
 //! [`RequestBuilder`]: one request, built up and sent.
 
-use super::input::shown_uri;
 use super::{Client, IntoHeaderName, ResponseFuture};
+use crate::error::shown_uri;
 use crate::error::{Error, InvalidRequest};
 use crate::events::{Both, EventListener};
 use crate::exchange::Deadlines;

@@ -5,8 +5,10 @@
 //! a tickless error wrapped in an `io::Error` or a boxed error chain too.
 
 mod proxy;
+mod quoted;
 
 pub use proxy::{ProxyError, ProxyUrlError, SocksError, SocksStage};
+pub(crate) use quoted::{shortened, shown_uri};
 
 use crate::h1::{DecodeError, EncodeError};
 use std::error::Error as StdError;

@@ -1,6 +1,6 @@
 //! [`Origin`]: scheme, host and port — what a pooled connection can serve.
 
-use crate::error::InvalidRequest;
+use crate::error::{shown_uri, InvalidRequest};
 use std::fmt;
 
 /// The scheme of an origin.
@@ -41,22 +41,26 @@ pub struct Origin {
 }
 
 impl Origin {
-    /// The origin of an absolute http(s) URI.
+    /// The origin of an absolute http(s) URI. An error quotes the URI
+    /// without its userinfo: a request's credentials become a header
+    /// before its origin is asked for, but a password must not reach an
+    /// error even where that order is not kept.
     pub fn of(uri: &http::Uri) -> Result<Origin, InvalidRequest> {
+        let shown = || shown_uri(&uri.to_string());
         let scheme = match uri.scheme_str() {
             Some(s) if s.eq_ignore_ascii_case("http") => Scheme::Http,
             Some(s) if s.eq_ignore_ascii_case("https") => Scheme::Https,
-            _ => return Err(InvalidRequest::Scheme(uri.to_string())),
+            _ => return Err(InvalidRequest::Scheme(shown())),
         };
         let host = uri
             .host()
             .and_then(usable_host)
-            .ok_or_else(|| InvalidRequest::Host(uri.to_string()))?;
+            .ok_or_else(|| InvalidRequest::Host(shown()))?;
         let port = match (uri.port_u16(), written_port(uri)) {
             (Some(port), _) => port,
             // Digits `http` did not take for a port: too large for 16 bits.
             (None, Some(written)) if !written.is_empty() => {
-                return Err(InvalidRequest::Port(uri.to_string()))
+                return Err(InvalidRequest::Port(shown()))
             }
             (None, _) => match scheme {
                 Scheme::Http => 80,
@@ -247,6 +251,35 @@ mod tests {
         assert_eq!(override_key("Ex%2Fample.test"), "ex%2fample.test");
         assert_ne!(override_key("example.com"), override_key("example.org"));
         assert_ne!(override_key("[::1]"), override_key("[::2]"));
+    }
+
+    /// Each error quotes the URI, but not a password in it.
+    #[test]
+    fn an_origins_error_quotes_the_uri_without_its_userinfo() {
+        for (uri, shown) in [
+            ("ftp://me:secret@a.test/x", "ftp://***@a.test/x"),
+            ("http://me:secret@[v1.x]/x", "http://***@[v1.x]/x"),
+            (
+                "http://me:secret@a.test:65536/x",
+                "http://***@a.test:65536/x",
+            ),
+        ] {
+            let error = Origin::of(&uri.parse().unwrap()).unwrap_err();
+            let quoted = match &error {
+                InvalidRequest::Scheme(quoted)
+                | InvalidRequest::Host(quoted)
+                | InvalidRequest::Port(quoted) => quoted,
+                other => panic!("{uri}: {other:?}"),
+            };
+            assert_eq!(quoted, shown, "{uri}");
+            assert!(!error.to_string().contains("secret"), "{error}");
+        }
+        // Without a userinfo, the URI as it displays.
+        let error = Origin::of(&"http://[]/x".parse().unwrap()).unwrap_err();
+        assert!(
+            matches!(&error, InvalidRequest::Host(q) if q == "http://[]/x"),
+            "{error:?}"
+        );
     }
 
     #[test]

@@ -258,7 +258,15 @@ fn connect_and_a_traces_body_are_refused() {
 
 #[test]
 fn invalid_uris() {
-    for uri in ["/relative", "ftp://h/file", "example.com:80", "*"] {
+    // The last two `http` takes: UTF-8 in a path or a query.
+    for uri in [
+        "/relative",
+        "ftp://h/file",
+        "example.com:80",
+        "*",
+        "http://h/\u{e4}",
+        "http://h/?q=\u{e9}",
+    ] {
         assert_eq!(
             encode(Method::GET, uri, &[], RequestBody::Empty),
             Err(EncodeError::InvalidUri),
