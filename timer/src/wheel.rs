@@ -621,15 +621,18 @@ impl Shared {
     }
 
     fn run(&self, task: Task) {
-        match (&self.executor, task) {
+        // A panicking task must not take the whole client's timeouts down
+        // (the worker), nor the entries collected with it (taken out of the
+        // wheel, they would never fire), nor unwind into the thread
+        // advancing a manual clock. Nor may an executor's panic: it is the
+        // caller's code, and may run the task inline.
+        let run = || match (&self.executor, task) {
             (Some(executor), Task::Once(task)) => executor(task),
             (Some(executor), Task::Shared(task, tag)) => executor(Box::new(move || task.fire(tag))),
-            // A panicking task must not take the whole client's timeouts down.
-            (None, Task::Once(task)) => drop(catch_unwind(AssertUnwindSafe(task))),
-            (None, Task::Shared(task, tag)) => {
-                drop(catch_unwind(AssertUnwindSafe(|| task.fire(tag))));
-            }
-        }
+            (None, Task::Once(task)) => task(),
+            (None, Task::Shared(task, tag)) => task.fire(tag),
+        };
+        drop(catch_unwind(AssertUnwindSafe(run)));
     }
 
     fn stop(&self) -> Vec<TimerTask> {

@@ -15,8 +15,8 @@ use crate::sync::lock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
-use std::time::Instant;
-use tickless_timer::{HashedWheelTimer, WheelTask, WheelTimeout};
+use std::time::{Duration, Instant};
+use tickless_timer::{Clock, HashedWheelTimer, WheelTask, WheelTimeout};
 
 /// A one-shot signal. See the [module documentation](self).
 #[derive(Default)]
@@ -141,7 +141,21 @@ pub(crate) fn arm(
         }
     }
     match wheel.arm_task(deadline, alarm.clone(), 0) {
-        Ok(timeout) => ArmedAlarm::Wheel(timeout),
+        Ok(timeout) => {
+            // On a manual clock an entry fires only at an advance: one
+            // that passed the deadline since the look above (on another
+            // thread) fired nothing, and another may never come. Looked at
+            // again now that the entry is in, the clock either has not
+            // reached the deadline (an advance that does fires it) or is
+            // advanced by nothing here, which fires it, as the system
+            // clock's worker fires an entry armed late at once.
+            if let Some(clock) = wheel.clock().as_manual() {
+                if deadline <= clock.now() {
+                    clock.advance(Duration::ZERO);
+                }
+            }
+            ArmedAlarm::Wheel(timeout)
+        }
         Err(_stopped) => {
             alarm.ring();
             ArmedAlarm::Rung
@@ -154,8 +168,7 @@ mod tests {
     use super::*;
     use std::sync::atomic::AtomicUsize;
     use std::task::Wake;
-    use std::time::Duration;
-    use tickless_timer::{Clock, ManualClock};
+    use tickless_timer::ManualClock;
 
     struct CountingWaker(AtomicUsize);
 
@@ -245,6 +258,56 @@ mod tests {
             .recv_timeout(Duration::from_secs(10))
             .expect("the poll deadlocked: the replaced waker was dropped under the lock");
         assert!(ready, "rung by the drop, and the poll saw it");
+    }
+
+    /// A manual clock that advances by `by` when next read, as if another
+    /// thread advanced it just after: what the read saw has already gone.
+    #[derive(Debug)]
+    struct AdvancedAfterNextRead {
+        clock: ManualClock,
+        by: Duration,
+        armed: AtomicBool,
+    }
+
+    impl Clock for AdvancedAfterNextRead {
+        fn now(&self) -> Instant {
+            let now = self.clock.now();
+            if self.armed.swap(false, Ordering::SeqCst) {
+                self.clock.advance(self.by);
+            }
+            now
+        }
+
+        fn as_manual(&self) -> Option<&ManualClock> {
+            Some(&self.clock)
+        }
+    }
+
+    #[test]
+    fn a_deadline_the_clock_passes_while_it_is_armed_still_rings() {
+        // The clock read says "not yet", and is advanced past the deadline
+        // before the entry is on the wheel: that advance fired nothing, and
+        // no other may come (a test's last, a caller waiting on it).
+        let clock = Arc::new(AdvancedAfterNextRead {
+            clock: ManualClock::new(),
+            by: Duration::from_millis(10),
+            armed: AtomicBool::new(false),
+        });
+        let wheel = HashedWheelTimer::builder()
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        let alarm = Alarm::new();
+        let deadline = clock.clock.now() + Duration::from_millis(5);
+        clock.armed.store(true, Ordering::SeqCst);
+        let armed = arm(&alarm, deadline, None, &wheel);
+        assert!(
+            clock.clock.now() > deadline,
+            "the clock passed the deadline"
+        );
+        assert!(alarm.has_rung(), "armed past its deadline, never rung");
+        drop(armed);
+        wheel.stop();
     }
 
     #[test]

@@ -19,7 +19,9 @@
 //!   a polled task (its `Waker`), or a connection on its loop (woken with
 //!   `EventLoop::wake_source`, so no loop thread ever blocks here or runs
 //!   the other end's code). Wake-ups happen after the pipe's lock is
-//!   released.
+//!   released, and so does the drop of a waiter replaced or withdrawn: a
+//!   task's waker may hold the last reference to what ends this very pipe
+//!   (a task owning the last `Client`, whose close fails the body).
 //! * **Collecting.** A reader that wants the body whole (`bytes()`,
 //!   `text()`) says so with [`collect`](Pipe::collect): the window no
 //!   longer holds, the writer takes back what is buffered and gathers the
@@ -206,6 +208,8 @@ impl Pipe {
         if bytes.is_empty() {
             return Pushed::Room;
         }
+        // The writer's waiter replaced, dropped after the unlock.
+        let mut replaced = None;
         let (pushed, wake) = {
             let mut state = lock(&self.state);
             if state.reader_gone || !matches!(state.end, End::Open) {
@@ -216,7 +220,7 @@ impl Pipe {
             self.meter.fetch_add(bytes.len(), Ordering::Relaxed);
             state.chunks.push_back(bytes);
             let pushed = if state.buffered >= self.window && !state.collecting {
-                state.writer = waiter.map(|waiter| waiter());
+                replaced = std::mem::replace(&mut state.writer, waiter.map(|waiter| waiter()));
                 Pushed::Full
             } else {
                 Pushed::Room
@@ -228,6 +232,7 @@ impl Pipe {
             };
             (pushed, wake)
         };
+        drop(replaced);
         if let Some(reader) = wake {
             reader.wake(&self.reader_ready);
         }
@@ -307,6 +312,9 @@ impl Pipe {
     /// The reader takes the next chunk, or the end; registers `waiter`
     /// when there is nothing yet.
     pub(crate) fn take(&self, waiter: impl FnOnce() -> Waiter) -> Taken {
+        // The reader's waiter replaced (another task's waker, say), dropped
+        // after the unlock.
+        let mut replaced = None;
         let (taken, wake, touch) = {
             let mut state = lock(&self.state);
             let touch = state.first_touch();
@@ -319,7 +327,7 @@ impl Pipe {
             } else {
                 let taken = match &mut state.end {
                     End::Open => {
-                        state.reader = Some(waiter());
+                        replaced = state.reader.replace(waiter());
                         Taken::Pending
                     }
                     End::Done(trailers) => Taken::End(trailers.take()),
@@ -331,6 +339,7 @@ impl Pipe {
                 (taken, None, touch)
             }
         };
+        drop(replaced);
         // Both wake the writer: once is enough.
         if let Some(writer) = wake.or(touch) {
             writer.wake(&self.writer_ready);
@@ -487,7 +496,10 @@ impl Pipe {
         let mut state = lock(&self.state);
         let end = match &mut state.end {
             End::Open => {
-                state.reader = Some(waiter());
+                // The waiter replaced goes after the unlock.
+                let replaced = state.reader.replace(waiter());
+                drop(state);
+                drop(replaced);
                 return Whole::Pending;
             }
             End::Done(trailers) => Ok(trailers.take()),
@@ -536,10 +548,10 @@ impl Pipe {
     /// The reader has gone: what is buffered is dropped (after the unlock),
     /// and the writer is told.
     pub(crate) fn close_reader(&self) {
-        let (dropped, wake, touch) = {
+        let (dropped, wake, touch, reader) = {
             let mut state = lock(&self.state);
             state.reader_gone = true;
-            state.reader = None;
+            let reader = state.reader.take();
             self.meter.fetch_sub(state.buffered, Ordering::Relaxed);
             state.buffered = 0;
             let touch = state.first_touch();
@@ -547,9 +559,10 @@ impl Pipe {
                 std::mem::take(&mut state.chunks),
                 state.writer.take(),
                 touch,
+                reader,
             )
         };
-        drop(dropped);
+        drop((dropped, reader));
         // Both wake the writer: once is enough.
         if let Some(writer) = wake.or(touch) {
             writer.wake(&self.writer_ready);

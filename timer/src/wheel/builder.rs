@@ -58,7 +58,10 @@ impl WheelBuilder {
         self
     }
 
-    /// Runs fired tasks on `executor` instead of inline on the wheel's thread.
+    /// Runs fired tasks on `executor` instead of inline on the wheel's
+    /// thread. A panic out of it (the executor's own, or a task's it ran
+    /// inline) is caught there, as a task's is without one: the wheel and
+    /// the other entries due go on.
     pub fn executor(mut self, executor: Executor) -> Self {
         self.executor = Some(executor);
         self

@@ -307,6 +307,56 @@ fn a_panicking_task_does_not_kill_the_worker() {
         .expect("the worker died with the panicking task");
 }
 
+/// An executor that runs each task at once, on the thread that hands it
+/// over: a task's panic unwinds through it.
+fn inline_executor() -> Executor {
+    Arc::new(|task: TimerTask| task())
+}
+
+#[test]
+fn a_task_that_panics_in_an_executor_does_not_kill_the_worker() {
+    let wheel = HashedWheelTimer::builder()
+        .tick(Duration::from_millis(1))
+        .executor(inline_executor())
+        .build()
+        .unwrap();
+    wheel.arm(Instant::now(), || panic!("task panics")).unwrap();
+    let (tx, rx) = mpsc::channel();
+    wheel
+        .arm(Instant::now() + Duration::from_millis(5), move || {
+            tx.send(()).unwrap()
+        })
+        .unwrap();
+    rx.recv_timeout(Duration::from_secs(10))
+        .expect("the worker died with the task its executor ran");
+}
+
+#[test]
+fn a_task_that_panics_in_an_executor_leaves_the_others_due_and_the_advance_alone() {
+    let (clock, _) = manual_wheel(1, 8);
+    let wheel = HashedWheelTimer::builder()
+        .clock(Arc::new(clock.clone()))
+        .executor(inline_executor())
+        .build()
+        .unwrap();
+    let (count, task) = counter();
+    let deadline = clock.now() + Duration::from_millis(1);
+    wheel.arm(deadline, || panic!("task panics")).unwrap();
+    wheel.arm_boxed(deadline, task()).unwrap();
+    let advanced =
+        std::panic::catch_unwind(AssertUnwindSafe(|| clock.advance(Duration::from_millis(1))));
+    assert!(
+        advanced.is_ok(),
+        "the task's panic unwound into the advance"
+    );
+    assert_eq!(
+        count.load(Ordering::SeqCst),
+        1,
+        "the entry due with it never fired"
+    );
+    assert_eq!(wheel.stats().armed, 0);
+}
+
 #[test]
 fn an_executor_runs_the_tasks() {
     let (clock, _) = manual_wheel(1, 8);

@@ -233,3 +233,99 @@ fn pushed_is_the_body_length_for_a_body_collected_late() {
     }
     assert_eq!(pipe.pushed(), 100, "a 100-byte body");
 }
+
+/// A reader's waker whose drop ends the body: as one that holds the last
+/// reference to a task owning the last `Client`, whose close fails the
+/// exchanges still in flight (and so their pipes).
+struct EndsOnDrop(Arc<Pipe>);
+
+impl Wake for EndsOnDrop {
+    fn wake(self: Arc<Self>) {}
+}
+
+impl Drop for EndsOnDrop {
+    fn drop(&mut self) {
+        self.0.finish(None);
+    }
+}
+
+/// Runs `f` on another thread; panics if it has not returned within ten
+/// seconds: it deadlocked (a waiter dropped under the pipe's lock, whose
+/// drop came back for it).
+fn returns<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (done, on_done) = std::sync::mpsc::channel();
+    std::thread::spawn(move || done.send(f()).unwrap());
+    on_done
+        .recv_timeout(Duration::from_secs(10))
+        .unwrap_or_else(|_| panic!("{what} deadlocked: a waiter was dropped under the lock"))
+}
+
+/// A pipe whose reader's waiter is the last clone of an [`EndsOnDrop`].
+fn pipe_awaited_by_one_that_ends_it() -> Arc<Pipe> {
+    let pipe = Arc::new(Pipe::new(WINDOW, Arc::new(AtomicUsize::new(0))));
+    let first = Waker::from(Arc::new(EndsOnDrop(pipe.clone())));
+    assert!(pipe
+        .poll_take(&mut Context::from_waker(&first))
+        .is_pending());
+    pipe
+}
+
+#[test]
+fn a_replaced_reader_is_dropped_after_the_unlock() {
+    let pipe = pipe_awaited_by_one_that_ends_it();
+    // Polled by another task: the first waker goes, and its drop ends the
+    // body.
+    let (counter, _) = counted();
+    let reader = pipe.clone();
+    let second = Waker::from(counter.clone());
+    let pending = returns("a poll with another waker", move || {
+        reader
+            .poll_take(&mut Context::from_waker(&second))
+            .is_pending()
+    });
+    assert!(pending, "nothing had come when it looked");
+    assert_eq!(woken(&counter), 1, "the end woke the new reader");
+    assert!(matches!(pipe.take(|| unreachable!()), Taken::End(None)));
+}
+
+#[test]
+fn a_reader_replaced_while_collecting_is_dropped_after_the_unlock() {
+    let pipe = pipe_awaited_by_one_that_ends_it();
+    pipe.collect(false);
+    let (counter, _) = counted();
+    let reader = pipe.clone();
+    let second = Waker::from(counter.clone());
+    let pending = returns("a poll for the whole body with another waker", move || {
+        reader
+            .poll_take_whole(&mut Context::from_waker(&second))
+            .is_pending()
+    });
+    assert!(pending, "nothing had come when it looked");
+    assert_eq!(woken(&counter), 1, "the end woke the new reader");
+}
+
+#[test]
+fn the_waiter_of_a_reader_that_goes_is_dropped_after_the_unlock() {
+    let pipe = pipe_awaited_by_one_that_ends_it();
+    let reader = pipe.clone();
+    returns("the reader going", move || reader.close_reader());
+    assert!(pipe.reader_gone());
+}
+
+#[test]
+fn a_replaced_writer_is_dropped_after_the_unlock() {
+    let pipe = Arc::new(Pipe::new(WINDOW, Arc::new(AtomicUsize::new(0))));
+    let first = Waker::from(Arc::new(EndsOnDrop(pipe.clone())));
+    let full = pipe.push(bytes(WINDOW), || Waiter::Task(first.clone()));
+    assert_eq!(full, Pushed::Full);
+    drop(first);
+    // Pushed again while full, by a writer with another waiter: the first
+    // goes, and its drop ends the body.
+    let writer = pipe.clone();
+    let pushed = returns("a push with another waiter", move || {
+        let (_, second) = counted();
+        writer.push(bytes(1), second)
+    });
+    assert_eq!(pushed, Pushed::Full);
+    assert!(matches!(pipe.take(|| unreachable!()), Taken::Chunk(_)));
+}
