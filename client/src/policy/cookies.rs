@@ -261,17 +261,19 @@ impl CookieStore for Jar {
 }
 
 /// `set_cookie` (a `Set-Cookie` value) as a cookie, its `Expires` read as
-/// RFC 6265 §5.1.1 has it where the `cookie` crate could not read it; `None`
-/// if it is no cookie. Without that the cookie would be a session cookie:
-/// one a server deletes with a past date the crate does not read (`UTC`
-/// for `GMT`, a one-digit day, no zone) would stay and go on being sent.
-/// `Max-Age` wins over `Expires` (§5.3 step 3), so with one the date is not
-/// looked at; of several `Expires`, the last that is a date counts (§5.2:
-/// one that is not is ignored).
+/// RFC 6265 §5.1.1 has it; `None` if it is no cookie. The `cookie` crate
+/// reads only a few layouts: without this the cookie would be a session
+/// cookie, and one a server deletes with a past date the crate does not
+/// read (`UTC` for `GMT`, a one-digit day, no zone) would stay and go on
+/// being sent. `Max-Age` wins over `Expires` (§5.3 step 3), so with one
+/// the date is not looked at; of several `Expires`, the last that is a
+/// date counts (§5.2: one that is not is ignored) — even where the crate
+/// read an earlier one (a far date it reads, then a past one it does not:
+/// the cookie is deleted, not kept).
 #[cfg(feature = "cookies")]
 fn parse_set_cookie(set_cookie: &str) -> Option<cookie_store::RawCookie<'static>> {
     let mut cookie = cookie_store::RawCookie::parse(set_cookie.to_owned()).ok()?;
-    if cookie.max_age().is_some() || cookie.expires().is_some() {
+    if cookie.max_age().is_some() {
         return Some(cookie);
     }
     let expires = set_cookie
@@ -816,6 +818,29 @@ mod tests {
         };
         assert!(persistent("future") && persistent("last") && persistent("aged"));
         assert!(!persistent("nodate"));
+    }
+
+    /// RFC 6265 §5.2, §5.3 step 3: of several `Expires`, the last that is
+    /// a date counts, though the `cookie` crate reads only an earlier one —
+    /// a far date in its layout, then a past one in another: the cookie is
+    /// deleted, not kept until the far date.
+    #[test]
+    fn of_several_expires_the_last_date_counts_though_the_crate_reads_an_earlier() {
+        let jar = Jar::new();
+        set(&jar, "http://a.test/", &["x=1", "keep=2"]);
+        set(
+            &jar,
+            "http://a.test/",
+            &["x=; Expires=Fri, 31 Dec 9999 23:59:59 GMT; Expires=Thu, 01 Jan 1970 00:00:00 UTC"],
+        );
+        assert_eq!(sent(&jar, "http://a.test/").as_deref(), Some("keep=2"));
+        // The other way round: the far date, the last, keeps it.
+        set(
+            &jar,
+            "http://a.test/",
+            &["y=3; Expires=Thu, 01 Jan 1970 00:00:00 UTC; Expires=Fri, 31 Dec 9999 23:59:59 GMT"],
+        );
+        assert_eq!(sent(&jar, "http://a.test/").as_deref(), Some("keep=2; y=3"));
     }
 
     /// How many cookies `jar` holds (expired or not), checked against
