@@ -71,21 +71,33 @@ fn key_of(cookie: &cookie_store::Cookie<'_>) -> CookieKey {
     )
 }
 
-/// A [`Jar`]'s cookies and when each was last set or sent.
+/// A [`Jar`]'s cookies, when each was created and when last set or sent.
 #[cfg(feature = "cookies")]
 #[derive(Debug, Default)]
 struct Cookies {
     store: cookie_store::CookieStore,
-    /// When each cookie `store` holds was last set or sent, on `clock`:
-    /// the order in which they are evicted (RFC 6265 §5.3: the earliest
-    /// last-access first). Its keys are exactly the cookies `store` holds,
-    /// those expired since the last cookie was taken too (the next one
-    /// taken sweeps them from both).
-    last_used: std::collections::HashMap<CookieKey, u64>,
+    /// When each cookie `store` holds was created and last set or sent, on
+    /// `clock`. Its keys are exactly the cookies `store` holds, those
+    /// expired since the last cookie was taken too (the next one taken
+    /// sweeps them from both).
+    stamps: std::collections::HashMap<CookieKey, Stamps>,
     /// Counts the cookies set and the requests given cookies: a later one
     /// reads a larger count — a count, not the time, so no two cookies set
     /// are alike and the order needs no clock to test.
     clock: u64,
+}
+
+/// When a cookie was created and last used, on [`Cookies`]' clock.
+#[cfg(feature = "cookies")]
+#[derive(Debug, Clone, Copy)]
+struct Stamps {
+    /// When it was first set: a cookie set again keeps it (RFC 6265 §5.3
+    /// step 11.3). Of cookies with paths of one length, the earlier created
+    /// is sent first (§5.4 step 2).
+    created: u64,
+    /// When it was last set or sent: the order in which cookies are
+    /// evicted (§5.3: the earliest last-access first).
+    used: u64,
 }
 
 #[cfg(feature = "cookies")]
@@ -108,7 +120,15 @@ impl Cookies {
             ) => {
                 let now = self.tick();
                 let domain = key.0.clone();
-                self.last_used.insert(key, now);
+                // §5.3 step 11.3: one that replaces a held one keeps its
+                // creation time.
+                self.stamps
+                    .entry(key)
+                    .and_modify(|stamps| stamps.used = now)
+                    .or_insert(Stamps {
+                        created: now,
+                        used: now,
+                    });
                 Some(domain)
             }
             // The store keeps a deleted cookie, expired, where it was.
@@ -122,7 +142,7 @@ impl Cookies {
 
     fn remove(&mut self, key: &CookieKey) {
         self.store.remove(&key.0, &key.1, &key.2);
-        self.last_used.remove(key);
+        self.stamps.remove(key);
     }
 
     /// Drops the expired cookies (RFC 6265 §5.3 has them evicted whenever
@@ -149,14 +169,14 @@ impl Cookies {
     /// Of the cookies whose keys are `among`, drops the least recently set
     /// or sent until `keep` are left.
     fn evict_least_recently_used(&mut self, among: impl Fn(&CookieKey) -> bool, keep: usize) {
-        if self.last_used.keys().filter(|key| among(key)).count() <= keep {
+        if self.stamps.keys().filter(|key| among(key)).count() <= keep {
             return;
         }
         let mut candidates: Vec<(u64, &CookieKey)> = self
-            .last_used
+            .stamps
             .iter()
             .filter(|(key, _)| among(key))
-            .map(|(key, &used)| (used, key))
+            .map(|(key, stamps)| (stamps.used, key))
             .collect();
         // Cookies sent together share a count: the key settles the order.
         candidates.sort_unstable();
@@ -229,24 +249,31 @@ impl CookieStore for Jar {
     fn cookies(&self, url: &url::Url) -> Option<HeaderValue> {
         let mut jar = self.lock();
         let now = jar.tick();
-        let Cookies {
-            store, last_used, ..
-        } = &mut *jar;
-        // RFC 6265 §5.4: longer paths first. A server reads the first of
-        // two cookies of one name (`sid` for `/` and for `/app`), and the
-        // one for the deeper path is the one meant; `cookie_store` gives
-        // them in its hash maps' order, which differs from jar to jar.
-        let mut matching = store.matches(url);
-        matching.sort_by_key(|cookie| std::cmp::Reverse(cookie.path.len()));
+        let Cookies { store, stamps, .. } = &mut *jar;
         // §5.4 step 3: what is sent counts as used, and is evicted last.
-        for cookie in &matching {
-            if let Some(used) = last_used.get_mut(&key_of(cookie)) {
-                *used = now;
-            }
-        }
+        let mut matching: Vec<_> = store
+            .matches(url)
+            .into_iter()
+            .map(|cookie| {
+                let created = stamps.get_mut(&key_of(cookie)).map_or(0, |stamps| {
+                    stamps.used = now;
+                    stamps.created
+                });
+                (cookie, created)
+            })
+            .collect();
+        // RFC 6265 §5.4 step 2: longer paths first, then those created
+        // earlier. A server reads the first of two cookies of one name
+        // (`sid` for `/` and for `/app`; a host's own and its parent
+        // domain's), and the one for the deeper path, or the older one,
+        // is the one meant; `cookie_store` gives them in its hash maps'
+        // order, which differs from jar to jar.
+        matching.sort_unstable_by_key(|&(cookie, created)| {
+            (std::cmp::Reverse(cookie.path.len()), created)
+        });
         let joined = matching
             .iter()
-            .map(|cookie| {
+            .map(|(cookie, _)| {
                 let (name, value) = cookie.name_value();
                 format!("{name}={value}")
             })
@@ -672,6 +699,25 @@ mod tests {
         }
     }
 
+    /// RFC 6265 §5.4 step 2: of cookies with paths of one length, those
+    /// created earlier go first — a host's own `sid` before the one a
+    /// sibling set later for the parent domain, whichever a server reads
+    /// — and a cookie set again keeps its creation time (§5.3 step 11.3).
+    /// `cookie_store` gives them in its hash maps' order, which differs
+    /// from jar to jar.
+    #[test]
+    fn cookies_with_paths_of_one_length_go_in_the_order_they_were_created() {
+        for _ in 0..32 {
+            let jar = Jar::new();
+            set(&jar, "http://www.a.test/", &["sid=own"]);
+            set(&jar, "http://x.a.test/", &["sid=parent; Domain=a.test"]);
+            set(&jar, "http://www.a.test/", &["b=1", "a=2", "c=3"]);
+            set(&jar, "http://www.a.test/", &["sid=renewed"]);
+            let sent = jar.cookies(&url("http://www.a.test/x")).unwrap();
+            assert_eq!(sent, "sid=renewed; sid=parent; b=1; a=2; c=3");
+        }
+    }
+
     /// RFC 6265bis §4.1.3: a `__Secure-` cookie must be `Secure`; a
     /// `__Host-` one `Secure`, without `Domain` and with `Path=/` — the
     /// prefix matched in any case. Otherwise it is ignored, as the browsers
@@ -848,7 +894,7 @@ mod tests {
     fn held(jar: &Jar) -> usize {
         let cookies = jar.lock();
         let held = cookies.store.iter_any().count();
-        assert_eq!(held, cookies.last_used.len());
+        assert_eq!(held, cookies.stamps.len());
         held
     }
 
@@ -954,7 +1000,13 @@ mod tests {
         {
             let mut cookies = jar.lock();
             // Held, expired since, and marked as used after all the others.
-            cookies.last_used.insert(key_of(&expired), u64::MAX);
+            cookies.stamps.insert(
+                key_of(&expired),
+                Stamps {
+                    created: 0,
+                    used: u64::MAX,
+                },
+            );
             cookies.store =
                 cookie_store::CookieStore::from_cookies([Ok::<_, ()>(expired.into_owned())], true)
                     .unwrap();
