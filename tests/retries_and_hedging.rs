@@ -1530,3 +1530,39 @@ fn a_failure_the_policy_does_not_retry_is_done() {
     assert_eq!(garbled.connections_accepted(), 1);
     client.close();
 }
+
+/// A failure whose retry would not fit the deadline once its backoff is
+/// drawn is the outcome, and `ResponseFuture::is_done` says so before the
+/// next poll gives it. Here the shortest backoff the jitter may draw (5 ms,
+/// half of 10) and the policy's minimum slice (1 ms) end exactly at the
+/// deadline, so any other backoff drawn does not fit. `is_done` used to
+/// look at that shortest backoff alone, and said a retry would follow
+/// where the poll drew another and gave the failure: a caller waiting for
+/// `is_done` waited for ever (and `cancel` turned the ended request into
+/// `Error::Cancelled`). (The one draw of exactly 5 ms, 1 in 2⁵³, fits.)
+#[test]
+fn a_failure_whose_drawn_backoff_passes_the_deadline_is_done() {
+    let clock = ManualClock::new();
+    let (client, _recorder) = client_on(&clock, false);
+    let policy = retry::Policy::attempts(2)
+        .backoff(Duration::from_millis(10), Duration::from_millis(10))
+        .jitter(true);
+    let reset = TestServer::start(Behaviour::Reset);
+    let future = client
+        .get(reset.url("/"))
+        .request_timeout(Duration::from_millis(6))
+        .retry(policy)
+        .send();
+    assert!(
+        eventually(CEILING, || future.is_done()),
+        "not done, though no retry fits the deadline"
+    );
+    assert!(!future.cancel(), "the request had ended");
+    let error = future.wait().unwrap_err();
+    assert!(
+        !matches!(error, Error::Retried { .. } | Error::Cancelled),
+        "{error:?}"
+    );
+    assert_eq!(reset.connections_accepted(), 1);
+    client.close();
+}

@@ -67,6 +67,13 @@ pub(crate) struct Attempts {
     hedge_alarm: Option<HedgeDelay>,
     /// Attempts started (retries included, copies not).
     started: u32,
+    /// The backoff before a retry of `current`'s failure, drawn when it
+    /// started (jitter and all), so that what tells whether a failure will
+    /// be retried ([`would_retry`](Self::would_retry)) and what arms the
+    /// retry ([`retry_after_failure`](Self::retry_after_failure)) read the
+    /// same wait: one drawn twice could fit the deadline once and not the
+    /// other time.
+    backoff_drawn: Duration,
     copies_sent: u32,
     /// The errors of the attempts that failed, in order.
     failures: Vec<Error>,
@@ -96,6 +103,12 @@ impl Attempts {
         submit: impl FnOnce(Arc<Exchange>),
     ) -> Result<Attempts, Error> {
         let exchange = hop::exchange_for(sender.dispatcher, sender.hop, sender.settings)?;
+        // Drawn only for a request that may be retried.
+        let backoff_drawn = if retry.retries() {
+            retry.delay(1)
+        } else {
+            Duration::ZERO
+        };
         let mut attempts = Attempts {
             retry,
             hedge,
@@ -104,6 +117,7 @@ impl Attempts {
             backoff: None,
             hedge_alarm: None,
             started: 1,
+            backoff_drawn,
             copies_sent: 0,
             failures: Vec::new(),
             hop_started: None,
@@ -165,10 +179,10 @@ impl Attempts {
     /// told without arming or counting one: an attempt is left, the
     /// policy retries the failure that decides for the hop's method (the
     /// last one that poll meets: the first copy's if copies are in flight,
-    /// else `current`'s), the body can go again, the shortest backoff the
-    /// retry may draw fits the deadline, and the budget has room now. (A
-    /// longer backoff drawn, or a budget other requests spend first, may
-    /// still make that poll give the failure.) A failure the policy does
+    /// else `current`'s), the body can go again, the backoff drawn for the
+    /// retry fits the deadline, and the budget has room now. (A budget
+    /// other requests spend first may still make that poll give the
+    /// failure.) A failure the policy does
     /// not retry — a POST reset once sent, a response that broke the
     /// protocol — is the outcome at once, as without a policy.
     fn would_retry(&self, view: &View<'_>) -> bool {
@@ -181,8 +195,7 @@ impl Attempts {
             return false;
         }
         let now = view.dispatcher.clock().now();
-        let shortest = self.retry.shortest_delay(self.started);
-        now.checked_add(shortest)
+        now.checked_add(self.backoff_drawn)
             .is_some_and(|at| self.fits(at, view.settings))
             && view.policies.budget.has_room(now)
     }
@@ -403,8 +416,7 @@ impl Attempts {
         if !self.retry.retries_error(&error, &sender.hop.method) {
             return Err(error);
         }
-        let delay = self.retry.delay(self.started);
-        self.arm_retry(delay, error, sender)
+        self.arm_retry(self.backoff_drawn, error, sender)
     }
 
     /// Whether `head` has a status the policy retries, and a retry was
@@ -525,6 +537,7 @@ impl Attempts {
     fn start_retry(&mut self, sender: &mut Sender<'_>) -> Result<(), Error> {
         let exchange = hop::exchange_for(sender.dispatcher, sender.hop, sender.settings)?;
         self.started += 1;
+        self.backoff_drawn = self.retry.delay(self.started);
         self.current = exchange.clone();
         self.arm_hedge(sender, &exchange);
         sender.dispatcher.submit(exchange);

@@ -71,21 +71,33 @@ fn key_of(cookie: &cookie_store::Cookie<'_>) -> CookieKey {
     )
 }
 
-/// A [`Jar`]'s cookies and when each was last set or sent.
+/// A [`Jar`]'s cookies, when each was created and when last set or sent.
 #[cfg(feature = "cookies")]
 #[derive(Debug, Default)]
 struct Cookies {
     store: cookie_store::CookieStore,
-    /// When each cookie `store` holds was last set or sent, on `clock`:
-    /// the order in which they are evicted (RFC 6265 §5.3: the earliest
-    /// last-access first). Its keys are exactly the cookies `store` holds,
-    /// those expired since the last cookie was taken too (the next one
-    /// taken sweeps them from both).
-    last_used: std::collections::HashMap<CookieKey, u64>,
+    /// When each cookie `store` holds was created and last set or sent, on
+    /// `clock`. Its keys are exactly the cookies `store` holds, those
+    /// expired since the last cookie was taken too (the next one taken
+    /// sweeps them from both).
+    stamps: std::collections::HashMap<CookieKey, Stamps>,
     /// Counts the cookies set and the requests given cookies: a later one
     /// reads a larger count — a count, not the time, so no two cookies set
     /// are alike and the order needs no clock to test.
     clock: u64,
+}
+
+/// When a cookie was created and last used, on [`Cookies`]' clock.
+#[cfg(feature = "cookies")]
+#[derive(Debug, Clone, Copy)]
+struct Stamps {
+    /// When it was first set: a cookie set again keeps it (RFC 6265 §5.3
+    /// step 11.3). Of cookies with paths of one length, the earlier created
+    /// is sent first (§5.4 step 2).
+    created: u64,
+    /// When it was last set or sent: the order in which cookies are
+    /// evicted (§5.3: the earliest last-access first).
+    used: u64,
 }
 
 #[cfg(feature = "cookies")]
@@ -108,7 +120,15 @@ impl Cookies {
             ) => {
                 let now = self.tick();
                 let domain = key.0.clone();
-                self.last_used.insert(key, now);
+                // §5.3 step 11.3: one that replaces a held one keeps its
+                // creation time.
+                self.stamps
+                    .entry(key)
+                    .and_modify(|stamps| stamps.used = now)
+                    .or_insert(Stamps {
+                        created: now,
+                        used: now,
+                    });
                 Some(domain)
             }
             // The store keeps a deleted cookie, expired, where it was.
@@ -122,7 +142,7 @@ impl Cookies {
 
     fn remove(&mut self, key: &CookieKey) {
         self.store.remove(&key.0, &key.1, &key.2);
-        self.last_used.remove(key);
+        self.stamps.remove(key);
     }
 
     /// Drops the expired cookies (RFC 6265 §5.3 has them evicted whenever
@@ -149,14 +169,14 @@ impl Cookies {
     /// Of the cookies whose keys are `among`, drops the least recently set
     /// or sent until `keep` are left.
     fn evict_least_recently_used(&mut self, among: impl Fn(&CookieKey) -> bool, keep: usize) {
-        if self.last_used.keys().filter(|key| among(key)).count() <= keep {
+        if self.stamps.keys().filter(|key| among(key)).count() <= keep {
             return;
         }
         let mut candidates: Vec<(u64, &CookieKey)> = self
-            .last_used
+            .stamps
             .iter()
             .filter(|(key, _)| among(key))
-            .map(|(key, &used)| (used, key))
+            .map(|(key, stamps)| (stamps.used, key))
             .collect();
         // Cookies sent together share a count: the key settles the order.
         candidates.sort_unstable();
@@ -229,24 +249,31 @@ impl CookieStore for Jar {
     fn cookies(&self, url: &url::Url) -> Option<HeaderValue> {
         let mut jar = self.lock();
         let now = jar.tick();
-        let Cookies {
-            store, last_used, ..
-        } = &mut *jar;
-        // RFC 6265 §5.4: longer paths first. A server reads the first of
-        // two cookies of one name (`sid` for `/` and for `/app`), and the
-        // one for the deeper path is the one meant; `cookie_store` gives
-        // them in its hash maps' order, which differs from jar to jar.
-        let mut matching = store.matches(url);
-        matching.sort_by_key(|cookie| std::cmp::Reverse(cookie.path.len()));
+        let Cookies { store, stamps, .. } = &mut *jar;
         // §5.4 step 3: what is sent counts as used, and is evicted last.
-        for cookie in &matching {
-            if let Some(used) = last_used.get_mut(&key_of(cookie)) {
-                *used = now;
-            }
-        }
+        let mut matching: Vec<_> = store
+            .matches(url)
+            .into_iter()
+            .map(|cookie| {
+                let created = stamps.get_mut(&key_of(cookie)).map_or(0, |stamps| {
+                    stamps.used = now;
+                    stamps.created
+                });
+                (cookie, created)
+            })
+            .collect();
+        // RFC 6265 §5.4 step 2: longer paths first, then those created
+        // earlier. A server reads the first of two cookies of one name
+        // (`sid` for `/` and for `/app`; a host's own and its parent
+        // domain's), and the one for the deeper path, or the older one,
+        // is the one meant; `cookie_store` gives them in its hash maps'
+        // order, which differs from jar to jar.
+        matching.sort_unstable_by_key(|&(cookie, created)| {
+            (std::cmp::Reverse(cookie.path.len()), created)
+        });
         let joined = matching
             .iter()
-            .map(|cookie| {
+            .map(|(cookie, _)| {
                 let (name, value) = cookie.name_value();
                 format!("{name}={value}")
             })
@@ -261,17 +288,19 @@ impl CookieStore for Jar {
 }
 
 /// `set_cookie` (a `Set-Cookie` value) as a cookie, its `Expires` read as
-/// RFC 6265 §5.1.1 has it where the `cookie` crate could not read it; `None`
-/// if it is no cookie. Without that the cookie would be a session cookie:
-/// one a server deletes with a past date the crate does not read (`UTC`
-/// for `GMT`, a one-digit day, no zone) would stay and go on being sent.
-/// `Max-Age` wins over `Expires` (§5.3 step 3), so with one the date is not
-/// looked at; of several `Expires`, the last that is a date counts (§5.2:
-/// one that is not is ignored).
+/// RFC 6265 §5.1.1 has it; `None` if it is no cookie. The `cookie` crate
+/// reads only a few layouts: without this the cookie would be a session
+/// cookie, and one a server deletes with a past date the crate does not
+/// read (`UTC` for `GMT`, a one-digit day, no zone) would stay and go on
+/// being sent. `Max-Age` wins over `Expires` (§5.3 step 3), so with one
+/// the date is not looked at; of several `Expires`, the last that is a
+/// date counts (§5.2: one that is not is ignored) — even where the crate
+/// read an earlier one (a far date it reads, then a past one it does not:
+/// the cookie is deleted, not kept).
 #[cfg(feature = "cookies")]
 fn parse_set_cookie(set_cookie: &str) -> Option<cookie_store::RawCookie<'static>> {
     let mut cookie = cookie_store::RawCookie::parse(set_cookie.to_owned()).ok()?;
-    if cookie.max_age().is_some() || cookie.expires().is_some() {
+    if cookie.max_age().is_some() {
         return Some(cookie);
     }
     let expires = set_cookie
@@ -670,6 +699,25 @@ mod tests {
         }
     }
 
+    /// RFC 6265 §5.4 step 2: of cookies with paths of one length, those
+    /// created earlier go first — a host's own `sid` before the one a
+    /// sibling set later for the parent domain, whichever a server reads
+    /// — and a cookie set again keeps its creation time (§5.3 step 11.3).
+    /// `cookie_store` gives them in its hash maps' order, which differs
+    /// from jar to jar.
+    #[test]
+    fn cookies_with_paths_of_one_length_go_in_the_order_they_were_created() {
+        for _ in 0..32 {
+            let jar = Jar::new();
+            set(&jar, "http://www.a.test/", &["sid=own"]);
+            set(&jar, "http://x.a.test/", &["sid=parent; Domain=a.test"]);
+            set(&jar, "http://www.a.test/", &["b=1", "a=2", "c=3"]);
+            set(&jar, "http://www.a.test/", &["sid=renewed"]);
+            let sent = jar.cookies(&url("http://www.a.test/x")).unwrap();
+            assert_eq!(sent, "sid=renewed; sid=parent; b=1; a=2; c=3");
+        }
+    }
+
     /// RFC 6265bis §4.1.3: a `__Secure-` cookie must be `Secure`; a
     /// `__Host-` one `Secure`, without `Domain` and with `Path=/` — the
     /// prefix matched in any case. Otherwise it is ignored, as the browsers
@@ -818,12 +866,35 @@ mod tests {
         assert!(!persistent("nodate"));
     }
 
+    /// RFC 6265 §5.2, §5.3 step 3: of several `Expires`, the last that is
+    /// a date counts, though the `cookie` crate reads only an earlier one —
+    /// a far date in its layout, then a past one in another: the cookie is
+    /// deleted, not kept until the far date.
+    #[test]
+    fn of_several_expires_the_last_date_counts_though_the_crate_reads_an_earlier() {
+        let jar = Jar::new();
+        set(&jar, "http://a.test/", &["x=1", "keep=2"]);
+        set(
+            &jar,
+            "http://a.test/",
+            &["x=; Expires=Fri, 31 Dec 9999 23:59:59 GMT; Expires=Thu, 01 Jan 1970 00:00:00 UTC"],
+        );
+        assert_eq!(sent(&jar, "http://a.test/").as_deref(), Some("keep=2"));
+        // The other way round: the far date, the last, keeps it.
+        set(
+            &jar,
+            "http://a.test/",
+            &["y=3; Expires=Thu, 01 Jan 1970 00:00:00 UTC; Expires=Fri, 31 Dec 9999 23:59:59 GMT"],
+        );
+        assert_eq!(sent(&jar, "http://a.test/").as_deref(), Some("keep=2; y=3"));
+    }
+
     /// How many cookies `jar` holds (expired or not), checked against
     /// the counts it evicts by.
     fn held(jar: &Jar) -> usize {
         let cookies = jar.lock();
         let held = cookies.store.iter_any().count();
-        assert_eq!(held, cookies.last_used.len());
+        assert_eq!(held, cookies.stamps.len());
         held
     }
 
@@ -929,7 +1000,13 @@ mod tests {
         {
             let mut cookies = jar.lock();
             // Held, expired since, and marked as used after all the others.
-            cookies.last_used.insert(key_of(&expired), u64::MAX);
+            cookies.stamps.insert(
+                key_of(&expired),
+                Stamps {
+                    created: 0,
+                    used: u64::MAX,
+                },
+            );
             cookies.store =
                 cookie_store::CookieStore::from_cookies([Ok::<_, ()>(expired.into_owned())], true)
                     .unwrap();

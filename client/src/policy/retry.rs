@@ -249,17 +249,6 @@ impl Policy {
         half + half.mul_f64(unit_random())
     }
 
-    /// The shortest backoff [`delay`](Self::delay) may draw before retry
-    /// `retry`: all of it without jitter, half with.
-    pub(crate) fn shortest_delay(&self, retry: u32) -> Duration {
-        let full = self.full_delay(retry);
-        if self.jitter {
-            full / 2
-        } else {
-            full
-        }
-    }
-
     /// `min(max, base · 2ⁿ⁻¹)` before retry `n`, not jittered.
     fn full_delay(&self, retry: u32) -> Duration {
         let doublings = retry.saturating_sub(1).min(30);
