@@ -868,6 +868,13 @@ fn a_whole_answer_stands_when_the_keep_alive_ping_ends_the_connection_under_its_
     let response = upload_mib(&client, server.url("/"));
     // Not read until the exchange has ended, with the connection.
     assert_eq!(ended(&recorder), Ok(200));
+    // Its stream, completed as the connection was given up, is counted
+    // closed with it.
+    assert!(
+        eventually(CEILING, || client.stats().http2_streams_open == 0),
+        "{:?}",
+        client.stats()
+    );
     assert_early_answer(response);
     client.close();
 }

@@ -2902,6 +2902,16 @@ fn bytes_past_a_held_answer_under_its_bodys_mark_are_never_the_next_answer() {
     // The stray bytes; the upload's end; the server reads it.
     step.send(()).unwrap();
     stray_in.recv_timeout(WAIT).unwrap();
+    // They stop the upload, the answer standing: the PUT ends, the GET
+    // alone in flight. (Under the raised mark they woke nothing, and the
+    // GET's answer below told it only when the pooled connection was
+    // taken without a peek, as the loop's last poll was recent: most
+    // often not, with other tests running beside it.)
+    assert!(
+        eventually(WAIT, || client.stats().in_flight == 1),
+        "the bytes past the held answer did not stop its upload: {:?}",
+        client.stats()
+    );
     end.store(true, Ordering::SeqCst);
     step.send(()).unwrap();
     let text = get.wait().unwrap().text().wait().unwrap();

@@ -136,8 +136,8 @@ pub(crate) struct StreamLoad {
     used: AtomicUsize,
     in_transit: AtomicUsize,
     limit: AtomicUsize,
-    /// Of `used`, the requests queued for a stream, not ended (for
-    /// snapshots: [`waiting`](Self::waiting)).
+    /// Of `used`, the requests queued for a stream (for snapshots:
+    /// [`waiting`](Self::waiting)).
     waiting: AtomicUsize,
 }
 
@@ -171,15 +171,17 @@ impl StreamLoad {
     }
 
     /// The connection's own count: `used` streams open or queued, of
-    /// `limit`; `waiting` of them queued and not ended.
+    /// `limit`; `waiting` of them queued (one that has ended counts until
+    /// its abort reaches the connection's loop and takes it out).
     pub(crate) fn publish(&self, used: usize, waiting: usize, limit: usize) {
         self.limit.store(limit, Ordering::Release);
         self.used.store(used, Ordering::Release);
         self.waiting.store(waiting, Ordering::Release);
     }
 
-    /// Requests queued on the connection for a stream, not ended, as of
-    /// its last count: during its handshake, or at its stream limit.
+    /// Requests queued on the connection for a stream, as of its last
+    /// count: during its handshake, or at its stream limit (one that has
+    /// ended counts until its abort reaches the connection's loop).
     pub(crate) fn waiting(&self) -> usize {
         self.waiting.load(Ordering::Acquire)
     }

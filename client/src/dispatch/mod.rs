@@ -844,8 +844,9 @@ impl Dispatcher {
     }
 
     /// Requests waiting for an HTTP/2 connection, for snapshots: for the
-    /// one being opened to their origin, or for a stream of an open one
-    /// (as its last count says). Ended ones are not counted.
+    /// one being opened to their origin (ended ones not counted), or for a
+    /// stream of an open one (as its last count says: one that has ended
+    /// counts until its abort reaches the connection's loop).
     fn waiting_for_http2(&self) -> usize {
         let (queued, for_opening) = {
             let shared = lock(&self.shared);

@@ -240,6 +240,11 @@ mod tests {
         assert_eq!(limit_of(&["timeout=10, timeout=5"]), secs(4));
         assert_eq!(limit_of(&["timeout=5", "timeout=10"]), secs(4));
         assert_eq!(limit_of(&["timeout=5", "timeout=x"]), secs(4));
+        // The smallest max, whichever comes last.
+        assert_eq!(limit_of(&["max=0, max=5"]), secs(0));
+        assert_eq!(limit_of(&["max=0", "max=5"]), secs(0));
+        assert_eq!(limits_after(&[&["max=1, max=5"], &[]]), [None, secs(0)]);
+        assert_eq!(limits_after(&[&["max=1", "max=5"], &[]]), [None, secs(0)]);
     }
 
     #[test]
