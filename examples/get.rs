@@ -827,32 +827,38 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
 
 /// The URL an upload of `path` goes to: `url`, or, if its path ends with
 /// `/` (names no file), the file's name after it, percent-encoded, as curl
-/// does. A URL that does not parse is left to the request to refuse.
+/// does. The URL is read as text, its path from the end of the authority
+/// to the first `?` or `#`, not as an `http::Uri`: `http` refuses URLs the
+/// client takes (a space in the path, a host that is not ASCII), and a
+/// directory among them must get the name too. Text without a `scheme://`
+/// is left to the request to refuse.
 fn upload_url(url: &str, path: &str) -> String {
-    let Ok(uri) = url.parse::<http::Uri>() else {
-        return url.to_owned();
-    };
     let Some(name) = std::path::Path::new(path).file_name() else {
         return url.to_owned();
     };
-    if !uri.path().is_empty() && !uri.path().ends_with('/') {
+    let Some(authority_start) = url.find("://").map(|at| at + "://".len()) else {
+        return url.to_owned();
+    };
+    let after_authority = &url[authority_start..];
+    let path_start = authority_start
+        + after_authority
+            .find(['/', '?', '#'])
+            .unwrap_or(after_authority.len());
+    let path_end = path_start
+        + url[path_start..]
+            .find(['?', '#'])
+            .unwrap_or(url.len() - path_start);
+    let dir = &url[path_start..path_end];
+    if !dir.is_empty() && !dir.ends_with('/') {
         return url.to_owned();
     }
-    let mut parts = uri.into_parts();
-    let (dir, query) = match &parts.path_and_query {
-        Some(pq) => (pq.path(), pq.query()),
-        None => ("", None),
-    };
-    let dir = if dir.is_empty() { "/" } else { dir };
-    let mut target = format!("{dir}{}", percent_encoded(name.as_encoded_bytes()));
-    if let Some(query) = query {
-        target = format!("{target}?{query}");
-    }
-    match target.parse() {
-        Ok(pq) => parts.path_and_query = Some(pq),
-        Err(_) => return url.to_owned(),
-    }
-    http::Uri::from_parts(parts).map_or_else(|_| url.to_owned(), |uri| uri.to_string())
+    let slash = if dir.is_empty() { "/" } else { "" };
+    format!(
+        "{}{slash}{}{}",
+        &url[..path_end],
+        percent_encoded(name.as_encoded_bytes()),
+        &url[path_end..]
+    )
 }
 
 /// RFC 3986's unreserved characters: all that a file's name keeps as it

@@ -583,6 +583,24 @@ fn a_path_and_query_go_percent_encoded_as_the_library_sends_them() {
     assert_eq!(request.target, "/d%C3%A4/n%C3%A4me?q");
 }
 
+/// A directory URL `http` refuses as written — a space in its path, a
+/// host that is not ASCII — which the client takes (percent-encoded, the
+/// host in its IDNA form), gets the file's name after its `/` all the
+/// same: an upload goes to the file, not to the directory.
+#[test]
+fn an_upload_to_a_directory_url_http_refuses_as_written_goes_to_the_files_name_there() {
+    let dir = support::real::TempDir::new("get-upload-space");
+    let file = dir.path().join("n\u{e4}me");
+    std::fs::write(&file, "up").unwrap();
+    let (request, status) = sent("/a b/?q=x y#f g", &["-T", file.to_str().unwrap()]);
+    assert_eq!(status, Some(0));
+    assert_eq!(request.target, "/a%20b/n%C3%A4me?q=x%20y");
+    assert_eq!(request.body, b"up");
+    // A URL that names a file keeps it.
+    let (request, _) = sent("/a b/c d?q", &["-T", file.to_str().unwrap()]);
+    assert_eq!(request.target, "/a%20b/c%20d?q");
+}
+
 #[test]
 fn a_flag_given_again_and_curls_values_are_taken_as_curl_takes_them() {
     // The same version twice is no conflict.

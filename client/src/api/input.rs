@@ -181,12 +181,18 @@ fn encoded_target(target: &str) -> Cow<'_, str> {
         Some((path, query)) => (path, Some(query)),
         None => (target, None),
     };
-    let path: Cow<'_, str> = utf8_percent_encode(path, PATH_TO_ENCODE).into();
-    let query: Option<Cow<'_, str>> = query.map(|q| utf8_percent_encode(q, QUERY_TO_ENCODE).into());
-    match (&path, &query) {
-        (Cow::Borrowed(_), None | Some(Cow::Borrowed(_))) => Cow::Borrowed(target),
-        (_, None) => Cow::Owned(path.into_owned()),
-        (_, Some(query)) => Cow::Owned(format!("{path}?{query}")),
+    let encoded_path: Cow<'_, str> = utf8_percent_encode(path, PATH_TO_ENCODE).into();
+    let encoded_query: Option<Cow<'_, str>> =
+        query.map(|q| utf8_percent_encode(q, QUERY_TO_ENCODE).into());
+    // Whether anything was encoded is told by the text, not by the `Cow`:
+    // one made from a single piece is borrowed, and an escape alone (a
+    // query that is just `<`, as `%3C`) is a single piece.
+    if encoded_path == path && encoded_query.as_deref() == query {
+        return Cow::Borrowed(target);
+    }
+    match encoded_query {
+        None => Cow::Owned(encoded_path.into_owned()),
+        Some(query) => Cow::Owned(format!("{encoded_path}?{query}")),
     }
 }
 
@@ -505,6 +511,58 @@ mod tests {
         assert_eq!(uri.path(), "/\u{e4}");
         for converted in [(&uri).into_uri(), uri.clone().into_uri()] {
             assert_eq!(converted.unwrap(), "http://a.test/%C3%A4?%C3%A9");
+        }
+    }
+
+    /// A query that is one character to encode and nothing else goes
+    /// encoded, as any other: `percent-encoding` gives such a one as a
+    /// single borrowed piece (`%3C`), which is no sign that nothing was
+    /// encoded.
+    #[test]
+    fn a_query_of_one_character_to_encode_is_encoded() {
+        for (given, read) in [
+            ("http://a.test/?<", "http://a.test/?%3C"),
+            ("http://a.test/?>", "http://a.test/?%3E"),
+            ("http://a.test?\"", "http://a.test/?%22"),
+            ("http://a.test/? #f", "http://a.test/?%20"),
+            (
+                "http://b\u{fc}cher.test/?<",
+                "http://xn--bcher-kva.test/?%3C",
+            ),
+        ] {
+            for uri in converted(given) {
+                assert_eq!(uri.unwrap().to_string(), read, "{given}");
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// Text of an `http` URL whose path and query hold any mix of what
+        /// is encoded and what is not (no control character) is a URI: its
+        /// target ASCII, and read again — as text or as an `http::Uri` —
+        /// the same (nothing encoded twice: a `%` is never encoded).
+        #[test]
+        fn any_path_and_query_is_encoded_once(
+            pieces in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "/", "?", "#", "%", "%C3%A4", "%4", "a", "..", "=", "&", " ", "<", ">",
+                    "`", "\"", "'", "{", "}", "\\", "^", "|", "\u{e4}", "\u{1f600}",
+                ]),
+                0..12,
+            ),
+        ) {
+            // Ended with a letter: a space at the end is refused (see
+            // `a_control_character_or_a_space_at_the_end_is_an_invalid_uri`).
+            let text = format!("http://a.test/{}a", pieces.concat());
+            let uri = text.as_str().into_uri();
+            proptest::prop_assert!(uri.is_ok(), "{:?}: {:?}", text, uri);
+            let uri = uri.unwrap();
+            let target = uri.path_and_query().map_or("", |target| target.as_str());
+            proptest::prop_assert!(target.is_ascii(), "{:?}: {}", text, uri);
+            let shown = uri.to_string();
+            let again = shown.as_str().into_uri().map(|again| again.to_string()).ok();
+            proptest::prop_assert_eq!(again.as_deref(), Some(shown.as_str()));
+            proptest::prop_assert_eq!(uri.clone().into_uri().ok(), Some(uri));
         }
     }
 

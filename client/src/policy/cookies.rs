@@ -114,6 +114,16 @@ impl Cookies {
     fn insert(&mut self, cookie: &cookie_store::RawCookie<'_>, url: &url::Url) -> Option<String> {
         let cookie = cookie_store::Cookie::try_from_raw_cookie(cookie, url).ok()?;
         let key = key_of(&cookie);
+        // A held cookie that has expired is gone (§5.3: evicted whenever
+        // there is one), though not swept until a cookie is next taken:
+        // one set in its place is created now, not when that one was.
+        if self
+            .store
+            .get_any(&key.0, &key.1, &key.2)
+            .is_some_and(|held| held.is_expired())
+        {
+            self.stamps.remove(&key);
+        }
         match self.store.insert(cookie.into_owned(), url) {
             Ok(
                 cookie_store::StoreAction::Inserted | cookie_store::StoreAction::UpdatedExisting,
@@ -716,6 +726,46 @@ mod tests {
             let sent = jar.cookies(&url("http://www.a.test/x")).unwrap();
             assert_eq!(sent, "sid=renewed; sid=parent; b=1; a=2; c=3");
         }
+    }
+
+    /// RFC 6265 §5.3: a cookie that has expired is no longer held (step
+    /// 11 finds none to take the creation time of), though the jar sweeps
+    /// it only when a cookie is next taken: one of its name, domain and
+    /// path set after it expired is created then, and goes after a cookie
+    /// of a path as long created meanwhile (§5.4 step 2).
+    #[test]
+    fn a_cookie_set_again_after_it_expired_is_created_anew() {
+        let at = url("http://www.a.test/");
+        // `sid` for the host, set first and expired since; the parent
+        // domain's `sid`, set later and live.
+        let expired =
+            cookie_store::Cookie::parse("sid=own; Expires=Thu, 01 Jan 1970 00:00:00 GMT", &at)
+                .unwrap();
+        let parent =
+            cookie_store::Cookie::parse("sid=parent; Domain=a.test", &url("http://x.a.test/"))
+                .unwrap();
+        let jar = Jar::new();
+        {
+            let mut cookies = jar.lock();
+            for (cookie, created) in [(&expired, 1), (&parent, 2)] {
+                cookies.stamps.insert(
+                    key_of(cookie),
+                    Stamps {
+                        created,
+                        used: created,
+                    },
+                );
+            }
+            cookies.clock = 2;
+            cookies.store = cookie_store::CookieStore::from_cookies(
+                [expired.into_owned(), parent.into_owned()].map(Ok::<_, ()>),
+                true,
+            )
+            .unwrap();
+        }
+        set(&jar, "http://www.a.test/", &["sid=renewed"]);
+        let sent = jar.cookies(&url("http://www.a.test/")).unwrap();
+        assert_eq!(sent, "sid=parent; sid=renewed");
     }
 
     /// RFC 6265bis §4.1.3: a `__Secure-` cookie must be `Secure`; a
