@@ -29,8 +29,27 @@ fn without_userinfo(text: &str) -> String {
     let authority = rest.split(ends).next().unwrap_or_default();
     match authority.rfind('@') {
         Some(at) => format!("{}***{}", &text[..start], &text[start + at..]),
-        None => text.to_owned(),
+        None => without_stray_credentials(text),
     }
+}
+
+/// `text`, whose authority was not where a scheme would put it (a scheme
+/// missing its colon: `http//me:pw@host/`), with a `name:password@`
+/// hidden all the same: before a query or fragment, the first segment
+/// between slashes that has a `:` before an `@` is taken for credentials
+/// up to that `@`. A path's `me@there` (no `:`) is left as it is.
+fn without_stray_credentials(text: &str) -> String {
+    let end = text.find(['?', '#']).unwrap_or(text.len());
+    let mut from = 0;
+    for segment in text[..end].split('/') {
+        if let Some(at) = segment.rfind('@') {
+            if segment[..at].contains(':') {
+                return format!("{}***{}", &text[..from], &text[from + at..]);
+            }
+        }
+        from += segment.len() + 1;
+    }
+    text.to_owned()
 }
 
 /// Where `text`'s authority would start: after the slashes that follow
@@ -85,6 +104,12 @@ mod tests {
             ("http://me:pa?ss@host/x", "http://***@host/x"),
             ("http://me:pa#ss@host", "http://***@host"),
             ("//me:p?w@host/ x", "//***@host/ x"),
+            // A scheme missing its colon: no authority is found, and a
+            // `name:password@` is hidden all the same.
+            ("http//me:pw@host/x", "http//***@host/x"),
+            ("a//me:secretpw@", "a//***@"),
+            ("http//host/x:y@z?q=a:b@c", "http//host/***@z?q=a:b@c"),
+            ("http//host/me@there", "http//host/me@there"),
         ];
         for (text, shown) in cases {
             assert_eq!(without_userinfo(text), shown, "{text}");
