@@ -30,6 +30,7 @@ use crate::error::Error;
 use crate::event_loop::EventLoop;
 use crate::exchange::alarm::{self, ArmedAlarm};
 use crate::exchange::{deadline_after, Alarm, Exchange, Head};
+use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -67,13 +68,14 @@ pub(crate) struct Attempts {
     hedge_alarm: Option<HedgeDelay>,
     /// Attempts started (retries included, copies not).
     started: u32,
-    /// The backoff before a retry of `current`'s failure, drawn when it
-    /// started (jitter and all), so that what tells whether a failure will
-    /// be retried ([`would_retry`](Self::would_retry)) and what arms the
+    /// The backoff before a retry of `current`'s failure ([`backoff`](Self::backoff)),
+    /// once drawn (jitter and all): what tells whether a failure will be
+    /// retried ([`would_retry`](Self::would_retry)) and what arms the
     /// retry ([`retry_after_failure`](Self::retry_after_failure)) read the
-    /// same wait: one drawn twice could fit the deadline once and not the
-    /// other time.
-    backoff_drawn: Duration,
+    /// same wait — one drawn twice could fit the deadline once and not the
+    /// other time. Drawn when first asked for: an attempt that succeeds
+    /// draws none.
+    backoff_drawn: Cell<Option<Duration>>,
     copies_sent: u32,
     /// The errors of the attempts that failed, in order.
     failures: Vec<Error>,
@@ -103,12 +105,6 @@ impl Attempts {
         submit: impl FnOnce(Arc<Exchange>),
     ) -> Result<Attempts, Error> {
         let exchange = hop::exchange_for(sender.dispatcher, sender.hop, sender.settings)?;
-        // Drawn only for a request that may be retried.
-        let backoff_drawn = if retry.retries() {
-            retry.delay(1)
-        } else {
-            Duration::ZERO
-        };
         let mut attempts = Attempts {
             retry,
             hedge,
@@ -117,7 +113,7 @@ impl Attempts {
             backoff: None,
             hedge_alarm: None,
             started: 1,
-            backoff_drawn,
+            backoff_drawn: Cell::new(None),
             copies_sent: 0,
             failures: Vec::new(),
             hop_started: None,
@@ -174,6 +170,17 @@ impl Attempts {
         self.retry.retries() && self.started < self.retry.max_attempts()
     }
 
+    /// The backoff before a retry of `current`'s failure: drawn the first
+    /// time it is asked for, the same after (see `backoff_drawn`).
+    fn backoff(&self) -> Duration {
+        if let Some(drawn) = self.backoff_drawn.get() {
+            return drawn;
+        }
+        let drawn = self.retry.delay(self.started);
+        self.backoff_drawn.set(Some(drawn));
+        drawn
+    }
+
     /// Whether the next poll, meeting the failure of every attempt in
     /// flight, would arm a retry (`retry_after_failure`, `arm_retry`) —
     /// told without arming or counting one: an attempt is left, the
@@ -195,7 +202,7 @@ impl Attempts {
             return false;
         }
         let now = view.dispatcher.clock().now();
-        now.checked_add(self.backoff_drawn)
+        now.checked_add(self.backoff())
             .is_some_and(|at| self.fits(at, view.settings))
             && view.policies.budget.has_room(now)
     }
@@ -416,7 +423,7 @@ impl Attempts {
         if !self.retry.retries_error(&error, &sender.hop.method) {
             return Err(error);
         }
-        self.arm_retry(self.backoff_drawn, error, sender)
+        self.arm_retry(self.backoff(), error, sender)
     }
 
     /// Whether `head` has a status the policy retries, and a retry was
@@ -537,7 +544,7 @@ impl Attempts {
     fn start_retry(&mut self, sender: &mut Sender<'_>) -> Result<(), Error> {
         let exchange = hop::exchange_for(sender.dispatcher, sender.hop, sender.settings)?;
         self.started += 1;
-        self.backoff_drawn = self.retry.delay(self.started);
+        self.backoff_drawn.set(None);
         self.current = exchange.clone();
         self.arm_hedge(sender, &exchange);
         sender.dispatcher.submit(exchange);
