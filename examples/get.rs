@@ -119,7 +119,8 @@
 //! refuses the space).
 //!
 //! Exits 0 on any response (whatever its status), 1 if the request failed
-//! (the error goes to stderr), 2 on bad arguments (usage goes to stderr).
+//! (the error goes to stderr), 2 on bad arguments (usage goes to stderr) —
+//! an argument that is not UTF-8 among them.
 
 use std::io::{Read, Write};
 use std::process::ExitCode;
@@ -608,7 +609,17 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
 }
 
 fn main() -> ExitCode {
-    let args = match parse_args(std::env::args().skip(1)) {
+    // `args_os`, not `args`: an argument that is not UTF-8 (a Latin-1 file
+    // name, a header's obs-text) is a bad argument, not a panic (exit 101).
+    let args = std::env::args_os()
+        .skip(1)
+        .map(|arg| {
+            arg.into_string()
+                .map_err(|arg| format!("not UTF-8, which get takes alone: {arg:?}"))
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .and_then(|args| parse_args(args.into_iter()));
+    let args = match args {
         Ok(args) if args.help => {
             say(std::io::stdout(), USAGE);
             return ExitCode::SUCCESS;

@@ -312,6 +312,35 @@ fn errors_exit_1_and_bad_arguments_2() {
 }
 
 #[test]
+fn an_argument_that_is_not_utf8_is_a_bad_argument_not_a_panic() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    // A byte that is not UTF-8 (Latin-1's `ÿ`) in the URL, in a header
+    // value, in a file name: each a bad argument (2), never a panic (101).
+    let server = server();
+    let url = server.url("/");
+    let latin1 = |text: &[u8]| OsStr::from_bytes(text).to_owned();
+    for args in [
+        vec![latin1(b"http://127.0.0.1/\xff")],
+        vec![url.clone().into(), "-H".into(), latin1(b"X-Name: \xff")],
+        vec![url.clone().into(), "-o".into(), latin1(b"out-\xff.bin")],
+    ] {
+        let output = Command::new(example_binary("get"))
+            .args(&args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("not UTF-8") && stderr.contains("\\xFF"),
+            "{args:?}: {stderr}"
+        );
+        assert!(stderr.contains("usage: get URL"), "{args:?}: {stderr}");
+    }
+    assert_eq!(server.connections_accepted(), 0, "nothing is sent");
+}
+
+#[test]
 fn proxy_resolve_and_no_proxy_flags() {
     let origin = server();
     // A forwarding proxy double: it answers itself, saying what it got.
