@@ -96,6 +96,11 @@
 //!   default, as the client does.
 //! * `--no-decompress` (curl: `--raw`): print the body as the server
 //!   encoded it (no decompression, no `Accept-Encoding` sent).
+//! * `--compressed`: accepted, as curl's: compressed bodies are asked for
+//!   and decoded by default; after `--no-decompress` it turns them back on.
+//! * `-i`, `--include`; `-s`, `--silent`: accepted, for curl's habits: the
+//!   status line and headers are always printed, and there is no progress
+//!   meter to silence (errors still go to standard error).
 //! * `--cookies`: a cookie store for the run, so that cookies set on a
 //!   redirect hop are sent on the next ones.
 //! * `-b`, `--cookie 'NAME=VALUE; …'`: the cookie store, with these cookies
@@ -137,7 +142,7 @@ usage: get URL [--request-timeout MS|-m|--max-time SECS] [--read-timeout MS]
            [-k|--insecure] [-E|--cert FILE --key FILE]
            [-x|--proxy URL] [--no-proxy]
            [--resolve HOST:PORT:ADDR[,ADDR...]]...
-           [--max-redirects N] [--no-decompress] [--cookies]
+           [--max-redirects N] [--no-decompress|--compressed] [--cookies] [-i] [-s]
            [-b|--cookie 'NAME=VALUE; ...'] [--max-body-bytes N]
            [-u|--user USER[:PASSWORD]] [--retries N] [--hedge-after MS]
            [--http2 | --http1.1 | --http2-prior-knowledge]";
@@ -563,6 +568,9 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
                 }
             }
             "--no-decompress" | "--raw" => parsed.no_decompress = true,
+            "--compressed" => parsed.no_decompress = false,
+            // The head is always printed, and no progress meter shown.
+            "-i" | "--include" | "-s" | "--silent" => {}
             "--cookies" => parsed.cookie = parsed.cookie.or(Some(String::new())),
             "-b" | "--cookie" => {
                 let cookies = args.next().ok_or("--cookie needs 'NAME=VALUE'")?;

@@ -565,6 +565,14 @@ fn accept_encoding_dropped_or_replaced_as_curl_does() {
     // A value of the caller's is sent instead of the client's, once.
     let (request, _) = sent("/", &["-H", "Accept-Encoding: identity"]);
     assert_eq!(request.header_all("accept-encoding"), ["identity"]);
+    // `--compressed` (curl's) after `--no-decompress` asks again.
+    let (request, _) = sent("/", &["--no-decompress"]);
+    assert!(
+        request.header_all("accept-encoding").is_empty(),
+        "{request:?}"
+    );
+    let (request, _) = sent("/", &["--no-decompress", "--compressed"]);
+    assert!(request.header("accept-encoding").is_some(), "{request:?}");
 }
 
 #[test]
@@ -710,9 +718,18 @@ fn curls_short_forms_and_names_are_taken() {
     // anything is sent.
     let output = get(&["http://127.0.0.1/", "-I", "-d", "x"]);
     assert_eq!(output.status.code(), Some(2), "{output:?}");
-    // `-L`, `--location`: redirects, followed as by default.
+    // `-L`, `--location`: redirects, followed as by default; `-i`,
+    // `-s` and `--compressed` change nothing there either.
     let server = server();
-    for flag in ["-L", "--location"] {
+    for flag in [
+        "-L",
+        "--location",
+        "-i",
+        "--include",
+        "-s",
+        "--silent",
+        "--compressed",
+    ] {
         let output = get(&[&server.url("/old"), flag]);
         assert_eq!(output.status.code(), Some(0), "{flag}: {output:?}");
         assert!(stdout(&output).ends_with("/new auth=- cookie=-"), "{flag}");
