@@ -86,7 +86,8 @@ pub enum DecodeError {
     #[error("both Content-Length and Transfer-Encoding in a response")]
     ContentLengthWithTransferEncoding,
     /// `Transfer-Encoding` names `chunked` after other codings (which would
-    /// have to be undone to find the body's end), or twice, or nothing.
+    /// have to be undone to find the body's end), or twice, or with
+    /// parameters (`chunked;x=1`), or nothing.
     #[error("unknown transfer coding {0:?} (only \"chunked\" is supported)")]
     UnknownTransferCoding(String),
     /// A chunk-size line does not start with hex digits, holds a stray byte,

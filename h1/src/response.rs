@@ -538,7 +538,11 @@ pub fn content_length(headers: &HeaderMap) -> Result<Option<u64>, DecodeError> {
 /// `chunked` alone is chunked; codings that do not end in `chunked` leave
 /// the body to run until the server closes. Codings that end in `chunked`
 /// after others (`gzip, chunked`) would have to be undone to read the body:
-/// refused, as is `chunked` applied twice.
+/// refused, as is `chunked` applied twice, or with parameters
+/// (`chunked;x=1`: it defines none, and RFC 9112 §7.1 has their presence
+/// treated as an error) — taken as a coding other than `chunked`, such a
+/// field would frame the body by the close and hand out the chunk framing
+/// as body bytes.
 fn transfer_framing(headers: &HeaderMap) -> Result<BodyKind, DecodeError> {
     let codings: Vec<&[u8]> = headers
         .get_all(TRANSFER_ENCODING)
@@ -547,10 +551,14 @@ fn transfer_framing(headers: &HeaderMap) -> Result<BodyKind, DecodeError> {
         .map(<[u8]>::trim_ascii)
         .filter(|c| !c.is_empty())
         .collect();
-    let is_chunked = |c: &&[u8]| c.eq_ignore_ascii_case(b"chunked");
+    // A transfer-coding is a name, then maybe `;` and parameters.
+    let names_chunked = |c: &&[u8]| {
+        let name = c.split(|&b| b == b';').next().unwrap_or_default();
+        name.trim_ascii().eq_ignore_ascii_case(b"chunked")
+    };
     match codings.as_slice() {
-        [only] if is_chunked(only) => Ok(BodyKind::Chunked),
-        [.., last] if !is_chunked(last) && !codings.iter().any(is_chunked) => Ok(BodyKind::Eof),
+        [only] if only.eq_ignore_ascii_case(b"chunked") => Ok(BodyKind::Chunked),
+        [_, ..] if !codings.iter().any(names_chunked) => Ok(BodyKind::Eof),
         _ => {
             let all: Vec<String> = headers
                 .get_all(TRANSFER_ENCODING)

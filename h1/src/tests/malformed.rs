@@ -196,7 +196,20 @@ fn content_length_errors() {
 
 #[test]
 fn transfer_coding_errors() {
-    for value in ["gzip, chunked", "chunked, gzip", "chunked, chunked", ""] {
+    for value in [
+        "gzip, chunked",
+        "chunked, gzip",
+        "chunked, chunked",
+        "",
+        // `chunked` defines no parameters: with some it is not read as
+        // chunked, nor as a coding the body runs to the close under (that
+        // would hand out the chunk framing as body bytes).
+        "chunked;x=1",
+        "chunked ; x=1",
+        "CHUNKED;",
+        "gzip, chunked;x=1",
+        "chunked;x=1, gzip",
+    ] {
         let input = format!("HTTP/1.1 200 OK\r\nTransfer-Encoding: {value}\r\n\r\n");
         assert!(
             matches!(err(input.as_bytes()), DecodeError::UnknownTransferCoding(_)),
@@ -215,7 +228,7 @@ fn transfer_coding_errors() {
 /// body by the close of the connection, which is then never reused.
 #[test]
 fn transfer_codings_not_ending_in_chunked_run_until_the_close() {
-    for value in ["gzip", "identity", "gzip, deflate"] {
+    for value in ["gzip", "identity", "gzip, deflate", "gzip;q=1", "x-chunked"] {
         let input = format!("HTTP/1.1 200 OK\r\nTransfer-Encoding: {value}\r\n\r\nraw bytes");
         let (head, body, _, keep_alive) = ok(input.as_bytes());
         assert_eq!(head.status, StatusCode::OK, "{value:?}");
