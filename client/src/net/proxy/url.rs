@@ -103,16 +103,11 @@ impl ProxyUrl {
             // its ASCII form, an IPv4 address in any spelling the standard
             // takes (`127.1`) in dotted decimal — so that a SOCKS proxy's
             // host means what the same host of an HTTP proxy means.
-            Some(url::Host::Domain(name)) if !name.is_empty() => match url::Host::parse(name) {
-                Ok(url::Host::Domain(name)) => name,
-                Ok(url::Host::Ipv4(ip)) => ip.to_string(),
-                Ok(url::Host::Ipv6(ip)) => ip.to_string(),
-                Err(e) => {
-                    return Err(ProxyUrlError::Invalid {
-                        reason: e.to_string(),
-                    })
-                }
-            },
+            Some(url::Host::Domain(name)) if !name.is_empty() => {
+                crate::net::url_standard_host(name).ok_or_else(|| ProxyUrlError::Invalid {
+                    reason: format!("invalid host {name:?}"),
+                })?
+            }
             Some(url::Host::Ipv4(ip)) => ip.to_string(),
             Some(url::Host::Ipv6(ip)) => ip.to_string(),
             _ => return Err(ProxyUrlError::MissingHost),
