@@ -173,7 +173,9 @@ impl Cookies {
         for domain in domains {
             self.evict_least_recently_used(|key| key.0 == domain, MAX_COOKIES_PER_DOMAIN);
         }
-        self.evict_least_recently_used(|_| true, MAX_COOKIES);
+        if self.stamps.len() > MAX_COOKIES {
+            self.evict_least_recently_used(|_| true, MAX_COOKIES);
+        }
     }
 
     /// Of the cookies whose keys are `among`, drops the least recently set
@@ -281,14 +283,16 @@ impl CookieStore for Jar {
         matching.sort_unstable_by_key(|&(cookie, created)| {
             (std::cmp::Reverse(cookie.path.len()), created)
         });
-        let joined = matching
-            .iter()
-            .map(|(cookie, _)| {
-                let (name, value) = cookie.name_value();
-                format!("{name}={value}")
-            })
-            .collect::<Vec<_>>()
-            .join("; ");
+        let mut joined = String::new();
+        for (cookie, _) in &matching {
+            let (name, value) = cookie.name_value();
+            if !joined.is_empty() {
+                joined.push_str("; ");
+            }
+            joined.push_str(name);
+            joined.push('=');
+            joined.push_str(value);
+        }
         drop(jar);
         if joined.is_empty() {
             return None;
