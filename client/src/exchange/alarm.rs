@@ -10,13 +10,14 @@
 //! with the alarm armed rings it: the waiter goes on and finds the client
 //! closed, rather than waiting forever.
 
+use super::timers::{fire_due_on_manual_clock, reached_on_manual_clock};
 use crate::event_loop::{EventLoop, LoopContext, LoopTimeout, LoopTimerKey};
 use crate::sync::lock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
-use std::time::{Duration, Instant};
-use tickless_timer::{Clock, HashedWheelTimer, WheelTask, WheelTimeout};
+use std::time::Instant;
+use tickless_timer::{HashedWheelTimer, WheelTask, WheelTimeout};
 
 /// A one-shot signal. See the [module documentation](self).
 #[derive(Default)]
@@ -142,17 +143,10 @@ pub(crate) fn arm(
     }
     match wheel.arm_task(deadline, alarm.clone(), 0) {
         Ok(timeout) => {
-            // On a manual clock an entry fires only at an advance: one
-            // that passed the deadline since the look above (on another
-            // thread) fired nothing, and another may never come. Looked at
-            // again now that the entry is in, the clock either has not
-            // reached the deadline (an advance that does fires it) or is
-            // advanced by nothing here, which fires it, as the system
-            // clock's worker fires an entry armed late at once.
-            if let Some(clock) = wheel.clock().as_manual() {
-                if deadline <= clock.now() {
-                    clock.advance(Duration::ZERO);
-                }
+            // Looked at again now that the entry is in: an advance since
+            // the look above fired nothing of it.
+            if reached_on_manual_clock(wheel, deadline) {
+                fire_due_on_manual_clock(wheel);
             }
             ArmedAlarm::Wheel(timeout)
         }
@@ -168,7 +162,8 @@ mod tests {
     use super::*;
     use std::sync::atomic::AtomicUsize;
     use std::task::Wake;
-    use tickless_timer::ManualClock;
+    use std::time::Duration;
+    use tickless_timer::{Clock, ManualClock};
 
     struct CountingWaker(AtomicUsize);
 

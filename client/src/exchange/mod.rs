@@ -805,9 +805,7 @@ impl Exchange {
             armed.cancel();
         }
         if changed.due_on_manual_clock {
-            if let Some(clock) = self.wheel.clock().as_manual() {
-                clock.advance(Duration::ZERO);
-            }
+            timers::fire_due_on_manual_clock(&self.wheel);
         }
         if changed.refused {
             // The wheel stops when its client closes, or when a caller-given

@@ -305,9 +305,22 @@ impl TimerTable {
 }
 
 /// Whether `wheel` runs on a manual clock that reads `deadline` or later.
-fn reached_on_manual_clock(wheel: &HashedWheelTimer, deadline: Instant) -> bool {
+pub(super) fn reached_on_manual_clock(wheel: &HashedWheelTimer, deadline: Instant) -> bool {
     let clock = wheel.clock();
     clock.as_manual().is_some() && deadline <= clock.now()
+}
+
+/// Fires what `wheel`'s manual clock has reached, if it runs on one: on a
+/// manual clock an entry fires only at an advance, so one armed after an
+/// advance passed its deadline (on another thread, between the look at
+/// the clock and the arm) would wait for another that may never come —
+/// advanced by nothing here, it fires, as the system clock's worker fires
+/// an entry armed late at once. Call with no lock held: the advance runs
+/// what is due inline.
+pub(super) fn fire_due_on_manual_clock(wheel: &HashedWheelTimer) {
+    if let Some(clock) = wheel.clock().as_manual() {
+        clock.advance(std::time::Duration::ZERO);
+    }
 }
 
 /// What the entries of a table expire into: its exchange (or a test's
