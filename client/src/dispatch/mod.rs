@@ -628,13 +628,7 @@ impl Dispatcher {
             .then(|| overrides.get(&crate::net::override_key(host)))
             .flatten();
         if let Some(addrs) = overridden {
-            let addrs: Vec<SocketAddr> = addrs
-                .iter()
-                .map(|a| match a.port() {
-                    0 => with_port(*a, port),
-                    _ => *a,
-                })
-                .collect();
+            let addrs = at_port_if_none(addrs.iter().copied(), port);
             exchange
                 .listener
                 .on_resolved(&host.to_ascii_lowercase(), &addrs);
@@ -672,13 +666,7 @@ impl Dispatcher {
                     // Port 0, as `getaddrinfo` answers (and resolvers
                     // written for reqwest, whose hyper fills the port in):
                     // the hop's port, as for an override.
-                    let addrs: Vec<SocketAddr> = addrs
-                        .into_iter()
-                        .map(|a| match a.port() {
-                            0 => with_port(a, port),
-                            _ => a,
-                        })
-                        .collect();
+                    let addrs = at_port_if_none(addrs, port);
                     exchange.listener.on_resolved(&host, &addrs);
                     then(&dispatcher, exchange, addrs);
                 }
@@ -1059,6 +1047,18 @@ enum Hop {
 pub(crate) fn with_port(mut addr: SocketAddr, port: u16) -> SocketAddr {
     addr.set_port(port);
     addr
+}
+
+/// `addrs`, those at port 0 (an override's, or a resolver's answering as
+/// `getaddrinfo` does) at `port`, the hop's.
+fn at_port_if_none(addrs: impl IntoIterator<Item = SocketAddr>, port: u16) -> Vec<SocketAddr> {
+    addrs
+        .into_iter()
+        .map(|a| match a.port() {
+            0 => with_port(a, port),
+            _ => a,
+        })
+        .collect()
 }
 
 /// The error of `exchange` when its proxy's name did not resolve.
