@@ -196,12 +196,12 @@ impl AsyncIo {
 
     /// The end held back by the last poll, if one is: given now.
     fn take_held_end(&mut self) -> Option<io::Result<()>> {
-        if !matches!(self.end_hold, EndHold::Held(_)) {
-            return None;
-        }
         match std::mem::replace(&mut self.end_hold, EndHold::Given) {
             EndHold::Held(end) => Some(end),
-            _ => None,
+            other => {
+                self.end_hold = other;
+                None
+            }
         }
     }
 
