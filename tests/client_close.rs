@@ -52,14 +52,7 @@ fn close_fails_what_is_in_flight_and_joins_every_thread() {
 
     // A pooled idle connection, and a request that resolves a name (so the
     // resolver threads start too).
-    client
-        .get(fine.url("/"))
-        .send()
-        .wait()
-        .unwrap()
-        .bytes()
-        .wait()
-        .unwrap();
+    get_bytes(&client, &fine.url("/"));
     let by_name = format!("http://localhost:{}/", fine.addr().port());
     let _ = client.get(by_name).send().wait();
 

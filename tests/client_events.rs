@@ -114,14 +114,7 @@ fn a_fresh_request_then_a_pooled_one() {
 
     // The second request takes the same connection from the pool.
     recorder.clear();
-    client
-        .get(server.url("/second"))
-        .send()
-        .wait()
-        .unwrap()
-        .bytes()
-        .wait()
-        .unwrap();
+    get_bytes(&client, &server.url("/second"));
     let events = recorder.events();
     let pooled = position(&events, "connection pooled", |e| {
         matches!(e, Event::ConnectionPooled(_))
@@ -203,14 +196,7 @@ fn the_request_listener_hears_what_the_client_listener_hears() {
     assert_eq!(names(&client_listener), names(&request_listener));
     // A request without its own listener is heard by the client's only.
     request_listener.clear();
-    client
-        .get(server.url("/"))
-        .send()
-        .wait()
-        .unwrap()
-        .bytes()
-        .wait()
-        .unwrap();
+    get_bytes(&client, &server.url("/"));
     assert!(request_listener.events().is_empty());
     client.close();
 }

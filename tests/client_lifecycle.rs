@@ -86,14 +86,7 @@ fn cancel_after_completion_changes_nothing() {
     assert_eq!(future.wait().unwrap().text().wait().unwrap(), "done");
     // The connection went back to the pool untouched.
     assert_eq!(client.stats().idle_connections, 1);
-    client
-        .get(server.url("/"))
-        .send()
-        .wait()
-        .unwrap()
-        .bytes()
-        .wait()
-        .unwrap();
+    get_bytes(&client, &server.url("/"));
     assert_eq!(server.connections_accepted(), 1);
     client.close();
 }

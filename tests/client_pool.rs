@@ -77,14 +77,7 @@ fn keep_alive_off_asks_for_close_and_never_reuses() {
         .build()
         .unwrap();
     for _ in 0..3 {
-        client
-            .get(server.url("/"))
-            .send()
-            .wait()
-            .unwrap()
-            .bytes()
-            .wait()
-            .unwrap();
+        get_bytes(&client, &server.url("/"));
     }
     assert_eq!(server.connections_accepted(), 3);
     assert!(server

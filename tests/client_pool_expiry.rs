@@ -29,26 +29,12 @@ fn an_idle_connection_is_closed_once_its_idle_timeout_passes() {
     let server = TestServer::respond(|_| ok("hi"));
     let clock = ManualClock::new();
     let client = client(&clock, Duration::from_secs(30), Duration::ZERO);
-    client
-        .get(server.url("/"))
-        .send()
-        .wait()
-        .unwrap()
-        .bytes()
-        .wait()
-        .unwrap();
+    get_bytes(&client, &server.url("/"));
     assert_eq!(client.stats().idle_connections, 1);
 
     clock.advance(Duration::from_secs(29));
     // Still pooled: a request now reuses it.
-    client
-        .get(server.url("/"))
-        .send()
-        .wait()
-        .unwrap()
-        .bytes()
-        .wait()
-        .unwrap();
+    get_bytes(&client, &server.url("/"));
     assert_eq!(server.connections_accepted(), 1);
 
     // Idle again from now; the cleaner (every second at most) evicts it once
@@ -59,14 +45,7 @@ fn an_idle_connection_is_closed_once_its_idle_timeout_passes() {
         "the idle connection was not closed"
     );
     assert!(eventually(WAIT, || client.stats().open_connections == 0));
-    client
-        .get(server.url("/"))
-        .send()
-        .wait()
-        .unwrap()
-        .bytes()
-        .wait()
-        .unwrap();
+    get_bytes(&client, &server.url("/"));
     assert_eq!(server.connections_accepted(), 2);
     client.close();
 }
@@ -76,23 +55,9 @@ fn a_connection_is_not_reused_past_its_time_to_live() {
     let server = TestServer::respond(|_| ok("hi"));
     let clock = ManualClock::new();
     let client = client(&clock, Duration::from_secs(600), Duration::from_secs(10));
-    client
-        .get(server.url("/"))
-        .send()
-        .wait()
-        .unwrap()
-        .bytes()
-        .wait()
-        .unwrap();
+    get_bytes(&client, &server.url("/"));
     clock.advance(Duration::from_secs(5));
-    client
-        .get(server.url("/"))
-        .send()
-        .wait()
-        .unwrap()
-        .bytes()
-        .wait()
-        .unwrap();
+    get_bytes(&client, &server.url("/"));
     assert_eq!(
         server.connections_accepted(),
         1,
@@ -105,14 +70,7 @@ fn a_connection_is_not_reused_past_its_time_to_live() {
         server.wait_for_open(0, WAIT),
         "the expired connection was not closed"
     );
-    client
-        .get(server.url("/"))
-        .send()
-        .wait()
-        .unwrap()
-        .bytes()
-        .wait()
-        .unwrap();
+    get_bytes(&client, &server.url("/"));
     assert_eq!(server.connections_accepted(), 2);
     client.close();
 }
@@ -170,17 +128,6 @@ fn server_announcing(keep_alive: &'static str) -> TestServer {
     TestServer::respond(move |_| response(200, &[("Keep-Alive", keep_alive)], b"hi"))
 }
 
-fn get(client: &Client, server: &TestServer) {
-    client
-        .get(server.url("/"))
-        .send()
-        .wait()
-        .unwrap()
-        .bytes()
-        .wait()
-        .unwrap();
-}
-
 /// `Keep-Alive: timeout=5` is the server saying it closes a connection
 /// idle for 5 s (nginx's `keepalive_timeout`, Apache's): a request sent on
 /// it about then races the close. The pool keeps it 1 s less than that,
@@ -190,14 +137,14 @@ fn a_connection_is_not_reused_past_the_servers_keep_alive_timeout() {
     let server = server_announcing("timeout=5, max=100");
     let clock = ManualClock::new();
     let client = client(&clock, Duration::from_secs(90), Duration::ZERO);
-    get(&client, &server);
+    get_bytes(&client, &server.url("/"));
     clock.advance(Duration::from_secs(3));
-    get(&client, &server);
+    get_bytes(&client, &server.url("/"));
     assert_eq!(server.connections_accepted(), 1, "reused within 4 s");
 
     // Idle 4 s: the server's 5 s less the margin.
     clock.advance(Duration::from_secs(4));
-    get(&client, &server);
+    get_bytes(&client, &server.url("/"));
     assert_eq!(
         server.connections_accepted(),
         2,
@@ -213,9 +160,9 @@ fn a_longer_keep_alive_timeout_leaves_the_clients_idle_timeout() {
     let server = server_announcing("timeout=600");
     let clock = ManualClock::new();
     let client = client(&clock, Duration::from_secs(30), Duration::ZERO);
-    get(&client, &server);
+    get_bytes(&client, &server.url("/"));
     clock.advance(Duration::from_secs(31));
-    get(&client, &server);
+    get_bytes(&client, &server.url("/"));
     assert_eq!(server.connections_accepted(), 2);
     client.close();
 }
@@ -229,9 +176,9 @@ fn a_keep_alive_with_no_time_or_requests_left_is_not_pooled() {
         let server = server_announcing(keep_alive);
         let clock = ManualClock::new();
         let client = client(&clock, Duration::from_secs(90), Duration::ZERO);
-        get(&client, &server);
+        get_bytes(&client, &server.url("/"));
         assert_eq!(client.stats().idle_connections, 0, "{keep_alive}");
-        get(&client, &server);
+        get_bytes(&client, &server.url("/"));
         assert_eq!(server.connections_accepted(), 2, "{keep_alive}");
         client.close();
     }
@@ -254,7 +201,7 @@ fn a_connection_carries_no_more_requests_than_keep_alive_max_allows() {
     let clock = ManualClock::new();
     let client = client(&clock, Duration::from_secs(90), Duration::ZERO);
     for _ in 0..4 {
-        get(&client, &server);
+        get_bytes(&client, &server.url("/"));
     }
     let mut per_connection = [0; 4];
     for request in server.requests() {
@@ -281,21 +228,21 @@ fn a_malformed_keep_alive_is_ignored_and_its_parameters_read_in_any_order() {
         let server = server_announcing(keep_alive);
         let clock = ManualClock::new();
         let client = client(&clock, Duration::from_secs(90), Duration::ZERO);
-        get(&client, &server);
+        get_bytes(&client, &server.url("/"));
         clock.advance(Duration::from_secs(60));
-        get(&client, &server);
+        get_bytes(&client, &server.url("/"));
         assert_eq!(server.connections_accepted(), 1, "{keep_alive}");
         client.close();
     }
     let server = server_announcing("MAX=5 , Timeout = 3");
     let clock = ManualClock::new();
     let client = client(&clock, Duration::from_secs(90), Duration::ZERO);
-    get(&client, &server);
+    get_bytes(&client, &server.url("/"));
     clock.advance(Duration::from_millis(1500));
-    get(&client, &server);
+    get_bytes(&client, &server.url("/"));
     assert_eq!(server.connections_accepted(), 1, "reused within 2 s");
     clock.advance(Duration::from_secs(2));
-    get(&client, &server);
+    get_bytes(&client, &server.url("/"));
     assert_eq!(server.connections_accepted(), 2, "idle 2 s: Timeout = 3");
     client.close();
 }
@@ -313,7 +260,7 @@ fn a_connection_past_the_servers_keep_alive_timeout_is_closed_without_an_idle_ti
     let server = server_announcing("timeout=5");
     let clock = ManualClock::new();
     let client = client(&clock, Duration::ZERO, Duration::ZERO);
-    get(&client, &server);
+    get_bytes(&client, &server.url("/"));
     assert_eq!(client.stats().idle_connections, 1);
     clock.advance(Duration::from_secs(10));
     assert!(
@@ -335,9 +282,9 @@ fn the_cleaner_stops_once_no_idle_connection_has_a_servers_limit() {
     let unlimited = TestServer::respond(|_| ok("hi"));
     let clock = ManualClock::new();
     let client = client(&clock, Duration::ZERO, Duration::ZERO);
-    get(&client, &unlimited);
+    get_bytes(&client, &unlimited.url("/"));
     assert_eq!(client.stats().pool_cleaner_armed, 0, "no limit yet");
-    get(&client, &limited);
+    get_bytes(&client, &limited.url("/"));
     assert_eq!(client.stats().idle_connections, 2);
     clock.advance(Duration::from_secs(10));
     assert!(limited.wait_for_open(0, WAIT), "{:?}", client.stats());

@@ -262,6 +262,18 @@ pub fn untimed_client() -> tickless::Client {
         .expect("client")
 }
 
+/// GETs `url` with `client` and reads the whole body; both must succeed.
+pub fn get_bytes(client: &tickless::Client, url: &str) -> tickless::Bytes {
+    client
+        .get(url)
+        .send()
+        .wait()
+        .unwrap()
+        .bytes()
+        .wait()
+        .unwrap()
+}
+
 /// Polls `cond` (every millisecond) until it holds; false after `timeout`.
 /// For state that has no blocking wait, such as client statistics updated
 /// by a task posted to a loop.
