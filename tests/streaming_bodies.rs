@@ -2509,11 +2509,10 @@ fn an_upload_after_a_whole_2xx_stops_when_the_body_is_dropped() {
     response.body_mut().read_exact(&mut answer).unwrap();
     assert_eq!(&answer, b"ok");
     drop(response);
-    assert!(
-        eventually(WAIT, || client.stats().open_connections == 0
-            && dropped.load(Ordering::SeqCst)),
-        "the upload went on after the body was dropped: {:?}",
-        client.stats()
+    assert_upload_let_go(
+        &client,
+        &dropped,
+        "the upload went on after the body was dropped",
     );
     client.close();
 }
@@ -2543,12 +2542,7 @@ fn an_upload_after_a_whole_2xx_stops_at_bytes_past_it_or_the_streams_end() {
         let (client, response, dropped) = endless_put(&server);
         assert_eq!(response.status(), 200, "{past}");
         assert_eq!(response.text().wait().unwrap(), "ok", "{past}");
-        assert!(
-            eventually(WAIT, || client.stats().open_connections == 0
-                && dropped.load(Ordering::SeqCst)),
-            "{past}: {:?}",
-            client.stats()
-        );
+        assert_upload_let_go(&client, &dropped, past);
         client.close();
     }
 }
@@ -2706,12 +2700,7 @@ fn a_whole_2xx_that_ends_with_the_stream_is_not_held_for_the_upload() {
         assert_eq!(response.status(), 200, "{framing}");
         let text = within(framing, WAIT, move || response.text().wait());
         assert_eq!(text.unwrap(), "ok", "{framing}");
-        assert!(
-            eventually(WAIT, || client.stats().open_connections == 0
-                && dropped.load(Ordering::SeqCst)),
-            "{framing}: {:?}",
-            client.stats()
-        );
+        assert_upload_let_go(&client, &dropped, framing);
         let _ = done.send(());
         client.close();
     }
@@ -2927,6 +2916,17 @@ fn bytes_past_a_held_answer_under_its_bodys_mark_are_never_the_next_answer() {
     server.join().unwrap();
 }
 
+/// The upload's connection closes and its source is dropped (`dropped`
+/// set), or the test fails saying `what` went on.
+fn assert_upload_let_go(client: &tickless::Client, dropped: &AtomicBool, what: &str) {
+    assert!(
+        eventually(WAIT, || client.stats().open_connections == 0
+            && dropped.load(Ordering::SeqCst)),
+        "{what}: {:?}",
+        client.stats()
+    );
+}
+
 /// An async body of four [`PIECE`]s, then pending for ever (it keeps no
 /// waker: nothing of it wakes its connection again); its flag set when it
 /// is dropped.
@@ -3009,11 +3009,10 @@ fn an_upload_after_a_whole_2xx_stops_at_bytes_that_came_with_its_end() {
     }));
     let (client, response, dropped) = four_pieces_then_pending_put(&server);
     assert_eq!(response.status(), 200);
-    assert!(
-        eventually(WAIT, || client.stats().open_connections == 0
-            && dropped.load(Ordering::SeqCst)),
-        "the upload went on after bytes past its answer: {:?}",
-        client.stats()
+    assert_upload_let_go(
+        &client,
+        &dropped,
+        "the upload went on after bytes past its answer",
     );
     assert_eq!(response.bytes().wait().unwrap().len(), ANSWER);
     client.close();
@@ -3055,11 +3054,10 @@ fn a_close_framed_2xx_ends_at_the_close_that_comes_after_its_bytes_mid_upload() 
     step.send(()).unwrap();
     let rest = within("the answer's end", WAIT, move || response.text().wait());
     assert_eq!(rest.unwrap(), "");
-    assert!(
-        eventually(WAIT, || client.stats().open_connections == 0
-            && dropped.load(Ordering::SeqCst)),
-        "the upload went on after the server's close: {:?}",
-        client.stats()
+    assert_upload_let_go(
+        &client,
+        &dropped,
+        "the upload went on after the server's close",
     );
     client.close();
 }
