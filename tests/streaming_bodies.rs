@@ -2302,20 +2302,11 @@ fn answers_whole_then_reads_on(uploads: UploadsRead) -> TestServer {
         let mut buf = vec![0; 256 * 1024];
         if chunked {
             // Until the last chunk (the body's bytes are all `r`).
-            let mut tail = first;
-            while !tail.ends_with(b"\r\n0\r\n\r\n") {
-                match stream.read(&mut buf) {
-                    Ok(n @ 1..) => {
-                        read += n;
-                        tail.extend_from_slice(&buf[..n]);
-                        let keep = tail.len().saturating_sub(16);
-                        tail.drain(..keep);
-                    }
-                    _ => {
-                        uploads.lock().unwrap().push(read);
-                        return;
-                    }
-                }
+            let (more, whole) = read_to_last_chunk(&mut stream, first);
+            read += more;
+            if !whole {
+                uploads.lock().unwrap().push(read);
+                return;
             }
         } else {
             while read < length {
@@ -2805,16 +2796,7 @@ fn stray_bytes_after_a_held_answer(
         stray_sent.send(()).unwrap();
         steps.recv_timeout(WAIT).unwrap();
         // Until the last chunk (the body's bytes are all `s`), or the end.
-        let mut buf = vec![0; 64 * 1024];
-        while !tail.ends_with(b"\r\n0\r\n\r\n") {
-            match stream.read(&mut buf) {
-                Ok(n @ 1..) => {
-                    tail.extend_from_slice(&buf[..n]);
-                    tail.drain(..tail.len().saturating_sub(16));
-                }
-                _ => break,
-            }
-        }
+        read_to_last_chunk(&mut stream, tail);
         let (mut fresh, _) = listener.accept().unwrap();
         RequestReader::new(1).read_request(&mut fresh).unwrap();
         fresh.write_all(&ok("fresh")).unwrap();

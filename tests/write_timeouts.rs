@@ -544,20 +544,7 @@ fn over_tls_an_upload_after_a_whole_2xx_that_waits_on_its_source_is_no_write_tim
         // Nothing more until well past the write timeout; then the rest.
         thread::sleep((timeout * 2).saturating_sub(answered.elapsed()));
         server_fast.store(true, Ordering::SeqCst);
-        let mut tail = Vec::new();
-        let whole = loop {
-            match stream.read(&mut buf) {
-                Ok(n @ 1..) => {
-                    tail.extend_from_slice(&buf[..n]);
-                    if tail.ends_with(b"\r\n0\r\n\r\n") {
-                        break true;
-                    }
-                    let keep = tail.len().saturating_sub(16);
-                    tail.drain(..keep);
-                }
-                _ => break false,
-            }
-        };
+        let (_, whole) = read_to_last_chunk(&mut stream, Vec::new());
         // The stream too: open until the test has looked at the pool.
         (whole, stream)
     });

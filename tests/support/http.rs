@@ -351,6 +351,27 @@ pub fn drain(stream: &mut TcpStream) {
     }
 }
 
+/// Reads `stream` until the last chunk of a chunked body (a chunk's CRLF,
+/// then `0\r\n\r\n`: no trailers), its end or a failure, `tail` being
+/// what was read of the body before: the bytes read here, and whether the
+/// last chunk came. Keeps only the body's last bytes, however long.
+pub fn read_to_last_chunk(stream: &mut impl Read, mut tail: Vec<u8>) -> (usize, bool) {
+    const LAST_CHUNK: &[u8] = b"\r\n0\r\n\r\n";
+    let mut buf = vec![0; 64 * 1024];
+    let mut read = 0;
+    while !tail.ends_with(LAST_CHUNK) {
+        match stream.read(&mut buf) {
+            Ok(n @ 1..) => {
+                read += n;
+                tail.extend_from_slice(&buf[..n]);
+                tail.drain(..tail.len().saturating_sub(LAST_CHUNK.len()));
+            }
+            _ => return (read, false),
+        }
+    }
+    (read, true)
+}
+
 /// Standard reason phrase for common status codes ("" otherwise).
 pub fn reason(status: u16) -> &'static str {
     match status {

@@ -40,8 +40,8 @@ pub use exec::{
     block_on, block_on_counting, block_on_counting_after_first_poll, example_binary, BlockOnStats,
 };
 pub use http::{
-    chunked, content_length, drain, ok, parse_request, read_head, reason, response,
-    response_closes, Parsed, ReadEnd, RecordedRequest, RequestReader,
+    chunked, content_length, drain, ok, parse_request, read_head, read_to_last_chunk, reason,
+    response, response_closes, Parsed, ReadEnd, RecordedRequest, RequestReader,
 };
 
 use std::collections::HashMap;
