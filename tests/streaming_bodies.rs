@@ -2155,17 +2155,6 @@ fn a_connection_whose_upload_was_whole_by_its_length_is_reused() {
 // that came while the head was still going sent the body all the same; a
 // 2xx that came whole while a streamed upload went on cut the upload.
 
-/// A listener whose connections take little unread: a receive buffer of 16
-/// KiB, inherited by what it accepts, so a client writing more than its own
-/// send buffer holds (4 MiB at most here) waits on the server.
-fn small_buffered_listener() -> std::net::TcpListener {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    socket2::SockRef::from(&listener)
-        .set_recv_buffer_size(16 << 10)
-        .unwrap();
-    listener
-}
-
 /// A head of `Expect: 100-continue` larger than the socket buffers hold on
 /// the way (8 MiB of headers), so that it is still going out when the
 /// answer comes.
@@ -2777,10 +2766,7 @@ fn stray_bytes_after_a_held_answer(
     steps: std::sync::mpsc::Receiver<()>,
     stray_sent: std::sync::mpsc::Sender<()>,
 ) -> (std::net::SocketAddr, thread::JoinHandle<()>) {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let socket = socket2::SockRef::from(&listener);
-    socket.set_recv_buffer_size(16 << 10).unwrap();
-    socket.set_tcp_mss(536).unwrap();
+    let listener = small_buffered_listener();
     let addr = listener.local_addr().unwrap();
     let server = thread::spawn(move || {
         let (mut stream, _) = listener.accept().unwrap();

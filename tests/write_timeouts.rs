@@ -9,7 +9,6 @@ mod support;
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread;
@@ -110,34 +109,6 @@ fn read_slowly(mut stream: impl Read + Write, body: usize, piece: usize) -> Dura
         .unwrap();
     stream.flush().unwrap();
     took
-}
-
-/// A listener whose connections buffer little: a small receive buffer,
-/// and small segments (loopback's are 64 KiB, and the sender's buffer
-/// grows with them to megabytes). Both are inherited from the listener.
-/// An upload then waits on the server from its first few dozen KiB, and
-/// the socket signals room often.
-fn small_buffered_listener() -> TcpListener {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    for (level, option, value) in [
-        (libc::SOL_SOCKET, libc::SO_RCVBUF, 16 << 10),
-        (libc::IPPROTO_TCP, libc::TCP_MAXSEG, 536),
-    ] {
-        let value: libc::c_int = value;
-        // SAFETY: the listener's fd is open for the call, and the option
-        // value points at a c_int of the length given, alive across it.
-        let set = unsafe {
-            libc::setsockopt(
-                listener.as_raw_fd(),
-                level,
-                option,
-                (&value as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        assert_eq!(set, 0, "{}", std::io::Error::last_os_error());
-    }
-    listener
 }
 
 #[test]

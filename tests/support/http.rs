@@ -471,3 +471,16 @@ pub fn response_closes(bytes: &[u8]) -> bool {
         })
     })
 }
+
+/// A listener whose connections buffer little: a receive buffer of 16 KiB
+/// and segments of 536 bytes (loopback's are 64 KiB, and a sender's buffer
+/// grows with them to megabytes), both inherited by what it accepts. A
+/// client writing more than its own send buffer holds then waits on the
+/// server from its first few dozen KiB, and its socket signals room often.
+pub fn small_buffered_listener() -> std::net::TcpListener {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let socket = socket2::SockRef::from(&listener);
+    socket.set_recv_buffer_size(16 << 10).unwrap();
+    socket.set_tcp_mss(536).unwrap();
+    listener
+}

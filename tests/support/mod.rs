@@ -41,7 +41,8 @@ pub use exec::{
 };
 pub use http::{
     chunked, content_length, drain, ok, parse_request, read_head, read_to_last_chunk, reason,
-    response, response_closes, Parsed, ReadEnd, RecordedRequest, RequestReader,
+    response, response_closes, small_buffered_listener, Parsed, ReadEnd, RecordedRequest,
+    RequestReader,
 };
 
 use std::collections::HashMap;
