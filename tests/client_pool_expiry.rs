@@ -128,15 +128,17 @@ fn server_announcing(keep_alive: &'static str) -> TestServer {
     TestServer::respond(move |_| response(200, &[("Keep-Alive", keep_alive)], b"hi"))
 }
 
+/// A `Keep-Alive` header, the client's idle timeout (s), and steps: how
+/// long the connection idles (ms), the connections accepted after.
+type KeepAliveRow = (&'static str, u64, &'static [(u64, usize)]);
+
 /// `Keep-Alive: timeout=5` is the server saying it closes a connection
 /// idle for 5 s (nginx's `keepalive_timeout`, Apache's): a request sent on
 /// it about then races the close. The pool keeps it 1 s less than that,
 /// the client's own idle timeout notwithstanding — which the server's
 /// shortens, never lengthens. Parameters come in any order and case; a
 /// `Keep-Alive` the client cannot read says nothing: the client's own idle
-/// timeout holds. Each row: the header, the client's idle timeout (s),
-/// then steps — how long the connection idles (ms), and the connections
-/// the server has accepted after the next request.
+/// timeout holds. Each row a [`KeepAliveRow`].
 #[test]
 fn a_servers_keep_alive_timeout_shortens_the_clients_idle_timeout_and_one_unread_says_nothing() {
     let malformed = [
@@ -149,7 +151,7 @@ fn a_servers_keep_alive_timeout_shortens_the_clients_idle_timeout_and_one_unread
         "max=1",
         "foo=1, bar",
     ];
-    let read: [(&str, u64, &[(u64, usize)]); 3] = [
+    let read: [KeepAliveRow; 3] = [
         // Reused within 4 s; idle 4 s, the server's 5 s less the margin, not.
         ("timeout=5, max=100", 90, &[(3000, 1), (4000, 2)]),
         ("timeout=600", 30, &[(31_000, 2)]),
