@@ -10,6 +10,7 @@ use std::io::Read;
 use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
+use support::h2_server::{answer, H2Server};
 use support::*;
 
 const CEILING: Duration = Duration::from_secs(30);
@@ -85,6 +86,50 @@ fn a_sequential_callers_requests_are_driven_by_the_caller() {
         "{sent_here_per_try:?} of {ROUNDS} requests sent from the caller's thread, per try"
     );
     assert_eq!(server.connections_accepted(), 1);
+    client.close();
+}
+
+/// The same over one HTTP/2 connection: a request for a stream of a
+/// shared connection does not wake the idle loop's thread either (it did:
+/// the thread took the loop back for each request, and the caller slept
+/// on a condition variable for its answer — two futex wake-ups and two
+/// switches a request), so the caller sends it when it drives. "Most", and
+/// tries, as above.
+#[test]
+fn a_sequential_callers_http2_requests_are_driven_by_the_caller() {
+    let server = H2Server::start(|stream| answer(stream, 200, b"over h2"));
+    let recorder = Recorder::new();
+    let client = tickless::Client::builder()
+        .event_loops(1)
+        .http2_prior_knowledge()
+        .listener(recorder.clone())
+        .build()
+        .expect("client");
+    const ROUNDS: usize = 60;
+    const TRIES: usize = 5;
+    let me = thread::current().id();
+    let mut sent_here_per_try = Vec::new();
+    for _ in 0..TRIES {
+        let events_before = recorder.events().len();
+        for _ in 0..ROUNDS {
+            let response = client.get(server.url("/")).send().wait().unwrap();
+            assert_eq!(response.text().wait().unwrap(), "over h2");
+        }
+        let sent_here = recorder.events()[events_before..]
+            .iter()
+            .filter(|(e, on)| matches!(e, Event::RequestSent(_)) && *on == me)
+            .count();
+        sent_here_per_try.push(sent_here);
+        if sent_here >= ROUNDS / 2 {
+            break;
+        }
+    }
+    assert!(
+        sent_here_per_try
+            .iter()
+            .any(|&sent_here| sent_here >= ROUNDS / 2),
+        "{sent_here_per_try:?} of {ROUNDS} requests sent from the caller's thread, per try"
+    );
     client.close();
 }
 

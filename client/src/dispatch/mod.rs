@@ -516,20 +516,13 @@ impl Dispatcher {
         let source = shared.conn.source;
         let id = shared.id;
         let task_exchange = exchange.clone();
-        // Sent from a loop's thread (a listener there, most likely, which
-        // may wait for it next): its home is known now, not once the task
-        // has run — which it cannot while that thread waits on that loop.
-        // Elsewhere the lock is not taken: the task runs before the loop
-        // tells anything of a later turn.
-        if crate::event_loop::on_any_loop() {
-            exchange.bound_for(&shared.conn.event_loop);
-        }
-        let posted = shared.conn.event_loop.execute(move |cx| {
+        let task = Box::new(move |cx: &mut crate::event_loop::LoopContext<'_>| {
             if let Err(exchange) = conn::start_on_shared(cx, source, task_exchange) {
                 owner.unshare(exchange.route(), id);
                 owner.redispatch(exchange, true);
             }
         });
+        let posted = exchange.post_for_driver(&shared.conn.event_loop, task);
         if posted.is_err() {
             exchange.finish_err(Error::ClientClosed);
         }

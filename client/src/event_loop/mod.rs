@@ -212,8 +212,9 @@ struct Timers {
 /// next driver, or for the thread, at most two graces after the last
 /// release.
 ///
-/// A request posted for an idle connection of an idle loop does not wake
-/// it (`execute_for_driver`): its caller will drive, or a
+/// A request posted for an idle connection of an idle loop, or for a
+/// stream of a shared HTTP/2 connection there, does not wake it
+/// (`execute_for_driver`): its caller will drive, or a
 /// poll of its future wakes the thread (`wake_if_idle`), or
 /// the grace ends. Any other task, a deadline that comes before the
 /// thread's wake-up, or a shutdown wakes an idle loop's thread at once.

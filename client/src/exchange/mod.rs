@@ -1174,7 +1174,8 @@ impl Exchange {
     }
 
     /// Its request is posted to `event_loop` for an idle connection there
-    /// (the pooled path): that loop is not woken for it if idle, since
+    /// (the pooled path) or a stream of a shared HTTP/2 connection there:
+    /// that loop is not woken for it if idle, since
     /// this exchange's caller is expected to drive it — by waiting — or
     /// else a poll of its future wakes it (see [`poll_head`](Self::poll_head)).
     pub(crate) fn post_for_driver(
