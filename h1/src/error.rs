@@ -92,7 +92,8 @@ pub enum DecodeError {
     ContentLengthWithTransferEncoding,
     /// `Transfer-Encoding` names `chunked` after other codings (which would
     /// have to be undone to find the body's end), or twice, or with
-    /// parameters (`chunked;x=1`), or nothing.
+    /// parameters (`chunked;x=1`), or nothing, or a coding whose name is
+    /// not a token (`"chunked"`).
     #[error("unknown transfer coding {0:?} (only \"chunked\" is supported)")]
     UnknownTransferCoding(String),
     /// A chunk-size line does not start with hex digits, holds a stray byte,

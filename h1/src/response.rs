@@ -563,7 +563,9 @@ pub fn content_length(headers: &HeaderMap) -> Result<Option<u64>, DecodeError> {
 /// (`chunked;x=1`: it defines none, and RFC 9112 §7.1 has their presence
 /// treated as an error) — taken as a coding other than `chunked`, such a
 /// field would frame the body by the close and hand out the chunk framing
-/// as body bytes.
+/// as body bytes. So is a coding whose name is not a token (RFC 9112
+/// §7: `"chunked"` quoted, `chun ked`): it names no coding, and a reader
+/// that unquotes it would frame the body as chunked.
 fn transfer_framing(headers: &HeaderMap) -> Result<BodyKind, DecodeError> {
     let codings: Vec<&[u8]> = headers
         .get_all(TRANSFER_ENCODING)
@@ -572,14 +574,19 @@ fn transfer_framing(headers: &HeaderMap) -> Result<BodyKind, DecodeError> {
         .map(<[u8]>::trim_ascii)
         .filter(|c| !c.is_empty())
         .collect();
-    // A transfer-coding is a name, then maybe `;` and parameters.
-    let names_chunked = |c: &&[u8]| {
-        let name = c.split(|&b| b == b';').next().unwrap_or_default();
-        name.trim_ascii().eq_ignore_ascii_case(b"chunked")
-    };
+    // A transfer-coding is a name (a token), then maybe `;` and parameters.
+    fn name_of(coding: &[u8]) -> &[u8] {
+        let name = coding.split(|&b| b == b';').next().unwrap_or_default();
+        name.trim_ascii()
+    }
+    let names_chunked = |c: &&[u8]| name_of(c).eq_ignore_ascii_case(b"chunked");
+    let all_named = codings.iter().all(|c| {
+        let name = name_of(c);
+        !name.is_empty() && name.iter().all(|&b| is_tchar(b))
+    });
     match codings.as_slice() {
         [only] if only.eq_ignore_ascii_case(b"chunked") => Ok(BodyKind::Chunked),
-        [_, ..] if !codings.iter().any(names_chunked) => Ok(BodyKind::Eof),
+        [_, ..] if all_named && !codings.iter().any(names_chunked) => Ok(BodyKind::Eof),
         _ => {
             let all: Vec<String> = headers
                 .get_all(TRANSFER_ENCODING)
