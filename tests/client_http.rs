@@ -265,6 +265,38 @@ fn head_with_content_length_has_no_body() {
     client.close();
 }
 
+/// A HEAD or 304 answer has no body whatever its `Content-Length` fields
+/// say, so differing ones do not fail it; but they show a broken sender,
+/// so its connection is not reused.
+#[test]
+fn bodiless_answers_with_conflicting_lengths_succeed_on_a_connection_not_reused() {
+    let server = TestServer::respond(|request| match request.target.as_str() {
+        "/cached" => response(304, &[("Content-Length", "5, 7")], b""),
+        _ if request.method == "HEAD" => response(
+            200,
+            &[("Content-Length", "5"), ("Content-Length", "7")],
+            b"",
+        ),
+        _ => ok("after"),
+    });
+    let client = client();
+    let head = client
+        .request(http::Method::HEAD, server.url("/"))
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(head.status(), 200);
+    assert!(head.bytes().wait().unwrap().is_empty());
+    let not_modified = client.get(server.url("/cached")).send().wait().unwrap();
+    assert_eq!(not_modified.status(), 304);
+    assert!(not_modified.bytes().wait().unwrap().is_empty());
+    assert_eq!(get_bytes(&client, &server.url("/")), "after");
+    // Each answer with conflicting lengths closed its connection.
+    assert_eq!(server.connections_accepted(), 3);
+    assert_settles(&client, WAIT);
+    client.close();
+}
+
 #[test]
 fn no_content_204_has_no_body_and_keeps_the_connection() {
     let server = TestServer::respond(|request| {

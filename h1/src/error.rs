@@ -71,10 +71,13 @@ pub enum DecodeError {
         /// The limit.
         limit: usize,
     },
-    /// A `Content-Length` value is not a decimal number fitting in 64 bits.
+    /// A `Content-Length` value is not a decimal number fitting in 64 bits,
+    /// in a response with a body (in one without, HEAD's, a 204's or a
+    /// 304's, it ends the response and the connection).
     #[error("invalid Content-Length value")]
     InvalidContentLength,
-    /// Two different `Content-Length` values.
+    /// Two different `Content-Length` values, in a response with a body (in
+    /// one without, it ends the response and the connection).
     #[error("conflicting Content-Length values {first} and {second}")]
     ConflictingContentLength {
         /// The first value seen.
@@ -82,12 +85,15 @@ pub enum DecodeError {
         /// The first value differing from it.
         second: u64,
     },
-    /// Both `Content-Length` and `Transfer-Encoding` (a request smuggling vector).
+    /// Both `Content-Length` and `Transfer-Encoding` (a request smuggling
+    /// vector), in a response with a body (in one without, it ends the
+    /// response and the connection).
     #[error("both Content-Length and Transfer-Encoding in a response")]
     ContentLengthWithTransferEncoding,
     /// `Transfer-Encoding` names `chunked` after other codings (which would
     /// have to be undone to find the body's end), or twice, or with
-    /// parameters (`chunked;x=1`), or nothing.
+    /// parameters (`chunked;x=1`), or nothing, or a coding whose name is
+    /// not a token (`"chunked"`).
     #[error("unknown transfer coding {0:?} (only \"chunked\" is supported)")]
     UnknownTransferCoding(String),
     /// A chunk-size line does not start with hex digits, holds a stray byte,

@@ -463,11 +463,8 @@ pub(crate) fn framing(
     limits: &Limits,
 ) -> Result<(BodyKind, bool), DecodeError> {
     let headers = &head.headers;
-    let content_length = content_length(headers)?;
+    let content_length = content_length(headers);
     let has_te = headers.contains_key(TRANSFER_ENCODING);
-    if has_te && content_length.is_some() {
-        return Err(DecodeError::ContentLengthWithTransferEncoding);
-    }
 
     let close = has_connection_token(headers, b"close");
     // An HTTP/1.0 message with `Transfer-Encoding` (unknown to 1.0) was
@@ -484,9 +481,33 @@ pub(crate) fn framing(
         || head.status.is_informational()
         || head.status == StatusCode::NO_CONTENT
         || head.status == StatusCode::NOT_MODIFIED;
-    let kind = if bodiless {
-        BodyKind::Length(0)
-    } else if has_te {
+    if bodiless {
+        // No body, whatever the framing fields say (RFC 9112 §6.3 rule 1,
+        // which comes before the rules that read them): the head's empty
+        // line ends the response, so fields that could frame no body — a
+        // `Content-Length` that is not a number, differing ones, one
+        // beside `Transfer-Encoding` — do not fail it, as they do not in
+        // curl or hyper. Unlike them, the connection is then not reused:
+        // such fields come from a broken sender, or from a chain of
+        // proxies that disagree on framing, and one of them may have
+        // taken a length as a body it forwards after this head — bytes a
+        // reused connection would read as the next request's response.
+        // Closing costs one connection per such (rare) response.
+        let framing_sound = match content_length {
+            Ok(None) => true,
+            Ok(Some(_)) => !has_te,
+            Err(_) => false,
+        };
+        return Ok((BodyKind::Length(0), keep_alive && framing_sound));
+    }
+    // A body follows: its framing must be unambiguous, or the response
+    // would end where one reader (a proxy, this client) says and not
+    // where another does — the stuff of request smuggling.
+    let content_length = content_length?;
+    if has_te && content_length.is_some() {
+        return Err(DecodeError::ContentLengthWithTransferEncoding);
+    }
+    let kind = if has_te {
         let kind = transfer_framing(headers)?;
         if kind == BodyKind::Eof {
             keep_alive = false;
@@ -542,7 +563,9 @@ pub fn content_length(headers: &HeaderMap) -> Result<Option<u64>, DecodeError> {
 /// (`chunked;x=1`: it defines none, and RFC 9112 §7.1 has their presence
 /// treated as an error) — taken as a coding other than `chunked`, such a
 /// field would frame the body by the close and hand out the chunk framing
-/// as body bytes.
+/// as body bytes. So is a coding whose name is not a token (RFC 9112
+/// §7: `"chunked"` quoted, `chun ked`): it names no coding, and a reader
+/// that unquotes it would frame the body as chunked.
 fn transfer_framing(headers: &HeaderMap) -> Result<BodyKind, DecodeError> {
     let codings: Vec<&[u8]> = headers
         .get_all(TRANSFER_ENCODING)
@@ -551,14 +574,19 @@ fn transfer_framing(headers: &HeaderMap) -> Result<BodyKind, DecodeError> {
         .map(<[u8]>::trim_ascii)
         .filter(|c| !c.is_empty())
         .collect();
-    // A transfer-coding is a name, then maybe `;` and parameters.
-    let names_chunked = |c: &&[u8]| {
-        let name = c.split(|&b| b == b';').next().unwrap_or_default();
-        name.trim_ascii().eq_ignore_ascii_case(b"chunked")
-    };
+    // A transfer-coding is a name (a token), then maybe `;` and parameters.
+    fn name_of(coding: &[u8]) -> &[u8] {
+        let name = coding.split(|&b| b == b';').next().unwrap_or_default();
+        name.trim_ascii()
+    }
+    let names_chunked = |c: &&[u8]| name_of(c).eq_ignore_ascii_case(b"chunked");
+    let all_named = codings.iter().all(|c| {
+        let name = name_of(c);
+        !name.is_empty() && name.iter().all(|&b| is_tchar(b))
+    });
     match codings.as_slice() {
         [only] if only.eq_ignore_ascii_case(b"chunked") => Ok(BodyKind::Chunked),
-        [_, ..] if !codings.iter().any(names_chunked) => Ok(BodyKind::Eof),
+        [_, ..] if all_named && !codings.iter().any(names_chunked) => Ok(BodyKind::Eof),
         _ => {
             let all: Vec<String> = headers
                 .get_all(TRANSFER_ENCODING)

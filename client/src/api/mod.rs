@@ -282,6 +282,12 @@ impl Client {
         &self.handle.dispatcher
     }
 
+    /// Connections offered back to the pool so far, kept or not.
+    #[cfg(test)]
+    pub(crate) fn pool_offers(&self) -> usize {
+        self.dispatcher().offers()
+    }
+
     fn policies(&self) -> &Arc<Policies> {
         &self.handle.policies
     }

@@ -166,6 +166,10 @@ pub(crate) struct Dispatcher {
     /// Recent body sizes: whether blocking waits yield before they sleep.
     pacing: Arc<Pacing>,
     me: Weak<Dispatcher>,
+    /// Connections offered back ([`ConnOwner::offer`]), kept or not: what
+    /// tests count of the pool's work a response made.
+    #[cfg(test)]
+    offers: AtomicUsize,
 }
 
 /// A snapshot of a dispatcher's timers and connections.
@@ -261,6 +265,8 @@ impl Dispatcher {
             body_meter: Arc::default(),
             pacing: Arc::default(),
             me: me.clone(),
+            #[cfg(test)]
+            offers: AtomicUsize::new(0),
         });
         dispatcher.schedule_cleaner();
         dispatcher
@@ -807,6 +813,12 @@ impl Dispatcher {
         }
     }
 
+    /// Connections offered back to the pool so far, kept or not.
+    #[cfg(test)]
+    pub(crate) fn offers(&self) -> usize {
+        self.offers.load(Ordering::Relaxed)
+    }
+
     /// Timers armed, connections open, requests waiting, exchanges in flight.
     pub(crate) fn stats(&self) -> DispatchStats {
         let (open_connections, idle_connections) = self.pool.counts();
@@ -985,6 +997,8 @@ impl ConnOwner for Dispatcher {
     }
 
     fn offer(&self, idle: IdleConn, now: Instant) -> Offered {
+        #[cfg(test)]
+        self.offers.fetch_add(1, Ordering::Relaxed);
         let server_limit = idle.server_idle_limit.is_some();
         match self.pool.offer(idle, now) {
             Offer::Kept => {
@@ -1160,6 +1174,62 @@ mod tests {
         assert!(took < Duration::from_secs(1), "close took {took:?}");
         let error = request.wait().unwrap_err();
         assert!(matches!(error, Error::ClientClosed), "{error:?}");
+    }
+
+    /// A response after which its server takes nothing more on the
+    /// connection — `Keep-Alive` with no requests (`max=0`) or idle time
+    /// (`timeout=1`, within the margin) left, or `Connection: close` —
+    /// closes it without offering it to the pool, which would refuse it:
+    /// the server sees it closed, and the pool was never asked. Other
+    /// answers are offered, once.
+    #[test]
+    fn a_connection_its_server_has_spent_is_closed_without_an_offer() {
+        use std::io::{Read, Write};
+        for (header, offered) in [
+            ("Keep-Alive: max=0", 0),
+            ("Keep-Alive: timeout=30, max=0", 0),
+            ("Keep-Alive: timeout=1", 0),
+            ("Connection: close", 0),
+            ("Keep-Alive: timeout=30, max=5", 1),
+            ("X-Other: 1", 1),
+        ] {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let url = format!("http://{}/", listener.local_addr().unwrap());
+            let (closed, told_closed) = mpsc::channel();
+            let server = std::thread::spawn(move || {
+                let (mut stream, _) = listener.accept().unwrap();
+                stream
+                    .set_read_timeout(Some(Duration::from_secs(10)))
+                    .unwrap();
+                let mut head = Vec::new();
+                let mut byte = [0; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    assert_eq!(stream.read(&mut byte).unwrap(), 1);
+                    head.push(byte[0]);
+                }
+                let answer = format!("HTTP/1.1 200 OK\r\n{header}\r\nContent-Length: 2\r\n\r\nhi");
+                stream.write_all(answer.as_bytes()).unwrap();
+                // EOF, or the client keeping it open until the timeout.
+                let _ = closed.send(matches!(stream.read(&mut byte), Ok(0)));
+            });
+            let client = Client::builder().event_loops(1).no_proxy().build().unwrap();
+            let response = client.get(url.as_str()).send().wait().unwrap();
+            assert_eq!(&response.bytes().wait().unwrap()[..], b"hi", "{header}");
+            if offered == 0 {
+                let closed = told_closed.recv().unwrap();
+                assert!(closed, "{header}: not closed");
+            } else {
+                let deadline = Instant::now() + Duration::from_secs(10);
+                while client.stats().idle_connections == 0 && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                assert_eq!(client.stats().idle_connections, 1, "{header}: not pooled");
+            }
+            assert_eq!(client.pool_offers(), offered, "{header}");
+            assert_eq!(client.stats().idle_connections, offered, "{header}");
+            client.close();
+            server.join().unwrap();
+        }
     }
 
     /// The pool cleaner re-arms itself while the client is open; `close`

@@ -416,6 +416,15 @@ impl Pipe {
                     Some(asleep) => asleep,
                     None => None,
                 };
+                // Dropped under the lock, what this replaces is this
+                // thread's own waiter (`take` or `take_whole` registered it
+                // before the wait, dropping a task's waker it replaced
+                // after the unlock), or nothing (the writer took it): never
+                // a task's waker, whose drop may come back for this lock.
+                debug_assert!(!matches!(
+                    state.reader,
+                    Some(Waiter::Task(_) | Waiter::Source(..))
+                ));
                 state.reader = Some(Waiter::Blocked(asleep));
             }
             state = crate::event_loop::block_for_news(home.map(|home| &**home), || {

@@ -209,6 +209,15 @@ fn transfer_coding_errors() {
         "CHUNKED;",
         "gzip, chunked;x=1",
         "chunked;x=1, gzip",
+        // Names that are no tokens name no coding: taken as one other
+        // than `chunked`, `"chunked"` would frame the body by the close
+        // and hand out the chunk framing as body bytes.
+        "\"chunked\"",
+        "chunked/1.1",
+        "chun ked",
+        "gzip, \"chunked\"",
+        "gzip, ;q=1",
+        "g(zip)",
     ] {
         let input = format!("HTTP/1.1 200 OK\r\nTransfer-Encoding: {value}\r\n\r\n");
         assert!(

@@ -151,6 +151,42 @@ fn no_content_and_not_modified_have_no_body() {
     }
 }
 
+/// RFC 9112 §6.3 rule 1: a response to HEAD, a 204 or a 304 has no body,
+/// whatever its framing fields say — even fields that could frame none.
+/// They do not fail it, but the connection is not reused; with a body
+/// they stay errors.
+#[test]
+fn bodiless_responses_with_unsound_framing_fields_end_and_close() {
+    let unsound = [
+        "Content-Length: 5\r\nContent-Length: 7",
+        "Content-Length: 5, 7",
+        "Content-Length: abc",
+        "Content-Length: 5\r\nTransfer-Encoding: chunked",
+    ];
+    for fields in unsound {
+        for (status, is_head) in [
+            ("200 OK", true),
+            ("204 No Content", false),
+            ("304 Not Modified", false),
+        ] {
+            let input = format!("HTTP/1.1 {status}\r\n{fields}\r\n\r\n");
+            let (head, body, trailers, keep_alive) =
+                decode_all(limits(), is_head, input.as_bytes(), false).unwrap();
+            assert_eq!(head.status.as_str(), &status[..3], "{input:?}");
+            assert_eq!((body, trailers), (Vec::new(), None), "{input:?}");
+            assert!(!keep_alive, "{input:?}");
+        }
+        let with_body = format!("HTTP/1.1 200 OK\r\n{fields}\r\n\r\nhello");
+        assert!(
+            decode_all(limits(), false, with_body.as_bytes(), true).is_err(),
+            "{fields:?}"
+        );
+    }
+    // Sound fields keep the connection, as ever.
+    let input = b"HTTP/1.1 304 Not Modified\r\nContent-Length: 5, 5\r\n\r\n";
+    assert!(decode_all(limits(), false, input, false).unwrap().3);
+}
+
 #[test]
 fn interim_responses_are_skipped_but_100_continue_is_told() {
     let input = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 102 Processing\r\n\r\n\

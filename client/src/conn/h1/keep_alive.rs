@@ -87,6 +87,12 @@ impl ServerKeepAlive {
         }
         self.idle
     }
+
+    /// Whether the connection must not be reused: no idle time or no
+    /// requests left (the pool would refuse it at once).
+    pub(in crate::conn) fn spent(&self) -> bool {
+        self.idle_limit() == Some(Duration::ZERO)
+    }
 }
 
 /// What one response's `Keep-Alive` headers say.

@@ -1082,8 +1082,12 @@ impl Conn {
             ..
         } = *active;
         self.buf.clear();
-        // The next response's head must wake the loop at its first byte.
         let reusable = reusable
+            // Spent by its server (`Keep-Alive` with no requests or idle
+            // time left), it closes here: offered, the pool would refuse
+            // it — after a `SO_RCVLOWAT` call, an `IdleConn` and its lock.
+            && !self.server_keep_alive.spent()
+            // The next response's head must wake the loop at its first byte.
             && (lowat == 1
                 || self
                     .transport

@@ -329,3 +329,34 @@ fn a_replaced_writer_is_dropped_after_the_unlock() {
     assert_eq!(pushed, Pushed::Full);
     assert!(matches!(pipe.take(|| unreachable!()), Taken::Chunk(_)));
 }
+
+/// An async reader that turns to blocking reads: its task's waker is
+/// replaced by the thread's waiter in `take`, and dropped after the
+/// unlock — the sleep that follows (`sleep_until`) replaces only that
+/// thread's own waiter, never a task's.
+#[test]
+fn a_reader_that_turns_from_polls_to_blocking_reads_drops_its_waker_after_the_unlock() {
+    let pipe = pipe_awaited_by_one_that_ends_it();
+    let reader = pipe.clone();
+    let taken = returns("a blocking read after a poll", move || {
+        reader.take_blocking(None, || false)
+    });
+    assert!(matches!(taken, Some(Taken::End(None))), "the end");
+}
+
+/// [`a_reader_that_turns_from_polls_to_blocking_reads_drops_its_waker_after_the_unlock`]
+/// for a body collected whole.
+#[test]
+fn a_collecting_reader_that_turns_from_polls_to_blocking_drops_its_waker_after_the_unlock() {
+    let pipe = pipe_awaited_by_one_that_ends_it();
+    pipe.collect(false);
+    let reader = pipe.clone();
+    let whole = returns(
+        "a blocking wait for the whole body after a poll",
+        move || reader.take_whole_blocking(None, || false),
+    );
+    assert!(
+        matches!(whole, Some(Whole::Done(_, None))),
+        "the whole body"
+    );
+}
