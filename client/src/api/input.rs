@@ -11,7 +11,7 @@
 //! ([`with_encoded_target`], [`with_ascii_target`]), which every later use
 //! of them — the request line, `:path`, cookies, a redirect's base — sees.
 
-use crate::error::{shortened, shown_uri, InvalidRequest};
+use crate::error::{authority_range, shortened, shown_uri, InvalidRequest};
 use crate::net::{needs_url_parsing, url_standard_host};
 use bytes::Bytes;
 use http::header::HeaderName;
@@ -230,25 +230,13 @@ fn with_encoded_target(text: &str) -> Option<String> {
     if !starts_with_scheme(text) || text.ends_with(|c: char| c <= ' ' || c == '\u{7f}') {
         return None;
     }
-    let (_, authority_end) = authority_range(text)?;
+    let authority_end = authority_range(text).end;
     let rest = &text[authority_end..];
     let target = rest.split('#').next().unwrap_or_default();
     match encoded_target(target) {
         Cow::Borrowed(_) => None,
         Cow::Owned(encoded) => Some(format!("{}{encoded}", &text[..authority_end])),
     }
-}
-
-/// Where the authority of `text`, a URL with a scheme, starts and ends:
-/// after the scheme's `://`, up to the first `/`, `?` or `#`, as the URL
-/// standard finds it.
-fn authority_range(text: &str) -> Option<(usize, usize)> {
-    let start = text.find("://")? + "://".len();
-    let rest = &text[start..];
-    Some((
-        start,
-        start + rest.find(['/', '?', '#']).unwrap_or(rest.len()),
-    ))
 }
 
 /// `text`, which `http` did not parse, with its host as the URL standard
@@ -263,16 +251,18 @@ fn authority_range(text: &str) -> Option<(usize, usize)> {
 /// there is none to read: what `http` refused is something else, and its
 /// error says what.
 ///
-/// The authority is found as the URL standard finds it: after the
-/// scheme's `://`, up to the first `/`, `?` or `#`; its host after the
-/// last `@` (a userinfo's own `@` is percent-encoded), up to a `:`. A
-/// bracketed IPv6 literal is left to `http` (its zone id's `%25` too).
+/// The authority is found as the URL standard finds it
+/// ([`authority_range`]): after the scheme's slashes, up to the first `/`,
+/// `?` or `#`; its host after the last `@` (a userinfo's own `@` is
+/// percent-encoded), up to a `:`. A bracketed IPv6 literal is left to
+/// `http` (its zone id's `%25` too).
 fn with_url_standard_host(text: &str) -> Option<Result<String, InvalidRequest>> {
     if !starts_with_scheme(text) {
         return None;
     }
-    let (start, end) = authority_range(text)?;
-    let authority = &text[start..end];
+    let range = authority_range(text);
+    let start = range.start;
+    let authority = &text[range];
     let host_start = start + authority.rfind('@').map_or(0, |at| at + 1);
     let host_and_port = &text[host_start..start + authority.len()];
     let host = host_and_port.split(':').next().unwrap_or_default();
@@ -592,6 +582,27 @@ mod tests {
         assert!(matches!(error, InvalidRequest::Uri { .. }), "{error:?}");
         let error = "a.test/\u{e4} b".into_uri().unwrap_err();
         assert!(matches!(error, InvalidRequest::Scheme(_)), "{error:?}");
+    }
+
+    /// After `http:` the URL standard skips any number of slashes, and
+    /// so does [`authority_range`]: the host of `http:///host/` is read as
+    /// that standard reads it. `http` takes no such text all the same (its
+    /// authority is empty).
+    #[test]
+    fn a_host_after_more_than_two_slashes_is_read_and_the_text_still_refused() {
+        for error in converted("http:///ex%2Fample.test/") {
+            let error = error.unwrap_err();
+            assert!(matches!(error, InvalidRequest::Host(_)), "{error:?}");
+        }
+        for given in ["http:///b\u{fc}cher.test/", "http:///a b", "http:///"] {
+            for error in converted(given) {
+                let error = error.unwrap_err();
+                assert!(
+                    matches!(error, InvalidRequest::Uri { .. }),
+                    "{given}: {error:?}"
+                );
+            }
+        }
     }
 
     #[test]
