@@ -369,8 +369,10 @@ fn execute_with_an_invalid_uri_fails_without_panicking() {
 /// §3.2, RFC 3986): what a URL's path or query has of those goes
 /// percent-encoded in UTF-8, as a WHATWG URL parser (reqwest, browsers)
 /// encodes it — `http` takes text that is not ASCII as it is, and would
-/// have it go raw. The fragment is never sent, and the rest goes as
-/// written, the way it goes in a URL with nothing to encode.
+/// have it go raw. So do the `"`, `{`, `}` of a path and the `'` of a
+/// query, which `http` takes and that parser encodes. The fragment is
+/// never sent, and the rest goes as written, the way it goes in a URL with
+/// nothing to encode.
 #[test]
 fn a_path_and_query_go_percent_encoded_where_a_request_target_cannot_hold_them() {
     let server = echo_server();
@@ -382,15 +384,23 @@ fn a_path_and_query_go_percent_encoded_where_a_request_target_cannot_hold_them()
             "/a b/<c>`d`?q=a b&r=\"<x>\"#f g",
             "/a%20b/%3Cc%3E%60d%60?q=a%20b&r=%22%3Cx%3E%22",
         ),
-        // As written: what is valid, in a URL that needs encoding or not.
+        // What `http` takes and a URL parser encodes, in a URL `http`
+        // refuses or takes as it is.
         (
             "/a/../b{\"c\"}/%41?q='x'&y=%41\u{1F600}",
-            "/a/../b{\"c\"}/%41?q='x'&y=%41%F0%9F%98%80",
+            "/a/../b%7B%22c%22%7D/%41?q=%27x%27&y=%41%F0%9F%98%80",
         ),
         (
             "/a/../b{\"c\"}/%41?q='x'&y=%41",
-            "/a/../b{\"c\"}/%41?q='x'&y=%41",
+            "/a/../b%7B%22c%22%7D/%41?q=%27x%27&y=%41",
         ),
+        (
+            "/\"{}<>` |\\^?\"{}<>` |\\^'",
+            "/%22%7B%7D%3C%3E%60%20|\\^?%22{}%3C%3E`%20|\\^%27",
+        ),
+        // As written: dot segments, escapes, what a URL parser does not
+        // encode either.
+        ("/a/../%41|^\\?`{|}^\\%", "/a/../%41|^\\?`{|}^\\%"),
     ] {
         let url = server.url(path);
         let uri = http::Uri::try_from(url.as_str()).ok();

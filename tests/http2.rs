@@ -960,8 +960,9 @@ fn a_host_header_of_the_callers_is_the_streams_authority() {
 }
 
 /// `:path` is a request-target as HTTP/1.1's is (RFC 9113 §8.3.1): what a
-/// URL's path or query holds that is not ASCII, or a space, goes
-/// percent-encoded in UTF-8 there too, as reqwest sends it.
+/// URL's path or query holds that is not ASCII, or a space, or a `"{}` in
+/// a path, `'` in a query, goes percent-encoded in UTF-8 there too, as
+/// reqwest sends it.
 #[test]
 fn a_path_that_is_not_ascii_goes_percent_encoded_as_the_streams_path() {
     let server = H2Server::start(|stream| async move {
@@ -981,6 +982,8 @@ fn a_path_that_is_not_ascii_goes_percent_encoded_as_the_streams_path() {
     for (path, sent) in [
         ("/\u{e4}?q=\u{e9}#f", "/%C3%A4?q=%C3%A9"),
         ("/a b?q=c d", "/a%20b?q=c%20d"),
+        // What `http` takes and a URL parser encodes.
+        ("/{\"a\"}?'b'", "/%7B%22a%22%7D?%27b%27"),
     ] {
         let response = client.get(server.url(path)).send().wait().unwrap();
         assert_eq!(response.version(), http::Version::HTTP_2);

@@ -6,18 +6,18 @@
 //! This is where a request's URI comes in, so where a host written as
 //! `http` does not take it — not ASCII, or percent-encoded — is made the
 //! name the URL standard reads in it ([`with_url_standard_host`]), which
-//! every later use of the host sees; and where what a request-target
-//! cannot hold is percent-encoded in the path and query
-//! ([`with_encoded_target`], [`with_ascii_target`]), which every later use
-//! of them — the request line, `:path`, cookies, a redirect's base — sees.
+//! every later use of the host sees; and where the path and query are
+//! percent-encoded as a URL parser encodes them ([`with_encoded_target`],
+//! [`with_ascii_target`]), which every later use of them — the request
+//! line, `:path`, cookies, a redirect's base — sees.
 
-use crate::error::{shortened, shown_uri, InvalidRequest};
+use crate::error::{authority_range, shortened, shown_uri, InvalidRequest};
 use crate::net::{needs_url_parsing, url_standard_host};
 use bytes::Bytes;
 use http::header::HeaderName;
 use http::uri::PathAndQuery;
 use http::Uri;
-use percent_encoding::{utf8_percent_encode, AsciiSet};
+use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
 use std::borrow::Cow;
 
 /// A request's URI: a `&str`, `String`, `&String`, `&[u8]` or `Vec<u8>`,
@@ -32,18 +32,19 @@ use std::borrow::Cow;
 /// A host that parser refuses (`ex%2Fample.com`: a `/` once decoded)
 /// fails the request with [`InvalidRequest::Host`].
 ///
-/// The path and query go as written, but for what a request-target cannot
-/// hold (RFC 9112 §3.2: it is ASCII, without space, `<` or `>`), which
-/// goes percent-encoded in UTF-8 as the URL standard encodes it: a
-/// character that is not ASCII (`http` takes it, an `http::Uri` too), and
-/// a space, `<`, `>`, and `` ` `` in the path or `"` in the query (`http`
-/// refuses them) — `http://a.test/ä b?q=é` is sent as
-/// `/%C3%A4%20b?q=%C3%A9`. A URL with none of those is not looked at
-/// again. Nothing else changes: no dot segment is removed, and a `{`, `}`
-/// or `"` in the path, a `'` in the query, an escape already there are
-/// sent as written. Text with a space or a control character at its end,
-/// or a control character in its path or query, is not valid (a URL parser would drop
-/// them; a paste gone wrong, or an attempt to end the request line). The
+/// The path and query go percent-encoded in UTF-8 as the URL standard
+/// encodes them, as reqwest and browsers send them (the `url` crate's
+/// sets): a character that is not ASCII, which a request-target cannot
+/// hold (RFC 9112 §3.2) and `http` takes, an `http::Uri` too; in the path
+/// a space, `"`, `<`, `>`, `` ` ``, `{` and `}`; in the query a space,
+/// `"`, `<`, `>` and `'` — `http://a.test/ä b{c}?q='é'` is sent as
+/// `/%C3%A4%20b%7Bc%7D?q=%27%C3%A9%27`. A URL with none of those is not
+/// looked at again. Nothing else changes: no dot segment is removed, and
+/// an escape already there, a `%` alone, a `|`, `^` or `\` (which the URL
+/// standard reads as a `/` in a path) are sent as written. Text with a
+/// space or a control character at its end, or a control character in
+/// its path or query, is not valid (a URL parser would drop them; a
+/// paste gone wrong, or an attempt to end the request line). The
 /// `#fragment` is never sent.
 ///
 /// Text that does not parse fails the request with
@@ -130,11 +131,12 @@ fn uri_of_shared(bytes: Bytes) -> Result<Uri, InvalidRequest> {
 /// refused for a host that is not ASCII or is percent-encoded — `http`
 /// takes neither, as they are — or for a path or query with what a URL
 /// parser percent-encodes (a space, `<`, `>`...) is parsed again with that
-/// host as the URL standard reads it ([`with_url_standard_host`]) and those
-/// bytes encoded ([`with_encoded_target`]); any other refusal is an error
-/// that quotes `input`. A URI `http` took has no such host, and is as
-/// given unless its path or query is not ASCII ([`with_ascii_target`]):
-/// an ASCII one costs a look at its bytes.
+/// host as the URL standard reads it ([`with_url_standard_host`]) and its
+/// path and query encoded ([`with_encoded_target`]); any other refusal is
+/// an error that quotes `input`. A URI `http` took has no such host, and
+/// is as given unless its path or query holds what a URL parser encodes
+/// there that `http` takes ([`with_ascii_target`]): one without costs a
+/// look at its bytes.
 fn parsed(parsed: Result<Uri, http::uri::InvalidUri>, input: &[u8]) -> Result<Uri, InvalidRequest> {
     let error = match parsed {
         Ok(uri) => return with_ascii_target(uri),
@@ -154,59 +156,82 @@ fn parsed(parsed: Result<Uri, http::uri::InvalidUri>, input: &[u8]) -> Result<Ur
     Uri::try_from(read).map_err(|e| invalid_uri(text, e.into()))
 }
 
-/// What the path of a request-target cannot hold as it is, and `http`
-/// refuses in a path, of what the URL standard's path percent-encode set
-/// encodes (besides every byte that is not ASCII, which
-/// [`utf8_percent_encode`] always encodes): a space, `<`, `>`, `` ` ``.
-/// The set's `"`, `{` and `}`, which `http` takes, are left as written, as
-/// they are in a URL with nothing to encode; its `?` and `#` end the path
-/// before this is used; its control characters are left for `http` to
-/// refuse (a URL parser drops a tab or a line break, where a request
-/// should not guess).
-const PATH_TO_ENCODE: &AsciiSet = &AsciiSet::EMPTY.add(b' ').add(b'<').add(b'>').add(b'`');
+/// The URL standard's path percent-encode set, as the `url` crate
+/// defines it (its `parser::PATH`, private there; the test
+/// `the_sets_are_the_url_crates` holds the two together): what a WHATWG
+/// URL parser — reqwest's, a browser's — encodes in a path, besides every
+/// byte that is not ASCII, which [`utf8_percent_encode`] always encodes.
+/// Of it, `http` refuses a space, `<`, `>` and `` ` `` in a path, and takes
+/// `"`, `{` and `}`; its `?` and `#` end the path before this is used; its
+/// control characters never come to it (see [`encoded_target`]).
+const PATH: &AsciiSet = &CONTROLS
+    .add(b' ')
+    .add(b'"')
+    .add(b'<')
+    .add(b'>')
+    .add(b'`')
+    .add(b'#')
+    .add(b'?')
+    .add(b'{')
+    .add(b'}');
 
-/// The same for a query, of the URL standard's query percent-encode set:
-/// a space, `"`, `<`, `>`, all of which `http` refuses in a query (the
-/// special-query set's `'`, which it takes, is left as written; its `#`
-/// ends the query before this is used; its control characters as in
-/// [`PATH_TO_ENCODE`]).
-const QUERY_TO_ENCODE: &AsciiSet = &AsciiSet::EMPTY.add(b' ').add(b'"').add(b'<').add(b'>');
+/// The same for a query: the URL standard's special-query percent-encode
+/// set (`http` and `https` are special schemes), as the `url` crate
+/// defines it (its `parser::SPECIAL_QUERY`). Of it, `http` refuses a
+/// space, `"`, `<` and `>` in a query, and takes `'`; its `#` ends the
+/// query before this is used.
+const SPECIAL_QUERY: &AsciiSet = &CONTROLS
+    .add(b' ')
+    .add(b'"')
+    .add(b'#')
+    .add(b'<')
+    .add(b'>')
+    .add(b'\'');
 
-/// `target`, a path and query without a fragment, with what a
-/// request-target cannot hold percent-encoded ([`PATH_TO_ENCODE`],
-/// [`QUERY_TO_ENCODE`], and every character that is not ASCII, in UTF-8);
-/// borrowed if it holds none.
-fn encoded_target(target: &str) -> Cow<'_, str> {
+/// `target`, a path and query without a fragment, percent-encoded as a
+/// WHATWG URL parser encodes them ([`PATH`], [`SPECIAL_QUERY`], and every
+/// character that is not ASCII, in UTF-8); borrowed if it holds none of
+/// those. `None` if it holds a control character: a URL parser would drop
+/// a tab or a line break and encode the others, where a request is not
+/// sent with a guess (`http` refuses them, and its error says so).
+fn encoded_target(target: &str) -> Option<Cow<'_, str>> {
+    if target.contains(|c: char| c.is_ascii_control()) {
+        return None;
+    }
     let (path, query) = match target.split_once('?') {
         Some((path, query)) => (path, Some(query)),
         None => (target, None),
     };
-    let encoded_path: Cow<'_, str> = utf8_percent_encode(path, PATH_TO_ENCODE).into();
+    let encoded_path: Cow<'_, str> = utf8_percent_encode(path, PATH).into();
     let encoded_query: Option<Cow<'_, str>> =
-        query.map(|q| utf8_percent_encode(q, QUERY_TO_ENCODE).into());
+        query.map(|q| utf8_percent_encode(q, SPECIAL_QUERY).into());
     // Whether anything was encoded is told by the text, not by the `Cow`:
     // one made from a single piece is borrowed, and an escape alone (a
     // query that is just `<`, as `%3C`) is a single piece.
     if encoded_path == path && encoded_query.as_deref() == query {
-        return Cow::Borrowed(target);
+        return Some(Cow::Borrowed(target));
     }
-    match encoded_query {
-        None => Cow::Owned(encoded_path.into_owned()),
-        Some(query) => Cow::Owned(format!("{encoded_path}?{query}")),
-    }
+    Some(Cow::Owned(match encoded_query {
+        None => encoded_path.into_owned(),
+        Some(query) => format!("{encoded_path}?{query}"),
+    }))
 }
 
-/// `uri` with its path and query percent-encoded where they are not ASCII
-/// (see [`encoded_target`]): `http` takes a character that is not ASCII
-/// there, which neither an HTTP/1.1 request line nor HTTP/2's `:path`
-/// may carry raw. `http` refuses what else [`encoded_target`] encodes, so
-/// a URI with an ASCII path and query — nearly every one — is returned as
-/// it is, after a look at its bytes.
+/// `uri` with its path and query percent-encoded as a WHATWG URL parser
+/// encodes them ([`encoded_target`]): `http` takes a character that is
+/// not ASCII there, which neither an HTTP/1.1 request line nor HTTP/2's
+/// `:path` may carry raw, and a `"`, `{`, `}` in a path or a `'` in a
+/// query, which reqwest and browsers send encoded. A URI without any of
+/// those — nearly every one — is returned as it is, after a look at its
+/// bytes.
 pub(crate) fn with_ascii_target(uri: Uri) -> Result<Uri, InvalidRequest> {
-    let Some(target) = uri.path_and_query().filter(|t| !t.as_str().is_ascii()) else {
+    let Some(target) = uri.path_and_query() else {
         return Ok(uri);
     };
-    let encoded = encoded_target(target.as_str()).into_owned();
+    // `None` (a control character) is not an answer here: `http` takes none.
+    let Some(Cow::Owned(encoded)) = encoded_target(target.as_str()) else {
+        return Ok(uri);
+    };
     // Only bytes `http` took, and escapes of others: it takes them again.
     let invalid = |source: http::Error| InvalidRequest::Uri {
         uri: shown_uri(&uri.to_string()),
@@ -219,36 +244,24 @@ pub(crate) fn with_ascii_target(uri: Uri) -> Result<Uri, InvalidRequest> {
 }
 
 /// `text`, which `http` did not parse, with its path and query
-/// percent-encoded where a request-target cannot hold them
-/// ([`encoded_target`]) and without its fragment, for `http` to parse
-/// again; `None` if it holds nothing to encode (what `http` refused is
-/// something else, and its error says what), has no scheme — it is
-/// refused for that — or ends with a space or a control character,
-/// which a URL parser would strip: that is left an error, not sent
-/// encoded.
+/// percent-encoded as a URL parser encodes them ([`encoded_target`]) and
+/// without its fragment, for `http` to parse again; `None` if it holds
+/// nothing to encode (what `http` refused is something else, and its
+/// error says what), has no scheme — it is refused for that — holds a
+/// control character in its path or query, or ends with a space or a
+/// control character, which a URL parser would strip: that is left an
+/// error, not sent encoded.
 fn with_encoded_target(text: &str) -> Option<String> {
     if !starts_with_scheme(text) || text.ends_with(|c: char| c <= ' ' || c == '\u{7f}') {
         return None;
     }
-    let (_, authority_end) = authority_range(text)?;
+    let authority_end = authority_range(text).end;
     let rest = &text[authority_end..];
     let target = rest.split('#').next().unwrap_or_default();
-    match encoded_target(target) {
+    match encoded_target(target)? {
         Cow::Borrowed(_) => None,
         Cow::Owned(encoded) => Some(format!("{}{encoded}", &text[..authority_end])),
     }
-}
-
-/// Where the authority of `text`, a URL with a scheme, starts and ends:
-/// after the scheme's `://`, up to the first `/`, `?` or `#`, as the URL
-/// standard finds it.
-fn authority_range(text: &str) -> Option<(usize, usize)> {
-    let start = text.find("://")? + "://".len();
-    let rest = &text[start..];
-    Some((
-        start,
-        start + rest.find(['/', '?', '#']).unwrap_or(rest.len()),
-    ))
 }
 
 /// `text`, which `http` did not parse, with its host as the URL standard
@@ -263,16 +276,18 @@ fn authority_range(text: &str) -> Option<(usize, usize)> {
 /// there is none to read: what `http` refused is something else, and its
 /// error says what.
 ///
-/// The authority is found as the URL standard finds it: after the
-/// scheme's `://`, up to the first `/`, `?` or `#`; its host after the
-/// last `@` (a userinfo's own `@` is percent-encoded), up to a `:`. A
-/// bracketed IPv6 literal is left to `http` (its zone id's `%25` too).
+/// The authority is found as the URL standard finds it
+/// ([`authority_range`]): after the scheme's slashes, up to the first `/`,
+/// `?` or `#`; its host after the last `@` (a userinfo's own `@` is
+/// percent-encoded), up to a `:`. A bracketed IPv6 literal is left to
+/// `http` (its zone id's `%25` too).
 fn with_url_standard_host(text: &str) -> Option<Result<String, InvalidRequest>> {
     if !starts_with_scheme(text) {
         return None;
     }
-    let (start, end) = authority_range(text)?;
-    let authority = &text[start..end];
+    let range = authority_range(text);
+    let start = range.start;
+    let authority = &text[range];
     let host_start = start + authority.rfind('@').map_or(0, |at| at + 1);
     let host_and_port = &text[host_start..start + authority.len()];
     let host = host_and_port.split(':').next().unwrap_or_default();
@@ -450,7 +465,7 @@ mod tests {
     /// What is wrong with text whose host is not ASCII may be elsewhere:
     /// the error is `http`'s, and quotes the text as given. (A space in
     /// the path is encoded: see
-    /// `a_path_and_query_are_percent_encoded_where_a_request_target_cannot_hold_them`.)
+    /// `a_path_and_query_are_percent_encoded_as_a_url_parser_encodes_them`.)
     #[test]
     fn text_with_a_host_that_is_not_ascii_fails_as_any_other_for_the_rest() {
         for given in [
@@ -474,7 +489,7 @@ mod tests {
     }
 
     #[test]
-    fn a_path_and_query_are_percent_encoded_where_a_request_target_cannot_hold_them() {
+    fn a_path_and_query_are_percent_encoded_as_a_url_parser_encodes_them() {
         for (given, read) in [
             (
                 "http://a.test/\u{e4}?q=\u{e9}",
@@ -485,7 +500,21 @@ mod tests {
             ("http://a.test/?\u{e4}", "http://a.test/?%C3%A4"),
             (
                 "http://a.test/a b<c>`d`\"?q=a b\"<c>`d`",
-                "http://a.test/a%20b%3Cc%3E%60d%60\"?q=a%20b%22%3Cc%3E`d`",
+                "http://a.test/a%20b%3Cc%3E%60d%60%22?q=a%20b%22%3Cc%3E`d`",
+            ),
+            // What `http` takes and a URL parser encodes, in text `http`
+            // refuses or takes.
+            (
+                "http://a.test/\u{e4} b{c}?q='\u{e9}'",
+                "http://a.test/%C3%A4%20b%7Bc%7D?q=%27%C3%A9%27",
+            ),
+            (
+                "http://a.test/{\"a\"}?{\"'\"}",
+                "http://a.test/%7B%22a%22%7D?{%22%27%22}",
+            ),
+            (
+                "http://b\u{fc}cher.test/{}?'",
+                "http://xn--bcher-kva.test/%7B%7D?%27",
             ),
             ("http://a.test/a b#c d", "http://a.test/a%20b"),
             // With the host read as the URL standard reads it.
@@ -494,11 +523,11 @@ mod tests {
                 "http://u:p@xn--bcher-kva.test:8080/%C3%A4%20b?%C3%A9",
             ),
             ("http://ex%61mple.test/a b", "http://example.test/a%20b"),
-            // The rest as written: dot segments, escapes, what `http`
-            // takes though a URL parser encodes it, a `\`, a `%` alone.
+            // The rest as written: dot segments, escapes, a `\`, `|`, `^`,
+            // a `%` alone.
             (
-                "http://a.test/a/../{\"%41\"}\\\u{e4}?'%41'&\u{e9}%",
-                "http://a.test/a/../{\"%41\"}\\%C3%A4?'%41'&%C3%A9%",
+                "http://a.test/a/../{\"%41\"}\\|^\u{e4}?'%41'&\u{e9}|^\\%",
+                "http://a.test/a/../%7B%22%41%22%7D\\|^%C3%A4?%27%41%27&%C3%A9|^\\%",
             ),
             ("http://a.test/a/../b?c=%41#d", "http://a.test/a/../b?c=%41"),
         ] {
@@ -506,11 +535,51 @@ mod tests {
                 assert_eq!(uri.unwrap().to_string(), read, "{given}");
             }
         }
-        // An `http::Uri` too: `http` takes a character that is not ASCII.
-        let uri = Uri::try_from("http://a.test/\u{e4}?\u{e9}").unwrap();
-        assert_eq!(uri.path(), "/\u{e4}");
-        for converted in [(&uri).into_uri(), uri.clone().into_uri()] {
-            assert_eq!(converted.unwrap(), "http://a.test/%C3%A4?%C3%A9");
+        // An `http::Uri` too: `http` takes a character that is not ASCII,
+        // and a `"`, `{`, `}` in a path, a `'` in a query.
+        for (given, read) in [
+            ("http://a.test/\u{e4}?\u{e9}", "http://a.test/%C3%A4?%C3%A9"),
+            (
+                "http://a.test/{\"a\"}?'b'",
+                "http://a.test/%7B%22a%22%7D?%27b%27",
+            ),
+        ] {
+            let uri = Uri::try_from(given).unwrap();
+            assert_eq!(uri.to_string(), given);
+            for converted in [(&uri).into_uri(), uri.clone().into_uri()] {
+                assert_eq!(converted.unwrap(), read, "{given}");
+            }
+        }
+        // One with nothing to encode is the same `Uri`.
+        let uri = Uri::try_from("http://a.test/a/../%41|^\\?`{|}^\\%").unwrap();
+        assert_eq!(uri.clone().into_uri().unwrap(), uri);
+    }
+
+    /// [`PATH`] and [`SPECIAL_QUERY`] encode what the `url` crate's own
+    /// sets encode (`url` does not export them): each printable ASCII
+    /// character, and some that are not ASCII, in a path and in a query,
+    /// come out of [`encoded_target`] as they come out of `url::Url`. A `/`,
+    /// `?`, `#` in a path, a `#` in a query, end or split them, and a `\`
+    /// in a path is a `/` to `url`: those are left out.
+    #[test]
+    fn the_sets_are_the_url_crates() {
+        let characters = (b' '..=b'~')
+            .map(char::from)
+            .chain(['\u{e4}', '\u{a0}', '\u{1f600}']);
+        for c in characters {
+            if !matches!(c, '/' | '?' | '#' | '\\') {
+                let url = url::Url::parse(&format!("http://a.test/x{c}y")).unwrap();
+                let target = format!("/x{c}y");
+                let encoded = encoded_target(&target).unwrap();
+                assert_eq!(encoded, url.path(), "{c:?} in a path");
+            }
+            if c != '#' {
+                let url = url::Url::parse(&format!("http://a.test/?x{c}y")).unwrap();
+                let target = format!("/?x{c}y");
+                let encoded = encoded_target(&target).unwrap();
+                let query = url.query().unwrap();
+                assert_eq!(encoded, format!("/?{query}"), "{c:?} in a query");
+            }
         }
     }
 
@@ -524,6 +593,9 @@ mod tests {
             ("http://a.test/?<", "http://a.test/?%3C"),
             ("http://a.test/?>", "http://a.test/?%3E"),
             ("http://a.test?\"", "http://a.test/?%22"),
+            // Text `http` takes.
+            ("http://a.test/?'", "http://a.test/?%27"),
+            ("http://a.test/{", "http://a.test/%7B"),
             ("http://a.test/? #f", "http://a.test/?%20"),
             (
                 "http://b\u{fc}cher.test/?<",
@@ -592,6 +664,27 @@ mod tests {
         assert!(matches!(error, InvalidRequest::Uri { .. }), "{error:?}");
         let error = "a.test/\u{e4} b".into_uri().unwrap_err();
         assert!(matches!(error, InvalidRequest::Scheme(_)), "{error:?}");
+    }
+
+    /// After `http:` the URL standard skips any number of slashes, and
+    /// so does [`authority_range`]: the host of `http:///host/` is read as
+    /// that standard reads it. `http` takes no such text all the same (its
+    /// authority is empty).
+    #[test]
+    fn a_host_after_more_than_two_slashes_is_read_and_the_text_still_refused() {
+        for error in converted("http:///ex%2Fample.test/") {
+            let error = error.unwrap_err();
+            assert!(matches!(error, InvalidRequest::Host(_)), "{error:?}");
+        }
+        for given in ["http:///b\u{fc}cher.test/", "http:///a b", "http:///"] {
+            for error in converted(given) {
+                let error = error.unwrap_err();
+                assert!(
+                    matches!(error, InvalidRequest::Uri { .. }),
+                    "{given}: {error:?}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -352,9 +352,10 @@ impl Client {
         RequestBuilder::new(self.clone(), method, uri.into_uri())
     }
 
-    /// Sends an `http::Request` as it is — but for a character of its
-    /// URI's path or query that is not ASCII, which goes percent-encoded,
-    /// as for any request (see [`IntoUri`]).
+    /// Sends an `http::Request` as it is — but for what a URL parser
+    /// percent-encodes in its URI's path or query (a character that is not
+    /// ASCII; a `"`, `{`, `}` in the path, a `'` in the query), which goes
+    /// percent-encoded, as for any request (see [`IntoUri`]).
     pub fn execute<B: Into<Upload>>(&self, request: http::Request<B>) -> ResponseFuture {
         let (parts, body) = request.into_parts();
         let uri = input::with_ascii_target(parts.uri);

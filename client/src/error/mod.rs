@@ -8,7 +8,7 @@ mod proxy;
 mod quoted;
 
 pub use proxy::{ProxyError, ProxyUrlError, SocksError, SocksStage};
-pub(crate) use quoted::{shortened, shown_uri};
+pub(crate) use quoted::{authority_range, shortened, shown_uri};
 
 use crate::h1::{DecodeError, EncodeError};
 use std::error::Error as StdError;

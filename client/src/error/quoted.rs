@@ -2,6 +2,12 @@
 //! without a secret it may hold, and not at any length. Here, under
 //! `error`, so that every module that makes such an error (`api`, `net`,
 //! `policy`) quotes alike without one depending on another.
+//!
+//! Where a URL's authority lies in text ([`authority_range`]) is here
+//! too: quoting finds a userinfo in it, and `api::input` reads the host
+//! from it; `error` is below `api` in the order modules depend on.
+
+use std::ops::Range;
 
 /// A URI's text as an error quotes it: without its userinfo, and
 /// [shortened].
@@ -19,15 +25,15 @@ pub(crate) fn shown_uri(text: &str) -> String {
 /// (`http://host?to=me@there` shows as `http://***@there`). Elsewhere it
 /// runs to the first `/`, `?` or `#`.
 fn without_userinfo(text: &str) -> String {
-    let start = authority_start(text);
-    let rest = &text[start..];
-    let ends: &[char] = if text[..start].ends_with("//") {
-        &['/']
+    let Range { start, end } = authority_range(text);
+    let end = if text[..start].ends_with("//") {
+        text[start..]
+            .find('/')
+            .map_or(text.len(), |slash| start + slash)
     } else {
-        &['/', '?', '#']
+        end
     };
-    let authority = rest.split(ends).next().unwrap_or_default();
-    match authority.rfind('@') {
+    match text[start..end].rfind('@') {
         Some(at) => format!("{}***{}", &text[..start], &text[start + at..]),
         None => without_stray_credentials(text),
     }
@@ -52,19 +58,33 @@ fn without_stray_credentials(text: &str) -> String {
     text.to_owned()
 }
 
-/// Where `text`'s authority would start: after the slashes that follow
-/// its first `:` — a scheme, valid or not, as in `" http://…"` (pasted
-/// with a space), `"http:/…"` (a slash missing) — or a leading `//`;
-/// else at its start (`user:password@host:8080/x`). Text that does not
-/// parse is what this must read, so it does not ask for a valid scheme.
-fn authority_start(text: &str) -> usize {
+/// Where the authority of a URL in `text` lies, as a byte range, in text
+/// that may not parse: what callers quote, or what `http` refused.
+///
+/// It starts after the slashes that follow a scheme: where `text`'s first
+/// `/`, `?` or `#` is a `/` right after a `:`, with no `@` before it — a
+/// scheme, valid or not, as in `" http://…"` (pasted with a space),
+/// `"http:/…"` (a slash missing), `"http:///…"` (all of them skipped, as
+/// the URL standard skips them after `http:` and `https:`) — or at the
+/// very start (`//host/x`). Else it starts at the start of `text`
+/// (`user:password@host:8080/x`, `127.0.0.1:8080/x`, and a scheme without
+/// its slashes, `http:host`, read as a host and port). It ends at
+/// the first `/`, `?` or `#` after that, or `text`'s end, as the URL
+/// standard ends it: a userinfo's own `@` and `:`, an IPv6 literal's `:`
+/// and a port are in it.
+pub(crate) fn authority_range(text: &str) -> Range<usize> {
     let first = text.find(['/', '?', '#']).unwrap_or(text.len());
     let (before, rest) = text.split_at(first);
     let scheme_like = before.is_empty() || (before.ends_with(':') && !before.contains('@'));
-    if !rest.starts_with('/') || !scheme_like {
-        return 0;
-    }
-    text.len() - rest.trim_start_matches('/').len()
+    let start = if rest.starts_with('/') && scheme_like {
+        text.len() - rest.trim_start_matches('/').len()
+    } else {
+        0
+    };
+    let end = text[start..]
+        .find(['/', '?', '#'])
+        .map_or(text.len(), |end| start + end);
+    start..end
 }
 
 /// Quoted text longer than this is cut in an error's message.
@@ -113,6 +133,48 @@ mod tests {
         ];
         for (text, shown) in cases {
             assert_eq!(without_userinfo(text), shown, "{text}");
+        }
+    }
+
+    #[test]
+    fn an_authority_runs_from_a_schemes_slashes_to_a_slash_a_query_or_a_fragment() {
+        let cases = [
+            ("http://a.test/x", "a.test"),
+            ("https://a.test:8443", "a.test:8443"),
+            ("http://", ""),
+            ("", ""),
+            // A userinfo with `@` and `:`: all of it, to the host's port.
+            ("http://u:p@ss@a.test:8080/x@y:z", "u:p@ss@a.test:8080"),
+            ("http://a@b@c d/", "a@b@c d"),
+            ("http://u%40:p%3A@a.test/", "u%40:p%3A@a.test"),
+            // IPv6 literals, their `:` and a zone id.
+            ("http://[::1]:8080/x", "[::1]:8080"),
+            ("http://u:p@[fe80::1%25eth0]/", "u:p@[fe80::1%25eth0]"),
+            ("[::1]:8080/x", "[::1]:8080"),
+            // No scheme: the authority starts the text.
+            ("a.test/x?y", "a.test"),
+            ("127.0.0.1:8080/x", "127.0.0.1:8080"),
+            ("me:pw@host:8080/x", "me:pw@host:8080"),
+            ("me:pw@host:/x y", "me:pw@host:"),
+            ("host/x?next=http://b/", "host"),
+            // A scheme missing `//`, or its `:`, or with more slashes.
+            ("http:/a.test/x", "a.test"),
+            ("http:///a.test/x", "a.test"),
+            ("http:a.test/x", "http:a.test"),
+            ("http//me:pw@host/x", "http"),
+            ("//me:pw@host/x", "me:pw@host"),
+            // Not a valid scheme, but where one would be.
+            (" http://a.test/", "a.test"),
+            ("\u{e9}://a.test/", "a.test"),
+            // A `?` or `#` before any `/` ends it.
+            ("http://a.test?x/y", "a.test"),
+            ("http://a.test#f/g", "a.test"),
+            ("http://me:pa?ss@host/x", "me:pa"),
+            ("a.test?x/y", "a.test"),
+            ("?x/y", ""),
+        ];
+        for (text, authority) in cases {
+            assert_eq!(&text[authority_range(text)], authority, "{text}");
         }
     }
 }

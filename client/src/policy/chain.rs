@@ -567,9 +567,10 @@ fn add_store_cookies(store: Option<&dyn CookieStore>, hop: &mut Hop) -> bool {
 /// decoded user name with a `:`, or a control character in either part,
 /// is [`InvalidRequest::Userinfo`], as RFC 7617 §2 makes it invalid):
 /// credentials never go on the request line. Only the userinfo goes: the
-/// rest of the URI — its path, query and port — is sent as written, as it
-/// is for a URI without one (a URL parser's normal form would remove dot
-/// segments, percent-encode `{`, `"` or `'`, and drop a default port).
+/// rest of the URI — its path, query and port — is sent as it came in, as
+/// it is for a URI without one (a URL parser's normal form would remove
+/// dot segments and drop a default port; what it percent-encodes was
+/// encoded where the URI came in, `api::input`).
 fn credentials_to_header(
     uri: http::Uri,
     headers: &mut http::HeaderMap,

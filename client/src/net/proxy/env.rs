@@ -25,10 +25,10 @@
 //! * Values are parsed by [`ProxyUrl::parse`] (no scheme means `http://`;
 //!   `http`, `socks5`, `socks5h` accepted) and [`NoProxy::parse`].
 //! * An invalid value is that setting still, as an [`InvalidVariable`]
-//!   (and an [`EnvError`] naming the variable); the other settings are
-//!   unaffected. [`ProxySettings`](super::ProxySettings) fails the requests
-//!   that setting would take: it does not send them straight to the
-//!   origin, nor through `all`.
+//!   naming the variable; the other settings are unaffected.
+//!   [`ProxySettings`](super::ProxySettings) fails the requests that
+//!   setting would take: it does not send them straight to the origin,
+//!   nor through `all`.
 //!
 //! # Selection
 //!
@@ -57,20 +57,12 @@ use super::no_proxy::NoProxy;
 use super::url::ProxyUrl;
 use crate::error::ProxyUrlError;
 
-/// A problem with one environment variable, as reported: an invalid value
-/// (which is still its setting, failing the requests it takes: see
-/// [`InvalidVariable`]), or an `HTTP_PROXY` ignored under CGI.
+/// A variable set and not used, as reported: an `HTTP_PROXY` ignored under
+/// CGI. (A value that is not a proxy URL is no such report: it is its
+/// setting still, an [`InvalidVariable`], which fails the requests it
+/// would take and is the one record of it.)
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum EnvError {
-    /// The variable's value is not a usable proxy URL (why: the source).
-    #[error("ignoring {variable}")]
-    Invalid {
-        /// The variable's name, e.g. `"https_proxy"`.
-        variable: &'static str,
-        /// Why it was rejected (never contains credentials).
-        #[source]
-        error: ProxyUrlError,
-    },
     /// `HTTP_PROXY` was set in a CGI environment (`REQUEST_METHOD` set) and
     /// was ignored (httpoxy).
     #[error("ignoring HTTP_PROXY because REQUEST_METHOD is set (CGI)")]
@@ -116,15 +108,9 @@ impl EnvProxies {
         let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
         let is_cgi = lookup("REQUEST_METHOD").is_some();
 
-        let read_url = |names: &[&'static str], errors: &mut Vec<EnvError>| -> Setting {
+        let read_url = |names: &[&'static str]| -> Setting {
             let (variable, value) = names.iter().find_map(|&n| get(n).map(|v| (n, v)))?;
-            Some(ProxyUrl::parse(&value).map_err(|error| {
-                errors.push(EnvError::Invalid {
-                    variable,
-                    error: error.clone(),
-                });
-                InvalidVariable { variable, error }
-            }))
+            Some(ProxyUrl::parse(&value).map_err(|error| InvalidVariable { variable, error }))
         };
 
         let http = if is_cgi {
@@ -134,13 +120,13 @@ impl EnvProxies {
             }
             match header.is_some() && get("http_proxy") == header {
                 true => None,
-                false => read_url(&["http_proxy"], &mut errors),
+                false => read_url(&["http_proxy"]),
             }
         } else {
-            read_url(&["http_proxy", "HTTP_PROXY"], &mut errors)
+            read_url(&["http_proxy", "HTTP_PROXY"])
         };
-        let https = read_url(&["https_proxy", "HTTPS_PROXY"], &mut errors);
-        let all = read_url(&["all_proxy", "ALL_PROXY"], &mut errors);
+        let https = read_url(&["https_proxy", "HTTPS_PROXY"]);
+        let all = read_url(&["all_proxy", "ALL_PROXY"]);
         let no_proxy = get("no_proxy")
             .or_else(|| get("NO_PROXY"))
             .map(|v| NoProxy::parse(&v));
@@ -349,40 +335,39 @@ mod tests {
             )
         );
         assert_eq!(p.all.clone().unwrap().unwrap().host(), "ok");
+        // The settings are their one record: nothing else reports them.
+        assert!(errors.is_empty(), "{errors:?}");
+        // An invalid scheme-specific value is not passed over for `all`:
+        // the request it would take fails (see `ProxySettings::for_origin`),
+        // naming the variable, its source saying why.
+        let settings = super::super::ProxySettings::of_env(p.clone());
+        let failure = |uri: &str| {
+            let origin = crate::net::Origin::of(&uri.parse().unwrap()).unwrap();
+            let error = settings.for_origin(&origin).unwrap_err();
+            let source = std::error::Error::source(&error).map(ToString::to_string);
+            (error.to_string(), source)
+        };
         assert_eq!(
-            errors,
-            vec![
-                EnvError::Invalid {
-                    variable: "http_proxy",
-                    error: ProxyUrlError::UnsupportedScheme("https".into())
-                },
-                EnvError::Invalid {
-                    variable: "HTTPS_PROXY",
-                    error: ProxyUrlError::Invalid {
-                        reason: "invalid port number".into()
-                    }
-                },
-            ]
-        );
-        let first = &errors[0];
-        assert_eq!(
+            failure("http://x/"),
             (
-                first.to_string(),
-                std::error::Error::source(first).map(ToString::to_string)
-            ),
-            (
-                "ignoring http_proxy".to_string(),
+                "the proxy environment variable http_proxy is not a usable proxy URL".to_string(),
                 Some(
                     "unsupported proxy scheme \"https\" (supported: http, socks5, socks5h)".into()
                 )
             )
         );
-        // An invalid scheme-specific value is not passed over for `all`:
-        // the request it would take fails (see `ProxySettings::for_origin`).
-        let origin = crate::net::Origin::of(&"http://x/".parse().unwrap()).unwrap();
-        assert!(super::super::ProxySettings::of_env(p.clone())
-            .for_origin(&origin)
-            .is_err());
+        assert_eq!(
+            failure("https://x/"),
+            (
+                "the proxy environment variable HTTPS_PROXY is not a usable proxy URL".to_string(),
+                Some(
+                    ProxyUrlError::Invalid {
+                        reason: "invalid port number".into()
+                    }
+                    .to_string()
+                )
+            )
+        );
     }
 
     #[test]
