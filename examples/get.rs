@@ -183,7 +183,7 @@ struct Args {
     resolve: Vec<Resolve>,
     /// The `--resolve` entries for IP addresses, as the client's overrides
     /// ([`ip_overrides`]).
-    ip_overrides: Vec<(String, Vec<std::net::SocketAddr>)>,
+    ip_overrides: Vec<(std::net::IpAddr, Vec<std::net::SocketAddr>)>,
     versions: Versions,
     max_redirects: Option<usize>,
     no_decompress: bool,
@@ -194,10 +194,43 @@ struct Args {
     hedge_after: Option<Duration>,
 }
 
+/// The `HOST` of a `--resolve` entry, read once (in [`parse_resolve`]) as
+/// a URL's host is read, so that it matches the URL's however either
+/// spells it.
+#[derive(Debug)]
+enum ResolveHost {
+    /// A DNS name, as [`ResolveTable`] keys it: as the URL standard's host
+    /// parser reads it (the `url` crate's, as the client reads a URL's
+    /// host, and the hosts it asks a resolver for: lower case, a name that
+    /// is not ASCII in IDNA's ASCII form — `bücher.test` is
+    /// `xn--bcher-kva.test`), without a final dot (`example.test.` is the
+    /// same DNS name). A host that parser refuses is kept in lower case:
+    /// no URL's host matches it.
+    Name(String),
+    /// An IP address (IPv6 in brackets; `127.2` is `127.0.0.2`, as in a
+    /// URL): the client's own override ([`ip_overrides`]).
+    Ip(std::net::IpAddr),
+}
+
+impl ResolveHost {
+    /// A `HOST` written without brackets: an IPv4 address in any spelling
+    /// a URL takes, or a name.
+    fn unbracketed(host: &str) -> ResolveHost {
+        let host = host.strip_suffix('.').unwrap_or(host);
+        match url::Host::parse(host) {
+            Ok(url::Host::Ipv4(ip)) => ResolveHost::Ip(ip.into()),
+            Ok(url::Host::Domain(name)) => ResolveHost::Name(name),
+            // Refused (the parser reads an IPv6 address in brackets only,
+            // which are not here).
+            _ => ResolveHost::Name(host.to_ascii_lowercase()),
+        }
+    }
+}
+
 /// One `--resolve HOST:PORT:ADDR[,ADDR…]`.
 #[derive(Debug)]
 struct Resolve {
-    host: String,
+    host: ResolveHost,
     port: u16,
     /// At port 0, an IPv6 one with its zone's scope id: the port is set
     /// where they are used, keeping it (`SocketAddr::set_port`).
@@ -211,11 +244,17 @@ fn parse_resolve(value: &str) -> Result<Resolve, String> {
         Some(bracketed) => {
             let (literal, rest) = bracketed.split_once(']').ok_or_else(bad)?;
             let ip: std::net::Ipv6Addr = literal.parse().map_err(|_| bad())?;
-            (ip.to_string(), rest.strip_prefix(':').ok_or_else(bad)?)
+            (
+                ResolveHost::Ip(ip.into()),
+                rest.strip_prefix(':').ok_or_else(bad)?,
+            )
         }
         None => {
             let (host, rest) = value.split_once(':').ok_or_else(bad)?;
-            (host.to_owned(), rest)
+            if host.is_empty() {
+                return Err(bad());
+            }
+            (ResolveHost::unbracketed(host), rest)
         }
     };
     let (port, addrs) = rest.split_once(':').ok_or_else(bad)?;
@@ -224,14 +263,7 @@ fn parse_resolve(value: &str) -> Result<Resolve, String> {
         .split(',')
         .map(parse_resolve_addr)
         .collect::<Result<Vec<_>, _>>()?;
-    if host.is_empty() {
-        return Err(bad());
-    }
-    Ok(Resolve {
-        host: table_key(&host),
-        port,
-        addrs,
-    })
+    Ok(Resolve { host, port, addrs })
 }
 
 /// One `ADDR` of a `--resolve` entry, at port 0: an IP address (IPv6 in
@@ -288,39 +320,19 @@ fn interface_index(zone: &str) -> Option<u32> {
     (index != 0).then_some(index)
 }
 
-/// A host as the table keys it, from an entry and from the client's
-/// lookup alike: as a URL's host is read (WHATWG's host parser, the `url`
-/// crate's, as the client reads it) — in lower case, a name that is not
-/// ASCII in IDNA's ASCII form (`bücher.test` is `xn--bcher-kva.test`, the
-/// name the client asks for) — without a final dot (`example.test.` is the
-/// same DNS name). A host that parser refuses is kept in lower case: no
-/// URL's host matches it.
-fn table_key(host: &str) -> String {
-    let host = host.strip_suffix('.').unwrap_or(host);
-    match url::Host::parse(host) {
-        Ok(url::Host::Domain(name)) => name,
-        _ => host.to_ascii_lowercase(),
-    }
-}
-
-/// The `--resolve` entries whose `HOST` is an IP address, as the URL
-/// reads it (`127.2` is `127.0.0.2`: WHATWG's host parser, the `url`
-/// crate's), each with its addresses at port 0 (the request's): the
-/// client never asks a resolver for an IP address, so these are its own
-/// overrides ([`tickless::ClientBuilder::resolve`]) — which hold at every
-/// port of the address. So two entries for one address at two ports
-/// would have the later replace the earlier at both: refused.
-fn ip_overrides(entries: &[Resolve]) -> Result<Vec<(String, Vec<std::net::SocketAddr>)>, String> {
-    let mut overrides: Vec<(String, u16, Vec<std::net::SocketAddr>)> = Vec::new();
+/// The `--resolve` entries whose `HOST` is an IP address, each with its
+/// addresses at port 0 (the request's): the client never asks a resolver
+/// for an IP address, so these are its own overrides
+/// ([`tickless::ClientBuilder::resolve`]) — which hold at every port of
+/// the address. So two entries for one address at two ports would have
+/// the later replace the earlier at both: refused.
+fn ip_overrides(
+    entries: &[Resolve],
+) -> Result<Vec<(std::net::IpAddr, Vec<std::net::SocketAddr>)>, String> {
+    let mut overrides: Vec<(std::net::IpAddr, u16, Vec<std::net::SocketAddr>)> = Vec::new();
     for entry in entries {
-        let ip = match url::Host::parse(&entry.host) {
-            Ok(url::Host::Ipv4(ip)) => ip.to_string(),
-            // Stored without its brackets (`parse_resolve`).
-            Ok(url::Host::Domain(_)) | Err(_) => match entry.host.parse::<std::net::Ipv6Addr>() {
-                Ok(ip) => ip.to_string(),
-                Err(_) => continue,
-            },
-            Ok(url::Host::Ipv6(ip)) => ip.to_string(),
+        let ResolveHost::Ip(ip) = entry.host else {
+            continue;
         };
         // At port 0, the request's.
         let addrs = entry.addrs.clone();
@@ -350,8 +362,8 @@ fn ip_overrides(entries: &[Resolve]) -> Result<Vec<(String, Vec<std::net::Socket
 /// proxy or `socks5h://`), as curl does; nor for an IP literal, whose
 /// entries are the client's own overrides.
 struct ResolveTable {
-    /// By lower-case host and port; a later entry for the same pair
-    /// replaces an earlier one.
+    /// By name (a [`ResolveHost::Name`]) and port; a later entry for the
+    /// same pair replaces an earlier one.
     entries: std::collections::HashMap<(String, u16), Vec<std::net::SocketAddr>>,
 }
 
@@ -359,7 +371,11 @@ impl ResolveTable {
     fn new(entries: &[Resolve]) -> ResolveTable {
         let entries = entries
             .iter()
-            .map(|entry| {
+            .filter_map(|entry| match &entry.host {
+                ResolveHost::Name(name) => Some((name, entry)),
+                ResolveHost::Ip(_) => None,
+            })
+            .map(|(name, entry)| {
                 let addrs = entry
                     .addrs
                     .iter()
@@ -369,7 +385,7 @@ impl ResolveTable {
                         addr
                     })
                     .collect();
-                ((entry.host.clone(), entry.port), addrs)
+                ((name.clone(), entry.port), addrs)
             })
             .collect();
         ResolveTable { entries }
@@ -378,7 +394,11 @@ impl ResolveTable {
 
 impl tickless::Resolve for ResolveTable {
     fn resolve(&self, host: &str, port: u16, answer: tickless::ResolveAnswer) {
-        if let Some(addrs) = self.entries.get(&(table_key(host), port)) {
+        // The client asks for a name as a URL's host is read (lower
+        // case, in IDNA's ASCII form: `Origin`'s host, a proxy URL's), with
+        // its final dot if the URL had one.
+        let name = host.strip_suffix('.').unwrap_or(host);
+        if let Some(addrs) = self.entries.get(&(name.to_ascii_lowercase(), port)) {
             return answer.addresses(addrs.iter().copied());
         }
         // `getaddrinfo` blocks, and this is called on a loop: on a thread
@@ -692,7 +712,7 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         builder = builder.resolver(std::sync::Arc::new(ResolveTable::new(&args.resolve)));
     }
     for (ip, addrs) in &args.ip_overrides {
-        builder = builder.resolve(ip, addrs);
+        builder = builder.resolve(&ip.to_string(), addrs);
     }
     if args.insecure {
         say(
