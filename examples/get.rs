@@ -28,6 +28,10 @@
 //!   client's default, 60 s) still ends one whose server went silent.
 //! * `-m`, `--max-time SECS` (curl's): the request timeout in seconds, a
 //!   fraction allowed (`0.5`).
+//! * `--connect-timeout SECS` (curl's): the bound on each TCP connect
+//!   attempt, in seconds, a fraction allowed (`0.5`); the client's default
+//!   is 5 s, and 0 puts none (the request timeout, if any, still bounds
+//!   it: curl's 0 is its own default instead).
 //! * `--event-loop-timeouts`: arm them on the connection's event loop
 //!   instead of the hashed-wheel timer.
 //! * `-H`, `--header 'Name: value'`: add a request header (repeatable);
@@ -134,7 +138,7 @@ use tickless::WithCauses;
 
 const USAGE: &str = "\
 usage: get URL [--request-timeout MS|-m|--max-time SECS] [--read-timeout MS]
-           [--write-timeout MS]
+           [--write-timeout MS] [--connect-timeout SECS]
            [--event-loop-timeouts]
            [-H|--header 'Name: value']... [-X|--request METHOD] [-I|--head] [-L]
            [-d|--data STR|@FILE] [--data-binary STR|@FILE]
@@ -167,6 +171,7 @@ struct Args {
     request_timeout: Option<Duration>,
     read_timeout: Option<Duration>,
     write_timeout: Option<Duration>,
+    connect_timeout: Option<Duration>,
     event_loop_timeouts: bool,
     headers: Vec<Header>,
     method: Option<http::Method>,
@@ -509,6 +514,15 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             .map(Duration::from_millis)
             .map_err(|_| format!("{flag}: not a number of milliseconds: {value:?}"))
     };
+    // curl's: seconds, a fraction allowed (`0.5`); not negative.
+    let seconds = |flag: &str, value: Option<String>| -> Result<Duration, String> {
+        let value = value.ok_or_else(|| format!("{flag} needs a value in seconds"))?;
+        value
+            .parse::<f64>()
+            .ok()
+            .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
+            .ok_or_else(|| format!("{flag}: not a number of seconds: {value:?}"))
+    };
     fn number<N: std::str::FromStr>(flag: &str, value: Option<String>) -> Result<N, String> {
         let value = value.ok_or_else(|| format!("{flag} needs a number"))?;
         value
@@ -521,13 +535,10 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
                 parsed.request_timeout = Some(millis("--request-timeout", args.next())?)
             }
             "-m" | "--max-time" => {
-                let value = args.next().ok_or("--max-time needs a value in seconds")?;
-                let seconds = value
-                    .parse::<f64>()
-                    .ok()
-                    .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
-                    .ok_or_else(|| format!("--max-time: not a number of seconds: {value:?}"))?;
-                parsed.request_timeout = Some(seconds);
+                parsed.request_timeout = Some(seconds("--max-time", args.next())?)
+            }
+            "--connect-timeout" => {
+                parsed.connect_timeout = Some(seconds("--connect-timeout", args.next())?)
             }
             "--read-timeout" => parsed.read_timeout = Some(millis("--read-timeout", args.next())?),
             "--write-timeout" => {
@@ -686,6 +697,9 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     }
     if let Some(timeout) = args.write_timeout {
         builder = builder.write_timeout(timeout);
+    }
+    if let Some(timeout) = args.connect_timeout {
+        builder = builder.connect_timeout(timeout);
     }
     if let Some(path) = &args.ca {
         let pem = std::fs::read(path).map_err(|e| format!("--ca {path}: {e}"))?;

@@ -3,7 +3,7 @@
 //! `--max-redirects`, `--no-decompress`, `--cookies` and `--cookie`,
 //! `--max-body-bytes`, `-u` and URL credentials (and curl's names for the
 //! same), `--proxy`, `--no-proxy` and the proxy environment, `--resolve`,
-//! `--cert`/`--key`, `--write-timeout`, `--data`/`--data-binary` from a
+//! `--cert`/`--key`, `--write-timeout`, `--connect-timeout`, `--data`/`--data-binary` from a
 //! file or standard input and `-T -`, and its exit statuses (0 for any response, 1 for an
 //! error, 2 for bad arguments).
 
@@ -980,5 +980,50 @@ fn resolve_takes_an_ipv6_address_with_a_zone_id_or_refuses_it() {
         assert_eq!(output.status.code(), Some(2), "{entry}: {output:?}");
         let shown = String::from_utf8_lossy(&output.stderr);
         assert!(shown.contains(says), "{entry}: {shown}");
+    }
+}
+
+/// `--connect-timeout SECS` (curl's: seconds, a fraction allowed) bounds
+/// each connect attempt: to a listener whose accept queue is full (a
+/// connect to it hangs, as to an address that drops SYNs) the request
+/// fails with that timeout, not the client's default of 5 s nor the
+/// request timeout. A value that is no number of seconds is a bad
+/// argument.
+#[test]
+fn connect_timeout_in_seconds_bounds_a_connect_that_hangs() {
+    let mut listener = UnacceptingListener::new();
+    if !listener.backlog_filled(4096) {
+        // See client_timeouts.rs, connect_timeout_against_a_full_backlog.
+        eprintln!("backlog could not be filled; connect-timeout assertion skipped");
+    } else {
+        let url = format!("http://{}/", listener.addr());
+        let output = get(&[&url, "--connect-timeout", "0.3", "--max-time", "60"]);
+        assert_eq!(output.status.code(), Some(1), "{output:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("Connect timeout") && stderr.contains("after 300 ms"),
+            "{stderr}"
+        );
+    }
+    for (value, says) in [
+        (
+            Some("soon"),
+            "--connect-timeout: not a number of seconds: \"soon\"",
+        ),
+        (
+            Some("-1"),
+            "--connect-timeout: not a number of seconds: \"-1\"",
+        ),
+        (None, "--connect-timeout needs a value in seconds"),
+    ] {
+        let mut bad = vec!["http://127.0.0.1/", "--connect-timeout"];
+        bad.extend(value);
+        let output = get(&bad);
+        assert_eq!(output.status.code(), Some(2), "{bad:?}: {output:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains(says) && stderr.contains("usage: get URL"),
+            "{bad:?}: {stderr}"
+        );
     }
 }
