@@ -73,6 +73,12 @@
 //!   variables are honoured (`http_proxy`, `https_proxy`, `all_proxy`,
 //!   `no_proxy`, as curl and reqwest read them).
 //! * `--no-proxy`: ignore the proxy environment variables.
+//! * `--noproxy LIST` (curl's): the hosts that bypass the proxy — of
+//!   `--proxy` or of the environment, whose `no_proxy` it replaces — a
+//!   comma-separated list of names (each with its subdomains), IP
+//!   addresses and CIDR blocks, or `*` for all (the client's
+//!   [`tickless::Proxy::no_proxy`] syntax: an entry with a port matches
+//!   nothing, as in reqwest); `""`: none.
 //! * `--resolve HOST:PORT:ADDR[,ADDR…]`: connect to these addresses (IPv6
 //!   in brackets) for `HOST:PORT` — the URL's, the proxy's or a redirect's:
 //!   any connection of the transfer — instead of resolving `HOST` (curl's
@@ -144,7 +150,7 @@ usage: get URL [--request-timeout MS|-m|--max-time SECS] [--read-timeout MS]
            [-d|--data STR|@FILE] [--data-binary STR|@FILE]
            [-T|--upload-file FILE|-] [-o|--output FILE] [--ca|--cacert FILE]
            [-k|--insecure] [-E|--cert FILE --key FILE]
-           [-x|--proxy URL] [--no-proxy]
+           [-x|--proxy URL] [--no-proxy] [--noproxy HOST[,HOST...]|'*']
            [--resolve HOST:PORT:ADDR[,ADDR...]]...
            [--max-redirects N] [--no-decompress|--compressed] [--cookies] [-i] [-s]
            [-b|--cookie 'NAME=VALUE; ...'] [--max-body-bytes N]
@@ -185,6 +191,8 @@ struct Args {
     key: Option<String>,
     proxy: Option<String>,
     no_proxy: bool,
+    /// `--noproxy LIST`: the hosts that bypass the proxy.
+    noproxy: Option<String>,
     resolve: Vec<Resolve>,
     /// The `--resolve` entries for IP addresses, as the client's overrides
     /// ([`ip_overrides`]).
@@ -575,6 +583,12 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--key" => parsed.key = Some(args.next().ok_or("--key needs a PEM file")?),
             "-x" | "--proxy" => parsed.proxy = Some(args.next().ok_or("--proxy needs a URL")?),
             "--no-proxy" => parsed.no_proxy = true,
+            "--noproxy" => {
+                parsed.noproxy = Some(
+                    args.next()
+                        .ok_or("--noproxy needs a LIST of hosts ('*': all)")?,
+                )
+            }
             "--resolve" => parsed.resolve.push(parse_resolve(
                 &args.next().ok_or("--resolve needs HOST:PORT:ADDR")?,
             )?),
@@ -687,6 +701,9 @@ fn say(mut out: impl Write, text: &str) {
 }
 
 fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+    if let (Some(hosts), None) = (&args.noproxy, &args.proxy) {
+        bypass_the_environments_proxies(hosts);
+    }
     let mut builder = tickless::Client::builder()
         .event_loops(1)
         .use_event_loop_timeouts(args.event_loop_timeouts);
@@ -714,7 +731,10 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         builder = builder.no_proxy();
     }
     if let Some(url) = &args.proxy {
-        let proxy = tickless::Proxy::all(url).map_err(|e| format!("--proxy: {e}"))?;
+        let mut proxy = tickless::Proxy::all(url).map_err(|e| format!("--proxy: {e}"))?;
+        if let Some(hosts) = &args.noproxy {
+            proxy = proxy.no_proxy(hosts);
+        }
         builder = builder.proxy(proxy);
     }
     // curl's rule: an entry is for HOST at PORT, and for every connection
@@ -876,6 +896,23 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     drop(response);
     client.close();
     Ok(())
+}
+
+/// `--noproxy LIST` for the proxies of the environment: as curl's, the
+/// list takes the place of `no_proxy`/`NO_PROXY`. The client takes a list
+/// for a proxy it is given ([`tickless::Proxy::no_proxy`]), and for those
+/// of the environment reads it from the variables, when it is built — so
+/// it goes there: in `no_proxy`, the name the client reads first, with
+/// `NO_PROXY` gone (a blank `no_proxy` would let `NO_PROXY` through: an
+/// empty list, as curl's `--noproxy ""`, leaves neither, and every host
+/// goes through the proxy). Called before the client is built, while this
+/// process has no other thread to read the environment meanwhile.
+fn bypass_the_environments_proxies(hosts: &str) {
+    std::env::remove_var("NO_PROXY");
+    match hosts.trim().is_empty() {
+        true => std::env::remove_var("no_proxy"),
+        false => std::env::set_var("no_proxy", hosts),
+    }
 }
 
 /// The URL an upload of `path` goes to: `url`, or, if its path ends with

@@ -2,7 +2,7 @@
 //! against loopback servers: redirects followed by default and bounded by
 //! `--max-redirects`, `--no-decompress`, `--cookies` and `--cookie`,
 //! `--max-body-bytes`, `-u` and URL credentials (and curl's names for the
-//! same), `--proxy`, `--no-proxy` and the proxy environment, `--resolve`,
+//! same), `--proxy`, `--no-proxy`, `--noproxy` and the proxy environment, `--resolve`,
 //! `--cert`/`--key`, `--write-timeout`, `--connect-timeout`, `--data`/`--data-binary` from a
 //! file or standard input and `-T -`, and its exit statuses (0 for any response, 1 for an
 //! error, 2 for bad arguments).
@@ -1026,4 +1026,60 @@ fn connect_timeout_in_seconds_bounds_a_connect_that_hangs() {
             "{bad:?}: {stderr}"
         );
     }
+}
+
+/// `--noproxy LIST` (curl's): the hosts it lists go straight to their
+/// origin, past the proxy — `--proxy`'s, or the environment's, whose
+/// `no_proxy` the list replaces (`""`: none bypasses); any other goes
+/// through the proxy. Without a LIST it is a bad argument.
+#[test]
+fn noproxy_sends_the_hosts_it_lists_straight_past_the_proxy() {
+    let origin = server();
+    // A forwarding proxy double: it answers itself, saying what it got.
+    let proxy = TestServer::respond(|request| ok(&format!("proxy got {}", request.target)));
+    let proxy_url = format!("http://{}", proxy.addr());
+    let url = origin.url("/direct");
+    let straight = "/direct auth=- cookie=-";
+    let proxied = format!("proxy got {url}");
+    let with_env = |args: &[&str], env: &[(&str, &str)]| {
+        let mut command = Command::new(example_binary("get"));
+        command.args(args);
+        for name in ["http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"] {
+            command.env_remove(name);
+        }
+        for name in ["no_proxy", "NO_PROXY"] {
+            command.env_remove(name);
+        }
+        command.envs(env.iter().copied());
+        let output = command.output().unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{args:?} {env:?}: {output:?}"
+        );
+        stdout(&output)
+    };
+    for (list, expected) in [
+        ("127.0.0.1", straight),
+        ("*", straight),
+        ("other.invalid, 127.0.0.0/8", straight),
+        ("other.invalid", proxied.as_str()),
+        ("", proxied.as_str()),
+    ] {
+        let text = with_env(&[&url, "-x", &proxy_url, "--noproxy", list], &[]);
+        assert!(text.ends_with(expected), "-x, --noproxy {list:?}: {text}");
+        // The environment's proxy, its own list replaced.
+        for no_proxy in ["NO_PROXY", "no_proxy"] {
+            let env = [("http_proxy", proxy_url.as_str()), (no_proxy, "127.0.0.1")];
+            let text = with_env(&[&url, "--noproxy", list], &env);
+            assert!(
+                text.ends_with(expected),
+                "{no_proxy}, --noproxy {list:?}: {text}"
+            );
+        }
+    }
+    let output = get(&["http://127.0.0.1/", "--noproxy"]);
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--noproxy needs a LIST"), "{stderr}");
 }
