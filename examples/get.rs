@@ -108,6 +108,25 @@
 //!   encoded it (no decompression, no `Accept-Encoding` sent).
 //! * `--compressed`: accepted, as curl's: compressed bodies are asked for
 //!   and decoded by default; after `--no-decompress` it turns them back on.
+//! * `-v`, `--verbose`: tell what the transfer does on standard error, as
+//!   curl does: `* ` lines for what the client tells of it (the addresses
+//!   a name resolved to, each connect tried, made or failed, TLS's ALPN,
+//!   the protocol of a new connection, `HTTP/1.1` or `HTTP/2`, a
+//!   connection reused, a redirect followed, a retry, a hedged copy);
+//!   `> ` lines for each request once sent — its line (`> GET /path
+//!   HTTP/1.1`: the path and query, which through an HTTP proxy go as the
+//!   whole URL) and the headers `get` set on it (`--header`, `--data`'s
+//!   `Content-Type`), in lower case. Not the headers the client adds
+//!   (`Host`, `User-Agent`, `Accept-Encoding`, the body's length or
+//!   chunking, `--user`'s `Authorization`, cookies) nor what it changes in
+//!   those it is given (over HTTP/2, hop-by-hop ones dropped): the
+//!   client's interface does not show the request as written, and `get`
+//!   shows only what it knows. After a redirect, whose request takes the
+//!   headers the client keeps, the request line alone is shown. The
+//!   final response's status line and headers follow as `< ` lines (a
+//!   redirect's as its `* ` line). Standard output is as without `-v`;
+//!   with `--output`, the head goes to standard error as the `< ` lines
+//!   alone.
 //! * `-i`, `--include`; `-s`, `--silent`: accepted, for curl's habits: the
 //!   status line and headers are always printed, and there is no progress
 //!   meter to silence (errors still go to standard error).
@@ -153,9 +172,16 @@ usage: get URL [--request-timeout MS|-m|--max-time SECS] [--read-timeout MS]
            [-x|--proxy URL] [--no-proxy] [--noproxy HOST[,HOST...]|'*']
            [--resolve HOST:PORT:ADDR[,ADDR...]]...
            [--max-redirects N] [--no-decompress|--compressed] [--cookies] [-i] [-s]
+           [-v|--verbose]
            [-b|--cookie 'NAME=VALUE; ...'] [--max-body-bytes N]
            [-u|--user USER[:PASSWORD]] [--retries N] [--hedge-after MS]
-           [--http2 | --http1.1 | --http2-prior-knowledge]";
+           [--http2 | --http1.1 | --http2-prior-knowledge]
+-v shows, on standard error: '* ' lines for what the client tells of the
+transfer, '> ' lines for a request sent — its line (with the path: through
+an HTTP proxy the whole URL is sent) and the headers get set (-H, --data's
+Content-Type), not those the client adds (Host, User-Agent, Accept-Encoding,
+the body's framing, -u's Authorization, cookies); after a redirect the line
+alone — and '< ' lines for the response's head.";
 
 /// Which HTTP versions to speak.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -173,6 +199,8 @@ struct Args {
     help: bool,
     /// `-I`, `--head`: a HEAD request.
     head: bool,
+    /// `-v`, `--verbose`: tell what the transfer does, on standard error.
+    verbose: bool,
     url: String,
     request_timeout: Option<Duration>,
     read_timeout: Option<Duration>,
@@ -554,6 +582,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             }
             "--event-loop-timeouts" => parsed.event_loop_timeouts = true,
             "-h" | "--help" => parsed.help = true,
+            "-v" | "--verbose" => parsed.verbose = true,
             "-H" | "--header" => {
                 let header = args.next().ok_or("--header needs 'Name: value'")?;
                 parsed.headers.push(parse_header(&header)?);
@@ -797,6 +826,26 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         }
         builder = builder.cookie_provider(jar);
     }
+    // The headers `get` sets, each once, as the request is given them
+    // below; `-v` shows them.
+    let mut headers = Vec::new();
+    // A form, as curl sends it, unless told otherwise.
+    let content_type = http::header::CONTENT_TYPE;
+    if !args.data.is_empty()
+        && !given(&args.headers, &content_type)
+        && !suppressed(&args.headers, &content_type)
+    {
+        let form = http::HeaderValue::from_static("application/x-www-form-urlencoded");
+        headers.push((content_type, form));
+    }
+    for header in &args.headers {
+        if let Header::Send(name, value) = header {
+            headers.push((name.clone(), value.clone()));
+        }
+    }
+    if args.verbose {
+        builder = builder.listener(std::sync::Arc::new(Verbose::new(headers.clone())));
+    }
     let client = builder
         .build()
         .map_err(|e| format!("cannot start the client: {e}"))?;
@@ -814,11 +863,6 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let mut request = client.request(method, url);
     if !args.data.is_empty() {
         request = request.body(data_body(&args.data)?);
-        // A form, as curl sends it, unless told otherwise.
-        let content_type = http::header::CONTENT_TYPE;
-        if !given(&args.headers, &content_type) && !suppressed(&args.headers, &content_type) {
-            request = request.header(content_type, "application/x-www-form-urlencoded");
-        }
     }
     match args.upload.as_deref() {
         Some("-") => request = request.body(tickless::Upload::from_reader(std::io::stdin(), None)),
@@ -829,10 +873,8 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         }
         None => {}
     }
-    for header in args.headers {
-        if let Header::Send(name, value) = header {
-            request = request.header(name, value);
-        }
+    for (name, value) in headers {
+        request = request.header(name, value);
     }
     if let Some(user) = &args.user {
         let (user, password) = match user.split_once(':') {
@@ -871,7 +913,20 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         head.push(b'\n');
     }
     head.push(b'\n');
+    if args.verbose {
+        // As curl: the head again, each line after `< `, on standard
+        // error, come what may (see `say`).
+        let mut shown = Vec::with_capacity(head.len() + 64);
+        for line in head.split_inclusive(|&b| b == b'\n') {
+            shown.extend_from_slice(b"< ");
+            shown.extend_from_slice(line);
+        }
+        let mut stderr = std::io::stderr().lock();
+        let _ = stderr.write_all(&shown).and_then(|()| stderr.flush());
+    }
     match &args.output {
+        // With -v, the `<` lines above have shown it there.
+        Some(_) if args.verbose => {}
         // With --output the body goes there, and the head to standard
         // error, for the one who watches: like a message, it is written
         // come what may (see `say`), and the body still goes to its file.
@@ -981,6 +1036,166 @@ impl<W: Write> Write for Named<W> {
 
 fn named(what: &str, error: std::io::Error) -> std::io::Error {
     std::io::Error::new(error.kind(), format!("{what}: {error}"))
+}
+
+/// `-v`: what the client tells of the transfer ([`tickless::EventListener`]),
+/// on standard error as curl's lines — `*` for what it does (a lookup, a
+/// connect, TLS's ALPN, the protocol, a connection reused, a redirect, a
+/// retry, a hedge), `>` for a request sent — and nothing it does not tell:
+/// the `<` lines of the response's head are written in [`run`].
+struct Verbose {
+    /// The headers `get` sets on the request, shown after its line: the
+    /// client adds its own (`Host`, `User-Agent`, `Accept-Encoding`, the
+    /// body's framing, `-u`'s `Authorization`, cookies), and may drop or
+    /// change one of these (hop-by-hop ones over HTTP/2), which its public
+    /// interface does not show — the usage says so.
+    headers: Vec<(http::HeaderName, http::HeaderValue)>,
+    /// The protocol of each connection, by id, as settled when it was
+    /// opened: every connection of the run is this client's, so each is
+    /// told here before a request is sent on it.
+    versions: std::sync::Mutex<std::collections::HashMap<u64, http::Version>>,
+    /// A redirect was followed: the requests after it go with the headers
+    /// the client keeps of these (some are dropped on a change of origin
+    /// or of method), which it does not tell — their lines alone are
+    /// shown.
+    redirected: std::sync::atomic::AtomicBool,
+}
+
+impl Verbose {
+    fn new(headers: Vec<(http::HeaderName, http::HeaderValue)>) -> Verbose {
+        Verbose {
+            headers,
+            versions: Default::default(),
+            redirected: Default::default(),
+        }
+    }
+}
+
+/// Writes `text` to standard error in one write, come what may (see
+/// `say`): from the loop's thread, the lines of one event together.
+fn tell(text: &[u8]) {
+    let mut stderr = std::io::stderr().lock();
+    let _ = stderr.write_all(text).and_then(|()| stderr.flush());
+}
+
+impl tickless::EventListener for Verbose {
+    fn on_resolved(&self, _: &tickless::RequestInfo, host: &str, addrs: &[std::net::SocketAddr]) {
+        let ips: Vec<String> = addrs.iter().map(|addr| addr.ip().to_string()).collect();
+        tell(format!("* Host {host} resolved to {}\n", ips.join(", ")).as_bytes());
+    }
+
+    fn on_connect_attempt(&self, _: &tickless::RequestInfo, remote: std::net::SocketAddr) {
+        tell(format!("*   Trying {remote}...\n").as_bytes());
+    }
+
+    fn on_connect_failure(
+        &self,
+        _: &tickless::RequestInfo,
+        remote: std::net::SocketAddr,
+        error: &std::io::Error,
+    ) {
+        let (ip, port) = (remote.ip(), remote.port());
+        tell(format!("* connect to {ip} port {port} failed: {error}\n").as_bytes());
+    }
+
+    fn on_connect_success(&self, _: &tickless::RequestInfo, connection: &tickless::ConnectionInfo) {
+        let (ip, port, id) = (
+            connection.remote.ip(),
+            connection.remote.port(),
+            connection.id,
+        );
+        tell(format!("* Connected to {ip} port {port} (#{id})\n").as_bytes());
+    }
+
+    fn on_tls_handshake_success(
+        &self,
+        _: &tickless::RequestInfo,
+        _: &tickless::ConnectionInfo,
+        alpn_protocol: Option<&[u8]>,
+    ) {
+        let alpn = match alpn_protocol {
+            Some(protocol) => format!("server accepted {}", String::from_utf8_lossy(protocol)),
+            None => "server did not agree on a protocol".into(),
+        };
+        tell(format!("* TLS handshake done; ALPN: {alpn}\n").as_bytes());
+    }
+
+    fn on_connection_pooled(
+        &self,
+        _: &tickless::RequestInfo,
+        connection: &tickless::ConnectionInfo,
+    ) {
+        let (ip, port, id) = (
+            connection.remote.ip(),
+            connection.remote.port(),
+            connection.id,
+        );
+        tell(format!("* Re-using existing connection #{id} with {ip} port {port}\n").as_bytes());
+    }
+
+    fn on_protocol_negotiated(
+        &self,
+        _: &tickless::RequestInfo,
+        connection: &tickless::ConnectionInfo,
+        version: http::Version,
+    ) {
+        let mut versions = self.versions.lock().unwrap_or_else(|e| e.into_inner());
+        versions.insert(connection.id, version);
+        tell(format!("* using {}\n", version_name(version)).as_bytes());
+    }
+
+    fn on_request_sent(
+        &self,
+        request: &tickless::RequestInfo,
+        connection: &tickless::ConnectionInfo,
+    ) {
+        let target = request
+            .uri()
+            .path_and_query()
+            .map_or("/", |target| target.as_str());
+        let versions = self.versions.lock().unwrap_or_else(|e| e.into_inner());
+        let mut text = format!("> {} {target}", request.method()).into_bytes();
+        if let Some(version) = versions.get(&connection.id) {
+            text.extend_from_slice(format!(" {}", version_name(*version)).as_bytes());
+        }
+        text.push(b'\n');
+        if !self.redirected.load(std::sync::atomic::Ordering::Relaxed) {
+            for (name, value) in &self.headers {
+                text.extend_from_slice(format!("> {name}: ").as_bytes());
+                text.extend_from_slice(value.as_bytes());
+                text.push(b'\n');
+            }
+        }
+        tell(&text);
+    }
+
+    fn on_redirect(
+        &self,
+        _: &tickless::RequestInfo,
+        status: http::StatusCode,
+        _: &http::Uri,
+        to: &http::Uri,
+    ) {
+        self.redirected
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        let status = status.as_u16();
+        tell(format!("* {status}: issue another request to this URL: '{to}'\n").as_bytes());
+    }
+
+    fn on_retry(
+        &self,
+        _: &tickless::RequestInfo,
+        attempt: u32,
+        delay: Duration,
+        reason: &tickless::Error,
+    ) {
+        let (delay, reason) = (delay.as_millis(), WithCauses(reason));
+        tell(format!("* retrying, attempt {attempt} in {delay} ms, after: {reason}\n").as_bytes());
+    }
+
+    fn on_hedge(&self, _: &tickless::RequestInfo, copy: u32) {
+        tell(format!("* hedged copy {copy} sent, no response head yet\n").as_bytes());
+    }
 }
 
 /// The version as a status line shows it: `HTTP/1.1`, `HTTP/2`.

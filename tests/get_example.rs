@@ -4,7 +4,7 @@
 //! `--max-body-bytes`, `-u` and URL credentials (and curl's names for the
 //! same), `--proxy`, `--no-proxy`, `--noproxy` and the proxy environment, `--resolve`,
 //! `--cert`/`--key`, `--write-timeout`, `--connect-timeout`, `--data`/`--data-binary` from a
-//! file or standard input and `-T -`, and its exit statuses (0 for any response, 1 for an
+//! file or standard input and `-T -`, `-v`, and its exit statuses (0 for any response, 1 for an
 //! error, 2 for bad arguments).
 
 mod support;
@@ -1082,4 +1082,100 @@ fn noproxy_sends_the_hosts_it_lists_straight_past_the_proxy() {
     assert_eq!(output.status.code(), Some(2), "{output:?}");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("--noproxy needs a LIST"), "{stderr}");
+}
+
+/// The lines of `text` that start with `prefix`.
+fn lines_with<'a>(text: &'a str, prefix: &str) -> Vec<&'a str> {
+    text.lines()
+        .filter(|line| line.starts_with(prefix))
+        .collect()
+}
+
+/// `-v`, `--verbose` (curl's): on standard error, `*` lines for what the
+/// client tells, `>` lines for the request sent — its line and the headers
+/// `get` set, none of the client's own — then `<` lines for the
+/// response's head, in that order; standard output as without it.
+#[test]
+fn verbose_shows_the_request_sent_and_the_response_head_on_standard_error() {
+    let server = server();
+    let port = server.addr().port();
+    let quiet = get(&[&server.url("/who"), "-H", "X-Given: yes", "-d", "a=1"]);
+    let quiet_out = stdout(&quiet);
+    for flag in ["-v", "--verbose"] {
+        let output = get(&[&server.url("/who"), flag, "-H", "X-Given: yes", "-d", "a=1"]);
+        assert_eq!(output.status.code(), Some(0), "{flag}: {output:?}");
+        assert_eq!(output.stdout, quiet.stdout, "{flag}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(
+            lines_with(&stderr, "> "),
+            [
+                "> POST /who HTTP/1.1",
+                "> content-type: application/x-www-form-urlencoded",
+                "> x-given: yes",
+            ],
+            "{flag}: {stderr}"
+        );
+        // The head printed on standard output, line for line, and the
+        // blank line that ends it.
+        let (printed, _body) = quiet_out.split_once("\n\n").unwrap();
+        let mut expected: Vec<String> = printed.lines().map(|line| format!("< {line}")).collect();
+        expected.push("< ".into());
+        assert_eq!(lines_with(&stderr, "< "), expected, "{flag}: {stderr}");
+        assert_eq!(expected[0], "< HTTP/1.1 200 OK");
+        for info in [
+            format!("*   Trying 127.0.0.1:{port}..."),
+            format!("* Connected to 127.0.0.1 port {port} (#"),
+            "* using HTTP/1.1".into(),
+        ] {
+            assert!(stderr.contains(&info), "{flag}: {info} in {stderr}");
+        }
+        let at = |line: &str| stderr.find(line).unwrap();
+        assert!(at("* Connected") < at("> POST") && at("> POST") < at("< HTTP/1.1"));
+    }
+
+    // A redirect: its `*` line, and the next request's line alone (the
+    // client chooses the headers it keeps); the final response's head.
+    let output = get(&[&server.url("/old"), "-v", "-H", "X-Given: yes"]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        lines_with(&stderr, "> "),
+        [
+            "> GET /old HTTP/1.1",
+            "> x-given: yes",
+            "> GET /new HTTP/1.1"
+        ],
+        "{stderr}"
+    );
+    let redirect =
+        format!("* 302: issue another request to this URL: 'http://127.0.0.1:{port}/new'");
+    assert!(stderr.contains(&redirect), "{stderr}");
+    assert_eq!(
+        lines_with(&stderr, "< HTTP/"),
+        ["< HTTP/1.1 200 OK"],
+        "{stderr}"
+    );
+
+    // With -o the head goes to standard error once, as `<` lines.
+    let dir = support::real::TempDir::new("get-verbose");
+    let file = dir.path().join("body");
+    let output = get(&[&server.url("/who"), "-v", "-o", file.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.matches("HTTP/1.1 200 OK").count(), 1, "{stderr}");
+    assert!(output.stdout.is_empty(), "{output:?}");
+}
+
+/// Over HTTP/2 the request line and the status line say so, as curl's.
+#[test]
+fn verbose_says_http2_when_the_connection_speaks_it() {
+    let server = support::h2_server::H2Server::start(|stream| {
+        support::h2_server::answer(stream, 200, b"over h2\n")
+    });
+    let output = get(&[&server.url("/two"), "--http2-prior-knowledge", "-v"]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("* using HTTP/2\n"), "{stderr}");
+    assert_eq!(lines_with(&stderr, "> "), ["> GET /two HTTP/2"], "{stderr}");
+    assert_eq!(lines_with(&stderr, "< HTTP/"), ["< HTTP/2 200"], "{stderr}");
 }
