@@ -113,7 +113,8 @@
 //!   a name resolved to, each connect tried, made or failed, TLS's ALPN,
 //!   the protocol of a new connection, `HTTP/1.1` or `HTTP/2`, a
 //!   connection reused, a redirect followed, a retry, a hedged copy);
-//!   `> ` lines for each request once sent — its line (`> GET /path
+//!   `> ` lines for each request once sent whole (one the server
+//!   answered before its body was all sent has none) — its line (`> GET /path
 //!   HTTP/1.1`: the path and query, which through an HTTP proxy go as the
 //!   whole URL) and the headers `get` set on it (`--header`, `--data`'s
 //!   `Content-Type`), in lower case. Not the headers the client adds
