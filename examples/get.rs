@@ -28,6 +28,10 @@
 //!   client's default, 60 s) still ends one whose server went silent.
 //! * `-m`, `--max-time SECS` (curl's): the request timeout in seconds, a
 //!   fraction allowed (`0.5`).
+//! * `--connect-timeout SECS` (curl's): the bound on each TCP connect
+//!   attempt, in seconds, a fraction allowed (`0.5`); the client's default
+//!   is 5 s, and 0 puts none (the request timeout, if any, still bounds
+//!   it: curl's 0 is its own default instead).
 //! * `--event-loop-timeouts`: arm them on the connection's event loop
 //!   instead of the hashed-wheel timer.
 //! * `-H`, `--header 'Name: value'`: add a request header (repeatable);
@@ -69,6 +73,12 @@
 //!   variables are honoured (`http_proxy`, `https_proxy`, `all_proxy`,
 //!   `no_proxy`, as curl and reqwest read them).
 //! * `--no-proxy`: ignore the proxy environment variables.
+//! * `--noproxy LIST` (curl's): the hosts that bypass the proxy — of
+//!   `--proxy` or of the environment, whose `no_proxy` it replaces — a
+//!   comma-separated list of names (each with its subdomains), IP
+//!   addresses and CIDR blocks, or `*` for all (the client's
+//!   [`tickless::Proxy::no_proxy`] syntax: an entry with a port matches
+//!   nothing, as in reqwest); `""`: none.
 //! * `--resolve HOST:PORT:ADDR[,ADDR…]`: connect to these addresses (IPv6
 //!   in brackets) for `HOST:PORT` — the URL's, the proxy's or a redirect's:
 //!   any connection of the transfer — instead of resolving `HOST` (curl's
@@ -98,6 +108,26 @@
 //!   encoded it (no decompression, no `Accept-Encoding` sent).
 //! * `--compressed`: accepted, as curl's: compressed bodies are asked for
 //!   and decoded by default; after `--no-decompress` it turns them back on.
+//! * `-v`, `--verbose`: tell what the transfer does on standard error, as
+//!   curl does: `* ` lines for what the client tells of it (the addresses
+//!   a name resolved to, each connect tried, made or failed, TLS's ALPN,
+//!   the protocol of a new connection, `HTTP/1.1` or `HTTP/2`, a
+//!   connection reused, a redirect followed, a retry, a hedged copy);
+//!   `> ` lines for each request once sent whole (one the server
+//!   answered before its body was all sent has none) — its line (`> GET /path
+//!   HTTP/1.1`: the path and query, which through an HTTP proxy go as the
+//!   whole URL) and the headers `get` set on it (`--header`, `--data`'s
+//!   `Content-Type`), in lower case. Not the headers the client adds
+//!   (`Host`, `User-Agent`, `Accept-Encoding`, the body's length or
+//!   chunking, `--user`'s `Authorization`, cookies) nor what it changes in
+//!   those it is given (over HTTP/2, hop-by-hop ones dropped): the
+//!   client's interface does not show the request as written, and `get`
+//!   shows only what it knows. After a redirect, whose request takes the
+//!   headers the client keeps, the request line alone is shown. The
+//!   final response's status line and headers follow as `< ` lines (a
+//!   redirect's as its `* ` line). Standard output is as without `-v`;
+//!   with `--output`, the head goes to standard error as the `< ` lines
+//!   alone.
 //! * `-i`, `--include`; `-s`, `--silent`: accepted, for curl's habits: the
 //!   status line and headers are always printed, and there is no progress
 //!   meter to silence (errors still go to standard error).
@@ -134,18 +164,25 @@ use tickless::WithCauses;
 
 const USAGE: &str = "\
 usage: get URL [--request-timeout MS|-m|--max-time SECS] [--read-timeout MS]
-           [--write-timeout MS]
+           [--write-timeout MS] [--connect-timeout SECS]
            [--event-loop-timeouts]
            [-H|--header 'Name: value']... [-X|--request METHOD] [-I|--head] [-L]
            [-d|--data STR|@FILE] [--data-binary STR|@FILE]
            [-T|--upload-file FILE|-] [-o|--output FILE] [--ca|--cacert FILE]
            [-k|--insecure] [-E|--cert FILE --key FILE]
-           [-x|--proxy URL] [--no-proxy]
+           [-x|--proxy URL] [--no-proxy] [--noproxy HOST[,HOST...]|'*']
            [--resolve HOST:PORT:ADDR[,ADDR...]]...
            [--max-redirects N] [--no-decompress|--compressed] [--cookies] [-i] [-s]
+           [-v|--verbose]
            [-b|--cookie 'NAME=VALUE; ...'] [--max-body-bytes N]
            [-u|--user USER[:PASSWORD]] [--retries N] [--hedge-after MS]
-           [--http2 | --http1.1 | --http2-prior-knowledge]";
+           [--http2 | --http1.1 | --http2-prior-knowledge]
+-v shows, on standard error: '* ' lines for what the client tells of the
+transfer, '> ' lines for a request sent — its line (with the path: through
+an HTTP proxy the whole URL is sent) and the headers get set (-H, --data's
+Content-Type), not those the client adds (Host, User-Agent, Accept-Encoding,
+the body's framing, -u's Authorization, cookies); after a redirect the line
+alone — and '< ' lines for the response's head.";
 
 /// Which HTTP versions to speak.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -163,10 +200,13 @@ struct Args {
     help: bool,
     /// `-I`, `--head`: a HEAD request.
     head: bool,
+    /// `-v`, `--verbose`: tell what the transfer does, on standard error.
+    verbose: bool,
     url: String,
     request_timeout: Option<Duration>,
     read_timeout: Option<Duration>,
     write_timeout: Option<Duration>,
+    connect_timeout: Option<Duration>,
     event_loop_timeouts: bool,
     headers: Vec<Header>,
     method: Option<http::Method>,
@@ -180,10 +220,12 @@ struct Args {
     key: Option<String>,
     proxy: Option<String>,
     no_proxy: bool,
+    /// `--noproxy LIST`: the hosts that bypass the proxy.
+    noproxy: Option<String>,
     resolve: Vec<Resolve>,
     /// The `--resolve` entries for IP addresses, as the client's overrides
     /// ([`ip_overrides`]).
-    ip_overrides: Vec<(String, Vec<std::net::SocketAddr>)>,
+    ip_overrides: Vec<(std::net::IpAddr, Vec<std::net::SocketAddr>)>,
     versions: Versions,
     max_redirects: Option<usize>,
     no_decompress: bool,
@@ -194,10 +236,43 @@ struct Args {
     hedge_after: Option<Duration>,
 }
 
+/// The `HOST` of a `--resolve` entry, read once (in [`parse_resolve`]) as
+/// a URL's host is read, so that it matches the URL's however either
+/// spells it.
+#[derive(Debug)]
+enum ResolveHost {
+    /// A DNS name, as [`ResolveTable`] keys it: as the URL standard's host
+    /// parser reads it (the `url` crate's, as the client reads a URL's
+    /// host, and the hosts it asks a resolver for: lower case, a name that
+    /// is not ASCII in IDNA's ASCII form — `bücher.test` is
+    /// `xn--bcher-kva.test`), without a final dot (`example.test.` is the
+    /// same DNS name). A host that parser refuses is kept in lower case:
+    /// no URL's host matches it.
+    Name(String),
+    /// An IP address (IPv6 in brackets; `127.2` is `127.0.0.2`, as in a
+    /// URL): the client's own override ([`ip_overrides`]).
+    Ip(std::net::IpAddr),
+}
+
+impl ResolveHost {
+    /// A `HOST` written without brackets: an IPv4 address in any spelling
+    /// a URL takes, or a name.
+    fn unbracketed(host: &str) -> ResolveHost {
+        let host = host.strip_suffix('.').unwrap_or(host);
+        match url::Host::parse(host) {
+            Ok(url::Host::Ipv4(ip)) => ResolveHost::Ip(ip.into()),
+            Ok(url::Host::Domain(name)) => ResolveHost::Name(name),
+            // Refused (the parser reads an IPv6 address in brackets only,
+            // which are not here).
+            _ => ResolveHost::Name(host.to_ascii_lowercase()),
+        }
+    }
+}
+
 /// One `--resolve HOST:PORT:ADDR[,ADDR…]`.
 #[derive(Debug)]
 struct Resolve {
-    host: String,
+    host: ResolveHost,
     port: u16,
     /// At port 0, an IPv6 one with its zone's scope id: the port is set
     /// where they are used, keeping it (`SocketAddr::set_port`).
@@ -211,11 +286,17 @@ fn parse_resolve(value: &str) -> Result<Resolve, String> {
         Some(bracketed) => {
             let (literal, rest) = bracketed.split_once(']').ok_or_else(bad)?;
             let ip: std::net::Ipv6Addr = literal.parse().map_err(|_| bad())?;
-            (ip.to_string(), rest.strip_prefix(':').ok_or_else(bad)?)
+            (
+                ResolveHost::Ip(ip.into()),
+                rest.strip_prefix(':').ok_or_else(bad)?,
+            )
         }
         None => {
             let (host, rest) = value.split_once(':').ok_or_else(bad)?;
-            (host.to_owned(), rest)
+            if host.is_empty() {
+                return Err(bad());
+            }
+            (ResolveHost::unbracketed(host), rest)
         }
     };
     let (port, addrs) = rest.split_once(':').ok_or_else(bad)?;
@@ -224,14 +305,7 @@ fn parse_resolve(value: &str) -> Result<Resolve, String> {
         .split(',')
         .map(parse_resolve_addr)
         .collect::<Result<Vec<_>, _>>()?;
-    if host.is_empty() {
-        return Err(bad());
-    }
-    Ok(Resolve {
-        host: table_key(&host),
-        port,
-        addrs,
-    })
+    Ok(Resolve { host, port, addrs })
 }
 
 /// One `ADDR` of a `--resolve` entry, at port 0: an IP address (IPv6 in
@@ -288,39 +362,19 @@ fn interface_index(zone: &str) -> Option<u32> {
     (index != 0).then_some(index)
 }
 
-/// A host as the table keys it, from an entry and from the client's
-/// lookup alike: as a URL's host is read (WHATWG's host parser, the `url`
-/// crate's, as the client reads it) — in lower case, a name that is not
-/// ASCII in IDNA's ASCII form (`bücher.test` is `xn--bcher-kva.test`, the
-/// name the client asks for) — without a final dot (`example.test.` is the
-/// same DNS name). A host that parser refuses is kept in lower case: no
-/// URL's host matches it.
-fn table_key(host: &str) -> String {
-    let host = host.strip_suffix('.').unwrap_or(host);
-    match url::Host::parse(host) {
-        Ok(url::Host::Domain(name)) => name,
-        _ => host.to_ascii_lowercase(),
-    }
-}
-
-/// The `--resolve` entries whose `HOST` is an IP address, as the URL
-/// reads it (`127.2` is `127.0.0.2`: WHATWG's host parser, the `url`
-/// crate's), each with its addresses at port 0 (the request's): the
-/// client never asks a resolver for an IP address, so these are its own
-/// overrides ([`tickless::ClientBuilder::resolve`]) — which hold at every
-/// port of the address. So two entries for one address at two ports
-/// would have the later replace the earlier at both: refused.
-fn ip_overrides(entries: &[Resolve]) -> Result<Vec<(String, Vec<std::net::SocketAddr>)>, String> {
-    let mut overrides: Vec<(String, u16, Vec<std::net::SocketAddr>)> = Vec::new();
+/// The `--resolve` entries whose `HOST` is an IP address, each with its
+/// addresses at port 0 (the request's): the client never asks a resolver
+/// for an IP address, so these are its own overrides
+/// ([`tickless::ClientBuilder::resolve`]) — which hold at every port of
+/// the address. So two entries for one address at two ports would have
+/// the later replace the earlier at both: refused.
+fn ip_overrides(
+    entries: &[Resolve],
+) -> Result<Vec<(std::net::IpAddr, Vec<std::net::SocketAddr>)>, String> {
+    let mut overrides: Vec<(std::net::IpAddr, u16, Vec<std::net::SocketAddr>)> = Vec::new();
     for entry in entries {
-        let ip = match url::Host::parse(&entry.host) {
-            Ok(url::Host::Ipv4(ip)) => ip.to_string(),
-            // Stored without its brackets (`parse_resolve`).
-            Ok(url::Host::Domain(_)) | Err(_) => match entry.host.parse::<std::net::Ipv6Addr>() {
-                Ok(ip) => ip.to_string(),
-                Err(_) => continue,
-            },
-            Ok(url::Host::Ipv6(ip)) => ip.to_string(),
+        let ResolveHost::Ip(ip) = entry.host else {
+            continue;
         };
         // At port 0, the request's.
         let addrs = entry.addrs.clone();
@@ -350,8 +404,8 @@ fn ip_overrides(entries: &[Resolve]) -> Result<Vec<(String, Vec<std::net::Socket
 /// proxy or `socks5h://`), as curl does; nor for an IP literal, whose
 /// entries are the client's own overrides.
 struct ResolveTable {
-    /// By lower-case host and port; a later entry for the same pair
-    /// replaces an earlier one.
+    /// By name (a [`ResolveHost::Name`]) and port; a later entry for the
+    /// same pair replaces an earlier one.
     entries: std::collections::HashMap<(String, u16), Vec<std::net::SocketAddr>>,
 }
 
@@ -359,7 +413,11 @@ impl ResolveTable {
     fn new(entries: &[Resolve]) -> ResolveTable {
         let entries = entries
             .iter()
-            .map(|entry| {
+            .filter_map(|entry| match &entry.host {
+                ResolveHost::Name(name) => Some((name, entry)),
+                ResolveHost::Ip(_) => None,
+            })
+            .map(|(name, entry)| {
                 let addrs = entry
                     .addrs
                     .iter()
@@ -369,7 +427,7 @@ impl ResolveTable {
                         addr
                     })
                     .collect();
-                ((entry.host.clone(), entry.port), addrs)
+                ((name.clone(), entry.port), addrs)
             })
             .collect();
         ResolveTable { entries }
@@ -378,7 +436,11 @@ impl ResolveTable {
 
 impl tickless::Resolve for ResolveTable {
     fn resolve(&self, host: &str, port: u16, answer: tickless::ResolveAnswer) {
-        if let Some(addrs) = self.entries.get(&(table_key(host), port)) {
+        // The client asks for a name as a URL's host is read (lower
+        // case, in IDNA's ASCII form: `Origin`'s host, a proxy URL's), with
+        // its final dot if the URL had one.
+        let name = host.strip_suffix('.').unwrap_or(host);
+        if let Some(addrs) = self.entries.get(&(name.to_ascii_lowercase(), port)) {
             return answer.addresses(addrs.iter().copied());
         }
         // `getaddrinfo` blocks, and this is called on a loop: on a thread
@@ -489,6 +551,15 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             .map(Duration::from_millis)
             .map_err(|_| format!("{flag}: not a number of milliseconds: {value:?}"))
     };
+    // curl's: seconds, a fraction allowed (`0.5`); not negative.
+    let seconds = |flag: &str, value: Option<String>| -> Result<Duration, String> {
+        let value = value.ok_or_else(|| format!("{flag} needs a value in seconds"))?;
+        value
+            .parse::<f64>()
+            .ok()
+            .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
+            .ok_or_else(|| format!("{flag}: not a number of seconds: {value:?}"))
+    };
     fn number<N: std::str::FromStr>(flag: &str, value: Option<String>) -> Result<N, String> {
         let value = value.ok_or_else(|| format!("{flag} needs a number"))?;
         value
@@ -501,13 +572,10 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
                 parsed.request_timeout = Some(millis("--request-timeout", args.next())?)
             }
             "-m" | "--max-time" => {
-                let value = args.next().ok_or("--max-time needs a value in seconds")?;
-                let seconds = value
-                    .parse::<f64>()
-                    .ok()
-                    .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
-                    .ok_or_else(|| format!("--max-time: not a number of seconds: {value:?}"))?;
-                parsed.request_timeout = Some(seconds);
+                parsed.request_timeout = Some(seconds("--max-time", args.next())?)
+            }
+            "--connect-timeout" => {
+                parsed.connect_timeout = Some(seconds("--connect-timeout", args.next())?)
             }
             "--read-timeout" => parsed.read_timeout = Some(millis("--read-timeout", args.next())?),
             "--write-timeout" => {
@@ -515,6 +583,7 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             }
             "--event-loop-timeouts" => parsed.event_loop_timeouts = true,
             "-h" | "--help" => parsed.help = true,
+            "-v" | "--verbose" => parsed.verbose = true,
             "-H" | "--header" => {
                 let header = args.next().ok_or("--header needs 'Name: value'")?;
                 parsed.headers.push(parse_header(&header)?);
@@ -544,6 +613,12 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--key" => parsed.key = Some(args.next().ok_or("--key needs a PEM file")?),
             "-x" | "--proxy" => parsed.proxy = Some(args.next().ok_or("--proxy needs a URL")?),
             "--no-proxy" => parsed.no_proxy = true,
+            "--noproxy" => {
+                parsed.noproxy = Some(
+                    args.next()
+                        .ok_or("--noproxy needs a LIST of hosts ('*': all)")?,
+                )
+            }
             "--resolve" => parsed.resolve.push(parse_resolve(
                 &args.next().ok_or("--resolve needs HOST:PORT:ADDR")?,
             )?),
@@ -656,6 +731,9 @@ fn say(mut out: impl Write, text: &str) {
 }
 
 fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+    if let (Some(hosts), None) = (&args.noproxy, &args.proxy) {
+        bypass_the_environments_proxies(hosts);
+    }
     let mut builder = tickless::Client::builder()
         .event_loops(1)
         .use_event_loop_timeouts(args.event_loop_timeouts);
@@ -666,6 +744,9 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     }
     if let Some(timeout) = args.write_timeout {
         builder = builder.write_timeout(timeout);
+    }
+    if let Some(timeout) = args.connect_timeout {
+        builder = builder.connect_timeout(timeout);
     }
     if let Some(path) = &args.ca {
         let pem = std::fs::read(path).map_err(|e| format!("--ca {path}: {e}"))?;
@@ -680,7 +761,10 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         builder = builder.no_proxy();
     }
     if let Some(url) = &args.proxy {
-        let proxy = tickless::Proxy::all(url).map_err(|e| format!("--proxy: {e}"))?;
+        let mut proxy = tickless::Proxy::all(url).map_err(|e| format!("--proxy: {e}"))?;
+        if let Some(hosts) = &args.noproxy {
+            proxy = proxy.no_proxy(hosts);
+        }
         builder = builder.proxy(proxy);
     }
     // curl's rule: an entry is for HOST at PORT, and for every connection
@@ -692,7 +776,7 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         builder = builder.resolver(std::sync::Arc::new(ResolveTable::new(&args.resolve)));
     }
     for (ip, addrs) in &args.ip_overrides {
-        builder = builder.resolve(ip, addrs);
+        builder = builder.resolve(&ip.to_string(), addrs);
     }
     if args.insecure {
         say(
@@ -743,6 +827,26 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         }
         builder = builder.cookie_provider(jar);
     }
+    // The headers `get` sets, each once, as the request is given them
+    // below; `-v` shows them.
+    let mut headers = Vec::new();
+    // A form, as curl sends it, unless told otherwise.
+    let content_type = http::header::CONTENT_TYPE;
+    if !args.data.is_empty()
+        && !given(&args.headers, &content_type)
+        && !suppressed(&args.headers, &content_type)
+    {
+        let form = http::HeaderValue::from_static("application/x-www-form-urlencoded");
+        headers.push((content_type, form));
+    }
+    for header in &args.headers {
+        if let Header::Send(name, value) = header {
+            headers.push((name.clone(), value.clone()));
+        }
+    }
+    if args.verbose {
+        builder = builder.listener(std::sync::Arc::new(Verbose::new(headers.clone())));
+    }
     let client = builder
         .build()
         .map_err(|e| format!("cannot start the client: {e}"))?;
@@ -760,11 +864,6 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let mut request = client.request(method, url);
     if !args.data.is_empty() {
         request = request.body(data_body(&args.data)?);
-        // A form, as curl sends it, unless told otherwise.
-        let content_type = http::header::CONTENT_TYPE;
-        if !given(&args.headers, &content_type) && !suppressed(&args.headers, &content_type) {
-            request = request.header(content_type, "application/x-www-form-urlencoded");
-        }
     }
     match args.upload.as_deref() {
         Some("-") => request = request.body(tickless::Upload::from_reader(std::io::stdin(), None)),
@@ -775,10 +874,8 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         }
         None => {}
     }
-    for header in args.headers {
-        if let Header::Send(name, value) = header {
-            request = request.header(name, value);
-        }
+    for (name, value) in headers {
+        request = request.header(name, value);
     }
     if let Some(user) = &args.user {
         let (user, password) = match user.split_once(':') {
@@ -817,7 +914,20 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         head.push(b'\n');
     }
     head.push(b'\n');
+    if args.verbose {
+        // As curl: the head again, each line after `< `, on standard
+        // error, come what may (see `say`).
+        let mut shown = Vec::with_capacity(head.len() + 64);
+        for line in head.split_inclusive(|&b| b == b'\n') {
+            shown.extend_from_slice(b"< ");
+            shown.extend_from_slice(line);
+        }
+        let mut stderr = std::io::stderr().lock();
+        let _ = stderr.write_all(&shown).and_then(|()| stderr.flush());
+    }
     match &args.output {
+        // With -v, the `<` lines above have shown it there.
+        Some(_) if args.verbose => {}
         // With --output the body goes there, and the head to standard
         // error, for the one who watches: like a message, it is written
         // come what may (see `say`), and the body still goes to its file.
@@ -842,6 +952,23 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     drop(response);
     client.close();
     Ok(())
+}
+
+/// `--noproxy LIST` for the proxies of the environment: as curl's, the
+/// list takes the place of `no_proxy`/`NO_PROXY`. The client takes a list
+/// for a proxy it is given ([`tickless::Proxy::no_proxy`]), and for those
+/// of the environment reads it from the variables, when it is built — so
+/// it goes there: in `no_proxy`, the name the client reads first, with
+/// `NO_PROXY` gone (a blank `no_proxy` would let `NO_PROXY` through: an
+/// empty list, as curl's `--noproxy ""`, leaves neither, and every host
+/// goes through the proxy). Called before the client is built, while this
+/// process has no other thread to read the environment meanwhile.
+fn bypass_the_environments_proxies(hosts: &str) {
+    std::env::remove_var("NO_PROXY");
+    match hosts.trim().is_empty() {
+        true => std::env::remove_var("no_proxy"),
+        false => std::env::set_var("no_proxy", hosts),
+    }
 }
 
 /// The URL an upload of `path` goes to: `url`, or, if its path ends with
@@ -910,6 +1037,166 @@ impl<W: Write> Write for Named<W> {
 
 fn named(what: &str, error: std::io::Error) -> std::io::Error {
     std::io::Error::new(error.kind(), format!("{what}: {error}"))
+}
+
+/// `-v`: what the client tells of the transfer ([`tickless::EventListener`]),
+/// on standard error as curl's lines — `*` for what it does (a lookup, a
+/// connect, TLS's ALPN, the protocol, a connection reused, a redirect, a
+/// retry, a hedge), `>` for a request sent — and nothing it does not tell:
+/// the `<` lines of the response's head are written in [`run`].
+struct Verbose {
+    /// The headers `get` sets on the request, shown after its line: the
+    /// client adds its own (`Host`, `User-Agent`, `Accept-Encoding`, the
+    /// body's framing, `-u`'s `Authorization`, cookies), and may drop or
+    /// change one of these (hop-by-hop ones over HTTP/2), which its public
+    /// interface does not show — the usage says so.
+    headers: Vec<(http::HeaderName, http::HeaderValue)>,
+    /// The protocol of each connection, by id, as settled when it was
+    /// opened: every connection of the run is this client's, so each is
+    /// told here before a request is sent on it.
+    versions: std::sync::Mutex<std::collections::HashMap<u64, http::Version>>,
+    /// A redirect was followed: the requests after it go with the headers
+    /// the client keeps of these (some are dropped on a change of origin
+    /// or of method), which it does not tell — their lines alone are
+    /// shown.
+    redirected: std::sync::atomic::AtomicBool,
+}
+
+impl Verbose {
+    fn new(headers: Vec<(http::HeaderName, http::HeaderValue)>) -> Verbose {
+        Verbose {
+            headers,
+            versions: Default::default(),
+            redirected: Default::default(),
+        }
+    }
+}
+
+/// Writes `text` to standard error in one write, come what may (see
+/// `say`): from the loop's thread, the lines of one event together.
+fn tell(text: &[u8]) {
+    let mut stderr = std::io::stderr().lock();
+    let _ = stderr.write_all(text).and_then(|()| stderr.flush());
+}
+
+impl tickless::EventListener for Verbose {
+    fn on_resolved(&self, _: &tickless::RequestInfo, host: &str, addrs: &[std::net::SocketAddr]) {
+        let ips: Vec<String> = addrs.iter().map(|addr| addr.ip().to_string()).collect();
+        tell(format!("* Host {host} resolved to {}\n", ips.join(", ")).as_bytes());
+    }
+
+    fn on_connect_attempt(&self, _: &tickless::RequestInfo, remote: std::net::SocketAddr) {
+        tell(format!("*   Trying {remote}...\n").as_bytes());
+    }
+
+    fn on_connect_failure(
+        &self,
+        _: &tickless::RequestInfo,
+        remote: std::net::SocketAddr,
+        error: &std::io::Error,
+    ) {
+        let (ip, port) = (remote.ip(), remote.port());
+        tell(format!("* connect to {ip} port {port} failed: {error}\n").as_bytes());
+    }
+
+    fn on_connect_success(&self, _: &tickless::RequestInfo, connection: &tickless::ConnectionInfo) {
+        let (ip, port, id) = (
+            connection.remote.ip(),
+            connection.remote.port(),
+            connection.id,
+        );
+        tell(format!("* Connected to {ip} port {port} (#{id})\n").as_bytes());
+    }
+
+    fn on_tls_handshake_success(
+        &self,
+        _: &tickless::RequestInfo,
+        _: &tickless::ConnectionInfo,
+        alpn_protocol: Option<&[u8]>,
+    ) {
+        let alpn = match alpn_protocol {
+            Some(protocol) => format!("server accepted {}", String::from_utf8_lossy(protocol)),
+            None => "server did not agree on a protocol".into(),
+        };
+        tell(format!("* TLS handshake done; ALPN: {alpn}\n").as_bytes());
+    }
+
+    fn on_connection_pooled(
+        &self,
+        _: &tickless::RequestInfo,
+        connection: &tickless::ConnectionInfo,
+    ) {
+        let (ip, port, id) = (
+            connection.remote.ip(),
+            connection.remote.port(),
+            connection.id,
+        );
+        tell(format!("* Re-using existing connection #{id} with {ip} port {port}\n").as_bytes());
+    }
+
+    fn on_protocol_negotiated(
+        &self,
+        _: &tickless::RequestInfo,
+        connection: &tickless::ConnectionInfo,
+        version: http::Version,
+    ) {
+        let mut versions = self.versions.lock().unwrap_or_else(|e| e.into_inner());
+        versions.insert(connection.id, version);
+        tell(format!("* using {}\n", version_name(version)).as_bytes());
+    }
+
+    fn on_request_sent(
+        &self,
+        request: &tickless::RequestInfo,
+        connection: &tickless::ConnectionInfo,
+    ) {
+        let target = request
+            .uri()
+            .path_and_query()
+            .map_or("/", |target| target.as_str());
+        let versions = self.versions.lock().unwrap_or_else(|e| e.into_inner());
+        let mut text = format!("> {} {target}", request.method()).into_bytes();
+        if let Some(version) = versions.get(&connection.id) {
+            text.extend_from_slice(format!(" {}", version_name(*version)).as_bytes());
+        }
+        text.push(b'\n');
+        if !self.redirected.load(std::sync::atomic::Ordering::Relaxed) {
+            for (name, value) in &self.headers {
+                text.extend_from_slice(format!("> {name}: ").as_bytes());
+                text.extend_from_slice(value.as_bytes());
+                text.push(b'\n');
+            }
+        }
+        tell(&text);
+    }
+
+    fn on_redirect(
+        &self,
+        _: &tickless::RequestInfo,
+        status: http::StatusCode,
+        _: &http::Uri,
+        to: &http::Uri,
+    ) {
+        self.redirected
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        let status = status.as_u16();
+        tell(format!("* {status}: issue another request to this URL: '{to}'\n").as_bytes());
+    }
+
+    fn on_retry(
+        &self,
+        _: &tickless::RequestInfo,
+        attempt: u32,
+        delay: Duration,
+        reason: &tickless::Error,
+    ) {
+        let (delay, reason) = (delay.as_millis(), WithCauses(reason));
+        tell(format!("* retrying, attempt {attempt} in {delay} ms, after: {reason}\n").as_bytes());
+    }
+
+    fn on_hedge(&self, _: &tickless::RequestInfo, copy: u32) {
+        tell(format!("* hedged copy {copy} sent, no response head yet\n").as_bytes());
+    }
 }
 
 /// The version as a status line shows it: `HTTP/1.1`, `HTTP/2`.

@@ -2,9 +2,9 @@
 //! against loopback servers: redirects followed by default and bounded by
 //! `--max-redirects`, `--no-decompress`, `--cookies` and `--cookie`,
 //! `--max-body-bytes`, `-u` and URL credentials (and curl's names for the
-//! same), `--proxy`, `--no-proxy` and the proxy environment, `--resolve`,
-//! `--cert`/`--key`, `--write-timeout`, `--data`/`--data-binary` from a
-//! file or standard input and `-T -`, and its exit statuses (0 for any response, 1 for an
+//! same), `--proxy`, `--no-proxy`, `--noproxy` and the proxy environment, `--resolve`,
+//! `--cert`/`--key`, `--write-timeout`, `--connect-timeout`, `--data`/`--data-binary` from a
+//! file or standard input and `-T -`, `-v`, and its exit statuses (0 for any response, 1 for an
 //! error, 2 for bad arguments).
 
 mod support;
@@ -981,4 +981,201 @@ fn resolve_takes_an_ipv6_address_with_a_zone_id_or_refuses_it() {
         let shown = String::from_utf8_lossy(&output.stderr);
         assert!(shown.contains(says), "{entry}: {shown}");
     }
+}
+
+/// `--connect-timeout SECS` (curl's: seconds, a fraction allowed) bounds
+/// each connect attempt: to a listener whose accept queue is full (a
+/// connect to it hangs, as to an address that drops SYNs) the request
+/// fails with that timeout, not the client's default of 5 s nor the
+/// request timeout. A value that is no number of seconds is a bad
+/// argument.
+#[test]
+fn connect_timeout_in_seconds_bounds_a_connect_that_hangs() {
+    let mut listener = UnacceptingListener::new();
+    if !listener.backlog_filled(4096) {
+        // See client_timeouts.rs, connect_timeout_against_a_full_backlog.
+        eprintln!("backlog could not be filled; connect-timeout assertion skipped");
+    } else {
+        let url = format!("http://{}/", listener.addr());
+        let output = get(&[&url, "--connect-timeout", "0.3", "--max-time", "60"]);
+        assert_eq!(output.status.code(), Some(1), "{output:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("Connect timeout") && stderr.contains("after 300 ms"),
+            "{stderr}"
+        );
+    }
+    for (value, says) in [
+        (
+            Some("soon"),
+            "--connect-timeout: not a number of seconds: \"soon\"",
+        ),
+        (
+            Some("-1"),
+            "--connect-timeout: not a number of seconds: \"-1\"",
+        ),
+        (None, "--connect-timeout needs a value in seconds"),
+    ] {
+        let mut bad = vec!["http://127.0.0.1/", "--connect-timeout"];
+        bad.extend(value);
+        let output = get(&bad);
+        assert_eq!(output.status.code(), Some(2), "{bad:?}: {output:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains(says) && stderr.contains("usage: get URL"),
+            "{bad:?}: {stderr}"
+        );
+    }
+}
+
+/// `--noproxy LIST` (curl's): the hosts it lists go straight to their
+/// origin, past the proxy — `--proxy`'s, or the environment's, whose
+/// `no_proxy` the list replaces (`""`: none bypasses); any other goes
+/// through the proxy. Without a LIST it is a bad argument.
+#[test]
+fn noproxy_sends_the_hosts_it_lists_straight_past_the_proxy() {
+    let origin = server();
+    // A forwarding proxy double: it answers itself, saying what it got.
+    let proxy = TestServer::respond(|request| ok(&format!("proxy got {}", request.target)));
+    let proxy_url = format!("http://{}", proxy.addr());
+    let url = origin.url("/direct");
+    let straight = "/direct auth=- cookie=-";
+    let proxied = format!("proxy got {url}");
+    let with_env = |args: &[&str], env: &[(&str, &str)]| {
+        let mut command = Command::new(example_binary("get"));
+        command.args(args);
+        for name in ["http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"] {
+            command.env_remove(name);
+        }
+        for name in ["no_proxy", "NO_PROXY"] {
+            command.env_remove(name);
+        }
+        command.envs(env.iter().copied());
+        let output = command.output().unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{args:?} {env:?}: {output:?}"
+        );
+        stdout(&output)
+    };
+    for (list, expected) in [
+        ("127.0.0.1", straight),
+        ("*", straight),
+        ("other.invalid, 127.0.0.0/8", straight),
+        ("other.invalid", proxied.as_str()),
+        ("", proxied.as_str()),
+    ] {
+        let text = with_env(&[&url, "-x", &proxy_url, "--noproxy", list], &[]);
+        assert!(text.ends_with(expected), "-x, --noproxy {list:?}: {text}");
+        // The environment's proxy, its own list replaced.
+        for no_proxy in ["NO_PROXY", "no_proxy"] {
+            let env = [("http_proxy", proxy_url.as_str()), (no_proxy, "127.0.0.1")];
+            let text = with_env(&[&url, "--noproxy", list], &env);
+            assert!(
+                text.ends_with(expected),
+                "{no_proxy}, --noproxy {list:?}: {text}"
+            );
+        }
+    }
+    let output = get(&["http://127.0.0.1/", "--noproxy"]);
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--noproxy needs a LIST"), "{stderr}");
+}
+
+/// The lines of `text` that start with `prefix`.
+fn lines_with<'a>(text: &'a str, prefix: &str) -> Vec<&'a str> {
+    text.lines()
+        .filter(|line| line.starts_with(prefix))
+        .collect()
+}
+
+/// `-v`, `--verbose` (curl's): on standard error, `*` lines for what the
+/// client tells, `>` lines for the request sent — its line and the headers
+/// `get` set, none of the client's own — then `<` lines for the
+/// response's head, in that order; standard output as without it.
+#[test]
+fn verbose_shows_the_request_sent_and_the_response_head_on_standard_error() {
+    let server = server();
+    let port = server.addr().port();
+    let quiet = get(&[&server.url("/who"), "-H", "X-Given: yes", "-d", "a=1"]);
+    let quiet_out = stdout(&quiet);
+    for flag in ["-v", "--verbose"] {
+        let output = get(&[&server.url("/who"), flag, "-H", "X-Given: yes", "-d", "a=1"]);
+        assert_eq!(output.status.code(), Some(0), "{flag}: {output:?}");
+        assert_eq!(output.stdout, quiet.stdout, "{flag}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(
+            lines_with(&stderr, "> "),
+            [
+                "> POST /who HTTP/1.1",
+                "> content-type: application/x-www-form-urlencoded",
+                "> x-given: yes",
+            ],
+            "{flag}: {stderr}"
+        );
+        // The head printed on standard output, line for line, and the
+        // blank line that ends it.
+        let (printed, _body) = quiet_out.split_once("\n\n").unwrap();
+        let mut expected: Vec<String> = printed.lines().map(|line| format!("< {line}")).collect();
+        expected.push("< ".into());
+        assert_eq!(lines_with(&stderr, "< "), expected, "{flag}: {stderr}");
+        assert_eq!(expected[0], "< HTTP/1.1 200 OK");
+        for info in [
+            format!("*   Trying 127.0.0.1:{port}..."),
+            format!("* Connected to 127.0.0.1 port {port} (#"),
+            "* using HTTP/1.1".into(),
+        ] {
+            assert!(stderr.contains(&info), "{flag}: {info} in {stderr}");
+        }
+        let at = |line: &str| stderr.find(line).unwrap();
+        assert!(at("* Connected") < at("> POST") && at("> POST") < at("< HTTP/1.1"));
+    }
+
+    // A redirect: its `*` line, and the next request's line alone (the
+    // client chooses the headers it keeps); the final response's head.
+    let output = get(&[&server.url("/old"), "-v", "-H", "X-Given: yes"]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        lines_with(&stderr, "> "),
+        [
+            "> GET /old HTTP/1.1",
+            "> x-given: yes",
+            "> GET /new HTTP/1.1"
+        ],
+        "{stderr}"
+    );
+    let redirect =
+        format!("* 302: issue another request to this URL: 'http://127.0.0.1:{port}/new'");
+    assert!(stderr.contains(&redirect), "{stderr}");
+    assert_eq!(
+        lines_with(&stderr, "< HTTP/"),
+        ["< HTTP/1.1 200 OK"],
+        "{stderr}"
+    );
+
+    // With -o the head goes to standard error once, as `<` lines.
+    let dir = support::real::TempDir::new("get-verbose");
+    let file = dir.path().join("body");
+    let output = get(&[&server.url("/who"), "-v", "-o", file.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.matches("HTTP/1.1 200 OK").count(), 1, "{stderr}");
+    assert!(output.stdout.is_empty(), "{output:?}");
+}
+
+/// Over HTTP/2 the request line and the status line say so, as curl's.
+#[test]
+fn verbose_says_http2_when_the_connection_speaks_it() {
+    let server = support::h2_server::H2Server::start(|stream| {
+        support::h2_server::answer(stream, 200, b"over h2\n")
+    });
+    let output = get(&[&server.url("/two"), "--http2-prior-knowledge", "-v"]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("* using HTTP/2\n"), "{stderr}");
+    assert_eq!(lines_with(&stderr, "> "), ["> GET /two HTTP/2"], "{stderr}");
+    assert_eq!(lines_with(&stderr, "< HTTP/"), ["< HTTP/2 200"], "{stderr}");
 }
