@@ -12,7 +12,7 @@ mod support;
 
 use rustls::{ServerConnection, StreamOwned};
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
@@ -987,6 +987,106 @@ fn a_request_that_reaches_the_pool_after_alpn_shared_the_connection_goes_on_it()
     let second = second.join().unwrap().wait();
     let second = second.expect("the second request goes on the shared connection");
     assert_eq!(second.version(), http::Version::HTTP_2);
+    client.close();
+    server.join().unwrap();
+}
+
+/// What the server saw of a connection: the client closed it, or it was
+/// still open when the server stopped waiting.
+#[derive(Debug, PartialEq)]
+enum SpareSeen {
+    Closed,
+    StillOpen,
+    AStream,
+}
+
+/// A spare HTTP/2 connection — the origin had its shared one already
+/// (here a hedged copy's: a copy keeps away from the connection of the
+/// request it backs up) — whose server allows no stream (its SETTINGS
+/// came before the client could open one): the copy waits on it. The copy
+/// cancelled (the request it backs up has its answer), nothing is left
+/// for the connection to serve and nobody will come to it: it closes. (It
+/// stayed open, holding its permit, until its idle timeout — for ever
+/// without one.)
+#[test]
+fn a_spare_http2_connection_whose_waiting_request_is_cancelled_closes() {
+    let (copy_waits, wait_for_the_copy) = mpsc::channel::<()>();
+    let (copy_waits, wait_for_the_copy) = (Mutex::new(copy_waits), Mutex::new(wait_for_the_copy));
+    let (seen, spare_seen) = mpsc::channel::<SpareSeen>();
+    let seen = Mutex::new(seen);
+    let (primary_in, primary_arrived) = mpsc::channel::<()>();
+    let primary_in = Mutex::new(primary_in);
+    let (url, server) = tls_h2_server(2, move |index, socket| {
+        if index == 0 {
+            let mut tls = tls_h2(socket, &frame(SETTINGS, 0, 0, &[]));
+            // The request backed up: answered once the copy waits.
+            let id = loop {
+                let frame = read_frame(&mut tls).expect("the first request");
+                match frame.kind {
+                    HEADERS => break frame.stream,
+                    SETTINGS if frame.flags & ACK == 0 => tls.write_all(&settings_ack()).unwrap(),
+                    _ => {}
+                }
+            };
+            primary_in.lock().unwrap().send(()).unwrap();
+            let _ = wait_for_the_copy.lock().unwrap().recv_timeout(CEILING);
+            tls.write_all(&ok_headers(id)).unwrap();
+            return answer_all_over(&mut tls);
+        }
+        let mut tls = tls_h2(socket, &max_streams(0));
+        let mut told = false;
+        let seen_here = loop {
+            let mut head = [0u8; 9];
+            match tls.read_exact(&mut head) {
+                Ok(()) => {}
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                    break SpareSeen::StillOpen
+                }
+                Err(_) => break SpareSeen::Closed,
+            }
+            let len = usize::from(head[0]) << 16 | usize::from(head[1]) << 8 | usize::from(head[2]);
+            let mut payload = vec![0; len];
+            if tls.read_exact(&mut payload).is_err() {
+                break SpareSeen::Closed;
+            }
+            // Quiet (the client's SETTINGS not acknowledged): a frame
+            // from the server would have the connection look at itself.
+            match (head[3], head[4] & ACK != 0) {
+                (HEADERS, _) => break SpareSeen::AStream,
+                // The client has our limit of none: the copy waits.
+                (SETTINGS, true) if !told => {
+                    told = true;
+                    copy_waits.lock().unwrap().send(()).unwrap();
+                }
+                _ => {}
+            }
+        };
+        let _ = seen.lock().unwrap().send(seen_here);
+    });
+    // The hedge delay rings when the test says: once the first request
+    // has reached the server, on a connection shared by then.
+    let clock = tickless::timer::ManualClock::new();
+    let client = Client::builder()
+        .event_loops(2)
+        .clock(Arc::new(clock.clone()))
+        .add_root_certificate(&tls::certs().ca_pem)
+        .request_timeout(CEILING)
+        .pooled_connection_idle_timeout(Duration::ZERO)
+        .build()
+        .unwrap();
+    let hedge_delay = Duration::from_millis(10);
+    let future = client
+        .get(&url)
+        .hedge(tickless::hedge::Policy::after(hedge_delay))
+        .send();
+    primary_arrived
+        .recv_timeout(CEILING)
+        .expect("the first request reached the server");
+    clock.advance(hedge_delay);
+    let response = future.wait().unwrap();
+    assert_eq!(response.version(), http::Version::HTTP_2);
+    let spare = spare_seen.recv_timeout(2 * CEILING);
+    assert_eq!(spare, Ok(SpareSeen::Closed), "the spare connection closes");
     client.close();
     server.join().unwrap();
 }

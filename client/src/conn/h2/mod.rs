@@ -1086,8 +1086,24 @@ impl Conn {
         // that queued together with one timeout end in the order they
         // queued, each then the first — a burst of them costs its length,
         // not its length squared (each abort a look at every request).
-        if let Some(at) = h2.queue.iter().position(|e| e.id == exchange_id) {
-            h2.queue.remove(at);
+        let dequeued = match h2.queue.iter().position(|e| e.id == exchange_id) {
+            Some(at) => h2.queue.remove(at).is_some(),
+            None => false,
+        };
+        // Not in the pool's shared list (a spare, or one that went away):
+        // nobody else will come to it, and with its last request gone it
+        // closes, as the drive closes one whose last stream has ended (a
+        // stream's reset brings a drive; a request taken out of the queue
+        // does not). Not while its handshake is under way: it is not
+        // shared yet, and may be once that is done (else the drive closes
+        // it then).
+        if dequeued
+            && !h2.shared
+            && h2.streams.is_empty()
+            && h2.queue.is_empty()
+            && !matches!(h2.phase, Phase::Handshaking(_))
+        {
+            return self.close(cx);
         }
         if let Some(stream) = h2.streams.remove_exchange(exchange_id) {
             h2.resets.push(stream);
