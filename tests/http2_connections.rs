@@ -10,13 +10,17 @@
 
 mod support;
 
+use rustls::{ServerConnection, StreamOwned};
 use std::collections::BTreeMap;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Arc, Condvar, Mutex};
+use std::thread;
 use std::time::{Duration, Instant};
 use support::h2_server::{
-    answer, await_reset, frame, max_streams, ok_headers, settings_ack, H2Server, H2Stream, RawConn,
-    RawH2Server, ACK, END_HEADERS, END_STREAM, HEADERS, SETTINGS,
+    answer, await_reset, frame, max_streams, ok_headers, read_frame, settings_ack, H2Server,
+    H2Stream, RawConn, RawH2Server, ACK, END_HEADERS, END_STREAM, HEADERS, SETTINGS,
 };
 use support::*;
 use tickless::{Client, ClientBuilder, Error};
@@ -802,4 +806,287 @@ fn a_connection_a_cancelled_waiting_request_leaves_idle_closes_at_its_idle_timeo
         client.stats()
     );
     client.close();
+}
+
+/// A TLS connection of a scripted HTTP/2 server, `h2` by ALPN, its
+/// handshake done and the client's preface read. `settings`, the
+/// server's SETTINGS, go with its side of the TLS handshake (TLS 1.3
+/// half-RTT data, in one write): the client reads them in its first
+/// drive, before it can open a stream. Nothing follows unasked (no
+/// session ticket): the server writes again only when its script does.
+fn tls_h2(mut socket: TcpStream, settings: &[u8]) -> StreamOwned<ServerConnection, TcpStream> {
+    socket.set_read_timeout(Some(CEILING)).unwrap();
+    let mut config = (*tls::server_config(&tls::certs().valid)).clone();
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    config.send_half_rtt_data = true;
+    config.send_tls13_tickets = 0;
+    let mut session = ServerConnection::new(Arc::new(config)).unwrap();
+    // The ClientHello, answered by the server's flight.
+    while !session.wants_write() {
+        session.read_tls(&mut socket).unwrap();
+        session.process_new_packets().unwrap();
+    }
+    session.writer().write_all(settings).unwrap();
+    let mut flight = Vec::new();
+    while session.wants_write() {
+        session.write_tls(&mut flight).unwrap();
+    }
+    socket.write_all(&flight).unwrap();
+    let mut tls = StreamOwned::new(session, socket);
+    let mut preface = [0u8; 24];
+    tls.read_exact(&mut preface).unwrap();
+    tls
+}
+
+/// Answers every request `:status 200` (no body), acknowledging the
+/// client's SETTINGS, until the client closes.
+fn answer_all_over(tls: &mut StreamOwned<ServerConnection, TcpStream>) {
+    while let Some(frame) = read_frame(tls) {
+        match frame.kind {
+            HEADERS => tls.write_all(&ok_headers(frame.stream)).unwrap(),
+            SETTINGS if frame.flags & ACK == 0 => tls.write_all(&settings_ack()).unwrap(),
+            _ => {}
+        }
+    }
+}
+
+/// A TLS server on loopback that accepts `n` connections and gives each,
+/// with its index, to `script` on a thread of its own; joined with them.
+fn tls_h2_server(
+    n: usize,
+    script: impl Fn(usize, TcpStream) + Send + Sync + 'static,
+) -> (String, thread::JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!(
+        "https://127.0.0.1:{}/",
+        listener.local_addr().unwrap().port()
+    );
+    let script = Arc::new(script);
+    let server = thread::spawn(move || {
+        let workers: Vec<_> = (0..n)
+            .map(|index| {
+                let (socket, _) = listener.accept().unwrap();
+                let script = script.clone();
+                thread::spawn(move || script(index, socket))
+            })
+            .collect();
+        for worker in workers {
+            worker.join().unwrap();
+        }
+    });
+    (url, server)
+}
+
+/// A clock that holds, until let go, the read the dispatch makes for the
+/// pool (`Pool::acquire`'s) on the thread that asked for it: the request
+/// has been routed to the pool then, and is not queued yet. Told by the
+/// caller of the read (`Dispatcher::dispatch`), not by counting reads:
+/// which reads come before it is not this test's business.
+#[derive(Debug, Default)]
+struct HoldsThePoolRead {
+    state: Mutex<Hold>,
+    changed: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct Hold {
+    thread: Option<thread::ThreadId>,
+    holding: bool,
+    let_go: bool,
+}
+
+impl HoldsThePoolRead {
+    fn hold_on_this_thread(&self) {
+        self.state.lock().unwrap().thread = Some(thread::current().id());
+    }
+
+    fn wait_until_holding(&self) {
+        let state = self.state.lock().unwrap();
+        let (state, _) = self
+            .changed
+            .wait_timeout_while(state, CEILING, |state| !state.holding)
+            .unwrap();
+        assert!(
+            state.holding,
+            "the dispatch never read the clock for the pool"
+        );
+    }
+
+    fn let_go(&self) {
+        self.state.lock().unwrap().let_go = true;
+        self.changed.notify_all();
+    }
+}
+
+impl tickless::timer::Clock for HoldsThePoolRead {
+    fn now(&self) -> Instant {
+        let now = Instant::now();
+        if self.state.lock().unwrap().thread != Some(thread::current().id()) {
+            return now;
+        }
+        let trace = std::backtrace::Backtrace::force_capture().to_string();
+        if !trace.contains("Dispatcher::dispatch") {
+            return now;
+        }
+        let mut state = self.state.lock().unwrap();
+        state.thread = None;
+        state.holding = true;
+        self.changed.notify_all();
+        let _ = self
+            .changed
+            .wait_timeout_while(state, CEILING, |state| !state.let_go)
+            .unwrap();
+        now
+    }
+}
+
+/// Over TLS a client learns that an origin speaks HTTP/2 by ALPN: until
+/// its first connection has, the requests to it go through the pool, and
+/// the connection, shared once open, takes those queued there. A request
+/// routed to the pool just before that (no shared connection yet), that
+/// reaches the pool's queue just after (the host's one permit held by the
+/// shared connection), goes on the shared connection all the same. (It
+/// waited in a queue no connection would ever serve, until its timeout —
+/// for ever without one.) The server holds the first connection's
+/// handshake until the second request has been routed; the client's clock
+/// holds that request's way to the pool until the first connection has
+/// served its request, and so was shared.
+#[test]
+fn a_request_that_reaches_the_pool_after_alpn_shared_the_connection_goes_on_it() {
+    let (handshake, handshake_held) = mpsc::channel::<()>();
+    let handshake_held = Mutex::new(handshake_held);
+    let (url, server) = tls_h2_server(1, move |_, socket| {
+        let _ = handshake_held.lock().unwrap().recv_timeout(CEILING);
+        answer_all_over(&mut tls_h2(socket, &frame(SETTINGS, 0, 0, &[])));
+    });
+    let clock = Arc::new(HoldsThePoolRead::default());
+    let client = Client::builder()
+        .event_loops(1)
+        .add_root_certificate(&tls::certs().ca_pem)
+        .clock(clock.clone())
+        .max_connections_per_host(1)
+        .request_timeout(CEILING)
+        // No idle timeout: the shared connection keeps the host's permit.
+        .pooled_connection_idle_timeout(Duration::ZERO)
+        .build()
+        .unwrap();
+    // The first takes the permit, and opens the connection.
+    let first = client.get(&url).send();
+    let second = thread::spawn({
+        let (client, clock, url) = (client.clone(), clock.clone(), url.clone());
+        move || {
+            clock.hold_on_this_thread();
+            client.get(&url).send()
+        }
+    });
+    clock.wait_until_holding();
+    handshake.send(()).unwrap();
+    let first = first.wait().unwrap();
+    assert_eq!(first.version(), http::Version::HTTP_2);
+    clock.let_go();
+    let second = second.join().unwrap().wait();
+    let second = second.expect("the second request goes on the shared connection");
+    assert_eq!(second.version(), http::Version::HTTP_2);
+    client.close();
+    server.join().unwrap();
+}
+
+/// What the server saw of a connection: the client closed it, or it was
+/// still open when the server stopped waiting.
+#[derive(Debug, PartialEq)]
+enum SpareSeen {
+    Closed,
+    StillOpen,
+    AStream,
+}
+
+/// A spare HTTP/2 connection — the origin had its shared one already
+/// (here a hedged copy's: a copy keeps away from the connection of the
+/// request it backs up) — whose server allows no stream (its SETTINGS
+/// came before the client could open one): the copy waits on it. The copy
+/// cancelled (the request it backs up has its answer), nothing is left
+/// for the connection to serve and nobody will come to it: it closes. (It
+/// stayed open, holding its permit, until its idle timeout — for ever
+/// without one.)
+#[test]
+fn a_spare_http2_connection_whose_waiting_request_is_cancelled_closes() {
+    let (copy_waits, wait_for_the_copy) = mpsc::channel::<()>();
+    let (copy_waits, wait_for_the_copy) = (Mutex::new(copy_waits), Mutex::new(wait_for_the_copy));
+    let (seen, spare_seen) = mpsc::channel::<SpareSeen>();
+    let seen = Mutex::new(seen);
+    let (primary_in, primary_arrived) = mpsc::channel::<()>();
+    let primary_in = Mutex::new(primary_in);
+    let (url, server) = tls_h2_server(2, move |index, socket| {
+        if index == 0 {
+            let mut tls = tls_h2(socket, &frame(SETTINGS, 0, 0, &[]));
+            // The request backed up: answered once the copy waits.
+            let id = loop {
+                let frame = read_frame(&mut tls).expect("the first request");
+                match frame.kind {
+                    HEADERS => break frame.stream,
+                    SETTINGS if frame.flags & ACK == 0 => tls.write_all(&settings_ack()).unwrap(),
+                    _ => {}
+                }
+            };
+            primary_in.lock().unwrap().send(()).unwrap();
+            let _ = wait_for_the_copy.lock().unwrap().recv_timeout(CEILING);
+            tls.write_all(&ok_headers(id)).unwrap();
+            return answer_all_over(&mut tls);
+        }
+        let mut tls = tls_h2(socket, &max_streams(0));
+        let mut told = false;
+        let seen_here = loop {
+            let mut head = [0u8; 9];
+            match tls.read_exact(&mut head) {
+                Ok(()) => {}
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                    break SpareSeen::StillOpen
+                }
+                Err(_) => break SpareSeen::Closed,
+            }
+            let len = usize::from(head[0]) << 16 | usize::from(head[1]) << 8 | usize::from(head[2]);
+            let mut payload = vec![0; len];
+            if tls.read_exact(&mut payload).is_err() {
+                break SpareSeen::Closed;
+            }
+            // Quiet (the client's SETTINGS not acknowledged): a frame
+            // from the server would have the connection look at itself.
+            match (head[3], head[4] & ACK != 0) {
+                (HEADERS, _) => break SpareSeen::AStream,
+                // The client has our limit of none: the copy waits.
+                (SETTINGS, true) if !told => {
+                    told = true;
+                    copy_waits.lock().unwrap().send(()).unwrap();
+                }
+                _ => {}
+            }
+        };
+        let _ = seen.lock().unwrap().send(seen_here);
+    });
+    // The hedge delay rings when the test says: once the first request
+    // has reached the server, on a connection shared by then.
+    let clock = tickless::timer::ManualClock::new();
+    let client = Client::builder()
+        .event_loops(2)
+        .clock(Arc::new(clock.clone()))
+        .add_root_certificate(&tls::certs().ca_pem)
+        .request_timeout(CEILING)
+        .pooled_connection_idle_timeout(Duration::ZERO)
+        .build()
+        .unwrap();
+    let hedge_delay = Duration::from_millis(10);
+    let future = client
+        .get(&url)
+        .hedge(tickless::hedge::Policy::after(hedge_delay))
+        .send();
+    primary_arrived
+        .recv_timeout(CEILING)
+        .expect("the first request reached the server");
+    clock.advance(hedge_delay);
+    let response = future.wait().unwrap();
+    assert_eq!(response.version(), http::Version::HTTP_2);
+    let spare = spare_seen.recv_timeout(2 * CEILING);
+    assert_eq!(spare, Ok(SpareSeen::Closed), "the spare connection closes");
+    client.close();
+    server.join().unwrap();
 }

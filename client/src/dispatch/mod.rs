@@ -27,7 +27,11 @@
 //! request waits for a stream on the connection with the fewest waiting
 //! — until its server lowers its limit below the streams it has open, or
 //! to 0: then it goes again, if it has a place elsewhere
-//! ([`ConnOwner::has_place_besides`]).
+//! ([`ConnOwner::has_place_besides`]). Over TLS, where HTTP/2 is learnt
+//! by ALPN, the requests to an origin go through the pool until a
+//! connection has learnt it: shared then, it takes those queued for its
+//! origin ([`ConnOwner::share`]), and one that queues just after it did
+//! looks at the shared connections again.
 //!
 //! Connections call back up only through [`ConnOwner`], which the
 //! dispatcher implements.
@@ -376,6 +380,13 @@ impl Dispatcher {
             }
             // The request deadline bounds the wait.
             Acquired::Queued { wants_room } => {
+                // Routed to the pool for want of a shared connection, one
+                // may have come since (see `shared_since_routed`): it goes
+                // there — unless what took it out of the queue meanwhile
+                // serves it.
+                if !opener && self.shared_since_routed(&exchange) && self.pool.withdraw(&exchange) {
+                    return self.dispatch(exchange, allow_idle);
+                }
                 exchange.wait_in_queue(self.env.group.queued());
                 exchange.start();
                 if wants_room {
@@ -396,15 +407,11 @@ impl Dispatcher {
     /// or when it is a hedged copy with no connection but the one it
     /// backs up to go on.
     fn route_shared(&self, exchange: Arc<Exchange>) -> Routed {
-        let https = exchange.origin.scheme == crate::net::Scheme::Https;
-        // A proxy that forwards plain requests speaks HTTP/1.1; so does
-        // cleartext without prior knowledge. Such a request never finds a
-        // shared connection: it goes to the pool without taking the lock.
-        let versions = self.env.config.versions;
-        if !versions.may_speak_h2(https) || exchange.route().forwards() {
+        if !self.may_share(&exchange) {
             return Routed::Pool(exchange);
         }
-        let h2_known = versions.h2_known(https);
+        let https = exchange.origin.scheme == crate::net::Scheme::Https;
+        let h2_known = self.env.config.versions.h2_known(https);
         let opening = || Opening {
             opener: exchange.id,
             waiting: Vec::new(),
@@ -456,6 +463,39 @@ impl Dispatcher {
         drop(shared);
         self.run_on_shared(exchange, conn);
         Routed::Taken
+    }
+
+    /// Whether `exchange` may ever go on a shared HTTP/2 connection. A
+    /// proxy that forwards plain requests speaks HTTP/1.1; so does
+    /// cleartext without prior knowledge. Such a request never finds a
+    /// shared connection: it goes to the pool without taking the lock.
+    fn may_share(&self, exchange: &Exchange) -> bool {
+        let https = exchange.origin.scheme == crate::net::Scheme::Https;
+        self.env.config.versions.may_speak_h2(https) && !exchange.route().forwards()
+    }
+
+    /// Whether `exchange`, just queued in the pool, would now be routed by
+    /// [`route_shared`](Self::route_shared) — to a shared connection of its
+    /// origin, or to wait for one being opened — rather than to the pool
+    /// again. One may have come since `route_shared` looked: over TLS,
+    /// HTTP/2 is learnt by ALPN, and a connection that has just learnt it
+    /// is shared and takes the origin's queue ([`ConnOwner::share`]) — if
+    /// that was before the request queued, nothing else would take it (no
+    /// HTTP/1.1 connection of its origin serves the queue), and it would
+    /// wait for its deadline, or for ever without one. `share` adds the
+    /// connection to the shared list before it takes the queue, and this
+    /// looks at the list after the request queued: either sees the other.
+    /// A request that may never be shared takes no lock.
+    fn shared_since_routed(&self, exchange: &Exchange) -> bool {
+        if !self.may_share(exchange) {
+            return false;
+        }
+        let shared = lock(&self.shared);
+        // As in `route_shared`: a hedged copy goes only where a stream is
+        // free, else through the pool (it would come back here at once).
+        shared.get(exchange.route()).is_some_and(|entry| {
+            !exchange.is_backup() || matches!(entry.emptiest(exchange), Some((_, true)))
+        })
     }
 
     /// Sends on the requests that waited for a connection that will not be

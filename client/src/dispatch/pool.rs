@@ -364,6 +364,30 @@ impl<W: Waiter, C: Pooled> Pool<W, C> {
             .collect()
     }
 
+    /// Takes `waiter` out of its queue, if it is there still: `false` if
+    /// it is not — what took it meanwhile (a permit given back, a
+    /// connection offered back, [`take_waiters`](Self::take_waiters))
+    /// serves it. Looked for from the back: the caller has just queued it.
+    pub(crate) fn withdraw(&self, waiter: &Arc<W>) -> bool {
+        let mut inner = lock(&self.inner);
+        let origin = waiter.key();
+        let Some(state) = inner.origins.get_mut(origin) else {
+            return false;
+        };
+        let Some(at) = state
+            .waiting
+            .iter()
+            .rposition(|queued| std::ptr::eq(queued.waiter.as_ptr(), Arc::as_ptr(waiter)))
+        else {
+            return false;
+        };
+        // A weak reference: dropped under the lock, it runs nothing.
+        state.waiting.remove(at);
+        inner.queued -= 1;
+        inner.tidy(origin);
+        true
+    }
+
     pub(crate) fn new(limits: PoolLimits) -> Self {
         Pool {
             limits,

@@ -1077,7 +1077,12 @@ impl Conn {
     /// go on. The reset goes at the connection's next drive, asked for
     /// after the loop's other work: the loop aborts the exchanges a burst
     /// of expiries failed together, in a gap after it (see
-    /// `EventLoop::close_aborted`), and their resets share one write.
+    /// `EventLoop::close_aborted`), and their resets share one write. That
+    /// drive's ending publishes the load, closes a connection left with
+    /// nothing to serve, asks about the permit and arms the timer; a
+    /// request taken out of the queue brings no drive, and has them done
+    /// here. An exchange found in neither (ended meanwhile on this
+    /// connection) changes nothing.
     pub(super) fn abort_h2(&mut self, cx: &mut LoopContext<'_>, exchange_id: u64) {
         let State::H2(h2) = &mut self.state else {
             return;
@@ -1088,8 +1093,10 @@ impl Conn {
         // not its length squared (each abort a look at every request).
         if let Some(at) = h2.queue.iter().position(|e| e.id == exchange_id) {
             h2.queue.remove(at);
-        }
-        if let Some(stream) = h2.streams.remove_exchange(exchange_id) {
+        } else {
+            let Some(stream) = h2.streams.remove_exchange(exchange_id) else {
+                return;
+            };
             h2.resets.push(stream);
             self.owner
                 .env()
@@ -1097,18 +1104,28 @@ impl Conn {
                 .open
                 .fetch_sub(1, Ordering::Relaxed);
             cx.ready_again();
+            return;
         }
-        if h2.streams.is_empty() && h2.queue.is_empty() && h2.idle_since.is_none() {
-            h2.idle_since = Some(self.owner.env().clock.now());
+        if h2.streams.is_empty() && h2.queue.is_empty() {
+            // Not in the pool's shared list (a spare, or one that went
+            // away): nobody else will come to it, and it closes, as the
+            // drive closes one whose last stream has ended. Not while its
+            // handshake is under way: it is not shared yet, and may be
+            // once that is done (else the drive closes it then).
+            if !h2.shared && !matches!(h2.phase, Phase::Handshaking(_)) {
+                return self.close(cx);
+            }
+            if h2.idle_since.is_none() {
+                h2.idle_since = Some(self.owner.env().clock.now());
+            }
         }
         self.publish_load();
         if self.give_permit_if_wanted(cx) {
             return;
         }
-        // The timer for what is left: a request taken out of the queue
-        // brings no drive (a stream's reset does), and may have left the
-        // connection idle — its idle timeout to arm — or no request held
-        // back any more, for the recheck to wake for.
+        // The timer for what is left: the request taken out may have left
+        // the connection idle — its idle timeout to arm — or no request
+        // held back any more, for the recheck to wake for.
         self.arm_h2_timer(cx);
     }
 

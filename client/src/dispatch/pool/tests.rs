@@ -162,6 +162,27 @@ fn permits_are_bounded_per_host_and_in_total() {
     assert_eq!(pool.waiting(), 0);
 }
 
+/// A waiter withdrawn from its queue leaves it, and nothing serves it
+/// afterwards; one already taken out (here by `take_waiters`, as an HTTP/2
+/// connection of its origin that has just opened does) is not withdrawn:
+/// what took it serves it.
+#[test]
+fn a_withdrawn_waiter_leaves_its_queue_and_one_taken_already_is_not_withdrawn() {
+    let (pool, clock) = pool(limited(None, Some(1)));
+    let [a1, a2, a3] = [request("a", "a1"), request("a", "a2"), request("a", "a3")];
+    assert_eq!(acquired(&pool, &a1, &clock), "permit");
+    assert_eq!(acquired(&pool, &a2, &clock), "queued");
+    assert_eq!(acquired(&pool, &a3, &clock), "queued");
+    assert!(pool.withdraw(&a2));
+    assert!(!pool.withdraw(&a2), "withdrawn once");
+    assert_eq!(pool.waiting(), 1);
+    let taken: Vec<_> = pool.take_waiters(&origin("a"));
+    assert_eq!(taken.iter().map(|w| w.name).collect::<Vec<_>>(), ["a3"]);
+    assert!(!pool.withdraw(&a3), "taken by the HTTP/2 connection");
+    assert_eq!(served(pool.release(&origin("a"))), None);
+    assert_eq!(pool.counts(), (0, 0));
+}
+
 /// #18, defect 2: with one connection in all, B1 queued before A2..A6 goes
 /// out as soon as A's connection comes back, not after six requests to A.
 #[test]
