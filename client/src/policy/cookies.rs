@@ -45,7 +45,7 @@ pub trait CookieStore: Send + Sync {
 /// header without bound.
 #[cfg(feature = "cookies")]
 #[derive(Debug, Default)]
-pub struct Jar(std::sync::Mutex<Cookies>);
+pub struct Jar(std::sync::RwLock<Cookies>);
 
 /// The most cookies a [`Jar`] keeps for one domain (RFC 6265 §6.1: at
 /// least 50).
@@ -83,28 +83,59 @@ struct Cookies {
     stamps: std::collections::HashMap<CookieKey, Stamps>,
     /// Counts the cookies set and the requests given cookies: a later one
     /// reads a larger count — a count, not the time, so no two cookies set
-    /// are alike and the order needs no clock to test.
-    clock: u64,
+    /// are alike and the order needs no clock to test. Atomic, as each
+    /// stamp's `used`: a request is given its cookies under the jar's
+    /// shared lock, beside others.
+    clock: std::sync::atomic::AtomicU64,
 }
 
 /// When a cookie was created and last used, on [`Cookies`]' clock.
 #[cfg(feature = "cookies")]
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug)]
 struct Stamps {
     /// When it was first set: a cookie set again keeps it (RFC 6265 §5.3
     /// step 11.3). Of cookies with paths of one length, the earlier created
     /// is sent first (§5.4 step 2).
     created: u64,
     /// When it was last set or sent: the order in which cookies are
-    /// evicted (§5.3: the earliest last-access first).
-    used: u64,
+    /// evicted (§5.3: the earliest last-access first). Sending marks it
+    /// under the jar's shared lock ([`Stamps::mark_sent`]).
+    used: std::sync::atomic::AtomicU64,
+}
+
+#[cfg(feature = "cookies")]
+impl Stamps {
+    fn new(created: u64, used: u64) -> Stamps {
+        Stamps {
+            created,
+            used: std::sync::atomic::AtomicU64::new(used),
+        }
+    }
+
+    /// When it was last set or sent.
+    fn used(&self) -> u64 {
+        // The jar's lock orders a set after every send before it: none
+        // is read while another marks it.
+        self.used.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Marks it sent at `now`, a count taken from the clock. Requests
+    /// given their cookies side by side take their counts in one order
+    /// and may mark in the other: the later count stays, as if they had
+    /// marked in turn.
+    fn mark_sent(&self, now: u64) {
+        self.used
+            .fetch_max(now, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 #[cfg(feature = "cookies")]
 impl Cookies {
-    fn tick(&mut self) -> u64 {
-        self.clock += 1;
+    /// The next count of the clock.
+    fn tick(&self) -> u64 {
         self.clock
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1
     }
 
     /// Puts `cookie`, set by `url`, in the store (RFC 6265 §5.3: one of
@@ -134,11 +165,8 @@ impl Cookies {
                 // creation time.
                 self.stamps
                     .entry(key)
-                    .and_modify(|stamps| stamps.used = now)
-                    .or_insert(Stamps {
-                        created: now,
-                        used: now,
-                    });
+                    .and_modify(|stamps| *stamps.used.get_mut() = now)
+                    .or_insert_with(|| Stamps::new(now, now));
                 Some(domain)
             }
             // The store keeps a deleted cookie, expired, where it was.
@@ -188,7 +216,7 @@ impl Cookies {
             .stamps
             .iter()
             .filter(|(key, _)| among(key))
-            .map(|(key, stamps)| (stamps.used, key))
+            .map(|(key, stamps)| (stamps.used(), key))
             .collect();
         // Cookies sent together share a count: the key settles the order.
         candidates.sort_unstable();
@@ -220,7 +248,7 @@ impl Jar {
     /// Keeps the cookies `url` set, but for those it may not set, within
     /// the jar's limits.
     fn store(&self, mut cookies: Vec<cookie_store::RawCookie<'static>>, url: &url::Url) {
-        let mut jar = self.lock();
+        let mut jar = self.write();
         cookies.retain(|cookie| {
             header_safe(cookie)
                 && !too_long(cookie)
@@ -241,9 +269,19 @@ impl Jar {
         jar.evict(domains.iter().map(String::as_str));
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Cookies> {
+    /// The cookies, to set: one setter at a time, and no request given
+    /// its cookies meanwhile.
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Cookies> {
         self.0
-            .lock()
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The cookies, to send: requests are given theirs side by side (each
+    /// cookie sent marks its own stamp, atomically).
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Cookies> {
+        self.0
+            .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
@@ -259,16 +297,16 @@ impl CookieStore for Jar {
     }
 
     fn cookies(&self, url: &url::Url) -> Option<HeaderValue> {
-        let mut jar = self.lock();
+        let jar = self.read();
         let now = jar.tick();
-        let Cookies { store, stamps, .. } = &mut *jar;
         // §5.4 step 3: what is sent counts as used, and is evicted last.
-        let mut matching: Vec<_> = store
+        let mut matching: Vec<_> = jar
+            .store
             .matches(url)
             .into_iter()
             .map(|cookie| {
-                let created = stamps.get_mut(&key_of(cookie)).map_or(0, |stamps| {
-                    stamps.used = now;
+                let created = jar.stamps.get(&key_of(cookie)).map_or(0, |stamps| {
+                    stamps.mark_sent(now);
                     stamps.created
                 });
                 (cookie, created)
@@ -750,17 +788,13 @@ mod tests {
                 .unwrap();
         let jar = Jar::new();
         {
-            let mut cookies = jar.lock();
+            let mut cookies = jar.write();
             for (cookie, created) in [(&expired, 1), (&parent, 2)] {
-                cookies.stamps.insert(
-                    key_of(cookie),
-                    Stamps {
-                        created,
-                        used: created,
-                    },
-                );
+                cookies
+                    .stamps
+                    .insert(key_of(cookie), Stamps::new(created, created));
             }
-            cookies.clock = 2;
+            *cookies.clock.get_mut() = 2;
             cookies.store = cookie_store::CookieStore::from_cookies(
                 [expired.into_owned(), parent.into_owned()].map(Ok::<_, ()>),
                 true,
@@ -908,7 +942,7 @@ mod tests {
             sent(&jar, "http://a.test/").as_deref(),
             Some("aged=1; future=4; last=3; nodate=2")
         );
-        let cookies = jar.lock();
+        let cookies = jar.read();
         let persistent = |name: &str| {
             cookies
                 .store
@@ -946,7 +980,7 @@ mod tests {
     /// How many cookies `jar` holds (expired or not), checked against
     /// the counts it evicts by.
     fn held(jar: &Jar) -> usize {
-        let cookies = jar.lock();
+        let cookies = jar.read();
         let held = cookies.store.iter_any().count();
         assert_eq!(held, cookies.stamps.len());
         held
@@ -961,7 +995,7 @@ mod tests {
     /// sending them, which would count as using them.
     fn pairs_held(jar: &Jar) -> Vec<String> {
         let mut pairs: Vec<String> = jar
-            .lock()
+            .read()
             .store
             .iter_any()
             .map(|cookie| format!("{}={}", cookie.name(), cookie.value()))
@@ -1014,6 +1048,46 @@ mod tests {
         );
     }
 
+    /// Requests given their cookies side by side (under the jar's shared
+    /// lock) each mark what they send as used: past the limit, the one
+    /// cookie none of them sent goes, though it was set after all the
+    /// others.
+    #[test]
+    fn cookies_sent_side_by_side_all_count_as_used() {
+        let jar = Jar::new();
+        let sent_ones: Vec<String> = (1..50).map(|i| format!("c{i}=v; Path=/b")).collect();
+        set(&jar, "http://a.test/", &refs(&sent_ones));
+        set(&jar, "http://a.test/", &["c0=v; Path=/a"]);
+        std::thread::scope(|scope| {
+            for _ in 0..4 {
+                scope.spawn(|| {
+                    for _ in 0..100 {
+                        let sent = jar.cookies(&url("http://a.test/b")).unwrap();
+                        assert_eq!(sent.as_bytes().split(|&b| b == b';').count(), 49);
+                    }
+                });
+            }
+        });
+        set(&jar, "http://a.test/", &["c50=v; Path=/b"]);
+        let pairs = pairs_held(&jar);
+        assert_eq!(pairs.len(), 50);
+        assert!(!pairs.contains(&"c0=v".to_owned()), "{pairs:?}");
+        assert!(pairs.contains(&"c1=v".to_owned()), "{pairs:?}");
+        assert!(pairs.contains(&"c50=v".to_owned()), "{pairs:?}");
+    }
+
+    /// Two requests take their counts in one order and may mark a cookie
+    /// in the other: the later count stays, as if they had marked in
+    /// turn — the cookie counts as sent by the later request.
+    #[test]
+    fn a_send_marking_late_leaves_the_later_sends_mark() {
+        let stamps = Stamps::new(1, 1);
+        stamps.mark_sent(5);
+        stamps.mark_sent(3);
+        assert_eq!(stamps.used(), 5);
+        assert_eq!(stamps.created, 1);
+    }
+
     /// The limit is per domain as the jar keys cookies (the `Domain`, or
     /// the host of a host-only cookie): sibling subdomains setting cookies
     /// for their parent domain share its 50, so the `Cookie` header their
@@ -1052,15 +1126,11 @@ mod tests {
                 .unwrap();
         let jar = Jar::new();
         {
-            let mut cookies = jar.lock();
+            let mut cookies = jar.write();
             // Held, expired since, and marked as used after all the others.
-            cookies.stamps.insert(
-                key_of(&expired),
-                Stamps {
-                    created: 0,
-                    used: u64::MAX,
-                },
-            );
+            cookies
+                .stamps
+                .insert(key_of(&expired), Stamps::new(0, u64::MAX));
             cookies.store =
                 cookie_store::CookieStore::from_cookies([Ok::<_, ()>(expired.into_owned())], true)
                     .unwrap();
