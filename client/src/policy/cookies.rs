@@ -18,6 +18,11 @@ use http::HeaderValue;
 
 #[cfg(feature = "cookies")]
 mod date;
+#[cfg(feature = "cookies")]
+mod stamps;
+
+#[cfg(feature = "cookies")]
+use stamps::{borrowed, key_of, owned, OwnedKey, StampsByKey};
 
 /// Where a client keeps cookies. Called on the thread that waits for or
 /// polls a response, for every hop of a redirect chain.
@@ -56,21 +61,6 @@ const MAX_COOKIES_PER_DOMAIN: usize = 50;
 #[cfg(feature = "cookies")]
 const MAX_COOKIES: usize = 3000;
 
-/// Where `cookie_store` keeps a cookie: its domain (the host, for a
-/// host-only cookie), path and name. The domain is what RFC 6265 §5.3
-/// counts cookies per.
-#[cfg(feature = "cookies")]
-type CookieKey = (String, String, String);
-
-#[cfg(feature = "cookies")]
-fn key_of(cookie: &cookie_store::Cookie<'_>) -> CookieKey {
-    (
-        String::from(&cookie.domain),
-        String::from(&cookie.path),
-        cookie.name().to_owned(),
-    )
-}
-
 /// A [`Jar`]'s cookies, when each was created and when last set or sent.
 #[cfg(feature = "cookies")]
 #[derive(Debug, Default)]
@@ -80,53 +70,13 @@ struct Cookies {
     /// `clock`. Its keys are exactly the cookies `store` holds, those
     /// expired since the last cookie was taken too (the next one taken
     /// sweeps them from both).
-    stamps: std::collections::HashMap<CookieKey, Stamps>,
+    stamps: StampsByKey,
     /// Counts the cookies set and the requests given cookies: a later one
     /// reads a larger count — a count, not the time, so no two cookies set
     /// are alike and the order needs no clock to test. Atomic, as each
     /// stamp's `used`: a request is given its cookies under the jar's
     /// shared lock, beside others.
     clock: std::sync::atomic::AtomicU64,
-}
-
-/// When a cookie was created and last used, on [`Cookies`]' clock.
-#[cfg(feature = "cookies")]
-#[derive(Debug)]
-struct Stamps {
-    /// When it was first set: a cookie set again keeps it (RFC 6265 §5.3
-    /// step 11.3). Of cookies with paths of one length, the earlier created
-    /// is sent first (§5.4 step 2).
-    created: u64,
-    /// When it was last set or sent: the order in which cookies are
-    /// evicted (§5.3: the earliest last-access first). Sending marks it
-    /// under the jar's shared lock ([`Stamps::mark_sent`]).
-    used: std::sync::atomic::AtomicU64,
-}
-
-#[cfg(feature = "cookies")]
-impl Stamps {
-    fn new(created: u64, used: u64) -> Stamps {
-        Stamps {
-            created,
-            used: std::sync::atomic::AtomicU64::new(used),
-        }
-    }
-
-    /// When it was last set or sent.
-    fn used(&self) -> u64 {
-        // The jar's lock orders a set after every send before it: none
-        // is read while another marks it.
-        self.used.load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    /// Marks it sent at `now`, a count taken from the clock. Requests
-    /// given their cookies side by side take their counts in one order
-    /// and may mark in the other: the later count stays, as if they had
-    /// marked in turn.
-    fn mark_sent(&self, now: u64) {
-        self.used
-            .fetch_max(now, std::sync::atomic::Ordering::Relaxed);
-    }
 }
 
 #[cfg(feature = "cookies")]
@@ -144,43 +94,40 @@ impl Cookies {
     /// kept for, if it is kept.
     fn insert(&mut self, cookie: &cookie_store::RawCookie<'_>, url: &url::Url) -> Option<String> {
         let cookie = cookie_store::Cookie::try_from_raw_cookie(cookie, url).ok()?;
-        let key = key_of(&cookie);
+        let owned_key = owned(key_of(&cookie));
+        let key = borrowed(&owned_key);
         // A held cookie that has expired is gone (§5.3: evicted whenever
         // there is one), though not swept until a cookie is next taken:
         // one set in its place is created now, not when that one was.
         if self
             .store
-            .get_any(&key.0, &key.1, &key.2)
+            .get_any(key.0, key.1, key.2)
             .is_some_and(|held| held.is_expired())
         {
-            self.stamps.remove(&key);
+            self.stamps.remove(key);
         }
         match self.store.insert(cookie.into_owned(), url) {
             Ok(
                 cookie_store::StoreAction::Inserted | cookie_store::StoreAction::UpdatedExisting,
             ) => {
                 let now = self.tick();
-                let domain = key.0.clone();
                 // §5.3 step 11.3: one that replaces a held one keeps its
                 // creation time.
-                self.stamps
-                    .entry(key)
-                    .and_modify(|stamps| *stamps.used.get_mut() = now)
-                    .or_insert_with(|| Stamps::new(now, now));
-                Some(domain)
+                self.stamps.set(key, now);
+                Some(owned_key.0)
             }
             // The store keeps a deleted cookie, expired, where it was.
             Ok(cookie_store::StoreAction::ExpiredExisting) => {
-                self.remove(&key);
+                self.remove(&owned_key);
                 None
             }
             Err(_) => None,
         }
     }
 
-    fn remove(&mut self, key: &CookieKey) {
+    fn remove(&mut self, key: &OwnedKey) {
         self.store.remove(&key.0, &key.1, &key.2);
-        self.stamps.remove(key);
+        self.stamps.remove(borrowed(key));
     }
 
     /// Drops the expired cookies (RFC 6265 §5.3 has them evicted whenever
@@ -189,40 +136,39 @@ impl Cookies {
     /// them (§5.3's order: expired, then those of a domain with too many,
     /// then any).
     fn evict<'a>(&mut self, domains: impl Iterator<Item = &'a str>) {
-        let expired: Vec<CookieKey> = self
+        let expired: Vec<OwnedKey> = self
             .store
             .iter_any()
             .filter(|cookie| cookie.is_expired())
-            .map(key_of)
+            .map(|cookie| owned(key_of(cookie)))
             .collect();
         for key in &expired {
             self.remove(key);
         }
         for domain in domains {
-            self.evict_least_recently_used(|key| key.0 == domain, MAX_COOKIES_PER_DOMAIN);
+            self.evict_least_recently_used(Some(domain), MAX_COOKIES_PER_DOMAIN);
         }
         if self.stamps.len() > MAX_COOKIES {
-            self.evict_least_recently_used(|_| true, MAX_COOKIES);
+            self.evict_least_recently_used(None, MAX_COOKIES);
         }
     }
 
-    /// Of the cookies whose keys are `among`, drops the least recently set
-    /// or sent until `keep` are left.
-    fn evict_least_recently_used(&mut self, among: impl Fn(&CookieKey) -> bool, keep: usize) {
-        if self.stamps.keys().filter(|key| among(key)).count() <= keep {
+    /// Of the cookies for `domain` (for any, if `None`), drops the least
+    /// recently set or sent until `keep` are left.
+    fn evict_least_recently_used(&mut self, domain: Option<&str>, keep: usize) {
+        let held = domain.map_or(self.stamps.len(), |domain| self.stamps.len_of(domain));
+        if held <= keep {
             return;
         }
-        let mut candidates: Vec<(u64, &CookieKey)> = self
-            .stamps
-            .iter()
-            .filter(|(key, _)| among(key))
-            .map(|(key, stamps)| (stamps.used(), key))
-            .collect();
+        let mut candidates: Vec<_> = match domain {
+            Some(domain) => self.stamps.iter_of(domain).collect(),
+            None => self.stamps.iter().collect(),
+        };
         // Cookies sent together share a count: the key settles the order.
-        candidates.sort_unstable();
-        let evicted: Vec<CookieKey> = candidates[..candidates.len() - keep]
+        candidates.sort_unstable_by_key(|&(key, stamps)| (stamps.used(), key));
+        let evicted: Vec<OwnedKey> = candidates[..held - keep]
             .iter()
-            .map(|&(_, key)| key.clone())
+            .map(|&(key, _)| owned(key))
             .collect();
         for key in &evicted {
             self.remove(key);
@@ -305,7 +251,7 @@ impl CookieStore for Jar {
             .matches(url)
             .into_iter()
             .map(|cookie| {
-                let created = jar.stamps.get(&key_of(cookie)).map_or(0, |stamps| {
+                let created = jar.stamps.get(key_of(cookie)).map_or(0, |stamps| {
                     stamps.mark_sent(now);
                     stamps.created
                 });
@@ -529,6 +475,7 @@ fn for_a_top_level_domain(cookie: &cookie_store::RawCookie<'_>, url: &url::Url) 
 
 #[cfg(all(test, feature = "cookies"))]
 mod tests {
+    use super::stamps::Stamps;
     use super::*;
 
     fn url(s: &str) -> url::Url {
@@ -1074,18 +1021,6 @@ mod tests {
         assert!(!pairs.contains(&"c0=v".to_owned()), "{pairs:?}");
         assert!(pairs.contains(&"c1=v".to_owned()), "{pairs:?}");
         assert!(pairs.contains(&"c50=v".to_owned()), "{pairs:?}");
-    }
-
-    /// Two requests take their counts in one order and may mark a cookie
-    /// in the other: the later count stays, as if they had marked in
-    /// turn — the cookie counts as sent by the later request.
-    #[test]
-    fn a_send_marking_late_leaves_the_later_sends_mark() {
-        let stamps = Stamps::new(1, 1);
-        stamps.mark_sent(5);
-        stamps.mark_sent(3);
-        assert_eq!(stamps.used(), 5);
-        assert_eq!(stamps.created, 1);
     }
 
     /// The limit is per domain as the jar keys cookies (the `Domain`, or
