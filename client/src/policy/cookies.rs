@@ -308,16 +308,8 @@ fn parse_set_cookie(set_cookie: &str) -> Option<cookie_store::RawCookie<'static>
         .filter(|(name, _)| name.trim().eq_ignore_ascii_case("expires"))
         .filter_map(|(_, value)| date::CookieDate::parse(value))
         .last();
-    // The crate's type for an expiry comes from the `time` crate, which is
-    // not ours to name: the date goes through the crate's own reading of
-    // the first layout it knows.
-    let expiration = expires.and_then(|date| {
-        cookie_store::RawCookie::parse(format!("e=; Expires={}", date.to_expires_value()))
-            .ok()?
-            .expires()
-    });
-    if let Some(expiration) = expiration {
-        cookie.set_expires(expiration);
+    if let Some(expiry) = expires.and_then(date::CookieDate::to_expiry) {
+        cookie.set_expires(expiry);
     }
     Some(cookie)
 }
@@ -899,6 +891,26 @@ mod tests {
         };
         assert!(persistent("future") && persistent("last") && persistent("aged"));
         assert!(!persistent("nodate"));
+    }
+
+    /// A lenient date is the cookie's expiry to the second, UTC, whatever
+    /// its zone says (RFC 6265 §5.1.1 ignores it), in a layout the `cookie`
+    /// crate reads or not.
+    #[test]
+    fn a_lenient_expires_is_the_cookies_expiry_to_the_second() {
+        for set_cookie in [
+            "x=1; Expires=Wed, 09 Jun 2021 10:18:14 UTC",
+            "x=1; Expires=Wed, 09 Jun 2021 10:18:14 GMT",
+            "x=1; Expires=9 june 21 10:18:14",
+            "x=1; Expires=Wed, 09-Jun-2021 10:18:14 +0200",
+        ] {
+            let cookie = parse_set_cookie(set_cookie).unwrap();
+            assert_eq!(
+                cookie.expires_datetime().map(|at| at.unix_timestamp()),
+                Some(1_623_233_894),
+                "{set_cookie}"
+            );
+        }
     }
 
     /// RFC 6265 §5.2, §5.3 step 3: of several `Expires`, the last that is
