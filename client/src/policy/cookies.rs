@@ -44,10 +44,10 @@ pub trait CookieStore: Send + Sync {
 /// for: its `Domain` attribute, or the host that set it for a host-only
 /// cookie (no public-suffix list tells registrable domains apart) — and
 /// 3000 in all, the least RFC 6265 §6.1 asks for. Past either limit it
-/// drops, as the browsers do, expired cookies first (those it drops
-/// whenever it takes a cookie), then those set or sent least recently: a
-/// server, or many sibling subdomains, cannot grow the jar or the `Cookie`
-/// header without bound.
+/// drops, as the browsers do, expired cookies first (those it also drops
+/// when it takes a cookie once the earliest expiry it holds has passed),
+/// then those set or sent least recently: a server, or many sibling
+/// subdomains, cannot grow the jar or the `Cookie` header without bound.
 #[cfg(feature = "cookies")]
 #[derive(Debug, Default)]
 pub struct Jar(std::sync::RwLock<Cookies>);
@@ -68,9 +68,14 @@ struct Cookies {
     store: cookie_store::CookieStore,
     /// When each cookie `store` holds was created and last set or sent, on
     /// `clock`. Its keys are exactly the cookies `store` holds, those
-    /// expired since the last cookie was taken too (the next one taken
-    /// sweeps them from both).
+    /// expired since the last sweep too (the next one sweeps them from
+    /// both).
     stamps: StampsByKey,
+    /// No cookie `store` holds expires before this (`None`: none has an
+    /// expiry): until the time passes it none has expired, and taking a
+    /// cookie need not go through them all for expired ones. Lowered as
+    /// cookies are taken, made exact by each sweep of the whole store.
+    earliest_expiry: Option<time::OffsetDateTime>,
     /// Counts the cookies set and the requests given cookies: a later one
     /// reads a larger count — a count, not the time, so no two cookies set
     /// are alike and the order needs no clock to test. Atomic, as each
@@ -96,9 +101,10 @@ impl Cookies {
         let cookie = cookie_store::Cookie::try_from_raw_cookie(cookie, url).ok()?;
         let owned_key = owned(key_of(&cookie));
         let key = borrowed(&owned_key);
+        let expiry = expiry_of(&cookie);
         // A held cookie that has expired is gone (§5.3: evicted whenever
-        // there is one), though not swept until a cookie is next taken:
-        // one set in its place is created now, not when that one was.
+        // there is one), though not swept until the next sweep: one set
+        // in its place is created now, not when that one was.
         if self
             .store
             .get_any(key.0, key.1, key.2)
@@ -114,6 +120,10 @@ impl Cookies {
                 // §5.3 step 11.3: one that replaces a held one keeps its
                 // creation time.
                 self.stamps.set(key, now);
+                if let Some(at) = expiry {
+                    self.earliest_expiry =
+                        Some(self.earliest_expiry.map_or(at, |held| held.min(at)));
+                }
                 Some(owned_key.0)
             }
             // The store keeps a deleted cookie, expired, where it was.
@@ -131,25 +141,62 @@ impl Cookies {
     }
 
     /// Drops the expired cookies (RFC 6265 §5.3 has them evicted whenever
-    /// there are any), then, while the cookies for one of `domains` or
-    /// those of all pass their limit, the least recently set or sent of
-    /// them (§5.3's order: expired, then those of a domain with too many,
-    /// then any).
+    /// there are any: once the earliest expiry has passed, there may be),
+    /// then, while the cookies for one of `domains` or those of all pass
+    /// their limit, the least recently set or sent of them (§5.3's order:
+    /// expired, then those of a domain with too many, then any). Past a
+    /// limit the expired go first even if the earliest expiry is not
+    /// known to have passed: that order does not rest on the bound.
     fn evict<'a>(&mut self, domains: impl Iterator<Item = &'a str>) {
-        let expired: Vec<OwnedKey> = self
-            .store
-            .iter_any()
-            .filter(|cookie| cookie.is_expired())
-            .map(|cookie| owned(key_of(cookie)))
-            .collect();
-        for key in &expired {
-            self.remove(key);
+        let now = time::OffsetDateTime::now_utc();
+        if self.stamps.len() > MAX_COOKIES || self.earliest_expiry.is_some_and(|at| at <= now) {
+            self.sweep_expired(now);
         }
         for domain in domains {
-            self.evict_least_recently_used(Some(domain), MAX_COOKIES_PER_DOMAIN);
+            if self.stamps.len_of(domain) > MAX_COOKIES_PER_DOMAIN {
+                self.sweep_expired_of(domain, now);
+                self.evict_least_recently_used(Some(domain), MAX_COOKIES_PER_DOMAIN);
+            }
         }
         if self.stamps.len() > MAX_COOKIES {
             self.evict_least_recently_used(None, MAX_COOKIES);
+        }
+    }
+
+    /// Drops every cookie expired by `now`, and makes `earliest_expiry`
+    /// the earliest of those left.
+    fn sweep_expired(&mut self, now: time::OffsetDateTime) {
+        let mut expired: Vec<OwnedKey> = Vec::new();
+        let mut earliest: Option<time::OffsetDateTime> = None;
+        for cookie in self.store.iter_any() {
+            if cookie.expires_by(&now) {
+                expired.push(owned(key_of(cookie)));
+            } else if let Some(at) = expiry_of(cookie) {
+                earliest = Some(earliest.map_or(at, |held| held.min(at)));
+            }
+        }
+        for key in &expired {
+            self.remove(key);
+        }
+        self.earliest_expiry = earliest;
+    }
+
+    /// Drops the cookies for `domain` expired by `now`, going through that
+    /// domain's alone.
+    fn sweep_expired_of(&mut self, domain: &str, now: time::OffsetDateTime) {
+        let expired: Vec<OwnedKey> = self
+            .stamps
+            .iter_of(domain)
+            .map(|(key, _)| key)
+            .filter(|&(domain, path, name)| {
+                self.store
+                    .get_any(domain, path, name)
+                    .is_some_and(|cookie| cookie.expires_by(&now))
+            })
+            .map(owned)
+            .collect();
+        for key in &expired {
+            self.remove(key);
         }
     }
 
@@ -173,6 +220,15 @@ impl Cookies {
         for key in &evicted {
             self.remove(key);
         }
+    }
+}
+
+/// When `cookie` expires, if it does (not a session cookie).
+#[cfg(feature = "cookies")]
+fn expiry_of(cookie: &cookie_store::Cookie<'_>) -> Option<time::OffsetDateTime> {
+    match cookie.expires {
+        cookie_store::CookieExpiration::AtUtc(at) => Some(at),
+        cookie_store::CookieExpiration::SessionEnd => None,
     }
 }
 
@@ -1088,6 +1144,92 @@ mod tests {
         let mut all = fifty.clone();
         all.sort_unstable();
         assert_eq!(sent(&jar, "http://a.test/"), Some(all.join("; ")));
+    }
+
+    /// Once the earliest expiry has passed, the next cookie taken sweeps
+    /// the expired ones, and the earliest expiry becomes that of those
+    /// left. (A lower bound on the time, not a timed assertion: a cookie
+    /// of `Max-Age=1` has expired after 1.5 s, however slow the machine.)
+    #[test]
+    fn an_expired_cookie_is_swept_once_the_earliest_expiry_has_passed() {
+        let jar = Jar::new();
+        set(
+            &jar,
+            "http://a.test/",
+            &["short=1; Max-Age=1", "long=2; Max-Age=600", "session=3"],
+        );
+        let expiry = |name: &str| {
+            jar.read()
+                .store
+                .iter_any()
+                .find(|cookie| cookie.name() == name)
+                .and_then(expiry_of)
+        };
+        let (short, long) = (expiry("short"), expiry("long"));
+        assert!(short.is_some() && short < long);
+        assert_eq!(jar.read().earliest_expiry, short);
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        set(&jar, "http://b.test/", &["other=4"]);
+        assert_eq!(held(&jar), 3);
+        assert_eq!(
+            pairs_held(&jar),
+            ["long=2", "other=4", "session=3"].map(str::to_owned)
+        );
+        assert_eq!(jar.read().earliest_expiry, long);
+    }
+
+    /// Before the earliest expiry the jar is not gone through for expired
+    /// cookies (one it holds against its bound stays, for the test's
+    /// sake); past a limit, a domain's or the jar's, the expired still go
+    /// first, before any live cookie, whatever the bound says.
+    #[test]
+    fn before_the_earliest_expiry_no_sweep_but_past_a_limit_the_expired_go_first() {
+        let jar = Jar::new();
+        {
+            let mut cookies = jar.write();
+            let mut expired = Vec::new();
+            for host in ["a.test", "c.test"] {
+                let at = url(&format!("http://{host}/"));
+                let cookie = cookie_store::Cookie::parse(
+                    "old=1; Expires=Thu, 01 Jan 1970 00:00:00 GMT",
+                    &at,
+                )
+                .unwrap();
+                // Marked as used after all the others.
+                cookies
+                    .stamps
+                    .insert(key_of(&cookie), Stamps::new(0, u64::MAX));
+                expired.push(cookie.into_owned());
+            }
+            cookies.store =
+                cookie_store::CookieStore::from_cookies(expired.into_iter().map(Ok::<_, ()>), true)
+                    .unwrap();
+            assert_eq!(cookies.earliest_expiry, None);
+        }
+        set(&jar, "http://b.test/", &["b=1"]);
+        let forty_nine: Vec<String> = (0..49).map(|i| format!("c{i}=v")).collect();
+        set(&jar, "http://a.test/", &refs(&forty_nine));
+        assert_eq!(held(&jar), 52);
+        // a.test's 51st: its expired one goes, not its least recent.
+        set(&jar, "http://a.test/", &["c49=v"]);
+        assert_eq!(held(&jar), 52);
+        assert_eq!(
+            sent(&jar, "http://a.test/").unwrap().split("; ").count(),
+            50
+        );
+        // Past 3000 in all: c.test's expired one goes, then the least
+        // recent live one (b.test's).
+        let fifty: Vec<String> = (0..50).map(|i| format!("c{i}=v")).collect();
+        for host in 0..59 {
+            set(&jar, &format!("http://h{host}.test/"), &refs(&fifty));
+        }
+        assert_eq!(held(&jar), 3000);
+        assert_eq!(sent(&jar, "http://b.test/"), None);
+        assert!(jar
+            .read()
+            .store
+            .iter_any()
+            .all(|cookie| cookie.name() != "old"));
     }
 
     /// RFC 6265 §6.1, §5.3: at most 3000 cookies in all; past that the
