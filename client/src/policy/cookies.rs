@@ -323,7 +323,18 @@ impl CookieStore for Jar {
         matching.sort_unstable_by_key(|&(cookie, created)| {
             (std::cmp::Reverse(cookie.path.len()), created)
         });
-        let mut joined = String::new();
+        // `name=value` joined by `; `, in a string of its exact length,
+        // which becomes the header value without a copy.
+        let pair_len = |cookie: &cookie_store::Cookie<'_>| {
+            let (name, value) = cookie.name_value();
+            name.len() + 1 + value.len()
+        };
+        let len = matching
+            .iter()
+            .map(|&(cookie, _)| pair_len(cookie))
+            .sum::<usize>()
+            + 2 * matching.len().saturating_sub(1);
+        let mut joined = String::with_capacity(len);
         for (cookie, _) in &matching {
             let (name, value) = cookie.name_value();
             if !joined.is_empty() {
@@ -337,7 +348,7 @@ impl CookieStore for Jar {
         if joined.is_empty() {
             return None;
         }
-        HeaderValue::from_str(&joined).ok()
+        HeaderValue::from_maybe_shared(bytes::Bytes::from(joined)).ok()
     }
 }
 
@@ -869,6 +880,27 @@ mod tests {
             .collect();
         assert_eq!(names, ["fits"]);
         assert_eq!(sent, fits);
+    }
+
+    /// A cookie whose value is UTF-8 (a server's `Set-Cookie` may carry
+    /// any octets past ASCII, and RFC 6265 §5.2 has them taken) goes back
+    /// as it came, with the others, as the browsers and curl send it —
+    /// whichever of `HeaderValue`'s constructors makes the header (one
+    /// for static strs takes visible ASCII only).
+    #[test]
+    fn a_cookie_value_past_ascii_goes_back_as_it_came_with_the_others() {
+        let jar = Jar::new();
+        let at = url("http://a.test/");
+        let utf8 = HeaderValue::from_bytes("name=café; Path=/".as_bytes()).unwrap();
+        jar.set_cookies(&at, &mut [HeaderValue::from_static("a=1"), utf8].iter());
+        jar.add_cookie_str("hand=ü", &at);
+        let sent = jar.cookies(&at).expect("a Cookie header");
+        let mut pairs: Vec<&str> = std::str::from_utf8(sent.as_bytes())
+            .unwrap()
+            .split("; ")
+            .collect();
+        pairs.sort_unstable();
+        assert_eq!(pairs, ["a=1", "hand=ü", "name=café"]);
     }
 
     /// A cookie added by hand with a control character in it could not go
