@@ -18,6 +18,11 @@ use http::HeaderValue;
 
 #[cfg(feature = "cookies")]
 mod date;
+#[cfg(feature = "cookies")]
+mod stamps;
+
+#[cfg(feature = "cookies")]
+use stamps::{borrowed, key_of, owned, OwnedKey, StampsByKey};
 
 /// Where a client keeps cookies. Called on the thread that waits for or
 /// polls a response, for every hop of a redirect chain.
@@ -39,13 +44,13 @@ pub trait CookieStore: Send + Sync {
 /// for: its `Domain` attribute, or the host that set it for a host-only
 /// cookie (no public-suffix list tells registrable domains apart) — and
 /// 3000 in all, the least RFC 6265 §6.1 asks for. Past either limit it
-/// drops, as the browsers do, expired cookies first (those it drops
-/// whenever it takes a cookie), then those set or sent least recently: a
-/// server, or many sibling subdomains, cannot grow the jar or the `Cookie`
-/// header without bound.
+/// drops, as the browsers do, expired cookies first (those it also drops
+/// when it takes a cookie once the earliest expiry it holds has passed),
+/// then those set or sent least recently: a server, or many sibling
+/// subdomains, cannot grow the jar or the `Cookie` header without bound.
 #[cfg(feature = "cookies")]
 #[derive(Debug, Default)]
-pub struct Jar(std::sync::Mutex<Cookies>);
+pub struct Jar(std::sync::RwLock<Cookies>);
 
 /// The most cookies a [`Jar`] keeps for one domain (RFC 6265 §6.1: at
 /// least 50).
@@ -56,21 +61,6 @@ const MAX_COOKIES_PER_DOMAIN: usize = 50;
 #[cfg(feature = "cookies")]
 const MAX_COOKIES: usize = 3000;
 
-/// Where `cookie_store` keeps a cookie: its domain (the host, for a
-/// host-only cookie), path and name. The domain is what RFC 6265 §5.3
-/// counts cookies per.
-#[cfg(feature = "cookies")]
-type CookieKey = (String, String, String);
-
-#[cfg(feature = "cookies")]
-fn key_of(cookie: &cookie_store::Cookie<'_>) -> CookieKey {
-    (
-        String::from(&cookie.domain),
-        String::from(&cookie.path),
-        cookie.name().to_owned(),
-    )
-}
-
 /// A [`Jar`]'s cookies, when each was created and when last set or sent.
 #[cfg(feature = "cookies")]
 #[derive(Debug, Default)]
@@ -78,33 +68,29 @@ struct Cookies {
     store: cookie_store::CookieStore,
     /// When each cookie `store` holds was created and last set or sent, on
     /// `clock`. Its keys are exactly the cookies `store` holds, those
-    /// expired since the last cookie was taken too (the next one taken
-    /// sweeps them from both).
-    stamps: std::collections::HashMap<CookieKey, Stamps>,
+    /// expired since the last sweep too (the next one sweeps them from
+    /// both).
+    stamps: StampsByKey,
+    /// No cookie `store` holds expires before this (`None`: none has an
+    /// expiry): until the time passes it none has expired, and taking a
+    /// cookie need not go through them all for expired ones. Lowered as
+    /// cookies are taken, made exact by each sweep of the whole store.
+    earliest_expiry: Option<time::OffsetDateTime>,
     /// Counts the cookies set and the requests given cookies: a later one
     /// reads a larger count — a count, not the time, so no two cookies set
-    /// are alike and the order needs no clock to test.
-    clock: u64,
-}
-
-/// When a cookie was created and last used, on [`Cookies`]' clock.
-#[cfg(feature = "cookies")]
-#[derive(Debug, Clone, Copy)]
-struct Stamps {
-    /// When it was first set: a cookie set again keeps it (RFC 6265 §5.3
-    /// step 11.3). Of cookies with paths of one length, the earlier created
-    /// is sent first (§5.4 step 2).
-    created: u64,
-    /// When it was last set or sent: the order in which cookies are
-    /// evicted (§5.3: the earliest last-access first).
-    used: u64,
+    /// are alike and the order needs no clock to test. Atomic, as each
+    /// stamp's `used`: a request is given its cookies under the jar's
+    /// shared lock, beside others.
+    clock: std::sync::atomic::AtomicU64,
 }
 
 #[cfg(feature = "cookies")]
 impl Cookies {
-    fn tick(&mut self) -> u64 {
-        self.clock += 1;
+    /// The next count of the clock.
+    fn tick(&self) -> u64 {
         self.clock
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1
     }
 
     /// Puts `cookie`, set by `url`, in the store (RFC 6265 §5.3: one of
@@ -113,92 +99,136 @@ impl Cookies {
     /// kept for, if it is kept.
     fn insert(&mut self, cookie: &cookie_store::RawCookie<'_>, url: &url::Url) -> Option<String> {
         let cookie = cookie_store::Cookie::try_from_raw_cookie(cookie, url).ok()?;
-        let key = key_of(&cookie);
+        let owned_key = owned(key_of(&cookie));
+        let key = borrowed(&owned_key);
+        let expiry = expiry_of(&cookie);
         // A held cookie that has expired is gone (§5.3: evicted whenever
-        // there is one), though not swept until a cookie is next taken:
-        // one set in its place is created now, not when that one was.
+        // there is one), though not swept until the next sweep: one set
+        // in its place is created now, not when that one was.
         if self
             .store
-            .get_any(&key.0, &key.1, &key.2)
+            .get_any(key.0, key.1, key.2)
             .is_some_and(|held| held.is_expired())
         {
-            self.stamps.remove(&key);
+            self.stamps.remove(key);
         }
         match self.store.insert(cookie.into_owned(), url) {
             Ok(
                 cookie_store::StoreAction::Inserted | cookie_store::StoreAction::UpdatedExisting,
             ) => {
                 let now = self.tick();
-                let domain = key.0.clone();
                 // §5.3 step 11.3: one that replaces a held one keeps its
                 // creation time.
-                self.stamps
-                    .entry(key)
-                    .and_modify(|stamps| stamps.used = now)
-                    .or_insert(Stamps {
-                        created: now,
-                        used: now,
-                    });
-                Some(domain)
+                self.stamps.set(key, now);
+                if let Some(at) = expiry {
+                    self.earliest_expiry =
+                        Some(self.earliest_expiry.map_or(at, |held| held.min(at)));
+                }
+                Some(owned_key.0)
             }
             // The store keeps a deleted cookie, expired, where it was.
             Ok(cookie_store::StoreAction::ExpiredExisting) => {
-                self.remove(&key);
+                self.remove(&owned_key);
                 None
             }
             Err(_) => None,
         }
     }
 
-    fn remove(&mut self, key: &CookieKey) {
+    fn remove(&mut self, key: &OwnedKey) {
         self.store.remove(&key.0, &key.1, &key.2);
-        self.stamps.remove(key);
+        self.stamps.remove(borrowed(key));
     }
 
     /// Drops the expired cookies (RFC 6265 §5.3 has them evicted whenever
-    /// there are any), then, while the cookies for one of `domains` or
-    /// those of all pass their limit, the least recently set or sent of
-    /// them (§5.3's order: expired, then those of a domain with too many,
-    /// then any).
+    /// there are any: once the earliest expiry has passed, there may be),
+    /// then, while the cookies for one of `domains` or those of all pass
+    /// their limit, the least recently set or sent of them (§5.3's order:
+    /// expired, then those of a domain with too many, then any). Past a
+    /// limit the expired go first even if the earliest expiry is not
+    /// known to have passed: that order does not rest on the bound.
     fn evict<'a>(&mut self, domains: impl Iterator<Item = &'a str>) {
-        let expired: Vec<CookieKey> = self
-            .store
-            .iter_any()
-            .filter(|cookie| cookie.is_expired())
-            .map(key_of)
+        let now = time::OffsetDateTime::now_utc();
+        if self.stamps.len() > MAX_COOKIES || self.earliest_expiry.is_some_and(|at| at <= now) {
+            self.sweep_expired(now);
+        }
+        for domain in domains {
+            if self.stamps.len_of(domain) > MAX_COOKIES_PER_DOMAIN {
+                self.sweep_expired_of(domain, now);
+                self.evict_least_recently_used(Some(domain), MAX_COOKIES_PER_DOMAIN);
+            }
+        }
+        if self.stamps.len() > MAX_COOKIES {
+            self.evict_least_recently_used(None, MAX_COOKIES);
+        }
+    }
+
+    /// Drops every cookie expired by `now`, and makes `earliest_expiry`
+    /// the earliest of those left.
+    fn sweep_expired(&mut self, now: time::OffsetDateTime) {
+        let mut expired: Vec<OwnedKey> = Vec::new();
+        let mut earliest: Option<time::OffsetDateTime> = None;
+        for cookie in self.store.iter_any() {
+            if cookie.expires_by(&now) {
+                expired.push(owned(key_of(cookie)));
+            } else if let Some(at) = expiry_of(cookie) {
+                earliest = Some(earliest.map_or(at, |held| held.min(at)));
+            }
+        }
+        for key in &expired {
+            self.remove(key);
+        }
+        self.earliest_expiry = earliest;
+    }
+
+    /// Drops the cookies for `domain` expired by `now`, going through that
+    /// domain's alone.
+    fn sweep_expired_of(&mut self, domain: &str, now: time::OffsetDateTime) {
+        let expired: Vec<OwnedKey> = self
+            .stamps
+            .iter_of(domain)
+            .map(|(key, _)| key)
+            .filter(|&(domain, path, name)| {
+                self.store
+                    .get_any(domain, path, name)
+                    .is_some_and(|cookie| cookie.expires_by(&now))
+            })
+            .map(owned)
             .collect();
         for key in &expired {
             self.remove(key);
         }
-        for domain in domains {
-            self.evict_least_recently_used(|key| key.0 == domain, MAX_COOKIES_PER_DOMAIN);
-        }
-        if self.stamps.len() > MAX_COOKIES {
-            self.evict_least_recently_used(|_| true, MAX_COOKIES);
-        }
     }
 
-    /// Of the cookies whose keys are `among`, drops the least recently set
-    /// or sent until `keep` are left.
-    fn evict_least_recently_used(&mut self, among: impl Fn(&CookieKey) -> bool, keep: usize) {
-        if self.stamps.keys().filter(|key| among(key)).count() <= keep {
+    /// Of the cookies for `domain` (for any, if `None`), drops the least
+    /// recently set or sent until `keep` are left.
+    fn evict_least_recently_used(&mut self, domain: Option<&str>, keep: usize) {
+        let held = domain.map_or(self.stamps.len(), |domain| self.stamps.len_of(domain));
+        if held <= keep {
             return;
         }
-        let mut candidates: Vec<(u64, &CookieKey)> = self
-            .stamps
-            .iter()
-            .filter(|(key, _)| among(key))
-            .map(|(key, stamps)| (stamps.used, key))
-            .collect();
+        let mut candidates: Vec<_> = match domain {
+            Some(domain) => self.stamps.iter_of(domain).collect(),
+            None => self.stamps.iter().collect(),
+        };
         // Cookies sent together share a count: the key settles the order.
-        candidates.sort_unstable();
-        let evicted: Vec<CookieKey> = candidates[..candidates.len() - keep]
+        candidates.sort_unstable_by_key(|&(key, stamps)| (stamps.used(), key));
+        let evicted: Vec<OwnedKey> = candidates[..held - keep]
             .iter()
-            .map(|&(_, key)| key.clone())
+            .map(|&(key, _)| owned(key))
             .collect();
         for key in &evicted {
             self.remove(key);
         }
+    }
+}
+
+/// When `cookie` expires, if it does (not a session cookie).
+#[cfg(feature = "cookies")]
+fn expiry_of(cookie: &cookie_store::Cookie<'_>) -> Option<time::OffsetDateTime> {
+    match cookie.expires {
+        cookie_store::CookieExpiration::AtUtc(at) => Some(at),
+        cookie_store::CookieExpiration::SessionEnd => None,
     }
 }
 
@@ -220,7 +250,7 @@ impl Jar {
     /// Keeps the cookies `url` set, but for those it may not set, within
     /// the jar's limits.
     fn store(&self, mut cookies: Vec<cookie_store::RawCookie<'static>>, url: &url::Url) {
-        let mut jar = self.lock();
+        let mut jar = self.write();
         cookies.retain(|cookie| {
             header_safe(cookie)
                 && !too_long(cookie)
@@ -241,9 +271,19 @@ impl Jar {
         jar.evict(domains.iter().map(String::as_str));
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Cookies> {
+    /// The cookies, to set: one setter at a time, and no request given
+    /// its cookies meanwhile.
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Cookies> {
         self.0
-            .lock()
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The cookies, to send: requests are given theirs side by side (each
+    /// cookie sent marks its own stamp, atomically).
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Cookies> {
+        self.0
+            .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
@@ -259,16 +299,16 @@ impl CookieStore for Jar {
     }
 
     fn cookies(&self, url: &url::Url) -> Option<HeaderValue> {
-        let mut jar = self.lock();
+        let jar = self.read();
         let now = jar.tick();
-        let Cookies { store, stamps, .. } = &mut *jar;
         // §5.4 step 3: what is sent counts as used, and is evicted last.
-        let mut matching: Vec<_> = store
+        let mut matching: Vec<_> = jar
+            .store
             .matches(url)
             .into_iter()
             .map(|cookie| {
-                let created = stamps.get_mut(&key_of(cookie)).map_or(0, |stamps| {
-                    stamps.used = now;
+                let created = jar.stamps.get(key_of(cookie)).map_or(0, |stamps| {
+                    stamps.mark_sent(now);
                     stamps.created
                 });
                 (cookie, created)
@@ -283,7 +323,18 @@ impl CookieStore for Jar {
         matching.sort_unstable_by_key(|&(cookie, created)| {
             (std::cmp::Reverse(cookie.path.len()), created)
         });
-        let mut joined = String::new();
+        // `name=value` joined by `; `, in a string of its exact length,
+        // which becomes the header value without a copy.
+        let pair_len = |cookie: &cookie_store::Cookie<'_>| {
+            let (name, value) = cookie.name_value();
+            name.len() + 1 + value.len()
+        };
+        let len = matching
+            .iter()
+            .map(|&(cookie, _)| pair_len(cookie))
+            .sum::<usize>()
+            + 2 * matching.len().saturating_sub(1);
+        let mut joined = String::with_capacity(len);
         for (cookie, _) in &matching {
             let (name, value) = cookie.name_value();
             if !joined.is_empty() {
@@ -297,7 +348,7 @@ impl CookieStore for Jar {
         if joined.is_empty() {
             return None;
         }
-        HeaderValue::from_str(&joined).ok()
+        HeaderValue::from_maybe_shared(bytes::Bytes::from(joined)).ok()
     }
 }
 
@@ -324,16 +375,8 @@ fn parse_set_cookie(set_cookie: &str) -> Option<cookie_store::RawCookie<'static>
         .filter(|(name, _)| name.trim().eq_ignore_ascii_case("expires"))
         .filter_map(|(_, value)| date::CookieDate::parse(value))
         .last();
-    // The crate's type for an expiry comes from the `time` crate, which is
-    // not ours to name: the date goes through the crate's own reading of
-    // the first layout it knows.
-    let expiration = expires.and_then(|date| {
-        cookie_store::RawCookie::parse(format!("e=; Expires={}", date.to_expires_value()))
-            .ok()?
-            .expires()
-    });
-    if let Some(expiration) = expiration {
-        cookie.set_expires(expiration);
+    if let Some(expiry) = expires.and_then(date::CookieDate::to_expiry) {
+        cookie.set_expires(expiry);
     }
     Some(cookie)
 }
@@ -491,6 +534,7 @@ fn for_a_top_level_domain(cookie: &cookie_store::RawCookie<'_>, url: &url::Url) 
 
 #[cfg(all(test, feature = "cookies"))]
 mod tests {
+    use super::stamps::Stamps;
     use super::*;
 
     fn url(s: &str) -> url::Url {
@@ -750,17 +794,13 @@ mod tests {
                 .unwrap();
         let jar = Jar::new();
         {
-            let mut cookies = jar.lock();
+            let mut cookies = jar.write();
             for (cookie, created) in [(&expired, 1), (&parent, 2)] {
-                cookies.stamps.insert(
-                    key_of(cookie),
-                    Stamps {
-                        created,
-                        used: created,
-                    },
-                );
+                cookies
+                    .stamps
+                    .insert(key_of(cookie), Stamps::new(created, created));
             }
-            cookies.clock = 2;
+            *cookies.clock.get_mut() = 2;
             cookies.store = cookie_store::CookieStore::from_cookies(
                 [expired.into_owned(), parent.into_owned()].map(Ok::<_, ()>),
                 true,
@@ -842,6 +882,27 @@ mod tests {
         assert_eq!(sent, fits);
     }
 
+    /// A cookie whose value is UTF-8 (a server's `Set-Cookie` may carry
+    /// any octets past ASCII, and RFC 6265 §5.2 has them taken) goes back
+    /// as it came, with the others, as the browsers and curl send it —
+    /// whichever of `HeaderValue`'s constructors makes the header (one
+    /// for static strs takes visible ASCII only).
+    #[test]
+    fn a_cookie_value_past_ascii_goes_back_as_it_came_with_the_others() {
+        let jar = Jar::new();
+        let at = url("http://a.test/");
+        let utf8 = HeaderValue::from_bytes("name=café; Path=/".as_bytes()).unwrap();
+        jar.set_cookies(&at, &mut [HeaderValue::from_static("a=1"), utf8].iter());
+        jar.add_cookie_str("hand=ü", &at);
+        let sent = jar.cookies(&at).expect("a Cookie header");
+        let mut pairs: Vec<&str> = std::str::from_utf8(sent.as_bytes())
+            .unwrap()
+            .split("; ")
+            .collect();
+        pairs.sort_unstable();
+        assert_eq!(pairs, ["a=1", "hand=ü", "name=café"]);
+    }
+
     /// A cookie added by hand with a control character in it could not go
     /// in a `Cookie` header, and took every other cookie for the URL with
     /// it (the header was dropped whole): it is not kept.
@@ -908,7 +969,7 @@ mod tests {
             sent(&jar, "http://a.test/").as_deref(),
             Some("aged=1; future=4; last=3; nodate=2")
         );
-        let cookies = jar.lock();
+        let cookies = jar.read();
         let persistent = |name: &str| {
             cookies
                 .store
@@ -918,6 +979,26 @@ mod tests {
         };
         assert!(persistent("future") && persistent("last") && persistent("aged"));
         assert!(!persistent("nodate"));
+    }
+
+    /// A lenient date is the cookie's expiry to the second, UTC, whatever
+    /// its zone says (RFC 6265 §5.1.1 ignores it), in a layout the `cookie`
+    /// crate reads or not.
+    #[test]
+    fn a_lenient_expires_is_the_cookies_expiry_to_the_second() {
+        for set_cookie in [
+            "x=1; Expires=Wed, 09 Jun 2021 10:18:14 UTC",
+            "x=1; Expires=Wed, 09 Jun 2021 10:18:14 GMT",
+            "x=1; Expires=9 june 21 10:18:14",
+            "x=1; Expires=Wed, 09-Jun-2021 10:18:14 +0200",
+        ] {
+            let cookie = parse_set_cookie(set_cookie).unwrap();
+            assert_eq!(
+                cookie.expires_datetime().map(|at| at.unix_timestamp()),
+                Some(1_623_233_894),
+                "{set_cookie}"
+            );
+        }
     }
 
     /// RFC 6265 §5.2, §5.3 step 3: of several `Expires`, the last that is
@@ -946,7 +1027,7 @@ mod tests {
     /// How many cookies `jar` holds (expired or not), checked against
     /// the counts it evicts by.
     fn held(jar: &Jar) -> usize {
-        let cookies = jar.lock();
+        let cookies = jar.read();
         let held = cookies.store.iter_any().count();
         assert_eq!(held, cookies.stamps.len());
         held
@@ -961,7 +1042,7 @@ mod tests {
     /// sending them, which would count as using them.
     fn pairs_held(jar: &Jar) -> Vec<String> {
         let mut pairs: Vec<String> = jar
-            .lock()
+            .read()
             .store
             .iter_any()
             .map(|cookie| format!("{}={}", cookie.name(), cookie.value()))
@@ -1014,6 +1095,34 @@ mod tests {
         );
     }
 
+    /// Requests given their cookies side by side (under the jar's shared
+    /// lock) each mark what they send as used: past the limit, the one
+    /// cookie none of them sent goes, though it was set after all the
+    /// others.
+    #[test]
+    fn cookies_sent_side_by_side_all_count_as_used() {
+        let jar = Jar::new();
+        let sent_ones: Vec<String> = (1..50).map(|i| format!("c{i}=v; Path=/b")).collect();
+        set(&jar, "http://a.test/", &refs(&sent_ones));
+        set(&jar, "http://a.test/", &["c0=v; Path=/a"]);
+        std::thread::scope(|scope| {
+            for _ in 0..4 {
+                scope.spawn(|| {
+                    for _ in 0..100 {
+                        let sent = jar.cookies(&url("http://a.test/b")).unwrap();
+                        assert_eq!(sent.as_bytes().split(|&b| b == b';').count(), 49);
+                    }
+                });
+            }
+        });
+        set(&jar, "http://a.test/", &["c50=v; Path=/b"]);
+        let pairs = pairs_held(&jar);
+        assert_eq!(pairs.len(), 50);
+        assert!(!pairs.contains(&"c0=v".to_owned()), "{pairs:?}");
+        assert!(pairs.contains(&"c1=v".to_owned()), "{pairs:?}");
+        assert!(pairs.contains(&"c50=v".to_owned()), "{pairs:?}");
+    }
+
     /// The limit is per domain as the jar keys cookies (the `Domain`, or
     /// the host of a host-only cookie): sibling subdomains setting cookies
     /// for their parent domain share its 50, so the `Cookie` header their
@@ -1052,15 +1161,11 @@ mod tests {
                 .unwrap();
         let jar = Jar::new();
         {
-            let mut cookies = jar.lock();
+            let mut cookies = jar.write();
             // Held, expired since, and marked as used after all the others.
-            cookies.stamps.insert(
-                key_of(&expired),
-                Stamps {
-                    created: 0,
-                    used: u64::MAX,
-                },
-            );
+            cookies
+                .stamps
+                .insert(key_of(&expired), Stamps::new(0, u64::MAX));
             cookies.store =
                 cookie_store::CookieStore::from_cookies([Ok::<_, ()>(expired.into_owned())], true)
                     .unwrap();
@@ -1071,6 +1176,92 @@ mod tests {
         let mut all = fifty.clone();
         all.sort_unstable();
         assert_eq!(sent(&jar, "http://a.test/"), Some(all.join("; ")));
+    }
+
+    /// Once the earliest expiry has passed, the next cookie taken sweeps
+    /// the expired ones, and the earliest expiry becomes that of those
+    /// left. (A lower bound on the time, not a timed assertion: a cookie
+    /// of `Max-Age=1` has expired after 1.5 s, however slow the machine.)
+    #[test]
+    fn an_expired_cookie_is_swept_once_the_earliest_expiry_has_passed() {
+        let jar = Jar::new();
+        set(
+            &jar,
+            "http://a.test/",
+            &["short=1; Max-Age=1", "long=2; Max-Age=600", "session=3"],
+        );
+        let expiry = |name: &str| {
+            jar.read()
+                .store
+                .iter_any()
+                .find(|cookie| cookie.name() == name)
+                .and_then(expiry_of)
+        };
+        let (short, long) = (expiry("short"), expiry("long"));
+        assert!(short.is_some() && short < long);
+        assert_eq!(jar.read().earliest_expiry, short);
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        set(&jar, "http://b.test/", &["other=4"]);
+        assert_eq!(held(&jar), 3);
+        assert_eq!(
+            pairs_held(&jar),
+            ["long=2", "other=4", "session=3"].map(str::to_owned)
+        );
+        assert_eq!(jar.read().earliest_expiry, long);
+    }
+
+    /// Before the earliest expiry the jar is not gone through for expired
+    /// cookies (one it holds against its bound stays, for the test's
+    /// sake); past a limit, a domain's or the jar's, the expired still go
+    /// first, before any live cookie, whatever the bound says.
+    #[test]
+    fn before_the_earliest_expiry_no_sweep_but_past_a_limit_the_expired_go_first() {
+        let jar = Jar::new();
+        {
+            let mut cookies = jar.write();
+            let mut expired = Vec::new();
+            for host in ["a.test", "c.test"] {
+                let at = url(&format!("http://{host}/"));
+                let cookie = cookie_store::Cookie::parse(
+                    "old=1; Expires=Thu, 01 Jan 1970 00:00:00 GMT",
+                    &at,
+                )
+                .unwrap();
+                // Marked as used after all the others.
+                cookies
+                    .stamps
+                    .insert(key_of(&cookie), Stamps::new(0, u64::MAX));
+                expired.push(cookie.into_owned());
+            }
+            cookies.store =
+                cookie_store::CookieStore::from_cookies(expired.into_iter().map(Ok::<_, ()>), true)
+                    .unwrap();
+            assert_eq!(cookies.earliest_expiry, None);
+        }
+        set(&jar, "http://b.test/", &["b=1"]);
+        let forty_nine: Vec<String> = (0..49).map(|i| format!("c{i}=v")).collect();
+        set(&jar, "http://a.test/", &refs(&forty_nine));
+        assert_eq!(held(&jar), 52);
+        // a.test's 51st: its expired one goes, not its least recent.
+        set(&jar, "http://a.test/", &["c49=v"]);
+        assert_eq!(held(&jar), 52);
+        assert_eq!(
+            sent(&jar, "http://a.test/").unwrap().split("; ").count(),
+            50
+        );
+        // Past 3000 in all: c.test's expired one goes, then the least
+        // recent live one (b.test's).
+        let fifty: Vec<String> = (0..50).map(|i| format!("c{i}=v")).collect();
+        for host in 0..59 {
+            set(&jar, &format!("http://h{host}.test/"), &refs(&fifty));
+        }
+        assert_eq!(held(&jar), 3000);
+        assert_eq!(sent(&jar, "http://b.test/"), None);
+        assert!(jar
+            .read()
+            .store
+            .iter_any()
+            .all(|cookie| cookie.name() != "old"));
     }
 
     /// RFC 6265 §6.1, §5.3: at most 3000 cookies in all; past that the

@@ -95,9 +95,21 @@ impl CookieDate {
         })
     }
 
+    /// The instant the date names, UTC: the `cookie` crate's expiry, as it
+    /// reads one from an `Expires` value. `None` never for a date
+    /// [`CookieDate::parse`] gave: its fields are in range.
+    pub(super) fn to_expiry(self) -> Option<time::OffsetDateTime> {
+        let month = time::Month::try_from(self.month).ok()?;
+        let date = time::Date::from_calendar_date(i32::from(self.year), month, self.day).ok()?;
+        let time_of_day = time::Time::from_hms(self.hour, self.minute, self.second).ok()?;
+        Some(time::PrimitiveDateTime::new(date, time_of_day).assume_utc())
+    }
+
     /// The date as the `cookie` crate reads an `Expires` value
     /// (`01 Jan 1970 00:00:00 GMT`: its first layout, without the weekday,
-    /// which it does not check anyway).
+    /// which it does not check anyway): what the tests check
+    /// [`CookieDate::to_expiry`] against.
+    #[cfg(test)]
     pub(super) fn to_expires_value(self) -> String {
         format!(
             "{:02} {} {:04} {:02}:{:02}:{:02} GMT",
@@ -269,6 +281,35 @@ mod tests {
         assert_eq!(
             date(1601, 12, 31, 23, 59, 59).to_expires_value(),
             "31 Dec 1601 23:59:59 GMT"
+        );
+    }
+
+    /// The expiry made from a date's fields is the instant the `cookie`
+    /// crate reads from the date written out (as the jar had it read
+    /// before): the ends of the range, a leap day, the epoch, a date with
+    /// every field of one digit.
+    #[test]
+    fn the_expiry_is_the_instant_the_cookie_crate_reads() {
+        for date in [
+            date(1601, 1, 1, 0, 0, 0),
+            date(1970, 1, 1, 0, 0, 0),
+            date(2000, 2, 29, 12, 30, 45),
+            date(2021, 6, 9, 10, 18, 14),
+            date(2024, 9, 5, 7, 8, 9),
+            date(9999, 12, 31, 23, 59, 59),
+        ] {
+            let read =
+                cookie_store::RawCookie::parse(format!("e=; Expires={}", date.to_expires_value()))
+                    .unwrap()
+                    .expires_datetime();
+            assert_eq!(date.to_expiry(), read, "{date:?}");
+            assert!(read.is_some(), "{date:?}");
+        }
+        assert_eq!(
+            date(2021, 6, 9, 10, 18, 14)
+                .to_expiry()
+                .map(|at| at.unix_timestamp()),
+            Some(1_623_233_894)
         );
     }
 }
