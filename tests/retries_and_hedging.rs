@@ -286,6 +286,42 @@ fn retry_after_is_honoured_and_bounded_by_the_deadline_on_the_loop() {
     retry_after_is_honoured_and_bounded_by_the_deadline(true);
 }
 
+/// A `Retry-After` date is the server's wall-clock time, counted from the
+/// response's own `Date`: a server whose clock is decades behind the
+/// client's asks for the 3 s it means — not for none, as its date long past
+/// by the client's wall clock would — and the wait is timed on the client's
+/// clock, a `ManualClock` here, to the tick.
+#[test]
+fn a_retry_after_date_counts_from_the_responses_date() {
+    let clock = ManualClock::new();
+    let (client, recorder) = client_on(&clock, false);
+    let server = TestServer::respond(|_| {
+        response(
+            503,
+            &[
+                ("Date", "Sun, 06 Nov 1994 08:49:37 GMT"),
+                ("Retry-After", "Sun, 06 Nov 1994 08:49:40 GMT"),
+            ],
+            b"busy",
+        )
+    });
+    let policy = retry::Policy::attempts(2)
+        .on_status([http::StatusCode::SERVICE_UNAVAILABLE])
+        .backoff(Duration::from_millis(1), Duration::from_millis(1))
+        .jitter(false);
+    let future = client.get(server.url("/")).retry(policy).send();
+    let waiter = thread::spawn(move || future.wait());
+    assert!(eventually(CEILING, || retries_seen(&recorder).len() == 1));
+    assert_eq!(retries_seen(&recorder), [(2, Duration::from_secs(3))]);
+    clock.advance(Duration::from_millis(2999));
+    thread::sleep(QUIET);
+    assert_eq!(server.requests().len(), 1, "sent before its Retry-After");
+    clock.advance(Duration::from_millis(1));
+    assert_eq!(waiter.join().unwrap().unwrap().status(), 503);
+    assert_eq!(server.requests().len(), 2);
+    client.close();
+}
+
 /// Without a request timeout only the policy bounds a `Retry-After`: one
 /// past its maximum — a day, or a date decades ahead — is not waited for,
 /// the 503 is the outcome at once (the clock never moves), and no retry is
