@@ -750,4 +750,41 @@ mod tests {
         );
         assert!(!state.withdraw(start, false));
     }
+
+    /// Two failures on two threads both see room for the one retry left
+    /// (`has_room`, which grants nothing), then both ask for it: one gets
+    /// it, the other is refused — `withdraw` checks and counts under one
+    /// lock, so the budget is never overspent and no count is lost.
+    #[test]
+    fn two_failures_that_both_saw_room_spend_it_once() {
+        use std::sync::Barrier;
+        let start = Instant::now();
+        // One retry a window: the floor alone.
+        let state = BudgetState::new(Budget::new(0.0, 1, Duration::from_secs(1)));
+        state.deposit(start);
+        let saw_room = Barrier::new(2);
+        let granted: Vec<bool> = std::thread::scope(|scope| {
+            let failures: Vec<_> = (0..2)
+                .map(|_| {
+                    scope.spawn(|| {
+                        assert!(state.has_room(start));
+                        saw_room.wait();
+                        state.withdraw(start, false)
+                    })
+                })
+                .collect();
+            failures.into_iter().map(|f| f.join().unwrap()).collect()
+        });
+        assert_eq!(granted.iter().filter(|&&g| g).count(), 1, "{granted:?}");
+        let stats = state.stats(start);
+        assert_eq!(
+            (
+                stats.requests,
+                stats.retries,
+                stats.retries_total,
+                stats.refused_total
+            ),
+            (1, 1, 1, 1)
+        );
+    }
 }
