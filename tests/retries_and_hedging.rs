@@ -322,6 +322,70 @@ fn a_retry_after_date_counts_from_the_responses_date() {
     client.close();
 }
 
+/// A hedge delay given as a percentile is one of the origin's head
+/// latencies, each from its attempt's start: the head of a retry sent after
+/// a `Retry-After` of 2 s counts from the retry, not from the first attempt
+/// — else those 2 s would count as the origin's latency, and the next
+/// request's copy (at the 100th percentile here) would wait for them too.
+/// On a `ManualClock` that never moves while a server answers, every
+/// latency is zero: the copy goes 1 ms after the attempt it backs up.
+#[test]
+fn a_retrys_head_latency_runs_from_its_own_start() {
+    let clock = ManualClock::new();
+    let (client, recorder) = client_on(&clock, false);
+    let (busy, slow) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (gate, held) = std::sync::mpsc::channel::<()>();
+    let held = std::sync::Mutex::new(held);
+    let server = TestServer::respond(move |request| match request.target.as_str() {
+        "/busy" if busy.fetch_add(1, Ordering::SeqCst) == 0 => {
+            response(503, &[("Retry-After", "2")], b"busy")
+        }
+        "/slow" if slow.fetch_add(1, Ordering::SeqCst) == 0 => {
+            // Held until the test ends (bounded: a failed test still
+            // ends, its server dropped): the first attempt never answers.
+            let _ = held.lock().unwrap().recv_timeout(CEILING);
+            ok("too late")
+        }
+        _ => ok("answered"),
+    });
+    let hedge = hedge::Policy::percentile(100.0, Duration::from_secs(5));
+    let retry = retry::Policy::attempts(2)
+        .on_status([http::StatusCode::SERVICE_UNAVAILABLE])
+        .backoff(Duration::from_millis(1), Duration::from_millis(1))
+        .jitter(false);
+    let get = |path: &str| {
+        client
+            .get(server.url(path))
+            .hedge(hedge.clone())
+            .retry(retry.clone())
+            .send()
+    };
+    // Twenty samples, all zero: the percentile is known from here on.
+    for _ in 0..20 {
+        assert_eq!(get("/").wait().unwrap().text().wait().unwrap(), "answered");
+    }
+    let future = get("/busy");
+    let waiter = thread::spawn(move || future.wait());
+    assert!(eventually(CEILING, || retries_seen(&recorder).len() == 1));
+    clock.advance(Duration::from_secs(2));
+    let response = waiter.join().unwrap().unwrap();
+    assert_eq!(response.text().wait().unwrap(), "answered");
+    assert_eq!(hedges_seen(&recorder), 0);
+
+    let future = get("/slow");
+    let waiter = thread::spawn(move || future.wait());
+    assert!(server.wait_for_requests(23, CEILING));
+    clock.advance(Duration::from_millis(1));
+    assert!(
+        eventually(CEILING, || hedges_seen(&recorder) == 1),
+        "no copy 1 ms after an attempt whose origin always answered at once"
+    );
+    let response = waiter.join().unwrap().unwrap();
+    assert_eq!(response.text().wait().unwrap(), "answered");
+    drop(gate);
+    client.close();
+}
+
 /// Without a request timeout only the policy bounds a `Retry-After`: one
 /// past its maximum — a day, or a date decades ahead — is not waited for,
 /// the 503 is the outcome at once (the clock never moves), and no retry is

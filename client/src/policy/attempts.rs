@@ -79,9 +79,15 @@ pub(crate) struct Attempts {
     copies_sent: u32,
     /// The errors of the attempts that failed, in order.
     failures: Vec<Error>,
-    /// When the hop's first attempt was sent, if head latencies are
-    /// tracked for its hedge delay (they run from here).
-    hop_started: Option<Instant>,
+    /// When the attempt waited for first was sent — the hop's first, or
+    /// the retry or repeat that followed it, never a copy — if head
+    /// latencies are tracked for the hedge delay: a head's latency runs
+    /// from here (a copy's too: how long the attempt it backs up had been
+    /// waited for, at least). Not from the hop's first attempt, once
+    /// another followed it: a backoff or a `Retry-After` waited for between
+    /// them is no latency of the origin's, and counted as one it would put
+    /// every later copy off by as much.
+    attempt_started: Option<Instant>,
     cancelled: AtomicBool,
 }
 
@@ -116,14 +122,14 @@ impl Attempts {
             backoff_drawn: Cell::new(None),
             copies_sent: 0,
             failures: Vec::new(),
-            hop_started: None,
+            attempt_started: None,
             cancelled: AtomicBool::new(false),
         };
         // The clock is read only for a request that may go again.
         if attempts.may_go_again(sender.hop) {
             let now = sender.dispatcher.clock().now();
             sender.policies.budget.deposit(now);
-            attempts.hop_started = attempts.hedge.tracks_latency().then_some(now);
+            attempts.attempt_started = attempts.hedge.tracks_latency().then_some(now);
         }
         attempts.arm_hedge(&sender, &exchange);
         submit(exchange);
@@ -372,12 +378,12 @@ impl Attempts {
         if self.hedge_alarm.take().is_some() {
             self.current.disarm_hedge();
         }
-        if let Some(hop_started) = self.hop_started {
+        if let Some(attempt_started) = self.attempt_started {
             let latency = sender
                 .dispatcher
                 .clock()
                 .now()
-                .saturating_duration_since(hop_started);
+                .saturating_duration_since(attempt_started);
             sender
                 .policies
                 .latencies
@@ -494,6 +500,7 @@ impl Attempts {
         // The 417's body is not wanted.
         self.current.body_dropped();
         self.current = exchange.clone();
+        self.restart_latency(&sender);
         self.arm_hedge(&sender, &exchange);
         sender.dispatcher.submit(exchange);
         true
@@ -546,9 +553,18 @@ impl Attempts {
         self.started += 1;
         self.backoff_drawn.set(None);
         self.current = exchange.clone();
+        self.restart_latency(sender);
         self.arm_hedge(sender, &exchange);
         sender.dispatcher.submit(exchange);
         Ok(())
+    }
+
+    /// A retry or a repeat is now the attempt waited for first: its head's
+    /// latency runs from now (see `attempt_started`).
+    fn restart_latency(&mut self, sender: &Sender<'_>) {
+        if self.attempt_started.is_some() {
+            self.attempt_started = Some(sender.dispatcher.clock().now());
+        }
     }
 
     /// Arms `attempt`'s hedge delay, if the request is hedged and a copy
