@@ -563,6 +563,51 @@ fn the_budget_stops_retries_once_spent_and_recovers() {
     client.close();
 }
 
+/// A failure the budget has no room to retry is the outcome, and
+/// `ResponseFuture::is_done` says so — and the request stays done when
+/// room comes after (another request starts, the window slides): the next
+/// poll gives that failure, not a retry, and a cancel cancels nothing. The
+/// budget had been asked again at each look, and the room another request
+/// brought turned the done request into one pending on a retry: a caller
+/// that polled once `is_done` said so (with a waker that will not be woken
+/// again) was left waiting, and `cancel` said it cancelled a request it had
+/// said was over.
+#[test]
+fn a_failure_the_budget_refused_stays_done_when_room_comes() {
+    let clock = ManualClock::new();
+    let client = Client::builder()
+        .clock(Arc::new(clock.clone()))
+        .event_loops(1)
+        // Half a retry per request, no floor: one request alone has no
+        // room, two have room for one retry.
+        .retry_budget(retry::Budget::new(0.5, 0, Duration::from_secs(10)))
+        .retry(
+            retry::Policy::attempts(2)
+                .backoff(Duration::from_millis(1), Duration::from_millis(1))
+                .jitter(false),
+        )
+        .build()
+        .unwrap();
+    let url = format!("http://{}/", refused_addr());
+    let mut refused = client.get(url.as_str()).send();
+    assert!(
+        eventually(CEILING, || refused.is_done()),
+        "not done, though the budget has no room for its retry"
+    );
+    // Another request that may be retried: room for one retry now.
+    let other = client.get(url.as_str()).send();
+    assert!(refused.is_done(), "done, then pending on a retry");
+    assert!(!refused.cancel(), "the request had ended");
+    let polled = poll_once(&mut refused);
+    assert!(
+        matches!(polled, std::task::Poll::Ready(Err(Error::Connect { .. }))),
+        "{polled:?}"
+    );
+    assert_eq!(client.stats().retry_budget.refused_total, 1);
+    drop(other);
+    client.close();
+}
+
 fn hedges_seen(recorder: &Recorder) -> usize {
     recorder
         .events()

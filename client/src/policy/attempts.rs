@@ -76,6 +76,15 @@ pub(crate) struct Attempts {
     /// other time. Drawn when first asked for: an attempt that succeeds
     /// draws none.
     backoff_drawn: Cell<Option<Duration>>,
+    /// The budget had no room for a retry of the failures in flight when
+    /// [`would_retry`](Self::would_retry) looked: what was told then (the
+    /// request done, a cancel cancelling nothing) holds. The poll that
+    /// meets those failures retries none and does not ask the budget
+    /// again — room another request brought since (its deposit, the window
+    /// sliding) would turn a request told done into one pending on a retry.
+    /// Set only once every attempt in flight has failed: that poll ends
+    /// the hop.
+    budget_refused: Cell<bool>,
     copies_sent: u32,
     /// The errors of the attempts that failed, in order.
     failures: Vec<Error>,
@@ -120,6 +129,7 @@ impl Attempts {
             hedge_alarm: None,
             started: 1,
             backoff_drawn: Cell::new(None),
+            budget_refused: Cell::new(false),
             copies_sent: 0,
             failures: Vec::new(),
             attempt_started: None,
@@ -195,11 +205,12 @@ impl Attempts {
     /// else `current`'s), the body can go again, the backoff drawn for the
     /// retry fits the deadline, and the budget has room now. (A budget
     /// other requests spend first may still make that poll give the
-    /// failure.) A failure the policy does
+    /// failure; one found without room stays so, see `budget_refused`.)
+    /// A failure the policy does
     /// not retry — a POST reset once sent, a response that broke the
     /// protocol — is the outcome at once, as without a policy.
     fn would_retry(&self, view: &View<'_>) -> bool {
-        if !self.may_retry() || !view.hop.body.replayable() {
+        if self.budget_refused.get() || !self.may_retry() || !view.hop.body.replayable() {
             return false;
         }
         let deciding = self.copies.first().unwrap_or(&self.current);
@@ -208,9 +219,15 @@ impl Attempts {
             return false;
         }
         let now = view.dispatcher.clock().now();
-        now.checked_add(self.backoff())
-            .is_some_and(|at| self.fits(at, view.settings))
-            && view.policies.budget.has_room(now)
+        let fits = now
+            .checked_add(self.backoff())
+            .is_some_and(|at| self.fits(at, view.settings));
+        if !fits {
+            return false;
+        }
+        let room = view.policies.budget.has_room(now);
+        self.budget_refused.set(!room);
+        room
     }
 
     /// Cancels every attempt in flight and a backoff under way, and what
@@ -427,6 +444,11 @@ impl Attempts {
     /// the deadline and the budget allow it; else gives the error back.
     fn retry_after_failure(&mut self, error: Error, sender: &mut Sender<'_>) -> Result<(), Error> {
         if !self.retry.retries_error(&error, &sender.hop.method) {
+            return Err(error);
+        }
+        // Refused when the request was told done: refused still.
+        if self.budget_refused.get() {
+            sender.policies.budget.refuse();
             return Err(error);
         }
         self.arm_retry(self.backoff(), error, sender)

@@ -441,6 +441,13 @@ impl BudgetState {
         true
     }
 
+    /// A retry refused for want of the room [`has_room`](Self::has_room)
+    /// found missing earlier (the request was told done then, and stays
+    /// so): counted as [`withdraw`](Self::withdraw) counts a refusal.
+    pub(crate) fn refuse(&self) {
+        crate::sync::lock(&self.counts).refused_total += 1;
+    }
+
     /// Whether one more retry would fit now, told without counting it
     /// (or a refusal): what [`withdraw`](Self::withdraw) would answer.
     pub(crate) fn has_room(&self, now: Instant) -> bool {
