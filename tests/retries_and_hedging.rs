@@ -286,6 +286,106 @@ fn retry_after_is_honoured_and_bounded_by_the_deadline_on_the_loop() {
     retry_after_is_honoured_and_bounded_by_the_deadline(true);
 }
 
+/// A `Retry-After` date is the server's wall-clock time, counted from the
+/// response's own `Date`: a server whose clock is decades behind the
+/// client's asks for the 3 s it means — not for none, as its date long past
+/// by the client's wall clock would — and the wait is timed on the client's
+/// clock, a `ManualClock` here, to the tick.
+#[test]
+fn a_retry_after_date_counts_from_the_responses_date() {
+    let clock = ManualClock::new();
+    let (client, recorder) = client_on(&clock, false);
+    let server = TestServer::respond(|_| {
+        response(
+            503,
+            &[
+                ("Date", "Sun, 06 Nov 1994 08:49:37 GMT"),
+                ("Retry-After", "Sun, 06 Nov 1994 08:49:40 GMT"),
+            ],
+            b"busy",
+        )
+    });
+    let policy = retry::Policy::attempts(2)
+        .on_status([http::StatusCode::SERVICE_UNAVAILABLE])
+        .backoff(Duration::from_millis(1), Duration::from_millis(1))
+        .jitter(false);
+    let future = client.get(server.url("/")).retry(policy).send();
+    let waiter = thread::spawn(move || future.wait());
+    assert!(eventually(CEILING, || retries_seen(&recorder).len() == 1));
+    assert_eq!(retries_seen(&recorder), [(2, Duration::from_secs(3))]);
+    clock.advance(Duration::from_millis(2999));
+    thread::sleep(QUIET);
+    assert_eq!(server.requests().len(), 1, "sent before its Retry-After");
+    clock.advance(Duration::from_millis(1));
+    assert_eq!(waiter.join().unwrap().unwrap().status(), 503);
+    assert_eq!(server.requests().len(), 2);
+    client.close();
+}
+
+/// A hedge delay given as a percentile is one of the origin's head
+/// latencies, each from its attempt's start: the head of a retry sent after
+/// a `Retry-After` of 2 s counts from the retry, not from the first attempt
+/// — else those 2 s would count as the origin's latency, and the next
+/// request's copy (at the 100th percentile here) would wait for them too.
+/// On a `ManualClock` that never moves while a server answers, every
+/// latency is zero: the copy goes 1 ms after the attempt it backs up.
+#[test]
+fn a_retrys_head_latency_runs_from_its_own_start() {
+    let clock = ManualClock::new();
+    let (client, recorder) = client_on(&clock, false);
+    let (busy, slow) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (gate, held) = std::sync::mpsc::channel::<()>();
+    let held = std::sync::Mutex::new(held);
+    let server = TestServer::respond(move |request| match request.target.as_str() {
+        "/busy" if busy.fetch_add(1, Ordering::SeqCst) == 0 => {
+            response(503, &[("Retry-After", "2")], b"busy")
+        }
+        "/slow" if slow.fetch_add(1, Ordering::SeqCst) == 0 => {
+            // Held until the test ends (bounded: a failed test still
+            // ends, its server dropped): the first attempt never answers.
+            let _ = held.lock().unwrap().recv_timeout(CEILING);
+            ok("too late")
+        }
+        _ => ok("answered"),
+    });
+    let hedge = hedge::Policy::percentile(100.0, Duration::from_secs(5));
+    let retry = retry::Policy::attempts(2)
+        .on_status([http::StatusCode::SERVICE_UNAVAILABLE])
+        .backoff(Duration::from_millis(1), Duration::from_millis(1))
+        .jitter(false);
+    let get = |path: &str| {
+        client
+            .get(server.url(path))
+            .hedge(hedge.clone())
+            .retry(retry.clone())
+            .send()
+    };
+    // Twenty samples, all zero: the percentile is known from here on.
+    for _ in 0..20 {
+        assert_eq!(get("/").wait().unwrap().text().wait().unwrap(), "answered");
+    }
+    let future = get("/busy");
+    let waiter = thread::spawn(move || future.wait());
+    assert!(eventually(CEILING, || retries_seen(&recorder).len() == 1));
+    clock.advance(Duration::from_secs(2));
+    let response = waiter.join().unwrap().unwrap();
+    assert_eq!(response.text().wait().unwrap(), "answered");
+    assert_eq!(hedges_seen(&recorder), 0);
+
+    let future = get("/slow");
+    let waiter = thread::spawn(move || future.wait());
+    assert!(server.wait_for_requests(23, CEILING));
+    clock.advance(Duration::from_millis(1));
+    assert!(
+        eventually(CEILING, || hedges_seen(&recorder) == 1),
+        "no copy 1 ms after an attempt whose origin always answered at once"
+    );
+    let response = waiter.join().unwrap().unwrap();
+    assert_eq!(response.text().wait().unwrap(), "answered");
+    drop(gate);
+    client.close();
+}
+
 /// Without a request timeout only the policy bounds a `Retry-After`: one
 /// past its maximum — a day, or a date decades ahead — is not waited for,
 /// the 503 is the outcome at once (the clock never moves), and no retry is
@@ -460,6 +560,51 @@ fn the_budget_stops_retries_once_spent_and_recovers() {
     assert_eq!((budget.retries, budget.refused_total), (1, 1));
     clock.advance(Duration::from_secs(2));
     assert_eq!(attempts(&client), 2, "recovered with the window");
+    client.close();
+}
+
+/// A failure the budget has no room to retry is the outcome, and
+/// `ResponseFuture::is_done` says so — and the request stays done when
+/// room comes after (another request starts, the window slides): the next
+/// poll gives that failure, not a retry, and a cancel cancels nothing. The
+/// budget had been asked again at each look, and the room another request
+/// brought turned the done request into one pending on a retry: a caller
+/// that polled once `is_done` said so (with a waker that will not be woken
+/// again) was left waiting, and `cancel` said it cancelled a request it had
+/// said was over.
+#[test]
+fn a_failure_the_budget_refused_stays_done_when_room_comes() {
+    let clock = ManualClock::new();
+    let client = Client::builder()
+        .clock(Arc::new(clock.clone()))
+        .event_loops(1)
+        // Half a retry per request, no floor: one request alone has no
+        // room, two have room for one retry.
+        .retry_budget(retry::Budget::new(0.5, 0, Duration::from_secs(10)))
+        .retry(
+            retry::Policy::attempts(2)
+                .backoff(Duration::from_millis(1), Duration::from_millis(1))
+                .jitter(false),
+        )
+        .build()
+        .unwrap();
+    let url = format!("http://{}/", refused_addr());
+    let mut refused = client.get(url.as_str()).send();
+    assert!(
+        eventually(CEILING, || refused.is_done()),
+        "not done, though the budget has no room for its retry"
+    );
+    // Another request that may be retried: room for one retry now.
+    let other = client.get(url.as_str()).send();
+    assert!(refused.is_done(), "done, then pending on a retry");
+    assert!(!refused.cancel(), "the request had ended");
+    let polled = poll_once(&mut refused);
+    assert!(
+        matches!(polled, std::task::Poll::Ready(Err(Error::Connect { .. }))),
+        "{polled:?}"
+    );
+    assert_eq!(client.stats().retry_budget.refused_total, 1);
+    drop(other);
     client.close();
 }
 

@@ -76,12 +76,27 @@ pub(crate) struct Attempts {
     /// other time. Drawn when first asked for: an attempt that succeeds
     /// draws none.
     backoff_drawn: Cell<Option<Duration>>,
+    /// The budget had no room for a retry of the failures in flight when
+    /// [`would_retry`](Self::would_retry) looked: what was told then (the
+    /// request done, a cancel cancelling nothing) holds. The poll that
+    /// meets those failures retries none and does not ask the budget
+    /// again — room another request brought since (its deposit, the window
+    /// sliding) would turn a request told done into one pending on a retry.
+    /// Set only once every attempt in flight has failed: that poll ends
+    /// the hop.
+    budget_refused: Cell<bool>,
     copies_sent: u32,
     /// The errors of the attempts that failed, in order.
     failures: Vec<Error>,
-    /// When the hop's first attempt was sent, if head latencies are
-    /// tracked for its hedge delay (they run from here).
-    hop_started: Option<Instant>,
+    /// When the attempt waited for first was sent — the hop's first, or
+    /// the retry or repeat that followed it, never a copy — if head
+    /// latencies are tracked for the hedge delay: a head's latency runs
+    /// from here (a copy's too: how long the attempt it backs up had been
+    /// waited for, at least). Not from the hop's first attempt, once
+    /// another followed it: a backoff or a `Retry-After` waited for between
+    /// them is no latency of the origin's, and counted as one it would put
+    /// every later copy off by as much.
+    attempt_started: Option<Instant>,
     cancelled: AtomicBool,
 }
 
@@ -114,16 +129,17 @@ impl Attempts {
             hedge_alarm: None,
             started: 1,
             backoff_drawn: Cell::new(None),
+            budget_refused: Cell::new(false),
             copies_sent: 0,
             failures: Vec::new(),
-            hop_started: None,
+            attempt_started: None,
             cancelled: AtomicBool::new(false),
         };
         // The clock is read only for a request that may go again.
         if attempts.may_go_again(sender.hop) {
             let now = sender.dispatcher.clock().now();
             sender.policies.budget.deposit(now);
-            attempts.hop_started = attempts.hedge.tracks_latency().then_some(now);
+            attempts.attempt_started = attempts.hedge.tracks_latency().then_some(now);
         }
         attempts.arm_hedge(&sender, &exchange);
         submit(exchange);
@@ -189,11 +205,12 @@ impl Attempts {
     /// else `current`'s), the body can go again, the backoff drawn for the
     /// retry fits the deadline, and the budget has room now. (A budget
     /// other requests spend first may still make that poll give the
-    /// failure.) A failure the policy does
+    /// failure; one found without room stays so, see `budget_refused`.)
+    /// A failure the policy does
     /// not retry — a POST reset once sent, a response that broke the
     /// protocol — is the outcome at once, as without a policy.
     fn would_retry(&self, view: &View<'_>) -> bool {
-        if !self.may_retry() || !view.hop.body.replayable() {
+        if self.budget_refused.get() || !self.may_retry() || !view.hop.body.replayable() {
             return false;
         }
         let deciding = self.copies.first().unwrap_or(&self.current);
@@ -202,9 +219,15 @@ impl Attempts {
             return false;
         }
         let now = view.dispatcher.clock().now();
-        now.checked_add(self.backoff())
-            .is_some_and(|at| self.fits(at, view.settings))
-            && view.policies.budget.has_room(now)
+        let fits = now
+            .checked_add(self.backoff())
+            .is_some_and(|at| self.fits(at, view.settings));
+        if !fits {
+            return false;
+        }
+        let room = view.policies.budget.has_room(now);
+        self.budget_refused.set(!room);
+        room
     }
 
     /// Cancels every attempt in flight and a backoff under way, and what
@@ -372,12 +395,12 @@ impl Attempts {
         if self.hedge_alarm.take().is_some() {
             self.current.disarm_hedge();
         }
-        if let Some(hop_started) = self.hop_started {
+        if let Some(attempt_started) = self.attempt_started {
             let latency = sender
                 .dispatcher
                 .clock()
                 .now()
-                .saturating_duration_since(hop_started);
+                .saturating_duration_since(attempt_started);
             sender
                 .policies
                 .latencies
@@ -421,6 +444,11 @@ impl Attempts {
     /// the deadline and the budget allow it; else gives the error back.
     fn retry_after_failure(&mut self, error: Error, sender: &mut Sender<'_>) -> Result<(), Error> {
         if !self.retry.retries_error(&error, &sender.hop.method) {
+            return Err(error);
+        }
+        // Refused when the request was told done: refused still.
+        if self.budget_refused.get() {
+            sender.policies.budget.refuse();
             return Err(error);
         }
         self.arm_retry(self.backoff(), error, sender)
@@ -494,6 +522,7 @@ impl Attempts {
         // The 417's body is not wanted.
         self.current.body_dropped();
         self.current = exchange.clone();
+        self.restart_latency(&sender);
         self.arm_hedge(&sender, &exchange);
         sender.dispatcher.submit(exchange);
         true
@@ -546,9 +575,18 @@ impl Attempts {
         self.started += 1;
         self.backoff_drawn.set(None);
         self.current = exchange.clone();
+        self.restart_latency(sender);
         self.arm_hedge(sender, &exchange);
         sender.dispatcher.submit(exchange);
         Ok(())
+    }
+
+    /// A retry or a repeat is now the attempt waited for first: its head's
+    /// latency runs from now (see `attempt_started`).
+    fn restart_latency(&mut self, sender: &Sender<'_>) {
+        if self.attempt_started.is_some() {
+            self.attempt_started = Some(sender.dispatcher.clock().now());
+        }
     }
 
     /// Arms `attempt`'s hedge delay, if the request is hedged and a copy

@@ -8,7 +8,8 @@
 //!   HTTP/2 a stream reset or a `GOAWAY` with an error from the server
 //!   ([`Error::Http2`]) too —, a read timeout before the head), and the
 //!   statuses named with [`Policy::on_status`] (e.g. 503), whose
-//!   `Retry-After` (seconds or an HTTP date) is honoured up to
+//!   `Retry-After` (seconds, or an HTTP date: counted from the response's
+//!   `Date`, the server's clock, if it has one) is honoured up to
 //!   [`Policy::max_retry_after`] (60 s): one that asks for longer is not
 //!   waited for, the response is the outcome. Not a server
 //!   that broke the protocol: an HTTP/1.1 response that does not parse
@@ -270,7 +271,16 @@ fn unit_random() -> f64 {
 
 /// How long a response's `Retry-After` asks to wait (RFC 9110 §10.2.3:
 /// delay-seconds or an HTTP date), if it says.
-pub(crate) fn retry_after(headers: &http::HeaderMap, now: SystemTime) -> Option<Duration> {
+///
+/// A date is a time on the server's wall clock: the wait it asks for runs
+/// from the server's now, which the response's own `Date` gives (RFC 9110
+/// §6.6.1: the time it was made; an origin with a clock must send it) —
+/// not from the client's wall clock, which may be off from the server's by
+/// minutes or years (a date "3 s after my `Date`" would be long past, or
+/// hours ahead). `received`, the client's wall clock when the response
+/// came, stands in for a `Date` missing or unparsed. The wait, a duration
+/// from then on, is timed on the client's clock like any backoff.
+pub(crate) fn retry_after(headers: &http::HeaderMap, received: SystemTime) -> Option<Duration> {
     let value = headers
         .get(http::header::RETRY_AFTER)?
         .to_str()
@@ -280,7 +290,11 @@ pub(crate) fn retry_after(headers: &http::HeaderMap, now: SystemTime) -> Option<
         return Some(Duration::from_secs(seconds));
     }
     let date = httpdate::parse_http_date(value).ok()?;
-    Some(date.duration_since(now).unwrap_or(Duration::ZERO))
+    let servers_now = headers
+        .get(http::header::DATE)
+        .and_then(|date| httpdate::parse_http_date(date.to_str().ok()?.trim()).ok())
+        .unwrap_or(received);
+    Some(date.duration_since(servers_now).unwrap_or(Duration::ZERO))
 }
 
 /// The retry budget of a client: retries (and hedged copies) may be at
@@ -425,6 +439,13 @@ impl BudgetState {
             counts.hedges_total += 1;
         }
         true
+    }
+
+    /// A retry refused for want of the room [`has_room`](Self::has_room)
+    /// found missing earlier (the request was told done then, and stays
+    /// so): counted as [`withdraw`](Self::withdraw) counts a refusal.
+    pub(crate) fn refuse(&self) {
+        crate::sync::lock(&self.counts).refused_total += 1;
     }
 
     /// Whether one more retry would fit now, told without counting it
@@ -632,6 +653,32 @@ mod tests {
         assert_eq!(retry_after(&headers, now), None);
     }
 
+    /// A date counts from the response's `Date` (the server's clock), not
+    /// from the client's: a server a year behind still asks for its 3 s.
+    /// Without a usable `Date`, from the client's wall clock.
+    #[test]
+    fn a_retry_after_date_counts_from_the_responses_date() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+        let servers_now = now - Duration::from_secs(365 * 86_400);
+        let mut headers = http::HeaderMap::new();
+        let date = |at| {
+            httpdate::fmt_http_date(at)
+                .parse::<http::HeaderValue>()
+                .unwrap()
+        };
+        headers.insert("date", date(servers_now));
+        headers.insert("retry-after", date(servers_now + Duration::from_secs(3)));
+        assert_eq!(retry_after(&headers, now), Some(Duration::from_secs(3)));
+        headers.insert("retry-after", date(servers_now - Duration::from_secs(3)));
+        assert_eq!(retry_after(&headers, now), Some(Duration::ZERO));
+        // Seconds are seconds, whatever the `Date`.
+        headers.insert("retry-after", "7".parse().unwrap());
+        assert_eq!(retry_after(&headers, now), Some(Duration::from_secs(7)));
+        headers.insert("retry-after", date(now + Duration::from_secs(30)));
+        headers.insert("date", "yesterday".parse().unwrap());
+        assert_eq!(retry_after(&headers, now), Some(Duration::from_secs(30)));
+    }
+
     #[test]
     fn the_budget_allows_its_ratio_and_floor_then_recovers_as_the_window_slides() {
         let start = Instant::now();
@@ -709,5 +756,42 @@ mod tests {
             "has_room counts nothing"
         );
         assert!(!state.withdraw(start, false));
+    }
+
+    /// Two failures on two threads both see room for the one retry left
+    /// (`has_room`, which grants nothing), then both ask for it: one gets
+    /// it, the other is refused — `withdraw` checks and counts under one
+    /// lock, so the budget is never overspent and no count is lost.
+    #[test]
+    fn two_failures_that_both_saw_room_spend_it_once() {
+        use std::sync::Barrier;
+        let start = Instant::now();
+        // One retry a window: the floor alone.
+        let state = BudgetState::new(Budget::new(0.0, 1, Duration::from_secs(1)));
+        state.deposit(start);
+        let saw_room = Barrier::new(2);
+        let granted: Vec<bool> = std::thread::scope(|scope| {
+            let failures: Vec<_> = (0..2)
+                .map(|_| {
+                    scope.spawn(|| {
+                        assert!(state.has_room(start));
+                        saw_room.wait();
+                        state.withdraw(start, false)
+                    })
+                })
+                .collect();
+            failures.into_iter().map(|f| f.join().unwrap()).collect()
+        });
+        assert_eq!(granted.iter().filter(|&&g| g).count(), 1, "{granted:?}");
+        let stats = state.stats(start);
+        assert_eq!(
+            (
+                stats.requests,
+                stats.retries,
+                stats.retries_total,
+                stats.refused_total
+            ),
+            (1, 1, 1, 1)
+        );
     }
 }
