@@ -488,6 +488,41 @@ fn a_close_delimited_body_needs_close_notify_to_succeed() {
     client.close();
 }
 
+/// RFC 9112 §9.5 over TLS: a server that refuses an upload after its head
+/// answers, sends close_notify and closes with the body unread, and the
+/// kernel resets the connection. The client's write then fails while the
+/// answer waits to be read — in the socket, or already in the TLS layer —
+/// and the answer is the outcome, framed by its length or by the end of
+/// the stream, never the broken pipe. Whether the write fails before the
+/// answer is read turns on how the loop's events fall: several tries
+/// each meet it.
+#[test]
+fn an_early_refusal_of_an_upload_is_the_answer_not_the_write_that_failed() {
+    let framed: &[u8] = b"HTTP/1.1 413 Content Too Large\r\nConnection: close\r\n\
+                          Content-Length: 8\r\n\r\ntoo big!";
+    let to_the_end: &[u8] = b"HTTP/1.1 413 Content Too Large\r\nConnection: close\r\n\r\ntoo big!";
+    for answer in [framed, to_the_end] {
+        let server = TlsServer::start(
+            &certs().valid,
+            TlsBehaviour::AnswerHeadThenClose(answer.to_vec()),
+        );
+        let client = trusting().request_timeout(CEILING).build().unwrap();
+        for attempt in 0..10 {
+            let response = client
+                .post(server.url("/upload"))
+                .body(vec![b'x'; 32 << 20])
+                .send()
+                .wait()
+                .unwrap_or_else(|e| panic!("attempt {attempt}: {}", chain_text(&e)));
+            assert_eq!(response.status(), 413, "attempt {attempt}");
+            assert_eq!(response.text().wait().unwrap(), "too big!");
+        }
+        assert_settles(&client, CEILING);
+        assert!(eventually(CEILING, || client.stats().open_connections == 0));
+        client.close();
+    }
+}
+
 #[test]
 fn handshake_events_come_in_order() {
     let server = hello_server();
