@@ -3,7 +3,7 @@
 //! SOCKS5, with and without RFC 1929 credentials), and doubles for what a
 //! real proxy will not do on demand (a CONNECT answered 403, a SOCKS server
 //! that replies "host unreachable", a proxy that stalls mid-handshake, a
-//! proxy that refuses the connection). `scripts/test` installs tinyproxy
+//! proxy that refuses the connection, a CONNECT answer with more after it). `scripts/test` installs tinyproxy
 //! and microsocks; without them these tests fail saying so, never skip.
 
 mod support;
@@ -950,6 +950,95 @@ fn relay(a: std::net::TcpStream, b: std::net::TcpStream) {
     let _ = std::io::copy(&mut b_in, &mut a_out);
     let _ = a_out.shutdown(std::net::Shutdown::Write);
     let _ = upstream.join();
+}
+
+/// A CONNECT proxy double: reads the CONNECT, writes `answer`, then relays
+/// to `origin` if there is one, or else closes.
+fn connect_answering(answer: Vec<u8>, origin: Option<std::net::SocketAddr>) -> TestServer {
+    TestServer::start(Behaviour::custom(move |mut stream, index| {
+        if RequestReader::new(index).read_request(&mut stream).is_err()
+            || stream.write_all(&answer).is_err()
+        {
+            return;
+        }
+        match origin.map(std::net::TcpStream::connect) {
+            Some(Ok(upstream)) => relay(stream, upstream),
+            _ => {
+                let _ = stream.shutdown(std::net::Shutdown::Write);
+                drain(&mut stream);
+            }
+        }
+    }))
+}
+
+/// What comes with a CONNECT's answer, or after it: a 2xx's
+/// `Content-Length` announces no body (RFC 9110 §9.3.6: the client ignores
+/// it, and what follows is the tunnel's), so TLS with the origin goes on,
+/// the proxy's credentials left outside; a proxy that closes after its 200
+/// cuts the TLS handshake, and one that sends bytes that are not TLS has
+/// them refused by the TLS layer, each error naming the proxy (never its
+/// credentials); a 407 whose
+/// body is larger than anything the client buffers is the proxy's refusal,
+/// read from its head alone. A tunnel that failed closes.
+#[test]
+fn what_comes_with_a_connect_answer_is_the_tunnels_or_is_ignored() {
+    let tls = tls_origin();
+    let port = tls.addr().port();
+    let via = |proxy: &TestServer| {
+        client_via(Proxy::all(&format!("http://user:secret@{}", proxy.addr())).unwrap())
+            .request_timeout(CEILING)
+            .build()
+            .unwrap()
+    };
+    let url = format!("https://localhost:{port}/tunnelled");
+
+    let announcing = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n".to_vec();
+    let proxy = connect_answering(announcing, Some(tls.addr()));
+    let client = via(&proxy);
+    assert_eq!(text(&client, &url).unwrap(), "tls /tunnelled auth=none");
+    client.close();
+
+    let mut refusal = b"HTTP/1.1 407 Proxy Authentication Required\r\n\
+                        Proxy-Authenticate: Basic\r\nContent-Length: 200000\r\n\r\n"
+        .to_vec();
+    refusal.resize(refusal.len() + 200_000, b'x');
+    let cases = [
+        ("a 200, then the end", b"HTTP/1.1 200 OK\r\n\r\n".to_vec()),
+        (
+            "a 200 and bytes not TLS",
+            b"HTTP/1.1 200 OK\r\n\r\nhello".to_vec(),
+        ),
+        ("a 407 and its long body", refusal),
+    ];
+    for (what, answer) in cases {
+        let proxy = connect_answering(answer, None);
+        let client = via(&proxy);
+        let error = client.get(&url).send().wait().unwrap_err();
+        // Named, its credentials not shown.
+        let named = format!("proxy http://***@{}", proxy.addr());
+        assert!(chain_text(&error).contains(&named), "{what}: {error}");
+        match (what, &error) {
+            ("a 200, then the end", Error::Io { source, .. }) => {
+                assert_eq!(source.kind(), std::io::ErrorKind::UnexpectedEof, "{what}")
+            }
+            ("a 200 and bytes not TLS", Error::Tls { source, .. }) => assert_eq!(
+                *source,
+                rustls::Error::InvalidMessage(rustls::InvalidMessage::InvalidContentType),
+                "{what}"
+            ),
+            (
+                "a 407 and its long body",
+                Error::Proxy {
+                    source: ProxyError::AuthenticationRequired { .. },
+                    ..
+                },
+            ) => {}
+            (what, error) => panic!("{what}: {error:?}"),
+        }
+        assert!(proxy.wait_for_open(0, CEILING), "{what}: left open");
+        assert_settles(&client, CEILING);
+        client.close();
+    }
 }
 
 /// HTTP/2 with prior knowledge through SOCKS5: an `h2` server sends its

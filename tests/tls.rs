@@ -1,11 +1,14 @@
 //! HTTPS over rustls against loopback TLS servers, with certificates made at
 //! test time (tests/support/tls.rs): round trips, keep-alive reuse,
 //! certificate failures by kind, handshake events, truncation without
-//! close_notify, and a server that never speaks TLS ended by the request
-//! timeout in both timeout modes.
+//! close_notify, a server that never speaks TLS ended by the request
+//! timeout in both timeout modes, servers that break the handshake, records
+//! split across many segments both ways, and an early refusal of an upload.
 
 mod support;
 
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::sync::Arc;
 use std::time::Duration;
 use support::tls::{certs, TlsBehaviour, TlsServer};
@@ -485,6 +488,185 @@ fn a_close_delimited_body_needs_close_notify_to_succeed() {
         matches!(&error, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::UnexpectedEof),
         "a truncation must not pass for the end of the body: {error:?}"
     );
+    client.close();
+}
+
+/// RFC 9112 §9.5 over TLS: a server that refuses an upload after its head
+/// answers, sends close_notify and closes with the body unread, and the
+/// kernel resets the connection. The client's write then fails while the
+/// answer waits to be read — in the socket, or already in the TLS layer —
+/// and the answer is the outcome, framed by its length or by the end of
+/// the stream, never the broken pipe. Whether the write fails before the
+/// answer is read turns on how the loop's events fall: several tries
+/// each meet it.
+#[test]
+fn an_early_refusal_of_an_upload_is_the_answer_not_the_write_that_failed() {
+    let framed: &[u8] = b"HTTP/1.1 413 Content Too Large\r\nConnection: close\r\n\
+                          Content-Length: 8\r\n\r\ntoo big!";
+    let to_the_end: &[u8] = b"HTTP/1.1 413 Content Too Large\r\nConnection: close\r\n\r\ntoo big!";
+    for answer in [framed, to_the_end] {
+        let server = TlsServer::start(
+            &certs().valid,
+            TlsBehaviour::AnswerHeadThenClose(answer.to_vec()),
+        );
+        let client = trusting().request_timeout(CEILING).build().unwrap();
+        for attempt in 0..10 {
+            let response = client
+                .post(server.url("/upload"))
+                .body(vec![b'x'; 32 << 20])
+                .send()
+                .wait()
+                .unwrap_or_else(|e| panic!("attempt {attempt}: {}", chain_text(&e)));
+            assert_eq!(response.status(), 413, "attempt {attempt}");
+            assert_eq!(response.text().wait().unwrap(), "too big!");
+        }
+        assert_settles(&client, CEILING);
+        assert!(eventually(CEILING, || client.stats().open_connections == 0));
+        client.close();
+    }
+}
+
+/// A server that reads the ClientHello, writes `bytes` and then closes
+/// (`close`) or holds the connection open, reading what comes.
+fn breaking_the_handshake_with(bytes: &'static [u8], close: bool) -> TestServer {
+    TestServer::start(Behaviour::custom(move |mut stream, _| {
+        let mut hello = [0u8; 4096];
+        if !matches!(stream.read(&mut hello), Ok(1..)) {
+            return;
+        }
+        let _ = stream.write_all(bytes);
+        if close {
+            let _ = stream.shutdown(std::net::Shutdown::Write);
+        }
+        drain(&mut stream);
+    }))
+}
+
+/// A server that breaks the handshake — a fatal alert, bytes that are not
+/// TLS, a record longer than TLS allows, a close after the ClientHello or
+/// inside a record — fails the request at once with an error that says
+/// what it did: the TLS layer's refusal (`Error::Tls`) or the cut
+/// (`Error::Io`, `UnexpectedEof`), not a wait for a timeout (the servers
+/// that send garbage hold the connection open); and the connection closes.
+#[test]
+fn a_server_that_breaks_the_handshake_fails_it_at_once_with_a_typed_error() {
+    use rustls::{AlertDescription, Error as Rustls, InvalidMessage};
+    // The TLS layer's refusal, or `None`: the cut.
+    let cases: [(&str, &'static [u8], bool, Option<Rustls>); 5] = [
+        (
+            "a handshake_failure alert",
+            &[0x15, 3, 3, 0, 2, 2, 40],
+            true,
+            Some(Rustls::AlertReceived(AlertDescription::HandshakeFailure)),
+        ),
+        (
+            "an HTTP answer",
+            b"HTTP/1.1 400 Bad Request\r\n\r\n",
+            false,
+            Some(Rustls::InvalidMessage(InvalidMessage::InvalidContentType)),
+        ),
+        (
+            "a record of 64 KiB",
+            &[0x16, 3, 3, 0xff, 0xff],
+            false,
+            Some(Rustls::InvalidMessage(InvalidMessage::MessageTooLarge)),
+        ),
+        ("nothing", b"", true, None),
+        ("half a record", &[0x16, 3, 3, 0, 64, 2, 0], true, None),
+    ];
+    let client = trusting()
+        .handshake_timeout(CEILING)
+        .request_timeout(CEILING)
+        .build()
+        .unwrap();
+    for (what, bytes, close, expected) in cases {
+        let server = breaking_the_handshake_with(bytes, close);
+        let error = client
+            .get(format!("https://{}/", server.addr()))
+            .send()
+            .wait()
+            .unwrap_err();
+        match (&error, expected) {
+            (Error::Tls { kind, source, .. }, Some(expected)) => {
+                assert_eq!(*kind, TlsFailureKind::Protocol, "{what}");
+                assert_eq!(*source, expected, "{what}");
+            }
+            (Error::Io { source, .. }, None) => {
+                assert_eq!(source.kind(), std::io::ErrorKind::UnexpectedEof, "{what}")
+            }
+            (error, expected) => panic!("{what}: expected {expected:?}, got {error:?}"),
+        }
+        assert!(server.wait_for_open(0, CEILING), "{what}: left open");
+    }
+    assert_settles(&client, CEILING);
+    client.close();
+}
+
+/// Copies `from` to `to` a few bytes per write, without Nagle's delay,
+/// then ends `to`'s side.
+fn dribble(mut from: TcpStream, mut to: TcpStream, step: usize) {
+    let _ = to.set_nodelay(true);
+    let mut chunk = [0u8; 16 * 1024];
+    while let Ok(n @ 1..) = from.read(&mut chunk) {
+        for piece in chunk[..n].chunks(step) {
+            if to.write_all(piece).is_err() {
+                return;
+            }
+            std::thread::yield_now();
+        }
+    }
+    let _ = to.shutdown(std::net::Shutdown::Write);
+}
+
+/// A relay to `target` that passes everything on both ways in pieces of
+/// `step` bytes.
+fn dribbling_relay(target: std::net::SocketAddr, step: usize) -> TestServer {
+    TestServer::start(Behaviour::custom(move |client, _| {
+        let Ok(server) = TcpStream::connect(target) else {
+            return;
+        };
+        let (Ok(client_in), Ok(server_out)) = (client.try_clone(), server.try_clone()) else {
+            return;
+        };
+        let upstream = std::thread::spawn(move || dribble(client_in, server_out, step));
+        dribble(server, client, step);
+        let _ = upstream.join();
+    }))
+}
+
+/// TLS records split across many TCP segments, both ways: a relay passes
+/// the stream on three bytes per write, so that the handshake's messages
+/// and every record come in pieces — reads of the socket end mid-record
+/// — and the server takes the client's records as slowly. An upload and
+/// an answer of several records each arrive whole, byte for byte.
+#[test]
+fn records_that_come_a_few_bytes_at_a_time_arrive_whole_both_ways() {
+    let upload: Vec<u8> = (0..20_000u32).map(|i| (i * 13 % 253) as u8).collect();
+    let own: Vec<u8> = (0..40_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    let answer = own.clone();
+    // Answers with the upload it got, then bytes of its own.
+    let origin = TlsServer::respond(&certs().valid, move |request| {
+        let body = [&request.body[..], &answer[..]].concat();
+        response(200, &[], &body)
+    });
+    let relay = dribbling_relay(origin.addr(), 3);
+    // A backstop only: thousands of three-byte writes each way, and the
+    // machine may be loaded.
+    let client = trusting()
+        .request_timeout(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let got = client
+        .post(format!("https://{}/", relay.addr()))
+        .body(upload.clone())
+        .send()
+        .wait()
+        .and_then(|r| r.bytes().wait())
+        .unwrap();
+    assert_eq!(got.len(), upload.len() + own.len());
+    assert!(got[..upload.len()] == upload[..], "the upload changed");
+    assert!(got[upload.len()..] == own[..], "the answer changed");
+    assert_eq!(origin.handshakes(), 1);
     client.close();
 }
 

@@ -113,6 +113,10 @@ pub enum TlsBehaviour {
     /// Read one request, then write these bytes to the TCP stream as they
     /// are, outside TLS (a record that does not decrypt), and close.
     SendRawThenClose(Vec<u8>),
+    /// Read a request's head only, write these bytes, then close_notify
+    /// and close with the body unread, so that the kernel resets the
+    /// connection: an early refusal of an upload (RFC 9112 §9.5).
+    AnswerHeadThenClose(Vec<u8>),
 }
 
 impl TlsBehaviour {
@@ -351,6 +355,16 @@ fn serve(
                 && tls.write_all(bytes).and_then(|()| tls.flush()).is_ok()
             {
                 close_notify(tls);
+            }
+        }
+        TlsBehaviour::AnswerHeadThenClose(bytes) => {
+            if super::read_head(&mut tls).is_some()
+                && tls.write_all(bytes).and_then(|()| tls.flush()).is_ok()
+            {
+                tls.conn.send_close_notify();
+                let _ = tls.flush();
+                let _ = tls.sock.shutdown(Shutdown::Write);
+                // Dropped with the body unread: the kernel resets it.
             }
         }
         TlsBehaviour::SendRawThenClose(bytes) => {

@@ -449,7 +449,8 @@ impl ClientBuilder {
     /// versions and resumption are then the config's; those options are
     /// ignored). Its ALPN list is replaced by the protocol layer's (from
     /// the client's HTTP versions), since the connection must speak what
-    /// the server picks from it.
+    /// the server picks from it, and a pick from outside the list fails
+    /// the handshake (`check_selected_alpn` is set).
     pub fn tls_config(mut self, config: Arc<rustls::ClientConfig>) -> Self {
         self.config.tls.custom = Some(config);
         self

@@ -9,13 +9,15 @@
 //! * ALPN: the protocol layer's list, whatever config it goes into: the
 //!   client sets it from its HTTP versions when it starts (`h2` and
 //!   `http/1.1` by default); a server that picks anything else fails the
-//!   handshake (rustls refuses a protocol that was not offered).
+//!   handshake: rustls refuses a protocol that was not offered, a check
+//!   set in a caller-made config too, since the protocol the client
+//!   speaks is the one picked.
 //! * Session resumption: rustls' in-memory cache of 256 sessions, on unless
 //!   [`tls_session_resumption(false)`](crate::ClientBuilder::tls_session_resumption).
 //! * Client authentication (mTLS): the PEM chain and key of
 //!   [`client_identity_pem`](crate::ClientBuilder::client_identity_pem), if given.
 //! * A caller-made config ([`tls_config`](crate::ClientBuilder::tls_config))
-//!   replaces all of the above but the ALPN list.
+//!   replaces all of the above but ALPN (its list and its check).
 //! * Server authentication, in order of precedence:
 //!   1. [`danger_accept_invalid_certs(true)`](crate::ClientBuilder::danger_accept_invalid_certs):
 //!      any certificate is accepted (its handshake signatures are still
@@ -144,6 +146,9 @@ pub(crate) fn client_config(options: &TlsOptions) -> io::Result<Arc<rustls::Clie
     if let Some(custom) = &options.custom {
         let mut config = rustls::ClientConfig::clone(custom);
         config.alpn_protocols = vec![ALPN_HTTP11.to_vec()];
+        // A pick not offered would be spoken as it is (`h2` to a client
+        // that is HTTP/1.1 only) or as HTTP/1.1 (anything else).
+        config.check_selected_alpn = true;
         return Ok(Arc::new(config));
     }
     let provider = provider();
@@ -356,6 +361,20 @@ mod tests {
         let config = client_config(&options).unwrap();
         assert_eq!(config.alpn_protocols, vec![ALPN_HTTP11.to_vec()]);
         assert!(!config.enable_sni);
+    }
+
+    /// A server's pick of a protocol not offered fails the handshake
+    /// whatever the caller's config says: the client speaks what was
+    /// picked, and only its versions' protocols are offered.
+    #[test]
+    fn a_caller_made_config_checks_that_the_server_picked_an_offered_protocol() {
+        let mut own = (*client_config(&TlsOptions::default()).unwrap()).clone();
+        own.check_selected_alpn = false;
+        let options = TlsOptions {
+            custom: Some(Arc::new(own)),
+            ..TlsOptions::default()
+        };
+        assert!(client_config(&options).unwrap().check_selected_alpn);
     }
 
     #[test]

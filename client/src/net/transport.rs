@@ -440,10 +440,13 @@ fn tls_read(
             let _ = write_tls_until_blocked(tcp, tls, sent);
             return Err(tls_io_error(error, *answered));
         }
-        // Records to answer (a key update): best effort now, the rest
-        // on the next writable event.
+        // Records to send (an answer to a key update, or an upload's that
+        // a failed write left): best effort now, the rest on the next
+        // writable event. A write's failure is for the writer to meet, not
+        // this read: a server that answered and closed (a 413 to an
+        // upload, RFC 9112 §9.5) has its answer decrypted here.
         if tls.wants_write() {
-            write_tls_until_blocked(tcp, tls, sent)?;
+            let _ = write_tls_until_blocked(tcp, tls, sent);
         }
     }
 }
