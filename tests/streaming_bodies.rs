@@ -1004,6 +1004,75 @@ fn an_upload_that_gives_more_or_fewer_bytes_than_its_length_fails() {
     client.close();
 }
 
+/// A `Read` that gives `whole` in its first read; read again, it says so
+/// and gives more (as a pipe or a socket with more behind the body would),
+/// and its drop says it has been let go.
+struct MoreAfterWhole {
+    whole: Option<&'static [u8]>,
+    read_past: Arc<AtomicBool>,
+    dropped: Arc<AtomicBool>,
+}
+
+impl Read for MoreAfterWhole {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if let Some(whole) = self.whole.take() {
+            buf[..whole.len()].copy_from_slice(whole);
+            return Ok(whole.len());
+        }
+        self.read_past.store(true, Ordering::SeqCst);
+        buf.fill(b'!');
+        Ok(buf.len())
+    }
+}
+
+impl Drop for MoreAfterWhole {
+    fn drop(&mut self) {
+        self.dropped.store(true, Ordering::SeqCst);
+    }
+}
+
+/// A reader that has given its declared length is read no further (as
+/// `Upload::from_reader` says): its bytes past the length are not the
+/// body's, and may be someone else's (the rest of a pipe or a socket). Its
+/// thread ends, and lets it go, without another `read` — which, on a pipe
+/// kept open, would block that thread for as long. Before, the pump read
+/// on until the exchange let go of the body, taking up to a window past
+/// the length; a length of 0 was read too.
+#[test]
+fn an_upload_from_a_reader_that_has_given_its_length_is_read_no_further() {
+    let server = TestServer::respond(|request| ok(&String::from_utf8_lossy(&request.body)));
+    let client = client(false);
+    for whole in [&b"whole"[..], b""] {
+        let read_past = Arc::new(AtomicBool::new(false));
+        let dropped = Arc::new(AtomicBool::new(false));
+        let reader = MoreAfterWhole {
+            whole: Some(whole),
+            read_past: read_past.clone(),
+            dropped: dropped.clone(),
+        };
+        let length = Some(whole.len() as u64);
+        let text = client
+            .post(server.url("/"))
+            .body(Upload::from_reader(reader, length))
+            .send()
+            .wait()
+            .unwrap()
+            .text()
+            .wait()
+            .unwrap();
+        assert_eq!(text.as_bytes(), whole);
+        assert!(
+            eventually(WAIT, || dropped.load(Ordering::SeqCst)),
+            "{length:?}: the reader was never let go"
+        );
+        assert!(
+            !read_past.load(Ordering::SeqCst),
+            "{length:?}: the reader was read past its length"
+        );
+    }
+    client.close();
+}
+
 /// A `Read` that gives some bytes, then fails (`panics: false`: an I/O
 /// error) or panics.
 struct BreaksAfter {

@@ -316,8 +316,10 @@ impl Dispatcher {
 
     /// Starts the thread that reads an upload from `reader` into `pipe`
     /// (never an event loop: a `Read` blocks). It ends at the end of the
-    /// reader, at its first error or panic (either fails the request), or
-    /// when the exchange no longer wants the body (its pipe's reader goes).
+    /// reader, once it has given the body's declared `length` (it is not
+    /// read further), at its first error or panic (either fails the
+    /// request), or when the exchange no longer wants the body (its pipe's
+    /// reader goes).
     ///
     /// The thread is not joined, not even by `close`: it may be inside the
     /// caller's `read`, which can block for ever (a pipe, a terminal). Once
@@ -325,10 +327,11 @@ impl Dispatcher {
     pub(crate) fn spawn_pump(
         &self,
         reader: Box<dyn std::io::Read + Send>,
+        length: Option<u64>,
         pipe: Arc<crate::exchange::Pipe>,
     ) -> std::io::Result<()> {
         let builder = thread::Builder::new().name("tickless-upload".into());
-        without_pinning(|| builder.spawn(move || pump_or_fail(reader, &pipe)))?;
+        without_pinning(|| builder.spawn(move || pump_or_fail(reader, length, &pipe)))?;
         Ok(())
     }
 
@@ -1140,8 +1143,13 @@ fn default_resolver(config: &ClientConfig) -> ThreadedResolver {
 /// connection shares the pipe, so nothing else would end it, and the
 /// request would wait for the rest of its body until its timeout (or for
 /// ever, without one).
-fn pump_or_fail(reader: Box<dyn std::io::Read + Send>, pipe: &crate::exchange::Pipe) {
-    let pumped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pump(reader, pipe)));
+fn pump_or_fail(
+    reader: Box<dyn std::io::Read + Send>,
+    length: Option<u64>,
+    pipe: &crate::exchange::Pipe,
+) {
+    let pumped =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| pump(reader, length, pipe)));
     if pumped.is_err() {
         pipe.fail(Error::RequestBody {
             source: "the upload's reader panicked".into(),
@@ -1150,10 +1158,23 @@ fn pump_or_fail(reader: Box<dyn std::io::Read + Send>, pipe: &crate::exchange::P
 }
 
 /// Reads an upload into its pipe, a chunk at a time, blocking while the
-/// pipe is full (see [`Dispatcher::spawn_pump`]).
-fn pump(mut reader: Box<dyn std::io::Read + Send>, pipe: &crate::exchange::Pipe) {
+/// pipe is full (see [`Dispatcher::spawn_pump`]), until the reader's end —
+/// or until it has given `length` bytes, the declared length: the body is
+/// whole then (the connection sends no more), and what the reader holds
+/// past it is not the body's (the rest of a pipe, a socket), so it is not
+/// read. A read that takes the body past `length` is pushed all the same:
+/// the connection fails the body on it, unsent.
+fn pump(
+    mut reader: Box<dyn std::io::Read + Send>,
+    length: Option<u64>,
+    pipe: &crate::exchange::Pipe,
+) {
     let mut buf = vec![0; 64 * 1024];
+    let mut left = length;
     loop {
+        if left == Some(0) {
+            return pipe.finish(None);
+        }
         match reader.read(&mut buf) {
             Ok(0) => return pipe.finish(None),
             Ok(n) => {
@@ -1163,6 +1184,7 @@ fn pump(mut reader: Box<dyn std::io::Read + Send>, pipe: &crate::exchange::Pipe)
                 {
                     return;
                 }
+                left = left.map(|left| left.saturating_sub(n as u64));
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(source) => {

@@ -139,8 +139,12 @@ pub(crate) fn exchange_for(
         || Arc::new(Pipe::new(window, meter)),
     )?;
     if let Some((reader, pipe)) = pump {
+        let length = match &body {
+            RequestBody::Streamed(streamed) => streamed.length,
+            _ => None,
+        };
         dispatcher
-            .spawn_pump(reader, pipe)
+            .spawn_pump(reader, length, pipe)
             .map_err(|source| Error::RequestBody {
                 source: source.into(),
             })?;
