@@ -50,6 +50,61 @@ fn answered_by(origin: &TestServer, proxy: &TestServer, no_proxy: bool) -> &'sta
     }
 }
 
+/// What the `tracing` warnings of this thread (where a client is built,
+/// and reads the environment) say while `f` runs; empty without the
+/// feature `tracing`.
+fn warnings_while(f: impl FnOnce()) -> String {
+    #[cfg(feature = "tracing")]
+    {
+        use std::sync::{Arc, Mutex};
+        use tracing_subscriber::util::SubscriberInitExt;
+
+        #[derive(Clone, Default)]
+        struct Captured(Arc<Mutex<Vec<u8>>>);
+        impl std::io::Write for Captured {
+            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(bytes);
+                Ok(bytes.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+
+        let captured = Captured::default();
+        let writer = captured.clone();
+        let guard = tracing_subscriber::fmt()
+            .with_max_level(tracing_subscriber::filter::LevelFilter::WARN)
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .set_default();
+        f();
+        drop(guard);
+        let text = String::from_utf8_lossy(&captured.0.lock().unwrap()).into_owned();
+        text
+    }
+    #[cfg(not(feature = "tracing"))]
+    {
+        f();
+        String::new()
+    }
+}
+
+/// `told` is one warning that `HTTP_PROXY` was ignored under CGI, without
+/// the variable's value.
+fn ignored_http_proxy_is_told_once(told: &str, value: &str) {
+    if cfg!(not(feature = "tracing")) {
+        return;
+    }
+    assert_eq!(told.lines().count(), 1, "{told}");
+    assert!(told.contains("WARN"), "{told}");
+    assert!(
+        told.contains("ignoring HTTP_PROXY because REQUEST_METHOD is set"),
+        "{told}"
+    );
+    assert!(!told.contains(value), "{told}");
+}
+
 #[test]
 fn the_proxy_environment_is_honoured_by_default_with_reqwests_rules() {
     let origin = TestServer::respond(|_| ok("origin"));
@@ -79,9 +134,29 @@ fn the_proxy_environment_is_honoured_by_default_with_reqwests_rules() {
     // httpoxy: in a CGI program HTTP_PROXY is the request's `Proxy:`
     // header, so it is ignored when REQUEST_METHOD is set; http_proxy is not.
     set_only(&[("REQUEST_METHOD", "GET"), ("HTTP_PROXY", &proxy_url)]);
-    assert_eq!(answered_by(&origin, &proxy, false), "origin");
+    let told = warnings_while(|| {
+        assert_eq!(answered_by(&origin, &proxy, false), "origin");
+    });
+    ignored_http_proxy_is_told_once(&told, &proxy_url);
+    // Once for the client built, not once per request.
+    let told = warnings_while(|| {
+        let client = Client::builder().event_loops(1).build().unwrap();
+        for _ in 0..2 {
+            client.get(origin.url("/")).send().wait().unwrap();
+        }
+    });
+    ignored_http_proxy_is_told_once(&told, &proxy_url);
     set_only(&[("REQUEST_METHOD", "GET"), ("http_proxy", &proxy_url)]);
-    assert_eq!(answered_by(&origin, &proxy, false), "proxy");
+    let told = warnings_while(|| {
+        assert_eq!(answered_by(&origin, &proxy, false), "proxy");
+    });
+    assert_eq!(told, "");
+    // Outside CGI, HTTP_PROXY is a setting like any other: nothing to tell.
+    set_only(&[("HTTP_PROXY", &proxy_url)]);
+    let told = warnings_while(|| {
+        assert_eq!(answered_by(&origin, &proxy, false), "proxy");
+    });
+    assert_eq!(told, "");
     let origin_connections = origin.connections_accepted();
     let proxy_connections = proxy.connections_accepted();
 

@@ -589,12 +589,13 @@ fn the_response_and_the_listener_say_where_the_chain_went() {
         _ => ok("three"),
     });
     let recorder = Recorder::new();
-    let client = Client::builder()
-        .event_loops(1)
+    let client = client();
+    let response = client
+        .get(server.url("/one"))
         .listener(recorder.clone())
-        .build()
+        .send()
+        .wait()
         .unwrap();
-    let response = client.get(server.url("/one")).send().wait().unwrap();
     assert_eq!(response.url().to_string(), server.url("/three"));
     assert_eq!(response.text().wait().unwrap(), "three");
     let redirects: Vec<(u16, String, String)> = recorder
@@ -688,11 +689,13 @@ fn a_stopped_redirects_credentials_are_not_shown() {
             b"",
         )
     });
-    let client = tickless::Client::builder()
+    let client = client();
+    let error = client
+        .get(server.url("/"))
         .redirect(Policy::limited(0))
-        .build()
-        .unwrap();
-    let error = client.get(server.url("/")).send().wait().unwrap_err();
+        .send()
+        .wait()
+        .unwrap_err();
     assert!(
         matches!(error, tickless::Error::Redirect { .. }),
         "{error:?}"
@@ -720,12 +723,13 @@ fn a_followed_redirects_credentials_are_not_told_to_the_listener() {
         _ => ok("two"),
     });
     let recorder = Recorder::new();
-    let client = Client::builder()
-        .event_loops(1)
+    let client = client();
+    let response = client
+        .get(server.url("/one"))
         .listener(recorder.clone())
-        .build()
+        .send()
+        .wait()
         .unwrap();
-    let response = client.get(server.url("/one")).send().wait().unwrap();
     assert_eq!(response.text().wait().unwrap(), "two");
     let redirects: Vec<String> = recorder
         .events()
@@ -760,14 +764,13 @@ fn a_redirect_the_chain_fails_on_lets_its_connection_go() {
         ("custom", "/again", failing),
     ] {
         let server = stalled(location);
-        let client = Client::builder()
-            .event_loops(1)
-            .request_timeout(Duration::ZERO)
-            .read_timeout(Duration::ZERO)
+        let client = untimed_client();
+        let error = client
+            .get(server.url("/from"))
             .redirect(policy)
-            .build()
-            .unwrap();
-        let error = client.get(server.url("/from")).send().wait().unwrap_err();
+            .send()
+            .wait()
+            .unwrap_err();
         assert!(matches!(error, Error::Redirect { .. }), "{what}: {error:?}");
         assert!(
             server.wait_for_open(0, Duration::from_secs(10)),
@@ -788,16 +791,14 @@ fn a_custom_policy_that_panics_lets_the_redirects_connection_go() {
     let server = TestServer::start(Behaviour::SendThenStall(
         b"HTTP/1.1 302 Found\r\nLocation: /again\r\nContent-Length: 1000000\r\n\r\nmoved".to_vec(),
     ));
-    let client = Client::builder()
-        .event_loops(1)
-        .request_timeout(Duration::ZERO)
-        .read_timeout(Duration::ZERO)
-        .redirect(Policy::custom(|_| panic!("the policy panics")))
-        .build()
-        .unwrap();
+    let client = untimed_client();
     let url = server.url("/from");
     let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        client.get(&url).send().wait()
+        client
+            .get(&url)
+            .redirect(Policy::custom(|_| panic!("the policy panics")))
+            .send()
+            .wait()
     }));
     assert!(caught.is_err(), "the policy's panic reaches the caller");
     assert!(

@@ -21,23 +21,35 @@ use support::client_kit::Recorder;
 use support::h2_server::{ok_headers, rst_stream, RawH2Server};
 use support::*;
 use tickless::timer::ManualClock;
-use tickless::{hedge, retry, Client, Error, Http2Reason};
+use tickless::{hedge, retry, Client, ClientBuilder, Error, Http2Reason};
 
 const CEILING: Duration = Duration::from_secs(10);
 /// Real time given to something that must not happen, to show it does not.
 const QUIET: Duration = Duration::from_millis(150);
 
+/// A client on `clock` with one loop, its timeouts on the loop or the
+/// wheel, a 10 s request timeout and no read timeout, and the recorder
+/// that listens to it.
 fn client_on(clock: &ManualClock, event_loop_timeouts: bool) -> (Client, Arc<Recorder>) {
+    client_on_with(clock, event_loop_timeouts, |builder| builder)
+}
+
+/// [`client_on`]'s client with what `configure` sets besides, or instead
+/// (a setting given again replaces its value).
+fn client_on_with(
+    clock: &ManualClock,
+    event_loop_timeouts: bool,
+    configure: impl FnOnce(ClientBuilder) -> ClientBuilder,
+) -> (Client, Arc<Recorder>) {
     let recorder = Recorder::new();
-    let client = Client::builder()
+    let builder = Client::builder()
         .clock(Arc::new(clock.clone()))
         .event_loops(1)
         .use_event_loop_timeouts(event_loop_timeouts)
         .request_timeout(Duration::from_secs(10))
         .read_timeout(Duration::ZERO)
-        .listener(recorder.clone())
-        .build()
-        .unwrap();
+        .listener(recorder.clone());
+    let client = configure(builder).build().unwrap();
     (client, recorder)
 }
 
@@ -392,16 +404,9 @@ fn a_retrys_head_latency_runs_from_its_own_start() {
 /// told; one inside it still is.
 fn a_retry_after_past_the_policys_maximum_is_the_outcome(event_loop_timeouts: bool) {
     let clock = ManualClock::new();
-    let recorder = Recorder::new();
-    let client = Client::builder()
-        .clock(Arc::new(clock.clone()))
-        .event_loops(1)
-        .use_event_loop_timeouts(event_loop_timeouts)
-        .request_timeout(Duration::ZERO)
-        .read_timeout(Duration::ZERO)
-        .listener(recorder.clone())
-        .build()
-        .unwrap();
+    let (client, recorder) = client_on_with(&clock, event_loop_timeouts, |builder| {
+        builder.request_timeout(Duration::ZERO)
+    });
     let server = TestServer::respond(|request| match request.target.as_str() {
         "/day" => response(503, &[("Retry-After", "86400")], b"tomorrow"),
         "/date" => response(
@@ -537,17 +542,15 @@ fn a_close_before_the_head_is_retried() {
 #[test]
 fn the_budget_stops_retries_once_spent_and_recovers() {
     let clock = ManualClock::new();
-    let client = Client::builder()
-        .clock(Arc::new(clock.clone()))
-        .event_loops(1)
-        .retry_budget(retry::Budget::new(0.0, 1, Duration::from_secs(1)))
-        .retry(
-            retry::Policy::attempts(2)
-                .backoff(Duration::ZERO, Duration::ZERO)
-                .jitter(false),
-        )
-        .build()
-        .unwrap();
+    let (client, _recorder) = client_on_with(&clock, false, |builder| {
+        builder
+            .retry_budget(retry::Budget::new(0.0, 1, Duration::from_secs(1)))
+            .retry(
+                retry::Policy::attempts(2)
+                    .backoff(Duration::ZERO, Duration::ZERO)
+                    .jitter(false),
+            )
+    });
     let url = format!("http://{}/", refused_addr());
     let attempts = |client: &Client| match client.get(url.as_str()).send().wait().unwrap_err() {
         Error::Retried { attempts } => attempts.len(),
@@ -575,19 +578,17 @@ fn the_budget_stops_retries_once_spent_and_recovers() {
 #[test]
 fn a_failure_the_budget_refused_stays_done_when_room_comes() {
     let clock = ManualClock::new();
-    let client = Client::builder()
-        .clock(Arc::new(clock.clone()))
-        .event_loops(1)
-        // Half a retry per request, no floor: one request alone has no
-        // room, two have room for one retry.
-        .retry_budget(retry::Budget::new(0.5, 0, Duration::from_secs(10)))
-        .retry(
-            retry::Policy::attempts(2)
-                .backoff(Duration::from_millis(1), Duration::from_millis(1))
-                .jitter(false),
-        )
-        .build()
-        .unwrap();
+    let (client, _recorder) = client_on_with(&clock, false, |builder| {
+        builder
+            // Half a retry per request, no floor: one request alone has no
+            // room, two have room for one retry.
+            .retry_budget(retry::Budget::new(0.5, 0, Duration::from_secs(10)))
+            .retry(
+                retry::Policy::attempts(2)
+                    .backoff(Duration::from_millis(1), Duration::from_millis(1))
+                    .jitter(false),
+            )
+    });
     let url = format!("http://{}/", refused_addr());
     let mut refused = client.get(url.as_str()).send();
     assert!(
@@ -874,16 +875,9 @@ fn a_cancel_during_a_backoff_disarms_it_at_once_on_the_loop() {
 #[test]
 fn a_copy_goes_on_another_loop_than_the_attempt_it_backs_up() {
     let clock = ManualClock::new();
-    let recorder = Recorder::new();
-    let client = Client::builder()
-        .clock(Arc::new(clock.clone()))
-        .event_loops(2)
-        .request_timeout(Duration::from_secs(10))
-        .read_timeout(Duration::ZERO)
-        .keep_alive(false)
-        .listener(recorder.clone())
-        .build()
-        .unwrap();
+    let (client, recorder) = client_on_with(&clock, false, |builder| {
+        builder.event_loops(2).keep_alive(false)
+    });
     let server = TestServer::start(Behaviour::per_connection(|index| match index % 2 {
         0 => Behaviour::NeverAnswer,
         _ => Behaviour::respond(|_| ok("copy")),

@@ -15,6 +15,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 use support::h2_server::{frame, ok_headers, RawH2Server, DATA, END_HEADERS, END_STREAM, HEADERS};
 use support::*;
+use tickless::timer::ManualClock;
 use tickless::{Client, ClientBuilder, Error, TimeoutKind, Upload};
 
 /// Far past any write timeout here: a test that hangs fails on it instead.
@@ -477,6 +478,11 @@ impl tickless::http_body::Body for Tap {
 /// no write timeout), and end when its source does; the connection is
 /// pooled after. The probe counted only plaintext: it stopped the upload
 /// and closed the connection.
+///
+/// On a `ManualClock`, its phases ordered by what the server and the
+/// client's wheel show, not by sleeps: the write timeout armed (the socket
+/// full), then the source dry, then the little read, then the timeout's
+/// period past.
 #[test]
 fn over_tls_an_upload_after_a_whole_2xx_that_waits_on_its_source_is_no_write_timeout() {
     let timeout = Duration::from_secs(3);
@@ -485,7 +491,12 @@ fn over_tls_an_upload_after_a_whole_2xx_that_waits_on_its_source_is_no_write_tim
     let config = support::tls::server_config(&support::tls::certs().valid);
     let tap = Arc::new(TapState::default());
     let fast = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let (server_tap, server_fast) = (tap.clone(), fast.clone());
+    let server_fast = fast.clone();
+    // The test tells the server when to read a little, then the rest; the
+    // server tells when it has read the little.
+    let (read_a_little, little_asked) = std::sync::mpsc::channel::<()>();
+    let (little_read, little_done) = std::sync::mpsc::channel::<()>();
+    let (read_the_rest, rest_asked) = std::sync::mpsc::channel::<()>();
     let server = thread::spawn(move || {
         let (tcp, _) = listener.accept().unwrap();
         let tls = rustls::ServerConnection::new(config).unwrap();
@@ -504,26 +515,38 @@ fn over_tls_an_upload_after_a_whole_2xx_that_waits_on_its_source_is_no_write_tim
         }
         stream.write_all(&ok("ok")).unwrap();
         stream.flush().unwrap();
-        let answered = Instant::now();
-        // The upload fills the socket buffers; then its source runs dry,
-        // and a little of it is read.
-        thread::sleep(timeout / 2);
-        server_tap.dry.store(true, Ordering::SeqCst);
-        thread::sleep(timeout / 6);
+        // The upload fills the socket buffers; once its source has run
+        // dry, a little of it is read.
+        little_asked.recv().unwrap();
         let mut little = vec![0; 128 << 10];
         stream.read_exact(&mut little).unwrap();
-        // Nothing more until well past the write timeout; then the rest.
-        thread::sleep((timeout * 2).saturating_sub(answered.elapsed()));
+        little_read.send(()).unwrap();
+        // Nothing more until past the write timeout; then the rest.
+        rest_asked.recv().unwrap();
         server_fast.store(true, Ordering::SeqCst);
         let (_, whole) = read_to_last_chunk(&mut stream, Vec::new());
         // The stream too: open until the test has looked at the pool.
         (whole, stream)
     });
+    let clock = ManualClock::new();
+    // The write timeout alone: an entry of the exchange on the wheel is
+    // its timer, armed while the upload waits on the server. (The clock
+    // stands still but when the test moves it: no timeout could fire on
+    // its own.)
     let client = builder(false)
+        .clock(Arc::new(clock.clone()))
+        .request_timeout(Duration::ZERO)
+        .read_timeout(Duration::ZERO)
+        .connect_timeout(Duration::ZERO)
+        .handshake_timeout(Duration::ZERO)
         .add_root_certificate(&support::tls::certs().ca_pem)
         .write_timeout(timeout)
         .build()
         .unwrap();
+    let write_timer_armed = || {
+        let stats = client.stats();
+        stats.wheel.armed - stats.pool_cleaner_armed == 1
+    };
     let response = client
         .put(format!("https://localhost:{}/", addr.port()))
         .body(Upload::from_stream(Tap { state: tap.clone() }))
@@ -531,6 +554,29 @@ fn over_tls_an_upload_after_a_whole_2xx_that_waits_on_its_source_is_no_write_tim
         .wait()
         .unwrap();
     assert_eq!(response.status(), 200);
+    // The socket full after the answer: the upload waits on the server.
+    assert!(
+        eventually(CEILING, write_timer_armed),
+        "{:?}",
+        client.stats()
+    );
+    // Its source runs dry (it is polled again only once the socket takes
+    // more), and the server reads a little.
+    tap.dry.store(true, Ordering::SeqCst);
+    read_a_little.send(()).unwrap();
+    little_done.recv().unwrap();
+    // The write timeout's period passes: its probe of the socket lets the
+    // records go, and the upload then waits on its source — no write
+    // timeout. Seen before the clock moves again (past the probe's wait,
+    // at which a timeout with no progress seen would fail).
+    clock.advance(timeout);
+    assert!(
+        eventually(CEILING, || !write_timer_armed()),
+        "the upload still waits on the server: {:?}",
+        client.stats()
+    );
+    clock.advance(timeout * 2);
+    read_the_rest.send(()).unwrap();
     assert!(eventually(CEILING, || fast.load(Ordering::SeqCst)));
     tap.end();
     assert_eq!(response.bytes().wait().unwrap(), "ok");

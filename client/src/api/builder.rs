@@ -292,7 +292,8 @@ impl ClientBuilder {
     ///   [`Proxy::no_proxy`](crate::Proxy::no_proxy);
     /// * `HTTP_PROXY` (upper case) is ignored when `REQUEST_METHOD` is set:
     ///   in a CGI program it is the request's `Proxy:` header, which the
-    ///   client's caller controls ("httpoxy"), as curl does;
+    ///   client's caller controls ("httpoxy"), as curl does; with the
+    ///   feature `tracing`, a `warn` event says so when the client is built;
     /// * a value that is not a proxy URL (`HTTPS_PROXY=http://[bad`) fails
     ///   the requests it would take, with
     ///   [`InvalidRequest::ProxyVariable`](crate::InvalidRequest::ProxyVariable)

@@ -7,9 +7,10 @@
 //! `http` does not take it — not ASCII, or percent-encoded — is made the
 //! name the URL standard reads in it ([`with_url_standard_host`]), which
 //! every later use of the host sees; and where the path and query are
-//! percent-encoded as a URL parser encodes them ([`with_encoded_target`],
-//! [`with_ascii_target`]), which every later use of them — the request
-//! line, `:path`, cookies, a redirect's base — sees.
+//! percent-encoded as a URL parser encodes them ([`with_encoded_target`]
+//! for text `http` refused, [`with_url_encoded_target`] for a URI it
+//! took), which every later use of them — the request line, `:path`,
+//! cookies, a redirect's base — sees.
 
 use crate::error::{authority_range, shortened, shown_uri, InvalidRequest};
 use crate::net::{needs_url_parsing, url_standard_host};
@@ -80,13 +81,13 @@ pub(crate) mod sealed {
 
 impl sealed::UriInput for Uri {
     fn into_uri(self) -> Result<Uri, InvalidRequest> {
-        with_ascii_target(self)
+        with_url_encoded_target(self)
     }
 }
 
 impl sealed::UriInput for &Uri {
     fn into_uri(self) -> Result<Uri, InvalidRequest> {
-        with_ascii_target(self.clone())
+        with_url_encoded_target(self.clone())
     }
 }
 
@@ -135,11 +136,11 @@ fn uri_of_shared(bytes: Bytes) -> Result<Uri, InvalidRequest> {
 /// path and query encoded ([`with_encoded_target`]); any other refusal is
 /// an error that quotes `input`. A URI `http` took has no such host, and
 /// is as given unless its path or query holds what a URL parser encodes
-/// there that `http` takes ([`with_ascii_target`]): one without costs a
+/// there that `http` takes ([`with_url_encoded_target`]): one without costs a
 /// look at its bytes.
 fn parsed(parsed: Result<Uri, http::uri::InvalidUri>, input: &[u8]) -> Result<Uri, InvalidRequest> {
     let error = match parsed {
-        Ok(uri) => return with_ascii_target(uri),
+        Ok(uri) => return with_url_encoded_target(uri),
         Err(error) => error,
     };
     // Bytes that are not UTF-8 hold no host to read and no character to
@@ -224,7 +225,7 @@ fn encoded_target(target: &str) -> Option<Cow<'_, str>> {
 /// query, which reqwest and browsers send encoded. A URI without any of
 /// those — nearly every one — is returned as it is, after a look at its
 /// bytes.
-pub(crate) fn with_ascii_target(uri: Uri) -> Result<Uri, InvalidRequest> {
+pub(crate) fn with_url_encoded_target(uri: Uri) -> Result<Uri, InvalidRequest> {
     let Some(target) = uri.path_and_query() else {
         return Ok(uri);
     };

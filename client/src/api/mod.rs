@@ -358,7 +358,7 @@ impl Client {
     /// percent-encoded, as for any request (see [`IntoUri`]).
     pub fn execute<B: Into<Upload>>(&self, request: http::Request<B>) -> ResponseFuture {
         let (parts, body) = request.into_parts();
-        let uri = input::with_ascii_target(parts.uri);
+        let uri = input::with_url_encoded_target(parts.uri);
         RequestBuilder::new(self.clone(), parts.method, uri)
             .headers(parts.headers)
             .body(body)

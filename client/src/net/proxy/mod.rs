@@ -23,7 +23,7 @@ pub(crate) use url::{ProxyScheme, ProxyUrl};
 
 use crate::error::{InvalidRequest, ProxyUrlError};
 use crate::net::{Origin, Scheme};
-use env::{EnvProxies, InvalidVariable};
+use env::{EnvError, EnvProxies, InvalidVariable};
 use no_proxy::NoProxy;
 use std::sync::Arc;
 
@@ -178,9 +178,16 @@ impl ProxySettings {
     /// variable, as curl's do — a proxy the user set may be the only way
     /// out allowed, and going straight would pass it by. (reqwest drops
     /// the setting instead.) `HTTP_PROXY` in a CGI program is no setting at
-    /// all (httpoxy).
+    /// all (httpoxy): it is told as a `tracing` warning (with the feature
+    /// `tracing`), once for each client built, since a proxy the user set
+    /// and the client passes by is otherwise silent.
     pub(crate) fn from_env(lookup: &dyn Fn(&str) -> Option<String>) -> ProxySettings {
-        let (env, _reported) = EnvProxies::from_lookup(lookup);
+        let (env, reported) = EnvProxies::from_lookup(lookup);
+        // Built once per client, on the thread that builds it: each report
+        // is told once for the client, not per request.
+        for report in &reported {
+            tell(report);
+        }
         ProxySettings::of_env(env)
     }
 
@@ -228,6 +235,18 @@ impl ProxySettings {
         }
     }
 }
+
+/// Tells of a variable the environment set and the client does not use.
+/// Its message names the variable, never its value (which may hold
+/// credentials).
+#[cfg(feature = "tracing")]
+fn tell(report: &EnvError) {
+    tracing::warn!(%report, "proxy environment variable ignored");
+}
+
+/// Without `tracing` there is no one to tell.
+#[cfg(not(feature = "tracing"))]
+fn tell(_report: &EnvError) {}
 
 #[cfg(test)]
 mod tests {
