@@ -165,29 +165,56 @@ fn parsed(parsed: Result<Uri, http::uri::InvalidUri>, input: &[u8]) -> Result<Ur
 /// Of it, `http` refuses a space, `<`, `>` and `` ` `` in a path, and takes
 /// `"`, `{` and `}`; its `?` and `#` end the path before this is used; its
 /// control characters never come to it (see [`encoded_target`]).
-const PATH: &AsciiSet = &CONTROLS
-    .add(b' ')
-    .add(b'"')
-    .add(b'<')
-    .add(b'>')
-    .add(b'`')
-    .add(b'#')
-    .add(b'?')
-    .add(b'{')
-    .add(b'}');
+const PATH: &AsciiSet = &controls_and(PATH_ADDS);
+
+/// What [`PATH`] adds to the control characters.
+const PATH_ADDS: &[u8] = b" \"<>`#?{}";
 
 /// The same for a query: the URL standard's special-query percent-encode
 /// set (`http` and `https` are special schemes), as the `url` crate
 /// defines it (its `parser::SPECIAL_QUERY`). Of it, `http` refuses a
 /// space, `"`, `<` and `>` in a query, and takes `'`; its `#` ends the
 /// query before this is used.
-const SPECIAL_QUERY: &AsciiSet = &CONTROLS
-    .add(b' ')
-    .add(b'"')
-    .add(b'#')
-    .add(b'<')
-    .add(b'>')
-    .add(b'\'');
+const SPECIAL_QUERY: &AsciiSet = &controls_and(SPECIAL_QUERY_ADDS);
+
+/// What [`SPECIAL_QUERY`] adds to the control characters.
+const SPECIAL_QUERY_ADDS: &[u8] = b" \"#<>'";
+
+/// The control characters and `bytes`.
+const fn controls_and(bytes: &[u8]) -> AsciiSet {
+    let mut set = CONTROLS.union(AsciiSet::EMPTY);
+    let mut at = 0;
+    while at < bytes.len() {
+        set = set.add(bytes[at]);
+        at += 1;
+    }
+    set
+}
+
+/// The bytes that neither [`PATH`] nor [`SPECIAL_QUERY`] encodes and that
+/// are no control character: printable ASCII but a space and what the two
+/// sets add (`?` among them: it ends the path, and the query keeps it). A
+/// target of these alone comes out of [`encoded_target`] as it is.
+const PLAIN: [bool; 256] = {
+    let mut plain = [false; 256];
+    let mut byte = b'!';
+    while byte <= b'~' {
+        plain[byte as usize] = true;
+        byte += 1;
+    }
+    let mut at = 0;
+    while at < PATH_ADDS.len() {
+        plain[PATH_ADDS[at] as usize] = false;
+        at += 1;
+    }
+    let mut at = 0;
+    while at < SPECIAL_QUERY_ADDS.len() {
+        plain[SPECIAL_QUERY_ADDS[at] as usize] = false;
+        at += 1;
+    }
+    plain[b'?' as usize] = true;
+    plain
+};
 
 /// `target`, a path and query without a fragment, percent-encoded as a
 /// WHATWG URL parser encodes them ([`PATH`], [`SPECIAL_QUERY`], and every
@@ -196,6 +223,10 @@ const SPECIAL_QUERY: &AsciiSet = &CONTROLS
 /// a tab or a line break and encode the others, where a request is not
 /// sent with a guess (`http` refuses them, and its error says so).
 fn encoded_target(target: &str) -> Option<Cow<'_, str>> {
+    // Nearly every target: one look at its bytes.
+    if target.bytes().all(|byte| PLAIN[usize::from(byte)]) {
+        return Some(Cow::Borrowed(target));
+    }
     if target.contains(|c: char| c.is_ascii_control()) {
         return None;
     }
