@@ -216,7 +216,8 @@ pub(crate) trait ConnOwner: Send + Sync + 'static {
     fn requeue(&self, exchange: Arc<Exchange>, place: QueuePlace);
     /// An HTTP/2 connection to `origin` is open: requests to its origin
     /// go to it from now on, and it takes the requests that waited for it
-    /// (returned). `None`: it is not shared — the origin has as many as
+    /// (returned) — but for the hedged copies of a request it carries,
+    /// which go elsewhere. `None`: it is not shared — the origin has as many as
     /// [`http2_max_connections_per_origin`](crate::ClientBuilder::http2_max_connections_per_origin)
     /// already.
     fn share(&self, route: &Route, conn: SharedConn) -> Option<Vec<Arc<Exchange>>>;

@@ -988,6 +988,7 @@ impl ConnOwner for Dispatcher {
 
     fn share(&self, origin: &Route, conn: SharedConn) -> Option<Vec<Arc<Exchange>>> {
         let max = self.env.config.http2.max_connections_per_origin;
+        let (loop_index, source) = (conn.conn.event_loop.index(), conn.conn.source);
         let opening = {
             let mut shared = lock(&self.shared);
             let entry = shared.entry(origin.clone()).or_default();
@@ -1003,6 +1004,17 @@ impl ConnOwner for Dispatcher {
         let mut waiting = upgraded(opening);
         // And those that queued for a permit to its origin.
         waiting.extend(self.pool.take_waiters(origin));
+        // But not a hedged copy of a request this connection carries (one
+        // queued while it was opening): it goes where `route_shared`
+        // sends it — to another connection with a stream free, else
+        // through the pool (its own, or back in the queue) — never behind
+        // the request it backs up.
+        let (copies, waiting): (Vec<_>, Vec<_>) = waiting
+            .into_iter()
+            .partition(|exchange| exchange.avoids(loop_index, source));
+        for copy in copies {
+            self.dispatch(copy, true);
+        }
         Some(waiting)
     }
 
