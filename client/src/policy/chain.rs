@@ -541,9 +541,35 @@ fn block_on<T>(mut poll: impl FnMut(&mut Context<'_>) -> Poll<T>) -> T {
     }
 }
 
-/// The `url` crate's form of `uri`, for cookie stores.
+/// The `url` crate's form of `uri`, for cookie stores: parsed from the
+/// text `uri` displays as, written on the stack when it fits (`Url::parse`
+/// copies it into a string of its own, so the text needs no allocation).
 fn as_url(uri: &http::Uri) -> Option<url::Url> {
-    url::Url::parse(&uri.to_string()).ok()
+    /// The longest URI written on the stack: most are far shorter.
+    const ON_STACK: usize = 256;
+    // As `http::Uri` displays itself.
+    let scheme = uri.scheme_str();
+    let authority = uri.authority().map_or("", |authority| authority.as_str());
+    let query = uri.query();
+    let parts = [
+        scheme.unwrap_or(""),
+        if scheme.is_some() { "://" } else { "" },
+        authority,
+        uri.path(),
+        if query.is_some() { "?" } else { "" },
+        query.unwrap_or(""),
+    ];
+    let len: usize = parts.iter().map(|part| part.len()).sum();
+    if len > ON_STACK {
+        return url::Url::parse(&parts.concat()).ok();
+    }
+    let mut text = [0u8; ON_STACK];
+    let mut at = 0;
+    for part in parts {
+        text[at..at + part.len()].copy_from_slice(part.as_bytes());
+        at += part.len();
+    }
+    url::Url::parse(std::str::from_utf8(&text[..at]).ok()?).ok()
 }
 
 /// Adds the store's cookies for the hop's URL, unless the caller set a
@@ -552,7 +578,7 @@ fn add_store_cookies(store: Option<&dyn CookieStore>, hop: &mut Hop) -> bool {
     let Some(store) = store else {
         return false;
     };
-    if hop.headers.contains_key(COOKIE) {
+    if hop.headers.contains_key(COOKIE) || store.is_empty() {
         return false;
     }
     let Some(cookies) = as_url(&hop.uri).and_then(|url| store.cookies(&url)) else {
@@ -634,6 +660,29 @@ fn has_userinfo(uri: &http::Uri) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `as_url` parses the text `http::Uri` displays as, on the stack or,
+    /// past its room, in a string.
+    #[test]
+    fn as_url_reads_a_uri_as_its_text_reads() {
+        let long = format!("http://a.test/{}?q={}", "p".repeat(200), "v".repeat(100));
+        let uris = [
+            "http://a.test",
+            "http://a.test/",
+            "https://A.Test:8443/x/../y?a=1&b=%20",
+            "http://127.0.0.1:8080/cookies",
+            "http://[::1]:80/?",
+            "http://a.test?only=query",
+            "http://xn--bcher-kva.test/caf%C3%A9",
+            long.as_str(),
+        ];
+        for uri in uris {
+            let uri: http::Uri = uri.parse().unwrap();
+            let expected = url::Url::parse(&uri.to_string()).ok();
+            assert!(expected.is_some(), "{uri}");
+            assert_eq!(as_url(&uri), expected, "{uri}");
+        }
+    }
 
     #[test]
     fn userinfo_becomes_a_basic_header_and_leaves_the_uri() {

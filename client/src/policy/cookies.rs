@@ -32,6 +32,14 @@ pub trait CookieStore: Send + Sync {
 
     /// The `Cookie` header a request to `url` carries, if any.
     fn cookies(&self, url: &url::Url) -> Option<HeaderValue>;
+
+    /// Whether the store holds no cookie at all, so that no request
+    /// carries one: the client then asks it for none, and spares each
+    /// request the [`url::Url`] it would build to ask. `false` unless a
+    /// store says so (the default asks for every request).
+    fn is_empty(&self) -> bool {
+        false
+    }
 }
 
 /// The client's cookie store: RFC 6265 rules, in memory, shared by every
@@ -350,6 +358,12 @@ impl CookieStore for Jar {
         }
         HeaderValue::from_maybe_shared(bytes::Bytes::from(joined)).ok()
     }
+
+    fn is_empty(&self) -> bool {
+        // Its stamps' keys are the cookies the store holds (those expired
+        // since the last sweep too): none, and it holds none.
+        self.read().stamps.len() == 0
+    }
 }
 
 /// `set_cookie` (a `Set-Cookie` value) as a cookie, its `Expires` read as
@@ -556,6 +570,19 @@ mod tests {
             pairs.sort_unstable();
             pairs.join("; ")
         })
+    }
+
+    /// A jar is empty until a cookie is kept, and again once the server
+    /// has deleted it: the client then asks it for no request's cookies.
+    #[test]
+    fn a_jar_is_empty_while_it_holds_no_cookie() {
+        let jar = Jar::new();
+        assert!(jar.is_empty());
+        set(&jar, "http://a.test/", &["id=7"]);
+        assert!(!jar.is_empty());
+        set(&jar, "http://a.test/", &["id=; Max-Age=0"]);
+        assert!(jar.is_empty());
+        assert_eq!(sent(&jar, "http://a.test/"), None);
     }
 
     #[test]
