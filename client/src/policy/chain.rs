@@ -54,9 +54,6 @@ pub(crate) struct Chain {
     decompress: bool,
     hop: Hop,
     settings: HopSettings,
-    /// The `Cookie` header of the hop came from the store (and is chosen
-    /// again for the next hop's URL), not from the caller.
-    store_cookie: bool,
     /// The hops before the current one, oldest first: none until a
     /// redirect is followed (see [`visits`](Self::visits)).
     earlier: Vec<Visit>,
@@ -93,9 +90,10 @@ impl Chain {
             method: request.method,
             uri,
             headers,
+            cookie: None,
             body: HopBody::from_upload(request.body),
         };
-        let store_cookie = add_store_cookies(policies.cookies.as_deref(), &mut hop);
+        hop.cookie = store_cookies(policies.cookies.as_deref(), &hop);
         let settings = HopSettings {
             deadlines: request.deadlines,
             listener: traced(request.listener, &hop),
@@ -122,7 +120,6 @@ impl Chain {
             decompress,
             hop,
             settings,
-            store_cookie,
             earlier: Vec::new(),
             hop_cookies_set: 0,
             cookies_set: 0,
@@ -419,7 +416,6 @@ impl Chain {
             let headers = Arc::make_mut(&mut hop.headers);
             redirect::strip_sensitive(headers);
             headers.remove(HOST);
-            self.store_cookie = false;
         }
         if !keep_body {
             hop.body = HopBody::Replayable(bytes::Bytes::new());
@@ -475,10 +471,7 @@ impl Chain {
     /// The hop's `Cookie` header chosen again from the store for its URL,
     /// unless the caller set one.
     fn choose_store_cookies(&mut self) {
-        if self.store_cookie {
-            Arc::make_mut(&mut self.hop.headers).remove(COOKIE);
-        }
-        self.store_cookie = add_store_cookies(self.policies.cookies.as_deref(), &mut self.hop);
+        self.hop.cookie = store_cookies(self.policies.cookies.as_deref(), &self.hop);
     }
 }
 
@@ -572,20 +565,14 @@ fn as_url(uri: &http::Uri) -> Option<url::Url> {
     url::Url::parse(std::str::from_utf8(&text[..at]).ok()?).ok()
 }
 
-/// Adds the store's cookies for the hop's URL, unless the caller set a
-/// `Cookie` header; returns whether it added one.
-fn add_store_cookies(store: Option<&dyn CookieStore>, hop: &mut Hop) -> bool {
-    let Some(store) = store else {
-        return false;
-    };
+/// The store's `Cookie` header for the hop's URL ([`Hop::cookie`]), unless
+/// the caller set a `Cookie` header.
+fn store_cookies(store: Option<&dyn CookieStore>, hop: &Hop) -> Option<http::HeaderValue> {
+    let store = store?;
     if hop.headers.contains_key(COOKIE) || store.is_empty() {
-        return false;
+        return None;
     }
-    let Some(cookies) = as_url(&hop.uri).and_then(|url| store.cookies(&url)) else {
-        return false;
-    };
-    Arc::make_mut(&mut hop.headers).insert(COOKIE, cookies);
-    true
+    as_url(&hop.uri).and_then(|url| store.cookies(&url))
 }
 
 /// `uri` without its userinfo, which becomes `Authorization: Basic`
