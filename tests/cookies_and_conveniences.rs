@@ -638,3 +638,48 @@ fn the_user_agent_is_ours_unless_replaced() {
         ]
     );
 }
+
+/// Over HTTP/2 the jar's cookies go as over HTTP/1.1 — a `cookie` field
+/// the client adds after the request's own (kept out of them, which the
+/// client's other requests share) — and a caller's own `Cookie` header
+/// still wins: the jar's is not sent beside it.
+#[test]
+fn the_jars_cookies_go_over_http2_and_a_callers_own_still_wins() {
+    let seen = Arc::new(Mutex::new(Vec::<Vec<String>>::new()));
+    let server = support::h2_server::H2Server::start({
+        let seen = seen.clone();
+        move |stream| {
+            let cookies = stream
+                .request
+                .headers()
+                .get_all(http::header::COOKIE)
+                .iter()
+                .map(|value| value.to_str().unwrap().to_owned())
+                .collect();
+            seen.lock().unwrap().push(cookies);
+            support::h2_server::answer(stream, 200, b"")
+        }
+    });
+    let jar = Arc::new(Jar::new());
+    jar.add_cookie_str("flavour=oat", &Url::parse(&server.url("/")).unwrap());
+    let client = Client::builder()
+        .event_loops(1)
+        .http2_prior_knowledge()
+        .request_timeout(Duration::from_secs(30))
+        .cookie_provider(jar)
+        .build()
+        .unwrap();
+    let response = client.get(server.url("/")).send().wait().unwrap();
+    assert_eq!(response.version(), http::Version::HTTP_2);
+    client
+        .get(server.url("/"))
+        .header("cookie", "mine=1")
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [vec!["flavour=oat".to_owned()], vec!["mine=1".to_owned()]]
+    );
+    client.close();
+}

@@ -20,7 +20,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 use support::h2_server::{
     answer, await_reset, frame, max_streams, ok_headers, read_frame, settings_ack, H2Server,
-    H2Stream, RawConn, RawH2Server, ACK, END_HEADERS, END_STREAM, HEADERS, SETTINGS,
+    H2Stream, RawConn, RawH2Server, ACK, END_HEADERS, END_STREAM, HEADERS, PING, SETTINGS,
 };
 use support::*;
 use tickless::{Client, ClientBuilder, Error};
@@ -1087,6 +1087,185 @@ fn a_spare_http2_connection_whose_waiting_request_is_cancelled_closes() {
     assert_eq!(response.version(), http::Version::HTTP_2);
     let spare = spare_seen.recv_timeout(2 * CEILING);
     assert_eq!(spare, Ok(SpareSeen::Closed), "the spare connection closes");
+    client.close();
+    server.join().unwrap();
+}
+
+/// A hedged copy queued in the pool while the connection of the request
+/// it backs up is still in its TLS handshake (the host's one permit held
+/// by that connection), when the connection learns HTTP/2 by ALPN and is
+/// shared: the connection takes the pool's queue, but not the copy — a
+/// copy keeps away from the connection of the request it backs up, as
+/// when it is routed to a shared one. (It went on that connection, behind
+/// the stalled request it was to back up.) The hedge delay rings once the
+/// request is connecting; the server holds the handshake until the copy
+/// waits, then, the first request in, pings the client: the client's
+/// answer comes after every stream it opened with that request.
+#[test]
+fn a_hedged_copy_queued_while_its_attempts_connection_learns_http2_keeps_away_from_it() {
+    let (handshake, handshake_held) = mpsc::channel::<()>();
+    let handshake_held = Mutex::new(handshake_held);
+    let (seen, streams_seen) = mpsc::channel::<usize>();
+    let seen = Mutex::new(seen);
+    let (accepted, connecting) = mpsc::channel::<()>();
+    let accepted = Mutex::new(accepted);
+    let (url, server) = tls_h2_server(1, move |_, socket| {
+        accepted.lock().unwrap().send(()).unwrap();
+        let _ = handshake_held.lock().unwrap().recv_timeout(CEILING);
+        let mut tls = tls_h2(socket, &frame(SETTINGS, 0, 0, &[]));
+        let mut streams = Vec::new();
+        let mut pinged = false;
+        while let Some(got) = read_frame(&mut tls) {
+            match got.kind {
+                HEADERS => {
+                    streams.push(got.stream);
+                    if !pinged {
+                        pinged = true;
+                        tls.write_all(&frame(PING, 0, 0, &[7; 8])).unwrap();
+                    }
+                }
+                SETTINGS if got.flags & ACK == 0 => tls.write_all(&settings_ack()).unwrap(),
+                PING if got.flags & ACK != 0 => break,
+                _ => {}
+            }
+        }
+        seen.lock().unwrap().send(streams.len()).unwrap();
+        for stream in streams {
+            tls.write_all(&ok_headers(stream)).unwrap();
+        }
+        answer_all_over(&mut tls);
+    });
+    let clock = tickless::timer::ManualClock::new();
+    let client = Client::builder()
+        .event_loops(1)
+        .clock(Arc::new(clock.clone()))
+        .add_root_certificate(&tls::certs().ca_pem)
+        .max_connections_per_host(1)
+        .request_timeout(CEILING)
+        .pooled_connection_idle_timeout(Duration::ZERO)
+        .build()
+        .unwrap();
+    let hedge_delay = Duration::from_millis(10);
+    let future = client
+        .get(&url)
+        .hedge(tickless::hedge::Policy::after(hedge_delay))
+        .send();
+    // Polled on a thread of its own: the copy goes when it is polled.
+    let response = thread::spawn(move || future.wait());
+    // The copy is to keep away from a connection the request has: it
+    // rings once the request is connecting (the connection the client's,
+    // before it connects).
+    connecting
+        .recv_timeout(CEILING)
+        .expect("the request connects");
+    clock.advance(hedge_delay);
+    assert!(
+        eventually(CEILING, || client.stats().waiting == 1),
+        "the copy never queued: {:?}",
+        client.stats()
+    );
+    handshake.send(()).unwrap();
+    let streams = streams_seen.recv_timeout(2 * CEILING);
+    assert_eq!(
+        streams,
+        Ok(1),
+        "the copy went on the connection of the request it backs up"
+    );
+    let response = response.join().unwrap().unwrap();
+    assert_eq!(response.version(), http::Version::HTTP_2);
+    // The copy, back in the queue, is let go with the answer.
+    assert!(
+        eventually(CEILING, || client.stats().waiting == 0),
+        "{:?}",
+        client.stats()
+    );
+    client.close();
+    server.join().unwrap();
+}
+
+/// As above, but the copy is of a request that had no connection when
+/// the copy was made — it waited in the pool's queue, as the copy came to
+/// — so the copy has no connection to keep away from yet: the connection
+/// that, shared, takes the request from the queue, does not take the copy
+/// with it. (Both went on it.) The first request opens the connection;
+/// the hedged one queues behind it, then its copy; the server, its
+/// handshake held until then, counts the streams the client opens before
+/// it answers a ping: the first request's and the hedged one's.
+#[test]
+fn a_hedged_copy_of_a_request_queued_without_a_connection_keeps_away_from_the_one_that_takes_it() {
+    let (handshake, handshake_held) = mpsc::channel::<()>();
+    let handshake_held = Mutex::new(handshake_held);
+    let (seen, streams_seen) = mpsc::channel::<usize>();
+    let seen = Mutex::new(seen);
+    let (accepted, connecting) = mpsc::channel::<()>();
+    let accepted = Mutex::new(accepted);
+    let (url, server) = tls_h2_server(1, move |_, socket| {
+        accepted.lock().unwrap().send(()).unwrap();
+        let _ = handshake_held.lock().unwrap().recv_timeout(CEILING);
+        let mut tls = tls_h2(socket, &frame(SETTINGS, 0, 0, &[]));
+        let mut streams = Vec::new();
+        let mut pinged = false;
+        while let Some(got) = read_frame(&mut tls) {
+            match got.kind {
+                HEADERS => {
+                    streams.push(got.stream);
+                    if !pinged {
+                        pinged = true;
+                        tls.write_all(&frame(PING, 0, 0, &[7; 8])).unwrap();
+                    }
+                }
+                SETTINGS if got.flags & ACK == 0 => tls.write_all(&settings_ack()).unwrap(),
+                PING if got.flags & ACK != 0 => break,
+                _ => {}
+            }
+        }
+        seen.lock().unwrap().send(streams.len()).unwrap();
+        for stream in streams {
+            tls.write_all(&ok_headers(stream)).unwrap();
+        }
+        answer_all_over(&mut tls);
+    });
+    let clock = tickless::timer::ManualClock::new();
+    let client = Client::builder()
+        .event_loops(1)
+        .clock(Arc::new(clock.clone()))
+        .add_root_certificate(&tls::certs().ca_pem)
+        .max_connections_per_host(1)
+        .request_timeout(CEILING)
+        .pooled_connection_idle_timeout(Duration::ZERO)
+        .build()
+        .unwrap();
+    let opener = client.get(format!("{url}a")).send();
+    connecting
+        .recv_timeout(CEILING)
+        .expect("the first request connects");
+    let hedge_delay = Duration::from_millis(10);
+    let future = client
+        .get(format!("{url}b"))
+        .hedge(tickless::hedge::Policy::after(hedge_delay))
+        .send();
+    // Polled on a thread of its own: the copy goes when it is polled.
+    let response = thread::spawn(move || future.wait());
+    assert!(
+        eventually(CEILING, || client.stats().waiting == 1),
+        "the hedged request never queued: {:?}",
+        client.stats()
+    );
+    clock.advance(hedge_delay);
+    assert!(
+        eventually(CEILING, || client.stats().waiting == 2),
+        "the copy never queued: {:?}",
+        client.stats()
+    );
+    handshake.send(()).unwrap();
+    let streams = streams_seen.recv_timeout(2 * CEILING);
+    let _ = opener.wait();
+    let _ = response.join();
+    assert_eq!(
+        streams,
+        Ok(2),
+        "the copy went on the connection of the request it backs up"
+    );
     client.close();
     server.join().unwrap();
 }

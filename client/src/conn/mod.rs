@@ -216,10 +216,12 @@ pub(crate) trait ConnOwner: Send + Sync + 'static {
     fn requeue(&self, exchange: Arc<Exchange>, place: QueuePlace);
     /// An HTTP/2 connection to `origin` is open: requests to its origin
     /// go to it from now on, and it takes the requests that waited for it
-    /// (returned). `None`: it is not shared — the origin has as many as
+    /// (returned) — but for the hedged copies of a request it carries
+    /// (`opener`, the one it was opened for, or one it takes), which go
+    /// elsewhere. `None`: it is not shared — the origin has as many as
     /// [`http2_max_connections_per_origin`](crate::ClientBuilder::http2_max_connections_per_origin)
     /// already.
-    fn share(&self, route: &Route, conn: SharedConn) -> Option<Vec<Arc<Exchange>>>;
+    fn share(&self, route: &Route, conn: SharedConn, opener: u64) -> Option<Vec<Arc<Exchange>>>;
     /// The shared connection `conn_id` takes no more streams.
     fn unshare(&self, route: &Route, conn_id: u64);
     /// Whether a request waiting for a stream on the shared connection

@@ -49,7 +49,7 @@ use crate::net::{Origin, Resolve, ResolveAnswer, Route};
 use crate::sync::lock;
 use pool::{Acquired, Offer, Pool, PoolLimits, Pooled, Waiter};
 use resolve::ThreadedResolver;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
@@ -989,8 +989,9 @@ impl ConnOwner for Dispatcher {
         self.resettle(origin, orphans);
     }
 
-    fn share(&self, origin: &Route, conn: SharedConn) -> Option<Vec<Arc<Exchange>>> {
+    fn share(&self, origin: &Route, conn: SharedConn, opener: u64) -> Option<Vec<Arc<Exchange>>> {
         let max = self.env.config.http2.max_connections_per_origin;
+        let (loop_index, source) = (conn.conn.event_loop.index(), conn.conn.source);
         let opening = {
             let mut shared = lock(&self.shared);
             let entry = shared.entry(origin.clone()).or_default();
@@ -1006,6 +1007,28 @@ impl ConnOwner for Dispatcher {
         let mut waiting = upgraded(opening);
         // And those that queued for a permit to its origin.
         waiting.extend(self.pool.take_waiters(origin));
+        // But not a hedged copy of a request this connection carries (one
+        // queued while it was opening): it goes where `route_shared`
+        // sends it — to another connection with a stream free, else
+        // through the pool (its own, or back in the queue) — never behind
+        // the request it backs up. That request: the one the copy saw on
+        // this connection, or — made while the request had none — the
+        // one it was opened for, or one it takes now.
+        let taken: HashSet<u64> = if waiting.iter().any(|exchange| exchange.is_backup()) {
+            waiting.iter().map(|exchange| exchange.id).collect()
+        } else {
+            HashSet::new()
+        };
+        let (copies, waiting): (Vec<_>, Vec<_>) = waiting.into_iter().partition(|exchange| {
+            exchange.avoids(loop_index, source)
+                || exchange
+                    .backs_up_attempt()
+                    .is_some_and(|attempt| attempt == opener || taken.contains(&attempt))
+        });
+        for copy in copies {
+            copy.keep_away_from(loop_index, source);
+            self.dispatch(copy, true);
+        }
         Some(waiting)
     }
 

@@ -96,6 +96,18 @@ pub(crate) struct Carrier {
     pub(crate) conn: Option<SourceRef>,
 }
 
+/// What a hedged copy knows of the attempt it backs up (see
+/// [`Exchange::back_up`]).
+struct Backup {
+    /// The attempt's id.
+    attempt: u64,
+    /// Where the attempt ran when the copy was made, or — the attempt
+    /// had no connection then — the connection that took it since
+    /// ([`Exchange::keep_away_from`]). A leaf lock: nothing is taken
+    /// while it is held.
+    carrier: Mutex<Carrier>,
+}
+
 /// What the exchange's connection slot holds.
 pub(crate) enum ConnSlot {
     /// No connection: waiting for one, or resolving.
@@ -373,9 +385,9 @@ pub(crate) struct Exchange {
     registry_key: AtomicUsize,
     /// Rung when [`Timer::Hedge`] is due (see [`arm_hedge`](Self::arm_hedge)).
     hedge_alarm: Mutex<Option<Arc<Alarm>>>,
-    /// Where the attempt a hedged copy backs up runs: the copy keeps away
-    /// from its connection, and a new one for it from its loop.
-    backs_up: OnceLock<Carrier>,
+    /// The attempt a hedged copy backs up, and where it runs: the copy
+    /// keeps away from its connection, and a new one for it from its loop.
+    backs_up: OnceLock<Backup>,
     /// [`Link::awaited`], read without the lock once set.
     awaited: AtomicBool,
 }
@@ -672,13 +684,39 @@ impl Exchange {
         }
     }
 
-    /// This exchange is a hedged copy of the attempt `carrier` carries:
-    /// it goes on another connection than that one (over HTTP/2, one with
-    /// a stream free or its own: never the one the attempt waits for), and
-    /// a new connection for it on another loop, where there is one (before
-    /// it is submitted).
-    pub(crate) fn back_up(&self, carrier: Carrier) {
-        let _ = self.backs_up.set(carrier);
+    /// This exchange is a hedged copy of `attempt`: it goes on another
+    /// connection than the attempt's (over HTTP/2, one with a stream free
+    /// or its own: never the one the attempt waits for), and a new
+    /// connection for it on another loop, where there is one (before it
+    /// is submitted). An attempt with no connection yet (queued, or
+    /// resolving) has none to keep away from now: a connection that later
+    /// takes the attempt, and finds the copy among those it would take
+    /// too, tells the copy by the attempt's id (see
+    /// [`backs_up_attempt`](Self::backs_up_attempt) and
+    /// [`keep_away_from`](Self::keep_away_from)).
+    pub(crate) fn back_up(&self, attempt: &Exchange) {
+        let _ = self.backs_up.set(Backup {
+            attempt: attempt.id,
+            carrier: Mutex::new(attempt.carrier()),
+        });
+    }
+
+    /// The id of the attempt this hedged copy backs up (`None`: it is no
+    /// copy).
+    pub(crate) fn backs_up_attempt(&self) -> Option<u64> {
+        self.backs_up.get().map(|backup| backup.attempt)
+    }
+
+    /// The attempt this hedged copy backs up runs on the connection
+    /// `conn` of loop `loop_index`: the copy keeps away from it from now
+    /// on. Nothing for an exchange that is no copy.
+    pub(crate) fn keep_away_from(&self, loop_index: usize, conn: SourceRef) {
+        if let Some(backup) = self.backs_up.get() {
+            *lock(&backup.carrier) = Carrier {
+                loop_index: Some(loop_index),
+                conn: Some(conn),
+            };
+        }
     }
 
     /// Whether it is a hedged copy (see [`back_up`](Self::back_up)).
@@ -689,13 +727,16 @@ impl Exchange {
     /// The loop a new connection for it keeps away from (see
     /// [`back_up`](Self::back_up)).
     pub(crate) fn avoided_loop(&self) -> Option<usize> {
-        self.backs_up.get().and_then(|carrier| carrier.loop_index)
+        self.backs_up
+            .get()
+            .and_then(|backup| lock(&backup.carrier).loop_index)
     }
 
     /// Whether it keeps away from the connection `conn` of loop
     /// `loop_index` (see [`back_up`](Self::back_up)).
     pub(crate) fn avoids(&self, loop_index: usize, conn: SourceRef) -> bool {
-        self.backs_up.get().is_some_and(|carrier| {
+        self.backs_up.get().is_some_and(|backup| {
+            let carrier = lock(&backup.carrier);
             carrier.loop_index == Some(loop_index) && carrier.conn == Some(conn)
         })
     }

@@ -21,6 +21,9 @@ pub(crate) struct RequestParts {
     /// itself, with HPACK; its target is the URI of the exchange's
     /// [`RequestInfo`](crate::events::RequestInfo)).
     pub(crate) headers: Arc<http::HeaderMap>,
+    /// The `Cookie` field the client's cookie store gave it, sent after
+    /// `headers` (see `policy::hop::Hop::cookie`).
+    pub(crate) cookie: Option<http::HeaderValue>,
     /// The bytes it sends, until its exchange ends (see
     /// [`payload`](Self::payload)).
     pub(crate) payload: Mutex<Payload>,

@@ -652,7 +652,7 @@ impl Attempts {
         let Ok(copy) = hop::exchange_for(sender.dispatcher, sender.hop, sender.settings) else {
             return;
         };
-        copy.back_up(self.current.carrier());
+        copy.back_up(&self.current);
         self.copies_sent += 1;
         copy.listener.on_hedge(self.copies_sent);
         self.arm_hedge(sender, &copy);

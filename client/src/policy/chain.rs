@@ -54,9 +54,6 @@ pub(crate) struct Chain {
     decompress: bool,
     hop: Hop,
     settings: HopSettings,
-    /// The `Cookie` header of the hop came from the store (and is chosen
-    /// again for the next hop's URL), not from the caller.
-    store_cookie: bool,
     /// The hops before the current one, oldest first: none until a
     /// redirect is followed (see [`visits`](Self::visits)).
     earlier: Vec<Visit>,
@@ -93,9 +90,10 @@ impl Chain {
             method: request.method,
             uri,
             headers,
+            cookie: None,
             body: HopBody::from_upload(request.body),
         };
-        let store_cookie = add_store_cookies(policies.cookies.as_deref(), &mut hop);
+        hop.cookie = store_cookies(policies.cookies.as_deref(), &hop);
         let settings = HopSettings {
             deadlines: request.deadlines,
             listener: traced(request.listener, &hop),
@@ -122,7 +120,6 @@ impl Chain {
             decompress,
             hop,
             settings,
-            store_cookie,
             earlier: Vec::new(),
             hop_cookies_set: 0,
             cookies_set: 0,
@@ -419,7 +416,6 @@ impl Chain {
             let headers = Arc::make_mut(&mut hop.headers);
             redirect::strip_sensitive(headers);
             headers.remove(HOST);
-            self.store_cookie = false;
         }
         if !keep_body {
             hop.body = HopBody::Replayable(bytes::Bytes::new());
@@ -475,10 +471,7 @@ impl Chain {
     /// The hop's `Cookie` header chosen again from the store for its URL,
     /// unless the caller set one.
     fn choose_store_cookies(&mut self) {
-        if self.store_cookie {
-            Arc::make_mut(&mut self.hop.headers).remove(COOKIE);
-        }
-        self.store_cookie = add_store_cookies(self.policies.cookies.as_deref(), &mut self.hop);
+        self.hop.cookie = store_cookies(self.policies.cookies.as_deref(), &self.hop);
     }
 }
 
@@ -541,25 +534,45 @@ fn block_on<T>(mut poll: impl FnMut(&mut Context<'_>) -> Poll<T>) -> T {
     }
 }
 
-/// The `url` crate's form of `uri`, for cookie stores.
+/// The `url` crate's form of `uri`, for cookie stores: parsed from the
+/// text `uri` displays as, written on the stack when it fits (`Url::parse`
+/// copies it into a string of its own, so the text needs no allocation).
 fn as_url(uri: &http::Uri) -> Option<url::Url> {
-    url::Url::parse(&uri.to_string()).ok()
+    /// The longest URI written on the stack: most are far shorter.
+    const ON_STACK: usize = 256;
+    // As `http::Uri` displays itself.
+    let scheme = uri.scheme_str();
+    let authority = uri.authority().map_or("", |authority| authority.as_str());
+    let query = uri.query();
+    let parts = [
+        scheme.unwrap_or(""),
+        if scheme.is_some() { "://" } else { "" },
+        authority,
+        uri.path(),
+        if query.is_some() { "?" } else { "" },
+        query.unwrap_or(""),
+    ];
+    let len: usize = parts.iter().map(|part| part.len()).sum();
+    if len > ON_STACK {
+        return url::Url::parse(&parts.concat()).ok();
+    }
+    let mut text = [0u8; ON_STACK];
+    let mut at = 0;
+    for part in parts {
+        text[at..at + part.len()].copy_from_slice(part.as_bytes());
+        at += part.len();
+    }
+    url::Url::parse(std::str::from_utf8(&text[..at]).ok()?).ok()
 }
 
-/// Adds the store's cookies for the hop's URL, unless the caller set a
-/// `Cookie` header; returns whether it added one.
-fn add_store_cookies(store: Option<&dyn CookieStore>, hop: &mut Hop) -> bool {
-    let Some(store) = store else {
-        return false;
-    };
-    if hop.headers.contains_key(COOKIE) {
-        return false;
+/// The store's `Cookie` header for the hop's URL ([`Hop::cookie`]), unless
+/// the caller set a `Cookie` header.
+fn store_cookies(store: Option<&dyn CookieStore>, hop: &Hop) -> Option<http::HeaderValue> {
+    let store = store?;
+    if hop.headers.contains_key(COOKIE) || store.is_empty() {
+        return None;
     }
-    let Some(cookies) = as_url(&hop.uri).and_then(|url| store.cookies(&url)) else {
-        return false;
-    };
-    Arc::make_mut(&mut hop.headers).insert(COOKIE, cookies);
-    true
+    as_url(&hop.uri).and_then(|url| store.cookies(&url))
 }
 
 /// `uri` without its userinfo, which becomes `Authorization: Basic`
@@ -634,6 +647,29 @@ fn has_userinfo(uri: &http::Uri) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `as_url` parses the text `http::Uri` displays as, on the stack or,
+    /// past its room, in a string.
+    #[test]
+    fn as_url_reads_a_uri_as_its_text_reads() {
+        let long = format!("http://a.test/{}?q={}", "p".repeat(200), "v".repeat(100));
+        let uris = [
+            "http://a.test",
+            "http://a.test/",
+            "https://A.Test:8443/x/../y?a=1&b=%20",
+            "http://127.0.0.1:8080/cookies",
+            "http://[::1]:80/?",
+            "http://a.test?only=query",
+            "http://xn--bcher-kva.test/caf%C3%A9",
+            long.as_str(),
+        ];
+        for uri in uris {
+            let uri: http::Uri = uri.parse().unwrap();
+            let expected = url::Url::parse(&uri.to_string()).ok();
+            assert!(expected.is_some(), "{uri}");
+            assert_eq!(as_url(&uri), expected, "{uri}");
+        }
+    }
 
     #[test]
     fn userinfo_becomes_a_basic_header_and_leaves_the_uri() {

@@ -32,6 +32,14 @@ pub trait CookieStore: Send + Sync {
 
     /// The `Cookie` header a request to `url` carries, if any.
     fn cookies(&self, url: &url::Url) -> Option<HeaderValue>;
+
+    /// Whether the store holds no cookie at all, so that no request
+    /// carries one: the client then asks it for none, and spares each
+    /// request the [`url::Url`] it would build to ask. `false` unless a
+    /// store says so (the default asks for every request).
+    fn is_empty(&self) -> bool {
+        false
+    }
 }
 
 /// The client's cookie store: RFC 6265 rules, in memory, shared by every
@@ -300,20 +308,41 @@ impl CookieStore for Jar {
 
     fn cookies(&self, url: &url::Url) -> Option<HeaderValue> {
         let jar = self.read();
+        // The domains a cookie sent to the host can be kept for: the host
+        // (a host-only cookie's, or a `Domain` the same), and each domain
+        // it is under (RFC 6265 §5.1.3). Only theirs are looked at, found
+        // by the stamps, which are kept as the store keeps the cookies —
+        // not every domain of the jar, as `cookie_store`'s `matches` goes
+        // through them (a new string for each domain and path it passes).
+        let host = url.host_str()?;
+        let domains = std::iter::once(host).chain(
+            host.match_indices('.')
+                .map(|(at, _)| &host[at + 1..])
+                .filter(|domain| !domain.is_empty()),
+        );
+        let held = domains
+            .clone()
+            .map(|domain| jar.stamps.len_of(domain))
+            .sum();
+        if held == 0 {
+            return None;
+        }
         let now = jar.tick();
-        // §5.4 step 3: what is sent counts as used, and is evicted last.
-        let mut matching: Vec<_> = jar
-            .store
-            .matches(url)
-            .into_iter()
-            .map(|cookie| {
-                let created = jar.stamps.get(key_of(cookie)).map_or(0, |stamps| {
-                    stamps.mark_sent(now);
-                    stamps.created
-                });
-                (cookie, created)
-            })
-            .collect();
+        let mut matching = Vec::with_capacity(held);
+        for ((domain, path, name), stamps) in domains.flat_map(|domain| jar.stamps.iter_of(domain))
+        {
+            let Some(cookie) = jar.store.get_any(domain, path, name) else {
+                continue;
+            };
+            // The store's own test of a cookie against a URL: domain,
+            // path, `Secure` and `HttpOnly` (§5.4 step 1).
+            if cookie.is_expired() || !cookie.matches(url) {
+                continue;
+            }
+            // §5.4 step 3: what is sent counts as used, and is evicted last.
+            stamps.mark_sent(now);
+            matching.push((cookie, stamps.created));
+        }
         // RFC 6265 §5.4 step 2: longer paths first, then those created
         // earlier. A server reads the first of two cookies of one name
         // (`sid` for `/` and for `/app`; a host's own and its parent
@@ -349,6 +378,12 @@ impl CookieStore for Jar {
             return None;
         }
         HeaderValue::from_maybe_shared(bytes::Bytes::from(joined)).ok()
+    }
+
+    fn is_empty(&self) -> bool {
+        // Its stamps' keys are the cookies the store holds (those expired
+        // since the last sweep too): none, and it holds none.
+        self.read().stamps.len() == 0
     }
 }
 
@@ -556,6 +591,45 @@ mod tests {
             pairs.sort_unstable();
             pairs.join("; ")
         })
+    }
+
+    /// A jar is empty until a cookie is kept, and again once the server
+    /// has deleted it: the client then asks it for no request's cookies.
+    #[test]
+    fn a_jar_is_empty_while_it_holds_no_cookie() {
+        let jar = Jar::new();
+        assert!(jar.is_empty());
+        set(&jar, "http://a.test/", &["id=7"]);
+        assert!(!jar.is_empty());
+        set(&jar, "http://a.test/", &["id=; Max-Age=0"]);
+        assert!(jar.is_empty());
+        assert_eq!(sent(&jar, "http://a.test/"), None);
+    }
+
+    /// A cookie for a domain goes to every host under it, however deep,
+    /// and to the domain itself; a host-only one to its host alone — not
+    /// to a host under it, nor to a host that merely ends as its name
+    /// does. (The jar looks up a request's cookies by the domains its host
+    /// is under.)
+    #[test]
+    fn a_domain_cookie_goes_to_hosts_under_it_and_a_host_only_one_to_its_host() {
+        let jar = Jar::new();
+        set(
+            &jar,
+            "http://shop.a.test/",
+            &["host=1", "domain=2; Domain=a.test"],
+        );
+        assert_eq!(sent(&jar, "http://a.test/").as_deref(), Some("domain=2"));
+        assert_eq!(
+            sent(&jar, "http://shop.a.test/").as_deref(),
+            Some("domain=2; host=1")
+        );
+        assert_eq!(
+            sent(&jar, "http://x.y.shop.a.test/").as_deref(),
+            Some("domain=2")
+        );
+        assert_eq!(sent(&jar, "http://ba.test/"), None);
+        assert_eq!(sent(&jar, "http://a.test.b/"), None);
     }
 
     #[test]

@@ -27,6 +27,11 @@ pub(crate) struct Hop {
     /// such requests (`Policies::default_headers`): changed only with
     /// `Arc::make_mut`, which copies them while anyone else holds them.
     pub(crate) headers: Arc<http::HeaderMap>,
+    /// The `Cookie` header the client's cookie store gives the hop's URL
+    /// (none when the caller set one of their own): sent after `headers`,
+    /// and kept out of them — put in, it would copy headers shared with
+    /// the client's other requests for every request that has cookies.
+    pub(crate) cookie: Option<HeaderValue>,
     pub(crate) body: HopBody,
 }
 
@@ -132,6 +137,7 @@ pub(crate) fn exchange_for(
         &hop.method,
         &hop.uri,
         proxy_headers.as_ref().unwrap_or(&hop.headers),
+        hop.cookie.as_ref(),
         form,
         upload,
         expect_continue,
@@ -155,6 +161,7 @@ pub(crate) fn exchange_for(
         request: RequestParts {
             method: hop.method.clone(),
             headers: hop.headers.clone(),
+            cookie: hop.cookie.clone(),
             payload: Mutex::new(Payload {
                 data,
                 head,
@@ -230,6 +237,7 @@ fn encode(
     method: &http::Method,
     uri: &http::Uri,
     headers: &http::HeaderMap,
+    cookie: Option<&HeaderValue>,
     form: h1::RequestTarget,
     body: Upload,
     expect_continue: bool,
@@ -251,9 +259,12 @@ fn encode(
     if h2_only {
         h1::check_request_head(method, uri, headers, framing).map_err(InvalidRequest::Encode)?;
     } else {
-        head.reserve(256);
+        head.reserve(256 + cookie.map_or(0, |cookie| COOKIE_LINE.len() + cookie.len() + 2));
         h1::encode_request_head_as(method, uri, headers, framing, form, &mut head)
             .map_err(InvalidRequest::Encode)?;
+        if let Some(cookie) = cookie {
+            add_last_field(&mut head, cookie);
+        }
     }
     let streamed = |source| {
         RequestBody::Streamed(Streamed {
@@ -286,6 +297,22 @@ fn encode(
         // runs already.
         UploadKind::Unsent { source, .. } => (head, streamed(source), held, None),
     })
+}
+
+/// How an encoded head writes the store's `Cookie` field (as `tickless_h1`
+/// writes a field: its lowercase name).
+const COOKIE_LINE: &[u8] = b"cookie: ";
+
+/// Writes `cookie` as the last field of `head`, an encoded request head
+/// (which ends with the empty line): the store's `Cookie`, kept out of
+/// the hop's headers (see [`Hop::cookie`]). A `HeaderValue` holds no
+/// CR or LF: it cannot end the head early.
+fn add_last_field(head: &mut Vec<u8>, cookie: &HeaderValue) {
+    debug_assert!(head.ends_with(b"\r\n\r\n"));
+    head.truncate(head.len() - 2);
+    head.extend_from_slice(COOKIE_LINE);
+    head.extend_from_slice(cookie.as_bytes());
+    head.extend_from_slice(b"\r\n\r\n");
 }
 
 /// The largest body in memory copied into the head, framed: up to it the
@@ -334,7 +361,9 @@ mod tests {
         let encoded = |headers: &http::HeaderMap, h2_only| {
             let body = Upload::from("hello");
             let (method, form) = (http::Method::POST, h1::RequestTarget::Origin);
-            encode(&method, &uri, headers, form, body, false, h2_only, pipe)
+            encode(
+                &method, &uri, headers, None, form, body, false, h2_only, pipe,
+            )
         };
         let none = http::HeaderMap::new();
         let (head, body, held, pump) = encoded(&none, true).unwrap();
@@ -355,6 +384,36 @@ mod tests {
         }
     }
 
+    /// The store's `Cookie`, kept out of the hop's headers, is the head's
+    /// last field: before the empty line, and before a body in the head.
+    #[test]
+    fn the_stores_cookie_is_the_last_field_of_the_head() {
+        let uri: http::Uri = "http://a.test/x".parse().unwrap();
+        let pipe = || Arc::new(Pipe::new(1024, Arc::default()));
+        let mut headers = http::HeaderMap::new();
+        headers.insert(http::header::ACCEPT, HeaderValue::from_static("*/*"));
+        let cookie = HeaderValue::from_static("a=1; b=2");
+        let (method, form) = (http::Method::POST, h1::RequestTarget::Origin);
+        let body = Upload::from("hello");
+        let (head, _, _, _) = encode(
+            &method,
+            &uri,
+            &headers,
+            Some(&cookie),
+            form,
+            body,
+            false,
+            false,
+            pipe,
+        )
+        .unwrap();
+        assert_eq!(
+            String::from_utf8(head).unwrap(),
+            "POST /x HTTP/1.1\r\nHost: a.test\r\naccept: */*\r\nContent-Length: 5\r\n\
+             cookie: a=1; b=2\r\n\r\nhello"
+        );
+    }
+
     #[test]
     fn a_body_in_memory_up_to_the_limit_goes_in_the_head_and_a_larger_one_is_not_copied() {
         let uri: http::Uri = "http://a.test/x".parse().unwrap();
@@ -362,7 +421,7 @@ mod tests {
         let encoded = |headers: &http::HeaderMap, body: Bytes| {
             let (method, form) = (http::Method::POST, h1::RequestTarget::Origin);
             let body = Upload::from(body);
-            encode(&method, &uri, headers, form, body, false, false, pipe).unwrap()
+            encode(&method, &uri, headers, None, form, body, false, false, pipe).unwrap()
         };
         let none = http::HeaderMap::new();
         let mut chunked = http::HeaderMap::new();

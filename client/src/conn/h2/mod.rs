@@ -755,7 +755,7 @@ impl Conn {
         };
         // Not shared (the origin has its connections already): it serves
         // what it opened for, and closes.
-        let Some(waiters) = self.owner.share(&self.route, shared) else {
+        let Some(waiters) = self.owner.share(&self.route, shared, self.opener) else {
             return;
         };
         let conn = self.conn_ref(cx);

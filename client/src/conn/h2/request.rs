@@ -80,6 +80,9 @@ pub(super) fn request_of(exchange: &Exchange) -> Option<(http::Request<()>, Outg
         // The common case: all of them, copied whole (no hashing).
         headers.clone_from(&parts.headers);
     }
+    if let Some(cookie) = &parts.cookie {
+        headers.append(header::COOKIE, cookie.clone());
+    }
     let out = match &parts.body {
         RequestBody::Streamed(streamed) => {
             if let Some(length) = streamed.length {

@@ -1,8 +1,9 @@
 //! When each cookie a [`Jar`](super::Jar) holds was created and last set
 //! or sent, kept by domain, path and name as `cookie_store` keeps the
-//! cookies: a cookie sent is looked up by the strs it has (a request's
-//! `Cookie` header allocates nothing per cookie), and one domain's cookies
-//! are counted and ranked without going through the others'.
+//! cookies: a request's cookies are found through them, by the domains of
+//! its host, with the strs they hold (its `Cookie` header allocates
+//! nothing per cookie, nor per domain of the jar), and one domain's
+//! cookies are counted and ranked without going through the others'.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -100,11 +101,6 @@ impl StampsByKey {
         self.domains
             .get(domain)
             .map_or(0, |paths| paths.values().map(HashMap::len).sum())
-    }
-
-    /// `key`'s stamps; nothing is allocated.
-    pub(super) fn get(&self, (domain, path, name): CookieKey<'_>) -> Option<&Stamps> {
-        self.domains.get(domain)?.get(path)?.get(name)
     }
 
     fn get_mut(&mut self, (domain, path, name): CookieKey<'_>) -> Option<&mut Stamps> {
