@@ -151,9 +151,22 @@ fn taken(taken: Taken) -> Pulled {
     }
 }
 
+/// Empty frames (and trailers, which are not sent) one pull takes at most
+/// before it yields: a body always ready with them would otherwise hold
+/// the loop — and every connection and timeout on it — for as long.
+const MAX_EMPTY_FRAMES_PER_PULL: usize = 64;
+
 fn poll_body(body: &mut BodyStream, waker: &Waker) -> Pulled {
     let mut task = Context::from_waker(waker);
+    let mut empty_frames = 0;
     loop {
+        if empty_frames == MAX_EMPTY_FRAMES_PER_PULL {
+            // Run again after the loop's other work: the waker posts the
+            // connection's readiness to its loop (a task of the next
+            // turn), as a source that has something does.
+            waker.wake_by_ref();
+            return Pulled::Pending;
+        }
         // The caller's code, run on the loop: its panic fails this body
         // alone, as its error would — not the connection and every
         // exchange on it (over HTTP/2, many share one).
@@ -167,10 +180,16 @@ fn poll_body(body: &mut BodyStream, waker: &Waker) -> Pulled {
             Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
                 // An empty frame is nothing (`http_body` allows them): to
                 // HTTP/2 an empty piece is the end of the body.
-                Ok(data) if data.is_empty() => continue,
+                Ok(data) if data.is_empty() => {
+                    empty_frames += 1;
+                    continue;
+                }
                 Ok(data) => Pulled::Data(data),
                 // Trailers of a request body: not sent.
-                Err(_) => continue,
+                Err(_) => {
+                    empty_frames += 1;
+                    continue;
+                }
             },
             Poll::Ready(Some(Err(source))) => Pulled::Failed(Error::RequestBody { source }),
             Poll::Ready(None) => Pulled::End,
