@@ -1,6 +1,8 @@
 //! The frames of an async upload (`Upload::from_stream`), over HTTP/1.1
 //! and HTTP/2: a body always ready with empty frames does not hold its
-//! loop from the other connections and timeouts on it.
+//! loop from the other connections and timeouts on it; its trailers go
+//! (chunked trailers, a trailing HEADERS frame) when it has no length,
+//! and are dropped when it has one.
 
 mod support;
 
@@ -144,4 +146,167 @@ fn an_upload_of_empty_frames_leaves_its_loop_to_others_over_http2() {
             &format!("HTTP/2, loop timeouts {event_loop_timeouts}"),
         );
     }
+}
+
+/// An upload of `data` then `trailers`, its length an exact size hint if
+/// `sized` (chunked otherwise).
+struct WithTrailers {
+    data: Option<Bytes>,
+    trailers: Option<http::HeaderMap>,
+    sized: bool,
+}
+
+impl Body for WithTrailers {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        if let Some(data) = self.data.take() {
+            return Poll::Ready(Some(Ok(Frame::data(data))));
+        }
+        Poll::Ready(self.trailers.take().map(|t| Ok(Frame::trailers(t))))
+    }
+
+    fn size_hint(&self) -> tickless::http_body::SizeHint {
+        match (&self.data, self.sized) {
+            (Some(data), true) => tickless::http_body::SizeHint::with_exact(data.len() as u64),
+            (None, true) => tickless::http_body::SizeHint::with_exact(0),
+            (_, false) => tickless::http_body::SizeHint::default(),
+        }
+    }
+}
+
+fn with_trailers(fields: &[(&'static str, &'static str)], sized: bool) -> Upload {
+    let mut trailers = http::HeaderMap::new();
+    for (name, value) in fields {
+        trailers.append(*name, http::HeaderValue::from_static(value));
+    }
+    Upload::from_stream(WithTrailers {
+        data: Some(Bytes::from_static(b"the body")),
+        trailers: Some(trailers),
+        sized,
+    })
+}
+
+/// Answers with the body it got, its framing and its trailers.
+fn trailers_echo() -> TestServer {
+    TestServer::respond(|request| {
+        let framing = match request.header("content-length") {
+            Some(length) => format!("length {length}"),
+            None => request.header("transfer-encoding").unwrap_or("").to_owned(),
+        };
+        let trailers: Vec<String> = request
+            .trailers
+            .iter()
+            .map(|(name, value)| format!("{name}={value}"))
+            .collect();
+        let body = String::from_utf8_lossy(&request.body);
+        ok(&format!("{framing}|{body}|{}", trailers.join(",")))
+    })
+}
+
+fn post_text(client: &Client, url: String, body: Upload) -> Result<String, Error> {
+    client.post(url).body(body).send().wait()?.text().wait()
+}
+
+#[test]
+fn an_upload_s_trailers_go_after_its_last_chunk_over_http1() {
+    let server = trailers_echo();
+    let client = Client::builder().event_loops(1).build().unwrap();
+    let fields = [("x-checksum", "abc123"), ("x-rows", "1"), ("x-rows", "2")];
+    let text = post_text(&client, server.url("/"), with_trailers(&fields, false)).unwrap();
+    assert_eq!(text, "chunked|the body|x-checksum=abc123,x-rows=1,x-rows=2");
+    // With a length, there is no room for them: the body alone goes.
+    let text = post_text(&client, server.url("/"), with_trailers(&fields, true)).unwrap();
+    assert_eq!(text, "length 8|the body|");
+    client.close();
+}
+
+#[test]
+fn an_upload_s_trailers_that_may_not_be_trailers_fail_it_over_both_protocols() {
+    let http1 = trailers_echo();
+    let http2 = H2Server::start(|stream| async move {
+        let mut respond = stream.respond;
+        let _ = respond.send_response(http::Response::new(()), true);
+    });
+    let clients = [
+        (
+            Client::builder().event_loops(1).build().unwrap(),
+            http1.url("/"),
+        ),
+        (
+            Client::builder()
+                .event_loops(1)
+                .http2_prior_knowledge()
+                .build()
+                .unwrap(),
+            http2.url("/"),
+        ),
+    ];
+    for (client, url) in &clients {
+        for name in ["content-length", "transfer-encoding", "connection", "te"] {
+            let body = with_trailers(&[("x-fine", "yes"), (name, "0")], false);
+            let error = post_text(client, url.clone(), body).unwrap_err();
+            assert!(
+                matches!(error, Error::RequestBody { .. }),
+                "{url} {name}: {error:?}"
+            );
+            let text = chain_text(&error);
+            assert!(text.contains(name), "{url} {name}: {text}");
+        }
+        client.close();
+    }
+}
+
+#[test]
+fn an_upload_s_trailers_go_as_trailing_headers_over_http2() {
+    let server = H2Server::start(|stream| async move {
+        let H2Stream {
+            request,
+            mut respond,
+            ..
+        } = stream;
+        let length = request
+            .headers()
+            .get("content-length")
+            .map(|v| v.to_str().unwrap().to_owned());
+        let mut body = request.into_body();
+        let mut data = Vec::new();
+        while let Some(Ok(piece)) = body.data().await {
+            let _ = body.flow_control().release_capacity(piece.len());
+            data.extend_from_slice(&piece);
+        }
+        let trailers = match body.trailers().await {
+            Ok(Some(trailers)) => trailers
+                .iter()
+                .map(|(name, value)| format!("{name}={}", value.to_str().unwrap()))
+                .collect::<Vec<_>>()
+                .join(","),
+            Ok(None) => String::new(),
+            Err(error) => format!("error {error}"),
+        };
+        let text = format!(
+            "{}|{}|{trailers}",
+            length.map_or("no length".to_owned(), |l| format!("length {l}")),
+            String::from_utf8_lossy(&data)
+        );
+        let mut send = respond
+            .send_response(http::Response::new(()), false)
+            .unwrap();
+        let _ = send.send_data(Bytes::from(text), true);
+    });
+    let client = Client::builder()
+        .event_loops(1)
+        .http2_prior_knowledge()
+        .build()
+        .unwrap();
+    let fields = [("x-checksum", "abc123"), ("grpc-status", "0")];
+    let text = post_text(&client, server.url("/"), with_trailers(&fields, false)).unwrap();
+    assert_eq!(text, "no length|the body|x-checksum=abc123,grpc-status=0");
+    let text = post_text(&client, server.url("/"), with_trailers(&fields, true)).unwrap();
+    assert_eq!(text, "length 8|the body|");
+    client.close();
 }
