@@ -16,6 +16,8 @@ pub struct Counting;
 static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
 static LIVE_BYTES: AtomicIsize = AtomicIsize::new(0);
 static ALLOCATED_BYTES: AtomicU64 = AtomicU64::new(0);
+/// The most [`LIVE_BYTES`] has been since [`reset_peak`].
+static PEAK_LIVE_BYTES: AtomicIsize = AtomicIsize::new(0);
 
 thread_local! {
     /// Allocations (and reallocations) this thread made so far. Const, of a
@@ -47,12 +49,25 @@ pub fn live_bytes() -> isize {
     LIVE_BYTES.load(Ordering::Relaxed)
 }
 
+/// The most bytes allocated and not yet freed at once since the last
+/// [`reset_peak`] (or the start): what a step's transient copies cost
+/// shows here even when they are gone by its end.
+pub fn peak_live_bytes() -> isize {
+    PEAK_LIVE_BYTES.load(Ordering::Relaxed)
+}
+
+/// Starts a new [`peak_live_bytes`] from the bytes live now.
+pub fn reset_peak() {
+    PEAK_LIVE_BYTES.store(live_bytes(), Ordering::Relaxed);
+}
+
 fn counted(ptr: *mut u8, bytes: isize) -> *mut u8 {
     if !ptr.is_null() {
         ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
         // Not there once the thread's locals are gone, at its very end.
         let _ = THREAD_ALLOCATIONS.try_with(|count| count.set(count.get() + 1));
-        LIVE_BYTES.fetch_add(bytes, Ordering::Relaxed);
+        let live = LIVE_BYTES.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        PEAK_LIVE_BYTES.fetch_max(live, Ordering::Relaxed);
         ALLOCATED_BYTES.fetch_add(bytes.max(0) as u64, Ordering::Relaxed);
     }
     ptr

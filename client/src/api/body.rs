@@ -403,12 +403,13 @@ impl Future for Chunk<'_> {
 /// it, so it usually comes as one chunk, taken as it is.
 ///
 /// An encoded body is not collected by its loop: it is decoded chunk by
-/// chunk as it is read, in bounded memory up to the decoded whole.
+/// chunk as it is read, in bounded memory up to the decoded whole, each
+/// chunk added to one buffer as it comes ([`Decoded`]).
 struct Gather {
     body: Body,
     asked: bool,
-    /// Decoded chunks so far (an encoded body).
-    decoded: Vec<Bytes>,
+    /// The decoded body so far (an encoded body).
+    decoded: Decoded,
 }
 
 impl Gather {
@@ -416,7 +417,7 @@ impl Gather {
         Gather {
             body,
             asked: false,
-            decoded: Vec::new(),
+            decoded: Decoded::None,
         }
     }
 
@@ -460,9 +461,7 @@ impl Gather {
             loop {
                 match self.body.poll_chunk(cx) {
                     Poll::Ready(Ok(Some(chunk))) => self.decoded.push(chunk),
-                    Poll::Ready(Ok(None)) => {
-                        return Poll::Ready(Ok(join(self.decoded.drain(..))));
-                    }
+                    Poll::Ready(Ok(None)) => return Poll::Ready(Ok(self.decoded.take())),
                     Poll::Ready(Err(error)) => return Poll::Ready(Err(error)),
                     Poll::Pending => return Poll::Pending,
                 }
@@ -485,7 +484,7 @@ impl Gather {
             while let Some(chunk) = self.body.wait_chunk()? {
                 self.decoded.push(chunk);
             }
-            return Ok(join(self.decoded.drain(..)));
+            return Ok(self.decoded.take());
         }
         if !self.ask(true) {
             return self.rest();
@@ -493,6 +492,62 @@ impl Gather {
         match self.body.exchange.take_whole_body_blocking() {
             Some(whole) => self.whole(whole),
             None => Err(Error::WouldDeadlock),
+        }
+    }
+}
+
+/// A decoded body collected whole, as its chunks come: each is copied
+/// into one buffer at once and let go, so that at the peak the heap holds
+/// the buffer — at most half as much again as the body, see
+/// [`push`](Self::push) — and the chunk being added; not every chunk (each
+/// may keep its decoder's output buffer, up to twice its bytes) and then a
+/// copy of them all, up to three times the body.
+enum Decoded {
+    None,
+    /// One chunk, as it came: a body of one is taken without a copy.
+    One(Bytes),
+    Many(Vec<u8>),
+}
+
+impl Decoded {
+    fn push(&mut self, chunk: Bytes) {
+        if chunk.is_empty() {
+            return;
+        }
+        match self {
+            Decoded::None => *self = Decoded::One(chunk),
+            Decoded::One(first) => {
+                let mut joined = Vec::with_capacity(first.len() + chunk.len());
+                joined.extend_from_slice(first);
+                joined.extend_from_slice(&chunk);
+                *self = Decoded::Many(joined);
+            }
+            Decoded::Many(joined) => {
+                if joined.capacity() - joined.len() < chunk.len() {
+                    // Grown by half of what it holds, not doubled: its room
+                    // to spare is then at most half the body. (A growth
+                    // may move the bytes: up to about three times the body
+                    // in all, on the reader's thread — large blocks are
+                    // remapped rather than copied by most allocators.)
+                    joined.reserve_exact(chunk.len().max(joined.len() / 2));
+                }
+                joined.extend_from_slice(&chunk);
+            }
+        }
+    }
+
+    /// The body collected, in one piece.
+    fn take(&mut self) -> Bytes {
+        match std::mem::replace(self, Decoded::None) {
+            Decoded::None => Bytes::new(),
+            Decoded::One(chunk) => chunk,
+            Decoded::Many(mut joined) => {
+                // Room to spare (up to half the body) would be kept as
+                // long as the bytes are: given back, shrunk in place as a
+                // rule.
+                joined.shrink_to_fit();
+                Bytes::from(joined)
+            }
         }
     }
 }

@@ -26,6 +26,12 @@ pub(super) enum Pulled {
     /// Never empty.
     Data(Bytes),
     End,
+    /// The end, with the body's trailers (never empty; none of them a
+    /// field that may not go in trailers, see [`trailers_of`]): they go
+    /// as HTTP/1.1 chunked trailers, or HTTP/2's trailing HEADERS. A body
+    /// framed by its `Content-Length` has no room for them: see
+    /// [`Declared::check`].
+    Trailers(http::HeaderMap),
     /// Nothing yet: the connection is woken when there is.
     Pending,
     Failed(Error),
@@ -126,9 +132,14 @@ impl Declared {
                 }
                 Pulled::Data(data)
             }
-            Pulled::End if self.given != length => {
+            Pulled::End | Pulled::Trailers(_) if self.given != length => {
                 Pulled::Failed(length_mismatch("shorter", length))
             }
+            // Only a frame of trailers given when the length is whole
+            // (though the body is then not polled): the end, and they are
+            // dropped — a body framed by its length has nowhere to put
+            // them (as `Upload::from_stream` says).
+            Pulled::Trailers(_) => Pulled::End,
             other => other,
         }
     }
@@ -151,9 +162,22 @@ fn taken(taken: Taken) -> Pulled {
     }
 }
 
+/// Empty frames (and empty trailers) one pull takes at most
+/// before it yields: a body always ready with them would otherwise hold
+/// the loop — and every connection and timeout on it — for as long.
+const MAX_EMPTY_FRAMES_PER_PULL: usize = 64;
+
 fn poll_body(body: &mut BodyStream, waker: &Waker) -> Pulled {
     let mut task = Context::from_waker(waker);
+    let mut empty_frames = 0;
     loop {
+        if empty_frames == MAX_EMPTY_FRAMES_PER_PULL {
+            // Run again after the loop's other work: the waker posts the
+            // connection's readiness to its loop (a task of the next
+            // turn), as a source that has something does.
+            waker.wake_by_ref();
+            return Pulled::Pending;
+        }
         // The caller's code, run on the loop: its panic fails this body
         // alone, as its error would — not the connection and every
         // exchange on it (over HTTP/2, many share one).
@@ -167,14 +191,63 @@ fn poll_body(body: &mut BodyStream, waker: &Waker) -> Pulled {
             Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
                 // An empty frame is nothing (`http_body` allows them): to
                 // HTTP/2 an empty piece is the end of the body.
-                Ok(data) if data.is_empty() => continue,
+                Ok(data) if data.is_empty() => {
+                    empty_frames += 1;
+                    continue;
+                }
                 Ok(data) => Pulled::Data(data),
-                // Trailers of a request body: not sent.
-                Err(_) => continue,
+                // The trailers: the last frame of the body (`http_body`
+                // says so), and the end, unless there are none.
+                Err(frame) => match frame.into_trailers() {
+                    Ok(trailers) if trailers.is_empty() => {
+                        empty_frames += 1;
+                        continue;
+                    }
+                    Ok(trailers) => trailers_of(trailers),
+                    // Neither data nor trailers: a kind of frame a later
+                    // `http_body` may add, nothing this client can send.
+                    Err(_) => {
+                        empty_frames += 1;
+                        continue;
+                    }
+                },
             },
             Poll::Ready(Some(Err(source))) => Pulled::Failed(Error::RequestBody { source }),
             Poll::Ready(None) => Pulled::End,
             Poll::Pending => Pulled::Pending,
         };
+    }
+}
+
+/// Fields that may not go in a request's trailers: they frame the message
+/// or route it (RFC 9110 §6.5.1), or belong to the connection (HTTP/2
+/// refuses them in any HEADERS, RFC 9113 §8.2.2).
+const NOT_IN_TRAILERS: [&str; 9] = [
+    "content-length",
+    "transfer-encoding",
+    "trailer",
+    "host",
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "upgrade",
+    "te",
+];
+
+/// The end of a body with `trailers` (not empty) — or its failure, if
+/// one of them may not go in trailers ([`NOT_IN_TRAILERS`]): the same over
+/// both protocols, rather than sent over one and refused by the other.
+fn trailers_of(trailers: http::HeaderMap) -> Pulled {
+    match NOT_IN_TRAILERS
+        .iter()
+        .find(|name| trailers.contains_key(**name))
+    {
+        Some(name) => Pulled::Failed(Error::RequestBody {
+            source: format!(
+                "the request body's trailers hold {name}, which may not go in trailers"
+            )
+            .into(),
+        }),
+        None => Pulled::Trailers(trailers),
     }
 }

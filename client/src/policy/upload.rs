@@ -104,6 +104,18 @@ impl Upload {
     /// request with [`Error::RequestBody`](crate::Error::RequestBody); once
     /// it has given that many bytes the body is whole, and `body` is not
     /// polled further.
+    ///
+    /// Its trailers (a frame of trailers, its last) go after it when it
+    /// has no length: as the trailer section of its last chunk over
+    /// HTTP/1.1, as a trailing HEADERS frame over HTTP/2. A body with a
+    /// length ends with its last byte, before its trailers are polled: they
+    /// are not sent (a body framed by `Content-Length` has no room for
+    /// them). Trailers that hold a field that may not go in trailers — one
+    /// that frames or routes the message, or belongs to the connection
+    /// (`Content-Length`, `Transfer-Encoding`, `Trailer`, `Host`,
+    /// `Connection`, `Keep-Alive`, `Proxy-Connection`, `Upgrade`, `TE`) —
+    /// fail the request with [`Error::RequestBody`](crate::Error::RequestBody).
+    /// Empty frames are skipped.
     pub fn from_stream<B>(body: B) -> Upload
     where
         B: http_body::Body + Send + 'static,

@@ -471,6 +471,10 @@ impl Stream {
                                 self.send_part(task, Bytes::new(), true, now, info)?;
                                 return Ok((false, took));
                             }
+                            Pulled::Trailers(trailers) => {
+                                self.send_trailers(task, trailers, now, info)?;
+                                return Ok((false, took));
+                            }
                             Pulled::Pending => return Ok((false, took)),
                             Pulled::Failed(error) => return Err(error),
                         }
@@ -541,6 +545,28 @@ impl Stream {
             request_sent(&self.exchange, info, now);
         }
         Ok(true)
+    }
+
+    /// Ends the upload with `trailers`, a trailing HEADERS frame — as
+    /// [`send_part`](Self::send_part) sends its last part, and refused as
+    /// it is.
+    fn send_trailers(
+        &mut self,
+        task: &mut Context<'_>,
+        trailers: http::HeaderMap,
+        now: Instant,
+        info: Option<&crate::events::ConnectionInfo>,
+    ) -> Result<(), Error> {
+        if let Err(error) = self.send.send_trailers(trailers) {
+            if self.send.poll_reset(task).is_pending() {
+                return Err(error_of(&self.exchange, error));
+            }
+            self.out = Outgoing::Stopped;
+            return Ok(());
+        }
+        self.out = Outgoing::Done;
+        request_sent(&self.exchange, info, now);
+        Ok(())
     }
 
     /// Takes what has come of the response: its head, its body into the

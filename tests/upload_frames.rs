@@ -1,0 +1,312 @@
+//! The frames of an async upload (`Upload::from_stream`), over HTTP/1.1
+//! and HTTP/2: a body always ready with empty frames does not hold its
+//! loop from the other connections and timeouts on it; its trailers go
+//! (chunked trailers, a trailing HEADERS frame) when it has no length,
+//! and are dropped when it has one.
+
+mod support;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::{Duration, Instant};
+use support::h2_server::*;
+use support::*;
+use tickless::http_body::{Body, Frame};
+use tickless::{Bytes, Client, Error, Upload};
+
+/// Far past anything the tests wait for on a loop that is not held.
+const CEILING: Duration = Duration::from_secs(20);
+
+/// An upload always ready with an empty frame, until `stop` is set (then
+/// it fails). Counts its polls.
+struct EmptyForever {
+    stop: Arc<AtomicBool>,
+    polls: Arc<AtomicU64>,
+}
+
+impl Body for EmptyForever {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        self.polls.fetch_add(1, Ordering::SeqCst);
+        if self.stop.load(Ordering::SeqCst) {
+            return Poll::Ready(Some(Err(std::io::Error::other("stopped"))));
+        }
+        Poll::Ready(Some(Ok(Frame::data(Bytes::new()))))
+    }
+}
+
+/// Sets its flag when dropped: an [`EmptyForever`] stops even when the
+/// test fails, so that its loop (held, before the fix) can be closed.
+struct StopOnDrop(Arc<AtomicBool>);
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+/// On one loop: an upload of empty frames to `spinning_url`, with a
+/// request timeout; then a GET to `other_url`, which completes while the
+/// upload goes on (its body was polled meanwhile), and the upload's
+/// timeout fires (not before its time).
+fn empty_frames_leave_the_loop_to_others(
+    client: &Client,
+    spinning_url: String,
+    other_url: String,
+    version: &str,
+) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let _stop_on_drop = StopOnDrop(stop.clone());
+    let polls = Arc::new(AtomicU64::new(0));
+    let timeout = Duration::from_millis(500);
+    let started = Instant::now();
+    let upload = client
+        .post(spinning_url)
+        .request_timeout(timeout)
+        .body(Upload::from_stream(EmptyForever {
+            stop: stop.clone(),
+            polls: polls.clone(),
+        }))
+        .send();
+    assert!(
+        eventually(CEILING, || polls.load(Ordering::SeqCst) > 0),
+        "{version}: the upload's body was never polled"
+    );
+    let other = client.get(other_url).send();
+    let text = within(&format!("{version}: the other request"), CEILING, || {
+        other.wait().unwrap().text().wait().unwrap()
+    });
+    assert_eq!(text, "other", "{version}");
+    let error = within(&format!("{version}: the upload's timeout"), CEILING, || {
+        upload.wait().unwrap_err()
+    });
+    assert!(
+        matches!(error, Error::RequestTimeout(_)),
+        "{version}: {error:?}"
+    );
+    assert!(started.elapsed() >= timeout, "{version}: fired early");
+    client.close();
+}
+
+#[test]
+fn an_upload_of_empty_frames_leaves_its_loop_to_others_over_http1() {
+    let spinning = TestServer::start(Behaviour::NeverAnswer);
+    let other = TestServer::respond(|_| ok("other"));
+    for event_loop_timeouts in [true, false] {
+        let client = Client::builder()
+            .event_loops(1)
+            .use_event_loop_timeouts(event_loop_timeouts)
+            .build()
+            .unwrap();
+        empty_frames_leave_the_loop_to_others(
+            &client,
+            spinning.url("/"),
+            other.url("/"),
+            &format!("HTTP/1.1, loop timeouts {event_loop_timeouts}"),
+        );
+    }
+}
+
+#[test]
+fn an_upload_of_empty_frames_leaves_its_loop_to_others_over_http2() {
+    // Streams on one connection: the upload never ends (nor is answered),
+    // the other is answered at once.
+    let server = H2Server::start(|stream| async move {
+        let H2Stream {
+            request,
+            mut respond,
+            ..
+        } = stream;
+        if request.uri().path() == "/other" {
+            let response = http::Response::new(());
+            let mut body = respond.send_response(response, false).unwrap();
+            let _ = body.send_data(Bytes::from_static(b"other"), true);
+        } else {
+            let mut body = request.into_body();
+            while let Some(Ok(_)) = body.data().await {}
+        }
+    });
+    for event_loop_timeouts in [true, false] {
+        let client = Client::builder()
+            .event_loops(1)
+            .http2_prior_knowledge()
+            .use_event_loop_timeouts(event_loop_timeouts)
+            .build()
+            .unwrap();
+        empty_frames_leave_the_loop_to_others(
+            &client,
+            server.url("/spinning"),
+            server.url("/other"),
+            &format!("HTTP/2, loop timeouts {event_loop_timeouts}"),
+        );
+    }
+}
+
+/// An upload of `data` then `trailers`, its length an exact size hint if
+/// `sized` (chunked otherwise).
+struct WithTrailers {
+    data: Option<Bytes>,
+    trailers: Option<http::HeaderMap>,
+    sized: bool,
+}
+
+impl Body for WithTrailers {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        if let Some(data) = self.data.take() {
+            return Poll::Ready(Some(Ok(Frame::data(data))));
+        }
+        Poll::Ready(self.trailers.take().map(|t| Ok(Frame::trailers(t))))
+    }
+
+    fn size_hint(&self) -> tickless::http_body::SizeHint {
+        match (&self.data, self.sized) {
+            (Some(data), true) => tickless::http_body::SizeHint::with_exact(data.len() as u64),
+            (None, true) => tickless::http_body::SizeHint::with_exact(0),
+            (_, false) => tickless::http_body::SizeHint::default(),
+        }
+    }
+}
+
+fn with_trailers(fields: &[(&'static str, &'static str)], sized: bool) -> Upload {
+    let mut trailers = http::HeaderMap::new();
+    for (name, value) in fields {
+        trailers.append(*name, http::HeaderValue::from_static(value));
+    }
+    Upload::from_stream(WithTrailers {
+        data: Some(Bytes::from_static(b"the body")),
+        trailers: Some(trailers),
+        sized,
+    })
+}
+
+/// Answers with the body it got, its framing and its trailers.
+fn trailers_echo() -> TestServer {
+    TestServer::respond(|request| {
+        let framing = match request.header("content-length") {
+            Some(length) => format!("length {length}"),
+            None => request.header("transfer-encoding").unwrap_or("").to_owned(),
+        };
+        let trailers: Vec<String> = request
+            .trailers
+            .iter()
+            .map(|(name, value)| format!("{name}={value}"))
+            .collect();
+        let body = String::from_utf8_lossy(&request.body);
+        ok(&format!("{framing}|{body}|{}", trailers.join(",")))
+    })
+}
+
+fn post_text(client: &Client, url: String, body: Upload) -> Result<String, Error> {
+    client.post(url).body(body).send().wait()?.text().wait()
+}
+
+#[test]
+fn an_upload_s_trailers_go_after_its_last_chunk_over_http1() {
+    let server = trailers_echo();
+    let client = Client::builder().event_loops(1).build().unwrap();
+    let fields = [("x-checksum", "abc123"), ("x-rows", "1"), ("x-rows", "2")];
+    let text = post_text(&client, server.url("/"), with_trailers(&fields, false)).unwrap();
+    assert_eq!(text, "chunked|the body|x-checksum=abc123,x-rows=1,x-rows=2");
+    // With a length, there is no room for them: the body alone goes.
+    let text = post_text(&client, server.url("/"), with_trailers(&fields, true)).unwrap();
+    assert_eq!(text, "length 8|the body|");
+    client.close();
+}
+
+#[test]
+fn an_upload_s_trailers_that_may_not_be_trailers_fail_it_over_both_protocols() {
+    let http1 = trailers_echo();
+    let http2 = H2Server::start(|stream| async move {
+        let mut respond = stream.respond;
+        let _ = respond.send_response(http::Response::new(()), true);
+    });
+    let clients = [
+        (
+            Client::builder().event_loops(1).build().unwrap(),
+            http1.url("/"),
+        ),
+        (
+            Client::builder()
+                .event_loops(1)
+                .http2_prior_knowledge()
+                .build()
+                .unwrap(),
+            http2.url("/"),
+        ),
+    ];
+    for (client, url) in &clients {
+        for name in ["content-length", "transfer-encoding", "connection", "te"] {
+            let body = with_trailers(&[("x-fine", "yes"), (name, "0")], false);
+            let error = post_text(client, url.clone(), body).unwrap_err();
+            assert!(
+                matches!(error, Error::RequestBody { .. }),
+                "{url} {name}: {error:?}"
+            );
+            let text = chain_text(&error);
+            assert!(text.contains(name), "{url} {name}: {text}");
+        }
+        client.close();
+    }
+}
+
+#[test]
+fn an_upload_s_trailers_go_as_trailing_headers_over_http2() {
+    let server = H2Server::start(|stream| async move {
+        let H2Stream {
+            request,
+            mut respond,
+            ..
+        } = stream;
+        let length = request
+            .headers()
+            .get("content-length")
+            .map(|v| v.to_str().unwrap().to_owned());
+        let mut body = request.into_body();
+        let mut data = Vec::new();
+        while let Some(Ok(piece)) = body.data().await {
+            let _ = body.flow_control().release_capacity(piece.len());
+            data.extend_from_slice(&piece);
+        }
+        let trailers = match body.trailers().await {
+            Ok(Some(trailers)) => trailers
+                .iter()
+                .map(|(name, value)| format!("{name}={}", value.to_str().unwrap()))
+                .collect::<Vec<_>>()
+                .join(","),
+            Ok(None) => String::new(),
+            Err(error) => format!("error {error}"),
+        };
+        let text = format!(
+            "{}|{}|{trailers}",
+            length.map_or("no length".to_owned(), |l| format!("length {l}")),
+            String::from_utf8_lossy(&data)
+        );
+        let mut send = respond
+            .send_response(http::Response::new(()), false)
+            .unwrap();
+        let _ = send.send_data(Bytes::from(text), true);
+    });
+    let client = Client::builder()
+        .event_loops(1)
+        .http2_prior_knowledge()
+        .build()
+        .unwrap();
+    let fields = [("x-checksum", "abc123"), ("grpc-status", "0")];
+    let text = post_text(&client, server.url("/"), with_trailers(&fields, false)).unwrap();
+    assert_eq!(text, "no length|the body|x-checksum=abc123,grpc-status=0");
+    let text = post_text(&client, server.url("/"), with_trailers(&fields, true)).unwrap();
+    assert_eq!(text, "length 8|the body|");
+    client.close();
+}
