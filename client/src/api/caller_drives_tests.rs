@@ -205,6 +205,56 @@ fn a_request_sent_again_to_another_idle_loop_does_not_wait_for_its_grace() {
     within("the request sent again", move || get(&client, &url));
 }
 
+/// A hedged copy, to the idle connection on the other loop, left idle, is
+/// posted from the wheel's thread when its delay rings, while the caller
+/// drives (or sleeps on) the loop of the stalled first attempt: it wakes
+/// that other loop's thread rather than wait for a driver who is
+/// elsewhere. The same for a caller that polls.
+#[test]
+fn a_hedged_copy_to_another_idle_loop_does_not_wait_for_its_grace() {
+    for polled in [false, true] {
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let released = Arc::new(Mutex::new(released));
+        let first = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let ok_both = ok_once_both_came();
+        let server = server(Arc::new(move |path| {
+            if path == "/hedged" && first.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                // The first attempt stalls until the test ends.
+                let _ = released.lock().unwrap().recv_timeout(GRACE);
+            }
+            ok_both(path)
+        }));
+        let (client, _group) = client(2, GRACE);
+        let client = Arc::new(client);
+        let url = format!("http://{}/", server.addr);
+        // Two connections at once, one on each loop.
+        let both: Vec<_> = (0..2)
+            .map(|_| get_on_a_thread(&client, format!("{url}both")))
+            .collect();
+        for one in both {
+            one.join().unwrap();
+        }
+        assert_eq!(client.stats().open_connections, 2);
+        let hedged = format!("{url}hedged");
+        let body = within(
+            &format!("the hedged request, polled: {polled}"),
+            move || {
+                let request = client
+                    .get(&hedged)
+                    .hedge(crate::hedge::Policy::after(Duration::from_millis(20)));
+                let response = if polled {
+                    block_on(request.send())
+                } else {
+                    request.send().wait()
+                };
+                response.unwrap().bytes().wait().unwrap()
+            },
+        );
+        assert_eq!(&body[..], b"ok", "polled: {polled}");
+        drop(release);
+    }
+}
+
 /// A redirect's next hop, to an idle connection on another idle loop, is
 /// submitted from the first hop's loop: it wakes that loop, for a caller
 /// that waits and for one that polls.
