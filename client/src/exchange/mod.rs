@@ -1224,16 +1224,20 @@ impl Exchange {
         event_loop: &Arc<EventLoop>,
         task: crate::event_loop::LoopTask,
     ) -> Result<(), crate::event_loop::Rejected> {
-        {
+        let awaited = {
             let mut link = lock(&self.link);
             link.posted_to = Some(event_loop.clone());
             if !link.is_home(event_loop) {
                 link.note_home(event_loop.clone());
             }
-        }
+            link.awaited
+        };
         // Posted from a loop (a redispatch, a redirect's next hop): the
         // caller may be blocked elsewhere already, or polled before this.
-        if crate::event_loop::on_any_loop() {
+        // Awaited already (polled, or its caller asleep with no loop to
+        // drive — a request that waited for a connection being opened,
+        // sent on by another thread): nobody will drive for it.
+        if awaited || crate::event_loop::on_any_loop() {
             return event_loop.execute_boxed(task);
         }
         event_loop.execute_for_driver(task)
@@ -1267,14 +1271,21 @@ impl Exchange {
             .is_some_and(|home| home.stalls_here())
     }
 
-    /// [`home_loop`](Self::home_loop), for a blocking wait about to drive
-    /// it, or sleep on it. With none (a request waiting for its
-    /// connection), the exchange is [awaited](Self::mark_awaited): the
-    /// loop it goes to must not leave its news for a driver.
+    /// The loop a blocked caller of this exchange would drive, or sleep on:
+    /// its connection's, or the one its request was posted to. With none
+    /// (a request waiting for its connection), the exchange is
+    /// [awaited](Self::mark_awaited): the loop it goes to must not leave
+    /// its news for a driver.
     fn blocking_home(&self) -> Option<Arc<EventLoop>> {
-        let home = self.home_loop();
-        if home.is_none() {
-            self.mark_awaited();
+        // Under one lock: a post between the look and the mark would find
+        // the exchange not awaited, and not wake the loop it goes to.
+        let mut link = lock(&self.link);
+        let conn = link.conn.conn().map(|conn| &conn.event_loop);
+        let home = conn.or(link.posted_to.as_ref()).cloned();
+        if home.is_none() && !link.awaited {
+            link.set_awaited();
+            drop(link);
+            self.awaited.store(true, Ordering::Relaxed);
         }
         home
     }
@@ -1301,14 +1312,6 @@ impl Exchange {
         }
         lock(&self.link).set_awaited();
         self.awaited.store(true, Ordering::Relaxed);
-    }
-
-    /// The loop a blocked caller of this exchange would drive: its
-    /// connection's, or the one its request was posted to.
-    fn home_loop(&self) -> Option<Arc<EventLoop>> {
-        let link = lock(&self.link);
-        let conn = link.conn.conn().map(|conn| &conn.event_loop);
-        conn.or(link.posted_to.as_ref()).cloned()
     }
 }
 
