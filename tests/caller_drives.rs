@@ -23,6 +23,34 @@ fn one_loop_client(recorder: &Arc<Recorder>) -> tickless::Client {
         .expect("client")
 }
 
+/// Runs `round` [`ROUNDS`] times, up to [`TRIES`] times over, until most
+/// of a try's requests were sent from this thread (`recorder`'s
+/// `RequestSent` events): fails if no try had most sent here.
+fn most_sent_from_the_callers_thread(recorder: &Recorder, mut round: impl FnMut(usize)) {
+    let me = thread::current().id();
+    let mut sent_here_per_try = Vec::new();
+    for _ in 0..TRIES {
+        let events_before = recorder.events().len();
+        for index in 0..ROUNDS {
+            round(index);
+        }
+        let sent_here = recorder.events()[events_before..]
+            .iter()
+            .filter(|(e, on)| matches!(e, Event::RequestSent(_)) && *on == me)
+            .count();
+        sent_here_per_try.push(sent_here);
+        if sent_here >= ROUNDS / 2 {
+            return;
+        }
+    }
+    panic!("{sent_here_per_try:?} of {ROUNDS} requests sent from the caller's thread, per try");
+}
+
+/// Sequential requests a try of [`most_sent_from_the_callers_thread`] makes.
+const ROUNDS: usize = 60;
+/// Tries of [`most_sent_from_the_callers_thread`].
+const TRIES: usize = 5;
+
 /// The caller's requests after the first are sent from its own thread
 /// (it drives the loop), and their bodies — whole, streamed through the
 /// reader, a chunk at a time — arrive byte-exact. "Most" rather than
@@ -41,50 +69,29 @@ fn a_sequential_callers_requests_are_driven_by_the_caller() {
     let server = TestServer::respond(move |_| response(200, &[], &served));
     let recorder = Recorder::new();
     let client = one_loop_client(&recorder);
-    const ROUNDS: usize = 60;
-    const TRIES: usize = 5;
-    let me = thread::current().id();
-    let mut sent_here_per_try = Vec::new();
-    for _ in 0..TRIES {
-        let events_before = recorder.events().len();
-        for round in 0..ROUNDS {
-            let mut response = client.get(server.url("/")).send().wait().unwrap();
-            let got = match round % 3 {
-                0 => response.bytes().wait().unwrap().to_vec(),
-                1 => {
-                    let mut all = Vec::new();
-                    response.body_mut().read_to_end(&mut all).unwrap();
-                    all
+    most_sent_from_the_callers_thread(&recorder, |round| {
+        let mut response = client.get(server.url("/")).send().wait().unwrap();
+        let got = match round % 3 {
+            0 => response.bytes().wait().unwrap().to_vec(),
+            1 => {
+                let mut all = Vec::new();
+                response.body_mut().read_to_end(&mut all).unwrap();
+                all
+            }
+            _ => {
+                let mut all = Vec::new();
+                while let Some(chunk) = response.chunk().wait().unwrap() {
+                    all.extend_from_slice(&chunk);
                 }
-                _ => {
-                    let mut all = Vec::new();
-                    while let Some(chunk) = response.chunk().wait().unwrap() {
-                        all.extend_from_slice(&chunk);
-                    }
-                    all
-                }
-            };
-            assert!(
-                got == body,
-                "round {round}: {} bytes, not the body",
-                got.len()
-            );
-        }
-        let sent_here = recorder.events()[events_before..]
-            .iter()
-            .filter(|(e, on)| matches!(e, Event::RequestSent(_)) && *on == me)
-            .count();
-        sent_here_per_try.push(sent_here);
-        if sent_here >= ROUNDS / 2 {
-            break;
-        }
-    }
-    assert!(
-        sent_here_per_try
-            .iter()
-            .any(|&sent_here| sent_here >= ROUNDS / 2),
-        "{sent_here_per_try:?} of {ROUNDS} requests sent from the caller's thread, per try"
-    );
+                all
+            }
+        };
+        assert!(
+            got == body,
+            "round {round}: {} bytes, not the body",
+            got.len()
+        );
+    });
     assert_eq!(server.connections_accepted(), 1);
     client.close();
 }
@@ -105,31 +112,10 @@ fn a_sequential_callers_http2_requests_are_driven_by_the_caller() {
         .listener(recorder.clone())
         .build()
         .expect("client");
-    const ROUNDS: usize = 60;
-    const TRIES: usize = 5;
-    let me = thread::current().id();
-    let mut sent_here_per_try = Vec::new();
-    for _ in 0..TRIES {
-        let events_before = recorder.events().len();
-        for _ in 0..ROUNDS {
-            let response = client.get(server.url("/")).send().wait().unwrap();
-            assert_eq!(response.text().wait().unwrap(), "over h2");
-        }
-        let sent_here = recorder.events()[events_before..]
-            .iter()
-            .filter(|(e, on)| matches!(e, Event::RequestSent(_)) && *on == me)
-            .count();
-        sent_here_per_try.push(sent_here);
-        if sent_here >= ROUNDS / 2 {
-            break;
-        }
-    }
-    assert!(
-        sent_here_per_try
-            .iter()
-            .any(|&sent_here| sent_here >= ROUNDS / 2),
-        "{sent_here_per_try:?} of {ROUNDS} requests sent from the caller's thread, per try"
-    );
+    most_sent_from_the_callers_thread(&recorder, |_| {
+        let response = client.get(server.url("/")).send().wait().unwrap();
+        assert_eq!(response.text().wait().unwrap(), "over h2");
+    });
     client.close();
 }
 

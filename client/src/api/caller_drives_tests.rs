@@ -175,6 +175,23 @@ fn block_on<F: std::future::Future>(future: F) -> F::Output {
     }
 }
 
+/// A client of two loops with a [`GRACE`] each, with a connection to
+/// `server` (answering [`ok_once_both_came`]) idle on each, both loops
+/// left idle.
+fn client_idle_on_both_loops(server: &Server) -> Arc<crate::Client> {
+    let (client, _group) = client(2, GRACE);
+    let client = Arc::new(client);
+    // Two connections at once, one on each loop.
+    let both: Vec<_> = (0..2)
+        .map(|_| get_on_a_thread(&client, format!("http://{}/both", server.addr)))
+        .collect();
+    for one in both {
+        one.join().unwrap();
+    }
+    assert_eq!(client.stats().open_connections, 2);
+    client
+}
+
 /// A pooled request whose idle connection turns out closed (its peek, on
 /// the loop its caller drives) goes again to the idle connection on the
 /// other loop, also left idle: posted from a loop, it wakes that loop's
@@ -182,17 +199,8 @@ fn block_on<F: std::future::Future>(future: F) -> F::Output {
 #[test]
 fn a_request_sent_again_to_another_idle_loop_does_not_wait_for_its_grace() {
     let server = server(ok_once_both_came());
-    let (client, _group) = client(2, GRACE);
-    let client = Arc::new(client);
+    let client = client_idle_on_both_loops(&server);
     let url = format!("http://{}/", server.addr);
-    // Two connections at once, one on each loop...
-    let both: Vec<_> = (0..2)
-        .map(|_| get_on_a_thread(&client, format!("{url}both")))
-        .collect();
-    for one in both {
-        one.join().unwrap();
-    }
-    assert_eq!(client.stats().open_connections, 2);
     // ...then one more: its connection is the one reused next.
     get(&client, &url);
     let last = *server.served.lock().unwrap().last().unwrap();
@@ -224,18 +232,8 @@ fn a_hedged_copy_to_another_idle_loop_does_not_wait_for_its_grace() {
             }
             ok_both(path)
         }));
-        let (client, _group) = client(2, GRACE);
-        let client = Arc::new(client);
-        let url = format!("http://{}/", server.addr);
-        // Two connections at once, one on each loop.
-        let both: Vec<_> = (0..2)
-            .map(|_| get_on_a_thread(&client, format!("{url}both")))
-            .collect();
-        for one in both {
-            one.join().unwrap();
-        }
-        assert_eq!(client.stats().open_connections, 2);
-        let hedged = format!("{url}hedged");
+        let client = client_idle_on_both_loops(&server);
+        let hedged = format!("http://{}/hedged", server.addr);
         let body = within(
             &format!("the hedged request, polled: {polled}"),
             move || {
