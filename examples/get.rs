@@ -28,10 +28,15 @@
 //!   client's default, 60 s) still ends one whose server went silent.
 //! * `-m`, `--max-time SECS` (curl's): the request timeout in seconds, a
 //!   fraction allowed (`0.5`).
-//! * `--connect-timeout SECS` (curl's): the bound on each TCP connect
-//!   attempt, in seconds, a fraction allowed (`0.5`); the client's default
-//!   is 5 s, and 0 puts none (the request timeout, if any, still bounds
-//!   it: curl's 0 is its own default instead).
+//! * `--connect-timeout SECS` (curl's): the bound on the connection's
+//!   opening, in seconds, a fraction allowed (`0.5`). curl's covers the
+//!   whole of it (TCP, a proxy's CONNECT, TLS); here it is both the
+//!   client's connect timeout (each TCP connect attempt; default 5 s) and
+//!   its handshake timeout (a proxy's handshake and TLS together, from
+//!   the TCP connect; default 10 s), each SECS on its own, so an opening
+//!   may take longer than SECS in all where curl's may not. 0 puts none
+//!   (the request timeout, if any, still bounds it: curl's 0 is its own
+//!   default instead).
 //! * `--event-loop-timeouts`: arm them on the connection's event loop
 //!   instead of the hashed-wheel timer.
 //! * `-H`, `--header 'Name: value'`: add a request header (repeatable);
@@ -745,8 +750,10 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     if let Some(timeout) = args.write_timeout {
         builder = builder.write_timeout(timeout);
     }
+    // curl's connect timeout bounds the whole opening: the TCP connect,
+    // then (the handshake timeout) a proxy's handshake and TLS.
     if let Some(timeout) = args.connect_timeout {
-        builder = builder.connect_timeout(timeout);
+        builder = builder.connect_timeout(timeout).handshake_timeout(timeout);
     }
     if let Some(path) = &args.ca {
         let pem = std::fs::read(path).map_err(|e| format!("--ca {path}: {e}"))?;
