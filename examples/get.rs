@@ -966,16 +966,14 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
 /// for a proxy it is given ([`tickless::Proxy::no_proxy`]), and for those
 /// of the environment reads it from the variables, when it is built — so
 /// it goes there: in `no_proxy`, the name the client reads first, with
-/// `NO_PROXY` gone (a blank `no_proxy` would let `NO_PROXY` through: an
-/// empty list, as curl's `--noproxy ""`, leaves neither, and every host
-/// goes through the proxy). Called before the client is built, while this
-/// process has no other thread to read the environment meanwhile.
+/// `NO_PROXY` gone (the client reads a blank `no_proxy` as unset and falls
+/// through to `NO_PROXY`: with that gone, an empty list, as curl's
+/// `--noproxy ""`, bypasses nothing, and every host goes through the
+/// proxy). Called before the client is built, while this process has no
+/// other thread to read the environment meanwhile.
 fn bypass_the_environments_proxies(hosts: &str) {
     std::env::remove_var("NO_PROXY");
-    match hosts.trim().is_empty() {
-        true => std::env::remove_var("no_proxy"),
-        false => std::env::set_var("no_proxy", hosts),
-    }
+    std::env::set_var("no_proxy", hosts);
 }
 
 /// The URL an upload of `path` goes to: `url`, or, if its path ends with

@@ -1082,6 +1082,7 @@ fn noproxy_sends_the_hosts_it_lists_straight_past_the_proxy() {
         ("other.invalid, 127.0.0.0/8", straight),
         ("other.invalid", proxied.as_str()),
         ("", proxied.as_str()),
+        (" ", proxied.as_str()),
     ] {
         let text = with_env(&[&url, "-x", &proxy_url, "--noproxy", list], &[]);
         assert!(text.ends_with(expected), "-x, --noproxy {list:?}: {text}");
