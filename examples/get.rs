@@ -443,9 +443,10 @@ impl tickless::Resolve for ResolveTable {
     fn resolve(&self, host: &str, port: u16, answer: tickless::ResolveAnswer) {
         // The client asks for a name as a URL's host is read (lower
         // case, in IDNA's ASCII form: `Origin`'s host, a proxy URL's), with
-        // its final dot if the URL had one.
+        // its final dot if the URL had one: as the table keys it but for
+        // that dot.
         let name = host.strip_suffix('.').unwrap_or(host);
-        if let Some(addrs) = self.entries.get(&(name.to_ascii_lowercase(), port)) {
+        if let Some(addrs) = self.entries.get(&(name.to_owned(), port)) {
             return answer.addresses(addrs.iter().copied());
         }
         // `getaddrinfo` blocks, and this is called on a loop: on a thread
