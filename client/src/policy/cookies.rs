@@ -226,7 +226,11 @@ impl Cookies {
         };
         // Cookies sent together share a count: the key settles the order.
         candidates.sort_unstable_by_key(|&(key, stamps)| (stamps.used(), key));
-        let evicted: Vec<OwnedKey> = candidates[..held - keep]
+        // Bounded by the list itself, not by the count above: were the two
+        // ever to disagree, fewer would go, and no slice past the end
+        // would panic on a server's `Set-Cookie`.
+        let excess = candidates.len().saturating_sub(keep);
+        let evicted: Vec<OwnedKey> = candidates[..excess]
             .iter()
             .map(|&(key, _)| owned(key))
             .collect();
@@ -1289,6 +1293,22 @@ mod tests {
             ["long=2", "other=4", "session=3"].map(str::to_owned)
         );
         assert_eq!(jar.read().earliest_expiry, long);
+    }
+
+    /// Eviction takes as many as its list of candidates holds past the
+    /// limit, whatever the count it was called on says: a count that had
+    /// drifted above the cookies held would evict fewer, not panic on a
+    /// server's `Set-Cookie`.
+    #[test]
+    fn eviction_is_bounded_by_the_cookies_not_by_their_count() {
+        let jar = Jar::new();
+        set(&jar, "http://a.test/", &["a=1", "b=2", "c=3"]);
+        set(&jar, "http://b.test/", &["d=4"]);
+        jar.write().stamps.miscount(5);
+        jar.write().evict_least_recently_used(Some("a.test"), 1);
+        assert_eq!(pairs_held(&jar), ["c=3", "d=4"].map(str::to_owned));
+        jar.write().evict_least_recently_used(None, 1);
+        assert_eq!(pairs_held(&jar), ["d=4"].map(str::to_owned));
     }
 
     /// Before the earliest expiry the jar is not gone through for expired
