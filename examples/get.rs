@@ -28,10 +28,15 @@
 //!   client's default, 60 s) still ends one whose server went silent.
 //! * `-m`, `--max-time SECS` (curl's): the request timeout in seconds, a
 //!   fraction allowed (`0.5`).
-//! * `--connect-timeout SECS` (curl's): the bound on each TCP connect
-//!   attempt, in seconds, a fraction allowed (`0.5`); the client's default
-//!   is 5 s, and 0 puts none (the request timeout, if any, still bounds
-//!   it: curl's 0 is its own default instead).
+//! * `--connect-timeout SECS` (curl's): the bound on the connection's
+//!   opening, in seconds, a fraction allowed (`0.5`). curl's covers the
+//!   whole of it (TCP, a proxy's CONNECT, TLS); here it is both the
+//!   client's connect timeout (each TCP connect attempt; default 5 s) and
+//!   its handshake timeout (a proxy's handshake and TLS together, from
+//!   the TCP connect; default 10 s), each SECS on its own, so an opening
+//!   may take longer than SECS in all where curl's may not. 0 puts none
+//!   (the request timeout, if any, still bounds it: curl's 0 is its own
+//!   default instead).
 //! * `--event-loop-timeouts`: arm them on the connection's event loop
 //!   instead of the hashed-wheel timer.
 //! * `-H`, `--header 'Name: value'`: add a request header (repeatable);
@@ -438,9 +443,10 @@ impl tickless::Resolve for ResolveTable {
     fn resolve(&self, host: &str, port: u16, answer: tickless::ResolveAnswer) {
         // The client asks for a name as a URL's host is read (lower
         // case, in IDNA's ASCII form: `Origin`'s host, a proxy URL's), with
-        // its final dot if the URL had one.
+        // its final dot if the URL had one: as the table keys it but for
+        // that dot.
         let name = host.strip_suffix('.').unwrap_or(host);
-        if let Some(addrs) = self.entries.get(&(name.to_ascii_lowercase(), port)) {
+        if let Some(addrs) = self.entries.get(&(name.to_owned(), port)) {
             return answer.addresses(addrs.iter().copied());
         }
         // `getaddrinfo` blocks, and this is called on a loop: on a thread
@@ -745,8 +751,10 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     if let Some(timeout) = args.write_timeout {
         builder = builder.write_timeout(timeout);
     }
+    // curl's connect timeout bounds the whole opening: the TCP connect,
+    // then (the handshake timeout) a proxy's handshake and TLS.
     if let Some(timeout) = args.connect_timeout {
-        builder = builder.connect_timeout(timeout);
+        builder = builder.connect_timeout(timeout).handshake_timeout(timeout);
     }
     if let Some(path) = &args.ca {
         let pem = std::fs::read(path).map_err(|e| format!("--ca {path}: {e}"))?;
@@ -959,16 +967,14 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
 /// for a proxy it is given ([`tickless::Proxy::no_proxy`]), and for those
 /// of the environment reads it from the variables, when it is built — so
 /// it goes there: in `no_proxy`, the name the client reads first, with
-/// `NO_PROXY` gone (a blank `no_proxy` would let `NO_PROXY` through: an
-/// empty list, as curl's `--noproxy ""`, leaves neither, and every host
-/// goes through the proxy). Called before the client is built, while this
-/// process has no other thread to read the environment meanwhile.
+/// `NO_PROXY` gone (the client reads a blank `no_proxy` as unset and falls
+/// through to `NO_PROXY`: with that gone, an empty list, as curl's
+/// `--noproxy ""`, bypasses nothing, and every host goes through the
+/// proxy). Called before the client is built, while this process has no
+/// other thread to read the environment meanwhile.
 fn bypass_the_environments_proxies(hosts: &str) {
     std::env::remove_var("NO_PROXY");
-    match hosts.trim().is_empty() {
-        true => std::env::remove_var("no_proxy"),
-        false => std::env::set_var("no_proxy", hosts),
-    }
+    std::env::set_var("no_proxy", hosts);
 }
 
 /// The URL an upload of `path` goes to: `url`, or, if its path ends with

@@ -3,9 +3,9 @@
 //! `--max-redirects`, `--no-decompress`, `--cookies` and `--cookie`,
 //! `--max-body-bytes`, `-u` and URL credentials (and curl's names for the
 //! same), `--proxy`, `--no-proxy`, `--noproxy` and the proxy environment, `--resolve`,
-//! `--cert`/`--key`, `--write-timeout`, `--connect-timeout`, `--data`/`--data-binary` from a
-//! file or standard input and `-T -`, `-v`, and its exit statuses (0 for any response, 1 for an
-//! error, 2 for bad arguments).
+//! `--cert`/`--key`, `--write-timeout`, `--connect-timeout` (TLS too),
+//! `--data`/`--data-binary` from a file or standard input and `-T -`, `-v`, and its exit
+//! statuses (0 for any response, 1 for an error, 2 for bad arguments).
 
 mod support;
 
@@ -1028,6 +1028,23 @@ fn connect_timeout_in_seconds_bounds_a_connect_that_hangs() {
     }
 }
 
+/// `--connect-timeout SECS` bounds the TLS handshake too, as curl's
+/// bounds the whole opening: a server that accepts and never answers the
+/// ClientHello fails the request with a handshake timeout of SECS, not of
+/// the client's default of 10 s (nor the request timeout).
+#[test]
+fn connect_timeout_in_seconds_bounds_a_tls_handshake_that_stalls() {
+    let server = TestServer::start(Behaviour::NeverAnswer);
+    let url = format!("https://{}/", server.addr());
+    let output = get(&[&url, "--connect-timeout", "0.3", "--max-time", "60", "-k"]);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("TLS handshake timeout") && stderr.contains("after 300 ms"),
+        "{stderr}"
+    );
+}
+
 /// `--noproxy LIST` (curl's): the hosts it lists go straight to their
 /// origin, past the proxy — `--proxy`'s, or the environment's, whose
 /// `no_proxy` the list replaces (`""`: none bypasses); any other goes
@@ -1065,6 +1082,7 @@ fn noproxy_sends_the_hosts_it_lists_straight_past_the_proxy() {
         ("other.invalid, 127.0.0.0/8", straight),
         ("other.invalid", proxied.as_str()),
         ("", proxied.as_str()),
+        (" ", proxied.as_str()),
     ] {
         let text = with_env(&[&url, "-x", &proxy_url, "--noproxy", list], &[]);
         assert!(text.ends_with(expected), "-x, --noproxy {list:?}: {text}");

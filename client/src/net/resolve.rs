@@ -17,7 +17,9 @@ pub(crate) type Lookup = dyn Fn(&str) -> io::Result<Vec<SocketAddr>> + Send + Sy
 /// A resolver is asked only for DNS names: IP literals, and hosts given to
 /// [`ClientBuilder::resolve`](crate::ClientBuilder::resolve), never reach
 /// it. It is asked for the origin's host, the proxy's host, and for a
-/// `socks5://` proxy both.
+/// `socks5://` proxy both — each in lower case, as a URL's host is read (a
+/// name that is not ASCII in IDNA's ASCII form), with its final dot if the
+/// URL had one.
 ///
 /// # Examples
 ///

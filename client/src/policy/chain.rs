@@ -537,6 +537,10 @@ fn block_on<T>(mut poll: impl FnMut(&mut Context<'_>) -> Poll<T>) -> T {
 /// The `url` crate's form of `uri`, for cookie stores: parsed from the
 /// text `uri` displays as, written on the stack when it fits (`Url::parse`
 /// copies it into a string of its own, so the text needs no allocation).
+/// Measured by `tests/allocations_per_request.rs` (2026-12-05): the text
+/// in a string of its exact length costs 1 more allocation per request
+/// carrying cookies and 3 per exchange setting one; `uri.to_string()`
+/// (grown as written) 3 and 9.
 fn as_url(uri: &http::Uri) -> Option<url::Url> {
     /// The longest URI written on the stack: most are far shorter.
     const ON_STACK: usize = 256;

@@ -156,7 +156,12 @@ impl Cookies {
     /// limit the expired go first even if the earliest expiry is not
     /// known to have passed: that order does not rest on the bound.
     fn evict<'a>(&mut self, domains: impl Iterator<Item = &'a str>) {
-        let now = time::OffsetDateTime::now_utc();
+        self.evict_at(domains, time::OffsetDateTime::now_utc());
+    }
+
+    /// [`evict`](Self::evict) as of `now`: what has expired by then is
+    /// expired (a test passes a later time rather than wait for it).
+    fn evict_at<'a>(&mut self, domains: impl Iterator<Item = &'a str>, now: time::OffsetDateTime) {
         if self.stamps.len() > MAX_COOKIES || self.earliest_expiry.is_some_and(|at| at <= now) {
             self.sweep_expired(now);
         }
@@ -221,7 +226,11 @@ impl Cookies {
         };
         // Cookies sent together share a count: the key settles the order.
         candidates.sort_unstable_by_key(|&(key, stamps)| (stamps.used(), key));
-        let evicted: Vec<OwnedKey> = candidates[..held - keep]
+        // Bounded by the list itself, not by the count above: were the two
+        // ever to disagree, fewer would go, and no slice past the end
+        // would panic on a server's `Set-Cookie`.
+        let excess = candidates.len().saturating_sub(keep);
+        let evicted: Vec<OwnedKey> = candidates[..excess]
             .iter()
             .map(|&(key, _)| owned(key))
             .collect();
@@ -1253,16 +1262,16 @@ mod tests {
     }
 
     /// Once the earliest expiry has passed, the next cookie taken sweeps
-    /// the expired ones, and the earliest expiry becomes that of those
-    /// left. (A lower bound on the time, not a timed assertion: a cookie
-    /// of `Max-Age=1` has expired after 1.5 s, however slow the machine.)
+    /// the expired ones (its eviction, here run as of a time past that
+    /// expiry rather than waited for), and the earliest expiry becomes
+    /// that of those left.
     #[test]
     fn an_expired_cookie_is_swept_once_the_earliest_expiry_has_passed() {
         let jar = Jar::new();
         set(
             &jar,
             "http://a.test/",
-            &["short=1; Max-Age=1", "long=2; Max-Age=600", "session=3"],
+            &["short=1; Max-Age=60", "long=2; Max-Age=600", "session=3"],
         );
         let expiry = |name: &str| {
             jar.read()
@@ -1274,14 +1283,32 @@ mod tests {
         let (short, long) = (expiry("short"), expiry("long"));
         assert!(short.is_some() && short < long);
         assert_eq!(jar.read().earliest_expiry, short);
-        std::thread::sleep(std::time::Duration::from_millis(1500));
         set(&jar, "http://b.test/", &["other=4"]);
+        let past_the_short = short.unwrap() + time::Duration::SECOND;
+        jar.write()
+            .evict_at(std::iter::once("b.test"), past_the_short);
         assert_eq!(held(&jar), 3);
         assert_eq!(
             pairs_held(&jar),
             ["long=2", "other=4", "session=3"].map(str::to_owned)
         );
         assert_eq!(jar.read().earliest_expiry, long);
+    }
+
+    /// Eviction takes as many as its list of candidates holds past the
+    /// limit, whatever the count it was called on says: a count that had
+    /// drifted above the cookies held would evict fewer, not panic on a
+    /// server's `Set-Cookie`.
+    #[test]
+    fn eviction_is_bounded_by_the_cookies_not_by_their_count() {
+        let jar = Jar::new();
+        set(&jar, "http://a.test/", &["a=1", "b=2", "c=3"]);
+        set(&jar, "http://b.test/", &["d=4"]);
+        jar.write().stamps.miscount(5);
+        jar.write().evict_least_recently_used(Some("a.test"), 1);
+        assert_eq!(pairs_held(&jar), ["c=3", "d=4"].map(str::to_owned));
+        jar.write().evict_least_recently_used(None, 1);
+        assert_eq!(pairs_held(&jar), ["d=4"].map(str::to_owned));
     }
 
     /// Before the earliest expiry the jar is not gone through for expired
