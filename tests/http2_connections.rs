@@ -823,7 +823,10 @@ fn tls_h2(mut socket: TcpStream, settings: &[u8]) -> StreamOwned<ServerConnectio
     let mut session = ServerConnection::new(Arc::new(config)).unwrap();
     // The ClientHello, answered by the server's flight.
     while !session.wants_write() {
-        session.read_tls(&mut socket).unwrap();
+        // Ok(0): the client closed before its ClientHello was whole (read
+        // again, it would be Ok(0) for ever).
+        let read = session.read_tls(&mut socket).unwrap();
+        assert_ne!(read, 0, "the client closed before its ClientHello");
         session.process_new_packets().unwrap();
     }
     session.writer().write_all(settings).unwrap();
