@@ -19,8 +19,9 @@ use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 use support::h2_server::{
-    answer, await_reset, frame, max_streams, ok_headers, read_frame, settings_ack, H2Server,
-    H2Stream, RawConn, RawH2Server, ACK, END_HEADERS, END_STREAM, HEADERS, PING, SETTINGS,
+    answer, answer_all, await_reset, frame, max_streams, ok_headers, read_frame, read_requests,
+    settings_ack, H2Server, H2Stream, RawConn, RawH2Server, ACK, END_HEADERS, END_STREAM, HEADERS,
+    PING, SETTINGS,
 };
 use support::*;
 use tickless::{Client, ClientBuilder, Error};
@@ -841,18 +842,6 @@ fn tls_h2(mut socket: TcpStream, settings: &[u8]) -> StreamOwned<ServerConnectio
     tls
 }
 
-/// Answers every request `:status 200` (no body), acknowledging the
-/// client's SETTINGS, until the client closes.
-fn answer_all_over(tls: &mut StreamOwned<ServerConnection, TcpStream>) {
-    while let Some(frame) = read_frame(tls) {
-        match frame.kind {
-            HEADERS => tls.write_all(&ok_headers(frame.stream)).unwrap(),
-            SETTINGS if frame.flags & ACK == 0 => tls.write_all(&settings_ack()).unwrap(),
-            _ => {}
-        }
-    }
-}
-
 /// A TLS server on loopback that accepts `n` connections and gives each,
 /// with its index, to `script` on a thread of its own; joined with them.
 fn tls_h2_server(
@@ -960,7 +949,7 @@ fn a_request_that_reaches_the_pool_after_alpn_shared_the_connection_goes_on_it()
     let handshake_held = Mutex::new(handshake_held);
     let (url, server) = tls_h2_server(1, move |_, socket| {
         let _ = handshake_held.lock().unwrap().recv_timeout(CEILING);
-        answer_all_over(&mut tls_h2(socket, &frame(SETTINGS, 0, 0, &[])));
+        answer_all(&mut tls_h2(socket, &frame(SETTINGS, 0, 0, &[])));
     });
     let clock = Arc::new(HoldsThePoolRead::default());
     let client = Client::builder()
@@ -1023,18 +1012,13 @@ fn a_spare_http2_connection_whose_waiting_request_is_cancelled_closes() {
         if index == 0 {
             let mut tls = tls_h2(socket, &frame(SETTINGS, 0, 0, &[]));
             // The request backed up: answered once the copy waits.
-            let id = loop {
-                let frame = read_frame(&mut tls).expect("the first request");
-                match frame.kind {
-                    HEADERS => break frame.stream,
-                    SETTINGS if frame.flags & ACK == 0 => tls.write_all(&settings_ack()).unwrap(),
-                    _ => {}
-                }
-            };
+            let id = *read_requests(&mut tls, 1)
+                .first()
+                .expect("the first request");
             primary_in.lock().unwrap().send(()).unwrap();
             let _ = wait_for_the_copy.lock().unwrap().recv_timeout(CEILING);
             tls.write_all(&ok_headers(id)).unwrap();
-            return answer_all_over(&mut tls);
+            return answer_all(&mut tls);
         }
         let mut tls = tls_h2(socket, &max_streams(0));
         let mut told = false;
@@ -1136,7 +1120,7 @@ fn a_hedged_copy_queued_while_its_attempts_connection_learns_http2_keeps_away_fr
         for stream in streams {
             tls.write_all(&ok_headers(stream)).unwrap();
         }
-        answer_all_over(&mut tls);
+        answer_all(&mut tls);
     });
     let clock = tickless::timer::ManualClock::new();
     let client = Client::builder()
@@ -1226,7 +1210,7 @@ fn a_hedged_copy_of_a_request_queued_without_a_connection_keeps_away_from_the_on
         for stream in streams {
             tls.write_all(&ok_headers(stream)).unwrap();
         }
-        answer_all_over(&mut tls);
+        answer_all(&mut tls);
     });
     let clock = tickless::timer::ManualClock::new();
     let client = Client::builder()
