@@ -1078,18 +1078,24 @@ fn a_spare_http2_connection_whose_waiting_request_is_cancelled_closes() {
     server.join().unwrap();
 }
 
-/// A hedged copy queued in the pool while the connection of the request
-/// it backs up is still in its TLS handshake (the host's one permit held
-/// by that connection), when the connection learns HTTP/2 by ALPN and is
-/// shared: the connection takes the pool's queue, but not the copy — a
-/// copy keeps away from the connection of the request it backs up, as
-/// when it is routed to a shared one. (It went on that connection, behind
-/// the stalled request it was to back up.) The hedge delay rings once the
-/// request is connecting; the server holds the handshake until the copy
-/// waits, then, the first request in, pings the client: the client's
-/// answer comes after every stream it opened with that request.
-#[test]
-fn a_hedged_copy_queued_while_its_attempts_connection_learns_http2_keeps_away_from_it() {
+/// A TLS HTTP/2 server of one connection that counts the streams the
+/// client opens before it answers a PING, sent with the first stream:
+/// the answer comes after every stream the client opened by then.
+struct StreamCountingServer {
+    url: String,
+    /// Joined once the client has closed.
+    server: thread::JoinHandle<()>,
+    /// Told once the client has connected (its handshake held).
+    connecting: mpsc::Receiver<()>,
+    /// Lets the handshake go (or `CEILING` does).
+    handshake: mpsc::Sender<()>,
+    /// How many streams came before the PING's answer; then each is
+    /// answered `:status 200`, as every later request.
+    streams_seen: mpsc::Receiver<usize>,
+}
+
+/// See [`StreamCountingServer`].
+fn stream_counting_server() -> StreamCountingServer {
     let (handshake, handshake_held) = mpsc::channel::<()>();
     let handshake_held = Mutex::new(handshake_held);
     let (seen, streams_seen) = mpsc::channel::<usize>();
@@ -1122,6 +1128,34 @@ fn a_hedged_copy_queued_while_its_attempts_connection_learns_http2_keeps_away_fr
         }
         answer_all(&mut tls);
     });
+    StreamCountingServer {
+        url,
+        server,
+        connecting,
+        handshake,
+        streams_seen,
+    }
+}
+
+/// A hedged copy queued in the pool while the connection of the request
+/// it backs up is still in its TLS handshake (the host's one permit held
+/// by that connection), when the connection learns HTTP/2 by ALPN and is
+/// shared: the connection takes the pool's queue, but not the copy — a
+/// copy keeps away from the connection of the request it backs up, as
+/// when it is routed to a shared one. (It went on that connection, behind
+/// the stalled request it was to back up.) The hedge delay rings once the
+/// request is connecting; the server holds the handshake until the copy
+/// waits, then, the first request in, pings the client: the client's
+/// answer comes after every stream it opened with that request.
+#[test]
+fn a_hedged_copy_queued_while_its_attempts_connection_learns_http2_keeps_away_from_it() {
+    let StreamCountingServer {
+        url,
+        server,
+        connecting,
+        handshake,
+        streams_seen,
+    } = stream_counting_server();
     let clock = tickless::timer::ManualClock::new();
     let client = Client::builder()
         .event_loops(1)
@@ -1180,38 +1214,13 @@ fn a_hedged_copy_queued_while_its_attempts_connection_learns_http2_keeps_away_fr
 /// it answers a ping: the first request's and the hedged one's.
 #[test]
 fn a_hedged_copy_of_a_request_queued_without_a_connection_keeps_away_from_the_one_that_takes_it() {
-    let (handshake, handshake_held) = mpsc::channel::<()>();
-    let handshake_held = Mutex::new(handshake_held);
-    let (seen, streams_seen) = mpsc::channel::<usize>();
-    let seen = Mutex::new(seen);
-    let (accepted, connecting) = mpsc::channel::<()>();
-    let accepted = Mutex::new(accepted);
-    let (url, server) = tls_h2_server(1, move |_, socket| {
-        accepted.lock().unwrap().send(()).unwrap();
-        let _ = handshake_held.lock().unwrap().recv_timeout(CEILING);
-        let mut tls = tls_h2(socket, &frame(SETTINGS, 0, 0, &[]));
-        let mut streams = Vec::new();
-        let mut pinged = false;
-        while let Some(got) = read_frame(&mut tls) {
-            match got.kind {
-                HEADERS => {
-                    streams.push(got.stream);
-                    if !pinged {
-                        pinged = true;
-                        tls.write_all(&frame(PING, 0, 0, &[7; 8])).unwrap();
-                    }
-                }
-                SETTINGS if got.flags & ACK == 0 => tls.write_all(&settings_ack()).unwrap(),
-                PING if got.flags & ACK != 0 => break,
-                _ => {}
-            }
-        }
-        seen.lock().unwrap().send(streams.len()).unwrap();
-        for stream in streams {
-            tls.write_all(&ok_headers(stream)).unwrap();
-        }
-        answer_all(&mut tls);
-    });
+    let StreamCountingServer {
+        url,
+        server,
+        connecting,
+        handshake,
+        streams_seen,
+    } = stream_counting_server();
     let clock = tickless::timer::ManualClock::new();
     let client = Client::builder()
         .event_loops(1)
