@@ -18,6 +18,10 @@
 
 mod http;
 
+/// What a `tracing` subscriber wrote (the facade's feature `tracing`:
+/// without it the client logs nothing).
+#[cfg(feature = "tracing")]
+pub mod captured;
 /// Driving a `tickless::Client` in tests: event recorder, settling.
 pub mod client_kit;
 /// A hand-written `block_on` (thread-park waker), no runtime.
@@ -32,6 +36,8 @@ pub mod real;
 /// test time).
 pub mod tls;
 
+#[cfg(feature = "tracing")]
+pub use captured::Captured;
 pub use client_kit::{
     assert_close_ends, assert_on_time, assert_settles, chain_text, eventually, fails_on_time,
     get_bytes, recorded_client, untimed_client, within, Event, HoldingListener, Recorder,
