@@ -547,6 +547,36 @@ fn reset(conn: &mut Conn, stream: TcpStream) {
     drop(stream);
 }
 
+/// Relays bytes both ways between `a` and `b` (a proxy double's client
+/// and its upstream): `copy(from, to)` each way, the one from `a` on a
+/// thread of its own, each way's writing side ended (`Shutdown::Write`)
+/// when its `copy` returns. Returns once both ways have ended.
+pub fn relay<F>(a: TcpStream, b: TcpStream, copy: F)
+where
+    F: Fn(&mut TcpStream, &mut TcpStream) + Clone + Send + 'static,
+{
+    let (Ok(mut a_in), Ok(mut b_out)) = (a.try_clone(), b.try_clone()) else {
+        return;
+    };
+    let upstream = {
+        let copy = copy.clone();
+        thread::spawn(move || {
+            copy(&mut a_in, &mut b_out);
+            let _ = b_out.shutdown(Shutdown::Write);
+        })
+    };
+    let (mut b_in, mut a_out) = (b, a);
+    copy(&mut b_in, &mut a_out);
+    let _ = a_out.shutdown(Shutdown::Write);
+    let _ = upstream.join();
+}
+
+/// [`relay`]'s plain copy: everything, as it comes, until either side
+/// ends.
+pub fn copy_all(from: &mut TcpStream, to: &mut TcpStream) {
+    let _ = io::copy(from, to);
+}
+
 /// An address nothing listens on, for the rest of the process: a socket
 /// bound to 127.0.0.1:0 and never listening, kept open (leaked), so that
 /// connecting gets `ConnectionRefused` for as long as a test may try. A
