@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread;
 use tickless::cookie::{Jar, Url};
-use tickless::Client;
+use tickless::{Client, ClientBuilder};
 
 /// How often a gated server looks at its gate.
 const GATE_LOOK: std::time::Duration = std::time::Duration::from_micros(50);
@@ -87,30 +87,74 @@ fn serve_in_parts(
     addr
 }
 
-/// Allocations per request of sequential pooled GETs of `path` (POSTs of
-/// `post`, if given; with the cookies of `jar`, if given) from the server
-/// at `addr`, whose bodies, read whole, `check` checks — after as
-/// many requests to warm up (the connection pooled, every lazily grown
-/// table at its size), on one connection. One test at a time: the count
-/// is the whole process's.
+/// What [`allocations_per_request`] asks: GETs of a path, or POSTs of a
+/// body; through a gate, if given; from a client its hook has built.
+struct Requests<'a> {
+    path: &'a str,
+    post: Option<&'static [u8]>,
+    gate: Option<&'a AtomicU64>,
+    client: Box<dyn FnOnce(ClientBuilder) -> ClientBuilder>,
+}
+
+impl<'a> Requests<'a> {
+    /// GETs of `path`, from a client of one event loop and nothing else.
+    fn get(path: &'a str) -> Self {
+        Requests {
+            path,
+            post: None,
+            gate: None,
+            client: Box::new(|builder| builder),
+        }
+    }
+
+    /// POSTs of `body` to `path`.
+    fn post(path: &'a str, body: &'static [u8]) -> Self {
+        Requests {
+            post: Some(body),
+            ..Requests::get(path)
+        }
+    }
+
+    /// The client's builder as `hook` makes it (`cookie_provider`).
+    fn client(self, hook: impl FnOnce(ClientBuilder) -> ClientBuilder + 'static) -> Self {
+        Requests {
+            client: Box::new(hook),
+            ..self
+        }
+    }
+
+    /// Each body polled once, then `gate` opened (counted up), before it
+    /// is read whole (see `serve_in_parts`).
+    fn gate(self, gate: &'a AtomicU64) -> Self {
+        Requests {
+            gate: Some(gate),
+            ..self
+        }
+    }
+}
+
+/// Allocations per request of sequential pooled `requests` to the server
+/// at `addr`, whose bodies, read whole, `check` checks — after as many
+/// requests to warm up (the connection pooled, every lazily grown table
+/// at its size), on one connection. One test at a time: the count is the
+/// whole process's.
 fn allocations_per_request(
     addr: std::net::SocketAddr,
-    path: &str,
-    post: Option<&'static [u8]>,
-    jar: Option<Arc<Jar>>,
-    gate: Option<&AtomicU64>,
+    requests: Requests<'_>,
     check: impl Fn(&[u8]) -> bool,
 ) -> f64 {
+    let Requests {
+        path,
+        post,
+        gate,
+        client,
+    } = requests;
     static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _alone = ONE_AT_A_TIME
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     const REQUESTS: u64 = 400;
-    let mut builder = Client::builder().event_loops(1);
-    if let Some(jar) = jar {
-        builder = builder.cookie_provider(jar);
-    }
-    let client = builder.build().unwrap();
+    let client = client(Client::builder().event_loops(1)).build().unwrap();
     let url = format!("http://{addr}{path}");
     let get = || {
         let request = match post {
@@ -147,7 +191,7 @@ fn allocations_per_request(
 #[test]
 fn a_pooled_sequential_get_allocates_a_bounded_number_of_times() {
     let addr = serve(b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\nHello, world!");
-    let per_request = allocations_per_request(addr, "/small", None, None, None, |body| {
+    let per_request = allocations_per_request(addr, Requests::get("/small"), |body| {
         body == b"Hello, world!"
     });
     // 15 (2026-12-02); 17 before, when a whole body's chunks were
@@ -165,21 +209,27 @@ fn a_pooled_sequential_get_allocates_a_bounded_number_of_times() {
     );
 }
 
-/// A GET carrying eight cookies from the client's jar (the server sets
-/// none): what the jar costs per request — the header built from the
-/// cookies matched, and nothing per cookie.
-#[test]
-fn a_pooled_sequential_get_with_cookies_allocates_a_bounded_number_of_times() {
-    let addr = serve(b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\nHello, world!");
+/// A jar of eight cookies for the server at `addr`, half of them for
+/// every path, half for `/cookies` and below.
+fn jar_with_eight_cookies(addr: std::net::SocketAddr) -> Arc<Jar> {
     let jar = Arc::new(Jar::new());
     let at = Url::parse(&format!("http://{addr}/")).unwrap();
     for i in 0..8 {
         let path = if i % 2 == 0 { "/" } else { "/cookies" };
         jar.add_cookie_str(&format!("c{i}=value{i}; Path={path}"), &at);
     }
-    let per_request = allocations_per_request(addr, "/cookies", None, Some(jar), None, |body| {
-        body == b"Hello, world!"
-    });
+    jar
+}
+
+/// A GET carrying eight cookies from the client's jar (the server sets
+/// none): what the jar costs per request — the header built from the
+/// cookies matched, and nothing per cookie.
+#[test]
+fn a_pooled_sequential_get_with_cookies_allocates_a_bounded_number_of_times() {
+    let addr = serve(b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\nHello, world!");
+    let jar = jar_with_eight_cookies(addr);
+    let requests = Requests::get("/cookies").client(|builder| builder.cookie_provider(jar));
+    let per_request = allocations_per_request(addr, requests, |body| body == b"Hello, world!");
     // 21 (2026-12-05), 6 more than a GET without cookies; 24 before, when
     // the `Cookie` header was put in the request's headers, which copied
     // the map the client's requests without headers of their own share
@@ -206,24 +256,14 @@ fn a_pooled_sequential_get_with_cookies_allocates_a_bounded_number_of_times() {
 #[test]
 fn a_get_costs_nothing_per_domain_of_the_jar_it_sends_nothing_for() {
     let addr = serve(b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\nHello, world!");
-    let jar = Arc::new(Jar::new());
-    let at = Url::parse(&format!("http://{addr}/")).unwrap();
-    for i in 0..8 {
-        let path = if i % 2 == 0 { "/" } else { "/cookies" };
-        jar.add_cookie_str(&format!("c{i}=value{i}; Path={path}"), &at);
-    }
+    let jar = jar_with_eight_cookies(addr);
     for site in 0..200 {
         let other = Url::parse(&format!("http://site{site}.test/")).unwrap();
         jar.add_cookie_str("other=1", &other);
     }
-    let per_request = allocations_per_request(
-        addr,
-        "/cookies-among-others",
-        None,
-        Some(jar),
-        None,
-        |body| body == b"Hello, world!",
-    );
+    let requests =
+        Requests::get("/cookies-among-others").client(|builder| builder.cookie_provider(jar));
+    let per_request = allocations_per_request(addr, requests, |body| body == b"Hello, world!");
     // 21 (2026-12-05), as with the eight cookies alone; 228 before, when
     // the jar made a new string for each domain it held (and each path of
     // a domain the host is under) to test it against the URL. A margin of
@@ -241,9 +281,8 @@ fn a_get_costs_nothing_per_domain_of_the_jar_it_sends_nothing_for() {
 fn a_pooled_sequential_get_with_an_empty_jar_allocates_as_one_without() {
     let addr = serve(b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\nHello, world!");
     let jar = Arc::new(Jar::new());
-    let per_request = allocations_per_request(addr, "/empty-jar", None, Some(jar), None, |body| {
-        body == b"Hello, world!"
-    });
+    let requests = Requests::get("/empty-jar").client(|builder| builder.cookie_provider(jar));
+    let per_request = allocations_per_request(addr, requests, |body| body == b"Hello, world!");
     // 15 (2026-12-05), as a GET's without a jar; 21 before, when the URL
     // was parsed from the URI's text, for the jar to answer it had none.
     // A margin of one, for the toolchain's growth policies, not for new
@@ -264,9 +303,8 @@ fn a_pooled_sequential_get_setting_a_cookie_allocates_a_bounded_number_of_times(
           Content-Length: 13\r\n\r\nHello, world!",
     );
     let jar = Arc::new(Jar::new());
-    let per_request = allocations_per_request(addr, "/set-cookie", None, Some(jar), None, |body| {
-        body == b"Hello, world!"
-    });
+    let requests = Requests::get("/set-cookie").client(|builder| builder.cookie_provider(jar));
+    let per_request = allocations_per_request(addr, requests, |body| body == b"Hello, world!");
     // 44 (2026-12-05); 51 before, when the `Cookie` header sent back was
     // put in the request's headers, a copy of the map the client's
     // requests share; 57 before that, when the jar went through its
@@ -294,7 +332,7 @@ fn a_pooled_sequential_get_setting_a_cookie_allocates_a_bounded_number_of_times(
 fn a_pooled_sequential_small_post_allocates_a_bounded_number_of_times() {
     let addr = serve(b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\nHello, world!");
     let per_request =
-        allocations_per_request(addr, "/post", Some(b"Hello, server"), None, None, |body| {
+        allocations_per_request(addr, Requests::post("/post", b"Hello, server"), |body| {
             body == b"Hello, world!"
         });
     // 15 (2026-12-05), as a GET's, and as before a large body in memory
@@ -331,7 +369,7 @@ fn a_chunked_body_read_whole_is_collected_in_one_allocation() {
         Some(gate.clone()),
     );
     let per_request =
-        allocations_per_request(addr, "/64k-chunked", None, None, Some(&gate), |body| {
+        allocations_per_request(addr, Requests::get("/64k-chunked").gate(&gate), |body| {
             body.len() == 64 << 10
         });
     // 18 (2026-12-04); 21 before, when the buffer started at the bytes

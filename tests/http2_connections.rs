@@ -19,8 +19,9 @@ use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 use support::h2_server::{
-    answer, await_reset, frame, max_streams, ok_headers, read_frame, settings_ack, H2Server,
-    H2Stream, RawConn, RawH2Server, ACK, END_HEADERS, END_STREAM, HEADERS, PING, SETTINGS,
+    answer, answer_all, await_reset, frame, max_streams, ok_headers, read_frame, read_requests,
+    settings_ack, H2Server, H2Stream, RawConn, RawH2Server, ACK, END_HEADERS, END_STREAM, HEADERS,
+    PING, SETTINGS,
 };
 use support::*;
 use tickless::{Client, ClientBuilder, Error};
@@ -823,7 +824,10 @@ fn tls_h2(mut socket: TcpStream, settings: &[u8]) -> StreamOwned<ServerConnectio
     let mut session = ServerConnection::new(Arc::new(config)).unwrap();
     // The ClientHello, answered by the server's flight.
     while !session.wants_write() {
-        session.read_tls(&mut socket).unwrap();
+        // Ok(0): the client closed before its ClientHello was whole (read
+        // again, it would be Ok(0) for ever).
+        let read = session.read_tls(&mut socket).unwrap();
+        assert_ne!(read, 0, "the client closed before its ClientHello");
         session.process_new_packets().unwrap();
     }
     session.writer().write_all(settings).unwrap();
@@ -836,18 +840,6 @@ fn tls_h2(mut socket: TcpStream, settings: &[u8]) -> StreamOwned<ServerConnectio
     let mut preface = [0u8; 24];
     tls.read_exact(&mut preface).unwrap();
     tls
-}
-
-/// Answers every request `:status 200` (no body), acknowledging the
-/// client's SETTINGS, until the client closes.
-fn answer_all_over(tls: &mut StreamOwned<ServerConnection, TcpStream>) {
-    while let Some(frame) = read_frame(tls) {
-        match frame.kind {
-            HEADERS => tls.write_all(&ok_headers(frame.stream)).unwrap(),
-            SETTINGS if frame.flags & ACK == 0 => tls.write_all(&settings_ack()).unwrap(),
-            _ => {}
-        }
-    }
 }
 
 /// A TLS server on loopback that accepts `n` connections and gives each,
@@ -880,8 +872,10 @@ fn tls_h2_server(
 /// A clock that holds, until let go, the read the dispatch makes for the
 /// pool (`Pool::acquire`'s) on the thread that asked for it: the request
 /// has been routed to the pool then, and is not queued yet. Told by the
-/// caller of the read (`Dispatcher::dispatch`), not by counting reads:
-/// which reads come before it is not this test's business.
+/// caller of the read (`Dispatcher::dispatch`, the frame right under the
+/// clock's `now`: see [`read_by_dispatch`]), not by counting reads: which
+/// reads come before it is not this test's business. (Nothing of the
+/// public API is seen between the routing and the pool but this read.)
 #[derive(Debug, Default)]
 struct HoldsThePoolRead {
     state: Mutex<Hold>,
@@ -893,6 +887,9 @@ struct Hold {
     thread: Option<thread::ThreadId>,
     holding: bool,
     let_go: bool,
+    /// Why the clock cannot tell its callers (a backtrace without names):
+    /// the test fails with it at once rather than at `CEILING`.
+    blind: Option<String>,
 }
 
 impl HoldsThePoolRead {
@@ -904,12 +901,17 @@ impl HoldsThePoolRead {
         let state = self.state.lock().unwrap();
         let (state, _) = self
             .changed
-            .wait_timeout_while(state, CEILING, |state| !state.holding)
+            .wait_timeout_while(state, CEILING, |state| {
+                !state.holding && state.blind.is_none()
+            })
             .unwrap();
-        assert!(
-            state.holding,
-            "the dispatch never read the clock for the pool"
-        );
+        // Let go of the lock first: the loops read the clock too.
+        let (holding, blind) = (state.holding, state.blind.clone());
+        drop(state);
+        if let Some(blind) = blind {
+            panic!("{blind}");
+        }
+        assert!(holding, "the dispatch never read the clock for the pool");
     }
 
     fn let_go(&self) {
@@ -925,19 +927,205 @@ impl tickless::timer::Clock for HoldsThePoolRead {
             return now;
         }
         let trace = std::backtrace::Backtrace::force_capture().to_string();
-        if !trace.contains("Dispatcher::dispatch") {
-            return now;
-        }
         let mut state = self.state.lock().unwrap();
+        match read_by_dispatch(&trace) {
+            Ok(false) => return now,
+            Ok(true) => state.holding = true,
+            // Checked at the first read on the thread (and every one after).
+            Err(blind) => state.blind = Some(blind),
+        }
         state.thread = None;
-        state.holding = true;
         self.changed.notify_all();
-        let _ = self
-            .changed
-            .wait_timeout_while(state, CEILING, |state| !state.let_go)
-            .unwrap();
+        if state.holding {
+            let _ = self
+                .changed
+                .wait_timeout_while(state, CEILING, |state| !state.let_go)
+                .unwrap();
+        }
         now
     }
+}
+
+/// Whether `trace`, a backtrace taken in [`HoldsThePoolRead`]'s `now`,
+/// shows the clock read by `Dispatcher::dispatch` itself: the frame right
+/// under the clock's own (those above it, the backtrace's, skipped) is
+/// `dispatch`, in any of its spellings — the full path (legacy mangling),
+/// `<…Dispatcher>::dispatch` (v0), or the bare name (line tables only:
+/// a function something was inlined into, or every function once the
+/// build optimizes) where tickless-client's are: in its sources, or right
+/// above a frame of its. A read in a function inlined into `dispatch`
+/// (`route_shared`) has that function's frame under the clock's: not
+/// this one. An error if the trace has no frame of the clock's `now`: no
+/// symbol names to tell the caller by.
+fn read_by_dispatch(trace: &str) -> Result<bool, String> {
+    /// A frame: its name, any legacy hash ("::h0123456789abcdef") cut,
+    /// and where it is (`client/src/dispatch/mod.rs:371:48`), if told.
+    struct Frame<'t> {
+        name: &'t str,
+        at: Option<&'t str>,
+    }
+    // "  12: name" lines, each followed by its "at file:line:column".
+    let mut frames: Vec<Frame<'_>> = Vec::new();
+    for line in trace.lines().map(str::trim) {
+        if let Some(at) = line.strip_prefix("at ") {
+            if let Some(frame) = frames.last_mut() {
+                frame.at.get_or_insert(at);
+            }
+            continue;
+        }
+        let Some((index, name)) = line.split_once(": ") else {
+            continue;
+        };
+        if index.parse::<usize>().is_err() {
+            continue;
+        }
+        let name = match name.rsplit_once("::h") {
+            Some((path, hash))
+                if hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit()) =>
+            {
+                path
+            }
+            _ => name,
+        };
+        frames.push(Frame { name, at: None });
+    }
+    let own = |name: &str| {
+        name == "now" || (name.contains("HoldsThePoolRead") && name.ends_with("::now"))
+    };
+    let Some(at) = frames.iter().position(|frame| own(frame.name)) else {
+        return Err(format!(
+            "the clock's backtrace has no frame of its own `now`: without symbol names it \
+             cannot tell the pool's read by its caller (built without symbols or line tables?)\n\
+             {trace}"
+        ));
+    };
+    let client_path = |name: &str| {
+        name.starts_with("tickless_client::") || name.starts_with("<tickless_client::")
+    };
+    // The client's sources: its crate is the workspace's `client/`.
+    let in_the_client = |frame: &Frame<'_>| frame.at.is_some_and(|at| at.contains("client/src/"));
+    Ok(match (frames.get(at + 1), frames.get(at + 2)) {
+        (Some(caller), _)
+            if caller.name.ends_with("::Dispatcher::dispatch")
+                || caller.name.ends_with("::Dispatcher>::dispatch") =>
+        {
+            client_path(caller.name)
+        }
+        (Some(caller), under) if caller.name == "dispatch" => {
+            in_the_client(caller)
+                || under.is_some_and(|under| client_path(under.name) || in_the_client(under))
+        }
+        _ => false,
+    })
+}
+
+/// [`read_by_dispatch`] knows `dispatch` in each of its spellings, and
+/// nothing else for it.
+#[test]
+fn the_pool_read_is_told_by_its_caller_in_each_spelling() {
+    // Frames by name and file, innermost first.
+    let trace = |frames: &[(&str, &str)]| -> String {
+        frames
+            .iter()
+            .enumerate()
+            .map(|(index, (name, file))| {
+                format!("  {index:>2}: {name}\n             at {file}:1:1\n")
+            })
+            .collect()
+    };
+    let std_frames = [
+        (
+            "std::backtrace_rs::backtrace::libunwind::trace",
+            "/rustc/library/backtrace.rs",
+        ),
+        (
+            "std::backtrace::Backtrace::force_capture",
+            "/rustc/library/std/backtrace.rs",
+        ),
+    ];
+    let told = |under: &[(&str, &str)]| {
+        let mut frames = std_frames.to_vec();
+        frames.push(("now", "./tests/http2_connections.rs"));
+        frames.extend_from_slice(under);
+        read_by_dispatch(&trace(&frames)).unwrap()
+    };
+    let dispatch_rs = "./client/src/dispatch/mod.rs";
+    let elsewhere = "/home/.cargo/registry/src/other/src/lib.rs";
+    let submit = ("tickless_client::dispatch::Dispatcher::submit", dispatch_rs);
+    // Legacy mangling, with or without the hash; v0.
+    assert!(told(&[
+        (
+            "tickless_client::dispatch::Dispatcher::dispatch",
+            dispatch_rs
+        ),
+        submit
+    ]));
+    assert!(told(&[
+        (
+            "tickless_client::dispatch::Dispatcher::dispatch::h0123456789abcdef",
+            elsewhere
+        ),
+        submit
+    ]));
+    assert!(told(&[
+        (
+            "<tickless_client::dispatch::Dispatcher>::dispatch",
+            dispatch_rs
+        ),
+        submit
+    ]));
+    // Bare: in the client's sources, or above a frame of the client.
+    assert!(told(&[("dispatch", dispatch_rs), ("submit", dispatch_rs)]));
+    assert!(told(&[("dispatch", elsewhere), submit]));
+    assert!(told(&[
+        ("dispatch", elsewhere),
+        ("<tickless_client::dispatch::Dispatcher>::submit", elsewhere)
+    ]));
+    assert!(told(&[("dispatch", elsewhere), ("submit", dispatch_rs)]));
+    // The clock's own frame by its full name.
+    assert!(read_by_dispatch(&trace(&[
+        (
+            "<http2_connections::HoldsThePoolRead as tickless_timer::clock::Clock>::now",
+            "./tests/http2_connections.rs"
+        ),
+        (
+            "tickless_client::dispatch::Dispatcher::dispatch",
+            dispatch_rs
+        ),
+    ]))
+    .unwrap());
+    // A read from a function inlined into `dispatch`, or another caller.
+    assert!(!told(&[
+        ("route_shared", dispatch_rs),
+        (
+            "tickless_client::dispatch::Dispatcher::dispatch",
+            dispatch_rs
+        )
+    ]));
+    assert!(!told(&[
+        ("route_shared", dispatch_rs),
+        ("dispatch", dispatch_rs)
+    ]));
+    assert!(!told(&[
+        ("tickless_client::policy::chain::Chain::start", dispatch_rs),
+        submit
+    ]));
+    assert!(!told(&[
+        ("start", "./client/src/policy/chain.rs"),
+        ("dispatch", dispatch_rs)
+    ]));
+    assert!(!told(&[
+        ("dispatch", elsewhere),
+        ("other::dispatch::caller", elsewhere)
+    ]));
+    assert!(!told(&[("dispatch", elsewhere)]));
+    assert!(!told(&[
+        ("other::Dispatcher::dispatch", dispatch_rs),
+        submit
+    ]));
+    // No names at all.
+    assert!(read_by_dispatch(&trace(&[("<unknown>", ""), ("<unknown>", "")])).is_err());
+    assert!(read_by_dispatch("<disabled>").is_err());
 }
 
 /// Over TLS a client learns that an origin speaks HTTP/2 by ALPN: until
@@ -957,7 +1145,7 @@ fn a_request_that_reaches_the_pool_after_alpn_shared_the_connection_goes_on_it()
     let handshake_held = Mutex::new(handshake_held);
     let (url, server) = tls_h2_server(1, move |_, socket| {
         let _ = handshake_held.lock().unwrap().recv_timeout(CEILING);
-        answer_all_over(&mut tls_h2(socket, &frame(SETTINGS, 0, 0, &[])));
+        answer_all(&mut tls_h2(socket, &frame(SETTINGS, 0, 0, &[])));
     });
     let clock = Arc::new(HoldsThePoolRead::default());
     let client = Client::builder()
@@ -1020,18 +1208,13 @@ fn a_spare_http2_connection_whose_waiting_request_is_cancelled_closes() {
         if index == 0 {
             let mut tls = tls_h2(socket, &frame(SETTINGS, 0, 0, &[]));
             // The request backed up: answered once the copy waits.
-            let id = loop {
-                let frame = read_frame(&mut tls).expect("the first request");
-                match frame.kind {
-                    HEADERS => break frame.stream,
-                    SETTINGS if frame.flags & ACK == 0 => tls.write_all(&settings_ack()).unwrap(),
-                    _ => {}
-                }
-            };
+            let id = *read_requests(&mut tls, 1)
+                .first()
+                .expect("the first request");
             primary_in.lock().unwrap().send(()).unwrap();
             let _ = wait_for_the_copy.lock().unwrap().recv_timeout(CEILING);
             tls.write_all(&ok_headers(id)).unwrap();
-            return answer_all_over(&mut tls);
+            return answer_all(&mut tls);
         }
         let mut tls = tls_h2(socket, &max_streams(0));
         let mut told = false;
@@ -1091,18 +1274,24 @@ fn a_spare_http2_connection_whose_waiting_request_is_cancelled_closes() {
     server.join().unwrap();
 }
 
-/// A hedged copy queued in the pool while the connection of the request
-/// it backs up is still in its TLS handshake (the host's one permit held
-/// by that connection), when the connection learns HTTP/2 by ALPN and is
-/// shared: the connection takes the pool's queue, but not the copy — a
-/// copy keeps away from the connection of the request it backs up, as
-/// when it is routed to a shared one. (It went on that connection, behind
-/// the stalled request it was to back up.) The hedge delay rings once the
-/// request is connecting; the server holds the handshake until the copy
-/// waits, then, the first request in, pings the client: the client's
-/// answer comes after every stream it opened with that request.
-#[test]
-fn a_hedged_copy_queued_while_its_attempts_connection_learns_http2_keeps_away_from_it() {
+/// A TLS HTTP/2 server of one connection that counts the streams the
+/// client opens before it answers a PING, sent with the first stream:
+/// the answer comes after every stream the client opened by then.
+struct StreamCountingServer {
+    url: String,
+    /// Joined once the client has closed.
+    server: thread::JoinHandle<()>,
+    /// Told once the client has connected (its handshake held).
+    connecting: mpsc::Receiver<()>,
+    /// Lets the handshake go (or `CEILING` does).
+    handshake: mpsc::Sender<()>,
+    /// How many streams came before the PING's answer; then each is
+    /// answered `:status 200`, as every later request.
+    streams_seen: mpsc::Receiver<usize>,
+}
+
+/// See [`StreamCountingServer`].
+fn stream_counting_server() -> StreamCountingServer {
     let (handshake, handshake_held) = mpsc::channel::<()>();
     let handshake_held = Mutex::new(handshake_held);
     let (seen, streams_seen) = mpsc::channel::<usize>();
@@ -1133,8 +1322,36 @@ fn a_hedged_copy_queued_while_its_attempts_connection_learns_http2_keeps_away_fr
         for stream in streams {
             tls.write_all(&ok_headers(stream)).unwrap();
         }
-        answer_all_over(&mut tls);
+        answer_all(&mut tls);
     });
+    StreamCountingServer {
+        url,
+        server,
+        connecting,
+        handshake,
+        streams_seen,
+    }
+}
+
+/// A hedged copy queued in the pool while the connection of the request
+/// it backs up is still in its TLS handshake (the host's one permit held
+/// by that connection), when the connection learns HTTP/2 by ALPN and is
+/// shared: the connection takes the pool's queue, but not the copy — a
+/// copy keeps away from the connection of the request it backs up, as
+/// when it is routed to a shared one. (It went on that connection, behind
+/// the stalled request it was to back up.) The hedge delay rings once the
+/// request is connecting; the server holds the handshake until the copy
+/// waits, then, the first request in, pings the client: the client's
+/// answer comes after every stream it opened with that request.
+#[test]
+fn a_hedged_copy_queued_while_its_attempts_connection_learns_http2_keeps_away_from_it() {
+    let StreamCountingServer {
+        url,
+        server,
+        connecting,
+        handshake,
+        streams_seen,
+    } = stream_counting_server();
     let clock = tickless::timer::ManualClock::new();
     let client = Client::builder()
         .event_loops(1)
@@ -1193,38 +1410,13 @@ fn a_hedged_copy_queued_while_its_attempts_connection_learns_http2_keeps_away_fr
 /// it answers a ping: the first request's and the hedged one's.
 #[test]
 fn a_hedged_copy_of_a_request_queued_without_a_connection_keeps_away_from_the_one_that_takes_it() {
-    let (handshake, handshake_held) = mpsc::channel::<()>();
-    let handshake_held = Mutex::new(handshake_held);
-    let (seen, streams_seen) = mpsc::channel::<usize>();
-    let seen = Mutex::new(seen);
-    let (accepted, connecting) = mpsc::channel::<()>();
-    let accepted = Mutex::new(accepted);
-    let (url, server) = tls_h2_server(1, move |_, socket| {
-        accepted.lock().unwrap().send(()).unwrap();
-        let _ = handshake_held.lock().unwrap().recv_timeout(CEILING);
-        let mut tls = tls_h2(socket, &frame(SETTINGS, 0, 0, &[]));
-        let mut streams = Vec::new();
-        let mut pinged = false;
-        while let Some(got) = read_frame(&mut tls) {
-            match got.kind {
-                HEADERS => {
-                    streams.push(got.stream);
-                    if !pinged {
-                        pinged = true;
-                        tls.write_all(&frame(PING, 0, 0, &[7; 8])).unwrap();
-                    }
-                }
-                SETTINGS if got.flags & ACK == 0 => tls.write_all(&settings_ack()).unwrap(),
-                PING if got.flags & ACK != 0 => break,
-                _ => {}
-            }
-        }
-        seen.lock().unwrap().send(streams.len()).unwrap();
-        for stream in streams {
-            tls.write_all(&ok_headers(stream)).unwrap();
-        }
-        answer_all_over(&mut tls);
-    });
+    let StreamCountingServer {
+        url,
+        server,
+        connecting,
+        handshake,
+        streams_seen,
+    } = stream_counting_server();
     let clock = tickless::timer::ManualClock::new();
     let client = Client::builder()
         .event_loops(1)

@@ -838,7 +838,7 @@ fn a_refused_spare_tunnel_leaves_its_request_to_the_shared_http2_connection() {
         if index == 0 {
             let _ = stream.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n");
             if let Ok(upstream) = std::net::TcpStream::connect(to) {
-                relay(stream, upstream);
+                relay(stream, upstream, copy_all);
             }
             return;
         }
@@ -933,23 +933,8 @@ fn socks_replying_with_the_origins_first_bytes(origin: std::net::SocketAddr) -> 
         if stream.write_all(&reply).is_err() {
             return;
         }
-        relay(stream, upstream);
+        relay(stream, upstream, copy_all);
     }))
-}
-
-/// Copies bytes both ways between `a` and `b` until each side ends.
-fn relay(a: std::net::TcpStream, b: std::net::TcpStream) {
-    let (Ok(mut a_in), Ok(mut b_out)) = (a.try_clone(), b.try_clone()) else {
-        return;
-    };
-    let upstream = std::thread::spawn(move || {
-        let _ = std::io::copy(&mut a_in, &mut b_out);
-        let _ = b_out.shutdown(std::net::Shutdown::Write);
-    });
-    let (mut b_in, mut a_out) = (b, a);
-    let _ = std::io::copy(&mut b_in, &mut a_out);
-    let _ = a_out.shutdown(std::net::Shutdown::Write);
-    let _ = upstream.join();
 }
 
 /// A CONNECT proxy double: reads the CONNECT, writes `answer`, then relays
@@ -962,7 +947,7 @@ fn connect_answering(answer: Vec<u8>, origin: Option<std::net::SocketAddr>) -> T
             return;
         }
         match origin.map(std::net::TcpStream::connect) {
-            Some(Ok(upstream)) => relay(stream, upstream),
+            Some(Ok(upstream)) => relay(stream, upstream, copy_all),
             _ => {
                 let _ = stream.shutdown(std::net::Shutdown::Write);
                 drain(&mut stream);
@@ -1093,7 +1078,7 @@ fn a_socks_reply_that_comes_before_the_request_is_taken_once_the_request_is_sent
         }
         let _ = asked.send(request.to_vec());
         if let Ok(upstream) = std::net::TcpStream::connect(to) {
-            relay(stream, upstream);
+            relay(stream, upstream, copy_all);
         }
     }));
     let client = client_via(Proxy::all(&format!("socks5h://{}", socks.addr())).unwrap())

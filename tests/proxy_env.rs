@@ -56,20 +56,7 @@ fn answered_by(origin: &TestServer, proxy: &TestServer, no_proxy: bool) -> &'sta
 fn warnings_while(f: impl FnOnce()) -> String {
     #[cfg(feature = "tracing")]
     {
-        use std::sync::{Arc, Mutex};
         use tracing_subscriber::util::SubscriberInitExt;
-
-        #[derive(Clone, Default)]
-        struct Captured(Arc<Mutex<Vec<u8>>>);
-        impl std::io::Write for Captured {
-            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-                self.0.lock().unwrap().extend_from_slice(bytes);
-                Ok(bytes.len())
-            }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
-        }
 
         let captured = Captured::default();
         let writer = captured.clone();
@@ -80,8 +67,7 @@ fn warnings_while(f: impl FnOnce()) -> String {
             .set_default();
         f();
         drop(guard);
-        let text = String::from_utf8_lossy(&captured.0.lock().unwrap()).into_owned();
-        text
+        captured.text()
     }
     #[cfg(not(feature = "tracing"))]
     {

@@ -602,9 +602,9 @@ fn a_server_that_breaks_the_handshake_fails_it_at_once_with_a_typed_error() {
     client.close();
 }
 
-/// Copies `from` to `to` a few bytes per write, without Nagle's delay,
-/// then ends `to`'s side.
-fn dribble(mut from: TcpStream, mut to: TcpStream, step: usize) {
+/// Copies `from` to `to` a few bytes per write, without Nagle's delay
+/// (until either side ends; [`relay`] then ends `to`'s).
+fn dribble(from: &mut TcpStream, to: &mut TcpStream, step: usize) {
     let _ = to.set_nodelay(true);
     let mut chunk = [0u8; 16 * 1024];
     while let Ok(n @ 1..) = from.read(&mut chunk) {
@@ -615,7 +615,6 @@ fn dribble(mut from: TcpStream, mut to: TcpStream, step: usize) {
             std::thread::yield_now();
         }
     }
-    let _ = to.shutdown(std::net::Shutdown::Write);
 }
 
 /// A relay to `target` that passes everything on both ways in pieces of
@@ -625,12 +624,7 @@ fn dribbling_relay(target: std::net::SocketAddr, step: usize) -> TestServer {
         let Ok(server) = TcpStream::connect(target) else {
             return;
         };
-        let (Ok(client_in), Ok(server_out)) = (client.try_clone(), server.try_clone()) else {
-            return;
-        };
-        let upstream = std::thread::spawn(move || dribble(client_in, server_out, step));
-        dribble(server, client, step);
-        let _ = upstream.join();
+        relay(client, server, move |from, to| dribble(from, to, step));
     }))
 }
 

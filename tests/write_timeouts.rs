@@ -499,6 +499,8 @@ fn over_tls_an_upload_after_a_whole_2xx_that_waits_on_its_source_is_no_write_tim
     let (read_the_rest, rest_asked) = std::sync::mpsc::channel::<()>();
     let server = thread::spawn(move || {
         let (tcp, _) = listener.accept().unwrap();
+        // A client that stops sending fails the test instead of hanging it.
+        tcp.set_read_timeout(Some(BACKSTOP)).unwrap();
         let tls = rustls::ServerConnection::new(config).unwrap();
         let mut stream = rustls::StreamOwned::new(tls, tcp);
         // The head and 64 KiB of the body; then a whole 200.
@@ -517,12 +519,16 @@ fn over_tls_an_upload_after_a_whole_2xx_that_waits_on_its_source_is_no_write_tim
         stream.flush().unwrap();
         // The upload fills the socket buffers; once its source has run
         // dry, a little of it is read.
-        little_asked.recv().unwrap();
+        little_asked
+            .recv_timeout(BACKSTOP)
+            .expect("the test asks for a little");
         let mut little = vec![0; 128 << 10];
         stream.read_exact(&mut little).unwrap();
         little_read.send(()).unwrap();
         // Nothing more until past the write timeout; then the rest.
-        rest_asked.recv().unwrap();
+        rest_asked
+            .recv_timeout(BACKSTOP)
+            .expect("the test asks for the rest");
         server_fast.store(true, Ordering::SeqCst);
         let (_, whole) = read_to_last_chunk(&mut stream, Vec::new());
         // The stream too: open until the test has looked at the pool.
@@ -564,7 +570,9 @@ fn over_tls_an_upload_after_a_whole_2xx_that_waits_on_its_source_is_no_write_tim
     // more), and the server reads a little.
     tap.dry.store(true, Ordering::SeqCst);
     read_a_little.send(()).unwrap();
-    little_done.recv().unwrap();
+    little_done
+        .recv_timeout(BACKSTOP)
+        .expect("the server reads a little");
     // The write timeout's period passes: its probe of the socket lets the
     // records go, and the upload then waits on its source — no write
     // timeout. Seen before the clock moves again (past the probe's wait,

@@ -270,6 +270,40 @@ pub fn read_frame(from: &mut impl Read) -> Option<Frame> {
     })
 }
 
+/// Writes `bytes` to `conn`, and flushes them. An error is the client's
+/// having gone: what the script expects of it is told by what it reads.
+fn send(conn: &mut impl Write, bytes: &[u8]) {
+    let _ = conn.write_all(bytes);
+    let _ = conn.flush();
+}
+
+/// Reads from `conn` (a client's connection after its preface, cleartext
+/// or TLS) until `n` request HEADERS have come; returns their stream ids,
+/// fewer if the client closed first. Acknowledges the client's SETTINGS on
+/// the way.
+pub fn read_requests(conn: &mut (impl Read + Write), n: usize) -> Vec<u32> {
+    let mut ids = Vec::new();
+    while ids.len() < n {
+        let Some(frame) = read_frame(conn) else {
+            break;
+        };
+        match frame.kind {
+            HEADERS => ids.push(frame.stream),
+            SETTINGS if frame.flags & ACK == 0 => send(conn, &settings_ack()),
+            _ => {}
+        }
+    }
+    ids
+}
+
+/// Answers every request on `conn` `:status 200` (no body), until the
+/// client closes.
+pub fn answer_all(conn: &mut (impl Read + Write)) {
+    while let Some(&id) = read_requests(conn, 1).first() {
+        send(conn, &ok_headers(id));
+    }
+}
+
 /// A connection of a [`RawH2Server`], after the preface.
 pub struct RawConn {
     pub stream: TcpStream,
@@ -282,36 +316,18 @@ impl RawConn {
         read_frame(&mut self.stream)
     }
 
-    /// Reads until `n` request HEADERS have come; returns their stream ids.
-    /// Acknowledges the client's SETTINGS on the way.
+    /// See [`read_requests`].
     pub fn read_requests(&mut self, n: usize) -> Vec<u32> {
-        let mut ids = Vec::new();
-        while ids.len() < n {
-            let Some(frame) = self.read_frame() else {
-                break;
-            };
-            match frame.kind {
-                HEADERS => ids.push(frame.stream),
-                SETTINGS if frame.flags & ACK == 0 => self.send(&settings_ack()),
-                _ => {}
-            }
-        }
-        ids
+        read_requests(&mut self.stream, n)
     }
 
-    /// Answers every request `:status 200` (no body), until the client
-    /// closes.
+    /// See [`answer_all`].
     pub fn answer_all(&mut self) {
-        loop {
-            let ids = self.read_requests(1);
-            let Some(&id) = ids.first() else { return };
-            self.send(&ok_headers(id));
-        }
+        answer_all(&mut self.stream)
     }
 
     pub fn send(&mut self, bytes: &[u8]) {
-        let _ = self.stream.write_all(bytes);
-        let _ = self.stream.flush();
+        send(&mut self.stream, bytes)
     }
 
     /// Reads and drops frames until the client closes (or `limit`).

@@ -18,6 +18,10 @@
 
 mod http;
 
+/// What a `tracing` subscriber wrote (the facade's feature `tracing`:
+/// without it the client logs nothing).
+#[cfg(feature = "tracing")]
+pub mod captured;
 /// Driving a `tickless::Client` in tests: event recorder, settling.
 pub mod client_kit;
 /// A hand-written `block_on` (thread-park waker), no runtime.
@@ -32,6 +36,8 @@ pub mod real;
 /// test time).
 pub mod tls;
 
+#[cfg(feature = "tracing")]
+pub use captured::Captured;
 pub use client_kit::{
     assert_close_ends, assert_on_time, assert_settles, chain_text, eventually, fails_on_time,
     get_bytes, recorded_client, untimed_client, within, Event, HoldingListener, Recorder,
@@ -539,6 +545,36 @@ fn reset(conn: &mut Conn, stream: TcpStream) {
     // Close both handles (this one and the server's clone, in Conn's drop)
     // with the bytes unread: the kernel sends RST.
     drop(stream);
+}
+
+/// Relays bytes both ways between `a` and `b` (a proxy double's client
+/// and its upstream): `copy(from, to)` each way, the one from `a` on a
+/// thread of its own, each way's writing side ended (`Shutdown::Write`)
+/// when its `copy` returns. Returns once both ways have ended.
+pub fn relay<F>(a: TcpStream, b: TcpStream, copy: F)
+where
+    F: Fn(&mut TcpStream, &mut TcpStream) + Clone + Send + 'static,
+{
+    let (Ok(mut a_in), Ok(mut b_out)) = (a.try_clone(), b.try_clone()) else {
+        return;
+    };
+    let upstream = {
+        let copy = copy.clone();
+        thread::spawn(move || {
+            copy(&mut a_in, &mut b_out);
+            let _ = b_out.shutdown(Shutdown::Write);
+        })
+    };
+    let (mut b_in, mut a_out) = (b, a);
+    copy(&mut b_in, &mut a_out);
+    let _ = a_out.shutdown(Shutdown::Write);
+    let _ = upstream.join();
+}
+
+/// [`relay`]'s plain copy: everything, as it comes, until either side
+/// ends.
+pub fn copy_all(from: &mut TcpStream, to: &mut TcpStream) {
+    let _ = io::copy(from, to);
 }
 
 /// An address nothing listens on, for the rest of the process: a socket
