@@ -20,6 +20,7 @@ pub use executor::Executor;
 pub(crate) use turn::answered_a_waiting_caller;
 #[cfg(test)]
 pub(crate) use turn::take_answered_a_waiting_caller;
+pub(crate) use turn::Drove;
 use turn::TurnState;
 mod waker;
 

@@ -139,6 +139,19 @@ struct CallerTurn<'a> {
     spin_until: Option<Instant>,
     /// Whether a poll has blocked.
     blocked: bool,
+    /// When a spin of its polls first caught news.
+    spin_caught_at: Option<Instant>,
+}
+
+/// How a caller's drive ([`EventLoop::drive_until`]) went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Drove {
+    /// What it waited for came before any poll blocked.
+    pub(crate) unblocked: bool,
+    /// When a spin of its polls first caught news (events, a task, a due
+    /// deadline), if one did: news may come piece by piece (a body's)
+    /// before what it waits for.
+    pub(crate) spin_caught_at: Option<Instant>,
 }
 
 /// How [`EventLoop::executor_turns`] ended.
@@ -470,12 +483,13 @@ impl EventLoop {
     ///
     /// `None`, at once, if the loop is not idle: its thread or another
     /// caller drives it, and the caller waits as it would otherwise. Else
-    /// whether `ready` came before any poll blocked.
+    /// how the drive went: whether `ready` came before any poll blocked,
+    /// and when its spin first caught news.
     pub(crate) fn drive_until(
         self: &Arc<Self>,
         ready: &mut dyn FnMut() -> bool,
         spin: Duration,
-    ) -> Option<bool> {
+    ) -> Option<Drove> {
         {
             let mut inbox = lock(&self.inbox);
             if inbox.driver != Driver::Idle || inbox.closed {
@@ -487,6 +501,7 @@ impl EventLoop {
             ready,
             spin_until: (!spin.is_zero()).then(|| Instant::now() + spin),
             blocked: false,
+            spin_caught_at: None,
         };
         let mut turns = lock(&self.turns);
         let mut driving = Driving {
@@ -505,7 +520,10 @@ impl EventLoop {
             || !state.sources.aborts.is_empty();
         // The state goes back before the loop does (`driving`'s drop).
         drop(turns);
-        Some(!caller.blocked)
+        Some(Drove {
+            unblocked: !caller.blocked,
+            spin_caught_at: caller.spin_caught_at,
+        })
     }
 
     /// A driving caller hands the loop back: idle, or to its thread, woken
@@ -690,6 +708,7 @@ impl EventLoop {
                     .spin_until
                     .is_some_and(|until| self.spin_for(turn, until))
                 {
+                    caller.spin_caught_at.get_or_insert_with(Instant::now);
                     return true;
                 }
                 caller.blocked = true;

@@ -57,6 +57,7 @@ pub(crate) use alarm::Alarm;
 pub(crate) use listener::Guarded;
 pub(crate) use outcome::{Outcome, POLLED_AFTER_COMPLETION, WAITED_AFTER_COMPLETION};
 pub(crate) use pacing::Pacing;
+use pacing::WaitFor;
 pub(crate) use pipe::{Pipe, Pushed, Taken, Waiter, Whole, DEFAULT_WINDOW};
 pub(crate) use registry::InFlight;
 pub(crate) use request::{
@@ -1169,18 +1170,14 @@ impl Exchange {
     /// (see `EventLoop::drive_until`), else as [`Outcome::wait`] does —
     /// until that loop is left idle (then it drives it).
     pub(crate) fn wait_head(&self) -> Result<Head, Error> {
-        let spin = self.pacing.head_spin(self.registry.len());
+        let spin = self.pacing.spin(WaitFor::Head, self.registry.len());
         loop {
             let home = self.blocking_home();
             if let Some(home) = &home {
-                // The clock is read only to score a spin.
-                let started = (!spin.is_zero()).then(Instant::now);
-                let caught = self.outcome.drive(home, spin);
-                if let (Some(caught), Some(started)) = (caught, started) {
-                    self.pacing.record_spin(caught.then(|| started.elapsed()));
-                }
+                let started = spin.start();
+                spin.record(started, self.outcome.drive(home, spin.time()));
             }
-            if let Some(head) = self.outcome.wait(spin, home.as_ref()) {
+            if let Some(head) = self.outcome.wait(spin.time(), home.as_ref()) {
                 return head;
             }
         }
@@ -1201,8 +1198,9 @@ impl Exchange {
     /// thread runs.
     pub(crate) fn take_body_blocking(&self) -> Option<Taken> {
         let home = self.blocking_home();
+        let spin = self.pacing.spin(WaitFor::Body, self.registry.len());
         self.body
-            .take_blocking(home.as_ref(), || self.stalls_here())
+            .take_blocking(home.as_ref(), spin, || self.stalls_here())
     }
 
     /// The reader blocks for the whole body (see
@@ -1210,8 +1208,9 @@ impl Exchange {
     /// [`take_body_blocking`](Self::take_body_blocking).
     pub(crate) fn take_whole_body_blocking(&self) -> Option<Whole> {
         let home = self.blocking_home();
+        let spin = self.pacing.spin(WaitFor::Body, self.registry.len());
         self.body
-            .take_whole_blocking(home.as_ref(), || self.stalls_here())
+            .take_whole_blocking(home.as_ref(), spin, || self.stalls_here())
     }
 
     /// Its request is posted to `event_loop` for an idle connection there

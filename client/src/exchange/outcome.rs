@@ -1,7 +1,7 @@
 //! [`Outcome`]: how the result of an exchange reaches its caller — a waker
 //! for a poll, a condition variable for a blocking wait.
 
-use crate::event_loop::{Asleep, EventLoop};
+use crate::event_loop::{Asleep, Drove, EventLoop};
 use crate::sync::lock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -133,8 +133,8 @@ impl<T> Outcome<T> {
     /// Drives `home` until the result is there, yielding for `spin`
     /// before its polls block, if that loop is idle (see
     /// `EventLoop::drive_until`); returns at once if it is not (`None`).
-    /// Else whether the result came before a poll blocked.
-    pub(crate) fn drive(&self, home: &Arc<EventLoop>, spin: Duration) -> Option<bool> {
+    /// Else how the drive went.
+    pub(crate) fn drive(&self, home: &Arc<EventLoop>, spin: Duration) -> Option<Drove> {
         if self.is_settled() {
             return None;
         }

@@ -36,6 +36,7 @@
 //!   away drops what is buffered and tells the writer, whose next push is
 //!   refused.
 
+use super::pacing::Spin;
 use crate::error::Error;
 use crate::event_loop::{Asleep, EventLoop, SourceRef};
 use crate::sync::lock;
@@ -44,7 +45,6 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::task::{Context, Poll, Waker};
-use std::time::Duration;
 
 /// The default window of a body: what the loop reads ahead of its reader.
 pub(crate) const DEFAULT_WINDOW: usize = 256 * 1024;
@@ -367,6 +367,7 @@ impl Pipe {
     pub(crate) fn take_blocking(
         &self,
         home: Option<&Arc<EventLoop>>,
+        spin: Spin<'_>,
         stalls: impl Fn() -> bool,
     ) -> Option<Taken> {
         loop {
@@ -378,7 +379,7 @@ impl Pipe {
                 self.withdraw_reader();
                 return None;
             }
-            self.wait_for(home, |state| {
+            self.wait_for(home, spin, |state| {
                 !state.chunks.is_empty() || !matches!(state.end, End::Open)
             });
         }
@@ -394,11 +395,14 @@ impl Pipe {
     }
 
     /// A blocking reader waits until `news`: driving `home` while that loop
-    /// is idle, else asleep on it (see [`sleep_until`](Self::sleep_until)).
-    fn wait_for(&self, home: Option<&Arc<EventLoop>>, news: fn(&State) -> bool) {
+    /// is idle, yielding for `spin` before its polls block, else asleep on
+    /// it (see [`sleep_until`](Self::sleep_until)).
+    fn wait_for(&self, home: Option<&Arc<EventLoop>>, spin: Spin<'_>, news: fn(&State) -> bool) {
         let mut ready = || news(&lock(&self.state));
-        let drove = home.is_some_and(|home| home.drive_until(&mut ready, Duration::ZERO).is_some());
-        if !drove {
+        let started = spin.start();
+        let drove = home.and_then(|home| home.drive_until(&mut ready, spin.time()));
+        spin.record(started, drove);
+        if drove.is_none() {
             self.sleep_until(home, news);
         }
     }
@@ -539,6 +543,7 @@ impl Pipe {
     pub(crate) fn take_whole_blocking(
         &self,
         home: Option<&Arc<EventLoop>>,
+        spin: Spin<'_>,
         stalls: impl Fn() -> bool,
     ) -> Option<Whole> {
         loop {
@@ -550,7 +555,7 @@ impl Pipe {
                 self.withdraw_reader();
                 return None;
             }
-            self.wait_for(home, |state| !matches!(state.end, End::Open));
+            self.wait_for(home, spin, |state| !matches!(state.end, End::Open));
         }
     }
 
