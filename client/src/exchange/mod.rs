@@ -1170,7 +1170,7 @@ impl Exchange {
     /// (see `EventLoop::drive_until`), else as [`Outcome::wait`] does —
     /// until that loop is left idle (then it drives it).
     pub(crate) fn wait_head(&self) -> Result<Head, Error> {
-        let spin = self.pacing.spin(WaitFor::Head, self.registry.len());
+        let spin = self.pacing.spin(WaitFor::Head, self.registry.len(), 0);
         loop {
             let home = self.blocking_home();
             if let Some(home) = &home {
@@ -1198,7 +1198,9 @@ impl Exchange {
     /// thread runs.
     pub(crate) fn take_body_blocking(&self) -> Option<Taken> {
         let home = self.blocking_home();
-        let spin = self.pacing.spin(WaitFor::Body, self.registry.len());
+        let spin = self
+            .pacing
+            .spin(WaitFor::Body, self.registry.len(), self.body.pushed());
         self.body
             .take_blocking(home.as_ref(), spin, || self.stalls_here())
     }
@@ -1208,7 +1210,9 @@ impl Exchange {
     /// [`take_body_blocking`](Self::take_body_blocking).
     pub(crate) fn take_whole_body_blocking(&self) -> Option<Whole> {
         let home = self.blocking_home();
-        let spin = self.pacing.spin(WaitFor::Body, self.registry.len());
+        let spin = self
+            .pacing
+            .spin(WaitFor::Body, self.registry.len(), self.body.pushed());
         self.body
             .take_whole_blocking(home.as_ref(), spin, || self.stalls_here())
     }

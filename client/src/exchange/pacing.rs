@@ -97,9 +97,12 @@ impl Pacing {
     }
 
     /// How long a wait for `wait` yields before it sleeps, with
-    /// `in_flight` requests in flight in the client: its [`Spin`].
-    pub(crate) fn spin(&self, wait: WaitFor, in_flight: usize) -> Spin<'_> {
-        let small = self.typical_body.load(Ordering::Relaxed) < BULK_BODY;
+    /// `in_flight` requests in flight in the client and `body_so_far`
+    /// bytes of the body waited on come (a body past [`BULK_BODY`] is
+    /// bulk, whatever the typical one): its [`Spin`].
+    pub(crate) fn spin(&self, wait: WaitFor, in_flight: usize, body_so_far: u64) -> Spin<'_> {
+        let typical = self.typical_body.load(Ordering::Relaxed);
+        let small = typical.max(body_so_far) < BULK_BODY;
         let time = if small && in_flight <= SPIN_IN_FLIGHT && self.spins(wait).spin_now() {
             match wait {
                 WaitFor::Head => HEAD_SPIN,
@@ -178,19 +181,19 @@ mod tests {
     #[test]
     fn large_bodies_stop_the_spin_and_small_ones_bring_it_back() {
         let pacing = Pacing::default();
-        assert_eq!(pacing.spin(WaitFor::Head, 1).time(), HEAD_SPIN);
+        assert_eq!(pacing.spin(WaitFor::Head, 1, 0).time(), HEAD_SPIN);
         for _ in 0..3 {
             pacing.record(1 << 20);
         }
-        assert_eq!(pacing.spin(WaitFor::Head, 1).time(), Duration::ZERO);
+        assert_eq!(pacing.spin(WaitFor::Head, 1, 0).time(), Duration::ZERO);
         // One small body does not undo a run of large ones...
         pacing.record(13);
-        assert_eq!(pacing.spin(WaitFor::Head, 1).time(), Duration::ZERO);
+        assert_eq!(pacing.spin(WaitFor::Head, 1, 0).time(), Duration::ZERO);
         // ...a run of them does.
         for _ in 0..20 {
             pacing.record(13);
         }
-        assert_eq!(pacing.spin(WaitFor::Head, 1).time(), HEAD_SPIN);
+        assert_eq!(pacing.spin(WaitFor::Head, 1, 0).time(), HEAD_SPIN);
     }
 
     #[test]
@@ -201,24 +204,27 @@ mod tests {
             pacing.record_spin(WaitFor::Head, Some(SPIN_WORTH + Duration::from_micros(1)));
         }
         let spins = (0..PROBE_EVERY * 4)
-            .filter(|_| pacing.spin(WaitFor::Head, 1).time() == HEAD_SPIN)
+            .filter(|_| pacing.spin(WaitFor::Head, 1, 0).time() == HEAD_SPIN)
             .count();
         assert_eq!(spins, 4, "one probe in {PROBE_EVERY} waits");
         for _ in 0..8 {
             pacing.record_spin(WaitFor::Head, Some(SPIN_WORTH));
         }
-        assert!((0..8).all(|_| pacing.spin(WaitFor::Head, 1).time() == HEAD_SPIN));
+        assert!((0..8).all(|_| pacing.spin(WaitFor::Head, 1, 0).time() == HEAD_SPIN));
     }
 
     #[test]
     fn many_requests_in_flight_stop_the_spin() {
         let pacing = Pacing::default();
-        assert_eq!(pacing.spin(WaitFor::Head, SPIN_IN_FLIGHT).time(), HEAD_SPIN);
         assert_eq!(
-            pacing.spin(WaitFor::Head, SPIN_IN_FLIGHT + 1).time(),
+            pacing.spin(WaitFor::Head, SPIN_IN_FLIGHT, 0).time(),
+            HEAD_SPIN
+        );
+        assert_eq!(
+            pacing.spin(WaitFor::Head, SPIN_IN_FLIGHT + 1, 0).time(),
             Duration::ZERO
         );
-        assert_eq!(pacing.spin(WaitFor::Head, 64).time(), Duration::ZERO);
+        assert_eq!(pacing.spin(WaitFor::Head, 64, 0).time(), Duration::ZERO);
     }
 
     #[test]
@@ -228,10 +234,10 @@ mod tests {
             pacing.record_spin(WaitFor::Body, None);
         }
         let body_spins = (0..PROBE_EVERY * 2)
-            .filter(|_| pacing.spin(WaitFor::Body, 1).time() == BODY_SPIN)
+            .filter(|_| pacing.spin(WaitFor::Body, 1, 0).time() == BODY_SPIN)
             .count();
         assert_eq!(body_spins, 2, "one probe in {PROBE_EVERY} waits");
-        assert!((0..8).all(|_| pacing.spin(WaitFor::Head, 1).time() == HEAD_SPIN));
+        assert!((0..8).all(|_| pacing.spin(WaitFor::Head, 1, 0).time() == HEAD_SPIN));
     }
 
     /// A wait for a body whose spin caught a piece of it paid, though the
@@ -247,16 +253,29 @@ mod tests {
         let pacing = Pacing::default();
         for _ in 0..8 {
             pacing
-                .spin(WaitFor::Body, 1)
+                .spin(WaitFor::Body, 1, 0)
                 .record(Some(started), Some(piece_then_block));
             pacing
-                .spin(WaitFor::Head, 1)
+                .spin(WaitFor::Head, 1, 0)
                 .record(Some(started), Some(piece_then_block));
         }
-        assert!((0..8).all(|_| pacing.spin(WaitFor::Body, 1).time() == BODY_SPIN));
+        assert!((0..8).all(|_| pacing.spin(WaitFor::Body, 1, 0).time() == BODY_SPIN));
         let head_spins = (0..PROBE_EVERY)
-            .filter(|_| pacing.spin(WaitFor::Head, 1).time() == HEAD_SPIN)
+            .filter(|_| pacing.spin(WaitFor::Head, 1, 0).time() == HEAD_SPIN)
             .count();
         assert_eq!(head_spins, 1, "one probe in {PROBE_EVERY} waits");
+    }
+
+    #[test]
+    fn a_body_past_bulk_stops_the_spin_whatever_the_typical_one() {
+        let pacing = Pacing::default();
+        assert_eq!(
+            pacing.spin(WaitFor::Body, 1, BULK_BODY - 1).time(),
+            BODY_SPIN
+        );
+        assert_eq!(
+            pacing.spin(WaitFor::Body, 1, BULK_BODY).time(),
+            Duration::ZERO
+        );
     }
 }
