@@ -499,7 +499,11 @@ impl EventLoop {
         }
         let mut caller = CallerTurn {
             ready,
-            spin_until: (!spin.is_zero()).then(|| Instant::now() + spin),
+            // A manual clock stands still: a deadline due by real time
+            // would end every spin at once, unexpired (as the loop's own
+            // poll, which does not spin then either).
+            spin_until: (!spin.is_zero() && self.clock.as_manual().is_none())
+                .then(|| Instant::now() + spin),
             blocked: false,
             spin_caught_at: None,
         };

@@ -57,7 +57,7 @@ pub(crate) use alarm::Alarm;
 pub(crate) use listener::Guarded;
 pub(crate) use outcome::{Outcome, POLLED_AFTER_COMPLETION, WAITED_AFTER_COMPLETION};
 pub(crate) use pacing::Pacing;
-use pacing::WaitFor;
+use pacing::{Spin, WaitFor};
 pub(crate) use pipe::{Pipe, Pushed, Taken, Waiter, Whole, DEFAULT_WINDOW};
 pub(crate) use registry::InFlight;
 pub(crate) use request::{
@@ -1198,11 +1198,16 @@ impl Exchange {
     /// thread runs.
     pub(crate) fn take_body_blocking(&self) -> Option<Taken> {
         let home = self.blocking_home();
-        let spin = self
-            .pacing
-            .spin(WaitFor::Body, self.registry.len(), self.body.pushed());
         self.body
-            .take_blocking(home.as_ref(), spin, || self.stalls_here())
+            .take_blocking(home.as_ref(), &|so_far| self.body_spin(so_far), || {
+                self.stalls_here()
+            })
+    }
+
+    /// The spin of a blocking wait for more of the body, `so_far` bytes of
+    /// which have come (see [`Pacing::spin`]).
+    fn body_spin(&self, so_far: u64) -> Spin<'_> {
+        self.pacing.spin(WaitFor::Body, self.registry.len(), so_far)
     }
 
     /// The reader blocks for the whole body (see
@@ -1210,11 +1215,10 @@ impl Exchange {
     /// [`take_body_blocking`](Self::take_body_blocking).
     pub(crate) fn take_whole_body_blocking(&self) -> Option<Whole> {
         let home = self.blocking_home();
-        let spin = self
-            .pacing
-            .spin(WaitFor::Body, self.registry.len(), self.body.pushed());
         self.body
-            .take_whole_blocking(home.as_ref(), spin, || self.stalls_here())
+            .take_whole_blocking(home.as_ref(), &|so_far| self.body_spin(so_far), || {
+                self.stalls_here()
+            })
     }
 
     /// Its request is posted to `event_loop` for an idle connection there

@@ -17,7 +17,7 @@
 //! for the server and the loop reading it: with 1 MiB bodies on two cores
 //! the spin costs a quarter of the throughput. So a client yields only
 //! while its bodies are small: it keeps a moving average of the sizes of
-//! the bodies it has read whole, and spins while that is under
+//! the bodies that have ended, and spins while that is under
 //! [`BULK_BODY`]. Nor while many requests are in flight (more than
 //! [`SPIN_IN_FLIGHT`]): the answer waited for comes among many, the loop
 //! is busy with them and needs the CPU — with 64 requests on one HTTP/2
@@ -130,7 +130,7 @@ impl Pacing {
 /// it sleeps, and where it tells how that went.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Spin<'a> {
-    /// Scores the spin; `None` for the tests' `Spin::NONE`.
+    /// Scores the spin; `None` for [`Spin::NONE`].
     pacing: Option<&'a Pacing>,
     wait: WaitFor,
     time: Duration,
@@ -138,7 +138,6 @@ pub(crate) struct Spin<'a> {
 
 impl Spin<'_> {
     /// No spin, scored nowhere.
-    #[cfg(test)]
     pub(crate) const NONE: Spin<'static> = Spin {
         pacing: None,
         wait: WaitFor::Body,
@@ -167,6 +166,8 @@ impl Spin<'_> {
         };
         let caught_after = match self.wait {
             WaitFor::Head => drove.unblocked.then(|| started.elapsed()),
+            // There before a turn: no spin ran, nothing to score.
+            WaitFor::Body if drove.unblocked && drove.spin_caught_at.is_none() => return,
             WaitFor::Body => drove.spin_caught_at.map(|at| at - started),
         };
         pacing.record_spin(self.wait, caught_after);
@@ -277,5 +278,23 @@ mod tests {
             pacing.spin(WaitFor::Body, 1, BULK_BODY).time(),
             Duration::ZERO
         );
+    }
+
+    /// A wait for a body whose news was there before its drive's first
+    /// turn ran no spin: it is not scored (as a spin that paid nothing).
+    #[test]
+    fn a_body_wait_answered_before_a_turn_is_not_scored() {
+        let started = std::time::Instant::now();
+        let there_already = Drove {
+            unblocked: true,
+            spin_caught_at: None,
+        };
+        let pacing = Pacing::default();
+        for _ in 0..8 {
+            pacing
+                .spin(WaitFor::Body, 1, 0)
+                .record(Some(started), Some(there_already));
+        }
+        assert!((0..8).all(|_| pacing.spin(WaitFor::Body, 1, 0).time() == BODY_SPIN));
     }
 }

@@ -358,16 +358,18 @@ impl Pipe {
     /// [`take`](Self::take) for a thread that may block: waits for a chunk
     /// or the end — driving `home`, the loop of the writer, while that loop
     /// is idle, else asleep on it (see [`sleep_until`](Self::sleep_until)).
-    /// Its polls block at once: a spin here cost more CPU than it saved
-    /// (64 KiB chunked bodies, README).
+    /// Its polls yield for the spin `spin` gives, asked with the bytes
+    /// pushed so far once a wait is needed (see `Pacing`: a spin spares a
+    /// sleep for each piece a faster reader would otherwise wait for, and
+    /// costs CPU where the server's writes share the reader's cores).
     ///
     /// `None`, with nothing taken and no waiter left, if there is nothing
     /// yet and `stalls` says the wait would never end (the thread runs the
     /// writer's loop): asked only then, so a chunk there costs nothing more.
-    pub(crate) fn take_blocking(
+    pub(crate) fn take_blocking<'a>(
         &self,
         home: Option<&Arc<EventLoop>>,
-        spin: Spin<'_>,
+        spin: &dyn Fn(u64) -> Spin<'a>,
         stalls: impl Fn() -> bool,
     ) -> Option<Taken> {
         loop {
@@ -395,10 +397,20 @@ impl Pipe {
     }
 
     /// A blocking reader waits until `news`: driving `home` while that loop
-    /// is idle, yielding for `spin` before its polls block, else asleep on
-    /// it (see [`sleep_until`](Self::sleep_until)).
-    fn wait_for(&self, home: Option<&Arc<EventLoop>>, spin: Spin<'_>, news: fn(&State) -> bool) {
+    /// is idle, yielding for the spin `spin` gives (asked with the bytes
+    /// pushed so far) before its polls block, else asleep on it (see
+    /// [`sleep_until`](Self::sleep_until)).
+    fn wait_for<'a>(
+        &self,
+        home: Option<&Arc<EventLoop>>,
+        spin: &dyn Fn(u64) -> Spin<'a>,
+        news: fn(&State) -> bool,
+    ) {
         let mut ready = || news(&lock(&self.state));
+        let spin = match home {
+            Some(_) => spin(lock(&self.state).pushed),
+            None => Spin::NONE,
+        };
         let started = spin.start();
         let drove = home.and_then(|home| home.drive_until(&mut ready, spin.time()));
         spin.record(started, drove);
@@ -540,10 +552,10 @@ impl Pipe {
     /// [`take_whole`](Self::take_whole) for a thread that may block,
     /// driving `home` as [`take_blocking`](Self::take_blocking) does, and
     /// `None` as it is when the body has not ended and `stalls`.
-    pub(crate) fn take_whole_blocking(
+    pub(crate) fn take_whole_blocking<'a>(
         &self,
         home: Option<&Arc<EventLoop>>,
-        spin: Spin<'_>,
+        spin: &dyn Fn(u64) -> Spin<'a>,
         stalls: impl Fn() -> bool,
     ) -> Option<Whole> {
         loop {

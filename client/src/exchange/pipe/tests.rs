@@ -190,7 +190,7 @@ fn the_end_of_a_body_a_thread_is_blocked_for_tells_the_loop_a_caller_waits() {
     let reading = pipe.clone();
     let reader = std::thread::spawn(move || {
         matches!(
-            reading.take_blocking(None, Spin::NONE, || false),
+            reading.take_blocking(None, &|_| Spin::NONE, || false),
             Some(Taken::End(_))
         )
     });
@@ -343,7 +343,7 @@ fn a_reader_that_turns_from_polls_to_blocking_reads_drops_its_waker_after_the_un
     let pipe = pipe_awaited_by_one_that_ends_it();
     let reader = pipe.clone();
     let taken = returns("a blocking read after a poll", move || {
-        reader.take_blocking(None, Spin::NONE, || false)
+        reader.take_blocking(None, &|_| Spin::NONE, || false)
     });
     assert!(matches!(taken, Some(Taken::End(None))), "the end");
 }
@@ -357,7 +357,7 @@ fn a_collecting_reader_that_turns_from_polls_to_blocking_drops_its_waker_after_t
     let reader = pipe.clone();
     let whole = returns(
         "a blocking wait for the whole body after a poll",
-        move || reader.take_whole_blocking(None, Spin::NONE, || false),
+        move || reader.take_whole_blocking(None, &|_| Spin::NONE, || false),
     );
     assert!(
         matches!(whole, Some(Whole::Done(_, None))),
