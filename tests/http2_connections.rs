@@ -1333,6 +1333,21 @@ fn stream_counting_server() -> StreamCountingServer {
     }
 }
 
+/// A client of one loop on `clock`, trusting the test CA, with one
+/// connection per host: the hedged-copy tests' (a copy then waits in the
+/// pool's queue while the host's permit is held).
+fn one_permit_client_on(clock: &tickless::timer::ManualClock) -> Client {
+    Client::builder()
+        .event_loops(1)
+        .clock(Arc::new(clock.clone()))
+        .add_root_certificate(&tls::certs().ca_pem)
+        .max_connections_per_host(1)
+        .request_timeout(CEILING)
+        .pooled_connection_idle_timeout(Duration::ZERO)
+        .build()
+        .unwrap()
+}
+
 /// A hedged copy queued in the pool while the connection of the request
 /// it backs up is still in its TLS handshake (the host's one permit held
 /// by that connection), when the connection learns HTTP/2 by ALPN and is
@@ -1353,15 +1368,7 @@ fn a_hedged_copy_queued_while_its_attempts_connection_learns_http2_keeps_away_fr
         streams_seen,
     } = stream_counting_server();
     let clock = tickless::timer::ManualClock::new();
-    let client = Client::builder()
-        .event_loops(1)
-        .clock(Arc::new(clock.clone()))
-        .add_root_certificate(&tls::certs().ca_pem)
-        .max_connections_per_host(1)
-        .request_timeout(CEILING)
-        .pooled_connection_idle_timeout(Duration::ZERO)
-        .build()
-        .unwrap();
+    let client = one_permit_client_on(&clock);
     let hedge_delay = Duration::from_millis(10);
     let future = client
         .get(&url)
@@ -1418,15 +1425,7 @@ fn a_hedged_copy_of_a_request_queued_without_a_connection_keeps_away_from_the_on
         streams_seen,
     } = stream_counting_server();
     let clock = tickless::timer::ManualClock::new();
-    let client = Client::builder()
-        .event_loops(1)
-        .clock(Arc::new(clock.clone()))
-        .add_root_certificate(&tls::certs().ca_pem)
-        .max_connections_per_host(1)
-        .request_timeout(CEILING)
-        .pooled_connection_idle_timeout(Duration::ZERO)
-        .build()
-        .unwrap();
+    let client = one_permit_client_on(&clock);
     let opener = client.get(format!("{url}a")).send();
     connecting
         .recv_timeout(CEILING)
