@@ -51,17 +51,6 @@ fn a_chunked_body_growing_past_the_limit_fails() {
     assert_too_large(&client, &server);
     // Within the limit is fine, on a new connection.
     let small = TestServer::respond(|_| ok(&"y".repeat(1000)));
-    assert_eq!(
-        client
-            .get(small.url("/"))
-            .send()
-            .wait()
-            .unwrap()
-            .bytes()
-            .wait()
-            .unwrap()
-            .len(),
-        1000
-    );
+    assert_eq!(get_bytes(&client, &small.url("/")).len(), 1000);
     client.close();
 }
