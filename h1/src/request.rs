@@ -105,12 +105,7 @@ pub fn encode_request_head_as(
         }
         out.extend_from_slice(b"\r\n");
     }
-    for (name, value) in headers {
-        out.extend_from_slice(name.as_str().as_bytes());
-        out.extend_from_slice(b": ");
-        out.extend_from_slice(value.as_bytes());
-        out.extend_from_slice(b"\r\n");
-    }
+    encode_fields(headers, out);
     match framing {
         Some(Framing::Length(n)) => {
             out.extend_from_slice(b"Content-Length: ");
@@ -300,4 +295,24 @@ pub fn encode_chunk(data: &[u8], out: &mut Vec<u8>) {
 /// section, `0\r\n\r\n`.
 pub fn encode_last_chunk(out: &mut Vec<u8>) {
     out.extend_from_slice(b"0\r\n\r\n");
+}
+
+/// Writes the end of a chunked body with `trailers` as its trailer section
+/// (RFC 9112 §7.1.2): the last chunk, a line per field, the empty line.
+/// Which fields may be trailers is the caller's to check.
+pub fn encode_last_chunk_with(trailers: &HeaderMap, out: &mut Vec<u8>) {
+    out.extend_from_slice(b"0\r\n");
+    encode_fields(trailers, out);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// Writes a line per field of `fields`, `name: value` and CRLF (a
+/// `HeaderValue` holds no CR or LF: none ends a section early).
+fn encode_fields(fields: &HeaderMap, out: &mut Vec<u8>) {
+    for (name, value) in fields {
+        out.extend_from_slice(name.as_str().as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend_from_slice(value.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
 }

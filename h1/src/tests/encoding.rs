@@ -136,6 +136,17 @@ fn encodes_chunked() {
     let mut out = Vec::new();
     encode_chunk(b"", &mut out);
     assert!(out.is_empty());
+    // The last chunk with a trailer section: a line per field, then the
+    // empty line; with no fields, the plain last chunk.
+    let mut trailers = http::HeaderMap::new();
+    trailers.insert("x-checksum", http::HeaderValue::from_static("abc"));
+    trailers.append("x-note", http::HeaderValue::from_static("1"));
+    let mut out = Vec::new();
+    encode_last_chunk_with(&trailers, &mut out);
+    assert_eq!(out, b"0\r\nx-checksum: abc\r\nx-note: 1\r\n\r\n");
+    let mut out = Vec::new();
+    encode_last_chunk_with(&http::HeaderMap::new(), &mut out);
+    assert_eq!(out, b"0\r\n\r\n");
 }
 
 #[test]

@@ -257,22 +257,10 @@ impl BodyOut {
     /// already: chunked, for only a chunked body has room for them): the
     /// last chunk goes with them as its trailer section (RFC 9112 §7.1.2).
     fn end_with(&mut self, trailers: &http::HeaderMap) {
-        debug_assert!(self.declared.length().is_none(), "trailers past a length");
-        if self.declared.length().is_some() {
-            return self.end();
-        }
         self.ended = true;
         self.source = Source::None;
-        let mut section = b"0\r\n".to_vec();
-        for (name, value) in trailers {
-            // `HeaderValue` holds no CR or LF: a value cannot end the
-            // section early.
-            section.extend_from_slice(name.as_str().as_bytes());
-            section.extend_from_slice(b": ");
-            section.extend_from_slice(value.as_bytes());
-            section.extend_from_slice(CRLF);
-        }
-        section.extend_from_slice(CRLF);
+        let mut section = Vec::new();
+        crate::h1::encode_last_chunk_with(trailers, &mut section);
         self.queue.push_back(Bytes::from(section));
     }
 }
