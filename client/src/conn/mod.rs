@@ -627,3 +627,20 @@ pub(super) fn ends_handshake(error: &io::Error) -> bool {
 pub(super) fn ends_handshake(_error: &io::Error) -> bool {
     false
 }
+
+/// Whether `name` is a field of the connection rather than of the message
+/// (`Connection` and those it names, and their kin; `Host`, which HTTP/2
+/// carries as `:authority`): neither HTTP/2 nor a trailer section carries
+/// one (RFC 9113 §8.2.2, RFC 9110 §6.5.1).
+pub(super) fn connection_specific(name: &http::HeaderName) -> bool {
+    use http::header;
+    matches!(
+        *name,
+        header::CONNECTION
+            | header::TRANSFER_ENCODING
+            | header::UPGRADE
+            | header::HOST
+            | header::TE
+    ) || name.as_str() == "keep-alive"
+        || name.as_str() == "proxy-connection"
+}

@@ -219,28 +219,19 @@ fn poll_body(body: &mut BodyStream, waker: &Waker) -> Pulled {
     }
 }
 
-/// Fields that may not go in a request's trailers: they frame the message
-/// or route it (RFC 9110 §6.5.1), or belong to the connection (HTTP/2
-/// refuses them in any HEADERS, RFC 9113 §8.2.2).
-const NOT_IN_TRAILERS: [&str; 9] = [
-    "content-length",
-    "transfer-encoding",
-    "trailer",
-    "host",
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "upgrade",
-    "te",
-];
+/// Fields that may not go in a request's trailers besides those of the
+/// connection ([`connection_specific`](super::connection_specific)): they
+/// frame the message (RFC 9110 §6.5.1).
+const NOT_IN_TRAILERS: [http::HeaderName; 2] =
+    [http::header::CONTENT_LENGTH, http::header::TRAILER];
 
 /// The end of a body with `trailers` (not empty) — or its failure, if
 /// one of them may not go in trailers ([`NOT_IN_TRAILERS`]): the same over
 /// both protocols, rather than sent over one and refused by the other.
 fn trailers_of(trailers: http::HeaderMap) -> Pulled {
-    match NOT_IN_TRAILERS
-        .iter()
-        .find(|name| trailers.contains_key(**name))
+    match trailers
+        .keys()
+        .find(|name| NOT_IN_TRAILERS.contains(name) || super::connection_specific(name))
     {
         Some(name) => Pulled::Failed(Error::RequestBody {
             source: format!(

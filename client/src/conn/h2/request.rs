@@ -39,16 +39,7 @@ pub(super) fn request_of(exchange: &Exchange) -> Option<(http::Request<()>, Outg
     // §8.2.2) — but `TE: trailers`, put back below; `Host` is the
     // `:authority` the URI gives.
     let specific = |name: &header::HeaderName| {
-        matches!(
-            *name,
-            header::CONNECTION
-                | header::TRANSFER_ENCODING
-                | header::UPGRADE
-                | header::HOST
-                | header::EXPECT
-                | header::TE
-        ) || name.as_str() == "keep-alive"
-            || name.as_str() == "proxy-connection"
+        super::super::connection_specific(name) || *name == header::EXPECT
     };
     // A caller's `Host` and `TE` are among these: looked up only if one
     // is there (not in the common case, with no lookup at all).
