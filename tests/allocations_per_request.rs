@@ -221,6 +221,37 @@ fn jar_with_eight_cookies(addr: std::net::SocketAddr) -> Arc<Jar> {
     jar
 }
 
+/// The `Cookie` field a client with `jar` sends on a GET of `path` to
+/// 127.0.0.1, from a one-request server of its own (a cookie does not
+/// count the port): what the allocation tests' runs send, checked apart —
+/// their server looks at no request.
+fn cookie_sent(jar: Arc<Jar>, path: &str) -> Option<String> {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let (mut head, mut byte) = (Vec::new(), [0u8; 1]);
+        while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap() == 1 {
+            head.push(byte[0]);
+        }
+        let answer = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+        stream.write_all(answer).unwrap();
+        String::from_utf8(head).unwrap()
+    });
+    let client = Client::builder().cookie_provider(jar).build().unwrap();
+    client
+        .get(format!("http://{addr}{path}"))
+        .send()
+        .wait()
+        .unwrap();
+    let head = server.join().unwrap();
+    head.lines().find_map(|line| {
+        let (name, value) = line.split_once(':')?;
+        name.eq_ignore_ascii_case("cookie")
+            .then(|| value.trim().to_owned())
+    })
+}
+
 /// A GET carrying eight cookies from the client's jar (the server sets
 /// none): what the jar costs per request — the header built from the
 /// cookies matched, and nothing per cookie.
@@ -228,6 +259,8 @@ fn jar_with_eight_cookies(addr: std::net::SocketAddr) -> Arc<Jar> {
 fn a_pooled_sequential_get_with_cookies_allocates_a_bounded_number_of_times() {
     let addr = serve(b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\nHello, world!");
     let jar = jar_with_eight_cookies(addr);
+    let sent = cookie_sent(jar.clone(), "/cookies").unwrap_or_default();
+    assert_eq!(sent.split("; ").count(), 8, "the jar's eight go: {sent}");
     let requests = Requests::get("/cookies").client(|builder| builder.cookie_provider(jar));
     let per_request = allocations_per_request(addr, requests, |body| body == b"Hello, world!");
     // 21 (2026-12-05), 6 more than a GET without cookies; 24 before, when
@@ -261,6 +294,8 @@ fn a_get_costs_nothing_per_domain_of_the_jar_it_sends_nothing_for() {
         let other = Url::parse(&format!("http://site{site}.test/")).unwrap();
         jar.add_cookie_str("other=1", &other);
     }
+    let sent = cookie_sent(jar.clone(), "/cookies").unwrap_or_default();
+    assert_eq!(sent.split("; ").count(), 8, "the jar's eight go: {sent}");
     let requests =
         Requests::get("/cookies-among-others").client(|builder| builder.cookie_provider(jar));
     let per_request = allocations_per_request(addr, requests, |body| body == b"Hello, world!");
@@ -303,8 +338,11 @@ fn a_pooled_sequential_get_setting_a_cookie_allocates_a_bounded_number_of_times(
           Content-Length: 13\r\n\r\nHello, world!",
     );
     let jar = Arc::new(Jar::new());
+    let kept = jar.clone();
     let requests = Requests::get("/set-cookie").client(|builder| builder.cookie_provider(jar));
     let per_request = allocations_per_request(addr, requests, |body| body == b"Hello, world!");
+    // The cookie set was kept, and goes back.
+    assert_eq!(cookie_sent(kept, "/").as_deref(), Some("id=7"));
     // 44 (2026-12-05); 51 before, when the `Cookie` header sent back was
     // put in the request's headers, a copy of the map the client's
     // requests share; 57 before that, when the jar went through its

@@ -1002,6 +1002,7 @@ fn what_comes_with_a_connect_answer_is_the_tunnels_or_is_ignored() {
         // Named, its credentials not shown.
         let named = format!("proxy http://***@{}", proxy.addr());
         assert!(chain_text(&error).contains(&named), "{what}: {error}");
+        assert!(!chain_text(&error).contains("secret"), "{what}: {error}");
         match (what, &error) {
             ("a 200, then the end", Error::Io { source, .. }) => {
                 assert_eq!(source.kind(), std::io::ErrorKind::UnexpectedEof, "{what}")

@@ -11,7 +11,7 @@ use std::net::TcpListener;
 use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
-use support::read_head;
+use support::{read_head, response};
 use tickless::Client;
 
 mod support;
@@ -254,12 +254,9 @@ fn peak_collecting_gzipped(decoded: usize) -> isize {
     let server = thread::spawn(move || {
         let (mut stream, _) = listener.accept().unwrap();
         let _ = read_head(&mut stream);
-        let head = format!(
-            "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: {}\r\n\r\n",
-            encoded.len()
-        );
-        stream.write_all(head.as_bytes()).unwrap();
-        stream.write_all(&encoded).unwrap();
+        let answer = response(200, &[("Content-Encoding", "gzip")], &encoded);
+        drop(encoded);
+        stream.write_all(&answer).unwrap();
         // Hold the connection until the client lets go of it.
         let _ = stream.read(&mut [0u8; 1]);
     });

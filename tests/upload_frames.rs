@@ -118,19 +118,11 @@ fn an_upload_of_empty_frames_leaves_its_loop_to_others_over_http2() {
     // Streams on one connection: the upload never ends (nor is answered),
     // the other is answered at once.
     let server = H2Server::start(|stream| async move {
-        let H2Stream {
-            request,
-            mut respond,
-            ..
-        } = stream;
-        if request.uri().path() == "/other" {
-            let response = http::Response::new(());
-            let mut body = respond.send_response(response, false).unwrap();
-            let _ = body.send_data(Bytes::from_static(b"other"), true);
-        } else {
-            let mut body = request.into_body();
-            while let Some(Ok(_)) = body.data().await {}
+        if stream.request.uri().path() == "/other" {
+            return answer(stream, 200, b"other").await;
         }
+        let mut body = stream.request.into_body();
+        while let Some(Ok(_)) = body.data().await {}
     });
     for event_loop_timeouts in [true, false] {
         let client = Client::builder()
