@@ -620,6 +620,25 @@ impl EventLoop {
         Some(Asleep(self.clone()))
     }
 
+    /// Leaves the loop idle, for a test: a task that answers a blocked
+    /// caller, with no exchange on the loop; returns once the loop's
+    /// thread has left it idle.
+    #[cfg(test)]
+    pub(crate) fn leave_idle(&self) {
+        let (ran, told) = std::sync::mpsc::channel();
+        self.execute(move |_| {
+            answered_a_waiting_caller();
+            let _ = ran.send(());
+        })
+        .unwrap();
+        told.recv_timeout(Duration::from_secs(10)).unwrap();
+        let give_up = Instant::now() + Duration::from_secs(10);
+        while lock(&self.inbox).driver != Driver::Idle {
+            assert!(Instant::now() < give_up, "the loop was never left idle");
+            thread::sleep(Duration::from_millis(1));
+        }
+    }
+
     /// Whether nobody waits on this loop's news: no exchange on it is
     /// awaited, no thread sleeps on one, and no request of the group waits
     /// for a connection (this loop may carry the one it needs freed). Only

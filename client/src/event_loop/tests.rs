@@ -404,7 +404,7 @@ fn a_loop_that_answered_a_blocked_caller_is_driven_by_that_callers_next_request(
             }
             let ran = || lock(&ran_on).is_some();
             let drove = event_loop
-                .drive_until(&mut || ran(), Duration::ZERO)
+                .drive_until(&mut || ran(), || Duration::ZERO)
                 .is_some();
             if *lock(&ran_on) == Some(thread::current().id()) {
                 assert!(drove, "a task ran on a caller that did not drive");
@@ -436,24 +436,6 @@ fn a_loop_that_answered_a_blocked_caller_is_driven_by_that_callers_next_request(
     );
 }
 
-/// Leaves `event_loop` idle: a task that answers a blocked caller, with no
-/// exchange on the loop.
-fn leave_idle(event_loop: &EventLoop) {
-    let (ran, told) = mpsc::channel();
-    event_loop
-        .execute(move |_| {
-            answered_a_waiting_caller();
-            let _ = ran.send(());
-        })
-        .unwrap();
-    told.recv_timeout(Duration::from_secs(10)).unwrap();
-    let give_up = Instant::now() + Duration::from_secs(10);
-    while lock(&event_loop.inbox).driver != Driver::Idle {
-        assert!(Instant::now() < give_up, "the loop was never left idle");
-        thread::sleep(Duration::from_millis(1));
-    }
-}
-
 /// A caller that comes and goes — a short drive every millisecond or so,
 /// each ending in a release — keeps its loop: the thread, looking once per
 /// grace, sees releases since it last looked and sleeps on, rather than
@@ -470,7 +452,7 @@ fn a_caller_that_comes_and_goes_keeps_its_loop_until_a_grace_has_passed_without_
         .build()
         .unwrap();
     let event_loop = group.loops()[0].clone();
-    leave_idle(&event_loop);
+    event_loop.leave_idle();
     let until = Instant::now() + 4 * GRACE;
     let mut drives = 0;
     let mut released = Instant::now();
@@ -486,7 +468,7 @@ fn a_caller_that_comes_and_goes_keeps_its_loop_until_a_grace_has_passed_without_
         // after the release at the soonest, later than a grace after this.
         released = Instant::now();
         let drove = event_loop
-            .drive_until(&mut || ran.load(Ordering::SeqCst), Duration::ZERO)
+            .drive_until(&mut || ran.load(Ordering::SeqCst), || Duration::ZERO)
             .is_some();
         if !drove {
             // A caller stalled by the machine for a grace and more (a loaded
@@ -539,7 +521,7 @@ fn an_idle_loop_or_one_a_caller_drives_leaves_nothing_waiting_for_its_grace() {
     let within = Duration::from_secs(10);
 
     // A task from another thread, while this one drives.
-    leave_idle(&event_loop);
+    event_loop.leave_idle();
     let ran_on = Arc::new(Mutex::new(None));
     let poster = {
         let (event_loop, ran_on) = (event_loop.clone(), ran_on.clone());
@@ -551,7 +533,7 @@ fn an_idle_loop_or_one_a_caller_drives_leaves_nothing_waiting_for_its_grace() {
         })
     };
     let ran = &mut || lock(&ran_on).is_some();
-    assert!(event_loop.drive_until(ran, Duration::ZERO).is_some());
+    assert!(event_loop.drive_until(ran, || Duration::ZERO).is_some());
     assert_eq!(*lock(&ran_on), Some(thread::current().id()));
     poster.join().unwrap();
     assert_eq!(lock(&event_loop.inbox).driver, Driver::Idle);
@@ -566,7 +548,7 @@ fn an_idle_loop_or_one_a_caller_drives_leaves_nothing_waiting_for_its_grace() {
     assert_eq!(told.recv_timeout(within).unwrap(), event_loop.thread_id());
 
     // A deadline armed on the idle loop: its thread expires it, not early.
-    leave_idle(&event_loop);
+    event_loop.leave_idle();
     let (fired, heard) = mpsc::channel();
     let deadline = Instant::now() + Duration::from_millis(50);
     event_loop
@@ -578,29 +560,29 @@ fn an_idle_loop_or_one_a_caller_drives_leaves_nothing_waiting_for_its_grace() {
 
     // An exchange on the loop that nobody waits on when the caller stops
     // (its own next one): the loop stays idle for it.
-    leave_idle(&event_loop);
+    event_loop.leave_idle();
     event_loop.attach_exchange(true, false);
     assert!(event_loop
-        .drive_until(&mut || true, Duration::ZERO)
+        .drive_until(&mut || true, || Duration::ZERO)
         .is_some());
     assert_eq!(lock(&event_loop.inbox).driver, Driver::Idle);
 
     // One that becomes awaited (a task polls it) while the caller drives:
     // the thread takes the loop back at the release...
-    leave_idle(&event_loop);
+    event_loop.leave_idle();
     assert!(event_loop
         .drive_until(
             &mut || {
                 event_loop.attach_exchange(true, true);
                 true
             },
-            Duration::ZERO
+            || Duration::ZERO
         )
         .is_some());
     assert_eq!(lock(&event_loop.inbox).driver, Driver::Thread);
     event_loop.attach_exchange(false, true);
     // ...and at once if the loop is idle.
-    leave_idle(&event_loop);
+    event_loop.leave_idle();
     event_loop.attach_exchange(true, false);
     event_loop.await_exchange();
     assert_eq!(lock(&event_loop.inbox).driver, Driver::Thread);
@@ -611,7 +593,7 @@ fn an_idle_loop_or_one_a_caller_drives_leaves_nothing_waiting_for_its_grace() {
     // takes the loop back at once; once that count is dropped (the sleeper
     // woken), the loop may be left idle again. Nobody sleeps on an idle
     // loop: they drive it.
-    leave_idle(&event_loop);
+    event_loop.leave_idle();
     assert!(event_loop.sleep_on().is_none());
     let mut asleep = None;
     assert!(event_loop
@@ -620,26 +602,26 @@ fn an_idle_loop_or_one_a_caller_drives_leaves_nothing_waiting_for_its_grace() {
                 asleep = event_loop.sleep_on();
                 true
             },
-            Duration::ZERO
+            || Duration::ZERO
         )
         .is_some());
     assert!(asleep.is_some());
     assert_eq!(lock(&event_loop.inbox).driver, Driver::Thread);
     drop(asleep);
-    leave_idle(&event_loop);
+    event_loop.leave_idle();
     assert!(event_loop
-        .drive_until(&mut || true, Duration::ZERO)
+        .drive_until(&mut || true, || Duration::ZERO)
         .is_some());
     assert_eq!(lock(&event_loop.inbox).driver, Driver::Idle);
     event_loop.attach_exchange(false, false);
 
     // A shutdown while a caller drives: the caller stops, the loop ends.
-    leave_idle(&event_loop);
+    event_loop.leave_idle();
     let driver = {
         let event_loop = event_loop.clone();
         thread::spawn(move || {
             event_loop
-                .drive_until(&mut || false, Duration::ZERO)
+                .drive_until(&mut || false, || Duration::ZERO)
                 .is_some()
         })
     };

@@ -479,7 +479,10 @@ impl EventLoop {
     /// thread has left it idle (see "Who drives a loop" on [`EventLoop`]).
     /// `ready` is asked before every turn; whoever makes it true on
     /// another thread must [`wake_driver`](Self::wake_driver). For the
-    /// first `spin`, its polls yield rather than block (see `Pacing`).
+    /// first spin `spin` gives, its polls yield rather than block (see
+    /// `Pacing`): asked once the loop is the caller's, so that a spin is
+    /// decided — and a probe of one counted — only for a caller that
+    /// drives.
     ///
     /// `None`, at once, if the loop is not idle: its thread or another
     /// caller drives it, and the caller waits as it would otherwise. Else
@@ -488,7 +491,7 @@ impl EventLoop {
     pub(crate) fn drive_until(
         self: &Arc<Self>,
         ready: &mut dyn FnMut() -> bool,
-        spin: Duration,
+        spin: impl FnOnce() -> Duration,
     ) -> Option<Drove> {
         {
             let mut inbox = lock(&self.inbox);
@@ -497,6 +500,7 @@ impl EventLoop {
             }
             inbox.driver = Driver::Caller;
         }
+        let spin = spin();
         let mut caller = CallerTurn {
             ready,
             // A manual clock stands still: a deadline due by real time

@@ -139,7 +139,7 @@ impl<T> Outcome<T> {
             return None;
         }
         lock(&self.slot).driving = Some(home.clone());
-        let drove = home.drive_until(&mut || self.is_settled(), spin);
+        let drove = home.drive_until(&mut || self.is_settled(), || spin);
         let driving = lock(&self.slot).driving.take();
         drop(driving);
         drove

@@ -112,7 +112,7 @@ impl Pacing {
             Duration::ZERO
         };
         Spin {
-            pacing: Some(self),
+            pacing: self,
             wait,
             time,
         }
@@ -130,20 +130,13 @@ impl Pacing {
 /// it sleeps, and where it tells how that went.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Spin<'a> {
-    /// Scores the spin; `None` for [`Spin::NONE`].
-    pacing: Option<&'a Pacing>,
+    /// Scores the spin.
+    pacing: &'a Pacing,
     wait: WaitFor,
     time: Duration,
 }
 
 impl Spin<'_> {
-    /// No spin, scored nowhere.
-    pub(crate) const NONE: Spin<'static> = Spin {
-        pacing: None,
-        wait: WaitFor::Body,
-        time: Duration::ZERO,
-    };
-
     /// How long the wait yields before it sleeps.
     pub(crate) fn time(&self) -> Duration {
         self.time
@@ -161,7 +154,7 @@ impl Spin<'_> {
     /// body, if its spin caught news at all — a piece of the body, which
     /// spared a sleep, though the body's end may come later.
     pub(crate) fn record(&self, started: Option<std::time::Instant>, drove: Option<Drove>) {
-        let (Some(pacing), Some(started), Some(drove)) = (self.pacing, started, drove) else {
+        let (Some(started), Some(drove)) = (started, drove) else {
             return;
         };
         let caught_after = match self.wait {
@@ -170,7 +163,7 @@ impl Spin<'_> {
             WaitFor::Body if drove.unblocked && drove.spin_caught_at.is_none() => return,
             WaitFor::Body => drove.spin_caught_at.map(|at| at - started),
         };
-        pacing.record_spin(self.wait, caught_after);
+        self.pacing.record_spin(self.wait, caught_after);
     }
 }
 

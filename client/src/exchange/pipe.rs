@@ -398,7 +398,8 @@ impl Pipe {
 
     /// A blocking reader waits until `news`: driving `home` while that loop
     /// is idle, yielding for the spin `spin` gives (asked with the bytes
-    /// pushed so far) before its polls block, else asleep on it (see
+    /// pushed so far, once the loop is the reader's to drive) before its
+    /// polls block, else asleep on it (see
     /// [`sleep_until`](Self::sleep_until)).
     fn wait_for<'a>(
         &self,
@@ -406,14 +407,20 @@ impl Pipe {
         spin: &dyn Fn(u64) -> Spin<'a>,
         news: fn(&State) -> bool,
     ) {
-        let mut ready = || news(&lock(&self.state));
-        let spin = match home {
-            Some(_) => spin(lock(&self.state).pushed),
-            None => Spin::NONE,
-        };
-        let started = spin.start();
-        let drove = home.and_then(|home| home.drive_until(&mut ready, spin.time()));
-        spin.record(started, drove);
+        let drove = home.and_then(|home| {
+            let mut ready = || news(&lock(&self.state));
+            // The spin asked, and when it started: only for a drive.
+            let mut asked = None;
+            let drove = home.drive_until(&mut ready, || {
+                let spin = spin(lock(&self.state).pushed);
+                asked = Some((spin, spin.start()));
+                spin.time()
+            });
+            if let Some((spin, started)) = asked {
+                spin.record(started, drove);
+            }
+            drove
+        });
         if drove.is_none() {
             self.sleep_until(home, news);
         }

@@ -3,6 +3,7 @@
 //! are tasks whose wakers count their wake-ups.
 
 use super::*;
+use crate::exchange::pacing::{Pacing, WaitFor, SPIN_IN_FLIGHT};
 use std::sync::atomic::AtomicUsize;
 use std::task::Wake;
 use std::time::Duration;
@@ -26,6 +27,11 @@ fn counted() -> (Arc<Counter>, impl Fn() -> Waiter) {
 
 fn woken(counter: &Counter) -> usize {
     counter.0.load(Ordering::SeqCst)
+}
+
+/// The spin of a reader with no loop to drive: never asked.
+fn never_asked(_: u64) -> Spin<'static> {
+    unreachable!("a reader with no loop to drive asked for a spin")
 }
 
 fn pipe() -> (Pipe, Arc<AtomicUsize>) {
@@ -190,7 +196,7 @@ fn the_end_of_a_body_a_thread_is_blocked_for_tells_the_loop_a_caller_waits() {
     let reading = pipe.clone();
     let reader = std::thread::spawn(move || {
         matches!(
-            reading.take_blocking(None, &|_| Spin::NONE, || false),
+            reading.take_blocking(None, &never_asked, || false),
             Some(Taken::End(_))
         )
     });
@@ -343,7 +349,7 @@ fn a_reader_that_turns_from_polls_to_blocking_reads_drops_its_waker_after_the_un
     let pipe = pipe_awaited_by_one_that_ends_it();
     let reader = pipe.clone();
     let taken = returns("a blocking read after a poll", move || {
-        reader.take_blocking(None, &|_| Spin::NONE, || false)
+        reader.take_blocking(None, &never_asked, || false)
     });
     assert!(matches!(taken, Some(Taken::End(None))), "the end");
 }
@@ -357,10 +363,58 @@ fn a_collecting_reader_that_turns_from_polls_to_blocking_drops_its_waker_after_t
     let reader = pipe.clone();
     let whole = returns(
         "a blocking wait for the whole body after a poll",
-        move || reader.take_whole_blocking(None, &|_| Spin::NONE, || false),
+        move || reader.take_whole_blocking(None, &never_asked, || false),
     );
     assert!(
         matches!(whole, Some(Whole::Done(_, None))),
         "the whole body"
     );
+}
+
+/// A blocking reader asks for its spin only once the loop is its to
+/// drive: asked before (as it was), a reader that then slept — its loop
+/// run by the loop's thread — counted a spin it never ran toward the
+/// probes that tell whether spins pay. (Found by a review.)
+#[test]
+fn a_blocking_reader_asks_for_its_spin_only_when_it_drives_its_loop() {
+    // Its thread takes an idle loop back only after a minute.
+    let group = crate::event_loop::EventLoopGroup::builder()
+        .threads(1)
+        .idle_grace(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let home = group.loops()[0].clone();
+    let pacing = Pacing::default();
+    // Reads one chunk, pushed by another thread once the reader waits as
+    // `waits` says; returns how many times the spin was asked.
+    let read_one = |waits: fn(&Waiter) -> bool| {
+        let pipe = Arc::new(pipe().0);
+        let pusher = {
+            let pipe = pipe.clone();
+            std::thread::spawn(move || {
+                while !lock(&pipe.state).reader.as_ref().is_some_and(waits) {
+                    std::thread::yield_now();
+                }
+                pipe.push_last(bytes(10));
+                pipe.flush();
+            })
+        };
+        let asked = AtomicUsize::new(0);
+        let spin = |_| {
+            asked.fetch_add(1, Ordering::SeqCst);
+            // More in flight than waits spin for: no spin.
+            pacing.spin(WaitFor::Body, SPIN_IN_FLIGHT + 1, 0)
+        };
+        let taken = pipe.take_blocking(Some(&home), &spin, || false);
+        assert!(matches!(taken, Some(Taken::Chunk(chunk)) if chunk.len() == 10));
+        pusher.join().unwrap();
+        asked.load(Ordering::SeqCst)
+    };
+    // The loop's thread runs it: the reader sleeps, and asks nothing.
+    let asleep = |waiter: &Waiter| matches!(waiter, Waiter::Blocked(_));
+    assert_eq!(read_one(asleep), 0, "a reader that could not drive");
+    // Left idle: the reader drives it, and asks once.
+    home.leave_idle();
+    let driving = |waiter: &Waiter| matches!(waiter, Waiter::Driving(_));
+    assert_eq!(read_one(driving), 1, "a reader that drove");
 }
