@@ -279,6 +279,55 @@ fn a_goaway_with_an_error_fails_the_streams_it_processed() {
     client.close();
 }
 
+/// A server may follow its `GOAWAY(NO_ERROR)` with another carrying an
+/// error (RFC 9113 §6.8) before it closes — hypercorn does, at the next
+/// frame that comes (tests/http2_real.rs). The stream it processed and left
+/// unanswered fails naming the later code, whether the two frames came in
+/// one read or the client had taken in the first (its PING says so) before
+/// the second came: the same frames, the same error.
+#[test]
+fn a_goaway_with_an_error_after_a_graceful_one_fails_the_streams_it_processed_with_its_code() {
+    for apart in [false, true] {
+        let server = RawH2Server::start(move |mut conn| {
+            let ids = conn.read_requests(1);
+            let (graceful, failing) = (goaway(ids[0], 0x0), goaway(ids[0], 0x1));
+            if apart {
+                conn.send(&graceful);
+                // The client PINGs once it has seen the GOAWAY.
+                read_ping(&mut conn, CEILING).expect("a PING after the GOAWAY");
+                conn.send(&failing);
+            } else {
+                conn.send(&[graceful, failing].concat());
+            }
+            // A FIN, not a reset: the client reads all that came first.
+            let _ = conn.stream.shutdown(Shutdown::Write);
+            conn.drain(CEILING);
+        });
+        let client = h2c().build().unwrap();
+        let error = client
+            .post(server.url("/"))
+            .body("x")
+            .send()
+            .wait()
+            .unwrap_err();
+        assert!(
+            matches!(
+                error,
+                Error::Http2 {
+                    reason: Http2Reason::PROTOCOL_ERROR,
+                    initiator: Http2Initiator::Remote,
+                    connection: true,
+                    ..
+                }
+            ),
+            "apart: {apart}: {error:?}"
+        );
+        // At the GOAWAYs' last stream id: the server may have processed it.
+        assert!(!error.is_unprocessed(), "apart: {apart}: {error}");
+        client.close();
+    }
+}
+
 /// A streamed upload, whose source the client cannot send again, as the
 /// error of a request the server never processed tells the caller.
 fn streamed() -> tickless::Upload {

@@ -105,7 +105,10 @@
 //!   with the next (a server that sends `GOAWAY` as soon as a connection
 //!   opens would otherwise have it open one connection after another);
 //!   those at or below it finish, or fail with [`Error::Http2`] naming the
-//!   `GOAWAY`'s code if the connection ends under them. With streams left,
+//!   code of the server's last `GOAWAY` — a graceful one may be followed
+//!   by one with an error — if the connection ends under them
+//!   ([`Conn::check_goaway`]; after `NO_ERROR`, as on any connection closed
+//!   under them, below). With streams left,
 //!   a PING follows the `GOAWAY` ([`Http2::probe_departure`]): a server
 //!   that will answer none of them (hypercorn) takes it as an error and
 //!   closes at once, and they end as on any connection closed under them
@@ -264,8 +267,8 @@ pub(super) struct Http2 {
     load: Arc<StreamLoad>,
     /// The server sent `GOAWAY`: no new stream.
     going_away: bool,
-    /// The error code of the server's `GOAWAY`, if it had one: what a
-    /// stream it processed and that fails afterwards reports.
+    /// The error code of the server's latest `GOAWAY`, if it had one: what
+    /// a stream it processed and that fails afterwards reports.
     goaway_error: Option<Http2Reason>,
     /// No stream since then (for the idle timeout).
     idle_since: Option<Instant>,
@@ -356,12 +359,13 @@ impl Http2 {
     /// PING). hypercorn (python-h2) does not: past its `GOAWAY` its
     /// connection sends nothing — the streams at or below the last id it
     /// named stay unanswered — and it closes only when a frame comes (any
-    /// is a protocol error to it then) or after its keep-alive timeout
+    /// is a protocol error to it then: it sends `GOAWAY(PROTOCOL_ERROR)`
+    /// and closes) or after its keep-alive timeout
     /// (5 s). Probed, it closes at once, and those streams end as on any
     /// connection closed under them (see [`Stream::may_go_again_after_close`]:
     /// one that may go twice goes again, once; the others fail, not marked
-    /// unprocessed) instead of waiting out the server's timeout or their
-    /// own. A keep-alive PING out already stands for the probe (`h2` has
+    /// unprocessed, naming that `GOAWAY`'s code) instead of waiting out the
+    /// server's timeout or their own. A keep-alive PING out already stands for the probe (`h2` has
     /// one PING out at a time): if the server answered it before its
     /// `GOAWAY`, the next keep-alive PING, an interval later, probes.
     fn probe_departure(&mut self, now: Instant) {
@@ -926,7 +930,12 @@ impl Conn {
     }
 
     /// Looks for the server's `GOAWAY` (it shows first in `poll_ready`,
-    /// streams waiting or not), and records its error code.
+    /// streams waiting or not), and records its error code — the latest
+    /// `GOAWAY`'s, checked on every pass: a server may follow a
+    /// `GOAWAY(NO_ERROR)` with one carrying an error (RFC 9113 §6.8;
+    /// hypercorn does at the next frame that comes, then closes), and `h2`
+    /// shows the last it read. Whether the client polled between the two
+    /// depends on how the bytes came; the streams' error must not.
     fn check_goaway(&mut self, task: &mut Context<'_>) {
         let State::H2(h2) = &mut self.state else {
             return;
@@ -935,6 +944,15 @@ impl Conn {
             return;
         };
         if h2.going_away {
+            if let Poll::Ready(Err(error)) = send.poll_ready(task) {
+                // The server's word only: not an error of the connection's
+                // own (I/O, or one `h2` found).
+                let from_server = error.is_remote();
+                let reason = error.reason();
+                if let Some(reason) = reason.filter(|r| from_server && *r != h2::Reason::NO_ERROR) {
+                    h2.goaway_error = Some(Http2Reason(reason.into()));
+                }
+            }
             return;
         }
         let Poll::Ready(Err(error)) = send.poll_ready(task) else {
