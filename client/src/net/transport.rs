@@ -14,7 +14,9 @@
 //!   that, so it is never taken for the end of a body. A TLS alert before
 //!   the server's first data (a TLS 1.3 server's refusal of the client's
 //!   certificate) is marked as the end of the handshake
-//!   ([`late_handshake_failure`]).
+//!   ([`late_handshake_failure`]). Plaintext decrypted before a failure
+//!   (records a fatal alert follows in the same read) is handed out first;
+//!   the failure is the next read's, at once.
 //! * `write` gives plaintext to rustls and pushes the TLS records out until
 //!   the socket would block; records not yet sent stay in rustls, and
 //!   [`Transport::flush`] sends them on the next writable event.
@@ -429,8 +431,15 @@ fn tls_read(
             }
             Err(e) => return Err(e),
         }
-        // Nothing decrypted is waiting: read more records (a zero-length
-        // read makes the reader report the end on the next turn).
+        // Nothing decrypted is waiting. A failure met in records read
+        // before, behind plaintext that has now been handed out, is this
+        // read's (rustls keeps it: every call returns it again); it must
+        // not wait for the socket, which may never be readable again.
+        if let Err(error) = tls.process_new_packets() {
+            return Err(tls_io_error(error, *answered));
+        }
+        // Read more records (a zero-length read makes the reader report
+        // the end on the next turn).
         match tls.read_tls(tcp) {
             Ok(_) => {}
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -438,7 +447,14 @@ fn tls_read(
         }
         if let Err(error) = tls.process_new_packets() {
             let _ = write_tls_until_blocked(tcp, tls, sent);
-            return Err(tls_io_error(error, *answered));
+            // The records before the failing one did decrypt, and were
+            // authenticated: their plaintext (a whole response, maybe) is
+            // handed out first, on the next turn, and the failure with the
+            // read after it.
+            if !has_plaintext(tls) {
+                return Err(tls_io_error(error, *answered));
+            }
+            continue;
         }
         // Records to send (an answer to a key update, or an upload's that
         // a failed write left): best effort now, the rest on the next
@@ -449,6 +465,14 @@ fn tls_read(
             let _ = write_tls_until_blocked(tcp, tls, sent);
         }
     }
+}
+
+/// Whether decrypted bytes wait in `tls` to be read (also after a failure,
+/// which rustls' state then reports instead of how many).
+#[cfg(feature = "rustls")]
+fn has_plaintext(tls: &mut ClientConnection) -> bool {
+    use std::io::BufRead;
+    tls.reader().fill_buf().is_ok_and(|bytes| !bytes.is_empty())
 }
 
 /// [`Transport::write`] over TLS.
