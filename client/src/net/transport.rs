@@ -475,6 +475,31 @@ fn has_plaintext(tls: &mut ClientConnection) -> bool {
     tls.reader().fill_buf().is_ok_and(|bytes| !bytes.is_empty())
 }
 
+/// Gives `tls` the server's records that came before TLS started on the
+/// socket (the bytes after a proxy's answer to CONNECT, read with it),
+/// decrypting them: all of them, as many as there are. One `read_tls`
+/// takes no more than rustls' buffer accepts at once (4 KiB while it is
+/// empty), so it is called until none is left, the records processed
+/// between calls to make room. A tunnel whose request went out slowly
+/// reads on while it waits, so what it read past the answer may be far
+/// longer.
+#[cfg(feature = "rustls")]
+pub(crate) fn take_early_records(
+    tls: &mut ClientConnection,
+    mut records: &[u8],
+) -> Result<(), rustls::Error> {
+    while !records.is_empty() {
+        match tls.read_tls(&mut records) {
+            // Bytes after the server's close_notify, which are ignored.
+            Ok(0) => return Ok(()),
+            Ok(_) => {}
+            Err(error) => return Err(rustls::Error::General(error.to_string())),
+        }
+        tls.process_new_packets()?;
+    }
+    Ok(())
+}
+
 /// [`Transport::write`] over TLS.
 #[cfg(feature = "rustls")]
 fn tls_write(
@@ -500,4 +525,45 @@ fn tls_write(
         io::ErrorKind::WriteZero,
         "the TLS layer took no bytes",
     ))
+}
+
+#[cfg(all(test, feature = "rustls"))]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn client_connection() -> ClientConnection {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(rustls::RootCertStore::empty())
+            .with_no_client_auth();
+        ClientConnection::new(Arc::new(config), "example.com".try_into().unwrap()).unwrap()
+    }
+
+    /// Early records longer than one `read_tls` takes are taken whole: a
+    /// handshake record of 5,000 bytes that is no handshake message fails
+    /// (cut after 4 KiB it would wait, incomplete, for bytes that never
+    /// come: the rest was dropped). Bytes rustls needs more of pass.
+    #[test]
+    fn early_records_are_taken_whole_however_long() {
+        let record = |len: u16, fill: u8| {
+            let mut record = vec![0x16, 0x03, 0x03];
+            record.extend_from_slice(&len.to_be_bytes());
+            record.resize(record.len() + usize::from(len), fill);
+            record
+        };
+        // Handshake type 0xff, of length 0xffffff: over any limit.
+        let bad = record(5000, 0xff);
+        assert!(bad.len() > 4096);
+        let error = take_early_records(&mut client_connection(), &bad).unwrap_err();
+        assert!(
+            matches!(error, rustls::Error::InvalidMessage(_)),
+            "{error:?}"
+        );
+        // The same record cut short: nothing to judge yet.
+        take_early_records(&mut client_connection(), &bad[..3000]).unwrap();
+        take_early_records(&mut client_connection(), &[]).unwrap();
+    }
 }
