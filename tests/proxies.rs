@@ -3,8 +3,9 @@
 //! SOCKS5, with and without RFC 1929 credentials), and doubles for what a
 //! real proxy will not do on demand (a CONNECT answered 403, a SOCKS server
 //! that replies "host unreachable", a proxy that stalls mid-handshake, a
-//! proxy that refuses the connection, a CONNECT answer with more after it). `scripts/test` installs tinyproxy
-//! and microsocks; without them these tests fail saying so, never skip.
+//! proxy that refuses the connection, a CONNECT answer with more after it,
+//! however much). `scripts/test` installs tinyproxy and microsocks;
+//! without them these tests fail saying so, never skip.
 
 mod support;
 
@@ -1025,6 +1026,62 @@ fn what_comes_with_a_connect_answer_is_the_tunnels_or_is_ignored() {
         assert_settles(&client, CEILING);
         client.close();
     }
+}
+
+/// A CONNECT request that goes out slowly — a `User-Agent` of 16 MiB, more
+/// than the sockets' buffers hold — while the proxy, before it reads any
+/// of it, sends its 200 and, after it, a handshake record of 5,000 bytes
+/// that is no handshake message: the client reads on while it writes, so
+/// what came past the answer is longer than one `read_tls` takes (4 KiB),
+/// and all of it goes to TLS, whose refusal of the record is the error.
+/// (Cut after 4 KiB, the record waited for the rest, dropped, and the
+/// handshake waited for the proxy.) No origin could have sent these bytes
+/// — the ClientHello goes only once the tunnel is open — so this is the
+/// one way so much comes before TLS starts.
+#[test]
+fn every_byte_that_came_past_a_slow_connects_answer_goes_to_tls() {
+    let proxy = TestServer::start(Behaviour::custom(|mut stream, _| {
+        let mut answer = b"HTTP/1.1 200 OK\r\n\r\n".to_vec();
+        // Handshake type 0xff of length 0xffffff: over any limit.
+        answer.extend_from_slice(&[0x16, 0x03, 0x03, 0x13, 0x88]);
+        answer.resize(answer.len() + 5000, 0xff);
+        if stream.write_all(&answer).is_err() {
+            return;
+        }
+        // Now the request (no CRLF in its one long field), then whatever
+        // follows until the client closes.
+        let mut chunk = vec![0u8; 64 * 1024];
+        let mut tail = Vec::new();
+        while !tail.ends_with(b"\r\n\r\n") {
+            match stream.read(&mut chunk) {
+                Ok(0) | Err(_) => return,
+                Ok(n) => {
+                    tail.extend_from_slice(&chunk[..n]);
+                    tail.drain(..tail.len().saturating_sub(4));
+                }
+            }
+        }
+        drain(&mut stream);
+    }));
+    let client = client_via(Proxy::all(&format!("http://{}", proxy.addr())).unwrap())
+        .request_timeout(CEILING)
+        .build()
+        .unwrap();
+    let error = client
+        .get("https://localhost:1/")
+        .header("user-agent", "a".repeat(16 << 20))
+        .send()
+        .wait()
+        .unwrap_err();
+    match &error {
+        Error::Tls { source, .. } => assert!(
+            matches!(source, rustls::Error::InvalidMessage(_)),
+            "{error:?}"
+        ),
+        other => panic!("expected Error::Tls, got {other:?}"),
+    }
+    assert!(proxy.wait_for_open(0, CEILING), "left open");
+    client.close();
 }
 
 /// HTTP/2 with prior knowledge through SOCKS5: an `h2` server sends its

@@ -3,7 +3,8 @@
 //! certificate failures by kind, handshake events, truncation without
 //! close_notify, a server that never speaks TLS ended by the request
 //! timeout in both timeout modes, servers that break the handshake, records
-//! split across many segments both ways, and an early refusal of an upload.
+//! split across many segments both ways, an early refusal of an upload, and
+//! a response read together with a fatal alert after it.
 
 mod support;
 
@@ -460,6 +461,53 @@ fn a_close_without_close_notify_mid_body_is_an_error() {
         other => panic!("expected an I/O error, got {other:?}"),
     }
     assert!(chain_text(&error).contains("close_notify"), "{error}");
+    client.close();
+}
+
+/// A whole response and a fatal alert after it, in one flight (one read
+/// takes both): the response is the outcome — its records decrypted and
+/// were authenticated before the alert — and the alert ends the
+/// connection, which is not used again, though the server keeps it open.
+/// (The alert was met first and the response, decrypted beside it, lost.)
+#[test]
+fn a_response_read_with_a_fatal_alert_after_it_is_delivered() {
+    let server = TlsServer::start(
+        &certs().valid,
+        TlsBehaviour::SendThenAlert(ok("before the alert")),
+    );
+    let client = trusting().build().unwrap();
+    for round in 1..=2 {
+        let response = client.get(server.url("/")).send().wait().unwrap();
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.text().wait().unwrap(), "before the alert");
+        assert_eq!(server.connections_accepted(), round);
+    }
+    // A body cut by the alert: the bytes before it are read, then the
+    // alert is the failure, the read after them (a server's alert after
+    // its data, so an I/O error, not a refused handshake), without
+    // waiting for the socket, which the server keeps open past the
+    // request timeout.
+    let cut = TlsServer::start(
+        &certs().valid,
+        TlsBehaviour::SendThenAlert(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly ten..".to_vec(),
+        ),
+    );
+    let error = client
+        .get(cut.url("/"))
+        .request_timeout(Duration::from_secs(20))
+        .send()
+        .wait()
+        .and_then(|r| r.bytes().wait())
+        .unwrap_err();
+    match &error {
+        Error::Io { source, .. } => {
+            assert_eq!(source.kind(), std::io::ErrorKind::InvalidData, "{error}")
+        }
+        other => panic!("expected an I/O error, got {other:?}"),
+    }
+    assert!(chain_text(&error).contains("BadRecordMac"), "{error}");
+    assert_settles(&client, CEILING);
     client.close();
 }
 

@@ -25,7 +25,8 @@ enum State {
     Size,
     /// Whitespace after the size, before `;` or CR.
     SizeLws,
-    /// Inside chunk extensions (ignored) until CR.
+    /// Inside chunk extensions (ignored, but checked for control bytes)
+    /// until CR.
     Extension,
     /// CR of the size line seen; LF expected.
     SizeLf,
@@ -185,20 +186,35 @@ impl Chunked {
     }
 
     /// A byte of the ignored extensions, or the CR that ends them.
+    ///
+    /// The extensions' grammar (RFC 9112 §7.1.1: `;` name `=` value, a
+    /// token or a quoted-string, with whitespace around) allows no control
+    /// byte but HTAB anywhere, not even quoted; so the CR here always ends
+    /// the line, and any other control byte (a NUL, a bare LF) is refused:
+    /// a recipient that ends the line, or the string, at it would read the
+    /// framing after it differently from this one. The rest is not parsed
+    /// (the extensions are ignored), so each byte is judged alone and the
+    /// extensions may be split across inputs anywhere.
     fn extension(&mut self, byte: u8) -> Result<State, DecodeError> {
         match byte {
             b'\r' => Ok(State::SizeLf),
             b'\n' => Err(DecodeError::MissingCrlfAfterChunkSize),
-            _ => {
-                self.ext_bytes += 1;
-                if self.ext_bytes > MAX_CHUNK_EXTENSION_BYTES {
-                    return Err(DecodeError::ChunkExtensionsTooLarge {
-                        limit: MAX_CHUNK_EXTENSION_BYTES,
-                    });
-                }
-                Ok(State::Extension)
-            }
+            b'\t' => self.extension_byte(),
+            _ if byte.is_ascii_control() => Err(DecodeError::InvalidChunkExtension),
+            _ => self.extension_byte(),
         }
+    }
+
+    /// One more byte of the extensions: within [`MAX_CHUNK_EXTENSION_BYTES`]
+    /// in the whole body, or an error.
+    fn extension_byte(&mut self) -> Result<State, DecodeError> {
+        self.ext_bytes += 1;
+        if self.ext_bytes > MAX_CHUNK_EXTENSION_BYTES {
+            return Err(DecodeError::ChunkExtensionsTooLarge {
+                limit: MAX_CHUNK_EXTENSION_BYTES,
+            });
+        }
+        Ok(State::Extension)
     }
 
     /// The LF that ends a size line: the data of the chunk follows, or, for

@@ -110,6 +110,12 @@ pub enum DecodeError {
     /// Chunk data is not followed by CRLF.
     #[error("missing CRLF after chunk data")]
     MissingCrlfAfterChunkData,
+    /// A chunk extension holds a control byte other than HTAB (a NUL, say),
+    /// which RFC 9112 §7.1.1 allows nowhere in one, quoted or not. A CR in
+    /// one ends the line: not followed by LF, it is
+    /// [`MissingCrlfAfterChunkSize`](Self::MissingCrlfAfterChunkSize).
+    #[error("control byte in a chunk extension")]
+    InvalidChunkExtension,
     /// Chunk extensions add up to more than
     /// [`MAX_CHUNK_EXTENSION_BYTES`](super::MAX_CHUNK_EXTENSION_BYTES).
     #[error("chunk extensions larger than {limit} bytes")]

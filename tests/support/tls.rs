@@ -113,6 +113,13 @@ pub enum TlsBehaviour {
     /// Read one request, then write these bytes to the TCP stream as they
     /// are, outside TLS (a record that does not decrypt), and close.
     SendRawThenClose(Vec<u8>),
+    /// Read one request, then send these bytes and a fatal alert after them
+    /// in one write (one flight: the client's read takes both), and keep the
+    /// connection open until the client closes it: the alert alone must
+    /// end it, no later event. The alert is the one rustls sends for a
+    /// record that does not decrypt (`bad_record_mac`), provoked by
+    /// feeding the server's connection such a record.
+    SendThenAlert(Vec<u8>),
     /// Read a request's head only, write these bytes, then close_notify
     /// and close with the body unread, so that the kernel resets the
     /// connection: an early refusal of an upload (RFC 9112 §9.5).
@@ -367,6 +374,15 @@ fn serve(
                 // Dropped with the body unread: the kernel resets it.
             }
         }
+        TlsBehaviour::SendThenAlert(bytes) => {
+            if read_one(&mut tls).is_some() {
+                let _ = tls.sock.write_all(&data_then_alert(&mut tls.conn, bytes));
+                let _ = tls
+                    .sock
+                    .set_read_timeout(Some(std::time::Duration::from_secs(30)));
+                super::drain(&mut tls.sock);
+            }
+        }
         TlsBehaviour::SendRawThenClose(bytes) => {
             if read_one(&mut tls).is_some() && tls.sock.write_all(bytes).is_ok() {
                 let _ = tls.sock.shutdown(Shutdown::Write);
@@ -374,4 +390,24 @@ fn serve(
             }
         }
     }
+}
+
+/// The records of `bytes` on `conn` and, after them, the fatal alert rustls
+/// queues when a record does not decrypt: an application-data record of
+/// zeros, which no key authenticates, fed to `conn` as if from the client.
+fn data_then_alert(conn: &mut ServerConnection, bytes: &[u8]) -> Vec<u8> {
+    conn.writer().write_all(bytes).expect("plaintext queued");
+    let mut forged = vec![0x17, 0x03, 0x03, 0x00, 0x20];
+    forged.resize(forged.len() + 0x20, 0);
+    conn.read_tls(&mut forged.as_slice())
+        .expect("forged record taken");
+    assert!(
+        conn.process_new_packets().is_err(),
+        "a forged record decrypts"
+    );
+    let mut flight = Vec::new();
+    while conn.wants_write() {
+        conn.write_tls(&mut flight).expect("records to memory");
+    }
+    flight
 }

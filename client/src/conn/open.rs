@@ -33,6 +33,8 @@ use crate::error::{Error, ProxyError, TimeoutKind};
 use crate::event_loop::LoopContext;
 use crate::events::ConnectionInfo;
 use crate::exchange::{deadline_after, ConnSlot, Exchange};
+#[cfg(feature = "rustls")]
+use crate::net::take_early_records;
 use crate::net::{socket, Handshake, HandshakeError, Route, Transport};
 #[cfg(feature = "rustls")]
 use rustls::pki_types::ServerName;
@@ -472,15 +474,9 @@ impl Conn {
                 return self.fail_handshake(cx, exchange, error);
             }
         };
-        if !early.is_empty() {
-            if let Err(source) = tls
-                .read_tls(&mut early.as_slice())
-                .map_err(|e| rustls::Error::General(e.to_string()))
-                .and_then(|_| tls.process_new_packets().map(drop))
-            {
-                let error = Error::tls(exchange.remote_name(), source);
-                return self.fail_handshake(cx, exchange, error);
-            }
+        if let Err(source) = take_early_records(&mut tls, &early) {
+            let error = Error::tls(exchange.remote_name(), source);
+            return self.fail_handshake(cx, exchange, error);
         }
         let Some(transport) = self.transport.take() else {
             return;

@@ -26,5 +26,5 @@ pub(crate) use route::Route;
 #[cfg(feature = "rustls")]
 pub use tls::TlsVersion;
 #[cfg(feature = "rustls")]
-pub(crate) use transport::late_handshake_failure;
+pub(crate) use transport::{late_handshake_failure, take_early_records};
 pub(crate) use transport::{Handshake, HandshakeError, Transport};

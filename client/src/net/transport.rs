@@ -14,7 +14,9 @@
 //!   that, so it is never taken for the end of a body. A TLS alert before
 //!   the server's first data (a TLS 1.3 server's refusal of the client's
 //!   certificate) is marked as the end of the handshake
-//!   ([`late_handshake_failure`]).
+//!   ([`late_handshake_failure`]). Plaintext decrypted before a failure
+//!   (records a fatal alert follows in the same read) is handed out first;
+//!   the failure is the next read's, at once.
 //! * `write` gives plaintext to rustls and pushes the TLS records out until
 //!   the socket would block; records not yet sent stay in rustls, and
 //!   [`Transport::flush`] sends them on the next writable event.
@@ -429,8 +431,15 @@ fn tls_read(
             }
             Err(e) => return Err(e),
         }
-        // Nothing decrypted is waiting: read more records (a zero-length
-        // read makes the reader report the end on the next turn).
+        // Nothing decrypted is waiting. A failure met in records read
+        // before, behind plaintext that has now been handed out, is this
+        // read's (rustls keeps it: every call returns it again); it must
+        // not wait for the socket, which may never be readable again.
+        if let Err(error) = tls.process_new_packets() {
+            return Err(tls_io_error(error, *answered));
+        }
+        // Read more records (a zero-length read makes the reader report
+        // the end on the next turn).
         match tls.read_tls(tcp) {
             Ok(_) => {}
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -438,7 +447,14 @@ fn tls_read(
         }
         if let Err(error) = tls.process_new_packets() {
             let _ = write_tls_until_blocked(tcp, tls, sent);
-            return Err(tls_io_error(error, *answered));
+            // The records before the failing one did decrypt, and were
+            // authenticated: their plaintext (a whole response, maybe) is
+            // handed out first, on the next turn, and the failure with the
+            // read after it.
+            if !has_plaintext(tls) {
+                return Err(tls_io_error(error, *answered));
+            }
+            continue;
         }
         // Records to send (an answer to a key update, or an upload's that
         // a failed write left): best effort now, the rest on the next
@@ -449,6 +465,39 @@ fn tls_read(
             let _ = write_tls_until_blocked(tcp, tls, sent);
         }
     }
+}
+
+/// Whether decrypted bytes wait in `tls` to be read (also after a failure,
+/// which rustls' state then reports instead of how many).
+#[cfg(feature = "rustls")]
+fn has_plaintext(tls: &mut ClientConnection) -> bool {
+    use std::io::BufRead;
+    tls.reader().fill_buf().is_ok_and(|bytes| !bytes.is_empty())
+}
+
+/// Gives `tls` the server's records that came before TLS started on the
+/// socket (the bytes after a proxy's answer to CONNECT, read with it),
+/// decrypting them: all of them, as many as there are. One `read_tls`
+/// takes no more than rustls' buffer accepts at once (4 KiB while it is
+/// empty), so it is called until none is left, the records processed
+/// between calls to make room. A tunnel whose request went out slowly
+/// reads on while it waits, so what it read past the answer may be far
+/// longer.
+#[cfg(feature = "rustls")]
+pub(crate) fn take_early_records(
+    tls: &mut ClientConnection,
+    mut records: &[u8],
+) -> Result<(), rustls::Error> {
+    while !records.is_empty() {
+        match tls.read_tls(&mut records) {
+            // Bytes after the server's close_notify, which are ignored.
+            Ok(0) => return Ok(()),
+            Ok(_) => {}
+            Err(error) => return Err(rustls::Error::General(error.to_string())),
+        }
+        tls.process_new_packets()?;
+    }
+    Ok(())
 }
 
 /// [`Transport::write`] over TLS.
@@ -476,4 +525,45 @@ fn tls_write(
         io::ErrorKind::WriteZero,
         "the TLS layer took no bytes",
     ))
+}
+
+#[cfg(all(test, feature = "rustls"))]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn client_connection() -> ClientConnection {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(rustls::RootCertStore::empty())
+            .with_no_client_auth();
+        ClientConnection::new(Arc::new(config), "example.com".try_into().unwrap()).unwrap()
+    }
+
+    /// Early records longer than one `read_tls` takes are taken whole: a
+    /// handshake record of 5,000 bytes that is no handshake message fails
+    /// (cut after 4 KiB it would wait, incomplete, for bytes that never
+    /// come: the rest was dropped). Bytes rustls needs more of pass.
+    #[test]
+    fn early_records_are_taken_whole_however_long() {
+        let record = |len: u16, fill: u8| {
+            let mut record = vec![0x16, 0x03, 0x03];
+            record.extend_from_slice(&len.to_be_bytes());
+            record.resize(record.len() + usize::from(len), fill);
+            record
+        };
+        // Handshake type 0xff, of length 0xffffff: over any limit.
+        let bad = record(5000, 0xff);
+        assert!(bad.len() > 4096);
+        let error = take_early_records(&mut client_connection(), &bad).unwrap_err();
+        assert!(
+            matches!(error, rustls::Error::InvalidMessage(_)),
+            "{error:?}"
+        );
+        // The same record cut short: nothing to judge yet.
+        take_early_records(&mut client_connection(), &bad[..3000]).unwrap();
+        take_early_records(&mut client_connection(), &[]).unwrap();
+    }
 }

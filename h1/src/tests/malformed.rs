@@ -310,6 +310,44 @@ fn chunk_errors() {
     );
 }
 
+/// A control byte in a chunk extension other than HTAB is refused, wherever
+/// the inputs split the line; HTAB, obs-text and the grammar's own bytes
+/// (`;`, `=`, quotes, a backslash) pass.
+#[test]
+fn chunk_extension_control_bytes() {
+    use DecodeError::*;
+    let cases: [(&[u8], DecodeError); 6] = [
+        (b"5;a\0b\r\nhello\r\n0\r\n\r\n", InvalidChunkExtension),
+        (b"5;a=\"x\0\"\r\nhello\r\n0\r\n\r\n", InvalidChunkExtension),
+        (b"5;\x1b\r\nhello\r\n0\r\n\r\n", InvalidChunkExtension),
+        (b"5;a\x7f\r\nhello\r\n0\r\n\r\n", InvalidChunkExtension),
+        // A CR alone ends the line, which must then end with LF.
+        (b"5;a\rb\r\nhello\r\n0\r\n\r\n", MissingCrlfAfterChunkSize),
+        (b"5;a\n\r\nhello\r\n0\r\n\r\n", MissingCrlfAfterChunkSize),
+    ];
+    for (body, expected) in cases {
+        let bytes = with_chunked_head(body);
+        for at in CHUNKED_HEAD.len()..bytes.len() {
+            let pieces = [&bytes[..at], &bytes[at..]];
+            assert_eq!(
+                decode_pieces(limits(), false, &pieces, true).unwrap_err(),
+                expected,
+                "{} split at {at}",
+                String::from_utf8_lossy(body)
+            );
+        }
+        let bytewise: Vec<&[u8]> = bytes.chunks(1).collect();
+        assert_eq!(
+            decode_pieces(limits(), false, &bytewise, true).unwrap_err(),
+            expected
+        );
+    }
+    let fine = with_chunked_head(b"5 ;\ta = \"q\\\"\xff\" ;b\t\r\nhello\r\n0;c=d\r\n\r\n");
+    let bytewise: Vec<&[u8]> = fine.chunks(1).collect();
+    let (_, body, _, _) = decode_pieces(limits(), false, &bytewise, true).unwrap();
+    assert_eq!(body, b"hello");
+}
+
 #[test]
 fn trailer_errors() {
     use DecodeError::*;
