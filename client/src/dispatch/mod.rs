@@ -49,7 +49,7 @@ use crate::net::{Origin, Resolve, ResolveAnswer, Route};
 use crate::sync::lock;
 use pool::{Acquired, Offer, Pool, PoolLimits, Pooled, Waiter};
 use resolve::ThreadedResolver;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
@@ -1020,12 +1020,12 @@ impl ConnOwner for Dispatcher {
         // the request it backs up. That request: one that runs on this
         // connection (read now: see `Exchange::kept_away`), or — one
         // with no connection yet — the one it was opened for, or one it
-        // takes now.
-        let taken: HashSet<u64> = if waiting.iter().any(|exchange| exchange.is_backup()) {
-            waiting.iter().map(|exchange| exchange.id).collect()
-        } else {
-            HashSet::new()
-        };
+        // takes now. Mostly there is no copy among them: nothing to sort.
+        if !waiting.iter().any(|exchange| exchange.is_backup()) {
+            return Some(waiting);
+        }
+        // The ids of those it takes: a short list, searched, not hashed.
+        let taken: Vec<u64> = waiting.iter().map(|exchange| exchange.id).collect();
         let (copies, waiting): (Vec<_>, Vec<_>) = waiting.into_iter().partition(|exchange| {
             exchange
                 .kept_away()
