@@ -1460,3 +1460,69 @@ fn a_hedged_copy_of_a_request_queued_without_a_connection_keeps_away_from_the_on
     client.close();
     server.join().unwrap();
 }
+
+/// A hedged copy keeps away from the connection the request it backs up
+/// runs on now, not only from the one it ran on when the copy was made.
+/// The request goes on the first connection, its copy on a second; the
+/// first server goes away (`GOAWAY`, nothing processed) and the request
+/// goes again — on the second connection, the one with a stream free.
+/// Then the second server refuses the copy's stream (`REFUSED_STREAM`),
+/// and the copy goes again: on a third connection, not behind the request
+/// it backs up on the second. (It went on the second: it kept away only
+/// from the first, where the request was when the copy was made.) The
+/// second connection answers any stream after the refusal, the third
+/// every one: the answer comes either way.
+#[test]
+fn a_hedged_copy_keeps_away_from_the_connection_its_request_moved_to() {
+    let (original_in, original_arrived) = mpsc::channel::<()>();
+    let (copy_in, copy_arrived) = mpsc::channel::<()>();
+    let (original_in, copy_in) = (Mutex::new(original_in), Mutex::new(copy_in));
+    let copy_arrived = Mutex::new(copy_arrived);
+    let server = RawH2Server::start(move |mut conn| match conn.index {
+        0 => {
+            assert_eq!(conn.read_requests(1).len(), 1, "the request");
+            original_in.lock().unwrap().send(()).unwrap();
+            let _ = copy_arrived.lock().unwrap().recv_timeout(CEILING);
+            // Nothing processed: the request goes elsewhere.
+            conn.send(&support::h2_server::goaway(0, 0));
+            conn.drain(CEILING);
+        }
+        1 => {
+            let copy = conn.read_requests(1);
+            copy_in.lock().unwrap().send(()).unwrap();
+            // The request, moved here.
+            assert_eq!(conn.read_requests(1).len(), 1, "the request, moved");
+            conn.send(&support::h2_server::rst_stream(copy[0], 0x7));
+            conn.answer_all();
+        }
+        _ => conn.answer_all(),
+    });
+    // The hedge delay rings when the test says: once the request has
+    // reached the server.
+    let clock = tickless::timer::ManualClock::new();
+    let client = h2c()
+        .clock(Arc::new(clock.clone()))
+        .http2_max_connections_per_origin(3)
+        .build()
+        .unwrap();
+    let hedge_delay = Duration::from_millis(10);
+    let future = client
+        .get(server.url("/"))
+        .hedge(tickless::hedge::Policy::after(hedge_delay))
+        .send();
+    // Polled on a thread of its own: the copy goes when it is polled.
+    let response = thread::spawn(move || future.wait());
+    original_arrived
+        .recv_timeout(CEILING)
+        .expect("the request reached the server");
+    clock.advance(hedge_delay);
+    let response = response.join().unwrap().unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        server.connections.load(Ordering::SeqCst),
+        3,
+        "the copy went on the connection the request it backs up moved to"
+    );
+    client.close();
+    assert!(eventually(CEILING, || client.stats().armed_timers() == 0));
+}

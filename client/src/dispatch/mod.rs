@@ -43,13 +43,13 @@ use crate::config::ClientConfig;
 use crate::conn::{self, ConnEnv, ConnOwner, IdleConn, Offered, QueuePlace, SharedConn};
 use crate::error::{Error, InvalidRequest, ProxyError};
 use crate::event_loop::{without_pinning, EventLoopGroup};
-use crate::exchange::{ConnSlot, Exchange, InFlight, Pacing};
+use crate::exchange::{Carrier, ConnSlot, Exchange, InFlight, Pacing};
 use crate::net::proxy::{ProxyScheme, ProxySettings};
 use crate::net::{Origin, Resolve, ResolveAnswer, Route};
 use crate::sync::lock;
 use pool::{Acquired, Offer, Pool, PoolLimits, Pooled, Waiter};
 use resolve::ThreadedResolver;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
@@ -114,12 +114,15 @@ enum Routed {
 
 impl Shared {
     /// The open connection with the most streams free (the oldest of
-    /// equals) that `exchange` may go on — a hedged copy keeps away from
-    /// the connection of what it backs up — and whether it has one free.
-    fn emptiest(&self, exchange: &Exchange) -> Option<(SharedConn, bool)> {
+    /// equals) but `avoid` — where the request a hedged copy backs up runs
+    /// ([`Exchange::kept_away`], read before the lock) — and whether it
+    /// has one free.
+    fn emptiest(&self, avoid: Option<Carrier>) -> Option<(SharedConn, bool)> {
         self.open
             .iter()
-            .filter(|conn| !exchange.avoids(conn.conn.event_loop.index(), conn.conn.source))
+            .filter(|conn| {
+                !avoid.is_some_and(|avoid| avoid.is(conn.conn.event_loop.index(), conn.conn.source))
+            })
             .map(|conn| (conn, conn.load.free()))
             .min_by_key(|&(_, free)| std::cmp::Reverse(free))
             .map(|(conn, free)| (conn.clone(), free > 0))
@@ -419,6 +422,7 @@ impl Dispatcher {
             opener: exchange.id,
             waiting: Vec::new(),
         };
+        let avoid = exchange.kept_away();
         let mut shared = lock(&self.shared);
         let Some(entry) = shared.get_mut(exchange.route()) else {
             if !h2_known {
@@ -432,7 +436,7 @@ impl Dispatcher {
             shared.insert(exchange.route().clone(), entry);
             return Routed::Opener(exchange);
         };
-        let emptiest = entry.emptiest(&exchange);
+        let emptiest = entry.emptiest(avoid);
         if exchange.is_backup() && !matches!(emptiest, Some((_, true))) {
             // A hedged copy with no other connection that has a stream
             // free: one of its own, through the pool — shared if the
@@ -493,11 +497,12 @@ impl Dispatcher {
         if !self.may_share(exchange) {
             return false;
         }
+        let avoid = exchange.kept_away();
         let shared = lock(&self.shared);
         // As in `route_shared`: a hedged copy goes only where a stream is
         // free, else through the pool (it would come back here at once).
         shared.get(exchange.route()).is_some_and(|entry| {
-            !exchange.is_backup() || matches!(entry.emptiest(exchange), Some((_, true)))
+            !exchange.is_backup() || matches!(entry.emptiest(avoid), Some((_, true)))
         })
     }
 
@@ -524,9 +529,10 @@ impl Dispatcher {
     /// Has `exchange` wait for a stream on the shared connection of
     /// `origin` with the most free; gives it back if there is none.
     fn wait_on_shared(&self, origin: &Route, exchange: Arc<Exchange>) -> Result<(), Arc<Exchange>> {
+        let avoid = exchange.kept_away();
         let open = lock(&self.shared)
             .get(origin)
-            .and_then(|shared| shared.emptiest(&exchange))
+            .and_then(|shared| shared.emptiest(avoid))
             .map(|(conn, _)| conn);
         let Some(conn) = open else {
             return Err(exchange);
@@ -1011,16 +1017,19 @@ impl ConnOwner for Dispatcher {
         // queued while it was opening): it goes where `route_shared`
         // sends it — to another connection with a stream free, else
         // through the pool (its own, or back in the queue) — never behind
-        // the request it backs up. That request: the one the copy saw on
-        // this connection, or — made while the request had none — the
-        // one it was opened for, or one it takes now.
-        let taken: HashSet<u64> = if waiting.iter().any(|exchange| exchange.is_backup()) {
-            waiting.iter().map(|exchange| exchange.id).collect()
-        } else {
-            HashSet::new()
-        };
+        // the request it backs up. That request: one that runs on this
+        // connection (read now: see `Exchange::kept_away`), or — one
+        // with no connection yet — the one it was opened for, or one it
+        // takes now. Mostly there is no copy among them: nothing to sort.
+        if !waiting.iter().any(|exchange| exchange.is_backup()) {
+            return Some(waiting);
+        }
+        // The ids of those it takes: a short list, searched, not hashed.
+        let taken: Vec<u64> = waiting.iter().map(|exchange| exchange.id).collect();
         let (copies, waiting): (Vec<_>, Vec<_>) = waiting.into_iter().partition(|exchange| {
-            exchange.avoids(loop_index, source)
+            exchange
+                .kept_away()
+                .is_some_and(|avoid| avoid.is(loop_index, source))
                 || exchange
                     .backs_up_attempt()
                     .is_some_and(|attempt| attempt == opener || taken.contains(&attempt))

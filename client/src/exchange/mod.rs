@@ -71,7 +71,7 @@ use crate::net::{Origin, Route};
 use crate::sync::lock;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tickless_timer::{HashedWheelTimer, SharedClock, WheelTask};
@@ -97,16 +97,28 @@ pub(crate) struct Carrier {
     pub(crate) conn: Option<SourceRef>,
 }
 
+impl Carrier {
+    /// Whether it is the connection `conn` of loop `loop_index`.
+    pub(crate) fn is(&self, loop_index: usize, conn: SourceRef) -> bool {
+        self.loop_index == Some(loop_index) && self.conn == Some(conn)
+    }
+}
+
 /// What a hedged copy knows of the attempt it backs up (see
 /// [`Exchange::back_up`]).
 struct Backup {
     /// The attempt's id.
-    attempt: u64,
-    /// Where the attempt ran when the copy was made, or — the attempt
-    /// had no connection then — the connection that took it since
+    id: u64,
+    /// The attempt itself, to read where it runs now
+    /// ([`Exchange::kept_away`]): it moves when its connection fails under
+    /// it, or when one takes it from a queue. Weak: a copy that won
+    /// outlives the attempt, which lost, by its whole body.
+    attempt: Weak<Exchange>,
+    /// The connection that took the attempt from a queue, as that
+    /// connection tells the copy before the attempt is attached to it
     /// ([`Exchange::keep_away_from`]). A leaf lock: nothing is taken
     /// while it is held.
-    carrier: Mutex<Carrier>,
+    told: Mutex<Option<Carrier>>,
 }
 
 /// What the exchange's connection slot holds.
@@ -386,8 +398,8 @@ pub(crate) struct Exchange {
     registry_key: AtomicUsize,
     /// Rung when [`Timer::Hedge`] is due (see [`arm_hedge`](Self::arm_hedge)).
     hedge_alarm: Mutex<Option<Arc<Alarm>>>,
-    /// The attempt a hedged copy backs up, and where it runs: the copy
-    /// keeps away from its connection, and a new one for it from its loop.
+    /// The attempt a hedged copy backs up: the copy keeps away from its
+    /// connection, and a new one for it from its loop.
     backs_up: OnceLock<Backup>,
     /// [`Link::awaited`], read without the lock once set.
     awaited: AtomicBool,
@@ -671,7 +683,7 @@ impl Exchange {
     /// Where this exchange runs (or its connection is being opened), or
     /// ran when it ended: its connection's loop, and the connection while
     /// it has one; nothing yet while it waits for a connection.
-    pub(crate) fn carrier(&self) -> Carrier {
+    fn carrier(&self) -> Carrier {
         let link = lock(&self.link);
         match &link.conn {
             ConnSlot::Ready(conn) | ConnSlot::Opening(conn) => Carrier {
@@ -689,34 +701,38 @@ impl Exchange {
     /// connection than the attempt's (over HTTP/2, one with a stream free
     /// or its own: never the one the attempt waits for), and a new
     /// connection for it on another loop, where there is one (before it
-    /// is submitted). An attempt with no connection yet (queued, or
-    /// resolving) has none to keep away from now: a connection that later
-    /// takes the attempt, and finds the copy among those it would take
-    /// too, tells the copy by the attempt's id (see
+    /// is submitted). Where the attempt runs is read when the copy is
+    /// routed ([`kept_away`](Self::kept_away)), not now: the attempt may
+    /// move meanwhile. An attempt with no connection yet (queued, or
+    /// resolving) has none to keep away from: a connection that takes the
+    /// attempt, and finds the copy among those it would take too, tells
+    /// the copy by the attempt's id (see
     /// [`backs_up_attempt`](Self::backs_up_attempt) and
     /// [`keep_away_from`](Self::keep_away_from)).
-    pub(crate) fn back_up(&self, attempt: &Exchange) {
+    pub(crate) fn back_up(&self, attempt: &Arc<Exchange>) {
         let _ = self.backs_up.set(Backup {
-            attempt: attempt.id,
-            carrier: Mutex::new(attempt.carrier()),
+            id: attempt.id,
+            attempt: Arc::downgrade(attempt),
+            told: Mutex::new(None),
         });
     }
 
     /// The id of the attempt this hedged copy backs up (`None`: it is no
     /// copy).
     pub(crate) fn backs_up_attempt(&self) -> Option<u64> {
-        self.backs_up.get().map(|backup| backup.attempt)
+        self.backs_up.get().map(|backup| backup.id)
     }
 
-    /// The attempt this hedged copy backs up runs on the connection
-    /// `conn` of loop `loop_index`: the copy keeps away from it from now
-    /// on. Nothing for an exchange that is no copy.
+    /// The attempt this hedged copy backs up is taken by the connection
+    /// `conn` of loop `loop_index`, not attached to it yet: the copy keeps
+    /// away from it while the attempt has no other connection. Nothing for
+    /// an exchange that is no copy.
     pub(crate) fn keep_away_from(&self, loop_index: usize, conn: SourceRef) {
         if let Some(backup) = self.backs_up.get() {
-            *lock(&backup.carrier) = Carrier {
+            *lock(&backup.told) = Some(Carrier {
                 loop_index: Some(loop_index),
                 conn: Some(conn),
-            };
+            });
         }
     }
 
@@ -725,21 +741,31 @@ impl Exchange {
         self.backs_up.get().is_some()
     }
 
-    /// The loop a new connection for it keeps away from (see
-    /// [`back_up`](Self::back_up)).
-    pub(crate) fn avoided_loop(&self) -> Option<usize> {
-        self.backs_up
-            .get()
-            .and_then(|backup| lock(&backup.carrier).loop_index)
+    /// Where this hedged copy keeps away from, read now: the connection
+    /// (and its loop) the attempt it backs up runs on, or is being opened
+    /// for — else the one that [took it](Self::keep_away_from), else the
+    /// loop it ended on. `None` for an exchange that is no copy, or whose
+    /// attempt is gone and was taken by none.
+    ///
+    /// Called with no lock held: it takes the attempt's, and the attempt
+    /// it holds for the read may be the last reference to it, whose drop
+    /// runs the caller's code (see [`crate::sync`]). Routing reads it
+    /// before it takes the dispatcher's locks, and matches connections
+    /// with [`Carrier::is`].
+    pub(crate) fn kept_away(&self) -> Option<Carrier> {
+        let backup = self.backs_up.get()?;
+        let live = backup.attempt.upgrade().map(|attempt| attempt.carrier());
+        if live.is_some_and(|carrier| carrier.conn.is_some()) {
+            return live;
+        }
+        let told = *lock(&backup.told);
+        told.or(live)
     }
 
-    /// Whether it keeps away from the connection `conn` of loop
-    /// `loop_index` (see [`back_up`](Self::back_up)).
-    pub(crate) fn avoids(&self, loop_index: usize, conn: SourceRef) -> bool {
-        self.backs_up.get().is_some_and(|backup| {
-            let carrier = lock(&backup.carrier);
-            carrier.loop_index == Some(loop_index) && carrier.conn == Some(conn)
-        })
+    /// The loop a new connection for it keeps away from (see
+    /// [`kept_away`](Self::kept_away); called with no lock held).
+    pub(crate) fn avoided_loop(&self) -> Option<usize> {
+        self.kept_away().and_then(|carrier| carrier.loop_index)
     }
 
     /// Clears the hedge delay (the head has come: no copy is wanted).
