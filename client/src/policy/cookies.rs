@@ -101,12 +101,33 @@ impl Cookies {
             + 1
     }
 
-    /// Puts `cookie`, set by `url`, in the store (RFC 6265 §5.3: one of
-    /// its domain, path and name replaces the held one; an expired one
-    /// deletes it), and marks it the most recently set. The domain it is
-    /// kept for, if it is kept.
-    fn insert(&mut self, cookie: &cookie_store::RawCookie<'_>, url: &url::Url) -> Option<String> {
-        let cookie = cookie_store::Cookie::try_from_raw_cookie(cookie, url).ok()?;
+    /// Puts `cookie`, set by `url`, in the store as of `now` (RFC 6265
+    /// §5.3: one of its domain, path and name replaces the held one; an
+    /// expired one deletes it), and marks it the most recently set. The
+    /// domain it is kept for, if it is kept.
+    ///
+    /// Expired or not is `now`'s answer, for the cookie set (its
+    /// `Max-Age` counts from `now`) and the one it replaces: the
+    /// response's one reading of the clock, which its eviction takes too.
+    /// `cookie_store` reads the wall clock itself when it takes a cookie:
+    /// one expired by `now` is handed to it expired (its `expire`), so
+    /// that it deletes the held one whatever its own reading. One alive
+    /// at `now` it may still find expired if `now` is earlier than its
+    /// reading by more than the cookie has left (a test's `now` in the
+    /// past): it is then not kept — tests pass a later `now`.
+    fn insert(
+        &mut self,
+        raw: &cookie_store::RawCookie<'_>,
+        url: &url::Url,
+        now: time::OffsetDateTime,
+    ) -> Option<String> {
+        let mut cookie = cookie_store::Cookie::try_from_raw_cookie(raw, url).ok()?;
+        if let Some(max_age) = raw.max_age() {
+            cookie.expires = expiry_after(max_age, now);
+        }
+        if cookie.expires_by(&now) {
+            cookie.expire();
+        }
         let owned_key = owned(key_of(&cookie));
         let key = borrowed(&owned_key);
         let expiry = expiry_of(&cookie);
@@ -116,7 +137,7 @@ impl Cookies {
         if self
             .store
             .get_any(key.0, key.1, key.2)
-            .is_some_and(|held| held.is_expired())
+            .is_some_and(|held| held.expires_by(&now))
         {
             self.stamps.remove(key);
         }
@@ -124,10 +145,10 @@ impl Cookies {
             Ok(
                 cookie_store::StoreAction::Inserted | cookie_store::StoreAction::UpdatedExisting,
             ) => {
-                let now = self.tick();
+                let count = self.tick();
                 // §5.3 step 11.3: one that replaces a held one keeps its
                 // creation time.
-                self.stamps.set(key, now);
+                self.stamps.set(key, count);
                 if let Some(at) = expiry {
                     self.earliest_expiry =
                         Some(self.earliest_expiry.map_or(at, |held| held.min(at)));
@@ -148,19 +169,13 @@ impl Cookies {
         self.stamps.remove(borrowed(key));
     }
 
-    /// Drops the expired cookies (RFC 6265 §5.3 has them evicted whenever
-    /// there are any: once the earliest expiry has passed, there may be),
-    /// then, while the cookies for one of `domains` or those of all pass
-    /// their limit, the least recently set or sent of them (§5.3's order:
-    /// expired, then those of a domain with too many, then any). Past a
-    /// limit the expired go first even if the earliest expiry is not
-    /// known to have passed: that order does not rest on the bound.
-    fn evict<'a>(&mut self, domains: impl Iterator<Item = &'a str>) {
-        self.evict_at(domains, time::OffsetDateTime::now_utc());
-    }
-
-    /// [`evict`](Self::evict) as of `now`: what has expired by then is
-    /// expired (a test passes a later time rather than wait for it).
+    /// Drops the cookies expired by `now` (RFC 6265 §5.3 has them evicted
+    /// whenever there are any: once the earliest expiry has passed, there
+    /// may be), then, while the cookies for one of `domains` or those of
+    /// all pass their limit, the least recently set or sent of them
+    /// (§5.3's order: expired, then those of a domain with too many, then
+    /// any). Past a limit the expired go first even if the earliest expiry
+    /// is not known to have passed: that order does not rest on the bound.
     fn evict_at<'a>(&mut self, domains: impl Iterator<Item = &'a str>, now: time::OffsetDateTime) {
         if self.stamps.len() > MAX_COOKIES || self.earliest_expiry.is_some_and(|at| at <= now) {
             self.sweep_expired(now);
@@ -240,6 +255,24 @@ impl Cookies {
     }
 }
 
+/// When a cookie with `max_age` set at `now` expires (RFC 6265 §5.2.2: at
+/// the earliest time there is for none or less, as `cookie_store` has it;
+/// past what a date holds, at its latest, 9999's end).
+#[cfg(feature = "cookies")]
+fn expiry_after(
+    max_age: time::Duration,
+    now: time::OffsetDateTime,
+) -> cookie_store::CookieExpiration {
+    if max_age <= time::Duration::ZERO {
+        return cookie_store::CookieExpiration::from(time::OffsetDateTime::UNIX_EPOCH);
+    }
+    let at = now
+        .checked_add(max_age)
+        .unwrap_or(time::PrimitiveDateTime::MAX.assume_utc());
+    // Clamped to the end of 9999 by `cookie_store`.
+    cookie_store::CookieExpiration::from(at)
+}
+
 /// When `cookie` expires, if it does (not a session cookie).
 #[cfg(feature = "cookies")]
 fn expiry_of(cookie: &cookie_store::Cookie<'_>) -> Option<time::OffsetDateTime> {
@@ -265,8 +298,21 @@ impl Jar {
     }
 
     /// Keeps the cookies `url` set, but for those it may not set, within
-    /// the jar's limits.
-    fn store(&self, mut cookies: Vec<cookie_store::RawCookie<'static>>, url: &url::Url) {
+    /// the jar's limits, as of now.
+    fn store(&self, cookies: Vec<cookie_store::RawCookie<'static>>, url: &url::Url) {
+        self.store_at(cookies, url, time::OffsetDateTime::now_utc());
+    }
+
+    /// [`store`](Self::store) as of `now`: one reading of the clock for
+    /// every cookie of a response — whether each has expired, when its
+    /// `Max-Age` ends, what is evicted — which a test gives rather than
+    /// waits for.
+    fn store_at(
+        &self,
+        mut cookies: Vec<cookie_store::RawCookie<'static>>,
+        url: &url::Url,
+        now: time::OffsetDateTime,
+    ) {
         let mut jar = self.write();
         cookies.retain(|cookie| {
             header_safe(cookie)
@@ -274,18 +320,18 @@ impl Jar {
                 && !for_a_top_level_domain(cookie, url)
                 && !breaks_its_prefix(cookie)
                 && !secure_over_plain_http(cookie, url)
-                && !shadows_a_secure_cookie(&jar.store, cookie, url)
+                && !shadows_a_secure_cookie(&jar.store, cookie, url, now)
         });
         if cookies.is_empty() {
             return;
         }
         let mut domains: Vec<String> = cookies
             .iter()
-            .filter_map(|cookie| jar.insert(cookie, url))
+            .filter_map(|cookie| jar.insert(cookie, url, now))
             .collect();
         domains.sort_unstable();
         domains.dedup();
-        jar.evict(domains.iter().map(String::as_str));
+        jar.evict_at(domains.iter().map(String::as_str), now);
     }
 
     /// The cookies, to set: one setter at a time, and no request given
@@ -505,7 +551,7 @@ fn is_secure(url: &url::Url) -> bool {
 }
 
 /// Whether `cookie`, not `Secure` and set over plain http, would overwrite
-/// or stand in for a `Secure` cookie `store` holds: the same name, domains
+/// or stand in for a `Secure` cookie `store` holds, alive at `now`: the same name, domains
 /// that match either way, and a path within the held one's. RFC 6265bis
 /// §5.7 has it ignored, as the browsers and curl do: otherwise whoever
 /// answers in clear could replace a session cookie the site set over https,
@@ -515,6 +561,7 @@ fn shadows_a_secure_cookie(
     store: &cookie_store::CookieStore,
     cookie: &cookie_store::RawCookie<'_>,
     url: &url::Url,
+    now: time::OffsetDateTime,
 ) -> bool {
     if cookie.secure() == Some(true) || is_secure(url) {
         return false;
@@ -525,8 +572,9 @@ fn shadows_a_secure_cookie(
     let Some(new_domain) = new.domain.as_cow() else {
         return false;
     };
-    store.iter_unexpired().any(|held| {
-        held.secure() == Some(true)
+    store.iter_any().any(|held| {
+        !held.expires_by(&now)
+            && held.secure() == Some(true)
             && held.name() == new.name()
             && held.domain.as_cow().is_some_and(|domain| {
                 domain_matches(&domain, &new_domain) || domain_matches(&new_domain, &domain)
@@ -1259,6 +1307,69 @@ mod tests {
         let mut all = fifty.clone();
         all.sort_unstable();
         assert_eq!(sent(&jar, "http://a.test/"), Some(all.join("; ")));
+    }
+
+    /// `set`, as of `now` rather than the wall clock.
+    fn set_at(jar: &Jar, at: &str, values: &[&str], now: time::OffsetDateTime) {
+        let parsed = values.iter().filter_map(|v| parse_set_cookie(v)).collect();
+        jar.store_at(parsed, &url(at), now);
+    }
+
+    /// The expiry of the cookie named `name` that `jar` holds.
+    fn expiry_held(jar: &Jar, name: &str) -> Option<time::OffsetDateTime> {
+        jar.read()
+            .store
+            .iter_any()
+            .find(|cookie| cookie.name() == name)
+            .and_then(expiry_of)
+    }
+
+    /// A response's cookies are taken as of one time, the `now` it is
+    /// given — the year 3000 here, past dates the wall clock has not
+    /// reached: a cookie expired by then is not kept, one set to delete a
+    /// held cookie deletes it, a held one expired by then is replaced by
+    /// one created anew, and a `Max-Age` counts from it, to the second.
+    #[test]
+    fn a_responses_cookies_are_taken_as_of_its_now() {
+        let now = time::OffsetDateTime::from_unix_timestamp(32_503_680_000).unwrap();
+        assert_eq!(now.year(), 3000);
+        let jar = Jar::new();
+        set(
+            &jar,
+            "http://a.test/",
+            &[
+                "gone=1; Expires=Mon, 01 Jan 2900 00:00:00 GMT",
+                "stale=1; Expires=Mon, 01 Jan 2900 00:00:00 GMT",
+                "kept=1",
+            ],
+        );
+        assert_eq!(held(&jar), 3);
+        set_at(
+            &jar,
+            "http://a.test/",
+            &[
+                "gone=; Expires=Mon, 01 Jan 2900 00:00:00 GMT",
+                "old=2; Expires=Mon, 01 Jan 2900 00:00:00 GMT",
+                "stale=2",
+                "aged=3; Max-Age=60",
+            ],
+            now,
+        );
+        assert_eq!(
+            pairs_held(&jar),
+            ["aged=3", "kept=1", "stale=2"].map(str::to_owned)
+        );
+        assert_eq!(
+            expiry_held(&jar, "aged"),
+            Some(now + time::Duration::MINUTE)
+        );
+        assert_eq!(expiry_held(&jar, "stale"), None);
+        // `stale` replaced one expired by `now`: created after `kept`,
+        // it is sent after it (§5.4 step 2).
+        assert_eq!(
+            jar.cookies(&url("http://a.test/")).unwrap(),
+            "kept=1; stale=2; aged=3"
+        );
     }
 
     /// Once the earliest expiry has passed, the next cookie taken sweeps
