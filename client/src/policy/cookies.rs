@@ -34,11 +34,25 @@ pub trait CookieStore: Send + Sync {
     fn cookies(&self, url: &url::Url) -> Option<HeaderValue>;
 
     /// Whether the store holds no cookie at all, so that no request
-    /// carries one: the client then asks it for none, and spares each
-    /// request the [`url::Url`] it would build to ask. `false` unless a
+    /// carries one: [`cookies_for`](Self::cookies_for) then asks it for
+    /// none, and spares each request the [`url::Url`] it would build to
+    /// ask. `false` unless a
     /// store says so (the default asks for every request).
     fn is_empty(&self) -> bool {
         false
+    }
+
+    /// The `Cookie` header a request carries, if any, `url` called for
+    /// its URL only if the store may hold a cookie for it: what the
+    /// client asks, once a request. By default
+    /// [`is_empty`](Self::is_empty), then [`cookies`](Self::cookies); a
+    /// store that answers both under one lock (as the client's `Jar`
+    /// does) can take it once.
+    fn cookies_for(&self, url: &mut dyn FnMut() -> Option<url::Url>) -> Option<HeaderValue> {
+        if self.is_empty() {
+            return None;
+        }
+        self.cookies(&url()?)
     }
 }
 
@@ -162,6 +176,78 @@ impl Cookies {
             }
             Err(_) => None,
         }
+    }
+
+    /// The `Cookie` header's value for a request to `url`, `None` for no
+    /// cookie; what it sends counts as used. Called under the jar's lock,
+    /// shared: requests are given theirs side by side.
+    fn header_for(&self, url: &url::Url) -> Option<String> {
+        // The domains a cookie sent to the host can be kept for: the host
+        // (a host-only cookie's, or a `Domain` the same), and each domain
+        // it is under (RFC 6265 §5.1.3). Only theirs are looked at, found
+        // by the stamps, which are kept as the store keeps the cookies —
+        // not every domain of the jar, as `cookie_store`'s `matches` goes
+        // through them (a new string for each domain and path it passes).
+        let host = url.host_str()?;
+        let domains = std::iter::once(host).chain(
+            host.match_indices('.')
+                .map(|(at, _)| &host[at + 1..])
+                .filter(|domain| !domain.is_empty()),
+        );
+        let held = domains
+            .clone()
+            .map(|domain| self.stamps.len_of(domain))
+            .sum();
+        if held == 0 {
+            return None;
+        }
+        let now = self.tick();
+        let mut matching = Vec::with_capacity(held);
+        for ((domain, path, name), stamps) in domains.flat_map(|domain| self.stamps.iter_of(domain))
+        {
+            let Some(cookie) = self.store.get_any(domain, path, name) else {
+                continue;
+            };
+            // The store's own test of a cookie against a URL: domain,
+            // path, `Secure` and `HttpOnly` (§5.4 step 1).
+            if cookie.is_expired() || !cookie.matches(url) {
+                continue;
+            }
+            // §5.4 step 3: what is sent counts as used, and is evicted last.
+            stamps.mark_sent(now);
+            matching.push((cookie, stamps.created));
+        }
+        // RFC 6265 §5.4 step 2: longer paths first, then those created
+        // earlier. A server reads the first of two cookies of one name
+        // (`sid` for `/` and for `/app`; a host's own and its parent
+        // domain's), and the one for the deeper path, or the older one,
+        // is the one meant; `cookie_store` gives them in its hash maps'
+        // order, which differs from jar to self.
+        matching.sort_unstable_by_key(|&(cookie, created)| {
+            (std::cmp::Reverse(cookie.path.len()), created)
+        });
+        // `name=value` joined by `; `, in a string of its exact length,
+        // which becomes the header value without a copy.
+        let pair_len = |cookie: &cookie_store::Cookie<'_>| {
+            let (name, value) = cookie.name_value();
+            name.len() + 1 + value.len()
+        };
+        let len = matching
+            .iter()
+            .map(|&(cookie, _)| pair_len(cookie))
+            .sum::<usize>()
+            + 2 * matching.len().saturating_sub(1);
+        let mut joined = String::with_capacity(len);
+        for (cookie, _) in &matching {
+            let (name, value) = cookie.name_value();
+            if !joined.is_empty() {
+                joined.push_str("; ");
+            }
+            joined.push_str(name);
+            joined.push('=');
+            joined.push_str(value);
+        }
+        (!joined.is_empty()).then_some(joined)
     }
 
     fn remove(&mut self, key: &OwnedKey) {
@@ -362,76 +448,20 @@ impl CookieStore for Jar {
     }
 
     fn cookies(&self, url: &url::Url) -> Option<HeaderValue> {
-        let jar = self.read();
-        // The domains a cookie sent to the host can be kept for: the host
-        // (a host-only cookie's, or a `Domain` the same), and each domain
-        // it is under (RFC 6265 §5.1.3). Only theirs are looked at, found
-        // by the stamps, which are kept as the store keeps the cookies —
-        // not every domain of the jar, as `cookie_store`'s `matches` goes
-        // through them (a new string for each domain and path it passes).
-        let host = url.host_str()?;
-        let domains = std::iter::once(host).chain(
-            host.match_indices('.')
-                .map(|(at, _)| &host[at + 1..])
-                .filter(|domain| !domain.is_empty()),
-        );
-        let held = domains
-            .clone()
-            .map(|domain| jar.stamps.len_of(domain))
-            .sum();
-        if held == 0 {
-            return None;
-        }
-        let now = jar.tick();
-        let mut matching = Vec::with_capacity(held);
-        for ((domain, path, name), stamps) in domains.flat_map(|domain| jar.stamps.iter_of(domain))
-        {
-            let Some(cookie) = jar.store.get_any(domain, path, name) else {
-                continue;
-            };
-            // The store's own test of a cookie against a URL: domain,
-            // path, `Secure` and `HttpOnly` (§5.4 step 1).
-            if cookie.is_expired() || !cookie.matches(url) {
-                continue;
+        let joined = self.read().header_for(url)?;
+        HeaderValue::from_maybe_shared(bytes::Bytes::from(joined)).ok()
+    }
+
+    fn cookies_for(&self, url: &mut dyn FnMut() -> Option<url::Url>) -> Option<HeaderValue> {
+        // One lock for the look at the count and the cookies: the default
+        // would take it twice, in `is_empty` and `cookies`.
+        let joined = {
+            let jar = self.read();
+            if jar.stamps.len() == 0 {
+                return None;
             }
-            // §5.4 step 3: what is sent counts as used, and is evicted last.
-            stamps.mark_sent(now);
-            matching.push((cookie, stamps.created));
-        }
-        // RFC 6265 §5.4 step 2: longer paths first, then those created
-        // earlier. A server reads the first of two cookies of one name
-        // (`sid` for `/` and for `/app`; a host's own and its parent
-        // domain's), and the one for the deeper path, or the older one,
-        // is the one meant; `cookie_store` gives them in its hash maps'
-        // order, which differs from jar to jar.
-        matching.sort_unstable_by_key(|&(cookie, created)| {
-            (std::cmp::Reverse(cookie.path.len()), created)
-        });
-        // `name=value` joined by `; `, in a string of its exact length,
-        // which becomes the header value without a copy.
-        let pair_len = |cookie: &cookie_store::Cookie<'_>| {
-            let (name, value) = cookie.name_value();
-            name.len() + 1 + value.len()
+            jar.header_for(&url()?)?
         };
-        let len = matching
-            .iter()
-            .map(|&(cookie, _)| pair_len(cookie))
-            .sum::<usize>()
-            + 2 * matching.len().saturating_sub(1);
-        let mut joined = String::with_capacity(len);
-        for (cookie, _) in &matching {
-            let (name, value) = cookie.name_value();
-            if !joined.is_empty() {
-                joined.push_str("; ");
-            }
-            joined.push_str(name);
-            joined.push('=');
-            joined.push_str(value);
-        }
-        drop(jar);
-        if joined.is_empty() {
-            return None;
-        }
         HeaderValue::from_maybe_shared(bytes::Bytes::from(joined)).ok()
     }
 
@@ -661,6 +691,49 @@ mod tests {
         set(&jar, "http://a.test/", &["id=; Max-Age=0"]);
         assert!(jar.is_empty());
         assert_eq!(sent(&jar, "http://a.test/"), None);
+    }
+
+    /// The client asks a store once a request, `cookies_for`: the URL is
+    /// built only while the store holds a cookie — the jar's, under the
+    /// one lock it takes to look; another store's, by its `is_empty` —
+    /// and the header is the one `cookies` gives.
+    #[test]
+    fn cookies_for_builds_the_url_only_for_a_store_with_cookies() {
+        let asked = std::cell::Cell::new(0);
+        let to = |at: &str| {
+            let at = at.to_owned();
+            let asked = &asked;
+            move || {
+                asked.set(asked.get() + 1);
+                Some(url(&at))
+            }
+        };
+        let jar = Jar::new();
+        assert_eq!(jar.cookies_for(&mut to("http://a.test/")), None);
+        assert_eq!(asked.get(), 0);
+        set(&jar, "http://a.test/", &["id=7"]);
+        assert_eq!(jar.cookies_for(&mut to("http://a.test/")).unwrap(), "id=7");
+        assert_eq!(jar.cookies_for(&mut to("http://b.test/")), None);
+        assert_eq!(asked.get(), 2);
+
+        /// A store that says it is empty, or not, and always has `c=1`.
+        struct Said(bool);
+        impl CookieStore for Said {
+            fn set_cookies(&self, _: &url::Url, _: &mut dyn Iterator<Item = &HeaderValue>) {}
+            fn cookies(&self, _: &url::Url) -> Option<HeaderValue> {
+                Some(HeaderValue::from_static("c=1"))
+            }
+            fn is_empty(&self) -> bool {
+                self.0
+            }
+        }
+        assert_eq!(Said(true).cookies_for(&mut to("http://a.test/")), None);
+        assert_eq!(asked.get(), 2);
+        assert_eq!(
+            Said(false).cookies_for(&mut to("http://a.test/")).unwrap(),
+            "c=1"
+        );
+        assert_eq!(asked.get(), 3);
     }
 
     /// A cookie for a domain goes to every host under it, however deep,
