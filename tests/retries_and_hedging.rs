@@ -248,27 +248,116 @@ fn a_status_retried_takes_the_cookies_its_answer_set() {
     client.close();
 }
 
+/// A request on `client`, to a server of its own, whose retry waits for a
+/// `Retry-After` of 1 s from the clock's reading at its 503, polled until
+/// that retry is armed: on the timers another retry of the client is
+/// armed on (its one loop's heap, or the wheel). Once its own alarm has
+/// rung, so has every alarm due as early: the wheel fires what an advance
+/// reaches on the advancing thread, and a loop expires all that is due, in
+/// deadline order, in one pass. So it shows that another retry's alarm has
+/// not rung, with no quiet time waited through.
+struct Sentinel {
+    server: TestServer,
+    future: tickless::ResponseFuture,
+}
+
+impl Sentinel {
+    fn armed(client: &Client, recorder: &Recorder) -> Sentinel {
+        let seen = retries_seen(recorder).len();
+        let answers = AtomicUsize::new(0);
+        let server = TestServer::respond(move |_| {
+            if answers.fetch_add(1, Ordering::SeqCst) == 0 {
+                response(503, &[("Retry-After", "1")], b"busy")
+            } else {
+                ok("sentinel")
+            }
+        });
+        let policy = retry::Policy::attempts(2)
+            .on_status([http::StatusCode::SERVICE_UNAVAILABLE])
+            .backoff(Duration::from_millis(1), Duration::from_millis(1))
+            .jitter(false);
+        let mut future = client.get(server.url("/")).retry(policy).send();
+        // Armed in the poll that saw the 503, on this thread.
+        assert!(eventually(CEILING, || {
+            poll_once(&mut future).is_pending() && retries_seen(recorder).len() == seen + 1
+        }));
+        Sentinel { server, future }
+    }
+
+    /// Waits for its alarm (its retry answered), then for its exchanges to
+    /// end, so that none is in flight.
+    fn rung(mut self, client: &Client) {
+        let response = poll_until_ready(&mut self.future, || "the sentinel never rang".into());
+        assert_eq!(response.text().wait().unwrap(), "sentinel");
+        assert_eq!(self.server.requests().len(), 2);
+        assert!(eventually(CEILING, || client.stats().in_flight == 0));
+    }
+}
+
+/// `future`, armed to retry `wait` from the clock's reading (a
+/// `Retry-After`), is not sent before the clock has moved `wait`, and is
+/// sent then: its response. Shown without quiet time: at 0.5 ms short of
+/// `wait` a [`Sentinel`] due then has rung, so the retry's own alarm would
+/// have too were it due as early, and polled it would start the retry,
+/// registered in flight at once — its answer held by the server until
+/// `open` is called, so it cannot end before it is counted.
+fn sent_after_exactly(
+    client: &Client,
+    recorder: &Recorder,
+    clock: &ManualClock,
+    future: &mut tickless::ResponseFuture,
+    wait: Duration,
+    open: impl FnOnce(),
+) -> tickless::Response {
+    let half_a_millisecond = Duration::from_micros(500);
+    assert!(eventually(CEILING, || client.stats().in_flight == 0));
+    clock.advance(wait - Duration::from_secs(1) - half_a_millisecond);
+    let sentinel = Sentinel::armed(client, recorder);
+    clock.advance(Duration::from_secs(1));
+    sentinel.rung(client);
+    assert!(poll_once(future).is_pending());
+    assert_eq!(client.stats().in_flight, 0, "sent before its Retry-After");
+    clock.advance(half_a_millisecond);
+    open();
+    poll_until_ready(future, || "not sent at its Retry-After".into())
+}
+
 fn retry_after_is_honoured_and_bounded_by_the_deadline(event_loop_timeouts: bool) {
     let clock = ManualClock::new();
     let (client, recorder) = client_on(&clock, event_loop_timeouts);
-    let server = TestServer::respond(|request| match request.target.as_str() {
+    // The retry's answer is held until the test lets it go (bounded: a
+    // failed test still ends).
+    let (open, gate) = std::sync::mpsc::channel::<()>();
+    let gate = std::sync::Mutex::new(gate);
+    let near = AtomicUsize::new(0);
+    let server = TestServer::respond(move |request| match request.target.as_str() {
         "/far" => response(503, &[("Retry-After", "60")], b"later"),
-        _ => response(503, &[("Retry-After", "2")], b"busy"),
+        _ => {
+            if near.fetch_add(1, Ordering::SeqCst) > 0 {
+                let _ = gate.lock().unwrap().recv_timeout(CEILING);
+            }
+            response(503, &[("Retry-After", "2")], b"busy")
+        }
     });
     let policy = retry::Policy::attempts(2)
         .on_status([http::StatusCode::SERVICE_UNAVAILABLE])
         .backoff(Duration::from_millis(1), Duration::from_millis(1))
         .jitter(false);
     // Retry-After: 2 inside a 10 s deadline: waited for, to the tick.
-    let future = client.get(server.url("/near")).retry(policy.clone()).send();
-    let waiter = thread::spawn(move || future.wait());
-    assert!(eventually(CEILING, || retries_seen(&recorder).len() == 1));
+    let mut future = client.get(server.url("/near")).retry(policy.clone()).send();
+    assert!(eventually(CEILING, || {
+        poll_once(&mut future).is_pending() && retries_seen(&recorder).len() == 1
+    }));
     assert_eq!(retries_seen(&recorder), [(2, Duration::from_secs(2))]);
-    clock.advance(Duration::from_millis(1999));
-    thread::sleep(QUIET);
-    assert_eq!(server.requests().len(), 1, "sent before Retry-After");
-    clock.advance(Duration::from_millis(1));
-    let response = waiter.join().unwrap().unwrap();
+    let open = move || open.send(()).unwrap();
+    let response = sent_after_exactly(
+        &client,
+        &recorder,
+        &clock,
+        &mut future,
+        Duration::from_secs(2),
+        open,
+    );
     // Still 503 (the server always is): the last response is the outcome.
     assert_eq!(response.status(), 503);
     assert_eq!(server.requests().len(), 2);
@@ -307,7 +396,15 @@ fn retry_after_is_honoured_and_bounded_by_the_deadline_on_the_loop() {
 fn a_retry_after_date_counts_from_the_responses_date() {
     let clock = ManualClock::new();
     let (client, recorder) = client_on(&clock, false);
-    let server = TestServer::respond(|_| {
+    // The retry's answer is held until the test lets it go (see
+    // `sent_after_exactly`).
+    let (open, gate) = std::sync::mpsc::channel::<()>();
+    let gate = std::sync::Mutex::new(gate);
+    let answered = AtomicUsize::new(0);
+    let server = TestServer::respond(move |_| {
+        if answered.fetch_add(1, Ordering::SeqCst) > 0 {
+            let _ = gate.lock().unwrap().recv_timeout(CEILING);
+        }
         response(
             503,
             &[
@@ -321,15 +418,21 @@ fn a_retry_after_date_counts_from_the_responses_date() {
         .on_status([http::StatusCode::SERVICE_UNAVAILABLE])
         .backoff(Duration::from_millis(1), Duration::from_millis(1))
         .jitter(false);
-    let future = client.get(server.url("/")).retry(policy).send();
-    let waiter = thread::spawn(move || future.wait());
-    assert!(eventually(CEILING, || retries_seen(&recorder).len() == 1));
+    let mut future = client.get(server.url("/")).retry(policy).send();
+    assert!(eventually(CEILING, || {
+        poll_once(&mut future).is_pending() && retries_seen(&recorder).len() == 1
+    }));
     assert_eq!(retries_seen(&recorder), [(2, Duration::from_secs(3))]);
-    clock.advance(Duration::from_millis(2999));
-    thread::sleep(QUIET);
-    assert_eq!(server.requests().len(), 1, "sent before its Retry-After");
-    clock.advance(Duration::from_millis(1));
-    assert_eq!(waiter.join().unwrap().unwrap().status(), 503);
+    let open = move || open.send(()).unwrap();
+    let response = sent_after_exactly(
+        &client,
+        &recorder,
+        &clock,
+        &mut future,
+        Duration::from_secs(3),
+        open,
+    );
+    assert_eq!(response.status(), 503);
     assert_eq!(server.requests().len(), 2);
     client.close();
 }

@@ -1,7 +1,7 @@
 //! Request encoding: the head and chunked body framing.
 
 use http::header::{CONTENT_LENGTH, HOST, TRANSFER_ENCODING};
-use http::{HeaderMap, Method, Uri};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Uri};
 
 use super::error::EncodeError;
 
@@ -71,11 +71,37 @@ pub fn encode_request_head_as(
     form: RequestTarget,
     out: &mut Vec<u8>,
 ) -> Result<(), EncodeError> {
+    encode_request_head_with(method, uri, headers, &[], body, form, out)
+}
+
+/// Writes the request head into `out`, as [`encode_request_head_as`] does,
+/// with `extra` fields after `headers`: fields the caller keeps out of
+/// the map (a client's `Cookie` from its store, not copied into headers
+/// it shares), checked with the map's as one list — an extra `Host` is
+/// the request's `Host` (a second one is [`EncodeError::DuplicateHost`]),
+/// an extra framing header is checked against `body` as the map's are.
+/// Each is written `name: value` after the map's fields, before the
+/// framing header the encoder adds.
+///
+/// # Errors
+///
+/// Those of [`encode_request_head_as`], for `headers` and `extra`
+/// together. Nothing is written on error.
+pub fn encode_request_head_with(
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    extra: &[(&HeaderName, &HeaderValue)],
+    body: RequestBody,
+    form: RequestTarget,
+    out: &mut Vec<u8>,
+) -> Result<(), EncodeError> {
+    let fields = Fields { headers, extra };
     let Checked {
         scheme,
         host,
         framing,
-    } = checked(method, uri, headers, body)?;
+    } = checked(method, uri, fields, body)?;
     let target = uri.path_and_query().map_or("/", |pq| pq.as_str());
     let target = if target.is_empty() { "/" } else { target };
     out.extend_from_slice(method.as_str().as_bytes());
@@ -96,7 +122,7 @@ pub fn encode_request_head_as(
     out.extend_from_slice(target.as_bytes());
     out.extend_from_slice(b" HTTP/1.1\r\n");
 
-    if !headers.contains_key(HOST) {
+    if fields.get_all(&HOST).next().is_none() {
         out.extend_from_slice(b"Host: ");
         out.extend_from_slice(host.as_bytes());
         if let Some(port) = uri.port_u16() {
@@ -106,6 +132,9 @@ pub fn encode_request_head_as(
         out.extend_from_slice(b"\r\n");
     }
     encode_fields(headers, out);
+    for (name, value) in extra {
+        encode_field(name, value, out);
+    }
     match framing {
         Some(Framing::Length(n)) => {
             out.extend_from_slice(b"Content-Length: ");
@@ -132,7 +161,43 @@ pub fn check_request_head(
     headers: &HeaderMap,
     body: RequestBody,
 ) -> Result<(), EncodeError> {
-    checked(method, uri, headers, body).map(|_| ())
+    check_request_head_with(method, uri, headers, &[], body)
+}
+
+/// Checks a request head as [`encode_request_head_with`] would, `extra`
+/// fields and all, without writing it.
+///
+/// # Errors
+///
+/// Those of [`encode_request_head_with`].
+pub fn check_request_head_with(
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    extra: &[(&HeaderName, &HeaderValue)],
+    body: RequestBody,
+) -> Result<(), EncodeError> {
+    checked(method, uri, Fields { headers, extra }, body).map(|_| ())
+}
+
+/// A request's fields: the map's, then the extra ones, checked as one
+/// list.
+#[derive(Clone, Copy)]
+struct Fields<'a> {
+    headers: &'a HeaderMap,
+    extra: &'a [(&'a HeaderName, &'a HeaderValue)],
+}
+
+impl<'a> Fields<'a> {
+    /// The values of the fields named `name`, the map's first.
+    fn get_all(self, name: &'a HeaderName) -> impl Iterator<Item = &'a HeaderValue> + 'a {
+        self.headers.get_all(name).iter().chain(
+            self.extra
+                .iter()
+                .filter(move |(extra, _)| *extra == name)
+                .map(|&(_, value)| value),
+        )
+    }
 }
 
 /// What a head that passed its checks is written with.
@@ -152,7 +217,7 @@ enum Framing {
 fn checked<'a>(
     method: &Method,
     uri: &'a Uri,
-    headers: &HeaderMap,
+    fields: Fields<'_>,
     body: RequestBody,
 ) -> Result<Checked<'a>, EncodeError> {
     let scheme = uri.scheme_str().ok_or(EncodeError::InvalidUri)?;
@@ -177,10 +242,10 @@ fn checked<'a>(
     if method == Method::TRACE && !matches!(body, RequestBody::Empty | RequestBody::Length(0)) {
         return Err(EncodeError::TraceBody);
     }
-    let framing = framing_header(method, headers, body)?;
+    let framing = framing_header(method, fields, body)?;
     // One Host field, or none (then it is the URI's): a server cannot tell
     // which of two is meant (RFC 9112 §3.2).
-    if headers.get_all(HOST).iter().nth(1).is_some() {
+    if fields.get_all(&HOST).nth(1).is_some() {
         return Err(EncodeError::DuplicateHost);
     }
     Ok(Checked {
@@ -194,24 +259,22 @@ fn checked<'a>(
 /// header still to write, if any.
 fn framing_header(
     method: &Method,
-    headers: &HeaderMap,
+    fields: Fields<'_>,
     body: RequestBody,
 ) -> Result<Option<Framing>, EncodeError> {
     // One Content-Length field, or none: two, though they agree, make the
     // list `5, 5`, which is not a length (RFC 9110 §8.6) and which a
     // server may refuse (Node's parser does) — as it is refused here
     // written in one field.
-    if headers.get_all(CONTENT_LENGTH).iter().nth(1).is_some() {
+    if fields.get_all(&CONTENT_LENGTH).nth(1).is_some() {
         return Err(EncodeError::ConflictingContentLength);
     }
-    let mut lengths = headers
-        .get_all(CONTENT_LENGTH)
-        .iter()
+    let mut lengths = fields
+        .get_all(&CONTENT_LENGTH)
         .map(|v| v.as_bytes().trim_ascii())
         .peekable();
-    let mut codings = headers
-        .get_all(TRANSFER_ENCODING)
-        .iter()
+    let mut codings = fields
+        .get_all(&TRANSFER_ENCODING)
         .map(|v| v.as_bytes().trim_ascii())
         .peekable();
     match body {
@@ -310,9 +373,14 @@ pub fn encode_last_chunk_with(trailers: &HeaderMap, out: &mut Vec<u8>) {
 /// `HeaderValue` holds no CR or LF: none ends a section early).
 fn encode_fields(fields: &HeaderMap, out: &mut Vec<u8>) {
     for (name, value) in fields {
-        out.extend_from_slice(name.as_str().as_bytes());
-        out.extend_from_slice(b": ");
-        out.extend_from_slice(value.as_bytes());
-        out.extend_from_slice(b"\r\n");
+        encode_field(name, value, out);
     }
+}
+
+/// Writes one field, `name: value` and CRLF.
+fn encode_field(name: &HeaderName, value: &HeaderValue, out: &mut Vec<u8>) {
+    out.extend_from_slice(name.as_str().as_bytes());
+    out.extend_from_slice(b": ");
+    out.extend_from_slice(value.as_bytes());
+    out.extend_from_slice(b"\r\n");
 }

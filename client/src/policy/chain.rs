@@ -573,10 +573,11 @@ fn as_url(uri: &http::Uri) -> Option<url::Url> {
 /// the caller set a `Cookie` header.
 fn store_cookies(store: Option<&dyn CookieStore>, hop: &Hop) -> Option<http::HeaderValue> {
     let store = store?;
-    if hop.headers.contains_key(COOKIE) || store.is_empty() {
+    if hop.headers.contains_key(COOKIE) {
         return None;
     }
-    as_url(&hop.uri).and_then(|url| store.cookies(&url))
+    // The URL is built only for a store that may hold a cookie.
+    store.cookies_for(&mut || as_url(&hop.uri))
 }
 
 /// `uri` without its userinfo, which becomes `Authorization: Basic`

@@ -34,11 +34,25 @@ pub trait CookieStore: Send + Sync {
     fn cookies(&self, url: &url::Url) -> Option<HeaderValue>;
 
     /// Whether the store holds no cookie at all, so that no request
-    /// carries one: the client then asks it for none, and spares each
-    /// request the [`url::Url`] it would build to ask. `false` unless a
+    /// carries one: [`cookies_for`](Self::cookies_for) then asks it for
+    /// none, and spares each request the [`url::Url`] it would build to
+    /// ask. `false` unless a
     /// store says so (the default asks for every request).
     fn is_empty(&self) -> bool {
         false
+    }
+
+    /// The `Cookie` header a request carries, if any, `url` called for
+    /// its URL only if the store may hold a cookie for it: what the
+    /// client asks, once a request. By default
+    /// [`is_empty`](Self::is_empty), then [`cookies`](Self::cookies); a
+    /// store that answers both under one lock (as the client's `Jar`
+    /// does) can take it once.
+    fn cookies_for(&self, url: &mut dyn FnMut() -> Option<url::Url>) -> Option<HeaderValue> {
+        if self.is_empty() {
+            return None;
+        }
+        self.cookies(&url()?)
     }
 }
 
@@ -101,12 +115,33 @@ impl Cookies {
             + 1
     }
 
-    /// Puts `cookie`, set by `url`, in the store (RFC 6265 §5.3: one of
-    /// its domain, path and name replaces the held one; an expired one
-    /// deletes it), and marks it the most recently set. The domain it is
-    /// kept for, if it is kept.
-    fn insert(&mut self, cookie: &cookie_store::RawCookie<'_>, url: &url::Url) -> Option<String> {
-        let cookie = cookie_store::Cookie::try_from_raw_cookie(cookie, url).ok()?;
+    /// Puts `cookie`, set by `url`, in the store as of `now` (RFC 6265
+    /// §5.3: one of its domain, path and name replaces the held one; an
+    /// expired one deletes it), and marks it the most recently set. The
+    /// domain it is kept for, if it is kept.
+    ///
+    /// Expired or not is `now`'s answer, for the cookie set (its
+    /// `Max-Age` counts from `now`) and the one it replaces: the
+    /// response's one reading of the clock, which its eviction takes too.
+    /// `cookie_store` reads the wall clock itself when it takes a cookie:
+    /// one expired by `now` is handed to it expired (its `expire`), so
+    /// that it deletes the held one whatever its own reading. One alive
+    /// at `now` it may still find expired if `now` is earlier than its
+    /// reading by more than the cookie has left (a test's `now` in the
+    /// past): it is then not kept — tests pass a later `now`.
+    fn insert(
+        &mut self,
+        raw: &cookie_store::RawCookie<'_>,
+        url: &url::Url,
+        now: time::OffsetDateTime,
+    ) -> Option<String> {
+        let mut cookie = cookie_store::Cookie::try_from_raw_cookie(raw, url).ok()?;
+        if let Some(max_age) = raw.max_age() {
+            cookie.expires = expiry_after(max_age, now);
+        }
+        if cookie.expires_by(&now) {
+            cookie.expire();
+        }
         let owned_key = owned(key_of(&cookie));
         let key = borrowed(&owned_key);
         let expiry = expiry_of(&cookie);
@@ -116,7 +151,7 @@ impl Cookies {
         if self
             .store
             .get_any(key.0, key.1, key.2)
-            .is_some_and(|held| held.is_expired())
+            .is_some_and(|held| held.expires_by(&now))
         {
             self.stamps.remove(key);
         }
@@ -124,10 +159,10 @@ impl Cookies {
             Ok(
                 cookie_store::StoreAction::Inserted | cookie_store::StoreAction::UpdatedExisting,
             ) => {
-                let now = self.tick();
+                let count = self.tick();
                 // §5.3 step 11.3: one that replaces a held one keeps its
                 // creation time.
-                self.stamps.set(key, now);
+                self.stamps.set(key, count);
                 if let Some(at) = expiry {
                     self.earliest_expiry =
                         Some(self.earliest_expiry.map_or(at, |held| held.min(at)));
@@ -143,24 +178,90 @@ impl Cookies {
         }
     }
 
+    /// The `Cookie` header's value for a request to `url`, `None` for no
+    /// cookie; what it sends counts as used. Called under the jar's lock,
+    /// shared: requests are given theirs side by side.
+    fn header_for(&self, url: &url::Url) -> Option<String> {
+        // The domains a cookie sent to the host can be kept for: the host
+        // (a host-only cookie's, or a `Domain` the same), and each domain
+        // it is under (RFC 6265 §5.1.3). Only theirs are looked at, found
+        // by the stamps, which are kept as the store keeps the cookies —
+        // not every domain of the jar, as `cookie_store`'s `matches` goes
+        // through them (a new string for each domain and path it passes).
+        let host = url.host_str()?;
+        let domains = std::iter::once(host).chain(
+            host.match_indices('.')
+                .map(|(at, _)| &host[at + 1..])
+                .filter(|domain| !domain.is_empty()),
+        );
+        let held = domains
+            .clone()
+            .map(|domain| self.stamps.len_of(domain))
+            .sum();
+        if held == 0 {
+            return None;
+        }
+        let now = self.tick();
+        let mut matching = Vec::with_capacity(held);
+        for ((domain, path, name), stamps) in domains.flat_map(|domain| self.stamps.iter_of(domain))
+        {
+            let Some(cookie) = self.store.get_any(domain, path, name) else {
+                continue;
+            };
+            // The store's own test of a cookie against a URL: domain,
+            // path, `Secure` and `HttpOnly` (§5.4 step 1).
+            if cookie.is_expired() || !cookie.matches(url) {
+                continue;
+            }
+            // §5.4 step 3: what is sent counts as used, and is evicted last.
+            stamps.mark_sent(now);
+            matching.push((cookie, stamps.created));
+        }
+        // RFC 6265 §5.4 step 2: longer paths first, then those created
+        // earlier. A server reads the first of two cookies of one name
+        // (`sid` for `/` and for `/app`; a host's own and its parent
+        // domain's), and the one for the deeper path, or the older one,
+        // is the one meant; `cookie_store` gives them in its hash maps'
+        // order, which differs from jar to self.
+        matching.sort_unstable_by_key(|&(cookie, created)| {
+            (std::cmp::Reverse(cookie.path.len()), created)
+        });
+        // `name=value` joined by `; `, in a string of its exact length,
+        // which becomes the header value without a copy.
+        let pair_len = |cookie: &cookie_store::Cookie<'_>| {
+            let (name, value) = cookie.name_value();
+            name.len() + 1 + value.len()
+        };
+        let len = matching
+            .iter()
+            .map(|&(cookie, _)| pair_len(cookie))
+            .sum::<usize>()
+            + 2 * matching.len().saturating_sub(1);
+        let mut joined = String::with_capacity(len);
+        for (cookie, _) in &matching {
+            let (name, value) = cookie.name_value();
+            if !joined.is_empty() {
+                joined.push_str("; ");
+            }
+            joined.push_str(name);
+            joined.push('=');
+            joined.push_str(value);
+        }
+        (!joined.is_empty()).then_some(joined)
+    }
+
     fn remove(&mut self, key: &OwnedKey) {
         self.store.remove(&key.0, &key.1, &key.2);
         self.stamps.remove(borrowed(key));
     }
 
-    /// Drops the expired cookies (RFC 6265 §5.3 has them evicted whenever
-    /// there are any: once the earliest expiry has passed, there may be),
-    /// then, while the cookies for one of `domains` or those of all pass
-    /// their limit, the least recently set or sent of them (§5.3's order:
-    /// expired, then those of a domain with too many, then any). Past a
-    /// limit the expired go first even if the earliest expiry is not
-    /// known to have passed: that order does not rest on the bound.
-    fn evict<'a>(&mut self, domains: impl Iterator<Item = &'a str>) {
-        self.evict_at(domains, time::OffsetDateTime::now_utc());
-    }
-
-    /// [`evict`](Self::evict) as of `now`: what has expired by then is
-    /// expired (a test passes a later time rather than wait for it).
+    /// Drops the cookies expired by `now` (RFC 6265 §5.3 has them evicted
+    /// whenever there are any: once the earliest expiry has passed, there
+    /// may be), then, while the cookies for one of `domains` or those of
+    /// all pass their limit, the least recently set or sent of them
+    /// (§5.3's order: expired, then those of a domain with too many, then
+    /// any). Past a limit the expired go first even if the earliest expiry
+    /// is not known to have passed: that order does not rest on the bound.
     fn evict_at<'a>(&mut self, domains: impl Iterator<Item = &'a str>, now: time::OffsetDateTime) {
         if self.stamps.len() > MAX_COOKIES || self.earliest_expiry.is_some_and(|at| at <= now) {
             self.sweep_expired(now);
@@ -240,6 +341,24 @@ impl Cookies {
     }
 }
 
+/// When a cookie with `max_age` set at `now` expires (RFC 6265 §5.2.2: at
+/// the earliest time there is for none or less, as `cookie_store` has it;
+/// past what a date holds, at its latest, 9999's end).
+#[cfg(feature = "cookies")]
+fn expiry_after(
+    max_age: time::Duration,
+    now: time::OffsetDateTime,
+) -> cookie_store::CookieExpiration {
+    if max_age <= time::Duration::ZERO {
+        return cookie_store::CookieExpiration::from(time::OffsetDateTime::UNIX_EPOCH);
+    }
+    let at = now
+        .checked_add(max_age)
+        .unwrap_or(time::PrimitiveDateTime::MAX.assume_utc());
+    // Clamped to the end of 9999 by `cookie_store`.
+    cookie_store::CookieExpiration::from(at)
+}
+
 /// When `cookie` expires, if it does (not a session cookie).
 #[cfg(feature = "cookies")]
 fn expiry_of(cookie: &cookie_store::Cookie<'_>) -> Option<time::OffsetDateTime> {
@@ -265,8 +384,21 @@ impl Jar {
     }
 
     /// Keeps the cookies `url` set, but for those it may not set, within
-    /// the jar's limits.
-    fn store(&self, mut cookies: Vec<cookie_store::RawCookie<'static>>, url: &url::Url) {
+    /// the jar's limits, as of now.
+    fn store(&self, cookies: Vec<cookie_store::RawCookie<'static>>, url: &url::Url) {
+        self.store_at(cookies, url, time::OffsetDateTime::now_utc());
+    }
+
+    /// [`store`](Self::store) as of `now`: one reading of the clock for
+    /// every cookie of a response — whether each has expired, when its
+    /// `Max-Age` ends, what is evicted — which a test gives rather than
+    /// waits for.
+    fn store_at(
+        &self,
+        mut cookies: Vec<cookie_store::RawCookie<'static>>,
+        url: &url::Url,
+        now: time::OffsetDateTime,
+    ) {
         let mut jar = self.write();
         cookies.retain(|cookie| {
             header_safe(cookie)
@@ -274,18 +406,18 @@ impl Jar {
                 && !for_a_top_level_domain(cookie, url)
                 && !breaks_its_prefix(cookie)
                 && !secure_over_plain_http(cookie, url)
-                && !shadows_a_secure_cookie(&jar.store, cookie, url)
+                && !shadows_a_secure_cookie(&jar.store, cookie, url, now)
         });
         if cookies.is_empty() {
             return;
         }
         let mut domains: Vec<String> = cookies
             .iter()
-            .filter_map(|cookie| jar.insert(cookie, url))
+            .filter_map(|cookie| jar.insert(cookie, url, now))
             .collect();
         domains.sort_unstable();
         domains.dedup();
-        jar.evict(domains.iter().map(String::as_str));
+        jar.evict_at(domains.iter().map(String::as_str), now);
     }
 
     /// The cookies, to set: one setter at a time, and no request given
@@ -316,76 +448,20 @@ impl CookieStore for Jar {
     }
 
     fn cookies(&self, url: &url::Url) -> Option<HeaderValue> {
-        let jar = self.read();
-        // The domains a cookie sent to the host can be kept for: the host
-        // (a host-only cookie's, or a `Domain` the same), and each domain
-        // it is under (RFC 6265 §5.1.3). Only theirs are looked at, found
-        // by the stamps, which are kept as the store keeps the cookies —
-        // not every domain of the jar, as `cookie_store`'s `matches` goes
-        // through them (a new string for each domain and path it passes).
-        let host = url.host_str()?;
-        let domains = std::iter::once(host).chain(
-            host.match_indices('.')
-                .map(|(at, _)| &host[at + 1..])
-                .filter(|domain| !domain.is_empty()),
-        );
-        let held = domains
-            .clone()
-            .map(|domain| jar.stamps.len_of(domain))
-            .sum();
-        if held == 0 {
-            return None;
-        }
-        let now = jar.tick();
-        let mut matching = Vec::with_capacity(held);
-        for ((domain, path, name), stamps) in domains.flat_map(|domain| jar.stamps.iter_of(domain))
-        {
-            let Some(cookie) = jar.store.get_any(domain, path, name) else {
-                continue;
-            };
-            // The store's own test of a cookie against a URL: domain,
-            // path, `Secure` and `HttpOnly` (§5.4 step 1).
-            if cookie.is_expired() || !cookie.matches(url) {
-                continue;
+        let joined = self.read().header_for(url)?;
+        HeaderValue::from_maybe_shared(bytes::Bytes::from(joined)).ok()
+    }
+
+    fn cookies_for(&self, url: &mut dyn FnMut() -> Option<url::Url>) -> Option<HeaderValue> {
+        // One lock for the look at the count and the cookies: the default
+        // would take it twice, in `is_empty` and `cookies`.
+        let joined = {
+            let jar = self.read();
+            if jar.stamps.len() == 0 {
+                return None;
             }
-            // §5.4 step 3: what is sent counts as used, and is evicted last.
-            stamps.mark_sent(now);
-            matching.push((cookie, stamps.created));
-        }
-        // RFC 6265 §5.4 step 2: longer paths first, then those created
-        // earlier. A server reads the first of two cookies of one name
-        // (`sid` for `/` and for `/app`; a host's own and its parent
-        // domain's), and the one for the deeper path, or the older one,
-        // is the one meant; `cookie_store` gives them in its hash maps'
-        // order, which differs from jar to jar.
-        matching.sort_unstable_by_key(|&(cookie, created)| {
-            (std::cmp::Reverse(cookie.path.len()), created)
-        });
-        // `name=value` joined by `; `, in a string of its exact length,
-        // which becomes the header value without a copy.
-        let pair_len = |cookie: &cookie_store::Cookie<'_>| {
-            let (name, value) = cookie.name_value();
-            name.len() + 1 + value.len()
+            jar.header_for(&url()?)?
         };
-        let len = matching
-            .iter()
-            .map(|&(cookie, _)| pair_len(cookie))
-            .sum::<usize>()
-            + 2 * matching.len().saturating_sub(1);
-        let mut joined = String::with_capacity(len);
-        for (cookie, _) in &matching {
-            let (name, value) = cookie.name_value();
-            if !joined.is_empty() {
-                joined.push_str("; ");
-            }
-            joined.push_str(name);
-            joined.push('=');
-            joined.push_str(value);
-        }
-        drop(jar);
-        if joined.is_empty() {
-            return None;
-        }
         HeaderValue::from_maybe_shared(bytes::Bytes::from(joined)).ok()
     }
 
@@ -505,7 +581,7 @@ fn is_secure(url: &url::Url) -> bool {
 }
 
 /// Whether `cookie`, not `Secure` and set over plain http, would overwrite
-/// or stand in for a `Secure` cookie `store` holds: the same name, domains
+/// or stand in for a `Secure` cookie `store` holds, alive at `now`: the same name, domains
 /// that match either way, and a path within the held one's. RFC 6265bis
 /// §5.7 has it ignored, as the browsers and curl do: otherwise whoever
 /// answers in clear could replace a session cookie the site set over https,
@@ -515,6 +591,7 @@ fn shadows_a_secure_cookie(
     store: &cookie_store::CookieStore,
     cookie: &cookie_store::RawCookie<'_>,
     url: &url::Url,
+    now: time::OffsetDateTime,
 ) -> bool {
     if cookie.secure() == Some(true) || is_secure(url) {
         return false;
@@ -525,8 +602,9 @@ fn shadows_a_secure_cookie(
     let Some(new_domain) = new.domain.as_cow() else {
         return false;
     };
-    store.iter_unexpired().any(|held| {
-        held.secure() == Some(true)
+    store.iter_any().any(|held| {
+        !held.expires_by(&now)
+            && held.secure() == Some(true)
             && held.name() == new.name()
             && held.domain.as_cow().is_some_and(|domain| {
                 domain_matches(&domain, &new_domain) || domain_matches(&new_domain, &domain)
@@ -613,6 +691,49 @@ mod tests {
         set(&jar, "http://a.test/", &["id=; Max-Age=0"]);
         assert!(jar.is_empty());
         assert_eq!(sent(&jar, "http://a.test/"), None);
+    }
+
+    /// The client asks a store once a request, `cookies_for`: the URL is
+    /// built only while the store holds a cookie — the jar's, under the
+    /// one lock it takes to look; another store's, by its `is_empty` —
+    /// and the header is the one `cookies` gives.
+    #[test]
+    fn cookies_for_builds_the_url_only_for_a_store_with_cookies() {
+        let asked = std::cell::Cell::new(0);
+        let to = |at: &str| {
+            let at = at.to_owned();
+            let asked = &asked;
+            move || {
+                asked.set(asked.get() + 1);
+                Some(url(&at))
+            }
+        };
+        let jar = Jar::new();
+        assert_eq!(jar.cookies_for(&mut to("http://a.test/")), None);
+        assert_eq!(asked.get(), 0);
+        set(&jar, "http://a.test/", &["id=7"]);
+        assert_eq!(jar.cookies_for(&mut to("http://a.test/")).unwrap(), "id=7");
+        assert_eq!(jar.cookies_for(&mut to("http://b.test/")), None);
+        assert_eq!(asked.get(), 2);
+
+        /// A store that says it is empty, or not, and always has `c=1`.
+        struct Said(bool);
+        impl CookieStore for Said {
+            fn set_cookies(&self, _: &url::Url, _: &mut dyn Iterator<Item = &HeaderValue>) {}
+            fn cookies(&self, _: &url::Url) -> Option<HeaderValue> {
+                Some(HeaderValue::from_static("c=1"))
+            }
+            fn is_empty(&self) -> bool {
+                self.0
+            }
+        }
+        assert_eq!(Said(true).cookies_for(&mut to("http://a.test/")), None);
+        assert_eq!(asked.get(), 2);
+        assert_eq!(
+            Said(false).cookies_for(&mut to("http://a.test/")).unwrap(),
+            "c=1"
+        );
+        assert_eq!(asked.get(), 3);
     }
 
     /// A cookie for a domain goes to every host under it, however deep,
@@ -1259,6 +1380,69 @@ mod tests {
         let mut all = fifty.clone();
         all.sort_unstable();
         assert_eq!(sent(&jar, "http://a.test/"), Some(all.join("; ")));
+    }
+
+    /// `set`, as of `now` rather than the wall clock.
+    fn set_at(jar: &Jar, at: &str, values: &[&str], now: time::OffsetDateTime) {
+        let parsed = values.iter().filter_map(|v| parse_set_cookie(v)).collect();
+        jar.store_at(parsed, &url(at), now);
+    }
+
+    /// The expiry of the cookie named `name` that `jar` holds.
+    fn expiry_held(jar: &Jar, name: &str) -> Option<time::OffsetDateTime> {
+        jar.read()
+            .store
+            .iter_any()
+            .find(|cookie| cookie.name() == name)
+            .and_then(expiry_of)
+    }
+
+    /// A response's cookies are taken as of one time, the `now` it is
+    /// given — the year 3000 here, past dates the wall clock has not
+    /// reached: a cookie expired by then is not kept, one set to delete a
+    /// held cookie deletes it, a held one expired by then is replaced by
+    /// one created anew, and a `Max-Age` counts from it, to the second.
+    #[test]
+    fn a_responses_cookies_are_taken_as_of_its_now() {
+        let now = time::OffsetDateTime::from_unix_timestamp(32_503_680_000).unwrap();
+        assert_eq!(now.year(), 3000);
+        let jar = Jar::new();
+        set(
+            &jar,
+            "http://a.test/",
+            &[
+                "gone=1; Expires=Mon, 01 Jan 2900 00:00:00 GMT",
+                "stale=1; Expires=Mon, 01 Jan 2900 00:00:00 GMT",
+                "kept=1",
+            ],
+        );
+        assert_eq!(held(&jar), 3);
+        set_at(
+            &jar,
+            "http://a.test/",
+            &[
+                "gone=; Expires=Mon, 01 Jan 2900 00:00:00 GMT",
+                "old=2; Expires=Mon, 01 Jan 2900 00:00:00 GMT",
+                "stale=2",
+                "aged=3; Max-Age=60",
+            ],
+            now,
+        );
+        assert_eq!(
+            pairs_held(&jar),
+            ["aged=3", "kept=1", "stale=2"].map(str::to_owned)
+        );
+        assert_eq!(
+            expiry_held(&jar, "aged"),
+            Some(now + time::Duration::MINUTE)
+        );
+        assert_eq!(expiry_held(&jar, "stale"), None);
+        // `stale` replaced one expired by `now`: created after `kept`,
+        // it is sent after it (§5.4 step 2).
+        assert_eq!(
+            jar.cookies(&url("http://a.test/")).unwrap(),
+            "kept=1; stale=2; aged=3"
+        );
     }
 
     /// Once the earliest expiry has passed, the next cookie taken sweeps

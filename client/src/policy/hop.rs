@@ -12,7 +12,9 @@ use crate::exchange::{
 use crate::h1;
 use crate::net::{Origin, Scheme};
 use bytes::Bytes;
-use http::header::{HeaderValue, CONNECTION, EXPECT, PROXY_AUTHORIZATION, TRANSFER_ENCODING};
+use http::header::{
+    HeaderName, HeaderValue, CONNECTION, COOKIE, EXPECT, PROXY_AUTHORIZATION, TRANSFER_ENCODING,
+};
 use std::io::Read;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -255,16 +257,30 @@ fn encode(
         Some(0) if matches!(body.kind, UploadKind::Bytes(_)) => h1::RequestBody::Empty,
         Some(n) => h1::RequestBody::Length(n),
     };
+    // The store's `Cookie`, kept out of the hop's headers (see
+    // [`Hop::cookie`]), goes after them: checked and written with them by
+    // the encoder, on the stack.
+    let cookie_field;
+    let extra: &[(&HeaderName, &HeaderValue)] = match cookie {
+        Some(cookie) => {
+            cookie_field = [(&COOKIE, cookie)];
+            &cookie_field
+        }
+        None => &[],
+    };
     let mut head = Vec::new();
     if h2_only {
-        h1::check_request_head(method, uri, headers, framing).map_err(InvalidRequest::Encode)?;
-    } else {
-        head.reserve(256 + cookie.map_or(0, |cookie| COOKIE_LINE.len() + cookie.len() + 2));
-        h1::encode_request_head_as(method, uri, headers, framing, form, &mut head)
+        h1::check_request_head_with(method, uri, headers, extra, framing)
             .map_err(InvalidRequest::Encode)?;
-        if let Some(cookie) = cookie {
-            add_last_field(&mut head, cookie);
-        }
+    } else {
+        // `name: value` and CRLF per extra field.
+        let extra_len: usize = extra
+            .iter()
+            .map(|(name, value)| name.as_str().len() + value.len() + 4)
+            .sum();
+        head.reserve(256 + extra_len);
+        h1::encode_request_head_with(method, uri, headers, extra, framing, form, &mut head)
+            .map_err(InvalidRequest::Encode)?;
     }
     let streamed = |source| {
         RequestBody::Streamed(Streamed {
@@ -297,22 +313,6 @@ fn encode(
         // runs already.
         UploadKind::Unsent { source, .. } => (head, streamed(source), held, None),
     })
-}
-
-/// How an encoded head writes the store's `Cookie` field (as `tickless_h1`
-/// writes a field: its lowercase name).
-const COOKIE_LINE: &[u8] = b"cookie: ";
-
-/// Writes `cookie` as the last field of `head`, an encoded request head
-/// (which ends with the empty line): the store's `Cookie`, kept out of
-/// the hop's headers (see [`Hop::cookie`]). A `HeaderValue` holds no
-/// CR or LF: it cannot end the head early.
-fn add_last_field(head: &mut Vec<u8>, cookie: &HeaderValue) {
-    debug_assert!(head.ends_with(b"\r\n\r\n"));
-    head.truncate(head.len() - 2);
-    head.extend_from_slice(COOKIE_LINE);
-    head.extend_from_slice(cookie.as_bytes());
-    head.extend_from_slice(b"\r\n\r\n");
 }
 
 /// The largest body in memory copied into the head, framed: up to it the
@@ -384,10 +384,11 @@ mod tests {
         }
     }
 
-    /// The store's `Cookie`, kept out of the hop's headers, is the head's
-    /// last field: before the empty line, and before a body in the head.
+    /// The store's `Cookie`, kept out of the hop's headers, is written by
+    /// the encoder after them, with its framing header after it: before
+    /// the empty line, and before a body in the head.
     #[test]
-    fn the_stores_cookie_is_the_last_field_of_the_head() {
+    fn the_stores_cookie_goes_after_the_hops_headers() {
         let uri: http::Uri = "http://a.test/x".parse().unwrap();
         let pipe = || Arc::new(Pipe::new(1024, Arc::default()));
         let mut headers = http::HeaderMap::new();
@@ -409,8 +410,8 @@ mod tests {
         .unwrap();
         assert_eq!(
             String::from_utf8(head).unwrap(),
-            "POST /x HTTP/1.1\r\nHost: a.test\r\naccept: */*\r\nContent-Length: 5\r\n\
-             cookie: a=1; b=2\r\n\r\nhello"
+            "POST /x HTTP/1.1\r\nHost: a.test\r\naccept: */*\r\ncookie: a=1; b=2\r\n\
+             Content-Length: 5\r\n\r\nhello"
         );
     }
 

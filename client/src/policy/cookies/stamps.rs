@@ -143,6 +143,9 @@ impl StampsByKey {
                 self.domains.remove(domain);
             }
         }
+        // Reached only once a stamp was taken out: an absent key, or one
+        // removed twice, returned above, and the count never goes below
+        // what the maps hold.
         self.len -= 1;
         Some(removed)
     }
@@ -185,6 +188,28 @@ fn stamps_of<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A key removed twice, or never held, removes nothing and leaves the
+    /// count as the maps have it (it cannot wrap below zero).
+    #[test]
+    fn removing_a_key_not_held_changes_nothing() {
+        let mut stamps = StampsByKey::default();
+        assert!(stamps.remove(("a.test", "/", "x")).is_none());
+        stamps.set(("a.test", "/", "x"), 1);
+        stamps.set(("a.test", "/b", "y"), 2);
+        assert!(stamps.remove(("a.test", "/", "x")).is_some());
+        for key in [
+            ("a.test", "/", "x"),
+            ("a.test", "/", "y"),
+            ("b.test", "/", "x"),
+        ] {
+            assert!(stamps.remove(key).is_none());
+        }
+        assert_eq!((stamps.len(), stamps.len_of("a.test")), (1, 1));
+        assert!(stamps.remove(("a.test", "/b", "y")).is_some());
+        assert!(stamps.remove(("a.test", "/b", "y")).is_none());
+        assert_eq!((stamps.len(), stamps.iter().count()), (0, 0));
+    }
 
     /// Two requests take their counts in one order and may mark a cookie
     /// in the other: the later count stays, as if they had marked in
