@@ -440,7 +440,7 @@ fn an_override_keeps_the_scope_id_of_its_ipv6_address() {
     };
     let port = listener.local_addr().unwrap().port();
     let server = std::thread::spawn(move || {
-        let (mut stream, _) = listener.accept().unwrap();
+        let mut stream = accept_in_time(&listener);
         let _ = RequestReader::new(0).read_request(&mut stream);
         std::io::Write::write_all(&mut stream, &ok("scoped")).unwrap();
     });

@@ -857,7 +857,7 @@ fn tls_h2_server(
     let server = thread::spawn(move || {
         let workers: Vec<_> = (0..n)
             .map(|index| {
-                let (socket, _) = listener.accept().unwrap();
+                let socket = accept_in_time(&listener);
                 let script = script.clone();
                 thread::spawn(move || script(index, socket))
             })
