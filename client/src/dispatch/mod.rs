@@ -366,6 +366,10 @@ impl Dispatcher {
             Routed::Pool(exchange) => (exchange, false),
             Routed::Opener(exchange) => (exchange, true),
         };
+        // Routed to the pool, not queued yet: told on the thread that
+        // dispatches (a test holds a request here, in its subscriber).
+        #[cfg(feature = "tracing")]
+        tracing::trace!(request = exchange.id, opener, "to the pool");
         let (acquired, to_close) = self
             .pool
             .acquire(&exchange, self.env.clock.now(), allow_idle);
