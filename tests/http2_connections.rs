@@ -1156,6 +1156,22 @@ fn one_permit_client_on(clock: &tickless::timer::ManualClock) -> Client {
         .unwrap()
 }
 
+/// The hedge delay of [`hedged_on_a_thread`]'s request.
+const HEDGE_DELAY: Duration = Duration::from_millis(10);
+
+/// A GET of `url` with a copy after [`HEDGE_DELAY`], waited for on a
+/// thread of its own: the copy goes when the request is polled.
+fn hedged_on_a_thread(
+    client: &Client,
+    url: String,
+) -> thread::JoinHandle<Result<tickless::Response, Error>> {
+    let future = client
+        .get(url)
+        .hedge(tickless::hedge::Policy::after(HEDGE_DELAY))
+        .send();
+    thread::spawn(move || future.wait())
+}
+
 /// A hedged copy queued in the pool while the connection of the request
 /// it backs up is still in its TLS handshake (the host's one permit held
 /// by that connection), when the connection learns HTTP/2 by ALPN and is
@@ -1177,20 +1193,14 @@ fn a_hedged_copy_queued_while_its_attempts_connection_learns_http2_keeps_away_fr
     } = stream_counting_server();
     let clock = tickless::timer::ManualClock::new();
     let client = one_permit_client_on(&clock);
-    let hedge_delay = Duration::from_millis(10);
-    let future = client
-        .get(&url)
-        .hedge(tickless::hedge::Policy::after(hedge_delay))
-        .send();
-    // Polled on a thread of its own: the copy goes when it is polled.
-    let response = thread::spawn(move || future.wait());
+    let response = hedged_on_a_thread(&client, url);
     // The copy is to keep away from a connection the request has: it
     // rings once the request is connecting (the connection the client's,
     // before it connects).
     connecting
         .recv_timeout(CEILING)
         .expect("the request connects");
-    clock.advance(hedge_delay);
+    clock.advance(HEDGE_DELAY);
     assert!(
         eventually(CEILING, || client.stats().waiting == 1),
         "the copy never queued: {:?}",
@@ -1238,19 +1248,13 @@ fn a_hedged_copy_of_a_request_queued_without_a_connection_keeps_away_from_the_on
     connecting
         .recv_timeout(CEILING)
         .expect("the first request connects");
-    let hedge_delay = Duration::from_millis(10);
-    let future = client
-        .get(format!("{url}b"))
-        .hedge(tickless::hedge::Policy::after(hedge_delay))
-        .send();
-    // Polled on a thread of its own: the copy goes when it is polled.
-    let response = thread::spawn(move || future.wait());
+    let response = hedged_on_a_thread(&client, format!("{url}b"));
     assert!(
         eventually(CEILING, || client.stats().waiting == 1),
         "the hedged request never queued: {:?}",
         client.stats()
     );
-    clock.advance(hedge_delay);
+    clock.advance(HEDGE_DELAY);
     assert!(
         eventually(CEILING, || client.stats().waiting == 2),
         "the copy never queued: {:?}",
