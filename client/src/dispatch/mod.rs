@@ -668,10 +668,17 @@ impl Dispatcher {
         then: impl FnOnce(&Dispatcher, Arc<Exchange>, Vec<SocketAddr>) + Send + 'static,
     ) {
         // An override before an IP literal: it may stand for one too. Keyed
-        // by one function from both sides, so they match as URLs do.
+        // by one function from both sides, so they match as URLs do; the
+        // one for this port before the one for every port.
         let overrides = &self.env.config.resolve_overrides;
         let overridden = (!overrides.is_empty())
-            .then(|| overrides.get(&crate::net::override_key(host)))
+            .then(|| {
+                let mut key = (crate::net::override_key(host), Some(port));
+                overrides.get(&key).or_else(|| {
+                    key.1 = None;
+                    overrides.get(&key)
+                })
+            })
             .flatten();
         if let Some(addrs) = overridden {
             let addrs = at_port_if_none(addrs.iter().copied(), port);
