@@ -91,8 +91,7 @@
 //!   case, with or without a final dot, a name that is not ASCII as it is
 //!   or in IDNA's ASCII form (`bücher.test`, `xn--bcher-kva.test`); an IP address (IPv6 in brackets,
 //!   `[::1]:443:127.0.0.1`, as curl 8.13 takes it; `127.2` is
-//!   `127.0.0.2`, as in a URL) is replaced too, at every port of it — so
-//!   one address at two ports is refused. An IPv6 `ADDR` may have a
+//!   `127.0.0.2`, as in a URL) is replaced too. An IPv6 `ADDR` may have a
 //!   zone id, its interface's name or index, written as it is
 //!   (`[fe80::1%eth0]`, `fe80::1%2`, as `getaddrinfo` takes it): the
 //!   connection goes out through that interface. A zone naming no
@@ -228,9 +227,6 @@ struct Args {
     /// `--noproxy LIST`: the hosts that bypass the proxy.
     noproxy: Option<String>,
     resolve: Vec<Resolve>,
-    /// The `--resolve` entries for IP addresses, as the client's overrides
-    /// ([`ip_overrides`]).
-    ip_overrides: Vec<(std::net::IpAddr, Vec<std::net::SocketAddr>)>,
     versions: Versions,
     max_redirects: Option<usize>,
     no_decompress: bool,
@@ -241,43 +237,12 @@ struct Args {
     hedge_after: Option<Duration>,
 }
 
-/// The `HOST` of a `--resolve` entry, read once (in [`parse_resolve`]) as
-/// a URL's host is read, so that it matches the URL's however either
-/// spells it.
-#[derive(Debug)]
-enum ResolveHost {
-    /// A DNS name, as [`ResolveTable`] keys it: as the URL standard's host
-    /// parser reads it (the `url` crate's, as the client reads a URL's
-    /// host, and the hosts it asks a resolver for: lower case, a name that
-    /// is not ASCII in IDNA's ASCII form — `bücher.test` is
-    /// `xn--bcher-kva.test`), without a final dot (`example.test.` is the
-    /// same DNS name). A host that parser refuses is kept in lower case:
-    /// no URL's host matches it.
-    Name(String),
-    /// An IP address (IPv6 in brackets; `127.2` is `127.0.0.2`, as in a
-    /// URL): the client's own override ([`ip_overrides`]).
-    Ip(std::net::IpAddr),
-}
-
-impl ResolveHost {
-    /// A `HOST` written without brackets: an IPv4 address in any spelling
-    /// a URL takes, or a name.
-    fn unbracketed(host: &str) -> ResolveHost {
-        let host = host.strip_suffix('.').unwrap_or(host);
-        match url::Host::parse(host) {
-            Ok(url::Host::Ipv4(ip)) => ResolveHost::Ip(ip.into()),
-            Ok(url::Host::Domain(name)) => ResolveHost::Name(name),
-            // Refused (the parser reads an IPv6 address in brackets only,
-            // which are not here).
-            _ => ResolveHost::Name(host.to_ascii_lowercase()),
-        }
-    }
-}
-
 /// One `--resolve HOST:PORT:ADDR[,ADDR…]`.
 #[derive(Debug)]
 struct Resolve {
-    host: ResolveHost,
+    /// As written (an IPv6 address in brackets): the client's override
+    /// matches it to a URL's host however either spells it.
+    host: String,
     port: u16,
     /// At port 0, an IPv6 one with its zone's scope id: the port is set
     /// where they are used, keeping it (`SocketAddr::set_port`).
@@ -290,9 +255,9 @@ fn parse_resolve(value: &str) -> Result<Resolve, String> {
     let (host, rest) = match value.strip_prefix('[') {
         Some(bracketed) => {
             let (literal, rest) = bracketed.split_once(']').ok_or_else(bad)?;
-            let ip: std::net::Ipv6Addr = literal.parse().map_err(|_| bad())?;
+            literal.parse::<std::net::Ipv6Addr>().map_err(|_| bad())?;
             (
-                ResolveHost::Ip(ip.into()),
+                format!("[{literal}]"),
                 rest.strip_prefix(':').ok_or_else(bad)?,
             )
         }
@@ -301,7 +266,7 @@ fn parse_resolve(value: &str) -> Result<Resolve, String> {
             if host.is_empty() {
                 return Err(bad());
             }
-            (ResolveHost::unbracketed(host), rest)
+            (host.to_owned(), rest)
         }
     };
     let (port, addrs) = rest.split_once(':').ok_or_else(bad)?;
@@ -365,101 +330,6 @@ fn interface_index(zone: &str) -> Option<u32> {
     // which only reads it.
     let index = unsafe { libc::if_nametoindex(name.as_ptr()) };
     (index != 0).then_some(index)
-}
-
-/// The `--resolve` entries whose `HOST` is an IP address, each with its
-/// addresses at port 0 (the request's): the client never asks a resolver
-/// for an IP address, so these are its own overrides
-/// ([`tickless::ClientBuilder::resolve`]) — which hold at every port of
-/// the address. So two entries for one address at two ports would have
-/// the later replace the earlier at both: refused.
-fn ip_overrides(
-    entries: &[Resolve],
-) -> Result<Vec<(std::net::IpAddr, Vec<std::net::SocketAddr>)>, String> {
-    let mut overrides: Vec<(std::net::IpAddr, u16, Vec<std::net::SocketAddr>)> = Vec::new();
-    for entry in entries {
-        let ResolveHost::Ip(ip) = entry.host else {
-            continue;
-        };
-        // At port 0, the request's.
-        let addrs = entry.addrs.clone();
-        match overrides.iter_mut().find(|(known, _, _)| *known == ip) {
-            Some((_, port, _)) if *port != entry.port => {
-                return Err(format!(
-                    "--resolve: {ip} at two ports ({port} and {}): an IP address's entry holds at \
-                     every port of it",
-                    entry.port
-                ));
-            }
-            Some((_, _, known)) => *known = addrs,
-            None => overrides.push((ip, entry.port, addrs)),
-        }
-    }
-    Ok(overrides
-        .into_iter()
-        .map(|(ip, _, addrs)| (ip, addrs))
-        .collect())
-}
-
-/// The `--resolve` entries as the client's resolver: a host name at a
-/// port an entry names connects to its addresses, wherever in the transfer
-/// it comes (the URL, the proxy, a redirect); any other name, or the same
-/// name at another port, is looked up as usual. The client asks a resolver
-/// for DNS names only, never for a name a proxy resolves (through an HTTP
-/// proxy or `socks5h://`), as curl does; nor for an IP literal, whose
-/// entries are the client's own overrides.
-struct ResolveTable {
-    /// By name (a [`ResolveHost::Name`]) and port; a later entry for the
-    /// same pair replaces an earlier one.
-    entries: std::collections::HashMap<(String, u16), Vec<std::net::SocketAddr>>,
-}
-
-impl ResolveTable {
-    fn new(entries: &[Resolve]) -> ResolveTable {
-        let entries = entries
-            .iter()
-            .filter_map(|entry| match &entry.host {
-                ResolveHost::Name(name) => Some((name, entry)),
-                ResolveHost::Ip(_) => None,
-            })
-            .map(|(name, entry)| {
-                let addrs = entry
-                    .addrs
-                    .iter()
-                    .map(|addr| {
-                        let mut addr = *addr;
-                        addr.set_port(entry.port);
-                        addr
-                    })
-                    .collect();
-                ((name.clone(), entry.port), addrs)
-            })
-            .collect();
-        ResolveTable { entries }
-    }
-}
-
-impl tickless::Resolve for ResolveTable {
-    fn resolve(&self, host: &str, port: u16, answer: tickless::ResolveAnswer) {
-        // The client asks for a name as a URL's host is read (lower
-        // case, in IDNA's ASCII form: `Origin`'s host, a proxy URL's), with
-        // its final dot if the URL had one: as the table keys it but for
-        // that dot.
-        let name = host.strip_suffix('.').unwrap_or(host);
-        if let Some(addrs) = self.entries.get(&(name.to_owned(), port)) {
-            return answer.addresses(addrs.iter().copied());
-        }
-        // `getaddrinfo` blocks, and this is called on a loop: on a thread
-        // of its own (one transfer looks up a name or two).
-        let host = host.to_owned();
-        std::thread::spawn(move || {
-            use std::net::ToSocketAddrs;
-            match (host.as_str(), port).to_socket_addrs() {
-                Ok(addrs) => answer.addresses(addrs),
-                Err(error) => answer.failed(error),
-            }
-        });
-    }
 }
 
 /// A `--data` or `--data-binary` value: the body, or `@FILE` (`@-`:
@@ -693,7 +563,6 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
     if parsed.cert.is_some() != parsed.key.is_some() {
         return Err("--cert and --key go together".into());
     }
-    parsed.ip_overrides = ip_overrides(&parsed.resolve)?;
     Ok(parsed)
 }
 
@@ -776,15 +645,11 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         builder = builder.proxy(proxy);
     }
     // curl's rule: an entry is for HOST at PORT, and for every connection
-    // of the transfer there — the URL's, the proxy's, a redirect's. The
-    // client asks its resolver for names only: an IP address's entry is
-    // the client's own override, which holds at every port (port 0: the
-    // request's).
-    if !args.resolve.is_empty() {
-        builder = builder.resolver(std::sync::Arc::new(ResolveTable::new(&args.resolve)));
-    }
-    for (ip, addrs) in &args.ip_overrides {
-        builder = builder.resolve(&ip.to_string(), addrs);
+    // of the transfer there — the URL's, the proxy's, a redirect's; a
+    // later entry for the same HOST:PORT replaces an earlier one. Its
+    // addresses are at port 0: PORT.
+    for entry in &args.resolve {
+        builder = builder.resolve_port(&entry.host, entry.port, &entry.addrs);
     }
     if args.insecure {
         say(

@@ -362,6 +362,62 @@ fn an_override_matches_its_host_however_the_url_spells_it() {
     }
 }
 
+/// An override for one port of a host (curl's `--resolve host:port:addr`)
+/// holds at that port only, and wins there over the host's override for
+/// every port, whichever was set first; at any other port the one for
+/// every port holds, or the resolver is asked. An empty list removes the
+/// one port's override, and the one for every port holds there again.
+#[test]
+fn an_override_for_one_port_wins_there_over_the_one_for_every_port() {
+    let every_port = TestServer::respond(|_| ok("every port"));
+    let one_port = TestServer::respond(|_| ok("one port"));
+    let (port, other_port) = (one_port.addr().port(), every_port.addr().port());
+    // Port 0: the request's, which is `one_port`'s.
+    let loopback = [SocketAddr::from(([127, 0, 0, 1], 0))];
+    let answer = |client: &Client, url: String| -> Result<String, Error> {
+        client.get(url).send().wait()?.text().wait()
+    };
+    for port_first in [false, true] {
+        let resolver = Arc::new(KnowsNone::default());
+        let mut builder = builder()
+            .resolver(resolver.clone())
+            .request_timeout(CEILING);
+        if port_first {
+            builder = builder.resolve_port("Ports.Test.", port, &loopback);
+        }
+        builder = builder.resolve("ports.test", &[every_port.addr()]);
+        if !port_first {
+            builder = builder.resolve_port("ports.test", port, &loopback);
+        }
+        let client = builder
+            .resolve_port("one.test", port, &[one_port.addr()])
+            .build()
+            .unwrap();
+        let at = |host: &str, port: u16| answer(&client, format!("http://{host}:{port}/"));
+        assert_eq!(at("ports.test", port).unwrap(), "one port");
+        assert_eq!(at("PORTS.test", other_port).unwrap(), "every port");
+        // At a port nothing listens on: the override for every port has
+        // its own port.
+        assert_eq!(at("ports.test", 1).unwrap(), "every port");
+        assert_eq!(at("one.test", port).unwrap(), "one port");
+        assert!(resolver.asked.lock().unwrap().is_empty());
+        let error = at("one.test", other_port).unwrap_err();
+        assert!(matches!(error, Error::Resolve { .. }), "{error:?}");
+        assert_eq!(*resolver.asked.lock().unwrap(), ["one.test"]);
+        client.close();
+    }
+    let client = builder()
+        .request_timeout(CEILING)
+        .resolve("ports.test", &[every_port.addr()])
+        .resolve_port("ports.test", port, &loopback)
+        .resolve_port("ports.test", port, &[])
+        .build()
+        .unwrap();
+    let text = answer(&client, format!("http://ports.test:{port}/"));
+    assert_eq!(text.unwrap(), "every port");
+    client.close();
+}
+
 #[test]
 fn when_the_latest_attempt_fails_the_next_starts_at_once_though_an_earlier_one_still_waits() {
     let Some(dead) = blackhole() else { return };
@@ -440,7 +496,7 @@ fn an_override_keeps_the_scope_id_of_its_ipv6_address() {
     };
     let port = listener.local_addr().unwrap().port();
     let server = std::thread::spawn(move || {
-        let (mut stream, _) = listener.accept().unwrap();
+        let mut stream = accept_in_time(&listener);
         let _ = RequestReader::new(0).read_request(&mut stream);
         std::io::Write::write_all(&mut stream, &ok("scoped")).unwrap();
     });

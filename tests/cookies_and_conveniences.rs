@@ -102,22 +102,17 @@ fn cookies_follow_domain_and_path_rules() {
 }
 
 /// RFC 6265 §5.1.1: `Expires` is read leniently, as the browsers read it.
-/// A server that deletes a cookie with a past date in any of the layouts
-/// servers use — `UTC` or `+0000` or no zone for `GMT`, a one-digit day,
-/// a two-digit year, dashes — sees the next request go without it (the
-/// `cookie` crate reads only a few layouts and made the cookie a session
-/// cookie, which stayed).
+/// A server that deletes a cookie with a past date, in the standard layout
+/// or in one the `cookie` crate does not read (`+0000` for `GMT`: it made
+/// the cookie a session cookie, which stayed), sees the next request go
+/// without it. Every layout servers use is listed once, in the jar's unit
+/// tests (`policy::cookies`, through the `CookieStore` calls the client
+/// makes); here the way from a response to the next request.
 #[test]
 fn a_cookie_deleted_with_a_past_date_in_any_layout_is_not_sent_again() {
-    const PAST: [&str; 8] = [
+    const PAST: [&str; 2] = [
         "Thu, 01 Jan 1970 00:00:00 GMT",
-        "Thu, 01 Jan 1970 00:00:00 UTC",
-        "Thu, 1 Jan 1970 00:00:00 GMT",
         "Thu, 01 Jan 1970 00:00:00 +0000",
-        "Thu, 01 Jan 1970 00:00:00",
-        "Thu, 01 Jan 70 00:00:00 GMT",
-        "Thu, 01-Jan-70 00:00:00 GMT",
-        "Thu, 01-Jan-1970 00:00:00 UTC",
     ];
     let server = TestServer::respond(|request| {
         let target = request.target.as_str();

@@ -212,7 +212,7 @@ fn a_flushed_piece_of_a_stream_is_read_whole_before_the_server_sends_more() {
         let url = format!("http://{}/", listener.local_addr().unwrap());
         let (read_all, client_read) = mpsc::channel::<()>();
         let server = thread::spawn(move || {
-            let (mut stream, _) = listener.accept().unwrap();
+            let mut stream = accept_in_time(&listener);
             read_head(&mut stream).unwrap();
             let mut encoder =
                 flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
@@ -567,7 +567,7 @@ fn sends_a_piece_then_waits(
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/", listener.local_addr().unwrap());
     thread::spawn(move || {
-        let (mut stream, _) = listener.accept().unwrap();
+        let mut stream = accept_in_time(&listener);
         read_head(&mut stream).unwrap();
         let head = format!(
             "HTTP/1.1 200 OK\r\nContent-Encoding: {coding}\r\n\

@@ -857,7 +857,7 @@ fn tls_h2_server(
     let server = thread::spawn(move || {
         let workers: Vec<_> = (0..n)
             .map(|index| {
-                let (socket, _) = listener.accept().unwrap();
+                let socket = accept_in_time(&listener);
                 let script = script.clone();
                 thread::spawn(move || script(index, socket))
             })
@@ -869,263 +869,74 @@ fn tls_h2_server(
     (url, server)
 }
 
-/// A clock that holds, until let go, the read the dispatch makes for the
-/// pool (`Pool::acquire`'s) on the thread that asked for it: the request
-/// has been routed to the pool then, and is not queued yet. Told by the
-/// caller of the read (`Dispatcher::dispatch`, the frame right under the
-/// clock's `now`: see [`read_by_dispatch`]), not by counting reads: which
-/// reads come before it is not this test's business. (Nothing of the
-/// public API is seen between the routing and the pool but this read.)
+/// Holds, until let go, the request that reaches the client's pool on a
+/// thread that sends it [`with_pool_entry_held`]: the client's dispatch
+/// logs (`trace`) "to the pool" on that thread once the request has been
+/// routed to the pool, and before it is queued there; the subscriber's
+/// writer holds that line.
+#[cfg(feature = "tracing")]
 #[derive(Debug, Default)]
-struct HoldsThePoolRead {
-    state: Mutex<Hold>,
+struct HoldsThePoolEntry {
+    /// Holding, and let go.
+    state: Mutex<(bool, bool)>,
     changed: Condvar,
 }
 
-#[derive(Debug, Default)]
-struct Hold {
-    thread: Option<thread::ThreadId>,
-    holding: bool,
-    let_go: bool,
-    /// Why the clock cannot tell its callers (a backtrace without names):
-    /// the test fails with it at once rather than at `CEILING`.
-    blind: Option<String>,
-}
-
-impl HoldsThePoolRead {
-    fn hold_on_this_thread(&self) {
-        self.state.lock().unwrap().thread = Some(thread::current().id());
-    }
-
+#[cfg(feature = "tracing")]
+impl HoldsThePoolEntry {
     fn wait_until_holding(&self) {
         let state = self.state.lock().unwrap();
         let (state, _) = self
             .changed
-            .wait_timeout_while(state, CEILING, |state| {
-                !state.holding && state.blind.is_none()
-            })
+            .wait_timeout_while(state, CEILING, |(holding, _)| !*holding)
             .unwrap();
-        // Let go of the lock first: the loops read the clock too.
-        let (holding, blind) = (state.holding, state.blind.clone());
-        drop(state);
-        if let Some(blind) = blind {
-            panic!("{blind}");
-        }
-        assert!(holding, "the dispatch never read the clock for the pool");
+        assert!(state.0, "no request reached the pool");
     }
 
     fn let_go(&self) {
-        self.state.lock().unwrap().let_go = true;
+        self.state.lock().unwrap().1 = true;
         self.changed.notify_all();
     }
 }
 
-impl tickless::timer::Clock for HoldsThePoolRead {
-    fn now(&self) -> Instant {
-        let now = Instant::now();
-        if self.state.lock().unwrap().thread != Some(thread::current().id()) {
-            return now;
-        }
-        let trace = std::backtrace::Backtrace::force_capture().to_string();
-        let mut state = self.state.lock().unwrap();
-        match read_by_dispatch(&trace) {
-            Ok(false) => return now,
-            Ok(true) => state.holding = true,
-            // Checked at the first read on the thread (and every one after).
-            Err(blind) => state.blind = Some(blind),
-        }
-        state.thread = None;
-        self.changed.notify_all();
-        if state.holding {
-            let _ = self
+/// The writer of one line the subscriber logs.
+#[cfg(feature = "tracing")]
+struct PoolEntryLine(Arc<HoldsThePoolEntry>);
+
+#[cfg(feature = "tracing")]
+impl Write for PoolEntryLine {
+    fn write(&mut self, line: &[u8]) -> std::io::Result<usize> {
+        const TOLD: &[u8] = b"tickless_client::dispatch: to the pool";
+        if line.windows(TOLD.len()).any(|part| part == TOLD) {
+            let hold = &self.0;
+            hold.state.lock().unwrap().0 = true;
+            hold.changed.notify_all();
+            let state = hold.state.lock().unwrap();
+            let _ = hold
                 .changed
-                .wait_timeout_while(state, CEILING, |state| !state.let_go)
-                .unwrap();
+                .wait_timeout_while(state, CEILING, |(_, let_go)| !*let_go);
         }
-        now
+        Ok(line.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
-/// Whether `trace`, a backtrace taken in [`HoldsThePoolRead`]'s `now`,
-/// shows the clock read by `Dispatcher::dispatch` itself: the frame right
-/// under the clock's own (those above it, the backtrace's, skipped) is
-/// `dispatch`, in any of its spellings — the full path (legacy mangling),
-/// `<…Dispatcher>::dispatch` (v0), or the bare name (line tables only:
-/// a function something was inlined into, or every function once the
-/// build optimizes) where tickless-client's are: in its sources, or right
-/// above a frame of its. A read in a function inlined into `dispatch`
-/// (`route_shared`) has that function's frame under the clock's: not
-/// this one. An error if the trace has no frame of the clock's `now`: no
-/// symbol names to tell the caller by.
-fn read_by_dispatch(trace: &str) -> Result<bool, String> {
-    /// A frame: its name, any legacy hash ("::h0123456789abcdef") cut,
-    /// and where it is (`client/src/dispatch/mod.rs:371:48`), if told.
-    struct Frame<'t> {
-        name: &'t str,
-        at: Option<&'t str>,
-    }
-    // "  12: name" lines, each followed by its "at file:line:column".
-    let mut frames: Vec<Frame<'_>> = Vec::new();
-    for line in trace.lines().map(str::trim) {
-        if let Some(at) = line.strip_prefix("at ") {
-            if let Some(frame) = frames.last_mut() {
-                frame.at.get_or_insert(at);
-            }
-            continue;
-        }
-        let Some((index, name)) = line.split_once(": ") else {
-            continue;
-        };
-        if index.parse::<usize>().is_err() {
-            continue;
-        }
-        let name = match name.rsplit_once("::h") {
-            Some((path, hash))
-                if hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit()) =>
-            {
-                path
-            }
-            _ => name,
-        };
-        frames.push(Frame { name, at: None });
-    }
-    let own = |name: &str| {
-        name == "now" || (name.contains("HoldsThePoolRead") && name.ends_with("::now"))
-    };
-    let Some(at) = frames.iter().position(|frame| own(frame.name)) else {
-        return Err(format!(
-            "the clock's backtrace has no frame of its own `now`: without symbol names it \
-             cannot tell the pool's read by its caller (built without symbols or line tables?)\n\
-             {trace}"
-        ));
-    };
-    let client_path = |name: &str| {
-        name.starts_with("tickless_client::") || name.starts_with("<tickless_client::")
-    };
-    // The client's sources: its crate is the workspace's `client/`.
-    let in_the_client = |frame: &Frame<'_>| frame.at.is_some_and(|at| at.contains("client/src/"));
-    Ok(match (frames.get(at + 1), frames.get(at + 2)) {
-        (Some(caller), _)
-            if caller.name.ends_with("::Dispatcher::dispatch")
-                || caller.name.ends_with("::Dispatcher>::dispatch") =>
-        {
-            client_path(caller.name)
-        }
-        (Some(caller), under) if caller.name == "dispatch" => {
-            in_the_client(caller)
-                || under.is_some_and(|under| client_path(under.name) || in_the_client(under))
-        }
-        _ => false,
-    })
-}
+/// `f`, on this thread, with a `tracing` subscriber (for this thread only)
+/// that holds the request reaching the pool (see [`HoldsThePoolEntry`]).
+#[cfg(feature = "tracing")]
+fn with_pool_entry_held<T>(hold: &Arc<HoldsThePoolEntry>, f: impl FnOnce() -> T) -> T {
+    use tracing_subscriber::util::SubscriberInitExt;
 
-/// [`read_by_dispatch`] knows `dispatch` in each of its spellings, and
-/// nothing else for it.
-#[test]
-fn the_pool_read_is_told_by_its_caller_in_each_spelling() {
-    // Frames by name and file, innermost first.
-    let trace = |frames: &[(&str, &str)]| -> String {
-        frames
-            .iter()
-            .enumerate()
-            .map(|(index, (name, file))| {
-                format!("  {index:>2}: {name}\n             at {file}:1:1\n")
-            })
-            .collect()
-    };
-    let std_frames = [
-        (
-            "std::backtrace_rs::backtrace::libunwind::trace",
-            "/rustc/library/backtrace.rs",
-        ),
-        (
-            "std::backtrace::Backtrace::force_capture",
-            "/rustc/library/std/backtrace.rs",
-        ),
-    ];
-    let told = |under: &[(&str, &str)]| {
-        let mut frames = std_frames.to_vec();
-        frames.push(("now", "./tests/http2_connections.rs"));
-        frames.extend_from_slice(under);
-        read_by_dispatch(&trace(&frames)).unwrap()
-    };
-    let dispatch_rs = "./client/src/dispatch/mod.rs";
-    let elsewhere = "/home/.cargo/registry/src/other/src/lib.rs";
-    let submit = ("tickless_client::dispatch::Dispatcher::submit", dispatch_rs);
-    // Legacy mangling, with or without the hash; v0.
-    assert!(told(&[
-        (
-            "tickless_client::dispatch::Dispatcher::dispatch",
-            dispatch_rs
-        ),
-        submit
-    ]));
-    assert!(told(&[
-        (
-            "tickless_client::dispatch::Dispatcher::dispatch::h0123456789abcdef",
-            elsewhere
-        ),
-        submit
-    ]));
-    assert!(told(&[
-        (
-            "<tickless_client::dispatch::Dispatcher>::dispatch",
-            dispatch_rs
-        ),
-        submit
-    ]));
-    // Bare: in the client's sources, or above a frame of the client.
-    assert!(told(&[("dispatch", dispatch_rs), ("submit", dispatch_rs)]));
-    assert!(told(&[("dispatch", elsewhere), submit]));
-    assert!(told(&[
-        ("dispatch", elsewhere),
-        ("<tickless_client::dispatch::Dispatcher>::submit", elsewhere)
-    ]));
-    assert!(told(&[("dispatch", elsewhere), ("submit", dispatch_rs)]));
-    // The clock's own frame by its full name.
-    assert!(read_by_dispatch(&trace(&[
-        (
-            "<http2_connections::HoldsThePoolRead as tickless_timer::clock::Clock>::now",
-            "./tests/http2_connections.rs"
-        ),
-        (
-            "tickless_client::dispatch::Dispatcher::dispatch",
-            dispatch_rs
-        ),
-    ]))
-    .unwrap());
-    // A read from a function inlined into `dispatch`, or another caller.
-    assert!(!told(&[
-        ("route_shared", dispatch_rs),
-        (
-            "tickless_client::dispatch::Dispatcher::dispatch",
-            dispatch_rs
-        )
-    ]));
-    assert!(!told(&[
-        ("route_shared", dispatch_rs),
-        ("dispatch", dispatch_rs)
-    ]));
-    assert!(!told(&[
-        ("tickless_client::policy::chain::Chain::start", dispatch_rs),
-        submit
-    ]));
-    assert!(!told(&[
-        ("start", "./client/src/policy/chain.rs"),
-        ("dispatch", dispatch_rs)
-    ]));
-    assert!(!told(&[
-        ("dispatch", elsewhere),
-        ("other::dispatch::caller", elsewhere)
-    ]));
-    assert!(!told(&[("dispatch", elsewhere)]));
-    assert!(!told(&[
-        ("other::Dispatcher::dispatch", dispatch_rs),
-        submit
-    ]));
-    // No names at all.
-    assert!(read_by_dispatch(&trace(&[("<unknown>", ""), ("<unknown>", "")])).is_err());
-    assert!(read_by_dispatch("<disabled>").is_err());
+    let hold = hold.clone();
+    let _subscribed = tracing_subscriber::fmt()
+        .with_max_level(tracing_subscriber::filter::LevelFilter::TRACE)
+        .with_ansi(false)
+        .with_writer(move || PoolEntryLine(hold.clone()))
+        .set_default();
+    f()
 }
 
 /// Over TLS a client learns that an origin speaks HTTP/2 by ALPN: until
@@ -1136,9 +947,10 @@ fn the_pool_read_is_told_by_its_caller_in_each_spelling() {
 /// shared connection), goes on the shared connection all the same. (It
 /// waited in a queue no connection would ever serve, until its timeout —
 /// for ever without one.) The server holds the first connection's
-/// handshake until the second request has been routed; the client's clock
-/// holds that request's way to the pool until the first connection has
-/// served its request, and so was shared.
+/// handshake until the second request has been routed; a subscriber of
+/// the client's `tracing` events holds that request's way to the pool
+/// until the first connection has served its request, and so was shared.
+#[cfg(feature = "tracing")]
 #[test]
 fn a_request_that_reaches_the_pool_after_alpn_shared_the_connection_goes_on_it() {
     let (handshake, handshake_held) = mpsc::channel::<()>();
@@ -1147,11 +959,10 @@ fn a_request_that_reaches_the_pool_after_alpn_shared_the_connection_goes_on_it()
         let _ = handshake_held.lock().unwrap().recv_timeout(CEILING);
         answer_all(&mut tls_h2(socket, &frame(SETTINGS, 0, 0, &[])));
     });
-    let clock = Arc::new(HoldsThePoolRead::default());
+    let hold = Arc::new(HoldsThePoolEntry::default());
     let client = Client::builder()
         .event_loops(1)
         .add_root_certificate(&tls::certs().ca_pem)
-        .clock(clock.clone())
         .max_connections_per_host(1)
         .request_timeout(CEILING)
         // No idle timeout: the shared connection keeps the host's permit.
@@ -1161,17 +972,14 @@ fn a_request_that_reaches_the_pool_after_alpn_shared_the_connection_goes_on_it()
     // The first takes the permit, and opens the connection.
     let first = client.get(&url).send();
     let second = thread::spawn({
-        let (client, clock, url) = (client.clone(), clock.clone(), url.clone());
-        move || {
-            clock.hold_on_this_thread();
-            client.get(&url).send()
-        }
+        let (client, hold, url) = (client.clone(), hold.clone(), url.clone());
+        move || with_pool_entry_held(&hold, || client.get(&url).send())
     });
-    clock.wait_until_holding();
+    hold.wait_until_holding();
     handshake.send(()).unwrap();
     let first = first.wait().unwrap();
     assert_eq!(first.version(), http::Version::HTTP_2);
-    clock.let_go();
+    hold.let_go();
     let second = second.join().unwrap().wait();
     let second = second.expect("the second request goes on the shared connection");
     assert_eq!(second.version(), http::Version::HTTP_2);
@@ -1348,6 +1156,22 @@ fn one_permit_client_on(clock: &tickless::timer::ManualClock) -> Client {
         .unwrap()
 }
 
+/// The hedge delay of [`hedged_on_a_thread`]'s request.
+const HEDGE_DELAY: Duration = Duration::from_millis(10);
+
+/// A GET of `url` with a copy after [`HEDGE_DELAY`], waited for on a
+/// thread of its own: the copy goes when the request is polled.
+fn hedged_on_a_thread(
+    client: &Client,
+    url: String,
+) -> thread::JoinHandle<Result<tickless::Response, Error>> {
+    let future = client
+        .get(url)
+        .hedge(tickless::hedge::Policy::after(HEDGE_DELAY))
+        .send();
+    thread::spawn(move || future.wait())
+}
+
 /// A hedged copy queued in the pool while the connection of the request
 /// it backs up is still in its TLS handshake (the host's one permit held
 /// by that connection), when the connection learns HTTP/2 by ALPN and is
@@ -1369,20 +1193,14 @@ fn a_hedged_copy_queued_while_its_attempts_connection_learns_http2_keeps_away_fr
     } = stream_counting_server();
     let clock = tickless::timer::ManualClock::new();
     let client = one_permit_client_on(&clock);
-    let hedge_delay = Duration::from_millis(10);
-    let future = client
-        .get(&url)
-        .hedge(tickless::hedge::Policy::after(hedge_delay))
-        .send();
-    // Polled on a thread of its own: the copy goes when it is polled.
-    let response = thread::spawn(move || future.wait());
+    let response = hedged_on_a_thread(&client, url);
     // The copy is to keep away from a connection the request has: it
     // rings once the request is connecting (the connection the client's,
     // before it connects).
     connecting
         .recv_timeout(CEILING)
         .expect("the request connects");
-    clock.advance(hedge_delay);
+    clock.advance(HEDGE_DELAY);
     assert!(
         eventually(CEILING, || client.stats().waiting == 1),
         "the copy never queued: {:?}",
@@ -1430,19 +1248,13 @@ fn a_hedged_copy_of_a_request_queued_without_a_connection_keeps_away_from_the_on
     connecting
         .recv_timeout(CEILING)
         .expect("the first request connects");
-    let hedge_delay = Duration::from_millis(10);
-    let future = client
-        .get(format!("{url}b"))
-        .hedge(tickless::hedge::Policy::after(hedge_delay))
-        .send();
-    // Polled on a thread of its own: the copy goes when it is polled.
-    let response = thread::spawn(move || future.wait());
+    let response = hedged_on_a_thread(&client, format!("{url}b"));
     assert!(
         eventually(CEILING, || client.stats().waiting == 1),
         "the hedged request never queued: {:?}",
         client.stats()
     );
-    clock.advance(hedge_delay);
+    clock.advance(HEDGE_DELAY);
     assert!(
         eventually(CEILING, || client.stats().waiting == 2),
         "the copy never queued: {:?}",

@@ -927,7 +927,7 @@ fn a_whole_answer_that_comes_with_a_connection_reset_stands_under_its_upload() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let server = std::thread::spawn(move || {
-            let (mut socket, _) = listener.accept().unwrap();
+            let mut socket = accept_in_time(&listener);
             socket.set_read_timeout(Some(CEILING)).unwrap();
             // The answer leaves at once, not held (Nagle) behind a window
             // update not yet acknowledged: the reset would drop it.
@@ -987,7 +987,7 @@ fn a_whole_answer_that_comes_with_a_tls_connections_end_without_close_notify_sta
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let server = std::thread::spawn(move || {
-            let (socket, _) = listener.accept().unwrap();
+            let socket = accept_in_time(&listener);
             socket.set_read_timeout(Some(CEILING)).unwrap();
             let mut config = (*tls::server_config(&tls::certs().valid)).clone();
             config.alpn_protocols = vec![b"h2".to_vec()];

@@ -9,7 +9,7 @@ use std::net::TcpListener;
 use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
-use support::{ok, HoldingListener, RequestReader};
+use support::{accept_in_time, ok, HoldingListener, RequestReader};
 use tickless::Client;
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -23,7 +23,7 @@ fn a_post_never_goes_on_a_connection_closed_while_the_loop_was_held_up() {
     let (close, closing) = mpsc::channel::<()>();
     let (closed, has_closed) = mpsc::channel::<()>();
     thread::spawn(move || {
-        let (mut first, _) = origin.accept().unwrap();
+        let mut first = accept_in_time(&origin);
         RequestReader::new(0).read_request(&mut first).unwrap();
         first.write_all(&ok("ok")).unwrap();
         closing.recv().unwrap();

@@ -11,7 +11,7 @@ use std::net::TcpListener;
 use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
-use support::{read_head, response};
+use support::{accept_in_time, read_head, response};
 use tickless::Client;
 
 mod support;
@@ -34,7 +34,7 @@ fn a_body_trickling_in_to_a_reader_that_waits_holds_about_its_window() {
     let addr = listener.local_addr().unwrap();
     let (sent_all, all_sent) = mpsc::channel();
     let server = thread::spawn(move || {
-        let (mut stream, _) = listener.accept().unwrap();
+        let mut stream = accept_in_time(&listener);
         stream.set_nodelay(true).unwrap();
         let mut head = [0u8; 4096];
         let _ = stream.read(&mut head);
@@ -158,7 +158,7 @@ fn a_gzipped_body_in_small_flushed_pieces_holds_its_decoded_bytes_not_a_buffer_e
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let server = thread::spawn(move || {
-        let (mut stream, _) = listener.accept().unwrap();
+        let mut stream = accept_in_time(&listener);
         stream.set_nodelay(true).unwrap();
         let _ = read_head(&mut stream);
         stream
@@ -252,7 +252,7 @@ fn peak_collecting_gzipped(decoded: usize) -> isize {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let server = thread::spawn(move || {
-        let (mut stream, _) = listener.accept().unwrap();
+        let mut stream = accept_in_time(&listener);
         let _ = read_head(&mut stream);
         let answer = response(200, &[("Content-Encoding", "gzip")], &encoded);
         drop(encoded);

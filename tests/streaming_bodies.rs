@@ -2246,7 +2246,7 @@ fn answers_200_mid_head(seen: BodySeen) -> (std::net::SocketAddr, thread::JoinHa
     let listener = small_buffered_listener();
     let addr = listener.local_addr().unwrap();
     let server = thread::spawn(move || {
-        let (mut stream, _) = listener.accept().unwrap();
+        let mut stream = accept_in_time(&listener);
         let mut got = vec![0; 64 * 1024];
         stream.read_exact(&mut got).unwrap();
         stream
@@ -2838,7 +2838,7 @@ fn stray_bytes_after_a_held_answer(
     let listener = small_buffered_listener();
     let addr = listener.local_addr().unwrap();
     let server = thread::spawn(move || {
-        let (mut stream, _) = listener.accept().unwrap();
+        let mut stream = accept_in_time(&listener);
         read_head(&mut stream).unwrap();
         let mut tail = vec![0; 64 * 1024];
         stream.read_exact(&mut tail).unwrap();
@@ -2852,7 +2852,7 @@ fn stray_bytes_after_a_held_answer(
         steps.recv_timeout(WAIT).unwrap();
         // Until the last chunk (the body's bytes are all `s`), or the end.
         read_to_last_chunk(&mut stream, tail);
-        let (mut fresh, _) = listener.accept().unwrap();
+        let mut fresh = accept_in_time(&listener);
         RequestReader::new(1).read_request(&mut fresh).unwrap();
         fresh.write_all(&ok("fresh")).unwrap();
         drain(&mut fresh);

@@ -246,6 +246,41 @@ fn refused_addrs_port_cannot_be_taken_by_a_listener() {
     assert_eq!(err.kind(), ErrorKind::ConnectionRefused);
 }
 
+/// A test's own server waiting for a client that never connects fails
+/// (its thread's join with it) instead of blocking the run for ever; one
+/// that connects is accepted, and the listener blocks again after.
+#[test]
+fn accept_within_gives_up_on_a_client_that_never_connects() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let waiting = thread::spawn(move || {
+        accept_within(&listener, Duration::from_millis(50));
+    });
+    let panic = waiting.join().expect_err("accepted with no client");
+    let told = panic.downcast_ref::<String>().expect("a message");
+    assert!(told.starts_with("no client connected to"), "{told}");
+    assert!(told.contains(&addr.to_string()), "{told}");
+
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let mut client = TcpStream::connect(addr).unwrap();
+    client.write_all(b"hello").unwrap();
+    let mut accepted = accept_in_time(&listener);
+    let mut said = [0u8; 5];
+    accepted.read_exact(&mut said).unwrap();
+    assert_eq!(&said, b"hello");
+    // Blocking again: a second client, connected a moment later, is
+    // waited for rather than missed (WouldBlock).
+    let connector = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(50));
+        TcpStream::connect(addr).unwrap()
+    });
+    listener
+        .accept()
+        .expect("a blocking accept waits for the client");
+    connector.join().unwrap();
+}
+
 /// Drop must stop and join every thread promptly even while connections are
 /// held open by misbehaving servers. Run on a helper thread so a hang fails
 /// the test instead of wedging it.

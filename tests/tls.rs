@@ -275,13 +275,13 @@ fn a_retried_request_ended_by_a_certificate_says_why() {
     let port = listener.local_addr().unwrap().port();
     let server = std::thread::spawn(move || {
         // The first connection reset at once: an I/O error, retried.
-        let (first, _) = listener.accept().unwrap();
+        let first = accept_in_time(&listener);
         socket2::SockRef::from(&first)
             .set_linger(Some(Duration::ZERO))
             .unwrap();
         drop(first);
         // The second offers an expired certificate.
-        let (second, _) = listener.accept().unwrap();
+        let second = accept_in_time(&listener);
         let config = support::tls::server_config(&certs().expired);
         let connection = rustls::ServerConnection::new(config).unwrap();
         let mut tls = rustls::StreamOwned::new(connection, second);

@@ -125,8 +125,7 @@ fn a_server_that_reads_an_upload_slowly_but_steadily_is_no_write_timeout() {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         // 128 KiB every 50 ms: 2.5 MiB/s.
-        let server =
-            thread::spawn(move || read_slowly(listener.accept().unwrap().0, BODY, 128 << 10));
+        let server = thread::spawn(move || read_slowly(accept_in_time(&listener), BODY, 128 << 10));
         let client = builder(event_loop_timeouts)
             .write_timeout(timeout)
             .build()
@@ -160,7 +159,7 @@ fn a_server_that_reads_slowly_after_a_whole_2xx_is_no_write_timeout() {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let server = thread::spawn(move || {
-        let (mut stream, _) = listener.accept().unwrap();
+        let mut stream = accept_in_time(&listener);
         let head = read_head(&mut stream).unwrap();
         assert_eq!(content_length(&head), BODY);
         stream.write_all(&ok("ok")).unwrap();
@@ -226,7 +225,7 @@ fn over_tls_what_the_source_gave_reaches_the_server_while_it_has_no_more() {
     // Reads the chunked body as it comes, 16 KiB every 10 ms, and answers
     // at its end.
     let server = thread::spawn(move || {
-        let (tcp, _) = listener.accept().unwrap();
+        let tcp = accept_in_time(&listener);
         let tls = rustls::ServerConnection::new(config).unwrap();
         let mut stream = rustls::StreamOwned::new(tls, tcp);
         let mut seen = Vec::new();
@@ -279,7 +278,7 @@ fn an_answer_before_the_upload_ends_stops_the_write_timeout() {
         // and sends the rest of its answer well past that timeout.
         let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
         let server = thread::spawn(move || {
-            let (mut stream, _) = listener.accept().unwrap();
+            let mut stream = accept_in_time(&listener);
             read_head(&mut stream).unwrap();
             thread::sleep(Duration::from_millis(150));
             stream
@@ -498,7 +497,7 @@ fn over_tls_an_upload_after_a_whole_2xx_that_waits_on_its_source_is_no_write_tim
     let (little_read, little_done) = std::sync::mpsc::channel::<()>();
     let (read_the_rest, rest_asked) = std::sync::mpsc::channel::<()>();
     let server = thread::spawn(move || {
-        let (tcp, _) = listener.accept().unwrap();
+        let tcp = accept_in_time(&listener);
         // A client that stops sending fails the test instead of hanging it.
         tcp.set_read_timeout(Some(BACKSTOP)).unwrap();
         let tls = rustls::ServerConnection::new(config).unwrap();

@@ -81,8 +81,10 @@ pub(crate) struct ClientConfig {
     pub(crate) env_proxies: bool,
     /// `None`: the default resolver (getaddrinfo on threads of its own).
     pub(crate) resolver: Option<Arc<dyn Resolve>>,
-    /// Host names (lower case) answered without a resolver.
-    pub(crate) resolve_overrides: HashMap<String, Vec<SocketAddr>>,
+    /// Hosts answered without a resolver, keyed by
+    /// [`override_key`](crate::net::override_key) and the one port the
+    /// override is for (`None`: every port); one for the port wins.
+    pub(crate) resolve_overrides: HashMap<(String, Option<u16>), Vec<SocketAddr>>,
     /// Tests: what the default resolver's threads do instead of
     /// `getaddrinfo` (a lookup that blocks, say).
     #[cfg(test)]

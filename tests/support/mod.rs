@@ -599,6 +599,48 @@ pub fn refused_addr() -> SocketAddr {
     addr
 }
 
+/// How long a test's own server waits for the client to connect
+/// ([`accept_in_time`]): far longer than any connect on loopback.
+pub const ACCEPT_LIMIT: Duration = Duration::from_secs(30);
+
+/// The next connection to `listener`, as `accept` gives it, waited for
+/// [`ACCEPT_LIMIT`] at the most: a client that never connects fails the
+/// test (the server's thread panics, and its join with it) rather than
+/// hanging the run on a blocking `accept`. See [`accept_within`].
+pub fn accept_in_time(listener: &TcpListener) -> TcpStream {
+    accept_within(listener, ACCEPT_LIMIT)
+}
+
+/// [`accept_in_time`] with a limit of the caller's. The listener is polled
+/// nonblocking (std has no accept timeout), every millisecond, and left
+/// blocking again; the stream is blocking, as `accept` gives it.
+pub fn accept_within(listener: &TcpListener, limit: Duration) -> TcpStream {
+    let deadline = Instant::now() + limit;
+    listener
+        .set_nonblocking(true)
+        .expect("a nonblocking listener");
+    let stream = loop {
+        match listener.accept() {
+            Ok((stream, _)) => break stream,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                assert!(
+                    Instant::now() < deadline,
+                    "no client connected to {:?} within {limit:?}",
+                    listener.local_addr()
+                );
+                thread::sleep(Duration::from_millis(1));
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => panic!("accept: {e}"),
+        }
+    };
+    listener
+        .set_nonblocking(false)
+        .expect("a blocking listener");
+    stream.set_nonblocking(false).expect("a blocking stream");
+    stream
+}
+
 /// A listener on 127.0.0.1:0 that never accepts. Connections complete the
 /// handshake (they sit in the backlog) and nothing ever answers. After
 /// [`UnacceptingListener::fill_backlog`], further SYNs are dropped, so a

@@ -335,13 +335,49 @@ impl ClientBuilder {
     /// is overridden too, as by curl. An empty list removes the override. An origin
     /// whose name the proxy resolves (through an HTTP proxy, or `socks5h://`)
     /// is not looked up here, so its override is not used either: the proxy
-    /// is given the name, as curl gives it.
-    pub fn resolve(mut self, host: &str, addrs: &[std::net::SocketAddr]) -> Self {
-        let host = crate::net::override_key(host);
+    /// is given the name, as curl gives it. An override for one port of
+    /// the host ([`resolve_port`](Self::resolve_port)) wins over this one at
+    /// that port.
+    pub fn resolve(self, host: &str, addrs: &[std::net::SocketAddr]) -> Self {
+        self.resolve_override(host, None, addrs)
+    }
+
+    /// [`resolve`](Self::resolve) for `host` at `port` only, as curl's
+    /// `--resolve host:port:addr` is: a connection to `host` at that port
+    /// (the origin's, or a proxy's) goes to `addrs`, one at any other port
+    /// is resolved as without it (or by the host's override for every
+    /// port, which this one wins over at `port`). An address with port 0
+    /// takes `port`; any other port is used as given. Hosts compare as for
+    /// [`resolve`](Self::resolve); an empty list removes the override for
+    /// that port.
+    ///
+    /// ```
+    /// # use std::net::SocketAddr;
+    /// // example.test:443 goes to a local server; example.test at any other
+    /// // port is looked up as usual.
+    /// let client = tickless_client::Client::builder()
+    ///     .resolve_port("example.test", 443, &[SocketAddr::from(([127, 0, 0, 1], 8443))])
+    ///     .build()?;
+    /// # client.close();
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn resolve_port(self, host: &str, port: u16, addrs: &[std::net::SocketAddr]) -> Self {
+        self.resolve_override(host, Some(port), addrs)
+    }
+
+    /// Sets (or, with no address, removes) the override of `host` at
+    /// `port` (`None`: every port).
+    fn resolve_override(
+        mut self,
+        host: &str,
+        port: Option<u16>,
+        addrs: &[std::net::SocketAddr],
+    ) -> Self {
+        let key = (crate::net::override_key(host), port);
         if addrs.is_empty() {
-            self.config.resolve_overrides.remove(&host);
+            self.config.resolve_overrides.remove(&key);
         } else {
-            self.config.resolve_overrides.insert(host, addrs.to_vec());
+            self.config.resolve_overrides.insert(key, addrs.to_vec());
         }
         self
     }

@@ -369,6 +369,10 @@ impl Dispatcher {
             Routed::Pool(exchange) => (exchange, false),
             Routed::Opener(exchange) => (exchange, true),
         };
+        // Routed to the pool, not queued yet: told on the thread that
+        // dispatches (a test holds a request here, in its subscriber).
+        #[cfg(feature = "tracing")]
+        tracing::trace!(request = exchange.id, opener, "to the pool");
         let (acquired, to_close) = self
             .pool
             .acquire(&exchange, self.env.clock.now(), allow_idle);
@@ -670,10 +674,17 @@ impl Dispatcher {
         then: impl FnOnce(&Dispatcher, Arc<Exchange>, Vec<SocketAddr>) + Send + 'static,
     ) {
         // An override before an IP literal: it may stand for one too. Keyed
-        // by one function from both sides, so they match as URLs do.
+        // by one function from both sides, so they match as URLs do; the
+        // one for this port before the one for every port.
         let overrides = &self.env.config.resolve_overrides;
         let overridden = (!overrides.is_empty())
-            .then(|| overrides.get(&crate::net::override_key(host)))
+            .then(|| {
+                let mut key = (crate::net::override_key(host), Some(port));
+                overrides.get(&key).or_else(|| {
+                    key.1 = None;
+                    overrides.get(&key)
+                })
+            })
             .flatten();
         if let Some(addrs) = overridden {
             let addrs = at_port_if_none(addrs.iter().copied(), port);
