@@ -117,21 +117,18 @@
 //!   a name resolved to, each connect tried, made or failed, TLS's ALPN,
 //!   the protocol of a new connection, `HTTP/1.1` or `HTTP/2`, a
 //!   connection reused, a redirect followed, a retry, a hedged copy);
-//!   `> ` lines for each request once sent whole (one the server
-//!   answered before its body was all sent has none) — its line (`> GET /path
+//!   `> ` lines for each request's head as it was sent (over HTTP/1.1
+//!   once written whole, before its body) — its line (`> GET /path
 //!   HTTP/1.1`: the path and query, which through an HTTP proxy go as the
-//!   whole URL) and the headers `get` set on it (`--header`, `--data`'s
-//!   `Content-Type`), in lower case. Not the headers the client adds
-//!   (`Host`, `User-Agent`, `Accept-Encoding`, the body's length or
-//!   chunking, `--user`'s `Authorization`, cookies) nor what it changes in
-//!   those it is given (over HTTP/2, hop-by-hop ones dropped): the
-//!   client's interface does not show the request as written, and `get`
-//!   shows only what it knows. After a redirect, whose request takes the
-//!   headers the client keeps, the request line alone is shown. The
-//!   final response's status line and headers follow as `< ` lines (a
-//!   redirect's as its `* ` line). Standard output is as without `-v`;
-//!   with `--output`, the head goes to standard error as the `< ` lines
-//!   alone.
+//!   whole URL) and its header fields as they went, the client's own
+//!   (`Host`, `User-Agent`, `Accept-Encoding`, the body's framing,
+//!   `--user`'s `Authorization`, cookies) among them; over HTTP/2 the
+//!   `:authority` as a `Host` line first, as curl shows it. Never a
+//!   proxy's credentials: its `Proxy-Authorization` is not shown. Then
+//!   `< ` lines for each response's head — a redirect's too — its
+//!   status line and headers. A blank `> ` or `< ` line ends each head.
+//!   Standard output is as without `-v`; with `--output`, the head goes
+//!   to standard error as the `< ` lines alone.
 //! * `-i`, `--include`; `-s`, `--silent`: accepted, for curl's habits: the
 //!   status line and headers are always printed, and there is no progress
 //!   meter to silence (errors still go to standard error).
@@ -182,11 +179,9 @@ usage: get URL [--request-timeout MS|-m|--max-time SECS] [--read-timeout MS]
            [-u|--user USER[:PASSWORD]] [--retries N] [--hedge-after MS]
            [--http2 | --http1.1 | --http2-prior-knowledge]
 -v shows, on standard error: '* ' lines for what the client tells of the
-transfer, '> ' lines for a request sent — its line (with the path: through
-an HTTP proxy the whole URL is sent) and the headers get set (-H, --data's
-Content-Type), not those the client adds (Host, User-Agent, Accept-Encoding,
-the body's framing, -u's Authorization, cookies); after a redirect the line
-alone — and '< ' lines for the response's head.";
+transfer, '> ' lines for each request's head as sent (its line, with the
+path: through an HTTP proxy the whole URL; its header fields, but a
+proxy's credentials) and '< ' lines for each response's head.";
 
 /// Which HTTP versions to speak.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -701,7 +696,7 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         builder = builder.cookie_provider(jar);
     }
     // The headers `get` sets, each once, as the request is given them
-    // below; `-v` shows them.
+    // below.
     let mut headers = Vec::new();
     // A form, as curl sends it, unless told otherwise.
     let content_type = http::header::CONTENT_TYPE;
@@ -718,7 +713,7 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     if args.verbose {
-        builder = builder.listener(std::sync::Arc::new(Verbose::new(headers.clone())));
+        builder = builder.listener(std::sync::Arc::new(Verbose));
     }
     let client = builder
         .build()
@@ -771,35 +766,9 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         (None, http::Version::HTTP_2) => b"",
         (None, _) => status.canonical_reason().unwrap_or("").as_bytes(),
     };
-    let mut head = format!("{} {}", version_name(response.version()), status.as_u16()).into_bytes();
-    if !reason.is_empty() {
-        head.push(b' ');
-        head.extend_from_slice(reason);
-    }
-    head.push(b'\n');
-    for (name, value) in response.headers() {
-        // The value's bytes as they came, as curl prints them: a value may
-        // hold bytes that are not UTF-8 (obs-text, such as a Latin-1
-        // file name), which a lossy decoding would replace.
-        head.extend_from_slice(name.as_str().as_bytes());
-        head.extend_from_slice(b": ");
-        head.extend_from_slice(value.as_bytes());
-        head.push(b'\n');
-    }
-    head.push(b'\n');
-    if args.verbose {
-        // As curl: the head again, each line after `< `, on standard
-        // error, come what may (see `say`).
-        let mut shown = Vec::with_capacity(head.len() + 64);
-        for line in head.split_inclusive(|&b| b == b'\n') {
-            shown.extend_from_slice(b"< ");
-            shown.extend_from_slice(line);
-        }
-        let mut stderr = std::io::stderr().lock();
-        let _ = stderr.write_all(&shown).and_then(|()| stderr.flush());
-    }
+    let head = response_head_text("", response.version(), status, reason, response.headers());
     match &args.output {
-        // With -v, the `<` lines above have shown it there.
+        // With -v, the `<` lines have shown it there (`Verbose`).
         Some(_) if args.verbose => {}
         // With --output the body goes there, and the head to standard
         // error, for the one who watches: like a message, it is written
@@ -913,34 +882,37 @@ fn named(what: &str, error: std::io::Error) -> std::io::Error {
 /// `-v`: what the client tells of the transfer ([`tickless::EventListener`]),
 /// on standard error as curl's lines — `*` for what it does (a lookup, a
 /// connect, TLS's ALPN, the protocol, a connection reused, a redirect, a
-/// retry, a hedge), `>` for a request sent — and nothing it does not tell:
-/// the `<` lines of the response's head are written in [`run`].
-struct Verbose {
-    /// The headers `get` sets on the request, shown after its line: the
-    /// client adds its own (`Host`, `User-Agent`, `Accept-Encoding`, the
-    /// body's framing, `-u`'s `Authorization`, cookies), and may drop or
-    /// change one of these (hop-by-hop ones over HTTP/2), which its public
-    /// interface does not show — the usage says so.
-    headers: Vec<(http::HeaderName, http::HeaderValue)>,
-    /// The protocol of each connection, by id, as settled when it was
-    /// opened: every connection of the run is this client's, so each is
-    /// told here before a request is sent on it.
-    versions: std::sync::Mutex<std::collections::HashMap<u64, http::Version>>,
-    /// A redirect was followed: the requests after it go with the headers
-    /// the client keeps of these (some are dropped on a change of origin
-    /// or of method), which it does not tell — their lines alone are
-    /// shown.
-    redirected: std::sync::atomic::AtomicBool,
-}
+/// retry, a hedge), `>` for each request's head as sent, `<` for each
+/// response's head.
+struct Verbose;
 
-impl Verbose {
-    fn new(headers: Vec<(http::HeaderName, http::HeaderValue)>) -> Verbose {
-        Verbose {
-            headers,
-            versions: Default::default(),
-            redirected: Default::default(),
-        }
+/// A response's head as `get` prints it, each line after `prefix` (`< `
+/// for `-v`, none on standard output): the status line, a line per
+/// header, and the blank line that ends it. The reason phrase and the
+/// values are the bytes that came, as curl prints them: they may hold
+/// bytes that are not UTF-8 (obs-text, such as a Latin-1 file name),
+/// which a lossy decoding would replace.
+fn response_head_text(
+    prefix: &str,
+    version: http::Version,
+    status: http::StatusCode,
+    reason: &[u8],
+    headers: &http::HeaderMap,
+) -> Vec<u8> {
+    let mut head = format!("{prefix}{} {}", version_name(version), status.as_u16()).into_bytes();
+    if !reason.is_empty() {
+        head.push(b' ');
+        head.extend_from_slice(reason);
     }
+    head.push(b'\n');
+    for (name, value) in headers {
+        head.extend_from_slice(format!("{prefix}{name}: ").as_bytes());
+        head.extend_from_slice(value.as_bytes());
+        head.push(b'\n');
+    }
+    head.extend_from_slice(prefix.as_bytes());
+    head.push(b'\n');
+    head
 }
 
 /// Writes `text` to standard error in one write, come what may (see
@@ -1008,37 +980,42 @@ impl tickless::EventListener for Verbose {
     fn on_protocol_negotiated(
         &self,
         _: &tickless::RequestInfo,
-        connection: &tickless::ConnectionInfo,
+        _: &tickless::ConnectionInfo,
         version: http::Version,
     ) {
-        let mut versions = self.versions.lock().unwrap_or_else(|e| e.into_inner());
-        versions.insert(connection.id, version);
         tell(format!("* using {}\n", version_name(version)).as_bytes());
     }
 
-    fn on_request_sent(
+    fn on_request_head(
         &self,
-        request: &tickless::RequestInfo,
-        connection: &tickless::ConnectionInfo,
+        _: &tickless::RequestInfo,
+        _: &tickless::ConnectionInfo,
+        head: &tickless::RequestHead<'_>,
     ) {
-        let target = request
-            .uri()
-            .path_and_query()
-            .map_or("/", |target| target.as_str());
-        let versions = self.versions.lock().unwrap_or_else(|e| e.into_inner());
-        let mut text = format!("> {} {target}", request.method()).into_bytes();
-        if let Some(version) = versions.get(&connection.id) {
-            text.extend_from_slice(format!(" {}", version_name(*version)).as_bytes());
+        let (method, target, version) = (head.method(), head.target(), head.version());
+        let mut text = format!("> {method} {target} {}\n", version_name(version)).into_bytes();
+        // HTTP/2's `:authority` says what `Host` does: curl shows it so.
+        if let Some(authority) = head.authority() {
+            text.extend_from_slice(format!("> Host: {authority}\n").as_bytes());
         }
-        text.push(b'\n');
-        if !self.redirected.load(std::sync::atomic::Ordering::Relaxed) {
-            for (name, value) in &self.headers {
-                text.extend_from_slice(format!("> {name}: ").as_bytes());
-                text.extend_from_slice(value.as_bytes());
-                text.push(b'\n');
-            }
+        for (name, value) in head.fields() {
+            text.extend_from_slice(format!("> {name}: ").as_bytes());
+            text.extend_from_slice(value);
+            text.push(b'\n');
         }
+        text.extend_from_slice(b"> \n");
         tell(&text);
+    }
+
+    fn on_response_head(&self, _: &tickless::RequestInfo, head: &tickless::ResponseHead<'_>) {
+        let (version, status) = (head.version(), head.status());
+        tell(&response_head_text(
+            "< ",
+            version,
+            status,
+            head.reason(),
+            head.headers(),
+        ));
     }
 
     fn on_redirect(
@@ -1048,8 +1025,6 @@ impl tickless::EventListener for Verbose {
         _: &http::Uri,
         to: &http::Uri,
     ) {
-        self.redirected
-            .store(true, std::sync::atomic::Ordering::Relaxed);
         let status = status.as_u16();
         tell(format!("* {status}: issue another request to this URL: '{to}'\n").as_bytes());
     }

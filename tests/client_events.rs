@@ -2,10 +2,13 @@
 
 mod support;
 
+use std::sync::{Arc, Mutex};
 use std::thread::ThreadId;
 use std::time::Duration;
 use support::*;
-use tickless::{Client, ConnectionInfo};
+use tickless::{
+    Client, ConnectionInfo, EventListener, Proxy, RequestHead, RequestInfo, ResponseHead,
+};
 
 const WAIT: Duration = Duration::from_secs(5);
 
@@ -198,6 +201,80 @@ fn the_request_listener_hears_what_the_client_listener_hears() {
     request_listener.clear();
     get_bytes(&client, &server.url("/"));
     assert!(request_listener.events().is_empty());
+    client.close();
+}
+
+/// `on_request_head` tells the head as it went — the lines the proxy
+/// got, in order, the client's own fields among them, and not the small
+/// body sent after it — but the forwarding proxy's `Proxy-Authorization`;
+/// `on_response_head` the status line as it came (its version, its
+/// reason phrase byte for byte) and the headers.
+#[test]
+fn the_heads_are_told_as_they_went_and_came_but_a_proxys_credentials() {
+    #[derive(Default)]
+    struct Heads(Mutex<Vec<String>>);
+    impl EventListener for Heads {
+        fn on_request_head(&self, _: &RequestInfo, _: &ConnectionInfo, head: &RequestHead<'_>) {
+            let (method, target, version) = (head.method(), head.target(), head.version());
+            let mut lines = vec![format!("{method} {target} {version:?}")];
+            lines.extend(
+                head.fields()
+                    .map(|(name, value)| format!("{name}: {}", String::from_utf8_lossy(value))),
+            );
+            assert_eq!(head.authority(), None, "HTTP/1.1 has a Host field");
+            self.0.lock().unwrap().push(lines.join("\n"));
+        }
+        fn on_response_head(&self, _: &RequestInfo, head: &ResponseHead<'_>) {
+            let (version, status) = (head.version(), head.status().as_u16());
+            let reason = String::from_utf8_lossy(head.reason());
+            let fields = head.headers().len();
+            self.0
+                .lock()
+                .unwrap()
+                .push(format!("{version:?} {status} {reason} ({fields} fields)"));
+        }
+    }
+    // A forwarding proxy double: it answers itself.
+    let proxy = TestServer::respond(|_| {
+        b"HTTP/1.0 299 Fine Thanks\r\nX-Ev: 1\r\nContent-Length: 2\r\n\r\nok".to_vec()
+    });
+    let heads = Arc::new(Heads::default());
+    let client = Client::builder()
+        .proxy(Proxy::all(&format!("http://bob:s3cret@{}", proxy.addr())).unwrap())
+        .listener(heads.clone())
+        .build()
+        .unwrap();
+    let response = client
+        .post("http://origin.test/form?q=1")
+        .header("X-Mine", "yes")
+        .body("a=1")
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.bytes().wait().unwrap(), "ok");
+    let request = proxy.requests().pop().unwrap();
+    assert!(
+        request.header("proxy-authorization").is_some(),
+        "{request:?}"
+    );
+    assert_eq!(request.target, "http://origin.test/form?q=1");
+    let mut sent = vec![format!(
+        "{} {} {}",
+        request.method, request.target, request.version
+    )];
+    for (name, value) in &request.headers {
+        if !name.eq_ignore_ascii_case("proxy-authorization") {
+            sent.push(format!("{name}: {value}"));
+        }
+    }
+    assert!(sent.contains(&"x-mine: yes".to_string()), "{sent:?}");
+    assert_eq!(
+        *heads.0.lock().unwrap(),
+        [
+            sent.join("\n"),
+            "HTTP/1.0 299 Fine Thanks (2 fields)".into()
+        ]
+    );
     client.close();
 }
 

@@ -1112,10 +1112,29 @@ fn lines_with<'a>(text: &'a str, prefix: &str) -> Vec<&'a str> {
         .collect()
 }
 
+/// `request`'s head as `-v` shows it, in curl's shape: its request line and
+/// a line per field as the server got them, each after `> `, then a blank
+/// `> ` line — with the fields `but` names left out.
+fn request_lines(request: &RecordedRequest, but: &[&str]) -> Vec<String> {
+    let mut lines = vec![format!(
+        "> {} {} {}",
+        request.method, request.target, request.version
+    )];
+    for (name, value) in &request.headers {
+        if !but.iter().any(|left| name.eq_ignore_ascii_case(left)) {
+            lines.push(format!("> {name}: {value}"));
+        }
+    }
+    lines.push("> ".into());
+    lines
+}
+
 /// `-v`, `--verbose` (curl's): on standard error, `*` lines for what the
-/// client tells, `>` lines for the request sent — its line and the headers
-/// `get` set, none of the client's own — then `<` lines for the
-/// response's head, in that order; standard output as without it.
+/// client tells, `>` lines for the request's head as it was sent — its
+/// line and every field, the client's own among them (`Host`,
+/// `User-Agent`, the body's length), as the server got them — then `<`
+/// lines for the response's head, each head ended by a blank line, in
+/// that order; standard output as without it.
 #[test]
 fn verbose_shows_the_request_sent_and_the_response_head_on_standard_error() {
     let server = server();
@@ -1127,13 +1146,20 @@ fn verbose_shows_the_request_sent_and_the_response_head_on_standard_error() {
         assert_eq!(output.status.code(), Some(0), "{flag}: {output:?}");
         assert_eq!(output.stdout, quiet.stdout, "{flag}");
         let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(
-            lines_with(&stderr, "> "),
-            [
-                "> POST /who HTTP/1.1",
-                "> content-type: application/x-www-form-urlencoded",
-                "> x-given: yes",
-            ],
+        let request = server.requests().pop().unwrap();
+        let expected = request_lines(&request, &[]);
+        assert_eq!(lines_with(&stderr, "> "), expected, "{flag}: {stderr}");
+        for line in [
+            "> POST /who HTTP/1.1".to_string(),
+            format!("> Host: 127.0.0.1:{port}"),
+            "> content-type: application/x-www-form-urlencoded".into(),
+            "> x-given: yes".into(),
+            "> Content-Length: 3".into(),
+        ] {
+            assert!(expected.contains(&line), "{flag}: {line} in {stderr}");
+        }
+        assert!(
+            stderr.contains("\n> user-agent: tickless/"),
             "{flag}: {stderr}"
         );
         // The head printed on standard output, line for line, and the
@@ -1152,28 +1178,38 @@ fn verbose_shows_the_request_sent_and_the_response_head_on_standard_error() {
         }
         let at = |line: &str| stderr.find(line).unwrap();
         assert!(at("* Connected") < at("> POST") && at("> POST") < at("< HTTP/1.1"));
+        // Each head whole before the next: its blank line ends it.
+        assert!(at("\n> \n") < at("< HTTP/1.1"), "{flag}: {stderr}");
+        assert!(stderr.ends_with("\n< \n"), "{flag}: {stderr}");
     }
 
-    // A redirect: its `*` line, and the next request's line alone (the
-    // client chooses the headers it keeps); the final response's head.
+    // A redirect: each request's head and each response's, in the order
+    // they went and came, the redirect's `*` line between.
     let output = get(&[&server.url("/old"), "-v", "-H", "X-Given: yes"]);
     assert_eq!(output.status.code(), Some(0), "{output:?}");
     let stderr = String::from_utf8_lossy(&output.stderr);
+    let requests = server.requests();
+    let hops = &requests[requests.len() - 2..];
+    assert_eq!(hops[0].target, "/old");
+    assert_eq!(hops[1].target, "/new");
+    let expected: Vec<String> = hops
+        .iter()
+        .flat_map(|hop| request_lines(hop, &[]))
+        .collect();
+    assert_eq!(lines_with(&stderr, "> "), expected, "{stderr}");
     assert_eq!(
-        lines_with(&stderr, "> "),
-        [
-            "> GET /old HTTP/1.1",
-            "> x-given: yes",
-            "> GET /new HTTP/1.1"
-        ],
+        lines_with(&stderr, "< HTTP/"),
+        ["< HTTP/1.1 302 Found", "< HTTP/1.1 200 OK"],
         "{stderr}"
     );
     let redirect =
         format!("* 302: issue another request to this URL: 'http://127.0.0.1:{port}/new'");
-    assert!(stderr.contains(&redirect), "{stderr}");
-    assert_eq!(
-        lines_with(&stderr, "< HTTP/"),
-        ["< HTTP/1.1 200 OK"],
+    let at = |line: &str| stderr.find(line).unwrap();
+    assert!(
+        at("> GET /old") < at("< HTTP/1.1 302")
+            && at("< HTTP/1.1 302") < at(&redirect)
+            && at(&redirect) < at("> GET /new")
+            && at("> GET /new") < at("< HTTP/1.1 200"),
         "{stderr}"
     );
 
@@ -1187,16 +1223,76 @@ fn verbose_shows_the_request_sent_and_the_response_head_on_standard_error() {
     assert!(output.stdout.is_empty(), "{output:?}");
 }
 
-/// Over HTTP/2 the request line and the status line say so, as curl's.
+/// Through an HTTP proxy that forwards the request, `-v` shows the head
+/// the proxy got — the whole URL as its target — but the proxy's
+/// credentials: neither its `Proxy-Authorization` nor its URL's password
+/// appears, nor the origin URL's userinfo (which goes as `Authorization`,
+/// shown, as curl shows it).
+#[test]
+fn verbose_never_shows_a_proxys_credentials() {
+    // A forwarding proxy double: it answers itself.
+    let proxy = TestServer::respond(|_| ok("from the proxy"));
+    let proxy_url = format!("http://bob:s3cret@{}", proxy.addr());
+    let output = get(&["http://alice:pw@origin.test/x", "-v", "--proxy", &proxy_url]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let request = proxy.requests().pop().unwrap();
+    // The credentials went, to the proxy.
+    let credentials = support::real::basic_auth("bob", "s3cret");
+    assert_eq!(
+        request.header("proxy-authorization"),
+        Some(credentials.as_str())
+    );
+    assert_eq!(request.target, "http://origin.test/x");
+    assert_eq!(
+        lines_with(&stderr, "> "),
+        request_lines(&request, &["proxy-authorization"]),
+        "{stderr}"
+    );
+    let origin_auth = support::real::basic_auth("alice", "pw");
+    assert!(
+        stderr.contains(&format!("\n> authorization: {origin_auth}\n")),
+        "{stderr}"
+    );
+    let secret = credentials.trim_start_matches("Basic ");
+    for never in ["s3cret", secret, "alice:pw", "bob:", "@"] {
+        assert!(!stderr.contains(never), "{never} in {stderr}");
+    }
+    assert!(
+        !stderr.to_ascii_lowercase().contains("proxy-authorization"),
+        "{stderr}"
+    );
+    assert!(stdout(&output).ends_with("from the proxy"), "{output:?}");
+}
+
+/// Over HTTP/2 the request line and the status line say so, as curl's;
+/// the `:authority` is shown as `Host`, then the fields the server got.
 #[test]
 fn verbose_says_http2_when_the_connection_speaks_it() {
-    let server = support::h2_server::H2Server::start(|stream| {
+    let got = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = got.clone();
+    let server = support::h2_server::H2Server::start(move |stream| {
+        let fields = stream
+            .request
+            .headers()
+            .iter()
+            .map(|(name, value)| format!("> {name}: {}", value.to_str().unwrap()));
+        seen.lock().unwrap().extend(fields);
         support::h2_server::answer(stream, 200, b"over h2\n")
     });
     let output = get(&[&server.url("/two"), "--http2-prior-knowledge", "-v"]);
     assert_eq!(output.status.code(), Some(0), "{output:?}");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("* using HTTP/2\n"), "{stderr}");
-    assert_eq!(lines_with(&stderr, "> "), ["> GET /two HTTP/2"], "{stderr}");
+    let port = server.addr().port();
+    let mut expected = vec![
+        "> GET /two HTTP/2".to_string(),
+        format!("> Host: 127.0.0.1:{port}"),
+    ];
+    expected.extend(got.lock().unwrap().iter().cloned());
+    expected.push("> ".into());
+    assert_eq!(lines_with(&stderr, "> "), expected, "{stderr}");
+    assert!(stderr.contains("\n> user-agent: tickless/"), "{stderr}");
     assert_eq!(lines_with(&stderr, "< HTTP/"), ["< HTTP/2 200"], "{stderr}");
+    assert!(stderr.ends_with("\n< \n"), "{stderr}");
 }

@@ -838,6 +838,78 @@ fn a_request_dropped_from_its_own_on_status_is_told_cancelled() {
     );
 }
 
+/// A request's own future dropped from its `on_request_head`, on the
+/// loop's thread, while the head it is told is the exchange's own bytes:
+/// the drop cancels the exchange, which lets those bytes go — and must
+/// not wait for the listener to return them (it would wait on its own
+/// thread for ever). `on_failed` (cancelled) follows, and nothing else.
+#[test]
+fn a_request_dropped_from_its_own_on_request_head_is_told_cancelled() {
+    #[derive(Default)]
+    struct DropsItself {
+        future: Mutex<Option<ResponseFuture>>,
+        told: Mutex<Vec<String>>,
+        ended: Mutex<Option<mpsc::Sender<()>>>,
+    }
+    impl EventListener for DropsItself {
+        fn on_request_head(
+            &self,
+            _request: &RequestInfo,
+            _connection: &tickless::ConnectionInfo,
+            head: &tickless::RequestHead<'_>,
+        ) {
+            let future = self.future.lock().unwrap().take();
+            drop(future);
+            let line = format!("head {} {}", head.method(), head.target());
+            self.told.lock().unwrap().push(line);
+        }
+        fn on_request_sent(&self, _request: &RequestInfo, _connection: &tickless::ConnectionInfo) {
+            self.told.lock().unwrap().push("sent".into());
+        }
+        fn on_status(&self, _request: &RequestInfo, _status: http::StatusCode) {
+            self.told.lock().unwrap().push("status".into());
+        }
+        fn on_failed(&self, _request: &RequestInfo, error: &Error) {
+            self.told.lock().unwrap().push(format!("failed {error:?}"));
+            if let Some(ended) = self.ended.lock().unwrap().take() {
+                let _ = ended.send(());
+            }
+        }
+    }
+    let server = ok_server();
+    let url = format!("http://{}/head", server.addr());
+    // All on a thread of its own, bounded: a loop that hung in the cancel
+    // would hang the client's drop too.
+    let (told, next) = within("the request cancelled in its head", CEILING, move || {
+        let client = one_loop_client(Duration::ZERO);
+        let (ended, on_ended) = mpsc::channel();
+        let listener = Arc::new(DropsItself {
+            ended: Mutex::new(Some(ended)),
+            ..DropsItself::default()
+        });
+        // Locked while it is sent: `on_request_head` finds the future in
+        // place.
+        let mut held = listener.future.lock().unwrap();
+        *held = Some(
+            client
+                .post(&url)
+                .body("x")
+                .listener(listener.clone())
+                .send(),
+        );
+        drop(held);
+        on_ended.recv().expect("on_failed was told");
+        // Nothing is told after the end.
+        thread::sleep(Duration::from_millis(50));
+        let told = listener.told.lock().unwrap().clone();
+        // The loop goes on: another request on it is answered.
+        let next = client.get(&url).send().wait().map(|r| r.status());
+        (told, next)
+    });
+    assert_eq!(told, ["head POST /head", "failed Cancelled"]);
+    assert_eq!(next.unwrap(), 200);
+}
+
 /// `Client::close` from `on_status` on a caller's thread that is driving
 /// the loop (the loop's own thread asleep, to be woken to end it): the
 /// close returns, and the request it was told of ends with `ClientClosed`.

@@ -4,7 +4,7 @@
 //! connections and pool, TLS, limits, threads and testing seams.
 
 use crate::event_loop::EventLoopGroup;
-use crate::events::{EventListener, NoopListener};
+use crate::events::EventListener;
 use crate::h1::Limits;
 #[cfg(feature = "rustls")]
 use crate::net::tls::TlsOptions;
@@ -249,7 +249,7 @@ impl Default for ClientConfig {
             clock: Arc::new(SystemClock),
             timer: None,
             event_loop_group: None,
-            listener: Arc::new(NoopListener),
+            listener: crate::events::nobody_listening(),
         }
     }
 }

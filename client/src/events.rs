@@ -67,6 +67,242 @@ impl RequestInfo {
     }
 }
 
+/// A request's head as the client sent it, for
+/// [`EventListener::on_request_head`]: its method, target, version and
+/// header fields, in the order they went — the client's own (`Host`,
+/// `User-Agent`, the body's framing, `Authorization`, `Cookie`, …) among
+/// them, and none it left out (over HTTP/2, the connection-specific
+/// fields). Never the credentials of a proxy: a `Proxy-Authorization`
+/// field is not shown (the client's, to an HTTP proxy that forwards the
+/// request, or one the caller set), and no URL it shows has userinfo.
+///
+/// It borrows what the connection sends, as it is: reading it is the
+/// listener's cost, and telling it costs a listener that does not read it
+/// nothing.
+#[derive(Clone, Copy)]
+pub struct RequestHead<'a>(SentHead<'a>);
+
+/// What a [`RequestHead`] is read from.
+#[derive(Clone, Copy)]
+enum SentHead<'a> {
+    /// HTTP/1.1: the bytes written, from the request line to the empty
+    /// line that ends the head (and maybe a body after it, never read).
+    Http1(&'a [u8]),
+    /// HTTP/2: the request given to the HTTP/2 encoder, which sends its
+    /// method, URI and fields as HPACK.
+    Http2(&'a http::Request<()>),
+}
+
+/// The field a [`RequestHead`] never shows.
+const PROXY_AUTHORIZATION: &str = "proxy-authorization";
+
+impl<'a> RequestHead<'a> {
+    /// The head written in `bytes`, an HTTP/1.1 request head as the client
+    /// encodes it: a request line, a line per field, the empty line —
+    /// each ending CRLF — and maybe a body after it.
+    pub(crate) fn http1(bytes: &'a [u8]) -> RequestHead<'a> {
+        RequestHead(SentHead::Http1(bytes))
+    }
+
+    /// The head of `request`, as given to HTTP/2.
+    pub(crate) fn http2(request: &'a http::Request<()>) -> RequestHead<'a> {
+        RequestHead(SentHead::Http2(request))
+    }
+
+    /// HTTP/1.1's request line, and the rest from the first field on.
+    fn http1_parts(bytes: &'a [u8]) -> (&'a [u8], &'a [u8]) {
+        match bytes.windows(2).position(|pair| pair == b"\r\n") {
+            Some(end) => (&bytes[..end], &bytes[end + 2..]),
+            None => (bytes, &[]),
+        }
+    }
+
+    /// HTTP/1.1's request line: method, target and version, each after
+    /// one space.
+    fn request_line(bytes: &'a [u8]) -> [&'a str; 3] {
+        let line = std::str::from_utf8(Self::http1_parts(bytes).0).unwrap_or("");
+        let (method, rest) = line.split_once(' ').unwrap_or((line, ""));
+        let (target, version) = rest.rsplit_once(' ').unwrap_or((rest, ""));
+        [method, target, version]
+    }
+
+    /// The method, as sent (`GET`).
+    pub fn method(&self) -> &'a str {
+        match self.0 {
+            SentHead::Http1(bytes) => Self::request_line(bytes)[0],
+            SentHead::Http2(request) => request.method().as_str(),
+        }
+    }
+
+    /// The request-target, as sent: over HTTP/1.1 the path and query
+    /// (`/search?q=1`), or, to an HTTP proxy that forwards the request,
+    /// the whole URL without userinfo (`http://example.com/search?q=1`);
+    /// over HTTP/2 the `:path`.
+    pub fn target(&self) -> &'a str {
+        match self.0 {
+            SentHead::Http1(bytes) => Self::request_line(bytes)[1],
+            SentHead::Http2(request) => match request.uri().path_and_query() {
+                Some(target) if !target.as_str().is_empty() => target.as_str(),
+                _ => "/",
+            },
+        }
+    }
+
+    /// The version it went with: `HTTP_11` or `HTTP_2`.
+    pub fn version(&self) -> http::Version {
+        match self.0 {
+            SentHead::Http1(bytes) if Self::request_line(bytes)[2] == "HTTP/1.0" => {
+                http::Version::HTTP_10
+            }
+            SentHead::Http1(_) => http::Version::HTTP_11,
+            SentHead::Http2(_) => http::Version::HTTP_2,
+        }
+    }
+
+    /// HTTP/2's `:authority` (the host and port, without userinfo), which
+    /// says there what `Host` says over HTTP/1.1; `None` over HTTP/1.1,
+    /// whose `Host` is among the [`fields`](Self::fields).
+    pub fn authority(&self) -> Option<&'a str> {
+        match self.0 {
+            SentHead::Http1(_) => None,
+            SentHead::Http2(request) => request.uri().authority().map(|a| a.as_str()),
+        }
+    }
+
+    /// The header fields, in the order they went, each name as written
+    /// (HTTP/1.1: the client's own `Host`, `Content-Length` and
+    /// `Transfer-Encoding` capitalized, the others in lower case; HTTP/2:
+    /// all in lower case) with its value's bytes — but
+    /// `Proxy-Authorization`.
+    pub fn fields(&self) -> RequestFields<'a> {
+        RequestFields(match self.0 {
+            SentHead::Http1(bytes) => SentFields::Http1(Self::http1_parts(bytes).1),
+            SentHead::Http2(request) => SentFields::Http2(request.headers().iter()),
+        })
+    }
+}
+
+impl std::fmt::Debug for RequestHead<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let fields: Vec<_> = self
+            .fields()
+            .map(|(name, value)| (name, String::from_utf8_lossy(value)))
+            .collect();
+        f.debug_struct("RequestHead")
+            .field("method", &self.method())
+            .field("target", &self.target())
+            .field("version", &self.version())
+            .field("authority", &self.authority())
+            .field("fields", &fields)
+            .finish()
+    }
+}
+
+/// The header fields of a [`RequestHead`] ([`RequestHead::fields`]): each
+/// name and its value's bytes.
+pub struct RequestFields<'a>(SentFields<'a>);
+
+/// What [`RequestFields`] reads.
+enum SentFields<'a> {
+    /// HTTP/1.1: the field lines left, each ending CRLF, then the empty
+    /// line (and maybe a body, never read).
+    Http1(&'a [u8]),
+    Http2(http::header::Iter<'a, http::HeaderValue>),
+}
+
+impl<'a> Iterator for RequestFields<'a> {
+    type Item = (&'a str, &'a [u8]);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let (name, value) = match &mut self.0 {
+                SentFields::Http1(rest) => {
+                    let (line, after) = RequestHead::http1_parts(rest);
+                    // The empty line: the head has ended.
+                    if line.is_empty() {
+                        *rest = &[];
+                        return None;
+                    }
+                    *rest = after;
+                    let colon = line.iter().position(|&b| b == b':').unwrap_or(line.len());
+                    // A name is a token (ASCII); the client writes `name: value`.
+                    let name = std::str::from_utf8(&line[..colon]).unwrap_or("");
+                    let value = line.get(colon + 1..).unwrap_or(&[]).trim_ascii_start();
+                    (name, value)
+                }
+                SentFields::Http2(fields) => {
+                    let (name, value) = fields.next()?;
+                    (name.as_str(), value.as_bytes())
+                }
+            };
+            if !name.eq_ignore_ascii_case(PROXY_AUTHORIZATION) {
+                return Some((name, value));
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for RequestFields<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RequestFields").finish_non_exhaustive()
+    }
+}
+
+/// A response's head as it came, for [`EventListener::on_response_head`]:
+/// its version, status, reason phrase and headers.
+#[derive(Debug, Clone, Copy)]
+pub struct ResponseHead<'a> {
+    version: http::Version,
+    status: http::StatusCode,
+    /// HTTP/1.x: the reason phrase as sent, when it is not the status's
+    /// canonical one.
+    reason: Option<&'a [u8]>,
+    headers: &'a http::HeaderMap,
+}
+
+impl<'a> ResponseHead<'a> {
+    pub(crate) fn new(
+        version: http::Version,
+        status: http::StatusCode,
+        reason: Option<&'a [u8]>,
+        headers: &'a http::HeaderMap,
+    ) -> ResponseHead<'a> {
+        ResponseHead {
+            version,
+            status,
+            reason,
+            headers,
+        }
+    }
+
+    /// The version of the status line (`HTTP_10`, `HTTP_11`), or `HTTP_2`.
+    pub fn version(&self) -> http::Version {
+        self.version
+    }
+
+    /// The status.
+    pub fn status(&self) -> http::StatusCode {
+        self.status
+    }
+
+    /// The reason phrase as the server sent it, byte for byte (it may hold
+    /// bytes that are not UTF-8, obs-text), maybe empty; empty over HTTP/2,
+    /// which has none. What [`ReasonPhrase`](crate::ReasonPhrase) holds, or
+    /// else the canonical phrase.
+    pub fn reason(&self) -> &'a [u8] {
+        match (self.reason, self.version) {
+            (Some(sent), _) => sent,
+            (None, http::Version::HTTP_2) => b"",
+            (None, _) => self.status.canonical_reason().unwrap_or("").as_bytes(),
+        }
+    }
+
+    /// The header fields, in the order they came.
+    pub fn headers(&self) -> &'a http::HeaderMap {
+        self.headers
+    }
+}
+
 /// Observes exchanges. All methods default to doing nothing; each is
 /// given the [`RequestInfo`] of the request it is about.
 ///
@@ -97,8 +333,9 @@ impl RequestInfo {
 /// # Order
 ///
 /// Of one exchange (a hop, an attempt, a hedged copy), the events come in
-/// the order the work is done — connect before request sent before status
-/// before headers before body parts — and then exactly one of
+/// the order the work is done — connect before the request's head before
+/// request sent before status before headers before the response's head
+/// before body parts — and then exactly one of
 /// [`on_completed`](Self::on_completed) and [`on_failed`](Self::on_failed),
 /// after which nothing of its progress is told. Its request's policy
 /// tells of the exchange that follows ([`on_redirect`](Self::on_redirect),
@@ -229,12 +466,30 @@ pub trait EventListener: Send + Sync + 'static {
     fn on_goaway(&self, connection: &ConnectionInfo, reason: crate::error::Http2Reason) {}
     /// The connection went back to the pool, before the exchange's future is woken.
     fn on_connection_offered(&self, request: &RequestInfo, connection: &ConnectionInfo) {}
+    /// The request's head went to the connection, as [`RequestHead`] shows
+    /// it: over HTTP/1.1 once it is written whole, before its body; over
+    /// HTTP/2 as its `HEADERS` are given to the connection to send, just
+    /// before its stream opens (then
+    /// [`on_stream_opened`](Self::on_stream_opened)). Told again for each
+    /// connection it goes on (a request sent again on a new one). An
+    /// HTTP/1.1 head the server answered before it was all written (and
+    /// the rest of which is not sent) is not told.
+    fn on_request_head(
+        &self,
+        request: &RequestInfo,
+        connection: &ConnectionInfo,
+        head: &RequestHead<'_>,
+    ) {
+    }
     /// The whole request was written.
     fn on_request_sent(&self, request: &RequestInfo, connection: &ConnectionInfo) {}
     /// The status line arrived.
     fn on_status(&self, request: &RequestInfo, status: http::StatusCode) {}
     /// The response headers arrived.
     fn on_headers(&self, request: &RequestInfo, headers: &http::HeaderMap) {}
+    /// The response's head, whole — its version, status, reason phrase
+    /// and headers — told after [`on_headers`](Self::on_headers).
+    fn on_response_head(&self, request: &RequestInfo, head: &ResponseHead<'_>) {}
     /// `len` bytes of body arrived.
     fn on_body_part(&self, request: &RequestInfo, len: usize) {}
     /// The exchange ended with a response.
@@ -301,6 +556,28 @@ pub struct NoopListener;
 
 impl EventListener for NoopListener {}
 
+/// The listener of a client given none: one [`NoopListener`] for the
+/// process, so that an exchange can tell it has no listener ([`listens`]).
+fn nobody() -> &'static Arc<dyn EventListener> {
+    static NOBODY: std::sync::OnceLock<Arc<dyn EventListener>> = std::sync::OnceLock::new();
+    NOBODY.get_or_init(|| Arc::new(NoopListener))
+}
+
+/// The listener of a client given none (see [`listens`]).
+pub(crate) fn nobody_listening() -> Arc<dyn EventListener> {
+    nobody().clone()
+}
+
+/// Whether `listener` is anyone's: false for the client's listener when
+/// it was given none ([`nobody_listening`]) and its request none either.
+/// An event that costs something to tell besides the call — the HTTP/1.1
+/// request head, taken out of its exchange's payload and put back — is
+/// not told to nobody, so that a client without a listener pays nothing
+/// for it.
+pub(crate) fn listens(listener: &Arc<dyn EventListener>) -> bool {
+    !Arc::ptr_eq(listener, nobody())
+}
+
 /// Tells two listeners (the client's and the request's) the same thing.
 pub(crate) struct Both(pub Arc<dyn EventListener>, pub Arc<dyn EventListener>);
 
@@ -325,9 +602,11 @@ macro_rules! for_each_listener_method {
                 on_protocol_negotiated(connection: &$crate::events::ConnectionInfo, version: http::Version);
                 on_stream_opened(connection: &$crate::events::ConnectionInfo, stream_id: u32);
                 on_connection_offered(connection: &$crate::events::ConnectionInfo);
+                on_request_head(connection: &$crate::events::ConnectionInfo, head: &$crate::events::RequestHead<'_>);
                 on_request_sent(connection: &$crate::events::ConnectionInfo);
                 on_status(status: http::StatusCode);
                 on_headers(headers: &http::HeaderMap);
+                on_response_head(head: &$crate::events::ResponseHead<'_>);
                 on_body_part(len: usize);
             }
             ending {

@@ -99,7 +99,10 @@ pub mod cookie {
     /// The URL type cookie stores are given (the `url` crate's).
     pub use url::Url;
 }
-pub use events::{ConnectionInfo, EventListener, NoopListener, RequestInfo};
+pub use events::{
+    ConnectionInfo, EventListener, NoopListener, RequestFields, RequestHead, RequestInfo,
+    ResponseHead,
+};
 /// The body trait of hyper and the tower ecosystem, which [`Body`] implements.
 pub use http_body;
 #[cfg(feature = "rustls")]

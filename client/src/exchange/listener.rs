@@ -26,7 +26,7 @@
 
 use super::{Ending, Exchange};
 use crate::error::Error;
-use crate::events::{for_each_listener_method, EventListener, RequestInfo};
+use crate::events::{self, for_each_listener_method, EventListener, RequestInfo};
 use crate::sync::lock;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -58,6 +58,8 @@ const TELLING: u32 = SILENCED - 1;
 /// calls `exchange.listener.on_…(…)` with the event's own arguments only.
 pub(crate) struct Guarded {
     listener: Arc<dyn EventListener>,
+    /// Whether `listener` is anyone's (see [`events::listens`]).
+    listens: bool,
     request: RequestInfo,
     exchange: Weak<Exchange>,
     /// [`ENDED`], [`SILENCED`], and the progress events being told
@@ -78,6 +80,7 @@ impl Guarded {
         exchange: Weak<Exchange>,
     ) -> Guarded {
         Guarded {
+            listens: events::listens(&listener),
             listener,
             request,
             exchange,
@@ -89,6 +92,14 @@ impl Guarded {
     /// The request its events are about.
     pub(crate) fn request(&self) -> &RequestInfo {
         &self.request
+    }
+
+    /// Whether anyone listens: false for a client given no listener, and
+    /// a request given none either. For an event that costs something to
+    /// tell besides the call (see [`events::listens`]); the others are
+    /// told to nobody all the same.
+    pub(crate) fn listens(&self) -> bool {
+        self.listens
     }
 
     /// The exchange ends with `ending`: no progress event is told from now

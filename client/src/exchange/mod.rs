@@ -155,6 +155,18 @@ pub(crate) struct Head {
     pub(crate) remote: SocketAddr,
 }
 
+impl Head {
+    /// The head as its exchange's listener is told it.
+    pub(crate) fn told(&self) -> crate::events::ResponseHead<'_> {
+        crate::events::ResponseHead::new(
+            self.version,
+            self.status,
+            self.reason.as_deref(),
+            &self.headers,
+        )
+    }
+}
+
 /// Whether a response has no body, whatever its head declares: an answer
 /// to HEAD, an informational answer, 204 or 304.
 pub(crate) fn has_no_body(method: &http::Method, status: http::StatusCode) -> bool {

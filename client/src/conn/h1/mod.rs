@@ -75,6 +75,33 @@ const EARLY_ANSWER_MAX: usize = 8 * 1024 * 1024;
 /// remainder is cheaper to drain than a new connection.
 const DRAIN: usize = 64 * 1024;
 
+/// Tells `exchange`'s listener of its request's head, written whole on
+/// the connection `info`: the bytes written, as they are
+/// ([`RequestHead`](crate::events::RequestHead) reads them only if the
+/// listener asks).
+///
+/// The head is taken out of the exchange's payload while it is told, and
+/// put back after (a request sent again on a fresh connection writes it
+/// again): the payload's lock is not held over the listener's code, which
+/// would keep an exchange ended meanwhile from letting its bytes go — on
+/// the wheel, or, for a listener that cancels its own request, on this
+/// very thread for ever. An exchange that ended meanwhile keeps it no
+/// longer: it is freed. With no listener, nothing is taken: nobody is
+/// told.
+fn tell_request_head(exchange: &Exchange, info: &crate::events::ConnectionInfo) {
+    if !exchange.listener.listens() {
+        return;
+    }
+    let head = std::mem::take(&mut exchange.request.payload().head);
+    let told = crate::events::RequestHead::http1(&head);
+    exchange.listener.on_request_head(info, &told);
+    let mut payload = exchange.request.payload();
+    if !payload.released {
+        payload.head = head;
+    }
+    // Else `head` is freed here, after the unlock (locals drop in reverse).
+}
+
 /// The exchange a connection runs, and how far it got.
 pub(super) struct Active {
     pub(super) exchange: Arc<Exchange>,
@@ -365,6 +392,9 @@ impl Conn {
         let State::Active(active) = &mut self.state else {
             return true;
         };
+        if let (Sending::Head { .. }, Some(info)) = (&active.sending, &self.info) {
+            tell_request_head(&active.exchange, info);
+        }
         let request = &active.exchange.request;
         let body_follows = send::body_follows(request);
         match &active.sending {
@@ -710,8 +740,6 @@ impl Conn {
                     }
                     self.buf.consume(consumed);
                     self.server_keep_alive.heed(&head.headers);
-                    exchange.listener.on_status(head.status);
-                    exchange.listener.on_headers(&head.headers);
                     let head = Head {
                         status: head.status,
                         version: head.version,
@@ -719,6 +747,9 @@ impl Conn {
                         reason: head.reason,
                         remote: self.remote.expect("an active connection has a remote"),
                     };
+                    exchange.listener.on_status(head.status);
+                    exchange.listener.on_headers(&head.headers);
+                    exchange.listener.on_response_head(&head.told());
                     if !exchange.deliver_head(head) {
                         self.reset(cx);
                         return Decodes::Stop;

@@ -845,6 +845,12 @@ impl Conn {
                 continue;
             };
             let end_of_stream = matches!(out, Outgoing::Done);
+            // Told before `send_request`, which takes the request: as
+            // it is given to HTTP/2, nothing copied.
+            if let Some(info) = &info {
+                let head = crate::events::RequestHead::http2(&request);
+                exchange.listener.on_request_head(info, &head);
+            }
             match send.send_request(request, end_of_stream) {
                 Ok((response, stream)) => {
                     let id = stream.stream_id().as_u32();

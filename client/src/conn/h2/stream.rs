@@ -619,8 +619,6 @@ impl Stream {
                     }
                     self.refused = !parts.status.is_success();
                     let exchange = &self.exchange;
-                    exchange.listener.on_status(parts.status);
-                    exchange.listener.on_headers(&parts.headers);
                     let head = Head {
                         status: parts.status,
                         version: http::Version::HTTP_2,
@@ -631,6 +629,9 @@ impl Stream {
                             |info| info.remote,
                         ),
                     };
+                    exchange.listener.on_status(head.status);
+                    exchange.listener.on_headers(&head.headers);
+                    exchange.listener.on_response_head(&head.told());
                     if !exchange.deliver_head(head) {
                         self.send.send_reset(h2::Reason::CANCEL);
                         return Ok(Polled::Gone);
