@@ -95,9 +95,9 @@ impl Guarded {
     }
 
     /// Whether anyone listens: false for a client given no listener, and
-    /// a request given none either. For an event that costs something to
-    /// tell besides the call (see [`events::listens`]); the others are
-    /// told to nobody all the same.
+    /// a request given none either (see [`events::listens`]). Events told
+    /// to nobody cost the caller this test alone; one that costs something
+    /// to build asks it first.
     pub(crate) fn listens(&self) -> bool {
         self.listens
     }
@@ -152,7 +152,8 @@ impl Guarded {
     /// Tells a progress event, unless the exchange has ended; its end, if
     /// it came meanwhile, is told just after.
     fn tell(&self, method: impl FnOnce(&dyn EventListener)) {
-        if !self.begin_telling() {
+        // Told to nobody: no count, no catch, no end to defer.
+        if !self.listens || !self.begin_telling() {
             return;
         }
         let panicked = catch_unwind(AssertUnwindSafe(|| method(&*self.listener))).is_err();
@@ -172,7 +173,7 @@ impl Guarded {
     /// (`on_redirect`, `on_retry`: after the end), unless a panic
     /// silenced it.
     fn call(&self, method: impl FnOnce(&dyn EventListener)) {
-        if self.state.load(Ordering::Acquire) & SILENCED != 0 {
+        if !self.listens || self.state.load(Ordering::Acquire) & SILENCED != 0 {
             return;
         }
         if catch_unwind(AssertUnwindSafe(|| method(&*self.listener))).is_err() {
