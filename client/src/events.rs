@@ -117,13 +117,13 @@ impl<'a> RequestHead<'a> {
         }
     }
 
-    /// HTTP/1.1's request line: method, target and version, each after
-    /// one space.
-    fn request_line(bytes: &'a [u8]) -> [&'a str; 3] {
+    /// HTTP/1.1's request line's method and target (the line is method,
+    /// target and version, each after one space).
+    fn request_line(bytes: &'a [u8]) -> [&'a str; 2] {
         let line = std::str::from_utf8(Self::http1_parts(bytes).0).unwrap_or("");
         let (method, rest) = line.split_once(' ').unwrap_or((line, ""));
-        let (target, version) = rest.rsplit_once(' ').unwrap_or((rest, ""));
-        [method, target, version]
+        let (target, _version) = rest.rsplit_once(' ').unwrap_or((rest, ""));
+        [method, target]
     }
 
     /// The method, as sent (`GET`).
@@ -148,12 +148,10 @@ impl<'a> RequestHead<'a> {
         }
     }
 
-    /// The version it went with: `HTTP_11` or `HTTP_2`.
+    /// The version it went with: `HTTP_11` (the client writes no other
+    /// request line) or `HTTP_2`.
     pub fn version(&self) -> http::Version {
         match self.0 {
-            SentHead::Http1(bytes) if Self::request_line(bytes)[2] == "HTTP/1.0" => {
-                http::Version::HTTP_10
-            }
             SentHead::Http1(_) => http::Version::HTTP_11,
             SentHead::Http2(_) => http::Version::HTTP_2,
         }
