@@ -235,12 +235,12 @@ struct Args {
 /// One `--resolve HOST:PORT:ADDR[,ADDR…]`.
 #[derive(Debug)]
 struct Resolve {
-    /// As written (an IPv6 address in brackets): the client's override
-    /// matches it to a URL's host however either spells it.
+    /// As written, an IPv6 address without its brackets: the client's
+    /// override matches it to a URL's host however either spells it.
     host: String,
     port: u16,
-    /// At port 0, an IPv6 one with its zone's scope id: the port is set
-    /// where they are used, keeping it (`SocketAddr::set_port`).
+    /// At port 0, which the client takes as `port`; an IPv6 one with its
+    /// zone's scope id.
     addrs: Vec<std::net::SocketAddr>,
 }
 
@@ -251,10 +251,7 @@ fn parse_resolve(value: &str) -> Result<Resolve, String> {
         Some(bracketed) => {
             let (literal, rest) = bracketed.split_once(']').ok_or_else(bad)?;
             literal.parse::<std::net::Ipv6Addr>().map_err(|_| bad())?;
-            (
-                format!("[{literal}]"),
-                rest.strip_prefix(':').ok_or_else(bad)?,
-            )
+            (literal.to_owned(), rest.strip_prefix(':').ok_or_else(bad)?)
         }
         None => {
             let (host, rest) = value.split_once(':').ok_or_else(bad)?;

@@ -1317,17 +1317,11 @@ fn a_hedged_copy_keeps_away_from_the_connection_its_request_moved_to() {
         .http2_max_connections_per_origin(3)
         .build()
         .unwrap();
-    let hedge_delay = Duration::from_millis(10);
-    let future = client
-        .get(server.url("/"))
-        .hedge(tickless::hedge::Policy::after(hedge_delay))
-        .send();
-    // Polled on a thread of its own: the copy goes when it is polled.
-    let response = thread::spawn(move || future.wait());
+    let response = hedged_on_a_thread(&client, server.url("/"));
     original_arrived
         .recv_timeout(CEILING)
         .expect("the request reached the server");
-    clock.advance(hedge_delay);
+    clock.advance(HEDGE_DELAY);
     let response = response.join().unwrap().unwrap();
     assert_eq!(response.status(), 200);
     assert_eq!(
