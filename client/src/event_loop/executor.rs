@@ -22,7 +22,6 @@ use crate::sync::lock;
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
-use std::time::Duration;
 use tickless_timer::PreciseWait;
 
 const WAKER: mio::Token = mio::Token(0);
@@ -76,27 +75,15 @@ impl EventLoop {
             }
             let now = self.clock.now();
             let nearest = lock(&self.timers).heap.next_deadline();
-            let timeout = match nearest {
-                _ if left || nearest.is_some_and(|deadline| deadline <= now) => {
-                    left = self.keep_deadlines_once();
-                    continue;
-                }
-                // Advanced by hand: the advance wakes the executor's task,
-                // whose turn expires what is due.
-                _ if manual_clock => None,
-                Some(deadline) if deadline.saturating_duration_since(now) <= self.spin => {
-                    Some(Duration::ZERO)
-                }
-                nearest => {
-                    let wake_at = nearest.map(|deadline| deadline - self.spin);
-                    let by_poll =
-                        || nearest.map(|deadline| deadline.saturating_duration_since(now));
-                    match keeper.wait.as_mut() {
-                        Some(wait) => wait.arm(wake_at, now).unwrap_or_else(|_| by_poll()),
-                        None => by_poll(),
-                    }
-                }
-            };
+            if left || nearest.is_some_and(|deadline| deadline <= now) {
+                left = self.keep_deadlines_once();
+                continue;
+            }
+            // Advanced by hand, a manual clock wakes the executor's task,
+            // whose turn expires what is due: the keeper waits for nothing.
+            let timeout = nearest.and_then(|deadline| {
+                self.wait_for_deadline(keeper.wait.as_mut(), manual_clock, deadline, now)
+            });
             if let Err(error) = keeper.poll.poll(&mut keeper.events, timeout) {
                 if error.kind() != io::ErrorKind::Interrupted {
                     // Nothing would keep the deadlines: the thread drives.

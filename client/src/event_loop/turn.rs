@@ -681,27 +681,18 @@ impl EventLoop {
         if answered && !busy && !turn.manual_clock && caller.is_none() && self.go_idle() {
             return false;
         }
-        let now = self.clock.now();
         let nearest = lock(&self.timers).heap.next_deadline();
         let timeout = match nearest {
             _ if busy => Some(Duration::ZERO),
-            // Due already (armed since this turn's expiries): expired after
-            // a poll that does not block.
-            Some(deadline) if deadline <= now => Some(Duration::ZERO),
-            // A manual clock wakes the loop through the waker when advanced,
-            // and stands still meanwhile: nothing to spin for.
-            _ if turn.manual_clock => None,
-            Some(deadline) if deadline.saturating_duration_since(now) <= self.spin => {
-                Some(Duration::ZERO)
-            }
-            nearest => {
-                let wake_at = nearest.map(|deadline| deadline - self.spin);
-                let by_poll = || nearest.map(|deadline| deadline.saturating_duration_since(now));
-                match turn.wait.as_mut() {
-                    Some(wait) => wait.arm(wake_at, now).unwrap_or_else(|_| by_poll()),
-                    None => by_poll(),
-                }
-            }
+            // Nothing armed: events alone end the wait (the clock is read
+            // only for a deadline).
+            None => None,
+            Some(deadline) => self.wait_for_deadline(
+                turn.wait.as_mut(),
+                turn.manual_clock,
+                deadline,
+                self.clock.now(),
+            ),
         };
         if timeout != Some(Duration::ZERO) {
             if caller.is_none() && woke_tasks && turn.task_spins.spin_now() {
@@ -729,6 +720,40 @@ impl EventLoop {
         self.poll_once(turn, timeout);
         lock(&self.inbox).parked = false;
         true
+    }
+
+    /// How long a poll that would block waits for `deadline`, the
+    /// nearest, at `now` (the loop's own poll, or its thread's while an
+    /// executor drives it): not at all if it is due or within the loop's
+    /// spin (expired after a poll that does not block), else until `wait`,
+    /// the poll's precise wait, armed here, wakes it — or the poll's own
+    /// timeout, without one.
+    pub(super) fn wait_for_deadline(
+        &self,
+        wait: Option<&mut PreciseWait>,
+        manual_clock: bool,
+        deadline: Instant,
+        now: Instant,
+    ) -> Option<Duration> {
+        // Due already (armed since this turn's expiries).
+        if deadline <= now {
+            return Some(Duration::ZERO);
+        }
+        // A manual clock wakes the loop through the waker when advanced,
+        // and stands still meanwhile: nothing to spin for.
+        if manual_clock {
+            return None;
+        }
+        if deadline.saturating_duration_since(now) <= self.spin {
+            return Some(Duration::ZERO);
+        }
+        let by_poll = || Some(deadline.saturating_duration_since(now));
+        match wait {
+            Some(wait) => wait
+                .arm(Some(deadline - self.spin), now)
+                .unwrap_or_else(|_| by_poll()),
+            None => by_poll(),
+        }
     }
 
     /// A driving caller's poll before `until`: polls without blocking,
