@@ -576,9 +576,13 @@ impl Exchange {
         self.deadlines.read_timeout
     }
 
-    /// Records activity for the read timeout.
-    pub(crate) fn mark_read(&self, now: Instant) {
-        self.mark(&self.last_read, now);
+    /// Records activity for the read timeout, at `now` — read only if the
+    /// exchange has one: a client without read timeouts reads no clock
+    /// for them.
+    pub(crate) fn mark_read(&self, now: impl FnOnce() -> Instant) {
+        if self.deadlines.read_timeout.is_some() {
+            self.mark(&self.last_read, now());
+        }
     }
 
     fn last_read(&self) -> Instant {
@@ -829,12 +833,14 @@ impl Exchange {
     }
 
     /// The request was just written, or the body's pipe has room again: the
-    /// read timeout starts, a full period from `now`.
-    pub(crate) fn start_read(self: &Arc<Self>, now: Instant) {
+    /// read timeout starts, a full period from `now` (read only if there is
+    /// one, as for [`mark_read`](Self::mark_read)).
+    pub(crate) fn start_read(self: &Arc<Self>, now: impl FnOnce() -> Instant) {
         let Some(read_timeout) = self.deadlines.read_timeout else {
             return;
         };
-        self.mark_read(now);
+        let now = now();
+        self.mark(&self.last_read, now);
         let deadline = deadline_after(now, read_timeout);
         self.change(|link| link.timers.set(Timer::Read, deadline));
     }

@@ -387,15 +387,22 @@ impl Conn {
     /// next. Returns true if that ended the exchange (its answer had come
     /// whole).
     fn sent_part(&mut self, cx: &mut LoopContext<'_>) -> bool {
-        let now = self.now();
         let expect_delay = self.env().config.expect_continue_timeout;
+        let owner = &self.owner;
         let State::Active(active) = &mut self.state else {
             return true;
         };
+        // When the part went, for the timeouts that count from it: read
+        // before the listener is told of the head, and only for one of
+        // them (a client without read timeouts reads no clock here).
+        let request = &active.exchange.request;
+        let timed = active.exchange.read_timeout().is_some()
+            || (expect_delay.is_some() && send::waits_for_continue(request));
+        let sent_at = timed.then(|| owner.env().clock.now());
+        let now = || sent_at.unwrap_or_else(|| owner.env().clock.now());
         if let (Sending::Head { .. }, Some(info)) = (&active.sending, &self.info) {
             tell_request_head(&active.exchange, info);
         }
-        let request = &active.exchange.request;
         let body_follows = send::body_follows(request);
         match &active.sending {
             Sending::Head { .. } if send::waits_for_continue(request) => {
@@ -410,7 +417,8 @@ impl Conn {
                 // The client waits on the server from now: its silence is
                 // a read timeout, however long the delay (`Duration::MAX`:
                 // as long as it takes).
-                active.exchange.start_read(now);
+                let now = now();
+                active.exchange.start_read(|| now);
                 if let Some(deadline) = deadline_after(now, delay) {
                     self.arm_timer(cx, EXPECT_TIMER, Some(deadline));
                 }
@@ -496,9 +504,8 @@ impl Conn {
             };
             match filled {
                 Filled::Data(n) => {
-                    let now = self.now();
                     if let State::Active(active) = &self.state {
-                        active.exchange.mark_read(now);
+                        active.exchange.mark_read(|| self.now());
                     }
                     let decodes = if in_place {
                         self.decode_in_place(cx, n)
@@ -647,7 +654,7 @@ impl Conn {
         }
         active.paused = false;
         let exchange = active.exchange.clone();
-        exchange.start_read(self.now());
+        exchange.start_read(|| self.now());
         // Still full (a spurious wake): pause again.
         !self.push_gathered(cx)
     }
@@ -735,7 +742,7 @@ impl Conn {
                     // reading): from now on the read timeout bounds the
                     // server's silence, as it does once the request is out.
                     if !matches!(active.sending, Sending::Done) {
-                        exchange.start_read(self.owner.env().clock.now());
+                        exchange.start_read(|| self.owner.env().clock.now());
                         active.write_stall.end(&exchange);
                     }
                     self.buf.consume(consumed);
@@ -1066,10 +1073,9 @@ impl Conn {
         // sent whole: the read timeout starts if it had not (the request
         // was cut short), or afresh if bytes came — unless the body's pipe
         // is full: then the wait is the reader's.
-        let now = self.now();
         if let State::Active(active) = &self.state {
             if !active.paused && (taken > 0 || !was_sent) {
-                active.exchange.start_read(now);
+                active.exchange.start_read(|| self.now());
             }
         }
         // Read on the loop's next pass, not from within this call: a write

@@ -372,7 +372,7 @@ impl Stream {
             match body.poll_data(task) {
                 Poll::Pending => return false,
                 Poll::Ready(Some(Ok(data))) => {
-                    exchange.mark_read(now);
+                    exchange.mark_read(|| now);
                     let _ = body.flow_control().release_capacity(data.len());
                 }
                 Poll::Ready(end) => {
@@ -591,19 +591,19 @@ impl Stream {
                                 .finish_err(self.interim.too_large(&self.exchange));
                             return Ok(Polled::Gone);
                         }
-                        self.exchange.mark_read(now);
+                        self.exchange.mark_read(|| now);
                     }
                     let response = match Pin::new(response).poll(task) {
                         Poll::Pending => return Ok(Polled::Open),
                         Poll::Ready(response) => response?,
                     };
-                    self.exchange.mark_read(now);
+                    self.exchange.mark_read(|| now);
                     // A head before the request is all sent (the server
                     // answered early, and may have stopped reading it):
                     // from now on the read timeout bounds the server's
                     // silence, as it does once the request is out.
                     if !matches!(self.out, Outgoing::Done) {
-                        self.exchange.start_read(now);
+                        self.exchange.start_read(|| now);
                         self.write_stall.end(&self.exchange);
                     }
                     let (parts, body) = response.into_parts();
@@ -659,7 +659,7 @@ impl Stream {
                     let paused = self.paused && !pipe.has_room();
                     if self.paused && !paused {
                         self.paused = false;
-                        self.exchange.start_read(now);
+                        self.exchange.start_read(|| now);
                     }
                     let data = match body.poll_data(task) {
                         Poll::Pending if paused => return Ok(Polled::Open),
@@ -703,7 +703,7 @@ impl Stream {
                         self.gathered.add(data);
                         continue;
                     }
-                    self.exchange.mark_read(now);
+                    self.exchange.mark_read(|| now);
                     let large = if Gathered::is_small(&data) {
                         self.gathered.add(data);
                         if !self.gathered.is_full() {
@@ -804,5 +804,5 @@ pub(super) fn request_sent(
     if let Some(info) = info {
         exchange.listener.on_request_sent(info);
     }
-    exchange.start_read(now);
+    exchange.start_read(|| now);
 }
