@@ -850,6 +850,13 @@ impl Conn {
             if let Some(info) = &info {
                 let head = crate::events::RequestHead::http2(&request);
                 exchange.listener.on_request_head(info, &head);
+                // The listener's code ran: the exchange may have ended
+                // meanwhile (the listener cancelled it, or a timeout on
+                // the wheel while it ran). Its caller has been told it
+                // failed, and nothing of it may go.
+                if exchange.is_done() {
+                    continue;
+                }
             }
             match send.send_request(request, end_of_stream) {
                 Ok((response, stream)) => {
@@ -915,7 +922,9 @@ impl Conn {
                 }
                 Err(error) => {
                     if error.is_go_away() || error.is_io() {
-                        // Not sent: it goes elsewhere.
+                        // Not sent: it goes elsewhere, where its head,
+                        // told above, is told again (as
+                        // `EventListener::on_request_head` says).
                         h2.going_away = true;
                         h2.queue.push_front(exchange);
                         break;
