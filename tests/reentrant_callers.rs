@@ -14,6 +14,7 @@ mod support;
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
@@ -838,6 +839,61 @@ fn a_request_dropped_from_its_own_on_status_is_told_cancelled() {
     );
 }
 
+/// Drops its request's own future from `on_request_head`, and records
+/// what it is told; `ended` hears of `on_failed`.
+#[derive(Default)]
+struct DropsItself {
+    future: Mutex<Option<ResponseFuture>>,
+    told: Mutex<Vec<String>>,
+    ended: Mutex<Option<mpsc::Sender<()>>>,
+}
+
+impl EventListener for DropsItself {
+    fn on_request_head(
+        &self,
+        _request: &RequestInfo,
+        _connection: &tickless::ConnectionInfo,
+        head: &tickless::RequestHead<'_>,
+    ) {
+        let future = self.future.lock().unwrap().take();
+        drop(future);
+        let line = format!("head {} {}", head.method(), head.target());
+        self.told.lock().unwrap().push(line);
+    }
+    fn on_request_sent(&self, _request: &RequestInfo, _connection: &tickless::ConnectionInfo) {
+        self.told.lock().unwrap().push("sent".into());
+    }
+    fn on_status(&self, _request: &RequestInfo, _status: http::StatusCode) {
+        self.told.lock().unwrap().push("status".into());
+    }
+    fn on_failed(&self, _request: &RequestInfo, error: &Error) {
+        self.told.lock().unwrap().push(format!("failed {error:?}"));
+        if let Some(ended) = self.ended.lock().unwrap().take() {
+            let _ = ended.send(());
+        }
+    }
+}
+
+/// Sends `request` with a [`DropsItself`] listener, which finds the
+/// future in place; waits for its `on_failed`, and a little more (nothing
+/// is told after the end). What it was told.
+fn sent_dropping_itself(request: tickless::RequestBuilder) -> Vec<String> {
+    let (ended, on_ended) = mpsc::channel();
+    let listener = Arc::new(DropsItself {
+        ended: Mutex::new(Some(ended)),
+        ..DropsItself::default()
+    });
+    // Locked while it is sent: `on_request_head` finds the future in
+    // place.
+    let mut held = listener.future.lock().unwrap();
+    *held = Some(request.listener(listener.clone()).send());
+    drop(held);
+    on_ended.recv().expect("on_failed was told");
+    thread::sleep(Duration::from_millis(50));
+    let told = listener.told.lock().unwrap().clone();
+    told
+}
+
 /// A request's own future dropped from its `on_request_head`, on the
 /// loop's thread, while the head it is told is the exchange's own bytes:
 /// the drop cancels the exchange, which lets those bytes go — and must
@@ -845,69 +901,51 @@ fn a_request_dropped_from_its_own_on_status_is_told_cancelled() {
 /// thread for ever). `on_failed` (cancelled) follows, and nothing else.
 #[test]
 fn a_request_dropped_from_its_own_on_request_head_is_told_cancelled() {
-    #[derive(Default)]
-    struct DropsItself {
-        future: Mutex<Option<ResponseFuture>>,
-        told: Mutex<Vec<String>>,
-        ended: Mutex<Option<mpsc::Sender<()>>>,
-    }
-    impl EventListener for DropsItself {
-        fn on_request_head(
-            &self,
-            _request: &RequestInfo,
-            _connection: &tickless::ConnectionInfo,
-            head: &tickless::RequestHead<'_>,
-        ) {
-            let future = self.future.lock().unwrap().take();
-            drop(future);
-            let line = format!("head {} {}", head.method(), head.target());
-            self.told.lock().unwrap().push(line);
-        }
-        fn on_request_sent(&self, _request: &RequestInfo, _connection: &tickless::ConnectionInfo) {
-            self.told.lock().unwrap().push("sent".into());
-        }
-        fn on_status(&self, _request: &RequestInfo, _status: http::StatusCode) {
-            self.told.lock().unwrap().push("status".into());
-        }
-        fn on_failed(&self, _request: &RequestInfo, error: &Error) {
-            self.told.lock().unwrap().push(format!("failed {error:?}"));
-            if let Some(ended) = self.ended.lock().unwrap().take() {
-                let _ = ended.send(());
-            }
-        }
-    }
     let server = ok_server();
     let url = format!("http://{}/head", server.addr());
     // All on a thread of its own, bounded: a loop that hung in the cancel
     // would hang the client's drop too.
     let (told, next) = within("the request cancelled in its head", CEILING, move || {
         let client = one_loop_client(Duration::ZERO);
-        let (ended, on_ended) = mpsc::channel();
-        let listener = Arc::new(DropsItself {
-            ended: Mutex::new(Some(ended)),
-            ..DropsItself::default()
-        });
-        // Locked while it is sent: `on_request_head` finds the future in
-        // place.
-        let mut held = listener.future.lock().unwrap();
-        *held = Some(
-            client
-                .post(&url)
-                .body("x")
-                .listener(listener.clone())
-                .send(),
-        );
-        drop(held);
-        on_ended.recv().expect("on_failed was told");
-        // Nothing is told after the end.
-        thread::sleep(Duration::from_millis(50));
-        let told = listener.told.lock().unwrap().clone();
+        let told = sent_dropping_itself(client.post(&url).body("x"));
         // The loop goes on: another request on it is answered.
         let next = client.get(&url).send().wait().map(|r| r.status());
         (told, next)
     });
     assert_eq!(told, ["head POST /head", "failed Cancelled"]);
     assert_eq!(next.unwrap(), 200);
+}
+
+/// The same over HTTP/2, where the head is told as its `HEADERS` are
+/// given to the connection: the request cancelled meanwhile is not sent
+/// (its caller was told it failed) — the server never sees its stream.
+/// The next request, on the same connection, is the first it sees: the
+/// server takes a connection's streams in order, so by the time it has
+/// answered that one it would have counted the other.
+#[test]
+fn an_http2_request_dropped_from_its_own_on_request_head_is_never_sent() {
+    use support::h2_server::{answer, H2Server};
+    let server = H2Server::start(|stream| answer(stream, 200, b"hi"));
+    let url = server.url("/head");
+    let (told, next) = within("the stream cancelled in its head", CEILING, move || {
+        let client = Client::builder()
+            .event_loops(1)
+            .http2_prior_knowledge()
+            .build()
+            .expect("client");
+        // A GET: its `HEADERS` would end the stream, the request whole.
+        let told = sent_dropping_itself(client.get(&url));
+        let next = client.get(&url).send().wait().map(|r| r.status());
+        (told, next)
+    });
+    assert_eq!(told, ["head GET /head", "failed Cancelled"]);
+    assert_eq!(next.unwrap(), 200);
+    assert_eq!(server.stats.connections.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        server.stats.streams.load(Ordering::SeqCst),
+        1,
+        "the cancelled request's stream reached the server"
+    );
 }
 
 /// `Client::close` from `on_status` on a caller's thread that is driving

@@ -472,6 +472,14 @@ pub trait EventListener: Send + Sync + 'static {
     /// connection it goes on (a request sent again on a new one). An
     /// HTTP/1.1 head the server answered before it was all written (and
     /// the rest of which is not sent) is not told.
+    ///
+    /// Over HTTP/2, a head told may yet not go: if the request ends while
+    /// this is told (cancelled from here, or its timeout), nothing of it
+    /// is sent; if the connection turns it down as it is given (a `GOAWAY`
+    /// just read, or the connection failing), no stream opens there, and
+    /// the request goes on another connection, where its head is told
+    /// again. Only [`on_stream_opened`](Self::on_stream_opened) says the
+    /// head went.
     fn on_request_head(
         &self,
         request: &RequestInfo,

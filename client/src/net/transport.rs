@@ -414,6 +414,7 @@ fn tls_read(
     answered: &mut bool,
     buf: &mut [u8],
 ) -> io::Result<usize> {
+    let mut first_pass = true;
     loop {
         match tls.reader().read(buf) {
             // Ok(0): the server's close_notify. UnexpectedEof: the TCP
@@ -435,8 +436,14 @@ fn tls_read(
         // before, behind plaintext that has now been handed out, is this
         // read's (rustls keeps it: every call returns it again); it must
         // not wait for the socket, which may never be readable again.
-        if let Err(error) = tls.process_new_packets() {
-            return Err(tls_io_error(error, *answered));
+        // Only a failure from an earlier read can be kept so: on the
+        // passes after the first, the records just read were processed
+        // below, and a failure there returned or was followed by
+        // plaintext (then returned above).
+        if std::mem::take(&mut first_pass) {
+            if let Err(error) = tls.process_new_packets() {
+                return Err(tls_io_error(error, *answered));
+            }
         }
         // Read more records (a zero-length read makes the reader report
         // the end on the next turn).

@@ -573,11 +573,11 @@ fn as_url(uri: &http::Uri) -> Option<url::Url> {
 /// the caller set a `Cookie` header.
 fn store_cookies(store: Option<&dyn CookieStore>, hop: &Hop) -> Option<http::HeaderValue> {
     let store = store?;
-    if hop.headers.contains_key(COOKIE) {
+    // The URL is built only for a store that may hold a cookie.
+    if hop.headers.contains_key(COOKIE) || store.is_empty() {
         return None;
     }
-    // The URL is built only for a store that may hold a cookie.
-    store.cookies_for(&mut || as_url(&hop.uri))
+    as_url(&hop.uri).and_then(|url| store.cookies(&url))
 }
 
 /// `uri` without its userinfo, which becomes `Authorization: Basic`
@@ -652,6 +652,72 @@ fn has_userinfo(uri: &http::Uri) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The hop asks a store for its cookies — building the URL to ask —
+    /// only while the store may hold one: not for an empty jar (which
+    /// answers from its count), nor when the caller set a `Cookie` of
+    /// their own; and the header is the one the store gives.
+    #[cfg(feature = "cookies")]
+    #[test]
+    fn the_url_is_built_for_the_cookies_only_while_the_jar_holds_one() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        /// The jar, counting the times it is asked for cookies.
+        #[derive(Default)]
+        struct Counted {
+            jar: super::super::Jar,
+            asked: AtomicUsize,
+        }
+        impl CookieStore for Counted {
+            fn set_cookies(
+                &self,
+                url: &url::Url,
+                set_cookie: &mut dyn Iterator<Item = &http::HeaderValue>,
+            ) {
+                self.jar.set_cookies(url, set_cookie);
+            }
+            fn cookies(&self, url: &url::Url) -> Option<http::HeaderValue> {
+                self.asked.fetch_add(1, Ordering::Relaxed);
+                self.jar.cookies(url)
+            }
+            fn is_empty(&self) -> bool {
+                self.jar.is_empty()
+            }
+        }
+        let hop = |headers: http::HeaderMap| Hop {
+            method: http::Method::GET,
+            uri: "http://a.test/x".parse().unwrap(),
+            headers: Arc::new(headers),
+            cookie: None,
+            body: HopBody::Replayable(bytes::Bytes::new()),
+        };
+        let store = Counted::default();
+        let set = |value: &'static str| {
+            let value = http::HeaderValue::from_static(value);
+            let url = url::Url::parse("http://a.test/").unwrap();
+            store.set_cookies(&url, &mut std::iter::once(&value));
+        };
+        let asked = || store.asked.load(Ordering::Relaxed);
+        assert_eq!(
+            store_cookies(Some(&store), &hop(http::HeaderMap::new())),
+            None
+        );
+        assert_eq!(asked(), 0);
+        set("id=7");
+        let cookie = store_cookies(Some(&store), &hop(http::HeaderMap::new()));
+        assert_eq!(cookie.unwrap(), "id=7");
+        assert_eq!(asked(), 1);
+        let mut own = http::HeaderMap::new();
+        own.insert(COOKIE, http::HeaderValue::from_static("mine=1"));
+        assert_eq!(store_cookies(Some(&store), &hop(own)), None);
+        assert_eq!(asked(), 1);
+        // Deleted by the server: empty again.
+        set("id=; Max-Age=0");
+        assert_eq!(
+            store_cookies(Some(&store), &hop(http::HeaderMap::new())),
+            None
+        );
+        assert_eq!(asked(), 1);
+    }
 
     /// `as_url` parses the text `http::Uri` displays as, on the stack or,
     /// past its room, in a string.

@@ -34,25 +34,13 @@ pub trait CookieStore: Send + Sync {
     fn cookies(&self, url: &url::Url) -> Option<HeaderValue>;
 
     /// Whether the store holds no cookie at all, so that no request
-    /// carries one: [`cookies_for`](Self::cookies_for) then asks it for
-    /// none, and spares each request the [`url::Url`] it would build to
-    /// ask. `false` unless a
-    /// store says so (the default asks for every request).
+    /// carries one: the client then asks it for none, and spares each
+    /// request the [`url::Url`] it would build to ask. Asked before every
+    /// request's [`cookies`](Self::cookies): best answered without a
+    /// lock (the client's [`Jar`] keeps a count). `false` unless a store
+    /// says so (the default asks for every request).
     fn is_empty(&self) -> bool {
         false
-    }
-
-    /// The `Cookie` header a request carries, if any, `url` called for
-    /// its URL only if the store may hold a cookie for it: what the
-    /// client asks, once a request. By default
-    /// [`is_empty`](Self::is_empty), then [`cookies`](Self::cookies); a
-    /// store that answers both under one lock (as the client's `Jar`
-    /// does) can take it once.
-    fn cookies_for(&self, url: &mut dyn FnMut() -> Option<url::Url>) -> Option<HeaderValue> {
-        if self.is_empty() {
-            return None;
-        }
-        self.cookies(&url()?)
     }
 }
 
@@ -72,7 +60,55 @@ pub trait CookieStore: Send + Sync {
 /// subdomains, cannot grow the jar or the `Cookie` header without bound.
 #[cfg(feature = "cookies")]
 #[derive(Debug, Default)]
-pub struct Jar(std::sync::RwLock<Cookies>);
+pub struct Jar {
+    cookies: std::sync::RwLock<Cookies>,
+    /// How many cookies `cookies` holds (its stamps' count), for
+    /// [`is_empty`](CookieStore::is_empty) to answer without the lock:
+    /// set under the write lock at each of its releases
+    /// ([`Writing`]), so it is the count as of the last change.
+    held: std::sync::atomic::AtomicUsize,
+}
+
+/// The jar's cookies locked to change them: the count the jar keeps
+/// beside them ([`Jar::held`]) is set to theirs as the lock is released,
+/// whatever the change was (a cookie set, deleted, swept or evicted).
+#[cfg(feature = "cookies")]
+struct Writing<'a> {
+    cookies: std::sync::RwLockWriteGuard<'a, Cookies>,
+    held: &'a std::sync::atomic::AtomicUsize,
+}
+
+#[cfg(feature = "cookies")]
+impl std::ops::Deref for Writing<'_> {
+    type Target = Cookies;
+
+    fn deref(&self) -> &Cookies {
+        &self.cookies
+    }
+}
+
+#[cfg(feature = "cookies")]
+impl std::ops::DerefMut for Writing<'_> {
+    fn deref_mut(&mut self) -> &mut Cookies {
+        &mut self.cookies
+    }
+}
+
+#[cfg(feature = "cookies")]
+impl Drop for Writing<'_> {
+    fn drop(&mut self) {
+        // Still under the lock (the guard drops after this): the counts
+        // stored are in the order of the changes. Relaxed: the count is a
+        // hint, read beside no other data — a request racing a response
+        // that sets its first cookie may go without it either way, and one
+        // that comes after it (ordered by whatever made it come after)
+        // reads this store or a later one.
+        self.held.store(
+            self.cookies.stamps.len(),
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    }
+}
 
 /// The most cookies a [`Jar`] keeps for one domain (RFC 6265 §6.1: at
 /// least 50).
@@ -421,17 +457,23 @@ impl Jar {
     }
 
     /// The cookies, to set: one setter at a time, and no request given
-    /// its cookies meanwhile.
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Cookies> {
-        self.0
+    /// its cookies meanwhile. The count of them is kept as the lock is
+    /// released ([`Writing`]).
+    fn write(&self) -> Writing<'_> {
+        let cookies = self
+            .cookies
             .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        Writing {
+            cookies,
+            held: &self.held,
+        }
     }
 
     /// The cookies, to send: requests are given theirs side by side (each
     /// cookie sent marks its own stamp, atomically).
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Cookies> {
-        self.0
+        self.cookies
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -452,23 +494,12 @@ impl CookieStore for Jar {
         HeaderValue::from_maybe_shared(bytes::Bytes::from(joined)).ok()
     }
 
-    fn cookies_for(&self, url: &mut dyn FnMut() -> Option<url::Url>) -> Option<HeaderValue> {
-        // One lock for the look at the count and the cookies: the default
-        // would take it twice, in `is_empty` and `cookies`.
-        let joined = {
-            let jar = self.read();
-            if jar.stamps.len() == 0 {
-                return None;
-            }
-            jar.header_for(&url()?)?
-        };
-        HeaderValue::from_maybe_shared(bytes::Bytes::from(joined)).ok()
-    }
-
     fn is_empty(&self) -> bool {
         // Its stamps' keys are the cookies the store holds (those expired
-        // since the last sweep too): none, and it holds none.
-        self.read().stamps.len() == 0
+        // since the last sweep too): none, and it holds none. Their count
+        // as of the last change, without the lock: a request does not
+        // wait behind a response's cookies being stored.
+        self.held.load(std::sync::atomic::Ordering::Relaxed) == 0
     }
 }
 
@@ -693,47 +724,25 @@ mod tests {
         assert_eq!(sent(&jar, "http://a.test/"), None);
     }
 
-    /// The client asks a store once a request, `cookies_for`: the URL is
-    /// built only while the store holds a cookie — the jar's, under the
-    /// one lock it takes to look; another store's, by its `is_empty` —
-    /// and the header is the one `cookies` gives.
+    /// A jar says whether it is empty without its lock: asked before
+    /// every request's cookies, it does not wait behind cookies being
+    /// stored (here the lock held by the test, on another thread, with a
+    /// ceiling: a jar that took the lock would answer only once the
+    /// test let it go).
     #[test]
-    fn cookies_for_builds_the_url_only_for_a_store_with_cookies() {
-        let asked = std::cell::Cell::new(0);
-        let to = |at: &str| {
-            let at = at.to_owned();
-            let asked = &asked;
-            move || {
-                asked.set(asked.get() + 1);
-                Some(url(&at))
-            }
-        };
-        let jar = Jar::new();
-        assert_eq!(jar.cookies_for(&mut to("http://a.test/")), None);
-        assert_eq!(asked.get(), 0);
+    fn a_jar_says_it_is_empty_while_cookies_are_being_stored() {
+        let jar = std::sync::Arc::new(Jar::new());
         set(&jar, "http://a.test/", &["id=7"]);
-        assert_eq!(jar.cookies_for(&mut to("http://a.test/")).unwrap(), "id=7");
-        assert_eq!(jar.cookies_for(&mut to("http://b.test/")), None);
-        assert_eq!(asked.get(), 2);
-
-        /// A store that says it is empty, or not, and always has `c=1`.
-        struct Said(bool);
-        impl CookieStore for Said {
-            fn set_cookies(&self, _: &url::Url, _: &mut dyn Iterator<Item = &HeaderValue>) {}
-            fn cookies(&self, _: &url::Url) -> Option<HeaderValue> {
-                Some(HeaderValue::from_static("c=1"))
-            }
-            fn is_empty(&self) -> bool {
-                self.0
-            }
-        }
-        assert_eq!(Said(true).cookies_for(&mut to("http://a.test/")), None);
-        assert_eq!(asked.get(), 2);
-        assert_eq!(
-            Said(false).cookies_for(&mut to("http://a.test/")).unwrap(),
-            "c=1"
-        );
-        assert_eq!(asked.get(), 3);
+        let storing = jar.write();
+        let (told, answer) = std::sync::mpsc::channel();
+        let asker = std::thread::spawn({
+            let jar = jar.clone();
+            move || told.send(jar.is_empty()).unwrap()
+        });
+        let empty = answer.recv_timeout(std::time::Duration::from_secs(20));
+        drop(storing);
+        asker.join().unwrap();
+        assert_eq!(empty, Ok(false), "is_empty waited for the lock");
     }
 
     /// A cookie for a domain goes to every host under it, however deep,

@@ -260,14 +260,8 @@ fn encode(
     // The store's `Cookie`, kept out of the hop's headers (see
     // [`Hop::cookie`]), goes after them: checked and written with them by
     // the encoder, on the stack.
-    let cookie_field;
-    let extra: &[(&HeaderName, &HeaderValue)] = match cookie {
-        Some(cookie) => {
-            cookie_field = [(&COOKIE, cookie)];
-            &cookie_field
-        }
-        None => &[],
-    };
+    let cookie_field = cookie.map(|cookie| (&COOKIE, cookie));
+    let extra: &[(&HeaderName, &HeaderValue)] = cookie_field.as_slice();
     let mut head = Vec::new();
     if h2_only {
         h1::check_request_head_with(method, uri, headers, extra, framing)

@@ -317,7 +317,27 @@ enum Departure {
     Retired,
 }
 
+/// The error code of the server's `GOAWAY` that `error` (from
+/// `poll_ready`) shows: only the server's word — not an error of the
+/// connection's own (I/O, or one `h2` found, which has a code too) — and
+/// only an error, not `NO_ERROR`.
+fn goaway_error_code(error: &h2::Error) -> Option<Http2Reason> {
+    let reason = error.reason().filter(|_| error.is_remote())?;
+    (reason != h2::Reason::NO_ERROR).then(|| Http2Reason(reason.into()))
+}
+
 impl Http2 {
+    /// Records the error code of the server's `GOAWAY` that `error` (from
+    /// `poll_ready`, which shows the last `GOAWAY` read) names, if it
+    /// names one ([`goaway_error_code`]), for the streams that fail
+    /// afterwards (see `goaway_error`): a `NO_ERROR` leaves what a
+    /// `GOAWAY` before it said.
+    fn record_goaway(&mut self, error: &h2::Error) {
+        if let Some(code) = goaway_error_code(error) {
+            self.goaway_error = Some(code);
+        }
+    }
+
     /// Gives `h2` the resets held back (the next poll of the connection
     /// writes them).
     fn give_resets(&mut self) {
@@ -577,7 +597,7 @@ impl Conn {
         let mut passes = 0;
         loop {
             let mut ended = self.poll_h2_connection(&mut task);
-            self.check_goaway(&mut task);
+            self.check_goaway(&mut task, ended.is_some());
             // The server's SETTINGS may have changed its stream limit: the
             // dispatcher knows before any response of this pass is out.
             self.publish_load();
@@ -606,7 +626,7 @@ impl Conn {
                     h2.keys = keys;
                 }
                 ended = self.poll_h2_connection(&mut task);
-                self.check_goaway(&mut task);
+                self.check_goaway(&mut task, true);
             }
             if let Some(result) = ended {
                 // Streams learn of the end when polled: all of them once
@@ -833,6 +853,7 @@ impl Conn {
                     // more streams, and gives back what waits (below).
                     goaway = error.reason();
                     h2.going_away = true;
+                    h2.record_goaway(&error);
                     break;
                 }
                 Poll::Ready(Ok(())) => {}
@@ -850,6 +871,13 @@ impl Conn {
             if let Some(info) = &info {
                 let head = crate::events::RequestHead::http2(&request);
                 exchange.listener.on_request_head(info, &head);
+                // The listener's code ran: the exchange may have ended
+                // meanwhile (the listener cancelled it, or a timeout on
+                // the wheel while it ran). Its caller has been told it
+                // failed, and nothing of it may go.
+                if exchange.is_done() {
+                    continue;
+                }
             }
             match send.send_request(request, end_of_stream) {
                 Ok((response, stream)) => {
@@ -915,7 +943,9 @@ impl Conn {
                 }
                 Err(error) => {
                     if error.is_go_away() || error.is_io() {
-                        // Not sent: it goes elsewhere.
+                        // Not sent: it goes elsewhere, where its head,
+                        // told above, is told again (as
+                        // `EventListener::on_request_head` says).
                         h2.going_away = true;
                         h2.queue.push_front(exchange);
                         break;
@@ -925,9 +955,6 @@ impl Conn {
                 }
             }
         }
-        if let Some(reason) = goaway.filter(|r| *r != h2::Reason::NO_ERROR) {
-            h2.goaway_error = Some(Http2Reason(reason.into()));
-        }
         self.went_away(match goaway {
             _ if ids_spent || worn => Departure::Retired,
             Some(reason) => Departure::GoAway(reason),
@@ -936,40 +963,37 @@ impl Conn {
     }
 
     /// Looks for the server's `GOAWAY` (it shows first in `poll_ready`,
-    /// streams waiting or not), and records its error code — the latest
-    /// `GOAWAY`'s, checked on every pass: a server may follow a
-    /// `GOAWAY(NO_ERROR)` with one carrying an error (RFC 9113 §6.8;
+    /// streams waiting or not), and records its error code
+    /// ([`Http2::record_goaway`]) — the latest `GOAWAY`'s, checked again
+    /// on every pass while the connection goes away: a server may follow
+    /// a `GOAWAY(NO_ERROR)` with one carrying an error (RFC 9113 §6.8;
     /// hypercorn does at the next frame that comes, then closes), and `h2`
     /// shows the last it read. Whether the client polled between the two
     /// depends on how the bytes came; the streams' error must not.
-    fn check_goaway(&mut self, task: &mut Context<'_>) {
+    ///
+    /// `last_read`: the pass reads no more (its last read is done, or the
+    /// connection has ended). A connection going away is checked only
+    /// then, once a pass: after the last read, which may have brought the
+    /// later `GOAWAY`, and before the streams that fail at the end are
+    /// told its code.
+    fn check_goaway(&mut self, task: &mut Context<'_>, last_read: bool) {
         let State::H2(h2) = &mut self.state else {
             return;
         };
         let Phase::Open { send, .. } = &mut h2.phase else {
             return;
         };
-        if h2.going_away {
-            if let Poll::Ready(Err(error)) = send.poll_ready(task) {
-                // The server's word only: not an error of the connection's
-                // own (I/O, or one `h2` found).
-                let from_server = error.is_remote();
-                let reason = error.reason();
-                if let Some(reason) = reason.filter(|r| from_server && *r != h2::Reason::NO_ERROR) {
-                    h2.goaway_error = Some(Http2Reason(reason.into()));
-                }
-            }
+        if h2.going_away && !last_read {
             return;
         }
         let Poll::Ready(Err(error)) = send.poll_ready(task) else {
             return;
         };
-        h2.going_away = true;
-        let reason = error.reason();
-        if let Some(reason) = reason.filter(|r| *r != h2::Reason::NO_ERROR) {
-            h2.goaway_error = Some(Http2Reason(reason.into()));
+        let went_before = std::mem::replace(&mut h2.going_away, true);
+        h2.record_goaway(&error);
+        if !went_before {
+            self.went_away(error.reason().map_or(Departure::Server, Departure::GoAway));
         }
-        self.went_away(reason.map_or(Departure::Server, Departure::GoAway));
     }
 
     /// The connection takes no more streams: it leaves the shared list,
