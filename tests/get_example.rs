@@ -1116,17 +1116,11 @@ fn lines_with<'a>(text: &'a str, prefix: &str) -> Vec<&'a str> {
 /// a line per field as the server got them, each after `> `, then a blank
 /// `> ` line — with the fields `but` names left out.
 fn request_lines(request: &RecordedRequest, but: &[&str]) -> Vec<String> {
-    let mut lines = vec![format!(
-        "> {} {} {}",
-        request.method, request.target, request.version
-    )];
-    for (name, value) in &request.headers {
-        if !but.iter().any(|left| name.eq_ignore_ascii_case(left)) {
-            lines.push(format!("> {name}: {value}"));
-        }
-    }
-    lines.push("> ".into());
+    let lines = request.head_lines(but).into_iter();
     lines
+        .chain([String::new()])
+        .map(|line| format!("> {line}"))
+        .collect()
 }
 
 /// `-v`, `--verbose` (curl's): on standard error, `*` lines for what the

@@ -788,64 +788,45 @@ fn close_and_the_last_client_dropped_from_on_failed_on_the_wheel_return() {
     assert!(matches!(other, Err(Error::ClientClosed)), "{other:?}");
 }
 
-/// A request's own future dropped from its `on_status`, on the loop's
-/// thread: the drop cancels the exchange being told, and `on_failed`
-/// (cancelled) follows once `on_status` returns, with nothing after it.
-#[test]
-fn a_request_dropped_from_its_own_on_status_is_told_cancelled() {
-    #[derive(Default)]
-    struct DropsItself {
-        future: Mutex<Option<ResponseFuture>>,
-        told: Mutex<Vec<String>>,
-        ended: Mutex<Option<mpsc::Sender<()>>>,
-    }
-    impl EventListener for DropsItself {
-        fn on_status(&self, _request: &RequestInfo, _status: http::StatusCode) {
-            let future = self.future.lock().unwrap().take();
-            drop(future);
-            self.told.lock().unwrap().push("status".into());
-        }
-        fn on_headers(&self, _request: &RequestInfo, _headers: &http::HeaderMap) {
-            self.told.lock().unwrap().push("headers".into());
-        }
-        fn on_completed(&self, _request: &RequestInfo, _status: http::StatusCode) {
-            self.told.lock().unwrap().push("completed".into());
-        }
-        fn on_failed(&self, _request: &RequestInfo, error: &Error) {
-            self.told.lock().unwrap().push(format!("failed {error:?}"));
-            if let Some(ended) = self.ended.lock().unwrap().take() {
-                let _ = ended.send(());
-            }
-        }
-    }
-    let server = ok_server();
-    let client = one_loop_client(Duration::ZERO);
-    let url = format!("http://{}/", server.addr());
-    let (ended, on_ended) = mpsc::channel();
-    let listener = Arc::new(DropsItself {
-        ended: Mutex::new(Some(ended)),
-        ..DropsItself::default()
-    });
-    // Locked while it is sent: `on_status` finds the future in place.
-    let mut held = listener.future.lock().unwrap();
-    *held = Some(client.get(&url).listener(listener.clone()).send());
-    drop(held);
-    on_ended.recv_timeout(CEILING).expect("on_failed was told");
-    // Nothing is told after the end.
-    thread::sleep(Duration::from_millis(50));
-    assert_eq!(
-        *listener.told.lock().unwrap(),
-        ["status", "failed Cancelled"]
-    );
+/// The event whose listener method drops the request's own future.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DropAt {
+    RequestHead,
+    Status,
 }
 
-/// Drops its request's own future from `on_request_head`, and records
-/// what it is told; `ended` hears of `on_failed`.
-#[derive(Default)]
+/// A listener that drops its request's own future from the method for
+/// [`DropAt`], on the loop's thread, and keeps what it is told from then
+/// on (that method's event first), up to `on_failed`, which it signals.
 struct DropsItself {
+    at: DropAt,
     future: Mutex<Option<ResponseFuture>>,
+    /// Events from the drop on; before it, nothing.
     told: Mutex<Vec<String>>,
     ended: Mutex<Option<mpsc::Sender<()>>>,
+}
+
+impl DropsItself {
+    /// Drops the future if `at` is the event this listener drops it at,
+    /// and keeps `event` from then on. The future is dropped with no lock
+    /// of `told` held: what the drop calls back is told as any event is.
+    fn told(&self, at: DropAt, event: impl FnOnce() -> String) {
+        if at == self.at {
+            let future = self.future.lock().unwrap().take();
+            drop(future);
+            self.told.lock().unwrap().push(event());
+        } else {
+            self.told_after(event);
+        }
+    }
+
+    /// Keeps `event` if the future has been dropped (something is kept).
+    fn told_after(&self, event: impl FnOnce() -> String) {
+        let mut told = self.told.lock().unwrap();
+        if !told.is_empty() {
+            told.push(event());
+        }
+    }
 }
 
 impl EventListener for DropsItself {
@@ -855,43 +836,65 @@ impl EventListener for DropsItself {
         _connection: &tickless::ConnectionInfo,
         head: &tickless::RequestHead<'_>,
     ) {
-        let future = self.future.lock().unwrap().take();
-        drop(future);
-        let line = format!("head {} {}", head.method(), head.target());
-        self.told.lock().unwrap().push(line);
+        self.told(DropAt::RequestHead, || {
+            format!("head {} {}", head.method(), head.target())
+        });
     }
     fn on_request_sent(&self, _request: &RequestInfo, _connection: &tickless::ConnectionInfo) {
-        self.told.lock().unwrap().push("sent".into());
+        self.told_after(|| "sent".into());
     }
     fn on_status(&self, _request: &RequestInfo, _status: http::StatusCode) {
-        self.told.lock().unwrap().push("status".into());
+        self.told(DropAt::Status, || "status".into());
+    }
+    fn on_headers(&self, _request: &RequestInfo, _headers: &http::HeaderMap) {
+        self.told_after(|| "headers".into());
+    }
+    fn on_completed(&self, _request: &RequestInfo, _status: http::StatusCode) {
+        self.told_after(|| "completed".into());
     }
     fn on_failed(&self, _request: &RequestInfo, error: &Error) {
-        self.told.lock().unwrap().push(format!("failed {error:?}"));
+        self.told_after(|| format!("failed {error:?}"));
         if let Some(ended) = self.ended.lock().unwrap().take() {
             let _ = ended.send(());
         }
     }
 }
 
-/// Sends `request` with a [`DropsItself`] listener, which finds the
-/// future in place; waits for its `on_failed`, and a little more (nothing
-/// is told after the end). What it was told.
-fn sent_dropping_itself(request: tickless::RequestBuilder) -> Vec<String> {
+/// Sends `request` with a [`DropsItself`] dropping it at `at`, waits for
+/// `on_failed`, and returns what the listener was told from the drop on,
+/// a while after that end: nothing may follow it.
+fn told_when_dropped_at(at: DropAt, request: tickless::RequestBuilder) -> Vec<String> {
     let (ended, on_ended) = mpsc::channel();
     let listener = Arc::new(DropsItself {
+        at,
+        future: Mutex::new(None),
+        told: Mutex::new(Vec::new()),
         ended: Mutex::new(Some(ended)),
-        ..DropsItself::default()
     });
-    // Locked while it is sent: `on_request_head` finds the future in
-    // place.
+    // Locked while it is sent: the method that drops it finds the future
+    // in place.
     let mut held = listener.future.lock().unwrap();
     *held = Some(request.listener(listener.clone()).send());
     drop(held);
-    on_ended.recv().expect("on_failed was told");
+    on_ended.recv_timeout(CEILING).expect("on_failed was told");
+    // Nothing is told after the end.
     thread::sleep(Duration::from_millis(50));
     let told = listener.told.lock().unwrap().clone();
     told
+}
+
+/// A request's own future dropped from its `on_status`, on the loop's
+/// thread: the drop cancels the exchange being told, and `on_failed`
+/// (cancelled) follows once `on_status` returns, with nothing after it.
+#[test]
+fn a_request_dropped_from_its_own_on_status_is_told_cancelled() {
+    let server = ok_server();
+    let client = one_loop_client(Duration::ZERO);
+    let url = format!("http://{}/", server.addr());
+    assert_eq!(
+        told_when_dropped_at(DropAt::Status, client.get(&url)),
+        ["status", "failed Cancelled"]
+    );
 }
 
 /// A request's own future dropped from its `on_request_head`, on the
@@ -907,7 +910,7 @@ fn a_request_dropped_from_its_own_on_request_head_is_told_cancelled() {
     // would hang the client's drop too.
     let (told, next) = within("the request cancelled in its head", CEILING, move || {
         let client = one_loop_client(Duration::ZERO);
-        let told = sent_dropping_itself(client.post(&url).body("x"));
+        let told = told_when_dropped_at(DropAt::RequestHead, client.post(&url).body("x"));
         // The loop goes on: another request on it is answered.
         let next = client.get(&url).send().wait().map(|r| r.status());
         (told, next)
@@ -934,7 +937,7 @@ fn an_http2_request_dropped_from_its_own_on_request_head_is_never_sent() {
             .build()
             .expect("client");
         // A GET: its `HEADERS` would end the stream, the request whole.
-        let told = sent_dropping_itself(client.get(&url));
+        let told = told_when_dropped_at(DropAt::RequestHead, client.get(&url));
         let next = client.get(&url).send().wait().map(|r| r.status());
         (told, next)
     });

@@ -322,20 +322,31 @@ fn sent_after_exactly(
     poll_until_ready(future, || "not sent at its Retry-After".into())
 }
 
+/// A gate for a server's answers: `hold`, called as one is made, returns
+/// at once the first time and waits for `open` every time after (bounded:
+/// a failed test still ends). For [`sent_after_exactly`]'s retry, whose
+/// answer must not come before it is counted.
+fn held_after_the_first() -> (impl Fn() + Send + Sync + 'static, impl FnOnce()) {
+    let (open, gate) = std::sync::mpsc::channel::<()>();
+    let gate = std::sync::Mutex::new(gate);
+    let answered = AtomicUsize::new(0);
+    let hold = move || {
+        if answered.fetch_add(1, Ordering::SeqCst) > 0 {
+            let _ = gate.lock().unwrap().recv_timeout(CEILING);
+        }
+    };
+    (hold, move || open.send(()).unwrap())
+}
+
 fn retry_after_is_honoured_and_bounded_by_the_deadline(event_loop_timeouts: bool) {
     let clock = ManualClock::new();
     let (client, recorder) = client_on(&clock, event_loop_timeouts);
-    // The retry's answer is held until the test lets it go (bounded: a
-    // failed test still ends).
-    let (open, gate) = std::sync::mpsc::channel::<()>();
-    let gate = std::sync::Mutex::new(gate);
-    let near = AtomicUsize::new(0);
+    // The retry's answer to `/near` is held until the test lets it go.
+    let (hold_the_retry, open) = held_after_the_first();
     let server = TestServer::respond(move |request| match request.target.as_str() {
         "/far" => response(503, &[("Retry-After", "60")], b"later"),
         _ => {
-            if near.fetch_add(1, Ordering::SeqCst) > 0 {
-                let _ = gate.lock().unwrap().recv_timeout(CEILING);
-            }
+            hold_the_retry();
             response(503, &[("Retry-After", "2")], b"busy")
         }
     });
@@ -349,7 +360,6 @@ fn retry_after_is_honoured_and_bounded_by_the_deadline(event_loop_timeouts: bool
         poll_once(&mut future).is_pending() && retries_seen(&recorder).len() == 1
     }));
     assert_eq!(retries_seen(&recorder), [(2, Duration::from_secs(2))]);
-    let open = move || open.send(()).unwrap();
     let response = sent_after_exactly(
         &client,
         &recorder,
@@ -396,15 +406,10 @@ fn retry_after_is_honoured_and_bounded_by_the_deadline_on_the_loop() {
 fn a_retry_after_date_counts_from_the_responses_date() {
     let clock = ManualClock::new();
     let (client, recorder) = client_on(&clock, false);
-    // The retry's answer is held until the test lets it go (see
-    // `sent_after_exactly`).
-    let (open, gate) = std::sync::mpsc::channel::<()>();
-    let gate = std::sync::Mutex::new(gate);
-    let answered = AtomicUsize::new(0);
+    // The retry's answer is held until the test lets it go.
+    let (hold_the_retry, open) = held_after_the_first();
     let server = TestServer::respond(move |_| {
-        if answered.fetch_add(1, Ordering::SeqCst) > 0 {
-            let _ = gate.lock().unwrap().recv_timeout(CEILING);
-        }
+        hold_the_retry();
         response(
             503,
             &[
@@ -423,7 +428,6 @@ fn a_retry_after_date_counts_from_the_responses_date() {
         poll_once(&mut future).is_pending() && retries_seen(&recorder).len() == 1
     }));
     assert_eq!(retries_seen(&recorder), [(2, Duration::from_secs(3))]);
-    let open = move || open.send(()).unwrap();
     let response = sent_after_exactly(
         &client,
         &recorder,

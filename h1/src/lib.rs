@@ -99,9 +99,9 @@ pub use decoder::{Decoded, ResponseDecoder};
 pub use error::{DecodeError, EncodeError, Stage};
 pub use limits::{Limits, MAX_CHUNK_EXTENSION_BYTES};
 pub use request::{
-    check_request_head, check_request_head_with, encode_chunk, encode_last_chunk,
-    encode_last_chunk_with, encode_request_head, encode_request_head_as, encode_request_head_with,
-    RequestBody, RequestTarget,
+    check_request_head, encode_chunk, encode_last_chunk, encode_last_chunk_with,
+    encode_request_head, encode_request_head_as, encode_request_head_with, RequestBody,
+    RequestTarget,
 };
 pub use response::{content_length, has_connection_token, reason_phrase, ResponseHead};
 

@@ -75,18 +75,18 @@ pub fn encode_request_head_as(
 }
 
 /// Writes the request head into `out`, as [`encode_request_head_as`] does,
-/// with `extra` fields after `headers`: fields the caller keeps out of
-/// the map (a client's `Cookie` from its store, not copied into headers
-/// it shares), checked with the map's as one list — an extra `Host` is
-/// the request's `Host` (a second one is [`EncodeError::DuplicateHost`]),
-/// an extra framing header is checked against `body` as the map's are.
-/// Each is written `name: value` after the map's fields, before the
-/// framing header the encoder adds.
+/// with `extra` fields written after the map's and before the framing
+/// header the encoder adds: fields the caller keeps out of the map (a
+/// client's `Cookie` from its store, not copied into headers it shares).
+///
+/// An extra field is written as it is, unchecked: it is never `Host`,
+/// `Content-Length` or `Transfer-Encoding`, which are checked against the
+/// map and the body and belong in `headers` (`Host` comes first, RFC 9110
+/// §7.2). Debug builds assert this.
 ///
 /// # Errors
 ///
-/// Those of [`encode_request_head_as`], for `headers` and `extra`
-/// together. Nothing is written on error.
+/// Those of [`encode_request_head_as`]. Nothing is written on error.
 pub fn encode_request_head_with(
     method: &Method,
     uri: &Uri,
@@ -96,12 +96,17 @@ pub fn encode_request_head_with(
     form: RequestTarget,
     out: &mut Vec<u8>,
 ) -> Result<(), EncodeError> {
-    let fields = Fields { headers, extra };
+    debug_assert!(
+        extra
+            .iter()
+            .all(|(name, _)| ![HOST, CONTENT_LENGTH, TRANSFER_ENCODING].contains(name)),
+        "an extra field is never Host or a framing field"
+    );
     let Checked {
         scheme,
         host,
         framing,
-    } = checked(method, uri, fields, body)?;
+    } = checked(method, uri, headers, body)?;
     let target = uri.path_and_query().map_or("/", |pq| pq.as_str());
     let target = if target.is_empty() { "/" } else { target };
     out.extend_from_slice(method.as_str().as_bytes());
@@ -122,7 +127,7 @@ pub fn encode_request_head_with(
     out.extend_from_slice(target.as_bytes());
     out.extend_from_slice(b" HTTP/1.1\r\n");
 
-    if fields.get_all(&HOST).next().is_none() {
+    if !headers.contains_key(HOST) {
         out.extend_from_slice(b"Host: ");
         out.extend_from_slice(host.as_bytes());
         if let Some(port) = uri.port_u16() {
@@ -161,43 +166,7 @@ pub fn check_request_head(
     headers: &HeaderMap,
     body: RequestBody,
 ) -> Result<(), EncodeError> {
-    check_request_head_with(method, uri, headers, &[], body)
-}
-
-/// Checks a request head as [`encode_request_head_with`] would, `extra`
-/// fields and all, without writing it.
-///
-/// # Errors
-///
-/// Those of [`encode_request_head_with`].
-pub fn check_request_head_with(
-    method: &Method,
-    uri: &Uri,
-    headers: &HeaderMap,
-    extra: &[(&HeaderName, &HeaderValue)],
-    body: RequestBody,
-) -> Result<(), EncodeError> {
-    checked(method, uri, Fields { headers, extra }, body).map(|_| ())
-}
-
-/// A request's fields: the map's, then the extra ones, checked as one
-/// list.
-#[derive(Clone, Copy)]
-struct Fields<'a> {
-    headers: &'a HeaderMap,
-    extra: &'a [(&'a HeaderName, &'a HeaderValue)],
-}
-
-impl<'a> Fields<'a> {
-    /// The values of the fields named `name`, the map's first.
-    fn get_all(self, name: &'a HeaderName) -> impl Iterator<Item = &'a HeaderValue> + 'a {
-        self.headers.get_all(name).iter().chain(
-            self.extra
-                .iter()
-                .filter(move |(extra, _)| *extra == name)
-                .map(|&(_, value)| value),
-        )
-    }
+    checked(method, uri, headers, body).map(|_| ())
 }
 
 /// What a head that passed its checks is written with.
@@ -217,7 +186,7 @@ enum Framing {
 fn checked<'a>(
     method: &Method,
     uri: &'a Uri,
-    fields: Fields<'_>,
+    headers: &HeaderMap,
     body: RequestBody,
 ) -> Result<Checked<'a>, EncodeError> {
     let scheme = uri.scheme_str().ok_or(EncodeError::InvalidUri)?;
@@ -242,10 +211,10 @@ fn checked<'a>(
     if method == Method::TRACE && !matches!(body, RequestBody::Empty | RequestBody::Length(0)) {
         return Err(EncodeError::TraceBody);
     }
-    let framing = framing_header(method, fields, body)?;
+    let framing = framing_header(method, headers, body)?;
     // One Host field, or none (then it is the URI's): a server cannot tell
     // which of two is meant (RFC 9112 §3.2).
-    if fields.get_all(&HOST).nth(1).is_some() {
+    if headers.get_all(HOST).iter().nth(1).is_some() {
         return Err(EncodeError::DuplicateHost);
     }
     Ok(Checked {
@@ -259,22 +228,24 @@ fn checked<'a>(
 /// header still to write, if any.
 fn framing_header(
     method: &Method,
-    fields: Fields<'_>,
+    headers: &HeaderMap,
     body: RequestBody,
 ) -> Result<Option<Framing>, EncodeError> {
     // One Content-Length field, or none: two, though they agree, make the
     // list `5, 5`, which is not a length (RFC 9110 §8.6) and which a
     // server may refuse (Node's parser does) — as it is refused here
     // written in one field.
-    if fields.get_all(&CONTENT_LENGTH).nth(1).is_some() {
+    if headers.get_all(CONTENT_LENGTH).iter().nth(1).is_some() {
         return Err(EncodeError::ConflictingContentLength);
     }
-    let mut lengths = fields
-        .get_all(&CONTENT_LENGTH)
+    let mut lengths = headers
+        .get_all(CONTENT_LENGTH)
+        .iter()
         .map(|v| v.as_bytes().trim_ascii())
         .peekable();
-    let mut codings = fields
-        .get_all(&TRANSFER_ENCODING)
+    let mut codings = headers
+        .get_all(TRANSFER_ENCODING)
+        .iter()
         .map(|v| v.as_bytes().trim_ascii())
         .peekable();
     match body {

@@ -38,6 +38,19 @@ impl RecordedRequest {
             .collect()
     }
 
+    /// The head as the server got it, a line each: the request line, then
+    /// `name: value` per field in arrival order, those `but` names
+    /// (case-insensitive) left out.
+    pub fn head_lines(&self, but: &[&str]) -> Vec<String> {
+        let request_line = format!("{} {} {}", self.method, self.target, self.version);
+        let fields = self
+            .headers
+            .iter()
+            .filter(|(name, _)| !but.iter().any(|left| name.eq_ignore_ascii_case(left)))
+            .map(|(name, value)| format!("{name}: {value}"));
+        std::iter::once(request_line).chain(fields).collect()
+    }
+
     /// True if the request asks for the connection to be closed after the
     /// response (`Connection: close`, or HTTP/1.0 without `keep-alive`).
     pub fn wants_close(&self) -> bool {

@@ -599,46 +599,55 @@ pub fn refused_addr() -> SocketAddr {
     addr
 }
 
-/// How long a test's own server waits for the client to connect
-/// ([`accept_in_time`]): far longer than any connect on loopback.
+/// How long a test's own server waits for the client to connect, and
+/// then for each read from it ([`accept_in_time`]): far longer than any
+/// connect or pause on loopback.
 pub const ACCEPT_LIMIT: Duration = Duration::from_secs(30);
 
-/// The next connection to `listener`, as `accept` gives it, waited for
-/// [`ACCEPT_LIMIT`] at the most: a client that never connects fails the
-/// test (the server's thread panics, and its join with it) rather than
-/// hanging the run on a blocking `accept`. See [`accept_within`].
+/// The next connection to `listener`, waited for [`ACCEPT_LIMIT`] at the
+/// most, and read from with that limit too: a client that never connects,
+/// or stops sending, fails the test (the server's thread panics, and its
+/// join with it) rather than hanging the run on a blocking `accept` or
+/// `read`. See [`accept_within`].
 pub fn accept_in_time(listener: &TcpListener) -> TcpStream {
     accept_within(listener, ACCEPT_LIMIT)
 }
 
-/// [`accept_in_time`] with a limit of the caller's. The listener is polled
-/// nonblocking (std has no accept timeout), every millisecond, and left
-/// blocking again; the stream is blocking, as `accept` gives it.
+/// [`accept_in_time`] with a limit of the caller's. The limit is the
+/// listener's receive timeout (`SO_RCVTIMEO`) for one blocking `accept`
+/// (Linux times an accept out with it), put back as it was after, so a
+/// later plain `accept` on the listener waits as before; and it is the
+/// accepted socket's read timeout (a caller may set another). That one is
+/// set here: a socket inherits the listener's timeout when its handshake
+/// completes, which may be before this call.
 pub fn accept_within(listener: &TcpListener, limit: Duration) -> TcpStream {
-    let deadline = Instant::now() + limit;
-    listener
-        .set_nonblocking(true)
-        .expect("a nonblocking listener");
-    let stream = loop {
+    let socket = socket2::SockRef::from(listener);
+    let before = socket.read_timeout().expect("the listener's read timeout");
+    socket
+        .set_read_timeout(Some(limit))
+        .expect("a read timeout on the listener");
+    let accepted = loop {
         match listener.accept() {
-            Ok((stream, _)) => break stream,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                assert!(
-                    Instant::now() < deadline,
-                    "no client connected to {:?} within {limit:?}",
-                    listener.local_addr()
-                );
-                thread::sleep(Duration::from_millis(1));
-            }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => panic!("accept: {e}"),
+            accepted => break accepted,
         }
     };
-    listener
-        .set_nonblocking(false)
-        .expect("a blocking listener");
-    stream.set_nonblocking(false).expect("a blocking stream");
-    stream
+    socket
+        .set_read_timeout(before)
+        .expect("the listener's read timeout put back");
+    match accepted {
+        Ok((stream, _)) => {
+            stream
+                .set_read_timeout(Some(limit))
+                .expect("a read timeout on the accepted socket");
+            stream
+        }
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => panic!(
+            "no client connected to {:?} within {limit:?}",
+            listener.local_addr()
+        ),
+        Err(e) => panic!("accept: {e}"),
+    }
 }
 
 /// A listener on 127.0.0.1:0 that never accepts. Connections complete the

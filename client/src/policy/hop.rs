@@ -258,14 +258,14 @@ fn encode(
         Some(n) => h1::RequestBody::Length(n),
     };
     // The store's `Cookie`, kept out of the hop's headers (see
-    // [`Hop::cookie`]), goes after them: checked and written with them by
-    // the encoder, on the stack.
+    // [`Hop::cookie`]), goes after them, written by the encoder from the
+    // stack: a `Cookie` is neither `Host` nor a framing field, so nothing
+    // of the head's checks depends on it.
     let cookie_field = cookie.map(|cookie| (&COOKIE, cookie));
     let extra: &[(&HeaderName, &HeaderValue)] = cookie_field.as_slice();
     let mut head = Vec::new();
     if h2_only {
-        h1::check_request_head_with(method, uri, headers, extra, framing)
-            .map_err(InvalidRequest::Encode)?;
+        h1::check_request_head(method, uri, headers, framing).map_err(InvalidRequest::Encode)?;
     } else {
         // `name: value` and CRLF per extra field.
         let extra_len: usize = extra
