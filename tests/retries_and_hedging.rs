@@ -61,6 +61,15 @@ fn resets_first() -> TestServer {
     }))
 }
 
+/// A policy that retries a 503 once, after a backoff of 1 ms with no
+/// jitter (a `Retry-After` in the answer says how long, if it does).
+fn retry_a_503_once() -> retry::Policy {
+    retry::Policy::attempts(2)
+        .on_status([http::StatusCode::SERVICE_UNAVAILABLE])
+        .backoff(Duration::from_millis(1), Duration::from_millis(1))
+        .jitter(false)
+}
+
 fn retries_seen(recorder: &Recorder) -> Vec<(u32, Duration)> {
     recorder
         .events()
@@ -219,10 +228,7 @@ fn a_status_retried_takes_the_cookies_its_answer_set() {
         .cookie_store(true)
         .build()
         .unwrap();
-    let policy = retry::Policy::attempts(2)
-        .on_status([http::StatusCode::SERVICE_UNAVAILABLE])
-        .backoff(Duration::from_millis(1), Duration::from_millis(1))
-        .jitter(false);
+    let policy = retry_a_503_once();
     let text = client
         .get(server.url("/"))
         .retry(policy.clone())
@@ -272,10 +278,7 @@ impl Sentinel {
                 ok("sentinel")
             }
         });
-        let policy = retry::Policy::attempts(2)
-            .on_status([http::StatusCode::SERVICE_UNAVAILABLE])
-            .backoff(Duration::from_millis(1), Duration::from_millis(1))
-            .jitter(false);
+        let policy = retry_a_503_once();
         let mut future = client.get(server.url("/")).retry(policy).send();
         // Armed in the poll that saw the 503, on this thread.
         assert!(eventually(CEILING, || {
@@ -350,10 +353,7 @@ fn retry_after_is_honoured_and_bounded_by_the_deadline(event_loop_timeouts: bool
             response(503, &[("Retry-After", "2")], b"busy")
         }
     });
-    let policy = retry::Policy::attempts(2)
-        .on_status([http::StatusCode::SERVICE_UNAVAILABLE])
-        .backoff(Duration::from_millis(1), Duration::from_millis(1))
-        .jitter(false);
+    let policy = retry_a_503_once();
     // Retry-After: 2 inside a 10 s deadline: waited for, to the tick.
     let mut future = client.get(server.url("/near")).retry(policy.clone()).send();
     assert!(eventually(CEILING, || {
@@ -419,10 +419,7 @@ fn a_retry_after_date_counts_from_the_responses_date() {
             b"busy",
         )
     });
-    let policy = retry::Policy::attempts(2)
-        .on_status([http::StatusCode::SERVICE_UNAVAILABLE])
-        .backoff(Duration::from_millis(1), Duration::from_millis(1))
-        .jitter(false);
+    let policy = retry_a_503_once();
     let mut future = client.get(server.url("/")).retry(policy).send();
     assert!(eventually(CEILING, || {
         poll_once(&mut future).is_pending() && retries_seen(&recorder).len() == 1
@@ -468,10 +465,7 @@ fn a_retrys_head_latency_runs_from_its_own_start() {
         _ => ok("answered"),
     });
     let hedge = hedge::Policy::percentile(100.0, Duration::from_secs(5));
-    let retry = retry::Policy::attempts(2)
-        .on_status([http::StatusCode::SERVICE_UNAVAILABLE])
-        .backoff(Duration::from_millis(1), Duration::from_millis(1))
-        .jitter(false);
+    let retry = retry_a_503_once();
     let get = |path: &str| {
         client
             .get(server.url(path))

@@ -8,7 +8,7 @@
 
 mod support;
 
-use std::io::{Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::sync::Arc;
 use std::time::Duration;
@@ -439,6 +439,21 @@ fn the_handshake_timeout_bounds_a_silent_server() {
     client.close();
 }
 
+/// The failure of `request` read to its body's end: an I/O error of kind
+/// `kind`.
+fn body_io_error(request: tickless::RequestBuilder, kind: ErrorKind) -> Error {
+    let error = request
+        .send()
+        .wait()
+        .and_then(|response| response.bytes().wait())
+        .unwrap_err();
+    match &error {
+        Error::Io { source, .. } => assert_eq!(source.kind(), kind, "{error}"),
+        other => panic!("expected an I/O error, got {other:?}"),
+    }
+    error
+}
+
 #[test]
 fn a_close_without_close_notify_mid_body_is_an_error() {
     let server = TlsServer::start(
@@ -448,18 +463,7 @@ fn a_close_without_close_notify_mid_body_is_an_error() {
         ),
     );
     let client = trusting().build().unwrap();
-    let error = client
-        .get(server.url("/"))
-        .send()
-        .wait()
-        .and_then(|r| r.bytes().wait())
-        .unwrap_err();
-    match &error {
-        Error::Io { source, .. } => {
-            assert_eq!(source.kind(), std::io::ErrorKind::UnexpectedEof, "{error}")
-        }
-        other => panic!("expected an I/O error, got {other:?}"),
-    }
+    let error = body_io_error(client.get(server.url("/")), ErrorKind::UnexpectedEof);
     assert!(chain_text(&error).contains("close_notify"), "{error}");
     client.close();
 }
@@ -493,19 +497,10 @@ fn a_response_read_with_a_fatal_alert_after_it_is_delivered() {
             b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly ten..".to_vec(),
         ),
     );
-    let error = client
+    let request = client
         .get(cut.url("/"))
-        .request_timeout(Duration::from_secs(20))
-        .send()
-        .wait()
-        .and_then(|r| r.bytes().wait())
-        .unwrap_err();
-    match &error {
-        Error::Io { source, .. } => {
-            assert_eq!(source.kind(), std::io::ErrorKind::InvalidData, "{error}")
-        }
-        other => panic!("expected an I/O error, got {other:?}"),
-    }
+        .request_timeout(Duration::from_secs(20));
+    let error = body_io_error(request, ErrorKind::InvalidData);
     assert!(chain_text(&error).contains("BadRecordMac"), "{error}");
     assert_settles(&client, CEILING);
     client.close();
