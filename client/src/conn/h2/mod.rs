@@ -317,13 +317,28 @@ enum Departure {
     Retired,
 }
 
-/// The error code of the server's `GOAWAY` that `error` (from
-/// `poll_ready`) shows: only the server's word — not an error of the
-/// connection's own (I/O, or one `h2` found, which has a code too) — and
-/// only an error, not `NO_ERROR`.
+/// The code of the server's `GOAWAY` that `error` (from `poll_ready`)
+/// shows: only the server's word — not an error of the connection's own
+/// (I/O, or one `h2` found, which has a code too and sends its own
+/// `GOAWAY`).
+fn server_goaway(error: &h2::Error) -> Option<h2::Reason> {
+    error
+        .reason()
+        .filter(|_| error.is_remote() && error.is_go_away())
+}
+
+/// The error code of the server's `GOAWAY` ([`server_goaway`]), if it is
+/// an error, not `NO_ERROR`.
 fn goaway_error_code(error: &h2::Error) -> Option<Http2Reason> {
-    let reason = error.reason().filter(|_| error.is_remote())?;
+    let reason = server_goaway(error)?;
     (reason != h2::Reason::NO_ERROR).then(|| Http2Reason(reason.into()))
+}
+
+/// The departure `error` (from `poll_ready`) tells: the server's `GOAWAY`
+/// with its code, or — an error of the connection's own — its end, no
+/// code known.
+fn departure_of(error: &h2::Error) -> Departure {
+    server_goaway(error).map_or(Departure::Server, Departure::GoAway)
 }
 
 impl Http2 {
@@ -597,7 +612,7 @@ impl Conn {
         let mut passes = 0;
         loop {
             let mut ended = self.poll_h2_connection(&mut task);
-            self.check_goaway(&mut task, ended.is_some());
+            self.check_goaway(&mut task);
             // The server's SETTINGS may have changed its stream limit: the
             // dispatcher knows before any response of this pass is out.
             self.publish_load();
@@ -626,7 +641,7 @@ impl Conn {
                     h2.keys = keys;
                 }
                 ended = self.poll_h2_connection(&mut task);
-                self.check_goaway(&mut task, true);
+                self.check_goaway(&mut task);
             }
             if let Some(result) = ended {
                 // Streams learn of the end when polled: all of them once
@@ -824,7 +839,7 @@ impl Conn {
         // would not send it elsewhere. Here it waits for a stream.
         let server_limit = conn.max_concurrent_send_streams();
         let limit = client_limit.map_or(server_limit, |client| client.min(server_limit));
-        let mut goaway = None;
+        let mut departure = Departure::Server;
         let mut ids_spent = false;
         let mut worn = false;
         let mut sent_at = None;
@@ -851,7 +866,7 @@ impl Conn {
                 Poll::Ready(Err(error)) => {
                     // GOAWAY, or the connection is failing: it takes no
                     // more streams, and gives back what waits (below).
-                    goaway = error.reason();
+                    departure = departure_of(&error);
                     h2.going_away = true;
                     h2.record_goaway(&error);
                     break;
@@ -955,10 +970,10 @@ impl Conn {
                 }
             }
         }
-        self.went_away(match goaway {
-            _ if ids_spent || worn => Departure::Retired,
-            Some(reason) => Departure::GoAway(reason),
-            None => Departure::Server,
+        self.went_away(if ids_spent || worn {
+            Departure::Retired
+        } else {
+            departure
         });
     }
 
@@ -970,29 +985,23 @@ impl Conn {
     /// hypercorn does at the next frame that comes, then closes), and `h2`
     /// shows the last it read. Whether the client polled between the two
     /// depends on how the bytes came; the streams' error must not.
-    ///
-    /// `last_read`: the pass reads no more (its last read is done, or the
-    /// connection has ended). A connection going away is checked only
-    /// then, once a pass: after the last read, which may have brought the
-    /// later `GOAWAY`, and before the streams that fail at the end are
-    /// told its code.
-    fn check_goaway(&mut self, task: &mut Context<'_>, last_read: bool) {
+    /// So it is checked after every read of the connection: an I/O error
+    /// read later (the server's reset after its `GOAWAY`) replaces, in
+    /// `h2`, the `GOAWAY` a read before it brought.
+    fn check_goaway(&mut self, task: &mut Context<'_>) {
         let State::H2(h2) = &mut self.state else {
             return;
         };
         let Phase::Open { send, .. } = &mut h2.phase else {
             return;
         };
-        if h2.going_away && !last_read {
-            return;
-        }
         let Poll::Ready(Err(error)) = send.poll_ready(task) else {
             return;
         };
         let went_before = std::mem::replace(&mut h2.going_away, true);
         h2.record_goaway(&error);
         if !went_before {
-            self.went_away(error.reason().map_or(Departure::Server, Departure::GoAway));
+            self.went_away(departure_of(&error));
         }
     }
 

@@ -55,11 +55,16 @@ fn a_connection_out_of_stream_ids_retires_and_the_next_request_opens_another() {
 }
 
 /// Only the server's `GOAWAY` gives the code the streams that fail after
-/// it report: an error of the connection's own (`h2`'s, with a code of
-/// its own) is not taken for one.
+/// it report, and the departure the listener is told of (`on_goaway`): an
+/// error of the connection's own (`h2`'s, with a code of its own) is not
+/// taken for one.
 #[test]
 fn an_error_of_the_connections_own_is_no_goaway_code() {
     let own = h2::Error::from(h2::Reason::PROTOCOL_ERROR);
     assert!(!own.is_remote() && own.reason().is_some());
     assert_eq!(super::goaway_error_code(&own), None);
+    assert!(matches!(
+        super::departure_of(&own),
+        super::Departure::Server
+    ));
 }
