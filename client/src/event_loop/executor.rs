@@ -73,15 +73,17 @@ impl EventLoop {
                     return;
                 }
             }
-            let now = self.clock.now();
+            // The clock is read only for a deadline (and after the timers'
+            // lock is let go).
             let nearest = lock(&self.timers).heap.next_deadline();
-            if left || nearest.is_some_and(|deadline| deadline <= now) {
+            let nearest = nearest.map(|deadline| (deadline, self.clock.now()));
+            if left || nearest.is_some_and(|(deadline, now)| deadline <= now) {
                 left = self.keep_deadlines_once();
                 continue;
             }
             // Advanced by hand, a manual clock wakes the executor's task,
             // whose turn expires what is due: the keeper waits for nothing.
-            let timeout = nearest.and_then(|deadline| {
+            let timeout = nearest.and_then(|(deadline, now)| {
                 self.wait_for_deadline(keeper.wait.as_mut(), manual_clock, deadline, now)
             });
             if let Err(error) = keeper.poll.poll(&mut keeper.events, timeout) {

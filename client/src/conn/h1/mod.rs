@@ -399,7 +399,6 @@ impl Conn {
         let timed = active.exchange.read_timeout().is_some()
             || (expect_delay.is_some() && send::waits_for_continue(request));
         let sent_at = timed.then(|| owner.env().clock.now());
-        let now = || sent_at.unwrap_or_else(|| owner.env().clock.now());
         if let (Sending::Head { .. }, Some(info)) = (&active.sending, &self.info) {
             tell_request_head(&active.exchange, info);
         }
@@ -417,7 +416,7 @@ impl Conn {
                 // The client waits on the server from now: its silence is
                 // a read timeout, however long the delay (`Duration::MAX`:
                 // as long as it takes).
-                let now = now();
+                let now = sent_at.unwrap_or_else(|| owner.env().clock.now());
                 active.exchange.start_read(|| now);
                 if let Some(deadline) = deadline_after(now, delay) {
                     self.arm_timer(cx, EXPECT_TIMER, Some(deadline));
@@ -440,8 +439,8 @@ impl Conn {
                 }
                 // Not while the body's pipe is full: the reader's wait, not
                 // the server's silence (taking from it starts the timeout).
-                if !active.paused {
-                    exchange.start_read(now);
+                if let (false, Some(at)) = (active.paused, sent_at) {
+                    exchange.start_read(|| at);
                 }
             }
         }
