@@ -615,7 +615,8 @@ pub fn accept_in_time(listener: &TcpListener) -> TcpStream {
 
 /// [`accept_in_time`] with a limit of the caller's. The limit is the
 /// listener's receive timeout (`SO_RCVTIMEO`) for one blocking `accept`
-/// (Linux times an accept out with it), put back as it was after, so a
+/// (Linux, where the tests run, times an accept out with it; BSDs and
+/// macOS may not), put back as it was after, so a
 /// later plain `accept` on the listener waits as before; and it is the
 /// accepted socket's read timeout (a caller may set another). That one is
 /// set here: a socket inherits the listener's timeout when its handshake
