@@ -1332,3 +1332,165 @@ fn a_hedged_copy_keeps_away_from_the_connection_its_request_moved_to() {
     client.close();
     assert!(eventually(CEILING, || client.stats().armed_timers() == 0));
 }
+
+/// A second hedged copy keeps away from the first copy's connection too,
+/// not only from the connection of the request they back up: each copy
+/// races every attempt of its request in flight, never sharing one's
+/// connection. The request stalls on the first connection, its first copy
+/// on a second; the second copy goes on a third, which answers. (It went
+/// on the second, as another stream beside the first copy: it kept away
+/// only from the request's connection.) The delays ring when the test
+/// says: each once the attempt before has reached the server. The second
+/// connection answers every stream after the first copy's, the third
+/// every one: the answer comes either way.
+#[test]
+fn a_second_hedged_copy_keeps_away_from_the_first_copys_connection() {
+    let (original_in, original_arrived) = mpsc::channel::<()>();
+    let (copy_in, copy_arrived) = mpsc::channel::<()>();
+    let (original_in, copy_in) = (Mutex::new(original_in), Mutex::new(copy_in));
+    let server = RawH2Server::start(move |mut conn| match conn.index {
+        0 => {
+            assert_eq!(conn.read_requests(1).len(), 1, "the request");
+            original_in.lock().unwrap().send(()).unwrap();
+            conn.drain(CEILING);
+        }
+        1 => {
+            assert_eq!(conn.read_requests(1).len(), 1, "the first copy");
+            copy_in.lock().unwrap().send(()).unwrap();
+            // Stalled, unless another stream comes here.
+            if let Some(&id) = conn.read_requests(1).first() {
+                conn.send(&ok_headers(id));
+                conn.answer_all();
+            }
+        }
+        _ => conn.answer_all(),
+    });
+    let clock = tickless::timer::ManualClock::new();
+    let client = h2c()
+        .clock(Arc::new(clock.clone()))
+        .http2_max_connections_per_origin(3)
+        .build()
+        .unwrap();
+    let future = client
+        .get(server.url("/"))
+        .hedge(tickless::hedge::Policy::after(HEDGE_DELAY).max_copies(2))
+        .send();
+    let response = thread::spawn(move || future.wait());
+    original_arrived
+        .recv_timeout(CEILING)
+        .expect("the request reached the server");
+    clock.advance(HEDGE_DELAY);
+    copy_arrived
+        .recv_timeout(CEILING)
+        .expect("the first copy reached the server");
+    clock.advance(HEDGE_DELAY);
+    let response = response.join().unwrap().unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        server.connections.load(Ordering::SeqCst),
+        3,
+        "the second copy went on the first copy's connection"
+    );
+    client.close();
+    assert!(eventually(CEILING, || client.stats().armed_timers() == 0));
+}
+
+/// A second hedged copy queued in the pool while the first copy's
+/// connection is in its TLS handshake (the host's two permits held, by
+/// the request's connection and that one), when that connection learns
+/// HTTP/2 by ALPN and is shared: the connection takes the pool's queue,
+/// but not the second copy — it keeps away from the first copy's
+/// connection as from the request's. (It went on it, beside the first
+/// copy.) The request stalls on the first connection; the second server
+/// holds its handshake until the second copy waits, then, the first copy
+/// in, pings the client: the client's answer comes after every stream it
+/// opened with that copy.
+#[test]
+fn a_second_hedged_copy_queued_while_the_first_copys_connection_learns_http2_keeps_away_from_it() {
+    let (original_in, original_arrived) = mpsc::channel::<()>();
+    let original_in = Mutex::new(original_in);
+    let (accepted, connecting) = mpsc::channel::<()>();
+    let accepted = Mutex::new(accepted);
+    let (handshake, handshake_held) = mpsc::channel::<()>();
+    let handshake_held = Mutex::new(handshake_held);
+    let (seen, streams_seen) = mpsc::channel::<usize>();
+    let seen = Mutex::new(seen);
+    let (url, server) = tls_h2_server(2, move |index, socket| {
+        if index == 0 {
+            // The request, stalled until the client closes.
+            let mut tls = tls_h2(socket, &frame(SETTINGS, 0, 0, &[]));
+            assert_eq!(read_requests(&mut tls, 1).len(), 1, "the request");
+            original_in.lock().unwrap().send(()).unwrap();
+            while read_frame(&mut tls).is_some() {}
+            return;
+        }
+        accepted.lock().unwrap().send(()).unwrap();
+        let _ = handshake_held.lock().unwrap().recv_timeout(CEILING);
+        let mut tls = tls_h2(socket, &frame(SETTINGS, 0, 0, &[]));
+        let mut streams = Vec::new();
+        while let Some(got) = read_frame(&mut tls) {
+            match got.kind {
+                HEADERS => {
+                    if streams.is_empty() {
+                        tls.write_all(&frame(PING, 0, 0, &[7; 8])).unwrap();
+                    }
+                    streams.push(got.stream);
+                }
+                SETTINGS if got.flags & ACK == 0 => tls.write_all(&settings_ack()).unwrap(),
+                PING if got.flags & ACK != 0 => break,
+                _ => {}
+            }
+        }
+        seen.lock().unwrap().send(streams.len()).unwrap();
+        for stream in streams {
+            tls.write_all(&ok_headers(stream)).unwrap();
+        }
+        answer_all(&mut tls);
+    });
+    let clock = tickless::timer::ManualClock::new();
+    let client = Client::builder()
+        .event_loops(1)
+        .clock(Arc::new(clock.clone()))
+        .add_root_certificate(&tls::certs().ca_pem)
+        .max_connections_per_host(2)
+        .http2_max_connections_per_origin(2)
+        .request_timeout(CEILING)
+        .pooled_connection_idle_timeout(Duration::ZERO)
+        .build()
+        .unwrap();
+    let future = client
+        .get(&url)
+        .hedge(tickless::hedge::Policy::after(HEDGE_DELAY).max_copies(2))
+        .send();
+    let response = thread::spawn(move || future.wait());
+    original_arrived
+        .recv_timeout(CEILING)
+        .expect("the request reached the server");
+    clock.advance(HEDGE_DELAY);
+    connecting
+        .recv_timeout(CEILING)
+        .expect("the first copy connects");
+    clock.advance(HEDGE_DELAY);
+    assert!(
+        eventually(CEILING, || client.stats().waiting == 1),
+        "the second copy never queued: {:?}",
+        client.stats()
+    );
+    handshake.send(()).unwrap();
+    let streams = streams_seen.recv_timeout(2 * CEILING);
+    assert_eq!(
+        streams,
+        Ok(1),
+        "the second copy went on the first copy's connection"
+    );
+    let response = response.join().unwrap().unwrap();
+    assert_eq!(response.version(), http::Version::HTTP_2);
+    // The second copy, back in the queue, is let go with the answer.
+    assert!(
+        eventually(CEILING, || client.stats().waiting == 0),
+        "{:?}",
+        client.stats()
+    );
+    client.close();
+    server.join().unwrap();
+}

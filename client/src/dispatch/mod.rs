@@ -43,7 +43,7 @@ use crate::config::ClientConfig;
 use crate::conn::{self, ConnEnv, ConnOwner, IdleConn, Offered, QueuePlace, SharedConn};
 use crate::error::{Error, InvalidRequest, ProxyError};
 use crate::event_loop::{without_pinning, EventLoopGroup};
-use crate::exchange::{Carrier, ConnSlot, Exchange, InFlight, Pacing};
+use crate::exchange::{ConnSlot, Exchange, InFlight, KeptAway, Pacing};
 use crate::net::proxy::{ProxyScheme, ProxySettings};
 use crate::net::{Origin, Resolve, ResolveAnswer, Route};
 use crate::sync::lock;
@@ -114,15 +114,13 @@ enum Routed {
 
 impl Shared {
     /// The open connection with the most streams free (the oldest of
-    /// equals) but `avoid` — where the request a hedged copy backs up runs
-    /// ([`Exchange::kept_away`], read before the lock) — and whether it
-    /// has one free.
-    fn emptiest(&self, avoid: Option<Carrier>) -> Option<(SharedConn, bool)> {
+    /// equals) but those in `avoid` — where the attempts of its request a
+    /// hedged copy keeps away from run ([`Exchange::kept_away`], read
+    /// before the lock) — and whether it has one free.
+    fn emptiest(&self, avoid: &KeptAway) -> Option<(SharedConn, bool)> {
         self.open
             .iter()
-            .filter(|conn| {
-                !avoid.is_some_and(|avoid| avoid.is(conn.conn.event_loop.index(), conn.conn.source))
-            })
+            .filter(|conn| !avoid.avoids(conn.conn.event_loop.index(), conn.conn.source))
             .map(|conn| (conn, conn.load.free()))
             .min_by_key(|&(_, free)| std::cmp::Reverse(free))
             .map(|(conn, free)| (conn.clone(), free > 0))
@@ -414,8 +412,8 @@ impl Dispatcher {
     /// opens another, if the origin may have one more; else has it wait
     /// for a stream on the connection with the fewest waiting. Gives it
     /// back for the pool when its origin has no HTTP/2 connection (yet),
-    /// or when it is a hedged copy with no connection but the one it
-    /// backs up to go on.
+    /// or when it is a hedged copy with no connection to go on but those
+    /// of the attempts it keeps away from.
     fn route_shared(&self, exchange: Arc<Exchange>) -> Routed {
         if !self.may_share(&exchange) {
             return Routed::Pool(exchange);
@@ -440,7 +438,7 @@ impl Dispatcher {
             shared.insert(exchange.route().clone(), entry);
             return Routed::Opener(exchange);
         };
-        let emptiest = entry.emptiest(avoid);
+        let emptiest = entry.emptiest(&avoid);
         if exchange.is_backup() && !matches!(emptiest, Some((_, true))) {
             // A hedged copy with no other connection that has a stream
             // free: one of its own, through the pool — shared if the
@@ -506,7 +504,7 @@ impl Dispatcher {
         // As in `route_shared`: a hedged copy goes only where a stream is
         // free, else through the pool (it would come back here at once).
         shared.get(exchange.route()).is_some_and(|entry| {
-            !exchange.is_backup() || matches!(entry.emptiest(avoid), Some((_, true)))
+            !exchange.is_backup() || matches!(entry.emptiest(&avoid), Some((_, true)))
         })
     }
 
@@ -536,7 +534,7 @@ impl Dispatcher {
         let avoid = exchange.kept_away();
         let open = lock(&self.shared)
             .get(origin)
-            .and_then(|shared| shared.emptiest(avoid))
+            .and_then(|shared| shared.emptiest(&avoid))
             .map(|(conn, _)| conn);
         let Some(conn) = open else {
             return Err(exchange);
@@ -1028,25 +1026,22 @@ impl ConnOwner for Dispatcher {
         // queued while it was opening): it goes where `route_shared`
         // sends it — to another connection with a stream free, else
         // through the pool (its own, or back in the queue) — never behind
-        // the request it backs up. That request: one that runs on this
-        // connection (read now: see `Exchange::kept_away`), or — one
-        // with no connection yet — the one it was opened for, or one it
-        // takes now. Mostly there is no copy among them: nothing to sort.
+        // or beside an attempt it keeps away from (the request it backs
+        // up, or an earlier copy). Such an attempt: one that runs on this
+        // connection (read now: see `Exchange::kept_away`), or — one with
+        // no connection yet — the one it was opened for, or one it takes
+        // now. Mostly there is no copy among them: nothing to sort.
         if !waiting.iter().any(|exchange| exchange.is_backup()) {
             return Some(waiting);
         }
         // The ids of those it takes: a short list, searched, not hashed.
         let taken: Vec<u64> = waiting.iter().map(|exchange| exchange.id).collect();
+        let taken_here = |attempt: u64| attempt == opener || taken.contains(&attempt);
         let (copies, waiting): (Vec<_>, Vec<_>) = waiting.into_iter().partition(|exchange| {
-            exchange
-                .kept_away()
-                .is_some_and(|avoid| avoid.is(loop_index, source))
-                || exchange
-                    .backs_up_attempt()
-                    .is_some_and(|attempt| attempt == opener || taken.contains(&attempt))
+            exchange.kept_away().avoids(loop_index, source) || exchange.backs_up_any(taken_here)
         });
         for copy in copies {
-            copy.keep_away_from(loop_index, source);
+            copy.keep_away_from(loop_index, source, taken_here);
             self.dispatch(copy, true);
         }
         Some(waiting)

@@ -104,9 +104,43 @@ impl Carrier {
     }
 }
 
-/// What a hedged copy knows of the attempt it backs up (see
-/// [`Exchange::back_up`]).
+/// Where a hedged copy keeps away from, read now (see
+/// [`Exchange::kept_away`]): the connections (and their loops) of the
+/// attempts of its request in flight, the attempt it backs up first.
+/// Empty for an exchange that is no copy.
+#[derive(Debug, Default)]
+pub(crate) struct KeptAway {
+    carriers: Vec<Carrier>,
+    /// The loop of the attempt the copy backs up, as far as it is known.
+    attempts_loop: Option<usize>,
+}
+
+impl KeptAway {
+    /// Whether the connection `conn` of loop `loop_index` is one to keep
+    /// away from.
+    pub(crate) fn avoids(&self, loop_index: usize, conn: SourceRef) -> bool {
+        self.carriers
+            .iter()
+            .any(|carrier| carrier.is(loop_index, conn))
+    }
+
+    /// The loop a new connection keeps away from: that of the attempt the
+    /// copy backs up (one loop: the group's chooser skips one).
+    pub(crate) fn loop_index(&self) -> Option<usize> {
+        self.attempts_loop
+    }
+}
+
+/// What a hedged copy knows of the attempts of its request in flight when
+/// it was made (see [`Exchange::back_up`]): the one it backs up, then the
+/// copies before it.
 struct Backup {
+    /// The attempt it backs up first, then the others.
+    attempts: Vec<Avoided>,
+}
+
+/// One attempt a hedged copy keeps away from.
+struct Avoided {
     /// The attempt's id.
     id: u64,
     /// The attempt itself, to read where it runs now
@@ -410,8 +444,9 @@ pub(crate) struct Exchange {
     registry_key: AtomicUsize,
     /// Rung when [`Timer::Hedge`] is due (see [`arm_hedge`](Self::arm_hedge)).
     hedge_alarm: Mutex<Option<Arc<Alarm>>>,
-    /// The attempt a hedged copy backs up: the copy keeps away from its
-    /// connection, and a new one for it from its loop.
+    /// The attempts a hedged copy keeps away from (see
+    /// [`back_up`](Self::back_up)): their connections, and a new one for
+    /// it from the loop of the one it backs up.
     backs_up: OnceLock<Backup>,
     /// [`Link::awaited`], read without the lock once set.
     awaited: AtomicBool,
@@ -713,39 +748,59 @@ impl Exchange {
         }
     }
 
-    /// This exchange is a hedged copy of `attempt`: it goes on another
-    /// connection than the attempt's (over HTTP/2, one with a stream free
-    /// or its own: never the one the attempt waits for), and a new
-    /// connection for it on another loop, where there is one (before it
-    /// is submitted). Where the attempt runs is read when the copy is
-    /// routed ([`kept_away`](Self::kept_away)), not now: the attempt may
-    /// move meanwhile. An attempt with no connection yet (queued, or
-    /// resolving) has none to keep away from: a connection that takes the
-    /// attempt, and finds the copy among those it would take too, tells
-    /// the copy by the attempt's id (see
-    /// [`backs_up_attempt`](Self::backs_up_attempt) and
-    /// [`keep_away_from`](Self::keep_away_from)).
-    pub(crate) fn back_up(&self, attempt: &Arc<Exchange>) {
-        let _ = self.backs_up.set(Backup {
-            id: attempt.id,
-            attempt: Arc::downgrade(attempt),
-            told: Mutex::new(None),
-        });
+    /// This exchange is a hedged copy of `attempt`, made while `beside`
+    /// (the request's other copies) are in flight too: it goes on another
+    /// connection than any of theirs (over HTTP/2, one with a stream free
+    /// or its own: never one they run on or wait for — a copy beside
+    /// another would race nothing the other does not), and a new
+    /// connection for it on another loop than the attempt's, where there
+    /// is one (before it is submitted). Where they run is read when the
+    /// copy is routed ([`kept_away`](Self::kept_away)), not now: they may
+    /// move meanwhile. One with no connection yet (queued, or resolving)
+    /// has none to keep away from: a connection that takes it, and finds
+    /// the copy among those it would take too, tells the copy by its id
+    /// (see [`backs_up_any`](Self::backs_up_any) and
+    /// [`keep_away_from`](Self::keep_away_from)). A copy made later keeps
+    /// away from this one in turn; this one does not learn of it.
+    pub(crate) fn back_up<'a>(
+        &self,
+        attempt: &'a Arc<Exchange>,
+        beside: impl IntoIterator<Item = &'a Arc<Exchange>>,
+    ) {
+        let attempts = std::iter::once(attempt)
+            .chain(beside)
+            .map(|attempt| Avoided {
+                id: attempt.id,
+                attempt: Arc::downgrade(attempt),
+                told: Mutex::new(None),
+            })
+            .collect();
+        let _ = self.backs_up.set(Backup { attempts });
     }
 
-    /// The id of the attempt this hedged copy backs up (`None`: it is no
-    /// copy).
-    pub(crate) fn backs_up_attempt(&self) -> Option<u64> {
-        self.backs_up.get().map(|backup| backup.id)
+    /// Whether this is a hedged copy that keeps away from an attempt whose
+    /// id passes `test` (false for an exchange that is no copy).
+    pub(crate) fn backs_up_any(&self, test: impl Fn(u64) -> bool) -> bool {
+        self.backs_up
+            .get()
+            .is_some_and(|backup| backup.attempts.iter().any(|avoided| test(avoided.id)))
     }
 
-    /// The attempt this hedged copy backs up is taken by the connection
-    /// `conn` of loop `loop_index`, not attached to it yet: the copy keeps
-    /// away from it while the attempt has no other connection. Nothing for
-    /// an exchange that is no copy.
-    pub(crate) fn keep_away_from(&self, loop_index: usize, conn: SourceRef) {
-        if let Some(backup) = self.backs_up.get() {
-            *lock(&backup.told) = Some(Carrier {
+    /// The attempts whose ids pass `taken`, of those this hedged copy keeps
+    /// away from, are taken by the connection `conn` of loop `loop_index`,
+    /// not attached to it yet: the copy keeps away from it while they have
+    /// no other connection. Nothing for an exchange that is no copy.
+    pub(crate) fn keep_away_from(
+        &self,
+        loop_index: usize,
+        conn: SourceRef,
+        taken: impl Fn(u64) -> bool,
+    ) {
+        let Some(backup) = self.backs_up.get() else {
+            return;
+        };
+        for avoided in backup.attempts.iter().filter(|avoided| taken(avoided.id)) {
+            *lock(&avoided.told) = Some(Carrier {
                 loop_index: Some(loop_index),
                 conn: Some(conn),
             });
@@ -757,31 +812,45 @@ impl Exchange {
         self.backs_up.get().is_some()
     }
 
-    /// Where this hedged copy keeps away from, read now: the connection
-    /// (and its loop) the attempt it backs up runs on, or is being opened
-    /// for — else the one that [took it](Self::keep_away_from), else the
-    /// loop it ended on. `None` for an exchange that is no copy, or whose
-    /// attempt is gone and was taken by none.
+    /// Where this hedged copy keeps away from, read now: for each attempt
+    /// it keeps away from, the connection (and its loop) the attempt runs
+    /// on, or is being opened for — else the one that
+    /// [took it](Self::keep_away_from); and for the attempt it backs up,
+    /// else the loop it ended on. Empty for an exchange that is no copy.
     ///
-    /// Called with no lock held: it takes the attempt's, and the attempt
-    /// it holds for the read may be the last reference to it, whose drop
-    /// runs the caller's code (see [`crate::sync`]). Routing reads it
+    /// Called with no lock held: it takes the attempts' locks, and an
+    /// attempt it holds for the read may be the last reference to it, whose
+    /// drop runs the caller's code (see [`crate::sync`]). Routing reads it
     /// before it takes the dispatcher's locks, and matches connections
-    /// with [`Carrier::is`].
-    pub(crate) fn kept_away(&self) -> Option<Carrier> {
-        let backup = self.backs_up.get()?;
-        let live = backup.attempt.upgrade().map(|attempt| attempt.carrier());
-        if live.is_some_and(|carrier| carrier.conn.is_some()) {
-            return live;
+    /// with [`KeptAway::avoids`].
+    pub(crate) fn kept_away(&self) -> KeptAway {
+        let Some(backup) = self.backs_up.get() else {
+            return KeptAway::default();
+        };
+        let mut kept_away = KeptAway {
+            carriers: Vec::with_capacity(backup.attempts.len()),
+            attempts_loop: None,
+        };
+        for (i, avoided) in backup.attempts.iter().enumerate() {
+            let live = avoided.attempt.upgrade().map(|attempt| attempt.carrier());
+            let carrier = match live.filter(|carrier| carrier.conn.is_some()) {
+                Some(live) => Some(live),
+                // Only the attempt backed up (the first) gives its loop
+                // alone: the loop a new connection keeps away from.
+                None => (*lock(&avoided.told)).or(live.filter(|_| i == 0)),
+            };
+            if i == 0 {
+                kept_away.attempts_loop = carrier.and_then(|carrier| carrier.loop_index);
+            }
+            kept_away.carriers.extend(carrier);
         }
-        let told = *lock(&backup.told);
-        told.or(live)
+        kept_away
     }
 
     /// The loop a new connection for it keeps away from (see
     /// [`kept_away`](Self::kept_away); called with no lock held).
     pub(crate) fn avoided_loop(&self) -> Option<usize> {
-        self.kept_away().and_then(|carrier| carrier.loop_index)
+        self.kept_away().loop_index()
     }
 
     /// Clears the hedge delay (the head has come: no copy is wanted).

@@ -642,8 +642,9 @@ impl Attempts {
         }
     }
 
-    /// The hedge delay rang: a copy goes, on another connection, if the
-    /// deadline and the budget still allow.
+    /// The hedge delay rang: a copy goes, on another connection than those
+    /// of the attempts in flight (`current` and the copies before it: see
+    /// [`Exchange::back_up`]), if the deadline and the budget still allow.
     fn send_copy(&mut self, sender: &mut Sender<'_>) {
         let now = sender.dispatcher.clock().now();
         if !self.fits(now, sender.settings) || !sender.policies.budget.withdraw(now, true) {
@@ -652,7 +653,7 @@ impl Attempts {
         let Ok(copy) = hop::exchange_for(sender.dispatcher, sender.hop, sender.settings) else {
             return;
         };
-        copy.back_up(&self.current);
+        copy.back_up(&self.current, &self.copies);
         self.copies_sent += 1;
         copy.listener.on_hedge(self.copies_sent);
         self.arm_hedge(sender, &copy);

@@ -1,6 +1,8 @@
 //! Hedged requests ("backup requests", as in Finagle and "The Tail at
 //! Scale"): when an attempt has not answered after a delay, a copy is sent
-//! on another connection, and the first head to come wins; every other
+//! on another connection than any attempt of the request in flight (a
+//! copy beside another, on its connection, would race nothing the other
+//! does not), and the first head to come wins; every other
 //! copy is cancelled at once (its connection closed, its timers disarmed).
 //!
 //! * **Which**: opt-in ([`Policy`], on the client or per request), for
