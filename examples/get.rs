@@ -125,8 +125,10 @@
 //!   `--user`'s `Authorization`, cookies) among them; over HTTP/2 the
 //!   `:authority` as a `Host` line first, as curl shows it. Never a
 //!   proxy's credentials: its `Proxy-Authorization` is not shown. Then
-//!   `< ` lines for each response's head — a redirect's too — its
-//!   status line and headers. A blank `> ` or `< ` line ends each head.
+//!   `< ` lines for each response's head — a redirect's too, and each
+//!   interim one before the final, such as the `100 Continue` an upload
+//!   sent with `-H 'Expect: 100-continue'` waits for — its status line
+//!   and headers. A blank `> ` or `< ` line ends each head.
 //!   Standard output is as without `-v`; with `--output`, the head goes
 //!   to standard error as the `< ` lines alone.
 //! * `-i`, `--include`; `-s`, `--silent`: accepted, for curl's habits: the
@@ -880,7 +882,7 @@ fn named(what: &str, error: std::io::Error) -> std::io::Error {
 /// on standard error as curl's lines — `*` for what it does (a lookup, a
 /// connect, TLS's ALPN, the protocol, a connection reused, a redirect, a
 /// retry, a hedge), `>` for each request's head as sent, `<` for each
-/// response's head.
+/// response's head (an interim `100 Continue`'s too, before the final).
 struct Verbose;
 
 /// A response's head as `get` prints it, each line after `prefix` (`< `
@@ -1013,6 +1015,12 @@ impl tickless::EventListener for Verbose {
             head.reason(),
             head.headers(),
         ));
+    }
+
+    /// `100 Continue` and the like, as curl shows them: the status line,
+    /// the fields, the empty line, before the final head.
+    fn on_interim_head(&self, request: &tickless::RequestInfo, head: &tickless::ResponseHead<'_>) {
+        self.on_response_head(request, head);
     }
 
     fn on_redirect(

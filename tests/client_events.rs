@@ -270,6 +270,119 @@ fn the_heads_are_told_as_they_went_and_came_but_a_proxys_credentials() {
     client.close();
 }
 
+/// Records, in order, the interim heads, the status and the final head
+/// it is told, each as `interim|final VERSION STATUS REASON [fields]`.
+#[derive(Default)]
+struct Heads(Mutex<Vec<String>>);
+impl Heads {
+    fn push(&self, what: &str, head: &ResponseHead<'_>) {
+        let (version, status) = (head.version(), head.status().as_u16());
+        let reason = String::from_utf8_lossy(head.reason());
+        let fields: Vec<String> = head
+            .headers()
+            .iter()
+            .map(|(name, value)| format!("{name}: {}", value.to_str().unwrap()))
+            .collect();
+        self.0
+            .lock()
+            .unwrap()
+            .push(format!("{what} {version:?} {status} {reason} {fields:?}"));
+    }
+}
+impl EventListener for Heads {
+    fn on_interim_head(&self, _: &RequestInfo, head: &ResponseHead<'_>) {
+        self.push("interim", head);
+    }
+    fn on_status(&self, _: &RequestInfo, status: http::StatusCode) {
+        self.0
+            .lock()
+            .unwrap()
+            .push(format!("status {}", status.as_u16()));
+    }
+    fn on_response_head(&self, _: &RequestInfo, head: &ResponseHead<'_>) {
+        self.push("final", head);
+    }
+}
+
+/// Interim (1xx) heads are told to `on_interim_head`, each as it came and
+/// in order — the `100 Continue` an upload waits for, then a `103 Early
+/// Hints` with its field — before the final response's status; the final
+/// head alone to `on_response_head`, once.
+#[test]
+fn interim_heads_are_told_before_the_final_one_which_alone_is_the_responses() {
+    let server = TestServer::start(Behaviour::custom(|mut stream, _| {
+        use std::io::{Read, Write};
+        let Some(head) = read_head(&mut stream) else {
+            return;
+        };
+        let mut body = vec![0; content_length(&head)];
+        let _ = stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
+        if stream.read_exact(&mut body).is_err() {
+            return;
+        }
+        let _ = stream.write_all(b"HTTP/1.1 103 Early Hints\r\nLink: </s.css>\r\n\r\n");
+        let _ = stream.write_all(&response(200, &[("X-Ev", "1")], &body));
+        drain(&mut stream);
+    }));
+    let heads = Arc::new(Heads::default());
+    let client = Client::builder().listener(heads.clone()).build().unwrap();
+    let response = client
+        .put(server.url("/"))
+        .body("up")
+        .expect_continue(true)
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.bytes().wait().unwrap(), "up");
+    let told = heads.0.lock().unwrap().clone();
+    assert_eq!(told.len(), 4, "{told:#?}");
+    assert_eq!(told[0], "interim HTTP/1.1 100 Continue []");
+    assert_eq!(
+        told[1],
+        r#"interim HTTP/1.1 103 Early Hints ["link: </s.css>"]"#
+    );
+    assert_eq!(told[2], "status 200");
+    assert!(
+        told[3].starts_with("final HTTP/1.1 200 OK [") && told[3].contains("x-ev: 1"),
+        "{told:#?}"
+    );
+    client.close();
+}
+
+/// Over HTTP/2 too: a `103 Early Hints` before the final HEADERS is told
+/// to `on_interim_head`, with its field (and, HTTP/2 having none, no
+/// reason phrase), before the status.
+#[test]
+fn interim_heads_are_told_over_http2_too() {
+    let server = h2_server::H2Server::start(|mut stream| async move {
+        let hints = http::Response::builder()
+            .status(103)
+            .header("link", "</s.css>")
+            .body(())
+            .unwrap();
+        if stream.respond.send_informational(hints).is_ok() {
+            h2_server::answer(stream, 200, b"ok").await;
+        }
+    });
+    let heads = Arc::new(Heads::default());
+    let client = Client::builder()
+        .http2_prior_knowledge()
+        .listener(heads.clone())
+        .build()
+        .unwrap();
+    let response = client.get(server.url("/")).send().wait().unwrap();
+    assert_eq!(response.bytes().wait().unwrap(), "ok");
+    assert_eq!(
+        *heads.0.lock().unwrap(),
+        [
+            r#"interim HTTP/2.0 103  ["link: </s.css>"]"#,
+            "status 200",
+            "final HTTP/2.0 200  []",
+        ]
+    );
+    client.close();
+}
+
 #[test]
 fn a_failure_is_reported_once_and_nothing_completes() {
     let server = TestServer::start(Behaviour::SendThenClose(

@@ -9,7 +9,7 @@
 
 mod support;
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::process::{Command, Output};
 use support::*;
 
@@ -1215,6 +1215,53 @@ fn verbose_shows_the_request_sent_and_the_response_head_on_standard_error() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(stderr.matches("HTTP/1.1 200 OK").count(), 1, "{stderr}");
     assert!(output.stdout.is_empty(), "{output:?}");
+}
+
+/// `-v` shows each interim head as curl does, `<` lines ended by a blank
+/// one, after the request's head and before the final head: the
+/// `100 Continue` an upload that said `Expect: 100-continue` waits for,
+/// and a `103 Early Hints` with its field.
+#[test]
+fn verbose_shows_an_interim_100_continue_and_103_before_the_final_head() {
+    let server = TestServer::start(Behaviour::custom(|mut stream, _| {
+        let Some(head) = read_head(&mut stream) else {
+            return;
+        };
+        let mut body = vec![0; content_length(&head)];
+        let _ = stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
+        if stream.read_exact(&mut body).is_err() {
+            return;
+        }
+        let _ = stream.write_all(b"HTTP/1.1 103 Early Hints\r\nLink: </s.css>\r\n\r\n");
+        let _ = stream.write_all(&ok(&format!("got {}", String::from_utf8_lossy(&body))));
+        drain(&mut stream);
+    }));
+    let dir = support::real::TempDir::new("get-continue");
+    let file = dir.path().join("up");
+    std::fs::write(&file, "payload").unwrap();
+    let file = format!("@{}", file.display());
+    let url = server.url("/up");
+    let output = get(&[&url, "-v", "-d", &file, "-H", "Expect: 100-continue"]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert!(stdout(&output).ends_with("got payload"), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("\n> expect: 100-continue\n"), "{stderr}");
+    let answers = lines_with(&stderr, "< ");
+    assert_eq!(
+        answers[..5],
+        [
+            "< HTTP/1.1 100 Continue",
+            "< ",
+            "< HTTP/1.1 103 Early Hints",
+            "< link: </s.css>",
+            "< ",
+        ],
+        "{stderr}"
+    );
+    assert_eq!(answers[5], "< HTTP/1.1 200 OK", "{stderr}");
+    assert!(stderr.ends_with("\n< \n"), "{stderr}");
+    let at = |line: &str| stderr.find(line).unwrap();
+    assert!(at("\n> \n") < at("< HTTP/1.1 100"), "{stderr}");
 }
 
 /// Through an HTTP proxy that forwards the request, `-v` shows the head

@@ -232,6 +232,51 @@ fn a_listener_panicking_mid_body_fails_the_body_and_spares_the_loop() {
     client.close();
 }
 
+/// A listener panicking on a `100 Continue` fails its exchange there: the
+/// body that waited for it does not go — the server reads nothing after
+/// the head but the connection's end.
+#[test]
+fn a_listener_panicking_on_100_continue_fails_its_exchange_before_the_body_goes() {
+    struct PanicsOnInterim;
+    impl EventListener for PanicsOnInterim {
+        fn on_interim_head(&self, _: &tickless::RequestInfo, _: &tickless::ResponseHead<'_>) {
+            panic!("listener panics on an interim head");
+        }
+    }
+    let after_continue = Arc::new(std::sync::Mutex::new(None));
+    let server = TestServer::start(Behaviour::custom({
+        let after_continue = after_continue.clone();
+        move |mut stream, _| {
+            use std::io::{Read, Write};
+            if read_head(&mut stream).is_none() {
+                return;
+            }
+            let _ = stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
+            // Whatever comes until the client closes (or resets) it.
+            let (mut read, mut buf) = (0, [0; 1024]);
+            while let Ok(n @ 1..) = stream.read(&mut buf) {
+                read += n;
+            }
+            *after_continue.lock().unwrap() = Some(read);
+        }
+    }));
+    let client = client();
+    let future = client
+        .put(server.url("/"))
+        .body("payload")
+        .expect_continue(true)
+        .listener(Arc::new(PanicsOnInterim))
+        .send();
+    assert!(eventually(WAIT, || future.is_done()), "never resolved");
+    assert_listener_panicked(future.wait().unwrap_err());
+    assert!(
+        eventually(WAIT, || after_continue.lock().unwrap().is_some()),
+        "the connection was never closed"
+    );
+    assert_eq!(*after_continue.lock().unwrap(), Some(0), "the body went");
+    client.close();
+}
+
 #[test]
 fn a_panicking_task_spares_the_loop() {
     let client = client();

@@ -147,3 +147,33 @@ fn a_redirect_target_or_a_retried_url_logs_no_query() {
         assert!(!log.contains(signature), "a query was logged:\n{log}");
     }
 }
+
+/// An interim head (a `103 Early Hints` before the answer) is logged in
+/// its request's span, with its status; the span's `status` is the final
+/// one's.
+#[test]
+fn an_interim_head_is_logged_with_its_status() {
+    let captured = captured();
+    let server = TestServer::respond(|_| {
+        let mut bytes = b"HTTP/1.1 103 Early Hints\r\nLink: </s.css>\r\n\r\n".to_vec();
+        bytes.extend(ok("hinted"));
+        bytes
+    });
+    let client = Client::builder().build().unwrap();
+    let response = client.get(server.url("/hints")).send().wait().unwrap();
+    assert_eq!(response.text().wait().unwrap(), "hinted");
+    client.close();
+
+    let log = captured.text();
+    let authority = server.authority();
+    let interim = log
+        .lines()
+        .find(|l| l.contains("interim head") && l.contains(&authority))
+        .unwrap_or_else(|| panic!("no interim head logged:\n{log}"));
+    assert!(interim.contains("status=103"), "{interim}");
+    let completed = log
+        .lines()
+        .find(|l| l.contains("completed") && l.contains(&authority))
+        .unwrap_or_else(|| panic!("no completion logged:\n{log}"));
+    assert!(completed.contains("status=200"), "{completed}");
+}

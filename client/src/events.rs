@@ -246,8 +246,9 @@ impl std::fmt::Debug for RequestFields<'_> {
     }
 }
 
-/// A response's head as it came, for [`EventListener::on_response_head`]:
-/// its version, status, reason phrase and headers.
+/// A response's head as it came, for [`EventListener::on_response_head`]
+/// (or an interim one, for [`EventListener::on_interim_head`]): its
+/// version, status, reason phrase and headers.
 #[derive(Debug, Clone, Copy)]
 pub struct ResponseHead<'a> {
     version: http::Version,
@@ -333,7 +334,9 @@ impl<'a> ResponseHead<'a> {
 /// Of one exchange (a hop, an attempt, a hedged copy), the events come in
 /// the order the work is done — connect before the request's head before
 /// request sent before status before headers before the response's head
-/// before body parts — and then exactly one of
+/// before body parts, an interim head between the request's head and
+/// status (a `100 Continue` before request sent: it lets the body go) —
+/// and then exactly one of
 /// [`on_completed`](Self::on_completed) and [`on_failed`](Self::on_failed),
 /// after which nothing of its progress is told. Its request's policy
 /// tells of the exchange that follows ([`on_redirect`](Self::on_redirect),
@@ -494,8 +497,17 @@ pub trait EventListener: Send + Sync + 'static {
     /// The response headers arrived.
     fn on_headers(&self, request: &RequestInfo, headers: &http::HeaderMap) {}
     /// The response's head, whole — its version, status, reason phrase
-    /// and headers — told after [`on_headers`](Self::on_headers).
+    /// and headers — told after [`on_headers`](Self::on_headers). Once
+    /// per response: an interim head before it is told to
+    /// [`on_interim_head`](Self::on_interim_head) instead.
     fn on_response_head(&self, request: &RequestInfo, head: &ResponseHead<'_>) {}
+    /// An interim (1xx) response's head — `100 Continue` (the answer to
+    /// `Expect: 100-continue`), `102 Processing`, `103 Early Hints` — as
+    /// it came, before the final response's
+    /// [`on_status`](Self::on_status): any number of them, most often none.
+    /// No status, headers or body of the final response are in it; the
+    /// final head is [`on_response_head`](Self::on_response_head)'s.
+    fn on_interim_head(&self, request: &RequestInfo, head: &ResponseHead<'_>) {}
     /// `len` bytes of body arrived.
     fn on_body_part(&self, request: &RequestInfo, len: usize) {}
     /// The exchange ended with a response.
@@ -613,6 +625,7 @@ macro_rules! for_each_listener_method {
                 on_status(status: http::StatusCode);
                 on_headers(headers: &http::HeaderMap);
                 on_response_head(head: &$crate::events::ResponseHead<'_>);
+                on_interim_head(head: &$crate::events::ResponseHead<'_>);
                 on_body_part(len: usize);
             }
             ending {

@@ -1,7 +1,7 @@
 //! `tracing` integration (cargo feature `tracing`, on by default): a span
 //! per request, and the request's events at `debug` — resolution, connect
 //! attempts, TLS, the protocol and the HTTP/2 stream, pool reuse and
-//! offer-back, redirects, retries, hedges, the end — as the [`Traced`] listener that the policy layer puts in
+//! offer-back, interim (1xx) heads, redirects, retries, hedges, the end — as the [`Traced`] listener that the policy layer puts in
 //! front of the caller's, only when a subscriber wants the span. With no
 //! subscriber, or one that does not want `debug` from this crate, the cost
 //! is the span's interest check: nothing is allocated, nothing wrapped.
@@ -12,7 +12,7 @@
 //! their kind, where they ran (the wheel or a loop) and how late.
 
 use crate::error::{retried_text, Error, WithCauses};
-use crate::events::{ConnectionInfo, EventListener, RequestInfo};
+use crate::events::{ConnectionInfo, EventListener, RequestInfo, ResponseHead};
 use std::net::SocketAddr;
 use std::time::Duration;
 use tracing::{debug, Span};
@@ -147,6 +147,10 @@ impl EventListener for Traced {
     }
     fn on_request_sent(&self, _request: &RequestInfo, connection: &ConnectionInfo) {
         debug!(parent: &self.span, connection = connection.id, "request sent");
+    }
+    fn on_interim_head(&self, _request: &RequestInfo, head: &ResponseHead<'_>) {
+        // Not the span's `status`: the final head's is yet to come.
+        debug!(parent: &self.span, status = head.status().as_u16(), "interim head");
     }
     fn on_status(&self, _request: &RequestInfo, status: http::StatusCode) {
         // Each hop's: the last one's stays.

@@ -16,9 +16,12 @@ pub enum Decoded<'a> {
     NeedMore,
     /// The final (non-1xx) response head. Returned once.
     Head(ResponseHead),
-    /// An interim `100 Continue`: the server will read the request body
-    /// (the answer to `Expect: 100-continue`). Other 1xx heads are skipped.
-    Continue,
+    /// An interim (1xx) head, before the final one: `100 Continue` (the
+    /// server will read the request body: the answer to `Expect:
+    /// 100-continue`), `102 Processing`, `103 Early Hints`… — any number of
+    /// them, bounded all together by [`Limits::max_head_bytes`]. Never
+    /// `101 Switching Protocols`, which is an error.
+    Interim(ResponseHead),
     /// A piece of body data, borrowed from the input; never empty.
     Body(&'a [u8]),
     /// The trailer fields after a chunked body; only returned when non-empty.
@@ -97,9 +100,10 @@ impl ResponseDecoder {
     /// Call repeatedly with the remaining input until it returns
     /// [`Decoded::NeedMore`] (all of `input` that can be used has been
     /// consumed: read more bytes and call again with the unconsumed tail plus
-    /// the new bytes) or [`Decoded::Done`]. A `100 Continue` is reported
-    /// ([`Decoded::Continue`]); other interim 1xx responses are consumed
-    /// silently. Bytes after the end of the response are never consumed.
+    /// the new bytes) or [`Decoded::Done`]. Each interim 1xx head is
+    /// returned ([`Decoded::Interim`]) before the final one: it is parsed
+    /// whole anyway, so handing it over costs nothing. Bytes after the end
+    /// of the response are never consumed.
     /// After `Done`, every call returns `Done` again and consumes nothing.
     ///
     /// # Errors
@@ -143,38 +147,29 @@ impl ResponseDecoder {
     }
 
     fn decode_head<'a>(&mut self, input: &'a [u8]) -> Result<(usize, Decoded<'a>), DecodeError> {
-        let mut pos = 0;
-        loop {
-            let Some((n, head)) = parse_head(&input[pos..], &self.limits, &mut self.head_scanned)?
-            else {
-                return Ok((pos, Decoded::NeedMore));
-            };
-            pos += n;
-            if head.status == http::StatusCode::SWITCHING_PROTOCOLS {
-                return Err(if self.upgrade_requested {
-                    DecodeError::UpgradeNotSupported
-                } else {
-                    DecodeError::SwitchingProtocols
-                });
-            }
-            if head.status.is_informational() {
-                self.count_interim(n)?;
-            }
-            if head.status == http::StatusCode::CONTINUE {
-                return Ok((pos, Decoded::Continue));
-            }
-            if head.status.is_informational() {
-                continue; // 102 Processing, 103 Early Hints...
-            }
-            let (kind, keep_alive) =
-                framing(&head, self.is_head, self.request_keep_alive, &self.limits)?;
-            self.state = State::Body {
-                body: BodyDecoder::new(kind, self.limits),
-                keep_alive,
-            };
-            self.head_received = true;
-            return Ok((pos, Decoded::Head(head)));
+        let Some((n, head)) = parse_head(input, &self.limits, &mut self.head_scanned)? else {
+            return Ok((0, Decoded::NeedMore));
+        };
+        if head.status == http::StatusCode::SWITCHING_PROTOCOLS {
+            return Err(if self.upgrade_requested {
+                DecodeError::UpgradeNotSupported
+            } else {
+                DecodeError::SwitchingProtocols
+            });
         }
+        if head.status.is_informational() {
+            // The state stays `Head`: the final head is yet to come.
+            self.count_interim(n)?;
+            return Ok((n, Decoded::Interim(head)));
+        }
+        let (kind, keep_alive) =
+            framing(&head, self.is_head, self.request_keep_alive, &self.limits)?;
+        self.state = State::Body {
+            body: BodyDecoder::new(kind, self.limits),
+            keep_alive,
+        };
+        self.head_received = true;
+        Ok((n, Decoded::Head(head)))
     }
 
     /// Counts an interim head of `n` bytes against the bound on them all.

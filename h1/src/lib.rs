@@ -10,7 +10,7 @@
 //! one [`ResponseDecoder`] per request:
 //!
 //! ```text
-//!                 1xx interim head (100: Continue; others skipped; 101 is an error)
+//!                 1xx interim head: Interim(ResponseHead) (101 is an error)
 //!                 +---------+
 //!                 |         v
 //!   new() ---> [ Head ] ----+---- final head ----> Head(ResponseHead)
@@ -57,14 +57,15 @@
 //! ];
 //! let mut decoder = ResponseDecoder::new(Limits::default(), false, true);
 //! let mut buf: Vec<u8> = Vec::new(); // unconsumed input
-//! let (mut status, mut body, mut trailers, mut done) = (None, Vec::new(), None, None);
+//! let (mut interim, mut status, mut body, mut trailers, mut done) =
+//!     (Vec::new(), None, Vec::new(), None, None);
 //! for read in reads {
 //!     buf.extend_from_slice(read);
 //!     loop {
 //!         let (consumed, decoded) = decoder.decode(&buf)?;
 //!         let stop = match decoded {
 //!             Decoded::NeedMore => true,
-//!             Decoded::Continue => false,
+//!             Decoded::Interim(head) => { interim.push(head.status); false }
 //!             Decoded::Head(head) => { status = Some(head.status); false }
 //!             Decoded::Body(data) => { body.extend_from_slice(data); false }
 //!             Decoded::Trailers(t) => { trailers = Some(t); false }
@@ -74,6 +75,7 @@
 //!         if stop { break; }
 //!     }
 //! }
+//! assert_eq!(interim, [http::StatusCode::CONTINUE]);
 //! assert_eq!(status, Some(http::StatusCode::OK));
 //! assert_eq!(body, b"wikipedia");
 //! assert_eq!(trailers.unwrap()["etag"], "\"x\"");
@@ -147,7 +149,7 @@ pub fn decode_pieces(
             let (consumed, decoded) = decoder.decode(&buf)?;
             let stop = match decoded {
                 Decoded::NeedMore => true,
-                Decoded::Continue => false,
+                Decoded::Interim(_) => false,
                 Decoded::Head(h) => {
                     head = Some(h);
                     false

@@ -11,7 +11,7 @@ use super::limits::Limits;
 /// A decoded response head (status line and headers).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResponseHead {
-    /// The status code (never 1xx: interim responses are skipped).
+    /// The status code: 1xx only in [`Decoded::Interim`](crate::Decoded::Interim).
     pub status: StatusCode,
     /// `HTTP_10` or `HTTP_11`.
     pub version: Version,

@@ -217,7 +217,16 @@ impl Cookies {
     /// The `Cookie` header's value for a request to `url`, `None` for no
     /// cookie; what it sends counts as used. Called under the jar's lock,
     /// shared: requests are given theirs side by side.
-    fn header_for(&self, url: &url::Url) -> Option<String> {
+    ///
+    /// Expired or not is `now`'s answer, read once for the request — and
+    /// only if some cookie is held for its host: not once a cookie, as
+    /// `cookie_store`'s `is_expired` reads the wall clock (for a session
+    /// cookie too).
+    fn header_for(
+        &self,
+        url: &url::Url,
+        now: impl FnOnce() -> time::OffsetDateTime,
+    ) -> Option<String> {
         // The domains a cookie sent to the host can be kept for: the host
         // (a host-only cookie's, or a `Domain` the same), and each domain
         // it is under (RFC 6265 §5.1.3). Only theirs are looked at, found
@@ -237,7 +246,8 @@ impl Cookies {
         if held == 0 {
             return None;
         }
-        let now = self.tick();
+        let now = now();
+        let count = self.tick();
         let mut matching = Vec::with_capacity(held);
         for ((domain, path, name), stamps) in domains.flat_map(|domain| self.stamps.iter_of(domain))
         {
@@ -246,11 +256,11 @@ impl Cookies {
             };
             // The store's own test of a cookie against a URL: domain,
             // path, `Secure` and `HttpOnly` (§5.4 step 1).
-            if cookie.is_expired() || !cookie.matches(url) {
+            if cookie.expires_by(&now) || !cookie.matches(url) {
                 continue;
             }
             // §5.4 step 3: what is sent counts as used, and is evicted last.
-            stamps.mark_sent(now);
+            stamps.mark_sent(count);
             matching.push((cookie, stamps.created));
         }
         // RFC 6265 §5.4 step 2: longer paths first, then those created
@@ -490,7 +500,7 @@ impl CookieStore for Jar {
     }
 
     fn cookies(&self, url: &url::Url) -> Option<HeaderValue> {
-        let joined = self.read().header_for(url)?;
+        let joined = self.read().header_for(url, time::OffsetDateTime::now_utc)?;
         HeaderValue::from_maybe_shared(bytes::Bytes::from(joined)).ok()
     }
 
@@ -1452,6 +1462,51 @@ mod tests {
             jar.cookies(&url("http://a.test/")).unwrap(),
             "kept=1; stale=2; aged=3"
         );
+    }
+
+    /// A request's cookies are sent as of one reading of the clock, its
+    /// `now` — the year 3000 here, which the wall clock has not reached:
+    /// those expired by then are not sent, though the wall clock finds
+    /// them alive. It is read once for the request (a `FnOnce`), and not
+    /// at all for a host no cookie is held for.
+    #[test]
+    fn a_requests_cookies_are_sent_as_of_its_now() {
+        let year_3000 = time::OffsetDateTime::from_unix_timestamp(32_503_680_000).unwrap();
+        let jar = Jar::new();
+        set(
+            &jar,
+            "http://a.test/",
+            &[
+                "old=1; Expires=Mon, 01 Jan 2900 00:00:00 GMT",
+                "session=2",
+                "later=3; Expires=Fri, 01 Jan 3100 00:00:00 GMT",
+            ],
+        );
+        let reads = &std::cell::Cell::new(0);
+        let at = |when: time::OffsetDateTime| {
+            move || {
+                reads.set(reads.get() + 1);
+                when
+            }
+        };
+        let to = url("http://a.test/");
+        let cookies = jar.read();
+        assert_eq!(
+            cookies.header_for(&to, at(year_3000)).as_deref(),
+            Some("session=2; later=3")
+        );
+        assert_eq!(
+            cookies
+                .header_for(&to, at(time::OffsetDateTime::now_utc()))
+                .as_deref(),
+            Some("old=1; session=2; later=3")
+        );
+        assert_eq!(reads.get(), 2);
+        assert_eq!(
+            cookies.header_for(&url("http://b.test/"), at(year_3000)),
+            None
+        );
+        assert_eq!(reads.get(), 2, "no cookie held for b.test: no clock read");
     }
 
     /// Once the earliest expiry has passed, the next cookie taken sweeps

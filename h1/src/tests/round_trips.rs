@@ -188,20 +188,31 @@ fn bodiless_responses_with_unsound_framing_fields_end_and_close() {
 }
 
 #[test]
-fn interim_responses_are_skipped_but_100_continue_is_told() {
+fn interim_responses_are_told_each_before_the_final_head() {
     let input = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 102 Processing\r\n\r\n\
 HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\n\
 HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
     let mut d = ResponseDecoder::new(limits(), false, true);
-    assert_eq!(d.decode(input).unwrap(), (25, Decoded::Continue));
-    let (n, decoded) = d.decode(&input[25..]).unwrap();
-    let head = head_of(decoded);
+    let mut at = 0;
+    let mut interim = Vec::new();
+    let head = loop {
+        let (n, decoded) = d.decode(&input[at..]).unwrap();
+        at += n;
+        match decoded {
+            Decoded::Interim(head) => {
+                assert!(!d.head_received());
+                interim.push(head);
+            }
+            other => break head_of(other),
+        }
+    };
+    let statuses: Vec<u16> = interim.iter().map(|h| h.status.as_u16()).collect();
+    assert_eq!(statuses, [100, 102, 103]);
+    assert_eq!(interim[0].version, Version::HTTP_11);
+    assert_eq!(interim[2].headers["link"], "</s.css>; rel=preload");
     assert_eq!(head.status, StatusCode::OK);
     assert!(!head.headers.contains_key("link"));
-    assert_eq!(
-        d.decode(&input[25 + n..]).unwrap(),
-        (2, Decoded::Body(b"ok"))
-    );
+    assert_eq!(d.decode(&input[at..]).unwrap(), (2, Decoded::Body(b"ok")));
 
     // Interim heads are bounded all together by the head limit, as each is
     // on its own: 103s without end are an error, not read for ever.
@@ -222,7 +233,9 @@ HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
     let mut d = ResponseDecoder::new(small, false, true);
     let continues = b"HTTP/1.1 100 Continue\r\n\r\n"; // 25 bytes
     for _ in 0..4 {
-        assert_eq!(d.decode(continues).unwrap(), (25, Decoded::Continue));
+        let (n, decoded) = d.decode(continues).unwrap();
+        assert_eq!(n, 25);
+        assert!(matches!(decoded, Decoded::Interim(h) if h.status == StatusCode::CONTINUE));
     }
     assert_eq!(
         d.decode(continues),
@@ -232,7 +245,10 @@ HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
     // An interim head alone is consumed; the final head may come later.
     let mut d = ResponseDecoder::new(limits(), false, true);
     let input = b"HTTP/1.1 102 Processing\r\n\r\nHTTP/1.1 2";
-    assert_eq!(d.decode(input).unwrap(), (27, Decoded::NeedMore));
+    let (n, decoded) = d.decode(input).unwrap();
+    assert_eq!(n, 27);
+    assert!(matches!(decoded, Decoded::Interim(h) if h.status == StatusCode::PROCESSING));
+    assert_eq!(d.decode(&input[27..]).unwrap(), (0, Decoded::NeedMore));
     assert!(!d.head_received());
     assert_eq!(d.eof(), Err(DecodeError::Truncated { stage: Stage::Head }));
 }

@@ -711,9 +711,26 @@ impl Conn {
                         Decodes::More
                     };
                 }
-                Decoded::Continue => {
+                Decoded::Interim(head) => {
                     self.buf.consume(consumed);
-                    self.continue_body(cx);
+                    // Told as it came, before a body waiting for it goes.
+                    // The decoder parsed it whole anyway: to nobody, telling
+                    // it costs the call and no more.
+                    active
+                        .exchange
+                        .listener
+                        .on_interim_head(&crate::events::ResponseHead::new(
+                            head.version,
+                            head.status,
+                            head.reason.as_deref(),
+                            &head.headers,
+                        ));
+                    // A `100 Continue` sends the body if it waits for one
+                    // (`continue_body` does nothing otherwise); any other
+                    // interim head is only told.
+                    if head.status == http::StatusCode::CONTINUE {
+                        self.continue_body(cx);
+                    }
                 }
                 Decoded::Head(head) => {
                     // A 408 on a pooled connection is the server giving up

@@ -581,17 +581,27 @@ impl Stream {
             match &mut self.recv {
                 Recv::Head(response) => {
                     // The interim (1xx) heads first (`h2` holds them, the
-                    // final head behind them): dropped, but bounded in all.
-                    // Each is the server's word on the stream, and restarts
-                    // the read timeout, as a byte does over HTTP/1.1.
+                    // final head behind them): told to the listener, then
+                    // dropped, but bounded in all. Each is the server's
+                    // word on the stream, and restarts the read timeout,
+                    // as a byte does over HTTP/1.1.
                     while let Poll::Ready(Some(interim)) = response.poll_informational(task) {
-                        if !self.interim.fits(&interim?) {
+                        let interim = interim?;
+                        if !self.interim.fits(&interim) {
                             self.send.send_reset(h2::Reason::CANCEL);
                             self.exchange
                                 .finish_err(self.interim.too_large(&self.exchange));
                             return Ok(Polled::Gone);
                         }
                         self.exchange.mark_read(|| now);
+                        self.exchange
+                            .listener
+                            .on_interim_head(&crate::events::ResponseHead::new(
+                                http::Version::HTTP_2,
+                                interim.status(),
+                                None,
+                                interim.headers(),
+                            ));
                     }
                     let response = match Pin::new(response).poll(task) {
                         Poll::Pending => return Ok(Polled::Open),
