@@ -452,10 +452,13 @@ fn a_caller_that_comes_and_goes_keeps_its_loop_until_a_grace_has_passed_without_
         .build()
         .unwrap();
     let event_loop = group.loops()[0].clone();
+    // Before the loop is left idle (not after: this thread may stall
+    // between the two), so that the thread's first grace starts after it.
+    // Nothing has released the loop yet: its grace runs from its going idle.
+    let mut released = Instant::now();
     event_loop.leave_idle();
     let until = Instant::now() + 4 * GRACE;
     let mut drives = 0;
-    let mut released = Instant::now();
     while Instant::now() < until {
         let ran = Arc::new(AtomicBool::new(false));
         let done = ran.clone();
