@@ -88,22 +88,33 @@ fn a_reset_is_retried_after_its_backoff(event_loop_timeouts: bool) {
     let policy = retry::Policy::attempts(3)
         .backoff(Duration::from_millis(100), Duration::from_secs(1))
         .jitter(false);
-    let future = client.get(server.url("/")).retry(policy).send();
-    let waiter = thread::spawn(move || future.wait());
+    let mut future = client.get(server.url("/")).retry(policy).send();
+    // Armed in the poll that saw the reset, on this thread.
     assert!(
-        eventually(CEILING, || retries_seen(&recorder).len() == 1),
+        eventually(CEILING, || {
+            poll_once(&mut future).is_pending() && retries_seen(&recorder).len() == 1
+        }),
         "the reset is retried"
     );
     assert_eq!(retries_seen(&recorder), [(2, Duration::from_millis(100))]);
+    assert!(eventually(CEILING, || client.stats().in_flight == 0));
+    // A sentinel due 1 ms before the retry, armed at the same reading of
+    // the clock (which stands still), has rung: the retry's alarm would
+    // have too were it due as early, and polled it would start the retry,
+    // in flight at once.
+    let sentinel = Sentinel::after_backoff(&client, &recorder, Duration::from_millis(99));
     clock.advance(Duration::from_millis(99));
-    thread::sleep(QUIET);
+    sentinel.rung(&client);
+    assert!(poll_once(&mut future).is_pending());
+    assert_eq!(client.stats().in_flight, 0, "sent before its backoff");
     assert_eq!(server.connections_accepted(), 1, "sent before its backoff");
     clock.advance(Duration::from_millis(1));
-    let response = waiter.join().unwrap().unwrap();
+    let response = poll_until_ready(&mut future, || "not sent after its backoff".into());
     assert_eq!(response.text().wait().unwrap(), "answered GET");
     assert_eq!(server.connections_accepted(), 2);
+    // This request and its one retry, and the sentinel's.
     let budget = client.stats().retry_budget;
-    assert_eq!((budget.requests, budget.retries_total), (1, 1));
+    assert_eq!((budget.requests, budget.retries_total), (1 + 1, 1 + 1));
     assert!(eventually(CEILING, || client.stats().armed_timers() == 0));
     client.close();
 }
@@ -255,13 +266,14 @@ fn a_status_retried_takes_the_cookies_its_answer_set() {
 }
 
 /// A request on `client`, to a server of its own, whose retry waits for a
-/// `Retry-After` of 1 s from the clock's reading at its 503, polled until
-/// that retry is armed: on the timers another retry of the client is
-/// armed on (its one loop's heap, or the wheel). Once its own alarm has
-/// rung, so has every alarm due as early: the wheel fires what an advance
-/// reaches on the advancing thread, and a loop expires all that is due, in
-/// deadline order, in one pass. So it shows that another retry's alarm has
-/// not rung, with no quiet time waited through.
+/// `Retry-After` of 1 s from the clock's reading at its 503 (or for a
+/// backoff: [`Sentinel::after_backoff`]), polled until that retry is
+/// armed: on the timers another retry of the client is armed on (its one
+/// loop's heap, or the wheel). Once its own alarm has rung, so has every
+/// alarm due as early: the wheel fires what an advance reaches on the
+/// advancing thread, and a loop expires all that is due, in deadline
+/// order, in one pass. So it shows that another retry's alarm has not
+/// rung, with no quiet time waited through.
 struct Sentinel {
     server: TestServer,
     future: tickless::ResponseFuture,
@@ -269,16 +281,41 @@ struct Sentinel {
 
 impl Sentinel {
     fn armed(client: &Client, recorder: &Recorder) -> Sentinel {
+        Sentinel::arm(
+            client,
+            recorder,
+            &[("Retry-After", "1")],
+            retry_a_503_once(),
+        )
+    }
+
+    /// A sentinel whose retry waits for `backoff` from the clock's reading
+    /// at its 503 (no `Retry-After`, no jitter).
+    fn after_backoff(client: &Client, recorder: &Recorder, backoff: Duration) -> Sentinel {
+        let policy = retry::Policy::attempts(2)
+            .on_status([http::StatusCode::SERVICE_UNAVAILABLE])
+            .backoff(backoff, backoff)
+            .jitter(false);
+        Sentinel::arm(client, recorder, &[], policy)
+    }
+
+    /// Sends the sentinel's request, answered first with a 503 with
+    /// `busy_headers`, retried by `policy`; returns once its retry is armed.
+    fn arm(
+        client: &Client,
+        recorder: &Recorder,
+        busy_headers: &'static [(&'static str, &'static str)],
+        policy: retry::Policy,
+    ) -> Sentinel {
         let seen = retries_seen(recorder).len();
         let answers = AtomicUsize::new(0);
         let server = TestServer::respond(move |_| {
             if answers.fetch_add(1, Ordering::SeqCst) == 0 {
-                response(503, &[("Retry-After", "1")], b"busy")
+                response(503, busy_headers, b"busy")
             } else {
                 ok("sentinel")
             }
         });
-        let policy = retry_a_503_once();
         let mut future = client.get(server.url("/")).retry(policy).send();
         // Armed in the poll that saw the 503, on this thread.
         assert!(eventually(CEILING, || {
