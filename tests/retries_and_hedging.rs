@@ -755,6 +755,40 @@ fn hedges_seen(recorder: &Recorder) -> usize {
         .count()
 }
 
+/// A hedged request on `client`, to a server of its own that never answers
+/// its first connection: a [`Sentinel`] for hedge delays. Its delay runs
+/// from the clock's reading at its send, on the timers another hedged
+/// request of the client is armed on (its one loop's heap, or the wheel),
+/// and its copy goes in the poll after the delay has rung — as another
+/// request's copy would, told at once (`on_hedge`). Once its copy has
+/// answered, every delay due as early has rung too.
+struct HedgeSentinel {
+    server: TestServer,
+    future: tickless::ResponseFuture,
+}
+
+impl HedgeSentinel {
+    fn armed(client: &Client, delay: Duration) -> HedgeSentinel {
+        let server = TestServer::start(Behaviour::per_connection(|index| match index {
+            0 => Behaviour::NeverAnswer,
+            _ => Behaviour::respond(|_| ok("sentinel")),
+        }));
+        let future = client
+            .get(server.url("/"))
+            .hedge(hedge::Policy::after(delay))
+            .send();
+        assert!(server.wait_for_requests(1, CEILING));
+        HedgeSentinel { server, future }
+    }
+
+    /// Polls it until its copy has answered.
+    fn rung(mut self) {
+        let response = poll_until_ready(&mut self.future, || "the sentinel never rang".into());
+        assert_eq!(response.text().wait().unwrap(), "sentinel");
+        assert_eq!(self.server.connections_accepted(), 2);
+    }
+}
+
 fn a_hedge_starts_at_its_delay_and_the_loser_is_cancelled(event_loop_timeouts: bool) {
     let clock = ManualClock::new();
     let (client, recorder) = client_on(&clock, event_loop_timeouts);
@@ -762,11 +796,10 @@ fn a_hedge_starts_at_its_delay_and_the_loser_is_cancelled(event_loop_timeouts: b
         0 => Behaviour::NeverAnswer,
         _ => Behaviour::respond(|_| ok("the copy")),
     }));
-    let future = client
+    let mut future = client
         .get(server.url("/"))
         .hedge(hedge::Policy::after(Duration::from_millis(50)))
         .send();
-    let waiter = thread::spawn(move || future.wait());
     assert!(server.wait_for_requests(1, CEILING));
     // The hedge delay is the exchange's nearest timer: on the connection's
     // loop in event-loop mode, on the wheel otherwise.
@@ -781,17 +814,28 @@ fn a_hedge_starts_at_its_delay_and_the_loser_is_cancelled(event_loop_timeouts: b
         }
     });
     assert!(placed, "{:?}", client.stats());
+    // A sentinel due 1 ms before, armed at the same reading of the clock
+    // (which stands still), has rung: this request's delay would have too
+    // were it due as early, and the poll after it would send the copy.
+    let sentinel = HedgeSentinel::armed(&client, Duration::from_millis(49));
     clock.advance(Duration::from_millis(49));
-    thread::sleep(QUIET);
+    sentinel.rung();
+    assert!(poll_once(&mut future).is_pending());
+    assert_eq!(
+        hedges_seen(&recorder),
+        1,
+        "hedged early (the sentinel's alone)"
+    );
     assert_eq!(server.connections_accepted(), 1, "hedged early");
     clock.advance(Duration::from_millis(1));
-    let response = waiter.join().unwrap().unwrap();
+    let response = poll_until_ready(&mut future, || "no copy at its delay".into());
     assert_eq!(response.text().wait().unwrap(), "the copy");
-    assert_eq!(hedges_seen(&recorder), 1);
+    // This request's copy, and the sentinel's.
+    assert_eq!(hedges_seen(&recorder), 1 + 1);
     // The first attempt lost: its connection is closed, nothing is armed.
     assert!(eventually(CEILING, || server.connections_open() == 1));
     assert!(eventually(CEILING, || client.stats().armed_timers() == 0));
-    assert_eq!(client.stats().retry_budget.hedges_total, 1);
+    assert_eq!(client.stats().retry_budget.hedges_total, 1 + 1);
     client.close();
 }
 
@@ -811,12 +855,12 @@ fn only_idempotent_requests_with_a_body_in_memory_are_hedged() {
     let (client, recorder) = client_on(&clock, false);
     let server = TestServer::start(Behaviour::NeverAnswer);
     let policy = hedge::Policy::after(Duration::from_millis(10));
-    let post = client
+    let mut post = client
         .post(server.url("/"))
         .body("x")
         .hedge(policy.clone())
         .send();
-    let streamed = client
+    let mut streamed = client
         .put(server.url("/"))
         .body(tickless::Upload::from_reader(
             std::io::Cursor::new(b"y"),
@@ -825,10 +869,16 @@ fn only_idempotent_requests_with_a_body_in_memory_are_hedged() {
         .hedge(policy)
         .send();
     assert!(server.wait_for_requests(2, CEILING));
+    // A sentinel due when theirs would be and later, armed at the same
+    // reading of the clock (which stands still), has rung: their delays
+    // would have too, had they been armed, and a poll would send a copy.
+    let sentinel = HedgeSentinel::armed(&client, Duration::from_millis(20));
     clock.advance(Duration::from_millis(20));
-    thread::sleep(QUIET);
+    sentinel.rung();
+    assert!(poll_once(&mut post).is_pending());
+    assert!(poll_once(&mut streamed).is_pending());
     assert_eq!(server.connections_accepted(), 2);
-    assert_eq!(hedges_seen(&recorder), 0);
+    assert_eq!(hedges_seen(&recorder), 1, "hedged (the sentinel's alone)");
     drop((post, streamed));
     client.close();
 }
@@ -845,10 +895,14 @@ fn a_hedged_request_that_answers_in_time_sends_no_copy() {
         .wait()
         .unwrap();
     assert_eq!(response.text().wait().unwrap(), "fast");
+    // A sentinel due after the request's delay, armed at the same reading
+    // of the clock (which stands still), has rung: so has that delay, had
+    // it stayed armed.
+    let sentinel = HedgeSentinel::armed(&client, Duration::from_millis(20));
     clock.advance(Duration::from_millis(20));
-    thread::sleep(QUIET);
+    sentinel.rung();
     assert_eq!(server.requests().len(), 1);
-    assert_eq!(hedges_seen(&recorder), 0);
+    assert_eq!(hedges_seen(&recorder), 1, "hedged (the sentinel's alone)");
     assert!(eventually(CEILING, || client.stats().armed_timers() == 0));
     client.close();
 }
@@ -867,14 +921,22 @@ fn a_head_come_before_the_hedge_delay_sends_no_copy_however_late_the_caller_look
             .hedge(hedge::Policy::after(Duration::from_millis(50)))
             .send();
         assert!(eventually(CEILING, || future.is_done()), "no head");
-        // The caller is busy elsewhere past the delay: it rings meanwhile.
+        // The caller is busy elsewhere past the delay: it rings meanwhile,
+        // as a sentinel due later, armed at the same reading of the clock
+        // (which stands still), shows by ringing.
+        let sentinel = HedgeSentinel::armed(&client, Duration::from_millis(60));
         clock.advance(Duration::from_millis(60));
-        thread::sleep(QUIET);
+        sentinel.rung();
+        // A copy would be sent, and told, in this wait.
         let response = future.wait().unwrap();
         assert_eq!(response.status(), 200);
-        thread::sleep(QUIET);
-        assert_eq!(hedges_seen(&recorder), 0, "mode {event_loop_timeouts}");
-        assert_eq!(client.stats().retry_budget.hedges_total, 0);
+        assert_eq!(
+            hedges_seen(&recorder),
+            1,
+            "mode {event_loop_timeouts}: hedged (the sentinel's alone)"
+        );
+        // The sentinel's copy alone.
+        assert_eq!(client.stats().retry_budget.hedges_total, 1);
         assert_eq!(server.connections_accepted(), 1);
         drop(response);
         client.close();
