@@ -1157,19 +1157,27 @@ fn a_cancel_after_the_hedge_delay_rang_sends_no_copy() {
     let SilentFirst {
         clock,
         client,
+        recorder,
         server,
         mut future,
-        ..
     } = silent_first_hedged();
+    // The delay has rung: a sentinel due later, armed at the same reading
+    // of the clock (which stands still), has.
+    let sentinel = HedgeSentinel::armed(&client, Duration::from_millis(60));
     clock.advance(Duration::from_millis(60));
-    thread::sleep(QUIET);
+    sentinel.rung();
     assert!(future.cancel(), "the attempt in flight is cancelled");
     let polled = poll_once(&mut future);
     assert!(
         matches!(polled, std::task::Poll::Ready(Err(Error::Cancelled))),
         "{polled:?}"
     );
-    thread::sleep(QUIET);
+    // A copy goes in a poll, told at once: none went in that one, the last.
+    assert_eq!(
+        hedges_seen(&recorder),
+        1,
+        "a copy went after the cancel (the sentinel's alone)"
+    );
     assert_eq!(
         server.connections_accepted(),
         1,
@@ -1452,6 +1460,9 @@ fn a_delay_armed_on_an_attempt_that_fails_moves_to_the_copy_that_takes_over(
     // next delay to the first attempt, still to end at 150 ms.
     clock.advance(Duration::from_millis(50));
     poll_until(&mut future, || hedges_seen(&recorder) == 2);
+    // Due at 149 ms: armed now, at the clock's reading when the next
+    // delay was armed (the second copy's send, 100 ms).
+    let sentinel = HedgeSentinel::armed(&client, Duration::from_millis(49));
     assert!(eventually(CEILING, || failures_seen(&recorder) == 1));
     thread::sleep(QUIET);
     assert!(poll_once(&mut future).is_pending());
@@ -1461,11 +1472,17 @@ fn a_delay_armed_on_an_attempt_that_fails_moves_to_the_copy_that_takes_over(
     assert!(eventually(CEILING, || failures_seen(&recorder) == 2));
     thread::sleep(QUIET);
     assert!(poll_once(&mut future).is_pending());
-    // 149 ms: not yet.
+    // 149 ms: not yet. A sentinel due then, armed at 100 ms as the delay
+    // was, has rung: the delay would have too were it due as early, and
+    // this poll would send the third copy.
     clock.advance(Duration::from_millis(29));
-    thread::sleep(QUIET);
+    sentinel.rung();
     assert!(poll_once(&mut future).is_pending());
-    assert_eq!(hedges_seen(&recorder), 2, "a third copy before its delay");
+    assert_eq!(
+        hedges_seen(&recorder),
+        2 + 1,
+        "a third copy before its delay (the sentinel's besides)"
+    );
     // 150 ms: the third copy goes, and answers.
     clock.advance(Duration::from_millis(1));
     let response = poll_until_ready(&mut future, || {
@@ -1475,7 +1492,8 @@ fn a_delay_armed_on_an_attempt_that_fails_moves_to_the_copy_that_takes_over(
         )
     });
     assert_eq!(response.text().wait().unwrap(), "the third copy");
-    assert_eq!(hedges_seen(&recorder), 3);
+    // Three copies, and the sentinel's.
+    assert_eq!(hedges_seen(&recorder), 3 + 1);
     assert_eq!(server.connections_accepted(), 4);
     client.close();
 }
