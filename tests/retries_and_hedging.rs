@@ -1192,7 +1192,7 @@ fn a_cancel_after_the_hedge_delay_rang_sends_no_copy() {
 #[test]
 fn a_cancel_after_a_retryable_failure_stops_the_retry() {
     let clock = ManualClock::new();
-    let (client, _) = client_on(&clock, false);
+    let (client, recorder) = client_on(&clock, false);
     let server = resets_first();
     let policy = retry::Policy::attempts(3)
         .backoff(Duration::from_millis(10), Duration::from_millis(10))
@@ -1212,9 +1212,17 @@ fn a_cancel_after_a_retryable_failure_stops_the_retry() {
         matches!(polled, std::task::Poll::Ready(Err(Error::Cancelled))),
         "{polled:?}"
     );
+    // A retry is scheduled in a poll, counted at once: none was in that
+    // one, the last.
+    assert_eq!(client.stats().retry_budget.retries_total, 0);
+    // Past the backoff: a sentinel due later, armed at the same reading of
+    // the clock (which stands still), has rung, as would a retry's alarm.
+    let sentinel = Sentinel::after_backoff(&client, &recorder, Duration::from_millis(50));
     clock.advance(Duration::from_millis(50));
-    thread::sleep(QUIET);
+    sentinel.rung(&client);
     assert_eq!(server.connections_accepted(), 1, "retried after the cancel");
+    // The sentinel's retry alone.
+    assert_eq!(client.stats().retry_budget.retries_total, 1);
     client.close();
 }
 
