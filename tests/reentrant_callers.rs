@@ -860,10 +860,17 @@ impl EventListener for DropsItself {
     }
 }
 
-/// Sends `request` with a [`DropsItself`] dropping it at `at`, waits for
-/// `on_failed`, and returns what the listener was told from the drop on,
-/// a while after that end: nothing may follow it.
-fn told_when_dropped_at(at: DropAt, request: tickless::RequestBuilder) -> Vec<String> {
+/// Sends `request` (of `client`) with a [`DropsItself`] dropping it at
+/// `at`, waits for `on_failed`, runs `then`, and returns what the listener
+/// was told from the drop on, once `client` has closed: the close joins
+/// every thread of the client, so every event that could follow the end
+/// has been told by then — and none may.
+fn told_when_dropped_at<T>(
+    at: DropAt,
+    client: &Client,
+    request: tickless::RequestBuilder,
+    then: impl FnOnce() -> T,
+) -> (Vec<String>, T) {
     let (ended, on_ended) = mpsc::channel();
     let listener = Arc::new(DropsItself {
         at,
@@ -877,10 +884,11 @@ fn told_when_dropped_at(at: DropAt, request: tickless::RequestBuilder) -> Vec<St
     *held = Some(request.listener(listener.clone()).send());
     drop(held);
     on_ended.recv_timeout(CEILING).expect("on_failed was told");
-    // Nothing is told after the end.
-    thread::sleep(Duration::from_millis(50));
+    let then = then();
+    // Nothing is told after the end, up to the close and after it.
+    client.close();
     let told = listener.told.lock().unwrap().clone();
-    told
+    (told, then)
 }
 
 /// A request's own future dropped from its `on_status`, on the loop's
@@ -891,10 +899,8 @@ fn a_request_dropped_from_its_own_on_status_is_told_cancelled() {
     let server = ok_server();
     let client = one_loop_client(Duration::ZERO);
     let url = format!("http://{}/", server.addr());
-    assert_eq!(
-        told_when_dropped_at(DropAt::Status, client.get(&url)),
-        ["status", "failed Cancelled"]
-    );
+    let (told, ()) = told_when_dropped_at(DropAt::Status, &client, client.get(&url), || ());
+    assert_eq!(told, ["status", "failed Cancelled"]);
 }
 
 /// A request's own future dropped from its `on_request_head`, on the
@@ -910,10 +916,13 @@ fn a_request_dropped_from_its_own_on_request_head_is_told_cancelled() {
     // would hang the client's drop too.
     let (told, next) = within("the request cancelled in its head", CEILING, move || {
         let client = one_loop_client(Duration::ZERO);
-        let told = told_when_dropped_at(DropAt::RequestHead, client.post(&url).body("x"));
         // The loop goes on: another request on it is answered.
-        let next = client.get(&url).send().wait().map(|r| r.status());
-        (told, next)
+        told_when_dropped_at(
+            DropAt::RequestHead,
+            &client,
+            client.post(&url).body("x"),
+            || client.get(&url).send().wait().map(|r| r.status()),
+        )
     });
     assert_eq!(told, ["head POST /head", "failed Cancelled"]);
     assert_eq!(next.unwrap(), 200);
@@ -937,9 +946,9 @@ fn an_http2_request_dropped_from_its_own_on_request_head_is_never_sent() {
             .build()
             .expect("client");
         // A GET: its `HEADERS` would end the stream, the request whole.
-        let told = told_when_dropped_at(DropAt::RequestHead, client.get(&url));
-        let next = client.get(&url).send().wait().map(|r| r.status());
-        (told, next)
+        told_when_dropped_at(DropAt::RequestHead, &client, client.get(&url), || {
+            client.get(&url).send().wait().map(|r| r.status())
+        })
     });
     assert_eq!(told, ["head GET /head", "failed Cancelled"]);
     assert_eq!(next.unwrap(), 200);

@@ -88,22 +88,33 @@ fn a_reset_is_retried_after_its_backoff(event_loop_timeouts: bool) {
     let policy = retry::Policy::attempts(3)
         .backoff(Duration::from_millis(100), Duration::from_secs(1))
         .jitter(false);
-    let future = client.get(server.url("/")).retry(policy).send();
-    let waiter = thread::spawn(move || future.wait());
+    let mut future = client.get(server.url("/")).retry(policy).send();
+    // Armed in the poll that saw the reset, on this thread.
     assert!(
-        eventually(CEILING, || retries_seen(&recorder).len() == 1),
+        eventually(CEILING, || {
+            poll_once(&mut future).is_pending() && retries_seen(&recorder).len() == 1
+        }),
         "the reset is retried"
     );
     assert_eq!(retries_seen(&recorder), [(2, Duration::from_millis(100))]);
+    assert!(eventually(CEILING, || client.stats().in_flight == 0));
+    // A sentinel due 1 ms before the retry, armed at the same reading of
+    // the clock (which stands still), has rung: the retry's alarm would
+    // have too were it due as early, and polled it would start the retry,
+    // in flight at once.
+    let sentinel = Sentinel::after_backoff(&client, &recorder, Duration::from_millis(99));
     clock.advance(Duration::from_millis(99));
-    thread::sleep(QUIET);
+    sentinel.rung(&client);
+    assert!(poll_once(&mut future).is_pending());
+    assert_eq!(client.stats().in_flight, 0, "sent before its backoff");
     assert_eq!(server.connections_accepted(), 1, "sent before its backoff");
     clock.advance(Duration::from_millis(1));
-    let response = waiter.join().unwrap().unwrap();
+    let response = poll_until_ready(&mut future, || "not sent after its backoff".into());
     assert_eq!(response.text().wait().unwrap(), "answered GET");
     assert_eq!(server.connections_accepted(), 2);
+    // This request and its one retry, and the sentinel's.
     let budget = client.stats().retry_budget;
-    assert_eq!((budget.requests, budget.retries_total), (1, 1));
+    assert_eq!((budget.requests, budget.retries_total), (1 + 1, 1 + 1));
     assert!(eventually(CEILING, || client.stats().armed_timers() == 0));
     client.close();
 }
@@ -255,13 +266,14 @@ fn a_status_retried_takes_the_cookies_its_answer_set() {
 }
 
 /// A request on `client`, to a server of its own, whose retry waits for a
-/// `Retry-After` of 1 s from the clock's reading at its 503, polled until
-/// that retry is armed: on the timers another retry of the client is
-/// armed on (its one loop's heap, or the wheel). Once its own alarm has
-/// rung, so has every alarm due as early: the wheel fires what an advance
-/// reaches on the advancing thread, and a loop expires all that is due, in
-/// deadline order, in one pass. So it shows that another retry's alarm has
-/// not rung, with no quiet time waited through.
+/// `Retry-After` of 1 s from the clock's reading at its 503 (or for a
+/// backoff: [`Sentinel::after_backoff`]), polled until that retry is
+/// armed: on the timers another retry of the client is armed on (its one
+/// loop's heap, or the wheel). Once its own alarm has rung, so has every
+/// alarm due as early: the wheel fires what an advance reaches on the
+/// advancing thread, and a loop expires all that is due, in deadline
+/// order, in one pass. So it shows that another retry's alarm has not
+/// rung, with no quiet time waited through.
 struct Sentinel {
     server: TestServer,
     future: tickless::ResponseFuture,
@@ -269,16 +281,41 @@ struct Sentinel {
 
 impl Sentinel {
     fn armed(client: &Client, recorder: &Recorder) -> Sentinel {
+        Sentinel::arm(
+            client,
+            recorder,
+            &[("Retry-After", "1")],
+            retry_a_503_once(),
+        )
+    }
+
+    /// A sentinel whose retry waits for `backoff` from the clock's reading
+    /// at its 503 (no `Retry-After`, no jitter).
+    fn after_backoff(client: &Client, recorder: &Recorder, backoff: Duration) -> Sentinel {
+        let policy = retry::Policy::attempts(2)
+            .on_status([http::StatusCode::SERVICE_UNAVAILABLE])
+            .backoff(backoff, backoff)
+            .jitter(false);
+        Sentinel::arm(client, recorder, &[], policy)
+    }
+
+    /// Sends the sentinel's request, answered first with a 503 with
+    /// `busy_headers`, retried by `policy`; returns once its retry is armed.
+    fn arm(
+        client: &Client,
+        recorder: &Recorder,
+        busy_headers: &'static [(&'static str, &'static str)],
+        policy: retry::Policy,
+    ) -> Sentinel {
         let seen = retries_seen(recorder).len();
         let answers = AtomicUsize::new(0);
         let server = TestServer::respond(move |_| {
             if answers.fetch_add(1, Ordering::SeqCst) == 0 {
-                response(503, &[("Retry-After", "1")], b"busy")
+                response(503, busy_headers, b"busy")
             } else {
                 ok("sentinel")
             }
         });
-        let policy = retry_a_503_once();
         let mut future = client.get(server.url("/")).retry(policy).send();
         // Armed in the poll that saw the 503, on this thread.
         assert!(eventually(CEILING, || {
@@ -718,6 +755,40 @@ fn hedges_seen(recorder: &Recorder) -> usize {
         .count()
 }
 
+/// A hedged request on `client`, to a server of its own that never answers
+/// its first connection: a [`Sentinel`] for hedge delays. Its delay runs
+/// from the clock's reading at its send, on the timers another hedged
+/// request of the client is armed on (its one loop's heap, or the wheel),
+/// and its copy goes in the poll after the delay has rung — as another
+/// request's copy would, told at once (`on_hedge`). Once its copy has
+/// answered, every delay due as early has rung too.
+struct HedgeSentinel {
+    server: TestServer,
+    future: tickless::ResponseFuture,
+}
+
+impl HedgeSentinel {
+    fn armed(client: &Client, delay: Duration) -> HedgeSentinel {
+        let server = TestServer::start(Behaviour::per_connection(|index| match index {
+            0 => Behaviour::NeverAnswer,
+            _ => Behaviour::respond(|_| ok("sentinel")),
+        }));
+        let future = client
+            .get(server.url("/"))
+            .hedge(hedge::Policy::after(delay))
+            .send();
+        assert!(server.wait_for_requests(1, CEILING));
+        HedgeSentinel { server, future }
+    }
+
+    /// Polls it until its copy has answered.
+    fn rung(mut self) {
+        let response = poll_until_ready(&mut self.future, || "the sentinel never rang".into());
+        assert_eq!(response.text().wait().unwrap(), "sentinel");
+        assert_eq!(self.server.connections_accepted(), 2);
+    }
+}
+
 fn a_hedge_starts_at_its_delay_and_the_loser_is_cancelled(event_loop_timeouts: bool) {
     let clock = ManualClock::new();
     let (client, recorder) = client_on(&clock, event_loop_timeouts);
@@ -725,11 +796,10 @@ fn a_hedge_starts_at_its_delay_and_the_loser_is_cancelled(event_loop_timeouts: b
         0 => Behaviour::NeverAnswer,
         _ => Behaviour::respond(|_| ok("the copy")),
     }));
-    let future = client
+    let mut future = client
         .get(server.url("/"))
         .hedge(hedge::Policy::after(Duration::from_millis(50)))
         .send();
-    let waiter = thread::spawn(move || future.wait());
     assert!(server.wait_for_requests(1, CEILING));
     // The hedge delay is the exchange's nearest timer: on the connection's
     // loop in event-loop mode, on the wheel otherwise.
@@ -744,17 +814,28 @@ fn a_hedge_starts_at_its_delay_and_the_loser_is_cancelled(event_loop_timeouts: b
         }
     });
     assert!(placed, "{:?}", client.stats());
+    // A sentinel due 1 ms before, armed at the same reading of the clock
+    // (which stands still), has rung: this request's delay would have too
+    // were it due as early, and the poll after it would send the copy.
+    let sentinel = HedgeSentinel::armed(&client, Duration::from_millis(49));
     clock.advance(Duration::from_millis(49));
-    thread::sleep(QUIET);
+    sentinel.rung();
+    assert!(poll_once(&mut future).is_pending());
+    assert_eq!(
+        hedges_seen(&recorder),
+        1,
+        "hedged early (the sentinel's alone)"
+    );
     assert_eq!(server.connections_accepted(), 1, "hedged early");
     clock.advance(Duration::from_millis(1));
-    let response = waiter.join().unwrap().unwrap();
+    let response = poll_until_ready(&mut future, || "no copy at its delay".into());
     assert_eq!(response.text().wait().unwrap(), "the copy");
-    assert_eq!(hedges_seen(&recorder), 1);
+    // This request's copy, and the sentinel's.
+    assert_eq!(hedges_seen(&recorder), 1 + 1);
     // The first attempt lost: its connection is closed, nothing is armed.
     assert!(eventually(CEILING, || server.connections_open() == 1));
     assert!(eventually(CEILING, || client.stats().armed_timers() == 0));
-    assert_eq!(client.stats().retry_budget.hedges_total, 1);
+    assert_eq!(client.stats().retry_budget.hedges_total, 1 + 1);
     client.close();
 }
 
@@ -774,12 +855,12 @@ fn only_idempotent_requests_with_a_body_in_memory_are_hedged() {
     let (client, recorder) = client_on(&clock, false);
     let server = TestServer::start(Behaviour::NeverAnswer);
     let policy = hedge::Policy::after(Duration::from_millis(10));
-    let post = client
+    let mut post = client
         .post(server.url("/"))
         .body("x")
         .hedge(policy.clone())
         .send();
-    let streamed = client
+    let mut streamed = client
         .put(server.url("/"))
         .body(tickless::Upload::from_reader(
             std::io::Cursor::new(b"y"),
@@ -788,10 +869,16 @@ fn only_idempotent_requests_with_a_body_in_memory_are_hedged() {
         .hedge(policy)
         .send();
     assert!(server.wait_for_requests(2, CEILING));
+    // A sentinel due when theirs would be and later, armed at the same
+    // reading of the clock (which stands still), has rung: their delays
+    // would have too, had they been armed, and a poll would send a copy.
+    let sentinel = HedgeSentinel::armed(&client, Duration::from_millis(20));
     clock.advance(Duration::from_millis(20));
-    thread::sleep(QUIET);
+    sentinel.rung();
+    assert!(poll_once(&mut post).is_pending());
+    assert!(poll_once(&mut streamed).is_pending());
     assert_eq!(server.connections_accepted(), 2);
-    assert_eq!(hedges_seen(&recorder), 0);
+    assert_eq!(hedges_seen(&recorder), 1, "hedged (the sentinel's alone)");
     drop((post, streamed));
     client.close();
 }
@@ -808,10 +895,14 @@ fn a_hedged_request_that_answers_in_time_sends_no_copy() {
         .wait()
         .unwrap();
     assert_eq!(response.text().wait().unwrap(), "fast");
+    // A sentinel due after the request's delay, armed at the same reading
+    // of the clock (which stands still), has rung: so has that delay, had
+    // it stayed armed.
+    let sentinel = HedgeSentinel::armed(&client, Duration::from_millis(20));
     clock.advance(Duration::from_millis(20));
-    thread::sleep(QUIET);
+    sentinel.rung();
     assert_eq!(server.requests().len(), 1);
-    assert_eq!(hedges_seen(&recorder), 0);
+    assert_eq!(hedges_seen(&recorder), 1, "hedged (the sentinel's alone)");
     assert!(eventually(CEILING, || client.stats().armed_timers() == 0));
     client.close();
 }
@@ -830,14 +921,22 @@ fn a_head_come_before_the_hedge_delay_sends_no_copy_however_late_the_caller_look
             .hedge(hedge::Policy::after(Duration::from_millis(50)))
             .send();
         assert!(eventually(CEILING, || future.is_done()), "no head");
-        // The caller is busy elsewhere past the delay: it rings meanwhile.
+        // The caller is busy elsewhere past the delay: it rings meanwhile,
+        // as a sentinel due later, armed at the same reading of the clock
+        // (which stands still), shows by ringing.
+        let sentinel = HedgeSentinel::armed(&client, Duration::from_millis(60));
         clock.advance(Duration::from_millis(60));
-        thread::sleep(QUIET);
+        sentinel.rung();
+        // A copy would be sent, and told, in this wait.
         let response = future.wait().unwrap();
         assert_eq!(response.status(), 200);
-        thread::sleep(QUIET);
-        assert_eq!(hedges_seen(&recorder), 0, "mode {event_loop_timeouts}");
-        assert_eq!(client.stats().retry_budget.hedges_total, 0);
+        assert_eq!(
+            hedges_seen(&recorder),
+            1,
+            "mode {event_loop_timeouts}: hedged (the sentinel's alone)"
+        );
+        // The sentinel's copy alone.
+        assert_eq!(client.stats().retry_budget.hedges_total, 1);
         assert_eq!(server.connections_accepted(), 1);
         drop(response);
         client.close();
@@ -1058,19 +1157,27 @@ fn a_cancel_after_the_hedge_delay_rang_sends_no_copy() {
     let SilentFirst {
         clock,
         client,
+        recorder,
         server,
         mut future,
-        ..
     } = silent_first_hedged();
+    // The delay has rung: a sentinel due later, armed at the same reading
+    // of the clock (which stands still), has.
+    let sentinel = HedgeSentinel::armed(&client, Duration::from_millis(60));
     clock.advance(Duration::from_millis(60));
-    thread::sleep(QUIET);
+    sentinel.rung();
     assert!(future.cancel(), "the attempt in flight is cancelled");
     let polled = poll_once(&mut future);
     assert!(
         matches!(polled, std::task::Poll::Ready(Err(Error::Cancelled))),
         "{polled:?}"
     );
-    thread::sleep(QUIET);
+    // A copy goes in a poll, told at once: none went in that one, the last.
+    assert_eq!(
+        hedges_seen(&recorder),
+        1,
+        "a copy went after the cancel (the sentinel's alone)"
+    );
     assert_eq!(
         server.connections_accepted(),
         1,
@@ -1085,7 +1192,7 @@ fn a_cancel_after_the_hedge_delay_rang_sends_no_copy() {
 #[test]
 fn a_cancel_after_a_retryable_failure_stops_the_retry() {
     let clock = ManualClock::new();
-    let (client, _) = client_on(&clock, false);
+    let (client, recorder) = client_on(&clock, false);
     let server = resets_first();
     let policy = retry::Policy::attempts(3)
         .backoff(Duration::from_millis(10), Duration::from_millis(10))
@@ -1105,9 +1212,17 @@ fn a_cancel_after_a_retryable_failure_stops_the_retry() {
         matches!(polled, std::task::Poll::Ready(Err(Error::Cancelled))),
         "{polled:?}"
     );
+    // A retry is scheduled in a poll, counted at once: none was in that
+    // one, the last.
+    assert_eq!(client.stats().retry_budget.retries_total, 0);
+    // Past the backoff: a sentinel due later, armed at the same reading of
+    // the clock (which stands still), has rung, as would a retry's alarm.
+    let sentinel = Sentinel::after_backoff(&client, &recorder, Duration::from_millis(50));
     clock.advance(Duration::from_millis(50));
-    thread::sleep(QUIET);
+    sentinel.rung(&client);
     assert_eq!(server.connections_accepted(), 1, "retried after the cancel");
+    // The sentinel's retry alone.
+    assert_eq!(client.stats().retry_budget.retries_total, 1);
     client.close();
 }
 
@@ -1353,6 +1468,9 @@ fn a_delay_armed_on_an_attempt_that_fails_moves_to_the_copy_that_takes_over(
     // next delay to the first attempt, still to end at 150 ms.
     clock.advance(Duration::from_millis(50));
     poll_until(&mut future, || hedges_seen(&recorder) == 2);
+    // Due at 149 ms: armed now, at the clock's reading when the next
+    // delay was armed (the second copy's send, 100 ms).
+    let sentinel = HedgeSentinel::armed(&client, Duration::from_millis(49));
     assert!(eventually(CEILING, || failures_seen(&recorder) == 1));
     thread::sleep(QUIET);
     assert!(poll_once(&mut future).is_pending());
@@ -1362,11 +1480,17 @@ fn a_delay_armed_on_an_attempt_that_fails_moves_to_the_copy_that_takes_over(
     assert!(eventually(CEILING, || failures_seen(&recorder) == 2));
     thread::sleep(QUIET);
     assert!(poll_once(&mut future).is_pending());
-    // 149 ms: not yet.
+    // 149 ms: not yet. A sentinel due then, armed at 100 ms as the delay
+    // was, has rung: the delay would have too were it due as early, and
+    // this poll would send the third copy.
     clock.advance(Duration::from_millis(29));
-    thread::sleep(QUIET);
+    sentinel.rung();
     assert!(poll_once(&mut future).is_pending());
-    assert_eq!(hedges_seen(&recorder), 2, "a third copy before its delay");
+    assert_eq!(
+        hedges_seen(&recorder),
+        2 + 1,
+        "a third copy before its delay (the sentinel's besides)"
+    );
     // 150 ms: the third copy goes, and answers.
     clock.advance(Duration::from_millis(1));
     let response = poll_until_ready(&mut future, || {
@@ -1376,7 +1500,8 @@ fn a_delay_armed_on_an_attempt_that_fails_moves_to_the_copy_that_takes_over(
         )
     });
     assert_eq!(response.text().wait().unwrap(), "the third copy");
-    assert_eq!(hedges_seen(&recorder), 3);
+    // Three copies, and the sentinel's.
+    assert_eq!(hedges_seen(&recorder), 3 + 1);
     assert_eq!(server.connections_accepted(), 4);
     client.close();
 }

@@ -73,6 +73,13 @@ enum Driver {
 
 struct Inbox {
     tasks: Vec<LoopTask>,
+    /// A task in `tasks` was posted for whoever drives, the loop's thread
+    /// if nobody does: not for a driver ([`EventLoop::execute_for_driver`]).
+    /// Tasks posted for the driver of an idle loop alone never make its
+    /// thread take the loop back before its grace ends, even when it looks
+    /// again sooner (woken for another reason, or reaching its sleep after
+    /// they came). Cleared as the tasks are taken.
+    for_the_thread: bool,
     closed: bool,
     /// The driver is in, or about to enter, a poll that blocks: the next
     /// task posted wakes it. While false the driver looks at the inbox
@@ -369,6 +376,7 @@ impl EventLoop {
             waker,
             inbox: Mutex::new(Inbox {
                 tasks: Vec::new(),
+                for_the_thread: false,
                 closed: false,
                 parked: false,
                 driver: if by_executor {
@@ -514,6 +522,7 @@ impl EventLoop {
                 return Err(Rejected);
             }
             inbox.tasks.push(task);
+            inbox.for_the_thread |= !for_driver;
             // One wake-up for a parked driver; a running one drains the
             // inbox before it parks again.
             let wake = match inbox.driver {

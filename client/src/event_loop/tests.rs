@@ -452,10 +452,13 @@ fn a_caller_that_comes_and_goes_keeps_its_loop_until_a_grace_has_passed_without_
         .build()
         .unwrap();
     let event_loop = group.loops()[0].clone();
+    // Before the loop is left idle (not after: this thread may stall
+    // between the two), so that the thread's first grace starts after it.
+    // Nothing has released the loop yet: its grace runs from its going idle.
+    let mut released = Instant::now();
     event_loop.leave_idle();
     let until = Instant::now() + 4 * GRACE;
     let mut drives = 0;
-    let mut released = Instant::now();
     while Instant::now() < until {
         let ran = Arc::new(AtomicBool::new(false));
         let done = ran.clone();
@@ -495,6 +498,63 @@ fn a_caller_that_comes_and_goes_keeps_its_loop_until_a_grace_has_passed_without_
         after >= GRACE,
         "taken back {after:?} after the last release"
     );
+}
+
+/// A request posted for the driver of an idle loop (`execute_for_driver`)
+/// waits for that driver even when the loop's thread looks again before
+/// its grace has ended — woken for nothing here; on a loaded machine, as
+/// it reaches its sleep after leaving the loop idle, the caller having
+/// posted its next request meanwhile: the thread sleeps on, rather than
+/// take the loop back from the caller about to drive it (who would then
+/// wait for the thread, and leave it every head of its window to read).
+#[test]
+fn a_task_posted_for_the_driver_of_an_idle_loop_is_left_to_the_driver_when_the_thread_looks_again()
+{
+    let group = EventLoopGroup::builder()
+        .threads(1)
+        .idle_grace(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let event_loop = group.loops()[0].clone();
+    event_loop.leave_idle();
+    let give_up = Instant::now() + Duration::from_secs(10);
+    // The thread asleep for its grace, until `asleep_until`.
+    let asleep_until = loop {
+        if let Some(at) = lock(&event_loop.inbox).thread_wakes_at {
+            break at;
+        }
+        assert!(Instant::now() < give_up, "the thread never slept");
+        thread::sleep(Duration::from_millis(1));
+    };
+    let ran = Arc::new(AtomicBool::new(false));
+    let done = ran.clone();
+    event_loop
+        .execute_for_driver(Box::new(move |_| done.store(true, Ordering::SeqCst)))
+        .unwrap();
+    event_loop.idle_wake.notify_one();
+    // It has looked again once it has taken the loop, or sleeps until
+    // another time (a grace from its look).
+    loop {
+        let inbox = lock(&event_loop.inbox);
+        if inbox.driver != Driver::Idle
+            || inbox.thread_wakes_at.is_some_and(|at| at != asleep_until)
+        {
+            break;
+        }
+        drop(inbox);
+        assert!(Instant::now() < give_up, "the thread never looked again");
+        thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(
+        lock(&event_loop.inbox).driver,
+        Driver::Idle,
+        "the thread took the loop for a task posted for its driver"
+    );
+    assert!(!ran.load(Ordering::SeqCst));
+    // The driver comes, and runs it.
+    let drove = event_loop.drive_until(&mut || ran.load(Ordering::SeqCst), || Duration::ZERO);
+    assert!(drove.is_some(), "the loop was taken from its driver");
+    assert!(ran.load(Ordering::SeqCst));
 }
 
 /// What nobody drives does not wait for an idle loop's grace (a minute

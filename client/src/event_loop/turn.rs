@@ -570,9 +570,9 @@ impl EventLoop {
     }
 
     /// The loop's thread while the loop is idle or a caller drives it:
-    /// sleeps until there is work nobody else would run (a task posted, a
-    /// deadline, the loop closing) or the loop has been left idle for its
-    /// grace, then drives it again.
+    /// sleeps until there is work nobody else would run (a task posted not
+    /// for a driver, a deadline, the loop closing) or the loop has been
+    /// left idle for its grace, then drives it again.
     ///
     /// While a caller comes and goes — request after request, each drive
     /// ending in a release — the thread looks once per grace and sleeps
@@ -588,7 +588,8 @@ impl EventLoop {
             match inbox.driver {
                 // Handed back by a caller that left work.
                 Driver::Thread => break,
-                Driver::Idle if inbox.closed || !inbox.tasks.is_empty() => break,
+                // Tasks posted for a driver wait for it (or for the grace).
+                Driver::Idle if inbox.closed || inbox.for_the_thread => break,
                 _ => {}
             }
             let releases = inbox.releases;
@@ -652,6 +653,7 @@ impl EventLoop {
         let closed = {
             let mut inbox = lock(&self.inbox);
             turn.tasks.extend(inbox.tasks.drain(..));
+            inbox.for_the_thread = false;
             inbox.closed
         };
         let batch = turn.tasks.len().min(MAX_TASKS_PER_TURN);
