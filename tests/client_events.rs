@@ -310,19 +310,8 @@ impl EventListener for Heads {
 /// head alone to `on_response_head`, once.
 #[test]
 fn interim_heads_are_told_before_the_final_one_which_alone_is_the_responses() {
-    let server = TestServer::start(Behaviour::custom(|mut stream, _| {
-        use std::io::{Read, Write};
-        let Some(head) = read_head(&mut stream) else {
-            return;
-        };
-        let mut body = vec![0; content_length(&head)];
-        let _ = stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
-        if stream.read_exact(&mut body).is_err() {
-            return;
-        }
-        let _ = stream.write_all(b"HTTP/1.1 103 Early Hints\r\nLink: </s.css>\r\n\r\n");
-        let _ = stream.write_all(&response(200, &[("X-Ev", "1")], &body));
-        drain(&mut stream);
+    let server = TestServer::start(Behaviour::continue_and_early_hints(|body| {
+        response(200, &[("X-Ev", "1")], body)
     }));
     let heads = Arc::new(Heads::default());
     let client = Client::builder().listener(heads.clone()).build().unwrap();

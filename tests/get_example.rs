@@ -9,7 +9,7 @@
 
 mod support;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::process::{Command, Output};
 use support::*;
 
@@ -1223,18 +1223,8 @@ fn verbose_shows_the_request_sent_and_the_response_head_on_standard_error() {
 /// and a `103 Early Hints` with its field.
 #[test]
 fn verbose_shows_an_interim_100_continue_and_103_before_the_final_head() {
-    let server = TestServer::start(Behaviour::custom(|mut stream, _| {
-        let Some(head) = read_head(&mut stream) else {
-            return;
-        };
-        let mut body = vec![0; content_length(&head)];
-        let _ = stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
-        if stream.read_exact(&mut body).is_err() {
-            return;
-        }
-        let _ = stream.write_all(b"HTTP/1.1 103 Early Hints\r\nLink: </s.css>\r\n\r\n");
-        let _ = stream.write_all(&ok(&format!("got {}", String::from_utf8_lossy(&body))));
-        drain(&mut stream);
+    let server = TestServer::start(Behaviour::continue_and_early_hints(|body| {
+        ok(&format!("got {}", String::from_utf8_lossy(body)))
     }));
     let dir = support::real::TempDir::new("get-continue");
     let file = dir.path().join("up");

@@ -1165,11 +1165,44 @@ fn hedged_on_a_thread(
     client: &Client,
     url: String,
 ) -> thread::JoinHandle<Result<tickless::Response, Error>> {
-    let future = client
-        .get(url)
-        .hedge(tickless::hedge::Policy::after(HEDGE_DELAY))
-        .send();
+    copies_on_a_thread(client, url, 1)
+}
+
+/// [`hedged_on_a_thread`] with up to `copies` copies, one each
+/// [`HEDGE_DELAY`] after the one before.
+fn copies_on_a_thread(
+    client: &Client,
+    url: String,
+    copies: u32,
+) -> thread::JoinHandle<Result<tickless::Response, Error>> {
+    let policy = tickless::hedge::Policy::after(HEDGE_DELAY).max_copies(copies);
+    let future = client.get(url).hedge(policy).send();
     thread::spawn(move || future.wait())
+}
+
+/// An h2c client of up to three connections to an origin, on `clock`
+/// (the hedge delays ring when the test advances it).
+fn h2c_of_three_connections(clock: &tickless::timer::ManualClock) -> Client {
+    h2c()
+        .clock(Arc::new(clock.clone()))
+        .http2_max_connections_per_origin(3)
+        .build()
+        .unwrap()
+}
+
+/// `response` is a 200, and `server` opened three connections for it
+/// (else `why`); `client` then settles with no timer armed.
+fn answered_on_a_third_connection(
+    response: thread::JoinHandle<Result<tickless::Response, Error>>,
+    server: &RawH2Server,
+    client: &Client,
+    why: &str,
+) {
+    let response = response.join().unwrap().unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(server.connections.load(Ordering::SeqCst), 3, "{why}");
+    client.close();
+    assert!(eventually(CEILING, || client.stats().armed_timers() == 0));
 }
 
 /// A hedged copy queued in the pool while the connection of the request
@@ -1312,25 +1345,18 @@ fn a_hedged_copy_keeps_away_from_the_connection_its_request_moved_to() {
     // The hedge delay rings when the test says: once the request has
     // reached the server.
     let clock = tickless::timer::ManualClock::new();
-    let client = h2c()
-        .clock(Arc::new(clock.clone()))
-        .http2_max_connections_per_origin(3)
-        .build()
-        .unwrap();
+    let client = h2c_of_three_connections(&clock);
     let response = hedged_on_a_thread(&client, server.url("/"));
     original_arrived
         .recv_timeout(CEILING)
         .expect("the request reached the server");
     clock.advance(HEDGE_DELAY);
-    let response = response.join().unwrap().unwrap();
-    assert_eq!(response.status(), 200);
-    assert_eq!(
-        server.connections.load(Ordering::SeqCst),
-        3,
-        "the copy went on the connection the request it backs up moved to"
+    answered_on_a_third_connection(
+        response,
+        &server,
+        &client,
+        "the copy went on the connection the request it backs up moved to",
     );
-    client.close();
-    assert!(eventually(CEILING, || client.stats().armed_timers() == 0));
 }
 
 /// A second hedged copy keeps away from the first copy's connection too,
@@ -1366,16 +1392,8 @@ fn a_second_hedged_copy_keeps_away_from_the_first_copys_connection() {
         _ => conn.answer_all(),
     });
     let clock = tickless::timer::ManualClock::new();
-    let client = h2c()
-        .clock(Arc::new(clock.clone()))
-        .http2_max_connections_per_origin(3)
-        .build()
-        .unwrap();
-    let future = client
-        .get(server.url("/"))
-        .hedge(tickless::hedge::Policy::after(HEDGE_DELAY).max_copies(2))
-        .send();
-    let response = thread::spawn(move || future.wait());
+    let client = h2c_of_three_connections(&clock);
+    let response = copies_on_a_thread(&client, server.url("/"), 2);
     original_arrived
         .recv_timeout(CEILING)
         .expect("the request reached the server");
@@ -1384,15 +1402,12 @@ fn a_second_hedged_copy_keeps_away_from_the_first_copys_connection() {
         .recv_timeout(CEILING)
         .expect("the first copy reached the server");
     clock.advance(HEDGE_DELAY);
-    let response = response.join().unwrap().unwrap();
-    assert_eq!(response.status(), 200);
-    assert_eq!(
-        server.connections.load(Ordering::SeqCst),
-        3,
-        "the second copy went on the first copy's connection"
+    answered_on_a_third_connection(
+        response,
+        &server,
+        &client,
+        "the second copy went on the first copy's connection",
     );
-    client.close();
-    assert!(eventually(CEILING, || client.stats().armed_timers() == 0));
 }
 
 /// A second hedged copy queued in the pool while the first copy's
@@ -1458,11 +1473,7 @@ fn a_second_hedged_copy_queued_while_the_first_copys_connection_learns_http2_kee
         .pooled_connection_idle_timeout(Duration::ZERO)
         .build()
         .unwrap();
-    let future = client
-        .get(&url)
-        .hedge(tickless::hedge::Policy::after(HEDGE_DELAY).max_copies(2))
-        .send();
-    let response = thread::spawn(move || future.wait());
+    let response = copies_on_a_thread(&client, url, 2);
     original_arrived
         .recv_timeout(CEILING)
         .expect("the request reached the server");

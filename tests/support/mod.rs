@@ -133,6 +133,29 @@ impl Behaviour {
         Behaviour::Custom(Arc::new(f))
     }
 
+    /// An upload's interim heads, then its answer: `100 Continue` to the
+    /// request's head, its body read (`Content-Length` long), a `103 Early
+    /// Hints` with a `Link: </s.css>` field, and the final answer `answer`
+    /// makes of the body.
+    pub fn continue_and_early_hints(
+        answer: impl Fn(&[u8]) -> Vec<u8> + Send + Sync + 'static,
+    ) -> Behaviour {
+        Behaviour::custom(move |mut stream, _| {
+            use std::io::Read;
+            let Some(head) = http::read_head(&mut stream) else {
+                return;
+            };
+            let mut body = vec![0; http::content_length(&head)];
+            let _ = stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
+            if stream.read_exact(&mut body).is_err() {
+                return;
+            }
+            let _ = stream.write_all(b"HTTP/1.1 103 Early Hints\r\nLink: </s.css>\r\n\r\n");
+            let _ = stream.write_all(&answer(&body));
+            http::drain(&mut stream);
+        })
+    }
+
     /// `Behaviour::PerConnection` from a closure.
     pub fn per_connection(f: impl Fn(usize) -> Behaviour + Send + Sync + 'static) -> Behaviour {
         Behaviour::PerConnection(Arc::new(f))
