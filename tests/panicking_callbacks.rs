@@ -234,7 +234,8 @@ fn a_listener_panicking_mid_body_fails_the_body_and_spares_the_loop() {
 
 /// A listener panicking on a `100 Continue` fails its exchange there: the
 /// body that waited for it does not go — the server reads nothing after
-/// the head but the connection's end.
+/// the head but the connection's end — whether it was in memory or
+/// streamed (a source the connection pulls as the body goes).
 #[test]
 fn a_listener_panicking_on_100_continue_fails_its_exchange_before_the_body_goes() {
     struct PanicsOnInterim;
@@ -243,38 +244,47 @@ fn a_listener_panicking_on_100_continue_fails_its_exchange_before_the_body_goes(
             panic!("listener panics on an interim head");
         }
     }
-    let after_continue = Arc::new(std::sync::Mutex::new(None));
-    let server = TestServer::start(Behaviour::custom({
-        let after_continue = after_continue.clone();
-        move |mut stream, _| {
-            use std::io::{Read, Write};
-            if read_head(&mut stream).is_none() {
-                return;
+    let bodies: [fn() -> tickless::Upload; 2] = [
+        || "payload".into(),
+        || tickless::Upload::from_reader(std::io::Cursor::new(b"streamed".to_vec()), Some(8)),
+    ];
+    for (i, body) in bodies.into_iter().enumerate() {
+        let after_continue = Arc::new(std::sync::Mutex::new(None));
+        let server = TestServer::start(Behaviour::custom({
+            let after_continue = after_continue.clone();
+            move |mut stream, _| {
+                use std::io::{Read, Write};
+                if read_head(&mut stream).is_none() {
+                    return;
+                }
+                let _ = stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
+                // Whatever comes until the client closes (or resets) it.
+                let (mut read, mut buf) = (0, [0; 1024]);
+                while let Ok(n @ 1..) = stream.read(&mut buf) {
+                    read += n;
+                }
+                *after_continue.lock().unwrap() = Some(read);
             }
-            let _ = stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
-            // Whatever comes until the client closes (or resets) it.
-            let (mut read, mut buf) = (0, [0; 1024]);
-            while let Ok(n @ 1..) = stream.read(&mut buf) {
-                read += n;
-            }
-            *after_continue.lock().unwrap() = Some(read);
-        }
-    }));
-    let client = client();
-    let future = client
-        .put(server.url("/"))
-        .body("payload")
-        .expect_continue(true)
-        .listener(Arc::new(PanicsOnInterim))
-        .send();
-    assert!(eventually(WAIT, || future.is_done()), "never resolved");
-    assert_listener_panicked(future.wait().unwrap_err());
-    assert!(
-        eventually(WAIT, || after_continue.lock().unwrap().is_some()),
-        "the connection was never closed"
-    );
-    assert_eq!(*after_continue.lock().unwrap(), Some(0), "the body went");
-    client.close();
+        }));
+        let client = client();
+        let future = client
+            .put(server.url("/"))
+            .body(body())
+            .expect_continue(true)
+            .listener(Arc::new(PanicsOnInterim))
+            .send();
+        assert!(
+            eventually(WAIT, || future.is_done()),
+            "body {i}: never resolved"
+        );
+        assert_listener_panicked(future.wait().unwrap_err());
+        assert!(
+            eventually(WAIT, || after_continue.lock().unwrap().is_some()),
+            "body {i}: the connection was never closed"
+        );
+        assert_eq!(*after_continue.lock().unwrap(), Some(0), "body {i} went");
+        client.close();
+    }
 }
 
 #[test]

@@ -727,8 +727,11 @@ impl Conn {
                         ));
                     // A `100 Continue` sends the body if it waits for one
                     // (`continue_body` does nothing otherwise); any other
-                    // interim head is only told.
-                    if head.status == http::StatusCode::CONTINUE {
+                    // interim head is only told. Not for an exchange the
+                    // listener just ended (a cancel, a panic): the loop's
+                    // top resets the connection instead.
+                    let ended = active.exchange.is_done();
+                    if head.status == http::StatusCode::CONTINUE && !ended {
                         self.continue_body(cx);
                     }
                 }
