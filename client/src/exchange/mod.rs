@@ -111,8 +111,6 @@ impl Carrier {
 #[derive(Debug, Default)]
 pub(crate) struct KeptAway {
     carriers: Vec<Carrier>,
-    /// The loop of the attempt the copy backs up, as far as it is known.
-    attempts_loop: Option<usize>,
 }
 
 impl KeptAway {
@@ -122,12 +120,6 @@ impl KeptAway {
         self.carriers
             .iter()
             .any(|carrier| carrier.is(loop_index, conn))
-    }
-
-    /// The loop a new connection keeps away from: that of the attempt the
-    /// copy backs up (one loop: the group's chooser skips one).
-    pub(crate) fn loop_index(&self) -> Option<usize> {
-        self.attempts_loop
     }
 }
 
@@ -153,6 +145,21 @@ struct Avoided {
     /// ([`Exchange::keep_away_from`]). A leaf lock: nothing is taken
     /// while it is held.
     told: Mutex<Option<Carrier>>,
+}
+
+impl Avoided {
+    /// Where the attempt is, read now: the connection it runs on or is
+    /// being opened for, else the one that took it; else — for the
+    /// attempt the copy backs up (`backed_up`), whose loop a new
+    /// connection keeps away from — the loop it ended on. Called with no
+    /// lock held (see [`Exchange::kept_away`]).
+    fn place(&self, backed_up: bool) -> Option<Carrier> {
+        let live = self.attempt.upgrade().map(|attempt| attempt.carrier());
+        match live.filter(|carrier| carrier.conn.is_some()) {
+            Some(live) => Some(live),
+            None => (*lock(&self.told)).or(live.filter(|_| backed_up)),
+        }
+    }
 }
 
 /// What the exchange's connection slot holds.
@@ -827,30 +834,20 @@ impl Exchange {
         let Some(backup) = self.backs_up.get() else {
             return KeptAway::default();
         };
-        let mut kept_away = KeptAway {
-            carriers: Vec::with_capacity(backup.attempts.len()),
-            attempts_loop: None,
-        };
-        for (i, avoided) in backup.attempts.iter().enumerate() {
-            let live = avoided.attempt.upgrade().map(|attempt| attempt.carrier());
-            let carrier = match live.filter(|carrier| carrier.conn.is_some()) {
-                Some(live) => Some(live),
-                // Only the attempt backed up (the first) gives its loop
-                // alone: the loop a new connection keeps away from.
-                None => (*lock(&avoided.told)).or(live.filter(|_| i == 0)),
-            };
-            if i == 0 {
-                kept_away.attempts_loop = carrier.and_then(|carrier| carrier.loop_index);
-            }
-            kept_away.carriers.extend(carrier);
+        let carriers = backup.attempts.iter().enumerate();
+        KeptAway {
+            carriers: carriers
+                .filter_map(|(i, avoided)| avoided.place(i == 0))
+                .collect(),
         }
-        kept_away
     }
 
-    /// The loop a new connection for it keeps away from (see
-    /// [`kept_away`](Self::kept_away); called with no lock held).
+    /// The loop a new connection for it keeps away from: that of the
+    /// attempt it backs up (see [`kept_away`](Self::kept_away); called
+    /// with no lock held).
     pub(crate) fn avoided_loop(&self) -> Option<usize> {
-        self.kept_away().loop_index()
+        let backed_up = self.backs_up.get()?.attempts.first()?;
+        backed_up.place(true)?.loop_index
     }
 
     /// Clears the hedge delay (the head has come: no copy is wanted).
