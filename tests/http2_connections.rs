@@ -1082,9 +1082,10 @@ fn a_spare_http2_connection_whose_waiting_request_is_cancelled_closes() {
     server.join().unwrap();
 }
 
-/// A TLS HTTP/2 server of one connection that counts the streams the
+/// A TLS HTTP/2 server whose counting connection counts the streams the
 /// client opens before it answers a PING, sent with the first stream:
-/// the answer comes after every stream the client opened by then.
+/// the answer comes after every stream the client opened by then. (With
+/// a stalled first connection before it: see [`stream_counting_server`].)
 struct StreamCountingServer {
     url: String,
     /// Joined once the client has closed.
@@ -1098,15 +1099,28 @@ struct StreamCountingServer {
     streams_seen: mpsc::Receiver<usize>,
 }
 
-/// See [`StreamCountingServer`].
-fn stream_counting_server() -> StreamCountingServer {
+/// See [`StreamCountingServer`]. With `stalled`, the first connection
+/// reads one request, tells `stalled`, and answers nothing until the
+/// client closes; the counting connection is the second.
+fn stream_counting_server(stalled: Option<mpsc::Sender<()>>) -> StreamCountingServer {
     let (handshake, handshake_held) = mpsc::channel::<()>();
     let handshake_held = Mutex::new(handshake_held);
     let (seen, streams_seen) = mpsc::channel::<usize>();
     let seen = Mutex::new(seen);
     let (accepted, connecting) = mpsc::channel::<()>();
     let accepted = Mutex::new(accepted);
-    let (url, server) = tls_h2_server(1, move |_, socket| {
+    let connections = 1 + usize::from(stalled.is_some());
+    let stalled = Mutex::new(stalled);
+    let (url, server) = tls_h2_server(connections, move |index, socket| {
+        // Cloned out: the lock is not held while the connection stalls.
+        let stalled = (index == 0).then(|| stalled.lock().unwrap().clone());
+        if let Some(stalled) = stalled.flatten() {
+            let mut tls = tls_h2(socket, &frame(SETTINGS, 0, 0, &[]));
+            assert_eq!(read_requests(&mut tls, 1).len(), 1, "the stalled request");
+            stalled.send(()).unwrap();
+            while read_frame(&mut tls).is_some() {}
+            return;
+        }
         accepted.lock().unwrap().send(()).unwrap();
         let _ = handshake_held.lock().unwrap().recv_timeout(CEILING);
         let mut tls = tls_h2(socket, &frame(SETTINGS, 0, 0, &[]));
@@ -1141,19 +1155,49 @@ fn stream_counting_server() -> StreamCountingServer {
     }
 }
 
-/// A client of one loop on `clock`, trusting the test CA, with one
-/// connection per host: the hedged-copy tests' (a copy then waits in the
-/// pool's queue while the host's permit is held).
-fn one_permit_client_on(clock: &tickless::timer::ManualClock) -> Client {
+/// A client of one loop on `clock`, trusting the test CA, with `permits`
+/// connections per host (HTTP/2 ones too): the hedged-copy tests' (a copy
+/// then waits in the pool's queue while the host's permits are held).
+fn client_of_permits_on(clock: &tickless::timer::ManualClock, permits: usize) -> Client {
     Client::builder()
         .event_loops(1)
         .clock(Arc::new(clock.clone()))
         .add_root_certificate(&tls::certs().ca_pem)
-        .max_connections_per_host(1)
+        .max_connections_per_host(permits)
+        .http2_max_connections_per_origin(permits)
         .request_timeout(CEILING)
         .pooled_connection_idle_timeout(Duration::ZERO)
         .build()
         .unwrap()
+}
+
+/// Lets the counting connection's handshake go (`handshake`): the copy
+/// queued meanwhile stays out of it — one stream came before the PING's
+/// answer (else `why`) — and, back in the queue, is let go with
+/// `response`, an HTTP/2 answer; then the client closes and `server` ends.
+fn the_queued_copy_stayed_out(
+    StreamCountingServer {
+        server,
+        handshake,
+        streams_seen,
+        ..
+    }: StreamCountingServer,
+    response: thread::JoinHandle<Result<tickless::Response, Error>>,
+    client: &Client,
+    why: &str,
+) {
+    handshake.send(()).unwrap();
+    let streams = streams_seen.recv_timeout(2 * CEILING);
+    assert_eq!(streams, Ok(1), "{why}");
+    let response = response.join().unwrap().unwrap();
+    assert_eq!(response.version(), http::Version::HTTP_2);
+    assert!(
+        eventually(CEILING, || client.stats().waiting == 0),
+        "{:?}",
+        client.stats()
+    );
+    client.close();
+    server.join().unwrap();
 }
 
 /// The hedge delay of [`hedged_on_a_thread`]'s request.
@@ -1217,20 +1261,15 @@ fn answered_on_a_third_connection(
 /// answer comes after every stream it opened with that request.
 #[test]
 fn a_hedged_copy_queued_while_its_attempts_connection_learns_http2_keeps_away_from_it() {
-    let StreamCountingServer {
-        url,
-        server,
-        connecting,
-        handshake,
-        streams_seen,
-    } = stream_counting_server();
+    let counting = stream_counting_server(None);
     let clock = tickless::timer::ManualClock::new();
-    let client = one_permit_client_on(&clock);
-    let response = hedged_on_a_thread(&client, url);
+    let client = client_of_permits_on(&clock, 1);
+    let response = hedged_on_a_thread(&client, counting.url.clone());
     // The copy is to keep away from a connection the request has: it
     // rings once the request is connecting (the connection the client's,
     // before it connects).
-    connecting
+    counting
+        .connecting
         .recv_timeout(CEILING)
         .expect("the request connects");
     clock.advance(HEDGE_DELAY);
@@ -1239,23 +1278,12 @@ fn a_hedged_copy_queued_while_its_attempts_connection_learns_http2_keeps_away_fr
         "the copy never queued: {:?}",
         client.stats()
     );
-    handshake.send(()).unwrap();
-    let streams = streams_seen.recv_timeout(2 * CEILING);
-    assert_eq!(
-        streams,
-        Ok(1),
-        "the copy went on the connection of the request it backs up"
+    the_queued_copy_stayed_out(
+        counting,
+        response,
+        &client,
+        "the copy went on the connection of the request it backs up",
     );
-    let response = response.join().unwrap().unwrap();
-    assert_eq!(response.version(), http::Version::HTTP_2);
-    // The copy, back in the queue, is let go with the answer.
-    assert!(
-        eventually(CEILING, || client.stats().waiting == 0),
-        "{:?}",
-        client.stats()
-    );
-    client.close();
-    server.join().unwrap();
 }
 
 /// As above, but the copy is of a request that had no connection when
@@ -1274,9 +1302,9 @@ fn a_hedged_copy_of_a_request_queued_without_a_connection_keeps_away_from_the_on
         connecting,
         handshake,
         streams_seen,
-    } = stream_counting_server();
+    } = stream_counting_server(None);
     let clock = tickless::timer::ManualClock::new();
-    let client = one_permit_client_on(&clock);
+    let client = client_of_permits_on(&clock, 1);
     let opener = client.get(format!("{url}a")).send();
     connecting
         .recv_timeout(CEILING)
@@ -1422,63 +1450,17 @@ fn a_second_hedged_copy_keeps_away_from_the_first_copys_connection() {
 /// opened with that copy.
 #[test]
 fn a_second_hedged_copy_queued_while_the_first_copys_connection_learns_http2_keeps_away_from_it() {
-    let (original_in, original_arrived) = mpsc::channel::<()>();
-    let original_in = Mutex::new(original_in);
-    let (accepted, connecting) = mpsc::channel::<()>();
-    let accepted = Mutex::new(accepted);
-    let (handshake, handshake_held) = mpsc::channel::<()>();
-    let handshake_held = Mutex::new(handshake_held);
-    let (seen, streams_seen) = mpsc::channel::<usize>();
-    let seen = Mutex::new(seen);
-    let (url, server) = tls_h2_server(2, move |index, socket| {
-        if index == 0 {
-            // The request, stalled until the client closes.
-            let mut tls = tls_h2(socket, &frame(SETTINGS, 0, 0, &[]));
-            assert_eq!(read_requests(&mut tls, 1).len(), 1, "the request");
-            original_in.lock().unwrap().send(()).unwrap();
-            while read_frame(&mut tls).is_some() {}
-            return;
-        }
-        accepted.lock().unwrap().send(()).unwrap();
-        let _ = handshake_held.lock().unwrap().recv_timeout(CEILING);
-        let mut tls = tls_h2(socket, &frame(SETTINGS, 0, 0, &[]));
-        let mut streams = Vec::new();
-        while let Some(got) = read_frame(&mut tls) {
-            match got.kind {
-                HEADERS => {
-                    if streams.is_empty() {
-                        tls.write_all(&frame(PING, 0, 0, &[7; 8])).unwrap();
-                    }
-                    streams.push(got.stream);
-                }
-                SETTINGS if got.flags & ACK == 0 => tls.write_all(&settings_ack()).unwrap(),
-                PING if got.flags & ACK != 0 => break,
-                _ => {}
-            }
-        }
-        seen.lock().unwrap().send(streams.len()).unwrap();
-        for stream in streams {
-            tls.write_all(&ok_headers(stream)).unwrap();
-        }
-        answer_all(&mut tls);
-    });
+    let (stalled, original_arrived) = mpsc::channel::<()>();
+    let counting = stream_counting_server(Some(stalled));
     let clock = tickless::timer::ManualClock::new();
-    let client = Client::builder()
-        .event_loops(1)
-        .clock(Arc::new(clock.clone()))
-        .add_root_certificate(&tls::certs().ca_pem)
-        .max_connections_per_host(2)
-        .http2_max_connections_per_origin(2)
-        .request_timeout(CEILING)
-        .pooled_connection_idle_timeout(Duration::ZERO)
-        .build()
-        .unwrap();
-    let response = copies_on_a_thread(&client, url, 2);
+    let client = client_of_permits_on(&clock, 2);
+    let response = copies_on_a_thread(&client, counting.url.clone(), 2);
     original_arrived
         .recv_timeout(CEILING)
         .expect("the request reached the server");
     clock.advance(HEDGE_DELAY);
-    connecting
+    counting
+        .connecting
         .recv_timeout(CEILING)
         .expect("the first copy connects");
     clock.advance(HEDGE_DELAY);
@@ -1487,21 +1469,10 @@ fn a_second_hedged_copy_queued_while_the_first_copys_connection_learns_http2_kee
         "the second copy never queued: {:?}",
         client.stats()
     );
-    handshake.send(()).unwrap();
-    let streams = streams_seen.recv_timeout(2 * CEILING);
-    assert_eq!(
-        streams,
-        Ok(1),
-        "the second copy went on the first copy's connection"
+    the_queued_copy_stayed_out(
+        counting,
+        response,
+        &client,
+        "the second copy went on the first copy's connection",
     );
-    let response = response.join().unwrap().unwrap();
-    assert_eq!(response.version(), http::Version::HTTP_2);
-    // The second copy, back in the queue, is let go with the answer.
-    assert!(
-        eventually(CEILING, || client.stats().waiting == 0),
-        "{:?}",
-        client.stats()
-    );
-    client.close();
-    server.join().unwrap();
 }
