@@ -198,7 +198,7 @@ pub(crate) struct Head {
 
 impl Head {
     /// The head as its exchange's listener is told it.
-    pub(crate) fn told(&self) -> crate::events::ResponseHead<'_> {
+    fn told(&self) -> crate::events::ResponseHead<'_> {
         crate::events::ResponseHead::new(
             self.version,
             self.status,
@@ -966,10 +966,14 @@ impl Exchange {
         }
     }
 
-    /// The connection delivers the response head: the caller's future
-    /// resolves with it. Returns false if the exchange has ended already
-    /// (the head then goes nowhere).
+    /// The connection delivers the response head: the listener is told of
+    /// it (status, fields, the whole head — its code may end the
+    /// exchange), and the caller's future resolves with it. Returns false
+    /// if the exchange has ended already (the head then goes nowhere).
     pub(crate) fn deliver_head(&self, head: Head) -> bool {
+        self.listener.on_status(head.status);
+        self.listener.on_headers(&head.headers);
+        self.listener.on_response_head(&head.told());
         if self.is_done() {
             return false;
         }

@@ -773,9 +773,6 @@ impl Conn {
                         reason: head.reason,
                         remote: self.remote.expect("an active connection has a remote"),
                     };
-                    exchange.listener.on_status(head.status);
-                    exchange.listener.on_headers(&head.headers);
-                    exchange.listener.on_response_head(&head.told());
                     if !exchange.deliver_head(head) {
                         self.reset(cx);
                         return Decodes::Stop;

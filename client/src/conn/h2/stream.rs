@@ -639,9 +639,6 @@ impl Stream {
                             |info| info.remote,
                         ),
                     };
-                    exchange.listener.on_status(head.status);
-                    exchange.listener.on_headers(&head.headers);
-                    exchange.listener.on_response_head(&head.told());
                     if !exchange.deliver_head(head) {
                         self.send.send_reset(h2::Reason::CANCEL);
                         return Ok(Polled::Gone);
