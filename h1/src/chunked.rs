@@ -199,22 +199,21 @@ impl Chunked {
         match byte {
             b'\r' => Ok(State::SizeLf),
             b'\n' => Err(DecodeError::MissingCrlfAfterChunkSize),
-            b'\t' => self.extension_byte(),
-            _ if byte.is_ascii_control() => Err(DecodeError::InvalidChunkExtension),
-            _ => self.extension_byte(),
+            _ if byte.is_ascii_control() && byte != b'\t' => {
+                Err(DecodeError::InvalidChunkExtension)
+            }
+            // One more byte of the extensions: within
+            // [`MAX_CHUNK_EXTENSION_BYTES`] in the whole body.
+            _ => {
+                self.ext_bytes += 1;
+                if self.ext_bytes > MAX_CHUNK_EXTENSION_BYTES {
+                    return Err(DecodeError::ChunkExtensionsTooLarge {
+                        limit: MAX_CHUNK_EXTENSION_BYTES,
+                    });
+                }
+                Ok(State::Extension)
+            }
         }
-    }
-
-    /// One more byte of the extensions: within [`MAX_CHUNK_EXTENSION_BYTES`]
-    /// in the whole body, or an error.
-    fn extension_byte(&mut self) -> Result<State, DecodeError> {
-        self.ext_bytes += 1;
-        if self.ext_bytes > MAX_CHUNK_EXTENSION_BYTES {
-            return Err(DecodeError::ChunkExtensionsTooLarge {
-                limit: MAX_CHUNK_EXTENSION_BYTES,
-            });
-        }
-        Ok(State::Extension)
     }
 
     /// The LF that ends a size line: the data of the chunk follows, or, for

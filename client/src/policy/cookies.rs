@@ -268,7 +268,7 @@ impl Cookies {
         // (`sid` for `/` and for `/app`; a host's own and its parent
         // domain's), and the one for the deeper path, or the older one,
         // is the one meant; `cookie_store` gives them in its hash maps'
-        // order, which differs from jar to self.
+        // order, which differs from jar to jar.
         matching.sort_unstable_by_key(|&(cookie, created)| {
             (std::cmp::Reverse(cookie.path.len()), created)
         });
