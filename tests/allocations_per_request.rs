@@ -294,10 +294,11 @@ fn a_get_costs_nothing_per_domain_of_the_jar_it_sends_nothing_for() {
         let other = Url::parse(&format!("http://site{site}.test/")).unwrap();
         jar.add_cookie_str("other=1", &other);
     }
-    let sent = cookie_sent(jar.clone(), "/cookies").unwrap_or_default();
+    // A path under `/cookies` (their `Path`), so that the eight go.
+    let path = "/cookies/among-others";
+    let sent = cookie_sent(jar.clone(), path).unwrap_or_default();
     assert_eq!(sent.split("; ").count(), 8, "the jar's eight go: {sent}");
-    let requests =
-        Requests::get("/cookies-among-others").client(|builder| builder.cookie_provider(jar));
+    let requests = Requests::get(path).client(|builder| builder.cookie_provider(jar));
     let per_request = allocations_per_request(addr, requests, |body| body == b"Hello, world!");
     // 21 (2026-12-05), as with the eight cookies alone; 228 before, when
     // the jar made a new string for each domain it held (and each path of
