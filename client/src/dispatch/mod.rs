@@ -346,6 +346,13 @@ impl Dispatcher {
 
     /// Publishes a new exchange and sets it going.
     pub(crate) fn submit(&self, exchange: Arc<Exchange>) {
+        self.submit_at(exchange, None);
+    }
+
+    /// [`submit`](Self::submit) with `now`, a reading of the clock taken
+    /// just before (the request's submission, for its first attempt): the
+    /// pool looks at idle connections' expiry as of then.
+    pub(crate) fn submit_at(&self, exchange: Arc<Exchange>, now: Option<Instant>) {
         exchange.register();
         // Checked after registering: `close` either sees the exchange in
         // the registry or this sees the flag.
@@ -353,12 +360,18 @@ impl Dispatcher {
             exchange.finish_err(Error::ClientClosed);
             return;
         }
-        self.dispatch(exchange, true);
+        self.dispatch_at(exchange, true, now);
     }
 
     /// Finds a connection for `exchange`: an idle one (if `allow_idle`), a
     /// new one, or a place in the queue.
     fn dispatch(&self, exchange: Arc<Exchange>, allow_idle: bool) {
+        self.dispatch_at(exchange, allow_idle, None);
+    }
+
+    /// [`dispatch`](Self::dispatch) as of `now` if given, else of a clock
+    /// read here.
+    fn dispatch_at(&self, exchange: Arc<Exchange>, allow_idle: bool, now: Option<Instant>) {
         if exchange.is_done() {
             return;
         }
@@ -373,7 +386,7 @@ impl Dispatcher {
         tracing::trace!(request = exchange.id, opener, "to the pool");
         let (acquired, to_close) = self
             .pool
-            .acquire(&exchange, self.env.clock.now(), allow_idle);
+            .acquire(&exchange, now.unwrap_or_else(|| self.env.clock.now()), allow_idle);
         self.close_idle(to_close);
         if opener && !matches!(acquired, Acquired::Permit) {
             // It opens nothing (an idle connection, a place in the queue):
@@ -393,7 +406,7 @@ impl Dispatcher {
                 // there — unless what took it out of the queue meanwhile
                 // serves it.
                 if !opener && self.shared_since_routed(&exchange) && self.pool.withdraw(&exchange) {
-                    return self.dispatch(exchange, allow_idle);
+                    return self.dispatch_at(exchange, allow_idle, now);
                 }
                 exchange.wait_in_queue(self.env.group.queued());
                 exchange.start();

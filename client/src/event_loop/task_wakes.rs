@@ -34,7 +34,9 @@ struct Held {
     depth: u32,
     /// Wakers to wake when the outermost hold ends, each once.
     wakers: Vec<Waker>,
-    /// When the first of `wakers` was held.
+    /// When [`release_held_for`] first found `wakers` held: the clock is
+    /// read there, between two sources' calls, not per wake-up — and not
+    /// at all for a hold that ends before it asks.
     since: Option<Instant>,
     /// A task was woken from a hold since the loop last asked
     /// ([`take_woke_tasks`]).
@@ -84,9 +86,6 @@ pub(crate) fn wake_task(waker: Waker) {
         }
         held.woke = true;
         let waker = now.take().expect("taken once");
-        if held.wakers.is_empty() {
-            held.since = Some(Instant::now());
-        }
         // A task woken twice in a hold is woken twice in a row (a head,
         // then its body's end): looking at the last few keeps a hold of
         // thousands of tasks (an HTTP/2 read ending as many streams)
@@ -176,12 +175,20 @@ fn wake_all(mut wakers: Vec<Waker>) {
 
 /// Within a hold, wakes what it has held for `max` or longer — a poll
 /// whose sources read a lot (a budget each) would otherwise keep the
-/// first task it answered waiting for all of them. Reads the clock only
-/// while something is held.
+/// first task it answered waiting for all of them. Held is counted from
+/// the first call that finds something held (the end of the source's
+/// call that held it); the clock is read only while something is held.
 pub(super) fn release_held_for(max: Duration) {
     let wakers = HELD.with(|held| {
         let mut held = held.borrow_mut();
-        let stale = held.since.is_some_and(|since| since.elapsed() >= max);
+        let stale = match held.since {
+            Some(since) => since.elapsed() >= max,
+            None if held.wakers.is_empty() => false,
+            None => {
+                held.since = Some(Instant::now());
+                max.is_zero()
+            }
+        };
         stale.then(|| held.take())
     });
     if let Some(wakers) = wakers {

@@ -826,7 +826,8 @@ impl EventLoop {
     /// Step 3: hands each event to its source, expiring what falls due
     /// after each.
     fn dispatch_events(&self, cx: &mut LoopContext<'_>, turn: &mut Turn) {
-        for event in turn.events.iter() {
+        let mut events = turn.events.iter().peekable();
+        while let Some(event) = events.next() {
             match event.token() {
                 WAKER => {}
                 TIMER => {
@@ -841,7 +842,11 @@ impl EventLoop {
                     }
                 }
             }
-            task_wakes::release_held_for(MAX_HOLD);
+            // After the last event the hold ends (the callers hold
+            // around this call), waking all it held.
+            if events.peek().is_some() {
+                task_wakes::release_held_for(MAX_HOLD);
+            }
             self.expire_due(cx, &mut turn.due);
         }
     }

@@ -109,7 +109,7 @@ impl Chain {
             hop: &mut hop,
         };
         let attempts = Attempts::first(retry.clone(), hedge.clone(), sender, |exchange| {
-            dispatcher.submit(exchange)
+            dispatcher.submit_at(exchange, Some(settings.submitted))
         })?;
         Ok(Chain {
             dispatcher: dispatcher.clone(),
