@@ -384,9 +384,11 @@ impl Dispatcher {
         // dispatches (a test holds a request here, in its subscriber).
         #[cfg(feature = "tracing")]
         tracing::trace!(request = exchange.id, opener, "to the pool");
-        let (acquired, to_close) = self
-            .pool
-            .acquire(&exchange, now.unwrap_or_else(|| self.env.clock.now()), allow_idle);
+        let (acquired, to_close) = self.pool.acquire(
+            &exchange,
+            now.unwrap_or_else(|| self.env.clock.now()),
+            allow_idle,
+        );
         self.close_idle(to_close);
         if opener && !matches!(acquired, Acquired::Permit) {
             // It opens nothing (an idle connection, a place in the queue):
