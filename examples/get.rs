@@ -131,8 +131,11 @@
 //!   and headers. A blank `> ` or `< ` line ends each head.
 //!   Standard output is as without `-v`; with `--output`, the head goes
 //!   to standard error as the `< ` lines alone.
-//! * `-i`, `--include`; `-s`, `--silent`: accepted, for curl's habits: the
-//!   status line and headers are always printed, and there is no progress
+//! * `-i`, `--include`: print each interim (1xx) head the answer had, as
+//!   curl does — its status line (`HTTP/1.1 103 Early Hints`), its fields
+//!   and a blank line — before the final head, where that goes; the
+//!   final head's status line and headers are printed with or without it.
+//! * `-s`, `--silent`: accepted, for curl's habits: there is no progress
 //!   meter to silence (errors still go to standard error).
 //! * `--cookies`: a cookie store for the run, so that cookies set on a
 //!   redirect hop are sent on the next ones.
@@ -203,6 +206,9 @@ struct Args {
     head: bool,
     /// `-v`, `--verbose`: tell what the transfer does, on standard error.
     verbose: bool,
+    /// `-i`, `--include`: print the interim (1xx) heads before the final
+    /// one.
+    include: bool,
     url: String,
     request_timeout: Option<Duration>,
     read_timeout: Option<Duration>,
@@ -514,8 +520,9 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             }
             "--no-decompress" | "--raw" => parsed.no_decompress = true,
             "--compressed" => parsed.no_decompress = false,
-            // The head is always printed, and no progress meter shown.
-            "-i" | "--include" | "-s" | "--silent" => {}
+            "-i" | "--include" => parsed.include = true,
+            // No progress meter is shown.
+            "-s" | "--silent" => {}
             "--cookies" => parsed.cookie = parsed.cookie.or(Some(String::new())),
             "-b" | "--cookie" => {
                 let cookies = args.next().ok_or("--cookie needs 'NAME=VALUE'")?;
@@ -751,6 +758,12 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         };
         request = request.basic_auth(user, password);
     }
+    let interim = args
+        .include
+        .then(|| std::sync::Arc::new(InterimHeads::default()));
+    if let Some(interim) = &interim {
+        request = request.listener(interim.clone());
+    }
     let mut response = request.send().wait()?;
 
     let status = response.status();
@@ -765,7 +778,15 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         (None, http::Version::HTTP_2) => b"",
         (None, _) => status.canonical_reason().unwrap_or("").as_bytes(),
     };
-    let head = response_head_text("", response.version(), status, reason, response.headers());
+    // `-i`: the interim heads, then the final one, as curl prints them.
+    let mut head = interim.map_or_else(Vec::new, |interim| interim.of_the_last_head());
+    head.extend(response_head_text(
+        "",
+        response.version(),
+        status,
+        reason,
+        response.headers(),
+    ));
     match &args.output {
         // With -v, the `<` lines have shown it there (`Verbose`).
         Some(_) if args.verbose => {}
@@ -876,6 +897,56 @@ impl<W: Write> Write for Named<W> {
 
 fn named(what: &str, error: std::io::Error) -> std::io::Error {
     std::io::Error::new(error.kind(), format!("{what}: {error}"))
+}
+
+/// `-i`: the interim (1xx) heads of the response, as `get` prints a head
+/// ([`response_head_text`], no prefix). The client tells every hop's and
+/// attempt's heads: each final head told takes the interim heads told
+/// since the one before it, so that those of a redirect or a retried
+/// answer are not printed with the last. (A hedged request's copies
+/// run side by side: a loser's interim heads, told before the winner's
+/// final head, would be printed with it.)
+#[derive(Default)]
+struct InterimHeads(std::sync::Mutex<InterimText>);
+
+#[derive(Default)]
+struct InterimText {
+    /// Told since the last final head.
+    pending: Vec<u8>,
+    /// Told before the last final head (and after the one before it).
+    of_the_last_head: Vec<u8>,
+}
+
+impl InterimHeads {
+    /// The interim heads told before the last final head.
+    fn of_the_last_head(&self) -> Vec<u8> {
+        std::mem::take(
+            &mut self
+                .0
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .of_the_last_head,
+        )
+    }
+}
+
+impl tickless::EventListener for InterimHeads {
+    fn on_interim_head(&self, _: &tickless::RequestInfo, head: &tickless::ResponseHead<'_>) {
+        let text = response_head_text(
+            "",
+            head.version(),
+            head.status(),
+            head.reason(),
+            head.headers(),
+        );
+        let mut heads = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        heads.pending.extend(text);
+    }
+
+    fn on_response_head(&self, _: &tickless::RequestInfo, _: &tickless::ResponseHead<'_>) {
+        let mut heads = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        heads.of_the_last_head = std::mem::take(&mut heads.pending);
+    }
 }
 
 /// `-v`: what the client tells of the transfer ([`tickless::EventListener`]),

@@ -68,6 +68,11 @@ fn a_fresh_request_then_a_pooled_one() {
         "headers",
         |e| matches!(e, Event::Headers(h) if h["x-ev"] == "1"),
     );
+    let head = position(
+        &events,
+        "response head",
+        |e| matches!(e, Event::ResponseHead(h) if h.status == 200 && h.headers["x-ev"] == "1"),
+    );
     let body = position(&events, "body part", |e| matches!(e, Event::BodyPart(_)));
     let offered = position(&events, "connection offered", |e| {
         matches!(e, Event::ConnectionOffered(_))
@@ -82,7 +87,8 @@ fn a_fresh_request_then_a_pooled_one() {
             && success < sent
             && sent < status
             && status < headers
-            && headers < body
+            && headers < head
+            && head < body
             && body < offered
             && offered < completed,
         "out of order: {events:#?}"
@@ -270,40 +276,6 @@ fn the_heads_are_told_as_they_went_and_came_but_a_proxys_credentials() {
     client.close();
 }
 
-/// Records, in order, the interim heads, the status and the final head
-/// it is told, each as `interim|final VERSION STATUS REASON [fields]`.
-#[derive(Default)]
-struct Heads(Mutex<Vec<String>>);
-impl Heads {
-    fn push(&self, what: &str, head: &ResponseHead<'_>) {
-        let (version, status) = (head.version(), head.status().as_u16());
-        let reason = String::from_utf8_lossy(head.reason());
-        let fields: Vec<String> = head
-            .headers()
-            .iter()
-            .map(|(name, value)| format!("{name}: {}", value.to_str().unwrap()))
-            .collect();
-        self.0
-            .lock()
-            .unwrap()
-            .push(format!("{what} {version:?} {status} {reason} {fields:?}"));
-    }
-}
-impl EventListener for Heads {
-    fn on_interim_head(&self, _: &RequestInfo, head: &ResponseHead<'_>) {
-        self.push("interim", head);
-    }
-    fn on_status(&self, _: &RequestInfo, status: http::StatusCode) {
-        self.0
-            .lock()
-            .unwrap()
-            .push(format!("status {}", status.as_u16()));
-    }
-    fn on_response_head(&self, _: &RequestInfo, head: &ResponseHead<'_>) {
-        self.push("final", head);
-    }
-}
-
 /// Interim (1xx) heads are told to `on_interim_head`, each as it came and
 /// in order — the `100 Continue` an upload waits for, then a `103 Early
 /// Hints` with its field — before the final response's status; the final
@@ -313,8 +285,11 @@ fn interim_heads_are_told_before_the_final_one_which_alone_is_the_responses() {
     let server = TestServer::start(Behaviour::continue_and_early_hints(|body| {
         response(200, &[("X-Ev", "1")], body)
     }));
-    let heads = Arc::new(Heads::default());
-    let client = Client::builder().listener(heads.clone()).build().unwrap();
+    let recorder = Recorder::new();
+    let client = Client::builder()
+        .listener(recorder.clone())
+        .build()
+        .unwrap();
     let response = client
         .put(server.url("/"))
         .body("up")
@@ -323,7 +298,7 @@ fn interim_heads_are_told_before_the_final_one_which_alone_is_the_responses() {
         .wait()
         .unwrap();
     assert_eq!(response.bytes().wait().unwrap(), "up");
-    let told = heads.0.lock().unwrap().clone();
+    let told = recorder.heads();
     assert_eq!(told.len(), 4, "{told:#?}");
     assert_eq!(told[0], "interim HTTP/1.1 100 Continue []");
     assert_eq!(
@@ -353,16 +328,16 @@ fn interim_heads_are_told_over_http2_too() {
             h2_server::answer(stream, 200, b"ok").await;
         }
     });
-    let heads = Arc::new(Heads::default());
+    let recorder = Recorder::new();
     let client = Client::builder()
         .http2_prior_knowledge()
-        .listener(heads.clone())
+        .listener(recorder.clone())
         .build()
         .unwrap();
     let response = client.get(server.url("/")).send().wait().unwrap();
     assert_eq!(response.bytes().wait().unwrap(), "ok");
     assert_eq!(
-        *heads.0.lock().unwrap(),
+        recorder.heads(),
         [
             r#"interim HTTP/2.0 103  ["link: </s.css>"]"#,
             "status 200",

@@ -4,7 +4,7 @@
 //! `--max-body-bytes`, `-u` and URL credentials (and curl's names for the
 //! same), `--proxy`, `--no-proxy`, `--noproxy` and the proxy environment, `--resolve`,
 //! `--cert`/`--key`, `--write-timeout`, `--connect-timeout` (TLS too),
-//! `--data`/`--data-binary` from a file or standard input and `-T -`, `-v`, and its exit
+//! `--data`/`--data-binary` from a file or standard input and `-T -`, `-v`, `-i`, and its exit
 //! statuses (0 for any response, 1 for an error, 2 for bad arguments).
 
 mod support;
@@ -1252,6 +1252,51 @@ fn verbose_shows_an_interim_100_continue_and_103_before_the_final_head() {
     assert!(stderr.ends_with("\n< \n"), "{stderr}");
     let at = |line: &str| stderr.find(line).unwrap();
     assert!(at("\n> \n") < at("< HTTP/1.1 100"), "{stderr}");
+}
+
+/// `-i`, `--include` (curl's) prints each interim head the answer had — a
+/// `100 Continue` and a `103 Early Hints` with its field — as curl does,
+/// its status line, its fields and a blank line, before the final head and
+/// the body; with `--output`, on standard error with the final head. Not
+/// those of a redirect followed: the heads printed are the last answer's.
+/// Without it, the final head alone.
+#[test]
+fn include_prints_each_interim_head_before_the_final_one() {
+    const INTERIM: &str = "HTTP/1.1 100 Continue\n\nHTTP/1.1 103 Early Hints\nlink: </s.css>\n\n";
+    let server = TestServer::start(Behaviour::continue_and_early_hints(|_| ok("final")));
+    let url = server.url("/");
+    for flag in ["-i", "--include"] {
+        let output = get(&[&url, flag]);
+        assert_eq!(output.status.code(), Some(0), "{flag}: {output:?}");
+        let printed = stdout(&output);
+        assert!(
+            printed.starts_with(&format!("{INTERIM}HTTP/1.1 200 OK\n")),
+            "{flag}: {printed}"
+        );
+        assert!(printed.ends_with("\n\nfinal"), "{flag}: {printed}");
+    }
+    let dir = support::real::TempDir::new("get-include");
+    let file = dir.path().join("body");
+    let output = get(&[&url, "-i", "-o", file.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.starts_with(&format!("{INTERIM}HTTP/1.1 200 OK\n")),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read(&file).unwrap(), b"final");
+    // The interim heads came before a redirect, not before the last answer.
+    let target = TestServer::respond(|_| ok("moved here"));
+    let redirecting = TestServer::start(Behaviour::continue_and_early_hints({
+        let location = target.url("/");
+        move |_| response(302, &[("Location", &location)], b"")
+    }));
+    let printed = stdout(&get(&[&redirecting.url("/"), "-i"]));
+    assert!(printed.starts_with("HTTP/1.1 200 OK\n"), "{printed}");
+    assert!(printed.ends_with("\n\nmoved here"), "{printed}");
+    let printed = stdout(&get(&[&url]));
+    assert!(printed.starts_with("HTTP/1.1 200 OK\n"), "{printed}");
+    assert!(!printed.contains("Early Hints"), "{printed}");
 }
 
 /// Through an HTTP proxy that forwards the request, `-v` shows the head

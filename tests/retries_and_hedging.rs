@@ -265,23 +265,35 @@ fn a_status_retried_takes_the_cookies_its_answer_set() {
     client.close();
 }
 
-/// A request on `client`, to a server of its own, whose retry waits for a
-/// `Retry-After` of 1 s from the clock's reading at its 503 (or for a
-/// backoff: [`Sentinel::after_backoff`]), polled until that retry is
-/// armed: on the timers another retry of the client is armed on (its one
-/// loop's heap, or the wheel). Once its own alarm has rung, so has every
-/// alarm due as early: the wheel fires what an advance reaches on the
-/// advancing thread, and a loop expires all that is due, in deadline
-/// order, in one pass. So it shows that another retry's alarm has not
-/// rung, with no quiet time waited through.
+/// A request on `client`, to a server of its own, whose one alarm is armed
+/// on the timers another request of the client is armed on (its one loop's
+/// heap, or the wheel), due at a time of the test's choosing; polled until
+/// it has rung. Once its alarm has rung, so has every alarm due as early:
+/// the wheel fires what an advance reaches on the advancing thread, and a
+/// loop expires all that is due, in deadline order, in one pass. So it
+/// shows that another request's alarm has not rung, with no quiet time
+/// waited through. Its alarm is a retry's wait ([`Sentinel::retry_after`],
+/// [`Sentinel::after_backoff`]) or a hedge delay ([`Sentinel::hedged`]).
 struct Sentinel {
     server: TestServer,
     future: tickless::ResponseFuture,
+    alarm: SentinelAlarm,
+}
+
+/// What a [`Sentinel`]'s alarm starts once it has rung, which says what
+/// its server has seen then.
+enum SentinelAlarm {
+    /// A retry: a second request, on the connection or a new one.
+    Retry,
+    /// A hedge's copy: a second connection (the first is never answered).
+    HedgeCopy,
 }
 
 impl Sentinel {
-    fn armed(client: &Client, recorder: &Recorder) -> Sentinel {
-        Sentinel::arm(
+    /// A sentinel whose retry waits for a `Retry-After` of 1 s from the
+    /// clock's reading at its 503; returns once that retry is armed.
+    fn retry_after(client: &Client, recorder: &Recorder) -> Sentinel {
+        Sentinel::retrying(
             client,
             recorder,
             &[("Retry-After", "1")],
@@ -290,18 +302,19 @@ impl Sentinel {
     }
 
     /// A sentinel whose retry waits for `backoff` from the clock's reading
-    /// at its 503 (no `Retry-After`, no jitter).
+    /// at its 503 (no `Retry-After`, no jitter); returns once that retry is
+    /// armed.
     fn after_backoff(client: &Client, recorder: &Recorder, backoff: Duration) -> Sentinel {
         let policy = retry::Policy::attempts(2)
             .on_status([http::StatusCode::SERVICE_UNAVAILABLE])
             .backoff(backoff, backoff)
             .jitter(false);
-        Sentinel::arm(client, recorder, &[], policy)
+        Sentinel::retrying(client, recorder, &[], policy)
     }
 
     /// Sends the sentinel's request, answered first with a 503 with
     /// `busy_headers`, retried by `policy`; returns once its retry is armed.
-    fn arm(
+    fn retrying(
         client: &Client,
         recorder: &Recorder,
         busy_headers: &'static [(&'static str, &'static str)],
@@ -321,16 +334,47 @@ impl Sentinel {
         assert!(eventually(CEILING, || {
             poll_once(&mut future).is_pending() && retries_seen(recorder).len() == seen + 1
         }));
-        Sentinel { server, future }
+        Sentinel {
+            server,
+            future,
+            alarm: SentinelAlarm::Retry,
+        }
     }
 
-    /// Waits for its alarm (its retry answered), then for its exchanges to
-    /// end, so that none is in flight.
+    /// A sentinel hedged after `delay` from the clock's reading at its
+    /// send, to a server that never answers its first connection; returns
+    /// once that connection's request is read. Its copy goes in the poll
+    /// after the delay has rung — as another request's copy would, told at
+    /// once (`on_hedge`).
+    fn hedged(client: &Client, delay: Duration) -> Sentinel {
+        let server = TestServer::start(Behaviour::per_connection(|index| match index {
+            0 => Behaviour::NeverAnswer,
+            _ => Behaviour::respond(|_| ok("sentinel")),
+        }));
+        let future = client
+            .get(server.url("/"))
+            .hedge(hedge::Policy::after(delay))
+            .send();
+        assert!(server.wait_for_requests(1, CEILING));
+        Sentinel {
+            server,
+            future,
+            alarm: SentinelAlarm::HedgeCopy,
+        }
+    }
+
+    /// Polls it until what its alarm started has answered. After a retry,
+    /// waits besides for its exchanges to end, so that none is in flight.
     fn rung(mut self, client: &Client) {
         let response = poll_until_ready(&mut self.future, || "the sentinel never rang".into());
         assert_eq!(response.text().wait().unwrap(), "sentinel");
-        assert_eq!(self.server.requests().len(), 2);
-        assert!(eventually(CEILING, || client.stats().in_flight == 0));
+        match self.alarm {
+            SentinelAlarm::Retry => {
+                assert_eq!(self.server.requests().len(), 2);
+                assert!(eventually(CEILING, || client.stats().in_flight == 0));
+            }
+            SentinelAlarm::HedgeCopy => assert_eq!(self.server.connections_accepted(), 2),
+        }
     }
 }
 
@@ -352,7 +396,7 @@ fn sent_after_exactly(
     let half_a_millisecond = Duration::from_micros(500);
     assert!(eventually(CEILING, || client.stats().in_flight == 0));
     clock.advance(wait - Duration::from_secs(1) - half_a_millisecond);
-    let sentinel = Sentinel::armed(client, recorder);
+    let sentinel = Sentinel::retry_after(client, recorder);
     clock.advance(Duration::from_secs(1));
     sentinel.rung(client);
     assert!(poll_once(future).is_pending());
@@ -755,40 +799,6 @@ fn hedges_seen(recorder: &Recorder) -> usize {
         .count()
 }
 
-/// A hedged request on `client`, to a server of its own that never answers
-/// its first connection: a [`Sentinel`] for hedge delays. Its delay runs
-/// from the clock's reading at its send, on the timers another hedged
-/// request of the client is armed on (its one loop's heap, or the wheel),
-/// and its copy goes in the poll after the delay has rung — as another
-/// request's copy would, told at once (`on_hedge`). Once its copy has
-/// answered, every delay due as early has rung too.
-struct HedgeSentinel {
-    server: TestServer,
-    future: tickless::ResponseFuture,
-}
-
-impl HedgeSentinel {
-    fn armed(client: &Client, delay: Duration) -> HedgeSentinel {
-        let server = TestServer::start(Behaviour::per_connection(|index| match index {
-            0 => Behaviour::NeverAnswer,
-            _ => Behaviour::respond(|_| ok("sentinel")),
-        }));
-        let future = client
-            .get(server.url("/"))
-            .hedge(hedge::Policy::after(delay))
-            .send();
-        assert!(server.wait_for_requests(1, CEILING));
-        HedgeSentinel { server, future }
-    }
-
-    /// Polls it until its copy has answered.
-    fn rung(mut self) {
-        let response = poll_until_ready(&mut self.future, || "the sentinel never rang".into());
-        assert_eq!(response.text().wait().unwrap(), "sentinel");
-        assert_eq!(self.server.connections_accepted(), 2);
-    }
-}
-
 fn a_hedge_starts_at_its_delay_and_the_loser_is_cancelled(event_loop_timeouts: bool) {
     let clock = ManualClock::new();
     let (client, recorder) = client_on(&clock, event_loop_timeouts);
@@ -817,9 +827,9 @@ fn a_hedge_starts_at_its_delay_and_the_loser_is_cancelled(event_loop_timeouts: b
     // A sentinel due 1 ms before, armed at the same reading of the clock
     // (which stands still), has rung: this request's delay would have too
     // were it due as early, and the poll after it would send the copy.
-    let sentinel = HedgeSentinel::armed(&client, Duration::from_millis(49));
+    let sentinel = Sentinel::hedged(&client, Duration::from_millis(49));
     clock.advance(Duration::from_millis(49));
-    sentinel.rung();
+    sentinel.rung(&client);
     assert!(poll_once(&mut future).is_pending());
     assert_eq!(
         hedges_seen(&recorder),
@@ -872,9 +882,9 @@ fn only_idempotent_requests_with_a_body_in_memory_are_hedged() {
     // A sentinel due when theirs would be and later, armed at the same
     // reading of the clock (which stands still), has rung: their delays
     // would have too, had they been armed, and a poll would send a copy.
-    let sentinel = HedgeSentinel::armed(&client, Duration::from_millis(20));
+    let sentinel = Sentinel::hedged(&client, Duration::from_millis(20));
     clock.advance(Duration::from_millis(20));
-    sentinel.rung();
+    sentinel.rung(&client);
     assert!(poll_once(&mut post).is_pending());
     assert!(poll_once(&mut streamed).is_pending());
     assert_eq!(server.connections_accepted(), 2);
@@ -921,9 +931,9 @@ fn a_head_come_before_the_hedge_delay_sends_no_copy_however_late_the_caller_look
         // The caller is busy elsewhere past the delay: it rings meanwhile,
         // as a sentinel due later, armed at the same reading of the clock
         // (which stands still), shows by ringing.
-        let sentinel = HedgeSentinel::armed(&client, Duration::from_millis(60));
+        let sentinel = Sentinel::hedged(&client, Duration::from_millis(60));
         clock.advance(Duration::from_millis(60));
-        sentinel.rung();
+        sentinel.rung(&client);
         // A copy would be sent, and told, in this wait.
         let response = future.wait().unwrap();
         assert_eq!(response.status(), 200);
@@ -1160,9 +1170,9 @@ fn a_cancel_after_the_hedge_delay_rang_sends_no_copy() {
     } = silent_first_hedged();
     // The delay has rung: a sentinel due later, armed at the same reading
     // of the clock (which stands still), has.
-    let sentinel = HedgeSentinel::armed(&client, Duration::from_millis(60));
+    let sentinel = Sentinel::hedged(&client, Duration::from_millis(60));
     clock.advance(Duration::from_millis(60));
-    sentinel.rung();
+    sentinel.rung(&client);
     assert!(future.cancel(), "the attempt in flight is cancelled");
     let polled = poll_once(&mut future);
     assert!(
@@ -1462,7 +1472,7 @@ fn a_delay_armed_on_an_attempt_that_fails_moves_to_the_copy_that_takes_over(
     poll_until(&mut future, || hedges_seen(&recorder) == 2);
     // Due at 149 ms: armed now, at the clock's reading when the next
     // delay was armed (the second copy's send, 100 ms).
-    let sentinel = HedgeSentinel::armed(&client, Duration::from_millis(49));
+    let sentinel = Sentinel::hedged(&client, Duration::from_millis(49));
     assert!(eventually(CEILING, || failures_seen(&recorder) == 1));
     thread::sleep(QUIET);
     assert!(poll_once(&mut future).is_pending());
@@ -1476,7 +1486,7 @@ fn a_delay_armed_on_an_attempt_that_fails_moves_to_the_copy_that_takes_over(
     // was, has rung: the delay would have too were it due as early, and
     // this poll would send the third copy.
     clock.advance(Duration::from_millis(29));
-    sentinel.rung();
+    sentinel.rung(&client);
     assert!(poll_once(&mut future).is_pending());
     assert_eq!(
         hedges_seen(&recorder),

@@ -23,8 +23,12 @@ pub enum Event {
     ConnectionPooled(ConnectionInfo),
     ConnectionOffered(ConnectionInfo),
     RequestSent(ConnectionInfo),
+    /// An interim (1xx) head, as it came.
+    InterimHead(HeadTold),
     Status(http::StatusCode),
     Headers(http::HeaderMap),
+    /// The final head, as it came.
+    ResponseHead(HeadTold),
     BodyPart(usize),
     Completed(http::StatusCode),
     /// The error's `Display` and whether it is a timeout.
@@ -42,6 +46,44 @@ pub enum Event {
     Retry(u32, Duration, String),
     /// The hedged copy sent.
     Hedge(u32),
+}
+
+/// A response head as a listener was told it: a `tickless::ResponseHead`'s
+/// parts, owned.
+#[derive(Debug, Clone)]
+pub struct HeadTold {
+    pub version: http::Version,
+    pub status: http::StatusCode,
+    /// The reason phrase as `ResponseHead::reason` gives it.
+    pub reason: Vec<u8>,
+    pub headers: http::HeaderMap,
+}
+
+impl HeadTold {
+    fn of(head: &tickless::ResponseHead<'_>) -> HeadTold {
+        HeadTold {
+            version: head.version(),
+            status: head.status(),
+            reason: head.reason().to_vec(),
+            headers: head.headers().clone(),
+        }
+    }
+
+    /// `VERSION STATUS REASON [name: value, ...]`, its fields in order (the
+    /// reason lossily UTF-8).
+    pub fn line(&self) -> String {
+        let fields: Vec<String> = self
+            .headers
+            .iter()
+            .map(|(name, value)| format!("{name}: {}", String::from_utf8_lossy(value.as_bytes())))
+            .collect();
+        format!(
+            "{:?} {} {} {fields:?}",
+            self.version,
+            self.status.as_u16(),
+            String::from_utf8_lossy(&self.reason)
+        )
+    }
 }
 
 /// Records every listener call, with the id of the thread it ran on.
@@ -85,6 +127,21 @@ impl Recorder {
             .iter()
             .any(|(event, _)| matches!(event, Event::Retry(..)));
         (statuses, retried)
+    }
+
+    /// The heads told so far and the statuses between them, in order:
+    /// `interim LINE` for an interim head, `status CODE`, `final LINE` for
+    /// the final head ([`HeadTold::line`]).
+    pub fn heads(&self) -> Vec<String> {
+        self.events()
+            .into_iter()
+            .filter_map(|(event, _)| match event {
+                Event::InterimHead(head) => Some(format!("interim {}", head.line())),
+                Event::Status(status) => Some(format!("status {}", status.as_u16())),
+                Event::ResponseHead(head) => Some(format!("final {}", head.line())),
+                _ => None,
+            })
+            .collect()
     }
 
     /// Forgets what was recorded.
@@ -194,11 +251,21 @@ impl EventListener for Recorder {
     fn on_request_sent(&self, _request: &tickless::RequestInfo, connection: &ConnectionInfo) {
         self.push(Event::RequestSent(connection.clone()));
     }
+    fn on_interim_head(&self, _request: &tickless::RequestInfo, head: &tickless::ResponseHead<'_>) {
+        self.push(Event::InterimHead(HeadTold::of(head)));
+    }
     fn on_status(&self, _request: &tickless::RequestInfo, status: http::StatusCode) {
         self.push(Event::Status(status));
     }
     fn on_headers(&self, _request: &tickless::RequestInfo, headers: &http::HeaderMap) {
         self.push(Event::Headers(headers.clone()));
+    }
+    fn on_response_head(
+        &self,
+        _request: &tickless::RequestInfo,
+        head: &tickless::ResponseHead<'_>,
+    ) {
+        self.push(Event::ResponseHead(HeadTold::of(head)));
     }
     fn on_body_part(&self, _request: &tickless::RequestInfo, len: usize) {
         self.push(Event::BodyPart(len));

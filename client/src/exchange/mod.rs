@@ -966,6 +966,25 @@ impl Exchange {
         }
     }
 
+    /// The connection read an interim (1xx) head, over either protocol:
+    /// the listener is told of it as it came (`reason` as sent over
+    /// HTTP/1.x, `None` over HTTP/2, which has none). Nothing else changes:
+    /// the final head is still to come. A listener may end the exchange
+    /// here (a cancel, a panic); the caller sees that in
+    /// [`is_done`](Self::is_done).
+    pub(crate) fn tell_interim(
+        &self,
+        version: http::Version,
+        status: http::StatusCode,
+        reason: Option<&[u8]>,
+        headers: &http::HeaderMap,
+    ) {
+        self.listener
+            .on_interim_head(&crate::events::ResponseHead::new(
+                version, status, reason, headers,
+            ));
+    }
+
     /// The connection delivers the response head: the listener is told of
     /// it (status, fields, the whole head — its code may end the
     /// exchange), and the caller's future resolves with it. Returns false

@@ -716,15 +716,12 @@ impl Conn {
                     // Told as it came, before a body waiting for it goes.
                     // The decoder parsed it whole anyway: to nobody, telling
                     // it costs the call and no more.
-                    active
-                        .exchange
-                        .listener
-                        .on_interim_head(&crate::events::ResponseHead::new(
-                            head.version,
-                            head.status,
-                            head.reason.as_deref(),
-                            &head.headers,
-                        ));
+                    active.exchange.tell_interim(
+                        head.version,
+                        head.status,
+                        head.reason.as_deref(),
+                        &head.headers,
+                    );
                     // A `100 Continue` sends the body if it waits for one
                     // (`continue_body` does nothing otherwise); any other
                     // interim head is only told. Not for an exchange the

@@ -594,14 +594,12 @@ impl Stream {
                             return Ok(Polled::Gone);
                         }
                         self.exchange.mark_read(|| now);
-                        self.exchange
-                            .listener
-                            .on_interim_head(&crate::events::ResponseHead::new(
-                                http::Version::HTTP_2,
-                                interim.status(),
-                                None,
-                                interim.headers(),
-                            ));
+                        self.exchange.tell_interim(
+                            http::Version::HTTP_2,
+                            interim.status(),
+                            None,
+                            interim.headers(),
+                        );
                     }
                     let response = match Pin::new(response).poll(task) {
                         Poll::Pending => return Ok(Polled::Open),
