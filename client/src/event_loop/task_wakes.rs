@@ -15,7 +15,7 @@
 //! place, as tokio's own tasks run after its driver has handed out a
 //! poll's events. A poll whose sources read a lot releases what it has
 //! held for a while (`MAX_HOLD`, between two events: see
-//! [`release_held_for`]), so that a task answered first does not wait for
+//! [`PollHold`]), so that a task answered first does not wait for
 //! all the reads. A timeout's expiry is never held (see [`unheld`]): its
 //! waiter learns of it as soon as it is due.
 //!
@@ -34,9 +34,9 @@ struct Held {
     depth: u32,
     /// Wakers to wake when the outermost hold ends, each once.
     wakers: Vec<Waker>,
-    /// When [`release_held_for`] first found `wakers` held: the clock is
-    /// read there, between two sources' calls, not per wake-up — and not
-    /// at all for a hold that ends before it asks.
+    /// What `wakers` are aged from: set by the first check that finds
+    /// them held ([`PollHold`]), not per wake-up — and never for a hold
+    /// that ends before a check.
     since: Option<Instant>,
     /// A task was woken from a hold since the loop last asked
     /// ([`take_woke_tasks`]).
@@ -173,23 +173,60 @@ fn wake_all(mut wakers: Vec<Waker>) {
     });
 }
 
+/// The checks of one poll's hold ([`release_held_for`]), made by the
+/// dispatch of its events: after each event but the last — after which the
+/// hold ends and wakes everything anyway — or after every event when the
+/// hold is nested in another on this thread (a listener blocked on an
+/// exchange of another loop, driving it), which the dispatch's end does
+/// not end.
+///
+/// What is held is aged from a reading taken before the poll's first
+/// source call, and only if a check is to come: a poll of one event, in a
+/// hold of its own, reads no clock for it.
+pub(super) struct PollHold {
+    /// When the dispatch began, if it checks at all.
+    started: Option<Instant>,
+    /// Whether it checks after its last event too (a nested hold).
+    after_last: bool,
+    max: Duration,
+}
+
+impl PollHold {
+    /// The checks of a dispatch of `events` events, within the hold under
+    /// way on this thread, releasing what has been held for `max`.
+    pub(super) fn new(events: usize, max: Duration) -> PollHold {
+        let after_last = HELD.with(|held| held.borrow().depth > 1);
+        let checks = after_last || events > 1;
+        PollHold {
+            started: checks.then(Instant::now),
+            after_last,
+            max,
+        }
+    }
+
+    /// An event's source call has returned; `last`: it was the poll's
+    /// last event.
+    pub(super) fn after_event(&self, last: bool) {
+        if let Some(started) = self.started.filter(|_| !last || self.after_last) {
+            release_held_for(self.max, started);
+        }
+    }
+}
+
 /// Within a hold, wakes what it has held for `max` or longer — a poll
 /// whose sources read a lot (a budget each) would otherwise keep the
-/// first task it answered waiting for all of them. Held is counted from
-/// the first call that finds something held (the end of the source's
-/// call that held it); the clock is read only while something is held.
-pub(super) fn release_held_for(max: Duration) {
+/// first task it answered waiting for all of them. What is held is aged
+/// from the first check that found it held, as of `started` (a reading
+/// taken before the source calls that may have held it); the clock is
+/// read only while something is held.
+fn release_held_for(max: Duration, started: Instant) {
     let wakers = HELD.with(|held| {
         let mut held = held.borrow_mut();
-        let stale = match held.since {
-            Some(since) => since.elapsed() >= max,
-            None if held.wakers.is_empty() => false,
-            None => {
-                held.since = Some(Instant::now());
-                max.is_zero()
-            }
-        };
-        stale.then(|| held.take())
+        if held.wakers.is_empty() {
+            return None;
+        }
+        let since = *held.since.get_or_insert(started);
+        (since.elapsed() >= max).then(|| held.take())
     });
     if let Some(wakers) = wakers {
         wake_all(wakers);
@@ -333,16 +370,46 @@ mod tests {
         let (b, waker_b) = counting();
         holding(|| {
             wake_task(waker_a.clone());
-            release_held_for(Duration::from_secs(3600));
+            PollHold::new(3, Duration::from_secs(3600)).after_event(false);
             assert_eq!(woken(&a), 0, "released before its time");
-            release_held_for(Duration::ZERO);
+            PollHold::new(3, Duration::ZERO).after_event(false);
             assert_eq!(woken(&a), 1);
             // Still a hold: what comes next waits for its end.
             wake_task(waker_b.clone());
-            release_held_for(Duration::from_secs(3600));
+            PollHold::new(3, Duration::from_secs(3600)).after_event(false);
             assert_eq!(woken(&b), 0);
         });
         assert_eq!((woken(&a), woken(&b)), (1, 1));
+    }
+
+    #[test]
+    fn a_poll_in_a_hold_of_its_own_does_not_check_after_its_last_event() {
+        let (a, waker_a) = counting();
+        holding(|| {
+            let hold = PollHold::new(1, Duration::ZERO);
+            wake_task(waker_a.clone());
+            hold.after_event(true);
+            // The hold's end wakes it.
+            assert_eq!(woken(&a), 0);
+        });
+        assert_eq!(woken(&a), 1);
+    }
+
+    #[test]
+    fn a_poll_in_a_nested_hold_checks_after_its_last_event_too() {
+        // A listener blocked on another loop's exchange drives that loop
+        // inside the hold of the source that called it: the inner poll's
+        // end is not the hold's, which may last as long as the wait.
+        let (a, waker_a) = counting();
+        holding(|| {
+            holding(|| {
+                let hold = PollHold::new(1, Duration::ZERO);
+                wake_task(waker_a.clone());
+                hold.after_event(true);
+                assert_eq!(woken(&a), 1, "held past the inner poll");
+            });
+        });
+        assert_eq!(woken(&a), 1);
     }
 
     #[test]

@@ -826,6 +826,7 @@ impl EventLoop {
     /// Step 3: hands each event to its source, expiring what falls due
     /// after each.
     fn dispatch_events(&self, cx: &mut LoopContext<'_>, turn: &mut Turn) {
+        let hold = task_wakes::PollHold::new(turn.events.iter().count(), MAX_HOLD);
         let mut events = turn.events.iter().peekable();
         while let Some(event) = events.next() {
             match event.token() {
@@ -842,11 +843,7 @@ impl EventLoop {
                     }
                 }
             }
-            // After the last event the hold ends (the callers hold
-            // around this call), waking all it held.
-            if events.peek().is_some() {
-                task_wakes::release_held_for(MAX_HOLD);
-            }
+            hold.after_event(events.peek().is_none());
             self.expire_due(cx, &mut turn.due);
         }
     }

@@ -112,11 +112,14 @@ struct HedgeDelay {
 
 impl Attempts {
     /// The hop's first attempt, submitted by `submit` (at once, or after
-    /// the previous hop's loop is done).
+    /// the previous hop's loop is done). `now`: a reading of the clock
+    /// just taken, if the caller has one (the request's submission, for
+    /// its first hop).
     pub(crate) fn first(
         retry: retry::Policy,
         hedge: hedge::Policy,
         sender: Sender<'_>,
+        now: Option<Instant>,
         submit: impl FnOnce(Arc<Exchange>),
     ) -> Result<Attempts, Error> {
         let exchange = hop::exchange_for(sender.dispatcher, sender.hop, sender.settings)?;
@@ -137,7 +140,7 @@ impl Attempts {
         };
         // The clock is read only for a request that may go again.
         if attempts.may_go_again(sender.hop) {
-            let now = sender.dispatcher.clock().now();
+            let now = now.unwrap_or_else(|| sender.dispatcher.clock().now());
             sender.policies.budget.deposit(now);
             attempts.attempt_started = attempts.hedge.tracks_latency().then_some(now);
         }

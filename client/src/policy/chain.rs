@@ -108,9 +108,14 @@ impl Chain {
             settings: &settings,
             hop: &mut hop,
         };
-        let attempts = Attempts::first(retry.clone(), hedge.clone(), sender, |exchange| {
-            dispatcher.submit_at(exchange, Some(settings.submitted))
-        })?;
+        let submitted = Some(settings.submitted);
+        let attempts = Attempts::first(
+            retry.clone(),
+            hedge.clone(),
+            sender,
+            submitted,
+            |exchange| dispatcher.submit_at(exchange, submitted),
+        )?;
         Ok(Chain {
             dispatcher: dispatcher.clone(),
             policies: policies.clone(),
@@ -440,6 +445,7 @@ impl Chain {
             self.retry.clone(),
             self.hedge.clone(),
             sender,
+            None,
             move |exchange| {
                 let (from, to) = redirect;
                 previous.listener.on_redirect(status, &from, &to);
