@@ -131,10 +131,11 @@
 //!   and headers. A blank `> ` or `< ` line ends each head.
 //!   Standard output is as without `-v`; with `--output`, the head goes
 //!   to standard error as the `< ` lines alone.
-//! * `-i`, `--include`: print each interim (1xx) head the answer had, as
-//!   curl does — its status line (`HTTP/1.1 103 Early Hints`), its fields
-//!   and a blank line — before the final head, where that goes; the
-//!   final head's status line and headers are printed with or without it.
+//! * `-i`, `--include`: print each redirect hop's heads and each interim
+//!   (1xx) head, as `curl -iL` does — a status line (`HTTP/1.1 103 Early
+//!   Hints`), its fields and a blank line each — before the final head,
+//!   where that goes; the final head's status line and headers are
+//!   printed with or without it.
 //! * `-s`, `--silent`: accepted, for curl's habits: there is no progress
 //!   meter to silence (errors still go to standard error).
 //! * `--cookies`: a cookie store for the run, so that cookies set on a
@@ -758,11 +759,11 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         };
         request = request.basic_auth(user, password);
     }
-    let interim = args
+    let heads_before = args
         .include
-        .then(|| std::sync::Arc::new(InterimHeads::default()));
-    if let Some(interim) = &interim {
-        request = request.listener(interim.clone());
+        .then(|| std::sync::Arc::new(HeadsBefore::default()));
+    if let Some(heads_before) = &heads_before {
+        request = request.listener(heads_before.clone());
     }
     let mut response = request.send().wait()?;
 
@@ -778,8 +779,9 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         (None, http::Version::HTTP_2) => b"",
         (None, _) => status.canonical_reason().unwrap_or("").as_bytes(),
     };
-    // `-i`: the interim heads, then the final one, as curl prints them.
-    let mut head = interim.map_or_else(Vec::new, |interim| interim.of_the_last_head());
+    // `-i`: the redirect hops' heads and the interim ones, then the final
+    // one, as `curl -iL` prints them.
+    let mut head = heads_before.map_or_else(Vec::new, |heads| heads.take());
     head.extend(response_head_text(
         "",
         response.version(),
@@ -899,53 +901,86 @@ fn named(what: &str, error: std::io::Error) -> std::io::Error {
     std::io::Error::new(error.kind(), format!("{what}: {error}"))
 }
 
-/// `-i`: the interim (1xx) heads of the response, as `get` prints a head
+/// `-i`: the heads printed before the final one, as `curl -iL` prints
+/// them — each redirect hop's interim (1xx) heads and its own head, then
+/// the last answer's interim heads — as `get` prints a head
 /// ([`response_head_text`], no prefix). The client tells every hop's and
 /// attempt's heads: each final head told takes the interim heads told
-/// since the one before it, so that those of a redirect or a retried
-/// answer are not printed with the last. (A hedged request's copies
-/// run side by side: a loser's interim heads, told before the winner's
-/// final head, would be printed with it.)
+/// since the one before it, and a redirect moves those and its head to
+/// the earlier hops, so that a retried answer's are not printed. (A
+/// hedged request's copies run side by side: a loser's heads, told
+/// before or after the winner's final head, may be printed with it.)
 #[derive(Default)]
-struct InterimHeads(std::sync::Mutex<InterimText>);
+struct HeadsBefore(std::sync::Mutex<HeadsText>);
 
 #[derive(Default)]
-struct InterimText {
-    /// Told since the last final head.
+struct HeadsText {
+    /// Redirect hops' heads, in order.
+    earlier: Vec<u8>,
+    /// Interim heads told since the last final head.
     pending: Vec<u8>,
-    /// Told before the last final head (and after the one before it).
-    of_the_last_head: Vec<u8>,
+    /// The interim heads told before the last final head (and after the
+    /// one before it).
+    interim_of_the_last: Vec<u8>,
+    /// The last final head.
+    last: Vec<u8>,
 }
 
-impl InterimHeads {
-    /// The interim heads told before the last final head.
-    fn of_the_last_head(&self) -> Vec<u8> {
-        std::mem::take(
-            &mut self
-                .0
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .of_the_last_head,
-        )
+impl HeadsBefore {
+    fn text(&self) -> std::sync::MutexGuard<'_, HeadsText> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The heads to print before the final one.
+    fn take(&self) -> Vec<u8> {
+        let mut text = self.text();
+        let mut heads = std::mem::take(&mut text.earlier);
+        heads.append(&mut text.interim_of_the_last);
+        heads
     }
 }
 
-impl tickless::EventListener for InterimHeads {
+impl tickless::EventListener for HeadsBefore {
     fn on_interim_head(&self, _: &tickless::RequestInfo, head: &tickless::ResponseHead<'_>) {
-        let text = response_head_text(
+        let head = response_head_text(
             "",
             head.version(),
             head.status(),
             head.reason(),
             head.headers(),
         );
-        let mut heads = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        heads.pending.extend(text);
+        self.text().pending.extend(head);
     }
 
-    fn on_response_head(&self, _: &tickless::RequestInfo, _: &tickless::ResponseHead<'_>) {
-        let mut heads = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        heads.of_the_last_head = std::mem::take(&mut heads.pending);
+    fn on_response_head(&self, _: &tickless::RequestInfo, head: &tickless::ResponseHead<'_>) {
+        let head = response_head_text(
+            "",
+            head.version(),
+            head.status(),
+            head.reason(),
+            head.headers(),
+        );
+        let mut text = self.text();
+        text.interim_of_the_last = std::mem::take(&mut text.pending);
+        text.last = head;
+    }
+
+    fn on_redirect(
+        &self,
+        _: &tickless::RequestInfo,
+        _: http::StatusCode,
+        _: &http::Uri,
+        _: &http::Uri,
+    ) {
+        let mut text = self.text();
+        let HeadsText {
+            earlier,
+            interim_of_the_last,
+            last,
+            ..
+        } = &mut *text;
+        earlier.append(interim_of_the_last);
+        earlier.append(last);
     }
 }
 

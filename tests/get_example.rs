@@ -1285,14 +1285,22 @@ fn include_prints_each_interim_head_before_the_final_one() {
         "{stderr}"
     );
     assert_eq!(std::fs::read(&file).unwrap(), b"final");
-    // The interim heads came before a redirect, not before the last answer.
+    // A redirect hop's heads come first, each interim one and its own,
+    // as `curl -iL` prints them.
     let target = TestServer::respond(|_| ok("moved here"));
+    let location = target.url("/");
     let redirecting = TestServer::start(Behaviour::continue_and_early_hints({
-        let location = target.url("/");
+        let location = location.clone();
         move |_| response(302, &[("Location", &location)], b"")
     }));
     let printed = stdout(&get(&[&redirecting.url("/"), "-i"]));
-    assert!(printed.starts_with("HTTP/1.1 200 OK\n"), "{printed}");
+    let hop = format!("{INTERIM}HTTP/1.1 302 Found\nlocation: {location}\n");
+    assert!(printed.starts_with(&hop), "{printed}");
+    let last = printed
+        .find("HTTP/1.1 200 OK\n")
+        .expect("the last answer's head");
+    assert!(last > hop.len(), "{printed}");
+    assert_eq!(printed.matches("Early Hints").count(), 1, "{printed}");
     assert!(printed.ends_with("\n\nmoved here"), "{printed}");
     let printed = stdout(&get(&[&url]));
     assert!(printed.starts_with("HTTP/1.1 200 OK\n"), "{printed}");
