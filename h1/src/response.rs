@@ -272,6 +272,13 @@ fn parse_trailers_in(
 /// The fields httparse found in `window` as a map. The values share one
 /// copy of the bytes they span (one allocation for a head's values, not
 /// one each, as hyper's decoder does with its read buffer).
+///
+/// A value httparse found is not validated again: httparse, with the
+/// default configuration both callers parse with (no obs-fold, so no CR or
+/// LF inside a value), takes in a value only HTAB, SP, 0x21-0x7E and
+/// 0x80-0xFF — the bytes [`HeaderValue`] takes. Checking them again cost
+/// some 800 instructions a response.
+#[allow(unsafe_code)]
 fn to_header_map(window: &[u8], fields: &[httparse::Header<'_>]) -> Result<HeaderMap, DecodeError> {
     let mut map = HeaderMap::with_capacity(fields.len());
     // Where a value lies in `window`, if it is a slice of it (httparse's
@@ -294,7 +301,17 @@ fn to_header_map(window: &[u8], fields: &[httparse::Header<'_>]) -> Result<Heade
         let name = HeaderName::from_bytes(h.name.as_bytes())
             .map_err(|_| DecodeError::InvalidHeaderName)?;
         let value = match span(h.value) {
-            Some(r) => HeaderValue::from_maybe_shared(values.slice(r.start - start..r.end - start)),
+            // SAFETY: the bytes are a value httparse took (see above), each
+            // one HeaderValue takes; the test
+            // `every_value_byte_httparse_takes_is_one_header_value_takes`
+            // checks this of every byte at every offset (httparse checks
+            // long runs with SIMD). Debug builds check it again (`http`
+            // validates an unchecked value under `debug_assertions`).
+            Some(r) => Ok(unsafe {
+                HeaderValue::from_maybe_shared_unchecked(
+                    values.slice(r.start - start..r.end - start),
+                )
+            }),
             None => HeaderValue::from_bytes(h.value),
         }
         .map_err(|_| DecodeError::InvalidHeaderValue)?;
