@@ -105,6 +105,7 @@ pub fn encode_request_head_with(
     let Checked {
         scheme,
         host,
+        has_host_field,
         framing,
     } = checked(method, uri, headers, body)?;
     let target = uri.path_and_query().map_or("/", |pq| pq.as_str());
@@ -127,7 +128,7 @@ pub fn encode_request_head_with(
     out.extend_from_slice(target.as_bytes());
     out.extend_from_slice(b" HTTP/1.1\r\n");
 
-    if !headers.contains_key(HOST) {
+    if !has_host_field {
         out.extend_from_slice(b"Host: ");
         out.extend_from_slice(host.as_bytes());
         if let Some(port) = uri.port_u16() {
@@ -173,6 +174,8 @@ pub fn check_request_head(
 struct Checked<'a> {
     scheme: &'a str,
     host: &'a str,
+    /// Whether `headers` hold a `Host` field (one: two are refused).
+    has_host_field: bool,
     framing: Option<Framing>,
 }
 
@@ -214,12 +217,15 @@ fn checked<'a>(
     let framing = framing_header(method, headers, body)?;
     // One Host field, or none (then it is the URI's): a server cannot tell
     // which of two is meant (RFC 9112 §3.2).
-    if headers.get_all(HOST).iter().nth(1).is_some() {
+    let mut host_fields = headers.get_all(HOST).iter();
+    let has_host_field = host_fields.next().is_some();
+    if host_fields.next().is_some() {
         return Err(EncodeError::DuplicateHost);
     }
     Ok(Checked {
         scheme,
         host,
+        has_host_field,
         framing,
     })
 }
@@ -235,14 +241,11 @@ fn framing_header(
     // list `5, 5`, which is not a length (RFC 9110 §8.6) and which a
     // server may refuse (Node's parser does) — as it is refused here
     // written in one field.
-    if headers.get_all(CONTENT_LENGTH).iter().nth(1).is_some() {
+    let mut length_fields = headers.get_all(CONTENT_LENGTH).iter();
+    let length = length_fields.next().map(|v| v.as_bytes().trim_ascii());
+    if length_fields.next().is_some() {
         return Err(EncodeError::ConflictingContentLength);
     }
-    let mut lengths = headers
-        .get_all(CONTENT_LENGTH)
-        .iter()
-        .map(|v| v.as_bytes().trim_ascii())
-        .peekable();
     let mut codings = headers
         .get_all(TRANSFER_ENCODING)
         .iter()
@@ -257,9 +260,8 @@ fn framing_header(
                 RequestBody::Length(n) => n,
                 _ => 0,
             };
-            let no_length = lengths.peek().is_none();
-            let decimal = Decimal::of(n);
-            if !lengths.all(|v| v == decimal.as_bytes()) {
+            let no_length = length.is_none();
+            if length.is_some_and(|v| v != Decimal::of(n).as_bytes()) {
                 return Err(EncodeError::ConflictingContentLength);
             }
             let needs_length = matches!(body, RequestBody::Length(_))
@@ -272,7 +274,7 @@ fn framing_header(
             Ok(None)
         }
         RequestBody::Chunked => {
-            if lengths.peek().is_some() {
+            if length.is_some() {
                 return Err(EncodeError::ConflictingContentLength);
             }
             // Exactly one "chunked", or none (then it is added): twice
