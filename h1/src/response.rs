@@ -297,9 +297,9 @@ fn to_header_map(window: &[u8], fields: &[httparse::Header<'_>]) -> Result<Heade
         Some(all) => (all.start, Bytes::copy_from_slice(&window[all])),
         None => (0, Bytes::new()),
     };
-    for h in fields {
-        let name = HeaderName::from_bytes(h.name.as_bytes())
-            .map_err(|_| DecodeError::InvalidHeaderName)?;
+    let mut known = KnownNames::take();
+    for (i, h) in fields.iter().enumerate() {
+        let name = known.name(i, h.name)?;
         let value = match span(h.value) {
             // SAFETY: the bytes are a value httparse took (see above), each
             // one HeaderValue takes; the test
@@ -317,7 +317,90 @@ fn to_header_map(window: &[u8], fields: &[httparse::Header<'_>]) -> Result<Heade
         .map_err(|_| DecodeError::InvalidHeaderValue)?;
         map.append(name, value);
     }
+    known.put_back();
     Ok(map)
+}
+
+/// Most names kept by [`KnownNames`]: a head's usual fields, and a bound
+/// on what a thread keeps.
+const KNOWN_NAMES: usize = 32;
+
+/// A field's name as a server sent it, and the [`HeaderName`] made of it.
+type KnownName = (Box<str>, HeaderName);
+
+thread_local! {
+    /// The names of the fields this thread parsed last, by position (see
+    /// [`KnownNames`]).
+    static LAST_NAMES: std::cell::Cell<Vec<KnownName>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// The names of the fields of the last head (or trailer section) a thread
+/// parsed, by position, as sent and as made: a server sends the same
+/// fields, spelt the same, in the same order in answer after answer. A
+/// name sent as the one at its position was last time, byte for byte, is
+/// that [`HeaderName`], copied — not made again with
+/// [`HeaderName::from_bytes`], which lowers and matches every byte (some
+/// 120 instructions a name, a response's names some 950), and allocates
+/// a name it does not know. (Comparing them but for case cost more than
+/// it saved.)
+struct KnownNames {
+    names: Vec<KnownName>,
+}
+
+impl KnownNames {
+    /// This thread's names, taken for one section (and put back after it;
+    /// a section that fails leaves none).
+    fn take() -> KnownNames {
+        KnownNames {
+            names: LAST_NAMES.take(),
+        }
+    }
+
+    /// The name of field `i`, `sent` as the server sent it; kept as the
+    /// name at that position for the next section.
+    fn name(&mut self, i: usize, sent: &str) -> Result<HeaderName, DecodeError> {
+        if let Some((known, name)) = self.names.get(i) {
+            if **known == *sent {
+                #[cfg(test)]
+                names_made::known();
+                return Ok(name.clone());
+            }
+        }
+        let name =
+            HeaderName::from_bytes(sent.as_bytes()).map_err(|_| DecodeError::InvalidHeaderName)?;
+        let known = (Box::from(sent), name.clone());
+        if let Some(slot) = self.names.get_mut(i) {
+            *slot = known;
+        } else if i == self.names.len() && i < KNOWN_NAMES {
+            self.names.push(known);
+        }
+        Ok(name)
+    }
+
+    /// Keeps the names for the thread's next section.
+    fn put_back(self) {
+        LAST_NAMES.set(self.names);
+    }
+}
+
+/// How many names this thread took from [`KnownNames`] rather than
+/// making them: the tests' measure of what it saves.
+#[cfg(test)]
+pub(crate) mod names_made {
+    use std::cell::Cell;
+
+    thread_local!(static KNOWN: Cell<usize> = const { Cell::new(0) });
+
+    pub(super) fn known() {
+        KNOWN.with(|n| n.set(n.get() + 1));
+    }
+
+    /// The names `f` took as known.
+    pub(crate) fn known_during(f: impl FnOnce()) -> usize {
+        let before = KNOWN.with(Cell::get);
+        f();
+        KNOWN.with(Cell::get) - before
+    }
 }
 
 /// httparse says only what kind of thing failed; find the offending line and
