@@ -434,11 +434,12 @@ fn an_extra_host_is_a_callers_error() {
     encode_with(Method::GET, &[], &[("host", "v")], RequestBody::Empty);
 }
 
-/// The port in `Host` and in an absolute target is what `http` reads in the
-/// authority (`Uri::port_u16`), however it is written: the encoder writes
-/// what follows the host as it is only when that says the same.
+/// The host and port in `Host` and in an absolute target are what `http`
+/// reads in the authority (`Uri::host`, `Uri::port_u16`), however they are
+/// written: the encoder finds the host itself, and writes what follows it
+/// as it is only when that says the same as `port_u16`.
 #[test]
-fn the_port_written_is_the_one_http_reads() {
+fn the_host_and_port_written_are_the_ones_http_reads() {
     let mut authorities: Vec<String> = [
         "h",
         "h:",
@@ -462,6 +463,11 @@ fn the_port_written_is_the_one_http_reads() {
         "[::1]:08080",
         "u:8@[::1]",
         "127.0.0.1:1",
+        "a@b@h:1",
+        "a:@h",
+        "[::1]@h:2",
+        "u@[::1]:3",
+        "H.Example:4",
     ]
     .map(str::to_owned)
     .to_vec();
