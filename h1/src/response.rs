@@ -563,10 +563,13 @@ pub(crate) fn framing(
     limits: &Limits,
 ) -> Result<(BodyKind, bool), DecodeError> {
     let headers = &head.headers;
-    let content_length = content_length(headers);
-    let has_te = headers.contains_key(TRANSFER_ENCODING);
+    let FramingFields {
+        content_length,
+        has_te,
+        close,
+        keep_alive_token,
+    } = FramingFields::of(headers);
 
-    let close = has_connection_token(headers, b"close");
     // An HTTP/1.0 message with `Transfer-Encoding` (unknown to 1.0) was
     // likely forwarded by something that did not undo it: its framing
     // cannot be trusted to end where the next response begins, so the
@@ -575,7 +578,7 @@ pub(crate) fn framing(
     let mut keep_alive = request_keep_alive
         && !close
         && !te_in_http10
-        && (head.version == Version::HTTP_11 || has_connection_token(headers, b"keep-alive"));
+        && (head.version == Version::HTTP_11 || keep_alive_token);
 
     let bodiless = is_head
         || head.status.is_informational()
@@ -627,6 +630,53 @@ pub(crate) fn framing(
     Ok((kind, keep_alive))
 }
 
+/// What the framing decision reads of a head's fields, read in one pass
+/// over them: three lookups by name (`Content-Length`,
+/// `Transfer-Encoding`, `Connection`) cost more than a pass over a
+/// response's dozen fields — some 350 instructions a response.
+#[derive(Debug, PartialEq, Eq)]
+struct FramingFields {
+    /// What [`content_length`] says.
+    content_length: Result<Option<u64>, DecodeError>,
+    /// Whether there is a `Transfer-Encoding` field.
+    has_te: bool,
+    /// Whether a `Connection` field lists `close`
+    /// ([`has_connection_token`]).
+    close: bool,
+    /// Whether a `Connection` field lists `keep-alive`.
+    keep_alive_token: bool,
+}
+
+impl FramingFields {
+    fn of(headers: &HeaderMap) -> FramingFields {
+        let mut fields = FramingFields {
+            content_length: Ok(None),
+            has_te: false,
+            close: false,
+            keep_alive_token: false,
+        };
+        // A map yields a name's values together, in the order they came,
+        // as `get_all` does: the lengths are read in `content_length`'s
+        // order, and its first error is the one kept.
+        for (name, value) in headers {
+            if name == CONTENT_LENGTH {
+                if let Ok(found) = fields.content_length {
+                    fields.content_length = take_length(found, value);
+                }
+            } else if name == TRANSFER_ENCODING {
+                fields.has_te = true;
+            } else if name == CONNECTION {
+                for token in value.as_bytes().split(|&b| b == b',') {
+                    let token = token.trim_ascii();
+                    fields.close |= token.eq_ignore_ascii_case(b"close");
+                    fields.keep_alive_token |= token.eq_ignore_ascii_case(b"keep-alive");
+                }
+            }
+        }
+        fields
+    }
+}
+
 /// The single `Content-Length` value of `headers`, if any: the length
 /// [`ResponseDecoder`](crate::ResponseDecoder) frames a body by when there
 /// is no `Transfer-Encoding`. Repeated identical values (in several fields
@@ -635,21 +685,28 @@ pub(crate) fn framing(
 pub fn content_length(headers: &HeaderMap) -> Result<Option<u64>, DecodeError> {
     let mut found: Option<u64> = None;
     for value in headers.get_all(CONTENT_LENGTH) {
-        for item in value.as_bytes().split(|&b| b == b',') {
-            let item = item.trim_ascii();
-            if item.is_empty() || !item.iter().all(u8::is_ascii_digit) {
-                return Err(DecodeError::InvalidContentLength);
+        found = take_length(found, value)?;
+    }
+    Ok(found)
+}
+
+/// The length `found` in the `Content-Length` values before `value`, with
+/// `value`'s (see [`content_length`]).
+fn take_length(mut found: Option<u64>, value: &HeaderValue) -> Result<Option<u64>, DecodeError> {
+    for item in value.as_bytes().split(|&b| b == b',') {
+        let item = item.trim_ascii();
+        if item.is_empty() || !item.iter().all(u8::is_ascii_digit) {
+            return Err(DecodeError::InvalidContentLength);
+        }
+        let n = item.iter().try_fold(0u64, |acc, &d| {
+            acc.checked_mul(10)?.checked_add(u64::from(d - b'0'))
+        });
+        let n = n.ok_or(DecodeError::InvalidContentLength)?;
+        match found {
+            Some(first) if first != n => {
+                return Err(DecodeError::ConflictingContentLength { first, second: n })
             }
-            let n = item.iter().try_fold(0u64, |acc, &d| {
-                acc.checked_mul(10)?.checked_add(u64::from(d - b'0'))
-            });
-            let n = n.ok_or(DecodeError::InvalidContentLength)?;
-            match found {
-                Some(first) if first != n => {
-                    return Err(DecodeError::ConflictingContentLength { first, second: n })
-                }
-                _ => found = Some(n),
-            }
+            _ => found = Some(n),
         }
     }
     Ok(found)
@@ -725,5 +782,54 @@ pub(crate) mod parses {
         let before = PARSES.with(Cell::get);
         f();
         PARSES.with(Cell::get) - before
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One pass over a head's fields says what the lookups by name say:
+    /// lengths repeated, differing, malformed (the first error is the one
+    /// kept), in several fields and in lists; tokens in any case, in
+    /// lists, among other fields.
+    #[test]
+    fn the_framing_fields_read_in_one_pass_are_what_the_lookups_say() {
+        let heads: &[&[(&str, &str)]] = &[
+            &[],
+            &[("server", "x"), ("content-length", "5"), ("date", "d")],
+            &[("content-length", "5"), ("content-length", " 5 , 5")],
+            &[
+                ("content-length", "5"),
+                ("via", "v"),
+                ("content-length", "6"),
+            ],
+            &[("content-length", "x"), ("content-length", "6, 7")],
+            &[("content-length", "6, 7"), ("content-length", "x")],
+            &[
+                ("content-length", ""),
+                ("content-length", "99999999999999999999"),
+            ],
+            &[("transfer-encoding", "chunked"), ("content-length", "3")],
+            &[("connection", "Keep-Alive"), ("connection", "te, CLOSE")],
+            &[("connection", "closed, keep-alive-ish"), ("server", "s")],
+            &[("Connection", "upgrade,close"), ("transfer-encoding", "")],
+        ];
+        for fields in heads {
+            let mut headers = HeaderMap::new();
+            for &(name, value) in *fields {
+                headers.append(
+                    HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                    HeaderValue::from_str(value).unwrap(),
+                );
+            }
+            let looked_up = FramingFields {
+                content_length: content_length(&headers),
+                has_te: headers.contains_key(TRANSFER_ENCODING),
+                close: has_connection_token(&headers, b"close"),
+                keep_alive_token: has_connection_token(&headers, b"keep-alive"),
+            };
+            assert_eq!(FramingFields::of(&headers), looked_up, "{headers:?}");
+        }
     }
 }
