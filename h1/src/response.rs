@@ -272,6 +272,13 @@ fn parse_trailers_in(
 /// The fields httparse found in `window` as a map. The values share one
 /// copy of the bytes they span (one allocation for a head's values, not
 /// one each, as hyper's decoder does with its read buffer).
+///
+/// A value httparse found is not validated again: httparse, with the
+/// default configuration both callers parse with (no obs-fold, so no CR or
+/// LF inside a value), takes in a value only HTAB, SP, 0x21-0x7E and
+/// 0x80-0xFF — the bytes [`HeaderValue`] takes. Checking them again cost
+/// some 800 instructions a response.
+#[allow(unsafe_code)]
 fn to_header_map(window: &[u8], fields: &[httparse::Header<'_>]) -> Result<HeaderMap, DecodeError> {
     let mut map = HeaderMap::with_capacity(fields.len());
     // Where a value lies in `window`, if it is a slice of it (httparse's
@@ -290,17 +297,110 @@ fn to_header_map(window: &[u8], fields: &[httparse::Header<'_>]) -> Result<Heade
         Some(all) => (all.start, Bytes::copy_from_slice(&window[all])),
         None => (0, Bytes::new()),
     };
-    for h in fields {
-        let name = HeaderName::from_bytes(h.name.as_bytes())
-            .map_err(|_| DecodeError::InvalidHeaderName)?;
+    let mut known = KnownNames::take();
+    for (i, h) in fields.iter().enumerate() {
+        let name = known.name(i, h.name)?;
         let value = match span(h.value) {
-            Some(r) => HeaderValue::from_maybe_shared(values.slice(r.start - start..r.end - start)),
+            // SAFETY: the bytes are a value httparse took (see above), each
+            // one HeaderValue takes; the test
+            // `every_value_byte_httparse_takes_is_one_header_value_takes`
+            // checks this of every byte at every offset (httparse checks
+            // long runs with SIMD). Debug builds check it again (`http`
+            // validates an unchecked value under `debug_assertions`).
+            Some(r) => Ok(unsafe {
+                HeaderValue::from_maybe_shared_unchecked(
+                    values.slice(r.start - start..r.end - start),
+                )
+            }),
             None => HeaderValue::from_bytes(h.value),
         }
         .map_err(|_| DecodeError::InvalidHeaderValue)?;
         map.append(name, value);
     }
+    known.put_back();
     Ok(map)
+}
+
+/// Most names kept by [`KnownNames`]: a head's usual fields, and a bound
+/// on what a thread keeps.
+const KNOWN_NAMES: usize = 32;
+
+/// A field's name as a server sent it, and the [`HeaderName`] made of it.
+type KnownName = (Box<str>, HeaderName);
+
+thread_local! {
+    /// The names of the fields this thread parsed last, by position (see
+    /// [`KnownNames`]).
+    static LAST_NAMES: std::cell::Cell<Vec<KnownName>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// The names of the fields of the last head (or trailer section) a thread
+/// parsed, by position, as sent and as made: a server sends the same
+/// fields, spelt the same, in the same order in answer after answer. A
+/// name sent as the one at its position was last time, byte for byte, is
+/// that [`HeaderName`], copied — not made again with
+/// [`HeaderName::from_bytes`], which lowers and matches every byte (some
+/// 120 instructions a name, a response's names some 950), and allocates
+/// a name it does not know. (Comparing them but for case cost more than
+/// it saved.)
+struct KnownNames {
+    names: Vec<KnownName>,
+}
+
+impl KnownNames {
+    /// This thread's names, taken for one section (and put back after it;
+    /// a section that fails leaves none).
+    fn take() -> KnownNames {
+        KnownNames {
+            names: LAST_NAMES.take(),
+        }
+    }
+
+    /// The name of field `i`, `sent` as the server sent it; kept as the
+    /// name at that position for the next section.
+    fn name(&mut self, i: usize, sent: &str) -> Result<HeaderName, DecodeError> {
+        if let Some((known, name)) = self.names.get(i) {
+            if **known == *sent {
+                #[cfg(test)]
+                names_made::known();
+                return Ok(name.clone());
+            }
+        }
+        let name =
+            HeaderName::from_bytes(sent.as_bytes()).map_err(|_| DecodeError::InvalidHeaderName)?;
+        let known = (Box::from(sent), name.clone());
+        if let Some(slot) = self.names.get_mut(i) {
+            *slot = known;
+        } else if i == self.names.len() && i < KNOWN_NAMES {
+            self.names.push(known);
+        }
+        Ok(name)
+    }
+
+    /// Keeps the names for the thread's next section.
+    fn put_back(self) {
+        LAST_NAMES.set(self.names);
+    }
+}
+
+/// How many names this thread took from [`KnownNames`] rather than
+/// making them: the tests' measure of what it saves.
+#[cfg(test)]
+pub(crate) mod names_made {
+    use std::cell::Cell;
+
+    thread_local!(static KNOWN: Cell<usize> = const { Cell::new(0) });
+
+    pub(super) fn known() {
+        KNOWN.with(|n| n.set(n.get() + 1));
+    }
+
+    /// The names `f` took as known.
+    pub(crate) fn known_during(f: impl FnOnce()) -> usize {
+        let before = KNOWN.with(Cell::get);
+        f();
+        KNOWN.with(Cell::get) - before
+    }
 }
 
 /// httparse says only what kind of thing failed; find the offending line and
@@ -463,10 +563,13 @@ pub(crate) fn framing(
     limits: &Limits,
 ) -> Result<(BodyKind, bool), DecodeError> {
     let headers = &head.headers;
-    let content_length = content_length(headers);
-    let has_te = headers.contains_key(TRANSFER_ENCODING);
+    let FramingFields {
+        content_length,
+        has_te,
+        close,
+        keep_alive_token,
+    } = FramingFields::of(headers);
 
-    let close = has_connection_token(headers, b"close");
     // An HTTP/1.0 message with `Transfer-Encoding` (unknown to 1.0) was
     // likely forwarded by something that did not undo it: its framing
     // cannot be trusted to end where the next response begins, so the
@@ -475,7 +578,7 @@ pub(crate) fn framing(
     let mut keep_alive = request_keep_alive
         && !close
         && !te_in_http10
-        && (head.version == Version::HTTP_11 || has_connection_token(headers, b"keep-alive"));
+        && (head.version == Version::HTTP_11 || keep_alive_token);
 
     let bodiless = is_head
         || head.status.is_informational()
@@ -527,6 +630,53 @@ pub(crate) fn framing(
     Ok((kind, keep_alive))
 }
 
+/// What the framing decision reads of a head's fields, read in one pass
+/// over them: three lookups by name (`Content-Length`,
+/// `Transfer-Encoding`, `Connection`) cost more than a pass over a
+/// response's dozen fields — some 350 instructions a response.
+#[derive(Debug, PartialEq, Eq)]
+struct FramingFields {
+    /// What [`content_length`] says.
+    content_length: Result<Option<u64>, DecodeError>,
+    /// Whether there is a `Transfer-Encoding` field.
+    has_te: bool,
+    /// Whether a `Connection` field lists `close`
+    /// ([`has_connection_token`]).
+    close: bool,
+    /// Whether a `Connection` field lists `keep-alive`.
+    keep_alive_token: bool,
+}
+
+impl FramingFields {
+    fn of(headers: &HeaderMap) -> FramingFields {
+        let mut fields = FramingFields {
+            content_length: Ok(None),
+            has_te: false,
+            close: false,
+            keep_alive_token: false,
+        };
+        // A map yields a name's values together, in the order they came,
+        // as `get_all` does: the lengths are read in `content_length`'s
+        // order, and its first error is the one kept.
+        for (name, value) in headers {
+            if name == CONTENT_LENGTH {
+                if let Ok(found) = fields.content_length {
+                    fields.content_length = take_length(found, value);
+                }
+            } else if name == TRANSFER_ENCODING {
+                fields.has_te = true;
+            } else if name == CONNECTION {
+                for token in value.as_bytes().split(|&b| b == b',') {
+                    let token = token.trim_ascii();
+                    fields.close |= token.eq_ignore_ascii_case(b"close");
+                    fields.keep_alive_token |= token.eq_ignore_ascii_case(b"keep-alive");
+                }
+            }
+        }
+        fields
+    }
+}
+
 /// The single `Content-Length` value of `headers`, if any: the length
 /// [`ResponseDecoder`](crate::ResponseDecoder) frames a body by when there
 /// is no `Transfer-Encoding`. Repeated identical values (in several fields
@@ -535,21 +685,28 @@ pub(crate) fn framing(
 pub fn content_length(headers: &HeaderMap) -> Result<Option<u64>, DecodeError> {
     let mut found: Option<u64> = None;
     for value in headers.get_all(CONTENT_LENGTH) {
-        for item in value.as_bytes().split(|&b| b == b',') {
-            let item = item.trim_ascii();
-            if item.is_empty() || !item.iter().all(u8::is_ascii_digit) {
-                return Err(DecodeError::InvalidContentLength);
+        found = take_length(found, value)?;
+    }
+    Ok(found)
+}
+
+/// The length `found` in the `Content-Length` values before `value`, with
+/// `value`'s (see [`content_length`]).
+fn take_length(mut found: Option<u64>, value: &HeaderValue) -> Result<Option<u64>, DecodeError> {
+    for item in value.as_bytes().split(|&b| b == b',') {
+        let item = item.trim_ascii();
+        if item.is_empty() || !item.iter().all(u8::is_ascii_digit) {
+            return Err(DecodeError::InvalidContentLength);
+        }
+        let n = item.iter().try_fold(0u64, |acc, &d| {
+            acc.checked_mul(10)?.checked_add(u64::from(d - b'0'))
+        });
+        let n = n.ok_or(DecodeError::InvalidContentLength)?;
+        match found {
+            Some(first) if first != n => {
+                return Err(DecodeError::ConflictingContentLength { first, second: n })
             }
-            let n = item.iter().try_fold(0u64, |acc, &d| {
-                acc.checked_mul(10)?.checked_add(u64::from(d - b'0'))
-            });
-            let n = n.ok_or(DecodeError::InvalidContentLength)?;
-            match found {
-                Some(first) if first != n => {
-                    return Err(DecodeError::ConflictingContentLength { first, second: n })
-                }
-                _ => found = Some(n),
-            }
+            _ => found = Some(n),
         }
     }
     Ok(found)
@@ -625,5 +782,54 @@ pub(crate) mod parses {
         let before = PARSES.with(Cell::get);
         f();
         PARSES.with(Cell::get) - before
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One pass over a head's fields says what the lookups by name say:
+    /// lengths repeated, differing, malformed (the first error is the one
+    /// kept), in several fields and in lists; tokens in any case, in
+    /// lists, among other fields.
+    #[test]
+    fn the_framing_fields_read_in_one_pass_are_what_the_lookups_say() {
+        let heads: &[&[(&str, &str)]] = &[
+            &[],
+            &[("server", "x"), ("content-length", "5"), ("date", "d")],
+            &[("content-length", "5"), ("content-length", " 5 , 5")],
+            &[
+                ("content-length", "5"),
+                ("via", "v"),
+                ("content-length", "6"),
+            ],
+            &[("content-length", "x"), ("content-length", "6, 7")],
+            &[("content-length", "6, 7"), ("content-length", "x")],
+            &[
+                ("content-length", ""),
+                ("content-length", "99999999999999999999"),
+            ],
+            &[("transfer-encoding", "chunked"), ("content-length", "3")],
+            &[("connection", "Keep-Alive"), ("connection", "te, CLOSE")],
+            &[("connection", "closed, keep-alive-ish"), ("server", "s")],
+            &[("Connection", "upgrade,close"), ("transfer-encoding", "")],
+        ];
+        for fields in heads {
+            let mut headers = HeaderMap::new();
+            for &(name, value) in *fields {
+                headers.append(
+                    HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                    HeaderValue::from_str(value).unwrap(),
+                );
+            }
+            let looked_up = FramingFields {
+                content_length: content_length(&headers),
+                has_te: headers.contains_key(TRANSFER_ENCODING),
+                close: has_connection_token(&headers, b"close"),
+                keep_alive_token: has_connection_token(&headers, b"keep-alive"),
+            };
+            assert_eq!(FramingFields::of(&headers), looked_up, "{headers:?}");
+        }
     }
 }

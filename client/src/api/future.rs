@@ -159,7 +159,7 @@ impl Future for ResponseFuture {
 /// is refused: see [`Chain::decoding`]).
 fn response(chain: &mut Chain, mut head: Head) -> Result<Response, Error> {
     let decoding = chain.decoding(&mut head)?;
-    let length = chain.body_length(&head);
+    let length = chain.body_length(&head, decoding.is_some());
     let body = Body::new(chain.current().clone(), decoding, length);
     chain.body_made();
     Ok(Response::new(head, chain.url().clone(), body))

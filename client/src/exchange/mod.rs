@@ -194,6 +194,11 @@ pub(crate) struct Head {
     /// none.
     pub(crate) reason: Option<bytes::Bytes>,
     pub(crate) remote: SocketAddr,
+    /// The length of the body as the head declares it
+    /// ([`declared_body_length`]), as the connection found it framing the
+    /// body: asked again of the headers, it cost two more lookups and a
+    /// parse of `Content-Length` a response.
+    pub(crate) declared_length: Option<u64>,
 }
 
 impl Head {

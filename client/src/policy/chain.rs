@@ -341,10 +341,19 @@ impl Chain {
     }
 
     /// The length of the body the caller will read, if the head tells it:
-    /// after [`decoding`](Self::decoding), which leaves `Content-Length`
-    /// only on a body delivered as it came.
-    pub(crate) fn body_length(&self, head: &Head) -> Option<u64> {
-        crate::exchange::declared_body_length(&self.hop.method, head.status, &head.headers)
+    /// the declared one ([`Head::declared_length`]) of a body delivered as
+    /// it came, none of one `decoding` undoes (which has its
+    /// `Content-Length` taken off: see [`decoding`](Self::decoding)) —
+    /// what [`declared_body_length`](crate::exchange::declared_body_length)
+    /// says of the head's headers then, as debug builds check.
+    pub(crate) fn body_length(&self, head: &Head, decoding: bool) -> Option<u64> {
+        let length = if decoding { None } else { head.declared_length };
+        debug_assert_eq!(
+            length,
+            crate::exchange::declared_body_length(&self.hop.method, head.status, &head.headers),
+            "the length declared, as the connection framed it and as the headers say"
+        );
+        length
     }
 
     /// Where a redirect to follow points, the method to follow it with and

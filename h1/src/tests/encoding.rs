@@ -433,3 +433,71 @@ fn extra_fields_are_written_after_the_maps_before_the_framing_header() {
 fn an_extra_host_is_a_callers_error() {
     encode_with(Method::GET, &[], &[("host", "v")], RequestBody::Empty);
 }
+
+/// The host and port in `Host` and in an absolute target are what `http`
+/// reads in the authority (`Uri::host`, `Uri::port_u16`), however they are
+/// written: the encoder finds the host itself, and writes what follows it
+/// as it is only when that says the same as `port_u16`.
+#[test]
+fn the_host_and_port_written_are_the_ones_http_reads() {
+    let mut authorities: Vec<String> = [
+        "h",
+        "h:",
+        "h:0",
+        "h:00",
+        "h:080",
+        "h:8080",
+        "h:65535",
+        "h:65536",
+        "h:99999",
+        "h:123456",
+        "u@h",
+        "u:p@h",
+        "u:80@h",
+        "u:80@h:81",
+        "u@h:081",
+        "[::1]",
+        "[::80]",
+        "[::1]:",
+        "[::1]:8080",
+        "[::1]:08080",
+        "u:8@[::1]",
+        "127.0.0.1:1",
+        "a@b@h:1",
+        "a:@h",
+        "[::1]@h:2",
+        "u@[::1]:3",
+        "H.Example:4",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    for port in (0..1100).chain(65530..65540) {
+        authorities.push(format!("h:{port}"));
+        authorities.push(format!("h:0{port}"));
+    }
+    let mut taken = 0;
+    for authority in authorities {
+        let Ok(uri) = format!("http://{authority}/p").parse::<Uri>() else {
+            continue;
+        };
+        taken += 1;
+        let port = uri.port_u16().map(|p| format!(":{p}")).unwrap_or_default();
+        let host = format!("{}{port}", uri.host().unwrap());
+        let mut out = Vec::new();
+        encode_request_head_as(
+            &Method::GET,
+            &uri,
+            &HeaderMap::new(),
+            RequestBody::Empty,
+            RequestTarget::Absolute,
+            &mut out,
+        )
+        .unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            format!("GET http://{host}/p HTTP/1.1\r\nHost: {host}\r\n\r\n"),
+            "{authority}"
+        );
+    }
+    assert!(taken > 2000, "{taken}");
+}

@@ -54,6 +54,49 @@ fn header_errors() {
     assert_eq!(HeaderWithoutColon.to_string(), "header without colon");
 }
 
+/// The claim `to_header_map`'s `unsafe` rests on: a value the parser
+/// takes, in a head or a trailer section, holds only bytes `HeaderValue`
+/// takes. Each byte goes at each offset of a value long enough for
+/// httparse's SIMD runs (16 and 32 bytes), amid letters and amid spaces
+/// between two letters (a LF before a space would be obs-fold, were it
+/// taken: the value would hold the LF).
+#[test]
+fn every_value_byte_httparse_takes_is_one_header_value_takes() {
+    let value_bytes_valid = |map: &HeaderMap| {
+        map.values()
+            .all(|v| http::HeaderValue::from_bytes(v.as_bytes()).is_ok())
+    };
+    for byte in 0..=u8::MAX {
+        for filler in [b'a', b' '] {
+            for at in 0..70 {
+                let mut value = vec![filler; 70];
+                (value[0], value[69]) = (b'a', b'a');
+                value[at] = byte;
+                let head = [b"HTTP/1.1 200 OK\r\nX: ".as_slice(), &value, b"\r\n\r\n"].concat();
+                let mut scanned = crate::response::Scanned::default();
+                let parsed = crate::response::parse_head(&head, &limits(), &mut scanned);
+                if let Ok(Some((_, head))) = &parsed {
+                    assert!(value_bytes_valid(&head.headers), "{byte:#04x} at {at}");
+                }
+                // Inside the value, httparse takes exactly these bytes:
+                // the test does try every byte it takes.
+                let inside = filler == b'a' && (1..69).contains(&at);
+                let value_byte = matches!(byte, b'\t' | b' '..=0x7e | 0x80..);
+                if inside {
+                    assert_eq!(parsed.is_ok(), value_byte, "{byte:#04x} at {at}");
+                }
+                let trailers = [b"X: ".as_slice(), &value, b"\r\n\r\n"].concat();
+                let mut scanned = crate::response::Scanned::default();
+                if let Ok(Some((_, map))) =
+                    crate::response::parse_trailers(&trailers, &limits(), &mut scanned)
+                {
+                    assert!(value_bytes_valid(&map), "{byte:#04x} at {at}");
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn head_limits() {
     let small = Limits {

@@ -373,3 +373,55 @@ fn lenient_but_valid_forms() {
         b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0003 \t;e\r\nabc\r\n0\r\n\r\n";
     assert_eq!(ok(input).1, b"abc");
 }
+
+/// The names a head takes from the thread's last one are the names
+/// `HeaderName::from_bytes` makes of what was sent: the same name at a
+/// position but in another case, another name there, names not known to
+/// `http`, more fields or fewer than last time, a name twice. A head
+/// like the last, byte for byte, takes every name as known.
+#[test]
+fn names_known_from_the_last_head_are_the_names_sent() {
+    let heads: &[&[&str]] = &[
+        &["Server", "Date", "Content-Type", "X-Custom", "ETag"],
+        &["server", "DATE", "content-type", "x-custom", "etag"],
+        &["Server", "Date", "Content-Typo", "X-Custon", "ETag", "Via"],
+        &["Date", "Server"],
+        &[
+            "Date", "Server", "X-Custom", "x-custom", "Vary", "Vary", "A", "B",
+        ],
+        &[
+            "Date", "Server", "X-Custom", "x-custom", "Vary", "Vary", "A", "B",
+        ],
+        &[],
+        &["Server", "Date", "Content-Type", "X-Custom", "ETag"],
+    ];
+    let parse = |names: &[&str]| {
+        let mut head = b"HTTP/1.1 200 OK\r\n".to_vec();
+        for (i, name) in names.iter().enumerate() {
+            head.extend_from_slice(format!("{name}: v{i}\r\n").as_bytes());
+        }
+        head.extend_from_slice(b"Content-Length: 0\r\n\r\n");
+        let mut scanned = crate::response::Scanned::default();
+        let parsed = crate::response::parse_head(&head, &limits(), &mut scanned);
+        parsed.unwrap().unwrap().1.headers
+    };
+    for names in heads {
+        let mut expected = HeaderMap::new();
+        for (i, name) in names.iter().enumerate() {
+            let name = http::HeaderName::from_bytes(name.as_bytes()).unwrap();
+            expected.append(name, format!("v{i}").parse().unwrap());
+        }
+        expected.append(http::header::CONTENT_LENGTH, "0".parse().unwrap());
+        assert_eq!(parse(names), expected, "{names:?}");
+    }
+    // After the last head above, one whose names are at other positions.
+    let again = heads[3];
+    let known = crate::response::names_made::known_during(|| {
+        parse(again);
+    });
+    assert_eq!(known, 0, "a head unlike the last one");
+    let known = crate::response::names_made::known_during(|| {
+        parse(again);
+    });
+    assert_eq!(known, again.len() + 1, "the same head again");
+}

@@ -769,6 +769,11 @@ impl Conn {
                         headers: head.headers,
                         reason: head.reason,
                         remote: self.remote.expect("an active connection has a remote"),
+                        // Just after the head, what remains of a body framed by
+                        // length is all of it: the declared length (0 for a
+                        // response with no body, which the decoder frames as
+                        // such); a body framed otherwise has none.
+                        declared_length: active.decoder.body_remaining(),
                     };
                     if !exchange.deliver_head(head) {
                         self.reset(cx);

@@ -636,6 +636,7 @@ impl Stream {
                             || std::net::SocketAddr::from(([0, 0, 0, 0], 0)),
                             |info| info.remote,
                         ),
+                        declared_length: declared,
                     };
                     if !exchange.deliver_head(head) {
                         self.send.send_reset(h2::Reason::CANCEL);
