@@ -49,19 +49,23 @@ impl Origin {
         let (Some(scheme), Some(authority)) = (uri.scheme(), uri.authority()) else {
             return Origin::read(uri);
         };
-        LAST_ORIGIN.with(|last| {
-            let mut last = last.borrow_mut();
-            if let Some(last) = last.as_ref().filter(|last| last.is_of(scheme, authority)) {
-                return Ok(last.origin.clone());
-            }
-            let origin = Origin::read(uri)?;
-            *last = Some(LastOrigin {
-                scheme: scheme.clone(),
-                authority: authority.clone(),
-                origin: origin.clone(),
-            });
-            Ok(origin)
-        })
+        // An error: the thread is exiting and its kept origin has gone (a
+        // request sent from another thread-local's destructor).
+        LAST_ORIGIN
+            .try_with(|last| {
+                let mut last = last.borrow_mut();
+                if let Some(last) = last.as_ref().filter(|last| last.is_of(scheme, authority)) {
+                    return Ok(last.origin.clone());
+                }
+                let origin = Origin::read(uri)?;
+                *last = Some(LastOrigin {
+                    scheme: scheme.as_str().into(),
+                    authority: authority.as_str().into(),
+                    origin: origin.clone(),
+                });
+                Ok(origin)
+            })
+            .unwrap_or_else(|_| Origin::read(uri))
     }
 
     /// The origin of `uri`, as [`Origin::of`] says, read afresh.
@@ -99,10 +103,13 @@ impl Origin {
 /// authority parsed for its host, then twice for its port; the host put in
 /// normal form) cost some 1 700 instructions a request, comparing two
 /// strings and copying the origin a few hundred. Kept per thread, not per
-/// client: it is the same for every client, and needs no lock.
+/// client: it is the same for every client, and needs no lock. The scheme
+/// and authority are copies of their own: `http`'s share the buffer of
+/// the whole URI they came from, which would keep its path and query (a
+/// signed URL's token) alive as long as the thread.
 struct LastOrigin {
-    scheme: http::uri::Scheme,
-    authority: http::uri::Authority,
+    scheme: Box<str>,
+    authority: Box<str>,
     origin: Origin,
 }
 
@@ -111,7 +118,7 @@ impl LastOrigin {
     /// compared byte for byte (`http`'s own comparisons ignore case, and an
     /// origin need not).
     fn is_of(&self, scheme: &http::uri::Scheme, authority: &http::uri::Authority) -> bool {
-        self.scheme.as_str() == scheme.as_str() && self.authority.as_str() == authority.as_str()
+        *self.scheme == *scheme.as_str() && *self.authority == *authority.as_str()
     }
 }
 

@@ -150,6 +150,20 @@ mod tests {
             let first = routes.iter().position(|r| r == route).unwrap();
             assert_eq!(keyed[route], first, "{route} ({i})");
         }
+        // Where they lead: a tunnel hashes as its origin does direct, a
+        // forwarded request as its proxy.
+        let secure = origin("https://a.example/");
+        let tunnel = Route::new(&secure, Some(&socks));
+        assert!(matches!(tunnel, Route::Tunnel { .. }), "{tunnel}");
+        assert_eq!(
+            hasher.hash_one(&tunnel),
+            hasher.hash_one(Route::Direct(secure.clone()))
+        );
+        let forward = Route::new(&origin("http://b.example/"), Some(&http));
+        assert_eq!(
+            hasher.hash_one(&forward),
+            hasher.hash_one(Route::Direct(origin("http://proxy:3128/")))
+        );
         // Distinct: three origins direct, tunnelled through socks and
         // through the http proxies (https only, two proxies), forwarded
         // by the two http proxies (plain http, one connection each).
