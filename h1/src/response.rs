@@ -171,6 +171,8 @@ fn parse_head_in<'b>(
     slots: &mut [httparse::Header<'b>],
     limits: &Limits,
 ) -> Result<Option<(usize, ResponseHead)>, DecodeError> {
+    // httparse's default configuration, which `to_header_map`'s
+    // unchecked values rely on: no obs-fold (a CR LF inside a value).
     let mut res = httparse::Response::new(slots);
     match res.parse(window) {
         Ok(httparse::Status::Partial) => {
@@ -248,6 +250,7 @@ fn parse_trailers_in(
     let window = &input[..input.len().min(limits.max_trailer_bytes)];
     with_slots(
         header_slots(window, limits),
+        // The default configuration, as for a head (see `to_header_map`).
         |slots| match httparse::parse_headers(window, slots) {
             Ok(httparse::Status::Partial) if input.len() > limits.max_trailer_bytes => {
                 Err(DecodeError::TrailersTooLarge {
@@ -325,61 +328,80 @@ fn to_header_map(window: &[u8], fields: &[httparse::Header<'_>]) -> Result<Heade
 /// on what a thread keeps.
 const KNOWN_NAMES: usize = 32;
 
-/// A field's name as a server sent it, and the [`HeaderName`] made of it.
-type KnownName = (Box<str>, HeaderName);
+/// The longest name [`KnownNames`] keeps (a thread keeps at most
+/// [`KNOWN_NAMES`] of them): a server's usual names are far shorter.
+const KNOWN_NAME_BYTES: usize = 64;
+
+/// A field's name as a server sent it, the [`HeaderName`] made of it, and
+/// how many sections in a row sent another name at its position.
+type KnownName = (Box<str>, HeaderName, u8);
 
 thread_local! {
-    /// The names of the fields this thread parsed last, by position (see
+    /// The names of the fields this thread parsed, by position (see
     /// [`KnownNames`]).
     static LAST_NAMES: std::cell::Cell<Vec<KnownName>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
-/// The names of the fields of the last head (or trailer section) a thread
-/// parsed, by position, as sent and as made: a server sends the same
-/// fields, spelt the same, in the same order in answer after answer. A
-/// name sent as the one at its position was last time, byte for byte, is
-/// that [`HeaderName`], copied — not made again with
+/// The names of the fields a thread parsed, by position, as sent and as
+/// made: a server sends the same fields, spelt the same, in the same order
+/// in answer after answer. A name sent as the one kept at its position,
+/// byte for byte, is that [`HeaderName`], copied — not made again with
 /// [`HeaderName::from_bytes`], which lowers and matches every byte (some
 /// 120 instructions a name, a response's names some 950), and allocates
 /// a name it does not know. (Comparing them but for case cost more than
 /// it saved.)
+///
+/// A loop's thread reads the heads of many servers, and a section's
+/// trailers after its head: a kept name gives way only to another sent at
+/// its position in two sections in a row, so that one server's heads
+/// between another's, or a response's trailers, cost a comparison a name
+/// and leave the names kept.
 struct KnownNames {
     names: Vec<KnownName>,
 }
 
 impl KnownNames {
     /// This thread's names, taken for one section (and put back after it;
-    /// a section that fails leaves none).
+    /// a section that fails leaves none). None on a thread whose
+    /// thread-locals have gone (a decoder driven from a destructor as the
+    /// thread exits).
     fn take() -> KnownNames {
         KnownNames {
-            names: LAST_NAMES.take(),
+            names: LAST_NAMES
+                .try_with(std::cell::Cell::take)
+                .unwrap_or_default(),
         }
     }
 
-    /// The name of field `i`, `sent` as the server sent it; kept as the
-    /// name at that position for the next section.
+    /// The name of field `i`, `sent` as the server sent it.
     fn name(&mut self, i: usize, sent: &str) -> Result<HeaderName, DecodeError> {
-        if let Some((known, name)) = self.names.get(i) {
+        if let Some((known, name, misses)) = self.names.get_mut(i) {
             if **known == *sent {
                 #[cfg(test)]
                 names_made::known();
+                *misses = 0;
                 return Ok(name.clone());
             }
         }
         let name =
             HeaderName::from_bytes(sent.as_bytes()).map_err(|_| DecodeError::InvalidHeaderName)?;
-        let known = (Box::from(sent), name.clone());
+        if sent.len() > KNOWN_NAME_BYTES {
+            return Ok(name);
+        }
         if let Some(slot) = self.names.get_mut(i) {
-            *slot = known;
+            match slot.2 {
+                0 => slot.2 = 1,
+                _ => *slot = (Box::from(sent), name.clone(), 0),
+            }
         } else if i == self.names.len() && i < KNOWN_NAMES {
-            self.names.push(known);
+            self.names.push((Box::from(sent), name.clone(), 0));
         }
         Ok(name)
     }
 
     /// Keeps the names for the thread's next section.
     fn put_back(self) {
-        LAST_NAMES.set(self.names);
+        let _ = LAST_NAMES.try_with(|names| names.set(self.names));
     }
 }
 

@@ -378,7 +378,7 @@ fn lenient_but_valid_forms() {
 /// `HeaderName::from_bytes` makes of what was sent: the same name at a
 /// position but in another case, another name there, names not known to
 /// `http`, more fields or fewer than last time, a name twice. A head
-/// like the last, byte for byte, takes every name as known.
+/// like the last two, byte for byte, takes every name as known.
 #[test]
 fn names_known_from_the_last_head_are_the_names_sent() {
     let heads: &[&[&str]] = &[
@@ -414,14 +414,54 @@ fn names_known_from_the_last_head_are_the_names_sent() {
         expected.append(http::header::CONTENT_LENGTH, "0".parse().unwrap());
         assert_eq!(parse(names), expected, "{names:?}");
     }
-    // After the last head above, one whose names are at other positions.
+    // A head sent three times in a row: the third takes every name as
+    // known (which names are kept, and when, is the next test's).
     let again = heads[3];
+    for _ in 0..2 {
+        parse(again);
+    }
     let known = crate::response::names_made::known_during(|| {
         parse(again);
     });
-    assert_eq!(known, 0, "a head unlike the last one");
-    let known = crate::response::names_made::known_during(|| {
-        parse(again);
-    });
-    assert_eq!(known, again.len() + 1, "the same head again");
+    assert_eq!(known, again.len() + 1, "the same head a third time");
+}
+
+/// The names kept give way only to a server that sends others in two
+/// heads in a row: another server's heads between one's (a loop's thread
+/// reads many) leave its names known. Names longer than a server's usual
+/// are not kept.
+#[test]
+fn names_kept_outlive_another_servers_heads_but_not_two_in_a_row() {
+    // A thread of its own: the names kept are the thread's.
+    std::thread::spawn(|| {
+        let parse = |names: &[&str]| {
+            let mut head = b"HTTP/1.1 200 OK\r\n".to_vec();
+            for name in names {
+                head.extend_from_slice(format!("{name}: v\r\n").as_bytes());
+            }
+            head.extend_from_slice(b"\r\n");
+            let mut scanned = crate::response::Scanned::default();
+            let parsed = crate::response::parse_head(&head, &limits(), &mut scanned);
+            parsed.unwrap().unwrap().1.headers
+        };
+        let known = |names: &[&str]| {
+            crate::response::names_made::known_during(|| {
+                parse(names);
+            })
+        };
+        let one: &[&str] = &["Server", "Date", "X-One"];
+        let other: &[&str] = &["Date", "Via", "X-Other"];
+        assert_eq!((known(one), known(one)), (0, 3));
+        // The other server's head between: one's names stay.
+        assert_eq!((known(other), known(one)), (0, 3));
+        // Two of the other's in a row: its names are kept from then on.
+        assert_eq!((known(other), known(other), known(other)), (0, 0, 3));
+        assert_eq!((known(one), known(one), known(one)), (0, 0, 3));
+        // A name longer than a server's usual is never kept.
+        let long = "X-".to_string() + &"l".repeat(100);
+        let long: &[&str] = &[&long];
+        assert_eq!((known(long), known(long), known(long)), (0, 0, 0));
+    })
+    .join()
+    .unwrap();
 }
