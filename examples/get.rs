@@ -942,24 +942,12 @@ impl HeadsBefore {
 
 impl tickless::EventListener for HeadsBefore {
     fn on_interim_head(&self, _: &tickless::RequestInfo, head: &tickless::ResponseHead<'_>) {
-        let head = response_head_text(
-            "",
-            head.version(),
-            head.status(),
-            head.reason(),
-            head.headers(),
-        );
+        let head = told_head_text("", head);
         self.text().pending.extend(head);
     }
 
     fn on_response_head(&self, _: &tickless::RequestInfo, head: &tickless::ResponseHead<'_>) {
-        let head = response_head_text(
-            "",
-            head.version(),
-            head.status(),
-            head.reason(),
-            head.headers(),
-        );
+        let head = told_head_text("", head);
         let mut text = self.text();
         text.interim_of_the_last = std::mem::take(&mut text.pending);
         text.last = head;
@@ -990,6 +978,17 @@ impl tickless::EventListener for HeadsBefore {
 /// retry, a hedge), `>` for each request's head as sent, `<` for each
 /// response's head (an interim `100 Continue`'s too, before the final).
 struct Verbose;
+
+/// [`response_head_text`] of a head the client told a listener of.
+fn told_head_text(prefix: &str, head: &tickless::ResponseHead<'_>) -> Vec<u8> {
+    response_head_text(
+        prefix,
+        head.version(),
+        head.status(),
+        head.reason(),
+        head.headers(),
+    )
+}
 
 /// A response's head as `get` prints it, each line after `prefix` (`< `
 /// for `-v`, none on standard output): the status line, a line per
@@ -1113,14 +1112,7 @@ impl tickless::EventListener for Verbose {
     }
 
     fn on_response_head(&self, _: &tickless::RequestInfo, head: &tickless::ResponseHead<'_>) {
-        let (version, status) = (head.version(), head.status());
-        tell(&response_head_text(
-            "< ",
-            version,
-            status,
-            head.reason(),
-            head.headers(),
-        ));
+        tell(&told_head_text("< ", head));
     }
 
     /// `100 Continue` and the like, as curl shows them: the status line,
