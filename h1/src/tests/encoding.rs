@@ -311,22 +311,24 @@ fn request_and_response_exchange() {
     assert!(body.is_empty() && keep_alive);
 }
 
+/// A GET of `uri`, with no fields, in absolute form (to a proxy).
+fn absolute_form(uri: &Uri) -> String {
+    let mut out = Vec::new();
+    encode_request_head_as(
+        &Method::GET,
+        uri,
+        &HeaderMap::new(),
+        RequestBody::Empty,
+        RequestTarget::Absolute,
+        &mut out,
+    )
+    .unwrap();
+    String::from_utf8(out).unwrap()
+}
+
 #[test]
 fn absolute_form_for_a_proxy_keeps_scheme_authority_and_path_without_userinfo() {
-    let encode_to = |uri: &str| {
-        let uri: Uri = uri.parse().unwrap();
-        let mut out = Vec::new();
-        encode_request_head_as(
-            &Method::GET,
-            &uri,
-            &HeaderMap::new(),
-            RequestBody::Empty,
-            RequestTarget::Absolute,
-            &mut out,
-        )
-        .unwrap();
-        String::from_utf8(out).unwrap()
-    };
+    let encode_to = |uri: &str| absolute_form(&uri.parse().unwrap());
     assert_eq!(
         encode_to("HTTP://user:pw@example.com:8080/a?q=1"),
         "GET http://example.com:8080/a?q=1 HTTP/1.1\r\nHost: example.com:8080\r\n\r\n"
@@ -483,18 +485,8 @@ fn the_host_and_port_written_are_the_ones_http_reads() {
         taken += 1;
         let port = uri.port_u16().map(|p| format!(":{p}")).unwrap_or_default();
         let host = format!("{}{port}", uri.host().unwrap());
-        let mut out = Vec::new();
-        encode_request_head_as(
-            &Method::GET,
-            &uri,
-            &HeaderMap::new(),
-            RequestBody::Empty,
-            RequestTarget::Absolute,
-            &mut out,
-        )
-        .unwrap();
         assert_eq!(
-            String::from_utf8(out).unwrap(),
+            absolute_form(&uri),
             format!("GET http://{host}/p HTTP/1.1\r\nHost: {host}\r\n\r\n"),
             "{authority}"
         );
