@@ -59,7 +59,9 @@ fn header_errors() {
 /// takes. Each byte goes at each offset of a value long enough for
 /// httparse's SIMD runs (16 and 32 bytes), amid letters and amid spaces
 /// between two letters (a LF before a space would be obs-fold, were it
-/// taken: the value would hold the LF).
+/// taken: the value would hold the LF). httparse picks its SIMD code by
+/// CPU at run time: `scripts/test` runs this also with its SIMD off
+/// (`CARGO_CFG_HTTPARSE_DISABLE_SIMD=1`), for the scalar code.
 #[test]
 fn every_value_byte_httparse_takes_is_one_header_value_takes() {
     let value_bytes_valid = |map: &HeaderMap| {
