@@ -108,7 +108,9 @@ pub use request::{
     encode_request_head, encode_request_head_as, encode_request_head_with, RequestBody,
     RequestTarget,
 };
-pub use response::{content_length, has_connection_token, reason_phrase, ResponseHead};
+pub use response::{
+    content_length, has_connection_token, lists_token, reason_phrase, ResponseHead,
+};
 
 /// A whole decoded response: head, body, trailers (if any) and `keep_alive`.
 #[doc(hidden)]

@@ -122,7 +122,7 @@ impl Scanned {
     ) -> Result<Option<T>, DecodeError> {
         let parsed = if self.worth_parsing(input, limit, section) {
             #[cfg(test)]
-            parses::counted();
+            counts::add(&counts::PARSES);
             parse()?
         } else {
             None
@@ -378,7 +378,7 @@ impl KnownNames {
         if let Some((known, name, misses)) = self.names.get_mut(i) {
             if **known == *sent {
                 #[cfg(test)]
-                names_made::known();
+                counts::add(&counts::KNOWN_NAMES);
                 *misses = 0;
                 return Ok(name.clone());
             }
@@ -402,26 +402,6 @@ impl KnownNames {
     /// Keeps the names for the thread's next section.
     fn put_back(self) {
         let _ = LAST_NAMES.try_with(|names| names.set(self.names));
-    }
-}
-
-/// How many names this thread took from [`KnownNames`] rather than
-/// making them: the tests' measure of what it saves.
-#[cfg(test)]
-pub(crate) mod names_made {
-    use std::cell::Cell;
-
-    thread_local!(static KNOWN: Cell<usize> = const { Cell::new(0) });
-
-    pub(super) fn known() {
-        KNOWN.with(|n| n.set(n.get() + 1));
-    }
-
-    /// The names `f` took as known.
-    pub(crate) fn known_during(f: impl FnOnce()) -> usize {
-        let before = KNOWN.with(Cell::get);
-        f();
-        KNOWN.with(Cell::get) - before
     }
 }
 
@@ -688,11 +668,8 @@ impl FramingFields {
             } else if name == TRANSFER_ENCODING {
                 fields.has_te = true;
             } else if name == CONNECTION {
-                for token in value.as_bytes().split(|&b| b == b',') {
-                    let token = token.trim_ascii();
-                    fields.close |= token.eq_ignore_ascii_case(b"close");
-                    fields.keep_alive_token |= token.eq_ignore_ascii_case(b"keep-alive");
-                }
+                fields.close |= lists_token(value, b"close");
+                fields.keep_alive_token |= lists_token(value, b"keep-alive");
             }
         }
         fields
@@ -783,27 +760,46 @@ pub fn has_connection_token(headers: &HeaderMap, token: &[u8]) -> bool {
     headers
         .get_all(CONNECTION)
         .iter()
-        .flat_map(|v| v.as_bytes().split(|&b| b == b','))
+        .any(|value| lists_token(value, token))
+}
+
+/// Whether the value of one `Connection` field lists `token`: its
+/// comma-separated tokens, trimmed, compared case-insensitively (what
+/// [`has_connection_token`] asks of each field, for a caller that goes
+/// over the fields itself).
+pub fn lists_token(value: &HeaderValue, token: &[u8]) -> bool {
+    value
+        .as_bytes()
+        .split(|&b| b == b',')
         .any(|t| t.trim_ascii().eq_ignore_ascii_case(token))
 }
 
-/// How many times this thread parsed a head or trailer section: the tests'
-/// measure of the work bytes trickling in cause.
+/// Counts this thread keeps of what the decoder does, for the tests to
+/// measure: [`add`](counts::add) where it happens, [`during`](counts::during)
+/// around what a test runs.
 #[cfg(test)]
-pub(crate) mod parses {
+pub(crate) mod counts {
     use std::cell::Cell;
+    use std::thread::LocalKey;
 
-    thread_local!(static PARSES: Cell<usize> = const { Cell::new(0) });
-
-    pub(super) fn counted() {
-        PARSES.with(|n| n.set(n.get() + 1));
+    thread_local! {
+        /// Head and trailer sections parsed: the work bytes trickling in
+        /// cause.
+        pub(crate) static PARSES: Cell<usize> = const { Cell::new(0) };
+        /// Field names taken from [`KnownNames`](super::KnownNames) rather
+        /// than made: what it saves.
+        pub(crate) static KNOWN_NAMES: Cell<usize> = const { Cell::new(0) };
     }
 
-    /// The parses `f` made.
-    pub(crate) fn during(f: impl FnOnce()) -> usize {
-        let before = PARSES.with(Cell::get);
+    pub(crate) fn add(count: &'static LocalKey<Cell<usize>>) {
+        count.with(|n| n.set(n.get() + 1));
+    }
+
+    /// How much `count` grew while `f` ran.
+    pub(crate) fn during(count: &'static LocalKey<Cell<usize>>, f: impl FnOnce()) -> usize {
+        let before = count.with(Cell::get);
         f();
-        PARSES.with(Cell::get) - before
+        count.with(Cell::get) - before
     }
 }
 

@@ -107,7 +107,8 @@ pub(crate) fn exchange_for(
     let mut asked = Asked::of(&hop.headers);
     if !config.keep_alive && !asked.close {
         add_connection_close(Arc::make_mut(&mut hop.headers));
-        asked.close = h1::has_connection_token(&hop.headers, b"close");
+        // Listed now, by the header it added or extended.
+        asked.close = true;
     }
     let keep_alive = !asked.close;
     let expect_continue = asked.expect_continue;
@@ -232,10 +233,7 @@ impl Asked {
         let mut asked = Asked::default();
         for (name, value) in headers {
             if name == CONNECTION {
-                asked.close |= value
-                    .as_bytes()
-                    .split(|&b| b == b',')
-                    .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"close"));
+                asked.close |= h1::lists_token(value, b"close");
             } else if name == EXPECT {
                 asked.expect_continue |= asks_100_continue(value);
             } else if name == TRANSFER_ENCODING {

@@ -420,7 +420,7 @@ fn names_known_from_the_last_head_are_the_names_sent() {
     for _ in 0..2 {
         parse(again);
     }
-    let known = crate::response::names_made::known_during(|| {
+    let known = crate::response::counts::during(&crate::response::counts::KNOWN_NAMES, || {
         parse(again);
     });
     assert_eq!(known, again.len() + 1, "the same head a third time");
@@ -445,7 +445,7 @@ fn names_kept_outlive_another_servers_heads_but_not_two_in_a_row() {
             parsed.unwrap().unwrap().1.headers
         };
         let known = |names: &[&str]| {
-            crate::response::names_made::known_during(|| {
+            crate::response::counts::during(&crate::response::counts::KNOWN_NAMES, || {
                 parse(names);
             })
         };

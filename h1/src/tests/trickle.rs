@@ -3,7 +3,7 @@
 //! the same — response or error — as when it comes whole.
 
 use super::*;
-use crate::response::parses;
+use crate::response::counts;
 
 use super::test_pieces::split_at_points;
 
@@ -11,7 +11,9 @@ use super::test_pieces::split_at_points;
 fn bytewise(limits: Limits, bytes: &[u8]) -> (Result<DecodedResponse, DecodeError>, usize) {
     let pieces: Vec<&[u8]> = bytes.chunks(1).collect();
     let mut result = None;
-    let parses = parses::during(|| result = Some(decode_pieces(limits, false, &pieces, true)));
+    let parses = counts::during(&counts::PARSES, || {
+        result = Some(decode_pieces(limits, false, &pieces, true))
+    });
     (result.unwrap(), parses)
 }
 
