@@ -392,19 +392,28 @@ impl Conn {
         let State::Active(active) = &mut self.state else {
             return true;
         };
-        // When the part went, for the timeouts that count from it: read
-        // before the listener is told of the head, and only for one of
-        // them (a client without read timeouts reads no clock here).
         let request = &active.exchange.request;
-        let timed = active.exchange.read_timeout().is_some()
-            || (expect_delay.is_some() && send::waits_for_continue(request));
+        let head_sent = matches!(active.sending, Sending::Head { .. });
+        let waits_for_continue = head_sent && send::waits_for_continue(request);
+        let body_follows = head_sent && send::body_follows(request);
+        // When the part went, for the timeouts that count from it: read
+        // before the listener is told of the head, and only where one
+        // does — the wait for `100 Continue` with a delay, or the answer's
+        // read timeout once all is sent and no answer has come whole (a
+        // client without read timeouts reads no clock here).
+        let timed = if waits_for_continue {
+            expect_delay.is_some()
+        } else {
+            !body_follows
+                && active.exchange.read_timeout().is_some()
+                && active.answered_whole.is_none()
+        };
         let sent_at = timed.then(|| owner.env().clock.now());
-        if let (Sending::Head { .. }, Some(info)) = (&active.sending, &self.info) {
+        if let (true, Some(info)) = (head_sent, &self.info) {
             tell_request_head(&active.exchange, info);
         }
-        let body_follows = send::body_follows(request);
         match &active.sending {
-            Sending::Head { .. } if send::waits_for_continue(request) => {
+            Sending::Head { .. } if waits_for_continue => {
                 active.sending = Sending::Continue;
                 // No delay: the body goes at once. A delay past the end of
                 // time (`Duration::MAX`) is none: the body waits for `100
@@ -416,7 +425,7 @@ impl Conn {
                 // The client waits on the server from now: its silence is
                 // a read timeout, however long the delay (`Duration::MAX`:
                 // as long as it takes).
-                let now = sent_at.unwrap_or_else(|| owner.env().clock.now());
+                let now = sent_at.expect("the clock is read for a delay");
                 active.exchange.start_read(|| now);
                 if let Some(deadline) = deadline_after(now, delay) {
                     self.arm_timer(cx, EXPECT_TIMER, Some(deadline));
