@@ -285,11 +285,7 @@ fn interim_heads_are_told_before_the_final_one_which_alone_is_the_responses() {
     let server = TestServer::start(Behaviour::continue_and_early_hints(|body| {
         response(200, &[("X-Ev", "1")], body)
     }));
-    let recorder = Recorder::new();
-    let client = Client::builder()
-        .listener(recorder.clone())
-        .build()
-        .unwrap();
+    let (client, recorder) = recorded_client();
     let response = client
         .put(server.url("/"))
         .body("up")

@@ -1180,12 +1180,24 @@ fn the_queued_copy_stayed_out(
         server,
         handshake,
         streams_seen,
+        connecting,
         ..
     }: StreamCountingServer,
     response: thread::JoinHandle<Result<tickless::Response, Error>>,
     client: &Client,
+    clock: &tickless::timer::ManualClock,
+    connects: &str,
     why: &str,
 ) {
+    // The copy is made once `connects` connects (that connection the
+    // client's, before it connects), and queues.
+    connecting.recv_timeout(CEILING).expect(connects);
+    clock.advance(HEDGE_DELAY);
+    assert!(
+        eventually(CEILING, || client.stats().waiting == 1),
+        "the copy never queued ({why}): {:?}",
+        client.stats()
+    );
     handshake.send(()).unwrap();
     let streams = streams_seen.recv_timeout(2 * CEILING);
     assert_eq!(streams, Ok(1), "{why}");
@@ -1266,22 +1278,13 @@ fn a_hedged_copy_queued_while_its_attempts_connection_learns_http2_keeps_away_fr
     let client = client_of_permits_on(&clock, 1);
     let response = hedged_on_a_thread(&client, counting.url.clone());
     // The copy is to keep away from a connection the request has: it
-    // rings once the request is connecting (the connection the client's,
-    // before it connects).
-    counting
-        .connecting
-        .recv_timeout(CEILING)
-        .expect("the request connects");
-    clock.advance(HEDGE_DELAY);
-    assert!(
-        eventually(CEILING, || client.stats().waiting == 1),
-        "the copy never queued: {:?}",
-        client.stats()
-    );
+    // rings once the request is connecting.
     the_queued_copy_stayed_out(
         counting,
         response,
         &client,
+        &clock,
+        "the request connects",
         "the copy went on the connection of the request it backs up",
     );
 }
@@ -1459,20 +1462,12 @@ fn a_second_hedged_copy_queued_while_the_first_copys_connection_learns_http2_kee
         .recv_timeout(CEILING)
         .expect("the request reached the server");
     clock.advance(HEDGE_DELAY);
-    counting
-        .connecting
-        .recv_timeout(CEILING)
-        .expect("the first copy connects");
-    clock.advance(HEDGE_DELAY);
-    assert!(
-        eventually(CEILING, || client.stats().waiting == 1),
-        "the second copy never queued: {:?}",
-        client.stats()
-    );
     the_queued_copy_stayed_out(
         counting,
         response,
         &client,
+        &clock,
+        "the first copy connects",
         "the second copy went on the first copy's connection",
     );
 }

@@ -266,7 +266,13 @@ fn a_listener_panicking_on_100_continue_fails_its_exchange_before_the_body_goes(
                 *after_continue.lock().unwrap() = Some(read);
             }
         }));
-        let client = client();
+        // The body waits for the 100 alone: a server thread stalled past
+        // the default delay (1 s) would have it go first.
+        let client = Client::builder()
+            .event_loops(1)
+            .expect_continue_timeout(Duration::from_secs(600))
+            .build()
+            .unwrap();
         let future = client
             .put(server.url("/"))
             .body(body())

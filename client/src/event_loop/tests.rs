@@ -6,6 +6,18 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use AtomicUsize;
 
+/// A group of one loop with an idle grace of `grace`, and that loop. The
+/// group is kept (`_group`, not `_`): dropped, it shuts the loop down.
+fn one_loop(grace: Duration) -> (EventLoopGroup, Arc<EventLoop>) {
+    let group = EventLoopGroup::builder()
+        .threads(1)
+        .idle_grace(grace)
+        .build()
+        .unwrap();
+    let event_loop = group.loops()[0].clone();
+    (group, event_loop)
+}
+
 /// Tasks posted while the loop works through a long queue (and polls
 /// without blocking between batches) must all run: a poll consumes the
 /// wake-up of tasks posted meanwhile, so the loop may not leave any in
@@ -376,12 +388,7 @@ fn an_abort_waits_no_longer_than_its_limit_while_expiries_keep_coming() {
 /// decide the count.
 #[test]
 fn a_loop_that_answered_a_blocked_caller_is_driven_by_that_callers_next_request() {
-    let group = EventLoopGroup::builder()
-        .threads(1)
-        .idle_grace(Duration::from_secs(1))
-        .build()
-        .unwrap();
-    let event_loop = group.loops()[0].clone();
+    let (_group, event_loop) = one_loop(Duration::from_secs(1));
     let wakeups = || lock(&event_loop.inbox).wakeups;
     const ROUNDS: u64 = 400;
     let mut woken = [0; 2];
@@ -446,12 +453,7 @@ fn a_loop_that_answered_a_blocked_caller_is_driven_by_that_callers_next_request(
 #[test]
 fn a_caller_that_comes_and_goes_keeps_its_loop_until_a_grace_has_passed_without_it() {
     const GRACE: Duration = Duration::from_millis(200);
-    let group = EventLoopGroup::builder()
-        .threads(1)
-        .idle_grace(GRACE)
-        .build()
-        .unwrap();
-    let event_loop = group.loops()[0].clone();
+    let (_group, event_loop) = one_loop(GRACE);
     // Before the loop is left idle (not after: this thread may stall
     // between the two), so that the thread's first grace starts after it.
     // Nothing has released the loop yet: its grace runs from its going idle.
@@ -510,12 +512,7 @@ fn a_caller_that_comes_and_goes_keeps_its_loop_until_a_grace_has_passed_without_
 #[test]
 fn a_task_posted_for_the_driver_of_an_idle_loop_is_left_to_the_driver_when_the_thread_looks_again()
 {
-    let group = EventLoopGroup::builder()
-        .threads(1)
-        .idle_grace(Duration::from_secs(60))
-        .build()
-        .unwrap();
-    let event_loop = group.loops()[0].clone();
+    let (_group, event_loop) = one_loop(Duration::from_secs(60));
     event_loop.leave_idle();
     let give_up = Instant::now() + Duration::from_secs(10);
     // The thread asleep for its grace, until `asleep_until`.
@@ -572,12 +569,7 @@ fn an_idle_loop_or_one_a_caller_drives_leaves_nothing_waiting_for_its_grace() {
             let _ = self.0.send((Instant::now(), thread::current().id()));
         }
     }
-    let group = EventLoopGroup::builder()
-        .threads(1)
-        .idle_grace(Duration::from_secs(60))
-        .build()
-        .unwrap();
-    let event_loop = group.loops()[0].clone();
+    let (_group, event_loop) = one_loop(Duration::from_secs(60));
     let within = Duration::from_secs(10);
 
     // A task from another thread, while this one drives.
