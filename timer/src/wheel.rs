@@ -417,15 +417,20 @@ impl fmt::Debug for WheelTimeout {
 impl Core {
     /// The first tick boundary at or after `instant`.
     fn tick_at_or_after(&self, instant: Instant, tick: Duration) -> u64 {
-        let since = instant.saturating_duration_since(self.start).as_nanos();
-        let tick = tick.as_nanos();
-        since.div_ceil(tick).min(u64::MAX as u128) as u64
+        let since = instant.saturating_duration_since(self.start);
+        match u64::try_from(since.as_nanos()) {
+            Ok(nanos) => nanos.div_ceil(nanos_of(tick)),
+            Err(_) => beyond_u64_nanos(since, tick, u128::div_ceil),
+        }
     }
 
     /// The last tick boundary at or before `instant`.
     fn tick_at_or_before(&self, instant: Instant, tick: Duration) -> u64 {
-        let since = instant.saturating_duration_since(self.start).as_nanos();
-        (since / tick.as_nanos()).min(u64::MAX as u128) as u64
+        let since = instant.saturating_duration_since(self.start);
+        match u64::try_from(since.as_nanos()) {
+            Ok(nanos) => nanos / nanos_of(tick),
+            Err(_) => beyond_u64_nanos(since, tick, |since, tick| since / tick),
+        }
     }
 
     /// Appends the entry `key`, just put in the slab unlinked, to the end
@@ -663,6 +668,23 @@ impl Shared {
         }
         boxed
     }
+}
+
+/// A tick's nanoseconds: a tick is 1 µs to 1 s (the builder clamps it),
+/// so they fit a `u64` and are never zero. Ticks are worked out in `u64`
+/// while the time since the wheel's start fits one (584 years), where
+/// dividing is an instruction rather than a call to `__udivti3`: arming
+/// divides once.
+fn nanos_of(tick: Duration) -> u64 {
+    tick.as_secs() * 1_000_000_000 + u64::from(tick.subsec_nanos())
+}
+
+/// The tick `divide` gives for `since`, more than `u64::MAX` nanoseconds
+/// after the wheel's start, in `u128`, saturated at the last tick a `u64`
+/// counts (where every deadline past that range lands).
+#[cold]
+fn beyond_u64_nanos(since: Duration, tick: Duration, divide: fn(u128, u128) -> u128) -> u64 {
+    divide(since.as_nanos(), tick.as_nanos()).min(u64::MAX as u128) as u64
 }
 
 fn duration_from_nanos(nanos: u128) -> Duration {

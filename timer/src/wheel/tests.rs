@@ -216,6 +216,43 @@ fn a_deadline_at_the_end_of_time_leaves_the_worker_alive() {
     assert_fires(&wheel, Duration::from_millis(10));
 }
 
+/// The system clock, moved on by a settable offset.
+#[derive(Debug, Default)]
+struct OffsetClock(Mutex<Duration>);
+
+impl Clock for OffsetClock {
+    fn now(&self) -> Instant {
+        Instant::now() + *self.0.lock().unwrap()
+    }
+}
+
+/// More nanoseconds after the wheel's start than a `u64` holds (584
+/// years), a worker given an entry an hour ahead sleeps until it: the
+/// ticks there are still each deadline's own, not one saturated tick the
+/// clock has passed, where the worker would wake, find nothing due and
+/// wake again at once, for the hour.
+#[test]
+fn six_hundred_years_on_the_worker_sleeps_until_an_entry_an_hour_ahead() {
+    let clock = Arc::new(OffsetClock::default());
+    let wheel = HashedWheelTimer::builder()
+        .tick(Duration::from_millis(1))
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    *clock.0.lock().unwrap() = Duration::from_secs(600 * 365 * 24 * 3600);
+    let (fired, task) = counter();
+    wheel
+        .arm_boxed(clock.now() + Duration::from_secs(3600), task())
+        .unwrap();
+    thread::sleep(Duration::from_millis(50));
+    assert!(
+        wheel.worker_wakeups() < 5,
+        "the worker woke {} times for nothing due",
+        wheel.worker_wakeups()
+    );
+    assert_eq!(fired.load(Ordering::SeqCst), 0, "fired early");
+}
+
 #[test]
 fn arming_and_cancelling_from_many_threads() {
     let wheel = HashedWheelTimer::builder()
