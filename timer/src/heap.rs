@@ -130,7 +130,11 @@ impl<T> DeadlineHeap<T> {
             sequence,
             key,
         });
-        self.sift_up(heap_index);
+        // The only entry is the root already (the common case of a loop
+        // with one exchange in flight): no call.
+        if heap_index > 0 {
+            self.sift_up(heap_index);
+        }
         HeapHandle { key, sequence }
     }
 
@@ -196,6 +200,7 @@ impl<T> DeadlineHeap<T> {
     }
 
     /// Returns whether the item moved.
+    #[inline]
     fn sift_up(&mut self, mut index: usize) -> bool {
         let start = index;
         let item = self.heap[index];
@@ -208,9 +213,15 @@ impl<T> DeadlineHeap<T> {
             self.place(index);
             index = parent;
         }
+        // Unmoved, the item and its slot's back-pointer are already right
+        // (every caller places it first): arming the only entry, or one
+        // later than the rest, writes nothing more.
+        if index == start {
+            return false;
+        }
         self.heap[index] = item;
         self.place(index);
-        index != start
+        true
     }
 
     fn sift_down(&mut self, mut index: usize) {
