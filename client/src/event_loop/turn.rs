@@ -86,6 +86,11 @@ struct Turn {
     due: Vec<Entry>,
     /// How the thread's waits for the requests of tasks it answered went.
     task_spins: SpinScore,
+    /// The clock as the expiry after the turn's last task read it, finding
+    /// nothing due, if nothing has run since: the poll's wait for the
+    /// nearest deadline starts from it rather than reading the clock again
+    /// ([`EventLoop::poll`] takes it).
+    clock_read: Option<Instant>,
 }
 
 /// Everything a turn works with, handed from driver to driver (the loop's
@@ -112,6 +117,7 @@ impl TurnState {
                 tasks: VecDeque::new(),
                 due: Vec::new(),
                 task_spins: SpinScore::default(),
+                clock_read: None,
             },
             sources: Sources::default(),
             registry,
@@ -247,7 +253,11 @@ impl EventLoop {
             return Turned::Exit;
         }
         // Aborts the tasks' expiries queued go before the poll, which
-        // would otherwise hold them while nothing else is due.
+        // would otherwise hold them while nothing else is due. Closing
+        // them takes time the last expiry's reading of the clock missed.
+        if !cx.sources.aborts.is_empty() {
+            turn.clock_read = None;
+        }
         self.close_aborted(&mut cx, &mut turn.due, usize::MAX);
         let busy = !turn.tasks.is_empty() || !cx.sources.again.is_empty();
         let mut caller = caller;
@@ -657,11 +667,12 @@ impl EventLoop {
             inbox.closed
         };
         let batch = turn.tasks.len().min(MAX_TASKS_PER_TURN);
+        turn.clock_read = None;
         for task in turn.tasks.drain(..batch) {
             // A panicking task (tasks are public: `execute`) must not take
             // the loop and every connection on it down.
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| task(cx)));
-            self.expire_due(cx, &mut turn.due);
+            turn.clock_read = self.expire_due(cx, &mut turn.due);
         }
         // Closed when the inbox was drained: nothing can have come since.
         !(closed && turn.tasks.is_empty())
@@ -680,6 +691,7 @@ impl EventLoop {
     fn poll(&self, turn: &mut Turn, busy: bool, caller: Option<&mut CallerTurn<'_>>) -> bool {
         let answered = take_answered_a_waiting_caller();
         let woke_tasks = task_wakes::take_woke_tasks();
+        let clock_read = turn.clock_read.take();
         if answered && !busy && !turn.manual_clock && caller.is_none() && self.go_idle() {
             return false;
         }
@@ -687,13 +699,14 @@ impl EventLoop {
         let timeout = match nearest {
             _ if busy => Some(Duration::ZERO),
             // Nothing armed: events alone end the wait (the clock is read
-            // only for a deadline).
+            // only for a deadline, and not again just after the last
+            // task's expiry read it).
             None => None,
             Some(deadline) => self.wait_for_deadline(
                 turn.wait.as_mut(),
                 turn.manual_clock,
                 deadline,
-                self.clock.now(),
+                clock_read.unwrap_or_else(|| self.clock.now()),
             ),
         };
         if timeout != Some(Duration::ZERO) {
@@ -746,14 +759,21 @@ impl EventLoop {
         if manual_clock {
             return None;
         }
-        if deadline.saturating_duration_since(now) <= self.spin {
+        // Within the spin: from `spin_from` on, the loop polls without
+        // blocking until the deadline. (Compared as instants: a subtraction
+        // of two instants costs several times one of a duration.)
+        let Some(spin_from) = deadline.checked_sub(self.spin) else {
+            return Some(Duration::ZERO);
+        };
+        if spin_from <= now {
             return Some(Duration::ZERO);
         }
-        let by_poll = || Some(deadline.saturating_duration_since(now));
+        // Relative, the poll's own timeout counts from a fresh reading:
+        // `now` may be the last task's expiry's (see `Turn::clock_read`),
+        // and a timers lock taken since may have waited.
+        let by_poll = || Some(deadline.saturating_duration_since(self.clock.now()));
         match wait {
-            Some(wait) => wait
-                .arm(Some(deadline - self.spin), now)
-                .unwrap_or_else(|_| by_poll()),
+            Some(wait) => wait.arm(Some(spin_from), now).unwrap_or_else(|_| by_poll()),
             None => by_poll(),
         }
     }
@@ -849,27 +869,28 @@ impl EventLoop {
     }
 
     /// Step 4: expires every entry due now. `due` is scratch space.
-    fn expire_due(&self, cx: &mut LoopContext<'_>, due: &mut Vec<Entry>) {
-        {
+    /// Returns the clock as read, if it was and nothing was due.
+    fn expire_due(&self, cx: &mut LoopContext<'_>, due: &mut Vec<Entry>) -> Option<Instant> {
+        let now = {
             let mut timers = lock(&self.timers);
             // Run after every task and every event: with nothing armed it
             // costs the lock alone, not a read of the clock too.
-            if timers.heap.next_deadline().is_none() {
-                return;
-            }
+            timers.heap.next_deadline()?;
             let now = self.clock.now();
             while let Some((_, entry)) = timers.heap.pop_due(now) {
                 due.push(entry);
             }
-        }
+            now
+        };
         // Nothing due, nothing to wake at once: the hold under way (a
         // poll's events) goes on. Run after every event, an `unheld` here
         // would end it at each while anything at all is armed.
         if due.is_empty() {
-            return;
+            return Some(now);
         }
         // A timeout's waiter is woken at once, held wake-ups or not.
         task_wakes::unheld(|| self.expire(cx, due));
+        None
     }
 
     fn expire(&self, cx: &mut LoopContext<'_>, due: &mut Vec<Entry>) {
