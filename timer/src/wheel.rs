@@ -195,6 +195,20 @@ struct Core {
     stopped: bool,
     /// The tick the worker sleeps until; see the module notes.
     worker_wakes_at: u64,
+    /// The tick the last arm fell in, with its bounds (see [`TickSpan`]).
+    last_arm: Option<TickSpan>,
+}
+
+/// A tick and the instants that bound it: a deadline in `(after,
+/// through]` falls in it. Arms come mostly in deadline order, many to a
+/// tick, so one that falls in the last arm's tick is told so by two
+/// comparisons, without the subtraction of instants the tick's number
+/// takes (std's, some 50 instructions).
+#[derive(Clone, Copy)]
+struct TickSpan {
+    after: Instant,
+    through: Instant,
+    tick: u64,
 }
 
 /// An entry taken out of the wheel to fire: its deadline, for the lag and
@@ -293,7 +307,7 @@ impl HashedWheelTimer {
             return Err(TimerStopped);
         }
         let tick = core
-            .tick_at_or_after(deadline, shared.tick)
+            .arm_tick(deadline, shared.tick)
             .max(core.first_open_tick);
         let bucket = (tick as usize) & (core.buckets.len() - 1);
         let sequence = core.next_sequence;
@@ -415,6 +429,36 @@ impl fmt::Debug for WheelTimeout {
 }
 
 impl Core {
+    /// The first tick boundary at or after `deadline`, for an arm: the
+    /// last arm's tick again if `deadline` falls in it.
+    #[inline]
+    fn arm_tick(&mut self, deadline: Instant, tick: Duration) -> u64 {
+        if let Some(span) = self.last_arm {
+            if span.after < deadline && deadline <= span.through {
+                return span.tick;
+            }
+        }
+        let number = self.tick_at_or_after(deadline, tick);
+        self.last_arm = self.span_of(number, tick);
+        number
+    }
+
+    /// The bounds of tick `number` — the deadlines `tick_at_or_after`
+    /// puts in it: from `start + (number - 1) * tick`, exclusive, to
+    /// `start + number * tick` — unless they are not instants (tick 0
+    /// holds every deadline up to the start, and the last tick a `u64`
+    /// counts those past it).
+    fn span_of(&self, number: u64, tick: Duration) -> Option<TickSpan> {
+        let before = number.checked_sub(1)?.checked_mul(nanos_of(tick))?;
+        let after = self.start.checked_add(Duration::from_nanos(before))?;
+        let through = after.checked_add(tick)?;
+        (number != u64::MAX).then_some(TickSpan {
+            after,
+            through,
+            tick: number,
+        })
+    }
+
     /// The first tick boundary at or after `instant`.
     fn tick_at_or_after(&self, instant: Instant, tick: Duration) -> u64 {
         let since = instant.saturating_duration_since(self.start);

@@ -85,6 +85,7 @@ impl WheelBuilder {
                 next_sequence: 0,
                 stopped: false,
                 worker_wakes_at: u64::MAX,
+                last_arm: None,
             }),
             tick: self.tick,
             clock: self.clock,

@@ -703,3 +703,34 @@ fn entries_fire_at_the_saturated_last_tick() {
         assert_eq!(wheel.stats().armed, 0);
     }
 }
+
+proptest! {
+    /// An arm's tick, told by the last arm's span when the deadline falls
+    /// in it, is the tick the subtraction gives — at each tick's bounds
+    /// (`k * tick`, one nanosecond either side), before the start, and in
+    /// any order of deadlines, whatever the tick.
+    #[test]
+    fn an_arms_tick_is_the_one_the_subtraction_gives(
+        tick_nanos in prop_oneof![Just(1_000u64), Just(1_000_000), 1_000u64..1_000_000_000],
+        deadlines in proptest::collection::vec((0u64..2_000, -1i64..=1), 1..60),
+    ) {
+        let tick = Duration::from_nanos(tick_nanos);
+        let wheel = HashedWheelTimer::builder()
+            .tick(tick)
+            .clock(Arc::new(ManualClock::new()))
+            .build()
+            .unwrap();
+        let mut core = wheel.owner.shared.lock_core();
+        for (ticks, nudge) in deadlines {
+            let at = u128::from(ticks) * u128::from(tick_nanos);
+            let deadline = match nudge {
+                -1 if at == 0 => core.start - Duration::from_nanos(1),
+                -1 => core.start + Duration::from_nanos((at - 1) as u64),
+                0 => core.start + Duration::from_nanos(at as u64),
+                _ => core.start + Duration::from_nanos((at + 1) as u64),
+            };
+            let by_subtraction = core.tick_at_or_after(deadline, tick);
+            prop_assert_eq!(core.arm_tick(deadline, tick), by_subtraction);
+        }
+    }
+}
