@@ -130,6 +130,10 @@ pub(crate) struct Due {
 #[derive(Default)]
 pub(crate) struct TimerTable {
     deadlines: [Option<Instant>; Timer::COUNT],
+    /// The nearest of `deadlines`, kept by [`set`](Self::set) and
+    /// [`end`](Self::end): a table is synced more often than it is set
+    /// (each sync with nothing to change asks for it too).
+    nearest: Option<Instant>,
     /// Where entries go: the scheduler of the loop that owns the exchange's
     /// connection, or the wheel (`None`).
     home: Option<Arc<dyn TimeoutScheduler>>,
@@ -149,7 +153,8 @@ impl TimerTable {
 
     /// The nearest deadline of the table.
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
-        self.deadlines.iter().flatten().min().copied()
+        debug_assert_eq!(self.nearest, self.deadlines.iter().flatten().min().copied());
+        self.nearest
     }
 
     /// Whether an entry is armed, and where.
@@ -178,6 +183,7 @@ impl TimerTable {
     /// Sets or clears `timer` (armed by the next [`sync`](Self::sync)).
     pub(crate) fn set(&mut self, timer: Timer, deadline: Option<Instant>) {
         self.deadlines[timer.index()] = deadline;
+        self.nearest = self.deadlines.iter().flatten().min().copied();
     }
 
     /// Makes `home` (a loop's scheduler, or the wheel) where the entry is
@@ -199,6 +205,7 @@ impl TimerTable {
     pub(crate) fn end(&mut self) -> Option<Armed> {
         self.ended = true;
         self.deadlines = [None; Timer::COUNT];
+        self.nearest = None;
         self.entry.take().map(|entry| entry.armed)
     }
 
