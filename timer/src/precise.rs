@@ -62,6 +62,7 @@ impl PreciseWait {
     /// armed for a deadline that was since cancelled comes anyway, once, and
     /// the loop then finds nothing due and arms again. That spares a system
     /// call on every arm and every cancel.
+    #[inline]
     pub fn arm(&mut self, deadline: Option<Instant>, now: Instant) -> io::Result<Option<Duration>> {
         self.os.arm(deadline, now)
     }

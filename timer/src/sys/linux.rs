@@ -34,6 +34,9 @@ impl OsWait {
         Ok(OsWait { fd, armed: None })
     }
 
+    /// Inlined into the loop's turn for its common case, a deadline no
+    /// earlier than the one armed: no system call, nothing to do.
+    #[inline]
     pub(crate) fn arm(
         &mut self,
         deadline: Option<Instant>,
@@ -43,37 +46,40 @@ impl OsWait {
         // later one (or for nothing, once its entry was cancelled) costs at
         // most one spurious wake-up, after which the loop arms it again; a
         // system call on every arm and cancel would cost every exchange.
-        let earlier = match (deadline, self.armed) {
-            (Some(wanted), Some(armed)) => wanted < armed,
-            (Some(_), None) => true,
-            (None, _) => false,
-        };
-        if let (true, Some(deadline)) = (earlier, deadline) {
-            let value = monotonic_timespec(deadline)?;
-            let spec = libc::itimerspec {
-                it_interval: libc::timespec {
-                    tv_sec: 0,
-                    tv_nsec: 0,
-                },
-                it_value: value,
-            };
-            // SAFETY: `spec` is a valid itimerspec that outlives the call; a
-            // null old-value pointer is allowed.
-            let result = unsafe {
-                libc::timerfd_settime(
-                    self.fd.as_raw_fd(),
-                    libc::TFD_TIMER_ABSTIME,
-                    &spec,
-                    std::ptr::null_mut(),
-                )
-            };
-            if result < 0 {
-                return Err(io::Error::last_os_error());
-            }
-            self.armed = Some(deadline);
+        match (deadline, self.armed) {
+            (Some(wanted), Some(armed)) if wanted < armed => self.set(wanted)?,
+            (Some(wanted), None) => self.set(wanted)?,
+            _ => {}
         }
         // The timerfd wakes the poll; it may block until then.
         Ok(None)
+    }
+
+    /// Sets the timerfd to `deadline`.
+    fn set(&mut self, deadline: Instant) -> io::Result<()> {
+        let value = monotonic_timespec(deadline)?;
+        let spec = libc::itimerspec {
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: value,
+        };
+        // SAFETY: `spec` is a valid itimerspec that outlives the call; a
+        // null old-value pointer is allowed.
+        let result = unsafe {
+            libc::timerfd_settime(
+                self.fd.as_raw_fd(),
+                libc::TFD_TIMER_ABSTIME,
+                &spec,
+                std::ptr::null_mut(),
+            )
+        };
+        if result < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        self.armed = Some(deadline);
+        Ok(())
     }
 
     pub(crate) fn acknowledge(&mut self) {
