@@ -124,11 +124,21 @@ impl KeptAway {
 }
 
 /// What a hedged copy knows of the attempts of its request in flight when
-/// it was made (see [`Exchange::back_up`]): the one it backs up, then the
+/// it was made (see [`Exchange::back_up`]): the one it backs up, and the
 /// copies before it.
 struct Backup {
-    /// The attempt it backs up first, then the others.
-    attempts: Vec<Avoided>,
+    /// The attempt it backs up: once it runs nowhere, a new connection for
+    /// the copy still keeps away from the loop it ended on.
+    backed_up: Avoided,
+    /// The request's other copies in flight beside it.
+    beside: Vec<Avoided>,
+}
+
+impl Backup {
+    /// Every attempt the copy keeps away from, the one it backs up first.
+    fn attempts(&self) -> impl Iterator<Item = &Avoided> {
+        std::iter::once(&self.backed_up).chain(&self.beside)
+    }
 }
 
 /// One attempt a hedged copy keeps away from.
@@ -149,15 +159,30 @@ struct Avoided {
 
 impl Avoided {
     /// Where the attempt is, read now: the connection it runs on or is
-    /// being opened for, else the one that took it; else — for the
-    /// attempt the copy backs up (`backed_up`), whose loop a new
-    /// connection keeps away from — the loop it ended on. Called with no
-    /// lock held (see [`Exchange::kept_away`]).
-    fn place(&self, backed_up: bool) -> Option<Carrier> {
+    /// being opened for, else the one that took it. Called with no lock
+    /// held (see [`Exchange::kept_away`]).
+    fn place(&self) -> Option<Carrier> {
+        self.place_else(|_| None)
+    }
+
+    /// [`place`](Self::place), else the loop the attempt ended on: for
+    /// the attempt the copy backs up ([`Backup::backed_up`]), whose loop a
+    /// new connection keeps away from.
+    fn place_or_last_loop(&self) -> Option<Carrier> {
+        self.place_else(|ended| ended)
+    }
+
+    /// [`place`](Self::place), else what `gone` makes of where the attempt
+    /// is now that it runs nowhere (its last loop, if it ran on one; `None`
+    /// once it is dropped).
+    fn place_else(&self, gone: impl FnOnce(Option<Carrier>) -> Option<Carrier>) -> Option<Carrier> {
         let live = self.attempt.upgrade().map(|attempt| attempt.carrier());
         match live.filter(|carrier| carrier.conn.is_some()) {
             Some(live) => Some(live),
-            None => (*lock(&self.told)).or(live.filter(|_| backed_up)),
+            None => {
+                let told = *lock(&self.told);
+                told.or_else(|| gone(live))
+            }
         }
     }
 }
@@ -779,15 +804,15 @@ impl Exchange {
         attempt: &'a Arc<Exchange>,
         beside: impl IntoIterator<Item = &'a Arc<Exchange>>,
     ) {
-        let attempts = std::iter::once(attempt)
-            .chain(beside)
-            .map(|attempt| Avoided {
-                id: attempt.id,
-                attempt: Arc::downgrade(attempt),
-                told: Mutex::new(None),
-            })
-            .collect();
-        let _ = self.backs_up.set(Backup { attempts });
+        let avoided = |attempt: &Arc<Exchange>| Avoided {
+            id: attempt.id,
+            attempt: Arc::downgrade(attempt),
+            told: Mutex::new(None),
+        };
+        let _ = self.backs_up.set(Backup {
+            backed_up: avoided(attempt),
+            beside: beside.into_iter().map(avoided).collect(),
+        });
     }
 
     /// Whether this is a hedged copy that keeps away from an attempt whose
@@ -795,7 +820,7 @@ impl Exchange {
     pub(crate) fn backs_up_any(&self, test: impl Fn(u64) -> bool) -> bool {
         self.backs_up
             .get()
-            .is_some_and(|backup| backup.attempts.iter().any(|avoided| test(avoided.id)))
+            .is_some_and(|backup| backup.attempts().any(|avoided| test(avoided.id)))
     }
 
     /// The attempts whose ids pass `taken`, of those this hedged copy keeps
@@ -811,7 +836,7 @@ impl Exchange {
         let Some(backup) = self.backs_up.get() else {
             return;
         };
-        for avoided in backup.attempts.iter().filter(|avoided| taken(avoided.id)) {
+        for avoided in backup.attempts().filter(|avoided| taken(avoided.id)) {
             *lock(&avoided.told) = Some(Carrier {
                 loop_index: Some(loop_index),
                 conn: Some(conn),
@@ -839,11 +864,10 @@ impl Exchange {
         let Some(backup) = self.backs_up.get() else {
             return KeptAway::default();
         };
-        let carriers = backup.attempts.iter().enumerate();
+        let backed_up = backup.backed_up.place_or_last_loop();
+        let beside = backup.beside.iter().map(Avoided::place);
         KeptAway {
-            carriers: carriers
-                .filter_map(|(i, avoided)| avoided.place(i == 0))
-                .collect(),
+            carriers: std::iter::once(backed_up).chain(beside).flatten().collect(),
         }
     }
 
@@ -851,8 +875,8 @@ impl Exchange {
     /// attempt it backs up (see [`kept_away`](Self::kept_away); called
     /// with no lock held).
     pub(crate) fn avoided_loop(&self) -> Option<usize> {
-        let backed_up = self.backs_up.get()?.attempts.first()?;
-        backed_up.place(true)?.loop_index
+        let backup = self.backs_up.get()?;
+        backup.backed_up.place_or_last_loop()?.loop_index
     }
 
     /// Clears the hedge delay (the head has come: no copy is wanted).
