@@ -265,7 +265,8 @@ pub(super) struct Http2 {
     shared: bool,
     /// Its streams taken, for the dispatcher's choice of connection.
     load: Arc<StreamLoad>,
-    /// The server sent `GOAWAY`: no new stream.
+    /// No new stream: the server sent `GOAWAY`, the connection is failing
+    /// ([`Http2::goes_away_for`]), or it retires.
     going_away: bool,
     /// The error code of the server's latest `GOAWAY`, if it had one: what
     /// a stream it processed and that fails afterwards reports.
@@ -342,15 +343,20 @@ fn departure_of(error: &h2::Error) -> Departure {
 }
 
 impl Http2 {
-    /// Records the error code of the server's `GOAWAY` that `error` (from
-    /// `poll_ready`, which shows the last `GOAWAY` read) names, if it
-    /// names one ([`goaway_error_code`]), for the streams that fail
-    /// afterwards (see `goaway_error`): a `NO_ERROR` leaves what a
-    /// `GOAWAY` before it said.
-    fn record_goaway(&mut self, error: &h2::Error) {
+    /// `poll_ready` failed with `error`: the server's `GOAWAY` (it shows
+    /// the last one read), or the connection is failing. The connection
+    /// takes no more streams, and records the error code that `GOAWAY`
+    /// names, if it names one ([`goaway_error_code`]), for the streams
+    /// that fail afterwards (see `goaway_error`: a `NO_ERROR` leaves what a
+    /// `GOAWAY` before it said). Returns the departure `error` tells
+    /// ([`departure_of`]) if the connection was not going away already:
+    /// [`Conn::went_away`] hears of a departure once, at its first word.
+    fn goes_away_for(&mut self, error: &h2::Error) -> Option<Departure> {
+        let went_before = std::mem::replace(&mut self.going_away, true);
         if let Some(code) = goaway_error_code(error) {
             self.goaway_error = Some(code);
         }
+        (!went_before).then(|| departure_of(error))
     }
 
     /// Gives `h2` the resets held back (the next poll of the connection
@@ -865,10 +871,11 @@ impl Conn {
                 Poll::Pending => break,
                 Poll::Ready(Err(error)) => {
                     // GOAWAY, or the connection is failing: it takes no
-                    // more streams, and gives back what waits (below).
-                    departure = departure_of(&error);
-                    h2.going_away = true;
-                    h2.record_goaway(&error);
+                    // more streams, and gives back what waits (below). Not
+                    // going away before (the loop's first check).
+                    if let Some(why) = h2.goes_away_for(&error) {
+                        departure = why;
+                    }
                     break;
                 }
                 Poll::Ready(Ok(())) => {}
@@ -979,7 +986,7 @@ impl Conn {
 
     /// Looks for the server's `GOAWAY` (it shows first in `poll_ready`,
     /// streams waiting or not), and records its error code
-    /// ([`Http2::record_goaway`]) — the latest `GOAWAY`'s, checked again
+    /// ([`Http2::goes_away_for`]) — the latest `GOAWAY`'s, checked again
     /// on every pass while the connection goes away: a server may follow
     /// a `GOAWAY(NO_ERROR)` with one carrying an error (RFC 9113 §6.8;
     /// hypercorn does at the next frame that comes, then closes), and `h2`
@@ -998,10 +1005,8 @@ impl Conn {
         let Poll::Ready(Err(error)) = send.poll_ready(task) else {
             return;
         };
-        let went_before = std::mem::replace(&mut h2.going_away, true);
-        h2.record_goaway(&error);
-        if !went_before {
-            self.went_away(departure_of(&error));
+        if let Some(why) = h2.goes_away_for(&error) {
+            self.went_away(why);
         }
     }
 
