@@ -169,17 +169,6 @@ fn a_settings_flood_that_reads_the_answers_holds_neither_the_loop_nor_the_deadli
     survives(&settings(), true);
 }
 
-/// HEADERS `:status 103` (`:status` by its static index, a literal value)
-/// on `stream`, not ending it: an interim head.
-fn early_hints(stream: u32) -> Vec<u8> {
-    frame(
-        HEADERS,
-        END_HEADERS,
-        stream,
-        &[0x08, 0x03, b'1', b'0', b'3'],
-    )
-}
-
 /// A server that answers a request with `103 Early Hints` for ever (a
 /// flood of interim heads on its stream, reading what the client sends)
 /// fails it once they pass `max_head_bytes` in all, as over HTTP/1.1

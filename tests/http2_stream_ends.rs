@@ -24,7 +24,10 @@
 //! * an answer to HEAD, a 204 or a 304 is whole and empty whatever its
 //!   head declares or its DATA carries, and however many a connection
 //!   gets (`h2` resets such a 304's stream, and would end the connection
-//!   at its 1025th reset).
+//!   at its 1025th reset);
+//! * a listener that cancels its request at an interim (1xx) head frees
+//!   the stream there and then, with `CANCEL`, as one that cancels at the
+//!   final head does — not a turn of the loop later.
 //!
 //! To know that the client has read a burst of frames, the server ends it
 //! with a PING and waits for the answer: `h2` reads frames in order, so the
@@ -1798,5 +1801,93 @@ fn a_body_received_whole_stands_when_the_keep_alive_ping_goes_unanswered() {
         dead_after_answering(|conn| conn.read_requests(1)[0], answer, get);
     assert_whole(response);
     assert_eq!(ended(&recorder), Ok(200));
+    client.close();
+}
+
+/// Cancels its request's future (put in once the request is sent) at the
+/// first interim head.
+#[derive(Default)]
+struct CancelsAtInterim(Mutex<Option<tickless::ResponseFuture>>);
+
+impl tickless::EventListener for CancelsAtInterim {
+    fn on_interim_head(&self, _: &tickless::RequestInfo, _: &tickless::ResponseHead<'_>) {
+        if let Some(future) = &*self.0.lock().unwrap() {
+            future.cancel();
+        }
+    }
+}
+
+/// The client's HTTP/2 streams open as its request's head is told.
+struct StreamsOpenAtHead {
+    client: Client,
+    open: Mutex<Option<usize>>,
+}
+
+impl tickless::EventListener for StreamsOpenAtHead {
+    fn on_response_head(&self, _: &tickless::RequestInfo, _: &tickless::ResponseHead<'_>) {
+        *self.open.lock().unwrap() = Some(self.client.stats().http2_streams_open);
+    }
+}
+
+/// A listener cancels its request (A) at a `103 Early Hints`: the stream
+/// is reset with `CANCEL` and leaves the connection in the very poll that
+/// told the `103`, as it does when a listener cancels at the final head —
+/// not held for the abort the cancel posts to the loop, a turn later. The
+/// server writes A's `103` and the whole answer to B (asked after A, on
+/// the same connection) at once: the client reads both in one pass and
+/// polls A's stream, opened first, before B's, on the loop's thread — so
+/// B's head is told with A's stream gone, one stream open (B's), where
+/// the posted abort, which runs after that pass, would have left two.
+#[test]
+fn a_cancel_at_an_interim_head_frees_the_stream_in_the_same_poll() {
+    let (a_read, a_in) = mpsc::channel();
+    let (reset, reset_seen) = mpsc::channel();
+    let told = Mutex::new((a_read, reset));
+    let server = RawH2Server::start(move |mut conn| {
+        let a = conn.read_requests(1)[0];
+        let _ = told.lock().unwrap().0.send(());
+        let b = conn.read_requests(1)[0];
+        let mut out = early_hints(a);
+        out.extend(ok_headers(b));
+        conn.send(&out);
+        while let Some(frame) = conn.read_frame() {
+            if frame.kind == RST_STREAM && frame.stream == a {
+                let _ = told.lock().unwrap().1.send(resets(&[frame]));
+                break;
+            }
+        }
+        conn.drain(CEILING);
+    });
+    let client = h2c().build().unwrap();
+    let cancels = Arc::new(CancelsAtInterim::default());
+    let a = client
+        .get(server.url("/a"))
+        .listener(cancels.clone())
+        .send();
+    *cancels.0.lock().unwrap() = Some(a);
+    a_in.recv_timeout(CEILING).expect("the server read A");
+    let at_head = Arc::new(StreamsOpenAtHead {
+        client: client.clone(),
+        open: Mutex::new(None),
+    });
+    let b = client
+        .get(server.url("/b"))
+        .listener(at_head.clone())
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(b.status(), 200);
+    assert_eq!(
+        *at_head.open.lock().unwrap(),
+        Some(1),
+        "A's stream left at its cancel, before B's head was told"
+    );
+    assert_eq!(
+        reset_seen.recv_timeout(CEILING),
+        Ok(vec![(1, 8)]),
+        "A's stream is reset with CANCEL"
+    );
+    let a = cancels.0.lock().unwrap().take().expect("A's future");
+    assert!(matches!(a.wait(), Err(tickless::Error::Cancelled)));
     client.close();
 }

@@ -242,6 +242,17 @@ pub fn ok_headers(stream: u32) -> Vec<u8> {
     frame(HEADERS, END_HEADERS | END_STREAM, stream, &[0x88])
 }
 
+/// HEADERS `:status 103` (`:status` by its static index, a literal value)
+/// on `stream`, not ending it: an interim head.
+pub fn early_hints(stream: u32) -> Vec<u8> {
+    frame(
+        HEADERS,
+        END_HEADERS,
+        stream,
+        &[0x08, 0x03, b'1', b'0', b'3'],
+    )
+}
+
 /// GOAWAY with `last_stream` and `code`.
 pub fn goaway(last_stream: u32, code: u32) -> Vec<u8> {
     let mut payload = last_stream.to_be_bytes().to_vec();

@@ -998,20 +998,23 @@ impl Exchange {
     /// The connection read an interim (1xx) head, over either protocol:
     /// the listener is told of it as it came (`reason` as sent over
     /// HTTP/1.x, `None` over HTTP/2, which has none). Nothing else changes:
-    /// the final head is still to come. A listener may end the exchange
-    /// here (a cancel, a panic); the caller sees that in
-    /// [`is_done`](Self::is_done).
+    /// the final head is still to come. Returns false if the exchange has
+    /// ended, as [`deliver_head`](Self::deliver_head) does: a listener may
+    /// end it here (a cancel, a panic), and so may a timeout meanwhile —
+    /// the connection then stops reading its response at once, rather
+    /// than wait for the abort the end posts to its loop.
     pub(crate) fn tell_interim(
         &self,
         version: http::Version,
         status: http::StatusCode,
         reason: Option<&[u8]>,
         headers: &http::HeaderMap,
-    ) {
+    ) -> bool {
         self.listener
             .on_interim_head(&crate::events::ResponseHead::new(
                 version, status, reason, headers,
             ));
+        !self.is_done()
     }
 
     /// The connection delivers the response head: the listener is told of

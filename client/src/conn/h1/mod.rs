@@ -725,7 +725,7 @@ impl Conn {
                     // Told as it came, before a body waiting for it goes.
                     // The decoder parsed it whole anyway: to nobody, telling
                     // it costs the call and no more.
-                    active.exchange.tell_interim(
+                    let goes_on = active.exchange.tell_interim(
                         head.version,
                         head.status,
                         head.reason.as_deref(),
@@ -736,8 +736,7 @@ impl Conn {
                     // interim head is only told. Not for an exchange the
                     // listener just ended (a cancel, a panic): the loop's
                     // top resets the connection instead.
-                    let ended = active.exchange.is_done();
-                    if head.status == http::StatusCode::CONTINUE && !ended {
+                    if head.status == http::StatusCode::CONTINUE && goes_on {
                         self.continue_body(cx);
                     }
                 }

@@ -584,7 +584,9 @@ impl Stream {
                     // final head behind them): told to the listener, then
                     // dropped, but bounded in all. Each is the server's
                     // word on the stream, and restarts the read timeout,
-                    // as a byte does over HTTP/1.1.
+                    // as a byte does over HTTP/1.1. A listener that ends
+                    // the exchange as it is told (a cancel, a panic) frees
+                    // the stream there, as at the final head below.
                     while let Poll::Ready(Some(interim)) = response.poll_informational(task) {
                         let interim = interim?;
                         if !self.interim.fits(&interim) {
@@ -594,12 +596,16 @@ impl Stream {
                             return Ok(Polled::Gone);
                         }
                         self.exchange.mark_read(|| now);
-                        self.exchange.tell_interim(
+                        let goes_on = self.exchange.tell_interim(
                             http::Version::HTTP_2,
                             interim.status(),
                             None,
                             interim.headers(),
                         );
+                        if !goes_on {
+                            self.send.send_reset(h2::Reason::CANCEL);
+                            return Ok(Polled::Gone);
+                        }
                     }
                     let response = match Pin::new(response).poll(task) {
                         Poll::Pending => return Ok(Polled::Open),
