@@ -134,8 +134,9 @@
 //! * `-i`, `--include`: print each redirect hop's heads and each interim
 //!   (1xx) head, as `curl -iL` does — a status line (`HTTP/1.1 103 Early
 //!   Hints`), its fields and a blank line each — before the final head,
-//!   where that goes; the final head's status line and headers are
-//!   printed with or without it.
+//!   where that goes: those of the attempts whose answers were taken, not
+//!   those of an attempt retried or of a hedged copy that lost. The final
+//!   head's status line and headers are printed with or without it.
 //! * `-s`, `--silent`: accepted, for curl's habits: there is no progress
 //!   meter to silence (errors still go to standard error).
 //! * `--cookies`: a cookie store for the run, so that cookies set on a
@@ -781,7 +782,7 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     };
     // `-i`: the redirect hops' heads and the interim ones, then the final
     // one, as `curl -iL` prints them.
-    let mut head = heads_before.map_or_else(Vec::new, |heads| heads.take());
+    let mut head = heads_before.map_or_else(Vec::new, |heads| heads.take(response.attempt_id()));
     head.extend(response_head_text(
         "",
         response.version(),
@@ -903,26 +904,34 @@ fn named(what: &str, error: std::io::Error) -> std::io::Error {
 
 /// `-i`: the heads printed before the final one, as `curl -iL` prints
 /// them — each redirect hop's interim (1xx) heads and its own head, then
-/// the last answer's interim heads — as `get` prints a head
-/// ([`response_head_text`], no prefix). The client tells every hop's and
-/// attempt's heads: each final head told takes the interim heads told
-/// since the one before it, and a redirect moves those and its head to
-/// the earlier hops, so that a retried answer's are not printed. (A
-/// hedged request's copies run side by side: a loser's heads, told
-/// before or after the winner's final head, may be printed with it.)
+/// the answer's interim heads — as `get` prints a head
+/// ([`response_head_text`], no prefix). The client tells the heads of
+/// every attempt — a hedged request's copies run side by side, their
+/// events interleaved; a retried one's attempts follow each other — each
+/// with the attempt's id ([`tickless::RequestInfo::attempt_id`]): they are
+/// kept by attempt, a redirect moves those of the attempt it followed
+/// (the hop's answer) to the earlier hops, and only the answer's
+/// ([`tickless::Response::attempt_id`]) are printed, as curl prints the
+/// heads of the transfer it returns — never those of an attempt that
+/// lost, or failed, told before or after the answer's.
 #[derive(Default)]
 struct HeadsBefore(std::sync::Mutex<HeadsText>);
 
 #[derive(Default)]
 struct HeadsText {
-    /// Redirect hops' heads, in order.
+    /// Redirect hops' heads, in order: each hop's answer's.
     earlier: Vec<u8>,
-    /// Interim heads told since the last final head.
-    pending: Vec<u8>,
-    /// The interim heads told before the last final head (and after the
-    /// one before it).
-    interim_of_the_last: Vec<u8>,
-    /// The last final head.
+    /// The heads each attempt told, by attempt id. Those of attempts that
+    /// lost or failed stay here, never printed.
+    attempts: std::collections::HashMap<u64, AttemptHeads>,
+}
+
+/// The heads one attempt told.
+#[derive(Default)]
+struct AttemptHeads {
+    /// Its interim heads, in order.
+    interim: Vec<u8>,
+    /// Its final head, once told.
     last: Vec<u8>,
 }
 
@@ -931,44 +940,50 @@ impl HeadsBefore {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The heads to print before the final one.
-    fn take(&self) -> Vec<u8> {
+    /// The heads to print before the final one of the attempt `answer`
+    /// (which is printed from the response): the earlier hops', then its
+    /// interim heads.
+    fn take(&self, answer: u64) -> Vec<u8> {
         let mut text = self.text();
         let mut heads = std::mem::take(&mut text.earlier);
-        heads.append(&mut text.interim_of_the_last);
+        if let Some(mut answer) = text.attempts.remove(&answer) {
+            heads.append(&mut answer.interim);
+        }
         heads
+    }
+
+    /// The heads of the attempt `request` names.
+    fn of(&self, request: &tickless::RequestInfo, told: impl FnOnce(&mut AttemptHeads)) {
+        let mut text = self.text();
+        told(text.attempts.entry(request.attempt_id()).or_default());
     }
 }
 
 impl tickless::EventListener for HeadsBefore {
-    fn on_interim_head(&self, _: &tickless::RequestInfo, head: &tickless::ResponseHead<'_>) {
+    fn on_interim_head(&self, request: &tickless::RequestInfo, head: &tickless::ResponseHead<'_>) {
         let head = told_head_text("", head);
-        self.text().pending.extend(head);
+        self.of(request, |heads| heads.interim.extend(head));
     }
 
-    fn on_response_head(&self, _: &tickless::RequestInfo, head: &tickless::ResponseHead<'_>) {
+    fn on_response_head(&self, request: &tickless::RequestInfo, head: &tickless::ResponseHead<'_>) {
         let head = told_head_text("", head);
-        let mut text = self.text();
-        text.interim_of_the_last = std::mem::take(&mut text.pending);
-        text.last = head;
+        self.of(request, |heads| heads.last = head);
     }
 
+    /// Told with the id of the attempt whose answer is followed: its heads
+    /// are the hop's.
     fn on_redirect(
         &self,
-        _: &tickless::RequestInfo,
+        request: &tickless::RequestInfo,
         _: http::StatusCode,
         _: &http::Uri,
         _: &http::Uri,
     ) {
         let mut text = self.text();
-        let HeadsText {
-            earlier,
-            interim_of_the_last,
-            last,
-            ..
-        } = &mut *text;
-        earlier.append(interim_of_the_last);
-        earlier.append(last);
+        if let Some(mut hop) = text.attempts.remove(&request.attempt_id()) {
+            text.earlier.append(&mut hop.interim);
+            text.earlier.append(&mut hop.last);
+        }
     }
 }
 

@@ -1307,6 +1307,96 @@ fn include_prints_each_interim_head_before_the_final_one() {
     assert!(!printed.contains("Early Hints"), "{printed}");
 }
 
+/// `-i` with `--hedge-after` prints the heads of the attempt whose answer
+/// it gives, as curl prints those of the transfer it returns: the first
+/// attempt tells an interim head (`100 Continue`, marked `lost`) and then
+/// never answers; the hedged copy answers with a `103` (marked `answer`)
+/// and a `303` whose hop is printed before the last answer's head. The
+/// loser's head is nowhere. Ordered, not timed: the copy is answered only
+/// once the first attempt's body has come, which the client sends only
+/// after it was told the `100 Continue`, so the loser's head is always
+/// told before the winner's.
+#[test]
+fn include_with_hedging_prints_only_the_answering_attempts_heads() {
+    use std::io::Read;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Condvar, Mutex};
+    use std::time::Duration;
+    // Whether the first attempt's body has been read.
+    let body_read = Arc::new((Mutex::new(false), Condvar::new()));
+    let hops = Arc::new(AtomicUsize::new(0));
+    let (read, arrived) = (body_read.clone(), hops.clone());
+    let server = TestServer::start(Behaviour::custom(move |mut stream, _| {
+        let Some(head) = read_head(&mut stream) else {
+            return;
+        };
+        if !head.starts_with("PUT /hop ") {
+            let _ = stream.write_all(&response(200, &[("Connection", "close")], b"landed"));
+            return drain(&mut stream);
+        }
+        let (flag, changed) = &*read;
+        if arrived.fetch_add(1, Ordering::SeqCst) == 0 {
+            // The first attempt: an interim head, its body read, then silence.
+            let _ = stream.write_all(b"HTTP/1.1 100 Continue\r\nX-Attempt: lost\r\n\r\n");
+            let mut body = vec![0; content_length(&head)];
+            if stream.read_exact(&mut body).is_ok() {
+                *flag.lock().unwrap() = true;
+                changed.notify_all();
+            }
+            return drain(&mut stream);
+        }
+        // The copy: answered once the first attempt's body has come (else
+        // not at all: the assertions below then fail).
+        let (flag, _) = changed
+            .wait_timeout_while(flag.lock().unwrap(), Duration::from_secs(60), |read| !*read)
+            .unwrap();
+        if *flag {
+            let _ = stream.write_all(
+                b"HTTP/1.1 103 Early Hints\r\nX-Attempt: answer\r\n\r\n\
+                  HTTP/1.1 303 See Other\r\nLocation: /landed\r\n\
+                  Content-Length: 0\r\nConnection: close\r\n\r\n",
+            );
+        }
+        drop(flag);
+        drain(&mut stream);
+    }));
+    let output = get(&[
+        &server.url("/hop"),
+        "-i",
+        "-X",
+        "PUT",
+        "-d",
+        "payload",
+        "-H",
+        "Expect: 100-continue",
+        "--hedge-after",
+        "100",
+        "--request-timeout",
+        "60000",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert_eq!(hops.load(Ordering::SeqCst), 2, "one copy sent");
+    assert!(
+        *body_read.0.lock().unwrap(),
+        "the first attempt sent its body"
+    );
+    let printed = stdout(&output);
+    assert!(
+        printed.starts_with(
+            "HTTP/1.1 103 Early Hints\nx-attempt: answer\n\n\
+             HTTP/1.1 303 See Other\nlocation: /landed\n"
+        ),
+        "{printed}"
+    );
+    assert!(!printed.contains("lost"), "{printed}");
+    assert!(!printed.contains("100 Continue"), "{printed}");
+    let last = printed
+        .find("HTTP/1.1 200 OK\n")
+        .expect("the answer's head");
+    assert!(last > printed.find("303").unwrap(), "{printed}");
+    assert!(printed.ends_with("\n\nlanded"), "{printed}");
+}
+
 /// Through an HTTP proxy that forwards the request, `-v` shows the head
 /// the proxy got — the whole URL as its target — but the proxy's
 /// credentials: neither its `Proxy-Authorization` nor its URL's password

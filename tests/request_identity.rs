@@ -128,3 +128,82 @@ fn concurrent_requests_hops_and_attempts_are_told_apart() {
     };
     assert_eq!(sorted(seen), sorted(expected));
 }
+
+/// Every event, as (attempt id, event name).
+#[derive(Default)]
+struct ByAttempt(Mutex<Vec<(u64, &'static str)>>);
+
+impl ByAttempt {
+    fn note(&self, request: &RequestInfo, event: &'static str) {
+        self.0.lock().unwrap().push((request.attempt_id(), event));
+    }
+}
+
+impl EventListener for ByAttempt {
+    fn on_status(&self, request: &RequestInfo, _status: http::StatusCode) {
+        self.note(request, "status");
+    }
+    fn on_failed(&self, request: &RequestInfo, _error: &tickless::Error) {
+        self.note(request, "failed");
+    }
+    fn on_redirect(
+        &self,
+        request: &RequestInfo,
+        _: http::StatusCode,
+        _: &http::Uri,
+        _: &http::Uri,
+    ) {
+        self.note(request, "redirect");
+    }
+    fn on_retry(&self, request: &RequestInfo, _: u32, _: Duration, _: &tickless::Error) {
+        self.note(request, "retry");
+    }
+}
+
+/// Each attempt of a request — a redirect's hop, a retry — has an attempt
+/// id of its own, which every event of its exchange carries, a redirect
+/// and a retry that of the attempt they follow; the response names the
+/// attempt that answered.
+#[test]
+fn each_attempt_has_its_own_id_and_the_response_names_the_one_that_answered() {
+    // Reset first, then a redirect, then the answer.
+    let server = TestServer::start(Behaviour::per_connection(|index| match index {
+        0 => Behaviour::Reset,
+        _ => Behaviour::respond(|request| match request.target.as_str() {
+            "/hop" => response(307, &[("Location", "/landed")], b""),
+            target => ok(target),
+        }),
+    }));
+    let listener = Arc::new(ByAttempt::default());
+    let client = Client::new();
+    let response = client
+        .get(server.url("/hop"))
+        .listener(listener.clone())
+        .retry(retry::Policy::attempts(2).backoff(Duration::ZERO, Duration::ZERO))
+        .send()
+        .wait()
+        .unwrap();
+    let answered = response.attempt_id();
+    assert_eq!(response.text().wait().unwrap(), "/landed");
+    client.close();
+    let events = listener.0.lock().unwrap().clone();
+    let of = |name| -> Vec<u64> {
+        let ids = events.iter().filter(|(_, event)| *event == name);
+        ids.map(|(id, _)| *id).collect()
+    };
+    let ([failed], [retried], [redirected], [first, last]) = (
+        &of("failed")[..],
+        &of("retry")[..],
+        &of("redirect")[..],
+        &of("status")[..],
+    ) else {
+        panic!("{events:?}");
+    };
+    assert_eq!(retried, failed, "{events:?}");
+    assert_eq!(redirected, first, "{events:?}");
+    assert_eq!(*last, answered, "{events:?}");
+    let mut ids = vec![*failed, *first, *last];
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 3, "one id per attempt: {events:?}");
+}

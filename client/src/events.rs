@@ -35,25 +35,54 @@ pub struct ConnectionInfo {
 }
 
 /// Which request an event is about: an id unique in the process, the same
-/// for every hop and attempt of one request, and the method and URI (without
-/// userinfo) of the exchange the event comes from — so that one client-wide
-/// listener can tell concurrent requests apart.
+/// for every hop and attempt of one request, the id of the exchange the
+/// event comes from (one attempt of it), and that exchange's method and URI
+/// (without userinfo) — so that one client-wide listener can tell
+/// concurrent requests apart, and the attempts of one request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestInfo {
     id: u64,
+    attempt_id: u64,
     method: http::Method,
     uri: http::Uri,
 }
 
 impl RequestInfo {
-    pub(crate) fn new(id: u64, method: http::Method, uri: http::Uri) -> RequestInfo {
-        RequestInfo { id, method, uri }
+    pub(crate) fn new(
+        id: u64,
+        attempt_id: u64,
+        method: http::Method,
+        uri: http::Uri,
+    ) -> RequestInfo {
+        RequestInfo {
+            id,
+            attempt_id,
+            method,
+            uri,
+        }
     }
 
     /// The request's id: one per [`send`](crate::RequestBuilder::send),
     /// shared by its redirects, retries and hedged copies.
     pub fn id(&self) -> u64 {
         self.id
+    }
+
+    /// The id of the exchange the event comes from: one per attempt of the
+    /// request — each redirect hop, each retry, each hedged copy, a request
+    /// sent again without `Expect` after a `417` — unique in the process,
+    /// and the same for every event of that exchange (a request sent again
+    /// by itself on a new connection, after a pooled one closed, keeps it).
+    /// Hedged copies run side by side, so the events of several attempts of
+    /// one request may come interleaved: this tells them apart, and
+    /// [`Response::attempt_id`](crate::Response::attempt_id) names the
+    /// attempt whose answer the caller got. The events of a request's
+    /// policy ([`on_redirect`](EventListener::on_redirect),
+    /// [`on_retry`](EventListener::on_retry)) carry the id of the attempt
+    /// they follow: the one that answered the redirect, the one that
+    /// failed; [`on_hedge`](EventListener::on_hedge) that of the copy sent.
+    pub fn attempt_id(&self) -> u64 {
+        self.attempt_id
     }
 
     /// The method of this hop (a redirect may change it).

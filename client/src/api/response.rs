@@ -28,12 +28,16 @@ pub struct Response {
     headers: http::HeaderMap,
     remote: SocketAddr,
     url: http::Uri,
+    /// The exchange that answered (see [`Response::attempt_id`]).
+    attempt_id: u64,
     extensions: http::Extensions,
     body: Body,
 }
 
 impl Response {
-    pub(crate) fn new(head: Head, url: http::Uri, body: Body) -> Response {
+    /// The response of `head`, which the exchange `attempt_id` answered
+    /// for the hop to `url`.
+    pub(crate) fn new(head: Head, url: http::Uri, attempt_id: u64, body: Body) -> Response {
         let mut extensions = http::Extensions::new();
         if let Some(reason) = head.reason {
             extensions.insert(ReasonPhrase(reason));
@@ -44,9 +48,20 @@ impl Response {
             headers: head.headers,
             remote: head.remote,
             url,
+            attempt_id,
             extensions,
             body,
         }
+    }
+
+    /// The attempt that answered: the
+    /// [`RequestInfo::attempt_id`](crate::RequestInfo::attempt_id) the
+    /// events of its exchange were told with. Of a hedged request, the copy
+    /// (or the first attempt) whose head came first; of a retried one, the
+    /// last attempt — so that a listener that gathers each attempt's events
+    /// (its interim heads, say) can keep those of the answer alone.
+    pub fn attempt_id(&self) -> u64 {
+        self.attempt_id
     }
 
     /// The URL that answered: the last hop's, after redirects (without

@@ -160,8 +160,9 @@ pub(crate) fn exchange_for(
                 source: source.into(),
             })?;
     }
+    let id = Exchange::next_id();
     let exchange = Exchange::new(ExchangeParts {
-        id: Exchange::next_id(),
+        id,
         origin,
         request: RequestParts {
             method: hop.method.clone(),
@@ -178,7 +179,7 @@ pub(crate) fn exchange_for(
             expect_continue,
         },
         listener: settings.listener.clone(),
-        info: RequestInfo::new(settings.request_id, hop.method.clone(), hop.uri.clone()),
+        info: RequestInfo::new(settings.request_id, id, hop.method.clone(), hop.uri.clone()),
         deadlines: settings.deadlines,
         submitted: settings.submitted,
         body_window: window,
