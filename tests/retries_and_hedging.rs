@@ -893,25 +893,38 @@ fn only_idempotent_requests_with_a_body_in_memory_are_hedged() {
     client.close();
 }
 
+/// An attempt that answers before its hedge delay is the answer, and no
+/// copy goes. The delay is generous (half the request timeout, so that it
+/// is armed) and on the manual clock, which stands still: no machine,
+/// however loaded, reaches it. A copy would go on a connection of its
+/// own, answered differently.
 #[test]
 fn a_hedged_request_that_answers_in_time_sends_no_copy() {
     let clock = ManualClock::new();
     let (client, recorder) = client_on(&clock, true);
-    let server = TestServer::respond(|_| ok("fast"));
+    let server = TestServer::start(Behaviour::per_connection(|index| match index {
+        0 => Behaviour::respond(|_| ok("the first attempt")),
+        _ => Behaviour::respond(|_| ok("a copy")),
+    }));
     let response = client
         .get(server.url("/"))
-        .hedge(hedge::Policy::after(Duration::from_millis(10)))
+        .hedge(hedge::Policy::after(Duration::from_secs(5)))
         .send()
         .wait()
         .unwrap();
-    assert_eq!(response.text().wait().unwrap(), "fast");
+    assert_eq!(response.text().wait().unwrap(), "the first attempt");
     // The head came in time: the hedge delay is no longer armed (a copy
     // goes only in a poll of the request, which `wait` has consumed, so a
     // delay left armed would show here and nowhere else).
     assert!(eventually(CEILING, || client.stats().armed_timers() == 0));
-    assert_eq!(server.requests().len(), 1);
     assert_eq!(hedges_seen(&recorder), 0, "hedged");
+    assert_eq!(client.stats().retry_budget.hedges_total, 0, "hedged");
     client.close();
+    // The server saw the one request, on the one connection.
+    assert_eq!(server.connections_accepted(), 1, "a copy's connection");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1, "{requests:?}");
+    assert_eq!(requests[0].connection_index, 0, "{requests:?}");
 }
 
 #[test]
