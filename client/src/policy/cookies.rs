@@ -63,51 +63,15 @@ pub trait CookieStore: Send + Sync {
 pub struct Jar {
     cookies: std::sync::RwLock<Cookies>,
     /// How many cookies `cookies` holds (its stamps' count), for
-    /// [`is_empty`](CookieStore::is_empty) to answer without the lock:
-    /// set under the write lock at each of its releases
-    /// ([`Writing`]), so it is the count as of the last change.
+    /// [`is_empty`](CookieStore::is_empty) to answer without the lock.
+    /// Invariant: `held == cookies.stamps.len()` whenever the write lock is
+    /// free. Kept by [`store_at`](Jar::store_at), the only code that
+    /// changes the cookies (sets, deletes, sweeps and evicts them; tests
+    /// also seed them through [`write`](Jar::write), and ask nothing of
+    /// this after): it stores their count last, under the lock, so it is
+    /// the count as of the last change. (A store that panicked midway
+    /// leaves the count of the one before, until the next: a hint.)
     held: std::sync::atomic::AtomicUsize,
-}
-
-/// The jar's cookies locked to change them: the count the jar keeps
-/// beside them ([`Jar::held`]) is set to theirs as the lock is released,
-/// whatever the change was (a cookie set, deleted, swept or evicted).
-#[cfg(feature = "cookies")]
-struct Writing<'a> {
-    cookies: std::sync::RwLockWriteGuard<'a, Cookies>,
-    held: &'a std::sync::atomic::AtomicUsize,
-}
-
-#[cfg(feature = "cookies")]
-impl std::ops::Deref for Writing<'_> {
-    type Target = Cookies;
-
-    fn deref(&self) -> &Cookies {
-        &self.cookies
-    }
-}
-
-#[cfg(feature = "cookies")]
-impl std::ops::DerefMut for Writing<'_> {
-    fn deref_mut(&mut self) -> &mut Cookies {
-        &mut self.cookies
-    }
-}
-
-#[cfg(feature = "cookies")]
-impl Drop for Writing<'_> {
-    fn drop(&mut self) {
-        // Still under the lock (the guard drops after this): the counts
-        // stored are in the order of the changes. Relaxed: the count is a
-        // hint, read beside no other data — a request racing a response
-        // that sets its first cookie may go without it either way, and one
-        // that comes after it (ordered by whatever made it come after)
-        // reads this store or a later one.
-        self.held.store(
-            self.cookies.stamps.len(),
-            std::sync::atomic::Ordering::Relaxed,
-        );
-    }
 }
 
 /// The most cookies a [`Jar`] keeps for one domain (RFC 6265 §6.1: at
@@ -464,20 +428,23 @@ impl Jar {
         domains.sort_unstable();
         domains.dedup();
         jar.evict_at(domains.iter().map(String::as_str), now);
+        // The last change is made: `held` is the count again (see
+        // [`Jar::held`]). Stored under the lock, so the counts stored are
+        // in the order of the changes. Relaxed: the count is a hint, read
+        // beside no other data — a request racing a response that sets
+        // its first cookie may go without it either way, and one that
+        // comes after it (ordered by whatever made it come after) reads
+        // this store or a later one.
+        self.held
+            .store(jar.stamps.len(), std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The cookies, to set: one setter at a time, and no request given
-    /// its cookies meanwhile. The count of them is kept as the lock is
-    /// released ([`Writing`]).
-    fn write(&self) -> Writing<'_> {
-        let cookies = self
-            .cookies
+    /// its cookies meanwhile. A change keeps [`Jar::held`] too.
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Cookies> {
+        self.cookies
             .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        Writing {
-            cookies,
-            held: &self.held,
-        }
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The cookies, to send: requests are given theirs side by side (each
@@ -1405,6 +1372,22 @@ mod tests {
     fn set_at(jar: &Jar, at: &str, values: &[&str], now: time::OffsetDateTime) {
         let parsed = values.iter().filter_map(|v| parse_set_cookie(v)).collect();
         jar.store_at(parsed, &url(at), now);
+    }
+
+    /// The count a jar answers [`is_empty`](CookieStore::is_empty) by is
+    /// taken once a store has made every change, its sweep of the expired
+    /// included: a jar whose last cookie expired, swept by a response that
+    /// keeps none (its cookie deletes one the jar does not hold), is empty.
+    #[test]
+    fn a_jar_whose_last_cookie_a_store_swept_is_empty() {
+        let jar = Jar::new();
+        let now = time::OffsetDateTime::now_utc();
+        set_at(&jar, "http://a.test/", &["old=1; Max-Age=60"], now);
+        assert!(!jar.is_empty());
+        let later = now + time::Duration::minutes(2);
+        set_at(&jar, "http://a.test/", &["gone=; Max-Age=0"], later);
+        assert_eq!(held(&jar), 0);
+        assert!(jar.is_empty());
     }
 
     /// The expiry of the cookie named `name` that `jar` holds.
