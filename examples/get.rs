@@ -913,7 +913,10 @@ fn named(what: &str, error: std::io::Error) -> std::io::Error {
 /// (the hop's answer) to the earlier hops, and only the answer's
 /// ([`tickless::Response::attempt_id`]) are printed, as curl prints the
 /// heads of the transfer it returns — never those of an attempt that
-/// lost, or failed, told before or after the answer's.
+/// lost, or failed, told before or after the answer's. An attempt the
+/// client sent again by itself on a new connection (a `408` or a close
+/// on a pooled one, HTTP/2's refused or unprocessed streams) keeps its
+/// id: its heads are those of its last send alone.
 #[derive(Default)]
 struct HeadsBefore(std::sync::Mutex<HeadsText>);
 
@@ -960,6 +963,19 @@ impl HeadsBefore {
 }
 
 impl tickless::EventListener for HeadsBefore {
+    /// Told again for each connection the attempt goes on, before any
+    /// byte of an answer on it (over both protocols): the heads it told
+    /// before came from a send given up — a `103` before a pooled
+    /// connection's `408`, say — and are no part of its answer.
+    fn on_request_head(
+        &self,
+        request: &tickless::RequestInfo,
+        _: &tickless::ConnectionInfo,
+        _: &tickless::RequestHead<'_>,
+    ) {
+        self.of(request, |heads| *heads = AttemptHeads::default());
+    }
+
     fn on_interim_head(&self, request: &tickless::RequestInfo, head: &tickless::ResponseHead<'_>) {
         let head = told_head_text("", head);
         self.of(request, |heads| heads.interim.extend(head));

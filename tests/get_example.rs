@@ -1397,6 +1397,67 @@ fn include_with_hedging_prints_only_the_answering_attempts_heads() {
     assert!(printed.ends_with("\n\nlanded"), "{printed}");
 }
 
+/// `-i` prints the interim heads of the send that answered, not those of
+/// a send the client gave up and made again by itself under the same
+/// attempt: a redirect leaves the connection pooled, the hop goes on it,
+/// and the server answers a `103` (marked `first`) and then `408 Request
+/// Timeout`, closing — the client sends the hop again on a new connection
+/// (no retry: the same attempt), which answers a `103` (marked `again`)
+/// and the final head. Only the second `103` is printed.
+#[test]
+fn include_prints_no_interim_head_of_a_send_made_again_after_a_408() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    // Whether the hop came on the pooled connection (the 302's).
+    let hop_on_pooled = Arc::new(AtomicBool::new(false));
+    let pooled = hop_on_pooled.clone();
+    let server = TestServer::start(Behaviour::custom(move |mut stream, index| {
+        let Some(head) = read_head(&mut stream) else {
+            return;
+        };
+        if index == 0 {
+            let _ = stream.write_all(&response(302, &[("Location", "/hop")], b""));
+            let Some(head) = read_head(&mut stream) else {
+                return;
+            };
+            if head.starts_with("GET /hop ") {
+                pooled.store(true, Ordering::SeqCst);
+                let _ = stream.write_all(
+                    b"HTTP/1.1 103 Early Hints\r\nX-Send: first\r\n\r\n\
+                      HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\n\
+                      Connection: close\r\n\r\n",
+                );
+                let _ = stream.shutdown(std::net::Shutdown::Write);
+            }
+        } else if head.starts_with("GET /hop ") {
+            let _ = stream.write_all(b"HTTP/1.1 103 Early Hints\r\nX-Send: again\r\n\r\n");
+            let _ = stream.write_all(&response(200, &[("Connection", "close")], b"final"));
+        }
+        drain(&mut stream);
+    }));
+    let output = get(&[&server.url("/start"), "-i"]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert!(
+        hop_on_pooled.load(Ordering::SeqCst),
+        "the hop went first on the pooled connection"
+    );
+    assert_eq!(server.connections_accepted(), 2);
+    let printed = stdout(&output);
+    assert!(printed.starts_with("HTTP/1.1 302 Found\n"), "{printed}");
+    assert!(!printed.contains("first"), "{printed}");
+    assert!(!printed.contains("408"), "{printed}");
+    assert_eq!(printed.matches("Early Hints").count(), 1, "{printed}");
+    let again = printed
+        .find("HTTP/1.1 103 Early Hints\nx-send: again\n\n")
+        .expect("the answer's interim head");
+    let last = printed
+        .find("HTTP/1.1 200 OK\n")
+        .expect("the answer's head");
+    assert!(printed.find("location: /hop").unwrap() < again, "{printed}");
+    assert!(again < last, "{printed}");
+    assert!(printed.ends_with("\n\nfinal"), "{printed}");
+}
+
 /// Through an HTTP proxy that forwards the request, `-v` shows the head
 /// the proxy got — the whole URL as its target — but the proxy's
 /// credentials: neither its `Proxy-Authorization` nor its URL's password

@@ -71,8 +71,23 @@ impl RequestInfo {
     /// The id of the exchange the event comes from: one per attempt of the
     /// request — each redirect hop, each retry, each hedged copy, a request
     /// sent again without `Expect` after a `417` — unique in the process,
-    /// and the same for every event of that exchange (a request sent again
-    /// by itself on a new connection, after a pooled one closed, keeps it).
+    /// and the same for every event of that exchange.
+    ///
+    /// A request the client sends again by itself, as no new exchange,
+    /// keeps it: each repeat [`on_retry`](EventListener::on_retry) lists
+    /// as no retry but the `417`'s — on a new connection after a pooled
+    /// one closed before the answer or, over HTTP/1.1, answered `408
+    /// Request Timeout`; over HTTP/2 after `REFUSED_STREAM`, or a
+    /// `GOAWAY` that says the stream was not processed. Its events then
+    /// start again with the new send, at
+    /// [`on_request_head`](EventListener::on_request_head) (told again for
+    /// each connection, before any byte of an answer on it), and those of
+    /// the send given up stay told: the attempt's
+    /// [interim heads](EventListener::on_interim_head) may repeat, of both
+    /// sends — a `103` before the `408`, then the new send's. A listener
+    /// that keeps an attempt's interim heads starts them afresh at each
+    /// `on_request_head`.
+    ///
     /// Hedged copies run side by side, so the events of several attempts of
     /// one request may come interleaved: this tells them apart, and
     /// [`Response::attempt_id`](crate::Response::attempt_id) names the
