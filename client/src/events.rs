@@ -564,6 +564,12 @@ pub trait EventListener: Send + Sync + 'static {
     /// thread that waits for or polls the response. A `Location` refused
     /// before it becomes an exchange (its URL cannot be a request) is not
     /// followed, nor told here: the caller has the error.
+    ///
+    /// `request` is the hop's attempt that answered `status`:
+    /// [`request.attempt_id()`](RequestInfo::attempt_id) is that
+    /// attempt's (of a hedged hop, the copy or first attempt whose head was
+    /// taken), its method and URI the hop's; the new hop's events carry a
+    /// new id.
     fn on_redirect(
         &self,
         request: &RequestInfo,
@@ -576,6 +582,10 @@ pub trait EventListener: Send + Sync + 'static {
     /// because the one before failed with `reason` (a status retried is an
     /// [`Error::Status`]). Called on the thread that waits for or polls the
     /// response.
+    ///
+    /// `request` is the attempt whose failure is `reason`:
+    /// [`request.attempt_id()`](RequestInfo::attempt_id) is that attempt's
+    /// id; `attempt` counts the one to come, whose events carry a new id.
     ///
     /// Told of a [retry policy](crate::retry::Policy)'s retries only. The
     /// client also sends a request again by itself, at once, in cases that
@@ -609,6 +619,11 @@ pub trait EventListener: Send + Sync + 'static {
     /// Hedged copy number `copy` (from 1) of the request is sent, the
     /// attempts before it having not answered. Called on the thread that
     /// waits for or polls the response.
+    ///
+    /// `request` is the copy: [`request.attempt_id()`](RequestInfo::attempt_id)
+    /// is the id its own events carry (and
+    /// [`Response::attempt_id`](crate::Response::attempt_id), if it
+    /// answers), not that of the attempts it backs up.
     fn on_hedge(&self, request: &RequestInfo, copy: u32) {}
 }
 
