@@ -1,6 +1,9 @@
 //! One client-wide listener tells concurrent requests apart: every event
 //! carries its request's id (shared by the hops of a redirect chain and the
 //! attempts of a retried request) and the method and URI of its exchange.
+//! And the attempts of one request: each — a redirect's hop, a retry, a
+//! hedged copy, a repeat after a `417` — has an attempt id of its own,
+//! which the response names for the one that answered.
 
 mod support;
 
@@ -8,7 +11,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use support::*;
-use tickless::{retry, Client, EventListener, RequestInfo};
+use tickless::timer::ManualClock;
+use tickless::{hedge, retry, Client, EventListener, RequestInfo};
 
 /// Every event, as (request id, method, path, event name).
 #[derive(Default)]
@@ -137,6 +141,13 @@ impl ByAttempt {
     fn note(&self, request: &RequestInfo, event: &'static str) {
         self.0.lock().unwrap().push((request.attempt_id(), event));
     }
+
+    /// The attempt ids of the events named `name`, in the order told.
+    fn of(&self, name: &str) -> Vec<u64> {
+        let events = self.0.lock().unwrap();
+        let ids = events.iter().filter(|(_, event)| *event == name);
+        ids.map(|(id, _)| *id).collect()
+    }
 }
 
 impl EventListener for ByAttempt {
@@ -157,6 +168,17 @@ impl EventListener for ByAttempt {
     }
     fn on_retry(&self, request: &RequestInfo, _: u32, _: Duration, _: &tickless::Error) {
         self.note(request, "retry");
+    }
+    fn on_hedge(&self, request: &RequestInfo, _: u32) {
+        self.note(request, "hedge");
+    }
+    fn on_request_head(
+        &self,
+        request: &RequestInfo,
+        _: &tickless::ConnectionInfo,
+        _: &tickless::RequestHead<'_>,
+    ) {
+        self.note(request, "request head");
     }
 }
 
@@ -187,15 +209,11 @@ fn each_attempt_has_its_own_id_and_the_response_names_the_one_that_answered() {
     assert_eq!(response.text().wait().unwrap(), "/landed");
     client.close();
     let events = listener.0.lock().unwrap().clone();
-    let of = |name| -> Vec<u64> {
-        let ids = events.iter().filter(|(_, event)| *event == name);
-        ids.map(|(id, _)| *id).collect()
-    };
     let ([failed], [retried], [redirected], [first, last]) = (
-        &of("failed")[..],
-        &of("retry")[..],
-        &of("redirect")[..],
-        &of("status")[..],
+        &listener.of("failed")[..],
+        &listener.of("retry")[..],
+        &listener.of("redirect")[..],
+        &listener.of("status")[..],
     ) else {
         panic!("{events:?}");
     };
@@ -206,4 +224,105 @@ fn each_attempt_has_its_own_id_and_the_response_names_the_one_that_answered() {
     ids.sort_unstable();
     ids.dedup();
     assert_eq!(ids.len(), 3, "one id per attempt: {events:?}");
+}
+
+/// Long enough for anything that must happen on loopback.
+const CEILING: Duration = Duration::from_secs(10);
+
+/// A hedged request whose first connection stays silent: the copy that
+/// answers has an attempt id of its own, which `on_hedge` carries, as do
+/// the copy's events and the response — not the first attempt's.
+/// Ordered, not timed: the delay is on a clock that moves only when told,
+/// once the first attempt's head has been told.
+#[test]
+fn a_hedged_copy_has_its_own_id_which_on_hedge_and_the_response_carry() {
+    let clock = ManualClock::new();
+    let server = TestServer::start(Behaviour::per_connection(|index| match index {
+        0 => Behaviour::NeverAnswer,
+        _ => Behaviour::respond(|_| ok("the copy")),
+    }));
+    let listener = Arc::new(ByAttempt::default());
+    let client = Client::builder()
+        .clock(Arc::new(clock.clone()))
+        .build()
+        .unwrap();
+    let future = client
+        .get(server.url("/"))
+        .listener(listener.clone())
+        .hedge(hedge::Policy::after(Duration::from_millis(50)))
+        .send();
+    assert!(server.wait_for_requests(1, CEILING));
+    assert!(eventually(CEILING, || listener.of("request head").len() == 1));
+    let [first] = listener.of("request head")[..] else {
+        unreachable!()
+    };
+    clock.advance(Duration::from_millis(50));
+    let response = future.wait().unwrap();
+    let answered = response.attempt_id();
+    assert_eq!(response.text().wait().unwrap(), "the copy");
+    client.close();
+    let events = listener.0.lock().unwrap().clone();
+    let ([hedged], [status], [head_first, head_copy]) = (
+        &listener.of("hedge")[..],
+        &listener.of("status")[..],
+        &listener.of("request head")[..],
+    ) else {
+        panic!("{events:?}");
+    };
+    assert_eq!(*head_first, first, "{events:?}");
+    assert_eq!(hedged, status, "on_hedge names the copy: {events:?}");
+    assert_eq!(*hedged, answered, "{events:?}");
+    assert_eq!(hedged, head_copy, "{events:?}");
+    assert_ne!(*hedged, first, "the copy has an id of its own: {events:?}");
+}
+
+/// A `417 Expectation Failed` to `Expect: 100-continue`: the request
+/// repeated without it (no retry) is a new exchange, with a new attempt
+/// id, which the response names.
+#[test]
+fn a_request_repeated_after_a_417_has_a_fresh_attempt_id() {
+    use std::io::{Read, Write};
+    let server = TestServer::start(Behaviour::custom(|mut stream, _| {
+        let Some(head) = read_head(&mut stream) else {
+            return;
+        };
+        if head
+            .to_ascii_lowercase()
+            .contains("\r\nexpect: 100-continue")
+        {
+            let _ = stream.write_all(&response(417, &[], b"no expectations"));
+        } else {
+            let mut body = vec![0; content_length(&head)];
+            if stream.read_exact(&mut body).is_ok() {
+                let _ = stream.write_all(&ok("repeated"));
+            }
+        }
+        drain(&mut stream);
+    }));
+    let listener = Arc::new(ByAttempt::default());
+    let client = Client::new();
+    let response = client
+        .post(server.url("/"))
+        .body("payload")
+        .expect_continue(true)
+        .listener(listener.clone())
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let answered = response.attempt_id();
+    assert_eq!(response.text().wait().unwrap(), "repeated");
+    client.close();
+    let events = listener.0.lock().unwrap().clone();
+    // The 417's status is told before the repeat is made.
+    let ([refused, repeated], [head_refused, head_repeated]) =
+        (&listener.of("status")[..], &listener.of("request head")[..])
+    else {
+        panic!("{events:?}");
+    };
+    assert_eq!(head_refused, refused, "{events:?}");
+    assert_eq!(head_repeated, repeated, "{events:?}");
+    assert_eq!(*repeated, answered, "{events:?}");
+    assert_ne!(repeated, refused, "a fresh id: {events:?}");
+    assert!(listener.of("retry").is_empty(), "no retry: {events:?}");
 }
