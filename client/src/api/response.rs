@@ -57,8 +57,9 @@ impl Response {
     /// The attempt that answered: the
     /// [`RequestInfo::attempt_id`](crate::RequestInfo::attempt_id) the
     /// events of its exchange were told with. Of a hedged request, the copy
-    /// (or the first attempt) whose head came first; of a retried one, the
-    /// last attempt — so that a listener that gathers each attempt's events
+    /// (or the first attempt) whose head was taken first (the attempt
+    /// waited for first, if both have come); of a retried one, the last
+    /// attempt — so that a listener that gathers each attempt's events
     /// (its interim heads, say) can keep those of the answer alone.
     pub fn attempt_id(&self) -> u64 {
         self.attempt_id
