@@ -1,8 +1,9 @@
 //! The `tracing` integration, with a subscriber installed for the whole
 //! test binary (loops and the wheel log from their own threads): a span
 //! per request naming its method and URI without userinfo or query, its
-//! events — connect, pool reuse and offer-back, a redirect, a retry — and
-//! a timeout that fired, where it ran and how late.
+//! events — connect, pool reuse and offer-back, a redirect, a retry, a
+//! hedge — each naming the attempt it is about, and a timeout that fired,
+//! where it ran and how late.
 
 #![cfg(feature = "tracing")]
 
@@ -12,7 +13,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use support::*;
-use tickless::{retry, Client};
+use tickless::timer::ManualClock;
+use tickless::{hedge, retry, Client};
 
 /// What the subscriber installed for the whole binary (once, by the first
 /// test to ask) has written: every test's requests, each test looking for
@@ -167,6 +169,80 @@ fn an_interim_head_is_logged_with_its_status() {
     // the span and in the event's own field, 103 in neither.
     assert_eq!(completed.matches("status=200").count(), 2, "{completed}");
     assert!(!completed.contains("status=103"), "{completed}");
+}
+
+/// Long enough for anything that must happen on loopback.
+const CEILING: Duration = Duration::from_secs(10);
+
+/// A hedged request whose first connection stays silent while the copy
+/// answers: its events, interleaved in one span, carry two attempt ids —
+/// the first attempt's, and the copy's on the hedge, on the copy's head
+/// and in the response. Ordered, not timed: the hedge's delay is on a
+/// clock that moves only when told, once the first attempt's request is
+/// logged as sent.
+#[test]
+fn a_hedged_requests_events_name_their_attempts() {
+    let captured = captured();
+    let clock = ManualClock::new();
+    let server = TestServer::start(Behaviour::per_connection(|index| match index {
+        0 => Behaviour::NeverAnswer,
+        _ => Behaviour::respond(|_| ok("the copy")),
+    }));
+    let authority = server.authority();
+    let client = Client::builder()
+        .clock(Arc::new(clock.clone()))
+        .build()
+        .unwrap();
+    let future = client
+        .get(server.url("/hedged"))
+        .hedge(hedge::Policy::after(Duration::from_millis(50)))
+        .send();
+    let sent = |log: &str| -> Vec<u64> {
+        let lines = log.lines().filter(|l| l.contains(&authority));
+        lines
+            .filter(|l| l.contains("request sent"))
+            .map(attempt_id_of)
+            .collect()
+    };
+    assert!(server.wait_for_requests(1, CEILING));
+    assert!(eventually(CEILING, || sent(&captured.text()).len() == 1));
+    let [first] = sent(&captured.text())[..] else {
+        unreachable!()
+    };
+    clock.advance(Duration::from_millis(50));
+    let response = future.wait().unwrap();
+    let answered = response.attempt_id();
+    assert_eq!(response.text().wait().unwrap(), "the copy");
+    client.close();
+
+    let log = captured.text();
+    let ours: Vec<&str> = log.lines().filter(|l| l.contains(&authority)).collect();
+    let mut ids: Vec<u64> = ours.iter().map(|line| attempt_id_of(line)).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 2, "two attempts, each event naming one:\n{log}");
+    assert!(ids.contains(&first), "{log}");
+    let hedged = attempt_id_of(logged(&log, &authority, &["hedged copy sent"]));
+    assert_ne!(hedged, first, "the hedge names the copy:\n{log}");
+    let heads: Vec<&str> = ours
+        .iter()
+        .copied()
+        .filter(|line| line.contains(" head ") && !line.contains("interim"))
+        .collect();
+    let [head] = heads[..] else {
+        panic!("one head, the copy's:\n{log}");
+    };
+    assert_eq!(attempt_id_of(head), hedged, "{log}");
+    assert_eq!(answered, hedged, "{log}");
+}
+
+/// The `attempt_id` field of a logged event; a test fails without one.
+fn attempt_id_of(line: &str) -> u64 {
+    let (_, after) = line
+        .split_once("attempt_id=")
+        .unwrap_or_else(|| panic!("no attempt_id in {line}"));
+    let digits: String = after.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().unwrap_or_else(|_| panic!("{line}"))
 }
 
 /// The first line of `log` about `authority` that holds every one of

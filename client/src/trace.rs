@@ -8,6 +8,17 @@
 //! Body bytes are never logged, nor is a query (which may hold secrets):
 //! not the span's URI's, a redirect's target's or a retried status's URL's.
 //!
+//! Each of these events names the attempt (the exchange) it is about, as
+//! `attempt_id` — [`RequestInfo::attempt_id`], one per redirect hop, retry,
+//! hedged copy, repeat after a `417` — so that the interleaved events of a
+//! hedged request's copies, or a retry's and the attempt it follows, can
+//! be told apart in one span: a redirect's and a retry's is the attempt
+//! they follow (that answered the redirect, that failed), a hedge's the
+//! copy sent, which the copy's own events and, if it answers,
+//! [`Response::attempt_id`](crate::Response::attempt_id) carry too. (Not
+//! `attempt`: a retry's event has that field already, the number of the
+//! attempt to come.)
+//!
 //! The timeouts that fire are events of their own (in `exchange`), with
 //! their kind, where they ran (the wheel or a loop) and how late.
 
@@ -89,94 +100,89 @@ pub(crate) struct Traced {
 }
 
 impl EventListener for Traced {
-    fn on_resolved(&self, _request: &RequestInfo, host: &str, addrs: &[SocketAddr]) {
-        debug!(parent: &self.span, host, ?addrs, "resolved");
+    fn on_resolved(&self, request: &RequestInfo, host: &str, addrs: &[SocketAddr]) {
+        debug!(parent: &self.span, host, ?addrs, attempt_id = request.attempt_id(), "resolved");
     }
-    fn on_connect_attempt(&self, _request: &RequestInfo, remote: SocketAddr) {
-        debug!(parent: &self.span, %remote, "connect attempt");
+    fn on_connect_attempt(&self, request: &RequestInfo, remote: SocketAddr) {
+        debug!(parent: &self.span, %remote, attempt_id = request.attempt_id(), "connect attempt");
     }
-    fn on_connect_success(&self, _request: &RequestInfo, connection: &ConnectionInfo) {
-        debug!(parent: &self.span, connection = connection.id, event_loop = connection.loop_index, remote = %connection.remote, "connected");
+    fn on_connect_success(&self, request: &RequestInfo, connection: &ConnectionInfo) {
+        debug!(parent: &self.span, connection = connection.id, event_loop = connection.loop_index, remote = %connection.remote, attempt_id = request.attempt_id(), "connected");
     }
     fn on_connect_failure(
         &self,
-        _request: &RequestInfo,
+        request: &RequestInfo,
         remote: SocketAddr,
         error: &std::io::Error,
     ) {
-        debug!(parent: &self.span, %remote, error = %WithCauses(error), "connect failed");
+        debug!(parent: &self.span, %remote, error = %WithCauses(error), attempt_id = request.attempt_id(), "connect failed");
     }
     fn on_tls_handshake_success(
         &self,
-        _request: &RequestInfo,
+        request: &RequestInfo,
         connection: &ConnectionInfo,
         alpn_protocol: Option<&[u8]>,
     ) {
         let alpn = alpn_protocol.map(String::from_utf8_lossy);
-        debug!(parent: &self.span, connection = connection.id, alpn = ?alpn, "TLS handshake done");
+        debug!(parent: &self.span, connection = connection.id, alpn = ?alpn, attempt_id = request.attempt_id(), "TLS handshake done");
     }
     fn on_tls_handshake_failure(
         &self,
-        _request: &RequestInfo,
+        request: &RequestInfo,
         connection: &ConnectionInfo,
         error: &Error,
     ) {
-        debug!(parent: &self.span, connection = connection.id, error = %LoggedError(error), "TLS handshake failed");
+        debug!(parent: &self.span, connection = connection.id, error = %LoggedError(error), attempt_id = request.attempt_id(), "TLS handshake failed");
     }
-    fn on_connection_pooled(&self, _request: &RequestInfo, connection: &ConnectionInfo) {
-        debug!(parent: &self.span, connection = connection.id, event_loop = connection.loop_index, "pooled connection reused");
+    fn on_connection_pooled(&self, request: &RequestInfo, connection: &ConnectionInfo) {
+        debug!(parent: &self.span, connection = connection.id, event_loop = connection.loop_index, attempt_id = request.attempt_id(), "pooled connection reused");
     }
-    fn on_connection_offered(&self, _request: &RequestInfo, connection: &ConnectionInfo) {
-        debug!(parent: &self.span, connection = connection.id, "connection back to the pool");
+    fn on_connection_offered(&self, request: &RequestInfo, connection: &ConnectionInfo) {
+        debug!(parent: &self.span, connection = connection.id, attempt_id = request.attempt_id(), "connection back to the pool");
     }
     fn on_protocol_negotiated(
         &self,
-        _request: &RequestInfo,
+        request: &RequestInfo,
         connection: &ConnectionInfo,
         version: http::Version,
     ) {
-        debug!(parent: &self.span, connection = connection.id, ?version, "protocol");
+        debug!(parent: &self.span, connection = connection.id, ?version, attempt_id = request.attempt_id(), "protocol");
     }
-    fn on_stream_opened(
-        &self,
-        _request: &RequestInfo,
-        connection: &ConnectionInfo,
-        stream_id: u32,
-    ) {
-        debug!(parent: &self.span, connection = connection.id, stream_id, "HTTP/2 stream opened");
+    fn on_stream_opened(&self, request: &RequestInfo, connection: &ConnectionInfo, stream_id: u32) {
+        debug!(parent: &self.span, connection = connection.id, stream_id, attempt_id = request.attempt_id(), "HTTP/2 stream opened");
     }
-    fn on_request_sent(&self, _request: &RequestInfo, connection: &ConnectionInfo) {
-        debug!(parent: &self.span, connection = connection.id, "request sent");
+    fn on_request_sent(&self, request: &RequestInfo, connection: &ConnectionInfo) {
+        debug!(parent: &self.span, connection = connection.id, attempt_id = request.attempt_id(), "request sent");
     }
-    fn on_interim_head(&self, _request: &RequestInfo, head: &ResponseHead<'_>) {
+    fn on_interim_head(&self, request: &RequestInfo, head: &ResponseHead<'_>) {
         // Not the span's `status`: the final head's is yet to come.
-        debug!(parent: &self.span, status = head.status().as_u16(), "interim head");
+        debug!(parent: &self.span, status = head.status().as_u16(), attempt_id = request.attempt_id(), "interim head");
     }
-    fn on_status(&self, _request: &RequestInfo, status: http::StatusCode) {
+    fn on_status(&self, request: &RequestInfo, status: http::StatusCode) {
         // Each hop's: the last one's stays.
         self.span.record("status", status.as_u16());
-        debug!(parent: &self.span, status = status.as_u16(), "head");
+        debug!(parent: &self.span, status = status.as_u16(), attempt_id = request.attempt_id(), "head");
     }
-    fn on_completed(&self, _request: &RequestInfo, status: http::StatusCode) {
-        debug!(parent: &self.span, status = status.as_u16(), "completed");
+    fn on_completed(&self, request: &RequestInfo, status: http::StatusCode) {
+        debug!(parent: &self.span, status = status.as_u16(), attempt_id = request.attempt_id(), "completed");
     }
-    fn on_failed(&self, _request: &RequestInfo, error: &Error) {
-        debug!(parent: &self.span, error = %LoggedError(error), timeout = error.is_timeout(), "failed");
+    fn on_failed(&self, request: &RequestInfo, error: &Error) {
+        debug!(parent: &self.span, error = %LoggedError(error), timeout = error.is_timeout(), attempt_id = request.attempt_id(), "failed");
     }
     fn on_redirect(
         &self,
-        _request: &RequestInfo,
+        request: &RequestInfo,
         status: http::StatusCode,
         from: &http::Uri,
         to: &http::Uri,
     ) {
-        debug!(parent: &self.span, status = status.as_u16(), from = %from.path(), to = %SpanUri(to), "redirect followed");
+        debug!(parent: &self.span, status = status.as_u16(), from = %from.path(), to = %SpanUri(to), attempt_id = request.attempt_id(), "redirect followed");
     }
-    fn on_retry(&self, _request: &RequestInfo, attempt: u32, delay: Duration, reason: &Error) {
-        debug!(parent: &self.span, attempt, ?delay, reason = %LoggedError(reason), "retry");
+    fn on_retry(&self, request: &RequestInfo, attempt: u32, delay: Duration, reason: &Error) {
+        debug!(parent: &self.span, attempt, ?delay, reason = %LoggedError(reason), attempt_id = request.attempt_id(), "retry");
     }
-    fn on_hedge(&self, _request: &RequestInfo, copy: u32) {
-        debug!(parent: &self.span, copy, "hedged copy sent");
+    fn on_hedge(&self, request: &RequestInfo, copy: u32) {
+        debug!(parent: &self.span, copy, attempt_id = request.attempt_id(), "hedged copy sent");
     }
 }
 
