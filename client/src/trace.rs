@@ -1,8 +1,9 @@
 //! `tracing` integration (cargo feature `tracing`, on by default): a span
 //! per request, and the request's events at `debug` — resolution, connect
 //! attempts, TLS, the protocol and the HTTP/2 stream, pool reuse and
-//! offer-back, interim (1xx) heads, redirects, retries, hedges, the end — as the [`Traced`] listener that the policy layer puts in
-//! front of the caller's, only when a subscriber wants the span. With no
+//! offer-back, interim (1xx) heads, redirects, retries, hedges, the end —
+//! as the [`Traced`] listener that the policy layer puts in front of the
+//! caller's, only when a subscriber wants the span. With no
 //! subscriber, or one that does not want `debug` from this crate, the cost
 //! is the span's interest check: nothing is allocated, nothing wrapped.
 //! Body bytes are never logged, nor is a query (which may hold secrets):
