@@ -1458,6 +1458,64 @@ fn include_prints_no_interim_head_of_a_send_made_again_after_a_408() {
     assert!(printed.ends_with("\n\nfinal"), "{printed}");
 }
 
+/// HEADERS `:status 103` with `x-send: <mark>` on `stream`, not ending
+/// it (both fields literal, not indexed: HPACK's state stays empty).
+fn marked_early_hints(stream: u32, mark: &str) -> Vec<u8> {
+    let mut block = vec![0x08, 0x03, b'1', b'0', b'3', 0x00, 0x06];
+    block.extend_from_slice(b"x-send");
+    block.push(mark.len() as u8);
+    block.extend_from_slice(mark.as_bytes());
+    support::h2_server::frame(
+        support::h2_server::HEADERS,
+        support::h2_server::END_HEADERS,
+        stream,
+        &block,
+    )
+}
+
+/// Over HTTP/2 as over HTTP/1.1 (see the test above), `-i` prints the
+/// interim heads of the send that answered only: the server answers the
+/// first stream a `103` (marked `first`) and then refuses it
+/// (`REFUSED_STREAM`) — the client sends the request again by itself, on
+/// the same connection and under the same attempt, its head told again
+/// (`-v` shows it twice) — and answers the second stream a `103` (marked
+/// `again`) and the final head.
+#[test]
+fn include_prints_no_interim_head_of_an_http2_stream_refused_after_a_103() {
+    use support::h2_server::*;
+    let server = RawH2Server::start(|mut conn| {
+        let Some(&first) = conn.read_requests(1).first() else {
+            return;
+        };
+        conn.send(&marked_early_hints(first, "first"));
+        conn.send(&rst_stream(first, 0x7));
+        let Some(&again) = conn.read_requests(1).first() else {
+            return;
+        };
+        let mut out = marked_early_hints(again, "again");
+        out.extend(frame(HEADERS, END_HEADERS, again, &[0x88]));
+        out.extend(frame(DATA, END_STREAM, again, b"final"));
+        conn.send(&out);
+        conn.drain(std::time::Duration::from_secs(5));
+    });
+    let output = get(&[&server.url("/"), "--http2-prior-knowledge", "-i", "-v"]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert_eq!(
+        server.connections.load(std::sync::atomic::Ordering::SeqCst),
+        1
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.matches("> GET / HTTP/2\n").count(), 2, "{stderr}");
+    let printed = stdout(&output);
+    assert!(!printed.contains("first"), "{printed}");
+    assert_eq!(printed.matches("HTTP/2 103").count(), 1, "{printed}");
+    assert!(
+        printed.starts_with("HTTP/2 103\nx-send: again\n\nHTTP/2 200\n"),
+        "{printed}"
+    );
+    assert!(printed.ends_with("\n\nfinal"), "{printed}");
+}
+
 /// Through an HTTP proxy that forwards the request, `-v` shows the head
 /// the proxy got — the whole URL as its target — but the proxy's
 /// credentials: neither its `Proxy-Authorization` nor its URL's password

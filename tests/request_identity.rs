@@ -3,7 +3,9 @@
 //! attempts of a retried request) and the method and URI of its exchange.
 //! And the attempts of one request: each — a redirect's hop, a retry, a
 //! hedged copy, a repeat after a `417` — has an attempt id of its own,
-//! which the response names for the one that answered.
+//! which the response names for the one that answered; a send the client
+//! makes again by itself (over HTTP/2, a stream never processed after a
+//! `103`) keeps its attempt's id, its request head told again.
 
 mod support;
 
@@ -68,6 +70,16 @@ impl EventListener for Told {
         _: &tickless::RequestHead<'_>,
     ) {
         self.note(request, "request head");
+    }
+    /// Named by its `x-send` field, which marks the send it came on.
+    fn on_interim_head(&self, request: &RequestInfo, head: &tickless::ResponseHead<'_>) {
+        let mark = head.headers().get("x-send").map(|mark| mark.as_bytes());
+        let event = match mark {
+            Some(b"first") => "interim first",
+            Some(b"again") => "interim again",
+            _ => "interim",
+        };
+        self.note(request, event);
     }
 }
 
@@ -301,4 +313,103 @@ fn a_request_repeated_after_a_417_has_a_fresh_attempt_id() {
     assert_eq!(*repeated, answered, "{events:?}");
     assert_ne!(repeated, refused, "a fresh id: {events:?}");
     assert!(listener.of("retry").is_empty(), "no retry: {events:?}");
+}
+
+/// HEADERS `:status 103` with `x-send: <mark>` on `stream`, not ending
+/// it (both fields literal, not indexed: HPACK's state stays empty).
+fn marked_early_hints(stream: u32, mark: &str) -> Vec<u8> {
+    use support::h2_server::{frame, END_HEADERS, HEADERS};
+    let mut block = vec![0x08, 0x03, b'1', b'0', b'3', 0x00, 0x06];
+    block.extend_from_slice(b"x-send");
+    block.push(mark.len() as u8);
+    block.extend_from_slice(mark.as_bytes());
+    frame(HEADERS, END_HEADERS, stream, &block)
+}
+
+/// Over HTTP/2, a stream the server says it never processed after a
+/// `103`, its answer's head not come — refused (`REFUSED_STREAM`), or
+/// above a `GOAWAY`'s last stream id — is sent again by the client itself
+/// (no retry) under the same attempt id: its head is told again (on the
+/// same connection after the refusal, on a new one after the `GOAWAY`),
+/// and the second stream's interim heads follow — the first stream's
+/// `103` comes before the second head, so a listener that clears an
+/// attempt's interim heads at each request head (as `examples/get.rs`
+/// does) keeps only the answer's.
+#[test]
+fn an_http2_stream_unprocessed_after_a_103_goes_again_under_the_same_attempt_id() {
+    use support::h2_server::*;
+    for goaway_case in [false, true] {
+        let server = RawH2Server::start(move |mut conn| {
+            let Some(&id) = conn.read_requests(1).first() else {
+                return;
+            };
+            if conn.index == 0 {
+                conn.send(&marked_early_hints(id, "first"));
+                if goaway_case {
+                    // The stream is above the last stream id: never
+                    // processed, the `103` notwithstanding.
+                    conn.send(&goaway(0, 0));
+                    conn.drain(CEILING);
+                    return;
+                }
+                conn.send(&rst_stream(id, 0x7));
+                let Some(&again) = conn.read_requests(1).first() else {
+                    return;
+                };
+                let mut out = marked_early_hints(again, "again");
+                out.extend(ok_headers(again));
+                conn.send(&out);
+            } else {
+                let mut out = marked_early_hints(id, "again");
+                out.extend(ok_headers(id));
+                conn.send(&out);
+            }
+            conn.drain(CEILING);
+        });
+        let listener = Arc::new(Told::default());
+        let client = Client::builder()
+            .event_loops(1)
+            .http2_prior_knowledge()
+            .request_timeout(CEILING)
+            .build()
+            .unwrap();
+        let response = client
+            .get(server.url("/"))
+            .listener(listener.clone())
+            .send()
+            .wait()
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.version(), http::Version::HTTP_2);
+        let answered = response.attempt_id();
+        // Read to its end: the exchange is complete before the close.
+        assert!(response.bytes().wait().unwrap().is_empty());
+        client.close();
+        let connections = server.connections.load(std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(connections, 1 + usize::from(goaway_case));
+        let events = listener.events();
+        let told: Vec<&str> = events
+            .iter()
+            .map(|(_, event)| *event)
+            .filter(|event| *event != "status")
+            .collect();
+        assert_eq!(
+            told,
+            [
+                "request head",
+                "interim first",
+                "request head",
+                "interim again",
+                "completed"
+            ],
+            "GOAWAY: {goaway_case}; {events:?}"
+        );
+        assert!(
+            events
+                .iter()
+                .all(|(request, _)| request.attempt_id() == answered),
+            "one attempt id throughout: {events:?}"
+        );
+        assert!(listener.of("retry").is_empty(), "no retry: {events:?}");
+    }
 }
