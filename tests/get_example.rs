@@ -1458,21 +1458,6 @@ fn include_prints_no_interim_head_of_a_send_made_again_after_a_408() {
     assert!(printed.ends_with("\n\nfinal"), "{printed}");
 }
 
-/// HEADERS `:status 103` with `x-send: <mark>` on `stream`, not ending
-/// it (both fields literal, not indexed: HPACK's state stays empty).
-fn marked_early_hints(stream: u32, mark: &str) -> Vec<u8> {
-    let mut block = vec![0x08, 0x03, b'1', b'0', b'3', 0x00, 0x06];
-    block.extend_from_slice(b"x-send");
-    block.push(mark.len() as u8);
-    block.extend_from_slice(mark.as_bytes());
-    support::h2_server::frame(
-        support::h2_server::HEADERS,
-        support::h2_server::END_HEADERS,
-        stream,
-        &block,
-    )
-}
-
 /// Over HTTP/2 as over HTTP/1.1 (see the test above), `-i` prints the
 /// interim heads of the send that answered only: the server answers the
 /// first stream a `103` (marked `first`) and then refuses it

@@ -315,17 +315,6 @@ fn a_request_repeated_after_a_417_has_a_fresh_attempt_id() {
     assert!(listener.of("retry").is_empty(), "no retry: {events:?}");
 }
 
-/// HEADERS `:status 103` with `x-send: <mark>` on `stream`, not ending
-/// it (both fields literal, not indexed: HPACK's state stays empty).
-fn marked_early_hints(stream: u32, mark: &str) -> Vec<u8> {
-    use support::h2_server::{frame, END_HEADERS, HEADERS};
-    let mut block = vec![0x08, 0x03, b'1', b'0', b'3', 0x00, 0x06];
-    block.extend_from_slice(b"x-send");
-    block.push(mark.len() as u8);
-    block.extend_from_slice(mark.as_bytes());
-    frame(HEADERS, END_HEADERS, stream, &block)
-}
-
 /// Over HTTP/2, a stream the server says it never processed after a
 /// `103`, its answer's head not come — refused (`REFUSED_STREAM`), or
 /// above a `GOAWAY`'s last stream id — is sent again by the client itself
