@@ -963,10 +963,11 @@ impl HeadsBefore {
 }
 
 impl tickless::EventListener for HeadsBefore {
-    /// Told again for each connection the attempt goes on, before any
-    /// byte of an answer on it (over both protocols): the heads it told
-    /// before came from a send given up — a `103` before a pooled
-    /// connection's `408`, say — and are no part of its answer.
+    /// Told again for each send of the attempt — on a new connection, or
+    /// over HTTP/2 on a new stream, maybe of the same connection — before
+    /// any byte of its answer: the heads it told before came from a send
+    /// given up — a `103` before a pooled connection's `408`, or before
+    /// an HTTP/2 `REFUSED_STREAM` — and are no part of its answer.
     fn on_request_head(
         &self,
         request: &tickless::RequestInfo,

@@ -81,12 +81,13 @@ impl RequestInfo {
     /// `GOAWAY` that says the stream was not processed. Its events then
     /// start again with the new send, at
     /// [`on_request_head`](EventListener::on_request_head) (told again for
-    /// each connection, before any byte of an answer on it), and those of
-    /// the send given up stay told: the attempt's
+    /// each send — on a new connection, or over HTTP/2 on a new stream,
+    /// maybe of the same connection — before any byte of its answer), and
+    /// those of the send given up stay told: the attempt's
     /// [interim heads](EventListener::on_interim_head) may repeat, of both
-    /// sends — a `103` before the `408`, then the new send's. A listener
-    /// that keeps an attempt's interim heads starts them afresh at each
-    /// `on_request_head`.
+    /// sends — a `103` before the `408` or the `REFUSED_STREAM`, then the
+    /// new send's. A listener that keeps an attempt's interim heads starts
+    /// them afresh at each `on_request_head`.
     ///
     /// Hedged copies run side by side, so the events of several attempts of
     /// one request may come interleaved: this tells them apart, and
@@ -600,14 +601,22 @@ pub trait EventListener: Send + Sync + 'static {
     ///   with 417, then its end), and the repeat's events follow as a new
     ///   exchange's — possibly before the 417's end, as a redirect's do;
     /// * a request on a pooled connection that the server closed before
-    ///   answering — or, over HTTP/1.1, answered `408 Request Timeout` on
-    ///   (it timed the idle connection out) — sent again once on a new
-    ///   connection if it may go twice (idempotent, its body in memory):
-    ///   the 408 is not told, and the exchange's events go on with the new
-    ///   connection's;
+    ///   answering — over HTTP/1.1 before any byte of a response, over
+    ///   HTTP/2 before the final head, interim (1xx) heads come or not —
+    ///   or, over HTTP/1.1, answered `408 Request Timeout` on (it timed
+    ///   the idle connection out; interim heads may come before it), sent
+    ///   again once on a new connection if it may go twice (idempotent,
+    ///   its body in memory): the 408 is not told, and the exchange's
+    ///   events go on with the new connection's;
     /// * over HTTP/2, a request the server refused or never processed
-    ///   (`REFUSED_STREAM`, above a `GOAWAY`'s last stream id), sent again
-    ///   once.
+    ///   (`REFUSED_STREAM`, above a `GOAWAY`'s last stream id) before its
+    ///   final head, interim heads come or not, sent again once, on any
+    ///   connection that takes it (after `REFUSED_STREAM`, maybe the same).
+    ///
+    /// The interim heads told of a send given up are no part of the
+    /// answer: the new send's events start again at
+    /// [`on_request_head`](Self::on_request_head), under the same
+    /// [attempt id](RequestInfo::attempt_id).
     fn on_retry(
         &self,
         request: &RequestInfo,
