@@ -1,20 +1,26 @@
 //! The `tracing` integration, with a subscriber installed for the whole
 //! test binary (loops and the wheel log from their own threads): a span
-//! per request naming its method and URI without userinfo or query, its
-//! events — connect, pool reuse and offer-back, a redirect, a retry, a
-//! hedge — each naming the attempt it is about, and a timeout that fired,
-//! where it ran and how late.
+//! per request naming its method and URI without userinfo or query, and
+//! the status of the response given to the caller (not a losing hedged
+//! copy's, none when the caller gets an error), its events — connect,
+//! pool reuse and offer-back, a redirect, a retry, a hedge — each naming
+//! the attempt it is about, and a timeout that fired, where it ran and how
+//! late.
 
 #![cfg(feature = "tracing")]
 
 mod support;
 
+use std::future::Future;
+use std::io::Write;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::task::{Context, Waker};
 use std::time::Duration;
 use support::*;
 use tickless::timer::ManualClock;
-use tickless::{hedge, retry, Client};
+use tickless::{hedge, retry, Client, EventListener, RequestInfo};
 
 /// What the subscriber installed for the whole binary (once, by the first
 /// test to ask) has written: every test's requests, each test looking for
@@ -165,10 +171,15 @@ fn an_interim_head_is_logged_with_its_status() {
     let interim = logged(&log, &authority, &["interim head"]);
     assert!(interim.contains("status=103"), "{interim}");
     let completed = logged(&log, &authority, &["completed"]);
-    // The span's status is the final head's, not the interim's: 200 in
-    // the span and in the event's own field, 103 in neither.
-    assert_eq!(completed.matches("status=200").count(), 2, "{completed}");
+    assert!(completed.contains("status=200"), "{completed}");
     assert!(!completed.contains("status=103"), "{completed}");
+    // The span's status is the final head's, not the interim's: 200 in
+    // the span and in the event's own field, 103 in neither. (Shown from
+    // the response's being given to the caller, when it is recorded: the
+    // loop may tell the completion before.)
+    let given = logged(&log, &authority, &["response given"]);
+    assert_eq!(given.matches("status=200").count(), 2, "{given}");
+    assert!(!given.contains("status=103"), "{given}");
 }
 
 /// Long enough for anything that must happen on loopback.
@@ -251,4 +262,150 @@ fn logged<'a>(log: &'a str, authority: &str, words: &[&str]) -> &'a str {
     log.lines()
         .find(|line| line.contains(authority) && words.iter().all(|w| line.contains(w)))
         .unwrap_or_else(|| panic!("no {words:?} logged:\n{log}"))
+}
+
+/// What the gated server and the test wait on: whether the first
+/// connection has its request, the statuses told to `on_status` (every
+/// attempt's, in order), whether `on_hedge` was told, and whether the test
+/// polls no more (so that no poll takes a head before both are told).
+#[derive(Default)]
+struct Heads {
+    state: Mutex<HeadsState>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct HeadsState {
+    first_arrived: bool,
+    statuses: Vec<u16>,
+    hedged: bool,
+    polls_over: bool,
+}
+
+impl Heads {
+    fn update(&self, change: impl FnOnce(&mut HeadsState)) {
+        change(&mut self.state.lock().unwrap());
+        self.changed.notify_all();
+    }
+
+    fn read<T>(&self, look: impl FnOnce(&HeadsState) -> T) -> T {
+        look(&self.state.lock().unwrap())
+    }
+
+    /// Waits (up to [`CEILING`]) until `holds`; whether it did.
+    fn wait_until(&self, holds: impl Fn(&HeadsState) -> bool) -> bool {
+        let state = self.state.lock().unwrap();
+        let (state, _) = self
+            .changed
+            .wait_timeout_while(state, CEILING, |state| !holds(state))
+            .unwrap();
+        holds(&state)
+    }
+}
+
+impl EventListener for Heads {
+    fn on_status(&self, _: &RequestInfo, status: http::StatusCode) {
+        self.update(|state| state.statuses.push(status.as_u16()));
+    }
+    fn on_hedge(&self, _: &RequestInfo, _: u32) {
+        self.update(|state| state.hedged = true);
+    }
+}
+
+/// A hedged request both of whose attempts answer — the first `201`, the
+/// copy `202`, told after the first's head — before the caller takes a
+/// head: the span's `status` is the response's (the first attempt's, the
+/// one the chain waits for first), not the losing copy's, told last.
+/// Ordered, not timed: the hedge's delay is on a clock that moves only
+/// when told; the first connection answers once the test polls no more,
+/// the copy's once the first's head has been told. (The first connection
+/// is the first attempt's: the copy is sent after it has its request.)
+#[test]
+fn a_hedged_requests_span_status_is_the_responses_not_the_losers() {
+    let captured = captured();
+    let clock = ManualClock::new();
+    let heads = Arc::new(Heads::default());
+    let gate = heads.clone();
+    let server = TestServer::start(Behaviour::custom(move |mut stream, index| {
+        if read_head(&mut stream).is_none() {
+            return;
+        }
+        if index == 0 {
+            gate.update(|state| state.first_arrived = true);
+        }
+        let (status, answer_when): (u16, fn(&HeadsState) -> bool) = match index {
+            0 => (201, |state| state.polls_over),
+            _ => (202, |state| state.statuses.contains(&201)),
+        };
+        if gate.wait_until(answer_when) {
+            let _ = stream.write_all(&response(status, &[], b"answered"));
+            drain(&mut stream);
+        }
+    }));
+    let authority = server.authority();
+    let client = Client::builder()
+        .clock(Arc::new(clock.clone()))
+        .build()
+        .unwrap();
+    let mut future = client
+        .get(server.url("/both-answer"))
+        .listener(heads.clone())
+        .hedge(hedge::Policy::after(Duration::from_millis(50)))
+        .send();
+    assert!(heads.wait_until(|state| state.first_arrived));
+    clock.advance(Duration::from_millis(50));
+    // The copy is sent by a poll once the delay has rung; no poll after
+    // that one until both heads are told.
+    let mut cx = Context::from_waker(Waker::noop());
+    let copy_sent = eventually(CEILING, || {
+        assert!(Pin::new(&mut future).poll(&mut cx).is_pending());
+        heads.read(|state| state.hedged)
+    });
+    assert!(copy_sent, "no hedged copy sent");
+    heads.update(|state| state.polls_over = true);
+    assert!(
+        heads.wait_until(|state| state.statuses.len() == 2),
+        "both heads told: {:?}",
+        heads.read(|state| state.statuses.clone())
+    );
+    assert_eq!(heads.read(|state| state.statuses.clone()), [201, 202]);
+    let response = future.wait().unwrap();
+    let answered = response.attempt_id();
+    let status = response.status().as_u16();
+    assert_eq!(response.text().wait().unwrap(), "answered");
+    client.close();
+
+    let log = captured.text();
+    let given = logged(&log, &authority, &["response given"]);
+    assert_eq!(attempt_id_of(given), answered, "{log}");
+    // The span's fields, before the event's: every `status` recorded in
+    // the span by then shows there (a field recorded twice shows twice).
+    let (span, _) = given.split_once("}:").unwrap();
+    let recorded: Vec<&str> = span
+        .split(' ')
+        .filter_map(|w| w.strip_prefix("status="))
+        .collect();
+    assert_eq!(recorded, [status.to_string()], "{given}");
+}
+
+/// A redirect whose next hop fails: the caller is given an error, no
+/// response, so the span has no `status` — not the redirect's `302`.
+#[test]
+fn a_span_whose_request_fails_after_a_redirect_has_no_status() {
+    let captured = captured();
+    let refused = format!("http://{}/gone", refused_addr());
+    let server = TestServer::respond(move |_| response(302, &[("Location", &refused)], b""));
+    let client = Client::builder().build().unwrap();
+    client.get(server.url("/moved")).send().wait().unwrap_err();
+    client.close();
+
+    let log = captured.text();
+    let authority = server.authority();
+    let redirected = logged(&log, &authority, &["redirect followed"]);
+    assert!(redirected.contains("status=302"), "{redirected}");
+    let failed = logged(&log, &authority, &["failed", "timeout="]);
+    let (span, _) = failed.split_once("}:").unwrap();
+    assert!(!span.contains("status="), "{failed}");
+    let given = |line: &&str| line.contains(&authority) && line.contains("response given");
+    assert!(!log.lines().any(|line| given(&line)), "{log}");
 }

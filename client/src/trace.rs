@@ -1,7 +1,8 @@
 //! `tracing` integration (cargo feature `tracing`, on by default): a span
 //! per request, and the request's events at `debug` — resolution, connect
 //! attempts, TLS, the protocol and the HTTP/2 stream, pool reuse and
-//! offer-back, interim (1xx) heads, redirects, retries, hedges, the end —
+//! offer-back, interim (1xx) heads, redirects, retries, hedges, the
+//! response given to the caller, the end —
 //! as the [`Traced`] listener that the policy layer puts in front of the
 //! caller's, only when a subscriber wants the span. With no
 //! subscriber, or one that does not want `debug` from this crate, the cost
@@ -31,7 +32,7 @@ use tracing::{debug, Span};
 
 /// The span of one request: its method and its URI without userinfo and
 /// without the query (which may hold secrets); `status` is recorded when
-/// the response's head is given to the caller.
+/// the response's head is given to the caller (by [`response_given`]).
 pub(crate) fn request_span(method: &http::Method, uri: &http::Uri) -> Span {
     // The fields are only formatted if a subscriber wants the span: with
     // none, this allocates nothing.
@@ -41,6 +42,15 @@ pub(crate) fn request_span(method: &http::Method, uri: &http::Uri) -> Span {
         uri = %SpanUri(uri),
         status = tracing::field::Empty,
     )
+}
+
+/// The head of attempt `attempt_id`, with `status`, is given to the caller
+/// as the response: `status` recorded in the request's `span`, and an
+/// event in it that shows it (the loop may have told the response's other
+/// events, its completion too, before the caller took the head).
+pub(crate) fn response_given(span: &Span, status: http::StatusCode, attempt_id: u64) {
+    span.record("status", status.as_u16());
+    debug!(parent: span, status = status.as_u16(), attempt_id, "response given");
 }
 
 /// A request span's URI: scheme, host, port and path.
@@ -160,8 +170,9 @@ impl EventListener for Traced {
         debug!(parent: &self.span, status = head.status().as_u16(), attempt_id = request.attempt_id(), "interim head");
     }
     fn on_status(&self, request: &RequestInfo, status: http::StatusCode) {
-        // Each hop's: the last one's stays.
-        self.span.record("status", status.as_u16());
+        // Not the span's `status` either: every attempt's head is told
+        // here, a hedged copy's that lost too, maybe after the winner's;
+        // the chain records the head it gives to the caller.
         debug!(parent: &self.span, status = status.as_u16(), attempt_id = request.attempt_id(), "head");
     }
     fn on_completed(&self, request: &RequestInfo, status: http::StatusCode) {

@@ -162,6 +162,7 @@ fn response(chain: &mut Chain, mut head: Head) -> Result<Response, Error> {
     let length = chain.body_length(&head, decoding.is_some());
     let body = Body::new(chain.current().clone(), decoding, length);
     chain.body_made();
+    chain.head_given(head.status);
     let attempt_id = chain.current().id;
     Ok(Response::new(head, chain.url().clone(), attempt_id, body))
 }

@@ -68,6 +68,12 @@ pub(crate) struct Chain {
     /// The current hop's head became a response, whose body owns its
     /// exchange from then on (see [`body_made`](Self::body_made)).
     body_made: bool,
+    /// The request's span, when a `tracing` subscriber wants it: its
+    /// `status` is the head given to the caller's (see
+    /// [`head_given`](Self::head_given)), not any attempt's, as a hedged
+    /// copy that lost may answer after the winner. (Never one without the
+    /// `tracing` feature.)
+    span: Option<Span>,
 }
 
 impl Chain {
@@ -94,9 +100,10 @@ impl Chain {
             body: HopBody::from_upload(request.body),
         };
         hop.cookie = store_cookies(policies.cookies.as_deref(), &hop);
+        let (listener, span) = traced(request.listener, &hop);
         let settings = HopSettings {
             deadlines: request.deadlines,
-            listener: traced(request.listener, &hop),
+            listener,
             submitted: dispatcher.clock().now(),
             request_id: next_request_id(),
         };
@@ -132,6 +139,7 @@ impl Chain {
             hedge,
             attempts,
             body_made: false,
+            span,
         })
     }
 
@@ -139,6 +147,20 @@ impl Chain {
     /// exchange (and lets it go when dropped), not the chain.
     pub(crate) fn body_made(&mut self) {
         self.body_made = true;
+    }
+
+    /// The current hop's head, with `status`, is given to the caller as
+    /// the response: the request span's `status`, once (see
+    /// [`response_given`](crate::trace::response_given)). Not in the
+    /// listener's `on_status`, told of every attempt's head, a losing
+    /// hedged copy's too.
+    pub(crate) fn head_given(&self, status: http::StatusCode) {
+        #[cfg(feature = "tracing")]
+        if let Some(span) = &self.span {
+            crate::trace::response_given(span, status, self.current().id);
+        }
+        #[cfg(not(feature = "tracing"))]
+        let _ = status;
     }
 
     /// The exchange of the hop under way (whose head is waited for first).
@@ -514,21 +536,27 @@ fn next_request_id() -> u64 {
 }
 
 /// `listener`, with a [`Traced`](crate::trace::Traced) one in front when a
-/// `tracing` subscriber wants the request's span (else as it is: nothing
-/// allocated).
-fn traced(listener: Arc<dyn EventListener>, hop: &Hop) -> Arc<dyn EventListener> {
+/// `tracing` subscriber wants the request's span, and that span (else
+/// `listener` as it is and no span: nothing allocated).
+fn traced(listener: Arc<dyn EventListener>, hop: &Hop) -> (Arc<dyn EventListener>, Option<Span>) {
     #[cfg(feature = "tracing")]
     {
         let span = crate::trace::request_span(&hop.method, &hop.uri);
         if !span.is_disabled() {
-            let traced = Arc::new(crate::trace::Traced { span });
-            return Arc::new(crate::events::Both(traced, listener));
+            let traced = Arc::new(crate::trace::Traced { span: span.clone() });
+            return (Arc::new(crate::events::Both(traced, listener)), Some(span));
         }
     }
     #[cfg(not(feature = "tracing"))]
     let _ = hop;
-    listener
+    (listener, None)
 }
+
+/// The request span [`traced`] gives: none without the `tracing` feature.
+#[cfg(feature = "tracing")]
+type Span = tracing::Span;
+#[cfg(not(feature = "tracing"))]
+type Span = std::convert::Infallible;
 
 /// Runs `poll` to its outcome on this thread, parked between polls.
 fn block_on<T>(mut poll: impl FnMut(&mut Context<'_>) -> Poll<T>) -> T {
