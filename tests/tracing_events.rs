@@ -4,8 +4,8 @@
 //! the status of the response given to the caller (not a losing hedged
 //! copy's, none when the caller gets an error), its events — connect,
 //! pool reuse and offer-back, a redirect, a retry, a hedge — each naming
-//! the attempt it is about, and a timeout that fired, where it ran and how
-//! late.
+//! the attempt it is about, and a timeout that fired, where it ran, how
+//! late, and the attempt it failed.
 
 #![cfg(feature = "tracing")]
 
@@ -108,6 +108,14 @@ fn requests_are_spans_and_their_events_are_logged() {
         timeout.contains("kind=Request") && timeout.contains("late_us="),
         "{timeout}"
     );
+    // The timeout's event names the attempt it fails as the events of that
+    // request's span do: the silent server's request, sent and timed out.
+    let silent_lines = own(&silent.authority());
+    let sent = silent_lines
+        .lines()
+        .find(|l| l.contains("request sent"))
+        .unwrap_or_else(|| panic!("no request sent to the silent server:\n{log}"));
+    assert_eq!(attempt_id_of(timeout), attempt_id_of(sent), "{timeout}");
 }
 
 /// The query is kept out of the log everywhere, not only out of the span:

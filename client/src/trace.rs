@@ -22,7 +22,8 @@
 //! attempt to come.)
 //!
 //! The timeouts that fire are events of their own (in `exchange`), with
-//! their kind, where they ran (the wheel or a loop) and how late.
+//! their kind, where they ran (the wheel or a loop) and how late, and the
+//! `attempt_id` of the exchange they fail, as the span's events name it.
 
 use crate::error::{retried_text, Error, WithCauses};
 use crate::events::{ConnectionInfo, EventListener, RequestInfo, ResponseHead};

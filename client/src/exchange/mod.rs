@@ -1290,8 +1290,10 @@ impl Exchange {
         };
         let late = deadline.map(|deadline| now.saturating_duration_since(deadline));
         let thread = std::thread::current();
+        // `attempt_id`, as the listener events name this exchange (the
+        // event is not in the request's span: it joins them by this).
         tracing::debug!(
-            exchange = self.id,
+            attempt_id = self.id,
             ?kind,
             ran_on = if on_loop { "loop" } else { "wheel" },
             thread = thread.name().unwrap_or(""),
