@@ -86,7 +86,9 @@ pub fn block_on_counting_after_first_poll<F: Future>(
 /// (`target/<profile>/examples`): `cargo test` builds the examples before
 /// it runs tests (a run filtered with `--test` may not: then build them with
 /// `cargo build --examples`). Panics if it is missing or older than its
-/// source, rather than run a stale one.
+/// source or any source of the crates it is built from, rather than run a
+/// stale one: a binary older than a change to `client/` would test the
+/// client as it was.
 pub fn example_binary(name: &str) -> std::path::PathBuf {
     let test = std::env::current_exe().unwrap();
     let binary = test
@@ -97,16 +99,40 @@ pub fn example_binary(name: &str) -> std::path::PathBuf {
         .join("examples")
         .join(name);
     let built = std::fs::metadata(&binary).and_then(|m| m.modified());
-    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("examples")
-        .join(format!("{name}.rs"));
-    let source = std::fs::metadata(source)
-        .and_then(|m| m.modified())
-        .unwrap();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let example = root.join("examples").join(format!("{name}.rs"));
+    let crates = ["src", "client/src", "h1/src", "timer/src", "codings/src"];
+    let newest = crates
+        .iter()
+        .map(|dir| newest_source(&root.join(dir)))
+        .fold(modified(&example), std::cmp::max);
     assert!(
-        built.is_ok_and(|built| built >= source),
-        "{} is missing or older than examples/{name}.rs: cargo build --examples",
+        built.is_ok_and(|built| built >= newest),
+        "{} is missing or older than examples/{name}.rs or a source it is built from: \
+         cargo build --examples",
         binary.display()
     );
     binary
+}
+
+/// When `path` was last modified.
+fn modified(path: &std::path::Path) -> std::time::SystemTime {
+    std::fs::metadata(path).and_then(|m| m.modified()).unwrap()
+}
+
+/// The latest modification of a `.rs` file under `dir`.
+fn newest_source(dir: &std::path::Path) -> std::time::SystemTime {
+    let mut newest = std::time::SystemTime::UNIX_EPOCH;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let here = if path.is_dir() {
+            newest_source(&path)
+        } else if path.extension().is_some_and(|ext| ext == "rs") {
+            modified(&path)
+        } else {
+            continue;
+        };
+        newest = newest.max(here);
+    }
+    newest
 }
