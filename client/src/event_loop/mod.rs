@@ -449,11 +449,10 @@ impl EventLoop {
     /// Whether the calling thread runs this loop's turns: its own thread,
     /// or a caller driving it (see "Who drives a loop" above).
     pub fn in_loop(&self) -> bool {
-        // The loop's own thread sets `LOOP_THREAD` first thing (`run`):
-        // two thread-local reads, where asking the thread for its id
-        // clones and drops its handle (two atomic operations).
-        let here = |cell: &Cell<*const EventLoop>| std::ptr::eq(cell.get(), self);
-        DRIVING.with(here) || LOOP_THREAD.with(here)
+        // The same two thread-local reads (the loop's own thread sets
+        // `LOOP_THREAD` first thing, in `run`), where asking the thread for
+        // its id clones and drops its handle (two atomic operations).
+        self.stalls_here()
     }
 
     /// Whether a blocking wait on the calling thread for news only this
