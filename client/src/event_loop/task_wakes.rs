@@ -193,12 +193,14 @@ pub(super) struct PollHold {
 
 impl PollHold {
     /// The checks of a dispatch of `events` events, within the hold under
-    /// way on this thread, releasing what has been held for `max`.
-    pub(super) fn new(events: usize, max: Duration) -> PollHold {
+    /// way on this thread, releasing what has been held for `max`;
+    /// `polled_at`: the clock as the turn read it just after its poll, if
+    /// it did (the dispatch's start then, with no read of its own).
+    pub(super) fn new(events: usize, max: Duration, polled_at: Option<Instant>) -> PollHold {
         let after_last = HELD.with(|held| held.borrow().depth > 1);
         let checks = after_last || events > 1;
         PollHold {
-            started: checks.then(Instant::now),
+            started: checks.then(|| polled_at.unwrap_or_else(Instant::now)),
             after_last,
             max,
         }
@@ -370,13 +372,13 @@ mod tests {
         let (b, waker_b) = counting();
         holding(|| {
             wake_task(waker_a.clone());
-            PollHold::new(3, Duration::from_secs(3600)).after_event(false);
+            PollHold::new(3, Duration::from_secs(3600), None).after_event(false);
             assert_eq!(woken(&a), 0, "released before its time");
-            PollHold::new(3, Duration::ZERO).after_event(false);
+            PollHold::new(3, Duration::ZERO, None).after_event(false);
             assert_eq!(woken(&a), 1);
             // Still a hold: what comes next waits for its end.
             wake_task(waker_b.clone());
-            PollHold::new(3, Duration::from_secs(3600)).after_event(false);
+            PollHold::new(3, Duration::from_secs(3600), None).after_event(false);
             assert_eq!(woken(&b), 0);
         });
         assert_eq!((woken(&a), woken(&b)), (1, 1));
@@ -386,7 +388,7 @@ mod tests {
     fn a_poll_in_a_hold_of_its_own_does_not_check_after_its_last_event() {
         let (a, waker_a) = counting();
         holding(|| {
-            let hold = PollHold::new(1, Duration::ZERO);
+            let hold = PollHold::new(1, Duration::ZERO, None);
             wake_task(waker_a.clone());
             hold.after_event(true);
             // The hold's end wakes it.
@@ -403,7 +405,7 @@ mod tests {
         let (a, waker_a) = counting();
         holding(|| {
             holding(|| {
-                let hold = PollHold::new(1, Duration::ZERO);
+                let hold = PollHold::new(1, Duration::ZERO, None);
                 wake_task(waker_a.clone());
                 hold.after_event(true);
                 assert_eq!(woken(&a), 1, "held past the inner poll");

@@ -846,7 +846,8 @@ impl EventLoop {
     /// Step 3: hands each event to its source, expiring what falls due
     /// after each.
     fn dispatch_events(&self, cx: &mut LoopContext<'_>, turn: &mut Turn) {
-        let hold = task_wakes::PollHold::new(turn.events.iter().count(), MAX_HOLD);
+        let events = turn.events.iter().count();
+        let hold = task_wakes::PollHold::new(events, MAX_HOLD, cx.sources.polled_at);
         let mut events = turn.events.iter().peekable();
         while let Some(event) = events.next() {
             match event.token() {
