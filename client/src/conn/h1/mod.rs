@@ -404,7 +404,9 @@ impl Conn {
         let timed = if waits_for_continue {
             expect_delay.is_some()
         } else {
+            // Not while the body's pipe is full (see below).
             !body_follows
+                && !active.paused
                 && active.exchange.read_timeout().is_some()
                 && active.answered_whole.is_none()
         };
