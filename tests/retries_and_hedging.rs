@@ -896,8 +896,11 @@ fn only_idempotent_requests_with_a_body_in_memory_are_hedged() {
 /// An attempt that answers before its hedge delay is the answer, and no
 /// copy goes. The delay is generous (half the request timeout, so that it
 /// is armed) and on the manual clock, which stands still: no machine,
-/// however loaded, reaches it. A copy would go on a connection of its
-/// own, answered differently.
+/// however loaded, reaches it. What can fail is the delay left armed once
+/// the answer is in (`armed_timers`); the counts after it (no hedge, one
+/// connection, one request) hold by the clock standing still and say what
+/// the answer came from — a copy would go on a connection of its own,
+/// answered differently.
 #[test]
 fn a_hedged_request_that_answers_in_time_sends_no_copy() {
     let clock = ManualClock::new();
