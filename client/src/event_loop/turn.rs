@@ -86,11 +86,6 @@ struct Turn {
     due: Vec<Entry>,
     /// How the thread's waits for the requests of tasks it answered went.
     task_spins: SpinScore,
-    /// The clock as the expiry after the turn's last task read it, finding
-    /// nothing due, if nothing has run since: the poll's wait for the
-    /// nearest deadline starts from it rather than reading the clock again
-    /// ([`EventLoop::poll`] takes it).
-    clock_read: Option<Instant>,
 }
 
 /// Everything a turn works with, handed from driver to driver (the loop's
@@ -117,12 +112,22 @@ impl TurnState {
                 tasks: VecDeque::new(),
                 due: Vec::new(),
                 task_spins: SpinScore::default(),
-                clock_read: None,
             },
             sources: Sources::default(),
             registry,
         })
     }
+}
+
+/// What [`EventLoop::run_tasks`] leaves the rest of the turn.
+struct TasksRun {
+    /// The loop must exit: its inbox is closed and every task ran.
+    exit: bool,
+    /// The clock as the expiry after the last task read it, finding nothing
+    /// due: the poll's wait for the nearest deadline starts from it rather
+    /// than reading the clock again. `None` if no task ran, or its expiry
+    /// read nothing (nothing armed) or fired something.
+    clock_read: Option<Instant>,
 }
 
 /// How a turn ended.
@@ -249,14 +254,18 @@ impl EventLoop {
             sources: &mut state.sources,
         };
         let turn = &mut state.turn;
-        if !self.run_tasks(&mut cx, turn) {
+        let TasksRun {
+            exit,
+            mut clock_read,
+        } = self.run_tasks(&mut cx, turn);
+        if exit {
             return Turned::Exit;
         }
         // Aborts the tasks' expiries queued go before the poll, which
         // would otherwise hold them while nothing else is due. Closing
         // them takes time the last expiry's reading of the clock missed.
         if !cx.sources.aborts.is_empty() {
-            turn.clock_read = None;
+            clock_read = None;
         }
         self.close_aborted(&mut cx, &mut turn.due, usize::MAX);
         let busy = !turn.tasks.is_empty() || !cx.sources.again.is_empty();
@@ -266,7 +275,7 @@ impl EventLoop {
                 return Turned::Again;
             }
         }
-        if !self.poll(turn, busy, caller) {
+        if !self.poll(turn, busy, caller, clock_read) {
             return Turned::Idle;
         }
         let complete = turn.events.iter().count() < turn.events.capacity();
@@ -338,7 +347,7 @@ impl EventLoop {
                 task_wakes::holding(|| self.dispatch_events(&mut cx, turn));
                 self.expire_due(&mut cx, &mut turn.due);
             }
-            if !self.run_tasks(&mut cx, turn) {
+            if self.run_tasks(&mut cx, turn).exit {
                 return self.hand_back_to_thread();
             }
             self.run_again(&mut cx, &mut turn.due);
@@ -653,13 +662,13 @@ impl EventLoop {
     }
 
     /// Step 1: runs up to [`MAX_TASKS_PER_TURN`] tasks, expiring what falls
-    /// due after each. Returns false once the loop must exit: its inbox is
-    /// closed and every task it accepted has run — decided under the inbox
-    /// lock, the one `execute` accepts under.
+    /// due after each. The loop must exit once its inbox is closed and
+    /// every task it accepted has run — decided under the inbox lock, the
+    /// one `execute` accepts under.
     ///
     /// Every turn takes the whole inbox: a poll consumes the wake-up of
     /// tasks posted meanwhile, so none may stay behind in it.
-    fn run_tasks(&self, cx: &mut LoopContext<'_>, turn: &mut Turn) -> bool {
+    fn run_tasks(&self, cx: &mut LoopContext<'_>, turn: &mut Turn) -> TasksRun {
         let closed = {
             let mut inbox = lock(&self.inbox);
             turn.tasks.extend(inbox.tasks.drain(..));
@@ -667,15 +676,18 @@ impl EventLoop {
             inbox.closed
         };
         let batch = turn.tasks.len().min(MAX_TASKS_PER_TURN);
-        turn.clock_read = None;
+        let mut clock_read = None;
         for task in turn.tasks.drain(..batch) {
             // A panicking task (tasks are public: `execute`) must not take
             // the loop and every connection on it down.
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| task(cx)));
-            turn.clock_read = self.expire_due(cx, &mut turn.due);
+            clock_read = self.expire_due(cx, &mut turn.due);
         }
-        // Closed when the inbox was drained: nothing can have come since.
-        !(closed && turn.tasks.is_empty())
+        TasksRun {
+            // Closed when the inbox was drained: nothing can have come since.
+            exit: closed && turn.tasks.is_empty(),
+            clock_read,
+        }
     }
 
     /// Step 2: waits for events, for the nearest deadline, or not at all
@@ -688,10 +700,18 @@ impl EventLoop {
     /// [`SpinScore`]): a task that has its answer often sends its next
     /// request within microseconds, which then costs neither a sleep here
     /// nor a wake-up where it is posted.
-    fn poll(&self, turn: &mut Turn, busy: bool, caller: Option<&mut CallerTurn<'_>>) -> bool {
+    ///
+    /// `clock_read`: the clock as the last task's expiry read it, finding
+    /// nothing due, if nothing has run since (see [`TasksRun`]).
+    fn poll(
+        &self,
+        turn: &mut Turn,
+        busy: bool,
+        caller: Option<&mut CallerTurn<'_>>,
+        clock_read: Option<Instant>,
+    ) -> bool {
         let answered = take_answered_a_waiting_caller();
         let woke_tasks = task_wakes::take_woke_tasks();
-        let clock_read = turn.clock_read.take();
         if answered && !busy && !turn.manual_clock && caller.is_none() && self.go_idle() {
             return false;
         }
@@ -769,7 +789,7 @@ impl EventLoop {
             return Some(Duration::ZERO);
         }
         // Relative, the poll's own timeout counts from a fresh reading:
-        // `now` may be the last task's expiry's (see `Turn::clock_read`),
+        // `now` may be the last task's expiry's (see `TasksRun::clock_read`),
         // and a timers lock taken since may have waited.
         let by_poll = || Some(deadline.saturating_duration_since(self.clock.now()));
         match wait {
