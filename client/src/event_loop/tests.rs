@@ -68,6 +68,16 @@ fn a_loop_expires_on_its_own_thread_never_early() {
     }
 }
 
+/// The same where the OS timer is missing (not Linux, or a timerfd that
+/// could not be made): the poll's own timeout carries the deadline.
+#[test]
+fn a_loop_without_a_precise_wait_expires_never_early() {
+    turn::WITHOUT_PRECISE_WAIT.with(|without| without.set(true));
+    for spin in [Duration::ZERO, Duration::from_millis(10), Duration::MAX] {
+        expires_on_its_own_thread_never_early(spin);
+    }
+}
+
 fn expires_on_its_own_thread_never_early(spin: Duration) {
     struct Record(Mutex<Vec<(Instant, ThreadId)>>);
     impl LoopTimeout for Record {

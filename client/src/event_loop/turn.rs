@@ -101,7 +101,9 @@ pub(super) struct TurnState {
 impl TurnState {
     /// A loop's state before its first turn, around its poll.
     pub(super) fn new(poll: mio::Poll, manual_clock: bool) -> io::Result<TurnState> {
-        let wait = PreciseWait::new(poll.registry(), TIMER).ok();
+        let wait = PreciseWait::new(poll.registry(), TIMER)
+            .ok()
+            .filter(|_| !tests_without_precise_wait());
         let registry = poll.registry().try_clone()?;
         Ok(TurnState {
             turn: Turn {
@@ -128,6 +130,23 @@ struct TasksRun {
     /// than reading the clock again. `None` if no task ran, or its expiry
     /// read nothing (nothing armed) or fired something.
     clock_read: Option<Instant>,
+}
+
+/// Whether a test built this loop on a thread that asked for no precise
+/// wait, as where the OS timer is missing (see
+/// [`WITHOUT_PRECISE_WAIT`]).
+fn tests_without_precise_wait() -> bool {
+    #[cfg(test)]
+    return WITHOUT_PRECISE_WAIT.with(Cell::get);
+    #[cfg(not(test))]
+    false
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Tests: loops built on this thread have no precise wait, so their
+    /// polls' own (relative) timeouts carry their deadlines.
+    pub(super) static WITHOUT_PRECISE_WAIT: Cell<bool> = const { Cell::new(false) };
 }
 
 /// How a turn ended.
@@ -716,7 +735,7 @@ impl EventLoop {
             return false;
         }
         let nearest = lock(&self.timers).heap.next_deadline();
-        let timeout = match nearest {
+        let mut timeout = match nearest {
             _ if busy => Some(Duration::ZERO),
             // Nothing armed: events alone end the wait (the clock is read
             // only for a deadline, and not again just after the last
@@ -730,7 +749,9 @@ impl EventLoop {
             ),
         };
         if timeout != Some(Duration::ZERO) {
+            let mut spun = false;
             if caller.is_none() && woke_tasks && turn.task_spins.spin_now() {
+                spun = true;
                 let caught = self.spin_for(turn, Instant::now() + TASK_REQUEST_SPIN);
                 turn.task_spins.record(caught);
                 if caught {
@@ -738,6 +759,7 @@ impl EventLoop {
                 }
             }
             if let Some(caller) = caller {
+                spun |= caller.spin_until.is_some();
                 if caller
                     .spin_until
                     .is_some_and(|until| self.spin_for(turn, until))
@@ -746,6 +768,14 @@ impl EventLoop {
                     return true;
                 }
                 caller.blocked = true;
+            }
+            // Without a precise wait the poll's timeout is relative: the
+            // spin that just ran used up part of it.
+            if spun && turn.wait.is_none() {
+                if let (Some(_), Some(deadline)) = (timeout, nearest) {
+                    timeout =
+                        self.wait_for_deadline(None, turn.manual_clock, deadline, self.clock.now());
+                }
             }
             if !self.park() {
                 self.poll_once(turn, Some(Duration::ZERO));
