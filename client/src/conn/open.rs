@@ -462,7 +462,7 @@ impl Conn {
             .map(|origin| origin.host.clone())
             .unwrap_or_default();
         // Checked when the request was built; an error here is still no panic.
-        let started = ServerName::try_from(host.as_str())
+        let started = ServerName::try_from(&*host)
             .map_err(|e| rustls::Error::General(format!("invalid server name: {e}")))
             .and_then(|name| {
                 rustls::ClientConnection::new(self.env().tls.clone(), name.to_owned())

@@ -408,7 +408,7 @@ mod tests {
             let Ok(origin) = crate::net::Origin::of(&uri) else {
                 return Ok(());
             };
-            if rustls::pki_types::ServerName::try_from(origin.host.as_str()).is_ok() {
+            if rustls::pki_types::ServerName::try_from(&*origin.host).is_ok() {
                 prop_assert!(
                     connect_request(&origin.host, origin.port, None, None).is_ok(),
                     "{:?}", origin.host

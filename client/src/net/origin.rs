@@ -2,6 +2,7 @@
 
 use crate::error::{shown_uri, InvalidRequest};
 use std::fmt;
+use std::sync::Arc;
 
 /// The scheme of an origin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -34,8 +35,10 @@ pub struct Origin {
     /// http or https.
     pub scheme: Scheme,
     /// The host, without brackets for IPv6: a DNS name in lower case, or an
-    /// IP address as [`IpAddr`](std::net::IpAddr) displays it.
-    pub host: String,
+    /// IP address as [`IpAddr`](std::net::IpAddr) displays it. Shared: a
+    /// request's origin is copied into its route and from the thread's last
+    /// one, and a copy costs no allocation.
+    pub host: Arc<str>,
     /// The port, the scheme's default if the URI has none.
     pub port: u16,
 }
@@ -93,7 +96,11 @@ impl Origin {
                 Scheme::Https => 443,
             },
         };
-        Ok(Origin { scheme, host, port })
+        Ok(Origin {
+            scheme,
+            host: host.into(),
+            port,
+        })
     }
 }
 
@@ -442,7 +449,7 @@ mod tests {
             of("http://[::1]/").unwrap()
         );
         assert_eq!(
-            of("http://[::FFFF:7f00:1]/").unwrap().host,
+            &*of("http://[::FFFF:7f00:1]/").unwrap().host,
             "::ffff:127.0.0.1"
         );
         assert_ne!(
@@ -464,7 +471,7 @@ mod tests {
             ("10.0.0.1", "10.0.0.1"),
         ] {
             let url = format!("http://{spelled}/");
-            assert_eq!(of(&url).unwrap().host, address, "{spelled}");
+            assert_eq!(&*of(&url).unwrap().host, address, "{spelled}");
         }
         // Not an address: a name.
         for name in [
@@ -486,7 +493,7 @@ mod tests {
             "0x1g",
         ] {
             let url = format!("http://{name}/");
-            assert_eq!(of(&url).unwrap().host, name.to_ascii_lowercase(), "{name}");
+            assert_eq!(*of(&url).unwrap().host, name.to_ascii_lowercase(), "{name}");
         }
         for out_of_range in [
             "http://a.example:65536/",

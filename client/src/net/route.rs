@@ -87,9 +87,7 @@ impl Route {
 impl Hash for Route {
     fn hash<H: Hasher>(&self, state: &mut H) {
         let (host, port) = match self {
-            Route::Direct(origin) | Route::Tunnel { origin, .. } => {
-                (origin.host.as_str(), origin.port)
-            }
+            Route::Direct(origin) | Route::Tunnel { origin, .. } => (&*origin.host, origin.port),
             Route::Forward(proxy) => (proxy.host(), proxy.port()),
         };
         state.write(host.as_bytes());

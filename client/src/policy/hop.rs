@@ -90,9 +90,9 @@ pub(crate) fn exchange_for(
     let origin = Origin::of(&hop.uri)?;
     #[cfg(feature = "rustls")]
     if origin.scheme == Scheme::Https
-        && rustls::pki_types::ServerName::try_from(origin.host.as_str()).is_err()
+        && rustls::pki_types::ServerName::try_from(&*origin.host).is_err()
     {
-        return Err(InvalidRequest::ServerName(origin.host).into());
+        return Err(InvalidRequest::ServerName(origin.host.to_string()).into());
     }
     #[cfg(not(feature = "rustls"))]
     if origin.scheme == Scheme::Https {
