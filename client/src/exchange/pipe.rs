@@ -41,10 +41,12 @@ use crate::error::Error;
 use crate::event_loop::{Asleep, EventLoop, SourceRef};
 use crate::sync::lock;
 use bytes::Bytes;
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::task::{Context, Poll, Waker};
+
+mod chunks;
+pub(crate) use chunks::Chunks;
 
 /// The default window of a body: what the loop reads ahead of its reader.
 pub(crate) const DEFAULT_WINDOW: usize = 256 * 1024;
@@ -97,7 +99,7 @@ enum End {
 }
 
 struct State {
-    chunks: VecDeque<Bytes>,
+    chunks: Chunks,
     buffered: usize,
     end: End,
     reader: Option<Waiter>,
@@ -148,7 +150,7 @@ pub(crate) enum Taken {
 pub(crate) enum Whole {
     /// The body, in the chunks it came in (one, when the writer collected
     /// it), and its trailers.
-    Done(VecDeque<Bytes>, Option<http::HeaderMap>),
+    Done(Chunks, Option<http::HeaderMap>),
     Failed(Error),
     /// Not ended yet: the reader's waiter was registered.
     Pending,
@@ -168,7 +170,7 @@ impl Pipe {
     pub(crate) fn new(window: usize, meter: Arc<AtomicUsize>) -> Pipe {
         Pipe {
             state: Mutex::new(State {
-                chunks: VecDeque::new(),
+                chunks: Chunks::default(),
                 buffered: 0,
                 end: End::Open,
                 reader: None,
@@ -514,7 +516,7 @@ impl Pipe {
     /// The writer takes back what is buffered, oldest first, to put it in
     /// front of the rest of a body being collected. They are no longer
     /// counted as pushed: they will be again, with the rest.
-    pub(crate) fn reclaim(&self) -> VecDeque<Bytes> {
+    pub(crate) fn reclaim(&self) -> Chunks {
         let mut state = lock(&self.state);
         self.meter.fetch_sub(state.buffered, Ordering::Relaxed);
         state.pushed -= state.buffered as u64;

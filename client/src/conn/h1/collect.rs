@@ -8,8 +8,8 @@
 //! byte is copied once, by the kernel, into memory reserved once from the
 //! body's `Content-Length` and never zeroed (see `net::sys`).
 
+use crate::exchange::Chunks;
 use bytes::{Bytes, BytesMut};
-use std::collections::VecDeque;
 
 /// The most a collected body reserves ahead of its bytes, from its
 /// `Content-Length`: a larger body grows by this much at a time.
@@ -42,7 +42,7 @@ pub(super) struct Collected {
 impl Collected {
     /// Starts with what the pipe held (taken back from it) and what was
     /// gathered since, with capacity for `ahead` more bytes.
-    pub(super) fn new(taken_back: VecDeque<Bytes>, gathered: &[u8], ahead: u64) -> Collected {
+    pub(super) fn new(taken_back: Chunks, gathered: &[u8], ahead: u64) -> Collected {
         let held: usize = taken_back.iter().map(Bytes::len).sum();
         let ahead = usize::try_from(ahead.min(COLLECT_AHEAD)).unwrap_or(0);
         let mut buf = BytesMut::with_capacity(held + gathered.len() + ahead);
@@ -92,7 +92,9 @@ mod tests {
 
     #[test]
     fn what_the_pipe_held_comes_first_then_copies_and_reads_in_place() {
-        let held = VecDeque::from([Bytes::from_static(b"ab"), Bytes::from_static(b"cd")]);
+        let held = [Bytes::from_static(b"ab"), Bytes::from_static(b"cd")]
+            .into_iter()
+            .collect();
         let mut body = Collected::new(held, b"ef", 4);
         body.extend(b"gh");
         // As a read in place does: into the spare capacity.
@@ -111,14 +113,14 @@ mod tests {
 
     #[test]
     fn a_body_much_shorter_than_its_reservation_keeps_only_its_own_size() {
-        let mut short = Collected::new(VecDeque::new(), b"", ahead_of_unknown(1 << 20));
+        let mut short = Collected::new(Chunks::default(), b"", ahead_of_unknown(1 << 20));
         short.extend(b"short");
         let before = short.buf.as_ptr();
         let body = short.finish();
         assert_eq!(&body[..], b"short");
         assert_ne!(body.as_ptr(), before, "copied out of the reservation");
 
-        let mut near = Collected::new(VecDeque::new(), b"", ahead_of_unknown(60_000));
+        let mut near = Collected::new(Chunks::default(), b"", ahead_of_unknown(60_000));
         near.extend(&[b'x'; 60_000]);
         let before = near.buf.as_ptr();
         assert_eq!(near.finish().as_ptr(), before, "kept where it was read");
@@ -126,7 +128,7 @@ mod tests {
 
     #[test]
     fn the_length_ahead_is_reserved_not_filled() {
-        let body = Collected::new(VecDeque::new(), b"", 1 << 20);
+        let body = Collected::new(Chunks::default(), b"", 1 << 20);
         assert!(body.buf.capacity() >= 1 << 20);
         assert!(body.buf.is_empty());
         assert_eq!(read_ahead(u64::MAX), COLLECT_AHEAD as usize);
