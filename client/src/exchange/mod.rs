@@ -157,31 +157,33 @@ struct Avoided {
     told: Mutex<Option<Carrier>>,
 }
 
+/// What [`Avoided::place`] gives for an attempt that runs nowhere, and
+/// that no connection took.
+#[derive(Clone, Copy)]
+enum IfGone {
+    /// Nothing: for the request's other copies ([`Backup::beside`]).
+    Nothing,
+    /// The loop it ended on, if it ran on one (nothing once it is
+    /// dropped): for the attempt the copy backs up
+    /// ([`Backup::backed_up`]), whose loop a new connection keeps away
+    /// from.
+    LastLoop,
+}
+
 impl Avoided {
     /// Where the attempt is, read now: the connection it runs on or is
-    /// being opened for, else the one that took it. Called with no lock
-    /// held (see [`Exchange::kept_away`]).
-    fn place(&self) -> Option<Carrier> {
-        self.place_else(|_| None)
-    }
-
-    /// [`place`](Self::place), else the loop the attempt ended on: for
-    /// the attempt the copy backs up ([`Backup::backed_up`]), whose loop a
-    /// new connection keeps away from.
-    fn place_or_last_loop(&self) -> Option<Carrier> {
-        self.place_else(|ended| ended)
-    }
-
-    /// [`place`](Self::place), else what `gone` makes of where the attempt
-    /// is now that it runs nowhere (its last loop, if it ran on one; `None`
-    /// once it is dropped).
-    fn place_else(&self, gone: impl FnOnce(Option<Carrier>) -> Option<Carrier>) -> Option<Carrier> {
+    /// being opened for, else the one that took it, else what `if_gone`
+    /// says. Called with no lock held (see [`Exchange::kept_away`]).
+    fn place(&self, if_gone: IfGone) -> Option<Carrier> {
         let live = self.attempt.upgrade().map(|attempt| attempt.carrier());
         match live.filter(|carrier| carrier.conn.is_some()) {
             Some(live) => Some(live),
             None => {
                 let told = *lock(&self.told);
-                told.or_else(|| gone(live))
+                told.or(match if_gone {
+                    IfGone::Nothing => None,
+                    IfGone::LastLoop => live,
+                })
             }
         }
     }
@@ -864,8 +866,11 @@ impl Exchange {
         let Some(backup) = self.backs_up.get() else {
             return KeptAway::default();
         };
-        let backed_up = backup.backed_up.place_or_last_loop();
-        let beside = backup.beside.iter().map(Avoided::place);
+        let backed_up = backup.backed_up.place(IfGone::LastLoop);
+        let beside = backup
+            .beside
+            .iter()
+            .map(|avoided| avoided.place(IfGone::Nothing));
         KeptAway {
             carriers: std::iter::once(backed_up).chain(beside).flatten().collect(),
         }
@@ -876,7 +881,7 @@ impl Exchange {
     /// with no lock held).
     pub(crate) fn avoided_loop(&self) -> Option<usize> {
         let backup = self.backs_up.get()?;
-        backup.backed_up.place_or_last_loop()?.loop_index
+        backup.backed_up.place(IfGone::LastLoop)?.loop_index
     }
 
     /// Clears the hedge delay (the head has come: no copy is wanted).
