@@ -570,3 +570,25 @@ fn keep_alive_off_adds_close_to_a_connection_header_the_request_has() {
     assert_eq!(client.stats().idle_connections, 0);
     client.close();
 }
+
+/// `keep_alive(false)` and a request that asks for `close` itself: its
+/// `Connection` header goes as the caller wrote it, no second `close`
+/// joined to it.
+#[test]
+fn keep_alive_off_leaves_the_close_a_request_has() {
+    let server = TestServer::respond(|request| ok(&request.target));
+    let client = Client::builder()
+        .event_loops(1)
+        .keep_alive(false)
+        .build()
+        .unwrap();
+    let response = client
+        .get(server.url("/said"))
+        .header("Connection", "Close")
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.text().wait().unwrap(), "/said");
+    assert_eq!(server.requests()[0].header_all("connection"), ["Close"]);
+    client.close();
+}
