@@ -136,17 +136,14 @@ impl Stream {
     ) -> Polled {
         // Ended elsewhere (a timeout, a cancel) with its abort on the way.
         if self.exchange.is_done() {
-            self.send.send_reset(h2::Reason::CANCEL);
-            return Polled::Gone;
+            return self.cancelled();
         }
         let waker = self.waker.clone();
         let mut task = Context::from_waker(&waker);
         let task = &mut task;
         if let Err(error) = self.send_body(task, now, info) {
-            self.send.send_reset(h2::Reason::CANCEL);
             let refused = refusal(io_ready, &self.exchange);
-            self.exchange.finish_err(refused.unwrap_or(error));
-            return Polled::Gone;
+            return self.failed(refused.unwrap_or(error));
         }
         match self.receive(task, now, info) {
             Ok(polled) => polled,
@@ -226,13 +223,25 @@ impl Stream {
         again
     }
 
+    /// Nothing more of the stream is wanted: it is reset (`CANCEL`) and
+    /// leaves the connection.
+    fn cancelled(&mut self) -> Polled {
+        self.send.send_reset(h2::Reason::CANCEL);
+        Polled::Gone
+    }
+
+    /// The exchange fails with `error`: the stream is
+    /// [cancelled](Self::cancelled) first.
+    fn failed(&mut self, error: Error) -> Polled {
+        let gone = self.cancelled();
+        self.exchange.finish_err(error);
+        gone
+    }
+
     /// The response's body passed `max_body_bytes` (or declares it will):
     /// the stream is reset and the exchange fails.
     fn too_large(&mut self) -> Polled {
-        self.send.send_reset(h2::Reason::CANCEL);
-        self.exchange
-            .finish_err(self.body.too_large(&self.exchange));
-        Polled::Gone
+        self.failed(self.body.too_large(&self.exchange))
     }
 
     /// The pipe is full: the stream waits for room, its read timeout with
@@ -307,11 +316,7 @@ impl Stream {
                     self.exchange.complete(trailers);
                     return Polled::Gone;
                 }
-                Buffered::NotYet => {
-                    self.send.send_reset(h2::Reason::CANCEL);
-                    self.exchange.finish_err(Error::Cancelled);
-                    return Polled::Gone;
-                }
+                Buffered::NotYet => return self.failed(Error::Cancelled),
             }
         }
     }
@@ -590,10 +595,7 @@ impl Stream {
                     while let Poll::Ready(Some(interim)) = response.poll_informational(task) {
                         let interim = interim?;
                         if !self.interim.fits(&interim) {
-                            self.send.send_reset(h2::Reason::CANCEL);
-                            self.exchange
-                                .finish_err(self.interim.too_large(&self.exchange));
-                            return Ok(Polled::Gone);
+                            return Ok(self.failed(self.interim.too_large(&self.exchange)));
                         }
                         self.exchange.mark_read(|| now);
                         let goes_on = self.exchange.tell_interim(
@@ -603,8 +605,7 @@ impl Stream {
                             interim.headers(),
                         );
                         if !goes_on {
-                            self.send.send_reset(h2::Reason::CANCEL);
-                            return Ok(Polled::Gone);
+                            return Ok(self.cancelled());
                         }
                     }
                     let response = match Pin::new(response).poll(task) {
@@ -645,8 +646,7 @@ impl Stream {
                         declared_length: declared,
                     };
                     if !exchange.deliver_head(head) {
-                        self.send.send_reset(h2::Reason::CANCEL);
-                        return Ok(Polled::Gone);
+                        return Ok(self.cancelled());
                     }
                     self.recv = if has_no_body(&exchange.request.method, parts.status) {
                         Recv::Bodiless(body)
