@@ -71,7 +71,7 @@ use crate::net::{Origin, Route};
 use crate::sync::lock;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tickless_timer::{HashedWheelTimer, SharedClock, WheelTask};
@@ -1327,10 +1327,10 @@ impl Exchange {
             // must not wait for its grace.
             let posted_to = {
                 let mut link = lock(&self.link);
-                link.set_awaited();
-                link.posted_to.take()
+                let posted_to = link.posted_to.take();
+                self.mark_awaited_holding(link);
+                posted_to
             };
-            self.awaited.store(true, Ordering::Relaxed);
             if let Some(event_loop) = posted_to {
                 event_loop.wake_if_idle();
             }
@@ -1458,13 +1458,11 @@ impl Exchange {
     fn blocking_home(&self) -> Option<Arc<EventLoop>> {
         // Under one lock: a post between the look and the mark would find
         // the exchange not awaited, and not wake the loop it goes to.
-        let mut link = lock(&self.link);
+        let link = lock(&self.link);
         let conn = link.conn.conn().map(|conn| &conn.event_loop);
         let home = conn.or(link.posted_to.as_ref()).cloned();
         if home.is_none() && !link.awaited {
-            link.set_awaited();
-            drop(link);
-            self.awaited.store(true, Ordering::Relaxed);
+            self.mark_awaited_holding(link);
         }
         home
     }
@@ -1489,7 +1487,16 @@ impl Exchange {
         if self.awaited.load(Ordering::Relaxed) {
             return;
         }
-        lock(&self.link).set_awaited();
+        self.mark_awaited_holding(lock(&self.link));
+    }
+
+    /// [`mark_awaited`](Self::mark_awaited) past its atomic load, for a
+    /// caller that holds the exchange's lock (`link`) already — to read
+    /// something with the mark, or to decide it: the mark is made under
+    /// that lock, and the atomic set once it is released.
+    fn mark_awaited_holding(&self, mut link: MutexGuard<'_, Link>) {
+        link.set_awaited();
+        drop(link);
         self.awaited.store(true, Ordering::Relaxed);
     }
 }
