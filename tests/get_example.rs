@@ -150,10 +150,7 @@ fn retries_and_hedging() {
     assert_eq!(retried.status.code(), Some(0));
     assert!(stdout(&retried).ends_with("second"));
     // The first connection never answers: the copy does.
-    let server = TestServer::start(Behaviour::per_connection(|index| match index {
-        0 => Behaviour::NeverAnswer,
-        _ => Behaviour::respond(|_| ok("the copy")),
-    }));
+    let server = TestServer::start(Behaviour::silent_first("the copy"));
     let hedged = get(&[
         &server.url("/"),
         "--hedge-after",

@@ -225,10 +225,7 @@ const CEILING: Duration = Duration::from_secs(10);
 #[test]
 fn a_hedged_copy_has_its_own_id_which_on_hedge_and_the_response_carry() {
     let clock = ManualClock::new();
-    let server = TestServer::start(Behaviour::per_connection(|index| match index {
-        0 => Behaviour::NeverAnswer,
-        _ => Behaviour::respond(|_| ok("the copy")),
-    }));
+    let server = TestServer::start(Behaviour::silent_first("the copy"));
     let listener = Arc::new(Told::default());
     let client = Client::builder()
         .clock(Arc::new(clock.clone()))

@@ -347,10 +347,7 @@ impl Sentinel {
     /// after the delay has rung — as another request's copy would, told at
     /// once (`on_hedge`).
     fn hedged(client: &Client, delay: Duration) -> Sentinel {
-        let server = TestServer::start(Behaviour::per_connection(|index| match index {
-            0 => Behaviour::NeverAnswer,
-            _ => Behaviour::respond(|_| ok("sentinel")),
-        }));
+        let server = TestServer::start(Behaviour::silent_first("sentinel"));
         let future = client
             .get(server.url("/"))
             .hedge(hedge::Policy::after(delay))
@@ -802,10 +799,7 @@ fn hedges_seen(recorder: &Recorder) -> usize {
 fn a_hedge_starts_at_its_delay_and_the_loser_is_cancelled(event_loop_timeouts: bool) {
     let clock = ManualClock::new();
     let (client, recorder) = client_on(&clock, event_loop_timeouts);
-    let server = TestServer::start(Behaviour::per_connection(|index| match index {
-        0 => Behaviour::NeverAnswer,
-        _ => Behaviour::respond(|_| ok("the copy")),
-    }));
+    let server = TestServer::start(Behaviour::silent_first("the copy"));
     let mut future = client
         .get(server.url("/"))
         .hedge(hedge::Policy::after(Duration::from_millis(50)))
@@ -1153,10 +1147,7 @@ struct SilentFirst {
 fn silent_first_hedged() -> SilentFirst {
     let clock = ManualClock::new();
     let (client, recorder) = client_on(&clock, false);
-    let server = TestServer::start(Behaviour::per_connection(|index| match index {
-        0 => Behaviour::NeverAnswer,
-        _ => Behaviour::respond(|_| ok("the copy")),
-    }));
+    let server = TestServer::start(Behaviour::silent_first("the copy"));
     let mut future = client
         .get(server.url("/"))
         .hedge(hedge::Policy::after(Duration::from_millis(50)))

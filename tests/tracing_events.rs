@@ -203,10 +203,7 @@ const CEILING: Duration = Duration::from_secs(10);
 fn a_hedged_requests_events_name_their_attempts() {
     let captured = captured();
     let clock = ManualClock::new();
-    let server = TestServer::start(Behaviour::per_connection(|index| match index {
-        0 => Behaviour::NeverAnswer,
-        _ => Behaviour::respond(|_| ok("the copy")),
-    }));
+    let server = TestServer::start(Behaviour::silent_first("the copy"));
     let authority = server.authority();
     // The request's span names its path: a line of another test whose
     // server got the same port later names another.

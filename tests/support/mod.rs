@@ -160,6 +160,16 @@ impl Behaviour {
     pub fn per_connection(f: impl Fn(usize) -> Behaviour + Send + Sync + 'static) -> Behaviour {
         Behaviour::PerConnection(Arc::new(f))
     }
+
+    /// The first connection read and never answered (`NeverAnswer`), each
+    /// later one answered with a 200 of body `answer` (`Respond`): a
+    /// hedged request's first attempt stalls and its copy gets `answer`.
+    pub fn silent_first(answer: &'static str) -> Behaviour {
+        Behaviour::per_connection(move |index| match index {
+            0 => Behaviour::NeverAnswer,
+            _ => Behaviour::respond(move |_| ok(answer)),
+        })
+    }
 }
 
 struct State {
