@@ -78,10 +78,7 @@ fn limited_server() -> (H2Server, Arc<Seen>) {
 }
 
 fn h2c() -> ClientBuilder {
-    Client::builder()
-        .event_loops(2)
-        .http2_prior_knowledge()
-        .request_timeout(CEILING)
+    h2c_builder(2, CEILING)
         // No idle timer on the connections: what is armed is a request's.
         .pooled_connection_idle_timeout(Duration::ZERO)
 }

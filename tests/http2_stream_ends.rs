@@ -53,12 +53,9 @@ const CEILING: Duration = Duration::from_secs(20);
 const PIECE: usize = 16 * 1024;
 const PIECES: usize = 4;
 
+/// [`h2c_builder`] with a body window of one [`PIECE`].
 fn h2c() -> ClientBuilder {
-    Client::builder()
-        .event_loops(1)
-        .http2_prior_knowledge()
-        .request_timeout(CEILING)
-        .body_window(PIECE)
+    h2c_builder(1, CEILING).body_window(PIECE)
 }
 
 const PING_PAYLOAD: [u8; 8] = *b"read-all";

@@ -1569,10 +1569,7 @@ fn h2_server_resetting(resets: &'static [u32]) -> (RawH2Server, Arc<AtomicUsize>
 
 fn h2c() -> (Client, Arc<Recorder>) {
     let recorder = Recorder::new();
-    let client = Client::builder()
-        .event_loops(1)
-        .http2_prior_knowledge()
-        .request_timeout(CEILING)
+    let client = h2c_builder(1, CEILING)
         .listener(recorder.clone())
         .build()
         .unwrap();

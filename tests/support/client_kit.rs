@@ -318,6 +318,17 @@ pub fn recorded_client() -> (tickless::Client, Arc<Recorder>) {
     (client, recorder)
 }
 
+/// A builder of a client that speaks HTTP/2 in cleartext by prior
+/// knowledge (to the servers of `h2_server`), on `event_loops` loops, each
+/// request bounded by `request_timeout`: the test's ceiling, so that an
+/// exchange that hangs fails the test rather than the run.
+pub fn h2c_builder(event_loops: usize, request_timeout: Duration) -> tickless::ClientBuilder {
+    tickless::Client::builder()
+        .event_loops(event_loops)
+        .http2_prior_knowledge()
+        .request_timeout(request_timeout)
+}
+
 /// A client with one loop and no request or read timeout: an exchange that
 /// nothing else ends hangs, and the test's own ceiling says so.
 pub fn untimed_client() -> tickless::Client {
