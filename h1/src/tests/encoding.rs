@@ -439,7 +439,9 @@ fn an_extra_host_is_a_callers_error() {
 /// The host and port in `Host` and in an absolute target are what `http`
 /// reads in the authority (`Uri::host`, `Uri::port_u16`), however they are
 /// written: the encoder finds the host itself, and writes what follows it
-/// as it is only when that says the same as `port_u16`.
+/// as it is only when that says the same as `port_u16`. Each authority
+/// here is one `http` reads: one it refused would fail the test, not go
+/// untested.
 #[test]
 fn the_host_and_port_written_are_the_ones_http_reads() {
     let mut authorities: Vec<String> = [
@@ -477,12 +479,10 @@ fn the_host_and_port_written_are_the_ones_http_reads() {
         authorities.push(format!("h:{port}"));
         authorities.push(format!("h:0{port}"));
     }
-    let mut taken = 0;
     for authority in authorities {
-        let Ok(uri) = format!("http://{authority}/p").parse::<Uri>() else {
-            continue;
-        };
-        taken += 1;
+        let uri: Uri = format!("http://{authority}/p")
+            .parse()
+            .unwrap_or_else(|e| panic!("http reads no URI of {authority}: {e}"));
         let port = uri.port_u16().map(|p| format!(":{p}")).unwrap_or_default();
         let host = format!("{}{port}", uri.host().unwrap());
         assert_eq!(
@@ -491,5 +491,4 @@ fn the_host_and_port_written_are_the_ones_http_reads() {
             "{authority}"
         );
     }
-    assert!(taken > 2000, "{taken}");
 }
