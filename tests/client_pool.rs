@@ -544,16 +544,23 @@ fn hosts_differing_only_in_case_share_connections() {
     client.close();
 }
 
-/// #18, defect 6: `keep_alive(false)` holds for a request that names other
-/// connection options: `close` joins them, and nothing is pooled.
-#[test]
-fn keep_alive_off_adds_close_to_a_connection_header_the_request_has() {
+/// A server that answers each request with its target, and a client on
+/// one loop with `keep_alive(false)`.
+fn echo_target_without_keep_alive() -> (TestServer, Client) {
     let server = TestServer::respond(|request| ok(&request.target));
     let client = Client::builder()
         .event_loops(1)
         .keep_alive(false)
         .build()
         .unwrap();
+    (server, client)
+}
+
+/// #18, defect 6: `keep_alive(false)` holds for a request that names other
+/// connection options: `close` joins them, and nothing is pooled.
+#[test]
+fn keep_alive_off_adds_close_to_a_connection_header_the_request_has() {
+    let (server, client) = echo_target_without_keep_alive();
     for _ in 0..2 {
         let response = client
             .get(server.url("/te"))
@@ -576,12 +583,7 @@ fn keep_alive_off_adds_close_to_a_connection_header_the_request_has() {
 /// joined to it.
 #[test]
 fn keep_alive_off_leaves_the_close_a_request_has() {
-    let server = TestServer::respond(|request| ok(&request.target));
-    let client = Client::builder()
-        .event_loops(1)
-        .keep_alive(false)
-        .build()
-        .unwrap();
+    let (server, client) = echo_target_without_keep_alive();
     let response = client
         .get(server.url("/said"))
         .header("Connection", "Close")
