@@ -78,6 +78,38 @@ fn a_loop_without_a_precise_wait_expires_never_early() {
     }
 }
 
+/// Where the OS timer is missing, a caller driving the loop whose spin
+/// ends before the nearest deadline waits from the spin's end: the poll's
+/// relative timeout is worked out after the spin. Worked out before it,
+/// the wait came late by the whole spin (200 ms here, against a bound of
+/// 100 ms: generous for a machine that stalls a thread by milliseconds).
+#[test]
+fn without_a_precise_wait_a_callers_spin_does_not_delay_the_deadline_after_it() {
+    struct Fired(Mutex<Option<Instant>>);
+    impl LoopTimeout for Fired {
+        fn expire(self: Arc<Self>, _tag: u64, _cx: &mut LoopContext<'_>) {
+            *lock(&self.0) = Some(Instant::now());
+        }
+    }
+    turn::WITHOUT_PRECISE_WAIT.with(|without| without.set(true));
+    let (_group, event_loop) = one_loop(Duration::from_secs(60));
+    event_loop.leave_idle();
+    let fired = Arc::new(Fired(Mutex::new(None)));
+    let deadline = Instant::now() + Duration::from_millis(300);
+    event_loop.schedule(deadline, fired.clone(), 0).unwrap();
+    let drove = event_loop.drive_until(&mut || lock(&fired.0).is_some(), || {
+        Duration::from_millis(200)
+    });
+    assert!(drove.is_some(), "the loop was not left to this caller");
+    let at = lock(&fired.0).expect("the caller drove until the expiry");
+    assert!(at >= deadline, "fired early");
+    assert!(
+        at < deadline + Duration::from_millis(100),
+        "fired {:?} after its deadline",
+        at - deadline
+    );
+}
+
 fn expires_on_its_own_thread_never_early(spin: Duration) {
     struct Record(Mutex<Vec<(Instant, ThreadId)>>);
     impl LoopTimeout for Record {

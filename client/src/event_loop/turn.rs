@@ -133,8 +133,8 @@ struct TasksRun {
 }
 
 /// Whether a test built this loop on a thread that asked for no precise
-/// wait, as where the OS timer is missing (see
-/// [`WITHOUT_PRECISE_WAIT`]).
+/// wait, as where the OS timer is missing (`WITHOUT_PRECISE_WAIT`, in
+/// test builds).
 fn tests_without_precise_wait() -> bool {
     #[cfg(test)]
     return WITHOUT_PRECISE_WAIT.with(Cell::get);
@@ -769,9 +769,11 @@ impl EventLoop {
                 }
                 caller.blocked = true;
             }
-            // Without a precise wait the poll's timeout is relative: the
-            // spin that just ran used up part of it.
-            if spun && turn.wait.is_none() {
+            // A timeout here is relative (a precise wait, once armed,
+            // leaves none: it wakes the poll itself) — there is no OS timer,
+            // or arming it failed — and the spin that just ran used up part
+            // of it: worked out again, from now.
+            if spun {
                 if let (Some(_), Some(deadline)) = (timeout, nearest) {
                     timeout =
                         self.wait_for_deadline(None, turn.manual_clock, deadline, self.clock.now());
@@ -820,10 +822,19 @@ impl EventLoop {
         }
         // Relative, the poll's own timeout counts from a fresh reading:
         // `now` may be the last task's expiry's (see `TasksRun::clock_read`),
-        // and a timers lock taken since may have waited.
+        // and a timers lock taken since may have waited. So does a wait
+        // that is not precise (not Linux): it only works out that timeout.
         let by_poll = || Some(deadline.saturating_duration_since(self.clock.now()));
         match wait {
-            Some(wait) => wait.arm(Some(spin_from), now).unwrap_or_else(|_| by_poll()),
+            Some(wait) => {
+                let from = if PreciseWait::IS_PRECISE {
+                    now
+                } else {
+                    self.clock.now()
+                };
+                wait.arm(Some(spin_from), from)
+                    .unwrap_or_else(|_| by_poll())
+            }
             None => by_poll(),
         }
     }
