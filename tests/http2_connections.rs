@@ -437,12 +437,7 @@ fn a_hedged_copy_goes_on_another_connection_than_the_attempt_it_backs_up() {
                 conn.answer_all();
             }
         });
-        let client = Client::builder()
-            .event_loops(event_loops)
-            .http2_prior_knowledge()
-            .request_timeout(CEILING)
-            .build()
-            .unwrap();
+        let client = h2c_builder(event_loops, CEILING).build().unwrap();
         let response = client
             .get(server.url("/"))
             .hedge(tickless::hedge::Policy::after(Duration::from_millis(50)))

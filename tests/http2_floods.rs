@@ -180,12 +180,7 @@ fn interim_heads_without_end_fail_the_request_past_max_head_bytes_in_all() {
     let state = Arc::new(Flood::default());
     // A new connection's first stream is 1.
     let server = flood(early_hints(1), true, state.clone());
-    let client = Client::builder()
-        .event_loops(1)
-        .http2_prior_knowledge()
-        .request_timeout(CEILING)
-        .build()
-        .unwrap();
+    let client = h2c_builder(1, CEILING).build().unwrap();
     let error = client.get(server.url("/")).send().wait().unwrap_err();
     let limit = tickless::h1::Limits::default().max_head_bytes;
     assert!(

@@ -7,9 +7,9 @@ use std::collections::VecDeque;
 /// in one piece — most small ones — is queued and taken with no
 /// allocation (a `VecDeque` allocates on its first push).
 ///
-/// Invariant: `first` is empty whenever `rest` was pushed to while it was
-/// (it is filled only when the whole queue is empty), so `first`, then
-/// `rest` in order, is the order of the pushes.
+/// Invariant: `first` is filled only when the whole queue is empty, so
+/// what it holds is older than everything in `rest`: `first`, then `rest`
+/// in order, is the order of the pushes.
 #[derive(Default)]
 pub(crate) struct Chunks {
     first: Option<Bytes>,
