@@ -91,3 +91,38 @@ fn a_post_never_goes_on_a_connection_closed_while_the_loop_was_held_up() {
     assert_eq!(post.unwrap(), "fresh", "the POST went on a new connection");
     client.close();
 }
+
+/// A server that answers each request, then closes the connection without
+/// having said `Connection: close`: its close arrives microseconds after
+/// its answer, after the poll that read the answer — and the client's next
+/// request, sent at once, comes within the loop's trust in that poll. A
+/// request that may go again is retried on a fresh connection should it
+/// meet the close; a POST, which may not, must look first (a peek), or it
+/// fails. (Without the peek, most of them did: 117 to 141 of 200.) A close
+/// still in flight as it looks cannot be seen: a few may still meet it.
+#[test]
+fn a_post_right_after_an_answer_is_not_sent_on_the_connection_its_server_has_closed() {
+    const ROUNDS: usize = 200;
+    let server = support::TestServer::start(support::Behaviour::respond_then_close(|_| ok("x")));
+    let client = Client::builder().event_loops(1).build().unwrap();
+    let text = |request: tickless::RequestBuilder| request.send().wait()?.text().wait();
+    let mut failed = Vec::new();
+    for round in 0..ROUNDS {
+        assert_eq!(
+            text(client.get(server.url("/get"))).unwrap(),
+            "x",
+            "{round}"
+        );
+        match text(client.post(server.url("/post")).body("payload")) {
+            Ok(answer) => assert_eq!(answer, "x"),
+            Err(error) => failed.push(error),
+        }
+    }
+    assert!(
+        failed.len() <= ROUNDS / 10,
+        "{} of {ROUNDS} POSTs met the close, the first: {:?}",
+        failed.len(),
+        failed.first()
+    );
+    client.close();
+}

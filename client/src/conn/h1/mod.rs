@@ -204,7 +204,7 @@ impl Conn {
         cx: &mut LoopContext<'_>,
         exchange: Arc<Exchange>,
     ) -> Result<(), Arc<Exchange>> {
-        if !self.still_reusable(cx) {
+        if !self.still_reusable(cx, &exchange) {
             self.close(cx);
             return Err(exchange);
         }
@@ -212,9 +212,9 @@ impl Conn {
         Ok(())
     }
 
-    /// Whether this idle connection is still open: the server may have
-    /// closed it since it went idle.
-    fn still_reusable(&mut self, cx: &mut LoopContext<'_>) -> bool {
+    /// Whether this idle connection is still open for `exchange`: the
+    /// server may have closed it since it went idle.
+    fn still_reusable(&mut self, cx: &mut LoopContext<'_>, exchange: &Exchange) -> bool {
         // A plain socket whose last read took all it had (`drained` is never
         // true over TLS), with no readable event since and the loop's last
         // complete poll recent (`FRESH_POLL`), is known open without a
@@ -225,7 +225,12 @@ impl Conn {
         // event. Either way can miss a close still in flight (a peek, one
         // sent in the last half round trip; this, also one that arrived
         // since that poll) — the retry on a fresh connection is for that.
-        let quiet = self.buf.drained() && cx.polled_recently();
+        // A request that may not go twice (a POST) has no such retry: it
+        // is always peeked for. A server that closes right after its
+        // answer, without `Connection: close`, has its close arrive after
+        // that poll often enough that the next request, sent at once,
+        // would meet it.
+        let quiet = self.buf.drained() && cx.polled_recently() && exchange.may_retry();
         matches!(self.state, State::Idle)
             && self
                 .transport
@@ -1197,7 +1202,7 @@ impl Conn {
             Offered::Kept => finished.listener.on_connection_offered(&info),
             Offered::Serve(waiter, place) => {
                 finished.listener.on_connection_offered(&info);
-                if !self.still_reusable(cx) {
+                if !self.still_reusable(cx, &waiter) {
                     // Closed under it: it goes back where it waited, not
                     // behind younger waiters, and the permit this
                     // connection gives back as it closes serves it.
