@@ -226,11 +226,11 @@ impl Conn {
         // sent in the last half round trip; this, also one that arrived
         // since that poll) — the retry on a fresh connection is for that.
         // A request that may not go twice (a POST) has no such retry: it
-        // is always peeked for. A server that closes right after its
-        // answer, without `Connection: close`, has its close arrive after
-        // that poll often enough that the next request, sent at once,
-        // would meet it.
-        let quiet = self.buf.drained() && cx.polled_recently() && exchange.may_retry();
+        // is always peeked for (and the poll's age, a clock read, not
+        // asked). A server that closes right after its answer, without
+        // `Connection: close`, has its close arrive after that poll often
+        // enough that the next request, sent at once, would meet it.
+        let quiet = self.buf.drained() && exchange.may_retry() && cx.polled_recently();
         matches!(self.state, State::Idle)
             && self
                 .transport
