@@ -25,6 +25,12 @@ use tickless::{Client, Error, Http2Initiator, Http2Reason};
 
 const CEILING: Duration = Duration::from_secs(20);
 
+/// A client of one loop speaking HTTP/2 by prior knowledge, each request
+/// bounded by the test's ceiling.
+fn h2c() -> tickless::ClientBuilder {
+    h2c_builder(1, CEILING)
+}
+
 #[test]
 fn streams_above_a_goaways_last_stream_id_go_again_on_a_new_connection() {
     let server = RawH2Server::start(|mut conn| {
@@ -41,10 +47,7 @@ fn streams_above_a_goaways_last_stream_id_go_again_on_a_new_connection() {
         }
     });
     let recorder = Recorder::new();
-    let client = h2c_builder(1, CEILING)
-        .listener(recorder.clone())
-        .build()
-        .unwrap();
+    let client = h2c().listener(recorder.clone()).build().unwrap();
     // POST too: a stream the server never processed is safe to send again
     // whatever its method.
     let futures = vec![
@@ -106,7 +109,7 @@ fn after_a_goaway_with_an_error_a_post_above_its_last_id_goes_again_and_those_be
                 conn.answer_all();
             }
         });
-        let client = h2c_builder(1, CEILING).build().unwrap();
+        let client = h2c().build().unwrap();
         // POSTs all: not idempotent, so only "never processed" lets one go
         // again.
         let sent: Vec<_> = (0..3)
@@ -168,7 +171,7 @@ fn a_refused_stream_is_retried_once() {
         }
         conn.drain(Duration::from_secs(5));
     });
-    let client = h2c_builder(1, CEILING).build().unwrap();
+    let client = h2c().build().unwrap();
     let response = client
         .post(server.url("/"))
         .body("x")
@@ -186,7 +189,7 @@ fn a_stream_refused_twice_fails_with_the_reason() {
         let Some(&id) = ids.first() else { return };
         conn.send(&rst_stream(id, 0x7));
     });
-    let client = h2c_builder(1, CEILING).build().unwrap();
+    let client = h2c().build().unwrap();
     let error = client.get(server.url("/")).send().wait().unwrap_err();
     match error {
         Error::Http2 {
@@ -214,7 +217,7 @@ fn a_reset_stream_fails_that_stream_with_its_reason_and_the_connection_goes_on()
         conn.send(&ok_headers(ids[1]));
         conn.answer_all();
     });
-    let client = h2c_builder(1, CEILING).build().unwrap();
+    let client = h2c().build().unwrap();
     let first = client.get(server.url("/first")).send();
     let second = client.get(server.url("/second")).send();
     let error = first.wait().unwrap_err();
@@ -252,7 +255,7 @@ fn a_goaway_with_an_error_fails_the_streams_it_processed() {
         conn.send(&goaway(ids[0], 0xb));
         let _ = conn.stream.shutdown(std::net::Shutdown::Both);
     });
-    let client = h2c_builder(1, CEILING).build().unwrap();
+    let client = h2c().build().unwrap();
     let error = client
         .post(server.url("/"))
         .body("x")
@@ -299,7 +302,7 @@ fn a_goaway_with_an_error_after_a_graceful_one_fails_the_streams_it_processed_wi
             let _ = conn.stream.shutdown(Shutdown::Write);
             conn.drain(CEILING);
         });
-        let client = h2c_builder(1, CEILING).build().unwrap();
+        let client = h2c().build().unwrap();
         let error = client
             .post(server.url("/"))
             .body("x")
@@ -344,7 +347,7 @@ fn a_streamed_upload_above_a_goaways_last_stream_id_fails_as_not_processed() {
             let _ = conn.stream.shutdown(Shutdown::Write);
             conn.drain(Duration::from_secs(5));
         });
-        let client = h2c_builder(1, CEILING).build().unwrap();
+        let client = h2c().build().unwrap();
         let sent: Vec<_> = (0..2)
             .map(|i| {
                 let own = Recorder::new();
@@ -402,7 +405,7 @@ fn a_refused_streamed_upload_fails_as_not_processed_and_other_resets_do_not() {
             conn.send(&rst_stream(ids[0], code));
             conn.drain(Duration::from_secs(5));
         });
-        let client = h2c_builder(1, CEILING).build().unwrap();
+        let client = h2c().build().unwrap();
         let error = client
             .post(server.url("/"))
             .body(streamed())
@@ -446,7 +449,7 @@ fn a_hop_refused_after_a_redirect_does_not_say_the_request_was_not_processed() {
             stream.respond.send_reset(h2::Reason::REFUSED_STREAM);
         }
     });
-    let client = h2c_builder(1, CEILING).build().unwrap();
+    let client = h2c().build().unwrap();
     let post = |path: &str| {
         client
             .post(server.url(path))
@@ -484,7 +487,7 @@ fn violation(bytes: Vec<u8>) -> Error {
         conn.send(&bytes);
         conn.drain(Duration::from_secs(5));
     });
-    let client = h2c_builder(1, CEILING).build().unwrap();
+    let client = h2c().build().unwrap();
     let error = client.get(server.url("/")).send().wait().unwrap_err();
     client.close();
     error
@@ -541,7 +544,7 @@ fn a_server_that_closes_mid_stream_fails_it_with_an_io_error() {
         let _ = conn.read_requests(1);
         let _ = conn.stream.shutdown(std::net::Shutdown::Both);
     });
-    let client = h2c_builder(1, CEILING).build().unwrap();
+    let client = h2c().build().unwrap();
     let error = client.get(server.url("/")).send().wait().unwrap_err();
     assert!(
         matches!(error, Error::Io { .. } | Error::Http2 { .. }),
@@ -575,7 +578,7 @@ fn closing_as_the_second_request_comes() -> RawH2Server {
 fn a_reused_connection_closed_unanswered_sends_a_get_again_not_a_post() {
     for method in [http::Method::GET, http::Method::POST] {
         let server = closing_as_the_second_request_comes();
-        let client = h2c_builder(1, CEILING).build().unwrap();
+        let client = h2c().build().unwrap();
         let first = client.get(server.url("/first")).send().wait().unwrap();
         assert_eq!(first.status(), 200);
         let outcome = client
@@ -618,10 +621,7 @@ fn an_oversized_header_list_fails_the_stream_and_the_connection_goes_on() {
         conn.send(&frame(HEADERS, END_HEADERS | END_STREAM, ids[0], &block));
         conn.answer_all();
     });
-    let client = h2c_builder(1, CEILING)
-        .http2_max_header_list_size(1024)
-        .build()
-        .unwrap();
+    let client = h2c().http2_max_header_list_size(1024).build().unwrap();
     let error = client.get(server.url("/")).send().wait().unwrap_err();
     assert!(
         matches!(
@@ -650,7 +650,7 @@ fn keep_alive_pings_end_a_connection_whose_server_stopped_answering() {
         conn.send(&ok_headers(ids[0]));
         conn.drain(Duration::from_secs(10));
     });
-    let client = h2c_builder(1, CEILING)
+    let client = h2c()
         // Long enough that the first answer is read, and the connection
         // counted, before a stalled test thread sees the PING go unanswered.
         .http2_keep_alive_interval(Duration::from_millis(500))
@@ -699,10 +699,7 @@ fn a_body_received_whole_survives_the_connection_closing_after_it() {
         conn.drain(Duration::from_secs(5));
     });
     // A small body window: the pipe fills at 16 KiB, the rest waits in h2.
-    let client = h2c_builder(1, CEILING)
-        .body_window(16 * 1024)
-        .build()
-        .unwrap();
+    let client = h2c().body_window(16 * 1024).build().unwrap();
     let response = client.get(server.url("/")).send().wait().unwrap();
     assert_eq!(response.status(), 200);
     // The caller reads a moment later (a slow consumer).
@@ -732,7 +729,7 @@ fn requests_never_sent_go_elsewhere_when_the_keep_alive_ping_times_out() {
             conn.answer_all();
         }
     });
-    let client = h2c_builder(1, CEILING)
+    let client = h2c()
         .http2_max_concurrent_streams(1)
         .http2_keep_alive_interval(Duration::from_millis(300))
         .http2_keep_alive_timeout(Duration::from_millis(500))
@@ -772,7 +769,7 @@ fn a_read_timeout_bounds_silence_after_an_early_head_during_an_upload() {
         tokio::time::sleep(Duration::from_secs(15)).await;
         drop((send, stream));
     });
-    let client = h2c_builder(1, CEILING).build().unwrap();
+    let client = h2c().build().unwrap();
     let url = server.url("/");
     let outcome = within(Duration::from_secs(6), move || {
         let upload = vec![b'u'; 1024 * 1024];
@@ -832,7 +829,7 @@ fn a_server_refusing_every_connection_with_goaway_does_not_make_the_client_recon
             });
         }
     });
-    let client = h2c_builder(1, CEILING)
+    let client = h2c()
         .request_timeout(Duration::from_secs(2))
         .build()
         .unwrap();
@@ -882,7 +879,7 @@ fn a_request_waiting_past_the_servers_stream_limit_does_not_run_its_read_timeout
             }
         },
     );
-    let client = h2c_builder(1, CEILING)
+    let client = h2c()
         // Five times the first response's gaps (a loaded machine may
         // stretch one), and half its length: a read timeout running while
         // the second waits, unsent, fails it.
@@ -924,7 +921,7 @@ fn dropped_bodies_give_back_the_connection_window() {
         )
         .await;
     });
-    let client = h2c_builder(1, CEILING)
+    let client = h2c()
         .body_window(16 * 1024)
         .http2_initial_connection_window_size(512 * 1024)
         .build()
@@ -1028,7 +1025,7 @@ fn ends_a_request(frame: &Frame) -> bool {
 #[test]
 fn before_the_servers_settings_a_connection_opens_no_more_streams_than_servers_allow() {
     let (addr, early) = late_settings_server();
-    let client = h2c_builder(1, CEILING).build().unwrap();
+    let client = h2c().build().unwrap();
     let futures: Vec<_> = (0..LATE_LIMIT + 30)
         .map(|_| {
             let body = std::io::Cursor::new(b"streamed".to_vec());
@@ -1069,7 +1066,7 @@ fn a_stream_answered_then_refused_does_not_say_it_was_not_processed() {
                 conn.send(&bytes);
                 conn.drain(Duration::from_secs(5));
             });
-            let client = h2c_builder(1, CEILING).build().unwrap();
+            let client = h2c().build().unwrap();
             let request = client.post(server.url("/"));
             let request = if streamed_body {
                 request.body(streamed())
@@ -1155,7 +1152,7 @@ fn after_a_goaway_a_ping_ends_a_server_that_answers_no_stream_and_closes_at_a_fr
             let _ = conn.stream.shutdown(Shutdown::Both);
         }
     });
-    let client = h2c_builder(1, CEILING)
+    let client = h2c()
         .request_timeout(Duration::from_secs(10))
         .build()
         .unwrap();
@@ -1181,7 +1178,7 @@ fn after_a_goaway_a_server_answering_the_ping_finishes_the_streams_it_processed(
         }
         conn.drain(Duration::from_secs(5));
     });
-    let client = h2c_builder(1, CEILING).build().unwrap();
+    let client = h2c().build().unwrap();
     let (get, post) = get_and_post(&client, &server);
     assert_eq!(get.unwrap().status(), 200);
     assert_eq!(post.unwrap().status(), 200);

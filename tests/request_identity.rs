@@ -353,12 +353,7 @@ fn an_http2_stream_unprocessed_after_a_103_goes_again_under_the_same_attempt_id(
             conn.drain(CEILING);
         });
         let listener = Arc::new(Told::default());
-        let client = Client::builder()
-            .event_loops(1)
-            .http2_prior_knowledge()
-            .request_timeout(CEILING)
-            .build()
-            .unwrap();
+        let client = h2c_builder(1, CEILING).build().unwrap();
         let response = client
             .get(server.url("/"))
             .listener(listener.clone())

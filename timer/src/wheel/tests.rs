@@ -714,7 +714,8 @@ proptest! {
     #[test]
     fn an_arms_tick_is_the_one_the_subtraction_gives(
         tick_nanos in prop_oneof![Just(1_000u64), Just(1_000_000), 1_000u64..1_000_000_000],
-        base in 0u64..2_000,
+        // Zero often: the deadlines before the start need it.
+        base in prop_oneof![Just(0u64), 0u64..2_000],
         deadlines in proptest::collection::vec((0u64..4, -1i64..=1), 1..60),
     ) {
         let tick = Duration::from_nanos(tick_nanos);
