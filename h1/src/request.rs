@@ -267,46 +267,81 @@ fn checked<'a>(
     if method == Method::TRACE && !matches!(body, RequestBody::Empty | RequestBody::Length(0)) {
         return Err(EncodeError::TraceBody);
     }
-    let framing = framing_header(method, headers, body)?;
+    let fields = CheckedFields::of(headers);
+    let framing = framing_header(method, &fields, body)?;
     // One Host field, or none (then it is the URI's): a server cannot tell
     // which of two is meant (RFC 9112 §3.2).
-    let mut host_fields = headers.get_all(HOST).iter();
-    let has_host_field = host_fields.next().is_some();
-    if host_fields.next().is_some() {
+    if fields.host.count > 1 {
         return Err(EncodeError::DuplicateHost);
     }
     Ok(Checked {
         scheme,
         host,
-        has_host_field,
+        has_host_field: fields.host.count == 1,
         framing,
     })
+}
+
+/// The fields of the caller's headers the checks read, found in one pass
+/// over them: a request's few fields are passed over for less than the
+/// three lookups by name cost (some 300 instructions a request).
+#[derive(Default)]
+struct CheckedFields<'h> {
+    host: Field<'h>,
+    length: Field<'h>,
+    coding: Field<'h>,
+}
+
+/// How many fields of one name a head holds, and the first one's value,
+/// trimmed.
+#[derive(Default)]
+struct Field<'h> {
+    count: usize,
+    first: Option<&'h [u8]>,
+}
+
+impl<'h> Field<'h> {
+    fn add(&mut self, value: &'h HeaderValue) {
+        self.count += 1;
+        self.first
+            .get_or_insert_with(|| value.as_bytes().trim_ascii());
+    }
+}
+
+impl<'h> CheckedFields<'h> {
+    fn of(headers: &'h HeaderMap) -> CheckedFields<'h> {
+        let mut fields = CheckedFields::default();
+        for (name, value) in headers {
+            if name == HOST {
+                fields.host.add(value);
+            } else if name == CONTENT_LENGTH {
+                fields.length.add(value);
+            } else if name == TRANSFER_ENCODING {
+                fields.coding.add(value);
+            }
+        }
+        fields
+    }
 }
 
 /// Checks the caller's framing headers against `body` and returns the framing
 /// header still to write, if any.
 fn framing_header(
     method: &Method,
-    headers: &HeaderMap,
+    fields: &CheckedFields<'_>,
     body: RequestBody,
 ) -> Result<Option<Framing>, EncodeError> {
     // One Content-Length field, or none: two, though they agree, make the
     // list `5, 5`, which is not a length (RFC 9110 §8.6) and which a
     // server may refuse (Node's parser does) — as it is refused here
     // written in one field.
-    let mut length_fields = headers.get_all(CONTENT_LENGTH).iter();
-    let length = length_fields.next().map(|v| v.as_bytes().trim_ascii());
-    if length_fields.next().is_some() {
+    if fields.length.count > 1 {
         return Err(EncodeError::ConflictingContentLength);
     }
-    let mut codings = headers
-        .get_all(TRANSFER_ENCODING)
-        .iter()
-        .map(|v| v.as_bytes().trim_ascii())
-        .peekable();
+    let length = fields.length.first;
     match body {
         RequestBody::Empty | RequestBody::Length(_) => {
-            if codings.peek().is_some() {
+            if fields.coding.count > 0 {
                 return Err(EncodeError::ConflictingTransferEncoding);
             }
             let n = match body {
@@ -332,10 +367,10 @@ fn framing_header(
             }
             // Exactly one "chunked", or none (then it is added): twice
             // would say the body was chunked twice.
-            let Some(first) = codings.next() else {
+            let Some(first) = fields.coding.first else {
                 return Ok(Some(Framing::Chunked));
             };
-            if codings.next().is_some() || !first.eq_ignore_ascii_case(b"chunked") {
+            if fields.coding.count > 1 || !first.eq_ignore_ascii_case(b"chunked") {
                 return Err(EncodeError::ConflictingTransferEncoding);
             }
             Ok(None)
