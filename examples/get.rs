@@ -76,7 +76,8 @@
 //!   through a CONNECT tunnel), `socks5://…` (names resolved here) or
 //!   `socks5h://…` (by the proxy). Without it the proxy environment
 //!   variables are honoured (`http_proxy`, `https_proxy`, `all_proxy`,
-//!   `no_proxy`, as curl and reqwest read them).
+//!   `no_proxy`, as curl and reqwest read them). `-x ""`, as curl's: no
+//!   proxy, not even the environment's.
 //! * `--no-proxy`: ignore the proxy environment variables.
 //! * `--noproxy LIST` (curl's): the hosts that bypass the proxy — of
 //!   `--proxy` or of the environment, whose `no_proxy` it replaces — a
@@ -640,7 +641,10 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     if args.no_proxy {
         builder = builder.no_proxy();
     }
-    if let Some(url) = &args.proxy {
+    // curl's `-x ""`: no proxy, the environment's neither.
+    if args.proxy.as_deref() == Some("") {
+        builder = builder.no_proxy();
+    } else if let Some(url) = &args.proxy {
         let mut proxy = tickless::Proxy::all(url).map_err(|e| format!("--proxy: {e}"))?;
         if let Some(hosts) = &args.noproxy {
             proxy = proxy.no_proxy(hosts);

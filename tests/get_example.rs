@@ -1049,6 +1049,27 @@ fn connect_timeout_in_seconds_bounds_a_tls_handshake_that_stalls() {
 /// origin, past the proxy — `--proxy`'s, or the environment's, whose
 /// `no_proxy` the list replaces (`""`: none bypasses); any other goes
 /// through the proxy. Without a LIST it is a bad argument.
+/// curl's `-x ""`: no proxy for the transfer, not even the environment's
+/// (curl's manual: "you can set proxy to \"\" to override it"), where
+/// an empty proxy URL is no error.
+#[test]
+fn an_empty_proxy_overrides_the_environments_as_curl_does() {
+    let origin = server();
+    let proxy = TestServer::respond(|request| ok(&format!("proxy got {}", request.target)));
+    let output = Command::new(example_binary("get"))
+        .args([origin.url("/direct").as_str(), "-x", ""])
+        .env("http_proxy", format!("http://{}", proxy.addr()))
+        .env_remove("no_proxy")
+        .env_remove("NO_PROXY")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert!(
+        stdout(&output).ends_with("/direct auth=- cookie=-"),
+        "{output:?}"
+    );
+}
+
 #[test]
 fn noproxy_sends_the_hosts_it_lists_straight_past_the_proxy() {
     let origin = server();
