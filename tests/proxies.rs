@@ -440,6 +440,37 @@ fn no_proxy_cidr_blocks_match_ipv4_hosts_in_any_spelling() {
     assert_eq!(proxy.connections_accepted(), 0);
 }
 
+/// A `no_proxy` name that is not ASCII (or is percent-encoded) names the
+/// host the URL's does: a request's host is read in its ASCII form
+/// (`bücher.test` is `xn--bcher-kva.test`), and so is the entry, in
+/// either spelling — as `resolve` reads its host — so the request goes
+/// straight, not through the proxy the list was written to keep it from.
+#[test]
+fn a_no_proxy_name_matches_a_host_that_is_not_ascii_however_either_is_spelt() {
+    let origin = TestServer::respond(|_| ok("direct"));
+    let proxy = TestServer::respond(|_| ok("proxied"));
+    let url = format!("http://{}", proxy.addr());
+    let port = origin.addr().port();
+    for entry in [
+        "bücher.test",
+        "BÜCHER.test",
+        "xn--bcher-kva.test",
+        "b%C3%BCcher.test",
+    ] {
+        let client = client_via(Proxy::all(&url).unwrap().no_proxy(entry))
+            .resolve("bücher.test", &[origin.addr()])
+            .resolve("www.bücher.test", &[origin.addr()])
+            .request_timeout(CEILING)
+            .build()
+            .unwrap();
+        for host in ["bücher.test", "xn--bcher-kva.test", "www.bücher.test"] {
+            let body = text(&client, &format!("http://{host}:{port}/")).unwrap();
+            assert_eq!(body, "direct", "no_proxy {entry:?}, http://{host}:{port}/");
+        }
+    }
+    assert_eq!(proxy.connections_accepted(), 0);
+}
+
 #[test]
 fn a_proxy_that_refuses_the_connection_is_named_not_the_origin() {
     let refused = refused_addr();

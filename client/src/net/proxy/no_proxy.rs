@@ -17,6 +17,9 @@
 //!   `example.com` matches `example.com` and `a.example.com`, not
 //!   `badexample.com`. A leading `.` changes nothing: `.example.com` also
 //!   matches `example.com` itself. One trailing `.` is ignored on both sides.
+//!   A name that is not ASCII, or is percent-encoded, is read as a URL's
+//!   host is, on both sides (`bücher.test` is `xn--bcher-kva.test`): the
+//!   client's hosts are in that form.
 //!
 //! [`NoProxy::matches`] takes a URI host (`http::Uri::host`, so IPv6 may be
 //! bracketed). An IP literal host is only compared with IP and CIDR entries,
@@ -57,6 +60,7 @@
 //!   what both effectively do.
 
 use ipnet::IpNet;
+use std::borrow::Cow;
 use std::net::IpAddr;
 
 /// A parsed `NO_PROXY` list. See the [module documentation](self).
@@ -116,10 +120,16 @@ impl NoProxy {
             // Bracketed but not an address (e.g. an IPv6 zone id).
             return false;
         }
-        let name = host.strip_suffix('.').unwrap_or(host).as_bytes();
+        let name = host.strip_suffix('.').unwrap_or(host);
+        // In the ASCII form the entries are in, if written otherwise (the
+        // client's hosts are not: a URL's host is read so).
+        let name = match crate::net::needs_url_parsing(name) {
+            true => crate::net::url_standard_host(name).map_or(Cow::Borrowed(name), Cow::Owned),
+            false => Cow::Borrowed(name),
+        };
         self.domains
             .iter()
-            .any(|d| domain_matches(name, d.as_bytes()))
+            .any(|d| domain_matches(name.as_bytes(), d.as_bytes()))
     }
 
     /// Whether the list has no usable entries (matches nothing).
@@ -170,6 +180,12 @@ fn parse_entry(entry: &str) -> Option<Entry> {
     let domain = domain.strip_prefix('.').unwrap_or(domain);
     if domain.is_empty() {
         return None;
+    }
+    // The host it is matched with is a URL's, read in its ASCII form
+    // (`bücher.test` is `xn--bcher-kva.test`): so is a name written
+    // otherwise; one the URL standard refuses names no host.
+    if crate::net::needs_url_parsing(domain) {
+        return crate::net::url_standard_host(domain).map(Entry::Domain);
     }
     Some(Entry::Domain(domain.to_ascii_lowercase()))
 }
