@@ -1059,6 +1059,84 @@ fn what_comes_with_a_connect_answer_is_the_tunnels_or_is_ignored() {
     }
 }
 
+/// A proxy that closes or resets its connection before its answer is
+/// complete — a CONNECT's, or a SOCKS5 handshake's — failed the request
+/// before any response, as a server's close or reset before the head
+/// does: a GET with a retry policy goes again, on a new connection to
+/// the proxy, which tunnels this time.
+#[test]
+fn a_proxy_that_ends_its_connection_mid_handshake_is_retried_as_a_reset_before_any_response() {
+    let tls = tls_origin();
+    let origin = origin();
+    let tunnel_to = |target: std::net::SocketAddr, mut stream: std::net::TcpStream| {
+        if let Ok(upstream) = std::net::TcpStream::connect(target) {
+            let _ = stream.flush();
+            relay(stream, upstream, copy_all);
+        }
+    };
+    let reset = |stream: std::net::TcpStream| {
+        let _ = socket2::SockRef::from(&stream).set_linger(Some(Duration::ZERO));
+    };
+    let tls_addr = tls.addr();
+    let connect = TestServer::start(Behaviour::custom(move |mut stream, index| {
+        if RequestReader::new(index).read_request(&mut stream).is_err() {
+            return;
+        }
+        match index {
+            0 => drop(stream),
+            1 => reset(stream),
+            _ => {
+                if stream.write_all(b"HTTP/1.1 200 OK\r\n\r\n").is_ok() {
+                    tunnel_to(tls_addr, stream);
+                }
+            }
+        }
+    }));
+    let origin_addr = origin.addr();
+    let socks = TestServer::start(Behaviour::custom(move |mut stream, index| {
+        let mut greeting = [0u8; 3];
+        if stream.read_exact(&mut greeting).is_err() {
+            return;
+        }
+        match index {
+            0 => drop(stream),
+            1 => reset(stream),
+            _ => {
+                let mut request = [0u8; 10];
+                if stream.write_all(&[5, 0]).is_ok()
+                    && stream.read_exact(&mut request).is_ok()
+                    && stream.write_all(&[5, 0, 0, 1, 127, 0, 0, 1, 0, 0]).is_ok()
+                {
+                    tunnel_to(origin_addr, stream);
+                }
+            }
+        }
+    }));
+    let cases = [
+        (
+            format!("http://{}", connect.addr()),
+            format!("https://localhost:{}/t", tls_addr.port()),
+            "tls /t auth=none",
+        ),
+        (
+            format!("socks5://{}", socks.addr()),
+            format!("http://127.0.0.1:{}/s", origin_addr.port()),
+            "GET /s via=none auth=none",
+        ),
+    ];
+    for (proxy, url, expected) in cases {
+        let client = client_via(Proxy::all(&proxy).unwrap())
+            .retry(tickless::retry::Policy::attempts(3))
+            .request_timeout(CEILING)
+            .build()
+            .unwrap();
+        assert_eq!(text(&client, &url).unwrap(), expected, "{proxy}");
+        client.close();
+    }
+    assert_eq!(connect.connections_accepted(), 3);
+    assert_eq!(socks.connections_accepted(), 3);
+}
+
 /// A CONNECT request that goes out slowly — a `User-Agent` of 16 MiB, more
 /// than the sockets' buffers hold — while the proxy, before it reads any
 /// of it, sends its 200 and, after it, a handshake record of 5,000 bytes

@@ -4,7 +4,8 @@
 //! storm.
 //!
 //! * **What**: a failure before any response (a connect error or timeout,
-//!   a TLS handshake timeout, a reset or close before the head — over
+//!   a TLS or proxy handshake timeout, a reset or close before the head
+//!   or before a proxy's answer — over
 //!   HTTP/2 a stream reset or a `GOAWAY` with an error from the server
 //!   ([`Error::Http2`]) too —, a read timeout before the head), and the
 //!   statuses named with [`Policy::on_status`] (e.g. 503), whose
@@ -44,7 +45,7 @@
 //!   [`Error::Retried`], which lists every
 //!   attempt's error.
 
-use crate::error::{Error, Http2Initiator, Http2Reason, ProxyError};
+use crate::error::{Error, Http2Initiator, Http2Reason, ProxyError, SocksError};
 use http::StatusCode;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::{Arc, Mutex};
@@ -181,7 +182,9 @@ impl Policy {
                         ..
                     }
             );
-        // A handshake timeout, TLS or a proxy's, as the TLS one always was.
+        // A handshake timeout, TLS or a proxy's, as the TLS one always was;
+        // a proxy's close or reset before its answer, as a server's before
+        // its head.
         // An HTTP/2 stream reset or connection ended by the server is the
         // HTTP/1.1 connection reset under another name; one the client
         // ended, the server having broken the protocol, is the HTTP/1.1
@@ -196,7 +199,9 @@ impl Policy {
                 | Error::WriteTimeout(_)
                 | Error::HandshakeTimeout(_)
                 | Error::Proxy {
-                    source: ProxyError::HandshakeTimeout(_),
+                    source: ProxyError::HandshakeTimeout(_)
+                        | ProxyError::Io(_)
+                        | ProxyError::Socks(SocksError::UnexpectedEof { .. }),
                     ..
                 }
                 | Error::Http2 {
