@@ -31,6 +31,18 @@ fn h2c() -> tickless::ClientBuilder {
     h2c_builder(1, CEILING)
 }
 
+/// The `GOAWAY` codes told to `recorder`'s listener (`on_goaway`).
+fn goaways_told(recorder: &Recorder) -> Vec<u32> {
+    recorder
+        .events()
+        .into_iter()
+        .filter_map(|(event, _)| match event {
+            Event::GoAway(_, code) => Some(code),
+            _ => None,
+        })
+        .collect()
+}
+
 #[test]
 fn streams_above_a_goaways_last_stream_id_go_again_on_a_new_connection() {
     let server = RawH2Server::start(|mut conn| {
@@ -61,15 +73,7 @@ fn streams_above_a_goaways_last_stream_id_go_again_on_a_new_connection() {
         assert_eq!(response.version(), http::Version::HTTP_2);
     }
     assert_eq!(server.connections.load(Ordering::SeqCst), 2);
-    let goaways: Vec<u32> = recorder
-        .events()
-        .into_iter()
-        .filter_map(|(event, _)| match event {
-            Event::GoAway(_, code) => Some(code),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(goaways, [0]);
+    assert_eq!(goaways_told(&recorder), [0]);
     let failed: Vec<_> = recorder
         .events()
         .into_iter()
@@ -596,6 +600,36 @@ fn a_reused_connection_closed_unanswered_sends_a_get_again_not_a_post() {
             assert!(!error.is_unprocessed(), "the server may have processed it");
             assert_eq!(connections, 1, "the POST was not sent again");
         }
+        client.close();
+    }
+}
+
+/// `on_goaway` says the server sent `GOAWAY`: a connection that ends
+/// without one — its server closing it, or the client's own `GOAWAY` for
+/// the server's protocol error — tells the listener of none, with a
+/// stream open on it (where `h2` refuses new streams with that error).
+#[test]
+fn a_connection_ended_with_no_goaway_from_its_server_tells_the_listener_of_none() {
+    let closing = closing_as_the_second_request_comes();
+    let violating = RawH2Server::start(|mut conn| {
+        let first = conn.read_requests(1)[0];
+        conn.send(&ok_headers(first));
+        let _ = conn.read_requests(1);
+        // DATA on stream 0: the client ends the connection itself.
+        conn.send(&frame(DATA, 0, 0, b"nope"));
+        conn.drain(Duration::from_secs(5));
+    });
+    for (why, url) in [
+        ("closed", closing.url("/")),
+        ("protocol error", violating.url("/")),
+    ] {
+        let recorder = Recorder::new();
+        let client = h2c().listener(recorder.clone()).build().unwrap();
+        let first = client.get(&url).send().wait().unwrap();
+        assert_eq!(first.status(), 200, "{why}");
+        let second = client.post(&url).body("x").send().wait();
+        assert!(second.is_err(), "{why}: {second:?}");
+        assert_eq!(goaways_told(&recorder), [] as [u32; 0], "{why}");
         client.close();
     }
 }

@@ -312,7 +312,9 @@ enum Phase {
 enum Departure {
     /// The server's GOAWAY, with its code.
     GoAway(h2::Reason),
-    /// The server's GOAWAY or the connection's failure, the code unknown.
+    /// The connection's failure, no `GOAWAY` of the server's seen: the
+    /// server closed it, an I/O error, or an error of `h2`'s own (which
+    /// sends the client's `GOAWAY`).
     Server,
     /// Past its time to live (`connection_ttl`): it finishes its streams.
     Retired,
@@ -1031,10 +1033,11 @@ impl Conn {
             h2.shared = false;
             let id = info.as_ref().map_or(0, |info| info.id);
             self.owner.unshare(&self.route, id);
+            // Told of the server's `GOAWAY` only (`on_goaway`): a
+            // connection that fails or retires sent none.
             let code = match why {
                 Departure::GoAway(reason) => Some(u32::from(reason)),
-                Departure::Server => Some(0),
-                Departure::Retired => None,
+                Departure::Server | Departure::Retired => None,
             };
             if let (Some(info), Some(code)) = (&info, code) {
                 self.owner
