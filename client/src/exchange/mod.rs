@@ -70,7 +70,7 @@ use crate::event_loop::{EventLoop, LoopContext, LoopTimeout, SourceRef, TimeoutS
 use crate::net::{Origin, Route};
 use crate::sync::lock;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -290,6 +290,8 @@ const WRITE_PROBE_WAIT: Duration = Duration::from_millis(5);
 pub(crate) struct ExchangeParts {
     pub(crate) id: u64,
     pub(crate) origin: Origin,
+    /// How it reaches its origin (see [`Exchange::route`]).
+    pub(crate) route: Route,
     pub(crate) request: RequestParts,
     pub(crate) listener: Arc<dyn crate::events::EventListener>,
     /// The request this exchange carries a hop or an attempt of.
@@ -448,9 +450,9 @@ impl Drop for Link {
 pub(crate) struct Exchange {
     pub(crate) id: u64,
     pub(crate) origin: Origin,
-    /// How it reaches its origin (straight or through a proxy): set by the
-    /// dispatcher at submission, before anything reads it.
-    route: OnceLock<Route>,
+    /// How it reaches its origin (straight or through a proxy): what the
+    /// pool matches it with connections by.
+    route: Route,
     pub(crate) request: RequestParts,
     pub(crate) listener: Guarded,
     /// Set once the request has gone again on another connection: an
@@ -468,8 +470,10 @@ pub(crate) struct Exchange {
     outcome: Outcome<Result<Head, Error>>,
     body: Pipe,
     pacing: Arc<Pacing>,
-    /// The status of the head delivered, for the listener at the end.
-    status: OnceLock<http::StatusCode>,
+    /// The status of the head delivered, for the listener at the end: 0
+    /// until then (a status is 100 to 999). An atomic rather than a
+    /// `OnceLock`, whose set costs a call into `Once` a request.
+    status: AtomicU16,
     link: Mutex<Link>,
     remote: Mutex<Option<SocketAddr>>,
     /// Time of the last read (or of the request being sent), in nanoseconds
@@ -518,7 +522,7 @@ impl Exchange {
         Arc::new_cyclic(|weak| Exchange {
             id: parts.id,
             origin: parts.origin,
-            route: OnceLock::new(),
+            route: parts.route,
             request: parts.request,
             listener: Guarded::new(parts.listener, parts.info, weak.clone()),
             retried: AtomicBool::new(false),
@@ -530,7 +534,7 @@ impl Exchange {
             outcome: Outcome::default(),
             body: Pipe::new(parts.body_window, parts.body_meter),
             pacing: parts.pacing,
-            status: OnceLock::new(),
+            status: AtomicU16::new(0),
             link: Mutex::new(Link {
                 conn: ConnSlot::None,
                 timers,
@@ -614,19 +618,10 @@ impl Exchange {
         self.pacing.typical_body()
     }
 
-    /// Sets how the exchange reaches its origin (the dispatcher, at
-    /// submission; a second call changes nothing).
-    pub(crate) fn set_route(&self, route: Route) {
-        let _ = self.route.set(route);
-    }
-
     /// How the exchange reaches its origin: what the pool matches it with
-    /// connections by. Straight to the origin if asked before
-    /// [`set_route`](Self::set_route) (only an exchange refused at
-    /// submission is).
+    /// connections by.
     pub(crate) fn route(&self) -> &Route {
-        self.route
-            .get_or_init(|| Route::Direct(self.origin.clone()))
+        &self.route
     }
 
     /// The remote for messages: `host/ip:port` once connected, `host:port`
@@ -1033,8 +1028,18 @@ impl Exchange {
         if self.is_done() {
             return false;
         }
-        let _ = self.status.set(head.status);
+        let _ = self.status.compare_exchange(
+            0,
+            head.status.as_u16(),
+            Ordering::Release,
+            Ordering::Relaxed,
+        );
         self.outcome.deliver(Ok(head)).is_ok()
+    }
+
+    /// The status of the head delivered, if one was.
+    fn delivered_status(&self) -> Option<http::StatusCode> {
+        http::StatusCode::from_u16(self.status.load(Ordering::Acquire)).ok()
     }
 
     /// Whether the answer is a `417 Expectation Failed` to the request's
@@ -1043,7 +1048,7 @@ impl Exchange {
     /// [`RequestParts::take_unsent`]).
     fn refused_expectation(&self) -> bool {
         self.request.expect_continue
-            && self.status.get() == Some(&http::StatusCode::EXPECTATION_FAILED)
+            && self.delivered_status() == Some(http::StatusCode::EXPECTATION_FAILED)
     }
 
     /// The body has been read off the connection, whole (its bytes may still
@@ -1141,8 +1146,8 @@ impl Exchange {
         // exchange has already ended.
         match ending {
             Ending::Complete(trailers) => {
-                if let Some(status) = self.status.get() {
-                    self.listener.on_completed(*status);
+                if let Some(status) = self.delivered_status() {
+                    self.listener.on_completed(status);
                 }
                 self.pacing.record(self.body.pushed());
                 self.body.finish(trailers);

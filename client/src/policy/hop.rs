@@ -164,6 +164,7 @@ pub(crate) fn exchange_for(
     let exchange = Exchange::new(ExchangeParts {
         id,
         origin,
+        route,
         request: RequestParts {
             method: hop.method.clone(),
             headers: hop.headers.clone(),
@@ -189,7 +190,6 @@ pub(crate) fn exchange_for(
         wheel: dispatcher.wheel().clone(),
         registry: dispatcher.in_flight().clone(),
     });
-    exchange.set_route(route);
     Ok(exchange)
 }
 
