@@ -927,6 +927,38 @@ fn an_upload_from_a_pipe_goes_chunked_and_a_file_from_where_it_is() {
     client.close();
 }
 
+// Found by a hunt (2026-12-06): a /proc file went as an empty body.
+
+/// A regular file whose metadata says it is empty though it holds bytes —
+/// every file of `/proc` says so, whatever it holds — goes chunked, with
+/// what it holds; one that is empty goes empty, with its length. Before
+/// 2026-12-06 the metadata's 0 was taken as the length: the request went
+/// with `Content-Length: 0` and no body, and succeeded.
+#[cfg(target_os = "linux")]
+#[test]
+fn an_upload_from_a_file_whose_metadata_says_empty_sends_what_it_holds() {
+    let server = framing_echo();
+    let client = client(true);
+    let put = |file: std::fs::File| {
+        let upload = Upload::from_file(file).unwrap();
+        let echoed = client.put(server.url("/")).body(upload).send().wait();
+        echoed.unwrap().text().wait().unwrap()
+    };
+    let proc_file = "/proc/version";
+    let held = std::fs::read_to_string(proc_file).unwrap();
+    assert!(!held.is_empty(), "{proc_file} holds nothing here");
+    let file = std::fs::File::open(proc_file).unwrap();
+    assert_eq!(file.metadata().unwrap().len(), 0, "{proc_file}'s metadata");
+    assert_eq!(put(file), format!("chunked|{held}"));
+
+    let path = std::env::temp_dir().join(format!("tickless-upload-empty-{}", std::process::id()));
+    std::fs::write(&path, b"").unwrap();
+    let text = put(std::fs::File::open(&path).unwrap());
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(text, "length 0|");
+    client.close();
+}
+
 /// An async body: `count` chunks of `size`, every other one after a
 /// `Pending` that wakes itself at once.
 struct Chunks {

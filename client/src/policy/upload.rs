@@ -84,17 +84,30 @@ impl Upload {
     /// A file's contents from where it is read (the start, unless it was
     /// read or sought into), its length from its metadata. A file that is
     /// not a regular one (a pipe, a FIFO, `/dev/stdin`, a character device)
-    /// has no length there: its body goes chunked, to its end.
+    /// has no length there: its body goes chunked, to its end. Nor has a
+    /// regular file whose metadata says nothing is left that still holds
+    /// bytes — every file of `/proc` says it is empty, whatever it holds:
+    /// such a file is read here for a byte, and goes chunked if it gives
+    /// one (empty, with its length, if not).
     pub fn from_file(mut file: std::fs::File) -> std::io::Result<Upload> {
         let metadata = file.metadata()?;
-        let length = if metadata.is_file() {
-            use std::io::Seek;
-            let read = file.stream_position()?;
-            Some(metadata.len().saturating_sub(read))
-        } else {
-            None
-        };
-        Ok(Upload::from_reader(file, length))
+        if !metadata.is_file() {
+            return Ok(Upload::from_reader(file, None));
+        }
+        use std::io::Seek;
+        let read = file.stream_position()?;
+        let length = metadata.len().saturating_sub(read);
+        if length > 0 {
+            return Ok(Upload::from_reader(file, Some(length)));
+        }
+        let mut first = [0; 1];
+        match read_retrying(&mut file, &mut first)? {
+            0 => Ok(Upload::from_reader(file, Some(0))),
+            _ => Ok(Upload::from_reader(
+                Read::chain(std::io::Cursor::new(first), file),
+                None,
+            )),
+        }
     }
 
     /// A body polled from `body`; its length is its exact size hint, if it
@@ -144,6 +157,16 @@ impl Upload {
             UploadKind::Reader { length, .. }
             | UploadKind::Stream { length, .. }
             | UploadKind::Unsent { length, .. } => *length,
+        }
+    }
+}
+
+/// One read of `reader` into `buf`, again if interrupted.
+fn read_retrying(reader: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    loop {
+        match reader.read(buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            read => return read,
         }
     }
 }
