@@ -83,7 +83,13 @@ impl ClientBuilder {
     /// window spent), for the server to take more. A socket tells of room
     /// only once a share of its buffer is free, so before the timeout
     /// fails, the connection tries the socket once more: it fires a few
-    /// milliseconds after its period at most, never before. It
+    /// milliseconds after its period, never before — unless that try
+    /// finds room the socket did not tell of: the server's side took a
+    /// little more of the request meanwhile (its kernel may, though the
+    /// server reads nothing), progress dated when the try sees it, and
+    /// the timeout fires a period after that — for a server that has
+    /// stopped reading, about twice its period after the last progress
+    /// the socket told of. It
     /// runs only while the request waits on the server — not while a
     /// streamed body's source has nothing yet, nor while the body waits
     /// for `100 Continue`. A server that stops reading an upload fails it
