@@ -29,7 +29,7 @@ mkdir -p "$dir"
 build() { # REV -> path of its bench-peers binary
     if [ "$1" = WORKTREE ]; then
         cargo build --release --manifest-path bench-peers/Cargo.toml --bin bench-peers >&2
-        cp bench-peers/target/release/bench-peers "$dir/bin-worktree"
+        cp "${CARGO_TARGET_DIR:-bench-peers/target}/release/bench-peers" "$dir/bin-worktree"
         echo "$dir/bin-worktree"
     else
         local sha tree

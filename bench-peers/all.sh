@@ -15,10 +15,13 @@ cd "$(dirname "$0")/.."
 runs=${RUNS:-5}
 cargo build --release --manifest-path bench-peers/Cargo.toml --bins
 cargo build --release --bin tick-lag
-bench-peers/target/release/bench-peers --runs "$runs" --lateness "$@"
-bench-peers/target/release/h2-in-flight --runs "$runs"
-bench-peers/target/release/memory --runs "$runs"
+# Where cargo put them: CARGO_TARGET_DIR if set (relative to the repository).
+bench=${CARGO_TARGET_DIR:-bench-peers/target}/release
+root=${CARGO_TARGET_DIR:-target}/release
+"$bench/bench-peers" --runs "$runs" --lateness "$@"
+"$bench/h2-in-flight" --runs "$runs"
+"$bench/memory" --runs "$runs"
 for _ in $(seq "$runs"); do
-    target/release/tick-lag --end-to-end --warm --under-load --instrument client-event-loop \
+    "$root/tick-lag" --end-to-end --warm --under-load --instrument client-event-loop \
         --instrument client-wheel-5ms
 done

@@ -18,7 +18,8 @@ cd "$(dirname "$0")/.."
 [ $# -ge 2 ] || { sed -n '2,15p' "$0"; exit 2; }
 case=$1 peer=$2 peer_case=${3:-$1} rounds=${ROUNDS:-10}
 cargo build --release --manifest-path bench-peers/Cargo.toml --bin bench-peers >&2
-bin=bench-peers/target/release/bench-peers
+# Where cargo put it: CARGO_TARGET_DIR if set (relative to the repository).
+bin=${CARGO_TARGET_DIR:-bench-peers/target}/release/bench-peers
 args=(--runs 1 --seconds 2 --format csv)
 [ -n "${URL:-}" ] && args+=(--url "$URL")
 run() { # CLIENT CASE ROUND: one CSV line, "round,client,<bench-peers' row>"
