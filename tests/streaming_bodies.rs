@@ -893,6 +893,14 @@ fn an_upload_from_a_file_takes_its_length_from_the_file() {
     client.close();
 }
 
+/// What the framing echo at `server` answers to `file` sent as an upload
+/// (`Upload::from_file`): its framing, `|`, the body.
+fn put_file(client: &Client, server: &TestServer, file: std::fs::File) -> String {
+    let upload = Upload::from_file(file).unwrap();
+    let echoed = client.put(server.url("/")).body(upload).send().wait();
+    echoed.unwrap().text().wait().unwrap()
+}
+
 /// A file that is not a regular one (a pipe, a FIFO, `/dev/stdin`) has no
 /// length in its metadata, only 0: its body goes chunked. A regular file
 /// already read into goes with what is left of it.
@@ -902,11 +910,7 @@ fn an_upload_from_a_pipe_goes_chunked_and_a_file_from_where_it_is() {
     use std::process::{Command, Stdio};
     let server = framing_echo();
     let client = client(true);
-    let put = |file: std::fs::File| {
-        let upload = Upload::from_file(file).unwrap();
-        let echoed = client.put(server.url("/")).body(upload).send().wait();
-        echoed.unwrap().text().wait().unwrap()
-    };
+    let put = |file| put_file(&client, &server, file);
     let mut child = Command::new("printf")
         .arg("through a pipe")
         .stdout(Stdio::piped())
@@ -939,11 +943,7 @@ fn an_upload_from_a_pipe_goes_chunked_and_a_file_from_where_it_is() {
 fn an_upload_from_a_file_whose_metadata_says_empty_sends_what_it_holds() {
     let server = framing_echo();
     let client = client(true);
-    let put = |file: std::fs::File| {
-        let upload = Upload::from_file(file).unwrap();
-        let echoed = client.put(server.url("/")).body(upload).send().wait();
-        echoed.unwrap().text().wait().unwrap()
-    };
+    let put = |file| put_file(&client, &server, file);
     let proc_file = "/proc/version";
     let held = std::fs::read_to_string(proc_file).unwrap();
     assert!(!held.is_empty(), "{proc_file} holds nothing here");
