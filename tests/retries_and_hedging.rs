@@ -1089,6 +1089,54 @@ fn a_cancel_during_a_backoff_disarms_it_at_once_on_the_loop() {
     a_cancel_during_a_backoff_disarms_it_at_once(true);
 }
 
+/// A close ends a retried request as a cancel does: with
+/// `Error::ClientClosed` alone — while it waits for its backoff (no
+/// attempt is in flight, and none is sent), and while its retry is in
+/// flight — not with an `Error::Retried` that lists the close as one more
+/// failed attempt: a caller that tells its own shutdown apart by
+/// `ClientClosed` would take it for a failure of the request.
+fn a_close_ends_a_retried_request_with_client_closed(event_loop_timeouts: bool) {
+    let statuses = [http::StatusCode::SERVICE_UNAVAILABLE];
+    let policy = retry::Policy::attempts(3)
+        .on_status(statuses)
+        .backoff(Duration::from_secs(1), Duration::from_secs(1))
+        .jitter(false);
+    for retry_in_flight in [false, true] {
+        let clock = ManualClock::new();
+        let (client, recorder) = client_on(&clock, event_loop_timeouts);
+        // A 503 first; the retry is never answered.
+        let server = TestServer::start(Behaviour::per_connection(|index| match index {
+            0 => Behaviour::respond_then_close(|_| response(503, &[], b"busy")),
+            _ => Behaviour::NeverAnswer,
+        }));
+        let future = client.get(server.url("/")).retry(policy.clone()).send();
+        let waiter = thread::spawn(move || future.wait());
+        assert!(eventually(CEILING, || retries_seen(&recorder).len() == 1));
+        if retry_in_flight {
+            clock.advance(Duration::from_secs(1));
+            assert!(server.wait_for_requests(2, CEILING));
+        }
+        client.close();
+        let outcome = waiter.join().unwrap();
+        assert!(
+            matches!(outcome, Err(Error::ClientClosed)),
+            "mode {event_loop_timeouts}, retry in flight {retry_in_flight}: {outcome:?}"
+        );
+        let sent = if retry_in_flight { 2 } else { 1 };
+        assert_eq!(server.requests().len(), sent, "no retry after the close");
+    }
+}
+
+#[test]
+fn a_close_ends_a_retried_request_with_client_closed_on_the_wheel() {
+    a_close_ends_a_retried_request_with_client_closed(false);
+}
+
+#[test]
+fn a_close_ends_a_retried_request_with_client_closed_on_the_loop() {
+    a_close_ends_a_retried_request_with_client_closed(true);
+}
+
 #[test]
 fn a_copy_goes_on_another_loop_than_the_attempt_it_backs_up() {
     let clock = ManualClock::new();

@@ -416,9 +416,11 @@ impl Attempts {
     /// before it. An attempt the server did not process says so only if
     /// none of the others may have been processed: otherwise the request
     /// may have been, and no part of its error (its message ends with the
-    /// last attempt's) may say it is safe to send again.
+    /// last attempt's) may say it is safe to send again. A close ends the
+    /// request as a cancel does, with that alone: it is no failed attempt
+    /// (the retry it ends may not even have been sent).
     fn outcome(&mut self, error: Error) -> Error {
-        if self.failures.is_empty() {
+        if self.failures.is_empty() || matches!(error, Error::ClientClosed) {
             return error;
         }
         let mut attempts = std::mem::take(&mut self.failures);
