@@ -873,6 +873,53 @@ fn an_upload_from_a_reader_goes_with_its_length_and_one_of_unknown_length_chunke
     client.close();
 }
 
+/// A reader that counts its reads and says when it is dropped.
+struct Watched {
+    reads: Arc<AtomicUsize>,
+    dropped: Arc<AtomicBool>,
+}
+
+impl Read for Watched {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.reads.fetch_add(1, Ordering::SeqCst);
+        let n = buf.len().min(100);
+        buf[..n].fill(b'w');
+        Ok(n)
+    }
+}
+
+impl Drop for Watched {
+    fn drop(&mut self) {
+        self.dropped.store(true, Ordering::SeqCst);
+    }
+}
+
+/// A request sent on a closed client fails with `ClientClosed` and leaves
+/// its body alone: not one read of its reader (a pipe, a socket, the
+/// terminal, whose bytes would be lost to the caller), which is let go.
+#[test]
+fn an_upload_sent_on_a_closed_client_is_never_read() {
+    let server = framing_echo();
+    let client = client(false);
+    client.close();
+    let (reads, dropped) = (Arc::default(), Arc::default());
+    let reader = Watched {
+        reads: Arc::clone(&reads),
+        dropped: Arc::clone(&dropped),
+    };
+    let future = client
+        .post(server.url("/"))
+        .body(Upload::from_reader(reader, None))
+        .send();
+    assert!(matches!(future.wait(), Err(Error::ClientClosed)));
+    assert!(
+        eventually(WAIT, || dropped.load(Ordering::SeqCst)),
+        "the reader is kept"
+    );
+    assert_eq!(reads.load(Ordering::SeqCst), 0, "the reader was read");
+    assert_eq!(server.connections_accepted(), 0);
+}
+
 #[test]
 fn an_upload_from_a_file_takes_its_length_from_the_file() {
     let server = framing_echo();

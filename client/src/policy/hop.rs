@@ -149,7 +149,10 @@ pub(crate) fn exchange_for(
         h2_only,
         || Arc::new(Pipe::new(window, meter)),
     )?;
-    if let Some((reader, pipe)) = pump {
+    // A closed client refuses the exchange as it is submitted (it stays
+    // closed): its reader is let go unread, not handed to a pump that
+    // would read some of the caller's bytes for nothing.
+    if let Some((reader, pipe)) = pump.filter(|_| !dispatcher.is_closed()) {
         let length = match &body {
             RequestBody::Streamed(streamed) => streamed.length,
             _ => None,
