@@ -368,8 +368,10 @@ impl Client {
     /// Stops accepting requests, fails every exchange in flight with
     /// [`Error::ClientClosed`](crate::Error::ClientClosed), closes every
     /// connection, stops the wheel and joins every thread — except a
-    /// resolver thread inside `getaddrinfo`, which `close` does not wait
-    /// for: it ends by itself when the lookup returns. Idempotent; a
+    /// resolver thread inside `getaddrinfo`, and the thread of an upload
+    /// from a reader ([`Upload::from_reader`]) inside its `read`, which
+    /// `close` does not wait for: each ends by itself when its call
+    /// returns. Idempotent; a
     /// call made while another thread closes the client returns once that
     /// close is done (unless made on one of the client's own threads, from
     /// a callback: it then returns at once).

@@ -935,7 +935,8 @@ impl Dispatcher {
     /// Stops accepting requests, fails every exchange in flight with
     /// [`Error::ClientClosed`], closes every connection, stops the wheel and
     /// joins every thread (a resolver thread inside `getaddrinfo` is let go
-    /// instead: see `resolve`). Idempotent; a call made while another thread is
+    /// instead: see `resolve`; so is an upload's pump inside its reader's
+    /// `read`: see `spawn_pump`). Idempotent; a call made while another thread is
     /// closing returns once that close is done — unless it comes from one of
     /// the client's own threads (a callback on a loop, the wheel or a
     /// resolver), which the closing thread is joining: that one returns at
