@@ -8,13 +8,18 @@ use std::sync::mpsc;
 
 fn manual_wheel(tick_ms: u64, size: usize) -> (ManualClock, HashedWheelTimer) {
     let clock = ManualClock::new();
-    let wheel = HashedWheelTimer::builder()
-        .tick(Duration::from_millis(tick_ms))
+    let wheel = wheel_on(&clock, Duration::from_millis(tick_ms), size);
+    (clock, wheel)
+}
+
+/// A wheel of `size` buckets and `tick` on `clock`, started at its time.
+fn wheel_on(clock: &ManualClock, tick: Duration, size: usize) -> HashedWheelTimer {
+    HashedWheelTimer::builder()
+        .tick(tick)
         .wheel_size(size)
         .clock(Arc::new(clock.clone()))
         .build()
-        .unwrap();
-    (clock, wheel)
+        .unwrap()
 }
 
 fn counter() -> (Arc<AtomicUsize>, impl Fn() -> Box<dyn FnOnce() + Send>) {
@@ -416,6 +421,95 @@ fn an_executor_runs_the_tasks() {
     assert_eq!(count.load(Ordering::SeqCst), 1);
 }
 
+/// A wheel on a manual clock and a model of it: the deadline of each
+/// entry armed and neither fired nor cancelled, by id. Cloned into the
+/// tasks that arm entries of their own.
+#[derive(Clone)]
+struct Modelled {
+    clock: ManualClock,
+    wheel: HashedWheelTimer,
+    /// The entries fired since the last check: id, deadline, and the
+    /// clock's time when they fired.
+    fired: Arc<Mutex<Vec<(usize, Instant, Instant)>>>,
+    live: Arc<Mutex<BTreeMap<usize, Instant>>>,
+    next_id: Arc<AtomicUsize>,
+}
+
+impl Modelled {
+    fn new(clock: ManualClock, wheel: HashedWheelTimer) -> Modelled {
+        Modelled {
+            clock,
+            wheel,
+            fired: Arc::default(),
+            live: Arc::default(),
+            next_id: Arc::default(),
+        }
+    }
+
+    /// Arms an entry for `deadline` whose task, given a `follow_up`, arms
+    /// another entry that long after its own deadline (with no follow-up
+    /// of its own). The entry's id and handle.
+    fn arm(&self, deadline: Instant, follow_up: Option<Duration>) -> (usize, WheelTimeout) {
+        let id = self.next_id.fetch_add(1, Ordering::SeqCst);
+        self.live.lock().unwrap().insert(id, deadline);
+        let (clock, fired) = (self.clock.clone(), self.fired.clone());
+        // Only a task that arms holds the wheel (and must be dropped by a
+        // stop if it never fires).
+        let follow_up = follow_up.map(|after| (self.clone(), deadline + after));
+        let handle = self
+            .wheel
+            .arm(deadline, move || {
+                fired.lock().unwrap().push((id, deadline, clock.now()));
+                if let Some((modelled, next)) = follow_up {
+                    modelled.arm(next, None);
+                }
+            })
+            .unwrap();
+        (id, handle)
+    }
+
+    /// Cancels an entry: the cancel succeeds exactly if the entry is live.
+    fn cancel(&self, (id, handle): &(usize, WheelTimeout)) -> Result<(), TestCaseError> {
+        let cancelled = handle.cancel();
+        let was_live = self.live.lock().unwrap().remove(id).is_some();
+        prop_assert_eq!(cancelled, was_live);
+        Ok(())
+    }
+
+    /// Advances the clock by `by`: what fired was live and due, fired
+    /// once, not early, and nothing due is left.
+    fn advance(&self, by: Duration) -> Result<(), TestCaseError> {
+        self.clock.advance(by);
+        let now = self.clock.now();
+        let mut live = self.live.lock().unwrap();
+        for (id, deadline, at) in self.fired.lock().unwrap().drain(..) {
+            prop_assert!(at >= deadline, "fired early");
+            prop_assert_eq!(
+                live.remove(&id),
+                Some(deadline),
+                "fired twice or after cancel"
+            );
+        }
+        let overdue: Vec<Duration> = live
+            .values()
+            .filter(|&&deadline| deadline <= now)
+            .map(|&deadline| now - deadline)
+            .collect();
+        prop_assert!(
+            overdue.is_empty(),
+            "due entry not fired: {:?} overdue",
+            overdue
+        );
+        Ok(())
+    }
+
+    /// The wheel counts as armed the entries the model has live.
+    fn check_armed(&self) -> Result<(), TestCaseError> {
+        prop_assert_eq!(self.wheel.stats().armed, self.live.lock().unwrap().len());
+        Ok(())
+    }
+}
+
 #[derive(Debug, Clone)]
 enum Op {
     Arm(u16),
@@ -433,38 +527,103 @@ proptest! {
         3 => (0u16..700).prop_map(Op::Advance),
     ], 1..200)) {
         let (clock, wheel) = manual_wheel(10, 16);
-        let fired = Arc::new(Mutex::new(Vec::new()));
-        let mut model: BTreeMap<usize, Instant> = BTreeMap::new();
+        let modelled = Modelled::new(clock, wheel);
         let mut handles = Vec::new();
         for op in ops {
             match op {
                 Op::Arm(ms) => {
-                    let id = handles.len();
-                    let deadline = clock.now() + Duration::from_millis(ms.into());
-                    let (fired, clock_at_fire) = (fired.clone(), clock.clone());
-                    let handle = wheel.arm(deadline, move || {
-                        fired.lock().unwrap().push((id, deadline, clock_at_fire.now()));
-                    }).unwrap();
-                    model.insert(id, deadline);
-                    handles.push(handle);
+                    let deadline = modelled.clock.now() + Duration::from_millis(ms.into());
+                    handles.push(modelled.arm(deadline, None));
                 }
                 Op::Cancel(pick) if !handles.is_empty() => {
-                    let id = pick % handles.len();
-                    prop_assert_eq!(handles[id].cancel(), model.remove(&id).is_some());
+                    modelled.cancel(&handles[pick % handles.len()])?;
                 }
                 Op::Cancel(_) => {}
-                Op::Advance(ms) => {
-                    clock.advance(Duration::from_millis(ms.into()));
-                    let now = clock.now();
-                    for (id, deadline, at) in fired.lock().unwrap().drain(..) {
-                        prop_assert!(at >= deadline, "fired early");
-                        prop_assert_eq!(model.remove(&id), Some(deadline), "fired twice or after cancel");
-                    }
-                    prop_assert!(model.values().all(|&d| d > now), "due entry not fired");
+                Op::Advance(ms) => modelled.advance(Duration::from_millis(ms.into()))?,
+            }
+            modelled.check_armed()?;
+        }
+    }
+}
+
+/// For [`the_model_holds_at_odd_ticks_and_edges`]: times of
+/// `ticks * tick / parts + nudge` nanoseconds, so whole ticks, halves or
+/// thirds of them, one nanosecond either side.
+#[derive(Debug, Clone)]
+enum EdgeOp {
+    /// An entry that far from now (before it if negative), whose task, if
+    /// given a number of ticks, arms another that many ticks (over the
+    /// same `parts`) after its own deadline.
+    Arm {
+        ticks: i64,
+        parts: i64,
+        nudge: i64,
+        follow_up: Option<u32>,
+    },
+    Cancel(usize),
+    /// The clock on by that much (at least zero).
+    Advance {
+        ticks: u64,
+        parts: u64,
+        nudge: i64,
+    },
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+    /// The model of [`behaves_like_a_model`] on ticks of any number of
+    /// nanoseconds and wheels of 1 to 32 buckets, on a clock advanced
+    /// before the wheel was built: deadlines before now (and before the
+    /// wheel's start) and at tick multiples, halves and thirds one
+    /// nanosecond either side, advances as odd, and tasks that arm an
+    /// entry from inside their own firing, due in the same advance or
+    /// later. 256 cases: a fraction of a second.
+    #[test]
+    fn the_model_holds_at_odd_ticks_and_edges(
+        tick_nanos in prop_oneof![Just(1_000u64), 1_000u64..50_000_000],
+        size_log2 in 0u32..6,
+        clock_before_the_wheel in 0u64..5_000_000,
+        ops in proptest::collection::vec(prop_oneof![
+            4 => (-3i64..40, 1i64..=3, -1i64..=1, proptest::option::of(0u32..3))
+                .prop_map(|(ticks, parts, nudge, follow_up)| EdgeOp::Arm { ticks, parts, nudge, follow_up }),
+            2 => any::<usize>().prop_map(EdgeOp::Cancel),
+            3 => (0u64..12, 1u64..=3, -1i64..=1)
+                .prop_map(|(ticks, parts, nudge)| EdgeOp::Advance { ticks, parts, nudge }),
+        ], 1..150),
+    ) {
+        let clock = ManualClock::new();
+        clock.advance(Duration::from_nanos(clock_before_the_wheel));
+        let wheel = wheel_on(&clock, Duration::from_nanos(tick_nanos), 1 << size_log2);
+        let modelled = Modelled::new(clock, wheel);
+        let tick = tick_nanos as i64;
+        let mut handles = Vec::new();
+        for op in ops {
+            match op {
+                EdgeOp::Arm { ticks, parts, nudge, follow_up } => {
+                    let offset = ticks * tick / parts + nudge;
+                    let now = modelled.clock.now();
+                    let deadline = match u64::try_from(offset) {
+                        Ok(after) => now + Duration::from_nanos(after),
+                        Err(_) => now - Duration::from_nanos(offset.unsigned_abs()),
+                    };
+                    let follow_up = follow_up
+                        .map(|ticks| Duration::from_nanos(u64::from(ticks) * tick_nanos / parts as u64));
+                    handles.push(modelled.arm(deadline, follow_up));
+                }
+                EdgeOp::Cancel(pick) if !handles.is_empty() => {
+                    modelled.cancel(&handles[pick % handles.len()])?;
+                }
+                EdgeOp::Cancel(_) => {}
+                EdgeOp::Advance { ticks, parts, nudge } => {
+                    let by = (ticks * tick_nanos / parts) as i64 + nudge;
+                    modelled.advance(Duration::from_nanos(by.max(0) as u64))?;
                 }
             }
-            prop_assert_eq!(wheel.stats().armed, model.len());
+            modelled.check_armed()?;
         }
+        // Tasks left armed to arm a follow-up hold the wheel: the stop
+        // drops them.
+        drop(modelled.wheel.stop());
     }
 }
 
