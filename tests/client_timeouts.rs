@@ -7,11 +7,13 @@
 
 mod support;
 
-use std::io::ErrorKind;
-use std::sync::Arc;
+use std::io::{ErrorKind, Write};
+use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 use support::*;
+use tickless::event_loop::Executor;
+use tickless::timer::ManualClock;
 use tickless::{timeout_kind, Client, Error, TimeoutKind};
 
 const WAIT: Duration = Duration::from_secs(5);
@@ -171,6 +173,77 @@ fn trickling_server_survives_the_read_timeout_but_not_the_request_timeout() {
     assert!(server.wait_for_open(0, WAIT));
     assert_settles(&client, WAIT);
     client.close();
+}
+
+/// Sends a chunked head and a first chunk, `a`; once told (or given up
+/// on), a second, `b`; then nothing, holding the connection.
+fn second_chunk_when_told() -> (TestServer, mpsc::Sender<()>) {
+    let (tell, told) = mpsc::channel();
+    let told = Mutex::new(told);
+    let server = TestServer::start(Behaviour::custom(move |mut stream, _| {
+        if read_head(&mut stream).is_none() {
+            return;
+        }
+        let _ =
+            stream.write_all(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n");
+        let _ = told.lock().unwrap().recv_timeout(WAIT);
+        let _ = stream.write_all(b"1\r\nb\r\n");
+        drain(&mut stream);
+    }));
+    (server, tell)
+}
+
+#[test]
+fn on_a_manual_clock_a_read_timeout_counts_from_the_last_read_in_every_mode() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    // On the wheel, on the loop, on the loop a runtime drives.
+    for (event_loop_timeouts, driven) in [(false, false), (true, false), (true, true)] {
+        let mode = format!("event-loop timeouts {event_loop_timeouts}, driven {driven}");
+        let (server, tell) = second_chunk_when_told();
+        let clock = ManualClock::new();
+        let recorder = Recorder::new();
+        let mut builder = Client::builder();
+        if driven {
+            builder = builder.executor(Executor::tokio(runtime.handle().clone()));
+        }
+        let client = builder
+            .clock(Arc::new(clock.clone()))
+            .event_loops(1)
+            .listener(recorder.clone())
+            .use_event_loop_timeouts(event_loop_timeouts)
+            .request_timeout(Duration::from_secs(3600))
+            .read_timeout(Duration::from_secs(5))
+            .build()
+            .unwrap();
+        let mut response = client.get(server.url("/")).send().wait().unwrap();
+        assert_eq!(response.chunk().wait().unwrap().unwrap(), "a");
+        clock.advance(Duration::from_secs(3));
+        tell.send(()).unwrap();
+        assert_eq!(response.chunk().wait().unwrap().unwrap(), "b", "{mode}");
+        // Read at 3 s: silent until 8 s, past the 5 s of the first read's
+        // timeout.
+        clock.advance(Duration::from_secs(5) - Duration::from_nanos(1));
+        // A wrongly fired timeout would show itself within this pause.
+        thread::sleep(Duration::from_millis(50));
+        assert_eq!(recorder.failed_on(), None, "{mode}: fired before 8 s");
+        clock.advance(Duration::from_nanos(1));
+        assert!(
+            recorder.wait_for(WAIT, |events| events
+                .iter()
+                .any(|(e, _)| matches!(e, Event::Failed(_, true)))),
+            "{mode}: never fired"
+        );
+        let error = response.chunk().wait().unwrap_err();
+        assert!(
+            matches!(error, Error::ReadTimeout(ref t) if t.duration == Duration::from_secs(5)),
+            "{mode}: {error:?}"
+        );
+        client.close();
+    }
 }
 
 #[test]
