@@ -15,8 +15,9 @@ use std::time::{Duration, Instant};
 use support::h2_server::{answer, await_reset, H2Server, H2Stream};
 use support::*;
 use tickless::event_loop::EventLoopGroup;
-use tickless::timer::HashedWheelTimer;
+use tickless::timer::{HashedWheelTimer, ManualClock};
 use tickless::{Client, Error};
+use tokio::sync::Notify;
 
 const CEILING: Duration = Duration::from_secs(20);
 
@@ -231,6 +232,80 @@ fn by_default_a_streams_read_timeout_measures_its_own_silence() {
 #[test]
 fn with_event_loop_timeouts_a_streams_read_timeout_measures_its_own_silence_on_its_loop() {
     read_timeout_is_silence_on_the_stream(true);
+}
+
+/// A stream that sends its head and a first part, `a`; once told, a
+/// second, `b`; then nothing, and records the reset that ends it.
+fn second_part_when_told() -> (H2Server, Arc<Notify>) {
+    let told = Arc::new(Notify::new());
+    let server = H2Server::start({
+        let told = told.clone();
+        move |mut stream: H2Stream| {
+            let told = told.clone();
+            async move {
+                let response = http::Response::builder().status(200).body(()).unwrap();
+                let Ok(mut send) = stream.respond.send_response(response, false) else {
+                    return;
+                };
+                let _ = send.send_data(Bytes::from_static(b"a"), false);
+                told.notified().await;
+                let _ = send.send_data(Bytes::from_static(b"b"), false);
+                if let Ok(reason) = std::future::poll_fn(|cx| send.poll_reset(cx)).await {
+                    stream.stats.record_reset(reason);
+                }
+            }
+        }
+    });
+    (server, told)
+}
+
+#[test]
+fn on_a_manual_clock_a_streams_read_timeout_counts_from_its_last_read_in_both_modes() {
+    for event_loop_timeouts in [false, true] {
+        let (server, told) = second_part_when_told();
+        let clock = ManualClock::new();
+        let recorder = Recorder::new();
+        let client = h2c_builder(1, Duration::from_secs(3600))
+            .clock(Arc::new(clock.clone()))
+            .listener(recorder.clone())
+            .use_event_loop_timeouts(event_loop_timeouts)
+            .read_timeout(Duration::from_secs(5))
+            .build()
+            .unwrap();
+        let mut response = client.get(server.url("/")).send().wait().unwrap();
+        assert_eq!(response.chunk().wait().unwrap().unwrap(), "a");
+        clock.advance(Duration::from_secs(3));
+        told.notify_one();
+        assert_eq!(
+            response.chunk().wait().unwrap().unwrap(),
+            "b",
+            "mode {event_loop_timeouts}"
+        );
+        // Read at 3 s: silent until 8 s, past the 5 s of the first read's
+        // timeout.
+        clock.advance(Duration::from_secs(5) - Duration::from_nanos(1));
+        // A wrongly fired timeout would show itself within this pause.
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(
+            recorder.failed_on(),
+            None,
+            "mode {event_loop_timeouts}: fired before 8 s"
+        );
+        clock.advance(Duration::from_nanos(1));
+        assert!(
+            recorder.wait_for(CEILING, |events| events
+                .iter()
+                .any(|(e, _)| matches!(e, Event::Failed(_, true)))),
+            "mode {event_loop_timeouts}: never fired"
+        );
+        let error = response.chunk().wait().unwrap_err();
+        assert!(
+            matches!(error, Error::ReadTimeout(ref t) if t.duration == Duration::from_secs(5)),
+            "mode {event_loop_timeouts}: {error:?}"
+        );
+        assert!(eventually(CEILING, || server.stats.resets() == vec![0x8]));
+        client.close();
+    }
 }
 
 #[test]
