@@ -6,7 +6,9 @@
 //! Timeouts and close leave nothing armed either way. A server that
 //! lowers its limit below the streams it has open (or to 0) sends the
 //! requests waiting on that connection to another; one merely at its
-//! limit keeps them.
+//! limit keeps them. A connection being opened that fails (lookup,
+//! connect, refusal, TLS handshake) fails the requests waiting for it with
+//! its error; one whose request is cancelled hands them on.
 
 mod support;
 
@@ -198,18 +200,28 @@ fn closing_the_client_ends_every_stream_and_waiter_of_both_connections() {
     assert_eq!(server.stats.connections.load(Ordering::SeqCst), 2);
 }
 
-/// Resolves `h2.test` to the server for the first connection and to a
-/// closed port for every one after.
-struct FirstOnly {
-    server: std::net::SocketAddr,
-    closed: std::net::SocketAddr,
+/// Resolves `h2.test` to `first` for the first connection and to `rest`
+/// for every one after.
+struct FirstThenRest {
+    first: std::net::SocketAddr,
+    rest: std::net::SocketAddr,
     asked: AtomicUsize,
 }
 
-impl tickless::Resolve for FirstOnly {
+impl FirstThenRest {
+    fn new(first: std::net::SocketAddr, rest: std::net::SocketAddr) -> Arc<FirstThenRest> {
+        Arc::new(FirstThenRest {
+            first,
+            rest,
+            asked: AtomicUsize::new(0),
+        })
+    }
+}
+
+impl tickless::Resolve for FirstThenRest {
     fn resolve(&self, _host: &str, _port: u16, answer: tickless::ResolveAnswer) {
         let first = self.asked.fetch_add(1, Ordering::SeqCst) == 0;
-        answer.addresses([if first { self.server } else { self.closed }]);
+        answer.addresses([if first { self.first } else { self.rest }]);
     }
 }
 
@@ -220,11 +232,8 @@ fn when_the_second_connection_cannot_open_its_waiters_go_to_the_first() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.local_addr().unwrap()
     };
-    let resolver = Arc::new(FirstOnly {
-        server: server.addr(),
-        closed,
-        asked: AtomicUsize::new(0),
-    });
+    // The server for the first connection, a closed port after.
+    let resolver = FirstThenRest::new(server.addr(), closed);
     let client = h2c()
         .http2_max_connections_per_origin(2)
         .resolver(resolver.clone())
@@ -423,6 +432,206 @@ fn waiting_counts_the_requests_waiting_for_an_http2_connection_or_a_stream() {
     );
     client.close();
     drop(stalled);
+}
+
+/// The connect timeout of the connections that cannot open.
+const CONNECT_TIMEOUT: Duration = Duration::from_millis(300);
+/// The handshake timeout of those whose TLS handshake never ends.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_millis(300);
+/// Requests sent at once to an origin whose connection cannot open.
+const AT_ONCE: usize = 5;
+
+/// What a lookup of [`HeldLookups`] answers.
+#[derive(Clone, Copy)]
+enum Lookup {
+    To(std::net::SocketAddr),
+    Fails,
+}
+
+/// Answers every lookup with `answer`, and counts them; holds the answer
+/// to the first until [`let_go`](Self::let_go).
+struct HeldLookups {
+    answer: Lookup,
+    first: Mutex<Option<tickless::ResolveAnswer>>,
+    asked: AtomicUsize,
+}
+
+impl HeldLookups {
+    fn new(answer: Lookup) -> Arc<HeldLookups> {
+        Arc::new(HeldLookups {
+            answer,
+            first: Mutex::new(None),
+            asked: AtomicUsize::new(0),
+        })
+    }
+
+    fn let_go(&self) {
+        let first = self.first.lock().unwrap().take().expect("a lookup held");
+        self.give(first);
+    }
+
+    fn give(&self, answer: tickless::ResolveAnswer) {
+        match self.answer {
+            Lookup::To(addr) => answer.addresses([addr]),
+            Lookup::Fails => answer.failed(std::io::Error::other("no such host")),
+        }
+    }
+}
+
+impl tickless::Resolve for HeldLookups {
+    fn resolve(&self, _host: &str, _port: u16, answer: tickless::ResolveAnswer) {
+        if self.asked.fetch_add(1, Ordering::SeqCst) == 0 {
+            *self.first.lock().unwrap() = Some(answer);
+        } else {
+            self.give(answer);
+        }
+    }
+}
+
+/// Sends [`AT_ONCE`] requests at once to `scheme://h2.test/` with a client
+/// of `builder` whose lookups of it answer `answer`: the first request
+/// opens the origin's HTTP/2 connection, and the others wait for it (its
+/// lookup held until they do). Its opening fails, and each request fails
+/// with it — their errors, in the order sent — before `bound` from the
+/// lookup's answer; and that one connection was all that was opened (one
+/// lookup): none of those waiting opened the next in turn, each to fail
+/// after a whole connect (or handshake) of its own, the last ones past
+/// their deadline.
+fn all_fail_with_the_opening(
+    builder: ClientBuilder,
+    scheme: &str,
+    answer: Lookup,
+    bound: Duration,
+) -> Vec<Error> {
+    let resolver = HeldLookups::new(answer);
+    let client = builder.resolver(resolver.clone()).build().unwrap();
+    let url = format!("{scheme}://h2.test/");
+    let futures: Vec<_> = (0..AT_ONCE).map(|_| client.get(&url).send()).collect();
+    assert!(
+        eventually(CEILING, || client.stats().waiting == AT_ONCE - 1),
+        "{:?}",
+        client.stats()
+    );
+    let answered = Instant::now();
+    resolver.let_go();
+    let errors = futures
+        .into_iter()
+        .enumerate()
+        .map(|(i, future)| match future.wait() {
+            Ok(_) => panic!("request {i} was answered"),
+            Err(error) => {
+                let after = answered.elapsed();
+                assert!(
+                    after < bound,
+                    "request {i} failed after {after:?}: {error:?}"
+                );
+                error
+            }
+        })
+        .collect();
+    assert_eq!(resolver.asked.load(Ordering::SeqCst), 1, "lookups");
+    client.close();
+    errors
+}
+
+/// Requests waiting for the HTTP/2 connection being opened to their
+/// origin (prior knowledge), whose connect hangs: they fail with its
+/// connect timeout together, as over HTTP/1.1 — not one after another,
+/// each after a connect of its own, the last ones at their request
+/// timeout.
+#[test]
+fn requests_waiting_for_a_connection_whose_connect_times_out_fail_with_its_timeout_at_once() {
+    let mut blackhole = UnacceptingListener::new();
+    if !blackhole.backlog_filled(4096) {
+        return;
+    }
+    let builder = h2c_builder(1, CEILING).connect_timeout(CONNECT_TIMEOUT);
+    let answer = Lookup::To(blackhole.addr());
+    for error in all_fail_with_the_opening(builder, "http", answer, CONNECT_TIMEOUT * 3) {
+        assert!(matches!(error, Error::ConnectTimeout(_)), "{error:?}");
+    }
+}
+
+/// Requests waiting for the HTTP/2 connection being opened to their
+/// origin, whose port is closed: they fail with its refusal, at once.
+#[test]
+fn requests_waiting_for_a_connection_that_is_refused_fail_with_its_refusal() {
+    let closed = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let builder = h2c_builder(1, CEILING);
+    for error in all_fail_with_the_opening(builder, "http", Lookup::To(closed), CEILING / 4) {
+        assert!(
+            matches!(&error, Error::Connect { source, .. }
+                if source.kind() == ErrorKind::ConnectionRefused),
+            "{error:?}"
+        );
+    }
+}
+
+/// Requests of an HTTP/2-only client waiting for the connection being
+/// opened to their origin over TLS, whose handshake never ends: they fail
+/// with its handshake timeout together.
+#[test]
+fn requests_waiting_for_a_connection_whose_tls_handshake_times_out_fail_with_its_timeout() {
+    let server = TestServer::start(Behaviour::NeverAnswer);
+    let builder = Client::builder()
+        .event_loops(1)
+        .http2_only()
+        .handshake_timeout(HANDSHAKE_TIMEOUT)
+        .request_timeout(CEILING);
+    let answer = Lookup::To(server.addr());
+    for error in all_fail_with_the_opening(builder, "https", answer, HANDSHAKE_TIMEOUT * 3) {
+        assert!(matches!(error, Error::HandshakeTimeout(_)), "{error:?}");
+    }
+}
+
+/// Requests waiting for the HTTP/2 connection being opened to their
+/// origin, whose name does not resolve: they fail with the lookup's
+/// failure — that one lookup: none of them looks it up again in turn.
+#[test]
+fn requests_waiting_for_a_connection_whose_host_does_not_resolve_fail_with_its_lookup() {
+    let builder = h2c_builder(1, CEILING);
+    for error in all_fail_with_the_opening(builder, "http", Lookup::Fails, CEILING / 4) {
+        assert!(
+            matches!(&error, Error::Resolve { host, .. } if host == "h2.test"),
+            "{error:?}"
+        );
+    }
+}
+
+/// A request whose connection is being opened, the others to its origin
+/// waiting for it, is cancelled: the opening ends with its request, not
+/// with a failure of the origin's, and those waiting go on — one of them
+/// opens the next connection (one only: the others wait for it), where
+/// each is answered.
+#[test]
+fn when_the_request_opening_the_connection_is_cancelled_those_waiting_open_the_next() {
+    let mut blackhole = UnacceptingListener::new();
+    if !blackhole.backlog_filled(4096) {
+        return;
+    }
+    let (server, seen) = limited_server();
+    // The first connection's connect hangs; the next reaches the server.
+    let resolver = FirstThenRest::new(blackhole.addr(), server.addr());
+    let client = h2c().resolver(resolver.clone()).build().unwrap();
+    let url = format!("http://h2.test:{}/", server.addr().port());
+    let opener = client.get(&url).send();
+    let waiting: Vec<_> = (0..4).map(|_| client.get(&url).send()).collect();
+    assert!(
+        eventually(CEILING, || client.stats().waiting == 4),
+        "{:?}",
+        client.stats()
+    );
+    assert!(opener.cancel());
+    assert!(matches!(opener.wait(), Err(Error::Cancelled)));
+    for future in waiting {
+        assert_eq!(future.wait().unwrap().bytes().wait().unwrap(), "ok");
+    }
+    assert_eq!(resolver.asked.load(Ordering::SeqCst), 2);
+    assert_eq!(seen.per_connection().len(), 1);
+    client.close();
 }
 
 #[test]

@@ -64,7 +64,7 @@ use std::any::Any;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 use tickless_timer::SharedClock;
 
@@ -232,10 +232,24 @@ pub(crate) trait ConnOwner: Send + Sync + 'static {
     /// The connection opened for `opener` speaks HTTP/1.1 (ALPN): it will
     /// not be shared, and the requests that waited for it go again.
     fn not_shared(&self, route: &Route, opener: u64);
-    /// The connection opened for `exchange` could not open (and has
-    /// closed): the exchange waits for a stream on a shared HTTP/2
-    /// connection of its route, if there is one; else it comes back, to fail.
-    fn opening_failed(&self, route: &Route, exchange: Arc<Exchange>) -> Result<(), Arc<Exchange>>;
+    /// Takes the requests that waited for the connection opened for
+    /// `opener` (HTTP/2, to share), which failed to open: taken before its
+    /// [release](Self::released), which would send them again, they fail
+    /// with it ([`opening_failed`](Self::opening_failed)).
+    fn take_opening(&self, route: &Route, opener: u64) -> Vec<Weak<Exchange>>;
+    /// The connection opened for `exchange` could not open, with `error`
+    /// (and has closed); `waiting` waited for it ([`take_opening`](Self::take_opening)).
+    /// The exchange waits for a stream on a shared HTTP/2 connection of
+    /// its route, if there is one (it only opened a spare), and `waiting`
+    /// go as the connection's release sends them; else it fails with
+    /// `error`, and so do `waiting`, each with a copy of it.
+    fn opening_failed(
+        &self,
+        route: &Route,
+        exchange: Arc<Exchange>,
+        error: Error,
+        waiting: Vec<Weak<Exchange>>,
+    );
 }
 
 /// An idle connection, ready for another request.

@@ -569,17 +569,20 @@ impl Conn {
     /// exchange fails with `error` — unless its origin has a shared HTTP/2
     /// connection, where it waits for a stream instead (nothing of it was
     /// sent; it only opened a spare connection, or came before the shared
-    /// one was known).
+    /// one was known). Else the requests that waited for this one, to share
+    /// it, fail with it too, each with a copy of `error` — taken before the
+    /// close, whose release would send them again, one of them to open the
+    /// next (as it does when a connection closes because its request ended).
     pub(super) fn opening_failed(
         &mut self,
         cx: &mut LoopContext<'_>,
         exchange: Arc<Exchange>,
         error: Error,
     ) {
+        let waiting = self.owner.take_opening(&self.route, self.opener);
         self.close(cx);
-        if let Err(exchange) = self.owner.opening_failed(&self.route, exchange) {
-            exchange.finish_err(error);
-        }
+        self.owner
+            .opening_failed(&self.route, exchange, error, waiting);
     }
 
     /// Closes the attempts still under way (the connection closes while

@@ -530,8 +530,32 @@ impl Dispatcher {
     /// opens the next).
     fn resettle(&self, origin: &Route, orphans: Vec<Weak<Exchange>>) {
         for exchange in upgraded(orphans) {
-            if let Err(exchange) = self.wait_on_shared(origin, exchange) {
-                self.dispatch(exchange, true);
+            self.resettle_one(origin, exchange);
+        }
+    }
+
+    /// [`resettle`](Self::resettle) for one.
+    fn resettle_one(&self, origin: &Route, exchange: Arc<Exchange>) {
+        if let Err(exchange) = self.wait_on_shared(origin, exchange) {
+            self.dispatch(exchange, true);
+        }
+    }
+
+    /// Fails the requests that waited for the connection to `origin` whose
+    /// opening failed with `error`, each with a copy of it, as its opener
+    /// fails: had each opened the next in turn, each would have failed
+    /// after a whole lookup, connect or handshake of its own — the last
+    /// ones at their deadline. (Chrome fails the requests pending on an
+    /// HTTP/2 session that could not be established.) An error no opening
+    /// fails with has no copy: such a request goes again, as
+    /// [`resettle`](Self::resettle) sends it.
+    fn fail_waiting(&self, origin: &Route, waiting: Vec<Weak<Exchange>>, error: &Error) {
+        for exchange in upgraded(waiting) {
+            match error.copy_of_opening_failure() {
+                Some(copy) => {
+                    exchange.finish_err(copy);
+                }
+                None => self.resettle_one(origin, exchange),
             }
         }
     }
@@ -557,23 +581,6 @@ impl Dispatcher {
         conn.load.reserve();
         self.run_on_shared(exchange, conn);
         Ok(())
-    }
-
-    /// Takes the requests that waited for the connection opened for
-    /// `opener`, which will not be shared after all.
-    fn take_opening(&self, origin: &Route, opener: u64) -> Vec<Weak<Exchange>> {
-        let mut shared = lock(&self.shared);
-        let Some(entry) = shared.get_mut(origin) else {
-            return Vec::new();
-        };
-        if entry.opening.as_ref().is_none_or(|o| o.opener != opener) {
-            return Vec::new();
-        }
-        let waiting = entry.opening.take().map(|o| o.waiting).unwrap_or_default();
-        if entry.is_unused() {
-            shared.remove(origin);
-        }
-        waiting
     }
 
     /// A new stream on a shared HTTP/2 connection: a task on its loop
@@ -743,12 +750,18 @@ impl Dispatcher {
                     then(&dispatcher, exchange, addrs);
                 }
                 Err(source) => {
+                    // Those waiting for the connection fail with it, as
+                    // when it fails to connect (see `opening_failed`):
+                    // taken before the permit goes back, which would send
+                    // them again.
+                    let waiting = dispatcher.take_opening(exchange.route(), exchange.id);
                     permit_back();
                     let error = match (dispatcher.is_closed(), hop) {
                         (true, _) => Error::ClientClosed,
                         (false, Hop::Origin) => Error::Resolve { host, source },
                         (false, Hop::Proxy) => proxy_unresolved(&exchange, source),
                     };
+                    dispatcher.fail_waiting(exchange.route(), waiting, &error);
                     exchange.finish_err(error);
                 }
             }
@@ -1011,7 +1024,8 @@ impl ConnOwner for Dispatcher {
     fn released(&self, origin: &Route, opener: u64) {
         // The connection that was to be shared closed before it opened (or
         // its request ended before it had one): its waiters go again (one
-        // of them opens the next).
+        // of them opens the next). One that failed took them first, to
+        // fail them with it (see `opening_failed`).
         let orphans = self.take_opening(origin, opener);
         if let Some(waiter) = self.pool.release(origin) {
             // It holds the permit now.
@@ -1080,12 +1094,42 @@ impl ConnOwner for Dispatcher {
         })
     }
 
-    fn opening_failed(&self, origin: &Route, exchange: Arc<Exchange>) -> Result<(), Arc<Exchange>> {
+    fn take_opening(&self, origin: &Route, opener: u64) -> Vec<Weak<Exchange>> {
+        let mut shared = lock(&self.shared);
+        let Some(entry) = shared.get_mut(origin) else {
+            return Vec::new();
+        };
+        if entry.opening.as_ref().is_none_or(|o| o.opener != opener) {
+            return Vec::new();
+        }
+        let waiting = entry.opening.take().map(|o| o.waiting).unwrap_or_default();
+        if entry.is_unused() {
+            shared.remove(origin);
+        }
+        waiting
+    }
+
+    fn opening_failed(
+        &self,
+        origin: &Route,
+        exchange: Arc<Exchange>,
+        error: Error,
+        waiting: Vec<Weak<Exchange>>,
+    ) {
+        // Ended meanwhile (its deadline, a cancel): the opening ends with
+        // its request, as when the request's end closes the connection.
         if exchange.is_done() {
-            return Err(exchange);
+            return self.resettle(origin, waiting);
         }
         exchange.attach(ConnSlot::None);
-        self.wait_on_shared(origin, exchange)
+        match self.wait_on_shared(origin, exchange) {
+            // It only opened a spare: those waiting go on the open ones too.
+            Ok(()) => self.resettle(origin, waiting),
+            Err(exchange) => {
+                self.fail_waiting(origin, waiting, &error);
+                exchange.finish_err(error);
+            }
+        }
     }
 
     fn not_shared(&self, origin: &Route, opener: u64) {

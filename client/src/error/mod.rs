@@ -886,6 +886,65 @@ impl Error {
             source,
         }
     }
+
+    /// A copy of the error a connection's opening (its lookup, connect,
+    /// proxy's handshake or TLS) failed with, for each request that waited
+    /// for that connection (an HTTP/2 one, to share): they fail with it as
+    /// its opener does. `Error` is not `Clone`, for the `io::Error`s it may
+    /// carry: the copy has the same variant and fields, each `io::Error`
+    /// made again by [`copy_io`] — which keeps its OS error code, or else
+    /// its kind and message, but not the error inside it (a downcast of the
+    /// copy's finds a string, and its source chain ends there). `None` for
+    /// a variant no opening fails with.
+    pub(crate) fn copy_of_opening_failure(&self) -> Option<Error> {
+        Some(match self {
+            Error::ConnectTimeout(timeout) => Error::ConnectTimeout(timeout.clone()),
+            Error::Connect { remote, source } => Error::Connect {
+                remote: remote.clone(),
+                source: copy_io(source),
+            },
+            Error::HandshakeTimeout(timeout) => Error::HandshakeTimeout(timeout.clone()),
+            #[cfg(feature = "rustls")]
+            Error::Tls {
+                remote,
+                kind,
+                source,
+            } => Error::Tls {
+                remote: remote.clone(),
+                kind: *kind,
+                source: source.clone(),
+            },
+            Error::Proxy {
+                proxy,
+                target,
+                source,
+            } => Error::Proxy {
+                proxy: proxy.clone(),
+                target: target.clone(),
+                source: source.copy(),
+            },
+            Error::Io { remote, source } => Error::Io {
+                remote: remote.clone(),
+                source: copy_io(source),
+            },
+            Error::Resolve { host, source } => Error::Resolve {
+                host: host.clone(),
+                source: copy_io(source),
+            },
+            _ => return None,
+        })
+    }
+}
+
+/// `error` made again (see [`Error::copy_of_opening_failure`]): from its
+/// OS error code if it has one — whose message the system gives again —,
+/// else of its kind with its message. The error inside it, if any, is not
+/// kept, but as its message.
+fn copy_io(error: &io::Error) -> io::Error {
+    match error.raw_os_error() {
+        Some(code) => io::Error::from_raw_os_error(code),
+        None => io::Error::new(error.kind(), error.to_string()),
+    }
 }
 
 /// The timeout kind of `error` or of anything in its source chain, so it
@@ -1440,5 +1499,64 @@ mod tests {
             kind(rustls::Error::General("x".into())),
             TlsFailureKind::Other
         );
+    }
+
+    /// The copy of an opening's failure, for the requests that waited for
+    /// it: same variant and fields, an `io::Error` of the OS by its code, any
+    /// other by its kind and message; none of an error no opening fails with.
+    #[test]
+    fn an_openings_failure_is_copied_with_its_variant_fields_and_io_errors() {
+        let remote = || "example.com/1.2.3.4:443".to_string();
+        let shown = |error: &Error| WithCauses(error).to_string();
+        let refused = Error::Connect {
+            remote: remote(),
+            source: io::Error::from_raw_os_error(111),
+        };
+        let copy = refused.copy_of_opening_failure().unwrap();
+        assert!(
+            matches!(&copy, Error::Connect { source, .. } if source.raw_os_error() == Some(111)),
+            "{copy:?}"
+        );
+        assert_eq!(shown(&copy), shown(&refused));
+        let closed = Error::Io {
+            remote: remote(),
+            source: io::Error::new(io::ErrorKind::UnexpectedEof, "closed mid-handshake"),
+        };
+        let copy = closed.copy_of_opening_failure().unwrap();
+        assert!(
+            matches!(&copy, Error::Io { source, .. } if source.kind() == io::ErrorKind::UnexpectedEof),
+            "{copy:?}"
+        );
+        assert_eq!(shown(&copy), shown(&closed));
+        let timeout =
+            Error::timeout_of(TimeoutKind::Handshake, remote(), Duration::from_millis(300));
+        let copy = timeout.copy_of_opening_failure().unwrap();
+        assert!(matches!(&copy, Error::HandshakeTimeout(t) if Some(t) == timeout.timeout()));
+        #[cfg(feature = "rustls")]
+        {
+            let tls = Error::tls(remote(), rustls::Error::DecryptError);
+            let copy = tls.copy_of_opening_failure().unwrap();
+            assert_eq!(copy.tls_failure(), Some(TlsFailureKind::Protocol));
+            assert_eq!(shown(&copy), shown(&tls));
+        }
+        let proxy = Error::Proxy {
+            proxy: "http://127.0.0.1:3128".into(),
+            target: "example.com:443".into(),
+            source: ProxyError::ConnectRefused {
+                target: "example.com:443".into(),
+                status: http::StatusCode::FORBIDDEN,
+                reason: "Forbidden".into(),
+            },
+        };
+        let copy = proxy.copy_of_opening_failure().unwrap();
+        assert!(matches!(
+            &copy,
+            Error::Proxy {
+                source: ProxyError::ConnectRefused { .. },
+                ..
+            }
+        ));
+        assert_eq!(shown(&copy), shown(&proxy));
+        assert!(Error::Cancelled.copy_of_opening_failure().is_none());
     }
 }

@@ -71,6 +71,39 @@ pub enum ProxyError {
     HandshakeTimeout(super::Timeout),
 }
 
+impl ProxyError {
+    /// A copy, for the requests that waited for the connection whose
+    /// opening failed with it (see
+    /// [`Error::copy_of_opening_failure`](super::Error::copy_of_opening_failure),
+    /// which says what of an `io::Error` is kept).
+    pub(super) fn copy(&self) -> ProxyError {
+        match self {
+            ProxyError::Resolve(source) => ProxyError::Resolve(super::copy_io(source)),
+            ProxyError::Connect(source) => ProxyError::Connect(super::copy_io(source)),
+            ProxyError::ConnectTimeout(timeout) => ProxyError::ConnectTimeout(timeout.clone()),
+            ProxyError::Io(source) => ProxyError::Io(super::copy_io(source)),
+            ProxyError::AuthenticationRequired { target, challenges } => {
+                ProxyError::AuthenticationRequired {
+                    target: target.clone(),
+                    challenges: challenges.clone(),
+                }
+            }
+            ProxyError::ConnectRefused {
+                target,
+                status,
+                reason,
+            } => ProxyError::ConnectRefused {
+                target: target.clone(),
+                status: *status,
+                reason: reason.clone(),
+            },
+            ProxyError::MalformedAnswer(what) => ProxyError::MalformedAnswer(what.clone()),
+            ProxyError::Socks(error) => ProxyError::Socks(error.clone()),
+            ProxyError::HandshakeTimeout(timeout) => ProxyError::HandshakeTimeout(timeout.clone()),
+        }
+    }
+}
+
 /// `: Basic realm="x", Negotiate` after a 407, if it sent challenges.
 fn challenges_of(challenges: &[String]) -> String {
     match challenges.is_empty() {
