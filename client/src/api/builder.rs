@@ -261,7 +261,9 @@ impl ClientBuilder {
     /// timeout=5`) has its connections kept 1 s less than it says, so that
     /// no request races its close; `timeout=1` or `max=0` (no more
     /// requests) keeps them out of the pool, and `max=N` lets a connection
-    /// carry no more than `N` further requests.
+    /// carry no more than `N` further requests. Zero sets no limit of the
+    /// client's: an idle connection is kept until its server closes it (or
+    /// says how long it may, as above).
     pub fn pooled_connection_idle_timeout(mut self, timeout: Duration) -> Self {
         self.config.pooled_connection_idle_timeout = nonzero(timeout);
         self
