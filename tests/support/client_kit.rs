@@ -176,6 +176,43 @@ impl Recorder {
     }
 }
 
+/// On a manual clock whose next advance of `to_deadline` reaches the end
+/// of `response`'s read timeout (a silence of `read_timeout`): advanced a
+/// nanosecond short of it, the timeout has not fired (`recorder` tells no
+/// failure, a pause later); advanced by that nanosecond, it fires within
+/// `within`, and the body's next read fails with it. `case` names the case
+/// in messages.
+pub fn read_timeout_fires_exactly_at(
+    clock: &tickless::timer::ManualClock,
+    recorder: &Recorder,
+    response: &mut tickless::Response,
+    to_deadline: Duration,
+    read_timeout: Duration,
+    within: Duration,
+    case: &str,
+) {
+    clock.advance(to_deadline - Duration::from_nanos(1));
+    // A wrongly fired timeout would show itself within this pause.
+    thread::sleep(Duration::from_millis(50));
+    assert_eq!(
+        recorder.failed_on(),
+        None,
+        "{case}: fired before its deadline"
+    );
+    clock.advance(Duration::from_nanos(1));
+    assert!(
+        recorder.wait_for(within, |events| events
+            .iter()
+            .any(|(e, _)| matches!(e, Event::Failed(_, true)))),
+        "{case}: never fired"
+    );
+    let error = response.chunk().wait().unwrap_err();
+    assert!(
+        matches!(error, tickless::Error::ReadTimeout(ref t) if t.duration == read_timeout),
+        "{case}: {error:?}"
+    );
+}
+
 impl EventListener for Recorder {
     fn on_resolved(&self, _request: &tickless::RequestInfo, host: &str, addrs: &[SocketAddr]) {
         self.push(Event::Resolved(host.to_owned(), addrs.to_vec()));
