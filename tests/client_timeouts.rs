@@ -195,6 +195,7 @@ fn second_chunk_when_told() -> (TestServer, mpsc::Sender<()>) {
 
 #[test]
 fn on_a_manual_clock_a_read_timeout_counts_from_the_last_read_in_every_mode() {
+    const READ_TIMEOUT: Duration = Duration::from_secs(5);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -216,7 +217,7 @@ fn on_a_manual_clock_a_read_timeout_counts_from_the_last_read_in_every_mode() {
             .listener(recorder.clone())
             .use_event_loop_timeouts(event_loop_timeouts)
             .request_timeout(Duration::from_secs(3600))
-            .read_timeout(Duration::from_secs(5))
+            .read_timeout(READ_TIMEOUT)
             .build()
             .unwrap();
         let mut response = client.get(server.url("/")).send().wait().unwrap();
@@ -226,14 +227,11 @@ fn on_a_manual_clock_a_read_timeout_counts_from_the_last_read_in_every_mode() {
         assert_eq!(response.chunk().wait().unwrap().unwrap(), "b", "{mode}");
         // Read at 3 s: silent until 8 s, past the 5 s of the first read's
         // timeout.
-        let (to_deadline, read_timeout) = (Duration::from_secs(5), Duration::from_secs(5));
-        read_timeout_fires_exactly_at(
+        read_timeout_fires_a_period_after_the_last_read(
             &clock,
             &recorder,
             &mut response,
-            to_deadline,
-            read_timeout,
-            WAIT,
+            READ_TIMEOUT,
             &mode,
         );
         client.close();

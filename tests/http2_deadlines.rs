@@ -261,6 +261,7 @@ fn second_part_when_told() -> (H2Server, Arc<Notify>) {
 
 #[test]
 fn on_a_manual_clock_a_streams_read_timeout_counts_from_its_last_read_in_both_modes() {
+    const READ_TIMEOUT: Duration = Duration::from_secs(5);
     for event_loop_timeouts in [false, true] {
         let (server, told) = second_part_when_told();
         let clock = ManualClock::new();
@@ -269,7 +270,7 @@ fn on_a_manual_clock_a_streams_read_timeout_counts_from_its_last_read_in_both_mo
             .clock(Arc::new(clock.clone()))
             .listener(recorder.clone())
             .use_event_loop_timeouts(event_loop_timeouts)
-            .read_timeout(Duration::from_secs(5))
+            .read_timeout(READ_TIMEOUT)
             .build()
             .unwrap();
         let mut response = client.get(server.url("/")).send().wait().unwrap();
@@ -283,14 +284,11 @@ fn on_a_manual_clock_a_streams_read_timeout_counts_from_its_last_read_in_both_mo
         );
         // Read at 3 s: silent until 8 s, past the 5 s of the first read's
         // timeout.
-        let (to_deadline, read_timeout) = (Duration::from_secs(5), Duration::from_secs(5));
-        read_timeout_fires_exactly_at(
+        read_timeout_fires_a_period_after_the_last_read(
             &clock,
             &recorder,
             &mut response,
-            to_deadline,
-            read_timeout,
-            CEILING,
+            READ_TIMEOUT,
             &format!("mode {event_loop_timeouts}"),
         );
         assert!(eventually(CEILING, || server.stats.resets() == vec![0x8]));

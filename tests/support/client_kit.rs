@@ -176,22 +176,19 @@ impl Recorder {
     }
 }
 
-/// On a manual clock whose next advance of `to_deadline` reaches the end
-/// of `response`'s read timeout (a silence of `read_timeout`): advanced a
-/// nanosecond short of it, the timeout has not fired (`recorder` tells no
-/// failure, a pause later); advanced by that nanosecond, it fires within
-/// `within`, and the body's next read fails with it. `case` names the case
-/// in messages.
-pub fn read_timeout_fires_exactly_at(
+/// On a manual clock that stands at `response`'s last read, whose read
+/// timeout is `period`: advanced a nanosecond short of the period, the
+/// timeout has not fired (`recorder` tells no failure, a pause later);
+/// advanced by that nanosecond, it fires, and the body's next read fails
+/// with it. `case` names the case in messages.
+pub fn read_timeout_fires_a_period_after_the_last_read(
     clock: &tickless::timer::ManualClock,
     recorder: &Recorder,
     response: &mut tickless::Response,
-    to_deadline: Duration,
-    read_timeout: Duration,
-    within: Duration,
+    period: Duration,
     case: &str,
 ) {
-    clock.advance(to_deadline - Duration::from_nanos(1));
+    clock.advance(period - Duration::from_nanos(1));
     // A wrongly fired timeout would show itself within this pause.
     thread::sleep(Duration::from_millis(50));
     assert_eq!(
@@ -201,14 +198,14 @@ pub fn read_timeout_fires_exactly_at(
     );
     clock.advance(Duration::from_nanos(1));
     assert!(
-        recorder.wait_for(within, |events| events
+        recorder.wait_for(Duration::from_secs(20), |events| events
             .iter()
             .any(|(e, _)| matches!(e, Event::Failed(_, true)))),
         "{case}: never fired"
     );
     let error = response.chunk().wait().unwrap_err();
     assert!(
-        matches!(error, tickless::Error::ReadTimeout(ref t) if t.duration == read_timeout),
+        matches!(error, tickless::Error::ReadTimeout(ref t) if t.duration == period),
         "{case}: {error:?}"
     );
 }

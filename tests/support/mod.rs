@@ -40,8 +40,8 @@ pub mod tls;
 pub use captured::Captured;
 pub use client_kit::{
     assert_close_ends, assert_on_time, assert_settles, chain_text, eventually, fails_on_time,
-    get_bytes, h2c_builder, read_timeout_fires_exactly_at, recorded_client, untimed_client, within,
-    Event, HoldingListener, Recorder,
+    get_bytes, h2c_builder, read_timeout_fires_a_period_after_the_last_read, recorded_client,
+    untimed_client, within, Event, HoldingListener, Recorder,
 };
 pub use exec::{
     block_on, block_on_counting, block_on_counting_after_first_poll, example_binary, BlockOnStats,
