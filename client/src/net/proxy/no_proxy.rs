@@ -17,12 +17,12 @@
 //!   `example.com` matches `example.com` and `a.example.com`, not
 //!   `badexample.com`. A leading `.` changes nothing: `.example.com` also
 //!   matches `example.com` itself. One trailing `.` is ignored on both sides.
-//!   A name that is not ASCII, or is percent-encoded, is read as a URL's
-//!   host is, on both sides (`bücher.test` is `xn--bcher-kva.test`): the
-//!   client's hosts are in that form.
+//!   An entry that is not ASCII, or is percent-encoded, is read as a URL's
+//!   host is (`bücher.test` is `xn--bcher-kva.test`): the form the
+//!   client's hosts are in.
 //!
-//! [`NoProxy::matches`] takes a URI host (`http::Uri::host`, so IPv6 may be
-//! bracketed). An IP literal host is only compared with IP and CIDR entries,
+//! [`NoProxy::matches`] takes an origin's host (IPv6 may be bracketed),
+//! a name in that ASCII form. An IP literal host is only compared with IP and CIDR entries,
 //! a name only with domain entries: nothing is resolved. The client gives
 //! it the origin's host ([`Origin`](crate::net::Origin)), where an IPv4
 //! address the system would read from another spelling (`127.1`,
@@ -60,7 +60,6 @@
 //!   what both effectively do.
 
 use ipnet::IpNet;
-use std::borrow::Cow;
 use std::net::IpAddr;
 
 /// A parsed `NO_PROXY` list. See the [module documentation](self).
@@ -100,8 +99,10 @@ impl NoProxy {
         no_proxy
     }
 
-    /// Whether requests to `host` should bypass the proxy. `host` is a URI
-    /// host without port; an IPv6 literal may be bracketed.
+    /// Whether requests to `host` should bypass the proxy. `host` is an
+    /// origin's host (`Origin::host`), without port: a name in the ASCII
+    /// form a URL's host is read in — the form the entries are kept in —
+    /// or an address; an IPv6 literal may be bracketed.
     pub(crate) fn matches(&self, host: &str) -> bool {
         if host.is_empty() {
             return false;
@@ -120,16 +121,10 @@ impl NoProxy {
             // Bracketed but not an address (e.g. an IPv6 zone id).
             return false;
         }
-        let name = host.strip_suffix('.').unwrap_or(host);
-        // In the ASCII form the entries are in, if written otherwise (the
-        // client's hosts are not: a URL's host is read so).
-        let name = match crate::net::needs_url_parsing(name) {
-            true => crate::net::url_standard_host(name).map_or(Cow::Borrowed(name), Cow::Owned),
-            false => Cow::Borrowed(name),
-        };
+        let name = host.strip_suffix('.').unwrap_or(host).as_bytes();
         self.domains
             .iter()
-            .any(|d| domain_matches(name.as_bytes(), d.as_bytes()))
+            .any(|d| domain_matches(name, d.as_bytes()))
     }
 
     /// Whether the list has no usable entries (matches nothing).
@@ -370,7 +365,13 @@ mod tests {
         assert!(!np.matches("[::1"));
         assert!(!np.matches("."));
         assert!(!np.matches("[fe80::1%25eth0]"));
-        assert!(NoProxy::parse("é.com").matches("a.é.com"));
+        // A name is matched in its ASCII form (`Origin::host`'s: é.com is
+        // xn--9ca.com), the entry written either way.
+        assert_eq!(
+            crate::net::url_standard_host("a.é.com").unwrap(),
+            "a.xn--9ca.com"
+        );
+        assert!(NoProxy::parse("é.com").matches("a.xn--9ca.com"));
     }
 
     #[test]
