@@ -7,27 +7,11 @@
 
 mod support;
 
-use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 use support::*;
 use tickless::{Client, Error};
 
 const WAIT: Duration = Duration::from_secs(5);
-
-/// The OS thread ids of this process.
-fn threads() -> BTreeSet<u64> {
-    std::fs::read_dir("/proc/self/task")
-        .expect("/proc/self/task")
-        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
-        .collect()
-}
-
-fn thread_name(tid: u64) -> String {
-    std::fs::read_to_string(format!("/proc/self/task/{tid}/comm"))
-        .unwrap_or_default()
-        .trim()
-        .to_owned()
-}
 
 #[test]
 fn close_fails_what_is_in_flight_and_joins_every_thread() {
@@ -38,7 +22,7 @@ fn close_fails_what_is_in_flight_and_joins_every_thread() {
     let fine = TestServer::respond(|_| ok("fine"));
     let mut blackhole = UnacceptingListener::new();
     let can_hang_connects = blackhole.backlog_filled(4096);
-    let before = threads();
+    let before = live_threads();
 
     let recorder = Recorder::new();
     let client = Client::builder()
@@ -48,7 +32,10 @@ fn close_fails_what_is_in_flight_and_joins_every_thread() {
         .listener(recorder.clone())
         .build()
         .unwrap();
-    assert!(threads().len() > before.len(), "the client starts threads");
+    assert!(
+        live_threads().len() > before.len(),
+        "the client starts threads"
+    );
 
     // A pooled idle connection, and a request that resolves a name (so the
     // resolver threads start too).
@@ -83,7 +70,7 @@ fn close_fails_what_is_in_flight_and_joins_every_thread() {
     // close joins the client's threads before returning: right now, every
     // thread not there before is a test server's (its connection threads
     // end on their own once they see the close).
-    let left: Vec<String> = threads()
+    let left: Vec<String> = live_threads()
         .difference(&before)
         .map(|&tid| thread_name(tid))
         // An empty name: the thread ended between listing and reading it.
@@ -128,8 +115,8 @@ fn close_fails_what_is_in_flight_and_joins_every_thread() {
     client.close(); // idempotent
 
     // And in the end no thread at all that was not there before.
-    if !eventually(WAIT, || threads().is_subset(&before)) {
-        let extra: Vec<String> = threads()
+    if !eventually(WAIT, || live_threads().is_subset(&before)) {
+        let extra: Vec<String> = live_threads()
             .difference(&before)
             .map(|&tid| format!("{tid} {}", thread_name(tid)))
             .collect();

@@ -13,24 +13,6 @@ use std::time::Duration;
 use support::*;
 use tickless::{Client, EventListener};
 
-/// The names of this process's threads.
-fn thread_names() -> Vec<String> {
-    std::fs::read_dir("/proc/self/task")
-        .expect("/proc/self/task")
-        .filter_map(|entry| {
-            let path = entry.ok()?.path().join("comm");
-            Some(std::fs::read_to_string(path).ok()?.trim().to_owned())
-        })
-        .collect()
-}
-
-fn client_threads_alive() -> usize {
-    thread_names()
-        .iter()
-        .filter(|name| name.starts_with("tickless-"))
-        .count()
-}
-
 /// Makes the first close slow: each exchange it fails is told here.
 struct SlowToHear;
 
@@ -50,7 +32,7 @@ fn a_second_close_waits_for_the_first_to_finish() {
         .unwrap();
     let futures: Vec<_> = (0..4).map(|_| client.get(server.url("/")).send()).collect();
     assert!(server.wait_for_requests(4, Duration::from_secs(10)));
-    assert!(client_threads_alive() > 0);
+    assert!(live_threads_named("tickless-") > 0);
     let start = Arc::new(Barrier::new(2));
     let closers: Vec<_> = [Duration::ZERO, Duration::from_millis(50)]
         .into_iter()
@@ -61,7 +43,7 @@ fn a_second_close_waits_for_the_first_to_finish() {
                 thread::sleep(delay);
                 client.close();
                 // Returned: every thread of the client has been joined.
-                client_threads_alive()
+                live_threads_named("tickless-")
             })
         })
         .collect();

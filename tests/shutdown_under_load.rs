@@ -17,18 +17,11 @@ use tickless::{Client, Error};
 
 const WAIT: Duration = Duration::from_secs(20);
 
-fn threads() -> BTreeSet<u64> {
-    std::fs::read_dir("/proc/self/task")
-        .expect("/proc/self/task")
-        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
-        .collect()
-}
-
 #[test]
 fn closing_under_load_resolves_everything_and_joins_every_thread() {
     let server = TestServer::start(Behaviour::NeverAnswer);
     for event_loop_timeouts in [false, true] {
-        let before = threads();
+        let before = live_threads();
         let client = Client::builder()
             .event_loops(2)
             .request_timeout(Duration::from_secs(30))
@@ -104,8 +97,8 @@ fn closing_under_load_resolves_everything_and_joins_every_thread() {
         // The server's per-connection threads end once they see the close;
         // the client's own were joined by close() itself.
         assert!(server.wait_for_open(0, WAIT), "connections left open");
-        let settled = eventually(WAIT, || threads().difference(&before).next().is_none());
-        let left: BTreeSet<_> = threads().difference(&before).copied().collect();
+        let settled = eventually(WAIT, || live_threads().difference(&before).next().is_none());
+        let left: BTreeSet<_> = live_threads().difference(&before).copied().collect();
         assert!(
             settled,
             "mode {event_loop_timeouts}: threads left behind: {left:?}"

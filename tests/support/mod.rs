@@ -32,6 +32,9 @@ pub mod h2_server;
 /// gunicorn, hypercorn), started by the test on loopback; `scripts/test`
 /// installs them.
 pub mod real;
+/// The process's live threads, for tests that check a client joins its
+/// own.
+pub mod threads;
 /// A loopback TLS server and the certificates it serves (rcgen, made at
 /// test time).
 pub mod tls;
@@ -51,6 +54,7 @@ pub use http::{
     response, response_closes, small_buffered_listener, Parsed, ReadEnd, RecordedRequest,
     RequestReader,
 };
+pub use threads::{live_threads, live_threads_named, thread_name};
 
 use std::collections::HashMap;
 use std::io::{self, Write};

@@ -922,12 +922,27 @@ fn a_panic_inside_without_pinning_leaves_the_loop_pinned() {
     assert_eq!(after, before, "the loop's CPU after the panic");
 }
 
-/// The threads of this process whose names start with `prefix`.
+/// The threads of this process whose names start with `prefix`, but for
+/// those exiting. A joined thread can still be listed for a while: the
+/// kernel wakes the joiner early in the thread's exit and lists the thread
+/// until a few steps later, but marks it `PF_EXITING` (0x4 in its flags,
+/// the ninth field of its `stat`) before it wakes anyone.
 #[cfg(target_os = "linux")]
 fn threads_named(prefix: &str) -> usize {
+    const PF_EXITING: u64 = 0x4;
     std::fs::read_dir("/proc/self/task")
         .unwrap()
-        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .filter_map(|task| {
+            let path = task.ok()?.path();
+            let comm = std::fs::read_to_string(path.join("comm")).ok()?;
+            let stat = std::fs::read_to_string(path.join("stat")).ok()?;
+            let flags: u64 = stat[stat.rfind(')')? + 2..]
+                .split_whitespace()
+                .nth(6)?
+                .parse()
+                .ok()?;
+            (flags & PF_EXITING == 0).then_some(comm)
+        })
         .filter(|comm| comm.starts_with(prefix))
         .count()
 }
