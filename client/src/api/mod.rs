@@ -65,7 +65,11 @@ impl Drop for Handle {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientStats {
     /// The hashed-wheel timer: entries armed now, fired, lag. Its `armed`
-    /// count includes the pool cleaner's entry.
+    /// count includes the pool cleaner's entry. In wheel mode an HTTP/1
+    /// connection keeps one entry its requests hold in turn, left armed
+    /// between them: it is counted (armed, fired, cancelled) only while a
+    /// request holds it — not while the connection is idle (its lag
+    /// histogram counts all its fires).
     pub wheel: TimerStats,
     /// Pool-cleaner entries armed on the wheel (it re-arms itself while the
     /// client is open; `close` takes it off: 0 after).

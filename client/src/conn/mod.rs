@@ -57,7 +57,7 @@ use crate::config::ClientConfig;
 use crate::error::Error;
 use crate::event_loop::{EventLoopGroup, LoopContext, LoopTimerKey, Readiness, Source, SourceRef};
 use crate::events::ConnectionInfo;
-use crate::exchange::{ConnRef, Exchange};
+use crate::exchange::{ConnRef, Exchange, Standing, StandingEnv};
 use crate::net::{Route, Transport};
 use read_buf::ReadBuf;
 use std::any::Any;
@@ -111,6 +111,9 @@ pub(crate) struct ConnEnv {
     /// For the scheduler of each loop (where timeouts go in event-loop mode).
     pub(crate) group: Arc<EventLoopGroup>,
     pub(crate) streams: StreamCounts,
+    /// Where HTTP/1 connections keep their standing timer entries (wheel
+    /// mode).
+    pub(crate) standing: StandingEnv,
 }
 
 /// An HTTP/2 connection the pool shares: requests to its origin go to it
@@ -326,6 +329,9 @@ pub(crate) struct Conn {
     recv_window_raised: bool,
     /// The exchange it was opened for.
     opener: u64,
+    /// In wheel mode, the timer entry its HTTP/1 exchanges hold one after
+    /// another (see `exchange::standing`); closed with it.
+    standing: Option<Arc<Standing>>,
 }
 
 enum State {
@@ -364,11 +370,17 @@ impl Conn {
     /// This connection as an exchange names it.
     fn conn_ref(&self, cx: &LoopContext<'_>) -> ConnRef {
         let index = cx.event_loop().index();
+        // An HTTP/2 connection's streams run at once: each arms its own.
+        let standing = match self.state {
+            State::H2(_) => None,
+            _ => self.standing.clone(),
+        };
         ConnRef {
             event_loop: cx.event_loop().clone(),
             source: cx.me(),
             scheduler: self.env().group.scheduler(index).clone(),
             waker: None,
+            standing,
         }
     }
 
@@ -403,6 +415,9 @@ impl Conn {
             let _ = cx.registry.deregister(transport.tcp_mut());
         }
         self.disarm_timer(cx);
+        if let Some(standing) = &self.standing {
+            standing.close();
+        }
         if let State::H2(h2) = &self.state {
             if h2.is_shared() {
                 let id = self.info.as_ref().map_or(0, |info| info.id);

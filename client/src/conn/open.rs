@@ -137,7 +137,10 @@ pub(crate) fn connect(
     socks: Option<SocksTargets>,
 ) {
     cx.add_source(|cx| {
-        let created = owner.env().clock.now();
+        let env = owner.env();
+        let created = env.clock.now();
+        let standing =
+            (!env.config.use_event_loop_timeouts).then(|| env.standing.entry(&env.clock));
         let mut conn = Conn {
             owner,
             route: Arc::new(exchange.route().clone()),
@@ -154,6 +157,7 @@ pub(crate) fn connect(
             h2_timer_deadline: None,
             recv_window_raised: false,
             opener: exchange.id,
+            standing,
         };
         // Published before `start_attempts` checks `is_done`, so an exchange
         // that ends while connecting (request timeout, cancel) aborts the

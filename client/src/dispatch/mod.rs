@@ -43,7 +43,7 @@ use crate::config::ClientConfig;
 use crate::conn::{self, ConnEnv, ConnOwner, IdleConn, Offered, QueuePlace, SharedConn};
 use crate::error::{Error, InvalidRequest, ProxyError};
 use crate::event_loop::{without_pinning, EventLoopGroup};
-use crate::exchange::{ConnSlot, Exchange, InFlight, KeptAway, Pacing};
+use crate::exchange::{ConnSlot, Exchange, InFlight, KeptAway, Pacing, StandingEnv};
 use crate::net::proxy::{ProxyScheme, ProxySettings};
 use crate::net::{Origin, Resolve, ResolveAnswer, Route};
 use crate::sync::lock;
@@ -252,6 +252,7 @@ impl Dispatcher {
                 clock: config.clock.clone(),
                 config,
                 tls,
+                standing: StandingEnv::new(wheel.clone()),
                 group,
                 streams: Default::default(),
             },
@@ -612,7 +613,7 @@ impl Dispatcher {
     /// wakes nothing. On the wheel they start at once, from here.
     fn run_on_idle(&self, exchange: Arc<Exchange>, idle: IdleConn) {
         if !self.env.config.use_event_loop_timeouts {
-            exchange.start();
+            exchange.start_holding(idle.conn.standing.clone());
         }
         let owner = self.owner();
         let source = idle.conn.source;
@@ -910,7 +911,7 @@ impl Dispatcher {
         let (open_connections, idle_connections) = self.pool.counts();
         DispatchStats {
             pool_cleaner_armed: self.cleaner_armed.load(Ordering::Relaxed),
-            wheel: self.wheel.stats(),
+            wheel: self.env.standing.idle.take_out(self.wheel.stats()),
             loops: self.env.group.stats(),
             open_connections,
             idle_connections,

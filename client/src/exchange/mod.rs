@@ -37,6 +37,10 @@
 //!   deadlines (a same-thread arm, no wake-up) and bound the proxy's
 //!   handshake and TLS from there, so that by the time the connection is
 //!   ready to carry the request its timers are on its loop;
+//! * in wheel mode, an exchange on an HTTP/1 connection holds that
+//!   connection's standing wheel entry rather than arm one of its own (see
+//!   [`Standing`]): on the pooled path from the start, on the connect path
+//!   once the connection is attached ready;
 //! * a connection that fails under a request it will retry is detached
 //!   ([`ConnSlot::None`]): its read timeout goes with it, and the request
 //!   timeout goes back to the wheel until the next connection is ready.
@@ -51,6 +55,7 @@ mod pacing;
 mod pipe;
 mod registry;
 mod request;
+pub(crate) mod standing;
 mod timers;
 
 pub(crate) use alarm::Alarm;
@@ -63,6 +68,7 @@ pub(crate) use registry::InFlight;
 pub(crate) use request::{
     BodyStream, BoxError, Payload, PumpedBody, RequestBody, RequestParts, Streamed, UploadSource,
 };
+pub(crate) use standing::{Standing, StandingEnv};
 use timers::{Timer, TimerTable};
 
 use crate::error::{Error, TimeoutKind};
@@ -87,6 +93,9 @@ pub(crate) struct ConnRef {
     /// What wakes the connection for this exchange, if not the whole
     /// source (an HTTP/2 stream's own waker).
     pub(crate) waker: Option<std::task::Waker>,
+    /// The connection's standing wheel entry (HTTP/1 in wheel mode), which
+    /// its exchanges hold one after another rather than arm their own.
+    pub(crate) standing: Option<Arc<Standing>>,
 }
 
 /// Where an exchange runs: its connection's loop, and the connection (a
@@ -683,6 +692,17 @@ impl Exchange {
         self.change(|link| link.timers.start());
     }
 
+    /// Starts the timers on the wheel holding `standing`, the standing
+    /// entry of the idle connection it is about to run on (see
+    /// [`Standing`]): the pooled path of wheel mode, on the submitting
+    /// thread, so that the connection's attach moves nothing.
+    pub(crate) fn start_holding(self: &Arc<Self>, standing: Option<Arc<Standing>>) {
+        self.change(|link| {
+            link.timers.set_home(None, standing);
+            link.timers.start();
+        });
+    }
+
     /// Fills the connection slot, and moves the timers where they belong
     /// for it (see the [module documentation](self)). Detaching
     /// ([`ConnSlot::None`]) also stops the read and write timers: silence
@@ -692,12 +712,16 @@ impl Exchange {
             ConnSlot::Ready(conn) if self.deadlines.on_event_loop => Some(conn.scheduler.clone()),
             _ => None,
         };
+        let standing = match &slot {
+            ConnSlot::Ready(conn) => conn.standing.clone(),
+            _ => None,
+        };
         self.change(|link| {
             if matches!(slot, ConnSlot::None) {
                 link.timers.set(Timer::Read, None);
                 link.timers.set(Timer::Write, None);
             }
-            link.timers.set_home(home);
+            link.timers.set_home(home, standing);
             link.set_conn(slot);
         });
     }
@@ -709,9 +733,10 @@ impl Exchange {
     #[must_use]
     pub(crate) fn start_on(self: &Arc<Self>, conn: ConnRef) -> bool {
         let home = self.deadlines.on_event_loop.then(|| conn.scheduler.clone());
+        let standing = conn.standing.clone();
         let mut attached = false;
         self.change(|link| {
-            link.timers.set_home(home);
+            link.timers.set_home(home, standing);
             link.timers.start();
             link.set_conn(ConnSlot::Ready(conn));
             attached = true;

@@ -24,6 +24,10 @@
 //! * Nothing is armed before [`start`](TimerTable::start): arming is never
 //!   done in a constructor, so an expiry can never find a half-built
 //!   exchange. `start` is idempotent.
+//! * In wheel mode an exchange on an HTTP/1 connection holds the
+//!   connection's [`Standing`] entry instead of arming its own, where it
+//!   can (not held by another): see there. A move of a held entry is a new
+//!   hold of the same entry, nothing to cancel.
 //! * A home loop that is shutting down may still reject the arm; the entry
 //!   then falls back to the wheel. A wheel that has stopped refuses: the
 //!   caller must end the exchange ([`Changed::refused`]), nothing else would.
@@ -33,6 +37,7 @@
 //!   unlock ([`Changed::due_on_manual_clock`]), as the system clock's
 //!   worker, or a loop, would fire it at once.
 
+use super::standing::Standing;
 use crate::event_loop::{LoopTimeout, LoopTimerKey, TimeoutScheduler};
 use std::sync::Arc;
 use std::time::Instant;
@@ -68,6 +73,8 @@ impl Timer {
 pub(crate) enum Armed {
     Wheel(WheelTimeout),
     Loop(Arc<dyn TimeoutScheduler>, LoopTimerKey),
+    /// A hold (its serial) of a connection's standing entry.
+    Standing(Arc<Standing>, u64),
 }
 
 impl Armed {
@@ -81,13 +88,23 @@ impl Armed {
             Armed::Loop(scheduler, key) => {
                 scheduler.cancel(key);
             }
+            Armed::Standing(standing, serial) => standing.let_go(serial),
+        }
+    }
+
+    /// Whether it is on the wheel.
+    fn on_wheel(&self) -> bool {
+        match self {
+            Armed::Wheel(_) => true,
+            Armed::Loop(..) => false,
+            Armed::Standing(..) => true,
         }
     }
 
     /// Whether it is on a loop (not the wheel).
     #[cfg(test)]
     fn on_loop(&self) -> bool {
-        matches!(self, Armed::Loop(..))
+        !self.on_wheel()
     }
 }
 
@@ -137,7 +154,11 @@ pub(crate) struct TimerTable {
     /// Where entries go: the scheduler of the loop that owns the exchange's
     /// connection, or the wheel (`None`).
     home: Option<Arc<dyn TimeoutScheduler>>,
-    /// Bumped on every change of `home`.
+    /// The standing entry of the exchange's HTTP/1 connection in wheel
+    /// mode: held, while the home is the wheel, rather than an entry of the
+    /// table's own where it can be.
+    standing: Option<Arc<Standing>>,
+    /// Bumped on every change of `home` or `standing`.
     home_epoch: u32,
     entry: Option<Entry>,
     generation: u32,
@@ -187,15 +208,23 @@ impl TimerTable {
     }
 
     /// Makes `home` (a loop's scheduler, or the wheel) where the entry is
-    /// armed from the next [`sync`](Self::sync) on, keeping every deadline.
-    pub(crate) fn set_home(&mut self, home: Option<Arc<dyn TimeoutScheduler>>) {
-        let same = match (&self.home, &home) {
-            (None, None) => true,
-            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
-            _ => false,
-        };
-        if !same {
+    /// armed from the next [`sync`](Self::sync) on — holding `standing`
+    /// there if it can — keeping every deadline.
+    pub(crate) fn set_home(
+        &mut self,
+        home: Option<Arc<dyn TimeoutScheduler>>,
+        standing: Option<Arc<Standing>>,
+    ) {
+        fn same<T: ?Sized>(a: &Option<Arc<T>>, b: &Option<Arc<T>>) -> bool {
+            match (a, b) {
+                (None, None) => true,
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                _ => false,
+            }
+        }
+        if !same(&self.home, &home) || !same(&self.standing, &standing) {
             self.home = home;
+            self.standing = standing;
             self.home_epoch = self.home_epoch.wrapping_add(1);
         }
     }
@@ -254,19 +283,33 @@ impl TimerTable {
         if current == want.map(|deadline| (deadline, self.home_epoch)) {
             return Changed::default();
         }
-        let cancel = self.entry.take().map(|entry| entry.armed);
+        let mut cancel = self
+            .entry
+            .take()
+            .map(|entry| (entry.armed, entry.home_epoch));
         let Some(deadline) = want else {
             return Changed {
-                cancel,
+                cancel: cancel.map(|(armed, _)| armed),
                 ..Changed::default()
             };
         };
         self.generation = self.generation.wrapping_add(1);
         let tag = u64::from(self.generation);
-        match self.arm(deadline, tag, target, wheel) {
+        // A hold of the standing entry, for the same home: moved by a new
+        // hold of the same entry, with nothing left to cancel if it is.
+        let replacing = match &cancel {
+            Some((Armed::Standing(_, serial), epoch)) if *epoch == self.home_epoch => Some(*serial),
+            _ => None,
+        };
+        let armed = self.arm(deadline, tag, replacing, target, wheel);
+        if replacing.is_some() && matches!(armed, Some(Armed::Standing(..))) {
+            cancel = None;
+        }
+        let cancel = cancel.map(|(armed, _)| armed);
+        match armed {
             Some(armed) => {
                 let due_on_manual_clock =
-                    matches!(armed, Armed::Wheel(_)) && reached_on_manual_clock(wheel, deadline);
+                    armed.on_wheel() && reached_on_manual_clock(wheel, deadline);
                 self.entry = Some(Entry {
                     deadline,
                     generation: self.generation,
@@ -287,15 +330,23 @@ impl TimerTable {
         }
     }
 
-    /// Arms at the home, falling back to the wheel if the home loop is
-    /// shutting down; `None` if the wheel has stopped.
+    /// Arms at the home — holding the standing entry there if it can,
+    /// moving hold `replacing` — falling back to the wheel if the home
+    /// loop is shutting down; `None` if the wheel has stopped.
     fn arm<T: Target>(
         &self,
         deadline: Instant,
         tag: u64,
+        replacing: Option<u64>,
         target: &Arc<T>,
         wheel: &HashedWheelTimer,
     ) -> Option<Armed> {
+        if let (None, Some(standing)) = (&self.home, &self.standing) {
+            let target: Arc<dyn Target> = target.clone();
+            if let Some(serial) = standing.hold(deadline, &target, tag, replacing) {
+                return Some(Armed::Standing(standing.clone(), serial));
+            }
+        }
         if let Some(home) = &self.home {
             if !home.is_shutting_down() {
                 // Err: shutting down after all, and the wheel carries it.

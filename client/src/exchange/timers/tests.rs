@@ -144,17 +144,28 @@ const SECOND: Duration = Duration::from_secs(1);
 
 /// A probe whose request deadline is 5 s from now, not started.
 fn probe() -> Arc<Probe> {
+    let (clock, wheel) = manual_wheel();
+    probe_on(&clock, &wheel, 5 * SECOND)
+}
+
+/// A manual clock and a wheel on it.
+fn manual_wheel() -> (ManualClock, HashedWheelTimer) {
     let clock = ManualClock::new();
     let wheel = HashedWheelTimer::builder()
         .tick(Duration::from_millis(1))
         .clock(Arc::new(clock.clone()))
         .build()
         .unwrap();
-    let deadline = clock.now() + 5 * SECOND;
+    (clock, wheel)
+}
+
+/// A probe on `wheel` whose request deadline is `timeout` from now, not
+/// started.
+fn probe_on(clock: &ManualClock, wheel: &HashedWheelTimer, timeout: Duration) -> Arc<Probe> {
     Arc::new(Probe {
-        table: Mutex::new(TimerTable::new(Some(deadline))),
-        wheel,
-        clock,
+        table: Mutex::new(TimerTable::new(Some(clock.now() + timeout))),
+        wheel: wheel.clone(),
+        clock: clock.clone(),
         seen: Mutex::new(Vec::new()),
     })
 }
@@ -235,7 +246,7 @@ fn a_rehome_moves_the_entry_to_the_loop_keeping_its_deadline() {
     let p = probe();
     let home = Arc::new(LoopDouble::default());
     p.change(TimerTable::start);
-    p.change(|t| t.set_home(Some(home.clone())));
+    p.change(|t| t.set_home(Some(home.clone()), None));
     assert_eq!(p.placed(), Some(true));
     assert_eq!((p.wheel.stats().armed, home.armed()), (0, 1));
     p.clock.advance(5 * SECOND - Duration::from_nanos(1));
@@ -261,7 +272,7 @@ fn an_expiry_popped_before_a_rehome_is_stale_and_leaves_the_new_entry_alone() {
         Arc::new(LoopDouble::default()),
     );
     p.change(TimerTable::start);
-    p.change(|t| t.set_home(Some(old.clone())));
+    p.change(|t| t.set_home(Some(old.clone()), None));
     let now = p.clock.now();
     p.change(|t| t.set(Timer::Read, Some(now + SECOND)));
     p.clock.advance(SECOND);
@@ -272,7 +283,7 @@ fn an_expiry_popped_before_a_rehome_is_stale_and_leaves_the_new_entry_alone() {
     // timer goes, the request timer moves to the new loop.
     p.change(|t| {
         t.set(Timer::Read, None);
-        t.set_home(Some(new.clone()));
+        t.set_home(Some(new.clone()), None);
     });
     assert_eq!(new.armed(), 1);
     p.on_expiry(popped[0]);
@@ -294,12 +305,12 @@ fn a_detach_stops_the_read_timer_and_moves_the_request_timer_to_the_wheel() {
     let p = probe();
     let home = Arc::new(LoopDouble::default());
     p.change(TimerTable::start);
-    p.change(|t| t.set_home(Some(home.clone())));
+    p.change(|t| t.set_home(Some(home.clone()), None));
     let now = p.clock.now();
     p.change(|t| t.set(Timer::Read, Some(now + SECOND)));
     p.change(|t| {
         t.set(Timer::Read, None);
-        t.set_home(None);
+        t.set_home(None, None);
     });
     assert_eq!(home.armed(), 0, "nothing left on the loop it left");
     assert_eq!(p.placed(), Some(false));
@@ -316,12 +327,12 @@ fn a_loop_that_rejects_after_saying_it_would_not_falls_back_to_the_wheel() {
     let home = Arc::new(LoopDouble::default());
     home.rejects.store(true, Ordering::SeqCst);
     p.change(TimerTable::start);
-    p.change(|t| t.set_home(Some(home.clone())));
+    p.change(|t| t.set_home(Some(home.clone()), None));
     assert_eq!(p.placed(), Some(false));
     // A loop that says it is shutting down is not even asked.
     let closing = Arc::new(LoopDouble::default());
     closing.shutting_down.store(true, Ordering::SeqCst);
-    p.change(|t| t.set_home(Some(closing.clone())));
+    p.change(|t| t.set_home(Some(closing.clone()), None));
     assert_eq!((p.placed(), closing.armed()), (Some(false), 0));
     p.clock.advance(5 * SECOND);
     assert_eq!(p.seen(), [due(true, false)]);
@@ -352,7 +363,7 @@ fn an_ended_table_arms_nothing_and_every_late_expiry_is_stale() {
     let p = probe();
     let home = Arc::new(LoopDouble::default());
     p.change(TimerTable::start);
-    p.change(|t| t.set_home(Some(home.clone())));
+    p.change(|t| t.set_home(Some(home.clone()), None));
     p.clock.advance(5 * SECOND);
     let popped = home.pop_due(p.clock.now());
     let armed = lock(&p.table).end();
@@ -365,4 +376,184 @@ fn an_ended_table_arms_nothing_and_every_late_expiry_is_stale() {
         (p.placed(), home.armed(), p.wheel.stats().armed),
         (None, 0, 0)
     );
+}
+
+// Standing entries: the exchanges of one connection, one after another,
+// on the real wheel of a manual clock.
+
+use super::super::standing::{IdleStanding, StandingEnv};
+
+/// Exchanges on one HTTP/1 connection whose standing entry is on the
+/// wheel.
+struct Connection {
+    clock: ManualClock,
+    wheel: HashedWheelTimer,
+    env: StandingEnv,
+    standing: Arc<Standing>,
+}
+
+impl Connection {
+    fn new() -> Connection {
+        let (clock, wheel) = manual_wheel();
+        let env = StandingEnv::new(wheel.clone());
+        let shared: tickless_timer::SharedClock = Arc::new(clock.clone());
+        let standing = env.entry(&shared);
+        Connection {
+            clock,
+            wheel,
+            env,
+            standing,
+        }
+    }
+
+    /// An exchange on it, started, whose request deadline is `timeout`
+    /// from now.
+    fn exchange(&self, timeout: Duration) -> Arc<Probe> {
+        let p = probe_on(&self.clock, &self.wheel, timeout);
+        p.change(|t| {
+            t.set_home(None, Some(self.standing.clone()));
+            t.start();
+        });
+        p
+    }
+
+    /// The wheel's entries, as the wheel counts them and as the client's
+    /// stats do (without an idle standing entry).
+    fn armed(&self) -> (usize, usize) {
+        let raw = self.wheel.stats();
+        (raw.armed, self.idle().take_out(raw).armed)
+    }
+
+    fn idle(&self) -> &IdleStanding {
+        &self.env.idle
+    }
+}
+
+/// Ends a probe's table, as an exchange's end does.
+fn end(p: &Probe) {
+    if let Some(armed) = lock(&p.table).end() {
+        armed.cancel();
+    }
+}
+
+#[test]
+fn a_kept_alive_exchange_holds_the_standing_entry_and_arms_nothing() {
+    let c = Connection::new();
+    let first = c.exchange(5 * SECOND);
+    assert_eq!(c.armed(), (1, 1));
+    end(&first);
+    // Left armed, but a request's timer no more.
+    assert_eq!(c.armed(), (1, 0));
+    c.clock.advance(SECOND);
+    let second = c.exchange(5 * SECOND);
+    let raw = c.wheel.stats();
+    assert_eq!((raw.armed, raw.cancelled), (1, 0), "armed nothing");
+    assert_eq!(c.armed(), (1, 1));
+    // The entry comes at the first deadline, early for the second: armed
+    // again for it, and nothing fires.
+    c.clock.advance(4 * SECOND);
+    assert_eq!(second.seen(), []);
+    assert_eq!(c.armed(), (1, 1));
+    assert_eq!(c.idle().take_out(c.wheel.stats()).fired, 0);
+    // Never early; at its deadline exactly.
+    c.clock.advance(SECOND - Duration::from_nanos(1));
+    assert_eq!(second.seen(), []);
+    c.clock.advance(Duration::from_nanos(1));
+    assert_eq!(second.seen(), [due(true, false)]);
+    let stats = c.idle().take_out(c.wheel.stats());
+    assert_eq!((stats.armed, stats.fired), (0, 1), "{stats:?}");
+    assert_eq!(first.seen(), []);
+}
+
+#[test]
+fn an_earlier_deadline_moves_the_standing_entry_first() {
+    let c = Connection::new();
+    end(&c.exchange(5 * SECOND));
+    let hurried = c.exchange(SECOND);
+    c.clock.advance(SECOND - Duration::from_nanos(1));
+    assert_eq!(hurried.seen(), []);
+    c.clock.advance(Duration::from_nanos(1));
+    assert_eq!(hurried.seen(), [due(true, false)], "not at the 5 s entry");
+    assert_eq!(c.armed(), (0, 0));
+}
+
+#[test]
+fn a_second_exchange_while_the_first_holds_arms_its_own() {
+    let c = Connection::new();
+    let first = c.exchange(5 * SECOND);
+    let second = c.exchange(2 * SECOND);
+    assert_eq!(c.armed(), (2, 2));
+    c.clock.advance(2 * SECOND);
+    assert_eq!(
+        (first.seen(), second.seen()),
+        (vec![], vec![due(true, false)])
+    );
+    c.clock.advance(3 * SECOND);
+    assert_eq!(first.seen(), [due(true, false)]);
+}
+
+#[test]
+fn a_hold_moves_with_its_tables_nearest_deadline() {
+    let c = Connection::new();
+    let p = c.exchange(5 * SECOND);
+    let now = c.clock.now();
+    // Earlier: the entry moves to it. Then cleared: the hold moves back to
+    // the request deadline, the entry staying where it is.
+    p.change(|t| t.set(Timer::Read, Some(now + SECOND)));
+    assert_eq!(c.armed(), (1, 1));
+    c.clock.advance(SECOND);
+    assert_eq!(p.seen(), [due(false, true)]);
+    assert_eq!(c.armed(), (1, 1), "the request deadline is held again");
+    c.clock.advance(4 * SECOND);
+    assert_eq!(p.seen(), [due(false, true), due(true, false)]);
+    assert_eq!(c.armed(), (0, 0));
+}
+
+#[test]
+fn letting_go_of_an_old_hold_frees_nothing_held_since() {
+    let c = Connection::new();
+    let p = c.exchange(SECOND);
+    end(&p);
+    let target: Arc<dyn Target> = p;
+    let deadline = c.clock.now() + SECOND;
+    let first = c.standing.hold(deadline, &target, 1, None).expect("free");
+    c.standing.let_go(first);
+    assert!(c.standing.hold(deadline, &target, 2, None).is_some());
+    c.standing.let_go(first);
+    assert_eq!(c.armed(), (1, 1), "still held");
+    assert!(
+        c.standing.hold(deadline, &target, 3, None).is_none(),
+        "held by the second"
+    );
+}
+
+#[test]
+fn a_closed_connection_disarms_its_idle_entry_and_leaves_a_held_one() {
+    let c = Connection::new();
+    let p = c.exchange(5 * SECOND);
+    c.standing.close();
+    assert_eq!(c.armed(), (1, 1), "held: left to fire");
+    c.clock.advance(5 * SECOND);
+    assert_eq!(p.seen(), [due(true, false)]);
+    // Closed: a new exchange arms its own; ended, it leaves nothing.
+    let next = c.exchange(SECOND);
+    assert_eq!(c.armed(), (1, 1));
+    end(&next);
+    assert_eq!(c.armed(), (0, 0));
+
+    let idle = Connection::new();
+    end(&idle.exchange(5 * SECOND));
+    assert_eq!(idle.armed(), (1, 0));
+    idle.standing.close();
+    assert_eq!(idle.armed(), (0, 0));
+    let stats = idle.idle().take_out(idle.wheel.stats());
+    assert_eq!(stats.cancelled, 0, "an idle entry's disarm is no timer's");
+}
+
+#[test]
+fn a_wheel_that_stops_tells_the_holder() {
+    let c = Connection::new();
+    let p = c.exchange(5 * SECOND);
+    drop(c.wheel.stop());
+    assert_eq!(p.seen(), [Seen::Stopped { live: true }]);
 }
