@@ -1,6 +1,7 @@
 //! Response limits end to end: a body over `max_body_bytes` fails with
-//! `Error::BodyTooLarge` — at the head when its length says so, where it is
-//! read when it grows past the limit — and the connection closes.
+//! `Error::BodyTooLarge` — at once after the head when its length says so
+//! (the head delivered: a redirect is followed), where it is read when it
+//! grows past the limit — and the connection closes.
 
 mod support;
 
@@ -14,6 +15,8 @@ fn client() -> Client {
     Client::builder()
         .event_loops(1)
         .max_body_bytes(1000)
+        // Over anything here but a wait for bytes that never come.
+        .request_timeout(WAIT)
         .build()
         .unwrap()
 }
@@ -33,13 +36,40 @@ fn assert_too_large(client: &Client, server: &TestServer) {
     assert!(server.wait_for_open(0, WAIT), "connection left open");
 }
 
+/// The head comes (its status is the caller's to see), and the body
+/// fails at once: nothing of it is read or waited for (this server sends
+/// none, so a wait would end in the request timeout instead).
 #[test]
-fn a_declared_length_over_the_limit_fails_at_the_head() {
+fn a_declared_length_over_the_limit_fails_the_body_at_once() {
     let server = TestServer::start(Behaviour::SendThenStall(
         b"HTTP/1.1 200 OK\r\nContent-Length: 2000\r\n\r\n".to_vec(),
     ));
     let client = client();
-    assert_too_large(&client, &server);
+    let response = client.get(server.url("/")).send().wait().unwrap();
+    assert_eq!(response.status(), 200);
+    let error = response.bytes().wait().unwrap_err();
+    assert!(
+        matches!(error, Error::BodyTooLarge { limit: 1000, .. }),
+        "{error:?}"
+    );
+    assert!(server.wait_for_open(0, WAIT), "connection left open");
+    client.close();
+}
+
+/// A redirect whose body is declared longer than the limit is still
+/// followed: its body is not the response's.
+#[test]
+fn a_redirect_declaring_a_long_body_is_followed() {
+    let server = TestServer::start(Behaviour::per_connection(|index| {
+        if index > 0 {
+            return Behaviour::respond(|_| ok("followed"));
+        }
+        Behaviour::SendThenStall(
+            b"HTTP/1.1 302 Found\r\nLocation: /to\r\nContent-Length: 5000\r\n\r\n".to_vec(),
+        )
+    }));
+    let client = client();
+    assert_eq!(get_bytes(&client, &server.url("/from")), b"followed"[..]);
     client.close();
 }
 

@@ -68,6 +68,14 @@ impl BodyDecoder {
                 if *remaining == 0 {
                     return Ok((0, Step::End));
                 }
+                // A declared length over the limit fails at the body's
+                // first decode, before any of it is taken or waited for
+                // (what is left only shrinks from what was declared).
+                if let Some(limit) = self.limits.max_body_bytes {
+                    if *remaining > limit {
+                        return Err(DecodeError::BodyTooLarge { limit });
+                    }
+                }
                 if input.is_empty() {
                     return Ok((0, Step::NeedMore));
                 }

@@ -162,8 +162,7 @@ impl ResponseDecoder {
             self.count_interim(n)?;
             return Ok((n, Decoded::Interim(head)));
         }
-        let (kind, keep_alive) =
-            framing(&head, self.is_head, self.request_keep_alive, &self.limits)?;
+        let (kind, keep_alive) = framing(&head, self.is_head, self.request_keep_alive)?;
         self.state = State::Body {
             body: BodyDecoder::new(kind, self.limits),
             keep_alive,

@@ -15,8 +15,9 @@ pub struct Limits {
     /// Default: 100.
     pub max_headers: usize,
     /// Largest body, in decoded bytes (chunk framing excluded); `None` means
-    /// unlimited. A `Content-Length` above the limit fails at the head.
-    /// Default: `None`.
+    /// unlimited. A `Content-Length` above the limit fails the body at its
+    /// first decode, right after the head (which is delivered: a redirect
+    /// or a caller may act on it). Default: `None`.
     pub max_body_bytes: Option<u64>,
     /// Largest trailer section after the last chunk, in bytes (including the
     /// final empty line). Default: 16 KiB.

@@ -562,7 +562,6 @@ pub(crate) fn framing(
     head: &ResponseHead,
     is_head: bool,
     request_keep_alive: bool,
-    limits: &Limits,
 ) -> Result<(BodyKind, bool), DecodeError> {
     let headers = &head.headers;
     let FramingFields {
@@ -619,11 +618,9 @@ pub(crate) fn framing(
         }
         kind
     } else if let Some(n) = content_length {
-        if let Some(limit) = limits.max_body_bytes {
-            if n > limit {
-                return Err(DecodeError::BodyTooLarge { limit });
-            }
-        }
+        // A length over `max_body_bytes` fails the body, not the head (see
+        // `BodyDecoder`): the head is the response's, and what a redirect
+        // or a caller acts on.
         BodyKind::Length(n)
     } else {
         keep_alive = false;

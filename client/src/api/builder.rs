@@ -772,7 +772,9 @@ impl ClientBuilder {
     /// Largest response body accepted, in bytes (default unlimited): as it
     /// comes on the wire, and once decoded (a small body that inflates past
     /// it fails with [`Error::BodyTooLarge`](crate::Error::BodyTooLarge) at
-    /// the limit, in bounded memory).
+    /// the limit, in bounded memory). A response that declares a longer
+    /// body still delivers its head — a redirect is followed, a caller sees
+    /// the status — and its body fails at once, nothing of it read.
     pub fn max_body_bytes(mut self, max: u64) -> Self {
         self.config.limits.max_body_bytes = Some(max);
         self

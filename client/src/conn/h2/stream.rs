@@ -629,9 +629,9 @@ impl Stream {
                         parts.status,
                         &parts.headers,
                     );
-                    if !self.body.fits(0, declared) {
-                        return Ok(self.too_large());
-                    }
+                    // A body declared over the limit fails once the head is
+                    // delivered (a redirect or a caller acts on it).
+                    let over_limit = !self.body.fits(0, declared);
                     self.refused = !parts.status.is_success();
                     let exchange = &self.exchange;
                     let head = Head {
@@ -647,6 +647,9 @@ impl Stream {
                     };
                     if !exchange.deliver_head(head) {
                         return Ok(self.cancelled());
+                    }
+                    if over_limit {
+                        return Ok(self.too_large());
                     }
                     self.recv = if has_no_body(&exchange.request.method, parts.status) {
                         Recv::Bodiless(body)
