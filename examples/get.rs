@@ -74,7 +74,7 @@
 //! * `-x`, `--proxy URL`: send the request through this proxy:
 //!   `http://[user:pass@]host:port` (plain requests forwarded, `https://`
 //!   through a CONNECT tunnel), `socks5://…` (names resolved here) or
-//!   `socks5h://…` (by the proxy). Without it the proxy environment
+//!   `socks5h://…` (by the proxy); without a port, curl's 1080. Without it the proxy environment
 //!   variables are honoured (`http_proxy`, `https_proxy`, `all_proxy`,
 //!   `no_proxy`, as curl and reqwest read them). `-x ""`, as curl's: no
 //!   proxy, not even the environment's.
@@ -645,7 +645,8 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     if args.proxy.as_deref() == Some("") {
         builder = builder.no_proxy();
     } else if let Some(url) = &args.proxy {
-        let mut proxy = tickless::Proxy::all(url).map_err(|e| format!("--proxy: {e}"))?;
+        let url = with_curl_proxy_port(url);
+        let mut proxy = tickless::Proxy::all(&url).map_err(|e| format!("--proxy: {e}"))?;
         if let Some(hosts) = &args.noproxy {
             proxy = proxy.no_proxy(hosts);
         }
@@ -1191,4 +1192,30 @@ fn version_name(version: http::Version) -> String {
         http::Version::HTTP_3 => "HTTP/3".into(),
         other => format!("{other:?}"),
     }
+}
+
+/// `proxy` with curl's default port, 1080, if it names none (`-x host`,
+/// `-x http://host`): the client's own default is the scheme's (80).
+fn with_curl_proxy_port(proxy: &str) -> String {
+    let authority_start = proxy.find("://").map_or(0, |at| at + 3);
+    let rest = &proxy[authority_start..];
+    let authority_end = authority_start + rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority = &proxy[authority_start..authority_end];
+    let host_port = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host_port)| host_port);
+    let has_port = match host_port.strip_prefix('[') {
+        Some(bracketed) => bracketed
+            .split_once(']')
+            .is_some_and(|(_, after)| after.starts_with(':')),
+        None => host_port.contains(':'),
+    };
+    if has_port || host_port.is_empty() {
+        return proxy.to_owned();
+    }
+    format!(
+        "{}:1080{}",
+        &proxy[..authority_end],
+        &proxy[authority_end..]
+    )
 }

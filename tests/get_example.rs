@@ -337,6 +337,35 @@ fn an_argument_that_is_not_utf8_is_a_bad_argument_not_a_panic() {
     assert_eq!(server.connections_accepted(), 0, "nothing is sent");
 }
 
+/// curl's `-x HOST`: a proxy named without a port is at port 1080. The
+/// double listens there on a loopback address of its own (the first of a
+/// few that is free: 127.0.0.0/8 is all loopback), the port being fixed.
+#[test]
+fn a_proxy_without_a_port_is_at_curls_1080() {
+    let listener = (1..=20)
+        .find_map(|last| {
+            std::net::TcpListener::bind(("127.61.80.".to_owned() + &last.to_string(), 1080)).ok()
+        })
+        .expect("no free 127.61.80.x:1080");
+    let host = listener.local_addr().unwrap().ip().to_string();
+    let proxy = TestServer::start_on(
+        listener,
+        Behaviour::respond(|request| ok(&format!("proxy got {}", request.target))),
+    );
+    for spelled in [
+        host.clone(),
+        format!("http://{host}"),
+        format!("http://u:p@{host}/"),
+    ] {
+        let text = stdout(&get(&["http://far.invalid/x", "-x", &spelled]));
+        assert!(
+            text.ends_with("proxy got http://far.invalid/x"),
+            "{spelled}: {text}"
+        );
+    }
+    assert_eq!(proxy.connections_accepted(), 3);
+}
+
 #[test]
 fn proxy_resolve_and_no_proxy_flags() {
     let origin = server();

@@ -285,6 +285,12 @@ impl TestServer {
     /// Bind 127.0.0.1:0 and start accepting.
     pub fn start(behaviour: Behaviour) -> TestServer {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        TestServer::start_on(listener, behaviour)
+    }
+
+    /// Start accepting on `listener` (a loopback address of the test's
+    /// choosing).
+    pub fn start_on(listener: TcpListener, behaviour: Behaviour) -> TestServer {
         let addr = listener.local_addr().expect("local_addr");
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
