@@ -45,7 +45,7 @@
 //! the wheel runs what fires with its own lock released, and this entry
 //! calls its holder only with its own released.
 
-use super::timers::Target;
+use super::timers::{fire_due_on_manual_clock, reached_on_manual_clock, Target};
 use crate::sync::lock;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -257,14 +257,22 @@ impl Standing {
         // armed again for it.
         self.idle.fired.fetch_add(1, Ordering::Relaxed);
         state.generation += 1;
-        if let Some(timeout) = self.arm(holder.deadline, state.generation) {
+        let deadline = holder.deadline;
+        if let Some(timeout) = self.arm(deadline, state.generation) {
             state.armed = Some(ArmedEntry {
-                deadline: holder.deadline,
+                deadline,
                 generation: state.generation,
                 timeout,
             });
             state.holder = Some(holder);
-            return self.recount(&mut state);
+            self.recount(&mut state);
+            drop(state);
+            // Looked at again now that the entry is in: an advance of a
+            // manual clock since the read above fired nothing of it.
+            if reached_on_manual_clock(&self.wheel, deadline) {
+                fire_due_on_manual_clock(&self.wheel);
+            }
+            return;
         }
         // The wheel has stopped: the holder is told, as an entry of its
         // own would have been.

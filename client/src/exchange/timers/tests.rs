@@ -557,3 +557,56 @@ fn a_wheel_that_stops_tells_the_holder() {
     drop(c.wheel.stop());
     assert_eq!(p.seen(), [Seen::Stopped { live: true }]);
 }
+
+/// A manual clock read through a stand-in that, at the read it is set
+/// for, lets `by` pass just after it: another thread's advance landing
+/// between a read of the clock and what is done with it.
+#[derive(Debug)]
+struct AdvancedAfterRead {
+    clock: ManualClock,
+    by: Mutex<Option<Duration>>,
+}
+
+impl Clock for AdvancedAfterRead {
+    fn now(&self) -> Instant {
+        let now = self.clock.now();
+        let by = lock(&self.by).take();
+        if let Some(by) = by {
+            self.clock.advance(by);
+        }
+        now
+    }
+}
+
+/// The standing entry fires early for its holder, and another advance
+/// passes the holder's deadline just as it is armed again: on a manual
+/// clock that entry would wait for an advance that may never come, so it
+/// fires at once (as `TimerTable::sync` has an entry of its own fired:
+/// `Changed::due_on_manual_clock`).
+#[test]
+fn a_standing_entry_armed_again_for_a_deadline_an_advance_has_just_passed_fires() {
+    let (clock, wheel) = manual_wheel();
+    let env = StandingEnv::new(wheel.clone());
+    let racing = Arc::new(AdvancedAfterRead {
+        clock: clock.clone(),
+        by: Mutex::new(None),
+    });
+    let shared: tickless_timer::SharedClock = racing.clone();
+    let c = Connection {
+        standing: env.entry(&shared),
+        clock,
+        wheel,
+        env,
+    };
+    let start = c.clock.now();
+    end(&c.exchange(SECOND));
+    let held = c.exchange(2 * SECOND);
+    assert_eq!(c.armed(), (1, 1), "held, nothing armed of its own");
+    // The entry fires at 1 s, early for the holder; as it reads the clock,
+    // another advance takes it to 2.5 s, past the holder's deadline.
+    *lock(&racing.by) = Some(SECOND + SECOND / 2);
+    c.clock.advance(SECOND);
+    assert_eq!(c.clock.now() - start, 2 * SECOND + SECOND / 2);
+    assert_eq!(held.seen(), [due(true, false)], "its deadline has passed");
+    assert_eq!(c.armed(), (0, 0));
+}
