@@ -232,6 +232,33 @@ fn a_connect_answered_403_is_a_typed_error_naming_the_proxy_and_its_answer() {
     assert_eq!(connect.target, "origin.invalid:8443");
 }
 
+/// A CONNECT answered 503 with a `Retry-After` longer than the retry
+/// policy's `max_retry_after` (60 s) asks the client not to come back for an
+/// hour: it is not retried at once, as an origin's 503 with that
+/// `Retry-After` is not (RFC 9110 §10.2.3) — the 503 is the request's error,
+/// and the proxy sees one CONNECT.
+#[test]
+fn a_connect_answered_503_with_a_long_retry_after_is_not_retried_at_once() {
+    let proxy = TestServer::respond(|_| response(503, &[("Retry-After", "3600")], b""));
+    let url = format!("http://{}", proxy.addr());
+    let client = client_via(Proxy::https(&url).unwrap())
+        .retry(tickless::retry::Policy::attempts(3))
+        .request_timeout(CEILING)
+        .build()
+        .unwrap();
+    let error = client
+        .get("https://origin.invalid:8443/")
+        .send()
+        .wait()
+        .unwrap_err();
+    let (_, _, source) = proxy_error(error);
+    match source {
+        ProxyError::ConnectRefused { status, .. } => assert_eq!(status, 503),
+        other => panic!("expected a refused CONNECT, got {other:?}"),
+    }
+    assert_eq!(proxy.connections_accepted(), 1, "CONNECTs sent");
+}
+
 /// The CONNECT says who asks, as curl's and reqwest's do (some proxies
 /// refuse a tunnel to a client that does not): the `User-Agent` of the
 /// request it opens for — the client's own, or the caller's — and none
@@ -1068,12 +1095,6 @@ fn what_comes_with_a_connect_answer_is_the_tunnels_or_is_ignored() {
 fn a_proxy_that_ends_its_connection_mid_handshake_is_retried_as_a_reset_before_any_response() {
     let tls = tls_origin();
     let origin = origin();
-    let tunnel_to = |target: std::net::SocketAddr, mut stream: std::net::TcpStream| {
-        if let Ok(upstream) = std::net::TcpStream::connect(target) {
-            let _ = stream.flush();
-            relay(stream, upstream, copy_all);
-        }
-    };
     let reset = |stream: std::net::TcpStream| {
         let _ = socket2::SockRef::from(&stream).set_linger(Some(Duration::ZERO));
     };
@@ -1102,39 +1123,109 @@ fn a_proxy_that_ends_its_connection_mid_handshake_is_retried_as_a_reset_before_a
             0 => drop(stream),
             1 => reset(stream),
             _ => {
-                let mut request = [0u8; 10];
-                if stream.write_all(&[5, 0]).is_ok()
-                    && stream.read_exact(&mut request).is_ok()
-                    && stream.write_all(&[5, 0, 0, 1, 127, 0, 0, 1, 0, 0]).is_ok()
-                {
+                if socks_reply(&mut stream, 0) {
                     tunnel_to(origin_addr, stream);
                 }
             }
         }
     }));
+    let through = [(connect.addr(), tls_addr), (socks.addr(), origin_addr)];
+    each_answers(through, http::Method::GET, 3);
+    assert_eq!(connect.connections_accepted(), 3);
+    assert_eq!(socks.connections_accepted(), 3);
+}
+
+/// A `method` request to a TLS origin through a CONNECT proxy and to a
+/// plain one through a SOCKS5 proxy (`through`: each proxy's address and
+/// its origin's, `tls_origin()`'s then `origin()`'s), with a client that
+/// makes up to `attempts`: each answered 200 by its origin.
+fn each_answers(
+    through: [(std::net::SocketAddr, std::net::SocketAddr); 2],
+    method: http::Method,
+    attempts: u32,
+) {
+    let [(connect, tls_origin), (socks, origin)] = through;
     let cases = [
         (
-            format!("http://{}", connect.addr()),
-            format!("https://localhost:{}/t", tls_addr.port()),
-            "tls /t auth=none",
+            format!("http://{connect}"),
+            format!("https://localhost:{}/t", tls_origin.port()),
+            "tls /t auth=none".to_owned(),
         ),
         (
-            format!("socks5://{}", socks.addr()),
-            format!("http://127.0.0.1:{}/s", origin_addr.port()),
-            "GET /s via=none auth=none",
+            format!("socks5://{socks}"),
+            format!("http://127.0.0.1:{}/s", origin.port()),
+            format!("{method} /s via=none auth=none"),
         ),
     ];
     for (proxy, url, expected) in cases {
         let client = client_via(Proxy::all(&proxy).unwrap())
-            .retry(tickless::retry::Policy::attempts(3))
+            .retry(tickless::retry::Policy::attempts(attempts))
             .request_timeout(CEILING)
             .build()
             .unwrap();
-        assert_eq!(text(&client, &url).unwrap(), expected, "{proxy}");
+        let response = client.request(method.clone(), &url).send().wait().unwrap();
+        assert_eq!(response.status(), 200, "{proxy}");
+        assert_eq!(response.text().wait().unwrap(), expected, "{proxy}");
         client.close();
     }
-    assert_eq!(connect.connections_accepted(), 3);
-    assert_eq!(socks.connections_accepted(), 3);
+}
+
+/// A SOCKS5 proxy's side of the handshake after the client's greeting:
+/// no authentication, the CONNECT read, `reply` (0: granted) sent. False
+/// if the client went.
+fn socks_reply(stream: &mut std::net::TcpStream, reply: u8) -> bool {
+    let mut request = [0u8; 10];
+    stream.write_all(&[5, 0]).is_ok()
+        && stream.read_exact(&mut request).is_ok()
+        && stream
+            .write_all(&[5, reply, 0, 1, 127, 0, 0, 1, 0, 0])
+            .is_ok()
+}
+
+/// A proxy's tunnel, once it has answered: relays `stream` to `target`.
+fn tunnel_to(target: std::net::SocketAddr, mut stream: std::net::TcpStream) {
+    if let Ok(upstream) = std::net::TcpStream::connect(target) {
+        let _ = stream.flush();
+        relay(stream, upstream, copy_all);
+    }
+}
+
+/// A proxy that reports the origin out of reach — a CONNECT answered 502,
+/// a SOCKS5 reply of connection refused — failed a request that never
+/// left the client, as a connect error does: retried whatever its method,
+/// a POST going again on a new connection to the proxy, which tunnels
+/// this time.
+#[test]
+fn a_proxy_that_cannot_reach_the_origin_is_retried_as_a_connect_error() {
+    let tls = tls_origin();
+    let origin = origin();
+    let tls_addr = tls.addr();
+    let connect = TestServer::start(Behaviour::custom(move |mut stream, index| {
+        if RequestReader::new(index).read_request(&mut stream).is_err() {
+            return;
+        }
+        let answer: &[u8] = match index {
+            0 => b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n",
+            _ => b"HTTP/1.1 200 OK\r\n\r\n",
+        };
+        if stream.write_all(answer).is_ok() && index > 0 {
+            tunnel_to(tls_addr, stream);
+        }
+    }));
+    let origin_addr = origin.addr();
+    let socks = TestServer::start(Behaviour::custom(move |mut stream, index| {
+        let mut greeting = [0u8; 3];
+        // Connection refused, then granted.
+        let reply = if index == 0 { 5 } else { 0 };
+        if stream.read_exact(&mut greeting).is_ok() && socks_reply(&mut stream, reply) && reply == 0
+        {
+            tunnel_to(origin_addr, stream);
+        }
+    }));
+    let through = [(connect.addr(), tls_addr), (socks.addr(), origin_addr)];
+    each_answers(through, http::Method::POST, 2);
+    assert_eq!(connect.connections_accepted(), 2);
+    assert_eq!(socks.connections_accepted(), 2);
 }
 
 /// A CONNECT request that goes out slowly — a `User-Agent` of 16 MiB, more

@@ -3,9 +3,12 @@
 //! the client-wide [`Budget`] that keeps a failing server from a retry
 //! storm.
 //!
-//! * **What**: a failure before any response (a connect error or timeout,
-//!   a TLS or proxy handshake timeout, a reset or close before the head
-//!   or before a proxy's answer — over
+//! * **What**: a failure before any response (a connect error or timeout
+//!   — the origin's, or the proxy's report of one: a SOCKS5 proxy's
+//!   network or host unreachable, connection refused or TTL expired, a
+//!   `CONNECT` answered 502 or 504 —, a TLS or proxy handshake
+//!   timeout, a reset or close before the head or before a proxy's
+//!   answer — over
 //!   HTTP/2 a stream reset or a `GOAWAY` with an error from the server
 //!   ([`Error::Http2`]) too —, a read timeout before the head), and the
 //!   statuses named with [`Policy::on_status`] (e.g. 503), whose
@@ -19,7 +22,7 @@
 //!   (`ENHANCE_YOUR_CALM`, `HTTP_1_1_REQUIRED`).
 //! * **Which methods**: idempotent ones (RFC 9110 §9.2.2); others only
 //!   when the request provably never reached the server (it never
-//!   connected) or the server provably did not process it
+//!   connected, nor did its proxy) or the server provably did not process it
 //!   ([`Error::is_unprocessed`]: an HTTP/2 stream refused with
 //!   `REFUSED_STREAM` or above a `GOAWAY`'s last stream id — the client
 //!   sends such a request again by itself once; this is what comes after),
@@ -181,7 +184,8 @@ impl Policy {
                             | ProxyError::Resolve(_),
                         ..
                     }
-            );
+            )
+            || proxy_could_not_connect(error);
         // A handshake timeout, TLS or a proxy's, as the TLS one always was;
         // a proxy's close or reset before its answer, as a server's before
         // its head.
@@ -484,6 +488,33 @@ impl BudgetState {
     }
 }
 
+/// Whether `error` is a proxy's report that it could not reach the origin
+/// — what a connect error is without a proxy: a SOCKS5 reply of network or
+/// host unreachable, connection refused or TTL expired (RFC 1928 §6), or a
+/// `CONNECT` answered 502 (Bad Gateway) or 504 (Gateway Timeout). The
+/// request never left the client. Not a 503: that is the proxy's own
+/// state, and may say with `Retry-After` when to come back (which the
+/// error does not keep), as an origin's 503 does.
+fn proxy_could_not_connect(error: &Error) -> bool {
+    match error {
+        Error::Proxy {
+            source: ProxyError::Socks(socks),
+            ..
+        } => matches!(
+            socks,
+            SocksError::NetworkUnreachable
+                | SocksError::HostUnreachable
+                | SocksError::ConnectionRefused
+                | SocksError::TtlExpired
+        ),
+        Error::Proxy {
+            source: ProxyError::ConnectRefused { status, .. },
+            ..
+        } => matches!(status.as_u16(), 502 | 504),
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -543,6 +574,33 @@ mod tests {
         }));
         assert!(policy.retries_error(&silent, &http::Method::GET));
         assert!(!policy.retries_error(&silent, &http::Method::POST));
+        // The proxy reports the origin out of reach: never sent, as a
+        // connect error; not what a retry cannot change (a ruleset, a
+        // status that is no gateway's failure).
+        for socks in [
+            SocksError::NetworkUnreachable,
+            SocksError::HostUnreachable,
+            SocksError::ConnectionRefused,
+            SocksError::TtlExpired,
+        ] {
+            let error = proxy(ProxyError::Socks(socks));
+            assert!(policy.retries_error(&error, &http::Method::POST), "{error}");
+        }
+        let not_allowed = proxy(ProxyError::Socks(SocksError::NotAllowed));
+        assert!(!policy.retries_error(&not_allowed, &http::Method::GET));
+        let answered = |code: u16| {
+            proxy(ProxyError::ConnectRefused {
+                target: "o:443".into(),
+                status: http::StatusCode::from_u16(code).unwrap(),
+                reason: String::new(),
+            })
+        };
+        for code in [502, 504] {
+            assert!(policy.retries_error(&answered(code), &http::Method::POST));
+        }
+        for code in [403, 500, 501, 503] {
+            assert!(!policy.retries_error(&answered(code), &http::Method::GET));
+        }
         assert!(!policy.retries_error(&Error::Cancelled, &http::Method::GET));
         // HTTP/2: a reset by the server as a connection reset; refused (not
         // processed) as never sent; ended by the client, the server having
