@@ -1195,7 +1195,8 @@ fn version_name(version: http::Version) -> String {
 }
 
 /// `proxy` with curl's default port, 1080, if it names none (`-x host`,
-/// `-x http://host`): the client's own default is the scheme's (80).
+/// `-x http://host`, or `http://host:`, whose colon with no digits after
+/// it curl drops): the client's own default is the scheme's (80).
 fn with_curl_proxy_port(proxy: &str) -> String {
     let authority_start = proxy.find("://").map_or(0, |at| at + 3);
     let rest = &proxy[authority_start..];
@@ -1204,18 +1205,19 @@ fn with_curl_proxy_port(proxy: &str) -> String {
     let host_port = authority
         .rsplit_once('@')
         .map_or(authority, |(_, host_port)| host_port);
-    let has_port = match host_port.strip_prefix('[') {
+    let port = match host_port.strip_prefix('[') {
         Some(bracketed) => bracketed
             .split_once(']')
-            .is_some_and(|(_, after)| after.starts_with(':')),
-        None => host_port.contains(':'),
+            .and_then(|(_, after)| after.strip_prefix(':')),
+        None => host_port.split_once(':').map(|(_, port)| port),
     };
-    if has_port || host_port.is_empty() {
+    if port.is_some_and(|port| !port.is_empty()) || host_port.is_empty() {
         return proxy.to_owned();
     }
+    let before = &proxy[..authority_end];
     format!(
         "{}:1080{}",
-        &proxy[..authority_end],
+        before.strip_suffix(':').unwrap_or(before),
         &proxy[authority_end..]
     )
 }

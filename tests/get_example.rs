@@ -342,16 +342,7 @@ fn an_argument_that_is_not_utf8_is_a_bad_argument_not_a_panic() {
 /// few that is free: 127.0.0.0/8 is all loopback), the port being fixed.
 #[test]
 fn a_proxy_without_a_port_is_at_curls_1080() {
-    let listener = (1..=20)
-        .find_map(|last| {
-            std::net::TcpListener::bind(("127.61.80.".to_owned() + &last.to_string(), 1080)).ok()
-        })
-        .expect("no free 127.61.80.x:1080");
-    let host = listener.local_addr().unwrap().ip().to_string();
-    let proxy = TestServer::start_on(
-        listener,
-        Behaviour::respond(|request| ok(&format!("proxy got {}", request.target))),
-    );
+    let (host, proxy) = proxy_at_1080();
     for spelled in [
         host.clone(),
         format!("http://{host}"),
@@ -364,6 +355,41 @@ fn a_proxy_without_a_port_is_at_curls_1080() {
         );
     }
     assert_eq!(proxy.connections_accepted(), 3);
+}
+
+/// A proxy double that says what it got, listening at port 1080 on a
+/// loopback address of its own (the first of a few that is free:
+/// 127.0.0.0/8 is all loopback), the port being fixed: that address, and
+/// the double.
+fn proxy_at_1080() -> (String, TestServer) {
+    let listener = (1..=20)
+        .find_map(|last| {
+            std::net::TcpListener::bind(("127.61.80.".to_owned() + &last.to_string(), 1080)).ok()
+        })
+        .expect("no free 127.61.80.x:1080");
+    let host = listener.local_addr().unwrap().ip().to_string();
+    let proxy = TestServer::start_on(
+        listener,
+        Behaviour::respond(|request| ok(&format!("proxy got {}", request.target))),
+    );
+    (host, proxy)
+}
+
+/// `-x http://HOST:` names no port either — a colon with no digits after
+/// it, which curl's URL parser drops, the default port taken — so it is at
+/// curl's 1080 as well, not at the port the URL standard gives an empty
+/// one (the scheme's, 80).
+#[test]
+fn a_proxy_with_an_empty_port_is_at_curls_1080() {
+    let (host, proxy) = proxy_at_1080();
+    for spelled in [format!("http://{host}:"), format!("http://u:p@{host}:/")] {
+        let output = get(&["http://far.invalid/x", "-x", &spelled]);
+        assert!(
+            stdout(&output).ends_with("proxy got http://far.invalid/x"),
+            "{spelled}: {output:?}"
+        );
+    }
+    assert_eq!(proxy.connections_accepted(), 2);
 }
 
 #[test]
