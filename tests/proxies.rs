@@ -1023,7 +1023,9 @@ fn connect_answering(answer: Vec<u8>, origin: Option<std::net::SocketAddr>) -> T
 /// them refused by the TLS layer, each error naming the proxy (never its
 /// credentials); a 407 whose
 /// body is larger than anything the client buffers is the proxy's refusal,
-/// read from its head alone. A tunnel that failed closes.
+/// read from its head alone; a proxy that closes in the middle of its
+/// answer is said to have (not "before answering"). A tunnel that failed
+/// closes.
 #[test]
 fn what_comes_with_a_connect_answer_is_the_tunnels_or_is_ignored() {
     let tls = tls_origin();
@@ -1053,6 +1055,10 @@ fn what_comes_with_a_connect_answer_is_the_tunnels_or_is_ignored() {
             b"HTTP/1.1 200 OK\r\n\r\nhello".to_vec(),
         ),
         ("a 407 and its long body", refusal),
+        (
+            "half a status line, then the end",
+            b"HTTP/1.1 200 Co".to_vec(),
+        ),
     ];
     for (what, answer) in cases {
         let proxy = connect_answering(answer, None);
@@ -1078,6 +1084,20 @@ fn what_comes_with_a_connect_answer_is_the_tunnels_or_is_ignored() {
                     ..
                 },
             ) => {}
+            (
+                "half a status line, then the end",
+                Error::Proxy {
+                    source: ProxyError::Io(source),
+                    ..
+                },
+            ) => {
+                assert_eq!(source.kind(), std::io::ErrorKind::UnexpectedEof);
+                let said = source.to_string();
+                assert!(
+                    said.contains("in the middle of its answer to CONNECT (15 bytes of it came)"),
+                    "{said}"
+                );
+            }
             (what, error) => panic!("{what}: {error:?}"),
         }
         assert!(proxy.wait_for_open(0, CEILING), "{what}: left open");

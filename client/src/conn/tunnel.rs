@@ -267,7 +267,7 @@ fn turn(tunnelling: &mut Tunnelling, tcp: &mut mio::net::TcpStream) -> Turn {
         }
         let mut chunk = [0u8; 4096];
         let read = match tcp.read(&mut chunk) {
-            Ok(0) => return Turn::Failed(eof(&mut tunnelling.step)),
+            Ok(0) => return Turn::Failed(eof(tunnelling)),
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Turn::Pending,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -338,12 +338,18 @@ fn parse(tunnelling: &mut Tunnelling) -> Option<Turn> {
 }
 
 /// The proxy closed the connection before its answer was complete.
-fn eof(step: &mut Step) -> ProxyError {
-    match step {
-        Step::Connect { .. } => ProxyError::Io(io::Error::new(
-            io::ErrorKind::UnexpectedEof,
-            "the proxy closed the connection before answering CONNECT",
-        )),
+fn eof(tunnelling: &mut Tunnelling) -> ProxyError {
+    let message = match tunnelling.received.len() {
+        0 => "the proxy closed the connection before answering CONNECT".to_owned(),
+        n => format!(
+            "the proxy closed the connection in the middle of its answer to CONNECT \
+             ({n} bytes of it came)"
+        ),
+    };
+    match &mut tunnelling.step {
+        Step::Connect { .. } => {
+            ProxyError::Io(io::Error::new(io::ErrorKind::UnexpectedEof, message))
+        }
         Step::Socks(socks) => socks.eof_error().into(),
     }
 }
