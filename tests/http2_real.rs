@@ -259,6 +259,42 @@ fn http2_only_fails_against_a_server_that_speaks_http11_only() {
     client.close();
 }
 
+/// Requests that waited for an HTTP/2-only client's connection to a TLS
+/// server that negotiates no protocol at all (no ALPN: TLS succeeds, and
+/// the client refuses the connection) fail with its opener, each with a
+/// copy of its error — not one after another, each opening a connection
+/// that fails the same way.
+#[test]
+fn requests_waiting_for_an_http2_only_opening_without_alpn_fail_with_it() {
+    let mut config = (*support::tls::server_config(&certs().valid)).clone();
+    config.alpn_protocols.clear();
+    let server = TlsServer::start_with(
+        std::sync::Arc::new(config),
+        support::tls::TlsBehaviour::respond(|_| ok("h1 only")),
+    );
+    let client = trusting().http2_only().build().unwrap();
+    let futures: Vec<_> = (0..8).map(|_| client.get(server.url("/")).send()).collect();
+    for future in futures {
+        match future.wait() {
+            Err(Error::Io { source, .. }) => {
+                assert!(
+                    source.to_string().contains("did not negotiate h2"),
+                    "{source}"
+                )
+            }
+            other => panic!("{:?}", other.map(|response| response.status())),
+        }
+    }
+    // One for all — two if a loaded machine ran the whole opening before
+    // the last request was sent (it opens its own then); one each, before.
+    assert!(
+        server.handshakes() <= 2,
+        "{} handshakes",
+        server.handshakes()
+    );
+    client.close();
+}
+
 /// hypercorn ends an HTTP/2 connection at its 1001st request
 /// (`keep_alive_max_requests`, 1000) with a `GOAWAY(NO_ERROR)` whose last
 /// stream id is the highest it has read — and from then on answers none of

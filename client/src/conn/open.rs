@@ -425,12 +425,13 @@ impl Conn {
                 io::ErrorKind::Unsupported,
                 "the server did not negotiate h2 (the client is HTTP/2 only)",
             );
-            self.close(cx);
-            exchange.finish_err(Error::Io {
+            // An opening that failed: those that waited for it fail with it,
+            // rather than each open a connection that fails the same way.
+            let error = Error::Io {
                 remote: exchange.remote_name(),
                 source,
-            });
-            return;
+            };
+            return self.opening_failed(cx, exchange, error);
         }
         if https {
             // Requests may have waited for this one as another HTTP/2
