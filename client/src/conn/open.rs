@@ -139,8 +139,14 @@ pub(crate) fn connect(
     cx.add_source(|cx| {
         let env = owner.env();
         let created = env.clock.now();
+        // Only for a client whose requests all arm a timeout (a request or
+        // read timeout: a write timeout waits for a full socket): an idle
+        // connection of a client without keeps no entry (192 bytes), and a
+        // request's own timeout there arms an entry of its own.
+        let config = &env.config;
+        let timed = config.request_timeout.is_some() || config.read_timeout.is_some();
         let standing =
-            (!env.config.use_event_loop_timeouts).then(|| env.standing.entry(&env.clock));
+            (timed && !config.use_event_loop_timeouts).then(|| env.standing.entry(&env.clock));
         let mut conn = Conn {
             owner,
             route: Arc::new(exchange.route().clone()),
