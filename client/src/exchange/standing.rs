@@ -14,6 +14,11 @@
 //! The same idea as a loop's timerfd ([`tickless_timer::PreciseWait`]):
 //! moved earlier when it must be, never later or off.
 //!
+//! A connection has one if its client has a request or read timeout (the
+//! default), which every request arms; without, a request's own timeout
+//! arms an entry of its own, and an idle connection keeps no 192 bytes for
+//! an entry it would seldom use.
+//!
 //! Wheel mode only. On a loop's heap it does not pay: a loop reads the
 //! clock after every event while anything is armed on its heap, and an
 //! entry left armed between requests costs it more than the insert and the
