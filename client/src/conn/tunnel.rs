@@ -339,15 +339,15 @@ fn parse(tunnelling: &mut Tunnelling) -> Option<Turn> {
 
 /// The proxy closed the connection before its answer was complete.
 fn eof(tunnelling: &mut Tunnelling) -> ProxyError {
-    let message = match tunnelling.received.len() {
-        0 => "the proxy closed the connection before answering CONNECT".to_owned(),
-        n => format!(
-            "the proxy closed the connection in the middle of its answer to CONNECT \
-             ({n} bytes of it came)"
-        ),
-    };
     match &mut tunnelling.step {
         Step::Connect { .. } => {
+            let message = match tunnelling.received.len() {
+                0 => "the proxy closed the connection before answering CONNECT".to_owned(),
+                n => format!(
+                    "the proxy closed the connection in the middle of its answer to CONNECT \
+                     ({n} bytes of it came)"
+                ),
+            };
             ProxyError::Io(io::Error::new(io::ErrorKind::UnexpectedEof, message))
         }
         Step::Socks(socks) => socks.eof_error().into(),
