@@ -404,56 +404,70 @@ fn a_response_before_the_deadline_disarms_its_timeouts() {
 /// the earlier one the entry was armed for.
 #[test]
 fn kept_alive_requests_share_one_wheel_entry_and_still_time_out_exactly() {
-    let stalled_seen = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let seen = stalled_seen.clone();
-    let server = TestServer::start(Behaviour::custom(move |mut stream, index| {
-        let mut reader = RequestReader::new(index);
-        while let Ok(request) = reader.read_request(&mut stream) {
-            if request.target == "/stall" {
-                seen.store(true, std::sync::atomic::Ordering::SeqCst);
-                return drain(&mut stream);
+    const TIMEOUT: Duration = Duration::from_millis(300);
+    // The client's timeout, or each request's own on a client without one
+    // (as the benchmarks set theirs).
+    for own_timeout in [false, true] {
+        let stalled_seen = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let seen = stalled_seen.clone();
+        let server = TestServer::start(Behaviour::custom(move |mut stream, index| {
+            let mut reader = RequestReader::new(index);
+            while let Ok(request) = reader.read_request(&mut stream) {
+                if request.target == "/stall" {
+                    seen.store(true, std::sync::atomic::Ordering::SeqCst);
+                    return drain(&mut stream);
+                }
+                if stream.write_all(&ok("quick")).is_err() {
+                    return;
+                }
             }
-            if stream.write_all(&ok("quick")).is_err() {
-                return;
+        }));
+        // On a manual clock: the wheel fires only when the test advances it.
+        let clock = ManualClock::new();
+        let client = client_with(|b| {
+            let client_timeout = if own_timeout { Duration::ZERO } else { TIMEOUT };
+            b.clock(Arc::new(clock.clone()))
+                .pooled_connection_idle_timeout(Duration::ZERO)
+                .request_timeout(client_timeout)
+                .read_timeout(Duration::ZERO)
+        });
+        let send = |path: &str| {
+            let request = client.get(server.url(path));
+            match own_timeout {
+                true => request.request_timeout(TIMEOUT).send(),
+                false => request.send(),
             }
+        };
+        let mut cancelled_after_first = None;
+        for _ in 0..20 {
+            let response = send("/").wait().unwrap();
+            assert_eq!(response.text().wait().unwrap(), "quick");
+            clock.advance(Duration::from_millis(10));
+            // The first moved its entry from the wheel onto the connection's.
+            cancelled_after_first.get_or_insert(client.stats().wheel.cancelled);
         }
-    }));
-    // On a manual clock: the wheel fires only when the test advances it.
-    let clock = ManualClock::new();
-    let client = client_with(|b| {
-        b.clock(Arc::new(clock.clone()))
-            .pooled_connection_idle_timeout(Duration::ZERO)
-            .request_timeout(Duration::from_millis(300))
-    });
-    let mut cancelled_after_first = None;
-    for _ in 0..20 {
-        let response = client.get(server.url("/")).send().wait().unwrap();
-        assert_eq!(response.text().wait().unwrap(), "quick");
-        clock.advance(Duration::from_millis(10));
-        // The first moved its entry from the wheel onto the connection's.
-        cancelled_after_first.get_or_insert(client.stats().wheel.cancelled);
+        let stats = client.stats();
+        // The others ended before their deadlines: with an entry of its own,
+        // each end would have cancelled it.
+        assert_eq!(
+            (Some(stats.wheel.cancelled), stats.armed_timers()),
+            (cancelled_after_first, 0),
+            "own timeout {own_timeout}: {stats:?}"
+        );
+        // The entry is armed for the first request's deadline, 100 ms before
+        // this one's.
+        let stalled = send("/stall");
+        assert!(eventually(WAIT, || stalled_seen
+            .load(std::sync::atomic::Ordering::SeqCst)));
+        clock.advance(TIMEOUT - Duration::from_nanos(1));
+        assert!(!stalled.is_done(), "failed before its deadline");
+        clock.advance(Duration::from_nanos(1));
+        assert!(stalled.is_done(), "not failed at its deadline");
+        let error = stalled.wait().unwrap_err();
+        assert!(matches!(error, Error::RequestTimeout(_)), "{error:?}");
+        assert_eq!(server.connections_accepted(), 1);
+        client.close();
     }
-    let stats = client.stats();
-    // The others ended before their deadlines: with an entry of its own,
-    // each end would have cancelled it.
-    assert_eq!(
-        (Some(stats.wheel.cancelled), stats.armed_timers()),
-        (cancelled_after_first, 0),
-        "{stats:?}"
-    );
-    // The entry is armed for the first request's deadline, 100 ms before
-    // this one's.
-    let stalled = client.get(server.url("/stall")).send();
-    assert!(eventually(WAIT, || stalled_seen
-        .load(std::sync::atomic::Ordering::SeqCst)));
-    clock.advance(Duration::from_millis(300) - Duration::from_nanos(1));
-    assert!(!stalled.is_done(), "failed before its deadline");
-    clock.advance(Duration::from_nanos(1));
-    assert!(stalled.is_done(), "not failed at its deadline");
-    let error = stalled.wait().unwrap_err();
-    assert!(matches!(error, Error::RequestTimeout(_)), "{error:?}");
-    assert_eq!(server.connections_accepted(), 1);
-    client.close();
 }
 
 #[test]

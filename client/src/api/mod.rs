@@ -66,8 +66,8 @@ impl Drop for Handle {
 pub struct ClientStats {
     /// The hashed-wheel timer: entries armed now, fired, lag. Its `armed`
     /// count includes the pool cleaner's entry. In wheel mode an HTTP/1
-    /// connection of a client with a request or read timeout keeps one
-    /// entry its requests hold in turn, left armed
+    /// connection whose requests arm a request or read timeout keeps one
+    /// entry they hold in turn, left armed
     /// between them: it is counted (armed, fired, cancelled) only while a
     /// request holds it — not while the connection is idle (its lag
     /// histogram counts all its fires).

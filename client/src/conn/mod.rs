@@ -330,7 +330,8 @@ pub(crate) struct Conn {
     /// The exchange it was opened for.
     opener: u64,
     /// In wheel mode, the timer entry its HTTP/1 exchanges hold one after
-    /// another (see `exchange::standing`); closed with it.
+    /// another (see `exchange::standing`), made for the first that arms a
+    /// timeout (`make_standing_for`); closed with it.
     standing: Option<Arc<Standing>>,
 }
 
@@ -365,6 +366,20 @@ impl Conn {
 
     fn now(&self) -> Instant {
         self.env().clock.now()
+    }
+
+    /// Makes the connection's standing entry for `exchange` if it is the
+    /// first to arm a timeout (a request or read timeout, the client's or
+    /// its own: a write timeout waits for a full socket) in wheel mode: a
+    /// connection whose requests arm none keeps none.
+    fn make_standing_for(&mut self, exchange: &Exchange) {
+        let env = self.owner.env();
+        if self.standing.is_none()
+            && !env.config.use_event_loop_timeouts
+            && exchange.arms_a_timeout()
+        {
+            self.standing = Some(env.standing.entry(&env.clock));
+        }
     }
 
     /// This connection as an exchange names it.

@@ -137,16 +137,7 @@ pub(crate) fn connect(
     socks: Option<SocksTargets>,
 ) {
     cx.add_source(|cx| {
-        let env = owner.env();
-        let created = env.clock.now();
-        // Only for a client whose requests all arm a timeout (a request or
-        // read timeout: a write timeout waits for a full socket): an idle
-        // connection of a client without keeps no entry (192 bytes), and a
-        // request's own timeout there arms an entry of its own.
-        let config = &env.config;
-        let timed = config.request_timeout.is_some() || config.read_timeout.is_some();
-        let standing =
-            (timed && !config.use_event_loop_timeouts).then(|| env.standing.entry(&env.clock));
+        let created = owner.env().clock.now();
         let mut conn = Conn {
             owner,
             route: Arc::new(exchange.route().clone()),
@@ -163,8 +154,9 @@ pub(crate) fn connect(
             h2_timer_deadline: None,
             recv_window_raised: false,
             opener: exchange.id,
-            standing,
+            standing: None,
         };
+        conn.make_standing_for(&exchange);
         // Published before `start_attempts` checks `is_done`, so an exchange
         // that ends while connecting (request timeout, cancel) aborts the
         // attempts instead of leaving their sockets and permit to the

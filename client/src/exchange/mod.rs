@@ -586,6 +586,12 @@ impl Exchange {
         self.request.method.is_idempotent() && self.request.replayable()
     }
 
+    /// Whether its timers include one every request of its kind arms: a
+    /// request or a read timeout (a write timeout waits for a full socket).
+    pub(crate) fn arms_a_timeout(&self) -> bool {
+        self.deadlines.request_timeout.is_some() || self.deadlines.read_timeout.is_some()
+    }
+
     pub(crate) fn is_done(&self) -> bool {
         self.done.load(Ordering::Acquire)
     }

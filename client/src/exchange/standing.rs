@@ -14,10 +14,9 @@
 //! The same idea as a loop's timerfd ([`tickless_timer::PreciseWait`]):
 //! moved earlier when it must be, never later or off.
 //!
-//! A connection has one if its client has a request or read timeout (the
-//! default), which every request arms; without, a request's own timeout
-//! arms an entry of its own, and an idle connection keeps no 192 bytes for
-//! an entry it would seldom use.
+//! A connection makes one for the first of its exchanges that arms a
+//! request or read timeout (the client's, by default, or its own): a
+//! connection whose requests arm none keeps none.
 //!
 //! Wheel mode only. On a loop's heap it does not pay: a loop reads the
 //! clock after every event while anything is armed on its heap, and an

@@ -244,6 +244,7 @@ impl Conn {
         // nothing. An exchange that has ended (a cancel, a timeout) is not
         // attached, and its request not sent: the connection goes back,
         // idle since it last was.
+        self.make_standing_for(&exchange);
         if !exchange.start_on(self.conn_ref(cx)) {
             let now = self.now();
             return self.offer_idle_or_close(cx, &exchange, now);
