@@ -17,12 +17,12 @@
 //! (taking the loop's turn state for that moment), so a worker busy with
 //! other tasks never makes a timeout late.
 
+use super::deadline_wait::DeadlineWait;
 use super::{Driver, EventLoop};
 use crate::sync::lock;
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
-use tickless_timer::PreciseWait;
 
 const WAKER: mio::Token = mio::Token(0);
 const TIMER: mio::Token = mio::Token(1);
@@ -32,7 +32,7 @@ const TIMER: mio::Token = mio::Token(1);
 pub(super) struct DeadlineKeeper {
     poll: mio::Poll,
     events: mio::Events,
-    wait: Option<PreciseWait>,
+    wait: Option<DeadlineWait>,
 }
 
 impl DeadlineKeeper {
@@ -41,7 +41,7 @@ impl DeadlineKeeper {
     pub(super) fn new() -> io::Result<(DeadlineKeeper, mio::Waker)> {
         let poll = mio::Poll::new()?;
         let waker = mio::Waker::new(poll.registry(), WAKER)?;
-        let wait = PreciseWait::new(poll.registry(), TIMER).ok();
+        let wait = DeadlineWait::new(poll.registry(), TIMER).ok();
         let keeper = DeadlineKeeper {
             poll,
             events: mio::Events::with_capacity(4),
@@ -84,7 +84,7 @@ impl EventLoop {
             // Advanced by hand, a manual clock wakes the executor's task,
             // whose turn expires what is due: the keeper waits for nothing.
             let timeout = nearest.and_then(|(deadline, now)| {
-                self.wait_for_deadline(keeper.wait.as_mut(), manual_clock, deadline, now)
+                self.wait_for_deadline(keeper.wait.as_mut(), manual_clock, deadline, || now)
             });
             if let Err(error) = keeper.poll.poll(&mut keeper.events, timeout) {
                 if error.kind() != io::ErrorKind::Interrupted {

@@ -8,6 +8,7 @@
 //! threads that talk to a loop, are documented on [`EventLoop`].
 
 mod affinity;
+mod deadline_wait;
 mod executor;
 mod group;
 mod scheduler;
@@ -154,7 +155,8 @@ struct Timers {
 /// # One turn of the loop
 ///
 /// 1. Run the tasks in the inbox (at most 64, then poll without blocking).
-/// 2. Arm the precise wait for the nearest deadline and poll. A poll that
+/// 2. Arm the precise wait for the nearest deadline (unless it is armed
+///    in time for it already) and poll. A poll that
 ///    would block first marks the loop *parked* (under the inbox's lock,
 ///    with the inbox empty): only a task posted to a parked loop wakes it —
 ///    one posted while it runs is taken before it parks. A turn of the

@@ -1248,3 +1248,42 @@ fn a_task_waker_that_panics_leaves_the_loop_running() {
         "the loop's thread died with the waker's panic"
     );
 }
+
+/// A timeout that records when each of its tags expired.
+struct Expiries(Mutex<Vec<(u64, Instant)>>);
+
+impl LoopTimeout for Expiries {
+    fn expire(self: Arc<Self>, tag: u64, _cx: &mut LoopContext<'_>) {
+        lock(&self.0).push((tag, Instant::now()));
+    }
+}
+
+impl Expiries {
+    /// Waits (at most 10 s) until `count` tags have expired; returns them.
+    fn wait_for(&self, count: usize) -> Vec<(u64, Instant)> {
+        let give_up = Instant::now() + Duration::from_secs(10);
+        while lock(&self.0).len() < count && Instant::now() < give_up {
+            thread::sleep(Duration::from_millis(1));
+        }
+        lock(&self.0).clone()
+    }
+}
+
+/// The precise wait is moved earlier only, and a poll blocks without a
+/// look at the clock for a deadline it covers (`DeadlineWait`). Once it
+/// has woken, it covers nothing: a later deadline, armed when nothing else
+/// will wake the loop, still wakes it.
+#[test]
+fn after_its_wait_woke_a_loop_still_wakes_for_a_later_deadline() {
+    let (_group, event_loop) = one_loop(Duration::from_millis(1));
+    let expiries = Arc::new(Expiries(Mutex::new(Vec::new())));
+    for tag in 0..3 {
+        let deadline = Instant::now() + Duration::from_millis(20);
+        event_loop
+            .schedule(deadline, expiries.clone(), tag)
+            .unwrap();
+        let fired = expiries.wait_for(tag as usize + 1);
+        assert_eq!(fired.len(), tag as usize + 1, "timeout {tag} never fired");
+        assert!(fired[tag as usize].1 >= deadline, "fired early");
+    }
+}

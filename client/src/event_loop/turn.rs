@@ -1,6 +1,7 @@
 //! One turn of a loop, step by step (the steps are listed on
 //! [`EventLoop`]).
 
+use super::deadline_wait::DeadlineWait;
 use super::executor::DeadlineKeeper;
 use super::source::Sources;
 use super::task_wakes;
@@ -78,7 +79,7 @@ struct Turn {
     poll: mio::Poll,
     events: mio::Events,
     /// Without the OS timer, the poll timeout carries the deadline.
-    wait: Option<PreciseWait>,
+    wait: Option<DeadlineWait>,
     manual_clock: bool,
     /// Tasks taken from the inbox and not yet run.
     tasks: VecDeque<LoopTask>,
@@ -101,7 +102,7 @@ pub(super) struct TurnState {
 impl TurnState {
     /// A loop's state before its first turn, around its poll.
     pub(super) fn new(poll: mio::Poll, manual_clock: bool) -> io::Result<TurnState> {
-        let wait = PreciseWait::new(poll.registry(), TIMER)
+        let wait = DeadlineWait::new(poll.registry(), TIMER)
             .ok()
             .filter(|_| !tests_without_precise_wait());
         let registry = poll.registry().try_clone()?;
@@ -741,12 +742,11 @@ impl EventLoop {
             // only for a deadline, and not again just after the last
             // task's expiry read it).
             None => None,
-            Some(deadline) => self.wait_for_deadline(
-                turn.wait.as_mut(),
-                turn.manual_clock,
-                deadline,
-                clock_read.unwrap_or_else(|| self.clock.now()),
-            ),
+            Some(deadline) => {
+                self.wait_for_deadline(turn.wait.as_mut(), turn.manual_clock, deadline, || {
+                    clock_read.unwrap_or_else(|| self.clock.now())
+                })
+            }
         };
         if timeout != Some(Duration::ZERO) {
             let mut spun = false;
@@ -775,8 +775,8 @@ impl EventLoop {
             // of it: worked out again, from now.
             if spun {
                 if let (Some(_), Some(deadline)) = (timeout, nearest) {
-                    timeout =
-                        self.wait_for_deadline(None, turn.manual_clock, deadline, self.clock.now());
+                    timeout = self
+                        .wait_for_deadline(None, turn.manual_clock, deadline, || self.clock.now());
                 }
             }
             if !self.park() {
@@ -794,14 +794,24 @@ impl EventLoop {
     /// executor drives it): not at all if it is due or within the loop's
     /// spin (expired after a poll that does not block), else until `wait`,
     /// the poll's precise wait, armed here, wakes it — or the poll's own
-    /// timeout, without one.
+    /// timeout, without one. `now` is read only when the wait is not
+    /// already armed in time for `deadline` (see [`DeadlineWait`]).
     pub(super) fn wait_for_deadline(
         &self,
-        wait: Option<&mut PreciseWait>,
+        wait: Option<&mut DeadlineWait>,
         manual_clock: bool,
         deadline: Instant,
-        now: Instant,
+        now: impl FnOnce() -> Instant,
     ) -> Option<Duration> {
+        // The wait wakes the poll by this deadline's spin already (most
+        // often armed for an earlier request's deadline on the same
+        // connection): the poll may block, with no look at the clock. Its
+        // wake-up has come already if that spin has begun: the poll
+        // returns at once, and the next one looks.
+        if wait.as_ref().is_some_and(|wait| wait.covers(deadline)) {
+            return None;
+        }
+        let now = now();
         // Due already (armed since this turn's expiries).
         if deadline <= now {
             return Some(Duration::ZERO);
@@ -832,7 +842,7 @@ impl EventLoop {
                 } else {
                     self.clock.now()
                 };
-                wait.arm(Some(spin_from), from)
+                wait.arm(deadline, spin_from, from)
                     .unwrap_or_else(|_| by_poll())
             }
             None => by_poll(),
