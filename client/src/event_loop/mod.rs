@@ -156,8 +156,8 @@ struct Timers {
 ///
 /// 1. Run the tasks in the inbox (at most 64, then poll without blocking).
 /// 2. Arm the precise wait for the nearest deadline (unless it is armed
-///    in time for it already) and poll. A poll that
-///    would block first marks the loop *parked* (under the inbox's lock,
+///    in time for it already) and poll. A poll that would block first
+///    marks the loop *parked* (under the inbox's lock,
 ///    with the inbox empty): only a task posted to a parked loop wakes it —
 ///    one posted while it runs is taken before it parks. A turn of the
 ///    loop's thread that answered a blocked caller (a head, the end of a
