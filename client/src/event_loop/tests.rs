@@ -1287,3 +1287,41 @@ fn after_its_wait_woke_a_loop_still_wakes_for_a_later_deadline() {
         assert!(fired[tag as usize].1 >= deadline, "fired early");
     }
 }
+
+/// The precise wait goes off while a task runs, its deadline then within
+/// the loop's spin but not due: the next poll, which blocks without a look
+/// at the clock for a deadline the wait covers (`DeadlineWait`), returns at
+/// once on the timer's event, still pending, and the loop spins to the
+/// deadline. Each time: nothing consumed that event unacknowledged.
+#[test]
+fn a_wait_that_went_off_during_a_task_still_ends_the_next_poll() {
+    let group = EventLoopGroup::builder()
+        .threads(1)
+        .spin_before_deadline(Duration::from_millis(30))
+        .build()
+        .unwrap();
+    let event_loop = group.loops()[0].clone();
+    let expiries = Arc::new(Expiries(Mutex::new(Vec::new())));
+    for tag in 0..3 {
+        let deadline = Instant::now() + Duration::from_millis(80);
+        event_loop
+            .schedule(deadline, expiries.clone(), tag)
+            .unwrap();
+        // Armed by now (the schedule woke the loop): its wait goes off at
+        // deadline - 30 ms, during this task. (A loop stalled past this
+        // sleep arms after the task: the path is then not taken, and the
+        // test still passes.)
+        thread::sleep(Duration::from_millis(10));
+        event_loop
+            .execute(move |_| {
+                while Instant::now() < deadline - Duration::from_millis(15) {
+                    std::hint::spin_loop();
+                }
+            })
+            .unwrap();
+        let fired = expiries.wait_for(tag as usize + 1);
+        assert_eq!(fired.len(), tag as usize + 1, "timeout {tag} never fired");
+        assert!(fired[tag as usize].1 >= deadline, "fired early");
+    }
+    group.shutdown();
+}
