@@ -120,6 +120,21 @@ fn the_answers_of_tasks_are_read_on_the_runtimes_workers() {
     client.close();
 }
 
+/// Blocks `rt`'s one worker until the test sends on the first channel
+/// returned; the second says `true` once it is blocked, then whether the
+/// test (not a 60 s limit) let it go.
+fn block_the_worker(rt: &tokio::runtime::Runtime) -> (mpsc::Sender<()>, mpsc::Receiver<bool>) {
+    let (release, released) = mpsc::channel::<()>();
+    let (blocked, is_blocked) = mpsc::channel::<bool>();
+    rt.spawn(async move {
+        blocked.send(true).unwrap();
+        let by_the_test = released.recv_timeout(Duration::from_secs(60)).is_ok();
+        blocked.send(by_the_test).unwrap();
+    });
+    assert!(is_blocked.recv_timeout(CEILING).unwrap());
+    (release, is_blocked)
+}
+
 #[test]
 fn a_timeout_fires_and_its_connection_closes_while_every_worker_is_blocked() {
     let rt = runtime(1);
@@ -135,14 +150,7 @@ fn a_timeout_fires_and_its_connection_closes_while_every_worker_is_blocked() {
     // which alone runs the loops' turns, is blocked until the test lets
     // it go.
     assert!(server.wait_for_requests(1, CEILING));
-    let (release, released) = mpsc::channel::<()>();
-    let (blocked, is_blocked) = mpsc::channel::<bool>();
-    rt.spawn(async move {
-        blocked.send(true).unwrap();
-        let by_the_test = released.recv_timeout(Duration::from_secs(60)).is_ok();
-        blocked.send(by_the_test).unwrap();
-    });
-    assert!(is_blocked.recv_timeout(CEILING).unwrap());
+    let (release, is_blocked) = block_the_worker(&rt);
     let fired = eventually(CEILING, || future.is_done());
     let fired_after = started.elapsed();
     // And its connection closed, by the loop's thread too.
@@ -156,6 +164,43 @@ fn a_timeout_fires_and_its_connection_closes_while_every_worker_is_blocked() {
     assert!(
         is_blocked.recv_timeout(CEILING).unwrap(),
         "the worker was let go before the timeout fired"
+    );
+    client.close();
+}
+
+/// The deadline keeper (the loop's thread while tokio drives the loop)
+/// fires one timeout after another: its precise wait, once it has woken,
+/// is armed again for the next deadline — here while the one worker that
+/// would run the loop's turns is blocked, so the keeper alone fires them.
+#[test]
+fn the_keeper_fires_a_second_timeout_after_its_first_while_every_worker_is_blocked() {
+    let rt = runtime(1);
+    let server = TestServer::start(Behaviour::NeverAnswer);
+    let client = driven_by(&rt)
+        .event_loops(1)
+        .use_event_loop_timeouts(true)
+        .build()
+        .unwrap();
+    let (first, second) = (Duration::from_millis(300), Duration::from_millis(600));
+    let started = Instant::now();
+    let futures =
+        [first, second].map(|timeout| client.get(server.url("/")).request_timeout(timeout).send());
+    // Both sent (their timeouts on the one loop's heap), then the worker
+    // blocked.
+    assert!(server.wait_for_requests(2, CEILING));
+    let (release, is_blocked) = block_the_worker(&rt);
+    let fired = eventually(CEILING, || futures.iter().all(|future| future.is_done()));
+    let fired_after = started.elapsed();
+    release.send(()).unwrap();
+    assert!(fired, "the keeper did not fire both timeouts");
+    assert!(fired_after >= second, "fired early: {fired_after:?}");
+    for future in futures {
+        let error = future.wait().unwrap_err();
+        assert!(error.is_timeout(), "{error}");
+    }
+    assert!(
+        is_blocked.recv_timeout(CEILING).unwrap(),
+        "the worker was let go before the timeouts fired"
     );
     client.close();
 }
