@@ -329,11 +329,25 @@ impl Sentinel {
                 ok("sentinel")
             }
         });
-        let mut future = client.get(server.url("/")).retry(policy).send();
+        let url = server.url("/");
+        let mut future = client.get(&url).retry(policy).send();
         // Armed in the poll that saw the 503, on this thread.
         assert!(eventually(CEILING, || {
             poll_once(&mut future).is_pending() && retries_seen(recorder).len() == seen + 1
         }));
+        // Told with its reason: the status, and the URL that answered it.
+        let reason = recorder
+            .events()
+            .into_iter()
+            .rev()
+            .find_map(|(event, _)| match event {
+                client_kit::Event::Retry(_, _, reason) => Some(reason),
+                _ => None,
+            });
+        assert_eq!(
+            reason,
+            Some(format!("{url} answered 503 Service Unavailable"))
+        );
         Sentinel {
             server,
             future,

@@ -462,12 +462,7 @@ impl Attempts {
     /// Whether `head` has a status the policy retries, and a retry was
     /// armed for it (its body is dropped, its connection pooled if it
     /// can be).
-    pub(crate) fn retry_status(
-        &mut self,
-        head: &Head,
-        url: &http::Uri,
-        sender: Sender<'_>,
-    ) -> bool {
+    pub(crate) fn retry_status(&mut self, head: &Head, sender: Sender<'_>) -> bool {
         let mut sender = sender;
         if !self.retry.retries_status(head.status, &sender.hop.method) {
             return false;
@@ -480,7 +475,7 @@ impl Attempts {
         };
         let reason = Error::Status {
             status: head.status,
-            url: url.clone(),
+            url: sender.hop.uri.clone(),
         };
         let retried = self.arm_retry(delay, reason, &mut sender);
         if retried.is_ok() {

@@ -301,9 +301,8 @@ impl Chain {
         if attempts.repeat_without_expectation(&head, sender) {
             return Ok(None);
         }
-        let url = self.hop.uri.clone();
         let (attempts, sender) = self.parts();
-        if attempts.retry_status(&head, &url, sender) {
+        if attempts.retry_status(&head, sender) {
             return Ok(None);
         }
         let Some(next) = self.redirect_of(&head) else {
