@@ -817,6 +817,12 @@ impl Conn {
                         self.buf.consume(consumed);
                         continue;
                     }
+                    if active.gathered.capacity() == 0 {
+                        // The size a first `reserve` would grow it to,
+                        // without `Vec`'s growth path (about a hundred
+                        // instructions a response).
+                        active.gathered = BytesMut::with_capacity(data.len());
+                    }
                     active.gathered.extend_from_slice(data);
                     let full = active.gathered.len() >= GATHER;
                     self.buf.consume(consumed);
