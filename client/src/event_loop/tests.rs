@@ -1267,6 +1267,14 @@ impl Expiries {
         }
         lock(&self.0).clone()
     }
+
+    /// Waits for tag `tag`, the `tag + 1`-th to expire, and asserts that it
+    /// did, not before `deadline`.
+    fn assert_fired(&self, tag: u64, deadline: Instant) {
+        let fired = self.wait_for(tag as usize + 1);
+        assert_eq!(fired.len(), tag as usize + 1, "timeout {tag} never fired");
+        assert!(fired[tag as usize].1 >= deadline, "fired early");
+    }
 }
 
 /// The precise wait is moved earlier only, and a poll blocks without a
@@ -1282,9 +1290,7 @@ fn after_its_wait_woke_a_loop_still_wakes_for_a_later_deadline() {
         event_loop
             .schedule(deadline, expiries.clone(), tag)
             .unwrap();
-        let fired = expiries.wait_for(tag as usize + 1);
-        assert_eq!(fired.len(), tag as usize + 1, "timeout {tag} never fired");
-        assert!(fired[tag as usize].1 >= deadline, "fired early");
+        expiries.assert_fired(tag, deadline);
     }
 }
 
@@ -1319,9 +1325,7 @@ fn a_wait_that_went_off_during_a_task_still_ends_the_next_poll() {
                 }
             })
             .unwrap();
-        let fired = expiries.wait_for(tag as usize + 1);
-        assert_eq!(fired.len(), tag as usize + 1, "timeout {tag} never fired");
-        assert!(fired[tag as usize].1 >= deadline, "fired early");
+        expiries.assert_fired(tag, deadline);
     }
     group.shutdown();
 }
