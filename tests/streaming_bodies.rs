@@ -60,6 +60,33 @@ fn endless(total: u64, written: Arc<AtomicU64>) -> TestServer {
     }))
 }
 
+/// [`endless`] framed by chunks of 64 KiB: a body of unknown length.
+fn endless_chunked(total: u64, written: Arc<AtomicU64>) -> TestServer {
+    TestServer::start(Behaviour::custom(move |mut stream, index| {
+        let mut reader = RequestReader::new(index);
+        if reader.read_request(&mut stream).is_err() {
+            return;
+        }
+        let head = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+        if stream.write_all(head.as_bytes()).is_err() {
+            return;
+        }
+        let mut chunk = b"10000\r\n".to_vec();
+        chunk.extend_from_slice(&[b'w'; 64 * 1024]);
+        chunk.extend_from_slice(b"\r\n");
+        let mut sent = 0;
+        while sent < total {
+            if stream.write_all(&chunk).is_err() {
+                return;
+            }
+            sent += 64 * 1024;
+            written.store(sent, Ordering::SeqCst);
+        }
+        let _ = stream.write_all(b"0\r\n\r\n");
+        drain(&mut stream);
+    }))
+}
+
 /// Waits until `value` has stood still for a while (the sender is blocked).
 fn settled(value: &AtomicU64) -> u64 {
     let mut last = value.load(Ordering::SeqCst);
@@ -76,8 +103,22 @@ fn settled(value: &AtomicU64) -> u64 {
 
 #[test]
 fn a_reader_that_does_not_read_holds_at_most_a_window_of_its_body() {
+    a_reader_that_does_not_read_holds_at_most_a_window_of(endless);
+}
+
+/// A body of unknown length is held back from a pipe nobody has touched
+/// (the connection's deferred bytes): bounded by the window all the same,
+/// and counted.
+#[test]
+fn a_reader_that_does_not_read_holds_at_most_a_window_of_its_chunked_body() {
+    a_reader_that_does_not_read_holds_at_most_a_window_of(endless_chunked);
+}
+
+fn a_reader_that_does_not_read_holds_at_most_a_window_of(
+    server: fn(u64, Arc<AtomicU64>) -> TestServer,
+) {
     let written = Arc::new(AtomicU64::new(0));
-    let server = endless(100 << 20, written.clone());
+    let server = server(100 << 20, written.clone());
     let client = client(false);
     let response = client.get(server.url("/")).send().wait().unwrap();
     let sent = settled(&written);
@@ -159,6 +200,101 @@ fn a_truncated_body_is_an_error_where_it_is_read_never_a_short_success() {
     let inner = error.into_inner().expect("a tickless error inside");
     let inner = inner.downcast::<Error>().unwrap();
     assert!(matches!(*inner, Error::Protocol { .. }), "{inner:?}");
+    client.close();
+}
+
+/// Bytes of a body of unknown length that came before its reader first
+/// looked are held back on the connection for it (see
+/// `Conn::push_gathered`): a cut found meanwhile still delivers them before
+/// the error.
+#[test]
+fn a_chunked_body_cut_before_its_reader_looks_gives_its_bytes_then_the_error() {
+    let mut wire = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n32\r\n".to_vec();
+    wire.extend_from_slice(&[b'h'; 50]);
+    wire.extend_from_slice(b"\r\n");
+    let server = TestServer::start(Behaviour::SendThenClose(wire));
+    let client = client(false);
+    let mut response = client.get(server.url("/")).send().wait().unwrap();
+    // The loop reads the chunk and the close meanwhile.
+    assert!(server.wait_for_open(0, WAIT), "the server did not close");
+    thread::sleep(Duration::from_millis(200));
+    let mut got = Vec::new();
+    let error = response.body_mut().read_to_end(&mut got).unwrap_err();
+    assert_eq!(got, [b'h'; 50], "the bytes before the cut are delivered");
+    let inner = error.into_inner().expect("a tickless error inside");
+    let inner = inner.downcast::<Error>().unwrap();
+    assert!(matches!(*inner, Error::Protocol { .. }), "{inner:?}");
+    client.close();
+}
+
+/// A server that sends a chunked head and a first chunk of `FIRST` bytes,
+/// then the end only once `go` is set (or, after [`WAIT`], closes).
+fn first_chunk_then_waits(go: Arc<AtomicBool>) -> TestServer {
+    TestServer::start(Behaviour::custom(move |mut stream, index| {
+        let mut reader = RequestReader::new(index);
+        if reader.read_request(&mut stream).is_err() {
+            return;
+        }
+        let mut wire =
+            format!("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n{FIRST:x}\r\n")
+                .into_bytes();
+        wire.extend_from_slice(&[b'f'; FIRST]);
+        wire.extend_from_slice(b"\r\n");
+        if stream.write_all(&wire).is_err() {
+            return;
+        }
+        if eventually(WAIT, || go.load(Ordering::SeqCst)) {
+            let _ = stream.write_all(b"0\r\n\r\n");
+            drain(&mut stream);
+        }
+    }))
+}
+
+const FIRST: usize = 1000;
+
+/// The first chunk, read with the head and held back for a reader who had
+/// not looked yet, reaches that reader when it first reads — before the
+/// server sends anything more (it waits for the client to have it).
+#[test]
+fn bytes_held_for_a_late_reader_reach_its_first_read_blocking() {
+    let go = Arc::new(AtomicBool::new(false));
+    let server = first_chunk_then_waits(go.clone());
+    let client = client(false);
+    let mut response = client.get(server.url("/")).send().wait().unwrap();
+    thread::sleep(Duration::from_millis(100));
+    let mut got = vec![0; 2 * FIRST];
+    let mut n = 0;
+    while n < FIRST {
+        let read = response.body_mut().read(&mut got[n..]).unwrap();
+        assert!(read > 0, "the body ended after {n} bytes");
+        n += read;
+    }
+    assert_eq!(&got[..n], &[b'f'; FIRST][..]);
+    go.store(true, Ordering::SeqCst);
+    assert_eq!(response.body_mut().read(&mut got).unwrap(), 0);
+    client.close();
+}
+
+/// [`bytes_held_for_a_late_reader_reach_its_first_read_blocking`] for a task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bytes_held_for_a_late_reader_reach_its_first_poll() {
+    let go = Arc::new(AtomicBool::new(false));
+    let server = first_chunk_then_waits(go.clone());
+    let client = client(true);
+    let mut response = client.get(server.url("/")).send().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut got = Vec::new();
+    while got.len() < FIRST {
+        let chunk = response
+            .chunk()
+            .await
+            .unwrap()
+            .expect("the body ended early");
+        got.extend_from_slice(&chunk);
+    }
+    assert_eq!(got, [b'f'; FIRST]);
+    go.store(true, Ordering::SeqCst);
+    assert!(response.chunk().await.unwrap().is_none());
     client.close();
 }
 

@@ -3,7 +3,7 @@
 //! ([`CollectBytes`], [`CollectText`]).
 
 use crate::error::{io_kind, Error, WithCauses};
-use crate::exchange::{Exchange, Pipe, Taken, Whole};
+use crate::exchange::{Chunks, Exchange, Pipe, Taken, Whole};
 use crate::policy::decode::Decoding;
 use bytes::{Buf, Bytes, BytesMut};
 use std::future::Future;
@@ -453,7 +453,7 @@ impl Gather {
         };
         self.body.ended = true;
         let held = std::mem::take(&mut self.body.current);
-        Ok(join(std::iter::once(held).chain(chunks)))
+        Ok(join(held, chunks))
     }
 
     fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Result<Bytes, Error>> {
@@ -552,17 +552,22 @@ impl Decoded {
     }
 }
 
-/// `pieces` in one: the one there is as it is (no copy), or a copy of all.
-fn join(pieces: impl IntoIterator<Item = Bytes>) -> Bytes {
-    let mut pieces = pieces.into_iter().filter(|c| !c.is_empty());
+/// What the body held, then the pipe's chunks, in one: the one non-empty
+/// piece as it is (no copy), or all copied once into a buffer of their
+/// whole length.
+fn join(held: Bytes, chunks: Chunks) -> Bytes {
+    let total = held.len() + chunks.iter().map(Bytes::len).sum::<usize>();
+    let mut pieces = std::iter::once(held)
+        .chain(chunks)
+        .filter(|c| !c.is_empty());
     let Some(first) = pieces.next() else {
         return Bytes::new();
     };
-    let Some(second) = pieces.next() else {
+    if first.len() == total {
         return first;
-    };
-    let mut joined = BytesMut::from(&first[..]);
-    joined.extend_from_slice(&second);
+    }
+    let mut joined = BytesMut::with_capacity(total);
+    joined.extend_from_slice(&first);
     for piece in pieces {
         joined.extend_from_slice(&piece);
     }

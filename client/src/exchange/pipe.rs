@@ -604,6 +604,15 @@ impl Pipe {
         }
     }
 
+    /// Counts `len` bytes its writer holds back (see [`Held`]).
+    pub(crate) fn held(&self, len: usize) -> Held {
+        self.meter.fetch_add(len, Ordering::Relaxed);
+        Held {
+            meter: self.meter.clone(),
+            counted: len,
+        }
+    }
+
     /// Whether the reader has not yet taken, collected or gone — so nobody
     /// waits on the bytes the writer holds, and a loop may let them pile
     /// up in the socket (a receive low-water mark) rather than wake for
@@ -620,6 +629,32 @@ impl Pipe {
             state.on_touch = Some(waiter());
         }
         true
+    }
+}
+
+/// Body bytes a writer holds back from the pipe for a while before it
+/// pushes them (a connection's deferred bytes: see `Conn::push_gathered`),
+/// counted with the pipe's buffered bytes ([`Pipe::held`]) until dropped.
+pub(crate) struct Held {
+    meter: Arc<AtomicUsize>,
+    counted: usize,
+}
+
+impl Held {
+    /// The writer holds `len` bytes now.
+    pub(crate) fn set(&mut self, len: usize) {
+        if len >= self.counted {
+            self.meter.fetch_add(len - self.counted, Ordering::Relaxed);
+        } else {
+            self.meter.fetch_sub(self.counted - len, Ordering::Relaxed);
+        }
+        self.counted = len;
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.meter.fetch_sub(self.counted, Ordering::Relaxed);
     }
 }
 

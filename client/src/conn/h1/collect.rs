@@ -41,15 +41,23 @@ pub(super) struct Collected {
 
 impl Collected {
     /// Starts with what the pipe held (taken back from it) and what was
-    /// gathered since, with capacity for `ahead` more bytes.
-    pub(super) fn new(taken_back: Chunks, gathered: &[u8], ahead: u64) -> Collected {
-        let held: usize = taken_back.iter().map(Bytes::len).sum();
+    /// gathered since, with capacity for `ahead` more bytes. The gathered
+    /// bytes are kept where they are when the pipe held nothing (a body
+    /// whose first bytes were deferred): no copy.
+    pub(super) fn new(taken_back: Chunks, gathered: BytesMut, ahead: u64) -> Collected {
         let ahead = usize::try_from(ahead.min(COLLECT_AHEAD)).unwrap_or(0);
-        let mut buf = BytesMut::with_capacity(held + gathered.len() + ahead);
-        for chunk in taken_back {
-            buf.extend_from_slice(&chunk);
-        }
-        buf.extend_from_slice(gathered);
+        let mut buf = if taken_back.is_empty() {
+            gathered
+        } else {
+            let held: usize = taken_back.iter().map(Bytes::len).sum();
+            let mut buf = BytesMut::with_capacity(held + gathered.len() + ahead);
+            for chunk in taken_back {
+                buf.extend_from_slice(&chunk);
+            }
+            buf.extend_from_slice(&gathered);
+            buf
+        };
+        buf.reserve(ahead);
         Collected { buf }
     }
 
@@ -95,7 +103,7 @@ mod tests {
         let held = [Bytes::from_static(b"ab"), Bytes::from_static(b"cd")]
             .into_iter()
             .collect();
-        let mut body = Collected::new(held, b"ef", 4);
+        let mut body = Collected::new(held, BytesMut::from(&b"ef"[..]), 4);
         body.extend(b"gh");
         // As a read in place does: into the spare capacity.
         body.buf_mut().extend_from_slice(b"ijk");
@@ -113,14 +121,18 @@ mod tests {
 
     #[test]
     fn a_body_much_shorter_than_its_reservation_keeps_only_its_own_size() {
-        let mut short = Collected::new(Chunks::default(), b"", ahead_of_unknown(1 << 20));
+        let mut short = Collected::new(
+            Chunks::default(),
+            BytesMut::new(),
+            ahead_of_unknown(1 << 20),
+        );
         short.extend(b"short");
         let before = short.buf.as_ptr();
         let body = short.finish();
         assert_eq!(&body[..], b"short");
         assert_ne!(body.as_ptr(), before, "copied out of the reservation");
 
-        let mut near = Collected::new(Chunks::default(), b"", ahead_of_unknown(60_000));
+        let mut near = Collected::new(Chunks::default(), BytesMut::new(), ahead_of_unknown(60_000));
         near.extend(&[b'x'; 60_000]);
         let before = near.buf.as_ptr();
         assert_eq!(near.finish().as_ptr(), before, "kept where it was read");
@@ -128,7 +140,7 @@ mod tests {
 
     #[test]
     fn the_length_ahead_is_reserved_not_filled() {
-        let body = Collected::new(Chunks::default(), b"", 1 << 20);
+        let body = Collected::new(Chunks::default(), BytesMut::new(), 1 << 20);
         assert!(body.buf.capacity() >= 1 << 20);
         assert!(body.buf.is_empty());
         assert_eq!(read_ahead(u64::MAX), COLLECT_AHEAD as usize);

@@ -14,10 +14,10 @@ use super::{Conn, IdleConn, Offered, State, EXPECT_TIMER};
 use super::{READ_BUDGET, WRITE_BUDGET};
 use crate::error::Error;
 use crate::event_loop::LoopContext;
-use crate::exchange::{deadline_after, ConnSlot, Exchange, Head, Pushed, Waiter};
+use crate::exchange::{deadline_after, ConnSlot, Exchange, Head, Held, Pushed, Waiter};
 use crate::h1::{DecodeError, Decoded, ResponseDecoder};
 use crate::net::Transport;
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use collect::Collected;
 use send::{BodyOut, Sending, Sent};
 use std::io;
@@ -111,6 +111,10 @@ pub(super) struct Active {
     sending: Sending,
     /// Body bytes decoded and not yet in the pipe.
     gathered: BytesMut,
+    /// The gathered bytes are held back from an untouched pipe (see
+    /// [`Conn::push_gathered`]), counted with its buffered bytes: the
+    /// reader's first take wakes the connection to push them.
+    deferred: Option<Held>,
     trailers: Option<http::HeaderMap>,
     /// The pipe was full: reading waits until it has room.
     paused: bool,
@@ -144,14 +148,30 @@ impl Active {
         if !pipe.is_collecting() {
             return false;
         }
-        let ahead = self
-            .decoder
-            .body_remaining()
-            .unwrap_or_else(|| collect::ahead_of_unknown(self.exchange.typical_body()));
-        self.collected = Some(Collected::new(pipe.reclaim(), &self.gathered, ahead));
-        self.gathered.clear();
+        let taken_back = pipe.reclaim();
+        let ahead = self.decoder.body_remaining().unwrap_or_else(|| {
+            // A guess at the whole body, less what is here already.
+            let here = taken_back.iter().map(Bytes::len).sum::<usize>() + self.gathered.len();
+            collect::ahead_of_unknown(self.exchange.typical_body()).saturating_sub(here as u64)
+        });
+        let gathered = std::mem::take(&mut self.gathered);
+        self.collected = Some(Collected::new(taken_back, gathered, ahead));
+        self.deferred = None;
         self.paused = false;
         true
+    }
+
+    /// The capacity of the gathered bytes' first allocation, at the first
+    /// `first` bytes of a body: a body of unknown length that may be
+    /// deferred (see [`Conn::push_gathered`]) reserves what the client's
+    /// bodies typically are, up to the window, so that it grows without
+    /// copying itself; else what came.
+    fn first_gather(&self, first: usize, window: usize) -> usize {
+        if self.decoder.body_remaining().is_some() {
+            return first;
+        }
+        let typical = collect::ahead_of_unknown(self.exchange.typical_body());
+        first.max(usize::try_from(typical).unwrap_or(window).min(window))
     }
 
     /// Where to read the body straight from the socket, past the read
@@ -274,6 +294,7 @@ impl Conn {
             reused,
             sending: Sending::Head { written: 0 },
             gathered: BytesMut::new(),
+            deferred: None,
             trailers: None,
             paused: false,
             draining: None,
@@ -493,7 +514,7 @@ impl Conn {
             }
         }
         self.drain_if_dropped();
-        if !self.resume_if_room(cx) {
+        if !self.resume_if_room(cx) || !self.push_if_touched(cx) {
             return;
         }
         // What a previous read left undecoded (reading paused) goes first.
@@ -639,6 +660,7 @@ impl Conn {
             active.draining = Some(DRAIN);
             active.paused = false;
             active.gathered.clear();
+            active.deferred = None;
             active.collected = None;
         }
     }
@@ -652,6 +674,33 @@ impl Conn {
             let exchange = active.exchange.clone();
             self.reset(cx);
             exchange.finish_err(Error::Cancelled);
+        }
+    }
+
+    /// Whether reading may go on, after the deferred bytes went into the
+    /// pipe if its reader has touched it since (or deferred again if not).
+    fn push_if_touched(&mut self, cx: &mut LoopContext<'_>) -> bool {
+        let State::Active(active) = &self.state else {
+            return false;
+        };
+        if active.deferred.is_none() {
+            return true;
+        }
+        if self.push_gathered(cx) {
+            return false;
+        }
+        self.flush_body();
+        true
+    }
+
+    /// A failure ends the body: what was deferred goes into the pipe
+    /// first, for a reader that takes what came before the error.
+    fn push_deferred(&mut self) {
+        if let State::Active(active) = &mut self.state {
+            if active.deferred.take().is_some() {
+                let rest = std::mem::take(&mut active.gathered).freeze();
+                active.exchange.body().push_last(rest);
+            }
         }
     }
 
@@ -701,6 +750,7 @@ impl Conn {
 
     /// Feeds what was read to the decoder.
     fn decode(&mut self, cx: &mut LoopContext<'_>) -> Decodes {
+        let window = self.env().config.body_window;
         loop {
             let State::Active(active) = &mut self.state else {
                 return Decodes::Stop;
@@ -818,13 +868,19 @@ impl Conn {
                         continue;
                     }
                     if active.gathered.capacity() == 0 {
-                        // The size a first `reserve` would grow it to,
-                        // without `Vec`'s growth path (about a hundred
-                        // instructions a response).
-                        active.gathered = BytesMut::with_capacity(data.len());
+                        // Allocated at once, without `Vec`'s growth path
+                        // (about a hundred instructions a response).
+                        let capacity = active.first_gather(data.len(), window);
+                        active.gathered = BytesMut::with_capacity(capacity);
                     }
                     active.gathered.extend_from_slice(data);
-                    let full = active.gathered.len() >= GATHER;
+                    // Deferred bytes go at the window (see `push_gathered`).
+                    let limit = if active.deferred.is_some() {
+                        window
+                    } else {
+                        GATHER
+                    };
+                    let full = active.gathered.len() >= limit;
                     self.buf.consume(consumed);
                     if full && self.push_gathered(cx) {
                         return Decodes::Stop;
@@ -848,7 +904,19 @@ impl Conn {
     /// timeout, until the reader makes room). A reader that has gone makes
     /// the connection drain instead (see [`DRAIN`]); one that collects the
     /// body whole makes it gather the rest here, pushed at the end.
+    ///
+    /// Bytes of a body of unknown length that nobody has touched yet are
+    /// held back (*deferred*), up to the window: a reader that then
+    /// collects the body — most do, having just been given its head, and
+    /// the head's read brings much of the body with it — finds them in
+    /// one buffer with the rest, where pushed they would be taken back and
+    /// copied (or joined by the reader). A reader's first take wakes the
+    /// connection ([`Pipe::untouched`](crate::exchange::Pipe::untouched)),
+    /// which pushes them then ([`Conn::read_response`]); the body's end
+    /// or failure pushes them with it. A body of known length has its own
+    /// paths (reads in place, a receive mark) and is pushed as it comes.
     fn push_gathered(&mut self, cx: &mut LoopContext<'_>) -> bool {
+        let window = self.env().config.body_window;
         let State::Active(active) = &mut self.state else {
             return true;
         };
@@ -862,6 +930,21 @@ impl Conn {
         if active.gathered.is_empty() {
             return active.paused;
         }
+        if active.gathered.len() < window
+            && active.decoder.body_remaining().is_none()
+            && active
+                .exchange
+                .body()
+                .untouched(|| Waiter::Source(cx.event_loop().clone(), cx.me()))
+        {
+            let held = active.gathered.len();
+            match &mut active.deferred {
+                Some(deferred) => deferred.set(held),
+                None => active.deferred = Some(active.exchange.body().held(held)),
+            }
+            return false;
+        }
+        active.deferred = None;
         let chunk = active.gathered.split().freeze();
         let waiter = || Waiter::Source(cx.event_loop().clone(), cx.me());
         match active.exchange.body().push(chunk, waiter) {
@@ -912,6 +995,7 @@ impl Conn {
             Some(collected) => collected.finish(),
             None => std::mem::take(&mut active.gathered).freeze(),
         };
+        active.deferred = None;
         if !rest.is_empty() && active.draining.is_none() {
             active.exchange.body().push_last(rest);
         }
@@ -1130,12 +1214,14 @@ impl Conn {
         if !active.decoder.bytes_seen() && self.retry_on_fresh_connection(cx) {
             return;
         }
+        self.push_deferred();
         self.close_failing(cx, |exchange| {
             super::stream_failure(exchange.remote_name(), error)
         });
     }
 
     fn protocol_failure(&mut self, cx: &mut LoopContext<'_>, error: DecodeError) {
+        self.push_deferred();
         self.close_failing(cx, |exchange| {
             let remote = exchange.remote_name();
             match error {
