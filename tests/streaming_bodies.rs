@@ -298,6 +298,40 @@ async fn bytes_held_for_a_late_reader_reach_its_first_poll() {
     client.close();
 }
 
+/// Bytes held back for a reader who has not looked yet are not lost when
+/// the exchange ends elsewhere meanwhile (a read timeout here; a cancel or
+/// the client's close end it the same way): they come first, then the
+/// error, as bytes pushed into the pipe would.
+#[test]
+fn a_chunked_body_that_times_out_before_its_reader_looks_gives_its_bytes_then_the_timeout() {
+    let mut wire = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n32\r\n".to_vec();
+    wire.extend_from_slice(&[b'h'; 50]);
+    wire.extend_from_slice(b"\r\n");
+    let server = TestServer::start(Behaviour::SendThenStall(wire));
+    let client = builder(false)
+        .read_timeout(Duration::from_millis(200))
+        .wheel_tick(Duration::from_millis(10))
+        .build()
+        .unwrap();
+    let mut response = client.get(server.url("/")).send().wait().unwrap();
+    // The timeout ends the exchange, and its connection is aborted.
+    assert_settles(&client, WAIT);
+    assert!(
+        eventually(WAIT, || client.stats().open_connections == 0),
+        "the connection stayed open"
+    );
+    let mut got = Vec::new();
+    let error = response.body_mut().read_to_end(&mut got).unwrap_err();
+    assert_eq!(
+        got, [b'h'; 50],
+        "the bytes before the timeout are delivered"
+    );
+    let inner = error.into_inner().expect("a tickless error inside");
+    let inner = inner.downcast::<Error>().unwrap();
+    assert!(matches!(*inner, Error::ReadTimeout(_)), "{inner:?}");
+    client.close();
+}
+
 #[test]
 fn a_body_that_failed_fails_again_however_it_is_read_again() {
     // Code that reads on after an error (a retry after a timeout,

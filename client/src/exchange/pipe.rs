@@ -604,6 +604,30 @@ impl Pipe {
         }
     }
 
+    /// The bytes its writer held back (see [`Held`]), as it lets them go
+    /// before the body's end: taken even past the window — and even once
+    /// the body has failed meanwhile (a timeout, a cancel or the client's
+    /// close ends it elsewhere, before its connection hears of it), as
+    /// long as the reader has not taken the error yet: they came before
+    /// the failure, and the reader gets them first, then the error.
+    pub(crate) fn push_held(&self, bytes: Bytes) {
+        let wake = {
+            let mut state = lock(&self.state);
+            let before_end = matches!(state.end, End::Open | End::Failed(Some(_)));
+            if bytes.is_empty() || state.reader_gone || !before_end {
+                return;
+            }
+            state.buffered += bytes.len();
+            state.pushed += bytes.len() as u64;
+            self.meter.fetch_add(bytes.len(), Ordering::Relaxed);
+            state.chunks.push_back(bytes);
+            state.reader.take()
+        };
+        if let Some(reader) = wake {
+            reader.wake(&self.reader_ready);
+        }
+    }
+
     /// Counts `len` bytes its writer holds back (see [`Held`]).
     pub(crate) fn held(&self, len: usize) -> Held {
         self.meter.fetch_add(len, Ordering::Relaxed);

@@ -693,13 +693,16 @@ impl Conn {
         true
     }
 
-    /// A failure ends the body: what was deferred goes into the pipe
-    /// first, for a reader that takes what came before the error.
-    fn push_deferred(&mut self) {
+    /// The connection closes mid-body — a failure it met, or an exchange
+    /// that ended elsewhere (a timeout, a cancel, the client's close): what
+    /// was deferred goes into the pipe before the error, for a reader that
+    /// takes what came before it
+    /// ([`Pipe::push_held`](crate::exchange::Pipe::push_held)).
+    pub(super) fn push_deferred(&mut self) {
         if let State::Active(active) = &mut self.state {
             if active.deferred.take().is_some() {
                 let rest = std::mem::take(&mut active.gathered).freeze();
-                active.exchange.body().push_last(rest);
+                active.exchange.body().push_held(rest);
             }
         }
     }
@@ -1214,14 +1217,12 @@ impl Conn {
         if !active.decoder.bytes_seen() && self.retry_on_fresh_connection(cx) {
             return;
         }
-        self.push_deferred();
         self.close_failing(cx, |exchange| {
             super::stream_failure(exchange.remote_name(), error)
         });
     }
 
     fn protocol_failure(&mut self, cx: &mut LoopContext<'_>, error: DecodeError) {
-        self.push_deferred();
         self.close_failing(cx, |exchange| {
             let remote = exchange.remote_name();
             match error {

@@ -141,6 +141,29 @@ fn a_failure_reaches_a_collecting_reader() {
 }
 
 #[test]
+fn held_bytes_go_before_a_failure_the_reader_has_not_taken_and_never_after_it() {
+    let (pipe, meter) = pipe();
+    let held = pipe.held(5);
+    pipe.fail(Error::Cancelled);
+    drop(held);
+    pipe.push_held(bytes(5));
+    assert_eq!(meter.load(Ordering::SeqCst), 5);
+    let (_, reader) = counted();
+    assert!(matches!(pipe.take(&reader), Taken::Chunk(c) if c.len() == 5));
+    assert!(matches!(
+        pipe.take(&reader),
+        Taken::Failed(Error::Cancelled)
+    ));
+    pipe.push_held(bytes(5));
+    assert_eq!(
+        meter.load(Ordering::SeqCst),
+        0,
+        "refused once the error was taken"
+    );
+    assert!(matches!(pipe.take(&reader), Taken::End(None)));
+}
+
+#[test]
 fn a_reader_that_goes_frees_the_buffer_wakes_the_writer_and_refuses_more() {
     let (pipe, meter) = pipe();
     let (writer, waiter) = counted();
