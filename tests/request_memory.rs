@@ -128,3 +128,64 @@ fn a_large_body_in_memory_is_sent_without_a_copy() {
     assert_eq!(server.connections_accepted(), 1);
     client.close();
 }
+
+/// A server that answers `/big` with a chunked body of [`BIG`] bytes and
+/// anything else with a chunked body of [`SMALL`] bytes, head and body in
+/// one write.
+fn big_and_small_chunked_server() -> TestServer {
+    TestServer::start(Behaviour::custom(|mut stream, _| loop {
+        let Some(head) = read_head(&mut stream) else {
+            return;
+        };
+        let body = if head.starts_with("GET /big ") {
+            vec![b'b'; BIG]
+        } else {
+            vec![b's'; SMALL]
+        };
+        if stream.write_all(&chunked(200, &[&body], &[])).is_err() {
+            return;
+        }
+    }))
+}
+
+const BIG: usize = 1 << 20;
+const SMALL: usize = 100;
+
+/// A small chunked body that has ended before its reader asks for it (its
+/// head and body came in one read) does not keep the buffer its
+/// connection reserved for the client's typical body — up to the window,
+/// here about that of a 1 MiB body fetched just before — alive with it:
+/// a caller keeping many small bodies keeps about their own size.
+#[test]
+fn a_small_chunked_body_does_not_keep_a_reservation_for_a_typical_one() {
+    const KEPT: usize = 8;
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let server = big_and_small_chunked_server();
+    let client = Client::builder().event_loops(1).build().unwrap();
+    let get = |path: &str| {
+        let response = client.get(server.url(path)).send().wait().unwrap();
+        response.bytes().wait().unwrap()
+    };
+    // Warm up: the connection, and the client's own allocations, settle.
+    assert_eq!(get("/big").len(), BIG);
+    assert_eq!(get("/small").len(), SMALL);
+
+    let before = counting_alloc::live_bytes();
+    let mut kept = Vec::new();
+    for _ in 0..KEPT {
+        assert_eq!(get("/big").len(), BIG);
+        kept.push(get("/small"));
+    }
+    assert_settles(&client, std::time::Duration::from_secs(10));
+    let bound = (KEPT * 8 * 1024) as isize;
+    let went = eventually(std::time::Duration::from_secs(5), || {
+        counting_alloc::live_bytes() - before < bound
+    });
+    let held = counting_alloc::live_bytes() - before;
+    assert!(
+        went,
+        "{KEPT} kept bodies of {SMALL} bytes keep {held} bytes alive"
+    );
+    assert!(kept.iter().all(|body| body.len() == SMALL));
+    client.close();
+}

@@ -76,16 +76,21 @@ impl Collected {
         &self.buf[self.buf.len() - n..]
     }
 
-    /// The body, in one piece. A body much shorter than what was reserved
-    /// for it (a guess from the client's typical bodies) is copied into a
-    /// buffer of its own size: the caller may keep it for long, and should
-    /// not keep the reservation with it.
+    /// The body, in one piece (see [`own_size`]).
     pub(super) fn finish(self) -> Bytes {
-        if self.buf.capacity() > 2 * self.buf.len() + SHRINK_SLACK {
-            return Bytes::copy_from_slice(&self.buf);
-        }
-        self.buf.freeze()
+        own_size(self.buf)
     }
+}
+
+/// A whole body, `buf`: one much shorter than what was reserved for it (a
+/// guess from the client's typical bodies) is copied into a buffer of its
+/// own size — the caller may keep it for long, and should not keep the
+/// reservation with it.
+pub(super) fn own_size(buf: BytesMut) -> Bytes {
+    if buf.capacity() > 2 * buf.len() + SHRINK_SLACK {
+        return Bytes::copy_from_slice(&buf);
+    }
+    buf.freeze()
 }
 
 /// How much of a body of `remaining` known bytes one read may take into a

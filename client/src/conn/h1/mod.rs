@@ -115,6 +115,11 @@ pub(super) struct Active {
     /// [`Conn::push_gathered`]), counted with its buffered bytes: the
     /// reader's first take wakes the connection to push them.
     deferred: Option<Held>,
+    /// The gathered bytes' allocation is a reservation for the whole of a
+    /// body of unknown length ([`Active::first_gather`]): a body that ends
+    /// in it is handed over in a buffer of its own size if it fills little
+    /// of it (see [`collect::own_size`]).
+    reserved: bool,
     trailers: Option<http::HeaderMap>,
     /// The pipe was full: reading waits until it has room.
     paused: bool,
@@ -295,6 +300,7 @@ impl Conn {
             sending: Sending::Head { written: 0 },
             gathered: BytesMut::new(),
             deferred: None,
+            reserved: false,
             trailers: None,
             paused: false,
             draining: None,
@@ -874,6 +880,7 @@ impl Conn {
                         // Allocated at once, without `Vec`'s growth path
                         // (about a hundred instructions a response).
                         let capacity = active.first_gather(data.len(), window);
+                        active.reserved = capacity > data.len();
                         active.gathered = BytesMut::with_capacity(capacity);
                     }
                     active.gathered.extend_from_slice(data);
@@ -996,6 +1003,7 @@ impl Conn {
         // their allocation through a new one).
         let rest = match active.collected.take() {
             Some(collected) => collected.finish(),
+            None if active.reserved => collect::own_size(std::mem::take(&mut active.gathered)),
             None => std::mem::take(&mut active.gathered).freeze(),
         };
         active.deferred = None;
