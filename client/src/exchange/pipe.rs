@@ -87,6 +87,21 @@ impl Waiter {
             Waiter::Source(event_loop, source) => event_loop.wake_source(source),
         }
     }
+
+    /// [`wake`](Self::wake), by a reader that blocks on the pipe next and
+    /// drives the writer's loop itself if that loop is idle
+    /// (`reader_drives`): a connection is then woken for that driver
+    /// ([`EventLoop::wake_source_for_driver`]), not the loop's thread —
+    /// woken, the thread would take the loop and read the body while the
+    /// reader slept on it, a hand-over each way.
+    fn wake_by_reader(self, cv: &Condvar, reader_drives: bool) {
+        match self {
+            Waiter::Source(event_loop, source) if reader_drives => {
+                event_loop.wake_source_for_driver(source)
+            }
+            waiter => waiter.wake(cv),
+        }
+    }
 }
 
 /// How a pipe ends.
@@ -314,6 +329,13 @@ impl Pipe {
     /// The reader takes the next chunk, or the end; registers `waiter`
     /// when there is nothing yet.
     pub(crate) fn take(&self, waiter: impl FnOnce() -> Waiter) -> Taken {
+        self.take_by(waiter, false)
+    }
+
+    /// [`take`](Self::take), by a reader that drives the writer's loop if
+    /// it finds nothing and waits (`reader_drives`: see
+    /// [`Waiter::wake_by_reader`]).
+    fn take_by(&self, waiter: impl FnOnce() -> Waiter, reader_drives: bool) -> Taken {
         // The reader's waiter replaced (another task's waker, say), dropped
         // after the unlock.
         let mut replaced = None;
@@ -342,9 +364,12 @@ impl Pipe {
             }
         };
         drop(replaced);
-        // Both wake the writer: once is enough.
+        // Both wake the writer: once is enough. A reader that found nothing
+        // waits next, driving the loop if it may; one that took a chunk
+        // goes back to its own work, while the writer should read on.
         if let Some(writer) = wake.or(touch) {
-            writer.wake(&self.writer_ready);
+            let drives = reader_drives && matches!(taken, Taken::Pending);
+            writer.wake_by_reader(&self.writer_ready, drives);
         }
         taken
     }
@@ -375,7 +400,7 @@ impl Pipe {
         stalls: impl Fn() -> bool,
     ) -> Option<Taken> {
         loop {
-            match self.take(|| Waiter::thread(home)) {
+            match self.take_by(|| Waiter::thread(home), home.is_some()) {
                 Taken::Pending => {}
                 taken => return Some(taken),
             }
@@ -494,12 +519,8 @@ impl Pipe {
             state.collecting = true;
             (state.writer.take(), state.first_touch())
         };
-        match wake {
-            Some(Waiter::Source(event_loop, source)) if blocking => {
-                event_loop.wake_source_for_driver(source)
-            }
-            Some(writer) => writer.wake(&self.writer_ready),
-            None => {}
+        if let Some(writer) = wake {
+            writer.wake_by_reader(&self.writer_ready, blocking);
         }
     }
 
