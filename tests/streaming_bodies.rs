@@ -189,17 +189,31 @@ fn truncating() -> TestServer {
     TestServer::start(Behaviour::SendThenClose(wire))
 }
 
+/// Reads `response`'s body as a stream until it fails: the bytes that came
+/// before the error, and the client's error inside the `io::Error`.
+fn read_to_error(response: &mut tickless::Response) -> (Vec<u8>, Error) {
+    let mut got = Vec::new();
+    let error = response.body_mut().read_to_end(&mut got).unwrap_err();
+    let inner = error.into_inner().expect("a tickless error inside");
+    (got, *inner.downcast::<Error>().unwrap())
+}
+
+/// A chunked head and one chunk of 50 bytes, no more.
+fn one_chunk_of_fifty() -> Vec<u8> {
+    let mut wire = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n32\r\n".to_vec();
+    wire.extend_from_slice(&[b'h'; 50]);
+    wire.extend_from_slice(b"\r\n");
+    wire
+}
+
 #[test]
 fn a_truncated_body_is_an_error_where_it_is_read_never_a_short_success() {
     let server = truncating();
     let client = client(false);
     let mut response = client.get(server.url("/")).send().wait().unwrap();
-    let mut got = Vec::new();
-    let error = response.body_mut().read_to_end(&mut got).unwrap_err();
+    let (got, error) = read_to_error(&mut response);
     assert_eq!(got.len(), 50, "the bytes before the cut are delivered");
-    let inner = error.into_inner().expect("a tickless error inside");
-    let inner = inner.downcast::<Error>().unwrap();
-    assert!(matches!(*inner, Error::Protocol { .. }), "{inner:?}");
+    assert!(matches!(error, Error::Protocol { .. }), "{error:?}");
     client.close();
 }
 
@@ -209,21 +223,15 @@ fn a_truncated_body_is_an_error_where_it_is_read_never_a_short_success() {
 /// the error.
 #[test]
 fn a_chunked_body_cut_before_its_reader_looks_gives_its_bytes_then_the_error() {
-    let mut wire = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n32\r\n".to_vec();
-    wire.extend_from_slice(&[b'h'; 50]);
-    wire.extend_from_slice(b"\r\n");
-    let server = TestServer::start(Behaviour::SendThenClose(wire));
+    let server = TestServer::start(Behaviour::SendThenClose(one_chunk_of_fifty()));
     let client = client(false);
     let mut response = client.get(server.url("/")).send().wait().unwrap();
     // The loop reads the chunk and the close meanwhile.
     assert!(server.wait_for_open(0, WAIT), "the server did not close");
     thread::sleep(Duration::from_millis(200));
-    let mut got = Vec::new();
-    let error = response.body_mut().read_to_end(&mut got).unwrap_err();
+    let (got, error) = read_to_error(&mut response);
     assert_eq!(got, [b'h'; 50], "the bytes before the cut are delivered");
-    let inner = error.into_inner().expect("a tickless error inside");
-    let inner = inner.downcast::<Error>().unwrap();
-    assert!(matches!(*inner, Error::Protocol { .. }), "{inner:?}");
+    assert!(matches!(error, Error::Protocol { .. }), "{error:?}");
     client.close();
 }
 
@@ -304,10 +312,7 @@ async fn bytes_held_for_a_late_reader_reach_its_first_poll() {
 /// error, as bytes pushed into the pipe would.
 #[test]
 fn a_chunked_body_that_times_out_before_its_reader_looks_gives_its_bytes_then_the_timeout() {
-    let mut wire = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n32\r\n".to_vec();
-    wire.extend_from_slice(&[b'h'; 50]);
-    wire.extend_from_slice(b"\r\n");
-    let server = TestServer::start(Behaviour::SendThenStall(wire));
+    let server = TestServer::start(Behaviour::SendThenStall(one_chunk_of_fifty()));
     let client = builder(false)
         .read_timeout(Duration::from_millis(200))
         .wheel_tick(Duration::from_millis(10))
@@ -320,15 +325,12 @@ fn a_chunked_body_that_times_out_before_its_reader_looks_gives_its_bytes_then_th
         eventually(WAIT, || client.stats().open_connections == 0),
         "the connection stayed open"
     );
-    let mut got = Vec::new();
-    let error = response.body_mut().read_to_end(&mut got).unwrap_err();
+    let (got, error) = read_to_error(&mut response);
     assert_eq!(
         got, [b'h'; 50],
         "the bytes before the timeout are delivered"
     );
-    let inner = error.into_inner().expect("a tickless error inside");
-    let inner = inner.downcast::<Error>().unwrap();
-    assert!(matches!(*inner, Error::ReadTimeout(_)), "{inner:?}");
+    assert!(matches!(error, Error::ReadTimeout(_)), "{error:?}");
     client.close();
 }
 
