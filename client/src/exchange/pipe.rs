@@ -30,7 +30,9 @@
 //! * **Untouched.** Until the reader first takes, collects or goes, nobody
 //!   waits on the bytes: a writer may ask to be woken at that first touch
 //!   ([`untouched`](Pipe::untouched)) and meanwhile let bytes wait where
-//!   they are cheapest (a loop: in the socket, behind a low-water mark).
+//!   they are cheapest (a loop: in the socket, behind a low-water mark; or
+//!   decoded and held back on the connection, counted here as [`Held`],
+//!   for a reader who will likely collect them).
 //! * **Ending.** The writer ends the pipe with trailers or an error, once;
 //!   the reader takes the chunks left, then the end. A reader that goes
 //!   away drops what is buffered and tells the writer, whose next push is
