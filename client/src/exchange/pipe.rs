@@ -140,6 +140,14 @@ impl State {
         self.touched = true;
         self.on_touch.take()
     }
+
+    /// Queues `bytes` for the reader, counted in `meter`.
+    fn append(&mut self, bytes: Bytes, meter: &AtomicUsize) {
+        self.buffered += bytes.len();
+        self.pushed += bytes.len() as u64;
+        meter.fetch_add(bytes.len(), Ordering::Relaxed);
+        self.chunks.push_back(bytes);
+    }
 }
 
 /// What a push found.
@@ -234,10 +242,7 @@ impl Pipe {
             if state.reader_gone || !matches!(state.end, End::Open) {
                 return Pushed::Refused;
             }
-            state.buffered += bytes.len();
-            state.pushed += bytes.len() as u64;
-            self.meter.fetch_add(bytes.len(), Ordering::Relaxed);
-            state.chunks.push_back(bytes);
+            state.append(bytes, &self.meter);
             let pushed = if state.buffered >= self.window && !state.collecting {
                 replaced = std::mem::replace(&mut state.writer, waiter.map(|waiter| waiter()));
                 Pushed::Full
@@ -532,6 +537,7 @@ impl Pipe {
     }
 
     /// Whether the reader [collects](Self::collect) the body.
+    #[cfg(test)]
     pub(crate) fn is_collecting(&self) -> bool {
         lock(&self.state).collecting
     }
@@ -640,10 +646,7 @@ impl Pipe {
             if bytes.is_empty() || state.reader_gone || !before_end {
                 return;
             }
-            state.buffered += bytes.len();
-            state.pushed += bytes.len() as u64;
-            self.meter.fetch_add(bytes.len(), Ordering::Relaxed);
-            state.chunks.push_back(bytes);
+            state.append(bytes, &self.meter);
             state.reader.take()
         };
         if let Some(reader) = wake {
@@ -668,15 +671,37 @@ impl Pipe {
     /// once: the pipe's writer is one connection, which asks again at each
     /// pause of its reading.
     pub(crate) fn untouched(&self, waiter: impl FnOnce() -> Waiter) -> bool {
+        matches!(self.reader(Some(waiter)), Reader::Untouched)
+    }
+
+    /// How the reader stands, under one lock: it collects the body, has
+    /// not touched it yet (then `waiter`, if given, is registered as
+    /// [`untouched`](Self::untouched) does), or takes it chunk by chunk
+    /// (or has gone).
+    pub(crate) fn reader(&self, waiter: Option<impl FnOnce() -> Waiter>) -> Reader {
         let mut state = lock(&self.state);
-        if state.touched {
-            return false;
+        // A collect touches the pipe too: asked first.
+        if state.collecting {
+            return Reader::Collects;
         }
-        if state.on_touch.is_none() {
+        if state.touched {
+            return Reader::Takes;
+        }
+        if let (None, Some(waiter)) = (&state.on_touch, waiter) {
             state.on_touch = Some(waiter());
         }
-        true
+        Reader::Untouched
     }
+}
+
+/// How a pipe's reader stands (see [`Pipe::reader`]).
+pub(crate) enum Reader {
+    /// It wants the body whole ([`Pipe::collect`]).
+    Collects,
+    /// It has not taken, collected or gone yet.
+    Untouched,
+    /// It has taken from the pipe, or gone.
+    Takes,
 }
 
 /// Body bytes a writer holds back from the pipe for a while before it

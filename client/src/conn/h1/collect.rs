@@ -46,18 +46,17 @@ impl Collected {
     /// whose first bytes were deferred): no copy.
     pub(super) fn new(taken_back: Chunks, gathered: BytesMut, ahead: u64) -> Collected {
         let ahead = usize::try_from(ahead.min(COLLECT_AHEAD)).unwrap_or(0);
-        let mut buf = if taken_back.is_empty() {
-            gathered
-        } else {
-            let held: usize = taken_back.iter().map(Bytes::len).sum();
-            let mut buf = BytesMut::with_capacity(held + gathered.len() + ahead);
-            for chunk in taken_back {
-                buf.extend_from_slice(&chunk);
-            }
-            buf.extend_from_slice(&gathered);
-            buf
-        };
-        buf.reserve(ahead);
+        if taken_back.is_empty() {
+            let mut buf = gathered;
+            buf.reserve(ahead);
+            return Collected { buf };
+        }
+        let held: usize = taken_back.iter().map(Bytes::len).sum();
+        let mut buf = BytesMut::with_capacity(held + gathered.len() + ahead);
+        for chunk in taken_back {
+            buf.extend_from_slice(&chunk);
+        }
+        buf.extend_from_slice(&gathered);
         Collected { buf }
     }
 

@@ -14,7 +14,7 @@ use super::{Conn, IdleConn, Offered, State, EXPECT_TIMER};
 use super::{READ_BUDGET, WRITE_BUDGET};
 use crate::error::Error;
 use crate::event_loop::LoopContext;
-use crate::exchange::{deadline_after, ConnSlot, Exchange, Head, Held, Pushed, Waiter};
+use crate::exchange::{deadline_after, ConnSlot, Exchange, Head, Held, Pushed, Reader, Waiter};
 use crate::h1::{DecodeError, Decoded, ResponseDecoder};
 use crate::net::Transport;
 use bytes::{Bytes, BytesMut};
@@ -115,11 +115,6 @@ pub(super) struct Active {
     /// [`Conn::push_gathered`]), counted with its buffered bytes: the
     /// reader's first take wakes the connection to push them.
     deferred: Option<Held>,
-    /// The gathered bytes' allocation is a reservation for the whole of a
-    /// body of unknown length ([`Active::first_gather`]): a body that ends
-    /// in it is handed over in a buffer of its own size if it fills little
-    /// of it (see [`collect::own_size`]).
-    reserved: bool,
     trailers: Option<http::HeaderMap>,
     /// The pipe was full: reading waits until it has room.
     paused: bool,
@@ -146,24 +141,19 @@ pub(super) struct Active {
 }
 
 impl Active {
-    /// Whether the reader has just asked for the body whole; then takes
-    /// back what the pipe holds, to gather it with the rest.
-    fn start_collecting(&mut self) -> bool {
-        let pipe = self.exchange.body();
-        if !pipe.is_collecting() {
-            return false;
-        }
-        let taken_back = pipe.reclaim();
+    /// The reader has asked for the body whole: takes back what the pipe
+    /// holds, to gather it with the rest.
+    fn start_collecting(&mut self) {
+        let taken_back = self.exchange.body().reclaim();
+        let gathered = std::mem::take(&mut self.gathered);
         let ahead = self.decoder.body_remaining().unwrap_or_else(|| {
             // A guess at the whole body, less what is here already.
-            let here = taken_back.iter().map(Bytes::len).sum::<usize>() + self.gathered.len();
+            let here = taken_back.iter().map(Bytes::len).sum::<usize>() + gathered.len();
             collect::ahead_of_unknown(self.exchange.typical_body()).saturating_sub(here as u64)
         });
-        let gathered = std::mem::take(&mut self.gathered);
         self.collected = Some(Collected::new(taken_back, gathered, ahead));
         self.deferred = None;
         self.paused = false;
-        true
     }
 
     /// The capacity of the gathered bytes' first allocation, at the first
@@ -300,7 +290,6 @@ impl Conn {
             sending: Sending::Head { written: 0 },
             gathered: BytesMut::new(),
             deferred: None,
-            reserved: false,
             trailers: None,
             paused: false,
             draining: None,
@@ -880,7 +869,6 @@ impl Conn {
                         // Allocated at once, without `Vec`'s growth path
                         // (about a hundred instructions a response).
                         let capacity = active.first_gather(data.len(), window);
-                        active.reserved = capacity > data.len();
                         active.gathered = BytesMut::with_capacity(capacity);
                     }
                     active.gathered.extend_from_slice(data);
@@ -934,29 +922,33 @@ impl Conn {
             active.gathered.clear();
             return false;
         }
-        if active.collected.is_some() || active.start_collecting() {
+        if active.collected.is_some() {
             return false;
+        }
+        let waiter = || Waiter::Source(cx.event_loop().clone(), cx.me());
+        let may_hold = !active.gathered.is_empty()
+            && active.gathered.len() < window
+            && active.decoder.body_remaining().is_none();
+        match active.exchange.body().reader(may_hold.then_some(waiter)) {
+            Reader::Collects => {
+                active.start_collecting();
+                return false;
+            }
+            Reader::Untouched if may_hold => {
+                let held = active.gathered.len();
+                match &mut active.deferred {
+                    Some(deferred) => deferred.set(held),
+                    None => active.deferred = Some(active.exchange.body().held(held)),
+                }
+                return false;
+            }
+            Reader::Untouched | Reader::Takes => {}
         }
         if active.gathered.is_empty() {
             return active.paused;
         }
-        if active.gathered.len() < window
-            && active.decoder.body_remaining().is_none()
-            && active
-                .exchange
-                .body()
-                .untouched(|| Waiter::Source(cx.event_loop().clone(), cx.me()))
-        {
-            let held = active.gathered.len();
-            match &mut active.deferred {
-                Some(deferred) => deferred.set(held),
-                None => active.deferred = Some(active.exchange.body().held(held)),
-            }
-            return false;
-        }
         active.deferred = None;
         let chunk = active.gathered.split().freeze();
-        let waiter = || Waiter::Source(cx.event_loop().clone(), cx.me());
         match active.exchange.body().push(chunk, waiter) {
             Pushed::Room => false,
             Pushed::Full => {
@@ -1001,10 +993,11 @@ impl Conn {
         // The pipe takes the rest even when full: the body has ended. The
         // gathered bytes are taken whole, not split off (a split shares
         // their allocation through a new one).
+        // The gathered bytes may be a reservation for the client's typical
+        // body (`Active::first_gather`): handed over at their own size.
         let rest = match active.collected.take() {
             Some(collected) => collected.finish(),
-            None if active.reserved => collect::own_size(std::mem::take(&mut active.gathered)),
-            None => std::mem::take(&mut active.gathered).freeze(),
+            None => collect::own_size(std::mem::take(&mut active.gathered)),
         };
         active.deferred = None;
         if !rest.is_empty() && active.draining.is_none() {
