@@ -76,7 +76,8 @@
 //!   through a CONNECT tunnel), `socks5://…` (names resolved here) or
 //!   `socks5h://…` (by the proxy); without a port, curl's 1080. Without it the proxy environment
 //!   variables are honoured (`http_proxy`, `https_proxy`, `all_proxy`,
-//!   `no_proxy`, as curl and reqwest read them). `-x ""`, as curl's: no
+//!   `no_proxy`, as curl and reqwest read them; a proxy there without a
+//!   port is at 1080 too, as curl's). `-x ""`, as curl's: no
 //!   proxy, not even the environment's.
 //! * `--no-proxy`: ignore the proxy environment variables.
 //! * `--noproxy LIST` (curl's): the hosts that bypass the proxy — of
@@ -613,6 +614,9 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     if let (Some(hosts), None) = (&args.noproxy, &args.proxy) {
         bypass_the_environments_proxies(hosts);
     }
+    if args.proxy.is_none() && !args.no_proxy {
+        give_the_environments_proxies_curls_port();
+    }
     let mut builder = tickless::Client::builder()
         .event_loops(1)
         .use_event_loop_timeouts(args.event_loop_timeouts);
@@ -837,6 +841,38 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
 fn bypass_the_environments_proxies(hosts: &str) {
     std::env::remove_var("NO_PROXY");
     std::env::set_var("no_proxy", hosts);
+}
+
+/// The proxies of the environment, as curl reads them: one named without
+/// a port is at 1080, as one given with `-x` ([`with_curl_proxy_port`]),
+/// where the client would take the scheme's (80). The client reads the
+/// variables when it is built, so the port goes there, into each variable
+/// it reads a proxy from that holds one without a port, trimmed as the
+/// client trims it. A blank value is left as it is (it is no proxy: the
+/// client falls through to the next name), and so is one that is not
+/// Unicode (the client does not read it). Every variable is rewritten by
+/// the same rule, so `http_proxy` and `HTTP_PROXY` that were equal stay
+/// equal: in a CGI program the client takes an `http_proxy` equal to
+/// `HTTP_PROXY` for the request's `Proxy:` header, and must go on doing so.
+/// Called before the client is built, while this process has no other
+/// thread to read the environment meanwhile.
+fn give_the_environments_proxies_curls_port() {
+    for name in [
+        "http_proxy",
+        "HTTP_PROXY",
+        "https_proxy",
+        "HTTPS_PROXY",
+        "all_proxy",
+        "ALL_PROXY",
+    ] {
+        let Ok(value) = std::env::var(name) else {
+            continue;
+        };
+        let value = value.trim();
+        if !value.is_empty() {
+            std::env::set_var(name, with_curl_proxy_port(value));
+        }
+    }
 }
 
 /// The URL an upload of `path` goes to: `url`, or, if its path ends with

@@ -392,6 +392,43 @@ fn a_proxy_with_an_empty_port_is_at_curls_1080() {
     assert_eq!(proxy.connections_accepted(), 2);
 }
 
+/// A proxy of the environment named without a port is at curl's 1080 as
+/// well: curl reads `http_proxy` and the others as it reads `-x`, where
+/// the client's own default for an `http` proxy is 80. Each variable the
+/// client reads a proxy from, in each spelling of a missing port, with the
+/// environment otherwise clear of proxies.
+#[test]
+fn a_proxy_of_the_environment_without_a_port_is_at_curls_1080_too() {
+    let (host, proxy) = proxy_at_1080();
+    let spellings = [
+        ("http_proxy", host.clone()),
+        ("HTTP_PROXY", format!("http://{host}")),
+        ("all_proxy", format!("http://u:p@{host}/")),
+        ("ALL_PROXY", format!("http://{host}:")),
+        ("http_proxy", format!(" {host} ")),
+    ];
+    for (variable, value) in &spellings {
+        let mut command = Command::new(example_binary("get"));
+        command.arg("http://far.invalid/x");
+        for name in ["http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY"] {
+            command.env_remove(name);
+        }
+        for name in ["all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"] {
+            command.env_remove(name);
+        }
+        let output = command
+            .env_remove("REQUEST_METHOD")
+            .env(variable, value)
+            .output()
+            .unwrap();
+        assert!(
+            stdout(&output).ends_with("proxy got http://far.invalid/x"),
+            "{variable}={value:?}: {output:?}"
+        );
+    }
+    assert_eq!(proxy.connections_accepted(), spellings.len());
+}
+
 #[test]
 fn proxy_resolve_and_no_proxy_flags() {
     let origin = server();
