@@ -77,7 +77,9 @@
 //!   `socks5h://…` (by the proxy); without a port, curl's 1080. Without it the proxy environment
 //!   variables are honoured (`http_proxy`, `https_proxy`, `all_proxy`,
 //!   `no_proxy`, as curl and reqwest read them; a proxy there without a
-//!   port is at 1080 too, as curl's). `-x ""`, as curl's: no
+//!   port is at 1080 too, as curl's). The environment's `no_proxy` (else
+//!   `NO_PROXY`) names hosts that bypass a proxy given with `-x` as well,
+//!   as in curl. `-x ""`, as curl's: no
 //!   proxy, not even the environment's.
 //! * `--no-proxy`: ignore the proxy environment variables.
 //! * `--noproxy LIST` (curl's): the hosts that bypass the proxy — of
@@ -651,8 +653,12 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     } else if let Some(url) = &args.proxy {
         let url = with_curl_proxy_port(url);
         let mut proxy = tickless::Proxy::all(&url).map_err(|e| format!("--proxy: {e}"))?;
-        if let Some(hosts) = &args.noproxy {
-            proxy = proxy.no_proxy(hosts);
+        // curl's rule: the hosts that bypass a proxy, even one given with
+        // `-x`, are `--noproxy`'s, else the environment's — unless
+        // `--no-proxy` says the environment is not to be read.
+        let environments = || (!args.no_proxy).then(environments_no_proxy).flatten();
+        if let Some(hosts) = args.noproxy.clone().or_else(environments) {
+            proxy = proxy.no_proxy(&hosts);
         }
         builder = builder.proxy(proxy);
     }
@@ -841,6 +847,17 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
 fn bypass_the_environments_proxies(hosts: &str) {
     std::env::remove_var("NO_PROXY");
     std::env::set_var("no_proxy", hosts);
+}
+
+/// The environment's list of the hosts that bypass a proxy, as curl reads
+/// it for any proxy, one given with `-x` too: `no_proxy` if it is set (an
+/// empty one bypasses nothing), else `NO_PROXY`. A value that is not
+/// Unicode is no list.
+fn environments_no_proxy() -> Option<String> {
+    ["no_proxy", "NO_PROXY"]
+        .into_iter()
+        .find_map(std::env::var_os)
+        .and_then(|hosts| hosts.into_string().ok())
 }
 
 /// The proxies of the environment, as curl reads them: one named without

@@ -1215,6 +1215,69 @@ fn noproxy_sends_the_hosts_it_lists_straight_past_the_proxy() {
     assert!(stderr.contains("--noproxy needs a LIST"), "{stderr}");
 }
 
+/// curl's rule for a proxy given with `-x`: the environment's `no_proxy`
+/// (else `NO_PROXY`) still names the hosts that bypass it (curl's manual:
+/// hosts "that do not require a proxy to get reached, even if one is
+/// specified"), unless `--noproxy` replaces the list — and, `get`'s own
+/// `--no-proxy` ignoring the environment, not then either.
+#[test]
+fn the_environments_no_proxy_bypasses_a_proxy_given_with_x_too() {
+    let origin = server();
+    let proxy = TestServer::respond(|request| ok(&format!("proxy got {}", request.target)));
+    let proxy_url = format!("http://{}", proxy.addr());
+    let url = origin.url("/direct");
+    let straight = "/direct auth=- cookie=-";
+    let proxied = format!("proxy got {url}");
+    let run = |flags: &[&str], env: &[(&str, &str)]| {
+        let mut command = Command::new(example_binary("get"));
+        command
+            .args([url.as_str(), "-x", proxy_url.as_str()])
+            .args(flags);
+        for name in ["http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY"] {
+            command.env_remove(name);
+        }
+        for name in ["no_proxy", "NO_PROXY"] {
+            command.env_remove(name);
+        }
+        let output = command.envs(env.iter().copied()).output().unwrap();
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{flags:?} {env:?}: {output:?}"
+        );
+        stdout(&output)
+    };
+    for (flags, env, expected) in [
+        (&[][..], &[("no_proxy", "127.0.0.1")][..], straight),
+        (&[], &[("NO_PROXY", "127.0.0.0/8")], straight),
+        (&[], &[("no_proxy", "other.invalid")], proxied.as_str()),
+        // The lowercase name first, as curl reads them.
+        (
+            &[],
+            &[("no_proxy", "other.invalid"), ("NO_PROXY", "*")],
+            proxied.as_str(),
+        ),
+        (
+            &["--noproxy", ""],
+            &[("no_proxy", "127.0.0.1")],
+            proxied.as_str(),
+        ),
+        (
+            &["--noproxy", "*"],
+            &[("no_proxy", "other.invalid")],
+            straight,
+        ),
+        (
+            &["--no-proxy"],
+            &[("no_proxy", "127.0.0.1")],
+            proxied.as_str(),
+        ),
+    ] {
+        let text = run(flags, env);
+        assert!(text.ends_with(expected), "{flags:?} {env:?}: {text}");
+    }
+}
+
 /// The lines of `text` that start with `prefix`.
 fn lines_with<'a>(text: &'a str, prefix: &str) -> Vec<&'a str> {
     text.lines()
