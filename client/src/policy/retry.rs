@@ -298,6 +298,12 @@ pub(crate) fn retry_after(headers: &http::HeaderMap, received: SystemTime) -> Op
     if let Ok(seconds) = value.parse::<u64>() {
         return Some(Duration::from_secs(seconds));
     }
+    // delay-seconds is any run of digits: one too long for a `u64` asks
+    // for longer than any wait, not for none (read as absent, the
+    // response would be retried after the backoff alone).
+    if value.bytes().all(|byte| byte.is_ascii_digit()) && !value.is_empty() {
+        return Some(Duration::MAX);
+    }
     let date = httpdate::parse_http_date(value).ok()?;
     let servers_now = headers
         .get(http::header::DATE)
@@ -714,6 +720,25 @@ mod tests {
         assert_eq!(retry_after(&headers, now), Some(Duration::ZERO));
         headers.insert("retry-after", "soon".parse().unwrap());
         assert_eq!(retry_after(&headers, now), None);
+    }
+
+    /// delay-seconds is any run of digits (RFC 9110 §10.2.3): one too long
+    /// for a `u64` asks for longer than any maximum, and is no retry — not
+    /// a value unread, retried after the backoff alone.
+    #[test]
+    fn a_retry_after_too_long_to_count_is_past_any_maximum() {
+        let mut headers = http::HeaderMap::new();
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+        headers.insert("retry-after", "99999999999999999999999".parse().unwrap());
+        let asked = retry_after(&headers, now);
+        assert_eq!(asked, Some(Duration::MAX));
+        let policy = Policy::attempts(3).max_retry_after(Duration::from_secs(u64::MAX));
+        assert_eq!(policy.status_delay(1, asked), None);
+        // Not digits alone: no delay-seconds, too long or not.
+        for not_seconds in ["-7", "1.5", "7 s", "99999999999999999999999.5"] {
+            headers.insert("retry-after", not_seconds.parse().unwrap());
+            assert_eq!(retry_after(&headers, now), None, "{not_seconds}");
+        }
     }
 
     /// A date counts from the response's `Date` (the server's clock), not
