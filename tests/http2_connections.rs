@@ -21,9 +21,9 @@ use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 use support::h2_server::{
-    answer, answer_all, await_reset, frame, max_streams, ok_headers, read_frame, read_requests,
-    settings_ack, H2Server, H2Stream, RawConn, RawH2Server, ACK, END_HEADERS, END_STREAM, HEADERS,
-    PING, SETTINGS,
+    answer, answer_all, await_reset, frame, goaway, max_streams, ok_headers, read_frame,
+    read_requests, settings_ack, H2Server, H2Stream, RawConn, RawH2Server, ACK, END_HEADERS,
+    END_STREAM, HEADERS, PING, SETTINGS,
 };
 use support::*;
 use tickless::{Client, ClientBuilder, Error};
@@ -1276,6 +1276,99 @@ fn a_spare_http2_connection_whose_waiting_request_is_cancelled_closes() {
     assert_eq!(response.version(), http::Version::HTTP_2);
     let spare = spare_seen.recv_timeout(2 * CEILING);
     assert_eq!(spare, Ok(SpareSeen::Closed), "the spare connection closes");
+    client.close();
+    server.join().unwrap();
+}
+
+/// A spare HTTP/2 connection — opened over TLS for a request routed
+/// before the origin's first connection had learnt HTTP/2 by ALPN, and
+/// not shared (the origin has its one connection by then) — whose server
+/// sends `GOAWAY` naming none of its streams processed: its request goes
+/// again, on the shared connection; the spare, with nothing left, closes
+/// (giving back its permit); and the listener is told of the `GOAWAY`, as
+/// for a shared connection. The server holds the first connection's
+/// handshake until the second has connected, and the second's until the
+/// first (shared by then) has a request.
+#[test]
+fn a_goaway_on_a_spare_http2_connection_sends_its_request_to_the_shared_one() {
+    let (second_in, second_connected) = mpsc::channel::<()>();
+    let (second_in, second_connected) = (Mutex::new(second_in), Mutex::new(second_connected));
+    let (first_in, first_served) = mpsc::channel::<()>();
+    let (first_in, first_served) = (Mutex::new(first_in), Mutex::new(first_served));
+    let (seen, spare_seen) = mpsc::channel::<SpareSeen>();
+    let seen = Mutex::new(seen);
+    let (url, server) = tls_h2_server(2, move |index, socket| {
+        if index == 0 {
+            let _ = second_connected.lock().unwrap().recv_timeout(CEILING);
+            let mut tls = tls_h2(socket, &frame(SETTINGS, 0, 0, &[]));
+            let id = *read_requests(&mut tls, 1).first().expect("a first request");
+            first_in.lock().unwrap().send(()).unwrap();
+            tls.write_all(&ok_headers(id)).unwrap();
+            return answer_all(&mut tls);
+        }
+        second_in.lock().unwrap().send(()).unwrap();
+        let _ = first_served.lock().unwrap().recv_timeout(CEILING);
+        let mut tls = tls_h2(socket, &frame(SETTINGS, 0, 0, &[]));
+        let ids = read_requests(&mut tls, 1);
+        assert_eq!(ids.len(), 1, "the spare's request");
+        tls.write_all(&goaway(0, 0)).unwrap();
+        let seen_here = loop {
+            let mut head = [0u8; 9];
+            match tls.read_exact(&mut head) {
+                Ok(()) => {}
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                    break SpareSeen::StillOpen
+                }
+                Err(_) => break SpareSeen::Closed,
+            }
+            let len = usize::from(head[0]) << 16 | usize::from(head[1]) << 8 | usize::from(head[2]);
+            let mut payload = vec![0; len];
+            if tls.read_exact(&mut payload).is_err() {
+                break SpareSeen::Closed;
+            }
+            match head[3] {
+                HEADERS => break SpareSeen::AStream,
+                // The probe after the GOAWAY: answered, as a server that
+                // goes on would.
+                PING if head[4] & ACK == 0 => {
+                    tls.write_all(&frame(PING, ACK, 0, &payload)).unwrap()
+                }
+                _ => {}
+            }
+        };
+        let _ = seen.lock().unwrap().send(seen_here);
+    });
+    let recorder = Recorder::new();
+    let client = Client::builder()
+        .event_loops(2)
+        .add_root_certificate(&tls::certs().ca_pem)
+        .listener(recorder.clone())
+        .request_timeout(CEILING)
+        .pooled_connection_idle_timeout(Duration::ZERO)
+        .build()
+        .unwrap();
+    let futures = [client.get(&url).send(), client.get(&url).send()];
+    for future in futures {
+        let response = future.wait().expect("both answered");
+        assert_eq!(response.version(), http::Version::HTTP_2);
+        assert_eq!(response.status(), 200);
+    }
+    let spare = spare_seen.recv_timeout(2 * CEILING);
+    assert_eq!(spare, Ok(SpareSeen::Closed), "the spare connection closes");
+    assert!(
+        eventually(CEILING, || client.stats().open_connections == 1),
+        "the spare's permit is given back: {:?}",
+        client.stats()
+    );
+    let goaways: Vec<u32> = recorder
+        .events()
+        .into_iter()
+        .filter_map(|(event, _)| match event {
+            Event::GoAway(_, code) => Some(code),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(goaways, [0], "the listener is told of the spare's GOAWAY");
     client.close();
     server.join().unwrap();
 }

@@ -1033,19 +1033,21 @@ impl Conn {
             h2.shared = false;
             let id = info.as_ref().map_or(0, |info| info.id);
             self.owner.unshare(&self.route, id);
-            // Told of the server's `GOAWAY` only (`on_goaway`): a
-            // connection that fails or retires sent none.
-            let code = match why {
-                Departure::GoAway(reason) => Some(u32::from(reason)),
-                Departure::Server | Departure::Retired => None,
-            };
-            if let (Some(info), Some(code)) = (&info, code) {
-                self.owner
-                    .env()
-                    .config
-                    .listener
-                    .on_goaway(info, Http2Reason(code));
-            }
+        }
+        // Told of the server's `GOAWAY` only (`on_goaway`): a connection
+        // that fails or retires sent none. Shared or not: a spare (never
+        // in the shared list) hears its server's `GOAWAY` as well, and
+        // the listener is told of it all the same.
+        let code = match why {
+            Departure::GoAway(reason) => Some(u32::from(reason)),
+            Departure::Server | Departure::Retired => None,
+        };
+        if let (Some(info), Some(code)) = (&info, code) {
+            self.owner
+                .env()
+                .config
+                .listener
+                .on_goaway(info, Http2Reason(code));
         }
         let waiting: Vec<_> = h2.queue.drain(..).collect();
         let io_ready = h2.io_ready.clone();
