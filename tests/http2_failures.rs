@@ -10,8 +10,9 @@
 //! protocol (the connection ends with an error: no panic, no hang), and
 //! what a connection's end does to the requests still waiting on it, to
 //! a body it had whole, and to a request with no answer yet on a reused
-//! connection (a GET goes again, a POST does not); and how many streams a new connection opens
-//! before the server's SETTINGS say its limit.
+//! connection (a GET goes again, a POST does not); how many streams a new connection opens
+//! before the server's SETTINGS say its limit; and frames still on their
+//! way to many streams cancelled together (ignored, not the server's error).
 
 mod support;
 
@@ -1216,6 +1217,84 @@ fn after_a_goaway_a_server_answering_the_ping_finishes_the_streams_it_processed(
     let (get, post) = get_and_post(&client, &server);
     assert_eq!(get.unwrap().status(), 200);
     assert_eq!(post.unwrap().status(), 200);
+    assert_eq!(server.connections.load(Ordering::SeqCst), 1);
+    client.close();
+}
+
+/// Streams the client cancels together (`CANCELLED`, more than `h2`
+/// remembers by default, 50), each with frames of its answer still on the
+/// way: RFC 9113 §5.4.2 has the client ignore them (their bytes counted
+/// for flow control). A stream `h2` has forgotten takes each such frame
+/// as the server's error, resets it again (`STREAM_CLOSED`) and counts it
+/// towards the resets that end the connection (`LOCAL_RESETS_MAX`):
+/// `FRAMES` each would end it with `ENHANCE_YOUR_CALM`, the streams still
+/// on it failing — here the bystander's, which has nothing to do with the
+/// cancels. The server sends those frames once it has every reset: the
+/// client cannot tell them from frames sent just before its reset came.
+#[test]
+fn frames_on_the_way_to_many_streams_cancelled_together_do_not_end_the_connection() {
+    const CANCELLED: usize = 100;
+    const FRAMES: usize = 25;
+    let server = RawH2Server::start(|mut conn| {
+        if conn.index > 0 {
+            return conn.answer_all();
+        }
+        // The bystander: its head now, its body at the end.
+        let bystander = conn.read_requests(1)[0];
+        conn.send(&frame(HEADERS, END_HEADERS, bystander, &[0x88]));
+        let mut heads = 0;
+        let mut cancelled = Vec::new();
+        while cancelled.len() < CANCELLED {
+            let Some(frame) = conn.read_frame() else {
+                return;
+            };
+            match frame.kind {
+                HEADERS => {
+                    heads += 1;
+                    conn.send(&self::frame(HEADERS, END_HEADERS, frame.stream, &[0x88]));
+                }
+                RST_STREAM => cancelled.push(frame.stream),
+                SETTINGS if frame.flags & ACK == 0 => conn.send(&settings_ack()),
+                _ => {}
+            }
+        }
+        assert_eq!(heads, CANCELLED);
+        // In rounds, a frame on each cancelled stream, each round read
+        // whole by the client (its PING answered) before the next: as
+        // frames would come spread over a while.
+        for round in 0..FRAMES as u64 {
+            let mut late = Vec::new();
+            for &stream in &cancelled {
+                late.extend(self::frame(DATA, 0, stream, b"x"));
+            }
+            late.extend(self::frame(PING, 0, 0, &round.to_be_bytes()));
+            conn.send(&late);
+            loop {
+                let Some(frame) = conn.read_frame() else {
+                    return;
+                };
+                if frame.kind == PING && frame.flags & ACK != 0 {
+                    break;
+                }
+            }
+        }
+        conn.send(&frame(DATA, END_STREAM, bystander, b"done"));
+        conn.answer_all();
+    });
+    let client = h2c().build().unwrap();
+    let bystander = client.get(server.url("/bystander")).send().wait().unwrap();
+    let futures: Vec<_> = (0..CANCELLED)
+        .map(|i| client.get(server.url(&format!("/{i}"))).send())
+        .collect();
+    let heads: Vec<_> = futures.into_iter().map(|f| f.wait().unwrap()).collect();
+    // Each body dropped before its end: its stream is reset with CANCEL.
+    drop(heads);
+    match bystander.bytes().wait() {
+        Ok(body) => assert_eq!(body, "done"),
+        Err(error) => panic!("the bystander's stream failed: {error:?}"),
+    }
+    let after = client.get(server.url("/after")).send().wait().unwrap();
+    assert_eq!(after.status(), 200);
     assert_eq!(server.connections.load(Ordering::SeqCst), 1);
     client.close();
 }

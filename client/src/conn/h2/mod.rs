@@ -224,6 +224,25 @@ const STREAMS_BEFORE_SETTINGS: usize = 100;
 /// (RUSTSEC-2024-0003), with frames on streams long closed for instance.
 const LOCAL_RESETS_MAX: usize = 1024;
 
+/// Streams the client has reset whose late frames `h2` ignores
+/// (`max_concurrent_reset_streams`; 50 by default), for a second after
+/// each reset (`reset_stream_duration`): RFC 9113 §5.4.2 has an endpoint
+/// that resets a stream take the frames already on their way for it, and
+/// count them only for flow control. A frame on a reset stream `h2` no
+/// longer remembers is taken as the server's error instead: the stream
+/// is reset again (`STREAM_CLOSED`) and that reset counts towards
+/// [`LOCAL_RESETS_MAX`] — so a burst of cancels or timeouts past the
+/// default (a caller dropping many streaming bodies at once) had each
+/// frame still on its way count, and a few such bursts ended the
+/// connection with `GOAWAY(ENHANCE_YOUR_CALM)`, failing every stream on
+/// it. Remembered here: all the streams a connection may have open at
+/// once on servers' usual limits (100 to 1000), several times over, for
+/// that second. Each is one entry of `h2`'s stream table, a few hundred
+/// bytes; a hostile server gains nothing by it — the streams remembered
+/// are the client's own resets, and the resets for the server's errors
+/// stay bounded by [`LOCAL_RESETS_MAX`].
+const RESETS_REMEMBERED: usize = 4 * LOCAL_RESETS_MAX;
+
 /// Resets of `h2`'s that the client took as answers (see
 /// [`Stream::end_bodiless`]), with the streams open that may add one each,
 /// past which a connection retires ([`Http2::taken_resets`]): the rest of
@@ -486,7 +505,8 @@ impl Conn {
             .max_header_list_size(options.max_header_list_size)
             // Set, not left to `h2`'s default: `TAKEN_RESETS_MAX` is
             // measured against it.
-            .max_local_error_reset_streams(Some(LOCAL_RESETS_MAX));
+            .max_local_error_reset_streams(Some(LOCAL_RESETS_MAX))
+            .max_concurrent_reset_streams(RESETS_REMEMBERED);
         #[cfg(test)]
         if let Some(id) = options.first_stream_id {
             builder.initial_stream_id(id);
