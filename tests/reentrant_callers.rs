@@ -978,3 +978,87 @@ fn close_from_on_status_on_a_driving_caller_returns() {
         !act.take().on_loop_thread
     });
 }
+
+/// A server that answers `/held` with a chunked head and a first chunk of
+/// [`HELD`] bytes, then the end once `go` is set (or, after [`CEILING`],
+/// closes); anything else with `hi`.
+fn first_chunk_then_waits(go: Arc<std::sync::atomic::AtomicBool>) -> TestServer {
+    TestServer::start(Behaviour::custom(move |mut stream, _| {
+        use std::io::Write;
+        while let Some(head) = read_head(&mut stream) {
+            if !head.starts_with("GET /held ") {
+                if stream.write_all(&ok("hi")).is_err() {
+                    return;
+                }
+                continue;
+            }
+            let mut wire =
+                format!("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n{HELD:x}\r\n")
+                    .into_bytes();
+            wire.extend_from_slice(&[b'h'; HELD]);
+            wire.extend_from_slice(b"\r\n");
+            if stream.write_all(&wire).is_err()
+                || !eventually(CEILING, || go.load(Ordering::SeqCst))
+                || stream.write_all(b"0\r\n\r\n").is_err()
+            {
+                return;
+            }
+        }
+    }))
+}
+
+const HELD: usize = 1000;
+
+/// A body's first bytes, come with its head while nobody read it yet, are
+/// there for a blocking read on the loop's own thread (from `on_status` of
+/// another request, polled): it gets them at once, as it gets any bytes
+/// that have come — only a read that would have to wait is refused with
+/// `WouldDeadlock` — and the rest of the body is read elsewhere after.
+#[test]
+fn a_blocking_read_on_the_loop_thread_gets_the_bytes_that_came_with_the_head() {
+    use std::io::Read;
+    let go = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let server = first_chunk_then_waits(go.clone());
+    let client = one_loop_client(Duration::ZERO);
+    let response = client
+        .get(format!("http://{}/held", server.addr()))
+        .send()
+        .wait()
+        .expect("the held body's head");
+    // The first chunk has come (counted as buffered) before anyone reads.
+    assert!(
+        eventually(CEILING, || client.stats().buffered_body_bytes >= HELD),
+        "the first chunk never came"
+    );
+    let shared = Arc::new(Mutex::new(Some(response)));
+    let reads = shared.clone();
+    let inner = OnStatus::new(move || {
+        let mut response = reads.lock().unwrap().take().expect("the held body");
+        let mut got = vec![0; 2 * HELD];
+        let read = response
+            .body_mut()
+            .read(&mut got)
+            .map(|n| got[..n].to_vec());
+        *reads.lock().unwrap() = Some(response);
+        read.map_err(|e| e.to_string())
+    });
+    let outer = polled_with(
+        client.clone(),
+        format!("http://{}/", server.addr()),
+        inner.clone(),
+    );
+    assert_eq!(outer.expect("the outer request"), http::StatusCode::OK);
+    let inner = inner.take();
+    assert!(inner.on_loop_thread, "told on the loop's thread");
+    let got = inner.value.expect("the bytes that had come");
+    assert_eq!(got, [b'h'; HELD]);
+    go.store(true, Ordering::SeqCst);
+    let mut response = shared.lock().unwrap().take().expect("the held body");
+    let mut rest = Vec::new();
+    response
+        .body_mut()
+        .read_to_end(&mut rest)
+        .expect("the rest");
+    assert!(rest.is_empty(), "{} bytes more", rest.len());
+    client.close();
+}

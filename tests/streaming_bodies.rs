@@ -218,9 +218,8 @@ fn a_truncated_body_is_an_error_where_it_is_read_never_a_short_success() {
 }
 
 /// Bytes of a body of unknown length that came before its reader first
-/// looked are held back on the connection for it (see
-/// `Conn::push_gathered`): a cut found meanwhile still delivers them before
-/// the error.
+/// looked are held back for it (see `Conn::push_gathered`): a cut found
+/// meanwhile still delivers them before the error.
 #[test]
 fn a_chunked_body_cut_before_its_reader_looks_gives_its_bytes_then_the_error() {
     let server = TestServer::start(Behaviour::SendThenClose(one_chunk_of_fifty()));
@@ -238,6 +237,11 @@ fn a_chunked_body_cut_before_its_reader_looks_gives_its_bytes_then_the_error() {
 /// A server that sends a chunked head and a first chunk of `FIRST` bytes,
 /// then the end only once `go` is set (or, after [`WAIT`], closes).
 fn first_chunk_then_waits(go: Arc<AtomicBool>) -> TestServer {
+    first_chunk_then(go, b"0\r\n\r\n")
+}
+
+/// [`first_chunk_then_waits`], sending `then` once `go` is set.
+fn first_chunk_then(go: Arc<AtomicBool>, then: &'static [u8]) -> TestServer {
     TestServer::start(Behaviour::custom(move |mut stream, index| {
         let mut reader = RequestReader::new(index);
         if reader.read_request(&mut stream).is_err() {
@@ -252,7 +256,7 @@ fn first_chunk_then_waits(go: Arc<AtomicBool>) -> TestServer {
             return;
         }
         if eventually(WAIT, || go.load(Ordering::SeqCst)) {
-            let _ = stream.write_all(b"0\r\n\r\n");
+            let _ = stream.write_all(then);
             drain(&mut stream);
         }
     }))
@@ -331,6 +335,39 @@ fn a_chunked_body_that_times_out_before_its_reader_looks_gives_its_bytes_then_th
         "the bytes before the timeout are delivered"
     );
     assert!(matches!(error, Error::ReadTimeout(_)), "{error:?}");
+    client.close();
+}
+
+/// Bytes held back for a reader who has not looked yet, taken back by
+/// the connection to gather more on, are not lost when the framing breaks
+/// in that very read: the held bytes and those of the same read before
+/// the break come first, then the error.
+#[test]
+fn held_bytes_gathered_on_in_a_read_that_breaks_the_framing_come_before_the_error() {
+    let go = Arc::new(AtomicBool::new(false));
+    let server = first_chunk_then(go.clone(), b"10\r\nssssssssssssssss\r\nzz\r\n");
+    let client = client(false);
+    let mut response = client.get(server.url("/")).send().wait().unwrap();
+    assert!(
+        eventually(WAIT, || client.stats().buffered_body_bytes >= FIRST),
+        "the first chunk never came"
+    );
+    go.store(true, Ordering::SeqCst);
+    // The loop reads the rest and the break meanwhile.
+    assert!(
+        eventually(WAIT, || client.stats().open_connections == 0),
+        "the connection stayed open"
+    );
+    let (got, error) = read_to_error(&mut response);
+    let mut sent = vec![b'f'; FIRST];
+    sent.extend_from_slice(&[b's'; 16]);
+    assert!(
+        got == sent,
+        "{} bytes delivered before the break, of the {} sent",
+        got.len(),
+        sent.len()
+    );
+    assert!(matches!(error, Error::Protocol { .. }), "{error:?}");
     client.close();
 }
 

@@ -423,9 +423,9 @@ impl Conn {
         if matches!(self.state, State::Closed) {
             return;
         }
-        // A body's bytes held back for its reader go to it first, before
-        // the error that ends it.
-        self.push_deferred();
+        // A body's bytes held back for its reader go back to it first,
+        // before the error that ends it.
+        self.hold_last_gathered();
         self.close_attempts(cx);
         if let Some(mut transport) = self.transport.take() {
             // TLS: close_notify, without waiting for the socket.

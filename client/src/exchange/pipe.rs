@@ -30,9 +30,15 @@
 //! * **Untouched.** Until the reader first takes, collects or goes, nobody
 //!   waits on the bytes: a writer may ask to be woken at that first touch
 //!   ([`untouched`](Pipe::untouched)) and meanwhile let bytes wait where
-//!   they are cheapest (a loop: in the socket, behind a low-water mark; or
-//!   decoded and held back on the connection, counted here as [`Held`],
-//!   for a reader who will likely collect them).
+//!   they are cheapest (a loop: in the socket, behind a low-water mark), or
+//!   *hold* them here ([`reader`](Pipe::reader)) in the one buffer it
+//!   gathers them in, for a reader who will likely collect them: the
+//!   writer takes them back ([`unhold`](Pipe::unhold)) to add more to them
+//!   in place, or to collect them with the rest without a copy. Held bytes
+//!   are the newest, counted as buffered, and the reader's as any chunk
+//!   is: a take that finds no chunk takes them — without waiting on the
+//!   writer, wherever it runs — and a body that fails keeps them before
+//!   its error.
 //! * **Ending.** The writer ends the pipe with trailers or an error, once;
 //!   the reader takes the chunks left, then the end. A reader that goes
 //!   away drops what is buffered and tells the writer, whose next push is
@@ -42,7 +48,7 @@ use super::pacing::Spin;
 use crate::error::Error;
 use crate::event_loop::{Asleep, EventLoop, SourceRef};
 use crate::sync::lock;
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::task::{Context, Poll, Waker};
@@ -117,6 +123,10 @@ enum End {
 
 struct State {
     chunks: Chunks,
+    /// The writer's held bytes (see [`Pipe::reader`]), newer than every
+    /// chunk; empty when it holds none.
+    held: BytesMut,
+    /// The bytes of the chunks and the held bytes.
     buffered: usize,
     end: End,
     reader: Option<Waiter>,
@@ -141,12 +151,20 @@ impl State {
         self.on_touch.take()
     }
 
-    /// Queues `bytes` for the reader, counted in `meter`.
-    fn append(&mut self, bytes: Bytes, meter: &AtomicUsize) {
-        self.buffered += bytes.len();
-        self.pushed += bytes.len() as u64;
-        meter.fetch_add(bytes.len(), Ordering::Relaxed);
-        self.chunks.push_back(bytes);
+    /// Counts `len` more bytes buffered (queued or held), in `meter` too.
+    fn add(&mut self, len: usize, meter: &AtomicUsize) {
+        self.buffered += len;
+        self.pushed += len as u64;
+        meter.fetch_add(len, Ordering::Relaxed);
+    }
+
+    /// The oldest bytes for the reader: the first chunk, else the held
+    /// bytes. Still counted as buffered.
+    fn next_chunk(&mut self) -> Option<Bytes> {
+        if let Some(chunk) = self.chunks.pop_front() {
+            return Some(chunk);
+        }
+        (!self.held.is_empty()).then(|| std::mem::take(&mut self.held).freeze())
     }
 }
 
@@ -196,6 +214,7 @@ impl Pipe {
         Pipe {
             state: Mutex::new(State {
                 chunks: Chunks::default(),
+                held: BytesMut::new(),
                 buffered: 0,
                 end: End::Open,
                 reader: None,
@@ -242,7 +261,10 @@ impl Pipe {
             if state.reader_gone || !matches!(state.end, End::Open) {
                 return Pushed::Refused;
             }
-            state.append(bytes, &self.meter);
+            // Held bytes are the newest: taken back before any push.
+            debug_assert!(state.held.is_empty(), "a push behind held bytes");
+            state.add(bytes.len(), &self.meter);
+            state.chunks.push_back(bytes);
             let pushed = if state.buffered >= self.window && !state.collecting {
                 replaced = std::mem::replace(&mut state.writer, waiter.map(|waiter| waiter()));
                 Pushed::Full
@@ -349,7 +371,7 @@ impl Pipe {
         let (taken, wake, touch) = {
             let mut state = lock(&self.state);
             let touch = state.first_touch();
-            if let Some(chunk) = state.chunks.pop_front() {
+            if let Some(chunk) = state.next_chunk() {
                 state.buffered -= chunk.len();
                 self.meter.fetch_sub(chunk.len(), Ordering::Relaxed);
                 let room = state.buffered <= self.low_water();
@@ -416,7 +438,7 @@ impl Pipe {
                 return None;
             }
             self.wait_for(home, spin, |state| {
-                !state.chunks.is_empty() || !matches!(state.end, End::Open)
+                state.buffered > 0 || !matches!(state.end, End::Open)
             });
         }
     }
@@ -542,15 +564,32 @@ impl Pipe {
         lock(&self.state).collecting
     }
 
-    /// The writer takes back what is buffered, oldest first, to put it in
-    /// front of the rest of a body being collected. They are no longer
-    /// counted as pushed: they will be again, with the rest.
-    pub(crate) fn reclaim(&self) -> Chunks {
+    /// The writer takes back what is buffered, to put it in front of the
+    /// rest of a body being collected: the chunks, oldest first, and the
+    /// bytes it held (newer), as they were. They are no longer counted as
+    /// pushed: they will be again, with the rest.
+    pub(crate) fn reclaim(&self) -> (Chunks, BytesMut) {
         let mut state = lock(&self.state);
         self.meter.fetch_sub(state.buffered, Ordering::Relaxed);
         state.pushed -= state.buffered as u64;
         state.buffered = 0;
-        std::mem::take(&mut state.chunks)
+        (
+            std::mem::take(&mut state.chunks),
+            std::mem::take(&mut state.held),
+        )
+    }
+
+    /// The writer takes back the bytes it held (see [`reader`](Self::reader))
+    /// and the reader has not taken, to add more to them where they are:
+    /// no longer counted as pushed, as [`reclaim`](Self::reclaim)'s.
+    /// Empty if it holds none.
+    pub(crate) fn unhold(&self) -> BytesMut {
+        let mut state = lock(&self.state);
+        let held = std::mem::take(&mut state.held);
+        self.meter.fetch_sub(held.len(), Ordering::Relaxed);
+        state.pushed -= held.len() as u64;
+        state.buffered -= held.len();
+        held
     }
 
     /// The collecting reader takes the body once it has ended; registers
@@ -569,7 +608,12 @@ impl Pipe {
             End::Failed(error) => error.take().map_or(Ok(None), Err),
         };
         // The pipe's own queue, moved out (no allocation): it is over.
-        let chunks = std::mem::take(&mut state.chunks);
+        // Held bytes, which a writer takes back before it ends the body,
+        // would come last.
+        let mut chunks = std::mem::take(&mut state.chunks);
+        if !state.held.is_empty() {
+            chunks.push_back(std::mem::take(&mut state.held).freeze());
+        }
         self.meter.fetch_sub(state.buffered, Ordering::Relaxed);
         state.buffered = 0;
         drop(state);
@@ -620,7 +664,10 @@ impl Pipe {
             state.buffered = 0;
             let touch = state.first_touch();
             (
-                std::mem::take(&mut state.chunks),
+                (
+                    std::mem::take(&mut state.chunks),
+                    std::mem::take(&mut state.held),
+                ),
                 state.writer.take(),
                 touch,
                 reader,
@@ -633,33 +680,27 @@ impl Pipe {
         }
     }
 
-    /// The bytes its writer held back (see [`Held`]), as it lets them go
-    /// before the body's end: taken even past the window — and even once
-    /// the body has failed meanwhile (a timeout, a cancel or the client's
-    /// close ends it elsewhere, before its connection hears of it), as
-    /// long as the reader has not taken the error yet: they came before
-    /// the failure, and the reader gets them first, then the error.
-    pub(crate) fn push_held(&self, bytes: Bytes) {
+    /// The writer's last bytes, taken back from those it held
+    /// ([`unhold`](Self::unhold)) to gather more on, as its body ends
+    /// elsewhere — its connection closes on a failure, or after a
+    /// timeout, a cancel or the client's close ended the body first: held
+    /// again, whatever the reader's stand and the window, and even once
+    /// the body has failed, as long as the reader has not taken the error
+    /// yet — they came before it, and the reader gets them first.
+    pub(crate) fn hold_last(&self, bytes: BytesMut) {
         let wake = {
             let mut state = lock(&self.state);
             let before_end = matches!(state.end, End::Open | End::Failed(Some(_)));
             if bytes.is_empty() || state.reader_gone || !before_end {
                 return;
             }
-            state.append(bytes, &self.meter);
+            debug_assert!(state.held.is_empty(), "held again before taken back");
+            state.add(bytes.len(), &self.meter);
+            state.held = bytes;
             state.reader.take()
         };
         if let Some(reader) = wake {
             reader.wake(&self.reader_ready);
-        }
-    }
-
-    /// Counts `len` bytes its writer holds back (see [`Held`]).
-    pub(crate) fn held(&self, len: usize) -> Held {
-        self.meter.fetch_add(len, Ordering::Relaxed);
-        Held {
-            meter: self.meter.clone(),
-            counted: len,
         }
     }
 
@@ -671,14 +712,26 @@ impl Pipe {
     /// once: the pipe's writer is one connection, which asks again at each
     /// pause of its reading.
     pub(crate) fn untouched(&self, waiter: impl FnOnce() -> Waiter) -> bool {
-        matches!(self.reader(Some(waiter)), Reader::Untouched)
+        let mut state = lock(&self.state);
+        if state.collecting || state.touched {
+            return false;
+        }
+        if state.on_touch.is_none() {
+            state.on_touch = Some(waiter());
+        }
+        true
     }
 
     /// How the reader stands, under one lock: it collects the body, has
-    /// not touched it yet (then `waiter`, if given, is registered as
-    /// [`untouched`](Self::untouched) does), or takes it chunk by chunk
-    /// (or has gone).
-    pub(crate) fn reader(&self, waiter: Option<impl FnOnce() -> Waiter>) -> Reader {
+    /// not touched it yet, or takes it chunk by chunk (or has gone).
+    ///
+    /// Untouched, the bytes the writer would push now, `hold`, if given,
+    /// are held here instead (moved, leaving `hold` empty; counted as
+    /// buffered and pushed): the reader's first take takes them, unless
+    /// the writer takes them back first ([`unhold`](Self::unhold),
+    /// [`reclaim`](Self::reclaim)) — as it must before it pushes anything
+    /// (held bytes are the newest) or holds more.
+    pub(crate) fn reader(&self, hold: Option<&mut BytesMut>) -> Reader {
         let mut state = lock(&self.state);
         // A collect touches the pipe too: asked first.
         if state.collecting {
@@ -687,8 +740,10 @@ impl Pipe {
         if state.touched {
             return Reader::Takes;
         }
-        if let (None, Some(waiter)) = (&state.on_touch, waiter) {
-            state.on_touch = Some(waiter());
+        if let Some(hold) = hold {
+            debug_assert!(state.held.is_empty(), "held again before taken back");
+            state.add(hold.len(), &self.meter);
+            state.held = std::mem::take(hold);
         }
         Reader::Untouched
     }
@@ -702,32 +757,6 @@ pub(crate) enum Reader {
     Untouched,
     /// It has taken from the pipe, or gone.
     Takes,
-}
-
-/// Body bytes a writer holds back from the pipe for a while before it
-/// pushes them (a connection's deferred bytes: see `Conn::push_gathered`),
-/// counted with the pipe's buffered bytes ([`Pipe::held`]) until dropped.
-pub(crate) struct Held {
-    meter: Arc<AtomicUsize>,
-    counted: usize,
-}
-
-impl Held {
-    /// The writer holds `len` bytes now.
-    pub(crate) fn set(&mut self, len: usize) {
-        if len >= self.counted {
-            self.meter.fetch_add(len - self.counted, Ordering::Relaxed);
-        } else {
-            self.meter.fetch_sub(self.counted - len, Ordering::Relaxed);
-        }
-        self.counted = len;
-    }
-}
-
-impl Drop for Held {
-    fn drop(&mut self) {
-        self.meter.fetch_sub(self.counted, Ordering::Relaxed);
-    }
 }
 
 impl Drop for Pipe {

@@ -14,7 +14,7 @@ use super::{Conn, IdleConn, Offered, State, EXPECT_TIMER};
 use super::{READ_BUDGET, WRITE_BUDGET};
 use crate::error::Error;
 use crate::event_loop::LoopContext;
-use crate::exchange::{deadline_after, ConnSlot, Exchange, Head, Held, Pushed, Reader, Waiter};
+use crate::exchange::{deadline_after, ConnSlot, Exchange, Head, Pushed, Reader, Waiter};
 use crate::h1::{DecodeError, Decoded, ResponseDecoder};
 use crate::net::Transport;
 use bytes::{Bytes, BytesMut};
@@ -111,10 +111,13 @@ pub(super) struct Active {
     sending: Sending,
     /// Body bytes decoded and not yet in the pipe.
     gathered: BytesMut,
-    /// The gathered bytes are held back from an untouched pipe (see
-    /// [`Conn::push_gathered`]), counted with its buffered bytes: the
-    /// reader's first take wakes the connection to push them.
-    deferred: Option<Held>,
+    /// The gathered bytes are held back for an untouched pipe (see
+    /// [`Conn::push_gathered`]): in the pipe while `gathered` is empty
+    /// (where the reader's first take takes them), else taken back
+    /// ([`Active::take_back_held`]) to gather more on, or to collect or end
+    /// the body with. So the held bytes are always the newest in the pipe:
+    /// nothing is pushed while they are there.
+    deferred: bool,
     trailers: Option<http::HeaderMap>,
     /// The pipe was full: reading waits until it has room.
     paused: bool,
@@ -144,16 +147,25 @@ impl Active {
     /// The reader has asked for the body whole: takes back what the pipe
     /// holds, to gather it with the rest.
     fn start_collecting(&mut self) {
-        let taken_back = self.exchange.body().reclaim();
-        let gathered = std::mem::take(&mut self.gathered);
+        let (taken_back, mut gathered) = self.exchange.body().reclaim();
+        // The held bytes, older than any gathered since (none while held).
+        gathered.unsplit(std::mem::take(&mut self.gathered));
         let ahead = self.decoder.body_remaining().unwrap_or_else(|| {
             // A guess at the whole body, less what is here already.
             let here = taken_back.iter().map(Bytes::len).sum::<usize>() + gathered.len();
             collect::ahead_of_unknown(self.exchange.typical_body()).saturating_sub(here as u64)
         });
         self.collected = Some(Collected::new(taken_back, gathered, ahead));
-        self.deferred = None;
+        self.deferred = false;
         self.paused = false;
+    }
+
+    /// The bytes held back in the pipe that its reader has not taken yet
+    /// come back, to be gathered on (see [`Active::deferred`]).
+    fn take_back_held(&mut self) {
+        if self.deferred && self.gathered.is_empty() {
+            self.gathered = self.exchange.body().unhold();
+        }
     }
 
     /// The capacity of the gathered bytes' first allocation, at the first
@@ -289,7 +301,7 @@ impl Conn {
             reused,
             sending: Sending::Head { written: 0 },
             gathered: BytesMut::new(),
-            deferred: None,
+            deferred: false,
             trailers: None,
             paused: false,
             draining: None,
@@ -509,7 +521,7 @@ impl Conn {
             }
         }
         self.drain_if_dropped();
-        if !self.resume_if_room(cx) || !self.push_if_touched(cx) {
+        if !self.resume_if_room(cx) {
             return;
         }
         // What a previous read left undecoded (reading paused) goes first.
@@ -655,7 +667,7 @@ impl Conn {
             active.draining = Some(DRAIN);
             active.paused = false;
             active.gathered.clear();
-            active.deferred = None;
+            active.deferred = false;
             active.collected = None;
         }
     }
@@ -672,32 +684,18 @@ impl Conn {
         }
     }
 
-    /// Whether reading may go on, after the deferred bytes went into the
-    /// pipe if its reader has touched it since (or deferred again if not).
-    fn push_if_touched(&mut self, cx: &mut LoopContext<'_>) -> bool {
-        let State::Active(active) = &self.state else {
-            return false;
-        };
-        if active.deferred.is_none() {
-            return true;
-        }
-        if self.push_gathered(cx) {
-            return false;
-        }
-        self.flush_body();
-        true
-    }
-
     /// The connection closes mid-body — a failure it met, or an exchange
-    /// that ended elsewhere (a timeout, a cancel, the client's close): what
-    /// was deferred goes into the pipe before the error, for a reader that
-    /// takes what came before it
-    /// ([`Pipe::push_held`](crate::exchange::Pipe::push_held)).
-    pub(super) fn push_deferred(&mut self) {
+    /// that ended elsewhere (a timeout, a cancel, the client's close):
+    /// held bytes it had taken back to gather on (see [`Active::deferred`])
+    /// go back into the pipe, before the error, for a reader that takes
+    /// what came before it
+    /// ([`Pipe::hold_last`](crate::exchange::Pipe::hold_last)). Held bytes
+    /// still in the pipe are there already.
+    pub(super) fn hold_last_gathered(&mut self) {
         if let State::Active(active) = &mut self.state {
-            if active.deferred.take().is_some() {
-                let rest = std::mem::take(&mut active.gathered).freeze();
-                active.exchange.body().push_held(rest);
+            if std::mem::take(&mut active.deferred) {
+                let gathered = std::mem::take(&mut active.gathered);
+                active.exchange.body().hold_last(gathered);
             }
         }
     }
@@ -865,6 +863,8 @@ impl Conn {
                         self.buf.consume(consumed);
                         continue;
                     }
+                    // Onto the held bytes, taken back from the pipe.
+                    active.take_back_held();
                     if active.gathered.capacity() == 0 {
                         // Allocated at once, without `Vec`'s growth path
                         // (about a hundred instructions a response).
@@ -872,12 +872,8 @@ impl Conn {
                         active.gathered = BytesMut::with_capacity(capacity);
                     }
                     active.gathered.extend_from_slice(data);
-                    // Deferred bytes go at the window (see `push_gathered`).
-                    let limit = if active.deferred.is_some() {
-                        window
-                    } else {
-                        GATHER
-                    };
+                    // Held bytes go at the window (see `push_gathered`).
+                    let limit = if active.deferred { window } else { GATHER };
                     let full = active.gathered.len() >= limit;
                     self.buf.consume(consumed);
                     if full && self.push_gathered(cx) {
@@ -904,15 +900,18 @@ impl Conn {
     /// body whole makes it gather the rest here, pushed at the end.
     ///
     /// Bytes of a body of unknown length that nobody has touched yet are
-    /// held back (*deferred*), up to the window: a reader that then
-    /// collects the body — most do, having just been given its head, and
-    /// the head's read brings much of the body with it — finds them in
-    /// one buffer with the rest, where pushed they would be taken back and
-    /// copied (or joined by the reader). A reader's first take wakes the
-    /// connection ([`Pipe::untouched`](crate::exchange::Pipe::untouched)),
-    /// which pushes them then ([`Conn::read_response`]); the body's end
-    /// or failure pushes them with it. A body of known length has its own
-    /// paths (reads in place, a receive mark) and is pushed as it comes.
+    /// held back (*deferred*) in the pipe, up to the window, in the buffer
+    /// they were gathered in ([`Pipe::reader`](crate::exchange::Pipe::reader)):
+    /// a reader that then collects the body — most do, having just been
+    /// given its head, and the head's read brings much of the body with
+    /// it — finds them in one buffer with the rest, where pushed they
+    /// would be taken back and copied (or joined by the reader). A reader
+    /// that takes takes them from the pipe as any chunk, at once, on
+    /// whatever thread: nothing waits on the connection for them. Taken
+    /// back as more come ([`Active::take_back_held`]), they go on with
+    /// them; a failure leaves them in the pipe, before its error. A body
+    /// of known length has its own paths (reads in place, a receive mark)
+    /// and is pushed as it comes.
     fn push_gathered(&mut self, cx: &mut LoopContext<'_>) -> bool {
         let window = self.env().config.body_window;
         let State::Active(active) = &mut self.state else {
@@ -925,29 +924,29 @@ impl Conn {
         if active.collected.is_some() {
             return false;
         }
-        let waiter = || Waiter::Source(cx.event_loop().clone(), cx.me());
         let may_hold = !active.gathered.is_empty()
             && active.gathered.len() < window
             && active.decoder.body_remaining().is_none();
-        match active.exchange.body().reader(may_hold.then_some(waiter)) {
+        let hold = may_hold.then_some(&mut active.gathered);
+        match active.exchange.body().reader(hold) {
             Reader::Collects => {
                 active.start_collecting();
                 return false;
             }
             Reader::Untouched if may_hold => {
-                let held = active.gathered.len();
-                match &mut active.deferred {
-                    Some(deferred) => deferred.set(held),
-                    None => active.deferred = Some(active.exchange.body().held(held)),
-                }
+                active.deferred = true;
                 return false;
             }
             Reader::Untouched | Reader::Takes => {}
         }
+        // Held bytes, if any, stay in the pipe, the reader's: `deferred`
+        // stands, for them to be taken back before anything is pushed.
         if active.gathered.is_empty() {
             return active.paused;
         }
-        active.deferred = None;
+        // Gathered bytes include what was held (taken back first).
+        active.deferred = false;
+        let waiter = || Waiter::Source(cx.event_loop().clone(), cx.me());
         let chunk = active.gathered.split().freeze();
         match active.exchange.body().push(chunk, waiter) {
             Pushed::Room => false,
@@ -995,11 +994,12 @@ impl Conn {
         // their allocation through a new one).
         // The gathered bytes may be a reservation for the client's typical
         // body (`Active::first_gather`): handed over at their own size.
+        active.take_back_held();
+        active.deferred = false;
         let rest = match active.collected.take() {
             Some(collected) => collected.finish(),
             None => collect::own_size(std::mem::take(&mut active.gathered)),
         };
-        active.deferred = None;
         if !rest.is_empty() && active.draining.is_none() {
             active.exchange.body().push_last(rest);
         }

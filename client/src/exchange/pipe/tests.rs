@@ -109,8 +109,9 @@ fn a_collecting_reader_lifts_the_window_and_is_woken_once_at_the_end() {
     assert!(pipe.is_collecting() && pipe.has_room());
     assert!(matches!(pipe.take_whole(&reader_waiter), Whole::Pending));
     // The writer takes back what was buffered, to gather it with the rest.
-    let taken_back = pipe.reclaim();
+    let (taken_back, held) = pipe.reclaim();
     assert_eq!(taken_back.iter().count(), 1);
+    assert!(held.is_empty());
     assert_eq!(meter.load(Ordering::SeqCst), 0);
     // The 100 taken back and 400 more, pushed as one.
     assert_eq!(pipe.push(bytes(500), &writer_waiter), Pushed::Room);
@@ -140,13 +141,75 @@ fn a_failure_reaches_a_collecting_reader() {
     ));
 }
 
+fn held(n: usize) -> BytesMut {
+    BytesMut::from(&vec![b'h'; n][..])
+}
+
+/// Bytes held in an untouched pipe are counted as buffered and pushed,
+/// taken by the reader's first take as a chunk — without any wake of the
+/// writer: nobody waits on it for them — and taken back by the writer,
+/// where they are, if the reader has not taken them.
+#[test]
+fn held_bytes_are_the_first_take_s_or_taken_back_where_they_are() {
+    let (pipe, meter) = pipe();
+    let (writer, waiter) = counted();
+    let mut gathered = held(5);
+    let at = gathered.as_ptr();
+    assert!(matches!(
+        pipe.reader(Some(&mut gathered)),
+        Reader::Untouched
+    ));
+    assert!(gathered.is_empty(), "moved into the pipe");
+    assert_eq!((meter.load(Ordering::SeqCst), pipe.pushed()), (5, 5));
+    let back = pipe.unhold();
+    assert_eq!((back.len(), back.as_ptr()), (5, at), "not copied");
+    assert_eq!((meter.load(Ordering::SeqCst), pipe.pushed()), (0, 0));
+    let mut gathered = back;
+    pipe.reader(Some(&mut gathered));
+    let (_, reader) = counted();
+    assert!(matches!(pipe.take(&reader), Taken::Chunk(c) if c[..] == [b'h'; 5]));
+    assert_eq!(woken(&writer), 0);
+    assert_eq!((meter.load(Ordering::SeqCst), pipe.pushed()), (0, 5));
+    assert!(pipe.unhold().is_empty(), "the reader has them");
+    assert!(matches!(pipe.reader(Some(&mut held(1))), Reader::Takes));
+    assert_eq!(pipe.push(bytes(1), &waiter), Pushed::Room);
+}
+
+/// Held bytes are the newest: the reader takes the chunks pushed before
+/// them first. A collect takes them back with those chunks, as they were.
+#[test]
+fn held_bytes_come_after_the_chunks_and_are_reclaimed_with_them() {
+    let (pipe, meter) = pipe();
+    let (_, waiter) = counted();
+    assert_eq!(pipe.push(bytes(3), &waiter), Pushed::Room);
+    pipe.reader(Some(&mut held(5)));
+    let (_, reader) = counted();
+    assert!(matches!(pipe.take(&reader), Taken::Chunk(c) if c.len() == 3));
+    assert!(matches!(pipe.take(&reader), Taken::Chunk(c) if c[..] == [b'h'; 5]));
+
+    let (pipe, _) = self::pipe();
+    assert_eq!(pipe.push(bytes(3), &waiter), Pushed::Room);
+    let mut gathered = held(5);
+    let at = gathered.as_ptr();
+    pipe.reader(Some(&mut gathered));
+    pipe.collect(false);
+    assert!(matches!(pipe.reader(Some(&mut held(1))), Reader::Collects));
+    let (chunks, held) = pipe.reclaim();
+    assert_eq!(chunks.iter().map(Bytes::len).sum::<usize>(), 3);
+    assert_eq!((held.len(), held.as_ptr()), (5, at));
+    assert_eq!((meter.load(Ordering::SeqCst), pipe.pushed()), (0, 0));
+}
+
+/// A failure leaves held bytes before its error; bytes held last, as the
+/// connection closes, go there too — but not once the error was taken.
+/// A reader that goes drops them.
 #[test]
 fn held_bytes_go_before_a_failure_the_reader_has_not_taken_and_never_after_it() {
     let (pipe, meter) = pipe();
-    let held = pipe.held(5);
+    pipe.reader(Some(&mut held(5)));
     pipe.fail(Error::Cancelled);
-    drop(held);
-    pipe.push_held(bytes(5));
+    let gathered = pipe.unhold();
+    pipe.hold_last(gathered);
     assert_eq!(meter.load(Ordering::SeqCst), 5);
     let (_, reader) = counted();
     assert!(matches!(pipe.take(&reader), Taken::Chunk(c) if c.len() == 5));
@@ -154,13 +217,19 @@ fn held_bytes_go_before_a_failure_the_reader_has_not_taken_and_never_after_it() 
         pipe.take(&reader),
         Taken::Failed(Error::Cancelled)
     ));
-    pipe.push_held(bytes(5));
+    pipe.hold_last(held(5));
     assert_eq!(
         meter.load(Ordering::SeqCst),
         0,
         "refused once the error was taken"
     );
     assert!(matches!(pipe.take(&reader), Taken::End(None)));
+
+    let (pipe, meter) = self::pipe();
+    pipe.reader(Some(&mut held(5)));
+    pipe.close_reader();
+    assert_eq!(meter.load(Ordering::SeqCst), 0);
+    assert!(pipe.unhold().is_empty());
 }
 
 #[test]
@@ -253,7 +322,7 @@ fn pushed_is_the_body_length_for_a_body_collected_late() {
     let (_, writer) = counted();
     assert_eq!(pipe.push(bytes(90), &writer), Pushed::Room);
     pipe.collect(false);
-    let held: usize = pipe.reclaim().iter().map(Bytes::len).sum();
+    let held: usize = pipe.reclaim().0.iter().map(Bytes::len).sum();
     assert_eq!(held, 90);
     pipe.push_last(bytes(held + 10));
     pipe.finish(None);
