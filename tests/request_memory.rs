@@ -189,3 +189,200 @@ fn a_small_chunked_body_does_not_keep_a_reservation_for_a_typical_one() {
     assert!(kept.iter().all(|body| body.len() == SMALL));
     client.close();
 }
+
+/// A server that answers `/big` with a chunked body of [`BIG`] bytes, and
+/// anything else with a chunked head and a first chunk of [`SMALL`] bytes
+/// in one write, then the body's end only once `ends` counts past the
+/// requests of that kind answered so far.
+fn big_and_first_chunk_then_waits(
+    ends: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) -> TestServer {
+    use std::sync::atomic::Ordering;
+    TestServer::start(Behaviour::custom(move |mut stream, _| {
+        let mut answered = 0;
+        loop {
+            let Some(head) = read_head(&mut stream) else {
+                return;
+            };
+            if head.starts_with("GET /big ") {
+                if stream
+                    .write_all(&chunked(200, &[&[b'b'; BIG]], &[]))
+                    .is_err()
+                {
+                    return;
+                }
+                continue;
+            }
+            let mut wire =
+                format!("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n{SMALL:x}\r\n")
+                    .into_bytes();
+            wire.extend_from_slice(&[b's'; SMALL]);
+            wire.extend_from_slice(b"\r\n");
+            if stream.write_all(&wire).is_err() {
+                return;
+            }
+            answered += 1;
+            let told = eventually(std::time::Duration::from_secs(10), || {
+                ends.load(Ordering::SeqCst) >= answered
+            });
+            if !told || stream.write_all(b"0\r\n\r\n").is_err() {
+                return;
+            }
+        }
+    }))
+}
+
+/// The first chunk of a small chunked body, held back for a reader who
+/// had not looked yet (in the buffer its connection reserved for the
+/// client's typical body, here about that of a 1 MiB body fetched just
+/// before), reaches a reader that reads the body as a stream — and, kept
+/// by that reader, keeps about its own size alive, not the reservation.
+#[test]
+fn a_streamed_chunk_of_a_held_back_body_does_not_keep_a_reservation_for_a_typical_one() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    const KEPT: usize = 8;
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let ends = std::sync::Arc::new(AtomicUsize::new(0));
+    let server = big_and_first_chunk_then_waits(ends.clone());
+    let client = Client::builder().event_loops(1).build().unwrap();
+    let big = || {
+        let response = client.get(server.url("/big")).send().wait().unwrap();
+        assert_eq!(response.bytes().wait().unwrap().len(), BIG);
+    };
+    // The first chunk, taken as a stream once the connection holds it.
+    let first_chunk = || {
+        let mut response = client.get(server.url("/held")).send().wait().unwrap();
+        let held = eventually(std::time::Duration::from_secs(10), || {
+            client.stats().buffered_body_bytes >= SMALL
+        });
+        assert!(held, "the first chunk never came");
+        let chunk = response.chunk().wait().unwrap().expect("a first chunk");
+        ends.fetch_add(1, Ordering::SeqCst);
+        assert!(response.chunk().wait().unwrap().is_none());
+        chunk
+    };
+    // Warm up: the connections, and the client's own allocations, settle.
+    big();
+    assert_eq!(first_chunk().len(), SMALL);
+
+    let before = counting_alloc::live_bytes();
+    let mut kept = Vec::new();
+    for _ in 0..KEPT {
+        big();
+        kept.push(first_chunk());
+    }
+    assert_settles(&client, std::time::Duration::from_secs(10));
+    let bound = (KEPT * 8 * 1024) as isize;
+    let went = eventually(std::time::Duration::from_secs(5), || {
+        counting_alloc::live_bytes() - before < bound
+    });
+    let held = counting_alloc::live_bytes() - before;
+    assert!(
+        went,
+        "{KEPT} kept chunks of {SMALL} bytes keep {held} bytes alive"
+    );
+    assert!(kept.iter().all(|chunk| chunk[..] == [b's'; SMALL]));
+    client.close();
+}
+
+/// A server that answers `/big` with a chunked body of [`BIG`] bytes, and
+/// anything else with a chunked head, then — one step each time `gate`
+/// counts past the steps taken so far — a first chunk of [`SMALL`] bytes,
+/// then the body's end.
+fn big_and_late_chunk(gate: std::sync::Arc<std::sync::atomic::AtomicUsize>) -> TestServer {
+    use std::sync::atomic::Ordering;
+    TestServer::start(Behaviour::custom(move |mut stream, _| {
+        let mut steps = 0;
+        let mut step = |stream: &mut std::net::TcpStream, wire: &[u8]| {
+            steps += 1;
+            eventually(std::time::Duration::from_secs(10), || {
+                gate.load(Ordering::SeqCst) >= steps
+            }) && stream.write_all(wire).is_ok()
+        };
+        loop {
+            let Some(head) = read_head(&mut stream) else {
+                return;
+            };
+            if head.starts_with("GET /big ") {
+                if stream
+                    .write_all(&chunked(200, &[&[b'b'; BIG]], &[]))
+                    .is_err()
+                {
+                    return;
+                }
+                continue;
+            }
+            let head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+            let mut chunk = format!("{SMALL:x}\r\n").into_bytes();
+            chunk.extend_from_slice(&[b's'; SMALL]);
+            chunk.extend_from_slice(b"\r\n");
+            if stream.write_all(head).is_err()
+                || !step(&mut stream, &chunk)
+                || !step(&mut stream, b"0\r\n\r\n")
+            {
+                return;
+            }
+        }
+    }))
+}
+
+/// A small chunked body whose reader asked for its first chunk before any
+/// came (after a 1 MiB body fetched just before): its bytes are gathered
+/// for what they are, not into a reservation for the client's typical
+/// body, and the chunk the reader keeps keeps about its own size alive.
+#[test]
+fn a_chunk_streamed_to_a_reader_who_asked_first_costs_and_keeps_about_its_own_size() {
+    use std::future::Future;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    const KEPT: usize = 8;
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let gate = std::sync::Arc::new(AtomicUsize::new(0));
+    let server = big_and_late_chunk(gate.clone());
+    let client = Client::builder().event_loops(1).build().unwrap();
+    let big = || {
+        let response = client.get(server.url("/big")).send().wait().unwrap();
+        assert_eq!(response.bytes().wait().unwrap().len(), BIG);
+    };
+    // The first chunk, asked for (polled once: the pipe is touched) before
+    // the server sends it; and the bytes allocated meanwhile.
+    let first_chunk = || {
+        let before = counting_alloc::allocated_bytes();
+        let mut response = client.get(server.url("/late")).send().wait().unwrap();
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        let mut asked = response.chunk();
+        assert!(std::pin::Pin::new(&mut asked).poll(&mut cx).is_pending());
+        gate.fetch_add(1, Ordering::SeqCst);
+        let chunk = response.chunk().wait().unwrap().expect("a first chunk");
+        gate.fetch_add(1, Ordering::SeqCst);
+        assert!(response.chunk().wait().unwrap().is_none());
+        (chunk, counting_alloc::allocated_bytes() - before)
+    };
+    // Warm up: the connections, and the client's own allocations, settle.
+    big();
+    assert_eq!(first_chunk().0.len(), SMALL);
+
+    let before = counting_alloc::live_bytes();
+    let mut kept = Vec::new();
+    for _ in 0..KEPT {
+        big();
+        let (chunk, allocated) = first_chunk();
+        // A reservation for the typical body would be 256 KiB (the window).
+        assert!(
+            allocated < 64 * 1024,
+            "{allocated} bytes allocated for a request of a {SMALL}-byte body"
+        );
+        kept.push(chunk);
+    }
+    assert_settles(&client, std::time::Duration::from_secs(10));
+    let bound = (KEPT * 8 * 1024) as isize;
+    let went = eventually(std::time::Duration::from_secs(5), || {
+        counting_alloc::live_bytes() - before < bound
+    });
+    let held = counting_alloc::live_bytes() - before;
+    assert!(
+        went,
+        "{KEPT} kept chunks of {SMALL} bytes keep {held} bytes alive"
+    );
+    assert!(kept.iter().all(|chunk| chunk[..] == [b's'; SMALL]));
+    client.close();
+}

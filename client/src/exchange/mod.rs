@@ -63,7 +63,9 @@ pub(crate) use listener::Guarded;
 pub(crate) use outcome::{Outcome, POLLED_AFTER_COMPLETION, WAITED_AFTER_COMPLETION};
 pub(crate) use pacing::Pacing;
 use pacing::{Spin, WaitFor};
-pub(crate) use pipe::{Chunks, Pipe, Pushed, Reader, Taken, Waiter, Whole, DEFAULT_WINDOW};
+pub(crate) use pipe::{
+    own_size, Chunks, Pipe, Pushed, Reader, Taken, Waiter, Whole, DEFAULT_WINDOW,
+};
 pub(crate) use registry::InFlight;
 pub(crate) use request::{
     BodyStream, BoxError, Payload, PumpedBody, RequestBody, RequestParts, Streamed, UploadSource,

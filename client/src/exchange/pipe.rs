@@ -59,6 +59,22 @@ pub(crate) use chunks::Chunks;
 /// The default window of a body: what the loop reads ahead of its reader.
 pub(crate) const DEFAULT_WINDOW: usize = 256 * 1024;
 
+/// Unused capacity a body's bytes may keep beyond their own length when
+/// handed over (see [`own_size`]).
+const SHRINK_SLACK: usize = 4096;
+
+/// Body bytes, `buf`, handed over to the reader: if much shorter than the
+/// buffer they were gathered in — a reservation for the whole of a body
+/// of unknown length, from the client's typical bodies — copied into a
+/// buffer of their own size: the reader may keep them for long, and
+/// should not keep the reservation with them.
+pub(crate) fn own_size(buf: BytesMut) -> Bytes {
+    if buf.capacity() > 2 * buf.len() + SHRINK_SLACK {
+        return Bytes::copy_from_slice(&buf);
+    }
+    buf.freeze()
+}
+
 /// Who waits on one end of a pipe.
 pub(crate) enum Waiter {
     /// A thread blocked on the pipe's condition variable: registered under
@@ -159,12 +175,16 @@ impl State {
     }
 
     /// The oldest bytes for the reader: the first chunk, else the held
-    /// bytes. Still counted as buffered.
+    /// bytes (at their own size, see [`held_chunk`](Self::held_chunk)).
+    /// Still counted as buffered.
     fn next_chunk(&mut self) -> Option<Bytes> {
-        if let Some(chunk) = self.chunks.pop_front() {
-            return Some(chunk);
-        }
-        (!self.held.is_empty()).then(|| std::mem::take(&mut self.held).freeze())
+        self.chunks.pop_front().or_else(|| self.held_chunk())
+    }
+
+    /// The held bytes as a chunk for the reader, if any: at their own size
+    /// ([`own_size`]) — they are held in a reservation for a whole body.
+    fn held_chunk(&mut self) -> Option<Bytes> {
+        (!self.held.is_empty()).then(|| own_size(std::mem::take(&mut self.held)))
     }
 }
 
@@ -611,8 +631,8 @@ impl Pipe {
         // Held bytes, which a writer takes back before it ends the body,
         // would come last.
         let mut chunks = std::mem::take(&mut state.chunks);
-        if !state.held.is_empty() {
-            chunks.push_back(std::mem::take(&mut state.held).freeze());
+        if let Some(held) = state.held_chunk() {
+            chunks.push_back(held);
         }
         self.meter.fetch_sub(state.buffered, Ordering::Relaxed);
         state.buffered = 0;

@@ -8,7 +8,7 @@
 //! byte is copied once, by the kernel, into memory reserved once from the
 //! body's `Content-Length` and never zeroed (see `net::sys`).
 
-use crate::exchange::Chunks;
+use crate::exchange::{own_size, Chunks};
 use bytes::{Bytes, BytesMut};
 
 /// The most a collected body reserves ahead of its bytes, from its
@@ -28,10 +28,6 @@ pub(super) const UNKNOWN_AHEAD_MAX: u64 = 1024 * 1024;
 pub(super) fn ahead_of_unknown(typical: u64) -> u64 {
     typical.saturating_add(typical / 4).min(UNKNOWN_AHEAD_MAX)
 }
-
-/// Unused capacity a finished body may keep beyond its own length (see
-/// [`Collected::finish`]).
-const SHRINK_SLACK: usize = 4096;
 
 /// A body being collected: `buf` holds it so far, with capacity reserved
 /// for the rest of a body of known length.
@@ -79,17 +75,6 @@ impl Collected {
     pub(super) fn finish(self) -> Bytes {
         own_size(self.buf)
     }
-}
-
-/// A whole body, `buf`: one much shorter than what was reserved for it (a
-/// guess from the client's typical bodies) is copied into a buffer of its
-/// own size — the caller may keep it for long, and should not keep the
-/// reservation with it.
-pub(super) fn own_size(buf: BytesMut) -> Bytes {
-    if buf.capacity() > 2 * buf.len() + SHRINK_SLACK {
-        return Bytes::copy_from_slice(&buf);
-    }
-    buf.freeze()
 }
 
 /// How much of a body of `remaining` known bytes one read may take into a

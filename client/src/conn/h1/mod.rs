@@ -14,7 +14,7 @@ use super::{Conn, IdleConn, Offered, State, EXPECT_TIMER};
 use super::{READ_BUDGET, WRITE_BUDGET};
 use crate::error::Error;
 use crate::event_loop::LoopContext;
-use crate::exchange::{deadline_after, ConnSlot, Exchange, Head, Pushed, Reader, Waiter};
+use crate::exchange::{deadline_after, own_size, ConnSlot, Exchange, Head, Pushed, Reader, Waiter};
 use crate::h1::{DecodeError, Decoded, ResponseDecoder};
 use crate::net::Transport;
 use bytes::{Bytes, BytesMut};
@@ -170,15 +170,22 @@ impl Active {
 
     /// The capacity of the gathered bytes' first allocation, at the first
     /// `first` bytes of a body: a body of unknown length that may be
-    /// deferred (see [`Conn::push_gathered`]) reserves what the client's
-    /// bodies typically are, up to the window, so that it grows without
-    /// copying itself; else what came.
+    /// deferred or collected (see [`Conn::push_gathered`]) reserves what
+    /// the client's bodies typically are, up to the window, so that it
+    /// grows without copying itself; else — its length known, or its
+    /// reader taking it as a stream, each chunk keeping the allocation it
+    /// was cut from — what came.
     fn first_gather(&self, first: usize, window: usize) -> usize {
         if self.decoder.body_remaining().is_some() {
             return first;
         }
         let typical = collect::ahead_of_unknown(self.exchange.typical_body());
-        first.max(usize::try_from(typical).unwrap_or(window).min(window))
+        let reserved = usize::try_from(typical).unwrap_or(window).min(window);
+        // Asked only when it matters: a lock.
+        if reserved <= first || matches!(self.exchange.body().reader(None), Reader::Takes) {
+            return first;
+        }
+        reserved
     }
 
     /// Where to read the body straight from the socket, past the read
@@ -947,7 +954,16 @@ impl Conn {
         // Gathered bytes include what was held (taken back first).
         active.deferred = false;
         let waiter = || Waiter::Source(cx.event_loop().clone(), cx.me());
-        let chunk = active.gathered.split().freeze();
+        // A body of unknown length may have been gathered into a
+        // reservation for a whole body before its reader took (see
+        // `Active::first_gather`): the chunk goes at its own size, and the
+        // reservation is let go, not cut into more chunks for the reader
+        // to keep. (Sized by what came, its allocation goes whole with it.)
+        let chunk = if active.decoder.body_remaining().is_none() {
+            own_size(std::mem::take(&mut active.gathered))
+        } else {
+            active.gathered.split().freeze()
+        };
         match active.exchange.body().push(chunk, waiter) {
             Pushed::Room => false,
             Pushed::Full => {
@@ -998,7 +1014,7 @@ impl Conn {
         active.deferred = false;
         let rest = match active.collected.take() {
             Some(collected) => collected.finish(),
-            None => collect::own_size(std::mem::take(&mut active.gathered)),
+            None => own_size(std::mem::take(&mut active.gathered)),
         };
         if !rest.is_empty() && active.draining.is_none() {
             active.exchange.body().push_last(rest);
