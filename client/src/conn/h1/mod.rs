@@ -171,16 +171,20 @@ impl Active {
     /// The capacity of the gathered bytes' first allocation, at the first
     /// `first` bytes of a body: a body of unknown length that may be
     /// deferred or collected (see [`Conn::push_gathered`]) reserves what
-    /// the client's bodies typically are, up to the window, so that it
-    /// grows without copying itself; else — its length known, or its
-    /// reader taking it as a stream, each chunk keeping the allocation it
-    /// was cut from — what came.
-    fn first_gather(&self, first: usize, window: usize) -> usize {
+    /// a collect of it would ([`collect::ahead_of_unknown`]: the client's
+    /// typical body, and a quarter more), so that it grows without copying
+    /// itself, and a collect adopts it as it is — not bounded by the
+    /// window, which bounds the bytes held, not the reservation (a
+    /// reservation larger than what is pushed at the window goes at that
+    /// size, see `own_size`); else — its length known, or its reader
+    /// taking it as a stream, each chunk keeping the allocation it was cut
+    /// from — what came.
+    fn first_gather(&self, first: usize) -> usize {
         if self.decoder.body_remaining().is_some() {
             return first;
         }
         let typical = collect::ahead_of_unknown(self.exchange.typical_body());
-        let reserved = usize::try_from(typical).unwrap_or(window).min(window);
+        let reserved = usize::try_from(typical).unwrap_or(first);
         // Asked only when it matters: a lock.
         if reserved <= first || matches!(self.exchange.body().reader(None), Reader::Takes) {
             return first;
@@ -875,7 +879,7 @@ impl Conn {
                     if active.gathered.capacity() == 0 {
                         // Allocated at once, without `Vec`'s growth path
                         // (about a hundred instructions a response).
-                        let capacity = active.first_gather(data.len(), window);
+                        let capacity = active.first_gather(data.len());
                         active.gathered = BytesMut::with_capacity(capacity);
                     }
                     active.gathered.extend_from_slice(data);
