@@ -244,6 +244,15 @@ fn run_with(
         }
     }
     assert_settles(&client, Duration::from_secs(10));
+    // Every body read or dropped: nothing is counted as buffered any more.
+    assert!(
+        eventually(Duration::from_secs(10), || client
+            .stats()
+            .buffered_body_bytes
+            == 0),
+        "{} body bytes still counted as buffered",
+        client.stats().buffered_body_bytes
+    );
     client.close();
 }
 
