@@ -714,9 +714,10 @@ impl Pipe {
             if bytes.is_empty() || state.reader_gone || !before_end {
                 return;
             }
-            debug_assert!(state.held.is_empty(), "held again before taken back");
+            // After any still held (none: the writer took them back to
+            // gather these on), never in their place.
             state.add(bytes.len(), &self.meter);
-            state.held = bytes;
+            state.held.unsplit(bytes);
             state.reader.take()
         };
         if let Some(reader) = wake {
@@ -761,9 +762,10 @@ impl Pipe {
             return Reader::Takes;
         }
         if let Some(hold) = hold {
-            debug_assert!(state.held.is_empty(), "held again before taken back");
+            // After any still held (none: the writer takes them back
+            // before it gathers more), never in their place.
             state.add(hold.len(), &self.meter);
-            state.held = std::mem::take(hold);
+            state.held.unsplit(std::mem::take(hold));
         }
         Reader::Untouched
     }

@@ -200,6 +200,20 @@ fn held_bytes_come_after_the_chunks_and_are_reclaimed_with_them() {
     assert_eq!((meter.load(Ordering::SeqCst), pipe.pushed()), (0, 0));
 }
 
+/// Bytes held while others still are (the writer takes them back first,
+/// so it never does) go after them, never in their place.
+#[test]
+fn bytes_held_twice_are_both_kept_in_order() {
+    let (pipe, meter) = pipe();
+    pipe.reader(Some(&mut held(5)));
+    pipe.reader(Some(&mut BytesMut::from(&b"abc"[..])));
+    pipe.fail(Error::Cancelled);
+    pipe.hold_last(BytesMut::from(&b"de"[..]));
+    assert_eq!(meter.load(Ordering::SeqCst), 10);
+    let (_, reader) = counted();
+    assert!(matches!(pipe.take(&reader), Taken::Chunk(c) if c[..] == b"hhhhhabcde"[..]));
+}
+
 /// A failure leaves held bytes before its error; bytes held last, as the
 /// connection closes, go there too — but not once the error was taken.
 /// A reader that goes drops them.
