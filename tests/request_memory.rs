@@ -386,3 +386,79 @@ fn a_chunk_streamed_to_a_reader_who_asked_first_costs_and_keeps_about_its_own_si
     assert!(kept.iter().all(|chunk| chunk[..] == [b's'; SMALL]));
     client.close();
 }
+
+/// A server that answers `/big` with a chunked body of [`BIG`] bytes, and
+/// anything else with a chunked head and a first chunk of [`SMALL`]
+/// bytes, then nothing more until `done` is set (then it closes).
+fn big_and_first_chunk_then_stalls(
+    done: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> TestServer {
+    use std::sync::atomic::Ordering;
+    TestServer::start(Behaviour::custom(move |mut stream, _| loop {
+        let Some(head) = read_head(&mut stream) else {
+            return;
+        };
+        if head.starts_with("GET /big ") {
+            if stream
+                .write_all(&chunked(200, &[&[b'b'; BIG]], &[]))
+                .is_err()
+            {
+                return;
+            }
+            continue;
+        }
+        let mut wire =
+            format!("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n{SMALL:x}\r\n")
+                .into_bytes();
+        wire.extend_from_slice(&[b's'; SMALL]);
+        wire.extend_from_slice(b"\r\n");
+        let _ = stream.write_all(&wire);
+        eventually(std::time::Duration::from_secs(20), || {
+            done.load(Ordering::SeqCst)
+        });
+        return;
+    }))
+}
+
+/// Responses nobody reads yet, whose bodies of unknown length have begun,
+/// on a client with a small body window (16 KiB) whose bodies are
+/// typically far larger (1 MiB): each keeps about its window alive, as
+/// the window promises, not a buffer reserved for the typical body.
+#[test]
+fn an_unread_body_keeps_about_its_window_whatever_the_typical_body() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    const UNREAD: usize = 8;
+    const WINDOW: usize = 16 * 1024;
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let done = std::sync::Arc::new(AtomicBool::new(false));
+    let server = big_and_first_chunk_then_stalls(done.clone());
+    let client = Client::builder()
+        .event_loops(1)
+        .body_window(WINDOW)
+        .build()
+        .unwrap();
+    // The typical body grows towards 1 MiB.
+    for _ in 0..8 {
+        let response = client.get(server.url("/big")).send().wait().unwrap();
+        assert_eq!(response.bytes().wait().unwrap().len(), BIG);
+    }
+    let before = counting_alloc::live_bytes();
+    let unread: Vec<_> = (0..UNREAD)
+        .map(|_| client.get(server.url("/stall")).send().wait().unwrap())
+        .collect();
+    let held = eventually(std::time::Duration::from_secs(10), || {
+        client.stats().buffered_body_bytes >= UNREAD * SMALL
+    });
+    assert!(held, "the first chunks never came");
+    // A connection of its own each (its buffers), and the body's window
+    // (its reservation up to twice that): well under 256 KiB.
+    let live = counting_alloc::live_bytes() - before;
+    let bound = (UNREAD * 256 * 1024) as isize;
+    assert!(
+        live < bound,
+        "{UNREAD} unread responses keep {live} bytes alive"
+    );
+    done.store(true, Ordering::SeqCst);
+    drop(unread);
+    client.close();
+}

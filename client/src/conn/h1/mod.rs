@@ -173,18 +173,19 @@ impl Active {
     /// deferred or collected (see [`Conn::push_gathered`]) reserves what
     /// a collect of it would ([`collect::ahead_of_unknown`]: the client's
     /// typical body, and a quarter more), so that it grows without copying
-    /// itself, and a collect adopts it as it is — not bounded by the
-    /// window, which bounds the bytes held, not the reservation (a
-    /// reservation larger than what is pushed at the window goes at that
-    /// size, see `own_size`); else — its length known, or its reader
-    /// taking it as a stream, each chunk keeping the allocation it was cut
-    /// from — what came.
-    fn first_gather(&self, first: usize) -> usize {
+    /// itself and a collect adopts it as it is — but at most twice the
+    /// window: a response nobody reads keeps no more than that (the body's
+    /// window bounds its memory), and a reservation of up to twice the
+    /// window is handed over whole at the window, not copied (`own_size`).
+    /// Else — its length known, or its reader taking it as a stream, each
+    /// chunk keeping the allocation it was cut from — what came.
+    fn first_gather(&self, first: usize, window: usize) -> usize {
         if self.decoder.body_remaining().is_some() {
             return first;
         }
         let typical = collect::ahead_of_unknown(self.exchange.typical_body());
-        let reserved = usize::try_from(typical).unwrap_or(first);
+        let most = window.saturating_mul(2);
+        let reserved = usize::try_from(typical).map_or(most, |typical| typical.min(most));
         // Asked only when it matters: a lock.
         if reserved <= first || matches!(self.exchange.body().reader(None), Reader::Takes) {
             return first;
@@ -879,7 +880,7 @@ impl Conn {
                     if active.gathered.capacity() == 0 {
                         // Allocated at once, without `Vec`'s growth path
                         // (about a hundred instructions a response).
-                        let capacity = active.first_gather(data.len());
+                        let capacity = active.first_gather(data.len(), window);
                         active.gathered = BytesMut::with_capacity(capacity);
                     }
                     active.gathered.extend_from_slice(data);
