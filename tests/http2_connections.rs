@@ -1194,6 +1194,34 @@ enum SpareSeen {
     AStream,
 }
 
+/// Reads the frames the client sends on a spare connection, each given to
+/// `each` (with the connection, to answer), until the first of: a stream
+/// (HEADERS), the client's close, or the read timeout.
+fn watch_spare<S: Read + Write>(
+    tls: &mut S,
+    mut each: impl FnMut(&mut S, u8, u8, &[u8]),
+) -> SpareSeen {
+    loop {
+        let mut head = [0u8; 9];
+        match tls.read_exact(&mut head) {
+            Ok(()) => {}
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                return SpareSeen::StillOpen
+            }
+            Err(_) => return SpareSeen::Closed,
+        }
+        let len = usize::from(head[0]) << 16 | usize::from(head[1]) << 8 | usize::from(head[2]);
+        let mut payload = vec![0; len];
+        if tls.read_exact(&mut payload).is_err() {
+            return SpareSeen::Closed;
+        }
+        if head[3] == HEADERS {
+            return SpareSeen::AStream;
+        }
+        each(tls, head[3], head[4], &payload);
+    }
+}
+
 /// A spare HTTP/2 connection — the origin had its shared one already
 /// (here a hedged copy's: a copy keeps away from the connection of the
 /// request it backs up) — whose server allows no stream (its SETTINGS
@@ -1224,32 +1252,15 @@ fn a_spare_http2_connection_whose_waiting_request_is_cancelled_closes() {
         }
         let mut tls = tls_h2(socket, &max_streams(0));
         let mut told = false;
-        let seen_here = loop {
-            let mut head = [0u8; 9];
-            match tls.read_exact(&mut head) {
-                Ok(()) => {}
-                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                    break SpareSeen::StillOpen
-                }
-                Err(_) => break SpareSeen::Closed,
+        // Quiet (the client's SETTINGS not acknowledged): a frame from the
+        // server would have the connection look at itself.
+        let seen_here = watch_spare(&mut tls, |_, kind, flags, _| {
+            // The client has our limit of none: the copy waits.
+            if kind == SETTINGS && flags & ACK != 0 && !told {
+                told = true;
+                copy_waits.lock().unwrap().send(()).unwrap();
             }
-            let len = usize::from(head[0]) << 16 | usize::from(head[1]) << 8 | usize::from(head[2]);
-            let mut payload = vec![0; len];
-            if tls.read_exact(&mut payload).is_err() {
-                break SpareSeen::Closed;
-            }
-            // Quiet (the client's SETTINGS not acknowledged): a frame
-            // from the server would have the connection look at itself.
-            match (head[3], head[4] & ACK != 0) {
-                (HEADERS, _) => break SpareSeen::AStream,
-                // The client has our limit of none: the copy waits.
-                (SETTINGS, true) if !told => {
-                    told = true;
-                    copy_waits.lock().unwrap().send(()).unwrap();
-                }
-                _ => {}
-            }
-        };
+        });
         let _ = seen.lock().unwrap().send(seen_here);
     });
     // The hedge delay rings when the test says: once the first request
@@ -1276,6 +1287,146 @@ fn a_spare_http2_connection_whose_waiting_request_is_cancelled_closes() {
     assert_eq!(response.version(), http::Version::HTTP_2);
     let spare = spare_seen.recv_timeout(2 * CEILING);
     assert_eq!(spare, Ok(SpareSeen::Closed), "the spare connection closes");
+    client.close();
+    server.join().unwrap();
+}
+
+/// A spare HTTP/2 connection whose server allows no stream (as in
+/// [`a_request_waiting_on_a_spare_http2_connection_that_allows_no_stream_goes_to_the_shared_one`]),
+/// while the shared connection is at its limit (one stream, busy): its
+/// request has no other place then, and stays; once the shared one frees
+/// its stream, the request goes there — with one connection per origin
+/// too, as a spare is one more — not when its request timeout ends.
+#[test]
+fn a_request_held_on_a_spare_http2_connection_goes_to_a_stream_the_shared_one_frees_later() {
+    let (second_in, second_connected) = mpsc::channel::<()>();
+    let (second_in, second_connected) = (Mutex::new(second_in), Mutex::new(second_connected));
+    let (first_in, first_read) = mpsc::channel::<()>();
+    let (first_in, first_read) = (Mutex::new(first_in), Mutex::new(first_read));
+    let (held_in, spare_holds) = mpsc::channel::<()>();
+    let (held_in, spare_holds) = (Mutex::new(held_in), Mutex::new(spare_holds));
+    let (seen, spare_seen) = mpsc::channel::<SpareSeen>();
+    let seen = Mutex::new(seen);
+    let (url, server) = tls_h2_server(2, move |index, socket| {
+        if index == 0 {
+            let _ = second_connected.lock().unwrap().recv_timeout(CEILING);
+            let mut tls = tls_h2(socket, &max_streams(1));
+            let id = *read_requests(&mut tls, 1).first().expect("a first request");
+            first_in.lock().unwrap().send(()).unwrap();
+            // Its one stream busy until the spare holds its request.
+            let _ = spare_holds.lock().unwrap().recv_timeout(CEILING);
+            tls.write_all(&ok_headers(id)).unwrap();
+            return answer_all(&mut tls);
+        }
+        second_in.lock().unwrap().send(()).unwrap();
+        let _ = first_read.lock().unwrap().recv_timeout(CEILING);
+        let mut tls = tls_h2(socket, &max_streams(0));
+        let mut told = false;
+        let seen_here = watch_spare(&mut tls, |_, kind, flags, _| {
+            // The client has our limit of none (and has looked for another
+            // place in the same turn, finding none).
+            if kind == SETTINGS && flags & ACK != 0 && !told {
+                told = true;
+                held_in.lock().unwrap().send(()).unwrap();
+            }
+        });
+        let _ = seen.lock().unwrap().send(seen_here);
+    });
+    let client = Client::builder()
+        .event_loops(2)
+        .add_root_certificate(&tls::certs().ca_pem)
+        .request_timeout(CEILING)
+        .pooled_connection_idle_timeout(Duration::ZERO)
+        .build()
+        .unwrap();
+    let futures = [client.get(&url).send(), client.get(&url).send()];
+    for future in futures {
+        let response = future.wait().expect("both answered");
+        assert_eq!(response.version(), http::Version::HTTP_2);
+        assert_eq!(response.status(), 200);
+    }
+    let spare = spare_seen.recv_timeout(2 * CEILING);
+    assert_eq!(
+        spare,
+        Ok(SpareSeen::Closed),
+        "the spare connection closes, no stream opened on it"
+    );
+    client.close();
+    server.join().unwrap();
+}
+
+/// A hedged copy waiting on a spare HTTP/2 connection whose server allows
+/// no stream (set up as in
+/// [`a_spare_http2_connection_whose_waiting_request_is_cancelled_closes`])
+/// stays there, though the shared connection has streams free: that one
+/// carries the request the copy backs up, which the copy keeps away from,
+/// and a spare of its own could be held as this one is. The server then
+/// allows one stream: the copy opens it on the spare (moved off, the spare
+/// would have closed, and no stream come).
+#[test]
+fn a_hedged_copy_waiting_on_a_spare_that_allows_no_stream_stays_there() {
+    let (copy_sent, wait_for_the_copy) = mpsc::channel::<()>();
+    let (copy_sent, wait_for_the_copy) = (Mutex::new(copy_sent), Mutex::new(wait_for_the_copy));
+    let (seen, spare_seen) = mpsc::channel::<SpareSeen>();
+    let seen = Mutex::new(seen);
+    let (primary_in, primary_arrived) = mpsc::channel::<()>();
+    let primary_in = Mutex::new(primary_in);
+    let (url, server) = tls_h2_server(2, move |index, socket| {
+        if index == 0 {
+            let mut tls = tls_h2(socket, &frame(SETTINGS, 0, 0, &[]));
+            // The request backed up: answered once the copy has its stream.
+            let id = *read_requests(&mut tls, 1)
+                .first()
+                .expect("the first request");
+            primary_in.lock().unwrap().send(()).unwrap();
+            let _ = wait_for_the_copy.lock().unwrap().recv_timeout(CEILING);
+            tls.write_all(&ok_headers(id)).unwrap();
+            return answer_all(&mut tls);
+        }
+        let mut tls = tls_h2(socket, &max_streams(0));
+        let mut raised = false;
+        let seen_here = watch_spare(&mut tls, |tls, kind, flags, _| {
+            // The client has our limit of none (and has looked for another
+            // place for the copy in the same turn): now one.
+            if kind == SETTINGS && flags & ACK != 0 && !raised {
+                raised = true;
+                tls.write_all(&max_streams(1)).unwrap();
+            }
+        });
+        let _ = seen.lock().unwrap().send(seen_here);
+        copy_sent.lock().unwrap().send(()).unwrap();
+    });
+    // The hedge delay rings when the test says: once the first request
+    // has reached the server, on a connection shared by then.
+    let clock = tickless::timer::ManualClock::new();
+    let client = Client::builder()
+        .event_loops(2)
+        .clock(Arc::new(clock.clone()))
+        .add_root_certificate(&tls::certs().ca_pem)
+        .request_timeout(CEILING)
+        .pooled_connection_idle_timeout(Duration::ZERO)
+        .build()
+        .unwrap();
+    let hedge_delay = Duration::from_millis(10);
+    let future = client
+        .get(&url)
+        .hedge(tickless::hedge::Policy::after(hedge_delay))
+        .send();
+    primary_arrived
+        .recv_timeout(CEILING)
+        .expect("the first request reached the server");
+    clock.advance(hedge_delay);
+    // Waited for on a thread of its own: the answer comes only once the
+    // server has seen the copy's stream, and the copy comes while the
+    // caller waits (with nobody waiting, none came).
+    let waiter = thread::spawn(move || future.wait().map(|response| response.version()));
+    let spare = spare_seen.recv_timeout(2 * CEILING);
+    assert_eq!(
+        spare,
+        Ok(SpareSeen::AStream),
+        "the copy stays on the spare, and opens its stream there"
+    );
+    assert_eq!(waiter.join().unwrap().unwrap(), http::Version::HTTP_2);
     client.close();
     server.join().unwrap();
 }
@@ -1312,30 +1463,13 @@ fn a_goaway_on_a_spare_http2_connection_sends_its_request_to_the_shared_one() {
         let ids = read_requests(&mut tls, 1);
         assert_eq!(ids.len(), 1, "the spare's request");
         tls.write_all(&goaway(0, 0)).unwrap();
-        let seen_here = loop {
-            let mut head = [0u8; 9];
-            match tls.read_exact(&mut head) {
-                Ok(()) => {}
-                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                    break SpareSeen::StillOpen
-                }
-                Err(_) => break SpareSeen::Closed,
+        let seen_here = watch_spare(&mut tls, |tls, kind, flags, payload| {
+            // The probe after the GOAWAY: answered, as a server that goes
+            // on would.
+            if kind == PING && flags & ACK == 0 {
+                tls.write_all(&frame(PING, ACK, 0, payload)).unwrap();
             }
-            let len = usize::from(head[0]) << 16 | usize::from(head[1]) << 8 | usize::from(head[2]);
-            let mut payload = vec![0; len];
-            if tls.read_exact(&mut payload).is_err() {
-                break SpareSeen::Closed;
-            }
-            match head[3] {
-                HEADERS => break SpareSeen::AStream,
-                // The probe after the GOAWAY: answered, as a server that
-                // goes on would.
-                PING if head[4] & ACK == 0 => {
-                    tls.write_all(&frame(PING, ACK, 0, &payload)).unwrap()
-                }
-                _ => {}
-            }
-        };
+        });
         let _ = seen.lock().unwrap().send(seen_here);
     });
     let recorder = Recorder::new();
@@ -1369,6 +1503,64 @@ fn a_goaway_on_a_spare_http2_connection_sends_its_request_to_the_shared_one() {
         })
         .collect();
     assert_eq!(goaways, [0], "the listener is told of the spare's GOAWAY");
+    client.close();
+    server.join().unwrap();
+}
+
+/// A spare HTTP/2 connection (set up as in
+/// [`a_goaway_on_a_spare_http2_connection_sends_its_request_to_the_shared_one`])
+/// whose server allows no stream (SETTINGS, no `GOAWAY`): its request,
+/// which it cannot send, goes to the shared connection, which has a
+/// stream free; the spare, with nothing left, closes without a stream.
+/// (It waited on the spare until its request timeout — for ever without
+/// one: only a shared connection gave its held requests elsewhere.)
+#[test]
+fn a_request_waiting_on_a_spare_http2_connection_that_allows_no_stream_goes_to_the_shared_one() {
+    let (second_in, second_connected) = mpsc::channel::<()>();
+    let (second_in, second_connected) = (Mutex::new(second_in), Mutex::new(second_connected));
+    let (first_in, first_served) = mpsc::channel::<()>();
+    let (first_in, first_served) = (Mutex::new(first_in), Mutex::new(first_served));
+    let (seen, spare_seen) = mpsc::channel::<SpareSeen>();
+    let seen = Mutex::new(seen);
+    let (url, server) = tls_h2_server(2, move |index, socket| {
+        if index == 0 {
+            let _ = second_connected.lock().unwrap().recv_timeout(CEILING);
+            let mut tls = tls_h2(socket, &frame(SETTINGS, 0, 0, &[]));
+            let id = *read_requests(&mut tls, 1).first().expect("a first request");
+            first_in.lock().unwrap().send(()).unwrap();
+            tls.write_all(&ok_headers(id)).unwrap();
+            return answer_all(&mut tls);
+        }
+        second_in.lock().unwrap().send(()).unwrap();
+        let _ = first_served.lock().unwrap().recv_timeout(CEILING);
+        let mut tls = tls_h2(socket, &max_streams(0));
+        let seen_here = watch_spare(&mut tls, |_, _, _, _| {});
+        let _ = seen.lock().unwrap().send(seen_here);
+    });
+    let client = Client::builder()
+        .event_loops(2)
+        .add_root_certificate(&tls::certs().ca_pem)
+        .request_timeout(CEILING)
+        .pooled_connection_idle_timeout(Duration::ZERO)
+        .build()
+        .unwrap();
+    let futures = [client.get(&url).send(), client.get(&url).send()];
+    for future in futures {
+        let response = future.wait().expect("both answered");
+        assert_eq!(response.version(), http::Version::HTTP_2);
+        assert_eq!(response.status(), 200);
+    }
+    let spare = spare_seen.recv_timeout(2 * CEILING);
+    assert_eq!(
+        spare,
+        Ok(SpareSeen::Closed),
+        "the spare connection closes, no stream opened on it"
+    );
+    assert!(
+        eventually(CEILING, || client.stats().open_connections == 1),
+        "the spare's permit is given back: {:?}",
+        client.stats()
+    );
     client.close();
     server.join().unwrap();
 }

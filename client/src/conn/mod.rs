@@ -227,11 +227,15 @@ pub(crate) trait ConnOwner: Send + Sync + 'static {
     fn share(&self, route: &Route, conn: SharedConn, opener: u64) -> Option<Vec<Arc<Exchange>>>;
     /// The shared connection `conn_id` takes no more streams.
     fn unshare(&self, route: &Route, conn_id: u64);
-    /// Whether a request waiting for a stream on the shared connection
-    /// `conn_id`, sent through the dispatch again, would find a place on
-    /// another connection of `route`: one with a stream free, the one
-    /// being opened, or room to open one.
-    fn has_place_besides(&self, route: &Route, conn_id: u64) -> bool;
+    /// Whether `exchange`, waiting for a stream on the connection
+    /// `conn_id` (shared, or a spare), sent through the dispatch again,
+    /// would find a place on another connection of `route`: one with a
+    /// stream free — for a hedged copy, not one where an attempt it keeps
+    /// away from runs — the one being opened (not for a hedged copy, which
+    /// never waits for it), or room to open one. (A hedged copy's own new
+    /// connection through the pool is no place: with no room it would be
+    /// a spare, which the same server may hold as it held this one.)
+    fn has_place_besides(&self, route: &Route, conn_id: u64, exchange: &Exchange) -> bool;
     /// The connection opened for `opener` speaks HTTP/1.1 (ALPN): it will
     /// not be shared, and the requests that waited for it go again.
     fn not_shared(&self, route: &Route, opener: u64);

@@ -127,14 +127,17 @@ impl Shared {
     }
 
     /// Whether a request routed now would find a place other than the
-    /// open connection `conn_id` (see [`Dispatcher::route_shared`]): one
-    /// with a stream free, the one being opened, or a new one if `room`.
-    fn has_place_besides(&self, conn_id: u64, room: bool) -> bool {
-        room || self.opening.is_some()
-            || self
-                .open
-                .iter()
-                .any(|conn| conn.id != conn_id && conn.load.free() > 0)
+    /// connection `conn_id` (see [`Dispatcher::route_shared`]): one with a
+    /// stream free but those in `avoid` (see [`emptiest`](Self::emptiest)),
+    /// the one being opened — unless it is a hedged copy (`backup`), which
+    /// never waits for it — or a new one if `room`.
+    fn has_place_besides(&self, conn_id: u64, avoid: &KeptAway, backup: bool, room: bool) -> bool {
+        room || (!backup && self.opening.is_some())
+            || self.open.iter().any(|conn| {
+                conn.id != conn_id
+                    && conn.load.free() > 0
+                    && !avoid.avoids(conn.conn.event_loop.index(), conn.conn.source)
+            })
     }
 
     fn is_unused(&self) -> bool {
@@ -1088,10 +1091,13 @@ impl ConnOwner for Dispatcher {
         }
     }
 
-    fn has_place_besides(&self, origin: &Route, conn_id: u64) -> bool {
+    fn has_place_besides(&self, origin: &Route, conn_id: u64, exchange: &Exchange) -> bool {
+        // Read before the lock, as `route_shared` reads it.
+        let avoid = exchange.kept_away();
         let shared = lock(&self.shared);
         shared.get(origin).is_some_and(|entry| {
-            entry.has_place_besides(conn_id, self.may_open_another(entry, origin))
+            let room = self.may_open_another(entry, origin);
+            entry.has_place_besides(conn_id, &avoid, exchange.is_backup(), room)
         })
     }
 

@@ -42,8 +42,10 @@
 //! SETTINGS, with no `GOAWAY`), leaves the requests waiting here no room
 //! until more streams end than it said: they go to another connection of
 //! the origin if the dispatcher has a place for them, and wait here
-//! otherwise ([`Conn::move_waiting_off`]). A limit merely reached keeps
-//! them: a stream's end frees room.
+//! otherwise ([`Conn::move_waiting_off`]) — on a spare connection too (one
+//! not shared, the origin having its connections by then), whose server
+//! may allow no stream from its first SETTINGS. A limit merely reached
+//! keeps them: a stream's end frees room.
 //!
 //! A stream's timeouts are its exchange's — on the wheel, or on this
 //! loop's heap in event-loop mode, moved here when the stream is attached —
@@ -403,10 +405,14 @@ impl Http2 {
     /// Whether requests wait here with no room short of the server's
     /// changing its mind: its limit lowered (by SETTINGS, with no GOAWAY)
     /// to 0, or below the streams open — not merely reached, when the
-    /// streams' ends free room — on a shared connection not going away.
-    /// Checked in that order: most drives find nothing waiting.
+    /// streams' ends free room — on a connection not going away, shared
+    /// or a spare (whose server may allow no stream from its first
+    /// SETTINGS: nobody else comes to a spare, and its request would wait
+    /// there for its timeout, for ever without one, though the shared
+    /// connection had room). Checked in that order: most drives find
+    /// nothing waiting.
     fn holds_waiting(&self, client: Option<usize>) -> bool {
-        if self.queue.is_empty() || !self.shared || self.going_away {
+        if self.queue.is_empty() || self.going_away {
             return false;
         }
         let limit = self.stream_limit(client);
@@ -747,29 +753,47 @@ impl Conn {
     /// connection being opened, room for a new one. Waiting here they
     /// would wait for more streams to end than the server said, or for
     /// the server to change its mind, up to their request timeout. Those
-    /// with no other place stay (with one connection per origin, all of
-    /// them: the server has the last word), and look again every
-    /// [`HELD_RECHECK`] where the origin may have another. Nothing of them
+    /// with no other place stay (on the one shared connection of an origin
+    /// allowed one, all of them: the server has the last word), and look
+    /// again every [`HELD_RECHECK`] where the origin may have another (a
+    /// spare's has: the shared one). Nothing of them
     /// was sent, and the move is the client's, not a failure: it does not
     /// use up their one retry.
+    ///
+    /// A hedged copy has fewer places than the others: never a connection
+    /// where an attempt it keeps away from runs (the one it backs up, on
+    /// the shared connection, is why a copy waits on a spare at all), nor
+    /// a spare of its own, which the same server may hold as it held this
+    /// one (see [`ConnOwner::has_place_besides`](super::ConnOwner::has_place_besides)).
+    /// One with no place stays, and those after it are looked at still.
     fn move_waiting_off(&mut self) {
         let Some(id) = self.info.as_ref().map(|info| info.id) else {
             return;
         };
         let client_limit = self.env().config.http2.max_concurrent_streams;
+        let mut at = 0;
         loop {
             let State::H2(h2) = &mut self.state else {
                 return;
             };
-            // Asked before each: the place the last took may have been the
-            // only one.
-            if !h2.holds_waiting(client_limit) || !self.owner.has_place_besides(&self.route, id) {
+            if !h2.holds_waiting(client_limit) {
                 return;
             }
-            let Some(exchange) = h2.queue.pop_front() else {
+            let Some(exchange) = h2.queue.get(at).cloned() else {
                 return;
             };
-            self.send_elsewhere(exchange);
+            // Asked for each: the place the last took may have been the
+            // only one.
+            if self.owner.has_place_besides(&self.route, id, &exchange) {
+                if let State::H2(h2) = &mut self.state {
+                    h2.queue.remove(at);
+                }
+                self.send_elsewhere(exchange);
+            } else if exchange.is_backup() {
+                at += 1;
+            } else {
+                return;
+            }
         }
     }
 
@@ -1363,9 +1387,10 @@ impl Conn {
             .and_then(|ttl| deadline_after(self.created, ttl));
         // Requests held here by a lowered limit, no other place for them
         // then: looked at again soon, another connection may have freed a
-        // stream (see `move_waiting_off`; with one connection per origin,
-        // none ever will).
-        let held = options.max_connections_per_origin > 1
+        // stream (see `move_waiting_off`). A spare always has another (the
+        // shared one it was refused beside); a shared connection, with one
+        // connection per origin, none that ever will.
+        let held = (options.max_connections_per_origin > 1 || !h2.shared)
             && h2.holds_waiting(options.max_concurrent_streams);
         let recheck = held.then(|| self.now() + HELD_RECHECK);
         let next = [idle, ping, ttl, recheck].into_iter().flatten().min();
