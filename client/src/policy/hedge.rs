@@ -42,6 +42,15 @@ enum Delay {
 /// Samples an origin's histogram needs before its percentile is used.
 const MIN_SAMPLES: u64 = 20;
 
+/// The quantile (0 to 1) of a percentile, clamped; a NaN is the highest
+/// (see [`Policy::percentile`]).
+fn quantile_of(percentile: f64) -> f64 {
+    if percentile.is_nan() {
+        return 1.0;
+    }
+    (percentile / 100.0).clamp(0.0, 1.0)
+}
+
 impl Policy {
     /// No hedging (the default).
     pub fn none() -> Policy {
@@ -58,10 +67,14 @@ impl Policy {
 
     /// One copy after the `percentile` (e.g. 95.0) of this origin's recent
     /// head latencies; until 20 have been seen, after `until_known`.
+    ///
+    /// `percentile` is clamped to 0–100 (an infinity too). A NaN counts as
+    /// 100 — the slowest latency recorded, the fewest copies — not as 0,
+    /// which would hedge about as soon as the fastest answer came.
     pub fn percentile(percentile: f64, until_known: Duration) -> Policy {
         Policy {
             delay: Some(Delay::Percentile {
-                quantile: (percentile / 100.0).clamp(0.0, 1.0),
+                quantile: quantile_of(percentile),
                 until_known,
             }),
             copies: 1,
@@ -294,6 +307,30 @@ mod tests {
         assert!(p50 >= Duration::from_millis(3), "{p50:?}");
         let first = Origin::of(&"http://host-0.test/".parse().unwrap()).unwrap();
         assert!(!lock(&latencies.origins).histograms.contains_key(&first));
+    }
+
+    #[test]
+    fn a_percentile_out_of_range_is_clamped_and_a_nan_is_the_highest() {
+        let latencies = Latencies::default();
+        for ms in 1..=20 {
+            latencies.record(&origin(), Duration::from_millis(ms));
+        }
+        let delay = |percentile| {
+            Policy::percentile(percentile, Duration::from_secs(60)).delay(&origin(), &latencies)
+        };
+        let slowest = delay(100.0);
+        let fastest = delay(0.0);
+        assert!(slowest >= Some(Duration::from_millis(20)), "{slowest:?}");
+        assert!(fastest < Some(Duration::from_millis(2)), "{fastest:?}");
+        assert_eq!(
+            delay(f64::NAN),
+            slowest,
+            "NaN hedges at the slowest, not at once"
+        );
+        assert_eq!(delay(250.0), slowest);
+        assert_eq!(delay(f64::INFINITY), slowest);
+        assert_eq!(delay(-5.0), fastest);
+        assert_eq!(delay(f64::NEG_INFINITY), fastest);
     }
 
     #[test]
