@@ -647,10 +647,14 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     if args.no_proxy {
         builder = builder.no_proxy();
     }
-    // curl's `-x ""`: no proxy, the environment's neither.
-    if args.proxy.as_deref() == Some("") {
+    // Trimmed, as a proxy of the environment is
+    // (`give_the_environments_proxies_curls_port`), before curl's port is
+    // added: `-x " host "` is `host` at 1080, not `host :1080`.
+    let proxy = args.proxy.as_deref().map(str::trim);
+    // curl's `-x ""`: no proxy, the environment's neither (a blank one too).
+    if proxy == Some("") {
         builder = builder.no_proxy();
-    } else if let Some(url) = &args.proxy {
+    } else if let Some(url) = proxy {
         let url = with_curl_proxy_port(url);
         let mut proxy = tickless::Proxy::all(&url).map_err(|e| format!("--proxy: {e}"))?;
         // curl's rule: the hosts that bypass a proxy, even one given with

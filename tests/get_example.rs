@@ -357,6 +357,23 @@ fn a_proxy_without_a_port_is_at_curls_1080() {
     assert_eq!(proxy.connections_accepted(), 3);
 }
 
+/// `-x` with blanks around the proxy: trimmed, as a proxy of the
+/// environment is (see
+/// [`a_proxy_of_the_environment_without_a_port_is_at_curls_1080_too`]),
+/// before curl's 1080 is added — not `HOST :1080`, which does not parse.
+#[test]
+fn a_proxy_given_with_blanks_around_it_is_trimmed() {
+    let (host, proxy) = proxy_at_1080();
+    for spelled in [format!(" {host} "), format!("\thttp://{host}:\n")] {
+        let output = get(&["http://far.invalid/x", "-x", &spelled]);
+        assert!(
+            stdout(&output).ends_with("proxy got http://far.invalid/x"),
+            "{spelled:?}: {output:?}"
+        );
+    }
+    assert_eq!(proxy.connections_accepted(), 2);
+}
+
 /// A proxy double that says what it got, listening at port 1080 on a
 /// loopback address of its own (the first of a few that is free:
 /// 127.0.0.0/8 is all loopback), the port being fixed: that address, and
@@ -1143,23 +1160,26 @@ fn connect_timeout_in_seconds_bounds_a_tls_handshake_that_stalls() {
 /// through the proxy. Without a LIST it is a bad argument.
 /// curl's `-x ""`: no proxy for the transfer, not even the environment's
 /// (curl's manual: "you can set proxy to \"\" to override it"), where
-/// an empty proxy URL is no error.
+/// an empty proxy URL is no error. A blank one, trimmed as any `-x` is
+/// ([`a_proxy_given_with_blanks_around_it_is_trimmed`]), is empty too.
 #[test]
 fn an_empty_proxy_overrides_the_environments_as_curl_does() {
     let origin = server();
     let proxy = TestServer::respond(|request| ok(&format!("proxy got {}", request.target)));
-    let output = Command::new(example_binary("get"))
-        .args([origin.url("/direct").as_str(), "-x", ""])
-        .env("http_proxy", format!("http://{}", proxy.addr()))
-        .env_remove("no_proxy")
-        .env_remove("NO_PROXY")
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(0), "{output:?}");
-    assert!(
-        stdout(&output).ends_with("/direct auth=- cookie=-"),
-        "{output:?}"
-    );
+    for spelled in ["", " \t "] {
+        let output = Command::new(example_binary("get"))
+            .args([origin.url("/direct").as_str(), "-x", spelled])
+            .env("http_proxy", format!("http://{}", proxy.addr()))
+            .env_remove("no_proxy")
+            .env_remove("NO_PROXY")
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0), "{spelled:?}: {output:?}");
+        assert!(
+            stdout(&output).ends_with("/direct auth=- cookie=-"),
+            "{spelled:?}: {output:?}"
+        );
+    }
 }
 
 #[test]
