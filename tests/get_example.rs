@@ -1154,10 +1154,6 @@ fn connect_timeout_in_seconds_bounds_a_tls_handshake_that_stalls() {
     );
 }
 
-/// `--noproxy LIST` (curl's): the hosts it lists go straight to their
-/// origin, past the proxy — `--proxy`'s, or the environment's, whose
-/// `no_proxy` the list replaces (`""`: none bypasses); any other goes
-/// through the proxy. Without a LIST it is a bad argument.
 /// curl's `-x ""`: no proxy for the transfer, not even the environment's
 /// (curl's manual: "you can set proxy to \"\" to override it"), where
 /// an empty proxy URL is no error. A blank one, trimmed as any `-x` is
@@ -1182,6 +1178,10 @@ fn an_empty_proxy_overrides_the_environments_as_curl_does() {
     }
 }
 
+/// `--noproxy LIST` (curl's): the hosts it lists go straight to their
+/// origin, past the proxy — `--proxy`'s, or the environment's, whose
+/// `no_proxy` the list replaces (`""`: none bypasses); any other goes
+/// through the proxy. Without a LIST it is a bad argument.
 #[test]
 fn noproxy_sends_the_hosts_it_lists_straight_past_the_proxy() {
     let origin = server();
