@@ -2,7 +2,8 @@
 //! and HTTP/2: a body always ready with empty frames does not hold its
 //! loop from the other connections and timeouts on it; its trailers go
 //! (chunked trailers, a trailing HEADERS frame) when it has no length,
-//! and are dropped when it has one.
+//! and are dropped when it has one; its small frames go gathered, whole
+//! and in order.
 
 mod support;
 
@@ -301,4 +302,213 @@ fn an_upload_s_trailers_go_as_trailing_headers_over_http2() {
     let text = post_text(&client, server.url("/"), with_trailers(&fields, true)).unwrap();
     assert_eq!(text, "length 8|the body|");
     client.close();
+}
+
+/// An upload of `left` one-byte frames, always ready.
+struct OneByteFrames {
+    left: usize,
+}
+
+impl Body for OneByteFrames {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        if self.left == 0 {
+            return Poll::Ready(None);
+        }
+        self.left -= 1;
+        Poll::Ready(Some(Ok(Frame::data(Bytes::from_static(b"x")))))
+    }
+}
+
+/// One-byte pieces of an upload, as many as fit one HTTP/2 stream's
+/// initial window (the server below grants no more).
+const ONE_BYTE_PIECES: usize = 50_000;
+
+/// The pieces an async body gives, each as small as a line or a record,
+/// are sent gathered while it has more at once: not a chunk (HTTP/1.1)
+/// or a DATA frame (HTTP/2) each. Before, each went alone — over HTTP/1.1
+/// a chunk of three writes (its size, its byte, its CRLF), over HTTP/2 a
+/// frame queued in `h2`, which bounds what it holds by data bytes alone:
+/// against a server that took the window but read nothing more, an upload
+/// of one-byte pieces held hundreds of thousands of frames, some 340
+/// bytes of memory for each byte of the body.
+#[test]
+fn an_upload_of_small_pieces_goes_in_few_chunks_and_frames() {
+    // HTTP/1.1: the chunked body's bytes on the wire, framing and all.
+    let http1 = TestServer::start(Behaviour::custom(|mut stream, _| {
+        if read_head(&mut stream).is_none() {
+            return;
+        }
+        let (read, whole) = read_to_last_chunk(&mut stream, Vec::new());
+        let _ = std::io::Write::write_all(&mut stream, &ok(&format!("{read} {whole}")));
+        drain(&mut stream);
+    }));
+    let client = Client::builder().event_loops(1).build().unwrap();
+    let text = client
+        .post(http1.url("/"))
+        .body(Upload::from_stream(OneByteFrames {
+            left: ONE_BYTE_PIECES,
+        }))
+        .request_timeout(CEILING)
+        .send()
+        .wait()
+        .unwrap()
+        .text()
+        .wait()
+        .unwrap();
+    let (read, whole) = text.split_once(' ').unwrap();
+    assert_eq!(whole, "true");
+    let read: usize = read.parse().unwrap();
+    assert!(
+        (ONE_BYTE_PIECES..ONE_BYTE_PIECES + ONE_BYTE_PIECES / 10).contains(&read),
+        "{read} bytes on the wire for {ONE_BYTE_PIECES} bytes of body"
+    );
+    client.close();
+
+    // HTTP/2: the DATA frames that carry the body.
+    let frames = Arc::new(AtomicU64::new(0));
+    let counted = frames.clone();
+    let http2 = RawH2Server::start(move |mut conn| {
+        let mut received = 0;
+        while let Some(frame) = conn.read_frame() {
+            match frame.kind {
+                SETTINGS if frame.flags & ACK == 0 => conn.send(&settings_ack()),
+                DATA => {
+                    received += frame.payload.len();
+                    if !frame.payload.is_empty() {
+                        counted.fetch_add(1, Ordering::SeqCst);
+                    }
+                    if frame.flags & END_STREAM != 0 {
+                        conn.send(&ok_headers(frame.stream));
+                        assert_eq!(received, ONE_BYTE_PIECES);
+                    }
+                }
+                _ => {}
+            }
+        }
+    });
+    let client = Client::builder()
+        .event_loops(1)
+        .http2_prior_knowledge()
+        .build()
+        .unwrap();
+    let response = client
+        .post(http2.url("/"))
+        .body(Upload::from_stream(OneByteFrames {
+            left: ONE_BYTE_PIECES,
+        }))
+        .request_timeout(CEILING)
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let frames = frames.load(Ordering::SeqCst);
+    assert!(
+        frames <= (ONE_BYTE_PIECES / 100) as u64,
+        "{frames} DATA frames for {ONE_BYTE_PIECES} one-byte pieces"
+    );
+    client.close();
+}
+
+/// An async body of `pieces`, each ready at once, of exactly their length
+/// (`sized`) or of none.
+struct Pieces {
+    pieces: std::collections::VecDeque<Bytes>,
+    sized: bool,
+}
+
+impl Body for Pieces {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        Poll::Ready(self.pieces.pop_front().map(|piece| Ok(Frame::data(piece))))
+    }
+
+    fn size_hint(&self) -> tickless::http_body::SizeHint {
+        let length = self.pieces.iter().map(|piece| piece.len() as u64).sum();
+        match self.sized {
+            true => tickless::http_body::SizeHint::with_exact(length),
+            false => tickless::http_body::SizeHint::default(),
+        }
+    }
+}
+
+/// Pieces gathered and pieces too large to gather, in every order, with a
+/// length or without: each body arrives whole and in order. A piece that
+/// ends the gathering goes next — with a length, also the one that makes
+/// the body whole, which is not taken for sent.
+#[test]
+fn small_pieces_gathered_and_large_ones_go_whole_and_in_order() {
+    let http1 = TestServer::respond(|request| ok(&String::from_utf8_lossy(&request.body)));
+    let http2 = H2Server::start(|mut stream| async move {
+        let body = stream.request.body_mut();
+        let mut got = Vec::new();
+        while let Some(Ok(data)) = body.data().await {
+            let _ = body.flow_control().release_capacity(data.len());
+            got.extend_from_slice(&data);
+        }
+        let response = http::Response::builder().status(200).body(()).unwrap();
+        if let Ok(mut send) = stream.respond.send_response(response, false) {
+            let _ = send.send_data(Bytes::from(got), true);
+        }
+    });
+    let clients = [
+        (
+            Client::builder().event_loops(1).build().unwrap(),
+            http1.url("/"),
+        ),
+        (
+            Client::builder()
+                .event_loops(1)
+                .http2_prior_knowledge()
+                .build()
+                .unwrap(),
+            http2.url("/"),
+        ),
+    ];
+    let piece = |byte: u8, len: usize| Bytes::from(vec![byte; len]);
+    let bodies = [
+        vec![piece(b'a', 1), piece(b'b', 20_000)],
+        vec![piece(b'a', 1), piece(b'b', 20_000), piece(b'c', 1)],
+        vec![piece(b'a', 20_000), piece(b'b', 1), piece(b'c', 2)],
+        vec![
+            piece(b'a', 10_000),
+            piece(b'b', 10_000),
+            piece(b'c', 10_000),
+        ],
+        vec![piece(b'a', 1); 3],
+    ];
+    for (client, url) in &clients {
+        for pieces in &bodies {
+            let sent: Vec<u8> = pieces.concat();
+            for sized in [true, false] {
+                let body = Upload::from_stream(Pieces {
+                    pieces: pieces.iter().cloned().collect(),
+                    sized,
+                });
+                let what = format!("{url} {} bytes, sized {sized}", sent.len());
+                let text = client
+                    .post(url.clone())
+                    .body(body)
+                    .request_timeout(CEILING)
+                    .send()
+                    .wait()
+                    .unwrap_or_else(|e| panic!("{what}: {e:?}"))
+                    .text()
+                    .wait()
+                    .unwrap_or_else(|e| panic!("{what}: {e:?}"));
+                assert!(text.as_bytes() == sent, "{what}: {} bytes back", text.len());
+            }
+        }
+        client.close();
+    }
 }

@@ -128,7 +128,9 @@ impl Upload {
     /// (`Content-Length`, `Transfer-Encoding`, `Trailer`, `Host`,
     /// `Connection`, `Keep-Alive`, `Proxy-Connection`, `Upgrade`, `TE`) —
     /// fail the request with [`Error::RequestBody`](crate::Error::RequestBody).
-    /// Empty frames are skipped.
+    /// Empty frames are skipped, and small ones it has ready at once go
+    /// together (as one chunk, or one DATA frame), up to 16 KiB: a frame
+    /// is not a unit the server sees.
     pub fn from_stream<B>(body: B) -> Upload
     where
         B: http_body::Body + Send + 'static,

@@ -204,8 +204,8 @@ impl BodyOut {
                 Ok(false) => return Sent::SocketFull,
                 Err(e) => return Sent::Socket(e),
             }
-            let pulled = self.pull(cx);
-            match self.declared.check(pulled) {
+            let source = &mut self.source;
+            match self.declared.next(|| pull(source, cx)) {
                 Pulled::Data(bytes) => self.frame(bytes),
                 Pulled::End => self.end(),
                 Pulled::Trailers(trailers) => self.end_with(&trailers),
@@ -218,13 +218,6 @@ impl BodyOut {
     /// Bytes the transport took so far.
     pub(super) fn sent(&self) -> u64 {
         self.sent
-    }
-
-    fn pull(&mut self, cx: &LoopContext<'_>) -> Pulled {
-        match &mut self.source {
-            Source::Held | Source::None => Pulled::End,
-            Source::Streamed(upload) => upload.pull(cx),
-        }
     }
 
     /// Queues `bytes`, held to the declared length already, as the body's
@@ -262,6 +255,14 @@ impl BodyOut {
         let mut section = Vec::new();
         crate::h1::encode_last_chunk_with(trailers, &mut section);
         self.queue.push_back(Bytes::from(section));
+    }
+}
+
+/// The next piece of the body from `source`.
+fn pull(source: &mut Source, cx: &LoopContext<'_>) -> Pulled {
+    match source {
+        Source::Held | Source::None => Pulled::End,
+        Source::Streamed(upload) => upload.pull(cx),
     }
 }
 

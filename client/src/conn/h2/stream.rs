@@ -470,7 +470,7 @@ impl Stream {
                             self.send_part(task, Bytes::new(), true, now, info)?;
                             return Ok((false, took));
                         }
-                        match declared.check(upload.pull_with(task.waker())) {
+                        match declared.next(|| upload.pull_with(task.waker())) {
                             Pulled::Data(data) => *pending = Some(data),
                             Pulled::End => {
                                 self.send_part(task, Bytes::new(), true, now, info)?;
