@@ -1,5 +1,6 @@
 //! HTTPS over rustls against loopback TLS servers, with certificates made at
-//! test time (tests/support/tls.rs): round trips, keep-alive reuse,
+//! test time (tests/support/tls.rs): round trips, the server named by an
+//! IPv6 literal or a name with its final dot, keep-alive reuse,
 //! certificate failures by kind, handshake events, truncation without
 //! close_notify, a server that never speaks TLS ended by the request
 //! timeout in both timeout modes, servers that break the handshake, records
@@ -264,6 +265,50 @@ fn a_host_spelled_otherwise_is_the_server_name_in_its_ascii_form() {
             Some("example.test".to_owned())
         ]
     );
+    client.close();
+}
+
+/// An IPv6 literal is no server name: the ClientHello carries no SNI, the
+/// certificate is checked against the address, and `Host` has the
+/// brackets. A name written with its final dot sends SNI without it (a
+/// server name has none) and is checked as the name it is, while `Host`
+/// is as the URL has it.
+#[test]
+fn an_ipv6_literal_and_a_name_with_a_final_dot_are_named_as_tls_and_http_want() {
+    let Ok(listener) = std::net::TcpListener::bind("[::1]:0") else {
+        eprintln!("skipped: no IPv6 loopback");
+        return;
+    };
+    let server = TlsServer::start_on(
+        listener,
+        support::tls::server_config(&certs().valid),
+        TlsBehaviour::respond(|request| ok(request.header("host").unwrap_or("-"))),
+    );
+    let port = server.addr().port();
+    let client = trusting()
+        .no_proxy()
+        .resolve("localhost", &[server.addr()])
+        .request_timeout(CEILING)
+        .build()
+        .unwrap();
+    let host_sent = |url: &str| {
+        client
+            .get(url)
+            .send()
+            .wait()
+            .and_then(|r| r.text().wait())
+            .unwrap_or_else(|e| panic!("{url}: {e:?}"))
+    };
+    assert_eq!(
+        host_sent(&server.url_for("[::1]", "/")),
+        format!("[::1]:{port}")
+    );
+    assert_eq!(
+        host_sent(&server.url_for("localhost.", "/")),
+        format!("localhost.:{port}")
+    );
+    assert_eq!(server.server_names(), [None, Some("localhost".to_owned())]);
+    assert_settles(&client, CEILING);
     client.close();
 }
 

@@ -14,7 +14,7 @@ use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, 
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use rustls::{ServerConfig, ServerConnection, StreamOwned};
 use std::io::Write;
-use std::net::{Shutdown, TcpStream};
+use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -214,11 +214,25 @@ impl TlsServer {
 
     /// A server with a config of the test's own (see [`server_config_with`]).
     pub fn start_with(config: Arc<ServerConfig>, behaviour: TlsBehaviour) -> TlsServer {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        TlsServer::start_on(listener, config, behaviour)
+    }
+
+    /// A server accepting on `listener` (a loopback address of the test's
+    /// choosing, `[::1]` say).
+    pub fn start_on(
+        listener: TcpListener,
+        config: Arc<ServerConfig>,
+        behaviour: TlsBehaviour,
+    ) -> TlsServer {
         let seen = Arc::new(Seen::default());
         let conn_seen = seen.clone();
-        let server = TestServer::start(Behaviour::custom(move |stream, index| {
-            serve(&config, &conn_seen, &behaviour, stream, index)
-        }));
+        let server = TestServer::start_on(
+            listener,
+            Behaviour::custom(move |stream, index| {
+                serve(&config, &conn_seen, &behaviour, stream, index)
+            }),
+        );
         TlsServer { server, seen }
     }
 
