@@ -1232,8 +1232,7 @@ fn watch_spare<S: Read + Write>(
 /// without one.)
 #[test]
 fn a_spare_http2_connection_whose_waiting_request_is_cancelled_closes() {
-    let (copy_waits, wait_for_the_copy) = mpsc::channel::<()>();
-    let (copy_waits, wait_for_the_copy) = (Mutex::new(copy_waits), Mutex::new(wait_for_the_copy));
+    let (copy_waits, wait_for_the_copy) = sync_channel();
     let (seen, spare_seen) = mpsc::channel::<SpareSeen>();
     let seen = Mutex::new(seen);
     let (primary_in, primary_arrived) = mpsc::channel::<()>();
@@ -1299,12 +1298,9 @@ fn a_spare_http2_connection_whose_waiting_request_is_cancelled_closes() {
 /// too, as a spare is one more — not when its request timeout ends.
 #[test]
 fn a_request_held_on_a_spare_http2_connection_goes_to_a_stream_the_shared_one_frees_later() {
-    let (second_in, second_connected) = mpsc::channel::<()>();
-    let (second_in, second_connected) = (Mutex::new(second_in), Mutex::new(second_connected));
-    let (first_in, first_read) = mpsc::channel::<()>();
-    let (first_in, first_read) = (Mutex::new(first_in), Mutex::new(first_read));
-    let (held_in, spare_holds) = mpsc::channel::<()>();
-    let (held_in, spare_holds) = (Mutex::new(held_in), Mutex::new(spare_holds));
+    let (second_in, second_connected) = sync_channel();
+    let (first_in, first_read) = sync_channel();
+    let (held_in, spare_holds) = sync_channel();
     let (seen, spare_seen) = mpsc::channel::<SpareSeen>();
     let seen = Mutex::new(seen);
     let (url, server) = tls_h2_server(2, move |index, socket| {
@@ -1339,12 +1335,7 @@ fn a_request_held_on_a_spare_http2_connection_goes_to_a_stream_the_shared_one_fr
         .pooled_connection_idle_timeout(Duration::ZERO)
         .build()
         .unwrap();
-    let futures = [client.get(&url).send(), client.get(&url).send()];
-    for future in futures {
-        let response = future.wait().expect("both answered");
-        assert_eq!(response.version(), http::Version::HTTP_2);
-        assert_eq!(response.status(), 200);
-    }
+    two_answered_over_http2(&client, &url);
     let spare = spare_seen.recv_timeout(2 * CEILING);
     assert_eq!(
         spare,
@@ -1365,8 +1356,7 @@ fn a_request_held_on_a_spare_http2_connection_goes_to_a_stream_the_shared_one_fr
 /// would have closed, and no stream come).
 #[test]
 fn a_hedged_copy_waiting_on_a_spare_that_allows_no_stream_stays_there() {
-    let (copy_sent, wait_for_the_copy) = mpsc::channel::<()>();
-    let (copy_sent, wait_for_the_copy) = (Mutex::new(copy_sent), Mutex::new(wait_for_the_copy));
+    let (copy_sent, wait_for_the_copy) = sync_channel();
     let (seen, spare_seen) = mpsc::channel::<SpareSeen>();
     let seen = Mutex::new(seen);
     let (primary_in, primary_arrived) = mpsc::channel::<()>();
@@ -1442,10 +1432,8 @@ fn a_hedged_copy_waiting_on_a_spare_that_allows_no_stream_stays_there() {
 /// first (shared by then) has a request.
 #[test]
 fn a_goaway_on_a_spare_http2_connection_sends_its_request_to_the_shared_one() {
-    let (second_in, second_connected) = mpsc::channel::<()>();
-    let (second_in, second_connected) = (Mutex::new(second_in), Mutex::new(second_connected));
-    let (first_in, first_served) = mpsc::channel::<()>();
-    let (first_in, first_served) = (Mutex::new(first_in), Mutex::new(first_served));
+    let (second_in, second_connected) = sync_channel();
+    let (first_in, first_served) = sync_channel();
     let (seen, spare_seen) = mpsc::channel::<SpareSeen>();
     let seen = Mutex::new(seen);
     let (url, server) = tls_h2_server(2, move |index, socket| {
@@ -1481,12 +1469,7 @@ fn a_goaway_on_a_spare_http2_connection_sends_its_request_to_the_shared_one() {
         .pooled_connection_idle_timeout(Duration::ZERO)
         .build()
         .unwrap();
-    let futures = [client.get(&url).send(), client.get(&url).send()];
-    for future in futures {
-        let response = future.wait().expect("both answered");
-        assert_eq!(response.version(), http::Version::HTTP_2);
-        assert_eq!(response.status(), 200);
-    }
+    two_answered_over_http2(&client, &url);
     let spare = spare_seen.recv_timeout(2 * CEILING);
     assert_eq!(spare, Ok(SpareSeen::Closed), "the spare connection closes");
     assert!(
@@ -1516,10 +1499,8 @@ fn a_goaway_on_a_spare_http2_connection_sends_its_request_to_the_shared_one() {
 /// one: only a shared connection gave its held requests elsewhere.)
 #[test]
 fn a_request_waiting_on_a_spare_http2_connection_that_allows_no_stream_goes_to_the_shared_one() {
-    let (second_in, second_connected) = mpsc::channel::<()>();
-    let (second_in, second_connected) = (Mutex::new(second_in), Mutex::new(second_connected));
-    let (first_in, first_served) = mpsc::channel::<()>();
-    let (first_in, first_served) = (Mutex::new(first_in), Mutex::new(first_served));
+    let (second_in, second_connected) = sync_channel();
+    let (first_in, first_served) = sync_channel();
     let (seen, spare_seen) = mpsc::channel::<SpareSeen>();
     let seen = Mutex::new(seen);
     let (url, server) = tls_h2_server(2, move |index, socket| {
@@ -1544,12 +1525,7 @@ fn a_request_waiting_on_a_spare_http2_connection_that_allows_no_stream_goes_to_t
         .pooled_connection_idle_timeout(Duration::ZERO)
         .build()
         .unwrap();
-    let futures = [client.get(&url).send(), client.get(&url).send()];
-    for future in futures {
-        let response = future.wait().expect("both answered");
-        assert_eq!(response.version(), http::Version::HTTP_2);
-        assert_eq!(response.status(), 200);
-    }
+    two_answered_over_http2(&client, &url);
     let spare = spare_seen.recv_timeout(2 * CEILING);
     assert_eq!(
         spare,
@@ -1953,4 +1929,23 @@ fn a_second_hedged_copy_queued_while_the_first_copys_connection_learns_http2_kee
         "the first copy connects",
         "the second copy went on the first copy's connection",
     );
+}
+
+/// A channel both of whose ends a server's closure may hold (it must be
+/// `Sync`: each end in a `Mutex`), for one connection to tell another.
+fn sync_channel() -> (Mutex<mpsc::Sender<()>>, Mutex<mpsc::Receiver<()>>) {
+    let (sender, receiver) = mpsc::channel();
+    (Mutex::new(sender), Mutex::new(receiver))
+}
+
+/// Two GETs of `url` sent together (the second routed while the first's
+/// connection is being set up, so it opens a spare), both answered 200
+/// over HTTP/2.
+fn two_answered_over_http2(client: &Client, url: &str) {
+    let futures = [client.get(url).send(), client.get(url).send()];
+    for future in futures {
+        let response = future.wait().expect("both answered");
+        assert_eq!(response.version(), http::Version::HTTP_2);
+        assert_eq!(response.status(), 200);
+    }
 }
