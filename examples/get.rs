@@ -42,7 +42,8 @@
 //! * `-H`, `--header 'Name: value'`: add a request header (repeatable);
 //!   `Expect: 100-continue` makes an upload wait for the server's go. As
 //!   in curl, `'Name:'` sends no `Name` (not even the client's own
-//!   `User-Agent` or `Accept-Encoding`, nor `--data`'s `Content-Type`) —
+//!   `User-Agent` or `Accept-Encoding`, nor `--data`'s `Content-Type`,
+//!   nor `--user`'s `Authorization`, which a given one replaces too) —
 //!   but `'Host:'`: the client always sends the URL's `Host` (HTTP/1.1
 //!   requires one; curl would send none) — and `'Name;'` sends it empty. `'Accept-Encoding:'` is `--no-decompress`
 //!   (curl sends none and decodes nothing unless `--compressed`); a
@@ -772,7 +773,15 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     for (name, value) in headers {
         request = request.header(name, value);
     }
-    if let Some(user) = &args.user {
+    // As curl: an `Authorization` given with `--header` is sent instead
+    // of `--user`'s, and `'Authorization:'` sends none.
+    let authorization = http::header::AUTHORIZATION;
+    let user = args
+        .user
+        .as_ref()
+        .filter(|_| !given(&args.headers, &authorization))
+        .filter(|_| !suppressed(&args.headers, &authorization));
+    if let Some(user) = user {
         let (user, password) = match user.split_once(':') {
             Some((user, password)) => (user, Some(password)),
             None => (user.as_str(), None),

@@ -653,6 +653,22 @@ fn headers_in_curls_forms_empty_and_dropped() {
 }
 
 #[test]
+fn a_header_given_for_authorization_wins_over_user_as_in_curl() {
+    // curl: a header given with the name of one of its own is sent
+    // instead of it, and `Name:` drops it — `--user`'s `Authorization`
+    // among them.
+    let (request, status) = sent("/", &["-u", "alice:pw", "-H", "Authorization: Bearer t"]);
+    assert_eq!(status, Some(0));
+    assert_eq!(request.header_all("authorization"), ["Bearer t"]);
+    let (request, status) = sent("/", &["-u", "alice:pw", "-H", "Authorization:"]);
+    assert_eq!(status, Some(0));
+    assert!(
+        request.header_all("authorization").is_empty(),
+        "{request:?}"
+    );
+}
+
+#[test]
 fn accept_encoding_dropped_or_replaced_as_curl_does() {
     // By default, the client's own.
     let (request, status) = sent("/", &[]);
