@@ -43,7 +43,8 @@
 //!   `Expect: 100-continue` makes an upload wait for the server's go. As
 //!   in curl, `'Name:'` sends no `Name` (not even the client's own
 //!   `User-Agent` or `Accept-Encoding`, nor `--data`'s `Content-Type`,
-//!   nor `--user`'s `Authorization`, which a given one replaces too) —
+//!   nor `--user`'s `Authorization`, which a given one replaces too, nor
+//!   `--cookie`'s `Cookie`) —
 //!   but `'Host:'`: the client always sends the URL's `Host` (HTTP/1.1
 //!   requires one; curl would send none) — and `'Name;'` sends it empty. `'Accept-Encoding:'` is `--no-decompress`
 //!   (curl sends none and decodes nothing unless `--compressed`); a
@@ -715,7 +716,10 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         let jar = std::sync::Arc::new(tickless::cookie::Jar::new());
         let url = tickless::cookie::Url::parse(&args.url)
             .map_err(|e| format!("--cookie: the URL {:?}: {e}", args.url))?;
-        for cookie in cookie_pairs(cookies) {
+        // As curl: `-H 'Cookie:'` drops the ones given here; those the
+        // server sets are still sent on the next hops.
+        let dropped = suppressed(&args.headers, &http::header::COOKIE);
+        for cookie in cookie_pairs(cookies).filter(|_| !dropped) {
             // For the whole host, as curl sends them: without a path, a
             // cookie would be for the URL's directory alone, and lost on a
             // redirect out of it (`/app/login` to `/home`).

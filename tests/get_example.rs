@@ -708,6 +708,14 @@ fn cookies_given_again_are_all_sent() {
 }
 
 #[test]
+fn cookie_dropped_with_a_header_sends_none_of_the_cookies_given() {
+    // curl: `-H 'Cookie:'` drops the `Cookie` that `-b NAME=VALUE` makes.
+    let (request, status) = sent("/", &["-b", "a=1", "-H", "Cookie:"]);
+    assert_eq!(status, Some(0));
+    assert!(request.header_all("cookie").is_empty(), "{request:?}");
+}
+
+#[test]
 fn an_upload_to_a_directory_url_goes_to_the_files_name_there() {
     let dir = support::real::TempDir::new("get-upload");
     let file = dir.path().join("my file.txt");
