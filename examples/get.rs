@@ -43,8 +43,8 @@
 //!   `Expect: 100-continue` makes an upload wait for the server's go. As
 //!   in curl, `'Name:'` sends no `Name` (not even the client's own
 //!   `User-Agent` or `Accept-Encoding`, nor `--data`'s `Content-Type`,
-//!   nor `--user`'s `Authorization`, which a given one replaces too, nor
-//!   `--cookie`'s `Cookie`) —
+//!   nor `--user`'s `Authorization` or the URL's credentials, which a
+//!   given one replaces too, nor `--cookie`'s `Cookie`) —
 //!   but `'Host:'`: the client always sends the URL's `Host` (HTTP/1.1
 //!   requires one; curl would send none) — and `'Name;'` sends it empty. `'Accept-Encoding:'` is `--no-decompress`
 //!   (curl sends none and decodes nothing unless `--compressed`); a
@@ -757,9 +757,17 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         (None, true, Some(_)) => http::Method::PUT,
         (None, true, None) => http::Method::GET,
     };
+    // As curl: `'Authorization:'` sends none, not even one for the URL's
+    // credentials.
+    let authorization = http::header::AUTHORIZATION;
+    let url = if suppressed(&args.headers, &authorization) {
+        without_userinfo(&args.url)
+    } else {
+        args.url.clone()
+    };
     let url = match args.upload.as_deref() {
-        Some(path) if path != "-" => upload_url(&args.url, path),
-        _ => args.url.clone(),
+        Some(path) if path != "-" => upload_url(&url, path),
+        _ => url,
     };
     let mut request = client.request(method, url);
     if !args.data.is_empty() {
@@ -779,7 +787,6 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     }
     // As curl: an `Authorization` given with `--header` is sent instead
     // of `--user`'s, and `'Authorization:'` sends none.
-    let authorization = http::header::AUTHORIZATION;
     let user = args
         .user
         .as_ref()
@@ -920,14 +927,10 @@ fn upload_url(url: &str, path: &str) -> String {
     let Some(name) = std::path::Path::new(path).file_name() else {
         return url.to_owned();
     };
-    let Some(authority_start) = url.find("://").map(|at| at + "://".len()) else {
+    let Some(authority) = authority(url) else {
         return url.to_owned();
     };
-    let after_authority = &url[authority_start..];
-    let path_start = authority_start
-        + after_authority
-            .find(['/', '?', '#'])
-            .unwrap_or(after_authority.len());
+    let path_start = authority.end;
     let path_end = path_start
         + url[path_start..]
             .find(['?', '#'])
@@ -943,6 +946,32 @@ fn upload_url(url: &str, path: &str) -> String {
         percent_encoded(name.as_encoded_bytes()),
         &url[path_end..]
     )
+}
+
+/// Where the authority of `url`, read as text, is: from its `scheme://`
+/// to the first `/`, `?` or `#`; none without a `scheme://`.
+fn authority(url: &str) -> Option<std::ops::Range<usize>> {
+    let start = url.find("://")? + "://".len();
+    let len = url[start..]
+        .find(['/', '?', '#'])
+        .unwrap_or(url.len() - start);
+    Some(start..start + len)
+}
+
+/// `url` without the credentials in its authority (`user:pass@`, up to its
+/// last `@`, as a URL is read): `-H 'Authorization:'` drops them too.
+fn without_userinfo(url: &str) -> String {
+    let Some(authority) = authority(url) else {
+        return url.to_owned();
+    };
+    match url[authority.clone()].rfind('@') {
+        Some(at) => format!(
+            "{}{}",
+            &url[..authority.start],
+            &url[authority.start + at + 1..]
+        ),
+        None => url.to_owned(),
+    }
 }
 
 /// RFC 3986's unreserved characters: all that a file's name keeps as it

@@ -669,6 +669,23 @@ fn a_header_given_for_authorization_wins_over_user_as_in_curl() {
 }
 
 #[test]
+fn authorization_dropped_with_a_header_sends_none_for_the_urls_credentials() {
+    // The URL's credentials are dropped with it, the URL sent without
+    // them (an `@` in the query is no userinfo).
+    let server = TestServer::respond(|_| ok("seen"));
+    let url = server.url("/who?q=a@b").replace("://", "://alice:pw@");
+    let output = get(&[&url, "-H", "Authorization:"]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1, "{output:?}");
+    assert_eq!(requests[0].target, "/who?q=a@b");
+    assert!(
+        requests[0].header_all("authorization").is_empty(),
+        "{requests:?}"
+    );
+}
+
+#[test]
 fn accept_encoding_dropped_or_replaced_as_curl_does() {
     // By default, the client's own.
     let (request, status) = sent("/", &[]);
