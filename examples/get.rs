@@ -46,7 +46,9 @@
 //!   nor `--user`'s `Authorization` or the URL's credentials, which a
 //!   given one replaces too, nor `--cookie`'s `Cookie`) —
 //!   but `'Host:'`: the client always sends the URL's `Host` (HTTP/1.1
-//!   requires one; curl would send none) — and `'Name;'` sends it empty. `'Accept-Encoding:'` is `--no-decompress`
+//!   requires one; curl would send none), and a body's `Content-Length`
+//!   or `Transfer-Encoding` (its framing, which curl would drop) — and
+//!   `'Name;'` sends it empty. `'Accept-Encoding:'` is `--no-decompress`
 //!   (curl sends none and decodes nothing unless `--compressed`); a
 //!   `'Accept-Encoding: VALUE'` is sent instead of the client's own.
 //! * `-X`, `--request METHOD`: the method (default GET, or POST with
