@@ -19,7 +19,10 @@
 //!     --max-redirects 3 --cookie 'session=1' --max-body-bytes 1048576
 //! ```
 //!
-//! Options (curl's names, and its short forms where it has them):
+//! Options (curl's names, and its short forms where it has them). As in
+//! curl, short forms go together in one argument (`-sSL`, `-sLo FILE`): a
+//! letter that takes a value takes the rest of the argument if any
+//! (`-XPOST`, `-d@body.json`), else the next one.
 //!
 //! * `--request-timeout MS`, `--read-timeout MS`, `--write-timeout MS`: the
 //!   client's timeouts in milliseconds (0 disables one). As curl, `get`
@@ -147,6 +150,8 @@
 //!   head's status line and headers are printed with or without it.
 //! * `-s`, `--silent`: accepted, for curl's habits: there is no progress
 //!   meter to silence (errors still go to standard error).
+//! * `-S`, `--show-error`: accepted, for curl's habits (`-sS`): errors
+//!   always go to standard error.
 //! * `--cookies`: a cookie store for the run, so that cookies set on a
 //!   redirect hop are sent on the next ones.
 //! * `-b`, `--cookie 'NAME=VALUE; …'`: the cookie store, with these cookies
@@ -427,7 +432,58 @@ fn cookie_pairs(cookies: &str) -> impl Iterator<Item = &str> {
     cookies.split(';').map(str::trim).filter(|c| !c.is_empty())
 }
 
-fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
+/// The short flags that take a value (`-H VALUE`): in a bundle of short
+/// flags (`-sLo FILE`), such a letter takes the rest of the argument as
+/// its value, if any (`-XPOST`), else the next argument.
+const SHORT_FLAGS_WITH_A_VALUE: &str = "HdXToExbum";
+
+/// The command line's arguments, with bundles of short flags (`-sSL`) read
+/// one flag at a time, as curl reads them ([`unbundle`](Self::unbundle)).
+/// A flag's value is taken as it is ([`next`](Iterator::next)), never
+/// read as flags (`-d -sS` posts `-sS`).
+struct ShortFlags<I> {
+    args: I,
+    /// What an unbundled argument left: the rest of its flags, or the
+    /// value of the flag it ended on.
+    left: Option<String>,
+}
+
+impl<I: Iterator<Item = String>> ShortFlags<I> {
+    fn new(args: I) -> Self {
+        ShortFlags { args, left: None }
+    }
+
+    /// `arg`, a flag: its first flag if it is a bundle of short flags
+    /// (`-sSL` is `-s`, then `-SL` is read next), with the rest left for
+    /// the next read — as the value of the first if that takes one
+    /// (`-XPOST`: `-X`, then `POST`).
+    fn unbundle(&mut self, arg: String) -> String {
+        let mut letters = arg.chars();
+        let bundle = letters.next() == Some('-')
+            && letters.next().is_some_and(|c| c.is_ascii_alphabetic())
+            && letters.next().is_some();
+        if !bundle {
+            return arg;
+        }
+        let (flag, rest) = arg.split_at(2);
+        let takes_a_value = SHORT_FLAGS_WITH_A_VALUE.contains(&flag[1..]);
+        self.left = Some(match takes_a_value {
+            true => rest.to_owned(),
+            false => format!("-{rest}"),
+        });
+        flag.to_owned()
+    }
+}
+
+impl<I: Iterator<Item = String>> Iterator for ShortFlags<I> {
+    type Item = String;
+
+    fn next(&mut self) -> Option<String> {
+        self.left.take().or_else(|| self.args.next())
+    }
+}
+
+fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
     let mut parsed = Args::default();
     let mut url = None;
     let millis = |flag: &str, value: Option<String>| -> Result<Duration, String> {
@@ -452,7 +508,9 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             .parse()
             .map_err(|_| format!("{flag}: not a number: {value:?}"))
     }
+    let mut args = ShortFlags::new(args);
     while let Some(arg) = args.next() {
+        let arg = args.unbundle(arg);
         match arg.as_str() {
             "--request-timeout" => {
                 parsed.request_timeout = Some(millis("--request-timeout", args.next())?)
@@ -533,6 +591,8 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Args, String> {
             "-i" | "--include" => parsed.include = true,
             // No progress meter is shown.
             "-s" | "--silent" => {}
+            // Errors always go to standard error.
+            "-S" | "--show-error" => {}
             "--cookies" => parsed.cookie = parsed.cookie.or(Some(String::new())),
             "-b" | "--cookie" => {
                 let cookies = args.next().ok_or("--cookie needs 'NAME=VALUE'")?;

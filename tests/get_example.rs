@@ -1808,3 +1808,49 @@ fn verbose_says_http2_when_the_connection_speaks_it() {
     assert_eq!(lines_with(&stderr, "< HTTP/"), ["< HTTP/2 200"], "{stderr}");
     assert!(stderr.ends_with("\n< \n"), "{stderr}");
 }
+
+/// As curl, short flags go together in one argument: a letter that takes
+/// a value takes the rest of the argument (`-XPUT`, `-dbody`), else the
+/// next argument (`-sLd body`); `-S` is accepted (`-sS`). A flag's value
+/// is taken as it is, never read as flags (`-d -sS` posts `-sS`).
+#[test]
+fn short_flags_go_together_as_in_curl() {
+    let server = server();
+    let echo = server.url("/echo");
+    let bundled = get(&["-sSXPUT", "-dgathered", &echo]);
+    assert_eq!(bundled.status.code(), Some(0), "{bundled:?}");
+    assert!(
+        stdout(&bundled).ends_with("PUT gathered length=8 chunked=false"),
+        "{}",
+        stdout(&bundled)
+    );
+    let value_next = get(&["-sLd", "next", &echo]);
+    assert_eq!(value_next.status.code(), Some(0), "{value_next:?}");
+    assert!(
+        stdout(&value_next).ends_with("POST next length=4 chunked=false"),
+        "{}",
+        stdout(&value_next)
+    );
+    let flags_as_a_value = get(&["-d", "-sS", &echo]);
+    assert_eq!(
+        flags_as_a_value.status.code(),
+        Some(0),
+        "{flags_as_a_value:?}"
+    );
+    assert!(
+        stdout(&flags_as_a_value).ends_with("POST -sS length=3 chunked=false"),
+        "{}",
+        stdout(&flags_as_a_value)
+    );
+    // A redirect followed under a bundle with `-L` in it.
+    let followed = get(&["-sSL", &server.url("/old")]);
+    assert_eq!(followed.status.code(), Some(0), "{followed:?}");
+    assert!(stdout(&followed).contains("/new"), "{}", stdout(&followed));
+    // An unknown letter in a bundle is an unknown option, as alone.
+    let unknown = get(&["-sq", &echo]);
+    assert_eq!(unknown.status.code(), Some(2), "{unknown:?}");
+    assert!(
+        String::from_utf8_lossy(&unknown.stderr).contains("unknown option -q"),
+        "{unknown:?}"
+    );
+}
