@@ -193,7 +193,7 @@ usage: get URL [--request-timeout MS|-m|--max-time SECS] [--read-timeout MS]
            [-k|--insecure] [-E|--cert FILE --key FILE]
            [-x|--proxy URL] [--no-proxy] [--noproxy HOST[,HOST...]|'*']
            [--resolve HOST:PORT:ADDR[,ADDR...]]...
-           [--max-redirects N] [--no-decompress|--compressed] [--cookies] [-i] [-s]
+           [--max-redirects N] [--no-decompress|--compressed] [--cookies] [-i] [-s] [-S]
            [-v|--verbose]
            [-b|--cookie 'NAME=VALUE; ...'] [--max-body-bytes N]
            [-u|--user USER[:PASSWORD]] [--retries N] [--hedge-after MS]
@@ -368,7 +368,12 @@ impl Data {
             "-" => std::io::stdin().read_to_end(&mut bytes),
             path => std::fs::File::open(path).and_then(|mut file| file.read_to_end(&mut bytes)),
         };
-        read.map_err(|e| format!("--data @{path}: {e}"))?;
+        let flag = if self.binary {
+            "--data-binary"
+        } else {
+            "--data"
+        };
+        read.map_err(|e| format!("{flag} @{path}: {e}"))?;
         if !self.binary {
             bytes.retain(|&b| b != b'\r' && b != b'\n');
         }

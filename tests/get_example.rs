@@ -221,11 +221,17 @@ fn data_and_uploads_from_files_and_standard_input_as_curl_reads_them() {
         );
     }
     std::fs::remove_file(&path).unwrap();
-    // A file that cannot be read is an error, named.
-    let missing = get(&[&url, "-d", "@/nonexistent/tickless-data"]);
-    assert_eq!(missing.status.code(), Some(1));
-    let stderr = String::from_utf8_lossy(&missing.stderr);
-    assert!(stderr.contains("/nonexistent/tickless-data"), "{stderr}");
+    // A file that cannot be read is an error, named with the flag that
+    // named it.
+    for flag in ["--data", "--data-binary"] {
+        let missing = get(&[&url, flag, "@/nonexistent/tickless-data"]);
+        assert_eq!(missing.status.code(), Some(1));
+        let stderr = String::from_utf8_lossy(&missing.stderr);
+        assert!(
+            stderr.contains(&format!("{flag} @/nonexistent/tickless-data:")),
+            "{stderr}"
+        );
+    }
 }
 
 #[test]
