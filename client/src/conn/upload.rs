@@ -148,9 +148,13 @@ impl Declared {
             match self.check(pull()) {
                 Pulled::Data(data) if len + data.len() <= GATHER => {
                     len += data.len();
+                    // Sized by what came, grown as more does: a piece
+                    // queued (in `h2`'s queue, bounded by data bytes alone)
+                    // keeps at most about twice its bytes allocated, not
+                    // `GATHER` for two of them.
                     gathered
                         .get_or_insert_with(|| {
-                            let mut gathered = BytesMut::with_capacity(GATHER);
+                            let mut gathered = BytesMut::with_capacity(first.len() + data.len());
                             gathered.extend_from_slice(&first);
                             gathered
                         })
@@ -302,5 +306,36 @@ fn trailers_of(trailers: http::HeaderMap) -> Pulled {
             .into(),
         }),
         None => Pulled::Trailers(trailers),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Pieces ready at once go together, in an allocation of about their
+    /// own size — not one of [`GATHER`] bytes for a few of them — and what
+    /// ended the gathering comes next.
+    #[test]
+    fn small_pieces_go_together_in_about_their_own_size() {
+        let mut ready = vec![
+            Pulled::Data(Bytes::from_static(b"a")),
+            Pulled::Data(Bytes::from_static(b"b")),
+            Pulled::Data(Bytes::from_static(b"c")),
+            Pulled::Pending,
+            Pulled::End,
+        ]
+        .into_iter();
+        let mut declared = Declared::new(None);
+        let Pulled::Data(gathered) = declared.next(|| ready.next().unwrap()) else {
+            panic!("the pieces ready, gathered");
+        };
+        assert_eq!(gathered, "abc");
+        let gathered = gathered.try_into_mut().expect("the one owner");
+        assert!(gathered.capacity() <= 16, "{}", gathered.capacity());
+        assert!(matches!(
+            declared.next(|| ready.next().unwrap()),
+            Pulled::End
+        ));
     }
 }

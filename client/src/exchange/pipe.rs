@@ -174,6 +174,22 @@ impl State {
         meter.fetch_add(len, Ordering::Relaxed);
     }
 
+    /// Holds `bytes` (see [`Pipe::reader`]), counted as buffered, after
+    /// any held still — never in their place.
+    fn hold(&mut self, bytes: BytesMut, meter: &AtomicUsize) {
+        self.add(bytes.len(), meter);
+        self.held.unsplit(bytes);
+    }
+
+    /// `len` bytes buffered go back to the writer ([`Pipe::reclaim`],
+    /// [`Pipe::unhold`]): no longer counted as buffered, nor as pushed —
+    /// they will be again, with more.
+    fn give_back(&mut self, len: usize, meter: &AtomicUsize) {
+        self.buffered -= len;
+        self.pushed -= len as u64;
+        meter.fetch_sub(len, Ordering::Relaxed);
+    }
+
     /// The oldest bytes for the reader: the first chunk, else the held
     /// bytes (at their own size, see [`held_chunk`](Self::held_chunk)).
     /// Still counted as buffered.
@@ -281,8 +297,12 @@ impl Pipe {
             if state.reader_gone || !matches!(state.end, End::Open) {
                 return Pushed::Refused;
             }
-            // Held bytes are the newest: taken back before any push.
-            debug_assert!(state.held.is_empty(), "a push behind held bytes");
+            // Held bytes are older than these: queued first (a writer
+            // takes them back before it pushes, to push them in one
+            // buffer with these, and there are none).
+            if let Some(held) = state.held_chunk() {
+                state.chunks.push_back(held);
+            }
             state.add(bytes.len(), &self.meter);
             state.chunks.push_back(bytes);
             let pushed = if state.buffered >= self.window && !state.collecting {
@@ -590,9 +610,8 @@ impl Pipe {
     /// pushed: they will be again, with the rest.
     pub(crate) fn reclaim(&self) -> (Chunks, BytesMut) {
         let mut state = lock(&self.state);
-        self.meter.fetch_sub(state.buffered, Ordering::Relaxed);
-        state.pushed -= state.buffered as u64;
-        state.buffered = 0;
+        let buffered = state.buffered;
+        state.give_back(buffered, &self.meter);
         (
             std::mem::take(&mut state.chunks),
             std::mem::take(&mut state.held),
@@ -606,9 +625,7 @@ impl Pipe {
     pub(crate) fn unhold(&self) -> BytesMut {
         let mut state = lock(&self.state);
         let held = std::mem::take(&mut state.held);
-        self.meter.fetch_sub(held.len(), Ordering::Relaxed);
-        state.pushed -= held.len() as u64;
-        state.buffered -= held.len();
+        state.give_back(held.len(), &self.meter);
         held
     }
 
@@ -714,10 +731,8 @@ impl Pipe {
             if bytes.is_empty() || state.reader_gone || !before_end {
                 return;
             }
-            // After any still held (none: the writer took them back to
-            // gather these on), never in their place.
-            state.add(bytes.len(), &self.meter);
-            state.held.unsplit(bytes);
+            // None still held: the writer took them back to gather these on.
+            state.hold(bytes, &self.meter);
             state.reader.take()
         };
         if let Some(reader) = wake {
@@ -750,8 +765,9 @@ impl Pipe {
     /// are held here instead (moved, leaving `hold` empty; counted as
     /// buffered and pushed): the reader's first take takes them, unless
     /// the writer takes them back first ([`unhold`](Self::unhold),
-    /// [`reclaim`](Self::reclaim)) — as it must before it pushes anything
-    /// (held bytes are the newest) or holds more.
+    /// [`reclaim`](Self::reclaim)) — as it does before it pushes anything,
+    /// to push them in one buffer with what follows (a push would queue
+    /// them first, at their own size), or holds more.
     pub(crate) fn reader(&self, hold: Option<&mut BytesMut>) -> Reader {
         let mut state = lock(&self.state);
         // A collect touches the pipe too: asked first.
@@ -762,10 +778,9 @@ impl Pipe {
             return Reader::Takes;
         }
         if let Some(hold) = hold {
-            // After any still held (none: the writer takes them back
-            // before it gathers more), never in their place.
-            state.add(hold.len(), &self.meter);
-            state.held.unsplit(std::mem::take(hold));
+            // None still held: the writer takes them back before it
+            // gathers more.
+            state.hold(std::mem::take(hold), &self.meter);
         }
         Reader::Untouched
     }

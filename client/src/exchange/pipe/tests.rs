@@ -214,6 +214,21 @@ fn bytes_held_twice_are_both_kept_in_order() {
     assert!(matches!(pipe.take(&reader), Taken::Chunk(c) if c[..] == b"hhhhhabcde"[..]));
 }
 
+/// A push while bytes are held (the writer takes them back first, so it
+/// never does) queues them before it: the reader gets them in order.
+#[test]
+fn a_push_behind_held_bytes_comes_after_them() {
+    let (pipe, meter) = pipe();
+    let (_, waiter) = counted();
+    pipe.reader(Some(&mut held(5)));
+    assert_eq!(pipe.push(bytes(3), &waiter), Pushed::Room);
+    assert_eq!((meter.load(Ordering::SeqCst), pipe.pushed()), (8, 8));
+    let (_, reader) = counted();
+    assert!(matches!(pipe.take(&reader), Taken::Chunk(c) if c[..] == [b'h'; 5]));
+    assert!(matches!(pipe.take(&reader), Taken::Chunk(c) if c.len() == 3));
+    assert_eq!(meter.load(Ordering::SeqCst), 0);
+}
+
 /// A failure leaves held bytes before its error; bytes held last, as the
 /// connection closes, go there too — but not once the error was taken.
 /// A reader that goes drops them.
