@@ -237,14 +237,19 @@ impl<W: Waiter, C: Pooled> Inner<W, C> {
             if !fits(self, &origin) {
                 continue;
             }
-            if let Some((seq, waiter)) = self.front(&origin, graves) {
-                if oldest.as_ref().is_none_or(|(best, _, _)| seq < *best) {
-                    if let Some((_, _, passed)) = oldest.replace((seq, origin, waiter)) {
-                        graves.push(passed);
-                    }
-                } else {
-                    graves.push(waiter);
+            let Some((seq, waiter)) = self.front(&origin, graves) else {
+                // Its waiters had all ended: an origin known from them
+                // alone (queued for the total limit, never connected)
+                // would otherwise stay in the map for good.
+                self.tidy(&origin);
+                continue;
+            };
+            if oldest.as_ref().is_none_or(|(best, _, _)| seq < *best) {
+                if let Some((_, _, passed)) = oldest.replace((seq, origin, waiter)) {
+                    graves.push(passed);
                 }
+            } else {
+                graves.push(waiter);
             }
         }
         oldest

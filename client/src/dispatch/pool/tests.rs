@@ -342,6 +342,36 @@ fn ended_waiters_are_skipped_and_not_kept_alive() {
     assert_eq!(served(pool.release(&origin("a"))), Some("live"));
 }
 
+/// An origin the pool knows only from waiters that ended while they
+/// queued for the total limit (timed out, cancelled) is forgotten once the
+/// pool passes over them — when another origin's connection comes back,
+/// kept or closed — not kept for the life of the client: a client with a
+/// total limit that meets many hosts would grow by one entry for each,
+/// and every scan of the pool's origins with it.
+#[test]
+fn an_origin_whose_waiters_all_ended_is_forgotten() {
+    let origins = |pool: &TestPool| lock(&pool.inner).origins.len();
+    let (pool, clock) = pool(limited(Some(1), None));
+    let a1 = request("a", "a1");
+    assert_eq!(acquired(&pool, &a1, &clock), "permit");
+    // Passed over by a connection offered back, which the pool keeps.
+    let b = request("b", "b");
+    assert_eq!(acquired(&pool, &b, &clock), "queued");
+    b.done.store(true, Ordering::SeqCst);
+    assert!(matches!(
+        pool.offer(idle("a", 1, &clock), clock.now()),
+        Offer::Kept
+    ));
+    assert_eq!(origins(&pool), 1, "only a's, with its idle connection");
+    // Passed over by a permit given back: that of a's idle connection,
+    // closed to make room for c, which ends before it is closed.
+    let c = request("c", "c");
+    assert_eq!(acquired(&pool, &c, &clock), "queued");
+    drop(c);
+    assert_eq!(served(pool.release(&origin("a"))), None);
+    assert_eq!(origins(&pool), 0);
+}
+
 /// #18, defect 1: a waiter whose drop comes back for the pool (its callback
 /// held the last client, whose drop closes the pool) is never dropped while
 /// the pool's lock is held. The waiter below lets go of the last other
