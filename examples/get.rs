@@ -943,12 +943,13 @@ fn bypass_the_environments_proxies(hosts: &str) {
 /// The environment's list of the hosts that bypass a proxy, as curl reads
 /// it for any proxy, one given with `-x` too: `no_proxy` if it is set (an
 /// empty one bypasses nothing), else `NO_PROXY`. A value that is not
-/// Unicode is no list.
+/// Unicode is read as the client reads the environment's, with U+FFFD for
+/// what is not UTF-8.
 fn environments_no_proxy() -> Option<String> {
     ["no_proxy", "NO_PROXY"]
         .into_iter()
         .find_map(std::env::var_os)
-        .and_then(|hosts| hosts.into_string().ok())
+        .map(|hosts| hosts.to_string_lossy().into_owned())
 }
 
 /// The proxies of the environment, as curl reads them: one named without
@@ -957,9 +958,10 @@ fn environments_no_proxy() -> Option<String> {
 /// variables when it is built, so the port goes there, into each variable
 /// it reads a proxy from that holds one without a port, trimmed as the
 /// client trims it. A blank value is left as it is (it is no proxy: the
-/// client falls through to the next name), and so is one that is not
-/// Unicode (the client does not read it). Every variable is rewritten by
-/// the same rule, so `http_proxy` and `HTTP_PROXY` that were equal stay
+/// client falls through to the next name); one that is not Unicode is read
+/// as the client reads it, with U+FFFD for what is not UTF-8. Every
+/// variable is rewritten by the same rule, so `http_proxy` and
+/// `HTTP_PROXY` that were equal stay
 /// equal: in a CGI program the client takes an `http_proxy` equal to
 /// `HTTP_PROXY` for the request's `Proxy:` header, and must go on doing so.
 /// Called before the client is built, while this process has no other
@@ -973,9 +975,10 @@ fn give_the_environments_proxies_curls_port() {
         "all_proxy",
         "ALL_PROXY",
     ] {
-        let Ok(value) = std::env::var(name) else {
+        let Some(value) = std::env::var_os(name) else {
             continue;
         };
+        let value = value.to_string_lossy();
         let value = value.trim();
         if !value.is_empty() {
             std::env::set_var(name, with_curl_proxy_port(value));

@@ -418,17 +418,22 @@ fn a_proxy_with_an_empty_port_is_at_curls_1080() {
 /// A proxy of the environment named without a port is at curl's 1080 as
 /// well: curl reads `http_proxy` and the others as it reads `-x`, where
 /// the client's own default for an `http` proxy is 80. Each variable the
-/// client reads a proxy from, in each spelling of a missing port, with the
-/// environment otherwise clear of proxies.
+/// client reads a proxy from, in each spelling of a missing port (in a
+/// value that is not Unicode too: the client reads it with U+FFFD for what
+/// is not UTF-8), with the environment otherwise clear of proxies.
 #[test]
 fn a_proxy_of_the_environment_without_a_port_is_at_curls_1080_too() {
+    use std::os::unix::ffi::OsStringExt;
     let (host, proxy) = proxy_at_1080();
+    let not_unicode =
+        std::ffi::OsString::from_vec([&b"http://u:p\xff@"[..], host.as_bytes(), b"/"].concat());
     let spellings = [
-        ("http_proxy", host.clone()),
-        ("HTTP_PROXY", format!("http://{host}")),
-        ("all_proxy", format!("http://u:p@{host}/")),
-        ("ALL_PROXY", format!("http://{host}:")),
-        ("http_proxy", format!(" {host} ")),
+        ("http_proxy", host.clone().into()),
+        ("HTTP_PROXY", format!("http://{host}").into()),
+        ("all_proxy", format!("http://u:p@{host}/").into()),
+        ("ALL_PROXY", format!("http://{host}:").into()),
+        ("http_proxy", format!(" {host} ").into()),
+        ("http_proxy", not_unicode),
     ];
     for (variable, value) in &spellings {
         let mut command = Command::new(example_binary("get"));
@@ -496,6 +501,21 @@ fn proxy_resolve_and_no_proxy_flags() {
     assert!(
         stdout(&ignored).ends_with("/env auth=- cookie=-"),
         "{ignored:?}"
+    );
+    // The environment's no_proxy bypasses --proxy's proxy too, one that is
+    // not Unicode read as the client reads it (U+FFFD for what is not UTF-8).
+    let bypassed = Command::new(example_binary("get"))
+        .args([origin.url("/bypassed").as_str(), "--proxy", &proxy_url])
+        .env("no_proxy", {
+            use std::os::unix::ffi::OsStrExt;
+            std::ffi::OsStr::from_bytes(b"\xff.invalid,127.0.0.1")
+        })
+        .env_remove("NO_PROXY")
+        .output()
+        .unwrap();
+    assert!(
+        stdout(&bypassed).ends_with("/bypassed auth=- cookie=-"),
+        "{bypassed:?}"
     );
     for bad in [
         vec!["--resolve", "no-port", "http://127.0.0.1/"],

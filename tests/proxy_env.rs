@@ -200,5 +200,47 @@ fn the_proxy_environment_is_honoured_by_default_with_reqwests_rules() {
     assert_eq!(answered_by(&origin, &proxy, false), "origin");
     set_only(&[("http_proxy", "http://[bad"), ("no_proxy", "127.0.0.1")]);
     assert_eq!(answered_by(&origin, &proxy, false), "origin");
+
+    a_value_that_is_not_unicode_is_set_all_the_same(&origin, &proxy, &proxy_url);
     set_only(&[]);
+}
+
+/// A variable whose value is not Unicode is set all the same, read with
+/// U+FFFD for what is not UTF-8 (as percent-decoded credentials are): a
+/// proxy host that is then no host fails the requests the variable would
+/// take, naming it — neither straight to the origin, nor through
+/// `all_proxy`, nor through the upper-case name behind it — and
+/// `REQUEST_METHOD` so set is a CGI program's all the same.
+fn a_value_that_is_not_unicode_is_set_all_the_same(
+    origin: &TestServer,
+    proxy: &TestServer,
+    proxy_url: &str,
+) {
+    use std::os::unix::ffi::OsStrExt;
+    let not_unicode = std::ffi::OsStr::from_bytes(b"http://proxy\xff.invalid:3128");
+    let (origin_connections, proxy_connections) =
+        (origin.connections_accepted(), proxy.connections_accepted());
+    for (variable, others) in [
+        ("http_proxy", &[("all_proxy", proxy_url)][..]),
+        ("http_proxy", &[("HTTP_PROXY", proxy_url)]),
+        ("ALL_PROXY", &[]),
+    ] {
+        set_only(others);
+        std::env::set_var(variable, not_unicode);
+        let client = Client::builder().event_loops(1).build().unwrap();
+        let outcome = client.get(origin.url("/")).send().wait();
+        assert!(
+            matches!(
+                &outcome,
+                Err(Error::InvalidRequest(InvalidRequest::ProxyVariable { variable: named, .. }))
+                    if named == variable
+            ),
+            "{variable} not Unicode, {others:?}: {outcome:?}"
+        );
+    }
+    assert_eq!(origin.connections_accepted(), origin_connections);
+    assert_eq!(proxy.connections_accepted(), proxy_connections);
+    set_only(&[("HTTP_PROXY", proxy_url)]);
+    std::env::set_var("REQUEST_METHOD", std::ffi::OsStr::from_bytes(b"G\xffT"));
+    assert_eq!(answered_by(origin, proxy, false), "origin");
 }

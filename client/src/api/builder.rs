@@ -308,7 +308,9 @@ impl ClientBuilder {
     ///   naming the variable, as curl does (reqwest ignores it): they do not
     ///   go straight to their origin, past a proxy that may be the only way
     ///   out allowed, nor through `all_proxy`. Requests it would not take (of
-    ///   the other scheme, or to a `no_proxy` host) go as they would without it.
+    ///   the other scheme, or to a `no_proxy` host) go as they would without it;
+    /// * a value that is not Unicode is set all the same, read with U+FFFD
+    ///   for what is not UTF-8 (so a proxy host so spelt is no proxy URL).
     pub fn no_proxy(mut self) -> Self {
         self.config.env_proxies = false;
         self

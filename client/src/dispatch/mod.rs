@@ -246,7 +246,11 @@ impl Dispatcher {
         let proxies = if !config.proxies.is_empty() {
             ProxySettings::listed(config.proxies.clone())
         } else if config.env_proxies {
-            ProxySettings::from_env(&|name| std::env::var(name).ok())
+            // Not `std::env::var`, which has a value that is not Unicode
+            // unset: the requests it would take would go straight.
+            ProxySettings::from_env(&|name| {
+                std::env::var_os(name).map(|value| value.to_string_lossy().into_owned())
+            })
         } else {
             ProxySettings::default()
         };

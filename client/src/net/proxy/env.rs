@@ -19,7 +19,10 @@
 //! header, and a value set under both is not told apart from it.
 //!
 //! * "Set" means present and not blank: an empty value falls through to the
-//!   next variable.
+//!   next variable. A value that is not Unicode is set too: it is read with
+//!   U+FFFD for what is not UTF-8 (as percent-decoded credentials are), so
+//!   a proxy host so spelt is no host, and the requests the variable would
+//!   take fail (below); `REQUEST_METHOD` so set makes a CGI program.
 //! * Once a variable is chosen its value is used or reported; an invalid
 //!   lowercase value does **not** fall back to the uppercase one.
 //! * Values are parsed by [`ProxyUrl::parse`] (no scheme means `http://`;
