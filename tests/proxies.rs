@@ -856,6 +856,60 @@ fn a_tunnel_is_pooled_for_its_origin_alone() {
     assert_eq!(client.stats().open_connections, 2);
 }
 
+/// A request's own `Proxy-Authorization` (the caller's, not the proxy
+/// URL's) is a proxy's credential: a proxy that forwards the request gets
+/// it, in place of the URL's; through a tunnel no proxy reads the request,
+/// and it goes nowhere — never to the origin, over HTTP/1.1 (a CONNECT
+/// tunnel, SOCKS5) or HTTP/2.
+#[test]
+fn a_requests_own_proxy_authorization_never_reaches_an_origin_through_a_tunnel() {
+    let own = "Basic b3duOmNyZWRlbnRpYWxz";
+    let get = |client: &Client, url: &str| {
+        let response = client
+            .get(url)
+            .header("proxy-authorization", own)
+            .send()
+            .wait()
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        response.text().wait().unwrap()
+    };
+    let tls = tls_origin();
+    let connect = connect_answering(b"HTTP/1.1 200 OK\r\n\r\n".to_vec(), Some(tls.addr()));
+    let client = client_via(Proxy::all(&format!("http://u:p@{}", connect.addr())).unwrap())
+        .build()
+        .unwrap();
+    assert_eq!(
+        get(&client, &tls.url_for("localhost", "/c")),
+        "tls /c auth=none"
+    );
+    let origin = origin();
+    let socks = Microsocks::start();
+    let client = client_via(Proxy::all(&socks.url()).unwrap())
+        .build()
+        .unwrap();
+    assert_eq!(get(&client, &origin.url("/s")), "GET /s via=none auth=none");
+    let pem = support::real::PemFiles::of(&certs().valid);
+    let hypercorn = support::real::Hypercorn::start_tls(&pem.cert(), &pem.key());
+    let tinyproxy = Tinyproxy::start();
+    let client = client_via(Proxy::https(&tinyproxy.url()).unwrap())
+        .build()
+        .unwrap();
+    let headers = get(&client, &hypercorn.https_url_for("localhost", "/headers"));
+    assert!(headers.contains("user-agent: tickless/"), "{headers}");
+    assert!(
+        !headers.to_ascii_lowercase().contains("proxy-authorization"),
+        "{headers}"
+    );
+    // Forwarded, in place of the URL's.
+    let forwarding =
+        TestServer::respond(|request| ok(request.header("proxy-authorization").unwrap_or("none")));
+    let client = client_via(Proxy::http(&format!("http://u:p@{}", forwarding.addr())).unwrap())
+        .build()
+        .unwrap();
+    assert_eq!(get(&client, "http://a.invalid/"), own);
+}
+
 #[test]
 fn http2_goes_inside_a_connect_tunnel_and_its_connection_is_shared() {
     let pem = support::real::PemFiles::of(&certs().valid);

@@ -117,13 +117,21 @@ pub(crate) fn exchange_for(
     // To a proxy that forwards it: the absolute URI, and the proxy's
     // credentials (unless the caller set their own) on this hop alone — a
     // tunnel sends them with its CONNECT instead, never to an origin.
+    // Through a tunnel no proxy reads the request: the caller's own
+    // `Proxy-Authorization`, a proxy's credential, goes nowhere (kept for
+    // the next hop, which may go through a proxy that forwards it).
+    let mut headers = hop.headers.clone();
     let (form, proxy_headers) = match route.proxy() {
         Some(proxy) if route.forwards() => {
-            let mut headers = http::HeaderMap::clone(&hop.headers);
+            let mut headers = http::HeaderMap::clone(&headers);
             if let Some(auth) = proxy.basic_auth() {
                 headers.entry(PROXY_AUTHORIZATION).or_insert(auth);
             }
             (h1::RequestTarget::Absolute, Some(headers))
+        }
+        Some(_) if headers.contains_key(PROXY_AUTHORIZATION) => {
+            Arc::make_mut(&mut headers).remove(PROXY_AUTHORIZATION);
+            (h1::RequestTarget::Origin, None)
         }
         _ => (h1::RequestTarget::Origin, None),
     };
@@ -141,7 +149,7 @@ pub(crate) fn exchange_for(
     let (head, body, held, pump) = encode(
         &hop.method,
         &hop.uri,
-        proxy_headers.as_ref().unwrap_or(&hop.headers),
+        proxy_headers.as_ref().unwrap_or(&headers),
         hop.cookie.as_ref(),
         form,
         upload,
@@ -170,7 +178,7 @@ pub(crate) fn exchange_for(
         route,
         request: RequestParts {
             method: hop.method.clone(),
-            headers: hop.headers.clone(),
+            headers,
             cookie: hop.cookie.clone(),
             payload: Mutex::new(Payload {
                 data,

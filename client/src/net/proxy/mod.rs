@@ -41,7 +41,10 @@ use std::sync::Arc;
 /// `Proxy-Authorization: Basic` to an HTTP proxy (a decoded user name with
 /// a `:`, or a control character in either, is
 /// [`ProxyUrlError::Credentials`]: RFC 7617 §2 makes them invalid), and
-/// with RFC 1929 to a SOCKS5 one.
+/// with RFC 1929 to a SOCKS5 one. A request's own `Proxy-Authorization`
+/// goes to a proxy that forwards it, in place of the URL's; through a
+/// tunnel (`CONNECT`, SOCKS5) no proxy reads the request, and it is not
+/// sent: never to the origin.
 ///
 /// # Examples
 ///
