@@ -213,6 +213,15 @@ enum Versions {
     Http2PriorKnowledge,
 }
 
+/// What `-x`, `--proxy` says.
+#[derive(Debug)]
+enum ProxyFlag {
+    /// `-x ""` (or blanks), curl's: no proxy, not even the environment's.
+    Off,
+    /// Through this proxy.
+    Through(tickless::Proxy),
+}
+
 #[derive(Debug, Default)]
 struct Args {
     /// `-h`, `--help`: print the usage, and nothing else.
@@ -240,7 +249,8 @@ struct Args {
     insecure: bool,
     cert: Option<String>,
     key: Option<String>,
-    proxy: Option<String>,
+    /// `-x`, `--proxy URL`.
+    proxy: Option<ProxyFlag>,
     no_proxy: bool,
     /// `--noproxy LIST`: the hosts that bypass the proxy.
     noproxy: Option<String>,
@@ -491,6 +501,8 @@ impl<I: Iterator<Item = String>> Iterator for ShortFlags<I> {
 fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
     let mut parsed = Args::default();
     let mut url = None;
+    // The last `-x` wins, as curl's: only that one is read.
+    let mut proxy = None;
     let millis = |flag: &str, value: Option<String>| -> Result<Duration, String> {
         let value = value.ok_or_else(|| format!("{flag} needs a value in milliseconds"))?;
         value
@@ -560,7 +572,7 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
             "-L" | "--location" => {}
             "-I" | "--head" => parsed.head = true,
             "--key" => parsed.key = Some(args.next().ok_or("--key needs a PEM file")?),
-            "-x" | "--proxy" => parsed.proxy = Some(args.next().ok_or("--proxy needs a URL")?),
+            "-x" | "--proxy" => proxy = Some(args.next().ok_or("--proxy needs a URL")?),
             "--no-proxy" => parsed.no_proxy = true,
             "--noproxy" => {
                 parsed.noproxy = Some(
@@ -639,6 +651,7 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
     if parsed.cert.is_some() != parsed.key.is_some() {
         return Err("--cert and --key go together".into());
     }
+    parsed.proxy = proxy.as_deref().map(proxy_flag).transpose()?;
     Ok(parsed)
 }
 
@@ -716,24 +729,20 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     if args.no_proxy {
         builder = builder.no_proxy();
     }
-    // Trimmed, as a proxy of the environment is
-    // (`give_the_environments_proxies_curls_port`), before curl's port is
-    // added: `-x " host "` is `host` at 1080, not `host :1080`.
-    let proxy = args.proxy.as_deref().map(str::trim);
-    // curl's `-x ""`: no proxy, the environment's neither (a blank one too).
-    if proxy == Some("") {
-        builder = builder.no_proxy();
-    } else if let Some(url) = proxy {
-        let url = with_curl_proxy_port(url);
-        let mut proxy = tickless::Proxy::all(&url).map_err(|e| format!("--proxy: {e}"))?;
-        // curl's rule: the hosts that bypass a proxy, even one given with
-        // `-x`, are `--noproxy`'s, else the environment's — unless
-        // `--no-proxy` says the environment is not to be read.
-        let environments = || (!args.no_proxy).then(environments_no_proxy).flatten();
-        if let Some(hosts) = args.noproxy.clone().or_else(environments) {
-            proxy = proxy.no_proxy(&hosts);
+    match &args.proxy {
+        Some(ProxyFlag::Off) => builder = builder.no_proxy(),
+        Some(ProxyFlag::Through(proxy)) => {
+            let mut proxy = proxy.clone();
+            // curl's rule: the hosts that bypass a proxy, even one given with
+            // `-x`, are `--noproxy`'s, else the environment's — unless
+            // `--no-proxy` says the environment is not to be read.
+            let environments = || (!args.no_proxy).then(environments_no_proxy).flatten();
+            if let Some(hosts) = args.noproxy.clone().or_else(environments) {
+                proxy = proxy.no_proxy(&hosts);
+            }
+            builder = builder.proxy(proxy);
         }
-        builder = builder.proxy(proxy);
+        None => {}
     }
     // curl's rule: an entry is for HOST at PORT, and for every connection
     // of the transfer there — the URL's, the proxy's, a redirect's; a
@@ -1361,6 +1370,21 @@ fn version_name(version: http::Version) -> String {
         http::Version::HTTP_3 => "HTTP/3".into(),
         other => format!("{other:?}"),
     }
+}
+
+/// `-x URL`'s proxy, through which the request goes: trimmed, as a proxy
+/// of the environment is ([`give_the_environments_proxies_curls_port`]),
+/// before curl's port is added (`-x " host "` is `host` at 1080, not
+/// `host :1080`); a blank one is none at all, as curl's `-x ""`. A URL
+/// that is not a proxy's is a bad argument.
+fn proxy_flag(url: &str) -> Result<ProxyFlag, String> {
+    let url = url.trim();
+    if url.is_empty() {
+        return Ok(ProxyFlag::Off);
+    }
+    tickless::Proxy::all(&with_curl_proxy_port(url))
+        .map(ProxyFlag::Through)
+        .map_err(|e| format!("--proxy: {e}"))
 }
 
 /// `proxy` with curl's default port, 1080, if it names none (`-x host`,

@@ -305,6 +305,8 @@ fn errors_exit_1_and_bad_arguments_2() {
         vec!["-X", "NOT A METHOD", "http://127.0.0.1/"],
         vec!["-H", "bad name: value", "http://127.0.0.1/"],
         vec!["-H", "X-Line: one\nbreak\r", "http://127.0.0.1/"],
+        vec!["-x", "ftp://proxy.invalid", "http://127.0.0.1/"],
+        vec!["--proxy", "https://proxy.invalid", "http://127.0.0.1/"],
         vec!["--bogus", "http://127.0.0.1/"],
     ] {
         let output = get(&bad);
@@ -471,6 +473,13 @@ fn proxy_resolve_and_no_proxy_flags() {
     let proxy_url = format!("http://u:p@{}", proxy.addr());
     let text = stdout(&get(&["http://far.invalid/x", "--proxy", &proxy_url]));
     let auth = support::real::basic_auth("u", "p");
+    assert!(
+        text.ends_with(&format!("proxy got http://far.invalid/x auth={auth}")),
+        "{text}"
+    );
+    // The last --proxy wins, as curl's: one before it is not read.
+    let args = ["http://far.invalid/x", "-x", "ftp://not-read", "--proxy"];
+    let text = stdout(&get(&[&args[..], &[proxy_url.as_str()]].concat()));
     assert!(
         text.ends_with(&format!("proxy got http://far.invalid/x auth={auth}")),
         "{text}"
