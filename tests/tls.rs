@@ -4,8 +4,9 @@
 //! certificate failures by kind, handshake events, truncation without
 //! close_notify, a server that never speaks TLS ended by the request
 //! timeout in both timeout modes, servers that break the handshake, records
-//! split across many segments both ways, an early refusal of an upload, and
-//! a response read together with a fatal alert after it.
+//! split across many segments both ways, an early refusal of an upload (and
+//! the reset after it, which raises no `SIGPIPE`), and a response read
+//! together with a fatal alert after it.
 
 mod support;
 
@@ -612,6 +613,47 @@ fn an_early_refusal_of_an_upload_is_the_answer_not_the_write_that_failed() {
         assert!(eventually(CEILING, || client.stats().open_connections == 0));
         client.close();
     }
+}
+
+/// Set in the process [`a_connection_its_server_reset_raises_no_sigpipe`]
+/// runs itself in.
+#[cfg(target_os = "linux")]
+const SIGPIPE_CHILD: &str = "TICKLESS_TEST_SIGPIPE_DEFAULT";
+
+/// A TLS connection its server has reset raises no `SIGPIPE` in the
+/// client's process: a process that has not ignored it (a C program
+/// hosting the library, a command-line tool that restores the default so
+/// that `| head` ends it, as curl's users expect) is not killed by a
+/// server's reset. Here the server refuses an upload early and closes with
+/// the body unread (a reset); the client's next records — the rest of the
+/// upload, its `close_notify` — meet the reset socket. A write on a plain
+/// socket is a `send` with `MSG_NOSIGNAL` (std's); rustls's records went
+/// out with `writev`, which raises the signal. The test runs itself in a
+/// child process with `SIGPIPE` at its default (this process ignores it, as
+/// every Rust program does by default), and looks at how the child ended.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_connection_its_server_reset_raises_no_sigpipe() {
+    if std::env::var_os(SIGPIPE_CHILD).is_some() {
+        // SAFETY: sets the disposition of one signal in this child
+        // process, which runs this test alone, before it starts any thread
+        // of its own.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+        return an_early_refusal_of_an_upload_is_the_answer_not_the_write_that_failed();
+    }
+    let status = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "a_connection_its_server_reset_raises_no_sigpipe",
+            "--test-threads=1",
+        ])
+        .env(SIGPIPE_CHILD, "1")
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.signal(), None, "the child was killed by a signal");
+    assert!(status.success(), "the child failed: {status:?}");
 }
 
 /// A server that reads the ClientHello, writes `bytes` and then closes

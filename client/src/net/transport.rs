@@ -333,6 +333,49 @@ impl Transport {
     }
 }
 
+/// The socket as rustls writes its records to it: never raising `SIGPIPE`.
+/// A write to a connection its server has reset fails with `EPIPE`, and
+/// unless the call says otherwise the kernel also sends the process
+/// `SIGPIPE`, which kills a process that has not ignored it (a C program
+/// hosting the library, a command-line tool that restores the default so
+/// that `| head` ends it). Std's `write` on a socket says otherwise
+/// (`send` with `MSG_NOSIGNAL`), as plain connections write; but rustls
+/// writes its records gathered (`write_vectored`), which std does with
+/// `writev`, which cannot. Here the gathered write is a `sendmsg` with
+/// `MSG_NOSIGNAL` too, where std's own writes have it (Linux).
+#[cfg(feature = "rustls")]
+struct NoSigpipe<'a>(&'a mio::net::TcpStream);
+
+#[cfg(feature = "rustls")]
+impl Write for NoSigpipe<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        (&*self.0).write(buf)
+    }
+
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        send_gathered(self.0, bufs)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// `bufs` sent in one `sendmsg` that raises no `SIGPIPE` (see [`NoSigpipe`]).
+#[cfg(all(feature = "rustls", any(target_os = "linux", target_os = "android")))]
+fn send_gathered(tcp: &mio::net::TcpStream, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+    socket2::SockRef::from(tcp).send_vectored_with_flags(bufs, libc::MSG_NOSIGNAL)
+}
+
+/// `bufs` written in one call, as std writes them (see [`NoSigpipe`]).
+#[cfg(all(
+    feature = "rustls",
+    not(any(target_os = "linux", target_os = "android"))
+))]
+fn send_gathered(tcp: &mio::net::TcpStream, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+    (&*tcp).write_vectored(bufs)
+}
+
 #[cfg(feature = "rustls")]
 /// Writes TLS records until none is left (`Ok(true)`) or the socket would
 /// block (`Ok(false)`).
@@ -342,7 +385,7 @@ fn write_tls_until_blocked(
     sent: &mut u64,
 ) -> io::Result<bool> {
     while tls.wants_write() {
-        match tls.write_tls(tcp) {
+        match tls.write_tls(&mut NoSigpipe(tcp)) {
             Ok(0) => {
                 return Err(io::Error::new(
                     io::ErrorKind::WriteZero,
