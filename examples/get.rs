@@ -92,7 +92,7 @@
 //! * `--noproxy LIST` (curl's): the hosts that bypass the proxy — of
 //!   `--proxy` or of the environment, whose `no_proxy` it replaces — a
 //!   comma-separated list of names (each with its subdomains), IP
-//!   addresses and CIDR blocks, or `*` for all (the client's
+//!   addresses and CIDR blocks, or `*` alone for all (the client's
 //!   [`tickless::Proxy::no_proxy`] syntax: an entry with a port matches
 //!   nothing, as in reqwest); `""`: none.
 //! * `--resolve HOST:PORT:ADDR[,ADDR…]`: connect to these addresses (IPv6

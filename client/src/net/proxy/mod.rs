@@ -121,9 +121,10 @@ impl Proxy {
     /// Hosts that do not go through this proxy, in `NO_PROXY`'s syntax: a
     /// comma (or blank) separated list of host names (each matching
     /// itself and its subdomains; a leading `.` changes nothing), IP
-    /// addresses, CIDR blocks (`10.0.0.0/8`, `fe80::/10`) and `*` (every
-    /// host). Names are never resolved to match an address, entries with a
-    /// port match nothing, and `*` matches IP literals too.
+    /// addresses and CIDR blocks (`10.0.0.0/8`, `fe80::/10`); or `*`
+    /// alone: every host, IP literals too (as curl, a `*` among other
+    /// entries is no wildcard). Names are never resolved to match an
+    /// address, and entries with a port match nothing.
     pub fn no_proxy(mut self, hosts: &str) -> Proxy {
         self.scope.bypass = Some(NoProxy::parse(hosts));
         self

@@ -3,10 +3,10 @@
 //!
 //! # Rules
 //!
-//! [`NoProxy::parse`] splits the list at commas and ASCII whitespace and
-//! ignores empty entries. Each entry is one of:
+//! A list that is `*` alone (blanks around it aside) matches every host.
+//! Any other list [`NoProxy::parse`] splits at commas and ASCII whitespace,
+//! ignoring empty entries. Each entry is one of:
 //!
-//! * `*` — matches every host.
 //! * An IP address (`10.1.2.3`, `::1`, `[::1]`) — matches that address
 //!   exactly.
 //! * A CIDR block (`10.0.0.0/8`, `::1/128`, `fe80::/10`, `[fe80::]/10`) —
@@ -39,7 +39,13 @@
 //!   reqwest: an entry with a port is dropped and matches nothing (it does
 //!   not bypass the proxy on any port). Go's `httpproxy` is the odd one out
 //!   with port-specific entries.
-//! * **Wildcards**: only a lone `*` (both); `*.example.com` is a literal
+//! * **Wildcards**: `*` is one only as the whole list, as curl's (and
+//!   its documentation's "a single * character"; curl takes `" * "` for
+//!   no wildcard, this for one, its blanks being separators); among
+//!   other entries (`foo, *`) it is a name like any other, that matches
+//!   a host `*` alone — reqwest takes a `*` anywhere in the list for
+//!   every host, which would send straight to the origin what a list
+//!   written for curl keeps on the proxy. `*.example.com` is a literal
 //!   that matches nothing (both).
 //! * **`*` and IP hosts**: curl's `*` matches every host; reqwest only
 //!   checks `*` among domain entries, so `*` fails to match IP literal
@@ -65,7 +71,7 @@ use std::net::IpAddr;
 /// A parsed `NO_PROXY` list. See the [module documentation](self).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub(crate) struct NoProxy {
-    /// A `*` entry was present.
+    /// The list was `*` alone.
     all: bool,
     /// IP and CIDR entries (an exact address has the full prefix length).
     nets: Vec<IpNet>,
@@ -75,7 +81,6 @@ pub(crate) struct NoProxy {
 
 /// What one list entry turned out to be.
 enum Entry {
-    All,
     Net(IpNet),
     Domain(String),
 }
@@ -85,12 +90,15 @@ impl NoProxy {
     /// anything are dropped (see the [module documentation](self)).
     pub(crate) fn parse(list: &str) -> NoProxy {
         let mut no_proxy = NoProxy::default();
+        if list.trim_matches(|c: char| c.is_ascii_whitespace()) == "*" {
+            no_proxy.all = true;
+            return no_proxy;
+        }
         let entries = list
             .split(|c: char| c == ',' || c.is_ascii_whitespace())
             .filter(|e| !e.is_empty());
         for entry in entries {
             match parse_entry(entry) {
-                Some(Entry::All) => no_proxy.all = true,
                 Some(Entry::Net(net)) => no_proxy.nets.push(net),
                 Some(Entry::Domain(d)) => no_proxy.domains.push(d),
                 None => {}
@@ -145,9 +153,6 @@ fn domain_matches(name: &[u8], domain: &[u8]) -> bool {
 
 /// Classifies one non-empty entry; `None` for entries that match nothing.
 fn parse_entry(entry: &str) -> Option<Entry> {
-    if entry == "*" {
-        return Some(Entry::All);
-    }
     // Bracketed IPv6: "[addr]", "[addr]/len", "[addr/len]"; "[addr]:port"
     // has a port and is dropped.
     if let Some(inner) = entry.strip_prefix('[') {
@@ -253,7 +258,18 @@ mod tests {
             assert!(np.matches(host), "{host}");
         }
         assert!(!np.matches(""));
-        assert!(NoProxy::parse("foo, *").matches("bar"));
+        assert!(
+            NoProxy::parse(" *\t").matches("bar"),
+            "blanks around it aside"
+        );
+        // A `*` among other entries is no wildcard (as curl's): it names
+        // a host `*` alone.
+        for list in ["foo, *", "*,foo", "* foo", "*, *"] {
+            let np = NoProxy::parse(list);
+            assert!(!np.matches("bar"), "{list:?}");
+            assert!(!np.matches("10.0.0.1"), "{list:?}");
+        }
+        assert!(NoProxy::parse("foo, *").matches("foo"));
         // Only a lone "*" is a wildcard.
         let np = NoProxy::parse("*.example.com, ex*");
         assert!(!np.matches("a.example.com"));
