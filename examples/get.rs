@@ -56,9 +56,9 @@
 //!   `'Accept-Encoding: VALUE'` is sent instead of the client's own.
 //! * `-X`, `--request METHOD`: the method (default GET, or POST with
 //!   `--data`, PUT with `--upload-file`, HEAD with `--head`).
-//! * `-I`, `--head`: a HEAD request (the status line and headers are
-//!   printed, as always); with a body to send it is a bad argument, as in
-//!   curl.
+//! * `-I`, `--head`: a HEAD request; the status line and headers are
+//!   printed, and no body, even with another method (`-I -X GET`, as in
+//!   curl); with a body to send it is a bad argument, as in curl.
 //! * `-L`, `--location`: accepted, for curl's habit: redirects are
 //!   followed by default (see `--max-redirects`).
 //! * `-d`, `--data STR`: send `STR` as the body (a POST unless `-X` says
@@ -927,7 +927,11 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             std::fs::File::create(path).map_err(|e| format!("--output {path}: {e}"))?,
         )),
     };
-    std::io::copy(response.body_mut(), &mut out)?;
+    // As curl's `-I`: the head alone, even of an answer with a body (`-I
+    // -X GET`); the client closes the connection it is left on.
+    if !args.head {
+        std::io::copy(response.body_mut(), &mut out)?;
+    }
     out.flush()?;
     drop(response);
     client.close();

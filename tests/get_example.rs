@@ -1889,3 +1889,17 @@ fn short_flags_go_together_as_in_curl() {
         "{unknown:?}"
     );
 }
+
+/// `-I` with another method (`-I -X GET`), as curl's: that method is sent,
+/// and the head alone is printed — not the body its answer has.
+#[test]
+fn head_with_another_method_prints_the_head_alone_as_curl() {
+    let server = TestServer::respond(|_| ok("the body"));
+    let output = get(&[&server.url("/"), "-I", "-X", "GET"]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert_eq!(server.requests()[0].method, "GET");
+    let text = stdout(&output);
+    assert!(text.starts_with("HTTP/1.1 200 OK\n"), "{text}");
+    assert!(text.ends_with("\n\n"), "the head alone: {text:?}");
+    assert!(!text.contains("the body"), "{text:?}");
+}
