@@ -43,7 +43,9 @@
 //! * `--event-loop-timeouts`: arm them on the connection's event loop
 //!   instead of the hashed-wheel timer.
 //! * `-H`, `--header 'Name: value'`: add a request header (repeatable);
-//!   `Expect: 100-continue` makes an upload wait for the server's go. As
+//!   `Expect: 100-continue` makes an upload wait for the server's go. A
+//!   blank before the name or its colon (`'X : v'`) is a bad argument:
+//!   curl sends it as written, which a server must refuse. As
 //!   in curl, `'Name:'` sends no `Name` (not even the client's own
 //!   `User-Agent` or `Accept-Encoding`, nor `--data`'s `Content-Type`,
 //!   nor `--user`'s `Authorization` or the URL's credentials, which a
@@ -411,7 +413,18 @@ enum Header {
 /// One `--header`, checked: a name and a value HTTP allows.
 fn parse_header(header: &str) -> Result<Header, String> {
     let bad = || format!("--header: expected 'Name: value', got {header:?}");
-    let name = |name: &str| http::HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| bad());
+    // curl sends a blank before the name or the colon as written (`X :
+    // v`), a line a server must refuse (RFC 9112, 5.1) or reads as folded;
+    // sending `X: v` instead would be another header than the one asked.
+    let name = |name: &str| {
+        if name.contains([' ', '\t']) {
+            return Err(format!(
+                "--header: a blank in the header's name {name:?}, which no server \
+                 takes (curl sends it as written), in {header:?}"
+            ));
+        }
+        http::HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad())
+    };
     // curl's form for an empty value: `Name:` says "send none".
     if let Some(empty) = header.strip_suffix(';').filter(|h| !h.contains(':')) {
         return Ok(Header::Send(

@@ -685,6 +685,26 @@ fn headers_in_curls_forms_empty_and_dropped() {
     // A value with a semicolon in it is a value.
     let (request, _) = sent("/", &["-H", "X-List: a;"]);
     assert_eq!(request.header("x-list"), Some("a;"));
+    // Blanks around the value are no part of it.
+    let (request, _) = sent("/", &["-H", "X-Padded:   v  "]);
+    assert_eq!(request.header("x-padded"), Some("v"));
+}
+
+/// A blank before a header's name or its colon (`'X : v'`, `' X: v'`):
+/// curl sends the line as written, which a server must refuse (RFC 9112,
+/// 5.1) or reads as a folded line; `get` cannot send it, and refuses it
+/// as a bad argument that says why, rather than send another header.
+#[test]
+fn a_header_with_a_blank_in_its_name_is_refused_saying_why() {
+    for header in ["X : v", " X: v", "X\t: v", "X ;", "X :"] {
+        let output = get(&["http://127.0.0.1/", "-H", header]);
+        assert_eq!(output.status.code(), Some(2), "{header:?}: {output:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("a blank in the header's name"),
+            "{header:?}: {stderr}"
+        );
+    }
 }
 
 #[test]
