@@ -187,6 +187,10 @@ fn other_statuses_and_unusable_locations_are_the_response() {
         "/no-location" => response(302, &[], b"moved, but where?"),
         "/ftp" => redirect(301, "ftp://127.0.0.1/file"),
         "/garbage" => redirect(302, "http://[::1"),
+        // An empty or blank `Location` says no more than none (curl takes
+        // it so): not a redirect to the same URL.
+        "/empty-location" => redirect(302, ""),
+        "/blank-location" => redirect(301, "  "),
         _ => ok("followed"),
     });
     let client = client();
@@ -196,12 +200,15 @@ fn other_statuses_and_unusable_locations_are_the_response() {
         ("/no-location", 302),
         ("/ftp", 301),
         ("/garbage", 302),
+        ("/empty-location", 302),
+        ("/blank-location", 301),
     ] {
-        let response = client.get(server.url(path)).send().wait().unwrap();
+        let response = client.get(server.url(path)).send().wait();
+        let response = response.unwrap_or_else(|e| panic!("{path}: not the response: {e:?}"));
         assert_eq!(response.status(), status, "{path}");
         assert_eq!(response.url().path(), path);
     }
-    assert_eq!(server.requests().len(), 5, "nothing was followed");
+    assert_eq!(server.requests().len(), 7, "nothing was followed");
     client.close();
 }
 

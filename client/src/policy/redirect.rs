@@ -7,8 +7,8 @@
 //!
 //! * **Which**: `301`, `302`, `303`, `307` and `308` with a `Location` that
 //!   resolves (RFC 3986, against the URL that answered) to an `http` or
-//!   `https` URL. Any other status, or a missing or unusable `Location`,
-//!   is the response.
+//!   `https` URL. Any other status, or a missing, empty or unusable
+//!   `Location`, is the response.
 //! * **Methods**: `303` turns every method but HEAD into GET; `301` and
 //!   `302` turn POST into GET (as browsers and the other clients do); `307`
 //!   and `308` keep the method and the body. A body dropped on the way takes
@@ -254,11 +254,16 @@ pub(crate) fn next_method(status: StatusCode, method: &Method) -> Option<(Method
 
 /// Where a `Location` value points, resolved against `current` (relative,
 /// scheme-relative, dot segments: RFC 3986 §5, by the `url` crate), without
-/// a fragment; `None` if it is not UTF-8, does not resolve, or is not an
+/// a fragment; `None` if it is empty or blank (it says no more than no
+/// `Location`: curl takes it so, where resolved it would be
+/// the same URL again), is not UTF-8, does not resolve, or is not an
 /// `http` or `https` URL.
 pub(crate) fn resolve(current: &http::Uri, location: &http::HeaderValue) -> Option<http::Uri> {
-    let base = url::Url::parse(&current.to_string()).ok()?;
     let location = std::str::from_utf8(location.as_bytes()).ok()?.trim();
+    if location.is_empty() {
+        return None;
+    }
+    let base = url::Url::parse(&current.to_string()).ok()?;
     let mut next = base.join(location).ok()?;
     if !matches!(next.scheme(), "http" | "https") || next.host_str().is_none() {
         return None;
@@ -381,6 +386,8 @@ mod tests {
             ("ftp://files.test/x", None),
             ("mailto:someone@a.test", None),
             ("http://", None),
+            ("", None),
+            (" \t", None),
         ];
         for (location, expected) in cases {
             assert_eq!(resolved(base, location).as_deref(), expected, "{location}");
