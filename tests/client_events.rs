@@ -383,7 +383,12 @@ fn a_redirect_whose_next_hop_is_refused_is_not_told_as_followed() {
     assert!(
         matches!(
             error,
-            tickless::Error::InvalidRequest(tickless::InvalidRequest::ServerName(_))
+            tickless::Error::Redirect {
+                reason: tickless::RedirectError::InvalidHop(tickless::InvalidRequest::ServerName(
+                    _
+                )),
+                ..
+            }
         ),
         "{error:?}"
     );

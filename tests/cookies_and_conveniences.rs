@@ -389,8 +389,9 @@ fn basic_auth_credentials_with_a_control_character_are_refused_before_anything_i
 /// `u%3Ax` would reach the server as the user `u` and a password
 /// beginning `x:`, and a decoded CR, LF or NUL is a control character,
 /// which RFC 7617 §2 forbids in either part. The request fails with a
-/// typed error, nothing sent — the first hop's URI or a redirect's
-/// `Location` alike.
+/// typed error, nothing sent to that URI — the first hop's, or a
+/// redirect's `Location`, where the chain stops with it
+/// (`RedirectError::InvalidHop`: the hop before it went).
 #[test]
 fn a_userinfo_unusable_as_basic_credentials_is_refused_before_anything_is_sent() {
     let server = TestServer::respond(|request| match request.target.as_str() {
@@ -424,7 +425,13 @@ fn a_userinfo_unusable_as_basic_credentials_is_refused_before_anything_is_sent()
         .wait()
         .unwrap_err();
     assert!(
-        matches!(error, Error::InvalidRequest(InvalidRequest::Userinfo)),
+        matches!(
+            error,
+            Error::Redirect {
+                reason: tickless::RedirectError::InvalidHop(InvalidRequest::Userinfo),
+                ..
+            }
+        ),
         "{error:?}"
     );
     assert_eq!(server.requests().len(), 1, "only the redirect went");

@@ -815,3 +815,41 @@ fn a_custom_policy_that_panics_lets_the_redirects_connection_go() {
     assert_settles(&client, Duration::from_secs(10));
     client.close();
 }
+
+/// A redirect to a URL that cannot be requested (here a user name with a
+/// `:` once decoded, which Basic credentials cannot carry) stops the
+/// chain with [`RedirectError::InvalidHop`], listing it: the hops before
+/// it were sent and answered — a POST taken, its 303 to the bad URL — so
+/// the error is not the [`tickless::Error::InvalidRequest`] of a request
+/// refused before anything was sent, which a caller may send again.
+#[test]
+fn a_redirect_to_a_url_that_cannot_be_requested_stops_the_chain_as_sent() {
+    let server = TestServer::respond(|request| {
+        let host = request.header("host").unwrap_or_default();
+        let location = format!("http://a%3Ab:hunter2@{host}/done");
+        response(303, &[("Location", location.as_str())], b"")
+    });
+    let client = client();
+    let error = client
+        .post(server.url("/order"))
+        .body("one order")
+        .send()
+        .wait()
+        .unwrap_err();
+    let tickless::Error::Redirect { chain, reason } = &error else {
+        panic!("not the chain's error: {error:?}");
+    };
+    assert!(
+        matches!(
+            reason,
+            RedirectError::InvalidHop(tickless::InvalidRequest::Userinfo)
+        ),
+        "{reason:?}"
+    );
+    assert_eq!(chain.len(), 2, "{chain:?}");
+    assert_eq!(chain[1].to_string(), server.url("/done"));
+    assert!(!error.is_unprocessed());
+    assert!(!format!("{error:?}").contains("hunter2"), "{error:?}");
+    assert_eq!(server.requests().len(), 1, "the POST was sent, once");
+    client.close();
+}

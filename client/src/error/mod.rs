@@ -695,6 +695,14 @@ pub enum RedirectError {
     /// [`source`](std::error::Error::source)).
     #[error("the redirect policy refused")]
     Policy(#[source] Box<dyn StdError + Send + Sync>),
+    /// The URL a redirect points to cannot be requested: its hop was
+    /// refused before it was sent, as [`Error::InvalidRequest`] refuses a
+    /// request (a user name in its `Location` that Basic credentials
+    /// cannot carry, a proxy variable for its scheme that is no proxy
+    /// URL…; the reason is the [`source`](std::error::Error::source)). The
+    /// hops before it were sent and answered.
+    #[error("the URL it points to cannot be requested")]
+    InvalidHop(#[source] InvalidRequest),
 }
 
 /// `3 attempts failed (earlier: 1) …; 2) …)`: how many, and each attempt

@@ -332,8 +332,30 @@ impl Chain {
         // The redirect's own body is not wanted: its connection drains it
         // (if small) and goes back to the pool.
         self.current().body_dropped();
-        self.next_hop(head.status, next, method, keep_body)?;
-        Ok(None)
+        let target = without_credentials(next.clone());
+        match self.next_hop(head.status, next, method, keep_body) {
+            Ok(()) => Ok(None),
+            Err(error) => Err(self.hop_refused(error, target)),
+        }
+    }
+
+    /// The chain's error when the hop to `next` (without its credentials)
+    /// could not be made: one refused before it was sent is no
+    /// [`Error::InvalidRequest`] — that says nothing was sent, and the
+    /// hops before it were — but the chain stopped at it
+    /// ([`RedirectError::InvalidHop`]), listing them (the one that answered
+    /// last among them: [`next_hop`](Self::next_hop) has put it there).
+    fn hop_refused(&self, error: Error, next: http::Uri) -> Error {
+        let Error::InvalidRequest(invalid) = error else {
+            return self.failure(error);
+        };
+        let mut chain: Vec<http::Uri> =
+            self.earlier.iter().map(|visit| visit.uri.clone()).collect();
+        chain.push(next);
+        Error::Redirect {
+            chain,
+            reason: RedirectError::InvalidHop(invalid),
+        }
     }
 
     /// The decoding of the response whose head this is, if it is to be
@@ -427,7 +449,9 @@ impl Chain {
         Error::Redirect { chain, reason }
     }
 
-    /// Sends the hop to `next`, the current one having answered `status`.
+    /// Sends the hop to `next`, the current one having answered `status`;
+    /// that one is among the [`earlier`](Self::earlier) hops first,
+    /// whatever comes after (see [`hop_refused`](Self::hop_refused)).
     /// Listeners are told of the redirect once the next hop is an exchange,
     /// just before it is submitted: a hop refused before (its URL is no
     /// request) is not followed, and no events would follow it.

@@ -28,6 +28,11 @@
 //!   case, a default port spelled out) with no cookie set in between fails
 //!   with [`RedirectError::Loop`](crate::RedirectError::Loop); a chain longer
 //!   than the limit with [`RedirectError::TooMany`](crate::RedirectError::TooMany).
+//! * **Unsendable hops**: a hop the client refuses to send (what would be
+//!   an [`Error::InvalidRequest`](crate::Error::InvalidRequest) for a
+//!   first request) fails with
+//!   [`RedirectError::InvalidHop`](crate::RedirectError::InvalidHop): the
+//!   hops before it were sent.
 
 use crate::net::Origin;
 use http::header::{
