@@ -58,9 +58,10 @@
 //!   `'Accept-Encoding: VALUE'` is sent instead of the client's own.
 //! * `-X`, `--request METHOD`: the method (default GET, or POST with
 //!   `--data`, PUT with `--upload-file`, HEAD with `--head`).
-//! * `-I`, `--head`: a HEAD request; the status line and headers are
-//!   printed, and no body, even with another method (`-I -X GET`, as in
-//!   curl); with a body to send it is a bad argument, as in curl.
+//! * `-I`, `--head`: a HEAD request; the heads are printed as with `-i`
+//!   (each redirect hop's too, as `curl -IL` prints them), and no body,
+//!   even with another method (`-I -X GET`, as in curl); with a body to
+//!   send it is a bad argument, as in curl.
 //! * `-L`, `--location`: accepted, for curl's habit: redirects are
 //!   followed by default (see `--max-redirects`).
 //! * `-d`, `--data STR`: send `STR` as the body (a POST unless `-X` says
@@ -228,7 +229,8 @@ enum ProxyFlag {
 struct Args {
     /// `-h`, `--help`: print the usage, and nothing else.
     help: bool,
-    /// `-I`, `--head`: a HEAD request.
+    /// `-I`, `--head`: a HEAD request, whose heads are printed as with
+    /// `-i`, and no body.
     head: bool,
     /// `-v`, `--verbose`: tell what the transfer does, on standard error.
     verbose: bool,
@@ -583,7 +585,12 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
             // Redirects are followed by default; curl's flag to follow
             // them says nothing more.
             "-L" | "--location" => {}
-            "-I" | "--head" => parsed.head = true,
+            // As curl's: the heads shown as `-i` shows them, each
+            // redirect hop's too.
+            "-I" | "--head" => {
+                parsed.head = true;
+                parsed.include = true;
+            }
             "--key" => parsed.key = Some(args.next().ok_or("--key needs a PEM file")?),
             "-x" | "--proxy" => proxy = Some(args.next().ok_or("--proxy needs a URL")?),
             "--no-proxy" => parsed.no_proxy = true,

@@ -1923,3 +1923,28 @@ fn head_with_another_method_prints_the_head_alone_as_curl() {
     assert!(text.ends_with("\n\n"), "the head alone: {text:?}");
     assert!(!text.contains("the body"), "{text:?}");
 }
+
+/// `-I` prints each redirect hop's head before the last one, as `curl
+/// -IL` does (curl's `-I` shows the heads as `-i` does), and no body.
+#[test]
+fn head_prints_each_redirect_hops_head_as_curl_does() {
+    let server = TestServer::respond(|request| match request.target.as_str() {
+        "/go" => response(302, &[("Location", "/end")], b""),
+        _ => ok("the body"),
+    });
+    for args in [&["-I"][..], &["-I", "-X", "GET"]] {
+        let mut argv = vec![server.url("/go")];
+        argv.extend(args.iter().map(|arg| arg.to_string()));
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+        let output = get(&argv);
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {output:?}");
+        let text = stdout(&output);
+        assert!(
+            text.starts_with("HTTP/1.1 302 Found\nlocation: /end\n"),
+            "{args:?}: {text}"
+        );
+        let last = text.find("HTTP/1.1 200 OK\n").expect("the last head");
+        assert!(text[last..].ends_with("\n\n"), "{args:?}: {text:?}");
+        assert!(!text.contains("the body"), "{args:?}: {text:?}");
+    }
+}
