@@ -87,8 +87,8 @@
 //!   `socks5h://…` (by the proxy); without a port, curl's 1080. Without it the proxy environment
 //!   variables are honoured (`http_proxy`, `https_proxy`, `all_proxy`,
 //!   `no_proxy`, as curl and reqwest read them; a proxy there without a
-//!   port is at 1080 too, as curl's). The environment's `no_proxy` (else
-//!   `NO_PROXY`) names hosts that bypass a proxy given with `-x` as well,
+//!   port is at 1080 too, as curl's). The environment's `no_proxy` (else,
+//!   or if empty, `NO_PROXY`) names hosts that bypass a proxy given with `-x` as well,
 //!   as in curl. `-x ""`, as curl's: no
 //!   proxy, not even the environment's.
 //! * `--no-proxy`: ignore the proxy environment variables.
@@ -974,14 +974,15 @@ fn bypass_the_environments_proxies(hosts: &str) {
 }
 
 /// The environment's list of the hosts that bypass a proxy, as curl reads
-/// it for any proxy, one given with `-x` too: `no_proxy` if it is set (an
-/// empty one bypasses nothing), else `NO_PROXY`. A value that is not
-/// Unicode is read as the client reads the environment's, with U+FFFD for
-/// what is not UTF-8.
+/// it for any proxy, one given with `-x` too: `no_proxy` if it is set and
+/// not empty (curl's `curl_getenv` takes an empty value for none; a blank
+/// one is a list that bypasses nothing), else `NO_PROXY`. A value that is
+/// not Unicode is read as the client reads the environment's, with U+FFFD
+/// for what is not UTF-8.
 fn environments_no_proxy() -> Option<String> {
     ["no_proxy", "NO_PROXY"]
         .into_iter()
-        .find_map(std::env::var_os)
+        .find_map(|name| std::env::var_os(name).filter(|hosts| !hosts.is_empty()))
         .map(|hosts| hosts.to_string_lossy().into_owned())
 }
 

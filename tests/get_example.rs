@@ -1373,6 +1373,13 @@ fn the_environments_no_proxy_bypasses_a_proxy_given_with_x_too() {
             &[("no_proxy", "other.invalid"), ("NO_PROXY", "*")],
             proxied.as_str(),
         ),
+        // An empty one is none (curl's `curl_getenv` reads it so): the
+        // uppercase name is read.
+        (
+            &[],
+            &[("no_proxy", ""), ("NO_PROXY", "127.0.0.1")],
+            straight,
+        ),
         (
             &["--noproxy", ""],
             &[("no_proxy", "127.0.0.1")],
