@@ -79,7 +79,8 @@ use std::task::{Context, Poll};
 /// ```
 pub struct Body {
     exchange: Arc<Exchange>,
-    /// The decoding of an encoded body (see `ClientBuilder::decompress`).
+    /// The decoding of an encoded body (see `ClientBuilder::decompress`),
+    /// until the body ends.
     decoding: Option<Box<Decoding>>,
     /// A chunk being read by `Read`: what is left of it.
     current: Bytes,
@@ -239,9 +240,12 @@ impl Body {
         }
     }
 
-    /// The body has ended (or failed): nothing more is read.
+    /// The body has ended (or failed): nothing more is read, and its
+    /// decoder goes now — its window and output buffer (up to 8 MiB and
+    /// more for zstd) are not kept for as long as the response is.
     fn end<T>(&mut self, last: Result<T, Error>) -> Result<T, Error> {
         self.ended = true;
+        self.decoding = None;
         if let Err(error) = &last {
             self.failed = Some(Failure::of(error));
         }
