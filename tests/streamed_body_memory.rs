@@ -346,3 +346,87 @@ fn a_decoded_body_read_to_its_end_holds_no_decoder_while_its_response_is_kept() 
         );
     }
 }
+
+/// A `Read` that gives one byte a read, for ever: a source that gives its
+/// bytes a line or a record at a time, at its smallest.
+struct ByteAtATime;
+
+impl Read for ByteAtATime {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match buf.first_mut() {
+            Some(first) => {
+                *first = b'x';
+                Ok(1)
+            }
+            None => Ok(0),
+        }
+    }
+}
+
+/// An upload from a `Read` that gives a byte a read, to a server that
+/// reads nothing: once the socket is full, its pipe fills to the window
+/// and its pump waits — and the heap the upload holds is about that
+/// window of bytes, not a chunk of bookkeeping for each of them.
+#[test]
+fn an_upload_read_a_byte_at_a_time_holds_about_its_window_not_a_chunk_a_byte() {
+    let _alone = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
+    // The default.
+    const WINDOW: usize = 256 * 1024;
+    // A small receive buffer: the socket fills after little of the body.
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    socket.set_recv_buffer_size(4096).unwrap();
+    socket
+        .bind(&std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into())
+        .unwrap();
+    socket.listen(8).unwrap();
+    let listener: TcpListener = socket.into();
+    let addr = listener.local_addr().unwrap();
+    let (done, let_go) = mpsc::channel::<()>();
+    let server = thread::spawn(move || {
+        let mut stream = accept_in_time(&listener);
+        let _ = read_head(&mut stream);
+        // Reads nothing more until the test has measured.
+        let _ = let_go.recv_timeout(Duration::from_secs(60));
+    });
+    let client = Client::builder()
+        .event_loops(1)
+        .body_window(WINDOW)
+        .build()
+        .unwrap();
+    let before = counting_alloc::live_bytes();
+    let upload = client
+        .post(format!("http://{addr}/"))
+        .body(tickless::Upload::from_reader(ByteAtATime, None))
+        .send();
+    // The socket is full, and the pipe filled to its window behind it.
+    let filled = std::time::Instant::now() + Duration::from_secs(60);
+    while client.stats().buffered_body_bytes < WINDOW {
+        assert!(
+            std::time::Instant::now() < filled,
+            "the window never filled"
+        );
+        thread::sleep(Duration::from_millis(10));
+    }
+    // What stays held, not what another thread has out for a moment (a
+    // test before this one still winding down): the least of a few looks.
+    let held = (0..10)
+        .map(|_| {
+            thread::sleep(Duration::from_millis(10));
+            counting_alloc::live_bytes().saturating_sub(before)
+        })
+        .min()
+        .unwrap();
+    eprintln!("{} KiB held for a {WINDOW}-byte window", held / 1024);
+    drop(upload);
+    client.close();
+    let _ = done.send(());
+    server.join().unwrap();
+    // The window's bytes, the pump's read buffer (64 KiB), a gathered
+    // chunk on its way, the connection's own state: well under 2 MiB. A
+    // chunk a byte (an allocation and a queue slot each) was some 9 MiB.
+    assert!(
+        held < 2 * 1024 * 1024,
+        "{} KiB of heap for a {WINDOW}-byte window",
+        held / 1024
+    );
+}

@@ -1287,10 +1287,7 @@ fn pump(
         match reader.read(&mut buf) {
             Ok(0) => return pipe.finish(None),
             Ok(n) => {
-                if pipe
-                    .push_blocking(bytes::Bytes::copy_from_slice(&buf[..n]))
-                    .is_err()
-                {
+                if pipe.push_blocking(&buf[..n]).is_err() {
                     return;
                 }
                 left = left.map(|left| left.saturating_sub(n as u64));

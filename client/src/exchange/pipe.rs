@@ -39,6 +39,11 @@
 //!   is: a take that finds no chunk takes them — without waiting on the
 //!   writer, wherever it runs — and a body that fails keeps them before
 //!   its error.
+//! * **Gathered.** An upload's pump copies its reads in
+//!   ([`push_blocking`](Pipe::push_blocking)): small ones are gathered into
+//!   one chunk, held after the others as a connection's held bytes are, so
+//!   that the window's bytes cost about themselves whatever the size of
+//!   the reads.
 //! * **Ending.** The writer ends the pipe with trailers or an error, once;
 //!   the reader takes the chunks left, then the end. A reader that goes
 //!   away drops what is buffered and tells the writer, whose next push is
@@ -58,6 +63,11 @@ pub(crate) use chunks::Chunks;
 
 /// The default window of a body: what the loop reads ahead of its reader.
 pub(crate) const DEFAULT_WINDOW: usize = 256 * 1024;
+
+/// The size up to which [`Pipe::push_blocking`] gathers small pieces into
+/// one chunk: HTTP/2's default largest frame, as an upload's connection
+/// gathers what it takes (`conn::upload::Declared`).
+const GATHER: usize = 16 * 1024;
 
 /// Unused capacity a body's bytes may keep beyond their own length when
 /// handed over (see [`own_size`]).
@@ -139,8 +149,9 @@ enum End {
 
 struct State {
     chunks: Chunks,
-    /// The writer's held bytes (see [`Pipe::reader`]), newer than every
-    /// chunk; empty when it holds none.
+    /// The writer's held bytes (see [`Pipe::reader`]), or a pump's small
+    /// reads gathered (see [`Pipe::push_blocking`]): newer than every
+    /// chunk; empty when there are none.
     held: BytesMut,
     /// The bytes of the chunks and the held bytes.
     buffered: usize,
@@ -188,6 +199,20 @@ impl State {
         self.buffered -= len;
         self.pushed -= len as u64;
         meter.fetch_sub(len, Ordering::Relaxed);
+    }
+
+    /// Copies `bytes`, fewer than [`GATHER`], in after the held bytes,
+    /// gathered into one chunk with them up to [`GATHER`] bytes (see
+    /// [`Pipe::push_blocking`]): held bytes that `bytes` would take past it
+    /// are queued first.
+    fn gather(&mut self, bytes: &[u8], meter: &AtomicUsize) {
+        if self.held.len() + bytes.len() > GATHER {
+            if let Some(held) = self.held_chunk() {
+                self.chunks.push_back(held);
+            }
+        }
+        self.add(bytes.len(), meter);
+        self.held.extend_from_slice(bytes);
     }
 
     /// The oldest bytes for the reader: the first chunk, else the held
@@ -290,6 +315,27 @@ impl Pipe {
         if bytes.is_empty() {
             return Pushed::Room;
         }
+        let queue = |state: &mut State, meter: &AtomicUsize| {
+            // Held bytes are older than these: queued first (a writer
+            // takes them back before it pushes, to push them in one
+            // buffer with these, and there are none).
+            if let Some(held) = state.held_chunk() {
+                state.chunks.push_back(held);
+            }
+            state.add(bytes.len(), meter);
+            state.chunks.push_back(bytes);
+        };
+        self.add_waiting(queue, waiter)
+    }
+
+    /// A push: `add` adds the bytes to the open pipe's state (and its
+    /// meter); then the writer is told whether there is room, and a waiting
+    /// reader woken at the low-water mark.
+    fn add_waiting(
+        &self,
+        add: impl FnOnce(&mut State, &AtomicUsize),
+        waiter: Option<impl FnOnce() -> Waiter>,
+    ) -> Pushed {
         // The writer's waiter replaced, dropped after the unlock.
         let mut replaced = None;
         let (pushed, wake) = {
@@ -297,14 +343,7 @@ impl Pipe {
             if state.reader_gone || !matches!(state.end, End::Open) {
                 return Pushed::Refused;
             }
-            // Held bytes are older than these: queued first (a writer
-            // takes them back before it pushes, to push them in one
-            // buffer with these, and there are none).
-            if let Some(held) = state.held_chunk() {
-                state.chunks.push_back(held);
-            }
-            state.add(bytes.len(), &self.meter);
-            state.chunks.push_back(bytes);
+            add(&mut state, &self.meter);
             let pushed = if state.buffered >= self.window && !state.collecting {
                 replaced = std::mem::replace(&mut state.writer, waiter.map(|waiter| waiter()));
                 Pushed::Full
@@ -340,10 +379,30 @@ impl Pipe {
         }
     }
 
-    /// [`push`](Self::push) from a thread that may block: waits while the
-    /// pipe is full. `Err` once the reader has gone.
-    pub(crate) fn push_blocking(&self, bytes: Bytes) -> Result<(), ()> {
-        if self.push(bytes, || Waiter::Blocked(None)) == Pushed::Refused {
+    /// [`push`](Self::push) of a copy of `bytes` from a thread that may
+    /// block (an upload's pump): waits while the pipe is full. `Err` once
+    /// the reader has gone.
+    ///
+    /// Small pieces are gathered: copied in after the last ones, into one
+    /// chunk of up to [`GATHER`] bytes, which a take takes as it stands
+    /// (a reader waiting is not kept waiting for more). The window counts
+    /// bytes, so a chunk each would cost their bookkeeping too — an
+    /// allocation and a queue slot, some 30 times the bytes for a reader
+    /// that gives one byte a read — for every byte the window holds. A
+    /// piece of [`GATHER`] bytes or more is a chunk of its own, copied
+    /// before the pipe is locked.
+    pub(crate) fn push_blocking(&self, bytes: &[u8]) -> Result<(), ()> {
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        let waiter = || Waiter::Blocked(None);
+        let pushed = if bytes.len() >= GATHER {
+            self.push(Bytes::copy_from_slice(bytes), waiter)
+        } else {
+            let gather = |state: &mut State, meter: &AtomicUsize| state.gather(bytes, meter);
+            self.add_waiting(gather, Some(waiter))
+        };
+        if pushed == Pushed::Refused {
             return Err(());
         }
         // Its next read may block for long.

@@ -545,3 +545,40 @@ fn a_blocking_reader_asks_for_its_spin_only_when_it_drives_its_loop() {
     let driving = |waiter: &Waiter| matches!(waiter, Waiter::Driving(_));
     assert_eq!(read_one(driving), 1, "a reader that drove");
 }
+
+/// A pump's small reads go gathered into chunks of up to `GATHER` bytes,
+/// a large one as it is, all in order; a take takes what is gathered so
+/// far, without waiting for more.
+#[test]
+fn a_pumps_small_reads_are_gathered_and_large_ones_go_whole_in_order() {
+    let meter = Arc::new(AtomicUsize::new(0));
+    let pipe = Pipe::new(1 << 20, meter.clone());
+    let (_, reader) = counted();
+    pipe.push_blocking(b"a").unwrap();
+    pipe.push_blocking(b"b").unwrap();
+    assert!(matches!(pipe.take(&reader), Taken::Chunk(c) if c[..] == b"ab"[..]));
+    let mut sent = Vec::new();
+    let mut push = |piece: Vec<u8>| {
+        pipe.push_blocking(&piece).unwrap();
+        sent.extend_from_slice(&piece);
+    };
+    for byte in 0..(3 * GATHER / 2) {
+        push(vec![byte as u8]);
+    }
+    push(vec![b'L'; GATHER]);
+    push(vec![b'm'; GATHER - 1]);
+    push(vec![b'n'; 2]);
+    assert_eq!(meter.load(Ordering::SeqCst), sent.len());
+    pipe.finish(None);
+    let mut taken = Vec::new();
+    let mut chunks = 0;
+    while let Taken::Chunk(chunk) = pipe.take(&reader) {
+        assert!(chunk.len() <= GATHER);
+        taken.extend_from_slice(&chunk);
+        chunks += 1;
+    }
+    assert_eq!(taken, sent);
+    // 1.5 GATHER of single bytes in two, the large one, then two more.
+    assert_eq!(chunks, 5);
+    assert_eq!(meter.load(Ordering::SeqCst), 0);
+}
