@@ -71,9 +71,10 @@
 //!   does. Given again, the parts are joined with `&`.
 //! * `--data-binary STR`: the same, but a file's bytes go as they are.
 //! * `-T`, `--upload-file FILE`: stream `FILE` as the body, its length
-//!   from the file (a PUT unless `-X` says otherwise); `-`: standard
-//!   input, chunked. To a URL whose path ends with `/`, the file's name
-//!   (percent-encoded) is added to it, as curl does.
+//!   from the file (a PUT unless `-X` says otherwise), read again from its
+//!   start for a `307` or `308`, as curl rewinds it; `-`: standard input,
+//!   chunked (sent once). To a URL whose path ends with `/`, the file's
+//!   name (percent-encoded) is added to it, as curl does.
 //! * `-o`, `--output FILE`: write the body to `FILE` as it arrives (`-`:
 //!   standard output); the status line and headers then go to standard
 //!   error.

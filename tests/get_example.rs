@@ -55,6 +55,7 @@ fn server() -> TestServer {
             )
         }
         "/big" => ok(&"x".repeat(10_000)),
+        "/moved-echo" => response(307, &[("Location", "/echo")], b""),
         // The body as it came, and how it was framed.
         "/echo" => ok(&format!(
             "{} {} length={} chunked={}",
@@ -232,6 +233,35 @@ fn data_and_uploads_from_files_and_standard_input_as_curl_reads_them() {
             "{stderr}"
         );
     }
+}
+
+/// `-T FILE` and `--data-binary @FILE` to a URL that answers `307`: the
+/// file goes again, whole, to where it points — as curl rewinds it — not
+/// the 307 for the answer.
+#[test]
+fn a_file_uploaded_to_a_307_goes_again_whole() {
+    let server = server();
+    let path = std::env::temp_dir().join(format!("tickless-get-moved-{}", std::process::id()));
+    std::fs::write(&path, "file body").unwrap();
+    let file = path.to_str().unwrap();
+    let at_file = format!("@{file}");
+    for (args, expected) in [
+        (["-T", file], "PUT file body length=9 chunked=false"),
+        (
+            ["--data-binary", at_file.as_str()],
+            "POST file body length=9 chunked=false",
+        ),
+    ] {
+        let url = server.url("/moved-echo");
+        let output = get(&[&url, args[0], args[1]]);
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {output:?}");
+        assert!(
+            stdout(&output).ends_with(expected),
+            "{args:?}: {}",
+            stdout(&output)
+        );
+    }
+    std::fs::remove_file(&path).unwrap();
 }
 
 #[test]

@@ -588,6 +588,44 @@ fn a_streamed_body_cannot_be_replayed_so_a_307_is_the_response() {
     client.close();
 }
 
+/// A file's body (`Upload::from_file`) can be read again from where it
+/// began, as curl rewinds one (`-T FILE`): a 307 or a 308 sends it again
+/// whole, from the position the file was given at — not a body that went
+/// once and a 307 for the response.
+#[test]
+fn a_307_or_308_sends_a_files_body_again_from_where_it_began() {
+    use std::io::{Seek, SeekFrom};
+    let body: Vec<u8> = (0..300_000).map(|i| (i % 251) as u8).collect();
+    let path = std::env::temp_dir().join(format!("tickless-redirect-file-{}", std::process::id()));
+    std::fs::write(&path, [&b"skipped|"[..], &body].concat()).unwrap();
+    let client = client();
+    for status in [307, 308] {
+        let server = redirecting(status);
+        let mut file = std::fs::File::open(&path).unwrap();
+        file.seek(SeekFrom::Start(8)).unwrap();
+        let response = client
+            .put(server.url("/from"))
+            .body(Upload::from_file(file).unwrap())
+            .send()
+            .wait()
+            .unwrap();
+        assert_eq!(response.status(), 200, "{status}");
+        let requests = server.requests();
+        assert_eq!(requests.len(), 2, "{status}");
+        for request in &requests {
+            assert_eq!(request.method, "PUT", "{status}");
+            assert!(
+                request.body == body,
+                "{status}: {} bytes",
+                request.body.len()
+            );
+            assert_eq!(request.header("content-length"), Some("300000"));
+        }
+    }
+    std::fs::remove_file(&path).unwrap();
+    client.close();
+}
+
 #[test]
 fn the_response_and_the_listener_say_where_the_chain_went() {
     let server = TestServer::respond(|request| match request.target.as_str() {
@@ -851,5 +889,44 @@ fn a_redirect_to_a_url_that_cannot_be_requested_stops_the_chain_as_sent() {
     assert!(!error.is_unprocessed());
     assert!(!format!("{error:?}").contains("hunter2"), "{error:?}");
     assert_eq!(server.requests().len(), 1, "the POST was sent, once");
+    client.close();
+}
+
+/// A 307 that comes before the server has read a file's body (it answers
+/// on the head, as a server moving an upload elsewhere may): the upload
+/// stops there, and the file goes whole, from its start, to where the 307
+/// points.
+#[test]
+fn a_307_before_a_files_body_was_read_sends_it_whole_where_it_points() {
+    use std::io::{Read, Write};
+    let body: Vec<u8> = (0..8_000_000).map(|i| (i % 251) as u8).collect();
+    let path = std::env::temp_dir().join(format!("tickless-redirect-early-{}", std::process::id()));
+    std::fs::write(&path, &body).unwrap();
+    let server = TestServer::start(Behaviour::per_connection(|index| match index {
+        0 => Behaviour::custom(|mut stream, _| {
+            let _ = read_head(&mut stream);
+            let moved = response(307, &[("Location", "/to"), ("Connection", "close")], b"");
+            stream.write_all(&moved).unwrap();
+            // What the client still sends, read and dropped, until it closes.
+            let mut sink = [0; 64 * 1024];
+            while matches!(stream.read(&mut sink), Ok(n) if n > 0) {}
+        }),
+        _ => {
+            Behaviour::respond(|request| ok(&format!("{} {}", request.method, request.body.len())))
+        }
+    }));
+    let client = client();
+    let file = std::fs::File::open(&path).unwrap();
+    let response = client
+        .put(server.url("/from"))
+        .body(Upload::from_file(file).unwrap())
+        .send()
+        .wait()
+        .unwrap();
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.text().wait().unwrap(), "PUT 8000000");
+    let requests = server.requests();
+    assert!(requests.last().unwrap().body == body);
     client.close();
 }

@@ -8,7 +8,7 @@
 //! before the answer, from a server whose frames are written by hand: a
 //! stream reset is retried as a connection reset is (for a GET, or any
 //! method with `any_method`), one refused as not processed whatever its
-//! method, unless its body is streamed.
+//! method, unless its body is streamed (but from a file, read again).
 
 mod support;
 
@@ -703,6 +703,37 @@ fn what_is_retried_depends_on_whether_the_request_reached_the_server() {
         }
         other => panic!("{other:?}"),
     }
+    client.close();
+}
+
+/// A file's body (`Upload::from_file`) is read again from where it began
+/// for each attempt: a PUT of one reset on its first connection is retried
+/// with the body whole, as one in memory is — where a body from any other
+/// `Read` is sent once.
+#[test]
+fn a_files_body_goes_again_with_a_retry() {
+    let clock = ManualClock::new();
+    let (client, recorder) = client_on(&clock, false);
+    let body: Vec<u8> = (0..100_000).map(|i| (i % 251) as u8).collect();
+    let path = std::env::temp_dir().join(format!("tickless-retry-file-{}", std::process::id()));
+    std::fs::write(&path, &body).unwrap();
+    let server = resets_first();
+    let policy = retry::Policy::attempts(2)
+        .backoff(Duration::ZERO, Duration::ZERO)
+        .jitter(false);
+    let file = std::fs::File::open(&path).unwrap();
+    let response = client
+        .put(server.url("/"))
+        .body(tickless::Upload::from_file(file).unwrap())
+        .retry(policy)
+        .send()
+        .wait();
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(response.unwrap().text().wait().unwrap(), "answered PUT");
+    assert_eq!(server.connections_accepted(), 2);
+    assert_eq!(retries_seen(&recorder).len(), 1);
+    let answered = server.requests().pop().unwrap();
+    assert!(answered.body == body, "{} bytes", answered.body.len());
     client.close();
 }
 

@@ -771,8 +771,10 @@ fn a_server_that_never_says_continue_gets_the_body_after_the_delay() {
 type Seen = Arc<Mutex<Vec<(bool, Vec<u8>)>>>;
 
 /// Answers `417 Expectation Failed` to a request that says `Expect:
-/// 100-continue` (reading no body), and to one that does not the length of
-/// its body (framed by its length or chunked); records each in `seen`.
+/// 100-continue` (reading no body, so closing the connection after it, as
+/// RFC 9110 §10.1.1 has a server that does not read the rest do), and to
+/// one that does not the length of its body (framed by its length or
+/// chunked); records each in `seen`.
 fn refuses_expectations(seen: Seen) -> TestServer {
     TestServer::start(Behaviour::custom(move |mut stream, index| {
         let Some(head) = read_head(&mut stream) else {
@@ -783,7 +785,8 @@ fn refuses_expectations(seen: Seen) -> TestServer {
             .contains("\r\nexpect: 100-continue")
         {
             seen.lock().unwrap().push((true, Vec::new()));
-            let _ = stream.write_all(&response(417, &[], b"no expectations"));
+            let refused = response(417, &[("Connection", "close")], b"no expectations");
+            let _ = stream.write_all(&refused);
             return drain(&mut stream);
         }
         // The head again, before the rest, for the parser.
@@ -1034,6 +1037,38 @@ fn a_417_after_a_streamed_body_began_to_go_is_the_response() {
     assert_eq!(response.status(), 417);
     assert_eq!(response.text().wait().unwrap(), "no expectations");
     assert_eq!(*seen.lock().unwrap(), [(true, Vec::new())]);
+    client.close();
+}
+
+/// A file's body (`Upload::from_file`) is read again from where it began:
+/// though it began to go before the 417 came, the request goes again
+/// without the `Expect`, the file whole — as a body in memory does.
+#[test]
+fn a_417_after_a_files_body_began_to_go_repeats_it_whole() {
+    let seen = Seen::default();
+    let server = refuses_expectations(seen.clone());
+    let client = builder(false)
+        .request_timeout(Duration::from_secs(30))
+        .expect_continue_timeout(Duration::ZERO)
+        .build()
+        .unwrap();
+    let path = std::env::temp_dir().join(format!("tickless-417-file-{}", std::process::id()));
+    std::fs::write(&path, pattern(1000)).unwrap();
+    let body = Upload::from_file(std::fs::File::open(&path).unwrap()).unwrap();
+    let response = client
+        .post(server.url("/"))
+        .body(body)
+        .expect_continue(true)
+        .send()
+        .wait();
+    std::fs::remove_file(&path).unwrap();
+    let response = response.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.text().wait().unwrap(), "1000");
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [(true, Vec::new()), (false, pattern(1000))]
+    );
     client.close();
 }
 

@@ -524,11 +524,12 @@ impl ClientBuilder {
     /// first is the response, and the body is never sent (nor the
     /// connection reused) — but a `417 Expectation Failed` sends the
     /// request again at once, on another connection, without the `Expect`
-    /// (RFC 9110 §10.1.1; once per request), its body whole: one in memory,
-    /// or a streamed one (an [`Upload`](crate::Upload) from a reader or an
+    /// (RFC 9110 §10.1.1; once per request), its body whole: one in memory
+    /// or a regular file's (read again from where it began), or another
+    /// streamed one (an [`Upload`](crate::Upload) from a reader or an
     /// async body), which had waited and not begun to go — the same
-    /// source, untouched. To a streamed body that began to go (the delay
-    /// passed before the 417 came) the 417 is the response. That repeat is
+    /// source, untouched. To such a streamed body that began to go (the
+    /// delay passed before the 417 came) the 417 is the response. That repeat is
     /// no retry: no attempt of a [retry policy](Self::retry) is counted, no
     /// [budget](Self::retry_budget) spent, and
     /// [`EventListener::on_retry`] is not

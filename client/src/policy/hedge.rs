@@ -6,7 +6,9 @@
 //! copy is cancelled at once (its connection closed, its timers disarmed).
 //!
 //! * **Which**: opt-in ([`Policy`], on the client or per request), for
-//!   idempotent requests whose body is held in memory.
+//!   idempotent requests whose body is held in memory, or read from a
+//!   regular file ([`Upload::from_file`](crate::Upload::from_file): each
+//!   copy reads it from where it began).
 //! * **When**: after a fixed delay ([`Policy::after`]), or a percentile of
 //!   this origin's recent latencies ([`Policy::percentile`], tracked per
 //!   origin in a small histogram — for the 4096 origins recorded most

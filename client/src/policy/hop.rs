@@ -1,7 +1,7 @@
 //! One hop of a request: what goes out on one exchange — method, URI,
 //! headers and body — encoded once, as the exchange to submit.
 
-use super::upload::{Upload, UploadKind};
+use super::upload::{FileBody, Upload, UploadKind};
 use crate::dispatch::Dispatcher;
 use crate::error::{Error, InvalidRequest};
 use crate::events::{EventListener, RequestInfo};
@@ -41,6 +41,9 @@ pub(crate) struct Hop {
 pub(crate) enum HopBody {
     /// In memory (empty for none): it may go again, on the next hop.
     Replayable(Bytes),
+    /// A regular file's, read again from where it began by each exchange:
+    /// it may go again too.
+    File(FileBody),
     /// Streamed: sent once, by the first hop (`None` once taken) — or put
     /// back, never sent, to repeat the hop after a `417` to its `Expect:
     /// 100-continue` (`Attempts::repeat_without_expectation`).
@@ -51,20 +54,24 @@ impl HopBody {
     pub(crate) fn from_upload(upload: Upload) -> HopBody {
         match upload.kind {
             UploadKind::Bytes(bytes) => HopBody::Replayable(bytes),
+            UploadKind::File(file) => HopBody::File(file),
             kind => HopBody::Streamed(Some(Upload { kind })),
         }
     }
 
     /// Whether the body can go on another hop as it is.
     pub(crate) fn replayable(&self) -> bool {
-        matches!(self, HopBody::Replayable(_))
+        matches!(self, HopBody::Replayable(_) | HopBody::File(_))
     }
 
-    /// The body for one hop: a copy of the bytes (a reference count), or
-    /// the stream, taken.
+    /// The body for one hop: a copy of the bytes (a reference count), the
+    /// file (to be read from its start), or the stream, taken.
     fn take(&mut self) -> Upload {
         match self {
             HopBody::Replayable(bytes) => Upload::from(bytes.clone()),
+            HopBody::File(file) => Upload {
+                kind: UploadKind::File(file.clone()),
+            },
             HopBody::Streamed(upload) => upload.take().unwrap_or_else(Upload::empty),
         }
     }
@@ -346,6 +353,12 @@ fn encode(
         })
     };
     let held = Bytes::new();
+    // A reader's body, and its pump.
+    let pumped = |reader: Box<dyn Read + Send>| {
+        let pipe = pipe();
+        let body = streamed(UploadSource::Pumped(PumpedBody::new(pipe.clone())));
+        (body, Some((reader, pipe)))
+    };
     Ok(match body.kind {
         // HTTP/2 sends the exchange's unframed copy.
         UploadKind::Bytes(_) if h2_only => (head, RequestBody::InHead, held, None),
@@ -361,9 +374,13 @@ fn encode(
             }
         }
         UploadKind::Reader { reader, .. } => {
-            let pipe = pipe();
-            let body = streamed(UploadSource::Pumped(PumpedBody::new(pipe.clone())));
-            (head, body, held, Some((reader, pipe)))
+            let (body, pump) = pumped(reader);
+            (head, body, held, pump)
+        }
+        // Read from its start by this exchange's own reader.
+        UploadKind::File(file) => {
+            let (body, pump) = pumped(Box::new(file.reader()));
+            (head, body, held, pump)
         }
         UploadKind::Stream { body, .. } => (head, streamed(UploadSource::Stream(body)), held, None),
         // Set up by the exchange that never sent it: its pump, if any,

@@ -13,9 +13,11 @@
 //!   `302` turn POST into GET (as browsers and the other clients do); `307`
 //!   and `308` keep the method and the body. A body dropped on the way takes
 //!   the headers that described it with it (`Content-*`, `Last-Modified`,
-//!   the digests: RFC 9110 §15.4). A streamed body (from a `Read` or a
-//!   stream) cannot be sent twice: a `307` or `308` to a request that had
-//!   one is the response.
+//!   the digests: RFC 9110 §15.4). A body from a regular file
+//!   ([`Upload::from_file`](crate::Upload::from_file)) is read again from
+//!   where it began, as curl rewinds one; any other streamed body (from a
+//!   `Read` or a stream) cannot be sent twice: a `307` or `308` to a
+//!   request that had one is the response.
 //! * **Headers**: `Authorization`, `Cookie` and `Proxy-Authorization` are
 //!   dropped at the first hop that changes origin (scheme, host or port),
 //!   and kept within one. Cookies from the client's store are chosen for

@@ -26,10 +26,12 @@
 //!   ([`Error::is_unprocessed`]: an HTTP/2 stream refused with
 //!   `REFUSED_STREAM` or above a `GOAWAY`'s last stream id — the client
 //!   sends such a request again by itself once; this is what comes after),
-//!   or with [`Policy::any_method`]. Only bodies held in memory are sent
-//!   again; a streamed body is sent once, and its error is the attempt's
-//!   own (a refused one still [`is_unprocessed`](Error::is_unprocessed),
-//!   for the caller to send again from a new source).
+//!   or with [`Policy::any_method`]. Only bodies held in memory, or read
+//!   from a regular file ([`Upload::from_file`](crate::Upload::from_file):
+//!   read again from where it began), are sent again; any other streamed
+//!   body is sent once, and its error is the attempt's own (a refused one
+//!   still [`is_unprocessed`](Error::is_unprocessed), for the caller to
+//!   send again from a new source).
 //! * **Inside the deadline**: the request deadline is the one fixed when
 //!   the request was sent, for every attempt. A retry is started only if,
 //!   after its backoff, at least [`Policy::min_remaining`] of that deadline

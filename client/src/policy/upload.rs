@@ -3,7 +3,8 @@
 
 use crate::exchange::{BodyStream, BoxError, UploadSource};
 use bytes::{Buf, Bytes};
-use std::io::Read;
+use std::io::{Read, Seek, SeekFrom};
+use std::sync::{Arc, Mutex};
 
 /// A request body.
 ///
@@ -18,10 +19,16 @@ use std::io::Read;
 ///   [`http_body::Body`]) — polled on the connection's loop as the socket
 ///   takes its bytes.
 ///
-/// A streamed body is sent once: a request with one is never retried. Over
-/// HTTP/1.1 a `417 Expectation Failed` to its `Expect: 100-continue` is the
-/// exception: none of it went (it waited for `100 Continue`), and the
-/// request goes again once, without the `Expect`, with the body whole.
+/// A body from a regular file ([`Upload::from_file`]) is read again from
+/// where it began for each exchange that sends it: like one in memory, it
+/// goes again when a request does (a `307` or `308`, a retry, a hedged
+/// copy), as curl rewinds a file.
+///
+/// Any other streamed body is sent once: a request with one is never
+/// retried. Over HTTP/1.1 a `417 Expectation Failed` to its `Expect:
+/// 100-continue` is the exception: none of it went (it waited for `100
+/// Continue`), and the request goes again once, without the `Expect`, with
+/// the body whole.
 ///
 /// A 2xx answer that comes whole before a streamed body's end lets the
 /// upload go on (RFC 9113 §8.1; over HTTP/1.1 too, RFC 9112 §9.5 asks only
@@ -43,6 +50,8 @@ pub struct Upload {
 
 pub(crate) enum UploadKind {
     Bytes(Bytes),
+    /// A regular file's: read anew by each exchange that sends it.
+    File(FileBody),
     Reader {
         reader: Box<dyn Read + Send + 'static>,
         length: Option<u64>,
@@ -82,32 +91,41 @@ impl Upload {
     }
 
     /// A file's contents from where it is read (the start, unless it was
-    /// read or sought into), its length from its metadata. A file that is
-    /// not a regular one (a pipe, a FIFO, `/dev/stdin`, a character device)
-    /// has no length there: its body goes chunked, to its end. Nor has a
-    /// regular file whose metadata says nothing is left that still holds
-    /// bytes — every file of `/proc` says it is empty, whatever it holds:
-    /// such a file is read here for a byte, and goes chunked if it gives
-    /// one (empty, with its length, if not).
+    /// read or sought into), its length from its metadata. A regular
+    /// file's body is read again from there by each exchange that sends
+    /// it, so it may go again as one in memory does — after a `307` or
+    /// `308`, by a retry or a hedged copy (see [`Upload`]); the file is
+    /// sought to where each reads before its reads, so where the `File`
+    /// stands after is not told.
+    ///
+    /// A file that is not a regular one (a pipe, a FIFO, `/dev/stdin`, a
+    /// character device) has no length there: its body goes chunked, to
+    /// its end, once. Nor has a regular file whose metadata says nothing is
+    /// left that still holds bytes — every file of `/proc` says it is
+    /// empty, whatever it holds: such a file is read here for a byte, and
+    /// goes chunked, once, if it gives one (empty, with its length, if
+    /// not).
     pub fn from_file(mut file: std::fs::File) -> std::io::Result<Upload> {
         let metadata = file.metadata()?;
         if !metadata.is_file() {
             return Ok(Upload::from_reader(file, None));
         }
-        use std::io::Seek;
-        let read = file.stream_position()?;
-        let length = metadata.len().saturating_sub(read);
-        if length > 0 {
-            return Ok(Upload::from_reader(file, Some(length)));
-        }
+        let start = file.stream_position()?;
+        let length = metadata.len().saturating_sub(start);
         let mut first = [0; 1];
-        match read_retrying(&mut file, &mut first)? {
-            0 => Ok(Upload::from_reader(file, Some(0))),
-            _ => Ok(Upload::from_reader(
+        if length == 0 && read_retrying(&mut file, &mut first)? > 0 {
+            return Ok(Upload::from_reader(
                 Read::chain(std::io::Cursor::new(first), file),
                 None,
-            )),
+            ));
         }
+        Ok(Upload {
+            kind: UploadKind::File(FileBody {
+                file: Arc::new(Mutex::new(file)),
+                start,
+                length,
+            }),
+        })
     }
 
     /// A body polled from `body`; its length is its exact size hint, if it
@@ -156,10 +174,50 @@ impl Upload {
     pub fn length(&self) -> Option<u64> {
         match &self.kind {
             UploadKind::Bytes(bytes) => Some(bytes.len() as u64),
+            UploadKind::File(file) => Some(file.length),
             UploadKind::Reader { length, .. }
             | UploadKind::Stream { length, .. }
             | UploadKind::Unsent { length, .. } => *length,
         }
+    }
+}
+
+/// A regular file's body: `length` bytes from `start`. Each exchange that
+/// sends it reads it with a [`reader`](Self::reader) of its own, so it may
+/// go again — and two may read it at once (a hedged copy; an earlier
+/// hop's pump not yet let go).
+#[derive(Clone)]
+pub(crate) struct FileBody {
+    file: Arc<Mutex<std::fs::File>>,
+    start: u64,
+    length: u64,
+}
+
+impl FileBody {
+    /// A reader of the body from its start.
+    pub(crate) fn reader(&self) -> FileReader {
+        FileReader {
+            file: self.file.clone(),
+            at: self.start,
+        }
+    }
+}
+
+/// Reads a [`FileBody`] from where it has got to: the file has one
+/// position for every reader of it, so each read seeks there first, under
+/// the file's lock.
+pub(crate) struct FileReader {
+    file: Arc<Mutex<std::fs::File>>,
+    at: u64,
+}
+
+impl Read for FileReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let mut file = crate::sync::lock(&self.file);
+        file.seek(SeekFrom::Start(self.at))?;
+        let read = file.read(buf)?;
+        self.at += read as u64;
+        Ok(read)
     }
 }
 
@@ -250,6 +308,7 @@ impl std::fmt::Debug for Upload {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let kind = match &self.kind {
             UploadKind::Bytes(_) => "bytes",
+            UploadKind::File(_) => "file",
             UploadKind::Reader { .. }
             | UploadKind::Unsent {
                 source: UploadSource::Pumped(_),
@@ -265,5 +324,43 @@ impl std::fmt::Debug for Upload {
             .field("kind", &kind)
             .field("length", &self.length())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two readers of one file's body, their reads interleaved (a hedged
+    /// copy beside its attempt; a hop's pump not yet let go beside the
+    /// next's): each reads the whole body, from where the file was when
+    /// given — the file's one position does not carry one's reads into the
+    /// other's.
+    #[test]
+    fn readers_of_a_files_body_each_read_it_whole_from_its_start() {
+        let path = std::env::temp_dir().join(format!(
+            "tickless-file-body-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        std::fs::write(&path, b"skip|0123456789").unwrap();
+        let mut file = std::fs::File::open(&path).unwrap();
+        file.seek(SeekFrom::Start(5)).unwrap();
+        let upload = Upload::from_file(file).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(upload.length(), Some(10));
+        let UploadKind::File(body) = upload.kind else {
+            panic!("a regular file's body: {upload:?}");
+        };
+        let mut readers = [body.reader(), body.reader()];
+        let mut read = [Vec::new(), Vec::new()];
+        let mut buf = [0; 3];
+        for _ in 0..5 {
+            for (reader, read) in readers.iter_mut().zip(&mut read) {
+                let n = reader.read(&mut buf).unwrap();
+                read.extend_from_slice(&buf[..n]);
+            }
+        }
+        assert_eq!(read, [b"0123456789", b"0123456789"]);
     }
 }
