@@ -3,8 +3,9 @@
 
 use crate::exchange::{BodyStream, BoxError, UploadSource};
 use bytes::{Buf, Bytes};
-use std::io::{Read, Seek, SeekFrom};
-use std::sync::{Arc, Mutex};
+use std::io::{Read, Seek};
+use std::os::unix::fs::FileExt;
+use std::sync::Arc;
 
 /// A request body.
 ///
@@ -94,9 +95,8 @@ impl Upload {
     /// read or sought into), its length from its metadata. A regular
     /// file's body is read again from there by each exchange that sends
     /// it, so it may go again as one in memory does — after a `307` or
-    /// `308`, by a retry or a hedged copy (see [`Upload`]); the file is
-    /// sought to where each reads before its reads, so where the `File`
-    /// stands after is not told.
+    /// `308`, by a retry or a hedged copy (see [`Upload`]); each reads it
+    /// at its own offsets (`pread`), never moving the `File`'s position.
     ///
     /// A file that is not a regular one (a pipe, a FIFO, `/dev/stdin`, a
     /// character device) has no length there: its body goes chunked, to
@@ -121,7 +121,7 @@ impl Upload {
         }
         Ok(Upload {
             kind: UploadKind::File(FileBody {
-                file: Arc::new(Mutex::new(file)),
+                file: Arc::new(file),
                 start,
                 length,
             }),
@@ -188,7 +188,7 @@ impl Upload {
 /// hop's pump not yet let go).
 #[derive(Clone)]
 pub(crate) struct FileBody {
-    file: Arc<Mutex<std::fs::File>>,
+    file: Arc<std::fs::File>,
     start: u64,
     length: u64,
 }
@@ -203,19 +203,17 @@ impl FileBody {
     }
 }
 
-/// Reads a [`FileBody`] from where it has got to: the file has one
-/// position for every reader of it, so each read seeks there first, under
-/// the file's lock.
+/// Reads a [`FileBody`] from where it has got to, `at`: by offset
+/// (`pread`), since the file's one position is shared by every reader of
+/// it.
 pub(crate) struct FileReader {
-    file: Arc<Mutex<std::fs::File>>,
+    file: Arc<std::fs::File>,
     at: u64,
 }
 
 impl Read for FileReader {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let mut file = crate::sync::lock(&self.file);
-        file.seek(SeekFrom::Start(self.at))?;
-        let read = file.read(buf)?;
+        let read = self.file.read_at(buf, self.at)?;
         self.at += read as u64;
         Ok(read)
     }
@@ -345,7 +343,7 @@ mod tests {
         ));
         std::fs::write(&path, b"skip|0123456789").unwrap();
         let mut file = std::fs::File::open(&path).unwrap();
-        file.seek(SeekFrom::Start(5)).unwrap();
+        file.seek(std::io::SeekFrom::Start(5)).unwrap();
         let upload = Upload::from_file(file).unwrap();
         std::fs::remove_file(&path).unwrap();
         assert_eq!(upload.length(), Some(10));
