@@ -171,6 +171,51 @@ fn over_http2_an_expectation_is_not_sent_and_the_body_goes_at_once() {
     client.close();
 }
 
+/// Nor does a `307` wait for anything there: a streamed body has begun to
+/// go (HTTP/2 sends it with the request, as it sends no `Expect`) when the
+/// server answers its HEADERS with a `307`, so that `307` is the response,
+/// as for any streamed body that began to go — not followed with a body
+/// cut short or empty.
+#[test]
+fn over_http2_a_307_to_a_streamed_body_that_expected_continue_is_the_response() {
+    let paths = Arc::new(Mutex::new(Vec::new()));
+    let server = H2Server::start({
+        let paths = paths.clone();
+        move |stream| {
+            paths
+                .lock()
+                .unwrap()
+                .push(stream.request.uri().path().to_string());
+            async move {
+                let mut respond = stream.respond;
+                let moved = http::Response::builder()
+                    .status(307)
+                    .header("location", "/to")
+                    .body(())
+                    .unwrap();
+                let _ = respond.send_response(moved, true);
+            }
+        }
+    });
+    let client = h2c()
+        .expect_continue_timeout(Duration::from_secs(600))
+        .request_timeout(CEILING)
+        .build()
+        .unwrap();
+    let reader = std::io::Cursor::new(vec![b'r'; 100_000]);
+    let response = client
+        .put(server.url("/from"))
+        .body(Upload::from_reader(reader, None))
+        .expect_continue(true)
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.version(), http::Version::HTTP_2);
+    assert_eq!(response.status(), 307);
+    assert_eq!(*paths.lock().unwrap(), ["/from"]);
+    client.close();
+}
+
 #[test]
 fn a_hundred_concurrent_requests_share_one_connection() {
     let server = H2Server::start(|stream| async move {

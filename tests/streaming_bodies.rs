@@ -1072,6 +1072,268 @@ fn a_417_after_a_files_body_began_to_go_repeats_it_whole() {
     client.close();
 }
 
+/// Answers a request with a redirect (`status`) to `to`, with `Connection:
+/// close` — at its head, or, given `reads_first`, after `100 Continue` and
+/// that much of its body — then reads what else comes until the client
+/// closes; records whether the request said `Expect: 100-continue` and the
+/// body bytes it got, framing and all, in `seen`.
+fn redirects_early(status: u16, to: String, reads_first: usize, seen: Seen) -> TestServer {
+    TestServer::start(Behaviour::custom(move |mut stream, _| {
+        let Some(head) = read_head(&mut stream) else {
+            return;
+        };
+        let expects = head
+            .to_ascii_lowercase()
+            .contains("\r\nexpect: 100-continue");
+        let mut received = vec![0; reads_first];
+        if reads_first > 0 {
+            let _ = stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
+            if stream.read_exact(&mut received).is_err() {
+                return;
+            }
+        }
+        let moved = response(status, &[("Location", &to), ("Connection", "close")], b"");
+        let _ = stream.write_all(&moved);
+        let mut buf = [0; 16 * 1024];
+        while let Ok(n @ 1..) = stream.read(&mut buf) {
+            received.extend_from_slice(&buf[..n]);
+        }
+        seen.lock().unwrap().push((expects, received));
+    }))
+}
+
+/// Says `100 Continue` to a request that expects it, reads its body (framed
+/// by its length or chunked) and answers with its method and the body's
+/// length; records whether it said `Expect: 100-continue` and the body, in
+/// `seen`.
+fn takes_bodies(seen: Seen) -> TestServer {
+    TestServer::start(Behaviour::custom(move |mut stream, index| {
+        let Some(head) = read_head(&mut stream) else {
+            return;
+        };
+        let expects = head
+            .to_ascii_lowercase()
+            .contains("\r\nexpect: 100-continue");
+        if expects {
+            let _ = stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
+        }
+        // The head again, before the rest, for the parser.
+        let mut request = head.as_bytes().chain(&mut stream);
+        let Ok(recorded) = RequestReader::new(index).read_request(&mut request) else {
+            return;
+        };
+        let answer = format!("{} {}", recorded.method, recorded.body.len());
+        seen.lock().unwrap().push((expects, recorded.body));
+        let _ = stream.write_all(&ok(&answer));
+        drain(&mut stream);
+    }))
+}
+
+/// A client that waits for `100 Continue` as long as it takes (no delay
+/// sends a body before a server says so), telling `recorder`.
+fn waiting_for_continue(recorder: &Arc<Recorder>) -> Client {
+    builder(false)
+        .request_timeout(Duration::from_secs(30))
+        .expect_continue_timeout(Duration::MAX)
+        .listener(recorder.clone())
+        .build()
+        .unwrap()
+}
+
+/// PUTs `body` (`what`) behind `Expect: 100-continue` to a server that
+/// answers its head with a redirect (`status`) to another origin, and
+/// checks that the body went whole there (as `sent`), still behind the
+/// `Expect`, and none of it to the first. `after_its_end`: the future is
+/// looked at only once the redirect's exchange has ended (else at once: it
+/// may end before or after).
+fn redirected_whole_before_continue(
+    what: &str,
+    status: u16,
+    body: Upload,
+    sent: &[u8],
+    after_its_end: bool,
+) {
+    let (seen_first, seen_there) = (Seen::default(), Seen::default());
+    let there = takes_bodies(seen_there.clone());
+    let first = redirects_early(status, there.url("/to"), 0, seen_first.clone());
+    let recorder = Recorder::new();
+    let client = waiting_for_continue(&recorder);
+    let future = client
+        .put(first.url("/from"))
+        .body(body)
+        .expect_continue(true)
+        .send();
+    if after_its_end {
+        let ended = |events: &[(Event, std::thread::ThreadId)]| {
+            events.iter().any(
+                |(event, _)| matches!(event, Event::Completed(done) if done.as_u16() == status),
+            )
+        };
+        assert!(
+            recorder.wait_for(WAIT, ended),
+            "{what}: the {status} never ended"
+        );
+    }
+    let response = future.wait().unwrap_or_else(|e| panic!("{what}: {e:?}"));
+    assert_eq!(response.status(), 200, "{what}: {status}");
+    let text = response.text().wait().unwrap();
+    assert_eq!(text, format!("PUT {}", sent.len()), "{what}: {status}");
+    let seen_there = seen_there.lock().unwrap().clone();
+    assert_eq!(seen_there.len(), 1, "{what}: {status}");
+    assert!(seen_there[0].0, "{what}: {status}: the Expect was dropped");
+    assert!(
+        seen_there[0].1 == sent,
+        "{what}: {status}: the body came otherwise"
+    );
+    // The first server saw the head alone (recorded once the client closed
+    // its connection, never reused).
+    assert!(eventually(WAIT, || !seen_first.lock().unwrap().is_empty()));
+    assert_eq!(
+        *seen_first.lock().unwrap(),
+        [(true, Vec::new())],
+        "{what}: {status}"
+    );
+    let (statuses, retried) = recorder.statuses_and_retried();
+    assert_eq!(statuses, [status, 200], "{what}: {:?}", recorder.events());
+    assert!(!retried, "{what}: {:?}", recorder.events());
+    client.close();
+}
+
+/// A redirect that keeps the body — a `307` or `308`, or to a PUT a `301`
+/// or `302` — that answers a streamed body's `Expect: 100-continue` before
+/// any of it went (S3's region redirects do) is followed: the body goes
+/// whole where it points — a reader's (its pump blocked on its full pipe
+/// meanwhile), of known length or chunked, or an async body's.
+#[test]
+fn a_redirect_before_100_continue_sends_a_streamed_body_whole_where_it_points() {
+    let long = pattern(WINDOW + 50_000);
+    let length = long.len() as u64;
+    let chunks = || Chunks {
+        left: 40,
+        size: 1000,
+        yielded: false,
+    };
+    for status in [307, 308, 301, 302] {
+        // The redirect's exchange ended before the policy looked at it (it
+        // keeps the body past its end), or not yet.
+        for after_its_end in [true, false] {
+            let reader = std::io::Cursor::new(long.clone());
+            redirected_whole_before_continue(
+                "a reader of known length",
+                status,
+                Upload::from_reader(reader.clone(), Some(length)),
+                &long,
+                after_its_end,
+            );
+            redirected_whole_before_continue(
+                "a reader, chunked",
+                status,
+                Upload::from_reader(reader, None),
+                &long,
+                after_its_end,
+            );
+            redirected_whole_before_continue(
+                "an async body, chunked",
+                status,
+                Upload::from_stream(chunks()),
+                &[b'a'; 40_000],
+                after_its_end,
+            );
+        }
+    }
+}
+
+/// A streamed body that began to go (the server said `100 Continue` and
+/// read some of it) cannot go again: the `307` that came then is the
+/// response, and nothing is sent where it points.
+#[test]
+fn a_307_after_a_streamed_body_began_to_go_is_the_response() {
+    let (seen_first, seen_there) = (Seen::default(), Seen::default());
+    let there = takes_bodies(seen_there.clone());
+    let first = redirects_early(307, there.url("/to"), 1000, seen_first.clone());
+    let recorder = Recorder::new();
+    let client = waiting_for_continue(&recorder);
+    let long = pattern(WINDOW + 50_000);
+    let body = Upload::from_reader(std::io::Cursor::new(long.clone()), Some(long.len() as u64));
+    let response = client
+        .put(first.url("/from"))
+        .body(body)
+        .expect_continue(true)
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.status(), 307);
+    drop(response);
+    assert!(eventually(WAIT, || !seen_first.lock().unwrap().is_empty()));
+    let (expects, received) = seen_first.lock().unwrap()[0].clone();
+    assert!(expects);
+    assert!(long.starts_with(&received) && received.len() >= 1000);
+    assert!(seen_there.lock().unwrap().is_empty());
+    assert_eq!(there.connections_accepted(), 0);
+    client.close();
+}
+
+/// A `303` before `100 Continue` goes on as a GET without the body (nor
+/// the `Expect` that described it), as it does for any body; the reader
+/// that waited is let go, not kept for a hop that will not send it.
+#[test]
+fn a_303_before_100_continue_goes_as_a_get_without_the_streamed_body() {
+    let (seen_first, seen_there) = (Seen::default(), Seen::default());
+    let there = takes_bodies(seen_there.clone());
+    let first = redirects_early(303, there.url("/to"), 0, seen_first.clone());
+    let recorder = Recorder::new();
+    let client = waiting_for_continue(&recorder);
+    let dropped = Arc::new(AtomicBool::new(false));
+    // 1000 bytes, chunked.
+    let reader = EndlessReader {
+        _flag: DropFlag(dropped.clone()),
+    }
+    .take(1000);
+    let response = client
+        .put(first.url("/from"))
+        .body(Upload::from_reader(reader, None))
+        .expect_continue(true)
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.text().wait().unwrap(), "GET 0");
+    assert_eq!(*seen_there.lock().unwrap(), [(false, Vec::new())]);
+    assert!(eventually(WAIT, || !seen_first.lock().unwrap().is_empty()));
+    assert_eq!(*seen_first.lock().unwrap(), [(true, Vec::new())]);
+    assert!(eventually(WAIT, || dropped.load(Ordering::SeqCst)));
+    client.close();
+}
+
+/// A redirect that answered a streamed body's `Expect: 100-continue`
+/// before any of it went, and is not followed (the request's policy
+/// follows none), is the response: the body that waited for it is let go
+/// with that answer — a reader's pump and the reader — not kept with a
+/// future that is polled no more but still held.
+#[test]
+fn a_redirect_not_followed_lets_the_body_that_waited_go_with_its_answer() {
+    let first = redirects_early(307, "/to".to_string(), 0, Seen::default());
+    let client = waiting_for_continue(&Recorder::new());
+    let dropped = Arc::new(AtomicBool::new(false));
+    let reader = EndlessReader {
+        _flag: DropFlag(dropped.clone()),
+    };
+    let mut future = client
+        .put(first.url("/from"))
+        .body(Upload::from_reader(reader, None))
+        .expect_continue(true)
+        .redirect(tickless::redirect::Policy::none())
+        .send();
+    let response = block_on(&mut future).unwrap();
+    assert_eq!(response.status(), 307);
+    assert!(
+        eventually(WAIT, || dropped.load(Ordering::SeqCst)),
+        "the reader is kept while the future is"
+    );
+    drop((future, response));
+    client.close();
+}
+
 /// Echoes what it got: the framing header it came with, and the body.
 fn framing_echo() -> TestServer {
     TestServer::respond(|request| {

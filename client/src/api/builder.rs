@@ -533,8 +533,11 @@ impl ClientBuilder {
     /// no retry: no attempt of a [retry policy](Self::retry) is counted, no
     /// [budget](Self::retry_budget) spent, and
     /// [`EventListener::on_retry`] is not
-    /// told. Over HTTP/2 the `Expect` is not sent and the body goes at
-    /// once, without waiting.
+    /// told. Likewise a redirect that keeps the body (a `307`, a `308`)
+    /// and comes first is followed (see [redirects](crate::redirect)) with
+    /// such a streamed body whole, the same source; to one that began to go
+    /// it is the response. Over HTTP/2 the `Expect` is not sent and the
+    /// body goes at once, without waiting.
     pub fn expect_continue_timeout(mut self, timeout: Duration) -> Self {
         self.config.expect_continue_timeout = nonzero(timeout);
         self

@@ -1075,13 +1075,32 @@ impl Exchange {
         http::StatusCode::from_u16(self.status.load(Ordering::Acquire)).ok()
     }
 
-    /// Whether the answer is a `417 Expectation Failed` to the request's
-    /// `Expect: 100-continue`: a streamed body no connection took then
-    /// outlives the exchange, for its policy (see
-    /// [`RequestParts::take_unsent`]).
-    fn refused_expectation(&self) -> bool {
+    /// Whether the answer to the request's `Expect: 100-continue` is one
+    /// its policy may send the request again for, body and all: a `417
+    /// Expectation Failed` (repeated without the `Expect`) or a redirect
+    /// (any 3xx: the policy tells which it follows with the body — a `307`,
+    /// a `308`, a `301` or `302` to all but a POST — and lets the others'
+    /// go). A streamed body no
+    /// connection took then — none of it went: it waited for `100
+    /// Continue` — outlives the exchange, for that policy (see
+    /// [`take_unsent_body`](Self::take_unsent_body)).
+    fn keeps_unsent_body(&self) -> bool {
         self.request.expect_continue
-            && self.delivered_status() == Some(http::StatusCode::EXPECTATION_FAILED)
+            && self.delivered_status().is_some_and(|status| {
+                status == http::StatusCode::EXPECTATION_FAILED || status.is_redirection()
+            })
+    }
+
+    /// The streamed body the exchange kept for its answer
+    /// ([`keeps_unsent_body`](Self::keeps_unsent_body)), none of it sent,
+    /// with its declared length (`None`: chunked): for the request's policy
+    /// to send whole on another exchange, or let go. `None` after any other
+    /// answer — a 2xx's upload may be going on.
+    pub(crate) fn take_unsent_body(&self) -> Option<(UploadSource, Option<u64>)> {
+        if !self.keeps_unsent_body() {
+            return None;
+        }
+        self.request.take_unsent()
     }
 
     /// The body has been read off the connection, whole (its bytes may still
@@ -1161,11 +1180,11 @@ impl Exchange {
             self.tell_end(ending);
         }
         // A body no connection took is not sent now: its pump goes — unless
-        // a `417` refused its `Expect: 100-continue`, which it waited for:
-        // then none of it went, and its request's policy takes it from here
-        // as it looks at the 417 (sent again, or let go). A body in memory,
-        // and the head, are not sent again.
-        if !self.refused_expectation() {
+        // a `417` or a redirect answered the `Expect: 100-continue` it
+        // waited for: then none of it went, and its request's policy takes
+        // it from here as it looks at that answer (sent again, or let go).
+        // A body in memory, and the head, are not sent again.
+        if !self.keeps_unsent_body() {
             drop(self.request.take_source());
         }
         self.request.release();

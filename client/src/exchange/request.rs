@@ -69,8 +69,9 @@ pub(crate) enum RequestBody {
     /// Continue` if the request waits for it, at once otherwise.
     Held,
     /// Streamed: taken by the connection that sends it (once) — or, never
-    /// taken, by the policy for a new exchange, after a `417` to its
-    /// `Expect: 100-continue` ([`RequestParts::take_unsent`]).
+    /// taken, by the policy for a new exchange, after a `417` or a redirect
+    /// that answered its `Expect: 100-continue`
+    /// ([`RequestParts::take_unsent`]).
     Streamed(Streamed),
 }
 
@@ -126,8 +127,9 @@ impl RequestParts {
     /// Takes the streamed body's source if no connection took it — not a
     /// byte of it went, nor was read out of its pipe — with its declared
     /// length (`None`: chunked), for another exchange to send it whole.
-    /// Left to its exchange after its end only when a `417` refused the
-    /// `Expect: 100-continue` it waited for (`Exchange::end`).
+    /// Left to its exchange after its end only when a `417` or a redirect
+    /// answered the `Expect: 100-continue` it waited for
+    /// (`Exchange::take_unsent_body`).
     pub(crate) fn take_unsent(&self) -> Option<(UploadSource, Option<u64>)> {
         match &self.body {
             RequestBody::Streamed(streamed) => {

@@ -263,9 +263,10 @@ impl Attempts {
         }
         if cancelled {
             self.cancelled.store(true, Ordering::Release);
-            // A streamed body the 417's exchange kept past its end for the
-            // repeat (`Exchange::end`) will not go now (see `on_outcome`):
-            // its pump and source go at once, not when the future does.
+            // A streamed body the exchange of a 417 or a redirect kept past
+            // its end for the hop after it (`Exchange::take_unsent_body`)
+            // will not go now (see `on_outcome`): its pump and source go at
+            // once, not when the future does.
             drop(self.current.request.take_unsent());
         }
         cancelled
@@ -361,7 +362,7 @@ impl Attempts {
             // that came before the cancel (which ended its exchange, its
             // body failing) is followed nowhere either: no redirect, no
             // status retry, no repeat of a 417 (whose streamed body its
-            // exchange keeps past its end for one). The request ends with
+            // exchange may keep past its end for one). The request ends with
             // the cancel, as `ResponseFuture::cancel` says when it
             // returns true.
             _ if self.cancelled.load(Ordering::Acquire) => {
@@ -484,36 +485,42 @@ impl Attempts {
         retried.is_ok()
     }
 
+    /// Puts the hop's streamed body back, none of it sent, if `current`
+    /// kept it for its answer — a `417` or a redirect to the `Expect:
+    /// 100-continue` it waited for (`Exchange::take_unsent_body`): it goes
+    /// whole, the same source as it was left, on the hop that answer leads
+    /// to (the 417's repeat, the redirect followed). Taken whatever comes
+    /// next, so that it does not stay with a response that holds that
+    /// exchange: a body put back that no hop takes is let go by the chain
+    /// (`HopBody::let_go_unsent`). A body that can go again anyway (in
+    /// memory, a file's) has its exchange's copy let go.
+    pub(crate) fn take_back_unsent(&self, hop: &mut Hop) {
+        let Some((source, length)) = self.current.take_unsent_body() else {
+            return;
+        };
+        if !hop.body.replayable() {
+            hop.body = HopBody::Streamed(Some(Upload::unsent(source, length)));
+        }
+    }
+
     /// Whether `head` refused the hop's `Expect: 100-continue` (`417
     /// Expectation Failed`) and the hop went again, at once, without it
     /// (RFC 9110 §10.1.1: the client SHOULD). Once per request: the hop
     /// loses the header for good. Only over HTTP/1.1 (HTTP/2 never sends
     /// it), with a body in memory or a streamed one that did not begin to
-    /// go (it waited for `100 Continue`): that one goes whole, the same
-    /// source as it was left. A streamed body that began to go (the
-    /// expectation's delay passed first) cannot, and the 417 is the
-    /// response.
+    /// go (it waited for `100 Continue`, and was put back:
+    /// [`take_back_unsent`](Self::take_back_unsent)): that one goes whole.
+    /// A streamed body that began to go (the expectation's delay passed
+    /// first) cannot, and the 417 is the response.
     ///
     /// No retry: no attempt is counted, no budget spent, and `on_retry` is
     /// not told (see `EventListener::on_retry`).
     pub(crate) fn repeat_without_expectation(&mut self, head: &Head, sender: Sender<'_>) -> bool {
-        if head.status != http::StatusCode::EXPECTATION_FAILED {
+        let refused = head.status == http::StatusCode::EXPECTATION_FAILED
+            && head.version != http::Version::HTTP_2
+            && hop::expects_continue(&sender.hop.headers);
+        if !refused || !sender.hop.body.sendable() {
             return false;
-        }
-        // Kept past the 417's exchange for this alone (`Exchange::end`):
-        // taken whatever is decided, so that it does not stay with a
-        // response that holds that exchange — dropped, a pump goes.
-        let unsent = self.current.request.take_unsent();
-        let refused =
-            head.version != http::Version::HTTP_2 && hop::expects_continue(&sender.hop.headers);
-        if !refused {
-            return false;
-        }
-        if !sender.hop.body.replayable() {
-            let Some((source, length)) = unsent else {
-                return false;
-            };
-            sender.hop.body = HopBody::Streamed(Some(Upload::unsent(source, length)));
         }
         Arc::make_mut(&mut sender.hop.headers).remove(http::header::EXPECT);
         let Ok(exchange) = hop::exchange_for(sender.dispatcher, sender.hop, sender.settings) else {

@@ -295,6 +295,20 @@ impl Chain {
         if self.keep_cookies(&head) {
             self.choose_store_cookies();
         }
+        // A streamed body none of which went, kept for a 417 or a redirect
+        // that answered the hop's `Expect`, is the hop's again: whole, for
+        // the hop that answer leads to. If none took it, the chain ends
+        // with this answer, and the body goes now (a reader's pump, its
+        // source), not with the future.
+        self.attempts.take_back_unsent(&mut self.hop);
+        let followed = self.follow(head);
+        self.hop.body.let_go_unsent();
+        followed
+    }
+
+    /// [`on_head`](Self::on_head), its cookies kept: follows `head` — a
+    /// 417 repeated, a status retried, a redirect — or gives it back.
+    fn follow(&mut self, head: Head) -> Result<Option<Head>, Error> {
         // A 417 to the hop's `Expect` goes again without it before any
         // status retry: retried as it was, it would meet the same 417.
         let (attempts, sender) = self.parts();
@@ -407,8 +421,10 @@ impl Chain {
         }
         let (method, keep_body) = redirect::next_method(head.status, &self.hop.method)?;
         let next = redirect::resolve(&self.hop.uri, head.headers.get(LOCATION)?)?;
-        // A streamed body cannot go twice: the redirect is the response.
-        if keep_body && !self.hop.body.replayable() {
+        // A streamed body cannot go twice: the redirect is the response —
+        // unless none of it went (it waited for `100 Continue`, and was put
+        // back: `Attempts::take_back_unsent`).
+        if keep_body && !self.hop.body.sendable() {
             return None;
         }
         Some((next, method, keep_body))

@@ -45,8 +45,9 @@ pub(crate) enum HopBody {
     /// it may go again too.
     File(FileBody),
     /// Streamed: sent once, by the first hop (`None` once taken) — or put
-    /// back, never sent, to repeat the hop after a `417` to its `Expect:
-    /// 100-continue` (`Attempts::repeat_without_expectation`).
+    /// back, never sent, when a `417` or a redirect answered its `Expect:
+    /// 100-continue` (`Attempts::take_back_unsent`): for the hop that
+    /// answer leads to, if one goes.
     Streamed(Option<Upload>),
 }
 
@@ -62,6 +63,20 @@ impl HopBody {
     /// Whether the body can go on another hop as it is.
     pub(crate) fn replayable(&self) -> bool {
         matches!(self, HopBody::Replayable(_) | HopBody::File(_))
+    }
+
+    /// Whether the body can go whole on the next hop: it can go again, or
+    /// it is a stream put back never sent (once).
+    pub(crate) fn sendable(&self) -> bool {
+        self.replayable() || matches!(self, HopBody::Streamed(Some(_)))
+    }
+
+    /// Lets a stream put back never sent go (a reader's pump, its source):
+    /// no hop took it.
+    pub(crate) fn let_go_unsent(&mut self) {
+        if let HopBody::Streamed(upload) = self {
+            *upload = None;
+        }
     }
 
     /// The body for one hop: a copy of the bytes (a reference count), the

@@ -17,7 +17,16 @@
 //!   ([`Upload::from_file`](crate::Upload::from_file)) is read again from
 //!   where it began, as curl rewinds one; any other streamed body (from a
 //!   `Read` or a stream) cannot be sent twice: a `307` or `308` to a
-//!   request that had one is the response.
+//!   request that had one is the response — unless none of it went. Over
+//!   HTTP/1.1 a request that says `Expect: 100-continue` and is redirected
+//!   before its `100 Continue` (the server answered its head, as S3's
+//!   region redirects do) still has its body untouched: the hop it leads
+//!   to sends it whole, the same source, with the `Expect` (and so does a
+//!   `301` or `302` that keeps the body). One that began to go (`100
+//!   Continue` came, or
+//!   [`expect_continue_timeout`](crate::ClientBuilder::expect_continue_timeout)
+//!   passed, first) cannot; nor does one over HTTP/2, which sends no
+//!   `Expect` and the body at once.
 //! * **Headers**: `Authorization`, `Cookie` and `Proxy-Authorization` are
 //!   dropped at the first hop that changes origin (scheme, host or port),
 //!   and kept within one. Cookies from the client's store are chosen for

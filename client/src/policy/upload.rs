@@ -26,10 +26,14 @@ use std::sync::Arc;
 /// copy), as curl rewinds a file.
 ///
 /// Any other streamed body is sent once: a request with one is never
-/// retried. Over HTTP/1.1 a `417 Expectation Failed` to its `Expect:
-/// 100-continue` is the exception: none of it went (it waited for `100
-/// Continue`), and the request goes again once, without the `Expect`, with
-/// the body whole.
+/// retried, and a `307` or `308` to it is the response. The exception,
+/// over HTTP/1.1: an answer to its `Expect: 100-continue` that comes before
+/// `100 Continue` (and before the delay of
+/// [`expect_continue_timeout`](crate::ClientBuilder::expect_continue_timeout))
+/// finds none of it gone, and the body goes whole, the same source — after
+/// a `417 Expectation Failed` on the request sent again once without the
+/// `Expect`, after a redirect that keeps the body (a `307`, a `308`) on
+/// the hop it leads to.
 ///
 /// A 2xx answer that comes whole before a streamed body's end lets the
 /// upload go on (RFC 9113 §8.1; over HTTP/1.1 too, RFC 9112 §9.5 asks only
@@ -62,9 +66,9 @@ pub(crate) enum UploadKind {
         length: Option<u64>,
     },
     /// A streamed body an exchange set up (a `Read`'s pump runs already)
-    /// and never sent — refused with a `417`, it waited for `100 Continue` —
-    /// for the exchange that repeats the request. `length`: as that
-    /// exchange declared it.
+    /// and never sent — answered with a `417` or a redirect, it waited for
+    /// `100 Continue` — for the exchange that repeats the request or
+    /// follows the redirect. `length`: as that exchange declared it.
     Unsent {
         source: UploadSource,
         length: Option<u64>,
