@@ -709,7 +709,7 @@ impl EventLoop {
         if becomes_nearest && !self.in_loop() {
             let _ = self.waker.wake();
             let inbox = lock(&self.inbox);
-            let sooner = |until: Instant| self.idle_wake_at(deadline) < until;
+            let sooner = |until: Instant| self.idle_wake_at(deadline).is_none_or(|at| at < until);
             if inbox.driver == Driver::Idle && inbox.thread_wakes_at.is_none_or(sooner) {
                 drop(inbox);
                 self.idle_wake.notify_one();

@@ -969,6 +969,44 @@ fn a_build_that_panics_after_starting_its_loops_shuts_them_down() {
     );
 }
 
+/// A spin longer than the time since the clock's start (`Duration::MAX`:
+/// busy-poll always) puts the start of every deadline's spin before any
+/// instant there is: a deadline armed on an idle loop has its thread take
+/// the loop back at once, to poll without blocking as the loop's own poll
+/// does — not sleep on until the deadline itself (or the end of its
+/// grace), later than with no spin at all.
+#[test]
+fn with_a_spin_past_every_deadline_an_idle_loop_is_taken_back_at_once() {
+    struct Nothing;
+    impl LoopTimeout for Nothing {
+        fn expire(self: Arc<Self>, _tag: u64, _cx: &mut LoopContext<'_>) {}
+    }
+    let group = EventLoopGroup::builder()
+        .threads(1)
+        .idle_grace(Duration::from_secs(60))
+        .spin_before_deadline(Duration::MAX)
+        .build()
+        .unwrap();
+    let event_loop = group.loops()[0].clone();
+    event_loop.leave_idle();
+    event_loop
+        .schedule(
+            Instant::now() + Duration::from_secs(30),
+            Arc::new(Nothing),
+            0,
+        )
+        .unwrap();
+    let give_up = Instant::now() + Duration::from_secs(10);
+    while lock(&event_loop.inbox).driver == Driver::Idle {
+        assert!(
+            Instant::now() < give_up,
+            "the idle loop's thread sleeps on until the deadline"
+        );
+        thread::sleep(Duration::from_millis(1));
+    }
+    group.shutdown();
+}
+
 /// With a manual clock a deadline within the loop's spin (but not due at
 /// the clock's time) does not make it poll without blocking: the clock
 /// stands still until advanced, and the loop sleeps meanwhile.

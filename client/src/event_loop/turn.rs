@@ -596,7 +596,9 @@ impl EventLoop {
         let deadline_first = !awaits
             && nearest.is_some_and(|deadline| {
                 let wake_at = self.idle_wake_at(deadline);
-                inbox.thread_wakes_at.is_none_or(|at| wake_at < at)
+                inbox
+                    .thread_wakes_at
+                    .is_none_or(|at| wake_at.is_none_or(|wake_at| wake_at < at))
             });
         if busy || waited_on || deadline_first || inbox.closed || !inbox.tasks.is_empty() {
             inbox.driver = Driver::Thread;
@@ -637,7 +639,7 @@ impl EventLoop {
             let mut for_deadline = false;
             if inbox.driver == Driver::Idle {
                 if let Some(deadline) = lock(&self.timers).heap.next_deadline() {
-                    let wake_at = self.idle_wake_at(deadline);
+                    let wake_at = self.idle_wake_at(deadline).unwrap_or(now);
                     for_deadline = wake_at < until;
                     until = until.min(wake_at);
                 }
@@ -873,10 +875,12 @@ impl EventLoop {
 
     /// When the thread of an idle loop takes it back for `deadline`: its
     /// spin and [`IDLE_EARLY`] before it, the loop's precise wait doing the
-    /// rest.
-    pub(super) fn idle_wake_at(&self, deadline: Instant) -> Instant {
+    /// rest — or `None`, at once, if that comes before any instant there
+    /// is (a spin longer than the clock has run: the loop's poll busy-polls
+    /// for every deadline, see [`wait_for_deadline`](Self::wait_for_deadline)).
+    pub(super) fn idle_wake_at(&self, deadline: Instant) -> Option<Instant> {
         let early = self.spin.saturating_add(IDLE_EARLY);
-        deadline.checked_sub(early).unwrap_or(deadline)
+        deadline.checked_sub(early)
     }
 
     /// The loop's thread leaves the loop idle, unless someone waits on its
