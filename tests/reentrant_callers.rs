@@ -788,6 +788,106 @@ fn close_and_the_last_client_dropped_from_on_failed_on_the_wheel_return() {
     assert!(matches!(other, Err(Error::ClientClosed)), "{other:?}");
 }
 
+/// What a wait in `on_failed` on the wheel's thread came to: its outcome
+/// (the body's text, read there too), how long it took from the send,
+/// and whether it ran on the wheel's thread.
+type WaitedOnWheel = (Result<String, Error>, Duration, bool);
+
+/// From `on_failed` of the first request timeout it is told, sends a
+/// request to `url` with these request and read timeouts and waits for
+/// it, body and all, on that thread — the wheel's, where both timeouts
+/// are armed (the default timer mode).
+struct WaitsOnFailed {
+    client: Mutex<Option<Client>>,
+    url: String,
+    timeouts: (Duration, Duration),
+    told: Mutex<Option<mpsc::Sender<WaitedOnWheel>>>,
+}
+
+impl EventListener for WaitsOnFailed {
+    fn on_failed(&self, _request: &RequestInfo, _error: &Error) {
+        let Some(client) = self.client.lock().unwrap().take() else {
+            return;
+        };
+        let sent = Instant::now();
+        let outcome = client
+            .get(&self.url)
+            .request_timeout(self.timeouts.0)
+            .read_timeout(self.timeouts.1)
+            .send()
+            .wait()
+            .and_then(|response| response.text().wait());
+        let on_wheel = thread::current()
+            .name()
+            .is_some_and(|name| name.contains("wheel"));
+        if let Some(told) = self.told.lock().unwrap().take() {
+            let _ = told.send((outcome, sent.elapsed(), on_wheel));
+        }
+    }
+}
+
+/// What a wait on the wheel's thread, from `on_failed`, for a request to
+/// `url` with these request and read timeouts came to.
+fn waited_on_the_wheel(url: String, timeouts: (Duration, Duration)) -> WaitedOnWheel {
+    let silent = TestServer::start(Behaviour::NeverAnswer);
+    let client = one_loop_client(Duration::ZERO);
+    let (told, on_told) = mpsc::channel();
+    let listener = Arc::new(WaitsOnFailed {
+        client: Mutex::new(Some(client.clone())),
+        url,
+        timeouts,
+        told: Mutex::new(Some(told)),
+    });
+    let first = client
+        .get(silent.url("/first"))
+        .request_timeout(Duration::from_millis(50))
+        .listener(listener)
+        .send();
+    let waited = on_told
+        .recv_timeout(CEILING)
+        .expect("the wait on the wheel's thread never ended");
+    drop(first);
+    client.close();
+    waited
+}
+
+/// A request sent and waited for in `on_failed`, on the wheel's thread,
+/// to a server that never answers, ends at its own request timeout: the
+/// wait fires the wheel's timeouts due meanwhile itself — that request's
+/// among them, which would otherwise wait for it, for ever.
+#[test]
+fn a_wait_on_the_wheel_for_a_silent_server_ends_at_its_own_timeout() {
+    let silent = TestServer::start(Behaviour::NeverAnswer);
+    let timeout = Duration::from_millis(200);
+    let (outcome, took, on_wheel) = waited_on_the_wheel(silent.url("/second"), (timeout, CEILING));
+    assert!(on_wheel, "told on the wheel's thread");
+    assert!(
+        matches!(outcome, Err(Error::RequestTimeout(_))),
+        "{outcome:?}"
+    );
+    assert!(took >= timeout, "early: {took:?}");
+}
+
+/// The same for a body read there: a server that sends a head and part
+/// of its body, then nothing, fails it at its read timeout (the request
+/// timeout far off).
+#[test]
+fn a_body_read_on_the_wheel_from_a_stalled_server_ends_at_its_read_timeout() {
+    let stalls = TestServer::start(Behaviour::Custom(Arc::new(|mut stream, _| {
+        use std::io::Write;
+        if read_head(&mut stream).is_none() {
+            return;
+        }
+        let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhi");
+        drain(&mut stream);
+    })));
+    let timeout = Duration::from_millis(200);
+    let (outcome, took, on_wheel) = waited_on_the_wheel(stalls.url("/stalls"), (CEILING, timeout));
+    assert!(on_wheel, "told on the wheel's thread");
+    assert!(matches!(outcome, Err(Error::ReadTimeout(_))), "{outcome:?}");
+    assert!(took >= timeout, "early: {took:?}");
+}
+
 /// The event whose listener method drops the request's own future.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum DropAt {

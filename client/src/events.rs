@@ -448,8 +448,12 @@ impl<'a> ResponseHead<'a> {
 /// being opened for another request) may get it from the loop whose
 /// thread waits, and a `block_on` of the caller's own, which only polls,
 /// parks the loop's thread all the same — either ends only by a timeout.
-/// On the wheel's thread a wait is answered, but every timeout of the
-/// client waits for it. The same holds for a [`Waker`](std::task::Waker)
+/// On the wheel's thread (a timeout's `on_failed`, in the default timer
+/// mode) a wait is answered, and fires the wheel's timeouts as they fall
+/// due meanwhile, about as late as the wheel would — the awaited
+/// request's own among them; those due with the one being told wait for
+/// it to return, and a `block_on` of the caller's own there, which only
+/// polls, holds them all. The same holds for a [`Waker`](std::task::Waker)
 /// that polls its task inline when woken: the task runs on the loop's
 /// thread, where polling is fine and blocking is not.
 #[allow(unused_variables)]

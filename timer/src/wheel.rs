@@ -38,6 +38,10 @@
 //!   or else plans the first occupied bucket after `now`. So an entry is
 //!   either in a bucket the worker scans when it plans, or it lowered the
 //!   plan and woke the worker.
+//! * A task that blocks the worker's thread may fire what falls due
+//!   meanwhile itself ([`HashedWheelTimer::fire_due`]): it collects under
+//!   the lock as the worker does, so no entry fires twice, and the worker,
+//!   once the task returns, plans from what that collect left.
 
 use crate::clock::{AdvanceListener, SharedClock};
 use crate::stats::{TimerCounters, TimerStats};
@@ -346,6 +350,18 @@ impl HashedWheelTimer {
     /// with [`TimerStopped`]. A second call does nothing and returns nothing.
     pub fn stop(&self) -> Vec<TimerTask> {
         self.owner.shared.stop()
+    }
+
+    /// Fires, on the calling thread, every entry due now. For a task that
+    /// blocks the wheel's own thread, waiting for what another entry's
+    /// firing may bring (a caller's listener waiting for a request whose
+    /// timeout is on this wheel): called while it waits, at least once a
+    /// [`tick`](Self::tick), it fires the wheel's entries about as late as
+    /// its thread would were it free, rather than after the task. Entries
+    /// collected with the task, due when it was, still wait for it. On
+    /// another thread it fires what the worker would, beside it.
+    pub fn fire_due(&self) {
+        self.owner.shared.fire_due(&mut Vec::new());
     }
 
     /// Whether [`stop`](Self::stop) has been called: a task dropped without

@@ -192,6 +192,73 @@ fn client_idle_on_both_loops(server: &Server) -> Arc<crate::Client> {
     client
 }
 
+/// A listener told on the wheel's thread (a request timeout's
+/// `on_failed`) sends a request that takes the idle connection of an idle
+/// loop and waits for it: it does not drive that loop — its poll would
+/// block with the request's timeouts on the wheel, which its wait fires
+/// instead — and the loop is woken for the request, not left to its grace.
+#[test]
+fn a_wait_on_the_wheels_thread_wakes_an_idle_loop_rather_than_drive_it() {
+    /// Waits, in the first `on_failed` it is told, for a request to `url`
+    /// with a 200 ms request timeout, and tells how that went and where.
+    struct WaitsOnFailed {
+        client: Mutex<Option<crate::Client>>,
+        url: String,
+        told: Mutex<Option<std::sync::mpsc::Sender<(crate::Error, bool)>>>,
+    }
+    impl crate::EventListener for WaitsOnFailed {
+        fn on_failed(&self, _request: &crate::RequestInfo, _error: &crate::Error) {
+            let Some(client) = self.client.lock().unwrap().take() else {
+                return;
+            };
+            let waited = client
+                .get(&self.url)
+                .request_timeout(Duration::from_millis(200))
+                .send()
+                .wait();
+            let on_wheel = thread::current()
+                .name()
+                .is_some_and(|name| name.contains("wheel"));
+            if let (Some(told), Err(error)) = (self.told.lock().unwrap().take(), waited) {
+                let _ = told.send((error, on_wheel));
+            }
+        }
+    }
+    let server = server(Arc::new(|path| {
+        if path != "/warm" {
+            thread::sleep(2 * GRACE);
+        }
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok".to_vec()
+    }));
+    let (client, _group) = client(1, GRACE);
+    let (told, on_told) = std::sync::mpsc::channel();
+    let listener = Arc::new(WaitsOnFailed {
+        client: Mutex::new(Some(client.clone())),
+        url: format!("http://{}/silent", server.addr),
+        told: Mutex::new(Some(told)),
+    });
+    let first = client
+        .get(format!("http://{}/first", server.addr))
+        .request_timeout(Duration::from_millis(300))
+        .listener(listener)
+        .send();
+    server.wait_for("/first");
+    // Answered to this thread, its connection idle: the loop is left idle
+    // for its grace, nobody waiting on it.
+    get(&client, &format!("http://{}/warm", server.addr));
+    let (error, on_wheel) = on_told
+        .recv_timeout(WITHIN)
+        .expect("the wait on the wheel's thread never ended");
+    assert!(on_wheel, "told on the wheel's thread");
+    assert!(
+        matches!(error, crate::Error::RequestTimeout(_)),
+        "{error:?}"
+    );
+    server.wait_for("/silent");
+    drop(first);
+    client.close();
+}
+
 /// A pooled request whose idle connection turns out closed (its peek, on
 /// the loop its caller drives) goes again to the idle connection on the
 /// other loop, also left idle: posted from a loop, it wakes that loop's

@@ -1512,10 +1512,24 @@ impl Exchange {
     /// (a request waiting for its connection), the exchange is
     /// [awaited](Self::mark_awaited): the loop it goes to must not leave
     /// its news for a driver.
+    ///
+    /// None either on a thread firing a wheel's entry (a listener told
+    /// there): driving a loop, its poll would block with the timeouts on
+    /// that wheel, which its wait fires instead (see [`timers::firing`]).
+    /// The exchange is awaited then, as when polled, and the loop its
+    /// request was posted to for a driver is woken.
     fn blocking_home(&self) -> Option<Arc<EventLoop>> {
         // Under one lock: a post between the look and the mark would find
         // the exchange not awaited, and not wake the loop it goes to.
-        let link = lock(&self.link);
+        let mut link = lock(&self.link);
+        if timers::firing_a_wheel() {
+            let posted_to = link.posted_to.take();
+            self.mark_awaited_holding(link);
+            if let Some(event_loop) = posted_to {
+                event_loop.wake_if_idle();
+            }
+            return None;
+        }
         let conn = link.conn.conn().map(|conn| &conn.event_loop);
         let home = conn.or(link.posted_to.as_ref()).cloned();
         if home.is_none() && !link.awaited {
@@ -1570,7 +1584,7 @@ impl LoopTimeout for Exchange {
 
 impl WheelTask for Exchange {
     fn fire(self: Arc<Self>, tag: u64) {
-        self.expired(tag, None);
+        timers::firing(&self.wheel, || self.expired(tag, None));
     }
 
     fn stopped(self: Arc<Self>, tag: u64) {

@@ -174,11 +174,12 @@ impl<T> Outcome<T> {
                 }
             }
             slot.blocked = true;
-            slot = crate::event_loop::block_for_news(home.map(|home| &**home), || {
-                self.ready
-                    .wait(slot)
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-            });
+            slot = super::timers::wait_for_news(
+                &self.slot,
+                &self.ready,
+                slot,
+                home.map(|home| &**home),
+            );
         }
     }
 }

@@ -605,11 +605,12 @@ impl Pipe {
                 ));
                 state.reader = Some(Waiter::Blocked(asleep));
             }
-            state = crate::event_loop::block_for_news(home.map(|home| &**home), || {
-                self.reader_ready
-                    .wait(state)
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-            });
+            state = super::timers::wait_for_news(
+                &self.state,
+                &self.reader_ready,
+                state,
+                home.map(|home| &**home),
+            );
         }
         // Its count, if it was not woken by the writer (who takes it).
         if matches!(state.reader, Some(Waiter::Blocked(_))) {

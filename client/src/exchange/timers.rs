@@ -31,6 +31,10 @@
 //! * A home loop that is shutting down may still reject the arm; the entry
 //!   then falls back to the wheel. A wheel that has stopped refuses: the
 //!   caller must end the exchange ([`Changed::refused`]), nothing else would.
+//! * An expiry on the wheel's thread may tell a listener that waits on the
+//!   client there: such a wait fires the wheel's due entries itself
+//!   ([`firing`], [`wait_for_news`]), the awaited exchange's own among
+//!   them, rather than leave them for the thread it holds.
 //! * On a manual clock the wheel fires only when the clock is advanced: an
 //!   entry armed there for a deadline the clock has reached (a retry that
 //!   starts past its request deadline) is fired by the caller, after the
@@ -38,8 +42,9 @@
 //!   worker, or a loop, would fire it at once.
 
 use super::standing::Standing;
-use crate::event_loop::{LoopTimeout, LoopTimerKey, TimeoutScheduler};
-use std::sync::Arc;
+use crate::event_loop::{block_for_news, EventLoop, LoopTimeout, LoopTimerKey, TimeoutScheduler};
+use std::cell::RefCell;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 use tickless_timer::{HashedWheelTimer, WheelTask, WheelTimeout};
 
@@ -379,6 +384,66 @@ pub(super) fn fire_due_on_manual_clock(wheel: &HashedWheelTimer) {
     if let Some(clock) = wheel.clock().as_manual() {
         clock.advance(std::time::Duration::ZERO);
     }
+}
+
+thread_local! {
+    /// The wheel whose entry this thread fires into an exchange, while it
+    /// does (see [`firing`]).
+    static FIRING: RefCell<Option<HashedWheelTimer>> = const { RefCell::new(None) };
+}
+
+/// Runs `fire`, an entry of `wheel` firing into an exchange on this
+/// thread — the wheel's own, unless it runs its tasks elsewhere. The
+/// expiry may tell a listener, whose code may wait on the client there: a
+/// wait for news of an exchange meanwhile fires the wheel's due entries
+/// itself ([`wait_for_news`]), the awaited exchange's own timeouts among
+/// them, which would otherwise wait for the wait, for ever.
+pub(super) fn firing(wheel: &HashedWheelTimer, fire: impl FnOnce()) {
+    /// Puts back the wheel fired before (an entry fired by a wait in
+    /// another's expiry), also when `fire` unwinds.
+    struct Restore(Option<HashedWheelTimer>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let outer = self.0.take();
+            // Dropped after the borrow: it may be the wheel's last clone.
+            let inner = FIRING.with(|firing| firing.replace(outer));
+            drop(inner);
+        }
+    }
+    let outer = FIRING.with(|firing| firing.replace(Some(wheel.clone())));
+    let _restore = Restore(outer);
+    fire();
+}
+
+/// Whether this thread fires a wheel's entry into an exchange now (see
+/// [`firing`]): a blocking wait here has no loop to drive, and fires that
+/// wheel's due entries instead.
+pub(super) fn firing_a_wheel() -> bool {
+    FIRING.with(|firing| firing.borrow().is_some())
+}
+
+/// Waits on `ready` for news of an exchange (`guard` locks `state`), as
+/// [`block_for_news`] does — but on a thread firing a wheel's entry (see
+/// [`firing`]) a tick of that wheel at most, then fires what is due on it,
+/// `state` unlocked meanwhile (what fires may bring the news). The caller
+/// looks for its news again either way.
+pub(super) fn wait_for_news<'a, T>(
+    state: &'a Mutex<T>,
+    ready: &Condvar,
+    guard: MutexGuard<'a, T>,
+    home: Option<&EventLoop>,
+) -> MutexGuard<'a, T> {
+    let Some(wheel) = FIRING.with(|firing| firing.borrow().clone()) else {
+        return block_for_news(home, || {
+            ready.wait(guard).unwrap_or_else(PoisonError::into_inner)
+        });
+    };
+    let (guard, _) = ready
+        .wait_timeout(guard, wheel.tick())
+        .unwrap_or_else(PoisonError::into_inner);
+    drop(guard);
+    wheel.fire_due();
+    crate::sync::lock(state)
 }
 
 /// What the entries of a table expire into: its exchange (or a test's

@@ -192,6 +192,45 @@ fn an_earlier_arm_wakes_a_worker_sleeping_for_a_later_entry() {
     assert_fires(&wheel, Duration::from_millis(50));
 }
 
+/// A task that blocks the worker's thread until a later entry has fired
+/// (a listener waiting for a request whose timeout is on this wheel)
+/// fires what falls due meanwhile itself, a tick at a time: the later
+/// entry fires on that thread, not early — where it would otherwise wait
+/// for the task, for ever.
+#[test]
+fn a_task_that_blocks_the_worker_fires_what_falls_due_meanwhile() {
+    let wheel = system_wheel(Duration::from_millis(1));
+    let (later_fired, on_later) = mpsc::channel();
+    let later = Instant::now() + Duration::from_millis(20);
+    wheel
+        .arm(later, move || {
+            let _ = later_fired.send((Instant::now(), thread::current().id()));
+        })
+        .unwrap();
+    let (done, on_done) = mpsc::channel();
+    let blocked = wheel.clone();
+    wheel
+        .arm(Instant::now() + Duration::from_millis(5), move || {
+            let give_up = Instant::now() + Duration::from_secs(10);
+            let heard = loop {
+                match on_later.recv_timeout(blocked.tick()) {
+                    Ok(heard) => break Some(heard),
+                    Err(_) if Instant::now() >= give_up => break None,
+                    Err(_) => blocked.fire_due(),
+                }
+            };
+            done.send((heard, thread::current().id())).unwrap();
+        })
+        .unwrap();
+    let (heard, blocked_on) = on_done
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the blocked task ended");
+    let (fired, fired_on) = heard.expect("the later entry fired while the task blocked");
+    assert!(fired >= later, "fired early");
+    assert_eq!(fired_on, blocked_on, "fired by the blocked task's thread");
+    assert_eq!(Some(blocked_on), wheel.thread_id(), "the worker's");
+}
+
 #[test]
 fn an_entry_a_task_arms_for_a_tick_already_passed_fires_without_waiting_a_round() {
     let wheel = system_wheel(Duration::from_millis(100));
