@@ -68,6 +68,86 @@ fn an_answer_already_there_when_the_connect_is_seen_is_read() {
     client.close();
 }
 
+/// Holds the loop once a connection is made, until the flag is set (or
+/// [`WAIT`] has passed), and a little more for what the server sent to land.
+struct HoldUntil(Arc<AtomicBool>);
+
+impl tickless::EventListener for HoldUntil {
+    fn on_connect_success(&self, _: &tickless::RequestInfo, _: &tickless::ConnectionInfo) {
+        let give_up = Instant::now() + WAIT;
+        while !self.0.load(Ordering::Acquire) && Instant::now() < give_up {
+            thread::sleep(Duration::from_millis(1));
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A server that spoke before it saw the request (as the test above) and
+/// would answer the request too, later: its first answer is to no request,
+/// so every answer on its connection after it would be one off. The
+/// connection must not carry another request, which would be given the
+/// answer to the one before it; nor is the request sent, whose own answer
+/// nothing would read.
+#[test]
+fn a_connection_whose_server_spoke_before_the_request_is_not_reused() {
+    let answered = Arc::new(AtomicBool::new(false));
+    let (first_seen, saw_first) = std::sync::mpsc::channel();
+    let first_seen = std::sync::Mutex::new(first_seen);
+    let server = {
+        let answered = answered.clone();
+        TestServer::start(Behaviour::custom(move |mut stream, index| {
+            if index > 0 {
+                // A fresh connection: each request answered with its target.
+                while let Some(head) = support::read_head(&mut stream) {
+                    let target = head.split(' ').nth(1).unwrap_or_default().to_owned();
+                    if stream.write_all(&ok(&target)).is_err() {
+                        return;
+                    }
+                }
+                return;
+            }
+            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nEARLY");
+            answered.store(true, Ordering::Release);
+            // The answer to the first request goes only once a second one
+            // has come on this connection (if one does): it is then the
+            // answer that second request would read.
+            let first = support::read_head(&mut stream);
+            let _ = first_seen.lock().unwrap().send(first.is_some());
+            let second = support::read_head(&mut stream);
+            if let (Some(first), Some(_)) = (first, second) {
+                let target = first.split(' ').nth(1).unwrap_or_default().to_owned();
+                let _ = stream.write_all(&ok(&target));
+            }
+            let _ = std::io::copy(&mut stream, &mut std::io::sink());
+        }))
+    };
+    // The loop is held as the connect is done, before the request goes,
+    // until the server has spoken: the early answer is there first.
+    let client = tickless::Client::builder()
+        .event_loops(1)
+        .request_timeout(Duration::ZERO)
+        .read_timeout(Duration::ZERO)
+        .listener(Arc::new(HoldUntil(answered)))
+        .build()
+        .expect("client");
+    let future = client.get(server.url("/first")).send();
+    let response = outcome(future).expect("the answer that was waiting");
+    assert_eq!(response.text().wait().unwrap(), "EARLY");
+    let response = outcome(client.get(server.url("/second")).send()).expect("the second answer");
+    assert_eq!(
+        response.text().wait().unwrap(),
+        "/second",
+        "the second request was given another request's answer"
+    );
+    assert_eq!(
+        saw_first.recv_timeout(WAIT),
+        Ok(false),
+        "the request answered before it went was sent all the same"
+    );
+    assert_settles(&client, WAIT);
+    client.close();
+}
+
 #[test]
 fn an_early_refusal_of_an_upload_is_the_answer_not_the_reset_that_follows() {
     // RFC 9112 §9.5: the server answers 413 after the head and closes

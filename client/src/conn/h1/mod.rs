@@ -323,13 +323,42 @@ impl Conn {
             answered_whole: None,
             socket_full: false,
         }));
-        self.write_request(cx);
-        // A fresh connection may already hold the answer (a server that
+        // A fresh connection may already hold an answer (a server that
         // speaks as soon as it accepts, or the end of a TLS handshake's
         // records), and the readiness that said so may have come with the
-        // connect's: the socket will not signal it again, so look now.
-        if !reused && matches!(self.state, State::Active(_)) {
+        // connect's: the socket will not signal it again, so look now —
+        // before the request goes, to tell such an answer from one to it.
+        if !reused {
             self.read_response(cx);
+            self.skip_request_if_answered(cx);
+        }
+        self.write_request(cx);
+    }
+
+    /// Bytes came on a fresh connection before any of the request went: the
+    /// server spoke first, to a request it had not seen. Its answer is the
+    /// exchange's (a refusal as it accepts, say), but the request is not
+    /// sent — nothing would read its own answer, the server's second — and
+    /// the connection, whose answers would each be one request off, is not
+    /// reused (its request is not `Sending::Done`). An answer already whole
+    /// waited for the request to go ([`Active::answered_whole`]): it ends
+    /// the exchange now.
+    fn skip_request_if_answered(&mut self, cx: &mut LoopContext<'_>) {
+        let State::Active(active) = &mut self.state else {
+            return;
+        };
+        if !active.decoder.bytes_seen() {
+            return;
+        }
+        active.sending = Sending::Skipped;
+        if !self.stop_upload(cx) {
+            // The rest of the answer bounds the server's silence from now.
+            if let State::Active(active) = &self.state {
+                let exchange = active.exchange.clone();
+                if !active.paused {
+                    exchange.start_read(|| self.now());
+                }
+            }
         }
     }
 
