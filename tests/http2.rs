@@ -139,6 +139,57 @@ fn connection_specific_headers_stay_off_http2_and_the_others_go() {
     client.close();
 }
 
+/// A field value the caller padded with whitespace goes trimmed, as
+/// HTTP/1.1's server reads it (RFC 9110 §5.5: the padding is not part of
+/// the value): HTTP/2 forbids it (RFC 9113 §8.2.1), and a server that
+/// checks ends the whole connection for it (`tests/http2_real.rs`). A
+/// padded `Host` is the stream's `:authority`, trimmed, as an unpadded one
+/// is.
+#[test]
+fn field_values_padded_with_whitespace_go_trimmed() {
+    let server = H2Server::start(|stream| async move {
+        let request = &stream.request;
+        let field = |name: &str| {
+            let value = request.headers().get(name);
+            format!("{:?}", value.map(|v| String::from_utf8_lossy(v.as_bytes())))
+        };
+        let seen = format!(
+            "{} {} {} {}",
+            request.uri().authority().map_or("-", |a| a.as_str()),
+            field("x-pad"),
+            field("x-tab"),
+            field("authorization"),
+        );
+        let response = http::Response::builder().status(200).body(()).unwrap();
+        let mut stream = stream;
+        if let Ok(mut send) = stream.respond.send_response(response, false) {
+            let _ = send.send_data(Bytes::from(seen), true);
+        }
+    });
+    let client = h2c().build().unwrap();
+    let seen =
+        |request: tickless::RequestBuilder| request.send().wait().unwrap().text().wait().unwrap();
+    // With no connection-specific field beside it.
+    let padded = client.get(server.url("/")).header("x-pad", "  padded  ");
+    assert_eq!(
+        seen(padded),
+        format!("{} Some(\"padded\") None None", server.addr())
+    );
+    // With them.
+    let all = client
+        .get(server.url("/"))
+        .header("x-pad", "  padded  ")
+        .header("x-tab", "\tin the middle\t stays\t")
+        .header("authorization", " Bearer t ")
+        .header("host", " virtual.example ")
+        .header("connection", "keep-alive");
+    assert_eq!(
+        seen(all),
+        "virtual.example Some(\"padded\") Some(\"in the middle\\t stays\") Some(\"Bearer t\")"
+    );
+    client.close();
+}
+
 /// `Expect: 100-continue` is HTTP/1.1's: over HTTP/2 the header is not
 /// sent and the body goes at once — not after `expect_continue_timeout`,
 /// here longer than the request may take.

@@ -168,6 +168,33 @@ fn hypercorn_sends_trailers_to_a_request_asking_for_them() {
     client.close();
 }
 
+/// A field value padded with whitespace, which HTTP/1.1 carries (the
+/// server trims it), is malformed over HTTP/2 (RFC 9113 §8.2.1):
+/// hypercorn (python-h2) ends the whole connection for it with
+/// `GOAWAY(PROTOCOL_ERROR)`, and a request in flight beside it failed too.
+/// Sent trimmed, both are answered, on the one connection.
+#[test]
+fn hypercorn_answers_a_padded_field_value_and_the_stream_beside_it() {
+    let hypercorn = Hypercorn::start();
+    let client = Client::builder().http2_prior_knowledge().build().unwrap();
+    let beside = client.get(hypercorn.url("/delay/300")).send();
+    let padded = client
+        .get(hypercorn.url("/headers"))
+        .header("x-pad", " padded\t")
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(padded.headers()["x-http-version"], "2");
+    let text = padded.text().wait().unwrap();
+    assert!(text.contains("x-pad: padded\n"), "{text}");
+    assert_eq!(
+        beside.wait().unwrap().text().wait().unwrap(),
+        "delayed 300 ms\n"
+    );
+    assert_eq!(client.stats().open_connections, 1);
+    client.close();
+}
+
 #[test]
 fn nginx_http2_over_tls_and_prior_knowledge() {
     let pem = PemFiles::of(&certs().valid);

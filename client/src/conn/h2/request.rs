@@ -1,7 +1,7 @@
 //! The HTTP/2 request of an exchange ([`request_of`]): its head as HTTP/2
 //! has it — the `:authority` from the caller's `Host`, connection-specific
-//! fields left out but `TE: trailers` — and its body, in memory or
-//! streamed from its source.
+//! fields left out but `TE: trailers`, values without the whitespace
+//! around them — and its body, in memory or streamed from its source.
 
 use super::stream::Outgoing;
 use crate::conn::upload::{Declared, Upload};
@@ -37,22 +37,27 @@ pub(super) fn request_of(exchange: &Exchange) -> Option<(http::Request<()>, Outg
     }
     // Connection-specific fields have no place in HTTP/2 (RFC 9113
     // §8.2.2) — but `TE: trailers`, put back below; `Host` is the
-    // `:authority` the URI gives.
+    // `:authority` the URI gives. Nor has a value padded with whitespace
+    // (§8.2.1), which goes trimmed.
     let specific = |name: &header::HeaderName| {
         super::super::connection_specific(name) || *name == header::EXPECT
     };
     // A caller's `Host` and `TE` are among these: looked up only if one
     // is there (not in the common case, with no lookup at all).
-    let has_specific = parts.headers.keys().any(specific);
-    let host = has_specific
+    let rewritten = parts
+        .headers
+        .iter()
+        .any(|(name, value)| specific(name) || padded(value));
+    let host = rewritten
         .then(|| parts.headers.get(header::HOST))
-        .flatten();
+        .flatten()
+        .map(trimmed);
     let mut request = http::Request::new(());
     *request.method_mut() = parts.method.clone();
-    *request.uri_mut() = authority_of(exchange.listener.request().uri(), host);
+    *request.uri_mut() = authority_of(exchange.listener.request().uri(), host.as_ref());
     *request.version_mut() = http::Version::HTTP_2;
     let headers = request.headers_mut();
-    if has_specific {
+    if rewritten {
         let named = connection_options(&parts.headers);
         let named = |name: &header::HeaderName| {
             named
@@ -61,7 +66,7 @@ pub(super) fn request_of(exchange: &Exchange) -> Option<(http::Request<()>, Outg
         };
         for (name, value) in parts.headers.iter() {
             if !specific(name) && !named(name) {
-                headers.append(name.clone(), value.clone());
+                headers.append(name.clone(), trimmed(value));
             }
         }
         if asks_for_trailers(&parts.headers) {
@@ -98,6 +103,32 @@ pub(super) fn request_of(exchange: &Exchange) -> Option<(http::Request<()>, Outg
     Some((request, out))
 }
 
+/// Whether `value` starts or ends with whitespace: HTTP/1.1 carries that
+/// padding (its server trims it, RFC 9110 §5.5), HTTP/2 forbids it (RFC
+/// 9113 §8.2.1) — a server that checks ends the whole connection for it,
+/// every stream on it failing.
+fn padded(value: &http::HeaderValue) -> bool {
+    let bytes = value.as_bytes();
+    let space = |byte: Option<&u8>| matches!(byte, Some(b' ' | b'\t'));
+    space(bytes.first()) || space(bytes.last())
+}
+
+/// `value` without the whitespace around it (not part of a field's value,
+/// RFC 9110 §5.5), sensitive if it was: as HTTP/1.1's server reads it. (A
+/// value made unchecked that does not parse once trimmed goes as it is.)
+fn trimmed(value: &http::HeaderValue) -> http::HeaderValue {
+    if !padded(value) {
+        return value.clone();
+    }
+    match http::HeaderValue::from_bytes(value.as_bytes().trim_ascii()) {
+        Ok(mut trimmed) => {
+            trimmed.set_sensitive(value.is_sensitive());
+            trimmed
+        }
+        Err(_) => value.clone(),
+    }
+}
+
 /// The field names the caller's `Connection` lists: connection-specific
 /// too (RFC 9110 §7.6.1), for this hop alone, so off HTTP/2 with the
 /// `Connection` that said so (RFC 9113 §8.2.2) — sent without it, a
@@ -124,4 +155,22 @@ fn asks_for_trailers(headers: &http::HeaderMap) -> bool {
         .flat_map(|value| value.as_bytes().split(|&b| b == b','))
         .filter_map(|coding| coding.split(|&b| b == b';').next())
         .any(|coding| coding.trim_ascii().eq_ignore_ascii_case(b"trailers"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::trimmed;
+    use http::HeaderValue;
+
+    #[test]
+    fn a_value_trimmed_keeps_its_sensitivity_and_its_inner_whitespace() {
+        let mut secret = HeaderValue::from_static(" \tBearer  t \t");
+        secret.set_sensitive(true);
+        let trimmed_secret = trimmed(&secret);
+        assert_eq!(trimmed_secret, "Bearer  t");
+        assert!(trimmed_secret.is_sensitive());
+        assert!(!trimmed(&HeaderValue::from_static(" plain ")).is_sensitive());
+        assert_eq!(trimmed(&HeaderValue::from_static("a b")), "a b");
+        assert_eq!(trimmed(&HeaderValue::from_static("  ")), "");
+    }
 }
