@@ -301,6 +301,11 @@ fn an_upload_s_trailers_go_as_trailing_headers_over_http2() {
     assert_eq!(text, "no length|the body|x-checksum=abc123,grpc-status=0");
     let text = post_text(&client, server.url("/"), with_trailers(&fields, true)).unwrap();
     assert_eq!(text, "length 8|the body|");
+    // Values padded with whitespace go trimmed, as in the head: HTTP/2
+    // forbids the padding (RFC 9113 §8.2.1).
+    let padded = [("x-checksum", " abc123\t"), ("grpc-status", "0 ")];
+    let text = post_text(&client, server.url("/"), with_trailers(&padded, false)).unwrap();
+    assert_eq!(text, "no length|the body|x-checksum=abc123,grpc-status=0");
     client.close();
 }
 

@@ -129,6 +129,16 @@ fn trimmed(value: &http::HeaderValue) -> http::HeaderValue {
     }
 }
 
+/// `fields` (a request's trailers) with no value padded with whitespace,
+/// as its head has them: each trimmed ([`trimmed`]).
+pub(super) fn trim_values(fields: &mut http::HeaderMap) {
+    for value in fields.values_mut() {
+        if padded(value) {
+            *value = trimmed(value);
+        }
+    }
+}
+
 /// The field names the caller's `Connection` lists: connection-specific
 /// too (RFC 9110 §7.6.1), for this hop alone, so off HTTP/2 with the
 /// `Connection` that said so (RFC 9113 §8.2.2) — sent without it, a

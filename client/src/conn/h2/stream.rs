@@ -7,6 +7,7 @@
 use super::failure::{error_of, goaway_failure, not_processed, refusal};
 use super::gather::Gathered;
 use super::limits::{BodyCount, InterimCount};
+use super::request::trim_values;
 use crate::config::MAX_HTTP2_WINDOW;
 use crate::conn::upload::{Declared, Pulled, Upload};
 use crate::conn::write_stall::WriteStall;
@@ -552,16 +553,17 @@ impl Stream {
         Ok(true)
     }
 
-    /// Ends the upload with `trailers`, a trailing HEADERS frame — as
-    /// [`send_part`](Self::send_part) sends its last part, and refused as
-    /// it is.
+    /// Ends the upload with `trailers`, a trailing HEADERS frame (their
+    /// values trimmed, as the head's) — as [`send_part`](Self::send_part)
+    /// sends its last part, and refused as it is.
     fn send_trailers(
         &mut self,
         task: &mut Context<'_>,
-        trailers: http::HeaderMap,
+        mut trailers: http::HeaderMap,
         now: Instant,
         info: Option<&crate::events::ConnectionInfo>,
     ) -> Result<(), Error> {
+        trim_values(&mut trailers);
         if let Err(error) = self.send.send_trailers(trailers) {
             if self.send.poll_reset(task).is_pending() {
                 return Err(error_of(&self.exchange, error));
