@@ -190,6 +190,51 @@ fn field_values_padded_with_whitespace_go_trimmed() {
     client.close();
 }
 
+/// A POST, PUT or PATCH with an empty body says `content-length: 0`, as
+/// over HTTP/1.1 (RFC 9110 §8.6: a user agent normally sends it for a
+/// POST even when it is 0): IIS (`http.sys`) answers such a request
+/// without it `411 Length Required`, over HTTP/2 too. Other methods with
+/// no body say nothing of a length, as over HTTP/1.1.
+#[test]
+fn an_empty_post_put_or_patch_says_its_length_is_zero() {
+    let server = H2Server::start(|stream| async move {
+        let length = stream
+            .request
+            .headers()
+            .get_all(http::header::CONTENT_LENGTH)
+            .iter()
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+            .collect::<Vec<_>>()
+            .join(",");
+        let response = http::Response::builder().status(200).body(()).unwrap();
+        let mut stream = stream;
+        if let Ok(mut send) = stream.respond.send_response(response, false) {
+            let _ = send.send_data(Bytes::from(length), true);
+        }
+    });
+    let client = h2c().build().unwrap();
+    let length = |method: http::Method, body: Option<&'static str>| {
+        let mut request = client.request(method, server.url("/"));
+        if let Some(body) = body {
+            request = request.body(body);
+        }
+        request.send().wait().unwrap().text().wait().unwrap()
+    };
+    for method in [http::Method::POST, http::Method::PUT, http::Method::PATCH] {
+        assert_eq!(length(method.clone(), Some("")), "0", "{method}");
+        assert_eq!(length(method.clone(), None), "0", "{method}");
+        assert_eq!(length(method.clone(), Some("abc")), "3", "{method}");
+    }
+    for method in [
+        http::Method::GET,
+        http::Method::DELETE,
+        http::Method::OPTIONS,
+    ] {
+        assert_eq!(length(method.clone(), None), "", "{method}");
+    }
+    client.close();
+}
+
 /// `Expect: 100-continue` is HTTP/1.1's: over HTTP/2 the header is not
 /// sent and the body goes at once — not after `expect_continue_timeout`,
 /// here longer than the request may take.

@@ -92,7 +92,21 @@ pub(super) fn request_of(exchange: &Exchange) -> Option<(http::Request<()>, Outg
                 None,
             )
         }
-        RequestBody::InHead | RequestBody::Held if payload.data.is_empty() => Outgoing::Done,
+        RequestBody::InHead | RequestBody::Held if payload.data.is_empty() => {
+            // `END_STREAM` on the head says it is empty; a POST, PUT or
+            // PATCH says so with `content-length: 0` too, as over HTTP/1.1
+            // (RFC 9110 §8.6): IIS answers one without it `411`.
+            let method = &parts.method;
+            if *method == http::Method::POST
+                || *method == http::Method::PUT
+                || *method == http::Method::PATCH
+            {
+                headers
+                    .entry(header::CONTENT_LENGTH)
+                    .or_insert_with(|| http::HeaderValue::from_static("0"));
+            }
+            Outgoing::Done
+        }
         RequestBody::InHead | RequestBody::Held => {
             headers
                 .entry(header::CONTENT_LENGTH)
