@@ -47,7 +47,8 @@
 //!   blank before the name or its colon (`'X : v'`) is a bad argument:
 //!   curl sends it as written, which a server must refuse. As
 //!   in curl, `'Name:'` sends no `Name` (not even the client's own
-//!   `User-Agent` or `Accept-Encoding`, nor `--data`'s `Content-Type`,
+//!   `User-Agent` or `Accept-Encoding`, nor curl's `Accept: */*`, which
+//!   `get` sends as curl does, nor `--data`'s `Content-Type`,
 //!   nor `--user`'s `Authorization` or the URL's credentials, which a
 //!   given one replaces too, nor `--cookie`'s `Cookie`) —
 //!   but `'Host:'`: the client always sends the URL's `Host` (HTTP/1.1
@@ -827,6 +828,11 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     // The headers `get` sets, each once, as the request is given them
     // below.
     let mut headers = Vec::new();
+    // curl's `Accept`, unless a header gives one or drops it.
+    let accept = http::header::ACCEPT;
+    if !given(&args.headers, &accept) && !suppressed(&args.headers, &accept) {
+        headers.push((accept, http::HeaderValue::from_static("*/*")));
+    }
     // A form, as curl sends it, unless told otherwise.
     let content_type = http::header::CONTENT_TYPE;
     if !args.data.is_empty()

@@ -770,6 +770,22 @@ fn authorization_dropped_with_a_header_sends_none_for_the_urls_credentials() {
     );
 }
 
+/// curl sends `Accept: */*` unless a `--header` gives one or drops it
+/// (`'Accept:'`); a server that negotiates the type of its answer reads
+/// its absence otherwise than curl's request.
+#[test]
+fn accept_is_curls_unless_a_header_gives_or_drops_it() {
+    let (request, status) = sent("/", &[]);
+    assert_eq!(status, Some(0));
+    assert_eq!(request.header_all("accept"), ["*/*"], "{request:?}");
+    let (request, _) = sent("/", &["-H", "Accept: application/json"]);
+    assert_eq!(request.header_all("accept"), ["application/json"]);
+    let (request, _) = sent("/", &["-H", "Accept;"]);
+    assert_eq!(request.header_all("accept"), [""], "{request:?}");
+    let (request, _) = sent("/", &["-H", "Accept:"]);
+    assert!(request.header_all("accept").is_empty(), "{request:?}");
+}
+
 #[test]
 fn accept_encoding_dropped_or_replaced_as_curl_does() {
     // By default, the client's own.
