@@ -92,6 +92,29 @@ fn bad_numbers_exit_2() {
     }
 }
 
+/// A flag that would change nothing in the run asked for is refused, not
+/// ignored: `--unpinned` acts on client-event-loop alone (the client pins
+/// its loops in event-loop mode only), `--loop-spin-us` on the event loops.
+#[test]
+fn flags_no_chosen_instrument_acts_on_exit_2() {
+    for args in [
+        &["--unpinned"][..],
+        &[
+            "--end-to-end",
+            "--unpinned",
+            "--instrument",
+            "client-wheel-1ms",
+        ],
+        &["--loop-spin-us", "500", "--instrument", "wheel-5ms"],
+    ] {
+        let output = tick_lag(args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(output.stdout.is_empty(), "{args:?}");
+        assert!(stderr.contains(" is for "), "{args:?}: {stderr}");
+    }
+}
+
 #[test]
 fn end_to_end_sends_requests_through_the_client_in_each_mode() {
     let output = tick_lag(&[

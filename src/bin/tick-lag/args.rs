@@ -23,7 +23,8 @@ each due at (clock now at arming) + D, and reports how late they fired
 (fire time minus deadline): mean, p50, p99 (nearest rank) and max.
 Instruments run one after another, never concurrently. The request options
 (--http2, --warm, --under-load) act on the client instruments, chosen by
---end-to-end or by name, and are refused when none of them runs.
+--end-to-end or by name, --loop-spin-us on those on event loops and
+--unpinned on client-event-loop: each is refused when none it acts on runs.
 
 USAGE:
     tick-lag [OPTIONS]
@@ -58,9 +59,9 @@ OPTIONS:
     --loop-spin-us N       event loops (event-loop, client-event-loop) busy-poll
                            the last N µs before a deadline instead of
                            sleeping (default 0: they sleep)
-    --unpinned             the clients' event loops are not pinned to CPUs of
-                           their own (by default they are, one per CPU), for
-                           comparison
+    --unpinned             client-event-loop's event loops are not pinned to
+                           CPUs of their own (by default they are, one per
+                           CPU; the wheel modes' never are), for comparison
     --format table|csv     output format (default table); in csv mode the
                            machine and date lines go to stderr
     -h, --help             print this help
@@ -255,6 +256,28 @@ where
                 .to_owned(),
         ));
     }
+    if !config.loop_spin.is_zero() && !config.instruments.iter().any(|i| i.on_loops) {
+        return Err(ArgError(
+            "--loop-spin-us is for the instruments on event loops (event-loop, \
+             client-event-loop); the wheels do not spin"
+                .to_owned(),
+        ));
+    }
+    // The client pins its loops by default in event-loop mode alone: on
+    // the wheel they are unpinned already, and the timer instruments make
+    // no client.
+    if config.unpinned
+        && !config
+            .instruments
+            .iter()
+            .any(|i| i.end_to_end && i.on_loops)
+    {
+        return Err(ArgError(
+            "--unpinned is for client-event-loop (--end-to-end), the one instrument whose \
+             event loops are pinned by default"
+                .to_owned(),
+        ));
+    }
     // The client instruments make D the request timeout, and a zero
     // request timeout is none: their requests would hang on the silent
     // server until the burst's ceiling, and the run measure nothing.
@@ -372,8 +395,39 @@ mod tests {
             Duration::from_micros(2000)
         );
         assert_eq!(run(&[]).unwrap().loop_spin, Duration::ZERO);
-        assert!(run(&["--unpinned"]).unwrap().unpinned);
+        assert!(run(&["--end-to-end", "--unpinned"]).unwrap().unpinned);
         assert!(!run(&[]).unwrap().unpinned);
+        // Not silently ignored either: --unpinned acts on the client's
+        // event-loop-mode loops alone, --loop-spin-us on event loops.
+        for args in [
+            &["--unpinned"][..],
+            &[
+                "--end-to-end",
+                "--unpinned",
+                "--instrument",
+                "client-wheel-5ms",
+            ],
+            &["--unpinned", "--instrument", "event-loop"],
+            &["--loop-spin-us", "100", "--instrument", "wheel-1ms"],
+            &[
+                "--end-to-end",
+                "--loop-spin-us",
+                "100",
+                "--instrument",
+                "client-wheel-1ms",
+            ],
+        ] {
+            let err = run(args).unwrap_err();
+            assert!(err.0.contains("is for"), "{args:?}: {err}");
+        }
+        for args in [
+            &["--unpinned", "--instrument", "client-event-loop"][..],
+            &["--loop-spin-us", "100", "--instrument", "event-loop"],
+            &["--end-to-end", "--loop-spin-us", "100"],
+            &["--loop-spin-us", "0", "--instrument", "wheel-5ms"],
+        ] {
+            assert!(run(args).is_ok(), "{args:?} was refused");
+        }
         assert!(run(&["--end-to-end", "--http2"]).unwrap().http2);
         assert!(run(&["--end-to-end", "--warm"]).unwrap().warm);
         assert!(run(&["--warm"]).is_err(), "--warm without --end-to-end");

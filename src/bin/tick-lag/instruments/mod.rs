@@ -61,6 +61,10 @@ pub struct Instrument {
     /// Whether it sends whole requests through the client (`--end-to-end`)
     /// rather than arming a timer directly.
     pub end_to_end: bool,
+    /// Whether its timeouts fire on event loops, which `--loop-spin-us`
+    /// makes busy-poll; with `end_to_end`, the client's loops, which it
+    /// pins by default (in event-loop mode only) and `--unpinned` does not.
+    pub on_loops: bool,
 }
 
 /// Instruments are the same when their names are.
@@ -77,36 +81,42 @@ pub static ALL: [Instrument; 6] = [
         description: "HashedWheelTimer, 5 ms tick, tasks run on its worker",
         run: wheel::run_5ms,
         end_to_end: false,
+        on_loops: false,
     },
     Instrument {
         name: "wheel-1ms",
         description: "HashedWheelTimer, 1 ms tick, tasks run on its worker",
         run: wheel::run_1ms,
         end_to_end: false,
+        on_loops: false,
     },
     Instrument {
         name: "event-loop",
         description: "the client's EventLoop: deadline heap + precise wait (timerfd on Linux)",
         run: event_loop::run,
         end_to_end: false,
+        on_loops: true,
     },
     Instrument {
         name: "client-wheel-5ms",
         description: "requests through the client, timeouts on a 5 ms wheel",
         run: client::wheel_5ms,
         end_to_end: true,
+        on_loops: false,
     },
     Instrument {
         name: "client-wheel-1ms",
         description: "requests through the client, timeouts on a 1 ms wheel",
         run: client::wheel_1ms,
         end_to_end: true,
+        on_loops: false,
     },
     Instrument {
         name: "client-event-loop",
         description: "requests through the client, use_event_loop_timeouts",
         run: client::event_loop,
         end_to_end: true,
+        on_loops: true,
     },
 ];
 
