@@ -172,6 +172,28 @@ fn end_to_end_sends_requests_through_the_client_in_each_mode() {
     assert!(notes[1].contains(&on_loops), "{}", notes[1]);
 }
 
+/// A request of an end-to-end burst that fails otherwise than by its
+/// timeout — here its connect, the process out of descriptors — is told
+/// with its cause and exit 1, not waited for until the burst's ceiling and
+/// then reported as a timeout that never fired.
+#[test]
+fn end_to_end_requests_failing_otherwise_are_told_with_their_cause() {
+    let output = Command::new("sh")
+        .args(["-c", r#"ulimit -n 200 && exec "$0" "$@""#, BIN])
+        .args(["--end-to-end", "--count", "300", "--deadline-ms", "1000"])
+        .args(["--instrument", "client-wheel-5ms", "--format", "csv"])
+        .output()
+        .expect("sh runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("requests failed otherwise than by their timeout, the first: connect to"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("Too many open files"), "{stderr}");
+    assert!(!stderr.contains("timeouts fired within"), "{stderr}");
+}
+
 /// Runs tick-lag with `args` and `--format csv`, which must succeed: the
 /// CSV rows (header skipped), split into cells, and standard error.
 fn csv_rows(args: &[&str]) -> (Vec<Vec<String>>, String) {

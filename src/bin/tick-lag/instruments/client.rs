@@ -115,8 +115,9 @@ pub fn connect_floor(count: usize) -> io::Result<Duration> {
     Ok(took)
 }
 
-/// Records the lag of one request when it fails, and marks those delivered
-/// on the client's wheel thread (told by identity).
+/// Records the lag of one request when it times out, and marks those
+/// delivered on the client's wheel thread (told by identity); a request
+/// that fails otherwise is counted as failed, its error kept if first.
 struct LagListener {
     recorder: Arc<Recorder>,
     index: usize,
@@ -134,6 +135,9 @@ impl EventListener for LagListener {
                 self.on_wheel[self.index].store(true, Ordering::Relaxed);
             }
             self.recorder.record(self.index, self.deadline);
+        } else {
+            self.recorder
+                .fail(|| tickless::WithCauses(error).to_string());
         }
     }
 }

@@ -15,7 +15,7 @@ mod wheel;
 
 use std::io;
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
@@ -167,6 +167,19 @@ pub struct Fired {
     /// With `--under-load`: the load's requests per second while the burst
     /// ran.
     pub load_rate: Option<f64>,
+    /// End to end: the requests that failed otherwise than by their
+    /// timeout (a connect refused, out of descriptors), so have no lag,
+    /// and what the first of them failed with.
+    pub failed: Option<Failed>,
+}
+
+/// The requests of a burst that failed otherwise than by their timeout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failed {
+    /// How many.
+    pub count: usize,
+    /// The first one's error, with its causes.
+    pub first: String,
 }
 
 /// Where the timeouts of an event-loop-mode burst expired.
@@ -186,7 +199,10 @@ const NOT_FIRED: i64 = i64::MIN;
 #[derive(Debug)]
 pub struct Recorder {
     lags_ns: Box<[AtomicI64]>,
-    fired: AtomicUsize,
+    /// Timeouts fired plus requests failed otherwise: the burst is over
+    /// when they are all.
+    ended: AtomicUsize,
+    failed: Mutex<Option<Failed>>,
     /// Unparked by the task that completes the burst.
     waiter: Thread,
 }
@@ -196,7 +212,8 @@ impl Recorder {
     pub fn new(count: usize) -> Arc<Self> {
         Arc::new(Recorder {
             lags_ns: (0..count).map(|_| AtomicI64::new(NOT_FIRED)).collect(),
-            fired: AtomicUsize::new(0),
+            ended: AtomicUsize::new(0),
+            failed: Mutex::new(None),
             waiter: thread::current(),
         })
     }
@@ -213,15 +230,38 @@ impl Recorder {
         if let Some(slot) = self.lags_ns.get(index) {
             slot.store(lag, Ordering::Relaxed);
         }
-        if self.fired.fetch_add(1, Ordering::AcqRel) + 1 == self.lags_ns.len() {
+        self.end_one();
+    }
+
+    /// A request of the burst failed otherwise than by its timeout (told
+    /// by `error`, called for the first alone): it has no lag, and no
+    /// timeout of its own left to wait for.
+    pub fn fail(&self, error: impl FnOnce() -> String) {
+        {
+            let mut failed = self.failed.lock().unwrap_or_else(PoisonError::into_inner);
+            match &mut *failed {
+                Some(failed) => failed.count += 1,
+                None => {
+                    *failed = Some(Failed {
+                        count: 1,
+                        first: error(),
+                    })
+                }
+            }
+        }
+        self.end_one();
+    }
+
+    fn end_one(&self) {
+        if self.ended.fetch_add(1, Ordering::AcqRel) + 1 == self.lags_ns.len() {
             self.waiter.unpark();
         }
     }
 
     /// Blocks the thread that created the recorder until every timeout
-    /// fired or `give_up` passed.
+    /// fired (or its request failed otherwise) or `give_up` passed.
     pub fn wait(&self, give_up: Instant) {
-        while self.fired.load(Ordering::Acquire) < self.lags_ns.len() {
+        while self.ended.load(Ordering::Acquire) < self.lags_ns.len() {
             let now = Instant::now();
             if now >= give_up {
                 break;
@@ -250,6 +290,11 @@ impl Recorder {
             lags_ns,
             split: None,
             load_rate: None,
+            failed: self
+                .failed
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone(),
         }
     }
 }
