@@ -943,15 +943,18 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             let _ = stderr.write_all(&head).and_then(|()| stderr.flush());
         }
         None => {
-            let mut stdout = Named("standard output", std::io::stdout().lock());
+            let mut stdout = Named("standard output".into(), std::io::stdout().lock());
             stdout.write_all(&head)?;
             stdout.flush()?;
         }
     }
     let mut out: Box<dyn Write> = match args.output.as_deref() {
-        None | Some("-") => Box::new(Named("standard output", std::io::stdout().lock())),
-        Some(path) => Box::new(std::io::BufWriter::new(
-            std::fs::File::create(path).map_err(|e| format!("--output {path}: {e}"))?,
+        None | Some("-") => Box::new(Named("standard output".into(), std::io::stdout().lock())),
+        Some(path) => Box::new(Named(
+            format!("--output {path}"),
+            std::io::BufWriter::new(
+                std::fs::File::create(path).map_err(|e| format!("--output {path}: {e}"))?,
+            ),
         )),
     };
     // As curl's `-I`: the head alone, even of an answer with a body (`-I
@@ -1099,17 +1102,18 @@ fn percent_encoded(bytes: &[u8]) -> String {
 }
 
 /// A writer whose errors name it ("standard output: Broken pipe (os error
-/// 32)" when the reader of `get | head` has gone), so that they are told
-/// apart from the body's own read errors, which come through the same copy.
-struct Named<W>(&'static str, W);
+/// 32)" when the reader of `get | head` has gone, "--output FILE: No space
+/// left on device"), so that they are told apart from the body's own read
+/// errors, which come through the same copy.
+struct Named<W>(String, W);
 
 impl<W: Write> Write for Named<W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.1.write(buf).map_err(|e| named(self.0, e))
+        self.1.write(buf).map_err(|e| named(&self.0, e))
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        self.1.flush().map_err(|e| named(self.0, e))
+        self.1.flush().map_err(|e| named(&self.0, e))
     }
 }
 

@@ -632,6 +632,22 @@ fn a_reader_gone_from_standard_output_is_an_error_that_names_it() {
     );
 }
 
+/// A body that cannot be written to `--output`'s file (`/dev/full`: the
+/// disk full) is an error, exit 1, that names the file, as one to
+/// standard output names that: not to be taken for the body's own read
+/// error, which comes through the same copy.
+#[test]
+fn a_write_error_to_the_output_file_is_an_error_that_names_it() {
+    let server = TestServer::respond(|_| ok(&"x".repeat(256 * 1024)));
+    let output = get(&[&server.url("/big"), "-o", "/dev/full"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("get: --output /dev/full: No space left on device"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn a_reader_gone_from_standard_error_changes_no_exit_status() {
     // As `get URL 2>&1 | head -c 0` (or `2>&-`): what `get` has to say has
