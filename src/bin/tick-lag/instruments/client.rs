@@ -111,7 +111,7 @@ pub fn connect_floor(count: usize) -> io::Result<Duration> {
     }
     let took = started.elapsed();
     drop(streams);
-    server.stop();
+    drop(server);
     Ok(took)
 }
 
@@ -210,9 +210,7 @@ fn run(burst: &Burst, mode: Mode) -> io::Result<Fired> {
     }
     drop(futures);
     client.close();
-    for server in servers {
-        server.stop();
-    }
+    drop(servers);
     Ok(fired)
 }
 
@@ -252,10 +250,14 @@ fn warm_up(client: &Client, url: &str, count: usize) -> io::Result<()> {
 /// measurement. After [`NAPS_BEFORE_DOZING`] naps with nothing to do it
 /// naps [`DOZE`] at a time, so that while the burst's timeouts run it
 /// hardly wakes.
+///
+/// Dropped, it stops and closes every socket it accepted — on a burst's
+/// error path too, or the instruments after it would run short of
+/// descriptors while its thread held them.
 struct SilentServer {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
-    thread: JoinHandle<()>,
+    thread: Option<JoinHandle<()>>,
 }
 
 impl SilentServer {
@@ -314,13 +316,20 @@ impl SilentServer {
                     }
                 })?
         };
-        Ok(SilentServer { addr, stop, thread })
+        Ok(SilentServer {
+            addr,
+            stop,
+            thread: Some(thread),
+        })
     }
+}
 
-    /// Stops accepting and closes every accepted socket.
-    fn stop(self) {
+impl Drop for SilentServer {
+    fn drop(&mut self) {
         self.stop.store(true, Ordering::Release);
-        let _ = self.thread.join();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
     }
 }
 
@@ -365,4 +374,31 @@ fn answer_first_requests(
         i += 1;
     }
     progressed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    /// Dropped without more ado — as on a burst's error path, `?` — the
+    /// server stops and closes what it accepted, or queued: the client end
+    /// reads the end of the stream (or a reset), never waits on a socket
+    /// the server's thread still holds.
+    #[test]
+    fn a_dropped_server_closes_its_connections() {
+        let server = SilentServer::start(None).unwrap();
+        let mut stream = TcpStream::connect(server.addr).unwrap();
+        stream.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+        drop(server);
+        // A bound, not a measurement: only a leaked socket waits this long.
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        match stream.read(&mut [0u8; 16]) {
+            Ok(0) => {}
+            Err(e) if e.kind() == io::ErrorKind::ConnectionReset => {}
+            other => panic!("the connection is still held: {other:?}"),
+        }
+    }
 }

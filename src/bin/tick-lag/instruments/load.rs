@@ -47,7 +47,16 @@ impl Load {
         let ready = Instant::now() + Duration::from_secs(10);
         while completed.load(Ordering::Relaxed) < IN_FLIGHT as u64 * 4 {
             if Instant::now() > ready || driver.is_finished() {
-                return Err(io::Error::other("the load did not get going"));
+                // Not left running beside the instruments that follow:
+                // stopped (its window ends within LOAD_TIMEOUT), and
+                // what ended it, if anything did, told.
+                stop.store(true, Ordering::Relaxed);
+                let why = match driver.join() {
+                    Ok(Err(err)) => format!(": {}", tickless::WithCauses(&err)),
+                    Ok(Ok(())) => String::new(),
+                    Err(_) => ": its thread panicked".to_owned(),
+                };
+                return Err(io::Error::other(format!("the load did not get going{why}")));
             }
             thread::sleep(Duration::from_millis(1));
         }
@@ -72,7 +81,7 @@ impl Load {
             .driver
             .join()
             .map_err(|_| io::Error::other("the load's thread panicked"))?;
-        self.server.stop();
+        drop(self.server);
         driven.map(|()| rate)
     }
 }
@@ -94,11 +103,12 @@ fn drive(client: &Client, url: &str, stop: &AtomicBool, completed: &AtomicU64) -
 }
 
 /// Answers every request head with a 13-byte `200`, keep-alive; a thread
-/// per connection.
+/// per connection. Dropped, it stops accepting (each connection's thread
+/// ends when its client closes it).
 struct AnsweringServer {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
-    acceptor: JoinHandle<()>,
+    acceptor: Option<JoinHandle<()>>,
 }
 
 impl AnsweringServer {
@@ -127,15 +137,17 @@ impl AnsweringServer {
         Ok(AnsweringServer {
             addr,
             stop,
-            acceptor,
+            acceptor: Some(acceptor),
         })
     }
+}
 
-    /// Stops accepting; each connection's thread ends when its client
-    /// closes it.
-    fn stop(self) {
+impl Drop for AnsweringServer {
+    fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
-        let _ = self.acceptor.join();
+        if let Some(acceptor) = self.acceptor.take() {
+            let _ = acceptor.join();
+        }
     }
 }
 
@@ -163,5 +175,21 @@ fn answer(mut stream: TcpStream) {
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Dropped — as when the load does not get going — the server stops
+    /// accepting: its listener is closed, not held by a thread left behind.
+    #[test]
+    fn a_dropped_server_stops_accepting() {
+        let server = AnsweringServer::start().unwrap();
+        let addr = server.addr;
+        drop(server);
+        let err = TcpStream::connect(addr).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::ConnectionRefused, "{err}");
     }
 }
