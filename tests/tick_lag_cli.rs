@@ -92,6 +92,31 @@ fn bad_numbers_exit_2() {
     }
 }
 
+/// With the reader of standard error gone (`tick-lag 2>&1 | head -c 0`),
+/// what tick-lag has to say there is lost, and its exit status still says
+/// what happened: 2 for a bad command line, 0 for a run — not a panic's
+/// 101 for the write that failed.
+#[test]
+fn a_reader_gone_from_standard_error_changes_no_exit_status() {
+    let without_stderr = |args: &[&str]| {
+        let mut child = Command::new(BIN)
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("the tick-lag binary runs");
+        drop(child.stderr.take());
+        child.wait_with_output().expect("tick-lag ends")
+    };
+    assert_eq!(without_stderr(&["--count", "0"]).status.code(), Some(2));
+    // In CSV mode the machine and date lines go to standard error.
+    let args = ["--count", "10", "--deadline-ms", "1", "--format", "csv"];
+    let output = without_stderr(&[&args[..], &["--instrument", "wheel-1ms"]].concat());
+    assert_eq!(output.status.code(), Some(0));
+    let stdout = String::from_utf8(output.stdout).expect("UTF-8 output");
+    assert!(stdout.starts_with(HEADER), "{stdout}");
+}
+
 /// A flag that would change nothing in the run asked for is refused, not
 /// ignored: `--unpinned` acts on client-event-loop alone (the client pins
 /// its loops in event-loop mode only), `--loop-spin-us` on the event loops.

@@ -39,7 +39,9 @@ fn main() -> ExitCode {
             };
         }
         Err(err) => {
-            eprintln!("tick-lag: {err}\nTry 'tick-lag --help' for the options.");
+            tell(&format!(
+                "tick-lag: {err}\nTry 'tick-lag --help' for the options.\n"
+            ));
             return ExitCode::from(2);
         }
     };
@@ -62,7 +64,7 @@ fn run(config: &Config) -> ExitCode {
             }
         }
         // stderr: stdout stays pure CSV.
-        Format::Csv => eprint!("{preamble}"),
+        Format::Csv => tell(&preamble),
     }
 
     let mut rows = Vec::new();
@@ -85,10 +87,10 @@ fn run(config: &Config) -> ExitCode {
         } else {
             match instruments::connect_floor(config.count) {
                 Ok(took) => notes.push(floor_note(config.count, took)),
-                Err(err) => eprintln!(
-                    "tick-lag: the connect floor could not be measured: {}",
+                Err(err) => tell(&format!(
+                    "tick-lag: the connect floor could not be measured: {}\n",
                     tickless::WithCauses(&err)
-                ),
+                )),
             }
         }
     }
@@ -110,27 +112,27 @@ fn run(config: &Config) -> ExitCode {
                     // to fire: told with the cause, not as stragglers.
                     let mut timed = fired.armed;
                     if let Some(failures) = &fired.failed {
-                        eprintln!(
+                        tell(&format!(
                             "tick-lag: {} at {} ms: {} of {} requests failed otherwise than \
-                             by their timeout, the first: {}",
+                             by their timeout, the first: {}\n",
                             instrument.name,
                             deadline.as_millis(),
                             failures.count,
                             fired.armed,
                             failures.first
-                        );
+                        ));
                         timed = timed.saturating_sub(failures.count);
                         failed = true;
                     }
                     if fired.lags_ns.len() != timed {
-                        eprintln!(
-                            "tick-lag: {} at {} ms: only {} of {} timeouts fired within {} s",
+                        tell(&format!(
+                            "tick-lag: {} at {} ms: only {} of {} timeouts fired within {} s\n",
                             instrument.name,
                             deadline.as_millis(),
                             fired.lags_ns.len(),
                             timed,
                             burst.ceiling().as_secs()
-                        );
+                        ));
                         failed = true;
                     }
                     if let Some(split) = &fired.split {
@@ -152,12 +154,12 @@ fn run(config: &Config) -> ExitCode {
                     });
                 }
                 Err(err) => {
-                    eprintln!(
-                        "tick-lag: {} at {} ms failed: {}",
+                    tell(&format!(
+                        "tick-lag: {} at {} ms failed: {}\n",
                         instrument.name,
                         deadline.as_millis(),
                         tickless::WithCauses(&err)
-                    );
+                    ));
                     failed = true;
                 }
             }
@@ -167,7 +169,7 @@ fn run(config: &Config) -> ExitCode {
     let output = match config.format {
         Format::Table => report::table(&rows) + &report::notes(&notes),
         Format::Csv => {
-            eprint!("{}", report::notes(&notes));
+            tell(&report::notes(&notes));
             report::csv(&rows)
         }
     };
@@ -206,6 +208,13 @@ fn floor_note(count: usize, took: Duration) -> String {
         took.as_secs_f64() * 1e6 / count.max(1) as f64,
         took.as_secs_f64() * 1e3 / cores as f64,
     )
+}
+
+/// Writes `text` to stderr, come what may: where it has gone (`tick-lag
+/// 2>&1 | head -1`) there is no one to tell, and the exit status must
+/// still say what happened — `eprint!` would panic instead (exit 101).
+fn tell(text: &str) {
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
 }
 
 /// Writes `text` to stdout; false if it could not (a closed pipe, as in
