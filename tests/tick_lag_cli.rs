@@ -119,7 +119,8 @@ fn a_reader_gone_from_standard_error_changes_no_exit_status() {
 
 /// A flag that would change nothing in the run asked for is refused, not
 /// ignored: `--unpinned` acts on client-event-loop alone (the client pins
-/// its loops in event-loop mode only), `--loop-spin-us` on the event loops.
+/// its loops in event-loop mode only), `--loop-spin-us` on the event loops,
+/// `--end-to-end` on the client instruments.
 #[test]
 fn flags_no_chosen_instrument_acts_on_exit_2() {
     for args in [
@@ -131,6 +132,7 @@ fn flags_no_chosen_instrument_acts_on_exit_2() {
             "client-wheel-1ms",
         ],
         &["--loop-spin-us", "500", "--instrument", "wheel-5ms"],
+        &["--end-to-end", "--instrument", "wheel-5ms"],
     ] {
         let output = tick_lag(args);
         let stderr = String::from_utf8_lossy(&output.stderr);

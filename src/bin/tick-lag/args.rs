@@ -24,7 +24,8 @@ each due at (clock now at arming) + D, and reports how late they fired
 Instruments run one after another, never concurrently. The request options
 (--http2, --warm, --under-load) act on the client instruments, chosen by
 --end-to-end or by name, --loop-spin-us on those on event loops and
---unpinned on client-event-loop: each is refused when none it acts on runs.
+--unpinned on client-event-loop: each is refused when none it acts on runs,
+and so is --end-to-end when --instrument chose no client instrument.
 
 USAGE:
     tick-lag [OPTIONS]
@@ -256,6 +257,13 @@ where
                 .to_owned(),
         ));
     }
+    if end_to_end && !sends_requests {
+        return Err(ArgError(
+            "--end-to-end is for the client instruments, and --instrument chose none of them \
+             (their names start with client-)"
+                .to_owned(),
+        ));
+    }
     if !config.loop_spin.is_zero() && !config.instruments.iter().any(|i| i.on_loops) {
         return Err(ArgError(
             "--loop-spin-us is for the instruments on event loops (event-loop, \
@@ -455,6 +463,12 @@ mod tests {
             let args = ["--instrument", "client-wheel-1ms", flag];
             assert!(run(&args).is_ok(), "{args:?} was refused");
         }
+        // --end-to-end itself: refused when it would run no client
+        // instrument, accepted beside one chosen by name.
+        let err = run(&["--end-to-end", "--instrument", "wheel-1ms"]).unwrap_err();
+        assert!(err.0.contains("--end-to-end is for the client"), "{err}");
+        let args = ["--end-to-end", "--instrument", "client-event-loop"];
+        assert!(run(&args).is_ok(), "{args:?} was refused");
         // A zero deadline is no request timeout: refused for the client
         // instruments, however chosen, and only for them.
         for args in [
