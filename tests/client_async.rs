@@ -131,6 +131,35 @@ fn block_on_drives_a_request_with_only_a_thread_waker() {
     client.close();
 }
 
+/// A blocking wait for a hedged request (which polls its attempts, parked
+/// between polls) in a task spawned on a `LocalSet` inside a
+/// multi-threaded runtime: the client's loops are its own, so the wait
+/// parks as it is — tokio refuses `block_in_place` there (a panic), which
+/// only a wait for loops an executor drives needs.
+#[test]
+fn a_hedged_wait_in_a_local_set_task_is_no_panic() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = echo_server();
+    let client = Client::builder()
+        .event_loops(1)
+        .request_timeout(Duration::from_secs(20))
+        .hedge(tickless::hedge::Policy::after(Duration::from_secs(10)))
+        .build()
+        .unwrap();
+    let url = server.url("/local");
+    let local = tokio::task::LocalSet::new();
+    let waited = rt.block_on(local.run_until(async move {
+        let task =
+            tokio::task::spawn_local(async move { client.get(url).send().wait()?.text().wait() });
+        task.await
+    }));
+    assert_eq!(waited.expect("the task panicked").unwrap(), "/local");
+}
+
 /// On a `ManualClock`, advanced only once the first poll has left the
 /// future pending: the timeout cannot have fired before that poll (a
 /// thread stalled between `send` and its first poll for longer than the

@@ -503,3 +503,40 @@ fn a_worker_waits_without_spinning_while_the_keeper_holds_the_loop() {
         "the worker spun {worker_cpu:?} of the {held:?} the keeper held the loop"
     );
 }
+
+/// `block_on(spawn(wait))` on a runtime of one worker: the task's
+/// blocking `wait` is all the worker does until it returns, while the
+/// loops' task is woken onto that worker by the request's post.
+fn waited_in_a_task(
+    rt: &tokio::runtime::Runtime,
+    client: &Client,
+    url: String,
+) -> Result<String, Error> {
+    let client = client.clone();
+    let task = rt.spawn(async move {
+        let response = client.get(url).send().wait()?;
+        response.text().wait()
+    });
+    rt.block_on(task).unwrap()
+}
+
+#[test]
+fn a_blocking_caller_on_a_worker_gets_its_answer_with_a_hedge_armed() {
+    // With a hedge delay armed the wait polls its attempts in turn rather
+    // than waiting on one exchange: that wait, too, must let the worker's
+    // tasks (the loop's among them) run elsewhere.
+    let rt = runtime(1);
+    let server = echo_server();
+    let client = driven_by(&rt)
+        .request_timeout(CEILING)
+        .hedge(tickless::hedge::Policy::after(CEILING / 2))
+        .build()
+        .unwrap();
+    assert_eq!(awaited(&rt, &client, &server, "/warm").unwrap(), "/warm");
+    for n in 0..4 {
+        let path = format!("/hedged/{n}");
+        let answer = waited_in_a_task(&rt, &client, server.url(&path));
+        assert_eq!(answer.unwrap(), path, "answered by the timeout only");
+    }
+    client.close();
+}

@@ -138,6 +138,25 @@ pub(crate) fn block_for_news<R>(home: Option<&EventLoop>, wait: impl FnOnce() ->
     wait()
 }
 
+/// [`block_for_news`] for news of exchanges that may be on any of
+/// `loops` (a hedged or retried request's attempts): inside tokio's
+/// `block_in_place` on a worker of a multi-threaded runtime while an
+/// executor drives one of them — the task of the loop a copy or a retry
+/// was posted to may be in that worker's slots.
+pub(crate) fn block_for_news_on_any<R>(loops: &[Arc<EventLoop>], wait: impl FnOnce() -> R) -> R {
+    #[cfg(feature = "tokio")]
+    if loops
+        .iter()
+        .any(|event_loop| event_loop.driven_by_executor())
+        && on_tokio::on_a_worker()
+    {
+        return tokio::task::block_in_place(wait);
+    }
+    #[cfg(not(feature = "tokio"))]
+    let _ = loops;
+    wait()
+}
+
 impl EventLoop {
     /// Whether an executor's task drives the loop now.
     #[cfg_attr(not(feature = "tokio"), allow(dead_code))] // asked with `tokio` only

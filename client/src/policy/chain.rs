@@ -11,6 +11,7 @@ use super::{hedge, retry};
 use crate::basic_auth;
 use crate::dispatch::Dispatcher;
 use crate::error::{Error, InvalidRequest, RedirectError};
+use crate::event_loop::{block_for_news_on_any, EventLoop};
 use crate::events::EventListener;
 use crate::exchange::{Deadlines, Exchange, Head};
 use http::header::{AUTHORIZATION, COOKIE, HOST, LOCATION, SET_COOKIE};
@@ -227,7 +228,8 @@ impl Chain {
                 return Err(Error::WouldDeadlock);
             }
             if !self.attempts.single() {
-                return block_on(|cx| self.poll(cx));
+                let group = self.dispatcher.group().clone();
+                return block_on(group.loops(), |cx| self.poll(cx));
             }
             let (attempts, sender) = self.parts();
             match attempts.wait_single(sender) {
@@ -597,8 +599,13 @@ type Span = tracing::Span;
 #[cfg(not(feature = "tracing"))]
 type Span = std::convert::Infallible;
 
-/// Runs `poll` to its outcome on this thread, parked between polls.
-fn block_on<T>(mut poll: impl FnMut(&mut Context<'_>) -> Poll<T>) -> T {
+/// Runs `poll` to its outcome on this thread, parked between polls —
+/// each park a blocking wait for news of exchanges that may be on any of
+/// the client's `loops` ([`block_for_news_on_any`]): on a tokio worker,
+/// while an executor drives them, the task of a loop waiting in that
+/// worker's slots (the post of a copy or a retry put it there) runs on
+/// another thread meanwhile.
+fn block_on<T>(loops: &[Arc<EventLoop>], mut poll: impl FnMut(&mut Context<'_>) -> Poll<T>) -> T {
     struct Unpark(std::thread::Thread);
     impl Wake for Unpark {
         fn wake(self: Arc<Self>) {
@@ -611,7 +618,7 @@ fn block_on<T>(mut poll: impl FnMut(&mut Context<'_>) -> Poll<T>) -> T {
         match poll(&mut cx) {
             Poll::Ready(outcome) => return outcome,
             // A wake before the park makes the park return at once.
-            Poll::Pending => std::thread::park(),
+            Poll::Pending => block_for_news_on_any(loops, std::thread::park),
         }
     }
 }
