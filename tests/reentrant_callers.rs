@@ -21,7 +21,9 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::thread;
 use std::time::{Duration, Instant};
 use support::*;
-use tickless::{Client, Error, EventListener, RequestInfo, Resolve, ResolveAnswer, ResponseFuture};
+use tickless::{
+    hedge, Client, Error, EventListener, RequestInfo, Resolve, ResolveAnswer, ResponseFuture,
+};
 
 const CEILING: Duration = Duration::from_secs(20);
 
@@ -794,13 +796,14 @@ fn close_and_the_last_client_dropped_from_on_failed_on_the_wheel_return() {
 type WaitedOnWheel = (Result<String, Error>, Duration, bool);
 
 /// From `on_failed` of the first request timeout it is told, sends a
-/// request to `url` with these request and read timeouts and waits for
-/// it, body and all, on that thread — the wheel's, where both timeouts
-/// are armed (the default timer mode).
+/// request to `url` with these request and read timeouts and this hedge
+/// policy and waits for it, body and all, on that thread — the wheel's,
+/// where both timeouts are armed (the default timer mode).
 struct WaitsOnFailed {
     client: Mutex<Option<Client>>,
     url: String,
     timeouts: (Duration, Duration),
+    hedge: hedge::Policy,
     told: Mutex<Option<mpsc::Sender<WaitedOnWheel>>>,
 }
 
@@ -814,6 +817,7 @@ impl EventListener for WaitsOnFailed {
             .get(&self.url)
             .request_timeout(self.timeouts.0)
             .read_timeout(self.timeouts.1)
+            .hedge(self.hedge.clone())
             .send()
             .wait()
             .and_then(|response| response.text().wait());
@@ -827,8 +831,13 @@ impl EventListener for WaitsOnFailed {
 }
 
 /// What a wait on the wheel's thread, from `on_failed`, for a request to
-/// `url` with these request and read timeouts came to.
-fn waited_on_the_wheel(url: String, timeouts: (Duration, Duration)) -> WaitedOnWheel {
+/// `url` with these request and read timeouts and this hedge policy came
+/// to.
+fn waited_on_the_wheel(
+    url: String,
+    timeouts: (Duration, Duration),
+    hedge: hedge::Policy,
+) -> WaitedOnWheel {
     let silent = TestServer::start(Behaviour::NeverAnswer);
     let client = one_loop_client(Duration::ZERO);
     let (told, on_told) = mpsc::channel();
@@ -836,6 +845,7 @@ fn waited_on_the_wheel(url: String, timeouts: (Duration, Duration)) -> WaitedOnW
         client: Mutex::new(Some(client.clone())),
         url,
         timeouts,
+        hedge,
         told: Mutex::new(Some(told)),
     });
     let first = client
@@ -859,7 +869,11 @@ fn waited_on_the_wheel(url: String, timeouts: (Duration, Duration)) -> WaitedOnW
 fn a_wait_on_the_wheel_for_a_silent_server_ends_at_its_own_timeout() {
     let silent = TestServer::start(Behaviour::NeverAnswer);
     let timeout = Duration::from_millis(200);
-    let (outcome, took, on_wheel) = waited_on_the_wheel(silent.url("/second"), (timeout, CEILING));
+    let (outcome, took, on_wheel) = waited_on_the_wheel(
+        silent.url("/second"),
+        (timeout, CEILING),
+        hedge::Policy::none(),
+    );
     assert!(on_wheel, "told on the wheel's thread");
     assert!(
         matches!(outcome, Err(Error::RequestTimeout(_))),
@@ -882,10 +896,37 @@ fn a_body_read_on_the_wheel_from_a_stalled_server_ends_at_its_read_timeout() {
         drain(&mut stream);
     })));
     let timeout = Duration::from_millis(200);
-    let (outcome, took, on_wheel) = waited_on_the_wheel(stalls.url("/stalls"), (CEILING, timeout));
+    let (outcome, took, on_wheel) = waited_on_the_wheel(
+        stalls.url("/stalls"),
+        (CEILING, timeout),
+        hedge::Policy::none(),
+    );
     assert!(on_wheel, "told on the wheel's thread");
     assert!(matches!(outcome, Err(Error::ReadTimeout(_))), "{outcome:?}");
     assert!(took >= timeout, "early: {took:?}");
+}
+
+/// The same for a hedged request, whose wait watches its attempts in turn
+/// (the first, then its copy, each to the silent server): it ends at its
+/// request timeout too, its copy sent on the way.
+#[test]
+fn a_hedged_wait_on_the_wheel_for_a_silent_server_ends_at_its_own_timeout() {
+    let silent = TestServer::start(Behaviour::NeverAnswer);
+    let timeout = Duration::from_millis(200);
+    let hedge = hedge::Policy::after(Duration::from_millis(50));
+    let (outcome, took, on_wheel) =
+        waited_on_the_wheel(silent.url("/hedged"), (timeout, CEILING), hedge);
+    assert!(on_wheel, "told on the wheel's thread");
+    assert!(
+        outcome.as_ref().is_err_and(Error::is_timeout),
+        "{outcome:?}"
+    );
+    assert!(took >= timeout, "early: {took:?}");
+    // The first attempt's connection, and its copy's.
+    assert!(
+        silent.wait_for_accepted(2, CEILING),
+        "the copy was not sent"
+    );
 }
 
 /// The event whose listener method drops the request's own future.

@@ -71,6 +71,7 @@ pub(crate) use request::{
     BodyStream, BoxError, Payload, PumpedBody, RequestBody, RequestParts, Streamed, UploadSource,
 };
 pub(crate) use standing::{Standing, StandingEnv};
+pub(crate) use timers::park_for_news;
 use timers::{Timer, TimerTable};
 
 use crate::error::{Error, TimeoutKind};

@@ -42,7 +42,9 @@
 //!   worker, or a loop, would fire it at once.
 
 use super::standing::Standing;
-use crate::event_loop::{block_for_news, EventLoop, LoopTimeout, LoopTimerKey, TimeoutScheduler};
+use crate::event_loop::{
+    block_for_news, block_for_news_on_any, EventLoop, LoopTimeout, LoopTimerKey, TimeoutScheduler,
+};
 use std::cell::RefCell;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
@@ -444,6 +446,20 @@ pub(super) fn wait_for_news<'a, T>(
     drop(guard);
     wheel.fire_due();
     crate::sync::lock(state)
+}
+
+/// Parks the calling thread for news of exchanges that may be on any of
+/// `loops` (a hedged or retried request's attempts), until it is unparked,
+/// as [`block_for_news_on_any`] does — but on a thread firing a wheel's
+/// entry (see [`firing`]) a tick of that wheel at most, then fires what is
+/// due on it: the attempts' timeouts, a hedge delay or a backoff among
+/// them. The caller polls again either way.
+pub(crate) fn park_for_news(loops: &[Arc<EventLoop>]) {
+    let Some(wheel) = FIRING.with(|firing| firing.borrow().clone()) else {
+        return block_for_news_on_any(loops, std::thread::park);
+    };
+    std::thread::park_timeout(wheel.tick());
+    wheel.fire_due();
 }
 
 /// What the entries of a table expire into: its exchange (or a test's

@@ -11,9 +11,9 @@ use super::{hedge, retry};
 use crate::basic_auth;
 use crate::dispatch::Dispatcher;
 use crate::error::{Error, InvalidRequest, RedirectError};
-use crate::event_loop::{block_for_news_on_any, EventLoop};
+use crate::event_loop::EventLoop;
 use crate::events::EventListener;
-use crate::exchange::{Deadlines, Exchange, Head};
+use crate::exchange::{park_for_news, Deadlines, Exchange, Head};
 use http::header::{AUTHORIZATION, COOKIE, HOST, LOCATION, SET_COOKIE};
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
@@ -601,10 +601,11 @@ type Span = std::convert::Infallible;
 
 /// Runs `poll` to its outcome on this thread, parked between polls —
 /// each park a blocking wait for news of exchanges that may be on any of
-/// the client's `loops` ([`block_for_news_on_any`]): on a tokio worker,
-/// while an executor drives them, the task of a loop waiting in that
-/// worker's slots (the post of a copy or a retry put it there) runs on
-/// another thread meanwhile.
+/// the client's `loops` ([`park_for_news`]): on a tokio worker, while an
+/// executor drives them, the task of a loop waiting in that worker's slots
+/// (the post of a copy or a retry put it there) runs on another thread
+/// meanwhile; on a thread firing a wheel's entry, the wheel's due entries
+/// fire.
 fn block_on<T>(loops: &[Arc<EventLoop>], mut poll: impl FnMut(&mut Context<'_>) -> Poll<T>) -> T {
     struct Unpark(std::thread::Thread);
     impl Wake for Unpark {
@@ -618,7 +619,7 @@ fn block_on<T>(loops: &[Arc<EventLoop>], mut poll: impl FnMut(&mut Context<'_>) 
         match poll(&mut cx) {
             Poll::Ready(outcome) => return outcome,
             // A wake before the park makes the park return at once.
-            Poll::Pending => block_for_news_on_any(loops, std::thread::park),
+            Poll::Pending => park_for_news(loops),
         }
     }
 }
