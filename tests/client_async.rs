@@ -160,6 +160,37 @@ fn a_hedged_wait_in_a_local_set_task_is_no_panic() {
     assert_eq!(waited.expect("the task panicked").unwrap(), "/local");
 }
 
+/// The same for a request waiting in its host's queue for a connection,
+/// which has no loop yet: its wait, too, asks for `block_in_place` only
+/// for loops an executor drives.
+#[test]
+fn a_queued_wait_in_a_local_set_task_is_no_panic() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = TestServer::echo_slow_after(Duration::from_millis(200));
+    let client = Client::builder()
+        .event_loops(1)
+        .request_timeout(Duration::from_secs(20))
+        .max_connections_per_host(1)
+        .build()
+        .unwrap();
+    // Holds the host's one connection until its answer.
+    let busy = client.get(server.url("/slow")).send();
+    assert!(server.wait_for_requests(1, WAIT));
+    let url = server.url("/queued");
+    let local = tokio::task::LocalSet::new();
+    let waited = rt.block_on(local.run_until(async move {
+        let task =
+            tokio::task::spawn_local(async move { client.get(url).send().wait()?.text().wait() });
+        task.await
+    }));
+    assert_eq!(waited.expect("the task panicked").unwrap(), "/queued");
+    assert_eq!(busy.wait().unwrap().status(), 200);
+}
+
 /// On a `ManualClock`, advanced only once the first poll has left the
 /// future pending: the timeout cannot have fired before that poll (a
 /// thread stalled between `send` and its first poll for longer than the

@@ -118,42 +118,37 @@ impl EventLoop {
 }
 
 /// Runs `wait`, the calling thread's blocking wait for news of an
-/// exchange on `home`, a loop it could not drive (`None`: the exchange
-/// has no connection yet, and may get one on any loop, executor-driven
-/// or not). On a worker of a multi-threaded tokio runtime, while an
-/// executor drives that loop, inside tokio's `block_in_place`: the task
-/// that drives it may be one of this worker's own — most often in its
+/// exchange on `home`, a loop it could not drive — or, with none, of
+/// exchanges that may be on any of `any_of`, the client's loops (one with
+/// no connection yet, a hedged or retried request's attempts). On a
+/// worker of a multi-threaded tokio runtime, while an executor drives that
+/// loop (or one of those), inside tokio's `block_in_place`: the task that
+/// drives it may be one of this worker's own — most often in its
 /// next-task slot, where the post of the very request waited for put it,
-/// and which no other worker takes — and would otherwise wait with it
-/// for news only it can bring (until a timeout, if any).
-/// `block_in_place` hands the worker's tasks to another thread for the
-/// while.
-pub(crate) fn block_for_news<R>(home: Option<&EventLoop>, wait: impl FnOnce() -> R) -> R {
+/// and which no other worker takes — and would otherwise wait with it for
+/// news only it can bring (until a timeout, if any). `block_in_place`
+/// hands the worker's tasks to another thread for the while. Loops of
+/// their own threads need none of it: a wait for them blocks as it is
+/// (tokio refuses `block_in_place` in a task spawned on a `LocalSet`).
+pub(crate) fn block_for_news<R>(
+    home: Option<&EventLoop>,
+    any_of: &[Arc<EventLoop>],
+    wait: impl FnOnce() -> R,
+) -> R {
     #[cfg(feature = "tokio")]
-    if home.is_none_or(EventLoop::driven_by_executor) && on_tokio::on_a_worker() {
-        return tokio::task::block_in_place(wait);
-    }
-    #[cfg(not(feature = "tokio"))]
-    let _ = home;
-    wait()
-}
-
-/// [`block_for_news`] for news of exchanges that may be on any of
-/// `loops` (a hedged or retried request's attempts): inside tokio's
-/// `block_in_place` on a worker of a multi-threaded runtime while an
-/// executor drives one of them — the task of the loop a copy or a retry
-/// was posted to may be in that worker's slots.
-pub(crate) fn block_for_news_on_any<R>(loops: &[Arc<EventLoop>], wait: impl FnOnce() -> R) -> R {
-    #[cfg(feature = "tokio")]
-    if loops
-        .iter()
-        .any(|event_loop| event_loop.driven_by_executor())
-        && on_tokio::on_a_worker()
     {
-        return tokio::task::block_in_place(wait);
+        let driven = match home {
+            Some(home) => home.driven_by_executor(),
+            None => any_of
+                .iter()
+                .any(|event_loop| event_loop.driven_by_executor()),
+        };
+        if driven && on_tokio::on_a_worker() {
+            return tokio::task::block_in_place(wait);
+        }
     }
     #[cfg(not(feature = "tokio"))]
-    let _ = loops;
+    let _ = (home, any_of);
     wait()
 }
 

@@ -16,8 +16,8 @@ mod source;
 mod task_wakes;
 mod turn;
 pub use affinity::without_pinning;
+pub(crate) use executor::block_for_news;
 pub use executor::Executor;
-pub(crate) use executor::{block_for_news, block_for_news_on_any};
 pub(crate) use turn::answered_a_waiting_caller;
 #[cfg(test)]
 pub(crate) use turn::take_answered_a_waiting_caller;

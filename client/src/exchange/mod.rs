@@ -1398,8 +1398,10 @@ impl Exchange {
 
     /// Blocks for the head, driving the exchange's loop while it is idle
     /// (see `EventLoop::drive_until`), else as [`Outcome::wait`] does —
-    /// until that loop is left idle (then it drives it).
-    pub(crate) fn wait_head(&self) -> Result<Head, Error> {
+    /// until that loop is left idle (then it drives it). `loops`: the
+    /// client's, any of which the exchange may go to while it has no
+    /// connection.
+    pub(crate) fn wait_head(&self, loops: &[Arc<EventLoop>]) -> Result<Head, Error> {
         let spin = self.pacing.spin(WaitFor::Head, self.registry.len(), 0);
         loop {
             let home = self.blocking_home();
@@ -1407,7 +1409,7 @@ impl Exchange {
                 let started = spin.start();
                 spin.record(started, self.outcome.drive(home, spin.time()));
             }
-            if let Some(head) = self.outcome.wait(spin.time(), home.as_ref()) {
+            if let Some(head) = self.outcome.wait(spin.time(), home.as_ref(), loops) {
                 return head;
             }
         }

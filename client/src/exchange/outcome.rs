@@ -147,9 +147,15 @@ impl<T> Outcome<T> {
 
     /// Blocks until the result is there, yielding for `spin` first (see
     /// [`Pacing`](super::Pacing)), counted asleep on `home`, the loop it
-    /// could not drive (see `EventLoop::sleep_on`). `None` if that loop is
-    /// found idle before the result: the caller drives it instead.
-    pub(crate) fn wait(&self, spin: Duration, home: Option<&Arc<EventLoop>>) -> Option<T> {
+    /// could not drive (see `EventLoop::sleep_on`) — with none, the result
+    /// may come from any of `any_of`, the client's loops. `None` if that
+    /// loop is found idle before the result: the caller drives it instead.
+    pub(crate) fn wait(
+        &self,
+        spin: Duration,
+        home: Option<&Arc<EventLoop>>,
+        any_of: &[Arc<EventLoop>],
+    ) -> Option<T> {
         // The clock is read only to spin: not for a result there already.
         if !spin.is_zero() && !self.is_settled() {
             let spin_until = Instant::now() + spin;
@@ -179,6 +185,7 @@ impl<T> Outcome<T> {
                 &self.ready,
                 slot,
                 home.map(|home| &**home),
+                any_of,
             );
         }
     }

@@ -605,11 +605,15 @@ impl Pipe {
                 ));
                 state.reader = Some(Waiter::Blocked(asleep));
             }
+            // Without `home` the exchange has ended (its pipe with it: no
+            // wait) or this thread fires a wheel's entry (no loop waited
+            // for): none of the client's loops to name.
             state = super::timers::wait_for_news(
                 &self.state,
                 &self.reader_ready,
                 state,
                 home.map(|home| &**home),
+                &[],
             );
         }
         // Its count, if it was not woken by the writer (who takes it).

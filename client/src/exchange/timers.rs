@@ -42,9 +42,7 @@
 //!   worker, or a loop, would fire it at once.
 
 use super::standing::Standing;
-use crate::event_loop::{
-    block_for_news, block_for_news_on_any, EventLoop, LoopTimeout, LoopTimerKey, TimeoutScheduler,
-};
+use crate::event_loop::{block_for_news, EventLoop, LoopTimeout, LoopTimerKey, TimeoutScheduler};
 use std::cell::RefCell;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
@@ -424,19 +422,21 @@ pub(super) fn firing_a_wheel() -> bool {
     FIRING.with(|firing| firing.borrow().is_some())
 }
 
-/// Waits on `ready` for news of an exchange (`guard` locks `state`), as
-/// [`block_for_news`] does — but on a thread firing a wheel's entry (see
-/// [`firing`]) a tick of that wheel at most, then fires what is due on it,
-/// `state` unlocked meanwhile (what fires may bring the news). The caller
-/// looks for its news again either way.
+/// Waits on `ready` for news of an exchange (`guard` locks `state`) on
+/// `home`, or with none on any of `any_of`, as [`block_for_news`] does —
+/// but on a thread firing a wheel's entry (see [`firing`]) a tick of that
+/// wheel at most, then fires what is due on it, `state` unlocked meanwhile
+/// (what fires may bring the news). The caller looks for its news again
+/// either way.
 pub(super) fn wait_for_news<'a, T>(
     state: &'a Mutex<T>,
     ready: &Condvar,
     guard: MutexGuard<'a, T>,
     home: Option<&EventLoop>,
+    any_of: &[Arc<EventLoop>],
 ) -> MutexGuard<'a, T> {
     let Some(wheel) = FIRING.with(|firing| firing.borrow().clone()) else {
-        return block_for_news(home, || {
+        return block_for_news(home, any_of, || {
             ready.wait(guard).unwrap_or_else(PoisonError::into_inner)
         });
     };
@@ -450,13 +450,13 @@ pub(super) fn wait_for_news<'a, T>(
 
 /// Parks the calling thread for news of exchanges that may be on any of
 /// `loops` (a hedged or retried request's attempts), until it is unparked,
-/// as [`block_for_news_on_any`] does — but on a thread firing a wheel's
+/// as [`block_for_news`] does — but on a thread firing a wheel's
 /// entry (see [`firing`]) a tick of that wheel at most, then fires what is
 /// due on it: the attempts' timeouts, a hedge delay or a backoff among
 /// them. The caller polls again either way.
 pub(crate) fn park_for_news(loops: &[Arc<EventLoop>]) {
     let Some(wheel) = FIRING.with(|firing| firing.borrow().clone()) else {
-        return block_for_news_on_any(loops, std::thread::park);
+        return block_for_news(None, loops, std::thread::park);
     };
     std::thread::park_timeout(wheel.tick());
     wheel.fire_due();

@@ -346,7 +346,7 @@ impl Attempts {
     /// [`single`](Self::single)): its head, or `None` if a retry was
     /// armed.
     pub(crate) fn wait_single(&mut self, mut sender: Sender<'_>) -> Option<Result<Head, Error>> {
-        let outcome = self.current.wait_head();
+        let outcome = self.current.wait_head(sender.dispatcher.group().loops());
         self.on_outcome(outcome, &mut sender)
     }
 
