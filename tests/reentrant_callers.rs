@@ -22,7 +22,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 use support::*;
 use tickless::{
-    hedge, Client, Error, EventListener, RequestInfo, Resolve, ResolveAnswer, ResponseFuture,
+    hedge, retry, Client, Error, EventListener, RequestInfo, Resolve, ResolveAnswer, ResponseFuture,
 };
 
 const CEILING: Duration = Duration::from_secs(20);
@@ -796,14 +796,14 @@ fn close_and_the_last_client_dropped_from_on_failed_on_the_wheel_return() {
 type WaitedOnWheel = (Result<String, Error>, Duration, bool);
 
 /// From `on_failed` of the first request timeout it is told, sends a
-/// request to `url` with these request and read timeouts and this hedge
-/// policy and waits for it, body and all, on that thread — the wheel's,
-/// where both timeouts are armed (the default timer mode).
+/// request to `url` with these request and read timeouts and these hedge
+/// and retry policies and waits for it, body and all, on that thread —
+/// the wheel's, where both timeouts are armed (the default timer mode).
 struct WaitsOnFailed {
     client: Mutex<Option<Client>>,
     url: String,
     timeouts: (Duration, Duration),
-    hedge: hedge::Policy,
+    policies: (hedge::Policy, retry::Policy),
     told: Mutex<Option<mpsc::Sender<WaitedOnWheel>>>,
 }
 
@@ -817,7 +817,8 @@ impl EventListener for WaitsOnFailed {
             .get(&self.url)
             .request_timeout(self.timeouts.0)
             .read_timeout(self.timeouts.1)
-            .hedge(self.hedge.clone())
+            .hedge(self.policies.0.clone())
+            .retry(self.policies.1.clone())
             .send()
             .wait()
             .and_then(|response| response.text().wait());
@@ -831,12 +832,12 @@ impl EventListener for WaitsOnFailed {
 }
 
 /// What a wait on the wheel's thread, from `on_failed`, for a request to
-/// `url` with these request and read timeouts and this hedge policy came
-/// to.
+/// `url` with these request and read timeouts and these hedge and retry
+/// policies came to.
 fn waited_on_the_wheel(
     url: String,
     timeouts: (Duration, Duration),
-    hedge: hedge::Policy,
+    policies: (hedge::Policy, retry::Policy),
 ) -> WaitedOnWheel {
     let silent = TestServer::start(Behaviour::NeverAnswer);
     let client = one_loop_client(Duration::ZERO);
@@ -845,7 +846,7 @@ fn waited_on_the_wheel(
         client: Mutex::new(Some(client.clone())),
         url,
         timeouts,
-        hedge,
+        policies,
         told: Mutex::new(Some(told)),
     });
     let first = client
@@ -872,7 +873,7 @@ fn a_wait_on_the_wheel_for_a_silent_server_ends_at_its_own_timeout() {
     let (outcome, took, on_wheel) = waited_on_the_wheel(
         silent.url("/second"),
         (timeout, CEILING),
-        hedge::Policy::none(),
+        Default::default(),
     );
     assert!(on_wheel, "told on the wheel's thread");
     assert!(
@@ -899,7 +900,7 @@ fn a_body_read_on_the_wheel_from_a_stalled_server_ends_at_its_read_timeout() {
     let (outcome, took, on_wheel) = waited_on_the_wheel(
         stalls.url("/stalls"),
         (CEILING, timeout),
-        hedge::Policy::none(),
+        Default::default(),
     );
     assert!(on_wheel, "told on the wheel's thread");
     assert!(matches!(outcome, Err(Error::ReadTimeout(_))), "{outcome:?}");
@@ -914,8 +915,9 @@ fn a_hedged_wait_on_the_wheel_for_a_silent_server_ends_at_its_own_timeout() {
     let silent = TestServer::start(Behaviour::NeverAnswer);
     let timeout = Duration::from_millis(200);
     let hedge = hedge::Policy::after(Duration::from_millis(50));
+    let policies = (hedge, retry::Policy::none());
     let (outcome, took, on_wheel) =
-        waited_on_the_wheel(silent.url("/hedged"), (timeout, CEILING), hedge);
+        waited_on_the_wheel(silent.url("/hedged"), (timeout, CEILING), policies);
     assert!(on_wheel, "told on the wheel's thread");
     assert!(
         outcome.as_ref().is_err_and(Error::is_timeout),
@@ -927,6 +929,21 @@ fn a_hedged_wait_on_the_wheel_for_a_silent_server_ends_at_its_own_timeout() {
         silent.wait_for_accepted(2, CEILING),
         "the copy was not sent"
     );
+}
+
+/// The same for a retried request, whose wait polls through its backoffs
+/// (each an entry of the wheel): a server that answers `503` every time
+/// is retried twice, and the last answer is the outcome.
+#[test]
+fn a_retried_wait_on_the_wheel_ends_with_its_last_answer() {
+    let unavailable = TestServer::respond(|_| response(503, &[], b"busy"));
+    let retry = retry::Policy::attempts(3).on_status([http::StatusCode::SERVICE_UNAVAILABLE]);
+    let policies = (hedge::Policy::none(), retry);
+    let (outcome, _, on_wheel) =
+        waited_on_the_wheel(unavailable.url("/retried"), (CEILING, CEILING), policies);
+    assert!(on_wheel, "told on the wheel's thread");
+    assert_eq!(outcome.unwrap(), "busy");
+    assert_eq!(unavailable.requests().len(), 3);
 }
 
 /// The event whose listener method drops the request's own future.
