@@ -478,3 +478,58 @@ fn a_request_timed_out_while_its_status_is_told_hears_nothing_after_its_failure(
     client.close();
     assert_failure_told_last(&recorder.events(), true);
 }
+
+/// A body the client fails as it decodes it — a coding that does not
+/// decode, or one that inflates past `max_body_bytes` — while the rest of
+/// it is still coming: its exchange is told failed with that error, the
+/// one the caller has (as a body past the limit on the wire is told), not
+/// as a request cancelled.
+#[test]
+fn a_body_failed_as_it_is_decoded_is_told_failed_with_the_callers_error() {
+    use std::io::Write as _;
+    let mut bomb = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    bomb.write_all(&vec![0; 8 << 20]).unwrap();
+    let bomb = bomb.finish().unwrap();
+    for body in [vec![b'z'; 100_000], bomb] {
+        // Far less than it declares: the rest never comes.
+        let mut sent = format!(
+            "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: {}\r\n\r\n",
+            body.len() + 100_000
+        )
+        .into_bytes();
+        sent.extend_from_slice(&body);
+        let server = TestServer::start(Behaviour::SendThenStall(sent));
+        let recorder = Recorder::new();
+        let client = Client::builder()
+            .max_body_bytes(1 << 20)
+            .listener(recorder.clone())
+            .build()
+            .unwrap();
+        let error = client
+            .get(server.url("/"))
+            .send()
+            .wait()
+            .unwrap()
+            .bytes()
+            .wait()
+            .unwrap_err();
+        assert!(
+            matches!(
+                error,
+                tickless::Error::Decode { .. } | tickless::Error::BodyTooLarge { .. }
+            ),
+            "{error:?}"
+        );
+        assert_settles(&client, WAIT);
+        let failures: Vec<_> = recorder
+            .events()
+            .into_iter()
+            .filter_map(|(event, _)| match event {
+                Event::Failed(message, _) => Some(message),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(failures, [error.to_string()]);
+        client.close();
+    }
+}

@@ -561,7 +561,11 @@ pub trait EventListener: Send + Sync + 'static {
     fn on_body_part(&self, request: &RequestInfo, len: usize) {}
     /// The exchange ended with a response.
     fn on_completed(&self, request: &RequestInfo, status: http::StatusCode) {}
-    /// The exchange ended with `error`.
+    /// The exchange ended with `error`. One whose body the client let go
+    /// unread before it had come (dropped, a redirect's) ends as
+    /// [`Error::Cancelled`]; one whose body its reader failed as it
+    /// decoded it ([`Error::Decode`], [`Error::BodyTooLarge`]), with that
+    /// error, the caller's.
     fn on_failed(&self, request: &RequestInfo, error: &Error) {}
     /// A redirect is followed: `from` answered `status`, and the request
     /// goes on to `to` (a new exchange, whose events follow), both without

@@ -207,8 +207,9 @@ impl Body {
                     Err(error) => {
                         // Nothing more of it will be read: the connection
                         // is let go now (it drains or closes, as at a
-                        // drop), not held for a reader that kept the body.
-                        self.exchange.body_dropped();
+                        // drop), not held for a reader that kept the body;
+                        // the exchange, if that ends it, fails with `error`.
+                        self.exchange.body_failed(&error);
                         return Poll::Ready(self.end(Err(error)));
                     }
                 }

@@ -942,6 +942,24 @@ impl Error {
             _ => return None,
         })
     }
+
+    /// A copy of the error a response body failed with as the caller's
+    /// reader decoded it (a coding that does not decode, or that inflates
+    /// past `max_body_bytes`), for its exchange to end with as the caller's
+    /// read did. `None` for any other variant.
+    pub(crate) fn copy_of_decoding_failure(&self) -> Option<Error> {
+        Some(match self {
+            Error::Decode { remote, source } => Error::Decode {
+                remote: remote.clone(),
+                source: source.clone(),
+            },
+            Error::BodyTooLarge { remote, limit } => Error::BodyTooLarge {
+                remote: remote.clone(),
+                limit: *limit,
+            },
+            _ => return None,
+        })
+    }
 }
 
 /// `error` made again (see [`Error::copy_of_opening_failure`]): from its

@@ -364,6 +364,10 @@ struct Link {
     /// meanwhile completes the exchange with it (see
     /// [`Exchange::hold_answer`]).
     answer: Option<Option<http::HeaderMap>>,
+    /// The error the body's reader failed it with as it decoded it: what
+    /// the exchange ends with if its connection stops for want of a reader
+    /// (see [`Exchange::body_failed`]).
+    body_failure: Option<Box<Error>>,
 }
 
 /// Gives back something taken for an exchange that has no connection yet
@@ -558,6 +562,7 @@ impl Exchange {
                 write_probed: false,
                 held: None,
                 answer: None,
+                body_failure: None,
             }),
             remote: Mutex::new(None),
             submitted,
@@ -761,6 +766,29 @@ impl Exchange {
             return;
         }
         lock(&self.link).wake_conn();
+    }
+
+    /// The body's reader failed it as it decoded it (`error`: a coding that
+    /// does not decode, or past `max_body_bytes`) and reads no more: as at
+    /// a drop, the connection is told at once (it drains or closes), and if
+    /// that ends the exchange, it ends with that error, the caller's — not
+    /// as cancelled ([`reader_gone_error`](Self::reader_gone_error)).
+    pub(crate) fn body_failed(&self, error: &Error) {
+        if let Some(copy) = error.copy_of_decoding_failure() {
+            lock(&self.link).body_failure = Some(Box::new(copy));
+        }
+        self.body_dropped();
+    }
+
+    /// What the exchange ends with when its connection stops reading a
+    /// body whose reader has gone: the reader's failure, if it failed the
+    /// body ([`body_failed`](Self::body_failed)); else it was dropped, and
+    /// the request is cancelled.
+    pub(crate) fn reader_gone_error(&self) -> Error {
+        match lock(&self.link).body_failure.take() {
+            Some(error) => *error,
+            None => Error::Cancelled,
+        }
     }
 
     /// Rings `alarm` at `deadline` (unless the exchange has ended by then):

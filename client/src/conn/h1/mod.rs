@@ -721,7 +721,7 @@ impl Conn {
         if active.draining.is_some() {
             let exchange = active.exchange.clone();
             self.reset(cx);
-            exchange.finish_err(Error::Cancelled);
+            exchange.finish_err(exchange.reader_gone_error());
         }
     }
 
@@ -892,7 +892,7 @@ impl Conn {
                             None => {
                                 let exchange = active.exchange.clone();
                                 self.reset(cx);
-                                exchange.finish_err(Error::Cancelled);
+                                exchange.finish_err(exchange.reader_gone_error());
                                 return Decodes::Stop;
                             }
                         }

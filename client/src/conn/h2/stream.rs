@@ -317,7 +317,7 @@ impl Stream {
                     self.exchange.complete(trailers);
                     return Polled::Gone;
                 }
-                Buffered::NotYet => return self.failed(Error::Cancelled),
+                Buffered::NotYet => return self.failed(self.exchange.reader_gone_error()),
             }
         }
     }
