@@ -479,21 +479,27 @@ fn a_request_timed_out_while_its_status_is_told_hears_nothing_after_its_failure(
     assert_failure_told_last(&recorder.events(), true);
 }
 
-/// A body the client fails as it decodes it — a coding that does not
-/// decode, or one that inflates past `max_body_bytes` — while the rest of
-/// it is still coming: its exchange is told failed with that error, the
-/// one the caller has (as a body past the limit on the wire is told), not
-/// as a request cancelled.
+/// A response the client fails for its coding while the rest of its body
+/// is still coming — a body that does not decode, or that inflates past
+/// `max_body_bytes`, or a response refused for stacking more codings than
+/// are decoded: its exchange is told failed with that error, the one the
+/// caller has (as a body past the limit on the wire is told), not as a
+/// request cancelled.
 #[test]
-fn a_body_failed_as_it_is_decoded_is_told_failed_with_the_callers_error() {
+fn a_response_failed_for_its_coding_is_told_failed_with_the_callers_error() {
     use std::io::Write as _;
     let mut bomb = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     bomb.write_all(&vec![0; 8 << 20]).unwrap();
     let bomb = bomb.finish().unwrap();
-    for body in [vec![b'z'; 100_000], bomb] {
+    let cases = [
+        ("gzip", vec![b'z'; 100_000]),
+        ("gzip", bomb),
+        ("gzip, gzip, gzip, gzip, gzip", vec![b'z'; 100]),
+    ];
+    for (coding, body) in cases {
         // Far less than it declares: the rest never comes.
         let mut sent = format!(
-            "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: {}\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nContent-Encoding: {coding}\r\nContent-Length: {}\r\n\r\n",
             body.len() + 100_000
         )
         .into_bytes();
@@ -509,14 +515,14 @@ fn a_body_failed_as_it_is_decoded_is_told_failed_with_the_callers_error() {
             .get(server.url("/"))
             .send()
             .wait()
-            .unwrap()
-            .bytes()
-            .wait()
+            .and_then(|response| response.bytes().wait())
             .unwrap_err();
         assert!(
             matches!(
                 error,
-                tickless::Error::Decode { .. } | tickless::Error::BodyTooLarge { .. }
+                tickless::Error::Decode { .. }
+                    | tickless::Error::BodyTooLarge { .. }
+                    | tickless::Error::TooManyCodings { .. }
             ),
             "{error:?}"
         );

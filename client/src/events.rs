@@ -563,8 +563,9 @@ pub trait EventListener: Send + Sync + 'static {
     fn on_completed(&self, request: &RequestInfo, status: http::StatusCode) {}
     /// The exchange ended with `error`. One whose body the client let go
     /// unread before it had come (dropped, a redirect's) ends as
-    /// [`Error::Cancelled`]; one whose body its reader failed as it
-    /// decoded it ([`Error::Decode`], [`Error::BodyTooLarge`]), with that
+    /// [`Error::Cancelled`]; one the client failed for its coding (its
+    /// body as its reader decoded it: [`Error::Decode`],
+    /// [`Error::BodyTooLarge`]; or [`Error::TooManyCodings`]), with that
     /// error, the caller's.
     fn on_failed(&self, request: &RequestInfo, error: &Error) {}
     /// A redirect is followed: `from` answered `status`, and the request

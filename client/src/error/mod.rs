@@ -943,12 +943,17 @@ impl Error {
         })
     }
 
-    /// A copy of the error a response body failed with as the caller's
-    /// reader decoded it (a coding that does not decode, or that inflates
-    /// past `max_body_bytes`), for its exchange to end with as the caller's
-    /// read did. `None` for any other variant.
+    /// A copy of the error a response failed with for its coding — its
+    /// body as the caller's reader decoded it (a coding that does not
+    /// decode, or that inflates past `max_body_bytes`), or its head (more
+    /// codings stacked than are decoded) — for its exchange to end with as
+    /// the caller's request did. `None` for any other variant.
     pub(crate) fn copy_of_decoding_failure(&self) -> Option<Error> {
         Some(match self {
+            Error::TooManyCodings { remote, count } => Error::TooManyCodings {
+                remote: remote.clone(),
+                count: *count,
+            },
             Error::Decode { remote, source } => Error::Decode {
                 remote: remote.clone(),
                 source: source.clone(),

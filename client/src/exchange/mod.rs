@@ -768,11 +768,12 @@ impl Exchange {
         lock(&self.link).wake_conn();
     }
 
-    /// The body's reader failed it as it decoded it (`error`: a coding that
-    /// does not decode, or past `max_body_bytes`) and reads no more: as at
-    /// a drop, the connection is told at once (it drains or closes), and if
-    /// that ends the exchange, it ends with that error, the caller's — not
-    /// as cancelled ([`reader_gone_error`](Self::reader_gone_error)).
+    /// The response failed for its coding (`error`: its body, as its
+    /// reader decoded it, does not decode or passed `max_body_bytes`; its
+    /// head stacks more codings than are decoded) and its body is read no
+    /// more: as at a drop, the connection is told at once (it drains or
+    /// closes), and if that ends the exchange, it ends with that error, the
+    /// caller's — not as cancelled ([`reader_gone_error`](Self::reader_gone_error)).
     pub(crate) fn body_failed(&self, error: &Error) {
         if let Some(copy) = error.copy_of_decoding_failure() {
             lock(&self.link).body_failure = Some(Box::new(copy));

@@ -377,7 +377,8 @@ impl Chain {
     /// The decoding of the response whose head this is, if it is to be
     /// decoded (see [`decode::decoder_for`]); its headers lose what
     /// described the encoded body. A response refused for its codings lets
-    /// its connection go, as a dropped body does (none will be made).
+    /// its connection go, as a dropped body does (none will be made), and
+    /// its exchange, if that ends it, fails with the caller's error.
     pub(crate) fn decoding(&self, head: &mut Head) -> Result<Option<decode::Decoding>, Error> {
         if !self.decompress {
             return Ok(None);
@@ -393,7 +394,7 @@ impl Chain {
         ) {
             Ok(decoder) => Ok(decoder.map(|decoder| decode::Decoding::new(decoder, remote()))),
             Err(error) => {
-                self.current().body_dropped();
+                self.current().body_failed(&error);
                 Err(error)
             }
         }
