@@ -200,3 +200,92 @@ fn an_idle_connection_closed_by_its_loop_shutting_down_leaves_the_pool() {
         "a closed connection is still idle in the pool: {stats:?}"
     );
 }
+
+/// In `on_status` of the request to `/outer`, on a loop's thread, waits
+/// for a request to `url` that its server answers `503`, retried after a
+/// backoff far longer than any test; tells the test when that retry is
+/// decided, and what the wait ended with.
+struct WaitsOutABackoff {
+    client: OnceLock<Client>,
+    url: String,
+    retrying: mpsc::SyncSender<()>,
+    waited: mpsc::SyncSender<Result<http::StatusCode, Error>>,
+}
+
+impl EventListener for WaitsOutABackoff {
+    fn on_status(&self, request: &tickless::RequestInfo, _status: http::StatusCode) {
+        if request.uri().path() != "/outer" {
+            return;
+        }
+        let long = Duration::from_secs(600);
+        let retried = tickless::retry::Policy::attempts(2)
+            .on_status([http::StatusCode::SERVICE_UNAVAILABLE])
+            .backoff(long, long)
+            .jitter(false);
+        let client = self.client.get().expect("the client is set");
+        let outcome = client.get(&self.url).retry(retried).send().wait();
+        let _ = self
+            .waited
+            .try_send(outcome.map(|response| response.status()));
+    }
+
+    fn on_retry(
+        &self,
+        _request: &tickless::RequestInfo,
+        _attempt: u32,
+        _delay: Duration,
+        _reason: &Error,
+    ) {
+        let _ = self.retrying.try_send(());
+    }
+}
+
+/// `close` while a listener on a loop's thread waits for a request in its
+/// retry's backoff — armed on the wheel, or on the other loop: the backoff
+/// rings as the client closes, the wait ends with `ClientClosed`, and the
+/// close returns, rather than join that loop before it stops the timer
+/// the wait needs (it waited out the whole backoff).
+#[test]
+fn a_close_ends_a_backoff_a_listener_on_a_loop_waits_for() {
+    let busy = TestServer::respond(|_| response(503, &[], b"busy"));
+    let fine = TestServer::respond(|_| ok("fine"));
+    for event_loop_timeouts in [false, true] {
+        let (retrying, retry_decided) = mpsc::sync_channel(1);
+        let (waited, wait_ended) = mpsc::sync_channel(1);
+        let listener = Arc::new(WaitsOutABackoff {
+            client: OnceLock::new(),
+            url: busy.url("/"),
+            retrying,
+            waited,
+        });
+        // Long enough for the backoff to fit (a retry must end before it).
+        let client = Client::builder()
+            .event_loops(2)
+            .request_timeout(Duration::from_secs(3600))
+            .use_event_loop_timeouts(event_loop_timeouts)
+            .listener(listener.clone())
+            .build()
+            .unwrap();
+        assert!(listener.client.set(client.clone()).is_ok());
+        let outer = client.get(fine.url("/outer")).send();
+        retry_decided
+            .recv_timeout(CEILING)
+            .expect("the 503 was never retried");
+        let (closed, has_closed) = mpsc::channel();
+        let closing = client.clone();
+        std::thread::spawn(move || {
+            closing.close();
+            let _ = closed.send(());
+        });
+        assert!(
+            has_closed.recv_timeout(CEILING).is_ok(),
+            "mode {event_loop_timeouts}: close waited for the backoff"
+        );
+        let outcome = wait_ended.recv_timeout(CEILING).expect("the wait ended");
+        assert!(
+            matches!(outcome, Err(Error::ClientClosed)),
+            "mode {event_loop_timeouts}: {outcome:?}"
+        );
+        assert!(matches!(outer.wait(), Err(Error::ClientClosed)));
+    }
+}

@@ -980,9 +980,14 @@ impl Dispatcher {
         for exchange in self.in_flight.drain() {
             exchange.fail(Error::ClientClosed, None);
         }
-        self.env.group.shutdown();
+        // Every loop is told to stop, and the wheel stops, before any
+        // thread is joined: what is armed on either rings as it stops — a
+        // retry's backoff, which a listener on a loop's thread (or the
+        // wheel's) may be waiting for; it then finds the client closed.
+        self.env.group.begin_shutdown();
         self.cancel_cleaner();
         drop(self.wheel.stop());
+        self.env.group.shutdown();
         self.own_resolver.shutdown();
         *lock(&self.closing) = Closing::Closed;
         self.closed_now.notify_all();

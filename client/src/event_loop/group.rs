@@ -370,6 +370,16 @@ impl EventLoopGroup {
             event_loop.shutdown();
         }
     }
+
+    /// Tells every loop to shut down, and waits for none (see
+    /// [`EventLoop::shutdown`]): a loop's thread may be waiting (in a
+    /// listener) for what another's end rings, a retry's backoff armed
+    /// there, before [`shutdown`](Self::shutdown) joins it.
+    pub(crate) fn begin_shutdown(&self) {
+        for event_loop in &self.loops {
+            event_loop.begin_shutdown();
+        }
+    }
 }
 
 impl Drop for EventLoopGroup {

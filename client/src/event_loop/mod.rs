@@ -738,8 +738,7 @@ impl EventLoop {
     /// timeouts left armed that they were stopped, and joins the thread
     /// (unless called on it).
     pub fn shutdown(&self) {
-        self.stop_taking_work();
-        self.interrupt();
+        self.begin_shutdown();
         // On the loop's own thread: it ends after this turn.
         if self.in_loop() {
             return;
@@ -750,6 +749,15 @@ impl EventLoop {
         if let Some(handle) = thread.take() {
             let _ = handle.join();
         }
+    }
+
+    /// The half of [`shutdown`](Self::shutdown) that does not wait: the
+    /// loop rejects new work, and its thread (or a caller driving it) ends
+    /// it after its turn, telling the timeouts left armed that they were
+    /// stopped.
+    pub(crate) fn begin_shutdown(&self) {
+        self.stop_taking_work();
+        self.interrupt();
     }
 
     /// Says so, then closes the inbox and the heap.
