@@ -539,3 +539,46 @@ fn a_response_failed_for_its_coding_is_told_failed_with_the_callers_error() {
         client.close();
     }
 }
+
+/// Over HTTP/2 too: a body that does not decode, its stream still open,
+/// is told failed with the caller's error, not as a request cancelled.
+#[test]
+fn a_body_failed_as_it_is_decoded_over_http2_is_told_failed_with_the_callers_error() {
+    let server = h2_server::H2Server::start(|mut stream| async move {
+        let head = http::Response::builder()
+            .status(200)
+            .header("content-encoding", "gzip")
+            .body(())
+            .unwrap();
+        if let Ok(mut body) = stream.respond.send_response(head, false) {
+            let _ = body.send_data(vec![b'z'; 20_000].into(), false);
+            // The rest never comes.
+            tokio::time::sleep(Duration::from_secs(30)).await;
+        }
+    });
+    let recorder = Recorder::new();
+    let client = Client::builder()
+        .http2_prior_knowledge()
+        .listener(recorder.clone())
+        .build()
+        .unwrap();
+    let error = client
+        .get(server.url("/"))
+        .send()
+        .wait()
+        .and_then(|response| response.bytes().wait())
+        .unwrap_err();
+    assert!(matches!(error, tickless::Error::Decode { .. }), "{error:?}");
+    // Ended (the connection stays open, its own timer armed).
+    assert!(eventually(WAIT, || client.stats().in_flight == 0));
+    let failures: Vec<_> = recorder
+        .events()
+        .into_iter()
+        .filter_map(|(event, _)| match event {
+            Event::Failed(message, _) => Some(message),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(failures, [error.to_string()]);
+    client.close();
+}
