@@ -364,8 +364,11 @@ impl EventLoopGroup {
         self.loops.iter().map(|l| l.stats()).collect()
     }
 
-    /// Shuts every loop down and joins them.
+    /// Shuts every loop down and joins them: every loop is told to stop
+    /// first, then each is joined — a loop's thread may be waiting for what
+    /// another's end rings.
     pub fn shutdown(&self) {
+        self.begin_shutdown();
         for event_loop in &self.loops {
             event_loop.shutdown();
         }

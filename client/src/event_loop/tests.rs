@@ -1367,3 +1367,52 @@ fn a_wait_that_went_off_during_a_task_still_ends_the_next_poll() {
     }
     group.shutdown();
 }
+
+/// A group's shutdown tells every loop before it joins any: a task on
+/// the first loop's thread that waits for what the second's end rings (a
+/// timeout armed there, told it was stopped — as a listener on a loop's
+/// thread may wait for a request whose backoff is on another loop) ends,
+/// and so does the shutdown. Joined one by one, the first loop's join
+/// waited on that task, which waited on the second loop's shutdown, which
+/// had not been asked for.
+#[test]
+fn a_group_shutdown_tells_every_loop_before_it_joins_one() {
+    struct TellsStopped(Mutex<Option<mpsc::Sender<()>>>);
+    impl LoopTimeout for TellsStopped {
+        fn expire(self: Arc<Self>, _tag: u64, _cx: &mut LoopContext<'_>) {}
+        fn stopped(self: Arc<Self>, _tag: u64) {
+            if let Some(told) = lock(&self.0).take() {
+                let _ = told.send(());
+            }
+        }
+    }
+    let group = EventLoopGroup::builder().threads(2).build().unwrap();
+    let (first, second) = (group.loops()[0].clone(), group.loops()[1].clone());
+    let (told, on_told) = mpsc::channel();
+    second
+        .schedule(
+            Instant::now() + Duration::from_secs(3600),
+            Arc::new(TellsStopped(Mutex::new(Some(told)))),
+            0,
+        )
+        .unwrap();
+    let (waiting, on_waiting) = mpsc::channel();
+    let (ended, on_ended) = mpsc::channel();
+    first
+        .execute(move |_| {
+            waiting.send(()).unwrap();
+            // Bounded, so that a failing run ends.
+            let _ = ended.send(on_told.recv_timeout(Duration::from_secs(30)).is_ok());
+        })
+        .unwrap();
+    on_waiting.recv_timeout(Duration::from_secs(10)).unwrap();
+    let shutter = thread::spawn(move || group.shutdown());
+    let told_in_time = on_ended
+        .recv_timeout(Duration::from_secs(10))
+        .unwrap_or(false);
+    assert!(
+        told_in_time,
+        "the first loop's task was never told: the second loop was not asked to stop"
+    );
+    shutter.join().unwrap();
+}
