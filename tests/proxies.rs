@@ -77,6 +77,7 @@ fn proxy_error(error: Error) -> (String, String, ProxyError) {
             proxy,
             target,
             source,
+            ..
         } => (proxy, target, source),
         other => panic!("expected Error::Proxy, got {other:?}"),
     }
@@ -1207,6 +1208,75 @@ fn a_proxy_that_ends_its_connection_mid_handshake_is_retried_as_a_reset_before_a
     each_answers(through, http::Method::GET, 3);
     assert_eq!(connect.connections_accepted(), 3);
     assert_eq!(socks.connections_accepted(), 3);
+}
+
+/// A proxy that fails before its tunnel is up — closes before its answer,
+/// answers `CONNECT` 403, refuses in SOCKS5 — failed a request no byte of
+/// which reached the origin: it says so (`is_unprocessed`), and a retry
+/// policy sends even a POST again. Once the tunnel is up, an origin that
+/// closes may have had the request: not so.
+#[test]
+fn a_proxy_failing_before_its_tunnel_leaves_even_a_post_unprocessed() {
+    let origin = origin();
+    let refusing = TestServer::respond(|_| response(403, &[], b"no tunnels here"));
+    let (_, refused) = connect_through(&refusing);
+    assert!(refused.is_unprocessed(), "{refused}");
+    let socks_refusing = socks_replying(0x02);
+    let client = client_via(Proxy::all(&format!("socks5://{}", socks_refusing.addr())).unwrap())
+        .build()
+        .unwrap();
+    let refused = client
+        .post(origin.url("/"))
+        .body("once")
+        .send()
+        .wait()
+        .unwrap_err();
+    assert!(refused.is_unprocessed(), "{refused}");
+    client.close();
+
+    let tls = tls_origin();
+    let tls_addr = tls.addr();
+    let connect = TestServer::start(Behaviour::custom(move |mut stream, index| {
+        if RequestReader::new(index).read_request(&mut stream).is_err() || index == 0 {
+            return;
+        }
+        if stream.write_all(b"HTTP/1.1 200 OK\r\n\r\n").is_ok() {
+            tunnel_to(tls_addr, stream);
+        }
+    }));
+    let origin_addr = origin.addr();
+    let socks = TestServer::start(Behaviour::custom(move |mut stream, index| {
+        let mut greeting = [0u8; 3];
+        if stream.read_exact(&mut greeting).is_err() || index == 0 {
+            return;
+        }
+        if socks_reply(&mut stream, 0) {
+            tunnel_to(origin_addr, stream);
+        }
+    }));
+    let through = [(connect.addr(), tls_addr), (socks.addr(), origin_addr)];
+    each_answers(through, http::Method::POST, 2);
+    assert_eq!(connect.connections_accepted(), 2);
+    assert_eq!(socks.connections_accepted(), 2);
+
+    // The tunnel up, the origin reads the request and closes.
+    let closing = TestServer::start(Behaviour::custom(|mut stream, index| {
+        let _ = RequestReader::new(index).read_request(&mut stream);
+    }));
+    let closing_addr = closing.addr();
+    let tunnelling = TestServer::start(Behaviour::custom(move |mut stream, _| {
+        let mut greeting = [0u8; 3];
+        if stream.read_exact(&mut greeting).is_ok() && socks_reply(&mut stream, 0) {
+            tunnel_to(closing_addr, stream);
+        }
+    }));
+    let client = client_via(Proxy::all(&format!("socks5://{}", tunnelling.addr())).unwrap())
+        .build()
+        .unwrap();
+    let url = format!("http://127.0.0.1:{}/", closing_addr.port());
+    let lost = client.post(&url).body("once").send().wait().unwrap_err();
+    assert!(!lost.is_unprocessed(), "{lost}");
+    client.close();
 }
 
 /// A `method` request to a TLS origin through a CONNECT proxy and to a

@@ -41,6 +41,7 @@ use rustls::pki_types::ServerName;
 use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -598,7 +599,9 @@ impl Conn {
         }
     }
 
-    /// `source`, as the error of a request through the route's proxy.
+    /// `source`, as the error of a request through the route's proxy: its
+    /// tunnel not up, no byte of the request went to the origin — unless
+    /// an earlier attempt of it may have been processed elsewhere.
     pub(super) fn proxy_error(&self, exchange: &Exchange, source: ProxyError) -> Error {
         Error::Proxy {
             proxy: self
@@ -608,6 +611,7 @@ impl Conn {
                 .unwrap_or_default(),
             target: exchange.origin.to_string(),
             source,
+            unprocessed: !exchange.maybe_processed.load(Ordering::Acquire),
         }
     }
 

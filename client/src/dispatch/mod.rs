@@ -560,8 +560,11 @@ impl Dispatcher {
     fn fail_waiting(&self, origin: &Route, waiting: Vec<Weak<Exchange>>, error: &Error) {
         for exchange in upgraded(waiting) {
             match error.copy_of_opening_failure() {
+                // Unprocessed (a proxy's failure) as this request is, not
+                // as the opener's was.
                 Some(copy) => {
-                    exchange.finish_err(copy);
+                    let unprocessed = !exchange.maybe_processed.load(Ordering::Acquire);
+                    exchange.finish_err(copy.with_unprocessed(unprocessed));
                 }
                 None => self.resettle_one(origin, exchange),
             }
@@ -1235,6 +1238,7 @@ fn proxy_unresolved(exchange: &Exchange, source: std::io::Error) -> Error {
             .unwrap_or_default(),
         target: exchange.origin.to_string(),
         source: ProxyError::Resolve(source),
+        unprocessed: !exchange.maybe_processed.load(Ordering::Acquire),
     }
 }
 

@@ -398,6 +398,11 @@ pub enum Error {
         target: String,
         /// What it did or said.
         source: ProxyError,
+        /// Whether no byte of the request reached the origin, so that it
+        /// may be sent again whatever its method: true, as the proxy
+        /// failed before its tunnel was up, unless an earlier attempt may
+        /// have been processed. See [`Error::is_unprocessed`].
+        unprocessed: bool,
     },
     /// The origin's host name could not be resolved (a proxy's is an
     /// [`Error::Proxy`] with [`ProxyError::Resolve`]).
@@ -834,6 +839,17 @@ impl Error {
     /// streamed body, whose source is spent) or when the second attempt
     /// met the same. A retry policy ([`retry::Policy`](crate::retry::Policy))
     /// retries such a failure whatever the method, its body in memory.
+    ///
+    /// True too of an [`Error::Proxy`]: the proxy failed before its tunnel
+    /// was up (its connection refused or closed before its answer, a
+    /// `CONNECT` answered other than 2xx, a SOCKS5 refusal, a stalled
+    /// handshake), so no byte of the request went to the origin. A retry
+    /// policy retries those of them it retries at all (a close, a stall,
+    /// the proxy's report that the origin is out of reach — not a `403`
+    /// or `407`, which another attempt would meet again) whatever the
+    /// method. Once the tunnel is up, a failure is the origin's connection's,
+    /// as without a proxy.
+    ///
     /// For [`Error::Retried`], true if it is true of every attempt.
     ///
     /// False wherever the server may have seen the request: any other
@@ -847,7 +863,7 @@ impl Error {
     /// hop, and is not counted here.
     pub fn is_unprocessed(&self) -> bool {
         match self {
-            Error::Http2 { unprocessed, .. } => *unprocessed,
+            Error::Http2 { unprocessed, .. } | Error::Proxy { unprocessed, .. } => *unprocessed,
             Error::Retried { attempts } => {
                 !attempts.is_empty() && attempts.iter().all(Error::is_unprocessed)
             }
@@ -856,11 +872,14 @@ impl Error {
     }
 
     /// This error, with [`is_unprocessed`](Error::is_unprocessed) made
-    /// `unprocessed` where the error can carry it (an HTTP/2 failure, and
-    /// each attempt of a retried one).
+    /// `unprocessed` where the error can carry it (an HTTP/2 failure, a
+    /// proxy's, and each attempt of a retried one).
     pub(crate) fn with_unprocessed(mut self, unprocessed: bool) -> Error {
         match &mut self {
             Error::Http2 {
+                unprocessed: flag, ..
+            }
+            | Error::Proxy {
                 unprocessed: flag, ..
             } => *flag = unprocessed,
             Error::Retried { attempts } => {
@@ -926,10 +945,12 @@ impl Error {
                 proxy,
                 target,
                 source,
+                unprocessed,
             } => Error::Proxy {
                 proxy: proxy.clone(),
                 target: target.clone(),
                 source: source.copy(),
+                unprocessed: *unprocessed,
             },
             Error::Io { remote, source } => Error::Io {
                 remote: remote.clone(),
@@ -1186,6 +1207,7 @@ mod tests {
             proxy: "http://127.0.0.1:3128".into(),
             target: "example.com:443".into(),
             source,
+            unprocessed: true,
         };
         let refused = || io::Error::from(io::ErrorKind::ConnectionRefused);
         let refused_text = refused().to_string();
@@ -1371,6 +1393,7 @@ mod tests {
             proxy: "http://127.0.0.1:3128".into(),
             target: "example.com:80".into(),
             source: ProxyError::HandshakeTimeout(timeout()),
+            unprocessed: true,
         };
         let kind = proxy.timeout_kind().expect("a timeout");
         assert_eq!(kind, TimeoutKind::Handshake);
@@ -1393,6 +1416,7 @@ mod tests {
             proxy: "http://127.0.0.1:3128".into(),
             target: "example.com:443".into(),
             source,
+            unprocessed: true,
         };
         let kinds = [
             TimeoutKind::Request,
@@ -1477,6 +1501,17 @@ mod tests {
         };
         assert!(!one.is_unprocessed());
         assert!(!Error::Cancelled.with_unprocessed(true).is_unprocessed());
+        // A proxy's failure before its tunnel: the origin had nothing of
+        // the request, as a refused stream; after a redirect, it says
+        // nothing of it either.
+        let proxy = Error::Proxy {
+            proxy: "http://127.0.0.1:3128".into(),
+            target: "example.com:443".into(),
+            source: ProxyError::Io(io::ErrorKind::UnexpectedEof.into()),
+            unprocessed: true,
+        };
+        assert!(proxy.is_unprocessed());
+        assert!(!proxy.with_unprocessed(false).is_unprocessed());
     }
 
     #[test]
@@ -1578,8 +1613,10 @@ mod tests {
                 status: http::StatusCode::FORBIDDEN,
                 reason: "Forbidden".into(),
             },
+            unprocessed: true,
         };
         let copy = proxy.copy_of_opening_failure().unwrap();
+        assert!(copy.is_unprocessed());
         assert!(matches!(
             &copy,
             Error::Proxy {

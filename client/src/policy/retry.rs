@@ -22,8 +22,9 @@
 //!   (`ENHANCE_YOUR_CALM`, `HTTP_1_1_REQUIRED`).
 //! * **Which methods**: idempotent ones (RFC 9110 §9.2.2); others only
 //!   when the request provably never reached the server (it never
-//!   connected, nor did its proxy) or the server provably did not process it
-//!   ([`Error::is_unprocessed`]: an HTTP/2 stream refused with
+//!   connected, nor did its proxy, or its proxy failed before the tunnel
+//!   was up: [`Error::is_unprocessed`]) or the server provably did not
+//!   process it ([`Error::is_unprocessed`] too: an HTTP/2 stream refused with
 //!   `REFUSED_STREAM` or above a `GOAWAY`'s last stream id — the client
 //!   sends such a request again by itself once; this is what comes after),
 //!   or with [`Policy::any_method`]. Only bodies held in memory, or read
@@ -174,7 +175,14 @@ impl Policy {
     pub(crate) fn retries_error(&self, error: &Error, method: &http::Method) -> bool {
         // Never reached the server, or the server says it did not process
         // it (an HTTP/2 stream refused, or above a GOAWAY's last stream id).
-        let never_sent = error.is_unprocessed()
+        let refused = matches!(
+            error,
+            Error::Http2 {
+                unprocessed: true,
+                ..
+            }
+        );
+        let never_sent = refused
             || matches!(
                 error,
                 Error::Connect { .. }
@@ -230,7 +238,10 @@ impl Policy {
                 ..
             }
         );
-        let method_allows = self.any_method || method.is_idempotent();
+        // A failure before the response that provably never reached the
+        // origin (a proxy's close or stall before its tunnel was up) goes
+        // again whatever the method.
+        let method_allows = self.any_method || method.is_idempotent() || error.is_unprocessed();
         never_sent || (before_response && method_allows && !futile)
     }
 
@@ -564,6 +575,7 @@ mod tests {
             proxy: "http://p:1".into(),
             target: "o:80".into(),
             source,
+            unprocessed: true,
         };
         let unreachable = proxy(ProxyError::Connect(
             std::io::ErrorKind::ConnectionRefused.into(),
@@ -581,6 +593,10 @@ mod tests {
             duration: std::time::Duration::from_secs(1),
         }));
         assert!(policy.retries_error(&silent, &http::Method::GET));
+        // Nothing of it went past the proxy: a POST goes again too — not
+        // once an earlier attempt may have been processed.
+        assert!(policy.retries_error(&silent, &http::Method::POST));
+        let silent = silent.with_unprocessed(false);
         assert!(!policy.retries_error(&silent, &http::Method::POST));
         // The proxy reports the origin out of reach: never sent, as a
         // connect error; not what a retry cannot change (a ruleset, a
@@ -608,6 +624,7 @@ mod tests {
         }
         for code in [403, 500, 501, 503] {
             assert!(!policy.retries_error(&answered(code), &http::Method::GET));
+            assert!(!policy.retries_error(&answered(code), &http::Method::POST));
         }
         assert!(!policy.retries_error(&Error::Cancelled, &http::Method::GET));
         // HTTP/2: a reset by the server as a connection reset; refused (not
