@@ -181,7 +181,10 @@
 //!
 //! Exits 0 on any response (whatever its status), 1 if the request failed
 //! (the error goes to stderr), 2 on bad arguments (usage goes to stderr) —
-//! an argument that is not UTF-8 among them.
+//! an argument that is not UTF-8 among them, and a URL the client refuses
+//! before sending anything, one that does not parse or names no
+//! `http`/`https` host and port (`'http://exa mple/'`, `://x`, `ftp://x`),
+//! as a `-x` proxy URL it cannot use is.
 
 use std::io::{Read, Write};
 use std::process::ExitCode;
@@ -701,11 +704,32 @@ fn main() -> ExitCode {
     };
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(error) if is_unusable_url(&*error) => {
+            let message = format!("get: {}\n{USAGE}", WithCauses(&*error));
+            say(std::io::stderr(), &message);
+            ExitCode::from(2)
+        }
         Err(error) => {
             say(std::io::stderr(), &format!("get: {}", WithCauses(&*error)));
             ExitCode::from(1)
         }
     }
+}
+
+/// Whether the client refused the URL given itself (a redirect's
+/// `Location` that it cannot follow is the response instead): a bad
+/// argument, found before anything was sent.
+fn is_unusable_url(error: &(dyn std::error::Error + 'static)) -> bool {
+    use tickless::InvalidRequest;
+    matches!(
+        error.downcast_ref::<tickless::Error>(),
+        Some(tickless::Error::InvalidRequest(
+            InvalidRequest::Uri { .. }
+                | InvalidRequest::Scheme(_)
+                | InvalidRequest::Host(_)
+                | InvalidRequest::Port(_)
+        ))
+    )
 }
 
 /// Writes `text` and a newline to `out` (standard error, or standard output

@@ -304,13 +304,22 @@ fn errors_exit_1_and_bad_arguments_2() {
     // The message says why, once: the error's causes, each said once.
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert_eq!(stderr.matches("Connection refused").count(), 1, "{stderr}");
+    // A URL that does not parse is a bad argument (2), with the usage,
+    // as any other: nothing was tried.
     let unparsable = get(&["http://a b/"]);
-    assert_eq!(unparsable.status.code(), Some(1));
+    assert_eq!(unparsable.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&unparsable.stderr);
     assert!(
         stderr.contains(r#"get: invalid URI "http://a b/": invalid uri character"#),
         "{stderr}"
     );
+    assert!(stderr.contains("usage: get URL"), "{stderr}");
+    for url in ["http://exa mple/", "://x", "ftp://x", "http://x:99999/"] {
+        let unparsable = get(&[url]);
+        let stderr = String::from_utf8_lossy(&unparsable.stderr);
+        assert_eq!(unparsable.status.code(), Some(2), "{url}: {stderr}");
+        assert!(stderr.contains("usage: get URL"), "{url}: {stderr}");
+    }
 
     // curl's -m/--max-time, in seconds (a fraction allowed): the request
     // timeout, an error.
