@@ -30,7 +30,8 @@
 //!   of 60 s would cut a long download short); the read timeout (the
 //!   client's default, 60 s) still ends one whose server went silent.
 //! * `-m`, `--max-time SECS` (curl's): the request timeout in seconds, a
-//!   fraction allowed (`0.5`).
+//!   fraction allowed (`0.5`); any positive value is a timeout, as curl's
+//!   (one under a nanosecond is a nanosecond, not none).
 //! * `--connect-timeout SECS` (curl's): the bound on the connection's
 //!   opening, in seconds, a fraction allowed (`0.5`). curl's covers the
 //!   whole of it (TCP, a proxy's CONNECT, TLS); here it is both the
@@ -530,13 +531,21 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
             .map(Duration::from_millis)
             .map_err(|_| format!("{flag}: not a number of milliseconds: {value:?}"))
     };
-    // curl's: seconds, a fraction allowed (`0.5`); not negative.
+    // curl's: seconds, a fraction allowed (`0.5`); not negative. Any
+    // positive value bounds, as curl's: one under a nanosecond is one, not
+    // zero (which is none).
     let seconds = |flag: &str, value: Option<String>| -> Result<Duration, String> {
         let value = value.ok_or_else(|| format!("{flag} needs a value in seconds"))?;
         value
             .parse::<f64>()
             .ok()
-            .and_then(|secs| Duration::try_from_secs_f64(secs).ok())
+            .and_then(|secs| {
+                let duration = Duration::try_from_secs_f64(secs).ok()?;
+                Some(match secs > 0.0 {
+                    true => duration.max(Duration::from_nanos(1)),
+                    false => duration,
+                })
+            })
             .ok_or_else(|| format!("{flag}: not a number of seconds: {value:?}"))
     };
     fn number<N: std::str::FromStr>(flag: &str, value: Option<String>) -> Result<N, String> {

@@ -333,6 +333,19 @@ fn errors_exit_1_and_bad_arguments_2() {
             "{flag}: {stderr}"
         );
     }
+    // As curl, any positive value is a timeout: one under a nanosecond is
+    // not rounded down to zero, which would be none. (The read timeout
+    // only ends the request if that were lost.)
+    let tiny = get(&[
+        &silent.url("/"),
+        "-m",
+        "0.0000000001",
+        "--read-timeout",
+        "10000",
+    ]);
+    assert_eq!(tiny.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&tiny.stderr);
+    assert!(stderr.contains("Request timeout"), "{stderr}");
 
     // A flag value that cannot be used is a bad argument, found before
     // anything is sent.
