@@ -252,6 +252,40 @@ fn waiting_on_a_future_already_polled_to_completion_panics_instead_of_hanging() 
     client.close();
 }
 
+/// The message of the panic `f` ends with; fails if it returns.
+fn panic_of<T: std::fmt::Debug>(f: impl FnOnce() -> T) -> String {
+    let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+        .expect_err("a second outcome, not a panic");
+    let message = panic.downcast_ref::<String>().cloned();
+    message
+        .or_else(|| panic.downcast_ref::<&str>().map(|m| m.to_string()))
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_body_collector_polled_or_waited_for_after_its_outcome_panics_not_empty() {
+    // A whole body, then an empty one for the same, would look like a
+    // second, empty response: the collectors panic as ResponseFuture does.
+    let server = echo_server();
+    let client = client();
+    let mut bytes = client.get(server.url("/b")).send().wait().unwrap().bytes();
+    assert_eq!(block_on(&mut bytes).unwrap(), "/b");
+    let mut cx = Context::from_waker(Waker::noop());
+    let polled = panic_of(|| Future::poll(Pin::new(&mut bytes), &mut cx).map(|b| b.ok()));
+    assert!(polled.contains("after it completed"), "{polled}");
+
+    let mut bytes = client.get(server.url("/w")).send().wait().unwrap().bytes();
+    assert_eq!(block_on(&mut bytes).unwrap(), "/w");
+    let waited = panic_of(|| bytes.wait().ok());
+    assert!(waited.contains("after it completed"), "{waited}");
+
+    let mut text = client.get(server.url("/t")).send().wait().unwrap().text();
+    assert_eq!(block_on(&mut text).unwrap(), "/t");
+    let polled = panic_of(|| Future::poll(Pin::new(&mut text), &mut cx).map(|t| t.ok()));
+    assert!(polled.contains("after it completed"), "{polled}");
+    client.close();
+}
+
 #[test]
 fn is_done_means_the_next_poll_is_ready() {
     struct SlowToHear;

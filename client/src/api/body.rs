@@ -415,7 +415,16 @@ struct Gather {
     asked: bool,
     /// The decoded body so far (an encoded body).
     decoded: Decoded,
+    /// A poll has returned the outcome: there is none left to give.
+    completed: bool,
 }
+
+/// The panic of a collector polled again after it returned its outcome.
+const POLLED_AFTER_COMPLETION: &str =
+    "CollectBytes, CollectText or CollectJson polled after it completed";
+/// The panic of a collector's `wait` after a poll returned its outcome.
+const WAITED_AFTER_COMPLETION: &str =
+    "CollectBytes, CollectText or CollectJson waited for after it completed (a poll already returned its outcome)";
 
 impl Gather {
     fn new(body: Body) -> Gather {
@@ -423,6 +432,7 @@ impl Gather {
             body,
             asked: false,
             decoded: Decoded::None,
+            completed: false,
         }
     }
 
@@ -461,7 +471,16 @@ impl Gather {
         Ok(join(held, chunks))
     }
 
+    /// The outcome, once: a poll after it panics, as a `ResponseFuture`'s
+    /// does, rather than give an empty body for a whole one.
     fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Result<Bytes, Error>> {
+        assert!(!self.completed, "{POLLED_AFTER_COMPLETION}");
+        let polled = self.poll_whole(cx);
+        self.completed = polled.is_ready();
+        polled
+    }
+
+    fn poll_whole(&mut self, cx: &mut Context<'_>) -> Poll<Result<Bytes, Error>> {
         if self.body.decoding.is_some() {
             loop {
                 match self.body.poll_chunk(cx) {
@@ -485,6 +504,7 @@ impl Gather {
     }
 
     fn wait(&mut self) -> Result<Bytes, Error> {
+        assert!(!self.completed, "{WAITED_AFTER_COMPLETION}");
         if self.body.decoding.is_some() {
             while let Some(chunk) = self.body.wait_chunk()? {
                 self.decoded.push(chunk);
@@ -580,6 +600,8 @@ fn join(held: Bytes, chunks: Chunks) -> Bytes {
 }
 
 /// The whole body as bytes: a future, or [`wait`](Self::wait) for it.
+/// Polled again after it returned its outcome, it panics, as a
+/// [`ResponseFuture`](crate::ResponseFuture) does.
 #[must_use = "the body is only read when awaited or waited for"]
 pub struct CollectBytes {
     gather: Gather,
@@ -592,7 +614,14 @@ impl CollectBytes {
         }
     }
 
-    /// Blocks until the whole body has arrived.
+    /// Blocks until the whole body has arrived — or fails at once with
+    /// [`Error::WouldDeadlock`] if it has not and the calling thread runs
+    /// the turns of the loop that must bring it (see [`Body`]); the body
+    /// goes with the collector then, as a dropped one does.
+    ///
+    /// # Panics
+    ///
+    /// If a poll has already returned the outcome (as polling again would).
     pub fn wait(mut self) -> Result<Bytes, Error> {
         self.gather.wait()
     }
@@ -608,7 +637,8 @@ impl Future for CollectBytes {
 
 /// The whole body as text, decoded from the charset its `Content-Type`
 /// names (UTF-8 when it names none), invalid sequences replaced: a future,
-/// or [`wait`](Self::wait) for it.
+/// or [`wait`](Self::wait) for it. Polled again after it returned its
+/// outcome, it panics, as a [`ResponseFuture`](crate::ResponseFuture) does.
 #[must_use = "the body is only read when awaited or waited for"]
 pub struct CollectText {
     gather: Gather,
@@ -644,7 +674,14 @@ impl CollectText {
         text.into_owned()
     }
 
-    /// Blocks until the whole body has arrived.
+    /// Blocks until the whole body has arrived — or fails at once with
+    /// [`Error::WouldDeadlock`] if it has not and the calling thread runs
+    /// the turns of the loop that must bring it (see [`Body`]); the body
+    /// goes with the collector then, as a dropped one does.
+    ///
+    /// # Panics
+    ///
+    /// If a poll has already returned the outcome (as polling again would).
     pub fn wait(mut self) -> Result<String, Error> {
         let bytes = self.gather.wait()?;
         Ok(self.decode(bytes))
@@ -684,6 +721,8 @@ fn charset(content_type: &[u8]) -> Option<&[u8]> {
 }
 
 /// The whole body parsed as JSON: a future, or [`wait`](Self::wait) for it.
+/// Polled again after it returned its outcome, it panics, as a
+/// [`ResponseFuture`](crate::ResponseFuture) does.
 #[cfg(feature = "json")]
 #[must_use = "the body is only read when awaited or waited for"]
 pub struct CollectJson<T> {
@@ -700,7 +739,15 @@ impl<T: serde::de::DeserializeOwned> CollectJson<T> {
         }
     }
 
-    /// Blocks until the whole body has arrived, then parses it.
+    /// Blocks until the whole body has arrived, then parses
+    /// it — or fails at once with
+    /// [`Error::WouldDeadlock`] if it has not and the calling thread runs
+    /// the turns of the loop that must bring it (see [`Body`]); the body
+    /// goes with the collector then, as a dropped one does.
+    ///
+    /// # Panics
+    ///
+    /// If a poll has already returned the outcome (as polling again would).
     pub fn wait(self) -> Result<T, Error> {
         parse_json(&self.bytes.wait()?)
     }
