@@ -377,3 +377,67 @@ fn on_a_manual_clock_a_five_second_timeout_fires_when_the_clock_passes_it_in_bot
         client.close();
     }
 }
+
+/// A request whose deadline passes while its dispatch task waits in the
+/// inbox of a busy loop (held here by a task of the test's, on a manual
+/// clock) must not be sent: it has timed out, and a server may act on it
+/// (a POST). It fails with its timeout, and its pooled connection, on
+/// which nothing went, carries the next request. On the wheel the expiry
+/// comes from the wheel, whatever the loop does; on the loops, from the
+/// loop once it runs the task, which must not send first.
+#[test]
+fn a_request_timed_out_in_a_busy_loops_inbox_is_never_sent() {
+    for event_loop_timeouts in [false, true] {
+        let server = TestServer::respond(|_| ok("fine"));
+        let clock = ManualClock::new();
+        let shared: tickless::timer::SharedClock = Arc::new(clock.clone());
+        let group = Arc::new(
+            EventLoopGroup::builder()
+                .threads(1)
+                .clock(shared.clone())
+                .build()
+                .unwrap(),
+        );
+        let client = Client::builder()
+            .clock(shared)
+            .event_loop_group(group.clone())
+            .use_event_loop_timeouts(event_loop_timeouts)
+            .pooled_connection_idle_timeout(Duration::ZERO)
+            .connection_ttl(Duration::ZERO)
+            .build()
+            .unwrap();
+        let get = |path: &str| client.get(server.url(path)).send().wait().unwrap();
+        assert_eq!(get("/first").bytes().wait().unwrap(), "fine");
+        // The loop, busy with a task, until the request's deadline has passed.
+        let (started, running) = std::sync::mpsc::channel();
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        group.loops()[0]
+            .execute(move |_| {
+                started.send(()).unwrap();
+                let _ = released.recv();
+            })
+            .unwrap();
+        running.recv().unwrap();
+        let late = client
+            .get(server.url("/late"))
+            .request_timeout(Duration::from_secs(1))
+            .send();
+        clock.advance(Duration::from_secs(2));
+        release.send(()).unwrap();
+        let error = late.wait().unwrap_err();
+        assert!(
+            matches!(error, Error::RequestTimeout(_)),
+            "timeouts on loops {event_loop_timeouts}: {error:?}"
+        );
+        assert_eq!(get("/after").bytes().wait().unwrap(), "fine");
+        client.close();
+        // Every connection read to its end: whatever was sent is recorded.
+        assert!(eventually(CEILING, || server.connections_open() == 0));
+        let targets: Vec<String> = server.requests().into_iter().map(|r| r.target).collect();
+        assert_eq!(
+            targets,
+            ["/first", "/after"],
+            "timeouts on loops {event_loop_timeouts}"
+        );
+    }
+}

@@ -743,15 +743,30 @@ impl Exchange {
     /// Attaches a ready connection and starts the timers, in one step (the
     /// pooled path, on the connection's loop). Returns false if the
     /// exchange has ended (then nothing is attached, and nothing may be
-    /// sent: its end found no connection to abort).
+    /// sent: its end found no connection to abort) — or, with its timeouts
+    /// on the loop, if its request deadline has passed already (its task
+    /// waited in a busy loop's inbox): the timers start, so the loop
+    /// expires it after this task, but nothing is attached and nothing is
+    /// sent. On the wheel, that deadline has fired there already, or fires
+    /// within the wheel's tick.
     #[must_use]
     pub(crate) fn start_on(self: &Arc<Self>, conn: ConnRef) -> bool {
-        let home = self.deadlines.on_event_loop.then(|| conn.scheduler.clone());
+        let on_event_loop = self.deadlines.on_event_loop;
+        let home = on_event_loop.then(|| conn.scheduler.clone());
         let standing = conn.standing.clone();
         let mut attached = false;
         self.change(|link| {
             link.timers.set_home(home, standing);
             link.timers.start();
+            // The clock is read only for a request deadline on the loop.
+            let past_due = on_event_loop
+                && link
+                    .timers
+                    .get(Timer::Request)
+                    .is_some_and(|deadline| deadline <= self.clock.now());
+            if past_due {
+                return;
+            }
             link.set_conn(ConnSlot::Ready(conn));
             attached = true;
         });

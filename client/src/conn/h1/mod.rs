@@ -280,9 +280,10 @@ impl Conn {
     /// Runs `exchange` on this idle connection, known open.
     fn start_on_live(&mut self, cx: &mut LoopContext<'_>, exchange: Arc<Exchange>) {
         // Attached and started in one step, on this loop: an arm here wakes
-        // nothing. An exchange that has ended (a cancel, a timeout) is not
-        // attached, and its request not sent: the connection goes back,
-        // idle since it last was.
+        // nothing. An exchange that has ended (a cancel, a timeout), or
+        // whose request deadline on this loop has passed, is not attached,
+        // and its request not sent: the connection goes back, idle since
+        // it last was.
         self.make_standing_for(&exchange);
         if !exchange.start_on(self.conn_ref(cx)) {
             let now = self.now();
