@@ -1298,3 +1298,88 @@ fn frames_on_the_way_to_many_streams_cancelled_together_do_not_end_the_connectio
     assert_eq!(server.connections.load(Ordering::SeqCst), 1);
     client.close();
 }
+
+/// A server that speaks only HTTP/1.1, spoken to with prior knowledge:
+/// the request fails saying so, once, on the one connection.
+fn prior_knowledge_to_http11_only(
+    answer: &'static [u8],
+    request: impl FnOnce(&Client, String) -> tickless::ResponseFuture,
+) -> (Error, usize) {
+    let server = TestServer::start(Behaviour::custom(move |mut stream, _| {
+        use std::io::{Read, Write};
+        // The preface's request line and blank line, which an HTTP/1.1
+        // server reads as a request (`PRI * HTTP/2.0`).
+        let mut preface = [0u8; 18];
+        let _ = stream.read_exact(&mut preface);
+        let _ = stream.write_all(answer);
+        let _ = stream.shutdown(Shutdown::Write);
+        drain(&mut stream);
+    }));
+    let client = h2c().build().unwrap();
+    let error = request(&client, server.url("/")).wait().unwrap_err();
+    client.close();
+    (error, server.connections_accepted())
+}
+
+/// An HTTP/1.1 server answers the preface with its status line: the
+/// request fails with [`Error::NotHttp2`] naming it — not a broken pipe,
+/// nor a connection closed — not processed (the server could not read
+/// it), and is not sent again (any connection to that server would meet
+/// the same).
+#[test]
+fn prior_knowledge_to_an_http11_server_fails_saying_it_does_not_speak_http2() {
+    let answer = b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+    let (error, connections) =
+        prior_knowledge_to_http11_only(answer, |client, url| client.post(url).body("x").send());
+    match &error {
+        Error::NotHttp2 {
+            answer: Some(line), ..
+        } => assert_eq!(line, "HTTP/1.1 400 Bad Request"),
+        _ => panic!("{error:?}"),
+    }
+    assert!(error.is_unprocessed(), "{error:?}");
+    let message = error.to_string();
+    assert!(message.contains("does not speak HTTP/2"), "{message}");
+    assert!(message.contains("HTTP/1.1 400 Bad Request"), "{message}");
+    assert_eq!(connections, 1);
+}
+
+/// A server that answers the preface with no status line — Python's
+/// `http.server` answers it as HTTP/0.9, its error page alone — fails the
+/// request with [`Error::NotHttp2`] naming the answer's first line, not
+/// with `h2`'s frame too large; not marked unprocessed (no HTTP/1.x
+/// status line says the server read the preface as a request).
+#[test]
+fn prior_knowledge_to_a_server_answering_as_http09_fails_saying_it_does_not_speak_http2() {
+    let answer = b"<!DOCTYPE HTML>\n<html><body>Error code: 505</body></html>\n";
+    let (error, connections) =
+        prior_knowledge_to_http11_only(answer, |client, url| client.get(url).send());
+    match &error {
+        Error::NotHttp2 {
+            answer: Some(line), ..
+        } => assert_eq!(line, "<!DOCTYPE HTML>"),
+        _ => panic!("{error:?}"),
+    }
+    assert!(!error.is_unprocessed(), "{error:?}");
+    assert!(
+        error.to_string().contains("does not speak HTTP/2"),
+        "{error}"
+    );
+    assert_eq!(connections, 1);
+}
+
+/// A server that closes the connection before any HTTP/2 frame fails the
+/// request with [`Error::NotHttp2`] too, with no status line — and not
+/// marked unprocessed: nothing proves the server did not act on it.
+#[test]
+fn prior_knowledge_to_a_server_closing_before_any_frame_fails_saying_so() {
+    let (error, connections) =
+        prior_knowledge_to_http11_only(b"", |client, url| client.get(url).send());
+    assert!(
+        matches!(error, Error::NotHttp2 { answer: None, .. }),
+        "{error:?}"
+    );
+    assert!(!error.is_unprocessed(), "{error:?}");
+    assert!(error.to_string().contains("HTTP/2"), "{error}");
+    assert_eq!(connections, 1);
+}

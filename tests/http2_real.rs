@@ -223,6 +223,33 @@ fn nginx_http2_over_tls_and_prior_knowledge() {
     client.close();
 }
 
+/// nginx's HTTP/1.1-only port, spoken to with prior knowledge, answers
+/// the preface with an HTTP/1.1 status: the request fails saying the
+/// server does not speak HTTP/2, not with a broken pipe.
+#[test]
+fn nginx_without_http2_asked_with_prior_knowledge_does_not_speak_http2() {
+    let nginx = Nginx::start();
+    nginx.write_file("hello.txt", "hello from nginx\n");
+    let client = Client::builder().http2_prior_knowledge().build().unwrap();
+    let error = client
+        .get(nginx.url("/hello.txt"))
+        .send()
+        .wait()
+        .unwrap_err();
+    match &error {
+        Error::NotHttp2 {
+            answer: Some(line), ..
+        } => assert!(line.starts_with("HTTP/1.1 "), "{line}"),
+        _ => panic!("{error:?}"),
+    }
+    assert!(error.is_unprocessed(), "{error:?}");
+    assert!(
+        error.to_string().contains("does not speak HTTP/2"),
+        "{error}"
+    );
+    client.close();
+}
+
 #[test]
 fn nginx_over_tls_with_two_connections_per_origin_opens_the_second_at_its_stream_limit() {
     // nginx lets 128 streams in at once per connection

@@ -443,6 +443,25 @@ pub enum Error {
         /// [`Error::is_unprocessed`].
         unprocessed: bool,
     },
+    /// The server does not speak HTTP/2, which the client spoke to it
+    /// without asking ([`ClientBuilder::http2_prior_knowledge`](crate::ClientBuilder::http2_prior_knowledge)):
+    /// it answered the connection's preface with anything but HTTP/2's
+    /// `SETTINGS` frame (an HTTP/1.x status line, say), or closed the
+    /// connection before sending anything. Displays like
+    /// `example.com/1.2.3.4:80 does not speak HTTP/2: it answered the
+    /// connection preface with "HTTP/1.1 400 Bad Request"`. Never sent again by the
+    /// client nor by a [retry policy](crate::retry::Policy): any connection
+    /// to that server would meet the same. After an HTTP/1.x status line it
+    /// is [`unprocessed`](Error::is_unprocessed): the server could not read
+    /// the request, which came after the preface as HTTP/2 frames.
+    NotHttp2 {
+        /// The server.
+        remote: String,
+        /// The first line of what the server answered with (at most 128
+        /// bytes of it, lossily decoded as UTF-8): an HTTP/1.x status line,
+        /// say. `None` if it closed the connection before sending anything.
+        answer: Option<String>,
+    },
     /// The response body is larger than the configured limit.
     BodyTooLarge {
         /// The server.
@@ -601,6 +620,20 @@ impl fmt::Display for Error {
                     ""
                 }
             ),
+            Error::NotHttp2 {
+                remote,
+                answer: Some(answer),
+            } => write!(
+                f,
+                "{remote} does not speak HTTP/2: it answered the connection preface with {answer:?}"
+            ),
+            Error::NotHttp2 {
+                remote,
+                answer: None,
+            } => write!(
+                f,
+                "{remote} closed the connection before any HTTP/2 frame: it may not speak HTTP/2"
+            ),
             Error::BodyTooLarge { remote, limit } => write!(
                 f,
                 "response body from {remote} exceeds the limit of {limit} bytes"
@@ -663,6 +696,7 @@ impl StdError for Error {
             | Error::ConnectTimeout(_)
             | Error::HandshakeTimeout(_)
             | Error::Http2 { .. }
+            | Error::NotHttp2 { .. }
             | Error::BodyTooLarge { .. }
             | Error::Cancelled
             | Error::ClientClosed
@@ -850,6 +884,10 @@ impl Error {
     /// method. Once the tunnel is up, a failure is the origin's connection's,
     /// as without a proxy.
     ///
+    /// True too of an [`Error::NotHttp2`] answered with an HTTP/1.x status line:
+    /// that server could not read the request — nor any sent to it again,
+    /// so neither the client nor a retry policy sends it again.
+    ///
     /// For [`Error::Retried`], true if it is true of every attempt.
     ///
     /// False wherever the server may have seen the request: any other
@@ -864,6 +902,9 @@ impl Error {
     pub fn is_unprocessed(&self) -> bool {
         match self {
             Error::Http2 { unprocessed, .. } | Error::Proxy { unprocessed, .. } => *unprocessed,
+            Error::NotHttp2 { answer, .. } => answer
+                .as_deref()
+                .is_some_and(|answer| answer.starts_with("HTTP/1.")),
             Error::Retried { attempts } => {
                 !attempts.is_empty() && attempts.iter().all(Error::is_unprocessed)
             }

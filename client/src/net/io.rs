@@ -48,6 +48,13 @@
 //!   from then on dropped, and reads go on to the socket's end — the read
 //!   that would block is the end then, with the write's error — held back
 //!   as any end.
+//! * On a connection that speaks HTTP/2 without asking (prior knowledge),
+//!   the first read is looked at: a server that answers the preface with
+//!   anything but a `SETTINGS` frame (an HTTP/1.x status line, say), or
+//!   closes before sending anything, does not speak HTTP/2, and the
+//!   connection finds it said so
+//!   ([`IoReadiness::not_http2`]) — `h2` sees only a frame too large or a
+//!   broken pipe. The reads after the first are not looked at.
 //! * Only the loop's thread uses it: the connection owns it, and the flags
 //!   are shared with that same connection's code alone.
 
@@ -56,9 +63,7 @@ use bytes::{Buf, Bytes};
 use std::io;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
-#[cfg(feature = "rustls")]
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
@@ -76,6 +81,52 @@ pub(crate) struct AsyncIo {
     /// from now on, and reads go on to the socket's end, this error if
     /// nothing else ends them (see the [module documentation](self)).
     write_failed: Option<io::Error>,
+    /// The first read is still to be looked at for a server that does not
+    /// speak HTTP/2 (see [`IoReadiness::not_http2`]).
+    watch_first_read: bool,
+}
+
+/// What the first read of a connection that speaks HTTP/2 without asking
+/// met instead of the server's frames.
+#[derive(Debug)]
+pub(crate) enum NotHttp2 {
+    /// Bytes that are no `SETTINGS` frame (an HTTP/1.x answer, say): their
+    /// first line, at most [`ANSWER_MAX`] bytes of it, lossily decoded.
+    Answered(String),
+    /// The connection's end, before any byte.
+    Closed,
+}
+
+/// The most of an answer's first line kept for [`NotHttp2::Answered`].
+const ANSWER_MAX: usize = 128;
+
+/// The type of the frame a server's HTTP/2 begins with, `SETTINGS`
+/// (RFC 9113 §3.4), the fourth byte of its header.
+const SETTINGS_TYPE: u8 = 0x4;
+
+impl NotHttp2 {
+    /// What `first`, the first bytes a read of the connection met, says:
+    /// `None` if they may begin a `SETTINGS` frame. Too short to show the
+    /// frame's type, they are taken for an HTTP/1.x answer if they begin
+    /// `HTTP/1.` (no `SETTINGS` frame can: its length, their first three
+    /// bytes, would be megabytes), else for HTTP/2.
+    fn of_first_bytes(first: &[u8]) -> Option<NotHttp2> {
+        const HTTP1: &[u8] = b"HTTP/1.";
+        let seen = first.len().min(HTTP1.len());
+        let http1 = first[..seen] == HTTP1[..seen];
+        let settings = first.get(3).is_none_or(|&kind| kind == SETTINGS_TYPE);
+        if !http1 && settings {
+            return None;
+        }
+        let line = first
+            .split(|&b| b == b'\r' || b == b'\n')
+            .next()
+            .unwrap_or_default();
+        let line = &line[..line.len().min(ANSWER_MAX)];
+        Some(NotHttp2::Answered(
+            String::from_utf8_lossy(line).into_owned(),
+        ))
+    }
 }
 
 /// How far the hold of the socket's end is. An end a read meets is held
@@ -111,6 +162,9 @@ pub(crate) struct IoReadiness {
     /// finds it here (see `transport::late_handshake_failure`).
     #[cfg(feature = "rustls")]
     handshake_failure: OnceLock<rustls::Error>,
+    /// What the first read met instead of HTTP/2, on a connection that
+    /// speaks it without asking (see [`IoReadiness::not_http2`]).
+    not_http2: OnceLock<NotHttp2>,
 }
 
 impl IoReadiness {
@@ -119,6 +173,14 @@ impl IoReadiness {
     #[cfg(feature = "rustls")]
     pub(crate) fn handshake_failure(&self) -> Option<&rustls::Error> {
         self.handshake_failure.get()
+    }
+
+    /// What the first read met instead of the server's HTTP/2 frames, on a
+    /// connection that speaks HTTP/2 without asking: an HTTP/1.x answer,
+    /// or the connection's end. `None` too once a first byte that may be
+    /// HTTP/2's has come, or on a connection that negotiated HTTP/2.
+    pub(crate) fn not_http2(&self) -> Option<&NotHttp2> {
+        self.not_http2.get()
     }
 
     /// A turn begins: up to `bytes` may be read in it.
@@ -161,7 +223,14 @@ impl AsyncIo {
     /// Over `transport`, taken as ready both ways (a fresh connection has
     /// not read yet, and may already hold bytes); `early` are the stream's
     /// first bytes, already read off the socket (see `AsyncIo::early`).
-    pub(crate) fn new(transport: Transport, early: Bytes) -> (AsyncIo, Arc<IoReadiness>) {
+    /// `prior_knowledge`: HTTP/2 is spoken without asking, and the first
+    /// read looked at for a server that does not speak it
+    /// ([`IoReadiness::not_http2`]).
+    pub(crate) fn new(
+        transport: Transport,
+        early: Bytes,
+        prior_knowledge: bool,
+    ) -> (AsyncIo, Arc<IoReadiness>) {
         let ready = Arc::new(IoReadiness {
             readable: AtomicBool::new(true),
             writable: AtomicBool::new(true),
@@ -170,6 +239,7 @@ impl AsyncIo {
             open: AtomicBool::new(false),
             #[cfg(feature = "rustls")]
             handshake_failure: OnceLock::new(),
+            not_http2: OnceLock::new(),
         });
         let io = AsyncIo {
             transport,
@@ -177,6 +247,7 @@ impl AsyncIo {
             early,
             end_hold: EndHold::NotMet,
             write_failed: None,
+            watch_first_read: prior_knowledge,
         };
         (io, ready)
     }
@@ -222,6 +293,24 @@ impl AsyncIo {
         true
     }
 
+    /// Looks at the first read that came to something — `read`, which
+    /// put `first` in the buffer — for a server that does not speak HTTP/2
+    /// (see [`IoReadiness::not_http2`]); `room`: whether the buffer had
+    /// room, so that no bytes is the end.
+    fn look_at_first_read(&mut self, read: &Poll<io::Result<()>>, first: &[u8], room: bool) {
+        let found = match read {
+            Poll::Pending => return,
+            Poll::Ready(Ok(())) if first.is_empty() && !room => return,
+            Poll::Ready(Ok(())) if !first.is_empty() => NotHttp2::of_first_bytes(first),
+            // The end, before any byte.
+            Poll::Ready(_) => Some(NotHttp2::Closed),
+        };
+        self.watch_first_read = false;
+        if let Some(found) = found {
+            let _ = self.ready.not_http2.set(found);
+        }
+    }
+
     /// Keeps a read's TLS failure that ended the handshake (see
     /// [`IoReadiness::handshake_failure`]).
     fn note(&self, error: &io::Error) {
@@ -252,6 +341,20 @@ impl AsyncRead for AsyncIo {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
+        if !this.watch_first_read {
+            return this.read(cx, buf);
+        }
+        let (before, room) = (buf.filled().len(), buf.remaining() > 0);
+        let read = this.read(cx, buf);
+        this.look_at_first_read(&read, &buf.filled()[before..], room);
+        read
+    }
+}
+
+impl AsyncIo {
+    /// [`AsyncRead::poll_read`], but for the look at the first read.
+    fn read(&mut self, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let this = self;
         if let Some(end) = this.take_held_end() {
             // The end met by the last poll, held back once: now it comes
             // (and, asked again, the transport says it again).
@@ -367,5 +470,36 @@ impl AsyncWrite for AsyncIo {
         let this = self.get_mut();
         this.transport.close();
         Pin::new(this).poll_flush(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::NotHttp2;
+
+    /// An HTTP/1.x answer is known by its first bytes, however few came,
+    /// and anything else that is no `SETTINGS` frame (Python's
+    /// `http.server` answers the preface as HTTP/0.9, with no status
+    /// line); a `SETTINGS` frame's header is not taken for one.
+    #[test]
+    fn first_bytes_tell_an_answer_from_http2_frames() {
+        let status = |first: &[u8]| match NotHttp2::of_first_bytes(first) {
+            Some(NotHttp2::Answered(line)) => Some(line),
+            _ => None,
+        };
+        let answer = b"HTTP/1.1 505 HTTP Version Not Supported\r\nServer: x\r\n\r\n";
+        assert_eq!(
+            status(answer).as_deref(),
+            Some("HTTP/1.1 505 HTTP Version Not Supported")
+        );
+        assert_eq!(status(b"HTT").as_deref(), Some("HTT"));
+        assert_eq!(status(&[0, 0, 18, 4, 0, 0, 0, 0, 0]), None);
+        assert_eq!(status(&[0, 0, 18]), None);
+        assert_eq!(
+            status(b"<!DOCTYPE HTML>\n<html>").as_deref(),
+            Some("<!DOCTYPE HTML>")
+        );
+        let long = [b"HTTP/1.0 200 ".as_slice(), &[b'x'; 300]].concat();
+        assert_eq!(status(&long).map(|line| line.len()), Some(128));
     }
 }

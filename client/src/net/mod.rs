@@ -16,7 +16,7 @@ pub(crate) mod tls;
 mod transport;
 
 #[cfg(feature = "http2")]
-pub(crate) use io::{AsyncIo, IoReadiness};
+pub(crate) use io::{AsyncIo, IoReadiness, NotHttp2};
 pub(crate) use origin::{needs_url_parsing, override_key, url_standard_host};
 pub use origin::{Origin, Scheme};
 pub use proxy::Proxy;

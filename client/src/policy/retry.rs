@@ -18,7 +18,8 @@
 //!   waited for, the response is the outcome. Not a server
 //!   that broke the protocol: an HTTP/1.1 response that does not parse
 //!   ([`Error::Protocol`]), an HTTP/2 error the client ended the stream or
-//!   connection with; nor a reset the same request cannot cure
+//!   connection with, a server that does not speak HTTP/2
+//!   ([`Error::NotHttp2`]); nor a reset the same request cannot cure
 //!   (`ENHANCE_YOUR_CALM`, `HTTP_1_1_REQUIRED`).
 //! * **Which methods**: idempotent ones (RFC 9110 §9.2.2); others only
 //!   when the request provably never reached the server (it never
@@ -182,6 +183,8 @@ impl Policy {
                 ..
             }
         );
+        // Not a server that does not speak HTTP/2 (`Error::NotHttp2`),
+        // which would answer again as it did: neither this nor below.
         let never_sent = refused
             || matches!(
                 error,
@@ -627,6 +630,15 @@ mod tests {
             assert!(!policy.retries_error(&answered(code), &http::Method::POST));
         }
         assert!(!policy.retries_error(&Error::Cancelled, &http::Method::GET));
+        // A server that does not speak HTTP/2 would answer again as it
+        // did, though it did not process the request.
+        for answer in [Some("HTTP/1.1 400 Bad Request".into()), None] {
+            let not_http2 = Error::NotHttp2 {
+                remote: "r".into(),
+                answer,
+            };
+            assert!(!policy.retries_error(&not_http2, &http::Method::GET));
+        }
         // HTTP/2: a reset by the server as a connection reset; refused (not
         // processed) as never sent; ended by the client, the server having
         // broken the protocol, as a malformed HTTP/1.1 response.

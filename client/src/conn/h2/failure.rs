@@ -1,12 +1,13 @@
 //! The client's errors for what ends a stream or a request on an HTTP/2
 //! connection: an `h2` error ([`error_of`]), the connection's end after a
 //! `GOAWAY` ([`goaway_failure`]) or with no code ([`closed_failure`]), a
-//! TLS handshake the server refused ([`refusal`]), and the mark of a
+//! TLS handshake the server refused or a server that does not speak
+//! HTTP/2 ([`refusal`]), and the mark of a
 //! request no server processed ([`not_processed`]).
 
 use crate::error::{Error, Http2Initiator, Http2Reason};
 use crate::exchange::Exchange;
-use crate::net::IoReadiness;
+use crate::net::{IoReadiness, NotHttp2};
 use std::io;
 use std::sync::atomic::Ordering;
 
@@ -32,18 +33,35 @@ pub(super) fn not_processed(exchange: &Exchange, failure: Error) -> Error {
 /// The error of a request on a connection whose server refused the TLS
 /// handshake once the client had finished its side (a TLS 1.3 server
 /// refusing the client's certificate: see
-/// [`IoReadiness::handshake_failure`]), however `h2` told the failure: the
+/// [`IoReadiness::handshake_failure`]), or does not speak the HTTP/2 the
+/// client spoke to it without asking ([`IoReadiness::not_http2`]),
+/// however `h2` told the failure (a broken pipe, a frame too large): the
 /// same on any connection to that server, so never a reason to send the
 /// request elsewhere.
-#[cfg(feature = "rustls")]
 pub(super) fn refusal(io_ready: &IoReadiness, exchange: &Exchange) -> Option<Error> {
+    if let Some(refused) = handshake_refusal(io_ready, exchange) {
+        return Some(refused);
+    }
+    let answer = match io_ready.not_http2()? {
+        NotHttp2::Answered(line) => Some(line.clone()),
+        NotHttp2::Closed => None,
+    };
+    Some(Error::NotHttp2 {
+        remote: exchange.remote_name(),
+        answer,
+    })
+}
+
+/// The TLS handshake's refusal, if the server refused it (see [`refusal`]).
+#[cfg(feature = "rustls")]
+fn handshake_refusal(io_ready: &IoReadiness, exchange: &Exchange) -> Option<Error> {
     let tls = io_ready.handshake_failure()?;
     Some(Error::tls(exchange.remote_name(), tls.clone()))
 }
 
 /// Without TLS, no handshake to refuse.
 #[cfg(not(feature = "rustls"))]
-pub(super) fn refusal(_: &IoReadiness, _: &Exchange) -> Option<Error> {
+fn handshake_refusal(_: &IoReadiness, _: &Exchange) -> Option<Error> {
     None
 }
 

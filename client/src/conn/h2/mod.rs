@@ -517,7 +517,8 @@ impl Conn {
         if let Some(id) = options.first_stream_id {
             builder.initial_stream_id(id);
         }
-        let (io, io_ready) = AsyncIo::new(transport, Bytes::from(early));
+        let prior_knowledge = !negotiated(&transport);
+        let (io, io_ready) = AsyncIo::new(transport, Bytes::from(early), prior_knowledge);
         let handshake = builder.handshake::<_, Bytes>(io);
         if let Some(info) = &self.info {
             exchange
