@@ -41,7 +41,6 @@ use rustls::pki_types::ServerName;
 use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -411,10 +410,9 @@ impl Conn {
             return self.begin_h2(cx, exchange, early);
         }
         if !early.is_empty() {
-            let error = self.proxy_error(
-                &exchange,
-                ProxyError::MalformedAnswer("bytes from the origin before any request".into()),
-            );
+            let error = exchange.proxy_failure(ProxyError::MalformedAnswer(
+                "bytes from the origin before any request".into(),
+            ));
             self.close(cx);
             exchange.finish_err(error);
             return;
@@ -556,7 +554,7 @@ impl Conn {
             // The proxy's own handshake: TLS has not begun.
             _ => {
                 let timeout = crate::error::Timeout { remote, duration };
-                let error = self.proxy_error(&exchange, ProxyError::HandshakeTimeout(timeout));
+                let error = exchange.proxy_failure(ProxyError::HandshakeTimeout(timeout));
                 self.opening_failed(cx, exchange, error);
             }
         }
@@ -599,22 +597,6 @@ impl Conn {
         }
     }
 
-    /// `source`, as the error of a request through the route's proxy: its
-    /// tunnel not up, no byte of the request went to the origin — unless
-    /// an earlier attempt of it may have been processed elsewhere.
-    pub(super) fn proxy_error(&self, exchange: &Exchange, source: ProxyError) -> Error {
-        Error::Proxy {
-            proxy: self
-                .route
-                .proxy()
-                .map(ToString::to_string)
-                .unwrap_or_default(),
-            target: exchange.origin.to_string(),
-            source,
-            unprocessed: !exchange.maybe_processed.load(Ordering::Acquire),
-        }
-    }
-
     /// Why no attempt connected: the connect timeout if the last one timed
     /// out, else what the last one failed with — for a proxy, an error
     /// naming the proxy (as [`Error::Proxy`], a timeout too).
@@ -634,7 +616,7 @@ impl Conn {
                     remote: exchange.remote_name(),
                     duration,
                 };
-                return self.proxy_error(exchange, ProxyError::ConnectTimeout(timeout));
+                return exchange.proxy_failure(ProxyError::ConnectTimeout(timeout));
             }
             Some((Failure::TimedOut, _)) => {
                 return Error::timeout_of(TimeoutKind::Connect, exchange.remote_name(), duration)
@@ -643,7 +625,7 @@ impl Conn {
             None => io::Error::new(io::ErrorKind::NotFound, "no address to connect to"),
         };
         match via_proxy {
-            true => self.proxy_error(exchange, ProxyError::Connect(source)),
+            true => exchange.proxy_failure(ProxyError::Connect(source)),
             false => Error::Connect {
                 remote: exchange.remote_name(),
                 source,

@@ -111,7 +111,7 @@ impl Conn {
             Ok(step) => step,
             Err(failure) => {
                 let error = match failure {
-                    NoFirstStep::Proxy(source) => self.proxy_error(&exchange, source),
+                    NoFirstStep::Proxy(source) => exchange.proxy_failure(source),
                     NoFirstStep::Request(error) => error,
                 };
                 self.close(cx);
@@ -158,7 +158,7 @@ impl Conn {
                 // Nothing of the request went through: as when a connect
                 // or a TLS handshake fails, it may still go on the
                 // origin's shared HTTP/2 connection (this one was a spare).
-                let error = self.proxy_error(&exchange, source);
+                let error = exchange.proxy_failure(source);
                 self.opening_failed(cx, exchange, error);
             }
         }

@@ -5,7 +5,7 @@
 
 use crate::error::Error;
 use crate::event_loop::{LoopContext, SourceWaker};
-use crate::exchange::{BodyStream, Exchange, PumpedBody, Taken, UploadSource, Waiter};
+use crate::exchange::{BodyStream, Exchange, PumpedBody, Taken, UploadSource, Waiter, GATHER};
 use bytes::{Bytes, BytesMut};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -103,11 +103,6 @@ pub(super) struct Declared {
     /// gathered (checked already): what the next one gives.
     after: Option<Pulled>,
 }
-
-/// The size up to which [`Declared::next`] gathers the pieces a source has
-/// ready, copied into one: HTTP/2's default largest frame. A piece that
-/// size or larger goes as it is, never copied.
-const GATHER: usize = 16 * 1024;
 
 impl Declared {
     /// `length`: the declared length, `None` for none (nothing is checked).

@@ -563,8 +563,7 @@ impl Dispatcher {
                 // Unprocessed (a proxy's failure) as this request is, not
                 // as the opener's was.
                 Some(copy) => {
-                    let unprocessed = !exchange.maybe_processed.load(Ordering::Acquire);
-                    exchange.finish_err(copy.with_unprocessed(unprocessed));
+                    exchange.finish_err(exchange.unprocessed(copy));
                 }
                 None => self.resettle_one(origin, exchange),
             }
@@ -770,7 +769,7 @@ impl Dispatcher {
                     let error = match (dispatcher.is_closed(), hop) {
                         (true, _) => Error::ClientClosed,
                         (false, Hop::Origin) => Error::Resolve { host, source },
-                        (false, Hop::Proxy) => proxy_unresolved(&exchange, source),
+                        (false, Hop::Proxy) => exchange.proxy_failure(ProxyError::Resolve(source)),
                     };
                     dispatcher.fail_waiting(exchange.route(), waiting, &error);
                     exchange.finish_err(error);
@@ -1226,20 +1225,6 @@ fn at_port_if_none(addrs: impl IntoIterator<Item = SocketAddr>, port: u16) -> Ve
             _ => a,
         })
         .collect()
-}
-
-/// The error of `exchange` when its proxy's name did not resolve.
-fn proxy_unresolved(exchange: &Exchange, source: std::io::Error) -> Error {
-    Error::Proxy {
-        proxy: exchange
-            .route()
-            .proxy()
-            .map(ToString::to_string)
-            .unwrap_or_default(),
-        target: exchange.origin.to_string(),
-        source: ProxyError::Resolve(source),
-        unprocessed: !exchange.maybe_processed.load(Ordering::Acquire),
-    }
 }
 
 /// The default resolver: `getaddrinfo` on threads of its own.

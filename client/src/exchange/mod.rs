@@ -64,7 +64,7 @@ pub(crate) use outcome::{Outcome, POLLED_AFTER_COMPLETION, WAITED_AFTER_COMPLETI
 pub(crate) use pacing::Pacing;
 use pacing::{Spin, WaitFor};
 pub(crate) use pipe::{
-    own_size, Chunks, Pipe, Pushed, Reader, Taken, Waiter, Whole, DEFAULT_WINDOW,
+    own_size, Chunks, Pipe, Pushed, Reader, Taken, Waiter, Whole, DEFAULT_WINDOW, GATHER,
 };
 pub(crate) use registry::InFlight;
 pub(crate) use request::{
@@ -74,7 +74,7 @@ pub(crate) use standing::{Standing, StandingEnv};
 pub(crate) use timers::park_for_news;
 use timers::{Timer, TimerTable};
 
-use crate::error::{Error, TimeoutKind};
+use crate::error::{Error, ProxyError, TimeoutKind};
 use crate::event_loop::{EventLoop, LoopContext, LoopTimeout, SourceRef, TimeoutScheduler};
 use crate::net::{Origin, Route};
 use crate::sync::lock;
@@ -781,6 +781,31 @@ impl Exchange {
             return;
         }
         lock(&self.link).wake_conn();
+    }
+
+    /// `failure`, one that says none of the request reached a server (a
+    /// stream HTTP/2 refused or never sent, a proxy's failure before its
+    /// tunnel was up), marked so ([`Error::is_unprocessed`]) — unless an
+    /// earlier attempt of it may have been processed elsewhere
+    /// ([`maybe_processed`](Self::maybe_processed)).
+    pub(crate) fn unprocessed(&self, failure: Error) -> Error {
+        failure.with_unprocessed(!self.maybe_processed.load(Ordering::Acquire))
+    }
+
+    /// `source`, a failure of the route's proxy before its tunnel was up,
+    /// as the request's error: nothing of it went to the origin
+    /// ([`unprocessed`](Self::unprocessed)).
+    pub(crate) fn proxy_failure(&self, source: ProxyError) -> Error {
+        self.unprocessed(Error::Proxy {
+            proxy: self
+                .route
+                .proxy()
+                .map(ToString::to_string)
+                .unwrap_or_default(),
+            target: self.origin.to_string(),
+            source,
+            unprocessed: true,
+        })
     }
 
     /// The response failed for its coding (`error`: its body, as its

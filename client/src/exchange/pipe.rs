@@ -64,10 +64,12 @@ pub(crate) use chunks::Chunks;
 /// The default window of a body: what the loop reads ahead of its reader.
 pub(crate) const DEFAULT_WINDOW: usize = 256 * 1024;
 
-/// The size up to which [`Pipe::push_blocking`] gathers small pieces into
-/// one chunk: HTTP/2's default largest frame, as an upload's connection
-/// gathers what it takes (`conn::upload::Declared`).
-const GATHER: usize = 16 * 1024;
+/// The size up to which an upload's small pieces are gathered into one:
+/// HTTP/2's default largest frame. A pump's reads, in the pipe
+/// ([`Pipe::push_blocking`]); what a connection takes of a source at once
+/// (`conn::upload::Declared::next`). A piece that size or larger goes as
+/// it is.
+pub(crate) const GATHER: usize = 16 * 1024;
 
 /// Unused capacity a body's bytes may keep beyond their own length when
 /// handed over (see [`own_size`]).

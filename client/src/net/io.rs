@@ -354,55 +354,54 @@ impl AsyncRead for AsyncIo {
 impl AsyncIo {
     /// [`AsyncRead::poll_read`], but for the look at the first read.
     fn read(&mut self, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        let this = self;
-        if let Some(end) = this.take_held_end() {
+        if let Some(end) = self.take_held_end() {
             // The end met by the last poll, held back once: now it comes
             // (and, asked again, the transport says it again).
             return Poll::Ready(end);
         }
-        if this.early.has_remaining() {
+        if self.early.has_remaining() {
             // Already here: no socket to ask, and no readiness to wait for.
-            let n = this.early.len().min(buf.remaining());
-            buf.put_slice(&this.early[..n]);
-            this.early.advance(n);
+            let n = self.early.len().min(buf.remaining());
+            buf.put_slice(&self.early[..n]);
+            self.early.advance(n);
             return Poll::Ready(Ok(()));
         }
         // After a write's failure the socket is read to its end, whatever
         // its readiness says (its last event may have come already).
-        if !this.ready.readable.load(Ordering::Relaxed) && this.write_failed.is_none() {
+        if !self.ready.readable.load(Ordering::Relaxed) && self.write_failed.is_none() {
             return Poll::Pending;
         }
-        let budget = this.ready.budget.load(Ordering::Relaxed);
+        let budget = self.ready.budget.load(Ordering::Relaxed);
         if budget == 0 {
-            this.ready.spent.store(true, Ordering::Relaxed);
+            self.ready.spent.store(true, Ordering::Relaxed);
             return Poll::Pending;
         }
         loop {
             let unfilled = buf.initialize_unfilled();
             let room = !unfilled.is_empty();
-            let read = this.transport.read(unfilled);
-            return match tracked(&this.ready.readable, read) {
+            let read = self.transport.read(unfilled);
+            return match tracked(&self.ready.readable, read) {
                 // The socket's end (see the module documentation).
-                Poll::Ready(Ok(0)) if room => this.end(cx, Ok(())),
+                Poll::Ready(Ok(0)) if room => self.end(cx, Ok(())),
                 Poll::Ready(Ok(n)) => {
                     buf.advance(n);
-                    this.ready
+                    self.ready
                         .budget
                         .store(budget.saturating_sub(n), Ordering::Relaxed);
                     Poll::Ready(Ok(()))
                 }
                 Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Poll::Ready(Err(e)) => {
-                    this.note(&e);
+                    self.note(&e);
                     // An end too (a TLS stream's with no `close_notify`, a
                     // reset).
-                    this.end(cx, Err(e))
+                    self.end(cx, Err(e))
                 }
-                Poll::Pending => match &this.write_failed {
+                Poll::Pending => match &self.write_failed {
                     // All read that came before the write failed: the end.
                     Some(e) => {
                         let e = io::Error::new(e.kind(), e.to_string());
-                        this.end(cx, Err(e))
+                        self.end(cx, Err(e))
                     }
                     None => Poll::Pending,
                 },

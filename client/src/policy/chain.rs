@@ -348,30 +348,25 @@ impl Chain {
         // The redirect's own body is not wanted: its connection drains it
         // (if small) and goes back to the pool.
         self.current().body_dropped();
-        let target = without_credentials(next.clone());
+        let target = next.clone();
         match self.next_hop(head.status, next, method, keep_body) {
             Ok(()) => Ok(None),
             Err(error) => Err(self.hop_refused(error, target)),
         }
     }
 
-    /// The chain's error when the hop to `next` (without its credentials)
-    /// could not be made: one refused before it was sent is no
-    /// [`Error::InvalidRequest`] — that says nothing was sent, and the
-    /// hops before it were — but the chain stopped at it
-    /// ([`RedirectError::InvalidHop`]), listing them (the one that answered
-    /// last among them: [`next_hop`](Self::next_hop) has put it there).
+    /// The chain's error when the hop to `next` could not be made: one
+    /// refused before it was sent is no [`Error::InvalidRequest`] — that
+    /// says nothing was sent, and the hops before it were — but the chain
+    /// stopped at it ([`RedirectError::InvalidHop`]), listing them (the one
+    /// that answered last among them: [`next_hop`](Self::next_hop) has put
+    /// it there).
     fn hop_refused(&self, error: Error, next: http::Uri) -> Error {
         let Error::InvalidRequest(invalid) = error else {
             return self.failure(error);
         };
-        let mut chain: Vec<http::Uri> =
-            self.earlier.iter().map(|visit| visit.uri.clone()).collect();
-        chain.push(next);
-        Error::Redirect {
-            chain,
-            reason: RedirectError::InvalidHop(invalid),
-        }
+        let earlier = self.earlier.iter().map(|visit| visit.uri.clone());
+        stopped_chain(earlier, next, RedirectError::InvalidHop(invalid))
     }
 
     /// The decoding of the response whose head this is, if it is to be
@@ -460,12 +455,7 @@ impl Chain {
     /// that may never end had come.
     fn stopped(&self, next: http::Uri, reason: RedirectError) -> Error {
         self.current().body_dropped();
-        let mut chain: Vec<http::Uri> = self.visits().map(|(_, uri, _)| uri.clone()).collect();
-        // The hops before it went without their userinfo (it became a
-        // header); the one not followed is the server's `Location` as
-        // given, and its credentials must not be printed with the error.
-        chain.push(without_credentials(next));
-        Error::Redirect { chain, reason }
+        stopped_chain(self.visits().map(|(_, uri, _)| uri.clone()), next, reason)
     }
 
     /// Sends the hop to `next`, the current one having answered `status`;
@@ -710,6 +700,20 @@ fn credentials_to_header(
     let mut parts = uri.into_parts();
     parts.authority = Some(host);
     http::Uri::from_parts(parts).map_err(|_| invalid())
+}
+
+/// The error of a chain of `hops` stopped for `reason` at `next`. The
+/// hops went without their userinfo (it became a header); `next` is the
+/// server's `Location` as given, and its credentials must not be printed
+/// with the error.
+fn stopped_chain(
+    hops: impl Iterator<Item = http::Uri>,
+    next: http::Uri,
+    reason: RedirectError,
+) -> Error {
+    let mut chain: Vec<http::Uri> = hops.collect();
+    chain.push(without_credentials(next));
+    Error::Redirect { chain, reason }
 }
 
 /// `uri` without its userinfo (`user:password@`), for an error that is

@@ -2,14 +2,13 @@
 //! connection: an `h2` error ([`error_of`]), the connection's end after a
 //! `GOAWAY` ([`goaway_failure`]) or with no code ([`closed_failure`]), a
 //! TLS handshake the server refused or a server that does not speak
-//! HTTP/2 ([`refusal`]), and the mark of a
-//! request no server processed ([`not_processed`]).
+//! HTTP/2 ([`refusal`]). A request no server processed is marked so by
+//! its exchange (`Exchange::unprocessed`).
 
 use crate::error::{Error, Http2Initiator, Http2Reason};
 use crate::exchange::Exchange;
 use crate::net::{IoReadiness, NotHttp2};
 use std::io;
-use std::sync::atomic::Ordering;
 
 /// The error of a stream that the connection's end took with it after the
 /// server's `GOAWAY` with `reason`.
@@ -21,13 +20,6 @@ pub(super) fn goaway_failure(exchange: &Exchange, reason: Http2Reason) -> Error 
         connection: true,
         unprocessed: false,
     }
-}
-
-/// `failure`, of a request no server has processed on this connection
-/// (never sent, or refused), marked so ([`Error::is_unprocessed`]) —
-/// unless an earlier attempt of it may have been processed elsewhere.
-pub(super) fn not_processed(exchange: &Exchange, failure: Error) -> Error {
-    failure.with_unprocessed(!exchange.maybe_processed.load(Ordering::Acquire))
 }
 
 /// The error of a request on a connection whose server refused the TLS

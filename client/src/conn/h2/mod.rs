@@ -172,7 +172,7 @@ use crate::event_loop::{LoopContext, SourceWaker};
 use crate::exchange::{deadline_after, ConnSlot, Exchange};
 use crate::net::{AsyncIo, IoReadiness, Transport};
 use bytes::Bytes;
-use failure::{closed_failure, error_of, goaway_failure, not_processed, refusal};
+use failure::{closed_failure, error_of, goaway_failure, refusal};
 use gather::Gathered;
 use h2::client::{Connection, SendRequest};
 use limits::{BodyCount, InterimCount};
@@ -1105,10 +1105,7 @@ impl Conn {
                 // The client's own decision: nothing to bound.
                 Departure::Retired => self.send_elsewhere(exchange),
                 Departure::GoAway(reason) => self.send_elsewhere_once(exchange, |exchange| {
-                    not_processed(
-                        exchange,
-                        goaway_failure(exchange, Http2Reason(reason.into())),
-                    )
+                    exchange.unprocessed(goaway_failure(exchange, Http2Reason(reason.into())))
                 }),
                 Departure::Server => self.send_elsewhere_once(exchange, closed_failure),
             }
@@ -1339,7 +1336,7 @@ impl Conn {
             match refusal(&io_ready, &exchange) {
                 Some(refused) => drop(exchange.finish_err(refused)),
                 None => self.send_elsewhere_once(exchange, |exchange| {
-                    not_processed(exchange, error_for(exchange))
+                    exchange.unprocessed(error_for(exchange))
                 }),
             }
         }

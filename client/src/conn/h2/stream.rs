@@ -4,7 +4,7 @@
 //! (see the [module documentation](super) for the rules). The connection
 //! opens it and polls it when it is woken ([`Stream::poll`]).
 
-use super::failure::{error_of, goaway_failure, not_processed, refusal};
+use super::failure::{error_of, goaway_failure, refusal};
 use super::gather::Gathered;
 use super::limits::{BodyCount, InterimCount};
 use super::request::trim_values;
@@ -165,7 +165,7 @@ impl Stream {
                         _ => refusal(io_ready, &self.exchange).unwrap_or_else(|| {
                             let failure = error_of(&self.exchange, error);
                             if unprocessed {
-                                not_processed(&self.exchange, failure)
+                                self.exchange.unprocessed(failure)
                             } else {
                                 failure
                             }
