@@ -527,14 +527,7 @@ fn a_response_failed_for_its_coding_is_told_failed_with_the_callers_error() {
             "{error:?}"
         );
         assert_settles(&client, WAIT);
-        let failures: Vec<_> = recorder
-            .events()
-            .into_iter()
-            .filter_map(|(event, _)| match event {
-                Event::Failed(message, _) => Some(message),
-                _ => None,
-            })
-            .collect();
+        let failures = recorder.failures();
         assert_eq!(failures, [error.to_string()]);
         client.close();
     }
@@ -571,14 +564,7 @@ fn a_body_failed_as_it_is_decoded_over_http2_is_told_failed_with_the_callers_err
     assert!(matches!(error, tickless::Error::Decode { .. }), "{error:?}");
     // Ended (the connection stays open, its own timer armed).
     assert!(eventually(WAIT, || client.stats().in_flight == 0));
-    let failures: Vec<_> = recorder
-        .events()
-        .into_iter()
-        .filter_map(|(event, _)| match event {
-            Event::Failed(message, _) => Some(message),
-            _ => None,
-        })
-        .collect();
+    let failures = recorder.failures();
     assert_eq!(failures, [error.to_string()]);
     client.close();
 }

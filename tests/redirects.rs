@@ -596,8 +596,8 @@ fn a_streamed_body_cannot_be_replayed_so_a_307_is_the_response() {
 fn a_307_or_308_sends_a_files_body_again_from_where_it_began() {
     use std::io::{Seek, SeekFrom};
     let body: Vec<u8> = (0..300_000).map(|i| (i % 251) as u8).collect();
-    let path = std::env::temp_dir().join(format!("tickless-redirect-file-{}", std::process::id()));
-    std::fs::write(&path, [&b"skipped|"[..], &body].concat()).unwrap();
+    let (_dir, path) =
+        support::real::temp_file("redirect-file", &[&b"skipped|"[..], &body].concat());
     let client = client();
     for status in [307, 308] {
         let server = redirecting(status);
@@ -622,7 +622,6 @@ fn a_307_or_308_sends_a_files_body_again_from_where_it_began() {
             assert_eq!(request.header("content-length"), Some("300000"));
         }
     }
-    std::fs::remove_file(&path).unwrap();
     client.close();
 }
 
@@ -900,8 +899,7 @@ fn a_redirect_to_a_url_that_cannot_be_requested_stops_the_chain_as_sent() {
 fn a_307_before_a_files_body_was_read_sends_it_whole_where_it_points() {
     use std::io::{Read, Write};
     let body: Vec<u8> = (0..8_000_000).map(|i| (i % 251) as u8).collect();
-    let path = std::env::temp_dir().join(format!("tickless-redirect-early-{}", std::process::id()));
-    std::fs::write(&path, &body).unwrap();
+    let (_dir, path) = support::real::temp_file("redirect-early", &body);
     let server = TestServer::start(Behaviour::per_connection(|index| match index {
         0 => Behaviour::custom(|mut stream, _| {
             let _ = read_head(&mut stream);
@@ -923,7 +921,6 @@ fn a_307_before_a_files_body_was_read_sends_it_whole_where_it_points() {
         .send()
         .wait()
         .unwrap();
-    std::fs::remove_file(&path).unwrap();
     assert_eq!(response.status(), 200);
     assert_eq!(response.text().wait().unwrap(), "PUT 8000000");
     let requests = server.requests();

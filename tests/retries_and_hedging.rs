@@ -715,8 +715,7 @@ fn a_files_body_goes_again_with_a_retry() {
     let clock = ManualClock::new();
     let (client, recorder) = client_on(&clock, false);
     let body: Vec<u8> = (0..100_000).map(|i| (i % 251) as u8).collect();
-    let path = std::env::temp_dir().join(format!("tickless-retry-file-{}", std::process::id()));
-    std::fs::write(&path, &body).unwrap();
+    let (_dir, path) = support::real::temp_file("retry-file", &body);
     let server = resets_first();
     let policy = retry::Policy::attempts(2)
         .backoff(Duration::ZERO, Duration::ZERO)
@@ -728,7 +727,6 @@ fn a_files_body_goes_again_with_a_retry() {
         .retry(policy)
         .send()
         .wait();
-    std::fs::remove_file(&path).unwrap();
     assert_eq!(response.unwrap().text().wait().unwrap(), "answered PUT");
     assert_eq!(server.connections_accepted(), 2);
     assert_eq!(retries_seen(&recorder).len(), 1);

@@ -17,6 +17,25 @@ use tickless::{Error, Response};
 
 const WAIT: Duration = Duration::from_secs(10);
 
+/// Waits (up to [`WAIT`]) until every byte written on `stream` has reached
+/// its peer's socket: none is left unacknowledged, which on loopback the
+/// peer's kernel does as it queues them. Ordering, not a sleep: the early
+/// answers below must be in the client's socket before its loop looks.
+fn delivered(stream: &TcpStream) {
+    use std::os::fd::AsRawFd;
+    let give_up = Instant::now() + WAIT;
+    loop {
+        let mut unacknowledged: libc::c_int = 0;
+        // SAFETY: `TIOCOUTQ` writes one `c_int` through the pointer, which
+        // points at a live local; the descriptor is `stream`'s, open.
+        let asked = unsafe { libc::ioctl(stream.as_raw_fd(), libc::TIOCOUTQ, &mut unacknowledged) };
+        if asked != 0 || unacknowledged == 0 || Instant::now() >= give_up {
+            return;
+        }
+        thread::sleep(Duration::from_millis(1));
+    }
+}
+
 /// The outcome of `future`, which must come within [`WAIT`].
 fn outcome(future: tickless::ResponseFuture) -> Result<Response, Error> {
     assert!(eventually(WAIT, || future.is_done()), "never resolved");
@@ -45,6 +64,7 @@ fn an_answer_already_there_when_the_connect_is_seen_is_read() {
         let answered = answered.clone();
         TestServer::start(Behaviour::custom(move |mut stream, _| {
             let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nEARLY");
+            delivered(&stream);
             answered.store(true, Ordering::Release);
             // Keep the connection open, reading what comes.
             let _ = std::io::copy(&mut stream, &mut std::io::sink());
@@ -58,8 +78,6 @@ fn an_answer_already_there_when_the_connect_is_seen_is_read() {
             while !answered.load(Ordering::Acquire) && Instant::now() < give_up {
                 thread::sleep(Duration::from_millis(1));
             }
-            // The answer is in flight on loopback: let it land.
-            thread::sleep(Duration::from_millis(20));
         })
         .unwrap();
     let response = outcome(future).expect("the answer that was waiting");
@@ -69,7 +87,7 @@ fn an_answer_already_there_when_the_connect_is_seen_is_read() {
 }
 
 /// Holds the loop once a connection is made, until the flag is set (or
-/// [`WAIT`] has passed), and a little more for what the server sent to land.
+/// [`WAIT`] has passed): what the server sent is in the socket by then.
 struct HoldUntil(Arc<AtomicBool>);
 
 impl tickless::EventListener for HoldUntil {
@@ -78,7 +96,6 @@ impl tickless::EventListener for HoldUntil {
         while !self.0.load(Ordering::Acquire) && Instant::now() < give_up {
             thread::sleep(Duration::from_millis(1));
         }
-        thread::sleep(Duration::from_millis(20));
     }
 }
 
@@ -107,6 +124,7 @@ fn a_connection_whose_server_spoke_before_the_request_is_not_reused() {
                 return;
             }
             let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nEARLY");
+            delivered(&stream);
             answered.store(true, Ordering::Release);
             // The answer to the first request goes only once a second one
             // has come on this connection (if one does): it is then the

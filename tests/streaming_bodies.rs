@@ -1052,8 +1052,7 @@ fn a_417_after_a_files_body_began_to_go_repeats_it_whole() {
         .expect_continue_timeout(Duration::ZERO)
         .build()
         .unwrap();
-    let path = std::env::temp_dir().join(format!("tickless-417-file-{}", std::process::id()));
-    std::fs::write(&path, pattern(1000)).unwrap();
+    let (_dir, path) = support::real::temp_file("417-file", &pattern(1000));
     let body = Upload::from_file(std::fs::File::open(&path).unwrap()).unwrap();
     let response = client
         .post(server.url("/"))
@@ -1061,7 +1060,6 @@ fn a_417_after_a_files_body_began_to_go_repeats_it_whole() {
         .expect_continue(true)
         .send()
         .wait();
-    std::fs::remove_file(&path).unwrap();
     let response = response.unwrap();
     assert_eq!(response.status(), 200);
     assert_eq!(response.text().wait().unwrap(), "1000");
@@ -1430,8 +1428,7 @@ fn an_upload_sent_on_a_closed_client_is_never_read() {
 fn an_upload_from_a_file_takes_its_length_from_the_file() {
     let server = framing_echo();
     let client = client(true);
-    let path = std::env::temp_dir().join(format!("tickless-upload-{}", std::process::id()));
-    std::fs::write(&path, vec![b'f'; 70_000]).unwrap();
+    let (_dir, path) = support::real::temp_file("upload", &[b'f'; 70_000]);
     let upload = Upload::from_file(std::fs::File::open(&path).unwrap()).unwrap();
     let echoed = client
         .put(server.url("/"))
@@ -1440,7 +1437,6 @@ fn an_upload_from_a_file_takes_its_length_from_the_file() {
         .wait()
         .unwrap();
     let text = echoed.text().wait().unwrap();
-    std::fs::remove_file(&path).unwrap();
     assert!(text.starts_with("length 70000|fff"), "{}", &text[..20]);
     assert_eq!(text.len(), "length 70000|".len() + 70_000);
     client.close();
@@ -1474,12 +1470,10 @@ fn an_upload_from_a_pipe_goes_chunked_and_a_file_from_where_it_is() {
     assert_eq!(put(pipe), "chunked|through a pipe");
     child.wait().unwrap();
 
-    let path = std::env::temp_dir().join(format!("tickless-upload-rest-{}", std::process::id()));
-    std::fs::write(&path, b"skipped|the rest").unwrap();
+    let (_dir, path) = support::real::temp_file("upload-rest", b"skipped|the rest");
     let mut file = std::fs::File::open(&path).unwrap();
     file.seek(SeekFrom::Start(8)).unwrap();
     let text = put(file);
-    std::fs::remove_file(&path).unwrap();
     assert_eq!(text, "length 8|the rest");
     client.close();
 }
@@ -1504,10 +1498,8 @@ fn an_upload_from_a_file_whose_metadata_says_empty_sends_what_it_holds() {
     assert_eq!(file.metadata().unwrap().len(), 0, "{proc_file}'s metadata");
     assert_eq!(put(file), format!("chunked|{held}"));
 
-    let path = std::env::temp_dir().join(format!("tickless-upload-empty-{}", std::process::id()));
-    std::fs::write(&path, b"").unwrap();
+    let (_dir, path) = support::real::temp_file("upload-empty", b"");
     let text = put(std::fs::File::open(&path).unwrap());
-    std::fs::remove_file(&path).unwrap();
     assert_eq!(text, "length 0|");
     client.close();
 }

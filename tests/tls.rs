@@ -641,19 +641,23 @@ fn a_connection_its_server_reset_raises_no_sigpipe() {
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
         return an_early_refusal_of_an_upload_is_the_answer_not_the_write_that_failed();
     }
-    let status = std::process::Command::new(std::env::current_exe().unwrap())
+    let child = std::process::Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
             "a_connection_its_server_reset_raises_no_sigpipe",
             "--test-threads=1",
         ])
         .env(SIGPIPE_CHILD, "1")
-        .stdout(std::process::Stdio::null())
-        .status()
+        .output()
         .unwrap();
     use std::os::unix::process::ExitStatusExt;
+    let status = child.status;
     assert_eq!(status.signal(), None, "the child was killed by a signal");
     assert!(status.success(), "the child failed: {status:?}");
+    // It ran this test (a name it no longer matches would run none, and
+    // pass).
+    let said = String::from_utf8_lossy(&child.stdout);
+    assert!(said.contains("1 passed"), "the child ran no test: {said}");
 }
 
 /// A server that reads the ClientHello, writes `bytes` and then closes

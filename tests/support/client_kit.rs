@@ -144,6 +144,17 @@ impl Recorder {
             .collect()
     }
 
+    /// The messages of the failures told so far (`on_failed`), in order.
+    pub fn failures(&self) -> Vec<String> {
+        self.events()
+            .into_iter()
+            .filter_map(|(event, _)| match event {
+                Event::Failed(message, _) => Some(message),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Forgets what was recorded.
     pub fn clear(&self) {
         self.events

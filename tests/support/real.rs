@@ -150,6 +150,15 @@ impl Drop for TempDir {
     }
 }
 
+/// A file holding `bytes`, alone in a [`TempDir`] (removed with it — when
+/// the test ends, or fails): the directory to keep, and the file's path.
+pub fn temp_file(prefix: &str, bytes: &[u8]) -> (TempDir, PathBuf) {
+    let dir = TempDir::new(prefix);
+    let path = dir.path().join("body");
+    fs::write(&path, bytes).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+    (dir, path)
+}
+
 /// Remove the directories of processes that are gone.
 fn sweep(base: &Path) {
     let Ok(entries) = fs::read_dir(base) else {
