@@ -269,6 +269,9 @@ struct Args {
     max_redirects: Option<usize>,
     no_decompress: bool,
     cookie: Option<String>,
+    /// With `cookie`: the URL given, as the cookie jar reads it to key
+    /// those cookies by (see [`parse_args`]).
+    cookie_url: Option<tickless::cookie::Url>,
     max_body_bytes: Option<u64>,
     user: Option<String>,
     retries: Option<u32>,
@@ -456,11 +459,13 @@ fn suppressed(headers: &[Header], name: &http::HeaderName) -> bool {
         .any(|header| matches!(header, Header::Suppress(n) if n == name))
 }
 
-/// Whether a `--header` sends `name`.
-fn given(headers: &[Header], name: &http::HeaderName) -> bool {
-    headers
-        .iter()
-        .any(|header| matches!(header, Header::Send(n, _) if n == name))
+/// Whether a `--header` sends `name`, or drops it: either way, `get`'s
+/// own default for it (`Accept`, a form's `Content-Type`, `--user`'s
+/// `Authorization`) does not go.
+fn given_or_dropped(headers: &[Header], name: &http::HeaderName) -> bool {
+    headers.iter().any(|header| match header {
+        Header::Send(n, _) | Header::Suppress(n) => n == name,
+    })
 }
 
 /// The `NAME=VALUE` pairs of a `--cookie` value.
@@ -686,6 +691,13 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
         return Err("--cert and --key go together".into());
     }
     parsed.proxy = proxy.as_deref().map(proxy_flag).transpose()?;
+    // A URL the cookie jar cannot read is a bad argument, as one the client
+    // refuses is (`is_unusable_url`): whether `-b` is given or not.
+    if parsed.cookie.is_some() {
+        let url = tickless::cookie::Url::parse(&parsed.url)
+            .map_err(|e| format!("the URL {:?}: {e}", parsed.url))?;
+        parsed.cookie_url = Some(url);
+    }
     Ok(parsed)
 }
 
@@ -843,18 +855,17 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     if let Some(max) = args.max_body_bytes {
         builder = builder.max_body_bytes(max);
     }
-    if let Some(cookies) = &args.cookie {
+    if let (Some(cookies), Some(url)) = (&args.cookie, &args.cookie_url) {
         let jar = std::sync::Arc::new(tickless::cookie::Jar::new());
-        let url = tickless::cookie::Url::parse(&args.url)
-            .map_err(|e| format!("--cookie: the URL {:?}: {e}", args.url))?;
         // As curl: `-H 'Cookie:'` drops the ones given here; those the
         // server sets are still sent on the next hops.
-        let dropped = suppressed(&args.headers, &http::header::COOKIE);
-        for cookie in cookie_pairs(cookies).filter(|_| !dropped) {
-            // For the whole host, as curl sends them: without a path, a
-            // cookie would be for the URL's directory alone, and lost on a
-            // redirect out of it (`/app/login` to `/home`).
-            jar.add_cookie_str(&format!("{cookie}; Path=/"), &url);
+        if !suppressed(&args.headers, &http::header::COOKIE) {
+            for cookie in cookie_pairs(cookies) {
+                // For the whole host, as curl sends them: without a path, a
+                // cookie would be for the URL's directory alone, and lost on
+                // a redirect out of it (`/app/login` to `/home`).
+                jar.add_cookie_str(&format!("{cookie}; Path=/"), url);
+            }
         }
         builder = builder.cookie_provider(jar);
     }
@@ -862,18 +873,13 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     // below.
     let mut headers = Vec::new();
     // curl's `Accept`, unless a header gives one or drops it.
-    let accept = http::header::ACCEPT;
-    if !given(&args.headers, &accept) && !suppressed(&args.headers, &accept) {
-        headers.push((accept, http::HeaderValue::from_static("*/*")));
+    if !given_or_dropped(&args.headers, &http::header::ACCEPT) {
+        headers.push((http::header::ACCEPT, http::HeaderValue::from_static("*/*")));
     }
     // A form, as curl sends it, unless told otherwise.
-    let content_type = http::header::CONTENT_TYPE;
-    if !args.data.is_empty()
-        && !given(&args.headers, &content_type)
-        && !suppressed(&args.headers, &content_type)
-    {
+    if !args.data.is_empty() && !given_or_dropped(&args.headers, &http::header::CONTENT_TYPE) {
         let form = http::HeaderValue::from_static("application/x-www-form-urlencoded");
-        headers.push((content_type, form));
+        headers.push((http::header::CONTENT_TYPE, form));
     }
     for header in &args.headers {
         if let Header::Send(name, value) = header {
@@ -926,8 +932,7 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let user = args
         .user
         .as_ref()
-        .filter(|_| !given(&args.headers, &authorization))
-        .filter(|_| !suppressed(&args.headers, &authorization));
+        .filter(|_| !given_or_dropped(&args.headers, &authorization));
     if let Some(user) = user {
         let (user, password) = match user.split_once(':') {
             Some((user, password)) => (user, Some(password)),
@@ -1018,15 +1023,16 @@ fn bypass_the_environments_proxies(hosts: &str) {
 
 /// The environment's list of the hosts that bypass a proxy, as curl reads
 /// it for any proxy, one given with `-x` too: `no_proxy` if it is set and
-/// not empty (curl's `curl_getenv` takes an empty value for none; a blank
-/// one is a list that bypasses nothing), else `NO_PROXY`. A value that is
-/// not Unicode is read as the client reads the environment's, with U+FFFD
-/// for what is not UTF-8.
+/// not blank, else `NO_PROXY` — as the client reads the environment's for
+/// the proxies it finds there itself (curl's `curl_getenv` takes an empty
+/// value for none; a blank one is none here too, so that `-x` and
+/// `http_proxy` agree). A value that is not Unicode is read with U+FFFD
+/// for what is not UTF-8, as the client reads it.
 fn environments_no_proxy() -> Option<String> {
-    ["no_proxy", "NO_PROXY"]
-        .into_iter()
-        .find_map(|name| std::env::var_os(name).filter(|hosts| !hosts.is_empty()))
-        .map(|hosts| hosts.to_string_lossy().into_owned())
+    ["no_proxy", "NO_PROXY"].into_iter().find_map(|name| {
+        let hosts = std::env::var_os(name)?.to_string_lossy().into_owned();
+        (!hosts.trim().is_empty()).then_some(hosts)
+    })
 }
 
 /// The proxies of the environment, as curl reads them: one named without

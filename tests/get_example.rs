@@ -314,11 +314,23 @@ fn errors_exit_1_and_bad_arguments_2() {
         "{stderr}"
     );
     assert!(stderr.contains("usage: get URL"), "{stderr}");
+    // Whichever check meets the URL first: the client's, or the cookie
+    // jar's (`-b`, `--cookies`).
+    let cookie_flags: [&[&str]; 3] = [&[], &["-b", "a=1"], &["--cookies"]];
     for url in ["http://exa mple/", "://x", "ftp://x", "http://x:99999/"] {
-        let unparsable = get(&[url]);
-        let stderr = String::from_utf8_lossy(&unparsable.stderr);
-        assert_eq!(unparsable.status.code(), Some(2), "{url}: {stderr}");
-        assert!(stderr.contains("usage: get URL"), "{url}: {stderr}");
+        for flags in cookie_flags {
+            let unparsable = get(&[&[url][..], flags].concat());
+            let stderr = String::from_utf8_lossy(&unparsable.stderr);
+            assert_eq!(
+                unparsable.status.code(),
+                Some(2),
+                "{url} {flags:?}: {stderr}"
+            );
+            assert!(
+                stderr.contains("usage: get URL"),
+                "{url} {flags:?}: {stderr}"
+            );
+        }
     }
 
     // curl's -m/--max-time, in seconds (a fraction allowed): the request
@@ -674,15 +686,16 @@ fn a_write_error_to_the_output_file_is_an_error_that_names_it() {
 fn a_reader_gone_from_standard_error_changes_no_exit_status() {
     // As `get URL 2>&1 | head -c 0` (or `2>&-`): what `get` has to say has
     // nowhere to go, and its exit status still says what happened.
+    // Standard error closed before `get` starts: its first write there
+    // fails, whenever it comes.
+    let get = example_binary("get");
     let without_stderr = |args: &[&str]| {
-        let mut child = Command::new(example_binary("get"))
+        Command::new("sh")
+            .args(["-c", r#"exec "$0" "$@" 2>&-"#])
+            .arg(&get)
             .args(args)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        drop(child.stderr.take());
-        child.wait_with_output().unwrap()
+            .output()
+            .unwrap()
     };
     let refused = format!("http://{}/", refused_addr());
     assert_eq!(without_stderr(&[&refused]).status.code(), Some(1));
@@ -1462,6 +1475,13 @@ fn the_environments_no_proxy_bypasses_a_proxy_given_with_x_too() {
         (
             &[],
             &[("no_proxy", ""), ("NO_PROXY", "127.0.0.1")],
+            straight,
+        ),
+        // A blank one too, as the client reads the environment's for the
+        // proxies it finds there itself.
+        (
+            &[],
+            &[("no_proxy", " \t"), ("NO_PROXY", "127.0.0.1")],
             straight,
         ),
         (
