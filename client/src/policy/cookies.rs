@@ -480,33 +480,65 @@ impl CookieStore for Jar {
     }
 }
 
-/// `set_cookie` (a `Set-Cookie` value) as a cookie, its `Expires` read as
-/// RFC 6265 §5.1.1 has it; `None` if it is no cookie. The `cookie` crate
-/// reads only a few layouts: without this the cookie would be a session
-/// cookie, and one a server deletes with a past date the crate does not
-/// read (`UTC` for `GMT`, a one-digit day, no zone) would stay and go on
-/// being sent. `Max-Age` wins over `Expires` (§5.3 step 3), so with one
-/// the date is not looked at; of several `Expires`, the last that is a
-/// date counts (§5.2: one that is not is ignored) — even where the crate
-/// read an earlier one (a far date it reads, then a past one it does not:
-/// the cookie is deleted, not kept).
+/// `set_cookie` (a `Set-Cookie` value) as a cookie, its `Max-Age` and
+/// `Expires` read as RFC 6265 §5.2.2 and §5.1.1 have them; `None` if it is
+/// no cookie. Of several of either, the last that is a number (a date)
+/// counts (§5.2: one that is not is ignored). The `cookie` crate reads an
+/// empty `Max-Age` as the longest age there is, and a `-` alone as none:
+/// a server deleting a cookie with one and a past `Expires` would see it
+/// kept until the year 9999. It reads only a few layouts of a date:
+/// without this the cookie would be a session cookie, and one a server
+/// deletes with a past date the crate does not read (`UTC` for `GMT`, a
+/// one-digit day, no zone) would stay and go on being sent — nor, of
+/// several, the last (a far date it reads, then a past one it does not:
+/// the cookie is deleted, not kept). `Max-Age` wins over `Expires` (§5.3
+/// step 3), so with one the date is not looked at.
 #[cfg(feature = "cookies")]
 fn parse_set_cookie(set_cookie: &str) -> Option<cookie_store::RawCookie<'static>> {
     let mut cookie = cookie_store::RawCookie::parse(set_cookie.to_owned()).ok()?;
-    if cookie.max_age().is_some() {
+    let attributes = |wanted: &'static str| {
+        set_cookie
+            .split(';')
+            .skip(1)
+            .filter_map(|attribute| attribute.split_once('='))
+            .filter(move |(name, _)| name.trim().eq_ignore_ascii_case(wanted))
+            .map(|(_, value)| value.trim())
+    };
+    let max_age = attributes("max-age").filter_map(delta_seconds).last();
+    cookie.set_max_age(max_age);
+    if max_age.is_some() {
         return Some(cookie);
     }
-    let expires = set_cookie
-        .split(';')
-        .skip(1)
-        .filter_map(|attribute| attribute.split_once('='))
-        .filter(|(name, _)| name.trim().eq_ignore_ascii_case("expires"))
-        .filter_map(|(_, value)| date::CookieDate::parse(value))
+    let expires = attributes("expires")
+        .filter_map(date::CookieDate::parse)
         .last();
     if let Some(expiry) = expires.and_then(date::CookieDate::to_expiry) {
         cookie.set_expires(expiry);
     }
     Some(cookie)
+}
+
+/// A `Max-Age` value as RFC 6265 §5.2.2 reads it: digits, or a `-` and
+/// digits (none or less: expired at once, as `cookie_store` takes zero);
+/// more seconds than a duration holds, the longest it holds. `None` for
+/// anything else, an empty value too: the attribute is ignored.
+#[cfg(feature = "cookies")]
+fn delta_seconds(value: &str) -> Option<time::Duration> {
+    let (negative, digits) = match value.strip_prefix('-') {
+        Some(digits) => (true, digits),
+        None => (false, value),
+    };
+    if digits.is_empty() || !digits.bytes().all(|byte| byte.is_ascii_digit()) {
+        return None;
+    }
+    if negative {
+        return Some(time::Duration::ZERO);
+    }
+    Some(
+        digits
+            .parse()
+            .map_or(time::Duration::MAX, time::Duration::seconds),
+    )
 }
 
 /// Whether `cookie` is `Secure` and `url` is not secure: RFC 6265bis §5.7
@@ -1212,6 +1244,37 @@ mod tests {
             &["y=3; Expires=Thu, 01 Jan 1970 00:00:00 UTC; Expires=Fri, 31 Dec 9999 23:59:59 GMT"],
         );
         assert_eq!(sent(&jar, "http://a.test/").as_deref(), Some("keep=2; y=3"));
+    }
+
+    /// RFC 6265 §5.2.2: a `Max-Age` that is no number (empty, or a `-`
+    /// alone) is ignored — the `cookie` crate reads an empty one as the
+    /// longest age there is, a `-` alone as none. A server deleting a
+    /// cookie with such a `Max-Age` and a past `Expires` deletes it; one
+    /// with nothing else sets a session cookie; of several, the last
+    /// number counts.
+    #[test]
+    fn a_max_age_that_is_no_number_is_ignored() {
+        let jar = Jar::new();
+        set(&jar, "http://a.test/", &["gone=1", "dash=2", "keep=3"]);
+        set(
+            &jar,
+            "http://a.test/",
+            &[
+                "gone=; Max-Age=; Expires=Thu, 01 Jan 1970 00:00:00 GMT",
+                "dash=6; Max-Age=-",
+                "session=4; Max-Age=",
+                "aged=5; Max-Age=600; Max-Age=",
+            ],
+        );
+        assert_eq!(
+            sent(&jar, "http://a.test/").as_deref(),
+            Some("aged=5; dash=6; keep=3; session=4")
+        );
+        let aged = expiry_held(&jar, "aged").unwrap();
+        let in_ten_minutes = time::OffsetDateTime::now_utc() + time::Duration::minutes(10);
+        assert!(aged <= in_ten_minutes, "{aged}");
+        assert_eq!(expiry_held(&jar, "session"), None);
+        assert_eq!(expiry_held(&jar, "dash"), None);
     }
 
     /// How many cookies `jar` holds (expired or not), checked against
