@@ -174,6 +174,9 @@
 //!   the URL (`http://user:pass@host/`) are used the same way, and never
 //!   sent on the request line.
 //!
+//! As in curl, `--` ends the options: the argument after it is the URL,
+//! even one that begins with `-`.
+//!
 //! The URL is read as the client reads it (reqwest and browsers alike): a
 //! host that is not ASCII in its IDNA ASCII form, and what a path or query
 //! holds that a request line cannot — a character that is not ASCII, a
@@ -524,6 +527,15 @@ impl<I: Iterator<Item = String>> Iterator for ShortFlags<I> {
     }
 }
 
+/// `arg` as the URL, the one argument that is not a flag or its value.
+fn take_url(url: &mut Option<String>, arg: String) -> Result<(), String> {
+    if url.is_some() {
+        return Err(format!("unexpected argument {arg:?}"));
+    }
+    *url = Some(arg);
+    Ok(())
+}
+
 fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
     let mut parsed = Args::default();
     let mut url = None;
@@ -560,9 +572,17 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
             .map_err(|_| format!("{flag}: not a number: {value:?}"))
     }
     let mut args = ShortFlags::new(args);
+    // After `--`, as in curl, an argument is the URL even if it looks
+    // like a flag.
+    let mut flags_ended = false;
     while let Some(arg) = args.next() {
+        if flags_ended {
+            take_url(&mut url, arg)?;
+            continue;
+        }
         let arg = args.unbundle(arg);
         match arg.as_str() {
+            "--" => flags_ended = true,
             "--request-timeout" => {
                 parsed.request_timeout = Some(millis("--request-timeout", args.next())?)
             }
@@ -672,8 +692,7 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
             flag if flag.starts_with('-') && flag != "-" => {
                 return Err(format!("unknown option {flag}"))
             }
-            _ if url.is_some() => return Err(format!("unexpected argument {arg:?}")),
-            _ => url = Some(arg),
+            _ => take_url(&mut url, arg)?,
         }
     }
     if parsed.help {

@@ -953,6 +953,29 @@ fn a_flag_given_again_and_curls_values_are_taken_as_curl_takes_them() {
     assert_eq!(request.body, b"-h");
 }
 
+/// `--` ends the flags, as in curl: what follows is the URL, even if it
+/// begins with `-`.
+#[test]
+fn a_double_dash_ends_the_flags_as_in_curl() {
+    let server = TestServer::respond(|_| ok("seen"));
+    let output = get(&["-s", "--", &server.url("/after")]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert_eq!(server.requests()[0].target, "/after");
+    // A flag's name after it is the URL, which the client refuses: a bad
+    // argument, and not an option.
+    let output = get(&["--", "-s"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(r#""-s""#), "{stderr}");
+    assert!(!stderr.contains("unknown option"), "{stderr}");
+    // The one URL given, nothing after it is read as a flag.
+    let output = get(&["--", &server.url("/"), "-s"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(r#"unexpected argument "-s""#), "{stderr}");
+    assert_eq!(server.requests().len(), 1);
+}
+
 #[test]
 fn resolve_applies_to_a_proxy_given_without_a_scheme() {
     // The proxy double answers itself, saying what it got.
