@@ -476,54 +476,55 @@ fn cookie_pairs(cookies: &str) -> impl Iterator<Item = &str> {
     cookies.split(';').map(str::trim).filter(|c| !c.is_empty())
 }
 
-/// The short flags that take a value (`-H VALUE`): in a bundle of short
-/// flags (`-sLo FILE`), such a letter takes the rest of the argument as
-/// its value, if any (`-XPOST`), else the next argument.
-const SHORT_FLAGS_WITH_A_VALUE: &str = "HdXToExbum";
-
 /// The command line's arguments, with bundles of short flags (`-sSL`) read
-/// one flag at a time, as curl reads them ([`unbundle`](Self::unbundle)).
+/// one flag at a time, as curl reads them ([`next_flag`](Self::next_flag)).
 /// A flag's value is taken as it is ([`next`](Iterator::next)), never
 /// read as flags (`-d -sS` posts `-sS`).
 struct ShortFlags<I> {
     args: I,
-    /// What an unbundled argument left: the rest of its flags, or the
-    /// value of the flag it ended on.
-    left: Option<String>,
+    /// The rest of the bundle whose flag was read last: that flag's value,
+    /// if it takes one and reads it (`-XPOST`: `-X`, then `POST`), else
+    /// the bundle's next flags (`-sSL`: `-s`, then `-SL`).
+    bundle_rest: Option<String>,
 }
 
 impl<I: Iterator<Item = String>> ShortFlags<I> {
     fn new(args: I) -> Self {
-        ShortFlags { args, left: None }
+        ShortFlags {
+            args,
+            bundle_rest: None,
+        }
     }
 
-    /// `arg`, a flag: its first flag if it is a bundle of short flags
-    /// (`-sSL` is `-s`, then `-SL` is read next), with the rest left for
-    /// the next read — as the value of the first if that takes one
-    /// (`-XPOST`: `-X`, then `POST`).
-    fn unbundle(&mut self, arg: String) -> String {
+    /// The next flag: the next argument, or the next of a bundle of short
+    /// flags — its first letter, the rest kept for what comes next. Whether
+    /// that rest is a value is for the flag to say, by reading one: the
+    /// flag's own arm of the parser is all there is to tell it.
+    fn next_flag(&mut self) -> Option<String> {
+        let arg = match self.bundle_rest.take() {
+            Some(rest) => format!("-{rest}"),
+            None => self.args.next()?,
+        };
         let mut letters = arg.chars();
         let bundle = letters.next() == Some('-')
             && letters.next().is_some_and(|c| c.is_ascii_alphabetic())
             && letters.next().is_some();
         if !bundle {
-            return arg;
+            return Some(arg);
         }
         let (flag, rest) = arg.split_at(2);
-        let takes_a_value = SHORT_FLAGS_WITH_A_VALUE.contains(&flag[1..]);
-        self.left = Some(match takes_a_value {
-            true => rest.to_owned(),
-            false => format!("-{rest}"),
-        });
-        flag.to_owned()
+        self.bundle_rest = Some(rest.to_owned());
+        Some(flag.to_owned())
     }
 }
 
 impl<I: Iterator<Item = String>> Iterator for ShortFlags<I> {
     type Item = String;
 
+    /// A flag's value: the rest of its bundle (`-d@body.json`), else the
+    /// next argument.
     fn next(&mut self) -> Option<String> {
-        self.left.take().or_else(|| self.args.next())
+        self.bundle_rest.take().or_else(|| self.args.next())
     }
 }
 
@@ -572,17 +573,15 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
             .map_err(|_| format!("{flag}: not a number: {value:?}"))
     }
     let mut args = ShortFlags::new(args);
-    // After `--`, as in curl, an argument is the URL even if it looks
-    // like a flag.
-    let mut flags_ended = false;
-    while let Some(arg) = args.next() {
-        if flags_ended {
-            take_url(&mut url, arg)?;
-            continue;
-        }
-        let arg = args.unbundle(arg);
+    while let Some(arg) = args.next_flag() {
         match arg.as_str() {
-            "--" => flags_ended = true,
+            // As in curl, an argument after `--` is the URL even if it
+            // looks like a flag.
+            "--" => {
+                for arg in args.by_ref() {
+                    take_url(&mut url, arg)?;
+                }
+            }
             "--request-timeout" => {
                 parsed.request_timeout = Some(millis("--request-timeout", args.next())?)
             }

@@ -2031,6 +2031,26 @@ fn short_flags_go_together_as_in_curl() {
         "{}",
         stdout(&flags_as_a_value)
     );
+    // Each short flag that takes a value takes the rest of its bundle.
+    let (request, status) = sent(
+        "/",
+        &[
+            "-sHX-Bundled:1",
+            "-sbc=2",
+            "-suuser:pw",
+            "-sm30",
+            "-sXPATCH",
+        ],
+    );
+    assert_eq!(status, Some(0), "{request:?}");
+    assert_eq!(request.method, "PATCH");
+    assert_eq!(request.header("x-bundled"), Some("1"), "{request:?}");
+    assert_eq!(request.header("cookie"), Some("c=2"), "{request:?}");
+    assert_eq!(
+        request.header("authorization"),
+        Some("Basic dXNlcjpwdw=="),
+        "{request:?}"
+    );
     // A redirect followed under a bundle with `-L` in it.
     let followed = get(&["-sSL", &server.url("/old")]);
     assert_eq!(followed.status.code(), Some(0), "{followed:?}");
