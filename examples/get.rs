@@ -94,6 +94,12 @@
 //!   or if empty, `NO_PROXY`) names hosts that bypass a proxy given with `-x` as well,
 //!   as in curl. `-x ""`, as curl's: no
 //!   proxy, not even the environment's.
+//! * `-U`, `--proxy-user USER[:PASSWORD]` (curl's): the credentials for
+//!   the proxy, of `-x` or of the environment, when its URL gives none (as
+//!   in curl, a proxy URL's own `user:pass@` wins). As curl reads them,
+//!   `USER` and `PASSWORD` are percent-decoded (`%3A` for a colon in the
+//!   user's name, `%25` for a `%`), and without `:PASSWORD` the password
+//!   is empty (curl would ask for it).
 //! * `--no-proxy`: ignore the proxy environment variables.
 //! * `--noproxy LIST` (curl's): the hosts that bypass the proxy — of
 //!   `--proxy` or of the environment, whose `no_proxy` it replaces — a
@@ -203,7 +209,8 @@ usage: get URL [--request-timeout MS|-m|--max-time SECS] [--read-timeout MS]
            [-d|--data STR|@FILE] [--data-binary STR|@FILE]
            [-T|--upload-file FILE|-] [-o|--output FILE] [--ca|--cacert FILE]
            [-k|--insecure] [-E|--cert FILE --key FILE]
-           [-x|--proxy URL] [--no-proxy] [--noproxy HOST[,HOST...]|'*']
+           [-x|--proxy URL] [-U|--proxy-user USER[:PASSWORD]] [--no-proxy]
+           [--noproxy HOST[,HOST...]|'*']
            [--resolve HOST:PORT:ADDR[,ADDR...]]...
            [--max-redirects N] [--no-decompress|--compressed] [--cookies] [-i] [-s] [-S]
            [-v|--verbose]
@@ -264,6 +271,8 @@ struct Args {
     key: Option<String>,
     /// `-x`, `--proxy URL`.
     proxy: Option<ProxyFlag>,
+    /// `-U`, `--proxy-user USER[:PASSWORD]`, as given.
+    proxy_user: Option<String>,
     no_proxy: bool,
     /// `--noproxy LIST`: the hosts that bypass the proxy.
     noproxy: Option<String>,
@@ -631,6 +640,9 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
             }
             "--key" => parsed.key = Some(args.next().ok_or("--key needs a PEM file")?),
             "-x" | "--proxy" => proxy = Some(args.next().ok_or("--proxy needs a URL")?),
+            "-U" | "--proxy-user" => {
+                parsed.proxy_user = Some(args.next().ok_or("--proxy-user needs USER[:PASSWORD]")?)
+            }
             "--no-proxy" => parsed.no_proxy = true,
             "--noproxy" => {
                 parsed.noproxy = Some(
@@ -708,7 +720,10 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
     if parsed.cert.is_some() != parsed.key.is_some() {
         return Err("--cert and --key go together".into());
     }
-    parsed.proxy = proxy.as_deref().map(proxy_flag).transpose()?;
+    parsed.proxy = proxy
+        .as_deref()
+        .map(|url| proxy_flag(url, parsed.proxy_user.as_deref()))
+        .transpose()?;
     // A URL the cookie jar cannot read is a bad argument, as one the client
     // refuses is (`is_unusable_url`): whether `-b` is given or not.
     if parsed.cookie.is_some() {
@@ -784,7 +799,7 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         bypass_the_environments_proxies(hosts);
     }
     if args.proxy.is_none() && !args.no_proxy {
-        give_the_environments_proxies_curls_port();
+        read_the_environments_proxies_as_curl(args.proxy_user.as_deref());
     }
     let mut builder = tickless::Client::builder()
         .event_loops(1)
@@ -1055,9 +1070,10 @@ fn environments_no_proxy() -> Option<String> {
 
 /// The proxies of the environment, as curl reads them: one named without
 /// a port is at 1080, as one given with `-x` ([`with_curl_proxy_port`]),
-/// where the client would take the scheme's (80). The client reads the
-/// variables when it is built, so the port goes there, into each variable
-/// it reads a proxy from that holds one without a port, trimmed as the
+/// where the client would take the scheme's (80), and one whose URL has no
+/// credentials takes `-U`'s ([`with_proxy_user`]). The client reads the
+/// variables when it is built, so they go there, into each variable
+/// it reads a proxy from, trimmed as the
 /// client trims it. A blank value is left as it is (it is no proxy: the
 /// client falls through to the next name); one that is not Unicode is read
 /// as the client reads it, with U+FFFD for what is not UTF-8. Every
@@ -1067,7 +1083,7 @@ fn environments_no_proxy() -> Option<String> {
 /// `HTTP_PROXY` for the request's `Proxy:` header, and must go on doing so.
 /// Called before the client is built, while this process has no other
 /// thread to read the environment meanwhile.
-fn give_the_environments_proxies_curls_port() {
+fn read_the_environments_proxies_as_curl(proxy_user: Option<&str>) {
     for name in [
         "http_proxy",
         "HTTP_PROXY",
@@ -1082,7 +1098,10 @@ fn give_the_environments_proxies_curls_port() {
         let value = value.to_string_lossy();
         let value = value.trim();
         if !value.is_empty() {
-            std::env::set_var(name, with_curl_proxy_port(value));
+            std::env::set_var(
+                name,
+                with_proxy_user(&with_curl_proxy_port(value), proxy_user),
+            );
         }
     }
 }
@@ -1466,16 +1485,17 @@ fn version_name(version: http::Version) -> String {
 }
 
 /// `-x URL`'s proxy, through which the request goes: trimmed, as a proxy
-/// of the environment is ([`give_the_environments_proxies_curls_port`]),
+/// of the environment is ([`read_the_environments_proxies_as_curl`]),
 /// before curl's port is added (`-x " host "` is `host` at 1080, not
-/// `host :1080`); a blank one is none at all, as curl's `-x ""`. A URL
-/// that is not a proxy's is a bad argument.
-fn proxy_flag(url: &str) -> Result<ProxyFlag, String> {
+/// `host :1080`), with `-U`'s credentials if it has none; a blank one is
+/// none at all, as curl's `-x ""`. A URL that is not a proxy's is a bad
+/// argument.
+fn proxy_flag(url: &str, proxy_user: Option<&str>) -> Result<ProxyFlag, String> {
     let url = url.trim();
     if url.is_empty() {
         return Ok(ProxyFlag::Off);
     }
-    tickless::Proxy::all(&with_curl_proxy_port(url))
+    tickless::Proxy::all(&with_proxy_user(&with_curl_proxy_port(url), proxy_user))
         .map(ProxyFlag::Through)
         .map_err(|e| format!("--proxy: {e}"))
 }
@@ -1484,9 +1504,10 @@ fn proxy_flag(url: &str) -> Result<ProxyFlag, String> {
 /// `-x http://host`, or `http://host:`, whose colon with no digits after
 /// it curl drops): the client's own default is the scheme's (80).
 fn with_curl_proxy_port(proxy: &str) -> String {
-    let authority_start = proxy.find("://").map_or(0, |at| at + 3);
-    let rest = &proxy[authority_start..];
-    let authority_end = authority_start + rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let std::ops::Range {
+        start: authority_start,
+        end: authority_end,
+    } = proxy_authority(proxy);
     let authority = &proxy[authority_start..authority_end];
     let host_port = authority
         .rsplit_once('@')
@@ -1506,4 +1527,37 @@ fn with_curl_proxy_port(proxy: &str) -> String {
         before.strip_suffix(':').unwrap_or(before),
         &proxy[authority_end..]
     )
+}
+
+/// `proxy` with `-U`'s credentials (`proxy_user`, `USER[:PASSWORD]`), if
+/// given and its URL has none: as curl's, a proxy URL's own `user:pass@`
+/// wins. They are percent-decoded, as curl reads them (`%3A` for a colon
+/// in the user's name; a `%` not before two hex digits is itself), then
+/// written into the URL percent-encoded, which the client decodes.
+fn with_proxy_user(proxy: &str, proxy_user: Option<&str>) -> String {
+    let Some(proxy_user) = proxy_user else {
+        return proxy.to_owned();
+    };
+    let authority = proxy_authority(proxy);
+    if proxy[authority.clone()].contains('@') {
+        return proxy.to_owned();
+    }
+    let encoded = |part: &str| {
+        let decoded: Vec<u8> = percent_encoding::percent_decode_str(part).collect();
+        percent_encoded(&decoded)
+    };
+    let userinfo = match proxy_user.split_once(':') {
+        Some((user, password)) => format!("{}:{}@", encoded(user), encoded(password)),
+        None => format!("{}@", encoded(proxy_user)),
+    };
+    let (before, after) = proxy.split_at(authority.start);
+    format!("{before}{userinfo}{after}")
+}
+
+/// Where the authority of a proxy URL is: after its `scheme://`, if any
+/// (`-x host:3128` has none), up to the first `/`, `?` or `#`.
+fn proxy_authority(proxy: &str) -> std::ops::Range<usize> {
+    let start = proxy.find("://").map_or(0, |at| at + 3);
+    let rest = &proxy[start..];
+    start..start + rest.find(['/', '?', '#']).unwrap_or(rest.len())
 }

@@ -2,7 +2,7 @@
 //! against loopback servers: redirects followed by default and bounded by
 //! `--max-redirects`, `--no-decompress`, `--cookies` and `--cookie`,
 //! `--max-body-bytes`, `-u` and URL credentials (and curl's names for the
-//! same), `--proxy`, `--no-proxy`, `--noproxy` and the proxy environment, `--resolve`,
+//! same), `--proxy`, `--proxy-user`, `--no-proxy`, `--noproxy` and the proxy environment, `--resolve`,
 //! `--cert`/`--key`, `--write-timeout`, `--connect-timeout` (TLS too),
 //! `--data`/`--data-binary` from a file or standard input and `-T -`, `-v`, `-i`, and its exit
 //! statuses (0 for any response, 1 for an error, 2 for bad arguments).
@@ -1964,6 +1964,57 @@ fn verbose_never_shows_a_proxys_credentials() {
         "{stderr}"
     );
     assert!(stdout(&output).ends_with("from the proxy"), "{output:?}");
+}
+
+/// `-U`, `--proxy-user`: the proxy's credentials, for one of `-x` or of
+/// the environment whose URL has none, percent-decoded — as curl 7.88
+/// sends them (its `-U` loses to a proxy URL's own `user:pass@`).
+#[test]
+fn proxy_user_gives_the_proxy_credentials_as_curl_does() {
+    // A forwarding proxy double: it answers itself.
+    let proxy = TestServer::respond(|_| ok("from the proxy"));
+    let (bare, with_its_own) = (
+        format!("http://{}", proxy.addr()),
+        format!("http://u:p@{}", proxy.addr()),
+    );
+    let cases: [(&[&str], &str, &str); 5] = [
+        (&["-x", &bare, "-U", "a%20b:c%3Ad@e"], "a b", "c:d@e"),
+        (&["--proxy-user", "a:b", "--proxy", &bare], "a", "b"),
+        (&["-x", &bare, "-sUuser"], "user", ""),
+        (&["-x", &with_its_own, "-U", "a:b"], "u", "p"),
+        (&["-x", &bare, "-U", "a%zz:b%"], "a%zz", "b%"),
+    ];
+    for (args, user, password) in cases {
+        let output = get(&[&["http://origin.test/x"], args].concat());
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {output:?}");
+        let request = proxy.requests().pop().unwrap();
+        assert_eq!(
+            request.header("proxy-authorization"),
+            Some(support::real::basic_auth(user, password).as_str()),
+            "{args:?}"
+        );
+    }
+    // A proxy of the environment takes them too, unless it has its own.
+    for (proxy_url, user, password) in [(&bare, "a", "b"), (&with_its_own, "u", "p")] {
+        let output = Command::new(example_binary("get"))
+            .args(["http://origin.test/x", "-U", "a:b"])
+            .env("http_proxy", proxy_url)
+            .env_remove("HTTP_PROXY")
+            .env_remove("all_proxy")
+            .env_remove("ALL_PROXY")
+            .env_remove("no_proxy")
+            .env_remove("NO_PROXY")
+            .env_remove("REQUEST_METHOD")
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0), "{proxy_url}: {output:?}");
+        let request = proxy.requests().pop().unwrap();
+        assert_eq!(
+            request.header("proxy-authorization"),
+            Some(support::real::basic_auth(user, password).as_str()),
+            "{proxy_url}"
+        );
+    }
 }
 
 /// Over HTTP/2 the request line and the status line say so, as curl's;
