@@ -164,6 +164,10 @@
 //!   meter to silence (errors still go to standard error).
 //! * `-S`, `--show-error`: accepted, for curl's habits (`-sS`): errors
 //!   always go to standard error.
+//! * `-f`, `--fail` (curl's): an answer whose status is 400 or over is a
+//!   failure, exit 22, as in curl: its head is printed where it goes, as
+//!   always (curl prints it with `-i`), but not its body, and no
+//!   `--output` file is made; the error says the status on standard error.
 //! * `--cookies`: a cookie store for the run, so that cookies set on a
 //!   redirect hop are sent on the next ones.
 //! * `-b`, `--cookie 'NAME=VALUE; …'`: the cookie store, with these cookies
@@ -189,7 +193,8 @@
 //! space — percent-encoded (`/ä b` asks for `/%C3%A4%20b`, where curl
 //! refuses the space).
 //!
-//! Exits 0 on any response (whatever its status), 1 if the request failed
+//! Exits 0 on any response (whatever its status; with `-f`, 22 on one of
+//! 400 or over), 1 if the request failed
 //! (the error goes to stderr), 2 on bad arguments (usage goes to stderr) —
 //! an argument that is not UTF-8 among them, and a URL the client refuses
 //! before sending anything, one that does not parse or names no
@@ -213,7 +218,7 @@ usage: get URL [--request-timeout MS|-m|--max-time SECS] [--read-timeout MS]
            [--noproxy HOST[,HOST...]|'*']
            [--resolve HOST:PORT:ADDR[,ADDR...]]...
            [--max-redirects N] [--no-decompress|--compressed] [--cookies] [-i] [-s] [-S]
-           [-v|--verbose]
+           [-v|--verbose] [-f|--fail]
            [-b|--cookie 'NAME=VALUE; ...'] [--max-body-bytes N]
            [-u|--user USER[:PASSWORD]] [--retries N] [--hedge-after MS]
            [--http2 | --http1.1 | --http2-prior-knowledge]
@@ -253,6 +258,9 @@ struct Args {
     /// `-i`, `--include`: print the interim (1xx) heads before the final
     /// one.
     include: bool,
+    /// `-f`, `--fail`: an answer of 400 or over is a failure, its body
+    /// not written.
+    fail: bool,
     url: String,
     request_timeout: Option<Duration>,
     read_timeout: Option<Duration>,
@@ -680,6 +688,7 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
             "-s" | "--silent" => {}
             // Errors always go to standard error.
             "-S" | "--show-error" => {}
+            "-f" | "--fail" => parsed.fail = true,
             "--cookies" => parsed.cookie = parsed.cookie.or(Some(String::new())),
             "-b" | "--cookie" => {
                 let cookies = args.next().ok_or("--cookie needs 'NAME=VALUE'")?;
@@ -758,6 +767,10 @@ fn main() -> ExitCode {
     };
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(error) if error.is::<FailedStatus>() => {
+            say(std::io::stderr(), &format!("get: {error}"));
+            ExitCode::from(22)
+        }
         Err(error) if is_unusable_url(&*error) => {
             let message = format!("get: {}\n{USAGE}", WithCauses(&*error));
             say(std::io::stderr(), &message);
@@ -769,6 +782,19 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// `-f`: the answer's status, 400 or over, which curl's `--fail` exits 22
+/// for.
+#[derive(Debug)]
+struct FailedStatus(http::StatusCode);
+
+impl std::fmt::Display for FailedStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the requested URL returned error: {}", self.0.as_u16())
+    }
+}
+
+impl std::error::Error for FailedStatus {}
 
 /// Whether the client refused the URL given itself (a redirect's
 /// `Location` that it cannot follow is the response instead): a bad
@@ -1018,6 +1044,10 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             stdout.write_all(&head)?;
             stdout.flush()?;
         }
+    }
+    // As curl's `--fail`: the head told, no body written, no file made.
+    if args.fail && status.as_u16() >= 400 {
+        return Err(FailedStatus(status).into());
     }
     let mut out: Box<dyn Write> = match args.output.as_deref() {
         None | Some("-") => Box::new(Named("standard output".into(), std::io::stdout().lock())),

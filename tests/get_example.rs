@@ -5,7 +5,8 @@
 //! same), `--proxy`, `--proxy-user`, `--no-proxy`, `--noproxy` and the proxy environment, `--resolve`,
 //! `--cert`/`--key`, `--write-timeout`, `--connect-timeout` (TLS too),
 //! `--data`/`--data-binary` from a file or standard input and `-T -`, `-v`, `-i`, and its exit
-//! statuses (0 for any response, 1 for an error, 2 for bad arguments).
+//! statuses (0 for any response, 1 for an error, 2 for bad arguments, 22
+//! for `-f` and an error status).
 
 mod support;
 
@@ -680,6 +681,53 @@ fn a_write_error_to_the_output_file_is_an_error_that_names_it() {
         stderr.contains("get: --output /dev/full: No space left on device"),
         "{stderr}"
     );
+}
+
+/// `-f`, `--fail`: an answer of 400 or over exits 22, as curl's, its head
+/// printed as always but not its body, and no `--output` file made; one
+/// under 400 is a success, as without it.
+#[test]
+fn fail_exits_22_on_an_error_status_without_its_body() {
+    let server = TestServer::respond(|request| match request.target.as_str() {
+        "/moved" => response(302, &[("Location", "/missing")], b"moved"),
+        "/missing" => response(404, &[], b"the error page"),
+        "/broken" => response(500, &[], b"the error page"),
+        _ => ok("the page"),
+    });
+    for args in [
+        &["-f"][..],
+        &["--fail"],
+        &["-fsSL"],
+        &["-f", "-i"],
+        &["-f", "-X", "POST"],
+    ] {
+        for path in ["/missing", "/moved", "/broken"] {
+            let output = get(&[&[&server.url(path)[..]], args].concat());
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(output.status.code(), Some(22), "{path} {args:?}: {stderr}");
+            let code = if path == "/broken" { "500" } else { "404" };
+            assert!(
+                stderr.contains(&format!("get: the requested URL returned error: {code}")),
+                "{path} {args:?}: {stderr}"
+            );
+            let text = stdout(&output);
+            // The final head (after the redirect's, with `-i`).
+            assert!(text.contains(&format!("HTTP/1.1 {code} ")), "{text}");
+            assert!(!text.contains("the error page"), "{path} {args:?}: {text}");
+        }
+    }
+    let dir = support::real::TempDir::new("get-fail");
+    let file = dir.path().join("out");
+    let output = get(&[&server.url("/missing"), "-f", "-o", file.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(22), "{output:?}");
+    assert!(!file.exists(), "an --output file was made");
+    let output = get(&[&server.url("/"), "-f"]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert!(stdout(&output).ends_with("\n\nthe page"), "{output:?}");
+    // Without it, any answer is a success.
+    let output = get(&[&server.url("/missing")]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert!(stdout(&output).ends_with("the error page"), "{output:?}");
 }
 
 #[test]
