@@ -72,6 +72,8 @@
 //!   standard input) without its carriage returns and newlines, as curl
 //!   does. Given again, the parts are joined with `&`.
 //! * `--data-binary STR`: the same, but a file's bytes go as they are.
+//! * `--data-raw STR` (curl's, as a browser's "Copy as cURL" writes it):
+//!   as `--data`, but a leading `@` is sent as it is, never a file's name.
 //! * `-T`, `--upload-file FILE`: stream `FILE` as the body, its length
 //!   from the file (a PUT unless `-X` says otherwise), read again from its
 //!   start for a `307` or `308`, as curl rewinds it; `-`: standard input,
@@ -211,7 +213,7 @@ usage: get URL [--request-timeout MS|-m|--max-time SECS] [--read-timeout MS]
            [--write-timeout MS] [--connect-timeout SECS]
            [--event-loop-timeouts]
            [-H|--header 'Name: value']... [-X|--request METHOD] [-I|--head] [-L]
-           [-d|--data STR|@FILE] [--data-binary STR|@FILE]
+           [-d|--data STR|@FILE] [--data-binary STR|@FILE] [--data-raw STR]
            [-T|--upload-file FILE|-] [-o|--output FILE] [--ca|--cacert FILE]
            [-k|--insecure] [-E|--cert FILE --key FILE]
            [-x|--proxy URL] [-U|--proxy-user USER[:PASSWORD]] [--no-proxy]
@@ -269,7 +271,7 @@ struct Args {
     event_loop_timeouts: bool,
     headers: Vec<Header>,
     method: Option<http::Method>,
-    /// Each `--data` or `--data-binary`, in order.
+    /// Each `--data`, `--data-binary` or `--data-raw`, in order.
     data: Vec<Data>,
     upload: Option<String>,
     output: Option<String>,
@@ -390,20 +392,44 @@ fn interface_index(zone: &str) -> Option<u32> {
     (index != 0).then_some(index)
 }
 
-/// A `--data` or `--data-binary` value: the body, or `@FILE` (`@-`:
-/// standard input) to read it from.
+/// A `--data`, `--data-binary` or `--data-raw` value: the body, or (but
+/// for `--data-raw`) `@FILE` (`@-`: standard input) to read it from.
 #[derive(Debug)]
 struct Data {
     value: String,
+    flag: DataFlag,
+}
+
+/// The flag that gave a [`Data`], which says how its value is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DataFlag {
+    /// `-d`, `--data`: a file's carriage returns and newlines are dropped.
+    Data,
     /// `--data-binary`: a file's bytes go as they are.
-    binary: bool,
+    Binary,
+    /// `--data-raw`: the value as it is, an `@` too.
+    Raw,
+}
+
+impl DataFlag {
+    fn name(self) -> &'static str {
+        match self {
+            DataFlag::Data => "--data",
+            DataFlag::Binary => "--data-binary",
+            DataFlag::Raw => "--data-raw",
+        }
+    }
 }
 
 impl Data {
     /// The body: the value, or the file's bytes — for `--data` without
     /// their carriage returns and newlines, as curl sends them.
     fn body(&self) -> Result<Vec<u8>, String> {
-        let Some(path) = self.value.strip_prefix('@') else {
+        let file = match self.flag {
+            DataFlag::Raw => None,
+            DataFlag::Data | DataFlag::Binary => self.value.strip_prefix('@'),
+        };
+        let Some(path) = file else {
             return Ok(self.value.clone().into_bytes());
         };
         let mut bytes = Vec::new();
@@ -411,20 +437,15 @@ impl Data {
             "-" => std::io::stdin().read_to_end(&mut bytes),
             path => std::fs::File::open(path).and_then(|mut file| file.read_to_end(&mut bytes)),
         };
-        let flag = if self.binary {
-            "--data-binary"
-        } else {
-            "--data"
-        };
-        read.map_err(|e| format!("{flag} @{path}: {e}"))?;
-        if !self.binary {
+        read.map_err(|e| format!("{} @{path}: {e}", self.flag.name()))?;
+        if self.flag == DataFlag::Data {
             bytes.retain(|&b| b != b'\r' && b != b'\n');
         }
         Ok(bytes)
     }
 }
 
-/// The body of every `--data` and `--data-binary` given, joined with `&`
+/// The body of every `--data`, `--data-binary` and `--data-raw` given, joined with `&`
 /// as curl joins them.
 fn data_body(data: &[Data]) -> Result<Vec<u8>, String> {
     let parts = data.iter().map(Data::body).collect::<Result<Vec<_>, _>>()?;
@@ -619,10 +640,14 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
                 let header = args.next().ok_or("--header needs 'Name: value'")?;
                 parsed.headers.push(parse_header(&header)?);
             }
-            "-d" | "--data" | "--data-binary" => {
+            "-d" | "--data" | "--data-binary" | "--data-raw" => {
                 let value = args.next().ok_or_else(|| format!("{arg} needs a value"))?;
-                let binary = arg == "--data-binary";
-                parsed.data.push(Data { value, binary });
+                let flag = match arg.as_str() {
+                    "--data-binary" => DataFlag::Binary,
+                    "--data-raw" => DataFlag::Raw,
+                    _ => DataFlag::Data,
+                };
+                parsed.data.push(Data { value, flag });
             }
             "-X" | "--request" => {
                 let method = args.next().ok_or("--request needs a METHOD")?;

@@ -4,7 +4,7 @@
 //! `--max-body-bytes`, `-u` and URL credentials (and curl's names for the
 //! same), `--proxy`, `--proxy-user`, `--no-proxy`, `--noproxy` and the proxy environment, `--resolve`,
 //! `--cert`/`--key`, `--write-timeout`, `--connect-timeout` (TLS too),
-//! `--data`/`--data-binary` from a file or standard input and `-T -`, `-v`, `-i`, and its exit
+//! `--data`/`--data-binary` (`--data-raw` as given) from a file or standard input and `-T -`, `-v`, `-i`, and its exit
 //! statuses (0 for any response, 1 for an error, 2 for bad arguments, 22
 //! for `-f` and an error status).
 
@@ -222,6 +222,16 @@ fn data_and_uploads_from_files_and_standard_input_as_curl_reads_them() {
             stdout(&output)
         );
     }
+    // --data-raw: an `@` is sent as it is, never read as a file's name;
+    // joined with the others' parts as they are.
+    let raw = get(&[&url, "--data-raw", &file, "-d", &file]);
+    assert_eq!(raw.status.code(), Some(0), "{raw:?}");
+    let sent = format!("{file}&a=1&b=2");
+    assert!(
+        stdout(&raw).ends_with(&format!("POST {sent} length={} chunked=false", sent.len())),
+        "{}",
+        stdout(&raw)
+    );
     std::fs::remove_file(&path).unwrap();
     // A file that cannot be read is an error, named with the flag that
     // named it.
