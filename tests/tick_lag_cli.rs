@@ -92,6 +92,19 @@ fn bad_numbers_exit_2() {
     }
 }
 
+/// An argument that is not UTF-8 (a Latin-1 byte) is a bad command line,
+/// exit 2 saying so, not a panic's 101.
+#[test]
+fn an_argument_that_is_not_utf8_is_a_bad_command_line_not_a_panic() {
+    use std::os::unix::ffi::OsStrExt;
+    let latin1 = std::ffi::OsStr::from_bytes(b"--format=caf\xe9");
+    let output = Command::new(BIN).arg(latin1).output().expect("runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("not UTF-8"), "{stderr}");
+    assert!(output.stdout.is_empty());
+}
+
 /// With the reader of standard error gone (`tick-lag 2>&1 | head -c 0`),
 /// what tick-lag has to say there is lost, and its exit status still says
 /// what happened: 2 for a bad command line, 0 for a run — not a panic's

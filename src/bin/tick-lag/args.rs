@@ -3,6 +3,7 @@
 //! [`parse`] never panics: every bad input becomes an [`ArgError`] whose
 //! message says what was wrong, and `main` exits with code 2 on it.
 
+use std::ffi::OsString;
 use std::fmt;
 use std::time::Duration;
 
@@ -135,6 +136,18 @@ impl fmt::Display for ArgError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
+}
+
+/// The program's arguments as [`parse`] takes them, from
+/// `std::env::args_os`: one that is not UTF-8 is an [`ArgError`] (exit 2),
+/// where `std::env::args` would panic (exit 101).
+pub fn unicode(args: impl IntoIterator<Item = OsString>) -> Result<Vec<String>, ArgError> {
+    args.into_iter()
+        .map(|arg| {
+            arg.into_string()
+                .map_err(|arg| ArgError(format!("an argument that is not UTF-8: {arg:?}")))
+        })
+        .collect()
 }
 
 /// The usage text followed by the list of instruments.

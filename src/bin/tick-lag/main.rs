@@ -29,7 +29,7 @@ use std::time::Duration;
 use summary::Summary;
 
 fn main() -> ExitCode {
-    let config = match args::parse(std::env::args().skip(1)) {
+    let config = match args::unicode(std::env::args_os().skip(1)).and_then(args::parse) {
         Ok(Command::Run(config)) => config,
         Ok(Command::Help) => {
             return if emit(&args::usage()) {
