@@ -58,6 +58,11 @@
 //!   `'Name;'` sends it empty. `'Accept-Encoding:'` is `--no-decompress`
 //!   (curl sends none and decodes nothing unless `--compressed`); a
 //!   `'Accept-Encoding: VALUE'` is sent instead of the client's own.
+//! * `-A`, `--user-agent STR` (curl's): send `User-Agent: STR` instead of
+//!   the client's own; `''`: none. `-e`, `--referer URL` (curl's): send
+//!   `Referer: URL`; `''`: none (curl's `;auto`, a `Referer` set anew on
+//!   each redirect, is a bad argument: not done here). As in curl, a
+//!   `--header` for the same name, or dropping it, wins over either.
 //! * `-X`, `--request METHOD`: the method (default GET, or POST with
 //!   `--data`, PUT with `--upload-file`, HEAD with `--head`).
 //! * `-I`, `--head`: a HEAD request; the heads are printed as with `-i`
@@ -212,7 +217,8 @@ const USAGE: &str = "\
 usage: get URL [--request-timeout MS|-m|--max-time SECS] [--read-timeout MS]
            [--write-timeout MS] [--connect-timeout SECS]
            [--event-loop-timeouts]
-           [-H|--header 'Name: value']... [-X|--request METHOD] [-I|--head] [-L]
+           [-H|--header 'Name: value']... [-A|--user-agent STR] [-e|--referer URL]
+           [-X|--request METHOD] [-I|--head] [-L]
            [-d|--data STR|@FILE] [--data-binary STR|@FILE] [--data-raw STR]
            [-T|--upload-file FILE|-] [-o|--output FILE] [--ca|--cacert FILE]
            [-k|--insecure] [-E|--cert FILE --key FILE]
@@ -270,6 +276,10 @@ struct Args {
     connect_timeout: Option<Duration>,
     event_loop_timeouts: bool,
     headers: Vec<Header>,
+    /// `-A`, `--user-agent`: empty for none.
+    user_agent: Option<http::HeaderValue>,
+    /// `-e`, `--referer`: empty for none.
+    referer: Option<http::HeaderValue>,
     method: Option<http::Method>,
     /// Each `--data`, `--data-binary` or `--data-raw`, in order.
     data: Vec<Data>,
@@ -493,6 +503,12 @@ fn parse_header(header: &str) -> Result<Header, String> {
     Ok(Header::Send(name(named)?, value))
 }
 
+/// `value`, given with `flag`, as a header's value: one HTTP allows.
+fn header_value(flag: &str, value: &str) -> Result<http::HeaderValue, String> {
+    http::HeaderValue::from_str(value)
+        .map_err(|_| format!("{flag}: not a header's value: {value:?}"))
+}
+
 /// Whether a `--header 'Name:'` says not to send `name`.
 fn suppressed(headers: &[Header], name: &http::HeaderName) -> bool {
     headers
@@ -639,6 +655,20 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
             "-H" | "--header" => {
                 let header = args.next().ok_or("--header needs 'Name: value'")?;
                 parsed.headers.push(parse_header(&header)?);
+            }
+            "-A" | "--user-agent" => {
+                let agent = args.next().ok_or("--user-agent needs a value")?;
+                parsed.user_agent = Some(header_value("--user-agent", &agent)?);
+            }
+            "-e" | "--referer" => {
+                let referer = args.next().ok_or("--referer needs a URL")?;
+                if referer.ends_with(";auto") {
+                    return Err(format!(
+                        "--referer {referer:?}: curl's ';auto' (a Referer set on each \
+                         redirect) is not done by get"
+                    ));
+                }
+                parsed.referer = Some(header_value("--referer", &referer)?);
             }
             "-d" | "--data" | "--data-binary" | "--data-raw" => {
                 let value = args.next().ok_or_else(|| format!("{arg} needs a value"))?;
@@ -933,7 +963,11 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     if args.no_decompress || suppressed(&args.headers, &http::header::ACCEPT_ENCODING) {
         builder = builder.no_decompress();
     }
-    if suppressed(&args.headers, &http::header::USER_AGENT) {
+    let no_agent = args
+        .user_agent
+        .as_ref()
+        .is_some_and(|agent| agent.is_empty());
+    if no_agent || suppressed(&args.headers, &http::header::USER_AGENT) {
         builder = builder.no_user_agent();
     }
     if let Some(max) = args.max_body_bytes {
@@ -959,6 +993,18 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     // curl's `Accept`, unless a header gives one or drops it.
     if !given_or_dropped(&args.headers, &http::header::ACCEPT) {
         headers.push((http::header::ACCEPT, http::HeaderValue::from_static("*/*")));
+    }
+    // `-A`'s and `-e`'s, but empty (none) or given or dropped by a header.
+    let shorthands = [
+        (http::header::USER_AGENT, &args.user_agent),
+        (http::header::REFERER, &args.referer),
+    ];
+    for (name, value) in shorthands {
+        if let Some(value) = value.as_ref().filter(|value| !value.is_empty()) {
+            if !given_or_dropped(&args.headers, &name) {
+                headers.push((name, value.clone()));
+            }
+        }
     }
     // A form, as curl sends it, unless told otherwise.
     if !args.data.is_empty() && !given_or_dropped(&args.headers, &http::header::CONTENT_TYPE) {

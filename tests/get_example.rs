@@ -1,7 +1,7 @@
 //! `examples/get`, the command-line face of the client, run as a process
 //! against loopback servers: redirects followed by default and bounded by
 //! `--max-redirects`, `--no-decompress`, `--cookies` and `--cookie`,
-//! `--max-body-bytes`, `-u` and URL credentials (and curl's names for the
+//! `--max-body-bytes`, `-A`, `-e`, `-u` and URL credentials (and curl's names for the
 //! same), `--proxy`, `--proxy-user`, `--no-proxy`, `--noproxy` and the proxy environment, `--resolve`,
 //! `--cert`/`--key`, `--write-timeout`, `--connect-timeout` (TLS too),
 //! `--data`/`--data-binary` (`--data-raw` as given) from a file or standard input and `-T -`, `-v`, `-i`, and its exit
@@ -882,6 +882,49 @@ fn authorization_dropped_with_a_header_sends_none_for_the_urls_credentials() {
 /// curl sends `Accept: */*` unless a `--header` gives one or drops it
 /// (`'Accept:'`); a server that negotiates the type of its answer reads
 /// its absence otherwise than curl's request.
+/// `-A`, `--user-agent` and `-e`, `--referer`: curl's shorthands for
+/// those headers, empty for none; a `--header` for the same name, or
+/// dropping it, wins, as in curl, whatever the order.
+#[test]
+fn user_agent_and_referer_are_sent_as_curl_sends_them() {
+    let (request, status) = sent("/", &["-A", "agent/1", "--referer", "http://from.test/"]);
+    assert_eq!(status, Some(0), "{request:?}");
+    assert_eq!(request.header_all("user-agent"), ["agent/1"], "{request:?}");
+    assert_eq!(request.header_all("referer"), ["http://from.test/"]);
+    let (request, _) = sent("/", &["-sAbundled", "--user-agent", "last"]);
+    assert_eq!(request.header_all("user-agent"), ["last"], "{request:?}");
+    let (request, _) = sent("/", &["-A", "", "-e", ""]);
+    assert_eq!(request.header("user-agent"), None, "{request:?}");
+    assert_eq!(request.header("referer"), None, "{request:?}");
+    for args in [
+        &["-A", "agent", "-H", "User-Agent: header"][..],
+        &["-H", "User-Agent: header", "--user-agent", "agent"],
+    ] {
+        let (request, _) = sent("/", args);
+        assert_eq!(request.header_all("user-agent"), ["header"], "{args:?}");
+    }
+    let (request, _) = sent(
+        "/",
+        &[
+            "-A",
+            "agent",
+            "-H",
+            "User-Agent:",
+            "-e",
+            "r",
+            "-H",
+            "Referer:",
+        ],
+    );
+    assert_eq!(request.header("user-agent"), None, "{request:?}");
+    assert_eq!(request.header("referer"), None, "{request:?}");
+    // curl's `;auto` is not done; a value no header can hold is refused.
+    for bad in [["-e", "http://from.test/;auto"], ["-A", "two\nlines"]] {
+        let output = get(&[&["http://127.0.0.1/"][..], &bad].concat());
+        assert_eq!(output.status.code(), Some(2), "{bad:?}: {output:?}");
+    }
+}
+
 #[test]
 fn accept_is_curls_unless_a_header_gives_or_drops_it() {
     let (request, status) = sent("/", &[]);
