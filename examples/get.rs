@@ -87,6 +87,12 @@
 //! * `-o`, `--output FILE`: write the body to `FILE` as it arrives (`-`:
 //!   standard output); the status line and headers then go to standard
 //!   error.
+//! * `-O`, `--remote-name` (curl's): `--output` to a file in the current
+//!   directory named as the URL's path ends, as written (its query left
+//!   out, not percent-decoded: `/dir/a%20b.txt?v=1` is `a%20b.txt`), the
+//!   given URL's even after a redirect, as in curl; a path that names no
+//!   file (`/`, `/dir/`, `..`) is a bad argument, found before anything
+//!   is sent (curl fails once the answer comes).
 //! * `--ca FILE` (curl: `--cacert`): also trust the CA certificate(s) in `FILE` (PEM) for
 //!   `https://` URLs, besides the bundled Mozilla roots.
 //! * `-E`, `--cert FILE --key FILE`: a client certificate (PEM chain, leaf
@@ -220,7 +226,8 @@ usage: get URL [--request-timeout MS|-m|--max-time SECS] [--read-timeout MS]
            [-H|--header 'Name: value']... [-A|--user-agent STR] [-e|--referer URL]
            [-X|--request METHOD] [-I|--head] [-L]
            [-d|--data STR|@FILE] [--data-binary STR|@FILE] [--data-raw STR]
-           [-T|--upload-file FILE|-] [-o|--output FILE] [--ca|--cacert FILE]
+           [-T|--upload-file FILE|-] [-o|--output FILE] [-O|--remote-name]
+           [--ca|--cacert FILE]
            [-k|--insecure] [-E|--cert FILE --key FILE]
            [-x|--proxy URL] [-U|--proxy-user USER[:PASSWORD]] [--no-proxy]
            [--noproxy HOST[,HOST...]|'*']
@@ -596,6 +603,7 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
     let mut url = None;
     // The last `-x` wins, as curl's: only that one is read.
     let mut proxy = None;
+    let mut remote_name = false;
     let millis = |flag: &str, value: Option<String>| -> Result<Duration, String> {
         let value = value.ok_or_else(|| format!("{flag} needs a value in milliseconds"))?;
         value
@@ -689,6 +697,7 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
                 parsed.upload = Some(args.next().ok_or("--upload-file needs a FILE")?)
             }
             "-o" | "--output" => parsed.output = Some(args.next().ok_or("--output needs a FILE")?),
+            "-O" | "--remote-name" => remote_name = true,
             "--ca" | "--cacert" => parsed.ca = Some(args.next().ok_or("--ca needs a PEM file")?),
             "-k" | "--insecure" => parsed.insecure = true,
             "-E" | "--cert" => parsed.cert = Some(args.next().ok_or("--cert needs a PEM file")?),
@@ -783,6 +792,12 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
     }
     if parsed.cert.is_some() != parsed.key.is_some() {
         return Err("--cert and --key go together".into());
+    }
+    if remote_name {
+        if parsed.output.is_some() {
+            return Err("--output and --remote-name both name the file: choose one".into());
+        }
+        parsed.output = Some(remote_file_name(&parsed.url)?);
     }
     parsed.proxy = proxy
         .as_deref()
@@ -1237,6 +1252,23 @@ fn upload_url(url: &str, path: &str) -> String {
         percent_encoded(name.as_encoded_bytes()),
         &url[path_end..]
     )
+}
+
+/// `-O`'s file name: the last segment of `url`'s path, read as text as
+/// [`upload_url`] reads it, as written (not percent-decoded, as curl's),
+/// which must name a file: not empty, `.` or `..`.
+fn remote_file_name(url: &str) -> Result<String, String> {
+    let path = authority(url).map_or("", |authority| {
+        let rest = &url[authority.end..];
+        &rest[..rest.find(['?', '#']).unwrap_or(rest.len())]
+    });
+    let name = path.rsplit('/').next().unwrap_or_default();
+    if ["", ".", ".."].contains(&name) {
+        return Err(format!(
+            "--remote-name: the URL {url:?} names no file for its body to go to"
+        ));
+    }
+    Ok(name.to_owned())
 }
 
 /// Where the authority of `url`, read as text, is: from its `scheme://`

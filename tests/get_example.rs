@@ -4,7 +4,7 @@
 //! `--max-body-bytes`, `-A`, `-e`, `-u` and URL credentials (and curl's names for the
 //! same), `--proxy`, `--proxy-user`, `--no-proxy`, `--noproxy` and the proxy environment, `--resolve`,
 //! `--cert`/`--key`, `--write-timeout`, `--connect-timeout` (TLS too),
-//! `--data`/`--data-binary` (`--data-raw` as given) from a file or standard input and `-T -`, `-v`, `-i`, and its exit
+//! `-O`, `--data`/`--data-binary` (`--data-raw` as given) from a file or standard input and `-T -`, `-v`, `-i`, and its exit
 //! statuses (0 for any response, 1 for an error, 2 for bad arguments, 22
 //! for `-f` and an error status).
 
@@ -738,6 +738,52 @@ fn fail_exits_22_on_an_error_status_without_its_body() {
     let output = get(&[&server.url("/missing")]);
     assert_eq!(output.status.code(), Some(0), "{output:?}");
     assert!(stdout(&output).ends_with("the error page"), "{output:?}");
+}
+
+/// `-O`, `--remote-name`: the body goes to a file in the current
+/// directory named as the URL's path ends, as written (no query, not
+/// decoded), as curl 7.88 names it; a URL that names no file is a bad
+/// argument, and nothing is sent.
+#[test]
+fn remote_name_writes_the_body_to_the_urls_file_name() {
+    let server = TestServer::respond(|request| match request.target.as_str() {
+        "/moved" => response(302, &[("Location", "/elsewhere")], b""),
+        target => ok(&format!("body of {target}")),
+    });
+    let dir = support::real::TempDir::new("get-remote-name");
+    let get_in_dir = |args: &[&str]| {
+        Command::new(example_binary("get"))
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    for (path, args, name) in [
+        ("/dir/file.txt?v=1#part", &["-O"][..], "file.txt"),
+        ("/a%20b.txt", &["--remote-name"], "a%20b.txt"),
+        ("/moved", &["-sLO"], "moved"),
+    ] {
+        let output = get_in_dir(&[&[&server.url(path)[..]], args].concat());
+        assert_eq!(output.status.code(), Some(0), "{path}: {output:?}");
+        let target = server.requests().pop().unwrap().target;
+        let written = std::fs::read_to_string(dir.path().join(name)).unwrap();
+        assert_eq!(written, format!("body of {target}"), "{path}");
+        assert!(output.stdout.is_empty(), "{path}: {output:?}");
+    }
+    let sent = server.requests().len();
+    for path in ["/", "/dir/", "/dir/..", "/.", "?q=/x"] {
+        let output = get_in_dir(&[&server.url(path), "-O"]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{path}: {stderr}");
+        assert!(stderr.contains("names no file"), "{path}: {stderr}");
+    }
+    let output = get_in_dir(&[&server.url("/f"), "-O", "-o", "other"]);
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    assert_eq!(
+        server.requests().len(),
+        sent,
+        "a bad argument sends nothing"
+    );
 }
 
 #[test]
