@@ -79,6 +79,11 @@
 //! * `--data-binary STR`: the same, but a file's bytes go as they are.
 //! * `--data-raw STR` (curl's, as a browser's "Copy as cURL" writes it):
 //!   as `--data`, but a leading `@` is sent as it is, never a file's name.
+//! * `--data-urlencode [NAME]=CONTENT|[NAME]@FILE` (curl's): as `--data`,
+//!   with the content (`@FILE`: the file's bytes as they are, `@-`:
+//!   standard input) percent-encoded as curl encodes it (RFC 3986's
+//!   unreserved characters kept, a space as `+`), after `NAME=` if a name
+//!   is given; a value with neither `=` nor `@` is the content alone.
 //! * `-T`, `--upload-file FILE`: stream `FILE` as the body, its length
 //!   from the file (a PUT unless `-X` says otherwise), read again from its
 //!   start for a `307` or `308`, as curl rewinds it; `-`: standard input,
@@ -226,6 +231,7 @@ usage: get URL [--request-timeout MS|-m|--max-time SECS] [--read-timeout MS]
            [-H|--header 'Name: value']... [-A|--user-agent STR] [-e|--referer URL]
            [-X|--request METHOD] [-I|--head] [-L]
            [-d|--data STR|@FILE] [--data-binary STR|@FILE] [--data-raw STR]
+           [--data-urlencode [NAME]=STR|[NAME]@FILE]
            [-T|--upload-file FILE|-] [-o|--output FILE] [-O|--remote-name]
            [--ca|--cacert FILE]
            [-k|--insecure] [-E|--cert FILE --key FILE]
@@ -288,7 +294,8 @@ struct Args {
     /// `-e`, `--referer`: empty for none.
     referer: Option<http::HeaderValue>,
     method: Option<http::Method>,
-    /// Each `--data`, `--data-binary` or `--data-raw`, in order.
+    /// Each `--data`, `--data-binary`, `--data-raw` or `--data-urlencode`,
+    /// in order.
     data: Vec<Data>,
     upload: Option<String>,
     output: Option<String>,
@@ -409,8 +416,9 @@ fn interface_index(zone: &str) -> Option<u32> {
     (index != 0).then_some(index)
 }
 
-/// A `--data`, `--data-binary` or `--data-raw` value: the body, or (but
-/// for `--data-raw`) `@FILE` (`@-`: standard input) to read it from.
+/// A `--data`, `--data-binary`, `--data-raw` or `--data-urlencode` value:
+/// the body, or (but for `--data-raw`) `@FILE` (`@-`: standard input) to
+/// read it from.
 #[derive(Debug)]
 struct Data {
     value: String,
@@ -426,6 +434,9 @@ enum DataFlag {
     Binary,
     /// `--data-raw`: the value as it is, an `@` too.
     Raw,
+    /// `--data-urlencode`: `[NAME]=CONTENT` or `[NAME]@FILE`, the content
+    /// percent-encoded.
+    UrlEncode,
 }
 
 impl DataFlag {
@@ -434,35 +445,76 @@ impl DataFlag {
             DataFlag::Data => "--data",
             DataFlag::Binary => "--data-binary",
             DataFlag::Raw => "--data-raw",
+            DataFlag::UrlEncode => "--data-urlencode",
         }
     }
 }
 
 impl Data {
     /// The body: the value, or the file's bytes — for `--data` without
-    /// their carriage returns and newlines, as curl sends them.
+    /// their carriage returns and newlines, as curl sends them — or for
+    /// `--data-urlencode` either encoded.
     fn body(&self) -> Result<Vec<u8>, String> {
         let file = match self.flag {
+            DataFlag::UrlEncode => return self.url_encoded(),
             DataFlag::Raw => None,
             DataFlag::Data | DataFlag::Binary => self.value.strip_prefix('@'),
         };
         let Some(path) = file else {
             return Ok(self.value.clone().into_bytes());
         };
+        let mut bytes = self.read(path)?;
+        if self.flag == DataFlag::Data {
+            bytes.retain(|&b| b != b'\r' && b != b'\n');
+        }
+        Ok(bytes)
+    }
+
+    /// `--data-urlencode`'s part, as curl reads it: the name before the
+    /// first `=` (else before the first `@`, which reads the content from
+    /// a file, `-` for standard input, its bytes as they are) sent as it
+    /// is, then `=` and the content encoded; without either, the whole
+    /// value encoded, and `=CONTENT` is the content alone.
+    fn url_encoded(&self) -> Result<Vec<u8>, String> {
+        let value = &self.value;
+        let Some(at) = value.find('=').or_else(|| value.find('@')) else {
+            return Ok(form_encoded(value.as_bytes()).into_bytes());
+        };
+        let (name, content) = (&value[..at], &value[at + 1..]);
+        let content = match value.as_bytes()[at] {
+            b'@' => form_encoded(&self.read(content)?),
+            _ => form_encoded(content.as_bytes()),
+        };
+        Ok(match name {
+            "" => content,
+            name => format!("{name}={content}"),
+        }
+        .into_bytes())
+    }
+
+    /// The bytes of `path`, `-` for standard input: a failure to read is
+    /// told with the flag that named it.
+    fn read(&self, path: &str) -> Result<Vec<u8>, String> {
         let mut bytes = Vec::new();
         let read = match path {
             "-" => std::io::stdin().read_to_end(&mut bytes),
             path => std::fs::File::open(path).and_then(|mut file| file.read_to_end(&mut bytes)),
         };
         read.map_err(|e| format!("{} @{path}: {e}", self.flag.name()))?;
-        if self.flag == DataFlag::Data {
-            bytes.retain(|&b| b != b'\r' && b != b'\n');
-        }
         Ok(bytes)
     }
 }
 
-/// The body of every `--data`, `--data-binary` and `--data-raw` given, joined with `&`
+/// `bytes` as `--data-urlencode` sends them, as curl does: RFC 3986's
+/// unreserved characters as they are, a space as `+`, the rest
+/// percent-encoded.
+fn form_encoded(bytes: &[u8]) -> String {
+    // A `%20` is a space's alone: a `%` is encoded too.
+    percent_encoded(bytes).replace("%20", "+")
+}
+
+/// The body of every `--data`, `--data-binary`, `--data-raw` and
+/// `--data-urlencode` given, joined with `&`
 /// as curl joins them.
 fn data_body(data: &[Data]) -> Result<Vec<u8>, String> {
     let parts = data.iter().map(Data::body).collect::<Result<Vec<_>, _>>()?;
@@ -678,11 +730,12 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
                 }
                 parsed.referer = Some(header_value("--referer", &referer)?);
             }
-            "-d" | "--data" | "--data-binary" | "--data-raw" => {
+            "-d" | "--data" | "--data-binary" | "--data-raw" | "--data-urlencode" => {
                 let value = args.next().ok_or_else(|| format!("{arg} needs a value"))?;
                 let flag = match arg.as_str() {
                     "--data-binary" => DataFlag::Binary,
                     "--data-raw" => DataFlag::Raw,
+                    "--data-urlencode" => DataFlag::UrlEncode,
                     _ => DataFlag::Data,
                 };
                 parsed.data.push(Data { value, flag });

@@ -4,7 +4,7 @@
 //! `--max-body-bytes`, `-A`, `-e`, `-u` and URL credentials (and curl's names for the
 //! same), `--proxy`, `--proxy-user`, `--no-proxy`, `--noproxy` and the proxy environment, `--resolve`,
 //! `--cert`/`--key`, `--write-timeout`, `--connect-timeout` (TLS too),
-//! `-O`, `--data`/`--data-binary` (`--data-raw` as given) from a file or standard input and `-T -`, `-v`, `-i`, and its exit
+//! `-O`, `--data`/`--data-binary` (`--data-raw` as given, `--data-urlencode` encoded) from a file or standard input and `-T -`, `-v`, `-i`, and its exit
 //! statuses (0 for any response, 1 for an error, 2 for bad arguments, 22
 //! for `-f` and an error status).
 
@@ -231,6 +231,30 @@ fn data_and_uploads_from_files_and_standard_input_as_curl_reads_them() {
         stdout(&raw).ends_with(&format!("POST {sent} length={} chunked=false", sent.len())),
         "{}",
         stdout(&raw)
+    );
+    // --data-urlencode: the content encoded as curl 7.88 encodes it (a
+    // space as `+`), after its name; a file's bytes as they are.
+    let named_file = format!("f@{}", path.display());
+    let encoded = get_with_stdin(
+        &[
+            &url,
+            "--data-urlencode",
+            "q=a b&c~*",
+            "--data-urlencode",
+            &named_file,
+            "--data-urlencode",
+            "=é/",
+            "--data-urlencode",
+            "s@-",
+        ],
+        b"in\n",
+    );
+    assert_eq!(encoded.status.code(), Some(0), "{encoded:?}");
+    let sent = "q=a+b%26c~%2A&f=a%3D1%0D%0A%26b%3D2%0A&%C3%A9%2F&s=in%0A";
+    assert!(
+        stdout(&encoded).ends_with(&format!("POST {sent} length={} chunked=false", sent.len())),
+        "{}",
+        stdout(&encoded)
     );
     std::fs::remove_file(&path).unwrap();
     // A file that cannot be read is an error, named with the flag that
