@@ -84,6 +84,11 @@
 //!   standard input) percent-encoded as curl encodes it (RFC 3986's
 //!   unreserved characters kept, a space as `+`), after `NAME=` if a name
 //!   is given; a value with neither `=` nor `@` is the content alone.
+//! * `-G`, `--get` (curl's): the `--data` parts (of every kind), joined
+//!   with `&`, go as the URL's query instead of a body — after its own
+//!   query with a `&`, else after a `?` — and the method is GET (HEAD with
+//!   `-I`) unless `-X` says otherwise; what a URL cannot hold (a space, a
+//!   control, a byte not ASCII, a `#`) percent-encoded.
 //! * `-T`, `--upload-file FILE`: stream `FILE` as the body, its length
 //!   from the file (a PUT unless `-X` says otherwise), read again from its
 //!   start for a `307` or `308`, as curl rewinds it; `-`: standard input,
@@ -231,7 +236,7 @@ usage: get URL [--request-timeout MS|-m|--max-time SECS] [--read-timeout MS]
            [-H|--header 'Name: value']... [-A|--user-agent STR] [-e|--referer URL]
            [-X|--request METHOD] [-I|--head] [-L]
            [-d|--data STR|@FILE] [--data-binary STR|@FILE] [--data-raw STR]
-           [--data-urlencode [NAME]=STR|[NAME]@FILE]
+           [--data-urlencode [NAME]=STR|[NAME]@FILE] [-G|--get]
            [-T|--upload-file FILE|-] [-o|--output FILE] [-O|--remote-name]
            [--ca|--cacert FILE]
            [-k|--insecure] [-E|--cert FILE --key FILE]
@@ -295,8 +300,10 @@ struct Args {
     referer: Option<http::HeaderValue>,
     method: Option<http::Method>,
     /// Each `--data`, `--data-binary`, `--data-raw` or `--data-urlencode`,
-    /// in order.
+    /// in order: the body.
     data: Vec<Data>,
+    /// With `-G`, those parts instead: the URL's query.
+    query: Vec<Data>,
     upload: Option<String>,
     output: Option<String>,
     ca: Option<String>,
@@ -656,6 +663,7 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
     // The last `-x` wins, as curl's: only that one is read.
     let mut proxy = None;
     let mut remote_name = false;
+    let mut data_in_the_query = false;
     let millis = |flag: &str, value: Option<String>| -> Result<Duration, String> {
         let value = value.ok_or_else(|| format!("{flag} needs a value in milliseconds"))?;
         value
@@ -751,6 +759,7 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
             }
             "-o" | "--output" => parsed.output = Some(args.next().ok_or("--output needs a FILE")?),
             "-O" | "--remote-name" => remote_name = true,
+            "-G" | "--get" => data_in_the_query = true,
             "--ca" | "--cacert" => parsed.ca = Some(args.next().ok_or("--ca needs a PEM file")?),
             "-k" | "--insecure" => parsed.insecure = true,
             "-E" | "--cert" => parsed.cert = Some(args.next().ok_or("--cert needs a PEM file")?),
@@ -836,6 +845,10 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
         return Ok(parsed);
     }
     parsed.url = url.ok_or("missing URL")?;
+    // `-G`: no body, but a query; the method follows.
+    if data_in_the_query {
+        parsed.query = std::mem::take(&mut parsed.data);
+    }
     if !parsed.data.is_empty() && parsed.upload.is_some() {
         return Err("--data and --upload-file both give a body: choose one".into());
     }
@@ -1105,6 +1118,10 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     } else {
         args.url.clone()
     };
+    let url = match args.query.as_slice() {
+        [] => url,
+        query => with_query(&url, &data_body(query)?),
+    };
     let url = match args.upload.as_deref() {
         Some(path) if path != "-" => upload_url(&url, path),
         _ => url,
@@ -1305,6 +1322,19 @@ fn upload_url(url: &str, path: &str) -> String {
         percent_encoded(name.as_encoded_bytes()),
         &url[path_end..]
     )
+}
+
+/// `url` with `-G`'s `query` added to its query (after a `&` if it has
+/// one, else after a `?`), before its fragment, as curl adds it: what a
+/// URL cannot hold percent-encoded — a space, a control, a byte not ASCII,
+/// and a `#`, which would end the query.
+fn with_query(url: &str, query: &[u8]) -> String {
+    const NOT_IN_A_QUERY: &percent_encoding::AsciiSet =
+        &percent_encoding::CONTROLS.add(b' ').add(b'#');
+    let end = url.find('#').unwrap_or(url.len());
+    let separator = if url[..end].contains('?') { '&' } else { '?' };
+    let query = percent_encoding::percent_encode(query, NOT_IN_A_QUERY);
+    format!("{}{separator}{query}{}", &url[..end], &url[end..])
 }
 
 /// `-O`'s file name: the last segment of `url`'s path, read as text as

@@ -4,7 +4,7 @@
 //! `--max-body-bytes`, `-A`, `-e`, `-u` and URL credentials (and curl's names for the
 //! same), `--proxy`, `--proxy-user`, `--no-proxy`, `--noproxy` and the proxy environment, `--resolve`,
 //! `--cert`/`--key`, `--write-timeout`, `--connect-timeout` (TLS too),
-//! `-O`, `--data`/`--data-binary` (`--data-raw` as given, `--data-urlencode` encoded) from a file or standard input and `-T -`, `-v`, `-i`, and its exit
+//! `-O`, `-G`, `--data`/`--data-binary` (`--data-raw` as given, `--data-urlencode` encoded) from a file or standard input and `-T -`, `-v`, `-i`, and its exit
 //! statuses (0 for any response, 1 for an error, 2 for bad arguments, 22
 //! for `-f` and an error status).
 
@@ -877,6 +877,42 @@ fn data_is_a_form_post_and_data_given_again_joins_with_ampersands() {
     // `Content-Type:` (curl's way to drop a header): none.
     let (request, _) = sent("/", &["-d", "x", "-H", "Content-Type:"]);
     assert_eq!(request.header("content-type"), None, "{request:?}");
+}
+
+/// `-G`, `--get`: the `--data` parts go as the URL's query, after its own,
+/// before its fragment, with no body and a GET (HEAD with `-I`, `-X`'s
+/// method if given), as curl sends them.
+#[test]
+fn get_sends_the_data_as_the_urls_query() {
+    let (request, status) = sent(
+        "/p?y=1#part",
+        &[
+            "-G",
+            "-d",
+            "x=1",
+            "--data-urlencode",
+            "q=a b",
+            "-d",
+            "c d#e",
+        ],
+    );
+    assert_eq!(status, Some(0), "{request:?}");
+    assert_eq!(request.method, "GET");
+    assert_eq!(request.target, "/p?y=1&x=1&q=a+b&c%20d%23e");
+    assert!(request.body.is_empty(), "{request:?}");
+    assert_eq!(request.header("content-type"), None, "{request:?}");
+    assert_eq!(request.header("content-length"), None, "{request:?}");
+    let (request, _) = sent("/", &["-sGd", "a", "-I"]);
+    assert_eq!(
+        (request.method.as_str(), request.target.as_str()),
+        ("HEAD", "/?a")
+    );
+    let (request, _) = sent("/", &["--get", "-d", "a", "-X", "DELETE"]);
+    assert_eq!(
+        (request.method.as_str(), request.target.as_str()),
+        ("DELETE", "/?a")
+    );
+    assert!(request.body.is_empty(), "{request:?}");
 }
 
 #[test]
