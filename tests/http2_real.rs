@@ -349,6 +349,36 @@ fn requests_waiting_for_an_http2_only_opening_without_alpn_fail_with_it() {
     client.close();
 }
 
+/// A TLS server that negotiates no protocol does not speak HTTP/2 to an
+/// HTTP/2-only client, and would not on another connection: a retry
+/// policy does not send the request again (as it does not after
+/// `Error::NotHttp2`), each retry a connection and a handshake that fail
+/// the same way.
+#[test]
+fn an_http2_only_opening_without_alpn_is_not_retried() {
+    let mut config = (*support::tls::server_config(&certs().valid)).clone();
+    config.alpn_protocols.clear();
+    let server = TlsServer::start_with(
+        std::sync::Arc::new(config),
+        support::tls::TlsBehaviour::respond(|_| ok("h1 only")),
+    );
+    let retry = tickless::retry::Policy::attempts(4)
+        .backoff(Duration::from_millis(1), Duration::from_millis(1));
+    let client = trusting().http2_only().retry(retry).build().unwrap();
+    match client.get(server.url("/")).send().wait() {
+        Err(Error::Io { source, .. }) => {
+            assert!(
+                source.to_string().contains("did not negotiate h2"),
+                "{source}"
+            )
+        }
+        other => panic!("{:?}", other.map(|response| response.status())),
+    }
+    assert!(server.wait_for_open(0, Duration::from_secs(10)));
+    assert_eq!(server.connections_accepted(), 1);
+    client.close();
+}
+
 /// hypercorn ends an HTTP/2 connection at its 1001st request
 /// (`keep_alive_max_requests`, 1000) with a `GOAWAY(NO_ERROR)` whose last
 /// stream id is the highest it has read — and from then on answers none of

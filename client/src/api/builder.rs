@@ -556,7 +556,9 @@ impl ClientBuilder {
     /// server that does not pick it fails the request — with
     /// [`Error::Tls`](crate::Error::Tls) (`no_application_protocol`) from a
     /// server that offers other protocols, or [`Error::Io`](crate::Error::Io)
-    /// ("the server did not negotiate h2") from one that negotiates none.
+    /// ("the server did not negotiate h2", of kind `Unsupported`) from one
+    /// that negotiates none. Neither is retried by a
+    /// [retry policy](Self::retry): the next connection would meet the same.
     /// Cleartext `http://` stays HTTP/1.1 unless
     /// [`http2_prior_knowledge`](Self::http2_prior_knowledge).
     pub fn http2_only(mut self) -> Self {

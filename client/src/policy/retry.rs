@@ -19,8 +19,10 @@
 //!   that broke the protocol: an HTTP/1.1 response that does not parse
 //!   ([`Error::Protocol`]), an HTTP/2 error the client ended the stream or
 //!   connection with, a server that does not speak HTTP/2
-//!   ([`Error::NotHttp2`]); nor a reset the same request cannot cure
-//!   (`ENHANCE_YOUR_CALM`, `HTTP_1_1_REQUIRED`).
+//!   ([`Error::NotHttp2`], or over TLS one that negotiates no `h2` with an
+//!   [`http2_only`](crate::ClientBuilder::http2_only) client: an
+//!   [`Error::Io`] of kind `Unsupported`); nor a reset the same request
+//!   cannot cure (`ENHANCE_YOUR_CALM`, `HTTP_1_1_REQUIRED`).
 //! * **Which methods**: idempotent ones (RFC 9110 §9.2.2); others only
 //!   when the request provably never reached the server (it never
 //!   connected, nor did its proxy, or its proxy failed before the tunnel
@@ -232,14 +234,20 @@ impl Policy {
                     ..
                 }
         );
-        // Two resets that sending the same request again cannot cure: the
-        // server asks for calm, or for HTTP/1.1.
+        // What sending the same request again cannot cure: two resets (the
+        // server asks for calm, or for HTTP/1.1), and a server that
+        // negotiated no `h2` with an HTTP/2-only client (an I/O error of
+        // kind `Unsupported`), which does not speak HTTP/2 on the next
+        // connection either.
         let futile = matches!(
             error,
             Error::Http2 {
                 reason: Http2Reason::ENHANCE_YOUR_CALM | Http2Reason::HTTP_1_1_REQUIRED,
                 ..
             }
+        ) || matches!(
+            error,
+            Error::Io { source, .. } if source.kind() == std::io::ErrorKind::Unsupported
         );
         // A failure before the response that provably never reached the
         // origin (a proxy's close or stall before its tunnel was up) goes
