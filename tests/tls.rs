@@ -1,8 +1,9 @@
 //! HTTPS over rustls against loopback TLS servers, with certificates made at
 //! test time (tests/support/tls.rs): round trips, the server named by an
-//! IPv6 literal or a name with its final dot, keep-alive reuse,
-//! certificate failures by kind, handshake events, truncation without
-//! close_notify, a server that never speaks TLS ended by the request
+//! IPv6 literal or a name with its final dot, keep-alive reuse (not after
+//! part of a record nobody asked for), certificate failures by kind,
+//! handshake events, truncation without close_notify, a server that never
+//! speaks TLS ended by the request
 //! timeout in both timeout modes, servers that break the handshake, records
 //! split across many segments both ways, an early refusal of an upload (and
 //! the reset after it, which raises no `SIGPIPE`), and a response read
@@ -167,6 +168,76 @@ fn a_connection_the_server_closed_while_idle_is_not_reused() {
     }
     assert_eq!(server.connections_accepted(), 3);
     client.close();
+}
+
+/// A record's raw bytes as `conn` would send `plaintext`.
+fn record_of(conn: &mut rustls::ServerConnection, plaintext: &[u8]) -> Vec<u8> {
+    conn.writer().write_all(plaintext).unwrap();
+    let mut raw = Vec::new();
+    while conn.wants_write() {
+        conn.write_tls(&mut raw).unwrap();
+    }
+    raw
+}
+
+/// Bytes past an answer that nobody asked for make a TLS connection unfit
+/// for another request, as they do a plain one — also when they are the
+/// start of a record, which does not decrypt yet: the rest of it, come
+/// after the next request went out, would be read as that request's
+/// answer. Here the server sends the first half of a record holding a
+/// second, stale answer — with its answer (the connection is not pooled),
+/// or once the client has read that (it is then closed as it idles) —
+/// and the other half only if the next request comes on the same
+/// connection.
+#[test]
+fn a_connection_with_part_of_a_record_past_its_answer_is_not_reused() {
+    for with_the_answer in [true, false] {
+        let (read, first_read) = std::sync::mpsc::channel::<()>();
+        let first_read = std::sync::Mutex::new(first_read);
+        let config = support::tls::server_config(&certs().valid);
+        let server = TestServer::start(Behaviour::custom(move |stream, index| {
+            let conn = rustls::ServerConnection::new(config.clone()).unwrap();
+            let mut tls = rustls::StreamOwned::new(conn, stream);
+            let mut reader = RequestReader::new(index);
+            let Ok(request) = reader.read_request(&mut tls) else {
+                return;
+            };
+            if request.target != "/first" {
+                let _ = tls.write_all(&ok("second"));
+                let _ = tls.flush();
+                return;
+            }
+            let answer = record_of(&mut tls.conn, &ok("first"));
+            let stale = record_of(&mut tls.conn, &ok("stale"));
+            let (head, rest) = stale.split_at(stale.len() / 2);
+            // In one write, the answer and the first half arrive together.
+            let sent = if with_the_answer {
+                tls.sock.write_all(&[&answer[..], head].concat())
+            } else {
+                tls.sock.write_all(&answer).and_then(|()| {
+                    let _ = first_read.lock().unwrap().recv();
+                    tls.sock.write_all(head)
+                })
+            };
+            // The next request, if it comes on this connection.
+            if sent.is_ok() && reader.read_request(&mut tls).is_ok() {
+                let _ = tls.sock.write_all(rest);
+                let _ = tls.write_all(&ok("second"));
+                let _ = tls.flush();
+            }
+        }));
+        let url = |path: &str| format!("https://127.0.0.1:{}{path}", server.addr().port());
+        let client = trusting().request_timeout(CEILING).build().unwrap();
+        let first = client.get(url("/first")).send().wait().unwrap();
+        assert_eq!(first.text().wait().unwrap(), "first");
+        read.send(()).unwrap_or_default();
+        // The client closes the connection.
+        assert!(server.wait_for_open(0, CEILING), "{with_the_answer}");
+        let second = client.get(url("/second")).send().wait().unwrap();
+        assert_eq!(second.text().wait().unwrap(), "second");
+        assert_eq!(server.connections_accepted(), 2);
+        client.close();
+    }
 }
 
 #[test]

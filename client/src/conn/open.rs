@@ -483,7 +483,7 @@ impl Conn {
         let Some(transport) = self.transport.take() else {
             return;
         };
-        self.transport = Some(transport.start_tls(tls));
+        self.transport = Some(transport.start_tls(tls, &early));
         // Through a proxy the handshake timeout armed for its handshake
         // bounds TLS too: one budget for CONNECT + TLS.
         if self.timer.is_none() {

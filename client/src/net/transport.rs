@@ -22,6 +22,11 @@
 //!   [`Transport::flush`] sends them on the next writable event.
 //! * `close` sends `close_notify` (best effort: never waits) and drops the
 //!   socket.
+//! * The server's records are followed as their bytes go to rustls
+//!   ([`RecordCursor`]): the start of a record that has not come whole is
+//!   held in rustls where its state does not show it, and counts, as a
+//!   byte on a plain socket does, as something nobody asked for
+//!   ([`Transport::has_buffered_input`], [`Transport::still_open`]).
 
 #[cfg(feature = "rustls")]
 use rustls::ClientConnection;
@@ -48,6 +53,8 @@ pub(crate) enum Transport {
         /// Whether the server has sent data yet: a TLS alert before that
         /// is the end of its handshake (see [`LateHandshakeFailure`]).
         answered: bool,
+        /// Where the server's records stand, as read.
+        records: RecordCursor,
     },
 }
 
@@ -130,15 +137,19 @@ impl Transport {
     }
 
     #[cfg(feature = "rustls")]
-    /// Starts TLS on a connected plain socket. The handshake is driven by
-    /// [`handshake`](Self::handshake).
-    pub(crate) fn start_tls(self, tls: ClientConnection) -> Transport {
+    /// Starts TLS on a connected plain socket, `tls` having taken `early`,
+    /// the server's first bytes, already (see [`take_early_records`]). The
+    /// handshake is driven by [`handshake`](Self::handshake).
+    pub(crate) fn start_tls(self, tls: ClientConnection, early: &[u8]) -> Transport {
+        let mut records = RecordCursor::default();
+        records.advance(early);
         match self {
             Transport::Plain(tcp) | Transport::Tls { tcp, .. } => Transport::Tls {
                 tcp,
                 tls: Box::new(tls),
                 sent: 0,
                 answered: false,
+                records,
             },
         }
     }
@@ -149,7 +160,13 @@ impl Transport {
         match self {
             Transport::Plain(_) => Ok(Handshake::Done),
             #[cfg(feature = "rustls")]
-            Transport::Tls { tcp, tls, sent, .. } => tls_handshake(tcp, tls, sent),
+            Transport::Tls {
+                tcp,
+                tls,
+                sent,
+                records,
+                ..
+            } => tls_handshake(tcp, tls, sent, records),
         }
     }
 
@@ -177,7 +194,8 @@ impl Transport {
                 tls,
                 sent,
                 answered,
-            } => tls_read(tcp, tls, sent, answered, buf),
+                records,
+            } => tls_read(tcp, tls, sent, answered, records, buf),
         }
     }
 
@@ -198,12 +216,13 @@ impl Transport {
                 tls,
                 sent,
                 answered,
+                records,
             } => {
                 // A read hands out a record or two: zero no more than that.
                 let max = max.min(TLS_READ_MAX);
                 let start = buf.len();
                 buf.resize(start + max, 0);
-                let read = tls_read(tcp, tls, sent, answered, &mut buf[start..]);
+                let read = tls_read(tcp, tls, sent, answered, records, &mut buf[start..]);
                 buf.truncate(start + *read.as_ref().unwrap_or(&0));
                 read
             }
@@ -263,14 +282,19 @@ impl Transport {
         }
     }
 
-    /// Whether decrypted bytes, or records not yet decrypted, wait in the
-    /// TLS layer (bytes past a response, which no request asked for).
+    /// Whether decrypted bytes, or records not yet decrypted (the start
+    /// of one not yet whole too), wait in the TLS layer (bytes past a
+    /// response, which no request asked for).
     pub(crate) fn has_buffered_input(&mut self) -> bool {
         match self {
             Transport::Plain(_) => false,
             #[cfg(feature = "rustls")]
-            Transport::Tls { tls, .. } => match tls.process_new_packets() {
-                Ok(state) => state.plaintext_bytes_to_read() > 0 || state.peer_has_closed(),
+            Transport::Tls { tls, records, .. } => match tls.process_new_packets() {
+                Ok(state) => {
+                    state.plaintext_bytes_to_read() > 0
+                        || state.peer_has_closed()
+                        || records.mid_record()
+                }
                 Err(_) => true,
             },
         }
@@ -279,7 +303,8 @@ impl Transport {
     /// Whether an idle connection is still usable: the server has neither
     /// closed it nor sent bytes nobody asked for. A peek on the socket; for
     /// TLS, records that did arrive are read and kept if they carry no data
-    /// (a TLS 1.3 session ticket arriving late leaves it usable).
+    /// (a TLS 1.3 session ticket arriving late leaves it usable) — whole:
+    /// what the rest of a record will carry nobody can say yet.
     pub(crate) fn still_open(&mut self) -> bool {
         let mut byte = [0u8; 1];
         let peeked = match self.tcp().peek(&mut byte) {
@@ -293,10 +318,12 @@ impl Transport {
             // Bytes nobody asked for.
             Transport::Plain(_) => peeked.is_none(),
             #[cfg(feature = "rustls")]
-            Transport::Tls { tcp, tls, .. } => {
+            Transport::Tls {
+                tcp, tls, records, ..
+            } => {
                 if peeked.is_some() {
                     loop {
-                        match tls.read_tls(tcp) {
+                        match tls.read_tls(&mut Followed::new(&*tcp, records)) {
                             Ok(0) => return false,
                             Ok(_) => {}
                             Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
@@ -309,7 +336,11 @@ impl Transport {
                     }
                 }
                 match tls.process_new_packets() {
-                    Ok(state) => state.plaintext_bytes_to_read() == 0 && !state.peer_has_closed(),
+                    Ok(state) => {
+                        state.plaintext_bytes_to_read() == 0
+                            && !state.peer_has_closed()
+                            && !records.mid_record()
+                    }
                     Err(_) => false,
                 }
             }
@@ -407,6 +438,7 @@ fn tls_handshake(
     tcp: &mut mio::net::TcpStream,
     tls: &mut ClientConnection,
     sent: &mut u64,
+    records: &mut RecordCursor,
 ) -> Result<Handshake, HandshakeError> {
     loop {
         let mut progressed = false;
@@ -421,7 +453,7 @@ fn tls_handshake(
             return Ok(Handshake::Done);
         }
         if tls.wants_read() {
-            match tls.read_tls(tcp) {
+            match tls.read_tls(&mut Followed::new(&*tcp, records)) {
                 Ok(0) => {
                     return Err(HandshakeError::Io(io::Error::new(
                         io::ErrorKind::UnexpectedEof,
@@ -455,6 +487,7 @@ fn tls_read(
     tls: &mut ClientConnection,
     sent: &mut u64,
     answered: &mut bool,
+    records: &mut RecordCursor,
     buf: &mut [u8],
 ) -> io::Result<usize> {
     let mut first_pass = true;
@@ -490,7 +523,7 @@ fn tls_read(
         }
         // Read more records (a zero-length read makes the reader report
         // the end on the next turn).
-        match tls.read_tls(tcp) {
+        match tls.read_tls(&mut Followed::new(&*tcp, records)) {
             Ok(_) => {}
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
@@ -523,6 +556,79 @@ fn tls_read(
 fn has_plaintext(tls: &mut ClientConnection) -> bool {
     use std::io::BufRead;
     tls.reader().fill_buf().is_ok_and(|bytes| !bytes.is_empty())
+}
+
+/// Where the server's stream of TLS records stands, followed byte by byte
+/// as it goes to rustls: whether a record has begun that has not come
+/// whole. rustls keeps such a start where nothing in its state shows it
+/// (it counts plaintext, which a record has only once it is whole).
+#[cfg(feature = "rustls")]
+#[derive(Debug, Default)]
+pub(crate) struct RecordCursor {
+    /// Bytes of the current record's 5-byte header seen; 0 between records
+    /// and in a record's body.
+    header_seen: u8,
+    /// The high byte of the current record's length (its header's fourth).
+    length_high: u8,
+    /// Bytes of the current record's body still to come.
+    body_left: usize,
+}
+
+#[cfg(feature = "rustls")]
+impl RecordCursor {
+    /// The record header's length: `type`, `version` (2), `length` (2).
+    const HEADER: u8 = 5;
+
+    /// `bytes`, the next of the server's stream, have gone to rustls.
+    fn advance(&mut self, mut bytes: &[u8]) {
+        while let Some((&byte, rest)) = bytes.split_first() {
+            if self.body_left > 0 {
+                let taken = self.body_left.min(bytes.len());
+                self.body_left -= taken;
+                bytes = &bytes[taken..];
+                continue;
+            }
+            bytes = rest;
+            self.header_seen += 1;
+            match self.header_seen {
+                4 => self.length_high = byte,
+                Self::HEADER => {
+                    self.header_seen = 0;
+                    self.body_left = usize::from(u16::from_be_bytes([self.length_high, byte]));
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Whether a record has begun and not come whole.
+    fn mid_record(&self) -> bool {
+        self.header_seen > 0 || self.body_left > 0
+    }
+}
+
+/// A reader of the server's stream (the socket) whose bytes `records`
+/// follows: what rustls reads records from.
+#[cfg(feature = "rustls")]
+struct Followed<'a, R> {
+    from: R,
+    records: &'a mut RecordCursor,
+}
+
+#[cfg(feature = "rustls")]
+impl<'a, R: Read> Followed<'a, R> {
+    fn new(from: R, records: &'a mut RecordCursor) -> Self {
+        Followed { from, records }
+    }
+}
+
+#[cfg(feature = "rustls")]
+impl<R: Read> Read for Followed<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.from.read(buf)?;
+        self.records.advance(&buf[..n]);
+        Ok(n)
+    }
 }
 
 /// Gives `tls` the server's records that came before TLS started on the
@@ -615,5 +721,35 @@ mod tests {
         // The same record cut short: nothing to judge yet.
         take_early_records(&mut client_connection(), &bad[..3000]).unwrap();
         take_early_records(&mut client_connection(), &[]).unwrap();
+    }
+
+    /// A stream of records, however it is cut, is between records exactly
+    /// where one ends (an empty one too), and mid-record anywhere else.
+    #[test]
+    fn the_cursor_is_mid_record_anywhere_but_at_a_records_end() {
+        let record = |len: u16| {
+            let mut record = vec![0x17, 0x03, 0x03];
+            record.extend_from_slice(&len.to_be_bytes());
+            record.resize(record.len() + usize::from(len), 0xaa);
+            record
+        };
+        let records = [record(300), record(0), record(1), record(0x4005)];
+        let ends: Vec<usize> = records
+            .iter()
+            .scan(0, |end, record| {
+                *end += record.len();
+                Some(*end)
+            })
+            .collect();
+        let stream = records.concat();
+        for step in [1, 2, 3, 5, 7, 4096] {
+            let mut cursor = RecordCursor::default();
+            let mut at = 0;
+            for piece in stream.chunks(step) {
+                cursor.advance(piece);
+                at += piece.len();
+                assert_eq!(cursor.mid_record(), !ends.contains(&at), "{at} by {step}");
+            }
+        }
     }
 }
