@@ -897,8 +897,9 @@ impl Error {
     /// request before it), or one an earlier attempt of which went out
     /// on a pooled HTTP/1.1 connection that then failed. A failure to
     /// connect ([`Error::Connect`], [`Error::ConnectTimeout`],
-    /// [`Error::Resolve`]) says by its kind that nothing was sent on that
-    /// hop, and is not counted here.
+    /// [`Error::Resolve`]) or to finish the TLS handshake in time
+    /// ([`Error::HandshakeTimeout`]) says by its kind that nothing was
+    /// sent on that hop, and is not counted here.
     pub fn is_unprocessed(&self) -> bool {
         match self {
             Error::Http2 { unprocessed, .. } | Error::Proxy { unprocessed, .. } => *unprocessed,

@@ -25,8 +25,9 @@
 //!   cannot cure (`ENHANCE_YOUR_CALM`, `HTTP_1_1_REQUIRED`).
 //! * **Which methods**: idempotent ones (RFC 9110 §9.2.2); others only
 //!   when the request provably never reached the server (it never
-//!   connected, nor did its proxy, or its proxy failed before the tunnel
-//!   was up: [`Error::is_unprocessed`]) or the server provably did not
+//!   connected, nor did its proxy, its TLS handshake did not finish in
+//!   time, or its proxy failed before the tunnel was up:
+//!   [`Error::is_unprocessed`]) or the server provably did not
 //!   process it ([`Error::is_unprocessed`] too: an HTTP/2 stream refused with
 //!   `REFUSED_STREAM` or above a `GOAWAY`'s last stream id — the client
 //!   sends such a request again by itself once; this is what comes after),
@@ -192,6 +193,7 @@ impl Policy {
                 error,
                 Error::Connect { .. }
                     | Error::ConnectTimeout(_)
+                    | Error::HandshakeTimeout(_)
                     | Error::Resolve { .. }
                     | Error::Proxy {
                         source: ProxyError::Connect(_)
@@ -201,9 +203,11 @@ impl Policy {
                     }
             )
             || proxy_could_not_connect(error);
-        // A handshake timeout, TLS or a proxy's, as the TLS one always was;
-        // a proxy's close or reset before its answer, as a server's before
-        // its head.
+        // A proxy's handshake timeout, close or reset before its answer,
+        // as a server's before its head (a POST goes again only while
+        // nothing of it can have gone past the proxy: unprocessed, below).
+        // A TLS handshake timeout is above: no byte of the request goes
+        // before the handshake is done (no early data).
         // An HTTP/2 stream reset or connection ended by the server is the
         // HTTP/1.1 connection reset under another name; one the client
         // ended, the server having broken the protocol, is the HTTP/1.1
@@ -216,7 +220,6 @@ impl Policy {
             Error::Io { .. }
                 | Error::ReadTimeout(_)
                 | Error::WriteTimeout(_)
-                | Error::HandshakeTimeout(_)
                 | Error::Proxy {
                     source: ProxyError::HandshakeTimeout(_)
                         | ProxyError::Io(_)
@@ -580,6 +583,14 @@ mod tests {
         });
         assert!(policy.retries_error(&stalled, &http::Method::PUT));
         assert!(!policy.retries_error(&stalled, &http::Method::POST));
+        // A TLS handshake that did not finish: nothing of the request was
+        // sent (it waits for the handshake, no early data), as a connect
+        // that did not.
+        let handshake_stalled = Error::HandshakeTimeout(crate::error::Timeout {
+            remote: "r".into(),
+            duration: std::time::Duration::from_secs(1),
+        });
+        assert!(policy.retries_error(&handshake_stalled, &http::Method::POST));
         // A proxy: not reached is never sent; a stalled handshake as a
         // TLS one.
         let proxy = |source| Error::Proxy {
