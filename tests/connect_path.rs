@@ -448,6 +448,32 @@ fn when_the_latest_attempt_fails_the_next_starts_at_once_though_an_earlier_one_s
     assert!(took < stagger * 2 - Duration::from_millis(500), "{took:?}");
 }
 
+/// An address given twice is tried once: a resolver may answer one twice
+/// (`/etc/hosts` listing it twice, answers merged from two sources), and
+/// an address with port 0 is the same as one with the request's port once
+/// that fills it in. Tried again, a dead address would cost a second
+/// connect timeout (one at a time) or stagger before the next one.
+#[test]
+fn an_address_given_twice_is_tried_once() {
+    let refused = refused_addr();
+    let server = TestServer::respond(|_| ok("alive"));
+    let recorder = Recorder::new();
+    let at_request_port = SocketAddr::from(([127, 0, 0, 1], 0));
+    let client = builder()
+        .happy_eyeballs_delay(Duration::ZERO)
+        .resolve(
+            "twice.test",
+            &[at_request_port, refused, refused, server.addr()],
+        )
+        .listener(recorder.clone())
+        .build()
+        .unwrap();
+    let url = format!("http://twice.test:{}/", refused.port());
+    let response = client.get(url).send().wait().unwrap();
+    assert_eq!(response.text().wait().unwrap(), "alive");
+    assert_eq!(attempts(&recorder), vec![refused, server.addr()]);
+}
+
 /// The listener hears how every attempt it was told of ended: one that
 /// timed out is a failure with `TimedOut` — told when it ends, before the
 /// attempt it makes way for — as much as one that was refused.

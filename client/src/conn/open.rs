@@ -5,12 +5,13 @@
 //! # Happy eyeballs (RFC 8305)
 //!
 //! The addresses are interleaved by family, starting with the family of
-//! the resolver's first ([`interleave`]). One attempt starts; while no
-//! attempt has connected, the next starts when the last one started has
-//! had the [delay](crate::ClientBuilder::happy_eyeballs_delay), or at once
-//! when the last one started fails or times out (the delay is its head
-//! start, which an attempt that has ended needs no more — an earlier one
-//! may still be under way). Each attempt has the
+//! the resolver's first, each address once ([`interleave`]). One attempt
+//! starts; while no attempt has connected, the next starts when the last
+//! one started has had the
+//! [delay](crate::ClientBuilder::happy_eyeballs_delay), or at once when
+//! the last one started fails or times out (the delay is its head start,
+//! which an attempt that has ended needs no more — an earlier one may
+//! still be under way). Each attempt has the
 //! connect timeout of its own. Every attempt's socket is registered with the
 //! connection's one token, so a readiness event asks each attempt how it
 //! stands (a non-blocking `getsockopt`); the first that connected wins, and
@@ -109,14 +110,25 @@ enum Failure {
 }
 
 /// `addrs` in the order happy eyeballs tries them: alternating families,
-/// starting with the first address's, keeping the order within each.
+/// starting with the first address's, keeping the order within each —
+/// each address once, where it first comes (a resolver may answer one
+/// twice, and a port filled in makes two alike: tried again, a dead one
+/// would cost another connect timeout or stagger).
 pub(crate) fn interleave(addrs: Vec<SocketAddr>) -> VecDeque<SocketAddr> {
     let Some(first) = addrs.first().copied() else {
         return VecDeque::new();
     };
-    let (mut preferred, mut other): (VecDeque<_>, VecDeque<_>) = addrs
-        .into_iter()
-        .partition(|a| a.is_ipv6() == first.is_ipv6());
+    let (mut preferred, mut other) = (VecDeque::new(), VecDeque::new());
+    for addr in addrs {
+        let family = match addr.is_ipv6() == first.is_ipv6() {
+            true => &mut preferred,
+            false => &mut other,
+        };
+        // A few addresses: a look through them costs less than hashing.
+        if !family.contains(&addr) {
+            family.push_back(addr);
+        }
+    }
     let mut ordered = VecDeque::with_capacity(preferred.len() + other.len());
     loop {
         match (preferred.pop_front(), other.pop_front()) {
@@ -664,5 +676,15 @@ mod tests {
         let got: Vec<_> = interleave(v4_first).into_iter().collect();
         assert_eq!(got, vec![a("10.0.0.1:80"), a("[::1]:80"), a("10.0.0.2:80")]);
         assert!(interleave(Vec::new()).is_empty());
+        // Each address once, where it first comes.
+        let twice = vec![
+            a("[::1]:80"),
+            a("10.0.0.1:80"),
+            a("[::1]:80"),
+            a("10.0.0.1:80"),
+            a("[::1]:81"),
+        ];
+        let got: Vec<_> = interleave(twice).into_iter().collect();
+        assert_eq!(got, vec![a("[::1]:80"), a("10.0.0.1:80"), a("[::1]:81")]);
     }
 }

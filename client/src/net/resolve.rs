@@ -67,7 +67,8 @@ impl ResolveAnswer {
     }
 
     /// The host's addresses, in the order to try them (happy eyeballs
-    /// interleaves the families, keeping the order within each). None at
+    /// interleaves the families, keeping the order within each, and tries
+    /// an address given twice once). None at
     /// all fails the lookup with `NotFound`. An address with port 0 (as
     /// `getaddrinfo` answers) takes the port of the connection; any other
     /// port is used as given.
