@@ -662,9 +662,11 @@ fn store_cookies(store: Option<&dyn CookieStore>, hop: &Hop) -> Option<http::Hea
 }
 
 /// `uri` without its userinfo, which becomes `Authorization: Basic`
-/// (percent-decoded, and only if the request has no `Authorization`; a
-/// decoded user name with a `:`, or a control character in either part,
-/// is [`InvalidRequest::Userinfo`], as RFC 7617 §2 makes it invalid):
+/// (percent-decoded, and only if the request has no `Authorization` and
+/// the userinfo is not empty — `@` or `:@` alone is no credentials, as
+/// the URL standard reads it; a decoded user name with a `:`, or a
+/// control character in either part, is [`InvalidRequest::Userinfo`], as
+/// RFC 7617 §2 makes it invalid):
 /// credentials never go on the request line. Only the userinfo goes: the
 /// rest of the URI — its path, query and port — is sent as it came in, as
 /// it is for a URI without one (a URL parser's normal form would remove
@@ -694,8 +696,12 @@ fn credentials_to_header(
         // Decoded, a `%3A` in the name would move where the server splits
         // name from password, sending other credentials than the URI's.
         let password = password.unwrap_or_default();
-        let header = basic_auth::header(&user, &password).ok_or_else(invalid)?;
-        headers.insert(AUTHORIZATION, header);
+        // `@` or `:@` alone: no user name and no password, which the URL
+        // standard reads as no credentials at all.
+        if !user.is_empty() || !password.is_empty() {
+            let header = basic_auth::header(&user, &password).ok_or_else(invalid)?;
+            headers.insert(AUTHORIZATION, header);
+        }
     }
     let mut parts = uri.into_parts();
     parts.authority = Some(host);
@@ -917,6 +923,21 @@ mod tests {
                 "{with}: {result:?}"
             );
             assert!(headers.is_empty(), "{with}");
+        }
+    }
+
+    /// An empty userinfo (`@` alone, or `:@`) is no credentials, as the
+    /// URL standard reads it (no user name, no password; reqwest and
+    /// requests send none): it leaves the URI, and no `Authorization`
+    /// goes, where `Basic Og==` would have a server that serves anyone
+    /// refuse the empty user.
+    #[test]
+    fn an_empty_userinfo_is_no_credentials() {
+        for with in ["http://@a.test/x", "http://:@a.test/x"] {
+            let mut headers = http::HeaderMap::new();
+            let uri = credentials_to_header(with.parse().unwrap(), &mut headers).unwrap();
+            assert_eq!(uri.to_string(), "http://a.test/x", "{with}");
+            assert!(headers.is_empty(), "{with}: {headers:?}");
         }
     }
 
