@@ -245,6 +245,72 @@ fn a_request_that_ends_while_its_name_is_looked_up_gives_its_connection_back_at_
     client.close();
 }
 
+/// A resolver double that panics for `panic.test`, never answers
+/// `slow.test` (its answers are kept, so they do not fail on drop), and
+/// answers every other name with 127.0.0.1.
+#[derive(Default)]
+struct Panics {
+    held: Mutex<Vec<ResolveAnswer>>,
+}
+
+impl Resolve for Panics {
+    fn resolve(&self, host: &str, port: u16, answer: ResolveAnswer) {
+        match host {
+            "panic.test" => panic!("the resolver panics for {host}"),
+            "slow.test" => self.held.lock().unwrap().push(answer),
+            _ => answer.addresses([SocketAddr::from(([127, 0, 0, 1], port))]),
+        }
+    }
+}
+
+/// A resolver that panics fails the request it was asked for, and only
+/// that one — as a listener that panics does. It is called in `send`,
+/// where its panic does not come out; and as the request holding the one
+/// connection ends (its request timeout, on the wheel) for the one queued
+/// behind it, where its panic cut the ending short: the request that
+/// timed out was never told, and waited for ever.
+#[test]
+fn a_resolver_that_panics_fails_its_own_request_and_no_other() {
+    let server = TestServer::respond(|_| ok("fine"));
+    let client = builder()
+        .resolver(Arc::new(Panics::default()))
+        .max_connections(1)
+        .request_timeout(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let port = server.addr().port();
+    let url = |host: &str| format!("http://{host}:{port}/");
+    let sent = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        client.get(url("panic.test")).send()
+    }));
+    let error = sent.expect("the resolver's panic came out of send").wait();
+    assert!(
+        matches!(error, Err(Error::Resolve { .. })),
+        "{:?}",
+        error.map(|response| response.status())
+    );
+    let stuck = client.get(url("slow.test")).send();
+    let queued = client
+        .get(url("panic.test"))
+        .request_timeout(CEILING)
+        .send();
+    let (told, outcome) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = told.send(stuck.wait().map(|response| response.status()));
+    });
+    let timed_out = outcome
+        .recv_timeout(CEILING)
+        .expect("the request that timed out was told");
+    assert!(
+        matches!(timed_out, Err(Error::RequestTimeout(_))),
+        "{timed_out:?}"
+    );
+    let error = queued.wait().map(|response| response.status());
+    assert!(matches!(error, Err(Error::Resolve { .. })), "{error:?}");
+    let response = client.get(url("fast.test")).send().wait().unwrap();
+    assert_eq!(response.text().wait().unwrap(), "fine");
+}
+
 #[test]
 fn overrides_answer_without_the_resolver_and_port_zero_takes_the_request_port() {
     let server = TestServer::respond(|_| ok("overridden"));

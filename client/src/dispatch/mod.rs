@@ -776,7 +776,13 @@ impl Dispatcher {
                 }
             }
         });
-        self.resolver.resolve(&asked, port, answer);
+        // The resolver is the caller's code, called on whichever thread
+        // needs a connection — the caller's in `send`, a loop's, the
+        // wheel's as a request that held a permit ends — in the middle of
+        // the client's own work there. A panic stays here: its answer,
+        // dropped as it unwinds, fails this request alone.
+        let resolve = || self.resolver.resolve(&asked, port, answer);
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(resolve));
     }
 
     /// Opens a connection for `exchange` to `addrs` (the first hop) on

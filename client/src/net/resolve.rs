@@ -46,7 +46,8 @@ pub trait Resolve: Send + Sync + 'static {
     /// thread. It is called on the thread that needs a connection, which
     /// may be an event loop: it must not block (hand a slow lookup to a
     /// thread of its own). An answer dropped without completing fails the
-    /// request, as a lookup that failed.
+    /// request, as a lookup that failed — as does a panic here, which
+    /// goes no further than the request it was asked for.
     fn resolve(&self, host: &str, port: u16, answer: ResolveAnswer);
 }
 
