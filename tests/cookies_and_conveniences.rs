@@ -321,6 +321,29 @@ fn userinfo_becomes_basic_auth_and_never_reaches_the_request_line() {
     client.close();
 }
 
+/// A userinfo written with what a URL parser percent-encodes there and
+/// `http::Uri` refuses — a space, `"`, `<`, `>`, `` ` ``, `{`, `}`, `^`,
+/// `|`, a character that is not ASCII: a generated password, pasted as it
+/// is — is read as the URL standard reads it (encoded, as reqwest and
+/// curl take it): the credentials sent are the ones written, in UTF-8.
+#[test]
+fn a_userinfo_written_with_what_a_url_parser_encodes_is_sent_as_written() {
+    let server = TestServer::respond(|_| ok(""));
+    let client = Client::builder().event_loops(1).build().unwrap();
+    let (user, password) = ("j\u{f6}", "p^s s{|}\"<>`\u{e4}%41:x");
+    let url = server
+        .url("/private")
+        .replace("://", &format!("://{user}:{password}@"));
+    let response = client.get(url).send().wait().unwrap();
+    assert_eq!(response.url().to_string(), server.url("/private"));
+    let request = &server.requests()[0];
+    assert_eq!(request.target, "/private");
+    // An escape written (`%41`) is decoded, as in any userinfo.
+    let sent = support::real::basic_auth("j\u{f6}", "p^s s{|}\"<>`\u{e4}A:x");
+    assert_eq!(request.header("authorization"), Some(sent.as_str()));
+    client.close();
+}
+
 /// RFC 7617 §2: a user-id containing a colon is invalid — the server
 /// takes the first `:` for the end of the name, and the rest for the
 /// password. `basic_auth` refuses it before anything is sent, and never

@@ -10,7 +10,9 @@
 //! percent-encoded as a URL parser encodes them ([`with_encoded_target`]
 //! for text `http` refused, [`with_url_encoded_target`] for a URI it
 //! took), which every later use of them — the request line, `:path`,
-//! cookies, a redirect's base — sees.
+//! cookies, a redirect's base — sees; and a userinfo `http` refused, as
+//! that parser encodes it ([`with_encoded_userinfo`]), for the
+//! credentials it holds to go as written.
 
 use crate::error::{authority_range, shortened, shown_uri, InvalidRequest};
 use crate::net::{needs_url_parsing, url_standard_host};
@@ -47,6 +49,13 @@ use std::borrow::Cow;
 /// its path or query, is not valid (a URL parser would drop them; a
 /// paste gone wrong, or an attempt to end the request line). The
 /// `#fragment` is never sent.
+///
+/// A userinfo is read as the URL standard reads it too: one holding what
+/// that parser percent-encodes there and `http` refuses — a space, `"`,
+/// `<`, `>`, `` ` ``, `{`, `}`, `^`, `|`, `[`, `]`, a character that is
+/// not ASCII: a password pasted as it is — is encoded so, and its
+/// credentials, percent-decoded, go in `Authorization: Basic` as written
+/// (in UTF-8), as reqwest and curl send them.
 ///
 /// Text that does not parse fails the request with
 /// [`InvalidRequest::Uri`], which quotes it, or, when it does not start
@@ -130,10 +139,11 @@ fn uri_of_shared(bytes: Bytes) -> Result<Uri, InvalidRequest> {
 
 /// The request's URI, from what `http`'s parser made of `input`. Text it
 /// refused for a host that is not ASCII or is percent-encoded — `http`
-/// takes neither, as they are — or for a path or query with what a URL
-/// parser percent-encodes (a space, `<`, `>`...) is parsed again with that
-/// host as the URL standard reads it ([`with_url_standard_host`]) and its
-/// path and query encoded ([`with_encoded_target`]); any other refusal is
+/// takes neither, as they are — or for a userinfo, path or query with what
+/// a URL parser percent-encodes (a space, `<`, `>`...) is parsed again
+/// with its userinfo encoded ([`with_encoded_userinfo`]), that host as the
+/// URL standard reads it ([`with_url_standard_host`]) and its path and
+/// query encoded ([`with_encoded_target`]); any other refusal is
 /// an error that quotes `input`. A URI `http` took has no such host, and
 /// is as given unless its path or query holds what a URL parser encodes
 /// there that `http` takes ([`with_url_encoded_target`]): one without costs a
@@ -148,14 +158,41 @@ fn parsed(parsed: Result<Uri, http::uri::InvalidUri>, input: &[u8]) -> Result<Ur
     let Ok(text) = std::str::from_utf8(input) else {
         return Err(invalid_uri(&String::from_utf8_lossy(input), error.into()));
     };
-    let host_read = with_url_standard_host(text).transpose()?;
-    let host_read_text = host_read.as_deref().unwrap_or(text);
-    let Some(read) = with_encoded_target(host_read_text).or(host_read) else {
+    let userinfo_read = with_encoded_userinfo(text);
+    let userinfo_read_text = userinfo_read.as_deref().unwrap_or(text);
+    let host_read = with_url_standard_host(userinfo_read_text).transpose()?;
+    let host_read_text = host_read.as_deref().unwrap_or(userinfo_read_text);
+    let Some(read) = with_encoded_target(host_read_text)
+        .or(host_read)
+        .or(userinfo_read)
+    else {
         return Err(invalid_uri(text, error.into()));
     };
     // The rest of the text may be what `http` refused.
     Uri::try_from(read).map_err(|e| invalid_uri(text, e.into()))
 }
+
+/// What the URL standard's userinfo percent-encode set encodes and `http`
+/// refuses in a userinfo: a space, `"`, `<`, `>`, `` ` ``, `{`, `}`, `^`,
+/// `|`, and `[` and `]` (which `http` reads as an IPv6 literal's, and
+/// refuses in a userinfo beside a `:`) — besides every byte that is not
+/// ASCII, which [`utf8_percent_encode`] always encodes. The rest of that
+/// set `http` takes (`;`, `=`), or it ends the authority (`/`, `?`, `#`)
+/// or splits it (`:`, `@`); a `\`, which the URL standard reads as the
+/// authority's end, and a control character are left errors, as in a
+/// path.
+const USERINFO: &AsciiSet = &AsciiSet::EMPTY
+    .add(b' ')
+    .add(b'"')
+    .add(b'<')
+    .add(b'>')
+    .add(b'`')
+    .add(b'{')
+    .add(b'}')
+    .add(b'^')
+    .add(b'|')
+    .add(b'[')
+    .add(b']');
 
 /// The URL standard's path percent-encode set, as the `url` crate
 /// defines it (its `parser::PATH`, private there; the test
@@ -294,6 +331,28 @@ fn with_encoded_target(text: &str) -> Option<String> {
         Cow::Borrowed(_) => None,
         Cow::Owned(encoded) => Some(format!("{}{encoded}", &text[..authority_end])),
     }
+}
+
+/// `text`, which `http` did not parse, with its userinfo percent-encoded
+/// as a URL parser encodes it ([`USERINFO`]), for `http` to parse again:
+/// a password pasted as it is (`http://u:p^ss@host/`, `http://u:pässw@host/`)
+/// is then the one sent, percent-decoded into `Authorization`, as reqwest
+/// and curl send it. `None` if there is no userinfo (no `@` in the
+/// authority, found as [`with_url_standard_host`] finds it), no scheme, or
+/// nothing in it to encode.
+fn with_encoded_userinfo(text: &str) -> Option<String> {
+    if !starts_with_scheme(text) {
+        return None;
+    }
+    let range = authority_range(text);
+    let at = text[range.clone()].rfind('@')?;
+    let userinfo = &text[range.start..range.start + at];
+    let encoded: Cow<'_, str> = utf8_percent_encode(userinfo, USERINFO).into();
+    if encoded == userinfo {
+        return None;
+    }
+    let (before, after) = (&text[..range.start], &text[range.start + at..]);
+    Some(format!("{before}{encoded}{after}"))
 }
 
 /// `text`, which `http` did not parse, with its host as the URL standard
@@ -490,6 +549,44 @@ mod tests {
                 };
                 assert_eq!(*shown, shown_uri(given));
                 assert!(!error.to_string().contains("secret"), "{error}");
+            }
+        }
+    }
+
+    /// A userinfo is percent-encoded where it holds what a URL parser
+    /// encodes there and `http` refuses, and left as written elsewhere; a
+    /// control character or a `\\` in it stays an error, as in a path.
+    #[test]
+    fn a_userinfo_is_percent_encoded_where_http_refuses_it() {
+        for (given, read) in [
+            (
+                "http://u:p^s s{|}\"<>`\u{e4}@a.test/x",
+                "http://u:p%5Es%20s%7B%7C%7D%22%3C%3E%60%C3%A4@a.test/x",
+            ),
+            (
+                "http://j\u{f6}@b\u{fc}cher.test/\u{e4}",
+                "http://j%C3%B6@xn--bcher-kva.test/%C3%A4",
+            ),
+            ("http://a b@c@a.test/", "http://a%20b@c@a.test/"),
+            // Brackets too; an escape and a `%` alone as written — and
+            // text `http` takes, whole.
+            (
+                "http://u:p%41;=[x]!$%^@a.test/",
+                "http://u:p%41;=%5Bx%5D!$%%5E@a.test/",
+            ),
+            ("http://u:p[x]@a.test/", "http://u:p[x]@a.test/"),
+        ] {
+            for uri in converted(given) {
+                assert_eq!(uri.unwrap().to_string(), read, "{given}");
+            }
+        }
+        for given in ["http://u:p\u{1}^@a.test/", "http://u:p\\^@a.test/"] {
+            for error in converted(given) {
+                let error = error.unwrap_err();
+                let InvalidRequest::Uri { uri, .. } = &error else {
+                    panic!("{given:?}: {error:?}");
+                };
+                assert_eq!(*uri, shown_uri(given));
             }
         }
     }
