@@ -437,6 +437,48 @@ fn a_refused_streamed_upload_fails_as_not_processed_and_other_resets_do_not() {
     }
 }
 
+/// A file's body (`Upload::from_file`) refused with REFUSED_STREAM goes
+/// again, whole, read from where it began — its source is not spent, as
+/// a body from any other `Read` is (above).
+#[test]
+fn a_refused_upload_of_a_file_goes_again_whole() {
+    let body: Vec<u8> = (0..300_000).map(|i| (i % 251) as u8).collect();
+    let (_dir, path) = real::temp_file("refused-file", &body);
+    let server = H2Server::start(|mut stream| async move {
+        if stream.index > 0 {
+            return echo(stream).await;
+        }
+        stream.respond.send_reset(h2::Reason::REFUSED_STREAM);
+    });
+    let client = h2c().build().unwrap();
+    let file = std::fs::File::open(&path).unwrap();
+    let response = client
+        .put(server.url("/"))
+        .body(tickless::Upload::from_file(file).unwrap())
+        .send()
+        .wait()
+        .unwrap();
+    let echoed = response.bytes().wait().unwrap();
+    assert!(echoed == body, "{} bytes", echoed.len());
+    assert_eq!(server.stats.streams.load(Ordering::SeqCst), 2);
+    assert_eq!(server.stats.connections.load(Ordering::SeqCst), 1);
+    client.close();
+}
+
+/// Answers with the request's body.
+async fn echo(mut stream: H2Stream) {
+    let body = stream.request.body_mut();
+    let mut got = Vec::new();
+    while let Some(Ok(data)) = body.data().await {
+        let _ = body.flow_control().release_capacity(data.len());
+        got.extend_from_slice(&data);
+    }
+    let response = http::Response::builder().status(200).body(()).unwrap();
+    if let Ok(mut send) = stream.respond.send_response(response, false) {
+        let _ = send.send_data(bytes::Bytes::from(got), true);
+    }
+}
+
 /// After a redirect the request was processed — the server answered its
 /// first hop — so a later hop refused does not make its error say it was
 /// not; the same hop asked for directly does.

@@ -291,6 +291,43 @@ fn a_408_on_a_pooled_connection_sends_a_large_put_again_whole() {
     client.close();
 }
 
+/// A PUT of a file's body (`Upload::from_file`, read again from where it
+/// began by each exchange that sends it) goes again whole on the new
+/// connection, as one in memory does — where a body from any other `Read`
+/// went once, and the 408 is the answer.
+#[test]
+fn a_408_on_a_pooled_connection_sends_a_put_of_a_file_again_whole() {
+    use std::io::{Seek, SeekFrom};
+    let body: Vec<u8> = (0..300_000).map(|i| (i % 251) as u8).collect();
+    let (_dir, path) = real::temp_file("408-file", &[&b"skipped|"[..], &body].concat());
+    let client = untimed_client();
+    let server = times_out_its_pooled_connection();
+    let first = outcome(client.get(server.url("/a")).send()).unwrap();
+    assert_eq!(first.text().wait().unwrap(), "0 /a");
+    let mut file = std::fs::File::open(&path).unwrap();
+    file.seek(SeekFrom::Start(8)).unwrap();
+    let upload = tickless::Upload::from_file(file).unwrap();
+    let second = outcome(client.put(server.url("/b")).body(upload).send()).unwrap();
+    assert_eq!(second.status(), 200);
+    assert_eq!(second.text().wait().unwrap(), "1 /b");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    for request in &requests[1..] {
+        assert!(request.body == body, "{} bytes", request.body.len());
+    }
+    assert_eq!(requests[2].connection_index, 1);
+
+    let server = times_out_its_pooled_connection();
+    let first = outcome(client.get(server.url("/a")).send()).unwrap();
+    assert_eq!(first.text().wait().unwrap(), "0 /a");
+    let reader = std::io::Cursor::new(body.clone());
+    let upload = tickless::Upload::from_reader(reader, Some(body.len() as u64));
+    let second = outcome(client.put(server.url("/b")).body(upload).send()).unwrap();
+    assert_eq!(second.status(), 408);
+    assert_eq!(requests_seen(&server), [(0, "/a".into()), (0, "/b".into())]);
+    client.close();
+}
+
 #[test]
 fn a_408_on_a_pooled_connection_to_a_post_is_the_answer() {
     // The same rule as for a close before the answer: a request that may

@@ -210,7 +210,9 @@ pub(crate) trait ConnOwner: Send + Sync + 'static {
     fn permit_wanted(&self, route: &Route) -> bool;
     /// `exchange` must go again: nothing of it reached a server (its
     /// pooled connection was gone). `allow_idle`: it may take another
-    /// pooled connection; a retry after a failure never does.
+    /// pooled connection; a retry after a failure never does. A streamed
+    /// body a connection took goes again from where it began, if it can
+    /// (`RequestParts::rewind`).
     fn redispatch(&self, exchange: Arc<Exchange>, allow_idle: bool);
     /// `exchange`, served a connection offered back ([`Offered::Serve`])
     /// that turned out closed before it took it, goes back to its `place`

@@ -43,7 +43,7 @@ use crate::config::ClientConfig;
 use crate::conn::{self, ConnEnv, ConnOwner, IdleConn, Offered, QueuePlace, SharedConn};
 use crate::error::{Error, InvalidRequest, ProxyError};
 use crate::event_loop::{without_pinning, EventLoopGroup};
-use crate::exchange::{ConnSlot, Exchange, InFlight, KeptAway, Pacing, StandingEnv};
+use crate::exchange::{ConnSlot, Exchange, InFlight, KeptAway, Pacing, Pipe, Rewound, StandingEnv};
 use crate::net::proxy::{ProxyScheme, ProxySettings};
 use crate::net::{Origin, Resolve, ResolveAnswer, Route};
 use crate::sync::lock;
@@ -1189,6 +1189,29 @@ impl ConnOwner for Dispatcher {
     }
 
     fn redispatch(&self, exchange: Arc<Exchange>, allow_idle: bool) {
+        if exchange.is_done() {
+            return;
+        }
+        // A body a connection took goes again from where it began, if it
+        // can (a regular file's), through a pump of its own.
+        let window = self.env.config.body_window;
+        let rewound = exchange
+            .request
+            .rewind(|| Arc::new(Pipe::new(window, self.body_meter.clone())));
+        if let Some(Rewound {
+            reader,
+            length,
+            pipe,
+        }) = rewound
+        {
+            if let Err(source) = self.spawn_pump(reader, length, pipe) {
+                let error = Error::RequestBody {
+                    source: source.into(),
+                };
+                exchange.finish_err(error);
+                return;
+            }
+        }
         self.dispatch(exchange, allow_idle);
     }
 

@@ -68,7 +68,8 @@ pub(crate) use pipe::{
 };
 pub(crate) use registry::InFlight;
 pub(crate) use request::{
-    BodyStream, BoxError, Payload, PumpedBody, RequestBody, RequestParts, Streamed, UploadSource,
+    BodyStream, BoxError, Payload, PumpedBody, RequestBody, RequestParts, Reread, Rewound,
+    Streamed, UploadSource,
 };
 pub(crate) use standing::{Standing, StandingEnv};
 pub(crate) use timers::park_for_news;

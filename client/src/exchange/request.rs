@@ -4,6 +4,7 @@
 use super::pipe::Pipe;
 use crate::sync::lock;
 use bytes::Bytes;
+use std::io::Read;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -80,6 +81,25 @@ pub(crate) struct Streamed {
     /// `Content-Length` if known; chunked otherwise.
     pub(crate) length: Option<u64>,
     pub(crate) source: Mutex<Option<UploadSource>>,
+    /// For a body that can be read again from where it began (a regular
+    /// file's): a new reader of it from there, for the exchange to send it
+    /// again, whole, on a fresh connection ([`RequestParts::rewind`]).
+    /// `None`: the body goes once.
+    pub(crate) reread: Option<Reread>,
+}
+
+/// Makes a new reader of a body from where it began.
+pub(crate) type Reread = Box<dyn Fn() -> Box<dyn Read + Send> + Send + Sync>;
+
+/// A streamed body set going again from where it began
+/// ([`RequestParts::rewind`]): what its new pump needs.
+pub(crate) struct Rewound {
+    /// A reader of the body from where it began.
+    pub(crate) reader: Box<dyn Read + Send>,
+    /// The body's declared length (`None`: chunked).
+    pub(crate) length: Option<u64>,
+    /// The pipe the pump fills, the exchange's new source's.
+    pub(crate) pipe: Arc<Pipe>,
 }
 
 /// Where a streamed body comes from.
@@ -92,9 +112,13 @@ pub(crate) enum UploadSource {
 
 impl RequestParts {
     /// Whether the request can be sent again as it is (a retry on a fresh
-    /// connection): a streamed body can be sent once.
+    /// connection): a streamed body can be sent once, unless it can be
+    /// read again from where it began ([`rewind`](Self::rewind)).
     pub(crate) fn replayable(&self) -> bool {
-        !matches!(self.body, RequestBody::Streamed(_))
+        match &self.body {
+            RequestBody::Streamed(streamed) => streamed.reread.is_some(),
+            _ => true,
+        }
     }
 
     /// The bytes it sends; [`released`](Payload::released) once its
@@ -122,6 +146,29 @@ impl RequestParts {
             RequestBody::Streamed(streamed) => crate::sync::lock(&streamed.source).take(),
             _ => None,
         }
+    }
+
+    /// Sets the streamed body going again from where it began, for the
+    /// request to go again on a fresh connection, if a connection took its
+    /// source (a source no connection took goes as it is) and it can be
+    /// read again ([`Streamed::reread`]): a new source, pumped into `pipe`,
+    /// and what its pump needs. `None` if there is nothing to rewind.
+    pub(crate) fn rewind(&self, pipe: impl FnOnce() -> Arc<Pipe>) -> Option<Rewound> {
+        let RequestBody::Streamed(streamed) = &self.body else {
+            return None;
+        };
+        let reread = streamed.reread.as_ref()?;
+        let mut source = lock(&streamed.source);
+        if source.is_some() {
+            return None;
+        }
+        let pipe = pipe();
+        *source = Some(UploadSource::Pumped(PumpedBody::new(pipe.clone())));
+        Some(Rewound {
+            reader: reread(),
+            length: streamed.length,
+            pipe,
+        })
     }
 
     /// Takes the streamed body's source if no connection took it — not a

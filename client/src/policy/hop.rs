@@ -7,7 +7,7 @@ use crate::error::{Error, InvalidRequest};
 use crate::events::{EventListener, RequestInfo};
 use crate::exchange::{
     Deadlines, Exchange, ExchangeParts, Payload, Pipe, PumpedBody, RequestBody, RequestParts,
-    Streamed, UploadSource,
+    Reread, Streamed, UploadSource,
 };
 use crate::h1;
 use crate::net::{Origin, Scheme};
@@ -361,17 +361,18 @@ fn encode(
             .map_err(InvalidRequest::Encode)?;
         head
     };
-    let streamed = |source| {
+    let streamed = |source, reread| {
         RequestBody::Streamed(Streamed {
             length,
             source: Mutex::new(Some(source)),
+            reread,
         })
     };
     let held = Bytes::new();
     // A reader's body, and its pump.
-    let pumped = |reader: Box<dyn Read + Send>| {
+    let pumped = |reader: Box<dyn Read + Send>, reread| {
         let pipe = pipe();
-        let body = streamed(UploadSource::Pumped(PumpedBody::new(pipe.clone())));
+        let body = streamed(UploadSource::Pumped(PumpedBody::new(pipe.clone())), reread);
         (body, Some((reader, pipe)))
     };
     Ok(match body.kind {
@@ -389,18 +390,24 @@ fn encode(
             }
         }
         UploadKind::Reader { reader, .. } => {
-            let (body, pump) = pumped(reader);
+            let (body, pump) = pumped(reader, None);
             (head, body, held, pump)
         }
-        // Read from its start by this exchange's own reader.
+        // Read from its start by this exchange's own reader — and by a new
+        // one if the exchange sends it again on a fresh connection.
         UploadKind::File(file) => {
-            let (body, pump) = pumped(Box::new(file.reader()));
+            let reader = Box::new(file.reader());
+            let reread: Reread = Box::new(move || Box::new(file.reader()));
+            let (body, pump) = pumped(reader, Some(reread));
             (head, body, held, pump)
         }
-        UploadKind::Stream { body, .. } => (head, streamed(UploadSource::Stream(body)), held, None),
+        UploadKind::Stream { body, .. } => {
+            let body = streamed(UploadSource::Stream(body), None);
+            (head, body, held, None)
+        }
         // Set up by the exchange that never sent it: its pump, if any,
         // runs already.
-        UploadKind::Unsent { source, .. } => (head, streamed(source), held, None),
+        UploadKind::Unsent { source, .. } => (head, streamed(source, None), held, None),
     })
 }
 

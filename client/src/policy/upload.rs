@@ -23,7 +23,8 @@ use std::sync::Arc;
 /// A body from a regular file ([`Upload::from_file`]) is read again from
 /// where it began for each exchange that sends it: like one in memory, it
 /// goes again when a request does (a `307` or `308`, a retry, a hedged
-/// copy), as curl rewinds a file.
+/// copy, a request sent again on a fresh connection when its pooled one
+/// was found closed), as curl rewinds a file.
 ///
 /// Any other streamed body is sent once: a request with one is never
 /// retried, and a `307` or `308` to it is the response. The exception,
