@@ -479,6 +479,64 @@ async fn echo(mut stream: H2Stream) {
     }
 }
 
+/// A request whose header section is larger than the server's
+/// `SETTINGS_MAX_HEADER_LIST_SIZE` is not sent (the server never sees its
+/// HEADERS): it fails with `Error::HeadersTooLarge`, not processed, and
+/// the connection goes on with the next request — where sent, a server
+/// on the `h2` crate ends the whole connection for it (`GOAWAY`), every
+/// stream on it failing, and a request sent again meets the same.
+#[test]
+fn a_request_past_the_servers_header_list_size_is_not_sent_and_the_connection_stays() {
+    let seen = Arc::new(AtomicUsize::new(0));
+    let heard = seen.clone();
+    let raw = RawH2Server::start(move |mut conn| {
+        conn.send(&max_header_list_size(1024));
+        while let Some(&id) = conn.read_requests(1).first() {
+            heard.fetch_add(1, Ordering::SeqCst);
+            conn.send(&ok_headers(id));
+        }
+    });
+    let h2 = H2Server::start_with(
+        |builder| {
+            builder.max_header_list_size(1024);
+        },
+        |stream| answer(stream, 200, b"ok"),
+    );
+    for (url, connections) in [
+        (raw.url("/"), &*raw.connections),
+        (h2.url("/"), &h2.stats.connections),
+    ] {
+        let client = h2c().build().unwrap();
+        // Its answer comes after the server's SETTINGS.
+        let first = client.get(&url).send().wait().unwrap();
+        assert_eq!(first.status(), 200);
+        let error = client
+            .post(&url)
+            .header("x-large", "a".repeat(1000))
+            .body("x")
+            .send()
+            .wait()
+            .unwrap_err();
+        match &error {
+            Error::HeadersTooLarge { size, limit, .. } => {
+                assert_eq!(*limit, 1024);
+                // The large field alone is 1039 bytes (its name, value
+                // and 32); the client's few other fields, some hundreds.
+                assert!((1039..2048).contains(size), "{size}");
+            }
+            other => panic!("{url}: {other:?}"),
+        }
+        assert!(error.is_unprocessed(), "{error}");
+        assert!(error.to_string().contains("not sent"), "{error}");
+        let next = client.get(&url).send().wait().unwrap();
+        assert_eq!(next.status(), 200);
+        assert_eq!(connections.load(Ordering::SeqCst), 1, "{url}");
+        client.close();
+    }
+    assert_eq!(seen.load(Ordering::SeqCst), 2, "the large request was sent");
+    assert_eq!(h2.stats.streams.load(Ordering::SeqCst), 2);
+}
+
 /// After a redirect the request was processed — the server answered its
 /// first hop — so a later hop refused does not make its error say it was
 /// not; the same hop asked for directly does.

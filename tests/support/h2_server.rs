@@ -375,6 +375,13 @@ pub fn max_streams(n: u32) -> Vec<u8> {
     frame(SETTINGS, 0, 0, &payload)
 }
 
+/// SETTINGS with `SETTINGS_MAX_HEADER_LIST_SIZE` = `n`.
+pub fn max_header_list_size(n: u32) -> Vec<u8> {
+    let mut payload = 6u16.to_be_bytes().to_vec();
+    payload.extend_from_slice(&n.to_be_bytes());
+    frame(SETTINGS, 0, 0, &payload)
+}
+
 /// A server that reads the client's preface, sends its own SETTINGS, and
 /// hands each connection to a script. See the [module documentation](self).
 pub struct RawH2Server {

@@ -462,6 +462,31 @@ pub enum Error {
         /// say. `None` if it closed the connection before sending anything.
         answer: Option<String>,
     },
+    /// The request's header section is larger than the server accepts
+    /// over HTTP/2, by the `SETTINGS_MAX_HEADER_LIST_SIZE` it sent (RFC
+    /// 9113 §6.5.2, which counts each field's name and value and 32 bytes,
+    /// its pseudo-header fields too): the client did not send it, and the
+    /// connection goes on with its other requests. Displays like `request
+    /// header section of 9000 bytes is larger than the 8192 bytes
+    /// example.com/1.2.3.4:443 accepts over HTTP/2: not sent`. Never sent
+    /// again by the client nor by a [retry policy](crate::retry::Policy):
+    /// the server would refuse it again. [`unprocessed`](Error::is_unprocessed)
+    /// unless an earlier attempt of it may have been processed.
+    ///
+    /// A request sent before the server's `SETTINGS` come (the first
+    /// requests of a connection may be) is not held to it: the server says
+    /// what it does with it.
+    HeadersTooLarge {
+        /// The server.
+        remote: String,
+        /// The request's header section, in bytes as counted above.
+        size: u64,
+        /// The server's `SETTINGS_MAX_HEADER_LIST_SIZE`.
+        limit: u64,
+        /// Whether the server provably did not process the request: see
+        /// [`Error::is_unprocessed`].
+        unprocessed: bool,
+    },
     /// The response body is larger than the configured limit.
     BodyTooLarge {
         /// The server.
@@ -634,6 +659,16 @@ impl fmt::Display for Error {
                 f,
                 "{remote} closed the connection before any HTTP/2 frame: it may not speak HTTP/2"
             ),
+            Error::HeadersTooLarge {
+                remote,
+                size,
+                limit,
+                ..
+            } => write!(
+                f,
+                "request header section of {size} bytes is larger than the {limit} bytes \
+                 {remote} accepts over HTTP/2: not sent"
+            ),
             Error::BodyTooLarge { remote, limit } => write!(
                 f,
                 "response body from {remote} exceeds the limit of {limit} bytes"
@@ -697,6 +732,7 @@ impl StdError for Error {
             | Error::HandshakeTimeout(_)
             | Error::Http2 { .. }
             | Error::NotHttp2 { .. }
+            | Error::HeadersTooLarge { .. }
             | Error::BodyTooLarge { .. }
             | Error::Cancelled
             | Error::ClientClosed
@@ -888,6 +924,10 @@ impl Error {
     /// that server could not read the request — nor any sent to it again,
     /// so neither the client nor a retry policy sends it again.
     ///
+    /// True too of an [`Error::HeadersTooLarge`]: the client did not send
+    /// the request, its header section past what the server accepts — nor
+    /// does it send it again, nor a retry policy.
+    ///
     /// For [`Error::Retried`], true if it is true of every attempt.
     ///
     /// False wherever the server may have seen the request: any other
@@ -902,7 +942,9 @@ impl Error {
     /// sent on that hop, and is not counted here.
     pub fn is_unprocessed(&self) -> bool {
         match self {
-            Error::Http2 { unprocessed, .. } | Error::Proxy { unprocessed, .. } => *unprocessed,
+            Error::Http2 { unprocessed, .. }
+            | Error::Proxy { unprocessed, .. }
+            | Error::HeadersTooLarge { unprocessed, .. } => *unprocessed,
             Error::NotHttp2 { answer, .. } => answer
                 .as_deref()
                 .is_some_and(|answer| answer.starts_with("HTTP/1.")),
@@ -922,6 +964,9 @@ impl Error {
                 unprocessed: flag, ..
             }
             | Error::Proxy {
+                unprocessed: flag, ..
+            }
+            | Error::HeadersTooLarge {
                 unprocessed: flag, ..
             } => *flag = unprocessed,
             Error::Retried { attempts } => {

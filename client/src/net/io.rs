@@ -55,14 +55,17 @@
 //!   connection finds it said so
 //!   ([`IoReadiness::not_http2`]) — `h2` sees only a frame too large or a
 //!   broken pipe. The reads after the first are not looked at.
+//! * Every read is looked at for the server's `SETTINGS_MAX_HEADER_LIST_SIZE`
+//!   ([`IoReadiness::max_header_list_size`]), which `h2` keeps to itself.
 //! * Only the loop's thread uses it: the connection owns it, and the flags
 //!   are shared with that same connection's code alone.
 
+use super::peer_settings::SettingsWatch;
 use super::Transport;
 use bytes::{Buf, Bytes};
 use std::io;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -84,6 +87,9 @@ pub(crate) struct AsyncIo {
     /// The first read is still to be looked at for a server that does not
     /// speak HTTP/2 (see [`IoReadiness::not_http2`]).
     watch_first_read: bool,
+    /// Where the server's frames are, for its settings (see
+    /// [`IoReadiness::max_header_list_size`]).
+    settings: SettingsWatch,
 }
 
 /// What the first read of a connection that speaks HTTP/2 without asking
@@ -165,7 +171,13 @@ pub(crate) struct IoReadiness {
     /// What the first read met instead of HTTP/2, on a connection that
     /// speaks it without asking (see [`IoReadiness::not_http2`]).
     not_http2: OnceLock<NotHttp2>,
+    /// The server's `SETTINGS_MAX_HEADER_LIST_SIZE`, the last one read;
+    /// [`NO_LIMIT`] before any (see [`IoReadiness::max_header_list_size`]).
+    max_header_list_size: AtomicU64,
 }
+
+/// [`IoReadiness::max_header_list_size`] before the server has said one.
+const NO_LIMIT: u64 = u64::MAX;
 
 impl IoReadiness {
     /// The TLS failure that ended the server's side of the handshake, if a
@@ -181,6 +193,16 @@ impl IoReadiness {
     /// HTTP/2's has come, or on a connection that negotiated HTTP/2.
     pub(crate) fn not_http2(&self) -> Option<&NotHttp2> {
         self.not_http2.get()
+    }
+
+    /// The largest header section the server accepts, by its
+    /// `SETTINGS_MAX_HEADER_LIST_SIZE` (RFC 9113 §6.5.2: each field's name
+    /// and value and 32 bytes): the last one it sent, as read off the
+    /// socket — about as `h2` acts on the frame that says it. `None` until
+    /// it says one (before its `SETTINGS` come, or if they set none).
+    pub(crate) fn max_header_list_size(&self) -> Option<u64> {
+        let limit = self.max_header_list_size.load(Ordering::Relaxed);
+        (limit != NO_LIMIT).then_some(limit)
     }
 
     /// A turn begins: up to `bytes` may be read in it.
@@ -240,6 +262,7 @@ impl AsyncIo {
             #[cfg(feature = "rustls")]
             handshake_failure: OnceLock::new(),
             not_http2: OnceLock::new(),
+            max_header_list_size: AtomicU64::new(NO_LIMIT),
         });
         let io = AsyncIo {
             transport,
@@ -248,6 +271,7 @@ impl AsyncIo {
             end_hold: EndHold::NotMet,
             write_failed: None,
             watch_first_read: prior_knowledge,
+            settings: SettingsWatch::default(),
         };
         (io, ready)
     }
@@ -341,12 +365,18 @@ impl AsyncRead for AsyncIo {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        if !this.watch_first_read {
-            return this.read(cx, buf);
-        }
         let (before, room) = (buf.filled().len(), buf.remaining() > 0);
         let read = this.read(cx, buf);
-        this.look_at_first_read(&read, &buf.filled()[before..], room);
+        let new = &buf.filled()[before..];
+        if let Some(limit) = this.settings.read(new) {
+            let limit = u64::from(limit);
+            this.ready
+                .max_header_list_size
+                .store(limit, Ordering::Relaxed);
+        }
+        if this.watch_first_read {
+            this.look_at_first_read(&read, new, room);
+        }
         read
     }
 }

@@ -6,6 +6,7 @@
 #[cfg(feature = "http2")]
 mod io;
 mod origin;
+mod peer_settings;
 pub(crate) mod proxy;
 mod resolve;
 mod route;

@@ -658,6 +658,15 @@ mod tests {
             };
             assert!(!policy.retries_error(&not_http2, &http::Method::GET));
         }
+        // Nor a request not sent for its header section past the server's
+        // HTTP/2 limit: it would be again.
+        let too_large = Error::HeadersTooLarge {
+            remote: "r".into(),
+            size: 2,
+            limit: 1,
+            unprocessed: true,
+        };
+        assert!(!policy.retries_error(&too_large, &http::Method::GET));
         // HTTP/2: a reset by the server as a connection reset; refused (not
         // processed) as never sent; ended by the client, the server having
         // broken the protocol, as a malformed HTTP/1.1 response.

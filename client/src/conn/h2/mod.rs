@@ -47,6 +47,12 @@
 //! may allow no stream from its first SETTINGS. A limit merely reached
 //! keeps them: a stream's end frees room.
 //!
+//! A request whose header section is larger than the server's
+//! `SETTINGS_MAX_HEADER_LIST_SIZE` ([`IoReadiness::max_header_list_size`];
+//! `h2` sends it all the same, and a server may end the connection for
+//! it, every stream on it failing) is not sent: it fails with
+//! [`Error::HeadersTooLarge`], and the connection goes on.
+//!
 //! A stream's timeouts are its exchange's — on the wheel, or on this
 //! loop's heap in event-loop mode, moved here when the stream is attached —
 //! and an expiry or a cancel aborts that stream alone with
@@ -176,7 +182,7 @@ use failure::{closed_failure, error_of, goaway_failure, refusal};
 use gather::Gathered;
 use h2::client::{Connection, SendRequest};
 use limits::{BodyCount, InterimCount};
-use request::request_of;
+use request::{header_list_size, request_of};
 use std::collections::VecDeque;
 use std::future::Future;
 use std::io;
@@ -934,6 +940,21 @@ impl Conn {
             let Some((request, out)) = request_of(&exchange) else {
                 continue;
             };
+            // Past the server's limit, the request is not sent (`h2` would
+            // send it): a server may end the whole connection for it.
+            if let Some(limit) = h2.io_ready.max_header_list_size() {
+                let size = header_list_size(&request);
+                if size > limit {
+                    let error = Error::HeadersTooLarge {
+                        remote: exchange.remote_name(),
+                        size,
+                        limit,
+                        unprocessed: true,
+                    };
+                    exchange.finish_err(exchange.unprocessed(error));
+                    continue;
+                }
+            }
             let end_of_stream = matches!(out, Outgoing::Done);
             // Told before `send_request`, which takes the request: as
             // it is given to HTTP/2, nothing copied.

@@ -117,6 +117,35 @@ pub(super) fn request_of(exchange: &Exchange) -> Option<(http::Request<()>, Outg
     Some((request, out))
 }
 
+/// The size of `request`'s header section as a server's
+/// `SETTINGS_MAX_HEADER_LIST_SIZE` counts it (RFC 9113 §6.5.2): each
+/// field's name and value, uncompressed, and 32 bytes — its pseudo-header
+/// fields too, those `h2` sends for it (`:method`, `:scheme` and
+/// `:authority` if the URI has them, `:path`).
+pub(super) fn header_list_size(request: &http::Request<()>) -> u64 {
+    const PER_FIELD: usize = 32;
+    let uri = request.uri();
+    let pseudo = [
+        Some((":method", request.method().as_str())),
+        uri.scheme_str().map(|scheme| (":scheme", scheme)),
+        uri.authority()
+            .map(|authority| (":authority", authority.as_str())),
+        Some((
+            ":path",
+            uri.path_and_query().map_or("/", |path| path.as_str()),
+        )),
+    ];
+    let pseudo = pseudo
+        .into_iter()
+        .flatten()
+        .map(|(name, value)| name.len() + value.len() + PER_FIELD);
+    let fields = request
+        .headers()
+        .iter()
+        .map(|(name, value)| name.as_str().len() + value.len() + PER_FIELD);
+    pseudo.chain(fields).map(|size| size as u64).sum()
+}
+
 /// Whether `value` starts or ends with whitespace: HTTP/1.1 carries that
 /// padding (its server trims it, RFC 9110 §5.5), HTTP/2 forbids it (RFC
 /// 9113 §8.2.1) — a server that checks ends the whole connection for it,
