@@ -3681,3 +3681,34 @@ fn a_close_framed_2xx_ends_at_the_close_that_comes_after_its_bytes_mid_upload() 
     );
     client.close();
 }
+
+/// A body of unknown length nobody has touched is held back on its
+/// connection (in the pipe, in the buffer it was gathered in). When the
+/// connection ends — the close that ends a body framed by it, or one that
+/// cuts a chunked body short — the held bytes count once among the
+/// client's buffered bytes, reach the reader before the body's end or its
+/// error, and count no more once read.
+#[test]
+fn a_held_body_counts_once_when_its_connection_closes() {
+    let body: Vec<u8> = (0..5000).map(|i| (i % 251) as u8).collect();
+    let heads: [&[u8]; 2] = [
+        b"HTTP/1.1 200 OK\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2710\r\n",
+    ];
+    for (head, whole) in heads.into_iter().zip([true, false]) {
+        let server = TestServer::start(Behaviour::SendThenClose([head, &body].concat()));
+        for event_loop_timeouts in [false, true] {
+            let client = client(event_loop_timeouts);
+            let mut response = client.get(server.url("/")).send().wait().unwrap();
+            // The exchange ends with the connection, its body untouched.
+            assert_settles(&client, WAIT);
+            assert_eq!(client.stats().buffered_body_bytes, body.len(), "{whole}");
+            let mut read = Vec::new();
+            let result = response.body_mut().read_to_end(&mut read);
+            assert_eq!(result.is_ok(), whole, "{result:?}");
+            assert!(read == body, "{whole}: {} bytes", read.len());
+            assert_eq!(client.stats().buffered_body_bytes, 0, "{whole}");
+            client.close();
+        }
+    }
+}
