@@ -533,6 +533,106 @@ fn a_response_failed_for_its_coding_is_told_failed_with_the_callers_error() {
     }
 }
 
+/// How many exchanges `recorder` was told completed.
+fn completions(recorder: &Recorder) -> usize {
+    recorder
+        .events()
+        .into_iter()
+        .filter(|(event, _)| matches!(event, Event::Completed(_)))
+        .count()
+}
+
+/// A response the client fails for its coding after all of it has come —
+/// a gzip body whose trailer does not check, one with bytes past its end,
+/// one that is no gzip at all, one that inflates past `max_body_bytes`,
+/// or a response that stacks more codings than are decoded: its exchange
+/// is told failed with the caller's error, never completed. One whose body
+/// is read to its decoded end, or let go unread, is told completed.
+#[test]
+fn a_response_failed_for_its_coding_after_it_came_whole_is_told_failed() {
+    use std::io::Write as _;
+    let gzip = |bytes: &[u8]| {
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        encoder.write_all(bytes).unwrap();
+        encoder.finish().unwrap()
+    };
+    let good = gzip(b"hello");
+    let mut bad_crc = good.clone();
+    let crc_at = bad_crc.len() - 8;
+    bad_crc[crc_at] ^= 0xff;
+    let trailing = [&good[..], b"garbage"].concat();
+    let bomb = gzip(&vec![0; 8 << 20]);
+    let cases = [
+        ("gzip", bad_crc),
+        ("gzip", trailing),
+        ("gzip", bomb),
+        ("gzip, gzip, gzip, gzip, gzip", vec![b'z'; 100]),
+        ("gzip", vec![b'z'; 3000]),
+    ];
+    for (coding, body) in cases {
+        let sent = [
+            format!(
+                "HTTP/1.1 200 OK\r\nContent-Encoding: {coding}\r\nContent-Length: {}\r\n\r\n",
+                body.len()
+            )
+            .as_bytes(),
+            &body,
+        ]
+        .concat();
+        let server = TestServer::start(Behaviour::SendThenStall(sent));
+        let recorder = Recorder::new();
+        let client = Client::builder()
+            .max_body_bytes(1 << 20)
+            .listener(recorder.clone())
+            .build()
+            .unwrap();
+        let future = client.get(server.url("/")).send();
+        // All of it has come, and the exchange has ended, before the body
+        // is decoded.
+        assert_settles(&client, WAIT);
+        let error = future
+            .wait()
+            .and_then(|response| response.bytes().wait())
+            .unwrap_err();
+        assert!(
+            matches!(
+                error,
+                tickless::Error::Decode { .. }
+                    | tickless::Error::BodyTooLarge { .. }
+                    | tickless::Error::TooManyCodings { .. }
+            ),
+            "{error:?}"
+        );
+        assert_eq!(recorder.failures(), [error.to_string()], "{coding}");
+        assert_eq!(completions(&recorder), 0, "{coding}");
+        client.close();
+    }
+    // Read to its decoded end, or let go unread: completed.
+    let server =
+        TestServer::respond(move |_| response(200, &[("Content-Encoding", "gzip")], &good));
+    let recorder = Recorder::new();
+    let client = Client::builder()
+        .listener(recorder.clone())
+        .build()
+        .unwrap();
+    let mut response = client.get(server.url("/")).send().wait().unwrap();
+    let mut read = String::new();
+    std::io::Read::read_to_string(response.body_mut(), &mut read).unwrap();
+    assert_eq!(read, "hello");
+    // At its decoded end, the response still held.
+    assert_eq!(completions(&recorder), 1);
+    drop(response);
+    drop(client.get(server.url("/")).send().wait().unwrap());
+    assert_eq!(completions(&recorder), 2);
+    // Its head never taken: the exchange, once ended, goes with the future.
+    let future = client.get(server.url("/")).send();
+    assert_settles(&client, WAIT);
+    drop(future);
+    assert_eq!(completions(&recorder), 3);
+    assert!(recorder.failures().is_empty());
+    client.close();
+}
+
 /// Over HTTP/2 too: a body that does not decode, its stream still open,
 /// is told failed with the caller's error, not as a request cancelled.
 #[test]

@@ -410,8 +410,10 @@ impl<'a> ResponseHead<'a> {
 /// A method runs on a thread the client needs for other work: a loop's
 /// (its own thread, or a caller's that is driving the loop for a blocking
 /// wait — see [`EventLoop`](crate::event_loop::EventLoop), "Who drives a
-/// loop"), the wheel's, or a resolver's. While it runs, that thread does
-/// nothing else: a loop serves none of its connections, and the wheel
+/// loop"), the wheel's, or a resolver's — or, for the end of an exchange
+/// whose response is encoded, the caller's thread that read its body to
+/// its end or let it go (see [`on_completed`](Self::on_completed)). While
+/// it runs, that thread does nothing else: a loop serves none of its connections, and the wheel
 /// (the default timer mode) fires no timeout of the client.
 ///
 /// From a method, sending a request, cancelling or dropping any request's
@@ -559,14 +561,20 @@ pub trait EventListener: Send + Sync + 'static {
     fn on_interim_head(&self, request: &RequestInfo, head: &ResponseHead<'_>) {}
     /// `len` bytes of body arrived.
     fn on_body_part(&self, request: &RequestInfo, len: usize) {}
-    /// The exchange ended with a response.
+    /// The exchange ended with a response. For a response that names a
+    /// `Content-Encoding`, told once the body has also been checked for
+    /// its coding — its reader decoded it to its end, let it go, or it is
+    /// not decoded (its head taken as it came) — on the thread that did
+    /// that, if the body had all come before: a body that does not decode
+    /// is told failed instead (see [`on_failed`](Self::on_failed)).
     fn on_completed(&self, request: &RequestInfo, status: http::StatusCode) {}
     /// The exchange ended with `error`. One whose body the client let go
     /// unread before it had come (dropped, a redirect's) ends as
     /// [`Error::Cancelled`]; one the client failed for its coding (its
     /// body as its reader decoded it: [`Error::Decode`],
     /// [`Error::BodyTooLarge`]; or [`Error::TooManyCodings`]), with that
-    /// error, the caller's.
+    /// error, the caller's — also when all of its body had come before its
+    /// reader failed it (on the reader's thread, then).
     fn on_failed(&self, request: &RequestInfo, error: &Error) {}
     /// A redirect is followed: `from` answered `status`, and the request
     /// goes on to `to` (a new exchange, whose events follow), both without

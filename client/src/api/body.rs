@@ -202,7 +202,12 @@ impl Body {
                 };
                 match decoded {
                     Ok(Some(chunk)) => return Poll::Ready(Ok(Some(chunk))),
-                    Ok(None) if self.raw_ended => return Poll::Ready(self.end(Ok(None))),
+                    Ok(None) if self.raw_ended => {
+                        // Decoded to its end: the exchange's completion
+                        // may be told.
+                        self.exchange.body_checked();
+                        return Poll::Ready(self.end(Ok(None)));
+                    }
                     Ok(None) => {}
                     Err(error) => {
                         // Nothing more of it will be read: the connection

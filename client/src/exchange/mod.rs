@@ -369,6 +369,25 @@ struct Link {
     /// the exchange ends with if its connection stops for want of a reader
     /// (see [`Exchange::body_failed`]).
     body_failure: Option<Box<Error>>,
+    /// How the completion of an exchange whose response is encoded stands
+    /// with its reader's check of the body (see [`Exchange::body_checked`]).
+    completion: Completion,
+}
+
+/// Whether the completion of an exchange whose response names a
+/// `Content-Encoding` may be told: its reader may still fail the body for
+/// its coding — after all of it came, when the exchange completed — and
+/// then the exchange is told failed with that error, not completed.
+enum Completion {
+    /// The reader has not said yet, and the exchange has not completed.
+    Unchecked,
+    /// The exchange completed with this status: `on_completed` waits for
+    /// the reader to say.
+    Held(http::StatusCode),
+    /// The reader has said: the body decoded to its end, is not decoded,
+    /// was let go, or failed (its error in [`Link::body_failure`]). A
+    /// completion is told as it comes.
+    Checked,
 }
 
 /// Gives back something taken for an exchange that has no connection yet
@@ -463,6 +482,22 @@ impl Drop for Link {
     }
 }
 
+impl Drop for Exchange {
+    fn drop(&mut self) {
+        // A completion held for a reader that never came (the head was
+        // never taken, nor its body made): nothing will check the body.
+        let link = self
+            .link
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Completion::Held(status) =
+            std::mem::replace(&mut link.completion, Completion::Checked)
+        {
+            self.listener.on_completed(status);
+        }
+    }
+}
+
 /// One request and its response in flight. See the [module documentation](self).
 pub(crate) struct Exchange {
     pub(crate) id: u64,
@@ -491,6 +526,9 @@ pub(crate) struct Exchange {
     /// until then (a status is 100 to 999). An atomic rather than a
     /// `OnceLock`, whose set costs a call into `Once` a request.
     status: AtomicU16,
+    /// The head delivered names a `Content-Encoding`: its completion is
+    /// told once its reader has checked the body ([`Link::completion`]).
+    encoded: AtomicBool,
     link: Mutex<Link>,
     remote: Mutex<Option<SocketAddr>>,
     /// Time of the last read (or of the request being sent), in nanoseconds
@@ -552,6 +590,7 @@ impl Exchange {
             body: Pipe::new(parts.body_window, parts.body_meter),
             pacing: parts.pacing,
             status: AtomicU16::new(0),
+            encoded: AtomicBool::new(false),
             link: Mutex::new(Link {
                 conn: ConnSlot::None,
                 timers,
@@ -564,6 +603,7 @@ impl Exchange {
                 held: None,
                 answer: None,
                 body_failure: None,
+                completion: Completion::Unchecked,
             }),
             remote: Mutex::new(None),
             submitted,
@@ -775,8 +815,10 @@ impl Exchange {
     }
 
     /// The body's reader has gone: the connection is told at once (it
-    /// drains or closes), rather than at its next read.
+    /// drains or closes), rather than at its next read. Nothing more of the
+    /// body will be checked ([`body_checked`](Self::body_checked)).
     pub(crate) fn body_dropped(&self) {
+        self.body_checked();
         self.body.close_reader();
         if self.is_done() {
             return;
@@ -820,6 +862,39 @@ impl Exchange {
             lock(&self.link).body_failure = Some(Box::new(copy));
         }
         self.body_dropped();
+    }
+
+    /// The body's reader has checked the body for its coding — decoded it
+    /// to its end, failed it ([`body_failed`](Self::body_failed)), let it
+    /// go, or found it is not to be decoded — so that the completion of
+    /// an exchange whose response is encoded may be told: held until now,
+    /// it is told here, on the reader's thread, as a failure with the
+    /// reader's error if it failed the body; else as it comes. So a body
+    /// that does not decode is told failed even when all of it had come
+    /// before its reader looked. Does nothing for a response that names no
+    /// `Content-Encoding`, whose completion is told as it comes.
+    pub(crate) fn body_checked(&self) {
+        if !self.encoded.load(Ordering::Acquire) {
+            return;
+        }
+        let mut link = lock(&self.link);
+        let Completion::Held(status) = std::mem::replace(&mut link.completion, Completion::Checked)
+        else {
+            return;
+        };
+        let failure = link.body_failure.take();
+        drop(link);
+        self.tell_completion(status, failure);
+    }
+
+    /// Tells the listener how an exchange that completed with `status`
+    /// ended for its caller: failed with the reader's `failure` of its
+    /// body, if there is one; else completed.
+    fn tell_completion(&self, status: http::StatusCode, failure: Option<Box<Error>>) {
+        match failure {
+            Some(failure) => self.listener.on_failed(&failure),
+            None => self.listener.on_completed(status),
+        }
     }
 
     /// What the exchange ends with when its connection stops reading a
@@ -1132,6 +1207,9 @@ impl Exchange {
         if self.is_done() {
             return false;
         }
+        if head.headers.contains_key(http::header::CONTENT_ENCODING) {
+            self.encoded.store(true, Ordering::Release);
+        }
         let _ = self.status.compare_exchange(
             0,
             head.status.as_u16(),
@@ -1270,7 +1348,7 @@ impl Exchange {
         match ending {
             Ending::Complete(trailers) => {
                 if let Some(status) = self.delivered_status() {
-                    self.listener.on_completed(status);
+                    self.tell_completed(status);
                 }
                 self.pacing.record(self.body.pushed());
                 self.body.finish(trailers);
@@ -1282,6 +1360,23 @@ impl Exchange {
                 }
             }
         }
+    }
+
+    /// The exchange completed with `status`: told now — unless its
+    /// response is encoded and its reader has not checked the body yet,
+    /// which tells it then ([`body_checked`](Self::body_checked)).
+    fn tell_completed(&self, status: http::StatusCode) {
+        if !self.encoded.load(Ordering::Acquire) {
+            return self.listener.on_completed(status);
+        }
+        let mut link = lock(&self.link);
+        if matches!(link.completion, Completion::Unchecked) {
+            link.completion = Completion::Held(status);
+            return;
+        }
+        let failure = link.body_failure.take();
+        drop(link);
+        self.tell_completion(status, failure);
     }
 
     /// Ends the exchange with `error` from outside its connection's code (a

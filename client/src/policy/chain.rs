@@ -373,21 +373,34 @@ impl Chain {
     /// decoded (see [`decode::decoder_for`]); its headers lose what
     /// described the encoded body. A response refused for its codings lets
     /// its connection go, as a dropped body does (none will be made), and
-    /// its exchange, if that ends it, fails with the caller's error.
+    /// its exchange fails with the caller's error — told so even if it had
+    /// completed (see `Exchange::body_checked`), as is one whose body the
+    /// reader fails as it decodes it.
     pub(crate) fn decoding(&self, head: &mut Head) -> Result<Option<decode::Decoding>, Error> {
-        if !self.decompress {
-            return Ok(None);
-        }
-        let limit = self.dispatcher.config().limits.max_body_bytes;
-        let remote = || self.current().remote_name();
-        match decode::decoder_for(
-            &self.hop.method,
-            head.status,
-            &mut head.headers,
-            limit,
-            remote,
-        ) {
-            Ok(decoder) => Ok(decoder.map(|decoder| decode::Decoding::new(decoder, remote()))),
+        let decoder = if self.decompress {
+            let limit = self.dispatcher.config().limits.max_body_bytes;
+            let remote = || self.current().remote_name();
+            decode::decoder_for(
+                &self.hop.method,
+                head.status,
+                &mut head.headers,
+                limit,
+                remote,
+            )
+        } else {
+            Ok(None)
+        };
+        match decoder {
+            Ok(Some(decoder)) => {
+                let remote = self.current().remote_name();
+                Ok(Some(decode::Decoding::new(decoder, remote)))
+            }
+            // Not decoded: nothing of the body will be checked for its
+            // coding (see `Exchange::body_checked`).
+            Ok(None) => {
+                self.current().body_checked();
+                Ok(None)
+            }
             Err(error) => {
                 self.current().body_failed(&error);
                 Err(error)
