@@ -1102,6 +1102,47 @@ fn a_host_header_of_the_callers_is_the_streams_authority() {
     client.close();
 }
 
+/// A URL's port that is its scheme's default (`http://h:80/`) is not in
+/// the stream's `:authority`, as it is not in HTTP/1.1's `Host`: the URL
+/// standard drops it, and curl and the browsers send `h`. (The server is
+/// reached by an override of the name at port 80.)
+#[test]
+fn a_default_port_written_out_is_not_in_the_streams_authority() {
+    let server = H2Server::start(|stream| async move {
+        let seen = stream
+            .request
+            .uri()
+            .authority()
+            .map_or("-", |a| a.as_str())
+            .to_owned();
+        let response = http::Response::builder().status(200).body(()).unwrap();
+        let mut stream = stream;
+        if let Ok(mut send) = stream.respond.send_response(response, false) {
+            let _ = send.send_data(Bytes::from(seen), true);
+        }
+    });
+    let client = h2c()
+        .resolve_port("default.test", 80, &[server.addr()])
+        .resolve_port("default.test", 443, &[server.addr()])
+        .build()
+        .unwrap();
+    let seen = |url: &str| {
+        client
+            .get(url)
+            .send()
+            .wait()
+            .unwrap()
+            .text()
+            .wait()
+            .unwrap()
+    };
+    assert_eq!(seen("http://default.test:80/"), "default.test");
+    assert_eq!(seen("http://default.test:080/x"), "default.test");
+    // Another scheme's default is a port like any other.
+    assert_eq!(seen("http://default.test:443/"), "default.test:443");
+    client.close();
+}
+
 /// `:path` is a request-target as HTTP/1.1's is (RFC 9113 §8.3.1): what a
 /// URL's path or query holds that is not ASCII, or a space, or a `"{}` in
 /// a path, `'` in a query, goes percent-encoded in UTF-8 there too, as

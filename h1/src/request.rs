@@ -44,7 +44,8 @@ pub fn encode_request_head(
 /// Writes the request head into `out`.
 ///
 /// Writes `METHOD origin-form HTTP/1.1\r\n`, a `Host` header from the URI
-/// authority (user info dropped) unless `headers` has one, the caller's
+/// authority (user info dropped, and a port that is the scheme's default)
+/// unless `headers` has one, the caller's
 /// headers, `Content-Length: n` for [`RequestBody::Length`] (and
 /// `Content-Length: 0` for [`RequestBody::Empty`] when the method is POST,
 /// PUT or PATCH), `Transfer-Encoding: chunked` for [`RequestBody::Chunked`],
@@ -116,7 +117,7 @@ pub fn encode_request_head_with(
         out.extend_from_slice(scheme.to_ascii_lowercase().as_bytes());
         out.extend_from_slice(b"://");
         out.extend_from_slice(host.as_bytes());
-        write_port(uri, host, out);
+        write_port(uri, scheme, host, out);
     }
     if !target.starts_with('/') {
         // `http` yields e.g. "?q" for "http://h?q"; origin-form needs the slash.
@@ -128,7 +129,7 @@ pub fn encode_request_head_with(
     if !has_host_field {
         out.extend_from_slice(b"Host: ");
         out.extend_from_slice(host.as_bytes());
-        write_port(uri, host, out);
+        write_port(uri, scheme, host, out);
         out.extend_from_slice(b"\r\n");
     }
     encode_fields(headers, out);
@@ -170,14 +171,24 @@ fn host_of(uri: &Uri) -> Option<&str> {
 }
 
 /// Writes `:` and the port of `uri` ([`Uri::port_u16`]) after its `host`,
-/// if it has one. Most often that is what follows the host in the
-/// authority, written as it is; asking `http` reads the authority again
-/// (some 300 instructions).
-fn write_port(uri: &Uri, host: &str, out: &mut Vec<u8>) {
+/// if it has one other than `scheme`'s default (80 for http, 443 for
+/// https): a default port written out goes unsaid, as the URL standard
+/// drops it and curl and the browsers send it (`Host: h`, not `h:80`,
+/// which a server's virtual hosts or a request signature may not take).
+/// Most often the port is what follows the host in the authority, written
+/// as it is; asking `http` reads the authority again (some 300
+/// instructions).
+fn write_port(uri: &Uri, scheme: &str, host: &str, out: &mut Vec<u8>) {
+    let (default, default_written) = if scheme.eq_ignore_ascii_case("https") {
+        (443, ":443")
+    } else {
+        (80, ":80")
+    };
     match port_as_written(uri, host) {
+        Some(written) if written == default_written => {}
         Some(written) => out.extend_from_slice(written.as_bytes()),
         None => {
-            if let Some(port) = uri.port_u16() {
+            if let Some(port) = uri.port_u16().filter(|&port| port != default) {
                 out.push(b':');
                 out.extend_from_slice(Decimal::of(port.into()).as_bytes());
             }

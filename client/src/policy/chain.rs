@@ -681,10 +681,11 @@ fn store_cookies(store: Option<&dyn CookieStore>, hop: &Hop) -> Option<http::Hea
 /// control character in either part, is [`InvalidRequest::Userinfo`], as
 /// RFC 7617 §2 makes it invalid):
 /// credentials never go on the request line. Only the userinfo goes: the
-/// rest of the URI — its path, query and port — is sent as it came in, as
-/// it is for a URI without one (a URL parser's normal form would remove
-/// dot segments and drop a default port; what it percent-encodes was
-/// encoded where the URI came in, `api::input`).
+/// rest of the URI — its path, query and port — stays as it came in, as
+/// it does for a URI without one (a URL parser's normal form would remove
+/// dot segments and drop a default port, which the request's `Host` and
+/// `:authority` leave out; what it percent-encodes was encoded where the
+/// URI came in, `api::input`).
 fn credentials_to_header(
     uri: http::Uri,
     headers: &mut http::HeaderMap,

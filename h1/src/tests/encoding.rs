@@ -326,6 +326,38 @@ fn absolute_form(uri: &Uri) -> String {
     String::from_utf8(out).unwrap()
 }
 
+/// The scheme's default port, written out in the URI (`:80` for http,
+/// `:443` for https, in any spelling `http` reads as it), is not sent: the
+/// URL standard drops it when it parses, and curl, the browsers and
+/// clients on a URL parser send `Host: h` — what a server, a virtual host
+/// table or a request signature (AWS SigV4 signs the `Host`) expects.
+/// The other scheme's default is a port like any other.
+#[test]
+fn a_default_port_written_out_is_not_sent() {
+    for (uri, host) in [
+        ("http://h:80/p", "h"),
+        ("https://h:443/p", "h"),
+        ("HTTP://h:080/p", "h"),
+        ("https://u:p@h:0443/p", "h"),
+        ("http://[::1]:80/p", "[::1]"),
+        ("http://h:443/p", "h:443"),
+        ("https://h:80/p", "h:80"),
+        ("http://h:8080/p", "h:8080"),
+    ] {
+        assert_eq!(
+            encode(Method::GET, uri, &[], RequestBody::Empty),
+            Ok(format!("GET /p HTTP/1.1\r\nHost: {host}\r\n\r\n")),
+            "{uri}"
+        );
+        let scheme = &uri[..uri.find(':').unwrap()].to_ascii_lowercase();
+        assert_eq!(
+            absolute_form(&uri.parse().unwrap()),
+            format!("GET {scheme}://{host}/p HTTP/1.1\r\nHost: {host}\r\n\r\n"),
+            "{uri}"
+        );
+    }
+}
+
 #[test]
 fn absolute_form_for_a_proxy_keeps_scheme_authority_and_path_without_userinfo() {
     let encode_to = |uri: &str| absolute_form(&uri.parse().unwrap());
@@ -483,7 +515,13 @@ fn the_host_and_port_written_are_the_ones_http_reads() {
         let uri: Uri = format!("http://{authority}/p")
             .parse()
             .unwrap_or_else(|e| panic!("http reads no URI of {authority}: {e}"));
-        let port = uri.port_u16().map(|p| format!(":{p}")).unwrap_or_default();
+        // Port 80, http's default, goes unsaid (see
+        // `a_default_port_written_out_is_not_sent`).
+        let port = uri
+            .port_u16()
+            .filter(|&port| port != 80)
+            .map(|p| format!(":{p}"))
+            .unwrap_or_default();
         let host = format!("{}{port}", uri.host().unwrap());
         assert_eq!(
             absolute_form(&uri),

@@ -13,17 +13,34 @@ use crate::exchange::{Exchange, RequestBody};
 /// sent there, as curl does, rather than dropped for the URI's. A value
 /// that is not a host and port is left out, the URI's kept: one with
 /// userinfo parses as an authority, and `:authority` must not carry it
-/// (RFC 9113 §8.3.1).
+/// (RFC 9113 §8.3.1). The URI's goes without a port that is its scheme's
+/// default (`h`, not `h:80`), as HTTP/1.1's `Host` does.
 fn authority_of(uri: &http::Uri, host: Option<&http::HeaderValue>) -> http::Uri {
-    let Some(authority) = host
+    let callers = host
         .and_then(|h| http::uri::Authority::try_from(h.as_bytes()).ok())
-        .filter(|authority| !authority.as_str().contains('@'))
-    else {
+        .filter(|authority| !authority.as_str().contains('@'));
+    let Some(authority) = callers.or_else(|| without_default_port(uri)) else {
         return uri.clone();
     };
     let mut parts = uri.clone().into_parts();
     parts.authority = Some(authority);
     http::Uri::from_parts(parts).unwrap_or_else(|_| uri.clone())
+}
+
+/// The authority of `uri` without its port, if that is the scheme's
+/// default (80 for http, 443 for https); `None` if it has another port or
+/// none.
+fn without_default_port(uri: &http::Uri) -> Option<http::uri::Authority> {
+    let authority = uri.authority()?;
+    let default = if uri.scheme() == Some(&http::uri::Scheme::HTTPS) {
+        443
+    } else {
+        80
+    };
+    if authority.port_u16() != Some(default) {
+        return None;
+    }
+    authority.host().parse().ok()
 }
 
 /// The HTTP/2 request of `exchange`, and its body; `None` if the exchange
