@@ -3,6 +3,7 @@
 //! the body itself), which nothing sends again then. A test binary of its
 //! own: it counts the process's heap with its global allocator. (Found by
 //! a review, 2026-12-04: twice the upload stayed until the response went.)
+//! And what the client's cookie jar keeps of a `Set-Cookie`.
 
 #[path = "support/counting_alloc.rs"]
 mod counting_alloc;
@@ -461,4 +462,40 @@ fn an_unread_body_keeps_about_its_window_whatever_the_typical_body() {
     done.store(true, Ordering::SeqCst);
     drop(unread);
     client.close();
+}
+
+/// A cookie the jar keeps costs about its name, value, domain and path,
+/// not the whole `Set-Cookie` it came in: a hostile server's junk
+/// attributes (some 60 KiB of them, under a 64 KiB header) on the jar's 3000
+/// cookies would keep some 180 MB. Here 200 such cookies, from 200 hosts
+/// (50 per domain are kept): they kept some 12 MB, about the whole text of
+/// each.
+#[test]
+fn a_kept_cookie_costs_its_parts_not_its_whole_set_cookie() {
+    use tickless::cookie::{CookieStore, Jar, Url};
+    const COOKIES: usize = 200;
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    // Attributes of 1000 bytes each: one past 1024 is dropped anyway.
+    let junk = (0..60)
+        .map(|i| format!("J{i}={}", "j".repeat(1000)))
+        .collect::<Vec<_>>()
+        .join("; ");
+    let set_cookie =
+        http::HeaderValue::from_str(&format!("id=1234; Path=/; {junk}; Max-Age=3600")).unwrap();
+    let jar = Jar::new();
+    let before = counting_alloc::live_bytes();
+    for host in 0..COOKIES {
+        let url = Url::parse(&format!("http://h{host}.test/")).unwrap();
+        jar.set_cookies(&url, &mut std::iter::once(&set_cookie));
+    }
+    let kept = counting_alloc::live_bytes() - before;
+    assert_eq!(
+        jar.cookies(&Url::parse("http://h7.test/").unwrap())
+            .unwrap(),
+        "id=1234"
+    );
+    assert!(
+        kept < (COOKIES * 4096) as isize,
+        "{COOKIES} cookies keep {kept} bytes"
+    );
 }

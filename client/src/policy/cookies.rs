@@ -10,7 +10,8 @@
 //! cookie set over plain http that would overwrite or shadow a `Secure`
 //! one, a `__Secure-` or `__Host-` one without the attributes its
 //! prefix asks for, and one whose name and value pass 4096 bytes, as RFC
-//! 6265bis has it; at most 50 cookies per domain and 3000 in all, the
+//! 6265bis has it, which also has an attribute whose value passes 1024
+//! bytes ignored; at most 50 cookies per domain and 3000 in all, the
 //! least recently set or sent evicted past them), on the `cookie_store`
 //! crate.
 
@@ -492,14 +493,30 @@ impl CookieStore for Jar {
 /// one-digit day, no zone) would stay and go on being sent — nor, of
 /// several, the last (a far date it reads, then a past one it does not:
 /// the cookie is deleted, not kept). `Max-Age` wins over `Expires` (§5.3
-/// step 3), so with one the date is not looked at.
+/// step 3), so with one the date is not looked at. An attribute whose
+/// value is longer than [`MAX_ATTRIBUTE_VALUE`] is ignored (RFC 6265bis
+/// §5.6). The cookie holds its parts alone ([`parts_of`]), not the text.
 #[cfg(feature = "cookies")]
 fn parse_set_cookie(set_cookie: &str) -> Option<cookie_store::RawCookie<'static>> {
-    let mut cookie = cookie_store::RawCookie::parse(set_cookie.to_owned()).ok()?;
+    let kept = |attribute: &&str| {
+        attribute
+            .split_once('=')
+            .is_none_or(|(_, value)| value.trim().len() <= MAX_ATTRIBUTE_VALUE)
+    };
+    let kept_attributes = || set_cookie.split(';').skip(1).filter(kept);
+    let text = if set_cookie
+        .split(';')
+        .skip(1)
+        .all(|attribute| kept(&attribute))
+    {
+        std::borrow::Cow::Borrowed(set_cookie)
+    } else {
+        let pair = set_cookie.split(';').take(1);
+        std::borrow::Cow::Owned(pair.chain(kept_attributes()).collect::<Vec<_>>().join(";"))
+    };
+    let mut cookie = parts_of(&cookie_store::RawCookie::parse(&*text).ok()?)?;
     let attributes = |wanted: &'static str| {
-        set_cookie
-            .split(';')
-            .skip(1)
+        kept_attributes()
             .filter_map(|attribute| attribute.split_once('='))
             .filter(move |(name, _)| name.trim().eq_ignore_ascii_case(wanted))
             .map(|(_, value)| value.trim())
@@ -514,6 +531,56 @@ fn parse_set_cookie(set_cookie: &str) -> Option<cookie_store::RawCookie<'static>
         .last();
     if let Some(expiry) = expires.and_then(date::CookieDate::to_expiry) {
         cookie.set_expires(expiry);
+    }
+    Some(cookie)
+}
+
+/// The longest attribute value a `Set-Cookie` may have, in bytes: RFC
+/// 6265bis §5.6 has a longer one ignored, as the browsers do.
+#[cfg(feature = "cookies")]
+const MAX_ATTRIBUTE_VALUE: usize = 1024;
+
+/// `parsed` as a cookie of its own parts — name, value and the attributes
+/// the `cookie` crate reads — without the rest of the text it was parsed
+/// from, which the crate keeps whole in the cookie (and `cookie_store` in
+/// the jar): the junk attributes of a hostile server's `Set-Cookie`, some
+/// 64 KiB for each of the jar's 3000 cookies, would stay with it. The
+/// parts are parsed again from a text of their own (one allocation, as
+/// many as the copy of the whole text took), `None` if that fails.
+#[cfg(feature = "cookies")]
+fn parts_of(parsed: &cookie_store::RawCookie<'_>) -> Option<cookie_store::RawCookie<'static>> {
+    const DOMAIN: &str = "; Domain=.";
+    const PATH: &str = "; Path=";
+    let (name, value) = (parsed.name(), parsed.value());
+    let (domain, path) = (parsed.domain(), parsed.path());
+    let mut text = String::with_capacity(
+        name.len()
+            + 1
+            + value.len()
+            + domain.map_or(0, |domain| DOMAIN.len() + domain.len())
+            + path.map_or(0, |path| PATH.len() + path.len()),
+    );
+    text.push_str(name);
+    text.push('=');
+    text.push_str(value);
+    // `domain` drops one leading dot of the attribute's value: one put
+    // back, the cookie's `domain` reads the same (`..a.test` is `.a.test`).
+    if let Some(domain) = domain {
+        text.push_str(DOMAIN);
+        text.push_str(domain);
+    }
+    if let Some(path) = path {
+        text.push_str(PATH);
+        text.push_str(path);
+    }
+    let mut cookie = cookie_store::RawCookie::parse(text).ok()?;
+    cookie.set_secure(parsed.secure());
+    cookie.set_http_only(parsed.http_only());
+    cookie.set_same_site(parsed.same_site());
+    cookie.set_partitioned(parsed.partitioned());
+    cookie.set_max_age(parsed.max_age());
+    if let Some(expires) = parsed.expires() {
+        cookie.set_expires(expires);
     }
     Some(cookie)
 }
@@ -1102,6 +1169,31 @@ mod tests {
             .collect();
         assert_eq!(names, ["fits"]);
         assert_eq!(sent, fits);
+    }
+
+    /// RFC 6265bis §5.6: an attribute whose value is longer than 1024 bytes
+    /// is ignored, the cookie kept as without it — a `Path` too: the
+    /// cookie takes the default path of the URL that set it.
+    #[test]
+    fn an_attribute_value_longer_than_1024_bytes_is_ignored() {
+        let jar = Jar::new();
+        let path_of = |length: usize| format!("/{}", "p".repeat(length - 1));
+        set(
+            &jar,
+            "http://a.test/dir/page",
+            &[
+                &format!("fits=1; Path={}", path_of(1024)),
+                &format!("long=2; Path={}", path_of(1025)),
+            ],
+        );
+        assert_eq!(
+            sent(&jar, "http://a.test/dir/other").as_deref(),
+            Some("long=2")
+        );
+        assert_eq!(
+            sent(&jar, &format!("http://a.test{}", path_of(1024))).as_deref(),
+            Some("fits=1")
+        );
     }
 
     /// A cookie whose value is UTF-8 (a server's `Set-Cookie` may carry
