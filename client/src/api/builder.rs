@@ -347,7 +347,10 @@ impl ClientBuilder {
     /// is not looked up here, so its override is not used either: the proxy
     /// is given the name, as curl gives it. An override for one port of
     /// the host ([`resolve_port`](Self::resolve_port)) wins over this one at
-    /// that port.
+    /// that port. A `host` with a port (`example.test:443`, `[::1]:443`),
+    /// which no request's host would match, makes [`build`](Self::build)
+    /// fail with `InvalidInput`: the port goes to
+    /// [`resolve_port`](Self::resolve_port).
     pub fn resolve(self, host: &str, addrs: &[std::net::SocketAddr]) -> Self {
         self.resolve_override(host, None, addrs)
     }
@@ -358,8 +361,9 @@ impl ClientBuilder {
     /// is resolved as without it (or by the host's override for every
     /// port, which this one wins over at `port`). An address with port 0
     /// takes `port`; any other port is used as given. Hosts compare as for
-    /// [`resolve`](Self::resolve); an empty list removes the override for
-    /// that port.
+    /// [`resolve`](Self::resolve), and a `host` with a port makes
+    /// [`build`](Self::build) fail as there; an empty list removes the
+    /// override for that port.
     ///
     /// ```
     /// # use std::net::SocketAddr;
@@ -852,10 +856,25 @@ impl ClientBuilder {
     }
 
     /// Starts the client's threads. Fails with `InvalidInput` if a root
-    /// certificate does not parse, and with `Unsupported` if it must speak
-    /// HTTP/2 (`http2_only`, `http2_prior_knowledge`) in a build without
-    /// the cargo feature `http2`.
+    /// certificate does not parse or a host given to
+    /// [`resolve`](Self::resolve) has a port, and with `Unsupported` if it
+    /// must speak HTTP/2 (`http2_only`, `http2_prior_knowledge`) in a
+    /// build without the cargo feature `http2`.
     pub fn build(self) -> std::io::Result<crate::Client> {
+        // An IPv6 address is the only host with a colon: anything else
+        // with one has a port, and would never match.
+        let with_a_port = self
+            .config
+            .resolve_overrides
+            .keys()
+            .map(|(host, _)| host)
+            .find(|host| host.contains(':') && host.parse::<std::net::Ipv6Addr>().is_err());
+        if let Some(host) = with_a_port {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("resolve: {host:?} is a host with a port; give the port to resolve_port"),
+            ));
+        }
         let needs_http2 = matches!(
             self.config.versions,
             crate::config::HttpVersions::Http2Only
@@ -894,6 +913,29 @@ mod tests {
         }
         let big = builder().http2_initial_stream_window_size(1 << 20).config;
         assert_eq!(big.http2.initial_stream_window, 1 << 20);
+    }
+
+    /// A host given with a port would never match a request's host (the
+    /// override is looked up by host alone): refused, not silently unused.
+    /// An IPv6 address, with or without brackets, is a host.
+    #[test]
+    fn a_resolve_override_for_a_host_with_a_port_is_refused() {
+        let addr = [std::net::SocketAddr::from(([127, 0, 0, 1], 8443))];
+        let builder = super::super::Client::builder;
+        for host in ["example.test:443", "[::1]:443", "127.0.0.1:80", "h:"] {
+            for built in [
+                builder().resolve(host, &addr).build(),
+                builder().resolve_port(host, 443, &addr).build(),
+            ] {
+                let error = built.err().unwrap_or_else(|| panic!("{host} was taken"));
+                assert_eq!(error.kind(), std::io::ErrorKind::InvalidInput, "{host}");
+                assert!(error.to_string().contains("resolve_port"), "{error}");
+            }
+        }
+        for host in ["example.test", "::1", "[::1]", "2001:db8::1"] {
+            let client = builder().resolve(host, &addr).build().unwrap();
+            client.close();
+        }
     }
 
     #[test]
