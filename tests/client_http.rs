@@ -346,6 +346,41 @@ fn execute_sends_an_http_request_as_it_is() {
     client.close();
 }
 
+/// A request's version is not the protocol spoken, which the client and
+/// the server choose: one the client never speaks fails the request, not
+/// sent as HTTP/1.1 (a caller who asked for HTTP/1.0 framing would get
+/// another); HTTP/1.1 and HTTP/2 leave it to them.
+#[test]
+fn execute_refuses_a_version_the_client_never_speaks() {
+    let server = echo_server();
+    let client = client();
+    let request = |version| {
+        http::Request::builder()
+            .version(version)
+            .uri(server.url("/v"))
+            .body(Vec::new())
+            .unwrap()
+    };
+    for version in [
+        http::Version::HTTP_09,
+        http::Version::HTTP_10,
+        http::Version::HTTP_3,
+    ] {
+        let error = client.execute(request(version)).wait().unwrap_err();
+        assert!(
+            matches!(error, Error::InvalidRequest(InvalidRequest::Version(v)) if v == version),
+            "{version:?}: {error:?}"
+        );
+    }
+    assert!(server.requests().is_empty());
+    for version in [http::Version::HTTP_11, http::Version::HTTP_2] {
+        let response = client.execute(request(version)).wait().unwrap();
+        assert_eq!(response.version(), http::Version::HTTP_11, "{version:?}");
+        assert_eq!(response.text().wait().unwrap(), "GET /v ");
+    }
+    client.close();
+}
+
 #[test]
 fn execute_with_an_invalid_uri_fails_without_panicking() {
     let client = client();

@@ -360,14 +360,24 @@ impl Client {
     /// Sends an `http::Request` as it is — but for what a URL parser
     /// percent-encodes in its URI's path or query (a character that is not
     /// ASCII; a `"`, `{`, `}` in the path, a `'` in the query), which goes
-    /// percent-encoded, as for any request (see [`IntoUri`]).
+    /// percent-encoded, as for any request (see [`IntoUri`]). Its version
+    /// does not choose the protocol, which the client's settings and the
+    /// server do (see [`ClientBuilder::http2_only`]; the response's
+    /// [`version`](crate::Response::version) says which was spoken):
+    /// HTTP/1.1, `http`'s default, and HTTP/2 leave it to them; a version
+    /// the client never speaks (HTTP/0.9, HTTP/1.0, HTTP/3) fails the
+    /// request with [`InvalidRequest::Version`](crate::InvalidRequest::Version),
+    /// rather than send it as another. Its extensions are not read.
     pub fn execute<B: Into<Upload>>(&self, request: http::Request<B>) -> ResponseFuture {
         let (parts, body) = request.into_parts();
         let uri = input::with_url_encoded_target(parts.uri);
-        RequestBuilder::new(self.clone(), parts.method, uri)
+        let mut request = RequestBuilder::new(self.clone(), parts.method, uri)
             .headers(parts.headers)
-            .body(body)
-            .send()
+            .body(body);
+        if ![http::Version::HTTP_11, http::Version::HTTP_2].contains(&parts.version) {
+            request = request.invalid(crate::InvalidRequest::Version(parts.version));
+        }
+        request.send()
     }
 
     /// Stops accepting requests, fails every exchange in flight with

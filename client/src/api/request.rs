@@ -300,6 +300,13 @@ impl RequestBuilder {
         self
     }
 
+    /// Makes the request fail with `invalid` when sent, unless it fails
+    /// with what was found wrong before.
+    pub(super) fn invalid(mut self, invalid: InvalidRequest) -> Self {
+        self.invalid.get_or_insert(invalid);
+        self
+    }
+
     /// Sends the request. The request deadline is fixed now, for every hop
     /// of a redirect chain.
     pub fn send(self) -> ResponseFuture {

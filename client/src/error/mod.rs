@@ -154,6 +154,13 @@ pub enum InvalidRequest {
     /// given as the name.
     #[error("a Basic authentication user name cannot contain ':', nor either part a control character (RFC 7617 §2)")]
     BasicAuthUser,
+    /// An `http::Request` given to [`Client::execute`](crate::Client::execute)
+    /// asks for an HTTP version the client never speaks: HTTP/0.9, HTTP/1.0
+    /// or HTTP/3. (HTTP/1.1, `http`'s default, and HTTP/2 leave the version
+    /// to the client.) Displays like `the request asks for HTTP/1.0, which
+    /// the client does not speak`.
+    #[error("the request asks for {0:?}, which the client does not speak")]
+    Version(http::Version),
     /// Query parameters or a form that cannot be url-encoded.
     #[error("cannot url-encode the query or form")]
     Query(#[source] serde_urlencoded::ser::Error),
