@@ -16,16 +16,21 @@
 #[path = "common/echo_server.rs"]
 mod echo_server;
 
+#[path = "common/unicode_args.rs"]
+mod unicode_args;
+
 use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use tickless::WithCauses;
 
+const USAGE: &str = "usage: concurrent [--requests N] [--connections N]";
+
 fn main() -> ExitCode {
     let (requests, connections) = match parse_args() {
         Ok(parsed) => parsed,
         Err(message) => {
-            eprintln!("concurrent: {message}\nusage: concurrent [--requests N] [--connections N]");
+            eprintln!("concurrent: {message}\n{USAGE}");
             return ExitCode::from(2);
         }
     };
@@ -41,7 +46,7 @@ fn main() -> ExitCode {
 
 fn parse_args() -> Result<(usize, usize), String> {
     let (mut requests, mut connections) = (1000, 64);
-    let mut args = std::env::args().skip(1);
+    let mut args = unicode_args::or_exit("concurrent", USAGE);
     while let Some(arg) = args.next() {
         let target = match arg.as_str() {
             "--requests" => &mut requests,

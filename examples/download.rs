@@ -11,6 +11,9 @@
 //! removed once counted. The request timeout is off (a download takes as long as it takes); the
 //! read timeout (5 s) catches a server that stops sending.
 
+#[path = "common/unicode_args.rs"]
+mod unicode_args;
+
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::process::ExitCode;
@@ -43,9 +46,11 @@ fn serve(mib: u64) -> std::io::Result<String> {
     Ok(url)
 }
 
+const USAGE: &str = "usage: download [--url URL | --mib N] [--output FILE]";
+
 fn main() -> ExitCode {
     let (mut url, mut mib, mut output) = (None, 64u64, None);
-    let mut args = std::env::args().skip(1);
+    let mut args = unicode_args::or_exit("download", USAGE);
     while let Some(arg) = args.next() {
         match (arg.as_str(), args.next()) {
             ("--url", Some(value)) => url = Some(value),
@@ -67,7 +72,7 @@ fn main() -> ExitCode {
 }
 
 fn usage(message: &str) -> ExitCode {
-    eprintln!("download: {message}\nusage: download [--url URL | --mib N] [--output FILE]");
+    eprintln!("download: {message}\n{USAGE}");
     ExitCode::from(2)
 }
 

@@ -11,6 +11,9 @@
 //! The client reaches the cleartext server with prior knowledge
 //! (`http2_prior_knowledge`); over TLS, ALPN would pick HTTP/2 by itself.
 
+#[path = "common/unicode_args.rs"]
+mod unicode_args;
+
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -51,14 +54,16 @@ fn serve() -> std::io::Result<(String, Arc<AtomicUsize>)> {
     Ok((url, connections))
 }
 
+const USAGE: &str = "usage: http2_fanout [--requests N]";
+
 fn main() -> ExitCode {
     let mut requests = 200usize;
-    let mut args = std::env::args().skip(1);
+    let mut args = unicode_args::or_exit("http2_fanout", USAGE);
     while let Some(arg) = args.next() {
         match (arg.as_str(), args.next().and_then(|v| v.parse().ok())) {
             ("--requests", Some(n)) => requests = n,
             _ => {
-                eprintln!("http2_fanout: bad argument {arg:?}\nusage: http2_fanout [--requests N]");
+                eprintln!("http2_fanout: bad argument {arg:?}\n{USAGE}");
                 return ExitCode::from(2);
             }
         }

@@ -13,18 +13,23 @@
 //! ignored here so that the example shows its own proxy; a client built
 //! without `.proxy(…)` or `.no_proxy()` honours it.
 
+#[path = "common/unicode_args.rs"]
+mod unicode_args;
+
 use std::process::ExitCode;
 use tickless::WithCauses;
 
+const USAGE: &str = "usage: proxy [--proxy URL] [--url URL]";
+
 fn main() -> ExitCode {
     let (mut proxy, mut url) = (None, None);
-    let mut args = std::env::args().skip(1);
+    let mut args = unicode_args::or_exit("proxy", USAGE);
     while let Some(arg) = args.next() {
         match (arg.as_str(), args.next()) {
             ("--proxy", Some(value)) => proxy = Some(value),
             ("--url", Some(value)) => url = Some(value),
             _ => {
-                eprintln!("proxy: bad argument {arg:?}\nusage: proxy [--proxy URL] [--url URL]");
+                eprintln!("proxy: bad argument {arg:?}\n{USAGE}");
                 return ExitCode::from(2);
             }
         }

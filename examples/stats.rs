@@ -13,22 +13,27 @@
 #[path = "common/echo_server.rs"]
 mod echo_server;
 
+#[path = "common/unicode_args.rs"]
+mod unicode_args;
+
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tickless::WithCauses;
 
+const USAGE: &str = "usage: stats [--seconds N] [--threads N]";
+
 fn main() -> ExitCode {
     let (mut seconds, mut threads) = (5u64, 4usize);
-    let mut args = std::env::args().skip(1);
+    let mut args = unicode_args::or_exit("stats", USAGE);
     while let Some(arg) = args.next() {
         let value = args.next().and_then(|v| v.parse::<u64>().ok());
         match (arg.as_str(), value) {
             ("--seconds", Some(n)) => seconds = n,
             ("--threads", Some(n)) => threads = n as usize,
             _ => {
-                eprintln!("stats: bad argument {arg:?}\nusage: stats [--seconds N] [--threads N]");
+                eprintln!("stats: bad argument {arg:?}\n{USAGE}");
                 return ExitCode::from(2);
             }
         }

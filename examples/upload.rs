@@ -12,6 +12,9 @@
 //! `Content-Length`, from a pump thread of its own, never more than a
 //! window ahead of the socket.
 
+#[path = "common/unicode_args.rs"]
+mod unicode_args;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::process::ExitCode;
@@ -48,9 +51,11 @@ fn serve() -> std::io::Result<String> {
     Ok(url)
 }
 
+const USAGE: &str = "usage: upload [--url URL] [--file FILE | --mib N]";
+
 fn main() -> ExitCode {
     let (mut url, mut mib, mut file) = (None, 64u64, None);
-    let mut args = std::env::args().skip(1);
+    let mut args = unicode_args::or_exit("upload", USAGE);
     while let Some(arg) = args.next() {
         match (arg.as_str(), args.next()) {
             ("--url", Some(value)) => url = Some(value),
@@ -72,7 +77,7 @@ fn main() -> ExitCode {
 }
 
 fn usage(message: &str) -> ExitCode {
-    eprintln!("upload: {message}\nusage: upload [--url URL] [--file FILE | --mib N]");
+    eprintln!("upload: {message}\n{USAGE}");
     ExitCode::from(2)
 }
 

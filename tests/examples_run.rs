@@ -109,3 +109,36 @@ fn proxy_goes_through_its_forward_proxy() {
         "{stdout}"
     );
 }
+
+/// An argument that is not UTF-8 (a Latin-1 file name) is a bad argument:
+/// each example says so with its usage and exits with 2, not a panic's
+/// 101. It is given where each reads a value, after a valid option.
+#[test]
+fn an_argument_that_is_not_utf8_is_refused_not_a_panic() {
+    use std::os::unix::ffi::OsStrExt;
+    let latin1 = std::ffi::OsStr::from_bytes(b"caf\xe9");
+    for (name, option) in [
+        ("stats", "--seconds"),
+        ("download", "--output"),
+        ("upload", "--file"),
+        ("concurrent", "--requests"),
+        ("http2_fanout", "--requests"),
+        ("proxy", "--url"),
+    ] {
+        let output = Command::new(example_binary(name))
+            .arg(option)
+            .arg(latin1)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{name}: {stderr}");
+        assert!(
+            stderr.starts_with(&format!("{name}: an argument that is not UTF-8: ")),
+            "{name}: {stderr}"
+        );
+        assert!(
+            stderr.contains(&format!("usage: {name} ")),
+            "{name}: {stderr}"
+        );
+    }
+}
