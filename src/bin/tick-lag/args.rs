@@ -189,7 +189,7 @@ where
             }
         };
         match name.as_str() {
-            "-h" | "--help" => return Ok(Command::Help),
+            "-h" | "--help" if inline.is_none() => return Ok(Command::Help),
             "--end-to-end" if inline.is_none() => end_to_end = true,
             "--http2" if inline.is_none() => config.http2 = true,
             "--warm" if inline.is_none() => config.warm = true,
@@ -234,7 +234,7 @@ where
                     }
                 }
             }
-            "--end-to-end" | "--http2" | "--warm" | "--unpinned" | "--under-load" => {
+            "--help" | "--end-to-end" | "--http2" | "--warm" | "--unpinned" | "--under-load" => {
                 return Err(ArgError(format!("{name} takes no value")))
             }
             _ if inline.is_none() && !arg.starts_with('-') => {
@@ -388,6 +388,11 @@ mod tests {
         assert_eq!(config.format, Format::Csv);
         assert_eq!(parse(["--help"]), Ok(Command::Help));
         assert_eq!(parse(["--count", "3", "-h"]), Ok(Command::Help));
+        // A flag given a value is refused, `--help` as the others.
+        assert_eq!(
+            parse(["--help=x"]),
+            Err(ArgError("--help takes no value".to_owned()))
+        );
     }
 
     #[test]
