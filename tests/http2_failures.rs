@@ -802,6 +802,35 @@ fn keep_alive_pings_end_a_connection_whose_server_stopped_answering() {
     client.close();
 }
 
+/// A keep-alive timeout of zero is no timeout, as every duration of the
+/// builder: a PING's answer is awaited without bound, not given up on as
+/// soon as the PING goes (which failed every stream on the connection).
+#[test]
+fn a_zero_keep_alive_timeout_waits_for_the_ping_answer() {
+    // Takes the request, answers the client's first PING, then the request.
+    let server = RawH2Server::start(|mut conn| {
+        let ids = conn.read_requests(1);
+        while let Some(got) = conn.read_frame() {
+            if got.kind == PING && got.flags & ACK == 0 {
+                conn.send(&frame(PING, ACK, 0, &got.payload));
+                conn.send(&ok_headers(ids[0]));
+                break;
+            }
+        }
+        conn.drain(Duration::from_secs(10));
+    });
+    let client = h2c()
+        .http2_keep_alive_interval(Duration::from_millis(1))
+        .http2_keep_alive_timeout(Duration::ZERO)
+        .build()
+        .unwrap();
+    match client.get(server.url("/")).send().wait() {
+        Ok(response) => assert_eq!(response.status(), 200),
+        Err(error) => panic!("a zero keep-alive timeout gave up on the PING: {error:?}"),
+    }
+    client.close();
+}
+
 /// Runs `f` on a thread; `None` if it has not returned within `limit`
 /// (a hang).
 fn within<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> Option<T> {

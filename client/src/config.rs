@@ -176,7 +176,8 @@ pub(crate) struct Http2Options {
     pub(crate) initial_connection_window: u32,
     pub(crate) max_frame_size: u32,
     pub(crate) keep_alive_interval: Option<Duration>,
-    pub(crate) keep_alive_timeout: Duration,
+    /// How long a PING's answer is awaited (`None`: without bound).
+    pub(crate) keep_alive_timeout: Option<Duration>,
     /// The id of a connection's first stream (`h2` starts at 1): for the
     /// tests of a connection that runs out of stream ids.
     #[cfg(test)]
@@ -193,7 +194,7 @@ impl Default for Http2Options {
             initial_connection_window: DEFAULT_HTTP2_CONNECTION_WINDOW,
             max_frame_size: 16 * 1024,
             keep_alive_interval: None,
-            keep_alive_timeout: Duration::from_secs(20),
+            keep_alive_timeout: Some(Duration::from_secs(20)),
             #[cfg(test)]
             first_stream_id: None,
         }

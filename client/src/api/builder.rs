@@ -684,9 +684,10 @@ impl ClientBuilder {
         self
     }
 
-    /// How long a keep-alive PING waits for its answer. Default 20 s.
+    /// How long a keep-alive PING waits for its answer. Default 20 s; zero
+    /// disables it: an unanswered PING then never closes the connection.
     pub fn http2_keep_alive_timeout(mut self, timeout: Duration) -> Self {
-        self.config.http2.keep_alive_timeout = timeout;
+        self.config.http2.keep_alive_timeout = nonzero(timeout);
         self
     }
 

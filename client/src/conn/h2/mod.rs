@@ -1397,7 +1397,9 @@ impl Conn {
         let ping = options
             .keep_alive_interval
             .and_then(|interval| match h2.ping_sent {
-                Some(sent) => deadline_after(sent, options.keep_alive_timeout),
+                Some(sent) => options
+                    .keep_alive_timeout
+                    .and_then(|timeout| deadline_after(sent, timeout)),
                 None => deadline_after(h2.last_ping, interval),
             });
         let ttl = config
@@ -1471,8 +1473,8 @@ impl Conn {
         if let Some(interval) = options.keep_alive_interval {
             match h2.ping_sent {
                 Some(sent) => {
-                    if deadline_after(sent, options.keep_alive_timeout).is_some_and(|d| now >= d) {
-                        let timeout = options.keep_alive_timeout;
+                    let overdue = |timeout| deadline_after(sent, timeout).is_some_and(|d| now >= d);
+                    if let Some(timeout) = options.keep_alive_timeout.filter(|&t| overdue(t)) {
                         // The requests waiting for a stream were never
                         // sent: they go elsewhere; the streams fail, but
                         // those whose answer came whole.
