@@ -856,11 +856,30 @@ impl ClientBuilder {
         self
     }
 
-    /// Starts the client's threads. Fails with `InvalidInput` if a root
-    /// certificate does not parse or a host given to
-    /// [`resolve`](Self::resolve) has a port, and with `Unsupported` if it
-    /// must speak HTTP/2 (`http2_only`, `http2_prior_knowledge`) in a
-    /// build without the cargo feature `http2`.
+    /// Starts the client's threads.
+    ///
+    /// # Errors
+    ///
+    /// Before any thread starts:
+    ///
+    /// * `InvalidInput` if the TLS options do not make a configuration: a
+    ///   root certificate ([`add_root_certificate`](Self::add_root_certificate))
+    ///   or the client's identity ([`client_identity_pem`](Self::client_identity_pem))
+    ///   does not parse, or [`min_tls_version`](Self::min_tls_version) and
+    ///   [`max_tls_version`](Self::max_tls_version) leave no version;
+    /// * `InvalidInput` if a [`timer`](Self::timer) or an
+    ///   [`event_loop_group`](Self::event_loop_group) given reads another
+    ///   clock than the client's;
+    /// * `InvalidInput` if a host given to [`resolve`](Self::resolve) has a
+    ///   port;
+    /// * `Unsupported` if it must speak HTTP/2 (`http2_only`,
+    ///   `http2_prior_knowledge`) in a build without the cargo feature
+    ///   `http2`.
+    ///
+    /// Then `InvalidInput` if more than
+    /// [`MAX_EVENT_LOOPS`](crate::event_loop::MAX_EVENT_LOOPS) loops are
+    /// asked for, and the operating system's error if it refuses a thread
+    /// or a loop's poller.
     pub fn build(self) -> std::io::Result<crate::Client> {
         // An IPv6 address is the only host with a colon: anything else
         // with one has a port, and would never match.
