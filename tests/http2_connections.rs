@@ -115,6 +115,21 @@ fn by_default_one_connection_and_the_requests_past_its_limit_wait() {
     client.close();
 }
 
+/// `keep_alive(false)` keeps no connection for reuse over HTTP/2 either:
+/// each request has a connection of its own, closed once its stream has
+/// ended (it was shared, kept and reused as with keep-alive on).
+#[test]
+fn without_keep_alive_each_request_has_its_own_connection() {
+    let (server, seen) = limited_server();
+    let client = h2c().keep_alive(false).build().unwrap();
+    warm_up(&client, &server);
+    warm_up(&client, &server);
+    assert_eq!(server.stats.connections.load(Ordering::SeqCst), 2);
+    assert_eq!(seen.per_connection(), BTreeMap::from([(0, 1), (1, 1)]));
+    assert!(eventually(CEILING, || client.stats().open_connections == 0));
+    client.close();
+}
+
 #[test]
 fn with_two_per_origin_a_second_connection_opens_at_the_limit_and_both_serve() {
     let (server, seen) = limited_server();

@@ -217,7 +217,10 @@ impl ClientBuilder {
 
     // --- connections and pool ---
 
-    /// Keep connections open for reuse (default true).
+    /// Keep connections open for reuse (default true). Off, each request
+    /// has a connection of its own, closed once it is done: over HTTP/1.1
+    /// it says `Connection: close`, and an HTTP/2 connection is not shared
+    /// with the origin's other requests.
     pub fn keep_alive(mut self, enabled: bool) -> Self {
         self.config.keep_alive = enabled;
         self

@@ -225,7 +225,8 @@ pub(crate) trait ConnOwner: Send + Sync + 'static {
     /// (`opener`, the one it was opened for, or one it takes), which go
     /// elsewhere. `None`: it is not shared — the origin has as many as
     /// [`http2_max_connections_per_origin`](crate::ClientBuilder::http2_max_connections_per_origin)
-    /// already.
+    /// already, or the client keeps no connection for reuse
+    /// ([`keep_alive`](crate::ClientBuilder::keep_alive) off).
     fn share(&self, route: &Route, conn: SharedConn, opener: u64) -> Option<Vec<Arc<Exchange>>>;
     /// The shared connection `conn_id` takes no more streams.
     fn unshare(&self, route: &Route, conn_id: u64);

@@ -499,11 +499,15 @@ impl Dispatcher {
 
     /// Whether `exchange` may ever go on a shared HTTP/2 connection. A
     /// proxy that forwards plain requests speaks HTTP/1.1; so does
-    /// cleartext without prior knowledge. Such a request never finds a
-    /// shared connection: it goes to the pool without taking the lock.
+    /// cleartext without prior knowledge; and without keep-alive no
+    /// connection is shared (see [`share`](ConnOwner::share)). Such a
+    /// request never finds a shared connection: it goes to the pool without
+    /// taking the lock.
     fn may_share(&self, exchange: &Exchange) -> bool {
         let https = exchange.origin.scheme == crate::net::Scheme::Https;
-        self.env.config.versions.may_speak_h2(https) && !exchange.route().forwards()
+        self.env.config.keep_alive
+            && self.env.config.versions.may_speak_h2(https)
+            && !exchange.route().forwards()
     }
 
     /// Whether `exchange`, just queued in the pool, would now be routed by
@@ -1058,6 +1062,11 @@ impl ConnOwner for Dispatcher {
     fn share(&self, origin: &Route, conn: SharedConn, opener: u64) -> Option<Vec<Arc<Exchange>>> {
         let max = self.env.config.http2.max_connections_per_origin;
         let (loop_index, source) = (conn.conn.event_loop.index(), conn.conn.source);
+        // Without keep-alive no connection is kept for reuse: this one
+        // serves what it opened for, and closes.
+        if !self.env.config.keep_alive {
+            return None;
+        }
         let opening = {
             let mut shared = lock(&self.shared);
             let entry = shared.entry(origin.clone()).or_default();
