@@ -154,8 +154,9 @@ impl Body {
         Chunk { body: self }
     }
 
-    /// The trailers of a chunked body, once the body has ended (and if it
-    /// had any).
+    /// The trailers of the body — a chunked one's over HTTP/1.1, those of a
+    /// trailing HEADERS frame over HTTP/2 — once the body has ended (and if
+    /// it had any).
     pub fn trailers(&self) -> Option<&http::HeaderMap> {
         self.trailers.as_ref()
     }

@@ -166,8 +166,9 @@ impl Response {
         CollectJson::new(self.body)
     }
 
-    /// The trailers of a chunked body, once the body has been read to its
-    /// end (and if it had any).
+    /// The trailers of the body — a chunked one's over HTTP/1.1, those of a
+    /// trailing HEADERS frame over HTTP/2 — once the body has been read to
+    /// its end (and if it had any).
     pub fn trailers(&self) -> Option<&http::HeaderMap> {
         self.body.trailers()
     }
