@@ -605,7 +605,8 @@ impl ClientBuilder {
 
     /// At most this many HTTP/2 streams in flight on one connection (the
     /// server's `SETTINGS_MAX_CONCURRENT_STREAMS` bounds it too); the
-    /// requests past it wait for a stream. Default: the server's limit.
+    /// requests past it wait for a stream. At least 1 (zero is taken as 1,
+    /// not as no limit). Default: the server's limit.
     pub fn http2_max_concurrent_streams(mut self, max: usize) -> Self {
         self.config.http2.max_concurrent_streams = Some(max.max(1));
         self
