@@ -357,7 +357,8 @@ impl Client {
         RequestBuilder::new(self.clone(), method, uri.into_uri())
     }
 
-    /// Sends an `http::Request` as it is — but for what a URL parser
+    /// Sends an `http::Request` as it is — its method, URI, headers and
+    /// body — but for what a URL parser
     /// percent-encodes in its URI's path or query (a character that is not
     /// ASCII; a `"`, `{`, `}` in the path, a `'` in the query), which goes
     /// percent-encoded, as for any request (see [`IntoUri`]). Its version
