@@ -110,6 +110,11 @@ impl Upload {
     /// empty, whatever it holds: such a file is read here for a byte, and
     /// goes chunked, once, if it gives one (empty, with its length, if
     /// not).
+    ///
+    /// # Errors
+    ///
+    /// What the file's `metadata`, its position (`stream_position`), or
+    /// the read of that one byte fail with.
     pub fn from_file(mut file: std::fs::File) -> std::io::Result<Upload> {
         let metadata = file.metadata()?;
         if !metadata.is_file() {
