@@ -208,7 +208,9 @@ impl RequestBuilder {
     }
 
     /// A url-encoded form body (`Content-Type:
-    /// application/x-www-form-urlencoded`), from any `Serialize` value.
+    /// application/x-www-form-urlencoded`), from any `Serialize` value. A
+    /// value that cannot be url-encoded (a nested struct, say) fails the
+    /// request with [`InvalidRequest::Query`] when sent.
     pub fn form<T: serde::Serialize + ?Sized>(mut self, form: &T) -> Self {
         match serde_urlencoded::to_string(form) {
             Ok(body) => {
@@ -225,7 +227,10 @@ impl RequestBuilder {
 
     /// A JSON body, with `Content-Type: application/json` unless the
     /// request has a `Content-Type` of its own already (a more precise JSON
-    /// type, as `application/merge-patch+json`), as reqwest does.
+    /// type, as `application/merge-patch+json`), as reqwest does. A value
+    /// that cannot be serialized (a map with keys that are not strings, a
+    /// `Serialize` impl that fails) fails the request with
+    /// [`InvalidRequest::Json`] when sent.
     #[cfg(feature = "json")]
     pub fn json<T: serde::Serialize + ?Sized>(mut self, json: &T) -> Self {
         match serde_json::to_vec(json) {
