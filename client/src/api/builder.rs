@@ -27,7 +27,12 @@ fn http2_window(size: u32) -> u32 {
 
 /// Builds a [`Client`](crate::Client).
 ///
-/// Durations set to zero mean "no timeout" (or "no limit") throughout.
+/// A timeout or time limit set to zero means "none": no timeout, no limit.
+/// The durations that are not bounds say what zero does on their own:
+/// [`happy_eyeballs_delay`](Self::happy_eyeballs_delay),
+/// [`expect_continue_timeout`](Self::expect_continue_timeout) (zero: the
+/// body does not wait), [`event_loop_spin`](Self::event_loop_spin) and
+/// [`wheel_tick`](Self::wheel_tick).
 ///
 /// # Examples
 ///
@@ -201,7 +206,8 @@ impl ClientBuilder {
 
     /// Tick of the client's hashed-wheel timer: default 100 ms, or 250 µs
     /// with [`use_event_loop_timeouts`](Self::use_event_loop_timeouts) (see
-    /// there); from 1 µs to [`MAX_TICK`](tickless_timer::MAX_TICK) (1 s).
+    /// there); from 1 µs to [`MAX_TICK`](tickless_timer::MAX_TICK) (1 s),
+    /// a tick outside taken as the nearer end (zero as 1 µs).
     /// Ignored when a timer is given with [`timer`](Self::timer).
     pub fn wheel_tick(mut self, tick: Duration) -> Self {
         self.config.wheel_tick = Some(tick);
