@@ -338,3 +338,49 @@ fn after_a_listener_panicked_its_exchange_tells_nothing_past_its_failure() {
     );
     assert_eq!(failed, events.len() - 1, "told after its end: {events:#?}");
 }
+
+/// The client's listener and the request's each hear every event: one
+/// that panics keeps the other from hearing nothing — not the end of the
+/// exchange, which the panic cannot change, nor the event it panicked on
+/// (after which the exchange fails, as any panic of a listener fails it).
+#[test]
+fn a_panic_of_the_clients_listener_keeps_nothing_from_the_requests() {
+    let server = TestServer::respond(|_| ok("fine"));
+    let client = Client::builder()
+        .event_loops(1)
+        .listener(Arc::new(PanicsOnCompletion))
+        .build()
+        .unwrap();
+    let recorder = Recorder::new();
+    let response = client
+        .get(server.url("/"))
+        .listener(recorder.clone())
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.text().wait().unwrap(), "fine");
+    assert_settles(&client, WAIT);
+    let events = recorder.events();
+    let completed = events
+        .iter()
+        .filter(|(event, _)| matches!(event, Event::Completed(_)))
+        .count();
+    assert_eq!(completed, 1, "{events:#?}");
+    client.close();
+
+    let client = Client::builder()
+        .event_loops(1)
+        .listener(Arc::new(PanicsOnStatus))
+        .build()
+        .unwrap();
+    let recorder = Recorder::new();
+    let error = outcome_with(&client, server.url("/"), recorder.clone()).unwrap_err();
+    assert_listener_panicked(error);
+    client.close();
+    let events: Vec<Event> = recorder.events().into_iter().map(|(e, _)| e).collect();
+    // Told the status the client's listener panicked on, then the failure.
+    assert!(
+        matches!(events.as_slice(), [.., Event::Status(_), Event::Failed(..)]),
+        "{events:#?}"
+    );
+}

@@ -404,6 +404,9 @@ impl<'a> ResponseHead<'a> {
 /// about the exchange (no `on_headers` after a panic in `on_status`, say).
 /// A panic in [`on_completed`](Self::on_completed) or
 /// [`on_failed`](Self::on_failed) changes nothing: the exchange has ended.
+/// A request's own [listener](crate::RequestBuilder::listener) is told
+/// every event the client's is, after it, also one the client's panicked
+/// on (and the other way round).
 ///
 /// # Blocking, and calling back into the client
 ///
@@ -684,6 +687,18 @@ pub(crate) fn listens(listener: &Arc<dyn EventListener>) -> bool {
 /// Tells two listeners (the client's and the request's) the same thing.
 pub(crate) struct Both(pub Arc<dyn EventListener>, pub Arc<dyn EventListener>);
 
+/// Tells `first`, then `second` — also if `first` panics, whose panic goes
+/// on up once `second` has been told (to the exchange's guard, which
+/// catches it): a listener that panics keeps no event from the other, not
+/// even the end of the exchange, which its panic cannot change.
+fn tell_both(first: impl FnOnce(), second: impl FnOnce()) {
+    let first = std::panic::catch_unwind(std::panic::AssertUnwindSafe(first));
+    second();
+    if let Err(panic) = first {
+        std::panic::resume_unwind(panic);
+    }
+}
+
 /// Calls `$forward!` with the list of every method of [`EventListener`],
 /// so that the types that pass every call on ([`Both`] here, the guard of
 /// an exchange's listener in `exchange`) are written once, from one list.
@@ -732,17 +747,23 @@ macro_rules! both {
     ) => {
         impl EventListener for Both {
             $(fn $progress(&self, request: &RequestInfo, $($parg: $pty),*) {
-                self.0.$progress(request, $($parg),*);
-                self.1.$progress(request, $($parg),*);
+                tell_both(
+                    || self.0.$progress(request, $($parg),*),
+                    || self.1.$progress(request, $($parg),*),
+                );
             })*
             $(fn $ending(&self, request: &RequestInfo, $($earg: $ety),*) {
-                self.0.$ending(request, $($earg),*);
-                self.1.$ending(request, $($earg),*);
+                tell_both(
+                    || self.0.$ending(request, $($earg),*),
+                    || self.1.$ending(request, $($earg),*),
+                );
             })*
 
             fn on_goaway(&self, connection: &ConnectionInfo, reason: crate::error::Http2Reason) {
-                self.0.on_goaway(connection, reason);
-                self.1.on_goaway(connection, reason);
+                tell_both(
+                    || self.0.on_goaway(connection, reason),
+                    || self.1.on_goaway(connection, reason),
+                );
             }
         }
     };
