@@ -384,3 +384,42 @@ fn a_panic_of_the_clients_listener_keeps_nothing_from_the_requests() {
         "{events:#?}"
     );
 }
+
+/// Panics as it is told of a server's `GOAWAY`.
+struct PanicsOnGoAway;
+
+impl EventListener for PanicsOnGoAway {
+    fn on_goaway(&self, _connection: &tickless::ConnectionInfo, _reason: tickless::Http2Reason) {
+        panic!("listener panics on the GOAWAY");
+    }
+}
+
+/// `on_goaway` is no exchange's event: a listener panicking there fails
+/// none. The streams the server says it processes are still answered on
+/// their connection.
+#[test]
+fn a_listener_panicking_on_a_goaway_fails_no_exchange() {
+    use support::h2_server::{goaway, ok_headers, RawH2Server};
+    let server = RawH2Server::start(|mut conn| {
+        let ids = conn.read_requests(2);
+        // Both processed: answered after the GOAWAY that says so.
+        conn.send(&goaway(ids[1], 0));
+        for id in ids {
+            conn.send(&ok_headers(id));
+        }
+        conn.drain(Duration::from_secs(5));
+    });
+    let client = h2c_builder(1, WAIT)
+        .listener(Arc::new(PanicsOnGoAway))
+        .build()
+        .unwrap();
+    let futures = [
+        client.get(server.url("/a")).send(),
+        client.get(server.url("/b")).send(),
+    ];
+    for future in futures {
+        let response = future.wait().unwrap();
+        assert_eq!(response.status(), 200);
+    }
+    client.close();
+}

@@ -517,7 +517,8 @@ pub trait EventListener: Send + Sync + 'static {
     }
     /// The server sent `GOAWAY` on an HTTP/2 connection, which takes no new
     /// stream from then on. Told to the client's listener only, and without
-    /// a [`RequestInfo`]: it is a connection's event, no request's.
+    /// a [`RequestInfo`]: it is a connection's event, no request's. A panic
+    /// here is let go: it ends no exchange.
     fn on_goaway(&self, connection: &ConnectionInfo, reason: crate::error::Http2Reason) {}
     /// The connection went back to the pool, before the exchange's future is woken.
     fn on_connection_offered(&self, request: &RequestInfo, connection: &ConnectionInfo) {}

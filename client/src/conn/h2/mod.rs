@@ -1109,11 +1109,12 @@ impl Conn {
             Departure::Server | Departure::Retired => None,
         };
         if let (Some(info), Some(code)) = (&info, code) {
-            self.owner
-                .env()
-                .config
-                .listener
-                .on_goaway(info, Http2Reason(code));
+            // No exchange's event: a panic of the listener's here is let
+            // go, and fails none of the connection's streams.
+            let listener = &self.owner.env().config.listener;
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                listener.on_goaway(info, Http2Reason(code));
+            }));
         }
         let waiting: Vec<_> = h2.queue.drain(..).collect();
         let io_ready = h2.io_ready.clone();
