@@ -1,0 +1,495 @@
+//! The listener's contract, over many mixed exchanges: every exchange the
+//! client starts tells exactly one end — `on_completed` or `on_failed` —
+//! and nothing of its progress after it, whatever happens to it: a body
+//! read, dropped unread, read on another thread or held across
+//! `Client::close`; an encoded body that decodes or not; a `HEAD` or a
+//! `304` naming a coding with no body; redirects, retries, a hedge whose
+//! loser is cancelled; a timeout, a cancel, a close in flight; HTTP/2.
+
+mod support;
+
+use std::io::Write as _;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use support::*;
+use tickless::{
+    hedge, retry, Client, ConnectionInfo, Error, EventListener, RequestHead, RequestInfo,
+    ResponseHead,
+};
+
+const WAIT: Duration = Duration::from_secs(10);
+
+/// Every event told, as (attempt id, method name), in the order told.
+#[derive(Default)]
+struct Journal(Mutex<Vec<(u64, &'static str)>>);
+
+impl Journal {
+    fn note(&self, request: &RequestInfo, what: &'static str) {
+        let mut events = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        events.push((request.attempt_id(), what));
+    }
+
+    fn events(&self) -> Vec<(u64, &'static str)> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The attempts told of, each with its events in order.
+    fn attempts(&self) -> Vec<(u64, Vec<&'static str>)> {
+        let mut attempts: Vec<(u64, Vec<&'static str>)> = Vec::new();
+        for (id, what) in self.events() {
+            match attempts.iter_mut().find(|(seen, _)| *seen == id) {
+                Some((_, events)) => events.push(what),
+                None => attempts.push((id, vec![what])),
+            }
+        }
+        attempts
+    }
+
+    /// Whether every attempt told of has told its end.
+    fn all_ended(&self) -> bool {
+        self.attempts()
+            .iter()
+            .all(|(_, events)| events.iter().any(|what| is_end(what)))
+    }
+}
+
+fn is_end(what: &str) -> bool {
+    what == "completed" || what == "failed"
+}
+
+/// What a request's policy tells after the end of the attempt it follows.
+fn is_policy(what: &str) -> bool {
+    matches!(what, "redirect" | "retry" | "hedge")
+}
+
+impl EventListener for Journal {
+    fn on_resolved(&self, r: &RequestInfo, _: &str, _: &[std::net::SocketAddr]) {
+        self.note(r, "resolved");
+    }
+    fn on_connect_attempt(&self, r: &RequestInfo, _: std::net::SocketAddr) {
+        self.note(r, "connect_attempt");
+    }
+    fn on_connect_success(&self, r: &RequestInfo, _: &ConnectionInfo) {
+        self.note(r, "connect_success");
+    }
+    fn on_connect_failure(&self, r: &RequestInfo, _: std::net::SocketAddr, _: &std::io::Error) {
+        self.note(r, "connect_failure");
+    }
+    fn on_connection_pooled(&self, r: &RequestInfo, _: &ConnectionInfo) {
+        self.note(r, "pooled");
+    }
+    fn on_protocol_negotiated(&self, r: &RequestInfo, _: &ConnectionInfo, _: http::Version) {
+        self.note(r, "protocol");
+    }
+    fn on_stream_opened(&self, r: &RequestInfo, _: &ConnectionInfo, _: u32) {
+        self.note(r, "stream_opened");
+    }
+    fn on_connection_offered(&self, r: &RequestInfo, _: &ConnectionInfo) {
+        self.note(r, "offered");
+    }
+    fn on_request_head(&self, r: &RequestInfo, _: &ConnectionInfo, _: &RequestHead<'_>) {
+        self.note(r, "request_head");
+    }
+    fn on_request_sent(&self, r: &RequestInfo, _: &ConnectionInfo) {
+        self.note(r, "request_sent");
+    }
+    fn on_status(&self, r: &RequestInfo, _: http::StatusCode) {
+        self.note(r, "status");
+    }
+    fn on_headers(&self, r: &RequestInfo, _: &http::HeaderMap) {
+        self.note(r, "headers");
+    }
+    fn on_response_head(&self, r: &RequestInfo, _: &ResponseHead<'_>) {
+        self.note(r, "response_head");
+    }
+    fn on_interim_head(&self, r: &RequestInfo, _: &ResponseHead<'_>) {
+        self.note(r, "interim_head");
+    }
+    fn on_body_part(&self, r: &RequestInfo, _: usize) {
+        self.note(r, "body_part");
+    }
+    fn on_completed(&self, r: &RequestInfo, _: http::StatusCode) {
+        self.note(r, "completed");
+    }
+    fn on_failed(&self, r: &RequestInfo, _: &Error) {
+        self.note(r, "failed");
+    }
+    fn on_redirect(&self, r: &RequestInfo, _: http::StatusCode, _: &http::Uri, _: &http::Uri) {
+        self.note(r, "redirect");
+    }
+    fn on_retry(&self, r: &RequestInfo, _: u32, _: Duration, _: &Error) {
+        self.note(r, "retry");
+    }
+    fn on_hedge(&self, r: &RequestInfo, _: u32) {
+        self.note(r, "hedge");
+    }
+}
+
+/// Asserts the contract on every attempt `journal` was told of: one end,
+/// nothing of its progress after it, and its events in the order the
+/// work is done.
+fn assert_contract(journal: &Journal, case: &str) {
+    assert!(
+        eventually(WAIT, || journal.all_ended()),
+        "{case}: an exchange never ended: {:?}",
+        journal.attempts()
+    );
+    for (id, events) in journal.attempts() {
+        let ends = events.iter().filter(|what| is_end(what)).count();
+        assert_eq!(ends, 1, "{case}: attempt {id} told {ends} ends: {events:?}");
+        let end = events.iter().position(|what| is_end(what)).unwrap();
+        let after: Vec<_> = events[end + 1..]
+            .iter()
+            .filter(|what| !is_policy(what))
+            .collect();
+        assert!(
+            after.is_empty(),
+            "{case}: attempt {id} told {after:?} after its end: {events:?}"
+        );
+        let first = |what: &str| events.iter().position(|told| *told == what);
+        let order = [
+            "connect_success",
+            "protocol",
+            "request_head",
+            "status",
+            "headers",
+            "response_head",
+            "body_part",
+        ];
+        let told: Vec<_> = order.iter().filter_map(|what| first(what)).collect();
+        assert!(
+            told.windows(2).all(|pair| pair[0] < pair[1]),
+            "{case}: attempt {id} told out of order: {events:?}"
+        );
+    }
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    encoder.write_all(bytes).unwrap();
+    encoder.finish().unwrap()
+}
+
+/// The paths of the HTTP/1.1 server and what each answers.
+const PATHS: [&str; 8] = [
+    "/plain",
+    "/gzip",
+    "/bad-gzip",
+    "/redirect",
+    "/unavailable",
+    "/not-modified",
+    "/head",
+    "/big",
+];
+
+fn http1_server() -> TestServer {
+    let good = gzip(b"hello");
+    let mut bad = good.clone();
+    let crc_at = bad.len() - 8;
+    bad[crc_at] ^= 0xff;
+    let big = gzip(&vec![b'x'; 1 << 20]);
+    let gzipped = [("Content-Encoding", "gzip")];
+    TestServer::respond(move |request| {
+        let body: &[u8] = match request.target.as_str() {
+            "/plain" => return ok("hello"),
+            "/gzip" | "/head" => &good,
+            "/bad-gzip" => &bad,
+            "/big" => &big,
+            "/redirect" => {
+                return response(
+                    302,
+                    &[("Location", "/gzip"), ("Content-Encoding", "gzip")],
+                    &good,
+                )
+            }
+            "/unavailable" => return response(503, &gzipped, &good),
+            "/not-modified" => return response(304, &gzipped, b""),
+            slow if slow.starts_with("/slow/") => {
+                // Answers after a pause its path names, in milliseconds:
+                // a request timeout may race it.
+                let pause = slow["/slow/".len()..].parse().unwrap_or(0);
+                std::thread::sleep(Duration::from_millis(pause));
+                &good
+            }
+            _ => return response(404, &[], b""),
+        };
+        if request.method == "HEAD" {
+            let length = body.len().to_string();
+            let head = [("Content-Encoding", "gzip"), ("Content-Length", &length)];
+            return response(200, &head, b"");
+        }
+        response(200, &gzipped, body)
+    })
+}
+
+/// What the caller does with a response.
+#[derive(Clone, Copy, Debug)]
+enum Reading {
+    Whole,
+    DropUnread,
+    OnAnotherThread,
+    FirstChunkOnly,
+    HeldAcrossClose,
+}
+
+const READINGS: [Reading; 5] = [
+    Reading::Whole,
+    Reading::DropUnread,
+    Reading::OnAnotherThread,
+    Reading::FirstChunkOnly,
+    Reading::HeldAcrossClose,
+];
+
+/// Every path, with every way of reading, one client per way (as a held
+/// response outlives its client's close).
+#[test]
+fn every_exchange_over_http1_tells_one_end_however_its_response_goes() {
+    let server = http1_server();
+    for reading in READINGS {
+        let journal = Arc::new(Journal::default());
+        let client = Client::builder().listener(journal.clone()).build().unwrap();
+        let mut held = Vec::new();
+        for path in PATHS {
+            let method = if path == "/head" {
+                http::Method::HEAD
+            } else {
+                http::Method::GET
+            };
+            let policy = retry::Policy::attempts(2)
+                .on_status([http::StatusCode::SERVICE_UNAVAILABLE])
+                .backoff(Duration::ZERO, Duration::ZERO);
+            let result = client
+                .request(method, server.url(path))
+                .retry(policy)
+                .send()
+                .wait();
+            let Ok(mut response) = result else { continue };
+            match reading {
+                Reading::Whole => drop(response.bytes().wait()),
+                Reading::DropUnread => drop(response),
+                Reading::OnAnotherThread => {
+                    std::thread::spawn(move || drop(response.bytes().wait()))
+                        .join()
+                        .unwrap();
+                }
+                Reading::FirstChunkOnly => {
+                    let mut first = [0; 1];
+                    let _ = std::io::Read::read(response.body_mut(), &mut first);
+                    drop(response);
+                }
+                Reading::HeldAcrossClose => held.push(response),
+            }
+        }
+        assert_settles(&client, WAIT);
+        client.close();
+        drop(held);
+        assert_contract(&journal, &format!("{reading:?}"));
+    }
+}
+
+/// Exchanges that end otherwise than by their response: a timeout, a
+/// cancel, a close with requests in flight, a hedge whose loser is
+/// cancelled, a connection refused.
+#[test]
+fn every_exchange_ended_from_outside_tells_one_end() {
+    let stalls = TestServer::start(Behaviour::NeverAnswer);
+    let half = TestServer::start(Behaviour::SendThenStall(
+        response(200, &[("Content-Length", "100")], b"half").to_vec(),
+    ));
+    let hedged = TestServer::start(Behaviour::silent_first("copy"));
+    let refused = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        drop(listener);
+        format!("http://{addr}/")
+    };
+    let journal = Arc::new(Journal::default());
+    let client = Client::builder().listener(journal.clone()).build().unwrap();
+    // A timeout before the head, and one while the body comes.
+    let timed_out = client
+        .get(stalls.url("/"))
+        .request_timeout(Duration::from_millis(50))
+        .send()
+        .wait();
+    assert!(timed_out.is_err());
+    let response = client
+        .get(half.url("/"))
+        .request_timeout(Duration::from_millis(200))
+        .send()
+        .wait();
+    if let Ok(response) = response {
+        assert!(response.bytes().wait().is_err());
+    }
+    // A cancel.
+    let future = client.get(stalls.url("/cancelled")).send();
+    assert!(eventually(WAIT, || client.stats().in_flight >= 1));
+    drop(future);
+    // A hedge: the copy answers, the first attempt is cancelled.
+    let response = client
+        .get(hedged.url("/"))
+        .hedge(hedge::Policy::after(Duration::from_millis(20)))
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.text().wait().unwrap(), "copy");
+    // Refused.
+    assert!(client.get(&refused).send().wait().is_err());
+    // A close with requests in flight, being answered or not.
+    let in_flight: Vec<_> = (0..3)
+        .map(|i| client.get(stalls.url(&format!("/{i}"))).send())
+        .collect();
+    assert!(eventually(WAIT, || stalls.requests().len() >= 3));
+    assert_close_ends(&client, in_flight);
+    assert_contract(&journal, "ended from outside");
+}
+
+/// Over HTTP/2: encoded bodies that decode or not, read or dropped.
+#[test]
+fn every_exchange_over_http2_tells_one_end() {
+    let good = gzip(b"hello");
+    let mut bad = good.clone();
+    let crc_at = bad.len() - 8;
+    bad[crc_at] ^= 0xff;
+    let server = h2_server::H2Server::start(move |mut stream| {
+        let body = if stream.request.uri().path() == "/bad" {
+            bad.clone()
+        } else {
+            good.clone()
+        };
+        async move {
+            let head = http::Response::builder()
+                .status(200)
+                .header("content-encoding", "gzip")
+                .body(())
+                .unwrap();
+            if let Ok(mut sender) = stream.respond.send_response(head, false) {
+                let _ = sender.send_data(body.into(), true);
+            }
+        }
+    });
+    for reading in READINGS {
+        let journal = Arc::new(Journal::default());
+        let client = Client::builder()
+            .http2_prior_knowledge()
+            .listener(journal.clone())
+            .build()
+            .unwrap();
+        let mut held = Vec::new();
+        for path in ["/good", "/bad"] {
+            let mut response = client.get(server.url(path)).send().wait().unwrap();
+            match reading {
+                Reading::Whole => drop(response.bytes().wait()),
+                Reading::DropUnread => drop(response),
+                Reading::OnAnotherThread => {
+                    std::thread::spawn(move || drop(response.bytes().wait()))
+                        .join()
+                        .unwrap();
+                }
+                Reading::FirstChunkOnly => {
+                    let mut first = [0; 1];
+                    let _ = std::io::Read::read(response.body_mut(), &mut first);
+                    drop(response);
+                }
+                Reading::HeldAcrossClose => held.push(response),
+            }
+        }
+        assert!(eventually(WAIT, || client.stats().in_flight == 0));
+        client.close();
+        drop(held);
+        assert_contract(&journal, &format!("HTTP/2 {reading:?}"));
+    }
+}
+
+/// A small generator of pseudo-random numbers, seeded: a failing run can
+/// be repeated.
+struct Lcg(u64);
+
+impl Lcg {
+    fn below(&mut self, bound: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % bound
+    }
+}
+
+/// Many exchanges at once, on a few threads of one client: each a random
+/// path, way of reading, maybe a request timeout racing its answer, maybe
+/// cancelled as it goes; then the client closes with some still in flight.
+#[test]
+fn mixed_exchanges_at_once_each_tell_one_end() {
+    let server = http1_server();
+    let journal = Arc::new(Journal::default());
+    let client = Client::builder().listener(journal.clone()).build().unwrap();
+    let seed = 0x5eed_u64;
+    let threads: Vec<_> = (0..4)
+        .map(|thread| {
+            let (client, url) = (client.clone(), server.url("/"));
+            std::thread::spawn(move || {
+                let mut random = Lcg(seed + thread);
+                // The last few are left in flight for the close, with the
+                // responses held across it.
+                let mut left: Vec<Box<dyn std::any::Any + Send>> = Vec::new();
+                for i in 0..16 {
+                    let path = match random.below(PATHS.len() as u64 + 1) as usize {
+                        index if index < PATHS.len() => PATHS[index].to_string(),
+                        _ => format!("/slow/{}", random.below(20)),
+                    };
+                    let method = if path == "/head" {
+                        http::Method::HEAD
+                    } else {
+                        http::Method::GET
+                    };
+                    let mut request = client
+                        .request(method, format!("{}{}", url.trim_end_matches('/'), path))
+                        .retry(
+                            retry::Policy::attempts(2)
+                                .on_status([http::StatusCode::SERVICE_UNAVAILABLE])
+                                .backoff(Duration::ZERO, Duration::ZERO),
+                        );
+                    if random.below(3) == 0 {
+                        request =
+                            request.request_timeout(Duration::from_millis(random.below(15) + 1));
+                    }
+                    let future = request.send();
+                    if i >= 14 {
+                        left.push(Box::new(future));
+                        continue;
+                    }
+                    if random.below(6) == 0 {
+                        std::thread::sleep(Duration::from_millis(random.below(5)));
+                        drop(future);
+                        continue;
+                    }
+                    let Ok(mut response) = future.wait() else {
+                        continue;
+                    };
+                    match READINGS[random.below(READINGS.len() as u64) as usize] {
+                        Reading::Whole => drop(response.bytes().wait()),
+                        Reading::DropUnread => drop(response),
+                        Reading::OnAnotherThread => {
+                            std::thread::spawn(move || drop(response.bytes().wait()))
+                                .join()
+                                .unwrap();
+                        }
+                        Reading::FirstChunkOnly => {
+                            let mut first = [0; 1];
+                            let _ = std::io::Read::read(response.body_mut(), &mut first);
+                            drop(response);
+                        }
+                        Reading::HeldAcrossClose => left.push(Box::new(response)),
+                    }
+                }
+                left
+            })
+        })
+        .collect();
+    let left: Vec<_> = threads
+        .into_iter()
+        .flat_map(|thread| thread.join().unwrap())
+        .collect();
+    client.close();
+    drop(left);
+    assert_contract(&journal, "mixed, at once");
+}
