@@ -21,16 +21,38 @@ const WAIT: Duration = Duration::from_secs(10);
 
 /// Every event told, as (attempt id, method name), in the order told.
 #[derive(Default)]
-struct Journal(Mutex<Vec<(u64, &'static str)>>);
+struct Journal {
+    events: Mutex<Vec<(u64, &'static str)>>,
+    /// How long it blocks the thread telling a status or a body part.
+    pause: Duration,
+}
 
 impl Journal {
+    /// A journal that blocks its teller for `pause` on each status and
+    /// body part.
+    fn pausing(pause: Duration) -> Journal {
+        Journal {
+            events: Mutex::default(),
+            pause,
+        }
+    }
+
     fn note(&self, request: &RequestInfo, what: &'static str) {
-        let mut events = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
         events.push((request.attempt_id(), what));
     }
 
+    /// [`note`](Self::note), then blocks for the journal's pause.
+    fn note_and_pause(&self, request: &RequestInfo, what: &'static str) {
+        self.note(request, what);
+        std::thread::sleep(self.pause);
+    }
+
     fn events(&self) -> Vec<(u64, &'static str)> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.events
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// The attempts told of, each with its events in order.
@@ -94,7 +116,7 @@ impl EventListener for Journal {
         self.note(r, "request_sent");
     }
     fn on_status(&self, r: &RequestInfo, _: http::StatusCode) {
-        self.note(r, "status");
+        self.note_and_pause(r, "status");
     }
     fn on_headers(&self, r: &RequestInfo, _: &http::HeaderMap) {
         self.note(r, "headers");
@@ -106,7 +128,7 @@ impl EventListener for Journal {
         self.note(r, "interim_head");
     }
     fn on_body_part(&self, r: &RequestInfo, _: usize) {
-        self.note(r, "body_part");
+        self.note_and_pause(r, "body_part");
     }
     fn on_completed(&self, r: &RequestInfo, _: http::StatusCode) {
         self.note(r, "completed");
@@ -419,8 +441,22 @@ impl Lcg {
 /// cancelled as it goes; then the client closes with some still in flight.
 #[test]
 fn mixed_exchanges_at_once_each_tell_one_end() {
+    mixed_exchanges_at_once(Journal::default(), "mixed, at once");
+}
+
+/// The same, told to a listener that blocks its thread briefly on each
+/// status and body part: the timeouts and cancels that end exchanges
+/// meanwhile, on other threads, lose none of their events.
+#[test]
+fn mixed_exchanges_told_to_a_listener_that_blocks_each_tell_one_end() {
+    let journal = Journal::pausing(Duration::from_millis(2));
+    mixed_exchanges_at_once(journal, "mixed, told to a listener that blocks");
+}
+
+/// Runs the mixed exchanges told to `journal`, and checks the contract.
+fn mixed_exchanges_at_once(journal: Journal, case: &str) {
     let server = http1_server();
-    let journal = Arc::new(Journal::default());
+    let journal = Arc::new(journal);
     let client = Client::builder().listener(journal.clone()).build().unwrap();
     let seed = 0x5eed_u64;
     let threads: Vec<_> = (0..4)
@@ -491,5 +527,5 @@ fn mixed_exchanges_at_once_each_tell_one_end() {
         .collect();
     client.close();
     drop(left);
-    assert_contract(&journal, "mixed, at once");
+    assert_contract(&journal, case);
 }
