@@ -97,6 +97,15 @@ impl EventListener for Journal {
     fn on_connect_failure(&self, r: &RequestInfo, _: std::net::SocketAddr, _: &std::io::Error) {
         self.note(r, "connect_failure");
     }
+    fn on_tls_handshake_attempt(&self, r: &RequestInfo, _: &ConnectionInfo) {
+        self.note(r, "tls_attempt");
+    }
+    fn on_tls_handshake_success(&self, r: &RequestInfo, _: &ConnectionInfo, _: Option<&[u8]>) {
+        self.note(r, "tls_success");
+    }
+    fn on_tls_handshake_failure(&self, r: &RequestInfo, _: &ConnectionInfo, _: &Error) {
+        self.note(r, "tls_failure");
+    }
     fn on_connection_pooled(&self, r: &RequestInfo, _: &ConnectionInfo) {
         self.note(r, "pooled");
     }
@@ -171,6 +180,8 @@ fn assert_contract(journal: &Journal, case: &str) {
         let first = |what: &str| events.iter().position(|told| *told == what);
         let order = [
             "connect_success",
+            "tls_attempt",
+            "tls_success",
             "protocol",
             "request_head",
             "status",
@@ -528,4 +539,41 @@ fn mixed_exchanges_at_once(journal: Journal, case: &str) {
     client.close();
     drop(left);
     assert_contract(&journal, case);
+}
+
+/// Over TLS: the handshake's events come between the connect and the
+/// protocol, before the request's; a handshake that fails ends its
+/// exchange once.
+#[test]
+fn every_exchange_over_tls_tells_one_end_after_its_handshake() {
+    use support::tls::{certs, TlsServer};
+    let good = gzip(b"hello");
+    let server = TlsServer::respond(&certs().valid, move |_| {
+        response(200, &[("Content-Encoding", "gzip")], &good)
+    });
+    let mismatched = TlsServer::respond(&certs().other_name, |_| ok("no"));
+    let journal = Arc::new(Journal::default());
+    let client = Client::builder()
+        .add_root_certificate(&certs().ca_pem)
+        .listener(journal.clone())
+        .build()
+        .unwrap();
+    for reading in READINGS {
+        let response = client.get(server.url("/")).send().wait().unwrap();
+        match reading {
+            Reading::HeldAcrossClose | Reading::DropUnread => drop(response),
+            _ => assert_eq!(response.text().wait().unwrap(), "hello"),
+        }
+    }
+    assert!(client.get(mismatched.url("/")).send().wait().is_err());
+    assert_settles(&client, WAIT);
+    client.close();
+    assert_contract(&journal, "TLS");
+    let events = journal.events();
+    let told = |what| events.iter().filter(|(_, told)| *told == what).count();
+    assert_eq!(
+        (told("tls_success"), told("tls_failure")),
+        (1, 1),
+        "{events:?}"
+    );
 }
