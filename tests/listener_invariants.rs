@@ -177,7 +177,15 @@ fn assert_contract(journal: &Journal, case: &str) {
             after.is_empty(),
             "{case}: attempt {id} told {after:?} after its end: {events:?}"
         );
-        let first = |what: &str| events.iter().position(|told| *told == what);
+        // A request sent again by the client itself starts again, under
+        // the same attempt, on the connection it takes then (maybe a new
+        // one): the order holds from that connection's events on.
+        let last_connection = events
+            .iter()
+            .rposition(|what| *what == "connect_attempt" || *what == "pooled")
+            .unwrap_or(0);
+        let send = &events[last_connection..];
+        let first = |what: &str| send.iter().position(|told| *told == what);
         let order = [
             "connect_success",
             "tls_attempt",
@@ -575,5 +583,66 @@ fn every_exchange_over_tls_tells_one_end_after_its_handshake() {
         (told("tls_success"), told("tls_failure")),
         (1, 1),
         "{events:?}"
+    );
+}
+
+/// Over HTTP/2, requests the client sends again by itself, under the same
+/// attempt: one refused (`REFUSED_STREAM`) and one above a `GOAWAY`'s last
+/// stream id, each answered on its second send, and one the `GOAWAY` says
+/// was processed, answered on the first connection. Each tells one end.
+#[test]
+fn requests_sent_again_over_http2_each_tell_one_end() {
+    use support::h2_server::{goaway, ok_headers, rst_stream, RawH2Server};
+    let server = RawH2Server::start(|mut conn| {
+        if conn.index > 0 {
+            return conn.answer_all();
+        }
+        let ids = conn.read_requests(3);
+        // The GOAWAY first: the refused stream goes again elsewhere too.
+        conn.send(&goaway(ids[1], 0));
+        conn.send(&rst_stream(ids[0], 0x7));
+        conn.send(&ok_headers(ids[1]));
+        conn.drain(Duration::from_secs(5));
+    });
+    let journal = Arc::new(Journal::default());
+    let client = h2c_builder(1, WAIT)
+        .listener(journal.clone())
+        .build()
+        .unwrap();
+    let futures: Vec<_> = ["/refused", "/processed", "/above"]
+        .iter()
+        .map(|path| client.get(server.url(path)).send())
+        .collect();
+    for future in futures {
+        assert_eq!(future.wait().unwrap().status(), 200);
+    }
+    // Ended (the connection stays open, its own timer armed).
+    assert!(eventually(WAIT, || client.stats().in_flight == 0));
+    client.close();
+    assert_contract(&journal, "HTTP/2 sent again");
+    // The two sent again each went on with the events of the connection
+    // they went on (a new one, or one another opened, pooled), then their
+    // head.
+    let attempts = journal.attempts();
+    let sent_again: Vec<_> = attempts
+        .iter()
+        .filter(|(_, events)| {
+            events
+                .iter()
+                .filter(|what| **what == "request_head")
+                .count()
+                == 2
+        })
+        .collect();
+    assert_eq!(sent_again.len(), 2, "{attempts:?}");
+    assert!(
+        sent_again.iter().all(|(_, events)| {
+            let first_head = events.iter().position(|what| *what == "request_head");
+            let last_connection = events
+                .iter()
+                .rposition(|what| *what == "connect_attempt" || *what == "pooled");
+            last_connection > first_head
+        }),
+        "{attempts:?}"
     );
 }

@@ -79,8 +79,10 @@ impl RequestInfo {
     /// one closed before the answer or, over HTTP/1.1, answered `408
     /// Request Timeout`; over HTTP/2 after `REFUSED_STREAM`, or a
     /// `GOAWAY` that says the stream was not processed. Its events then
-    /// start again with the new send, at
-    /// [`on_request_head`](EventListener::on_request_head) (told again for
+    /// start again with the new send: those of the connection it goes on
+    /// (a new one's connect, TLS and protocol events; a pooled one's
+    /// [`on_connection_pooled`](EventListener::on_connection_pooled)),
+    /// then [`on_request_head`](EventListener::on_request_head) (told again for
     /// each send — on a new connection, or over HTTP/2 on a new stream,
     /// maybe of the same connection — before any byte of its answer), and
     /// those of the send given up stay told: the attempt's
@@ -635,9 +637,9 @@ pub trait EventListener: Send + Sync + 'static {
     ///   connection that takes it (after `REFUSED_STREAM`, maybe the same).
     ///
     /// The interim heads told of a send given up are no part of the
-    /// answer: the new send's events start again at
-    /// [`on_request_head`](Self::on_request_head), under the same
-    /// [attempt id](RequestInfo::attempt_id).
+    /// answer: the new send's events start again — with those of the
+    /// connection it goes on, then [`on_request_head`](Self::on_request_head)
+    /// — under the same [attempt id](RequestInfo::attempt_id).
     fn on_retry(
         &self,
         request: &RequestInfo,
