@@ -646,3 +646,66 @@ fn requests_sent_again_over_http2_each_tell_one_end() {
         "{attempts:?}"
     );
 }
+
+/// Panics as it is told a status.
+struct PanicsOnStatus;
+
+impl EventListener for PanicsOnStatus {
+    fn on_status(&self, _: &RequestInfo, _: http::StatusCode) {
+        panic!("listener panics on the status");
+    }
+}
+
+/// A listener that panics ends its own exchange only: the other streams
+/// of its HTTP/2 connection, at once with it, are answered and tell their
+/// events, each one end; the panicking one's client listener hears its
+/// failure.
+#[test]
+fn a_listener_panicking_over_http2_loses_no_other_streams_events() {
+    let server = h2_server::H2Server::start(|mut stream| async move {
+        let head = http::Response::builder().status(200).body(()).unwrap();
+        if let Ok(mut sender) = stream.respond.send_response(head, false) {
+            // The rest of the body a while after the heads: the streams
+            // are all open as the panicking ones fail.
+            let _ = sender.send_data(vec![b'x'; 5_000].into(), false);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            let _ = sender.send_data(vec![b'x'; 5_000].into(), true);
+        }
+    });
+    let journal = Arc::new(Journal::default());
+    let client = Client::builder()
+        .http2_prior_knowledge()
+        .event_loops(1)
+        .listener(journal.clone())
+        .build()
+        .unwrap();
+    // One connection, then many streams on it at once.
+    let first = client.get(server.url("/")).send().wait().unwrap();
+    assert_eq!(first.bytes().wait().unwrap().len(), 10_000);
+    let futures: Vec<_> = (0..8)
+        .map(|i| {
+            let request = client.get(server.url(&format!("/{i}")));
+            match i % 4 {
+                0 => request.listener(Arc::new(PanicsOnStatus)).send(),
+                _ => request.send(),
+            }
+        })
+        .collect();
+    let mut answered = 0;
+    for (i, future) in futures.into_iter().enumerate() {
+        match future.wait().and_then(|response| response.bytes().wait()) {
+            Ok(body) => {
+                assert_eq!(body.len(), 10_000);
+                answered += 1;
+            }
+            Err(error) => assert!(i % 4 == 0, "{i}: {error:?}"),
+        }
+    }
+    assert_eq!(answered, 6);
+    assert!(eventually(WAIT, || client.stats().in_flight == 0));
+    client.close();
+    assert_contract(&journal, "HTTP/2, a listener panicking");
+    let events = journal.events();
+    let told = |what| events.iter().filter(|(_, told)| *told == what).count();
+    assert_eq!((told("completed"), told("failed")), (7, 2), "{events:?}");
+}
