@@ -423,3 +423,29 @@ fn a_listener_panicking_on_a_goaway_fails_no_exchange() {
     }
     client.close();
 }
+
+/// The completion of an encoded response is told on the thread that reads
+/// its body to its end, or drops it: a listener panicking there does not
+/// unwind into that reader, who gets the body.
+#[test]
+fn a_listener_panicking_on_an_encoded_responses_completion_spares_its_reader() {
+    use std::io::Write as _;
+    let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gzip.write_all(b"fine").unwrap();
+    let gzipped = gzip.finish().unwrap();
+    let server =
+        TestServer::respond(move |_| response(200, &[("Content-Encoding", "gzip")], &gzipped));
+    let client = Client::builder()
+        .event_loops(1)
+        .listener(Arc::new(PanicsOnCompletion))
+        .build()
+        .unwrap();
+    // All of it has come, each time, before the body is read or dropped.
+    let future = client.get(server.url("/")).send();
+    assert_settles(&client, WAIT);
+    assert_eq!(future.wait().unwrap().text().wait().unwrap(), "fine");
+    let future = client.get(server.url("/")).send();
+    assert_settles(&client, WAIT);
+    drop(future.wait().unwrap());
+    client.close();
+}
