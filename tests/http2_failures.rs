@@ -776,6 +776,76 @@ fn an_oversized_header_list_fails_the_stream_and_the_connection_goes_on() {
     client.close();
 }
 
+/// `count` fields `x-f`, for a head or trailers.
+fn fields(count: usize) -> http::HeaderMap {
+    let mut fields = http::HeaderMap::new();
+    for i in 0..count {
+        fields.append("x-f", http::HeaderValue::from(i));
+    }
+    fields
+}
+
+/// `Limits::max_headers` bounds a response's fields over HTTP/2 as over
+/// HTTP/1.1 (`tests/hostile_servers.rs`): a head with more — the final
+/// one, or an interim one — fails the request, trailers with more fail
+/// the body, with
+/// `TooManyHeaders` — the stream alone: the connection goes on. (Before,
+/// only `http2_max_header_list_size` bounded them: some 1,900 fields
+/// within its default 64 KiB, whatever the limit said.)
+#[test]
+fn a_head_or_trailers_with_more_fields_than_max_headers_fail_and_the_connection_goes_on() {
+    let limit = tickless::h1::Limits::default().max_headers;
+    let server = H2Server::start(move |mut stream| async move {
+        let path = stream.request.uri().path().to_string();
+        if path == "/interim" {
+            let mut hints = http::Response::builder().status(103).body(()).unwrap();
+            *hints.headers_mut() = fields(limit + 1);
+            let _ = stream.respond.send_informational(hints);
+        }
+        let mut head = http::Response::builder().status(200).body(()).unwrap();
+        if path == "/head" {
+            *head.headers_mut() = fields(limit + 1);
+        }
+        let Ok(mut send) = stream.respond.send_response(head, false) else {
+            return;
+        };
+        let _ = send.send_data(bytes::Bytes::from_static(b"body"), false);
+        let trailers = fields(if path == "/trailers" {
+            limit + 1
+        } else {
+            limit
+        });
+        let _ = send.send_trailers(trailers);
+    });
+    let client = h2c().build().unwrap();
+    let too_many = |error: &Error| {
+        matches!(
+            error,
+            Error::Protocol {
+                source: tickless::h1::DecodeError::TooManyHeaders { limit: l },
+                ..
+            } if *l == limit
+        )
+    };
+    for path in ["/head", "/interim"] {
+        let error = client.get(server.url(path)).send().wait().unwrap_err();
+        assert!(too_many(&error), "{path}: {error:?}");
+    }
+    let response = client.get(server.url("/trailers")).send().wait().unwrap();
+    let error = response.bytes().wait().unwrap_err();
+    assert!(too_many(&error), "{error:?}");
+    // At the limit, all is well; and on the same connection.
+    let response = client
+        .get(server.url("/at-the-limit"))
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.headers().len(), 0);
+    assert_eq!(response.bytes().wait().unwrap(), "body");
+    assert_eq!(server.stats.connections.load(Ordering::SeqCst), 1);
+    client.close();
+}
+
 #[test]
 fn keep_alive_pings_end_a_connection_whose_server_stopped_answering() {
     // Answers the first request, then reads on without answering anything,

@@ -1,6 +1,7 @@
 //! A response's bytes against the client's bounds, as HTTP/1.1's decoder
-//! counts them: its body's ([`BodyCount`]) and its interim heads'
-//! ([`InterimCount`]).
+//! counts them: its body's ([`BodyCount`]), its interim heads'
+//! ([`InterimCount`]), and the fields of each head and of its trailers
+//! ([`FieldCount`]).
 
 use crate::error::Error;
 use crate::exchange::Exchange;
@@ -68,5 +69,28 @@ impl InterimCount {
             remote: exchange.remote_name(),
             source: DecodeError::InterimResponsesTooLarge { limit: self.limit },
         }
+    }
+}
+
+/// The fields of one head, or of the trailers, against the client's bound
+/// on their number, [`max_headers`](crate::h1::Limits::max_headers), as
+/// HTTP/1.1's decoder has it: `h2` bounds a section's size
+/// (`max_header_list_size`), not how many fields it holds — some 1,900
+/// within the default 64 KiB, whatever the limit says.
+#[derive(Clone, Copy)]
+pub(super) struct FieldCount {
+    pub(super) limit: usize,
+}
+
+impl FieldCount {
+    /// Whether `fields` are within the limit; if not, the exchange's error.
+    pub(super) fn check(&self, fields: &http::HeaderMap, exchange: &Exchange) -> Result<(), Error> {
+        if fields.len() <= self.limit {
+            return Ok(());
+        }
+        Err(Error::Protocol {
+            remote: exchange.remote_name(),
+            source: DecodeError::TooManyHeaders { limit: self.limit },
+        })
     }
 }

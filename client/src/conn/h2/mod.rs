@@ -181,7 +181,7 @@ use bytes::Bytes;
 use failure::{closed_failure, error_of, goaway_failure, refusal};
 use gather::Gathered;
 use h2::client::{Connection, SendRequest};
-use limits::{BodyCount, InterimCount};
+use limits::{BodyCount, FieldCount, InterimCount};
 use request::{header_list_size, request_of};
 use std::collections::VecDeque;
 use std::future::Future;
@@ -1024,6 +1024,9 @@ impl Conn {
                             interim: InterimCount {
                                 limit: self.owner.env().config.limits.max_head_bytes,
                                 received: 0,
+                            },
+                            fields: FieldCount {
+                                limit: self.owner.env().config.limits.max_headers,
                             },
                             reused: h2.served,
                             took_reset: false,

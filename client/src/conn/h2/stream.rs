@@ -6,7 +6,7 @@
 
 use super::failure::{error_of, goaway_failure, refusal};
 use super::gather::Gathered;
-use super::limits::{BodyCount, InterimCount};
+use super::limits::{BodyCount, FieldCount, InterimCount};
 use super::request::trim_values;
 use crate::config::MAX_HTTP2_WINDOW;
 use crate::conn::upload::{Declared, Pulled, Upload};
@@ -47,6 +47,8 @@ pub(super) struct Stream {
     pub(super) body: BodyCount,
     /// The interim (1xx) heads so far, against `max_head_bytes`.
     pub(super) interim: InterimCount,
+    /// The fields of each head and of the trailers, against `max_headers`.
+    pub(super) fields: FieldCount,
     /// Opened on a connection that had served a stream already.
     pub(super) reused: bool,
     /// Ended by a reset of `h2`'s own, taken as its answer's end (see
@@ -285,7 +287,10 @@ impl Stream {
                     self.exchange.body().push_last(data);
                 }
                 Buffered::End(trailers) => {
-                    self.exchange.complete(trailers);
+                    match self.check_trailers(trailers.as_ref()) {
+                        Ok(()) => self.exchange.complete(trailers),
+                        Err(error) => self.exchange.finish_err(error),
+                    };
                     return true;
                 }
                 Buffered::NotYet => return false,
@@ -320,6 +325,14 @@ impl Stream {
                 Buffered::NotYet => return self.failed(self.exchange.reader_gone_error()),
             }
         }
+    }
+
+    /// Whether the response's `trailers`, if it had some, are within
+    /// `max_headers` ([`FieldCount`]); if not, the exchange's error.
+    fn check_trailers(&self, trailers: Option<&http::HeaderMap>) -> Result<(), Error> {
+        trailers.map_or(Ok(()), |trailers| {
+            self.fields.check(trailers, &self.exchange)
+        })
     }
 
     /// The next part of the response body that `h2` holds already, or its
@@ -596,6 +609,9 @@ impl Stream {
                     // the stream there, as at the final head below.
                     while let Poll::Ready(Some(interim)) = response.poll_informational(task) {
                         let interim = interim?;
+                        if let Err(error) = self.fields.check(interim.headers(), &self.exchange) {
+                            return Ok(self.failed(error));
+                        }
                         if !self.interim.fits(&interim) {
                             return Ok(self.failed(self.interim.too_large(&self.exchange)));
                         }
@@ -624,6 +640,9 @@ impl Stream {
                         self.write_stall.end(&self.exchange);
                     }
                     let (parts, body) = response.into_parts();
+                    if let Err(error) = self.fields.check(&parts.headers, &self.exchange) {
+                        return Ok(self.failed(error));
+                    }
                     // A HEAD's answer, a 204 or a 304 has no body, whatever
                     // length it declares (as for HTTP/1.1).
                     let declared = declared_body_length(
@@ -750,6 +769,9 @@ impl Stream {
                         Poll::Pending => return Ok(Polled::Open),
                         Poll::Ready(trailers) => trailers?,
                     };
+                    if let Err(error) = self.check_trailers(trailers.as_ref()) {
+                        return Ok(self.failed(error));
+                    }
                     if let Polled::Gone = self.answered(trailers, now) {
                         return Ok(Polled::Gone);
                     }
