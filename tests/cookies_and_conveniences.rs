@@ -590,7 +590,7 @@ fn a_json_body_keeps_the_callers_own_content_type() {
 }
 
 #[test]
-fn error_for_status_turns_4xx_and_5xx_into_errors() {
+fn error_for_status_turns_4xx_5xx_and_codes_past_599_into_errors() {
     let server = TestServer::respond(|request| {
         let status: u16 = request.target[1..].parse().unwrap();
         response(status, &[], b"")
@@ -606,7 +606,9 @@ fn error_for_status_turns_4xx_and_5xx_into_errors() {
             .unwrap();
         assert_eq!(response.error_for_status().unwrap().status(), status);
     }
-    for status in [400u16, 404, 418, 500, 503] {
+    // Past 599 is no HTTP status (some servers' own: LinkedIn's 999): a
+    // client takes it as a server error (RFC 9110 §15).
+    for status in [400u16, 404, 418, 500, 503, 600, 999] {
         let url = server.url(&format!("/{status}"));
         let error = client
             .get(url.clone())

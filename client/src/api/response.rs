@@ -73,9 +73,12 @@ impl Response {
 
     /// The response itself if its status is not a client or server error
     /// (4xx, 5xx); otherwise [`Error::Status`](crate::Error::Status), and
-    /// the body is dropped.
+    /// the body is dropped. A code past 599 (600 to 999, no HTTP status:
+    /// some servers' own, as LinkedIn's 999) is taken as a server error,
+    /// as RFC 9110 §15 has a client do.
     pub fn error_for_status(self) -> Result<Response, crate::Error> {
-        if self.status.is_client_error() || self.status.is_server_error() {
+        let invalid = self.status.as_u16() > 599;
+        if self.status.is_client_error() || self.status.is_server_error() || invalid {
             return Err(crate::Error::Status {
                 status: self.status,
                 url: self.url,

@@ -573,7 +573,8 @@ pub enum Error {
         /// How many codings (other than `identity`) the response stacks.
         count: usize,
     },
-    /// The response's status is a client or server error, and
+    /// The response's status is a client or server error (or past 599,
+    /// taken as one), and
     /// [`Response::error_for_status`](crate::Response::error_for_status)
     /// was asked.
     Status {
