@@ -1668,6 +1668,71 @@ fn an_answer_that_has_no_body_ends_whole_and_empty_whatever_its_data() {
     }
 }
 
+/// Answers with `status` and then DATA for as long as the client takes
+/// it, as fast as the windows allow: the stream never ends. Records the
+/// client's reset.
+async fn endless_data(mut stream: H2Stream, status: u16) {
+    let head = http::Response::builder().status(status).body(()).unwrap();
+    let Ok(mut send) = stream.respond.send_response(head, false) else {
+        return;
+    };
+    let piece = Bytes::from(vec![b'x'; PIECE]);
+    loop {
+        send.reserve_capacity(piece.len());
+        match std::future::poll_fn(|task| send.poll_capacity(task)).await {
+            Some(Ok(0)) => {}
+            Some(Ok(n)) => {
+                if send.send_data(piece.slice(..n), false).is_err() {
+                    return;
+                }
+            }
+            // Reset, or the connection's end.
+            _ => {
+                let reset = std::future::poll_fn(|task| send.poll_reset(task)).await;
+                if let Ok(reason) = reset {
+                    stream.stats.record_reset(reason);
+                }
+                return;
+            }
+        }
+    }
+}
+
+/// An answer to HEAD, or a 204, is whole with its head whatever DATA
+/// follows it (as over HTTP/1.1, where the bytes after such a head end the
+/// connection, not the answer): a server that streams DATA after it for
+/// ever has the stream reset, not its DATA read and its window given back
+/// until the request's timeout. (Before, the empty body came only at the
+/// stream's end: here, at the request timeout, as its error.)
+#[test]
+fn an_answer_that_has_no_body_is_whole_at_its_head_whatever_data_follows_for_ever() {
+    let server = H2Server::start(|stream| async move {
+        let status = if stream.request.method() == http::Method::HEAD {
+            200
+        } else {
+            204
+        };
+        endless_data(stream, status).await;
+    });
+    let client = h2c().build().unwrap();
+    for (method, code) in [(http::Method::HEAD, 200), (http::Method::GET, 204)] {
+        let response = client
+            .request(method.clone(), server.url("/"))
+            .send()
+            .wait()
+            .unwrap();
+        assert_eq!(response.status(), code, "{method}");
+        let body = response.bytes().wait();
+        assert_eq!(body.unwrap(), "", "{method} answered {code}: no body");
+    }
+    // Each stream reset: the HEAD's by `h2` (`PROTOCOL_ERROR`, at its
+    // first byte), the 204's as it left (`CANCEL`).
+    let both = eventually(CEILING, || server.stats.resets().len() == 2);
+    assert!(both, "{:?}", server.stats.resets());
+    assert_eq!(server.stats.resets(), [0x1, 0x8]);
+    client.close();
+}
+
 /// `h2` counts every stream it resets for a server's protocol error
 /// against a limit per connection (`max_local_error_reset_streams`, 1024,
 /// never counted down), past which it ends the connection with

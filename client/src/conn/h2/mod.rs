@@ -76,7 +76,9 @@
 //! a 204, a 304) has none here either: DATA sent all the same is dropped,
 //! and the stream's end completes it, even one `h2` reports as an error
 //! (a reset of its own, which it counts towards ending the connection:
-//! before it would, the connection retires, see [`Http2::taken_resets`]).
+//! before it would, the connection retires, see [`Http2::taken_resets`]);
+//! so does the first DATA that carries bytes, the stream then reset as
+//! it leaves (a server could send such DATA for ever).
 //! Request bodies are sent as the server's window allows: a chunk waits for
 //! capacity before the next is taken from its source, so a server that stops
 //! reading stops the upload's pump too — and, if no window comes for the

@@ -373,7 +373,11 @@ impl Stream {
     /// HTTP/1.1: what DATA comes all the same is dropped (its window given
     /// back) and the stream's end, however it comes, is the answer's end
     /// (returned true: the exchange completes, once its upload has ended —
-    /// see [`Stream::answered`]). Its end may be an error: a 304 may declare the
+    /// see [`Stream::answered`]). So is the first DATA that carries bytes,
+    /// as bytes after such a head end an HTTP/1.1 answer there: read on,
+    /// a server sending DATA for ever would hold the answer until the
+    /// request's timeout, its window given back all the while; the stream,
+    /// left unended, is reset (`CANCEL`) as it leaves. Its end may be an error: a 304 may declare the
     /// `content-length` of what it stands for (RFC 9113 §8.1.1), and `h2`
     /// resets such a stream if its `END_STREAM` comes on a DATA frame
     /// rather than on its head (hypercorn ends every stream so), as it
@@ -393,6 +397,9 @@ impl Stream {
                 Poll::Ready(Some(Ok(data))) => {
                     exchange.mark_read(|| now);
                     let _ = body.flow_control().release_capacity(data.len());
+                    if !data.is_empty() {
+                        return true;
+                    }
                 }
                 Poll::Ready(end) => {
                     *took_reset = matches!(end, Some(Err(error)) if error.is_library());
