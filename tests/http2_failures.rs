@@ -776,6 +776,39 @@ fn an_oversized_header_list_fails_the_stream_and_the_connection_goes_on() {
     client.close();
 }
 
+/// HTTP/2 has no `101 Switching Protocols` (RFC 9113 §8.6), and the
+/// client asks for no upgrade over it: a server that answers one fails
+/// the request with `SwitchingProtocols`, as over HTTP/1.1 — not an
+/// interim head after which the request waits for a final one that a
+/// server which thinks it switched never sends — and the connection goes
+/// on.
+#[test]
+fn a_101_fails_the_stream_as_over_http11_and_the_connection_goes_on() {
+    let server = RawH2Server::start(|mut conn| {
+        let ids = conn.read_requests(1);
+        // `:status` 101: a literal field, the static table's name.
+        let block = [0x08, 3, b'1', b'0', b'1'];
+        conn.send(&frame(HEADERS, END_HEADERS, ids[0], &block));
+        conn.answer_all();
+    });
+    let client = h2c().build().unwrap();
+    let error = client.get(server.url("/")).send().wait().unwrap_err();
+    assert!(
+        matches!(
+            error,
+            Error::Protocol {
+                source: tickless::h1::DecodeError::SwitchingProtocols,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    let next = client.get(server.url("/next")).send().wait().unwrap();
+    assert_eq!(next.status(), 200);
+    assert_eq!(server.connections.load(Ordering::SeqCst), 1);
+    client.close();
+}
+
 /// `count` fields `x-f`, for a head or trailers.
 fn fields(count: usize) -> http::HeaderMap {
     let mut fields = http::HeaderMap::new();

@@ -613,9 +613,13 @@ impl Stream {
                     // word on the stream, and restarts the read timeout,
                     // as a byte does over HTTP/1.1. A listener that ends
                     // the exchange as it is told (a cancel, a panic) frees
-                    // the stream there, as at the final head below.
+                    // the stream there, as at the final head below. A 101
+                    // fails it ([`switching_protocols`]).
                     while let Poll::Ready(Some(interim)) = response.poll_informational(task) {
                         let interim = interim?;
+                        if interim.status() == http::StatusCode::SWITCHING_PROTOCOLS {
+                            return Ok(self.failed(switching_protocols(&self.exchange)));
+                        }
                         if let Err(error) = self.fields.check(interim.headers(), &self.exchange) {
                             return Ok(self.failed(error));
                         }
@@ -806,6 +810,18 @@ impl Stream {
                 }
             }
         }
+    }
+}
+
+/// A `101 Switching Protocols` over HTTP/2, which has none (RFC 9113
+/// §8.6; `h2` hands it over as an interim head): the request fails as
+/// over HTTP/1.1, where one that asked for no upgrade does — over HTTP/2
+/// none is asked, `Upgrade` being a connection's field — rather than
+/// wait for a final head from a server that may think it has switched.
+fn switching_protocols(exchange: &Exchange) -> Error {
+    Error::Protocol {
+        remote: exchange.remote_name(),
+        source: crate::h1::DecodeError::SwitchingProtocols,
     }
 }
 
