@@ -517,15 +517,7 @@ fn a_response_failed_for_its_coding_is_told_failed_with_the_callers_error() {
             .wait()
             .and_then(|response| response.bytes().wait())
             .unwrap_err();
-        assert!(
-            matches!(
-                error,
-                tickless::Error::Decode { .. }
-                    | tickless::Error::BodyTooLarge { .. }
-                    | tickless::Error::TooManyCodings { .. }
-            ),
-            "{error:?}"
-        );
+        assert!(a_coding_failure(&error), "{error:?}");
         assert_settles(&client, WAIT);
         let failures = recorder.failures();
         assert_eq!(failures, [error.to_string()]);
@@ -594,15 +586,7 @@ fn a_response_failed_for_its_coding_after_it_came_whole_is_told_failed() {
             .wait()
             .and_then(|response| response.bytes().wait())
             .unwrap_err();
-        assert!(
-            matches!(
-                error,
-                tickless::Error::Decode { .. }
-                    | tickless::Error::BodyTooLarge { .. }
-                    | tickless::Error::TooManyCodings { .. }
-            ),
-            "{error:?}"
-        );
+        assert!(a_coding_failure(&error), "{error:?}");
         assert_eq!(recorder.failures(), [error.to_string()], "{coding}");
         assert_eq!(completions(&recorder), 0, "{coding}");
         client.close();
@@ -667,4 +651,15 @@ fn a_body_failed_as_it_is_decoded_over_http2_is_told_failed_with_the_callers_err
     let failures = recorder.failures();
     assert_eq!(failures, [error.to_string()]);
     client.close();
+}
+
+/// Whether `error` fails a response for its coding: its body does not
+/// decode, decodes past `max_body_bytes`, or stacks too many codings.
+fn a_coding_failure(error: &tickless::Error) -> bool {
+    matches!(
+        error,
+        tickless::Error::Decode { .. }
+            | tickless::Error::BodyTooLarge { .. }
+            | tickless::Error::TooManyCodings { .. }
+    )
 }

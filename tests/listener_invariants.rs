@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use support::*;
 use tickless::{
-    hedge, retry, Client, ConnectionInfo, Error, EventListener, RequestHead, RequestInfo,
+    hedge, retry, Client, ConnectionInfo, Error, EventListener, RequestHead, RequestInfo, Response,
     ResponseHead,
 };
 
@@ -273,6 +273,28 @@ enum Reading {
     HeldAcrossClose,
 }
 
+impl Reading {
+    /// Does this with `response`; one held across the client's close goes
+    /// to `hold`.
+    fn read(self, mut response: Response, hold: impl FnOnce(Response)) {
+        match self {
+            Reading::Whole => drop(response.bytes().wait()),
+            Reading::DropUnread => drop(response),
+            Reading::OnAnotherThread => {
+                std::thread::spawn(move || drop(response.bytes().wait()))
+                    .join()
+                    .unwrap();
+            }
+            Reading::FirstChunkOnly => {
+                let mut first = [0; 1];
+                let _ = std::io::Read::read(response.body_mut(), &mut first);
+                drop(response);
+            }
+            Reading::HeldAcrossClose => hold(response),
+        }
+    }
+}
+
 const READINGS: [Reading; 5] = [
     Reading::Whole,
     Reading::DropUnread,
@@ -304,22 +326,8 @@ fn every_exchange_over_http1_tells_one_end_however_its_response_goes() {
                 .retry(policy)
                 .send()
                 .wait();
-            let Ok(mut response) = result else { continue };
-            match reading {
-                Reading::Whole => drop(response.bytes().wait()),
-                Reading::DropUnread => drop(response),
-                Reading::OnAnotherThread => {
-                    std::thread::spawn(move || drop(response.bytes().wait()))
-                        .join()
-                        .unwrap();
-                }
-                Reading::FirstChunkOnly => {
-                    let mut first = [0; 1];
-                    let _ = std::io::Read::read(response.body_mut(), &mut first);
-                    drop(response);
-                }
-                Reading::HeldAcrossClose => held.push(response),
-            }
+            let Ok(response) = result else { continue };
+            reading.read(response, |response| held.push(response));
         }
         assert_settles(&client, WAIT);
         client.close();
@@ -417,22 +425,8 @@ fn every_exchange_over_http2_tells_one_end() {
             .unwrap();
         let mut held = Vec::new();
         for path in ["/good", "/bad"] {
-            let mut response = client.get(server.url(path)).send().wait().unwrap();
-            match reading {
-                Reading::Whole => drop(response.bytes().wait()),
-                Reading::DropUnread => drop(response),
-                Reading::OnAnotherThread => {
-                    std::thread::spawn(move || drop(response.bytes().wait()))
-                        .join()
-                        .unwrap();
-                }
-                Reading::FirstChunkOnly => {
-                    let mut first = [0; 1];
-                    let _ = std::io::Read::read(response.body_mut(), &mut first);
-                    drop(response);
-                }
-                Reading::HeldAcrossClose => held.push(response),
-            }
+            let response = client.get(server.url(path)).send().wait().unwrap();
+            reading.read(response, |response| held.push(response));
         }
         assert!(eventually(WAIT, || client.stats().in_flight == 0));
         client.close();
@@ -517,24 +511,11 @@ fn mixed_exchanges_at_once(journal: Journal, case: &str) {
                         drop(future);
                         continue;
                     }
-                    let Ok(mut response) = future.wait() else {
+                    let Ok(response) = future.wait() else {
                         continue;
                     };
-                    match READINGS[random.below(READINGS.len() as u64) as usize] {
-                        Reading::Whole => drop(response.bytes().wait()),
-                        Reading::DropUnread => drop(response),
-                        Reading::OnAnotherThread => {
-                            std::thread::spawn(move || drop(response.bytes().wait()))
-                                .join()
-                                .unwrap();
-                        }
-                        Reading::FirstChunkOnly => {
-                            let mut first = [0; 1];
-                            let _ = std::io::Read::read(response.body_mut(), &mut first);
-                            drop(response);
-                        }
-                        Reading::HeldAcrossClose => left.push(Box::new(response)),
-                    }
+                    READINGS[random.below(READINGS.len() as u64) as usize]
+                        .read(response, |response| left.push(Box::new(response)));
                 }
                 left
             })
