@@ -542,12 +542,6 @@ fn completions(recorder: &Recorder) -> usize {
 /// is read to its decoded end, or let go unread, is told completed.
 #[test]
 fn a_response_failed_for_its_coding_after_it_came_whole_is_told_failed() {
-    use std::io::Write as _;
-    let gzip = |bytes: &[u8]| {
-        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-        encoder.write_all(bytes).unwrap();
-        encoder.finish().unwrap()
-    };
     let good = gzip(b"hello");
     let mut bad_crc = good.clone();
     let crc_at = bad_crc.len() - 8;

@@ -8,7 +8,6 @@
 
 mod support;
 
-use std::io::Write as _;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use support::*;
@@ -79,7 +78,8 @@ fn is_end(what: &str) -> bool {
     what == "completed" || what == "failed"
 }
 
-/// What a request's policy tells after the end of the attempt it follows.
+/// What a request's policy tells of the attempt it follows, maybe after
+/// its end.
 fn is_policy(what: &str) -> bool {
     matches!(what, "redirect" | "retry" | "hedge")
 }
@@ -156,13 +156,20 @@ impl EventListener for Journal {
     }
 }
 
-/// Asserts the contract on every attempt `journal` was told of: one end,
-/// nothing of its progress after it, and its events in the order the
-/// work is done.
-fn assert_contract(journal: &Journal, case: &str) {
+/// Asserts the contract on every attempt `journal` was told of — at least
+/// `started`, the requests the test knows to have begun (an exchange that
+/// told nothing at all is one short): one end, nothing of its progress
+/// after it, and its events in the order the work is done.
+fn assert_contract(journal: &Journal, case: &str, started: usize) {
     assert!(
         eventually(WAIT, || journal.all_ended()),
         "{case}: an exchange never ended: {:?}",
+        journal.attempts()
+    );
+    let told = journal.attempts().len();
+    assert!(
+        told >= started,
+        "{case}: {started} requests began, {told} told of: {:?}",
         journal.attempts()
     );
     for (id, events) in journal.attempts() {
@@ -203,12 +210,6 @@ fn assert_contract(journal: &Journal, case: &str) {
             "{case}: attempt {id} told out of order: {events:?}"
         );
     }
-}
-
-fn gzip(bytes: &[u8]) -> Vec<u8> {
-    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    encoder.write_all(bytes).unwrap();
-    encoder.finish().unwrap()
 }
 
 /// The paths of the HTTP/1.1 server and what each answers.
@@ -332,7 +333,7 @@ fn every_exchange_over_http1_tells_one_end_however_its_response_goes() {
         assert_settles(&client, WAIT);
         client.close();
         drop(held);
-        assert_contract(&journal, &format!("{reading:?}"));
+        assert_contract(&journal, &format!("{reading:?}"), PATHS.len());
     }
 }
 
@@ -389,7 +390,9 @@ fn every_exchange_ended_from_outside_tells_one_end() {
         .collect();
     assert!(eventually(WAIT, || stalls.requests().len() >= 3));
     assert_close_ends(&client, in_flight);
-    assert_contract(&journal, "ended from outside");
+    // Eight requests: the two timed out, the cancel, the hedge, the refused
+    // one and the three the close ended.
+    assert_contract(&journal, "ended from outside", 8);
 }
 
 /// Over HTTP/2: encoded bodies that decode or not, read or dropped.
@@ -431,7 +434,7 @@ fn every_exchange_over_http2_tells_one_end() {
         assert!(eventually(WAIT, || client.stats().in_flight == 0));
         client.close();
         drop(held);
-        assert_contract(&journal, &format!("HTTP/2 {reading:?}"));
+        assert_contract(&journal, &format!("HTTP/2 {reading:?}"), 2);
     }
 }
 
@@ -472,9 +475,11 @@ fn mixed_exchanges_at_once(journal: Journal, case: &str) {
     let journal = Arc::new(journal);
     let client = Client::builder().listener(journal.clone()).build().unwrap();
     let seed = 0x5eed_u64;
+    // The requests waited for to their outcome: each has begun.
+    let waited = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let threads: Vec<_> = (0..4)
         .map(|thread| {
-            let (client, url) = (client.clone(), server.url("/"));
+            let (client, url, waited) = (client.clone(), server.url("/"), waited.clone());
             std::thread::spawn(move || {
                 let mut random = Lcg(seed + thread);
                 // The last few are left in flight for the close, with the
@@ -511,7 +516,9 @@ fn mixed_exchanges_at_once(journal: Journal, case: &str) {
                         drop(future);
                         continue;
                     }
-                    let Ok(response) = future.wait() else {
+                    let outcome = future.wait();
+                    waited.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Ok(response) = outcome else {
                         continue;
                     };
                     READINGS[random.below(READINGS.len() as u64) as usize]
@@ -527,7 +534,8 @@ fn mixed_exchanges_at_once(journal: Journal, case: &str) {
         .collect();
     client.close();
     drop(left);
-    assert_contract(&journal, case);
+    let waited = waited.load(std::sync::atomic::Ordering::Relaxed);
+    assert_contract(&journal, case, waited);
 }
 
 /// Over TLS: the handshake's events come between the connect and the
@@ -557,7 +565,7 @@ fn every_exchange_over_tls_tells_one_end_after_its_handshake() {
     assert!(client.get(mismatched.url("/")).send().wait().is_err());
     assert_settles(&client, WAIT);
     client.close();
-    assert_contract(&journal, "TLS");
+    assert_contract(&journal, "TLS", READINGS.len() + 1);
     let events = journal.events();
     let told = |what| events.iter().filter(|(_, told)| *told == what).count();
     assert_eq!(
@@ -600,7 +608,7 @@ fn requests_sent_again_over_http2_each_tell_one_end() {
     // Ended (the connection stays open, its own timer armed).
     assert!(eventually(WAIT, || client.stats().in_flight == 0));
     client.close();
-    assert_contract(&journal, "HTTP/2 sent again");
+    assert_contract(&journal, "HTTP/2 sent again", 3);
     // The two sent again each went on with the events of the connection
     // they went on (a new one, or one another opened, pooled), then their
     // head.
@@ -685,7 +693,7 @@ fn a_listener_panicking_over_http2_loses_no_other_streams_events() {
     assert_eq!(answered, 6);
     assert!(eventually(WAIT, || client.stats().in_flight == 0));
     client.close();
-    assert_contract(&journal, "HTTP/2, a listener panicking");
+    assert_contract(&journal, "HTTP/2, a listener panicking", 9);
     let events = journal.events();
     let told = |what| events.iter().filter(|(_, told)| *told == what).count();
     assert_eq!((told("completed"), told("failed")), (7, 2), "{events:?}");

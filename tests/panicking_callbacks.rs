@@ -385,11 +385,16 @@ fn a_panic_of_the_clients_listener_keeps_nothing_from_the_requests() {
     );
 }
 
-/// Panics as it is told of a server's `GOAWAY`.
-struct PanicsOnGoAway;
+/// Panics as it is told of a server's `GOAWAY`, once it has noted that it
+/// was told.
+#[derive(Default)]
+struct PanicsOnGoAway {
+    told: std::sync::atomic::AtomicBool,
+}
 
 impl EventListener for PanicsOnGoAway {
     fn on_goaway(&self, _connection: &tickless::ConnectionInfo, _reason: tickless::Http2Reason) {
+        self.told.store(true, std::sync::atomic::Ordering::SeqCst);
         panic!("listener panics on the GOAWAY");
     }
 }
@@ -409,8 +414,9 @@ fn a_listener_panicking_on_a_goaway_fails_no_exchange() {
         }
         conn.drain(Duration::from_secs(5));
     });
+    let listener = Arc::new(PanicsOnGoAway::default());
     let client = h2c_builder(1, WAIT)
-        .listener(Arc::new(PanicsOnGoAway))
+        .listener(listener.clone())
         .build()
         .unwrap();
     let futures = [
@@ -421,6 +427,10 @@ fn a_listener_panicking_on_a_goaway_fails_no_exchange() {
         let response = future.wait().unwrap();
         assert_eq!(response.status(), 200);
     }
+    assert!(
+        listener.told.load(std::sync::atomic::Ordering::SeqCst),
+        "the listener was told of the GOAWAY, and panicked"
+    );
     client.close();
 }
 
@@ -429,10 +439,7 @@ fn a_listener_panicking_on_a_goaway_fails_no_exchange() {
 /// unwind into that reader, who gets the body.
 #[test]
 fn a_listener_panicking_on_an_encoded_responses_completion_spares_its_reader() {
-    use std::io::Write as _;
-    let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    gzip.write_all(b"fine").unwrap();
-    let gzipped = gzip.finish().unwrap();
+    let gzipped = gzip(b"fine");
     let server =
         TestServer::respond(move |_| response(200, &[("Content-Encoding", "gzip")], &gzipped));
     let client = Client::builder()
@@ -440,12 +447,29 @@ fn a_listener_panicking_on_an_encoded_responses_completion_spares_its_reader() {
         .listener(Arc::new(PanicsOnCompletion))
         .build()
         .unwrap();
-    // All of it has come, each time, before the body is read or dropped.
-    let future = client.get(server.url("/")).send();
+    // All of it has come, each time, before the body is read or dropped:
+    // the completion is told on this thread (the request's own listener
+    // hears it there too), and the client's listener's panic stays there.
+    let completed_here = |recorder: &Recorder| {
+        recorder.events().into_iter().any(|(event, thread)| {
+            matches!(event, Event::Completed(_)) && thread == std::thread::current().id()
+        })
+    };
+    let recorder = Recorder::new();
+    let future = client
+        .get(server.url("/"))
+        .listener(recorder.clone())
+        .send();
     assert_settles(&client, WAIT);
     assert_eq!(future.wait().unwrap().text().wait().unwrap(), "fine");
-    let future = client.get(server.url("/")).send();
+    assert!(completed_here(&recorder), "{:?}", recorder.events());
+    let recorder = Recorder::new();
+    let future = client
+        .get(server.url("/"))
+        .listener(recorder.clone())
+        .send();
     assert_settles(&client, WAIT);
     drop(future.wait().unwrap());
+    assert!(completed_here(&recorder), "{:?}", recorder.events());
     client.close();
 }

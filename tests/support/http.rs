@@ -470,6 +470,14 @@ pub fn chunked(status: u16, chunks: &[&[u8]], trailers: &[(&str, &str)]) -> Vec<
     out
 }
 
+/// `bytes` gzipped, for a `Content-Encoding: gzip` body.
+pub fn gzip(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    encoder.write_all(bytes).unwrap();
+    encoder.finish().unwrap()
+}
+
 /// True if the head of `bytes` (up to the first blank line) has a
 /// `Connection` header with the `close` token.
 pub fn response_closes(bytes: &[u8]) -> bool {

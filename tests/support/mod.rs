@@ -50,7 +50,7 @@ pub use exec::{
     block_on, block_on_counting, block_on_counting_after_first_poll, example_binary, BlockOnStats,
 };
 pub use http::{
-    chunked, content_length, drain, ok, parse_request, read_head, read_to_last_chunk, reason,
+    chunked, content_length, drain, gzip, ok, parse_request, read_head, read_to_last_chunk, reason,
     response, response_closes, small_buffered_listener, Parsed, ReadEnd, RecordedRequest,
     RequestReader,
 };
