@@ -657,3 +657,45 @@ fn a_coding_failure(error: &tickless::Error) -> bool {
             | tickless::Error::TooManyCodings { .. }
     )
 }
+
+/// A status retry follows the end of the attempt it retries: an encoded
+/// `503` whose body had all come before the policy looked (its completion
+/// held for a reader) is told completed, then the retry — as one not
+/// encoded is.
+#[test]
+fn a_status_retry_of_an_encoded_response_that_came_whole_follows_its_completion() {
+    let busy = gzip(b"busy");
+    let answered = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let server = {
+        let answered = answered.clone();
+        TestServer::respond(move |_| {
+            match answered.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
+                0 => response(503, &[("Content-Encoding", "gzip")], &busy),
+                _ => ok("fine"),
+            }
+        })
+    };
+    let recorder = Recorder::new();
+    let client = Client::builder()
+        .listener(recorder.clone())
+        .build()
+        .unwrap();
+    let policy = tickless::retry::Policy::attempts(2)
+        .on_status([http::StatusCode::SERVICE_UNAVAILABLE])
+        .backoff(Duration::ZERO, Duration::ZERO);
+    let future = client.get(server.url("/")).retry(policy).send();
+    // The 503 has come whole, and its exchange ended, before the policy
+    // sees it.
+    assert_settles(&client, WAIT);
+    assert_eq!(future.wait().unwrap().text().wait().unwrap(), "fine");
+    client.close();
+    let events: Vec<Event> = recorder.events().into_iter().map(|(e, _)| e).collect();
+    let completed_503 = events
+        .iter()
+        .position(|e| matches!(e, Event::Completed(status) if status.as_u16() == 503));
+    let retry = events.iter().position(|e| matches!(e, Event::Retry(..)));
+    assert!(
+        matches!((completed_503, retry), (Some(c), Some(r)) if c < r),
+        "{events:#?}"
+    );
+}

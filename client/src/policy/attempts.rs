@@ -474,15 +474,18 @@ impl Attempts {
         let Some(delay) = self.retry.status_delay(self.started, asked) else {
             return false;
         };
+        let Some(at) = self.retry_allowed(delay, &mut sender) else {
+            return false;
+        };
+        // The attempt ends before the retry is told: its body let go (an
+        // encoded one's completion, held for its reader, told now).
+        self.current.body_dropped();
         let reason = Error::Status {
             status: head.status,
             url: sender.hop.uri.clone(),
         };
-        let retried = self.arm_retry(delay, reason, &mut sender);
-        if retried.is_ok() {
-            self.current.body_dropped();
-        }
-        retried.is_ok()
+        self.arm_retry_at(at, delay, reason, &sender);
+        true
     }
 
     /// Puts the hop's streamed body back, none of it sent, if `current`
@@ -543,19 +546,30 @@ impl Attempts {
         reason: Error,
         sender: &mut Sender<'_>,
     ) -> Result<(), Error> {
+        let Some(at) = self.retry_allowed(delay, sender) else {
+            return Err(reason);
+        };
+        self.arm_retry_at(at, delay, reason, sender);
+        Ok(())
+    }
+
+    /// When the next attempt would start, `delay` from now, if one is
+    /// left, fits the deadline and the budget (a retry's token withdrawn).
+    fn retry_allowed(&mut self, delay: Duration, sender: &mut Sender<'_>) -> Option<Instant> {
         let now = sender.dispatcher.clock().now();
         // A delay past what an `Instant` holds (a server's `Retry-After` of
         // billions of years) is no retry.
-        let Some(at) = now.checked_add(delay) else {
-            return Err(reason);
-        };
+        let at = now.checked_add(delay)?;
         let allowed = self.started < self.retry.max_attempts()
             && sender.hop.body.replayable()
             && self.fits(at, sender.settings)
             && sender.policies.budget.withdraw(now, false);
-        if !allowed {
-            return Err(reason);
-        }
+        allowed.then_some(at)
+    }
+
+    /// Arms the backoff of the next attempt, due `at` ([`retry_allowed`](Self::retry_allowed)),
+    /// and tells it; `reason` is why.
+    fn arm_retry_at(&mut self, at: Instant, delay: Duration, reason: Error, sender: &Sender<'_>) {
         self.current
             .listener
             .on_retry(self.started + 1, delay, &reason);
@@ -564,7 +578,6 @@ impl Attempts {
         let alarm = Alarm::new();
         let armed = alarm::arm(&alarm, at, home.as_ref(), sender.dispatcher.wheel());
         self.backoff = Some((alarm, armed));
-        Ok(())
     }
 
     /// Where a backoff is armed: the loop of the attempt that failed in
