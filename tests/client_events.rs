@@ -699,3 +699,44 @@ fn a_status_retry_of_an_encoded_response_that_came_whole_follows_its_completion(
         "{events:#?}"
     );
 }
+
+/// A response that is not to be decoded — an answer to HEAD, a 304, or
+/// any with decompression off — is told completed as it ends, on its loop,
+/// whatever its `Content-Encoding`: its completion waits for no reader,
+/// not even for its head to be taken.
+#[test]
+fn a_response_not_to_be_decoded_is_told_completed_before_its_head_is_taken() {
+    let body = gzip(b"held");
+    let server = TestServer::respond(move |request| {
+        let gzipped = [("Content-Encoding", "gzip")];
+        match request.target.as_str() {
+            "/not-modified" => response(304, &gzipped, b""),
+            _ => response(200, &gzipped, &body),
+        }
+    });
+    let recorder = Recorder::new();
+    let client = Client::builder()
+        .listener(recorder.clone())
+        .build()
+        .unwrap();
+    let completions = |recorder: &Recorder| {
+        recorder
+            .events()
+            .iter()
+            .filter(|(event, _)| matches!(event, Event::Completed(_)))
+            .count()
+    };
+    let futures = [
+        client.head(server.url("/")).send(),
+        client.get(server.url("/not-modified")).send(),
+        client.get(server.url("/")).decompress(false).send(),
+    ];
+    // Each has ended on its loop; no head is taken yet.
+    assert_settles(&client, WAIT);
+    assert_eq!(completions(&recorder), 3, "{:#?}", recorder.events());
+    for future in futures {
+        drop(future.wait().unwrap());
+    }
+    assert_eq!(completions(&recorder), 3, "{:#?}", recorder.events());
+    client.close();
+}

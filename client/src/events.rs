@@ -416,7 +416,7 @@ impl<'a> ResponseHead<'a> {
 /// (its own thread, or a caller's that is driving the loop for a blocking
 /// wait — see [`EventLoop`](crate::event_loop::EventLoop), "Who drives a
 /// loop"), the wheel's, or a resolver's — or, for the end of an exchange
-/// whose response is encoded, the caller's thread that read its body to
+/// whose response is to be decoded, the caller's thread that read its body to
 /// its end or let it go (see [`on_completed`](Self::on_completed)). While
 /// it runs, that thread does nothing else: a loop serves none of its connections, and the wheel
 /// (the default timer mode) fires no timeout of the client.
@@ -567,12 +567,14 @@ pub trait EventListener: Send + Sync + 'static {
     fn on_interim_head(&self, request: &RequestInfo, head: &ResponseHead<'_>) {}
     /// `len` bytes of body arrived.
     fn on_body_part(&self, request: &RequestInfo, len: usize) {}
-    /// The exchange ended with a response. For a response that names a
-    /// `Content-Encoding`, told once the body has also been checked for
-    /// its coding — its reader decoded it to its end, let it go, or it is
-    /// not decoded (its head taken as it came) — on the thread that did
-    /// that, if the body had all come before: a body that does not decode
-    /// is told failed instead (see [`on_failed`](Self::on_failed)).
+    /// The exchange ended with a response. For a response to be decoded
+    /// (a `Content-Encoding` on a body, with decompression on: not an
+    /// answer to HEAD, nor a 1xx, 204, 206 or 304), told once the body has
+    /// also been checked for its coding — its reader decoded it to its
+    /// end, let it go, or it is not decoded after all (a coding this build
+    /// does not know) — on the thread that did that, if the body had all
+    /// come before: a body that does not decode is told failed instead
+    /// (see [`on_failed`](Self::on_failed)).
     fn on_completed(&self, request: &RequestInfo, status: http::StatusCode) {}
     /// The exchange ended with `error`. One whose body the client let go
     /// unread before it had come (dropped, a redirect's) ends as

@@ -262,6 +262,21 @@ pub(crate) fn has_no_body(method: &http::Method, status: http::StatusCode) -> bo
         || status == http::StatusCode::NOT_MODIFIED
 }
 
+/// Whether a response is decoded where decompression is on: it has a body
+/// (see [`has_no_body`]), a whole one (not a 206: a range of an encoded
+/// body is a slice of the encoded bytes, which does not decode alone, and a
+/// caller who resumes a download needs them as they are), and a
+/// `Content-Encoding`.
+pub(crate) fn is_decoded(
+    method: &http::Method,
+    status: http::StatusCode,
+    headers: &http::HeaderMap,
+) -> bool {
+    !has_no_body(method, status)
+        && status != http::StatusCode::PARTIAL_CONTENT
+        && headers.contains_key(http::header::CONTENT_ENCODING)
+}
+
 /// The length of a response's body as its head tells it before any of it
 /// comes: 0 for a response that [has no body](has_no_body); its
 /// `Content-Length` without a `Transfer-Encoding`, read as the HTTP/1.1
@@ -310,6 +325,8 @@ pub(crate) struct ExchangeParts {
     /// The request this exchange carries a hop or an attempt of.
     pub(crate) info: crate::events::RequestInfo,
     pub(crate) deadlines: Deadlines,
+    /// Whether its response is decoded (where [`is_decoded`]).
+    pub(crate) decompress: bool,
     /// What the loop reads ahead of the body's reader.
     pub(crate) body_window: usize,
     /// Body bytes buffered by every exchange of the client.
@@ -374,8 +391,8 @@ struct Link {
     completion: Completion,
 }
 
-/// Whether the completion of an exchange whose response names a
-/// `Content-Encoding` may be told: its reader may still fail the body for
+/// Whether the completion of an exchange whose response is to be decoded
+/// (see [`is_decoded`]) may be told: its reader may still fail the body for
 /// its coding — after all of it came, when the exchange completed — and
 /// then the exchange is told failed with that error, not completed.
 enum Completion {
@@ -526,8 +543,12 @@ pub(crate) struct Exchange {
     /// until then (a status is 100 to 999). An atomic rather than a
     /// `OnceLock`, whose set costs a call into `Once` a request.
     status: AtomicU16,
-    /// The head delivered names a `Content-Encoding`: its completion is
-    /// told once its reader has checked the body ([`Link::completion`]).
+    /// Whether its response is decoded where [`is_decoded`] (the request's
+    /// say over the client's).
+    decompress: bool,
+    /// The head delivered is to be decoded (see [`is_decoded`]): its
+    /// completion is told once its reader has checked the body
+    /// ([`Link::completion`]).
     encoded: AtomicBool,
     link: Mutex<Link>,
     remote: Mutex<Option<SocketAddr>>,
@@ -590,6 +611,7 @@ impl Exchange {
             body: Pipe::new(parts.body_window, parts.body_meter),
             pacing: parts.pacing,
             status: AtomicU16::new(0),
+            decompress: parts.decompress,
             encoded: AtomicBool::new(false),
             link: Mutex::new(Link {
                 conn: ConnSlot::None,
@@ -871,8 +893,8 @@ impl Exchange {
     /// it is told here, on the reader's thread, as a failure with the
     /// reader's error if it failed the body; else as it comes. So a body
     /// that does not decode is told failed even when all of it had come
-    /// before its reader looked. Does nothing for a response that names no
-    /// `Content-Encoding`, whose completion is told as it comes.
+    /// before its reader looked. Does nothing for a response not to be
+    /// decoded (see [`is_decoded`]), whose completion is told as it comes.
     pub(crate) fn body_checked(&self) {
         if !self.encoded.load(Ordering::Acquire) {
             return;
@@ -1207,7 +1229,7 @@ impl Exchange {
         if self.is_done() {
             return false;
         }
-        if head.headers.contains_key(http::header::CONTENT_ENCODING) {
+        if self.decompress && is_decoded(&self.request.method, head.status, &head.headers) {
             self.encoded.store(true, Ordering::Release);
         }
         let _ = self.status.compare_exchange(

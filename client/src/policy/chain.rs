@@ -107,6 +107,7 @@ impl Chain {
             listener,
             submitted: dispatcher.clock().now(),
             request_id: next_request_id(),
+            decompress,
         };
         let retry = request.retry.unwrap_or_else(|| policies.retry.clone());
         let hedge = request.hedge.unwrap_or_else(|| policies.hedge.clone());

@@ -5,7 +5,7 @@
 //! crate's.
 
 use crate::error::Error;
-use crate::exchange::has_no_body;
+use crate::exchange::is_decoded;
 use bytes::{Bytes, BytesMut};
 use http::header::{CONTENT_ENCODING, CONTENT_LENGTH};
 use tickless_codings::{ContentDecoder, DecodeError, DecoderConfig, UnsupportedCoding};
@@ -38,11 +38,7 @@ pub(crate) fn decoder_for(
     max_decoded: Option<u64>,
     remote: impl FnOnce() -> String,
 ) -> Result<Option<ContentDecoder>, Error> {
-    // A range of an encoded body is a slice of the encoded bytes (its
-    // `Content-Range` counts them): it does not decode alone, and a caller
-    // who resumes a download needs the bytes as they are.
-    let partial = status == http::StatusCode::PARTIAL_CONTENT;
-    if has_no_body(method, status) || partial || !headers.contains_key(CONTENT_ENCODING) {
+    if !is_decoded(method, status, headers) {
         return Ok(None);
     }
     let mut config = DecoderConfig::new();

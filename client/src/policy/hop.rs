@@ -101,6 +101,9 @@ pub(crate) struct HopSettings {
     pub(crate) submitted: Instant,
     /// The request's id, for its listener ([`RequestInfo::id`]).
     pub(crate) request_id: u64,
+    /// Whether its responses are decoded (the request's say over the
+    /// client's).
+    pub(crate) decompress: bool,
 }
 
 /// Encodes `hop` as a new exchange, for `dispatcher` to submit.
@@ -215,6 +218,7 @@ pub(crate) fn exchange_for(
         listener: settings.listener.clone(),
         info: RequestInfo::new(settings.request_id, id, hop.method.clone(), hop.uri.clone()),
         deadlines: settings.deadlines,
+        decompress: settings.decompress,
         submitted: settings.submitted,
         body_window: window,
         body_meter: dispatcher.body_meter().clone(),
