@@ -65,10 +65,10 @@ impl InterimCount {
     }
 
     pub(super) fn too_large(&self, exchange: &Exchange) -> Error {
-        Error::Protocol {
-            remote: exchange.remote_name(),
-            source: DecodeError::InterimResponsesTooLarge { limit: self.limit },
-        }
+        protocol_error(
+            exchange,
+            DecodeError::InterimResponsesTooLarge { limit: self.limit },
+        )
     }
 }
 
@@ -88,9 +88,18 @@ impl FieldCount {
         if fields.len() <= self.limit {
             return Ok(());
         }
-        Err(Error::Protocol {
-            remote: exchange.remote_name(),
-            source: DecodeError::TooManyHeaders { limit: self.limit },
-        })
+        Err(protocol_error(
+            exchange,
+            DecodeError::TooManyHeaders { limit: self.limit },
+        ))
+    }
+}
+
+/// The server broke what a response may be (`source`, as HTTP/1.1's
+/// decoder names it): the exchange's error.
+pub(super) fn protocol_error(exchange: &Exchange, source: DecodeError) -> Error {
+    Error::Protocol {
+        remote: exchange.remote_name(),
+        source,
     }
 }

@@ -28,16 +28,22 @@ fn authority_of(uri: &http::Uri, host: Option<&http::HeaderValue>) -> http::Uri 
 }
 
 /// The authority of `uri` without its port, if that is the scheme's
-/// default (80 for http, 443 for https); `None` if it has another port or
-/// none.
+/// default (80 for http, 443 for https, in any spelling: `:080` too);
+/// `None` if it has another port or none. The digits after the last `:`
+/// are read only when they are all digits (an IPv6 literal's last group
+/// ends with `]`): most authorities have no port, and are not parsed.
 fn without_default_port(uri: &http::Uri) -> Option<http::uri::Authority> {
     let authority = uri.authority()?;
+    let (_, port) = authority.as_str().rsplit_once(':')?;
+    if port.is_empty() || !port.bytes().all(|byte| byte.is_ascii_digit()) {
+        return None;
+    }
     let default = if uri.scheme() == Some(&http::uri::Scheme::HTTPS) {
         443
     } else {
         80
     };
-    if authority.port_u16() != Some(default) {
+    if port.parse::<u16>().ok()? != default {
         return None;
     }
     authority.host().parse().ok()
@@ -229,8 +235,36 @@ fn asks_for_trailers(headers: &http::HeaderMap) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::trimmed;
+    use super::{header_list_size, trimmed, without_default_port};
     use http::HeaderValue;
+
+    /// RFC 9113 §6.5.2: each field's name and value, and 32 bytes, the
+    /// pseudo-fields `h2` sends included.
+    #[test]
+    fn a_header_list_counts_as_the_rfc_counts_it() {
+        let request = http::Request::get("https://a.example/p?q")
+            .header("x-one", "12")
+            .body(())
+            .unwrap();
+        let pseudo = (7 + 3 + 32) + (7 + 5 + 32) + (10 + 9 + 32) + (5 + 4 + 32);
+        let fields = 5 + 2 + 32;
+        assert_eq!(header_list_size(&request), pseudo + fields);
+    }
+
+    #[test]
+    fn only_the_schemes_default_port_is_left_out() {
+        let cut = |uri: &str| {
+            without_default_port(&uri.parse().unwrap()).map(|authority| authority.to_string())
+        };
+        assert_eq!(cut("http://a:80/").as_deref(), Some("a"));
+        assert_eq!(cut("http://a:080/").as_deref(), Some("a"));
+        assert_eq!(cut("https://a:443/").as_deref(), Some("a"));
+        assert_eq!(cut("http://[::1]:80/").as_deref(), Some("[::1]"));
+        assert_eq!(cut("https://a:80/"), None);
+        assert_eq!(cut("http://a:8080/"), None);
+        assert_eq!(cut("http://a/"), None);
+        assert_eq!(cut("http://[::80]/"), None);
+    }
 
     #[test]
     fn a_value_trimmed_keeps_its_sensitivity_and_its_inner_whitespace() {

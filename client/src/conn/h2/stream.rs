@@ -6,7 +6,7 @@
 
 use super::failure::{error_of, goaway_failure, refusal};
 use super::gather::Gathered;
-use super::limits::{BodyCount, FieldCount, InterimCount};
+use super::limits::{protocol_error, BodyCount, FieldCount, InterimCount};
 use super::request::trim_values;
 use crate::config::MAX_HTTP2_WINDOW;
 use crate::conn::upload::{Declared, Pulled, Upload};
@@ -819,10 +819,7 @@ impl Stream {
 /// none is asked, `Upgrade` being a connection's field — rather than
 /// wait for a final head from a server that may think it has switched.
 fn switching_protocols(exchange: &Exchange) -> Error {
-    Error::Protocol {
-        remote: exchange.remote_name(),
-        source: crate::h1::DecodeError::SwitchingProtocols,
-    }
+    protocol_error(exchange, crate::h1::DecodeError::SwitchingProtocols)
 }
 
 /// Pushes `chunks` of the body into `pipe`, each past its window if need
