@@ -247,7 +247,7 @@ usage: get URL [--request-timeout MS|-m|--max-time SECS] [--read-timeout MS]
            [-v|--verbose] [-f|--fail]
            [-b|--cookie 'NAME=VALUE; ...'] [--max-body-bytes N]
            [-u|--user USER[:PASSWORD]] [--retries N] [--hedge-after MS]
-           [--http2 | --http1.1 | --http2-prior-knowledge]
+           [--http2 | --http1.1 | --http2-prior-knowledge] [-h|--help] [--]
 -v shows, on standard error: '* ' lines for what the client tells of the
 transfer, '> ' lines for each request's head as sent (its line, with the
 path: through an HTTP proxy the whole URL; its header fields, but a
@@ -1325,9 +1325,10 @@ fn upload_url(url: &str, path: &str) -> String {
 }
 
 /// `url` with `-G`'s `query` added to its query (after a `&` if it has
-/// one, else after a `?`), before its fragment, as curl adds it: what a
-/// URL cannot hold percent-encoded — a space, a control, a byte not ASCII,
-/// and a `#`, which would end the query.
+/// one, else after a `?`), before its fragment, as curl adds it — but for
+/// what a URL cannot hold, percent-encoded here (a space, a control, a
+/// byte not ASCII, and a `#`, which would end the query), where curl 7.88
+/// sends the query cut at a `#` and refuses a space (exit 3).
 fn with_query(url: &str, query: &[u8]) -> String {
     const NOT_IN_A_QUERY: &percent_encoding::AsciiSet =
         &percent_encoding::CONTROLS.add(b' ').add(b'#');

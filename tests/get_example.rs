@@ -881,7 +881,8 @@ fn data_is_a_form_post_and_data_given_again_joins_with_ampersands() {
 
 /// `-G`, `--get`: the `--data` parts go as the URL's query, after its own,
 /// before its fragment, with no body and a GET (HEAD with `-I`, `-X`'s
-/// method if given), as curl sends them.
+/// method if given), as curl sends them — a `#` or a space in them
+/// percent-encoded, where curl cuts or refuses.
 #[test]
 fn get_sends_the_data_as_the_urls_query() {
     let (request, status) = sent(
@@ -985,9 +986,6 @@ fn authorization_dropped_with_a_header_sends_none_for_the_urls_credentials() {
     );
 }
 
-/// curl sends `Accept: */*` unless a `--header` gives one or drops it
-/// (`'Accept:'`); a server that negotiates the type of its answer reads
-/// its absence otherwise than curl's request.
 /// `-A`, `--user-agent` and `-e`, `--referer`: curl's shorthands for
 /// those headers, empty for none; a `--header` for the same name, or
 /// dropping it, wins, as in curl, whatever the order.
@@ -1031,6 +1029,9 @@ fn user_agent_and_referer_are_sent_as_curl_sends_them() {
     }
 }
 
+/// curl sends `Accept: */*` unless a `--header` gives one or drops it
+/// (`'Accept:'`); a server that negotiates the type of its answer reads
+/// its absence otherwise than curl's request.
 #[test]
 fn accept_is_curls_unless_a_header_gives_or_drops_it() {
     let (request, status) = sent("/", &[]);
