@@ -545,8 +545,10 @@ const MAX_ATTRIBUTE_VALUE: usize = 1024;
 /// from, which the crate keeps whole in the cookie (and `cookie_store` in
 /// the jar): the junk attributes of a hostile server's `Set-Cookie`, some
 /// 64 KiB for each of the jar's 3000 cookies, would stay with it. The
-/// parts are parsed again from a text of their own (one allocation, as
-/// many as the copy of the whole text took), `None` if that fails.
+/// parts are parsed again from a text of their own (its allocation, and
+/// the crate's own for each attribute it reads, a `Domain` and a `Path`),
+/// `None` if that fails. `Max-Age` is its caller's to set (RFC 6265's
+/// reading, not the crate's).
 #[cfg(feature = "cookies")]
 fn parts_of(parsed: &cookie_store::RawCookie<'_>) -> Option<cookie_store::RawCookie<'static>> {
     const DOMAIN: &str = "; Domain=.";
@@ -578,7 +580,6 @@ fn parts_of(parsed: &cookie_store::RawCookie<'_>) -> Option<cookie_store::RawCoo
     cookie.set_http_only(parsed.http_only());
     cookie.set_same_site(parsed.same_site());
     cookie.set_partitioned(parsed.partitioned());
-    cookie.set_max_age(parsed.max_age());
     if let Some(expires) = parsed.expires() {
         cookie.set_expires(expires);
     }
