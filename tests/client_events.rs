@@ -525,15 +525,6 @@ fn a_response_failed_for_its_coding_is_told_failed_with_the_callers_error() {
     }
 }
 
-/// How many exchanges `recorder` was told completed.
-fn completions(recorder: &Recorder) -> usize {
-    recorder
-        .events()
-        .into_iter()
-        .filter(|(event, _)| matches!(event, Event::Completed(_)))
-        .count()
-}
-
 /// A response the client fails for its coding after all of it has come —
 /// a gzip body whose trailer does not check, one with bytes past its end,
 /// one that is no gzip at all, one that inflates past `max_body_bytes`,
@@ -582,7 +573,7 @@ fn a_response_failed_for_its_coding_after_it_came_whole_is_told_failed() {
             .unwrap_err();
         assert!(a_coding_failure(&error), "{error:?}");
         assert_eq!(recorder.failures(), [error.to_string()], "{coding}");
-        assert_eq!(completions(&recorder), 0, "{coding}");
+        assert_eq!(recorder.completions(), 0, "{coding}");
         client.close();
     }
     // Read to its decoded end, or let go unread: completed.
@@ -598,15 +589,15 @@ fn a_response_failed_for_its_coding_after_it_came_whole_is_told_failed() {
     std::io::Read::read_to_string(response.body_mut(), &mut read).unwrap();
     assert_eq!(read, "hello");
     // At its decoded end, the response still held.
-    assert_eq!(completions(&recorder), 1);
+    assert_eq!(recorder.completions(), 1);
     drop(response);
     drop(client.get(server.url("/")).send().wait().unwrap());
-    assert_eq!(completions(&recorder), 2);
+    assert_eq!(recorder.completions(), 2);
     // Its head never taken: the exchange, once ended, goes with the future.
     let future = client.get(server.url("/")).send();
     assert_settles(&client, WAIT);
     drop(future);
-    assert_eq!(completions(&recorder), 3);
+    assert_eq!(recorder.completions(), 3);
     assert!(recorder.failures().is_empty());
     client.close();
 }
@@ -719,13 +710,6 @@ fn a_response_not_to_be_decoded_is_told_completed_before_its_head_is_taken() {
         .listener(recorder.clone())
         .build()
         .unwrap();
-    let completions = |recorder: &Recorder| {
-        recorder
-            .events()
-            .iter()
-            .filter(|(event, _)| matches!(event, Event::Completed(_)))
-            .count()
-    };
     let futures = [
         client.head(server.url("/")).send(),
         client.get(server.url("/not-modified")).send(),
@@ -733,10 +717,10 @@ fn a_response_not_to_be_decoded_is_told_completed_before_its_head_is_taken() {
     ];
     // Each has ended on its loop; no head is taken yet.
     assert_settles(&client, WAIT);
-    assert_eq!(completions(&recorder), 3, "{:#?}", recorder.events());
+    assert_eq!(recorder.completions(), 3, "{:#?}", recorder.events());
     for future in futures {
         drop(future.wait().unwrap());
     }
-    assert_eq!(completions(&recorder), 3, "{:#?}", recorder.events());
+    assert_eq!(recorder.completions(), 3, "{:#?}", recorder.events());
     client.close();
 }

@@ -360,12 +360,7 @@ fn a_panic_of_the_clients_listener_keeps_nothing_from_the_requests() {
         .unwrap();
     assert_eq!(response.text().wait().unwrap(), "fine");
     assert_settles(&client, WAIT);
-    let events = recorder.events();
-    let completed = events
-        .iter()
-        .filter(|(event, _)| matches!(event, Event::Completed(_)))
-        .count();
-    assert_eq!(completed, 1, "{events:#?}");
+    assert_eq!(recorder.completions(), 1, "{:#?}", recorder.events());
     client.close();
 
     let client = Client::builder()

@@ -155,6 +155,14 @@ impl Recorder {
             .collect()
     }
 
+    /// How many exchanges were told completed (`on_completed`) so far.
+    pub fn completions(&self) -> usize {
+        self.events()
+            .iter()
+            .filter(|(event, _)| matches!(event, Event::Completed(_)))
+            .count()
+    }
+
     /// Forgets what was recorded.
     pub fn clear(&self) {
         self.events

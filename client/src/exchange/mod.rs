@@ -836,6 +836,12 @@ impl Exchange {
         attached
     }
 
+    /// Whether the head delivered is to be decoded: decompression is on
+    /// for the request and [`is_decoded`] says so of the head.
+    pub(crate) fn is_encoded(&self) -> bool {
+        self.encoded.load(Ordering::Acquire)
+    }
+
     /// The body's reader has gone: the connection is told at once (it
     /// drains or closes), rather than at its next read. Nothing more of the
     /// body will be checked ([`body_checked`](Self::body_checked)).
@@ -896,7 +902,7 @@ impl Exchange {
     /// before its reader looked. Does nothing for a response not to be
     /// decoded (see [`is_decoded`]), whose completion is told as it comes.
     pub(crate) fn body_checked(&self) {
-        if !self.encoded.load(Ordering::Acquire) {
+        if !self.is_encoded() {
             return;
         }
         let mut link = lock(&self.link);
@@ -1388,7 +1394,7 @@ impl Exchange {
     /// response is encoded and its reader has not checked the body yet,
     /// which tells it then ([`body_checked`](Self::body_checked)).
     fn tell_completed(&self, status: http::StatusCode) {
-        if !self.encoded.load(Ordering::Acquire) {
+        if !self.is_encoded() {
             return self.listener.on_completed(status);
         }
         let mut link = lock(&self.link);

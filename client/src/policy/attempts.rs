@@ -448,7 +448,7 @@ impl Attempts {
 
     /// Arms a retry after `current` failed with `error`, if the policy,
     /// the deadline and the budget allow it; else gives the error back.
-    fn retry_after_failure(&mut self, error: Error, sender: &mut Sender<'_>) -> Result<(), Error> {
+    fn retry_after_failure(&mut self, error: Error, sender: &Sender<'_>) -> Result<(), Error> {
         if !self.retry.retries_error(&error, &sender.hop.method) {
             return Err(error);
         }
@@ -464,7 +464,6 @@ impl Attempts {
     /// armed for it (its body is dropped, its connection pooled if it
     /// can be).
     pub(crate) fn retry_status(&mut self, head: &Head, sender: Sender<'_>) -> bool {
-        let mut sender = sender;
         if !self.retry.retries_status(head.status, &sender.hop.method) {
             return false;
         }
@@ -474,7 +473,7 @@ impl Attempts {
         let Some(delay) = self.retry.status_delay(self.started, asked) else {
             return false;
         };
-        let Some(at) = self.retry_allowed(delay, &mut sender) else {
+        let Some(at) = self.retry_allowed(delay, &sender) else {
             return false;
         };
         // The attempt ends before the retry is told: its body let go (an
@@ -544,7 +543,7 @@ impl Attempts {
         &mut self,
         delay: Duration,
         reason: Error,
-        sender: &mut Sender<'_>,
+        sender: &Sender<'_>,
     ) -> Result<(), Error> {
         let Some(at) = self.retry_allowed(delay, sender) else {
             return Err(reason);
@@ -555,7 +554,7 @@ impl Attempts {
 
     /// When the next attempt would start, `delay` from now, if one is
     /// left, fits the deadline and the budget (a retry's token withdrawn).
-    fn retry_allowed(&mut self, delay: Duration, sender: &mut Sender<'_>) -> Option<Instant> {
+    fn retry_allowed(&self, delay: Duration, sender: &Sender<'_>) -> Option<Instant> {
         let now = sender.dispatcher.clock().now();
         // A delay past what an `Instant` holds (a server's `Retry-After` of
         // billions of years) is no retry.

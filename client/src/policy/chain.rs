@@ -52,7 +52,6 @@ pub(crate) struct Chain {
     dispatcher: Arc<Dispatcher>,
     policies: Arc<Policies>,
     redirect: redirect::Policy,
-    decompress: bool,
     hop: Hop,
     settings: HopSettings,
     /// The hops before the current one, oldest first: none until a
@@ -131,7 +130,6 @@ impl Chain {
             redirect: request
                 .redirect
                 .unwrap_or_else(|| policies.redirect.clone()),
-            decompress,
             hop,
             settings,
             earlier: Vec::new(),
@@ -378,7 +376,10 @@ impl Chain {
     /// completed (see `Exchange::body_checked`), as is one whose body the
     /// reader fails as it decodes it.
     pub(crate) fn decoding(&self, head: &mut Head) -> Result<Option<decode::Decoding>, Error> {
-        let decoder = if self.decompress {
+        // The exchange has read the head already: it is to be decoded only
+        // where decompression is on and `is_decoded` says so (most heads
+        // are not, and are not looked at again).
+        let decoder = if self.current().is_encoded() {
             let limit = self.dispatcher.config().limits.max_body_bytes;
             let remote = || self.current().remote_name();
             decode::decoder_for(
