@@ -905,6 +905,43 @@ fn keep_alive_pings_end_a_connection_whose_server_stopped_answering() {
     client.close();
 }
 
+/// A stream that a keep-alive PING's silence fails says it timed out, and
+/// which timeout it was — the keep-alive's, with its duration — as a read
+/// timeout over HTTP/1.1 does: not an I/O error a caller cannot tell from
+/// a reset.
+#[test]
+fn a_stream_failed_by_an_unanswered_keep_alive_ping_fails_with_a_keep_alive_timeout() {
+    // Takes the request, then answers nothing, PINGs included.
+    let server = RawH2Server::start(|mut conn| {
+        let _ = conn.read_requests(1);
+        conn.drain(Duration::from_secs(10));
+    });
+    let client = h2c()
+        .http2_keep_alive_interval(Duration::from_millis(200))
+        .http2_keep_alive_timeout(Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let error = client.get(server.url("/")).send().wait().unwrap_err();
+    assert!(error.is_timeout(), "{error:?}");
+    assert_eq!(
+        error.timeout_kind(),
+        Some(tickless::TimeoutKind::KeepAlive),
+        "{error:?}"
+    );
+    assert_eq!(
+        error.timeout().map(|timeout| timeout.duration),
+        Some(Duration::from_millis(300)),
+        "{error:?}"
+    );
+    assert!(
+        error
+            .to_string()
+            .starts_with("HTTP/2 keep-alive timeout to "),
+        "{error}"
+    );
+    client.close();
+}
+
 /// A keep-alive timeout of zero is no timeout, as every duration of the
 /// builder: a PING's answer is awaited without bound, not given up on as
 /// soon as the PING goes (which failed every stream on the connection).

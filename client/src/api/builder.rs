@@ -696,6 +696,8 @@ impl ClientBuilder {
 
     /// How long a keep-alive PING waits for its answer. Default 20 s; zero
     /// disables it: an unanswered PING then never closes the connection.
+    /// Past it, the streams on the connection without a whole answer fail
+    /// with [`Error::KeepAliveTimeout`](crate::Error::KeepAliveTimeout).
     pub fn http2_keep_alive_timeout(mut self, timeout: Duration) -> Self {
         self.config.http2.keep_alive_timeout = nonzero(timeout);
         self

@@ -32,6 +32,11 @@ pub enum TimeoutKind {
     /// A handshake — TLS, or a proxy's (as [`ProxyError::HandshakeTimeout`])
     /// — did not finish within the handshake timeout.
     Handshake,
+    /// An HTTP/2 PING — keep-alive, or the probe after a `GOAWAY` — had no
+    /// answer within the keep-alive timeout (see
+    /// [`ClientBuilder::http2_keep_alive_timeout`](crate::ClientBuilder::http2_keep_alive_timeout)):
+    /// the connection was taken as dead.
+    KeepAlive,
 }
 
 impl fmt::Display for TimeoutKind {
@@ -45,6 +50,7 @@ impl fmt::Display for TimeoutKind {
             TimeoutKind::Write => "Write timeout",
             TimeoutKind::Connect => "Connect timeout",
             TimeoutKind::Handshake => "Handshake timeout",
+            TimeoutKind::KeepAlive => "HTTP/2 keep-alive timeout",
         })
     }
 }
@@ -375,6 +381,13 @@ pub enum Error {
     /// The TLS handshake did not finish within the handshake timeout (see
     /// [`ClientBuilder::handshake_timeout`](crate::ClientBuilder::handshake_timeout)).
     HandshakeTimeout(Timeout),
+    /// An HTTP/2 PING had no answer within the keep-alive timeout (see
+    /// [`ClientBuilder::http2_keep_alive_interval`](crate::ClientBuilder::http2_keep_alive_interval)):
+    /// the connection was taken as dead, and the streams on it without a
+    /// whole answer failed with this. Displays like `HTTP/2 keep-alive
+    /// timeout to example.com/1.2.3.4:443 after 20000 ms`, the duration the
+    /// keep-alive timeout's.
+    KeepAliveTimeout(Timeout),
     /// The TLS handshake failed: the certificate was refused, or the
     /// server broke the protocol — or refused the client's certificate,
     /// which a TLS 1.3 server does only after the client has finished its
@@ -612,6 +625,7 @@ impl fmt::Display for Error {
             Error::ReadTimeout(t) => timeout(f, TimeoutKind::Read, t),
             Error::WriteTimeout(t) => timeout(f, TimeoutKind::Write, t),
             Error::ConnectTimeout(t) => timeout(f, TimeoutKind::Connect, t),
+            Error::KeepAliveTimeout(t) => timeout(f, TimeoutKind::KeepAlive, t),
             Error::Connect { remote, .. } => write!(f, "connect to {remote} failed"),
             // Not `TimeoutKind::Handshake`'s text: this one is TLS's.
             Error::HandshakeTimeout(t) => write!(
@@ -738,6 +752,7 @@ impl StdError for Error {
             | Error::WriteTimeout(_)
             | Error::ConnectTimeout(_)
             | Error::HandshakeTimeout(_)
+            | Error::KeepAliveTimeout(_)
             | Error::Http2 { .. }
             | Error::NotHttp2 { .. }
             | Error::HeadersTooLarge { .. }
@@ -850,8 +865,8 @@ fn chain_text(chain: &[http::Uri]) -> String {
 }
 
 impl Error {
-    /// Whether a deadline passed (request, read, write, connect or
-    /// handshake).
+    /// Whether a deadline passed (request, read, write, connect,
+    /// handshake, or an HTTP/2 keep-alive PING's).
     pub fn is_timeout(&self) -> bool {
         self.timeout().is_some()
     }
@@ -873,6 +888,7 @@ impl Error {
                 source: ProxyError::HandshakeTimeout(_),
                 ..
             } => TimeoutKind::Handshake,
+            Error::KeepAliveTimeout(_) => TimeoutKind::KeepAlive,
             _ => return None,
         })
     }
@@ -886,6 +902,7 @@ impl Error {
             | Error::WriteTimeout(t)
             | Error::ConnectTimeout(t)
             | Error::HandshakeTimeout(t)
+            | Error::KeepAliveTimeout(t)
             | Error::Proxy {
                 source: ProxyError::HandshakeTimeout(t) | ProxyError::ConnectTimeout(t),
                 ..
@@ -902,6 +919,7 @@ impl Error {
             TimeoutKind::Write => Error::WriteTimeout(timeout),
             TimeoutKind::Connect => Error::ConnectTimeout(timeout),
             TimeoutKind::Handshake => Error::HandshakeTimeout(timeout),
+            TimeoutKind::KeepAlive => Error::KeepAliveTimeout(timeout),
         }
     }
 

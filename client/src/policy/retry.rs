@@ -10,7 +10,8 @@
 //!   timeout, a reset or close before the head or before a proxy's
 //!   answer — over
 //!   HTTP/2 a stream reset or a `GOAWAY` with an error from the server
-//!   ([`Error::Http2`]) too —, a read timeout before the head), and the
+//!   ([`Error::Http2`]) too, or a keep-alive PING unanswered —, a read
+//!   timeout before the head), and the
 //!   statuses named with [`Policy::on_status`] (e.g. 503), whose
 //!   `Retry-After` (seconds, or an HTTP date: counted from the response's
 //!   `Date`, the server's clock, if it has one) is honoured up to
@@ -220,6 +221,7 @@ impl Policy {
             Error::Io { .. }
                 | Error::ReadTimeout(_)
                 | Error::WriteTimeout(_)
+                | Error::KeepAliveTimeout(_)
                 | Error::Proxy {
                     source: ProxyError::HandshakeTimeout(_)
                         | ProxyError::Io(_)

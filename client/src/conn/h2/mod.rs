@@ -128,8 +128,8 @@
 //!   in `h2`'s buffer behind a full pipe, or its upload still going
 //!   ([`Recv::Ended`]) — completes; the requests waiting here go
 //!   elsewhere, once, as for a `GOAWAY`. A keep-alive PING with no answer
-//!   fails the streams (but those answered whole, as above) and sends the
-//!   waiting requests elsewhere.
+//!   fails the streams (but those answered whole, as above) with
+//!   [`Error::KeepAliveTimeout`] and sends the waiting requests elsewhere.
 //!   A stream with no answer yet on a connection that had served others
 //!   (its server may have closed it as idle as the request came) goes
 //!   again on a new connection, once, if it may go twice — idempotent,
@@ -174,7 +174,7 @@ mod wake;
 
 use super::write_stall::WriteStall;
 use super::{Conn, SharedConn, State, StreamLoad, H2_TIMER};
-use crate::error::{Error, Http2Initiator, Http2Reason};
+use crate::error::{Error, Http2Initiator, Http2Reason, TimeoutKind};
 use crate::event_loop::Readiness;
 use crate::event_loop::{LoopContext, SourceWaker};
 use crate::exchange::{deadline_after, ConnSlot, Exchange};
@@ -1485,15 +1485,12 @@ impl Conn {
                         // sent: they go elsewhere; the streams fail, but
                         // those whose answer came whole.
                         self.went_away(Departure::Retired);
-                        return self.give_up_h2(cx, |exchange| Error::Io {
-                            remote: exchange.remote_name(),
-                            source: io::Error::new(
-                                io::ErrorKind::TimedOut,
-                                format!(
-                                    "the HTTP/2 PING (keep-alive, or the probe after a GOAWAY) had no answer in {} ms",
-                                    timeout.as_millis()
-                                ),
-                            ),
+                        return self.give_up_h2(cx, |exchange| {
+                            Error::timeout_of(
+                                TimeoutKind::KeepAlive,
+                                exchange.remote_name(),
+                                timeout,
+                            )
                         });
                     }
                 }
