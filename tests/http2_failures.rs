@@ -879,6 +879,56 @@ fn a_head_or_trailers_with_more_fields_than_max_headers_fail_and_the_connection_
     client.close();
 }
 
+/// `Limits::max_trailer_bytes` bounds a response's trailers over HTTP/2
+/// as over HTTP/1.1 (`tests/hostile_servers.rs`), each field counted as
+/// HTTP/2 sizes a header list (its name, its value and 32): trailers past
+/// it fail the body with `TrailersTooLarge` — the stream alone: the
+/// connection goes on. (Before, only `http2_max_header_list_size`, 64 KiB
+/// by default, bounded them, whatever the limit said.)
+#[test]
+fn trailers_past_max_trailer_bytes_fail_the_body_and_the_connection_goes_on() {
+    const LIMIT: usize = 256;
+    // One field of 40 + 3 + 32 bytes: 3 fit within 256, 4 do not.
+    let server = H2Server::start(|mut stream| async move {
+        let count = match stream.request.uri().path() {
+            "/large" => 4,
+            _ => 3,
+        };
+        let head = http::Response::builder().status(200).body(()).unwrap();
+        let Ok(mut send) = stream.respond.send_response(head, false) else {
+            return;
+        };
+        let _ = send.send_data(bytes::Bytes::from_static(b"body"), false);
+        let mut trailers = http::HeaderMap::new();
+        for _ in 0..count {
+            trailers.append("x-f", http::HeaderValue::from_str(&"v".repeat(40)).unwrap());
+        }
+        let _ = send.send_trailers(trailers);
+    });
+    let limits = tickless::h1::Limits {
+        max_trailer_bytes: LIMIT,
+        ..tickless::h1::Limits::default()
+    };
+    let client = h2c().limits(limits).build().unwrap();
+    let response = client.get(server.url("/large")).send().wait().unwrap();
+    let error = response.bytes().wait().unwrap_err();
+    assert!(
+        matches!(
+            error,
+            Error::Protocol {
+                source: tickless::h1::DecodeError::TrailersTooLarge { limit: LIMIT },
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    // Within the limit, all is well; and on the same connection.
+    let response = client.get(server.url("/small")).send().wait().unwrap();
+    assert_eq!(response.bytes().wait().unwrap(), "body");
+    assert_eq!(server.stats.connections.load(Ordering::SeqCst), 1);
+    client.close();
+}
+
 #[test]
 fn keep_alive_pings_end_a_connection_whose_server_stopped_answering() {
     // Answers the first request, then reads on without answering anything,

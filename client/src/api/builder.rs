@@ -787,8 +787,10 @@ impl ClientBuilder {
 
     /// Limits on response heads, header counts, trailers and bodies. Over
     /// HTTP/2, `max_headers` bounds the fields of each head and of the
-    /// trailers, and `max_head_bytes` a response's interim (1xx) heads in
-    /// all, as over HTTP/1.1 (a head's own size is
+    /// trailers, `max_trailer_bytes` the trailers (each field counted as
+    /// HTTP/2 sizes a header list: its name, its value and 32), and
+    /// `max_head_bytes` a response's interim (1xx) heads in all, as over
+    /// HTTP/1.1 (a head's own size is
     /// [`http2_max_header_list_size`](Self::http2_max_header_list_size)'s).
     pub fn limits(mut self, limits: Limits) -> Self {
         self.config.limits = limits;

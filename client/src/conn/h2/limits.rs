@@ -1,7 +1,7 @@
 //! A response's bytes against the client's bounds, as HTTP/1.1's decoder
 //! counts them: its body's ([`BodyCount`]), its interim heads'
-//! ([`InterimCount`]), and the fields of each head and of its trailers
-//! ([`FieldCount`]).
+//! ([`InterimCount`]), the fields of each head and of its trailers
+//! ([`FieldCount`]), and its trailers' bytes ([`TrailerSize`]).
 
 use crate::error::Error;
 use crate::exchange::Exchange;
@@ -48,18 +48,11 @@ pub(super) struct InterimCount {
 }
 
 impl InterimCount {
-    /// What RFC 9113 §6.5.2 adds to each field's name and value.
-    const FIELD_OVERHEAD: usize = 32;
-
     /// Whether the interim heads so far and `head` stay within the limit;
     /// counts it.
     pub(super) fn fits(&mut self, head: &http::Response<()>) -> bool {
-        let status = ":status".len() + 3 + Self::FIELD_OVERHEAD;
-        let fields = head
-            .headers()
-            .iter()
-            .map(|(name, value)| name.as_str().len() + value.len() + Self::FIELD_OVERHEAD)
-            .fold(status, usize::saturating_add);
+        let status = ":status".len() + 3 + FIELD_OVERHEAD;
+        let fields = status.saturating_add(list_size(head.headers()));
         self.received = self.received.saturating_add(fields);
         self.received <= self.limit
     }
@@ -93,6 +86,46 @@ impl FieldCount {
             DecodeError::TooManyHeaders { limit: self.limit },
         ))
     }
+}
+
+/// A response's trailers against the client's bound on them,
+/// [`max_trailer_bytes`](crate::h1::Limits::max_trailer_bytes), as
+/// HTTP/1.1's decoder has it: `h2` bounds them by
+/// `max_header_list_size` alone (64 KiB by default), whatever the limit
+/// says. They count as HTTP/2 sizes a header list (RFC 9113 §6.5.2).
+#[derive(Clone, Copy)]
+pub(super) struct TrailerSize {
+    pub(super) limit: usize,
+}
+
+impl TrailerSize {
+    /// Whether `trailers` are within the limit; if not, the exchange's
+    /// error.
+    pub(super) fn check(
+        &self,
+        trailers: &http::HeaderMap,
+        exchange: &Exchange,
+    ) -> Result<(), Error> {
+        if list_size(trailers) <= self.limit {
+            return Ok(());
+        }
+        Err(protocol_error(
+            exchange,
+            DecodeError::TrailersTooLarge { limit: self.limit },
+        ))
+    }
+}
+
+/// What RFC 9113 §6.5.2 adds to each field's name and value.
+const FIELD_OVERHEAD: usize = 32;
+
+/// The size of `fields` as RFC 9113 §6.5.2 counts a header list: each
+/// field's name and value, and 32.
+fn list_size(fields: &http::HeaderMap) -> usize {
+    fields
+        .iter()
+        .map(|(name, value)| name.as_str().len() + value.len() + FIELD_OVERHEAD)
+        .fold(0, usize::saturating_add)
 }
 
 /// The server broke what a response may be (`source`, as HTTP/1.1's

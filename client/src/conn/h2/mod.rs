@@ -183,7 +183,7 @@ use bytes::Bytes;
 use failure::{closed_failure, error_of, goaway_failure, refusal};
 use gather::Gathered;
 use h2::client::{Connection, SendRequest};
-use limits::{BodyCount, FieldCount, InterimCount};
+use limits::{BodyCount, FieldCount, InterimCount, TrailerSize};
 use request::{header_list_size, request_of};
 use std::collections::VecDeque;
 use std::future::Future;
@@ -1029,6 +1029,9 @@ impl Conn {
                             },
                             fields: FieldCount {
                                 limit: self.owner.env().config.limits.max_headers,
+                            },
+                            trailer_size: TrailerSize {
+                                limit: self.owner.env().config.limits.max_trailer_bytes,
                             },
                             reused: h2.served,
                             took_reset: false,

@@ -6,7 +6,7 @@
 
 use super::failure::{error_of, goaway_failure, refusal};
 use super::gather::Gathered;
-use super::limits::{protocol_error, BodyCount, FieldCount, InterimCount};
+use super::limits::{protocol_error, BodyCount, FieldCount, InterimCount, TrailerSize};
 use super::request::trim_values;
 use crate::config::MAX_HTTP2_WINDOW;
 use crate::conn::upload::{Declared, Pulled, Upload};
@@ -49,6 +49,8 @@ pub(super) struct Stream {
     pub(super) interim: InterimCount,
     /// The fields of each head and of the trailers, against `max_headers`.
     pub(super) fields: FieldCount,
+    /// The trailers' bytes, against `max_trailer_bytes`.
+    pub(super) trailer_size: TrailerSize,
     /// Opened on a connection that had served a stream already.
     pub(super) reused: bool,
     /// Ended by a reset of `h2`'s own, taken as its answer's end (see
@@ -328,10 +330,12 @@ impl Stream {
     }
 
     /// Whether the response's `trailers`, if it had some, are within
-    /// `max_headers` ([`FieldCount`]); if not, the exchange's error.
+    /// `max_headers` ([`FieldCount`]) and `max_trailer_bytes`
+    /// ([`TrailerSize`]); if not, the exchange's error.
     fn check_trailers(&self, trailers: Option<&http::HeaderMap>) -> Result<(), Error> {
         trailers.map_or(Ok(()), |trailers| {
-            self.fields.check(trailers, &self.exchange)
+            self.fields.check(trailers, &self.exchange)?;
+            self.trailer_size.check(trailers, &self.exchange)
         })
     }
 
