@@ -499,3 +499,92 @@ fn a_kept_cookie_costs_its_parts_not_its_whole_set_cookie() {
         "{COOKIES} cookies keep {kept} bytes"
     );
 }
+
+/// A server that answers with a head declaring a 1 GiB body and its
+/// first `FIRST` bytes, then `SECOND` more once `gate` is set, then
+/// nothing until `done` is set (then it closes).
+fn declares_a_gibibyte_and_trickles(
+    gate: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    done: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> TestServer {
+    use std::sync::atomic::Ordering;
+    TestServer::start(Behaviour::custom(move |mut stream, _| {
+        if read_head(&mut stream).is_none() {
+            return;
+        }
+        let mut wire = b"HTTP/1.1 200 OK\r\nContent-Length: 1073741824\r\n\r\n".to_vec();
+        wire.extend_from_slice(&[b'f'; FIRST]);
+        if stream.write_all(&wire).is_err() {
+            return;
+        }
+        eventually(std::time::Duration::from_secs(20), || {
+            gate.load(Ordering::SeqCst)
+        });
+        if stream.write_all(&[b's'; SECOND]).is_err() {
+            return;
+        }
+        eventually(std::time::Duration::from_secs(20), || {
+            done.load(Ordering::SeqCst)
+        });
+    }))
+}
+
+const FIRST: usize = 8 * 1024;
+const SECOND: usize = 256 * 1024;
+
+/// A body collected whole (`bytes()`) whose `Content-Length` declares far
+/// more than has come reserves about what has come, not the declared
+/// length: a server that declares 1 GiB and sends 264 KiB costs a few
+/// MiB, not the 64 MiB the collect reserved from the length before any
+/// byte of it came (found by a hunt, 2026-12-07).
+#[test]
+fn a_collected_body_reserves_about_what_came_not_its_declared_length() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let (gate, done) = (
+        std::sync::Arc::new(AtomicBool::new(false)),
+        std::sync::Arc::new(AtomicBool::new(false)),
+    );
+    let server = declares_a_gibibyte_and_trickles(gate.clone(), done.clone());
+    let (client, recorder) = recorded_client();
+    let body_bytes = || -> usize {
+        (recorder.events().iter())
+            .map(|(event, _)| match event {
+                Event::BodyPart(n) => *n,
+                _ => 0,
+            })
+            .sum()
+    };
+    let before = counting_alloc::live_bytes();
+    let response = client.get(server.url("/")).send().wait().unwrap();
+    assert!(
+        eventually(std::time::Duration::from_secs(10), || {
+            client.stats().buffered_body_bytes == FIRST
+        }),
+        "the first bytes never came"
+    );
+    // Asked for whole (a poll marks the body collected, at once): the
+    // connection collects it from its next read on.
+    let mut collect = response.bytes();
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    assert!(std::future::Future::poll(std::pin::Pin::new(&mut collect), &mut cx).is_pending());
+    gate.store(true, Ordering::SeqCst);
+    // Read once collected: into the collected body.
+    assert!(
+        eventually(std::time::Duration::from_secs(10), || {
+            body_bytes() == FIRST + SECOND
+        }),
+        "the second part never came"
+    );
+    let live = counting_alloc::live_bytes() - before;
+    let bound = 8 << 20;
+    assert!(
+        live < bound,
+        "a body of {} bytes so far keeps {live} bytes alive",
+        FIRST + SECOND
+    );
+    done.store(true, Ordering::SeqCst);
+    let collected = collect.wait();
+    assert!(collected.is_err(), "the body ended early: {collected:?}");
+    client.close();
+}

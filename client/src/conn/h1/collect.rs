@@ -5,15 +5,18 @@
 //! While the rest of a body of known length is still to come and nothing
 //! is left undecoded, the connection reads the socket straight into this
 //! buffer ([`buf_mut`](Collected::buf_mut)), past its read buffer: each
-//! byte is copied once, by the kernel, into memory reserved once from the
-//! body's `Content-Length` and never zeroed (see `net::sys`).
+//! byte is copied once, by the kernel, into memory never zeroed (see
+//! `net::sys`), reserved as the bytes come — not from the body's
+//! `Content-Length`, which a server may declare far larger than what it
+//! sends ([`Collected::read_ahead`]).
 
 use crate::exchange::{own_size, Chunks};
 use bytes::{Bytes, BytesMut};
 
-/// The most a collected body reserves ahead of its bytes, from its
-/// `Content-Length`: a larger body grows by this much at a time.
-pub(super) const COLLECT_AHEAD: u64 = 64 * 1024 * 1024;
+/// The most a collected body reserves ahead of its bytes at first, from
+/// its `Content-Length`: a larger body grows as it comes (see
+/// [`Collected::read_ahead`]).
+pub(super) const COLLECT_AHEAD: u64 = 1024 * 1024;
 
 /// The most a collected body of unknown length (chunked, or read until
 /// the close) reserves ahead: what the client's bodies typically are
@@ -66,6 +69,25 @@ impl Collected {
         &mut self.buf
     }
 
+    /// How much of a body of `remaining` known bytes one read may take
+    /// into [`buf_mut`](Self::buf_mut): what its reservation has room
+    /// for while that is worth a read, else as much again as it holds
+    /// ([`COLLECT_AHEAD`] at least), so that it grows with what comes — a
+    /// server that declares 1 GiB and sends a few bytes costs little more
+    /// than they do — and, grown by doubling, is copied (or remapped) a
+    /// few times over a large body.
+    pub(super) fn read_ahead(&self, remaining: u64) -> usize {
+        let spare = self.buf.capacity() - self.buf.len();
+        let growth =
+            usize::try_from(COLLECT_AHEAD).map_or(usize::MAX, |least| self.buf.len().max(least));
+        let room = if spare >= super::MIN_SPARE {
+            spare
+        } else {
+            growth
+        };
+        usize::try_from(remaining).map_or(room, |remaining| remaining.min(room))
+    }
+
     /// The last `n` bytes of the body so far (the ones just read).
     pub(super) fn tail(&self, n: usize) -> &[u8] {
         &self.buf[self.buf.len() - n..]
@@ -75,12 +97,6 @@ impl Collected {
     pub(super) fn finish(self) -> Bytes {
         own_size(self.buf)
     }
-}
-
-/// How much of a body of `remaining` known bytes one read may take into a
-/// collected body.
-pub(super) fn read_ahead(remaining: u64) -> usize {
-    usize::try_from(remaining.min(COLLECT_AHEAD)).unwrap_or(usize::MAX)
 }
 
 #[cfg(test)]
@@ -132,6 +148,27 @@ mod tests {
         let body = Collected::new(Chunks::default(), BytesMut::new(), 1 << 20);
         assert!(body.buf.capacity() >= 1 << 20);
         assert!(body.buf.is_empty());
-        assert_eq!(read_ahead(u64::MAX), COLLECT_AHEAD as usize);
+        assert_eq!(body.read_ahead(u64::MAX), 1 << 20);
+    }
+
+    #[test]
+    fn a_declared_length_is_reserved_as_the_bytes_come() {
+        let mut body = Collected::new(Chunks::default(), BytesMut::new(), 1 << 30);
+        assert_eq!(body.buf.capacity(), COLLECT_AHEAD as usize, "not 1 GiB");
+        assert_eq!(body.read_ahead(1 << 30), COLLECT_AHEAD as usize);
+        assert_eq!(body.read_ahead(10), 10, "no more than the rest");
+        let left = super::super::MIN_SPARE;
+        body.extend(&vec![b'x'; COLLECT_AHEAD as usize - left]);
+        assert_eq!(body.read_ahead(1 << 30), left, "what the room has left");
+        body.extend(&vec![b'x'; left]);
+        assert_eq!(
+            body.read_ahead(1 << 30),
+            COLLECT_AHEAD as usize,
+            "full: as much again as it holds"
+        );
+        body.extend(&vec![b'x'; 1 << 20]);
+        let held = body.buf.len();
+        body.buf.reserve(body.read_ahead(1 << 30));
+        assert!(body.buf.capacity() <= 2 * held, "grown by doubling");
     }
 }

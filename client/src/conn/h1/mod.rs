@@ -209,7 +209,8 @@ impl Active {
             return None;
         }
         if let Some(collected) = &mut self.collected {
-            return Some((collected.buf_mut(), collect::read_ahead(remaining)));
+            let max = collected.read_ahead(remaining);
+            return Some((collected.buf_mut(), max));
         }
         // Into what the gathered bytes' allocation has left while that is
         // worth a read: each chunk pushed keeps its allocation alive, so a
