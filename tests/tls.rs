@@ -414,13 +414,10 @@ fn a_retried_request_ended_by_a_certificate_says_why() {
     let Error::Retried { attempts } = &error else {
         panic!("expected the two attempts, got {error:?}");
     };
-    // The reset comes as the connect's failure or the handshake's I/O
-    // error, as the kernel's timing has it: both are retried.
+    // The reset comes as the connect's failure or the handshake's, as the
+    // kernel's timing has it: a connect error either way, retried.
     assert!(
-        matches!(
-            attempts[..],
-            [Error::Io { .. } | Error::Connect { .. }, Error::Tls { .. }]
-        ),
+        matches!(attempts[..], [Error::Connect { .. }, Error::Tls { .. }]),
         "{error:?}"
     );
     assert_eq!(
@@ -432,6 +429,51 @@ fn a_retried_request_ended_by_a_certificate_says_why() {
     // Joined once the client has made both connections (else it would wait
     // for ever).
     server.join().unwrap();
+    client.close();
+}
+
+/// A TLS handshake the server resets (after the ClientHello) sent no byte
+/// of the request — the client sends no early data —, so a retry policy
+/// sends it again whatever its method, as it does a connection refused:
+/// a POST too. (It failed with an `Error::Io`, which says the connection
+/// failed while the exchange was using it: a POST was not sent again.)
+#[test]
+fn a_handshake_reset_sent_nothing_so_a_post_is_retried() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        // The first connection reset once the ClientHello has come.
+        let mut first = accept_in_time(&listener);
+        assert!(
+            matches!(first.read(&mut [0; 4096]), Ok(1..)),
+            "no ClientHello"
+        );
+        socket2::SockRef::from(&first)
+            .set_linger(Some(Duration::ZERO))
+            .unwrap();
+        drop(first);
+        // The second answers.
+        let second = accept_in_time(&listener);
+        let config = support::tls::server_config(&certs().valid);
+        let connection = rustls::ServerConnection::new(config).unwrap();
+        let mut tls = rustls::StreamOwned::new(connection, second);
+        let head = read_head(&mut tls).expect("a request head");
+        let mut body = vec![0; content_length(&head)];
+        tls.read_exact(&mut body).unwrap();
+        tls.write_all(&ok("posted")).unwrap();
+        tls.flush().unwrap();
+        body
+    });
+    let client = trusting().request_timeout(CEILING).build().unwrap();
+    let answer = client
+        .post(format!("https://127.0.0.1:{port}/"))
+        .body("the payload")
+        .retry(tickless::retry::Policy::attempts(2).backoff(Duration::ZERO, Duration::ZERO))
+        .send()
+        .wait()
+        .and_then(|response| response.text().wait());
+    assert_eq!(answer.unwrap(), "posted");
+    assert_eq!(server.join().unwrap(), b"the payload");
     client.close();
 }
 
@@ -751,7 +793,8 @@ fn breaking_the_handshake_with(bytes: &'static [u8], close: bool) -> TestServer 
 /// TLS, a record longer than TLS allows, a close after the ClientHello or
 /// inside a record — fails the request at once with an error that says
 /// what it did: the TLS layer's refusal (`Error::Tls`) or the cut
-/// (`Error::Io`, `UnexpectedEof`), not a wait for a timeout (the servers
+/// (`Error::Connect`, `UnexpectedEof`: nothing of the request was sent),
+/// not a wait for a timeout (the servers
 /// that send garbage hold the connection open); and the connection closes.
 #[test]
 fn a_server_that_breaks_the_handshake_fails_it_at_once_with_a_typed_error() {
@@ -796,7 +839,7 @@ fn a_server_that_breaks_the_handshake_fails_it_at_once_with_a_typed_error() {
                 assert_eq!(*kind, TlsFailureKind::Protocol, "{what}");
                 assert_eq!(*source, expected, "{what}");
             }
-            (Error::Io { source, .. }, None) => {
+            (Error::Connect { source, .. }, None) => {
                 assert_eq!(source.kind(), std::io::ErrorKind::UnexpectedEof, "{what}")
             }
             (error, expected) => panic!("{what}: expected {expected:?}, got {error:?}"),

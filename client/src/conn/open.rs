@@ -543,7 +543,10 @@ impl Conn {
                 let error = match failure {
                     #[cfg(feature = "rustls")]
                     HandshakeError::Tls(source) => Error::tls(remote, source),
-                    HandshakeError::Io(source) => Error::Io { remote, source },
+                    // Closed or reset before the handshake was done: no
+                    // byte of the request went (no early data), as when
+                    // the connect fails.
+                    HandshakeError::Io(source) => Error::Connect { remote, source },
                 };
                 self.fail_handshake(cx, exchange, error);
             }

@@ -371,7 +371,10 @@ pub enum Error {
     WriteTimeout(Timeout),
     /// No connection could be established within the connect timeout.
     ConnectTimeout(Timeout),
-    /// Every address of the host refused or failed the connection.
+    /// Every address of the host refused or failed the connection — or
+    /// the connection made failed before its TLS handshake was done: the
+    /// server closed or reset it (the source an `UnexpectedEof` or the OS
+    /// error), and no byte of the request was sent.
     Connect {
         /// The remote tried last.
         remote: String,

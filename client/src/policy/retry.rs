@@ -26,8 +26,9 @@
 //!   cannot cure (`ENHANCE_YOUR_CALM`, `HTTP_1_1_REQUIRED`).
 //! * **Which methods**: idempotent ones (RFC 9110 §9.2.2); others only
 //!   when the request provably never reached the server (it never
-//!   connected, nor did its proxy, its TLS handshake did not finish in
-//!   time, or its proxy failed before the tunnel was up:
+//!   connected, nor did its proxy, its TLS handshake was cut short — an
+//!   [`Error::Connect`] — or did not finish in time, or its proxy failed
+//!   before the tunnel was up:
 //!   [`Error::is_unprocessed`]) or the server provably did not
 //!   process it ([`Error::is_unprocessed`] too: an HTTP/2 stream refused with
 //!   `REFUSED_STREAM` or above a `GOAWAY`'s last stream id — the client
@@ -207,7 +208,8 @@ impl Policy {
         // A proxy's handshake timeout, close or reset before its answer,
         // as a server's before its head (a POST goes again only while
         // nothing of it can have gone past the proxy: unprocessed, below).
-        // A TLS handshake timeout is above: no byte of the request goes
+        // A TLS handshake timeout is above, and a handshake the server
+        // closed or reset (`Error::Connect`): no byte of the request goes
         // before the handshake is done (no early data).
         // An HTTP/2 stream reset or connection ended by the server is the
         // HTTP/1.1 connection reset under another name; one the client
