@@ -1964,3 +1964,68 @@ fn two_answered_over_http2(client: &Client, url: &str) {
         assert_eq!(response.status(), 200);
     }
 }
+
+/// An origin that speaks HTTP/2 on one connection and HTTP/1.1 on another
+/// (ALPN differs behind one name): a request its HTTP/2 connection's
+/// `GOAWAY` sends elsewhere, unprocessed, has gone again once — it takes
+/// no pooled HTTP/1.1 connection, where a close as it comes (the server's
+/// idle timeout) would fail it with no retry left, but a new one. (It took
+/// the pooled one, met the close and failed.)
+#[test]
+fn a_request_a_goaway_sent_elsewhere_takes_a_new_connection_not_a_pooled_one() {
+    let (first_read, has_read_first) = mpsc::channel::<()>();
+    let (answer_first, answer_now) = mpsc::channel::<()>();
+    let (first_read, answer_now) = (Mutex::new(first_read), Mutex::new(answer_now));
+    let (url, server) = tls_h2_server(3, move |index, socket| {
+        if index == 1 {
+            // HTTP/2: the second request answered, the third refused by a
+            // `GOAWAY` that names the second the last it processes.
+            let mut tls = tls_h2(socket, &frame(SETTINGS, 0, 0, &[]));
+            let second = read_requests(&mut tls, 1)[0];
+            tls.write_all(&ok_headers(second)).unwrap();
+            assert_eq!(read_requests(&mut tls, 1).len(), 1, "the third request");
+            tls.write_all(&goaway(second, 0)).unwrap();
+            while read_frame(&mut tls).is_some() {}
+            return;
+        }
+        // HTTP/1.1 by ALPN.
+        socket.set_read_timeout(Some(CEILING)).unwrap();
+        let session = ServerConnection::new(tls::server_config(&tls::certs().valid)).unwrap();
+        let mut tls = StreamOwned::new(session, socket);
+        let mut reader = RequestReader::new(index);
+        reader.read_request(&mut tls).unwrap();
+        if index == 2 {
+            tls.write_all(&ok("fresh")).unwrap();
+        } else {
+            // The first request, answered once the second has its
+            // HTTP/2 connection; the next one here is met by a close.
+            first_read.lock().unwrap().send(()).unwrap();
+            answer_now.lock().unwrap().recv().unwrap();
+            tls.write_all(&ok("first")).unwrap();
+        }
+        let _ = reader.read_request(&mut tls);
+    });
+    let client = Client::builder()
+        .event_loops(1)
+        .add_root_certificate(&tls::certs().ca_pem)
+        .request_timeout(CEILING)
+        .build()
+        .unwrap();
+    let first = client.get(url.as_str()).send();
+    has_read_first.recv_timeout(CEILING).unwrap();
+    let second = client.get(url.as_str()).send().wait().unwrap();
+    assert_eq!(second.version(), http::Version::HTTP_2);
+    answer_first.send(()).unwrap();
+    let first = first.wait().unwrap();
+    assert_eq!(first.version(), http::Version::HTTP_11);
+    assert_eq!(first.text().wait().unwrap(), "first");
+    let third = client
+        .get(url.as_str())
+        .send()
+        .wait()
+        .and_then(|response| response.text().wait());
+    let third = third.expect("the request went again, on a new connection");
+    assert_eq!(third, "fresh");
+    client.close();
+    server.join().unwrap();
+}

@@ -32,9 +32,11 @@
 //!   keeps its place: it goes back into its queue where it was
 //!   ([`Pool::requeue`]), ahead of every younger waiter, so the permit that
 //!   connection gives back as it closes serves it first.
-//! * A request retried after a pooled connection failed under it goes again
-//!   on a fresh connection, never a pooled one: when it is the one to
-//!   serve, the connection offered back is closed and its permit serves it.
+//! * A request retried after a pooled connection failed under it — or any
+//!   that has gone again once (its retry spent: one an HTTP/2 server never
+//!   processed) — goes again on a fresh connection, never a pooled one:
+//!   it takes no idle connection, and when it is the one to serve, the
+//!   connection offered back is closed and its permit serves it.
 //! * Queues hold waiters weakly: a request that ends while queued (its
 //!   deadline passed, it was cancelled) frees its request bytes and
 //!   callbacks as soon as its caller lets go, and is skipped when reached.
@@ -410,15 +412,20 @@ impl<W: Waiter, C: Pooled> Pool<W, C> {
         }
     }
 
-    /// Takes an idle connection for `waiter` (if `allow_idle`), else a
-    /// permit, else queues it. Returns also the connections to close: idle
-    /// ones found expired on the way, and one closed to make room.
+    /// Takes an idle connection for `waiter` (if `allow_idle`, and it does
+    /// not [want a fresh one](Waiter::wants_fresh)), else a permit, else
+    /// queues it. Returns also the connections to close: idle ones found
+    /// expired on the way, and one closed to make room.
     pub(crate) fn acquire(
         &self,
         waiter: &Arc<W>,
         now: Instant,
         allow_idle: bool,
     ) -> (Acquired<C>, Vec<C>) {
+        // A request that has gone again once already (its retry spent) has
+        // no retry left for a pooled connection its server closes as it
+        // comes: it goes on a new one, as it would be served from the queue.
+        let allow_idle = allow_idle && !waiter.wants_fresh();
         let mut graves = Graves::new();
         let mut to_close = Vec::new();
         let acquired = {

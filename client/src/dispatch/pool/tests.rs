@@ -457,6 +457,36 @@ fn a_retried_request_is_served_by_a_permit_not_a_pooled_connection() {
     assert_eq!(served(pool.release(&origin("a"))), Some("retried"));
 }
 
+/// A request that has gone again once (its retry spent), dispatched with
+/// idle connections allowed (an HTTP/2 server's `GOAWAY` sent it
+/// elsewhere), takes no idle connection of its origin — a close as it
+/// came would fail it with no retry left — but a permit; with none free,
+/// it queues and the idle connection of its origin closes for it.
+#[test]
+fn a_retried_request_takes_no_idle_connection_even_where_idle_ones_are_allowed() {
+    let (pool, clock) = pool(limited(None, Some(2)));
+    let a1 = request("a", "a1");
+    assert_eq!(acquired(&pool, &a1, &clock), "permit");
+    assert!(matches!(
+        pool.offer(idle("a", 1, &clock), clock.now()),
+        Offer::Kept
+    ));
+    let retried = request_wanting(request("a", "retried"), true);
+    assert_eq!(acquired(&pool, &retried, &clock), "permit");
+    let again = request_wanting(request("a", "again"), true);
+    let (got, to_close) = pool.acquire(&again, clock.now(), true);
+    assert!(matches!(got, Acquired::Queued { .. }));
+    let closed: Vec<u64> = to_close.iter().map(|c| c.id).collect();
+    assert_eq!(closed, [1], "the idle connection of its origin");
+    assert_eq!(served(pool.release(&origin("a"))), Some("again"));
+    // A request that has not gone again takes the idle connection.
+    assert!(matches!(
+        pool.offer(idle("a", 2, &clock), clock.now()),
+        Offer::Kept
+    ));
+    assert_eq!(acquired(&pool, &request("a", "a2"), &clock), "idle");
+}
+
 /// A retried request (which may only go out on a fresh connection) that
 /// queues for its host's limit while a connection of its own origin sits
 /// idle: nothing closes that connection for it, so it waits until some busy
