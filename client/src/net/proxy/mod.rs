@@ -44,7 +44,8 @@ use std::sync::Arc;
 /// with RFC 1929 to a SOCKS5 one. A request's own `Proxy-Authorization`
 /// goes to a proxy that forwards it, in place of the URL's; through a
 /// tunnel (`CONNECT`, SOCKS5) no proxy reads the request, and it is not
-/// sent: never to the origin.
+/// sent: never to the origin behind a proxy. A request that goes straight
+/// (no proxy takes it) sends it as given, as curl and reqwest do.
 ///
 /// # Examples
 ///
