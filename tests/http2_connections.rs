@@ -2029,3 +2029,54 @@ fn a_request_a_goaway_sent_elsewhere_takes_a_new_connection_not_a_pooled_one() {
     client.close();
     server.join().unwrap();
 }
+
+/// A request whose reused HTTP/2 connection closed under it, before any
+/// answer (the server's idle close as it came), goes again once — on a
+/// new connection, as the failure's retry says, not on the origin's other
+/// shared connection, which may be as stale: that one closing under it
+/// too would fail it with no retry left. (It went on the other one, met
+/// its close and failed.)
+#[test]
+fn a_request_retried_after_its_http2_connection_closed_goes_on_a_new_one_not_another_shared_one() {
+    let (first_read, has_read_first) = mpsc::channel::<()>();
+    let (answer_first, answer_now) = mpsc::channel::<()>();
+    let (first_read, answer_now) = (Mutex::new(first_read), Mutex::new(answer_now));
+    let (url, server) = tls_h2_server(3, move |index, socket| {
+        // One stream at a time: the second request opens a second
+        // connection while the first holds the first.
+        let mut tls = tls_h2(socket, &max_streams(1));
+        if index == 2 {
+            return answer_all(&mut tls);
+        }
+        let id = read_requests(&mut tls, 1)[0];
+        if index == 0 {
+            first_read.lock().unwrap().send(()).unwrap();
+            answer_now.lock().unwrap().recv().unwrap();
+        }
+        tls.write_all(&ok_headers(id)).unwrap();
+        // The next request here is met by a close, no GOAWAY.
+        read_requests(&mut tls, 1);
+    });
+    let client = Client::builder()
+        .event_loops(1)
+        .add_root_certificate(&tls::certs().ca_pem)
+        .http2_only()
+        .http2_max_connections_per_origin(2)
+        .request_timeout(CEILING)
+        .build()
+        .unwrap();
+    let first = client.get(url.as_str()).send();
+    has_read_first.recv_timeout(CEILING).unwrap();
+    assert_eq!(
+        client.get(url.as_str()).send().wait().unwrap().status(),
+        200
+    );
+    answer_first.send(()).unwrap();
+    assert_eq!(first.wait().unwrap().status(), 200);
+    assert_eq!(client.stats().open_connections, 2);
+    let third = client.get(url.as_str()).send().wait();
+    let third = third.expect("the request went again, on a new connection");
+    assert_eq!(third.status(), 200);
+    client.close();
+    server.join().unwrap();
+}

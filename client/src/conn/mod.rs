@@ -210,7 +210,8 @@ pub(crate) trait ConnOwner: Send + Sync + 'static {
     fn permit_wanted(&self, route: &Route) -> bool;
     /// `exchange` must go again: nothing of it reached a server (its
     /// pooled connection was gone). `allow_idle`: it may take another
-    /// pooled connection; a retry after a failure never does. A streamed
+    /// connection open already (an idle HTTP/1.1 one, a shared HTTP/2 one);
+    /// a retry after a failure never does. A streamed
     /// body a connection took goes again from where it began, if it can
     /// (`RequestParts::rewind`).
     fn redispatch(&self, exchange: Arc<Exchange>, allow_idle: bool);

@@ -371,8 +371,8 @@ impl Dispatcher {
         self.dispatch_at(exchange, true, now);
     }
 
-    /// Finds a connection for `exchange`: an idle one (if `allow_idle`), a
-    /// new one, or a place in the queue.
+    /// Finds a connection for `exchange`: a shared HTTP/2 one or an idle
+    /// one (if `allow_idle`), a new one, or a place in the queue.
     fn dispatch(&self, exchange: Arc<Exchange>, allow_idle: bool) {
         self.dispatch_at(exchange, allow_idle, None);
     }
@@ -383,7 +383,15 @@ impl Dispatcher {
         if exchange.is_done() {
             return;
         }
-        let (exchange, opener) = match self.route_shared(exchange) {
+        // A retry after a failure (`allow_idle` off) takes no connection
+        // open already: no shared HTTP/2 one either, which may be as stale
+        // as the one that failed under it, and would leave it no retry.
+        let routed = if allow_idle {
+            self.route_shared(exchange)
+        } else {
+            Routed::Pool(exchange)
+        };
+        let (exchange, opener) = match routed {
             Routed::Taken => return,
             Routed::Pool(exchange) => (exchange, false),
             Routed::Opener(exchange) => (exchange, true),
@@ -414,8 +422,12 @@ impl Dispatcher {
                 // Routed to the pool for want of a shared connection, one
                 // may have come since (see `shared_since_routed`): it goes
                 // there — unless what took it out of the queue meanwhile
-                // serves it.
-                if !opener && self.shared_since_routed(&exchange) && self.pool.withdraw(&exchange) {
+                // serves it. (A retry after a failure waits for a new one.)
+                if allow_idle
+                    && !opener
+                    && self.shared_since_routed(&exchange)
+                    && self.pool.withdraw(&exchange)
+                {
                     return self.dispatch_at(exchange, allow_idle, now);
                 }
                 exchange.wait_in_queue(self.env.group.queued());
