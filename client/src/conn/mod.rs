@@ -213,7 +213,8 @@ pub(crate) trait ConnOwner: Send + Sync + 'static {
     /// connection open already (an idle HTTP/1.1 one, a shared HTTP/2 one);
     /// a retry after a failure never does. A streamed
     /// body a connection took goes again from where it began, if it can
-    /// (`RequestParts::rewind`).
+    /// (`RequestParts::rewind`); one that goes once fails the exchange
+    /// with [`Error::RequestBody`](crate::Error::RequestBody).
     fn redispatch(&self, exchange: Arc<Exchange>, allow_idle: bool);
     /// `exchange`, served a connection offered back ([`Offered::Serve`])
     /// that turned out closed before it took it, goes back to its `place`

@@ -1215,10 +1215,18 @@ impl ConnOwner for Dispatcher {
         }
         // A body a connection took goes again from where it began, if it
         // can (a regular file's), through a pump of its own.
+        // One that goes once, taken, fails: nothing is left to send.
         let window = self.env.config.body_window;
         let rewound = exchange
             .request
             .rewind(|| Arc::new(Pipe::new(window, self.body_meter.clone())));
+        let rewound = match rewound {
+            Ok(rewound) => rewound,
+            Err(error) => {
+                exchange.finish_err(error);
+                return;
+            }
+        };
         if let Some(Rewound {
             reader,
             length,

@@ -2,6 +2,7 @@
 //! memory or streamed.
 
 use super::pipe::Pipe;
+use crate::error::Error;
 use crate::sync::lock;
 use bytes::Bytes;
 use std::io::Read;
@@ -152,23 +153,37 @@ impl RequestParts {
     /// request to go again on a fresh connection, if a connection took its
     /// source (a source no connection took goes as it is) and it can be
     /// read again ([`Streamed::reread`]): a new source, pumped into `pipe`,
-    /// and what its pump needs. `None` if there is nothing to rewind.
-    pub(crate) fn rewind(&self, pipe: impl FnOnce() -> Arc<Pipe>) -> Option<Rewound> {
+    /// and what its pump needs. `Ok(None)` if there is nothing to rewind.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::RequestBody`] if a connection took a body that goes once:
+    /// it cannot go again, and the request, sent again without it, would
+    /// go with no body (or one short of its length).
+    pub(crate) fn rewind(
+        &self,
+        pipe: impl FnOnce() -> Arc<Pipe>,
+    ) -> Result<Option<Rewound>, Error> {
         let RequestBody::Streamed(streamed) = &self.body else {
-            return None;
+            return Ok(None);
         };
-        let reread = streamed.reread.as_ref()?;
         let mut source = lock(&streamed.source);
         if source.is_some() {
-            return None;
+            return Ok(None);
         }
+        let Some(reread) = streamed.reread.as_ref() else {
+            return Err(Error::RequestBody {
+                source: "the request body was taken to be sent once and cannot be sent again"
+                    .into(),
+            });
+        };
         let pipe = pipe();
         *source = Some(UploadSource::Pumped(PumpedBody::new(pipe.clone())));
-        Some(Rewound {
+        Ok(Some(Rewound {
             reader: reread(),
             length: streamed.length,
             pipe,
-        })
+        }))
     }
 
     /// Takes the streamed body's source if no connection took it — not a
@@ -207,5 +222,50 @@ impl PumpedBody {
 impl Drop for PumpedBody {
     fn drop(&mut self) {
         self.0.close_reader();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn streamed(reread: Option<Reread>) -> RequestParts {
+        let pipe = || Arc::new(Pipe::new(1024, Arc::default()));
+        RequestParts {
+            method: http::Method::POST,
+            headers: Arc::default(),
+            cookie: None,
+            payload: Mutex::default(),
+            body: RequestBody::Streamed(Streamed {
+                length: None,
+                source: Mutex::new(Some(UploadSource::Pumped(PumpedBody::new(pipe())))),
+                reread,
+            }),
+            keep_alive: true,
+            expect_continue: false,
+        }
+    }
+
+    /// A body that goes once, taken by a connection (over HTTP/2 by
+    /// `request_of`, before `send_request`), cannot go again: sent again,
+    /// the request fails with `Error::RequestBody` — not sent with no body,
+    /// which a new connection, finding no source, would do (chunked, its
+    /// end at once). A body not taken goes as it is; a file's is rewound.
+    #[test]
+    fn a_taken_body_that_goes_once_cannot_be_rewound() {
+        let pipe = || Arc::new(Pipe::new(1024, Arc::default()));
+        let once = streamed(None);
+        assert!(matches!(once.rewind(pipe), Ok(None)), "untaken: as it is");
+        assert!(once.take_source().is_some());
+        assert!(matches!(
+            once.rewind(pipe),
+            Err(crate::Error::RequestBody { .. })
+        ));
+
+        let reread: Reread = Box::new(|| Box::new(std::io::empty()));
+        let file = streamed(Some(reread));
+        assert!(file.take_source().is_some());
+        assert!(matches!(file.rewind(pipe), Ok(Some(_))));
+        assert!(file.take_source().is_some(), "a new source, pumped");
     }
 }
