@@ -638,6 +638,56 @@ fn a_body_failed_as_it_is_decoded_over_http2_is_told_failed_with_the_callers_err
     client.close();
 }
 
+/// A body its reader failed (it does not decode) or let go, whose
+/// connection has not yet stopped reading it when a timeout ends its
+/// exchange: the listener is told the reader's end, the first — the
+/// caller's decode error, or a cancel for a body dropped — not the timeout
+/// that came after. The connection's loop is held (in another request's
+/// `on_status`) from before the reader's end until after the timeout.
+#[test]
+fn a_body_its_reader_ended_is_told_ended_so_even_if_a_timeout_comes_first() {
+    // Far less than it declares, and no gzip: the rest never comes.
+    let mut sent =
+        b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 200000\r\n\r\n".to_vec();
+    sent.extend_from_slice(&[b'z'; 1000]);
+    for decode in [true, false] {
+        let server = TestServer::start(Behaviour::SendThenStall(sent.clone()));
+        let clock = tickless::timer::ManualClock::new();
+        let client = Client::builder()
+            .event_loops(1)
+            .clock(Arc::new(clock.clone()))
+            .request_timeout(Duration::from_secs(10))
+            .build()
+            .unwrap();
+        let recorder = Recorder::new();
+        let mut response = client
+            .get(server.url("/read"))
+            .listener(recorder.clone())
+            .send()
+            .wait()
+            .unwrap();
+        assert!(eventually(WAIT, || client.stats().buffered_body_bytes > 0));
+        let (holding, has_entered, release) = HoldingListener::new(WAIT);
+        let held = client.get(server.url("/hold")).listener(holding).send();
+        has_entered.recv_timeout(WAIT).expect("the loop held");
+        let expected = if decode {
+            let error = response.chunk().wait().unwrap_err();
+            assert!(matches!(error, tickless::Error::Decode { .. }), "{error:?}");
+            error.to_string()
+        } else {
+            drop(response);
+            tickless::Error::Cancelled.to_string()
+        };
+        // The timeout fires on this thread, the loop still held.
+        clock.advance(Duration::from_secs(11));
+        assert_eq!(recorder.failures(), [expected], "decode: {decode}");
+        release.send(()).unwrap();
+        drop(held);
+        client.close();
+        assert_eq!(recorder.failures().len(), 1, "{:#?}", recorder.events());
+    }
+}
+
 /// Whether `error` fails a response for its coding: its body does not
 /// decode, decodes past `max_body_bytes`, or stacks too many codings.
 fn a_coding_failure(error: &tickless::Error) -> bool {

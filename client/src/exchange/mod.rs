@@ -936,6 +936,21 @@ impl Exchange {
         }
     }
 
+    /// How the body's reader ended the body, if it has: with the error it
+    /// failed it with ([`body_failed`](Self::body_failed)), a copy — the
+    /// failure stays for the connection's own end —, or, let go, as a
+    /// cancel ([`reader_gone_error`](Self::reader_gone_error)).
+    fn readers_end(&self) -> Option<Error> {
+        if !self.body.reader_gone() {
+            return None;
+        }
+        let failure = lock(&self.link)
+            .body_failure
+            .as_ref()
+            .and_then(|failure| failure.copy_of_decoding_failure());
+        Some(failure.unwrap_or(Error::Cancelled))
+    }
+
     /// Rings `alarm` at `deadline` (unless the exchange has ended by then):
     /// the hedge delay of a hedged request, one of the exchange's named
     /// timers — on the wheel until its connection is ready, then on that
@@ -1419,12 +1434,16 @@ impl Exchange {
     /// [`fail`](Self::fail), but an answer held whole
     /// ([`hold_answer`](Self::hold_answer)) stands if `answer_stands`: the
     /// exchange completes with it, and the connection stops its upload.
+    /// A body whose reader has ended it — its connection told, not yet
+    /// stopped reading it — ends with the reader's end, the first
+    /// ([`readers_end`](Self::readers_end)), not with `error`.
     fn end_and_abort(
         &self,
         error: Error,
         answer_stands: bool,
         cx: Option<&mut LoopContext<'_>>,
     ) -> bool {
+        let error = self.readers_end().unwrap_or(error);
         let Some(conn) = self.end(Ending::Failed(error), answer_stands) else {
             return false;
         };
