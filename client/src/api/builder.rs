@@ -5,6 +5,7 @@ use crate::event_loop::EventLoopGroup;
 use crate::events::EventListener;
 use crate::h1::Limits;
 use crate::policy::{redirect, CookieStore, Policies};
+use http::header::{CONTENT_LENGTH, HOST, TRANSFER_ENCODING};
 use http::HeaderValue;
 use std::sync::Arc;
 use std::time::Duration;
@@ -783,6 +784,35 @@ impl ClientBuilder {
         self
     }
 
+    /// Headers sent with every request (reqwest's `default_headers`, curl's
+    /// `-H` in a config file), each name with all its values — unless the
+    /// request has its own field of that name: then the request's values
+    /// replace all the default's (reqwest's rule). A later call replaces
+    /// the names it gives and keeps the others.
+    ///
+    /// They become the request's own headers when it is sent, and are
+    /// treated as such from then on: they go on its retries, hedged copies
+    /// and redirects — where a hop to another origin drops
+    /// `Authorization`, `Cookie` and `Proxy-Authorization`, as it drops a
+    /// request's own (see [`redirect`]); a default `Cookie` is sent
+    /// instead of the [cookie store](Self::cookie_store)'s, as a request's
+    /// own is; over HTTP/2 a connection-specific field (`Connection`,
+    /// those it names, `Keep-Alive`, `Upgrade`, ...) is left out. A
+    /// default `User-Agent` replaces the client's own (that of
+    /// [`user_agent`](Self::user_agent) too, or sends one after
+    /// [`no_user_agent`](Self::no_user_agent)), and a default
+    /// `Accept-Encoding` the one [decompression](Self::decompress) sends —
+    /// responses in the codings this build has are still decoded.
+    ///
+    /// A default `Host`, `Content-Length` or `Transfer-Encoding` makes
+    /// [`build`](Self::build) fail with `InvalidInput`: the first would
+    /// name one host to every origin, the others would frame every
+    /// request, whatever its body. Give those to the requests that need them.
+    pub fn default_headers(mut self, headers: http::HeaderMap) -> Self {
+        self.policies.headers.extend(headers);
+        self
+    }
+
     // --- limits ---
 
     /// Limits on response heads, header counts, trailers and bodies. Over
@@ -887,6 +917,8 @@ impl ClientBuilder {
     ///   clock than the client's;
     /// * `InvalidInput` if a host given to [`resolve`](Self::resolve) has a
     ///   port;
+    /// * `InvalidInput` if [`default_headers`](Self::default_headers) has a
+    ///   `Host`, `Content-Length` or `Transfer-Encoding`;
     /// * `Unsupported` if it must speak HTTP/2 (`http2_only`,
     ///   `http2_prior_knowledge`) in a build without the cargo feature
     ///   `http2`.
@@ -908,6 +940,15 @@ impl ClientBuilder {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,
                 format!("resolve: {host:?} is a host with a port; give the port to resolve_port"),
+            ));
+        }
+        let refused = [HOST, CONTENT_LENGTH, TRANSFER_ENCODING]
+            .into_iter()
+            .find(|name| self.policies.headers.contains_key(name));
+        if let Some(name) = refused {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("default_headers: {name} is not sent with every request; give it to the request"),
             ));
         }
         let needs_http2 = matches!(

@@ -40,6 +40,9 @@ pub(crate) struct Policies {
     pub(crate) decompress: bool,
     /// Sent unless the request has its own; `None`: none.
     pub(crate) user_agent: Option<HeaderValue>,
+    /// The builder's `default_headers`: each name sent, all its values,
+    /// unless the request has its own of that name.
+    pub(crate) headers: HeaderMap,
     pub(crate) retry: retry::Policy,
     pub(crate) hedge: hedge::Policy,
     /// Shared by every request of the client that may be retried or hedged.
@@ -62,6 +65,7 @@ impl Default for Policies {
             cookies: None,
             decompress: true,
             user_agent: Some(HeaderValue::from_static(DEFAULT_USER_AGENT)),
+            headers: HeaderMap::new(),
             retry: retry::Policy::none(),
             hedge: hedge::Policy::none(),
             budget: retry::BudgetState::new(retry::Budget::default()),
@@ -72,11 +76,20 @@ impl Default for Policies {
 }
 
 impl Policies {
-    /// The headers the client adds to a request: its `User-Agent`, and
-    /// `Accept-Encoding` when it decompresses (`decompress`) — unless the
-    /// request has its own, or asks for a `Range` (a range of an encoded
+    /// The headers the client adds to a request: the builder's
+    /// `default_headers`, its `User-Agent`, and `Accept-Encoding` when it
+    /// decompresses (`decompress`) — each unless the request has its own
+    /// (a default `User-Agent` or `Accept-Encoding` counts as its own),
+    /// the last also unless it asks for a `Range` (a range of an encoded
     /// body cannot be decoded alone; reqwest leaves it out too).
     pub(crate) fn add_default_headers(&self, headers: &mut HeaderMap, decompress: bool) {
+        for name in self.headers.keys() {
+            if !headers.contains_key(name) {
+                for value in self.headers.get_all(name) {
+                    headers.append(name.clone(), value.clone());
+                }
+            }
+        }
         if let Some(agent) = &self.user_agent {
             if !headers.contains_key(USER_AGENT) {
                 headers.insert(USER_AGENT, agent.clone());
