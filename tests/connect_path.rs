@@ -1,8 +1,8 @@
 //! The connect path below the proxies: happy eyeballs (RFC 8305) against a
 //! first address that silently drops SYNs (a listener whose accept queue is
 //! full), the connect timeout per attempt inside the request deadline, the
-//! `Resolve` seam with a resolver double that never answers one name, and
-//! `resolve(host, addrs)` overrides. Loopback only.
+//! `Resolve` seam with a resolver double that never answers one name,
+//! `resolve(host, addrs)` overrides, and `local_address`. Loopback only.
 
 mod support;
 
@@ -691,4 +691,114 @@ fn a_host_that_decodes_to_no_valid_name_is_an_invalid_request() {
         );
     }
     assert!(resolver.asked.lock().unwrap().is_empty());
+}
+
+/// A listener on 127.0.0.1 that answers each connection's first request
+/// with `200` and `Connection: close`, and records the peer address of
+/// each connection.
+fn peer_recording_server() -> (SocketAddr, Arc<Mutex<Vec<SocketAddr>>>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let peers = Arc::new(Mutex::new(Vec::new()));
+    let seen = peers.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            seen.lock().unwrap().push(stream.peer_addr().unwrap());
+            if read_head(&mut stream).is_some() {
+                let _ = std::io::Write::write_all(
+                    &mut stream,
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+                );
+            }
+        }
+    });
+    (addr, peers)
+}
+
+/// `local_address` binds the outgoing socket to that source address
+/// before it connects (curl's `--interface ADDR`): Linux routes all of
+/// 127/8 to the loopback, so a server on 127.0.0.1 sees 127.0.0.2 as its
+/// peer. A proxy's socket is bound the same way: a forwarding HTTP proxy
+/// sees it as its peer.
+#[test]
+fn local_address_is_the_source_of_the_connection_direct_and_to_a_proxy() {
+    let local: std::net::IpAddr = [127, 0, 0, 2].into();
+    let (origin, origin_peers) = peer_recording_server();
+    let client = builder()
+        .request_timeout(CEILING)
+        .local_address(local)
+        .build()
+        .unwrap();
+    let response = client
+        .get(format!("http://{origin}/"))
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.text().wait().unwrap(), "ok");
+    client.close();
+    let peers = origin_peers.lock().unwrap().clone();
+    assert_eq!(peers.len(), 1);
+    assert_eq!(peers[0].ip(), local);
+
+    let (proxy, proxy_peers) = peer_recording_server();
+    let client = builder()
+        .request_timeout(CEILING)
+        .local_address(local)
+        .proxy(tickless::Proxy::http(&format!("http://{proxy}")).unwrap())
+        .build()
+        .unwrap();
+    let response = client.get("http://origin.test/").send().wait().unwrap();
+    assert_eq!(response.text().wait().unwrap(), "ok");
+    client.close();
+    let peers = proxy_peers.lock().unwrap().clone();
+    assert_eq!(peers.len(), 1);
+    assert_eq!(peers[0].ip(), local);
+}
+
+/// A target of the other family than the local address is skipped, as
+/// hyper's connector skips it: not tried at all (no attempt told of). With
+/// every target so skipped, the request fails with `Error::Connect` whose
+/// source says why (`AddrNotAvailable`), naming the local address.
+#[test]
+fn targets_of_the_other_family_than_the_local_address_are_skipped() {
+    let (origin, origin_peers) = peer_recording_server();
+    let v6 = SocketAddr::from((Ipv6Addr::LOCALHOST, origin.port()));
+    let recorder = Recorder::new();
+    let client = builder()
+        .request_timeout(CEILING)
+        .local_address([127, 0, 0, 2].into())
+        .resolve("dual.test", &[v6, origin])
+        .listener(recorder.clone())
+        .build()
+        .unwrap();
+    let response = client
+        .get(format!("http://dual.test:{}/", origin.port()))
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.text().wait().unwrap(), "ok");
+    assert_eq!(attempts(&recorder), [origin]);
+    assert_eq!(origin_peers.lock().unwrap().len(), 1);
+    client.close();
+
+    let client = builder()
+        .request_timeout(CEILING)
+        .local_address(Ipv6Addr::LOCALHOST.into())
+        .build()
+        .unwrap();
+    let error = client
+        .get(format!("http://{origin}/"))
+        .send()
+        .wait()
+        .unwrap_err();
+    client.close();
+    match &error {
+        Error::Connect { source, .. } => {
+            assert_eq!(source.kind(), std::io::ErrorKind::AddrNotAvailable);
+            assert!(source.to_string().contains("::1"), "{source}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(origin_peers.lock().unwrap().len(), 1, "nothing connected");
 }

@@ -6,6 +6,7 @@
 use crate::event_loop::EventLoopGroup;
 use crate::events::EventListener;
 use crate::h1::Limits;
+use crate::net::socket::SocketOptions;
 #[cfg(feature = "rustls")]
 use crate::net::tls::TlsOptions;
 use crate::net::{Proxy, Resolve};
@@ -91,6 +92,8 @@ pub(crate) struct ClientConfig {
     pub(crate) system_lookup: Option<Arc<crate::net::Lookup>>,
     /// Happy eyeballs: how long an attempt has before the next one starts.
     pub(crate) happy_eyeballs_delay: Duration,
+    /// What every socket is set up with: its local address.
+    pub(crate) socket: SocketOptions,
     // TLS
     #[cfg(feature = "rustls")]
     pub(crate) tls: TlsOptions,
@@ -240,6 +243,7 @@ impl Default for ClientConfig {
             #[cfg(test)]
             system_lookup: None,
             happy_eyeballs_delay: DEFAULT_HAPPY_EYEBALLS_DELAY,
+            socket: SocketOptions::default(),
             #[cfg(feature = "rustls")]
             tls: TlsOptions::default(),
             body_window: crate::exchange::DEFAULT_WINDOW,

@@ -419,6 +419,27 @@ impl ClientBuilder {
         self
     }
 
+    /// Binds every outgoing socket to `address` before it connects
+    /// (reqwest's `local_address`, curl's `--interface ADDR`): the source
+    /// address a server, or the proxy, sees (default: the system picks
+    /// it). The port stays the system's pick. Only the addresses of its
+    /// family are tried (hyper's connector does the same): an IPv4
+    /// address skips a host's IPv6 addresses, and an IPv6 one its IPv4
+    /// addresses; a host with none of its family fails the request with
+    /// [`Error::Connect`](crate::Error::Connect) (through a proxy,
+    /// [`ProxyError::Connect`](crate::ProxyError::Connect)) of kind
+    /// `AddrNotAvailable`, naming the local address. An address the
+    /// machine does not have fails each connect with the system's error
+    /// (`AddrNotAvailable` on Linux). A proxy's socket is bound the same
+    /// way; a SOCKS5 or HTTP proxy's own connection to the origin is not
+    /// the client's to bind. It does not choose a network interface
+    /// (`SO_BINDTODEVICE`) nor change routing: the system routes by
+    /// destination as usual.
+    pub fn local_address(mut self, address: std::net::IpAddr) -> Self {
+        self.config.socket.local_address = Some(address);
+        self
+    }
+
     // --- TLS ---
 
     #[cfg(feature = "rustls")]

@@ -34,9 +34,10 @@ use crate::error::{Error, ProxyError, TimeoutKind};
 use crate::event_loop::LoopContext;
 use crate::events::ConnectionInfo;
 use crate::exchange::{deadline_after, ConnSlot, Exchange};
+use crate::net::socket::{self, SocketOptions};
 #[cfg(feature = "rustls")]
 use crate::net::take_early_records;
-use crate::net::{socket, Handshake, HandshakeError, Route, Transport};
+use crate::net::{Handshake, HandshakeError, Route, Transport};
 #[cfg(feature = "rustls")]
 use rustls::pki_types::ServerName;
 use std::collections::VecDeque;
@@ -74,15 +75,21 @@ pub(super) struct Connecting {
 }
 
 impl Connecting {
-    /// Connecting for `exchange` to `addrs` (happy eyeballs' order), none
-    /// tried yet.
-    fn new(exchange: Arc<Exchange>, addrs: Vec<SocketAddr>, socks: Option<SocksTargets>) -> Self {
+    /// Connecting for `exchange` to those of `addrs` its sockets can reach
+    /// (see [`reachable`]), in happy eyeballs' order, none tried yet.
+    fn new(
+        exchange: Arc<Exchange>,
+        addrs: Vec<SocketAddr>,
+        socks: Option<SocksTargets>,
+        options: &SocketOptions,
+    ) -> Self {
+        let (addrs, last_failure) = reachable(addrs, options);
         Connecting {
             exchange,
             remaining: interleave(addrs),
             attempts: Vec::new(),
             next_start: None,
-            last_failure: None,
+            last_failure,
             socks,
         }
     }
@@ -107,6 +114,28 @@ struct Attempt {
 enum Failure {
     TimedOut,
     Failed(io::Error),
+}
+
+/// Those of `addrs` a socket set up as `options` say can connect to: with
+/// a local address, those of its family alone (hyper's connector skips
+/// the others too: a socket bound to an IPv4 address cannot reach an IPv6
+/// one). If that leaves none of several, why, as the failure of the first.
+fn reachable(
+    mut addrs: Vec<SocketAddr>,
+    options: &SocketOptions,
+) -> (Vec<SocketAddr>, Option<(Failure, SocketAddr)>) {
+    let (Some(local), Some(&first)) = (options.local_address, addrs.first()) else {
+        return (addrs, None);
+    };
+    addrs.retain(|addr| addr.is_ipv6() == local.is_ipv6());
+    let none_left = addrs.is_empty().then(|| {
+        let error = io::Error::new(
+            io::ErrorKind::AddrNotAvailable,
+            format!("no address of the family of the local address {local}"),
+        );
+        (Failure::Failed(error), first)
+    });
+    (addrs, none_left)
 }
 
 /// `addrs` in the order happy eyeballs tries them: alternating families,
@@ -150,6 +179,7 @@ pub(crate) fn connect(
 ) {
     cx.add_source(|cx| {
         let created = owner.env().clock.now();
+        let options = owner.env().config.socket;
         let mut conn = Conn {
             owner,
             route: Arc::new(exchange.route().clone()),
@@ -159,7 +189,7 @@ pub(crate) fn connect(
             idle_since: created,
             server_keep_alive: Default::default(),
             info: None,
-            state: State::Connecting(Connecting::new(exchange.clone(), addrs, socks)),
+            state: State::Connecting(Connecting::new(exchange.clone(), addrs, socks, &options)),
             buf: Default::default(),
             timer: None,
             timers_armed: 0,
@@ -187,6 +217,7 @@ impl Conn {
     fn start_attempts(&mut self, cx: &mut LoopContext<'_>) {
         let delay = self.env().config.happy_eyeballs_delay;
         let connect_timeout = self.env().config.connect_timeout;
+        let options = self.env().config.socket;
         let now = self.now();
         let State::Connecting(connecting) = &mut self.state else {
             return;
@@ -201,7 +232,7 @@ impl Conn {
             while let Some(addr) = connecting.remaining.pop_front() {
                 exchange.set_remote(addr);
                 exchange.listener.on_connect_attempt(addr);
-                let opened = socket::connect(addr).and_then(|mut socket| {
+                let opened = socket::connect(addr, &options).and_then(|mut socket| {
                     cx.registry.register(&mut socket, cx.token(), INTEREST)?;
                     Ok(socket)
                 });
@@ -372,7 +403,8 @@ impl Conn {
         self.info = None;
         self.buf = Default::default();
         let proxy = socks.proxy.clone();
-        self.state = State::Connecting(Connecting::new(exchange, proxy, Some(socks)));
+        let options = self.env().config.socket;
+        self.state = State::Connecting(Connecting::new(exchange, proxy, Some(socks), &options));
         self.start_attempts(cx);
     }
 

@@ -1,12 +1,25 @@
 //! Opening a TCP socket: non-blocking from its first system call, with
-//! `TCP_NODELAY`, its connect started.
+//! `TCP_NODELAY` and the client's [`SocketOptions`], its connect started.
 
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 
-/// A non-blocking socket whose connect to `addr` has started: writability
-/// (or an error) on the loop reports how it ended.
-pub(crate) fn connect(addr: SocketAddr) -> io::Result<mio::net::TcpStream> {
+/// What the client sets on every socket it opens (see the builder's
+/// `local_address`).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct SocketOptions {
+    /// The source address sockets are bound to before they connect
+    /// (`None`: the system picks it).
+    pub(crate) local_address: Option<IpAddr>,
+}
+
+/// A non-blocking socket whose connect to `addr` has started, set up as
+/// `options` say: writability (or an error) on the loop reports how it
+/// ended.
+pub(crate) fn connect(
+    addr: SocketAddr,
+    options: &SocketOptions,
+) -> io::Result<mio::net::TcpStream> {
     // On Linux the socket is created non-blocking (one system call, not
     // three: a burst of connects is bounded by the kernel's work per socket).
     #[cfg(any(target_os = "linux", target_os = "android"))]
@@ -26,6 +39,9 @@ pub(crate) fn connect(addr: SocketAddr) -> io::Result<mio::net::TcpStream> {
         socket
     };
     socket.set_tcp_nodelay(true)?;
+    if let Some(local) = options.local_address {
+        socket.bind(&SocketAddr::new(local, 0).into())?;
+    }
     match socket.connect(&addr.into()) {
         Ok(()) => {}
         // The connect goes on in the background; writability reports its end.
