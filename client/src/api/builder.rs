@@ -440,6 +440,24 @@ impl ClientBuilder {
         self
     }
 
+    /// Turns TCP keepalive on for every socket (reqwest's `tcp_keepalive`,
+    /// curl's `--keepalive-time`): once a connection has been idle for
+    /// `idle`, the system sends probes, and ends a connection whose peer
+    /// answers none with an error (`ETIMEDOUT`) — a peer that vanished
+    /// without a word (a host powered off, a NAT that forgot the
+    /// connection) is found without data to send, and the probes keep a
+    /// NAT's mapping of an idle connection alive. The interval between probes and how many go unanswered before the
+    /// close are the system's (on Linux 75 s and 9). `idle` goes to the
+    /// system in whole seconds: a fraction is rounded up, and more than
+    /// 32767 s (about 9 h, the most Linux takes) is taken as that. Default
+    /// off; zero turns it off. It says nothing of HTTP keep-alive (see
+    /// [`keep_alive`](Self::keep_alive)), nor of HTTP/2's PINGs (see
+    /// [`http2_keep_alive_interval`](Self::http2_keep_alive_interval)).
+    pub fn tcp_keepalive(mut self, idle: Duration) -> Self {
+        self.config.socket.tcp_keepalive = nonzero(idle).map(crate::net::socket::keepalive_idle);
+        self
+    }
+
     // --- TLS ---
 
     #[cfg(feature = "rustls")]
@@ -1033,6 +1051,29 @@ mod tests {
             let client = builder().resolve(host, &addr).build().unwrap();
             client.close();
         }
+    }
+
+    /// Zero turns TCP keepalive off; any other idle time is taken as the
+    /// system takes it (whole seconds, within its bounds).
+    #[test]
+    fn a_tcp_keepalive_of_zero_is_off_and_others_are_whole_seconds() {
+        let keepalive = |idle| {
+            super::super::Client::builder()
+                .tcp_keepalive(idle)
+                .config
+                .socket
+                .tcp_keepalive
+        };
+        assert_eq!(ClientConfig::default().socket.tcp_keepalive, None);
+        assert_eq!(keepalive(Duration::ZERO), None);
+        assert_eq!(
+            keepalive(Duration::from_millis(1)),
+            Some(Duration::from_secs(1))
+        );
+        assert_eq!(
+            keepalive(Duration::from_secs(60)),
+            Some(Duration::from_secs(60))
+        );
     }
 
     #[test]
