@@ -262,8 +262,9 @@ fn a_connect_answered_503_with_a_long_retry_after_is_not_retried_at_once() {
 
 /// The CONNECT says who asks, as curl's and reqwest's do (some proxies
 /// refuse a tunnel to a client that does not): the `User-Agent` of the
-/// request it opens for — the client's own, or the caller's — and none
-/// when the request has none.
+/// request it opens for — the client's own, one of its `default_headers`
+/// (which replaces the client's own), or the caller's — and none when the
+/// request has none.
 #[test]
 fn a_connect_carries_the_user_agent_of_its_request() {
     let proxy = TestServer::respond(|_| response(403, &[], b""));
@@ -292,6 +293,16 @@ fn a_connect_carries_the_user_agent_of_its_request() {
         Some("probe/1.0")
     );
     assert_eq!(agent_asking(via().no_user_agent(), None), None);
+    let mut defaults = http::HeaderMap::new();
+    defaults.insert("user-agent", http::HeaderValue::from_static("defaults/1"));
+    assert_eq!(
+        agent_asking(via().default_headers(defaults.clone()), None).as_deref(),
+        Some("defaults/1")
+    );
+    assert_eq!(
+        agent_asking(via().default_headers(defaults), Some("probe/1.0")).as_deref(),
+        Some("probe/1.0")
+    );
 }
 
 /// A reason phrase with obs-text (bytes 0x80-0xFF, which httparse gives
