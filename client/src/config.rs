@@ -92,7 +92,7 @@ pub(crate) struct ClientConfig {
     pub(crate) system_lookup: Option<Arc<crate::net::Lookup>>,
     /// Happy eyeballs: how long an attempt has before the next one starts.
     pub(crate) happy_eyeballs_delay: Duration,
-    /// What every socket is set up with: its local address.
+    /// What every socket is set up with: its local address, TCP keepalive.
     pub(crate) socket: SocketOptions,
     // TLS
     #[cfg(feature = "rustls")]

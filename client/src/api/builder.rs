@@ -446,8 +446,9 @@ impl ClientBuilder {
     /// answers none with an error (`ETIMEDOUT`) — a peer that vanished
     /// without a word (a host powered off, a NAT that forgot the
     /// connection) is found without data to send, and the probes keep a
-    /// NAT's mapping of an idle connection alive. The interval between probes and how many go unanswered before the
-    /// close are the system's (on Linux 75 s and 9). `idle` goes to the
+    /// NAT's mapping of an idle connection alive. The interval between
+    /// probes and how many go unanswered before the connection ends are
+    /// the system's (on Linux 75 s and 9). `idle` goes to the
     /// system in whole seconds: a fraction is rounded up, and more than
     /// 32767 s (about 9 h, the most Linux takes) is taken as that. Default
     /// off; zero turns it off. It says nothing of HTTP keep-alive (see

@@ -119,7 +119,7 @@ enum Failure {
 /// Those of `addrs` a socket set up as `options` say can connect to: with
 /// a local address, those of its family alone (hyper's connector skips
 /// the others too: a socket bound to an IPv4 address cannot reach an IPv6
-/// one). If that leaves none of several, why, as the failure of the first.
+/// one). If that leaves none, why, as the failure of the first skipped.
 fn reachable(
     mut addrs: Vec<SocketAddr>,
     options: &SocketOptions,
