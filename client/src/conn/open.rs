@@ -30,7 +30,7 @@
 use super::tunnel::SocksTargets;
 use super::{Conn, ConnOwner, State, CONNECT_TIMER, HANDSHAKE_TIMER};
 use crate::config::HttpVersions;
-use crate::error::{Error, ProxyError, TimeoutKind};
+use crate::error::{Error, NoH2Negotiated, ProxyError, TimeoutKind};
 use crate::event_loop::LoopContext;
 use crate::events::ConnectionInfo;
 use crate::exchange::{deadline_after, ConnSlot, Exchange};
@@ -462,10 +462,7 @@ impl Conn {
             return;
         }
         if versions == HttpVersions::Http2Only && https {
-            let source = io::Error::new(
-                io::ErrorKind::Unsupported,
-                "the server did not negotiate h2 (the client is HTTP/2 only)",
-            );
+            let source = NoH2Negotiated::io_error();
             // An opening that failed: those that waited for it fail with it,
             // rather than each open a connection that fails the same way.
             let error = Error::Io {

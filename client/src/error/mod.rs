@@ -1037,7 +1037,8 @@ impl Error {
     /// carry: the copy has the same variant and fields, each `io::Error`
     /// made again by [`copy_io`] — which keeps its OS error code, or else
     /// its kind and message, but not the error inside it (a downcast of the
-    /// copy's finds a string, and its source chain ends there). `None` for
+    /// copy's finds a string, and its source chain ends there), but for a
+    /// [`NoH2Negotiated`]. `None` for
     /// a variant no opening fails with.
     pub(crate) fn copy_of_opening_failure(&self) -> Option<Error> {
         Some(match self {
@@ -1107,13 +1108,53 @@ impl Error {
 /// `error` made again (see [`Error::copy_of_opening_failure`]): from its
 /// OS error code if it has one — whose message the system gives again —,
 /// else of its kind with its message. The error inside it, if any, is not
-/// kept, but as its message.
+/// kept, but as its message — or but a [`NoH2Negotiated`], made again as
+/// itself: a retry policy knows it by its type.
 fn copy_io(error: &io::Error) -> io::Error {
     match error.raw_os_error() {
         Some(code) => io::Error::from_raw_os_error(code),
+        None if NoH2Negotiated::is(error) => NoH2Negotiated::io_error(),
         None => io::Error::new(error.kind(), error.to_string()),
     }
 }
+
+/// What an HTTP/2-only client's connection fails with, inside an
+/// [`Error::Io`] of kind `Unsupported`, when the server negotiated no `h2`
+/// over TLS: told apart by its type from any other error of that kind, as
+/// the one that another connection to the same server would meet again.
+pub(crate) struct NoH2Negotiated;
+
+impl NoH2Negotiated {
+    const MESSAGE: &'static str = "the server did not negotiate h2 (the client is HTTP/2 only)";
+
+    /// The I/O error of kind `Unsupported` it is inside.
+    pub(crate) fn io_error() -> io::Error {
+        io::Error::new(io::ErrorKind::Unsupported, NoH2Negotiated)
+    }
+
+    /// Whether `error` is the one [`io_error`](Self::io_error) makes.
+    pub(crate) fn is(error: &io::Error) -> bool {
+        error
+            .get_ref()
+            .is_some_and(|inner| inner.is::<NoH2Negotiated>())
+    }
+}
+
+impl fmt::Display for NoH2Negotiated {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(Self::MESSAGE)
+    }
+}
+
+impl fmt::Debug for NoH2Negotiated {
+    /// As its message's: the `io::Error` it is inside shows as one made
+    /// of that message would.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(Self::MESSAGE, f)
+    }
+}
+
+impl StdError for NoH2Negotiated {}
 
 /// The timeout kind of `error` or of anything in its source chain, so it
 /// survives wrapping (`io::Error`, `Box<dyn Error>`, an application's own

@@ -57,7 +57,7 @@
 //!   [`Error::Retried`], which lists every
 //!   attempt's error.
 
-use crate::error::{Error, Http2Initiator, Http2Reason, ProxyError, SocksError};
+use crate::error::{Error, Http2Initiator, Http2Reason, NoH2Negotiated, ProxyError, SocksError};
 use http::StatusCode;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::{Arc, Mutex};
@@ -244,8 +244,8 @@ impl Policy {
         // What sending the same request again cannot cure: two resets (the
         // server asks for calm, or for HTTP/1.1), and a server that
         // negotiated no `h2` with an HTTP/2-only client (an I/O error of
-        // kind `Unsupported`), which does not speak HTTP/2 on the next
-        // connection either.
+        // kind `Unsupported`, of that source alone), which does not speak
+        // HTTP/2 on the next connection either.
         let futile = matches!(
             error,
             Error::Http2 {
@@ -254,7 +254,7 @@ impl Policy {
             }
         ) || matches!(
             error,
-            Error::Io { source, .. } if source.kind() == std::io::ErrorKind::Unsupported
+            Error::Io { source, .. } if NoH2Negotiated::is(source)
         );
         // A failure before the response that provably never reached the
         // origin (a proxy's close or stall before its tunnel was up) goes
@@ -561,6 +561,32 @@ mod tests {
             remote: "r".into(),
             source: std::io::ErrorKind::ConnectionReset.into(),
         }
+    }
+
+    /// Of the I/O errors of kind `Unsupported`, the one futile to send
+    /// again is an HTTP/2-only client's refusal of a server that
+    /// negotiated no `h2` — the opener's, and the copy each request that
+    /// waited for its connection fails with; another before the response
+    /// — a system call this kernel lacks (`ENOSYS`) — is an I/O failure
+    /// like any other.
+    #[test]
+    fn only_a_server_without_h2_is_a_futile_unsupported_error() {
+        let policy = Policy::attempts(3);
+        let io = |source| Error::Io {
+            remote: "r".into(),
+            source,
+        };
+        let without_h2 = io(NoH2Negotiated::io_error());
+        assert_eq!(
+            crate::error::WithCauses(&without_h2).to_string(),
+            "I/O error with r: the server did not negotiate h2 (the client is HTTP/2 only)"
+        );
+        assert!(!policy.retries_error(&without_h2, &http::Method::GET));
+        let copy = without_h2.copy_of_opening_failure().unwrap();
+        assert!(!policy.retries_error(&copy, &http::Method::GET));
+        let lacking = std::io::Error::from_raw_os_error(libc::ENOSYS);
+        assert_eq!(lacking.kind(), std::io::ErrorKind::Unsupported);
+        assert!(policy.retries_error(&io(lacking), &http::Method::GET));
     }
 
     #[test]
