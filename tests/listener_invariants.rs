@@ -8,70 +8,19 @@
 
 mod support;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use support::*;
-use tickless::{
-    hedge, retry, Client, ConnectionInfo, Error, EventListener, RequestHead, RequestInfo, Response,
-    ResponseHead,
-};
+use tickless::{hedge, retry, Client, EventListener, RequestInfo, Response};
 
 const WAIT: Duration = Duration::from_secs(10);
 
-/// Every event told, as (attempt id, method name), in the order told.
-#[derive(Default)]
-struct Journal {
-    events: Mutex<Vec<(u64, &'static str)>>,
-    /// How long it blocks the thread telling a status or a body part.
-    pause: Duration,
-}
-
-impl Journal {
-    /// A journal that blocks its teller for `pause` on each status and
-    /// body part.
-    fn pausing(pause: Duration) -> Journal {
-        Journal {
-            events: Mutex::default(),
-            pause,
-        }
-    }
-
-    fn note(&self, request: &RequestInfo, what: &'static str) {
-        let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
-        events.push((request.attempt_id(), what));
-    }
-
-    /// [`note`](Self::note), then blocks for the journal's pause.
-    fn note_and_pause(&self, request: &RequestInfo, what: &'static str) {
-        self.note(request, what);
-        std::thread::sleep(self.pause);
-    }
-
-    fn events(&self) -> Vec<(u64, &'static str)> {
-        self.events
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-    }
-
-    /// The attempts told of, each with its events in order.
-    fn attempts(&self) -> Vec<(u64, Vec<&'static str>)> {
-        let mut attempts: Vec<(u64, Vec<&'static str>)> = Vec::new();
-        for (id, what) in self.events() {
-            match attempts.iter_mut().find(|(seen, _)| *seen == id) {
-                Some((_, events)) => events.push(what),
-                None => attempts.push((id, vec![what])),
-            }
-        }
-        attempts
-    }
-
-    /// Whether every attempt told of has told its end.
-    fn all_ended(&self) -> bool {
-        self.attempts()
-            .iter()
-            .all(|(_, events)| events.iter().any(|what| is_end(what)))
-    }
+/// Whether every attempt `recorder` was told of has told its end.
+fn all_ended(recorder: &Recorder) -> bool {
+    recorder
+        .attempts()
+        .iter()
+        .all(|(_, events)| events.iter().any(|what| is_end(what)))
 }
 
 fn is_end(what: &str) -> bool {
@@ -84,95 +33,23 @@ fn is_policy(what: &str) -> bool {
     matches!(what, "redirect" | "retry" | "hedge")
 }
 
-impl EventListener for Journal {
-    fn on_resolved(&self, r: &RequestInfo, _: &str, _: &[std::net::SocketAddr]) {
-        self.note(r, "resolved");
-    }
-    fn on_connect_attempt(&self, r: &RequestInfo, _: std::net::SocketAddr) {
-        self.note(r, "connect_attempt");
-    }
-    fn on_connect_success(&self, r: &RequestInfo, _: &ConnectionInfo) {
-        self.note(r, "connect_success");
-    }
-    fn on_connect_failure(&self, r: &RequestInfo, _: std::net::SocketAddr, _: &std::io::Error) {
-        self.note(r, "connect_failure");
-    }
-    fn on_tls_handshake_attempt(&self, r: &RequestInfo, _: &ConnectionInfo) {
-        self.note(r, "tls_attempt");
-    }
-    fn on_tls_handshake_success(&self, r: &RequestInfo, _: &ConnectionInfo, _: Option<&[u8]>) {
-        self.note(r, "tls_success");
-    }
-    fn on_tls_handshake_failure(&self, r: &RequestInfo, _: &ConnectionInfo, _: &Error) {
-        self.note(r, "tls_failure");
-    }
-    fn on_connection_pooled(&self, r: &RequestInfo, _: &ConnectionInfo) {
-        self.note(r, "pooled");
-    }
-    fn on_protocol_negotiated(&self, r: &RequestInfo, _: &ConnectionInfo, _: http::Version) {
-        self.note(r, "protocol");
-    }
-    fn on_stream_opened(&self, r: &RequestInfo, _: &ConnectionInfo, _: u32) {
-        self.note(r, "stream_opened");
-    }
-    fn on_connection_offered(&self, r: &RequestInfo, _: &ConnectionInfo) {
-        self.note(r, "offered");
-    }
-    fn on_request_head(&self, r: &RequestInfo, _: &ConnectionInfo, _: &RequestHead<'_>) {
-        self.note(r, "request_head");
-    }
-    fn on_request_sent(&self, r: &RequestInfo, _: &ConnectionInfo) {
-        self.note(r, "request_sent");
-    }
-    fn on_status(&self, r: &RequestInfo, _: http::StatusCode) {
-        self.note_and_pause(r, "status");
-    }
-    fn on_headers(&self, r: &RequestInfo, _: &http::HeaderMap) {
-        self.note(r, "headers");
-    }
-    fn on_response_head(&self, r: &RequestInfo, _: &ResponseHead<'_>) {
-        self.note(r, "response_head");
-    }
-    fn on_interim_head(&self, r: &RequestInfo, _: &ResponseHead<'_>) {
-        self.note(r, "interim_head");
-    }
-    fn on_body_part(&self, r: &RequestInfo, _: usize) {
-        self.note_and_pause(r, "body_part");
-    }
-    fn on_completed(&self, r: &RequestInfo, _: http::StatusCode) {
-        self.note(r, "completed");
-    }
-    fn on_failed(&self, r: &RequestInfo, _: &Error) {
-        self.note(r, "failed");
-    }
-    fn on_redirect(&self, r: &RequestInfo, _: http::StatusCode, _: &http::Uri, _: &http::Uri) {
-        self.note(r, "redirect");
-    }
-    fn on_retry(&self, r: &RequestInfo, _: u32, _: Duration, _: &Error) {
-        self.note(r, "retry");
-    }
-    fn on_hedge(&self, r: &RequestInfo, _: u32) {
-        self.note(r, "hedge");
-    }
-}
-
-/// Asserts the contract on every attempt `journal` was told of — at least
+/// Asserts the contract on every attempt `recorder` was told of — at least
 /// `started`, the requests the test knows to have begun (an exchange that
 /// told nothing at all is one short): one end, nothing of its progress
 /// after it, and its events in the order the work is done.
-fn assert_contract(journal: &Journal, case: &str, started: usize) {
+fn assert_contract(recorder: &Recorder, case: &str, started: usize) {
     assert!(
-        eventually(WAIT, || journal.all_ended()),
+        eventually(WAIT, || all_ended(recorder)),
         "{case}: an exchange never ended: {:?}",
-        journal.attempts()
+        recorder.attempts()
     );
-    let told = journal.attempts().len();
+    let told = recorder.attempts().len();
     assert!(
         told >= started,
         "{case}: {started} requests began, {told} told of: {:?}",
-        journal.attempts()
+        recorder.attempts()
     );
-    for (id, events) in journal.attempts() {
+    for (id, events) in recorder.attempts() {
         let ends = events.iter().filter(|what| is_end(what)).count();
         assert_eq!(ends, 1, "{case}: attempt {id} told {ends} ends: {events:?}");
         let end = events.iter().position(|what| is_end(what)).unwrap();
@@ -189,15 +66,15 @@ fn assert_contract(journal: &Journal, case: &str, started: usize) {
         // one): the order holds from that connection's events on.
         let last_connection = events
             .iter()
-            .rposition(|what| *what == "connect_attempt" || *what == "pooled")
+            .rposition(|what| *what == "connect_attempt" || *what == "connection_pooled")
             .unwrap_or(0);
         let send = &events[last_connection..];
         let first = |what: &str| send.iter().position(|told| *told == what);
         let order = [
             "connect_success",
-            "tls_attempt",
-            "tls_success",
-            "protocol",
+            "tls_handshake_attempt",
+            "tls_handshake_success",
+            "protocol_negotiated",
             "request_head",
             "status",
             "headers",
@@ -310,8 +187,11 @@ const READINGS: [Reading; 5] = [
 fn every_exchange_over_http1_tells_one_end_however_its_response_goes() {
     let server = http1_server();
     for reading in READINGS {
-        let journal = Arc::new(Journal::default());
-        let client = Client::builder().listener(journal.clone()).build().unwrap();
+        let recorder = Recorder::new();
+        let client = Client::builder()
+            .listener(recorder.clone())
+            .build()
+            .unwrap();
         let mut held = Vec::new();
         for path in PATHS {
             let method = if path == "/head" {
@@ -333,7 +213,7 @@ fn every_exchange_over_http1_tells_one_end_however_its_response_goes() {
         assert_settles(&client, WAIT);
         client.close();
         drop(held);
-        assert_contract(&journal, &format!("{reading:?}"), PATHS.len());
+        assert_contract(&recorder, &format!("{reading:?}"), PATHS.len());
     }
 }
 
@@ -353,8 +233,11 @@ fn every_exchange_ended_from_outside_tells_one_end() {
         drop(listener);
         format!("http://{addr}/")
     };
-    let journal = Arc::new(Journal::default());
-    let client = Client::builder().listener(journal.clone()).build().unwrap();
+    let recorder = Recorder::new();
+    let client = Client::builder()
+        .listener(recorder.clone())
+        .build()
+        .unwrap();
     // A timeout before the head, and one while the body comes.
     let timed_out = client
         .get(stalls.url("/"))
@@ -392,7 +275,7 @@ fn every_exchange_ended_from_outside_tells_one_end() {
     assert_close_ends(&client, in_flight);
     // Eight requests: the two timed out, the cancel, the hedge, the refused
     // one and the three the close ended.
-    assert_contract(&journal, "ended from outside", 8);
+    assert_contract(&recorder, "ended from outside", 8);
 }
 
 /// Over HTTP/2: encoded bodies that decode or not, read or dropped.
@@ -420,10 +303,10 @@ fn every_exchange_over_http2_tells_one_end() {
         }
     });
     for reading in READINGS {
-        let journal = Arc::new(Journal::default());
+        let recorder = Recorder::new();
         let client = Client::builder()
             .http2_prior_knowledge()
-            .listener(journal.clone())
+            .listener(recorder.clone())
             .build()
             .unwrap();
         let mut held = Vec::new();
@@ -434,7 +317,7 @@ fn every_exchange_over_http2_tells_one_end() {
         assert!(eventually(WAIT, || client.stats().in_flight == 0));
         client.close();
         drop(held);
-        assert_contract(&journal, &format!("HTTP/2 {reading:?}"), 2);
+        assert_contract(&recorder, &format!("HTTP/2 {reading:?}"), 2);
     }
 }
 
@@ -457,7 +340,7 @@ impl Lcg {
 /// cancelled as it goes; then the client closes with some still in flight.
 #[test]
 fn mixed_exchanges_at_once_each_tell_one_end() {
-    mixed_exchanges_at_once(Journal::default(), "mixed, at once");
+    mixed_exchanges_at_once(Recorder::new(), "mixed, at once");
 }
 
 /// The same, told to a listener that blocks its thread briefly on each
@@ -465,15 +348,17 @@ fn mixed_exchanges_at_once_each_tell_one_end() {
 /// meanwhile, on other threads, lose none of their events.
 #[test]
 fn mixed_exchanges_told_to_a_listener_that_blocks_each_tell_one_end() {
-    let journal = Journal::pausing(Duration::from_millis(2));
-    mixed_exchanges_at_once(journal, "mixed, told to a listener that blocks");
+    let recorder = Recorder::pausing(Duration::from_millis(2));
+    mixed_exchanges_at_once(recorder, "mixed, told to a listener that blocks");
 }
 
-/// Runs the mixed exchanges told to `journal`, and checks the contract.
-fn mixed_exchanges_at_once(journal: Journal, case: &str) {
+/// Runs the mixed exchanges told to `recorder`, and checks the contract.
+fn mixed_exchanges_at_once(recorder: Arc<Recorder>, case: &str) {
     let server = http1_server();
-    let journal = Arc::new(journal);
-    let client = Client::builder().listener(journal.clone()).build().unwrap();
+    let client = Client::builder()
+        .listener(recorder.clone())
+        .build()
+        .unwrap();
     let seed = 0x5eed_u64;
     // The requests waited for to their outcome: each has begun.
     let waited = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -535,7 +420,7 @@ fn mixed_exchanges_at_once(journal: Journal, case: &str) {
     client.close();
     drop(left);
     let waited = waited.load(std::sync::atomic::Ordering::Relaxed);
-    assert_contract(&journal, case, waited);
+    assert_contract(&recorder, case, waited);
 }
 
 /// Over TLS: the handshake's events come between the connect and the
@@ -549,10 +434,10 @@ fn every_exchange_over_tls_tells_one_end_after_its_handshake() {
         response(200, &[("Content-Encoding", "gzip")], &good)
     });
     let mismatched = TlsServer::respond(&certs().other_name, |_| ok("no"));
-    let journal = Arc::new(Journal::default());
+    let recorder = Recorder::new();
     let client = Client::builder()
         .add_root_certificate(&certs().ca_pem)
-        .listener(journal.clone())
+        .listener(recorder.clone())
         .build()
         .unwrap();
     for reading in READINGS {
@@ -565,11 +450,16 @@ fn every_exchange_over_tls_tells_one_end_after_its_handshake() {
     assert!(client.get(mismatched.url("/")).send().wait().is_err());
     assert_settles(&client, WAIT);
     client.close();
-    assert_contract(&journal, "TLS", READINGS.len() + 1);
-    let events = journal.events();
-    let told = |what| events.iter().filter(|(_, told)| *told == what).count();
+    assert_contract(&recorder, "TLS", READINGS.len() + 1);
+    let events = recorder.events();
+    let told = |what| {
+        events
+            .iter()
+            .filter(|(event, _)| event.name() == what)
+            .count()
+    };
     assert_eq!(
-        (told("tls_success"), told("tls_failure")),
+        (told("tls_handshake_success"), told("tls_handshake_failure")),
         (1, 1),
         "{events:?}"
     );
@@ -593,9 +483,9 @@ fn requests_sent_again_over_http2_each_tell_one_end() {
         conn.send(&ok_headers(ids[1]));
         conn.drain(Duration::from_secs(5));
     });
-    let journal = Arc::new(Journal::default());
+    let recorder = Recorder::new();
     let client = h2c_builder(1, WAIT)
-        .listener(journal.clone())
+        .listener(recorder.clone())
         .build()
         .unwrap();
     let futures: Vec<_> = ["/refused", "/processed", "/above"]
@@ -608,11 +498,11 @@ fn requests_sent_again_over_http2_each_tell_one_end() {
     // Ended (the connection stays open, its own timer armed).
     assert!(eventually(WAIT, || client.stats().in_flight == 0));
     client.close();
-    assert_contract(&journal, "HTTP/2 sent again", 3);
+    assert_contract(&recorder, "HTTP/2 sent again", 3);
     // The two sent again each went on with the events of the connection
     // they went on (a new one, or one another opened, pooled), then their
     // head.
-    let attempts = journal.attempts();
+    let attempts = recorder.attempts();
     let sent_again: Vec<_> = attempts
         .iter()
         .filter(|(_, events)| {
@@ -629,7 +519,7 @@ fn requests_sent_again_over_http2_each_tell_one_end() {
             let first_head = events.iter().position(|what| *what == "request_head");
             let last_connection = events
                 .iter()
-                .rposition(|what| *what == "connect_attempt" || *what == "pooled");
+                .rposition(|what| *what == "connect_attempt" || *what == "connection_pooled");
             last_connection > first_head
         }),
         "{attempts:?}"
@@ -661,11 +551,11 @@ fn a_listener_panicking_over_http2_loses_no_other_streams_events() {
             let _ = sender.send_data(vec![b'x'; 5_000].into(), true);
         }
     });
-    let journal = Arc::new(Journal::default());
+    let recorder = Recorder::new();
     let client = Client::builder()
         .http2_prior_knowledge()
         .event_loops(1)
-        .listener(journal.clone())
+        .listener(recorder.clone())
         .build()
         .unwrap();
     // One connection, then many streams on it at once.
@@ -693,8 +583,13 @@ fn a_listener_panicking_over_http2_loses_no_other_streams_events() {
     assert_eq!(answered, 6);
     assert!(eventually(WAIT, || client.stats().in_flight == 0));
     client.close();
-    assert_contract(&journal, "HTTP/2, a listener panicking", 9);
-    let events = journal.events();
-    let told = |what| events.iter().filter(|(_, told)| *told == what).count();
+    assert_contract(&recorder, "HTTP/2, a listener panicking", 9);
+    let events = recorder.events();
+    let told = |what| {
+        events
+            .iter()
+            .filter(|(event, _)| event.name() == what)
+            .count()
+    };
     assert_eq!((told("completed"), told("failed")), (7, 2), "{events:?}");
 }

@@ -22,6 +22,8 @@ pub enum Event {
     TlsHandshakeFailure(ConnectionInfo, String),
     ConnectionPooled(ConnectionInfo),
     ConnectionOffered(ConnectionInfo),
+    /// A request's head, as it goes on the connection.
+    RequestHead(ConnectionInfo),
     RequestSent(ConnectionInfo),
     /// An interim (1xx) head, as it came.
     InterimHead(HeadTold),
@@ -86,10 +88,55 @@ impl HeadTold {
     }
 }
 
-/// Records every listener call, with the id of the thread it ran on.
+impl Event {
+    /// The name of the listener method that told it, without its `on_`:
+    /// `connect_attempt`, `status`, `completed`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Event::Resolved(..) => "resolved",
+            Event::ConnectAttempt(_) => "connect_attempt",
+            Event::ConnectSuccess(_) => "connect_success",
+            Event::ConnectFailure(..) => "connect_failure",
+            Event::TlsHandshakeAttempt(_) => "tls_handshake_attempt",
+            Event::TlsHandshakeSuccess(..) => "tls_handshake_success",
+            Event::TlsHandshakeFailure(..) => "tls_handshake_failure",
+            Event::ConnectionPooled(_) => "connection_pooled",
+            Event::ConnectionOffered(_) => "connection_offered",
+            Event::RequestHead(_) => "request_head",
+            Event::RequestSent(_) => "request_sent",
+            Event::InterimHead(_) => "interim_head",
+            Event::Status(_) => "status",
+            Event::Headers(_) => "headers",
+            Event::ResponseHead(_) => "response_head",
+            Event::BodyPart(_) => "body_part",
+            Event::Completed(_) => "completed",
+            Event::Failed(..) => "failed",
+            Event::ProtocolNegotiated(..) => "protocol_negotiated",
+            Event::StreamOpened(..) => "stream_opened",
+            Event::GoAway(..) => "goaway",
+            Event::Redirect(..) => "redirect",
+            Event::Retry(..) => "retry",
+            Event::Hedge(_) => "hedge",
+        }
+    }
+}
+
+/// Records every listener call, with the id of the thread it ran on and
+/// the attempt it was told of (none for a connection's `on_goaway`).
 #[derive(Default)]
 pub struct Recorder {
-    events: Mutex<Vec<(Event, ThreadId)>>,
+    events: Mutex<Vec<Told>>,
+    /// How long it blocks the thread telling a status or a body part.
+    pause: Duration,
+}
+
+/// One call a [`Recorder`] noted.
+#[derive(Clone)]
+struct Told {
+    event: Event,
+    thread: ThreadId,
+    /// [`tickless::RequestInfo::attempt_id`].
+    attempt: Option<u64>,
 }
 
 impl Recorder {
@@ -97,19 +144,60 @@ impl Recorder {
         Arc::new(Recorder::default())
     }
 
-    fn push(&self, event: Event) {
-        self.events
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push((event, thread::current().id()));
+    /// A recorder that blocks its teller for `pause` on each status and
+    /// body part: what a slow listener does to the loop that tells it.
+    pub fn pausing(pause: Duration) -> Arc<Recorder> {
+        Arc::new(Recorder {
+            events: Mutex::default(),
+            pause,
+        })
+    }
+
+    fn told(&self) -> std::sync::MutexGuard<'_, Vec<Told>> {
+        self.events.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Notes `event`, told of `request`'s attempt.
+    fn push(&self, request: &tickless::RequestInfo, event: Event) {
+        self.note(Some(request.attempt_id()), event);
+    }
+
+    /// [`push`](Self::push), then blocks for the recorder's pause.
+    fn push_and_pause(&self, request: &tickless::RequestInfo, event: Event) {
+        self.push(request, event);
+        thread::sleep(self.pause);
+    }
+
+    fn note(&self, attempt: Option<u64>, event: Event) {
+        let thread = thread::current().id();
+        self.told().push(Told {
+            event,
+            thread,
+            attempt,
+        });
     }
 
     /// Every call so far, in order, with its thread.
     pub fn events(&self) -> Vec<(Event, ThreadId)> {
-        self.events
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.told()
+            .iter()
+            .map(|told| (told.event.clone(), told.thread))
+            .collect()
+    }
+
+    /// The attempts told of, in the order each was first told of, each
+    /// with the [names](Event::name) of its events in order.
+    pub fn attempts(&self) -> Vec<(u64, Vec<&'static str>)> {
+        let mut attempts: Vec<(u64, Vec<&'static str>)> = Vec::new();
+        for told in self.told().iter() {
+            let Some(id) = told.attempt else { continue };
+            let name = told.event.name();
+            match attempts.iter_mut().find(|(seen, _)| *seen == id) {
+                Some((_, events)) => events.push(name),
+                None => attempts.push((id, vec![name])),
+            }
+        }
+        attempts
     }
 
     /// The statuses told so far, in order, and whether any retry was told:
@@ -165,10 +253,7 @@ impl Recorder {
 
     /// Forgets what was recorded.
     pub fn clear(&self) {
-        self.events
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clear();
+        self.told().clear();
     }
 
     /// Blocks until `pred` holds for the events recorded; false on timeout.
@@ -230,125 +315,138 @@ pub fn read_timeout_fires_a_period_after_the_last_read(
 }
 
 impl EventListener for Recorder {
-    fn on_resolved(&self, _request: &tickless::RequestInfo, host: &str, addrs: &[SocketAddr]) {
-        self.push(Event::Resolved(host.to_owned(), addrs.to_vec()));
+    fn on_resolved(&self, request: &tickless::RequestInfo, host: &str, addrs: &[SocketAddr]) {
+        self.push(request, Event::Resolved(host.to_owned(), addrs.to_vec()));
     }
-    fn on_connect_attempt(&self, _request: &tickless::RequestInfo, remote: SocketAddr) {
-        self.push(Event::ConnectAttempt(remote));
+    fn on_connect_attempt(&self, request: &tickless::RequestInfo, remote: SocketAddr) {
+        self.push(request, Event::ConnectAttempt(remote));
     }
-    fn on_connect_success(&self, _request: &tickless::RequestInfo, connection: &ConnectionInfo) {
-        self.push(Event::ConnectSuccess(connection.clone()));
+    fn on_connect_success(&self, request: &tickless::RequestInfo, connection: &ConnectionInfo) {
+        self.push(request, Event::ConnectSuccess(connection.clone()));
     }
     fn on_connect_failure(
         &self,
-        _request: &tickless::RequestInfo,
+        request: &tickless::RequestInfo,
         remote: SocketAddr,
         error: &std::io::Error,
     ) {
-        self.push(Event::ConnectFailure(remote, error.kind()));
+        self.push(request, Event::ConnectFailure(remote, error.kind()));
     }
     fn on_tls_handshake_attempt(
         &self,
-        _request: &tickless::RequestInfo,
+        request: &tickless::RequestInfo,
         connection: &ConnectionInfo,
     ) {
-        self.push(Event::TlsHandshakeAttempt(connection.clone()));
+        self.push(request, Event::TlsHandshakeAttempt(connection.clone()));
     }
     fn on_tls_handshake_success(
         &self,
-        _request: &tickless::RequestInfo,
+        request: &tickless::RequestInfo,
         connection: &ConnectionInfo,
         alpn: Option<&[u8]>,
     ) {
-        self.push(Event::TlsHandshakeSuccess(
-            connection.clone(),
-            alpn.map(<[u8]>::to_vec),
-        ));
+        self.push(
+            request,
+            Event::TlsHandshakeSuccess(connection.clone(), alpn.map(<[u8]>::to_vec)),
+        );
     }
     fn on_tls_handshake_failure(
         &self,
-        _request: &tickless::RequestInfo,
+        request: &tickless::RequestInfo,
         connection: &ConnectionInfo,
         error: &tickless::Error,
     ) {
-        self.push(Event::TlsHandshakeFailure(
-            connection.clone(),
-            error.to_string(),
-        ));
+        self.push(
+            request,
+            Event::TlsHandshakeFailure(connection.clone(), error.to_string()),
+        );
     }
-    fn on_connection_pooled(&self, _request: &tickless::RequestInfo, connection: &ConnectionInfo) {
-        self.push(Event::ConnectionPooled(connection.clone()));
+    fn on_connection_pooled(&self, request: &tickless::RequestInfo, connection: &ConnectionInfo) {
+        self.push(request, Event::ConnectionPooled(connection.clone()));
     }
-    fn on_connection_offered(&self, _request: &tickless::RequestInfo, connection: &ConnectionInfo) {
-        self.push(Event::ConnectionOffered(connection.clone()));
+    fn on_connection_offered(&self, request: &tickless::RequestInfo, connection: &ConnectionInfo) {
+        self.push(request, Event::ConnectionOffered(connection.clone()));
     }
     fn on_protocol_negotiated(
         &self,
-        _request: &tickless::RequestInfo,
+        request: &tickless::RequestInfo,
         connection: &ConnectionInfo,
         version: http::Version,
     ) {
-        self.push(Event::ProtocolNegotiated(connection.clone(), version));
+        self.push(
+            request,
+            Event::ProtocolNegotiated(connection.clone(), version),
+        );
     }
     fn on_stream_opened(
         &self,
-        _request: &tickless::RequestInfo,
+        request: &tickless::RequestInfo,
         connection: &ConnectionInfo,
         stream_id: u32,
     ) {
-        self.push(Event::StreamOpened(connection.clone(), stream_id));
+        self.push(request, Event::StreamOpened(connection.clone(), stream_id));
     }
     fn on_goaway(&self, connection: &ConnectionInfo, reason: tickless::Http2Reason) {
-        self.push(Event::GoAway(connection.clone(), reason.0));
+        self.note(None, Event::GoAway(connection.clone(), reason.0));
     }
-    fn on_request_sent(&self, _request: &tickless::RequestInfo, connection: &ConnectionInfo) {
-        self.push(Event::RequestSent(connection.clone()));
-    }
-    fn on_interim_head(&self, _request: &tickless::RequestInfo, head: &tickless::ResponseHead<'_>) {
-        self.push(Event::InterimHead(HeadTold::of(head)));
-    }
-    fn on_status(&self, _request: &tickless::RequestInfo, status: http::StatusCode) {
-        self.push(Event::Status(status));
-    }
-    fn on_headers(&self, _request: &tickless::RequestInfo, headers: &http::HeaderMap) {
-        self.push(Event::Headers(headers.clone()));
-    }
-    fn on_response_head(
+    fn on_request_head(
         &self,
-        _request: &tickless::RequestInfo,
-        head: &tickless::ResponseHead<'_>,
+        request: &tickless::RequestInfo,
+        connection: &ConnectionInfo,
+        _head: &tickless::RequestHead<'_>,
     ) {
-        self.push(Event::ResponseHead(HeadTold::of(head)));
+        self.push(request, Event::RequestHead(connection.clone()));
     }
-    fn on_body_part(&self, _request: &tickless::RequestInfo, len: usize) {
-        self.push(Event::BodyPart(len));
+    fn on_request_sent(&self, request: &tickless::RequestInfo, connection: &ConnectionInfo) {
+        self.push(request, Event::RequestSent(connection.clone()));
     }
-    fn on_completed(&self, _request: &tickless::RequestInfo, status: http::StatusCode) {
-        self.push(Event::Completed(status));
+    fn on_interim_head(&self, request: &tickless::RequestInfo, head: &tickless::ResponseHead<'_>) {
+        self.push(request, Event::InterimHead(HeadTold::of(head)));
     }
-    fn on_failed(&self, _request: &tickless::RequestInfo, error: &tickless::Error) {
-        self.push(Event::Failed(error.to_string(), error.is_timeout()));
+    fn on_status(&self, request: &tickless::RequestInfo, status: http::StatusCode) {
+        self.push_and_pause(request, Event::Status(status));
+    }
+    fn on_headers(&self, request: &tickless::RequestInfo, headers: &http::HeaderMap) {
+        self.push(request, Event::Headers(headers.clone()));
+    }
+    fn on_response_head(&self, request: &tickless::RequestInfo, head: &tickless::ResponseHead<'_>) {
+        self.push(request, Event::ResponseHead(HeadTold::of(head)));
+    }
+    fn on_body_part(&self, request: &tickless::RequestInfo, len: usize) {
+        self.push_and_pause(request, Event::BodyPart(len));
+    }
+    fn on_completed(&self, request: &tickless::RequestInfo, status: http::StatusCode) {
+        self.push(request, Event::Completed(status));
+    }
+    fn on_failed(&self, request: &tickless::RequestInfo, error: &tickless::Error) {
+        self.push(
+            request,
+            Event::Failed(error.to_string(), error.is_timeout()),
+        );
     }
     fn on_redirect(
         &self,
-        _request: &tickless::RequestInfo,
+        request: &tickless::RequestInfo,
         status: http::StatusCode,
         from: &http::Uri,
         to: &http::Uri,
     ) {
-        self.push(Event::Redirect(status, from.to_string(), to.to_string()));
+        self.push(
+            request,
+            Event::Redirect(status, from.to_string(), to.to_string()),
+        );
     }
     fn on_retry(
         &self,
-        _request: &tickless::RequestInfo,
+        request: &tickless::RequestInfo,
         attempt: u32,
         delay: Duration,
         reason: &tickless::Error,
     ) {
-        self.push(Event::Retry(attempt, delay, chain_text(reason)));
+        self.push(request, Event::Retry(attempt, delay, chain_text(reason)));
     }
-    fn on_hedge(&self, _request: &tickless::RequestInfo, copy: u32) {
-        self.push(Event::Hedge(copy));
+    fn on_hedge(&self, request: &tickless::RequestInfo, copy: u32) {
+        self.push(request, Event::Hedge(copy));
     }
 }
 
