@@ -188,13 +188,21 @@ where
                 None => Err(ArgError(format!("{option} needs a value"))),
             }
         };
+        // A flag that takes no value: one given after `=` is refused.
+        let flag = || match inline {
+            Some(_) => Err(ArgError(format!("{name} takes no value"))),
+            None => Ok(true),
+        };
         match name.as_str() {
-            "-h" | "--help" if inline.is_none() => return Ok(Command::Help),
-            "--end-to-end" if inline.is_none() => end_to_end = true,
-            "--http2" if inline.is_none() => config.http2 = true,
-            "--warm" if inline.is_none() => config.warm = true,
-            "--unpinned" if inline.is_none() => config.unpinned = true,
-            "--under-load" if inline.is_none() => config.under_load = true,
+            "-h" | "--help" => {
+                flag()?;
+                return Ok(Command::Help);
+            }
+            "--end-to-end" => end_to_end = flag()?,
+            "--http2" => config.http2 = flag()?,
+            "--warm" => config.warm = flag()?,
+            "--unpinned" => config.unpinned = flag()?,
+            "--under-load" => config.under_load = flag()?,
             "--count" => config.count = parse_count(&value("--count")?)?,
             "--deadline-ms" => config.deadlines = parse_deadlines(&value("--deadline-ms")?)?,
             "--instrument" => {
@@ -233,9 +241,6 @@ where
                         )))
                     }
                 }
-            }
-            "--help" | "--end-to-end" | "--http2" | "--warm" | "--unpinned" | "--under-load" => {
-                return Err(ArgError(format!("{name} takes no value")))
             }
             _ if inline.is_none() && !arg.starts_with('-') => {
                 return Err(ArgError(format!("unexpected argument {arg:?}")))
