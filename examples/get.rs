@@ -582,13 +582,14 @@ fn suppressed(headers: &[Header], name: &http::HeaderName) -> bool {
         .any(|header| matches!(header, Header::Suppress(n) if n == name))
 }
 
-/// Whether a `--header` sends `name`, or drops it: either way, `get`'s
-/// own default for it (`Accept`, a form's `Content-Type`, `--user`'s
-/// `Authorization`) does not go.
-fn given_or_dropped(headers: &[Header], name: &http::HeaderName) -> bool {
-    headers.iter().any(|header| match header {
+/// `get`'s own `value` for the header `name` (curl's `Accept`, `-A`'s,
+/// `-e`'s, a form's `Content-Type`, `--user`'s `Authorization`), unless a
+/// `--header` sends `name` or drops it: either way, that one wins.
+fn unless_given<T>(headers: &[Header], name: &http::HeaderName, value: Option<T>) -> Option<T> {
+    let given = headers.iter().any(|header| match header {
         Header::Send(n, _) | Header::Suppress(n) => n == name,
-    })
+    });
+    value.filter(|_| !given)
 }
 
 /// The `NAME=VALUE` pairs of a `--cookie` value.
@@ -1069,29 +1070,27 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         builder = builder.cookie_provider(jar);
     }
     // The headers `get` sets, each once, as the request is given them
-    // below.
-    let mut headers = Vec::new();
-    // curl's `Accept`, unless a header gives one or drops it.
-    if !given_or_dropped(&args.headers, &http::header::ACCEPT) {
-        headers.push((http::header::ACCEPT, http::HeaderValue::from_static("*/*")));
-    }
-    // `-A`'s and `-e`'s, but empty (none) or given or dropped by a header.
-    let shorthands = [
-        (http::header::USER_AGENT, &args.user_agent),
-        (http::header::REFERER, &args.referer),
+    // below: its own — curl's `Accept`, `-A`'s and `-e`'s (but empty:
+    // none), a form's `Content-Type` as curl sends it — unless a header
+    // gives or drops the name, then the headers given.
+    let form = (!args.data.is_empty())
+        .then(|| http::HeaderValue::from_static("application/x-www-form-urlencoded"));
+    let own = [
+        (
+            http::header::ACCEPT,
+            Some(http::HeaderValue::from_static("*/*")),
+        ),
+        (http::header::USER_AGENT, args.user_agent.clone()),
+        (http::header::REFERER, args.referer.clone()),
+        (http::header::CONTENT_TYPE, form),
     ];
-    for (name, value) in shorthands {
-        if let Some(value) = value.as_ref().filter(|value| !value.is_empty()) {
-            if !given_or_dropped(&args.headers, &name) {
-                headers.push((name, value.clone()));
-            }
-        }
-    }
-    // A form, as curl sends it, unless told otherwise.
-    if !args.data.is_empty() && !given_or_dropped(&args.headers, &http::header::CONTENT_TYPE) {
-        let form = http::HeaderValue::from_static("application/x-www-form-urlencoded");
-        headers.push((http::header::CONTENT_TYPE, form));
-    }
+    let mut headers: Vec<_> = own
+        .into_iter()
+        .filter_map(|(name, value)| {
+            let value = value.filter(|value| !value.is_empty());
+            unless_given(&args.headers, &name, value).map(|value| (name, value))
+        })
+        .collect();
     for header in &args.headers {
         if let Header::Send(name, value) = header {
             headers.push((name.clone(), value.clone()));
@@ -1144,11 +1143,7 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     }
     // As curl: an `Authorization` given with `--header` is sent instead
     // of `--user`'s, and `'Authorization:'` sends none.
-    let user = args
-        .user
-        .as_ref()
-        .filter(|_| !given_or_dropped(&args.headers, &authorization));
-    if let Some(user) = user {
+    if let Some(user) = unless_given(&args.headers, &authorization, args.user.as_ref()) {
         let (user, password) = match user.split_once(':') {
             Some((user, password)) => (user, Some(password)),
             None => (user.as_str(), None),
