@@ -1289,24 +1289,19 @@ fn read_the_environments_proxies_as_curl(proxy_user: Option<&str>) {
 
 /// The URL an upload of `path` goes to: `url`, or, if its path ends with
 /// `/` (names no file), the file's name after it, percent-encoded, as curl
-/// does. The URL is read as text, its path from the end of the authority
-/// to the first `?` or `#`, not as an `http::Uri`: `http` refuses URLs the
-/// client takes (a space in the path, a host that is not ASCII), and a
-/// directory among them must get the name too. Text without a `scheme://`
-/// is left to the request to refuse.
+/// does. The URL's path is read as text ([`request_path`]), not as an
+/// `http::Uri`: `http` refuses URLs the client takes (a space in the path,
+/// a host that is not ASCII), and a directory among them must get the name
+/// too.
 fn upload_url(url: &str, path: &str) -> String {
     let Some(name) = std::path::Path::new(path).file_name() else {
         return url.to_owned();
     };
-    let Some(authority) = authority(url) else {
+    let Some(dir) = request_path(url) else {
         return url.to_owned();
     };
-    let path_start = authority.end;
-    let path_end = path_start
-        + url[path_start..]
-            .find(['?', '#'])
-            .unwrap_or(url.len() - path_start);
-    let dir = &url[path_start..path_end];
+    let path_end = dir.end;
+    let dir = &url[dir];
     if !dir.is_empty() && !dir.ends_with('/') {
         return url.to_owned();
     }
@@ -1333,14 +1328,11 @@ fn with_query(url: &str, query: &[u8]) -> String {
     format!("{}{separator}{query}{}", &url[..end], &url[end..])
 }
 
-/// `-O`'s file name: the last segment of `url`'s path, read as text as
-/// [`upload_url`] reads it, as written (not percent-decoded, as curl's),
-/// which must name a file: not empty, `.` or `..`.
+/// `-O`'s file name: the last segment of `url`'s path, read as text
+/// ([`request_path`]), as written (not percent-decoded, as curl's), which
+/// must name a file: not empty, `.` or `..`.
 fn remote_file_name(url: &str) -> Result<String, String> {
-    let path = authority(url).map_or("", |authority| {
-        let rest = &url[authority.end..];
-        &rest[..rest.find(['?', '#']).unwrap_or(rest.len())]
-    });
+    let path = request_path(url).map_or("", |path| &url[path]);
     let name = path.rsplit('/').next().unwrap_or_default();
     if ["", ".", ".."].contains(&name) {
         return Err(format!(
@@ -1350,20 +1342,33 @@ fn remote_file_name(url: &str) -> Result<String, String> {
     Ok(name.to_owned())
 }
 
-/// Where the authority of `url`, read as text, is: from its `scheme://`
-/// to the first `/`, `?` or `#`; none without a `scheme://`.
-fn authority(url: &str) -> Option<std::ops::Range<usize>> {
-    let start = url.find("://")? + "://".len();
-    let len = url[start..]
-        .find(['/', '?', '#'])
-        .unwrap_or(url.len() - start);
-    Some(start..start + len)
+/// Where the authority of `url`, read as text, is: after its `scheme://`
+/// (from its start if it has none, as a proxy's may not: `-x host:3128`),
+/// up to the first `/`, `?` or `#`.
+fn authority(url: &str) -> std::ops::Range<usize> {
+    let start = url.find("://").map_or(0, |at| at + "://".len());
+    let rest = &url[start..];
+    start..start + rest.find(['/', '?', '#']).unwrap_or(rest.len())
+}
+
+/// The [`authority`] of a URL to request; none without a `scheme://`: such
+/// text is left as it is, for the request to refuse.
+fn request_authority(url: &str) -> Option<std::ops::Range<usize>> {
+    url.contains("://").then(|| authority(url))
+}
+
+/// Where the path of a URL to request, read as text, is: from the end of
+/// its [authority](request_authority) to the first `?` or `#`.
+fn request_path(url: &str) -> Option<std::ops::Range<usize>> {
+    let start = request_authority(url)?.end;
+    let rest = &url[start..];
+    Some(start..start + rest.find(['?', '#']).unwrap_or(rest.len()))
 }
 
 /// `url` without the credentials in its authority (`user:pass@`, up to its
 /// last `@`, as a URL is read): `-H 'Authorization:'` drops them too.
 fn without_userinfo(url: &str) -> String {
-    let Some(authority) = authority(url) else {
+    let Some(authority) = request_authority(url) else {
         return url.to_owned();
     };
     match url[authority.clone()].rfind('@') {
@@ -1719,7 +1724,7 @@ fn with_curl_proxy_port(proxy: &str) -> String {
     let std::ops::Range {
         start: authority_start,
         end: authority_end,
-    } = proxy_authority(proxy);
+    } = authority(proxy);
     let authority = &proxy[authority_start..authority_end];
     let host_port = authority
         .rsplit_once('@')
@@ -1750,7 +1755,7 @@ fn with_proxy_user(proxy: &str, proxy_user: Option<&str>) -> String {
     let Some(proxy_user) = proxy_user else {
         return proxy.to_owned();
     };
-    let authority = proxy_authority(proxy);
+    let authority = authority(proxy);
     if proxy[authority.clone()].contains('@') {
         return proxy.to_owned();
     }
@@ -1764,12 +1769,4 @@ fn with_proxy_user(proxy: &str, proxy_user: Option<&str>) -> String {
     };
     let (before, after) = proxy.split_at(authority.start);
     format!("{before}{userinfo}{after}")
-}
-
-/// Where the authority of a proxy URL is: after its `scheme://`, if any
-/// (`-x host:3128` has none), up to the first `/`, `?` or `#`.
-fn proxy_authority(proxy: &str) -> std::ops::Range<usize> {
-    let start = proxy.find("://").map_or(0, |at| at + 3);
-    let rest = &proxy[start..];
-    start..start + rest.find(['/', '?', '#']).unwrap_or(rest.len())
 }
