@@ -22,7 +22,8 @@
 //! Options (curl's names, and its short forms where it has them). As in
 //! curl, short forms go together in one argument (`-sSL`, `-sLo FILE`): a
 //! letter that takes a value takes the rest of the argument if any
-//! (`-XPOST`, `-d@body.json`), else the next one.
+//! (`-XPOST`, `-d@body.json`), else the next one; a `-` among them is no
+//! option (`-s-` is a bad argument, not `-s --`).
 //!
 //! * `--request-timeout MS`, `--read-timeout MS`, `--write-timeout MS`: the
 //!   client's timeouts in milliseconds (0 disables one). As curl, `get`
@@ -603,6 +604,8 @@ fn cookie_pairs(cookies: &str) -> impl Iterator<Item = &str> {
 /// read as flags (`-d -sS` posts `-sS`).
 struct ShortFlags<I> {
     args: I,
+    /// The argument read last, whole: the bundle its flags come from.
+    bundle: String,
     /// The rest of the bundle whose flag was read last: that flag's value,
     /// if it takes one and reads it (`-XPOST`: `-X`, then `POST`), else
     /// the bundle's next flags (`-sSL`: `-s`, then `-SL`).
@@ -613,6 +616,7 @@ impl<I: Iterator<Item = String>> ShortFlags<I> {
     fn new(args: I) -> Self {
         ShortFlags {
             args,
+            bundle: String::new(),
             bundle_rest: None,
         }
     }
@@ -620,22 +624,33 @@ impl<I: Iterator<Item = String>> ShortFlags<I> {
     /// The next flag: the next argument, or the next of a bundle of short
     /// flags — its first letter, the rest kept for what comes next. Whether
     /// that rest is a value is for the flag to say, by reading one: the
-    /// flag's own arm of the parser is all there is to tell it.
-    fn next_flag(&mut self) -> Option<String> {
+    /// flag's own arm of the parser is all there is to tell it. A `-` in a
+    /// bundle is no flag, as in curl: `-s-` is not `-s --`, nor
+    /// `-s-verbose` `-s --verbose`.
+    fn next_flag(&mut self) -> Result<Option<String>, String> {
         let arg = match self.bundle_rest.take() {
+            Some(rest) if rest.starts_with('-') => {
+                return Err(format!("unknown option - in the bundle {}", self.bundle))
+            }
             Some(rest) => format!("-{rest}"),
-            None => self.args.next()?,
+            None => match self.args.next() {
+                Some(arg) => {
+                    self.bundle.clone_from(&arg);
+                    arg
+                }
+                None => return Ok(None),
+            },
         };
         let mut letters = arg.chars();
         let bundle = letters.next() == Some('-')
             && letters.next().is_some_and(|c| c.is_ascii_alphabetic())
             && letters.next().is_some();
         if !bundle {
-            return Some(arg);
+            return Ok(Some(arg));
         }
         let (flag, rest) = arg.split_at(2);
         self.bundle_rest = Some(rest.to_owned());
-        Some(flag.to_owned())
+        Ok(Some(flag.to_owned()))
     }
 }
 
@@ -696,7 +711,7 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
             .map_err(|_| format!("{flag}: not a number: {value:?}"))
     }
     let mut args = ShortFlags::new(args);
-    while let Some(arg) = args.next_flag() {
+    while let Some(arg) = args.next_flag()? {
         match arg.as_str() {
             // As in curl, an argument after `--` is the URL even if it
             // looks like a flag.

@@ -2321,6 +2321,18 @@ fn short_flags_go_together_as_in_curl() {
         String::from_utf8_lossy(&unknown.stderr).contains("unknown option -q"),
         "{unknown:?}"
     );
+    // A `-` in a bundle is no option either, as curl 7.88 says ("option
+    // -s-: is unknown", exit 2): not a `--` that ends the options, nor the
+    // start of a long one (`-s-verbose` is not `-s --verbose`).
+    let requests = server.requests().len();
+    for bundle in ["-s-", "-s-verbose", "-sS-"] {
+        let output = get(&[bundle, &echo]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{bundle}: {stderr}");
+        let told = format!("unknown option - in the bundle {bundle}");
+        assert!(stderr.contains(&told), "{bundle}: {stderr}");
+    }
+    assert_eq!(server.requests().len(), requests);
 }
 
 /// `-I` with another method (`-I -X GET`), as curl's: that method is sent,
