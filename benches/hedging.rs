@@ -27,6 +27,12 @@ use std::thread;
 use std::time::{Duration, Instant};
 use tickless::{hedge, Client};
 
+#[path = "../examples/common/unicode_args.rs"]
+mod unicode_args;
+
+const USAGE: &str =
+    "usage: cargo bench --bench hedging -- [--requests N] [--concurrency N] [--runs N]";
+
 const SLOW: Duration = Duration::from_millis(200);
 const FAST: Duration = Duration::from_millis(1);
 
@@ -82,7 +88,7 @@ fn args() -> Args {
         concurrency: 16,
         runs: 3,
     };
-    let mut it = std::env::args().skip(1);
+    let mut it = unicode_args::or_exit("hedging", USAGE);
     while let Some(arg) = it.next() {
         let mut value = || it.next().and_then(|v| v.parse().ok()).expect("a number");
         match arg.as_str() {

@@ -116,6 +116,9 @@ use tickless::WithCauses;
 
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
 
+#[path = "../examples/common/unicode_args.rs"]
+mod unicode_args;
+
 const SMALL_RESPONSE: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
 const NOT_FOUND: &[u8] = b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n";
 const SMALL_BODY: &[u8] = b"ok";
@@ -1029,7 +1032,7 @@ fn parse_args() -> Result<Options, String> {
         scenarios: Vec::new(),
         format: Format::Table,
     };
-    let mut args = std::env::args().skip(1);
+    let mut args = unicode_args::or_exit("http", USAGE);
     while let Some(arg) = args.next() {
         let (flag, inline) = match arg.split_once('=') {
             Some((flag, value)) if flag.starts_with("--") => (flag.to_string(), Some(value.into())),

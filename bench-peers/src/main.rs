@@ -16,6 +16,8 @@ mod lateness;
 mod measure;
 mod report;
 mod server;
+#[path = "../../examples/common/unicode_args.rs"]
+mod unicode_args;
 
 use cases::{Case, ALL_CASES};
 use clients::{Peer, ALL_PEERS};
@@ -93,7 +95,7 @@ fn parse_args() -> Result<Option<Options>, String> {
         deadlines: vec![Duration::from_millis(20), Duration::from_millis(1000)],
         format: Format::Table,
     };
-    let mut args = std::env::args().skip(1);
+    let mut args = unicode_args::or_exit("bench-peers", USAGE);
     while let Some(arg) = args.next() {
         let (flag, inline) = match arg.split_once('=') {
             Some((flag, value)) if flag.starts_with("--") => (flag.to_string(), Some(value.into())),

@@ -1,7 +1,8 @@
-//! An example's arguments as Unicode, read with `std::env::args_os`: one
+//! A program's arguments as Unicode, read with `std::env::args_os`: one
 //! that is not UTF-8 (a Latin-1 file name, say) is a bad argument, told
-//! with the example's usage and exit code 2, where `std::env::args` would
-//! panic (exit 101).
+//! with the program's usage and exit code 2, where `std::env::args` would
+//! panic (exit 101). Shared (`#[path]`) by the examples, the benchmarks
+//! of benches/ and the binaries of bench-peers/.
 
 /// The arguments after the program's name; on one that is not UTF-8,
 /// prints `name: …` and `usage` to stderr and exits with code 2.

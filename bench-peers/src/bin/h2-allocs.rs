@@ -24,6 +24,8 @@ mod child;
 mod counting_alloc;
 #[path = "../h2_sides.rs"]
 mod h2_sides;
+#[path = "../../../examples/common/unicode_args.rs"]
+mod unicode_args;
 
 #[global_allocator]
 static ALLOCATOR: counting_alloc::Counting = counting_alloc::Counting;
@@ -33,8 +35,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+const USAGE: &str = "usage: h2-allocs [--requests N] [--in-flight N] [--bare]";
+
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<String> = unicode_args::or_exit("h2-allocs", USAGE).collect();
     if child::is_server(&args) {
         h2_sides::serve();
         return;
@@ -50,7 +54,7 @@ fn main() {
             "--in-flight" => in_flight = value().expect("--in-flight N") as usize,
             "--bare" => bare = true,
             "-h" | "--help" => {
-                println!("usage: h2-allocs [--requests N] [--in-flight N] [--bare]");
+                println!("{USAGE}");
                 return;
             }
             other => panic!("unknown argument {other:?}"),

@@ -35,6 +35,8 @@
 mod child;
 #[path = "../h2_sides.rs"]
 mod h2_sides;
+#[path = "../../../examples/common/unicode_args.rs"]
+mod unicode_args;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -43,8 +45,11 @@ use std::time::{Duration, Instant};
 
 const WARMUP: Duration = Duration::from_millis(300);
 
+const USAGE: &str =
+    "usage: h2-in-flight [--runs N] [--seconds S] [--in-flight N] [--only tickless|hyper] [--bare]";
+
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<String> = unicode_args::or_exit("h2-in-flight", USAGE).collect();
     if child::is_server(&args) {
         h2_sides::serve();
         return;
@@ -64,7 +69,7 @@ fn main() {
             "--only" => only = it.next().cloned(),
             "--bare" => bare = true,
             "-h" | "--help" => {
-                println!("usage: h2-in-flight [--runs N] [--seconds S] [--in-flight N] [--only tickless|hyper] [--bare]");
+                println!("{USAGE}");
                 return;
             }
             other => panic!("unknown argument {other:?}"),

@@ -37,6 +37,8 @@
 
 #[path = "../child.rs"]
 mod child;
+#[path = "../../../examples/common/unicode_args.rs"]
+mod unicode_args;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -56,8 +58,11 @@ fn live() -> isize {
 
 const SETTLE: Duration = Duration::from_millis(200);
 
+const USAGE: &str =
+    "usage: memory [--runs N] [--connections N] [--only tickless|hyper|reqwest|ureq]";
+
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<String> = unicode_args::or_exit("memory", USAGE).collect();
     if child::is_server(&args) {
         serve();
         return;
@@ -73,7 +78,7 @@ fn main() {
             "--connections" => connections = value().expect("--connections N"),
             "--only" => only = it.next().cloned(),
             "-h" | "--help" => {
-                println!("usage: memory [--runs N] [--connections N] [--only tickless|hyper|reqwest|ureq]");
+                println!("{USAGE}");
                 return;
             }
             other => panic!("unknown argument {other:?}"),
