@@ -451,18 +451,11 @@ fn every_exchange_over_tls_tells_one_end_after_its_handshake() {
     assert_settles(&client, WAIT);
     client.close();
     assert_contract(&recorder, "TLS", READINGS.len() + 1);
-    let events = recorder.events();
-    let told = |what| {
-        events
-            .iter()
-            .filter(|(event, _)| event.name() == what)
-            .count()
-    };
-    assert_eq!(
-        (told("tls_handshake_success"), told("tls_handshake_failure")),
-        (1, 1),
-        "{events:?}"
+    let handshakes = (
+        recorder.count("tls_handshake_success"),
+        recorder.count("tls_handshake_failure"),
     );
+    assert_eq!(handshakes, (1, 1), "{:?}", recorder.events());
 }
 
 /// Over HTTP/2, requests the client sends again by itself, under the same
@@ -584,12 +577,6 @@ fn a_listener_panicking_over_http2_loses_no_other_streams_events() {
     assert!(eventually(WAIT, || client.stats().in_flight == 0));
     client.close();
     assert_contract(&recorder, "HTTP/2, a listener panicking", 9);
-    let events = recorder.events();
-    let told = |what| {
-        events
-            .iter()
-            .filter(|(event, _)| event.name() == what)
-            .count()
-    };
-    assert_eq!((told("completed"), told("failed")), (7, 2), "{events:?}");
+    let ends = (recorder.count("completed"), recorder.count("failed"));
+    assert_eq!(ends, (7, 2), "{:?}", recorder.events());
 }

@@ -245,10 +245,13 @@ impl Recorder {
 
     /// How many exchanges were told completed (`on_completed`) so far.
     pub fn completions(&self) -> usize {
-        self.events()
-            .iter()
-            .filter(|(event, _)| matches!(event, Event::Completed(_)))
-            .count()
+        self.count("completed")
+    }
+
+    /// How many events [named](Event::name) `name` were told so far.
+    pub fn count(&self, name: &str) -> usize {
+        let told = self.told();
+        told.iter().filter(|told| told.event.name() == name).count()
     }
 
     /// Forgets what was recorded.
