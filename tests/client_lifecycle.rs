@@ -206,3 +206,95 @@ fn dropping_many_futures_at_once_leaves_nothing_behind() {
     assert!(started.elapsed() < WAIT);
     client.close();
 }
+
+/// A cancel after a head the client follows has come whole (a redirect,
+/// a status its retry policy retries) and before the future is polled
+/// again: the request has not ended (`is_done`, but the next poll would
+/// send again), so the cancel ends it — nothing more is sent, and the
+/// future resolves with `Cancelled`. A small answer has usually come
+/// whole with its head, its exchange ended, before the caller looks.
+#[test]
+fn cancelling_between_hops_sends_nothing_more() {
+    for event_loop_timeouts in [false, true] {
+        for target in ["/redirected", "/busy"] {
+            let server = TestServer::respond(|request| match request.target.as_str() {
+                "/redirected" => response(302, &[("Location", "/there")], b"moved"),
+                "/busy" => response(503, &[], b"busy"),
+                _ => ok("there"),
+            });
+            let listener = Recorder::new();
+            let client = Client::builder()
+                .event_loops(2)
+                .use_event_loop_timeouts(event_loop_timeouts)
+                .retry(
+                    tickless::retry::Policy::attempts(3)
+                        .on_status([http::StatusCode::SERVICE_UNAVAILABLE])
+                        .backoff(Duration::ZERO, Duration::ZERO),
+                )
+                .listener(listener.clone())
+                .build()
+                .unwrap();
+            let future = client.get(server.url(target)).send();
+            // The head has come, and its body whole: the exchange is over.
+            assert!(listener.wait_for(WAIT, |events| events
+                .iter()
+                .any(|(e, _)| matches!(e, Event::Completed(_)))));
+            assert!(future.is_done());
+            assert!(future.cancel(), "{target}: the cancel found nothing to end");
+            let outcome = future.wait().map(|response| response.status());
+            assert!(
+                matches!(outcome, Err(Error::Cancelled)),
+                "{target}: {outcome:?}"
+            );
+            let targets: Vec<String> = server.requests().into_iter().map(|r| r.target).collect();
+            assert_eq!(targets, vec![target], "sent again after the cancel");
+            assert_settles(&client, WAIT);
+            client.close();
+        }
+    }
+}
+
+/// The same for a `417` to the request's `Expect: 100-continue`, which the
+/// client would repeat without it: cancelled once the `417` has come, the
+/// request is not sent again.
+#[test]
+fn cancelling_after_a_417_sends_nothing_more() {
+    let server = TestServer::start(Behaviour::custom(|mut stream, _| {
+        use std::io::{Read, Write};
+        // The head only: the body waits for a `100 Continue` never sent.
+        let mut head = Vec::new();
+        let mut byte = [0; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            match stream.read(&mut byte) {
+                Ok(1) => head.push(byte[0]),
+                _ => return,
+            }
+        }
+        let _ = stream.write_all(&response(417, &[], b""));
+        drain(&mut stream);
+    }));
+    let listener = Recorder::new();
+    let client = Client::builder()
+        .event_loops(2)
+        .listener(listener.clone())
+        .build()
+        .unwrap();
+    let future = client
+        .post(server.url("/"))
+        .expect_continue(true)
+        .body(vec![7; 1000])
+        .send();
+    assert!(listener.wait_for(WAIT, |events| events
+        .iter()
+        .any(|(e, _)| matches!(e, Event::Completed(_)))));
+    assert!(future.is_done());
+    assert!(future.cancel(), "the cancel found nothing to end");
+    assert!(matches!(future.wait(), Err(Error::Cancelled)));
+    assert_eq!(
+        server.connections_accepted(),
+        1,
+        "sent again after the cancel"
+    );
+    assert_settles(&client, WAIT);
+    client.close();
+}

@@ -110,7 +110,10 @@ impl ResponseFuture {
 
     /// Cancels the exchange: the future resolves with [`Error::Cancelled`]
     /// unless it had already ended or handed out its response (whose body
-    /// then owns the exchange). Returns whether this call cancelled it.
+    /// then owns the exchange). A head the client would follow — a
+    /// redirect, a status its retry policy retries, a `417` — has not
+    /// ended it, even come whole: nothing more is sent for it. Returns
+    /// whether this call cancelled it.
     pub fn cancel(&self) -> bool {
         match &self.inner {
             Inner::Chain(chain) => chain.cancel(),

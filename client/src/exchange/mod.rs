@@ -687,6 +687,13 @@ impl Exchange {
             .holds(|outcome| outcome.as_ref().err().is_some_and(test))
     }
 
+    /// Whether the exchange's head has come, not yet taken, and `test`
+    /// accepts it (the head stays stored, for the caller to take).
+    pub(crate) fn head_untaken_with(&self, test: impl FnOnce(&Head) -> bool) -> bool {
+        self.outcome
+            .holds(|outcome| outcome.as_ref().is_ok_and(test))
+    }
+
     /// Whether the caller has taken the head: the future is spent, and the
     /// exchange now belongs to the body.
     pub(crate) fn head_taken(&self) -> bool {

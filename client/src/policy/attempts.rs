@@ -272,6 +272,26 @@ impl Attempts {
         cancelled
     }
 
+    /// Cancels the request if `current`'s head has come, not yet taken,
+    /// and the next poll may send the hop again or on for it (`follows`
+    /// says so: a redirect, a status retry, a 417 repeat) rather than give
+    /// it back: [`cancel`](Self::cancel) finds nothing in flight once that
+    /// head's body has come whole too, yet the request has not ended. It
+    /// ends now (see `on_outcome`); returns whether this call ended it.
+    pub(crate) fn cancel_before_following(&self, follows: impl FnOnce(&Head) -> bool) -> bool {
+        self.current.head_untaken_with(follows) && !self.cancelled.swap(true, Ordering::AcqRel)
+    }
+
+    /// Whether `head` may have the hop sent again rather than be its
+    /// answer: a 417 to its `Expect` (see
+    /// [`repeat_without_expectation`](Self::repeat_without_expectation)),
+    /// or a status the policy retries for its method (see
+    /// [`retry_status`](Self::retry_status), which also weighs the
+    /// attempts left, the deadline and the budget).
+    pub(crate) fn may_send_again_for(&self, head: &Head, hop: &Hop) -> bool {
+        expectation_refused(head, hop) || self.retry.retries_status(head.status, &hop.method)
+    }
+
     /// Whether the hop may be sent again (a retry or a copy): its policy
     /// says so and its body can go twice.
     fn may_go_again(&self, hop: &Hop) -> bool {
@@ -518,10 +538,7 @@ impl Attempts {
     /// No retry: no attempt is counted, no budget spent, and `on_retry` is
     /// not told (see `EventListener::on_retry`).
     pub(crate) fn repeat_without_expectation(&mut self, head: &Head, sender: Sender<'_>) -> bool {
-        let refused = head.status == http::StatusCode::EXPECTATION_FAILED
-            && head.version != http::Version::HTTP_2
-            && hop::expects_continue(&sender.hop.headers);
-        if !refused || !sender.hop.body.sendable() {
+        if !expectation_refused(head, sender.hop) || !sender.hop.body.sendable() {
             return false;
         }
         Arc::make_mut(&mut sender.hop.headers).remove(http::header::EXPECT);
@@ -679,6 +696,14 @@ impl Attempts {
         self.copies.push(copy.clone());
         sender.dispatcher.submit(copy);
     }
+}
+
+/// Whether `head` is a 417 refusing the `Expect` of `hop`, which goes
+/// again without it (not over HTTP/2, which has no such refusal).
+fn expectation_refused(head: &Head, hop: &Hop) -> bool {
+    head.status == http::StatusCode::EXPECTATION_FAILED
+        && head.version != http::Version::HTTP_2
+        && hop::expects_continue(&hop.headers)
 }
 
 impl Drop for Attempts {

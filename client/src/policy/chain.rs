@@ -168,9 +168,21 @@ impl Chain {
         self.attempts.current()
     }
 
-    /// Cancels what is in flight; whether anything was.
+    /// Cancels what is in flight, or what a head come and not taken would
+    /// have sent next; whether anything was.
     pub(crate) fn cancel(&self) -> bool {
         self.attempts.cancel(self.view())
+            || self
+                .attempts
+                .cancel_before_following(|head| self.may_follow(head))
+    }
+
+    /// Whether the next poll may follow `head` rather than give it back: a
+    /// 417 repeated, a status retried, a redirect — its body aside, as one
+    /// kept for the hop after it is put back only then (see
+    /// [`on_head`](Self::on_head)).
+    fn may_follow(&self, head: &Head) -> bool {
+        self.attempts.may_send_again_for(head, &self.hop) || self.redirect_target(head).is_some()
     }
 
     /// Whether the next poll has an outcome at once.
@@ -429,17 +441,25 @@ impl Chain {
     /// Where a redirect to follow points, the method to follow it with and
     /// whether the body goes along; `None` if `head` is the response.
     fn redirect_of(&self, head: &Head) -> Option<(http::Uri, http::Method, bool)> {
-        if !self.redirect.follows_any() {
-            return None;
-        }
-        let (method, keep_body) = redirect::next_method(head.status, &self.hop.method)?;
-        let next = redirect::resolve(&self.hop.uri, head.headers.get(LOCATION)?)?;
+        let (next, method, keep_body) = self.redirect_target(head)?;
         // A streamed body cannot go twice: the redirect is the response —
         // unless none of it went (it waited for `100 Continue`, and was put
         // back: `Attempts::take_back_unsent`).
         if keep_body && !self.hop.body.sendable() {
             return None;
         }
+        Some((next, method, keep_body))
+    }
+
+    /// Where a redirect the policy follows points, the method to follow
+    /// it with and whether the body goes along — whether or not that body
+    /// can go (see [`redirect_of`](Self::redirect_of)).
+    fn redirect_target(&self, head: &Head) -> Option<(http::Uri, http::Method, bool)> {
+        if !self.redirect.follows_any() {
+            return None;
+        }
+        let (method, keep_body) = redirect::next_method(head.status, &self.hop.method)?;
+        let next = redirect::resolve(&self.hop.uri, head.headers.get(LOCATION)?)?;
         Some((next, method, keep_body))
     }
 
