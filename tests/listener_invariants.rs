@@ -446,6 +446,14 @@ fn every_exchange_over_tls_tells_one_end_after_its_handshake() {
             Reading::HeldAcrossClose | Reading::DropUnread => drop(response),
             _ => assert_eq!(response.text().wait().unwrap(), "hello"),
         }
+        // A dropped body (whole, so the connection is kept) goes back to
+        // the pool on the loop, after the drop returns: the next request
+        // waits for it rather than race it and open a second connection.
+        assert!(
+            eventually(WAIT, || client.stats().idle_connections == 1),
+            "{:?}",
+            client.stats()
+        );
     }
     assert!(client.get(mismatched.url("/")).send().wait().is_err());
     assert_settles(&client, WAIT);
