@@ -672,6 +672,53 @@ fn a_hedged_copy_goes_on_another_connection_than_the_attempt_it_backs_up() {
     }
 }
 
+/// A hedged request whose first attempt loses on a connection shared with
+/// another request: the loser's stream is reset (`CANCEL`), and the
+/// connection and its other stream go on — the other request, which the
+/// server answers only once it has seen that reset, gets its answer there.
+#[test]
+fn a_hedged_loser_on_a_shared_connection_is_its_stream_reset_alone() {
+    let server = H2Server::start(|mut stream| async move {
+        let path = stream.request.uri().path().to_string();
+        match (path.as_str(), stream.connection) {
+            // The first attempt of `/hedged` never answers: it loses.
+            ("/hedged", 0) => {
+                await_reset(&mut stream.respond, &stream.stats, CEILING).await;
+                return;
+            }
+            // `/other` waits for the loser's reset, on the same connection.
+            ("/other", _) => {
+                let limit = Instant::now() + CEILING;
+                while stream.stats.resets().is_empty() && Instant::now() < limit {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            }
+            _ => {}
+        }
+        let text = format!("{path} on {}", stream.connection);
+        let response = http::Response::builder().status(200).body(()).unwrap();
+        if let Ok(mut send) = stream.respond.send_response(response, false) {
+            let _ = send.send_data(bytes::Bytes::from(text), true);
+        }
+    });
+    let client = h2c_builder(2, CEILING).build().unwrap();
+    let warm = client.get(server.url("/warm")).send().wait().unwrap();
+    assert_eq!(warm.text().wait().unwrap(), "/warm on 0");
+    let other = client.get(server.url("/other")).send();
+    let hedged = client
+        .get(server.url("/hedged"))
+        .hedge(tickless::hedge::Policy::after(Duration::from_millis(20)))
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(hedged.text().wait().unwrap(), "/hedged on 1");
+    let other = other.wait().expect("the shared connection went on");
+    assert_eq!(other.text().wait().unwrap(), "/other on 0");
+    assert_eq!(server.stats.resets(), [u32::from(h2::Reason::CANCEL)]);
+    client.close();
+    assert!(eventually(CEILING, || client.stats().armed_timers() == 0));
+}
+
 #[test]
 fn a_connection_closed_idle_or_retired_tells_the_server_with_a_goaway() {
     use support::h2_server::{ok_headers, GOAWAY};

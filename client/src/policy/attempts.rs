@@ -18,7 +18,7 @@
 //! one); every attempt after the first shares the request deadline fixed
 //! at submission (their `HopSettings`); an attempt that lost is cancelled
 //! as soon as another's head is taken, which ends it (its connection
-//! closed, its timers disarmed).
+//! closed, or over HTTP/2 its stream reset; its timers disarmed).
 
 use super::hedge;
 use super::hop::{self, Hop, HopBody, HopSettings};

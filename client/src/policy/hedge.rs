@@ -2,8 +2,10 @@
 //! Scale"): when an attempt has not answered after a delay, a copy is sent
 //! on another connection than any attempt of the request in flight (a
 //! copy beside another, on its connection, would race nothing the other
-//! does not), and the first head to come wins; every other
-//! copy is cancelled at once (its connection closed, its timers disarmed).
+//! does not), and the first head to come wins; every other attempt is
+//! cancelled at once (its connection closed, or over HTTP/2 its stream
+//! reset, the connection and its other streams going on; its timers
+//! disarmed).
 //!
 //! * **Which**: opt-in ([`Policy`], on the client or per request), for
 //!   idempotent requests whose body is held in memory, or read from a
