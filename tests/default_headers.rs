@@ -104,6 +104,37 @@ fn defaults_go_with_every_request_unless_it_has_its_own() {
     assert_eq!(requests[1].header("x-other"), Some("1"));
 }
 
+/// The credentials of a request's URL are its own `Authorization`: a
+/// default one goes only with requests that have neither.
+#[test]
+fn a_urls_credentials_win_over_a_default_authorization() {
+    let server = TestServer::respond(|_| ok(""));
+    let client = client_with(headers(&[("authorization", "Bearer default")]));
+    let with_userinfo = server
+        .url("/userinfo")
+        .replacen("http://", "http://u:p@", 1);
+    client.get(with_userinfo.as_str()).send().wait().unwrap();
+    client.get(server.url("/plain")).send().wait().unwrap();
+    client.close();
+    let seen: Vec<_> = server
+        .requests()
+        .iter()
+        .map(|r| {
+            (
+                r.target.clone(),
+                r.header("authorization").map(str::to_owned),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("/userinfo".to_owned(), Some("Basic dTpw".to_owned())),
+            ("/plain".to_owned(), Some("Bearer default".to_owned())),
+        ]
+    );
+}
+
 /// A later call replaces the names it gives and keeps the others.
 #[test]
 fn a_later_call_replaces_the_names_it_gives() {

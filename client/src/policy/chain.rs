@@ -88,8 +88,10 @@ impl Chain {
             (request.uri, policies.default_headers(decompress))
         } else {
             let mut headers = request.headers;
-            policies.add_default_headers(&mut headers, decompress);
+            // The URI's credentials are the request's own `Authorization`,
+            // which a default of the client's does not replace.
             let uri = credentials_to_header(request.uri, &mut headers)?;
+            policies.add_default_headers(&mut headers, decompress);
             (uri, Arc::new(headers))
         };
         let mut hop = Hop {
