@@ -721,6 +721,7 @@ fn peer_recording_server() -> (SocketAddr, Arc<Mutex<Vec<SocketAddr>>>) {
 /// 127/8 to the loopback, so a server on 127.0.0.1 sees 127.0.0.2 as its
 /// peer. A proxy's socket is bound the same way: a forwarding HTTP proxy
 /// sees it as its peer.
+#[cfg(target_os = "linux")]
 #[test]
 fn local_address_is_the_source_of_the_connection_direct_and_to_a_proxy() {
     let local: std::net::IpAddr = [127, 0, 0, 2].into();

@@ -42,7 +42,7 @@ pub(crate) struct Policies {
     pub(crate) user_agent: Option<HeaderValue>,
     /// The builder's `default_headers`: each name sent, all its values,
     /// unless the request has its own of that name.
-    pub(crate) headers: HeaderMap,
+    pub(crate) defaults: HeaderMap,
     pub(crate) retry: retry::Policy,
     pub(crate) hedge: hedge::Policy,
     /// Shared by every request of the client that may be retried or hedged.
@@ -65,7 +65,7 @@ impl Default for Policies {
             cookies: None,
             decompress: true,
             user_agent: Some(HeaderValue::from_static(DEFAULT_USER_AGENT)),
-            headers: HeaderMap::new(),
+            defaults: HeaderMap::new(),
             retry: retry::Policy::none(),
             hedge: hedge::Policy::none(),
             budget: retry::BudgetState::new(retry::Budget::default()),
@@ -83,9 +83,9 @@ impl Policies {
     /// the last also unless it asks for a `Range` (a range of an encoded
     /// body cannot be decoded alone; reqwest leaves it out too).
     pub(crate) fn add_default_headers(&self, headers: &mut HeaderMap, decompress: bool) {
-        for name in self.headers.keys() {
+        for name in self.defaults.keys() {
             if !headers.contains_key(name) {
-                for value in self.headers.get_all(name) {
+                for value in self.defaults.get_all(name) {
                     headers.append(name.clone(), value.clone());
                 }
             }
