@@ -927,3 +927,58 @@ fn a_307_before_a_files_body_was_read_sends_it_whole_where_it_points() {
     assert!(requests.last().unwrap().body == body);
     client.close();
 }
+
+/// A server on which `/from` answers a 302 to `/to` with a body of
+/// `body_len` bytes — far over the body window and the drain bound — and
+/// `/to` answers `done`.
+fn redirecting_with_a_large_body(body_len: usize) -> TestServer {
+    TestServer::respond(move |request| match request.target.as_str() {
+        "/from" => response(302, &[("Location", "/to")], &vec![b'x'; body_len]),
+        _ => ok("done"),
+    })
+}
+
+/// A client allowed one connection per host, whose 10 s request deadline
+/// is the failure signal of a hop waiting on a connection nobody frees.
+fn one_connection_client() -> Client {
+    Client::builder()
+        .event_loops(1)
+        .max_connections_per_host(1)
+        .request_timeout(Duration::from_secs(10))
+        .build()
+        .unwrap()
+}
+
+/// The redirect's own body is not read by anyone: with one connection per
+/// host, the hop it leads to must not wait on the connection that redirect
+/// still holds (its body larger than the client would drain, so the
+/// connection closes).
+#[test]
+fn a_redirect_with_a_large_body_frees_its_connection_for_the_next_hop() {
+    let server = redirecting_with_a_large_body(4 << 20);
+    let client = one_connection_client();
+    let response = client.get(server.url("/from")).send().wait().unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.text().wait().unwrap(), "done");
+    client.close();
+}
+
+/// Several such requests sent at once and waited on in order: the ones
+/// not yet waited on may not hold the one connection while their
+/// redirect's body waits for a reader, so each completes.
+#[test]
+fn redirects_with_large_bodies_waited_on_in_order_each_complete() {
+    let server = redirecting_with_a_large_body(4 << 20);
+    let client = one_connection_client();
+    let futures: Vec<_> = (0..5)
+        .map(|_| client.get(server.url("/from")).send())
+        .collect();
+    for (index, future) in futures.into_iter().enumerate() {
+        let response = future
+            .wait()
+            .unwrap_or_else(|error| panic!("{index}: {error:?}"));
+        assert_eq!(response.status(), 200, "{index}");
+        assert_eq!(response.text().wait().unwrap(), "done", "{index}");
+    }
+    client.close();
+}

@@ -57,7 +57,7 @@ use crate::config::ClientConfig;
 use crate::error::Error;
 use crate::event_loop::{EventLoopGroup, LoopContext, LoopTimerKey, Readiness, Source, SourceRef};
 use crate::events::ConnectionInfo;
-use crate::exchange::{ConnRef, Exchange, Standing, StandingEnv};
+use crate::exchange::{ConnRef, Exchange, QueuePlace, Standing, StandingEnv};
 use crate::net::{Route, Transport};
 use read_buf::ReadBuf;
 use std::any::Any;
@@ -277,13 +277,6 @@ pub(crate) struct IdleConn {
     /// keeps the shorter of this and its own idle timeout); `None`: no
     /// limit but the pool's.
     pub(crate) server_idle_limit: Option<Duration>,
-}
-
-/// Where a waiter served an offered connection ([`Offered::Serve`]) stood
-/// in the pool's queue: its sequence number there, the pool's to read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct QueuePlace {
-    pub(crate) seq: u64,
 }
 
 /// What became of a connection offered back.

@@ -15,9 +15,13 @@
 //!   the exchange that took it. Its socket stays registered on its loop,
 //!   which notices a server close and removes it ([`Pool::remove_idle`]).
 //! * A request that finds neither an idle connection nor a permit waits in
-//!   its origin's queue, stamped with a sequence number that orders all
-//!   queues together. Whatever frees capacity serves the **oldest** waiter
-//!   it can: a released permit, the oldest waiter of any origin with room
+//!   its origin's queue, at its place: a sequence number that orders all
+//!   queues together, stamped when it first asked the pool — kept by the
+//!   same request asking again (retried) and by the hops its redirects
+//!   lead to, which go ahead of the requests sent after it (those may hold
+//!   the connections it waits for, their bodies unread until it ends).
+//!   Whatever frees capacity serves the **oldest** waiter it can: a
+//!   released permit, the oldest waiter of any origin with room
 //!   under its per-host limit; a connection offered back, the oldest waiter
 //!   of its origin, unless an older waiter of another origin could use its
 //!   permit — then the connection is closed to give it the permit. A steady
@@ -47,11 +51,11 @@
 //!   waiter taken out, or found ended, is dropped after the unlock — its
 //!   callbacks may hold the last `Client`, whose drop closes this pool.
 
-use crate::conn::QueuePlace;
+use crate::exchange::QueuePlace;
 use crate::net::Route;
 use crate::sync::lock;
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 /// A request as the pool sees it.
@@ -61,6 +65,9 @@ pub(crate) trait Waiter: Send + Sync + 'static {
     fn is_done(&self) -> bool;
     /// Must go out on a new connection, not a pooled one.
     fn wants_fresh(&self) -> bool;
+    /// Its request's place among waiters: stamped at its first
+    /// [`Pool::acquire`], or set before it by the redirect hop it follows.
+    fn place(&self) -> &OnceLock<QueuePlace>;
 }
 
 /// An idle connection as the pool sees it.
@@ -282,14 +289,26 @@ impl<W: Waiter, C: Pooled> Inner<W, C> {
         Some(waiter)
     }
 
-    fn enqueue(&mut self, waiter: &Arc<W>, graves: &mut Graves<W>) {
+    /// A new place, after every one stamped before.
+    fn stamp(&mut self) -> QueuePlace {
         let seq = self.next_seq;
         self.next_seq += 1;
+        QueuePlace { seq }
+    }
+
+    /// Queues `waiter` at its request's place (see the invariants): the
+    /// back, unless its request asked before — a redirect's next hop, a
+    /// request retried.
+    fn enqueue(&mut self, waiter: &Arc<W>, QueuePlace { seq }: QueuePlace, graves: &mut Graves<W>) {
         let state = self.origins.entry(waiter.key().clone()).or_default();
-        state.waiting.push_back(Queued {
-            seq,
-            waiter: Arc::downgrade(waiter),
-        });
+        let at = state.waiting.partition_point(|queued| queued.seq < seq);
+        state.waiting.insert(
+            at,
+            Queued {
+                seq,
+                waiter: Arc::downgrade(waiter),
+            },
+        );
         self.queued += 1;
         if state.waiting.len() > 32 && state.waiting.len() > 2 * state.live_at_compaction {
             let before = state.waiting.len();
@@ -431,6 +450,7 @@ impl<W: Waiter, C: Pooled> Pool<W, C> {
         let acquired = {
             let mut inner = lock(&self.inner);
             let origin = waiter.key();
+            let place = *waiter.place().get_or_init(|| inner.stamp());
             if inner.closed {
                 Acquired::Closed
             } else if let Some(idle) = allow_idle
@@ -444,7 +464,7 @@ impl<W: Waiter, C: Pooled> Pool<W, C> {
                 inner.grant(origin);
                 Acquired::Permit
             } else {
-                inner.enqueue(waiter, &mut graves);
+                inner.enqueue(waiter, place, &mut graves);
                 // Room for it, if only idle connections fill the total: the
                 // one closed gives back its permit (`release`).
                 let for_total = inner.host_has_room(&self.limits, origin);

@@ -515,6 +515,14 @@ impl Drop for Exchange {
     }
 }
 
+/// Where a request stands among the pool's waiters — its sequence number
+/// in the pool's queues, the pool's to read: its own (see
+/// [`Exchange::follows`]), or that of a waiter served an offered connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct QueuePlace {
+    pub(crate) seq: u64,
+}
+
 /// One request and its response in flight. See the [module documentation](self).
 pub(crate) struct Exchange {
     pub(crate) id: u64,
@@ -528,6 +536,9 @@ pub(crate) struct Exchange {
     /// idempotent one after a pooled HTTP/1.1 connection failed under it,
     /// any one the server said it never processed over HTTP/2.
     pub(crate) retried: AtomicBool,
+    /// Its request's place among the pool's waiters (see
+    /// [`follows`](Self::follows)).
+    pub(crate) place: OnceLock<QueuePlace>,
     /// Set once an attempt of it may have been processed by a server that
     /// failed before answering (a pooled HTTP/1.1 connection): no later
     /// failure can then say the request was never processed.
@@ -602,6 +613,7 @@ impl Exchange {
             request: parts.request,
             listener: Guarded::new(parts.listener, parts.info, weak.clone()),
             retried: AtomicBool::new(false),
+            place: OnceLock::new(),
             maybe_processed: AtomicBool::new(false),
             deadlines: parts.deadlines,
             clock: parts.clock,
@@ -1122,6 +1134,15 @@ impl Exchange {
         match &link.conn {
             ConnSlot::Ready(conn) => Some(conn.event_loop.clone()),
             ConnSlot::None | ConnSlot::Opening(_) => link.ended_on.clone(),
+        }
+    }
+
+    /// This exchange is the next hop of the redirect `previous` answered:
+    /// it takes its request's place among the pool's waiters, ahead of the
+    /// requests sent after it. (Not yet submitted: it has none of its own.)
+    pub(crate) fn follows(&self, previous: &Exchange) {
+        if let Some(place) = previous.place.get() {
+            let _ = self.place.set(*place);
         }
     }
 

@@ -358,13 +358,14 @@ impl Chain {
         if self.redirect.detects_loops() && self.visited(&method, &next) {
             return Err(self.stopped(next, RedirectError::Loop));
         }
-        // The redirect's own body is not wanted: its connection drains it
-        // (if small) and goes back to the pool.
-        self.current().body_dropped();
         let target = next.clone();
         match self.next_hop(head.status, next, method, keep_body) {
             Ok(()) => Ok(None),
-            Err(error) => Err(self.hop_refused(error, target)),
+            Err(error) => {
+                // No hop will take its connection: it goes now.
+                self.current().body_dropped();
+                Err(self.hop_refused(error, target))
+            }
         }
     }
 
@@ -532,7 +533,12 @@ impl Chain {
         let hop = &mut self.hop;
         // Submitted after what the last hop's loop is doing: a redirect
         // read whole there has its connection back in the pool by then,
-        // for this hop to take.
+        // for this hop to take. Its own body is not wanted: only then is
+        // the redirect's connection told (it drains it, if small, and goes
+        // back to the pool, else closes) — this hop, in the pool's queue
+        // at its request's place, ahead of the requests sent after it,
+        // takes it or its permit. Were they served first, one of them
+        // could hold it with a body nobody reads before this request ends.
         let previous = self.attempts.current().clone();
         let dispatcher = self.dispatcher.clone();
         let sender = Sender {
@@ -549,7 +555,12 @@ impl Chain {
             move |exchange| {
                 let (from, to) = redirect;
                 previous.listener.on_redirect(status, &from, &to);
-                previous.after_its_loop(move || dispatcher.submit(exchange));
+                exchange.follows(&previous);
+                let answered = previous.clone();
+                previous.after_its_loop(move || {
+                    dispatcher.submit(exchange);
+                    answered.body_dropped();
+                });
             },
         )?;
         self.hop_cookies_set = self.cookies_set;

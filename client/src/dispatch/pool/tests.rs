@@ -20,6 +20,7 @@ struct Request {
     /// pool asks for the `ends_on_ask`-th time whether it is done; 0: never.
     ends_on_ask: usize,
     asks: std::sync::atomic::AtomicUsize,
+    place: OnceLock<QueuePlace>,
 }
 
 impl Waiter for Request {
@@ -36,6 +37,9 @@ impl Waiter for Request {
     }
     fn wants_fresh(&self) -> bool {
         self.fresh
+    }
+    fn place(&self) -> &OnceLock<QueuePlace> {
+        &self.place
     }
 }
 
@@ -87,6 +91,7 @@ fn request(host: &str, name: &'static str) -> Arc<Request> {
         hold: Mutex::new(None),
         ends_on_ask: 0,
         asks: std::sync::atomic::AtomicUsize::new(0),
+        place: OnceLock::new(),
     })
 }
 
@@ -160,6 +165,26 @@ fn permits_are_bounded_per_host_and_in_total() {
     assert_eq!(served(pool.release(&origin("b"))), Some("b2"));
     assert_eq!(pool.counts(), (3, 0));
     assert_eq!(pool.waiting(), 0);
+}
+
+/// A redirect's next hop queues at its request's place: ahead of the
+/// requests that asked after that one, which the permit its redirect's
+/// connection gives back would otherwise serve first.
+#[test]
+fn a_redirects_next_hop_is_served_before_the_requests_sent_after_its_own() {
+    let (pool, clock) = pool(limited(None, Some(1)));
+    let first = request("a", "first");
+    let later = [request("a", "later1"), request("a", "later2")];
+    assert_eq!(acquired(&pool, &first, &clock), "permit");
+    for later in &later {
+        assert_eq!(acquired(&pool, later, &clock), "queued");
+    }
+    let next_hop = request("a", "next hop");
+    next_hop.place.set(*first.place.get().unwrap()).unwrap();
+    assert_eq!(acquired(&pool, &next_hop, &clock), "queued");
+    assert_eq!(served(pool.release(&origin("a"))), Some("next hop"));
+    assert_eq!(served(pool.release(&origin("a"))), Some("later1"));
+    assert_eq!(served(pool.release(&origin("a"))), Some("later2"));
 }
 
 /// A waiter withdrawn from its queue leaves it, and nothing serves it
