@@ -833,6 +833,58 @@ fn a_417_to_an_expectation_repeats_a_body_in_memory_once_without_it() {
     }
 }
 
+/// A 417 whose body is far over the body window and the drain bound (its
+/// connection closes), to requests sent together under a limit of one
+/// connection per host and waited on in order: each one's repeat without
+/// the `Expect` goes ahead of the requests sent after it for the permit
+/// that connection frees — served first, one of them would hold it with
+/// its own 417, unread until the repeat, waited on, has completed. The
+/// 10 s request timeout is the failure signal.
+#[test]
+fn repeats_after_417s_with_large_bodies_waited_on_in_order_each_complete() {
+    let server = TestServer::start(Behaviour::custom(|mut stream, index| {
+        let Some(head) = read_head(&mut stream) else {
+            return;
+        };
+        if head
+            .to_ascii_lowercase()
+            .contains("\r\nexpect: 100-continue")
+        {
+            let _ = stream.write_all(&response(417, &[], &vec![b'x'; 4 << 20]));
+            return drain(&mut stream);
+        }
+        let mut request = head.as_bytes().chain(&mut stream);
+        if RequestReader::new(index).read_request(&mut request).is_ok() {
+            // One request a connection here.
+            let _ = stream.write_all(&response(200, &[("Connection", "close")], b"repeated"));
+        }
+        drain(&mut stream);
+    }));
+    let client = Client::builder()
+        .event_loops(1)
+        .max_connections_per_host(1)
+        .request_timeout(Duration::from_secs(10))
+        .build()
+        .unwrap();
+    let futures: Vec<_> = (0..5)
+        .map(|_| {
+            client
+                .post(server.url("/"))
+                .body("payload")
+                .expect_continue(true)
+                .send()
+        })
+        .collect();
+    for (index, future) in futures.into_iter().enumerate() {
+        let response = future
+            .wait()
+            .unwrap_or_else(|error| panic!("{index}: {error:?}"));
+        assert_eq!(response.status(), 200, "{index}");
+        assert_eq!(response.text().wait().unwrap(), "repeated", "{index}");
+    }
+    client.close();
+}
+
 /// `len` bytes that are not all alike: a body cut, doubled or reordered
 /// does not pass for it.
 fn pattern(len: usize) -> Vec<u8> {

@@ -18,7 +18,7 @@
 //!   its origin's queue, at its place: a sequence number that orders all
 //!   queues together, stamped when it first asked the pool — kept by the
 //!   same request asking again (retried) and by the hops its redirects
-//!   lead to, which go ahead of the requests sent after it (those may hold
+//!   and 417s lead to, which go ahead of the requests sent after it (those may hold
 //!   the connections it waits for, their bodies unread until it ends).
 //!   Whatever frees capacity serves the **oldest** waiter it can: a
 //!   released permit, the oldest waiter of any origin with room
@@ -298,7 +298,7 @@ impl<W: Waiter, C: Pooled> Inner<W, C> {
 
     /// Queues `waiter` at its request's place (see the invariants): the
     /// back, unless its request asked before — a redirect's next hop, a
-    /// request retried.
+    /// repeat after a 417, a request retried.
     fn enqueue(&mut self, waiter: &Arc<W>, QueuePlace { seq }: QueuePlace, graves: &mut Graves<W>) {
         let state = self.origins.entry(waiter.key().clone()).or_default();
         let at = state.waiting.partition_point(|queued| queued.seq < seq);

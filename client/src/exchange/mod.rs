@@ -1137,8 +1137,9 @@ impl Exchange {
         }
     }
 
-    /// This exchange is the next hop of the redirect `previous` answered:
-    /// it takes its request's place among the pool's waiters, ahead of the
+    /// This exchange goes where `previous` was answered with a redirect
+    /// (the next hop) or a 417 (the repeat without the `Expect`): it takes
+    /// its request's place among the pool's waiters, ahead of the
     /// requests sent after it. (Not yet submitted: it has none of its own.)
     pub(crate) fn follows(&self, previous: &Exchange) {
         if let Some(place) = previous.place.get() {

@@ -545,12 +545,17 @@ impl Attempts {
         let Ok(exchange) = hop::exchange_for(sender.dispatcher, sender.hop, sender.settings) else {
             return false;
         };
-        // The 417's body is not wanted.
-        self.current.body_dropped();
-        self.current = exchange.clone();
+        // The repeat is submitted first, at its request's place in the
+        // pool's queue, and only then is the 417's connection told its
+        // body is not wanted (it drains it, if small, else closes): what
+        // that frees serves the repeat, not a request sent after this one
+        // (as for a redirect's next hop: see `Chain::next_hop`).
+        let refused = std::mem::replace(&mut self.current, exchange.clone());
+        exchange.follows(&refused);
         self.restart_latency(&sender);
         self.arm_hedge(&sender, &exchange);
         sender.dispatcher.submit(exchange);
+        refused.body_dropped();
         true
     }
 
