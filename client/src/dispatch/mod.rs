@@ -44,7 +44,8 @@ use crate::conn::{self, ConnEnv, ConnOwner, IdleConn, Offered, SharedConn};
 use crate::error::{Error, InvalidRequest, ProxyError};
 use crate::event_loop::{without_pinning, EventLoopGroup};
 use crate::exchange::{
-    ConnSlot, Exchange, InFlight, KeptAway, Pacing, Pipe, QueuePlace, Rewound, StandingEnv,
+    ConnSlot, Exchange, InFlight, KeptAway, Pacing, Pipe, PlaceCell, QueuePlace, Rewound,
+    StandingEnv,
 };
 use crate::net::proxy::{ProxyScheme, ProxySettings};
 use crate::net::{Origin, Resolve, ResolveAnswer, Route};
@@ -54,7 +55,7 @@ use resolve::ThreadedResolver;
 use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::thread::{self, ThreadId};
 use std::time::{Duration, Instant};
 use tickless_timer::{HashedWheelTimer, SharedClock, TimerStats, WheelTimeout};
@@ -206,7 +207,7 @@ impl Waiter for Exchange {
     fn wants_fresh(&self) -> bool {
         self.retried.load(Ordering::Acquire)
     }
-    fn place(&self) -> &OnceLock<QueuePlace> {
+    fn place(&self) -> &PlaceCell {
         &self.place
     }
 }

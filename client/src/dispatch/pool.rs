@@ -51,11 +51,11 @@
 //!   waiter taken out, or found ended, is dropped after the unlock — its
 //!   callbacks may hold the last `Client`, whose drop closes this pool.
 
-use crate::exchange::QueuePlace;
+use crate::exchange::{PlaceCell, QueuePlace};
 use crate::net::Route;
 use crate::sync::lock;
 use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 /// A request as the pool sees it.
@@ -67,7 +67,7 @@ pub(crate) trait Waiter: Send + Sync + 'static {
     fn wants_fresh(&self) -> bool;
     /// Its request's place among waiters: stamped at its first
     /// [`Pool::acquire`], or set before it by the redirect hop it follows.
-    fn place(&self) -> &OnceLock<QueuePlace>;
+    fn place(&self) -> &PlaceCell;
 }
 
 /// An idle connection as the pool sees it.
@@ -423,7 +423,7 @@ impl<W: Waiter, C: Pooled> Pool<W, C> {
                 origins: HashMap::default(),
                 open: 0,
                 queued: 0,
-                next_seq: 0,
+                next_seq: 1,
                 closed: false,
                 #[cfg(test)]
                 visited: 0,
@@ -450,7 +450,7 @@ impl<W: Waiter, C: Pooled> Pool<W, C> {
         let acquired = {
             let mut inner = lock(&self.inner);
             let origin = waiter.key();
-            let place = *waiter.place().get_or_init(|| inner.stamp());
+            let place = waiter.place().get_or_stamp(|| inner.stamp());
             if inner.closed {
                 Acquired::Closed
             } else if let Some(idle) = allow_idle

@@ -523,6 +523,39 @@ pub(crate) struct QueuePlace {
     pub(crate) seq: u64,
 }
 
+/// A request's [`QueuePlace`] once it has one: stamped by the pool, under
+/// its lock, the first time the request asks it — every request does, so
+/// an atomic rather than a `OnceLock`, whose first set is a call into
+/// std's `Once` — or given before its submission by the hop it follows
+/// ([`Exchange::follows`]). Sequence numbers start at 1: 0 is none.
+#[derive(Debug, Default)]
+pub(crate) struct PlaceCell(AtomicU64);
+
+impl PlaceCell {
+    /// The place, if it has one.
+    pub(crate) fn get(&self) -> Option<QueuePlace> {
+        let seq = self.0.load(Ordering::Acquire);
+        (seq != 0).then_some(QueuePlace { seq })
+    }
+
+    /// The place, stamped by `stamp` if it had none (a stamp is never 0).
+    pub(crate) fn get_or_stamp(&self, stamp: impl FnOnce() -> QueuePlace) -> QueuePlace {
+        self.get().unwrap_or_else(|| {
+            let place = stamp();
+            debug_assert_ne!(place.seq, 0, "0 is no place");
+            self.0.store(place.seq, Ordering::Release);
+            place
+        })
+    }
+
+    /// Takes `previous`'s place, if it has one (see [`Exchange::follows`]).
+    pub(crate) fn follow(&self, previous: &PlaceCell) {
+        if let Some(place) = previous.get() {
+            self.get_or_stamp(|| place);
+        }
+    }
+}
+
 /// One request and its response in flight. See the [module documentation](self).
 pub(crate) struct Exchange {
     pub(crate) id: u64,
@@ -538,7 +571,7 @@ pub(crate) struct Exchange {
     pub(crate) retried: AtomicBool,
     /// Its request's place among the pool's waiters (see
     /// [`follows`](Self::follows)).
-    pub(crate) place: OnceLock<QueuePlace>,
+    pub(crate) place: PlaceCell,
     /// Set once an attempt of it may have been processed by a server that
     /// failed before answering (a pooled HTTP/1.1 connection): no later
     /// failure can then say the request was never processed.
@@ -613,7 +646,7 @@ impl Exchange {
             request: parts.request,
             listener: Guarded::new(parts.listener, parts.info, weak.clone()),
             retried: AtomicBool::new(false),
-            place: OnceLock::new(),
+            place: PlaceCell::default(),
             maybe_processed: AtomicBool::new(false),
             deadlines: parts.deadlines,
             clock: parts.clock,
@@ -1142,9 +1175,7 @@ impl Exchange {
     /// its request's place among the pool's waiters, ahead of the
     /// requests sent after it. (Not yet submitted: it has none of its own.)
     pub(crate) fn follows(&self, previous: &Exchange) {
-        if let Some(place) = previous.place.get() {
-            let _ = self.place.set(*place);
-        }
+        self.place.follow(&previous.place);
     }
 
     /// Runs `task` on the loop of the connection that carries this

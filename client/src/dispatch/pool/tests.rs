@@ -20,7 +20,7 @@ struct Request {
     /// pool asks for the `ends_on_ask`-th time whether it is done; 0: never.
     ends_on_ask: usize,
     asks: std::sync::atomic::AtomicUsize,
-    place: OnceLock<QueuePlace>,
+    place: PlaceCell,
 }
 
 impl Waiter for Request {
@@ -38,7 +38,7 @@ impl Waiter for Request {
     fn wants_fresh(&self) -> bool {
         self.fresh
     }
-    fn place(&self) -> &OnceLock<QueuePlace> {
+    fn place(&self) -> &PlaceCell {
         &self.place
     }
 }
@@ -91,7 +91,7 @@ fn request(host: &str, name: &'static str) -> Arc<Request> {
         hold: Mutex::new(None),
         ends_on_ask: 0,
         asks: std::sync::atomic::AtomicUsize::new(0),
-        place: OnceLock::new(),
+        place: PlaceCell::default(),
     })
 }
 
@@ -180,7 +180,7 @@ fn a_redirects_next_hop_is_served_before_the_requests_sent_after_its_own() {
         assert_eq!(acquired(&pool, later, &clock), "queued");
     }
     let next_hop = request("a", "next hop");
-    next_hop.place.set(*first.place.get().unwrap()).unwrap();
+    next_hop.place.follow(&first.place);
     assert_eq!(acquired(&pool, &next_hop, &clock), "queued");
     assert_eq!(served(pool.release(&origin("a"))), Some("next hop"));
     assert_eq!(served(pool.release(&origin("a"))), Some("later1"));
