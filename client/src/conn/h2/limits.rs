@@ -1,7 +1,9 @@
 //! A response's bytes against the client's bounds, as HTTP/1.1's decoder
 //! counts them: its body's ([`BodyCount`]), its interim heads'
 //! ([`InterimCount`]), the fields of each head and of its trailers
-//! ([`FieldCount`]), and its trailers' bytes ([`TrailerSize`]).
+//! ([`FieldCount`]), and its trailers' bytes ([`TrailerSize`]); and a
+//! header list's size as HTTP/2 counts it ([`list_size`], [`field_size`]),
+//! a request's too.
 
 use crate::error::Error;
 use crate::exchange::Exchange;
@@ -51,7 +53,7 @@ impl InterimCount {
     /// Whether the interim heads so far and `head` stay within the limit;
     /// counts it.
     pub(super) fn fits(&mut self, head: &http::Response<()>) -> bool {
-        let status = ":status".len() + 3 + FIELD_OVERHEAD;
+        let status = field_size(":status", head.status().as_str());
         let fields = status.saturating_add(list_size(head.headers()));
         self.received = self.received.saturating_add(fields);
         self.received <= self.limit
@@ -121,11 +123,17 @@ const FIELD_OVERHEAD: usize = 32;
 
 /// The size of `fields` as RFC 9113 §6.5.2 counts a header list: each
 /// field's name and value, and 32.
-fn list_size(fields: &http::HeaderMap) -> usize {
+pub(super) fn list_size(fields: &http::HeaderMap) -> usize {
     fields
         .iter()
-        .map(|(name, value)| name.as_str().len() + value.len() + FIELD_OVERHEAD)
+        .map(|(name, value)| field_size(name.as_str(), value.as_bytes()))
         .fold(0, usize::saturating_add)
+}
+
+/// The size of one field of a header list as RFC 9113 §6.5.2 counts it:
+/// its name and value, and 32 — a pseudo-header field's too.
+pub(super) fn field_size(name: &str, value: impl AsRef<[u8]>) -> usize {
+    name.len() + value.as_ref().len() + FIELD_OVERHEAD
 }
 
 /// The server broke what a response may be (`source`, as HTTP/1.1's

@@ -3,6 +3,7 @@
 //! fields left out but `TE: trailers`, values without the whitespace
 //! around them — and its body, in memory or streamed from its source.
 
+use super::limits::{field_size, list_size};
 use super::stream::Outgoing;
 use crate::conn::upload::{Declared, Upload};
 use crate::exchange::{Exchange, RequestBody};
@@ -146,7 +147,6 @@ pub(super) fn request_of(exchange: &Exchange) -> Option<(http::Request<()>, Outg
 /// fields too, those `h2` sends for it (`:method`, `:scheme` and
 /// `:authority` if the URI has them, `:path`).
 pub(super) fn header_list_size(request: &http::Request<()>) -> u64 {
-    const PER_FIELD: usize = 32;
     let uri = request.uri();
     let pseudo = [
         Some((":method", request.method().as_str())),
@@ -161,12 +161,9 @@ pub(super) fn header_list_size(request: &http::Request<()>) -> u64 {
     let pseudo = pseudo
         .into_iter()
         .flatten()
-        .map(|(name, value)| name.len() + value.len() + PER_FIELD);
-    let fields = request
-        .headers()
-        .iter()
-        .map(|(name, value)| name.as_str().len() + value.len() + PER_FIELD);
-    pseudo.chain(fields).map(|size| size as u64).sum()
+        .map(|(name, value)| field_size(name, value))
+        .fold(0, usize::saturating_add);
+    pseudo.saturating_add(list_size(request.headers())) as u64
 }
 
 /// Whether `value` starts or ends with whitespace: HTTP/1.1 carries that
