@@ -696,6 +696,59 @@ fn a_body_its_reader_ended_is_told_ended_so_even_if_a_timeout_comes_first() {
     }
 }
 
+/// A body its reader let go, whose connection fails (the server closes it
+/// mid-body) before its loop has seen the reader's notice: the listener is
+/// told the reader's end, the first — a cancel — not the connection's
+/// failure that came after. The connection's loop is held (in another
+/// request's `on_status`) from before the drop until after the close.
+#[test]
+fn a_body_its_reader_let_go_is_told_cancelled_even_if_its_connection_fails_first() {
+    // Far less than it declares: the rest never comes.
+    let mut sent = b"HTTP/1.1 200 OK\r\nContent-Length: 200000\r\n\r\n".to_vec();
+    sent.extend_from_slice(&[b'z'; 1000]);
+    let (close, to_close) = std::sync::mpsc::channel::<()>();
+    let (closed, has_closed) = std::sync::mpsc::channel::<()>();
+    let to_close = Mutex::new(to_close);
+    let server = TestServer::start(Behaviour::custom(move |mut stream, index| {
+        use std::io::Write;
+        if read_head(&mut stream).is_none() || stream.write_all(&sent).is_err() {
+            return;
+        }
+        if index == 0 {
+            let _ = to_close.lock().unwrap().recv_timeout(WAIT);
+            let _ = stream.shutdown(std::net::Shutdown::Both);
+            let _ = closed.send(());
+        } else {
+            drain(&mut stream);
+        }
+    }));
+    let client = Client::builder().event_loops(1).build().unwrap();
+    let recorder = Recorder::new();
+    let response = client
+        .get(server.url("/read"))
+        .listener(recorder.clone())
+        .send()
+        .wait()
+        .unwrap();
+    assert!(eventually(WAIT, || client.stats().buffered_body_bytes > 0));
+    let (holding, has_entered, release) = HoldingListener::new(WAIT);
+    let held = client.get(server.url("/hold")).listener(holding).send();
+    has_entered.recv_timeout(WAIT).expect("the loop held");
+    drop(response);
+    close.send(()).unwrap();
+    has_closed.recv_timeout(WAIT).expect("the server closed");
+    release.send(()).unwrap();
+    assert!(eventually(WAIT, || !recorder.failures().is_empty()));
+    assert_eq!(
+        recorder.failures(),
+        [tickless::Error::Cancelled.to_string()],
+        "{:#?}",
+        recorder.events()
+    );
+    drop(held);
+    client.close();
+}
+
 /// Whether `error` fails a response for its coding: its body does not
 /// decode, decodes past `max_body_bytes`, or stacks too many codings.
 fn a_coding_failure(error: &tickless::Error) -> bool {

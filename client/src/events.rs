@@ -583,9 +583,10 @@ pub trait EventListener: Send + Sync + 'static {
     /// [`Error::BodyTooLarge`]; or [`Error::TooManyCodings`]), with that
     /// error, the caller's — also when all of its body had come before its
     /// reader failed it (on the reader's thread, then). Either holds when
-    /// a timeout, a cancel or the client's close comes after the reader's
-    /// end but before the connection stopped reading the body: the
-    /// reader's end came first, and is the one told.
+    /// a timeout, a cancel, the client's close or a failure of the
+    /// connection comes after the reader's end but before the connection
+    /// stopped reading the body: the reader's end came first, and is the
+    /// one told.
     fn on_failed(&self, request: &RequestInfo, error: &Error) {}
     /// A redirect is followed: `from` answered `status`, and the request
     /// goes on to `to` (a new exchange, whose events follow), both without

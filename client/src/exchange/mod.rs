@@ -982,16 +982,14 @@ impl Exchange {
     /// body ([`body_failed`](Self::body_failed)); else it was dropped, and
     /// the request is cancelled.
     pub(crate) fn reader_gone_error(&self) -> Error {
-        match lock(&self.link).body_failure.take() {
-            Some(error) => *error,
-            None => Error::Cancelled,
-        }
+        self.readers_end().unwrap_or(Error::Cancelled)
     }
 
     /// How the body's reader ended the body, if it has: with the error it
     /// failed it with ([`body_failed`](Self::body_failed)), a copy — the
-    /// failure stays for the connection's own end —, or, let go, as a
-    /// cancel ([`reader_gone_error`](Self::reader_gone_error)).
+    /// failure stays, for whichever end comes first ([`end`](Self::end)
+    /// tells it in place of any other failure) —, or, let go, as a cancel
+    /// ([`reader_gone_error`](Self::reader_gone_error)).
     fn readers_end(&self) -> Option<Error> {
         if !self.body.reader_gone() {
             return None;
@@ -1393,15 +1391,22 @@ impl Exchange {
     /// connection it was attached to. Runs on the calling thread: disarms
     /// the timers, [tells the end](Self::tell_end) (or leaves it to the
     /// thread telling one of the exchange's events now) and lets a pump go.
-    /// With an answer held ([`hold_answer`](Self::hold_answer)), a
-    /// completion completes with it, and so does a failure if
-    /// `answer_stands`.
+    /// A failure of a body whose reader has ended it — its connection
+    /// told, not yet stopped reading it — ends with the reader's end, the
+    /// first ([`readers_end`](Self::readers_end)), whoever fails it: a
+    /// timeout, a cancel, the client's close, the connection itself. With
+    /// an answer held ([`hold_answer`](Self::hold_answer)), a completion
+    /// completes with it, and so does a failure if `answer_stands`.
     fn end(&self, ending: Ending, answer_stands: bool) -> Option<Option<ConnRef>> {
         // SeqCst, with `register`: of an exchange ended while it was being
         // registered, one of the two sees the other and removes it.
         if self.done.swap(true, Ordering::SeqCst) {
             return None;
         }
+        let ending = match ending {
+            Ending::Failed(error) => Ending::Failed(self.readers_end().unwrap_or(error)),
+            complete @ Ending::Complete(_) => complete,
+        };
         let (armed, conn, held, answer) = {
             let mut link = lock(&self.link);
             let conn = link.set_conn(ConnSlot::None);
@@ -1494,16 +1499,12 @@ impl Exchange {
     /// [`fail`](Self::fail), but an answer held whole
     /// ([`hold_answer`](Self::hold_answer)) stands if `answer_stands`: the
     /// exchange completes with it, and the connection stops its upload.
-    /// A body whose reader has ended it — its connection told, not yet
-    /// stopped reading it — ends with the reader's end, the first
-    /// ([`readers_end`](Self::readers_end)), not with `error`.
     fn end_and_abort(
         &self,
         error: Error,
         answer_stands: bool,
         cx: Option<&mut LoopContext<'_>>,
     ) -> bool {
-        let error = self.readers_end().unwrap_or(error);
         let Some(conn) = self.end(Ending::Failed(error), answer_stands) else {
             return false;
         };
