@@ -80,12 +80,7 @@ impl Collected {
         let spare = self.buf.capacity() - self.buf.len();
         let growth =
             usize::try_from(COLLECT_AHEAD).map_or(usize::MAX, |least| self.buf.len().max(least));
-        let room = if spare >= super::MIN_SPARE {
-            spare
-        } else {
-            growth
-        };
-        usize::try_from(remaining).map_or(room, |remaining| remaining.min(room))
+        super::read_room(spare, growth, remaining)
     }
 
     /// The last `n` bytes of the body so far (the ones just read).
@@ -169,6 +164,9 @@ mod tests {
         body.extend(&vec![b'x'; 1 << 20]);
         let held = body.buf.len();
         body.buf.reserve(body.read_ahead(1 << 30));
-        assert!(body.buf.capacity() <= 2 * held, "grown by doubling");
+        assert!(
+            body.buf.capacity() <= 2 * held,
+            "no more reserved than as much again as it holds"
+        );
     }
 }

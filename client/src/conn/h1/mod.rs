@@ -34,6 +34,15 @@ const GATHER: usize = 64 * 1024;
 /// allocation can waste at most.
 const MIN_SPARE: usize = 4 * 1024;
 
+/// How much one read of a body with `remaining` bytes left (if it says)
+/// may take into a buffer with `spare` capacity: the spare while it is
+/// worth a read ([`MIN_SPARE`]), else `growth`, reserved for it — no more
+/// than the body has left.
+fn read_room(spare: usize, growth: usize, remaining: u64) -> usize {
+    let room = if spare >= MIN_SPARE { spare } else { growth };
+    usize::try_from(remaining).map_or(room, |remaining| remaining.min(room))
+}
+
 /// A known-length body with less than this left is read through the read
 /// buffer, not in place: a read in place is offered exactly what the body
 /// lacks, and one that fills it says nothing of whether the socket holds
@@ -215,13 +224,11 @@ impl Active {
         // Into what the gathered bytes' allocation has left while that is
         // worth a read: each chunk pushed keeps its allocation alive, so a
         // read that reserved a fresh one every time would make a body that
-        // trickles in small segments hold an allocation per segment.
+        // trickles in small segments hold an allocation per segment. Either
+        // way no more than the chunk lacks ([`GATHER`]).
+        let room = GATHER.saturating_sub(self.gathered.len());
         let spare = self.gathered.capacity() - self.gathered.len();
-        let mut room = GATHER.saturating_sub(self.gathered.len());
-        if spare >= MIN_SPARE {
-            room = room.min(spare);
-        }
-        let max = usize::try_from(remaining).map_or(room, |remaining| remaining.min(room));
+        let max = read_room(spare.min(room), room, remaining);
         (max > 0).then_some((&mut self.gathered, max))
     }
 }
