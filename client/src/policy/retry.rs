@@ -613,6 +613,14 @@ mod tests {
         });
         assert!(policy.retries_error(&stalled, &http::Method::PUT));
         assert!(!policy.retries_error(&stalled, &http::Method::POST));
+        // An HTTP/2 connection whose keep-alive PING went unanswered: as
+        // one that went silent — the server may have processed it.
+        let unanswered_ping = Error::KeepAliveTimeout(crate::error::Timeout {
+            remote: "r".into(),
+            duration: std::time::Duration::from_secs(1),
+        });
+        assert!(policy.retries_error(&unanswered_ping, &http::Method::GET));
+        assert!(!policy.retries_error(&unanswered_ping, &http::Method::POST));
         // A TLS handshake that did not finish: nothing of the request was
         // sent (it waits for the handshake, no early data), as a connect
         // that did not.
