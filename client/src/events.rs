@@ -493,7 +493,7 @@ pub trait EventListener: Send + Sync + 'static {
     ) {
     }
     /// The TLS handshake failed with `error` (usually [`Error::Tls`], or
-    /// [`Error::Io`] if the socket failed or closed, or
+    /// [`Error::Connect`] if the socket failed or closed, or
     /// [`Error::HandshakeTimeout`]). A handshake ended by the request
     /// timeout or a cancel reports no failure here, only `on_failed`.
     fn on_tls_handshake_failure(

@@ -1741,16 +1741,33 @@ mod tests {
             "{copy:?}"
         );
         assert_eq!(shown(&copy), shown(&refused));
-        let closed = Error::Io {
+        // A TLS handshake the server closed: no OS error, its kind and
+        // message made again.
+        let closed = Error::Connect {
             remote: remote(),
-            source: io::Error::new(io::ErrorKind::UnexpectedEof, "closed mid-handshake"),
+            source: io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "the server closed the connection during the TLS handshake",
+            ),
         };
         let copy = closed.copy_of_opening_failure().unwrap();
         assert!(
-            matches!(&copy, Error::Io { source, .. } if source.kind() == io::ErrorKind::UnexpectedEof),
+            matches!(&copy, Error::Connect { source, .. } if source.kind() == io::ErrorKind::UnexpectedEof),
             "{copy:?}"
         );
         assert_eq!(shown(&copy), shown(&closed));
+        // The one `Error::Io` an opening fails with: a server that did not
+        // negotiate h2 for an HTTP/2-only client.
+        let without_h2 = Error::Io {
+            remote: remote(),
+            source: NoH2Negotiated::io_error(),
+        };
+        let copy = without_h2.copy_of_opening_failure().unwrap();
+        assert!(
+            matches!(&copy, Error::Io { source, .. } if NoH2Negotiated::is(source)),
+            "{copy:?}"
+        );
+        assert_eq!(shown(&copy), shown(&without_h2));
         let timeout =
             Error::timeout_of(TimeoutKind::Handshake, remote(), Duration::from_millis(300));
         let copy = timeout.copy_of_opening_failure().unwrap();
