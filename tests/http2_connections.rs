@@ -2127,3 +2127,33 @@ fn a_request_retried_after_its_http2_connection_closed_goes_on_a_new_one_not_ano
     client.close();
     server.join().unwrap();
 }
+
+/// Requests retried after their HTTP/2 connection closed under them
+/// (reused, no answer yet: the server's idle close as they came) each go
+/// again on a new connection, not on an open one — but on one and the
+/// same: the first opens it, the others wait for it, as requests that find
+/// an origin's connection being opened do. (Each opened one of its own.)
+#[test]
+fn requests_retried_after_their_http2_connection_closed_share_the_one_new_connection() {
+    const IN_FLIGHT: usize = 5;
+    let server = RawH2Server::start(|mut conn| {
+        if conn.index > 0 {
+            return conn.answer_all();
+        }
+        let first = conn.read_requests(1)[0];
+        conn.send(&ok_headers(first));
+        // Closed with these unanswered, no GOAWAY.
+        assert_eq!(conn.read_requests(IN_FLIGHT).len(), IN_FLIGHT);
+        let _ = conn.stream.shutdown(std::net::Shutdown::Both);
+    });
+    let client = h2c_builder(1, CEILING).build().unwrap();
+    let url = server.url("/");
+    assert_eq!(client.get(&url).send().wait().unwrap().status(), 200);
+    let in_flight: Vec<_> = (0..IN_FLIGHT).map(|_| client.get(&url).send()).collect();
+    for response in in_flight {
+        let response = response.wait().expect("the request went again");
+        assert_eq!(response.status(), 200);
+    }
+    assert_eq!(server.connections.load(Ordering::SeqCst), 2);
+    client.close();
+}

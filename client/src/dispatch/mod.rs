@@ -390,14 +390,8 @@ impl Dispatcher {
             return;
         }
         // A retry after a failure (`allow_idle` off) takes no connection
-        // open already: no shared HTTP/2 one either, which may be as stale
-        // as the one that failed under it, and would leave it no retry.
-        let routed = if allow_idle {
-            self.route_shared(exchange)
-        } else {
-            Routed::Pool(exchange)
-        };
-        let (exchange, opener) = match routed {
+        // open already: no shared HTTP/2 one either (see `route_shared`).
+        let (exchange, opener) = match self.route_shared(exchange, !allow_idle) {
             Routed::Taken => return,
             Routed::Pool(exchange) => (exchange, false),
             Routed::Opener(exchange) => (exchange, true),
@@ -455,7 +449,12 @@ impl Dispatcher {
     /// back for the pool when its origin has no HTTP/2 connection (yet),
     /// or when it is a hedged copy with no connection to go on but those
     /// of the attempts it keeps away from.
-    fn route_shared(&self, exchange: Arc<Exchange>) -> Routed {
+    ///
+    /// `fresh`: a retry after a failure, which takes no open connection —
+    /// one may be as stale as the one that failed under it, and would
+    /// leave it no retry — but waits for the one being opened, or opens
+    /// one, as the first request of its origin does.
+    fn route_shared(&self, exchange: Arc<Exchange>, fresh: bool) -> Routed {
         if !self.may_share(&exchange) {
             return Routed::Pool(exchange);
         }
@@ -479,7 +478,7 @@ impl Dispatcher {
             shared.insert(exchange.route().clone(), entry);
             return Routed::Opener(exchange);
         };
-        let emptiest = entry.emptiest(&avoid);
+        let emptiest = if fresh { None } else { entry.emptiest(&avoid) };
         if exchange.is_backup() && !matches!(emptiest, Some((_, true))) {
             // A hedged copy with no other connection that has a stream
             // free: one of its own, through the pool — shared if the
