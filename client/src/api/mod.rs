@@ -283,7 +283,8 @@ impl Client {
         })
     }
 
-    fn dispatcher(&self) -> &Arc<Dispatcher> {
+    /// Its dispatcher (a unit test makes exchanges with it).
+    pub(crate) fn dispatcher(&self) -> &Arc<Dispatcher> {
         &self.handle.dispatcher
     }
 

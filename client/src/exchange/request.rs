@@ -246,9 +246,8 @@ mod tests {
         }
     }
 
-    /// A body that goes once, taken by a connection (over HTTP/2 by
-    /// `request_of`, before `send_request`), cannot go again: sent again,
-    /// the request fails with `Error::RequestBody` — not sent with no body,
+    /// A body that goes once, taken by a connection (over HTTP/2 once its
+    /// stream opened), cannot go again: sent again, the request fails with `Error::RequestBody` — not sent with no body,
     /// which a new connection, finding no source, would do (chunked, its
     /// end at once). A body not taken goes as it is; a file's is rewound.
     #[test]

@@ -193,7 +193,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
-use stream::{request_sent, Outgoing, Polled, Recv, Stream};
+use stream::{request_sent, Polled, Recv, Stream};
 use table::StreamTable;
 use wake::{Ready, CONNECTION};
 
@@ -939,7 +939,7 @@ impl Conn {
                 break;
             };
             // Ended since the check above.
-            let Some((request, out)) = request_of(&exchange) else {
+            let Some((request, body)) = request_of(&exchange) else {
                 continue;
             };
             // Past the server's limit, the request is not sent (`h2` would
@@ -957,7 +957,7 @@ impl Conn {
                     continue;
                 }
             }
-            let end_of_stream = matches!(out, Outgoing::Done);
+            let end_of_stream = body.ends_stream();
             // Told before `send_request`, which takes the request: as
             // it is given to HTTP/2, nothing copied.
             if let Some(info) = &info {
@@ -1007,6 +1007,9 @@ impl Conn {
                         request_sent(&exchange, info.as_ref(), now);
                     }
                     opened.push(key);
+                    // Taken now that its stream is open (not before: a
+                    // request `send_request` refused goes again whole).
+                    let out = body.opened(&exchange);
                     h2.streams.insert(
                         key,
                         Stream {
@@ -1041,9 +1044,10 @@ impl Conn {
                 }
                 Err(error) => {
                     if error.is_go_away() || error.is_io() {
-                        // Not sent: it goes elsewhere, where its head,
-                        // told above, is told again (as
-                        // `EventListener::on_request_head` says).
+                        // Not sent: it goes elsewhere, whole (a streamed
+                        // body's source is taken only as its stream
+                        // opens), where its head, told above, is told
+                        // again (as `EventListener::on_request_head` says).
                         h2.going_away = true;
                         h2.queue.push_front(exchange);
                         break;

@@ -50,9 +50,39 @@ fn without_default_port(uri: &http::Uri) -> Option<http::uri::Authority> {
     authority.host().parse().ok()
 }
 
+/// A request's body before its stream opens ([`request_of`]): a streamed
+/// one's source stays with its exchange until then, so that a request
+/// whose stream does not open (`send_request` failing as its connection
+/// goes away) goes again whole.
+pub(super) enum Unopened {
+    /// In memory, or none.
+    Ready(Outgoing),
+    /// Streamed, held to its declared length; its source is taken when the
+    /// stream opens ([`opened`](Unopened::opened)).
+    Streamed(Declared),
+}
+
+impl Unopened {
+    /// Whether the head ends the stream: there is no body.
+    pub(super) fn ends_stream(&self) -> bool {
+        matches!(self, Unopened::Ready(Outgoing::Done))
+    }
+
+    /// What the stream just opened for `exchange` sends: a streamed body
+    /// from its source, taken now.
+    pub(super) fn opened(self, exchange: &Exchange) -> Outgoing {
+        match self {
+            Unopened::Ready(out) => out,
+            Unopened::Streamed(declared) => {
+                Outgoing::Streamed(Upload::take_bare(exchange), declared, None)
+            }
+        }
+    }
+}
+
 /// The HTTP/2 request of `exchange`, and its body; `None` if the exchange
 /// has ended meanwhile (its bytes are gone: nothing of it may go).
-pub(super) fn request_of(exchange: &Exchange) -> Option<(http::Request<()>, Outgoing)> {
+pub(super) fn request_of(exchange: &Exchange) -> Option<(http::Request<()>, Unopened)> {
     use http::header;
     let parts = &exchange.request;
     let payload = parts.payload();
@@ -110,11 +140,7 @@ pub(super) fn request_of(exchange: &Exchange) -> Option<(http::Request<()>, Outg
                     .entry(header::CONTENT_LENGTH)
                     .or_insert_with(|| length.into());
             }
-            Outgoing::Streamed(
-                Upload::take_bare(exchange),
-                Declared::new(streamed.length),
-                None,
-            )
+            Unopened::Streamed(Declared::new(streamed.length))
         }
         RequestBody::InHead | RequestBody::Held if payload.data.is_empty() => {
             // `END_STREAM` on the head says it is empty; a POST, PUT or
@@ -129,13 +155,13 @@ pub(super) fn request_of(exchange: &Exchange) -> Option<(http::Request<()>, Outg
                     .entry(header::CONTENT_LENGTH)
                     .or_insert_with(|| http::HeaderValue::from_static("0"));
             }
-            Outgoing::Done
+            Unopened::Ready(Outgoing::Done)
         }
         RequestBody::InHead | RequestBody::Held => {
             headers
                 .entry(header::CONTENT_LENGTH)
                 .or_insert_with(|| payload.data.len().into());
-            Outgoing::Data(payload.data.clone())
+            Unopened::Ready(Outgoing::Data(payload.data.clone()))
         }
     };
     Some((request, out))
@@ -232,7 +258,7 @@ fn asks_for_trailers(headers: &http::HeaderMap) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{header_list_size, trimmed, without_default_port};
+    use super::{header_list_size, request_of, trimmed, without_default_port, Outgoing, Upload};
     use http::HeaderValue;
 
     /// RFC 9113 §6.5.2: each field's name and value, and 32 bytes, the
@@ -273,5 +299,56 @@ mod tests {
         assert!(!trimmed(&HeaderValue::from_static(" plain ")).is_sensitive());
         assert_eq!(trimmed(&HeaderValue::from_static("a b")), "a b");
         assert_eq!(trimmed(&HeaderValue::from_static("  ")), "");
+    }
+
+    /// A request's streamed body stays with its exchange until its stream
+    /// opens: `request_of` leaves it there, for a request whose stream does
+    /// not open (`send_request` failing, its connection going away) to go
+    /// again whole — not, its body taken, fail with `Error::RequestBody`
+    /// though no server saw it. (Only h2 checking the same connection error
+    /// in `poll_ready` just before keeps that from the wire.)
+    #[test]
+    fn a_streamed_body_is_taken_only_when_its_stream_opens() {
+        use crate::exchange::Pipe;
+        use crate::policy::hop::{exchange_for, Hop, HopBody, HopSettings};
+        use crate::Client;
+        use std::sync::Arc;
+        let client = Client::builder().event_loops(1).build().unwrap();
+        let mut hop = Hop {
+            method: http::Method::POST,
+            uri: "http://127.0.0.1:1/".parse().unwrap(),
+            headers: Arc::default(),
+            cookie: None,
+            body: HopBody::from_upload(crate::Upload::from_reader(std::io::empty(), None)),
+        };
+        let settings = HopSettings {
+            deadlines: crate::exchange::Deadlines {
+                request_timeout: None,
+                read_timeout: None,
+                write_timeout: None,
+                on_event_loop: false,
+            },
+            listener: crate::events::nobody_listening(),
+            submitted: std::time::Instant::now(),
+            request_id: 1,
+            decompress: false,
+        };
+        let exchange = exchange_for(client.dispatcher(), &mut hop, &settings).unwrap();
+        let pipe = || Arc::new(Pipe::new(1024, Arc::default()));
+        let (_request, body) = request_of(&exchange).unwrap();
+        assert!(
+            matches!(exchange.request.rewind(pipe), Ok(None)),
+            "the body is its exchange's still: it would go again whole"
+        );
+        let out = body.opened(&exchange);
+        assert!(matches!(out, Outgoing::Streamed(Upload::Pumped(_), ..)));
+        assert!(
+            matches!(
+                exchange.request.rewind(pipe),
+                Err(crate::Error::RequestBody { .. })
+            ),
+            "taken by the stream, it goes once"
+        );
+        client.close();
     }
 }
