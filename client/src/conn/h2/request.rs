@@ -73,9 +73,16 @@ impl Unopened {
     pub(super) fn opened(self, exchange: &Exchange) -> Outgoing {
         match self {
             Unopened::Ready(out) => out,
-            Unopened::Streamed(declared) => {
-                Outgoing::Streamed(Upload::take_bare(exchange), declared, None)
-            }
+            // No source left: the exchange ended (a cancel, a timeout on
+            // another thread) since `request_of`, its source going after its
+            // done flag was set. Nothing is to be sent, not even the end of
+            // a body — an empty one ended would be a whole request to the
+            // server (a chunked body's declares no length): the stream's
+            // first poll finds the exchange done and resets it.
+            Unopened::Streamed(declared) => match Upload::take_bare(exchange) {
+                Upload::None => Outgoing::Stopped,
+                upload => Outgoing::Streamed(upload, declared, None),
+            },
         }
     }
 }
@@ -301,23 +308,14 @@ mod tests {
         assert_eq!(trimmed(&HeaderValue::from_static("  ")), "");
     }
 
-    /// A request's streamed body stays with its exchange until its stream
-    /// opens: `request_of` leaves it there, for a request whose stream does
-    /// not open (`send_request` failing, its connection going away) to go
-    /// again whole — not, its body taken, fail with `Error::RequestBody`
-    /// though no server saw it. (Only h2 checking the same connection error
-    /// in `poll_ready` just before keeps that from the wire.)
-    #[test]
-    fn a_streamed_body_is_taken_only_when_its_stream_opens() {
-        use crate::exchange::Pipe;
+    /// A POST of a streamed body (`Upload::from_reader`) as an exchange of
+    /// `client`, not submitted.
+    fn a_streamed_post(client: &crate::Client) -> std::sync::Arc<crate::exchange::Exchange> {
         use crate::policy::hop::{exchange_for, Hop, HopBody, HopSettings};
-        use crate::Client;
-        use std::sync::Arc;
-        let client = Client::builder().event_loops(1).build().unwrap();
         let mut hop = Hop {
             method: http::Method::POST,
             uri: "http://127.0.0.1:1/".parse().unwrap(),
-            headers: Arc::default(),
+            headers: std::sync::Arc::default(),
             cookie: None,
             body: HopBody::from_upload(crate::Upload::from_reader(std::io::empty(), None)),
         };
@@ -333,7 +331,22 @@ mod tests {
             request_id: 1,
             decompress: false,
         };
-        let exchange = exchange_for(client.dispatcher(), &mut hop, &settings).unwrap();
+        exchange_for(client.dispatcher(), &mut hop, &settings).unwrap()
+    }
+
+    /// A request's streamed body stays with its exchange until its stream
+    /// opens: `request_of` leaves it there, for a request whose stream does
+    /// not open (`send_request` failing, its connection going away) to go
+    /// again whole — not, its body taken, fail with `Error::RequestBody`
+    /// though no server saw it. (Only h2 checking the same connection error
+    /// in `poll_ready` just before keeps that from the wire.)
+    #[test]
+    fn a_streamed_body_is_taken_only_when_its_stream_opens() {
+        use crate::exchange::Pipe;
+        use crate::Client;
+        use std::sync::Arc;
+        let client = Client::builder().event_loops(1).build().unwrap();
+        let exchange = a_streamed_post(&client);
         let pipe = || Arc::new(Pipe::new(1024, Arc::default()));
         let (_request, body) = request_of(&exchange).unwrap();
         assert!(
@@ -349,6 +362,21 @@ mod tests {
             ),
             "taken by the stream, it goes once"
         );
+        client.close();
+    }
+
+    /// A streamed body whose source went between `request_of` and the
+    /// stream's opening (its exchange ended meanwhile, on another thread)
+    /// sends nothing: not an empty body ended, which the server would take
+    /// as the whole request.
+    #[test]
+    fn a_streamed_body_whose_source_went_before_its_stream_opened_sends_nothing() {
+        use crate::Client;
+        let client = Client::builder().event_loops(1).build().unwrap();
+        let exchange = a_streamed_post(&client);
+        let (_request, body) = request_of(&exchange).unwrap();
+        drop(exchange.request.take_source());
+        assert!(matches!(body.opened(&exchange), Outgoing::Stopped));
         client.close();
     }
 }
