@@ -214,7 +214,7 @@ pub(crate) trait ConnOwner: Send + Sync + 'static {
     /// a retry after a failure never does. A streamed
     /// body a connection took goes again from where it began, if it can
     /// (`RequestParts::rewind`); one that goes once fails the exchange
-    /// with [`Error::RequestBody`](crate::Error::RequestBody).
+    /// with [`Error::RequestBody`].
     fn redispatch(&self, exchange: Arc<Exchange>, allow_idle: bool);
     /// `exchange`, served a connection offered back ([`Offered::Serve`])
     /// that turned out closed before it took it, goes back to its `place`
