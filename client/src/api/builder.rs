@@ -1057,10 +1057,12 @@ mod tests {
         }
     }
 
-    /// Zero turns TCP keepalive off; any other idle time goes to the
-    /// sockets (as the system takes it: `net::socket`'s tests).
+    /// Zero turns TCP keepalive off; any other idle time is taken as the
+    /// system takes it (whole seconds, within its bounds: the rounding
+    /// itself is `net::socket`'s, tested there; here, that the builder
+    /// applies it).
     #[test]
-    fn a_tcp_keepalive_of_zero_is_off() {
+    fn a_tcp_keepalive_of_zero_is_off_and_others_are_whole_seconds() {
         let keepalive = |idle| {
             super::super::Client::builder()
                 .tcp_keepalive(idle)
@@ -1070,6 +1072,10 @@ mod tests {
         };
         assert_eq!(ClientConfig::default().socket.tcp_keepalive, None);
         assert_eq!(keepalive(Duration::ZERO), None);
+        assert_eq!(
+            keepalive(Duration::from_millis(1)),
+            Some(Duration::from_secs(1))
+        );
         assert_eq!(
             keepalive(Duration::from_secs(60)),
             Some(Duration::from_secs(60))
