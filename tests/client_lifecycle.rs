@@ -254,14 +254,62 @@ fn cancelling_between_hops_sends_nothing_more() {
     }
 }
 
-/// The same for a `417` to the request's `Expect: 100-continue`, which the
-/// client would repeat without it: cancelled once the `417` has come, the
-/// request is not sent again.
+/// A status the retry policy retries, come whole with no attempt left, is
+/// the response: a cancel then finds nothing to end, and the future gives
+/// it back. (Each retry is sent by a poll; the last answer is held until
+/// the polls stop, so that none of them takes it.)
 #[test]
-fn cancelling_after_a_417_sends_nothing_more() {
-    let server = TestServer::start(Behaviour::custom(|mut stream, _| {
+fn a_cancel_after_the_last_retried_status_changes_nothing() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let gate = std::sync::Arc::new(AtomicBool::new(false));
+    let server = TestServer::respond({
+        let gate = gate.clone();
+        let answered = std::sync::atomic::AtomicUsize::new(0);
+        move |_| {
+            if answered.fetch_add(1, Ordering::SeqCst) == 2 {
+                eventually(WAIT, || gate.load(Ordering::SeqCst));
+            }
+            response(503, &[], b"busy")
+        }
+    });
+    let listener = Recorder::new();
+    let client = Client::builder()
+        .event_loops(2)
+        .retry(
+            tickless::retry::Policy::attempts(3)
+                .on_status([http::StatusCode::SERVICE_UNAVAILABLE])
+                .backoff(Duration::ZERO, Duration::ZERO),
+        )
+        .listener(listener.clone())
+        .build()
+        .unwrap();
+    let mut future = client.get(server.url("/busy")).send();
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    assert!(eventually(WAIT, || {
+        assert!(std::future::Future::poll(std::pin::Pin::new(&mut future), &mut cx).is_pending());
+        server.requests().len() == 3
+    }));
+    gate.store(true, Ordering::SeqCst);
+    assert!(listener.wait_for(WAIT, |events| events
+        .iter()
+        .filter(|(e, _)| matches!(e, Event::Completed(_)))
+        .count()
+        == 3));
+    assert!(!future.cancel(), "the last 503 is the response");
+    let outcome = future.wait().map(|response| response.status());
+    assert!(
+        matches!(outcome, Ok(http::StatusCode::SERVICE_UNAVAILABLE)),
+        "{outcome:?}"
+    );
+    assert_eq!(server.requests().len(), 3);
+    client.close();
+}
+
+/// A server that answers each request's head with a `417` (its body waits
+/// for a `100 Continue` never sent), then reads what comes.
+fn answering_417_to_the_head() -> TestServer {
+    TestServer::start(Behaviour::custom(|mut stream, _| {
         use std::io::{Read, Write};
-        // The head only: the body waits for a `100 Continue` never sent.
         let mut head = Vec::new();
         let mut byte = [0; 1];
         while !head.ends_with(b"\r\n\r\n") {
@@ -272,7 +320,59 @@ fn cancelling_after_a_417_sends_nothing_more() {
         }
         let _ = stream.write_all(&response(417, &[], b""));
         drain(&mut stream);
-    }));
+    }))
+}
+
+/// A streamed body a `417` left unsent, kept for the repeat a cancel then
+/// rules out, goes at the cancel — its source dropped before the future
+/// is waited on or dropped.
+#[test]
+fn a_cancel_after_a_417_lets_the_kept_streamed_body_go_at_once() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    struct Source(std::sync::Arc<AtomicBool>);
+    impl std::io::Read for Source {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            buf.fill(7);
+            Ok(buf.len().min(100))
+        }
+    }
+    impl Drop for Source {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+    let server = answering_417_to_the_head();
+    let listener = Recorder::new();
+    let client = Client::builder()
+        .event_loops(2)
+        .listener(listener.clone())
+        .build()
+        .unwrap();
+    let dropped = std::sync::Arc::new(AtomicBool::new(false));
+    let future = client
+        .post(server.url("/"))
+        .expect_continue(true)
+        .body(tickless::Upload::from_reader(Source(dropped.clone()), None))
+        .send();
+    assert!(listener.wait_for(WAIT, |events| events
+        .iter()
+        .any(|(e, _)| matches!(e, Event::Completed(_)))));
+    assert!(future.cancel(), "the cancel found nothing to end");
+    assert!(
+        eventually(WAIT, || dropped.load(Ordering::SeqCst)),
+        "the body's source is kept until the future goes"
+    );
+    assert!(matches!(future.wait(), Err(Error::Cancelled)));
+    assert_eq!(server.connections_accepted(), 1);
+    client.close();
+}
+
+/// The same for a `417` to the request's `Expect: 100-continue`, which the
+/// client would repeat without it: cancelled once the `417` has come, the
+/// request is not sent again.
+#[test]
+fn cancelling_after_a_417_sends_nothing_more() {
+    let server = answering_417_to_the_head();
     let listener = Recorder::new();
     let client = Client::builder()
         .event_loops(2)

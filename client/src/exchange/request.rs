@@ -186,6 +186,15 @@ impl RequestParts {
         }))
     }
 
+    /// Whether a streamed body's source is still here, no connection
+    /// having taken it ([`take_unsent`](Self::take_unsent) would have it).
+    pub(crate) fn holds_unsent(&self) -> bool {
+        match &self.body {
+            RequestBody::Streamed(streamed) => crate::sync::lock(&streamed.source).is_some(),
+            _ => false,
+        }
+    }
+
     /// Takes the streamed body's source if no connection took it — not a
     /// byte of it went, nor was read out of its pipe — with its declared
     /// length (`None`: chunked), for another exchange to send it whole.

@@ -263,13 +263,17 @@ impl Attempts {
         }
         if cancelled {
             self.cancelled.store(true, Ordering::Release);
-            // A streamed body the exchange of a 417 or a redirect kept past
-            // its end for the hop after it (`Exchange::take_unsent_body`)
-            // will not go now (see `on_outcome`): its pump and source go at
-            // once, not when the future does.
-            drop(self.current.request.take_unsent());
+            self.let_go_unsent();
         }
         cancelled
+    }
+
+    /// A streamed body the exchange of a 417 or a redirect kept past its
+    /// end for the hop after it (`Exchange::take_unsent_body`) will not go
+    /// now, the request cancelled (see `on_outcome`): its pump and source
+    /// go at once, not when the future does.
+    fn let_go_unsent(&self) {
+        drop(self.current.request.take_unsent());
     }
 
     /// Cancels the request if `current`'s head has come, not yet taken,
@@ -279,17 +283,35 @@ impl Attempts {
     /// head's body has come whole too, yet the request has not ended. It
     /// ends now (see `on_outcome`); returns whether this call ended it.
     pub(crate) fn cancel_before_following(&self, follows: impl FnOnce(&Head) -> bool) -> bool {
-        self.current.head_untaken_with(follows) && !self.cancelled.swap(true, Ordering::AcqRel)
+        let ended =
+            self.current.head_untaken_with(follows) && !self.cancelled.swap(true, Ordering::AcqRel);
+        if ended {
+            self.let_go_unsent();
+        }
+        ended
     }
 
     /// Whether `head` may have the hop sent again rather than be its
-    /// answer: a 417 to its `Expect` (see
+    /// answer: a 417 to its `Expect` whose body can go again (see
     /// [`repeat_without_expectation`](Self::repeat_without_expectation)),
-    /// or a status the policy retries for its method (see
-    /// [`retry_status`](Self::retry_status), which also weighs the
-    /// attempts left, the deadline and the budget).
+    /// or a status the policy retries for its method with an attempt left
+    /// and a body that can go twice (see [`retry_status`](Self::retry_status),
+    /// which also weighs the deadline and the budget: a head retried but
+    /// for those is taken as followed).
     pub(crate) fn may_send_again_for(&self, head: &Head, hop: &Hop) -> bool {
-        expectation_refused(head, hop) || self.retry.retries_status(head.status, &hop.method)
+        let repeated = expectation_refused(head, hop) && self.body_goes_on(hop);
+        let retried = self.started < self.retry.max_attempts()
+            && hop.body.replayable()
+            && self.retry.retries_status(head.status, &hop.method);
+        repeated || retried
+    }
+
+    /// Whether the hop's body can go whole on the hop after the current
+    /// attempt's answer: it can go again, or it is a stream the attempt
+    /// kept unsent (it waited for `100 Continue`), which `on_head` puts
+    /// back ([`take_back_unsent`](Self::take_back_unsent)).
+    pub(crate) fn body_goes_on(&self, hop: &Hop) -> bool {
+        hop.body.sendable() || self.current.request.holds_unsent()
     }
 
     /// Whether the hop may be sent again (a retry or a copy): its policy

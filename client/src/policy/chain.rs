@@ -180,11 +180,15 @@ impl Chain {
     }
 
     /// Whether the next poll may follow `head` rather than give it back: a
-    /// 417 repeated, a status retried, a redirect — its body aside, as one
-    /// kept for the hop after it is put back only then (see
-    /// [`on_head`](Self::on_head)).
+    /// 417 repeated, a status retried, a redirect whose body, if it takes
+    /// one, can go (see [`redirect_of`](Self::redirect_of)) — counting a
+    /// stream kept unsent for the hop after it, which is put back only then
+    /// (see [`on_head`](Self::on_head)).
     fn may_follow(&self, head: &Head) -> bool {
-        self.attempts.may_send_again_for(head, &self.hop) || self.redirect_target(head).is_some()
+        self.attempts.may_send_again_for(head, &self.hop)
+            || self.redirect_target(head).is_some_and(|(_, _, keep_body)| {
+                !keep_body || self.attempts.body_goes_on(&self.hop)
+            })
     }
 
     /// Whether the next poll has an outcome at once.
