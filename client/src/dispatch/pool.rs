@@ -17,9 +17,13 @@
 //! * A request that finds neither an idle connection nor a permit waits in
 //!   its origin's queue, at its place: a sequence number that orders all
 //!   queues together, stamped when it first asked the pool — kept by the
-//!   same request asking again (retried) and by the hops its redirects
-//!   and 417s lead to, which go ahead of the requests sent after it (those may hold
-//!   the connections it waits for, their bodies unread until it ends).
+//!   same exchange asking again (sent again by the client after its
+//!   connection failed; a retry policy's retry is a new exchange, with a
+//!   new place) and by the hops its redirects and 417s lead to, which go
+//!   ahead of the requests sent after it (those may hold the connections
+//!   it waits for, their bodies unread until it ends). A request that
+//!   never asked the pool (it went on a shared HTTP/2 connection) has no
+//!   place to pass on: its next hop queues at the back.
 //!   Whatever frees capacity serves the **oldest** waiter it can: a
 //!   released permit, the oldest waiter of any origin with room
 //!   under its per-host limit; a connection offered back, the oldest waiter
@@ -616,23 +620,16 @@ impl<W: Waiter, C: Pooled> Pool<W, C> {
     /// too), so that the permit of that connection, released next, serves
     /// it first. `false` if the pool is closed: nothing will serve it.
     pub(crate) fn requeue(&self, waiter: &Arc<W>, place: QueuePlace) -> bool {
-        let mut inner = lock(&self.inner);
-        if inner.closed {
-            return false;
+        let mut graves = Graves::new();
+        {
+            let mut inner = lock(&self.inner);
+            if inner.closed {
+                return false;
+            }
+            // Usually back to the front.
+            inner.enqueue(waiter, place, &mut graves);
         }
-        let state = inner.origins.entry(waiter.key().clone()).or_default();
-        // Queues are in sequence order; usually it goes back to the front.
-        let at = state
-            .waiting
-            .partition_point(|queued| queued.seq < place.seq);
-        state.waiting.insert(
-            at,
-            Queued {
-                seq: place.seq,
-                waiter: Arc::downgrade(waiter),
-            },
-        );
-        inner.queued += 1;
+        drop(graves);
         true
     }
 

@@ -524,10 +524,12 @@ pub(crate) struct QueuePlace {
 }
 
 /// A request's [`QueuePlace`] once it has one: stamped by the pool, under
-/// its lock, the first time the request asks it — every request does, so
-/// an atomic rather than a `OnceLock`, whose first set is a call into
-/// std's `Once` — or given before its submission by the hop it follows
-/// ([`Exchange::follows`]). Sequence numbers start at 1: 0 is none.
+/// its lock, the first time the request asks it — every request for an
+/// HTTP/1.1 connection or a new one does (one sent on a shared HTTP/2
+/// connection does not), so an atomic rather than a `OnceLock`, whose
+/// first set is a call into std's `Once` — or given before its
+/// submission by the hop it follows ([`Exchange::follows`]). Sequence
+/// numbers start at 1: 0 is none.
 #[derive(Debug, Default)]
 pub(crate) struct PlaceCell(AtomicU64);
 
