@@ -207,6 +207,21 @@ fn dropping_many_futures_at_once_leaves_nothing_behind() {
     client.close();
 }
 
+/// A client that tells `listener` and retries a 503 twice, at once.
+fn retrying_503s(listener: &std::sync::Arc<Recorder>, event_loop_timeouts: bool) -> Client {
+    Client::builder()
+        .event_loops(2)
+        .use_event_loop_timeouts(event_loop_timeouts)
+        .retry(
+            tickless::retry::Policy::attempts(3)
+                .on_status([http::StatusCode::SERVICE_UNAVAILABLE])
+                .backoff(Duration::ZERO, Duration::ZERO),
+        )
+        .listener(listener.clone())
+        .build()
+        .unwrap()
+}
+
 /// A cancel after a head the client follows has come whole (a redirect,
 /// a status its retry policy retries) and before the future is polled
 /// again: the request has not ended (`is_done`, but the next poll would
@@ -223,17 +238,7 @@ fn cancelling_between_hops_sends_nothing_more() {
                 _ => ok("there"),
             });
             let listener = Recorder::new();
-            let client = Client::builder()
-                .event_loops(2)
-                .use_event_loop_timeouts(event_loop_timeouts)
-                .retry(
-                    tickless::retry::Policy::attempts(3)
-                        .on_status([http::StatusCode::SERVICE_UNAVAILABLE])
-                        .backoff(Duration::ZERO, Duration::ZERO),
-                )
-                .listener(listener.clone())
-                .build()
-                .unwrap();
+            let client = retrying_503s(&listener, event_loop_timeouts);
             let future = client.get(server.url(target)).send();
             // The head has come, and its body whole: the exchange is over.
             assert!(listener.wait_for(WAIT, |events| events
@@ -273,16 +278,7 @@ fn a_cancel_after_the_last_retried_status_changes_nothing() {
         }
     });
     let listener = Recorder::new();
-    let client = Client::builder()
-        .event_loops(2)
-        .retry(
-            tickless::retry::Policy::attempts(3)
-                .on_status([http::StatusCode::SERVICE_UNAVAILABLE])
-                .backoff(Duration::ZERO, Duration::ZERO),
-        )
-        .listener(listener.clone())
-        .build()
-        .unwrap();
+    let client = retrying_503s(&listener, false);
     let mut future = client.get(server.url("/busy")).send();
     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
     assert!(eventually(WAIT, || {
