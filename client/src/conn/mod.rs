@@ -57,7 +57,7 @@ use crate::config::ClientConfig;
 use crate::error::Error;
 use crate::event_loop::{EventLoopGroup, LoopContext, LoopTimerKey, Readiness, Source, SourceRef};
 use crate::events::ConnectionInfo;
-use crate::exchange::{ConnRef, Exchange, QueuePlace, Standing, StandingEnv};
+use crate::exchange::{ConnRef, Exchange, Standing, StandingEnv};
 use crate::net::{Route, Transport};
 use read_buf::ReadBuf;
 use std::any::Any;
@@ -217,10 +217,10 @@ pub(crate) trait ConnOwner: Send + Sync + 'static {
     /// with [`Error::RequestBody`].
     fn redispatch(&self, exchange: Arc<Exchange>, allow_idle: bool);
     /// `exchange`, served a connection offered back ([`Offered::Serve`])
-    /// that turned out closed before it took it, goes back to its `place`
+    /// that turned out closed before it took it, goes back to its place
     /// in the queue, ahead of the waiters younger than it — where the
     /// permit that connection gives back as it closes serves it.
-    fn requeue(&self, exchange: Arc<Exchange>, place: QueuePlace);
+    fn requeue(&self, exchange: Arc<Exchange>);
     /// An HTTP/2 connection to `origin` is open: requests to its origin
     /// go to it from now on, and it takes the requests that waited for it
     /// (returned) — but for the hedged copies of a request it carries
@@ -286,7 +286,7 @@ pub(crate) enum Offered {
     /// A waiter for its origin takes it: run the waiter on it (or give
     /// it back to its place, [`ConnOwner::requeue`], if the connection
     /// turns out closed).
-    Serve(Arc<Exchange>, QueuePlace),
+    Serve(Arc<Exchange>),
     /// Close it: the pool is closed, the connection is past its time to
     /// live, or its permit is worth more to a waiter.
     Refused,

@@ -44,8 +44,7 @@ use crate::conn::{self, ConnEnv, ConnOwner, IdleConn, Offered, SharedConn};
 use crate::error::{Error, InvalidRequest, ProxyError};
 use crate::event_loop::{without_pinning, EventLoopGroup};
 use crate::exchange::{
-    ConnSlot, Exchange, InFlight, KeptAway, Pacing, Pipe, PlaceCell, QueuePlace, Rewound,
-    StandingEnv,
+    ConnSlot, Exchange, InFlight, KeptAway, Pacing, Pipe, PlaceCell, Rewound, StandingEnv,
 };
 use crate::net::proxy::{ProxyScheme, ProxySettings};
 use crate::net::{Origin, Resolve, ResolveAnswer, Route};
@@ -1201,7 +1200,7 @@ impl ConnOwner for Dispatcher {
                 }
                 Offered::Kept
             }
-            Offer::Serve(waiter, place) => Offered::Serve(waiter, place),
+            Offer::Serve(waiter) => Offered::Serve(waiter),
             Offer::Refused => Offered::Refused,
         }
     }
@@ -1249,8 +1248,8 @@ impl ConnOwner for Dispatcher {
         self.dispatch(exchange, allow_idle);
     }
 
-    fn requeue(&self, exchange: Arc<Exchange>, place: QueuePlace) {
-        if !self.pool.requeue(&exchange, place) {
+    fn requeue(&self, exchange: Arc<Exchange>) {
+        if !self.pool.requeue(&exchange) {
             exchange.finish_err(Error::ClientClosed);
         }
     }

@@ -107,9 +107,9 @@ pub(crate) enum Acquired<C> {
 pub(crate) enum Offer<W> {
     /// It is idle in the pool.
     Kept,
-    /// This waiter takes it; [`QueuePlace`] is where it waited, for
-    /// [`Pool::requeue`] should the connection turn out closed.
-    Serve(Arc<W>, QueuePlace),
+    /// This waiter takes it (or goes back to its place,
+    /// [`Pool::requeue`], should the connection turn out closed).
+    Serve(Arc<W>),
     /// Close it: the pool is closed, it is past its time to live, or its
     /// permit serves an older waiter (see the invariants).
     Refused,
@@ -302,8 +302,10 @@ impl<W: Waiter, C: Pooled> Inner<W, C> {
 
     /// Queues `waiter` at its request's place (see the invariants): the
     /// back, unless its request asked before — a redirect's next hop, a
-    /// repeat after a 417, a request retried.
-    fn enqueue(&mut self, waiter: &Arc<W>, QueuePlace { seq }: QueuePlace, graves: &mut Graves<W>) {
+    /// repeat after a 417, an exchange sent again, one served a connection
+    /// that turned out closed.
+    fn enqueue(&mut self, waiter: &Arc<W>, graves: &mut Graves<W>) {
+        let QueuePlace { seq } = waiter.place().get_or_stamp(|| self.stamp());
         let state = self.origins.entry(waiter.key().clone()).or_default();
         let at = state.waiting.partition_point(|queued| queued.seq < seq);
         state.waiting.insert(
@@ -454,7 +456,8 @@ impl<W: Waiter, C: Pooled> Pool<W, C> {
         let acquired = {
             let mut inner = lock(&self.inner);
             let origin = waiter.key();
-            let place = waiter.place().get_or_stamp(|| inner.stamp());
+            // Stamped even if served at once: the hops it leads to follow it.
+            waiter.place().get_or_stamp(|| inner.stamp());
             if inner.closed {
                 Acquired::Closed
             } else if let Some(idle) = allow_idle
@@ -468,7 +471,7 @@ impl<W: Waiter, C: Pooled> Pool<W, C> {
                 inner.grant(origin);
                 Acquired::Permit
             } else {
-                inner.enqueue(waiter, place, &mut graves);
+                inner.enqueue(waiter, &mut graves);
                 // Room for it, if only idle connections fill the total: the
                 // one closed gives back its permit (`release`).
                 let for_total = inner.host_has_room(&self.limits, origin);
@@ -573,7 +576,7 @@ impl<W: Waiter, C: Pooled> Pool<W, C> {
                 }
                 // Still the front: only other origins' queues were looked at.
                 inner.pop_seen_front(&origin);
-                Offer::Serve(waiter, QueuePlace { seq })
+                Offer::Serve(waiter)
             }
             (own, Some(_)) => {
                 graves.extend(own.map(|(_, waiter)| waiter));
@@ -615,11 +618,11 @@ impl<W: Waiter, C: Pooled> Pool<W, C> {
     }
 
     /// Puts `waiter`, served a connection that turned out closed before it
-    /// could take it, back into its queue at `place`, where it stood: ahead
+    /// could take it, back into its queue at its place, where it stood: ahead
     /// of every waiter queued after it (those served since it kept theirs
     /// too), so that the permit of that connection, released next, serves
     /// it first. `false` if the pool is closed: nothing will serve it.
-    pub(crate) fn requeue(&self, waiter: &Arc<W>, place: QueuePlace) -> bool {
+    pub(crate) fn requeue(&self, waiter: &Arc<W>) -> bool {
         let mut graves = Graves::new();
         {
             let mut inner = lock(&self.inner);
@@ -627,7 +630,7 @@ impl<W: Waiter, C: Pooled> Pool<W, C> {
                 return false;
             }
             // Usually back to the front.
-            inner.enqueue(waiter, place, &mut graves);
+            inner.enqueue(waiter, &mut graves);
         }
         drop(graves);
         true

@@ -516,8 +516,9 @@ impl Drop for Exchange {
 }
 
 /// Where a request stands among the pool's waiters — its sequence number
-/// in the pool's queues, the pool's to read: its own (see
-/// [`Exchange::follows`]), or that of a waiter served an offered connection.
+/// in the pool's queues, the pool's to read — kept in its [`PlaceCell`]:
+/// stamped at its first ask, or that of the hop it follows (see
+/// [`Exchange::follows`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct QueuePlace {
     pub(crate) seq: u64,

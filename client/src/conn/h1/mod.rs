@@ -1354,13 +1354,13 @@ impl Conn {
         };
         match self.owner.offer(idle, now) {
             Offered::Kept => finished.listener.on_connection_offered(&info),
-            Offered::Serve(waiter, place) => {
+            Offered::Serve(waiter) => {
                 finished.listener.on_connection_offered(&info);
                 if !self.still_reusable(cx, &waiter) {
                     // Closed under it: it goes back where it waited, not
                     // behind younger waiters, and the permit this
                     // connection gives back as it closes serves it.
-                    self.owner.requeue(waiter, place);
+                    self.owner.requeue(waiter);
                     return self.close(cx);
                 }
                 // The pooled path for the waiter, on this very loop.

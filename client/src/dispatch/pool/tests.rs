@@ -241,7 +241,7 @@ fn an_older_waiter_of_another_origin_gets_the_permit_of_a_connection_offered_bac
     // Then A's connection serves A3..A6 in order, reused each time.
     for name in ["a3", "a4", "a5", "a6"] {
         match pool.offer(idle("a", 3, &clock), clock.now()) {
-            Offer::Serve(request, _) => assert_eq!(request.name, name),
+            Offer::Serve(request) => assert_eq!(request.name, name),
             _ => panic!("{name} not served by the connection offered back"),
         }
     }
@@ -261,21 +261,16 @@ fn a_connection_offered_back_serves_its_own_origin_first_when_its_waiter_is_olde
     assert_eq!(acquired(&pool, &a2, &clock), "queued");
     assert_eq!(acquired(&pool, &b1, &clock), "queued");
     match pool.offer(idle("a", 1, &clock), clock.now()) {
-        Offer::Serve(request, _) => assert_eq!(request.name, "a2"),
+        Offer::Serve(request) => assert_eq!(request.name, "a2"),
         _ => panic!("a2 should reuse the connection"),
     }
 }
 
 /// The connection `pool` hands to a waiter when `host`'s connection `id`
-/// is offered back: the waiter's name and its place.
-fn served_by_offer(
-    pool: &TestPool,
-    host: &str,
-    id: u64,
-    clock: &ManualClock,
-) -> (&'static str, QueuePlace) {
+/// is offered back: the waiter's name.
+fn served_by_offer(pool: &TestPool, host: &str, id: u64, clock: &ManualClock) -> &'static str {
     match pool.offer(idle(host, id, clock), clock.now()) {
-        Offer::Serve(request, place) => (request.name, place),
+        Offer::Serve(request) => request.name,
         _ => panic!("the connection offered back should serve a waiter"),
     }
 }
@@ -292,11 +287,10 @@ fn a_waiter_served_a_closed_connection_keeps_its_place_at_the_front() {
     for waiter in [&a2, &b1, &a3] {
         assert_eq!(acquired(&pool, waiter, &clock), "queued");
     }
-    let (name, place) = served_by_offer(&pool, "a", 1, &clock);
-    assert_eq!(name, "a2");
+    assert_eq!(served_by_offer(&pool, "a", 1, &clock), "a2");
     // Its connection was closed: a2 goes back, and the connection's
     // permit comes back as it closes.
-    assert!(pool.requeue(&a2, place));
+    assert!(pool.requeue(&a2));
     assert_eq!(pool.waiting(), 3);
     assert_eq!(served(pool.release(&origin("a"))), Some("a2"));
     // Then the others, in the order they came.
@@ -325,11 +319,11 @@ fn waiters_given_back_out_of_order_keep_their_order() {
     for waiter in [&a3, &a4, &a5] {
         assert_eq!(acquired(&pool, waiter, &clock), "queued");
     }
-    let (first, first_place) = served_by_offer(&pool, "a", 1, &clock);
-    let (second, second_place) = served_by_offer(&pool, "a", 2, &clock);
+    let first = served_by_offer(&pool, "a", 1, &clock);
+    let second = served_by_offer(&pool, "a", 2, &clock);
     assert_eq!((first, second), ("a3", "a4"));
-    assert!(pool.requeue(&a4, second_place));
-    assert!(pool.requeue(&a3, first_place));
+    assert!(pool.requeue(&a4));
+    assert!(pool.requeue(&a3));
     assert_eq!(served(pool.release(&origin("a"))), Some("a3"));
     assert_eq!(served(pool.release(&origin("a"))), Some("a4"));
     assert_eq!(served(pool.release(&origin("a"))), Some("a5"));
@@ -342,9 +336,9 @@ fn a_closed_pool_takes_no_waiter_back() {
     let [a1, a2] = [request("a", "a1"), request("a", "a2")];
     assert_eq!(acquired(&pool, &a1, &clock), "permit");
     assert_eq!(acquired(&pool, &a2, &clock), "queued");
-    let (_, place) = served_by_offer(&pool, "a", 1, &clock);
+    assert_eq!(served_by_offer(&pool, "a", 1, &clock), "a2");
     drop(pool.close());
-    assert!(!pool.requeue(&a2, place));
+    assert!(!pool.requeue(&a2));
     assert_eq!(pool.waiting(), 0);
 }
 
