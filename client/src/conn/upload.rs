@@ -11,12 +11,22 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
-/// The source of a streamed body.
-pub(super) enum Upload {
+/// The source of a streamed body, and the waker an HTTP/1.1 connection is
+/// woken with when it has more ([`pull`](Upload::pull); HTTP/2 polls with a
+/// waker of its own, [`pull_with`](Upload::pull_with)).
+pub(super) struct Upload {
+    source: Source,
+    /// Made at the first [`pull`](Upload::pull), for the running source,
+    /// and kept: many wakes before the loop gets to the connection cost one
+    /// task (see [`SourceWaker`]) — a pump giving a byte a read wakes it as
+    /// often as the connection takes.
+    waker: Option<Arc<SourceWaker>>,
+}
+
+/// Where a streamed body's bytes come from.
+pub(super) enum Source {
     Pumped(PumpedBody),
-    /// An async body, and the waker it is polled with when the connection
-    /// has none of its own to give ([`pull`](Upload::pull)).
-    Stream(BodyStream, Option<Arc<SourceWaker>>),
+    Stream(BodyStream),
     /// Nothing more: the body was taken elsewhere, or has ended.
     None,
 }
@@ -38,54 +48,45 @@ pub(super) enum Pulled {
 }
 
 impl Upload {
-    /// Takes the streamed body of `exchange` (once), for the running source.
-    pub(super) fn take(exchange: &Exchange, cx: &LoopContext<'_>) -> Upload {
-        match exchange.request.take_source() {
-            Some(UploadSource::Pumped(pipe)) => Upload::Pumped(pipe),
-            Some(UploadSource::Stream(body)) => {
-                Upload::Stream(body, Some(SourceWaker::new(cx.event_loop(), cx.me())))
-            }
-            None => Upload::None,
+    /// Takes the streamed body of `exchange` (once).
+    pub(super) fn take(exchange: &Exchange) -> Upload {
+        let source = match exchange.request.take_source() {
+            Some(UploadSource::Pumped(pipe)) => Source::Pumped(pipe),
+            Some(UploadSource::Stream(body)) => Source::Stream(body),
+            None => Source::None,
+        };
+        Upload {
+            source,
+            waker: None,
         }
     }
 
-    /// Takes the streamed body of `exchange` (once), for a connection that
-    /// polls it with a waker of its own ([`pull_with`](Upload::pull_with)).
-    pub(super) fn take_bare(exchange: &Exchange) -> Upload {
-        match exchange.request.take_source() {
-            Some(UploadSource::Pumped(pipe)) => Upload::Pumped(pipe),
-            Some(UploadSource::Stream(body)) => Upload::Stream(body, None),
-            None => Upload::None,
-        }
+    /// Where the body's bytes come from.
+    pub(super) fn source(&self) -> &Source {
+        &self.source
     }
 
     /// The next piece of the body, if there is one now; `waker` is woken
     /// when there is.
     pub(super) fn pull_with(&mut self, waker: &Waker) -> Pulled {
-        match self {
-            Upload::None => Pulled::End,
-            Upload::Pumped(body) => taken(body.pipe().take(|| Waiter::Task(waker.clone()))),
-            Upload::Stream(body, _) => poll_body(body, waker),
+        match &mut self.source {
+            Source::None => Pulled::End,
+            Source::Pumped(body) => taken(body.pipe().take(|| Waiter::Task(waker.clone()))),
+            Source::Stream(body) => poll_body(body, waker),
         }
     }
 
-    /// The next piece of the body, if there is one now.
+    /// The next piece of the body, if there is one now: the running source
+    /// is woken on its loop when there is.
     pub(super) fn pull(&mut self, cx: &LoopContext<'_>) -> Pulled {
-        match self {
-            Upload::None => Pulled::End,
-            Upload::Pumped(body) => {
-                let waiter = || Waiter::Source(cx.event_loop().clone(), cx.me());
-                taken(body.pipe().take(waiter))
-            }
-            Upload::Stream(body, Some(waker)) => {
-                waker.rearm();
-                poll_body(body, &waker.waker())
-            }
-            Upload::Stream(body, None) => {
-                let waker = SourceWaker::new(cx.event_loop(), cx.me());
-                poll_body(body, &waker.waker())
-            }
+        if matches!(self.source, Source::None) {
+            return Pulled::End;
         }
+        let waker = self
+            .waker
+            .get_or_insert_with(|| SourceWaker::new(cx.event_loop(), cx.me()))
+            .waker();
+        self.pull_with(&waker)
     }
 }
 
@@ -307,6 +308,96 @@ fn trailers_of(trailers: http::HeaderMap) -> Pulled {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::event_loop::{EventLoopGroup, Readiness, Source as LoopSource};
+    use crate::exchange::Pipe;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    /// A connection's stand-in: an upload it pulls until it has nothing
+    /// each time the loop hands it readiness again, counting those times.
+    struct Pulls {
+        upload: Upload,
+        agains: Arc<AtomicUsize>,
+    }
+
+    impl Pulls {
+        fn drain(&mut self, cx: &LoopContext<'_>) {
+            while let Pulled::Data(_) = self.upload.pull(cx) {}
+        }
+    }
+
+    impl LoopSource for Pulls {
+        fn ready(&mut self, cx: &mut LoopContext<'_>, readiness: Readiness) {
+            if readiness.again {
+                self.agains.fetch_add(1, Ordering::SeqCst);
+                self.drain(cx);
+            }
+        }
+        fn timer(&mut self, _cx: &mut LoopContext<'_>, _tag: u64) {}
+        fn abort(&mut self, _cx: &mut LoopContext<'_>, _exchange_id: u64) {}
+        fn shut_down(&mut self, _cx: &mut LoopContext<'_>) {}
+        fn panicked(&mut self, _cx: &mut LoopContext<'_>) {}
+        fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+            self
+        }
+    }
+
+    /// A pump that gives a byte a read while its connection takes as it
+    /// comes — each take finding the pipe empty after it, and waiting
+    /// again — wakes the connection once until the loop gets to it, not
+    /// once a take: a wake-up a take ran the connection again for as many
+    /// takes, tens of thousands of tasks queued on the loop before its
+    /// socket filled, and the room for them kept (2–37 MB held by an
+    /// upload of a 256 KiB window, `tests/streamed_body_memory.rs`). Once
+    /// the loop has run it, a wake-up runs the connection again.
+    #[test]
+    fn a_pump_wakes_its_connection_once_until_the_loop_runs_it_however_often_it_takes() {
+        let group = EventLoopGroup::builder().threads(1).build().unwrap();
+        let event_loop = group.loops()[0].clone();
+        let pipe = Arc::new(Pipe::new(1024, Arc::default()));
+        let agains = Arc::new(AtomicUsize::new(0));
+        let (made, on_made) = mpsc::channel();
+        {
+            let (pipe, agains) = (pipe.clone(), agains.clone());
+            event_loop
+                .execute(move |cx| {
+                    cx.add_source(|cx| {
+                        let upload = Upload {
+                            source: Source::Pumped(PumpedBody::new(pipe.clone())),
+                            waker: None,
+                        };
+                        let mut pulls = Pulls { upload, agains };
+                        // All in one task: the loop runs none of what the
+                        // pump's wake-ups post until it is over.
+                        for _ in 0..1000 {
+                            assert!(matches!(pulls.upload.pull(cx), Pulled::Pending));
+                            pipe.push_blocking(b"x").unwrap();
+                            assert!(matches!(pulls.upload.pull(cx), Pulled::Data(_)));
+                        }
+                        pulls.drain(cx);
+                        Box::new(pulls)
+                    });
+                    made.send(()).unwrap();
+                })
+                .unwrap();
+        }
+        on_made.recv_timeout(Duration::from_secs(10)).unwrap();
+        // Tasks run in the order they were posted: once this one has, so
+        // has every readiness the pump posted before it.
+        let after = |event_loop: &crate::event_loop::EventLoop| {
+            let (ran, on_ran) = mpsc::channel();
+            event_loop.execute(move |_| ran.send(()).unwrap()).unwrap();
+            on_ran.recv_timeout(Duration::from_secs(10)).unwrap();
+        };
+        after(&event_loop);
+        assert_eq!(agains.load(Ordering::SeqCst), 1, "readiness handed again");
+        // Run, it pulled and waits again: the pump's next byte wakes it.
+        pipe.push_blocking(b"y").unwrap();
+        after(&event_loop);
+        assert_eq!(agains.load(Ordering::SeqCst), 2, "woken once it had run");
+        group.shutdown();
+    }
 
     /// Pieces ready at once go together, in an allocation of about their
     /// own size — not one of [`GATHER`] bytes for a few of them — and what

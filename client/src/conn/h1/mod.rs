@@ -518,7 +518,7 @@ impl Conn {
                 }
             }
             Sending::Head { .. } if body_follows => {
-                active.sending = Sending::Body(Box::new(BodyOut::of(&active.exchange, cx)));
+                active.sending = Sending::Body(Box::new(BodyOut::of(&active.exchange)));
             }
             _ => {
                 active.sending = Sending::Done;
@@ -556,7 +556,7 @@ impl Conn {
             // body: the read timeout starts again once the body is out (or
             // at an early answer), not while it goes.
             active.exchange.stop_read();
-            active.sending = Sending::Body(Box::new(BodyOut::of(&active.exchange, cx)));
+            active.sending = Sending::Body(Box::new(BodyOut::of(&active.exchange)));
             self.write_request(cx);
         }
     }

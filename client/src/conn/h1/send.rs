@@ -120,7 +120,7 @@ static LAST_CHUNK: &[u8] = b"0\r\n\r\n";
 
 impl BodyOut {
     /// The body of `exchange`, ready to go after the head.
-    pub(super) fn of(exchange: &Exchange, cx: &LoopContext<'_>) -> BodyOut {
+    pub(super) fn of(exchange: &Exchange) -> BodyOut {
         let mut out = BodyOut {
             queue: VecDeque::new(),
             written: 0,
@@ -148,7 +148,7 @@ impl BodyOut {
             }
             RequestBody::Streamed(streamed) => {
                 out.declared = Declared::new(streamed.length);
-                out.source = Source::Streamed(Upload::take(exchange, cx));
+                out.source = Source::Streamed(Upload::take(exchange));
             }
         }
         out

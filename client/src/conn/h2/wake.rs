@@ -50,7 +50,6 @@ impl Ready {
 
     /// A drive begins: marks from now on are its own to take.
     pub(super) fn begin(&self) {
-        self.conn.rearm();
         self.driving.store(true, Ordering::SeqCst);
     }
 
