@@ -646,6 +646,33 @@ fn a_body_failed_as_it_is_decoded_over_http2_is_told_failed_with_the_callers_err
     client.close();
 }
 
+/// A GET of `/read` told to a recorder, answered and with some of its body
+/// buffered; then the loop held by a GET of `/hold` (in its `on_status`):
+/// the recorder, the response, the held request and the sender that lets
+/// its loop go.
+fn read_then_hold_its_loop(
+    client: &Client,
+    server: &TestServer,
+) -> (
+    Arc<Recorder>,
+    tickless::Response,
+    tickless::ResponseFuture,
+    std::sync::mpsc::Sender<()>,
+) {
+    let recorder = Recorder::new();
+    let response = client
+        .get(server.url("/read"))
+        .listener(recorder.clone())
+        .send()
+        .wait()
+        .unwrap();
+    assert!(eventually(WAIT, || client.stats().buffered_body_bytes > 0));
+    let (holding, has_entered, release) = HoldingListener::new(WAIT);
+    let held = client.get(server.url("/hold")).listener(holding).send();
+    has_entered.recv_timeout(WAIT).expect("the loop held");
+    (recorder, response, held, release)
+}
+
 /// A body its reader failed (it does not decode) or let go, whose
 /// connection has not yet stopped reading it when a timeout ends its
 /// exchange: the listener is told the reader's end, the first — the
@@ -667,17 +694,7 @@ fn a_body_its_reader_ended_is_told_ended_so_even_if_a_timeout_comes_first() {
             .request_timeout(Duration::from_secs(10))
             .build()
             .unwrap();
-        let recorder = Recorder::new();
-        let mut response = client
-            .get(server.url("/read"))
-            .listener(recorder.clone())
-            .send()
-            .wait()
-            .unwrap();
-        assert!(eventually(WAIT, || client.stats().buffered_body_bytes > 0));
-        let (holding, has_entered, release) = HoldingListener::new(WAIT);
-        let held = client.get(server.url("/hold")).listener(holding).send();
-        has_entered.recv_timeout(WAIT).expect("the loop held");
+        let (recorder, mut response, held, release) = read_then_hold_its_loop(&client, &server);
         let expected = if decode {
             let error = response.chunk().wait().unwrap_err();
             assert!(matches!(error, tickless::Error::Decode { .. }), "{error:?}");
@@ -723,17 +740,7 @@ fn a_body_its_reader_let_go_is_told_cancelled_even_if_its_connection_fails_first
         }
     }));
     let client = Client::builder().event_loops(1).build().unwrap();
-    let recorder = Recorder::new();
-    let response = client
-        .get(server.url("/read"))
-        .listener(recorder.clone())
-        .send()
-        .wait()
-        .unwrap();
-    assert!(eventually(WAIT, || client.stats().buffered_body_bytes > 0));
-    let (holding, has_entered, release) = HoldingListener::new(WAIT);
-    let held = client.get(server.url("/hold")).listener(holding).send();
-    has_entered.recv_timeout(WAIT).expect("the loop held");
+    let (recorder, response, held, release) = read_then_hold_its_loop(&client, &server);
     drop(response);
     close.send(()).unwrap();
     has_closed.recv_timeout(WAIT).expect("the server closed");

@@ -319,6 +319,31 @@ fn answering_417_to_the_head() -> TestServer {
     }))
 }
 
+/// A POST of `body` with `Expect: 100-continue` to a server
+/// [answering `417` to the head](answering_417_to_the_head), by a client
+/// of two loops, once its `417` has come: the server, the client and the
+/// request's future.
+fn answered_417(
+    body: impl Into<tickless::Upload>,
+) -> (TestServer, Client, tickless::ResponseFuture) {
+    let server = answering_417_to_the_head();
+    let listener = Recorder::new();
+    let client = Client::builder()
+        .event_loops(2)
+        .listener(listener.clone())
+        .build()
+        .unwrap();
+    let future = client
+        .post(server.url("/"))
+        .expect_continue(true)
+        .body(body)
+        .send();
+    assert!(listener.wait_for(WAIT, |events| events
+        .iter()
+        .any(|(e, _)| matches!(e, Event::Completed(_)))));
+    (server, client, future)
+}
+
 /// A streamed body a `417` left unsent, kept for the repeat a cancel then
 /// rules out, goes at the cancel — its source dropped before the future
 /// is waited on or dropped.
@@ -337,22 +362,9 @@ fn a_cancel_after_a_417_lets_the_kept_streamed_body_go_at_once() {
             self.0.store(true, Ordering::SeqCst);
         }
     }
-    let server = answering_417_to_the_head();
-    let listener = Recorder::new();
-    let client = Client::builder()
-        .event_loops(2)
-        .listener(listener.clone())
-        .build()
-        .unwrap();
     let dropped = std::sync::Arc::new(AtomicBool::new(false));
-    let future = client
-        .post(server.url("/"))
-        .expect_continue(true)
-        .body(tickless::Upload::from_reader(Source(dropped.clone()), None))
-        .send();
-    assert!(listener.wait_for(WAIT, |events| events
-        .iter()
-        .any(|(e, _)| matches!(e, Event::Completed(_)))));
+    let source = tickless::Upload::from_reader(Source(dropped.clone()), None);
+    let (server, client, future) = answered_417(source);
     assert!(future.cancel(), "the cancel found nothing to end");
     assert!(
         eventually(WAIT, || dropped.load(Ordering::SeqCst)),
@@ -368,21 +380,7 @@ fn a_cancel_after_a_417_lets_the_kept_streamed_body_go_at_once() {
 /// request is not sent again.
 #[test]
 fn cancelling_after_a_417_sends_nothing_more() {
-    let server = answering_417_to_the_head();
-    let listener = Recorder::new();
-    let client = Client::builder()
-        .event_loops(2)
-        .listener(listener.clone())
-        .build()
-        .unwrap();
-    let future = client
-        .post(server.url("/"))
-        .expect_continue(true)
-        .body(vec![7; 1000])
-        .send();
-    assert!(listener.wait_for(WAIT, |events| events
-        .iter()
-        .any(|(e, _)| matches!(e, Event::Completed(_)))));
+    let (server, client, future) = answered_417(vec![7; 1000]);
     assert!(future.is_done());
     assert!(future.cancel(), "the cancel found nothing to end");
     assert!(matches!(future.wait(), Err(Error::Cancelled)));
