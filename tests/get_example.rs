@@ -681,6 +681,34 @@ fn http2_prior_knowledge_prints_http2_and_the_version_flags_are_exclusive() {
     assert_eq!(output.status.code(), Some(2), "{output:?}");
 }
 
+/// `--http2` against a TLS server that offers HTTP/1.1 alone: the request
+/// fails (exit 1), and the error says the server did not negotiate h2 —
+/// not a TLS protocol error; without the flag the same server answers.
+#[test]
+fn http2_against_a_server_without_h2_says_it_did_not_negotiate_h2() {
+    use support::tls::{certs, TlsServer};
+    let server = TlsServer::respond(&certs().valid, |_| ok("h1 only"));
+    let dir = support::real::TempDir::new("get-ca");
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, &certs().ca_pem).unwrap();
+    let ca = ca.to_str().unwrap();
+    let output = get(&[&server.url("/"), "--ca", ca, "--http2"]);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let port = server.addr().port();
+    assert_eq!(
+        stderr.trim_end(),
+        format!(
+            "get: 127.0.0.1/127.0.0.1:{port} did not negotiate h2 (the client is HTTP/2 \
+             only): it refused the TLS handshake with no_application_protocol"
+        ),
+    );
+    assert!(stdout(&output).is_empty(), "{output:?}");
+    let output = get(&[&server.url("/"), "--ca", ca]);
+    assert!(output.status.success(), "{output:?}");
+    assert!(stdout(&output).ends_with("h1 only"), "{output:?}");
+}
+
 #[test]
 fn a_reader_gone_from_standard_output_is_an_error_that_names_it() {
     let server = TestServer::respond(|_| ok(&"x".repeat(256 * 1024)));

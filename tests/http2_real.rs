@@ -294,22 +294,80 @@ fn nginx_over_tls_with_two_connections_per_origin_opens_the_second_at_its_stream
 #[test]
 fn http2_only_fails_against_a_server_that_speaks_http11_only() {
     // The test TLS server offers http/1.1 alone: rustls there refuses a
-    // client that offers h2 alone (a server without ALPN would be refused
-    // by the client, with an I/O error saying h2 was not negotiated).
+    // client that offers h2 alone, with a `no_application_protocol` alert.
     let server = TlsServer::respond(&certs().valid, |_| ok("h1 only"));
     let client = trusting().http2_only().build().unwrap();
     let error = client.get(server.url("/")).send().wait().unwrap_err();
-    let refused = match &error {
-        Error::Tls { source, .. } => source.to_string().contains("NoApplicationProtocol"),
-        Error::Io { source, .. } => source.to_string().contains("did not negotiate h2"),
-        _ => false,
-    };
-    assert!(refused, "{error:?}");
+    assert!(
+        matches!(
+            error,
+            Error::Http2NotNegotiated {
+                handshake_refused: true,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
     client.close();
     // By default the same server is fine, over HTTP/1.1.
     let client = trusting().build().unwrap();
     let response = client.get(server.url("/")).send().wait().unwrap();
     assert_eq!(response.version(), http::Version::HTTP_11);
+    client.close();
+}
+
+/// An HTTP/2-only client against a TLS server that offers http/1.1 alone
+/// fails with a typed error that says so — not a TLS failure nor an I/O
+/// error to tell by its message —, names the server, says nothing of the
+/// request was sent, and is not retried, even for a POST a policy would
+/// send again whatever its method: one connection, one refused handshake.
+#[test]
+fn an_http2_only_client_refused_by_an_http11_server_says_so_and_is_not_retried() {
+    let server = TlsServer::respond(&certs().valid, |_| ok("h1 only"));
+    let retry = tickless::retry::Policy::attempts(4)
+        .any_method(true)
+        .backoff(Duration::from_millis(1), Duration::from_millis(1));
+    let recorder = Recorder::new();
+    let client = trusting()
+        .http2_only()
+        .retry(retry)
+        .listener(recorder.clone())
+        .build()
+        .unwrap();
+    let error = client
+        .post(server.url("/"))
+        .body("once")
+        .send()
+        .wait()
+        .unwrap_err();
+    match &error {
+        Error::Http2NotNegotiated {
+            remote,
+            handshake_refused,
+            unprocessed,
+        } => {
+            let port = format!(":{}", server.addr().port());
+            assert!(remote.ends_with(&port), "{remote}");
+            assert!(handshake_refused);
+            assert!(unprocessed);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(error.is_unprocessed());
+    assert!(error.tls_failure().is_none(), "{error:?}");
+    assert!(
+        error.to_string().contains("did not negotiate h2"),
+        "{error}"
+    );
+    assert_eq!(server.connections_accepted(), 1);
+    assert_eq!(server.handshakes(), 0);
+    assert!(server.tls_requests().is_empty());
+    let retries = recorder
+        .events()
+        .into_iter()
+        .filter(|(event, _)| matches!(event, Event::Retry(..)))
+        .count();
+    assert_eq!(retries, 0);
     client.close();
 }
 
@@ -330,11 +388,13 @@ fn requests_waiting_for_an_http2_only_opening_without_alpn_fail_with_it() {
     let futures: Vec<_> = (0..8).map(|_| client.get(server.url("/")).send()).collect();
     for future in futures {
         match future.wait() {
-            Err(Error::Io { source, .. }) => {
-                assert!(
-                    source.to_string().contains("did not negotiate h2"),
-                    "{source}"
-                )
+            Err(Error::Http2NotNegotiated {
+                handshake_refused,
+                unprocessed,
+                ..
+            }) => {
+                assert!(!handshake_refused);
+                assert!(unprocessed);
             }
             other => panic!("{:?}", other.map(|response| response.status())),
         }
@@ -366,11 +426,22 @@ fn an_http2_only_opening_without_alpn_is_not_retried() {
         .backoff(Duration::from_millis(1), Duration::from_millis(1));
     let client = trusting().http2_only().retry(retry).build().unwrap();
     match client.get(server.url("/")).send().wait() {
-        Err(Error::Io { source, .. }) => {
+        Err(error @ Error::Http2NotNegotiated { .. }) => {
             assert!(
-                source.to_string().contains("did not negotiate h2"),
-                "{source}"
-            )
+                matches!(
+                    error,
+                    Error::Http2NotNegotiated {
+                        handshake_refused: false,
+                        unprocessed: true,
+                        ..
+                    }
+                ),
+                "{error:?}"
+            );
+            assert!(
+                error.to_string().ends_with("it negotiated no protocol"),
+                "{error}"
+            );
         }
         other => panic!("{:?}", other.map(|response| response.status())),
     }

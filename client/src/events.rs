@@ -494,7 +494,9 @@ pub trait EventListener: Send + Sync + 'static {
     }
     /// The TLS handshake failed with `error` (usually [`Error::Tls`], or
     /// [`Error::Connect`] if the socket failed or closed, or
-    /// [`Error::HandshakeTimeout`]). A handshake ended by the request
+    /// [`Error::HandshakeTimeout`], or [`Error::Http2NotNegotiated`] if the
+    /// server refused an [`http2_only`](crate::ClientBuilder::http2_only)
+    /// client's offer of `h2` alone). A handshake ended by the request
     /// timeout or a cancel reports no failure here, only `on_failed`.
     fn on_tls_handshake_failure(
         &self,

@@ -609,14 +609,30 @@ impl ClientBuilder {
     }
 
     /// Speaks HTTP/2 only over TLS: the handshake offers `h2` alone, and a
-    /// server that does not pick it fails the request — with
-    /// [`Error::Tls`](crate::Error::Tls) (`no_application_protocol`) from a
-    /// server that offers other protocols, or [`Error::Io`](crate::Error::Io)
-    /// ("the server did not negotiate h2", of kind `Unsupported`) from one
-    /// that negotiates none. Neither is retried by a
-    /// [retry policy](Self::retry): the next connection would meet the same.
-    /// Cleartext `http://` stays HTTP/1.1 unless
+    /// server that does not pick it fails the request with
+    /// [`Error::Http2NotNegotiated`](crate::Error::Http2NotNegotiated) —
+    /// one that offers other protocols (`http/1.1`) refuses the handshake
+    /// (`handshake_refused`), one that negotiates none finishes it — before
+    /// any byte of the request is sent
+    /// ([`is_unprocessed`](crate::Error::is_unprocessed): another client,
+    /// one that speaks HTTP/1.1, may send it whatever its method). It is not
+    /// retried by a [retry policy](Self::retry): the next connection would
+    /// meet the same. Cleartext `http://` stays HTTP/1.1 unless
     /// [`http2_prior_knowledge`](Self::http2_prior_knowledge).
+    ///
+    /// ```no_run
+    /// use tickless_client::Error;
+    ///
+    /// let client = tickless_client::Client::builder().http2_only().build()?;
+    /// match client.get("https://example.com/").send().wait() {
+    ///     Ok(response) => assert_eq!(response.version(), http::Version::HTTP_2),
+    ///     Err(Error::Http2NotNegotiated { remote, .. }) => {
+    ///         eprintln!("{remote} does not speak HTTP/2")
+    ///     }
+    ///     Err(other) => return Err(other.into()),
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn http2_only(mut self) -> Self {
         self.config.versions = crate::config::HttpVersions::Http2Only;
         self

@@ -30,7 +30,7 @@
 use super::tunnel::SocksTargets;
 use super::{Conn, ConnOwner, State, CONNECT_TIMER, HANDSHAKE_TIMER};
 use crate::config::HttpVersions;
-use crate::error::{Error, NoH2Negotiated, ProxyError, TimeoutKind};
+use crate::error::{Error, ProxyError, TimeoutKind};
 use crate::event_loop::LoopContext;
 use crate::events::ConnectionInfo;
 use crate::exchange::{deadline_after, ConnSlot, Exchange};
@@ -462,13 +462,9 @@ impl Conn {
             return;
         }
         if versions == HttpVersions::Http2Only && https {
-            let source = NoH2Negotiated::io_error();
             // An opening that failed: those that waited for it fail with it,
             // rather than each open a connection that fails the same way.
-            let error = Error::Io {
-                remote: exchange.remote_name(),
-                source,
-            };
+            let error = exchange.http2_not_negotiated(false);
             return self.opening_failed(cx, exchange, error);
         }
         if https {
@@ -570,6 +566,15 @@ impl Conn {
             Err(failure) => {
                 let remote = exchange.remote_name();
                 let error = match failure {
+                    // The client offered `h2` alone, and the server has
+                    // nothing else in common (RFC 7301 §3.2): it does not
+                    // speak HTTP/2 — as one that negotiates nothing.
+                    #[cfg(feature = "rustls")]
+                    HandshakeError::Tls(rustls::Error::AlertReceived(
+                        rustls::AlertDescription::NoApplicationProtocol,
+                    )) if self.env().config.versions == HttpVersions::Http2Only => {
+                        exchange.http2_not_negotiated(true)
+                    }
                     #[cfg(feature = "rustls")]
                     HandshakeError::Tls(source) => Error::tls(remote, source),
                     // Closed or reset before the handshake was done: no

@@ -485,6 +485,32 @@ pub enum Error {
         /// say. `None` if it closed the connection before sending anything.
         answer: Option<String>,
     },
+    /// The server did not negotiate HTTP/2 (`h2`, by ALPN) with an
+    /// [`http2_only`](crate::ClientBuilder::http2_only) client, whose TLS
+    /// handshake offers nothing else: it refused the handshake with a
+    /// `no_application_protocol` alert (it speaks only other protocols,
+    /// `http/1.1` say: RFC 7301 §3.2), or finished it negotiating no
+    /// protocol at all, and the client closed the connection. Displays like
+    /// `example.com/1.2.3.4:443 did not negotiate h2 (the client is HTTP/2
+    /// only): it refused the TLS handshake with no_application_protocol`.
+    /// No byte of the request was sent:
+    /// [`unprocessed`](Error::is_unprocessed), unless an earlier attempt of
+    /// it may have been processed. Never sent again by the client nor by a
+    /// [retry policy](crate::retry::Policy): any connection to that server
+    /// would meet the same. (Over cleartext, with
+    /// [prior knowledge](crate::ClientBuilder::http2_prior_knowledge), a
+    /// server that does not speak HTTP/2 is an [`Error::NotHttp2`].)
+    Http2NotNegotiated {
+        /// The server.
+        remote: String,
+        /// Whether the server refused the handshake
+        /// (`no_application_protocol`), rather than finished it with no
+        /// protocol negotiated.
+        handshake_refused: bool,
+        /// Whether the server provably did not process the request: see
+        /// [`Error::is_unprocessed`].
+        unprocessed: bool,
+    },
     /// The request's header section is larger than the server accepts
     /// over HTTP/2, by the `SETTINGS_MAX_HEADER_LIST_SIZE` it sent (RFC
     /// 9113 §6.5.2, which counts each field's name and value and 32 bytes,
@@ -684,6 +710,19 @@ impl fmt::Display for Error {
                 f,
                 "{remote} closed the connection before any HTTP/2 frame: it may not speak HTTP/2"
             ),
+            Error::Http2NotNegotiated {
+                remote,
+                handshake_refused,
+                ..
+            } => write!(
+                f,
+                "{remote} did not negotiate h2 (the client is HTTP/2 only): {}",
+                if *handshake_refused {
+                    "it refused the TLS handshake with no_application_protocol"
+                } else {
+                    "it negotiated no protocol"
+                }
+            ),
             Error::HeadersTooLarge {
                 remote,
                 size,
@@ -758,6 +797,7 @@ impl StdError for Error {
             | Error::KeepAliveTimeout(_)
             | Error::Http2 { .. }
             | Error::NotHttp2 { .. }
+            | Error::Http2NotNegotiated { .. }
             | Error::HeadersTooLarge { .. }
             | Error::BodyTooLarge { .. }
             | Error::Cancelled
@@ -957,6 +997,11 @@ impl Error {
     /// the request, its header section past what the server accepts — nor
     /// does it send it again, nor a retry policy.
     ///
+    /// True too of an [`Error::Http2NotNegotiated`]: the TLS handshake
+    /// did not give the HTTP/2-only client HTTP/2, and it sent nothing —
+    /// nor does it send it again, nor a retry policy: to another client,
+    /// one that speaks HTTP/1.1, it may go whatever its method.
+    ///
     /// For [`Error::Retried`], true if it is true of every attempt.
     ///
     /// False wherever the server may have seen the request: any other
@@ -973,6 +1018,7 @@ impl Error {
         match self {
             Error::Http2 { unprocessed, .. }
             | Error::Proxy { unprocessed, .. }
+            | Error::Http2NotNegotiated { unprocessed, .. }
             | Error::HeadersTooLarge { unprocessed, .. } => *unprocessed,
             Error::NotHttp2 { answer, .. } => answer
                 .as_deref()
@@ -986,13 +1032,18 @@ impl Error {
 
     /// This error, with [`is_unprocessed`](Error::is_unprocessed) made
     /// `unprocessed` where the error can carry it (an HTTP/2 failure, a
-    /// proxy's, and each attempt of a retried one).
+    /// proxy's, a server's refusal of HTTP/2 by ALPN, a request whose
+    /// header section was too large to send, and each attempt of a retried
+    /// one).
     pub(crate) fn with_unprocessed(mut self, unprocessed: bool) -> Error {
         match &mut self {
             Error::Http2 {
                 unprocessed: flag, ..
             }
             | Error::Proxy {
+                unprocessed: flag, ..
+            }
+            | Error::Http2NotNegotiated {
                 unprocessed: flag, ..
             }
             | Error::HeadersTooLarge {
@@ -1037,8 +1088,7 @@ impl Error {
     /// carry: the copy has the same variant and fields, each `io::Error`
     /// made again by [`copy_io`] — which keeps its OS error code, or else
     /// its kind and message, but not the error inside it (a downcast of the
-    /// copy's finds a string, and its source chain ends there), but for a
-    /// [`NoH2Negotiated`]. `None` for
+    /// copy's finds a string, and its source chain ends there). `None` for
     /// a variant no opening fails with.
     pub(crate) fn copy_of_opening_failure(&self) -> Option<Error> {
         Some(match self {
@@ -1069,9 +1119,14 @@ impl Error {
                 source: source.copy(),
                 unprocessed: *unprocessed,
             },
-            Error::Io { remote, source } => Error::Io {
+            Error::Http2NotNegotiated {
+                remote,
+                handshake_refused,
+                unprocessed,
+            } => Error::Http2NotNegotiated {
                 remote: remote.clone(),
-                source: copy_io(source),
+                handshake_refused: *handshake_refused,
+                unprocessed: *unprocessed,
             },
             Error::Resolve { host, source } => Error::Resolve {
                 host: host.clone(),
@@ -1108,53 +1163,13 @@ impl Error {
 /// `error` made again (see [`Error::copy_of_opening_failure`]): from its
 /// OS error code if it has one — whose message the system gives again —,
 /// else of its kind with its message. The error inside it, if any, is not
-/// kept, but as its message — or but a [`NoH2Negotiated`], made again as
-/// itself: a retry policy knows it by its type.
+/// kept, but as its message.
 fn copy_io(error: &io::Error) -> io::Error {
     match error.raw_os_error() {
         Some(code) => io::Error::from_raw_os_error(code),
-        None if NoH2Negotiated::is(error) => NoH2Negotiated::io_error(),
         None => io::Error::new(error.kind(), error.to_string()),
     }
 }
-
-/// What an HTTP/2-only client's connection fails with, inside an
-/// [`Error::Io`] of kind `Unsupported`, when the server negotiated no `h2`
-/// over TLS: told apart by its type from any other error of that kind, as
-/// the one that another connection to the same server would meet again.
-pub(crate) struct NoH2Negotiated;
-
-impl NoH2Negotiated {
-    const MESSAGE: &'static str = "the server did not negotiate h2 (the client is HTTP/2 only)";
-
-    /// The I/O error of kind `Unsupported` it is inside.
-    pub(crate) fn io_error() -> io::Error {
-        io::Error::new(io::ErrorKind::Unsupported, NoH2Negotiated)
-    }
-
-    /// Whether `error` is the one [`io_error`](Self::io_error) makes.
-    pub(crate) fn is(error: &io::Error) -> bool {
-        error
-            .get_ref()
-            .is_some_and(|inner| inner.is::<NoH2Negotiated>())
-    }
-}
-
-impl fmt::Display for NoH2Negotiated {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(Self::MESSAGE)
-    }
-}
-
-impl fmt::Debug for NoH2Negotiated {
-    /// As its message's: the `io::Error` it is inside shows as one made
-    /// of that message would.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(Self::MESSAGE, f)
-    }
-}
-
-impl StdError for NoH2Negotiated {}
 
 /// The timeout kind of `error` or of anything in its source chain, so it
 /// survives wrapping (`io::Error`, `Box<dyn Error>`, an application's own
@@ -1193,8 +1208,10 @@ impl From<Error> for io::Error {
 /// the response was whole or its content coding's stream cut short (as over
 /// HTTP/2, whose close comes as an [`Error::Io`] of that kind), the OS
 /// error's own kind for an I/O failure,
-/// `InvalidData` for a response that breaks HTTP or its content coding, and
-/// for a retried request, its last attempt's, as its timeout is.
+/// `InvalidData` for a response that breaks HTTP or its content coding,
+/// `Unsupported` for a server that negotiated no HTTP/2 with an
+/// HTTP/2-only client, and for a retried request, its last attempt's, as
+/// its timeout is.
 pub(crate) fn io_kind(error: &Error) -> io::ErrorKind {
     match error {
         e if e.is_timeout() => io::ErrorKind::TimedOut,
@@ -1220,6 +1237,7 @@ pub(crate) fn io_kind(error: &Error) -> io::ErrorKind {
         Error::Protocol { .. } | Error::Decode { .. } => io::ErrorKind::InvalidData,
         #[cfg(feature = "rustls")]
         Error::Tls { .. } => io::ErrorKind::InvalidData,
+        Error::Http2NotNegotiated { .. } => io::ErrorKind::Unsupported,
         _ => io::ErrorKind::Other,
     }
 }
@@ -1671,6 +1689,42 @@ mod tests {
         assert!(!proxy.with_unprocessed(false).is_unprocessed());
     }
 
+    /// A server that gave an HTTP/2-only client no `h2` says how, is its
+    /// own cause, is no TLS failure, and is unprocessed until a redirect
+    /// or an attempt before it says otherwise; read as I/O, `Unsupported`.
+    #[test]
+    fn a_server_without_h2_says_how_and_that_nothing_was_sent() {
+        let without_h2 = |handshake_refused| Error::Http2NotNegotiated {
+            remote: "example.com/1.2.3.4:443".into(),
+            handshake_refused,
+            unprocessed: true,
+        };
+        assert_eq!(
+            without_h2(true).to_string(),
+            "example.com/1.2.3.4:443 did not negotiate h2 (the client is HTTP/2 only): \
+             it refused the TLS handshake with no_application_protocol"
+        );
+        assert_eq!(
+            without_h2(false).to_string(),
+            "example.com/1.2.3.4:443 did not negotiate h2 (the client is HTTP/2 only): \
+             it negotiated no protocol"
+        );
+        let error = without_h2(true);
+        assert!(error.source().is_none());
+        assert!(error.tls_failure().is_none());
+        assert!(!error.is_timeout());
+        assert!(error.is_unprocessed());
+        assert!(!without_h2(false).with_unprocessed(false).is_unprocessed());
+        let retried = Error::Retried {
+            attempts: vec![without_h2(false), without_h2(true)],
+        };
+        assert!(retried.is_unprocessed());
+        assert_eq!(
+            io::Error::from(without_h2(false)).kind(),
+            io::ErrorKind::Unsupported
+        );
+    }
+
     #[test]
     #[cfg(feature = "rustls")]
     fn tls_failures_say_why() {
@@ -1756,18 +1810,30 @@ mod tests {
             "{copy:?}"
         );
         assert_eq!(shown(&copy), shown(&closed));
-        // The one `Error::Io` an opening fails with: a server that did not
-        // negotiate h2 for an HTTP/2-only client.
-        let without_h2 = Error::Io {
+        // A server that did not negotiate h2 for an HTTP/2-only client.
+        for handshake_refused in [false, true] {
+            let without_h2 = Error::Http2NotNegotiated {
+                remote: remote(),
+                handshake_refused,
+                unprocessed: true,
+            };
+            let copy = without_h2.copy_of_opening_failure().unwrap();
+            assert!(
+                matches!(
+                    &copy,
+                    Error::Http2NotNegotiated { remote: r, handshake_refused: refused, unprocessed: true }
+                        if *r == remote() && *refused == handshake_refused
+                ),
+                "{copy:?}"
+            );
+            assert_eq!(shown(&copy), shown(&without_h2));
+        }
+        // No opening fails with an I/O error of the exchange.
+        let io_failure = Error::Io {
             remote: remote(),
-            source: NoH2Negotiated::io_error(),
+            source: io::ErrorKind::ConnectionReset.into(),
         };
-        let copy = without_h2.copy_of_opening_failure().unwrap();
-        assert!(
-            matches!(&copy, Error::Io { source, .. } if NoH2Negotiated::is(source)),
-            "{copy:?}"
-        );
-        assert_eq!(shown(&copy), shown(&without_h2));
+        assert!(io_failure.copy_of_opening_failure().is_none());
         let timeout =
             Error::timeout_of(TimeoutKind::Handshake, remote(), Duration::from_millis(300));
         let copy = timeout.copy_of_opening_failure().unwrap();

@@ -934,6 +934,18 @@ impl Exchange {
         })
     }
 
+    /// The error of an [`http2_only`](crate::ClientBuilder::http2_only)
+    /// request whose server negotiated no `h2` over TLS — it refused the
+    /// handshake for it (`handshake_refused`), or negotiated no protocol:
+    /// nothing of the request was sent ([`unprocessed`](Self::unprocessed)).
+    pub(crate) fn http2_not_negotiated(&self, handshake_refused: bool) -> Error {
+        self.unprocessed(Error::Http2NotNegotiated {
+            remote: self.remote_name(),
+            handshake_refused,
+            unprocessed: true,
+        })
+    }
+
     /// The response failed for its coding (`error`: its body, as its
     /// reader decoded it, does not decode or passed `max_body_bytes`; its
     /// head stacks more codings than are decoded) and its body is read no

@@ -21,9 +21,10 @@
 //!   ([`Error::Protocol`]), an HTTP/2 error the client ended the stream or
 //!   connection with, a server that does not speak HTTP/2
 //!   ([`Error::NotHttp2`], or over TLS one that negotiates no `h2` with an
-//!   [`http2_only`](crate::ClientBuilder::http2_only) client: an
-//!   [`Error::Io`] of kind `Unsupported`); nor a reset the same request
-//!   cannot cure (`ENHANCE_YOUR_CALM`, `HTTP_1_1_REQUIRED`).
+//!   [`http2_only`](crate::ClientBuilder::http2_only) client:
+//!   [`Error::Http2NotNegotiated`], though nothing of the request was
+//!   sent); nor a reset the same request cannot cure (`ENHANCE_YOUR_CALM`,
+//!   `HTTP_1_1_REQUIRED`).
 //! * **Which methods**: idempotent ones (RFC 9110 §9.2.2); others only
 //!   when the request provably never reached the server (it never
 //!   connected, nor did its proxy, its TLS handshake was cut short — an
@@ -57,7 +58,7 @@
 //!   [`Error::Retried`], which lists every
 //!   attempt's error.
 
-use crate::error::{Error, Http2Initiator, Http2Reason, NoH2Negotiated, ProxyError, SocksError};
+use crate::error::{Error, Http2Initiator, Http2Reason, ProxyError, SocksError};
 use http::StatusCode;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::{Arc, Mutex};
@@ -188,8 +189,10 @@ impl Policy {
                 ..
             }
         );
-        // Not a server that does not speak HTTP/2 (`Error::NotHttp2`),
-        // which would answer again as it did: neither this nor below.
+        // Not a server that does not speak HTTP/2 (`Error::NotHttp2`, or
+        // `Error::Http2NotNegotiated` over TLS, though the request was
+        // never sent), which would answer again as it did: neither this
+        // nor below.
         let never_sent = refused
             || matches!(
                 error,
@@ -242,19 +245,13 @@ impl Policy {
                 }
         );
         // What sending the same request again cannot cure: two resets (the
-        // server asks for calm, or for HTTP/1.1), and a server that
-        // negotiated no `h2` with an HTTP/2-only client (an I/O error of
-        // kind `Unsupported`, of that source alone), which does not speak
-        // HTTP/2 on the next connection either.
+        // server asks for calm, or for HTTP/1.1).
         let futile = matches!(
             error,
             Error::Http2 {
                 reason: Http2Reason::ENHANCE_YOUR_CALM | Http2Reason::HTTP_1_1_REQUIRED,
                 ..
             }
-        ) || matches!(
-            error,
-            Error::Io { source, .. } if NoH2Negotiated::is(source)
         );
         // A failure before the response that provably never reached the
         // origin (a proxy's close or stall before its tunnel was up) goes
@@ -563,30 +560,38 @@ mod tests {
         }
     }
 
-    /// Of the I/O errors of kind `Unsupported`, the one futile to send
-    /// again is an HTTP/2-only client's refusal of a server that
-    /// negotiated no `h2` — the opener's, and the copy each request that
-    /// waited for its connection fails with; another before the response
-    /// — a system call this kernel lacks (`ENOSYS`) — is an I/O failure
-    /// like any other.
+    /// A server that negotiated no `h2` with an HTTP/2-only client is
+    /// futile to send again, though nothing of the request was sent — the
+    /// opener's error, and the copy each request that waited for its
+    /// connection fails with, whatever the method; an I/O failure of kind
+    /// `Unsupported` before the response — a system call this kernel lacks
+    /// (`ENOSYS`), which that error once was told apart from — is one like
+    /// any other.
     #[test]
-    fn only_a_server_without_h2_is_a_futile_unsupported_error() {
+    fn a_server_without_h2_is_not_retried_though_nothing_was_sent() {
         let policy = Policy::attempts(3);
-        let io = |source| Error::Io {
-            remote: "r".into(),
-            source,
-        };
-        let without_h2 = io(NoH2Negotiated::io_error());
-        assert_eq!(
-            crate::error::WithCauses(&without_h2).to_string(),
-            "I/O error with r: the server did not negotiate h2 (the client is HTTP/2 only)"
-        );
-        assert!(!policy.retries_error(&without_h2, &http::Method::GET));
-        let copy = without_h2.copy_of_opening_failure().unwrap();
-        assert!(!policy.retries_error(&copy, &http::Method::GET));
+        for handshake_refused in [false, true] {
+            let without_h2 = Error::Http2NotNegotiated {
+                remote: "r".into(),
+                handshake_refused,
+                unprocessed: true,
+            };
+            assert!(without_h2.is_unprocessed());
+            let copy = without_h2.copy_of_opening_failure().unwrap();
+            for error in [&without_h2, &copy] {
+                assert!(!policy.retries_error(error, &http::Method::GET));
+                assert!(!Policy::attempts(3)
+                    .any_method(true)
+                    .retries_error(error, &http::Method::POST));
+            }
+        }
         let lacking = std::io::Error::from_raw_os_error(libc::ENOSYS);
         assert_eq!(lacking.kind(), std::io::ErrorKind::Unsupported);
-        assert!(policy.retries_error(&io(lacking), &http::Method::GET));
+        let io = Error::Io {
+            remote: "r".into(),
+            source: lacking,
+        };
+        assert!(policy.retries_error(&io, &http::Method::GET));
     }
 
     #[test]
