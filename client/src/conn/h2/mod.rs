@@ -73,12 +73,16 @@
 //! trailers, waiting in `h2`'s buffer, are then discarded): the exchange
 //! has completed, and the stream, its answer ended, is not reset for it.
 //! A response that has no body whatever its head says (an answer to HEAD,
-//! a 204, a 304) has none here either: DATA sent all the same is dropped,
-//! and the stream's end completes it, even one `h2` reports as an error
-//! (a reset of its own, which it counts towards ending the connection:
-//! before it would, the connection retires, see [`Http2::taken_resets`]);
-//! so does the first DATA that carries bytes, the stream then reset as
-//! it leaves (a server could send such DATA for ever).
+//! a 204, a 304) has none here either, and is whole at its head, as over
+//! HTTP/1.1: the exchange completes there, not at the stream's end, which
+//! a server may never send; the stream, unless the server has ended it
+//! already, is reset with `CANCEL` as it leaves rather than held open
+//! until it does ([`Stream::end_bodiless`] says why), and DATA sent all
+//! the same is dropped. A stream `h2` has reset already for the server's
+//! error (a 304 declaring a length, ended by an empty DATA frame) is such
+//! an answer too, but `h2` counts the reset towards ending the
+//! connection: before it would, the connection retires, see
+//! [`Http2::taken_resets`].
 //! Request bodies are sent as the server's window allows: a chunk waits for
 //! capacity before the next is taken from its source, so a server that stops
 //! reading stops the upload's pump too — and, if no window comes for the

@@ -53,7 +53,9 @@ pub(super) struct Stream {
     pub(super) trailer_size: TrailerSize,
     /// Opened on a connection that had served a stream already.
     pub(super) reused: bool,
-    /// Ended by a reset of `h2`'s own, taken as its answer's end (see
+    /// Its answer, one that has no body, found its stream reset by `h2`
+    /// for the server's error, a reset `h2` counts (see
+    /// [`Stream::end_bodiless`] and
     /// [`Http2::taken_resets`](super::Http2::taken_resets)).
     pub(super) took_reset: bool,
     /// The final answer's status is not 2xx: its upload stops once the
@@ -89,9 +91,6 @@ impl Outgoing {
 pub(super) enum Recv {
     Head(ResponseFuture),
     Body(RecvStream),
-    /// The rest of a response that has no body by definition (see
-    /// [`Stream::end_bodiless`]).
-    Bodiless(RecvStream),
     Trailers(RecvStream),
     /// The response has come whole (its trailers with it, if it had some)
     /// before the request body was all sent: RFC 9113 §8.1 lets a server
@@ -363,8 +362,6 @@ impl Stream {
                         Poll::Ready(Err(_)) | Poll::Pending => Buffered::NotYet,
                     };
                 }
-                // Whole with its head.
-                Recv::Bodiless(_) => return Buffered::End(None),
                 // Its trailers are the exchange's (`Exchange::hold_answer`).
                 Recv::Ended => return Buffered::End(None),
                 Recv::Head(_) | Recv::Moving => return Buffered::NotYet,
@@ -372,43 +369,42 @@ impl Stream {
         }
     }
 
-    /// The stream of a response that has no body whatever its head declares
-    /// (an answer to HEAD, a 204, a 304: [`has_no_body`]), as over
-    /// HTTP/1.1: what DATA comes all the same is dropped (its window given
-    /// back) and the stream's end, however it comes, is the answer's end
-    /// (returned true: the exchange completes, once its upload has ended —
-    /// see [`Stream::answered`]). So is the first DATA that carries bytes,
-    /// as bytes after such a head end an HTTP/1.1 answer there: read on,
-    /// a server sending DATA for ever would hold the answer until the
-    /// request's timeout, its window given back all the while; the stream,
-    /// left unended, is reset (`CANCEL`) as it leaves. Its end may be an error: a 304 may declare the
-    /// `content-length` of what it stands for (RFC 9113 §8.1.1), and `h2`
-    /// resets such a stream if its `END_STREAM` comes on a DATA frame
+    /// The stream of an answer that has no body whatever its head declares
+    /// (an answer to HEAD, a 204, a 304: [`has_no_body`]) ends at its
+    /// head, as such an answer does over HTTP/1.1 (RFC 9110 §6.4.1; over
+    /// HTTP/2 its DATA carry no content either, RFC 9113 §8.1.1): the
+    /// exchange completes there, with an empty body (once its upload has
+    /// ended: see [`Stream::answered`]) — not at the stream's end, which a
+    /// server may never send (HEADERS without `END_STREAM`, then silence):
+    /// waiting for it would hold the answer until the request timeout.
+    ///
+    /// What `h2` holds already of the stream is taken here, its DATA
+    /// dropped (and its window given back), to see whether the stream has
+    /// ended. One that has not is reset with `CANCEL` as it leaves (`h2`
+    /// resets a stream whose handles are dropped before it is closed both
+    /// ways), rather than held open, its slot of the server's concurrency
+    /// limit with it, until the server ends it: nothing more of it is
+    /// wanted, and no timer of the exchange, whole, bounds the wait. (hyper,
+    /// which hands every answer over at its head, resets such a stream so,
+    /// through `h2`, when the caller drops the body: unread, for a HEAD's
+    /// answer, as reading it would wait for the stream's end.)
+    /// DATA that comes after is `h2`'s to drop: it ignores a stream it has
+    /// reset, or whose body's handle is gone, giving the connection's
+    /// window back. Its end may have come as an error: a 304 may declare
+    /// the `content-length` of what it stands for (RFC 9113 §8.1.1), and
+    /// `h2` resets such a stream if its `END_STREAM` comes on a DATA frame
     /// rather than on its head (hypercorn ends every stream so), as it
-    /// does a HEAD's answer that sends the DATA its length declares: then
-    /// `took_reset` is set (`h2` counts such resets: see
+    /// does a HEAD's answer whose DATA carries a byte: returned true, `h2`
+    /// having counted that reset (see
     /// [`Http2::taken_resets`](super::Http2::taken_resets)).
-    fn end_bodiless(
-        exchange: &Exchange,
-        body: &mut RecvStream,
-        took_reset: &mut bool,
-        task: &mut Context<'_>,
-        now: Instant,
-    ) -> bool {
+    fn end_bodiless(body: &mut RecvStream, task: &mut Context<'_>) -> bool {
         loop {
             match body.poll_data(task) {
-                Poll::Pending => return false,
                 Poll::Ready(Some(Ok(data))) => {
-                    exchange.mark_read(|| now);
                     let _ = body.flow_control().release_capacity(data.len());
-                    if !data.is_empty() {
-                        return true;
-                    }
                 }
-                Poll::Ready(end) => {
-                    *took_reset = matches!(end, Some(Err(error)) if error.is_library());
-                    return true;
-                }
+                Poll::Ready(Some(Err(error))) => return error.is_library(),
+                Poll::Ready(None) | Poll::Pending => return false,
             }
         }
     }
@@ -654,7 +650,7 @@ impl Stream {
                         self.exchange.start_read(|| now);
                         self.write_stall.end(&self.exchange);
                     }
-                    let (parts, body) = response.into_parts();
+                    let (parts, mut body) = response.into_parts();
                     if let Err(error) = self.fields.check(&parts.headers, &self.exchange) {
                         return Ok(self.failed(error));
                     }
@@ -687,17 +683,12 @@ impl Stream {
                     if over_limit {
                         return Ok(self.too_large());
                     }
-                    self.recv = if has_no_body(&exchange.request.method, parts.status) {
-                        Recv::Bodiless(body)
-                    } else {
-                        Recv::Body(body)
-                    };
-                }
-                Recv::Bodiless(body) => {
-                    if !Stream::end_bodiless(&self.exchange, body, &mut self.took_reset, task, now)
-                    {
-                        return Ok(Polled::Open);
+                    if !has_no_body(&exchange.request.method, parts.status) {
+                        self.recv = Recv::Body(body);
+                        continue;
                     }
+                    // Whole at its head (see `Stream::end_bodiless`).
+                    self.took_reset = Stream::end_bodiless(&mut body, task);
                     if let Polled::Gone = self.answered(None, now) {
                         return Ok(Polled::Gone);
                     }
