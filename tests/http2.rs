@@ -1,7 +1,8 @@
 //! HTTP/2 against the `h2` crate's server side (tests/support/h2_server.rs),
 //! cleartext with prior knowledge: the version, one connection shared by
-//! many streams, streaming bodies and flow control both ways, cancel, and
-//! closing the client with streams in flight.
+//! many streams, streaming bodies and flow control both ways, cancel,
+//! closing the client with streams in flight, and 503s retried (each let
+//! go as its retry is decided).
 
 mod support;
 
@@ -1173,5 +1174,105 @@ fn a_path_that_is_not_ascii_goes_percent_encoded_as_the_streams_path() {
         assert_eq!(response.version(), http::Version::HTTP_2);
         assert_eq!(response.text().wait().unwrap(), sent, "{path:?}");
     }
+    client.close();
+}
+
+/// Over HTTP/2 too, four requests sent at once and waited on in order,
+/// the first attempt of each answered 503 with a 4 MiB body (past the
+/// body window) and retried once: each is answered 200. The 503 retried
+/// is let go at once (its stream holds no connection the retry waits
+/// for); the 503s not yet waited on hold their streams' windows only.
+#[test]
+fn a_batch_retried_for_503s_with_large_bodies_is_answered_over_http2() {
+    let answered = Arc::new(Mutex::new(std::collections::HashSet::new()));
+    let server = H2Server::start(move |mut stream| {
+        let path = stream.request.uri().path().to_string();
+        let first = answered.lock().unwrap().insert(path.clone());
+        async move {
+            let (status, body) = if first {
+                (503, Bytes::from(vec![b'x'; 4 << 20]))
+            } else {
+                (200, Bytes::from(format!("done {path}")))
+            };
+            let response = http::Response::builder().status(status).body(()).unwrap();
+            let Ok(mut send) = stream.respond.send_response(response, false) else {
+                return;
+            };
+            let _ = send.send_data(body, true);
+            let _ = std::future::poll_fn(|cx| send.poll_reset(cx)).await;
+        }
+    });
+    let policy = tickless::retry::Policy::attempts(2)
+        .on_status([http::StatusCode::SERVICE_UNAVAILABLE])
+        .backoff(Duration::from_millis(1), Duration::from_millis(1))
+        .jitter(false);
+    let client = h2c()
+        .max_connections_per_host(1)
+        .request_timeout(Duration::from_secs(10))
+        .retry(policy)
+        .build()
+        .unwrap();
+    let futures: Vec<_> = (0..4)
+        .map(|index| client.get(server.url(&format!("/{index}"))).send())
+        .collect();
+    for (index, future) in futures.into_iter().enumerate() {
+        let response = future
+            .wait()
+            .unwrap_or_else(|error| panic!("request {index}: {error:?}"));
+        assert_eq!(response.status(), 200, "request {index}");
+        assert_eq!(response.text().wait().unwrap(), format!("done /{index}"));
+    }
+    client.close();
+}
+
+/// Over HTTP/2 the 503 a retry follows is let go as soon as the retry is
+/// decided — its stream reset while the backoff runs — not kept until
+/// the retry is sent, as an HTTP/1.1 one keeps its connection: a stream
+/// holds no connection the retry waits for.
+#[test]
+fn a_503_retried_over_http2_is_let_go_before_its_backoff_ends() {
+    let answered = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let server = H2Server::start(move |stream| {
+        let first = answered.fetch_add(1, Ordering::SeqCst) == 0;
+        async move {
+            if first {
+                static LARGE: std::sync::LazyLock<Vec<u8>> =
+                    std::sync::LazyLock::new(|| vec![b'x'; 4 << 20]);
+                answer(stream, 503, &LARGE).await
+            } else {
+                answer(stream, 200, b"done").await
+            }
+        }
+    });
+    let clock = tickless::timer::ManualClock::new();
+    let policy = tickless::retry::Policy::attempts(2)
+        .on_status([http::StatusCode::SERVICE_UNAVAILABLE])
+        .backoff(Duration::from_secs(1), Duration::from_secs(1))
+        .jitter(false);
+    let recorder = Recorder::new();
+    let client = h2c()
+        .listener(recorder.clone())
+        .clock(Arc::new(clock.clone()))
+        .retry(policy)
+        .build()
+        .unwrap();
+    let future = client.get(server.url("/")).send();
+    let waiter = std::thread::spawn(move || future.wait());
+    let retried = || {
+        recorder
+            .events()
+            .iter()
+            .any(|(event, _)| matches!(event, Event::Retry(..)))
+    };
+    assert!(eventually(CEILING, retried));
+    assert!(
+        eventually(CEILING, || client.stats().http2_streams_open == 0),
+        "the 503's stream is still open during the backoff"
+    );
+    assert_eq!(client.stats().http2_streams_opened, 1, "no retry yet");
+    clock.advance(Duration::from_secs(1));
+    let response = waiter.join().unwrap().unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.text().wait().unwrap(), "done");
     client.close();
 }

@@ -4,7 +4,9 @@
 //! started (and one an advance past the deadline starts times out at
 //! once), what is retried depends on the method, the budget stops
 //! retries and recovers, and a hedge starts exactly at its delay, wins,
-//! and leaves nothing armed or open of the loser. And HTTP/2 failures
+//! and leaves nothing armed or open of the loser; a batch of requests
+//! retried for 503s with large bodies under one connection per host is
+//! answered, each retry ahead of the later requests. And HTTP/2 failures
 //! before the answer, from a server whose frames are written by hand: a
 //! stream reset is retried as a connection reset is (for a GET, or any
 //! method with `any_method`), one refused as not processed whatever its
@@ -263,6 +265,83 @@ fn a_status_retried_takes_the_cookies_its_answer_set() {
         .unwrap();
     assert_eq!(text, "mine=1");
     client.close();
+}
+
+/// How the 503 that answers a request's first attempt carries its body.
+#[derive(Clone, Copy, Debug)]
+enum BusyBody {
+    /// 4 MiB with `Content-Length`: far over the body window (256 KiB)
+    /// and what a connection drains of a body nobody reads.
+    Large,
+    /// 4 MiB chunked, 64 KiB a chunk.
+    LargeChunked,
+    /// A few bytes: whole on the connection with the head.
+    Small,
+}
+
+/// A server that answers the first attempt of each path 503, with a body
+/// of `shape`, and every later one `200 done <path>`.
+fn busy_at_first(shape: BusyBody) -> TestServer {
+    let answered = std::sync::Mutex::new(std::collections::HashSet::new());
+    TestServer::respond(move |request| {
+        if !answered.lock().unwrap().insert(request.target.clone()) {
+            return ok(&format!("done {}", request.target));
+        }
+        let large = vec![b'x'; 4 << 20];
+        match shape {
+            BusyBody::Large => response(503, &[], &large),
+            BusyBody::LargeChunked => {
+                let chunks: Vec<&[u8]> = large.chunks(64 << 10).collect();
+                chunked(503, &chunks, &[])
+            }
+            BusyBody::Small => response(503, &[], b"busy"),
+        }
+    })
+}
+
+/// Four requests sent at once to one host, with one connection allowed
+/// per host, and waited on in order; the first attempt of each is
+/// answered 503 (with a body of `shape`), which the policy retries once.
+/// Nobody reads a 503 retried: each request must get its retry sent and
+/// answered 200, none left waiting to its 10 s deadline for a connection
+/// a later request holds with an answer not yet waited on.
+fn a_batch_retried_for_its_503s_is_answered(shape: BusyBody) {
+    let server = busy_at_first(shape);
+    let client = Client::builder()
+        .event_loops(1)
+        .max_connections_per_host(1)
+        .request_timeout(Duration::from_secs(10))
+        .retry(retry_a_503_once())
+        .build()
+        .unwrap();
+    let futures: Vec<_> = (0..4)
+        .map(|index| client.get(server.url(&format!("/{index}"))).send())
+        .collect();
+    for (index, future) in futures.into_iter().enumerate() {
+        let response = future
+            .wait()
+            .unwrap_or_else(|error| panic!("{shape:?}, request {index}: {error:?}"));
+        assert_eq!(response.status(), 200, "{shape:?}, request {index}");
+        let text = response.text().wait().unwrap();
+        assert_eq!(text, format!("done /{index}"), "{shape:?}");
+    }
+    assert_eq!(server.requests().len(), 8, "{shape:?}: each request twice");
+    client.close();
+}
+
+#[test]
+fn a_batch_retried_for_503s_with_large_bodies_is_answered() {
+    a_batch_retried_for_its_503s_is_answered(BusyBody::Large);
+}
+
+#[test]
+fn a_batch_retried_for_503s_with_large_chunked_bodies_is_answered() {
+    a_batch_retried_for_its_503s_is_answered(BusyBody::LargeChunked);
+}
+
+#[test]
+fn a_batch_retried_for_503s_with_small_bodies_is_answered() {
+    a_batch_retried_for_its_503s_is_answered(BusyBody::Small);
 }
 
 /// A request on `client`, to a server of its own, whose one alarm is armed
@@ -1130,6 +1209,40 @@ fn a_cancel_during_a_backoff_disarms_it_at_once_on_the_wheel() {
 #[test]
 fn a_cancel_during_a_backoff_disarms_it_at_once_on_the_loop() {
     a_cancel_during_a_backoff_disarms_it_at_once(true);
+}
+
+/// The 503 a backoff waits to retry keeps its connection, its large body
+/// unread, until the retry is sent (see
+/// `a_batch_retried_for_its_503s_is_answered`); a cancel during that
+/// backoff sends no retry, and lets the connection go at once — not when
+/// the caller drops the future it keeps.
+#[test]
+fn a_cancel_during_a_backoff_lets_the_retried_answers_connection_go() {
+    let clock = ManualClock::new();
+    let (client, recorder) = client_on(&clock, true);
+    let server = TestServer::respond(|_| response(503, &[], &vec![b'x'; 4 << 20]));
+    let policy = retry::Policy::attempts(2)
+        .on_status([http::StatusCode::SERVICE_UNAVAILABLE])
+        .backoff(Duration::from_secs(1), Duration::from_secs(1))
+        .jitter(false);
+    let mut future = client.get(server.url("/")).retry(policy).send();
+    assert!(eventually(CEILING, || {
+        poll_once(&mut future).is_pending() && retries_seen(&recorder).len() == 1
+    }));
+    assert_eq!(server.connections_open(), 1, "kept for the retry");
+    assert!(future.cancel());
+    assert!(
+        server.wait_for_open(0, CEILING),
+        "the 503's connection is held after the cancel"
+    );
+    let polled = poll_once(&mut future);
+    assert!(
+        matches!(polled, std::task::Poll::Ready(Err(Error::Cancelled))),
+        "{polled:?}"
+    );
+    assert_eq!(server.requests().len(), 1);
+    drop(future);
+    client.close();
 }
 
 /// A close ends a retried request as a cancel does: with

@@ -18,10 +18,10 @@
 //!   its origin's queue, at its place: a sequence number that orders all
 //!   queues together, stamped when it first asked the pool — kept by the
 //!   same exchange asking again (sent again by the client after its
-//!   connection failed; a retry policy's retry is a new exchange, with a
-//!   new place) and by the hops its redirects and 417s lead to, which go
-//!   ahead of the requests sent after it (those may hold the connections
-//!   it waits for, their bodies unread until it ends). A request that
+//!   connection failed), by a retry policy's retry (a new exchange) and by
+//!   the hops its redirects and 417s lead to, which go ahead of the
+//!   requests sent after it (those may hold the connections it waits for,
+//!   their bodies unread until it ends). A request that
 //!   never asked the pool (it went on a shared HTTP/2 connection) has no
 //!   place to pass on: its next hop queues at the back.
 //!   Whatever frees capacity serves the **oldest** waiter it can: a
@@ -70,7 +70,8 @@ pub(crate) trait Waiter: Send + Sync + 'static {
     /// Must go out on a new connection, not a pooled one.
     fn wants_fresh(&self) -> bool;
     /// Its request's place among waiters: stamped at its first
-    /// [`Pool::acquire`], or set before it by the redirect hop it follows.
+    /// [`Pool::acquire`], or set before it by the hop or attempt it
+    /// follows (a redirect's next hop, a 417's repeat, a retry).
     fn place(&self) -> &PlaceCell;
 }
 

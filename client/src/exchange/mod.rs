@@ -517,7 +517,7 @@ impl Drop for Exchange {
 
 /// Where a request stands among the pool's waiters — its sequence number
 /// in the pool's queues, the pool's to read — kept in its [`PlaceCell`]:
-/// stamped at its first ask, or that of the hop it follows (see
+/// stamped at its first ask, or that of the hop or attempt it follows (see
 /// [`Exchange::follows`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct QueuePlace {
@@ -529,7 +529,7 @@ pub(crate) struct QueuePlace {
 /// HTTP/1.1 connection or a new one does (one sent on a shared HTTP/2
 /// connection does not), so an atomic rather than a `OnceLock`, whose
 /// first set is a call into std's `Once` — or given before its
-/// submission by the hop it follows ([`Exchange::follows`]). Sequence
+/// submission by the hop or attempt it follows ([`Exchange::follows`]). Sequence
 /// numbers start at 1: 0 is none.
 #[derive(Debug, Default)]
 pub(crate) struct PlaceCell(AtomicU64);
@@ -1184,9 +1184,11 @@ impl Exchange {
     }
 
     /// This exchange goes where `previous` was answered with a redirect
-    /// (the next hop) or a 417 (the repeat without the `Expect`): it takes
-    /// its request's place among the pool's waiters, ahead of the
-    /// requests sent after it. (Not yet submitted: it has none of its own.)
+    /// (the next hop) or a 417 (the repeat without the `Expect`), or where
+    /// `previous` failed or was answered with a status the retry policy
+    /// retries (the retry): it takes its request's place among the pool's
+    /// waiters, ahead of the requests sent after it. (Not yet submitted:
+    /// it has none of its own.)
     pub(crate) fn follows(&self, previous: &Exchange) {
         self.place.follow(&previous.place);
     }

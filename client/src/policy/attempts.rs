@@ -12,10 +12,12 @@
 //! ```
 //!
 //! Invariants: at most one backoff is armed, and then nothing is in flight
-//! (the attempt before it has ended); `copies` are only ever in flight
-//! beside a live `current`; the next copy's delay is held by an attempt in
-//! flight (when its holder fails and another goes on, it moves to that
-//! one); every attempt after the first shares the request deadline fixed
+//! (the attempt before it has ended) — but for the answer of a status
+//! retried, which keeps its connection until the retry has been submitted
+//! (see [`retry_status`](Attempts::retry_status)); `copies` are only ever
+//! in flight beside a live `current`; the next copy's delay is held by an
+//! attempt in flight (when its holder fails and another goes on, it moves
+//! to that one); every attempt after the first shares the request deadline fixed
 //! at submission (their `HopSettings`); an attempt that lost is cancelled
 //! as soon as another's head is taken, which ends it (its connection
 //! closed, or over HTTP/2 its stream reset; its timers disarmed).
@@ -244,10 +246,13 @@ impl Attempts {
         // find the request cancelled, and the backoff's entry leaves the
         // wheel or the loop now, not at its deadline (a `Retry-After` may
         // be far off) or whenever the caller next polls or drops the future.
+        // The answer of a status retried, kept until its retry was sent
+        // (see `retry_status`), is let go now too: no retry will be.
         if let Some((alarm, armed)) = &self.backoff {
             let first = !self.cancelled.swap(true, Ordering::AcqRel);
             armed.disarm();
             alarm.ring();
+            self.let_go_of_answer();
             return first;
         }
         if self.current.head_taken() {
@@ -503,8 +508,19 @@ impl Attempts {
     }
 
     /// Whether `head` has a status the policy retries, and a retry was
-    /// armed for it (its body is dropped, its connection pooled if it
-    /// can be).
+    /// armed for it.
+    ///
+    /// Nobody reads that answer's body, yet over HTTP/1.1 its connection
+    /// is let go (it drains the body, if small, and goes back to the pool,
+    /// else closes) only once the retry has been submitted
+    /// ([`start_retry`](Self::start_retry)), after its backoff: the retry
+    /// queues at its request's place in the pool, ahead of the requests
+    /// sent after it, and what that connection frees serves it. Let go
+    /// before, it would serve one of those: with a per-host limit, that
+    /// one could hold the connection with an answer of its own its caller
+    /// does not read until this request has ended — and this request would
+    /// wait for it to its deadline. Meanwhile the answer's body is read no
+    /// further than its window.
     pub(crate) fn retry_status(&mut self, head: &Head, sender: Sender<'_>) -> bool {
         if !self.retry.retries_status(head.status, &sender.hop.method) {
             return false;
@@ -518,9 +534,15 @@ impl Attempts {
         let Some(at) = self.retry_allowed(delay, &sender) else {
             return false;
         };
-        // The attempt ends before the retry is told: its body let go (an
-        // encoded one's completion, held for its reader, told now).
-        self.current.body_dropped();
+        // The attempt's body is checked before the retry is told: an
+        // encoded one's completion, held for its reader, is told now, if
+        // the body has all come. Over HTTP/2 the answer holds a stream of
+        // a shared connection, not one the retry waits for: it goes now.
+        if head.version == http::Version::HTTP_2 {
+            self.current.body_dropped();
+        } else {
+            self.current.body_checked();
+        }
         let reason = Error::Status {
             status: head.status,
             url: sender.hop.uri.clone(),
@@ -632,16 +654,37 @@ impl Attempts {
         self.current.last_loop()
     }
 
-    /// The backoff is over: the next attempt goes.
+    /// The backoff is over: the next attempt goes, at its request's place
+    /// among the pool's waiters (see [`Exchange::follows`]), and only then
+    /// is the answer of a status retried let go (see
+    /// [`retry_status`](Self::retry_status)).
     fn start_retry(&mut self, sender: &mut Sender<'_>) -> Result<(), Error> {
-        let exchange = hop::exchange_for(sender.dispatcher, sender.hop, sender.settings)?;
+        let exchange = match hop::exchange_for(sender.dispatcher, sender.hop, sender.settings) {
+            Ok(exchange) => exchange,
+            Err(error) => {
+                self.let_go_of_answer();
+                return Err(error);
+            }
+        };
         self.started += 1;
         self.backoff_drawn.set(None);
-        self.current = exchange.clone();
+        exchange.follows(&self.current);
         self.restart_latency(sender);
         self.arm_hedge(sender, &exchange);
-        sender.dispatcher.submit(exchange);
+        sender.dispatcher.submit(exchange.clone());
+        self.let_go_of_answer();
+        self.current = exchange;
         Ok(())
+    }
+
+    /// Lets go of `current`'s answer, if its head was taken — the status a
+    /// backoff is armed to retry, whose body nobody reads: its connection
+    /// drains it, if small, and goes back to the pool, else closes. (An
+    /// attempt that failed has no answer to let go.)
+    fn let_go_of_answer(&self) {
+        if self.current.head_taken() {
+            self.current.body_dropped();
+        }
     }
 
     /// A retry or a repeat is now the attempt waited for first: its head's
