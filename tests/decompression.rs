@@ -3,21 +3,24 @@
 //! bomb stopped at `max_body_bytes` (at once, even when the server says
 //! nothing more; a body of exactly the limit whole), bodies that lie about
 //! their coding, responses that have no body to decode, turning it off,
-//! and a real server (httpbin) choosing what we accept.
+//! the same over HTTP/2, and a real server (httpbin) choosing what we
+//! accept.
 //!
 //! gzip and deflate are in the default build; `br` and `zstd` are tested
 //! with `--features brotli,zstd` (scripts/test runs both).
 
 mod support;
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
+use support::h2_server::{H2Server, H2Stream};
 use support::real::Httpbin;
 use support::*;
-use tickless::{Client, Error};
+use tickless::{Bytes, Client, Error};
 
 fn client() -> Client {
     Client::builder()
@@ -664,5 +667,106 @@ fn a_body_that_inflates_to_exactly_the_limit_is_whole() {
         decoded += chunk.len();
     }
     assert_eq!(decoded, 1000);
+    client.close();
+}
+
+/// An HTTP/2 answer of `body` in 1000-byte DATA frames, with
+/// `content-encoding: gzip` and the `extra` fields, ended by a trailer
+/// `x-trailer: t` if `trailers`.
+async fn answer_gzip_over_h2(
+    mut stream: H2Stream,
+    body: Vec<u8>,
+    extra: Vec<(&'static str, String)>,
+    trailers: bool,
+) {
+    let mut head = http::Response::builder()
+        .status(200)
+        .header("content-encoding", "gzip");
+    for (name, value) in extra {
+        head = head.header(name, value);
+    }
+    let ends_at_head = body.is_empty() && !trailers;
+    let Ok(mut send) = stream
+        .respond
+        .send_response(head.body(()).unwrap(), ends_at_head)
+    else {
+        return;
+    };
+    let frames = body.chunks(1000).count();
+    for (i, piece) in body.chunks(1000).enumerate() {
+        let last = i + 1 == frames && !trailers;
+        let _ = send.send_data(Bytes::copy_from_slice(piece), last);
+    }
+    if trailers {
+        let mut fields = http::HeaderMap::new();
+        fields.insert("x-trailer", http::HeaderValue::from_static("t"));
+        let _ = send.send_trailers(fields);
+    }
+    // Queued frames go out while the stream lives.
+    let _ = std::future::poll_fn(|cx| send.poll_reset(cx)).await;
+}
+
+/// Over HTTP/2 as over HTTP/1.1 (the decoding is the reader's, whatever
+/// the protocol): a gzip body comes decoded, its `Content-Encoding` and
+/// `Content-Length` gone, read through `Read` to its trailers; an empty
+/// one (the stream ended at its head) is empty; one cut short is a decode
+/// error; a bomb stops at `max_body_bytes`; an answer to HEAD is not
+/// decoded; and the shared connection serves on after all of them.
+#[test]
+fn over_http2_bodies_are_decoded_as_over_http1() {
+    let expected = original();
+    let gzipped = gzip(&expected);
+    let bomb = gzip(&vec![0; 64 << 20]);
+    let server = H2Server::start(move |stream| {
+        let (body, extra, trailers) = match stream.request.uri().path() {
+            "/trailers" => (gzipped.clone(), vec![], true),
+            "/length" => {
+                let length = vec![("content-length", gzipped.len().to_string())];
+                (gzipped.clone(), length, false)
+            }
+            "/empty" => (Vec::new(), vec![], false),
+            "/cut" => (gzipped[..gzipped.len() / 2].to_vec(), vec![], false),
+            _ => (bomb.clone(), vec![], false),
+        };
+        answer_gzip_over_h2(stream, body, extra, trailers)
+    });
+    let client = Client::builder()
+        .event_loops(1)
+        .http2_prior_knowledge()
+        .max_body_bytes(1 << 20)
+        .request_timeout(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    let get = |path: &str| client.get(server.url(path)).send().wait().unwrap();
+
+    let mut response = get("/trailers");
+    assert_eq!(response.version(), http::Version::HTTP_2);
+    assert!(response.headers().get("content-encoding").is_none());
+    let mut body = Vec::new();
+    response.body_mut().read_to_end(&mut body).unwrap();
+    assert!(body == expected, "{} bytes", body.len());
+    assert_eq!(response.trailers().unwrap()["x-trailer"], "t");
+
+    let response = get("/length");
+    assert!(response.headers().get("content-length").is_none());
+    assert!(response.bytes().wait().unwrap() == expected);
+
+    assert!(get("/empty").bytes().wait().unwrap().is_empty());
+
+    let error = get("/cut").bytes().wait().unwrap_err();
+    assert!(matches!(error, Error::Decode { .. }), "{error:?}");
+
+    let error = get("/bomb").bytes().wait().unwrap_err();
+    assert!(
+        matches!(error, Error::BodyTooLarge { limit, .. } if limit == 1 << 20),
+        "{error:?}"
+    );
+
+    let head = client.head(server.url("/length")).send().wait().unwrap();
+    assert_eq!(head.headers()["content-encoding"], "gzip");
+    assert!(head.bytes().wait().unwrap().is_empty());
+
+    assert!(get("/length").bytes().wait().unwrap() == expected);
+    assert_eq!(server.stats.connections.load(Ordering::SeqCst), 1);
     client.close();
 }
