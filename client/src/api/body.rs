@@ -31,7 +31,8 @@ use std::task::{Context, Poll};
 /// it: code that reads on past errors (`lines().filter_map(Result::ok)`)
 /// must stop at the first. Read as a `std::io::Read`, its error is an
 /// `io::Error` holding the [`Error`] (`get_ref`), of kind `UnexpectedEof`
-/// for a body cut short, `TimedOut` for a timeout, `InvalidData` for one
+/// for a body cut short by a close (`Other` for an HTTP/2 stream the server
+/// reset: [`Error::Http2`]), `TimedOut` for a timeout, `InvalidData` for one
 /// that breaks the framing or its content coding; a read after the failure
 /// fails again with the first's kind, but for a timeout's, which comes
 /// again as `Other` so that a loop reading again on `TimedOut` ends (see

@@ -1203,15 +1203,16 @@ impl From<Error> for io::Error {
 }
 
 /// The `io::ErrorKind` an `io::Error` made of `error` has — what a
-/// [`Body`](crate::Body) read as `std::io::Read` or `AsyncRead` fails with:
+/// [`Body`](crate::Body) read as `std::io::Read` fails with:
 /// `TimedOut` for a timeout, `UnexpectedEof` for a connection closed before
 /// the response was whole or its content coding's stream cut short (as over
 /// HTTP/2, whose close comes as an [`Error::Io`] of that kind), the OS
 /// error's own kind for an I/O failure,
 /// `InvalidData` for a response that breaks HTTP or its content coding,
 /// `Unsupported` for a server that negotiated no HTTP/2 with an
-/// HTTP/2-only client, and for a retried request, its last attempt's, as
-/// its timeout is.
+/// HTTP/2-only client, for a retried request its last attempt's, as its
+/// timeout is — and `Other` for the rest, among them an HTTP/2 stream the
+/// server reset before its end ([`Error::Http2`]).
 pub(crate) fn io_kind(error: &Error) -> io::ErrorKind {
     match error {
         e if e.is_timeout() => io::ErrorKind::TimedOut,
