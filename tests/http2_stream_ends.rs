@@ -1923,6 +1923,88 @@ fn many_bodiless_answers_that_h2_resets_fail_no_stream_open_beside_them() {
     client.close();
 }
 
+/// The same for answers that come while their request's upload still
+/// goes (a PUT answered 204 before its body is all sent): the stream stays
+/// open for the upload, and the server ends it after the head — by an
+/// empty DATA frame against the `content-length` the 204 declared — which
+/// `h2` resets it for (`PROTOCOL_ERROR`), counting the reset, though
+/// nobody receives on the stream any more. The client counts it too: the
+/// connection retires before `h2`'s limit, and the stream held open
+/// beside them is answered. (Counted only at the head, the client let the
+/// connection run into the limit: at its 1025th reset `h2` ended it with
+/// `GOAWAY(ENHANCE_YOUR_CALM)`, failing the held stream and the PUT.)
+#[test]
+fn bodiless_answers_h2_resets_after_their_head_mid_upload_are_counted_as_well() {
+    const ANSWERS: usize = 1100;
+    let (seen, held_seen) = mpsc::channel();
+    let (answered, has_answered) = mpsc::channel::<()>();
+    let has_answered = Arc::new(Mutex::new(has_answered));
+    let server = RawH2Server::start(move |mut conn| {
+        let held = if conn.index == 0 {
+            let held = conn.read_requests(1)[0];
+            let _ = seen.send(());
+            // Answers until the client takes its requests elsewhere.
+            let _ = conn
+                .stream
+                .set_read_timeout(Some(Duration::from_millis(500)));
+            Some(held)
+        } else {
+            None
+        };
+        let mut next = std::collections::VecDeque::new();
+        while let Some(id) = next
+            .pop_front()
+            .or_else(|| conn.read_requests(1).first().copied())
+        {
+            let mut block = status(b"204");
+            block.extend(field(b"content-length", b"1234"));
+            conn.send(&frame(HEADERS, END_HEADERS, id, &block));
+            // The client has the head: the stream is open for the upload.
+            if has_answered.lock().unwrap().recv_timeout(CEILING).is_err() {
+                return;
+            }
+            conn.send(&frame(DATA, END_STREAM, id, b""));
+            while let Some(frame) = conn.read_frame() {
+                if frame.kind == HEADERS {
+                    next.push_back(frame.stream);
+                }
+                if frame.kind == RST_STREAM && frame.stream == id {
+                    break;
+                }
+            }
+        }
+        if let Some(held) = held {
+            conn.send(&ok_headers(held));
+            conn.drain(CEILING);
+        }
+    });
+    let client = h2c().build().unwrap();
+    let held = client.get(server.url("/held")).send();
+    held_seen.recv_timeout(CEILING).unwrap();
+    // Held, as a caller may: one let go would have its stream reset
+    // (`CANCEL`) before the server ends it.
+    let mut kept = Vec::new();
+    for i in 0..ANSWERS {
+        let dropped = Arc::new(AtomicBool::new(false));
+        let response = client
+            .put(server.url("/up"))
+            .body(Upload::from_stream(EndlessUpload(dropped)))
+            .send()
+            .wait()
+            .unwrap_or_else(|error| panic!("answer {i}: {error}"));
+        assert_eq!(response.status(), 204, "answer {i}");
+        answered.send(()).unwrap();
+        kept.push(response);
+    }
+    match held.wait() {
+        Ok(response) => assert_eq!(response.status(), 200),
+        Err(error) => panic!("the stream held open beside the 204s: {error:?}"),
+    }
+    // The first connection retired once, well before h2's limit.
+    assert_eq!(server.connections.load(Ordering::SeqCst), 2);
+    client.close();
+}
+
 /// The keep-alive interval and timeout of [`dead_after_answering`]'s
 /// client, moved by its `ManualClock`.
 const KEEP_ALIVE: Duration = Duration::from_secs(5);

@@ -102,7 +102,10 @@ pub(super) enum Recv {
     /// [`Stream::answered`]). The request timeout, should it come first,
     /// stops the upload and the answer stands as well. Its trailers wait in
     /// the exchange ([`Exchange::hold_answer`]), which completes with them.
-    Ended,
+    /// An answer that has no body keeps its stream's receiving half here
+    /// while the upload goes ([`Stream::end_bodiless`]): what comes on it
+    /// after the head is dropped, and a reset of `h2`'s own for it counted.
+    Ended(Option<RecvStream>),
     /// Between two of the above.
     Moving,
 }
@@ -363,7 +366,7 @@ impl Stream {
                     };
                 }
                 // Its trailers are the exchange's (`Exchange::hold_answer`).
-                Recv::Ended => return Buffered::End(None),
+                Recv::Ended(_) => return Buffered::End(None),
                 Recv::Head(_) | Recv::Moving => return Buffered::NotYet,
             }
         }
@@ -388,9 +391,14 @@ impl Stream {
     /// which hands every answer over at its head, resets such a stream so,
     /// through `h2`, when the caller drops the body: unread, for a HEAD's
     /// answer, as reading it would wait for the stream's end.)
-    /// DATA that comes after is `h2`'s to drop: it ignores a stream it has
-    /// reset, or whose body's handle is gone, giving the connection's
-    /// window back. Its end may have come as an error: a 304 may declare
+    /// DATA that comes after the stream has left is `h2`'s to drop: it
+    /// ignores a stream it has reset, or whose body's handle is gone, giving
+    /// the connection's window back. While the request's upload goes on,
+    /// the stream stays, and so does its receiving half ([`Recv::Ended`]),
+    /// taken from again here each time the stream is polled: `h2` checks a
+    /// declared length on DATA whether or not anyone receives it, and a
+    /// reset it makes for that after the head must be counted as one made
+    /// with it is. Its end may have come as an error: a 304 may declare
     /// the `content-length` of what it stands for (RFC 9113 §8.1.1), and
     /// `h2` resets such a stream if its `END_STREAM` comes on a DATA frame
     /// rather than on its head (hypercorn ends every stream so), as it
@@ -427,7 +435,7 @@ impl Stream {
         // for the upload (nothing is left to read then, and the write
         // timeout's expiry lets the answer stand: `Exchange::hold_answer`);
         // in between the read timeout bounds the server.
-        let waits = waits && matches!(self.recv, Recv::Head(_) | Recv::Ended);
+        let waits = waits && matches!(self.recv, Recv::Head(_) | Recv::Ended(_));
         self.write_stall.step(&self.exchange, waits, took, || now);
         Ok(())
     }
@@ -462,7 +470,7 @@ impl Stream {
             self.exchange.complete(trailers);
             return Polled::Gone;
         }
-        self.recv = Recv::Ended;
+        self.recv = Recv::Ended(None);
         self.exchange.hold_answer(trailers);
         // A window shut already is a wait on the server from now.
         let waits = self.window_shut;
@@ -692,6 +700,7 @@ impl Stream {
                     if let Polled::Gone = self.answered(None, now) {
                         return Ok(Polled::Gone);
                     }
+                    self.recv = Recv::Ended(Some(body));
                 }
                 Recv::Body(body) => {
                     let pipe = self.exchange.body();
@@ -782,7 +791,10 @@ impl Stream {
                         return Ok(Polled::Gone);
                     }
                 }
-                Recv::Ended => {
+                Recv::Ended(bodiless) => {
+                    if let Some(body) = bodiless {
+                        self.took_reset |= Stream::end_bodiless(body, task);
+                    }
                     if self.out.is_sending() {
                         if self.exchange.body().reader_gone() {
                             return Ok(self.reader_gone(task));
