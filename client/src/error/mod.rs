@@ -495,9 +495,11 @@ pub enum Error {
     /// only): it refused the TLS handshake with no_application_protocol`.
     /// No byte of the request was sent:
     /// [`unprocessed`](Error::is_unprocessed), unless an earlier attempt of
-    /// it may have been processed. Never sent again by the client nor by a
-    /// [retry policy](crate::retry::Policy): any connection to that server
-    /// would meet the same. (Over cleartext, with
+    /// it may have been processed. Never sent again on a new connection,
+    /// by the client nor by a [retry policy](crate::retry::Policy): any
+    /// connection to that server would meet the same. (A request whose own
+    /// connection failed so goes on an HTTP/2 connection to that origin
+    /// already open, if there is one, rather than fail.) (Over cleartext, with
     /// [prior knowledge](crate::ClientBuilder::http2_prior_knowledge), a
     /// server that does not speak HTTP/2 is an [`Error::NotHttp2`].)
     Http2NotNegotiated {
