@@ -50,7 +50,7 @@ fn run(proxy: Option<String>, url: Option<String>) -> Result<(), Box<dyn std::er
         .proxy(tickless::Proxy::all(&proxy)?)
         .build()?;
     let response = client.get(url.as_str()).send().wait()?;
-    println!("{} via {proxy}", response.status());
+    println!("{} via {}", response.status(), without_password(&proxy));
     for (name, value) in response.headers() {
         println!("{name}: {}", String::from_utf8_lossy(value.as_bytes()));
     }
@@ -58,4 +58,19 @@ fn run(proxy: Option<String>, url: Option<String>) -> Result<(), Box<dyn std::er
     println!("{}", response.text().wait()?);
     client.close();
     Ok(())
+}
+
+/// `proxy` as the client's errors name a proxy: its credentials, if any,
+/// shown as `***` — the password is the user's, not the output's, which
+/// goes to terminals and logs. They are what comes before the last `@` of
+/// the authority (after `scheme://`, if any, up to the first `/`, `?` or
+/// `#`), as a URL is read.
+fn without_password(proxy: &str) -> String {
+    let start = proxy.find("://").map_or(0, |scheme_end| scheme_end + 3);
+    let authority = &proxy[start..];
+    let authority = &authority[..authority.find(['/', '?', '#']).unwrap_or(authority.len())];
+    match authority.rfind('@') {
+        Some(at) => format!("{}***{}", &proxy[..start], &proxy[start + at..]),
+        None => proxy.to_owned(),
+    }
 }

@@ -110,6 +110,32 @@ fn proxy_goes_through_its_forward_proxy() {
     );
 }
 
+/// `--proxy` with credentials: the line that says which proxy answered
+/// names it as the client's errors do, its credentials shown as `***`,
+/// never the password (a run's output goes to terminals and logs).
+#[test]
+fn proxy_never_prints_the_credentials_of_its_proxy() {
+    let proxy = support::TestServer::respond(|request| {
+        support::ok(&format!("forwarded {}", request.target))
+    });
+    let url = format!("http://user:s3cret@{}", proxy.addr());
+    let stdout = run("proxy", &["--proxy", &url, "--url", "http://origin.test/"]);
+    assert!(
+        stdout.starts_with(&format!("200 OK via http://***@{}\n", proxy.addr())),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("s3cret"), "{stdout}");
+    assert!(
+        stdout.trim_end().ends_with("forwarded http://origin.test/"),
+        "{stdout}"
+    );
+    // The proxy got the credentials all the same.
+    assert_eq!(
+        proxy.requests()[0].header("proxy-authorization"),
+        Some(support::real::basic_auth("user", "s3cret").as_str())
+    );
+}
+
 /// An argument that is not UTF-8 (a Latin-1 file name) is a bad argument:
 /// each example says so with its usage and exits with 2, not a panic's
 /// 101. It is given where each reads a value, after a valid option.
