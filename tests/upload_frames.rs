@@ -255,6 +255,71 @@ fn an_upload_s_trailers_that_may_not_be_trailers_fail_it_over_both_protocols() {
     }
 }
 
+/// A proxy's credentials in an upload's trailers fail it, as the fields
+/// that frame the message do: `Proxy-Authorization` authenticates the
+/// request to a proxy before its content (RFC 9110 §6.5.1), and no proxy
+/// reads it from a trailer section. Through a tunnel (SOCKS5 here) it
+/// would have gone to the origin, where a credential of the proxy must
+/// never go (see `tickless::Proxy`).
+#[test]
+fn an_upload_s_proxy_authorization_trailer_fails_it_and_never_reaches_an_origin() {
+    let origin = trailers_echo();
+    let socks = support::real::Microsocks::start();
+    let client = Client::builder()
+        .event_loops(1)
+        .no_proxy()
+        .proxy(tickless::Proxy::all(&socks.url()).unwrap())
+        .request_timeout(CEILING)
+        .build()
+        .unwrap();
+    let credentials = "Basic cHJveHk6c2VjcmV0";
+    let fine = with_trailers(&[("x-checksum", "abc123")], false);
+    let text = post_text(&client, origin.url("/"), fine).unwrap();
+    assert_eq!(
+        text, "chunked|the body|x-checksum=abc123",
+        "through the tunnel"
+    );
+    let body = with_trailers(
+        &[
+            ("x-checksum", "abc123"),
+            ("proxy-authorization", credentials),
+        ],
+        false,
+    );
+    let error = post_text(&client, origin.url("/"), body).unwrap_err();
+    assert!(matches!(error, Error::RequestBody { .. }), "{error:?}");
+    let text = chain_text(&error);
+    assert!(text.contains("proxy-authorization"), "{text}");
+    assert!(!text.contains(credentials), "{text}");
+    client.close();
+    assert_no_proxy_credentials_reached(&origin);
+    // Over HTTP/2 as well: the same check, before either frames them.
+    let http2 = H2Server::start(|stream| async move {
+        let mut respond = stream.respond;
+        let _ = respond.send_response(http::Response::new(()), true);
+    });
+    let clients = over_both_protocols(origin.url("/"), http2.url("/"));
+    for (client, url) in &clients {
+        let body = with_trailers(&[("proxy-authorization", credentials)], false);
+        let error = post_text(client, url.clone(), body).unwrap_err();
+        assert!(
+            matches!(error, Error::RequestBody { .. }),
+            "{url}: {error:?}"
+        );
+        client.close();
+    }
+    assert_no_proxy_credentials_reached(&origin);
+}
+
+/// No request `origin` recorded carried a `Proxy-Authorization` trailer.
+fn assert_no_proxy_credentials_reached(origin: &TestServer) {
+    for request in origin.requests() {
+        let sent = request.trailers.iter();
+        let credentials = sent.filter(|(name, _)| name.eq_ignore_ascii_case("proxy-authorization"));
+        assert_eq!(credentials.count(), 0, "{request:?}");
+    }
+}
+
 #[test]
 fn an_upload_s_trailers_go_as_trailing_headers_over_http2() {
     let server = H2Server::start(|stream| async move {

@@ -282,10 +282,17 @@ fn poll_body(body: &mut BodyStream, waker: &Waker) -> Pulled {
 }
 
 /// Fields that may not go in a request's trailers besides those of the
-/// connection ([`connection_specific`](super::connection_specific)): they
-/// frame the message (RFC 9110 §6.5.1).
-const NOT_IN_TRAILERS: [http::HeaderName; 2] =
-    [http::header::CONTENT_LENGTH, http::header::TRAILER];
+/// connection ([`connection_specific`](super::connection_specific)) (RFC
+/// 9110 §6.5.1): those that frame the message, and a proxy's credentials.
+/// A proxy authenticates the request by its head, and reads no trailer
+/// for it; through a tunnel no proxy reads the request at all, and the
+/// field would go to the origin — where the client never sends a proxy's
+/// credentials (see [`Proxy`](crate::Proxy)).
+const NOT_IN_TRAILERS: [http::HeaderName; 3] = [
+    http::header::CONTENT_LENGTH,
+    http::header::TRAILER,
+    http::header::PROXY_AUTHORIZATION,
+];
 
 /// The end of a body with `trailers` (not empty) — or its failure, if
 /// one of them may not go in trailers ([`NOT_IN_TRAILERS`]): the same over

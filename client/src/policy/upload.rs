@@ -154,8 +154,10 @@ impl Upload {
     /// them). Trailers that hold a field that may not go in trailers — one
     /// that frames or routes the message, or belongs to the connection
     /// (`Content-Length`, `Transfer-Encoding`, `Trailer`, `Host`,
-    /// `Connection`, `Keep-Alive`, `Proxy-Connection`, `Upgrade`, `TE`) —
-    /// fail the request with [`Error::RequestBody`](crate::Error::RequestBody).
+    /// `Connection`, `Keep-Alive`, `Proxy-Connection`, `Upgrade`, `TE`), or
+    /// a proxy's credentials (`Proxy-Authorization`, which no proxy reads
+    /// there, and which through a tunnel would reach the origin) — fail
+    /// the request with [`Error::RequestBody`](crate::Error::RequestBody).
     /// Empty frames are skipped, and small ones it has ready at once go
     /// together (as one chunk, or one DATA frame), up to 16 KiB: a frame
     /// is not a unit the server sees.

@@ -45,7 +45,9 @@ use std::sync::Arc;
 /// goes to a proxy that forwards it, in place of the URL's; through a
 /// tunnel (`CONNECT`, SOCKS5) no proxy reads the request, and it is not
 /// sent: never to the origin behind a proxy. A request that goes straight
-/// (no proxy takes it) sends it as given, as curl and reqwest do.
+/// (no proxy takes it) sends it as given, as curl and reqwest do. In an
+/// upload's trailers it fails the request, whatever the route (see
+/// [`Upload::from_stream`](crate::Upload::from_stream)).
 ///
 /// # Examples
 ///
