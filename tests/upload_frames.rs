@@ -255,6 +255,63 @@ fn an_upload_s_trailers_that_may_not_be_trailers_fail_it_over_both_protocols() {
     }
 }
 
+/// An origin's credentials in an upload's trailers (`Authorization`,
+/// `Cookie`) fail it too: a streamed body that waited for `100 Continue`
+/// and was answered with a redirect goes whole to where it leads, and a
+/// redirect to another origin drops those headers (they were meant for
+/// the first) — in trailers they went along. The second origin gets no
+/// request; the first never asked for the body.
+#[test]
+fn an_upload_s_credential_trailers_fail_it_and_never_follow_a_redirect() {
+    let elsewhere = trailers_echo();
+    let landed = elsewhere.url("/landed");
+    // Answers the head at once, before any `100 Continue`: the body waits.
+    let redirecting = TestServer::start(Behaviour::custom(move |mut stream, _| {
+        use std::io::Write;
+        if read_head(&mut stream).is_some() {
+            let redirect = response(307, &[("Location", &landed), ("Connection", "close")], b"");
+            let _ = stream.write_all(&redirect);
+        }
+    }));
+    let client = Client::builder()
+        .event_loops(1)
+        .no_proxy()
+        .request_timeout(CEILING)
+        .build()
+        .unwrap();
+    let secret = "Bearer for-the-first-origin";
+    for name in ["authorization", "cookie"] {
+        let body = with_trailers(&[("x-checksum", "abc123"), (name, secret)], false);
+        let sent = client
+            .post(redirecting.url("/upload"))
+            .header("authorization", secret)
+            .expect_continue(true)
+            .body(body)
+            .send()
+            .wait()
+            .and_then(|response| response.text().wait());
+        let error = sent.unwrap_err();
+        assert!(
+            matches!(error, Error::RequestBody { .. }),
+            "{name}: {error:?}"
+        );
+        let text = chain_text(&error);
+        assert!(text.contains(name), "{name}: {text}");
+        assert!(!text.contains(secret), "{name}: {text}");
+    }
+    for request in elsewhere.requests() {
+        let credentials = request
+            .trailers
+            .iter()
+            .chain(&request.headers)
+            .filter(|(name, _)| {
+                name.eq_ignore_ascii_case("authorization") || name.eq_ignore_ascii_case("cookie")
+            });
+        assert_eq!(credentials.count(), 0, "{request:?}");
+    }
+    client.close();
+}
+
 /// A proxy's credentials in an upload's trailers fail it, as the fields
 /// that frame the message do: `Proxy-Authorization` authenticates the
 /// request to a proxy before its content (RFC 9110 §6.5.1), and no proxy

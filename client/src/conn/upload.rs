@@ -283,14 +283,19 @@ fn poll_body(body: &mut BodyStream, waker: &Waker) -> Pulled {
 
 /// Fields that may not go in a request's trailers besides those of the
 /// connection ([`connection_specific`](super::connection_specific)) (RFC
-/// 9110 §6.5.1): those that frame the message, and a proxy's credentials.
-/// A proxy authenticates the request by its head, and reads no trailer
-/// for it; through a tunnel no proxy reads the request at all, and the
-/// field would go to the origin — where the client never sends a proxy's
-/// credentials (see [`Proxy`](crate::Proxy)).
-const NOT_IN_TRAILERS: [http::HeaderName; 3] = [
+/// 9110 §6.5.1): those that frame the message, and credentials — the
+/// fields a redirect to another origin drops from the head. A server
+/// authenticates a request by its head, not its trailers, and the client
+/// keeps credentials from where they were not meant for only in the
+/// head: a streamed body put back unsent goes whole, trailers and all, to
+/// where a redirect leads; and through a tunnel no proxy reads the
+/// request, so a proxy's `Proxy-Authorization` would reach the origin,
+/// where the client never sends it (see [`Proxy`](crate::Proxy)).
+const NOT_IN_TRAILERS: [http::HeaderName; 5] = [
     http::header::CONTENT_LENGTH,
     http::header::TRAILER,
+    http::header::AUTHORIZATION,
+    http::header::COOKIE,
     http::header::PROXY_AUTHORIZATION,
 ];
 

@@ -29,8 +29,10 @@
 //!   `Expect` and the body at once.
 //! * **Headers**: `Authorization`, `Cookie` and `Proxy-Authorization` are
 //!   dropped at the first hop that changes origin (scheme, host or port),
-//!   and kept within one. Cookies from the client's store are chosen for
-//!   each hop's URL.
+//!   and kept within one (a streamed body's trailers, which go whole with
+//!   it, may not hold them: see
+//!   [`Upload::from_stream`](crate::Upload::from_stream)). Cookies from the
+//!   client's store are chosen for each hop's URL.
 //! * **Downgrades**: an `https` URL redirected to an `http` one fails with
 //!   [`RedirectError::Downgrade`](crate::RedirectError::Downgrade) unless
 //!   [`Policy::allow_https_to_http`] says otherwise.

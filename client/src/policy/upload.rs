@@ -155,9 +155,11 @@ impl Upload {
     /// that frames or routes the message, or belongs to the connection
     /// (`Content-Length`, `Transfer-Encoding`, `Trailer`, `Host`,
     /// `Connection`, `Keep-Alive`, `Proxy-Connection`, `Upgrade`, `TE`), or
-    /// a proxy's credentials (`Proxy-Authorization`, which no proxy reads
-    /// there, and which through a tunnel would reach the origin) — fail
-    /// the request with [`Error::RequestBody`](crate::Error::RequestBody).
+    /// credentials (`Authorization`, `Cookie`, `Proxy-Authorization`: no
+    /// server reads them there, and the client could not keep them from
+    /// another origin a redirect leads the body to, nor a proxy's from
+    /// the origin behind a tunnel) — fail the request with
+    /// [`Error::RequestBody`](crate::Error::RequestBody).
     /// Empty frames are skipped, and small ones it has ready at once go
     /// together (as one chunk, or one DATA frame), up to 16 KiB: a frame
     /// is not a unit the server sees.
