@@ -2005,6 +2005,46 @@ fn bodiless_answers_h2_resets_after_their_head_mid_upload_are_counted_as_well() 
     client.close();
 }
 
+/// Content on the stream of an answer that has no body — DATA after a
+/// 204's head, while the request's upload still goes — makes the answer
+/// malformed (RFC 9113 §8.1.1): the client resets the stream with
+/// `PROTOCOL_ERROR`, stopping the upload, and the 204 stands, empty. (It
+/// took the DATA and gave its window back for as long as the upload ran:
+/// 8 MiB in a reviewer's run, and on.)
+#[test]
+fn content_on_a_bodiless_answers_stream_mid_upload_resets_it() {
+    let (told, reset) = mpsc::channel();
+    let server = RawH2Server::start(move |mut conn| {
+        let id = conn.read_requests(1)[0];
+        conn.send(&frame(HEADERS, END_HEADERS, id, &status(b"204")));
+        conn.send(&frame(DATA, 0, id, &[b'd'; 1000]));
+        let _ = conn.stream.set_read_timeout(Some(CEILING));
+        while let Some(frame) = conn.read_frame() {
+            if frame.kind == RST_STREAM && frame.stream == id {
+                let _ = told.send(u32::from_be_bytes(frame.payload[..4].try_into().unwrap()));
+                return;
+            }
+        }
+    });
+    let client = h2c().build().unwrap();
+    let dropped = Arc::new(AtomicBool::new(false));
+    let response = client
+        .put(server.url("/up"))
+        .body(Upload::from_stream(EndlessUpload(dropped.clone())))
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.status(), 204);
+    assert_eq!(response.bytes().wait().unwrap(), "");
+    const PROTOCOL_ERROR: u32 = 1;
+    assert_eq!(reset.recv_timeout(CEILING), Ok(PROTOCOL_ERROR));
+    assert!(
+        eventually(CEILING, || dropped.load(Ordering::SeqCst)),
+        "the upload goes on"
+    );
+    client.close();
+}
+
 /// The keep-alive interval and timeout of [`dead_after_answering`]'s
 /// client, moved by its `ManualClock`.
 const KEEP_ALIVE: Duration = Duration::from_secs(5);

@@ -110,6 +110,15 @@ pub(super) enum Recv {
     Moving,
 }
 
+/// What [`Stream::end_bodiless`] found on a bodiless answer's stream.
+#[derive(Default)]
+struct Bodiless {
+    /// `h2` reset the stream for the server's error (a reset it counts).
+    reset_by_h2: bool,
+    /// DATA that carried bytes came.
+    content: bool,
+}
+
 /// What [`Stream::next_buffered`] found.
 enum Buffered {
     Data(Bytes),
@@ -402,18 +411,38 @@ impl Stream {
     /// the `content-length` of what it stands for (RFC 9113 §8.1.1), and
     /// `h2` resets such a stream if its `END_STREAM` comes on a DATA frame
     /// rather than on its head (hypercorn ends every stream so), as it
-    /// does a HEAD's answer whose DATA carries a byte: returned true, `h2`
-    /// having counted that reset (see
+    /// does a HEAD's answer whose DATA carries a byte: told as
+    /// [`Bodiless::reset_by_h2`], `h2` having counted that reset (see
     /// [`Http2::taken_resets`](super::Http2::taken_resets)).
-    fn end_bodiless(body: &mut RecvStream, task: &mut Context<'_>) -> bool {
+    ///
+    /// DATA that carries bytes makes the answer malformed (RFC 9113
+    /// §8.1.1), a stream error: an upload that still goes is stopped then
+    /// ([`Stream::malformed_content`]) — or a server could send DATA for as
+    /// long as it ran, each piece's window given back here.
+    fn end_bodiless(body: &mut RecvStream, task: &mut Context<'_>) -> Bodiless {
+        let mut found = Bodiless::default();
         loop {
             match body.poll_data(task) {
                 Poll::Ready(Some(Ok(data))) => {
+                    found.content |= !data.is_empty();
                     let _ = body.flow_control().release_capacity(data.len());
                 }
-                Poll::Ready(Some(Err(error))) => return error.is_library(),
-                Poll::Ready(None) | Poll::Pending => return false,
+                Poll::Ready(Some(Err(error))) => {
+                    found.reset_by_h2 = error.is_library();
+                    return found;
+                }
+                Poll::Ready(None) | Poll::Pending => return found,
             }
+        }
+    }
+
+    /// A bodiless answer's stream carried content (see
+    /// [`Stream::end_bodiless`]): an upload that still goes stops, the
+    /// stream reset with `PROTOCOL_ERROR`, and the answer stands.
+    fn malformed_content(&mut self) {
+        if self.out.is_sending() {
+            self.send.send_reset(h2::Reason::PROTOCOL_ERROR);
+            self.out = Outgoing::Stopped;
         }
     }
 
@@ -696,7 +725,11 @@ impl Stream {
                         continue;
                     }
                     // Whole at its head (see `Stream::end_bodiless`).
-                    self.took_reset = Stream::end_bodiless(&mut body, task);
+                    let found = Stream::end_bodiless(&mut body, task);
+                    self.took_reset = found.reset_by_h2;
+                    if found.content {
+                        self.malformed_content();
+                    }
                     if let Polled::Gone = self.answered(None, now) {
                         return Ok(Polled::Gone);
                     }
@@ -793,7 +826,11 @@ impl Stream {
                 }
                 Recv::Ended(bodiless) => {
                     if let Some(body) = bodiless {
-                        self.took_reset |= Stream::end_bodiless(body, task);
+                        let found = Stream::end_bodiless(body, task);
+                        self.took_reset |= found.reset_by_h2;
+                        if found.content {
+                            self.malformed_content();
+                        }
                     }
                     if self.out.is_sending() {
                         if self.exchange.body().reader_gone() {
