@@ -520,10 +520,11 @@ impl Attempts {
     /// one could hold the connection with an answer of its own its caller
     /// does not read until this request has ended — and this request would
     /// wait for it to its deadline. Meanwhile the answer's body is read no
-    /// further than its window. The cost, under a per-host limit: the
-    /// requests behind this one wait for the backoff, and — the retry being
-    /// sent by this request's poll — for that poll, which a caller blocked
-    /// on one of them first never makes.
+    /// further than its window. The cost, under a per-host limit (or the
+    /// total one, whose permit the connection keeps from every origin):
+    /// the requests behind this one wait for the backoff, and — the retry
+    /// being sent by this request's poll — for that poll, which a caller
+    /// blocked on one of them first never makes.
     pub(crate) fn retry_status(&mut self, head: &Head, sender: Sender<'_>) -> bool {
         if !self.retry.retries_status(head.status, &sender.hop.method) {
             return false;
