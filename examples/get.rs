@@ -106,8 +106,9 @@
 //!   is sent (curl fails once the answer comes).
 //! * `--ca FILE` (curl: `--cacert`): also trust the CA certificate(s) in `FILE` (PEM) for
 //!   `https://` URLs, besides the bundled Mozilla roots.
-//! * `-E`, `--cert FILE --key FILE`: a client certificate (PEM chain, leaf
+//! * `-E`, `--cert FILE [--key FILE]`: a client certificate (PEM chain, leaf
 //!   first) and its private key (PEM), for servers that ask for one (mTLS).
+//!   Without `--key`, as in curl, the key is in the `--cert` file too.
 //! * `-x`, `--proxy URL`: send the request through this proxy:
 //!   `http://[user:pass@]host:port` (plain requests forwarded, `https://`
 //!   through a CONNECT tunnel), `socks5://…` (names resolved here) or
@@ -240,7 +241,7 @@ usage: get URL [--request-timeout MS|-m|--max-time SECS] [--read-timeout MS]
            [--data-urlencode [NAME]=STR|[NAME]@FILE] [-G|--get]
            [-T|--upload-file FILE|-] [-o|--output FILE] [-O|--remote-name]
            [--ca|--cacert FILE]
-           [-k|--insecure] [-E|--cert FILE --key FILE]
+           [-k|--insecure] [-E|--cert FILE [--key FILE]]
            [-x|--proxy URL] [-U|--proxy-user USER[:PASSWORD]] [--no-proxy]
            [--noproxy HOST[,HOST...]|'*']
            [--resolve HOST:PORT:ADDR[,ADDR...]]...
@@ -872,8 +873,10 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
     if parsed.head && (!parsed.data.is_empty() || parsed.upload.is_some()) {
         return Err("--head and a body (--data, --upload-file): choose one".into());
     }
-    if parsed.cert.is_some() != parsed.key.is_some() {
-        return Err("--cert and --key go together".into());
+    // As curl: `--cert` alone names a file with the key in it too, but a
+    // key is nothing without its certificate.
+    if parsed.key.is_some() && parsed.cert.is_none() {
+        return Err("--key needs --cert".into());
     }
     if remote_name {
         if parsed.output.is_some() {
@@ -999,9 +1002,14 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         let pem = std::fs::read(path).map_err(|e| format!("--ca {path}: {e}"))?;
         builder = builder.add_root_certificate(pem);
     }
-    if let (Some(cert), Some(key)) = (&args.cert, &args.key) {
+    if let Some(cert) = &args.cert {
         let chain = std::fs::read(cert).map_err(|e| format!("--cert {cert}: {e}"))?;
-        let key = std::fs::read(key).map_err(|e| format!("--key {key}: {e}"))?;
+        // Without `--key`, the key is in the same file as the chain (the
+        // two parsers each take their own blocks and pass over the rest).
+        let key = match &args.key {
+            Some(key) => std::fs::read(key).map_err(|e| format!("--key {key}: {e}"))?,
+            None => chain.clone(),
+        };
         builder = builder.client_identity_pem(chain, key);
     }
     if args.no_proxy {

@@ -663,6 +663,54 @@ fn cert_and_key_authenticate_to_a_server_that_asks() {
     assert!(server.handshake_details()[0].client_certified);
 }
 
+/// `--cert FILE` alone, as curl takes it: `FILE` holds the key and the
+/// certificate chain together (curl's `-E` assumes that much), and the
+/// client authenticates with both. (It was refused as a bad argument,
+/// "--cert and --key go together", exit 2.) `--key` alone is still one.
+#[test]
+fn cert_alone_names_a_file_with_the_key_and_the_chain_together() {
+    use support::tls::{certs, server_config_with, TlsBehaviour, TlsServer};
+    let server = TlsServer::start_with(
+        server_config_with(&certs().valid, rustls::ALL_VERSIONS, true),
+        TlsBehaviour::respond(|_| ok("mutual")),
+    );
+    let pem = support::real::PemFiles::of(&certs().valid);
+    let dir = support::real::TempDir::new("get-cert-alone");
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, &certs().ca_pem).unwrap();
+    let combined = dir.path().join("me.pem");
+    let mut both = std::fs::read(pem.key()).unwrap();
+    both.extend(std::fs::read(pem.cert()).unwrap());
+    std::fs::write(&combined, both).unwrap();
+    let (ca, combined) = (ca.to_str().unwrap(), combined.to_str().unwrap());
+    for flag in ["--cert", "-E"] {
+        let output = get(&[&server.url("/"), "--cacert", ca, flag, combined]);
+        assert_eq!(output.status.code(), Some(0), "{flag}: {output:?}");
+        assert!(stdout(&output).ends_with("mutual"), "{flag}: {output:?}");
+    }
+    assert!(server
+        .handshake_details()
+        .iter()
+        .all(|handshake| handshake.client_certified));
+    // A file with the chain alone has no key: the client cannot be built.
+    let output = get(&[
+        &server.url("/"),
+        "--cacert",
+        ca,
+        "--cert",
+        pem.cert().to_str().unwrap(),
+    ]);
+    assert_ne!(output.status.code(), Some(0), "{output:?}");
+    let output = get(&[
+        &server.url("/"),
+        "--cacert",
+        ca,
+        "--key",
+        pem.key().to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+}
+
 #[test]
 fn http2_prior_knowledge_prints_http2_and_the_version_flags_are_exclusive() {
     let server = support::h2_server::H2Server::start(|stream| {
