@@ -114,13 +114,19 @@ fn invalid_input(message: String) -> io::Error {
 /// is garbage is still the caller's mistake, and `build()` says so in every
 /// mode alike (`InvalidInput`).
 fn parse_root(bytes: &[u8]) -> io::Result<Vec<CertificateDer<'static>>> {
+    // As DER it would be "invalid peer certificate: BadEncoding".
+    if bytes.trim_ascii().is_empty() {
+        return Err(invalid_input(
+            "root certificate: empty (neither a PEM text nor a DER certificate)".into(),
+        ));
+    }
     let looks_pem = bytes
         .windows(b"-----BEGIN".len())
         .any(|w| w == b"-----BEGIN");
     let certs = if looks_pem {
         CertificateDer::pem_slice_iter(bytes)
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| invalid_input(format!("root certificate: bad PEM: {e}")))?
+            .map_err(|e| invalid_input(format!("root certificate: bad PEM: {}", pem_problem(&e))))?
     } else {
         vec![CertificateDer::from(bytes.to_vec())]
     };
@@ -135,6 +141,27 @@ fn parse_root(bytes: &[u8]) -> io::Result<Vec<CertificateDer<'static>>> {
         })?;
     }
     Ok(certs)
+}
+
+/// What is wrong with a PEM text, in words: the parser's own message
+/// shows a missing end line, or a bad first line of a block, as a list of
+/// byte values (`[67, 69, 82, ...]`); here they are the text they are
+/// (a file cut short lacks `-----END CERTIFICATE-----`).
+fn pem_problem(error: &rustls::pki_types::pem::Error) -> String {
+    use rustls::pki_types::pem::Error;
+    match error {
+        Error::MissingSectionEnd { end_marker } => format!(
+            "no -----END {}----- line (is the file cut short?)",
+            String::from_utf8_lossy(end_marker)
+        ),
+        Error::IllegalSectionStart { line } => {
+            format!(
+                "a bad first line of a block: {}",
+                String::from_utf8_lossy(line)
+            )
+        }
+        other => other.to_string(),
+    }
 }
 
 fn provider() -> Arc<CryptoProvider> {
@@ -213,14 +240,14 @@ fn parse_identity(
 ) -> io::Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>)> {
     let chain = CertificateDer::pem_slice_iter(chain)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| invalid_input(format!("client certificate: bad PEM: {e}")))?;
+        .map_err(|e| invalid_input(format!("client certificate: bad PEM: {}", pem_problem(&e))))?;
     if chain.is_empty() {
         return Err(invalid_input(
             "client certificate: the PEM text holds no CERTIFICATE block".into(),
         ));
     }
     let key = PrivateKeyDer::from_pem_slice(key)
-        .map_err(|e| invalid_input(format!("client key: {e}")))?;
+        .map_err(|e| invalid_input(format!("client key: {}", pem_problem(&e))))?;
     Ok((chain, key))
 }
 
@@ -335,6 +362,41 @@ mod tests {
             .unwrap_err();
             assert_eq!(error.kind(), io::ErrorKind::InvalidInput, "{error}");
         }
+    }
+
+    /// The error of a root that does not parse says what is wrong with it
+    /// in words a user can act on: an empty file is empty (not "invalid
+    /// peer certificate: BadEncoding"), and a PEM text cut short names the
+    /// end line it lacks (not that line's bytes as a list of numbers).
+    #[test]
+    fn a_root_that_does_not_parse_says_why_in_words() {
+        let message = |root: &[u8]| {
+            client_config(&TlsOptions {
+                extra_roots: vec![root.to_vec()],
+                ..TlsOptions::default()
+            })
+            .unwrap_err()
+            .to_string()
+        };
+        for empty in [&b""[..], b"\n", b" \r\n\t"] {
+            let error = message(empty);
+            assert!(error.contains("empty"), "{error}");
+            assert!(!error.contains("peer"), "{error}");
+        }
+        let cut = b"-----BEGIN CERTIFICATE-----\nMIIB\n";
+        let error = message(cut);
+        assert!(error.contains("-----END CERTIFICATE-----"), "{error}");
+        assert!(!error.contains("[67, 69"), "{error}");
+        let identity = |chain: &[u8], key: &[u8]| {
+            client_config(&TlsOptions {
+                identity: Some((chain.to_vec(), key.to_vec())),
+                ..TlsOptions::default()
+            })
+            .unwrap_err()
+            .to_string()
+        };
+        let error = identity(cut, b"");
+        assert!(error.contains("-----END CERTIFICATE-----"), "{error}");
     }
 
     #[test]
