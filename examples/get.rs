@@ -212,6 +212,9 @@
 //! As in curl, `--` ends the options: the argument after it is the URL,
 //! even one that begins with `-`.
 //!
+//! A URL without a `scheme://` is an `http://` one, as curl takes it
+//! (`get localhost:8080/x`).
+//!
 //! The URL is read as the client reads it (reqwest and browsers alike): a
 //! host that is not ASCII in its IDNA ASCII form, and what a path or query
 //! holds that a request line cannot — a character that is not ASCII, a
@@ -665,6 +668,31 @@ impl<I: Iterator<Item = String>> Iterator for ShortFlags<I> {
     }
 }
 
+/// `url` as curl reads a URL that does not begin with a `scheme://`: an
+/// `http://` one (`localhost:8080/x`, `127.0.0.1/`, `a.test/?next=https://b.test/`),
+/// where the client would take `localhost:` for a scheme, or find none.
+/// Read so before anything else reads the URL (`-O`'s file name, `-b`'s
+/// host, `-T`'s directory). Text that begins as no host does (`-s` after
+/// `--`, `://x`, nothing) is left as it is, for the client to refuse: a
+/// bad argument.
+fn with_curls_scheme(url: String) -> String {
+    // RFC 3986's scheme: a letter, then letters, digits, `+`, `-`, `.`.
+    let has_a_scheme = url.split_once("://").is_some_and(|(scheme, _)| {
+        scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+            && scheme
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+    });
+    let starts_as_a_host = url
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_alphanumeric() || c == '[');
+    if has_a_scheme || !starts_as_a_host {
+        return url;
+    }
+    format!("http://{url}")
+}
+
 /// `arg` as the URL, the one argument that is not a flag or its value.
 fn take_url(url: &mut Option<String>, arg: String) -> Result<(), String> {
     if url.is_some() {
@@ -861,7 +889,7 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
     if parsed.help {
         return Ok(parsed);
     }
-    parsed.url = url.ok_or("missing URL")?;
+    parsed.url = with_curls_scheme(url.ok_or("missing URL")?);
     // `-G`: no body, but a query; the method follows.
     if data_in_the_query {
         parsed.query = std::mem::take(&mut parsed.data);

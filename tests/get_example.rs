@@ -1261,6 +1261,45 @@ fn a_double_dash_ends_the_flags_as_in_curl() {
 }
 
 #[test]
+fn a_url_without_a_scheme_is_http_as_curl_takes_it() {
+    let server = server();
+    // `get 127.0.0.1:PORT/path`, `get localhost:PORT/path`: curl's
+    // shorthand for `http://` — not a bad argument (`localhost:` would
+    // otherwise read as a scheme of its own).
+    let addr = server.url("/");
+    let addr = addr
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_owned();
+    let port = addr.rsplit(':').next().unwrap();
+    for (url, host) in [
+        (format!("{addr}/new"), addr.clone()),
+        (format!("localhost:{port}/new"), format!("localhost:{port}")),
+        // A `://` in the query is no scheme.
+        (
+            format!("localhost:{port}/new?next=http://a.test/"),
+            format!("localhost:{port}"),
+        ),
+    ] {
+        let output = get(&[&url, "--no-proxy"]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "{url}: {stderr}");
+        assert!(stdout(&output).starts_with("HTTP/1.1 200 OK"), "{url}");
+        let request = server.requests().pop().unwrap();
+        assert_eq!(request.target, url[url.find('/').unwrap()..], "{url}");
+        assert_eq!(request.header("host"), Some(host.as_str()), "{url}");
+    }
+    // `-b`, whose cookies are keyed by the URL read before it is sent,
+    // reads it as `http://` too: they go to its host.
+    let output = get(&[&format!("{addr}/home"), "--no-proxy", "-b", "k=v"]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert!(
+        stdout(&output).ends_with("/home auth=- cookie=k=v"),
+        "{output:?}"
+    );
+}
+
+#[test]
 fn resolve_applies_to_a_proxy_given_without_a_scheme() {
     // The proxy double answers itself, saying what it got.
     let proxy = TestServer::respond(|request| ok(&format!("proxy got {}", request.target)));
