@@ -305,10 +305,16 @@ impl Attempts {
     /// for those is taken as followed).
     pub(crate) fn may_send_again_for(&self, head: &Head, hop: &Hop) -> bool {
         let repeated = expectation_refused(head, hop) && self.body_goes_on(hop);
-        let retried = self.started < self.retry.max_attempts()
-            && hop.body.replayable()
-            && self.retry.retries_status(head.status, &hop.method);
+        let retried =
+            self.attempt_left_for(hop) && self.retry.retries_status(head.status, &hop.method);
         repeated || retried
+    }
+
+    /// Whether an attempt is left, and `hop`'s body can go again: what any
+    /// retry needs, before the deadline and the budget have their say
+    /// ([`retry_allowed`](Self::retry_allowed)).
+    fn attempt_left_for(&self, hop: &Hop) -> bool {
+        self.started < self.retry.max_attempts() && hop.body.replayable()
     }
 
     /// Whether the hop's body can go whole on the hop after the current
@@ -593,17 +599,7 @@ impl Attempts {
         let Ok(exchange) = hop::exchange_for(sender.dispatcher, sender.hop, sender.settings) else {
             return false;
         };
-        // The repeat is submitted first, at its request's place in the
-        // pool's queue, and only then is the 417's connection told its
-        // body is not wanted (it drains it, if small, else closes): what
-        // that frees serves the repeat, not a request sent after this one
-        // (as for a redirect's next hop: see `Chain::next_hop`).
-        let refused = std::mem::replace(&mut self.current, exchange.clone());
-        exchange.follows(&refused);
-        self.restart_latency(&sender);
-        self.arm_hedge(&sender, &exchange);
-        sender.dispatcher.submit(exchange);
-        refused.body_dropped();
+        self.send_next(exchange, &sender);
         true
     }
 
@@ -629,8 +625,7 @@ impl Attempts {
         // A delay past what an `Instant` holds (a server's `Retry-After` of
         // billions of years) is no retry.
         let at = now.checked_add(delay)?;
-        let allowed = self.started < self.retry.max_attempts()
-            && sender.hop.body.replayable()
+        let allowed = self.attempt_left_for(sender.hop)
             && self.fits(at, sender.settings)
             && sender.policies.budget.withdraw(now, false);
         allowed.then_some(at)
@@ -672,13 +667,23 @@ impl Attempts {
         };
         self.started += 1;
         self.backoff_drawn.set(None);
+        self.send_next(exchange, sender);
+        Ok(())
+    }
+
+    /// `exchange` goes as the attempt after `current` (a retry, a 417's
+    /// repeat): at its request's place in the pool's queue, submitted
+    /// first, and only then is `current`'s answer, if it has one, let go
+    /// (its connection drains it, if small, else closes): what that frees
+    /// serves `exchange`, not a request sent after this one (as for a
+    /// redirect's next hop: see `Chain::next_hop`).
+    fn send_next(&mut self, exchange: Arc<Exchange>, sender: &Sender<'_>) {
         exchange.follows(&self.current);
         self.restart_latency(sender);
         self.arm_hedge(sender, &exchange);
         sender.dispatcher.submit(exchange.clone());
         self.let_go_of_answer();
         self.current = exchange;
-        Ok(())
     }
 
     /// Lets go of `current`'s answer, if its head was taken — the status a
