@@ -5,7 +5,7 @@
 
 use crate::error::Error;
 use crate::event_loop::{LoopContext, SourceWaker};
-use crate::exchange::{BodyStream, Exchange, PumpedBody, Taken, UploadSource, Waiter, GATHER};
+use crate::exchange::{BodyStream, Exchange, Taken, UploadSource, Waiter, GATHER};
 use bytes::{Bytes, BytesMut};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -15,20 +15,12 @@ use std::task::{Context, Poll, Waker};
 /// woken with when it has more ([`pull`](Upload::pull); HTTP/2 polls with a
 /// waker of its own, [`pull_with`](Upload::pull_with)).
 pub(super) struct Upload {
-    source: Source,
+    source: UploadSource,
     /// Made at the first [`pull`](Upload::pull), for the running source,
     /// and kept: many wakes before the loop gets to the connection cost one
     /// task (see [`SourceWaker`]) — a pump giving a byte a read wakes it as
     /// often as the connection takes.
     waker: Option<Arc<SourceWaker>>,
-}
-
-/// Where a streamed body's bytes come from.
-pub(super) enum Source {
-    Pumped(PumpedBody),
-    Stream(BodyStream),
-    /// Nothing more: the body was taken elsewhere, or has ended.
-    None,
 }
 
 /// What a pull found.
@@ -48,21 +40,19 @@ pub(super) enum Pulled {
 }
 
 impl Upload {
-    /// Takes the streamed body of `exchange` (once).
-    pub(super) fn take(exchange: &Exchange) -> Upload {
-        let source = match exchange.request.take_source() {
-            Some(UploadSource::Pumped(pipe)) => Source::Pumped(pipe),
-            Some(UploadSource::Stream(body)) => Source::Stream(body),
-            None => Source::None,
-        };
-        Upload {
+    /// Takes the streamed body of `exchange` (once): `None` if it was
+    /// taken already (the exchange ended meanwhile).
+    pub(super) fn take(exchange: &Exchange) -> Option<Upload> {
+        let source = exchange.request.take_source()?;
+        Some(Upload {
             source,
             waker: None,
-        }
+        })
     }
 
     /// Where the body's bytes come from.
-    pub(super) fn source(&self) -> &Source {
+    #[cfg(test)]
+    pub(super) fn source(&self) -> &UploadSource {
         &self.source
     }
 
@@ -70,18 +60,14 @@ impl Upload {
     /// when there is.
     pub(super) fn pull_with(&mut self, waker: &Waker) -> Pulled {
         match &mut self.source {
-            Source::None => Pulled::End,
-            Source::Pumped(body) => taken(body.pipe().take(|| Waiter::Task(waker.clone()))),
-            Source::Stream(body) => poll_body(body, waker),
+            UploadSource::Pumped(body) => taken(body.pipe().take(|| Waiter::Task(waker.clone()))),
+            UploadSource::Stream(body) => poll_body(body, waker),
         }
     }
 
     /// The next piece of the body, if there is one now: the running source
     /// is woken on its loop when there is.
     pub(super) fn pull(&mut self, cx: &LoopContext<'_>) -> Pulled {
-        if matches!(self.source, Source::None) {
-            return Pulled::End;
-        }
         let waker = self
             .waker
             .get_or_insert_with(|| SourceWaker::new(cx.event_loop(), cx.me()))
@@ -321,7 +307,7 @@ fn trailers_of(trailers: http::HeaderMap) -> Pulled {
 mod tests {
     use super::*;
     use crate::event_loop::{EventLoopGroup, Readiness, Source as LoopSource};
-    use crate::exchange::Pipe;
+    use crate::exchange::{Pipe, PumpedBody};
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::mpsc;
     use std::time::Duration;
@@ -376,7 +362,7 @@ mod tests {
                 .execute(move |cx| {
                     cx.add_source(|cx| {
                         let upload = Upload {
-                            source: Source::Pumped(PumpedBody::new(pipe.clone())),
+                            source: UploadSource::Pumped(PumpedBody::new(pipe.clone())),
                             waker: None,
                         };
                         let mut pulls = Pulls { upload, agains };

@@ -148,7 +148,9 @@ impl BodyOut {
             }
             RequestBody::Streamed(streamed) => {
                 out.declared = Declared::new(streamed.length);
-                out.source = Source::Streamed(Upload::take(exchange));
+                // Taken already: the exchange ended meanwhile, its abort
+                // on its way.
+                out.source = Upload::take(exchange).map_or(Source::None, Source::Streamed);
             }
         }
         out

@@ -5,7 +5,7 @@
 
 use super::limits::{field_size, list_size};
 use super::stream::Outgoing;
-use crate::conn::upload::{Declared, Source, Upload};
+use crate::conn::upload::{Declared, Upload};
 use crate::exchange::{Exchange, RequestBody};
 
 /// `uri`, with the caller's `Host` as its authority if there is one: over
@@ -79,13 +79,10 @@ impl Unopened {
             // a body — an empty one ended would be a whole request to the
             // server (a chunked body's declares no length): the stream's
             // first poll finds the exchange done and resets it.
-            Unopened::Streamed(declared) => {
-                let upload = Upload::take(exchange);
-                match upload.source() {
-                    Source::None => Outgoing::Stopped,
-                    _ => Outgoing::Streamed(upload, declared, None),
-                }
-            }
+            Unopened::Streamed(declared) => match Upload::take(exchange) {
+                Some(upload) => Outgoing::Streamed(upload, declared, None),
+                None => Outgoing::Stopped,
+            },
         }
     }
 }
@@ -268,7 +265,8 @@ fn asks_for_trailers(headers: &http::HeaderMap) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{header_list_size, request_of, trimmed, without_default_port, Outgoing, Source};
+    use super::{header_list_size, request_of, trimmed, without_default_port, Outgoing};
+    use crate::exchange::UploadSource;
     use http::HeaderValue;
 
     /// RFC 9113 §6.5.2: each field's name and value, and 32 bytes, the
@@ -358,7 +356,7 @@ mod tests {
         );
         let out = body.opened(&exchange);
         assert!(
-            matches!(&out, Outgoing::Streamed(upload, ..) if matches!(upload.source(), Source::Pumped(_)))
+            matches!(&out, Outgoing::Streamed(upload, ..) if matches!(upload.source(), UploadSource::Pumped(_)))
         );
         assert!(
             matches!(
