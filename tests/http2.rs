@@ -1215,13 +1215,7 @@ fn a_batch_retried_for_503s_with_large_bodies_is_answered_over_http2() {
     let futures: Vec<_> = (0..4)
         .map(|index| client.get(server.url(&format!("/{index}"))).send())
         .collect();
-    for (index, future) in futures.into_iter().enumerate() {
-        let response = future
-            .wait()
-            .unwrap_or_else(|error| panic!("request {index}: {error:?}"));
-        assert_eq!(response.status(), 200, "request {index}");
-        assert_eq!(response.text().wait().unwrap(), format!("done /{index}"));
-    }
+    each_answered_in_order("over HTTP/2", futures, |index| format!("done /{index}"));
     client.close();
 }
 

@@ -973,12 +973,6 @@ fn redirects_with_large_bodies_waited_on_in_order_each_complete() {
     let futures: Vec<_> = (0..5)
         .map(|_| client.get(server.url("/from")).send())
         .collect();
-    for (index, future) in futures.into_iter().enumerate() {
-        let response = future
-            .wait()
-            .unwrap_or_else(|error| panic!("{index}: {error:?}"));
-        assert_eq!(response.status(), 200, "{index}");
-        assert_eq!(response.text().wait().unwrap(), "done", "{index}");
-    }
+    each_answered_in_order("redirected", futures, |_| "done".into());
     client.close();
 }

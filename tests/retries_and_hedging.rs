@@ -317,14 +317,9 @@ fn a_batch_retried_for_its_503s_is_answered(shape: BusyBody) {
     let futures: Vec<_> = (0..4)
         .map(|index| client.get(server.url(&format!("/{index}"))).send())
         .collect();
-    for (index, future) in futures.into_iter().enumerate() {
-        let response = future
-            .wait()
-            .unwrap_or_else(|error| panic!("{shape:?}, request {index}: {error:?}"));
-        assert_eq!(response.status(), 200, "{shape:?}, request {index}");
-        let text = response.text().wait().unwrap();
-        assert_eq!(text, format!("done /{index}"), "{shape:?}");
-    }
+    each_answered_in_order(&format!("{shape:?}"), futures, |index| {
+        format!("done /{index}")
+    });
     assert_eq!(server.requests().len(), 8, "{shape:?}: each request twice");
     client.close();
 }

@@ -875,13 +875,7 @@ fn repeats_after_417s_with_large_bodies_waited_on_in_order_each_complete() {
                 .send()
         })
         .collect();
-    for (index, future) in futures.into_iter().enumerate() {
-        let response = future
-            .wait()
-            .unwrap_or_else(|error| panic!("{index}: {error:?}"));
-        assert_eq!(response.status(), 200, "{index}");
-        assert_eq!(response.text().wait().unwrap(), "repeated", "{index}");
-    }
+    each_answered_in_order("repeated after a 417", futures, |_| "repeated".into());
     client.close();
 }
 

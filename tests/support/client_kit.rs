@@ -637,3 +637,22 @@ pub fn within<T: Send + 'static>(
         Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => panic!("{what}: panicked"),
     }
 }
+
+/// Waits on `futures` in the order they were sent, each to a `200` whose
+/// body reads `body(index)`; `what` names the case in a failure. (Requests
+/// sent together and waited on in order: none may be left waiting on one
+/// sent after it.)
+pub fn each_answered_in_order(
+    what: &str,
+    futures: Vec<tickless::ResponseFuture>,
+    body: impl Fn(usize) -> String,
+) {
+    for (index, future) in futures.into_iter().enumerate() {
+        let response = future
+            .wait()
+            .unwrap_or_else(|error| panic!("{what}, request {index}: {error:?}"));
+        assert_eq!(response.status(), 200, "{what}, request {index}");
+        let text = response.text().wait().unwrap();
+        assert_eq!(text, body(index), "{what}, request {index}");
+    }
+}

@@ -42,9 +42,10 @@ pub mod tls;
 #[cfg(feature = "tracing")]
 pub use captured::Captured;
 pub use client_kit::{
-    assert_close_ends, assert_on_time, assert_settles, chain_text, eventually, fails_on_time,
-    get_bytes, h2c_builder, read_timeout_fires_a_period_after_the_last_read, recorded_client,
-    untimed_client, within, Event, HoldingListener, Recorder,
+    assert_close_ends, assert_on_time, assert_settles, chain_text, each_answered_in_order,
+    eventually, fails_on_time, get_bytes, h2c_builder,
+    read_timeout_fires_a_period_after_the_last_read, recorded_client, untimed_client, within,
+    Event, HoldingListener, Recorder,
 };
 pub use exec::{
     block_on, block_on_counting, block_on_counting_after_first_poll, example_binary, BlockOnStats,
