@@ -3,8 +3,9 @@
 //! exchange holds stays near its window (each pushed chunk must not keep a
 //! whole read allocation alive, nor cost more than its bytes); a decoded
 //! body's chunks likewise cost their bytes, not the decoder's output
-//! buffer, and a decoded body read to its end holds no decoder. A test binary of its own: it counts the process's heap with its
-//! global allocator, one test at a time.
+//! buffer, and a decoded body holds no decoder before its first read nor
+//! after its end. A test binary of its own: it counts the process's heap
+//! with its global allocator, one test at a time.
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
@@ -345,6 +346,53 @@ fn a_decoded_body_read_to_its_end_holds_no_decoder_while_its_response_is_kept() 
             "{path}: {held} bytes held by a decoded body read to its end, {plain} by one as sent"
         );
     }
+}
+
+/// A decoded response whose body is not read — not yet, or never: a
+/// caller that looks at its status and drops it, or one of many responses
+/// in flight whose bodies wait their turn — holds what one whose body came
+/// as it was sent holds: its decoder (for gzip, an inflater of 43 KB) is
+/// made at the body's first read, not with its head. It was made with the
+/// head, and held until the response went.
+#[test]
+fn a_decoded_response_whose_body_is_not_read_holds_no_decoder() {
+    let _alone = MEASURING.lock().unwrap_or_else(|e| e.into_inner());
+    let body: Vec<u8> = (0..2000).map(|i| b"tickless "[i % 9]).collect();
+    let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    gzip.write_all(&body).unwrap();
+    let gzipped = gzip.finish().unwrap();
+    let len = gzipped.len();
+    let server = support::TestServer::respond(move |request| match request.target.as_str() {
+        "/gzip" => response(200, &[("Content-Encoding", "gzip")], &gzipped),
+        // The same bytes, as they are: the same body buffered.
+        _ => response(200, &[], &gzipped),
+    });
+    let client = Client::builder().event_loops(1).build().unwrap();
+    // What dropping a response whose body came and was not read gives back.
+    let held_unread = |path: &str| {
+        let response = client.get(server.url(path)).send().wait().unwrap();
+        let give_up = std::time::Instant::now() + Duration::from_secs(20);
+        while client.stats().buffered_body_bytes < len {
+            assert!(
+                std::time::Instant::now() < give_up,
+                "{path}: the body never came"
+            );
+            thread::sleep(Duration::from_millis(1));
+        }
+        let kept = counting_alloc::live_bytes();
+        drop(response);
+        kept - counting_alloc::live_bytes()
+    };
+    // A first request makes what the client keeps for the next ones.
+    held_unread("/plain");
+    let plain = held_unread("/plain");
+    let gzip = held_unread("/gzip");
+    eprintln!("a response not read held {plain} bytes as sent, {gzip} gzipped");
+    client.close();
+    assert!(
+        gzip < plain + 8 * 1024,
+        "{gzip} bytes held by a gzipped response not read, {plain} by one as sent"
+    );
 }
 
 /// A `Read` that gives one byte a read, for ever: a source that gives its

@@ -159,7 +159,10 @@
 //! | br | a ring buffer of up to the window (2^10..2^24 bytes), grown as the output needs it, 1.5x while it regrows (old and new buffer); Huffman tables, typically a few KB, at most about 2.7 MB by the format's limits (256 trees of each kind) | 1.0 MiB (1 MiB window), 16.0 MiB (16 MiB window), 12 KiB when refused | `max_window_bytes`, on the ring buffer actually allocated |
 //! | zstd | libzstd's context + one block buffer + `min(window, content size)` + one block: window + about 480 KB | 1.5 MiB (1 MiB window), 8.5 MiB (8 MiB window), 0 when refused | `max_window_bytes` (default 8 MiB), on each frame's declared window |
 //!
-//! plus one 16 KiB link buffer per stacked coding. Worst cases with the
+//! plus one 16 KiB link buffer per stacked coding. None of it is
+//! allocated before the first byte of the body: until then a decoder holds
+//! its list of codings and a few words per stage (a response's head is
+//! read long before its body, which may never be). Worst cases with the
 //! default windows: gzip/deflate 43 KB, br about 27 MB (24 MiB of ring
 //! buffer while regrowing to 16 MiB, plus tables), zstd about 8.5 MB; a
 //! chain adds its stages up.
@@ -394,7 +397,9 @@ pub struct ContentDecoder {
     codings: Vec<Coding>,
     /// In decoding order: `stages[0]` takes the wire bytes.
     stages: Vec<Stage>,
-    /// `links[k]` carries `stages[k]`'s output to `stages[k + 1]`.
+    /// `links[k]` carries `stages[k]`'s output to `stages[k + 1]`. Made
+    /// with the first byte, as the stages' codecs are (see [`Self::pump`]):
+    /// empty until then.
     links: Vec<Link>,
     limit: Option<u64>,
     /// The limit on each intermediate stage's output.
@@ -458,11 +463,10 @@ impl ContentDecoder {
             .rev()
             .map(|&coding| Stage::new(coding, config).ok_or(UnsupportedCoding::Disabled { coding }))
             .collect::<Result<Vec<_>, _>>()?;
-        let links = (1..stages.len()).map(|_| Link::new()).collect();
         Ok(Some(ContentDecoder {
             codings,
             stages,
-            links,
+            links: Vec::new(),
             limit: config.limit,
             inner_limit: config
                 .limit
@@ -596,8 +600,19 @@ impl ContentDecoder {
     /// reached. If this call already produced bytes, they are returned and
     /// [`DecodeError::TooLarge`] is kept for the next call, so that exactly
     /// `limit` bytes are handed out in all.
+    ///
+    /// The links between stacked stages are made here with the body's
+    /// first byte, as each stage makes its codec with its own (see
+    /// "Memory" in the crate docs): not before.
     fn pump(&mut self, input: &[u8], output: &mut [u8]) -> Result<(usize, usize), DecodeError> {
         let n = self.stages.len();
+        if self.links.len() + 1 < n {
+            if input.is_empty() {
+                // No byte yet, and none now: nothing to decode.
+                return Ok((0, 0));
+            }
+            self.links = (1..n).map(|_| Link::new()).collect();
+        }
         let (mut consumed, mut produced) = (0usize, 0usize);
         let mut too_large = None;
         'sweep: loop {

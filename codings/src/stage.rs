@@ -129,10 +129,16 @@ impl Codec {
 }
 
 /// A codec with its policy and counters.
+///
+/// The codec is made with the stage's first byte, not with the stage (see
+/// "Memory" in the crate docs): a response's head, which makes the
+/// decoder, is read long before its body, which may never be.
 pub(super) struct Stage {
     coding: Coding,
-    codec: Codec,
-    policy: TrailingData,
+    /// `None` until the first byte.
+    codec: Option<Codec>,
+    /// The windows the codec is made with, and the trailing-data policy.
+    config: DecoderConfig,
     /// Trailing data was seen under [`TrailingData::Ignore`]: everything from
     /// here on is discarded.
     ignoring: bool,
@@ -146,10 +152,10 @@ pub(super) struct Stage {
 impl Stage {
     /// The stage for `coding`, or `None` if its feature is off.
     pub(super) fn new(coding: Coding, config: &DecoderConfig) -> Option<Stage> {
-        Some(Stage {
+        coding.is_enabled().then_some(Stage {
             coding,
-            codec: Codec::new(coding, config)?,
-            policy: config.trailing,
+            codec: None,
+            config: *config,
             ignoring: false,
             received: false,
             produced: 0,
@@ -170,11 +176,17 @@ impl Stage {
         if self.ignoring {
             return Ok((input.len(), 0));
         }
+        if self.codec.is_none() && input.is_empty() {
+            // No byte yet, and none now: nothing to decode, no codec to make.
+            return Ok((0, 0));
+        }
+        let (coding, config) = (self.coding, &self.config);
+        let codec = self.codec.get_or_insert_with(|| {
+            Codec::new(coding, config).expect("a stage is made only for an enabled coding")
+        });
         let (mut consumed, mut produced) = (0, 0);
         loop {
-            let step = self
-                .codec
-                .step(&input[consumed..], &mut output[produced..])?;
+            let step = codec.step(&input[consumed..], &mut output[produced..])?;
             consumed += step.consumed;
             produced += step.produced;
             if step.consumed > 0 {
@@ -199,7 +211,7 @@ impl Stage {
         consumed: usize,
         produced: usize,
     ) -> Result<(usize, usize), DecodeError> {
-        match self.policy {
+        match self.config.trailing {
             TrailingData::Reject => Err(DecodeError::TrailingData {
                 coding: self.coding,
             }),
@@ -223,6 +235,7 @@ impl Stage {
     /// Whether the input may end here: a complete stream, or no input at all
     /// (an empty body, accepted for every coding as curl and browsers do).
     pub(super) fn is_complete(&self) -> bool {
-        self.ignoring || !self.received || self.codec.is_complete()
+        // A byte received made the codec.
+        self.ignoring || !self.received || self.codec.as_ref().is_some_and(Codec::is_complete)
     }
 }

@@ -1,5 +1,5 @@
-//! Peak memory of the decoders on decompression bombs, measured by a
-//! counting global allocator.
+//! Peak memory of the decoders on decompression bombs, and what a decoder
+//! holds before its first byte, measured by a counting global allocator.
 //!
 //! Each bomb is 1 GiB of zeros (256 MiB stacked, 64 MiB for the runs to
 //! completion),
@@ -17,7 +17,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 #[allow(unused_imports)]
 use std::io::{self, Read};
-use tickless_codings::{ContentDecoder, DecodeError, DecoderConfig};
+use tickless_codings::{Coding, ContentDecoder, DecodeError, DecoderConfig};
 
 const KIB: usize = 1024;
 const MIB: usize = 1024 * 1024;
@@ -251,7 +251,7 @@ fn brotli_bomb_with_the_largest_window() {
     assert_eq!(
         run.result,
         Err(DecodeError::WindowTooLarge {
-            coding: tickless_codings::Coding::Brotli,
+            coding: Coding::Brotli,
             window: 16 << 20,
             max: 4 << 20
         })
@@ -359,5 +359,66 @@ fn whole_bomb_without_limit_stays_bounded() {
         assert_eq!(run.total_out, LEN, "{header}");
         assert!(run.peak <= BOUND, "{header}: {run:?}");
         assert!(run.leaked < KIB, "{header}: {run:?}");
+    }
+}
+
+/// What a decoder holds between its construction and its first byte: a
+/// response's head is parsed (and its decoder made) long before its body
+/// is read, if it ever is — a caller that looks at the status and drops
+/// the response, or many responses in flight whose bodies wait their
+/// turn. Until a byte of the body comes, the decoder holds its list of
+/// codings and a few words per stage, not a codec's state (a gzip
+/// inflater is 43 KB) nor a link between stacked codings (16 KiB); an
+/// empty body, finished without a byte, never makes them.
+#[test]
+fn a_decoder_holds_no_codec_until_its_first_byte() {
+    /// A decoder's bookkeeping: far below any codec's state.
+    const BOOKKEEPING: usize = 2 * KIB;
+    let mut headers: Vec<&str> = Coding::ALL
+        .iter()
+        .filter(|coding| coding.is_enabled())
+        .map(|coding| coding.token())
+        .collect();
+    let stacked = headers.join(", ");
+    if headers.len() > 1 {
+        headers.push(&stacked);
+    }
+    let mut out = vec![0u8; 64 * KIB];
+    for header in headers {
+        LIVE.with(|l| l.set(0));
+        let mut decoder = tracked(|| ContentDecoder::new(header))
+            .expect("supported")
+            .expect("encoded");
+        let made = LIVE.with(Cell::get);
+        eprintln!("{header}: {made} bytes before the first byte");
+        assert!(
+            made < BOOKKEEPING,
+            "{header}: {made} bytes held before the first byte"
+        );
+        assert_eq!(tracked(|| decoder.finish(&mut out)), Ok((0, true)));
+        let finished = LIVE.with(Cell::get);
+        assert!(
+            finished < BOOKKEEPING,
+            "{header}: {finished} bytes held by an empty body finished"
+        );
+        tracked(|| drop(decoder));
+    }
+    // The codec comes with the first byte: what the bound above would see.
+    #[cfg(feature = "gzip")]
+    {
+        LIVE.with(|l| l.set(0));
+        let mut decoder = tracked(|| ContentDecoder::new("gzip"))
+            .expect("supported")
+            .expect("encoded");
+        let mut gzip = gzip_reader(zeros(1));
+        let mut first = [0u8; 1];
+        gzip.read_exact(&mut first).expect("encoder");
+        assert_eq!(tracked(|| decoder.decode(&first, &mut out)), Ok((1, 0)));
+        let reading = LIVE.with(Cell::get);
+        assert!(
+            reading > 32 * KIB,
+            "gzip: {reading} bytes held once reading, no inflater"
+        );
+        tracked(|| drop(decoder));
     }
 }
