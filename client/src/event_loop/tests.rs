@@ -59,6 +59,49 @@ fn every_task_posted_during_a_burst_runs() {
     group.shutdown();
 }
 
+/// A burst of tasks (here 100 000, all in the inbox at once) grows the
+/// loop's two task queues, the inbox and the turn's, to hold it: about 2 MB
+/// each. Once they are empty again they give that room back, down to
+/// what steady traffic needs, rather than keep it for the loop's life.
+#[test]
+fn a_burst_of_tasks_leaves_no_burst_of_room_behind() {
+    const BURST: usize = 100_000;
+    let (_group, event_loop) = one_loop(Duration::from_secs(60));
+    let ran = Arc::new(AtomicUsize::new(0));
+    // The loop waits in a task while the burst is posted, so that the
+    // whole burst is in its inbox when it takes it.
+    let (posted, all_posted) = mpsc::channel::<()>();
+    event_loop
+        .execute(move |_| {
+            let _ = all_posted.recv_timeout(Duration::from_secs(30));
+        })
+        .unwrap();
+    for _ in 0..BURST {
+        let ran = ran.clone();
+        event_loop
+            .execute(move |_| {
+                ran.fetch_add(1, Ordering::Relaxed);
+            })
+            .unwrap();
+    }
+    drop(posted);
+    let give_up = Instant::now() + Duration::from_secs(30);
+    while ran.load(Ordering::Relaxed) < BURST {
+        assert!(Instant::now() < give_up, "the burst never ran");
+        thread::sleep(Duration::from_millis(1));
+    }
+    // A task after the burst, then the loop left idle: its turn state is
+    // free to look at.
+    event_loop.leave_idle();
+    let slots = event_loop.task_queue_slots();
+    assert!(
+        slots
+            .iter()
+            .all(|&slots| slots <= turn::TASK_SLOTS_KEPT_AT_MOST),
+        "{slots:?} slots kept after a burst of {BURST} tasks"
+    );
+}
+
 #[test]
 fn a_loop_expires_on_its_own_thread_never_early() {
     // Sleeping until the deadline, busy-polling the last 10 ms, and

@@ -32,6 +32,21 @@ const MAX_HOLD: Duration = Duration::from_secs(1);
 /// Tasks run per turn before the loop looks at its sockets again.
 const MAX_TASKS_PER_TURN: usize = 64;
 
+/// The slots a task queue of the loop (its inbox, its turn's) keeps once
+/// it is empty again after a burst. A slot is a boxed task, 16 bytes:
+/// this is 16 KiB a queue. Steady traffic posts a few tasks a request
+/// between two turns, so even a loop with hundreds of requests in flight
+/// stays below it.
+const TASK_SLOTS_KEPT: usize = 1024;
+
+/// A task queue holding more slots than this, empty, gives back all but
+/// [`TASK_SLOTS_KEPT`]: the room of a burst (100 000 tasks: about 2 MB a
+/// queue) is not kept for the loop's life. Far enough above what it keeps
+/// that a load which goes up to a few thousand tasks and back does not
+/// make the queues shrink and grow again at every turn. Below it, which
+/// is every turn of steady traffic, the check is a compare.
+pub(super) const TASK_SLOTS_KEPT_AT_MOST: usize = 4 * TASK_SLOTS_KEPT;
+
 thread_local! {
     /// This thread has answered a caller waiting for its answer since its
     /// loop last looked (see [`answered_a_waiting_caller`]).
@@ -689,11 +704,17 @@ impl EventLoop {
     /// one `execute` accepts under.
     ///
     /// Every turn takes the whole inbox: a poll consumes the wake-up of
-    /// tasks posted meanwhile, so none may stay behind in it.
+    /// tasks posted meanwhile, so none may stay behind in it. Each queue,
+    /// once empty, keeps at most [`TASK_SLOTS_KEPT_AT_MOST`] slots.
     fn run_tasks(&self, cx: &mut LoopContext<'_>, turn: &mut Turn) -> TasksRun {
         let closed = {
             let mut inbox = lock(&self.inbox);
             turn.tasks.extend(inbox.tasks.drain(..));
+            // Empty now: a burst's room goes back (under the lock, once a
+            // burst: posting waits for one reallocation).
+            if inbox.tasks.capacity() > TASK_SLOTS_KEPT_AT_MOST {
+                inbox.tasks.shrink_to(TASK_SLOTS_KEPT);
+            }
             inbox.for_the_thread = false;
             inbox.closed
         };
@@ -705,11 +726,23 @@ impl EventLoop {
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| task(cx)));
             clock_read = self.expire_due(cx, &mut turn.due);
         }
+        if turn.tasks.capacity() > TASK_SLOTS_KEPT_AT_MOST && turn.tasks.is_empty() {
+            turn.tasks.shrink_to(TASK_SLOTS_KEPT);
+        }
         TasksRun {
             // Closed when the inbox was drained: nothing can have come since.
             exit: closed && turn.tasks.is_empty(),
             clock_read,
         }
+    }
+
+    /// The slots of the loop's two task queues, the inbox's and the turn's,
+    /// for a test. Waits for the turn state: call it while nobody drives
+    /// the loop (left idle, or shut down).
+    #[cfg(test)]
+    pub(super) fn task_queue_slots(&self) -> [usize; 2] {
+        let inbox = lock(&self.inbox).tasks.capacity();
+        [inbox, lock(&self.turns).turn.tasks.capacity()]
     }
 
     /// Step 2: waits for events, for the nearest deadline, or not at all
