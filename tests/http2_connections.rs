@@ -8,7 +8,9 @@
 //! requests waiting on that connection to another; one merely at its
 //! limit keeps them. A connection being opened that fails (lookup,
 //! connect, refusal, TLS handshake) fails the requests waiting for it with
-//! its error; one whose request is cancelled hands them on.
+//! its error; one whose request is cancelled hands them on. A second
+//! connection opens no more streams before its server's SETTINGS than the
+//! first was allowed.
 
 mod support;
 
@@ -149,6 +151,103 @@ fn with_two_per_origin_a_second_connection_opens_at_the_limit_and_both_serve() {
     assert_eq!(server.stats.connections.load(Ordering::SeqCst), 2);
     assert_eq!(client.stats().open_connections, 2);
     assert!(eventually(CEILING, || client.stats().http2_streams_open == 0));
+    client.close();
+}
+
+/// A server that allows [`LATE_LIMIT`] streams at once and says so late,
+/// as it would a round trip after the client's first flight on a slow
+/// path: each connection's SETTINGS come once that many streams have, and
+/// then 300 ms without more. The streams past the limit meanwhile are
+/// refused (`REFUSED_STREAM`), as a server at its limit does; the others
+/// are answered — the first connection's only once the second has
+/// answered its first flight (so that it stays at its limit meanwhile).
+/// Returns its address, and how many streams each connection's first
+/// flight had.
+fn late_limit_server() -> (std::net::SocketAddr, Arc<Mutex<Vec<usize>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let flights: Arc<Mutex<Vec<usize>>> = Arc::default();
+    let second_answered = Arc::new((Mutex::new(false), Condvar::new()));
+    let counted = flights.clone();
+    thread::spawn(move || {
+        for (index, socket) in listener.incoming().take(2).enumerate() {
+            let Ok(mut socket) = socket else { return };
+            let (counted, second_answered) = (counted.clone(), second_answered.clone());
+            thread::spawn(move || {
+                let mut preface = [0u8; 24];
+                if socket.read_exact(&mut preface).is_err() {
+                    return;
+                }
+                let mut conn = RawConn {
+                    stream: socket,
+                    index,
+                };
+                let _ = conn.stream.set_read_timeout(Some(CEILING));
+                let mut flight = Vec::new();
+                while let Some(frame) = conn.read_frame() {
+                    if frame.kind == HEADERS {
+                        flight.push(frame.stream);
+                        if flight.len() == LATE_LIMIT {
+                            let _ = conn
+                                .stream
+                                .set_read_timeout(Some(Duration::from_millis(300)));
+                        }
+                    }
+                }
+                counted.lock().unwrap().push(flight.len());
+                let _ = conn.stream.set_read_timeout(Some(CEILING));
+                let (taken, refused) = flight.split_at(LATE_LIMIT.min(flight.len()));
+                let mut out = max_streams(LATE_LIMIT as u32);
+                for &id in refused {
+                    out.extend(support::h2_server::rst_stream(id, 0x7));
+                }
+                conn.send(&out);
+                let (lock, told) = &*second_answered;
+                if index == 0 {
+                    let answered = lock.lock().unwrap();
+                    drop(told.wait_timeout_while(answered, CEILING, |a| !*a).unwrap());
+                }
+                for &id in taken {
+                    conn.send(&ok_headers(id));
+                }
+                if index == 1 {
+                    *lock.lock().unwrap() = true;
+                    told.notify_all();
+                }
+                conn.answer_all();
+            });
+        }
+    });
+    (addr, flights)
+}
+
+/// The limit of [`late_limit_server`].
+const LATE_LIMIT: usize = 3;
+
+/// A burst to a server that allows 3 streams at once, two connections per
+/// origin. The first connection sends all 10 before its server's SETTINGS
+/// come (it knows no limit yet); the server refuses the 7 past its limit,
+/// and they go again — to a second connection, the first being at its
+/// limit. That one knows the origin's limit from the first: before its
+/// own SETTINGS come it opens 3 of them, not all 7, which its server would
+/// refuse as well — each of those, refused twice, failed.
+#[test]
+fn a_second_connection_opens_no_more_streams_than_its_origin_allows_before_its_settings() {
+    const BURST: usize = 10;
+    let (addr, flights) = late_limit_server();
+    let client = h2c_builder(1, CEILING)
+        .http2_max_connections_per_origin(2)
+        .build()
+        .unwrap();
+    let futures: Vec<_> = (0..BURST)
+        .map(|i| client.get(format!("http://{addr}/{i}")).send())
+        .collect();
+    let failed: Vec<String> = futures
+        .into_iter()
+        .filter_map(|future| future.wait().err().map(|error| error.to_string()))
+        .collect();
+    assert_eq!(failed, Vec::<String>::new());
+    assert_eq!(*flights.lock().unwrap(), [BURST, LATE_LIMIT]);
     client.close();
 }
 

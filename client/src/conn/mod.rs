@@ -188,6 +188,11 @@ impl StreamLoad {
     pub(crate) fn waiting(&self) -> usize {
         self.waiting.load(Ordering::Acquire)
     }
+
+    /// The most streams it may run at once, as of its last count.
+    pub(crate) fn limit(&self) -> usize {
+        self.limit.load(Ordering::Acquire)
+    }
 }
 
 /// The client a connection belongs to, as the connection sees it: the calls
@@ -232,6 +237,11 @@ pub(crate) trait ConnOwner: Send + Sync + 'static {
     fn share(&self, route: &Route, conn: SharedConn, opener: u64) -> Option<Vec<Arc<Exchange>>>;
     /// The shared connection `conn_id` takes no more streams.
     fn unshare(&self, route: &Route, conn_id: u64);
+    /// The fewest streams a shared HTTP/2 connection of `route` may run at
+    /// once, as they last counted (see [`StreamLoad::limit`]); `None` if
+    /// the route has none. What the origin's server allows, for a new
+    /// connection of the route until its own server's SETTINGS say.
+    fn shared_stream_limit(&self, route: &Route) -> Option<usize>;
     /// Whether `exchange`, waiting for a stream on the connection
     /// `conn_id` (shared, or a spare), sent through the dispatch again,
     /// would find a place on another connection of `route`: one with a

@@ -1133,6 +1133,12 @@ impl ConnOwner for Dispatcher {
         }
     }
 
+    fn shared_stream_limit(&self, origin: &Route) -> Option<usize> {
+        let shared = lock(&self.shared);
+        let entry = shared.get(origin)?;
+        entry.open.iter().map(|conn| conn.load.limit()).min()
+    }
+
     fn has_place_besides(&self, origin: &Route, conn_id: u64, exchange: &Exchange) -> bool {
         // Read before the lock, as `route_shared` reads it.
         let avoid = exchange.kept_away();

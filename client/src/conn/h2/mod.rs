@@ -34,7 +34,9 @@
 //! order; until the server's SETTINGS come, a connection opens 100 at
 //! most (the least RFC 9113 §6.5.2 has servers allow), not the unbounded
 //! number the protocol allows before them, which a server past its limit
-//! would refuse. The connection publishes how many streams it has taken
+//! would refuse — or fewer, if another connection of its origin has
+//! heard its server allow fewer ([`streams_before_settings`]). The
+//! connection publishes how many streams it has taken
 //! and may take ([`StreamLoad`]), from which the dispatcher picks the connection of
 //! an origin with a free stream, or opens another
 //! ([`http2_max_connections_per_origin`](crate::ClientBuilder::http2_max_connections_per_origin)).
@@ -230,6 +232,22 @@ const LAST_STREAM_ID: u32 = (1 << 31) - 1;
 /// and a request whose body is streamed cannot go again.)
 const STREAMS_BEFORE_SETTINGS: usize = 100;
 
+/// Streams a new connection opens at most before its server's SETTINGS
+/// say how many it takes: [`STREAMS_BEFORE_SETTINGS`], or fewer if the
+/// origin's other shared connections may run fewer at once (`shared`,
+/// the fewest of theirs) — their server said so, and the same server is
+/// most likely behind this one. Otherwise a burst refused past the limit
+/// on the first connection (sent before its server's SETTINGS came) would
+/// go again to a second one, opened as the first is at its limit, in that
+/// one's first flight — past the limit again, refused again, and each
+/// request refused twice fails. At least 1: on a connection whose server
+/// said 0, one goes, and its own server's SETTINGS tell the rest.
+fn streams_before_settings(shared: Option<usize>) -> usize {
+    shared.map_or(STREAMS_BEFORE_SETTINGS, |limit| {
+        limit.clamp(1, STREAMS_BEFORE_SETTINGS)
+    })
+}
+
 /// Streams `h2` resets for the server's protocol errors over a connection's
 /// life, at most, before it ends the connection with
 /// `GOAWAY(ENHANCE_YOUR_CALM)`, every stream on it failing
@@ -326,6 +344,9 @@ pub(super) struct Http2 {
     /// [`Http2::probe_departure`]): once a connection.
     probed: bool,
     last_ping: Instant,
+    /// Streams it opens at most before its server's SETTINGS come
+    /// ([`streams_before_settings`]).
+    before_settings: usize,
 }
 
 // The connection is boxed whole (`State::H2`): no gain in boxing its phase too.
@@ -403,12 +424,12 @@ impl Http2 {
     }
 
     /// How many streams may be open at once: the server's
-    /// `SETTINGS_MAX_CONCURRENT_STREAMS` ([`STREAMS_BEFORE_SETTINGS`] until
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS` ([`streams_before_settings`] until
     /// its SETTINGS come), and the client's own limit (`client`).
     fn stream_limit(&self, client: Option<usize>) -> usize {
         let server = match &self.phase {
             Phase::Open { conn, .. } => conn.max_concurrent_send_streams(),
-            Phase::Handshaking(_) => STREAMS_BEFORE_SETTINGS,
+            Phase::Handshaking(_) => self.before_settings,
             Phase::Ended => 0,
         };
         client.map_or(server, |client| client.min(server))
@@ -513,10 +534,11 @@ impl Conn {
             return;
         };
         let options = self.env().config.http2;
+        let before_settings = streams_before_settings(self.owner.shared_stream_limit(&self.route));
         let mut builder = h2::client::Builder::new();
         builder
             .enable_push(false)
-            .initial_max_send_streams(STREAMS_BEFORE_SETTINGS)
+            .initial_max_send_streams(before_settings)
             .initial_window_size(options.initial_stream_window)
             .initial_connection_window_size(options.initial_connection_window)
             .max_frame_size(options.max_frame_size)
@@ -561,6 +583,7 @@ impl Conn {
             ping_sent: None,
             probed: false,
             last_ping: now,
+            before_settings,
         }));
         self.drive_h2(cx);
     }
@@ -741,7 +764,7 @@ impl Conn {
 
     /// Tells the dispatcher how many streams are taken (open, or queued
     /// here) and how many may be open at once: the server's
-    /// `SETTINGS_MAX_CONCURRENT_STREAMS` ([`STREAMS_BEFORE_SETTINGS`]
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS` ([`streams_before_settings`]
     /// until its SETTINGS come) and the client's own limit.
     fn publish_load(&self) {
         let State::H2(h2) = &self.state else {
