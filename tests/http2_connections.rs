@@ -161,9 +161,11 @@ fn with_two_per_origin_a_second_connection_opens_at_the_limit_and_both_serve() {
 /// refused (`REFUSED_STREAM`), as a server at its limit does; the others
 /// are answered — the first connection's only once the second has
 /// answered its first flight (so that it stays at its limit meanwhile).
-/// Returns its address, and how many streams each connection's first
-/// flight had.
-fn late_limit_server() -> (std::net::SocketAddr, Arc<Mutex<Vec<usize>>>) {
+/// If `goaway_first`, the first connection says its limit at once
+/// instead, and once it has 3 streams sends `GOAWAY` naming the last of
+/// them, and answers them. Returns its address, and how many streams the
+/// first flight of each connection that said its limit late had.
+fn late_limit_server(goaway_first: bool) -> (std::net::SocketAddr, Arc<Mutex<Vec<usize>>>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let flights: Arc<Mutex<Vec<usize>>> = Arc::default();
@@ -183,6 +185,17 @@ fn late_limit_server() -> (std::net::SocketAddr, Arc<Mutex<Vec<usize>>>) {
                     index,
                 };
                 let _ = conn.stream.set_read_timeout(Some(CEILING));
+                if goaway_first && index == 0 {
+                    conn.send(&max_streams(LATE_LIMIT as u32));
+                    let ids = conn.read_requests(LATE_LIMIT);
+                    let mut out = goaway(ids[LATE_LIMIT - 1], 0x0);
+                    for &id in &ids {
+                        out.extend(ok_headers(id));
+                    }
+                    conn.send(&out);
+                    conn.answer_all();
+                    return;
+                }
                 let mut flight = Vec::new();
                 while let Some(frame) = conn.read_frame() {
                     if frame.kind == HEADERS {
@@ -234,7 +247,7 @@ const LATE_LIMIT: usize = 3;
 #[test]
 fn a_second_connection_opens_no_more_streams_than_its_origin_allows_before_its_settings() {
     const BURST: usize = 10;
-    let (addr, flights) = late_limit_server();
+    let (addr, flights) = late_limit_server(false);
     let client = h2c_builder(1, CEILING)
         .http2_max_connections_per_origin(2)
         .build()
@@ -248,6 +261,29 @@ fn a_second_connection_opens_no_more_streams_than_its_origin_allows_before_its_s
         .collect();
     assert_eq!(failed, Vec::<String>::new());
     assert_eq!(*flights.lock().unwrap(), [BURST, LATE_LIMIT]);
+    client.close();
+}
+
+/// A burst to a server that allows 3 streams at once, and sends `GOAWAY`
+/// once it has 3 of them: the 7 it did not take go to a new connection —
+/// their one move, as for any server's departure. That one knows the
+/// limit of the connection that sent them: before its own SETTINGS come
+/// it opens 3 of them, not all 7, which its server would refuse — each of
+/// those, moved once already, failed.
+#[test]
+fn requests_a_goaway_sends_to_a_new_connection_open_no_more_streams_than_the_old_one_allowed() {
+    const BURST: usize = 10;
+    let (addr, flights) = late_limit_server(true);
+    let client = h2c_builder(1, CEILING).build().unwrap();
+    let futures: Vec<_> = (0..BURST)
+        .map(|i| client.get(format!("http://{addr}/{i}")).send())
+        .collect();
+    let failed: Vec<String> = futures
+        .into_iter()
+        .filter_map(|future| future.wait().err().map(|error| error.to_string()))
+        .collect();
+    assert_eq!(failed, Vec::<String>::new());
+    assert_eq!(*flights.lock().unwrap(), [LATE_LIMIT]);
     client.close();
 }
 

@@ -579,6 +579,10 @@ pub(crate) struct Exchange {
     /// failed before answering (a pooled HTTP/1.1 connection): no later
     /// failure can then say the request was never processed.
     pub(crate) maybe_processed: AtomicBool,
+    /// The fewest streams an HTTP/2 connection that sent it on to another
+    /// could run at once (its server's limit, as it last counted); 0 if
+    /// none did. See [`hear_stream_limit`](Self::hear_stream_limit).
+    streams_heard: AtomicUsize,
     deadlines: Deadlines,
     clock: SharedClock,
     wheel: HashedWheelTimer,
@@ -651,6 +655,7 @@ impl Exchange {
             retried: AtomicBool::new(false),
             place: PlaceCell::default(),
             maybe_processed: AtomicBool::new(false),
+            streams_heard: AtomicUsize::new(0),
             deadlines: parts.deadlines,
             clock: parts.clock,
             wheel: parts.wheel,
@@ -703,6 +708,27 @@ impl Exchange {
     /// may be sent twice without harm (RFC 9110 §9.2.2), and its body can be.
     pub(crate) fn may_retry(&self) -> bool {
         self.request.method.is_idempotent() && self.request.replayable()
+    }
+
+    /// An HTTP/2 connection that could run `limit` streams at once sends
+    /// it to another (never sent, refused, or past a `GOAWAY`): the
+    /// connection it opens, if it opens one, opens no more than that many
+    /// before its own server's SETTINGS come — that server is most likely
+    /// the same. A limit of 0 is not kept (a connection that never heard
+    /// its server counts 0).
+    pub(crate) fn hear_stream_limit(&self, limit: usize) {
+        if limit > 0 {
+            let _ = self
+                .streams_heard
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |heard| {
+                    Some(if heard == 0 { limit } else { heard.min(limit) })
+                });
+        }
+    }
+
+    /// The limit [`hear_stream_limit`](Self::hear_stream_limit) kept, if any.
+    pub(crate) fn stream_limit_heard(&self) -> Option<usize> {
+        Some(self.streams_heard.load(Ordering::Acquire)).filter(|&limit| limit > 0)
     }
 
     /// Whether its timers include one every request of its kind arms: a

@@ -235,17 +235,24 @@ const STREAMS_BEFORE_SETTINGS: usize = 100;
 /// Streams a new connection opens at most before its server's SETTINGS
 /// say how many it takes: [`STREAMS_BEFORE_SETTINGS`], or fewer if the
 /// origin's other shared connections may run fewer at once (`shared`,
-/// the fewest of theirs) — their server said so, and the same server is
-/// most likely behind this one. Otherwise a burst refused past the limit
-/// on the first connection (sent before its server's SETTINGS came) would
-/// go again to a second one, opened as the first is at its limit, in that
-/// one's first flight — past the limit again, refused again, and each
-/// request refused twice fails. At least 1: on a connection whose server
-/// said 0, one goes, and its own server's SETTINGS tell the rest.
-fn streams_before_settings(shared: Option<usize>) -> usize {
-    shared.map_or(STREAMS_BEFORE_SETTINGS, |limit| {
-        limit.clamp(1, STREAMS_BEFORE_SETTINGS)
-    })
+/// the fewest of theirs), or the one that sent its request on to it could
+/// (`heard`: [`Exchange::stream_limit_heard`]) — their server said so, and
+/// the same server is most likely behind this one. Otherwise a burst
+/// refused past the limit on the first connection (sent before its
+/// server's SETTINGS came) would go again to a second one, opened as the
+/// first is at its limit, in that one's first flight — past the limit
+/// again, refused again, and each request refused twice fails; and so
+/// would the requests a `GOAWAY` sends to a new connection, their one
+/// move spent. At least 1: on a connection whose server said 0, one goes,
+/// and its own server's SETTINGS tell the rest.
+fn streams_before_settings(shared: Option<usize>, heard: Option<usize>) -> usize {
+    shared
+        .into_iter()
+        .chain(heard)
+        .min()
+        .map_or(STREAMS_BEFORE_SETTINGS, |limit| {
+            limit.clamp(1, STREAMS_BEFORE_SETTINGS)
+        })
 }
 
 /// Streams `h2` resets for the server's protocol errors over a connection's
@@ -534,7 +541,10 @@ impl Conn {
             return;
         };
         let options = self.env().config.http2;
-        let before_settings = streams_before_settings(self.owner.shared_stream_limit(&self.route));
+        let before_settings = streams_before_settings(
+            self.owner.shared_stream_limit(&self.route),
+            exchange.stream_limit_heard(),
+        );
         let mut builder = h2::client::Builder::new();
         builder
             .enable_push(false)
@@ -1180,7 +1190,12 @@ impl Conn {
 
     /// `exchange` goes to another connection: a pooled one too if
     /// `allow_idle` (not after a close that may have made them as stale).
+    /// It takes this one's stream limit along
+    /// ([`Exchange::hear_stream_limit`]).
     fn send_to_another(&self, exchange: Arc<Exchange>, allow_idle: bool) {
+        if let State::H2(h2) = &self.state {
+            exchange.hear_stream_limit(h2.load.limit());
+        }
         exchange.attach(ConnSlot::None);
         self.owner.redispatch(exchange, allow_idle);
     }
@@ -1384,6 +1399,10 @@ impl Conn {
         let streams = h2.streams.take_all();
         let waiting: Vec<_> = h2.queue.drain(..).collect();
         let io_ready = h2.io_ready.clone();
+        // Told now: they go elsewhere once the connection has closed.
+        for exchange in &waiting {
+            exchange.hear_stream_limit(h2.load.limit());
+        }
         self.close(cx);
         let counts = &self.owner.env().streams;
         counts
