@@ -354,7 +354,9 @@ fn a_retried_request_goes_again_on_a_fresh_connection_even_after_waiting() {
             "/r1"
         );
         // r2 takes the pooled connection and fails under it; its retry
-        // queues behind r3, which holds the one permit.
+        // goes on a new connection, ahead of r3 (sent after it) — which,
+        // served that connection next, fails under it in turn and goes
+        // again on a third.
         let r2 = client.get(server.url("/r2")).send();
         let r3 = client.get(server.url("/r3")).send();
         assert_eq!(r3.wait().unwrap().text().wait().unwrap(), "/r3");
@@ -364,21 +366,108 @@ fn a_retried_request_goes_again_on_a_fresh_connection_even_after_waiting() {
     }
 }
 
+/// A request whose pooled connection its server closes under it (the
+/// server's idle timeout met the request) is sent again, on a new
+/// connection — ahead of a request sent after it and queued meanwhile for
+/// the host's one connection, not behind it: the permit the closed
+/// connection gives back serves the oldest waiter, and the retried one is
+/// older. Here the younger request's answer is held by the server until
+/// the older one has its own: behind it, the older would wait as long as
+/// the younger's answer takes (its request timeout, for a long download).
+#[test]
+fn a_retried_request_keeps_its_place_ahead_of_a_younger_one_queued_meanwhile() {
+    use std::sync::mpsc;
+    use std::sync::Mutex;
+    for event_loop_timeouts in [false, true] {
+        // The server says when it holds r2 on the first connection; the
+        // test says when to close under it, and when to answer the younger
+        // request (or the wait for its word ends, should the test fail
+        // first).
+        let (holding_r2, on_holding_r2) = mpsc::channel::<()>();
+        let (close_r2, on_close_r2) = mpsc::channel::<()>();
+        let (answer_younger, on_answer_younger) = mpsc::channel::<()>();
+        let (holding_r2, on_close_r2) = (Mutex::new(holding_r2), Mutex::new(on_close_r2));
+        let on_answer_younger = Mutex::new(on_answer_younger);
+        let server = TestServer::start(Behaviour::custom(move |mut stream, index| {
+            let mut reader = RequestReader::new(index);
+            if index == 0 {
+                // Answers r1, then closes under r2 when told.
+                let Ok(first) = reader.read_request(&mut stream) else {
+                    return;
+                };
+                let _ = stream.write_all(&ok(&first.target));
+                if reader.read_request(&mut stream).is_ok() {
+                    let _ = holding_r2.lock().unwrap().send(());
+                    let _ = on_close_r2.lock().unwrap().recv_timeout(WAIT);
+                }
+                let _ = stream.shutdown(std::net::Shutdown::Both);
+                return;
+            }
+            while let Ok(request) = reader.read_request(&mut stream) {
+                if request.target == "/younger" {
+                    let _ = on_answer_younger.lock().unwrap().recv_timeout(WAIT);
+                }
+                if stream.write_all(&ok(&request.target)).is_err() {
+                    return;
+                }
+            }
+        }));
+        let client = Client::builder()
+            .event_loops(1)
+            .use_event_loop_timeouts(event_loop_timeouts)
+            .max_connections_per_host(1)
+            .build()
+            .unwrap();
+        assert_eq!(get_bytes(&client, &server.url("/r1")), "/r1");
+        assert!(eventually(WAIT, || client.stats().idle_connections == 1));
+        // r2 takes the pooled connection; the server reads it and holds it.
+        let r2 = client.get(server.url("/r2")).send();
+        on_holding_r2.recv_timeout(WAIT).expect("the server got r2");
+        // A younger request queues for the host's one connection...
+        let younger = client.get(server.url("/younger")).send();
+        assert!(eventually(WAIT, || client.stats().waiting == 1));
+        // ...then r2's connection closes under it, unanswered: r2 goes
+        // again, first.
+        close_r2.send(()).unwrap();
+        let r2 = within("r2, ahead of the younger request", WAIT, move || {
+            r2.wait().and_then(|response| response.text().wait())
+        });
+        assert_eq!(
+            r2.unwrap(),
+            "/r2",
+            "mode {event_loop_timeouts}: the retry failed"
+        );
+        answer_younger.send(()).unwrap();
+        assert_eq!(
+            younger.wait().unwrap().text().wait().unwrap(),
+            "/younger",
+            "mode {event_loop_timeouts}"
+        );
+        assert_eq!(server.connections_accepted(), 2);
+        assert_settles(&client, WAIT);
+        client.close();
+    }
+}
+
 /// #10, defect 1: a request retried after its pooled connection failed
 /// under it leaves that connection's read timeout behind. Here the retry
 /// waits in the queue (per-host limit 1) three times its read timeout,
-/// behind a slow request: it must not fail with a read timeout it no longer
-/// has a connection for.
+/// behind a slow request older than it — the next hop of a redirect sent
+/// before it, which keeps its request's place — it must not fail with a
+/// read timeout it no longer has a connection for.
 #[test]
 fn a_retry_waiting_in_the_queue_is_not_failed_by_the_read_timeout_of_the_connection_it_left() {
     use std::sync::mpsc;
     use std::sync::Mutex;
     for event_loop_timeouts in [false, true] {
-        // The server says when it holds r2; the test says when to drop it
-        // (a dropped sender says so too, should the test fail first).
+        // The test says when to answer r1 (once the others are queued);
+        // the server says when it holds r2, and the test when to drop it
+        // (or the wait for its word ends, should the test fail first).
+        let (answer_r1, on_answer_r1) = mpsc::channel::<()>();
         let (holding, on_holding) = mpsc::channel::<()>();
         let (release, on_release) = mpsc::channel::<()>();
-        let (holding, on_release) = (Mutex::new(holding), Mutex::new(on_release));
+        let (on_answer_r1, holding) = (Mutex::new(on_answer_r1), Mutex::new(holding));
+        let on_release = Mutex::new(on_release);
         let server = TestServer::start(Behaviour::custom(move |mut stream, index| {
             let mut reader = RequestReader::new(index);
             let Ok(first) = reader.read_request(&mut stream) else {
@@ -387,13 +476,23 @@ fn a_retry_waiting_in_the_queue_is_not_failed_by_the_read_timeout_of_the_connect
             if first.target == "/slow" {
                 thread::sleep(Duration::from_millis(600));
             }
+            if first.target == "/r1" {
+                let _ = on_answer_r1.lock().unwrap().recv_timeout(WAIT);
+            }
             let _ = stream.write_all(&ok(&first.target));
             if first.target == "/r1" {
-                // The next request on this connection: closed unanswered,
-                // once the test has queued the slow one.
+                // The redirect, sent before r2, then r2: closed unanswered,
+                // once the test has seen the redirect's next hop queued.
+                if reader.read_request(&mut stream).is_ok() {
+                    let _ = stream.write_all(&response(
+                        302,
+                        &[("Location", "/slow"), ("Content-Length", "0")],
+                        b"",
+                    ));
+                }
                 if reader.read_request(&mut stream).is_ok() {
                     let _ = holding.lock().unwrap().send(());
-                    let _ = on_release.lock().unwrap().recv();
+                    let _ = on_release.lock().unwrap().recv_timeout(WAIT);
                 }
                 let _ = stream.shutdown(std::net::Shutdown::Both);
                 return;
@@ -407,35 +506,38 @@ fn a_retry_waiting_in_the_queue_is_not_failed_by_the_read_timeout_of_the_connect
             .read_timeout(Duration::from_millis(200))
             .build()
             .unwrap();
-        assert_eq!(
-            client
-                .get(server.url("/r1"))
-                .send()
-                .wait()
-                .unwrap()
-                .text()
-                .wait()
-                .unwrap(),
-            "/r1"
-        );
-        assert!(eventually(WAIT, || client.stats().idle_connections == 1));
-        // r2 takes the pooled connection; the server reads it and holds it.
-        let r2 = client.get(server.url("/r2")).send();
-        on_holding.recv_timeout(WAIT).expect("the server got r2");
-        // The slow one queues for the only permit...
-        let slow = client
-            .get(server.url("/slow"))
+        // r1 holds the only connection while the redirect, then r2, queue;
+        // the redirect is waited on (its next hop follows its head) at once.
+        let r1 = client
+            .get(server.url("/r1"))
             .read_timeout(Duration::ZERO)
             .send();
+        let slow = client
+            .get(server.url("/redirect"))
+            .read_timeout(Duration::ZERO)
+            .send();
+        let slow = thread::spawn(move || slow.wait().and_then(|response| response.text().wait()));
+        let r2 = client.get(server.url("/r2")).send();
+        assert!(eventually(WAIT, || client.stats().waiting == 2));
+        answer_r1.send(()).unwrap();
+        assert_eq!(r1.wait().unwrap().text().wait().unwrap(), "/r1");
+        // The redirect goes first on the connection, then r2, which the
+        // server reads and holds; the redirect's next hop, to the slow
+        // one, queues for the only permit...
+        on_holding.recv_timeout(WAIT).expect("the server got r2");
         assert!(eventually(WAIT, || client.stats().waiting == 1));
         // ...then r2's connection closes under it: r2 is retried, and its
-        // retry queues behind the slow request, which takes the permit.
+        // retry queues behind the slow request, older, which takes the
+        // permit.
         release.send(()).unwrap();
-        assert_eq!(slow.wait().unwrap().text().wait().unwrap(), "/slow");
+        assert_eq!(slow.join().unwrap().unwrap(), "/slow");
         match r2.wait() {
             Ok(response) => assert_eq!(response.text().wait().unwrap(), "/r2"),
             Err(error) => panic!("mode {event_loop_timeouts}: the retry failed: {error}"),
         }
+        // The retry went on a new connection, not on the slow one's,
+        // offered back as it was the oldest waiter.
+        assert_eq!(server.connections_accepted(), 3);
         assert_settles(&client, WAIT);
         client.close();
     }

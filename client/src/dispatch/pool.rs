@@ -44,7 +44,10 @@
 //!   that has gone again once (its retry spent: one an HTTP/2 server never
 //!   processed) — goes again on a fresh connection, never a pooled one:
 //!   it takes no idle connection, and when it is the one to serve, the
-//!   connection offered back is closed and its permit serves it.
+//!   connection offered back is closed and its permit serves it. It asks
+//!   again before the connection that failed under it closes, so that it
+//!   is at its place when that connection's permit comes back, ahead of
+//!   the younger waiters queued while it was on it.
 //! * Queues hold waiters weakly: a request that ends while queued (its
 //!   deadline passed, it was cancelled) frees its request bytes and
 //!   callbacks as soon as its caller lets go, and is skipped when reached.

@@ -1195,10 +1195,15 @@ impl Conn {
         // The server may have processed it before it closed (RFC 9110
         // §9.2.2): nothing can say otherwise later.
         exchange.maybe_processed.store(true, Ordering::Release);
-        self.close(cx);
         // Its read timeout stays with the connection it leaves.
         exchange.attach(ConnSlot::None);
+        // Sent again before this connection closes, so that it is at its
+        // place in the pool's queue (stamped when it first asked) when the
+        // permit the close gives back serves the oldest waiter: that is it,
+        // unless an older one waits — not a request sent after it, queued
+        // meanwhile, whose whole exchange it would wait behind.
         self.owner.redispatch(exchange, false);
+        self.close(cx);
         true
     }
 
