@@ -1,6 +1,7 @@
 //! Reusing a pooled connection without a peek, only when the loop's word
 //! on it is fresh: a connection the server closed while the loop was held
-//! up elsewhere is not handed a request that cannot go twice.
+//! up elsewhere is not handed a request that cannot go twice, and the
+//! request that finds it closed keeps its place in the pool's queue.
 
 mod support;
 
@@ -89,6 +90,108 @@ fn a_post_never_goes_on_a_connection_closed_while_the_loop_was_held_up() {
     let post = post.wait().and_then(|response| response.text().wait());
     assert_eq!(held.join().unwrap(), "slow");
     assert_eq!(post.unwrap(), "fresh", "the POST went on a new connection");
+    client.close();
+}
+
+/// A request handed a pooled connection its server closed while the loop
+/// was held up finds it closed as it runs (a POST always looks), and goes
+/// again — ahead of a request sent after it and queued meanwhile for the
+/// host's one connection, not behind it: the permit the closed connection
+/// gives back serves the oldest waiter, and the first request is older.
+/// Here the younger request's answer is held by the server until the
+/// older one has its own: behind it, the older would wait as long as the
+/// younger's answer takes.
+#[test]
+fn a_request_finding_its_pooled_connection_closed_keeps_its_place_ahead_of_a_younger_one() {
+    // The first connection answers once, then closes when told; every
+    // later one answers each request with "fresh" — "/younger" once the
+    // test says (or the wait for its word ends, should the test fail).
+    let origin = TcpListener::bind("127.0.0.1:0").unwrap();
+    let origin_addr = origin.local_addr().unwrap();
+    let (close, closing) = mpsc::channel::<()>();
+    let (closed, has_closed) = mpsc::channel::<()>();
+    let (answer_younger, on_answer_younger) = mpsc::channel::<()>();
+    thread::spawn(move || {
+        let mut first = accept_in_time(&origin);
+        RequestReader::new(0).read_request(&mut first).unwrap();
+        first.write_all(&ok("ok")).unwrap();
+        closing.recv().unwrap();
+        drop(first);
+        closed.send(()).unwrap();
+        let on_answer_younger = std::sync::Arc::new(std::sync::Mutex::new(on_answer_younger));
+        for (index, stream) in origin.incoming().enumerate() {
+            let mut stream = stream.unwrap();
+            let on_answer_younger = on_answer_younger.clone();
+            thread::spawn(move || {
+                let mut reader = RequestReader::new(index + 1);
+                while let Ok(request) = reader.read_request(&mut stream) {
+                    if request.target == "/younger" {
+                        let _ = on_answer_younger.lock().unwrap().recv_timeout(WAIT);
+                    }
+                    if stream.write_all(&ok("fresh")).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    // A second server, whose answer's listener holds the client's one loop.
+    let slow = TcpListener::bind("127.0.0.1:0").unwrap();
+    let slow_addr = slow.local_addr().unwrap();
+    thread::spawn(move || {
+        for (index, stream) in slow.incoming().enumerate() {
+            let mut stream = stream.unwrap();
+            let _ = RequestReader::new(index).read_request(&mut stream);
+            let _ = stream.write_all(&ok("slow"));
+            thread::sleep(WAIT);
+        }
+    });
+
+    let client = Client::builder()
+        .event_loops(1)
+        .max_connections_per_host(1)
+        .build()
+        .unwrap();
+    let first = client
+        .get(format!("http://{origin_addr}/a"))
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(first.text().wait().unwrap(), "ok");
+    // The loop goes into the slow answer's listener and stays there.
+    let (listener, has_entered, release) = HoldingListener::new(WAIT);
+    let held = {
+        let client = client.clone();
+        thread::spawn(move || {
+            let response = client
+                .get(format!("http://{slow_addr}/"))
+                .listener(listener)
+                .send()
+                .wait()
+                .unwrap();
+            response.text().wait().unwrap()
+        })
+    };
+    has_entered.recv_timeout(WAIT).unwrap();
+    // Meanwhile the origin closes the idle connection; a POST takes it, to
+    // run once the loop is let go, and a younger request queues for the
+    // host's one connection.
+    close.send(()).unwrap();
+    has_closed.recv_timeout(WAIT).unwrap();
+    let post = client
+        .post(format!("http://{origin_addr}/b"))
+        .body("payload")
+        .send();
+    let younger = client.get(format!("http://{origin_addr}/younger")).send();
+    assert!(support::eventually(WAIT, || client.stats().waiting == 1));
+    release.send(()).unwrap();
+    let post = support::within("the POST, ahead of the younger request", WAIT, move || {
+        post.wait().and_then(|response| response.text().wait())
+    });
+    assert_eq!(post.unwrap(), "fresh", "the POST went on a new connection");
+    answer_younger.send(()).unwrap();
+    assert_eq!(younger.wait().unwrap().text().wait().unwrap(), "fresh");
+    assert_eq!(held.join().unwrap(), "slow");
     client.close();
 }
 

@@ -591,8 +591,10 @@ impl Source for Conn {
 
 /// Runs `exchange` on the idle connection `conn` (the pooled path): a
 /// task on that connection's loop. Gives the exchange back, detached, if
-/// the connection has closed since it was taken from the pool — nothing was
-/// sent, so any request may go again, elsewhere.
+/// the connection has gone since it was taken from the pool — nothing was
+/// sent, so any request may go again, elsewhere. One still there that its
+/// server has closed sends the exchange again itself, before it closes
+/// (see `Conn::start_on_idle`).
 pub(crate) fn start_on_idle(
     cx: &mut LoopContext<'_>,
     conn: SourceRef,

@@ -39,7 +39,9 @@
 //! * A waiter served a connection that turns out closed before it took it
 //!   keeps its place: it goes back into its queue where it was
 //!   ([`Pool::requeue`]), ahead of every younger waiter, so the permit that
-//!   connection gives back as it closes serves it first.
+//!   connection gives back as it closes serves it first. So does a request
+//!   that took an idle connection found closed as it runs: it asks again
+//!   before that connection closes.
 //! * A request retried after a pooled connection failed under it — or any
 //!   that has gone again once (its retry spent: one an HTTP/2 server never
 //!   processed) — goes again on a fresh connection, never a pooled one:

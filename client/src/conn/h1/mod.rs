@@ -244,16 +244,23 @@ enum Decodes {
 
 impl Conn {
     /// Runs `exchange` on this idle connection (the pooled path), after
-    /// checking that the server has not closed it meanwhile; gives the
-    /// exchange back if it has (the connection then closes).
+    /// checking that the server has not closed it meanwhile. If it has,
+    /// the exchange goes again (nothing of it was sent), and then the
+    /// connection closes: in that order, so that the exchange is at its
+    /// place in the pool's queue when the permit the close gives back
+    /// serves the oldest waiter — not behind a request sent after it and
+    /// queued while this connection was on its way to it. Never gives the
+    /// exchange back.
     pub(super) fn start_on_idle(
         &mut self,
         cx: &mut LoopContext<'_>,
         exchange: Arc<Exchange>,
     ) -> Result<(), Arc<Exchange>> {
         if !self.still_reusable(cx, &exchange) {
+            exchange.attach(ConnSlot::None);
+            self.owner.redispatch(exchange, true);
             self.close(cx);
-            return Err(exchange);
+            return Ok(());
         }
         self.start_on_live(cx, exchange);
         Ok(())
