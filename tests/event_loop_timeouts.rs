@@ -268,6 +268,46 @@ fn a_rejected_arm_falls_back_to_the_wheel() {
     p.client.close();
 }
 
+/// In event-loop mode, as on the wheel, the requests of a kept-alive
+/// HTTP/1 connection hold its one standing entry in turn, here on its
+/// loop's heap: none arms an entry of its own and cancels it (the loops
+/// count no cancel after the first request, which also had its connect
+/// timer), and between requests the entry, left armed with nobody holding
+/// it, is no timeout (the client's stats count none armed).
+#[test]
+fn the_requests_of_a_kept_alive_connection_hold_its_standing_entry_on_its_loop() {
+    let server = TestServer::respond(|request| ok(&request.target));
+    let p = parts(true);
+    let get = |i: usize| {
+        let path = format!("/n/{i}");
+        let response = p
+            .client
+            .get(server.url(&path))
+            .request_timeout(Duration::from_secs(60))
+            .send()
+            .wait()
+            .unwrap();
+        assert_eq!(response.text().wait().unwrap(), path);
+        // Let go of once the exchange has ended, a moment after its body.
+        assert!(
+            eventually(CEILING, || p.client.stats().armed_timers() == 0),
+            "after request {i}: {:?}",
+            p.client.stats()
+        );
+    };
+    let cancelled = || -> u64 { p.client.stats().loops.iter().map(|l| l.cancelled).sum() };
+    get(0);
+    let after_first = cancelled();
+    for i in 1..6 {
+        get(i);
+    }
+    assert_eq!(server.connections_accepted(), 1);
+    let stats = p.client.stats();
+    assert_eq!(cancelled(), after_first, "{stats:?}");
+    assert_eq!(stats.loops.iter().map(|l| l.fired).sum::<u64>(), 0);
+    p.client.close();
+}
+
 #[test]
 fn cancelling_and_closing_in_flight_leave_nothing_behind_in_both_modes() {
     for event_loop_timeouts in [false, true] {

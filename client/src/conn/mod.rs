@@ -55,7 +55,9 @@ pub(crate) use tunnel::SocksTargets;
 
 use crate::config::ClientConfig;
 use crate::error::Error;
-use crate::event_loop::{EventLoopGroup, LoopContext, LoopTimerKey, Readiness, Source, SourceRef};
+use crate::event_loop::{
+    EventLoop, EventLoopGroup, LoopContext, LoopTimerKey, Readiness, Source, SourceRef,
+};
 use crate::events::ConnectionInfo;
 use crate::exchange::{ConnRef, Exchange, Standing, StandingEnv};
 use crate::net::{Route, Transport};
@@ -111,8 +113,8 @@ pub(crate) struct ConnEnv {
     /// For the scheduler of each loop (where timeouts go in event-loop mode).
     pub(crate) group: Arc<EventLoopGroup>,
     pub(crate) streams: StreamCounts,
-    /// Where HTTP/1 connections keep their standing timer entries (wheel
-    /// mode).
+    /// Where HTTP/1 connections keep their standing timer entries in
+    /// wheel mode (in event-loop mode, each on its own loop).
     pub(crate) standing: StandingEnv,
 }
 
@@ -341,9 +343,10 @@ pub(crate) struct Conn {
     recv_window_raised: bool,
     /// The exchange it was opened for.
     opener: u64,
-    /// In wheel mode, the timer entry its HTTP/1 exchanges hold one after
-    /// another (see `exchange::standing`), made for the first that arms a
-    /// timeout (`make_standing_for`); closed with it.
+    /// The timer entry its HTTP/1 exchanges hold one after another (see
+    /// `exchange::standing`), on the wheel or on this connection's loop,
+    /// made for the first that arms a timeout (`make_standing_for`);
+    /// closed with it.
     standing: Option<Arc<Standing>>,
 }
 
@@ -382,16 +385,23 @@ impl Conn {
 
     /// Makes the connection's standing entry for `exchange` if it is the
     /// first to arm a timeout (a request or read timeout, the client's or
-    /// its own: a write timeout waits for a full socket) in wheel mode: a
-    /// connection whose requests arm none keeps none.
-    fn make_standing_for(&mut self, exchange: &Exchange) {
+    /// its own: a write timeout waits for a full socket): on the wheel, or
+    /// in event-loop mode on `event_loop`, the connection's. A connection
+    /// whose requests arm none keeps none, nor one whose group has a
+    /// test's scheduler in front of its loops (what that arms may not be
+    /// on the loop's heap).
+    fn make_standing_for(&mut self, exchange: &Exchange, event_loop: &Arc<EventLoop>) {
         let env = self.owner.env();
-        if self.standing.is_none()
-            && !env.config.use_event_loop_timeouts
-            && exchange.arms_a_timeout()
-        {
-            self.standing = Some(env.standing.entry(&env.clock));
+        if self.standing.is_some() || !exchange.arms_a_timeout() {
+            return;
         }
+        self.standing = match env.config.use_event_loop_timeouts {
+            false => Some(env.standing.on_wheel(&env.clock)),
+            true if env.group.schedulers_are_loops() => {
+                Some(StandingEnv::on_loop(event_loop.clone(), &env.clock))
+            }
+            true => None,
+        };
     }
 
     /// This connection as an exchange names it.

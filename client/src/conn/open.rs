@@ -198,7 +198,7 @@ pub(crate) fn connect(
             opener: exchange.id,
             standing: None,
         };
-        conn.make_standing_for(&exchange);
+        conn.make_standing_for(&exchange, cx.event_loop());
         // Published before `start_attempts` checks `is_done`, so an exchange
         // that ends while connecting (request timeout, cancel) aborts the
         // attempts instead of leaving their sockets and permit to the

@@ -230,6 +230,7 @@ impl EventLoopGroupBuilder {
         Ok(EventLoopGroup {
             loops: std::mem::take(&mut loops.0),
             schedulers,
+            schedulers_are_loops: self.scheduler.is_none(),
             id: NEXT_GROUP.fetch_add(1, Ordering::Relaxed),
             chooser: AtomicUsize::new(0),
             clock: self.clock,
@@ -277,6 +278,10 @@ pub struct EventLoopGroup {
     id: u64,
     loops: Vec<Arc<EventLoop>>,
     schedulers: Vec<Arc<dyn TimeoutScheduler>>,
+    /// Whether `schedulers` are the loops themselves: no test's
+    /// [`timeout_scheduler`](EventLoopGroupBuilder::timeout_scheduler)
+    /// stands in front of them.
+    schedulers_are_loops: bool,
     chooser: AtomicUsize,
     clock: SharedClock,
 }
@@ -339,6 +344,13 @@ impl EventLoopGroup {
     /// Where the timeouts of connections on loop `index` are armed.
     pub(crate) fn scheduler(&self, index: usize) -> &Arc<dyn TimeoutScheduler> {
         &self.schedulers[index]
+    }
+
+    /// Whether each loop's [`scheduler`](Self::scheduler) is the loop
+    /// itself (no test's double stands in front of it): what is armed
+    /// through it is on the loop's heap.
+    pub(crate) fn schedulers_are_loops(&self) -> bool {
+        self.schedulers_are_loops
     }
 
     /// A request of a client on this group waits in its pool's queue for

@@ -11,6 +11,7 @@ mod affinity;
 mod deadline_wait;
 mod executor;
 mod group;
+mod idle_standing;
 mod scheduler;
 mod source;
 mod task_wakes;
@@ -18,6 +19,7 @@ mod turn;
 pub use affinity::without_pinning;
 pub(crate) use executor::block_for_news;
 pub use executor::Executor;
+pub(crate) use idle_standing::IdleStanding;
 pub(crate) use turn::answered_a_waiting_caller;
 #[cfg(test)]
 pub(crate) use turn::take_answered_a_waiting_caller;
@@ -134,6 +136,11 @@ impl Inbox {
 struct Timers {
     heap: CountedHeap<Entry>,
     closed: bool,
+    /// The next expiry looks at the clock even if every entry on the heap
+    /// is an idle standing one (see [`EventLoop::expire_due`]): the
+    /// driver's poll found the nearest deadline due, or within its spin,
+    /// or its precise wait went off. Cleared by the expiry that honours it.
+    forced_expiry: bool,
 }
 
 /// One I/O thread, and what it owns.
@@ -172,7 +179,10 @@ struct Timers {
 ///    once the first has waited 1 ms), each once.
 /// 4. Pop every timeout due *now* and expire it on this thread — and do
 ///    the same after every task and every event of steps 1 and 3, so a
-///    burst of work never holds a due timeout back.
+///    burst of work never holds a due timeout back. (Not while all that is
+///    armed is idle connections' standing entries, whose fire does
+///    nothing: see `IdleStanding`; the poll of step 2 still has them
+///    popped when they fall due.)
 /// 5. Run again the connections that spent their budget, then close the
 ///    connections whose exchange a timeout failed, oldest first, while no
 ///    timeout is about to fall due.
@@ -327,6 +337,10 @@ pub struct EventLoop {
     queued_in_group: Arc<AtomicUsize>,
     timers: Mutex<Timers>,
     counters: Arc<TimerCounters>,
+    /// The standing entries on the heap that nobody holds (see
+    /// [`IdleStanding`]), whose fire does nothing: while every entry on
+    /// the heap is one, nothing is looked at after a task or an event.
+    idle_standing: IdleStanding,
     shutting_down: AtomicBool,
     thread_id: OnceLock<ThreadId>,
     thread: Mutex<Option<JoinHandle<()>>>,
@@ -402,9 +416,11 @@ impl EventLoop {
             asleep: AtomicUsize::new(0),
             queued_in_group,
             counters: heap.counters(),
+            idle_standing: IdleStanding::default(),
             timers: Mutex::new(Timers {
                 heap,
                 closed: false,
+                forced_expiry: false,
             }),
             shutting_down: AtomicBool::new(false),
             thread_id: OnceLock::new(),
@@ -727,9 +743,17 @@ impl EventLoop {
         removed.is_some()
     }
 
-    /// Timeouts armed now on this loop, fired so far, and their lag.
+    /// Timeouts armed now on this loop, fired so far, and their lag. An
+    /// idle connection's standing entry, armed with nobody holding it, is
+    /// no timeout, and not counted.
     pub fn stats(&self) -> TimerStats {
-        self.counters.snapshot()
+        self.idle_standing.take_out(self.counters.snapshot())
+    }
+
+    /// What the standing entries on this loop's heap did while nobody held
+    /// them; their owners keep it up to date.
+    pub(crate) fn idle_standing(&self) -> &IdleStanding {
+        &self.idle_standing
     }
 
     /// Stops the loop: rejects new work, runs the tasks already accepted,

@@ -1050,6 +1050,16 @@ fn with_a_spin_past_every_deadline_an_idle_loop_is_taken_back_at_once() {
     group.shutdown();
 }
 
+/// The CPU time of the calling thread, in clock ticks.
+#[cfg(target_os = "linux")]
+fn thread_ticks() -> u64 {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
+    let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..]
+        .split_whitespace()
+        .collect();
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
 /// With a manual clock a deadline within the loop's spin (but not due at
 /// the clock's time) does not make it poll without blocking: the clock
 /// stands still until advanced, and the loop sleeps meanwhile.
@@ -1060,14 +1070,6 @@ fn a_manual_clock_loop_sleeps_however_near_its_next_deadline() {
     struct Nothing;
     impl LoopTimeout for Nothing {
         fn expire(self: Arc<Self>, _tag: u64, _cx: &mut LoopContext<'_>) {}
-    }
-    /// The CPU time of the calling thread, in clock ticks.
-    fn thread_ticks() -> u64 {
-        let stat = std::fs::read_to_string("/proc/thread-self/stat").unwrap();
-        let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..]
-            .split_whitespace()
-            .collect();
-        fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
     }
     let clock = ManualClock::new();
     let group = EventLoopGroup::builder()
@@ -1458,4 +1460,135 @@ fn a_group_shutdown_tells_every_loop_before_it_joins_one() {
         "the first loop's task was never told: the second loop was not asked to stop"
     );
     shutter.join().unwrap();
+}
+
+// Idle standing entries: an HTTP/1 connection's entry left armed between
+// its requests, nobody holding it (see `IdleStanding`). Here an entry of
+// the tests' own, counted idle by hand as its owner would count it.
+
+/// The system clock, counting its reads.
+#[derive(Debug, Default)]
+struct CountedClock(AtomicUsize);
+
+impl tickless_timer::Clock for CountedClock {
+    fn now(&self) -> Instant {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Instant::now()
+    }
+}
+
+/// A timeout that does nothing when it expires.
+struct Nothing;
+
+impl LoopTimeout for Nothing {
+    fn expire(self: Arc<Self>, _tag: u64, _cx: &mut LoopContext<'_>) {}
+}
+
+/// Runs `count` tasks on `event_loop`, one after the other, each waited
+/// for.
+fn run_tasks_one_by_one(event_loop: &EventLoop, count: usize) {
+    for _ in 0..count {
+        let (ran, told) = mpsc::channel();
+        event_loop
+            .execute(move |_| {
+                let _ = ran.send(());
+            })
+            .unwrap();
+        told.recv_timeout(Duration::from_secs(10)).unwrap();
+    }
+}
+
+/// A loop reads the clock after every task while anything is armed on its
+/// heap — but not while all that is armed is idle standing entries, whose
+/// fire would do nothing: then a turn costs no read of the clock at all
+/// (its poll's precise wait covers the entry's deadline already).
+#[test]
+fn a_loop_with_only_an_idle_standing_entry_reads_no_clock_after_its_tasks() {
+    let clock = Arc::new(CountedClock::default());
+    let group = EventLoopGroup::builder()
+        .threads(1)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let event_loop = group.loops()[0].clone();
+    let reads_over_tasks = |count| {
+        let before = clock.0.load(Ordering::SeqCst);
+        run_tasks_one_by_one(&event_loop, count);
+        clock.0.load(Ordering::SeqCst) - before
+    };
+    let far = Instant::now() + Duration::from_secs(3600);
+    event_loop.schedule(far, Arc::new(Nothing), 0).unwrap();
+    // Held (a request's timeout, in effect): a read after each task.
+    let live = reads_over_tasks(100);
+    assert!(live >= 99, "{live} reads of the clock over 100 tasks");
+    event_loop.idle_standing().idle_now(true);
+    let idle = reads_over_tasks(100);
+    assert!(idle < 10, "{idle} reads of the clock over 100 tasks");
+    assert_eq!(event_loop.stats().armed, 0, "an idle entry is no timeout");
+    // Held again: read again.
+    event_loop.idle_standing().idle_now(false);
+    let live = reads_over_tasks(100);
+    assert!(live >= 99, "{live} reads of the clock over 100 tasks");
+    assert_eq!(event_loop.stats().armed, 1);
+    group.shutdown();
+}
+
+/// An idle standing entry that falls due is popped all the same — its
+/// loop's poll, finding it due, forces the expiry the idle gate would
+/// skip — and the loop then sleeps: without it, every poll would find the
+/// same deadline due and return at once, for ever. With and without a
+/// spin before deadlines, with and without a precise wait.
+#[test]
+fn an_idle_standing_entry_that_falls_due_is_popped_and_the_loop_then_sleeps() {
+    for spin in [Duration::ZERO, Duration::from_millis(10)] {
+        idle_entry_is_popped_and_the_loop_sleeps(spin);
+    }
+}
+
+#[test]
+fn without_a_precise_wait_an_idle_standing_entry_that_falls_due_is_popped() {
+    turn::WITHOUT_PRECISE_WAIT.with(|without| without.set(true));
+    for spin in [Duration::ZERO, Duration::from_millis(10)] {
+        idle_entry_is_popped_and_the_loop_sleeps(spin);
+    }
+}
+
+fn idle_entry_is_popped_and_the_loop_sleeps(spin: Duration) {
+    /// Uncounts itself when it expires, as a standing entry's fire does.
+    struct IdleEntry(Arc<EventLoop>, mpsc::Sender<Instant>);
+    impl LoopTimeout for IdleEntry {
+        fn expire(self: Arc<Self>, _tag: u64, _cx: &mut LoopContext<'_>) {
+            self.0.idle_standing().idle_now(false);
+            let _ = self.1.send(Instant::now());
+        }
+    }
+    let group = EventLoopGroup::builder()
+        .threads(1)
+        .spin_before_deadline(spin)
+        .build()
+        .unwrap();
+    let event_loop = group.loops()[0].clone();
+    let (expired, told) = mpsc::channel();
+    let deadline = Instant::now() + Duration::from_millis(30);
+    // Counted idle before it is armed, so that no expiry sees it live.
+    event_loop.idle_standing().idle_now(true);
+    event_loop
+        .schedule(
+            deadline,
+            Arc::new(IdleEntry(event_loop.clone(), expired)),
+            0,
+        )
+        .unwrap();
+    let at = told
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the idle entry was never popped");
+    assert!(at >= deadline, "popped early");
+    assert_eq!(event_loop.stats().armed, 0);
+    // Nothing armed now: the loop blocks in its poll.
+    let before = on_loop(&event_loop, thread_ticks);
+    thread::sleep(Duration::from_millis(500));
+    let used = on_loop(&event_loop, thread_ticks) - before;
+    group.shutdown();
+    // Ticks are 10 ms: a loop polling without blocking takes most of 50.
+    assert!(used < 20, "{used} ticks of the loop's CPU in 500 ms");
 }

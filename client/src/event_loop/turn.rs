@@ -599,8 +599,14 @@ impl EventLoop {
         let mut inbox = lock(&self.inbox);
         // Read under the inbox lock (inbox, then timers, as the idle thread
         // does): a deadline armed after this read finds the loop idle, and
-        // wakes its thread if it comes first.
-        let nearest = lock(&self.timers).heap.next_deadline();
+        // wakes its thread if it comes first. Idle standing entries' (see
+        // `expire_due`) wake nobody: their fire does nothing, and the
+        // thread, a grace away at most, pops them when it looks again.
+        let nearest = {
+            let timers = lock(&self.timers);
+            let all_idle = timers.heap.len() <= self.idle_standing.armed();
+            timers.heap.next_deadline().filter(|_| !all_idle)
+        };
         inbox.driver = Driver::Idle;
         inbox.parked = false;
         inbox.releases = inbox.releases.wrapping_add(1);
@@ -778,9 +784,12 @@ impl EventLoop {
             // task's expiry read it).
             None => None,
             Some(deadline) => {
-                self.wait_for_deadline(turn.wait.as_mut(), turn.manual_clock, deadline, || {
-                    clock_read.unwrap_or_else(|| self.clock.now())
-                })
+                let timeout =
+                    self.wait_for_deadline(turn.wait.as_mut(), turn.manual_clock, deadline, || {
+                        clock_read.unwrap_or_else(|| self.clock.now())
+                    });
+                self.force_expiry_if(timeout);
+                timeout
             }
         };
         if timeout != Some(Duration::ZERO) {
@@ -812,6 +821,7 @@ impl EventLoop {
                 if let (Some(_), Some(deadline)) = (timeout, nearest) {
                     timeout = self
                         .wait_for_deadline(None, turn.manual_clock, deadline, || self.clock.now());
+                    self.force_expiry_if(timeout);
                 }
             }
             if !self.park() {
@@ -897,6 +907,7 @@ impl EventLoop {
             let now = Instant::now();
             let nearest = lock(&self.timers).heap.next_deadline();
             if nearest.is_some_and(|deadline| deadline <= now) {
+                self.force_expiry();
                 return true;
             }
             if now >= until {
@@ -964,6 +975,7 @@ impl EventLoop {
                     if let Some(wait) = turn.wait.as_mut() {
                         wait.acknowledge();
                     }
+                    self.force_expiry();
                 }
                 token => {
                     if let Some(source) = cx.sources.by_token(token.0) {
@@ -979,12 +991,40 @@ impl EventLoop {
 
     /// Step 4: expires every entry due now. `due` is scratch space.
     /// Returns the clock as read, if it was and nothing was due.
+    ///
+    /// Run after every task and every event: with nothing armed it costs
+    /// the lock alone, not a read of the clock too — nor with nothing
+    /// armed but *idle standing entries*, an HTTP/1 connection's entry
+    /// left armed between its requests with nobody holding it (see
+    /// [`IdleStanding`](super::IdleStanding)), unless an expiry is
+    /// *forced*. Why that is safe:
+    ///
+    /// * The gate only ever skips entries whose fire is a no-op: an idle
+    ///   entry's fire counts, and fires nothing.
+    /// * An entry that falls due must still be popped, idle or not, or a
+    ///   poll whose wait says "due now" would return at once for ever. So
+    ///   the driver forces the next expiry whenever its poll finds the
+    ///   nearest deadline due or within its spin, its spin ends for a due
+    ///   deadline, or its precise wait goes off ([`force_expiry`](Self::force_expiry)):
+    ///   the poll's wait covers every deadline on the heap, idle or not.
+    /// * A hold makes its entry live (the idle count drops) under the
+    ///   standing entry's lock, on the thread that holds — almost always
+    ///   this loop's own (an exchange starts on a pooled connection in a
+    ///   task of the loop). An entry held from another thread while this
+    ///   one reads a count that has not dropped yet is due no earlier than
+    ///   it was (a hold for an earlier deadline moves the entry, and is
+    ///   uncounted first), a deadline the poll's wait already covers: the
+    ///   forced expiry then pops it. An idle entry leaving the heap
+    ///   otherwise is uncounted before it goes (a disarm), or by this
+    ///   thread in the same expiry that popped it (a fire).
     fn expire_due(&self, cx: &mut LoopContext<'_>, due: &mut Vec<Entry>) -> Option<Instant> {
         let now = {
             let mut timers = lock(&self.timers);
-            // Run after every task and every event: with nothing armed it
-            // costs the lock alone, not a read of the clock too.
-            timers.heap.next_deadline()?;
+            let all_idle = timers.heap.len() <= self.idle_standing.armed();
+            if all_idle && !timers.forced_expiry {
+                return None;
+            }
+            timers.forced_expiry = false;
             let now = self.clock.now();
             while let Some((_, entry)) = timers.heap.pop_due(now) {
                 due.push(entry);
@@ -1000,6 +1040,27 @@ impl EventLoop {
         // A timeout's waiter is woken at once, held wake-ups or not.
         task_wakes::unheld(|| self.expire(cx, due));
         None
+    }
+
+    /// Has the next [`expire_due`](Self::expire_due) look at the clock
+    /// even if every entry on the heap is an idle standing one: the
+    /// driver's poll or spin found a deadline due (or within its spin), or
+    /// its precise wait went off. With no idle entry on the heap, nothing
+    /// to force: the gate is shut only for an empty heap then. (One that
+    /// goes idle just after this look is forced by the next poll, which
+    /// finds the same deadline due.)
+    fn force_expiry(&self) {
+        if self.idle_standing.armed() > 0 {
+            lock(&self.timers).forced_expiry = true;
+        }
+    }
+
+    /// [`force_expiry`](Self::force_expiry) if `timeout`, a poll's wait
+    /// for the nearest deadline, is none at all.
+    fn force_expiry_if(&self, timeout: Option<Duration>) {
+        if timeout == Some(Duration::ZERO) {
+            self.force_expiry();
+        }
     }
 
     fn expire(&self, cx: &mut LoopContext<'_>, due: &mut Vec<Entry>) {

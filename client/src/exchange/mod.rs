@@ -37,10 +37,12 @@
 //!   deadlines (a same-thread arm, no wake-up) and bound the proxy's
 //!   handshake and TLS from there, so that by the time the connection is
 //!   ready to carry the request its timers are on its loop;
-//! * in wheel mode, an exchange on an HTTP/1 connection holds that
-//!   connection's standing wheel entry rather than arm one of its own (see
-//!   [`Standing`]): on the pooled path from the start, on the connect path
-//!   once the connection is attached ready;
+//! * an exchange on an HTTP/1 connection holds that connection's standing
+//!   entry rather than arm one of its own (see [`Standing`]): on the wheel
+//!   in wheel mode, on the connection's loop in event-loop mode; on the
+//!   pooled path from the start (in event-loop mode, from the task that
+//!   attaches it), on the connect path once the connection is attached
+//!   ready;
 //! * a connection that fails under a request it will retry is detached
 //!   ([`ConnSlot::None`]): its read timeout goes with it, and the request
 //!   timeout goes back to the wheel until the next connection is ready.
@@ -97,8 +99,9 @@ pub(crate) struct ConnRef {
     /// What wakes the connection for this exchange, if not the whole
     /// source (an HTTP/2 stream's own waker).
     pub(crate) waker: Option<std::task::Waker>,
-    /// The connection's standing wheel entry (HTTP/1 in wheel mode), which
-    /// its exchanges hold one after another rather than arm their own.
+    /// The connection's standing timer entry (HTTP/1: on the wheel, or on
+    /// its loop in event-loop mode), which its exchanges hold one after
+    /// another rather than arm their own.
     pub(crate) standing: Option<Arc<Standing>>,
 }
 

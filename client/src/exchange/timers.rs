@@ -24,10 +24,11 @@
 //! * Nothing is armed before [`start`](TimerTable::start): arming is never
 //!   done in a constructor, so an expiry can never find a half-built
 //!   exchange. `start` is idempotent.
-//! * In wheel mode an exchange on an HTTP/1 connection holds the
-//!   connection's [`Standing`] entry instead of arming its own, where it
-//!   can (not held by another): see there. A move of a held entry is a new
-//!   hold of the same entry, nothing to cancel.
+//! * An exchange on an HTTP/1 connection holds the connection's
+//!   [`Standing`] entry instead of arming its own, where it can (not held
+//!   by another, and on the table's home: the wheel in wheel mode, the
+//!   connection's loop in event-loop mode): see there. A move of a held
+//!   entry is a new hold of the same entry, nothing to cancel.
 //! * A home loop that is shutting down may still reject the arm; the entry
 //!   then falls back to the wheel. A wheel that has stopped refuses: the
 //!   caller must end the exchange ([`Changed::refused`]), nothing else would.
@@ -102,7 +103,7 @@ impl Armed {
         match self {
             Armed::Wheel(_) => true,
             Armed::Loop(..) => false,
-            Armed::Standing(..) => true,
+            Armed::Standing(standing, _) => !standing.on_loop(),
         }
     }
 
@@ -159,9 +160,10 @@ pub(crate) struct TimerTable {
     /// Where entries go: the scheduler of the loop that owns the exchange's
     /// connection, or the wheel (`None`).
     home: Option<Arc<dyn TimeoutScheduler>>,
-    /// The standing entry of the exchange's HTTP/1 connection in wheel
-    /// mode: held, while the home is the wheel, rather than an entry of the
-    /// table's own where it can be.
+    /// The standing entry of the exchange's HTTP/1 connection: held,
+    /// while the home is where it is armed (the wheel, or the
+    /// connection's loop), rather than an entry of the table's own where
+    /// it can be.
     standing: Option<Arc<Standing>>,
     /// Bumped on every change of `home` or `standing`.
     home_epoch: u32,
@@ -346,9 +348,18 @@ impl TimerTable {
         target: &Arc<T>,
         wheel: &HashedWheelTimer,
     ) -> Option<Armed> {
-        if let (None, Some(standing)) = (&self.home, &self.standing) {
-            let target: Arc<dyn Target> = target.clone();
-            if let Some(serial) = standing.hold(deadline, &target, tag, replacing) {
+        // A connection's home and standing entry are set together, from
+        // the same connection: a loop's standing entry is on the home loop.
+        let standing = self
+            .standing
+            .as_ref()
+            .filter(|standing| standing.on_loop() == self.home.is_some());
+        if let Some(standing) = standing {
+            #[cfg(debug_assertions)]
+            if let Some(home) = &self.home {
+                debug_assert!(standing.is_on(home), "a standing entry off its home loop");
+            }
+            if let Some(serial) = standing.hold(deadline, target, tag, replacing) {
                 return Some(Armed::Standing(standing.clone(), serial));
             }
         }

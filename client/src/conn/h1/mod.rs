@@ -299,7 +299,7 @@ impl Conn {
         // whose request deadline on this loop has passed, is not attached,
         // and its request not sent: the connection goes back, idle since
         // it last was.
-        self.make_standing_for(&exchange);
+        self.make_standing_for(&exchange, cx.event_loop());
         if !exchange.start_on(self.conn_ref(cx)) {
             let now = self.now();
             return self.offer_idle_or_close(cx, &exchange, now);

@@ -381,7 +381,8 @@ fn an_ended_table_arms_nothing_and_every_late_expiry_is_stale() {
 // Standing entries: the exchanges of one connection, one after another,
 // on the real wheel of a manual clock.
 
-use super::super::standing::{IdleStanding, StandingEnv};
+use super::super::standing::StandingEnv;
+use crate::event_loop::IdleStanding;
 
 /// Exchanges on one HTTP/1 connection whose standing entry is on the
 /// wheel.
@@ -397,7 +398,7 @@ impl Connection {
         let (clock, wheel) = manual_wheel();
         let env = StandingEnv::new(wheel.clone());
         let shared: tickless_timer::SharedClock = Arc::new(clock.clone());
-        let standing = env.entry(&shared);
+        let standing = env.on_wheel(&shared);
         Connection {
             clock,
             wheel,
@@ -514,15 +515,14 @@ fn letting_go_of_an_old_hold_frees_nothing_held_since() {
     let c = Connection::new();
     let p = c.exchange(SECOND);
     end(&p);
-    let target: Arc<dyn Target> = p;
     let deadline = c.clock.now() + SECOND;
-    let first = c.standing.hold(deadline, &target, 1, None).expect("free");
+    let first = c.standing.hold(deadline, &p, 1, None).expect("free");
     c.standing.let_go(first);
-    assert!(c.standing.hold(deadline, &target, 2, None).is_some());
+    assert!(c.standing.hold(deadline, &p, 2, None).is_some());
     c.standing.let_go(first);
     assert_eq!(c.armed(), (1, 1), "still held");
     assert!(
-        c.standing.hold(deadline, &target, 3, None).is_none(),
+        c.standing.hold(deadline, &p, 3, None).is_none(),
         "held by the second"
     );
 }
@@ -593,7 +593,7 @@ fn a_standing_entry_armed_again_for_a_deadline_an_advance_has_just_passed_fires(
     });
     let shared: tickless_timer::SharedClock = racing.clone();
     let c = Connection {
-        standing: env.entry(&shared),
+        standing: env.on_wheel(&shared),
         clock,
         wheel,
         env,
@@ -609,4 +609,177 @@ fn a_standing_entry_armed_again_for_a_deadline_an_advance_has_just_passed_fires(
     assert_eq!(c.clock.now() - start, 2 * SECOND + SECOND / 2);
     assert_eq!(held.seen(), [due(true, false)], "its deadline has passed");
     assert_eq!(c.armed(), (0, 0));
+}
+
+// Standing entries on a loop's heap (event-loop mode): a real loop on a
+// manual clock, its expiries run on its thread.
+
+use crate::event_loop::EventLoopGroup;
+
+/// Exchanges on one HTTP/1 connection whose standing entry is on the heap
+/// of a real loop, on a manual clock.
+struct LoopConnection {
+    clock: ManualClock,
+    wheel: HashedWheelTimer,
+    group: EventLoopGroup,
+    event_loop: Arc<EventLoop>,
+    standing: Arc<Standing>,
+}
+
+impl LoopConnection {
+    fn new() -> LoopConnection {
+        let (clock, wheel) = manual_wheel();
+        let shared: tickless_timer::SharedClock = Arc::new(clock.clone());
+        let group = EventLoopGroup::builder()
+            .threads(1)
+            .clock(shared.clone())
+            .build()
+            .unwrap();
+        let event_loop = group.loops()[0].clone();
+        let standing = StandingEnv::on_loop(event_loop.clone(), &shared);
+        LoopConnection {
+            clock,
+            wheel,
+            group,
+            event_loop,
+            standing,
+        }
+    }
+
+    /// An exchange on it, started, whose request deadline is `timeout`
+    /// from now.
+    fn exchange(&self, timeout: Duration) -> Arc<Probe> {
+        let p = probe_on(&self.clock, &self.wheel, timeout);
+        let home: Arc<dyn TimeoutScheduler> = self.event_loop.clone();
+        p.change(|t| {
+            t.set_home(Some(home), Some(self.standing.clone()));
+            t.start();
+        });
+        p
+    }
+
+    /// The loop's heap entries, as it holds them and as its stats count
+    /// them (without an idle standing entry).
+    fn armed(&self) -> (usize, usize) {
+        let stats = self.event_loop.stats().armed;
+        (stats + self.event_loop.idle_standing().armed(), stats)
+    }
+
+    /// Advances the clock by `by` and returns once the loop has expired
+    /// what that made due: a task posted after the advance has run, and so
+    /// has the expiry that follows it.
+    fn advance(&self, by: Duration) {
+        self.clock.advance(by);
+        for _ in 0..2 {
+            let (ran, told) = std::sync::mpsc::channel();
+            self.event_loop
+                .execute(move |_| {
+                    let _ = ran.send(());
+                })
+                .unwrap();
+            told.recv_timeout(Duration::from_secs(10)).unwrap();
+        }
+    }
+}
+
+#[test]
+fn on_a_loop_a_kept_alive_exchange_holds_the_standing_entry_and_fires_at_its_deadline() {
+    let c = LoopConnection::new();
+    let first = c.exchange(5 * SECOND);
+    assert_eq!(first.placed(), Some(true), "on the loop");
+    assert_eq!(c.armed(), (1, 1));
+    end(&first);
+    // Left armed on the heap, but a request's timer no more.
+    assert_eq!(c.armed(), (1, 0));
+    c.advance(SECOND);
+    let second = c.exchange(5 * SECOND);
+    assert_eq!(c.armed(), (1, 1), "held, nothing armed of its own");
+    assert_eq!(c.event_loop.stats().cancelled, 0, "nothing disarmed");
+    // The entry comes at the first deadline, early for the second: armed
+    // again for it, on the loop, and nothing fires.
+    c.advance(4 * SECOND);
+    assert_eq!(second.seen(), []);
+    assert_eq!(c.armed(), (1, 1));
+    assert_eq!(c.event_loop.stats().fired, 0);
+    // Never early; at its deadline exactly.
+    c.advance(SECOND - Duration::from_nanos(1));
+    assert_eq!(second.seen(), []);
+    c.advance(Duration::from_nanos(1));
+    assert_eq!(second.seen(), [due(true, false)]);
+    let stats = c.event_loop.stats();
+    assert_eq!((stats.armed, stats.fired), (0, 1), "{stats:?}");
+    assert_eq!(c.armed(), (0, 0));
+    assert_eq!(first.seen(), []);
+    c.group.shutdown();
+}
+
+#[test]
+fn on_a_loop_an_idle_standing_entry_that_falls_due_fires_nothing_and_counts_nothing() {
+    let c = LoopConnection::new();
+    end(&c.exchange(SECOND));
+    assert_eq!(c.armed(), (1, 0));
+    c.advance(SECOND);
+    assert_eq!(c.armed(), (0, 0), "popped");
+    let stats = c.event_loop.stats();
+    assert_eq!((stats.fired, stats.cancelled), (0, 0), "{stats:?}");
+    // The next exchange arms it again.
+    let next = c.exchange(SECOND);
+    assert_eq!(c.armed(), (1, 1));
+    c.advance(SECOND);
+    assert_eq!(next.seen(), [due(true, false)]);
+    c.group.shutdown();
+}
+
+#[test]
+fn on_a_loop_an_earlier_deadline_moves_the_standing_entry_first() {
+    let c = LoopConnection::new();
+    end(&c.exchange(5 * SECOND));
+    let hurried = c.exchange(SECOND);
+    assert_eq!(c.armed(), (1, 1), "moved, not a second entry");
+    c.advance(SECOND - Duration::from_nanos(1));
+    assert_eq!(hurried.seen(), []);
+    c.advance(Duration::from_nanos(1));
+    assert_eq!(hurried.seen(), [due(true, false)], "not at the 5 s entry");
+    assert_eq!(c.armed(), (0, 0));
+    assert_eq!(
+        c.event_loop.stats().cancelled,
+        0,
+        "an idle entry's move is no timer's"
+    );
+    c.group.shutdown();
+}
+
+#[test]
+fn on_a_loop_a_closed_connection_disarms_its_idle_entry_and_a_stopped_loop_tells_the_holder() {
+    let c = LoopConnection::new();
+    end(&c.exchange(5 * SECOND));
+    c.standing.close();
+    assert_eq!(c.armed(), (0, 0));
+    assert_eq!(c.event_loop.stats().cancelled, 0);
+    // Closed: an exchange arms its own, on the loop.
+    let own = c.exchange(SECOND);
+    assert_eq!((own.placed(), c.armed()), (Some(true), (1, 1)));
+    end(&own);
+    assert_eq!(c.armed(), (0, 0));
+
+    let held = LoopConnection::new();
+    let p = held.exchange(5 * SECOND);
+    held.group.shutdown();
+    assert_eq!(p.seen(), [Seen::Stopped { live: true }]);
+}
+
+/// A loop's standing entry is held only by a table whose home is that
+/// loop: one whose entries go to the wheel (a connection detached, say)
+/// arms its own there.
+#[test]
+fn a_table_homed_on_the_wheel_does_not_hold_a_loops_standing_entry() {
+    let c = LoopConnection::new();
+    let p = probe_on(&c.clock, &c.wheel, SECOND);
+    p.change(|t| {
+        t.set_home(None, Some(c.standing.clone()));
+        t.start();
+    });
+    assert_eq!(p.placed(), Some(false), "on the wheel");
+    assert_eq!(c.armed(), (0, 0));
+    c.group.shutdown();
 }
