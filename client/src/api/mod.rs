@@ -75,7 +75,12 @@ pub struct ClientStats {
     /// Pool-cleaner entries armed on the wheel (it re-arms itself while the
     /// client is open; `close` takes it off: 0 after).
     pub pool_cleaner_armed: usize,
-    /// Each event loop's deadline heap, by loop index.
+    /// Each event loop's deadline heap, by loop index. In event-loop mode
+    /// an HTTP/1 connection keeps one standing entry on its loop's heap,
+    /// as on the wheel above: counted (armed, fired, cancelled) only while
+    /// a request holds it, and its lag histogram counts all its fires —
+    /// an idle connection's entry, whose fire does nothing, may be taken
+    /// out late on a loop kept busy, and that lateness is in `lag` too.
     pub loops: Vec<TimerStats>,
     /// Connections open (or opening), busy or idle; each holds a permit.
     pub open_connections: usize,

@@ -143,6 +143,15 @@ struct Timers {
     forced_expiry: bool,
 }
 
+impl Timers {
+    /// Whether every entry on the heap is an idle standing one (`idle`:
+    /// the loop's count of them), whose fire does nothing — or the heap
+    /// is empty. See [`EventLoop::expire_due`].
+    fn all_idle(&self, idle: &IdleStanding) -> bool {
+        self.heap.len() <= idle.armed()
+    }
+}
+
 /// One I/O thread, and what it owns.
 ///
 /// # What a loop owns
@@ -745,7 +754,8 @@ impl EventLoop {
 
     /// Timeouts armed now on this loop, fired so far, and their lag. An
     /// idle connection's standing entry, armed with nobody holding it, is
-    /// no timeout, and not counted.
+    /// no timeout: not counted armed, fired or cancelled — but its fires
+    /// are in the lag histogram, as every entry taken off the heap is.
     pub fn stats(&self) -> TimerStats {
         self.idle_standing.take_out(self.counters.snapshot())
     }

@@ -604,7 +604,7 @@ impl EventLoop {
         // thread, a grace away at most, pops them when it looks again.
         let nearest = {
             let timers = lock(&self.timers);
-            let all_idle = timers.heap.len() <= self.idle_standing.armed();
+            let all_idle = timers.all_idle(&self.idle_standing);
             timers.heap.next_deadline().filter(|_| !all_idle)
         };
         inbox.driver = Driver::Idle;
@@ -1007,6 +1007,11 @@ impl EventLoop {
     ///   nearest deadline due or within its spin, its spin ends for a due
     ///   deadline, or its precise wait goes off ([`force_expiry`](Self::force_expiry)):
     ///   the poll's wait covers every deadline on the heap, idle or not.
+    ///   A busy turn (tasks left over) polls without a wait, and forces
+    ///   nothing: an idle entry may then be taken out late, which delays
+    ///   no one (its lateness is in the loop's lag histogram all the same);
+    ///   a live one is late so only in the case below, a hold from
+    ///   another thread read stale, and no later than the turns stay busy.
     /// * A hold makes its entry live (the idle count drops) under the
     ///   standing entry's lock, on the thread that holds — almost always
     ///   this loop's own (an exchange starts on a pooled connection in a
@@ -1020,8 +1025,7 @@ impl EventLoop {
     fn expire_due(&self, cx: &mut LoopContext<'_>, due: &mut Vec<Entry>) -> Option<Instant> {
         let now = {
             let mut timers = lock(&self.timers);
-            let all_idle = timers.heap.len() <= self.idle_standing.armed();
-            if all_idle && !timers.forced_expiry {
+            if timers.all_idle(&self.idle_standing) && !timers.forced_expiry {
                 return None;
             }
             timers.forced_expiry = false;
