@@ -317,7 +317,11 @@ impl EventLoop {
         cx.sources.polled_at = complete.then(Instant::now);
         // The tasks the events' sources wake are woken once all have run.
         task_wakes::holding(|| self.dispatch_events(&mut cx, turn));
-        self.expire_due(&mut cx, &mut turn.due);
+        // Each event's expiry has run, the last one's just now; a poll
+        // that ended with no event (its wait for a deadline) has its own.
+        if turn.events.is_empty() {
+            self.expire_due(&mut cx, &mut turn.due);
+        }
         self.run_again(&mut cx, &mut turn.due);
         self.close_aborted(&mut cx, &mut turn.due, usize::MAX);
         Turned::Again
@@ -380,7 +384,10 @@ impl EventLoop {
                 poll_next = turn.events.iter().count() == turn.events.capacity();
                 cx.sources.polled_at = (!poll_next).then(Instant::now);
                 task_wakes::holding(|| self.dispatch_events(&mut cx, turn));
-                self.expire_due(&mut cx, &mut turn.due);
+                // As in a thread's turn: each event's expiry has run.
+                if turn.events.is_empty() {
+                    self.expire_due(&mut cx, &mut turn.due);
+                }
             }
             if self.run_tasks(&mut cx, turn).exit {
                 return self.hand_back_to_thread();
