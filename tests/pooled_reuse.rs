@@ -6,8 +6,8 @@
 mod support;
 
 use std::io::Write;
-use std::net::TcpListener;
-use std::sync::mpsc;
+use std::net::{SocketAddr, TcpListener};
+use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 use support::{accept_in_time, ok, HoldingListener, RequestReader};
@@ -15,12 +15,19 @@ use tickless::Client;
 
 const WAIT: Duration = Duration::from_secs(20);
 
-#[test]
-fn a_post_never_goes_on_a_connection_closed_while_the_loop_was_held_up() {
-    // The first connection answers once, then closes when told; every
-    // later one answers each request with "fresh".
+/// The origin: its first connection answers one request, then closes
+/// when told (`close`; `has_closed` says it has); every later one answers
+/// each request with "fresh" — "/younger" only once told so through
+/// `answer_younger`, if given (or once the wait for its word ends).
+struct Origin {
+    addr: SocketAddr,
+    close: mpsc::Sender<()>,
+    has_closed: mpsc::Receiver<()>,
+}
+
+fn origin(answer_younger: Option<mpsc::Receiver<()>>) -> Origin {
     let origin = TcpListener::bind("127.0.0.1:0").unwrap();
-    let origin_addr = origin.local_addr().unwrap();
+    let addr = origin.local_addr().unwrap();
     let (close, closing) = mpsc::channel::<()>();
     let (closed, has_closed) = mpsc::channel::<()>();
     thread::spawn(move || {
@@ -30,17 +37,46 @@ fn a_post_never_goes_on_a_connection_closed_while_the_loop_was_held_up() {
         closing.recv().unwrap();
         drop(first);
         closed.send(()).unwrap();
+        let answer_younger = Arc::new(Mutex::new(answer_younger));
         for (index, stream) in origin.incoming().enumerate() {
             let mut stream = stream.unwrap();
+            let answer_younger = answer_younger.clone();
             thread::spawn(move || {
                 let mut reader = RequestReader::new(index + 1);
-                while reader.read_request(&mut stream).is_ok()
-                    && stream.write_all(&ok("fresh")).is_ok()
-                {}
+                while let Ok(request) = reader.read_request(&mut stream) {
+                    if request.target == "/younger" {
+                        if let Some(word) = &*answer_younger.lock().unwrap() {
+                            let _ = word.recv_timeout(WAIT);
+                        }
+                    }
+                    if stream.write_all(&ok("fresh")).is_err() {
+                        return;
+                    }
+                }
             });
         }
     });
-    // A second server, whose answer's listener holds the client's one loop.
+    Origin {
+        addr,
+        close,
+        has_closed,
+    }
+}
+
+/// Has `client`'s first request to `origin` answered (its connection then
+/// idle, its socket drained), then holds the client's one loop in the
+/// listener of an answer from a second server until the sender returned
+/// is told; the thread returned ends with that answer's text.
+fn hold_the_loop_after_a_first_answer(
+    client: &Client,
+    origin: &Origin,
+) -> (thread::JoinHandle<String>, mpsc::Sender<()>) {
+    let first = client
+        .get(format!("http://{}/a", origin.addr))
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(first.text().wait().unwrap(), "ok");
     let slow = TcpListener::bind("127.0.0.1:0").unwrap();
     let slow_addr = slow.local_addr().unwrap();
     thread::spawn(move || {
@@ -51,36 +87,32 @@ fn a_post_never_goes_on_a_connection_closed_while_the_loop_was_held_up() {
             thread::sleep(WAIT);
         }
     });
-
-    let client = Client::builder().event_loops(1).build().unwrap();
-    let first = client
-        .get(format!("http://{origin_addr}/a"))
-        .send()
-        .wait()
-        .unwrap();
-    assert_eq!(first.text().wait().unwrap(), "ok");
-    // The origin's connection is idle, its socket drained. The loop goes
-    // into the slow answer's listener and stays there.
     let (listener, has_entered, release) = HoldingListener::new(WAIT);
-    let held = {
-        let client = client.clone();
-        thread::spawn(move || {
-            let response = client
-                .get(format!("http://{slow_addr}/"))
-                .listener(listener)
-                .send()
-                .wait()
-                .unwrap();
-            response.text().wait().unwrap()
-        })
-    };
+    let client = client.clone();
+    let held = thread::spawn(move || {
+        let response = client
+            .get(format!("http://{slow_addr}/"))
+            .listener(listener)
+            .send()
+            .wait()
+            .unwrap();
+        response.text().wait().unwrap()
+    });
     has_entered.recv_timeout(WAIT).unwrap();
+    (held, release)
+}
+
+#[test]
+fn a_post_never_goes_on_a_connection_closed_while_the_loop_was_held_up() {
+    let origin = origin(None);
+    let client = Client::builder().event_loops(1).build().unwrap();
+    let (held, release) = hold_the_loop_after_a_first_answer(&client, &origin);
     // Meanwhile the origin closes the idle connection, and a POST is sent,
     // to run once the loop is let go.
-    close.send(()).unwrap();
-    has_closed.recv_timeout(WAIT).unwrap();
+    origin.close.send(()).unwrap();
+    origin.has_closed.recv_timeout(WAIT).unwrap();
     let post = client
-        .post(format!("http://{origin_addr}/b"))
+        .post(format!("http://{}/b", origin.addr))
         .body("payload")
         .send();
     // Held up well past the 500 µs within which the loop trusts its last
@@ -103,86 +135,24 @@ fn a_post_never_goes_on_a_connection_closed_while_the_loop_was_held_up() {
 /// younger's answer takes.
 #[test]
 fn a_request_finding_its_pooled_connection_closed_keeps_its_place_ahead_of_a_younger_one() {
-    // The first connection answers once, then closes when told; every
-    // later one answers each request with "fresh" — "/younger" once the
-    // test says (or the wait for its word ends, should the test fail).
-    let origin = TcpListener::bind("127.0.0.1:0").unwrap();
-    let origin_addr = origin.local_addr().unwrap();
-    let (close, closing) = mpsc::channel::<()>();
-    let (closed, has_closed) = mpsc::channel::<()>();
     let (answer_younger, on_answer_younger) = mpsc::channel::<()>();
-    thread::spawn(move || {
-        let mut first = accept_in_time(&origin);
-        RequestReader::new(0).read_request(&mut first).unwrap();
-        first.write_all(&ok("ok")).unwrap();
-        closing.recv().unwrap();
-        drop(first);
-        closed.send(()).unwrap();
-        let on_answer_younger = std::sync::Arc::new(std::sync::Mutex::new(on_answer_younger));
-        for (index, stream) in origin.incoming().enumerate() {
-            let mut stream = stream.unwrap();
-            let on_answer_younger = on_answer_younger.clone();
-            thread::spawn(move || {
-                let mut reader = RequestReader::new(index + 1);
-                while let Ok(request) = reader.read_request(&mut stream) {
-                    if request.target == "/younger" {
-                        let _ = on_answer_younger.lock().unwrap().recv_timeout(WAIT);
-                    }
-                    if stream.write_all(&ok("fresh")).is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    // A second server, whose answer's listener holds the client's one loop.
-    let slow = TcpListener::bind("127.0.0.1:0").unwrap();
-    let slow_addr = slow.local_addr().unwrap();
-    thread::spawn(move || {
-        for (index, stream) in slow.incoming().enumerate() {
-            let mut stream = stream.unwrap();
-            let _ = RequestReader::new(index).read_request(&mut stream);
-            let _ = stream.write_all(&ok("slow"));
-            thread::sleep(WAIT);
-        }
-    });
-
+    let origin = origin(Some(on_answer_younger));
     let client = Client::builder()
         .event_loops(1)
         .max_connections_per_host(1)
         .build()
         .unwrap();
-    let first = client
-        .get(format!("http://{origin_addr}/a"))
-        .send()
-        .wait()
-        .unwrap();
-    assert_eq!(first.text().wait().unwrap(), "ok");
-    // The loop goes into the slow answer's listener and stays there.
-    let (listener, has_entered, release) = HoldingListener::new(WAIT);
-    let held = {
-        let client = client.clone();
-        thread::spawn(move || {
-            let response = client
-                .get(format!("http://{slow_addr}/"))
-                .listener(listener)
-                .send()
-                .wait()
-                .unwrap();
-            response.text().wait().unwrap()
-        })
-    };
-    has_entered.recv_timeout(WAIT).unwrap();
+    let (held, release) = hold_the_loop_after_a_first_answer(&client, &origin);
     // Meanwhile the origin closes the idle connection; a POST takes it, to
     // run once the loop is let go, and a younger request queues for the
     // host's one connection.
-    close.send(()).unwrap();
-    has_closed.recv_timeout(WAIT).unwrap();
+    origin.close.send(()).unwrap();
+    origin.has_closed.recv_timeout(WAIT).unwrap();
     let post = client
-        .post(format!("http://{origin_addr}/b"))
+        .post(format!("http://{}/b", origin.addr))
         .body("payload")
         .send();
-    let younger = client.get(format!("http://{origin_addr}/younger")).send();
+    let younger = client.get(format!("http://{}/younger", origin.addr)).send();
     assert!(support::eventually(WAIT, || client.stats().waiting == 1));
     release.send(()).unwrap();
     let post = support::within("the POST, ahead of the younger request", WAIT, move || {
