@@ -252,16 +252,24 @@ fn a_second_connection_opens_no_more_streams_than_its_origin_allows_before_its_s
         .http2_max_connections_per_origin(2)
         .build()
         .unwrap();
-    let futures: Vec<_> = (0..BURST)
-        .map(|i| client.get(format!("http://{addr}/{i}")).send())
-        .collect();
-    let failed: Vec<String> = futures
-        .into_iter()
-        .filter_map(|future| future.wait().err().map(|error| error.to_string()))
-        .collect();
-    assert_eq!(failed, Vec::<String>::new());
+    assert_eq!(
+        failures_of_a_burst(&client, addr, BURST),
+        Vec::<String>::new()
+    );
     assert_eq!(*flights.lock().unwrap(), [BURST, LATE_LIMIT]);
     client.close();
+}
+
+/// Sends `burst` requests to `addr` at once, waits for each, and returns
+/// the errors of those that failed.
+fn failures_of_a_burst(client: &Client, addr: std::net::SocketAddr, burst: usize) -> Vec<String> {
+    let futures: Vec<_> = (0..burst)
+        .map(|i| client.get(format!("http://{addr}/{i}")).send())
+        .collect();
+    futures
+        .into_iter()
+        .filter_map(|future| future.wait().err().map(|error| error.to_string()))
+        .collect()
 }
 
 /// A burst to a server that allows 3 streams at once, and sends `GOAWAY`
@@ -275,14 +283,10 @@ fn requests_a_goaway_sends_to_a_new_connection_open_no_more_streams_than_the_old
     const BURST: usize = 10;
     let (addr, flights) = late_limit_server(true);
     let client = h2c_builder(1, CEILING).build().unwrap();
-    let futures: Vec<_> = (0..BURST)
-        .map(|i| client.get(format!("http://{addr}/{i}")).send())
-        .collect();
-    let failed: Vec<String> = futures
-        .into_iter()
-        .filter_map(|future| future.wait().err().map(|error| error.to_string()))
-        .collect();
-    assert_eq!(failed, Vec::<String>::new());
+    assert_eq!(
+        failures_of_a_burst(&client, addr, BURST),
+        Vec::<String>::new()
+    );
     assert_eq!(*flights.lock().unwrap(), [LATE_LIMIT]);
     client.close();
 }
