@@ -22,6 +22,10 @@ impl Http2 {
     pub(super) fn say_goodbye(&mut self) {
         match *self {}
     }
+
+    pub(super) fn load_limit(&self) -> usize {
+        match *self {}
+    }
 }
 
 /// Without HTTP/2, no transport negotiates it.

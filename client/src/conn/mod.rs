@@ -59,7 +59,7 @@ use crate::event_loop::{
     EventLoop, EventLoopGroup, LoopContext, LoopTimerKey, Readiness, Source, SourceRef,
 };
 use crate::events::ConnectionInfo;
-use crate::exchange::{ConnRef, Exchange, Standing, StandingEnv};
+use crate::exchange::{ConnRef, ConnSlot, Exchange, Standing, StandingEnv};
 use crate::net::{Route, Transport};
 use read_buf::ReadBuf;
 use std::any::Any;
@@ -419,6 +419,21 @@ impl Conn {
             waker: None,
             standing,
         }
+    }
+
+    /// `exchange`, none of which was sent on this connection, goes to
+    /// another: a pooled one too if `allow_idle` (not after a close that
+    /// may have made them as stale). From HTTP/2 it takes this one's stream
+    /// limit along ([`Exchange::hear_stream_limit`]). Called before this
+    /// connection closes, if it does: the exchange is then at its place in
+    /// the pool's queue when the permit the close gives back serves the
+    /// oldest waiter.
+    fn send_to_another(&self, exchange: Arc<Exchange>, allow_idle: bool) {
+        if let State::H2(h2) = &self.state {
+            exchange.hear_stream_limit(h2.load_limit());
+        }
+        exchange.attach(ConnSlot::None);
+        self.owner.redispatch(exchange, allow_idle);
     }
 
     /// Arms one connection timer of `kind` on the loop, replacing the one

@@ -14,7 +14,7 @@ use super::{Conn, IdleConn, Offered, State, EXPECT_TIMER};
 use super::{READ_BUDGET, WRITE_BUDGET};
 use crate::error::Error;
 use crate::event_loop::LoopContext;
-use crate::exchange::{deadline_after, own_size, ConnSlot, Exchange, Head, Pushed, Reader, Waiter};
+use crate::exchange::{deadline_after, own_size, Exchange, Head, Pushed, Reader, Waiter};
 use crate::h1::{DecodeError, Decoded, ResponseDecoder};
 use crate::net::Transport;
 use bytes::{Bytes, BytesMut};
@@ -257,8 +257,7 @@ impl Conn {
         exchange: Arc<Exchange>,
     ) -> Result<(), Arc<Exchange>> {
         if !self.still_reusable(cx, &exchange) {
-            exchange.attach(ConnSlot::None);
-            self.owner.redispatch(exchange, true);
+            self.send_to_another(exchange, true);
             self.close(cx);
             return Ok(());
         }
@@ -1202,14 +1201,13 @@ impl Conn {
         // The server may have processed it before it closed (RFC 9110
         // §9.2.2): nothing can say otherwise later.
         exchange.maybe_processed.store(true, Ordering::Release);
-        // Its read timeout stays with the connection it leaves.
-        exchange.attach(ConnSlot::None);
-        // Sent again before this connection closes, so that it is at its
-        // place in the pool's queue (stamped when it first asked) when the
-        // permit the close gives back serves the oldest waiter: that is it,
-        // unless an older one waits — not a request sent after it, queued
+        // Sent again (its read timeout staying with the connection it
+        // leaves) before this connection closes, so that it is at its place
+        // in the pool's queue (stamped when it first asked) when the permit
+        // the close gives back serves the oldest waiter: that is it, unless
+        // an older one waits — not a request sent after it, queued
         // meanwhile, whose whole exchange it would wait behind.
-        self.owner.redispatch(exchange, false);
+        self.send_to_another(exchange, false);
         self.close(cx);
         true
     }

@@ -430,6 +430,12 @@ impl Http2 {
         }
     }
 
+    /// The most streams it may run at once, as it last counted them
+    /// ([`StreamLoad::limit`]).
+    pub(super) fn load_limit(&self) -> usize {
+        self.load.limit()
+    }
+
     /// How many streams may be open at once: the server's
     /// `SETTINGS_MAX_CONCURRENT_STREAMS` ([`streams_before_settings`] until
     /// its SETTINGS come), and the client's own limit (`client`).
@@ -1188,18 +1194,6 @@ impl Conn {
         self.send_to_another(exchange, true);
     }
 
-    /// `exchange` goes to another connection: a pooled one too if
-    /// `allow_idle` (not after a close that may have made them as stale).
-    /// It takes this one's stream limit along
-    /// ([`Exchange::hear_stream_limit`]).
-    fn send_to_another(&self, exchange: Arc<Exchange>, allow_idle: bool) {
-        if let State::H2(h2) = &self.state {
-            exchange.hear_stream_limit(h2.load.limit());
-        }
-        exchange.attach(ConnSlot::None);
-        self.owner.redispatch(exchange, allow_idle);
-    }
-
     /// A request that was never sent goes to another connection once, for
     /// the server's departure: a server that sends `GOAWAY` (or closes) as
     /// soon as a connection opens would otherwise have it open connection
@@ -1401,7 +1395,7 @@ impl Conn {
         let io_ready = h2.io_ready.clone();
         // Told now: they go elsewhere once the connection has closed.
         for exchange in &waiting {
-            exchange.hear_stream_limit(h2.load.limit());
+            exchange.hear_stream_limit(h2.load_limit());
         }
         self.close(cx);
         let counts = &self.owner.env().streams;
