@@ -102,6 +102,20 @@ fn hold_the_loop_after_a_first_answer(
     (held, release)
 }
 
+/// Has `origin` close its first, idle connection, then sends a POST to it
+/// (it runs once the loop is let go).
+fn post_once_the_idle_connection_has_closed(
+    client: &Client,
+    origin: &Origin,
+) -> tickless::ResponseFuture {
+    origin.close.send(()).unwrap();
+    origin.has_closed.recv_timeout(WAIT).unwrap();
+    client
+        .post(format!("http://{}/b", origin.addr))
+        .body("payload")
+        .send()
+}
+
 #[test]
 fn a_post_never_goes_on_a_connection_closed_while_the_loop_was_held_up() {
     let origin = origin(None);
@@ -109,12 +123,7 @@ fn a_post_never_goes_on_a_connection_closed_while_the_loop_was_held_up() {
     let (held, release) = hold_the_loop_after_a_first_answer(&client, &origin);
     // Meanwhile the origin closes the idle connection, and a POST is sent,
     // to run once the loop is let go.
-    origin.close.send(()).unwrap();
-    origin.has_closed.recv_timeout(WAIT).unwrap();
-    let post = client
-        .post(format!("http://{}/b", origin.addr))
-        .body("payload")
-        .send();
+    let post = post_once_the_idle_connection_has_closed(&client, &origin);
     // Held up well past the 500 µs within which the loop trusts its last
     // poll (a longer hold only makes that poll staler).
     thread::sleep(Duration::from_millis(50));
@@ -146,12 +155,7 @@ fn a_request_finding_its_pooled_connection_closed_keeps_its_place_ahead_of_a_you
     // Meanwhile the origin closes the idle connection; a POST takes it, to
     // run once the loop is let go, and a younger request queues for the
     // host's one connection.
-    origin.close.send(()).unwrap();
-    origin.has_closed.recv_timeout(WAIT).unwrap();
-    let post = client
-        .post(format!("http://{}/b", origin.addr))
-        .body("payload")
-        .send();
+    let post = post_once_the_idle_connection_has_closed(&client, &origin);
     let younger = client.get(format!("http://{}/younger", origin.addr)).send();
     assert!(support::eventually(WAIT, || client.stats().waiting == 1));
     release.send(()).unwrap();
