@@ -237,7 +237,9 @@ impl ClientBuilder {
     /// unlimited; zero means unlimited). A request beyond it waits for a
     /// connection, bounded by its request timeout; an idle connection (an
     /// HTTP/1.1 one in the pool, an HTTP/2 one with no stream) is closed
-    /// to make room for it.
+    /// to make room for it. A response's unread body holds its connection
+    /// against this limit too (see
+    /// [`max_connections_per_host`](Self::max_connections_per_host)).
     pub fn max_connections(mut self, max: usize) -> Self {
         self.config.max_connections = (max > 0).then_some(max);
         self
@@ -261,6 +263,13 @@ impl ClientBuilder {
     ///   origin together: with a limit of 2, requests to three origins
     ///   through one such proxy have two connections at once, not six.
     ///   curl's connection cache counts such connections for the proxy too.
+    ///
+    /// Under a limit, an HTTP/1.1 response whose body is larger than the
+    /// [`body_window`](Self::body_window) holds its connection until the
+    /// body is read or dropped: a caller that waits on a later request
+    /// before reading an earlier body can wait to its request timeout
+    /// (the README's *Streaming bodies* says more, and how a small
+    /// redirect ahead can lose its connection so).
     pub fn max_connections_per_host(mut self, max: usize) -> Self {
         self.config.max_connections_per_host = (max > 0).then_some(max);
         self
