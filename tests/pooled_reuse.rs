@@ -169,6 +169,88 @@ fn a_request_finding_its_pooled_connection_closed_keeps_its_place_ahead_of_a_you
     client.close();
 }
 
+/// A server that answers its one connection's first request with `text`
+/// once told through the first sender returned, tells the receiver
+/// returned once it has written it, then holds the connection open.
+fn answering_when_told(text: &'static str) -> (SocketAddr, mpsc::Sender<()>, mpsc::Receiver<()>) {
+    let server = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = server.local_addr().unwrap();
+    let (answer, on_answer) = mpsc::channel::<()>();
+    let (written, has_written) = mpsc::channel::<()>();
+    thread::spawn(move || {
+        let mut stream = accept_in_time(&server);
+        let _ = RequestReader::new(0).read_request(&mut stream);
+        if on_answer.recv_timeout(WAIT).is_ok() && stream.write_all(&ok(text)).is_ok() {
+            let _ = written.send(());
+            thread::sleep(WAIT);
+        }
+    });
+    (addr, answer, has_written)
+}
+
+/// The same race one step earlier: the loop has polled the server's close
+/// of the idle connection, but not yet handled it, when a request takes
+/// that connection from the pool (its task on its way to the loop) and a
+/// younger one queues for the host's one connection. The close must not
+/// give the permit to the younger request ahead of the older one: the
+/// older request, finding its connection closed as its task runs, goes
+/// again at its place. Arranged with two holds of the client's one loop,
+/// in the listeners of answers from two other servers: while the first
+/// holds it, the second answer and the close arrive, so that the loop's
+/// next poll returns both, the answer first; while the second answer's
+/// listener holds it, the two requests are sent.
+#[test]
+fn a_request_whose_pooled_connection_closes_before_its_task_runs_keeps_its_place() {
+    let (answer_younger, on_answer_younger) = mpsc::channel::<()>();
+    let origin = origin(Some(on_answer_younger));
+    let client = Client::builder()
+        .event_loops(1)
+        .max_connections_per_host(1)
+        .build()
+        .unwrap();
+    let first = client.get(format!("http://{}/a", origin.addr)).send();
+    assert_eq!(first.wait().unwrap().text().wait().unwrap(), "ok");
+    let (second_addr, answer_second, second_written) = answering_when_told("second");
+    let (first_addr, answer_first, _) = answering_when_told("first");
+    let held_until = |addr: SocketAddr| {
+        let (listener, has_entered, release) = HoldingListener::new(WAIT);
+        let request = client
+            .get(format!("http://{addr}/"))
+            .listener(listener)
+            .send();
+        let answered = thread::spawn(move || request.wait().unwrap().text().wait().unwrap());
+        (answered, has_entered, release)
+    };
+    let (second, second_entered, release_second) = held_until(second_addr);
+    let (first, first_entered, release_first) = held_until(first_addr);
+    assert!(support::eventually(WAIT, || client.stats().in_flight == 2));
+    // Both requests are out (each waits for its word): the first answer
+    // holds the loop.
+    answer_first.send(()).unwrap();
+    first_entered.recv_timeout(WAIT).unwrap();
+    answer_second.send(()).unwrap();
+    second_written.recv_timeout(WAIT).unwrap();
+    origin.close.send(()).unwrap();
+    origin.has_closed.recv_timeout(WAIT).unwrap();
+    // Loopback delivers a write and a close before they return: the
+    // second answer is in its socket before the close is in the idle one.
+    release_first.send(()).unwrap();
+    second_entered.recv_timeout(WAIT).unwrap();
+    let older = client.get(format!("http://{}/b", origin.addr)).send();
+    let younger = client.get(format!("http://{}/younger", origin.addr)).send();
+    assert!(support::eventually(WAIT, || client.stats().waiting == 1));
+    release_second.send(()).unwrap();
+    let older = support::within("the older request, ahead of the younger", WAIT, move || {
+        older.wait().and_then(|response| response.text().wait())
+    });
+    assert_eq!(older.unwrap(), "fresh", "it went on a new connection");
+    answer_younger.send(()).unwrap();
+    assert_eq!(younger.wait().unwrap().text().wait().unwrap(), "fresh");
+    assert_eq!(first.join().unwrap(), "first");
+    assert_eq!(second.join().unwrap(), "second");
+    client.close();
+}
+
 /// A server that answers each request, then closes the connection without
 /// having said `Connection: close`: its close arrives microseconds after
 /// its answer, after the poll that read the answer — and the client's next

@@ -208,8 +208,11 @@ pub(crate) trait ConnOwner: Send + Sync + 'static {
     /// A connection finished an exchange (or took one that ended unsent)
     /// and can carry another: offered at `now`.
     fn offer(&self, idle: IdleConn, now: Instant) -> Offered;
-    /// An idle connection found its server gone, and closes.
-    fn remove_idle(&self, route: &Route, conn_id: u64);
+    /// An idle connection found its server gone: out of the pool with it.
+    /// False if it was no longer there — taken by a request (whose task,
+    /// on its way to the connection, finds it closed) or by the pool's
+    /// cleaner or close (whose task closes it).
+    fn remove_idle(&self, route: &Route, conn_id: u64) -> bool;
     /// Whether a request waiting for the total limit could use the permit
     /// of a connection on `route`, were it closed: an HTTP/2 connection
     /// that has just lost its last stream asks (an HTTP/1.1 one is offered

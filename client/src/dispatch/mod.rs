@@ -1211,8 +1211,8 @@ impl ConnOwner for Dispatcher {
         }
     }
 
-    fn remove_idle(&self, origin: &Route, conn_id: u64) {
-        drop(self.pool.remove_idle(origin, conn_id));
+    fn remove_idle(&self, origin: &Route, conn_id: u64) -> bool {
+        self.pool.remove_idle(origin, conn_id).is_some()
     }
 
     fn permit_wanted(&self, origin: &Route) -> bool {

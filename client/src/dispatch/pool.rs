@@ -13,7 +13,9 @@
 //!   until the connection is closed and [`Pool::release`] is called.
 //! * An idle connection is in exactly one place: the pool's idle list, or
 //!   the exchange that took it. Its socket stays registered on its loop,
-//!   which notices a server close and removes it ([`Pool::remove_idle`]).
+//!   which notices a server close and removes it ([`Pool::remove_idle`]);
+//!   one taken out meanwhile is left to whoever took it (a request's task
+//!   on its way, the cleaner's or the close's), which closes it.
 //! * A request that finds neither an idle connection nor a permit waits in
 //!   its origin's queue, at its place: a sequence number that orders all
 //!   queues together, stamped when it first asked the pool — kept by the
@@ -41,7 +43,8 @@
 //!   ([`Pool::requeue`]), ahead of every younger waiter, so the permit that
 //!   connection gives back as it closes serves it first. So does a request
 //!   that took an idle connection found closed as it runs: it asks again
-//!   before that connection closes.
+//!   before that connection closes — also when the loop saw the close
+//!   before the request's task came, which leaves the closing to it.
 //! * A request retried after a pooled connection failed under it — or any
 //!   that has gone again once (its retry spent: one an HTTP/2 server never
 //!   processed) — goes again on a fresh connection, never a pooled one:

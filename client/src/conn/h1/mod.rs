@@ -1389,7 +1389,15 @@ impl Conn {
         }
         // Closed by the server (or it sent bytes nobody asked for).
         if let Some(info) = &self.info {
-            self.owner.remove_idle(&self.route, info.id);
+            if !self.owner.remove_idle(&self.route, info.id) {
+                // Taken out of the pool meanwhile: by a request whose task
+                // is on its way here — it finds the connection closed,
+                // asks again, and only then closes it (`start_on_idle`), so
+                // that the permit the close gives back serves it ahead of
+                // the younger waiters — or by the pool's cleaner or close,
+                // whose task closes it.
+                return;
+            }
         }
         self.close(cx);
     }
