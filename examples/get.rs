@@ -97,7 +97,8 @@
 //!   name (percent-encoded) is added to it, as curl does.
 //! * `-o`, `--output FILE`: write the body to `FILE` as it arrives (`-`:
 //!   standard output); the status line and headers then go to standard
-//!   error.
+//!   error — but with `-i` (or `-I`) into `FILE`, before the body, as curl
+//!   writes them.
 //! * `-O`, `--remote-name` (curl's): `--output` to a file in the current
 //!   directory named as the URL's path ends, as written (its query left
 //!   out, not percent-decoded: `/dir/a%20b.txt?v=1` is `a%20b.txt`), the
@@ -192,7 +193,8 @@
 //! * `-f`, `--fail` (curl's): an answer whose status is 400 or over is a
 //!   failure, exit 22, as in curl: its head is printed where it goes, as
 //!   always (curl prints it with `-i`), but not its body, and no
-//!   `--output` file is made; the error says the status on standard error.
+//!   `--output` file is made (with `-i`, one holding the head alone, as
+//!   curl 7.88 leaves it); the error says the status on standard error.
 //! * `--cookies`: a cookie store for the run, so that cookies set on a
 //!   redirect hop are sent on the next ones.
 //! * `-b`, `--cookie 'NAME=VALUE; …'`: the cookie store, with these cookies
@@ -287,7 +289,7 @@ struct Args {
     /// `-v`, `--verbose`: tell what the transfer does, on standard error.
     verbose: bool,
     /// `-i`, `--include`: print the interim (1xx) heads before the final
-    /// one.
+    /// one, and with `--output` write them all into its file.
     include: bool,
     /// `-f`, `--fail`: an answer of 400 or over is a failure, its body
     /// not written.
@@ -1231,7 +1233,17 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         reason,
         response.headers(),
     ));
+    // Where the body goes, opened only once something is to be written
+    // there: with `--fail` and an error status, no file is made unless
+    // `-i` writes the head into it.
+    let mut out = None;
     match &args.output {
+        // With `-i`, the heads go where the body goes, as curl writes
+        // them: into `--output`'s file too, before the body.
+        Some(path) if args.include => {
+            let out = out.insert(output(path)?);
+            out.write_all(&head)?;
+        }
         // With -v, the `<` lines have shown it there (`Verbose`).
         Some(_) if args.verbose => {}
         // With --output the body goes there, and the head to standard
@@ -1247,18 +1259,17 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             stdout.flush()?;
         }
     }
-    // As curl's `--fail`: the head told, no body written, no file made.
+    // As curl's `--fail`: the head told, no body written, no file made
+    // (but the one `-i` wrote the head into, as curl 7.88 leaves it).
     if args.fail && status.as_u16() >= 400 {
+        if let Some(mut out) = out {
+            out.flush()?;
+        }
         return Err(FailedStatus(status).into());
     }
-    let mut out: Box<dyn Write> = match args.output.as_deref() {
-        None | Some("-") => Box::new(Named("standard output".into(), std::io::stdout().lock())),
-        Some(path) => Box::new(Named(
-            format!("--output {path}"),
-            std::io::BufWriter::new(
-                std::fs::File::create(path).map_err(|e| format!("--output {path}: {e}"))?,
-            ),
-        )),
+    let mut out = match out {
+        Some(out) => out,
+        None => output(args.output.as_deref().unwrap_or("-"))?,
     };
     // As curl's `-I`: the head alone, even of an answer with a body (`-I
     // -X GET`); the client closes the connection it is left on.
@@ -1269,6 +1280,20 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     drop(response);
     client.close();
     Ok(())
+}
+
+/// Where `--output PATH` writes (`-`: standard output), opened now: a
+/// file is made, or emptied, here.
+fn output(path: &str) -> Result<Box<dyn Write>, Box<dyn std::error::Error>> {
+    Ok(match path {
+        "-" => Box::new(Named("standard output".into(), std::io::stdout().lock())),
+        path => Box::new(Named(
+            format!("--output {path}"),
+            std::io::BufWriter::new(
+                std::fs::File::create(path).map_err(|e| format!("--output {path}: {e}"))?,
+            ),
+        )),
+    })
 }
 
 /// `--noproxy LIST` for the proxies of the environment: as curl's, the

@@ -2021,16 +2021,18 @@ fn include_prints_each_interim_head_before_the_final_one() {
         );
         assert!(printed.ends_with("\n\nfinal"), "{flag}: {printed}");
     }
+    // With `--output`, the heads go where the body goes, as curl writes
+    // them (`include_with_output_writes_the_heads_into_the_file`).
     let dir = support::real::TempDir::new("get-include");
     let file = dir.path().join("body");
     let output = get(&[&url, "-i", "-o", file.to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(0), "{output:?}");
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let written = String::from_utf8(std::fs::read(&file).unwrap()).unwrap();
     assert!(
-        stderr.starts_with(&format!("{INTERIM}HTTP/1.1 200 OK\n")),
-        "{stderr}"
+        written.starts_with(&format!("{INTERIM}HTTP/1.1 200 OK\n")),
+        "{written}"
     );
-    assert_eq!(std::fs::read(&file).unwrap(), b"final");
+    assert!(written.ends_with("\n\nfinal"), "{written}");
     // A redirect hop's heads come first, each interim one and its own,
     // as `curl -iL` prints them.
     let target = TestServer::respond(|_| ok("moved here"));
@@ -2051,6 +2053,74 @@ fn include_prints_each_interim_head_before_the_final_one() {
     let printed = stdout(&get(&[&url]));
     assert!(printed.starts_with("HTTP/1.1 200 OK\n"), "{printed}");
     assert!(!printed.contains("Early Hints"), "{printed}");
+}
+
+/// `-i` (and `-I`) with `-o FILE` write the heads into the file, before
+/// the body, as curl writes them — each redirect hop's too — and nothing
+/// of them to standard error; with `-o -`, to standard output. With `-f`,
+/// an error status's head is written there and its body is not, as curl
+/// 7.88 does. Without `-i`, the head still goes to standard error, the
+/// file holding the body alone.
+#[test]
+fn include_with_output_writes_the_heads_into_the_file() {
+    let server = TestServer::respond(|request| match request.target.as_str() {
+        "/moved" => response(302, &[("Location", "/page")], b""),
+        "/missing" => response(404, &[], b"the error page"),
+        _ => ok("the page"),
+    });
+    let dir = support::real::TempDir::new("get-include-output");
+    let file = dir.path().join("out");
+    let path = file.to_str().unwrap();
+    let hop = "HTTP/1.1 302 Found\nlocation: /page\ncontent-length: 0\n\n";
+    let cases: [(&str, &[&str], Option<i32>, &str); 5] = [
+        ("/moved", &["-i", "-o", path], Some(0), "\n\nthe page"),
+        ("/moved", &["-iLso", path], Some(0), "\n\nthe page"),
+        (
+            "/moved",
+            &["--include", "--output", path],
+            Some(0),
+            "\n\nthe page",
+        ),
+        (
+            "/moved",
+            &["-I", "-o", path],
+            Some(0),
+            "content-length: 8\n\n",
+        ),
+        (
+            "/missing",
+            &["-f", "-i", "-o", path],
+            Some(22),
+            "content-length: 14\n\n",
+        ),
+    ];
+    for (target, args, status, end) in cases {
+        let _ = std::fs::remove_file(&file);
+        let output = get(&[&[&server.url(target)[..]], args].concat());
+        assert_eq!(output.status.code(), status, "{args:?}: {output:?}");
+        let written = String::from_utf8(std::fs::read(&file).unwrap()).unwrap();
+        let first = match target {
+            "/moved" => hop,
+            _ => "HTTP/1.1 404 Not Found\n",
+        };
+        assert!(written.starts_with(first), "{args:?}: {written}");
+        assert!(written.ends_with(end), "{args:?}: {written:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!stderr.contains("HTTP/1.1"), "{args:?}: {stderr}");
+        assert!(output.stdout.is_empty(), "{args:?}: {output:?}");
+    }
+    let output = get(&[&server.url("/moved"), "-i", "-o", "-"]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let text = stdout(&output);
+    assert!(text.starts_with(hop), "{text}");
+    assert!(text.ends_with("\n\nthe page"), "{text}");
+    assert!(output.stderr.is_empty(), "{output:?}");
+    // Without `-i`: the body alone in the file, the head on standard error.
+    let output = get(&[&server.url("/"), "-o", path]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert_eq!(std::fs::read(&file).unwrap(), b"the page");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.starts_with("HTTP/1.1 200 OK\n"), "{stderr}");
 }
 
 /// `-i` with `--hedge-after` prints the heads of the attempt whose answer
