@@ -185,7 +185,11 @@
 //!   Hints`), its fields and a blank line each — before the final head,
 //!   where that goes: those of the attempts whose answers were taken, not
 //!   those of an attempt retried or of a hedged copy that lost. The final
-//!   head's status line and headers are printed with or without it.
+//!   head's status line and headers are printed with or without it; with
+//!   it, as the server sent them, as curl prints them (as `curl -i
+//!   --compressed`: a decoded body's `Content-Encoding` and
+//!   `Content-Length` are kept above it), without it as the body printed
+//!   is (those two gone once it is decoded).
 //! * `-s`, `--silent`: accepted, for curl's habits: there is no progress
 //!   meter to silence (errors still go to standard error).
 //! * `-S`, `--show-error`: accepted, for curl's habits (`-sS`): errors
@@ -1203,11 +1207,11 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         };
         request = request.basic_auth(user, password);
     }
-    let heads_before = args
+    let included_heads = args
         .include
-        .then(|| std::sync::Arc::new(HeadsBefore::default()));
-    if let Some(heads_before) = &heads_before {
-        request = request.listener(heads_before.clone());
+        .then(|| std::sync::Arc::new(IncludedHeads::default()));
+    if let Some(included_heads) = &included_heads {
+        request = request.listener(included_heads.clone());
     }
     let mut response = request.send().wait()?;
 
@@ -1224,15 +1228,22 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         (None, _) => status.canonical_reason().unwrap_or("").as_bytes(),
     };
     // `-i`: the redirect hops' heads and the interim ones, then the final
-    // one, as `curl -iL` prints them.
-    let mut head = heads_before.map_or_else(Vec::new, |heads| heads.take(response.attempt_id()));
-    head.extend(response_head_text(
-        "",
-        response.version(),
-        status,
-        reason,
-        response.headers(),
-    ));
+    // one, as `curl -iL` prints them: as the server sent them, a decoded
+    // body's `Content-Encoding` and `Content-Length` among them (which the
+    // response has no more). Without it, the response's head.
+    let (mut head, told) =
+        included_heads.map_or_else(Default::default, |heads| heads.take(response.attempt_id()));
+    if told.is_empty() {
+        head.extend(response_head_text(
+            "",
+            response.version(),
+            status,
+            reason,
+            response.headers(),
+        ));
+    } else {
+        head.extend(told);
+    }
     // Where the body goes, opened only once something is to be written
     // there: with `--fail` and an error status, no file is made unless
     // `-i` writes the head into it.
@@ -1490,10 +1501,11 @@ fn named(what: &str, error: std::io::Error) -> std::io::Error {
     std::io::Error::new(error.kind(), format!("{what}: {error}"))
 }
 
-/// `-i`: the heads printed before the final one, as `curl -iL` prints
-/// them — each redirect hop's interim (1xx) heads and its own head, then
-/// the answer's interim heads — as `get` prints a head
-/// ([`response_head_text`], no prefix). The client tells the heads of
+/// `-i`: the heads printed, as `curl -iL` prints them — each redirect
+/// hop's interim (1xx) heads and its own head, then the answer's interim
+/// heads and its final head — as the server sent them (the response's own
+/// head has lost a decoded body's `Content-Encoding` and `Content-Length`),
+/// as `get` prints a head ([`response_head_text`], no prefix). The client tells the heads of
 /// every attempt — a hedged request's copies run side by side, their
 /// events interleaved; a retried one's attempts follow each other — each
 /// with the attempt's id ([`tickless::RequestInfo::attempt_id`]): they are
@@ -1506,7 +1518,7 @@ fn named(what: &str, error: std::io::Error) -> std::io::Error {
 /// on a pooled one, HTTP/2's refused or unprocessed streams) keeps its
 /// id: its heads are those of its last send alone.
 #[derive(Default)]
-struct HeadsBefore(std::sync::Mutex<HeadsText>);
+struct IncludedHeads(std::sync::Mutex<HeadsText>);
 
 #[derive(Default)]
 struct HeadsText {
@@ -1526,21 +1538,22 @@ struct AttemptHeads {
     last: Vec<u8>,
 }
 
-impl HeadsBefore {
+impl IncludedHeads {
     fn text(&self) -> std::sync::MutexGuard<'_, HeadsText> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The heads to print before the final one of the attempt `answer`
-    /// (which is printed from the response): the earlier hops', then its
-    /// interim heads.
-    fn take(&self, answer: u64) -> Vec<u8> {
+    /// The heads to print for the attempt `answer`: those before its
+    /// final head — the earlier hops', then its interim heads — and its
+    /// final head as told, empty if it was not.
+    fn take(&self, answer: u64) -> (Vec<u8>, Vec<u8>) {
         let mut text = self.text();
         let mut heads = std::mem::take(&mut text.earlier);
-        if let Some(mut answer) = text.attempts.remove(&answer) {
-            heads.append(&mut answer.interim);
-        }
-        heads
+        let Some(mut answer) = text.attempts.remove(&answer) else {
+            return (heads, Vec::new());
+        };
+        heads.append(&mut answer.interim);
+        (heads, answer.last)
     }
 
     /// The heads of the attempt `request` names.
@@ -1550,7 +1563,7 @@ impl HeadsBefore {
     }
 }
 
-impl tickless::EventListener for HeadsBefore {
+impl tickless::EventListener for IncludedHeads {
     /// Told again for each send of the attempt — on a new connection, or
     /// over HTTP/2 on a new stream, maybe of the same connection — before
     /// any byte of its answer: the heads it told before came from a send

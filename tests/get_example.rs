@@ -106,6 +106,35 @@ fn raw_prints_the_body_as_it_was_encoded() {
     assert!(stdout(&raw).contains("content-encoding: gzip"));
 }
 
+/// `-i` prints the final head as the server sent it, as `curl -i
+/// --compressed` does (`get` asks for compressed bodies and decodes them
+/// as curl's `--compressed`): its `Content-Encoding` and `Content-Length`
+/// kept above the decoded body, as they are in a redirect hop's head, in
+/// `-I`'s and in `-v`'s `<` lines. Without `-i`, the head of the body
+/// printed (`raw_prints_the_body_as_it_was_encoded`).
+#[test]
+fn include_prints_the_final_head_as_the_server_sent_it() {
+    let server = server();
+    let length = format!("content-length: {}\n", gzip(b"unzipped text").len());
+    for args in [&["-i"][..], &["--include"], &["-i", "-X", "GET"]] {
+        let output = get(&[&[&server.url("/gz")[..]], args].concat());
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {output:?}");
+        let text = stdout(&output);
+        assert!(text.starts_with("HTTP/1.1 200 OK\n"), "{args:?}: {text}");
+        assert!(
+            text.contains("content-encoding: gzip\n"),
+            "{args:?}: {text}"
+        );
+        assert!(text.contains(&length), "{args:?}: {text}");
+        assert!(text.ends_with("\n\nunzipped text"), "{args:?}: {text}");
+    }
+    // `-I -X GET`: the head alone, as sent.
+    let output = get(&[&server.url("/gz"), "-I", "-X", "GET"]);
+    let text = stdout(&output);
+    assert!(text.contains("content-encoding: gzip\n"), "{text}");
+    assert!(text.ends_with(&format!("{length}\n")), "{text:?}");
+}
+
 #[test]
 fn cookies_and_credentials() {
     let server = server();
