@@ -105,8 +105,11 @@
 //!   given URL's even after a redirect, as in curl; a path that names no
 //!   file (`/`, `/dir/`, `..`) is a bad argument, found before anything
 //!   is sent (curl fails once the answer comes).
-//! * `--ca FILE` (curl: `--cacert`): also trust the CA certificate(s) in `FILE` (PEM) for
-//!   `https://` URLs, besides the bundled Mozilla roots.
+//! * `--cacert FILE` (curl's): trust the CA certificate(s) in `FILE` (PEM)
+//!   alone for `https://` URLs, as curl's replaces its default bundle:
+//!   the bundled Mozilla roots are not trusted then.
+//! * `--ca FILE`: also trust the CA certificate(s) in `FILE` (PEM) for
+//!   `https://` URLs, besides the bundled Mozilla roots (or `--cacert`'s).
 //! * `-E`, `--cert FILE [--key FILE]`: a client certificate (PEM chain, leaf
 //!   first) and its private key (PEM), for servers that ask for one (mTLS).
 //!   Without `--key`, as in curl, the key is in the `--cert` file too.
@@ -163,7 +166,8 @@
 //!   and decoded by default; after `--no-decompress` it turns them back on.
 //! * `-v`, `--verbose`: tell what the transfer does on standard error, as
 //!   curl does: `* ` lines for what the client tells of it (the addresses
-//!   a name resolved to, each connect tried, made or failed, TLS's ALPN,
+//!   a name resolved to, each connect tried, made or failed, the roots a
+//!   TLS handshake trusts in curl's `*  CAfile:` lines, TLS's ALPN,
 //!   the protocol of a new connection, `HTTP/1.1` or `HTTP/2`, a
 //!   connection reused, a redirect followed, a retry, a hedged copy);
 //!   `> ` lines for each request's head as it was sent (over HTTP/1.1
@@ -249,7 +253,7 @@ usage: get URL [--request-timeout MS|-m|--max-time SECS] [--read-timeout MS]
            [-d|--data STR|@FILE] [--data-binary STR|@FILE] [--data-raw STR]
            [--data-urlencode [NAME]=STR|[NAME]@FILE] [-G|--get]
            [-T|--upload-file FILE|-] [-o|--output FILE] [-O|--remote-name]
-           [--ca|--cacert FILE]
+           [--cacert FILE] [--ca FILE]
            [-k|--insecure] [-E|--cert FILE [--key FILE]]
            [-x|--proxy URL] [-U|--proxy-user USER[:PASSWORD]] [--no-proxy]
            [--noproxy HOST[,HOST...]|'*']
@@ -317,7 +321,10 @@ struct Args {
     query: Vec<Data>,
     upload: Option<String>,
     output: Option<String>,
+    /// `--ca FILE`: roots trusted besides the bundled ones.
     ca: Option<String>,
+    /// `--cacert FILE`: roots trusted instead of the bundled ones.
+    cacert: Option<String>,
     insecure: bool,
     cert: Option<String>,
     key: Option<String>,
@@ -811,7 +818,8 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
             "-o" | "--output" => parsed.output = Some(args.next().ok_or("--output needs a FILE")?),
             "-O" | "--remote-name" => remote_name = true,
             "-G" | "--get" => data_in_the_query = true,
-            "--ca" | "--cacert" => parsed.ca = Some(args.next().ok_or("--ca needs a PEM file")?),
+            "--ca" => parsed.ca = Some(args.next().ok_or("--ca needs a PEM file")?),
+            "--cacert" => parsed.cacert = Some(args.next().ok_or("--cacert needs a PEM file")?),
             "-k" | "--insecure" => parsed.insecure = true,
             "-E" | "--cert" => parsed.cert = Some(args.next().ok_or("--cert needs a PEM file")?),
             // Redirects are followed by default; curl's flag to follow
@@ -1032,10 +1040,8 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     if let Some(timeout) = args.connect_timeout {
         builder = builder.connect_timeout(timeout).handshake_timeout(timeout);
     }
-    if let Some(path) = &args.ca {
-        let pem = std::fs::read(path).map_err(|e| format!("--ca {path}: {e}"))?;
-        builder = builder.add_root_certificate(pem);
-    }
+    let roots = Roots::of(&args);
+    builder = roots.trusted_by(builder)?;
     if let Some(cert) = &args.cert {
         let chain = std::fs::read(cert).map_err(|e| format!("--cert {cert}: {e}"))?;
         // Without `--key`, the key is in the same file as the chain (the
@@ -1154,7 +1160,7 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     if args.verbose {
-        builder = builder.listener(std::sync::Arc::new(Verbose));
+        builder = builder.listener(std::sync::Arc::new(Verbose { roots }));
     }
     let client = builder
         .build()
@@ -1291,6 +1297,63 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     drop(response);
     client.close();
     Ok(())
+}
+
+/// The roots a server's certificate must chain to: the bundled Mozilla
+/// roots unless `--cacert` replaces them, as curl's `--cacert` replaces its
+/// default bundle, and the CA certificates of `--cacert`'s and `--ca`'s
+/// files.
+struct Roots {
+    /// `--cacert`'s file, then `--ca`'s, with the flag that named each.
+    files: Vec<(&'static str, String)>,
+    bundled: bool,
+}
+
+impl Roots {
+    fn of(args: &Args) -> Roots {
+        let files = [("--cacert", &args.cacert), ("--ca", &args.ca)]
+            .into_iter()
+            .filter_map(|(flag, path)| Some((flag, path.clone()?)))
+            .collect();
+        Roots {
+            files,
+            bundled: args.cacert.is_none(),
+        }
+    }
+
+    /// `builder` trusting these roots: the files read now, an error naming
+    /// the flag if one cannot be.
+    fn trusted_by(
+        &self,
+        mut builder: tickless::ClientBuilder,
+    ) -> Result<tickless::ClientBuilder, String> {
+        if !self.bundled {
+            builder = builder.tls_roots(tickless::rustls::RootCertStore::empty());
+        }
+        for (flag, path) in &self.files {
+            let pem = std::fs::read(path).map_err(|e| format!("{flag} {path}: {e}"))?;
+            builder = builder.add_root_certificate(pem);
+        }
+        Ok(builder)
+    }
+
+    /// `-v`'s account of them, in curl's words: a `*  CAfile:` line a file
+    /// (curl's `*  CApath:` then says where else it looks: here nowhere,
+    /// or in the bundled roots).
+    fn told(&self) -> String {
+        if self.files.is_empty() {
+            return "*  CA: the bundled Mozilla roots\n".into();
+        }
+        let mut text = String::new();
+        for (_, path) in &self.files {
+            text.push_str(&format!("*  CAfile: {path}\n"));
+        }
+        text.push_str(match self.bundled {
+            true => "*  CApath: none, and the bundled Mozilla roots\n",
+            false => "*  CApath: none\n",
+        });
+        text
+    }
 }
 
 /// Where `--output PATH` writes (`-`: standard output), opened now: a
@@ -1607,10 +1670,14 @@ impl tickless::EventListener for IncludedHeads {
 
 /// `-v`: what the client tells of the transfer ([`tickless::EventListener`]),
 /// on standard error as curl's lines — `*` for what it does (a lookup, a
-/// connect, TLS's ALPN, the protocol, a connection reused, a redirect, a
-/// retry, a hedge), `>` for each request's head as sent, `<` for each
-/// response's head (an interim `100 Continue`'s too, before the final).
-struct Verbose;
+/// connect, the roots trusted, TLS's ALPN, the protocol, a connection
+/// reused, a redirect, a retry, a hedge), `>` for each request's head as
+/// sent, `<` for each response's head (an interim `100 Continue`'s too,
+/// before the final).
+struct Verbose {
+    /// The roots trusted, told as each TLS handshake starts.
+    roots: Roots,
+}
 
 /// [`response_head_text`] of a head the client told a listener of.
 fn told_head_text(prefix: &str, head: &tickless::ResponseHead<'_>) -> Vec<u8> {
@@ -1686,6 +1753,12 @@ impl tickless::EventListener for Verbose {
             connection.id,
         );
         tell(format!("* Connected to {ip} port {port} (#{id})\n").as_bytes());
+    }
+
+    /// The roots the server's certificate must chain to, as curl tells
+    /// its `CAfile` and `CApath` before each handshake.
+    fn on_tls_handshake_attempt(&self, _: &tickless::RequestInfo, _: &tickless::ConnectionInfo) {
+        tell(self.roots.told().as_bytes());
     }
 
     fn on_tls_handshake_success(

@@ -3,7 +3,7 @@
 //! `--max-redirects`, `--no-decompress`, `--cookies` and `--cookie`,
 //! `--max-body-bytes`, `-A`, `-e`, `-u` and URL credentials (and curl's names for the
 //! same), `--proxy`, `--proxy-user`, `--no-proxy`, `--noproxy` and the proxy environment, `--resolve`,
-//! `--cert`/`--key`, `--write-timeout`, `--connect-timeout` (TLS too),
+//! `--cert`/`--key`, `--cacert` and `--ca`, `--write-timeout`, `--connect-timeout` (TLS too),
 //! `-O`, `-G`, `--data`/`--data-binary` (`--data-raw` as given, `--data-urlencode` encoded) from a file or standard input and `-T -`, `-v`, `-i`, and its exit
 //! statuses (0 for any response, 1 for an error, 2 for bad arguments, 22
 //! for `-f` and an error status).
@@ -690,6 +690,47 @@ fn cert_and_key_authenticate_to_a_server_that_asks() {
     ]);
     assert!(stdout(&with).ends_with("mutual"), "{with:?}");
     assert!(server.handshake_details()[0].client_certified);
+}
+
+/// `--cacert FILE` trusts the CA certificates of `FILE` alone, as curl's
+/// replaces its default bundle; `--ca FILE`, `get`'s own, trusts them
+/// besides the bundled roots. No loopback server can show the bundled
+/// roots gone (none holds the key of a Mozilla root), so `-v` tells the
+/// roots trusted when a TLS handshake starts, in curl's words (`*  CAfile:
+/// FILE`, `*  CApath: none`): what the client was given.
+#[test]
+fn cacert_trusts_its_file_alone_and_ca_its_file_besides_the_bundled_roots() {
+    use support::tls::{certs, TlsBehaviour, TlsServer};
+    let server = TlsServer::start(&certs().valid, TlsBehaviour::respond(|_| ok("trusted")));
+    let dir = support::real::TempDir::new("get-cacert");
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, &certs().ca_pem).unwrap();
+    let ca = ca.to_str().unwrap();
+    let file = format!("*  CAfile: {ca}\n");
+    for (args, trusted) in [
+        (&["--cacert", ca][..], "*  CApath: none\n"),
+        (
+            &["--ca", ca],
+            "*  CApath: none, and the bundled Mozilla roots\n",
+        ),
+    ] {
+        let output = get(&[&[&server.url("/"), "-v"][..], args].concat());
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {output:?}");
+        assert!(stdout(&output).ends_with("trusted"), "{args:?}: {output:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains(&format!("{file}{trusted}")),
+            "{args:?}: {stderr}"
+        );
+    }
+    let output = get(&[&server.url("/"), "-v"]);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("*  CA: the bundled Mozilla roots\n"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("CAfile"), "{stderr}");
 }
 
 /// `--cert FILE` alone, as curl takes it: `FILE` holds the key and the
@@ -1408,7 +1449,9 @@ fn curls_short_forms_and_names_are_taken() {
         assert_eq!(output.status.code(), Some(0), "{flag}: {output:?}");
         assert!(stdout(&output).ends_with("/new auth=- cookie=-"), "{flag}");
     }
-    // `--cacert`, `-E` and `-k`: curl's names for `--ca`, `--cert` and
+    // `--cacert` (which trusts its file alone, as curl's:
+    // `cacert_trusts_its_file_alone_and_ca_its_file_besides_the_bundled_roots`),
+    // `-E` and `-k`: curl's names, the last two for `--cert` and
     // `--insecure`.
     let server = TlsServer::start_with(
         server_config_with(&certs().valid, rustls::ALL_VERSIONS, true),
