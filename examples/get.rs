@@ -97,8 +97,8 @@
 //!   name (percent-encoded) is added to it, as curl does.
 //! * `-o`, `--output FILE`: write the body to `FILE` as it arrives (`-`:
 //!   standard output); the status line and headers then go to standard
-//!   error — but with `-i` (or `-I`) into `FILE`, before the body, as curl
-//!   writes them.
+//!   error (nowhere with `-s`) — but with `-i` (or `-I`) into `FILE`,
+//!   before the body, as curl writes them.
 //! * `-O`, `--remote-name` (curl's): `--output` to a file in the current
 //!   directory named as the URL's path ends, as written (its query left
 //!   out, not percent-decoded: `/dir/a%20b.txt?v=1` is `a%20b.txt`), the
@@ -194,10 +194,15 @@
 //!   --compressed`: a decoded body's `Content-Encoding` and
 //!   `Content-Length` are kept above it), without it as the body printed
 //!   is (those two gone once it is decoded).
-//! * `-s`, `--silent`: accepted, for curl's habits: there is no progress
-//!   meter to silence (errors still go to standard error).
-//! * `-S`, `--show-error`: accepted, for curl's habits (`-sS`): errors
-//!   always go to standard error.
+//! * `-s`, `--silent` (curl's): no error message, nor `--insecure`'s
+//!   warning: the exit status alone says what happened (there is no
+//!   progress meter to silence). A bad argument is still told, as curl
+//!   tells an option it cannot read — but a URL the client refuses is
+//!   not, as curl's is not. With `--output` (and no `-i`), the head is not
+//!   written to standard error either; the body and `-v`'s lines are
+//!   written as without it.
+//! * `-S`, `--show-error` (curl's): with `-s` (`-sS`), errors are told
+//!   again; without `-s`, they are anyway.
 //! * `-f`, `--fail` (curl's): an answer whose status is 400 or over is a
 //!   failure, exit 22, as in curl: its head is printed where it goes, as
 //!   always (curl prints it with `-i`), but not its body, and no
@@ -233,7 +238,7 @@
 //!
 //! Exits 0 on any response (whatever its status; with `-f`, 22 on one of
 //! 400 or over), 1 if the request failed
-//! (the error goes to stderr), 2 on bad arguments (usage goes to stderr) —
+//! (the error goes to stderr, but with `-s`), 2 on bad arguments (usage goes to stderr) —
 //! an argument that is not UTF-8 among them, and a URL the client refuses
 //! before sending anything, one that does not parse or names no
 //! `http`/`https` host and port (`'http://exa mple/'`, `://x`, `ftp://x`),
@@ -302,6 +307,10 @@ struct Args {
     /// `-f`, `--fail`: an answer of 400 or over is a failure, its body
     /// not written.
     fail: bool,
+    /// `-s`, `--silent`: no error message, nor warning.
+    silent: bool,
+    /// `-S`, `--show-error`: with `-s`, errors told all the same.
+    show_error: bool,
     url: String,
     request_timeout: Option<Duration>,
     read_timeout: Option<Duration>,
@@ -869,10 +878,8 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
             "--no-decompress" | "--raw" => parsed.no_decompress = true,
             "--compressed" => parsed.no_decompress = false,
             "-i" | "--include" => parsed.include = true,
-            // No progress meter is shown.
-            "-s" | "--silent" => {}
-            // Errors always go to standard error.
-            "-S" | "--show-error" => {}
+            "-s" | "--silent" => parsed.silent = true,
+            "-S" | "--show-error" => parsed.show_error = true,
             "-f" | "--fail" => parsed.fail = true,
             "--cookies" => parsed.cookie = parsed.cookie.or(Some(String::new())),
             "-b" | "--cookie" => {
@@ -962,19 +969,25 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // As curl's `-s`: the exit status alone, unless `-S` says to tell.
+    let tell_errors = !args.silent || args.show_error;
+    let tell = |message: String| {
+        if tell_errors {
+            say(std::io::stderr(), &message);
+        }
+    };
     match run(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) if error.is::<FailedStatus>() => {
-            say(std::io::stderr(), &format!("get: {error}"));
+            tell(format!("get: {error}"));
             ExitCode::from(22)
         }
         Err(error) if is_unusable_url(&*error) => {
-            let message = format!("get: {}\n{USAGE}", WithCauses(&*error));
-            say(std::io::stderr(), &message);
+            tell(format!("get: {}\n{USAGE}", WithCauses(&*error)));
             ExitCode::from(2)
         }
         Err(error) => {
-            say(std::io::stderr(), &format!("get: {}", WithCauses(&*error)));
+            tell(format!("get: {}", WithCauses(&*error)));
             ExitCode::from(1)
         }
     }
@@ -1078,10 +1091,12 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         builder = builder.resolve_port(&entry.host, entry.port, &entry.addrs);
     }
     if args.insecure {
-        say(
-            std::io::stderr(),
-            "get: --insecure: the server's certificate is not checked",
-        );
+        if !args.silent {
+            say(
+                std::io::stderr(),
+                "get: --insecure: the server's certificate is not checked",
+            );
+        }
         builder = builder.danger_accept_invalid_certs(true);
     }
     builder = match args.versions {
@@ -1261,8 +1276,9 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             let out = out.insert(output(path)?);
             out.write_all(&head)?;
         }
-        // With -v, the `<` lines have shown it there (`Verbose`).
-        Some(_) if args.verbose => {}
+        // With -v, the `<` lines have shown it there (`Verbose`); with
+        // -s, standard error is to be quiet, as curl's is.
+        Some(_) if args.verbose || args.silent => {}
         // With --output the body goes there, and the head to standard
         // error, for the one who watches: like a message, it is written
         // come what may (see `say`), and the body still goes to its file.

@@ -444,6 +444,60 @@ fn errors_exit_1_and_bad_arguments_2() {
     }
 }
 
+/// `-s`, as curl's: no error message (nor `-k`'s warning, nor the head
+/// `-o` puts on standard error), the exit status alone says it failed;
+/// with `-S` too, the error is told. A bad argument is told either way,
+/// as curl tells an option it cannot read.
+#[test]
+fn silent_tells_no_error_unless_show_error_says_so() {
+    let refused = format!("http://{}/", refused_addr());
+    for flag in ["-s", "--silent"] {
+        let output = get(&[&refused, flag]);
+        assert_eq!(output.status.code(), Some(1), "{flag}: {output:?}");
+        assert!(output.stderr.is_empty(), "{flag}: {output:?}");
+    }
+    for args in [&["-sS"][..], &["-s", "--show-error"], &[]] {
+        let output = get(&[&[&refused[..]], args].concat());
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {output:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("Connection refused"), "{args:?}: {stderr}");
+    }
+    let server = TestServer::respond(|_| response(404, &[], b"the error page"));
+    let output = get(&[&server.url("/"), "-sf"]);
+    assert_eq!(output.status.code(), Some(22), "{output:?}");
+    assert!(output.stderr.is_empty(), "{output:?}");
+    assert!(stdout(&output).starts_with("HTTP/1.1 404 "), "{output:?}");
+    let output = get(&[&server.url("/"), "-sSf"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("returned error: 404"), "{stderr}");
+    // Nor does the head `--output` would put on standard error go there.
+    let dir = support::real::TempDir::new("get-silent");
+    let file = dir.path().join("out");
+    let output = get(&[&server.url("/"), "-s", "-o", file.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert!(output.stderr.is_empty(), "{output:?}");
+    assert_eq!(std::fs::read(&file).unwrap(), b"the error page");
+    // A URL the client refuses: a bad argument (2), told no more than
+    // curl's (3) is.
+    let output = get(&["-s", "http://exa mple/"]);
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    assert!(output.stderr.is_empty(), "{output:?}");
+    let output = get(&["-s", "-m", "soon", &refused]);
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("usage: get URL"), "{stderr}");
+    {
+        use support::tls::{certs, TlsBehaviour, TlsServer};
+        let server = TlsServer::start(&certs().valid, TlsBehaviour::respond(|_| ok("any")));
+        let output = get(&[&server.url("/"), "-sk"]);
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+        assert!(output.stderr.is_empty(), "{output:?}");
+        let output = get(&[&server.url("/"), "-k"]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("--insecure"), "{stderr}");
+    }
+}
+
 #[test]
 fn an_argument_that_is_not_utf8_is_a_bad_argument_not_a_panic() {
     use std::ffi::OsStr;
