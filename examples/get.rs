@@ -159,7 +159,9 @@
 //! * `--max-redirects N` (curl: `--max-redirs`): follow at most `N`
 //!   redirects (default 10; 0 prints the first redirect instead of
 //!   following it; -1, as in curl: no limit). Redirects are followed by
-//!   default, as the client does.
+//!   default, as the client does. A chain longer is an error (exit 1,
+//!   where curl's is 47), told after the heads that came with `-i` (each
+//!   hop's, the last one not followed), as `curl -iL` writes them.
 //! * `--no-decompress` (curl: `--raw`): print the body as the server
 //!   encoded it (no decompression, no `Accept-Encoding` sent).
 //! * `--compressed`: accepted, as curl's: compressed bodies are asked for
@@ -1234,7 +1236,15 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     if let Some(included_heads) = &included_heads {
         request = request.listener(included_heads.clone());
     }
-    let mut response = request.send().wait()?;
+    let mut response = match request.send().wait() {
+        Ok(response) => response,
+        Err(error) => {
+            if let (Some(heads), tickless::Error::Redirect { .. }) = (&included_heads, &error) {
+                write_stopped_chain(heads, args.output.as_deref())?;
+            }
+            return Err(error.into());
+        }
+    };
 
     let status = response.status();
     // The reason phrase as the server sent it, bytes that may not be
@@ -1370,6 +1380,19 @@ impl Roots {
         });
         text
     }
+}
+
+/// `-i`: the heads of a redirect chain the client stopped (too long, a
+/// loop, `https` to `http`), written where the heads go — standard
+/// output, or `--output`'s file — as `curl -iL` writes them before its
+/// error.
+fn write_stopped_chain(
+    heads: &IncludedHeads,
+    output_path: Option<&str>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mut out = output(output_path.unwrap_or("-"))?;
+    out.write_all(&heads.of_a_stopped_chain())?;
+    Ok(out.flush()?)
 }
 
 /// Where `--output PATH` writes (`-`: standard output), opened now: a
@@ -1633,6 +1656,22 @@ impl IncludedHeads {
         };
         heads.append(&mut answer.interim);
         (heads, answer.last)
+    }
+
+    /// The heads of a redirect chain the client stopped: the hops
+    /// followed, then the one not followed — the heads of the one attempt
+    /// that told a final head and was not followed. If more than one did
+    /// (hedged copies), which was the chain's is not known: the hops
+    /// followed alone.
+    fn of_a_stopped_chain(&self) -> Vec<u8> {
+        let mut text = self.text();
+        let mut heads = std::mem::take(&mut text.earlier);
+        let mut answered = text.attempts.values_mut().filter(|a| !a.last.is_empty());
+        if let (Some(last), None) = (answered.next(), answered.next()) {
+            heads.append(&mut last.interim);
+            heads.append(&mut last.last);
+        }
+        heads
     }
 
     /// The heads of the attempt `request` names.

@@ -92,6 +92,43 @@ fn redirects_are_followed_unless_max_redirs_says_zero() {
     }
 }
 
+/// A redirect chain stopped by `--max-redirs` is an error (exit 1), and
+/// with `-i` the heads that came are written first, where the heads go,
+/// as `curl -iL --max-redirs` writes them before its error: each hop
+/// followed, then the one not followed.
+#[test]
+fn include_writes_the_heads_of_a_redirect_chain_stopped_before_its_error() {
+    let server = TestServer::respond(|request| match request.target.as_str() {
+        "/r1" => response(302, &[("Location", "/r2")], b""),
+        "/r2" => response(302, &[("Location", "/r3")], b""),
+        _ => ok("the end"),
+    });
+    let url = server.url("/r1");
+    let hops = "HTTP/1.1 302 Found\nlocation: /r2\ncontent-length: 0\n\n\
+                HTTP/1.1 302 Found\nlocation: /r3\ncontent-length: 0\n\n";
+    let output = get(&[&url, "-i", "--max-redirs", "1"]);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    assert_eq!(stdout(&output), hops);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("redirect stopped after"), "{stderr}");
+    let dir = support::real::TempDir::new("get-stopped");
+    let file = dir.path().join("out");
+    let output = get(&[
+        &url,
+        "-iL",
+        "--max-redirs",
+        "1",
+        "-o",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), hops);
+    // Without `-i`, the error alone.
+    let output = get(&[&url, "--max-redirs", "1"]);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    assert!(output.stdout.is_empty(), "{output:?}");
+}
+
 #[test]
 fn raw_prints_the_body_as_it_was_encoded() {
     let server = server();
