@@ -166,6 +166,53 @@ fn a_connection_whose_server_spoke_before_the_request_is_not_reused() {
     client.close();
 }
 
+/// A server speaking another protocol — HTTP/2 with prior knowledge, whose
+/// first bytes are a SETTINGS frame, with no line end — before the request
+/// goes (the loop held at connect until they are there) or after it: the
+/// request fails at once as a protocol error (an invalid status line), not
+/// when a timeout fires — none is set here, so it would hang. Such a server
+/// waits for its own preface and sends nothing more.
+#[test]
+fn a_server_speaking_another_protocol_fails_the_request_at_once() {
+    const SETTINGS_FRAME: &[u8] = b"\x00\x00\x06\x04\x00\x00\x00\x00\x00\x00\x03\x00\x00\x00\x64";
+    for speaks_first in [true, false] {
+        let spoken = Arc::new(AtomicBool::new(false));
+        let server = {
+            let spoken = spoken.clone();
+            TestServer::start(Behaviour::custom(move |mut stream, _| {
+                if !speaks_first {
+                    read_head(&mut stream);
+                }
+                let _ = stream.write_all(SETTINGS_FRAME);
+                delivered(&stream);
+                spoken.store(true, Ordering::Release);
+                let _ = std::io::copy(&mut stream, &mut std::io::sink());
+            }))
+        };
+        let mut client = tickless::Client::builder()
+            .event_loops(1)
+            .request_timeout(Duration::ZERO)
+            .read_timeout(Duration::ZERO);
+        if speaks_first {
+            client = client.listener(Arc::new(HoldUntil(spoken)));
+        }
+        let client = client.build().expect("client");
+        let error = outcome(client.get(server.url("/")).send()).unwrap_err();
+        assert!(
+            matches!(
+                &error,
+                Error::Protocol {
+                    source: tickless::h1::DecodeError::InvalidStatusLine,
+                    ..
+                }
+            ),
+            "speaks first: {speaks_first}: {error:?}"
+        );
+        assert_settles(&client, WAIT);
+        client.close();
+    }
+}
+
 #[test]
 fn an_early_refusal_of_an_upload_is_the_answer_not_the_reset_that_follows() {
     // RFC 9112 §9.5: the server answers 413 after the head and closes

@@ -61,11 +61,14 @@ fn with_slots<'b, R>(
 ///
 /// Parsing the longer input again can change its outcome only if
 /// - the new bytes end a line (hold a `\n`): that may complete the section,
-///   or a malformed line, which [`classify`] reports only once it is whole;
+///   or a malformed line, which [`classify`] mostly reports only once it is
+///   whole;
 /// - a line began with them (what was seen ended with `\n`): httparse might
 ///   find a field one too many on its first byte (today it waits for the
 ///   line's end, but nothing promises that);
-/// - the input reached its limit, where an unfinished line is judged too.
+/// - the input reached its limit, where an unfinished line is judged too;
+/// - the status line's first bytes rule out `HTTP/`, which [`classify`]
+///   reports before the line is whole.
 ///
 /// Otherwise it is incomplete again, whatever the new bytes are, and is not
 /// parsed. Nor is a head of which nothing but empty lines has come (or a
@@ -103,8 +106,14 @@ impl Scanned {
         }
         if section == Section::Head {
             self.blank = skip_empty_lines(input, self.blank);
-            if matches!(&input[self.blank..], b"" | b"\r") {
+            let line = &input[self.blank..];
+            if matches!(line, b"" | b"\r") {
                 return false;
+            }
+            // First bytes that rule out `HTTP/` fail the line before it
+            // ends (see `classify`).
+            if !may_begin_status_line(line) {
+                return true;
             }
         }
         let seen = self.seen;
@@ -222,7 +231,8 @@ fn parse_head_in<'b>(
             limit: limits.max_headers,
         }),
         // Classify only once the offending line is complete (or the window is
-        // full): the error must not depend on how the input was split.
+        // full, or a status line's first bytes rule out `HTTP/`): the error
+        // must not depend on how the input was split.
         Err(e) => match classify(window, true, e, input.len() >= limits.max_head_bytes) {
             Some(e) => Err(e),
             None => Ok(None),
@@ -426,7 +436,11 @@ fn classify(
         }
         let (line, complete, r) = split_line(rest);
         if !complete && !full {
-            return None;
+            // Unended, it fails now if its first bytes already rule out
+            // `HTTP/`: however it ends, it is an invalid status line
+            // (`check_status_line`). A server speaking something else
+            // (HTTP/2's SETTINGS frame) may never send a line end.
+            return (!may_begin_status_line(line)).then_some(DecodeError::InvalidStatusLine);
         }
         if let Some(e) = check_status_line(line) {
             return Some(e);
@@ -497,8 +511,19 @@ fn split_line(input: &[u8]) -> (&[u8], bool, &[u8]) {
     }
 }
 
+/// Whether `line`, the start of a status line (what follows it is not
+/// looked at), may still begin with `HTTP/` — or be the CR of an empty
+/// line httparse skips.
+fn may_begin_status_line(line: &[u8]) -> bool {
+    let start = line.len().min(STATUS_LINE_START.len());
+    line == b"\r" || line[..start] == STATUS_LINE_START[..start]
+}
+
+/// What every status line begins with.
+const STATUS_LINE_START: &[u8] = b"HTTP/";
+
 fn check_status_line(line: &[u8]) -> Option<DecodeError> {
-    let Some(after) = line.strip_prefix(b"HTTP/") else {
+    let Some(after) = line.strip_prefix(STATUS_LINE_START) else {
         return Some(DecodeError::InvalidStatusLine);
     };
     let (version, after) = match after.iter().position(|&b| b == b' ') {

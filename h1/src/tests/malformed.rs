@@ -545,3 +545,54 @@ fn truncated_stages() {
         })
     );
 }
+
+/// Bytes that cannot begin a status line (`HTTP/`) fail at once, before
+/// their line ends: a server that speaks something else — an HTTP/2
+/// server's SETTINGS frame, a banner with no newline yet — is not waited on
+/// for a line end that may never come. The error is the one the whole line
+/// would have had. Bytes that may still begin one (empty lines first, a CR
+/// that may end one) wait for more.
+#[test]
+fn bytes_that_cannot_begin_a_status_line_fail_before_their_line_ends() {
+    let settings_frame: &[u8] = b"\x00\x00\x06\x04\x00\x00\x00\x00\x00\x00\x03\x00\x00\x00\x64";
+    for input in [
+        settings_frame,
+        b"hello",
+        b"HX",
+        b"H\r",
+        b"\r\nhttp",
+        b"\n\nX",
+    ] {
+        let mut decoder = ResponseDecoder::new(limits(), false, true);
+        assert_eq!(
+            decoder.decode(input).err(),
+            Some(DecodeError::InvalidStatusLine),
+            "{:?}",
+            String::from_utf8_lossy(input)
+        );
+    }
+    for input in [
+        &b"H"[..],
+        b"HTTP",
+        b"HTTP/",
+        b"HTTP/9",
+        b"\r",
+        b"\r\n",
+        b"\n\r",
+        b"\r\nHT",
+    ] {
+        let mut decoder = ResponseDecoder::new(limits(), false, true);
+        assert!(
+            matches!(decoder.decode(input), Ok((0, Decoded::NeedMore))),
+            "{:?}",
+            String::from_utf8_lossy(input)
+        );
+    }
+    // Fed a byte at a time: the byte that rules `HTTP/` out fails it.
+    let mut decoder = ResponseDecoder::new(limits(), false, true);
+    assert!(matches!(decoder.decode(b"HT"), Ok((0, Decoded::NeedMore))));
+    assert_eq!(
+        decoder.decode(b"HTX").err(),
+        Some(DecodeError::InvalidStatusLine)
+    );
+}
