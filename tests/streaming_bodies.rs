@@ -1488,6 +1488,41 @@ fn an_upload_from_a_file_takes_its_length_from_the_file() {
     client.close();
 }
 
+// Found by a hunt (2026-12-07): a file written to while it went failed.
+
+/// A file that grows after its upload was made — a log still written to —
+/// goes as long as its metadata said then, which its `Content-Length`
+/// announces: what was added since is not the body's, as `curl -T` sends
+/// the size it measured. Before 2026-12-07 the body's reads ran on past
+/// that length into the new bytes, and the request failed with
+/// `Error::RequestBody` ("longer than its Content-Length") whenever the
+/// last read of the body caught some of them.
+#[test]
+fn an_upload_from_a_file_that_grows_goes_with_the_length_it_had() {
+    use std::io::Write;
+    let server = framing_echo();
+    let client = client(true);
+    let (_dir, path) = support::real::temp_file("upload-grows", &[b'f'; 70_000]);
+    let upload = Upload::from_file(std::fs::File::open(&path).unwrap()).unwrap();
+    let mut log = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    log.write_all(b"written after").unwrap();
+    drop(log);
+    let text = client
+        .put(server.url("/"))
+        .body(upload)
+        .send()
+        .wait()
+        .unwrap()
+        .text()
+        .wait()
+        .unwrap();
+    assert_eq!(text, format!("length 70000|{}", "f".repeat(70_000)));
+    client.close();
+}
+
 /// What the framing echo at `server` answers to `file` sent as an upload
 /// (`Upload::from_file`): its framing, `|`, the body.
 fn put_file(client: &Client, server: &TestServer, file: std::fs::File) -> String {

@@ -97,7 +97,11 @@ impl Upload {
     }
 
     /// A file's contents from where it is read (the start, unless it was
-    /// read or sought into), its length from its metadata. A regular
+    /// read or sought into), its length from its metadata, as it is now:
+    /// bytes written to the file later (a log still growing) are not the
+    /// body's, and are not sent, as `curl -T` sends the size it measured
+    /// (a file cut shorter meanwhile fails the request with
+    /// [`Error::RequestBody`](crate::Error::RequestBody)). A regular
     /// file's body is read again from there by each exchange that sends
     /// it, so it may go again as one in memory does — after a `307` or
     /// `308`, by a retry or a hedged copy (see [`Upload`]); each reads it
@@ -213,22 +217,32 @@ impl FileBody {
         FileReader {
             file: self.file.clone(),
             at: self.start,
+            left: self.length,
         }
     }
 }
 
 /// Reads a [`FileBody`] from where it has got to, `at`: by offset
 /// (`pread`), since the file's one position is shared by every reader of
-/// it.
+/// it — and no further than the body's length, `left` of it still to
+/// read: what the file holds past it (written since its length was
+/// taken) is not the body's, and a read that took some would fail the
+/// body as longer than its `Content-Length`.
 pub(crate) struct FileReader {
     file: Arc<std::fs::File>,
     at: u64,
+    left: u64,
 }
 
 impl Read for FileReader {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let read = self.file.read_at(buf, self.at)?;
+        let room = usize::try_from(self.left).map_or(buf.len(), |left| left.min(buf.len()));
+        if room == 0 {
+            return Ok(0);
+        }
+        let read = self.file.read_at(&mut buf[..room], self.at)?;
         self.at += read as u64;
+        self.left -= read as u64;
         Ok(read)
     }
 }
