@@ -387,6 +387,55 @@ fn an_upload_in_memory_and_a_streamed_one_are_echoed() {
     client.close();
 }
 
+/// An async body made in a tokio runtime that paces itself with tokio's
+/// timer goes whole over HTTP/2 too: it is polled inside that runtime, on
+/// the client's loop (`tests/streaming_bodies.rs` has it over HTTP/1.1).
+/// Before 2026-12-07 tokio panicked there, and the request failed with
+/// `Error::RequestBody`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upload_from_an_async_body_of_the_callers_tokio_runtime_is_echoed() {
+    /// `left` pieces of `tick;`, each after a tokio sleep made as it is
+    /// polled.
+    struct Throttled {
+        left: usize,
+        sleep: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+    }
+    impl tickless::http_body::Body for Throttled {
+        type Data = Bytes;
+        type Error = std::io::Error;
+        fn poll_frame(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Option<Result<tickless::http_body::Frame<Bytes>, Self::Error>>>
+        {
+            use std::future::Future;
+            if self.left == 0 {
+                return std::task::Poll::Ready(None);
+            }
+            let sleep = self
+                .sleep
+                .get_or_insert_with(|| Box::pin(tokio::time::sleep(Duration::from_millis(5))));
+            if sleep.as_mut().poll(cx).is_pending() {
+                return std::task::Poll::Pending;
+            }
+            self.sleep = None;
+            self.left -= 1;
+            let tick = tickless::http_body::Frame::data(Bytes::from_static(b"tick;"));
+            std::task::Poll::Ready(Some(Ok(tick)))
+        }
+    }
+    let server = H2Server::start(echo);
+    let client = h2c().build().unwrap();
+    let body = Upload::from_stream(Throttled {
+        left: 5,
+        sleep: None,
+    });
+    let response = client.post(server.url("/echo")).body(body).send().await;
+    let echoed = response.unwrap().bytes().await.unwrap();
+    assert_eq!(echoed, "tick;".repeat(5));
+    client.close();
+}
+
 #[test]
 fn an_upload_piece_of_4_gib_and_more_keeps_asking_for_window() {
     // `h2` takes the capacity asked for as a `u32`: a piece of 4 GiB and

@@ -167,6 +167,12 @@ impl Upload {
     /// Empty frames are skipped, and small ones it has ready at once go
     /// together (as one chunk, or one DATA frame), up to 16 KiB: a frame
     /// is not a unit the server sees.
+    ///
+    /// Made inside a tokio runtime, `body` is polled inside it (its
+    /// context entered, on the client's loop): a body that needs one — a
+    /// tokio timer, a file of `tokio::fs`, a tokio socket — goes as it
+    /// would under hyper. (With neither the `http2` nor the `tokio`
+    /// feature, the client has no tokio to enter a runtime with.)
     pub fn from_stream<B>(body: B) -> Upload
     where
         B: http_body::Body + Send + 'static,
@@ -257,15 +263,47 @@ fn read_retrying(reader: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usiz
     }
 }
 
-/// Adapts any body to one of `Bytes` with boxed errors.
+/// The tokio runtime an async body was made in, if any: the body is
+/// polled on the client's loop, most often a thread of no runtime, and a
+/// body of tokio's own (a timer, `tokio::fs`, a socket) panics when polled
+/// outside one ("there is no reactor running"). So its context is entered
+/// around each poll, as hyper polls a body inside the runtime that drives
+/// it.
+/// Without tokio (neither the `http2` nor the `tokio` feature) there is
+/// none to enter.
+struct CallersRuntime {
+    #[cfg(any(feature = "http2", feature = "tokio"))]
+    handle: Option<tokio::runtime::Handle>,
+}
+
+impl CallersRuntime {
+    /// The runtime of the calling thread, if it is in one.
+    fn current() -> CallersRuntime {
+        CallersRuntime {
+            #[cfg(any(feature = "http2", feature = "tokio"))]
+            handle: tokio::runtime::Handle::try_current().ok(),
+        }
+    }
+
+    /// Runs `poll` inside the runtime, if there is one.
+    fn enter<T>(&self, poll: impl FnOnce() -> T) -> T {
+        #[cfg(any(feature = "http2", feature = "tokio"))]
+        let _entered = self.handle.as_ref().map(tokio::runtime::Handle::enter);
+        poll()
+    }
+}
+
+/// Adapts any body to one of `Bytes` with boxed errors, polled inside the
+/// runtime it was made in ([`CallersRuntime`]).
 fn http_body_map<B>(body: B) -> BodyStream
 where
     B: http_body::Body + Send + 'static,
     B::Data: Send,
     B::Error: Into<BoxError>,
 {
-    /// The body, pinned in a box of its own: `Mapped` is then `Unpin`.
-    struct Mapped<B>(std::pin::Pin<Box<B>>);
+    /// The body, pinned in a box of its own (`Mapped` is then `Unpin`),
+    /// and the runtime it is polled in.
+    struct Mapped<B>(std::pin::Pin<Box<B>>, CallersRuntime);
 
     impl<B> http_body::Body for Mapped<B>
     where
@@ -279,7 +317,8 @@ where
             self: std::pin::Pin<&mut Self>,
             cx: &mut std::task::Context<'_>,
         ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, BoxError>>> {
-            self.get_mut().0.as_mut().poll_frame(cx).map(|frame| {
+            let Mapped(body, runtime) = self.get_mut();
+            runtime.enter(|| body.as_mut().poll_frame(cx)).map(|frame| {
                 frame.map(|frame| {
                     frame
                         .map(|frame| {
@@ -295,7 +334,7 @@ where
         }
     }
 
-    Box::pin(Mapped(Box::pin(body)))
+    Box::pin(Mapped(Box::pin(body), CallersRuntime::current()))
 }
 
 impl From<Bytes> for Upload {
