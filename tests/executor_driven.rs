@@ -540,3 +540,68 @@ fn a_blocking_caller_on_a_worker_gets_its_answer_with_a_hedge_armed() {
     }
     client.close();
 }
+
+/// A request with a timeout, sent on the open and free connection a first
+/// request (awaited on `rt`) left to `client` for `url`'s origin,
+/// while `rt`'s one worker is blocked: it is a task for the loop's turn,
+/// which that worker would run — the loop's thread must keep its deadline
+/// all the same; the next request is answered.
+fn times_out_on_an_open_connection_while_every_worker_is_blocked(
+    rt: &tokio::runtime::Runtime,
+    client: &Client,
+    url: impl Fn(&str) -> String,
+) {
+    let answered = |path: &str| {
+        let response = rt.block_on(client.get(url(path)).send()).unwrap();
+        assert_eq!(response.status(), 200);
+        rt.block_on(response.bytes()).unwrap();
+    };
+    answered("/warm");
+    let (release, is_blocked) = block_the_worker(rt);
+    let timeout = Duration::from_millis(300);
+    let started = Instant::now();
+    let future = client.get(url("/")).request_timeout(timeout).send();
+    let fired = eventually(CEILING, || future.is_done());
+    let fired_after = started.elapsed();
+    release.send(()).unwrap();
+    assert!(fired, "no timeout while the worker was blocked");
+    assert!(fired_after >= timeout, "fired early: {fired_after:?}");
+    let error = future.wait().unwrap_err();
+    assert!(error.is_timeout(), "{error}");
+    assert!(
+        is_blocked.recv_timeout(CEILING).unwrap(),
+        "the worker was let go before the timeout fired"
+    );
+    // And the connection serves the next request.
+    answered("/next");
+}
+
+#[test]
+fn a_request_on_a_pooled_connection_times_out_while_every_worker_is_blocked() {
+    let rt = runtime(1);
+    let server = echo_server();
+    let client = driven_by(&rt)
+        .use_event_loop_timeouts(true)
+        .build()
+        .unwrap();
+    times_out_on_an_open_connection_while_every_worker_is_blocked(&rt, &client, |path| {
+        server.url(path)
+    });
+    client.close();
+}
+
+#[test]
+fn a_request_on_a_shared_http2_connection_times_out_while_every_worker_is_blocked() {
+    let rt = runtime(1);
+    let server =
+        support::h2_server::H2Server::start(|stream| support::h2_server::answer(stream, 200, b""));
+    let client = driven_by(&rt)
+        .use_event_loop_timeouts(true)
+        .http2_prior_knowledge()
+        .build()
+        .unwrap();
+    times_out_on_an_open_connection_while_every_worker_is_blocked(&rt, &client, |path| {
+        server.url(path)
+    });
+    client.close();
+}

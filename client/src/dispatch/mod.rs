@@ -620,6 +620,8 @@ impl Dispatcher {
     fn run_on_shared(&self, exchange: Arc<Exchange>, shared: SharedConn) {
         if !self.env.config.use_event_loop_timeouts {
             exchange.start();
+        } else if shared.conn.event_loop.keeps_deadlines_apart() {
+            exchange.start_on_loop_of(&shared.conn);
         }
         let owner = self.owner();
         let source = shared.conn.source;
@@ -639,10 +641,16 @@ impl Dispatcher {
 
     /// The pooled path: a task on the connection's loop attaches it and
     /// starts the timers there — in event-loop mode a same-thread arm that
-    /// wakes nothing. On the wheel they start at once, from here.
+    /// wakes nothing. On the wheel they start at once, from here; so do
+    /// they on a loop whose turns wait for an executor's worker, on that
+    /// loop, whose thread keeps them (see
+    /// [`EventLoop::keeps_deadlines_apart`](crate::event_loop::EventLoop::keeps_deadlines_apart)):
+    /// the task may wait there past the request deadline.
     fn run_on_idle(&self, exchange: Arc<Exchange>, idle: IdleConn) {
         if !self.env.config.use_event_loop_timeouts {
             exchange.start_holding(idle.conn.standing.clone());
+        } else if idle.conn.event_loop.keeps_deadlines_apart() {
+            exchange.start_on_loop_of(&idle.conn);
         }
         let owner = self.owner();
         let source = idle.conn.source;

@@ -153,6 +153,17 @@ pub(crate) fn block_for_news<R>(
 }
 
 impl EventLoop {
+    /// Whether an executor may drive the loop: its turns, and the tasks
+    /// posted to it, then wait for a free worker — for as long as the
+    /// executor's other tasks keep every worker busy — while its thread
+    /// keeps its deadlines apart (see "Driven by an executor" on
+    /// [`EventLoop`]). A deadline must then be armed before the task for
+    /// its request is posted, not by that task. Fixed when the loop is
+    /// built: still so once its thread has taken it back.
+    pub(crate) fn keeps_deadlines_apart(&self) -> bool {
+        self.keeper_waker.is_some()
+    }
+
     /// Whether an executor's task drives the loop now.
     #[cfg_attr(not(feature = "tokio"), allow(dead_code))] // asked with `tokio` only
     fn driven_by_executor(&self) -> bool {

@@ -864,6 +864,21 @@ impl Exchange {
         });
     }
 
+    /// Starts the timers on the loop of `conn`, holding its standing entry
+    /// there if it has one, from the thread that posts the task that
+    /// attaches `conn` (a pooled path of event-loop mode) rather than in
+    /// that task: for a loop whose turns wait for a free worker of an
+    /// executor ([`EventLoop::keeps_deadlines_apart`]), which may not come
+    /// before the request deadline, while the loop's thread expires what
+    /// falls due on its heap. The task's own start then moves nothing.
+    pub(crate) fn start_on_loop_of(self: &Arc<Self>, conn: &ConnRef) {
+        let home = Some(conn.scheduler.clone());
+        self.change(|link| {
+            link.timers.set_home(home, conn.standing.clone());
+            link.timers.start();
+        });
+    }
+
     /// Fills the connection slot, and moves the timers where they belong
     /// for it (see the [module documentation](self)). Detaching
     /// ([`ConnSlot::None`]) also stops the read and write timers: silence
