@@ -403,6 +403,29 @@ fn a_blocking_wait_in_a_local_sets_future_is_no_panic() {
 }
 
 #[test]
+fn a_blocking_wait_in_a_local_set_task_of_another_runtime_is_no_panic() {
+    // The client on a runtime of its own, the wait in a task spawned on a
+    // `LocalSet` that another multi-threaded runtime runs (a
+    // `#[tokio::main]` running `!Send` tasks): tokio refuses
+    // `block_in_place` there, and no task of the runtime that drives the
+    // loops can be waiting on this thread anyway.
+    let rt = runtime(1);
+    let other = runtime_named(1, "other-runtime");
+    let server = TestServer::echo_slow_after(Duration::from_millis(100));
+    let client = driven_by(&rt).request_timeout(CEILING).build().unwrap();
+    let started = Instant::now();
+    let url = server.url("/slow");
+    let local = tokio::task::LocalSet::new();
+    let text = other.block_on(local.run_until(async move {
+        let task =
+            tokio::task::spawn_local(async move { client.get(url).send().wait()?.text().wait() });
+        task.await
+    }));
+    assert_eq!(text.expect("the task panicked").unwrap(), "/slow");
+    assert!(started.elapsed() < CEILING, "answered by the timeout only");
+}
+
+#[test]
 fn a_runtime_without_io_leaves_the_loops_to_their_threads() {
     // Its reactor cannot watch a loop's poll: the loop's task fails on its
     // first poll (tokio says why, on standard error), and the loops' threads

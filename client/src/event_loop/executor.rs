@@ -121,15 +121,15 @@ impl EventLoop {
 /// exchange on `home`, a loop it could not drive — or, with none, of
 /// exchanges that may be on any of `any_of`, the client's loops (one with
 /// no connection yet, a hedged or retried request's attempts). On a
-/// worker of a multi-threaded tokio runtime, while an executor drives that
-/// loop (or one of those), inside tokio's `block_in_place`: the task that
-/// drives it may be one of this worker's own — most often in its
-/// next-task slot, where the post of the very request waited for put it,
-/// and which no other worker takes — and would otherwise wait with it for
-/// news only it can bring (until a timeout, if any). `block_in_place`
-/// hands the worker's tasks to another thread for the while. Loops of
-/// their own threads need none of it: a wait for them blocks as it is
-/// (tokio refuses `block_in_place` in a task spawned on a `LocalSet`).
+/// worker of the tokio runtime whose task drives that loop (or one of
+/// those), inside tokio's `block_in_place`: that task may be one of this
+/// worker's own — most often in its next-task slot, where the post of the
+/// very request waited for put it, and which no other worker takes — and
+/// would otherwise wait with it for news only it can bring (until a
+/// timeout, if any). `block_in_place` hands the worker's tasks to another
+/// thread for the while. Loops of their own threads, and the threads of
+/// other runtimes, need none of it: a wait there blocks as it is (tokio
+/// refuses `block_in_place` in a task spawned on a `LocalSet`).
 pub(crate) fn block_for_news<R>(
     home: Option<&EventLoop>,
     any_of: &[Arc<EventLoop>],
@@ -137,13 +137,13 @@ pub(crate) fn block_for_news<R>(
 ) -> R {
     #[cfg(feature = "tokio")]
     {
-        let driven = match home {
-            Some(home) => home.driven_by_executor(),
+        let driving = match home {
+            Some(home) => home.driving_executor(),
             None => any_of
                 .iter()
-                .any(|event_loop| event_loop.driven_by_executor()),
+                .find_map(|event_loop| event_loop.driving_executor()),
         };
-        if driven && on_tokio::on_a_worker() {
+        if driving.is_some_and(|executor| on_tokio::on_a_worker_of(&executor.runtime)) {
             return tokio::task::block_in_place(wait);
         }
     }
@@ -161,13 +161,14 @@ impl EventLoop {
     /// its request is posted, not by that task. Fixed when the loop is
     /// built: still so once its thread has taken it back.
     pub(crate) fn keeps_deadlines_apart(&self) -> bool {
-        self.keeper_waker.is_some()
+        self.executor.is_some()
     }
 
-    /// Whether an executor's task drives the loop now.
-    #[cfg_attr(not(feature = "tokio"), allow(dead_code))] // asked with `tokio` only
-    fn driven_by_executor(&self) -> bool {
-        lock(&self.inbox).driver == Driver::Executor
+    /// The executor whose task drives the loop now, if one does.
+    #[cfg(feature = "tokio")]
+    fn driving_executor(&self) -> Option<&Executor> {
+        let driven = lock(&self.inbox).driver == Driver::Executor;
+        self.executor.as_ref().filter(|_| driven)
     }
 }
 
@@ -260,27 +261,27 @@ mod on_tokio {
     const TURNS_PER_WAKE: usize = 1;
 
     /// Whether the calling thread is, as far as tokio lets us tell, a
-    /// worker of a multi-threaded runtime running one of its tasks: where
-    /// the loop's task may wait in this worker's slots, and
-    /// `block_in_place` hands them to another thread. A current-thread
-    /// runtime's thread is not (`block_in_place` panics there); a thread
-    /// of no runtime, or of a runtime's blocking pool, need not be.
+    /// worker of `runtime` (the multi-threaded runtime that drives a loop)
+    /// running one of its tasks: where the loop's task may wait in this
+    /// worker's slots, and `block_in_place` hands them to another thread.
+    /// A thread of another runtime is not: the loop's task is never in
+    /// its slots (and `block_in_place` panics in a current-thread
+    /// runtime's task, or one spawned on a `LocalSet`); a thread of no
+    /// runtime, or of a runtime's blocking pool, need not be.
     ///
-    /// The current handle alone does not tell: it is a multi-threaded
-    /// runtime's in that runtime's `block_on`, also while it polls a
-    /// `LocalSet` (`run_until`), and inside a current-thread runtime's
-    /// `block_on` with such a handle entered (`Handle::enter`) — where
+    /// The current handle alone does not tell: it is `runtime`'s in that
+    /// runtime's `block_on`, also while it polls a `LocalSet`
+    /// (`run_until`), and inside a current-thread runtime's `block_on`
+    /// with that handle entered (`Handle::enter`) — where
     /// `block_in_place` panics, and which is no worker anyway. Only a
     /// task runs on a worker, and a `block_on`'s own future is no task:
-    /// so a task is asked for too. (A task spawned on a `LocalSet`, or on
-    /// a current-thread runtime with a multi-threaded handle entered,
-    /// still passes, and `block_in_place` panics there: tokio tells a
-    /// worker from those by nothing public.)
-    pub(crate) fn on_a_worker() -> bool {
-        let multi_threaded = tokio::runtime::Handle::try_current().is_ok_and(|runtime| {
-            runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread
-        });
-        multi_threaded && tokio::task::try_id().is_some()
+    /// so a task is asked for too. (A task spawned on a `LocalSet` that
+    /// `runtime` runs, or on a current-thread runtime with `runtime`'s
+    /// handle entered, still passes, and `block_in_place` panics there:
+    /// tokio tells a worker from those by nothing public.)
+    pub(crate) fn on_a_worker_of(runtime: &tokio::runtime::Handle) -> bool {
+        let current = tokio::runtime::Handle::try_current();
+        current.is_ok_and(|current| current.id() == runtime.id()) && tokio::task::try_id().is_some()
     }
 
     /// Spawns the task that drives `event_loop` on `runtime`.

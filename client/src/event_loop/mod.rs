@@ -359,6 +359,9 @@ pub struct EventLoop {
     /// the loop (see "Driven by an executor" above); `None` for a loop
     /// its thread drives.
     keeper_waker: Option<mio::Waker>,
+    /// The executor that drives the loop, or drove it until its task
+    /// ended; `None` for a loop its thread drives.
+    executor: Option<Executor>,
 }
 
 impl EventLoop {
@@ -436,6 +439,7 @@ impl EventLoop {
             thread: Mutex::new(None),
             advance_listener: OnceLock::new(),
             keeper_waker,
+            executor: executor.cloned(),
         });
         if let Some(manual) = event_loop.clock.as_manual() {
             let weak = Arc::downgrade(&event_loop);
