@@ -394,42 +394,9 @@ fn an_upload_in_memory_and_a_streamed_one_are_echoed() {
 /// `Error::RequestBody`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_upload_from_an_async_body_of_the_callers_tokio_runtime_is_echoed() {
-    /// `left` pieces of `tick;`, each after a tokio sleep made as it is
-    /// polled.
-    struct Throttled {
-        left: usize,
-        sleep: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
-    }
-    impl tickless::http_body::Body for Throttled {
-        type Data = Bytes;
-        type Error = std::io::Error;
-        fn poll_frame(
-            mut self: std::pin::Pin<&mut Self>,
-            cx: &mut std::task::Context<'_>,
-        ) -> std::task::Poll<Option<Result<tickless::http_body::Frame<Bytes>, Self::Error>>>
-        {
-            use std::future::Future;
-            if self.left == 0 {
-                return std::task::Poll::Ready(None);
-            }
-            let sleep = self
-                .sleep
-                .get_or_insert_with(|| Box::pin(tokio::time::sleep(Duration::from_millis(5))));
-            if sleep.as_mut().poll(cx).is_pending() {
-                return std::task::Poll::Pending;
-            }
-            self.sleep = None;
-            self.left -= 1;
-            let tick = tickless::http_body::Frame::data(Bytes::from_static(b"tick;"));
-            std::task::Poll::Ready(Some(Ok(tick)))
-        }
-    }
     let server = H2Server::start(echo);
     let client = h2c().build().unwrap();
-    let body = Upload::from_stream(Throttled {
-        left: 5,
-        sleep: None,
-    });
+    let body = Upload::from_stream(support::bodies::Throttled::new(5));
     let response = client.post(server.url("/echo")).body(body).send().await;
     let echoed = response.unwrap().bytes().await.unwrap();
     assert_eq!(echoed, "tick;".repeat(5));

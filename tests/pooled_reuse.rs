@@ -116,6 +116,34 @@ fn post_once_the_idle_connection_has_closed(
         .send()
 }
 
+/// Sends a younger request to `origin` while the loop is held, behind
+/// `older` (sent on a connection the origin has closed) for the host's one
+/// connection; lets the loop go (`release`). The older must be answered,
+/// on a new connection, while the origin still holds the younger's answer
+/// (until `answer_younger` says): behind the younger, it would wait as
+/// long as that answer takes. Then the younger is answered.
+fn older_answered_ahead_of_a_younger(
+    client: &Client,
+    origin: &Origin,
+    older: tickless::ResponseFuture,
+    release: mpsc::Sender<()>,
+    answer_younger: mpsc::Sender<()>,
+) {
+    let younger = client.get(format!("http://{}/younger", origin.addr)).send();
+    assert!(support::eventually(WAIT, || client.stats().waiting == 1));
+    release.send(()).unwrap();
+    let older = support::within("the older request, ahead of the younger", WAIT, move || {
+        older.wait().and_then(|response| response.text().wait())
+    });
+    assert_eq!(
+        older.unwrap(),
+        "fresh",
+        "the older went on a new connection"
+    );
+    answer_younger.send(()).unwrap();
+    assert_eq!(younger.wait().unwrap().text().wait().unwrap(), "fresh");
+}
+
 #[test]
 fn a_post_never_goes_on_a_connection_closed_while_the_loop_was_held_up() {
     let origin = origin(None);
@@ -156,15 +184,7 @@ fn a_request_finding_its_pooled_connection_closed_keeps_its_place_ahead_of_a_you
     // run once the loop is let go, and a younger request queues for the
     // host's one connection.
     let post = post_once_the_idle_connection_has_closed(&client, &origin);
-    let younger = client.get(format!("http://{}/younger", origin.addr)).send();
-    assert!(support::eventually(WAIT, || client.stats().waiting == 1));
-    release.send(()).unwrap();
-    let post = support::within("the POST, ahead of the younger request", WAIT, move || {
-        post.wait().and_then(|response| response.text().wait())
-    });
-    assert_eq!(post.unwrap(), "fresh", "the POST went on a new connection");
-    answer_younger.send(()).unwrap();
-    assert_eq!(younger.wait().unwrap().text().wait().unwrap(), "fresh");
+    older_answered_ahead_of_a_younger(&client, &origin, post, release, answer_younger);
     assert_eq!(held.join().unwrap(), "slow");
     client.close();
 }
@@ -237,15 +257,7 @@ fn a_request_whose_pooled_connection_closes_before_its_task_runs_keeps_its_place
     release_first.send(()).unwrap();
     second_entered.recv_timeout(WAIT).unwrap();
     let older = client.get(format!("http://{}/b", origin.addr)).send();
-    let younger = client.get(format!("http://{}/younger", origin.addr)).send();
-    assert!(support::eventually(WAIT, || client.stats().waiting == 1));
-    release_second.send(()).unwrap();
-    let older = support::within("the older request, ahead of the younger", WAIT, move || {
-        older.wait().and_then(|response| response.text().wait())
-    });
-    assert_eq!(older.unwrap(), "fresh", "it went on a new connection");
-    answer_younger.send(()).unwrap();
-    assert_eq!(younger.wait().unwrap().text().wait().unwrap(), "fresh");
+    older_answered_ahead_of_a_younger(&client, &origin, older, release_second, answer_younger);
     assert_eq!(first.join().unwrap(), "first");
     assert_eq!(second.join().unwrap(), "second");
     client.close();

@@ -1641,40 +1641,6 @@ fn an_upload_from_an_async_body_streams_chunked() {
 
 // Found by a hunt (2026-12-07): a body of tokio's failed, polled off its runtime.
 
-/// An async body that paces itself with tokio's timer, as a throttled
-/// upload does (and as one read from `tokio::fs` needs the runtime too):
-/// `left` pieces of `tick;`, each after a sleep made as it is polled.
-struct Throttled {
-    left: usize,
-    sleep: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
-}
-
-impl tickless::http_body::Body for Throttled {
-    type Data = Bytes;
-    type Error = std::io::Error;
-
-    fn poll_frame(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> Poll<Option<Result<tickless::http_body::Frame<Bytes>, Self::Error>>> {
-        use std::future::Future;
-        if self.left == 0 {
-            return Poll::Ready(None);
-        }
-        let sleep = self
-            .sleep
-            .get_or_insert_with(|| Box::pin(tokio::time::sleep(Duration::from_millis(5))));
-        if sleep.as_mut().poll(cx).is_pending() {
-            return Poll::Pending;
-        }
-        self.sleep = None;
-        self.left -= 1;
-        Poll::Ready(Some(Ok(tickless::http_body::Frame::data(
-            Bytes::from_static(b"tick;"),
-        ))))
-    }
-}
-
 /// An async body made in a tokio runtime is polled in that runtime's
 /// context, on the client's loop as before, so a body of tokio's own
 /// (its timers, `tokio::fs`, its sockets) goes as it does with reqwest.
@@ -1685,10 +1651,7 @@ impl tickless::http_body::Body for Throttled {
 async fn an_upload_from_an_async_body_of_the_callers_tokio_runtime_goes() {
     let server = framing_echo();
     let client = client(true);
-    let body = Upload::from_stream(Throttled {
-        left: 5,
-        sleep: None,
-    });
+    let body = Upload::from_stream(support::bodies::Throttled::new(5));
     let response = client.post(server.url("/")).body(body).send().await;
     let text = response.unwrap().text().await.unwrap();
     assert_eq!(text, format!("chunked|{}", "tick;".repeat(5)));

@@ -18,6 +18,9 @@
 
 mod http;
 
+/// Upload bodies: one paced by tokio's timer.
+pub mod bodies;
+
 /// What a `tracing` subscriber wrote (the facade's feature `tracing`:
 /// without it the client logs nothing).
 #[cfg(feature = "tracing")]
