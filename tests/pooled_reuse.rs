@@ -10,7 +10,7 @@ use std::net::{SocketAddr, TcpListener};
 use std::sync::{mpsc, Arc, Mutex};
 use std::thread;
 use std::time::Duration;
-use support::{accept_in_time, ok, HoldingListener, RequestReader};
+use support::{accept_in_time, ok, response, HoldingListener, RequestReader};
 use tickless::Client;
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -260,6 +260,59 @@ fn a_request_whose_pooled_connection_closes_before_its_task_runs_keeps_its_place
     older_answered_ahead_of_a_younger(&client, &origin, older, release_second, answer_younger);
     assert_eq!(first.join().unwrap(), "first");
     assert_eq!(second.join().unwrap(), "second");
+    client.close();
+}
+
+/// A server that closes its connection as it answers, without having said
+/// `Connection: close`: its answer and its close come in one readable
+/// event (here, held back by a listener on the client's one loop until
+/// both are in). The connection must close then, not be pooled: before
+/// 2026-12-07 it went to the pool, and — the event that told of the close
+/// spent — sat there half-closed, counted open and holding its permit,
+/// until a request took it or the idle timeout (60 s by default) evicted
+/// it: with many such servers, a socket in `CLOSE_WAIT` each.
+#[test]
+fn a_connection_closed_with_its_answer_is_closed_not_pooled() {
+    let client = Client::builder().event_loops(1).build().unwrap();
+    let origin = TcpListener::bind("127.0.0.1:0").unwrap();
+    let origin_addr = origin.local_addr().unwrap();
+    let (has_request, request_read) = mpsc::channel::<()>();
+    let (answer, on_answer) = mpsc::channel::<()>();
+    let (closed, has_closed) = mpsc::channel::<()>();
+    thread::spawn(move || {
+        let mut stream = accept_in_time(&origin);
+        RequestReader::new(0).read_request(&mut stream).unwrap();
+        has_request.send(()).unwrap();
+        on_answer.recv_timeout(WAIT).unwrap();
+        stream.write_all(&ok("closing")).unwrap();
+        drop(stream);
+        closed.send(()).unwrap();
+    });
+    let holder = TcpListener::bind("127.0.0.1:0").unwrap();
+    let holder_addr = holder.local_addr().unwrap();
+    thread::spawn(move || {
+        let mut stream = accept_in_time(&holder);
+        let _ = RequestReader::new(0).read_request(&mut stream);
+        let _ = stream.write_all(&response(200, &[("Connection", "close")], b"held"));
+    });
+    let answered = client.get(format!("http://{origin_addr}/")).send();
+    request_read.recv_timeout(WAIT).unwrap();
+    let (listener, has_entered, release) = HoldingListener::new(WAIT);
+    let held = client
+        .get(format!("http://{holder_addr}/"))
+        .listener(listener)
+        .send();
+    has_entered.recv_timeout(WAIT).unwrap();
+    answer.send(()).unwrap();
+    has_closed.recv_timeout(WAIT).unwrap();
+    release.send(()).unwrap();
+    assert_eq!(held.wait().unwrap().text().wait().unwrap(), "held");
+    assert_eq!(answered.wait().unwrap().text().wait().unwrap(), "closing");
+    assert!(
+        support::eventually(WAIT, || client.stats().open_connections == 0),
+        "a connection left open: {:?}",
+        client.stats()
+    );
     client.close();
 }
 

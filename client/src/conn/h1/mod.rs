@@ -1118,9 +1118,14 @@ impl Conn {
         }
         // A request the server answered before it was fully written leaves
         // the stream mid-request. Over TLS, bytes past the response may
-        // still sit in the TLS layer.
+        // still sit in the TLS layer. A server that closed as it answered
+        // (its close came with the answer's end, in the same event) takes
+        // no more: pooled, the connection would never hear of it again —
+        // that event is spent — and sit there half-closed until taken or
+        // evicted.
         let reusable = keep_alive
             && self.buf.is_empty()
+            && !self.buf.peer_closed()
             && matches!(active.sending, Sending::Done)
             && !self
                 .transport
