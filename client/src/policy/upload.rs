@@ -172,7 +172,13 @@ impl Upload {
     /// context entered, on the client's loop): a body that needs one — a
     /// tokio timer, a file of `tokio::fs`, a tokio socket — goes as it
     /// would under hyper. (With neither the `http2` nor the `tokio`
-    /// feature, the client has no tokio to enter a runtime with.)
+    /// feature, the client has no tokio to enter a runtime with.) That
+    /// runtime must keep running while the body goes: one whose every
+    /// thread is blocked — a current-thread runtime whose thread blocks in
+    /// a [`wait`](crate::ResponseFuture::wait) of this request, inside or
+    /// outside `block_on` — fires none of the body's timers, and the body
+    /// waits until the request timeout (for ever without one); `.await`
+    /// the response there instead.
     pub fn from_stream<B>(body: B) -> Upload
     where
         B: http_body::Body + Send + 'static,
