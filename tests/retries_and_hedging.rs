@@ -970,6 +970,60 @@ fn a_hedge_starts_at_its_delay_and_the_loser_is_cancelled_on_the_loop() {
     a_hedge_starts_at_its_delay_and_the_loser_is_cancelled(true);
 }
 
+/// The request deadline is the request's, not an attempt's: every copy in
+/// flight shares it. When it passes, the request fails with
+/// `Error::RequestTimeout` alone, as it does unhedged, and every attempt
+/// ends with it — not with an `Error::Retried` that lists the one deadline
+/// once per attempt in flight (it did: the first attempt's timeout handed
+/// the request to the copy, whose timeout, the same instant, came next;
+/// and a cancel then took it for a failure a copy would follow, and ended
+/// the request with `Error::Cancelled`).
+fn a_hedged_request_past_its_deadline_is_a_request_timeout(event_loop_timeouts: bool) {
+    let clock = ManualClock::new();
+    let (client, recorder) = client_on(&clock, event_loop_timeouts);
+    let server = TestServer::start(Behaviour::NeverAnswer);
+    let mut future = client
+        .get(server.url("/"))
+        .hedge(hedge::Policy::after(Duration::from_millis(50)))
+        .send();
+    assert!(server.wait_for_requests(1, CEILING));
+    clock.advance(Duration::from_millis(50));
+    poll_until(&mut future, || server.requests().len() == 2);
+    assert_eq!(hedges_seen(&recorder), 1);
+    clock.advance(Duration::from_secs(10));
+    // Ended by its deadline: done, and a cancel now cancels nothing.
+    assert!(eventually(CEILING, || future.is_done()));
+    assert!(!future.cancel(), "mode {event_loop_timeouts}: cancelled");
+    let started = std::time::Instant::now();
+    let error = loop {
+        match poll_once(&mut future) {
+            std::task::Poll::Ready(outcome) => break outcome.unwrap_err(),
+            std::task::Poll::Pending => {
+                assert!(started.elapsed() < CEILING, "no outcome at the deadline");
+                thread::sleep(Duration::from_millis(1));
+            }
+        }
+    };
+    assert!(
+        matches!(&error, Error::RequestTimeout(t) if t.duration == Duration::from_secs(10)),
+        "mode {event_loop_timeouts}: {error:?}"
+    );
+    // Both attempts ended: their connections closed, nothing armed.
+    assert!(eventually(CEILING, || server.connections_open() == 0));
+    assert!(eventually(CEILING, || client.stats().armed_timers() == 0));
+    client.close();
+}
+
+#[test]
+fn a_hedged_request_past_its_deadline_is_a_request_timeout_on_the_wheel() {
+    a_hedged_request_past_its_deadline_is_a_request_timeout(false);
+}
+
+#[test]
+fn a_hedged_request_past_its_deadline_is_a_request_timeout_on_the_loop() {
+    a_hedged_request_past_its_deadline_is_a_request_timeout(true);
+}
+
 #[test]
 fn only_idempotent_requests_with_a_body_in_memory_are_hedged() {
     let clock = ManualClock::new();

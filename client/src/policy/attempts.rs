@@ -20,7 +20,10 @@
 //! to that one); every attempt after the first shares the request deadline fixed
 //! at submission (their `HopSettings`); an attempt that lost is cancelled
 //! as soon as another's head is taken, which ends it (its connection
-//! closed, or over HTTP/2 its stream reset; its timers disarmed).
+//! closed, or over HTTP/2 its stream reset; its timers disarmed). Since
+//! that deadline is every attempt's, an attempt it ends ends the hop: the
+//! others are cancelled, and the outcome is the one request timeout, not
+//! one per attempt in flight ([`end_at_deadline`](Attempts::end_at_deadline)).
 
 use super::hedge;
 use super::hop::{self, Hop, HopBody, HopSettings};
@@ -102,6 +105,12 @@ pub(crate) struct Attempts {
     cancelled: AtomicBool,
 }
 
+/// Whether `error` is the request deadline's (the same for every attempt
+/// of a hop), rather than one attempt's own failure.
+fn is_the_deadline(error: &Error) -> bool {
+    matches!(error, Error::RequestTimeout(_))
+}
+
 /// The delay before the next hedged copy: one of an attempt's named
 /// timers, which rings `alarm`.
 struct HedgeDelay {
@@ -180,6 +189,10 @@ impl Attempts {
         {
             return true;
         }
+        // The request deadline ended one: it ends them all.
+        if self.deadline_passed() {
+            return true;
+        }
         // Every attempt failed: the last failure is the outcome, unless a
         // retry follows it.
         in_flight.all(|attempt| attempt.is_settled()) && !self.would_retry(&view)
@@ -256,6 +269,15 @@ impl Attempts {
             return first;
         }
         if self.current.head_taken() {
+            return false;
+        }
+        // The request deadline ended an attempt, and so the request: the
+        // next poll gives its timeout. The others, due to end with it, go
+        // now; nothing was cancelled.
+        if self.deadline_passed() {
+            for attempt in std::iter::once(&self.current).chain(&self.copies) {
+                attempt.cancel();
+            }
             return false;
         }
         // A failure the next poll would follow with a copy or a retry: the
@@ -351,6 +373,7 @@ impl Attempts {
                     return Poll::Ready(Err(self.outcome(error)));
                 }
             }
+            self.end_at_deadline();
             match self.current.poll_head(cx) {
                 Poll::Ready(outcome) => match self.on_outcome(outcome, &mut sender) {
                     Some(done) => return Poll::Ready(done),
@@ -440,6 +463,37 @@ impl Attempts {
                     Err(error) => Some(Err(self.outcome(error))),
                 }
             }
+        }
+    }
+
+    /// Whether the request deadline has ended an attempt in flight (its
+    /// failure not yet taken).
+    fn deadline_passed(&self) -> bool {
+        std::iter::once(&self.current)
+            .chain(&self.copies)
+            .any(|attempt| attempt.failed_untaken_with(is_the_deadline))
+    }
+
+    /// If the request deadline has ended an attempt in flight, makes that
+    /// attempt `current` and cancels the others, so that its request
+    /// timeout is the hop's outcome (a request timeout is never retried:
+    /// no time is left). The deadline is every attempt's: it is one
+    /// failure, the request's, not one per attempt in flight, each of
+    /// which it ends at the same instant — failing over to a copy, the hop
+    /// ended with an [`Error::Retried`] that listed the one timeout twice.
+    fn end_at_deadline(&mut self) {
+        let Some(index) = std::iter::once(&self.current)
+            .chain(&self.copies)
+            .position(|attempt| attempt.failed_untaken_with(is_the_deadline))
+        else {
+            return;
+        };
+        if index > 0 {
+            let ended = self.copies.swap_remove(index - 1);
+            std::mem::replace(&mut self.current, ended).cancel();
+        }
+        for copy in self.copies.drain(..) {
+            copy.cancel();
         }
     }
 

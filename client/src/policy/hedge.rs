@@ -19,7 +19,9 @@
 //!   in event-loop mode — exact, like its timeouts.
 //! * **Bounds**: at most [`Policy::max_copies`] copies; never past the
 //!   request deadline (which every copy shares); each copy counts against
-//!   the client's retry [`Budget`](super::retry::Budget).
+//!   the client's retry [`Budget`](super::retry::Budget). A deadline that
+//!   passes with copies in flight ends them all: the request fails with
+//!   [`Error::RequestTimeout`](crate::Error::RequestTimeout), as unhedged.
 
 use crate::net::Origin;
 use crate::sync::lock;
