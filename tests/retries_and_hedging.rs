@@ -1024,6 +1024,58 @@ fn a_hedged_request_past_its_deadline_is_a_request_timeout_on_the_loop() {
     a_hedged_request_past_its_deadline_is_a_request_timeout(true);
 }
 
+/// The deadline ends the attempts still in flight, not an answer that
+/// came in time: a copy answered whole before the deadline, polled only
+/// after it, is the response — the first attempt, ended by the deadline
+/// meanwhile, loses to it as it would have before.
+fn a_copy_answered_before_the_deadline_wins_when_polled_after_it(event_loop_timeouts: bool) {
+    let clock = ManualClock::new();
+    let (client, _recorder) = client_on(&clock, event_loop_timeouts);
+    // The first connection never answers; the copy's answers once told.
+    let (answer, on_answer) = std::sync::mpsc::channel::<()>();
+    let on_answer = Arc::new(std::sync::Mutex::new(on_answer));
+    let server = TestServer::start(Behaviour::per_connection(move |index| {
+        let on_answer = on_answer.clone();
+        match index {
+            0 => Behaviour::NeverAnswer,
+            _ => Behaviour::respond(move |_| {
+                let _ = on_answer.lock().unwrap().recv_timeout(CEILING);
+                ok("the copy")
+            }),
+        }
+    }));
+    let mut future = client
+        .get(server.url("/"))
+        .hedge(hedge::Policy::after(Duration::from_millis(50)))
+        .send();
+    assert!(server.wait_for_requests(1, CEILING));
+    clock.advance(Duration::from_millis(50));
+    poll_until(&mut future, || server.requests().len() == 2);
+    // The copy's answer comes; nobody polls until the deadline has passed.
+    answer.send(()).unwrap();
+    assert!(eventually(CEILING, || future.is_done()));
+    clock.advance(Duration::from_secs(10));
+    assert!(eventually(CEILING, || server.connections_open() <= 1));
+    let response = poll_until_ready(&mut future, || "no outcome".into());
+    assert_eq!(
+        response.text().wait().unwrap(),
+        "the copy",
+        "mode {event_loop_timeouts}"
+    );
+    assert!(eventually(CEILING, || client.stats().armed_timers() == 0));
+    client.close();
+}
+
+#[test]
+fn a_copy_answered_before_the_deadline_wins_when_polled_after_it_on_the_wheel() {
+    a_copy_answered_before_the_deadline_wins_when_polled_after_it(false);
+}
+
+#[test]
+fn a_copy_answered_before_the_deadline_wins_when_polled_after_it_on_the_loop() {
+    a_copy_answered_before_the_deadline_wins_when_polled_after_it(true);
+}
+
 #[test]
 fn only_idempotent_requests_with_a_body_in_memory_are_hedged() {
     let clock = ManualClock::new();

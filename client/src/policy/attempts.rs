@@ -467,21 +467,28 @@ impl Attempts {
     }
 
     /// Whether the request deadline has ended an attempt in flight (its
-    /// failure not yet taken).
+    /// failure not yet taken) and no attempt has an answer that came in
+    /// time (a head not yet taken, which wins as ever).
     fn deadline_passed(&self) -> bool {
-        std::iter::once(&self.current)
-            .chain(&self.copies)
+        let mut in_flight = std::iter::once(&self.current).chain(&self.copies);
+        in_flight
+            .clone()
             .any(|attempt| attempt.failed_untaken_with(is_the_deadline))
+            && !in_flight.any(|attempt| attempt.head_untaken_with(|_| true))
     }
 
-    /// If the request deadline has ended an attempt in flight, makes that
-    /// attempt `current` and cancels the others, so that its request
+    /// If the request deadline has ended an attempt in flight (and no
+    /// answer came in time: [`deadline_passed`](Self::deadline_passed)),
+    /// makes that attempt `current` and cancels the others, so that its request
     /// timeout is the hop's outcome (a request timeout is never retried:
     /// no time is left). The deadline is every attempt's: it is one
     /// failure, the request's, not one per attempt in flight, each of
     /// which it ends at the same instant — failing over to a copy, the hop
     /// ended with an [`Error::Retried`] that listed the one timeout twice.
     fn end_at_deadline(&mut self) {
+        if !self.deadline_passed() {
+            return;
+        }
         let Some(index) = std::iter::once(&self.current)
             .chain(&self.copies)
             .position(|attempt| attempt.failed_untaken_with(is_the_deadline))
