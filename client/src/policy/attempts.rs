@@ -21,9 +21,10 @@
 //! at submission (their `HopSettings`); an attempt that lost is cancelled
 //! as soon as another's head is taken, which ends it (its connection
 //! closed, or over HTTP/2 its stream reset; its timers disarmed). Since
-//! that deadline is every attempt's, an attempt it ends ends the hop: the
-//! others are cancelled, and the outcome is the one request timeout, not
-//! one per attempt in flight ([`end_at_deadline`](Attempts::end_at_deadline)).
+//! that deadline is every attempt's, an attempt it ends ends the hop —
+//! unless another's answer came in time, which wins as ever: the others
+//! are cancelled, and the outcome is the one request timeout, not one per
+//! attempt in flight ([`end_at_deadline`](Attempts::end_at_deadline)).
 
 use super::hedge;
 use super::hop::{self, Hop, HopBody, HopSettings};
@@ -189,7 +190,8 @@ impl Attempts {
         {
             return true;
         }
-        // The request deadline ended one: it ends them all.
+        // The request deadline ended one (and no answer came in time): it
+        // ends them all.
         if self.deadline_passed() {
             return true;
         }

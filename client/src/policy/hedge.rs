@@ -21,7 +21,8 @@
 //!   request deadline (which every copy shares); each copy counts against
 //!   the client's retry [`Budget`](super::retry::Budget). A deadline that
 //!   passes with copies in flight ends them all: the request fails with
-//!   [`Error::RequestTimeout`](crate::Error::RequestTimeout), as unhedged.
+//!   [`Error::RequestTimeout`](crate::Error::RequestTimeout), as unhedged
+//!   (an answer that came in time is the response all the same).
 
 use crate::net::Origin;
 use crate::sync::lock;
