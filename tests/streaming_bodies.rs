@@ -3812,3 +3812,38 @@ fn a_held_body_counts_once_when_its_connection_closes() {
         }
     }
 }
+
+/// A PUT whose streamed body waits for `100 Continue`, sent on a pooled
+/// connection its server closed as the request came (it read the head,
+/// then closed: the close of an idle connection racing the request), goes
+/// again on a new connection: none of the body went — its source was never
+/// taken — so it can go whole, as a body in memory would, and a PUT may be
+/// sent twice (curl sends it again too).
+#[test]
+fn a_streamed_put_waiting_for_100_on_a_closed_pooled_connection_goes_again() {
+    let server = TestServer::start(Behaviour::per_connection(|index| match index {
+        0 => Behaviour::custom(|mut stream, _| {
+            if read_head(&mut stream).is_some() {
+                let _ = stream.write_all(&ok("warm"));
+            }
+            // The PUT's head, and the close.
+            let _ = read_head(&mut stream);
+        }),
+        _ => Behaviour::continue_and_early_hints(|body| ok(&format!("got {}", body.len()))),
+    }));
+    let client = Client::builder().event_loops(1).build().unwrap();
+    let warm = client.get(server.url("/warm")).send().wait().unwrap();
+    assert_eq!(warm.text().wait().unwrap(), "warm");
+    let body = Upload::from_reader(std::io::Cursor::new(vec![b'u'; 1000]), Some(1000));
+    let response = client
+        .put(server.url("/put"))
+        .body(body)
+        .expect_continue(true)
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.text().wait().unwrap(), "got 1000");
+    assert_eq!(server.connections_accepted(), 2);
+    assert_settles(&client, WAIT);
+    client.close();
+}

@@ -713,6 +713,16 @@ impl Exchange {
         self.request.method.is_idempotent() && self.request.replayable()
     }
 
+    /// Whether the request may go again on a fresh connection now, its
+    /// connection having failed before any answer: as [`may_retry`](Self::may_retry)
+    /// says, or its method may be sent twice and its streamed body is all
+    /// still here — it waited for `100 Continue`, and no connection took
+    /// its source, so it can go whole.
+    pub(crate) fn may_go_again_now(&self) -> bool {
+        self.request.method.is_idempotent()
+            && (self.request.replayable() || self.request.holds_unsent())
+    }
+
     /// An HTTP/2 connection that could run `limit` streams at once sends
     /// it to another (never sent, refused, or past a `GOAWAY`): the
     /// connection it opens, if it opens one, opens no more than that many

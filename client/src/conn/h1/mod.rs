@@ -1193,13 +1193,16 @@ impl Conn {
     /// A reused connection failed before any response byte (or answered
     /// `408 Request Timeout`, its only byte): the server closed it while
     /// idle. A request that may go twice goes again once, on a new
-    /// connection. Returns whether it did.
+    /// connection — one whose streamed body waited for `100 Continue` too,
+    /// none of it gone. Returns whether it did.
     fn retry_on_fresh_connection(&mut self, cx: &mut LoopContext<'_>) -> bool {
         let State::Active(active) = &self.state else {
             return false;
         };
         let exchange = active.exchange.clone();
-        if !active.reused || !exchange.may_retry() || exchange.retried.swap(true, Ordering::AcqRel)
+        if !active.reused
+            || !exchange.may_go_again_now()
+            || exchange.retried.swap(true, Ordering::AcqRel)
         {
             return false;
         }
