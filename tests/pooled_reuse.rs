@@ -116,6 +116,19 @@ fn post_once_the_idle_connection_has_closed(
         .send()
 }
 
+/// An [`origin`] that holds its answer to "/younger" until told through the
+/// sender returned, and a client of one loop allowed one connection to it.
+fn an_origin_on_one_connection() -> (Origin, Client, mpsc::Sender<()>) {
+    let (answer_younger, on_answer_younger) = mpsc::channel::<()>();
+    let origin = origin(Some(on_answer_younger));
+    let client = Client::builder()
+        .event_loops(1)
+        .max_connections_per_host(1)
+        .build()
+        .unwrap();
+    (origin, client, answer_younger)
+}
+
 /// Sends a younger request to `origin` while the loop is held, behind
 /// `older` (sent on a connection the origin has closed) for the host's one
 /// connection; lets the loop go (`release`). The older must be answered,
@@ -172,13 +185,7 @@ fn a_post_never_goes_on_a_connection_closed_while_the_loop_was_held_up() {
 /// younger's answer takes.
 #[test]
 fn a_request_finding_its_pooled_connection_closed_keeps_its_place_ahead_of_a_younger_one() {
-    let (answer_younger, on_answer_younger) = mpsc::channel::<()>();
-    let origin = origin(Some(on_answer_younger));
-    let client = Client::builder()
-        .event_loops(1)
-        .max_connections_per_host(1)
-        .build()
-        .unwrap();
+    let (origin, client, answer_younger) = an_origin_on_one_connection();
     let (held, release) = hold_the_loop_after_a_first_answer(&client, &origin);
     // Meanwhile the origin closes the idle connection; a POST takes it, to
     // run once the loop is let go, and a younger request queues for the
@@ -221,13 +228,7 @@ fn answering_when_told(text: &'static str) -> (SocketAddr, mpsc::Sender<()>, mps
 /// listener holds it, the two requests are sent.
 #[test]
 fn a_request_whose_pooled_connection_closes_before_its_task_runs_keeps_its_place() {
-    let (answer_younger, on_answer_younger) = mpsc::channel::<()>();
-    let origin = origin(Some(on_answer_younger));
-    let client = Client::builder()
-        .event_loops(1)
-        .max_connections_per_host(1)
-        .build()
-        .unwrap();
+    let (origin, client, answer_younger) = an_origin_on_one_connection();
     let first = client.get(format!("http://{}/a", origin.addr)).send();
     assert_eq!(first.wait().unwrap().text().wait().unwrap(), "ok");
     let (second_addr, answer_second, second_written) = answering_when_told("second");
