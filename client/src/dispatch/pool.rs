@@ -158,9 +158,6 @@ struct OriginState<W, C> {
     idle: Vec<C>,
     open: usize,
     waiting: VecDeque<Queued<W>>,
-    /// Live waiters at the last compaction: the queue is compacted again
-    /// once it holds twice as many entries.
-    live_at_compaction: usize,
 }
 
 impl<W, C> Default for OriginState<W, C> {
@@ -169,7 +166,6 @@ impl<W, C> Default for OriginState<W, C> {
             idle: Vec::new(),
             open: 0,
             waiting: VecDeque::new(),
-            live_at_compaction: 0,
         }
     }
 }
@@ -182,6 +178,11 @@ struct Inner<W, C> {
     /// Entries in all the queues (ended waiters included): while it is
     /// zero, no operation looks at a queue.
     queued: usize,
+    /// Entries in all the queues at the last compaction, or fewer if the
+    /// queues held fewer since (as an enqueue saw them): the queues are
+    /// compacted again once they hold twice as many (see
+    /// [`enqueue`](Self::enqueue)).
+    live_at_compaction: usize,
     next_seq: u64,
     closed: bool,
     /// Queue entries looked at, for the complexity tests.
@@ -315,6 +316,7 @@ impl<W: Waiter, C: Pooled> Inner<W, C> {
     /// that turned out closed.
     fn enqueue(&mut self, waiter: &Arc<W>, graves: &mut Graves<W>) {
         let QueuePlace { seq } = waiter.place().get_or_stamp(|| self.stamp());
+        self.live_at_compaction = self.live_at_compaction.min(self.queued);
         let state = self.origins.entry(waiter.key().clone()).or_default();
         let at = state.waiting.partition_point(|queued| queued.seq < seq);
         state.waiting.insert(
@@ -325,8 +327,26 @@ impl<W: Waiter, C: Pooled> Inner<W, C> {
             },
         );
         self.queued += 1;
-        if state.waiting.len() > 32 && state.waiting.len() > 2 * state.live_at_compaction {
-            let before = state.waiting.len();
+        self.compact_if_mostly_ended(graves);
+    }
+
+    /// Drops the ended waiters from every queue, and forgets the origins
+    /// that leaves unused, once the queues hold more than 32 entries and
+    /// twice as many as at the last compaction (or as since, the fewest an
+    /// enqueue saw). All queues, not the one just grown: requests to ever
+    /// new origins that end while queued behind the total limit (their
+    /// deadlines pass while every permit is held) leave one entry in each
+    /// of as many queues — and each entry, a weak reference, keeps its
+    /// request's allocation — which nothing else takes out until a permit
+    /// comes back. The work stays amortised O(1) per request: the
+    /// entries visited are at most twice those queued since the count
+    /// the trigger compares with.
+    fn compact_if_mostly_ended(&mut self, graves: &mut Graves<W>) {
+        if self.queued <= 32 || self.queued <= 2 * self.live_at_compaction {
+            return;
+        }
+        let mut kept = 0;
+        for state in self.origins.values_mut() {
             state.waiting.retain(|queued| {
                 #[cfg(test)]
                 {
@@ -344,9 +364,12 @@ impl<W: Waiter, C: Pooled> Inner<W, C> {
                     None => false,
                 }
             });
-            self.queued -= before - state.waiting.len();
-            state.live_at_compaction = state.waiting.len();
+            kept += state.waiting.len();
         }
+        self.origins
+            .retain(|_, s| s.open > 0 || !s.idle.is_empty() || !s.waiting.is_empty());
+        self.queued = kept;
+        self.live_at_compaction = kept;
     }
 
     /// Takes the connection idle the longest, of any origin, out of the pool.
@@ -394,7 +417,6 @@ impl<W: Waiter, C: Pooled> Pool<W, C> {
             let Some(state) = inner.origins.get_mut(origin) else {
                 return Vec::new();
             };
-            state.live_at_compaction = 0;
             let queued: Vec<_> = state.waiting.drain(..).collect();
             inner.queued -= queued.len();
             queued
@@ -438,6 +460,7 @@ impl<W: Waiter, C: Pooled> Pool<W, C> {
                 origins: HashMap::default(),
                 open: 0,
                 queued: 0,
+                live_at_compaction: 0,
                 next_seq: 1,
                 closed: false,
                 #[cfg(test)]
@@ -765,6 +788,13 @@ impl<W: Waiter, C: Pooled> Pool<W, C> {
     #[cfg(test)]
     fn visited(&self) -> usize {
         lock(&self.inner).visited
+    }
+
+    /// Origins known and queue entries held (ended waiters included).
+    #[cfg(test)]
+    fn origins_and_queued(&self) -> (usize, usize) {
+        let inner = lock(&self.inner);
+        (inner.origins.len(), inner.queued)
     }
 }
 

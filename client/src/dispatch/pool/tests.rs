@@ -429,6 +429,31 @@ fn a_waiter_dropped_by_the_pool_is_dropped_outside_its_lock() {
     assert_eq!(worker.join().unwrap(), None);
 }
 
+/// Requests to ever new origins that end while queued behind the total
+/// limit (their deadlines pass while every permit is held, say by
+/// long-lived streams) leave no trace: the pool kept an origin entry and a
+/// queue entry for each — a queue entry keeps the ended request's whole
+/// allocation, being a weak reference — until a permit came back, and
+/// only a queue with more than 32 entries was ever compacted.
+#[test]
+fn ended_waiters_of_many_origins_do_not_pile_up_behind_the_total_limit() {
+    let (pool, clock) = pool(limited(Some(1), None));
+    let holder = request("holder", "holds the permit");
+    assert_eq!(acquired(&pool, &holder, &clock), "permit");
+    for i in 0..2_000 {
+        let host = format!("o{i}");
+        let r = request(&host, "queued");
+        assert_eq!(acquired(&pool, &r, &clock), "queued");
+        // Its deadline passes; its caller lets go of it.
+        r.done.store(true, Ordering::SeqCst);
+    }
+    let (origins, queued) = pool.origins_and_queued();
+    assert!(
+        origins <= 100 && queued <= 100,
+        "2000 ended waiters of as many origins left {origins} origins and {queued} queue entries"
+    );
+}
+
 /// #18, defect 3: queueing N requests past the limit looks at O(N) queue
 /// entries in all, not O(N²), even when most of them end while queued.
 #[test]
