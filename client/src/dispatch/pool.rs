@@ -185,7 +185,8 @@ struct Inner<W, C> {
     live_at_compaction: usize,
     next_seq: u64,
     closed: bool,
-    /// Queue entries looked at, for the complexity tests.
+    /// Queue entries (and origins, by a compaction) looked at, for the
+    /// complexity tests.
     #[cfg(test)]
     visited: usize,
 }
@@ -340,13 +341,23 @@ impl<W: Waiter, C: Pooled> Inner<W, C> {
     /// request's allocation — which nothing else takes out until a permit
     /// comes back. The work stays amortised O(1) per request: the
     /// entries visited are at most twice those queued since the count
-    /// the trigger compares with.
+    /// the trigger compares with, and the origins — those with
+    /// connections, no more than the connections open, and those with
+    /// entries — at most twice the entries, as the trigger waits for more
+    /// entries than connections too.
     fn compact_if_mostly_ended(&mut self, graves: &mut Graves<W>) {
-        if self.queued <= 32 || self.queued <= 2 * self.live_at_compaction {
+        if self.queued <= 32
+            || self.queued <= 2 * self.live_at_compaction
+            || self.queued <= self.open
+        {
             return;
         }
         let mut kept = 0;
         for state in self.origins.values_mut() {
+            #[cfg(test)]
+            {
+                self.visited += 1;
+            }
             state.waiting.retain(|queued| {
                 #[cfg(test)]
                 {

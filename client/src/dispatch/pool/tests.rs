@@ -481,6 +481,38 @@ fn queueing_costs_amortised_constant_work_per_request() {
     }
 }
 
+/// The compaction of the queues looks at every origin: with many origins
+/// holding connections and few requests queued, it must not run every few
+/// requests, or each request would pay for the origins, not its queue.
+#[test]
+fn queueing_behind_many_origins_with_connections_costs_constant_work() {
+    let origins = 2_000;
+    let (pool, clock) = pool(limited(Some(origins), None));
+    let held: Vec<_> = (0..origins)
+        .map(|i| {
+            let r = request(&format!("o{i}"), "holder");
+            assert_eq!(acquired(&pool, &r, &clock), "permit");
+            r
+        })
+        .collect();
+    let n = 1_000;
+    let mut live = Vec::new();
+    for i in 0..n {
+        let r = request("a", "queued");
+        assert_eq!(acquired(&pool, &r, &clock), "queued");
+        if i % 10 != 0 {
+            r.done.store(true, Ordering::SeqCst);
+        }
+        live.push(r);
+    }
+    let visited = pool.visited();
+    assert!(
+        visited <= 4 * (n + origins),
+        "{n} requests queued behind {origins} origins, {visited} entries and origins visited"
+    );
+    drop(held);
+}
+
 #[test]
 fn a_retried_request_is_served_by_a_permit_not_a_pooled_connection() {
     let (pool, clock) = pool(limited(None, Some(1)));
