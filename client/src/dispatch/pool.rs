@@ -56,9 +56,12 @@
 //! * Queues hold waiters weakly: a request that ends while queued (its
 //!   deadline passed, it was cancelled) frees its request bytes and
 //!   callbacks as soon as its caller lets go, and is skipped when reached.
-//!   Queues are compacted when ended waiters outnumber live ones, so
-//!   queueing costs amortised O(1) per request, and each operation scans
-//!   one queue front per origin that has waiters.
+//!   The queues are compacted together, and origins left unused
+//!   forgotten, when ended waiters outnumber live ones (and the entries
+//!   the connections open), so queueing costs amortised O(1) per request,
+//!   ended waiters do not pile up behind the limits (whatever their
+//!   origins), and each operation scans one queue front per origin that
+//!   has waiters.
 //! * Nothing is dropped under the pool's lock (see [`crate::sync`]): a
 //!   waiter taken out, or found ended, is dropped after the unlock — its
 //!   callbacks may hold the last `Client`, whose drop closes this pool.
