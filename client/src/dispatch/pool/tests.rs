@@ -454,6 +454,21 @@ fn ended_waiters_of_many_origins_do_not_pile_up_behind_the_total_limit() {
     );
 }
 
+/// Queues `n` requests to origin "a" (each must queue), nine in ten of
+/// which end while queued (their timeouts fire); returns them all.
+fn queue_mostly_ended(pool: &TestPool, clock: &ManualClock, n: usize) -> Vec<Arc<Request>> {
+    (0..n)
+        .map(|i| {
+            let r = request("a", "queued");
+            assert_eq!(acquired(pool, &r, clock), "queued");
+            if i % 10 != 0 {
+                r.done.store(true, Ordering::SeqCst);
+            }
+            r
+        })
+        .collect()
+}
+
 /// #18, defect 3: queueing N requests past the limit looks at O(N) queue
 /// entries in all, not O(N²), even when most of them end while queued.
 #[test]
@@ -462,16 +477,7 @@ fn queueing_costs_amortised_constant_work_per_request() {
         let (pool, clock) = pool(limited(Some(1), None));
         let first = request("a", "first");
         assert_eq!(acquired(&pool, &first, &clock), "permit");
-        let mut live = Vec::new();
-        for i in 0..n {
-            let r = request("a", "queued");
-            assert_eq!(acquired(&pool, &r, &clock), "queued");
-            // Nine in ten end while queued (their timeouts fire).
-            if i % 10 != 0 {
-                r.done.store(true, Ordering::SeqCst);
-            }
-            live.push(r);
-        }
+        let _queued = queue_mostly_ended(&pool, &clock, n);
         let visited = pool.visited();
         assert!(
             visited <= 4 * n,
@@ -496,15 +502,7 @@ fn queueing_behind_many_origins_with_connections_costs_constant_work() {
         })
         .collect();
     let n = 1_000;
-    let mut live = Vec::new();
-    for i in 0..n {
-        let r = request("a", "queued");
-        assert_eq!(acquired(&pool, &r, &clock), "queued");
-        if i % 10 != 0 {
-            r.done.store(true, Ordering::SeqCst);
-        }
-        live.push(r);
-    }
+    let _queued = queue_mostly_ended(&pool, &clock, n);
     let visited = pool.visited();
     assert!(
         visited <= 4 * (n + origins),
