@@ -468,19 +468,33 @@ impl Attempts {
         }
     }
 
-    /// Whether the request deadline has ended an attempt in flight (its
-    /// failure not yet taken) and no attempt has an answer that came in
-    /// time (a head not yet taken, which wins as ever).
-    fn deadline_passed(&self) -> bool {
+    /// The attempt in flight the request deadline has ended (its failure
+    /// not yet taken; 0 is `current`, then the copies), if no attempt has
+    /// an answer that came in time (a head not yet taken, which wins as
+    /// ever). Asked only with copies in flight: a lone attempt's timeout is
+    /// its outcome anyway (never retried), and a poll asks no lock more.
+    fn ended_by_deadline(&self) -> Option<usize> {
+        if self.copies.is_empty() {
+            return None;
+        }
         let mut in_flight = std::iter::once(&self.current).chain(&self.copies);
-        in_flight
+        if in_flight
             .clone()
-            .any(|attempt| attempt.failed_untaken_with(is_the_deadline))
-            && !in_flight.any(|attempt| attempt.head_untaken_with(|_| true))
+            .any(|attempt| attempt.head_untaken_with(|_| true))
+        {
+            return None;
+        }
+        in_flight.position(|attempt| attempt.failed_untaken_with(is_the_deadline))
+    }
+
+    /// Whether the request deadline has ended the request
+    /// ([`ended_by_deadline`](Self::ended_by_deadline)).
+    fn deadline_passed(&self) -> bool {
+        self.ended_by_deadline().is_some()
     }
 
     /// If the request deadline has ended an attempt in flight (and no
-    /// answer came in time: [`deadline_passed`](Self::deadline_passed)),
+    /// answer came in time: [`ended_by_deadline`](Self::ended_by_deadline)),
     /// makes that attempt `current` and cancels the others, so that its request
     /// timeout is the hop's outcome (a request timeout is never retried:
     /// no time is left). The deadline is every attempt's: it is one
@@ -488,13 +502,7 @@ impl Attempts {
     /// which it ends at the same instant — failing over to a copy, the hop
     /// ended with an [`Error::Retried`] that listed the one timeout twice.
     fn end_at_deadline(&mut self) {
-        if !self.deadline_passed() {
-            return;
-        }
-        let Some(index) = std::iter::once(&self.current)
-            .chain(&self.copies)
-            .position(|attempt| attempt.failed_untaken_with(is_the_deadline))
-        else {
+        let Some(index) = self.ended_by_deadline() else {
             return;
         };
         if index > 0 {
