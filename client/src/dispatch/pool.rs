@@ -163,6 +163,13 @@ struct OriginState<W, C> {
     waiting: VecDeque<Queued<W>>,
 }
 
+impl<W, C> OriginState<W, C> {
+    /// Nothing refers to the origin any more: no connection, no waiter.
+    fn unused(&self) -> bool {
+        self.open == 0 && self.idle.is_empty() && self.waiting.is_empty()
+    }
+}
+
 impl<W, C> Default for OriginState<W, C> {
     fn default() -> Self {
         OriginState {
@@ -356,15 +363,17 @@ impl<W: Waiter, C: Pooled> Inner<W, C> {
             return;
         }
         let mut kept = 0;
-        for state in self.origins.values_mut() {
+        #[cfg(test)]
+        let visited = &mut self.visited;
+        self.origins.retain(|_, state| {
             #[cfg(test)]
             {
-                self.visited += 1;
+                *visited += 1;
             }
             state.waiting.retain(|queued| {
                 #[cfg(test)]
                 {
-                    self.visited += 1;
+                    *visited += 1;
                 }
                 match queued.waiter.upgrade() {
                     Some(waiter) if !waiter.is_done() => {
@@ -379,9 +388,8 @@ impl<W: Waiter, C: Pooled> Inner<W, C> {
                 }
             });
             kept += state.waiting.len();
-        }
-        self.origins
-            .retain(|_, s| s.open > 0 || !s.idle.is_empty() || !s.waiting.is_empty());
+            !state.unused()
+        });
         self.queued = kept;
         self.live_at_compaction = kept;
     }
@@ -412,11 +420,7 @@ impl<W: Waiter, C: Pooled> Inner<W, C> {
 
     /// Forgets an origin nothing refers to any more.
     fn tidy(&mut self, origin: &Route) {
-        let unused = self
-            .origins
-            .get(origin)
-            .is_some_and(|s| s.open == 0 && s.idle.is_empty() && s.waiting.is_empty());
-        if unused {
+        if self.origins.get(origin).is_some_and(OriginState::unused) {
             self.origins.remove(origin);
         }
     }
