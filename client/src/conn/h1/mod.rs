@@ -1209,12 +1209,8 @@ impl Conn {
         // The server may have processed it before it closed (RFC 9110
         // §9.2.2): nothing can say otherwise later.
         exchange.maybe_processed.store(true, Ordering::Release);
-        // Sent again (its read timeout staying with the connection it
-        // leaves) before this connection closes, so that it is at its place
-        // in the pool's queue (stamped when it first asked) when the permit
-        // the close gives back serves the oldest waiter: that is it, unless
-        // an older one waits — not a request sent after it, queued
-        // meanwhile, whose whole exchange it would wait behind.
+        // Before this connection closes (see `send_to_another`); its read
+        // timeout stays with the connection it leaves.
         self.send_to_another(exchange, false);
         self.close(cx);
         true
