@@ -156,8 +156,11 @@ fn with_two_per_origin_a_second_connection_opens_at_the_limit_and_both_serve() {
 
 /// A server that allows [`LATE_LIMIT`] streams at once and says so late,
 /// as it would a round trip after the client's first flight on a slow
-/// path: each connection's SETTINGS come once that many streams have, and
-/// then 300 ms without more. The streams past the limit meanwhile are
+/// path: the first connection's SETTINGS come once `first_flight` streams
+/// have (the burst the test sends: its whole first flight, however the
+/// client's writes are spread in time), each later connection's once
+/// that many streams have and then a second without more. The streams
+/// past the limit meanwhile are
 /// refused (`REFUSED_STREAM`), as a server at its limit does; the others
 /// are answered — the first connection's only once the second has
 /// answered its first flight (so that it stays at its limit meanwhile).
@@ -165,7 +168,10 @@ fn with_two_per_origin_a_second_connection_opens_at_the_limit_and_both_serve() {
 /// instead, and once it has 3 streams sends `GOAWAY` naming the last of
 /// them, and answers them. Returns its address, and how many streams the
 /// first flight of each connection that said its limit late had.
-fn late_limit_server(goaway_first: bool) -> (std::net::SocketAddr, Arc<Mutex<Vec<usize>>>) {
+fn late_limit_server(
+    goaway_first: bool,
+    first_flight: usize,
+) -> (std::net::SocketAddr, Arc<Mutex<Vec<usize>>>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let flights: Arc<Mutex<Vec<usize>>> = Arc::default();
@@ -200,10 +206,15 @@ fn late_limit_server(goaway_first: bool) -> (std::net::SocketAddr, Arc<Mutex<Vec
                 while let Some(frame) = conn.read_frame() {
                     if frame.kind == HEADERS {
                         flight.push(frame.stream);
-                        if flight.len() == LATE_LIMIT {
-                            let _ = conn
-                                .stream
-                                .set_read_timeout(Some(Duration::from_millis(300)));
+                        if index == 0 && flight.len() == first_flight {
+                            break;
+                        }
+                        // A later connection's flight: what comes within
+                        // a second of its limit (a stall only delays what
+                        // would be too many, never makes a right count
+                        // wrong).
+                        if index > 0 && flight.len() == LATE_LIMIT {
+                            let _ = conn.stream.set_read_timeout(Some(Duration::from_secs(1)));
                         }
                     }
                 }
@@ -247,7 +258,7 @@ const LATE_LIMIT: usize = 3;
 #[test]
 fn a_second_connection_opens_no_more_streams_than_its_origin_allows_before_its_settings() {
     const BURST: usize = 10;
-    let (addr, flights) = late_limit_server(false);
+    let (addr, flights) = late_limit_server(false, BURST);
     let client = h2c_builder(1, CEILING)
         .http2_max_connections_per_origin(2)
         .build()
@@ -281,7 +292,7 @@ fn failures_of_a_burst(client: &Client, addr: std::net::SocketAddr, burst: usize
 #[test]
 fn requests_a_goaway_sends_to_a_new_connection_open_no_more_streams_than_the_old_one_allowed() {
     const BURST: usize = 10;
-    let (addr, flights) = late_limit_server(true);
+    let (addr, flights) = late_limit_server(true, BURST);
     let client = h2c_builder(1, CEILING).build().unwrap();
     assert_eq!(
         failures_of_a_burst(&client, addr, BURST),
