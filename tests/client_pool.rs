@@ -474,7 +474,7 @@ fn a_retry_waiting_in_the_queue_is_not_failed_by_the_read_timeout_of_the_connect
                 return;
             };
             if first.target == "/slow" {
-                thread::sleep(Duration::from_millis(600));
+                thread::sleep(Duration::from_secs(3));
             }
             if first.target == "/r1" {
                 let _ = on_answer_r1.lock().unwrap().recv_timeout(WAIT);
@@ -503,7 +503,10 @@ fn a_retry_waiting_in_the_queue_is_not_failed_by_the_read_timeout_of_the_connect
             .event_loops(1)
             .use_event_loop_timeouts(event_loop_timeouts)
             .max_connections_per_host(1)
-            .read_timeout(Duration::from_millis(200))
+            // Long enough that r2, held by the server from its read until the
+            // test lets go (a thread's wake-up, a poll), is not failed by
+            // it on a loaded machine; the slow request takes three times it.
+            .read_timeout(Duration::from_secs(1))
             .build()
             .unwrap();
         // r1 holds the only connection while the redirect, then r2, queue;
