@@ -1020,10 +1020,6 @@ fn a_build_that_panics_after_starting_its_loops_shuts_them_down() {
 /// grace), later than with no spin at all.
 #[test]
 fn with_a_spin_past_every_deadline_an_idle_loop_is_taken_back_at_once() {
-    struct Nothing;
-    impl LoopTimeout for Nothing {
-        fn expire(self: Arc<Self>, _tag: u64, _cx: &mut LoopContext<'_>) {}
-    }
     let group = EventLoopGroup::builder()
         .threads(1)
         .idle_grace(Duration::from_secs(60))
@@ -1067,10 +1063,6 @@ fn thread_ticks() -> u64 {
 #[test]
 fn a_manual_clock_loop_sleeps_however_near_its_next_deadline() {
     use tickless_timer::{Clock, ManualClock};
-    struct Nothing;
-    impl LoopTimeout for Nothing {
-        fn expire(self: Arc<Self>, _tag: u64, _cx: &mut LoopContext<'_>) {}
-    }
     let clock = ManualClock::new();
     let group = EventLoopGroup::builder()
         .threads(1)
@@ -1538,6 +1530,7 @@ fn a_loop_with_only_an_idle_standing_entry_reads_no_clock_after_its_tasks() {
 /// skip — and the loop then sleeps: without it, every poll would find the
 /// same deadline due and return at once, for ever. With and without a
 /// spin before deadlines, with and without a precise wait.
+#[cfg(target_os = "linux")] // its thread's CPU ticks (`thread_ticks`)
 #[test]
 fn an_idle_standing_entry_that_falls_due_is_popped_and_the_loop_then_sleeps() {
     for spin in [Duration::ZERO, Duration::from_millis(10)] {
@@ -1545,6 +1538,7 @@ fn an_idle_standing_entry_that_falls_due_is_popped_and_the_loop_then_sleeps() {
     }
 }
 
+#[cfg(target_os = "linux")] // its thread's CPU ticks (`thread_ticks`)
 #[test]
 fn without_a_precise_wait_an_idle_standing_entry_that_falls_due_is_popped() {
     turn::WITHOUT_PRECISE_WAIT.with(|without| without.set(true));
@@ -1553,6 +1547,7 @@ fn without_a_precise_wait_an_idle_standing_entry_that_falls_due_is_popped() {
     }
 }
 
+#[cfg(target_os = "linux")] // its thread's CPU ticks (`thread_ticks`)
 fn idle_entry_is_popped_and_the_loop_sleeps(spin: Duration) {
     /// Uncounts itself when it expires, as a standing entry's fire does.
     struct IdleEntry(Arc<EventLoop>, mpsc::Sender<Instant>);
