@@ -87,19 +87,29 @@ fn hold_the_loop_after_a_first_answer(
             thread::sleep(WAIT);
         }
     });
-    let (listener, has_entered, release) = HoldingListener::new(WAIT);
-    let client = client.clone();
-    let held = thread::spawn(move || {
-        let response = client
-            .get(format!("http://{slow_addr}/"))
-            .listener(listener)
-            .send()
-            .wait()
-            .unwrap();
-        response.text().wait().unwrap()
-    });
+    let (held, has_entered, release) = held_get(client, slow_addr);
     has_entered.recv_timeout(WAIT).unwrap();
     (held, release)
+}
+
+/// Sends a GET to `addr` whose answer's listener holds the client's loop
+/// until told: the thread that waits for the answer's text, the receiver
+/// told once the loop is held, and the sender that lets it go.
+fn held_get(
+    client: &Client,
+    addr: SocketAddr,
+) -> (
+    thread::JoinHandle<String>,
+    mpsc::Receiver<()>,
+    mpsc::Sender<()>,
+) {
+    let (listener, has_entered, release) = HoldingListener::new(WAIT);
+    let request = client
+        .get(format!("http://{addr}/"))
+        .listener(listener)
+        .send();
+    let answered = thread::spawn(move || request.wait().unwrap().text().wait().unwrap());
+    (answered, has_entered, release)
 }
 
 /// Has `origin` close its first, idle connection, then sends a POST to it
@@ -233,17 +243,8 @@ fn a_request_whose_pooled_connection_closes_before_its_task_runs_keeps_its_place
     assert_eq!(first.wait().unwrap().text().wait().unwrap(), "ok");
     let (second_addr, answer_second, second_written) = answering_when_told("second");
     let (first_addr, answer_first, _) = answering_when_told("first");
-    let held_until = |addr: SocketAddr| {
-        let (listener, has_entered, release) = HoldingListener::new(WAIT);
-        let request = client
-            .get(format!("http://{addr}/"))
-            .listener(listener)
-            .send();
-        let answered = thread::spawn(move || request.wait().unwrap().text().wait().unwrap());
-        (answered, has_entered, release)
-    };
-    let (second, second_entered, release_second) = held_until(second_addr);
-    let (first, first_entered, release_first) = held_until(first_addr);
+    let (second, second_entered, release_second) = held_get(&client, second_addr);
+    let (first, first_entered, release_first) = held_get(&client, first_addr);
     assert!(support::eventually(WAIT, || client.stats().in_flight == 2));
     // Both requests are out (each waits for its word): the first answer
     // holds the loop.
@@ -298,16 +299,12 @@ fn a_connection_closed_with_its_answer_is_closed_not_pooled() {
     });
     let answered = client.get(format!("http://{origin_addr}/")).send();
     request_read.recv_timeout(WAIT).unwrap();
-    let (listener, has_entered, release) = HoldingListener::new(WAIT);
-    let held = client
-        .get(format!("http://{holder_addr}/"))
-        .listener(listener)
-        .send();
+    let (held, has_entered, release) = held_get(&client, holder_addr);
     has_entered.recv_timeout(WAIT).unwrap();
     answer.send(()).unwrap();
     has_closed.recv_timeout(WAIT).unwrap();
     release.send(()).unwrap();
-    assert_eq!(held.wait().unwrap().text().wait().unwrap(), "held");
+    assert_eq!(held.join().unwrap(), "held");
     assert_eq!(answered.wait().unwrap().text().wait().unwrap(), "closing");
     assert!(
         support::eventually(WAIT, || client.stats().open_connections == 0),
