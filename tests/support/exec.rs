@@ -120,12 +120,16 @@ fn modified(path: &std::path::Path) -> std::time::SystemTime {
     std::fs::metadata(path).and_then(|m| m.modified()).unwrap()
 }
 
-/// The latest modification of a `.rs` file under `dir`.
+/// The latest modification of a `.rs` file under `dir` that an example is
+/// built from: not one compiled only for a crate's unit tests, which cargo
+/// does not rebuild the examples for.
 fn newest_source(dir: &std::path::Path) -> std::time::SystemTime {
     let mut newest = std::time::SystemTime::UNIX_EPOCH;
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
-        let here = if path.is_dir() {
+        let here = if unit_tests_only(&path) {
+            continue;
+        } else if path.is_dir() {
             newest_source(&path)
         } else if path.extension().is_some_and(|ext| ext == "rs") {
             modified(&path)
@@ -135,4 +139,16 @@ fn newest_source(dir: &std::path::Path) -> std::time::SystemTime {
         newest = newest.max(here);
     }
     newest
+}
+
+/// Whether `path` is compiled only under `cfg(test)`, as this workspace
+/// names such modules: `tests.rs`, `*_tests.rs`, `test_util.rs`, or a
+/// `tests/` directory.
+fn unit_tests_only(path: &std::path::Path) -> bool {
+    let name = path
+        .file_name()
+        .and_then(|name| name.to_str())
+        .unwrap_or("");
+    let stem = name.strip_suffix(".rs").unwrap_or(name);
+    stem == "tests" || stem.ends_with("_tests") || stem == "test_util"
 }
