@@ -1,9 +1,10 @@
 //! Heap allocations per request on the client's hot path, counted by a
 //! counting global allocator (this binary's own): pooled GETs, sequential
 //! and blocking, of a 13-byte body and of a 64 KiB chunked one, against a
-//! server that allocates nothing per request. A count, unlike a time, does
-//! not depend on the machine's load: the bound catches work added per
-//! request.
+//! server that allocates nothing per request. A count, unlike a time,
+//! hardly depends on the machine's load (loaded, a run of 400 requests
+//! has made up to four allocations more, 0.01 a request, which the
+//! bounds' margins take): the bound catches work added per request.
 
 #[path = "support/counting_alloc.rs"]
 mod counting_alloc;
@@ -133,11 +134,22 @@ impl<'a> Requests<'a> {
     }
 }
 
+/// One test of this file at a time, from its first line to its last: the
+/// allocator's count is the whole process's, and another test's set-up (a
+/// jar of 200 sites, a client built) counted in a run it overlapped — 189
+/// allocations a request where 12 were made, in CI on 2026-12-07.
+fn alone() -> std::sync::MutexGuard<'static, ()> {
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// Allocations per request of sequential pooled `requests` to the server
 /// at `addr`, whose bodies, read whole, `check` checks — after as many
 /// requests to warm up (the connection pooled, every lazily grown table
-/// at its size), on one connection. One test at a time: the count is the
-/// whole process's.
+/// at its size), on one connection. The count is the whole process's: the
+/// calling test holds [`alone`].
 fn allocations_per_request(
     addr: std::net::SocketAddr,
     requests: Requests<'_>,
@@ -159,10 +171,6 @@ fn counted_per_request(
         gate,
         client,
     } = requests;
-    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _alone = ONE_AT_A_TIME
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
     const REQUESTS: u64 = 400;
     let client = client(Client::builder().event_loops(1)).build().unwrap();
     let url = format!("http://{addr}{path}");
@@ -200,6 +208,7 @@ fn counted_per_request(
 
 #[test]
 fn a_pooled_sequential_get_allocates_a_bounded_number_of_times() {
+    let _alone = alone();
     let addr = serve(b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\nHello, world!");
     let per_request = allocations_per_request(addr, Requests::get("/small"), |body| {
         body == b"Hello, world!"
@@ -271,6 +280,7 @@ fn cookie_sent(jar: Arc<Jar>, path: &str) -> Option<String> {
 /// cookies matched, and nothing per cookie.
 #[test]
 fn a_pooled_sequential_get_with_cookies_allocates_a_bounded_number_of_times() {
+    let _alone = alone();
     let addr = serve(b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\nHello, world!");
     let jar = jar_with_eight_cookies(addr);
     let sent = cookie_sent(jar.clone(), "/cookies").unwrap_or_default();
@@ -302,6 +312,7 @@ fn a_pooled_sequential_get_with_cookies_allocates_a_bounded_number_of_times() {
 /// host is under, not at every domain it holds.
 #[test]
 fn a_get_costs_nothing_per_domain_of_the_jar_it_sends_nothing_for() {
+    let _alone = alone();
     let addr = serve(b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\nHello, world!");
     let jar = jar_with_eight_cookies(addr);
     for site in 0..200 {
@@ -329,6 +340,7 @@ fn a_get_costs_nothing_per_domain_of_the_jar_it_sends_nothing_for() {
 /// ask it.
 #[test]
 fn a_pooled_sequential_get_with_an_empty_jar_allocates_as_one_without() {
+    let _alone = alone();
     let addr = serve(b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\nHello, world!");
     let jar = Arc::new(Jar::new());
     let requests = Requests::get("/empty-jar").client(|builder| builder.cookie_provider(jar));
@@ -348,6 +360,7 @@ fn a_pooled_sequential_get_with_an_empty_jar_allocates_as_one_without() {
 /// cookie costs per response.
 #[test]
 fn a_pooled_sequential_get_setting_a_cookie_allocates_a_bounded_number_of_times() {
+    let _alone = alone();
     let addr = serve(
         b"HTTP/1.1 200 OK\r\nSet-Cookie: id=7; Path=/; Expires=Thu, 01 Jan 2099 00:00:00 GMT\r\n\
           Content-Length: 13\r\n\r\nHello, world!",
@@ -358,20 +371,21 @@ fn a_pooled_sequential_get_setting_a_cookie_allocates_a_bounded_number_of_times(
     let per_request = allocations_per_request(addr, requests, |body| body == b"Hello, world!");
     // The cookie set was kept, and goes back.
     assert_eq!(cookie_sent(kept, "/").as_deref(), Some("id=7"));
-    // 41 (2026-12-06); 44 before, as a GET's 15; 51 before that, when the
+    // 42 (2026-12-07, since 6daf2ee: a cookie kept is parsed again from a text of
+    // its own parts, and the cookie crate reads its `Path` into a string of its
+    // own); 41 (2026-12-06); 44 before, as a GET's 15; 51 before that, when the
     // `Cookie` header sent back was put in the request's headers, a copy of the
-    // map the client's requests share; 57 before that, when the jar went
-    // through its cookies with `cookie_store`'s `matches` (see the eight
-    // cookies' test); 66 before that, when each URL the jar was asked with (one
-    // for the request, one for the response) was parsed from the URI's text in
-    // a string grown as it was written (`to_string`), and the jar, empty, was
-    // asked for the first request's cookies; 68 before that, when the cookie
-    // sent back was joined in a growing string and copied; 74 before that, when
-    // the lenient date was written out again for the cookie crate to parse as a
-    // cookie of its own. A margin of one, for the toolchain's growth policies,
-    // not for new work.
+    // map the client's requests share; 57 before that, when the jar went through
+    // its cookies with `cookie_store`'s `matches` (see the eight cookies' test);
+    // 66 before that, when each URL the jar was asked with (one for the request,
+    // one for the response) was parsed from the URI's text in a string grown as
+    // it was written (`to_string`), and the jar, empty, was asked for the first
+    // request's cookies; 68 before that, when the cookie sent back was joined in
+    // a growing string and copied; 74 before that, when the lenient date was
+    // written out again for the cookie crate to parse as a cookie of its own. A
+    // margin of one, for the toolchain's growth policies, not for new work.
     assert!(
-        per_request <= 42.0,
+        per_request <= 43.0,
         "{per_request:.2} allocations per request"
     );
 }
@@ -383,6 +397,7 @@ fn a_pooled_sequential_get_setting_a_cookie_allocates_a_bounded_number_of_times(
 /// end, takes a body with no blank line in it as part of the next head.
 #[test]
 fn a_pooled_sequential_small_post_allocates_a_bounded_number_of_times() {
+    let _alone = alone();
     let addr = serve(b"HTTP/1.1 200 OK\r\nContent-Length: 13\r\n\r\nHello, world!");
     let per_request =
         allocations_per_request(addr, Requests::post("/post", b"Hello, server"), |body| {
@@ -407,6 +422,7 @@ fn a_pooled_sequential_small_post_allocates_a_bounded_number_of_times() {
 /// the body so far).
 #[test]
 fn a_chunked_body_read_whole_is_collected_in_one_allocation() {
+    let _alone = alone();
     let mut chunk = b"1000\r\n".to_vec();
     chunk.extend_from_slice(&[b'x'; 4096]);
     chunk.extend_from_slice(b"\r\n");
@@ -450,6 +466,7 @@ fn a_chunked_body_read_whole_is_collected_in_one_allocation() {
 /// the head and twelve of sixteen 4 KiB chunks at once, the rest after.
 #[test]
 fn a_chunked_body_that_came_with_its_head_is_collected_without_a_second_buffer() {
+    let _alone = alone();
     let per_request = chunked_body_collected_after_its_head(Requests::get("/64k-chunked"));
     // The body's buffer (its typical length and a quarter, 80 KiB) and the
     // request's own few KiB; a second buffer for the body would add 64 KiB.
@@ -467,6 +484,7 @@ fn a_chunked_body_that_came_with_its_head_is_collected_without_a_second_buffer()
 /// window's size).
 #[test]
 fn a_chunked_body_larger_than_its_window_that_came_with_its_head_is_collected_in_one_buffer() {
+    let _alone = alone();
     let per_request = chunked_body_collected_after_its_head(
         Requests::get("/64k-chunked").client(|builder| builder.body_window(64 << 10)),
     );
