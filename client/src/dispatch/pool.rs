@@ -718,15 +718,17 @@ impl<W: Waiter, C: Pooled> Pool<W, C> {
     }
 
     /// Removes and returns the idle connections past their idle timeout or
-    /// time to live (the cleaner, on the wheel).
+    /// time to live (the cleaner, on the wheel). A list with none of them
+    /// is left as it was: a round that evicts nothing allocates nothing.
     pub(crate) fn evict_expired(&self, now: Instant) -> Vec<C> {
         let mut inner = lock(&self.inner);
         let mut evicted = Vec::new();
+        let expired = |idle: &C| self.limits.expired(idle, now);
         for state in inner.origins.values_mut() {
-            let (keep, expired): (Vec<_>, Vec<_>) = state
-                .idle
-                .drain(..)
-                .partition(|idle| !self.limits.expired(idle, now));
+            if !state.idle.iter().any(expired) {
+                continue;
+            }
+            let (expired, keep): (Vec<_>, Vec<_>) = state.idle.drain(..).partition(expired);
             state.idle = keep;
             evicted.extend(expired);
         }

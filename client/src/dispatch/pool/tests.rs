@@ -673,6 +673,45 @@ fn idle_connections_expire_by_idle_time_and_by_age_across_origins() {
     );
 }
 
+/// A cleaner round that evicts nothing leaves every idle list as it was —
+/// the same buffer, whether it holds a connection not yet expired or is
+/// empty while its connection is in use — rather than rebuilding each
+/// (an allocation a round for each origin, and one more for the next
+/// offer to an emptied list).
+#[test]
+fn a_cleaner_round_that_evicts_nothing_leaves_the_idle_lists_as_they_were() {
+    let limits = PoolLimits {
+        idle_timeout: Some(Duration::from_secs(10)),
+        ..PoolLimits::default()
+    };
+    let (pool, clock) = pool(limits);
+    let (a, b) = (request("a", "a"), request("b", "b"));
+    assert_eq!(acquired(&pool, &a, &clock), "permit");
+    assert_eq!(acquired(&pool, &b, &clock), "permit");
+    for host in ["a", "b"] {
+        assert!(matches!(
+            pool.offer(idle(host, 1, &clock), clock.now()),
+            Offer::Kept
+        ));
+    }
+    // b's connection is in use: its list is empty, its buffer kept.
+    assert_eq!(acquired(&pool, &request("b", "b2"), &clock), "idle");
+    let lists = || -> Vec<(*const Idle, usize, usize)> {
+        let inner = lock(&pool.inner);
+        ["a", "b"]
+            .map(|host| {
+                let idle = &inner.origins[&origin(host)].idle;
+                (idle.as_ptr(), idle.capacity(), idle.len())
+            })
+            .to_vec()
+    };
+    let before = lists();
+    assert_eq!(before.iter().map(|list| list.2).collect::<Vec<_>>(), [1, 0]);
+    clock.advance(Duration::from_secs(5));
+    assert!(pool.evict_expired(clock.now()).is_empty());
+    assert_eq!(lists(), before);
+}
+
 /// A server's announced idle limit (its `Keep-Alive: timeout`) shortens
 /// the pool's idle timeout for its connection, never lengthens it, and
 /// applies without one; a limit of zero is no reuse, even to a waiter.
