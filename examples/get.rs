@@ -266,14 +266,21 @@ usage: get URL [--request-timeout MS|-m|--max-time SECS] [--read-timeout MS]
            [--noproxy HOST[,HOST...]|'*']
            [--resolve HOST:PORT:ADDR[,ADDR...]]...
            [--max-redirects N] [--no-decompress|--compressed] [--cookies] [-i] [-s] [-S]
-           [-v|--verbose] [-f|--fail]
+           [-v|--verbose] [-f|--fail] [-w|--write-out FORMAT|@FILE]
            [-b|--cookie 'NAME=VALUE; ...'] [--max-body-bytes N]
            [-u|--user USER[:PASSWORD]] [--retries N] [--hedge-after MS]
            [--http2 | --http1.1 | --http2-prior-knowledge] [-h|--help] [--]
 -v shows, on standard error: '* ' lines for what the client tells of the
 transfer, '> ' lines for each request's head as sent (its line, with the
 path: through an HTTP proxy the whole URL; its header fields, but a
-proxy's credentials) and '< ' lines for each response's head.";
+proxy's credentials) and '< ' lines for each response's head.
+-w writes FORMAT on standard output once the transfer has ended, as curl's
+--write-out: %{http_code} (000 without a response), %{http_version},
+%{size_download} (the body's bytes written), %{time_starttransfer} and
+%{time_total} (seconds since the request was sent), %{url},
+%{url_effective}, %{num_redirects}, %{content_type}, %{remote_ip},
+%{remote_port}, %{exitcode}, %{errormsg}; %{stderr} and %{stdout} send
+what follows there; %% is a %, and \\n, \\r, \\t what C's are.";
 
 /// Which HTTP versions to speak.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -313,6 +320,10 @@ struct Args {
     silent: bool,
     /// `-S`, `--show-error`: with `-s`, errors told all the same.
     show_error: bool,
+    /// `-w`, `--write-out FORMAT`: written once the transfer has ended
+    /// (see [`written_out`]); `@FILE` read from the file (`@-` standard
+    /// input) as the flag is read.
+    write_out: Option<String>,
     url: String,
     request_timeout: Option<Duration>,
     read_timeout: Option<Duration>,
@@ -883,6 +894,16 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
             "-s" | "--silent" => parsed.silent = true,
             "-S" | "--show-error" => parsed.show_error = true,
             "-f" | "--fail" => parsed.fail = true,
+            "-w" | "--write-out" => {
+                let format = args.next().ok_or("--write-out needs a FORMAT")?;
+                parsed.write_out = Some(match format.strip_prefix('@') {
+                    Some("-") => std::io::read_to_string(std::io::stdin())
+                        .map_err(|e| format!("--write-out @-: {e}"))?,
+                    Some(path) => std::fs::read_to_string(path)
+                        .map_err(|e| format!("--write-out @{path}: {e}"))?,
+                    None => format,
+                });
+            }
             "--cookies" => parsed.cookie = parsed.cookie.or(Some(String::new())),
             "-b" | "--cookie" => {
                 let cookies = args.next().ok_or("--cookie needs 'NAME=VALUE'")?;
@@ -978,21 +999,155 @@ fn main() -> ExitCode {
             say(std::io::stderr(), &message);
         }
     };
-    match run(args) {
-        Ok(()) => ExitCode::SUCCESS,
+    let write_out = args.write_out.clone();
+    let mut transfer = Transfer::default();
+    let (exit, error) = match run(args, &mut transfer) {
+        Ok(()) => (0, None),
         Err(error) if error.is::<FailedStatus>() => {
             tell(format!("get: {error}"));
-            ExitCode::from(22)
+            (22, Some(error.to_string()))
         }
         Err(error) if is_unusable_url(&*error) => {
             tell(format!("get: {}\n{USAGE}", WithCauses(&*error)));
-            ExitCode::from(2)
+            (2, Some(WithCauses(&*error).to_string()))
         }
         Err(error) => {
             tell(format!("get: {}", WithCauses(&*error)));
-            ExitCode::from(1)
+            (1, Some(WithCauses(&*error).to_string()))
+        }
+    };
+    if let Some(format) = write_out {
+        transfer.exit = exit;
+        transfer.error = error;
+        let (parts, unknown) = written_out(&format, &transfer);
+        for name in unknown {
+            tell(format!("get: unknown --write-out variable: '{name}'"));
+        }
+        // A reader gone from either changes no exit status, as curl's.
+        for (to_stderr, text) in parts {
+            let _ = match to_stderr {
+                true => std::io::stderr().lock().write_all(text.as_bytes()),
+                false => {
+                    let mut stdout = std::io::stdout().lock();
+                    stdout
+                        .write_all(text.as_bytes())
+                        .and_then(|()| stdout.flush())
+                }
+            };
         }
     }
+    ExitCode::from(exit)
+}
+
+/// What a transfer came to, for `-w`'s variables ([`written_out`]):
+/// filled as [`run`] goes, and with its exit status and error by `main`.
+#[derive(Default)]
+struct Transfer {
+    /// The URL given (`%{url}`).
+    asked: String,
+    /// The URL asked for, then the one that answered.
+    url: String,
+    /// The answer's status, version, `Content-Type` and server, once it
+    /// came.
+    status: Option<http::StatusCode>,
+    version: Option<http::Version>,
+    content_type: Option<String>,
+    remote: Option<std::net::SocketAddr>,
+    /// Redirects followed on the way.
+    redirects: usize,
+    /// Bytes of the body written.
+    size_download: u64,
+    /// Since the request was sent: to its answer's head, to the end.
+    time_starttransfer: Option<Duration>,
+    time_total: Option<Duration>,
+    exit: u8,
+    error: Option<String>,
+}
+
+/// `-w`: `format` with curl's `--write-out` variables in it replaced by
+/// what `transfer` came to — a time not reached (no answer) 0, a status
+/// 000, as curl's — read as curl 7.88 reads it: `%%` is `%`, `\n`, `\r`
+/// and `\t` what C's are, and a `%` or `\` before anything else is
+/// written as it is, with what follows it (`\\n` too). `%{stderr}` sends
+/// what follows to standard error, `%{stdout}` back: the text to write,
+/// in parts, each `true` for standard error. A variable get does not know
+/// is written as nothing, and its name returned (curl tells it on
+/// standard error).
+fn written_out(format: &str, transfer: &Transfer) -> (Vec<(bool, String)>, Vec<String>) {
+    let seconds = |time: Option<Duration>| format!("{:.6}", time.unwrap_or_default().as_secs_f64());
+    let (mut parts, mut unknown) = (vec![(false, String::new())], Vec::new());
+    let mut rest = format;
+    while let Some(at) = rest.find(['%', '\\']) {
+        let text = &mut parts.last_mut().expect("never empty").1;
+        text.push_str(&rest[..at]);
+        let escape = &rest[at..];
+        let Some(next) = escape[1..].chars().next() else {
+            // Last: as it is.
+            text.push_str(escape);
+            rest = "";
+            break;
+        };
+        let taken = 1 + next.len_utf8();
+        rest = &escape[taken..];
+        match (&escape[..1], next) {
+            ("%", '%') => text.push('%'),
+            ("\\", 'n') => text.push('\n'),
+            ("\\", 'r') => text.push('\r'),
+            ("\\", 't') => text.push('\t'),
+            ("%", '{') => {
+                let Some(end) = rest.find('}') else {
+                    // No closing brace: as it is.
+                    text.push_str(escape);
+                    rest = "";
+                    break;
+                };
+                let name = &rest[..end];
+                rest = &rest[end + 1..];
+                let value = match name {
+                    "stderr" | "stdout" => {
+                        parts.push((name == "stderr", String::new()));
+                        continue;
+                    }
+                    "http_code" | "response_code" => {
+                        format!("{:03}", transfer.status.map_or(0, |s| s.as_u16()))
+                    }
+                    "http_version" => match transfer.version {
+                        Some(http::Version::HTTP_10) => "1",
+                        Some(http::Version::HTTP_11) => "1.1",
+                        Some(http::Version::HTTP_2) => "2",
+                        Some(http::Version::HTTP_3) => "3",
+                        _ => "0",
+                    }
+                    .to_string(),
+                    "size_download" => transfer.size_download.to_string(),
+                    "time_starttransfer" => seconds(transfer.time_starttransfer),
+                    "time_total" => seconds(transfer.time_total),
+                    "url" => transfer.asked.clone(),
+                    "url_effective" => transfer.url.clone(),
+                    "num_redirects" => transfer.redirects.to_string(),
+                    "content_type" => transfer.content_type.clone().unwrap_or_default(),
+                    "remote_ip" => transfer
+                        .remote
+                        .map(|a| a.ip().to_string())
+                        .unwrap_or_default(),
+                    "remote_port" => transfer
+                        .remote
+                        .map(|a| a.port().to_string())
+                        .unwrap_or_default(),
+                    "exitcode" => transfer.exit.to_string(),
+                    "errormsg" => transfer.error.clone().unwrap_or_default(),
+                    _ => {
+                        unknown.push(name.to_string());
+                        String::new()
+                    }
+                };
+                text.push_str(&value);
+            }
+            _ => text.push_str(&escape[..taken]),
+        }
+    }
+    parts.last_mut().expect("never empty").1.push_str(rest);
+    (parts, unknown)
 }
 
 /// `-f`: the answer's status, 400 or over, which curl's `--fail` exits 22
@@ -1032,7 +1187,9 @@ fn say(mut out: impl Write, text: &str) {
     let _ = writeln!(out, "{text}");
 }
 
-fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+fn run(args: Args, transfer: &mut Transfer) -> Result<(), Box<dyn std::error::Error>> {
+    transfer.asked = args.url.clone();
+    transfer.url = args.url.clone();
     if let (Some(hosts), None) = (&args.noproxy, &args.proxy) {
         bypass_the_environments_proxies(hosts);
     }
@@ -1205,6 +1362,7 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         Some(path) if path != "-" => upload_url(&url, path),
         _ => url,
     };
+    transfer.url = url.clone();
     let mut request = client.request(method, url);
     if !args.data.is_empty() {
         request = request.body(data_body(&args.data)?);
@@ -1230,21 +1388,35 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         };
         request = request.basic_auth(user, password);
     }
-    let included_heads = args
-        .include
+    // `-i`'s heads, and `-w`'s redirects, are told to it.
+    let told = (args.include || args.write_out.is_some())
         .then(|| std::sync::Arc::new(IncludedHeads::default()));
-    if let Some(included_heads) = &included_heads {
-        request = request.listener(included_heads.clone());
+    if let Some(told) = &told {
+        request = request.listener(told.clone());
     }
-    let mut response = match request.send().wait() {
+    let included_heads = told.as_ref().filter(|_| args.include);
+    let sent = std::time::Instant::now();
+    let answer = request.send().wait();
+    transfer.redirects = told.as_ref().map_or(0, |told| told.text().redirects);
+    let mut response = match answer {
         Ok(response) => response,
         Err(error) => {
-            if let (Some(heads), tickless::Error::Redirect { .. }) = (&included_heads, &error) {
+            transfer.time_total = Some(sent.elapsed());
+            if let (Some(heads), tickless::Error::Redirect { .. }) = (included_heads, &error) {
                 write_stopped_chain(heads, args.output.as_deref())?;
             }
             return Err(error.into());
         }
     };
+    transfer.time_starttransfer = Some(sent.elapsed());
+    transfer.url = response.url().to_string();
+    transfer.status = Some(response.status());
+    transfer.version = Some(response.version());
+    transfer.remote = Some(response.remote_addr());
+    transfer.content_type = response
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned());
 
     let status = response.status();
     // The reason phrase as the server sent it, bytes that may not be
@@ -1308,6 +1480,7 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         if let Some(mut out) = out {
             out.flush()?;
         }
+        transfer.time_total = Some(sent.elapsed());
         return Err(FailedStatus(status).into());
     }
     let mut out = match out {
@@ -1316,13 +1489,35 @@ fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     };
     // As curl's `-I`: the head alone, even of an answer with a body (`-I
     // -X GET`); the client closes the connection it is left on.
-    if !args.head {
-        std::io::copy(response.body_mut(), &mut out)?;
-    }
+    let copied = match args.head {
+        true => Ok(0),
+        false => std::io::copy(
+            response.body_mut(),
+            &mut Counted(&mut out, &mut transfer.size_download),
+        ),
+    };
+    transfer.time_total = Some(sent.elapsed());
+    copied?;
     out.flush()?;
     drop(response);
     client.close();
     Ok(())
+}
+
+/// A writer that counts the bytes written through it into its `u64`:
+/// `-w`'s `%{size_download}`, also of a body whose copy failed midway.
+struct Counted<'a, W>(W, &'a mut u64);
+
+impl<W: Write> Write for Counted<'_, W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let written = self.0.write(buf)?;
+        *self.1 += written as u64;
+        Ok(written)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
 }
 
 /// The roots a server's certificate must chain to: the bundled Mozilla
@@ -1618,12 +1813,15 @@ fn named(what: &str, error: std::io::Error) -> std::io::Error {
 /// lost, or failed, told before or after the answer's. An attempt the
 /// client sent again by itself on a new connection (a `408` or a close
 /// on a pooled one, HTTP/2's refused or unprocessed streams) keeps its
-/// id: its heads are those of its last send alone.
+/// id: its heads are those of its last send alone. And `-w`'s redirects
+/// followed, counted.
 #[derive(Default)]
 struct IncludedHeads(std::sync::Mutex<HeadsText>);
 
 #[derive(Default)]
 struct HeadsText {
+    /// Redirects followed (`-w`'s `%{num_redirects}`).
+    redirects: usize,
     /// Redirect hops' heads, in order: each hop's answer's.
     earlier: Vec<u8>,
     /// The heads each attempt told, by attempt id. Those of attempts that
@@ -1716,6 +1914,7 @@ impl tickless::EventListener for IncludedHeads {
         _: &http::Uri,
     ) {
         let mut text = self.text();
+        text.redirects += 1;
         if let Some(mut hop) = text.attempts.remove(&request.attempt_id()) {
             text.earlier.append(&mut hop.interim);
             text.earlier.append(&mut hop.last);

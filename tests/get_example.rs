@@ -4,7 +4,7 @@
 //! `--max-body-bytes`, `-A`, `-e`, `-u` and URL credentials (and curl's names for the
 //! same), `--proxy`, `--proxy-user`, `--no-proxy`, `--noproxy` and the proxy environment, `--resolve`,
 //! `--cert`/`--key`, `--cacert` and `--ca`, `--write-timeout`, `--connect-timeout` (TLS too),
-//! `-O`, `-G`, `--data`/`--data-binary` (`--data-raw` as given, `--data-urlencode` encoded) from a file or standard input and `-T -`, `-v`, `-i`, and its exit
+//! `-O`, `-G`, `--data`/`--data-binary` (`--data-raw` as given, `--data-urlencode` encoded) from a file or standard input and `-T -`, `-v`, `-i`, `-w`, and its exit
 //! statuses (0 for any response, 1 for an error, 2 for bad arguments, 22
 //! for `-f` and an error status).
 
@@ -2720,4 +2720,111 @@ fn head_prints_each_redirect_hops_head_as_curl_does() {
         assert!(text[last..].ends_with("\n\n"), "{args:?}: {text:?}");
         assert!(!text.contains("the body"), "{args:?}: {text:?}");
     }
+}
+
+/// `-w`, `--write-out`, as curl's: once the transfer has ended, its
+/// format on standard output with the variables replaced by what the
+/// transfer came to — the final answer's status, version, type and
+/// server, the body's bytes written, the redirects followed, the URL
+/// given and the one that answered, the exit status and error — also
+/// after an error (no answer: 000), also with `-s`; curl 7.88's escapes
+/// (`%%`, `\n`, `\t`; `\\` and `%x` as they are), `%{stderr}`, a format
+/// read from a file with `@FILE`, and an unknown variable written as
+/// nothing and told.
+#[test]
+fn write_out_tells_what_the_transfer_came_to() {
+    let server = TestServer::respond(|request| match request.target.as_str() {
+        "/old" => response(302, &[("Location", "/new")], b"moved"),
+        "/missing" => response(404, &[], b"the error page"),
+        _ => response(200, &[("Content-Type", "text/plain")], b"the page"),
+    });
+    let dir = support::real::TempDir::new("get-write-out");
+    let body = dir.path().join("body");
+    let format = "%{http_code} %{http_version} %{size_download} %{num_redirects} \
+                  %{url_effective} %{url} %{content_type} %{remote_ip}:%{remote_port} \
+                  %{exitcode} [%{errormsg}]\\n";
+    let output = get(&[
+        &server.url("/old"),
+        "-s",
+        "-o",
+        body.to_str().unwrap(),
+        "-w",
+        format,
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let port = server.addr().port();
+    assert_eq!(
+        stdout(&output),
+        format!(
+            "200 1.1 8 1 http://127.0.0.1:{port}/new http://127.0.0.1:{port}/old text/plain \
+             127.0.0.1:{port} 0 []\n"
+        )
+    );
+    assert_eq!(std::fs::read(&body).unwrap(), b"the page");
+
+    // The times, in seconds: the head's before the end.
+    let output = get(&[
+        &server.url("/"),
+        "-w",
+        "%{time_starttransfer} %{time_total}",
+    ]);
+    let text = stdout(&output);
+    let times = text
+        .strip_prefix("HTTP/1.1 200 OK")
+        .and_then(|t| t.rsplit_once("the page"));
+    let (head, total) = times.unwrap().1.split_once(' ').unwrap();
+    let (head, total): (f64, f64) = (head.parse().unwrap(), total.parse().unwrap());
+    assert!(0.0 < head && head <= total && total < 60.0, "{text}");
+
+    // An error status with -f, and no answer at all.
+    let output = get(&[
+        &server.url("/missing"),
+        "-sf",
+        "-w",
+        "%{http_code} %{exitcode}",
+    ]);
+    assert_eq!(output.status.code(), Some(22), "{output:?}");
+    assert!(stdout(&output).ends_with("\n\n404 22"), "{output:?}");
+    let refused = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", refused.local_addr().unwrap());
+    drop(refused);
+    let output = get(&[
+        &url,
+        "-s",
+        "-w",
+        "%{http_code} %{http_version} %{exitcode} %{errormsg}",
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let text = stdout(&output);
+    assert!(text.starts_with("000 0 1 connect to "), "{text}");
+    assert!(output.stderr.is_empty(), "-s: {output:?}");
+
+    // Escapes, an unknown variable, standard error, and a file's format.
+    let output = get(&[
+        &server.url("/"),
+        "-o",
+        body.to_str().unwrap(),
+        "-w",
+        "100%% a\\tb \\\\n %x %{nope}|%{stderr}to stderr%{stdout}|\\",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert_eq!(stdout(&output), "100% a\tb \\\\n %x ||\\");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("get: unknown --write-out variable: 'nope'"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("to stderr"), "{stderr}");
+    let format = dir.path().join("format");
+    std::fs::write(&format, "%{http_code} from a file").unwrap();
+    let at_file = format!("@{}", format.display());
+    let output = get(&[
+        &server.url("/"),
+        "-s",
+        "-o",
+        body.to_str().unwrap(),
+        "-w",
+        &at_file,
+    ]);
+    assert_eq!(stdout(&output), "200 from a file", "{output:?}");
 }
