@@ -88,6 +88,8 @@ pub use error::{
     timeout_kind, Error, Http2Initiator, Http2Reason, InvalidRequest, ProxyError, ProxyUrlError,
     RedirectError, SocksError, SocksStage, Timeout, TimeoutKind, TlsFailureKind, WithCauses,
 };
+#[cfg(feature = "multipart")]
+pub use policy::multipart;
 pub use policy::{hedge, redirect, retry};
 
 /// Cookies: the [`CookieStore`](cookie::CookieStore) seam and the client's

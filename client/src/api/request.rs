@@ -247,6 +247,17 @@ impl RequestBuilder {
         self
     }
 
+    /// A `multipart/form-data` body (RFC 7578): `form`'s fields and files,
+    /// with `Content-Type: multipart/form-data; boundary=…` naming its
+    /// boundary — in place of any `Content-Type` the request had, which
+    /// could not name it. See [`multipart::Form`](crate::multipart::Form).
+    #[cfg(feature = "multipart")]
+    pub fn multipart(mut self, form: crate::multipart::Form) -> Self {
+        self.headers.insert(CONTENT_TYPE, form.content_type());
+        self.body = form.into_upload();
+        self
+    }
+
     /// `Authorization: Basic` for `user` and `password` (RFC 7617). The
     /// header is marked sensitive, and not sent to another origin on a
     /// redirect. What RFC 7617 §2 makes invalid fails the request with

@@ -20,6 +20,8 @@ pub(crate) mod cookies;
 pub(crate) mod decode;
 pub mod hedge;
 pub(crate) mod hop;
+#[cfg(feature = "multipart")]
+pub mod multipart;
 pub mod redirect;
 pub mod retry;
 pub(crate) mod upload;
