@@ -258,6 +258,8 @@ usage: get URL [--request-timeout MS|-m|--max-time SECS] [--read-timeout MS]
            [-H|--header 'Name: value']... [-A|--user-agent STR] [-e|--referer URL]
            [-X|--request METHOD] [-I|--head] [-L]
            [-d|--data STR|@FILE] [--data-binary STR|@FILE] [--data-raw STR]
+           [-F|--form NAME=VALUE|NAME=@FILE|NAME=<FILE[;type=T][;filename=N]]...
+           [--form-string NAME=VALUE]...
            [--data-urlencode [NAME]=STR|[NAME]@FILE] [-G|--get]
            [-T|--upload-file FILE|-] [-o|--output FILE] [-O|--remote-name]
            [--cacert FILE] [--ca FILE]
@@ -341,6 +343,12 @@ struct Args {
     data: Vec<Data>,
     /// With `-G`, those parts instead: the URL's query.
     query: Vec<Data>,
+    /// Each `-F`, `--form` or `--form-string`, in order: a
+    /// `multipart/form-data` body.
+    form: Vec<FormPart>,
+    /// What reading the arguments warns of (curl's `Warning:` lines),
+    /// told unless `-s`.
+    warnings: Vec<String>,
     upload: Option<String>,
     output: Option<String>,
     /// `--ca FILE`: roots trusted besides the bundled ones.
@@ -728,6 +736,126 @@ fn with_curls_scheme(url: String) -> String {
     format!("http://{url}")
 }
 
+/// One `-F`/`--form` or `--form-string` part, as curl reads it.
+#[derive(Debug, PartialEq)]
+struct FormPart {
+    name: String,
+    content: FormContent,
+    /// `;type=`: its media type.
+    mime: Option<String>,
+    /// `;filename=`: the file name its head gives.
+    file_name: Option<String>,
+}
+
+/// What a [`FormPart`] holds.
+#[derive(Debug, PartialEq)]
+enum FormContent {
+    /// A text value.
+    Text(String),
+    /// `@FILE`: the file, uploaded as a file (named by its path's end).
+    File(String),
+    /// `<FILE`: the file's contents, as a text value.
+    TextOf(String),
+}
+
+/// `-F NAME=CONTENT`, as curl 7.88 reads it: CONTENT is `@FILE` (a file
+/// upload), `<FILE` (the file's contents as the value) or the value
+/// itself, in double quotes if it holds a `;` (`\"` and `\\` in them a
+/// quote and a backslash), then `;type=TYPE` and `;filename=NAME` (each
+/// may be quoted too). Anything else after a `;` is skipped, as curl
+/// skips it, with a warning (returned).
+fn parse_form(arg: &str) -> Result<(FormPart, Vec<String>), String> {
+    let (name, content) = arg
+        .split_once('=')
+        .ok_or_else(|| format!("--form: expected NAME=CONTENT, got {arg:?}"))?;
+    let (kind, content) = match content.as_bytes().first() {
+        Some(b'@') => (Some('@'), &content[1..]),
+        Some(b'<') => (Some('<'), &content[1..]),
+        _ => (None, content),
+    };
+    let (value, mut rest) = form_word(content);
+    let mut part = FormPart {
+        name: name.to_string(),
+        content: match kind {
+            Some('@') => FormContent::File(value),
+            Some('<') => FormContent::TextOf(value),
+            _ => FormContent::Text(value),
+        },
+        mime: None,
+        file_name: None,
+    };
+    let mut warnings = Vec::new();
+    while let Some(params) = rest.strip_prefix(';') {
+        let params = params.trim_start();
+        let (key, value) = params.split_once('=').unwrap_or((params, ""));
+        let (value, next) = form_word(value);
+        match key {
+            "type" => part.mime = Some(value),
+            "filename" => part.file_name = Some(value),
+            _ => {
+                let field = params.split(';').next().unwrap_or_default();
+                warnings.push(format!("skip unknown form field: {field}"));
+                rest = &params[field.len()..];
+                continue;
+            }
+        }
+        rest = next;
+    }
+    Ok((part, warnings))
+}
+
+/// A value of `-F` at the start of `text`, to its `;`, or in double
+/// quotes (`\"` and `\\` in them a quote and a backslash), and what
+/// follows it.
+fn form_word(text: &str) -> (String, &str) {
+    let Some(quoted) = text.strip_prefix('"') else {
+        let end = text.find(';').unwrap_or(text.len());
+        return (text[..end].to_string(), &text[end..]);
+    };
+    let mut value = String::new();
+    let mut chars = quoted.char_indices();
+    while let Some((at, c)) = chars.next() {
+        match c {
+            '"' => return (value, &quoted[at + 1..]),
+            '\\' => match chars.next() {
+                Some((_, escaped @ ('"' | '\\'))) => value.push(escaped),
+                Some((_, other)) => value.extend(['\\', other]),
+                None => value.push('\\'),
+            },
+            c => value.push(c),
+        }
+    }
+    // No closing quote: the rest, as it is.
+    (value, "")
+}
+
+/// The form of `-F`'s and `--form-string`'s parts.
+fn form_of(parts: &[FormPart]) -> Result<tickless::multipart::Form, String> {
+    use tickless::multipart::{Form, Part};
+    let mut form = Form::new();
+    for part in parts {
+        let mut body = match &part.content {
+            FormContent::Text(value) => Part::text(value.clone()),
+            FormContent::File(path) => {
+                Part::file(path).map_err(|e| format!("--form {}=@{path}: {e}", part.name))?
+            }
+            FormContent::TextOf(path) => Part::bytes(
+                std::fs::read(path).map_err(|e| format!("--form {}=<{path}: {e}", part.name))?,
+            ),
+        };
+        if let Some(mime) = &part.mime {
+            body = body
+                .mime_str(mime)
+                .map_err(|_| format!("--form {}: not a media type: {mime:?}", part.name))?;
+        }
+        if let Some(file_name) = &part.file_name {
+            body = body.file_name(file_name.clone());
+        }
+        form = form.part(part.name.clone(), body);
+    }
+    Ok(form)
+}
+
 /// `arg` as the URL, the one argument that is not a flag or its value.
 fn take_url(url: &mut Option<String>, arg: String) -> Result<(), String> {
     if url.is_some() {
@@ -827,6 +955,24 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
                     _ => DataFlag::Data,
                 };
                 parsed.data.push(Data { value, flag });
+            }
+            "-F" | "--form" => {
+                let arg = args.next().ok_or("--form needs NAME=CONTENT")?;
+                let (part, warnings) = parse_form(&arg)?;
+                parsed.form.push(part);
+                parsed.warnings.extend(warnings);
+            }
+            "--form-string" => {
+                let arg = args.next().ok_or("--form-string needs NAME=VALUE")?;
+                let (name, value) = arg
+                    .split_once('=')
+                    .ok_or_else(|| format!("--form-string: expected NAME=VALUE, got {arg:?}"))?;
+                parsed.form.push(FormPart {
+                    name: name.to_string(),
+                    content: FormContent::Text(value.to_string()),
+                    mime: None,
+                    file_name: None,
+                });
             }
             "-X" | "--request" => {
                 let method = args.next().ok_or("--request needs a METHOD")?;
@@ -941,8 +1087,15 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
     if !parsed.data.is_empty() && parsed.upload.is_some() {
         return Err("--data and --upload-file both give a body: choose one".into());
     }
+    if !parsed.form.is_empty()
+        && (!parsed.data.is_empty() || !parsed.query.is_empty() || parsed.upload.is_some())
+    {
+        return Err("--form and --data, --get or --upload-file: choose one".into());
+    }
     // As curl: a HEAD request sends no body.
-    if parsed.head && (!parsed.data.is_empty() || parsed.upload.is_some()) {
+    if parsed.head
+        && (!parsed.data.is_empty() || parsed.upload.is_some() || !parsed.form.is_empty())
+    {
         return Err("--head and a body (--data, --upload-file): choose one".into());
     }
     // As curl: `--cert` alone names a file with the key in it too, but a
@@ -1249,6 +1402,11 @@ fn run(args: Args, transfer: &mut Transfer) -> Result<(), Box<dyn std::error::Er
     for entry in &args.resolve {
         builder = builder.resolve_port(&entry.host, entry.port, &entry.addrs);
     }
+    if !args.silent {
+        for warning in &args.warnings {
+            say(std::io::stderr(), &format!("get: warning: {warning}"));
+        }
+    }
     if args.insecure {
         if !args.silent {
             say(
@@ -1339,7 +1497,8 @@ fn run(args: Args, transfer: &mut Transfer) -> Result<(), Box<dyn std::error::Er
     let client = builder
         .build()
         .map_err(|e| format!("cannot start the client: {e}"))?;
-    let method = match (args.method, args.data.is_empty(), &args.upload) {
+    let body = !args.data.is_empty() || !args.form.is_empty();
+    let method = match (args.method, !body, &args.upload) {
         (Some(method), _, _) => method,
         (None, _, _) if args.head => http::Method::HEAD,
         (None, false, _) => http::Method::POST,
@@ -1378,6 +1537,11 @@ fn run(args: Args, transfer: &mut Transfer) -> Result<(), Box<dyn std::error::Er
     }
     for (name, value) in headers {
         request = request.header(name, value);
+    }
+    // After the headers: its `Content-Type`, which names its boundary,
+    // replaces one given.
+    if !args.form.is_empty() {
+        request = request.multipart(form_of(&args.form)?);
     }
     // As curl: an `Authorization` given with `--header` is sent instead
     // of `--user`'s, and `'Authorization:'` sends none.

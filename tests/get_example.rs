@@ -4,7 +4,8 @@
 //! `--max-body-bytes`, `-A`, `-e`, `-u` and URL credentials (and curl's names for the
 //! same), `--proxy`, `--proxy-user`, `--no-proxy`, `--noproxy` and the proxy environment, `--resolve`,
 //! `--cert`/`--key`, `--cacert` and `--ca`, `--write-timeout`, `--connect-timeout` (TLS too),
-//! `-O`, `-G`, `--data`/`--data-binary` (`--data-raw` as given, `--data-urlencode` encoded) from a file or standard input and `-T -`, `-v`, `-i`, `-w`, and its exit
+//! `-O`, `-G`, `--data`/`--data-binary` (`--data-raw` as given, `--data-urlencode` encoded) from a file or standard input and `-T -`, `-v`, `-i`, `-w`,
+//! `-F` and `--form-string`, and its exit
 //! statuses (0 for any response, 1 for an error, 2 for bad arguments, 22
 //! for `-f` and an error status).
 
@@ -2827,4 +2828,99 @@ fn write_out_tells_what_the_transfer_came_to() {
         &at_file,
     ]);
     assert_eq!(stdout(&output), "200 from a file", "{output:?}");
+}
+
+/// `-F`, `--form`, and `--form-string`, as curl 7.88 reads them: a
+/// `multipart/form-data` POST whose parts are text values, files
+/// uploaded as files (`@FILE`: named by the path's end, a `.txt` typed
+/// `text/plain`), a file's contents as a value (`<FILE`), each with
+/// `;type=` and `;filename=`, a quoted value holding a `;`, and
+/// `--form-string`'s value taken as it is; a part without `=` or beside
+/// `-d` is a bad argument, a file that cannot be read an error, and an
+/// unknown `;` field is skipped with a warning.
+#[test]
+fn form_sends_multipart_parts_as_curl_reads_them() {
+    let server = TestServer::respond(|request| {
+        ok(&format!(
+            "{} {}\n{}",
+            request.method,
+            request.header("content-type").unwrap_or("-"),
+            String::from_utf8_lossy(&request.body)
+        ))
+    });
+    let dir = support::real::TempDir::new("get-form");
+    let notes = dir.path().join("notes.txt");
+    std::fs::write(&notes, "file text").unwrap();
+    let notes = notes.to_str().unwrap();
+    let output = get(&[
+        &server.url("/"),
+        "-s",
+        "-F",
+        "title=holiday",
+        "-F",
+        &format!("notes=@{notes}"),
+        "-F",
+        &format!("typed=@{notes};type=application/x-notes;filename=n.bin"),
+        "-F",
+        &format!("inline=<{notes}"),
+        "-F",
+        "quoted=\"a;b\";type=text/x-q",
+        "-F",
+        "odd=v;nonsense",
+        "--form-string",
+        "literal=@not-a-file;type=x",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let text = stdout(&output);
+    // After get's head of the answer, the echo's first line, then the body.
+    let (_, echo) = text.split_once("\n\n").unwrap();
+    let (head, body) = echo.split_once('\n').unwrap();
+    let boundary = head
+        .strip_prefix("POST multipart/form-data; boundary=")
+        .unwrap_or_else(|| panic!("{text}"));
+    let part = |name: &str, extra: &str, value: &str| {
+        format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"{extra}\r\n\r\n{value}\r\n"
+        )
+    };
+    let expected = [
+        part("title", "", "holiday"),
+        part(
+            "notes",
+            "; filename=\"notes.txt\"\r\nContent-Type: text/plain",
+            "file text",
+        ),
+        part(
+            "typed",
+            "; filename=\"n.bin\"\r\nContent-Type: application/x-notes",
+            "file text",
+        ),
+        part("inline", "", "file text"),
+        part("quoted", "\r\nContent-Type: text/x-q", "a;b"),
+        part("odd", "", "v"),
+        part("literal", "", "@not-a-file;type=x"),
+        format!("--{boundary}--\r\n"),
+    ]
+    .concat();
+    assert_eq!(body, expected);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.is_empty(), "-s: {stderr}");
+    let told = get(&[&server.url("/"), "-F", "odd=v;nonsense"]);
+    let stderr = String::from_utf8_lossy(&told.stderr);
+    assert!(
+        stderr.contains("get: warning: skip unknown form field: nonsense"),
+        "{stderr}"
+    );
+
+    for bad in [&["-F", "no-equals"][..], &["-F", "a=1", "-d", "x"]] {
+        let output = get(&[&[&server.url("/")[..]], bad].concat());
+        assert_eq!(output.status.code(), Some(2), "{bad:?}: {output:?}");
+    }
+    let missing = format!("a=@{}", dir.path().join("missing").display());
+    let output = get(&[&server.url("/"), "-F", &missing]);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("--form a=@"),
+        "{output:?}"
+    );
 }
