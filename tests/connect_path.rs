@@ -693,6 +693,35 @@ fn a_host_that_decodes_to_no_valid_name_is_an_invalid_request() {
     assert!(resolver.asked.lock().unwrap().is_empty());
 }
 
+/// An IPv6 literal followed by its port without the colon
+/// (`http://[::1]8080/`, a colon forgotten) or by anything else
+/// (`[::1]x:8080`) is an invalid request, as a URL parser has it: `http`
+/// takes it as the literal with no port, and it went to port 80 (a
+/// server the caller never named).
+#[test]
+fn an_ipv6_literal_followed_by_what_is_no_port_is_an_invalid_request() {
+    let recorder = Recorder::new();
+    let client = builder().listener(recorder.clone()).build().unwrap();
+    for url in [
+        "http://[::1]8080/",
+        "https://[::1]8443/x",
+        "http://user:pw@[::1]8080/",
+        "http://[::1]x:8080/",
+    ] {
+        let error = client.get(url).send().wait().unwrap_err();
+        assert!(
+            matches!(
+                &error,
+                Error::InvalidRequest(tickless::InvalidRequest::Host(_))
+            ),
+            "{url}: {error:?}"
+        );
+        assert!(!error.to_string().contains("pw"), "{error}");
+    }
+    assert_eq!(attempts(&recorder), [], "no connection was tried");
+    client.close();
+}
+
 /// A listener on 127.0.0.1 that answers each connection's first request
 /// with `200` and `Connection: close`, and records the peer address of
 /// each connection.

@@ -86,7 +86,8 @@ pub enum InvalidRequest {
     Scheme(String),
     /// The URI has no host, or none a connection could go to: `[]`, an
     /// IPvFuture literal or an IPv6 zone id (`[fe80::1%25eth0]`), a bracket
-    /// in a name; or a host given as text, not ASCII or percent-encoded,
+    /// in a name, an IPv6 literal followed by anything but `:` and its port
+    /// (`[::1]8080`, its colon forgotten); or a host given as text, not ASCII or percent-encoded,
     /// that the URL standard's host parser refuses (`ex%2Fample.com`: a
     /// `/` once decoded; a code point IDNA disallows).
     #[error("URI {0:?} has no usable host")]

@@ -81,11 +81,19 @@ impl Origin {
             Some(s) if s.eq_ignore_ascii_case("https") => Scheme::Https,
             _ => return Err(InvalidRequest::Scheme(shown())),
         };
+        let after_host = after_host(uri);
+        // An IPv6 literal followed by anything but `:` and its port:
+        // `http` takes `[::1]8080` (a colon forgotten) or `[::1]x:81` for
+        // the literal and what follows for nothing, which would go to the
+        // scheme's default port — a server the caller never named.
+        if !after_host.is_empty() && !after_host.starts_with(':') {
+            return Err(InvalidRequest::Host(shown()));
+        }
         let host = uri
             .host()
             .and_then(usable_host)
             .ok_or_else(|| InvalidRequest::Host(shown()))?;
-        let port = match (uri.port_u16(), written_port(uri)) {
+        let port = match (uri.port_u16(), after_host.strip_prefix(':')) {
             (Some(port), _) => port,
             // Digits `http` did not take for a port: too large for 16 bits.
             (None, Some(written)) if !written.is_empty() => {
@@ -274,20 +282,23 @@ fn ipv4_in_another_spelling(host: &str) -> Option<std::net::Ipv4Addr> {
     }
 }
 
-/// What follows the host in the URI's authority after a `:`, if anything
-/// does (`http` drops a port that does not fit in a `u16`).
-fn written_port(uri: &http::Uri) -> Option<&str> {
-    let authority = uri.authority()?.as_str();
+/// What follows the host in the URI's authority: `""`, or `:` and the
+/// port as written (`http` drops one that does not fit in a `u16`) — or,
+/// after an IPv6 literal, whatever `http` let through there (`8080` in
+/// `[::1]8080`).
+fn after_host(uri: &http::Uri) -> &str {
+    let Some(authority) = uri.authority().map(http::uri::Authority::as_str) else {
+        return "";
+    };
     let host_and_port = authority
         .rsplit_once('@')
         .map_or(authority, |(_, rest)| rest);
-    let after_host = match host_and_port.strip_prefix('[') {
-        Some(bracketed) => bracketed.split_once(']')?.1,
+    match host_and_port.strip_prefix('[') {
+        Some(bracketed) => bracketed.split_once(']').map_or("", |(_, rest)| rest),
         None => host_and_port
             .find(':')
             .map_or("", |colon| &host_and_port[colon..]),
-    };
-    after_host.strip_prefix(':')
+    }
 }
 
 impl fmt::Display for Origin {
@@ -426,6 +437,11 @@ mod tests {
             "http://[fe80::1%25eth0]/",
             "http://[127.0.0.1]/",
             "http://[a.example]/",
+            // What follows an IPv6 literal but a port after its colon: a
+            // port whose colon was forgotten, anything else.
+            "http://[::1]8080/",
+            "https://u:p@[::1]443/",
+            "http://[::1]x:8080/",
         ] {
             // Each one `http` takes as a URI with that host.
             let parsed: http::Uri = uri.parse().unwrap();
