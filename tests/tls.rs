@@ -1,7 +1,8 @@
 //! HTTPS over rustls against loopback TLS servers, with certificates made at
 //! test time (tests/support/tls.rs): round trips, the server named by an
 //! IPv6 literal or a name with its final dot, keep-alive reuse (not after
-//! part of a record nobody asked for), certificate failures by kind,
+//! part of a record nobody asked for), certificate failures by kind (a
+//! self-signed CA certificate as the server's among them),
 //! handshake events, truncation without close_notify, a server that never
 //! speaks TLS ended by the request
 //! timeout in both timeout modes, servers that break the handshake, records
@@ -490,6 +491,36 @@ fn an_expired_certificate_is_rejected() {
     assert_eq!(tls_failure(&error), TlsFailureKind::Expired);
     assert!(error.to_string().contains("certificate expired"), "{error}");
     client.close();
+}
+
+/// A server whose certificate is a CA certificate signed by itself — what
+/// `openssl req -x509` makes by default, the common "self-signed
+/// certificate" — is refused for that, whether or not the client trusts
+/// it as a root (webpki takes no CA certificate for a server's), and the
+/// error says so: its kind, and its words. (It was `Other`, "TLS error":
+/// nothing to act on, and adding the certificate as a root, the remedy
+/// an unknown issuer's kind points to, changed nothing.)
+#[test]
+fn a_ca_certificate_served_as_the_servers_own_is_refused_and_named() {
+    let server = TlsServer::respond(&certs().self_signed_ca, |_| ok("no"));
+    let untrusted = Client::builder().build().unwrap();
+    let trusted = Client::builder()
+        .add_root_certificate(&certs().self_signed_ca_pem)
+        .build()
+        .unwrap();
+    for client in [&untrusted, &trusted] {
+        let error = client
+            .get(server.url_for("localhost", "/"))
+            .send()
+            .wait()
+            .unwrap_err();
+        assert_eq!(tls_failure(&error), TlsFailureKind::CaCertificate);
+        assert_eq!(error.tls_failure(), Some(TlsFailureKind::CaCertificate));
+        assert!(error.to_string().contains("a CA certificate"), "{error}");
+        assert_eq!(server.tls_requests().len(), 0);
+    }
+    untrusted.close();
+    trusted.close();
 }
 
 #[test]

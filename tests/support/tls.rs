@@ -1,7 +1,8 @@
 //! A loopback TLS server for tests, and the certificates it serves, made at
 //! test time with rcgen (no key is committed): a CA, a leaf for
 //! 127.0.0.1/localhost signed by it, the same leaf expired, a leaf for
-//! another name, and one for names a URL may spell otherwise.
+//! another name, one for names a URL may spell otherwise, and a CA
+//! certificate for 127.0.0.1/localhost signed by itself.
 //!
 //! The server is a [`TestServer`] with a `Custom` behaviour: each accepted
 //! stream is wrapped in a rustls `ServerConnection` (`StreamOwned`, blocking
@@ -45,6 +46,12 @@ pub struct TestCerts {
     /// For xn--bcher-kva.test (`bücher.test` in IDNA's ASCII form) and
     /// example.test, signed by the CA: names a URL may spell otherwise.
     pub ascii_names: Leaf,
+    /// For 127.0.0.1, ::1 and localhost, signed by itself and a CA
+    /// certificate (`CA:TRUE`), as `openssl req -x509` makes one by
+    /// default: served as it is, the chain is this one certificate.
+    pub self_signed_ca: Leaf,
+    /// The same, PEM: what a client adds as a root to trust it.
+    pub self_signed_ca_pem: String,
 }
 
 /// The test binary's certificates, made on first use.
@@ -85,6 +92,16 @@ fn make_certs() -> TestCerts {
         }
     };
     let here = ["127.0.0.1", "::1", "localhost"];
+    let self_signed_key = KeyPair::generate().expect("self-signed key");
+    let mut self_signed_params =
+        CertificateParams::new(here.map(str::to_owned).to_vec()).expect("self-signed params");
+    self_signed_params
+        .distinguished_name
+        .push(DnType::CommonName, "localhost");
+    self_signed_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let self_signed = self_signed_params
+        .self_signed(&self_signed_key)
+        .expect("self-signed certificate");
     TestCerts {
         ca_pem: ca_cert.pem(),
         ca_der: ca_cert.der().to_vec(),
@@ -92,6 +109,11 @@ fn make_certs() -> TestCerts {
         expired: leaf(&here, true),
         other_name: leaf(&["other.example"], false),
         ascii_names: leaf(&["xn--bcher-kva.test", "example.test"], false),
+        self_signed_ca: Leaf {
+            chain: vec![self_signed.der().clone()],
+            key_der: self_signed_key.serialize_der(),
+        },
+        self_signed_ca_pem: self_signed.pem(),
     }
 }
 

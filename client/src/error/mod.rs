@@ -182,9 +182,10 @@ pub enum InvalidRequest {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum TlsFailureKind {
-    /// The certificate chain does not lead to a trusted root (a self-signed
-    /// or private CA certificate: see
-    /// [`add_root_certificate`](crate::ClientBuilder::add_root_certificate)).
+    /// The certificate chain does not lead to a trusted root (a private
+    /// CA's certificate, or a self-signed one that is no CA certificate:
+    /// see [`add_root_certificate`](crate::ClientBuilder::add_root_certificate);
+    /// a self-signed CA certificate is [`CaCertificate`](Self::CaCertificate)).
     UnknownIssuer,
     /// A certificate of the chain has expired.
     Expired,
@@ -193,6 +194,14 @@ pub enum TlsFailureKind {
     /// The certificate is not valid for the host name (or IP address) of
     /// the URI.
     NameMismatch,
+    /// The server's own certificate is a CA certificate (`CA:TRUE`), which
+    /// is never taken for a server's, trusted as a root or not — most
+    /// often a self-signed certificate made as `openssl req -x509` makes
+    /// one by default. The server needs a certificate a CA signed for it
+    /// (that CA, added as a root, is then trusted: see
+    /// [`add_root_certificate`](crate::ClientBuilder::add_root_certificate)),
+    /// or a self-signed one with `basicConstraints=CA:FALSE`.
+    CaCertificate,
     /// The server broke the TLS protocol, sent an alert, or has nothing in
     /// common with the client (versions, cipher suites, ALPN).
     Protocol,
@@ -212,6 +221,13 @@ impl TlsFailureKind {
                 C::NotValidYet | C::NotValidYetContext { .. } => TlsFailureKind::NotYetValid,
                 C::NotValidForName | C::NotValidForNameContext { .. } => {
                     TlsFailureKind::NameMismatch
+                }
+                // webpki's own error, which rustls passes on as it is.
+                C::Other(other)
+                    if other.0.downcast_ref::<webpki::Error>()
+                        == Some(&webpki::Error::CaUsedAsEndEntity) =>
+                {
+                    TlsFailureKind::CaCertificate
                 }
                 _ => TlsFailureKind::Other,
             },
@@ -238,6 +254,7 @@ impl fmt::Display for TlsFailureKind {
             TlsFailureKind::NotYetValid => "certificate not valid yet",
             TlsFailureKind::NameMismatch => "certificate name mismatch",
             TlsFailureKind::Protocol => "TLS protocol error",
+            TlsFailureKind::CaCertificate => "the server's certificate is a CA certificate",
             TlsFailureKind::Other => "TLS error",
         })
     }
@@ -1778,6 +1795,21 @@ mod tests {
         assert_eq!(kind(rustls::Error::DecryptError), TlsFailureKind::Protocol);
         assert_eq!(
             kind(rustls::Error::General("x".into())),
+            TlsFailureKind::Other
+        );
+        // webpki's own errors, as rustls passes them on: a CA certificate
+        // as the server's is named; any other is still `Other`.
+        let webpki_error = |e: webpki::Error| {
+            rustls::Error::InvalidCertificate(CertificateError::Other(rustls::OtherError(
+                std::sync::Arc::new(e),
+            )))
+        };
+        assert_eq!(
+            kind(webpki_error(webpki::Error::CaUsedAsEndEntity)),
+            TlsFailureKind::CaCertificate
+        );
+        assert_eq!(
+            kind(webpki_error(webpki::Error::EndEntityUsedAsCa)),
             TlsFailureKind::Other
         );
     }

@@ -29,7 +29,10 @@
 //!      given to [`tls_roots`](crate::ClientBuilder::tls_roots), which
 //!      replaces them), plus the added roots. Host names are always checked
 //!      (DNS names and IP addresses alike) and server name indication is
-//!      sent for DNS names.
+//!      sent for DNS names. A server's certificate that is a CA certificate
+//!      (a self-signed one `openssl req -x509` makes) is refused, added as
+//!      a root or not: webpki takes none for a server's, and the error says
+//!      so ([`TlsFailureKind::CaCertificate`](crate::TlsFailureKind::CaCertificate)).
 //!
 //! A root certificate that does not parse is an `io::Error` of kind
 //! `InvalidInput` from `build()`, before any thread starts.
