@@ -725,6 +725,30 @@ fn a_double_http_proxy_gets_absolute_form_and_basic_credentials_for_plain_reques
     );
 }
 
+/// `ClientBuilder::no_proxy` means no proxy, as reqwest's does: it drops
+/// the proxies given before it (the environment's too), and the request
+/// goes straight to its origin; a proxy given after it is used.
+#[test]
+fn no_proxy_on_the_builder_drops_the_proxies_given_before_it() {
+    let origin = TestServer::respond(|_| ok("origin"));
+    let proxy = TestServer::respond(|_| ok("proxy"));
+    let proxy_url = format!("http://{}", proxy.addr());
+    let answered = |builder: ClientBuilder| {
+        let client = builder.event_loops(1).build().unwrap();
+        text(&client, &origin.url("/")).unwrap()
+    };
+    let dropped = Client::builder()
+        .proxy(Proxy::all(&proxy_url).unwrap())
+        .no_proxy();
+    assert_eq!(answered(dropped), "origin");
+    assert_eq!(proxy.requests().len(), 0, "the proxy was passed by");
+    let given_after = Client::builder()
+        .no_proxy()
+        .proxy(Proxy::all(&proxy_url).unwrap());
+    assert_eq!(answered(given_after), "proxy");
+    assert_eq!(proxy.requests().len(), 1);
+}
+
 /// Answers held until it opens; it opens when dropped too, so that a test
 /// that fails before opening it does not leave its server's threads
 /// waiting forever (and the test with them).

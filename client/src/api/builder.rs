@@ -307,9 +307,12 @@ impl ClientBuilder {
         self
     }
 
-    /// Ignores the proxy environment variables. Unless this is called, or a
-    /// [`proxy`](Self::proxy) is given, a client reads them when it is built,
-    /// with curl's rules (which reqwest mostly shares):
+    /// No proxy: requests go straight to their origin. It drops the
+    /// proxies given so far with [`proxy`](Self::proxy), as reqwest's does
+    /// (one given after it is used), and the proxy environment variables
+    /// are not read. Unless this is called, or a proxy is given, a client
+    /// reads them when it is built, with curl's rules (which reqwest mostly
+    /// shares):
     ///
     /// * `http_proxy` (or `HTTP_PROXY`) for `http://` requests,
     ///   `https_proxy` (or `HTTPS_PROXY`) for `https://` ones, and
@@ -331,6 +334,7 @@ impl ClientBuilder {
     /// * a value that is not Unicode is set all the same, read with U+FFFD
     ///   for what is not UTF-8 (so a proxy host so spelt is no proxy URL).
     pub fn no_proxy(mut self) -> Self {
+        self.config.proxies.clear();
         self.config.env_proxies = false;
         self
     }
