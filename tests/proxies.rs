@@ -725,6 +725,68 @@ fn a_double_http_proxy_gets_absolute_form_and_basic_credentials_for_plain_reques
     );
 }
 
+/// Each hop of a redirect chain takes its own route: `https://localhost`
+/// through a `CONNECT` tunnel, its `302` to a plain `http://` origin
+/// forwarded by the same proxy, and that one's `302` to `127.0.0.1`, which
+/// the proxy's `no_proxy` list sends straight. The proxy URL's credentials
+/// go with the `CONNECT` and the forwarded request, to the proxy alone; the
+/// caller's own `Proxy-Authorization` is dropped at the first change of
+/// origin, and neither reaches an origin.
+#[test]
+fn a_redirect_chain_takes_each_hops_route_through_the_proxy_or_past_it() {
+    let straight = tls_origin();
+    let straight_url = straight.url("/end");
+    let tunnelled = TlsServer::respond(&certs().valid, |request| {
+        let auth = request.header("proxy-authorization").unwrap_or("none");
+        let location = format!("http://far.invalid/mid?auth={auth}");
+        response(302, &[("location", &location)], b"")
+    });
+    let to = tunnelled.addr();
+    // What the proxy was asked: method, target, credentials.
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let told = asked.clone();
+    let proxy = TestServer::start(Behaviour::custom(move |mut stream, index| {
+        let Ok(request) = RequestReader::new(index).read_request(&mut stream) else {
+            return;
+        };
+        let auth = request.header("proxy-authorization").unwrap_or("none");
+        let line = format!("{} {} {auth}", request.method, request.target);
+        told.lock().unwrap().push(line);
+        if request.method == "CONNECT" {
+            let _ = stream.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n");
+            if let Ok(upstream) = std::net::TcpStream::connect(to) {
+                relay(stream, upstream, copy_all);
+            }
+        } else {
+            let _ = stream.write_all(&response(302, &[("location", &straight_url)], b""));
+        }
+    }));
+    let client = client_via(
+        Proxy::all(&format!("http://u:p@{}", proxy.addr()))
+            .unwrap()
+            .no_proxy("127.0.0.1"),
+    )
+    .redirect(tickless::redirect::Policy::limited(5).allow_https_to_http(true))
+    .build()
+    .unwrap();
+    let response = client
+        .get(tunnelled.url_for("localhost", "/start"))
+        .header("proxy-authorization", "Basic b3du")
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.text().wait().unwrap(), "tls /end auth=none");
+    let proxys = support::real::basic_auth("u", "p");
+    assert_eq!(
+        *asked.lock().unwrap(),
+        [
+            format!("CONNECT localhost:{} {proxys}", to.port()),
+            format!("GET http://far.invalid/mid?auth=none {proxys}"),
+        ]
+    );
+    assert_eq!(straight.handshakes(), 1, "straight to the last origin");
+}
+
 /// `ClientBuilder::no_proxy` means no proxy, as reqwest's does: it drops
 /// the proxies given before it (the environment's too), and the request
 /// goes straight to its origin; a proxy given after it is used.
