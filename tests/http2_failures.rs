@@ -658,6 +658,61 @@ fn a_server_that_closes_mid_stream_fails_it_with_an_io_error() {
     client.close();
 }
 
+/// A body the server's close cuts short (a TCP FIN, no GOAWAY, no reset)
+/// reads as one cut short over HTTP/1.1 does, as `Body` says: the bytes
+/// that came, then an `UnexpectedEof`, the client's `Error::Io` inside,
+/// saying the server closed the connection — not `h2`'s own word for the
+/// close, a `BrokenPipe` ("stream closed because of a broken pipe"),
+/// which a downloader that resumes on `UnexpectedEof` would not know, and
+/// which blames a write nobody made. So does a request the close leaves
+/// unanswered on a connection that served nothing before it.
+#[test]
+fn a_body_cut_short_by_the_servers_close_reads_as_an_unexpected_eof() {
+    use std::io::Read;
+    for answered in [true, false] {
+        let server = RawH2Server::start(move |mut conn| {
+            let id = conn.read_requests(1)[0];
+            if answered {
+                let mut out = frame(HEADERS, END_HEADERS, id, &[0x88]);
+                out.extend(frame(DATA, 0, id, b"the first bytes"));
+                conn.send(&out);
+            }
+            // The close, one way: what the client sends on is read, so
+            // that no reset follows the FIN.
+            let _ = conn.stream.shutdown(Shutdown::Write);
+            conn.drain(CEILING);
+        });
+        let client = h2c().build().unwrap();
+        let is_the_close = |error: &Error| {
+            assert!(
+                matches!(error, Error::Io { source, .. }
+                    if source.kind() == std::io::ErrorKind::UnexpectedEof),
+                "answered: {answered}: {error:?}"
+            );
+            assert!(
+                chain_text(error).contains("closed the HTTP/2 connection"),
+                "{error}"
+            );
+        };
+        match client.get(server.url("/")).send().wait() {
+            Ok(mut response) => {
+                assert!(answered, "an answer nobody sent");
+                let mut got = Vec::new();
+                let error = response.body_mut().read_to_end(&mut got).unwrap_err();
+                assert_eq!(got, b"the first bytes");
+                assert_eq!(error.kind(), std::io::ErrorKind::UnexpectedEof, "{error}");
+                let inner = error.get_ref().and_then(|e| e.downcast_ref::<Error>());
+                is_the_close(inner.expect("the client's error inside"));
+            }
+            Err(error) => {
+                assert!(!answered, "no answer: {error:?}");
+                is_the_close(&error);
+            }
+        }
+        client.close();
+    }
+}
+
 /// A server that answers a connection's first request and closes it, with
 /// no GOAWAY, as the next comes: a server whose idle timeout races the
 /// request, or one gone, the connection with it. Later connections answer.

@@ -174,6 +174,9 @@ pub(crate) struct IoReadiness {
     /// The server's `SETTINGS_MAX_HEADER_LIST_SIZE`, the last one read;
     /// [`NO_LIMIT`] before any (see [`IoReadiness::max_header_list_size`]).
     max_header_list_size: AtomicU64,
+    /// A read met the socket's end as the server's close (see
+    /// [`IoReadiness::closed_by_server`]).
+    closed_by_server: AtomicBool,
 }
 
 /// [`IoReadiness::max_header_list_size`] before the server has said one.
@@ -203,6 +206,15 @@ impl IoReadiness {
     pub(crate) fn max_header_list_size(&self) -> Option<u64> {
         let limit = self.max_header_list_size.load(Ordering::Relaxed);
         (limit != NO_LIMIT).then_some(limit)
+    }
+
+    /// Whether a read met the socket's end as the server's close: 0 bytes
+    /// (a TCP FIN; over TLS, after `close_notify`), not an error. `h2`
+    /// then fails every stream still open with an I/O error of kind
+    /// `BrokenPipe` ("stream closed because of a broken pipe"), which the
+    /// connection tells as the close it is (see `failure::stream_error`).
+    pub(crate) fn closed_by_server(&self) -> bool {
+        self.closed_by_server.load(Ordering::Relaxed)
     }
 
     /// A turn begins: up to `bytes` may be read in it.
@@ -263,6 +275,7 @@ impl AsyncIo {
             handshake_failure: OnceLock::new(),
             not_http2: OnceLock::new(),
             max_header_list_size: AtomicU64::new(NO_LIMIT),
+            closed_by_server: AtomicBool::new(false),
         });
         let io = AsyncIo {
             transport,
@@ -412,7 +425,10 @@ impl AsyncIo {
             let read = self.transport.read(unfilled);
             return match tracked(&self.ready.readable, read) {
                 // The socket's end (see the module documentation).
-                Poll::Ready(Ok(0)) if room => self.end(cx, Ok(())),
+                Poll::Ready(Ok(0)) if room => {
+                    self.ready.closed_by_server.store(true, Ordering::Relaxed);
+                    self.end(cx, Ok(()))
+                }
                 Poll::Ready(Ok(n)) => {
                     buf.advance(n);
                     self.ready

@@ -69,6 +69,21 @@ pub(super) fn closed_failure(exchange: &Exchange) -> Error {
     }
 }
 
+/// The client's error for the `h2` error that ended `exchange`'s stream,
+/// as [`error_of`] makes it — but for an I/O error after the server
+/// closed the connection ([`IoReadiness::closed_by_server`]): that is
+/// `h2`'s word for the close ("stream closed because of a broken pipe",
+/// kind `BrokenPipe`), told as the close it is, [`closed_failure`]. So a
+/// body the close cuts short fails with `UnexpectedEof`, as one cut short
+/// over HTTP/1.1 does, and a downloader that resumes on that kind knows
+/// it; a broken pipe would blame a write nobody made.
+pub(super) fn stream_error(exchange: &Exchange, error: h2::Error, io_ready: &IoReadiness) -> Error {
+    if error.is_io() && io_ready.closed_by_server() {
+        return closed_failure(exchange);
+    }
+    error_of(exchange, error)
+}
+
 /// The client's error for an `h2` error on `exchange`'s stream.
 pub(super) fn error_of(exchange: &Exchange, error: h2::Error) -> Error {
     let remote = exchange.remote_name();

@@ -4,7 +4,7 @@
 //! (see the [module documentation](super) for the rules). The connection
 //! opens it and polls it when it is woken ([`Stream::poll`]).
 
-use super::failure::{error_of, goaway_failure, refusal};
+use super::failure::{error_of, goaway_failure, refusal, stream_error};
 use super::gather::Gathered;
 use super::limits::{protocol_error, BodyCount, FieldCount, InterimCount, TrailerSize};
 use super::request::trim_values;
@@ -178,7 +178,7 @@ impl Stream {
                             goaway_failure(&self.exchange, reason)
                         }
                         _ => refusal(io_ready, &self.exchange).unwrap_or_else(|| {
-                            let failure = error_of(&self.exchange, error);
+                            let failure = stream_error(&self.exchange, error, io_ready);
                             if unprocessed {
                                 self.exchange.unprocessed(failure)
                             } else {
