@@ -832,3 +832,38 @@ fn targets_of_the_other_family_than_the_local_address_are_skipped() {
     }
     assert_eq!(origin_peers.lock().unwrap().len(), 1, "nothing connected");
 }
+
+/// `localhost`, and a name under it, is the loopback addresses, IPv4's
+/// and IPv6's, whatever the hosts file says (RFC 6761 §6.3, as curl and
+/// browsers resolve it): a server listening on `::1` alone is reached by
+/// `localhost` on a system whose hosts file names only `127.0.0.1` for it
+/// (as this machine's does), and one on `127.0.0.1` by `app.localhost`.
+#[test]
+fn localhost_names_reach_a_server_on_either_loopback_address() {
+    let Ok(listener) = std::net::TcpListener::bind("[::1]:0") else {
+        return; // No IPv6 loopback here.
+    };
+    let port = listener.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        let mut stream = accept_in_time(&listener);
+        let _ = RequestReader::new(0).read_request(&mut stream);
+        std::io::Write::write_all(&mut stream, &ok("on ::1")).unwrap();
+    });
+    let client = builder().request_timeout(CEILING).build().unwrap();
+    let response = client
+        .get(format!("http://localhost:{port}/"))
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.remote_addr().ip(), Ipv6Addr::LOCALHOST);
+    assert_eq!(response.text().wait().unwrap(), "on ::1");
+    server.join().unwrap();
+
+    let v4 = TestServer::respond(|request| ok(request.header("host").unwrap_or("-")));
+    let url = format!("http://app.localhost:{}/", v4.addr().port());
+    let response = client.get(url).send().wait().unwrap();
+    assert_eq!(
+        response.text().wait().unwrap(),
+        format!("app.localhost:{}", v4.addr().port())
+    );
+}

@@ -32,16 +32,38 @@ use crate::net::{Lookup, Resolve, ResolveAnswer};
 use crate::sync::lock;
 use std::collections::{HashMap, VecDeque};
 use std::io;
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::{JoinHandle, ThreadId};
 
 /// Most names resolved at once.
 pub(crate) const MAX_THREADS: usize = 8;
 
-/// The system's resolver: `getaddrinfo` through `ToSocketAddrs`.
+/// The system's resolver: `getaddrinfo` through `ToSocketAddrs` — but for
+/// a localhost name ([`is_localhost`]), whatever the hosts file says.
 fn getaddrinfo(host: &str) -> io::Result<Vec<SocketAddr>> {
+    if is_localhost(host) {
+        return Ok(LOCALHOST.to_vec());
+    }
     Ok((host, 0).to_socket_addrs()?.collect())
+}
+
+/// The loopback addresses a localhost name resolves to, IPv4's first (the
+/// one most servers listen on; one listening on the other alone is
+/// reached a refused connect later, at once).
+const LOCALHOST: [SocketAddr; 2] = [
+    SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 0),
+    SocketAddr::new(IpAddr::V6(Ipv6Addr::LOCALHOST), 0),
+];
+
+/// Whether `host` (lowercase, as lookups are keyed) is `localhost` or a
+/// name under it, with or without the final dot: loopback, whatever DNS
+/// or the hosts file would answer (RFC 6761 §6.3, as curl and browsers
+/// resolve it) — so a server listening on `::1` alone is reached by
+/// `localhost` on a system whose hosts file names only `127.0.0.1` for it.
+fn is_localhost(host: &str) -> bool {
+    let host = host.strip_suffix('.').unwrap_or(host);
+    host == "localhost" || host.ends_with(".localhost")
 }
 
 /// See the [module documentation](self).
@@ -213,6 +235,16 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::mpsc;
     use std::time::Duration;
+
+    #[test]
+    fn localhost_names_are_the_loopback_addresses_whatever_the_hosts_file() {
+        for name in ["localhost", "localhost.", "app.localhost", "a.b.localhost."] {
+            assert_eq!(getaddrinfo(name).unwrap(), LOCALHOST, "{name}");
+        }
+        for name in ["localhost.test", "notlocalhost", "localhostx", "local"] {
+            assert!(!is_localhost(name), "{name}");
+        }
+    }
 
     /// A lookup double: names starting with `slow` block until released;
     /// every other name resolves at once to 127.0.0.1. Counts its calls.
