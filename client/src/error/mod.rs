@@ -67,8 +67,29 @@ pub struct Timeout {
 }
 
 impl Timeout {
-    fn millis(&self) -> u128 {
-        self.duration.as_millis()
+    /// The duration in milliseconds, as messages show it: `20` for a whole
+    /// number of them, else with the fraction, to the nanosecond and
+    /// without trailing zeros (`0.25`, `1.5`). Cut to whole milliseconds,
+    /// the sub-millisecond timeouts a loop fires on time would read
+    /// `after 0 ms` — a zero timeout, which is none at all.
+    fn millis(&self) -> Millis {
+        Millis(self.duration)
+    }
+}
+
+/// A duration shown in milliseconds (see [`Timeout::millis`]).
+struct Millis(Duration);
+
+impl fmt::Display for Millis {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const NANOS_PER_MILLI: u32 = 1_000_000;
+        write!(f, "{}", self.0.as_millis())?;
+        let fraction = self.0.subsec_nanos() % NANOS_PER_MILLI;
+        if fraction == 0 {
+            return Ok(());
+        }
+        let digits = format!("{fraction:06}");
+        write!(f, ".{}", digits.trim_end_matches('0'))
     }
 }
 
@@ -380,7 +401,9 @@ pub enum Http2Initiator {
 #[non_exhaustive]
 pub enum Error {
     /// The request deadline passed. Displays like `Request timeout to
-    /// localhost/127.0.0.1:8080 after 20 ms`, as the other timeouts do.
+    /// localhost/127.0.0.1:8080 after 20 ms`, as the other timeouts do (a
+    /// timeout that is not whole milliseconds with its fraction: `after
+    /// 0.25 ms`).
     RequestTimeout(Timeout),
     /// The server was silent for longer than the read timeout.
     ReadTimeout(Timeout),
@@ -1284,6 +1307,57 @@ mod tests {
         let boxed: Box<dyn StdError + Send + Sync> = Box::new(io);
         assert_eq!(timeout_kind(boxed.as_ref()), Some(TimeoutKind::Request));
         assert_eq!(timeout_kind(&Error::Cancelled), None);
+    }
+
+    /// A timeout that is not whole milliseconds — the sub-millisecond
+    /// deadlines a loop fires on time — says the time it was, not that
+    /// time cut to whole milliseconds: `after 0 ms` would read as a zero
+    /// timeout, which is none at all. Whole ones read as before.
+    #[test]
+    fn a_timeout_of_a_fraction_of_a_millisecond_says_the_fraction() {
+        let remote = "127.0.0.1/127.0.0.1:8080";
+        for (duration, shown) in [
+            (Duration::from_micros(500), "0.5 ms"),
+            (Duration::from_micros(250), "0.25 ms"),
+            (Duration::from_micros(1500), "1.5 ms"),
+            (Duration::from_nanos(20_000_001), "20.000001 ms"),
+            (Duration::from_nanos(1), "0.000001 ms"),
+            (Duration::from_millis(20), "20 ms"),
+            (Duration::from_secs(3), "3000 ms"),
+        ] {
+            let timeout = Timeout {
+                remote: remote.into(),
+                duration,
+            };
+            for (error, text) in [
+                (
+                    Error::ReadTimeout(timeout.clone()),
+                    format!("Read timeout to {remote} after {shown}"),
+                ),
+                (
+                    Error::KeepAliveTimeout(timeout.clone()),
+                    format!("HTTP/2 keep-alive timeout to {remote} after {shown}"),
+                ),
+                (
+                    Error::HandshakeTimeout(timeout.clone()),
+                    format!("TLS handshake timeout to {remote} after {shown}"),
+                ),
+            ] {
+                assert_eq!(error.to_string(), text, "{duration:?}");
+            }
+            for (error, text) in [
+                (
+                    ProxyError::ConnectTimeout(timeout.clone()),
+                    format!("the connection to the proxy took longer than {shown}"),
+                ),
+                (
+                    ProxyError::HandshakeTimeout(timeout.clone()),
+                    format!("the proxy's handshake took longer than {shown}"),
+                ),
+            ] {
+                assert_eq!(error.to_string(), text, "{duration:?}");
+            }
+        }
     }
 
     #[test]
