@@ -790,24 +790,29 @@ fn a_connection_ended_with_no_goaway_from_its_server_tells_the_listener_of_none(
     }
 }
 
+/// A `200` head's HPACK block with a literal field (not indexed) `x-big`
+/// whose value is `len` bytes.
+fn head_with_a_big_field(len: usize) -> Vec<u8> {
+    let mut block = vec![0x88, 0x00, 0x05];
+    block.extend_from_slice(b"x-big");
+    // The value's length as an HPACK integer with a 7-bit prefix.
+    block.push(0x7f);
+    let mut rest = len - 127;
+    while rest >= 128 {
+        block.push(((rest % 128) | 128) as u8);
+        rest /= 128;
+    }
+    block.push(rest as u8);
+    block.extend_from_slice(&vec![b'a'; len]);
+    block
+}
+
 #[test]
 fn an_oversized_header_list_fails_the_stream_and_the_connection_goes_on() {
-    // A literal header (not indexed), name "x-big", with a value larger
-    // than the client's limit.
+    // A value larger than the client's limit.
     let server = RawH2Server::start(|mut conn| {
         let ids = conn.read_requests(1);
-        let mut block = vec![0x88, 0x00, 0x05];
-        block.extend_from_slice(b"x-big");
-        let value = vec![b'a'; 2000];
-        // Value length 2000 as an HPACK integer with a 7-bit prefix.
-        block.push(0x7f);
-        let mut rest = 2000 - 127;
-        while rest >= 128 {
-            block.push(((rest % 128) | 128) as u8);
-            rest /= 128;
-        }
-        block.push(rest as u8);
-        block.extend_from_slice(&value);
+        let block = head_with_a_big_field(2000);
         conn.send(&frame(HEADERS, END_HEADERS | END_STREAM, ids[0], &block));
         conn.answer_all();
     });
@@ -828,6 +833,47 @@ fn an_oversized_header_list_fails_the_stream_and_the_connection_goes_on() {
     let next = client.get(server.url("/next")).send().wait().unwrap();
     assert_eq!(next.status(), 200);
     assert_eq!(server.connections.load(Ordering::SeqCst), 1);
+    client.close();
+}
+
+/// A header list more than four times past the client's limit is taken
+/// by `h2` for a flood (it stops decoding it: `GOAWAY` with
+/// `ENHANCE_YOUR_CALM`): it ends the connection, not the stream alone —
+/// what `http2_max_header_list_size` says — failing the other streams on
+/// it too; the next request opens another connection.
+#[test]
+fn a_header_list_four_times_past_the_limit_ends_the_connection() {
+    let server = RawH2Server::start(|mut conn| {
+        if conn.index == 0 {
+            // Both requests, before either is answered.
+            let ids = conn.read_requests(2);
+            let block = head_with_a_big_field(5000);
+            conn.send(&frame(HEADERS, END_HEADERS | END_STREAM, ids[0], &block));
+            conn.drain(Duration::from_secs(5));
+        } else {
+            conn.answer_all();
+        }
+    });
+    let client = h2c().http2_max_header_list_size(1024).build().unwrap();
+    let big = client.get(server.url("/big")).send();
+    let other = client.get(server.url("/other")).send();
+    for error in [big.wait().unwrap_err(), other.wait().unwrap_err()] {
+        assert!(
+            matches!(
+                error,
+                Error::Http2 {
+                    reason: Http2Reason::ENHANCE_YOUR_CALM,
+                    initiator: Http2Initiator::Local,
+                    connection: true,
+                    ..
+                }
+            ),
+            "{error:?}"
+        );
+    }
+    let next = client.get(server.url("/next")).send().wait().unwrap();
+    assert_eq!(next.status(), 200);
+    assert_eq!(server.connections.load(Ordering::SeqCst), 2);
     client.close();
 }
 

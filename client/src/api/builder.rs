@@ -720,8 +720,12 @@ impl ClientBuilder {
     }
 
     /// The largest HTTP/2 response header list accepted
-    /// (`SETTINGS_MAX_HEADER_LIST_SIZE`); a larger one fails its stream.
-    /// Default 64 KiB.
+    /// (`SETTINGS_MAX_HEADER_LIST_SIZE`); a larger one fails its stream —
+    /// but one more than four times larger ends the whole connection
+    /// (`h2`, which decodes it, takes it for a flood and sends `GOAWAY`
+    /// with `ENHANCE_YOUR_CALM`), failing every stream on it with
+    /// [`Error::Http2`](crate::Error::Http2); the next request opens
+    /// another connection. Default 64 KiB.
     pub fn http2_max_header_list_size(mut self, max: u32) -> Self {
         self.config.http2.max_header_list_size = max;
         self
