@@ -666,6 +666,84 @@ fn the_user_agent_is_ours_unless_replaced() {
     );
 }
 
+/// The builders print with `{:?}` (reqwest's do, and a caller's
+/// `#[derive(Debug)]` struct holding one needs them to), as do a body's
+/// chunk and collectors: what the builders were given — the method, the URL, the headers,
+/// the settings — but no credential: not a password in the URL, nor an
+/// `Authorization`, `Proxy-Authorization` or `Cookie` value, however it
+/// was set.
+#[test]
+fn the_builders_print_what_they_were_given_and_no_credential() {
+    fn debug<T: std::fmt::Debug>(value: &T) -> String {
+        format!("{value:?}")
+    }
+    let mut defaults = http::HeaderMap::new();
+    defaults.insert("x-team", http::HeaderValue::from_static("blue"));
+    defaults.insert(
+        "authorization",
+        http::HeaderValue::from_static("Bearer default-secret"),
+    );
+    let builder = Client::builder()
+        .request_timeout(Duration::from_millis(1500))
+        .max_connections_per_host(7)
+        .default_headers(defaults);
+    let shown = debug(&builder);
+    for expected in ["ClientBuilder", "1.5s", "7", "x-team", "blue"] {
+        assert!(shown.contains(expected), "{expected} in {shown}");
+    }
+    assert!(!shown.contains("default-secret"), "{shown}");
+
+    let client = builder.build().unwrap();
+    let request = client
+        .post("http://user:url-secret@example.test/items?page=2")
+        .header("x-trace", "t-42")
+        .header("authorization", "Bearer header-secret")
+        .header("proxy-authorization", "Basic proxy-secret")
+        .header("cookie", "sid=cookie-secret")
+        .read_timeout(Duration::from_secs(3))
+        .body("payload");
+    let shown = debug(&request);
+    for expected in [
+        "RequestBuilder",
+        "POST",
+        "example.test/items?page=2",
+        "x-trace",
+        "t-42",
+        "authorization",
+        "cookie",
+        "3s",
+    ] {
+        assert!(shown.contains(expected), "{expected} in {shown}");
+    }
+    for secret in [
+        "url-secret",
+        "header-secret",
+        "proxy-secret",
+        "cookie-secret",
+    ] {
+        assert!(!shown.contains(secret), "{secret} in {shown}");
+    }
+    let shown = debug(&client.get("http://a b/").bearer_auth("bearer-secret"));
+    assert!(shown.contains("http://a b/"), "{shown}");
+    assert!(!shown.contains("bearer-secret"), "{shown}");
+
+    let server = TestServer::respond(|_| ok("body"));
+    let mut response = client.get(server.url("/")).send().wait().unwrap();
+    assert!(debug(&response.chunk()).contains("Chunk"));
+    let bytes = response.bytes();
+    assert!(debug(&bytes).contains("CollectBytes"));
+    #[cfg(feature = "json")]
+    {
+        let json = client.get(server.url("/")).send().wait().unwrap();
+        let json = json.json::<serde_json::Value>();
+        assert!(debug(&json).contains("CollectJson"));
+    }
+    let text = client.get(server.url("/")).send().wait().unwrap().text();
+    assert!(debug(&text).contains("CollectText"));
+    assert_eq!(text.wait().unwrap(), "body");
+    client.close();
+}
+
 /// Over HTTP/2 the jar's cookies go as over HTTP/1.1 — a `cookie` field
 /// the client adds after the request's own (kept out of them, which the
 /// client's other requests share) — and a caller's own `Cookie` header

@@ -393,6 +393,12 @@ pub struct Chunk<'a> {
     body: &'a mut Body,
 }
 
+impl std::fmt::Debug for Chunk<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Chunk").field("body", &self.body).finish()
+    }
+}
+
 impl Chunk<'_> {
     /// Blocks until the next chunk (`None` at the end of the body) — or
     /// fails at once with [`Error::WouldDeadlock`], the body left as it
@@ -614,6 +620,14 @@ pub struct CollectBytes {
     gather: Gather,
 }
 
+impl std::fmt::Debug for CollectBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CollectBytes")
+            .field("body", &self.gather.body)
+            .finish_non_exhaustive()
+    }
+}
+
 impl CollectBytes {
     pub(crate) fn new(body: Body) -> CollectBytes {
         CollectBytes {
@@ -650,6 +664,15 @@ impl Future for CollectBytes {
 pub struct CollectText {
     gather: Gather,
     encoding: &'static encoding_rs::Encoding,
+}
+
+impl std::fmt::Debug for CollectText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CollectText")
+            .field("body", &self.gather.body)
+            .field("encoding", &self.encoding.name())
+            .finish_non_exhaustive()
+    }
 }
 
 impl CollectText {
@@ -735,6 +758,15 @@ fn charset(content_type: &[u8]) -> Option<&[u8]> {
 pub struct CollectJson<T> {
     bytes: CollectBytes,
     parsed: std::marker::PhantomData<fn() -> T>,
+}
+
+#[cfg(feature = "json")]
+impl<T> std::fmt::Debug for CollectJson<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CollectJson")
+            .field("body", &self.bytes.gather.body)
+            .finish_non_exhaustive()
+    }
 }
 
 #[cfg(feature = "json")]

@@ -1042,6 +1042,48 @@ impl ClientBuilder {
     }
 }
 
+impl std::fmt::Debug for ClientBuilder {
+    /// The settings given, credentials hidden: a proxy's (its URL shows
+    /// none), and among the default headers the values of
+    /// `Authorization`, `Proxy-Authorization`, `Cookie` and any marked
+    /// sensitive, shown as `Sensitive`. Seams given as objects (a
+    /// resolver, a listener, a timer, loops, a clock) and the TLS material
+    /// are left out.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (config, policies) = (&self.config, &self.policies);
+        f.debug_struct("ClientBuilder")
+            .field("request_timeout", &config.request_timeout)
+            .field("read_timeout", &config.read_timeout)
+            .field("write_timeout", &config.write_timeout)
+            .field("connect_timeout", &config.connect_timeout)
+            .field("handshake_timeout", &config.handshake_timeout)
+            .field("use_event_loop_timeouts", &config.use_event_loop_timeouts)
+            .field("keep_alive", &config.keep_alive)
+            .field("max_connections", &config.max_connections)
+            .field("max_connections_per_host", &config.max_connections_per_host)
+            .field(
+                "pooled_connection_idle_timeout",
+                &config.pooled_connection_idle_timeout,
+            )
+            .field("connection_ttl", &config.connection_ttl)
+            .field("versions", &config.versions)
+            .field("proxies", &config.proxies)
+            .field("env_proxies", &config.env_proxies)
+            .field("body_window", &config.body_window)
+            .field("expect_continue_timeout", &config.expect_continue_timeout)
+            .field("limits", &config.limits)
+            .field("event_loops", &config.event_loops)
+            .field("redirect", &policies.redirect)
+            .field("decompress", &policies.decompress)
+            .field("cookie_store", &policies.cookies.is_some())
+            .field("user_agent", &policies.user_agent)
+            .field("default_headers", &super::ShownHeaders(&policies.defaults))
+            .field("retry", &policies.retry)
+            .field("hedge", &policies.hedge)
+            .finish_non_exhaustive()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -446,6 +446,38 @@ impl std::fmt::Debug for Client {
     }
 }
 
+/// A request's or a client's headers as the builders' `Debug` shows them:
+/// each field with its value, but a credential's — `Authorization`,
+/// `Proxy-Authorization`, `Cookie`, or any value marked sensitive — as
+/// `Sensitive`, the way `http` shows a sensitive one: builders are printed
+/// and logged, and a credential set with `header` is not marked.
+struct ShownHeaders<'a>(&'a http::HeaderMap);
+
+impl std::fmt::Debug for ShownHeaders<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use http::header::{AUTHORIZATION, COOKIE, PROXY_AUTHORIZATION};
+        /// A hidden value, printed as `http` prints a sensitive one.
+        struct Hidden;
+        impl std::fmt::Debug for Hidden {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("Sensitive")
+            }
+        }
+        let credential = |name: &http::HeaderName, value: &http::HeaderValue| {
+            value.is_sensitive() || [AUTHORIZATION, PROXY_AUTHORIZATION, COOKIE].contains(name)
+        };
+        let shown = self.0.iter().map(|(name, value)| {
+            let value: &dyn std::fmt::Debug = if credential(name, value) {
+                &Hidden
+            } else {
+                value
+            };
+            (name, value)
+        });
+        f.debug_map().entries(shown).finish()
+    }
+}
+
 /// Whether two clocks tell the same time: the same manual clock, or two
 /// that are not manual (the system's, or the caller's own, which cannot be
 /// told apart).

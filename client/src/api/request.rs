@@ -370,6 +370,32 @@ impl RequestBuilder {
     }
 }
 
+impl std::fmt::Debug for RequestBuilder {
+    /// What the request was given, its credentials hidden: the URI without
+    /// its userinfo (as an error quotes it), and the values of its
+    /// `Authorization`, `Proxy-Authorization` and `Cookie` headers, and of
+    /// any marked sensitive, shown as `Sensitive`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut out = f.debug_struct("RequestBuilder");
+        out.field("method", &self.method);
+        match &self.uri {
+            Ok(uri) => out.field("uri", &shown_uri(&uri.to_string())),
+            Err(invalid) => out.field("uri", invalid),
+        };
+        out.field("headers", &super::ShownHeaders(&self.headers))
+            .field("body", &self.body)
+            .field("invalid", &self.invalid)
+            .field("request_timeout", &self.request_timeout)
+            .field("read_timeout", &self.read_timeout)
+            .field("write_timeout", &self.write_timeout)
+            .field("redirect", &self.redirect)
+            .field("decompress", &self.decompress)
+            .field("retry", &self.retry)
+            .field("hedge", &self.hedge)
+            .finish_non_exhaustive()
+    }
+}
+
 /// The error for a value that is not valid for the header `name`: named,
 /// the value not shown (it may be a secret).
 fn invalid_value(name: &HeaderName, source: http::Error) -> InvalidRequest {
