@@ -207,17 +207,22 @@ impl RequestBuilder {
         self
     }
 
-    /// A url-encoded form body (`Content-Type:
-    /// application/x-www-form-urlencoded`), from any `Serialize` value. A
-    /// value that cannot be url-encoded (a nested struct, say) fails the
-    /// request with [`InvalidRequest::Query`] when sent.
+    /// A url-encoded form body, from any `Serialize` value, with
+    /// `Content-Type: application/x-www-form-urlencoded` unless the request
+    /// has a `Content-Type` of its own already (one that names the charset,
+    /// say: `application/x-www-form-urlencoded; charset=UTF-8`), as `json`
+    /// keeps one and as reqwest does. A value that cannot be url-encoded (a
+    /// nested struct, say) fails the request with
+    /// [`InvalidRequest::Query`] when sent.
     pub fn form<T: serde::Serialize + ?Sized>(mut self, form: &T) -> Self {
         match serde_urlencoded::to_string(form) {
             Ok(body) => {
-                self.headers.insert(
-                    CONTENT_TYPE,
-                    HeaderValue::from_static("application/x-www-form-urlencoded"),
-                );
+                // The caller's says how the server is to read it.
+                self.headers
+                    .entry(CONTENT_TYPE)
+                    .or_insert(HeaderValue::from_static(
+                        "application/x-www-form-urlencoded",
+                    ));
                 self.body = Upload::from(body);
             }
             Err(e) => self.invalid = Some(InvalidRequest::Query(e)),
