@@ -622,6 +622,49 @@ fn a_form_body_keeps_the_callers_own_content_type() {
     client.close();
 }
 
+/// `headers` puts each name it gives in place of the request's own
+/// fields of that name, with all its values — as `default_headers` does
+/// with the client's, as `http`'s `HeaderMap::extend` and reqwest's
+/// `headers` do — and keeps the names it does not give: a field set with
+/// `header` and again in a map goes once, not twice (two `Accept`, two
+/// `Authorization`; two `Host` fail the request).
+#[test]
+fn headers_replace_the_names_they_give_and_keep_the_others() {
+    let server = TestServer::respond(|request| {
+        let all = |name| request.header_all(name).join(" | ");
+        ok(&format!(
+            "accept={} x-keep={} x-tag={} host={}",
+            all("accept"),
+            all("x-keep"),
+            all("x-tag"),
+            all("host")
+        ))
+    });
+    let client = Client::new();
+    let mut given = http::HeaderMap::new();
+    given.insert("accept", http::HeaderValue::from_static("application/json"));
+    given.append("x-tag", http::HeaderValue::from_static("a"));
+    given.append("x-tag", http::HeaderValue::from_static("b"));
+    given.insert("host", http::HeaderValue::from_static("b.test"));
+    let text = client
+        .get(server.url("/"))
+        .header("accept", "text/html")
+        .header("x-keep", "1")
+        .header("host", "a.test")
+        .headers(given)
+        .send()
+        .wait()
+        .unwrap()
+        .text()
+        .wait()
+        .unwrap();
+    assert_eq!(
+        text,
+        "accept=application/json x-keep=1 x-tag=a | b host=b.test"
+    );
+    client.close();
+}
+
 #[test]
 fn error_for_status_turns_4xx_5xx_and_codes_past_599_into_errors() {
     let server = TestServer::respond(|request| {

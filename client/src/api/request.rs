@@ -104,11 +104,14 @@ impl RequestBuilder {
         self
     }
 
-    /// Adds all of `headers`.
+    /// Adds all of `headers`, each name in place of the request's own
+    /// fields of that name, with all its values (as `http`'s
+    /// `HeaderMap::extend`, [`ClientBuilder::default_headers`](crate::ClientBuilder::default_headers)
+    /// and reqwest's `headers` take them): a name set with
+    /// [`header`](Self::header) and again here goes once, the map's. The
+    /// names it does not give are kept.
     pub fn headers(mut self, headers: http::HeaderMap) -> Self {
-        for (name, value) in headers.iter() {
-            self.headers.append(name.clone(), value.clone());
-        }
+        self.headers.extend(headers);
         self
     }
 
