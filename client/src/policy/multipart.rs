@@ -19,8 +19,8 @@ use std::path::Path;
 ///
 /// ```no_run
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// use tickless::multipart::{Form, Part};
-/// let client = tickless::Client::builder().build()?;
+/// use tickless_client::multipart::{Form, Part};
+/// let client = tickless_client::Client::builder().build()?;
 /// let form = Form::new()
 ///     .text("title", "holiday")
 ///     .file("photo", "beach.jpg")?
