@@ -1591,3 +1591,50 @@ fn a_socks_reply_that_comes_before_the_request_is_taken_once_the_request_is_sent
     let port = to.port().to_be_bytes();
     assert_eq!(request, [5, 1, 0, 1, 127, 0, 0, 1, port[0], port[1]]);
 }
+
+/// `Proxy::custom_http_auth`: its value is the `Proxy-Authorization` the
+/// proxy gets — with each request it forwards and on its `CONNECT` — in
+/// place of the `Basic` one of the URL's credentials, never reaching an
+/// origin, and hidden when the proxy is printed.
+#[test]
+fn a_proxys_custom_authorization_goes_to_it_in_place_of_the_urls_basic() {
+    let token = http::HeaderValue::from_static("Bearer secret-token");
+    let proxy = TestServer::respond(|request| {
+        let auth = request.header("proxy-authorization").unwrap_or("none");
+        match request.method.as_str() {
+            // A tunnel refused, as a proxy refuses a token it does not take.
+            "CONNECT" => response(407, &[("x-auth", auth)], b""),
+            _ => ok(auth),
+        }
+    });
+    let url = format!("http://user:pass@{}", proxy.addr());
+    let custom = Proxy::all(&url).unwrap().custom_http_auth(token.clone());
+    assert!(
+        !format!("{custom:?}").contains("secret-token"),
+        "{custom:?}"
+    );
+    let client = client_via(custom).build().unwrap();
+    assert_eq!(
+        text(&client, "http://a.invalid/").unwrap(),
+        "Bearer secret-token"
+    );
+    let error = client
+        .get("https://b.invalid:8443/")
+        .send()
+        .wait()
+        .unwrap_err();
+    assert!(matches!(error, Error::Proxy { .. }), "{error:?}");
+    let connect = &proxy.requests()[1];
+    assert_eq!(connect.method, "CONNECT");
+    assert_eq!(
+        connect.header("proxy-authorization"),
+        Some("Bearer secret-token")
+    );
+
+    // Without it, the URL's credentials, as before.
+    let basic = client_via(Proxy::all(&url).unwrap()).build().unwrap();
+    assert_eq!(
+        text(&basic, "http://a.invalid/").unwrap(),
+        support::real::basic_auth("user", "pass")
+    );
+}

@@ -220,7 +220,7 @@ fn first_step(
             // refused as the check would have, nothing sent to the proxy
             // (not taken for a malformed answer from a proxy that has not
             // answered).
-            let auth = proxy.basic_auth();
+            let auth = proxy.authorization();
             let request = connect_request(host, port, auth.as_ref(), user_agent).map_err(
                 |InvalidConnectHost| {
                     NoFirstStep::Request(InvalidRequest::ServerName(host.to_owned()).into())

@@ -149,7 +149,7 @@ pub(crate) fn exchange_for(
     let (form, proxy_headers) = match route.proxy() {
         Some(proxy) if route.forwards() => {
             let mut headers = http::HeaderMap::clone(&headers);
-            if let Some(auth) = proxy.basic_auth() {
+            if let Some(auth) = proxy.authorization() {
                 headers.entry(PROXY_AUTHORIZATION).or_insert(auth);
             }
             (h1::RequestTarget::Absolute, Some(headers))

@@ -132,6 +132,19 @@ impl Proxy {
         self.scope.bypass = Some(NoProxy::parse(hosts));
         self
     }
+
+    /// `value` as the `Proxy-Authorization` sent to this proxy — on its
+    /// `CONNECT` and with each request it forwards — in place of the
+    /// `Basic` one its URL's credentials make: a proxy that takes a token
+    /// (`Bearer …`), or another scheme, as reqwest's `custom_http_auth`.
+    /// Marked sensitive (never shown in `Debug`). For an HTTP proxy; a
+    /// SOCKS5 one reads no header, and ignores it. A request's own
+    /// `Proxy-Authorization` still goes in its place to a proxy that
+    /// forwards the request.
+    pub fn custom_http_auth(mut self, value: http::HeaderValue) -> Proxy {
+        self.url = Arc::new((*self.url).clone().with_authorization(value));
+        self
+    }
 }
 
 impl Scope {

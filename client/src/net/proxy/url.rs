@@ -70,9 +70,11 @@ pub(crate) struct ProxyUrl {
     host: String,
     port: u16,
     credentials: Option<(String, String)>,
-    /// `Proxy-Authorization: Basic` for an `http` proxy with credentials:
-    /// made once here, sent with every request that goes through it.
-    basic_auth: Option<HeaderValue>,
+    /// The `Proxy-Authorization` for an `http` proxy: `Basic` from its
+    /// credentials, made once here, or the caller's own
+    /// ([`with_authorization`](Self::with_authorization)); sent with every
+    /// request that goes through it.
+    authorization: Option<HeaderValue>,
 }
 
 impl ProxyUrl {
@@ -119,7 +121,7 @@ impl ProxyUrl {
         // Decoded, a `%3A` in the name would move where the proxy splits
         // name from password: refused here rather than sending other
         // credentials than the URL's. SOCKS5 sends each with its length.
-        let basic_auth = match (scheme, &credentials) {
+        let authorization = match (scheme, &credentials) {
             (ProxyScheme::Http, Some((user, password))) => {
                 let header = basic_auth::header(user.as_bytes(), password.as_bytes());
                 Some(header.ok_or(ProxyUrlError::Credentials)?)
@@ -131,7 +133,7 @@ impl ProxyUrl {
             host,
             port: url.port().unwrap_or(scheme.default_port()),
             credentials,
-            basic_auth,
+            authorization,
         })
     }
 
@@ -165,11 +167,23 @@ impl ProxyUrl {
             .map(|(u, p)| (u.as_str(), p.as_str()))
     }
 
-    /// `Proxy-Authorization: Basic …` (RFC 7617) for an HTTP proxy with
-    /// credentials, marked sensitive; `None` for SOCKS (which
-    /// authenticates in its own handshake) or without credentials.
-    pub(crate) fn basic_auth(&self) -> Option<HeaderValue> {
-        self.basic_auth.clone()
+    /// The `Proxy-Authorization` for an HTTP proxy, marked sensitive:
+    /// `Basic …` (RFC 7617) from its credentials, or the one given to
+    /// [`with_authorization`](Self::with_authorization); `None` for SOCKS
+    /// (which authenticates in its own handshake) or without either.
+    pub(crate) fn authorization(&self) -> Option<HeaderValue> {
+        self.authorization.clone()
+    }
+
+    /// The proxy, its `Proxy-Authorization` `value` (marked sensitive) in
+    /// place of the `Basic` one of its URL's credentials — for an HTTP
+    /// proxy; a SOCKS one reads no header, and is left as it was.
+    pub(crate) fn with_authorization(mut self, mut value: HeaderValue) -> ProxyUrl {
+        if self.scheme == ProxyScheme::Http {
+            value.set_sensitive(true);
+            self.authorization = Some(value);
+        }
+        self
     }
 }
 
@@ -248,13 +262,17 @@ mod tests {
         let p = parse("http://us%40er:p%3Ass@host:1/");
         assert_eq!(p.credentials(), Some(("us@er", "p:ss")));
         assert_eq!(
-            p.basic_auth().unwrap(),
+            p.authorization().unwrap(),
             basic_auth::header(b"us@er", b"p:ss").unwrap()
         );
-        assert!(p.basic_auth().unwrap().is_sensitive());
+        assert!(p.authorization().unwrap().is_sensitive());
         let p = parse("socks5://alice:s3cret@host");
         assert_eq!(p.credentials(), Some(("alice", "s3cret")));
-        assert_eq!(p.basic_auth(), None, "SOCKS authenticates in its handshake");
+        assert_eq!(
+            p.authorization(),
+            None,
+            "SOCKS authenticates in its handshake"
+        );
         assert_eq!(parse("http://host").credentials(), None);
         assert_eq!(parse("http://user@host").credentials(), Some(("user", "")));
         assert_eq!(parse("http://:pw@host").credentials(), Some(("", "pw")));
@@ -291,7 +309,7 @@ mod tests {
             Some(("u:x", "p\r"))
         );
         assert_eq!(
-            parse("http://u:x%3Ay@h").basic_auth().unwrap(),
+            parse("http://u:x%3Ay@h").authorization().unwrap(),
             basic_auth::header(b"u", b"x:y").unwrap()
         );
     }
