@@ -760,20 +760,28 @@ enum FormContent {
 
 /// `-F NAME=CONTENT`, as curl 7.88 reads it: CONTENT is `@FILE` (a file
 /// upload), `<FILE` (the file's contents as the value) or the value
-/// itself, in double quotes if it holds a `;` (`\"` and `\\` in them a
-/// quote and a backslash), then `;type=TYPE` and `;filename=NAME` (each
-/// may be quoted too). Anything else after a `;` is skipped, as curl
-/// skips it, with a warning (returned).
+/// itself, then `;` fields, named in any case: `type=TYPE` and
+/// `filename=NAME`. A word — the value or the file, a file name — may be
+/// in double quotes ([`form_word`]); unquoted, it ends at the next `;`,
+/// and the white space around it is not its. A type is `major/minor`
+/// (anything else is a bad argument), and the fields after it that are
+/// not `filename` (nor curl's `headers` and `encoder`) are its
+/// parameters, kept as written: `type=text/plain; charset=utf-8`. Any
+/// other field is skipped, as curl skips it, with a warning (returned);
+/// so is a file name given to `<FILE`, which curl does not take.
 fn parse_form(arg: &str) -> Result<(FormPart, Vec<String>), String> {
     let (name, content) = arg
         .split_once('=')
         .ok_or_else(|| format!("--form: expected NAME=CONTENT, got {arg:?}"))?;
+    // Where a piece of `arg` (a part of it to its end) begins.
+    let offset = |piece: &str| arg.len() - piece.len();
     let (kind, content) = match content.as_bytes().first() {
         Some(b'@') => (Some('@'), &content[1..]),
         Some(b'<') => (Some('<'), &content[1..]),
         _ => (None, content),
     };
-    let (value, mut rest) = form_word(content);
+    let mut warnings = Vec::new();
+    let (value, mut rest) = form_word(content, &mut warnings);
     let mut part = FormPart {
         name: name.to_string(),
         content: match kind {
@@ -784,49 +792,106 @@ fn parse_form(arg: &str) -> Result<(FormPart, Vec<String>), String> {
         mime: None,
         file_name: None,
     };
-    let mut warnings = Vec::new();
-    while let Some(params) = rest.strip_prefix(';') {
-        let params = params.trim_start();
-        let (key, value) = params.split_once('=').unwrap_or((params, ""));
-        let (value, next) = form_word(value);
-        match key {
-            "type" => part.mime = Some(value),
-            "filename" => part.file_name = Some(value),
-            _ => {
-                let field = params.split(';').next().unwrap_or_default();
-                warnings.push(format!("skip unknown form field: {field}"));
-                rest = &params[field.len()..];
-                continue;
+    // The type's place in `arg`, from its first character to past its
+    // last that is not white space; and whether the fields that follow
+    // are still its parameters.
+    let mut type_at: Option<(usize, usize)> = None;
+    let mut type_open = false;
+    while let Some(field) = rest.strip_prefix(';') {
+        let field = field.trim_start_matches(FORM_SPACE);
+        let named = |key: &str| {
+            let prefix = field.get(..key.len())?;
+            prefix
+                .eq_ignore_ascii_case(key)
+                .then(|| &field[key.len()..])
+        };
+        let field_end = field.find(';').unwrap_or(field.len());
+        if let (false, Some(value)) = (type_open, named("type=")) {
+            let value = value.trim_start_matches(FORM_SPACE);
+            let value_end = value.find(';').unwrap_or(value.len());
+            let Some(subtype_end) = media_type_end(value) else {
+                return Err(format!(
+                    "--form {name}: not a media type: {:?}",
+                    &value[..value_end]
+                ));
+            };
+            let start = offset(value);
+            let end = start
+                + subtype_end
+                + value[subtype_end..value_end]
+                    .trim_end_matches(FORM_SPACE)
+                    .len();
+            (type_at, type_open, rest) = (Some((start, end)), true, &value[value_end..]);
+        } else if let Some(value) = named("filename=") {
+            let (file_name, next) = form_word(value, &mut warnings);
+            match kind {
+                Some('<') => {
+                    warnings.push(format!("field file name not allowed here: {file_name}"))
+                }
+                _ => part.file_name = Some(file_name),
             }
+            (type_open, rest) = (false, next);
+        } else if let (true, None, None) = (type_open, named("headers="), named("encoder=")) {
+            let parameter = field[..field_end].trim_end_matches(FORM_SPACE);
+            type_at = type_at.map(|(start, _)| (start, offset(field) + parameter.len()));
+            rest = &field[field_end..];
+        } else {
+            let (unknown, next) = form_word(field, &mut warnings);
+            if !unknown.is_empty() {
+                warnings.push(format!("skip unknown form field: {unknown}"));
+            }
+            (type_open, rest) = (false, next);
         }
-        rest = next;
     }
+    part.mime = type_at.map(|(start, end)| arg[start..end].to_string());
     Ok((part, warnings))
 }
 
-/// A value of `-F` at the start of `text`, to its `;`, or in double
-/// quotes (`\"` and `\\` in them a quote and a backslash), and what
-/// follows it.
-fn form_word(text: &str) -> (String, &str) {
-    let Some(quoted) = text.strip_prefix('"') else {
-        let end = text.find(';').unwrap_or(text.len());
-        return (text[..end].to_string(), &text[end..]);
-    };
-    let mut value = String::new();
-    let mut chars = quoted.char_indices();
-    while let Some((at, c)) = chars.next() {
-        match c {
-            '"' => return (value, &quoted[at + 1..]),
-            '\\' => match chars.next() {
-                Some((_, escaped @ ('"' | '\\'))) => value.push(escaped),
-                Some((_, other)) => value.extend(['\\', other]),
-                None => value.push('\\'),
-            },
-            c => value.push(c),
+/// White space as curl's `-F` reader skips it (C's `isspace`).
+const FORM_SPACE: [char; 6] = [' ', '\t', '\n', '\r', '\x0b', '\x0c'];
+
+/// Where the `major/minor` at the start of `text` ends, as curl 7.88
+/// reads a type (`%[^/ ]/%[^;, \n]`), or `None` if it has none.
+fn media_type_end(text: &str) -> Option<usize> {
+    let major = text.find(['/', ' ']).filter(|&end| end > 0)?;
+    let minor = text[major..].strip_prefix('/')?;
+    let minor_len = minor.find([';', ',', ' ', '\n']).unwrap_or(minor.len());
+    (minor_len > 0).then_some(major + 1 + minor_len)
+}
+
+/// A word of `-F` at the start of `text` (white space before it
+/// skipped), and what follows it: in double quotes (`\"` and `\\` in
+/// them a quote and a backslash), and then whatever comes up to the next
+/// `;` is dropped, with a warning if it is not white space; otherwise up
+/// to the next `;`, its trailing white space dropped — a quote never
+/// closed among it.
+fn form_word<'a>(text: &'a str, warnings: &mut Vec<String>) -> (String, &'a str) {
+    let text = text.trim_start_matches(FORM_SPACE);
+    if let Some(quoted) = text.strip_prefix('"') {
+        let mut value = String::new();
+        let mut chars = quoted.char_indices().peekable();
+        while let Some((at, c)) = chars.next() {
+            match c {
+                '\\' if matches!(chars.peek(), Some((_, '"' | '\\'))) => {
+                    value.extend(chars.next().map(|(_, escaped)| escaped));
+                }
+                '"' => {
+                    let after = &quoted[at + 1..];
+                    let end = after.find(';').unwrap_or(after.len());
+                    if !after[..end].trim_matches(FORM_SPACE).is_empty() {
+                        warnings.push("trailing data after quoted form parameter".into());
+                    }
+                    return (value, &after[end..]);
+                }
+                c => value.push(c),
+            }
         }
     }
-    // No closing quote: the rest, as it is.
-    (value, "")
+    let end = text.find(';').unwrap_or(text.len());
+    (
+        text[..end].trim_end_matches(FORM_SPACE).to_string(),
+        &text[end..],
+    )
 }
 
 /// The form of `-F`'s and `--form-string`'s parts.

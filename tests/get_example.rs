@@ -2924,3 +2924,66 @@ fn form_sends_multipart_parts_as_curl_reads_them() {
         "{output:?}"
     );
 }
+
+/// `-F`'s odd spellings, read as curl 7.88 reads them (each checked byte
+/// for byte against curl here): white space around a value, and around
+/// each `;` field, is not the value's, but inside quotes it is; a `;type=`
+/// keeps its parameters (`; charset=utf-8`) and is named in any case
+/// (`TYPE=`); what follows a closing quote up to the next `;` is skipped,
+/// not the fields after it; a quote never closed is the value's first
+/// character; a `;type=` that is no `major/minor` is a bad argument, as
+/// curl's "option -F: is badly used here".
+#[test]
+fn form_reads_spaces_quotes_and_type_parameters_as_curl_does() {
+    let server =
+        TestServer::respond(|request| ok(&format!("\n{}", String::from_utf8_lossy(&request.body))));
+    let output = get(&[
+        &server.url("/"),
+        "-s",
+        "-F",
+        "spaced= x y ",
+        "-F",
+        "charset=v;type=text/plain; charset=utf-8",
+        "-F",
+        "upper=v;TYPE=text/x-up",
+        "-F",
+        "after=\"q\" ;type=text/x-after",
+        "-F",
+        "unclosed=\"u;type=text/x-u",
+        "-F",
+        "named=v; filename= \"f;g\" ;type=text/x-f",
+        "-F",
+        "quoted=\" in \"",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let text = stdout(&output);
+    let (_, body) = text.split_once("\n\n\n").unwrap();
+    let boundary = &body[2..body.find("\r\n").unwrap()];
+    let part = |name: &str, extra: &str, value: &str| {
+        format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"{extra}\r\n\r\n{value}\r\n"
+        )
+    };
+    let expected = [
+        part("spaced", "", "x y"),
+        part(
+            "charset",
+            "\r\nContent-Type: text/plain; charset=utf-8",
+            "v",
+        ),
+        part("upper", "\r\nContent-Type: text/x-up", "v"),
+        part("after", "\r\nContent-Type: text/x-after", "q"),
+        part("unclosed", "\r\nContent-Type: text/x-u", "\"u"),
+        part("named", "; filename=\"f;g\"\r\nContent-Type: text/x-f", "v"),
+        part("quoted", "", " in "),
+        format!("--{boundary}--\r\n"),
+    ]
+    .concat();
+    assert_eq!(body, expected);
+    assert!(output.stderr.is_empty(), "{output:?}");
+
+    for bad in ["a=v;type=text", "a=v;type=/plain", "a=@x;type= "] {
+        let output = get(&[&server.url("/"), "-F", bad]);
+        assert_eq!(output.status.code(), Some(2), "{bad}: {output:?}");
+    }
+}
