@@ -1,7 +1,7 @@
 //! `multipart/form-data` bodies (`RequestBuilder::multipart`): read by a
 //! real form parser (httpbin's, werkzeug's) as fields and files, framed
 //! on the wire with `Content-Length` or chunked, and sent again on a
-//! `307` when every part is in memory.
+//! `307` when every part is in memory or a regular file.
 
 mod support;
 
@@ -133,10 +133,12 @@ fn a_form_goes_with_its_length_or_chunked_the_same_bytes_either_way() {
 }
 
 /// A `307` sends the form again to where it leads, whole, when its parts
-/// are all in memory; with a file part, the form is a streamed body, sent
-/// once, and the `307` is the response.
+/// are all in memory — and when some are regular files, each read again
+/// from its start, as `curl -F name=@file -L` sends it again (and
+/// `Upload::from_file`); with a reader's part, the form is a streamed
+/// body, sent once, and the `307` is the response.
 #[test]
-fn a_form_in_memory_goes_again_on_a_307_one_with_a_file_is_sent_once() {
+fn a_form_in_memory_or_of_files_goes_again_on_a_307_one_with_a_reader_is_sent_once() {
     let server = served();
     let client = client();
     let form = Form::new().text("a", "1");
@@ -154,7 +156,25 @@ fn a_form_in_memory_goes_again_on_a_307_one_with_a_file_is_sent_once() {
     let dir = TempDir::new("multipart-307");
     let file = dir.path().join("f.bin");
     std::fs::write(&file, b"file bytes").unwrap();
-    let form = Form::new().file("f", &file).unwrap();
+    let form = Form::new().text("a", "1").file("f", &file).unwrap();
+    let response = client
+        .post(server.url("/moved"))
+        .multipart(form)
+        .send()
+        .wait()
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let text = response.text().wait().unwrap();
+    assert!(text.starts_with("/echo length=367 chunked=false"), "{text}");
+    assert!(
+        text.contains(
+            "name=\"f\"; filename=\"f.bin\"\r\nContent-Type: application/octet-stream\r\n\r\n\
+             file bytes\r\n"
+        ),
+        "{text}"
+    );
+
+    let form = Form::new().part("r", Part::reader(&b"read once"[..], Some(9)));
     let response = client
         .post(server.url("/moved"))
         .multipart(form)

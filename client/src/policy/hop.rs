@@ -41,8 +41,8 @@ pub(crate) struct Hop {
 pub(crate) enum HopBody {
     /// In memory (empty for none): it may go again, on the next hop.
     Replayable(Bytes),
-    /// A regular file's, read again from where it began by each exchange:
-    /// it may go again too.
+    /// A regular file's (or a form's of bytes and regular files), read
+    /// again from where it began by each exchange: it may go again too.
     File(FileBody),
     /// Streamed: sent once, by the first hop (`None` once taken) — or put
     /// back, never sent, when a `417` or a redirect answered its `Expect:

@@ -6,7 +6,7 @@
 //! added, and its data is read only when the request goes — a file part
 //! streams from its file, never copied whole into memory.
 
-use super::upload::Upload;
+use super::upload::{FileBody, Piece, Upload, UploadKind};
 use bytes::Bytes;
 use http::HeaderValue;
 use std::io::{Cursor, Read};
@@ -31,9 +31,11 @@ use std::path::Path;
 ///
 /// Its length is known, and sent as `Content-Length`, unless a part is a
 /// reader of unknown length ([`Part::reader`]): then it goes chunked
-/// (over HTTP/1.1). A form whose parts are all in memory goes again as a
-/// body in memory does (a `307` or `308`, a retry); one with a file or a
-/// reader is a streamed body, sent once (see [`Upload`]).
+/// (over HTTP/1.1). A form whose parts are in memory or regular files
+/// ([`Part::file`]) goes again as a body in memory does (a `307` or `308`,
+/// a retry), each file read again from its start, as
+/// [`Upload::from_file`]'s; one with a reader (or a file that is not a
+/// regular one: a pipe) is a streamed body, sent once (see [`Upload`]).
 pub struct Form {
     boundary: String,
     /// Each part, after the head written for it.
@@ -51,6 +53,8 @@ pub struct Part {
 /// A part's data.
 enum Data {
     Bytes(Bytes),
+    /// A regular file's, read again by each exchange that sends it.
+    File(FileBody),
     Reader {
         reader: Box<dyn Read + Send + 'static>,
         length: Option<u64>,
@@ -121,17 +125,16 @@ impl Form {
             .expect("a boundary is hexadecimal digits")
     }
 
-    /// The form as a request body: in memory if every part is, else read
-    /// part after part as it is sent.
+    /// The form as a request body: in memory if every part is; read again
+    /// from its start by each exchange that sends it if every part is in
+    /// memory or a regular file's; else read part after part, once, as it
+    /// is sent.
     pub(crate) fn into_upload(self) -> Upload {
         let end = Bytes::from(format!("--{}--\r\n", self.boundary));
         // Each part's data ends with a line end, before the next boundary.
         const LINE_END: &[u8] = b"\r\n";
-        if self
-            .parts
-            .iter()
-            .all(|(_, part)| matches!(part.data, Data::Bytes(_)))
-        {
+        let all = |kind: fn(&Data) -> bool| self.parts.iter().all(|(_, part)| kind(&part.data));
+        if all(|data| matches!(data, Data::Bytes(_))) {
             let mut body = Vec::new();
             for (head, part) in self.parts {
                 let Data::Bytes(data) = part.data else {
@@ -144,6 +147,22 @@ impl Form {
             body.extend_from_slice(&end);
             return Upload::from(body);
         }
+        if all(|data| matches!(data, Data::Bytes(_) | Data::File(_))) {
+            let mut pieces = Vec::new();
+            for (head, part) in self.parts {
+                pieces.push(Piece::Bytes(head.into()));
+                match part.data {
+                    Data::Bytes(data) => pieces.push(Piece::Bytes(data)),
+                    Data::File(file) => pieces.extend_from_slice(file.pieces()),
+                    Data::Reader { .. } => unreachable!("every part is bytes or a file's"),
+                }
+                pieces.push(Piece::Bytes(Bytes::from_static(LINE_END)));
+            }
+            pieces.push(Piece::Bytes(end));
+            return Upload {
+                kind: UploadKind::File(FileBody::of_pieces(pieces)),
+            };
+        }
         let mut length = Some(end.len() as u64);
         let mut body: Box<dyn Read + Send> = Box::new(std::io::empty());
         for (head, part) in self.parts {
@@ -153,6 +172,7 @@ impl Form {
                     let len = bytes.len() as u64;
                     (Box::new(Cursor::new(bytes)), Some(len))
                 }
+                Data::File(file) => (Box::new(file.reader()), Some(file.length())),
                 Data::Reader { reader, length } => (reader, length),
             };
             length = length
@@ -197,21 +217,26 @@ impl Part {
 
     /// The file at `path`, as a browser sends a file input's: named by
     /// the last component of the path, its media type guessed from its
-    /// extension (`application/octet-stream` for one not known), its
-    /// length as it is now — the bytes written to it later are not sent,
-    /// as [`Upload::from_file`]'s. A file that is not a regular one (a
-    /// pipe) is read to its end, and the form goes chunked.
+    /// extension (`application/octet-stream` for one not known), its body
+    /// as [`Upload::from_file`] makes one: its length as it is now (the
+    /// bytes written to it later are not sent), read again from its start
+    /// when the form goes again. A file that is not a regular one (a
+    /// pipe) is read to its end, once, and the form goes chunked.
     ///
     /// # Errors
     ///
-    /// What opening the file, or reading its metadata, fails with.
+    /// What opening the file fails with, or [`Upload::from_file`].
     pub fn file(path: impl AsRef<Path>) -> std::io::Result<Part> {
         let path = path.as_ref();
-        let file = std::fs::File::open(path)?;
-        let metadata = file.metadata()?;
-        let part = match metadata.is_file() {
-            true => Part::reader(file.take(metadata.len()), Some(metadata.len())),
-            false => Part::reader(file, None),
+        let data = match Upload::from_file(std::fs::File::open(path)?)?.kind {
+            UploadKind::File(file) => Data::File(file),
+            UploadKind::Reader { reader, length } => Data::Reader { reader, length },
+            _ => unreachable!("a file's body is a regular file's or a reader"),
+        };
+        let part = Part {
+            data,
+            file_name: None,
+            mime: None,
         };
         let mime = mime_guess::from_path(path).first_or_octet_stream();
         let part = part.mime(HeaderValue::try_from(mime.as_ref()).expect("a media type"));
@@ -283,6 +308,9 @@ mod tests {
         let mut body = Vec::new();
         match upload.kind {
             crate::policy::upload::UploadKind::Bytes(bytes) => body.extend_from_slice(&bytes),
+            crate::policy::upload::UploadKind::File(file) => {
+                file.reader().read_to_end(&mut body).unwrap();
+            }
             crate::policy::upload::UploadKind::Reader { mut reader, .. } => {
                 reader.read_to_end(&mut body).unwrap();
             }
@@ -340,6 +368,57 @@ mod tests {
         assert_eq!(known, in_memory, "the same bytes, the same length");
         let (length, body) = sent(form().part("b", Part::reader(&b"22"[..], None)));
         assert_eq!((length, body), (None, in_memory.1));
+    }
+
+    /// A form of bytes and regular files is a body read again from its
+    /// start by each exchange that sends it (a `307`, a retry), each file
+    /// from where it began, as `Upload::from_file`'s: two readers of it,
+    /// their reads interleaved, each read it whole — the bytes the form
+    /// would be with the file's contents in memory, and its length.
+    #[test]
+    fn a_form_of_bytes_and_files_is_read_again_from_its_start() {
+        let dir = std::env::temp_dir().join(format!(
+            "tickless-multipart-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("f.bin");
+        std::fs::write(&path, b"file bytes").unwrap();
+        let form = |file: Part| {
+            let form = Form {
+                boundary: "b".repeat(64),
+                parts: Vec::new(),
+            };
+            form.text("a", "1").part("f", file).text("c", "3")
+        };
+        let file = Part::file(&path).unwrap();
+        let in_memory = Part::bytes(&b"file bytes"[..])
+            .file_name("f.bin")
+            .mime_str("application/octet-stream")
+            .unwrap();
+        let (length, expected) = sent(form(in_memory));
+        let upload = form(file).into_upload();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(upload.length(), length);
+        let crate::policy::upload::UploadKind::File(body) = upload.kind else {
+            panic!("a body read again: {upload:?}");
+        };
+        let mut readers = [body.reader(), body.reader()];
+        let mut read = [Vec::new(), Vec::new()];
+        let mut buf = [0; 7];
+        loop {
+            let mut any = false;
+            for (reader, read) in readers.iter_mut().zip(&mut read) {
+                let n = reader.read(&mut buf).unwrap();
+                read.extend_from_slice(&buf[..n]);
+                any |= n > 0;
+            }
+            if !any {
+                break;
+            }
+        }
+        assert_eq!(read, [expected.clone(), expected]);
     }
 
     #[test]

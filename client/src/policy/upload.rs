@@ -20,7 +20,8 @@ use std::sync::Arc;
 ///   [`http_body::Body`]) — polled on the connection's loop as the socket
 ///   takes its bytes.
 ///
-/// A body from a regular file ([`Upload::from_file`]) is read again from
+/// A body from a regular file ([`Upload::from_file`]) — or a multipart
+/// form whose parts are in memory or regular files — is read again from
 /// where it began for each exchange that sends it: like one in memory, it
 /// goes again when a request does (a `307` or `308`, a retry, a hedged
 /// copy, a request sent again on a fresh connection when its pooled one
@@ -56,7 +57,8 @@ pub struct Upload {
 
 pub(crate) enum UploadKind {
     Bytes(Bytes),
-    /// A regular file's: read anew by each exchange that sends it.
+    /// A regular file's, or a form's of bytes and regular files: read
+    /// anew by each exchange that sends it.
     File(FileBody),
     Reader {
         reader: Box<dyn Read + Send + 'static>,
@@ -134,11 +136,11 @@ impl Upload {
             ));
         }
         Ok(Upload {
-            kind: UploadKind::File(FileBody {
+            kind: UploadKind::File(FileBody::of_pieces(vec![Piece::File {
                 file: Arc::new(file),
                 start,
                 length,
-            }),
+            }])),
         })
     }
 
@@ -204,7 +206,7 @@ impl Upload {
     pub fn length(&self) -> Option<u64> {
         match &self.kind {
             UploadKind::Bytes(bytes) => Some(bytes.len() as u64),
-            UploadKind::File(file) => Some(file.length),
+            UploadKind::File(file) => Some(file.length()),
             UploadKind::Reader { length, .. }
             | UploadKind::Stream { length, .. }
             | UploadKind::Unsent { length, .. } => *length,
@@ -212,50 +214,116 @@ impl Upload {
     }
 }
 
-/// A regular file's body: `length` bytes from `start`. Each exchange that
-/// sends it reads it with a [`reader`](Self::reader) of its own, so it may
-/// go again — and two may read it at once (a hedged copy; an earlier
-/// hop's pump not yet let go).
+/// A body read again from its start by each exchange that sends it: a
+/// regular file's (one range of it), or a multipart form's whose parts are
+/// in memory or regular files (its parts' heads and bytes between the
+/// files' ranges). Each exchange that sends it reads it with a
+/// [`reader`](Self::reader) of its own, so it may go again — and two may
+/// read it at once (a hedged copy; an earlier hop's pump not yet let go).
 #[derive(Clone)]
 pub(crate) struct FileBody {
-    file: Arc<std::fs::File>,
-    start: u64,
+    pieces: Arc<[Piece]>,
+    /// The pieces' lengths added up.
     length: u64,
 }
 
-impl FileBody {
-    /// A reader of the body from its start.
-    pub(crate) fn reader(&self) -> FileReader {
-        FileReader {
-            file: self.file.clone(),
-            at: self.start,
-            left: self.length,
+/// A piece of a [`FileBody`].
+#[derive(Clone)]
+pub(crate) enum Piece {
+    Bytes(Bytes),
+    /// `length` bytes of a regular file from `start`, the length it had
+    /// when measured: what it holds past them (written since) is not the
+    /// body's.
+    File {
+        file: Arc<std::fs::File>,
+        start: u64,
+        length: u64,
+    },
+}
+
+impl Piece {
+    fn len(&self) -> u64 {
+        match self {
+            Piece::Bytes(bytes) => bytes.len() as u64,
+            Piece::File { length, .. } => *length,
         }
     }
 }
 
-/// Reads a [`FileBody`] from where it has got to, `at`: by offset
-/// (`pread`), since the file's one position is shared by every reader of
-/// it — and no further than the body's length, `left` of it still to
-/// read: what the file holds past it (written since its length was
-/// taken) is not the body's, and a read that took some would fail the
-/// body as longer than its `Content-Length`.
+impl FileBody {
+    /// The body of `pieces`, one after the other.
+    pub(crate) fn of_pieces(pieces: Vec<Piece>) -> FileBody {
+        FileBody {
+            length: pieces.iter().map(Piece::len).sum(),
+            pieces: pieces.into(),
+        }
+    }
+
+    /// Its pieces, in order.
+    pub(crate) fn pieces(&self) -> &[Piece] {
+        &self.pieces
+    }
+
+    /// Its length.
+    pub(crate) fn length(&self) -> u64 {
+        self.length
+    }
+
+    /// A reader of the body from its start.
+    pub(crate) fn reader(&self) -> FileReader {
+        FileReader {
+            pieces: self.pieces.clone(),
+            piece: 0,
+            at: 0,
+        }
+    }
+}
+
+/// Reads a [`FileBody`] from where it has got to: `at` bytes into its
+/// piece `piece`. A file's piece is read by offset (`pread`), since the
+/// file's one position is shared by every reader of it — and no further
+/// than the piece's length: what the file holds past it is not the
+/// body's, and a read that took some would fail the body as longer than
+/// its `Content-Length`. A file cut shorter meanwhile ends the body
+/// there, short (which fails it as shorter than its `Content-Length`):
+/// nothing after it is read.
 pub(crate) struct FileReader {
-    file: Arc<std::fs::File>,
+    pieces: Arc<[Piece]>,
+    piece: usize,
     at: u64,
-    left: u64,
 }
 
 impl Read for FileReader {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let room = usize::try_from(self.left).map_or(buf.len(), |left| left.min(buf.len()));
-        if room == 0 {
+        if buf.is_empty() {
             return Ok(0);
         }
-        let read = self.file.read_at(&mut buf[..room], self.at)?;
-        self.at += read as u64;
-        self.left -= read as u64;
-        Ok(read)
+        while let Some(piece) = self.pieces.get(self.piece) {
+            let left = piece.len() - self.at;
+            if left == 0 {
+                (self.piece, self.at) = (self.piece + 1, 0);
+                continue;
+            }
+            let room = usize::try_from(left).map_or(buf.len(), |left| left.min(buf.len()));
+            let read = match piece {
+                Piece::Bytes(bytes) => {
+                    let at = self.at as usize;
+                    buf[..room].copy_from_slice(&bytes[at..at + room]);
+                    room
+                }
+                Piece::File { file, start, .. } => {
+                    file.read_at(&mut buf[..room], start + self.at)?
+                }
+            };
+            if read == 0 {
+                // The file is shorter than when measured: the body's end.
+                self.piece = self.pieces.len();
+                return Ok(0);
+            }
+            self.at += read as u64;
+            return Ok(read);
+        }
+        Ok(0)
     }
 }
 
@@ -433,5 +501,36 @@ mod tests {
             }
         }
         assert_eq!(read, [b"0123456789", b"0123456789"]);
+    }
+
+    /// A body of pieces (a form's) whose file was cut shorter after its
+    /// length was taken ends with what the file still holds: nothing
+    /// after that piece is read, and the body, short, fails as shorter
+    /// than its `Content-Length` — not sent with the next piece's bytes
+    /// in the file's place.
+    #[test]
+    fn a_body_whose_file_was_cut_shorter_ends_there() {
+        let path = std::env::temp_dir().join(format!(
+            "tickless-file-pieces-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        std::fs::write(&path, b"0123456789").unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        let body = FileBody::of_pieces(vec![
+            Piece::Bytes(Bytes::from_static(b"head|")),
+            Piece::File {
+                file: Arc::new(file),
+                start: 0,
+                length: 10,
+            },
+            Piece::Bytes(Bytes::from_static(b"|tail")),
+        ]);
+        assert_eq!(body.length(), 20);
+        std::fs::write(&path, b"0123").unwrap();
+        let mut read = Vec::new();
+        body.reader().read_to_end(&mut read).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(read, b"head|0123");
     }
 }
