@@ -1238,8 +1238,12 @@ fn main() -> ExitCode {
         transfer.exit = exit;
         transfer.error = error;
         let (parts, unknown) = written_out(&format, &transfer);
+        // Told even with -s, as curl tells it.
         for name in unknown {
-            tell(format!("get: unknown --write-out variable: '{name}'"));
+            say(
+                std::io::stderr(),
+                &format!("get: unknown --write-out variable: '{name}'"),
+            );
         }
         // A reader gone from either changes no exit status, as curl's.
         for (to_stderr, text) in parts {
@@ -1286,11 +1290,12 @@ struct Transfer {
 /// what `transfer` came to — a time not reached (no answer) 0, a status
 /// 000, as curl's — read as curl 7.88 reads it: `%%` is `%`, `\n`, `\r`
 /// and `\t` what C's are, and a `%` or `\` before anything else is
-/// written as it is, with what follows it (`\\n` too). `%{stderr}` sends
+/// written as it is, with what follows it (`\\n` too), as is a `%{` that
+/// no `}` after it closes (what follows it is read on). `%{stderr}` sends
 /// what follows to standard error, `%{stdout}` back: the text to write,
 /// in parts, each `true` for standard error. A variable get does not know
 /// is written as nothing, and its name returned (curl tells it on
-/// standard error).
+/// standard error, even with `-s`).
 fn written_out(format: &str, transfer: &Transfer) -> (Vec<(bool, String)>, Vec<String>) {
     let seconds = |time: Option<Duration>| format!("{:.6}", time.unwrap_or_default().as_secs_f64());
     let (mut parts, mut unknown) = (vec![(false, String::new())], Vec::new());
@@ -1314,10 +1319,10 @@ fn written_out(format: &str, transfer: &Transfer) -> (Vec<(bool, String)>, Vec<S
             ("\\", 't') => text.push('\t'),
             ("%", '{') => {
                 let Some(end) = rest.find('}') else {
-                    // No closing brace: as it is.
-                    text.push_str(escape);
-                    rest = "";
-                    break;
+                    // No closing brace: `%{` as it is, and what follows
+                    // read on.
+                    text.push_str("%{");
+                    continue;
                 };
                 let name = &rest[..end];
                 rest = &rest[end + 1..];

@@ -2830,6 +2830,27 @@ fn write_out_tells_what_the_transfer_came_to() {
     assert_eq!(stdout(&output), "200 from a file", "{output:?}");
 }
 
+/// `-w` as curl 7.88 reads two odd formats (checked against curl here):
+/// a `%{` no `}` closes is written as it is and what follows it is read
+/// on (`\t` a tab); and a variable get does not know is told on standard
+/// error even with `-s`, as curl tells it.
+#[test]
+fn write_out_reads_on_after_an_unclosed_brace_and_tells_unknown_names_even_silent() {
+    let server = TestServer::respond(|_| ok("the page"));
+    let dir = support::real::TempDir::new("get-write-out-odd");
+    let body = dir.path().join("body");
+    let body = body.to_str().unwrap();
+    let output = get(&[&server.url("/"), "-s", "-o", body, "-w", "a%{b\\tc"]);
+    assert_eq!(stdout(&output), "a%{b\tc", "{output:?}");
+    let output = get(&[&server.url("/"), "-s", "-o", body, "-w", "[%{nope}]"]);
+    assert_eq!(stdout(&output), "[]", "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("get: unknown --write-out variable: 'nope'"),
+        "{output:?}"
+    );
+}
+
 /// `-F`, `--form`, and `--form-string`, as curl 7.88 reads them: a
 /// `multipart/form-data` POST whose parts are text values, files
 /// uploaded as files (`@FILE`: named by the path's end, a `.txt` typed
