@@ -1671,6 +1671,63 @@ fn an_answer_that_has_no_body_ends_whole_and_empty_whatever_its_data() {
     }
 }
 
+/// DATA frames, each with its flags.
+type DataFrames = &'static [(u8, &'static [u8])];
+
+/// A 200 declaring `content-length: 10`, then `frames`, read as a
+/// `std::io::Read`: what came before the error, and the error's kind.
+fn read_declared_ten(frames: DataFrames) -> (Vec<u8>, std::io::ErrorKind) {
+    let server = RawH2Server::start(move |mut conn| {
+        let id = conn.read_requests(1)[0];
+        let mut block = status(b"200");
+        block.extend(field(b"content-length", b"10"));
+        let mut out = frame(HEADERS, END_HEADERS, id, &block);
+        for (flags, data) in frames {
+            out.extend(frame(DATA, *flags, id, data));
+        }
+        conn.send(&out);
+        conn.drain(CEILING);
+    });
+    let client = h2c().build().unwrap();
+    let mut response = client.get(server.url("/")).send().wait().unwrap();
+    let mut read = Vec::new();
+    let mut piece = [0; 64];
+    let kind = loop {
+        match std::io::Read::read(response.body_mut(), &mut piece) {
+            Ok(0) => panic!("read whole: {read:?}"),
+            Ok(n) => read.extend_from_slice(&piece[..n]),
+            Err(error) => break error.kind(),
+        }
+    };
+    client.close();
+    (read, kind)
+}
+
+/// DATA that disagree with the declared `content-length` break the
+/// response's framing (RFC 9113 §8.1.1: malformed, a stream error, which
+/// `h2` resets with `PROTOCOL_ERROR`): the body fails with `InvalidData`,
+/// as `Body` documents for a framing break — not `Other`, the kind of a
+/// stream the server reset — whether the DATA fall short of it (the end on
+/// an empty DATA frame, or on the short frame itself) or pass it. What came
+/// in the frames before the offending one is read first; the offending
+/// frame `h2` drops whole (as hyper, on `h2`, does), its bytes never read.
+#[test]
+fn data_that_disagree_with_the_declared_length_fail_the_body_as_invalid_data() {
+    let cases: [(DataFrames, &[u8]); 3] = [
+        (&[(0, b"hello"), (END_STREAM, b"")], b"hello"),
+        (&[(0, b"hel"), (END_STREAM, b"lo")], b"hel"),
+        (&[(0, b"hello"), (0, b"hello, world")], b"hello"),
+    ];
+    for (frames, before) in cases {
+        let (read, kind) = read_declared_ten(frames);
+        assert_eq!(kind, std::io::ErrorKind::InvalidData, "{frames:?}");
+        // The frames before the offending one, and no byte that was not
+        // sent (`h2` drops the offending frame: none of it, here).
+        assert!(read.starts_with(before), "{frames:?}: {read:?}");
+        assert!(b"hello".starts_with(&read), "{frames:?}: {read:?}");
+    }
+}
+
 /// Answers with `status` and then DATA for as long as the client takes
 /// it, as fast as the windows allow: the stream never ends. Records the
 /// client's reset, and returns it.

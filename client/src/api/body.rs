@@ -33,7 +33,10 @@ use std::task::{Context, Poll};
 /// `io::Error` holding the [`Error`] (`get_ref`), of kind `UnexpectedEof`
 /// for a body cut short by a close (`Other` for an HTTP/2 stream the server
 /// reset: [`Error::Http2`]), `TimedOut` for a timeout, `InvalidData` for one
-/// that breaks the framing or its content coding; a read after the failure
+/// that breaks the framing or its content coding (over HTTP/2 too, where
+/// DATA that disagree with the declared `content-length` have the client
+/// reset the stream: what came before the offending frame is read first,
+/// but `h2` drops that frame whole, as hyper does); a read after the failure
 /// fails again with the first's kind, but for a timeout's, which comes
 /// again as `Other` so that a loop reading again on `TimedOut` ends (see
 /// the `Read` impl). Trailers, if the response had any, are there once the

@@ -1251,7 +1251,9 @@ impl From<Error> for io::Error {
 /// the response was whole or its content coding's stream cut short (as over
 /// HTTP/2, whose close comes as an [`Error::Io`] of that kind), the OS
 /// error's own kind for an I/O failure,
-/// `InvalidData` for a response that breaks HTTP or its content coding,
+/// `InvalidData` for a response that breaks HTTP or its content coding
+/// (over HTTP/2 too, where the client resets the stream or ends the
+/// connection for it: see [`breaks_http2`]),
 /// `Unsupported` for a server that negotiated no HTTP/2 with an
 /// HTTP/2-only client, for a retried request its last attempt's, as its
 /// timeout is — and `Other` for the rest, among them an HTTP/2 stream the
@@ -1279,11 +1281,32 @@ pub(crate) fn io_kind(error: &Error) -> io::ErrorKind {
             ..
         } => io::ErrorKind::UnexpectedEof,
         Error::Protocol { .. } | Error::Decode { .. } => io::ErrorKind::InvalidData,
+        Error::Http2 {
+            reason, initiator, ..
+        } if breaks_http2(*reason, *initiator) => io::ErrorKind::InvalidData,
         #[cfg(feature = "rustls")]
         Error::Tls { .. } => io::ErrorKind::InvalidData,
         Error::Http2NotNegotiated { .. } => io::ErrorKind::Unsupported,
         _ => io::ErrorKind::Other,
     }
+}
+
+/// Whether an HTTP/2 error with `reason` from `initiator` is the client's
+/// answer to a server whose frames break HTTP/2 — a response that breaks
+/// HTTP, as an [`Error::Protocol`] is over HTTP/1.1: `h2` resets a stream
+/// with `PROTOCOL_ERROR` for a malformed response (DATA that disagree
+/// with its `content-length`, RFC 9113 §8.1.1, or a bad field in its
+/// head or trailers) and with `FLOW_CONTROL_ERROR` for DATA past the
+/// stream's window, and ends the connection with those, `FRAME_SIZE_ERROR`
+/// or `COMPRESSION_ERROR` for frames it cannot read. Not a server's reset
+/// (its word on the stream, whatever the code), nor the client's
+/// `ENHANCE_YOUR_CALM` for a flood of valid frames.
+fn breaks_http2(reason: Http2Reason, initiator: Http2Initiator) -> bool {
+    let breaks = matches!(
+        reason.name(),
+        Some("PROTOCOL_ERROR" | "FLOW_CONTROL_ERROR" | "FRAME_SIZE_ERROR" | "COMPRESSION_ERROR")
+    );
+    breaks && initiator == Http2Initiator::Local
 }
 
 #[cfg(test)]
@@ -1394,6 +1417,32 @@ mod tests {
             detail: "bad magic".into(),
         });
         assert_eq!(kind(corrupt), io::ErrorKind::InvalidData);
+        // Over HTTP/2, the client's reset for frames that break it is such
+        // bytes too; the server's reset, or a flood, is not.
+        let http2 = |reason, initiator| Error::Http2 {
+            remote: remote(),
+            reason,
+            initiator,
+            connection: false,
+            unprocessed: false,
+        };
+        let local = Http2Initiator::Local;
+        assert_eq!(
+            kind(http2(Http2Reason::PROTOCOL_ERROR, local)),
+            io::ErrorKind::InvalidData
+        );
+        assert_eq!(
+            kind(http2(Http2Reason::FLOW_CONTROL_ERROR, local)),
+            io::ErrorKind::InvalidData
+        );
+        assert_eq!(
+            kind(http2(Http2Reason::PROTOCOL_ERROR, Http2Initiator::Remote)),
+            io::ErrorKind::Other
+        );
+        assert_eq!(
+            kind(http2(Http2Reason::ENHANCE_YOUR_CALM, local)),
+            io::ErrorKind::Other
+        );
         // A retried request reads as its last attempt, as its timeout does.
         let retried = Error::Retried {
             attempts: vec![
