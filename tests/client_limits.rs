@@ -84,3 +84,56 @@ fn a_chunked_body_growing_past_the_limit_fails() {
     assert_eq!(get_bytes(&client, &small.url("/")).len(), 1000);
     client.close();
 }
+
+/// What a streaming reader gets of the body `server` sends, before its
+/// error: the bytes, and the error.
+fn read_until_error(client: &Client, server: &TestServer) -> (Vec<u8>, Error) {
+    let mut response = client.get(server.url("/")).send().wait().unwrap();
+    let mut read = Vec::new();
+    let mut piece = [0; 256];
+    loop {
+        match std::io::Read::read(response.body_mut(), &mut piece) {
+            Ok(0) => panic!("read whole: {} bytes", read.len()),
+            Ok(n) => read.extend_from_slice(&piece[..n]),
+            Err(error) => {
+                let error = error
+                    .into_inner()
+                    .and_then(|inner| inner.downcast::<Error>().ok())
+                    .expect("the client's error");
+                return (read, *error);
+            }
+        }
+    }
+}
+
+/// A body that grows past the limit gives a streaming reader every byte
+/// within it that its framing delivers before the body is known to pass
+/// it, then `BodyTooLarge`: a close-delimited body every byte up to the
+/// limit, however its bytes come in reads (here in one, with the rest);
+/// a chunked one the chunks within it, failing at the size line of the
+/// chunk that passes it. (A declared length past it fails at once, above.)
+#[test]
+fn a_body_growing_past_the_limit_gives_a_reader_what_is_within_it_first() {
+    let close_delimited = [b"HTTP/1.1 200 OK\r\n\r\n".to_vec(), vec![b'x'; 1500]].concat();
+    let chunk = vec![b'x'; 600];
+    let chunked = chunked(200, &[&chunk, &chunk], &[]);
+    for (framing, answer, within) in [
+        ("close-delimited", close_delimited, 1000),
+        ("chunked", chunked, 600),
+    ] {
+        let server = TestServer::start(Behaviour::SendThenStall(answer));
+        let client = client();
+        let (read, error) = read_until_error(&client, &server);
+        assert!(
+            matches!(error, Error::BodyTooLarge { limit: 1000, .. }),
+            "{framing}: {error:?}"
+        );
+        assert_eq!(read.len(), within, "{framing}");
+        assert!(read.iter().all(|&byte| byte == b'x'), "{framing}");
+        assert!(
+            server.wait_for_open(0, WAIT),
+            "{framing}: connection left open"
+        );
+        client.close();
+    }
+}

@@ -87,14 +87,20 @@ impl BodyDecoder {
                 if input.is_empty() {
                     return Ok((0, Step::NeedMore));
                 }
-                let seen = self.seen.saturating_add(input.len() as u64);
+                // Every byte up to the limit is body, then the next fails:
+                // the input that crosses the limit gives its part within it,
+                // so that what comes before the error does not depend on
+                // how the reads split the body.
+                let mut n = input.len();
                 if let Some(limit) = self.limits.max_body_bytes {
-                    if seen > limit {
+                    let room = limit.saturating_sub(self.seen);
+                    if room == 0 {
                         return Err(DecodeError::BodyTooLarge { limit });
                     }
+                    n = clamp(n, room);
                 }
-                self.seen = seen;
-                Ok((input.len(), Step::Data(input)))
+                self.seen = self.seen.saturating_add(n as u64);
+                Ok((n, Step::Data(&input[..n])))
             }
             Kind::Chunked(chunked) => chunked.decode(input, &self.limits, &mut self.seen),
         }

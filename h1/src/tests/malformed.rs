@@ -482,6 +482,48 @@ fn body_limits() {
     assert_eq!(ok(b"HTTP/1.1 200 OK\r\n\r\nhello!").1, b"hello!");
 }
 
+/// A close-delimited body past the limit gives every byte up to it, then
+/// fails, however its bytes come: the read that crosses the limit gives
+/// its part within it — as a chunked body gives the chunks within the
+/// limit — not nothing, which would make what a reader gets before the
+/// error depend on where the reads happened to split.
+#[test]
+fn a_close_delimited_body_gives_every_byte_up_to_the_limit_then_fails() {
+    let small = Limits {
+        max_body_bytes: Some(5),
+        ..limits()
+    };
+    let head = b"HTTP/1.1 200 OK\r\n\r\n";
+    let body = b"hello, world";
+    for split in 0..=body.len() {
+        let mut d = ResponseDecoder::new(small, false, true);
+        let (used, decoded) = d.decode(head).unwrap();
+        assert_eq!(used, head.len());
+        assert!(matches!(decoded, Decoded::Head(_)), "{decoded:?}");
+        let mut got = Vec::new();
+        let mut failed = None;
+        for piece in [&body[..split], &body[split..]] {
+            let mut at = 0;
+            while failed.is_none() && at < piece.len() {
+                match d.decode(&piece[at..]) {
+                    Ok((n, Decoded::Body(data))) => {
+                        got.extend_from_slice(data);
+                        at += n;
+                    }
+                    Ok(other) => panic!("split at {split}: {other:?}"),
+                    Err(error) => failed = Some(error),
+                }
+            }
+        }
+        assert_eq!(got, b"hello", "split at {split}");
+        assert_eq!(
+            failed,
+            Some(DecodeError::BodyTooLarge { limit: 5 }),
+            "split at {split}"
+        );
+    }
+}
+
 #[test]
 fn switching_protocols_is_an_error() {
     assert_eq!(

@@ -741,18 +741,20 @@ impl Conn {
     }
 
     /// The connection closes mid-body — a failure it met, or an exchange
-    /// that ended elsewhere (a timeout, a cancel, the client's close):
-    /// held bytes it had taken back to gather on (see [`Active::deferred`])
-    /// go back into the pipe, before the error, for a reader that takes
-    /// what came before it
-    /// ([`Pipe::hold_last`](crate::exchange::Pipe::hold_last)). Held bytes
-    /// still in the pipe are there already.
+    /// that ended elsewhere (a timeout, a cancel, the client's close): the
+    /// gathered bytes go into the pipe, before the error, for a reader that
+    /// takes what came before it
+    /// ([`Pipe::hold_last`](crate::exchange::Pipe::hold_last)) — held
+    /// bytes it had taken back to gather on (see [`Active::deferred`]),
+    /// and those gathered since the last push, which the read that met
+    /// the failure may have brought with it (a close-delimited body's
+    /// bytes up to `max_body_bytes`, the chunks before the one past it).
+    /// Held bytes still in the pipe are there already.
     pub(super) fn hold_last_gathered(&mut self) {
         if let State::Active(active) = &mut self.state {
-            if std::mem::take(&mut active.deferred) {
-                let gathered = std::mem::take(&mut active.gathered);
-                active.exchange.body().hold_last(gathered);
-            }
+            active.deferred = false;
+            let gathered = std::mem::take(&mut active.gathered);
+            active.exchange.body().hold_last(gathered);
         }
     }
 
