@@ -12,8 +12,8 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use support::h2_server::{
-    answer, await_reset, ok_headers, settings_ack, H2Server, H2Stream, RawH2Server, ACK, DATA,
-    END_STREAM, SETTINGS,
+    answer, await_reset, frame, ok_headers, settings_ack, H2Server, H2Stream, RawH2Server, ACK,
+    DATA, END_HEADERS, END_STREAM, HEADERS, SETTINGS,
 };
 use support::*;
 use tickless::{Client, ClientBuilder, Error, Upload};
@@ -683,6 +683,40 @@ fn bodies_read_one_after_another_do_not_starve_each_other_of_the_connection_wind
             .unwrap_or_else(|e| panic!("body {i}: {e}"));
         assert_eq!(body.len(), LEN, "body {i}");
     }
+    client.close();
+}
+
+/// A body with no declared length that grows past `max_body_bytes` gives
+/// a streaming reader every byte up to the limit, then `BodyTooLarge`, as
+/// one read to the close does over HTTP/1.1: the small DATA frames within
+/// it (which the client gathers before it hands them over) and the part
+/// of the frame that passes it within it, all come in one burst here.
+#[test]
+fn a_body_growing_past_the_limit_gives_every_byte_within_it_first() {
+    let server = RawH2Server::start(|mut conn| {
+        let id = conn.read_requests(1)[0];
+        let mut out = frame(HEADERS, END_HEADERS, id, &[0x88]);
+        for piece in [&b"abc"[..], b"def", b"ghijkl"] {
+            out.extend(frame(DATA, 0, id, piece));
+        }
+        conn.send(&out);
+        conn.drain(CEILING);
+    });
+    let client = h2c().max_body_bytes(8).build().unwrap();
+    let mut response = client.get(server.url("/")).send().wait().unwrap();
+    let mut read = Vec::new();
+    let error = loop {
+        match response.chunk().wait() {
+            Ok(Some(chunk)) => read.extend_from_slice(&chunk),
+            Ok(None) => panic!("read whole: {read:?}"),
+            Err(error) => break error,
+        }
+    };
+    assert!(
+        matches!(error, Error::BodyTooLarge { limit: 8, .. }),
+        "{error:?}"
+    );
+    assert_eq!(read, b"abcdefgh");
     client.close();
 }
 

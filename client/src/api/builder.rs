@@ -910,9 +910,9 @@ impl ClientBuilder {
     /// body still delivers its head — a redirect is followed, a caller sees
     /// the status — and its body fails at once, nothing of it read. One
     /// that grows past it gives a reader what came within it first: a
-    /// body read to the server's close every byte up to the limit, a
-    /// chunked one the chunks within it (it fails at the size of the chunk
-    /// that passes it).
+    /// body read to the server's close, or an HTTP/2 one that declares no
+    /// length, every byte up to the limit; a chunked one the chunks within
+    /// it (it fails at the size of the chunk that passes it).
     pub fn max_body_bytes(mut self, max: u64) -> Self {
         self.config.limits.max_body_bytes = Some(max);
         self

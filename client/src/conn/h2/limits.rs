@@ -28,6 +28,16 @@ impl BodyCount {
         self.received <= limit && declared.is_none_or(|declared| declared <= limit)
     }
 
+    /// How many of the last `n` bytes [`fits`](Self::fits) counted are
+    /// within the limit: all of them if it said they fit.
+    pub(super) fn within(&self, n: usize) -> usize {
+        let Some(limit) = self.limit else {
+            return n;
+        };
+        let before = self.received.saturating_sub(n as u64);
+        usize::try_from(limit.saturating_sub(before)).map_or(n, |room| room.min(n))
+    }
+
     pub(super) fn too_large(&self, exchange: &Exchange) -> Error {
         Error::BodyTooLarge {
             remote: exchange.remote_name(),

@@ -292,6 +292,10 @@ impl Stream {
             match self.next_buffered(&mut task) {
                 Buffered::Data(data) => {
                     if !self.body.fits(data.len(), None) {
+                        // The bytes within the limit first, as in `receive`.
+                        let within = data.slice(..self.body.within(data.len()));
+                        self.exchange.listener.on_body_part(within.len());
+                        self.exchange.body().push_last(within);
                         self.exchange
                             .finish_err(self.body.too_large(&self.exchange));
                         return true;
@@ -778,6 +782,14 @@ impl Stream {
                     };
                     let n = data.len();
                     if !self.body.fits(n, None) {
+                        // Every byte up to the limit reaches the reader
+                        // before the error, as over HTTP/1.1 for a body
+                        // read to the close: what is gathered, and the
+                        // part of this frame within the limit.
+                        let within = data.slice(..self.body.within(n));
+                        self.exchange.listener.on_body_part(within.len());
+                        push_last(body, pipe, self.gathered.take());
+                        push_last(body, pipe, Some(within));
                         return Ok(self.too_large());
                     }
                     self.exchange.listener.on_body_part(n);
