@@ -137,3 +137,25 @@ fn a_body_growing_past_the_limit_gives_a_reader_what_is_within_it_first() {
         client.close();
     }
 }
+
+/// A chunked body that reaches the limit exactly at its last chunk is
+/// whole, with its trailers, however its last chunk and trailers come:
+/// here a byte at a time, and the connection left open (the body ends by
+/// its framing, not by a close).
+#[test]
+fn a_chunked_body_at_the_limit_exactly_is_whole_with_its_trailers_read_a_byte_at_a_time() {
+    let chunk = vec![b'x'; 500];
+    let answer = chunked(200, &[&chunk, &chunk], &[("x-checksum", "abc")]);
+    let server = TestServer::start(Behaviour::Trickle {
+        bytes: answer,
+        interval: Duration::from_micros(200),
+        then_stall: true,
+    });
+    let client = client();
+    let mut response = client.get(server.url("/")).send().wait().unwrap();
+    let mut read = Vec::new();
+    std::io::Read::read_to_end(response.body_mut(), &mut read).unwrap();
+    assert_eq!(read.len(), 1000);
+    assert_eq!(response.trailers().unwrap()["x-checksum"], "abc");
+    client.close();
+}
