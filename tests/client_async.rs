@@ -368,3 +368,49 @@ fn wait_from_many_threads() {
     assert_settles(&client, WAIT);
     client.close();
 }
+
+/// A response future is `Sync`, as hyper's and reqwest's are: code that
+/// boxes its futures as `Send + Sync` (warp's `boxed`, a `Box<dyn Future +
+/// Send + Sync>` in a service), or that holds a borrow of one across an
+/// `.await` in a spawned task (its `is_done`, its `cancel`), takes it —
+/// whatever its body, a reader's or a stream's. The body, the collectors
+/// and the upload are `Sync` too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_response_future_is_sync_whatever_its_body() {
+    fn send_sync<T: Send + Sync + Unpin>(value: T) -> T {
+        value
+    }
+    let server =
+        TestServer::respond(|request| ok(&format!("{} {}", request.target, request.body.len())));
+    let client = client();
+    let from_reader = tickless::Upload::from_reader(std::io::Cursor::new(b"read".to_vec()), None);
+    let from_stream = tickless::Upload::from_stream(support::bodies::Throttled::new(2));
+    let boxed: Pin<Box<dyn Future<Output = Result<tickless::Response, Error>> + Send + Sync>> =
+        Box::pin(
+            client
+                .post(server.url("/reader"))
+                .body(send_sync(from_reader))
+                .send(),
+        );
+    let response = send_sync(boxed.await.unwrap());
+    assert_eq!(send_sync(response.text()).await.unwrap(), "/reader 4");
+    // A borrow held across an await in a spawned task.
+    let url = server.url("/stream");
+    let task = tokio::spawn(async move {
+        let future = client.post(url).body(from_stream).send();
+        let watched = &future;
+        while !watched.is_done() {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        future.await
+    });
+    let response = task.await.unwrap().unwrap();
+    assert_eq!(
+        send_sync(response.into_body())
+            .chunk()
+            .await
+            .unwrap()
+            .as_deref(),
+        Some(&b"/stream 10"[..])
+    );
+}

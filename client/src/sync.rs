@@ -16,3 +16,28 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
+
+/// A value reached only by `&mut` or by value, never through a shared
+/// reference: `Sync` whatever it holds (if it is `Send`), as
+/// `sync_wrapper::SyncWrapper` is, and without `unsafe`. What the caller
+/// gives that need not be `Sync` — a `Read` to upload, an async body — is
+/// kept in one, so that what holds it (an [`Upload`](crate::Upload), a
+/// [`ResponseFuture`](crate::ResponseFuture)) is `Sync`, as hyper's and
+/// reqwest's are. Its mutex is never locked, and so never poisoned:
+/// [`get_mut`](Self::get_mut) and [`into_inner`](Self::into_inner) reach
+/// the value without a lock.
+pub(crate) struct Unshared<T>(Mutex<T>);
+
+impl<T> Unshared<T> {
+    pub(crate) fn new(value: T) -> Unshared<T> {
+        Unshared(Mutex::new(value))
+    }
+
+    pub(crate) fn get_mut(&mut self) -> &mut T {
+        self.0.get_mut().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn into_inner(self) -> T {
+        self.0.into_inner().unwrap_or_else(PoisonError::into_inner)
+    }
+}

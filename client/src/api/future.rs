@@ -18,7 +18,11 @@ use std::task::{Context, Poll};
 /// from the thread that delivers the head or ends the exchange (a loop, the
 /// wheel, or a canceller), so it works under tokio, smol or a plain
 /// `block_on`. It can also be waited on without an executor with
-/// [`wait`](Self::wait).
+/// [`wait`](Self::wait). It is `Send` and `Sync`, whatever the request's
+/// body (as hyper's and reqwest's are): it goes into a spawned task, a
+/// `Box<dyn Future + Send + Sync>`, or a task that holds a borrow of it
+/// across an `.await`. Polled again once it has resolved, it panics, as
+/// [`wait`](Self::wait) does then.
 ///
 /// Dropping it before it resolves cancels the exchange: its connection is
 /// closed and its timeouts are disarmed. Once it has resolved, the exchange

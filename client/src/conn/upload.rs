@@ -229,7 +229,9 @@ fn poll_body(body: &mut BodyStream, waker: &Waker) -> Pulled {
         // The caller's code, run on the loop: its panic fails this body
         // alone, as its error would — not the connection and every
         // exchange on it (over HTTP/2, many share one).
-        let polled = catch_unwind(AssertUnwindSafe(|| body.as_mut().poll_frame(&mut task)));
+        let polled = catch_unwind(AssertUnwindSafe(|| {
+            body.get_mut().as_mut().poll_frame(&mut task)
+        }));
         let Ok(polled) = polled else {
             return Pulled::Failed(Error::RequestBody {
                 source: "the upload's body panicked".into(),

@@ -3,7 +3,7 @@
 
 use super::pipe::Pipe;
 use crate::error::Error;
-use crate::sync::lock;
+use crate::sync::{lock, Unshared};
 use bytes::Bytes;
 use std::io::Read;
 use std::pin::Pin;
@@ -12,9 +12,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 /// An error from where a streamed request body comes from.
 pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
-/// An async request body, polled on the connection's loop.
+/// An async request body, polled on the connection's loop (through
+/// `get_mut`: the caller's body need not be `Sync`, what holds it is).
 pub(crate) type BodyStream =
-    Pin<Box<dyn http_body::Body<Data = Bytes, Error = BoxError> + Send + 'static>>;
+    Unshared<Pin<Box<dyn http_body::Body<Data = Bytes, Error = BoxError> + Send + 'static>>>;
 
 /// What is sent.
 pub(crate) struct RequestParts {

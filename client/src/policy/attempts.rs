@@ -36,9 +36,9 @@ use crate::error::Error;
 use crate::event_loop::EventLoop;
 use crate::exchange::alarm::{self, ArmedAlarm};
 use crate::exchange::{deadline_after, Alarm, Exchange, Head};
-use std::cell::Cell;
+use crate::sync::lock;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -80,8 +80,10 @@ pub(crate) struct Attempts {
     /// retry ([`retry_after_failure`](Self::retry_after_failure)) read the
     /// same wait — one drawn twice could fit the deadline once and not the
     /// other time. Drawn when first asked for: an attempt that succeeds
-    /// draws none.
-    backoff_drawn: Cell<Option<Duration>>,
+    /// draws none. (In a mutex, and `budget_refused` atomic, for what is
+    /// asked through `&self` — `is_settled`, `cancel` — from any thread:
+    /// a `ResponseFuture` is `Sync`.)
+    backoff_drawn: Mutex<Option<Duration>>,
     /// The budget had no room for a retry of the failures in flight when
     /// [`would_retry`](Self::would_retry) looked: what was told then (the
     /// request done, a cancel cancelling nothing) holds. The poll that
@@ -90,7 +92,7 @@ pub(crate) struct Attempts {
     /// sliding) would turn a request told done into one pending on a retry.
     /// Set only once every attempt in flight has failed: that poll ends
     /// the hop.
-    budget_refused: Cell<bool>,
+    budget_refused: AtomicBool,
     copies_sent: u32,
     /// The errors of the attempts that failed, in order.
     failures: Vec<Error>,
@@ -143,8 +145,8 @@ impl Attempts {
             backoff: None,
             hedge_alarm: None,
             started: 1,
-            backoff_drawn: Cell::new(None),
-            budget_refused: Cell::new(false),
+            backoff_drawn: Mutex::new(None),
+            budget_refused: AtomicBool::new(false),
             copies_sent: 0,
             failures: Vec::new(),
             attempt_started: None,
@@ -209,12 +211,7 @@ impl Attempts {
     /// The backoff before a retry of `current`'s failure: drawn the first
     /// time it is asked for, the same after (see `backoff_drawn`).
     fn backoff(&self) -> Duration {
-        if let Some(drawn) = self.backoff_drawn.get() {
-            return drawn;
-        }
-        let drawn = self.retry.delay(self.started);
-        self.backoff_drawn.set(Some(drawn));
-        drawn
+        *lock(&self.backoff_drawn).get_or_insert_with(|| self.retry.delay(self.started))
     }
 
     /// Whether the next poll, meeting the failure of every attempt in
@@ -230,7 +227,10 @@ impl Attempts {
     /// not retry — a POST reset once sent, a response that broke the
     /// protocol — is the outcome at once, as without a policy.
     fn would_retry(&self, view: &View<'_>) -> bool {
-        if self.budget_refused.get() || !self.may_retry() || !view.hop.body.replayable() {
+        if self.budget_refused.load(Ordering::Acquire)
+            || !self.may_retry()
+            || !view.hop.body.replayable()
+        {
             return false;
         }
         let deciding = self.copies.first().unwrap_or(&self.current);
@@ -246,7 +246,7 @@ impl Attempts {
             return false;
         }
         let room = view.policies.budget.has_room(now);
-        self.budget_refused.set(!room);
+        self.budget_refused.store(!room, Ordering::Release);
         room
     }
 
@@ -577,7 +577,7 @@ impl Attempts {
             return Err(error);
         }
         // Refused when the request was told done: refused still.
-        if self.budget_refused.get() {
+        if self.budget_refused.load(Ordering::Acquire) {
             sender.policies.budget.refuse();
             return Err(error);
         }
@@ -737,7 +737,7 @@ impl Attempts {
             }
         };
         self.started += 1;
-        self.backoff_drawn.set(None);
+        *lock(&self.backoff_drawn) = None;
         self.send_next(exchange, sender);
         Ok(())
     }

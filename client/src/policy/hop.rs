@@ -394,7 +394,7 @@ fn encode(
             }
         }
         UploadKind::Reader { reader, .. } => {
-            let (body, pump) = pumped(reader, None);
+            let (body, pump) = pumped(reader.into_inner(), None);
             (head, body, held, pump)
         }
         // Read from its start by this exchange's own reader — and by a new

@@ -230,7 +230,10 @@ impl Part {
         let path = path.as_ref();
         let data = match Upload::from_file(std::fs::File::open(path)?)?.kind {
             UploadKind::File(file) => Data::File(file),
-            UploadKind::Reader { reader, length } => Data::Reader { reader, length },
+            UploadKind::Reader { reader, length } => Data::Reader {
+                reader: reader.into_inner(),
+                length,
+            },
             _ => unreachable!("a file's body is a regular file's or a reader"),
         };
         let part = Part {
@@ -311,8 +314,8 @@ mod tests {
             crate::policy::upload::UploadKind::File(file) => {
                 file.reader().read_to_end(&mut body).unwrap();
             }
-            crate::policy::upload::UploadKind::Reader { mut reader, .. } => {
-                reader.read_to_end(&mut body).unwrap();
+            crate::policy::upload::UploadKind::Reader { reader, .. } => {
+                reader.into_inner().read_to_end(&mut body).unwrap();
             }
             _ => panic!("a form is bytes or a reader"),
         }

@@ -2,6 +2,7 @@
 //! an async stream.
 
 use crate::exchange::{BodyStream, BoxError, UploadSource};
+use crate::sync::Unshared;
 use bytes::{Buf, Bytes};
 use std::io::{Read, Seek};
 use std::os::unix::fs::FileExt;
@@ -61,7 +62,7 @@ pub(crate) enum UploadKind {
     /// anew by each exchange that sends it.
     File(FileBody),
     Reader {
-        reader: Box<dyn Read + Send + 'static>,
+        reader: Unshared<Box<dyn Read + Send + 'static>>,
         length: Option<u64>,
     },
     Stream {
@@ -92,7 +93,7 @@ impl Upload {
     pub fn from_reader(reader: impl Read + Send + 'static, length: Option<u64>) -> Upload {
         Upload {
             kind: UploadKind::Reader {
-                reader: Box::new(reader),
+                reader: Unshared::new(Box::new(reader)),
                 length,
             },
         }
@@ -408,7 +409,7 @@ where
         }
     }
 
-    Box::pin(Mapped(Box::pin(body), CallersRuntime::current()))
+    Unshared::new(Box::pin(Mapped(Box::pin(body), CallersRuntime::current())))
 }
 
 impl From<Bytes> for Upload {
