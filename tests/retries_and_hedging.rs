@@ -1540,6 +1540,51 @@ fn a_cancel_after_a_retryable_failure_stops_the_retry() {
     client.close();
 }
 
+/// `cancel` says whether *this call* cancelled the request: once one has
+/// ended a failure the policy would retry, another — after it, or at
+/// once on another thread (the future is `Sync`) — cancelled nothing and
+/// says so, as a second cancel of a request in flight or in its backoff
+/// does. (It said `true` again: the failure, untaken, still looked like
+/// one a poll would retry.)
+#[test]
+fn a_second_cancel_after_a_retryable_failure_cancels_nothing() {
+    let clock = ManualClock::new();
+    let (client, _) = client_on(&clock, false);
+    let server = resets_first();
+    let policy = retry::Policy::attempts(3)
+        .backoff(Duration::from_millis(10), Duration::from_millis(10))
+        .jitter(false);
+    let mut future = client.get(server.url("/")).retry(policy).send();
+    assert!(poll_once(&mut future).is_pending());
+    assert!(eventually(CEILING, || client.stats().open_connections == 0));
+    thread::sleep(QUIET);
+    assert!(!future.is_done());
+    assert!(future.cancel(), "the retry that would follow is cancelled");
+    assert!(!future.cancel(), "a second cancel cancelled nothing");
+    let counted = std::sync::atomic::AtomicUsize::new(0);
+    thread::scope(|scope| {
+        for _ in 0..4 {
+            scope.spawn(|| {
+                if future.cancel() {
+                    counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+            });
+        }
+    });
+    assert_eq!(
+        counted.into_inner(),
+        0,
+        "a cancel on another thread cancelled nothing"
+    );
+    let polled = poll_once(&mut future);
+    assert!(
+        matches!(polled, std::task::Poll::Ready(Err(Error::Cancelled))),
+        "{polled:?}"
+    );
+    assert_eq!(server.connections_accepted(), 1, "retried after the cancel");
+    client.close();
+}
+
 /// A server's `Retry-After` beyond what a clock can hold (and a hedge
 /// delay or backoff of `Duration::MAX`) is no retry, no copy — and no
 /// panic: the answer, or the attempt's own outcome, is the outcome.

@@ -283,18 +283,22 @@ impl Attempts {
             return false;
         }
         // A failure the next poll would follow with a copy or a retry: the
-        // request has not ended, and ends now.
-        let mut cancelled =
+        // request has not ended, and ends now. Nothing in flight tells this
+        // call from a second one (the failure stays untaken until that
+        // poll): the first to set `cancelled` ended it, and a call after
+        // it, or at once on another thread, ended nothing.
+        let failure_followed =
             self.current.failed_untaken() && (!self.copies.is_empty() || self.would_retry(&view));
-        cancelled |= self.current.cancel();
+        let mut cancelled = self.current.cancel();
         for copy in &self.copies {
             cancelled |= copy.cancel();
         }
-        if cancelled {
-            self.cancelled.store(true, Ordering::Release);
-            self.let_go_unsent();
+        if !cancelled && !failure_followed {
+            return false;
         }
-        cancelled
+        let first = !self.cancelled.swap(true, Ordering::AcqRel);
+        self.let_go_unsent();
+        cancelled || first
     }
 
     /// A streamed body the exchange of a 417 or a redirect kept past its
