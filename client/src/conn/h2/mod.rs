@@ -1246,6 +1246,8 @@ impl Conn {
         if h2.streams.is_empty() && h2.queue.is_empty() && h2.idle_since.is_none() {
             h2.idle_since = Some(now);
         }
+        // An end the socket held back meanwhile may go to `h2` now.
+        h2.io_ready.streams_polled();
         for (exchange, allow_idle) in retry {
             self.send_to_another(exchange, allow_idle);
         }
