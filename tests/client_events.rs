@@ -647,6 +647,13 @@ fn a_body_failed_as_it_is_decoded_over_http2_is_told_failed_with_the_callers_err
     assert!(matches!(error, tickless::Error::Decode { .. }), "{error:?}");
     // Ended (the connection stays open, its own timer armed).
     assert!(eventually(WAIT, || client.stats().in_flight == 0));
+    // Told on the loop, a moment after the exchange left the count of
+    // those in flight.
+    assert!(
+        eventually(WAIT, || !recorder.failures().is_empty()),
+        "{:#?}",
+        recorder.events()
+    );
     let failures = recorder.failures();
     assert_eq!(failures, [error.to_string()]);
     client.close();
