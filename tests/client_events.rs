@@ -519,6 +519,13 @@ fn a_response_failed_for_its_coding_is_told_failed_with_the_callers_error() {
             .unwrap_err();
         assert!(a_coding_failure(&error), "{error:?}");
         assert_settles(&client, WAIT);
+        // Told on the loop, a moment after the exchange left the count of
+        // those in flight.
+        assert!(
+            eventually(WAIT, || !recorder.failures().is_empty()),
+            "{:#?}",
+            recorder.events()
+        );
         let failures = recorder.failures();
         assert_eq!(failures, [error.to_string()]);
         client.close();
