@@ -853,8 +853,14 @@ fn a_response_not_to_be_decoded_is_told_completed_before_its_head_is_taken() {
         client.get(server.url("/not-modified")).send(),
         client.get(server.url("/")).decompress(false).send(),
     ];
-    // Each has ended on its loop; no head is taken yet.
+    // Each has ended on its loop; no head is taken yet. (Told there a
+    // moment after it left the count of those in flight.)
     assert_settles(&client, WAIT);
+    assert!(
+        eventually(WAIT, || recorder.completions() == 3),
+        "{:#?}",
+        recorder.events()
+    );
     assert_eq!(recorder.completions(), 3, "{:#?}", recorder.events());
     for future in futures {
         drop(future.wait().unwrap());
