@@ -55,6 +55,26 @@ fn client_on_with(
     (client, recorder)
 }
 
+/// [`resets_first`], but its reset waits until told on the sender it
+/// returns (the request has come by then, or comes after).
+fn resets_first_when_told() -> (TestServer, std::sync::mpsc::Sender<()>) {
+    let (tell, told) = std::sync::mpsc::channel::<()>();
+    let told = Arc::new(std::sync::Mutex::new(told));
+    let server = TestServer::start(Behaviour::per_connection(move |index| match index {
+        0 => {
+            let told = told.clone();
+            Behaviour::custom(move |stream, _| {
+                let _ = told.lock().unwrap().recv_timeout(CEILING);
+                // Closed (with the server's clone, as the closure returns)
+                // with the request's bytes unread: the kernel sends RST.
+                let _ = stream.peek(&mut [0; 1]);
+            })
+        }
+        _ => Behaviour::respond(|request| ok(&format!("answered {}", request.method))),
+    }));
+    (server, tell)
+}
+
 /// Resets the first connection without answering; answers on the others.
 fn resets_first() -> TestServer {
     TestServer::start(Behaviour::per_connection(|index| match index {
@@ -1512,12 +1532,15 @@ fn a_cancel_after_the_hedge_delay_rang_sends_no_copy() {
 fn a_cancel_after_a_retryable_failure_stops_the_retry() {
     let clock = ManualClock::new();
     let (client, _) = client_on(&clock, false);
-    let server = resets_first();
+    // The reset after the first poll: one that came before it had that
+    // poll arm the retry, and count it.
+    let (server, reset) = resets_first_when_told();
     let policy = retry::Policy::attempts(3)
         .backoff(Duration::from_millis(10), Duration::from_millis(10))
         .jitter(false);
     let mut future = client.get(server.url("/")).retry(policy).send();
     assert!(poll_once(&mut future).is_pending());
+    reset.send(()).unwrap();
     // The reset has reached the client and failed the attempt.
     assert!(eventually(CEILING, || client.stats().open_connections == 0));
     thread::sleep(QUIET);
