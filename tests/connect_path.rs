@@ -668,6 +668,20 @@ fn a_host_is_looked_up_sent_and_pooled_in_its_ascii_form() {
     client.close();
 }
 
+/// The error of a GET of `url`, which must be an invalid request for its
+/// host.
+fn invalid_host(client: &Client, url: &str) -> Error {
+    let error = client.get(url).send().wait().unwrap_err();
+    assert!(
+        matches!(
+            &error,
+            Error::InvalidRequest(tickless::InvalidRequest::Host(_))
+        ),
+        "{url}: {error:?}"
+    );
+    error
+}
+
 /// A host the URL standard refuses once percent-decoded and mapped (a
 /// `/` or a space in it, a code point IDNA disallows) is an invalid
 /// request, sent nowhere and asked of no resolver.
@@ -681,14 +695,7 @@ fn a_host_that_decodes_to_no_valid_name_is_an_invalid_request() {
         "http://ex%25ample.test/",
         "http://\u{FFFD}.test/",
     ] {
-        let error = client.get(url).send().wait().unwrap_err();
-        assert!(
-            matches!(
-                &error,
-                Error::InvalidRequest(tickless::InvalidRequest::Host(_))
-            ),
-            "{url}: {error:?}"
-        );
+        invalid_host(&client, url);
     }
     assert!(resolver.asked.lock().unwrap().is_empty());
 }
@@ -708,14 +715,7 @@ fn an_ipv6_literal_followed_by_what_is_no_port_is_an_invalid_request() {
         "http://user:pw@[::1]8080/",
         "http://[::1]x:8080/",
     ] {
-        let error = client.get(url).send().wait().unwrap_err();
-        assert!(
-            matches!(
-                &error,
-                Error::InvalidRequest(tickless::InvalidRequest::Host(_))
-            ),
-            "{url}: {error:?}"
-        );
+        let error = invalid_host(&client, url);
         assert!(!error.to_string().contains("pw"), "{error}");
     }
     assert_eq!(attempts(&recorder), [], "no connection was tried");

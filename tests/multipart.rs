@@ -141,30 +141,26 @@ fn a_form_goes_with_its_length_or_chunked_the_same_bytes_either_way() {
 fn a_form_in_memory_or_of_files_goes_again_on_a_307_one_with_a_reader_is_sent_once() {
     let server = served();
     let client = client();
-    let form = Form::new().text("a", "1");
-    let response = client
-        .post(server.url("/moved"))
-        .multipart(form)
-        .send()
-        .wait()
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    let text = response.text().wait().unwrap();
+    let moved = |form: Form| {
+        let response = client
+            .post(server.url("/moved"))
+            .multipart(form)
+            .send()
+            .wait()
+            .unwrap();
+        let status = response.status();
+        (status, response.text().wait().unwrap())
+    };
+    let (status, text) = moved(Form::new().text("a", "1"));
+    assert_eq!(status, 200);
     assert!(text.starts_with("/echo length=185 chunked=false"), "{text}");
     assert!(text.contains("name=\"a\"\r\n\r\n1\r\n"), "{text}");
 
     let dir = TempDir::new("multipart-307");
     let file = dir.path().join("f.bin");
     std::fs::write(&file, b"file bytes").unwrap();
-    let form = Form::new().text("a", "1").file("f", &file).unwrap();
-    let response = client
-        .post(server.url("/moved"))
-        .multipart(form)
-        .send()
-        .wait()
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    let text = response.text().wait().unwrap();
+    let (status, text) = moved(Form::new().text("a", "1").file("f", &file).unwrap());
+    assert_eq!(status, 200);
     assert!(text.starts_with("/echo length=367 chunked=false"), "{text}");
     assert!(
         text.contains(
@@ -174,12 +170,7 @@ fn a_form_in_memory_or_of_files_goes_again_on_a_307_one_with_a_reader_is_sent_on
         "{text}"
     );
 
-    let form = Form::new().part("r", Part::reader(&b"read once"[..], Some(9)));
-    let response = client
-        .post(server.url("/moved"))
-        .multipart(form)
-        .send()
-        .wait()
-        .unwrap();
-    assert_eq!(response.status(), 307);
+    let reader = Part::reader(&b"read once"[..], Some(9));
+    let (status, _) = moved(Form::new().part("r", reader));
+    assert_eq!(status, 307);
 }
