@@ -124,9 +124,9 @@ impl Policy {
 /// quarter of a power of two wide (about 19 % apart), from 1 µs to about
 /// 70 minutes. Older samples fade: when an origin has seen 1024 since the
 /// last fade, every bucket is halved. At most [`MAX_ORIGINS`] origins are
-/// tracked (about 2 KiB each, with its key and the map's room: 1.9 KiB
-/// measured, so some 8 MiB at most): past that, those recorded least recently
-/// are forgotten.
+/// tracked (each a histogram of [`BUCKETS`] 8-byte counters, with its
+/// origin's key and the map's room besides): past that, those recorded
+/// least recently are forgotten.
 #[derive(Default)]
 pub(crate) struct Latencies {
     origins: Mutex<Origins>,
