@@ -471,6 +471,19 @@ fn interface_index(zone: &str) -> Option<u32> {
     (index != 0).then_some(index)
 }
 
+/// The bytes of the file `path` an argument names, `-` for standard
+/// input (as curl reads `-d @-`, `-w @-`, `-F name=<-`): a failure to read
+/// is told after `named`, the flag and what precedes the path (`--data @`).
+fn read_named(named: &str, path: &str) -> Result<Vec<u8>, String> {
+    let mut bytes = Vec::new();
+    let read = match path {
+        "-" => std::io::stdin().read_to_end(&mut bytes),
+        path => std::fs::File::open(path).and_then(|mut file| file.read_to_end(&mut bytes)),
+    };
+    read.map_err(|e| format!("{named}{path}: {e}"))?;
+    Ok(bytes)
+}
+
 /// A `--data`, `--data-binary`, `--data-raw` or `--data-urlencode` value:
 /// the body, or (but for `--data-raw`) `@FILE` (`@-`: standard input) to
 /// read it from.
@@ -547,16 +560,9 @@ impl Data {
         .into_bytes())
     }
 
-    /// The bytes of `path`, `-` for standard input: a failure to read is
-    /// told with the flag that named it.
+    /// The bytes of `path` ([`read_named`]).
     fn read(&self, path: &str) -> Result<Vec<u8>, String> {
-        let mut bytes = Vec::new();
-        let read = match path {
-            "-" => std::io::stdin().read_to_end(&mut bytes),
-            path => std::fs::File::open(path).and_then(|mut file| file.read_to_end(&mut bytes)),
-        };
-        read.map_err(|e| format!("{} @{path}: {e}", self.flag.name()))?;
-        Ok(bytes)
+        read_named(&format!("{} @", self.flag.name()), path)
     }
 }
 
@@ -754,7 +760,8 @@ enum FormContent {
     Text(String),
     /// `@FILE`: the file, uploaded as a file (named by its path's end).
     File(String),
-    /// `<FILE`: the file's contents, as a text value.
+    /// `<FILE`: the file's contents (`<-`: standard input's), as a text
+    /// value.
     TextOf(String),
 }
 
@@ -904,9 +911,9 @@ fn form_of(parts: &[FormPart]) -> Result<tickless::multipart::Form, String> {
             FormContent::File(path) => {
                 Part::file(path).map_err(|e| format!("--form {}=@{path}: {e}", part.name))?
             }
-            FormContent::TextOf(path) => Part::bytes(
-                std::fs::read(path).map_err(|e| format!("--form {}=<{path}: {e}", part.name))?,
-            ),
+            FormContent::TextOf(path) => {
+                Part::bytes(read_named(&format!("--form {}=<", part.name), path)?)
+            }
         };
         if let Some(mime) = &part.mime {
             body = body
@@ -1108,10 +1115,9 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
             "-w" | "--write-out" => {
                 let format = args.next().ok_or("--write-out needs a FORMAT")?;
                 parsed.write_out = Some(match format.strip_prefix('@') {
-                    Some("-") => std::io::read_to_string(std::io::stdin())
-                        .map_err(|e| format!("--write-out @-: {e}"))?,
-                    Some(path) => std::fs::read_to_string(path)
-                        .map_err(|e| format!("--write-out @{path}: {e}"))?,
+                    Some(path) => {
+                        String::from_utf8_lossy(&read_named("--write-out @", path)?).into_owned()
+                    }
                     None => format,
                 });
             }
