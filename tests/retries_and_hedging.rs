@@ -1566,6 +1566,9 @@ fn a_cancel_after_a_retryable_failure_stops_the_retry() {
     // anything left armed that would send one.
     assert_eq!(client.stats().retry_budget.retries_total, 0);
     assert!(eventually(CEILING, || client.stats().armed_timers() == 0));
+    // Past the backoff a retry would have waited for.
+    clock.advance(Duration::from_millis(20));
+    thread::sleep(QUIET);
     assert_eq!(server.connections_accepted(), 1, "retried after the cancel");
     client.close();
 }
@@ -1580,12 +1583,16 @@ fn a_cancel_after_a_retryable_failure_stops_the_retry() {
 fn a_second_cancel_after_a_retryable_failure_cancels_nothing() {
     let clock = ManualClock::new();
     let (client, _) = client_on(&clock, false);
-    let server = resets_first();
+    // The reset after the first poll, as in the test above: one before it
+    // had that poll take the failure and arm the retry's backoff, and the
+    // cancels below would be of the backoff, not of the failure untaken.
+    let (server, reset) = resets_first_when_told();
     let policy = retry::Policy::attempts(3)
         .backoff(Duration::from_millis(10), Duration::from_millis(10))
         .jitter(false);
     let mut future = client.get(server.url("/")).retry(policy).send();
     assert!(poll_once(&mut future).is_pending());
+    reset.send(()).unwrap();
     assert!(eventually(CEILING, || client.stats().open_connections == 0));
     thread::sleep(QUIET);
     assert!(!future.is_done());
@@ -1611,6 +1618,9 @@ fn a_second_cancel_after_a_retryable_failure_cancels_nothing() {
         matches!(polled, std::task::Poll::Ready(Err(Error::Cancelled))),
         "{polled:?}"
     );
+    // Past the backoff a retry would have waited for.
+    clock.advance(Duration::from_millis(20));
+    thread::sleep(QUIET);
     assert_eq!(server.connections_accepted(), 1, "retried after the cancel");
     client.close();
 }
