@@ -572,7 +572,24 @@ mod tests {
         server.write_all(b"the last frames").unwrap();
         drop(server);
         client.set_nonblocking(true).unwrap();
-        let transport = Transport::Plain(mio::net::TcpStream::from_std(client));
+        let mut client = mio::net::TcpStream::from_std(client);
+        // Both in the client's socket before the first read: its close,
+        // which follows the bytes, has come (on a loaded machine loopback
+        // delivery may lag the server's close).
+        let mut poll = mio::Poll::new().unwrap();
+        let token = mio::Token(0);
+        poll.registry()
+            .register(&mut client, token, mio::Interest::READABLE)
+            .unwrap();
+        let mut events = mio::Events::with_capacity(4);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !events.iter().any(mio::event::Event::is_read_closed) {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            assert!(!left.is_zero(), "the server's close never came");
+            poll.poll(&mut events, Some(left)).unwrap();
+        }
+        poll.registry().deregister(&mut client).unwrap();
+        let transport = Transport::Plain(client);
         let (mut io, ready) = AsyncIo::new(transport, Bytes::new(), false);
         ready.opened();
         let mut cx = Context::from_waker(Waker::noop());
@@ -584,8 +601,6 @@ mod tests {
                 Poll::Pending => Poll::Pending,
             }
         };
-        // The bytes and the server's close are both in the socket (on
-        // loopback, by the time the server's close returned).
         let Poll::Ready(Ok(bytes)) = read(&mut io) else {
             panic!("the bytes were not read");
         };
