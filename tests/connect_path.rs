@@ -578,20 +578,27 @@ fn an_attempt_that_times_out_is_told_to_the_listener_as_a_failure() {
     );
 }
 
+/// A server on `[::1]` that answers one request with `body`: its port and
+/// its thread; `None` without an IPv6 loopback.
+fn answer_once_on_ipv6_loopback(body: &'static str) -> Option<(u16, std::thread::JoinHandle<()>)> {
+    let listener = std::net::TcpListener::bind("[::1]:0").ok()?;
+    let port = listener.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        let mut stream = accept_in_time(&listener);
+        let _ = RequestReader::new(0).read_request(&mut stream);
+        std::io::Write::write_all(&mut stream, &ok(body)).unwrap();
+    });
+    Some((port, server))
+}
+
 /// An IPv6 address with a scope id (a link-local one needs its
 /// interface's) keeps it when an override's port 0 takes the request's
 /// port: the connection goes to the address given, interface and all.
 #[test]
 fn an_override_keeps_the_scope_id_of_its_ipv6_address() {
-    let Ok(listener) = std::net::TcpListener::bind("[::1]:0") else {
+    let Some((port, server)) = answer_once_on_ipv6_loopback("scoped") else {
         return; // No IPv6 loopback here.
     };
-    let port = listener.local_addr().unwrap().port();
-    let server = std::thread::spawn(move || {
-        let mut stream = accept_in_time(&listener);
-        let _ = RequestReader::new(0).read_request(&mut stream);
-        std::io::Write::write_all(&mut stream, &ok("scoped")).unwrap();
-    });
     let scoped =
         |port| SocketAddr::V6(std::net::SocketAddrV6::new(Ipv6Addr::LOCALHOST, port, 0, 1));
     let recorder = Recorder::new();
@@ -840,15 +847,16 @@ fn targets_of_the_other_family_than_the_local_address_are_skipped() {
 /// (as this machine's does), and one on `127.0.0.1` by `app.localhost`.
 #[test]
 fn localhost_names_reach_a_server_on_either_loopback_address() {
-    let Ok(listener) = std::net::TcpListener::bind("[::1]:0") else {
+    let Some((port, server)) = answer_once_on_ipv6_loopback("on ::1") else {
         return; // No IPv6 loopback here.
     };
-    let port = listener.local_addr().unwrap().port();
-    let server = std::thread::spawn(move || {
-        let mut stream = accept_in_time(&listener);
-        let _ = RequestReader::new(0).read_request(&mut stream);
-        std::io::Write::write_all(&mut stream, &ok("on ::1")).unwrap();
-    });
+    // 127.0.0.1 at that port, tried first, refuses: held, not listening,
+    // so that no other test's server there answers in ::1's place.
+    let held = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    let v4 = SocketAddr::from(([127, 0, 0, 1], port));
+    if held.bind(&v4.into()).is_err() {
+        return; // Another test's socket there: nothing to tell them apart by.
+    }
     let client = builder().request_timeout(CEILING).build().unwrap();
     let response = client
         .get(format!("http://localhost:{port}/"))
