@@ -323,14 +323,15 @@ pub(crate) fn retry_after(headers: &http::HeaderMap, received: SystemTime) -> Op
         .to_str()
         .ok()?
         .trim();
-    if let Ok(seconds) = value.parse::<u64>() {
-        return Some(Duration::from_secs(seconds));
-    }
-    // delay-seconds is any run of digits: one too long for a `u64` asks
-    // for longer than any wait, not for none (read as absent, the
-    // response would be retried after the backoff alone).
-    if value.bytes().all(|byte| byte.is_ascii_digit()) && !value.is_empty() {
-        return Some(Duration::MAX);
+    // delay-seconds is a run of digits alone (`u64`'s parser would also
+    // take a leading `+`): one too long for a `u64` asks for longer than
+    // any wait, not for none (read as absent, the response would be
+    // retried after the backoff alone).
+    if !value.is_empty() && value.bytes().all(|byte| byte.is_ascii_digit()) {
+        let seconds = value
+            .parse::<u64>()
+            .map_or(Duration::MAX, Duration::from_secs);
+        return Some(seconds);
     }
     let date = httpdate::parse_http_date(value).ok()?;
     let servers_now = headers
@@ -837,7 +838,7 @@ mod tests {
         let policy = Policy::attempts(3).max_retry_after(Duration::from_secs(u64::MAX));
         assert_eq!(policy.status_delay(1, asked), None);
         // Not digits alone: no delay-seconds, too long or not.
-        for not_seconds in ["-7", "1.5", "7 s", "99999999999999999999999.5"] {
+        for not_seconds in ["-7", "+7", "1.5", "7 s", "99999999999999999999999.5"] {
             headers.insert("retry-after", not_seconds.parse().unwrap());
             assert_eq!(retry_after(&headers, now), None, "{not_seconds}");
         }
