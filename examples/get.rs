@@ -259,6 +259,7 @@ usage: get URL [--request-timeout MS|-m|--max-time SECS] [--read-timeout MS]
            [-X|--request METHOD] [-I|--head] [-L]
            [-d|--data STR|@FILE] [--data-binary STR|@FILE] [--data-raw STR]
            [-F|--form NAME=VALUE|NAME=@FILE|NAME=<FILE[;type=T][;filename=N]]...
+           (FILE -: standard input)
            [--form-string NAME=VALUE]...
            [--data-urlencode [NAME]=STR|[NAME]@FILE] [-G|--get]
            [-T|--upload-file FILE|-] [-o|--output FILE] [-O|--remote-name]
@@ -758,7 +759,8 @@ struct FormPart {
 enum FormContent {
     /// A text value.
     Text(String),
-    /// `@FILE`: the file, uploaded as a file (named by its path's end).
+    /// `@FILE`: the file, uploaded as a file (named by its path's end);
+    /// `@-`: standard input's bytes, uploaded as a file named `-`.
     File(String),
     /// `<FILE`: the file's contents (`<-`: standard input's), as a text
     /// value.
@@ -767,7 +769,7 @@ enum FormContent {
 
 /// `-F NAME=CONTENT`, as curl 7.88 reads it: CONTENT is `@FILE` (a file
 /// upload), `<FILE` (the file's contents as the value) or the value
-/// itself, then `;` fields, named in any case: `type=TYPE` and
+/// itself — `-` for the file is standard input ([`form_of`]) — then `;` fields, named in any case: `type=TYPE` and
 /// `filename=NAME`. A word — the value or the file, a file name — may be
 /// in double quotes ([`form_word`]); unquoted, it ends at the next `;`,
 /// and the white space around it is not its. A type is `major/minor`
@@ -901,13 +903,27 @@ fn form_word<'a>(text: &'a str, warnings: &mut Vec<String>) -> (String, &'a str)
     )
 }
 
-/// The form of `-F`'s and `--form-string`'s parts.
+/// The form of `-F`'s and `--form-string`'s parts, their files read as
+/// curl reads them: `<-` and `@-` standard input whole, the latter a file
+/// named `-`, as curl names it, with no type but `;type=`'s or the one
+/// curl gives the file name of `;filename=` ([`curls_media_type`]).
 fn form_of(parts: &[FormPart]) -> Result<tickless::multipart::Form, String> {
     use tickless::multipart::{Form, Part};
     let mut form = Form::new();
     for part in parts {
         let mut body = match &part.content {
             FormContent::Text(value) => Part::text(value.clone()),
+            // As curl: standard input read whole, a file named `-`, typed
+            // by the name its head gives alone (none for `-`).
+            FormContent::File(path) if path == "-" => {
+                let stdin = read_named(&format!("--form {}=@", part.name), path)?;
+                let head_name = part.file_name.as_deref().unwrap_or(path);
+                let stdin = Part::bytes(stdin).file_name(path);
+                match curls_media_type(head_name) {
+                    Some(mime) => stdin.mime(http::HeaderValue::from_static(mime)),
+                    None => stdin,
+                }
+            }
             FormContent::File(path) => {
                 Part::file(path).map_err(|e| format!("--form {}=@{path}: {e}", part.name))?
             }
@@ -926,6 +942,33 @@ fn form_of(parts: &[FormPart]) -> Result<tickless::multipart::Form, String> {
         form = form.part(part.name.clone(), body);
     }
     Ok(form)
+}
+
+/// The media type curl 7.88 gives a form's part by the file name its
+/// head gives (libcurl's `ContentTypeForFilename`): ten extensions, in
+/// any case; `None` for any other name.
+fn curls_media_type(file_name: &str) -> Option<&'static str> {
+    const TYPES: [(&str, &str); 10] = [
+        (".gif", "image/gif"),
+        (".jpg", "image/jpeg"),
+        (".jpeg", "image/jpeg"),
+        (".png", "image/png"),
+        (".svg", "image/svg+xml"),
+        (".txt", "text/plain"),
+        (".htm", "text/html"),
+        (".html", "text/html"),
+        (".pdf", "application/pdf"),
+        (".xml", "application/xml"),
+    ];
+    let name = file_name.as_bytes();
+    TYPES.iter().find_map(|(extension, mime)| {
+        let tail = name
+            .len()
+            .checked_sub(extension.len())
+            .map(|at| &name[at..])?;
+        tail.eq_ignore_ascii_case(extension.as_bytes())
+            .then_some(*mime)
+    })
 }
 
 /// `arg` as the URL, the one argument that is not a flag or its value.
