@@ -258,7 +258,8 @@ usage: get URL [--request-timeout MS|-m|--max-time SECS] [--read-timeout MS]
            [-H|--header 'Name: value']... [-A|--user-agent STR] [-e|--referer URL]
            [-X|--request METHOD] [-I|--head] [-L]
            [-d|--data STR|@FILE] [--data-binary STR|@FILE] [--data-raw STR]
-           [-F|--form NAME=VALUE|NAME=@FILE|NAME=<FILE[;type=T][;filename=N]]...
+           [-F|--form NAME=VALUE|NAME=@FILE|NAME=<FILE[;type=T][;filename=N]
+                    [;headers='Name: value'|;headers=@FILE]...]...
            (FILE -: standard input)
            [--form-string NAME=VALUE]...
            [--data-urlencode [NAME]=STR|[NAME]@FILE] [-G|--get]
@@ -752,6 +753,9 @@ struct FormPart {
     mime: Option<String>,
     /// `;filename=`: the file name its head gives.
     file_name: Option<String>,
+    /// `;headers=`: the other fields its head gives, in order, as `Name`
+    /// and value ([`form_header`]).
+    headers: Vec<(String, String)>,
 }
 
 /// What a [`FormPart`] holds.
@@ -769,15 +773,21 @@ enum FormContent {
 
 /// `-F NAME=CONTENT`, as curl 7.88 reads it: CONTENT is `@FILE` (a file
 /// upload), `<FILE` (the file's contents as the value) or the value
-/// itself — `-` for the file is standard input ([`form_of`]) — then `;` fields, named in any case: `type=TYPE` and
-/// `filename=NAME`. A word — the value or the file, a file name — may be
-/// in double quotes ([`form_word`]); unquoted, it ends at the next `;`,
-/// and the white space around it is not its. A type is `major/minor`
-/// (anything else is a bad argument), and the fields after it that are
-/// not `filename` (nor curl's `headers` and `encoder`) are its
-/// parameters, kept as written: `type=text/plain; charset=utf-8`. Any
-/// other field is skipped, as curl skips it, with a warning (returned);
-/// so is a file name given to `<FILE`, which curl does not take.
+/// itself — `-` for the file is standard input ([`form_of`]) — then
+/// `;` fields, named in any case: `type=TYPE`, `filename=NAME` and
+/// `headers=`, a field of the part's head (`headers=X-Trace: 1`), or
+/// `headers=@FILE` (or `<FILE`: the same) the fields in `FILE`
+/// ([`form_header_file`]; as curl's, `-` is a file of that name, and a
+/// file that cannot be read is a warning). A word — the value or the
+/// file, a file name, a field — may be in double quotes ([`form_word`]);
+/// unquoted, it ends at the next `;`, and the white space around it is
+/// not its. A type is `major/minor` (anything else is a bad argument),
+/// and the fields after it that are not `filename` nor `headers` (nor
+/// curl's `encoder`) are its parameters, kept as written:
+/// `type=text/plain; charset=utf-8`. Any other field is skipped, as curl
+/// skips it, with a warning (returned); so is a file name given to
+/// `<FILE`, which curl does not take. A field for the head that is not
+/// `Name: value` is a bad argument ([`form_header`]).
 fn parse_form(arg: &str) -> Result<(FormPart, Vec<String>), String> {
     let (name, content) = arg
         .split_once('=')
@@ -800,6 +810,7 @@ fn parse_form(arg: &str) -> Result<(FormPart, Vec<String>), String> {
         },
         mime: None,
         file_name: None,
+        headers: Vec::new(),
     };
     // The type's place in `arg`, from its first character to past its
     // last that is not white space; and whether the fields that follow
@@ -840,7 +851,30 @@ fn parse_form(arg: &str) -> Result<(FormPart, Vec<String>), String> {
                 _ => part.file_name = Some(file_name),
             }
             (type_open, rest) = (false, next);
-        } else if let (true, None, None) = (type_open, named("headers="), named("encoder=")) {
+        } else if let Some(value) = named("headers=") {
+            // As curl: `@` or `<` right after the `=` names a file (white
+            // space after it skipped); else the word is the field.
+            let next = match value.strip_prefix(['@', '<']) {
+                Some(file) => {
+                    let (path, next) = form_word(file, &mut warnings);
+                    match std::fs::read(&path) {
+                        Ok(bytes) => {
+                            for line in form_header_file(&path, &bytes, &mut warnings)? {
+                                part.headers.push(form_header(name, &line)?);
+                            }
+                        }
+                        Err(e) => warnings.push(format!("cannot read from {path}: {e}")),
+                    }
+                    next
+                }
+                None => {
+                    let (line, next) = form_word(value, &mut warnings);
+                    part.headers.push(form_header(name, &line)?);
+                    next
+                }
+            };
+            (type_open, rest) = (false, next);
+        } else if let (true, None) = (type_open, named("encoder=")) {
             let parameter = field[..field_end].trim_end_matches(FORM_SPACE);
             type_at = type_at.map(|(start, _)| (start, offset(field) + parameter.len()));
             rest = &field[field_end..];
@@ -854,6 +888,81 @@ fn parse_form(arg: &str) -> Result<(FormPart, Vec<String>), String> {
     }
     part.mime = type_at.map(|(start, end)| arg[start..end].to_string());
     Ok((part, warnings))
+}
+
+/// A field of a `-F` part's head, `;headers=`'s (or a line of its file),
+/// as `Name` and value: the name before the first colon, the value after
+/// it without the white space around it. curl sends the line as written;
+/// one without a colon, or with a blank before its colon, would be no
+/// field to a server (or a folded line), and is a bad argument here —
+/// and a value goes after one space (`X:1` as `X: 1`).
+fn form_header(part: &str, line: &str) -> Result<(String, String), String> {
+    let bad = || format!("--form {part}: expected headers=Name: value, got {line:?}");
+    let (name, value) = line.split_once(':').ok_or_else(bad)?;
+    http::HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad())?;
+    let value = value.trim_matches(FORM_SPACE);
+    http::HeaderValue::from_bytes(value.as_bytes()).map_err(|_| bad())?;
+    Ok((name.to_string(), value.to_string()))
+}
+
+/// The fields of a `;headers=@FILE`, as curl 7.88 reads the file: a line
+/// that begins with white space goes on the one before it (the line end
+/// dropped, the white space kept), one that begins with `#` is a comment,
+/// carriage returns are dropped wherever they are, and each field without
+/// the white space at its end (a blank line is none). A field is cut at
+/// 998 bytes, as curl's, with a warning. A file that is not UTF-8 is a
+/// bad argument, as an argument that is not is.
+fn form_header_file(
+    path: &str,
+    bytes: &[u8],
+    warnings: &mut Vec<String>,
+) -> Result<Vec<String>, String> {
+    /// curl's longest field.
+    const LONGEST: usize = 998;
+    let text = std::str::from_utf8(bytes)
+        .map_err(|_| format!("--form headers=@{path}: not UTF-8, which get takes alone"))?;
+    let mut fields = Vec::new();
+    let mut field = String::new();
+    let end_field = |field: &mut String, fields: &mut Vec<String>| {
+        let kept = field.trim_end_matches(FORM_SPACE);
+        if !kept.is_empty() {
+            fields.push(kept.to_string());
+        }
+        field.clear();
+    };
+    let (mut line_start, mut comment, mut line_number) = (true, false, 1);
+    for c in text.chars() {
+        if line_start && !FORM_SPACE.contains(&c) {
+            end_field(&mut field, &mut fields);
+        }
+        match c {
+            '\r' => continue,
+            '\n' => {
+                (line_start, comment, line_number) = (true, false, line_number + 1);
+                continue;
+            }
+            '#' if line_start => comment = true,
+            _ => {}
+        }
+        line_start = false;
+        if comment {
+            continue;
+        }
+        match field.len() {
+            len if len + c.len_utf8() <= LONGEST => field.push(c),
+            // Full: told once, and closed with blanks past the longest,
+            // which its end drops.
+            len if len <= LONGEST => {
+                warnings.push(format!(
+                    "file {path} line {line_number}: header too long (truncated)"
+                ));
+                field.push_str(&" ".repeat(LONGEST + 1 - len));
+            }
+            _ => {}
+        }
+    }
+    end_field(&mut field, &mut fields);
+    Ok(fields)
 }
 
 /// White space as curl's `-F` reader skips it (C's `isspace`).
@@ -906,7 +1015,11 @@ fn form_word<'a>(text: &'a str, warnings: &mut Vec<String>) -> (String, &'a str)
 /// The form of `-F`'s and `--form-string`'s parts, their files read as
 /// curl reads them: `<-` and `@-` standard input whole, the latter a file
 /// named `-`, as curl names it, with no type but `;type=`'s or the one
-/// curl gives the file name of `;filename=` ([`curls_media_type`]).
+/// curl gives the file name of `;filename=` ([`curls_media_type`]). A
+/// part's `;headers=` fields follow its `Content-Disposition` and
+/// `Content-Type` ([`tickless::multipart::Part::header`]), as curl writes
+/// them: a `Content-Disposition` among them replaces the form's own, and
+/// the first `Content-Type` is its type unless `;type=` gives one.
 fn form_of(parts: &[FormPart]) -> Result<tickless::multipart::Form, String> {
     use tickless::multipart::{Form, Part};
     let mut form = Form::new();
@@ -931,6 +1044,20 @@ fn form_of(parts: &[FormPart]) -> Result<tickless::multipart::Form, String> {
                 Part::bytes(read_named(&format!("--form {}=<", part.name), path)?)
             }
         };
+        // As curl: the first `Content-Type` among the fields is the type,
+        // unless `;type=` gives one; no other is sent.
+        let mut typed = part.mime.is_some();
+        for (name, value) in &part.headers {
+            if name.eq_ignore_ascii_case("content-type") {
+                if typed {
+                    continue;
+                }
+                typed = true;
+            }
+            body = body
+                .header(name, value)
+                .map_err(|e| format!("--form {}: {name}: {e}", part.name))?;
+        }
         if let Some(mime) = &part.mime {
             body = body
                 .mime_str(mime)
@@ -1087,6 +1214,7 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
                     content: FormContent::Text(value.to_string()),
                     mime: None,
                     file_name: None,
+                    headers: Vec::new(),
                 });
             }
             "-X" | "--request" => {

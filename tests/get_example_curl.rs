@@ -1,7 +1,8 @@
 //! `examples/get` beside curl itself (7.88, as `scripts/test` installs
 //! it): the same arguments to each, against the same loopback server, and
 //! what each sent compared byte for byte — `-F`'s parts read from
-//! standard input (`@-`, `<-`).
+//! standard input (`@-`, `<-`) and the fields `;headers=` adds to a
+//! part's head.
 //!
 //! Where `get` parts from curl on purpose, the test says so and asserts
 //! `get`'s own answer (with the bytes curl 7.88 gives beside it, checked
@@ -86,4 +87,138 @@ fn form_parts_from_standard_input_are_sent_as_curls() {
     ] {
         assert_form_sent_as_curls(args, stdin);
     }
+}
+
+/// `;headers=Name: value` and `;headers=@FILE` (or `<FILE`) add fields to
+/// a part's head, after its own, names as written, as curl adds them: a
+/// file's lines with `#` comments skipped, folded lines joined, carriage
+/// returns and trailing blanks dropped; a quoted field may hold a `;`; a
+/// `Content-Type` among them is the part's type unless `;type=` gives one
+/// (the first, written where curl writes its own), a `Content-Disposition`
+/// replaces the form's own; the fields after `;type=` are no longer its
+/// parameters; a file that cannot be read is a warning, and no field.
+#[test]
+fn form_part_headers_are_sent_as_curls() {
+    let dir = support::real::TempDir::new("get-curl-form-headers");
+    let file = dir.path().join("fields");
+    std::fs::write(
+        &file,
+        "X-File: one\r\n# a comment\nX-Fold: a\n   folded\n\n\tmore\nX-Last: trail   \n\n",
+    )
+    .unwrap();
+    let file = file.to_str().unwrap();
+    let missing = dir.path().join("missing");
+    let missing = missing.to_str().unwrap();
+    let text = dir.path().join("notes.txt");
+    std::fs::write(&text, "file text").unwrap();
+    let text = text.to_str().unwrap();
+    for args in [
+        vec!["-F".to_string(), "a=v;headers=X-Foo: bar".into()],
+        vec![
+            "-F".into(),
+            "a=v;HEADERS=X-Up: 1;headers=\"X-Q: a;b\"".into(),
+        ],
+        vec!["-F".into(), format!("a=v;headers=@{file}")],
+        vec!["-F".into(), format!("a=v;headers=< {file} ;type=text/x")],
+        vec![
+            "-F".into(),
+            format!("a=@{text};headers=@{file};filename=n.bin"),
+        ],
+        vec![
+            "-F".into(),
+            "a=v;headers=Content-Type: text/h;type=text/t".into(),
+        ],
+        vec![
+            "-F".into(),
+            "a=v;headers=content-type: text/h;headers=X-A: 1".into(),
+        ],
+        vec![
+            "-F".into(),
+            format!("a=@{text};headers=content-type: text/h;headers=Content-Type: text/i"),
+        ],
+        vec![
+            "-F".into(),
+            "a=v;headers=Content-Disposition: attachment".into(),
+        ],
+        vec![
+            "-F".into(),
+            "a=v;type=text/plain;headers=X-A: 1; charset=x".into(),
+        ],
+        vec!["-F".into(), "a=v;headers=X-Empty:".into()],
+        vec!["-F".into(), format!("a=<-;headers=@{missing}")],
+        vec!["-F".into(), "a=@-;headers=X-In: 1".into()],
+    ] {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        assert_form_sent_as_curls(&args, b"standard input");
+    }
+}
+
+/// Where `get` parts from curl's `;headers=`: a field is sent as `Name:
+/// value`, one space after the colon, where curl sends it as written
+/// (`X:1`, and curl 7.88's `X:   1`); a field that is no `Name: value`
+/// (no colon, a blank before it: a line a server cannot read as a field,
+/// which curl sends) is a bad argument. A file too long a field in it is
+/// cut at 998 bytes, as curl's, and says so; one that cannot be read is
+/// a warning, as curl's.
+#[test]
+fn form_part_headers_that_curl_sends_as_written_are_sent_as_fields_or_refused() {
+    let server = TestServer::respond(|request| ok(&String::from_utf8_lossy(&request.body)));
+    let url = server.url("/");
+    let output = run(
+        &get(),
+        &[&url, "-s", "-F", "a=v;headers=X-A:1;headers=X-B:   2  "],
+        b"",
+    );
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let body = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        body.contains("name=\"a\"\r\nX-A: 1\r\nX-B: 2\r\n\r\nv\r\n"),
+        "{body}"
+    );
+    for bad in [
+        "a=v;headers=NoColon",
+        "a=v;headers=X-A : 1",
+        "a=v;headers=",
+        "a=v;headers=: v",
+    ] {
+        let output = run(&get(), &[&url, "-F", bad], b"");
+        assert_eq!(output.status.code(), Some(2), "{bad}: {output:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("expected headers=Name: value"),
+            "{bad}: {stderr}"
+        );
+    }
+    let dir = support::real::TempDir::new("get-curl-form-headers-long");
+    let long = dir.path().join("long");
+    std::fs::write(&long, format!("X-Long: {}\nX-Next: 1\n", "y".repeat(1200))).unwrap();
+    let output = run(
+        &get(),
+        &[&url, "-F", &format!("a=v;headers=@{}", long.display())],
+        b"",
+    );
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let body = String::from_utf8_lossy(&output.stdout);
+    let field = format!(
+        "X-Long: {}\r\nX-Next: 1\r\n",
+        "y".repeat(998 - "X-Long: ".len())
+    );
+    assert!(body.contains(&field), "{body}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("line 1: header too long (truncated)"),
+        "{stderr}"
+    );
+    let missing = dir.path().join("missing");
+    let output = run(
+        &get(),
+        &[&url, "-F", &format!("a=v;headers=@{}", missing.display())],
+        b"",
+    );
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("get: warning: cannot read from "),
+        "{stderr}"
+    );
 }

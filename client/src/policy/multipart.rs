@@ -2,8 +2,8 @@
 //! as an HTML form with a file input sends them, and `curl -F`.
 //!
 //! A form is encoded as it is sent: each part's head (its boundary line,
-//! `Content-Disposition`, `Content-Type`) is written when the part is
-//! added, and its data is read only when the request goes — a file part
+//! `Content-Disposition`, `Content-Type`, the fields given with
+//! [`Part::header`]) is written when the part is added, and its data is read only when the request goes — a file part
 //! streams from its file, never copied whole into memory.
 
 use super::upload::{FileBody, Piece, Upload, UploadKind};
@@ -42,12 +42,14 @@ pub struct Form {
     parts: Vec<(Vec<u8>, Part)>,
 }
 
-/// One part of a [`Form`]: its data, and the file name and media type
-/// its head gives.
+/// One part of a [`Form`]: its data, and the file name, media type and
+/// other fields its head gives.
 pub struct Part {
     data: Data,
     file_name: Option<String>,
     mime: Option<HeaderValue>,
+    /// [`Part::header`]'s fields, in order, each name as given.
+    headers: Vec<(String, HeaderValue)>,
 }
 
 /// A part's data.
@@ -97,21 +99,40 @@ impl Form {
         Ok(self.part(name, Part::file(path)?))
     }
 
-    /// Adds `part` under `name`.
+    /// Adds `part` under `name`: its head is its boundary line, the
+    /// form's `Content-Disposition` (unless the part has one of its own:
+    /// [`Part::header`]), its `Content-Type` if it has a media type, then
+    /// its other fields in order.
     pub fn part(mut self, name: impl Into<String>, part: Part) -> Form {
-        let mut head = format!(
-            "--{}\r\nContent-Disposition: form-data; name=\"{}\"",
-            self.boundary,
-            quoted(&name.into())
-        );
-        if let Some(file_name) = &part.file_name {
-            head.push_str(&format!("; filename=\"{}\"", quoted(file_name)));
+        let mut head = format!("--{}\r\n", self.boundary);
+        let its_own_disposition = part
+            .headers
+            .iter()
+            .any(|(name, _)| name.eq_ignore_ascii_case("content-disposition"));
+        if !its_own_disposition {
+            head.push_str(&format!(
+                "Content-Disposition: form-data; name=\"{}\"",
+                quoted(&name.into())
+            ));
+            if let Some(file_name) = &part.file_name {
+                head.push_str(&format!("; filename=\"{}\"", quoted(file_name)));
+            }
+            head.push_str("\r\n");
         }
-        head.push_str("\r\n");
         let mut head = head.into_bytes();
         if let Some(mime) = &part.mime {
             head.extend_from_slice(b"Content-Type: ");
             head.extend_from_slice(mime.as_bytes());
+            head.extend_from_slice(b"\r\n");
+        }
+        for (name, value) in &part.headers {
+            head.extend_from_slice(name.as_bytes());
+            head.push(b':');
+            // `Name:` for an empty value, as curl writes one.
+            if !value.is_empty() {
+                head.push(b' ');
+                head.extend_from_slice(value.as_bytes());
+            }
             head.extend_from_slice(b"\r\n");
         }
         head.extend_from_slice(b"\r\n");
@@ -196,6 +217,7 @@ impl Part {
             data: Data::Bytes(data.into()),
             file_name: None,
             mime: None,
+            headers: Vec::new(),
         }
     }
 
@@ -212,6 +234,7 @@ impl Part {
             },
             file_name: None,
             mime: None,
+            headers: Vec::new(),
         }
     }
 
@@ -240,6 +263,7 @@ impl Part {
             data,
             file_name: None,
             mime: None,
+            headers: Vec::new(),
         };
         let mime = mime_guess::from_path(path).first_or_octet_stream();
         let part = part.mime(HeaderValue::try_from(mime.as_ref()).expect("a media type"));
@@ -270,6 +294,31 @@ impl Part {
     /// A string that cannot be a header's value (a line end in it).
     pub fn mime_str(self, mime: &str) -> Result<Part, http::header::InvalidHeaderValue> {
         Ok(self.mime(HeaderValue::try_from(mime)?))
+    }
+
+    /// Adds the field `name: value` to its head (`name:` alone for an
+    /// empty value), after the form's own fields, in the order given —
+    /// as curl's `-F 'f=v;headers=X-Trace: 1'` adds one. The name is
+    /// written as given, not in lower case: a head's names are read in
+    /// any case (RFC 7578, 4.8 and RFC 2045), but curl sends them as
+    /// written, and a reader may compare them as written. A `Content-Type`
+    /// is its media type, as [`mime`](Self::mime) sets it (the last one
+    /// given wins); a `Content-Disposition` is written in place of the
+    /// form's own (`form-data; name="…"`, with the file name), where it
+    /// comes among the fields.
+    ///
+    /// # Errors
+    ///
+    /// A name that is not a header's (empty, or a blank or a colon in it),
+    /// or a value no header can hold (a line end in it).
+    pub fn header(mut self, name: &str, value: &str) -> Result<Part, http::Error> {
+        let header_name = http::HeaderName::from_bytes(name.as_bytes())?;
+        let value = HeaderValue::from_bytes(value.as_bytes())?;
+        if header_name == http::header::CONTENT_TYPE {
+            return Ok(self.mime(value));
+        }
+        self.headers.push((name.to_owned(), value));
+        Ok(self)
     }
 }
 
@@ -422,6 +471,46 @@ mod tests {
             }
         }
         assert_eq!(read, [expected.clone(), expected]);
+    }
+
+    /// [`Part::header`]'s fields follow the form's own in the order
+    /// given, each name as written and an empty value as `Name:`; a
+    /// `Content-Type` is the part's type (the last one wins), and a
+    /// `Content-Disposition` replaces the form's own where it comes.
+    #[test]
+    fn a_parts_own_fields_follow_the_forms_and_replace_its_type_or_disposition() {
+        let form = Form {
+            boundary: "b".repeat(64),
+            parts: Vec::new(),
+        };
+        let b = "b".repeat(64);
+        let fields = Part::text("v")
+            .file_name("f.txt")
+            .header("X-Trace-Id", "1")
+            .and_then(|part| part.header("content-type", "text/x-first"))
+            .and_then(|part| part.header("x-empty", ""))
+            .and_then(|part| part.header("Content-Type", "text/x-last"))
+            .unwrap();
+        let disposition = Part::text("w")
+            .mime_str("text/plain")
+            .unwrap()
+            .header("X-Before", "2")
+            .and_then(|part| part.header("Content-Disposition", "attachment"))
+            .unwrap();
+        let (_, body) = sent(form.part("a", fields).part("b", disposition));
+        let expected = format!(
+            "--{b}\r\nContent-Disposition: form-data; name=\"a\"; filename=\"f.txt\"\r\n\
+             Content-Type: text/x-last\r\nX-Trace-Id: 1\r\nx-empty:\r\n\r\nv\r\n\
+             --{b}\r\nContent-Type: text/plain\r\nX-Before: 2\r\n\
+             Content-Disposition: attachment\r\n\r\nw\r\n--{b}--\r\n"
+        );
+        assert_eq!(String::from_utf8(body).unwrap(), expected);
+        for (name, value) in [("", "v"), ("X Y", "v"), ("X:", "v"), ("X", "a\r\nb")] {
+            assert!(
+                Part::text("v").header(name, value).is_err(),
+                "{name:?}: {value:?}"
+            );
+        }
     }
 
     #[test]
