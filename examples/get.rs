@@ -283,7 +283,9 @@ proxy's credentials) and '< ' lines for each response's head.
 %{size_download} (the body's bytes written), %{time_starttransfer} and
 %{time_total} (seconds since the request was sent), %{url},
 %{url_effective}, %{num_redirects}, %{content_type}, %{remote_ip},
-%{remote_port}, %{exitcode}, %{errormsg}; %{stderr} and %{stdout} send
+%{remote_port}, %{exitcode}, %{errormsg}; %{json}, all of these as a JSON
+object, and %{header_json}, the answer's header fields as one (lower-case
+names, each with an array of its values); %{stderr} and %{stdout} send
 what follows there; %% is a %, and \\n, \\r, \\t what C's are.";
 
 /// Which HTTP versions to speak.
@@ -1459,13 +1461,17 @@ struct Transfer {
     /// Since the request was sent: to its answer's head, to the end.
     time_starttransfer: Option<Duration>,
     time_total: Option<Duration>,
+    /// The answer's header fields as the server sent them, once it came
+    /// (`%{header_json}`).
+    fields: Option<http::HeaderMap>,
     exit: u8,
     error: Option<String>,
 }
 
 /// `-w`: `format` with curl's `--write-out` variables in it replaced by
-/// what `transfer` came to — a time not reached (no answer) 0, a status
-/// 000, as curl's — read as curl 7.88 reads it: `%%` is `%`, `\n`, `\r`
+/// what `transfer` came to ([`write_out_variable`]; `%{json}` all of them
+/// at once, `%{header_json}` the answer's header fields) — read as curl
+/// 7.88 reads it: `%%` is `%`, `\n`, `\r`
 /// and `\t` what C's are, and a `%` or `\` before anything else is
 /// written as it is, with what follows it (`\\n` too), as is a `%{` that
 /// no `}` after it closes (what follows it is read on). `%{stderr}` sends
@@ -1474,7 +1480,6 @@ struct Transfer {
 /// is written as nothing, and its name returned (curl tells it on
 /// standard error, even with `-s`).
 fn written_out(format: &str, transfer: &Transfer) -> (Vec<(bool, String)>, Vec<String>) {
-    let seconds = |time: Option<Duration>| format!("{:.6}", time.unwrap_or_default().as_secs_f64());
     let (mut parts, mut unknown) = (vec![(false, String::new())], Vec::new());
     let mut rest = format;
     while let Some(at) = rest.find(['%', '\\']) {
@@ -1508,38 +1513,15 @@ fn written_out(format: &str, transfer: &Transfer) -> (Vec<(bool, String)>, Vec<S
                         parts.push((name == "stderr", String::new()));
                         continue;
                     }
-                    "http_code" | "response_code" => {
-                        format!("{:03}", transfer.status.map_or(0, |s| s.as_u16()))
-                    }
-                    "http_version" => match transfer.version {
-                        Some(http::Version::HTTP_10) => "1",
-                        Some(http::Version::HTTP_11) => "1.1",
-                        Some(http::Version::HTTP_2) => "2",
-                        Some(http::Version::HTTP_3) => "3",
-                        _ => "0",
-                    }
-                    .to_string(),
-                    "size_download" => transfer.size_download.to_string(),
-                    "time_starttransfer" => seconds(transfer.time_starttransfer),
-                    "time_total" => seconds(transfer.time_total),
-                    "url" => transfer.asked.clone(),
-                    "url_effective" => transfer.url.clone(),
-                    "num_redirects" => transfer.redirects.to_string(),
-                    "content_type" => transfer.content_type.clone().unwrap_or_default(),
-                    "remote_ip" => transfer
-                        .remote
-                        .map(|a| a.ip().to_string())
-                        .unwrap_or_default(),
-                    "remote_port" => transfer
-                        .remote
-                        .map(|a| a.port().to_string())
-                        .unwrap_or_default(),
-                    "exitcode" => transfer.exit.to_string(),
-                    "errormsg" => transfer.error.clone().unwrap_or_default(),
-                    _ => {
-                        unknown.push(name.to_string());
-                        String::new()
-                    }
+                    "json" => write_out_json(transfer),
+                    "header_json" => header_json(transfer.fields.as_ref()),
+                    name => match write_out_variable(name, transfer) {
+                        Some(value) => value.alone(),
+                        None => {
+                            unknown.push(name.to_string());
+                            String::new()
+                        }
+                    },
                 };
                 text.push_str(&value);
             }
@@ -1548,6 +1530,171 @@ fn written_out(format: &str, transfer: &Transfer) -> (Vec<(bool, String)>, Vec<S
     }
     parts.last_mut().expect("never empty").1.push_str(rest);
     (parts, unknown)
+}
+
+/// The value of a `-w` variable, as curl types it in `%{json}`.
+enum WriteOut {
+    /// A status, `000` alone when there is none, as curl writes it.
+    Status(u16),
+    /// A number, as it is written.
+    Number(String),
+    /// Text; none is empty alone, JSON's `null` in `%{json}`.
+    Text(Option<String>),
+}
+
+impl WriteOut {
+    /// As `%{name}` writes it alone.
+    fn alone(self) -> String {
+        match self {
+            WriteOut::Status(status) => format!("{status:03}"),
+            WriteOut::Number(number) => number,
+            WriteOut::Text(text) => text.unwrap_or_default(),
+        }
+    }
+
+    /// As `%{json}` writes it.
+    fn json(self) -> String {
+        match self {
+            WriteOut::Status(status) => status.to_string(),
+            WriteOut::Number(number) => number,
+            WriteOut::Text(Some(text)) => json_string(text.as_bytes()),
+            WriteOut::Text(None) => "null".into(),
+        }
+    }
+}
+
+/// The `-w` variables `get` knows, but `%{json}`, `%{header_json}` and the
+/// two that say where to write, in curl's order (its names' alphabetical
+/// order), which `%{json}` follows.
+const WRITE_OUT_VARIABLES: [&str; 14] = [
+    "content_type",
+    "errormsg",
+    "exitcode",
+    "http_code",
+    "http_version",
+    "num_redirects",
+    "remote_ip",
+    "remote_port",
+    "response_code",
+    "size_download",
+    "time_starttransfer",
+    "time_total",
+    "url",
+    "url_effective",
+];
+
+/// The value of the `-w` variable `name` for `transfer`, as curl 7.88
+/// gives it — a time not reached (no answer) 0, no status 0, no server's
+/// address empty and its port 0 — or `None` for a name `get` does not
+/// know.
+fn write_out_variable(name: &str, transfer: &Transfer) -> Option<WriteOut> {
+    let seconds = |time: Option<Duration>| {
+        WriteOut::Number(format!("{:.6}", time.unwrap_or_default().as_secs_f64()))
+    };
+    let number = |n: u64| WriteOut::Number(n.to_string());
+    let text = |text: &str| WriteOut::Text(Some(text.to_string()));
+    Some(match name {
+        "http_code" | "response_code" => {
+            WriteOut::Status(transfer.status.map_or(0, |s| s.as_u16()))
+        }
+        "http_version" => text(match transfer.version {
+            Some(http::Version::HTTP_10) => "1",
+            Some(http::Version::HTTP_11) => "1.1",
+            Some(http::Version::HTTP_2) => "2",
+            Some(http::Version::HTTP_3) => "3",
+            _ => "0",
+        }),
+        "size_download" => number(transfer.size_download),
+        "time_starttransfer" => seconds(transfer.time_starttransfer),
+        "time_total" => seconds(transfer.time_total),
+        "url" => text(&transfer.asked),
+        "url_effective" => text(&transfer.url),
+        "num_redirects" => number(transfer.redirects as u64),
+        "content_type" => WriteOut::Text(transfer.content_type.clone()),
+        "remote_ip" => text(
+            &transfer
+                .remote
+                .map(|a| a.ip().to_string())
+                .unwrap_or_default(),
+        ),
+        "remote_port" => number(transfer.remote.map_or(0, |a| a.port()).into()),
+        "exitcode" => number(transfer.exit.into()),
+        "errormsg" => WriteOut::Text(transfer.error.clone()),
+        _ => return None,
+    })
+}
+
+/// `%{json}`: every variable of [`WRITE_OUT_VARIABLES`] as a JSON object,
+/// in curl's order, each typed as curl types it (a status, a size, a count,
+/// an exit status, a port and a time are numbers; text none is `null`).
+/// curl's other keys are left out: what `get` does not track (the local
+/// address, the sizes of the heads and the request, speeds, the other
+/// times, the connections made, TLS's verify results, the method, the
+/// scheme, the redirect not followed, the output file's name) and what is
+/// curl's own (`curl_version`, `urlnum`, FTP's and `certs`).
+fn write_out_json(transfer: &Transfer) -> String {
+    let fields: Vec<String> = WRITE_OUT_VARIABLES
+        .iter()
+        .filter_map(|&name| {
+            let value = write_out_variable(name, transfer)?;
+            Some(format!("{}:{}", json_string(name.as_bytes()), value.json()))
+        })
+        .collect();
+    format!("{{{}}}", fields.join(","))
+}
+
+/// `%{header_json}`: the answer's header fields as the server sent them,
+/// as curl writes them — a JSON object, a name (in lower case) for each
+/// field in the order they came, with every value of that name in an
+/// array, one name a line (`{"a":["1","2"],\n"b":["3"]\n}`), `{\n}`
+/// without an answer. Where curl 7.88 errs, it is not followed: it loses
+/// the fields between two of the same name, writes an empty value as
+/// `"\r"`, a control character as `u0001` (no backslash) and a byte not
+/// ASCII as `uffffffe9`; here every field is there, and the strings are
+/// JSON's, as later curls write them ([`json_string`]).
+fn header_json(fields: Option<&http::HeaderMap>) -> String {
+    let names = fields.into_iter().flat_map(|fields| {
+        fields.keys().map(|name| {
+            let values: Vec<String> = fields
+                .get_all(name)
+                .iter()
+                .map(|value| json_string(value.as_bytes()))
+                .collect();
+            format!(
+                "{}:[{}]",
+                json_string(name.as_str().as_bytes()),
+                values.join(",")
+            )
+        })
+    });
+    format!("{{{}\n}}", names.collect::<Vec<_>>().join(",\n"))
+}
+
+/// `bytes` as a JSON string, quoted, as curl 8 writes one: `\\`, `\"`,
+/// `\b`, `\f`, `\n`, `\r`, `\t`, another control character as `\u00XX`,
+/// UTF-8 as it is, and each byte that is not UTF-8 as U+FFFD.
+fn json_string(bytes: &[u8]) -> String {
+    let mut json = String::from("\"");
+    for chunk in bytes.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '\\' => json.push_str("\\\\"),
+                '"' => json.push_str("\\\""),
+                '\u{8}' => json.push_str("\\b"),
+                '\u{c}' => json.push_str("\\f"),
+                '\n' => json.push_str("\\n"),
+                '\r' => json.push_str("\\r"),
+                '\t' => json.push_str("\\t"),
+                c if c < ' ' => json.push_str(&format!("\\u{:04x}", c as u32)),
+                c => json.push(c),
+            }
+        }
+        for _ in chunk.invalid() {
+            json.push(char::REPLACEMENT_CHARACTER);
+        }
+    }
+    json.push('"');
+    json
 }
 
 /// `-f`: the answer's status, 400 or over, which curl's `--fail` exits 22
@@ -1828,6 +1975,14 @@ fn run(args: Args, transfer: &mut Transfer) -> Result<(), Box<dyn std::error::Er
         .headers()
         .get(http::header::CONTENT_TYPE)
         .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned());
+    // As the server sent them, as told; else (never, with `-w`) as the
+    // response has them.
+    let told_fields = told.as_ref().and_then(|told| {
+        let text = told.text();
+        let answer = text.attempts.get(&response.attempt_id())?;
+        Some(answer.fields.clone())
+    });
+    transfer.fields = Some(told_fields.unwrap_or_else(|| response.headers().clone()));
 
     let status = response.status();
     // The reason phrase as the server sent it, bytes that may not be
@@ -2225,7 +2380,8 @@ fn named(what: &str, error: std::io::Error) -> std::io::Error {
 /// client sent again by itself on a new connection (a `408` or a close
 /// on a pooled one, HTTP/2's refused or unprocessed streams) keeps its
 /// id: its heads are those of its last send alone. And `-w`'s redirects
-/// followed, counted.
+/// followed, counted, and each attempt's final fields, for
+/// `%{header_json}`.
 #[derive(Default)]
 struct IncludedHeads(std::sync::Mutex<HeadsText>);
 
@@ -2247,6 +2403,10 @@ struct AttemptHeads {
     interim: Vec<u8>,
     /// Its final head, once told.
     last: Vec<u8>,
+    /// The fields of its final head as they came (`-w`'s
+    /// `%{header_json}`): a decoded body's `Content-Encoding` and
+    /// `Content-Length` among them, which the response has no more.
+    fields: http::HeaderMap,
 }
 
 impl IncludedHeads {
@@ -2311,8 +2471,8 @@ impl tickless::EventListener for IncludedHeads {
     }
 
     fn on_response_head(&self, request: &tickless::RequestInfo, head: &tickless::ResponseHead<'_>) {
-        let head = told_head_text("", head);
-        self.of(request, |heads| heads.last = head);
+        let (text, fields) = (told_head_text("", head), head.headers().clone());
+        self.of(request, |heads| (heads.last, heads.fields) = (text, fields));
     }
 
     /// Told with the id of the attempt whose answer is followed: its heads

@@ -2,7 +2,8 @@
 //! it): the same arguments to each, against the same loopback server, and
 //! what each sent compared byte for byte — `-F`'s parts read from
 //! standard input (`@-`, `<-`) and the fields `;headers=` adds to a
-//! part's head.
+//! part's head — or what each wrote: `-w`'s `%{json}` and
+//! `%{header_json}`.
 //!
 //! Where `get` parts from curl on purpose, the test says so and asserts
 //! `get`'s own answer (with the bytes curl 7.88 gives beside it, checked
@@ -221,4 +222,171 @@ fn form_part_headers_that_curl_sends_as_written_are_sent_as_fields_or_refused() 
         stderr.contains("get: warning: cannot read from "),
         "{stderr}"
     );
+}
+
+/// A server for `-w`: fields of several kinds, a redirect, an error
+/// status.
+fn write_out_server() -> TestServer {
+    TestServer::respond(|request| match request.target.as_str() {
+        "/old" => response(302, &[("Location", "/fields"), ("X-Hop", "1")], b""),
+        "/missing" => response(404, &[("Content-Type", "text/html")], b"no"),
+        "/gz" => response(
+            200,
+            &[("Content-Encoding", "gzip"), ("X-Gz", "1")],
+            &gzip(b"unzipped"),
+        ),
+        _ => response(
+            200,
+            &[
+                ("Content-Type", "text/plain; charset=utf-8"),
+                ("X-Multi", "a"),
+                ("X-Multi", "b, c"),
+                ("X-Quote", "\"q\" \\ back\ttab"),
+                ("Set-Cookie", "c=1; Path=/"),
+            ],
+            b"the page",
+        ),
+    })
+}
+
+/// What `program` wrote on standard output for `url`, `-s -L -o
+/// /dev/null -w FORMAT` and `args`, and its exit status.
+fn written_out(program: &Path, url: &str, format: &str, args: &[&str]) -> (String, Option<i32>) {
+    let base = [url, "-s", "-L", "-o", "/dev/null", "-w", format];
+    let output = run(program, &[&base[..], args].concat(), b"");
+    (
+        String::from_utf8(output.stdout).unwrap(),
+        output.status.code(),
+    )
+}
+
+/// A URL at which nothing listens.
+fn refused_url() -> String {
+    let refused = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    format!("http://{}/", refused.local_addr().unwrap())
+}
+
+/// `%{header_json}`: the answer's fields as curl writes them, byte for
+/// byte — lower-case names in the order they came, each with the array
+/// of its values, one a line — the last hop's after redirects, an error
+/// status's with `-f`, a decoded body's `Content-Encoding` kept (as the
+/// server sent it), and `{\n}` without an answer; and beside it three
+/// variables alone, as curl writes them (without an answer, a port of 0).
+#[test]
+fn write_out_header_json_is_curls() {
+    let server = write_out_server();
+    let refused = refused_url();
+    for (url, args) in [
+        (server.url("/fields"), &[][..]),
+        (server.url("/old"), &[]),
+        (server.url("/missing"), &["-f"]),
+        (server.url("/gz"), &["--compressed"]),
+        (refused, &[]),
+    ] {
+        let format = "%{header_json}|%{http_code}|%{remote_port}|%{content_type}";
+        let got = written_out(&get(), &url, format, args);
+        let curls = written_out(&curl(), &url, format, args);
+        assert_eq!(got.0, curls.0, "{url} {args:?}");
+        assert!(got.0.starts_with('{'), "{url}: {got:?}");
+    }
+}
+
+/// The keys of `%{json}` get writes: the variables it knows, as curl
+/// names them, in curl's order.
+const JSON_KEYS: [&str; 14] = [
+    "content_type",
+    "errormsg",
+    "exitcode",
+    "http_code",
+    "http_version",
+    "num_redirects",
+    "remote_ip",
+    "remote_port",
+    "response_code",
+    "size_download",
+    "time_starttransfer",
+    "time_total",
+    "url",
+    "url_effective",
+];
+
+/// `%{json}`: the variables get knows, each under curl's name, in curl's
+/// order and of curl's JSON type, with curl's value — but the times (each
+/// a number of seconds, `get`'s own), the text of an error (`null` for
+/// none, in both) and, after an error, the exit status (get's are 1 for
+/// any error, curl's its own: 7, 47) — for an answer, a redirect followed,
+/// an error status with `-f`, and no answer at all. curl's other keys are
+/// not written (what `get` does not track: see `write_out_json`).
+#[test]
+fn write_out_json_has_curls_keys_types_and_values() {
+    let server = write_out_server();
+    let refused = refused_url();
+    for (url, args, same_exit) in [
+        (server.url("/fields"), &[][..], true),
+        (server.url("/old"), &[], true),
+        (server.url("/missing"), &["-f"], true),
+        (refused, &[], false),
+    ] {
+        let (got_text, _) = written_out(&get(), &url, "%{json}", args);
+        let (curls_text, _) = written_out(&curl(), &url, "%{json}", args);
+        let got: serde_json::Value = serde_json::from_str(&got_text).unwrap();
+        let curls: serde_json::Value = serde_json::from_str(&curls_text).unwrap();
+        let (got, curls) = (got.as_object().unwrap(), curls.as_object().unwrap());
+        let keys: Vec<&str> = got.keys().map(String::as_str).collect();
+        let mut in_order = JSON_KEYS.to_vec();
+        in_order.sort_by_key(|key| got_text.find(&format!("\"{key}\":")));
+        assert_eq!(in_order, JSON_KEYS, "get's order: {got_text}");
+        let mut curls_order = JSON_KEYS.to_vec();
+        curls_order.sort_by_key(|key| curls_text.find(&format!("\"{key}\":")));
+        assert_eq!(curls_order, JSON_KEYS, "curl's order: {curls_text}");
+        let mut sorted = keys.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, JSON_KEYS, "{got_text}");
+        for key in JSON_KEYS {
+            let (value, curls_value) = (&got[key], &curls[key]);
+            let (url, args) = (&url, args);
+            match key {
+                "time_starttransfer" | "time_total" => {
+                    assert!(value.is_f64() && curls_value.is_f64(), "{key}: {got_text}");
+                    assert!(value.as_f64().unwrap() >= 0.0, "{key}: {got_text}");
+                }
+                "errormsg" => assert_eq!(
+                    value.is_null(),
+                    curls_value.is_null(),
+                    "{url} {args:?} {key}: {got_text} / {curls_text}"
+                ),
+                "exitcode" if !same_exit => assert!(value.is_u64(), "{got_text}"),
+                _ => assert_eq!(
+                    value, curls_value,
+                    "{url} {args:?} {key}: {got_text} / {curls_text}"
+                ),
+            }
+        }
+    }
+}
+
+/// Where curl 7.88's `%{header_json}` errs, get writes what later curls
+/// do (checked here, curl 7.88 writing what each comment says): every
+/// field, those between two of one name too (7.88 loses `x-c`); an empty
+/// value as `""` (7.88: `"\r"`); UTF-8 as it is (7.88:
+/// `cafuffffffc3uffffffa9`) and a byte that is not UTF-8 as U+FFFD (7.88:
+/// `cafuffffffe9`). (A control character, which 7.88 writes as `u0001`,
+/// no backslash, is `\u0001` here; but no field can hold one.)
+#[test]
+fn write_out_header_json_is_valid_json_where_curl_7_88_errs() {
+    let server = TestServer::respond(|_| {
+        b"HTTP/1.1 200 OK\r\nX-B: 1\r\nX-C: 2\r\nX-B: 3\r\nX-Empty:\r\n\
+          X-Utf: caf\xc3\xa9\r\nX-Latin: caf\xe9\r\nContent-Length: 2\r\n\r\nok"
+            .to_vec()
+    });
+    let (text, exit) = written_out(&get(), &server.url("/"), "%{header_json}", &[]);
+    assert_eq!(exit, Some(0));
+    assert_eq!(
+        text,
+        "{\"x-b\":[\"1\",\"3\"],\n\"x-c\":[\"2\"],\n\"x-empty\":[\"\"],\n\
+         \"x-utf\":[\"caf\u{e9}\"],\n\"x-latin\":[\"caf\u{fffd}\"],\n\
+         \"content-length\":[\"2\"]\n}"
+    );
+    let parsed: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(parsed["x-utf"][0], "caf\u{e9}");
 }
