@@ -1016,28 +1016,22 @@ fn form_word<'a>(text: &'a str, warnings: &mut Vec<String>) -> (String, &'a str)
 
 /// The form of `-F`'s and `--form-string`'s parts, their files read as
 /// curl reads them: `<-` and `@-` standard input whole, the latter a file
-/// named `-`, as curl names it, with no type but `;type=`'s or the one
-/// curl gives the file name of `;filename=` ([`curls_media_type`]). A
-/// part's `;headers=` fields follow its `Content-Disposition` and
-/// `Content-Type` ([`tickless::multipart::Part::header`]), as curl writes
-/// them: a `Content-Disposition` among them replaces the form's own, and
-/// the first `Content-Type` is its type unless `;type=` gives one.
+/// named `-`, as curl names it; each part typed by `;type=`, else as curl
+/// types it ([`curls_part_type`]). A part's `;headers=` fields follow its
+/// `Content-Disposition` and `Content-Type`
+/// ([`tickless::multipart::Part::header`]), as curl writes them: a
+/// `Content-Disposition` among them replaces the form's own, and the
+/// first `Content-Type` is its type unless `;type=` gives one.
 fn form_of(parts: &[FormPart]) -> Result<tickless::multipart::Form, String> {
     use tickless::multipart::{Form, Part};
     let mut form = Form::new();
     for part in parts {
         let mut body = match &part.content {
             FormContent::Text(value) => Part::text(value.clone()),
-            // As curl: standard input read whole, a file named `-`, typed
-            // by the name its head gives alone (none for `-`).
+            // As curl: standard input read whole, a file named `-`.
             FormContent::File(path) if path == "-" => {
                 let stdin = read_named(&format!("--form {}=@", part.name), path)?;
-                let head_name = part.file_name.as_deref().unwrap_or(path);
-                let stdin = Part::bytes(stdin).file_name(path);
-                match curls_media_type(head_name) {
-                    Some(mime) => stdin.mime(http::HeaderValue::from_static(mime)),
-                    None => stdin,
-                }
+                Part::bytes(stdin).file_name(path)
             }
             FormContent::File(path) => {
                 Part::file(path).map_err(|e| format!("--form {}=@{path}: {e}", part.name))?
@@ -1046,6 +1040,9 @@ fn form_of(parts: &[FormPart]) -> Result<tickless::multipart::Form, String> {
                 Part::bytes(read_named(&format!("--form {}=<", part.name), path)?)
             }
         };
+        if let Some(mime) = curls_part_type(part) {
+            body = body.mime(http::HeaderValue::from_static(mime));
+        }
         // As curl: the first `Content-Type` among the fields is the type,
         // unless `;type=` gives one; no other is sent.
         let mut typed = part.mime.is_some();
@@ -1071,6 +1068,29 @@ fn form_of(parts: &[FormPart]) -> Result<tickless::multipart::Form, String> {
         form = form.part(part.name.clone(), body);
     }
     Ok(form)
+}
+
+/// The media type curl 7.88 gives `part` when neither `;type=` nor a
+/// `Content-Type` field gives one (libcurl's `Curl_mime_prepare_headers`):
+/// the one of the file name its head gives ([`curls_media_type`]); for a
+/// file (not standard input's `@-`) else the one of its path, else
+/// `application/octet-stream`; for text, standard input and a file's
+/// contents (`<FILE`) else none. Not the client's [`Part::file`]'s type
+/// (`mime_guess`'s, from hundreds of extensions): curl sends a `.json`
+/// file as `application/octet-stream`, and a file named `x.txt` by
+/// `;filename=` as `text/plain`, whatever its path.
+///
+/// [`Part::file`]: tickless::multipart::Part::file
+fn curls_part_type(part: &FormPart) -> Option<&'static str> {
+    let by_name = part.file_name.as_deref().and_then(curls_media_type);
+    match &part.content {
+        FormContent::File(path) if path != "-" => Some(
+            by_name
+                .or_else(|| curls_media_type(path))
+                .unwrap_or("application/octet-stream"),
+        ),
+        _ => by_name,
+    }
 }
 
 /// The media type curl 7.88 gives a form's part by the file name its

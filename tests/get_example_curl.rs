@@ -1,8 +1,8 @@
 //! `examples/get` beside curl itself (7.88, as `scripts/test` installs
 //! it): the same arguments to each, against the same loopback server, and
 //! what each sent compared byte for byte — `-F`'s parts read from
-//! standard input (`@-`, `<-`) and the fields `;headers=` adds to a
-//! part's head — or what each wrote: `-w`'s `%{json}` and
+//! standard input (`@-`, `<-`), the fields `;headers=` adds to a part's
+//! head, and each part's type — or what each wrote: `-w`'s `%{json}` and
 //! `%{header_json}`.
 //!
 //! Where `get` parts from curl on purpose, the test says so and asserts
@@ -389,4 +389,45 @@ fn write_out_header_json_is_valid_json_where_curl_7_88_errs() {
     );
     let parsed: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(parsed["x-utf"][0], "caf\u{e9}");
+}
+
+/// A part no `;type=` types is typed as curl types it: by the file name
+/// its head gives, from libcurl's ten extensions (in any case), a file
+/// also by its path, else `application/octet-stream` — not by the
+/// client's wider table (`.json`, `.csv`) — and a text part named by
+/// `;filename=` too; a part that no name types has no type.
+#[test]
+fn form_parts_are_typed_as_curl_types_them() {
+    let dir = support::real::TempDir::new("get-curl-form-types");
+    let mut files = Vec::new();
+    for name in ["a.json", "b.csv", "c.TXT", "noext", "d.html", "e.txt"] {
+        let path = dir.path().join(name);
+        std::fs::write(&path, name).unwrap();
+        files.push(path.to_str().unwrap().to_string());
+    }
+    let [json, csv, txt, noext, html, plain] = &files[..] else {
+        unreachable!()
+    };
+    for args in [
+        vec![
+            format!("a=@{json}"),
+            format!("b=@{csv}"),
+            format!("c=@{txt}"),
+        ],
+        vec![format!("a=@{noext}"), format!("b=@{noext};filename=y.txt")],
+        vec![
+            format!("a=@{html};filename=z.bin"),
+            format!("b=@{json};filename=p.PDF"),
+        ],
+        vec!["a=v;filename=x.txt".into(), "b=v;filename=x.json".into()],
+        vec![
+            format!("a=<{plain}"),
+            format!("b=@{plain};type=text/x-mine"),
+        ],
+        vec![format!("a=@{json};headers=Content-Type: text/x-field")],
+    ] {
+        let args: Vec<String> = args.into_iter().flat_map(|a| ["-F".into(), a]).collect();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        assert_form_sent_as_curls(&args, b"");
+    }
 }
