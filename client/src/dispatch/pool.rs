@@ -34,10 +34,12 @@
 //!   stream of requests to one host never holds another host's request.
 //! * Idle connections never keep a request waiting for the total limit:
 //!   one that queues for it has the longest-idle connection closed to make
-//!   room (or, with none in the pool, is told to want room: the dispatcher
-//!   then closes an HTTP/2 connection with no stream, which holds a permit
-//!   outside the pool's idle lists). Nor a retried request for its host's limit: the longest-idle
-//!   connection of its origin is closed for it.
+//!   room, unless connections of its origin it found expired are closing
+//!   (their permits make it); with none in the pool, it is told to want
+//!   room (the dispatcher then closes an HTTP/2 connection with no stream,
+//!   which holds a permit outside the pool's idle lists). Nor a retried
+//!   request for its host's limit: the longest-idle connection of its
+//!   origin is closed for it.
 //! * A waiter served a connection that turns out closed before it took it
 //!   keeps its place: it goes back into its queue where it was
 //!   ([`Pool::requeue`]), ahead of every younger waiter, so the permit that
@@ -523,18 +525,21 @@ impl<W: Waiter, C: Pooled> Pool<W, C> {
             } else {
                 inner.enqueue(waiter, &mut graves);
                 // Room for it, if only idle connections fill the total: the
-                // one closed gives back its permit (`release`).
+                // one closed gives back its permit (`release`). Expired
+                // connections of its origin found on the way close anyway,
+                // and give back theirs: then no other is closed for it —
+                // that one would be a good connection lost for nothing.
                 let for_total = inner.host_has_room(&self.limits, origin);
                 if for_total {
-                    to_close.extend(inner.take_longest_idle());
+                    if to_close.is_empty() {
+                        to_close.extend(inner.take_longest_idle());
+                    }
                 } else if !allow_idle {
                     // A request that may not take an idle connection of its
                     // origin: one of those may be what fills the host's
                     // limit, and its permit serves it once closed.
                     to_close.extend(inner.take_longest_idle_of(origin));
                 }
-                // Expired connections of its origin found on the way close
-                // too, and make room as well.
                 Acquired::Queued {
                     wants_room: for_total && to_close.is_empty(),
                 }

@@ -816,6 +816,42 @@ fn a_request_waiting_for_the_total_limit_has_an_idle_connection_closed_to_make_r
     assert_eq!(served(pool.release(&origin("a"))), Some("b"));
 }
 
+/// A request that finds its origin's idle connection past its idle
+/// timeout, and queues for the total limit: that connection, closed, makes
+/// its room. Another origin's idle connection, still good, is not closed
+/// as well (before, it was: the next request to that origin connected
+/// again, for nothing).
+#[test]
+fn a_request_whose_idle_connection_expired_closes_no_other_for_the_total_limit() {
+    let limits = PoolLimits {
+        max_connections: Some(2),
+        idle_timeout: Some(Duration::from_secs(30)),
+        ..PoolLimits::default()
+    };
+    let (pool, clock) = pool(limits);
+    let (a, b) = (request("a", "a"), request("b", "b"));
+    assert_eq!(acquired(&pool, &a, &clock), "permit");
+    assert_eq!(acquired(&pool, &b, &clock), "permit");
+    assert!(matches!(
+        pool.offer(idle("a", 1, &clock), clock.now()),
+        Offer::Kept
+    ));
+    clock.advance(Duration::from_secs(20));
+    assert!(matches!(
+        pool.offer(idle("b", 2, &clock), clock.now()),
+        Offer::Kept
+    ));
+    // a's idle 35 s (expired, the cleaner not round yet); b's 15 s.
+    clock.advance(Duration::from_secs(15));
+    let again = request("a", "again");
+    let (got, to_close) = pool.acquire(&again, clock.now(), true);
+    assert!(matches!(got, Acquired::Queued { wants_room: false }));
+    let closed: Vec<u64> = to_close.iter().map(|c| c.id).collect();
+    assert_eq!(closed, [1], "the expired one, and only it");
+    assert_eq!(pool.counts(), (2, 1), "b's is still idle in the pool");
+    assert_eq!(served(pool.release(&origin("a"))), Some("again"));
+}
+
 /// Whether a queued request wants room made outside the pool (an idle
 /// HTTP/2 connection closed for it): only when it waits for the total
 /// limit alone and no connection of the pool closes for it.
