@@ -1671,6 +1671,97 @@ fn an_answer_that_has_no_body_ends_whole_and_empty_whatever_its_data() {
     }
 }
 
+/// A body that ended with its head says so through `http_body` before
+/// any read, with an exact size hint of 0, as hyper's does: a `HEADERS`
+/// frame that ends the stream (with a `content-length` of 0 or none), an
+/// answer to HEAD, a 204 or a 304 (whose streams the server leaves open
+/// here). One whose stream goes on does not, until it is read: a
+/// `content-length` of 0 with trailers to come, a body in DATA.
+#[test]
+fn a_body_that_ended_with_its_head_is_at_its_end_before_any_read() {
+    let cases: [(http::Method, Answer, bool); 7] = [
+        (http::Method::GET, |id| ok_headers(id), true),
+        (
+            http::Method::GET,
+            |id| {
+                let mut block = status(b"200");
+                block.extend(field(b"content-length", b"0"));
+                frame(HEADERS, END_HEADERS | END_STREAM, id, &block)
+            },
+            true,
+        ),
+        (
+            http::Method::HEAD,
+            |id| {
+                let mut block = status(b"200");
+                block.extend(field(b"content-length", b"5"));
+                frame(HEADERS, END_HEADERS, id, &block)
+            },
+            true,
+        ),
+        (
+            http::Method::GET,
+            |id| frame(HEADERS, END_HEADERS, id, &status(b"204")),
+            true,
+        ),
+        (
+            http::Method::GET,
+            |id| frame(HEADERS, END_HEADERS, id, &status(b"304")),
+            true,
+        ),
+        (
+            http::Method::GET,
+            |id| {
+                let mut block = status(b"200");
+                block.extend(field(b"content-length", b"0"));
+                let mut out = frame(HEADERS, END_HEADERS, id, &block);
+                out.extend(trailers(id));
+                out
+            },
+            false,
+        ),
+        (
+            http::Method::GET,
+            |id| {
+                let mut out = frame(HEADERS, END_HEADERS, id, &status(b"200"));
+                out.extend(frame(DATA, END_STREAM, id, b"abc"));
+                out
+            },
+            false,
+        ),
+    ];
+    for (i, (method, answer, ended)) in cases.into_iter().enumerate() {
+        let server = RawH2Server::start(move |mut conn| {
+            let id = conn.read_requests(1)[0];
+            conn.send(&answer(id));
+            conn.drain(CEILING);
+        });
+        let client = h2c().build().unwrap();
+        let response = client
+            .request(method.clone(), server.url("/"))
+            .send()
+            .wait()
+            .unwrap();
+        let mut body = response.into_body();
+        assert_eq!(Body::is_end_stream(&body), ended, "case {i}: {method}");
+        if ended {
+            let hint = Body::size_hint(&body);
+            assert_eq!((hint.lower(), hint.upper()), (0, Some(0)), "case {i}");
+        }
+        // Read all the same, through `http_body`, to its end.
+        let mut frames = 0;
+        while let Some(frame) = block_on(std::future::poll_fn(|cx| {
+            std::pin::Pin::new(&mut body).poll_frame(cx)
+        })) {
+            frame.unwrap();
+            frames += 1;
+        }
+        assert!(Body::is_end_stream(&body), "case {i}: {method}");
+        assert_eq!(frames == 0, ended, "case {i}: {method}");
+        client.close();
+    }
+}
+
 /// DATA frames, each with its flags.
 type DataFrames = &'static [(u8, &'static [u8])];
 

@@ -631,6 +631,66 @@ fn a_body_hints_its_length_when_its_head_tells_it() {
     client.close();
 }
 
+/// Whether `http_body` says the body has ended.
+fn end_stream(body: &tickless::Body) -> bool {
+    tickless::http_body::Body::is_end_stream(body)
+}
+
+/// A body that ended with its head — an answer to HEAD, a 204, a 304, a
+/// `Content-Length: 0`, decoded or not — says so through `http_body`
+/// before any read, with an exact size hint of 0, as hyper's does: code
+/// that skips an ended body (a proxy) does not poll it. One whose end is
+/// still to be read (an empty chunked body: trailers may come) does not,
+/// until it is read.
+#[test]
+fn a_body_that_ended_with_its_head_is_at_its_end_before_any_read() {
+    let server = TestServer::respond(|request| match request.target.as_str() {
+        "/204" => response(204, &[], b""),
+        "/304" => response(304, &[("Content-Length", "10")], b""),
+        "/empty" => response(200, &[("Content-Length", "0")], b""),
+        "/empty-gzip" => response(
+            200,
+            &[("Content-Length", "0"), ("Content-Encoding", "gzip")],
+            b"",
+        ),
+        "/empty-chunked" => chunked(200, &[], &[]),
+        _ => response(200, &[], &[b'z'; 10]),
+    });
+    let client = client(false);
+    let body = |method: http::Method, path: &str| {
+        client
+            .request(method, server.url(path))
+            .send()
+            .wait()
+            .unwrap()
+            .into_body()
+    };
+    let ended = [
+        (http::Method::HEAD, "/length"),
+        (http::Method::GET, "/204"),
+        (http::Method::GET, "/304"),
+        (http::Method::GET, "/empty"),
+        (http::Method::GET, "/empty-gzip"),
+    ];
+    for (method, path) in ended {
+        let mut body = body(method.clone(), path);
+        assert!(end_stream(&body), "{method} {path}");
+        assert_eq!(hint(&body), (0, Some(0)), "{method} {path}");
+        // Read all the same, it is empty, and still at its end.
+        let mut read = Vec::new();
+        body.read_to_end(&mut read).unwrap();
+        assert_eq!(read, b"", "{method} {path}");
+        assert!(end_stream(&body), "{method} {path}");
+    }
+    for path in ["/empty-chunked", "/length"] {
+        let mut body = body(http::Method::GET, path);
+        assert!(!end_stream(&body), "{path}");
+        body.read_to_end(&mut Vec::new()).unwrap();
+        assert!(end_stream(&body), "{path}");
+    }
+    client.close();
+}
+
 #[test]
 fn text_is_decoded_from_the_charset_of_its_content_type() {
     let server = TestServer::respond(|request| match request.target.as_str() {

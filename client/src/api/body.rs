@@ -91,6 +91,10 @@ pub struct Body {
     /// A body of known length: what is still to be taken from the pipe
     /// (the `http_body` size hint, with `current`).
     untaken: Option<u64>,
+    /// The body ended with its head: nothing of it, not even trailers, is
+    /// to come (see `Head::body_ended`), and `http_body` is told so
+    /// before any read.
+    ended_at_head: bool,
     trailers: Option<http::HeaderMap>,
     trailers_given: bool,
     /// The pipe has given its end (the decoder may still hold bytes).
@@ -133,17 +137,22 @@ impl Failure {
 }
 
 impl Body {
-    /// `length`: the body's, as it will be read, if its head tells it.
+    /// `length`: the body's, as it will be read, if its head tells it;
+    /// `ended_at_head`: whether it ended with its head — then its length
+    /// is 0 as it will be read, decoded or not (an empty body is a whole
+    /// one in every coding).
     pub(crate) fn new(
         exchange: Arc<Exchange>,
         decoding: Option<Decoding>,
         length: Option<u64>,
+        ended_at_head: bool,
     ) -> Body {
         Body {
             exchange,
             decoding: decoding.map(Box::new),
             current: Bytes::new(),
-            untaken: length,
+            untaken: if ended_at_head { Some(0) } else { length },
+            ended_at_head,
             trailers: None,
             trailers_given: false,
             raw_ended: false,
@@ -347,12 +356,21 @@ impl http_body::Body for Body {
         }
     }
 
+    /// True once the end has been read, and its trailers; and before any
+    /// read for a body that ended with its head — an answer to HEAD, a 204,
+    /// a 304, a `Content-Length: 0` over HTTP/1.1, an HTTP/2 `HEADERS`
+    /// frame that ended the stream — as hyper says, so that code that
+    /// skips an ended body (a proxy forwarding it) need not poll it.
     fn is_end_stream(&self) -> bool {
+        if self.ended_at_head && self.failed.is_none() {
+            return true;
+        }
         self.is_end() && (self.trailers.is_none() || self.trailers_given)
     }
 
     /// Exact for a body whose head gave its length (not one being
-    /// decoded), and once the body has ended; otherwise unknown.
+    /// decoded, unless it ended with its head: 0), and once the body has
+    /// ended; otherwise unknown.
     fn size_hint(&self) -> http_body::SizeHint {
         let unread = self.current.len() as u64;
         match (self.ended, self.untaken) {

@@ -167,7 +167,7 @@ impl Future for ResponseFuture {
 fn response(chain: &mut Chain, mut head: Head) -> Result<Response, Error> {
     let decoding = chain.decoding(&mut head)?;
     let length = chain.body_length(&head, decoding.is_some());
-    let body = Body::new(chain.current().clone(), decoding, length);
+    let body = Body::new(chain.current().clone(), decoding, length, head.body_ended);
     chain.body_made();
     chain.head_given(head.status);
     let attempt_id = chain.current().id;

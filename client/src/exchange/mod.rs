@@ -242,6 +242,14 @@ pub(crate) struct Head {
     /// body: asked again of the headers, it cost two more lookups and a
     /// parse of `Content-Length` a response.
     pub(crate) declared_length: Option<u64>,
+    /// Whether the body ended with the head, nothing of it (not even
+    /// trailers) still to come: a response that [has no body](has_no_body),
+    /// one over HTTP/1.1 that declares a length of 0, or one whose HTTP/2
+    /// `HEADERS` frame ended the stream. What a reader learns without
+    /// reading (`http_body::Body::is_end_stream`). Not one over HTTP/2
+    /// that declares a length of 0 and leaves its stream open: trailers
+    /// may follow.
+    pub(crate) body_ended: bool,
 }
 
 impl Head {

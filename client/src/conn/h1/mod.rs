@@ -894,6 +894,8 @@ impl Conn {
                         // response with no body, which the decoder frames as
                         // such); a body framed otherwise has none.
                         declared_length: active.decoder.body_remaining(),
+                        // A body framed by a length of 0 has no trailers.
+                        body_ended: active.decoder.body_remaining() == Some(0),
                     };
                     if !exchange.deliver_head(head) {
                         self.reset(cx);

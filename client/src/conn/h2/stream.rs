@@ -707,6 +707,7 @@ impl Stream {
                     let over_limit = !self.body.fits(0, declared);
                     self.refused = !parts.status.is_success();
                     let exchange = &self.exchange;
+                    let bodiless = has_no_body(&exchange.request.method, parts.status);
                     let head = Head {
                         status: parts.status,
                         version: http::Version::HTTP_2,
@@ -717,6 +718,10 @@ impl Stream {
                             |info| info.remote,
                         ),
                         declared_length: declared,
+                        // Known ended now: an answer with no body, or one
+                        // whose stream `h2` has seen end with nothing of it
+                        // left to take (`END_STREAM` on its `HEADERS`).
+                        body_ended: bodiless || body.is_end_stream(),
                     };
                     if !exchange.deliver_head(head) {
                         return Ok(self.cancelled());
@@ -724,7 +729,7 @@ impl Stream {
                     if over_limit {
                         return Ok(self.too_large());
                     }
-                    if !has_no_body(&exchange.request.method, parts.status) {
+                    if !bodiless {
                         self.recv = Recv::Body(body);
                         continue;
                     }
