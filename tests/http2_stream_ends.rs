@@ -30,7 +30,12 @@
 //!   with the head or after the reset, harms no other stream;
 //! * a listener that cancels its request at an interim (1xx) head frees
 //!   the stream there and then, with `CANCEL`, as one that cancels at the
-//!   final head does — not a turn of the loop later.
+//!   final head does — not a turn of the loop later;
+//! * a body that ended with its head says so (`http_body`'s
+//!   `is_end_stream`, an exact size hint of 0) before any read; a head
+//!   that ends its stream is whole and empty (HEAD's, a 204's declaring a
+//!   length, a "trailers-only" one, one after a `103`) or malformed (a
+//!   200 declaring bytes it ends without, a `103` ending the stream).
 //!
 //! To know that the client has read a burst of frames, the server ends it
 //! with a PING and waits for the answer: `h2` reads frames in order, so the
@@ -2358,4 +2363,92 @@ fn a_cancel_at_an_interim_head_frees_the_stream_in_the_same_poll() {
     let a = cancels.0.lock().unwrap().take().expect("A's future");
     assert!(matches!(a.wait(), Err(tickless::Error::Cancelled)));
     client.close();
+}
+
+/// A head that ends its stream (`END_STREAM` on its `HEADERS`), in the
+/// forms a server sends: whole and empty at its head — an answer to HEAD
+/// or a 204 declaring `content-length: 5` (RFC 9113 §8.1.1 exempts them),
+/// a gRPC-style "trailers-only" answer (its fields in the head: there are
+/// no trailers), a final head after a `103` — or malformed, its stream
+/// reset by the client with `PROTOCOL_ERROR` as `h2` finds it (a 200
+/// declaring 5 bytes it ends without, a `103` that ends the stream),
+/// the connection going on.
+#[test]
+fn heads_that_end_their_stream_are_whole_and_empty_or_malformed() {
+    fn ending(code: &[u8; 3], length: Option<&[u8]>) -> impl Fn(u32) -> Vec<u8> {
+        let mut block = status(code);
+        if let Some(length) = length {
+            block.extend(field(b"content-length", length));
+        }
+        move |id| frame(HEADERS, END_HEADERS | END_STREAM, id, &block)
+    }
+    let whole: [(&str, http::Method, Answer); 4] = [
+        ("HEAD", http::Method::HEAD, |id| {
+            ending(b"200", Some(b"5"))(id)
+        }),
+        ("204", http::Method::GET, |id| {
+            ending(b"204", Some(b"5"))(id)
+        }),
+        ("trailers-only", http::Method::GET, |id| {
+            let mut block = status(b"200");
+            block.extend(field(b"grpc-status", b"0"));
+            frame(HEADERS, END_HEADERS | END_STREAM, id, &block)
+        }),
+        ("103, then 200", http::Method::GET, |id| {
+            let mut out = frame(HEADERS, END_HEADERS, id, &status(b"103"));
+            out.extend(ending(b"200", None)(id));
+            out
+        }),
+    ];
+    for (name, method, answer) in whole {
+        let server = RawH2Server::start(move |mut conn| {
+            let id = conn.read_requests(1)[0];
+            conn.send(&answer(id));
+            conn.drain(CEILING);
+        });
+        let client = h2c().build().unwrap();
+        let mut response = client
+            .request(method, server.url("/"))
+            .send()
+            .wait()
+            .unwrap();
+        assert!(Body::is_end_stream(response.body_mut()), "{name}");
+        let mut read = Vec::new();
+        std::io::Read::read_to_end(response.body_mut(), &mut read).unwrap();
+        assert_eq!(read, b"", "{name}");
+        assert!(response.body_mut().trailers().is_none(), "{name}");
+        if name == "trailers-only" {
+            assert_eq!(response.headers()["grpc-status"], "0");
+        }
+        client.close();
+    }
+    let malformed: [(&str, Answer); 2] = [
+        ("200 declaring 5 bytes", |id| ending(b"200", Some(b"5"))(id)),
+        ("103 ending the stream", |id| ending(b"103", None)(id)),
+    ];
+    for (name, answer) in malformed {
+        let server = RawH2Server::start(move |mut conn| {
+            let ids = conn.read_requests(1);
+            conn.send(&answer(ids[0]));
+            conn.answer_all();
+        });
+        let client = h2c().build().unwrap();
+        let error = client.get(server.url("/")).send().wait().unwrap_err();
+        assert!(
+            matches!(
+                error,
+                tickless::Error::Http2 {
+                    reason: tickless::Http2Reason::PROTOCOL_ERROR,
+                    initiator: tickless::Http2Initiator::Local,
+                    connection: false,
+                    ..
+                }
+            ),
+            "{name}: {error:?}"
+        );
+        let next = client.get(server.url("/next")).send().wait().unwrap();
+        assert_eq!(next.status(), 200, "{name}");
+        assert_eq!(server.connections.load(Ordering::SeqCst), 1, "{name}");
+        client.close();
+    }
 }
