@@ -726,6 +726,15 @@ impl ClientBuilder {
     /// with `ENHANCE_YOUR_CALM`), failing every stream on it with
     /// [`Error::Http2`](crate::Error::Http2); the next request opens
     /// another connection. Default 64 KiB.
+    ///
+    /// The stream fails with `h2`'s reset (`PROTOCOL_ERROR`, as for a
+    /// malformed head), not with the typed "head too large" of HTTP/1.1:
+    /// `h2` decodes the head and tells nothing more. Trailers past the
+    /// limit `h2` does not refuse: it keeps the fields that came first
+    /// while they fit and drops the rest, and the body ends with those —
+    /// unless they pass [`max_trailer_bytes`](crate::h1::Limits::max_trailer_bytes)
+    /// (16 KiB by default), which fails the body. Telling either apart
+    /// would take decoding every header block a second time, beside `h2`.
     pub fn http2_max_header_list_size(mut self, max: u32) -> Self {
         self.config.http2.max_header_list_size = max;
         self
