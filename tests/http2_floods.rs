@@ -252,3 +252,70 @@ fn interim_heads_restart_the_read_timeout() {
     assert!(started.elapsed() >= Duration::from_secs(1));
     client.close();
 }
+
+/// `h2` counts the empty DATA frames that do not end their stream over a
+/// connection's whole life, and at the 101st ends the connection with
+/// `GOAWAY(ENHANCE_YOUR_CALM)`, failing every stream on it (h2 #935, a
+/// guard against a flood of them that flow control does not bound). A
+/// server may send one such frame a response (a gateway on hyper relaying
+/// a chunked body did, smg-project/smg#2488), so every 101st
+/// answer on a connection, and any stream open beside it, failed. The
+/// connection retires before that, its open streams finishing, and the
+/// requests after go to a new one. A DATA frame of padding alone is
+/// empty too (`h2` counts what is left once the padding is taken off):
+/// every other answer here has one.
+#[test]
+fn empty_data_frames_over_a_connections_life_fail_no_stream() {
+    const ANSWERS: usize = 250;
+    const PADDED: u8 = 0x8;
+    let (seen, held_seen) = std::sync::mpsc::channel();
+    let server = RawH2Server::start(move |mut conn| {
+        let held = (conn.index == 0).then(|| {
+            let held = conn.read_requests(1)[0];
+            let _ = seen.send(());
+            // Answers until the client takes its requests elsewhere.
+            let _ = conn
+                .stream
+                .set_read_timeout(Some(Duration::from_millis(500)));
+            held
+        });
+        let mut answered = 0;
+        while let Some(&id) = conn.read_requests(1).first() {
+            let mut out = frame(HEADERS, END_HEADERS, id, &[0x88]);
+            if answered % 2 == 0 {
+                out.extend(frame(DATA, 0, id, b""));
+            } else {
+                out.extend(frame(DATA, PADDED, id, &[3, 0, 0, 0]));
+            }
+            out.extend(frame(DATA, END_STREAM, id, b"ok"));
+            conn.send(&out);
+            answered += 1;
+        }
+        if let Some(held) = held {
+            conn.send(&ok_headers(held));
+            conn.drain(CEILING);
+        }
+    });
+    let client = Client::builder().http2_prior_knowledge().build().unwrap();
+    let held = client.get(server.url("/held")).send();
+    held_seen.recv_timeout(CEILING).unwrap();
+    for i in 0..ANSWERS {
+        let answer = client
+            .get(server.url("/"))
+            .send()
+            .wait()
+            .and_then(|response| response.bytes().wait());
+        match answer {
+            Ok(body) => assert_eq!(body, "ok", "answer {i}"),
+            Err(error) => panic!("answer {i}: {error:?}"),
+        }
+    }
+    match held.wait() {
+        Ok(response) => assert_eq!(response.status(), 200),
+        Err(error) => panic!("the stream held open beside the answers: {error:?}"),
+    }
+    // Each connection retired once it had taken some 75 of them.
+    let connections = server.connections.load(Ordering::SeqCst);
+    assert!((2..=ANSWERS / 50).contains(&connections), "{connections}");
+    client.close();
+}

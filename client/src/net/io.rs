@@ -60,11 +60,12 @@
 //!   ([`IoReadiness::not_http2`]) — `h2` sees only a frame too large or a
 //!   broken pipe. The reads after the first are not looked at.
 //! * Every read is looked at for the server's `SETTINGS_MAX_HEADER_LIST_SIZE`
-//!   ([`IoReadiness::max_header_list_size`]), which `h2` keeps to itself.
+//!   ([`IoReadiness::max_header_list_size`]) and its empty DATA frames
+//!   ([`IoReadiness::empty_data_frames`]), which `h2` keeps to itself.
 //! * Only the loop's thread uses it: the connection owns it, and the flags
 //!   are shared with that same connection's code alone.
 
-use super::peer_settings::SettingsWatch;
+use super::frame_watch::FrameWatch;
 use super::Transport;
 use bytes::{Buf, Bytes};
 use std::io;
@@ -91,9 +92,10 @@ pub(crate) struct AsyncIo {
     /// The first read is still to be looked at for a server that does not
     /// speak HTTP/2 (see [`IoReadiness::not_http2`]).
     watch_first_read: bool,
-    /// Where the server's frames are, for its settings (see
-    /// [`IoReadiness::max_header_list_size`]).
-    settings: SettingsWatch,
+    /// Where the server's frames are, for its settings and its empty DATA
+    /// frames (see [`IoReadiness::max_header_list_size`] and
+    /// [`IoReadiness::empty_data_frames`]).
+    frames: FrameWatch,
 }
 
 /// What the first read of a connection that speaks HTTP/2 without asking
@@ -182,6 +184,9 @@ pub(crate) struct IoReadiness {
     /// The server's `SETTINGS_MAX_HEADER_LIST_SIZE`, the last one read;
     /// [`NO_LIMIT`] before any (see [`IoReadiness::max_header_list_size`]).
     max_header_list_size: AtomicU64,
+    /// The server's empty DATA frames that did not end their stream, so far
+    /// (see [`IoReadiness::empty_data_frames`]).
+    empty_data_frames: AtomicUsize,
     /// A read met the socket's end as the server's close (see
     /// [`IoReadiness::closed_by_server`]).
     closed_by_server: AtomicBool,
@@ -214,6 +219,17 @@ impl IoReadiness {
     pub(crate) fn max_header_list_size(&self) -> Option<u64> {
         let limit = self.max_header_list_size.load(Ordering::Relaxed);
         (limit != NO_LIMIT).then_some(limit)
+    }
+
+    /// How many DATA frames the server has sent that carry nothing (their
+    /// padding taken off) and do not end their stream, as read off the
+    /// socket. `h2` counts them, on the streams it still has, over the
+    /// connection's life, and past 100 ends it with
+    /// `GOAWAY(ENHANCE_YOUR_CALM)`, every stream on it failing (a guard
+    /// against a flood of them, which flow control does not bound); the
+    /// connection retires before that (`conn::h2`).
+    pub(crate) fn empty_data_frames(&self) -> usize {
+        self.empty_data_frames.load(Ordering::Relaxed)
     }
 
     /// Whether a read met the socket's end as the server's close: 0 bytes
@@ -292,6 +308,7 @@ impl AsyncIo {
             handshake_failure: OnceLock::new(),
             not_http2: OnceLock::new(),
             max_header_list_size: AtomicU64::new(NO_LIMIT),
+            empty_data_frames: AtomicUsize::new(0),
             closed_by_server: AtomicBool::new(false),
         });
         let io = AsyncIo {
@@ -301,7 +318,7 @@ impl AsyncIo {
             end_hold: EndHold::NotMet,
             write_failed: None,
             watch_first_read: prior_knowledge,
-            settings: SettingsWatch::default(),
+            frames: FrameWatch::default(),
         };
         (io, ready)
     }
@@ -403,12 +420,15 @@ impl AsyncRead for AsyncIo {
         let (before, room) = (buf.filled().len(), buf.remaining() > 0);
         let read = this.read(cx, buf);
         let new = &buf.filled()[before..];
-        if let Some(limit) = this.settings.read(new) {
+        if let Some(limit) = this.frames.read(new) {
             let limit = u64::from(limit);
             this.ready
                 .max_header_list_size
                 .store(limit, Ordering::Relaxed);
         }
+        this.ready
+            .empty_data_frames
+            .store(this.frames.empty_data_frames(), Ordering::Relaxed);
         if this.watch_first_read {
             this.look_at_first_read(&read, new, room);
         }

@@ -3,10 +3,10 @@
 //! ([`Transport`], configured by [`tls`]). Nothing here knows of exchanges,
 //! loops or HTTP.
 
+mod frame_watch;
 #[cfg(feature = "http2")]
 mod io;
 mod origin;
-mod peer_settings;
 pub(crate) mod proxy;
 mod resolve;
 mod route;

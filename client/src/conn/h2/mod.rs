@@ -84,7 +84,9 @@
 //! error (a 304 declaring a length, ended by an empty DATA frame) is such
 //! an answer too, but `h2` counts the reset towards ending the
 //! connection: before it would, the connection retires, see
-//! [`Http2::taken_resets`].
+//! [`Http2::taken_resets`]. So does one whose server has sent many empty
+//! DATA frames that leave their stream open, which `h2` counts towards
+//! ending it too ([`EMPTY_DATA_MAX`]).
 //! Request bodies are sent as the server's window allows: a chunk waits for
 //! capacity before the next is taken from its source, so a server that stops
 //! reading stops the upload's pump too — and, if no window comes for the
@@ -288,6 +290,22 @@ const RESETS_REMEMBERED: usize = 4 * LOCAL_RESETS_MAX;
 /// [`LOCAL_RESETS_MAX`] is left for the server's errors that fail streams.
 const TAKEN_RESETS_MAX: usize = LOCAL_RESETS_MAX * 3 / 4;
 
+/// Empty DATA frames that do not end their stream that `h2` takes over a
+/// connection's life before it ends the connection with
+/// `GOAWAY(ENHANCE_YOUR_CALM)`, failing every stream on it
+/// (`MAX_RECV_EMPTY_DATA_FRAMES`, not a setting; h2 #935, against a flood
+/// of them, which flow control does not bound). A server may send one an
+/// answer (a gateway on hyper relaying a chunked body did,
+/// smg-project/smg#2488), and every 101st answer failed, with every
+/// stream open beside it.
+const EMPTY_DATA_MAX: usize = 100;
+
+/// Empty DATA frames ([`IoReadiness::empty_data_frames`]), with the
+/// streams open that may bring one each, past which a connection retires
+/// ([`worn_out`]): the rest of [`EMPTY_DATA_MAX`] is left for streams
+/// that bring more.
+const EMPTY_DATA_RETIRE: usize = EMPTY_DATA_MAX * 3 / 4;
+
 type Handshake = Pin<
     Box<
         dyn Future<Output = Result<(SendRequest<Bytes>, Connection<AsyncIo, Bytes>), h2::Error>>
@@ -342,8 +360,7 @@ pub(super) struct Http2 {
     /// answers all the same (a 304 declaring a length, ended by an empty
     /// DATA frame: see [`Stream::end_bodiless`]). `h2` counts them towards
     /// [`LOCAL_RESETS_MAX`]: before they and the open streams reach
-    /// [`TAKEN_RESETS_MAX`], the connection retires, as one past its time
-    /// to live does, rather than have `h2` end it under its streams.
+    /// [`TAKEN_RESETS_MAX`], the connection retires ([`worn_out`]).
     taken_resets: usize,
     /// A keep-alive PING is out since then.
     ping_sent: Option<Instant>,
@@ -403,6 +420,18 @@ fn goaway_error_code(error: &h2::Error) -> Option<Http2Reason> {
 /// code known.
 fn departure_of(error: &h2::Error) -> Departure {
     server_goaway(error).map_or(Departure::Server, Departure::GoAway)
+}
+
+/// Whether a connection has taken so much of what `h2` allows over a
+/// connection's life — `taken_resets`, resets taken as answers
+/// ([`TAKEN_RESETS_MAX`]); `empty_data`, empty DATA frames
+/// ([`EMPTY_DATA_RETIRE`]) — that, each of its `open` streams adding one
+/// more, it could reach the limit: it takes no new stream then, and
+/// retires, as one past its time to live does, rather than have `h2` end
+/// it under its streams.
+fn worn_out(taken_resets: usize, empty_data: usize, open: usize) -> bool {
+    (taken_resets > 0 && taken_resets + open >= TAKEN_RESETS_MAX)
+        || (empty_data > 0 && empty_data + open >= EMPTY_DATA_RETIRE)
 }
 
 impl Http2 {
@@ -958,9 +987,10 @@ impl Conn {
             if h2.streams.len() >= limit {
                 break;
             }
-            if h2.taken_resets > 0 && h2.taken_resets + h2.streams.len() >= TAKEN_RESETS_MAX {
+            let empty_data = h2.io_ready.empty_data_frames();
+            if worn_out(h2.taken_resets, empty_data, h2.streams.len()) {
                 // Each open stream may add one more: the connection takes
-                // no new one, and retires (see `taken_resets`).
+                // no new one, and retires.
                 worn = true;
                 h2.going_away = true;
                 break;
