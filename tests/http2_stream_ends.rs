@@ -1767,6 +1767,56 @@ fn a_body_that_ended_with_its_head_is_at_its_end_before_any_read() {
     }
 }
 
+/// A body that ended with its head while the request's body still goes
+/// is not at its end before a read when the answer is a 2xx — its end
+/// waits for the upload's (`Exchange::hold_answer`): a poll is pending
+/// meanwhile, and code that trusts `is_end_stream` (hyper's HTTP/2
+/// server, forwarding it) would drop it unpolled, which stops the upload
+/// — but is when the answer stops the upload as it comes (a 304: nothing
+/// waits for it). Before, each said it had ended.
+#[test]
+fn a_2xx_that_ends_its_stream_while_the_upload_goes_is_not_at_its_end_before_a_read() {
+    let cases: [(&str, Answer, bool); 3] = [
+        ("200, END_STREAM", |id| ok_headers(id), false),
+        (
+            "204",
+            |id| frame(HEADERS, END_HEADERS, id, &status(b"204")),
+            false,
+        ),
+        (
+            "304",
+            |id| frame(HEADERS, END_HEADERS, id, &status(b"304")),
+            true,
+        ),
+    ];
+    for (name, answer, ended) in cases {
+        let server = RawH2Server::start(move |mut conn| {
+            let id = conn.read_requests(1)[0];
+            conn.send(&answer(id));
+            conn.drain(CEILING);
+        });
+        let client = h2c().build().unwrap();
+        let mut response = client
+            .put(server.url("/"))
+            .body(Upload::from_reader(std::io::repeat(b'u'), None))
+            .send()
+            .wait()
+            .unwrap();
+        let body = response.body_mut();
+        assert_eq!(Body::is_end_stream(body), ended, "{name}");
+        if ended {
+            let mut read = Vec::new();
+            std::io::Read::read_to_end(body, &mut read).unwrap();
+            assert_eq!(read, b"", "{name}");
+        } else {
+            let mut cx = std::task::Context::from_waker(Waker::noop());
+            let polled = std::pin::Pin::new(body).poll_frame(&mut cx);
+            assert!(polled.is_pending(), "{name}: {polled:?}");
+        }
+        client.close();
+    }
+}
+
 /// DATA frames, each with its flags.
 type DataFrames = &'static [(u8, &'static [u8])];
 

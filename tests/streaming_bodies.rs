@@ -691,6 +691,53 @@ fn a_body_that_ended_with_its_head_is_at_its_end_before_any_read() {
     client.close();
 }
 
+/// An empty 2xx (`Content-Length: 0`, a 204) that comes whole while the
+/// request's body still goes is not at its end before a read: its end
+/// waits for the upload's (`Exchange::hold_answer`) — a poll is pending
+/// meanwhile, and the upload's failure would fail it — and code that
+/// trusts `is_end_stream` drops an ended body unpolled (hyper's HTTP/2
+/// server, forwarding it), which stops the upload the server still reads.
+/// Before, it said it had ended. Dropped, the upload stops. A 304 stops
+/// the upload as it comes (nothing waits for it): its body has ended at
+/// once.
+#[test]
+fn an_empty_2xx_that_comes_while_the_upload_goes_is_not_at_its_end_before_a_read() {
+    for (answer, ended) in [
+        (response(200, &[("Content-Length", "0")], b""), false),
+        (response(204, &[], b""), false),
+        (response(304, &[("Content-Length", "10")], b""), true),
+    ] {
+        let head = String::from_utf8_lossy(&answer).into_owned();
+        let server = TestServer::start(Behaviour::custom(move |mut stream, _| {
+            if read_head(&mut stream).is_none() {
+                return;
+            }
+            let mut first = vec![0; 64 * 1024];
+            if stream.read_exact(&mut first).is_err() || stream.write_all(&answer).is_err() {
+                return;
+            }
+            drain(&mut stream);
+        }));
+        let (client, mut response, dropped) = endless_put(&server);
+        assert_eq!(end_stream(response.body_mut()), ended, "{head}");
+        if ended {
+            let mut read = Vec::new();
+            response.body_mut().read_to_end(&mut read).unwrap();
+            assert_eq!(read, b"", "{head}");
+        } else {
+            let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+            let polled = tickless::http_body::Body::poll_frame(
+                std::pin::Pin::new(response.body_mut()),
+                &mut cx,
+            );
+            assert!(polled.is_pending(), "{head}: {polled:?}");
+        }
+        drop(response);
+        assert_upload_let_go(&client, &dropped, &head);
+        client.close();
+    }
+}
+
 #[test]
 fn text_is_decoded_from_the_charset_of_its_content_type() {
     let server = TestServer::respond(|request| match request.target.as_str() {

@@ -360,7 +360,10 @@ impl http_body::Body for Body {
     /// read for a body that ended with its head — an answer to HEAD, a 204,
     /// a 304, a `Content-Length: 0` over HTTP/1.1, an HTTP/2 `HEADERS`
     /// frame that ended the stream — as hyper says, so that code that
-    /// skips an ended body (a proxy forwarding it) need not poll it.
+    /// skips an ended body (a proxy forwarding it) need not poll it. But
+    /// not for a 2xx that came while the request's body still went out:
+    /// its end waits for the upload's (a failed upload fails it), and a
+    /// body dropped unpolled would stop the upload.
     fn is_end_stream(&self) -> bool {
         if self.ended_at_head && self.failed.is_none() {
             return true;

@@ -248,7 +248,9 @@ pub(crate) struct Head {
     /// `HEADERS` frame ended the stream. What a reader learns without
     /// reading (`http_body::Body::is_end_stream`). Not one over HTTP/2
     /// that declares a length of 0 and leaves its stream open: trailers
-    /// may follow.
+    /// may follow. Nor a 2xx's that came while the request's body still
+    /// goes out: its end waits for the upload's
+    /// ([`hold_answer`](Exchange::hold_answer)), whose failure fails it.
     pub(crate) body_ended: bool,
 }
 

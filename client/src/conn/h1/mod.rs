@@ -894,8 +894,12 @@ impl Conn {
                         // response with no body, which the decoder frames as
                         // such); a body framed otherwise has none.
                         declared_length: active.decoder.body_remaining(),
-                        // A body framed by a length of 0 has no trailers.
-                        body_ended: active.decoder.body_remaining() == Some(0),
+                        // A body framed by a length of 0 has no trailers;
+                        // but while the request goes on, the answer's end
+                        // may be held for the upload's (`response_done`),
+                        // whose failure would fail it.
+                        body_ended: active.decoder.body_remaining() == Some(0)
+                            && !active.sending.goes_on(),
                     };
                     if !exchange.deliver_head(head) {
                         self.reset(cx);
@@ -1085,7 +1089,7 @@ impl Conn {
         // drained would still stand when the upload's end pools the
         // connection: its next request, taking it without a peek
         // (`still_reusable`), would read them as its answer.
-        let held = matches!(active.sending, Sending::Head { .. } | Sending::Body(_))
+        let held = active.sending.goes_on()
             && self.buf.is_empty()
             && !self.buf.peer_closed()
             && !self

@@ -32,6 +32,13 @@ pub(super) enum Sending {
 }
 
 impl Sending {
+    /// The request is still going out (after the final answer's head has
+    /// come, [`answered`](Self::answered)): an answer that ends now has its
+    /// end held for the upload's (`Exchange::hold_answer`), not told yet.
+    pub(super) fn goes_on(&self) -> bool {
+        matches!(self, Sending::Head { .. } | Sending::Body(_))
+    }
+
     /// The final answer's head has come, with `status`, maybe before the
     /// request is all out. An answer before `100 Continue` skips the body —
     /// whether the head is out (`Continue`) or still going out, for a

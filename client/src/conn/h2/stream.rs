@@ -708,6 +708,9 @@ impl Stream {
                     self.refused = !parts.status.is_success();
                     let exchange = &self.exchange;
                     let bodiless = has_no_body(&exchange.request.method, parts.status);
+                    // A 2xx whose upload goes on has its end held for the
+                    // upload's, whose failure fails it (`answered`).
+                    let end_held = self.out.is_sending() && !self.refused;
                     let head = Head {
                         status: parts.status,
                         version: http::Version::HTTP_2,
@@ -720,8 +723,9 @@ impl Stream {
                         declared_length: declared,
                         // Known ended now: an answer with no body, or one
                         // whose stream `h2` has seen end with nothing of it
-                        // left to take (`END_STREAM` on its `HEADERS`).
-                        body_ended: bodiless || body.is_end_stream(),
+                        // left to take (`END_STREAM` on its `HEADERS`) —
+                        // unless its end is held.
+                        body_ended: (bodiless || body.is_end_stream()) && !end_held,
                     };
                     if !exchange.deliver_head(head) {
                         return Ok(self.cancelled());
