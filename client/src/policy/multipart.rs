@@ -3,8 +3,9 @@
 //!
 //! A form is encoded as it is sent: each part's head (its boundary line,
 //! `Content-Disposition`, `Content-Type`, the fields given with
-//! [`Part::header`]) is written when the part is added, and its data is read only when the request goes — a file part
-//! streams from its file, never copied whole into memory.
+//! [`Part::header`]) is written when the part is added, and its data is
+//! read only when the request goes — a file part streams from its file,
+//! never copied whole into memory.
 
 use super::upload::{FileBody, Piece, Upload, UploadKind};
 use bytes::Bytes;
