@@ -90,6 +90,13 @@
 //!   query with a `&`, else after a `?` — and the method is GET (HEAD with
 //!   `-I`) unless `-X` says otherwise; what a URL cannot hold (a space, a
 //!   control, a byte not ASCII, a `#`) percent-encoded.
+//! * `-F`, `--form NAME=VALUE|NAME=@FILE|NAME=<FILE` (curl's): a
+//!   `multipart/form-data` POST of these parts (repeatable), read as curl
+//!   7.88 reads them: `@FILE` a file part, `<FILE` the file's text as the
+//!   value (`-`: standard input), then `;type=`, `;filename=` and
+//!   `;headers=` (a field, or `@FILE` a file of them) — the usage text
+//!   and `parse_form` have the details; `--form-string NAME=VALUE` a
+//!   value taken as it is.
 //! * `-T`, `--upload-file FILE`: stream `FILE` as the body, its length
 //!   from the file (a PUT unless `-X` says otherwise), read again from its
 //!   start for a `307` or `308`, as curl rewinds it; `-`: standard input,
@@ -196,6 +203,10 @@
 //!   --compressed`: a decoded body's `Content-Encoding` and
 //!   `Content-Length` are kept above it), without it as the body printed
 //!   is (those two gone once it is decoded).
+//! * `-w`, `--write-out FORMAT` (curl's): once the transfer has ended
+//!   (after an error too), write FORMAT with curl's variables filled in
+//!   (`%{http_code}`, `%{time_total}`, `%{json}`, `%{header_json}`…: the
+//!   usage text lists them; `@FILE` reads FORMAT from a file).
 //! * `-s`, `--silent` (curl's): no error message, nor `--insecure`'s
 //!   warning: the exit status alone says what happened (there is no
 //!   progress meter to silence). A bad argument is still told, as curl
