@@ -341,7 +341,11 @@ struct Args {
     /// (see [`written_out`]); `@FILE` read from the file (`@-` standard
     /// input) as the flag is read.
     write_out: Option<String>,
+    /// The URL to fetch: as given, but with curl's `http://` if it has no
+    /// `scheme://` ([`with_curls_scheme`]).
     url: String,
+    /// The URL as given, which `-w`'s `%{url}` writes, as curl's does.
+    given_url: String,
     request_timeout: Option<Duration>,
     read_timeout: Option<Duration>,
     write_timeout: Option<Duration>,
@@ -1354,7 +1358,8 @@ fn parse_args(args: impl Iterator<Item = String>) -> Result<Args, String> {
     if parsed.help {
         return Ok(parsed);
     }
-    parsed.url = with_curls_scheme(url.ok_or("missing URL")?);
+    parsed.given_url = url.ok_or("missing URL")?;
+    parsed.url = with_curls_scheme(parsed.given_url.clone());
     // `-G`: no body, but a query; the method follows.
     if data_in_the_query {
         parsed.query = std::mem::take(&mut parsed.data);
@@ -1475,7 +1480,7 @@ fn main() -> ExitCode {
 /// filled as [`run`] goes, and with its exit status and error by `main`.
 #[derive(Default)]
 struct Transfer {
-    /// The URL given (`%{url}`).
+    /// The URL as given (`%{url}`): without a `scheme://` if it had none.
     asked: String,
     /// The URL asked for, then the one that answered.
     url: String,
@@ -1766,7 +1771,7 @@ fn say(mut out: impl Write, text: &str) {
 }
 
 fn run(args: Args, transfer: &mut Transfer) -> Result<(), Box<dyn std::error::Error>> {
-    transfer.asked = args.url.clone();
+    transfer.asked = args.given_url.clone();
     transfer.url = args.url.clone();
     if let (Some(hosts), None) = (&args.noproxy, &args.proxy) {
         bypass_the_environments_proxies(hosts);

@@ -365,6 +365,27 @@ fn write_out_json_has_curls_keys_types_and_values() {
     }
 }
 
+/// `%{url}` is the URL as it was given, as curl writes it — one without a
+/// `scheme://` too (`127.0.0.1:PORT/old`, fetched as an `http://` one,
+/// which `%{url_effective}` says) — alone and in `%{json}`.
+#[test]
+fn write_out_url_is_the_url_as_given_as_curls() {
+    let server = write_out_server();
+    let with_scheme = server.url("/old");
+    let given = with_scheme.strip_prefix("http://").unwrap();
+    for url in [given, with_scheme.as_str()] {
+        let format = "%{url}|%{url_effective}";
+        let (got, exit) = written_out(&get(), url, format, &[]);
+        assert_eq!(exit, Some(0), "{url}: {got}");
+        assert_eq!(got, written_out(&curl(), url, format, &[]).0, "{url}");
+        let effective = server.url("/fields");
+        assert_eq!(got, format!("{url}|{effective}"));
+        let (json, _) = written_out(&get(), url, "%{json}", &[]);
+        let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(json["url"], url, "{json}");
+    }
+}
+
 /// Where curl 7.88's `%{header_json}` errs, get writes what later curls
 /// do (checked here, curl 7.88 writing what each comment says): every
 /// field, those between two of one name too (7.88 loses `x-c`); an empty
