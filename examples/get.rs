@@ -100,7 +100,10 @@
 //! * `-T`, `--upload-file FILE`: stream `FILE` as the body, its length
 //!   from the file (a PUT unless `-X` says otherwise), read again from its
 //!   start for a `307` or `308`, as curl rewinds it; `-`: standard input,
-//!   chunked (sent once). To a URL whose path ends with `/`, the file's
+//!   chunked (sent once) — but a regular file there (`-T - < FILE`) goes
+//!   as `-T FILE` does, from where standard input stands: its length
+//!   (curl's goes chunked), and read again for a `307` or `308`, as curl
+//!   rewinds it. To a URL whose path ends with `/`, the file's
 //!   name (percent-encoded) is added to it, as curl does.
 //! * `-o`, `--output FILE`: write the body to `FILE` as it arrives (`-`:
 //!   standard output); the status line and headers then go to standard
@@ -1957,7 +1960,19 @@ fn run(args: Args, transfer: &mut Transfer) -> Result<(), Box<dyn std::error::Er
         request = request.body(data_body(&args.data)?);
     }
     match args.upload.as_deref() {
-        Some("-") => request = request.body(tickless::Upload::from_reader(std::io::stdin(), None)),
+        // As `-T FILE` when standard input is a regular file (`< FILE`):
+        // its length, and read again for a 307 or 308, as curl rewinds it.
+        // Anything else (a pipe) goes chunked, once; a closed one, which
+        // cannot be duplicated, empty, as `std::io::stdin` reads it.
+        Some("-") => {
+            use std::os::fd::AsFd;
+            let upload = match std::io::stdin().as_fd().try_clone_to_owned() {
+                Ok(stdin) => tickless::Upload::from_file(std::fs::File::from(stdin))
+                    .map_err(|e| format!("--upload-file -: {e}"))?,
+                Err(_) => tickless::Upload::from_reader(std::io::stdin(), None),
+            };
+            request = request.body(upload);
+        }
         Some(path) => {
             let file =
                 std::fs::File::open(path).map_err(|e| format!("--upload-file {path}: {e}"))?;

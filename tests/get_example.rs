@@ -366,6 +366,39 @@ fn a_file_uploaded_to_a_307_goes_again_whole() {
     std::fs::remove_file(&path).unwrap();
 }
 
+/// `-T -` with a regular file on standard input (`get URL -T - < FILE`)
+/// to a URL that answers `307`: the file goes again, whole, from where
+/// standard input stood, as curl rewinds it — not the 307 for the answer.
+/// A pipe's bytes cannot go twice: sent once, chunked, the 307 is the
+/// answer (curl fails, its rewind refused).
+#[test]
+fn standard_input_a_file_uploaded_to_a_307_goes_again_whole() {
+    use std::io::{Seek, SeekFrom};
+    let server = server();
+    let url = server.url("/moved-echo");
+    let path = std::env::temp_dir().join(format!("tickless-get-stdin-{}", std::process::id()));
+    std::fs::write(&path, "skip|file body").unwrap();
+    let mut stdin = std::fs::File::open(&path).unwrap();
+    stdin.seek(SeekFrom::Start("skip|".len() as u64)).unwrap();
+    let output = Command::new(example_binary("get"))
+        .args([url.as_str(), "-T", "-"])
+        .stdin(stdin)
+        .output()
+        .unwrap();
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let text = stdout(&output);
+    assert!(
+        text.ends_with("PUT file body length=9 chunked=false"),
+        "{text}"
+    );
+    let piped = get_with_stdin(&[&url, "-T", "-"], b"piped body");
+    assert_eq!(piped.status.code(), Some(0), "{piped:?}");
+    let text = stdout(&piped);
+    assert!(text.starts_with("HTTP/1.1 307 "), "{text}");
+    assert_eq!(server.requests().len(), 3, "{text}");
+}
+
 #[test]
 fn write_timeout_fails_an_upload_the_server_never_reads() {
     // A listener that never accepts takes the connection and a few MiB.
