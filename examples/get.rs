@@ -1480,7 +1480,10 @@ fn main() -> ExitCode {
 }
 
 /// What a transfer came to, for `-w`'s variables ([`written_out`]):
-/// filled as [`run`] goes, and with its exit status and error by `main`.
+/// filled as [`run`] goes — the answer's, or, for a redirect chain the
+/// client stopped, the redirect's not followed, as curl's
+/// ([`IncludedHeads::tell_stopped_chain`]) — and with its exit status and
+/// error by `main`.
 #[derive(Default)]
 struct Transfer {
     /// The URL as given (`%{url}`): without a `scheme://` if it had none.
@@ -2011,6 +2014,11 @@ fn run(args: Args, transfer: &mut Transfer) -> Result<(), Box<dyn std::error::Er
         Ok(response) => response,
         Err(error) => {
             transfer.time_total = Some(sent.elapsed());
+            // As curl's: the redirect not followed is the answer `-w`
+            // tells of.
+            if let (Some(told), tickless::Error::Redirect { .. }) = (&told, &error) {
+                told.tell_stopped_chain(transfer);
+            }
             if let (Some(heads), tickless::Error::Redirect { .. }) = (included_heads, &error) {
                 write_stopped_chain(heads, args.output.as_deref())?;
             }
@@ -2450,10 +2458,15 @@ struct HeadsText {
 /// The heads one attempt told.
 #[derive(Default)]
 struct AttemptHeads {
+    /// Where it went: its URL (without userinfo) and the server's address.
+    url: String,
+    remote: Option<std::net::SocketAddr>,
     /// Its interim heads, in order.
     interim: Vec<u8>,
     /// Its final head, once told.
     last: Vec<u8>,
+    /// The status and version of its final head, once told.
+    answer: Option<(http::StatusCode, http::Version)>,
     /// The fields of its final head as they came (`-w`'s
     /// `%{header_json}`): a decoded body's `Content-Encoding` and
     /// `Content-Length` among them, which the response has no more.
@@ -2494,6 +2507,31 @@ impl IncludedHeads {
         heads
     }
 
+    /// The answer of a redirect chain the client stopped, as `-w`'s
+    /// variables tell it, as curl 7.88's do: the redirect not followed
+    /// (its status, version, `Content-Type`, server), at the URL that gave
+    /// it — that of the one attempt that told a final head and was not
+    /// followed ([`of_a_stopped_chain`](Self::of_a_stopped_chain)'s) — but
+    /// not its fields: curl's `%{header_json}` is empty then.
+    fn tell_stopped_chain(&self, transfer: &mut Transfer) {
+        let text = self.text();
+        let mut answered = text.attempts.values().filter(|a| a.answer.is_some());
+        let (Some(last), None) = (answered.next(), answered.next()) else {
+            return;
+        };
+        let Some((status, version)) = last.answer else {
+            return;
+        };
+        transfer.url.clone_from(&last.url);
+        transfer.status = Some(status);
+        transfer.version = Some(version);
+        transfer.remote = last.remote;
+        transfer.content_type = last
+            .fields
+            .get(http::header::CONTENT_TYPE)
+            .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned());
+    }
+
     /// The heads of the attempt `request` names.
     fn of(&self, request: &tickless::RequestInfo, told: impl FnOnce(&mut AttemptHeads)) {
         let mut text = self.text();
@@ -2510,10 +2548,17 @@ impl tickless::EventListener for IncludedHeads {
     fn on_request_head(
         &self,
         request: &tickless::RequestInfo,
-        _: &tickless::ConnectionInfo,
+        connection: &tickless::ConnectionInfo,
         _: &tickless::RequestHead<'_>,
     ) {
-        self.of(request, |heads| *heads = AttemptHeads::default());
+        let (url, remote) = (request.uri().to_string(), Some(connection.remote));
+        self.of(request, |heads| {
+            *heads = AttemptHeads {
+                url,
+                remote,
+                ..AttemptHeads::default()
+            }
+        });
     }
 
     fn on_interim_head(&self, request: &tickless::RequestInfo, head: &tickless::ResponseHead<'_>) {
@@ -2523,7 +2568,10 @@ impl tickless::EventListener for IncludedHeads {
 
     fn on_response_head(&self, request: &tickless::RequestInfo, head: &tickless::ResponseHead<'_>) {
         let (text, fields) = (told_head_text("", head), head.headers().clone());
-        self.of(request, |heads| (heads.last, heads.fields) = (text, fields));
+        let answer = Some((head.status(), head.version()));
+        self.of(request, |heads| {
+            (heads.last, heads.answer, heads.fields) = (text, answer, fields)
+        });
     }
 
     /// Told with the id of the attempt whose answer is followed: its heads

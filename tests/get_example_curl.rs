@@ -228,6 +228,12 @@ fn form_part_headers_that_curl_sends_as_written_are_sent_as_fields_or_refused() 
 /// status.
 fn write_out_server() -> TestServer {
     TestServer::respond(|request| match request.target.as_str() {
+        "/older" => response(302, &[("Location", "/hop")], b""),
+        "/hop" => response(
+            302,
+            &[("Location", "/fields"), ("Content-Type", "text/x-hop")],
+            b"",
+        ),
         "/old" => response(302, &[("Location", "/fields"), ("X-Hop", "1")], b""),
         "/missing" => response(404, &[("Content-Type", "text/html")], b"no"),
         "/gz" => response(
@@ -270,8 +276,11 @@ fn refused_url() -> String {
 /// byte — lower-case names in the order they came, each with the array
 /// of its values, one a line — the last hop's after redirects, an error
 /// status's with `-f`, a decoded body's `Content-Encoding` kept (as the
-/// server sent it), and `{\n}` without an answer; and beside it three
-/// variables alone, as curl writes them (without an answer, a port of 0).
+/// server sent it), and `{\n}` without an answer — or for a chain longer
+/// than `--max-redirs`, whose redirect not followed curl tells of
+/// otherwise (`%{http_code}` its status, `%{content_type}` its type); and
+/// beside it three variables alone, as curl writes them (without an
+/// answer, a port of 0).
 #[test]
 fn write_out_header_json_is_curls() {
     let server = write_out_server();
@@ -281,6 +290,7 @@ fn write_out_header_json_is_curls() {
         (server.url("/old"), &[]),
         (server.url("/missing"), &["-f"]),
         (server.url("/gz"), &["--compressed"]),
+        (server.url("/older"), &["--max-redirs", "1"]),
         (refused, &[]),
     ] {
         let format = "%{header_json}|%{http_code}|%{remote_port}|%{content_type}";
@@ -315,7 +325,9 @@ const JSON_KEYS: [&str; 14] = [
 /// a number of seconds, `get`'s own), the text of an error (`null` for
 /// none, in both) and, after an error, the exit status (get's are 1 for
 /// any error, curl's its own: 7, 47) — for an answer, a redirect followed,
-/// an error status with `-f`, and no answer at all. curl's other keys are
+/// an error status with `-f`, a chain longer than `--max-redirs` (the
+/// redirect not followed is the answer they tell of), and no answer at
+/// all. curl's other keys are
 /// not written (what `get` does not track: see `write_out_json`).
 #[test]
 fn write_out_json_has_curls_keys_types_and_values() {
@@ -325,6 +337,7 @@ fn write_out_json_has_curls_keys_types_and_values() {
         (server.url("/fields"), &[][..], true),
         (server.url("/old"), &[], true),
         (server.url("/missing"), &["-f"], true),
+        (server.url("/older"), &["--max-redirs", "1"], false),
         (refused, &[], false),
     ] {
         let (got_text, _) = written_out(&get(), &url, "%{json}", args);
