@@ -343,7 +343,10 @@ impl<'a> ResponseHead<'a> {
         }
     }
 
-    /// The header fields, in the order they came.
+    /// The header fields, as an [`http::HeaderMap`] holds them: each
+    /// name's values together, in the order they came — so a name repeated
+    /// with others between (`A: 1`, `B: 2`, `A: 3`) does not keep the
+    /// lines' order, which the map does not record.
     pub fn headers(&self) -> &'a http::HeaderMap {
         self.headers
     }
