@@ -296,6 +296,112 @@ fn on_a_manual_clock_a_streams_read_timeout_counts_from_its_last_read_in_both_mo
     }
 }
 
+/// `/big` sends 1 MiB as the client's window allows; `/silent` sends its
+/// head, then nothing (and records the reset that ends it).
+fn big_or_silent() -> H2Server {
+    H2Server::start(|mut stream: H2Stream| async move {
+        const LEN: usize = 1 << 20;
+        let response = http::Response::builder().status(200).body(()).unwrap();
+        let Ok(mut send) = stream.respond.send_response(response, false) else {
+            return;
+        };
+        if stream.request.uri().path() == "/silent" {
+            if let Ok(reason) = std::future::poll_fn(|cx| send.poll_reset(cx)).await {
+                stream.stats.record_reset(reason);
+            }
+            return;
+        }
+        let chunk = Bytes::from(vec![7u8; 16 * 1024]);
+        let mut sent = 0;
+        while sent < LEN {
+            send.reserve_capacity(chunk.len().min(LEN - sent));
+            match std::future::poll_fn(|cx| send.poll_capacity(cx)).await {
+                Some(Ok(n)) if n > 0 => {
+                    let n = n.min(chunk.len()).min(LEN - sent);
+                    if send.send_data(chunk.slice(..n), sent + n == LEN).is_err() {
+                        return;
+                    }
+                    sent += n;
+                }
+                Some(Ok(_)) => {}
+                _ => return,
+            }
+        }
+    })
+}
+
+/// A reader that does not read is not the server's silence (DESIGN.md,
+/// timeouts point 13), over HTTP/2 as over HTTP/1.1
+/// (`streaming_bodies.rs`): a stream whose body's pipe is full stops its
+/// read timeout, on a manual clock advanced far past it, in both modes.
+///
+/// Known, not slept for. The stream stops (`Stream::pause`) on its loop,
+/// in the same call that fills its pipe: once the client has a window's
+/// worth buffered, a second stream sent on the connection is taken by
+/// the loop after that stop — its head answers it. And whether an armed
+/// read timeout would have fired is known by that second stream's own,
+/// on the same wheel or the same loop's heap: it is due later, past a
+/// first advance of the clock that takes the first stream's due, and it
+/// fires — had the first stream's been armed, it would have fired before.
+#[test]
+fn a_stalled_reader_is_no_read_timeout_in_both_modes() {
+    const WINDOW: usize = 64 * 1024;
+    const READ_TIMEOUT: Duration = Duration::from_secs(5);
+    for event_loop_timeouts in [false, true] {
+        let case = format!("mode {event_loop_timeouts}");
+        let server = big_or_silent();
+        let clock = ManualClock::new();
+        let client = h2c_builder(1, Duration::ZERO)
+            .clock(Arc::new(clock.clone()))
+            .use_event_loop_timeouts(event_loop_timeouts)
+            .read_timeout(READ_TIMEOUT)
+            .body_window(WINDOW)
+            .http2_initial_stream_window_size(WINDOW as u32)
+            .build()
+            .unwrap();
+        let mut big = client.get(server.url("/big")).send().wait().unwrap();
+        assert!(
+            eventually(CEILING, || client.stats().buffered_body_bytes >= WINDOW),
+            "{case}: {} bytes buffered",
+            client.stats().buffered_body_bytes
+        );
+        let probe = client
+            .get(server.url("/silent"))
+            .read_timeout(3 * READ_TIMEOUT)
+            .send()
+            .wait()
+            .unwrap();
+        // Twice the first stream's read timeout with nothing read (on the
+        // wheel, what is due fires within `advance`), then past the probe's.
+        clock.advance(2 * READ_TIMEOUT);
+        clock.advance(2 * READ_TIMEOUT);
+        let error = probe.bytes().wait().unwrap_err();
+        assert!(
+            matches!(error, Error::ReadTimeout(ref t) if t.duration == 3 * READ_TIMEOUT),
+            "{case}: the probe ended with {error:?}"
+        );
+        let mut read = 0;
+        let body = big.body_mut();
+        loop {
+            match body.chunk().wait() {
+                Ok(Some(chunk)) => {
+                    assert!(chunk.iter().all(|&b| b == 7), "{case}");
+                    read += chunk.len();
+                }
+                Ok(None) => break,
+                Err(error) => panic!("{case}: {error:?} after {read} bytes"),
+            }
+        }
+        assert_eq!(read, 1 << 20, "{case}");
+        // The probe's stream alone was reset.
+        assert!(
+            eventually(CEILING, || server.stats.resets() == vec![0x8]),
+            "{case}"
+        );
+        client.close();
+    }
+}
+
 #[test]
 fn a_connecting_streams_timeout_moves_to_the_loop_of_its_new_connection() {
     let server = server();
