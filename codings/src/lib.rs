@@ -83,7 +83,8 @@
 //!    returns [`DecodeError::TooLarge`] (the decoder stops at the first byte
 //!    past the limit and decodes nothing further; a call that produced
 //!    bytes keeps the error for the next call, which
-//!    [`error`](ContentDecoder::error) tells before it is made). A body of
+//!    [`error`](ContentDecoder::error) tells before it is made, and takes
+//!    all of its input, never to be decoded, as invariant 2 has it). A body of
 //!    exactly `limit` bytes decodes fine. [`total_out`](ContentDecoder::total_out) and
 //!    [`total_in`](ContentDecoder::total_in) are there for callers that
 //!    count themselves.
@@ -599,7 +600,8 @@ impl ContentDecoder {
     /// Going over the limit is found by a one-byte probe once the limit is
     /// reached. If this call already produced bytes, they are returned and
     /// [`DecodeError::TooLarge`] is kept for the next call, so that exactly
-    /// `limit` bytes are handed out in all.
+    /// `limit` bytes are handed out in all; the call takes all of `input`
+    /// then, whatever the codecs took of it.
     ///
     /// The links between stacked stages are made here with the body's
     /// first byte, as each stage makes its codec with its own (see
@@ -680,6 +682,10 @@ impl ContentDecoder {
                 return Err(e);
             }
             self.error = Some(e);
+            // The rest of the input will never be decoded (the error is
+            // final): taken, as ignored trailing data is, so that this call
+            // too keeps invariant 2 — its output need not be full.
+            consumed = input.len();
         }
         Ok((consumed, produced))
     }

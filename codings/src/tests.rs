@@ -806,6 +806,35 @@ fn limit_is_exact() {
     }
 }
 
+/// Past the limit in a call that hands out bytes, the error waits for the
+/// next call (invariant 4), and the call takes all of its input all the
+/// same (invariant 2; `drive` asserts it): a caller that reads output not
+/// full as "the chunk is taken" is left with no tail. Limits in the middle
+/// of a stream, where the input goes on past the byte over the limit; the
+/// input in small pieces and whole.
+#[test]
+fn a_call_that_keeps_the_limit_error_takes_all_of_its_input() {
+    let data = sample(10_000, 2);
+    for case in cases() {
+        let encoded = (case.encode)(&data);
+        for limit in [1, 5000] {
+            for piece in [13, encoded.len()] {
+                for out in [7, 64 * 1024] {
+                    let chunks: Vec<&[u8]> = encoded.chunks(piece).collect();
+                    let config = DecoderConfig::new().max_decoded_bytes(limit);
+                    let mut dec = decoder(case.header, &config);
+                    assert_eq!(
+                        drive(&mut dec, &chunks, out),
+                        Err(DecodeError::TooLarge { limit }),
+                        "{case:?} limit {limit} piece {piece} out {out}"
+                    );
+                    assert_eq!(dec.total_out(), limit, "{case:?}");
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn bomb_stops_at_the_limit() {
     const LIMIT: u64 = 1 << 20;
