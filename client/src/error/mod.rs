@@ -295,10 +295,14 @@ impl Http2Reason {
     pub const INTERNAL_ERROR: Http2Reason = Http2Reason(0x2);
     /// `FLOW_CONTROL_ERROR`.
     pub const FLOW_CONTROL_ERROR: Http2Reason = Http2Reason(0x3);
+    /// `FRAME_SIZE_ERROR`: a frame of the wrong size.
+    pub const FRAME_SIZE_ERROR: Http2Reason = Http2Reason(0x6);
     /// `REFUSED_STREAM`: the server did not process the stream.
     pub const REFUSED_STREAM: Http2Reason = Http2Reason(0x7);
     /// `CANCEL`.
     pub const CANCEL: Http2Reason = Http2Reason(0x8);
+    /// `COMPRESSION_ERROR`: a header block that does not decode.
+    pub const COMPRESSION_ERROR: Http2Reason = Http2Reason(0x9);
     /// `ENHANCE_YOUR_CALM`: the server asks the client to slow down.
     pub const ENHANCE_YOUR_CALM: Http2Reason = Http2Reason(0xb);
     /// `HTTP_1_1_REQUIRED`: the server will not take the request over HTTP/2.
@@ -1302,10 +1306,13 @@ pub(crate) fn io_kind(error: &Error) -> io::ErrorKind {
 /// (its word on the stream, whatever the code), nor the client's
 /// `ENHANCE_YOUR_CALM` for a flood of valid frames.
 fn breaks_http2(reason: Http2Reason, initiator: Http2Initiator) -> bool {
-    let breaks = matches!(
-        reason.name(),
-        Some("PROTOCOL_ERROR" | "FLOW_CONTROL_ERROR" | "FRAME_SIZE_ERROR" | "COMPRESSION_ERROR")
-    );
+    let breaks = [
+        Http2Reason::PROTOCOL_ERROR,
+        Http2Reason::FLOW_CONTROL_ERROR,
+        Http2Reason::FRAME_SIZE_ERROR,
+        Http2Reason::COMPRESSION_ERROR,
+    ]
+    .contains(&reason);
     breaks && initiator == Http2Initiator::Local
 }
 
@@ -1431,9 +1438,24 @@ mod tests {
             kind(http2(Http2Reason::PROTOCOL_ERROR, local)),
             io::ErrorKind::InvalidData
         );
+        for breaks in [
+            Http2Reason::FLOW_CONTROL_ERROR,
+            Http2Reason::FRAME_SIZE_ERROR,
+            Http2Reason::COMPRESSION_ERROR,
+        ] {
+            assert_eq!(
+                kind(http2(breaks, local)),
+                io::ErrorKind::InvalidData,
+                "{breaks}"
+            );
+        }
         assert_eq!(
-            kind(http2(Http2Reason::FLOW_CONTROL_ERROR, local)),
-            io::ErrorKind::InvalidData
+            Http2Reason::FRAME_SIZE_ERROR.name(),
+            Some("FRAME_SIZE_ERROR")
+        );
+        assert_eq!(
+            Http2Reason::COMPRESSION_ERROR.name(),
+            Some("COMPRESSION_ERROR")
         );
         assert_eq!(
             kind(http2(Http2Reason::PROTOCOL_ERROR, Http2Initiator::Remote)),
