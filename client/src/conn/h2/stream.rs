@@ -293,9 +293,11 @@ impl Stream {
                 Buffered::Data(data) => {
                     if !self.body.fits(data.len(), None) {
                         // The bytes within the limit first, as in `receive`.
-                        let within = data.slice(..self.body.within(data.len()));
-                        self.exchange.listener.on_body_part(within.len());
-                        self.exchange.body().push_last(within);
+                        self.exchange.body().push_last(within_limit(
+                            &self.body,
+                            &self.exchange,
+                            &data,
+                        ));
                         self.exchange
                             .finish_err(self.body.too_large(&self.exchange));
                         return true;
@@ -795,8 +797,7 @@ impl Stream {
                         // before the error, as over HTTP/1.1 for a body
                         // read to the close: what is gathered, and the
                         // part of this frame within the limit.
-                        let within = data.slice(..self.body.within(n));
-                        self.exchange.listener.on_body_part(within.len());
+                        let within = within_limit(&self.body, &self.exchange, &data);
                         push_last(body, pipe, self.gathered.take());
                         push_last(body, pipe, Some(within));
                         return Ok(self.too_large());
@@ -883,6 +884,15 @@ impl Stream {
 /// over HTTP/1.1, where one that asked for no upgrade does — over HTTP/2
 /// none is asked, `Upgrade` being a connection's field — rather than
 /// wait for a final head from a server that may think it has switched.
+/// The part of `data`, a frame that takes the body past
+/// `max_body_bytes` (`count`), within the limit, told to `exchange`'s
+/// listener: what a reader gets before the error.
+fn within_limit(count: &BodyCount, exchange: &Exchange, data: &Bytes) -> Bytes {
+    let within = data.slice(..count.within(data.len()));
+    exchange.listener.on_body_part(within.len());
+    within
+}
+
 fn switching_protocols(exchange: &Exchange) -> Error {
     protocol_error(exchange, crate::h1::DecodeError::SwitchingProtocols)
 }
