@@ -847,16 +847,30 @@ fn targets_of_the_other_family_than_the_local_address_are_skipped() {
 /// (as this machine's does), and one on `127.0.0.1` by `app.localhost`.
 #[test]
 fn localhost_names_reach_a_server_on_either_loopback_address() {
-    let Some((port, server)) = answer_once_on_ipv6_loopback("on ::1") else {
-        return; // No IPv6 loopback here.
+    // 127.0.0.1 at the server's port, tried first, refuses: held, not
+    // listening, so that no other test's server there answers in ::1's
+    // place. Another test's socket there already: another port.
+    let mut ports_taken = 0;
+    let (port, server, _held) = loop {
+        let Some((port, server)) = answer_once_on_ipv6_loopback("on ::1") else {
+            return; // No IPv6 loopback here.
+        };
+        let held =
+            socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        if held
+            .bind(&SocketAddr::from(([127, 0, 0, 1], port)).into())
+            .is_ok()
+        {
+            break (port, server, held);
+        }
+        // That server's one answer, to nobody, ends its thread.
+        drop(std::net::TcpStream::connect((Ipv6Addr::LOCALHOST, port)));
+        ports_taken += 1;
+        assert!(
+            ports_taken < 20,
+            "127.0.0.1 taken at {ports_taken} ports in a row"
+        );
     };
-    // 127.0.0.1 at that port, tried first, refuses: held, not listening,
-    // so that no other test's server there answers in ::1's place.
-    let held = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
-    let v4 = SocketAddr::from(([127, 0, 0, 1], port));
-    if held.bind(&v4.into()).is_err() {
-        return; // Another test's socket there: nothing to tell them apart by.
-    }
     let client = builder().request_timeout(CEILING).build().unwrap();
     let response = client
         .get(format!("http://localhost:{port}/"))
