@@ -268,8 +268,7 @@ fn written_out(program: &Path, url: &str, format: &str, args: &[&str]) -> (Strin
 
 /// A URL at which nothing listens.
 fn refused_url() -> String {
-    let refused = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    format!("http://{}/", refused.local_addr().unwrap())
+    format!("http://{}/", refused_addr())
 }
 
 /// `%{header_json}`: the answer's fields as curl writes them, byte for
