@@ -2034,14 +2034,12 @@ fn run(args: Args, transfer: &mut Transfer) -> Result<(), Box<dyn std::error::Er
         .headers()
         .get(http::header::CONTENT_TYPE)
         .map(|value| String::from_utf8_lossy(value.as_bytes()).into_owned());
-    // As the server sent them, as told; else (never, with `-w`) as the
-    // response has them.
-    let told_fields = told.as_ref().and_then(|told| {
+    // As the server sent them, as told (with `-w`).
+    transfer.fields = told.as_ref().and_then(|told| {
         let text = told.text();
         let answer = text.attempts.get(&response.attempt_id())?;
         Some(answer.fields.clone())
     });
-    transfer.fields = Some(told_fields.unwrap_or_else(|| response.headers().clone()));
 
     let status = response.status();
     // The reason phrase as the server sent it, bytes that may not be
