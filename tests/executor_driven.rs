@@ -628,3 +628,174 @@ fn a_request_on_a_shared_http2_connection_times_out_while_every_worker_is_blocke
     });
     client.close();
 }
+
+/// Tells, for each timeout, the loop it was armed on (its tag), when it
+/// expired and on which thread.
+struct Told(mpsc::Sender<(u64, Instant, String)>);
+
+impl tickless::event_loop::LoopTimeout for Told {
+    fn expire(self: Arc<Self>, tag: u64, _: &mut tickless::event_loop::LoopContext<'_>) {
+        let thread = thread::current().name().unwrap_or("unnamed").to_owned();
+        let _ = self.0.send((tag, Instant::now(), thread));
+    }
+}
+
+/// The names of this process's threads (cut to 15 bytes) that start with
+/// `prefix`.
+fn threads_named(prefix: &str) -> Vec<String> {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("comm")).ok())
+        .map(|comm| comm.trim_end().to_owned())
+        .filter(|comm| comm.starts_with(prefix))
+        .collect()
+}
+
+fn cpus() -> usize {
+    thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// A group of `loops` loops `rt` drives, its threads named `name`, left
+/// alive for the test's whole run: a failed check then fails the test,
+/// rather than hang it in the group's drop, which joins the loops.
+fn leaked_group(
+    rt: &tokio::runtime::Runtime,
+    loops: usize,
+    name: &str,
+) -> &'static tickless::event_loop::EventLoopGroup {
+    let group = tickless::event_loop::EventLoopGroup::builder()
+        .threads(loops)
+        .thread_name(name)
+        .executor(Executor::tokio(rt.handle().clone()))
+        .build()
+        .unwrap();
+    Box::leak(Box::new(group))
+}
+
+/// Runs `shutdown` on a thread of its own, and fails if it has not
+/// returned within `CEILING`.
+fn returns_in_time(what: &str, shutdown: impl FnOnce() + Send + 'static) {
+    let (done, returned) = mpsc::channel();
+    thread::spawn(move || {
+        shutdown();
+        let _ = done.send(());
+    });
+    if returned.recv_timeout(CEILING).is_err() {
+        panic!("{what} never returned");
+    }
+}
+
+/// More loops than CPUs: their deadlines are kept by a keeper a CPU, each
+/// keeping several loops — every loop's timeout fires, none early, while
+/// the one worker that would run the loops' turns is blocked.
+#[test]
+fn a_keeper_a_cpu_fires_the_timeouts_of_more_loops_than_cpus_while_every_worker_is_blocked() {
+    let rt = runtime(1);
+    let loops = cpus() * 2 + 1;
+    let group = leaked_group(&rt, loops, "kpr-many");
+    let keepers = threads_named("kpr-many-keeper");
+    assert_eq!(keepers.len(), cpus().min(loops), "keepers: {keepers:?}");
+    let (release, is_blocked) = block_the_worker(&rt);
+    let (told, expiries) = mpsc::channel();
+    let deadline = Instant::now() + Duration::from_millis(200);
+    for (index, event_loop) in group.loops().iter().enumerate() {
+        let timeout = Arc::new(Told(told.clone()));
+        event_loop
+            .schedule(deadline, timeout, index as u64)
+            .unwrap();
+    }
+    let mut fired: Vec<(u64, Instant, String)> = (0..loops)
+        .map(|_| {
+            expiries
+                .recv_timeout(CEILING)
+                .expect("a loop's timeout never fired")
+        })
+        .collect();
+    release.send(()).unwrap();
+    fired.sort_by_key(|(index, _, _)| *index);
+    assert!(fired.iter().map(|(index, _, _)| *index).eq(0..loops as u64));
+    for (index, at, thread) in &fired {
+        assert!(*at >= deadline, "loop {index}'s timeout fired early");
+        assert!(
+            thread.starts_with("kpr-many-keeper"),
+            "loop {index}'s on {thread}"
+        );
+    }
+    assert!(
+        is_blocked.recv_timeout(CEILING).unwrap(),
+        "the worker was let go before the timeouts fired"
+    );
+    returns_in_time("the group's shutdown", || group.shutdown());
+    assert!(
+        eventually(CEILING, || threads_named("kpr-many").is_empty()),
+        "threads left after the shutdown: {:?}",
+        threads_named("kpr-many")
+    );
+}
+
+/// A loop shut down alone is let go by its keeper (its thread ends it,
+/// and the shutdown returns), and that keeper goes on keeping the other
+/// loops it keeps.
+#[test]
+fn a_loop_shut_down_alone_ends_and_its_keeper_keeps_the_others() {
+    let rt = runtime(1);
+    let group = leaked_group(&rt, cpus() * 2, "kpr-alone");
+    returns_in_time("the first loop's shutdown", || group.loops()[0].shutdown());
+    assert!(group.loops()[0].is_shutting_down());
+    // Loop `cpus()` has the first loop's keeper (a keeper keeps every
+    // loop whose index is its own modulo their number).
+    let (release, is_blocked) = block_the_worker(&rt);
+    let (told, expiries) = mpsc::channel();
+    let deadline = Instant::now() + Duration::from_millis(100);
+    let timeout = Arc::new(Told(told));
+    group.loops()[cpus()]
+        .schedule(deadline, timeout, 0)
+        .unwrap();
+    let fired = expiries.recv_timeout(CEILING);
+    release.send(()).unwrap();
+    let (_, at, thread) =
+        fired.expect("the keeper stopped keeping the loop beside the one shut down");
+    assert!(at >= deadline, "fired early");
+    assert!(thread.starts_with("kpr-alone-keeper"), "fired on {thread}");
+    assert!(is_blocked.recv_timeout(CEILING).unwrap());
+    returns_in_time("the group's shutdown", || group.shutdown());
+}
+
+/// With more loops than CPUs too, every loop's thread takes its loop back
+/// when the runtime shuts down: requests on every loop are answered after.
+#[test]
+fn more_loops_than_cpus_are_taken_back_by_their_threads_when_the_runtime_shuts_down() {
+    let rt = runtime(2);
+    let loops = cpus() * 2 + 1;
+    let server = echo_server();
+    let read_on = Arc::new(ReadOn::default());
+    let client = driven_by(&rt)
+        .event_loops(loops)
+        .listener(read_on.clone())
+        .request_timeout(CEILING)
+        .build()
+        .unwrap();
+    assert_eq!(
+        awaited(&rt, &client, &server, "/before").unwrap(),
+        "/before"
+    );
+    rt.shutdown_timeout(CEILING);
+    // A connection on every loop, each from a thread of its own (a
+    // blocking thread's connections share a loop).
+    let threads: Vec<_> = (0..loops * 2)
+        .map(|n| {
+            let (client, url) = (client.clone(), server.url(&format!("/after/{n}")));
+            thread::spawn(move || client.get(url).send().wait().and_then(|r| r.text().wait()))
+        })
+        .collect();
+    for (n, thread) in threads.into_iter().enumerate() {
+        assert_eq!(thread.join().unwrap().unwrap(), format!("/after/{n}"));
+    }
+    let read = read_on.threads();
+    assert!(
+        read[1..].iter().all(|name| name != WORKER),
+        "read on a worker of a runtime shut down: {read:?}"
+    );
+    client.close();
+}

@@ -929,7 +929,9 @@ impl ClientBuilder {
 
     // --- threads and testing seams ---
 
-    /// Number of event loops (default: the available cores; at least 1).
+    /// Number of event loops (default: the available cores, or with an
+    /// [`executor`](Self::executor) eight a core, at most 64 unless there
+    /// are more cores; at least 1).
     /// [`build`](Self::build) refuses more than
     /// [`MAX_EVENT_LOOPS`](crate::event_loop::MAX_EVENT_LOOPS). Each new
     /// connection stays on one loop for life: a thread that waits blocking

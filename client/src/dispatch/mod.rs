@@ -643,7 +643,7 @@ impl Dispatcher {
     /// starts the timers there — in event-loop mode a same-thread arm that
     /// wakes nothing. On the wheel they start at once, from here; so do
     /// they on a loop whose turns wait for an executor's worker, on that
-    /// loop, whose thread keeps them (see
+    /// loop, whose deadline keeper keeps them (see
     /// [`EventLoop::keeps_deadlines_apart`](crate::event_loop::EventLoop::keeps_deadlines_apart)):
     /// the task may wait there past the request deadline.
     fn run_on_idle(&self, exchange: Arc<Exchange>, idle: IdleConn) {

@@ -1,7 +1,7 @@
 //! Loops driven by an executor's reactor (see "Driven by an executor" on
 //! [`EventLoop`]): a task on the executor runs a loop's turns whenever the
-//! loop's poll has events, on the executor's workers, and the loop's
-//! thread keeps its deadlines alone ([`DeadlineKeeper`]).
+//! loop's poll has events, on the executor's workers, and a deadline
+//! keeper keeps its deadlines apart ([`DeadlineKeeper`]).
 //!
 //! Why: an async caller's tasks run on the executor's workers, the loop's
 //! I/O on the loop's thread, so every answer crosses from one to the other
@@ -12,107 +12,229 @@
 //! the tasks post wait for the loop's next turn there, as hyper's
 //! connections are driven by tokio's own reactor.
 //!
-//! Deadlines stay where they were exact: on the loop's thread, which
-//! sleeps on a precise wait of its own for the nearest one and expires it
-//! (taking the loop's turn state for that moment), so a worker busy with
-//! other tasks never makes a timeout late.
+//! Deadlines stay where they were exact: on a thread of the group's
+//! own, a *deadline keeper*, which sleeps on a precise wait for the
+//! nearest deadline of the loops it keeps and expires what is due on each
+//! (taking that loop's turn state for the moment), so a worker busy with
+//! other tasks never makes a timeout late. A group has a keeper a CPU (no
+//! more than it has loops), each keeping every loop whose index is its
+//! own modulo their number: more loops than CPUs for an executor's tasks
+//! (see `EventLoopGroupBuilder::executor`) add no thread that wakes for a
+//! deadline, and a burst of timeouts across them is expired by as many
+//! threads as there are CPUs. A loop's own thread sleeps meanwhile, until
+//! its keeper lets the loop go (it closed, or the executor stopped
+//! driving it) and the thread drives it.
 
 use super::deadline_wait::DeadlineWait;
-use super::{Driver, EventLoop};
+use super::turn::KeptLeft;
+use super::{affinity, Driver, EventLoop};
 use crate::sync::lock;
+use std::cell::Cell;
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 const WAKER: mio::Token = mio::Token(0);
 const TIMER: mio::Token = mio::Token(1);
 
-/// The loop's thread while an executor drives the loop: a poll of its own
-/// with a precise wait for the loop's nearest deadline and a waker.
+/// Connections a deadline keeper closes on a loop between two looks at
+/// the deadlines of the loops it keeps.
+const CLOSES_A_LOOK: usize = 4;
+
+thread_local! {
+    /// On a deadline keeper's thread: its waker (null elsewhere), which
+    /// a deadline armed there need not ring.
+    static KEEPING: Cell<*const KeeperWaker> = const { Cell::new(std::ptr::null()) };
+}
+
+/// What interrupts a deadline keeper's poll: a nearer deadline on one of
+/// its loops, a loop closing or handed back. Each loop it keeps holds it.
+pub(super) struct KeeperWaker {
+    waker: mio::Waker,
+    /// One of its loops may have closed or been handed back since the
+    /// keeper last looked: it looks at their inboxes only then.
+    look_again: AtomicBool,
+}
+
+impl KeeperWaker {
+    /// Interrupts the keeper's poll, unless called on the keeper.
+    pub(super) fn wake(self: &Arc<Self>) {
+        if !KEEPING.with(|keeping| std::ptr::eq(keeping.get(), Arc::as_ptr(self))) {
+            let _ = self.waker.wake();
+        }
+    }
+}
+
+/// A deadline keeper, before its thread starts: a poll of its own with a
+/// precise wait for the nearest deadline of its loops, and its waker.
 pub(super) struct DeadlineKeeper {
     poll: mio::Poll,
     events: mio::Events,
     wait: Option<DeadlineWait>,
+    waker: Arc<KeeperWaker>,
 }
 
 impl DeadlineKeeper {
-    /// The keeper, and the waker that interrupts its poll (a new nearest
-    /// deadline, the loop closing or handed back).
-    pub(super) fn new() -> io::Result<(DeadlineKeeper, mio::Waker)> {
+    pub(super) fn new() -> io::Result<DeadlineKeeper> {
         let poll = mio::Poll::new()?;
-        let waker = mio::Waker::new(poll.registry(), WAKER)?;
+        let waker = Arc::new(KeeperWaker {
+            waker: mio::Waker::new(poll.registry(), WAKER)?,
+            look_again: AtomicBool::new(false),
+        });
         let wait = DeadlineWait::new(poll.registry(), TIMER).ok();
-        let keeper = DeadlineKeeper {
+        Ok(DeadlineKeeper {
             poll,
             events: mio::Events::with_capacity(4),
             wait,
-        };
-        Ok((keeper, waker))
+            waker,
+        })
     }
-}
 
-impl EventLoop {
-    /// The loop's thread while an executor drives the loop: waits for the
-    /// nearest deadline, as precisely as its own turns would, expires what
-    /// is due and closes the connections that failed; returns once the executor no longer drives the loop
-    /// (it is closing, or the executor's task ended), for the thread to
-    /// drive it.
-    pub(super) fn keep_deadlines(self: &Arc<Self>, mut keeper: DeadlineKeeper) {
-        let manual_clock = self.clock.as_manual().is_some();
-        // A batch of expiries or closes is left.
-        let mut left = false;
+    /// What the loops it keeps wake it with.
+    pub(super) fn waker(&self) -> Arc<KeeperWaker> {
+        self.waker.clone()
+    }
+
+    /// The keeper's thread: keeps the deadlines of `loops` (those of them
+    /// an executor still drives when it starts) until it has let every
+    /// one go, pinned to `cpu` if the group's plan gave it one.
+    pub(super) fn keep(mut self, loops: Vec<Arc<EventLoop>>, cpu: Option<affinity::Cpu>) {
+        let _pinned = affinity::LoopThread::pin(cpu);
+        KEEPING.with(|keeping| keeping.set(Arc::as_ptr(&self.waker)));
+        let Some(manual_clock) = loops.first().map(|l| l.clock.as_manual().is_some()) else {
+            return;
+        };
+        // Each loop kept, and what its last batch left.
+        let mut kept: Vec<(Arc<EventLoop>, KeptLeft)> = loops
+            .into_iter()
+            .filter(|event_loop| event_loop.take_for_keeping())
+            .map(|event_loop| (event_loop, KeptLeft::default()))
+            .collect();
+        let mut look_again = true;
         loop {
-            {
-                let mut inbox = lock(&self.inbox);
-                if inbox.closed || inbox.driver != Driver::Executor {
-                    inbox.driver = Driver::Thread;
-                    drop(inbox);
-                    // The thread takes the state for good: a task waiting
-                    // for it looks again, and stops.
-                    self.wake_executor_awaiting_turns();
+            if look_again {
+                kept.retain(|(event_loop, _)| !event_loop.let_go_if_handed_back());
+                if kept.is_empty() {
                     return;
                 }
             }
-            // The clock is read only for a deadline (and after the timers'
-            // lock is let go).
-            let nearest = lock(&self.timers).heap.next_deadline();
-            let nearest = nearest.map(|deadline| (deadline, self.clock.now()));
-            if left || nearest.is_some_and(|(deadline, now)| deadline <= now) {
-                left = self.keep_deadlines_once();
+            look_again = self.waker.look_again.swap(false, Ordering::AcqRel);
+            if look_again {
                 continue;
             }
-            // Advanced by hand, a manual clock wakes the executor's task,
-            // whose turn expires what is due: the keeper waits for nothing.
-            let timeout = nearest.and_then(|(deadline, now)| {
-                self.wait_for_deadline(keeper.wait.as_mut(), manual_clock, deadline, || now)
-            });
-            if let Err(error) = keeper.poll.poll(&mut keeper.events, timeout) {
-                if error.kind() != io::ErrorKind::Interrupted {
-                    // Nothing would keep the deadlines: the thread drives.
-                    let _ = self.hand_back_to_thread();
+            // Every loop's due timeouts first, then a few closes of one
+            // loop at a time between two looks: a close costs several
+            // expiries, and one loop's closes must not hold back another's
+            // timeouts. The clock is read only for a deadline (and after
+            // the timers' lock is let go), once a look.
+            let mut now = None;
+            let mut expired = false;
+            let mut nearest: Option<(Instant, usize)> = None;
+            for (index, (event_loop, left)) in kept.iter_mut().enumerate() {
+                let next = lock(&event_loop.timers).heap.next_deadline();
+                let due = next.is_some_and(|deadline| {
+                    deadline <= *now.get_or_insert_with(|| event_loop.clock.now())
+                });
+                if left.due || due {
+                    *left = event_loop.keep_deadlines_once(0);
+                    expired = true;
+                } else if let Some(deadline) = next {
+                    if nearest.is_none_or(|(sooner, _)| deadline < sooner) {
+                        nearest = Some((deadline, index));
+                    }
                 }
             }
-            for event in keeper.events.iter() {
+            if expired {
+                continue;
+            }
+            if let Some((event_loop, left)) = kept.iter_mut().find(|(_, left)| left.closes) {
+                *left = event_loop.keep_deadlines_once(CLOSES_A_LOOK);
+                continue;
+            }
+            // Advanced by hand, a manual clock wakes the executor's tasks,
+            // whose turns expire what is due: the keeper waits for nothing.
+            let timeout = nearest.and_then(|(deadline, index)| {
+                let event_loop = &kept[index].0;
+                let now = || now.unwrap_or_else(|| event_loop.clock.now());
+                event_loop.wait_for_deadline(self.wait.as_mut(), manual_clock, deadline, now)
+            });
+            if let Err(error) = self.poll.poll(&mut self.events, timeout) {
+                if error.kind() != io::ErrorKind::Interrupted {
+                    // Nothing would keep the deadlines: the threads drive.
+                    for (event_loop, _) in &kept {
+                        let _ = event_loop.hand_back_to_thread();
+                    }
+                }
+            }
+            for event in self.events.iter() {
                 if event.token() == TIMER {
-                    if let Some(wait) = keeper.wait.as_mut() {
+                    if let Some(wait) = self.wait.as_mut() {
                         wait.acknowledge();
                     }
                 }
             }
         }
     }
+}
 
-    /// Interrupts the deadline keeper's poll, if the loop has one (see
-    /// [`keep_deadlines`](Self::keep_deadlines)), unless called on it.
-    ///
-    /// Also before the loop's thread has its id: a manual clock's advance
-    /// reaches a loop as soon as it is built (see `EventLoop::start`), and
-    /// no thread is the keeper yet.
-    pub(super) fn wake_deadline_keeper(&self) {
-        if let Some(waker) = &self.keeper_waker {
-            if self.thread_id.get() != Some(&std::thread::current().id()) {
-                let _ = waker.wake();
+impl EventLoop {
+    /// A keeper starts keeping this loop's deadlines, unless the executor
+    /// no longer drives it (it closed, say, before the keeper started):
+    /// its thread does, and keeps them.
+    fn take_for_keeping(&self) -> bool {
+        let mut inbox = lock(&self.inbox);
+        inbox.kept = !inbox.closed && inbox.driver == Driver::Executor;
+        inbox.kept
+    }
+
+    /// The keeper lets this loop go if it closed or the executor no
+    /// longer drives it: its thread, woken, takes it (true).
+    fn let_go_if_handed_back(&self) -> bool {
+        {
+            let mut inbox = lock(&self.inbox);
+            if !inbox.closed && inbox.driver == Driver::Executor {
+                return false;
             }
+            inbox.driver = Driver::Thread;
+            inbox.kept = false;
+        }
+        self.idle_wake.notify_one();
+        // A task waiting for the state looks again, and stops.
+        self.wake_executor_awaiting_turns();
+        true
+    }
+
+    /// The loop's thread while an executor drives the loop: sleeps until
+    /// its keeper lets the loop go (or none took it), for the thread to
+    /// drive it.
+    pub(super) fn await_hand_back(&self) {
+        let mut inbox = lock(&self.inbox);
+        while inbox.kept || (!inbox.closed && inbox.driver == Driver::Executor) {
+            inbox = self
+                .idle_wake
+                .wait(inbox)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        inbox.driver = Driver::Thread;
+    }
+
+    /// Interrupts the poll of the keeper of the loop's deadlines, if an
+    /// executor drives the loop (see the module's documentation), unless
+    /// called on that keeper.
+    pub(super) fn wake_deadline_keeper(&self) {
+        if let Some(keeper) = &self.keeper {
+            keeper.wake();
+        }
+    }
+
+    /// The loop closed, or the executor stopped driving it: its keeper
+    /// looks, and lets it go.
+    pub(super) fn keeper_looks_again(&self) {
+        if let Some(keeper) = &self.keeper {
+            keeper.look_again.store(true, Ordering::Release);
+            let _ = keeper.waker.wake();
         }
     }
 }

@@ -65,6 +65,26 @@ impl Drop for Queued {
 /// connection is already far past the point where more loops help.
 pub const MAX_EVENT_LOOPS: usize = 1024;
 
+/// Loops a CPU, by default, in a group an executor drives (see
+/// [`EventLoopGroupBuilder::executor`]), up to
+/// [`MOST_LOOPS_FOR_AN_EXECUTOR`].
+const LOOPS_PER_CPU_FOR_AN_EXECUTOR: usize = 8;
+
+/// The most loops a group an executor drives has by default, unless it
+/// has more CPUs (then a loop each).
+const MOST_LOOPS_FOR_AN_EXECUTOR: usize = 64;
+
+/// How many loops a group has unless told: a loop a CPU, or, for an
+/// executor's tasks, several.
+fn default_loops(cpus: usize, by_executor: bool) -> usize {
+    match by_executor {
+        true => (cpus * LOOPS_PER_CPU_FOR_AN_EXECUTOR)
+            .min(MOST_LOOPS_FOR_AN_EXECUTOR)
+            .max(cpus),
+        false => cpus,
+    }
+}
+
 /// Builds an [`EventLoopGroup`].
 pub struct EventLoopGroupBuilder {
     /// `None`: the available cores, counted when the loops start.
@@ -81,8 +101,10 @@ pub struct EventLoopGroupBuilder {
 }
 
 impl EventLoopGroupBuilder {
-    /// Number of loops (default: the available cores; at least 1).
-    /// [`build`](Self::build) refuses more than [`MAX_EVENT_LOOPS`].
+    /// Number of loops (default: the available cores; at least 1 — with
+    /// an [`executor`](Self::executor) that drives them, eight a core, at
+    /// most 64 unless there are more cores). [`build`](Self::build)
+    /// refuses more than [`MAX_EVENT_LOOPS`].
     pub fn threads(mut self, threads: usize) -> Self {
         self.threads = Some(threads.max(1));
         self
@@ -144,7 +166,10 @@ impl EventLoopGroupBuilder {
     /// yours that runs on a loop should start its threads inside
     /// [`without_pinning`](super::without_pinning). Best effort, and a
     /// no-op with a single CPU; Linux only (elsewhere the OS places the
-    /// loops).
+    /// loops). In a group an [`executor`](Self::executor) drives, the
+    /// rule is applied to the deadline keepers, a keeper a CPU, which keep
+    /// the loops' deadlines; the loops' threads, asleep while the executor
+    /// drives, are not pinned.
     pub fn pin_to_cpus(mut self, pin: bool) -> Self {
         self.pin = if pin { Pinning::Always } else { Pinning::Never };
         self
@@ -160,14 +185,23 @@ impl EventLoopGroupBuilder {
 
     /// Has `executor`'s reactor drive the loops: a task of its own per
     /// loop runs the loop's turns on the executor's workers whenever the
-    /// loop's sockets have news, and each loop's thread only keeps its
-    /// deadlines (see "Driven by an executor" on [`EventLoop`]). For
-    /// callers that await their responses on that executor: the answers
-    /// then reach their tasks on the thread that read them. Blocking
-    /// callers wait rather than drive the loops. If the executor stops
-    /// (its runtime shut down), the loops' threads take them back. An
-    /// executor that cannot drive loops (a current-thread runtime: see
-    /// `Executor::tokio`) leaves them to their threads.
+    /// loop's sockets have news, a deadline keeper a core (a thread of
+    /// the group's, no more of them than loops) keeps the loops'
+    /// deadlines, and each loop's thread sleeps (see "Driven by an
+    /// executor" on [`EventLoop`]). For callers that await their
+    /// responses on that executor: the answers then reach their tasks on
+    /// the thread that read them. Blocking callers wait rather than drive
+    /// the loops. If the executor stops (its runtime shut down), the
+    /// loops' threads take them back. An executor that cannot drive loops
+    /// (a current-thread runtime: see `Executor::tokio`) leaves them to
+    /// their threads.
+    ///
+    /// Such a group has eight loops a core by default (see
+    /// [`threads`](Self::threads)): with a loop's task for every few
+    /// connections, a worker more often finds a turn to run rather than
+    /// sleep and be woken onto the core another runs on (the README has
+    /// the measurements). A loop costs a sleeping thread and three
+    /// descriptors; its deadlines cost no thread of their own.
     pub fn executor(mut self, executor: Executor) -> Self {
         self.executor = Some(executor);
         self
@@ -195,12 +229,22 @@ impl EventLoopGroupBuilder {
         super::without_pinning(|| self.start())
     }
 
+    /// The executor that drives the group's loops, if one is named and
+    /// can (see `Executor::tokio`).
+    pub(super) fn driving_executor(&self) -> Option<&Executor> {
+        self.executor
+            .as_ref()
+            .filter(|executor| executor.drives_loops())
+    }
+
     fn start(self) -> io::Result<EventLoopGroup> {
         // Counted here, not when the builder was made: on the CPUs
         // `without_pinning` gave back, if built on a pinned loop's thread.
+        let cpus = thread::available_parallelism().map_or(1, |n| n.get());
+        let by_executor = self.driving_executor().is_some();
         let threads = self
             .threads
-            .unwrap_or_else(|| thread::available_parallelism().map_or(1, |n| n.get()));
+            .unwrap_or_else(|| default_loops(cpus, by_executor));
         if threads > MAX_EVENT_LOOPS {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -213,11 +257,33 @@ impl EventLoopGroupBuilder {
         // Loops started are shut down if the build goes no further: a loop
         // that fails to start, or a scheduler factory that panics.
         let mut loops = Started(Vec::with_capacity(threads));
-        let cpus = super::affinity::plan(self.pin, threads);
+        // An executor drives the loops: their deadlines are kept by a
+        // keeper a CPU (see `executor`'s documentation), pinned as the
+        // loops would be; the loops' threads only sleep until then.
+        let keepers = match by_executor {
+            true => (0..threads.min(cpus))
+                .map(|_| super::executor::DeadlineKeeper::new())
+                .collect::<io::Result<Vec<_>>>()?,
+            false => Vec::new(),
+        };
+        let (loop_pins, keeper_pins) = match by_executor {
+            true => (Pinning::Never, self.pin),
+            false => (self.pin, Pinning::Never),
+        };
         let queued = Arc::new(AtomicUsize::new(0));
-        for (index, cpu) in cpus.into_iter().enumerate() {
-            let event_loop = EventLoop::start(index, &self, cpu, queued.clone())?;
+        let loop_cpus = super::affinity::plan(loop_pins, threads);
+        for (index, cpu) in loop_cpus.into_iter().enumerate() {
+            let keeper = (!keepers.is_empty()).then(|| keepers[index % keepers.len()].waker());
+            let event_loop = EventLoop::start(index, &self, cpu, queued.clone(), keeper)?;
             loops.0.push(event_loop);
+        }
+        let keeper_cpus = super::affinity::plan(keeper_pins, keepers.len());
+        let count = keepers.len();
+        for (k, (keeper, cpu)) in keepers.into_iter().zip(keeper_cpus).enumerate() {
+            let kept = loops.0.iter().skip(k).step_by(count).cloned().collect();
+            thread::Builder::new()
+                .name(format!("{}-keeper-{k}", self.thread_name))
+                .spawn(move || keeper.keep(kept, cpu))?;
         }
         let schedulers = loops
             .0
@@ -408,5 +474,20 @@ impl std::fmt::Debug for EventLoopGroup {
         f.debug_struct("EventLoopGroup")
             .field("loops", &self.loops)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::default_loops;
+
+    #[test]
+    fn an_executors_group_has_eight_loops_a_cpu_up_to_64_unless_it_has_more_cpus() {
+        assert_eq!(default_loops(2, false), 2);
+        assert_eq!(default_loops(2, true), 16);
+        assert_eq!(default_loops(1, true), 8);
+        assert_eq!(default_loops(8, true), 64);
+        assert_eq!(default_loops(16, true), 64);
+        assert_eq!(default_loops(96, true), 96);
     }
 }

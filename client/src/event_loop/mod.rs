@@ -68,8 +68,8 @@ enum Driver {
     /// Nobody: the loop's thread sleeps, for at most two idle graces, until
     /// a caller drives the loop or work comes that nobody would run.
     Idle,
-    /// An executor's task, whenever the loop's poll has events; the
-    /// loop's thread keeps its deadlines (see "Driven by an executor" on
+    /// An executor's task, whenever the loop's poll has events; a
+    /// deadline keeper keeps its deadlines (see "Driven by an executor" on
     /// [`EventLoop`]).
     Executor,
 }
@@ -114,6 +114,10 @@ struct Inbox {
     /// wakes that task (`executor_task`) rather than have it yield and
     /// look again for as long as the keeper's burst lasts.
     executor_awaits_turns: bool,
+    /// A deadline keeper keeps the loop's deadlines (see "Driven by an
+    /// executor" on [`EventLoop`]): until it lets the loop go, the loop's
+    /// thread does not drive it.
+    kept: bool,
     /// Wake-ups posted for tasks.
     #[cfg(test)]
     wakeups: u64,
@@ -272,18 +276,20 @@ impl Timers {
 /// reach their tasks on the worker that read them, and their next
 /// requests are written by the next turn there.
 ///
-/// The loop's thread keeps the deadlines meanwhile: it waits, on a
-/// precise wait of its own, for the loop's nearest deadline (woken when a
-/// nearer one is armed), expires what is due and closes the connections
-/// that failed, taking the turn state for a batch at a time — so a
-/// timeout is as exact as on a loop its thread drives, however busy the
-/// workers are, and its closes do not hold back the tasks it woke
-/// (`keep_deadlines`). An executor's turn that finds the state taken
-/// waits for the thread to let go of it (`executor_awaits_turns`), woken
-/// then. The loop's thread takes the loop back (the
-/// driver becomes its thread again) when the loop closes, or when the
-/// executor's task ends: its runtime shut down, or the registration with
-/// its reactor failed. A blocking caller never drives
+/// A deadline keeper keeps the deadlines meanwhile — a thread of the
+/// group's, one a CPU, each keeping several loops (see the `executor`
+/// module): it waits, on a precise wait of its own, for the nearest
+/// deadline of its loops (woken when a nearer one is armed), expires what
+/// is due and closes the connections that failed, taking a loop's turn
+/// state for a batch at a time — so a timeout is as exact as on a loop
+/// its thread drives, however busy the workers are, and its closes do not
+/// hold back the tasks it woke (`DeadlineKeeper::keep`). An executor's
+/// turn that finds the state taken waits for the keeper to let go of it
+/// (`executor_awaits_turns`), woken then. The loop's thread sleeps until
+/// it takes the loop back (the driver becomes its thread again), once
+/// the keeper lets the loop go: when the loop closes, or when the
+/// executor's task ends (its runtime shut down, or the registration with
+/// its reactor failed). A blocking caller never drives
 /// such a loop: it waits, as it would on a loop its thread drives — on a
 /// worker of a multi-threaded runtime, inside tokio's `block_in_place`
 /// (`block_for_news`), since the task that drives the loop may be that
@@ -323,7 +329,8 @@ pub struct EventLoop {
     idle_grace: Duration,
     waker: mio::Waker,
     inbox: Mutex<Inbox>,
-    /// Wakes the loop's thread while the loop is idle (with the inbox lock).
+    /// Wakes the loop's thread while the loop is idle, or while an executor
+    /// drives it, to take it back (with the inbox lock).
     idle_wake: Condvar,
     /// What the driver works with: held by whoever drives.
     turns: Mutex<TurnState>,
@@ -355,39 +362,32 @@ pub struct EventLoop {
     thread: Mutex<Option<JoinHandle<()>>>,
     /// Wakes the loop when a manual clock advances; kept alive here.
     advance_listener: OnceLock<Arc<AdvanceListener>>,
-    /// Interrupts the poll of the loop's thread while an executor drives
-    /// the loop (see "Driven by an executor" above); `None` for a loop
-    /// its thread drives.
-    keeper_waker: Option<mio::Waker>,
+    /// Interrupts the poll of the keeper of the loop's deadlines while an
+    /// executor drives the loop (see "Driven by an executor" above);
+    /// `None` for a loop its thread drives.
+    keeper: Option<Arc<executor::KeeperWaker>>,
     /// The executor that drives the loop, or drove it until its task
     /// ended; `None` for a loop its thread drives.
     executor: Option<Executor>,
 }
 
 impl EventLoop {
-    /// Starts loop `index` of a group `group` describes, on `cpu`.
+    /// Starts loop `index` of a group `group` describes, on `cpu`; with
+    /// `keeper`, the waker of its deadline keeper, when an executor drives
+    /// the group.
     fn start(
         index: usize,
         group: &EventLoopGroupBuilder,
         cpu: Option<affinity::Cpu>,
         queued_in_group: Arc<AtomicUsize>,
+        keeper: Option<Arc<executor::KeeperWaker>>,
     ) -> io::Result<Arc<EventLoop>> {
         let (clock, spin, idle_grace) = (group.clock.clone(), group.spin, group.idle_grace);
         let name = format!("{}-{index}", group.thread_name);
-        let executor = group
-            .executor
-            .as_ref()
-            .filter(|executor| executor.drives_loops());
+        let executor = group.driving_executor();
         let by_executor = executor.is_some();
         let poll = mio::Poll::new()?;
         let waker = mio::Waker::new(poll.registry(), WAKER)?;
-        let (keeper, keeper_waker) = match by_executor {
-            true => {
-                let (keeper, waker) = executor::DeadlineKeeper::new()?;
-                (Some(keeper), Some(waker))
-            }
-            false => (None, None),
-        };
         // The executor's reactor watches a duplicate of the poll's
         // descriptor: its registration never names a closed one.
         let poll_fd = match by_executor {
@@ -417,6 +417,7 @@ impl EventLoop {
                 releases: 0,
                 executor_task: None,
                 executor_awaits_turns: false,
+                kept: false,
                 #[cfg(test)]
                 wakeups: 0,
             }),
@@ -438,7 +439,7 @@ impl EventLoop {
             thread_id: OnceLock::new(),
             thread: Mutex::new(None),
             advance_listener: OnceLock::new(),
-            keeper_waker,
+            keeper: keeper.filter(|_| by_executor),
             executor: executor.cloned(),
         });
         if let Some(manual) = event_loop.clock.as_manual() {
@@ -457,7 +458,7 @@ impl EventLoop {
         // the CPUs of the thread that builds it, never on a loop's one.
         let handle = thread::Builder::new().name(name).spawn(move || {
             let _pinned = affinity::LoopThread::pin(cpu);
-            runner.run(keeper)
+            runner.run()
         })?;
         let _ = event_loop.thread_id.set(handle.thread().id());
         *lock(&event_loop.thread) = Some(handle);
@@ -601,8 +602,10 @@ impl EventLoop {
     /// loop's thread if the loop is idle, from any thread but the driver's.
     fn interrupt(&self) {
         let _ = self.waker.wake();
-        self.wake_deadline_keeper();
-        if lock(&self.inbox).driver == Driver::Idle {
+        self.keeper_looks_again();
+        // The thread of a loop an executor drives sleeps until its keeper
+        // lets the loop go, or — none having taken it yet — until it closes.
+        if matches!(lock(&self.inbox).driver, Driver::Idle | Driver::Executor) {
             self.idle_wake.notify_one();
         }
     }

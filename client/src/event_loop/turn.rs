@@ -2,7 +2,6 @@
 //! [`EventLoop`]).
 
 use super::deadline_wait::DeadlineWait;
-use super::executor::DeadlineKeeper;
 use super::source::Sources;
 use super::task_wakes;
 use super::{Driver, Entry, EventLoop, LoopContext, LoopTask, Readiness, DRIVING, TIMER, WAKER};
@@ -218,8 +217,18 @@ pub(super) enum ExecutorTurns {
     Stopped,
 }
 
-/// Restores the loop this thread drove before an executor's turns.
-#[cfg_attr(not(feature = "tokio"), allow(dead_code))] // driven by `executor::on_tokio`
+/// What a deadline keeper's batch left on a loop (see
+/// [`EventLoop::keep_deadlines_once`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct KeptLeft {
+    /// Timeouts due still.
+    pub(super) due: bool,
+    /// Connections their timeouts failed, to close.
+    pub(super) closes: bool,
+}
+
+/// Restores the loop this thread drove before an executor's turns, or a
+/// deadline keeper's expiries.
 struct RestoreDriving(*const EventLoop);
 
 impl Drop for RestoreDriving {
@@ -246,10 +255,10 @@ impl Drop for Driving<'_> {
 }
 
 impl EventLoop {
-    pub(super) fn run(self: Arc<Self>, keeper: Option<DeadlineKeeper>) {
+    pub(super) fn run(self: Arc<Self>) {
         super::LOOP_THREAD.with(|on| on.set(Arc::as_ptr(&self)));
-        if let Some(keeper) = keeper {
-            self.keep_deadlines(keeper);
+        if self.keeper.is_some() {
+            self.await_hand_back();
         }
         loop {
             {
@@ -459,19 +468,23 @@ impl EventLoop {
         }
     }
 
-    /// The deadline keeper's work (see
-    /// [`keep_deadlines`](Self::keep_deadlines)), one batch of at most
-    /// [`MAX_TASKS_PER_TURN`] under the turn state's lock, an executor's
-    /// task waiting for that state woken after each (it seldom wins the
-    /// state before the keeper's next batch: a burst runs mostly whole,
-    /// as on a loop its thread drives): the timeouts due, or once
-    /// none is, the connections they failed closed — here, on the loop's
-    /// thread, as on a loop its thread drives, rather than on the workers
-    /// whose tasks those timeouts have just woken. Wakes the executor's
-    /// task if what expired left work for a turn (tasks, sources to run
-    /// again); returns whether a batch is left for the keeper.
-    pub(super) fn keep_deadlines_once(self: &Arc<Self>) -> bool {
+    /// The deadline keeper's work (see `DeadlineKeeper::keep`), one batch
+    /// under the turn state's lock, an executor's task waiting for that
+    /// state woken after each (it seldom wins the state before the
+    /// keeper's next batch: a burst runs mostly whole, as on a loop its
+    /// thread drives): at most [`MAX_TASKS_PER_TURN`] of the timeouts due,
+    /// or once none is, at most `closes` of the connections they failed
+    /// closed — here, on the keeper's thread, as on a loop its thread
+    /// drives, rather than on the workers whose tasks those timeouts have
+    /// just woken. Wakes the executor's task if what expired left work for
+    /// a turn (tasks, sources to run again); returns what is left for the
+    /// keeper.
+    pub(super) fn keep_deadlines_once(self: &Arc<Self>, closes: usize) -> KeptLeft {
         let mut turns = lock(&self.turns);
+        // The keeper runs the loop's turn state for the while: code told
+        // there (a listener) is on the loop, as on its thread.
+        let outer = DRIVING.with(|driving| driving.replace(Arc::as_ptr(self)));
+        let _restore = RestoreDriving(outer);
         let state = &mut *turns;
         let more_due = {
             let mut timers = lock(&self.timers);
@@ -493,11 +506,14 @@ impl EventLoop {
         if !due.is_empty() {
             task_wakes::unheld(|| self.expire(&mut cx, due));
         }
-        if !more_due {
-            self.close_aborted(&mut cx, due, MAX_TASKS_PER_TURN);
+        if !more_due && closes > 0 {
+            self.close_aborted(&mut cx, due, closes);
         }
         let for_a_turn = !state.turn.tasks.is_empty() || !state.sources.again.is_empty();
-        let left = more_due || !state.sources.aborts.is_empty();
+        let left = KeptLeft {
+            due: more_due,
+            closes: !state.sources.aborts.is_empty(),
+        };
         drop(turns);
         if for_a_turn {
             let _ = self.waker.wake();
@@ -531,7 +547,9 @@ impl EventLoop {
         if let Some(task) = task.filter(|_| awaits_turns) {
             task.wake();
         }
-        self.wake_deadline_keeper();
+        self.keeper_looks_again();
+        // A thread no keeper has taken the loop from yet takes it now.
+        self.idle_wake.notify_one();
         ExecutorTurns::Stopped
     }
 
@@ -1117,7 +1135,7 @@ impl EventLoop {
         // loop an executor drives expires its timeouts on its thread, which
         // a close here never holds back, and its turns would not wake for
         // that expiry (nor after it, if it is cancelled first).
-        let may_defer = self.clock.as_manual().is_none() && self.keeper_waker.is_none();
+        let may_defer = self.clock.as_manual().is_none() && self.keeper.is_none();
         let mut overdue_one = false;
         let mut closed = 0;
         while let Some(&(source, exchange_id, queued_at)) = cx.sources.aborts.front() {
