@@ -799,3 +799,112 @@ fn more_loops_than_cpus_are_taken_back_by_their_threads_when_the_runtime_shuts_d
     );
     client.close();
 }
+
+/// Shuts down, when it expires, a loop of the group other than its own,
+/// then tells that the shutdown returned.
+struct ShutsDown {
+    group: &'static tickless::event_loop::EventLoopGroup,
+    other: usize,
+    returned: mpsc::Sender<String>,
+}
+
+impl tickless::event_loop::LoopTimeout for ShutsDown {
+    fn expire(self: Arc<Self>, _: u64, _: &mut tickless::event_loop::LoopContext<'_>) {
+        self.group.loops()[self.other].shutdown();
+        let thread = thread::current().name().unwrap_or("unnamed").to_owned();
+        let _ = self.returned.send(thread);
+    }
+}
+
+/// A timeout expired by a keeper (a listener there, say, that closes its
+/// client) shuts down another loop that keeper keeps: the shutdown
+/// returns — that loop's thread, which takes it only once its keeper lets
+/// it go, is not joined from the keeper — and the loop ends once the
+/// expiry is over, as the loop of the timeout would.
+#[test]
+fn a_loop_shut_down_from_its_own_keeper_ends_and_the_shutdown_returns() {
+    let rt = runtime(1);
+    let group = leaked_group(&rt, cpus() * 2, "kpr-self");
+    // Loop `cpus()` has the first loop's keeper.
+    let other = cpus();
+    let (returned, shut_down) = mpsc::channel();
+    let timeout = Arc::new(ShutsDown {
+        group,
+        other,
+        returned,
+    });
+    group.loops()[0]
+        .schedule(Instant::now() + Duration::from_millis(50), timeout, 0)
+        .unwrap();
+    let thread = shut_down
+        .recv_timeout(CEILING)
+        .expect("the shutdown from the loop's own keeper never returned");
+    assert!(thread.starts_with("kpr-self-keeper"), "expired on {thread}");
+    assert!(group.loops()[other].is_shutting_down());
+    // Its thread has ended it: a second shutdown joins it.
+    returns_in_time("the loop's second shutdown", move || {
+        group.loops()[other].shutdown()
+    });
+    returns_in_time("the group's shutdown", || group.shutdown());
+}
+
+/// Closes its client when a request fails, then tells on which thread,
+/// once the close has returned.
+struct ClosesOnFailure {
+    client: Mutex<Option<Client>>,
+    closed: mpsc::Sender<String>,
+}
+
+impl EventListener for ClosesOnFailure {
+    fn on_failed(&self, _: &RequestInfo, _: &Error) {
+        let Some(client) = self.client.lock().unwrap().take() else {
+            return;
+        };
+        client.close();
+        let thread = thread::current().name().unwrap_or("unnamed").to_owned();
+        let _ = self.closed.send(thread);
+    }
+}
+
+/// A listener told of a timeout on a deadline keeper closes its client,
+/// whose loops include others that keeper keeps: the close returns, and
+/// every loop's thread ends.
+#[test]
+fn a_listener_on_a_keeper_closes_its_client_with_several_loops_a_keeper() {
+    let rt = runtime(1);
+    let server = TestServer::start(Behaviour::NeverAnswer);
+    let (closed, has_closed) = mpsc::channel();
+    let listener = Arc::new(ClosesOnFailure {
+        client: Mutex::new(None),
+        closed,
+    });
+    let group = tickless::event_loop::EventLoopGroup::builder()
+        .threads(cpus() * 2)
+        .thread_name("kpr-close")
+        .executor(Executor::tokio(rt.handle().clone()))
+        .build()
+        .unwrap();
+    let client = driven_by(&rt)
+        .event_loop_group(Arc::new(group))
+        .use_event_loop_timeouts(true)
+        .listener(listener.clone())
+        .build()
+        .unwrap();
+    *listener.client.lock().unwrap() = Some(client.clone());
+    let future = client
+        .get(server.url("/"))
+        .request_timeout(Duration::from_millis(100))
+        .send();
+    let thread = has_closed
+        .recv_timeout(CEILING)
+        .expect("the close from the keeper's listener never returned");
+    assert!(thread.starts_with("kpr-close-keeper"), "told on {thread}");
+    assert!(future.wait().unwrap_err().is_timeout());
+    assert!(
+        eventually(CEILING, || threads_named("kpr-close").is_empty()),
+        "threads left after the close: {:?}",
+        threads_named("kpr-close")
+    );
+    // The close is over: a later one returns at once.
+    client.close();
+}

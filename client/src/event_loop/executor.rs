@@ -61,9 +61,14 @@ pub(super) struct KeeperWaker {
 impl KeeperWaker {
     /// Interrupts the keeper's poll, unless called on the keeper.
     pub(super) fn wake(self: &Arc<Self>) {
-        if !KEEPING.with(|keeping| std::ptr::eq(keeping.get(), Arc::as_ptr(self))) {
+        if !self.is_calling_thread() {
             let _ = self.waker.wake();
         }
+    }
+
+    /// Whether the calling thread is this keeper's.
+    fn is_calling_thread(self: &Arc<Self>) -> bool {
+        KEEPING.with(|keeping| std::ptr::eq(keeping.get(), Arc::as_ptr(self)))
     }
 }
 
@@ -218,6 +223,15 @@ impl EventLoop {
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
         }
         inbox.driver = Driver::Thread;
+    }
+
+    /// Whether the calling thread is the deadline keeper that keeps this
+    /// loop (or would, once it starts): the loop's thread waits for it to
+    /// let the loop go before it drives the loop, or ends it.
+    pub(super) fn kept_here(&self) -> bool {
+        self.keeper
+            .as_ref()
+            .is_some_and(|keeper| keeper.is_calling_thread())
     }
 
     /// Interrupts the poll of the keeper of the loop's deadlines, if an

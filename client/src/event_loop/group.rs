@@ -444,7 +444,9 @@ impl EventLoopGroup {
 
     /// Shuts every loop down and joins them: every loop is told to stop
     /// first, then each is joined — a loop's thread may be waiting for what
-    /// another's end rings.
+    /// another's end rings. Called on a loop's thread, or on a deadline
+    /// keeper (see [`EventLoop::shutdown`]), it joins none of the loops that
+    /// thread runs or keeps: they end once it returns to them.
     pub fn shutdown(&self) {
         self.begin_shutdown();
         for event_loop in &self.loops {

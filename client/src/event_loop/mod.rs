@@ -777,11 +777,15 @@ impl EventLoop {
     /// closes every connection (failing their exchanges with
     /// [`Error::ClientClosed`](crate::Error::ClientClosed)), tells the
     /// timeouts left armed that they were stopped, and joins the thread
-    /// (unless called on it).
+    /// (unless called on it, or on the deadline keeper that keeps the
+    /// loop: see "Driven by an executor" above).
     pub fn shutdown(&self) {
         self.begin_shutdown();
-        // On the loop's own thread: it ends after this turn.
-        if self.in_loop() {
+        // On the loop's own thread: it ends after this turn. On its
+        // deadline keeper (expiring another loop it keeps, say): the loop's
+        // thread takes the loop only once this keeper lets it go, after
+        // this expiry, and ends it then.
+        if self.in_loop() || self.kept_here() {
             return;
         }
         // Joined under the lock: a second caller returns once the loop
