@@ -914,3 +914,80 @@ fn a_listener_on_a_keeper_closes_its_client_with_several_loops_a_keeper() {
     // The close is over: a later one returns at once.
     client.close();
 }
+
+/// When the first request fails, sends `requests` more from there, one at
+/// a time, each waited for (a blocking wait), and tells what each ended
+/// with.
+struct RequestsOnFailure {
+    client: Mutex<Option<Client>>,
+    url: String,
+    requests: usize,
+    ended: mpsc::Sender<(String, Result<String, Error>)>,
+}
+
+impl EventListener for RequestsOnFailure {
+    fn on_failed(&self, _: &RequestInfo, _: &Error) {
+        let Some(client) = self.client.lock().unwrap().take() else {
+            return;
+        };
+        let thread = thread::current().name().unwrap_or("unnamed").to_owned();
+        for _ in 0..self.requests {
+            let ended = client
+                .get(&self.url)
+                .request_timeout(Duration::from_millis(100))
+                .send()
+                .wait()
+                .and_then(|response| response.text().wait());
+            let _ = self.ended.send((thread.clone(), ended));
+        }
+    }
+}
+
+/// A listener told of a timeout on a deadline keeper sends requests and
+/// waits for each: their connections go on loops whose deadlines another
+/// keeper keeps — this one, waiting, expires nothing — so each request's
+/// timeout fires. With one CPU there is no other keeper: each wait is
+/// refused, rather than never end.
+#[test]
+fn a_listener_on_a_keeper_that_waits_for_its_requests_gets_their_timeouts() {
+    let rt = runtime(2);
+    let server = TestServer::start(Behaviour::NeverAnswer);
+    let loops = cpus() * 2;
+    let (ended, has_ended) = mpsc::channel();
+    let listener = Arc::new(RequestsOnFailure {
+        client: Mutex::new(None),
+        url: server.url("/again"),
+        requests: loops,
+        ended,
+    });
+    let client = driven_by(&rt)
+        .event_loops(loops)
+        .use_event_loop_timeouts(true)
+        .listener(listener.clone())
+        .build()
+        .unwrap();
+    *listener.client.lock().unwrap() = Some(client.clone());
+    let first = client
+        .get(server.url("/"))
+        .request_timeout(Duration::from_millis(100))
+        .send();
+    for n in 0..loops {
+        let (thread, ended) = has_ended
+            .recv_timeout(CEILING)
+            .unwrap_or_else(|_| panic!("request {n} from the listener never ended"));
+        assert!(
+            thread.starts_with("tickless-loop-keeper"),
+            "told on {thread}"
+        );
+        let error = ended.expect_err("answered by a server that never answers");
+        match cpus() {
+            1 => assert!(
+                matches!(error, Error::WouldDeadlock),
+                "request {n}: {error}"
+            ),
+            _ => assert!(error.is_timeout(), "request {n}: {error}"),
+        }
+    }
+    assert!(first.wait().unwrap_err().is_timeout());
+    client.close();
+}

@@ -226,12 +226,15 @@ impl EventLoop {
     }
 
     /// Whether the calling thread is the deadline keeper that keeps this
-    /// loop (or would, once it starts): the loop's thread waits for it to
-    /// let the loop go before it drives the loop, or ends it.
+    /// loop now (code told there: a listener of another loop it keeps):
+    /// the loop's deadlines expire only once that code returns, and its
+    /// thread, waiting for the keeper to let the loop go, neither drives
+    /// nor ends it until then. A thread-local read on any other thread.
     pub(super) fn kept_here(&self) -> bool {
         self.keeper
             .as_ref()
             .is_some_and(|keeper| keeper.is_calling_thread())
+            && lock(&self.inbox).kept
     }
 
     /// Interrupts the poll of the keeper of the loop's deadlines, if an

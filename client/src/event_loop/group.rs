@@ -334,7 +334,10 @@ impl Drop for Started {
 /// group has another: code run there (a listener) may send a request and
 /// wait for it, and that loop cannot turn while its thread waits (a wait
 /// for a connection on it fails with
-/// [`Error::WouldDeadlock`](crate::Error::WouldDeadlock)).
+/// [`Error::WouldDeadlock`](crate::Error::WouldDeadlock)). On a deadline
+/// keeper (loops an executor drives), no more on the loops it keeps, whose
+/// timeouts would not fire while it waits: with one keeper (one CPU),
+/// such a wait is refused.
 ///
 /// The chooser is used for new connections only, never to pick where a
 /// timeout goes: that would put the timeout on a loop other than its
@@ -379,12 +382,14 @@ impl EventLoopGroup {
 
     /// The loop for the next new connection — the calling thread's (see
     /// the type's documentation) — other than the one of index `avoid`
-    /// where there is another, and never, where there is another, the loop
-    /// of this group whose turns the calling thread runs (see
-    /// [`EventLoop::stalls_here`]): code told there (a listener) that
-    /// sends a request and waits for it would otherwise stop the very loop
-    /// its connection needs. That comes first: a hedged copy opened there
-    /// may share its attempt's loop, with two loops.
+    /// where there is another, and never, where there is another, a loop
+    /// of this group the calling thread stalls (see
+    /// [`EventLoop::stalls_here`]: the loop whose turns it runs, or on a
+    /// deadline keeper the loops it keeps): code told there (a listener)
+    /// that sends a request and waits for it would otherwise stop the very
+    /// loop its connection needs, or its timeouts. That comes first: a
+    /// hedged copy opened there may share its attempt's loop, with two
+    /// loops.
     pub(crate) fn next(&self, avoid: Option<usize>) -> &Arc<EventLoop> {
         let turn = || self.chooser.fetch_add(1, Ordering::Relaxed);
         let on_a_loop = super::on_any_loop();
@@ -393,16 +398,13 @@ impl EventLoopGroup {
             false => THREAD_LOOPS.with(|seats| seats.borrow_mut().seat(self.id, turn)),
         };
         let len = self.loops.len();
-        let here = match on_a_loop && len > 1 {
-            true => self.loops.iter().position(|l| l.stalls_here()),
-            false => None,
-        };
+        let here = |i: usize| on_a_loop && len > 1 && self.loops[i].stalls_here();
         // The first of the chosen one and those after it that is neither
         // here nor avoided; else the first that is not here.
         let candidates = || (0..len).map(|k| (n + k) % len);
         let pick = candidates()
-            .find(|&i| Some(i) != here && Some(i) != avoid)
-            .or_else(|| candidates().find(|&i| Some(i) != here))
+            .find(|&i| !here(i) && Some(i) != avoid)
+            .or_else(|| candidates().find(|&i| !here(i)))
             .unwrap_or(n % len);
         &self.loops[pick]
     }

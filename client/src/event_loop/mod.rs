@@ -289,7 +289,12 @@ impl Timers {
 /// it takes the loop back (the driver becomes its thread again), once
 /// the keeper lets the loop go: when the loop closes, or when the
 /// executor's task ends (its runtime shut down, or the registration with
-/// its reactor failed). A blocking caller never drives
+/// its reactor failed). Code told on a keeper (a listener of a timeout)
+/// stalls every loop that keeper keeps, as code told on a loop's thread
+/// stalls that loop (`stalls_here`): a request it sends goes on a loop
+/// another keeper keeps, and a wait for one on those it keeps fails with
+/// [`Error::WouldDeadlock`](crate::Error::WouldDeadlock) rather than wait
+/// past a timeout that would never fire. A blocking caller never drives
 /// such a loop: it waits, as it would on a loop its thread drives — on a
 /// worker of a multi-threaded runtime, inside tokio's `block_in_place`
 /// (`block_for_news`), since the task that drives the loop may be that
@@ -481,27 +486,30 @@ impl EventLoop {
     /// Whether the calling thread runs this loop's turns: its own thread,
     /// or a caller driving it (see "Who drives a loop" above).
     pub fn in_loop(&self) -> bool {
-        // The same two thread-local reads (the loop's own thread sets
-        // `LOOP_THREAD` first thing, in `run`), where asking the thread for
-        // its id clones and drops its handle (two atomic operations).
-        self.stalls_here()
+        // Two thread-local reads (the loop's own thread sets `LOOP_THREAD`
+        // first thing, in `run`), where asking the thread for its id
+        // clones and drops its handle (two atomic operations).
+        let here = |cell: &Cell<*const EventLoop>| std::ptr::eq(cell.get(), self);
+        LOOP_THREAD.with(here) || DRIVING.with(here)
     }
 
     /// Whether a blocking wait on the calling thread for news only this
     /// loop can bring would never end: the thread is this loop's own, or
     /// a caller's driving it (inside a turn: a listener told there, a
     /// waker that polls its task inline), so the loop cannot turn while it
-    /// waits. Not so on a caller's thread between its drives (its wait
-    /// drives the loop), nor on another loop's thread.
+    /// waits. So too on the deadline keeper that keeps the loop (see
+    /// "Driven by an executor" above), expiring another loop it keeps: the
+    /// loop's timeouts would not fire while it waits. Not so on a caller's
+    /// thread between its drives (its wait drives the loop), nor on another
+    /// loop's thread.
     ///
-    /// Two thread-local reads, no lock: a blocking wait asks only once
-    /// [`on_any_loop`] says the thread runs some loop. A caller driving
-    /// this loop from inside a turn of another that it drives in turn (a
-    /// listener's wait, nested) is not seen: only the innermost loop it
-    /// drives is kept.
+    /// Three thread-local reads, no lock but on that keeper: a blocking
+    /// wait asks only once [`on_any_loop`] says the thread runs some loop.
+    /// A caller driving this loop from inside a turn of another that it
+    /// drives in turn (a listener's wait, nested) is not seen: only the
+    /// innermost loop it drives is kept.
     pub(crate) fn stalls_here(&self) -> bool {
-        let here = |cell: &Cell<*const EventLoop>| std::ptr::eq(cell.get(), self);
-        LOOP_THREAD.with(here) || DRIVING.with(here)
+        self.in_loop() || self.kept_here()
     }
 
     /// Exchanges attached to the loop's connections now, how many of them
@@ -785,7 +793,7 @@ impl EventLoop {
         // deadline keeper (expiring another loop it keeps, say): the loop's
         // thread takes the loop only once this keeper lets it go, after
         // this expiry, and ends it then.
-        if self.in_loop() || self.kept_here() {
+        if self.stalls_here() {
             return;
         }
         // Joined under the lock: a second caller returns once the loop
