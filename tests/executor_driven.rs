@@ -153,7 +153,7 @@ fn a_timeout_fires_and_its_connection_closes_while_every_worker_is_blocked() {
     let (release, is_blocked) = block_the_worker(&rt);
     let fired = eventually(CEILING, || future.is_done());
     let fired_after = started.elapsed();
-    // And its connection closed, by the loop's thread too.
+    // And its connection closed, by the loop's deadline keeper too.
     let closed = server.wait_for_open(0, CEILING);
     release.send(()).unwrap();
     assert!(fired, "no timeout while the worker was blocked");
@@ -168,8 +168,8 @@ fn a_timeout_fires_and_its_connection_closes_while_every_worker_is_blocked() {
     client.close();
 }
 
-/// The deadline keeper (the loop's thread while tokio drives the loop)
-/// fires one timeout after another: its precise wait, once it has woken,
+/// The deadline keeper (a thread of the group's while tokio drives the
+/// loops) fires one timeout after another: its precise wait, once it has woken,
 /// is armed again for the next deadline — here while the one worker that
 /// would run the loop's turns is blocked, so the keeper alone fires them.
 #[test]
@@ -567,8 +567,8 @@ fn a_blocking_caller_on_a_worker_gets_its_answer_with_a_hedge_armed() {
 /// A request with a timeout, sent on the open and free connection a first
 /// request (awaited on `rt`) left to `client` for `url`'s origin,
 /// while `rt`'s one worker is blocked: it is a task for the loop's turn,
-/// which that worker would run — the loop's thread must keep its deadline
-/// all the same; the next request is answered.
+/// which that worker would run — the loop's deadline keeper must keep its
+/// deadline all the same; the next request is answered.
 fn times_out_on_an_open_connection_while_every_worker_is_blocked(
     rt: &tokio::runtime::Runtime,
     client: &Client,

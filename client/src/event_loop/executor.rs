@@ -294,8 +294,8 @@ pub(crate) fn block_for_news<R>(
 impl EventLoop {
     /// Whether an executor may drive the loop: its turns, and the tasks
     /// posted to it, then wait for a free worker — for as long as the
-    /// executor's other tasks keep every worker busy — while its thread
-    /// keeps its deadlines apart (see "Driven by an executor" on
+    /// executor's other tasks keep every worker busy — while a deadline
+    /// keeper keeps its deadlines apart (see "Driven by an executor" on
     /// [`EventLoop`]). A deadline must then be armed before the task for
     /// its request is posted, not by that task. Fixed when the loop is
     /// built: still so once its thread has taken it back.

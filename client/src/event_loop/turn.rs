@@ -860,8 +860,8 @@ impl EventLoop {
     }
 
     /// How long a poll that would block waits for `deadline`, the
-    /// nearest, at `now` (the loop's own poll, or its thread's while an
-    /// executor drives it): not at all if it is due or within the loop's
+    /// nearest, at `now` (the loop's own poll, or its deadline keeper's
+    /// while an executor drives it): not at all if it is due or within the loop's
     /// spin (expired after a poll that does not block), else until `wait`,
     /// the poll's precise wait, armed here, wakes it — or the poll's own
     /// timeout, without one. `now` is read only when the wait is not
@@ -1132,8 +1132,8 @@ impl EventLoop {
     fn close_aborted(&self, cx: &mut LoopContext<'_>, due: &mut Vec<Entry>, max: usize) {
         // A manual clock's poll wakes for no deadline, only for an advance:
         // an abort left for after the next expiry would wait for that. A
-        // loop an executor drives expires its timeouts on its thread, which
-        // a close here never holds back, and its turns would not wake for
+        // loop an executor drives expires its timeouts on its deadline
+        // keeper, which a close here never holds back, and its turns would not wake for
         // that expiry (nor after it, if it is cancelled first).
         let may_defer = self.clock.as_manual().is_none() && self.keeper.is_none();
         let mut overdue_one = false;
