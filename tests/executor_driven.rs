@@ -991,3 +991,34 @@ fn a_listener_on_a_keeper_that_waits_for_its_requests_gets_their_timeouts() {
     assert!(first.wait().unwrap_err().is_timeout());
     client.close();
 }
+
+/// A keeper asleep for one loop's far deadline is woken by a nearer one
+/// armed on another loop it keeps, and fires it — before the far one,
+/// while the one worker that would run the loops' turns is blocked.
+#[test]
+fn a_keeper_waiting_for_one_loops_deadline_fires_a_nearer_one_armed_on_another() {
+    let rt = runtime(1);
+    let group = leaked_group(&rt, cpus() * 2, "kpr-near");
+    let (release, is_blocked) = block_the_worker(&rt);
+    let (told, expiries) = mpsc::channel();
+    let far = Instant::now() + Duration::from_secs(600);
+    let far_key = group.loops()[0]
+        .schedule(far, Arc::new(Told(told.clone())), 0)
+        .unwrap();
+    // The keeper has gone back to sleep, for the far deadline.
+    thread::sleep(Duration::from_millis(50));
+    // Loop `cpus()` has the first loop's keeper.
+    let near = Instant::now() + Duration::from_millis(100);
+    group.loops()[cpus()]
+        .schedule(near, Arc::new(Told(told)), 1)
+        .unwrap();
+    let fired = expiries.recv_timeout(CEILING);
+    release.send(()).unwrap();
+    let (tag, at, thread) = fired.expect("the nearer deadline never fired");
+    assert_eq!(tag, 1, "the far deadline fired first");
+    assert!(at >= near, "fired early");
+    assert!(thread.starts_with("kpr-near-keeper"), "fired on {thread}");
+    assert!(is_blocked.recv_timeout(CEILING).unwrap());
+    assert!(group.loops()[0].cancel(far_key));
+    returns_in_time("the group's shutdown", || group.shutdown());
+}
