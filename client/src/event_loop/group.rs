@@ -266,9 +266,9 @@ impl EventLoopGroupBuilder {
                 .collect::<io::Result<Vec<_>>>()?,
             false => Vec::new(),
         };
-        let (loop_pins, keeper_pins) = match by_executor {
-            true => (Pinning::Never, self.pin),
-            false => (self.pin, Pinning::Never),
+        let loop_pins = match by_executor {
+            true => Pinning::Never,
+            false => self.pin,
         };
         let queued = Arc::new(AtomicUsize::new(0));
         let loop_cpus = super::affinity::plan(loop_pins, threads);
@@ -277,7 +277,7 @@ impl EventLoopGroupBuilder {
             let event_loop = EventLoop::start(index, &self, cpu, queued.clone(), keeper)?;
             loops.0.push(event_loop);
         }
-        let keeper_cpus = super::affinity::plan(keeper_pins, keepers.len());
+        let keeper_cpus = super::affinity::plan(self.pin, keepers.len());
         let count = keepers.len();
         for (k, (keeper, cpu)) in keepers.into_iter().zip(keeper_cpus).enumerate() {
             let kept = loops.0.iter().skip(k).step_by(count).cloned().collect();

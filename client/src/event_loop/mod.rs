@@ -378,8 +378,8 @@ pub struct EventLoop {
 
 impl EventLoop {
     /// Starts loop `index` of a group `group` describes, on `cpu`; with
-    /// `keeper`, the waker of its deadline keeper, when an executor drives
-    /// the group.
+    /// `keeper`, the waker of its deadline keeper — given exactly when an
+    /// executor drives the group.
     fn start(
         index: usize,
         group: &EventLoopGroupBuilder,
@@ -391,6 +391,7 @@ impl EventLoop {
         let name = format!("{}-{index}", group.thread_name);
         let executor = group.driving_executor();
         let by_executor = executor.is_some();
+        debug_assert_eq!(keeper.is_some(), by_executor);
         let poll = mio::Poll::new()?;
         let waker = mio::Waker::new(poll.registry(), WAKER)?;
         // The executor's reactor watches a duplicate of the poll's
@@ -444,7 +445,7 @@ impl EventLoop {
             thread_id: OnceLock::new(),
             thread: Mutex::new(None),
             advance_listener: OnceLock::new(),
-            keeper: keeper.filter(|_| by_executor),
+            keeper,
             executor: executor.cloned(),
         });
         if let Some(manual) = event_loop.clock.as_manual() {
