@@ -18,13 +18,18 @@ use tickless::{Client, ClientBuilder, Error, EventListener, RequestInfo};
 const CEILING: Duration = Duration::from_secs(10);
 const WORKER: &str = "executor-test-worker";
 
+/// The calling thread's name.
+fn this_thread() -> String {
+    thread::current().name().unwrap_or("unnamed").to_owned()
+}
+
 /// The names of the threads each status line was read on.
 #[derive(Default)]
 struct ReadOn(Mutex<Vec<String>>);
 
 impl EventListener for ReadOn {
     fn on_status(&self, _: &RequestInfo, _: http::StatusCode) {
-        let name = thread::current().name().unwrap_or("unnamed").to_owned();
+        let name = this_thread();
         self.0.lock().unwrap().push(name);
     }
 }
@@ -635,7 +640,7 @@ struct Told(mpsc::Sender<(u64, Instant, String)>);
 
 impl tickless::event_loop::LoopTimeout for Told {
     fn expire(self: Arc<Self>, tag: u64, _: &mut tickless::event_loop::LoopContext<'_>) {
-        let thread = thread::current().name().unwrap_or("unnamed").to_owned();
+        let thread = this_thread();
         let _ = self.0.send((tag, Instant::now(), thread));
     }
 }
@@ -817,7 +822,7 @@ struct ShutsDown {
 impl tickless::event_loop::LoopTimeout for ShutsDown {
     fn expire(self: Arc<Self>, _: u64, _: &mut tickless::event_loop::LoopContext<'_>) {
         self.group.loops()[self.other].shutdown();
-        let thread = thread::current().name().unwrap_or("unnamed").to_owned();
+        let thread = this_thread();
         let _ = self.returned.send(thread);
     }
 }
@@ -867,7 +872,7 @@ impl EventListener for ClosesOnFailure {
             return;
         };
         client.close();
-        let thread = thread::current().name().unwrap_or("unnamed").to_owned();
+        let thread = this_thread();
         let _ = self.closed.send(thread);
     }
 }
@@ -930,7 +935,7 @@ impl EventListener for RequestsOnFailure {
         let Some(client) = self.client.lock().unwrap().take() else {
             return;
         };
-        let thread = thread::current().name().unwrap_or("unnamed").to_owned();
+        let thread = this_thread();
         for _ in 0..self.requests {
             let ended = client
                 .get(&self.url)

@@ -1601,6 +1601,17 @@ fn status(code: &[u8; 3]) -> Vec<u8> {
 /// A server's frames for a stream, given its id.
 type Answer = fn(u32) -> Vec<u8>;
 
+/// A raw server whose one connection's first request is answered with
+/// `answer` alone (no PING after it: see [`answering`]), then read until
+/// the client is done with it.
+fn answering_alone(answer: Answer) -> RawH2Server {
+    RawH2Server::start(move |mut conn| {
+        let id = conn.read_requests(1)[0];
+        conn.send(&answer(id));
+        conn.drain(CEILING);
+    })
+}
+
 /// A 304 declaring the `content-length` of what it stands for, its stream
 /// ended by an empty DATA frame (as hypercorn ends every stream): `h2`
 /// resets the stream for the length's mismatch, the client takes it whole.
@@ -1615,11 +1626,7 @@ fn not_modified_ending_with_data(id: u32) -> Vec<u8> {
 /// A `method` request answered by the raw server with `answer`: the
 /// status, and the body as the caller reads it.
 fn bodiless(method: http::Method, answer: Answer) -> Result<(u16, Vec<u8>), tickless::Error> {
-    let server = RawH2Server::start(move |mut conn| {
-        let id = conn.read_requests(1)[0];
-        conn.send(&answer(id));
-        conn.drain(CEILING);
-    });
+    let server = answering_alone(answer);
     let client = h2c().build().unwrap();
     let outcome = client
         .request(method, server.url("/"))
@@ -1736,11 +1743,7 @@ fn a_body_that_ended_with_its_head_is_at_its_end_before_any_read() {
         ),
     ];
     for (i, (method, answer, ended)) in cases.into_iter().enumerate() {
-        let server = RawH2Server::start(move |mut conn| {
-            let id = conn.read_requests(1)[0];
-            conn.send(&answer(id));
-            conn.drain(CEILING);
-        });
+        let server = answering_alone(answer);
         let client = h2c().build().unwrap();
         let response = client
             .request(method.clone(), server.url("/"))
@@ -1790,11 +1793,7 @@ fn a_2xx_that_ends_its_stream_while_the_upload_goes_is_not_at_its_end_before_a_r
         ),
     ];
     for (name, answer, ended) in cases {
-        let server = RawH2Server::start(move |mut conn| {
-            let id = conn.read_requests(1)[0];
-            conn.send(&answer(id));
-            conn.drain(CEILING);
-        });
+        let server = answering_alone(answer);
         let client = h2c().build().unwrap();
         let mut response = client
             .put(server.url("/"))
@@ -2451,11 +2450,7 @@ fn heads_that_end_their_stream_are_whole_and_empty_or_malformed() {
         }),
     ];
     for (name, method, answer) in whole {
-        let server = RawH2Server::start(move |mut conn| {
-            let id = conn.read_requests(1)[0];
-            conn.send(&answer(id));
-            conn.drain(CEILING);
-        });
+        let server = answering_alone(answer);
         let client = h2c().build().unwrap();
         let mut response = client
             .request(method, server.url("/"))
