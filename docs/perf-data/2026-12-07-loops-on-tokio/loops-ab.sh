@@ -1,7 +1,7 @@
 #!/bin/bash
 # usage: loops-ab.sh ROUNDS L1 L2 ... ; prints per-round rows and median ratios vs hyper
-B=/work/target-exp/release/bench-peers; R=$1; shift; UA=(--url ${U-http://127.0.0.1:18080}); [ -z "${U-x}" ] && UA=()
-out=/tmp/loops-ab-$(date +%H%M%S).csv
+B=${B:-/work/target-exp/release/bench-peers}; R=$1; shift; UA=(--url ${U-http://127.0.0.1:18080}); [ -z "${U-x}" ] && UA=()
+out=${OUT:-/tmp}/loops-ab-$(date +%H%M%S).csv
 for r in $(seq $R); do
   order="$* hyper"; [ $((r%2)) -eq 0 ] && order="hyper $*"
   for l in $order; do
